@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one internal interface every backend sits behind (CUPTI, Level Zero,
+ * plug-ins). A backend turns vendor activity into events through
+ * inject/event.h; the drain thread and writer have one path for all.
+ *
+ * Backends register themselves with GT_BACKEND_REGISTER: the shim finds them
+ * in a linker section, so a backend that is not built is simply absent.
+ */
+#ifndef GPUTRACE_BACKEND_H
+#define GPUTRACE_BACKEND_H
+
+#include <stdbool.h>
+#include "../inject/event.h"
+
+struct gt_backend {
+	const char *name; /* as named in GPUTRACE_BACKENDS: "cupti", "ze", "plugins" */
+	/* Constructor time, when enabled by configuration. Cheap: must not
+	 * initialize vendor runtimes (no CUPTI calls). 0 or -errno. */
+	int (*init)(void);
+	/* The program dlopen()ed a library (path as given, may be NULL). */
+	void (*on_dlopen)(const char *path, void *handle);
+	/* Drain thread, every cycle: move completed vendor records into
+	 * events. final: the process is ending, take everything there is. */
+	void (*flush)(bool final);
+	/* Process exit, before the final drain: finish reading, stop. */
+	void (*stop)(void);
+	/* In the child after fork(): forget what belongs to the parent. */
+	void (*atfork_child)(void);
+	/* dlsym(handle, symbol) by the program for a symbol this backend wraps
+	 * (a late-loaded vendor library): return the wrapper, or NULL. */
+	void *(*wrapper_for)(const char *symbol);
+};
+
+#define GT_BACKEND_REGISTER(b)                                                     \
+	static const struct gt_backend *const gt_backend_ptr_##b                   \
+		__attribute__((used, section("gt_backends"), aligned(sizeof(void *)))) = &(b)
+
+/* Iterate registered backends that configuration enables. */
+GT_HIDDEN bool gt_backend_enabled(const char *name);
+
+#endif

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPUTRACE_* environment parsing. Every variable has a default; a bad value
+ * or an unknown GPUTRACE_* name is reported in one line that names the
+ * variable and what is accepted, and the default stays.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+
+GT_HIDDEN struct gt_config gt_cfg;
+
+static void config_defaults(struct gt_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->output, "gputrace-%e-%p.json");
+	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
+	cfg->backends = GT_BACKEND_ALL;
+	cfg->summary = true;
+	cfg->log_level = GT_LOG_WARN;
+	cfg->kinds = GT_KIND_ALL;
+	cfg->flush_ms = 200;
+}
+
+static void bad(struct gt_config *cfg, const char *var, const char *val, const char *accepted)
+{
+	cfg->errors++;
+	gt_log(GT_LOG_ERROR, "%s='%.200s' is not valid: expected %s; using the default", var, val,
+	       accepted);
+}
+
+/* Unsigned decimal in [min, max]; 0 on success. */
+static int parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* 1/0 spellings people use. Returns 1, 0 or -1. */
+static int parse_bool(const char *s)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" };
+	static const char *const no[] = { "0", "no", "false", "off" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i]))
+			return 1;
+		if (!strcasecmp(s, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
+static int parse_log_level(const char *s)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	unsigned long long v;
+
+	for (int i = 0; i < 4; i++)
+		if (!strcasecmp(s, names[i]))
+			return i;
+	if (!parse_uint(s, 0, 3, &v))
+		return (int)v;
+	return -1;
+}
+
+/* Words of a comma list, one at a time: copies into word, returns the rest. */
+static const char *next_word(const char *s, char *word, size_t len, int *toolong)
+{
+	size_t n = 0;
+
+	*toolong = 0;
+	while (*s == ',' || *s == ' ')
+		s++;
+	while (*s && *s != ',') {
+		if (n + 1 < len)
+			word[n++] = *s;
+		else
+			*toolong = 1;
+		s++;
+	}
+	while (n && word[n - 1] == ' ')
+		n--;
+	word[n] = 0;
+	return s;
+}
+
+static int kind_of_word(const char *w)
+{
+	static const struct {
+		const char *alias;
+		int bit;
+	} aliases[] = {
+		/* vendor and Kineto spellings */
+		{ "concurrent_kernel", GT_KIND_BIT_KERNEL }, { "gpu_kernel", GT_KIND_BIT_KERNEL },
+		{ "kernels", GT_KIND_BIT_KERNEL },          { "gpu_memcpy", GT_KIND_BIT_MEMCPY },
+		{ "memcpy2", GT_KIND_BIT_MEMCPY },          { "gpu_memset", GT_KIND_BIT_MEMSET },
+		{ "cuda_sync", GT_KIND_BIT_SYNC },          { "synchronization", GT_KIND_BIT_SYNC },
+		{ "user_annotation", GT_KIND_BIT_ANNOTATION }, { "nvtx", GT_KIND_BIT_ANNOTATION },
+		{ "gpu_user_annotation", GT_KIND_BIT_ANNOTATION }, { "counters", GT_KIND_BIT_COUNTER },
+		{ "pm_counter", GT_KIND_BIT_COUNTER },      { "gpu_pm_counter", GT_KIND_BIT_COUNTER },
+		{ "ze_api", GT_KIND_BIT_RUNTIME },
+	};
+	static const char *const names[] = {
+#define GT_KIND_NAME(id, str) str,
+		GT_KINDS(GT_KIND_NAME)
+#undef GT_KIND_NAME
+	};
+	size_t n = strlen(w);
+
+	for (int i = 0; i < GT_KIND__COUNT; i++)
+		if (!strcasecmp(w, names[i]))
+			return i;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcasecmp(w, aliases[i].alias))
+			return aliases[i].bit;
+	/* <vendor>_runtime / <vendor>_driver (cuda_runtime, xpu_runtime,
+	 * privateuse1_driver, ...): new accelerators need no new names. */
+	if (n > 8 && !strcasecmp(w + n - 8, "_runtime"))
+		return GT_KIND_BIT_RUNTIME;
+	if (n > 7 && !strcasecmp(w + n - 7, "_driver"))
+		return GT_KIND_BIT_DRIVER;
+	return -1;
+}
+
+long config__parse_kinds(const char *s, char *badbuf, size_t badlen)
+{
+	char word[64];
+	long mask = 0;
+	int toolong, words = 0;
+
+	while (*s) {
+		s = next_word(s, word, sizeof(word), &toolong);
+		if (!word[0])
+			continue;
+		words++;
+		if (!toolong && !strcasecmp(word, "all")) {
+			mask |= GT_KIND_ALL;
+			continue;
+		}
+		int bit = toolong ? -1 : kind_of_word(word);
+		if (bit < 0) {
+			snprintf(badbuf, badlen, "%s", word);
+			return -1;
+		}
+		mask |= 1l << bit;
+	}
+	if (!words) {
+		snprintf(badbuf, badlen, "(empty)");
+		return -1;
+	}
+	return mask;
+}
+
+static int parse_backends(const char *s, unsigned *out)
+{
+	char word[64];
+	unsigned mask = 0;
+	int toolong, words = 0;
+
+	while (*s) {
+		s = next_word(s, word, sizeof(word), &toolong);
+		if (!word[0])
+			continue;
+		words++;
+		if (toolong)
+			return -EINVAL;
+		if (!strcasecmp(word, "cupti") || !strcasecmp(word, "cuda"))
+			mask |= GT_BACKEND_CUPTI;
+		else if (!strcasecmp(word, "ze") || !strcasecmp(word, "levelzero") ||
+			 !strcasecmp(word, "level_zero"))
+			mask |= GT_BACKEND_ZE;
+		else if (!strcasecmp(word, "plugins") || !strcasecmp(word, "plugin"))
+			mask |= GT_BACKEND_PLUGINS;
+		else if (!strcasecmp(word, "all"))
+			mask |= GT_BACKEND_ALL;
+		else if (!strcasecmp(word, "none"))
+			mask |= 0;
+		else
+			return -EINVAL;
+	}
+	if (!words)
+		return -EINVAL;
+	*out = mask;
+	return 0;
+}
+
+/* The output template must expand; checked here so the error is reported
+ * with the variable's name at start, not when the file is opened. */
+static int check_template(const char *s)
+{
+	char buf[PATH_MAX];
+
+	return config__expand_output(s, buf, sizeof(buf), 1, "x", 0);
+}
+
+typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *val);
+
+static void set_output(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (!*val || strlen(val) >= sizeof(cfg->output) || check_template(val))
+		bad(cfg, var, val,
+		    "a file path template (codes %p pid, %e program, %h host, %r rank, %t start time, %%)");
+	else
+		strcpy(cfg->output, val);
+}
+
+static void set_buffer_kb(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+
+	if (parse_uint(val, GT_BUFFER_KB_MIN, GT_BUFFER_KB_MAX, &v))
+		bad(cfg, var, val, "kilobytes per thread, an integer from 4 to 1048576");
+	else
+		cfg->buffer_kb = v;
+}
+
+static void set_backends(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (parse_backends(val, &cfg->backends))
+		bad(cfg, var, val, "a comma list of cupti, ze, plugins, all, or none");
+}
+
+static void set_bool(struct gt_config *cfg, const char *var, const char *val, bool *dst)
+{
+	int b = parse_bool(val);
+
+	if (b < 0)
+		bad(cfg, var, val, "1/0, yes/no, true/false or on/off");
+	else
+		*dst = b;
+}
+
+static void set_disable_cupti(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_bool(cfg, var, val, &cfg->disable_cupti);
+}
+
+static void set_summary(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_bool(cfg, var, val, &cfg->summary);
+}
+
+static void set_graph_trace(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_bool(cfg, var, val, &cfg->graph_trace);
+}
+
+static void set_stacks_all(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_bool(cfg, var, val, &cfg->stacks_all);
+}
+
+static void set_path(const char *var, const char *val, char *dst, size_t len,
+		     struct gt_config *cfg, const char *accepted)
+{
+	if (!*val || strlen(val) >= len)
+		bad(cfg, var, val, accepted);
+	else
+		strcpy(dst, val);
+}
+
+static void set_plugin_path(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_path(var, val, cfg->plugin_path, sizeof(cfg->plugin_path), cfg,
+		 "a colon-separated list of directories");
+}
+
+static void set_summary_json(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_path(var, val, cfg->summary_json, sizeof(cfg->summary_json), cfg, "a file path");
+}
+
+static void set_stacks(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+	int b = parse_bool(val);
+
+	if (b == 0)
+		cfg->stacks = 0;
+	else if (b == 1)
+		cfg->stacks = 16;
+	else if (!parse_uint(val, 0, GT_STACKS_MAX_DEPTH, &v))
+		cfg->stacks = v;
+	else
+		bad(cfg, var, val, "0/off, 1/on (depth 16), or a depth from 1 to 64");
+}
+
+static void set_log(struct gt_config *cfg, const char *var, const char *val)
+{
+	int l = parse_log_level(val);
+
+	if (l < 0)
+		bad(cfg, var, val, "error, warn, info, debug (or 0-3)");
+	else
+		cfg->log_level = l;
+}
+
+static void set_activities(struct gt_config *cfg, const char *var, const char *val)
+{
+	char badword[64];
+	long m = config__parse_kinds(val, badword, sizeof(badword));
+
+	if (m < 0)
+		bad(cfg, var, val,
+		    "a comma list of runtime, driver, kernel, memcpy, memset, sync, annotation, "
+		    "counter, overhead, all (vendor names like cuda_runtime or xpu_driver work too)");
+	else
+		cfg->kinds = (unsigned)m;
+}
+
+static void set_flush_ms(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+
+	if (parse_uint(val, 10, 60000, &v))
+		bad(cfg, var, val, "milliseconds, an integer from 10 to 60000");
+	else
+		cfg->flush_ms = v;
+}
+
+/* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
+static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
+{
+}
+
+#define GT_VARS(X)                                                                 \
+	X("GPUTRACE_OUTPUT", set_output)                                           \
+	X("GPUTRACE_BUFFER_KB", set_buffer_kb)                                     \
+	X("GPUTRACE_BACKENDS", set_backends)                                       \
+	X("GPUTRACE_DISABLE_CUPTI", set_disable_cupti)                             \
+	X("GPUTRACE_PLUGIN_PATH", set_plugin_path)                                 \
+	X("GPUTRACE_STACKS", set_stacks)                                           \
+	X("GPUTRACE_STACKS_ALL", set_stacks_all)                                   \
+	X("GPUTRACE_SUMMARY", set_summary)                                         \
+	X("GPUTRACE_SUMMARY_JSON", set_summary_json)                               \
+	X("GPUTRACE_LOG", set_log)                                                 \
+	X("GPUTRACE_ACTIVITIES", set_activities)                                   \
+	X("GPUTRACE_GRAPH_TRACE", set_graph_trace)                                 \
+	X("GPUTRACE_FLUSH_MS", set_flush_ms)                                       \
+	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
+	X("GPUTRACE_LIB", set_ignore)
+
+static const struct {
+	const char *name;
+	setter_fn set;
+} vars[] = {
+#define GT_VAR_ENTRY(name, fn) { name, fn },
+	GT_VARS(GT_VAR_ENTRY)
+#undef GT_VAR_ENTRY
+};
+
+void config__parse(struct gt_config *cfg, char *const *envp)
+{
+	config_defaults(cfg);
+	if (!envp)
+		return;
+	/* GPUTRACE_LOG first, so it governs the messages about the others. */
+	for (char *const *e = envp; *e; e++)
+		if (!strncmp(*e, "GPUTRACE_LOG=", 13))
+			set_log(cfg, "GPUTRACE_LOG", *e + 13);
+	for (char *const *e = envp; *e; e++) {
+		const char *kv = *e, *eq;
+		size_t i;
+
+		if (strncmp(kv, "GPUTRACE_", 9))
+			continue;
+		eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+			size_t n = strlen(vars[i].name);
+
+			if ((size_t)(eq - kv) == n && !strncmp(kv, vars[i].name, n))
+				break;
+		}
+		if (i == sizeof(vars) / sizeof(vars[0])) {
+			cfg->errors++;
+			gt_log(GT_LOG_ERROR,
+			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
+			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
+			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
+			       "_FLUSH_MS, _LIB",
+			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
+			continue;
+		}
+		if (vars[i].set != set_log)
+			vars[i].set(cfg, vars[i].name, eq + 1);
+	}
+	/* The CUPTI backend is off when disabled outright (its fallback path
+	 * lives in the same backend, which reads disable_cupti). */
+}
+
+/* Rank of this process under MPI/torchrun/Slurm, or NULL. */
+static const char *rank_of_env(void)
+{
+	static const char *const names[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					     "SLURM_PROCID" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+		if (v && *v)
+			return v;
+	}
+	return NULL;
+}
+
+static int append(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
+{
+	if (*pos + n >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out + *pos, s, n);
+	*pos += n;
+	out[*pos] = 0;
+	return 0;
+}
+
+int config__expand_output(const char *tmpl, char *out, size_t outlen, int pid, const char *exe,
+			  uint64_t start_realtime_ns)
+{
+	size_t pos = 0;
+	char num[64];
+	int err;
+
+	if (!outlen)
+		return -ENAMETOOLONG;
+	out[0] = 0;
+	for (const char *p = tmpl; *p; p++) {
+		const char *s = num;
+		size_t n;
+
+		if (*p != '%') {
+			err = append(out, outlen, &pos, p, 1);
+		} else {
+			switch (*++p) {
+			case 'p':
+				n = snprintf(num, sizeof(num), "%d", pid);
+				break;
+			case 'e':
+				s = exe && *exe ? exe : "unknown";
+				n = strlen(s);
+				break;
+			case 'h':
+				if (gethostname(num, sizeof(num) - 1))
+					strcpy(num, "localhost");
+				num[sizeof(num) - 1] = 0;
+				n = strlen(num);
+				break;
+			case 'r':
+				s = rank_of_env();
+				if (!s)
+					s = "0";
+				n = strlen(s);
+				break;
+			case 't': {
+				time_t t = (time_t)(start_realtime_ns / 1000000000ull);
+				struct tm tm;
+
+				gmtime_r(&t, &tm);
+				n = strftime(num, sizeof(num), "%Y%m%dT%H%M%SZ", &tm);
+				break;
+			}
+			case '%':
+				s = "%";
+				n = 1;
+				break;
+			default:
+				return -EINVAL;
+			}
+			/* a path component from %e/%r must not smuggle in a '/' */
+			err = 0;
+			for (size_t i = 0; i < n && !err; i++) {
+				char c = s[i] == '/' && p[0] != '%' ? '_' : s[i];
+				err = append(out, outlen, &pos, &c, 1);
+			}
+		}
+		if (err)
+			return err;
+	}
+	return pos ? 0 : -EINVAL;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration from GPUTRACE_* environment variables (gputrace run's
+ * options map onto them). A bad value gives one stderr line naming the
+ * variable and what is accepted, and the default is kept.
+ */
+#ifndef GPUTRACE_CONFIG_H
+#define GPUTRACE_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "event.h"
+
+/* Generic activity kinds (the plug-in ABI mirrors these values). */
+#define GT_KINDS(X)                                                            \
+	X(RUNTIME, "runtime")                                                  \
+	X(DRIVER, "driver")                                                    \
+	X(KERNEL, "kernel")                                                    \
+	X(MEMCPY, "memcpy")                                                    \
+	X(MEMSET, "memset")                                                    \
+	X(SYNC, "sync")                                                        \
+	X(ANNOTATION, "annotation")                                            \
+	X(COUNTER, "counter")                                                  \
+	X(OVERHEAD, "overhead")
+
+enum gt_kind_bit {
+#define GT_KIND_BIT(id, str) GT_KIND_BIT_##id,
+	GT_KINDS(GT_KIND_BIT)
+#undef GT_KIND_BIT
+	GT_KIND__COUNT
+};
+#define GT_KIND(id)     (1u << GT_KIND_BIT_##id)
+#define GT_KIND_ALL     ((1u << GT_KIND__COUNT) - 1)
+
+#define GT_BACKEND_CUPTI   0x1
+#define GT_BACKEND_ZE      0x2
+#define GT_BACKEND_PLUGINS 0x4
+#define GT_BACKEND_ALL     0x7
+
+#define GT_BUFFER_KB_DEFAULT 4096
+#define GT_BUFFER_KB_MIN     4
+#define GT_BUFFER_KB_MAX     (1024 * 1024)
+#define GT_STACKS_MAX_DEPTH  64
+
+struct gt_config {
+	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
+	size_t buffer_kb;            /* GPUTRACE_BUFFER_KB, per-thread ring */
+	unsigned backends;           /* GPUTRACE_BACKENDS, GT_BACKEND_* mask */
+	bool disable_cupti;          /* GPUTRACE_DISABLE_CUPTI */
+	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
+	unsigned stacks;             /* GPUTRACE_STACKS: 0 off, else depth */
+	bool stacks_all;             /* GPUTRACE_STACKS_ALL: every API call, not launches only */
+	bool summary;                /* GPUTRACE_SUMMARY */
+	char summary_json[PATH_MAX]; /* GPUTRACE_SUMMARY_JSON */
+	int log_level;               /* GPUTRACE_LOG */
+	unsigned kinds;              /* GPUTRACE_ACTIVITIES, GT_KIND mask */
+	bool graph_trace;            /* GPUTRACE_GRAPH_TRACE */
+	unsigned flush_ms;           /* GPUTRACE_FLUSH_MS: drain/checkpoint interval */
+	unsigned errors;             /* how many bad values were reported */
+};
+
+extern GT_HIDDEN struct gt_config gt_cfg;
+
+/* Defaults, then every GPUTRACE_* of envp (NULL-terminated "K=V" list).
+ * Bad values and unknown names are reported (one line each) and counted. */
+GT_HIDDEN void config__parse(struct gt_config *cfg, char *const *envp);
+
+/* Parse a kinds list ("kernel,memcpy", "all", vendor aliases such as
+ * cuda_runtime, xpu_driver); returns the mask or -1 (with *bad set to the
+ * offending word, NUL-terminated into badbuf). */
+GT_HIDDEN long config__parse_kinds(const char *s, char *badbuf, size_t badlen);
+
+/* Expand an output template (%p %e %h %r %t %%). Returns 0 or -ENAMETOOLONG /
+ * -EINVAL (unknown %-code, reported once). */
+GT_HIDDEN int config__expand_output(const char *tmpl, char *out, size_t outlen, int pid,
+				    const char *exe, uint64_t start_realtime_ns);
+
+#endif

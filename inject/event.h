@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The internal event API: everything that produces trace data (interposed
+ * calls, backends, plug-ins) hands it over through these functions.
+ *
+ * An event is a fixed-size 64-byte record written into the producing
+ * thread's lock-free ring; up to GT_ARGS_MAX typed key/value arguments ride
+ * along in continuation slots. Names, categories and argument keys are
+ * string ids (gt_str_intern), so records hold no pointers the drain thread
+ * could find dangling.
+ */
+#ifndef GPUTRACE_EVENT_H
+#define GPUTRACE_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GT_HIDDEN __attribute__((visibility("hidden")))
+#define GT_EXPORT __attribute__((visibility("default")))
+#define GT_TLS    __attribute__((tls_model("initial-exec"))) __thread
+#define gt_likely(x)   __builtin_expect(!!(x), 1)
+#define gt_unlikely(x) __builtin_expect(!!(x), 0)
+
+enum gt_ev_type {
+	GT_EV_HOST_SPAN = 1, /* "X" on a host thread row */
+	GT_EV_DEVICE_SPAN,   /* "X" on a device queue row, flows from corr/corr2 */
+	GT_EV_INSTANT,       /* "i" on a host thread (track 0/tid) or device row */
+	GT_EV_COUNTER,       /* "C" on a device row: each arg is one series */
+	GT_EV_EXT,           /* continuation slot holding more args */
+};
+
+enum gt_arg_type {
+	GT_ARG_I64 = 1,
+	GT_ARG_U64,
+	GT_ARG_HEX, /* written as a "0x..." string: handles, pointers */
+	GT_ARG_F64,
+	GT_ARG_STR, /* value is a string id */
+};
+
+struct gt_arg {
+	uint32_t key;  /* string id */
+	uint32_t type; /* enum gt_arg_type */
+	union {
+		int64_t i;
+		uint64_t u;
+		double f;
+	} v;
+};
+
+#define GT_ARGS_INLINE  1
+#define GT_ARGS_PER_EXT 4
+#define GT_ARGS_MAX     (GT_ARGS_INLINE + 2 * GT_ARGS_PER_EXT)
+
+/* Event flags. */
+#define GT_EVF_LAUNCH 0x1 /* host span that put work on a device: keep for flows */
+#define GT_EVF_DEVICE 0x2 /* instant on a device row: track is a queue/device track */
+
+struct gt_event {
+	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */
+	uint64_t end_ns;   /* == start_ns for instants and counters */
+	uint64_t corr;     /* host: this call's id; device: the causing call's id; 0: none */
+	uint64_t corr2;    /* device: a second causing call (the append of a regular list) */
+	uint32_t name;     /* string id */
+	uint32_t cat;      /* string id of the category (GT_S_* for the standard ones) */
+	uint32_t track;    /* host: OS tid, 0 = the emitting thread; device/counter: queue or device track */
+	uint8_t type;      /* enum gt_ev_type */
+	uint8_t nargs;     /* total args, inline + continuation */
+	uint16_t flags;    /* GT_EVF_* */
+	struct gt_arg args[GT_ARGS_INLINE];
+};
+
+_Static_assert(sizeof(struct gt_event) == 64, "one ring slot");
+
+/*
+ * Emit an event from the calling thread into its ring. ev->args/ev->nargs
+ * are ignored; the args come from `args` (at most GT_ARGS_MAX; more are
+ * dropped). Lock-free, allocation-free, no system call except on the
+ * thread's very first event (its ring is created then). Never blocks: a
+ * full ring drops the event and counts it lost.
+ * Returns 0, or -ENOSPC when dropped, -ECANCELED when tracing is off.
+ */
+GT_HIDDEN int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs);
+
+/* A fresh correlation id for a host call: unique in the process, never 0,
+ * increasing per thread, below 2^48 (JSON-safe). Lock-free. */
+GT_HIDDEN uint64_t gt_corr_next(void);
+
+/* Correlation ids a backend gets from elsewhere (CUPTI's, a plug-in's) are
+ * moved into their own namespace so they never clash with gt_corr_next. */
+#define GT_CORR_NS_SHIFT 48
+#define GT_CORR_NS_CUPTI 1
+#define GT_CORR_NS_PLUGIN(n) (2 + (n))
+static inline uint64_t gt_corr_foreign(unsigned ns, uint64_t id)
+{
+	return ((uint64_t)ns << GT_CORR_NS_SHIFT) | (id & ((1ull << GT_CORR_NS_SHIFT) - 1));
+}
+
+/* Count events lost outside the rings (e.g. CUPTI dropped records), by reason. */
+GT_HIDDEN void gt_lost_add(uint32_t reason_str, uint64_t n);
+
+/* ---- strings ---- */
+
+/* Intern a string; returns its id (>= 1). Takes a lock: not for hot paths,
+ * intern once (at kernel creation, at init) and keep the id. Any bytes. */
+GT_HIDDEN uint32_t gt_str_intern(const char *s);
+GT_HIDDEN uint32_t gt_str_intern_n(const char *s, size_t len);
+/* The string of an id; lock-free; valid for the life of the process. */
+GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
+
+/* Strings with fixed ids, usable without interning. */
+#define GT_STATIC_STRINGS(X)                                                    \
+	X(EMPTY, "")                                                            \
+	X(CAT_ZE_API, "ze_api")                                                 \
+	X(CAT_CUDA_RUNTIME, "cuda_runtime")                                     \
+	X(CAT_CUDA_DRIVER, "cuda_driver")                                       \
+	X(CAT_USER_ANNOTATION, "user_annotation")                               \
+	X(CAT_KERNEL, "kernel")                                                 \
+	X(CAT_GPU_MEMCPY, "gpu_memcpy")                                         \
+	X(CAT_GPU_MEMSET, "gpu_memset")                                         \
+	X(CAT_GPU_SYNC, "cuda_sync")                                            \
+	X(CAT_OVERHEAD, "overhead")                                             \
+	X(CAT_COUNTER, "counter")                                               \
+	X(CAT_TEST, "test_api")                                                 \
+	X(CAT_SIGNAL, "gputrace")                                               \
+	X(ARG_RESULT, "result")                                                 \
+	X(ARG_CORRELATION, "correlation")                                       \
+	X(ARG_KERNEL, "kernel")                                                 \
+	X(ARG_BYTES, "bytes")                                                   \
+	X(ARG_DEVICE, "device")                                                 \
+	X(ARG_QUEUE, "queue")                                                   \
+	X(ARG_STREAM, "stream")                                                 \
+	X(ARG_STACK, "stack")                                                   \
+	X(LOST_RING_FULL, "ring_full")                                          \
+	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
+	X(LOST_PLUGIN, "plugin_dropped")
+
+enum gt_static_string {
+	GT_S__NONE = 0,
+#define GT_S_ENUM(id, str) GT_S_##id,
+	GT_STATIC_STRINGS(GT_S_ENUM)
+#undef GT_S_ENUM
+	GT_S__COUNT
+};
+
+/* ---- device rows ---- */
+
+/* Declare (or find, by name) a device: one process row in the trace.
+ * Returns a device id >= 1. Cold path (takes a lock). */
+GT_HIDDEN uint32_t gt_device_row(const char *name);
+/* Declare (or find, by device and name) a queue/stream row on a device.
+ * Returns a track id >= 1 for GT_EV_DEVICE_SPAN/INSTANT.track.
+ * sort: rows are ordered by it within the device. Cold path. */
+GT_HIDDEN uint32_t gt_queue_row(uint32_t device, const char *name, int sort);
+/* The device row's own track (for counters): */
+GT_HIDDEN uint32_t gt_device_track(uint32_t device);
+
+/* ---- state ---- */
+
+/* True while events are being recorded (after init, before the final drain). */
+GT_HIDDEN bool gt_tracing(void);
+
+/* Per-thread reentrancy guard: wrappers call the real function directly
+ * when gt_guard_enter() returns false (we are inside our own code). */
+extern GT_HIDDEN GT_TLS int gt_in_tracer;
+static inline bool gt_guard_enter(void)
+{
+	if (gt_in_tracer)
+		return false;
+	gt_in_tracer = 1;
+	return true;
+}
+static inline void gt_guard_leave(void)
+{
+	gt_in_tracer = 0;
+}
+
+/* Logging to stderr, one line, prefixed "gputrace: ". Level from GPUTRACE_LOG. */
+enum gt_log_level { GT_LOG_ERROR = 0, GT_LOG_WARN, GT_LOG_INFO, GT_LOG_DEBUG };
+GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define pr_err(...)  gt_log(GT_LOG_ERROR, __VA_ARGS__)
+#define pr_warn(...) gt_log(GT_LOG_WARN, __VA_ARGS__)
+#define pr_info(...) gt_log(GT_LOG_INFO, __VA_ARGS__)
+#define pr_dbg(...)  gt_log(GT_LOG_DEBUG, __VA_ARGS__)
+
+#endif

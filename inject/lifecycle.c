@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How the trace survives the process's end, whatever it is: normal exit,
+ * _exit, fatal signals, fork, exec. In every case the file on disk is
+ * closed valid first, and the program then does exactly what it would have
+ * done untraced: it dies by the same signal, its own handlers and SIG_IGN
+ * still win, exec replaces the image, the child of fork traces on its own.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "registry.h"
+#include "shim.h"
+#include "state.h"
+#include "writer/writer.h"
+
+static _Atomic int finish_claimed;
+GT_HIDDEN const char *_Atomic gt_end_reason;
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+
+/* ---- finishing ---- */
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Bounded wait for another thread's finish (a worker's exit() racing main). */
+static void wait_done(unsigned timeout_ms)
+{
+	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
+		if (atomic_load(&gt_st.phase) != GT_PHASE_FINISHING)
+			return;
+		sleep_ms(5);
+	}
+}
+
+static void finish(const char *why, unsigned timeout_ms, bool from_signal)
+{
+	/* A vfork child shares our memory: the trace is the parent's. */
+	if (!gt_st.pid || syscall(SYS_getpid) != gt_st.pid)
+		return;
+	if (atomic_exchange(&finish_claimed, 1)) {
+		wait_done(timeout_ms);
+		return;
+	}
+	if (atomic_load(&gt_st.phase) != GT_PHASE_RUNNING)
+		return;
+	atomic_store(&gt_end_reason, why);
+	gt_in_tracer++;
+	/* Backends read what the device finished while recording still runs.
+	 * Not from a signal handler: vendor libraries are not signal-safe. */
+	if (!from_signal)
+		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
+	if (writer__is_drain_thread() || writer__sync(true, timeout_ms) < 0) {
+		/* The drain thread is us (it crashed) or stuck: what the last
+		 * checkpoint holds is what the file keeps. */
+		atomic_store(&gt_st.phase, GT_PHASE_DONE);
+	}
+	gt_in_tracer--;
+}
+
+void gt_finish(const char *why, unsigned timeout_ms)
+{
+	finish(why, timeout_ms, false);
+}
+
+void gt_flush_sync(unsigned timeout_ms)
+{
+	if (gt_st.pid && syscall(SYS_getpid) == gt_st.pid && gt_tracing())
+		writer__sync(false, timeout_ms);
+}
+
+/* ---- fatal signals ---- */
+
+#define FATAL_SIGNALS(X) X(SIGSEGV) X(SIGBUS) X(SIGILL) X(SIGFPE) X(SIGABRT) X(SIGTERM) \
+	X(SIGINT) X(SIGHUP) X(SIGQUIT)
+
+static const int fatal_signals[] = {
+#define GT_SIG_ENTRY(s) s,
+	FATAL_SIGNALS(GT_SIG_ENTRY)
+#undef GT_SIG_ENTRY
+};
+
+/* What the program believes is installed for signals where our handler
+ * stands in for SIG_DFL. */
+static struct sigaction app_action[NSIG];
+static _Atomic bool ours[NSIG];
+static atomic_flag sig_lock = ATOMIC_FLAG_INIT;
+
+static const char *signal_reason(int sig)
+{
+	switch (sig) {
+#define GT_SIG_NAME(s) case s: return "signal " #s;
+		FATAL_SIGNALS(GT_SIG_NAME)
+#undef GT_SIG_NAME
+	}
+	return "signal";
+}
+
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	finish(signal_reason(sig), 3000, true);
+	/* Now do what the default would have done: die by this signal. */
+	sigemptyset(&dfl.sa_mask);
+	real_sigaction(sig, &dfl, NULL);
+	atomic_store(&ours[sig], false);
+	if (si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+				      sig == SIGFPE)) {
+		/* A fault: returning re-runs the instruction, which faults
+		 * again under SIG_DFL, with the same address and core. */
+		errno = saved;
+		return;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	errno = saved;
+}
+
+static bool is_fatal(int sig)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+		if (fatal_signals[i] == sig)
+			return true;
+	return false;
+}
+
+static void install_ours(int sig)
+{
+	struct sigaction sa = { .sa_sigaction = on_fatal_signal, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	if (!real_sigaction(sig, &sa, NULL))
+		atomic_store(&ours[sig], true);
+}
+
+static void signals_init(void)
+{
+	real_sigaction = gt_real("sigaction");
+	if (!real_sigaction)
+		return;
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		int sig = fatal_signals[i];
+		struct sigaction cur;
+
+		/* Only where nobody chose otherwise (nohup's SIG_IGN stays). */
+		if (real_sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		app_action[sig] = cur;
+		install_ours(sig);
+	}
+}
+
+/* The program's sigaction: where it asks for SIG_DFL on a fatal signal we
+ * keep our handler (which ends in SIG_DFL's action) and show it SIG_DFL;
+ * a handler of its own or SIG_IGN is installed for real and wins. */
+GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	int ret = 0;
+
+	if (!real_sigaction) {
+		real_sigaction = gt_real("sigaction");
+		if (!real_sigaction) {
+			errno = ENOSYS;
+			return -1;
+		}
+	}
+	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid)
+		return real_sigaction(sig, act, oldact);
+	while (atomic_flag_test_and_set(&sig_lock))
+		;
+	struct sigaction old = app_action[sig];
+	bool was_ours = atomic_load(&ours[sig]);
+
+	if (!was_ours)
+		ret = real_sigaction(sig, NULL, &old);
+	if (!ret && act) {
+		bool wants_default = !(act->sa_flags & SA_SIGINFO) ? act->sa_handler == SIG_DFL
+								    : act->sa_sigaction == NULL;
+		if (wants_default && gt_tracing()) {
+			app_action[sig] = *act;
+			if (!was_ours)
+				install_ours(sig);
+		} else {
+			ret = real_sigaction(sig, act, NULL);
+			if (!ret)
+				atomic_store(&ours[sig], false);
+		}
+	}
+	atomic_flag_clear(&sig_lock);
+	if (!ret && oldact)
+		*oldact = old;
+	return ret;
+}
+
+GT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
+
+	/* glibc's signal() has BSD semantics: restart, no reset, mask self */
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, sig);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER },
+			 old;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* ---- fork ---- */
+
+static void atfork_prepare(void)
+{
+	registry__lock_all();
+}
+
+static void atfork_parent(void)
+{
+	registry__unlock_all();
+}
+
+static void atfork_child(void)
+{
+	registry__unlock_all();
+	if (atomic_load(&gt_st.phase) != GT_PHASE_RUNNING)
+		return;
+	/* None of the parent's events, none of its file: a trace of our own. */
+	atomic_store(&gt_st.phase, GT_PHASE_OFF);
+	writer__forget();
+	shim__forget_rings();
+	atomic_store(&finish_claimed, 0);
+	atomic_store(&gt_end_reason, NULL);
+	shim__backends_call(GT_HOOK_FORK_CHILD, NULL, NULL);
+	shim__start_process();
+}
+
+/* ---- exec: close the file valid first; if exec fails, go on ---- */
+
+static void before_exec(void)
+{
+	if (!gt_st.pid || syscall(SYS_getpid) != gt_st.pid || !gt_tracing())
+		return;
+	gt_in_tracer++;
+	atomic_store(&gt_end_reason, "exec");
+	writer__sync(false, 3000);
+	gt_in_tracer--;
+}
+
+static void after_failed_exec(void)
+{
+	atomic_store(&gt_end_reason, NULL);
+}
+
+#define REAL(name)                                                                         \
+	static __typeof__(name) *real_##name;                                              \
+	if (!real_##name)                                                                  \
+		real_##name = gt_real(#name)
+
+GT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL(execve);
+	before_exec();
+	int ret = real_execve(path, argv, envp);
+	after_failed_exec();
+	return ret;
+}
+
+GT_EXPORT int execv(const char *path, char *const argv[])
+{
+	REAL(execv);
+	before_exec();
+	int ret = real_execv(path, argv);
+	after_failed_exec();
+	return ret;
+}
+
+GT_EXPORT int execvp(const char *file, char *const argv[])
+{
+	REAL(execvp);
+	before_exec();
+	int ret = real_execvp(file, argv);
+	after_failed_exec();
+	return ret;
+}
+
+GT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL(execvpe);
+	before_exec();
+	int ret = real_execvpe(file, argv, envp);
+	after_failed_exec();
+	return ret;
+}
+
+GT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	REAL(fexecve);
+	before_exec();
+	int ret = real_fexecve(fd, argv, envp);
+	after_failed_exec();
+	return ret;
+}
+
+/* execl*: gather the variadic list into an argv on the stack. */
+#define MAX_EXECL_ARGS 4096
+#define GATHER_ARGV(arg0, ap, argv, n)                                                     \
+	do {                                                                               \
+		(argv)[0] = (char *)(arg0);                                                \
+		for ((n) = 1; (argv)[(n) - 1] && (n) < MAX_EXECL_ARGS; (n)++)              \
+			(argv)[n] = va_arg(ap, char *);                                    \
+		if ((argv)[(n) - 1]) {                                                     \
+			errno = E2BIG;                                                     \
+			va_end(ap);                                                        \
+			return -1;                                                         \
+		}                                                                          \
+	} while (0)
+
+GT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_EXECL_ARGS];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER_ARGV(arg, ap, argv, n);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+GT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[MAX_EXECL_ARGS];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER_ARGV(arg, ap, argv, n);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+GT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_EXECL_ARGS];
+	char *const *envp;
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER_ARGV(arg, ap, argv, n);
+	envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+/* ---- exits that skip atexit and destructors ---- */
+
+GT_EXPORT __attribute__((noreturn)) void _exit(int status)
+{
+	REAL(_exit);
+	gt_finish("_exit", 3000);
+	if (real__exit)
+		real__exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
+{
+	_exit(status);
+}
+
+GT_EXPORT __attribute__((noreturn)) void quick_exit(int status)
+{
+	REAL(quick_exit);
+	gt_finish("quick_exit", 3000);
+	real_quick_exit(status);
+	__builtin_unreachable();
+}
+
+/* ---- libraries loaded later ---- */
+
+/*
+ * Watched by polling the loader's load counter from the drain thread, not
+ * by wrapping dlopen: glibc resolves a dlopen's RUNPATH and $ORIGIN from
+ * its caller's address, which a wrapper would replace with ours (libtorch
+ * finding its CUDA libraries depends on it).
+ */
+static unsigned long long seen_adds;
+
+static int phdr_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1;
+}
+
+static int phdr_notify(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (info->dlpi_name && *info->dlpi_name)
+		shim__backends_call(GT_HOOK_DLOPEN, info->dlpi_name, NULL);
+	return 0;
+}
+
+GT_HIDDEN void lifecycle__poll_dlopen(void)
+{
+	unsigned long long adds = 0;
+
+	dl_iterate_phdr(phdr_adds, &adds);
+	if (adds == seen_adds)
+		return;
+	seen_adds = adds;
+	dl_iterate_phdr(phdr_notify, NULL);
+}
+
+void lifecycle__init(void)
+{
+	signals_init();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interned strings and device rows. Ids index chunked arrays whose chunks
+ * never move, so the drain thread reads them lock-free: an id reaches it
+ * only through a ring record published after the entry was written.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+#define STR_CHUNK_BITS 12
+#define STR_CHUNK      (1u << STR_CHUNK_BITS)
+#define STR_CHUNKS     4096 /* 16M strings */
+
+struct str_entry {
+	const char *s;
+	uint32_t len;
+	uint32_t hash;
+};
+
+static pthread_mutex_t str_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct str_entry *_Atomic str_chunks[STR_CHUNKS];
+static uint32_t str_count; /* next id; under str_lock */
+static uint32_t *str_index;  /* open addressing: ids, 0 = empty; under str_lock */
+static uint32_t str_index_mask;
+
+static const char *const static_strings[] = {
+	"",
+#define GT_S_STR(id, str) str,
+	GT_STATIC_STRINGS(GT_S_STR)
+#undef GT_S_STR
+};
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static struct str_entry *str_entry(uint32_t id)
+{
+	struct str_entry *chunk =
+		atomic_load_explicit(&str_chunks[id >> STR_CHUNK_BITS], memory_order_acquire);
+
+	return chunk ? &chunk[id & (STR_CHUNK - 1)] : NULL;
+}
+
+static int index_grow(void)
+{
+	uint32_t newsize = str_index ? (str_index_mask + 1) * 2 : 1024;
+	uint32_t *idx = calloc(newsize, sizeof(*idx));
+
+	if (!idx)
+		return -1;
+	for (uint32_t id = 1; id < str_count; id++) {
+		uint32_t h = str_entry(id)->hash & (newsize - 1);
+		while (idx[h])
+			h = (h + 1) & (newsize - 1);
+		idx[h] = id;
+	}
+	free(str_index);
+	str_index = idx;
+	str_index_mask = newsize - 1;
+	return 0;
+}
+
+/* force_new: the static strings keep their enum ids even when two are
+ * spelled the same ("kernel" is a category and an arg key). */
+static uint32_t intern_locked(const char *s, size_t len, bool force_new)
+{
+	uint32_t h = hash_bytes(s, len), slot;
+	struct str_entry *e;
+	char *copy;
+
+	if (!str_count)
+		str_count = 1; /* id 0 means "none" */
+	if ((!str_index || str_count * 2 > str_index_mask) && index_grow())
+		return GT_S_EMPTY;
+	for (slot = h & str_index_mask; str_index[slot]; slot = (slot + 1) & str_index_mask) {
+		e = str_entry(str_index[slot]);
+		if (e->hash == h && e->len == len && !memcmp(e->s, s, len)) {
+			if (!force_new)
+				return str_index[slot];
+			break;
+		}
+	}
+	if (str_count >= STR_CHUNK * STR_CHUNKS)
+		return GT_S_EMPTY;
+	if (!str_entry(str_count)) {
+		struct str_entry *chunk = calloc(STR_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return GT_S_EMPTY;
+		atomic_store_explicit(&str_chunks[str_count >> STR_CHUNK_BITS], chunk,
+				      memory_order_release);
+	}
+	copy = malloc(len + 1);
+	if (!copy)
+		return GT_S_EMPTY;
+	memcpy(copy, s, len);
+	copy[len] = 0;
+	e = str_entry(str_count);
+	e->s = copy;
+	e->len = (uint32_t)len;
+	e->hash = h;
+	if (!str_index[slot])
+		str_index[slot] = str_count;
+	return str_count++;
+}
+
+static void intern_static_once(void)
+{
+	/* Static strings take ids 1.. in enum order (GT_S_EMPTY == 1). */
+	for (size_t i = 1; i < sizeof(static_strings) / sizeof(static_strings[0]); i++)
+		intern_locked(static_strings[i], strlen(static_strings[i]), true);
+}
+
+uint32_t gt_str_intern_n(const char *s, size_t len)
+{
+	uint32_t id;
+
+	if (!s)
+		return GT_S_EMPTY;
+	pthread_mutex_lock(&str_lock);
+	if (!str_count)
+		intern_static_once();
+	id = intern_locked(s, len, false);
+	pthread_mutex_unlock(&str_lock);
+	return id;
+}
+
+uint32_t gt_str_intern(const char *s)
+{
+	return gt_str_intern_n(s, s ? strlen(s) : 0);
+}
+
+const char *gt_str_get(uint32_t id, size_t *len)
+{
+	struct str_entry *e;
+
+	if (id && id < GT_S__COUNT) {
+		/* Static ids are valid before anything was interned. */
+		if (len)
+			*len = strlen(static_strings[id]);
+		return static_strings[id];
+	}
+	e = id ? str_entry(id) : NULL;
+	if (!e || !e->s) {
+		if (len)
+			*len = 0;
+		return "";
+	}
+	if (len)
+		*len = e->len;
+	return e->s;
+}
+
+/* ---- device rows ---- */
+
+#define MAX_DEVICES 64
+#define MAX_TRACKS  4096
+
+static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t device_names[MAX_DEVICES + 1];
+static uint32_t device_tracks[MAX_DEVICES + 1];
+static struct gt_row tracks[MAX_TRACKS + 1];
+static uint32_t device_next_tid[MAX_DEVICES + 1];
+static _Atomic uint32_t ndevices, ntracks;
+
+static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint32_t tid)
+{
+	uint32_t n = atomic_load_explicit(&ntracks, memory_order_relaxed);
+
+	if (n >= MAX_TRACKS)
+		return 0;
+	n++;
+	tracks[n] = (struct gt_row){ .device = device, .name = name, .sort = sort, .tid = tid };
+	atomic_store_explicit(&ntracks, n, memory_order_release);
+	return n;
+}
+
+uint32_t gt_device_row(const char *name)
+{
+	uint32_t id = gt_str_intern(name), n, dev = 0;
+
+	pthread_mutex_lock(&row_lock);
+	n = atomic_load_explicit(&ndevices, memory_order_relaxed);
+	for (uint32_t d = 1; d <= n; d++)
+		if (device_names[d] == id)
+			dev = d;
+	if (!dev && n < MAX_DEVICES) {
+		dev = n + 1;
+		device_names[dev] = id;
+		device_next_tid[dev] = 2;
+		atomic_store_explicit(&ndevices, dev, memory_order_release);
+		/* The device's own row carries its counters. */
+		device_tracks[dev] = add_track_locked(dev, id, -1, 1);
+	}
+	pthread_mutex_unlock(&row_lock);
+	return dev;
+}
+
+uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
+{
+	uint32_t id = gt_str_intern(name), n, track = 0;
+
+	pthread_mutex_lock(&row_lock);
+	if (device >= 1 && device <= atomic_load_explicit(&ndevices, memory_order_relaxed)) {
+		n = atomic_load_explicit(&ntracks, memory_order_relaxed);
+		for (uint32_t t = 1; t <= n && !track; t++)
+			if (tracks[t].device == device && tracks[t].name == id && tracks[t].tid != 1)
+				track = t;
+		if (!track)
+			track = add_track_locked(device, id, sort, device_next_tid[device]++);
+	}
+	pthread_mutex_unlock(&row_lock);
+	return track;
+}
+
+uint32_t gt_device_track(uint32_t device)
+{
+	if (device < 1 || device > atomic_load_explicit(&ndevices, memory_order_acquire))
+		return 0;
+	return device_tracks[device];
+}
+
+uint32_t registry__devices(void)
+{
+	return atomic_load_explicit(&ndevices, memory_order_acquire);
+}
+
+uint32_t registry__tracks(void)
+{
+	return atomic_load_explicit(&ntracks, memory_order_acquire);
+}
+
+uint32_t registry__device_name(uint32_t device)
+{
+	return device >= 1 && device <= registry__devices() ? device_names[device] : 0;
+}
+
+const struct gt_row *registry__track(uint32_t track)
+{
+	return track >= 1 && track <= registry__tracks() ? &tracks[track] : NULL;
+}
+
+void registry__lock_all(void)
+{
+	pthread_mutex_lock(&str_lock);
+	pthread_mutex_lock(&row_lock);
+}
+
+void registry__unlock_all(void)
+{
+	pthread_mutex_unlock(&row_lock);
+	pthread_mutex_unlock(&str_lock);
+}

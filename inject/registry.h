@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Append-only registries the drain thread reads without locks: interned
+ * strings and device/queue rows. Writers (cold paths) take a mutex. */
+#ifndef GPUTRACE_REGISTRY_H
+#define GPUTRACE_REGISTRY_H
+
+#include <stdint.h>
+#include "event.h"
+
+struct gt_row {
+	uint32_t device; /* device index >= 1 */
+	uint32_t name;   /* string id */
+	int sort;
+	uint32_t tid;    /* row id inside the device process (1 = the device row itself) */
+};
+
+/* Number of devices / tracks registered so far (acquire). */
+GT_HIDDEN uint32_t registry__devices(void);
+GT_HIDDEN uint32_t registry__tracks(void);
+/* Name string id of a device (1-based). */
+GT_HIDDEN uint32_t registry__device_name(uint32_t device);
+/* Track (1-based) description, or NULL. */
+GT_HIDDEN const struct gt_row *registry__track(uint32_t track);
+
+/* Locks for fork(): held across it so the child finds them free. */
+GT_HIDDEN void registry__lock_all(void);
+GT_HIDDEN void registry__unlock_all(void);
+
+#endif

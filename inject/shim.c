@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shim's core: constructor, per-thread rings, gt_emit, correlation ids,
+ * backend start-up, logging. Life-cycle hooks (signals, fork, exec, exit)
+ * are in lifecycle.c; the drain thread and the trace file in writer/.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "clock.h"
+#include "config.h"
+#include "registry.h"
+#include "ring.h"
+#include "shim.h"
+#include "state.h"
+#include "writer/writer.h"
+
+extern char **environ;
+
+GT_HIDDEN GT_TLS int gt_in_tracer;
+GT_HIDDEN struct gt_state gt_st;
+
+static GT_TLS struct ring *tls_ring;
+static GT_TLS int tls_tid;
+static GT_TLS uint64_t tls_corr_next, tls_corr_end;
+
+/* A ring pointer that means "this thread has exited: record nothing more". */
+#define RING_GONE ((struct ring *)1)
+#define CORR_BLOCK 1024
+
+static pthread_key_t ring_key;
+
+extern const struct gt_backend *const __start_gt_backends[] __attribute__((weak, visibility("hidden")));
+extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, visibility("hidden")));
+
+#define for_each_backend(b)                                                                \
+	for (const struct gt_backend *const *b##_it = __start_gt_backends;                 \
+	     b##_it && b##_it < __stop_gt_backends && ((b) = *b##_it, 1); b##_it++)
+
+/* ---- logging ---- */
+
+void gt_log(int level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n, saved = errno;
+
+	if (level > gt_cfg.log_level)
+		return;
+	memcpy(buf, "gputrace: ", 10);
+	va_start(ap, fmt);
+	n = vsnprintf(buf + 10, sizeof(buf) - 11, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	n += 10;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* one write: the line stays whole among the program's own output */
+	if (write(STDERR_FILENO, buf, n) < 0)
+		errno = saved;
+	errno = saved;
+}
+
+/* ---- threads and rings ---- */
+
+int gt_gettid(void)
+{
+	if (gt_unlikely(!tls_tid))
+		tls_tid = (int)syscall(SYS_gettid);
+	return tls_tid;
+}
+
+static void ring_release(void *arg)
+{
+	struct ring *r = arg;
+
+	/* The drain thread frees it once everything in it is written. */
+	if (r && r != RING_GONE)
+		atomic_store_explicit(&r->dead, 1, memory_order_release);
+	tls_ring = RING_GONE;
+}
+
+static void ring_register(struct ring *r)
+{
+	struct ring *head = atomic_load_explicit(&gt_st.rings, memory_order_relaxed);
+
+	do
+		r->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&gt_st.rings, &head, r, memory_order_release,
+						      memory_order_relaxed));
+}
+
+static struct ring *ring_for_thread(void)
+{
+	struct ring *r = tls_ring;
+
+	if (gt_likely(r != NULL))
+		return r == RING_GONE ? NULL : r;
+	r = ring__new(gt_cfg.buffer_kb * 1024, gt_gettid(),
+		      atomic_fetch_add_explicit(&gt_st.thread_serial, 1, memory_order_relaxed) + 1);
+	if (!r) {
+		tls_ring = RING_GONE;
+		return NULL;
+	}
+	tls_ring = r;
+	pthread_setspecific(ring_key, r);
+	ring_register(r);
+	return r;
+}
+
+/* Called in a fork child: the parent's rings are not ours to drain. */
+GT_HIDDEN void shim__forget_rings(void)
+{
+	struct ring *r = atomic_exchange(&gt_st.rings, NULL);
+
+	while (r) {
+		struct ring *next = r->next;
+		ring__free(r);
+		r = next;
+	}
+	tls_ring = NULL;
+	tls_tid = 0;
+	tls_corr_next = tls_corr_end = 0;
+}
+
+int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	struct ring *r;
+	struct gt_event *slot;
+	unsigned nslots, a;
+	int64_t seq;
+
+	if (gt_unlikely(!gt_tracing()))
+		return -ECANCELED;
+	r = ring_for_thread();
+	if (gt_unlikely(!r))
+		return -ECANCELED;
+	if (nargs > GT_ARGS_MAX)
+		nargs = GT_ARGS_MAX;
+	nslots = 1 + (nargs > GT_ARGS_INLINE ? (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) /
+						       GT_ARGS_PER_EXT
+					     : 0);
+	/* single writer: plain load/store, no locked instruction */
+	atomic_store_explicit(&r->produced,
+			      atomic_load_explicit(&r->produced, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	seq = ring__reserve(r, nslots);
+	if (gt_unlikely(seq < 0)) {
+		atomic_store_explicit(&r->lost,
+				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		return -ENOSPC;
+	}
+	slot = ring__slot(r, (uint64_t)seq);
+	memcpy(slot, ev, offsetof(struct gt_event, nargs));
+	slot->nargs = (uint8_t)nargs;
+	slot->flags = ev->flags;
+	if (nargs)
+		slot->args[0] = args[0];
+	for (a = GT_ARGS_INLINE; a < nargs; a++) {
+		unsigned k = a - GT_ARGS_INLINE;
+		struct gt_event *ext = ring__slot(r, (uint64_t)seq + 1 + k / GT_ARGS_PER_EXT);
+		((struct gt_arg *)ext)[k % GT_ARGS_PER_EXT] = args[a];
+	}
+	ring__publish(r, (uint64_t)seq + nslots);
+	return 0;
+}
+
+uint64_t gt_corr_next(void)
+{
+	if (gt_unlikely(tls_corr_next == tls_corr_end)) {
+		/* one shared atomic per CORR_BLOCK calls, not per call */
+		tls_corr_next = atomic_fetch_add_explicit(&gt_st.corr_blocks, CORR_BLOCK,
+							  memory_order_relaxed) + 1;
+		tls_corr_end = tls_corr_next + CORR_BLOCK;
+	}
+	return tls_corr_next++;
+}
+
+void gt_lost_add(uint32_t reason, uint64_t n)
+{
+	for (int i = 0; i < GT_LOST_REASONS; i++) {
+		uint32_t cur = atomic_load_explicit(&gt_st.lost_reason[i], memory_order_acquire);
+
+		if (!cur && atomic_compare_exchange_strong(&gt_st.lost_reason[i], &cur, reason))
+			cur = reason;
+		if (cur == reason) {
+			atomic_fetch_add(&gt_st.lost_count[i], n);
+			return;
+		}
+	}
+}
+
+bool gt_tracing(void)
+{
+	return atomic_load_explicit(&gt_st.phase, memory_order_relaxed) == GT_PHASE_RUNNING;
+}
+
+/* ---- backends ---- */
+
+bool gt_backend_enabled(const char *name)
+{
+	if (!strcmp(name, "cupti"))
+		return gt_cfg.backends & GT_BACKEND_CUPTI;
+	if (!strcmp(name, "ze"))
+		return gt_cfg.backends & GT_BACKEND_ZE;
+	if (!strcmp(name, "plugins"))
+		return gt_cfg.backends & GT_BACKEND_PLUGINS;
+	return false;
+}
+
+GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b) {
+		if (!gt_backend_enabled(b->name))
+			continue;
+		switch (hook) {
+		case GT_HOOK_INIT:
+			if (b->init && b->init() < 0)
+				pr_dbg("backend %s did not start", b->name);
+			break;
+		case GT_HOOK_DLOPEN:
+			if (b->on_dlopen)
+				b->on_dlopen(path, handle);
+			break;
+		case GT_HOOK_FLUSH:
+		case GT_HOOK_FLUSH_FINAL:
+			if (b->flush)
+				b->flush(hook == GT_HOOK_FLUSH_FINAL);
+			break;
+		case GT_HOOK_STOP:
+			if (b->stop)
+				b->stop();
+			break;
+		case GT_HOOK_FORK_CHILD:
+			if (b->atfork_child)
+				b->atfork_child();
+			break;
+		}
+	}
+}
+
+GT_HIDDEN void *shim__wrapper_for(const char *symbol)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b) {
+		void *w;
+		if (gt_backend_enabled(b->name) && b->wrapper_for && (w = b->wrapper_for(symbol)))
+			return w;
+	}
+	return NULL;
+}
+
+/* ---- real functions ---- */
+
+void *gt_real(const char *symbol)
+{
+	static void *(*real_dlsym)(void *, const char *);
+
+	/* The program may see a wrapped dlsym; we want the real one. */
+	if (!real_dlsym) {
+		real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+		if (!real_dlsym)
+			real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		if (!real_dlsym)
+			real_dlsym = dlsym;
+	}
+	return real_dlsym(RTLD_NEXT, symbol);
+}
+
+/* ---- start-up ---- */
+
+static void exe_name(char *out, size_t len)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	const char *base = program_invocation_short_name;
+
+	if (n > 0) {
+		path[n] = 0;
+		base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	}
+	snprintf(out, len, "%s", base && *base ? base : "unknown");
+}
+
+/* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
+GT_HIDDEN void shim__start_process(void)
+{
+	gt_st.pid = getpid();
+	gt_st.anchor_realtime_ns = gt_realtime_ns();
+	gt_st.anchor_clock_ns = gt_clock_ns();
+	exe_name(gt_st.exe, sizeof(gt_st.exe));
+	writer__init();
+	atomic_store(&gt_st.phase, GT_PHASE_RUNNING);
+	if (writer__start_thread())
+		pr_warn("could not start the drain thread; recording what fits in the buffers");
+}
+
+static void gt_init(void)
+{
+	config__parse(&gt_cfg, environ);
+	pthread_key_create(&ring_key, ring_release);
+	gt_str_intern(""); /* registers the static strings */
+	lifecycle__init();
+	shim__start_process();
+	shim__backends_call(GT_HOOK_INIT, NULL, NULL);
+}
+
+void gt_ensure_init(void)
+{
+	int expect = 0;
+
+	if (gt_likely(atomic_load_explicit(&gt_st.init_state, memory_order_acquire) == 2))
+		return;
+	if (atomic_compare_exchange_strong(&gt_st.init_state, &expect, 1)) {
+		gt_in_tracer++;
+		gt_init();
+		gt_in_tracer--;
+		atomic_store_explicit(&gt_st.init_state, 2, memory_order_release);
+	}
+	/* init_state 1: another thread (or our own init, re-entered) is at
+	 * work; the caller's event is skipped by gt_tracing() until it ends. */
+}
+
+__attribute__((constructor(101))) static void gt_constructor(void)
+{
+	gt_ensure_init();
+}
+
+__attribute__((destructor(101))) static void gt_destructor(void)
+{
+	gt_finish("exit", 5000);
+}

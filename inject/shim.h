@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* The shim's life cycle, for wrappers and backends. */
+#ifndef GPUTRACE_SHIM_H
+#define GPUTRACE_SHIM_H
+
+#include <stdbool.h>
+#include "event.h"
+
+/* Wrappers call this first: calls that arrive before the constructor has
+ * finished (from another library's constructor) initialize the tracer. */
+GT_HIDDEN void gt_ensure_init(void);
+
+/* Resolve the next definition of a symbol after this library (the real
+ * function of a wrapper). Safe to call early; never returns our own wrapper. */
+GT_HIDDEN void *gt_real(const char *symbol);
+
+/* Drain everything recorded so far and checkpoint the trace file now (the
+ * file is valid and complete up to here). Used before exec and at exit.
+ * Bounded: gives up after timeout_ms. */
+GT_HIDDEN void gt_flush_sync(unsigned timeout_ms);
+
+/* The process is going away (exit, fatal signal, _exit, exec): stop
+ * backends, final drain, close the trace. Idempotent, bounded. */
+GT_HIDDEN void gt_finish(const char *why, unsigned timeout_ms);
+
+/* The OS tid of the calling thread, cached. */
+GT_HIDDEN int gt_gettid(void);
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* Process-wide tracer state shared by the shim and the writer. */
+#ifndef GPUTRACE_STATE_H
+#define GPUTRACE_STATE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "event.h"
+
+struct ring;
+
+enum gt_phase {
+	GT_PHASE_OFF = 0,   /* before init, or after an output error */
+	GT_PHASE_RUNNING,   /* recording */
+	GT_PHASE_FINISHING, /* final drain under way: new events are not recorded */
+	GT_PHASE_DONE,      /* trace closed */
+};
+
+#define GT_LOST_REASONS 16
+
+struct gt_state {
+	_Atomic int init_state; /* 0 none, 1 running, 2 done */
+	_Atomic int phase;      /* enum gt_phase */
+	struct ring *_Atomic rings;
+	_Atomic uint32_t thread_serial;
+	_Atomic uint64_t corr_blocks;
+	_Atomic uint32_t lost_reason[GT_LOST_REASONS]; /* string ids */
+	_Atomic uint64_t lost_count[GT_LOST_REASONS];
+	pid_t pid;
+	uint64_t anchor_realtime_ns;
+	uint64_t anchor_clock_ns;
+	char exe[256];
+};
+
+extern GT_HIDDEN struct gt_state gt_st;
+
+enum gt_backend_hook {
+	GT_HOOK_INIT,
+	GT_HOOK_DLOPEN,
+	GT_HOOK_FLUSH,
+	GT_HOOK_FLUSH_FINAL,
+	GT_HOOK_STOP,
+	GT_HOOK_FORK_CHILD,
+};
+
+GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);
+GT_HIDDEN void *shim__wrapper_for(const char *symbol);
+GT_HIDDEN void shim__forget_rings(void);
+GT_HIDDEN void shim__start_process(void);
+GT_HIDDEN void lifecycle__init(void);
+
+#endif

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Runs every suite: the Check unit binaries, then the end-to-end tests (pytest).
+# Prints each runner's own closing line and a total; exits non-zero on any failure.
+set -u
+: "${BUILD:=build}" "${PYTHON:=python3}"
+export BUILD GT_PRELOAD SANITIZE PYTHON
+fail=0
+ran=0
+for t in "$BUILD"/test/check_*; do
+	[ -x "$t" ] || continue
+	ran=$((ran + 1))
+	echo "== $t"
+	if ! CK_DEFAULT_TIMEOUT="${CK_DEFAULT_TIMEOUT:-120}" "$t"; then fail=$((fail + 1)); fi
+done
+echo "== pytest"
+if ! "$PYTHON" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} test; then fail=$((fail + 1)); fi
+if [ "$fail" -ne 0 ]; then
+	echo "gputrace tests: $fail suite(s) failed"
+	exit 1
+fi
+echo "gputrace tests: all $((ran + 1)) suites passed"

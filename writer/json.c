@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json.h"
+
+int jbuf__reserve(struct jbuf *b, size_t more)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	char *p;
+
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = 1;
+		return -1;
+	}
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+void jbuf__free(struct jbuf *b)
+{
+	free(b->p);
+	*b = (struct jbuf){ 0 };
+}
+
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+				     "25262728293031323334353637383940414243444546474849"
+				     "50515253545556575859606162636465666768697071727374"
+				     "75767778798081828384858687888990919293949596979899";
+
+void json__u64(struct jbuf *b, uint64_t v)
+{
+	char tmp[24];
+	char *p = tmp + sizeof(tmp);
+
+	while (v >= 100) {
+		unsigned i = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--p = digit_pairs[i + 1];
+		*--p = digit_pairs[i];
+	}
+	if (v >= 10) {
+		*--p = digit_pairs[v * 2 + 1];
+		*--p = digit_pairs[v * 2];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	jbuf__put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void json__i64(struct jbuf *b, int64_t v)
+{
+	if (v < 0) {
+		jbuf__ch(b, '-');
+		json__u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		json__u64(b, (uint64_t)v);
+	}
+}
+
+void json__f64(struct jbuf *b, double v)
+{
+	char tmp[40];
+	int n;
+
+	if (!isfinite(v)) { /* JSON has no NaN/Inf */
+		jbuf__lit(b, "null");
+		return;
+	}
+	n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+	jbuf__put(b, tmp, (size_t)n);
+}
+
+void json__us(struct jbuf *b, uint64_t ns)
+{
+	unsigned frac = (unsigned)(ns % 1000);
+
+	json__u64(b, ns / 1000);
+	jbuf__ch(b, '.');
+	jbuf__ch(b, (char)('0' + frac / 100));
+	jbuf__ch(b, (char)('0' + frac / 10 % 10));
+	jbuf__ch(b, (char)('0' + frac % 10));
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	unsigned cp = c & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void json__str(struct jbuf *b, const char *str, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run = 0;
+
+	jbuf__ch(b, '"');
+	while (i < n) {
+		unsigned c = s[i];
+		size_t l;
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			i++;
+			run++;
+			continue;
+		}
+		if (run)
+			jbuf__put(b, (const char *)s + i - run, run);
+		run = 0;
+		if (c == '"' || c == '\\') {
+			char esc[2] = { '\\', (char)c };
+			jbuf__put(b, esc, 2);
+			i++;
+		} else if (c == '\n') {
+			jbuf__lit(b, "\\n");
+			i++;
+		} else if (c == '\t') {
+			jbuf__lit(b, "\\t");
+			i++;
+		} else if (c == '\r') {
+			jbuf__lit(b, "\\r");
+			i++;
+		} else if (c >= 0x80 && (l = utf8_len(s + i, n - i))) {
+			jbuf__put(b, (const char *)s + i, l);
+			i += l;
+		} else {
+			char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			jbuf__put(b, esc, 6);
+			i++;
+		}
+	}
+	if (run)
+		jbuf__put(b, (const char *)s + i - run, run);
+	jbuf__ch(b, '"');
+}

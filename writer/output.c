@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output.h"
+
+/* Our fd lives high, away from the small numbers programs dup2 onto. */
+#define OUT_FD_MIN 512
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int open_exclusive(struct out *o, const char *path)
+{
+	struct stat st;
+	int fd = -1;
+
+	/* A device or fifo (/dev/null, /dev/full, a pipe) is written as a
+	 * stream: no O_EXCL, no rewriting. */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		snprintf(o->path, sizeof(o->path), "%s", path);
+		o->fd = fd;
+		return 0;
+	}
+	for (int i = 0; i < 10000; i++) {
+		if (!i) {
+			snprintf(o->path, sizeof(o->path), "%s", path);
+		} else if (ends_with(path, ".json.gz") || ends_with(path, ".json")) {
+			/* keep the extension: trace.json -> trace.1.json */
+			size_t base = strlen(path) - (ends_with(path, ".gz") ? 8 : 5);
+			if (snprintf(o->path, sizeof(o->path), "%.*s.%d%s", (int)base, path, i,
+				     path + base) >= (int)sizeof(o->path))
+				return -ENAMETOOLONG;
+		} else if (snprintf(o->path, sizeof(o->path), "%s.%d", path, i) >=
+			   (int)sizeof(o->path)) {
+			return -ENAMETOOLONG;
+		}
+		fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	o->fd = fd;
+	o->seekable = true;
+	return 0;
+}
+
+int out__open(struct out *o, const char *path)
+{
+	struct stat st;
+	int err, fd;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	err = open_exclusive(o, path);
+	if (err)
+		return err;
+	fd = fcntl(o->fd, F_DUPFD_CLOEXEC, OUT_FD_MIN);
+	if (fd >= 0) {
+		close(o->fd);
+		o->fd = fd;
+	}
+	if (!fstat(o->fd, &st)) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+	}
+	o->gz = ends_with(path, ".gz");
+	return 0;
+}
+
+/* The program may have closed our fd or dup2()ed another file onto it:
+ * never write into its file; reopen ours by path. */
+static int check_fd(struct out *o)
+{
+	struct stat st;
+	int fd;
+
+	if (!fstat(o->fd, &st) && st.st_dev == o->dev && st.st_ino == o->ino)
+		return 0;
+	fd = open(o->path, (o->seekable ? O_RDWR : O_WRONLY) | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != o->dev || st.st_ino != o->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	o->fd = fcntl(fd, F_DUPFD_CLOEXEC, OUT_FD_MIN);
+	if (o->fd < 0)
+		o->fd = fd;
+	else
+		close(fd);
+	return 0;
+}
+
+static int write_all(struct out *o, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = o->seekable ? pwrite(o->fd, p, n, (off_t)o->events_end)
+					: write(o->fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -ENOSPC;
+		p += w;
+		n -= (size_t)w;
+		o->events_end += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int zbuf_flush(struct out *o)
+{
+	int err = write_all(o, o->zbuf, o->zbuf_len);
+
+	o->zbuf_len = 0;
+	return err;
+}
+
+/* Run deflate over input until it is consumed (or the member finishes). */
+static int deflate_into(struct out *o, const char *p, size_t n, int flush)
+{
+	z_stream *z = &o->z;
+
+	if (!o->z_open) {
+		memset(z, 0, sizeof(*z));
+		/* 15 + 16: a gzip header and trailer around the deflate data */
+		if (deflateInit2(z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			return -ENOMEM;
+		o->z_open = true;
+		if (!o->zbuf) {
+			o->zbuf_cap = 1 << 18;
+			o->zbuf = malloc(o->zbuf_cap);
+			if (!o->zbuf)
+				return -ENOMEM;
+		}
+	}
+	z->next_in = (Bytef *)p;
+	z->avail_in = (uInt)n;
+	for (;;) {
+		int ret;
+
+		z->next_out = (Bytef *)o->zbuf + o->zbuf_len;
+		z->avail_out = (uInt)(o->zbuf_cap - o->zbuf_len);
+		ret = deflate(z, flush);
+		o->zbuf_len = o->zbuf_cap - z->avail_out;
+		if (ret == Z_STREAM_ERROR)
+			return -EIO;
+		if (o->zbuf_len == o->zbuf_cap) {
+			int err = zbuf_flush(o);
+			if (err)
+				return err;
+			continue;
+		}
+		if (flush == Z_FINISH ? ret == Z_STREAM_END : z->avail_in == 0)
+			break;
+	}
+	if (flush == Z_FINISH) {
+		deflateEnd(z);
+		o->z_open = false;
+		return zbuf_flush(o);
+	}
+	return 0;
+}
+
+int out__append(struct out *o, const char *p, size_t n)
+{
+	int err;
+
+	if (!n)
+		return 0;
+	if ((err = check_fd(o)))
+		return err;
+	if (o->gz)
+		return deflate_into(o, p, n, Z_NO_FLUSH);
+	return write_all(o, p, n);
+}
+
+int out__checkpoint(struct out *o, const char *trailer, size_t n)
+{
+	uint64_t events_end;
+	int err;
+
+	if ((err = check_fd(o)))
+		return err;
+	if (!o->seekable)
+		return 0; /* a stream gets its trailer once, at close */
+	if (o->gz && o->z_open && (err = deflate_into(o, "", 0, Z_FINISH)))
+		return err;
+	events_end = o->events_end;
+	if (o->gz) {
+		err = deflate_into(o, trailer, n, Z_FINISH);
+	} else {
+		err = write_all(o, trailer, n);
+	}
+	if (!err && ftruncate(o->fd, (off_t)o->events_end) < 0)
+		err = -errno;
+	o->size = o->events_end;
+	/* the next events overwrite this trailer */
+	o->events_end = events_end;
+	return err;
+}
+
+void out__close(struct out *o)
+{
+	if (o->z_open)
+		deflateEnd(&o->z);
+	free(o->zbuf);
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	o->z_open = false;
+	o->zbuf = NULL;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drain thread and the trace file. The drain thread wakes on a short
+ * interval, moves ring records into Chrome Trace JSON, and after each cycle
+ * that wrote something leaves a complete, valid file on disk.
+ */
+#ifndef GPUTRACE_WRITER_H
+#define GPUTRACE_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "inject/event.h"
+
+/* Fresh writer state for this process (also in a fork child). */
+GT_HIDDEN void writer__init(void);
+/* Start the drain thread. 0 or -errno. */
+GT_HIDDEN int writer__start_thread(void);
+/* Ask for a drain cycle + checkpoint and wait for it, at most timeout_ms.
+ * final: the last one; the trace is closed afterwards. Async-signal-safe
+ * when the drain thread runs (the waiting is a sleep loop). Returns 0 when
+ * done in time, -ETIMEDOUT otherwise. */
+GT_HIDDEN int writer__sync(bool final, unsigned timeout_ms);
+/* In a fork child: forget the parent's file and thread without touching them. */
+GT_HIDDEN void writer__forget(void);
+/* True when the calling thread is the drain thread. */
+GT_HIDDEN bool writer__is_drain_thread(void);
+
+/* For unit tests: run one drain cycle in the calling thread. */
+GT_HIDDEN void writer__cycle(bool final);
+
+#endif
