@@ -65,8 +65,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(if $(findstring cupti,$<),$(CUPTI_CFLAGS)) -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
-	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $^ $(LDLIBS) -Wl,-z,nodelete
+$(LIB): $(LIB_OBJS) inject/exports.map
+	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $(filter %.o,$^) $(LDLIBS) -Wl,-z,nodelete \
+	  -Wl,--version-script=inject/exports.map
 
 -include $(LIB_OBJS:.o=.d)
 
