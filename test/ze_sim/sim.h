@@ -1,0 +1,170 @@
+/* Internal interface of the simulated Level Zero device (libze_sim.so).
+ * The behaviour contract is at the top of sim_driver.c and in README.md. */
+#ifndef ZE_SIM_SIM_H
+#define ZE_SIM_SIM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <level_zero/ze_api.h>
+#include <level_zero/ze_ddi.h>
+
+#define SIM_DEVICE_NAME "gputrace simulated GPU"
+#define SIM_FILL_PATTERN_MAX 128
+#define SIM_COPY_MIN_NS 1000
+#define SIM_QUEUE_GROUPS 2	/* ordinal 0: compute, ordinal 1: copy */
+
+/* ---- sim_clock.c: the deliberately awkward device clock ---- */
+struct sim_clock {
+	long double tick_ns;	/* ZE_SIM_TICK_NS */
+	unsigned valid_bits;	/* ZE_SIM_VALID_BITS */
+	uint64_t mask;
+	uint64_t offset_ns;	/* ZE_SIM_CLOCK_OFFSET_NS */
+};
+extern struct sim_clock sim_clock;
+void sim_clock_setup(void);
+uint64_t sim_host_ns(void);	/* CLOCK_MONOTONIC_RAW */
+uint64_t sim_dev_ticks(uint64_t host_ns);
+void sim_sleep_until(uint64_t host_ns);
+
+/* ---- sim_objects.c: handles, validated through a registry so that a stale or foreign
+ * handle yields an error code instead of a crash ---- */
+enum sim_kind {
+	SIM_K_DRIVER = 1, SIM_K_DEVICE, SIM_K_CONTEXT, SIM_K_QUEUE, SIM_K_LIST, SIM_K_MODULE,
+	SIM_K_BUILD_LOG, SIM_K_KERNEL, SIM_K_EVENT_POOL, SIM_K_EVENT, SIM_K_FENCE,
+};
+
+struct sim_obj {
+	uint32_t magic;		/* SIM_MAGIC while alive */
+	uint32_t kind;
+	struct sim_obj *hash_next;
+};
+#define SIM_MAGIC 0x5a455349u	/* "ZESI" */
+
+/* One lock guards the registry and all device state; `sim_cond` is broadcast whenever
+ * anything completes, is signalled or is submitted (few threads: simplicity wins). */
+extern pthread_mutex_t sim_lock;
+extern pthread_cond_t sim_cond;
+void sim_lock_setup(void);
+/* Waits on sim_cond (sim_lock held) until `deadline_host_ns` (UINT64_MAX = forever);
+ * returns false once the deadline has passed. */
+bool sim_cond_wait_until(uint64_t deadline_host_ns);
+uint64_t sim_deadline(uint64_t timeout_ns);
+
+void sim_obj_register(struct sim_obj *o, enum sim_kind kind);
+void sim_obj_unregister(struct sim_obj *o);
+ze_result_t sim_obj_check(const void *handle, enum sim_kind kind);
+
+/* Validates handle `h` of kind K (NULL → INVALID_NULL_HANDLE, unknown or other kind →
+ * INVALID_ARGUMENT) and declares `struct sim_<type> *var`. */
+#define SIM_HANDLE(type, var, h, K)						\
+	struct sim_##type *var = (struct sim_##type *)(void *)(h);		\
+	do {									\
+		ze_result_t r_ = sim_obj_check((h), (K));			\
+		if (r_ != ZE_RESULT_SUCCESS)					\
+			return r_;						\
+	} while (0)
+#define SIM_NOT_NULL(p)								\
+	do {									\
+		if ((p) == NULL)						\
+			return ZE_RESULT_ERROR_INVALID_NULL_POINTER;		\
+	} while (0)
+
+struct sim_context { struct sim_obj obj; };
+struct sim_module { struct sim_obj obj; };
+struct sim_build_log { struct sim_obj obj; };
+struct sim_kernel {
+	struct sim_obj obj;
+	char *name;
+	uint32_t group_size[3];
+};
+struct sim_event_pool {
+	struct sim_obj obj;
+	ze_event_pool_flags_t flags;
+	uint32_t count;
+	struct sim_event *events;	/* live events, for destroying them with the pool */
+};
+struct sim_event {
+	struct sim_obj obj;
+	struct sim_event_pool *pool;
+	struct sim_event *pool_next;
+	bool signaled;
+	uint64_t signal_ns;		/* simulated host time it was signalled */
+	uint64_t start_ns, end_ns;	/* simulated span of the signalling command */
+};
+struct sim_fence {
+	struct sim_obj obj;
+	struct sim_queue *queue;
+	bool signaled;
+};
+
+/* Signals `ev` (sim_lock held) as completed by a command spanning [start, end]. */
+void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t end_ns);
+
+/* ---- sim_queue.c: in-order engines with one worker thread each ---- */
+enum sim_cmd_op { SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_NOP };
+
+struct sim_cmd {
+	enum sim_cmd_op op;
+	uint64_t duration_ns;
+	void *dst;
+	const void *src;
+	size_t size;
+	size_t pattern_size;
+	uint8_t pattern[SIM_FILL_PATTERN_MAX];
+	struct sim_event *signal;
+	struct sim_event *reset;	/* zeCommandListAppendEventReset */
+	struct sim_fence *fence;	/* fence of an ExecuteCommandLists batch */
+	uint32_t nwait;
+	struct sim_event **wait;
+	uint64_t enqueue_ns;
+	struct sim_cmd *next;
+};
+
+struct sim_engine {
+	struct sim_cmd *head, *tail;
+	uint64_t submitted, completed;
+	uint64_t last_end_ns;
+	pthread_t thread;
+	bool running;		/* a worker thread exists in this process */
+	bool stop;
+	struct sim_engine *all_next;	/* every engine, for fork handling */
+};
+
+struct sim_queue {
+	struct sim_obj obj;
+	uint32_t ordinal;
+	ze_command_queue_mode_t mode;
+	struct sim_engine engine;
+};
+
+struct sim_list {
+	struct sim_obj obj;
+	uint32_t ordinal;
+	bool immediate;
+	bool synchronous;	/* immediate list in ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS */
+	bool closed;
+	struct sim_cmd *head, *tail;	/* regular lists: recorded commands */
+	struct sim_engine engine;	/* immediate lists */
+};
+
+/* ---- the implementations put in the DDI tables ---- */
+void sim_fill_global(ze_global_dditable_t *t);
+void sim_fill_driver(ze_driver_dditable_t *t);
+void sim_fill_device(ze_device_dditable_t *t);
+void sim_fill_context(ze_context_dditable_t *t);
+void sim_fill_command_queue(ze_command_queue_dditable_t *t);
+void sim_fill_command_list(ze_command_list_dditable_t *t);
+void sim_fill_fence(ze_fence_dditable_t *t);
+void sim_fill_event_pool(ze_event_pool_dditable_t *t);
+void sim_fill_event(ze_event_dditable_t *t);
+void sim_fill_module(ze_module_dditable_t *t);
+void sim_fill_module_build_log(ze_module_build_log_dditable_t *t);
+void sim_fill_kernel(ze_kernel_dditable_t *t);
+void sim_fill_mem(ze_mem_dditable_t *t);
+
+extern struct sim_obj sim_driver_obj, sim_device_obj;
+
+#endif

@@ -1,0 +1,120 @@
+/* The simulated device clock: a non-integer tick, few valid bits and a large offset from
+ * the host clock, so a tracer that converts timestamps naively is visibly wrong. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "sim.h"
+
+#define SIM_DEFAULT_TICK_NS 52.083L
+#define SIM_DEFAULT_VALID_BITS 32
+#define SIM_DEFAULT_OFFSET_NS 7777777777777ULL
+
+struct sim_clock sim_clock = {
+	.tick_ns = SIM_DEFAULT_TICK_NS,
+	.valid_bits = SIM_DEFAULT_VALID_BITS,
+	.mask = (1ULL << SIM_DEFAULT_VALID_BITS) - 1,
+	.offset_ns = SIM_DEFAULT_OFFSET_NS,
+};
+
+static void parse_tick(void)
+{
+	const char *s = getenv("ZE_SIM_TICK_NS");
+	char *end;
+	long double v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtold(s, &end);
+	if (errno || *end || !(v >= 0.001L && v <= 1e9L)) {
+		fprintf(stderr, "ze_sim: ZE_SIM_TICK_NS='%s' is not a number of ns between 0.001 and "
+			"1e9; using %.3Lf\n", s, SIM_DEFAULT_TICK_NS);
+		return;
+	}
+	sim_clock.tick_ns = v;
+}
+
+static void parse_bits(void)
+{
+	const char *s = getenv("ZE_SIM_VALID_BITS");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < 8 || v > 64) {
+		fprintf(stderr, "ze_sim: ZE_SIM_VALID_BITS='%s' is not an integer from 8 to 64; "
+			"using %d\n", s, SIM_DEFAULT_VALID_BITS);
+		return;
+	}
+	sim_clock.valid_bits = v;
+	sim_clock.mask = v == 64 ? ~0ULL : (1ULL << v) - 1;
+}
+
+static void parse_offset(void)
+{
+	const char *s = getenv("ZE_SIM_CLOCK_OFFSET_NS");
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	/* Bounded so that host_ns + offset stays exact in a long double division. */
+	if (errno || *end || *s == '-' || v > (1ULL << 62)) {
+		fprintf(stderr, "ze_sim: ZE_SIM_CLOCK_OFFSET_NS='%s' is not an integer from 0 to "
+			"2^62; using %llu\n", s, SIM_DEFAULT_OFFSET_NS);
+		return;
+	}
+	sim_clock.offset_ns = v;
+}
+
+static void clock_setup_once(void)
+{
+	parse_tick();
+	parse_bits();
+	parse_offset();
+}
+
+void sim_clock_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, clock_setup_once);
+}
+
+uint64_t sim_host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sim_dev_ticks(uint64_t host_ns)
+{
+	long double t = floorl((long double)(host_ns + sim_clock.offset_ns) / sim_clock.tick_ns);
+
+	return (uint64_t)t & sim_clock.mask;
+}
+
+/* CLOCK_MONOTONIC_RAW cannot be slept on; sleep on the monotonic clock and re-check. */
+void sim_sleep_until(uint64_t host_ns)
+{
+	for (;;) {
+		uint64_t now = sim_host_ns();
+		struct timespec ts;
+
+		if (now >= host_ns)
+			return;
+		ts.tv_sec = (host_ns - now) / 1000000000ULL;
+		ts.tv_nsec = (host_ns - now) % 1000000000ULL;
+		nanosleep(&ts, NULL);
+	}
+}

@@ -1,0 +1,865 @@
+/* Handles of the simulated device: a registry of live objects (so a stale, foreign or
+ * garbage handle is rejected without being dereferenced), contexts, memory, modules,
+ * kernels, event pools, events and fences. Queues and command lists are in sim_queue.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t sim_cond;
+
+void sim_lock_setup(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&sim_lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&sim_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+uint64_t sim_deadline(uint64_t timeout_ns)
+{
+	uint64_t now = sim_host_ns();
+
+	if (timeout_ns == UINT64_MAX || now + timeout_ns < now)
+		return UINT64_MAX;
+	return now + timeout_ns;
+}
+
+bool sim_cond_wait_until(uint64_t deadline)
+{
+	struct timespec ts;
+	uint64_t now, rel;
+
+	if (deadline == UINT64_MAX) {
+		pthread_cond_wait(&sim_cond, &sim_lock);
+		return true;
+	}
+	now = sim_host_ns();
+	if (now >= deadline)
+		return false;
+	rel = deadline - now;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += rel / 1000000000ULL;
+	ts.tv_nsec += rel % 1000000000ULL;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&sim_cond, &sim_lock, &ts);
+	return true;
+}
+
+/* ---- registry ---- */
+#define SIM_BUCKETS 4096
+static struct sim_obj *buckets[SIM_BUCKETS];
+
+static struct sim_obj **bucket_of(const void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ULL;
+
+	return &buckets[h >> 52];
+}
+
+void sim_obj_register(struct sim_obj *o, enum sim_kind kind)
+{
+	struct sim_obj **b = bucket_of(o);
+
+	o->magic = SIM_MAGIC;
+	o->kind = kind;
+	pthread_mutex_lock(&sim_lock);
+	o->hash_next = *b;
+	*b = o;
+	pthread_mutex_unlock(&sim_lock);
+}
+
+void sim_obj_unregister(struct sim_obj *o)
+{
+	struct sim_obj **b;
+
+	pthread_mutex_lock(&sim_lock);
+	for (b = bucket_of(o); *b; b = &(*b)->hash_next) {
+		if (*b == o) {
+			*b = o->hash_next;
+			break;
+		}
+	}
+	o->magic = 0;
+	pthread_mutex_unlock(&sim_lock);
+}
+
+ze_result_t sim_obj_check(const void *handle, enum sim_kind kind)
+{
+	const struct sim_obj *o;
+	bool ok = false;
+
+	if (!handle)
+		return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+	/* The driver and device are static: no lock on the cheapest, most frequent calls. */
+	if (handle == &sim_driver_obj)
+		return kind == SIM_K_DRIVER ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	if (handle == &sim_device_obj)
+		return kind == SIM_K_DEVICE ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&sim_lock);
+	for (o = *bucket_of(handle); o; o = o->hash_next) {
+		if (o == handle) {
+			ok = o->magic == SIM_MAGIC && o->kind == (uint32_t)kind;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return ok ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+}
+
+static void *obj_new(size_t size, enum sim_kind kind)
+{
+	struct sim_obj *o = calloc(1, size);
+
+	if (o)
+		sim_obj_register(o, kind);
+	return o;
+}
+
+static void obj_free(struct sim_obj *o)
+{
+	sim_obj_unregister(o);
+	free(o);
+}
+
+/* ---- contexts ---- */
+static ze_result_t context_create(ze_driver_handle_t drv, const ze_context_desc_t *desc,
+				  ze_context_handle_t *out)
+{
+	SIM_HANDLE(obj, d, drv, SIM_K_DRIVER);
+	struct sim_context *c;
+
+	(void)d;
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	c = obj_new(sizeof(*c), SIM_K_CONTEXT);
+	if (!c)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	*out = (ze_context_handle_t)c;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t context_create_ex(ze_driver_handle_t drv, const ze_context_desc_t *desc,
+				     uint32_t ndev, ze_device_handle_t *devs,
+				     ze_context_handle_t *out)
+{
+	for (uint32_t i = 0; devs && i < ndev; i++) {
+		ze_result_t r = sim_obj_check(devs[i], SIM_K_DEVICE);
+
+		if (r)
+			return r;
+	}
+	if (ndev && !devs)
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	return context_create(drv, desc, out);
+}
+
+static ze_result_t context_destroy(ze_context_handle_t h)
+{
+	SIM_HANDLE(context, c, h, SIM_K_CONTEXT);
+
+	obj_free(&c->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t context_get_status(ze_context_handle_t h)
+{
+	SIM_HANDLE(context, c, h, SIM_K_CONTEXT);
+
+	(void)c;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t context_nop_mem(ze_context_handle_t h, ze_device_handle_t dev, void *p,
+				   size_t size)
+{
+	SIM_HANDLE(context, c, h, SIM_K_CONTEXT);
+	ze_result_t r = sim_obj_check(dev, SIM_K_DEVICE);
+
+	(void)c;
+	if (r)
+		return r;
+	SIM_NOT_NULL(p);
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_fill_context(ze_context_dditable_t *t)
+{
+	t->pfnCreate = context_create;
+	t->pfnCreateEx = context_create_ex;
+	t->pfnDestroy = context_destroy;
+	t->pfnGetStatus = context_get_status;
+	t->pfnMakeMemoryResident = context_nop_mem;
+	t->pfnEvictMemory = context_nop_mem;
+}
+
+/* ---- memory: real host memory, so copies and fills really move bytes ---- */
+struct sim_alloc {
+	uintptr_t base;
+	size_t size;
+	ze_memory_type_t type;
+	uint64_t id;
+	struct sim_alloc *next;
+};
+static struct sim_alloc *allocs;
+static uint64_t alloc_ids;
+
+static ze_result_t mem_alloc(ze_context_handle_t ctx, ze_memory_type_t type, size_t size,
+			     size_t alignment, ze_device_handle_t dev, void **out)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	struct sim_alloc *a;
+	void *p;
+
+	(void)c;
+	if (type != ZE_MEMORY_TYPE_HOST) {
+		ze_result_t r = sim_obj_check(dev, SIM_K_DEVICE);
+
+		if (r && !(type == ZE_MEMORY_TYPE_SHARED && dev == NULL))
+			return r;
+	}
+	SIM_NOT_NULL(out);
+	if (size == 0)
+		return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+	if (alignment & (alignment - 1))
+		return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+	if (alignment < 64)
+		alignment = 64;
+	if (size > (1ULL << 40))
+		return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+	a = malloc(sizeof(*a));
+	p = aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+	if (!a || !p) {
+		free(a);
+		free(p);
+		return type == ZE_MEMORY_TYPE_HOST ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+						   : ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+	}
+	a->base = (uintptr_t)p;
+	a->size = size;
+	a->type = type;
+	pthread_mutex_lock(&sim_lock);
+	a->id = ++alloc_ids;
+	a->next = allocs;
+	allocs = a;
+	pthread_mutex_unlock(&sim_lock);
+	*out = p;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t mem_alloc_device(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *desc,
+				    size_t size, size_t alignment, ze_device_handle_t dev,
+				    void **out)
+{
+	if (!desc && sim_obj_check(ctx, SIM_K_CONTEXT) == ZE_RESULT_SUCCESS)
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	return mem_alloc(ctx, ZE_MEMORY_TYPE_DEVICE, size, alignment, dev, out);
+}
+
+static ze_result_t mem_alloc_host(ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *desc,
+				  size_t size, size_t alignment, void **out)
+{
+	if (!desc && sim_obj_check(ctx, SIM_K_CONTEXT) == ZE_RESULT_SUCCESS)
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	return mem_alloc(ctx, ZE_MEMORY_TYPE_HOST, size, alignment, NULL, out);
+}
+
+static ze_result_t mem_alloc_shared(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *ddesc,
+				    const ze_host_mem_alloc_desc_t *hdesc, size_t size,
+				    size_t alignment, ze_device_handle_t dev, void **out)
+{
+	if ((!ddesc || !hdesc) && sim_obj_check(ctx, SIM_K_CONTEXT) == ZE_RESULT_SUCCESS)
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	return mem_alloc(ctx, ZE_MEMORY_TYPE_SHARED, size, alignment, dev, out);
+}
+
+/* sim_lock held. Finds the allocation containing p. */
+static struct sim_alloc **alloc_find_locked(const void *p)
+{
+	struct sim_alloc **a;
+
+	for (a = &allocs; *a; a = &(*a)->next) {
+		if ((uintptr_t)p >= (*a)->base && (uintptr_t)p < (*a)->base + (*a)->size)
+			return a;
+	}
+	return NULL;
+}
+
+static ze_result_t mem_free(ze_context_handle_t ctx, void *p)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	struct sim_alloc **link, *a = NULL;
+
+	(void)c;
+	SIM_NOT_NULL(p);
+	pthread_mutex_lock(&sim_lock);
+	link = alloc_find_locked(p);
+	if (link && (*link)->base == (uintptr_t)p) {
+		a = *link;
+		*link = a->next;
+	}
+	pthread_mutex_unlock(&sim_lock);
+	if (!a)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	free((void *)a->base);
+	free(a);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t mem_get_alloc_properties(ze_context_handle_t ctx, const void *p,
+					    ze_memory_allocation_properties_t *props,
+					    ze_device_handle_t *dev)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	struct sim_alloc **a;
+
+	(void)c;
+	SIM_NOT_NULL(p);
+	SIM_NOT_NULL(props);
+	props->type = ZE_MEMORY_TYPE_UNKNOWN;
+	props->id = 0;
+	props->pageSize = 0;
+	if (dev)
+		*dev = NULL;
+	pthread_mutex_lock(&sim_lock);
+	a = alloc_find_locked(p);
+	if (a) {
+		props->type = (*a)->type;
+		props->id = (*a)->id;
+		props->pageSize = 4096;
+		if (dev && (*a)->type != ZE_MEMORY_TYPE_HOST)
+			*dev = (ze_device_handle_t)&sim_device_obj;
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t mem_get_address_range(ze_context_handle_t ctx, const void *p, void **base,
+					 size_t *size)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	struct sim_alloc **a;
+	ze_result_t r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+
+	(void)c;
+	SIM_NOT_NULL(p);
+	pthread_mutex_lock(&sim_lock);
+	a = alloc_find_locked(p);
+	if (a) {
+		if (base)
+			*base = (void *)(*a)->base;
+		if (size)
+			*size = (*a)->size;
+		r = ZE_RESULT_SUCCESS;
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return r;
+}
+
+void sim_fill_mem(ze_mem_dditable_t *t)
+{
+	t->pfnAllocShared = mem_alloc_shared;
+	t->pfnAllocDevice = mem_alloc_device;
+	t->pfnAllocHost = mem_alloc_host;
+	t->pfnFree = mem_free;
+	t->pfnGetAllocProperties = mem_get_alloc_properties;
+	t->pfnGetAddressRange = mem_get_address_range;
+}
+
+/* ---- modules and kernels: any binary, any kernel name ---- */
+static ze_result_t module_create(ze_context_handle_t ctx, ze_device_handle_t dev,
+				 const ze_module_desc_t *desc, ze_module_handle_t *out,
+				 ze_module_build_log_handle_t *log_out)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	SIM_HANDLE(obj, d, dev, SIM_K_DEVICE);
+	struct sim_module *m;
+
+	(void)c, (void)d;
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	SIM_NOT_NULL(desc->pInputModule);
+	if (desc->format > ZE_MODULE_FORMAT_NATIVE)
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	if (desc->inputSize == 0)
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	if (log_out) {
+		struct sim_build_log *l = obj_new(sizeof(*l), SIM_K_BUILD_LOG);
+
+		if (!l)
+			return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+		*log_out = (ze_module_build_log_handle_t)l;
+	}
+	m = obj_new(sizeof(*m), SIM_K_MODULE);
+	if (!m)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	*out = (ze_module_handle_t)m;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t module_destroy(ze_module_handle_t h)
+{
+	SIM_HANDLE(module, m, h, SIM_K_MODULE);
+
+	obj_free(&m->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t module_get_kernel_names(ze_module_handle_t h, uint32_t *count,
+					   const char **names)
+{
+	SIM_HANDLE(module, m, h, SIM_K_MODULE);
+
+	(void)m, (void)names;
+	SIM_NOT_NULL(count);
+	*count = 0;	/* any name is accepted, none is listed */
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t module_get_properties(ze_module_handle_t h, ze_module_properties_t *props)
+{
+	SIM_HANDLE(module, m, h, SIM_K_MODULE);
+
+	(void)m;
+	SIM_NOT_NULL(props);
+	props->flags = 0;
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_fill_module(ze_module_dditable_t *t)
+{
+	t->pfnCreate = module_create;
+	t->pfnDestroy = module_destroy;
+	t->pfnGetKernelNames = module_get_kernel_names;
+	t->pfnGetProperties = module_get_properties;
+}
+
+static ze_result_t build_log_destroy(ze_module_build_log_handle_t h)
+{
+	SIM_HANDLE(build_log, l, h, SIM_K_BUILD_LOG);
+
+	obj_free(&l->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t build_log_get_string(ze_module_build_log_handle_t h, size_t *size, char *s)
+{
+	SIM_HANDLE(build_log, l, h, SIM_K_BUILD_LOG);
+
+	(void)l;
+	SIM_NOT_NULL(size);
+	if (s && *size)
+		s[0] = '\0';
+	*size = 1;
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_fill_module_build_log(ze_module_build_log_dditable_t *t)
+{
+	t->pfnDestroy = build_log_destroy;
+	t->pfnGetString = build_log_get_string;
+}
+
+#define SIM_MAX_GROUP_SIZE 1024
+
+static ze_result_t kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *desc,
+				 ze_kernel_handle_t *out)
+{
+	SIM_HANDLE(module, m, mh, SIM_K_MODULE);
+	struct sim_kernel *k;
+
+	(void)m;
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	SIM_NOT_NULL(desc->pKernelName);
+	if (!desc->pKernelName[0])
+		return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+	k = calloc(1, sizeof(*k));
+	if (!k || !(k->name = strdup(desc->pKernelName))) {
+		free(k);
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	}
+	k->group_size[0] = k->group_size[1] = k->group_size[2] = 1;
+	sim_obj_register(&k->obj, SIM_K_KERNEL);
+	*out = (ze_kernel_handle_t)k;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_destroy(ze_kernel_handle_t h)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+
+	sim_obj_unregister(&k->obj);
+	free(k->name);
+	free(k);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_set_group_size(ze_kernel_handle_t h, uint32_t x, uint32_t y, uint32_t z)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+
+	if (!x || !y || !z || (uint64_t)x * y * z > SIM_MAX_GROUP_SIZE)
+		return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+	k->group_size[0] = x;
+	k->group_size[1] = y;
+	k->group_size[2] = z;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* Largest divisor of n not above limit. */
+static uint32_t divisor_upto(uint32_t n, uint32_t limit)
+{
+	for (uint32_t d = limit < n ? limit : n; d > 1; d--)
+		if (n % d == 0)
+			return d;
+	return 1;
+}
+
+static ze_result_t kernel_suggest_group_size(ze_kernel_handle_t h, uint32_t gx, uint32_t gy,
+					     uint32_t gz, uint32_t *x, uint32_t *y, uint32_t *z)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+	uint32_t budget = 256;
+
+	(void)k;
+	SIM_NOT_NULL(x);
+	SIM_NOT_NULL(y);
+	SIM_NOT_NULL(z);
+	if (!gx || !gy || !gz)
+		return ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION;
+	*x = divisor_upto(gx, budget);
+	budget /= *x;
+	*y = divisor_upto(gy, budget);
+	budget /= *y;
+	*z = divisor_upto(gz, budget);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_set_argument_value(ze_kernel_handle_t h, uint32_t index, size_t size,
+					     const void *value)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+
+	(void)k, (void)size, (void)value;
+	if (index >= 64)
+		return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_set_indirect_access(ze_kernel_handle_t h,
+					      ze_kernel_indirect_access_flags_t flags)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+
+	(void)k, (void)flags;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_get_properties(ze_kernel_handle_t h, ze_kernel_properties_t *props)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+	void *next;
+	ze_structure_type_t stype;
+
+	SIM_NOT_NULL(props);
+	stype = props->stype;
+	next = props->pNext;
+	memset(props, 0, sizeof(*props));
+	props->stype = stype;
+	props->pNext = next;
+	props->maxSubgroupSize = 32;
+	props->maxNumSubgroups = SIM_MAX_GROUP_SIZE / 8;
+	memcpy(props->uuid.kid, &k, sizeof(k) < ZE_MAX_KERNEL_UUID_SIZE ? sizeof(k)
+									  : ZE_MAX_KERNEL_UUID_SIZE);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t kernel_get_name(ze_kernel_handle_t h, size_t *size, char *name)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+	size_t need = strlen(k->name) + 1;
+
+	SIM_NOT_NULL(size);
+	if (name) {
+		size_t n = *size < need ? *size : need;
+
+		if (n) {
+			memcpy(name, k->name, n - 1);
+			name[n - 1] = '\0';
+		}
+	}
+	*size = need;
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_fill_kernel(ze_kernel_dditable_t *t)
+{
+	t->pfnCreate = kernel_create;
+	t->pfnDestroy = kernel_destroy;
+	t->pfnSetGroupSize = kernel_set_group_size;
+	t->pfnSuggestGroupSize = kernel_suggest_group_size;
+	t->pfnSetArgumentValue = kernel_set_argument_value;
+	t->pfnSetIndirectAccess = kernel_set_indirect_access;
+	t->pfnGetProperties = kernel_get_properties;
+	t->pfnGetName = kernel_get_name;
+}
+
+/* ---- event pools and events ---- */
+static ze_result_t event_pool_create(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc,
+				     uint32_t ndev, ze_device_handle_t *devs,
+				     ze_event_pool_handle_t *out)
+{
+	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	struct sim_event_pool *p;
+
+	(void)c;
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	if (ndev && !devs)
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	for (uint32_t i = 0; i < ndev; i++) {
+		ze_result_t r = sim_obj_check(devs[i], SIM_K_DEVICE);
+
+		if (r)
+			return r;
+	}
+	if (desc->flags > 0x7)
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	if (desc->count == 0)
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	p = obj_new(sizeof(*p), SIM_K_EVENT_POOL);
+	if (!p)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	p->flags = desc->flags;
+	p->count = desc->count;
+	*out = (ze_event_pool_handle_t)p;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* Destroying a pool also retires the events still created from it: their handles then
+ * fail validation instead of pointing at freed memory. */
+static ze_result_t event_pool_destroy(ze_event_pool_handle_t h)
+{
+	SIM_HANDLE(event_pool, p, h, SIM_K_EVENT_POOL);
+	struct sim_event *ev, *next;
+
+	pthread_mutex_lock(&sim_lock);
+	ev = p->events;
+	p->events = NULL;
+	pthread_mutex_unlock(&sim_lock);
+	for (; ev; ev = next) {
+		next = ev->pool_next;
+		obj_free(&ev->obj);
+	}
+	obj_free(&p->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t event_create(ze_event_pool_handle_t ph, const ze_event_desc_t *desc,
+				ze_event_handle_t *out)
+{
+	SIM_HANDLE(event_pool, p, ph, SIM_K_EVENT_POOL);
+	struct sim_event *ev;
+
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	if (desc->index >= p->count)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	ev = obj_new(sizeof(*ev), SIM_K_EVENT);
+	if (!ev)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	pthread_mutex_lock(&sim_lock);
+	ev->pool = p;
+	ev->pool_next = p->events;
+	p->events = ev;
+	pthread_mutex_unlock(&sim_lock);
+	*out = (ze_event_handle_t)ev;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t event_destroy(ze_event_handle_t h)
+{
+	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
+	struct sim_event **link;
+
+	pthread_mutex_lock(&sim_lock);
+	for (link = &ev->pool->events; *link; link = &(*link)->pool_next) {
+		if (*link == ev) {
+			*link = ev->pool_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sim_lock);
+	obj_free(&ev->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t end_ns)
+{
+	if (ev->obj.magic != SIM_MAGIC)
+		return;
+	ev->signaled = true;
+	ev->signal_ns = end_ns;
+	ev->start_ns = start_ns;
+	ev->end_ns = end_ns;
+}
+
+static ze_result_t event_host_signal(ze_event_handle_t h)
+{
+	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
+	uint64_t now = sim_host_ns();
+
+	pthread_mutex_lock(&sim_lock);
+	sim_event_signal_locked(ev, now, now);
+	pthread_cond_broadcast(&sim_cond);
+	pthread_mutex_unlock(&sim_lock);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t event_host_synchronize(ze_event_handle_t h, uint64_t timeout_ns)
+{
+	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
+	uint64_t deadline = sim_deadline(timeout_ns);
+	ze_result_t r = ZE_RESULT_SUCCESS;
+
+	pthread_mutex_lock(&sim_lock);
+	while (!ev->signaled) {
+		if (!sim_cond_wait_until(deadline)) {
+			r = ZE_RESULT_NOT_READY;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return r;
+}
+
+static ze_result_t event_query_status(ze_event_handle_t h)
+{
+	return event_host_synchronize(h, 0);
+}
+
+static ze_result_t event_host_reset(ze_event_handle_t h)
+{
+	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
+
+	pthread_mutex_lock(&sim_lock);
+	ev->signaled = false;
+	pthread_mutex_unlock(&sim_lock);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t event_query_kernel_timestamp(ze_event_handle_t h,
+						ze_kernel_timestamp_result_t *out)
+{
+	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
+	ze_result_t r = ZE_RESULT_SUCCESS;
+
+	SIM_NOT_NULL(out);
+	pthread_mutex_lock(&sim_lock);
+	if (!(ev->pool->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP)) {
+		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	} else if (!ev->signaled) {
+		r = ZE_RESULT_NOT_READY;
+	} else {
+		out->global.kernelStart = sim_dev_ticks(ev->start_ns);
+		out->global.kernelEnd = sim_dev_ticks(ev->end_ns);
+		out->context = out->global;	/* one context: always active while running */
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return r;
+}
+
+void sim_fill_event_pool(ze_event_pool_dditable_t *t)
+{
+	t->pfnCreate = event_pool_create;
+	t->pfnDestroy = event_pool_destroy;
+}
+
+void sim_fill_event(ze_event_dditable_t *t)
+{
+	t->pfnCreate = event_create;
+	t->pfnDestroy = event_destroy;
+	t->pfnHostSignal = event_host_signal;
+	t->pfnHostSynchronize = event_host_synchronize;
+	t->pfnQueryStatus = event_query_status;
+	t->pfnHostReset = event_host_reset;
+	t->pfnQueryKernelTimestamp = event_query_kernel_timestamp;
+}
+
+/* ---- fences ---- */
+static ze_result_t fence_create(ze_command_queue_handle_t qh, const ze_fence_desc_t *desc,
+				ze_fence_handle_t *out)
+{
+	SIM_HANDLE(queue, q, qh, SIM_K_QUEUE);
+	struct sim_fence *f;
+
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	if (desc->flags > ZE_FENCE_FLAG_SIGNALED)
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	f = obj_new(sizeof(*f), SIM_K_FENCE);
+	if (!f)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	f->queue = q;
+	f->signaled = desc->flags & ZE_FENCE_FLAG_SIGNALED;
+	*out = (ze_fence_handle_t)f;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t fence_destroy(ze_fence_handle_t h)
+{
+	SIM_HANDLE(fence, f, h, SIM_K_FENCE);
+
+	obj_free(&f->obj);
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t fence_host_synchronize(ze_fence_handle_t h, uint64_t timeout_ns)
+{
+	SIM_HANDLE(fence, f, h, SIM_K_FENCE);
+	uint64_t deadline = sim_deadline(timeout_ns);
+	ze_result_t r = ZE_RESULT_SUCCESS;
+
+	pthread_mutex_lock(&sim_lock);
+	while (!f->signaled) {
+		if (!sim_cond_wait_until(deadline)) {
+			r = ZE_RESULT_NOT_READY;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return r;
+}
+
+static ze_result_t fence_query_status(ze_fence_handle_t h)
+{
+	return fence_host_synchronize(h, 0);
+}
+
+static ze_result_t fence_reset(ze_fence_handle_t h)
+{
+	SIM_HANDLE(fence, f, h, SIM_K_FENCE);
+
+	pthread_mutex_lock(&sim_lock);
+	f->signaled = false;
+	pthread_mutex_unlock(&sim_lock);
+	return ZE_RESULT_SUCCESS;
+}
+
+void sim_fill_fence(ze_fence_dditable_t *t)
+{
+	t->pfnCreate = fence_create;
+	t->pfnDestroy = fence_destroy;
+	t->pfnHostSynchronize = fence_host_synchronize;
+	t->pfnQueryStatus = fence_query_status;
+	t->pfnReset = fence_reset;
+}
