@@ -82,7 +82,7 @@ test-build: $(TEST_BUILD)
 
 # --- packages -----------------------------------------------------------
 DEB_PKGS := gcc make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
-	    pkg-config jq uftrace ltrace
+	    pkg-config jq uftrace ltrace libjson-c-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \

@@ -337,9 +337,24 @@ void gt_ensure_init(void)
 	 * work; the caller's event is skipped by gt_tracing() until it ends. */
 }
 
+/* Unit tests link the objects statically and start the tracer themselves. */
+extern int gt_unit_test __attribute__((weak, visibility("hidden")));
+
 __attribute__((constructor(101))) static void gt_constructor(void)
 {
+	if (&gt_unit_test && gt_unit_test)
+		return;
 	gt_ensure_init();
+}
+
+/* For unit tests: start with this environment instead of the process's. */
+GT_HIDDEN void gt_test_start(char *const *envp)
+{
+	config__parse(&gt_cfg, envp);
+	pthread_key_create(&ring_key, ring_release);
+	gt_str_intern("");
+	shim__start_process();
+	atomic_store(&gt_st.init_state, 2);
 }
 
 __attribute__((destructor(101))) static void gt_destructor(void)

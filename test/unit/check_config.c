@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* Every GPUTRACE_* variable, good and bad: bad values keep the default and
+ * give exactly one stderr line naming the variable. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject/config.h"
+#include "unit.h"
+
+static char stderr_text[8192];
+
+/* Parse env, capturing what goes to stderr. Returns the number of lines. */
+static int parse(struct gt_config *cfg, char *const *env)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2), lines = 0;
+	size_t n;
+
+	ck_assert_ptr_nonnull(tmp);
+	dup2(fileno(tmp), 2);
+	gt_cfg.log_level = GT_LOG_WARN;
+	config__parse(cfg, env);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(stderr_text, 1, sizeof(stderr_text) - 1, tmp);
+	stderr_text[n] = 0;
+	fclose(tmp);
+	for (size_t i = 0; i < n; i++)
+		lines += stderr_text[i] == '\n';
+	return lines;
+}
+
+START_TEST(test_defaults)
+{
+	struct gt_config cfg;
+	char *env[] = { "PATH=/bin", "GPUTRACEX=1", NULL };
+
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert_str_eq(cfg.output, "gputrace-%e-%p.json");
+	ck_assert_uint_eq(cfg.buffer_kb, GT_BUFFER_KB_DEFAULT);
+	ck_assert_uint_eq(cfg.backends, GT_BACKEND_ALL);
+	ck_assert(!cfg.disable_cupti);
+	ck_assert(cfg.summary);
+	ck_assert_uint_eq(cfg.stacks, 0);
+	ck_assert_uint_eq(cfg.kinds, GT_KIND_ALL);
+	ck_assert_uint_eq(cfg.flush_ms, 200);
+	ck_assert_uint_eq(cfg.errors, 0);
+}
+END_TEST
+
+START_TEST(test_good_values)
+{
+	struct gt_config cfg;
+	char *env[] = { "GPUTRACE_OUTPUT=/tmp/t-%p-%e-%%.json.gz",
+			"GPUTRACE_BUFFER_KB=64",
+			"GPUTRACE_BACKENDS=ze, plugins",
+			"GPUTRACE_DISABLE_CUPTI=yes",
+			"GPUTRACE_PLUGIN_PATH=/a:/b",
+			"GPUTRACE_STACKS=8",
+			"GPUTRACE_STACKS_ALL=on",
+			"GPUTRACE_SUMMARY=0",
+			"GPUTRACE_SUMMARY_JSON=/tmp/s.json",
+			"GPUTRACE_LOG=debug",
+			"GPUTRACE_ACTIVITIES=kernel,cuda_runtime,privateuse1_driver,gpu_memcpy",
+			"GPUTRACE_GRAPH_TRACE=true",
+			"GPUTRACE_FLUSH_MS=50",
+			NULL };
+
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert_str_eq(cfg.output, "/tmp/t-%p-%e-%%.json.gz");
+	ck_assert_uint_eq(cfg.buffer_kb, 64);
+	ck_assert_uint_eq(cfg.backends, GT_BACKEND_ZE | GT_BACKEND_PLUGINS);
+	ck_assert(cfg.disable_cupti);
+	ck_assert_str_eq(cfg.plugin_path, "/a:/b");
+	ck_assert_uint_eq(cfg.stacks, 8);
+	ck_assert(cfg.stacks_all);
+	ck_assert(!cfg.summary);
+	ck_assert_str_eq(cfg.summary_json, "/tmp/s.json");
+	ck_assert_int_eq(cfg.log_level, GT_LOG_DEBUG);
+	ck_assert_uint_eq(cfg.kinds, GT_KIND(KERNEL) | GT_KIND(RUNTIME) | GT_KIND(DRIVER) |
+					     GT_KIND(MEMCPY));
+	ck_assert(cfg.graph_trace);
+	ck_assert_uint_eq(cfg.flush_ms, 50);
+}
+END_TEST
+
+START_TEST(test_backends_none_and_stacks_on)
+{
+	struct gt_config cfg;
+	char *env[] = { "GPUTRACE_BACKENDS=none", "GPUTRACE_STACKS=on", NULL };
+
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert_uint_eq(cfg.backends, 0);
+	ck_assert_uint_eq(cfg.stacks, 16);
+}
+END_TEST
+
+/* Each bad value: one line naming the variable, and the default kept. */
+static const struct {
+	const char *env;
+	const char *var;
+} bad_values[] = {
+	{ "GPUTRACE_OUTPUT=", "GPUTRACE_OUTPUT" },
+	{ "GPUTRACE_OUTPUT=trace-%q.json", "GPUTRACE_OUTPUT" },
+	{ "GPUTRACE_BUFFER_KB=", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BUFFER_KB=-5", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BUFFER_KB=abc", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BUFFER_KB=99999999999999999999999", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BUFFER_KB=2", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BUFFER_KB=12k", "GPUTRACE_BUFFER_KB" },
+	{ "GPUTRACE_BACKENDS=opencl", "GPUTRACE_BACKENDS" },
+	{ "GPUTRACE_BACKENDS=", "GPUTRACE_BACKENDS" },
+	{ "GPUTRACE_DISABLE_CUPTI=maybe", "GPUTRACE_DISABLE_CUPTI" },
+	{ "GPUTRACE_STACKS=-1", "GPUTRACE_STACKS" },
+	{ "GPUTRACE_STACKS=65", "GPUTRACE_STACKS" },
+	{ "GPUTRACE_SUMMARY=2", "GPUTRACE_SUMMARY" },
+	{ "GPUTRACE_SUMMARY_JSON=", "GPUTRACE_SUMMARY_JSON" },
+	{ "GPUTRACE_PLUGIN_PATH=", "GPUTRACE_PLUGIN_PATH" },
+	{ "GPUTRACE_ACTIVITIES=kernel,bogus", "GPUTRACE_ACTIVITIES" },
+	{ "GPUTRACE_ACTIVITIES=", "GPUTRACE_ACTIVITIES" },
+	{ "GPUTRACE_GRAPH_TRACE=x", "GPUTRACE_GRAPH_TRACE" },
+	{ "GPUTRACE_FLUSH_MS=0", "GPUTRACE_FLUSH_MS" },
+	{ "GPUTRACE_FLUSH_MS=1e3", "GPUTRACE_FLUSH_MS" },
+	{ "GPUTRACE_LOG=loud", "GPUTRACE_LOG" },
+	{ "GPUTRACE_BOGUS=1", "GPUTRACE_BOGUS" },
+	{ "GPUTRACE_=1", "GPUTRACE_" },
+};
+
+START_TEST(test_bad_value)
+{
+	struct gt_config cfg, def;
+	char *env[] = { (char *)bad_values[_i].env, NULL }, *none[] = { NULL };
+
+	parse(&def, none);
+	ck_assert_int_eq(parse(&cfg, env), 1);
+	ck_assert_msg(strstr(stderr_text, bad_values[_i].var), "line does not name %s: %s",
+		      bad_values[_i].var, stderr_text);
+	ck_assert(!strncmp(stderr_text, "gputrace: ", 10));
+	ck_assert_uint_eq(cfg.errors, 1);
+	/* the default stays */
+	cfg.errors = def.errors;
+	ck_assert(!memcmp(&cfg, &def, sizeof(cfg)));
+}
+END_TEST
+
+START_TEST(test_huge_value)
+{
+	static char big[70000];
+	struct gt_config cfg;
+	char *env[] = { big, NULL };
+
+	memcpy(big, "GPUTRACE_OUTPUT=", 16);
+	memset(big + 16, 'a', sizeof(big) - 17);
+	ck_assert_int_eq(parse(&cfg, env), 1);
+	ck_assert_str_eq(cfg.output, "gputrace-%e-%p.json");
+	/* the message is one bounded line */
+	ck_assert_uint_lt(strlen(stderr_text), 1100);
+}
+END_TEST
+
+START_TEST(test_kind_aliases)
+{
+	char badw[64];
+
+	ck_assert_int_eq(config__parse_kinds("all", badw, sizeof(badw)), GT_KIND_ALL);
+	ck_assert_int_eq(config__parse_kinds("xpu_runtime", badw, sizeof(badw)), GT_KIND(RUNTIME));
+	ck_assert_int_eq(config__parse_kinds("mtia_driver,nvtx", badw, sizeof(badw)),
+			 GT_KIND(DRIVER) | GT_KIND(ANNOTATION));
+	ck_assert_int_eq(config__parse_kinds("CONCURRENT_KERNEL,memset", badw, sizeof(badw)),
+			 GT_KIND(KERNEL) | GT_KIND(MEMSET));
+	ck_assert_int_eq(config__parse_kinds("kernel,nope", badw, sizeof(badw)), -1);
+	ck_assert_str_eq(badw, "nope");
+}
+END_TEST
+
+START_TEST(test_expand_output)
+{
+	char out[64];
+
+	setenv("RANK", "3", 1);
+	ck_assert_int_eq(config__expand_output("t-%e-%p-r%r-%%.json", out, sizeof(out), 42, "app",
+					       0),
+			 0);
+	ck_assert_str_eq(out, "t-app-42-r3-%.json");
+	ck_assert_int_eq(config__expand_output("%t", out, sizeof(out), 1, "a", 0), 0);
+	ck_assert_str_eq(out, "19700101T000000Z");
+	/* a program name never adds a directory */
+	ck_assert_int_eq(config__expand_output("%e.json", out, sizeof(out), 1, "a/b", 0), 0);
+	ck_assert_str_eq(out, "a_b.json");
+	ck_assert_int_eq(config__expand_output("%x", out, sizeof(out), 1, "a", 0), -EINVAL);
+	ck_assert_int_eq(config__expand_output("abc%", out, sizeof(out), 1, "a", 0), -EINVAL);
+	ck_assert_int_eq(config__expand_output("%e%e%e%e", out, 8, 1, "abcdef", 0),
+			 -ENAMETOOLONG);
+	unsetenv("RANK");
+	setenv("SLURM_PROCID", "7", 1);
+	ck_assert_int_eq(config__expand_output("%r", out, sizeof(out), 1, "a", 0), 0);
+	ck_assert_str_eq(out, "7");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_good_values);
+	tcase_add_test(tc, test_backends_none_and_stacks_on);
+	tcase_add_loop_test(tc, test_bad_value, 0, sizeof(bad_values) / sizeof(bad_values[0]));
+	tcase_add_test(tc, test_huge_value);
+	tcase_add_test(tc, test_kind_aliases);
+	tcase_add_test(tc, test_expand_output);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(config_suite)

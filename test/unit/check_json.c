@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* The JSON pieces, read back by a real parser (json-c). */
+#include <json-c/json.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "writer/json.h"
+#include "unit.h"
+
+/* Escape bytes, parse the result, return the decoded string (static). */
+static const char *roundtrip(const char *s, size_t n, size_t *outlen)
+{
+	static char decoded[4096];
+	struct jbuf b = { 0 };
+	struct json_object *o;
+
+	json__str(&b, s, n);
+	jbuf__ch(&b, 0);
+	o = json_tokener_parse(b.p);
+	ck_assert_msg(o != NULL, "not valid JSON: %s", b.p);
+	ck_assert(json_object_is_type(o, json_type_string));
+	*outlen = (size_t)json_object_get_string_len(o);
+	ck_assert_uint_lt(*outlen, sizeof(decoded));
+	memcpy(decoded, json_object_get_string(o), *outlen);
+	json_object_put(o);
+	jbuf__free(&b);
+	return decoded;
+}
+
+START_TEST(test_every_byte_value)
+{
+	for (int c = 0; c < 256; c++) {
+		char in[3] = { 'a', (char)c, 'z' };
+		size_t n;
+		const char *out = roundtrip(in, 3, &n);
+
+		if (c < 0x80) {
+			/* ASCII, controls and NUL included, comes back as is */
+			ck_assert_uint_eq(n, 3);
+			ck_assert_int_eq((unsigned char)out[1], c);
+		} else {
+			/* a lone high byte is not UTF-8: kept as the code point U+00XX */
+			ck_assert_uint_eq(n, 4);
+			ck_assert_int_eq((unsigned char)out[1], 0xc0 | (c >> 6));
+			ck_assert_int_eq((unsigned char)out[2], 0x80 | (c & 0x3f));
+		}
+		ck_assert_int_eq(out[0], 'a');
+		ck_assert_int_eq(out[n - 1], 'z');
+	}
+}
+END_TEST
+
+START_TEST(test_utf8_kept_and_invalid_escaped)
+{
+	size_t n;
+	const char *out;
+	static const char good[] = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80 \"q\" \\ \t\n";
+
+	out = roundtrip(good, sizeof(good) - 1, &n);
+	ck_assert_uint_eq(n, sizeof(good) - 1);
+	ck_assert(!memcmp(out, good, n));
+	/* overlong '/', a UTF-16 surrogate, beyond U+10FFFF, a cut sequence */
+	static const char *const bad[] = { "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+					   "\xe2\x82" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = strlen(bad[i]);
+		out = roundtrip(bad[i], len, &n);
+		/* every byte became one 2-byte code point */
+		ck_assert_uint_eq(n, 2 * len);
+	}
+}
+END_TEST
+
+static const char *fmt(void (*fn)(struct jbuf *, uint64_t), uint64_t v)
+{
+	static char s[64];
+	struct jbuf b = { 0 };
+
+	fn(&b, v);
+	ck_assert_uint_lt(b.len, sizeof(s));
+	memcpy(s, b.p, b.len);
+	s[b.len] = 0;
+	jbuf__free(&b);
+	return s;
+}
+
+START_TEST(test_numbers)
+{
+	ck_assert_str_eq(fmt(json__u64, 0), "0");
+	ck_assert_str_eq(fmt(json__u64, 9), "9");
+	ck_assert_str_eq(fmt(json__u64, 10), "10");
+	ck_assert_str_eq(fmt(json__u64, 1234567890123ull), "1234567890123");
+	ck_assert_str_eq(fmt(json__u64, UINT64_MAX), "18446744073709551615");
+	ck_assert_str_eq(fmt(json__us, 0), "0.000");
+	ck_assert_str_eq(fmt(json__us, 7), "0.007");
+	ck_assert_str_eq(fmt(json__us, 1234567), "1234.567");
+	ck_assert_str_eq(fmt(json__us, 728041949917ull), "728041949.917");
+
+	struct jbuf b = { 0 };
+	json__i64(&b, INT64_MIN);
+	jbuf__ch(&b, ' ');
+	json__i64(&b, -42);
+	jbuf__ch(&b, ' ');
+	json__f64(&b, 0.0 / 0.0);
+	jbuf__ch(&b, ' ');
+	json__f64(&b, 2.5);
+	jbuf__ch(&b, 0);
+	ck_assert_str_eq(b.p, "-9223372036854775808 -42 null 2.5");
+	jbuf__free(&b);
+}
+END_TEST
+
+static Suite *json_suite(void)
+{
+	Suite *s = suite_create("json");
+	TCase *tc = tcase_create("json");
+
+	tcase_add_test(tc, test_every_byte_value);
+	tcase_add_test(tc, test_utf8_kept_and_invalid_escaped);
+	tcase_add_test(tc, test_numbers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(json_suite)

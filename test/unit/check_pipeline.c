@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The whole path inside one process: threads emit through gt_emit, the
+ * drain thread writes JSON, and the file is read back with json-c: exact
+ * counts, names, args, per-thread order, flows, rows, counters and the
+ * lost-event accounting.
+ */
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject/clock.h"
+#include "inject/event.h"
+#include "inject/shim.h"
+#include "unit.h"
+
+void gt_test_start(char *const *envp);
+
+static char trace_path[256];
+
+static void start(const char *buffer_kb)
+{
+	static char out[300], buf[64];
+	char *env[] = { out, "GPUTRACE_SUMMARY=0", buf, NULL };
+
+	snprintf(trace_path, sizeof(trace_path), "/tmp/gputrace-unit-%d.json", getpid());
+	unlink(trace_path);
+	snprintf(out, sizeof(out), "GPUTRACE_OUTPUT=%s", trace_path);
+	snprintf(buf, sizeof(buf), "GPUTRACE_BUFFER_KB=%s", buffer_kb);
+	gt_test_start(env);
+}
+
+static struct json_object *finish_and_load(void)
+{
+	struct json_object *root;
+
+	gt_finish("exit", 10000);
+	root = json_object_from_file(trace_path);
+	ck_assert_msg(root != NULL, "trace %s does not parse", trace_path);
+	unlink(trace_path);
+	return root;
+}
+
+static struct json_object *get(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	ck_assert_msg(json_object_object_get_ex(o, key, &v), "no key %s", key);
+	return v;
+}
+
+static const char *str(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+#define THREADS 4
+#define PER_THREAD 20000
+
+static uint32_t names[8], cat;
+
+static void *emit_many(void *arg)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < PER_THREAD; i++) {
+		uint64_t t0 = gt_clock_ns();
+		struct gt_event ev = { .start_ns = t0, .end_ns = t0 + 100, .corr = gt_corr_next(),
+				       .name = names[i % 8], .cat = cat, .type = GT_EV_HOST_SPAN };
+		struct gt_arg args[6] = {
+			{ GT_S_ARG_RESULT, GT_ARG_I64, { .i = -i } },
+			{ GT_S_ARG_BYTES, GT_ARG_U64, { .u = (uint64_t)i * 1000 } },
+			{ GT_S_ARG_KERNEL, GT_ARG_STR, { .u = names[(i + 1) % 8] } },
+			{ GT_S_ARG_QUEUE, GT_ARG_HEX, { .u = 0xabcdef } },
+			{ GT_S_ARG_DEVICE, GT_ARG_F64, { .f = 0.5 } },
+			{ GT_S_ARG_STREAM, GT_ARG_U64, { .u = (uint64_t)i } },
+		};
+		ck_assert_uint_gt(ev.corr, last);
+		last = ev.corr;
+		ck_assert_int_eq(gt_emit(&ev, args, 6), 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_threads_exact_counts)
+{
+	pthread_t th[THREADS];
+	char name[32];
+
+	start("4096");
+	cat = gt_str_intern("test_api");
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "call_%d \"quoted\"", i);
+		names[i] = gt_str_intern(name);
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, emit_many, NULL);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	size_t n = json_object_array_length(evs);
+	int spans = 0, per_name[8] = { 0 };
+	struct {
+		int tid, count;
+		double last_ts;
+	} tids[THREADS] = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+
+		if (strcmp(str(e, "ph"), "X"))
+			continue;
+		spans++;
+		ck_assert_str_eq(str(e, "cat"), "test_api");
+		int k = atoi(str(e, "name") + 5);
+		ck_assert_int_lt(k, 8);
+		per_name[k]++;
+		struct json_object *a = get(e, "args");
+		ck_assert_int_le(json_object_get_int64(get(a, "result")), 0);
+		ck_assert_str_eq(str(a, "queue"), "0xabcdef");
+		ck_assert(json_object_get_double(get(a, "device")) == 0.5);
+		ck_assert_int_gt(json_object_get_int64(get(a, "correlation")), 0);
+		ck_assert(!strncmp(str(a, "kernel"), "call_", 5));
+		ck_assert(strstr(str(a, "kernel"), " \"quoted\"") != NULL);
+		/* per thread, in emission order */
+		int tid = json_object_get_int(get(e, "tid")), t;
+		for (t = 0; t < THREADS && tids[t].tid && tids[t].tid != tid; t++)
+			;
+		ck_assert_int_lt(t, THREADS);
+		tids[t].tid = tid;
+		double ts = json_object_get_double(get(e, "ts"));
+		ck_assert(ts >= tids[t].last_ts);
+		tids[t].last_ts = ts;
+		ck_assert_int_eq(json_object_get_int64(get(a, "stream")), tids[t].count);
+		tids[t].count++;
+	}
+	ck_assert_int_eq(spans, THREADS * PER_THREAD);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(per_name[i], THREADS * PER_THREAD / 8);
+	for (int t = 0; t < THREADS; t++)
+		ck_assert_int_eq(tids[t].count, PER_THREAD);
+
+	struct json_object *meta = get(root, "gputrace");
+	ck_assert_int_eq(json_object_get_int64(get(meta, "events_recorded")), THREADS * PER_THREAD);
+	ck_assert_int_eq(json_object_get_int64(get(meta, "events_lost")), 0);
+	ck_assert(json_object_get_boolean(get(meta, "complete")));
+	ck_assert_str_eq(str(meta, "clock"), "CLOCK_MONOTONIC_RAW");
+	ck_assert_int_eq(json_object_array_length(get(meta, "threads")), THREADS);
+	json_object_put(root);
+}
+END_TEST
+
+START_TEST(test_lost_events_exact)
+{
+	/* 4 KB = 64 slots; 200k events from one thread outrun the drain */
+	const int produced = 200000;
+	int refused = 0;
+
+	start("4");
+	cat = gt_str_intern("test_api");
+	for (int i = 0; i < produced; i++) {
+		struct gt_event ev = { .start_ns = gt_clock_ns(), .end_ns = gt_clock_ns(),
+				       .name = cat, .cat = cat, .type = GT_EV_HOST_SPAN };
+		if (gt_emit(&ev, NULL, 0))
+			refused++;
+	}
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	int spans = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++)
+		spans += !strcmp(str(json_object_array_get_idx(evs, i), "ph"), "X");
+	struct json_object *meta = get(root, "gputrace");
+	int64_t lost = json_object_get_int64(get(meta, "events_lost"));
+	struct json_object *th = json_object_array_get_idx(get(meta, "threads"), 0);
+
+	ck_assert_int_gt(lost, 0);
+	ck_assert_int_eq(lost, refused);
+	ck_assert_int_eq(spans + lost, produced);
+	ck_assert_int_eq(json_object_get_int64(get(meta, "events_recorded")), spans);
+	ck_assert_int_eq(json_object_get_int64(get(th, "lost")), lost);
+	ck_assert_int_eq(json_object_get_int64(get(th, "events")), spans);
+	ck_assert_int_eq(json_object_get_int64(get(get(meta, "lost_by_reason"), "ring_full")), lost);
+	json_object_put(root);
+}
+END_TEST
+
+START_TEST(test_device_rows_flows_counters)
+{
+	start("4096");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q0 = gt_queue_row(dev, "queue 0", 0), q1 = gt_queue_row(dev, "queue 1", 1);
+	uint32_t launch = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns();
+
+	ck_assert_uint_eq(gt_queue_row(dev, "queue 0", 0), q0);
+	for (int i = 0; i < 10; i++) {
+		uint64_t corr = gt_corr_next();
+		struct gt_event host = { .start_ns = t + i * 1000, .end_ns = t + i * 1000 + 500,
+					 .corr = corr, .name = launch, .cat = GT_S_CAT_ZE_API,
+					 .type = GT_EV_HOST_SPAN, .flags = GT_EVF_LAUNCH };
+		struct gt_event devev = { .start_ns = t + i * 1000 + 600,
+					  .end_ns = t + i * 1000 + 900, .corr = corr, .name = kern,
+					  .cat = GT_S_CAT_KERNEL, .track = i % 2 ? q1 : q0,
+					  .type = GT_EV_DEVICE_SPAN };
+		/* the device event is emitted first on purpose: the writer must
+		 * still put the host slice before the arrow */
+		ck_assert_int_eq(gt_emit(&devev, NULL, 0), 0);
+		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+	}
+	struct gt_arg mem = { gt_str_intern("bytes_in_use"), GT_ARG_U64, { .u = 4096 } };
+	struct gt_event ctr = { .start_ns = t, .end_ns = t, .name = gt_str_intern("device memory"),
+				.cat = GT_S_CAT_COUNTER, .track = gt_device_track(dev),
+				.type = GT_EV_COUNTER };
+	ck_assert_int_eq(gt_emit(&ctr, &mem, 1), 0);
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	int kernels = 0, starts = 0, finishes = 0, counters = 0, host_seen = 0, names = 0;
+	int64_t dev_pid = -1;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+		const char *ph = str(e, "ph");
+
+		if (!strcmp(ph, "X") && !strcmp(str(e, "cat"), "ze_api")) {
+			host_seen++;
+		} else if (!strcmp(ph, "X") && !strcmp(str(e, "cat"), "kernel")) {
+			kernels++;
+			dev_pid = json_object_get_int64(get(e, "pid"));
+			ck_assert_int_ne(dev_pid, getpid());
+		} else if (!strcmp(ph, "s")) {
+			starts++;
+			ck_assert_str_eq(str(e, "cat"), "ac2g");
+			ck_assert_int_eq(json_object_get_int64(get(e, "pid")), getpid());
+			/* written after its host slice */
+			ck_assert_int_ge(host_seen, starts);
+		} else if (!strcmp(ph, "f")) {
+			finishes++;
+			ck_assert_str_eq(str(e, "bp"), "e");
+			ck_assert_int_eq(json_object_get_int64(get(e, "pid")), dev_pid);
+		} else if (!strcmp(ph, "C")) {
+			counters++;
+			ck_assert_str_eq(str(e, "name"), "device memory");
+			ck_assert_int_eq(json_object_get_int64(get(get(e, "args"), "bytes_in_use")),
+					 4096);
+		} else if (!strcmp(ph, "M") && !strcmp(str(e, "name"), "thread_name") &&
+			   json_object_get_int64(get(e, "pid")) != getpid()) {
+			names++;
+		}
+	}
+	ck_assert_int_eq(kernels, 10);
+	ck_assert_int_eq(starts, 10);
+	ck_assert_int_eq(finishes, 10);
+	ck_assert_int_eq(counters, 1);
+	ck_assert_int_eq(names, 2);
+	json_object_put(root);
+}
+END_TEST
+
+static Suite *pipeline_suite(void)
+{
+	Suite *s = suite_create("pipeline");
+	TCase *tc = tcase_create("pipeline");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_threads_exact_counts);
+	tcase_add_test(tc, test_lost_events_exact);
+	tcase_add_test(tc, test_device_rows_flows_counters);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(pipeline_suite)

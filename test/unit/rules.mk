@@ -1,0 +1,12 @@
+# Check unit tests of the core: rings, JSON, config, the drain pipeline.
+# They link the library's objects directly (hidden symbols are fine in a
+# static link) and start the tracer themselves (gt_unit_test).
+UNIT_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
+UNIT_LIBS := -lcheck -lsubunit -lm -lrt -lpthread -ldl -lz -ljson-c
+
+$(BUILD)/test/check_%: test/unit/check_%.c $(UNIT_CORE_OBJS) test/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(UNIT_CORE_OBJS) $(UNIT_LIBS)
+
+TEST_BUILD += $(BUILD)/test/check_ring $(BUILD)/test/check_json $(BUILD)/test/check_config \
+	      $(BUILD)/test/check_pipeline
