@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Broken plug-ins, one per build variant (-DBROKEN_<variant>):
+ *   bad_abi       a table from a future ABI (bigger, newer version)
+ *   no_symbol     a shared object without gputrace_plugin_register
+ *   create_fails  create() returns -ENODEV
+ *   start_fails   start() returns -EIO
+ *   flush_fails   flush() returns -EPROTO
+ * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
+ * tests see that gputrace never calls a plug-in again after it failed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <gputrace/gputrace_plugin.h>
+
+#ifndef BROKEN_VARIANT
+#error "build with -DBROKEN_VARIANT=\"name\""
+#endif
+
+#ifdef BROKEN_no_symbol
+/* Exports something, just not the registration function. */
+GPUTRACE_PLUGIN_VISIBLE int not_a_gputrace_plugin(void);
+GPUTRACE_PLUGIN_VISIBLE int not_a_gputrace_plugin(void)
+{
+	return 0;
+}
+#else
+static void note(const char *call)
+{
+	const char *path = getenv("BROKEN_PLUGIN_LOG");
+	FILE *f = path ? fopen(path, "a") : NULL;
+
+	if (!f)
+		return;
+	fprintf(f, "%s %s\n", BROKEN_VARIANT, call);
+	fclose(f);
+}
+
+static int broken_query(struct gputrace_plugin_info *info)
+{
+	note("query");
+	info->name = BROKEN_VARIANT;
+	info->kinds = GPUTRACE_KIND_KERNEL;
+	return 0;
+}
+
+static int broken_create(const struct gputrace_plugin_setup *setup, void **state)
+{
+	note("create");
+	*state = setup->builder;
+#ifdef BROKEN_create_fails
+	return -ENODEV;
+#else
+	return 0;
+#endif
+}
+
+static int broken_start(void *state)
+{
+	note("start");
+	(void)state;
+#ifdef BROKEN_start_fails
+	return -EIO;
+#else
+	return 0;
+#endif
+}
+
+static int broken_stop(void *state)
+{
+	note("stop");
+	(void)state;
+	return 0;
+}
+
+static int broken_flush(void *state, int final)
+{
+	note(final ? "flush final" : "flush");
+	(void)state;
+#ifdef BROKEN_flush_fails
+	return -EPROTO;
+#else
+	return 0;
+#endif
+}
+
+static void broken_destroy(void *state)
+{
+	note("destroy");
+	(void)state;
+}
+
+#ifdef BROKEN_bad_abi
+/* What a plug-in built against a future header looks like: a bigger table
+ * of a newer version. gputrace must refuse it without overrunning its own. */
+struct future_plugin {
+	struct gputrace_plugin v1;
+	void (*later[8])(void);
+};
+static const struct future_plugin future = {
+	{ sizeof(struct future_plugin), GPUTRACE_PLUGIN_ABI_VERSION + 1, broken_query,
+	  broken_create, broken_start, broken_stop, broken_flush, broken_destroy },
+	{ 0 },
+};
+GPUTRACE_PLUGIN_VISIBLE int gputrace_plugin_register(struct gputrace_plugin *table)
+{
+	note("register");
+	return gputrace_plugin_fill(table, &future.v1);
+}
+#else
+static const struct gputrace_plugin broken = {
+	GPUTRACE_PLUGIN_TABLE_HEAD, broken_query, broken_create, broken_start,
+	broken_stop,                broken_flush, broken_destroy,
+};
+GPUTRACE_PLUGIN_VISIBLE int gputrace_plugin_register(struct gputrace_plugin *table)
+{
+	note("register");
+	return gputrace_plugin_fill(table, &broken);
+}
+#endif
+#endif /* BROKEN_no_symbol */

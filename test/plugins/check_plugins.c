@@ -1,0 +1,983 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the plug-in loader and trace builder (backends/plugins.c),
+ * linked against recording stand-ins of the core (gt_emit, strings, rows,
+ * logging), so every event a plug-in produces can be checked field by
+ * field: tracks, correlation namespaces, categories, typed args, and the
+ * refusals of bad input. Loads the real plug-ins built in $(BUILD)/test/plugins.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/gputrace_plugin.h"
+#include "inject/config.h"
+#include "inject/event.h"
+
+/* ---- stand-ins of the core ---- */
+
+struct gt_config gt_cfg;
+GT_TLS int gt_in_tracer;
+
+#define REC_MAX 8192
+struct rec {
+	struct gt_event ev;
+	struct gt_arg args[GT_ARGS_MAX];
+	unsigned nargs;
+	int guarded; /* gt_in_tracer when emitted */
+};
+static struct rec recs[REC_MAX];
+static unsigned nrecs;
+static pthread_mutex_t recs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	pthread_mutex_lock(&recs_lock);
+	ck_assert_uint_lt(nrecs, REC_MAX);
+	ck_assert_uint_le(nargs, GT_ARGS_MAX);
+	recs[nrecs].ev = *ev;
+	memcpy(recs[nrecs].args, args, nargs * sizeof(*args));
+	recs[nrecs].nargs = nargs;
+	recs[nrecs].guarded = gt_in_tracer;
+	nrecs++;
+	pthread_mutex_unlock(&recs_lock);
+	return 0;
+}
+
+uint64_t gt_corr_next(void)
+{
+	return 1;
+}
+
+void gt_lost_add(uint32_t reason, uint64_t n)
+{
+}
+
+#define STR_MAX 16384
+static char *strs[STR_MAX];
+static size_t nstrs;
+static pthread_mutex_t strs_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *const static_strs[] = {
+#define STATIC_STR(id, s) [GT_S_##id] = s,
+	GT_STATIC_STRINGS(STATIC_STR)
+#undef STATIC_STR
+};
+
+uint32_t gt_str_intern_n(const char *s, size_t len)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&strs_lock);
+	if (!nstrs) {
+		for (nstrs = 1; nstrs < GT_S__COUNT; nstrs++)
+			strs[nstrs] = strdup(static_strs[nstrs]);
+	}
+	for (id = 1; id < nstrs; id++)
+		if (strlen(strs[id]) == len && !memcmp(strs[id], s, len))
+			goto out;
+	ck_assert_uint_lt(nstrs, STR_MAX);
+	strs[nstrs] = strndup(s, len);
+	id = (uint32_t)nstrs++;
+out:
+	pthread_mutex_unlock(&strs_lock);
+	return id;
+}
+
+uint32_t gt_str_intern(const char *s)
+{
+	return gt_str_intern_n(s, strlen(s));
+}
+
+const char *gt_str_get(uint32_t id, size_t *len)
+{
+	const char *s;
+
+	pthread_mutex_lock(&strs_lock);
+	if (id < GT_S__COUNT)
+		s = static_strs[id];
+	else
+		s = id < nstrs ? strs[id] : NULL;
+	pthread_mutex_unlock(&strs_lock);
+	if (len)
+		*len = s ? strlen(s) : 0;
+	return s;
+}
+
+static const char *str(uint32_t id)
+{
+	const char *s = gt_str_get(id, NULL);
+
+	ck_assert_msg(s, "string id %u unknown", id);
+	return s;
+}
+
+/* Devices are 1.., their own tracks 500 + device; queues are tracks 1000.. */
+static char *devices[64];
+static unsigned ndevices;
+static struct {
+	uint32_t device;
+	char *name;
+	int sort;
+} queues[64];
+static unsigned nqueues;
+
+uint32_t gt_device_row(const char *name)
+{
+	for (unsigned i = 0; i < ndevices; i++)
+		if (!strcmp(devices[i], name))
+			return i + 1;
+	devices[ndevices] = strdup(name);
+	return ++ndevices;
+}
+
+uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
+{
+	for (unsigned i = 0; i < nqueues; i++)
+		if (queues[i].device == device && !strcmp(queues[i].name, name))
+			return 1000 + i;
+	queues[nqueues].device = device;
+	queues[nqueues].name = strdup(name);
+	queues[nqueues].sort = sort;
+	return 1000 + nqueues++;
+}
+
+uint32_t gt_device_track(uint32_t device)
+{
+	return 500 + device;
+}
+
+bool gt_tracing(void)
+{
+	return true;
+}
+
+bool gt_backend_enabled(const char *name)
+{
+	return true;
+}
+
+#define LOG_MAX 64
+static char *log_lines[LOG_MAX];
+static int log_levels[LOG_MAX];
+static unsigned nlog;
+static int log_threshold = GT_LOG_WARN; /* what a default run shows */
+
+void gt_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+	char *line;
+
+	if (level > log_threshold)
+		return;
+	va_start(ap, fmt);
+	ck_assert_int_ge(vasprintf(&line, fmt, ap), 0);
+	va_end(ap);
+	ck_assert_ptr_null(strchr(line, '\n'));
+	if (nlog < LOG_MAX) {
+		log_levels[nlog] = level;
+		log_lines[nlog++] = line;
+	}
+}
+
+/* ---- helpers ---- */
+
+extern const struct gt_backend *const __start_gt_backends[];
+extern const struct gt_backend *const __stop_gt_backends[];
+
+static const struct gt_backend *backend(void)
+{
+	for (const struct gt_backend *const *b = __start_gt_backends; b < __stop_gt_backends; b++)
+		if (!strcmp((*b)->name, "plugins"))
+			return *b;
+	ck_abort_msg("no backend named plugins registered");
+	return NULL;
+}
+
+static char built[PATH_MAX]; /* $(BUILD)/test/plugins */
+
+static void find_built(void)
+{
+	char exe[PATH_MAX - 16];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(built, sizeof(built), "%s/plugins", exe);
+}
+
+static char tmpdir[PATH_MAX];
+
+/* A fresh plug-in directory with links to built plug-ins ("good/libsimaccel.so"). */
+static const char *plugin_dir(const char *const *files)
+{
+	char link[PATH_MAX * 2], target[PATH_MAX * 2];
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gt_check_plugins.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	for (; *files; files++) {
+		snprintf(target, sizeof(target), "%s/%s", built, *files);
+		snprintf(link, sizeof(link), "%s/%s", tmpdir, strrchr(*files, '/') + 1);
+		ck_assert_msg(access(target, R_OK) == 0, "%s not built (run make)", target);
+		ck_assert_int_eq(symlink(target, link), 0);
+	}
+	return tmpdir;
+}
+
+static void start_plugins(const char *path, unsigned kinds)
+{
+	snprintf(gt_cfg.plugin_path, sizeof(gt_cfg.plugin_path), "%s", path);
+	gt_cfg.kinds = kinds;
+	ck_assert_int_eq(backend()->init(), 0);
+}
+
+static void finish_plugins(void)
+{
+	backend()->stop();
+	backend()->flush(true);
+}
+
+static unsigned log_count(const char *a, const char *b)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nlog; i++)
+		n += strstr(log_lines[i], a) && (!b || strstr(log_lines[i], b));
+	return n;
+}
+
+static void dump_log(void)
+{
+	for (unsigned i = 0; i < nlog; i++)
+		fprintf(stderr, "log[%u] level %d: %s\n", i, log_levels[i], log_lines[i]);
+}
+
+/* The log line i is "plug-in <tmpdir><rest>". */
+static void expect_plugin_line(unsigned i, const char *rest)
+{
+	char want[PATH_MAX * 2];
+
+	ck_assert_uint_lt(i, nlog);
+	snprintf(want, sizeof(want), "plug-in %s%s", tmpdir, rest);
+	ck_assert_str_eq(log_lines[i], want);
+}
+
+static unsigned errors_logged(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nlog; i++)
+		n += log_levels[i] <= GT_LOG_WARN;
+	return n;
+}
+
+static char *read_file(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static const struct rec *find(uint8_t type, const char *name, unsigned nth)
+{
+	for (unsigned i = 0; i < nrecs; i++)
+		if (recs[i].ev.type == type && !strcmp(str(recs[i].ev.name), name) && !nth--)
+			return &recs[i];
+	return NULL;
+}
+
+static unsigned count(uint8_t type)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nrecs; i++)
+		n += recs[i].ev.type == type;
+	return n;
+}
+
+static const struct gt_arg *arg(const struct rec *r, const char *key)
+{
+	for (unsigned i = 0; i < r->nargs; i++)
+		if (!strcmp(str(r->args[i].key), key))
+			return &r->args[i];
+	ck_abort_msg("no arg %s", key);
+	return NULL;
+}
+
+static uint64_t plugin_corr(unsigned index, uint64_t id)
+{
+	return ((uint64_t)GT_CORR_NS_PLUGIN(index) << GT_CORR_NS_SHIFT) | id;
+}
+
+/* ---- the example plug-in, end to end through the builder ---- */
+
+START_TEST(simaccel_events)
+{
+	const char *files[] = { "good/libsimaccel.so", NULL };
+	char kinds_file[PATH_MAX + 64], config[PATH_MAX + 128];
+	const struct rec *host, *dev, *r;
+	uint32_t compute, copy, dev_track;
+
+	find_built();
+	snprintf(kinds_file, sizeof(kinds_file), "%s/kinds", plugin_dir(files));
+	snprintf(config, sizeof(config), "simaccel:kernels=2,kinds_file=%s", kinds_file);
+	setenv("GPUTRACE_PLUGIN_CONFIG", config, 1);
+	start_plugins(tmpdir, GT_KIND_ALL);
+	backend()->flush(false);
+	finish_plugins();
+	if (errors_logged())
+		dump_log();
+	ck_assert_uint_eq(errors_logged(), 0);
+
+	/* create got the configured kinds it supports, and its config text */
+	ck_assert_str_eq(read_file(kinds_file), "runtime,kernel,memcpy,annotation,counter\n");
+
+	/* rows: one device, two queues in order */
+	ck_assert_uint_eq(ndevices, 1);
+	ck_assert_str_eq(devices[0], "SimAccel 0");
+	ck_assert_uint_eq(nqueues, 2);
+	ck_assert_str_eq(queues[0].name, "compute");
+	ck_assert_int_eq(queues[0].sort, 0);
+	ck_assert_str_eq(queues[1].name, "copy");
+	ck_assert_int_eq(queues[1].sort, 1);
+	compute = 1000, copy = 1001, dev_track = 501;
+
+	ck_assert_uint_eq(count(GT_EV_HOST_SPAN), 4);
+	ck_assert_uint_eq(count(GT_EV_DEVICE_SPAN), 4);
+	ck_assert_uint_eq(count(GT_EV_INSTANT), 1);
+	ck_assert_uint_eq(count(GT_EV_COUNTER), 4);
+	ck_assert_uint_eq(nrecs, 13);
+
+	for (unsigned i = 0; i < 2; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "sim_kernel_%u", i);
+		host = find(GT_EV_HOST_SPAN, "simLaunchKernel", i);
+		dev = find(GT_EV_DEVICE_SPAN, name, 0);
+		ck_assert_ptr_nonnull(host);
+		ck_assert_ptr_nonnull(dev);
+		ck_assert_str_eq(str(host->ev.cat), "simaccel_runtime");
+		ck_assert_uint_eq(host->ev.track, (uint32_t)getpid());
+		ck_assert_uint_eq(host->ev.flags & GT_EVF_LAUNCH, GT_EVF_LAUNCH);
+		ck_assert_uint_eq(host->ev.corr, plugin_corr(0, 1 + i));
+		ck_assert_uint_eq(host->ev.end_ns - host->ev.start_ns, 20000);
+		ck_assert_str_eq(str(arg(host, "kernel")->v.u), name);
+		ck_assert_uint_eq(arg(host, "kernel")->type, GT_ARG_STR);
+
+		ck_assert_str_eq(str(dev->ev.cat), "kernel");
+		ck_assert_uint_eq(dev->ev.track, compute);
+		ck_assert_uint_eq(dev->ev.corr, plugin_corr(0, 1 + i));
+		ck_assert_uint_eq(dev->ev.corr2, 0);
+		ck_assert_uint_eq(dev->ev.start_ns - host->ev.start_ns, 50000);
+		ck_assert_uint_eq(dev->ev.end_ns - dev->ev.start_ns, (100 + 10 * i) * 1000);
+		ck_assert_uint_eq(dev->nargs, 3);
+		ck_assert_uint_eq(arg(dev, "grid")->type, GT_ARG_U64);
+		ck_assert_uint_eq(arg(dev, "grid")->v.u, 64 * (i + 1));
+		ck_assert_uint_eq(arg(dev, "block")->v.u, 256);
+		ck_assert_uint_eq(arg(dev, "stream")->type, GT_ARG_HEX);
+		ck_assert_uint_eq(arg(dev, "stream")->v.u, 0xc0ffee);
+
+		host = find(GT_EV_HOST_SPAN, "simMemcpyAsync", i);
+		dev = find(GT_EV_DEVICE_SPAN, "Memcpy HtoD", i);
+		ck_assert_ptr_nonnull(host);
+		ck_assert_ptr_nonnull(dev);
+		ck_assert_uint_eq(host->ev.corr, plugin_corr(0, 101 + i));
+		ck_assert_uint_eq(host->nargs, 0);
+		ck_assert_uint_eq(dev->ev.corr, plugin_corr(0, 101 + i));
+		ck_assert_uint_eq(dev->ev.track, copy);
+		ck_assert_str_eq(str(dev->ev.cat), "gpu_memcpy");
+		ck_assert_str_eq(str(arg(dev, "kind")->v.u), "HtoD");
+		ck_assert_uint_eq(arg(dev, "bytes")->v.u, 4096 * (i + 1));
+
+		r = find(GT_EV_COUNTER, "sim_memory", i);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_uint_eq(r->ev.track, dev_track);
+		ck_assert_uint_eq(r->ev.start_ns, r->ev.end_ns);
+		ck_assert_uint_eq(r->nargs, 2);
+		ck_assert_uint_eq(arg(r, "used_bytes")->v.u, (i + 1) << 20);
+		ck_assert_uint_eq(arg(r, "free_bytes")->v.u, (8u << 20) - ((i + 1) << 20));
+		ck_assert_str_eq(str(r->ev.cat), "counter");
+		r = find(GT_EV_COUNTER, "sim_utilization", i);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_uint_eq(r->nargs, 1);
+		ck_assert_uint_eq(arg(r, "percent")->type, GT_ARG_F64);
+		ck_assert_double_eq(arg(r, "percent")->v.f, 12.5 * (i + 1));
+	}
+	r = find(GT_EV_INSTANT, "sim_checkpoint", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->ev.track, compute);
+	ck_assert_str_eq(str(r->ev.cat), "user_annotation");
+	/* counters come from flush, on our (guarded) thread; spans from the
+	 * plug-in's own thread, which is not inside gputrace */
+	ck_assert_int_eq(find(GT_EV_COUNTER, "sim_memory", 0)->guarded, 1);
+	ck_assert_int_eq(find(GT_EV_HOST_SPAN, "simLaunchKernel", 0)->guarded, 0);
+}
+END_TEST
+
+START_TEST(kinds_filtered)
+{
+	const char *files[] = { "good/libsimaccel.so", NULL };
+	char kinds_file[PATH_MAX + 64], config[PATH_MAX + 128];
+
+	find_built();
+	snprintf(kinds_file, sizeof(kinds_file), "%s/kinds", plugin_dir(files));
+	/* all_kinds: the plug-in ignores what it was given; the builder filters */
+	snprintf(config, sizeof(config), "simaccel:kernels=3,all_kinds=1,kinds_file=%s",
+		 kinds_file);
+	setenv("GPUTRACE_PLUGIN_CONFIG", config, 1);
+	start_plugins(tmpdir, GT_KIND(KERNEL) | GT_KIND(MEMCPY) | GT_KIND(SYNC));
+	finish_plugins();
+	ck_assert_str_eq(read_file(kinds_file), "kernel,memcpy\n");
+	ck_assert_uint_eq(count(GT_EV_DEVICE_SPAN), 6);
+	ck_assert_uint_eq(nrecs, 6);
+}
+END_TEST
+
+START_TEST(no_kind_enabled)
+{
+	const char *files[] = { "capture/capture.so", NULL };
+
+	find_built();
+	log_threshold = GT_LOG_INFO;
+	start_plugins(plugin_dir(files), GT_KIND(MEMSET));
+	finish_plugins();
+	ck_assert_uint_eq(log_count("capture.so (capture)", "none of its activity kinds"), 1);
+	ck_assert_uint_eq(nlog, 1);
+}
+END_TEST
+
+/* ---- broken plug-ins ---- */
+
+static char broken_log[PATH_MAX + 32];
+
+static void start_broken(const char *const *files)
+{
+	find_built();
+	snprintf(broken_log, sizeof(broken_log), "%s/calls", plugin_dir(files));
+	setenv("BROKEN_PLUGIN_LOG", broken_log, 1);
+	start_plugins(tmpdir, GT_KIND_ALL);
+}
+
+static const char *calls(void)
+{
+	const char *s = read_file(broken_log);
+
+	return s ? s : "";
+}
+
+START_TEST(broken_abi)
+{
+	const char *files[] = { "broken/bad_abi.so", NULL };
+
+	start_broken(files);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/bad_abi.so: built for plug-in ABI version 2, this gputrace supports "
+			 "1 to 1: rebuild it against this gputrace's gputrace_plugin.h; skipped");
+	ck_assert_str_eq(calls(), "bad_abi register\n");
+}
+END_TEST
+
+START_TEST(broken_no_symbol)
+{
+	const char *files[] = { "broken/no_symbol.so", NULL };
+
+	start_broken(files);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/no_symbol.so: not a gputrace plug-in: it lacks the symbol "
+			 "gputrace_plugin_register; skipped");
+}
+END_TEST
+
+START_TEST(broken_garbage)
+{
+	const char *files[] = { NULL };
+	char path[PATH_MAX + 32], want[PATH_MAX * 3];
+	FILE *f;
+
+	find_built();
+	snprintf(path, sizeof(path), "%s/garbage.so", plugin_dir(files));
+	f = fopen(path, "w");
+	fputs("\x7f" "ELF? not at all\n", f);
+	fclose(f);
+	start_plugins(tmpdir, GT_KIND_ALL);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	/* dlerror() names the file and what is wrong with it */
+	snprintf(want, sizeof(want), "plug-in %s: cannot load it: %s: ", path, path);
+	ck_assert_str_eq(strstr(log_lines[0], "; skipped"), "; skipped");
+	ck_assert_int_eq(strncmp(log_lines[0], want, strlen(want)), 0);
+}
+END_TEST
+
+START_TEST(broken_create)
+{
+	const char *files[] = { "broken/create_fails.so", NULL };
+
+	start_broken(files);
+	backend()->flush(false);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/create_fails.so (create_fails): create() failed: -19 (No such device); "
+			 "plug-in disabled, tracing goes on");
+	ck_assert_str_eq(calls(), "create_fails register\ncreate_fails query\n"
+				  "create_fails create\n");
+}
+END_TEST
+
+START_TEST(broken_start)
+{
+	const char *files[] = { "broken/start_fails.so", NULL };
+
+	start_broken(files);
+	backend()->flush(false);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/start_fails.so (start_fails): start() failed: -5 "
+			      "(Input/output error); plug-in disabled, tracing goes on");
+	ck_assert_str_eq(calls(), "start_fails register\nstart_fails query\nstart_fails create\n"
+				  "start_fails start\n");
+}
+END_TEST
+
+START_TEST(broken_flush)
+{
+	const char *files[] = { "broken/flush_fails.so", NULL };
+
+	start_broken(files);
+	backend()->flush(false);
+	backend()->flush(false);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/flush_fails.so (flush_fails): flush() failed: -71 "
+			      "(Protocol error); plug-in disabled, tracing goes on");
+	ck_assert_str_eq(calls(), "flush_fails register\nflush_fails query\nflush_fails create\n"
+				  "flush_fails start\nflush_fails flush\n");
+}
+END_TEST
+
+/* All at once, next to a working plug-in: each costs one line, the good one works. */
+START_TEST(broken_all_together)
+{
+	const char *files[] = { "broken/bad_abi.so",     "broken/no_symbol.so",
+				"broken/create_fails.so", "broken/start_fails.so",
+				"broken/flush_fails.so",  "good/libsimaccel.so",
+				NULL };
+
+	start_broken(files);
+	backend()->flush(false);
+	finish_plugins();
+	if (nlog != 5)
+		dump_log();
+	ck_assert_uint_eq(nlog, 5);
+	ck_assert_uint_eq(log_count("bad_abi.so", NULL), 1);
+	ck_assert_uint_eq(log_count("no_symbol.so", NULL), 1);
+	ck_assert_uint_eq(log_count("create_fails.so", NULL), 1);
+	ck_assert_uint_eq(log_count("start_fails.so", NULL), 1);
+	ck_assert_uint_eq(log_count("flush_fails.so", NULL), 1);
+	ck_assert_uint_eq(count(GT_EV_DEVICE_SPAN), 6);
+	ck_assert_uint_eq(count(GT_EV_COUNTER), 6);
+}
+END_TEST
+
+START_TEST(missing_directory)
+{
+	start_plugins("/nonexistent/gt-plugins::", GT_KIND_ALL);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	ck_assert_str_eq(log_lines[0], "GPUTRACE_PLUGIN_PATH: cannot read directory "
+				       "/nonexistent/gt-plugins: No such file or directory; "
+				       "no plug-ins from it");
+}
+END_TEST
+
+/* ---- the builder, call by call ---- */
+
+static const struct gputrace_builder_api *api;
+static gputrace_builder *b;
+static void *capture;
+
+static void start_capture(unsigned kinds)
+{
+	const char *files[] = { "capture/capture.so", NULL };
+	char path[PATH_MAX + 32];
+
+	find_built();
+	start_plugins(plugin_dir(files), kinds);
+	snprintf(path, sizeof(path), "%s/capture/capture.so", built);
+	capture = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	ck_assert_ptr_nonnull(capture);
+	api = *(const struct gputrace_builder_api **)dlsym(capture, "capture_api");
+	b = *(gputrace_builder **)dlsym(capture, "capture_builder");
+	ck_assert_ptr_nonnull(api);
+	ck_assert_ptr_nonnull(b);
+}
+
+static struct gputrace_event event(uint32_t kind, int32_t row, const char *name)
+{
+	struct gputrace_event ev;
+
+	GPUTRACE_INIT(ev);
+	ev.kind = kind;
+	ev.row = row;
+	ev.name = name;
+	ev.start_ns = 1000;
+	ev.end_ns = 2000;
+	return ev;
+}
+
+START_TEST(builder_rows)
+{
+	int32_t d0, d1, q0, q1;
+
+	start_capture(GT_KIND_ALL);
+	ck_assert_uint_eq(api->size, sizeof(struct gputrace_builder_api));
+	ck_assert_uint_eq(api->abi_version, GPUTRACE_PLUGIN_ABI_VERSION);
+	d0 = api->device(b, "NPU 0");
+	d1 = api->device(b, "NPU 1");
+	ck_assert_int_eq(d0, 1);
+	ck_assert_int_eq(d1, 2);
+	ck_assert_int_eq(api->device(b, "NPU 0"), d0);
+	q0 = api->queue(b, d0, "q0", 0);
+	q1 = api->queue(b, d1, "q0", 0);
+	ck_assert_int_gt(q0, d1);
+	ck_assert_int_ne(q0, q1);
+	ck_assert_int_eq(api->queue(b, d0, "q0", 0), q0);
+	ck_assert_int_eq(api->queue(b, q0, "q on q", 0), -EINVAL);
+	ck_assert_int_eq(api->queue(b, 99, "q", 0), -EINVAL);
+	ck_assert_int_eq(api->queue(b, d0, "", 0), -EINVAL);
+	ck_assert_int_eq(api->device(b, NULL), -EINVAL);
+	ck_assert_uint_eq(ndevices, 2);
+	ck_assert_uint_eq(nqueues, 2);
+	ck_assert_uint_eq(queues[1].device, 2);
+}
+END_TEST
+
+START_TEST(builder_refusals)
+{
+	struct gputrace_event ev;
+	struct gputrace_counter c;
+	struct gputrace_arg args[GPUTRACE_ARGS_MAX + 1];
+	int32_t dev, q;
+
+	start_capture(GT_KIND_ALL);
+	dev = api->device(b, "NPU 0");
+	q = api->queue(b, dev, "q", 0);
+	for (int i = 0; i < GPUTRACE_ARGS_MAX + 1; i++)
+		args[i] = gputrace_arg_i64("k", i);
+
+	ev = event(GPUTRACE_KIND_KERNEL, q, "ok");
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ev = event(GPUTRACE_KIND_KERNEL, dev, "span on a device row");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ck_assert_int_eq(api->instant(b, &ev), 0); /* instants may go there */
+	ev = event(GPUTRACE_KIND_KERNEL, 77, "no such row");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(0, q, "no kind");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(GPUTRACE_KIND_KERNEL | GPUTRACE_KIND_MEMCPY, q, "two kinds");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(1u << 20, q, "unknown kind");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(GPUTRACE_KIND_MEMCPY, q, "kind the plug-in did not declare");
+	ck_assert_int_eq(api->span(b, &ev), 1);
+	ev = event(GPUTRACE_KIND_KERNEL, q, NULL);
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "backwards");
+	ev.end_ns = 10;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ck_assert_int_eq(api->instant(b, &ev), 0); /* end is ignored */
+	ev = event(GPUTRACE_KIND_KERNEL, q, "too small");
+	ev.size = 8;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ck_assert_int_eq(api->span(b, NULL), -EINVAL);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "args");
+	ev.args = args;
+	ev.nargs = GPUTRACE_ARGS_MAX + 1;
+	ck_assert_int_eq(api->span(b, &ev), -E2BIG);
+	ev.nargs = GPUTRACE_ARGS_MAX;
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ev.args = NULL;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	args[0] = gputrace_arg_str("s", NULL);
+	ev.args = args;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	args[0] = gputrace_arg_i64(NULL, 1);
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	args[0] = gputrace_arg_i64("k", 0);
+	args[0].type = 42;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ev = event(GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "host");
+	ev.tid = -3;
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+
+	GPUTRACE_INIT(c);
+	c.row = dev;
+	c.name = "c";
+	c.values = args;
+	c.nvalues = 1;
+	args[0] = gputrace_arg_u64("v", 1);
+	ck_assert_int_eq(api->counter(b, &c), 0);
+	c.row = q;
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	c.row = dev;
+	args[0] = gputrace_arg_str("v", "text");
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	args[0] = gputrace_arg_hex("v", 1);
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	args[0] = gputrace_arg_f64("v", 1);
+	c.nvalues = 0;
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	c.nvalues = 1;
+	c.name = NULL;
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+
+	/* what got through: the one span, two instants, 8-arg span, one counter */
+	ck_assert_uint_eq(nrecs, 5);
+	ck_assert_uint_eq(recs[3].nargs, GPUTRACE_ARGS_MAX);
+	ck_assert_int_eq(recs[3].args[7].v.i, 7);
+	ck_assert_uint_eq(recs[1].ev.track, gt_device_track(1));
+	ck_assert_uint_eq(recs[2].ev.end_ns, recs[2].ev.start_ns);
+	ck_assert_uint_eq(errors_logged(), 0);
+}
+END_TEST
+
+START_TEST(builder_counter_kind_off)
+{
+	struct gputrace_counter c;
+	struct gputrace_arg v = gputrace_arg_u64("v", 1);
+
+	start_capture(GT_KIND(KERNEL));
+	GPUTRACE_INIT(c);
+	c.row = api->device(b, "NPU 0");
+	c.name = "c";
+	c.values = &v;
+	c.nvalues = 1;
+	ck_assert_int_eq(api->counter(b, &c), 1);
+	ck_assert_uint_eq(nrecs, 0);
+	ck_assert_uint_eq(*(uint32_t *)dlsym(capture, "capture_kinds"), GPUTRACE_KIND_KERNEL);
+}
+END_TEST
+
+/* Structs from an older or newer header: read by their own size. */
+START_TEST(builder_sizes)
+{
+	struct bigger_event {
+		struct gputrace_event ev;
+		uint64_t later_field;
+	} big;
+	struct bigger_arg {
+		struct gputrace_arg a;
+		uint64_t later_field;
+	} args[2];
+	int32_t q;
+
+	start_capture(GT_KIND_ALL);
+	q = api->queue(b, api->device(b, "NPU 0"), "q", 0);
+	memset(&big, 0xab, sizeof(big));
+	big.ev = event(GPUTRACE_KIND_KERNEL, q, "bigger");
+	big.ev.size = sizeof(big);
+	memset(args, 0, sizeof(args));
+	args[0].a = gputrace_arg_u64("first", 1);
+	args[1].a = gputrace_arg_u64("second", 2);
+	args[0].a.size = args[1].a.size = sizeof(args[0]);
+	big.ev.args = &args[0].a;
+	big.ev.nargs = 2;
+	ck_assert_int_eq(api->span(b, &big.ev), 0);
+	ck_assert_uint_eq(nrecs, 1);
+	ck_assert_uint_eq(recs[0].nargs, 2);
+	ck_assert_str_eq(str(recs[0].args[1].key), "second");
+	ck_assert_uint_eq(recs[0].args[1].v.u, 2);
+}
+END_TEST
+
+START_TEST(builder_host_and_categories)
+{
+	struct gputrace_event ev;
+
+	start_capture(GT_KIND_ALL);
+	ev = event(GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "npuLaunch");
+	ev.correlation = 7;
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ev = event(GPUTRACE_KIND_ANNOTATION, GPUTRACE_ROW_HOST, "mark");
+	ev.tid = 4242;
+	ev.category = "my_marks";
+	ck_assert_int_eq(api->instant(b, &ev), 0);
+	ev = event(GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "no corr");
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ck_assert_uint_eq(nrecs, 3);
+	ck_assert_uint_eq(recs[0].ev.type, GT_EV_HOST_SPAN);
+	ck_assert_uint_eq(recs[0].ev.track, 0);
+	ck_assert_uint_eq(recs[0].ev.flags, GT_EVF_LAUNCH);
+	ck_assert_uint_eq(recs[0].ev.corr, plugin_corr(0, 7));
+	ck_assert_str_eq(str(recs[0].ev.cat), "capture_runtime");
+	ck_assert_uint_eq(recs[1].ev.type, GT_EV_INSTANT);
+	ck_assert_uint_eq(recs[1].ev.track, 4242);
+	ck_assert_str_eq(str(recs[1].ev.cat), "my_marks");
+	ck_assert_uint_eq(recs[2].ev.flags, 0);
+	ck_assert_uint_eq(recs[2].ev.corr, 0);
+	ck_assert_uint_eq(api->now_ns() > 0, 1);
+}
+END_TEST
+
+/* More distinct strings than the lock-free cache holds: all still right. */
+START_TEST(builder_many_strings)
+{
+	struct gputrace_event ev;
+	char name[32];
+	int32_t q;
+
+	start_capture(GT_KIND_ALL);
+	q = api->queue(b, api->device(b, "NPU 0"), "q", 0);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 6000; i++) {
+			snprintf(name, sizeof(name), "kernel_%d", i);
+			ev = event(GPUTRACE_KIND_KERNEL, q, name);
+			ck_assert_int_eq(api->instant(b, &ev), 0);
+			ck_assert_str_eq(str(recs[nrecs - 1].ev.name), name);
+			if (nrecs == REC_MAX)
+				nrecs = 0;
+		}
+	}
+}
+END_TEST
+
+START_TEST(builder_after_end)
+{
+	struct gputrace_event ev;
+	int32_t q;
+
+	start_capture(GT_KIND_ALL);
+	q = api->queue(b, api->device(b, "NPU 0"), "q", 0);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "k");
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ck_assert_int_eq(api->span((gputrace_builder *)&ev, &ev), -ECANCELED);
+	ck_assert_int_eq(api->span(NULL, &ev), -ECANCELED);
+	finish_plugins();
+	ck_assert_int_eq(*(int *)dlsym(capture, "capture_destroyed"), 1);
+	ck_assert_int_eq(api->span(b, &ev), -ECANCELED);
+	ck_assert_int_eq(api->device(b, "late"), -ECANCELED);
+	ck_assert_uint_eq(nrecs, 1);
+}
+END_TEST
+
+START_TEST(builder_after_fork)
+{
+	struct gputrace_event ev;
+	int32_t q;
+
+	start_capture(GT_KIND_ALL);
+	q = api->queue(b, api->device(b, "NPU 0"), "q", 0);
+	backend()->atfork_child();
+	ev = event(GPUTRACE_KIND_KERNEL, q, "k");
+	ck_assert_int_eq(api->span(b, &ev), -ECANCELED);
+	finish_plugins();
+	ck_assert_int_eq(*(int *)dlsym(capture, "capture_destroyed"), 0);
+}
+END_TEST
+
+START_TEST(builder_log_one_line)
+{
+	start_capture(GT_KIND_ALL);
+	log_threshold = GT_LOG_DEBUG;
+	api->log(b, GPUTRACE_LOG_WARN, "two\nlines");
+	api->log(b, 99, "clamped");
+	api->log(b, GPUTRACE_LOG_ERROR, NULL);
+	ck_assert_uint_eq(nlog, 2);
+	ck_assert_str_eq(log_lines[0], "plug-in capture: two lines");
+	ck_assert_int_eq(log_levels[0], GT_LOG_WARN);
+	ck_assert_int_eq(log_levels[1], GT_LOG_DEBUG);
+}
+END_TEST
+
+START_TEST(config_entries)
+{
+	setenv("GPUTRACE_PLUGIN_CONFIG", "nosuch:x;capture:a=1,b=2;;stray", 1);
+	start_capture(GT_KIND_ALL);
+	ck_assert_str_eq((char *)dlsym(capture, "capture_config"), "a=1,b=2");
+	ck_assert_uint_eq(nlog, 2);
+	ck_assert_str_eq(log_lines[0], "GPUTRACE_PLUGIN_CONFIG: no plug-in named 'nosuch' was loaded");
+	ck_assert_str_eq(log_lines[1], "GPUTRACE_PLUGIN_CONFIG: entry 'stray' lacks a plug-in name; "
+				       "accepted: name:text;name:text");
+}
+END_TEST
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* Runs in each test's child, after the test. */
+static void remove_tmpdir(void)
+{
+	if (tmpdir[0])
+		nftw(tmpdir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static Suite *plugins_suite(void)
+{
+	Suite *s = suite_create("plugins");
+	TCase *load = tcase_create("load"), *broken = tcase_create("broken"),
+	      *builder = tcase_create("builder");
+
+	tcase_add_test(load, simaccel_events);
+	tcase_add_test(load, kinds_filtered);
+	tcase_add_test(load, no_kind_enabled);
+	tcase_add_test(load, config_entries);
+	tcase_add_test(broken, broken_abi);
+	tcase_add_test(broken, broken_no_symbol);
+	tcase_add_test(broken, broken_garbage);
+	tcase_add_test(broken, broken_create);
+	tcase_add_test(broken, broken_start);
+	tcase_add_test(broken, broken_flush);
+	tcase_add_test(broken, broken_all_together);
+	tcase_add_test(broken, missing_directory);
+	tcase_add_test(builder, builder_rows);
+	tcase_add_test(builder, builder_refusals);
+	tcase_add_test(builder, builder_counter_kind_off);
+	tcase_add_test(builder, builder_sizes);
+	tcase_add_test(builder, builder_host_and_categories);
+	tcase_add_test(builder, builder_many_strings);
+	tcase_add_test(builder, builder_after_end);
+	tcase_add_test(builder, builder_after_fork);
+	tcase_add_test(builder, builder_log_one_line);
+	tcase_add_checked_fixture(load, NULL, remove_tmpdir);
+	tcase_add_checked_fixture(broken, NULL, remove_tmpdir);
+	tcase_add_checked_fixture(builder, NULL, remove_tmpdir);
+	suite_add_tcase(s, load);
+	suite_add_tcase(s, broken);
+	suite_add_tcase(s, builder);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(plugins_suite());
+	int failed;
+
+	/* Each test in its own child: the loader's state is per process. */
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+# Plug-in tests: an example plug-in and broken ones, built against the
+# header as `make install` installs it (an include dir holding nothing but
+# gputrace/gputrace_plugin.h), with the strict flags a vendor might use.
+PLUGINS_OUT   := $(BUILD)/test/plugins
+PLUGINS_INC   := $(PLUGINS_OUT)/prefix/include
+PLUGINS_HDR   := $(PLUGINS_INC)/gputrace/gputrace_plugin.h
+PLUGIN_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -pedantic -Wall -Wextra -Werror \
+		 -fPIC -fvisibility=hidden -O2 -g $(SANFLAGS) -I$(PLUGINS_INC)
+PLUGINS_BROKEN := bad_abi no_symbol create_fails start_fails flush_fails
+
+# The same line as the install target's, into a private prefix.
+$(PLUGINS_HDR): backends/gputrace_plugin.h
+	install -d $(dir $@)
+	install -m 644 $< $@
+
+$(PLUGINS_OUT)/good/libsimaccel.so: test/plugins/simaccel.c $(PLUGINS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $< -pthread
+
+$(PLUGINS_OUT)/broken/%.so: test/plugins/broken.c $(PLUGINS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) -DBROKEN_VARIANT=\"$*\" -DBROKEN_$* -shared -o $@ $<
+
+$(PLUGINS_OUT)/host_app: test/plugins/host_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+
+TEST_BUILD += $(PLUGINS_HDR) $(PLUGINS_OUT)/good/libsimaccel.so $(PLUGINS_OUT)/host_app \
+	      $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
+
+# Unit tests of backends/plugins.c against recording stand-ins of the core;
+# capture.so hands its builder to them.
+$(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
+
+$(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(BUILD)/obj/backends/plugins.o \
+			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
+			     $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins.o \
+	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
+
+TEST_BUILD += $(PLUGINS_OUT)/capture/capture.so $(BUILD)/test/check_plugins
