@@ -616,9 +616,25 @@ static bool ensure_open(void)
 	W.opened = true;
 	static const char head[] = "{\"traceEvents\":[\n";
 	err = out__append(&W.out, head, sizeof(head) - 1);
-	if (err)
+	if (err) {
 		output_failed(err);
-	return !err;
+		return false;
+	}
+	/* The host process first, above its devices. Prepended to what the
+	 * cycle has already formatted. */
+	struct jbuf pending = W.buf;
+	bool any = W.any_event;
+	W.buf = (struct jbuf){ 0 };
+	W.any_event = false;
+	meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_st.exe, strlen(gt_st.exe), 0);
+	meta(&W.buf, "process_sort_index", (uint32_t)gt_st.pid, 0, "sort_index", NULL, 0, 0);
+	if (pending.len) {
+		if (any)
+			jbuf__lit(&W.buf, ",\n");
+		jbuf__put(&W.buf, pending.p, pending.len);
+	}
+	jbuf__free(&pending);
+	return true;
 }
 
 static void trailer_thread(struct jbuf *b, bool *first, uint32_t tid, uint64_t events,
