@@ -104,7 +104,7 @@ struct sim_fence {
 void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t end_ns);
 
 /* ---- sim_queue.c: in-order engines with one worker thread each ---- */
-enum sim_cmd_op { SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_NOP };
+enum sim_cmd_op { SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_NOP };
 
 struct sim_cmd {
 	enum sim_cmd_op op;

@@ -10,7 +10,8 @@
  * - Durations: a kernel launch runs groupCountX·Y·Z × groupSizeX·Y·Z ns (group size is
  *   1·1·1 until zeKernelSetGroupSize; it is captured at append time). A copy or fill of
  *   B bytes runs max(1000, B/10) ns. Barriers, signal, wait and event-reset commands take
- *   0 ns but stay ordered.
+ *   0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
+ *   device_ticks(its simulated start).
  * - Each command queue and each immediate command list has one worker thread that runs its
  *   commands in submission order, one at a time; different queues/lists run concurrently.
  *   A command is runnable from the host time it was submitted (zeCommandQueueExecute-

@@ -1,7 +1,8 @@
 /* sim_probe MODE [args]: prints the simulated device's raw values for test_sim.py.
  *   props              device properties (both timerResolution flavours), queue groups
  *   global             CLOCK_MONOTONIC_RAW before/after zeDeviceGetGlobalTimestamps
- *   timeline           kernels, copies, a fill and a barrier of known durations on one queue
+ *   timeline           kernels, copies, a fill and a barrier of known durations on one queue,
+ *                      and a zeCommandListAppendWriteGlobalTimestamp after the first kernel
  *   kernels N NS       N back-to-back kernels of NS ns each on one queue
  *   concurrent NS      one NS-ns kernel on each of two compute queues, submitted together
  *   events             wait-event semantics and kernel-timestamp query result codes
@@ -139,7 +140,10 @@ static int mode_timeline(void)
 	for (int i = 0; i < N; i++)
 		c[i].ev = app_event(pool, i);
 	memset(host, 0x11, large);
+	uint64_t *stamp = app_host_alloc(&z, sizeof(*stamp));
+
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, big, &big_g, c[0].ev, 0, NULL));
+	ZE_CHECK(zeCommandListAppendWriteGlobalTimestamp(list, stamp, NULL, 0, NULL));
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, dev, host, 4096, c[1].ev, 0, NULL));
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, odd, &odd_g, c[2].ev, 0, NULL));
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, dev, host, large, c[3].ev, 0, NULL));
@@ -149,6 +153,7 @@ static int mode_timeline(void)
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, unit, &unit_g, c[6].ev, 0, NULL));
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, host, dev, 9999, c[7].ev, 0, NULL));
 	run_and_print(queue, list, c, N);
+	printf("write_global_timestamp=%" PRIu64 "\n", *stamp);
 	/* The copy and the fill really moved the bytes. */
 	for (size_t i = 0; i < 9999; i++)
 		APP_EXPECT(host[i] == (i < 200000 ? ((uint8_t *)&pattern)[i % 4] : 0x11),

@@ -59,9 +59,12 @@ static bool cmd_waits_done_locked(const struct sim_cmd *c, uint64_t *ready_ns)
 }
 
 /* Moves the bytes; the simulated duration was fixed at append time. */
-static void cmd_execute(const struct sim_cmd *c)
+static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 {
 	switch (c->op) {
+	case SIM_OP_TIMESTAMP:
+		*(uint64_t *)c->dst = sim_dev_ticks(start_ns);
+		break;
 	case SIM_OP_COPY:
 		memmove(c->dst, c->src, c->size);
 		break;
@@ -106,7 +109,7 @@ static void *engine_worker(void *arg)
 		end = start + c->duration_ns;
 		pthread_mutex_unlock(&sim_lock);
 
-		cmd_execute(c);
+		cmd_execute(c, start);
 		sim_sleep_until(end);
 
 		pthread_mutex_lock(&sim_lock);
@@ -581,6 +584,19 @@ static ze_result_t list_append_event_reset(ze_command_list_handle_t h, ze_event_
 	return list_append(h, &proto, NULL, 0, NULL);
 }
 
+static ze_result_t list_append_write_global_timestamp(ze_command_list_handle_t h, uint64_t *dst,
+						       ze_event_handle_t signal, uint32_t nwait,
+						       ze_event_handle_t *waits)
+{
+	struct sim_cmd proto = { .op = SIM_OP_TIMESTAMP, .dst = dst };
+	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
+
+	if (r)
+		return r;
+	SIM_NOT_NULL(dst);
+	return list_append(h, &proto, signal, nwait, waits);
+}
+
 static ze_result_t list_append_memory_prefetch(ze_command_list_handle_t h, const void *p,
 					       size_t size)
 {
@@ -617,6 +633,7 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnAppendWaitOnEvents = list_append_wait_on_events;
 	t->pfnAppendEventReset = list_append_event_reset;
 	t->pfnAppendLaunchKernel = list_append_launch_kernel;
+	t->pfnAppendWriteGlobalTimestamp = list_append_write_global_timestamp;
 	t->pfnAppendMemoryPrefetch = list_append_memory_prefetch;
 	t->pfnAppendMemAdvise = list_append_mem_advise;
 }
