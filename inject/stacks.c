@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Call stacks: capture (hot path, lock-free, allocation-free) and
+ * symbolization (drain thread, cached). See inject/stacks.h.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject/config.h"
+#include "inject/stacks.h"
+
+/* Distinct stacks kept, and PCs stored for them (a slot's PCs live in the
+ * pool). Sized for real programs: launch sites number in the hundreds. */
+#ifndef GT_STACK_SLOTS
+#define GT_STACK_SLOTS (1u << 14)
+#endif
+#ifndef GT_STACK_POOL
+#define GT_STACK_POOL (1u << 19)
+#endif
+#define MAX_PROBES   64
+#define OWN_FRAMES   16 /* room for our own frames above the caller's */
+#define READY_SPINS  4096
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() do { } while (0)
+#endif
+
+_Static_assert((GT_STACK_SLOTS & (GT_STACK_SLOTS - 1)) == 0, "power of two");
+
+enum { SLOT_WRITING = 0, SLOT_READY, SLOT_INVALID };
+enum { INIT_NONE = 0, INIT_BUSY, INIT_READY, INIT_FAILED };
+
+struct stack_slot {
+	_Atomic uint64_t hash; /* 0: free; claimed by compare-and-swap */
+	_Atomic uint32_t state;
+	uint32_t off;          /* first PC in the pool */
+	uint32_t depth;
+};
+
+typedef int (*unw_backtrace_fn)(void **buffer, int size);
+
+static struct {
+	_Atomic int init;
+	unw_backtrace_fn backtrace;
+	struct stack_slot *slots;
+	uintptr_t *pool;
+	_Atomic uint32_t pool_used;
+	_Atomic uint64_t dropped;
+	_Atomic uint64_t count;
+	uintptr_t self_lo, self_hi; /* our own text, skipped in stacks */
+} S;
+
+/* ---- setup (cold) ---- */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (me >= lo && me < lo + ph->p_memsz) {
+			S.self_lo = lo;
+			S.self_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int stacks__init(void)
+{
+	int expect = INIT_NONE;
+	void *lib, *mem;
+	size_t slots_bytes = GT_STACK_SLOTS * sizeof(struct stack_slot);
+	size_t pool_bytes = (size_t)GT_STACK_POOL * sizeof(uintptr_t);
+
+	if (!atomic_compare_exchange_strong(&S.init, &expect, INIT_BUSY))
+		return atomic_load(&S.init) == INIT_READY ? 0 : -EAGAIN;
+
+	lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		lib = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+	S.backtrace = lib ? (unw_backtrace_fn)dlsym(lib, "unw_backtrace") : NULL;
+	if (!S.backtrace) {
+		pr_err("GPUTRACE_STACKS: libunwind.so.8 (with unw_backtrace) not found; "
+		       "install libunwind8 for call stacks. Tracing goes on without them");
+		atomic_store(&S.init, INIT_FAILED);
+		return -ENOENT;
+	}
+	/* Pages of the pool are only touched as stacks arrive. */
+	mem = mmap(NULL, slots_bytes + pool_bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED) {
+		pr_err("GPUTRACE_STACKS: no memory for the stack table; no call stacks");
+		atomic_store(&S.init, INIT_FAILED);
+		return -ENOMEM;
+	}
+	S.slots = mem;
+	S.pool = (uintptr_t *)((char *)mem + slots_bytes);
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&stacks__init);
+	atomic_store_explicit(&S.init, INIT_READY, memory_order_release);
+	return 0;
+}
+
+/* ---- capture (hot) ---- */
+
+/* The first capture sets up (unless stacks__init ran at start); threads
+ * that arrive meanwhile wait for it, briefly: dropping the first stacks of
+ * a program would lose the interesting ones. Bounded, in case the setting-up
+ * thread waits on something the waiter holds (the loader lock). */
+static bool wait_ready(void)
+{
+	struct timespec ts = { 0, 20000 };
+	int st = atomic_load_explicit(&S.init, memory_order_acquire);
+
+	if (st == INIT_NONE && !stacks__init())
+		return true;
+	for (unsigned i = 0; i < 10000; i++) {
+		st = atomic_load_explicit(&S.init, memory_order_acquire);
+		if (st != INIT_BUSY)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	return st == INIT_READY;
+}
+
+static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+
+	for (unsigned i = 0; i < n; i++) {
+		h ^= pcs[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+static uint64_t intern(const uintptr_t *pcs, unsigned n)
+{
+	uint64_t h = hash_pcs(pcs, n);
+	uint32_t i = (uint32_t)h & (GT_STACK_SLOTS - 1);
+
+	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (GT_STACK_SLOTS - 1)) {
+		struct stack_slot *s = &S.slots[i];
+		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+
+		if (cur == 0) {
+			uint64_t zero = 0;
+
+			if (atomic_compare_exchange_strong_explicit(&s->hash, &zero, h,
+								    memory_order_acq_rel,
+								    memory_order_acquire)) {
+				uint32_t off = atomic_fetch_add_explicit(&S.pool_used, n,
+									 memory_order_relaxed);
+
+				if (off > GT_STACK_POOL - n) {
+					/* pool full: the slot stays claimed but never matches */
+					atomic_store_explicit(&s->state, SLOT_INVALID,
+							      memory_order_release);
+					break;
+				}
+				memcpy(&S.pool[off], pcs, n * sizeof(*pcs));
+				s->off = off;
+				s->depth = n;
+				atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+				atomic_fetch_add_explicit(&S.count, 1, memory_order_relaxed);
+				return i + 1;
+			}
+			cur = zero; /* someone else claimed it: compare with theirs */
+		}
+		if (cur != h)
+			continue;
+		uint32_t st;
+		unsigned spins = 0;
+
+		while ((st = atomic_load_explicit(&s->state, memory_order_acquire)) ==
+			       SLOT_WRITING && ++spins < READY_SPINS)
+			cpu_relax();
+		if (st == SLOT_READY && s->depth == n &&
+		    !memcmp(&S.pool[s->off], pcs, n * sizeof(*pcs)))
+			return i + 1;
+	}
+	atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
+	return 0;
+}
+
+uint64_t stacks__capture_depth(unsigned depth)
+{
+	void *frames[GT_STACKS_MAX_DEPTH + OWN_FRAMES];
+	int n, first;
+
+	if (gt_unlikely(atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY) &&
+	    !wait_ready()) {
+		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (depth == 0)
+		return 0;
+	if (depth > GT_STACKS_MAX_DEPTH)
+		depth = GT_STACKS_MAX_DEPTH;
+	n = S.backtrace(frames, (int)depth + OWN_FRAMES);
+	if (n <= 0) {
+		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
+		return 0;
+	}
+	/* Skip our frames, but keep the outermost of them: the API entry
+	 * point the program called (an exported wrapper named like the API). */
+	for (first = 0; first < n; first++) {
+		uintptr_t pc = (uintptr_t)frames[first];
+
+		if (pc < S.self_lo || pc >= S.self_hi)
+			break;
+	}
+	if (first > 0 && first < n)
+		first--;
+	else if (first == n)
+		first = n > 1 ? 1 : 0; /* called from our own thread: all of it */
+	n -= first;
+	if ((unsigned)n > depth)
+		n = (int)depth;
+	return intern((const uintptr_t *)&frames[first], (unsigned)n);
+}
+
+uint64_t gt_stack_capture(void)
+{
+	return gt_cfg.stacks ? stacks__capture_depth(gt_cfg.stacks) : 0;
+}
+
+uint64_t stacks__dropped(void)
+{
+	return atomic_load_explicit(&S.dropped, memory_order_relaxed);
+}
+
+uint64_t stacks__count(void)
+{
+	return atomic_load_explicit(&S.count, memory_order_relaxed);
+}
+
+/* ---- symbolization (cold, drain thread) ---- */
+
+struct sym {
+	uintptr_t start, size;
+	const char *name;
+};
+
+/* One loaded object and its ELF symbol table (.symtab when not stripped:
+ * static and hidden functions too; else .dynsym). */
+struct module {
+	struct module *next;
+	uintptr_t bias;
+	char *path;
+	const char *base;
+	struct sym *syms;
+	size_t nsyms;
+};
+
+struct pc_name {
+	uintptr_t pc;
+	char *name;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct module *modules;
+	struct pc_name *names; /* open addressing; pc 0 = free */
+	size_t cap, used;
+} Y = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void module__load_syms(struct module *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const unsigned char *map;
+	const ElfW(Ehdr) *eh;
+	const ElfW(Shdr) *sh, *symtab = NULL;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+		close(fd);
+		return;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return;
+	/* The mapping stays: symbol names point into it. */
+	eh = (const ElfW(Ehdr) *)map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > (uint64_t)st.st_size)
+		return;
+	sh = (const ElfW(Shdr) *)(map + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type == SHT_SYMTAB)
+			symtab = &sh[i];
+		else if (sh[i].sh_type == SHT_DYNSYM && !symtab)
+			symtab = &sh[i];
+	}
+	if (!symtab || symtab->sh_link >= eh->e_shnum || !symtab->sh_entsize ||
+	    symtab->sh_offset + symtab->sh_size > (uint64_t)st.st_size)
+		return;
+	const ElfW(Shdr) *strs = &sh[symtab->sh_link];
+	if (strs->sh_offset + strs->sh_size > (uint64_t)st.st_size)
+		return;
+	const ElfW(Sym) *syms = (const ElfW(Sym) *)(map + symtab->sh_offset);
+	size_t n = symtab->sh_size / symtab->sh_entsize, k = 0;
+	const char *strtab = (const char *)map + strs->sh_offset;
+
+	m->syms = calloc(n ? n : 1, sizeof(*m->syms));
+	if (!m->syms)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		unsigned type = ELF64_ST_TYPE(syms[i].st_info);
+
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_shndx == SHN_UNDEF ||
+		    !syms[i].st_value || syms[i].st_name >= strs->sh_size)
+			continue;
+		m->syms[k].start = syms[i].st_value;
+		m->syms[k].size = syms[i].st_size;
+		m->syms[k].name = strtab + syms[i].st_name;
+		k++;
+	}
+	m->nsyms = k;
+	qsort(m->syms, k, sizeof(*m->syms), cmp_sym);
+}
+
+struct find_ctx {
+	uintptr_t addr;
+	uintptr_t bias;
+	const char *name;
+	bool found;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_ctx *c = data;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + ph->p_memsz) {
+			c->bias = info->dlpi_addr;
+			c->name = info->dlpi_name;
+			c->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static struct module *module_of(uintptr_t addr)
+{
+	struct find_ctx c = { .addr = addr };
+	struct module *m;
+
+	dl_iterate_phdr(find_object, &c);
+	if (!c.found)
+		return NULL;
+	for (m = Y.modules; m; m = m->next)
+		if (m->bias == c.bias)
+			return m;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	/* The main program has no name here: read it through /proc. */
+	m->path = strdup(c.name && *c.name ? c.name : "/proc/self/exe");
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	m->bias = c.bias;
+	if (c.name && *c.name) {
+		const char *slash = strrchr(m->path, '/');
+
+		m->base = slash ? slash + 1 : m->path;
+	} else {
+		m->base = program_invocation_short_name;
+	}
+	module__load_syms(m);
+	m->next = Y.modules;
+	Y.modules = m;
+	return m;
+}
+
+static const char *module__lookup(const struct module *m, uintptr_t addr)
+{
+	uintptr_t rel = addr - m->bias;
+	size_t lo = 0, hi = m->nsyms;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->syms[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct sym *s = &m->syms[lo - 1];
+	if (s->size && rel >= s->start + s->size)
+		return NULL;
+	return s->name;
+}
+
+typedef char *(*demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+
+static char *name_of(uintptr_t pc)
+{
+	/* A return address: the call is the instruction before it. */
+	uintptr_t addr = pc - 1;
+	struct module *m = module_of(addr);
+	const char *sym = NULL;
+	Dl_info info;
+	char *out;
+
+	/* Exported names first (our API wrappers are known by them), then the
+	 * full symbol table for static and hidden functions. */
+	if (dladdr((void *)addr, &info) && info.dli_sname && info.dli_saddr)
+		sym = info.dli_sname;
+	if (!sym && m)
+		sym = module__lookup(m, addr);
+	if (sym) {
+		static demangle_fn demangle;
+		static bool looked;
+		int status = -1;
+
+		if (!looked) {
+			demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+			looked = true;
+		}
+		if (sym[0] == '_' && sym[1] == 'Z' && demangle) {
+			out = demangle(sym, NULL, NULL, &status);
+			if (out && !status)
+				return out;
+			free(out);
+		}
+		return strdup(sym);
+	}
+	if (m && asprintf(&out, "%s+0x%lx", m->base, (unsigned long)(addr - m->bias)) >= 0)
+		return out;
+	if (asprintf(&out, "0x%lx", (unsigned long)addr) >= 0)
+		return out;
+	return NULL;
+}
+
+static const char *cached_name(uintptr_t pc)
+{
+	size_t i;
+
+	if (Y.used * 2 >= Y.cap) {
+		size_t ncap = Y.cap ? Y.cap * 2 : 1024;
+		struct pc_name *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return "?";
+		for (size_t k = 0; k < Y.cap; k++) {
+			if (!Y.names[k].pc)
+				continue;
+			for (i = (Y.names[k].pc >> 4) & (ncap - 1); n[i].pc; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = Y.names[k];
+		}
+		free(Y.names);
+		Y.names = n;
+		Y.cap = ncap;
+	}
+	for (i = (pc >> 4) & (Y.cap - 1); Y.names[i].pc; i = (i + 1) & (Y.cap - 1))
+		if (Y.names[i].pc == pc)
+			return Y.names[i].name ? Y.names[i].name : "?";
+	Y.names[i].pc = pc;
+	Y.names[i].name = name_of(pc);
+	Y.used++;
+	return Y.names[i].name ? Y.names[i].name : "?";
+}
+
+int stacks__format(uint64_t id, char *buf, size_t len)
+{
+	const char *names[GT_STACKS_MAX_DEPTH];
+	const struct stack_slot *s;
+	size_t total = 0, pos = 0;
+	unsigned n, skip = 0;
+
+	if (!len || !id || id > GT_STACK_SLOTS ||
+	    atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY)
+		return -1;
+	s = &S.slots[id - 1];
+	if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) != SLOT_READY)
+		return -1;
+	n = s->depth > GT_STACKS_MAX_DEPTH ? GT_STACKS_MAX_DEPTH : s->depth;
+
+	pthread_mutex_lock(&Y.lock);
+	/* pool[0] is the innermost frame: names[] is outermost first */
+	for (unsigned i = 0; i < n; i++) {
+		names[n - 1 - i] = cached_name(S.pool[s->off + i]);
+		total += strlen(names[n - 1 - i]) + 1;
+	}
+	/* Too long: drop outer frames, keep the ones nearest the call. */
+	while (skip < n - 1 && total + (skip ? 4 : 0) > len) {
+		total -= strlen(names[skip]) + 1;
+		skip++;
+	}
+	if (skip)
+		pos += (size_t)snprintf(buf, len, "...;");
+	for (unsigned i = skip; i < n && pos < len; i++)
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%s", names[i], i + 1 < n ? ";" : "");
+	pthread_mutex_unlock(&Y.lock);
+	if (pos >= len) {
+		buf[len - 1] = 0;
+		pos = len - 1;
+	}
+	return (int)pos;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host call stacks of API calls (GPUTRACE_STACKS=depth).
+ *
+ * A wrapper calls gt_stack_capture() on its hot path (launches, or every
+ * call with GPUTRACE_STACKS_ALL) and puts the id into the span's args:
+ *	{ .key = GT_S_ARG_STACK, .type = GT_ARG_U64, .v.u = id }
+ * The writer turns the id into "main;run_step;zeCommandListAppendLaunchKernel"
+ * (outermost frame first, the called API last) with stacks__format.
+ *
+ * Capture: libunwind (dlopen'ed at first use, so the library has no link
+ * dependency on it), our own frames skipped except the API entry point.
+ * The PC arrays are interned in a fixed lock-free table: no allocation on
+ * the hot path, each distinct stack stored once. Symbols are looked up on
+ * the drain thread, once per address.
+ */
+#ifndef GPUTRACE_STACKS_H
+#define GPUTRACE_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "event.h"
+
+/* The calling thread's stack, depth gt_cfg.stacks; returns its id, or 0 when
+ * stacks are off, libunwind is missing, or the table is full (counted). */
+GT_HIDDEN uint64_t gt_stack_capture(void);
+
+/* Same, with an explicit depth (1..GT_STACKS_MAX_DEPTH). */
+GT_HIDDEN uint64_t stacks__capture_depth(unsigned depth);
+
+/* Cold path: load libunwind and set up the table now rather than at the
+ * first capture. 0, or -errno (-ENOENT: no libunwind; reported once). */
+GT_HIDDEN int stacks__init(void);
+
+/* Render a stack: "outer;...;inner" (frames that do not fit are dropped
+ * from the outer end, marked "..."). Returns the length written, or -1 for
+ * an unknown id. Cold path (takes a lock, reads ELF files). */
+GT_HIDDEN int stacks__format(uint64_t id, char *buf, size_t len);
+
+/* Stacks not recorded because the table (or its PC pool) was full, or the
+ * unwinder was unavailable. */
+GT_HIDDEN uint64_t stacks__dropped(void);
+/* Distinct stacks recorded. */
+GT_HIDDEN uint64_t stacks__count(void);
+
+#endif

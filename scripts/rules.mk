@@ -1,0 +1,16 @@
+# gputrace-tool: merge and summary for the gputrace command (scripts/gputrace).
+# It links the same summary aggregator as the library (writer/summary.c).
+TOOL_SRCS := $(wildcard scripts/tool/*.c) writer/summary.c
+TOOL_OBJS := $(patsubst %.c,$(BUILD)/obj/tool/%.o,$(TOOL_SRCS))
+TOOL      := $(BUILD)/gputrace-tool
+
+$(BUILD)/obj/tool/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -MMD -MP -c $< -o $@
+
+$(TOOL): $(TOOL_OBJS)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ -lz
+
+-include $(TOOL_OBJS:.o=.d)
+
+TOOLS += $(TOOL)

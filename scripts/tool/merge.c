@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace merge: per-process traces into one timeline.
+ *
+ * Two streaming passes over each input: the first reads its "gputrace"
+ * object (clock anchor, host, rank, lost counts) and the pids its events
+ * use; the second copies every event through, rewriting only
+ *  - "ts": moved onto a common wall-clock base (CLOCK_REALTIME anchor),
+ *  - "pid": renumbered where two inputs use the same one,
+ *  - "id"/"bind_id" of flows and async events: made unique per input,
+ *  - process_name: prefixed with the host and rank when known.
+ * Memory: one event plus per-input metadata, whatever the trace sizes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "json.h"
+#include "meta.h"
+#include "tool.h"
+#include "trace.h"
+
+#define WHO "gputrace merge"
+#define OUT_FLUSH (1u << 20)
+
+struct input {
+	const char *path;
+	unsigned idx;
+	struct trace_meta meta;
+	struct pidmap pids; /* pid in this file -> pid in the merged trace */
+	struct pidmap named; /* pids with a process_name event */
+	int64_t shift_ns;
+	struct buf prefix;  /* "host rank 0: " or "" */
+	uint64_t events;
+	int scan;
+};
+
+struct out {
+	const char *path;
+	FILE *f;
+	gzFile gz;
+	struct buf b;
+	bool failed;
+};
+
+struct merge {
+	struct input *in;
+	unsigned nin;
+	struct out out;
+	bool first_event;
+	struct buf tmp;
+};
+
+/* ---- output (plain or gzip by suffix) ---- */
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && !strcmp(s + n - m, suf);
+}
+
+static int out__open(struct out *o, const char *path, const char *final_path)
+{
+	o->path = path;
+	if (has_suffix(final_path, ".gz")) {
+		o->gz = gzopen(path, "wb6");
+		if (!o->gz)
+			return -(errno ? errno : ENOMEM);
+	} else {
+		o->f = fopen(path, "w");
+		if (!o->f)
+			return -errno;
+	}
+	return 0;
+}
+
+static void out__flush(struct out *o)
+{
+	if (!o->b.len || o->failed)
+		goto reset;
+	if (o->gz) {
+		if (gzwrite(o->gz, o->b.p, (unsigned)o->b.len) != (int)o->b.len)
+			o->failed = true;
+	} else if (fwrite(o->b.p, 1, o->b.len, o->f) != o->b.len) {
+		o->failed = true;
+	}
+reset:
+	buf__reset(&o->b);
+}
+
+static int out__close(struct out *o)
+{
+	int err = 0;
+
+	out__flush(o);
+	if (o->gz && gzclose(o->gz) != Z_OK)
+		o->failed = true;
+	if (o->f && fclose(o->f))
+		o->failed = true;
+	if (o->failed)
+		err = -(errno ? errno : EIO);
+	buf__free(&o->b);
+	return err;
+}
+
+/* ---- pass 1 ---- */
+
+static int pass1_event(void *ctx, const char *v, const char *e)
+{
+	struct input *in = ctx;
+	const char *pv, *pe;
+	int64_t pid;
+
+	if (!jv_get(v, e, "pid", &pv, &pe) || !jv_i64(pv, pe, &pid))
+		return 0;
+	pidmap__find(&in->pids, pid, true);
+	if (jv_get(v, e, "name", &pv, &pe) && pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14))
+		pidmap__find(&in->named, pid, true);
+	return 0;
+}
+
+static int pass1_meta(void *ctx, const char *v, const char *e)
+{
+	struct input *in = ctx;
+
+	meta__free(&in->meta);
+	if (!meta__parse(&in->meta, v, e))
+		fprintf(stderr, WHO ": %s: \"gputrace\" is not an object; ignored\n", in->path);
+	return 0;
+}
+
+/* Inputs keep their pids; a pid already taken by an earlier input gets a
+ * fresh number above every pid seen. */
+static void assign_pids(struct merge *m)
+{
+	struct pidmap taken = { 0 };
+	int64_t next = 1;
+
+	for (unsigned i = 0; i < m->nin; i++)
+		for (size_t s = 0; s < m->in[i].pids.cap; s++)
+			if (m->in[i].pids.used[s] && m->in[i].pids.keys[s] >= next)
+				next = m->in[i].pids.keys[s] + 1;
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+		int64_t *keys = pidmap__sorted_keys(&in->pids);
+
+		for (size_t k = 0; k < in->pids.n; k++) {
+			long s = pidmap__find(&in->pids, keys[k], false);
+
+			if (pidmap__has(&taken, keys[k])) {
+				while (pidmap__has(&taken, next))
+					next++;
+				in->pids.vals[s] = next;
+			}
+			pidmap__find(&taken, in->pids.vals[s], true);
+		}
+		free(keys);
+	}
+	pidmap__free(&taken);
+}
+
+static int64_t map_pid(struct input *in, int64_t pid)
+{
+	long s = pidmap__find(&in->pids, pid, false);
+
+	return s < 0 ? pid : in->pids.vals[s];
+}
+
+/* Common base = the smallest (realtime - clock) offset: every shift is >= 0,
+ * so times stay positive and small enough for exact doubles. */
+static int64_t assign_shifts(struct merge *m)
+{
+	bool have = false;
+	int64_t base = 0;
+
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct trace_meta *mt = &m->in[i].meta;
+		int64_t off = mt->realtime_ns - mt->clock_ns;
+
+		if (!mt->has_anchor)
+			continue;
+		if (!have || off < base)
+			base = off;
+		have = true;
+	}
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+
+		if (in->meta.has_anchor) {
+			in->shift_ns = in->meta.realtime_ns - in->meta.clock_ns - base;
+		} else {
+			in->shift_ns = 0;
+			if (m->nin > 1)
+				fprintf(stderr, WHO ": %s: no clock anchor (\"gputrace\".anchor); its "
+						"times are left as they are\n", in->path);
+		}
+	}
+	return base;
+}
+
+static void build_prefix(struct input *in)
+{
+	struct buf rank = { 0 };
+	const struct trace_meta *mt = &in->meta;
+
+	if (mt->rank.len) {
+		/* a rank may be a number or a string */
+		if (!jv_str(mt->rank.p, mt->rank.p + mt->rank.len, &rank)) {
+			buf__reset(&rank);
+			buf__add(&rank, mt->rank.p, mt->rank.len);
+		}
+	}
+	if (mt->hostname && *mt->hostname)
+		buf__adds(&in->prefix, mt->hostname);
+	if (rank.len)
+		buf__printf(&in->prefix, "%srank %s", in->prefix.len ? " " : "", rank.p);
+	if (in->prefix.len)
+		buf__adds(&in->prefix, ": ");
+	buf__free(&rank);
+}
+
+/* ---- pass 2 ---- */
+
+static bool has_scoped_id(char ph)
+{
+	/* flows (s t f) and async slices (b e n, S T F): ids shared across a file */
+	return ph && strchr("stfbenSTF", ph);
+}
+
+/* Flow ids made unique per input. Ids below 2^52 (the writer's: < 2^48 plus
+ * a namespace) get the input number in the top bits, readable in a viewer;
+ * others (already merged) are hashed with it. Hex strings: Perfetto reads
+ * string ids as hex, and 64-bit values survive JavaScript viewers. */
+static uint64_t scoped_id(const struct input *in, uint64_t id, unsigned nin)
+{
+	uint64_t h;
+
+	if (id < (1ull << 52) && nin < 4096)
+		return (uint64_t)(in->idx + 1) << 52 | id;
+	h = id ^ ((uint64_t)(in->idx + 1) * 0x9e3779b97f4a7c15ull);
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static bool parse_id(const char *v, const char *e, uint64_t *id)
+{
+	if (jv_is_string(v, e)) {
+		char tmp[24], *end;
+		size_t n = (size_t)(e - v - 2);
+
+		if (n == 0 || n >= sizeof(tmp))
+			return false;
+		memcpy(tmp, v + 1, n);
+		tmp[n] = 0;
+		errno = 0;
+		*id = strtoull(tmp, &end, 16);
+		return !errno && !*end;
+	}
+	return jv_u64(v, e, id);
+}
+
+static void put_key(struct buf *o, const struct jv_member *mb)
+{
+	buf__addc(o, '"');
+	buf__add(o, mb->key, mb->klen);
+	buf__add(o, "\":", 2);
+}
+
+static void put_member(struct buf *o, const struct jv_member *mb)
+{
+	put_key(o, mb);
+	buf__add(o, mb->v, (size_t)(mb->e - mb->v));
+}
+
+/* args of a process_name event, with the name prefixed. */
+static void put_prefixed_args(struct merge *m, struct input *in, const struct jv_member *args)
+{
+	struct buf *o = &m->out.b;
+	struct jv_iter it;
+	struct jv_member mb;
+	bool first = true;
+
+	if (!jv_iter_init(&it, args->v, args->e)) {
+		put_member(o, args);
+		return;
+	}
+	put_key(o, args);
+	buf__addc(o, '{');
+	while (jv_iter_next(&it, &mb)) {
+		if (!first)
+			buf__addc(o, ',');
+		first = false;
+		if (jv_key_is(&mb, "name") && jv_str(mb.v, mb.e, &m->tmp)) {
+			struct buf full = { 0 };
+
+			buf__add(&full, in->prefix.p, in->prefix.len);
+			buf__add(&full, m->tmp.p, m->tmp.len);
+			put_key(o, &mb);
+			json_escape(o, full.p, full.len);
+			buf__free(&full);
+		} else {
+			put_member(o, &mb);
+		}
+	}
+	buf__addc(o, '}');
+}
+
+struct pass2_ctx {
+	struct merge *m;
+	struct input *in;
+};
+
+static int pass2_event(void *ctx, const char *v, const char *e)
+{
+	struct pass2_ctx *c = ctx;
+	struct merge *m = c->m;
+	struct input *in = c->in;
+	struct buf *o = &m->out.b;
+	struct jv_iter it;
+	struct jv_member mb;
+	const char *pv, *pe;
+	char ph = 0;
+	bool first = true, process_name = false;
+	int64_t x;
+	uint64_t id;
+
+	if (!jv_iter_init(&it, v, e)) {
+		fprintf(stderr, WHO ": %s: an element of traceEvents is not an object; skipped\n",
+			in->path);
+		return 0;
+	}
+	if (jv_get(v, e, "ph", &pv, &pe) && jv_is_string(pv, pe) && pe - pv > 2)
+		ph = pv[1];
+	if (ph == 'M' && in->prefix.len && jv_get(v, e, "name", &pv, &pe))
+		process_name = pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14);
+
+	buf__adds(o, m->first_event ? "\n" : ",\n");
+	m->first_event = false;
+	buf__addc(o, '{');
+	while (jv_iter_next(&it, &mb)) {
+		if (!first)
+			buf__addc(o, ',');
+		first = false;
+		if (jv_key_is(&mb, "ts") && jv_us_to_ns(mb.v, mb.e, &x)) {
+			put_key(o, &mb);
+			json_ns_as_us(o, x + in->shift_ns);
+		} else if (jv_key_is(&mb, "pid") && jv_i64(mb.v, mb.e, &x)) {
+			put_key(o, &mb);
+			buf__printf(o, "%" PRId64, map_pid(in, x));
+		} else if (((jv_key_is(&mb, "id") && has_scoped_id(ph)) || jv_key_is(&mb, "bind_id")) &&
+			   parse_id(mb.v, mb.e, &id)) {
+			put_key(o, &mb);
+			buf__printf(o, "\"%" PRIx64 "\"", scoped_id(in, id, m->nin));
+		} else if (process_name && jv_key_is(&mb, "args")) {
+			put_prefixed_args(m, in, &mb);
+		} else {
+			put_member(o, &mb);
+		}
+	}
+	buf__addc(o, '}');
+	in->events++;
+	if (o->len >= OUT_FLUSH)
+		out__flush(&m->out);
+	return 0;
+}
+
+/* The writer names device rows but leaves the process row to the viewer:
+ * in a merged trace every process gets a name, "host rank N: exe". */
+static void name_processes(struct merge *m, struct input *in)
+{
+	struct buf *o = &m->out.b;
+	const char *exe = in->meta.exe, *base;
+	struct buf name = { 0 };
+
+	for (size_t k = 0; k < in->meta.nhost_pids; k++) {
+		int64_t pid = in->meta.host_pids[k];
+
+		if (pidmap__has(&in->named, pid))
+			continue;
+		base = exe && *exe ? strrchr(exe, '/') : NULL;
+		buf__reset(&name);
+		buf__add(&name, in->prefix.p, in->prefix.len);
+		if (exe && *exe)
+			buf__adds(&name, base ? base + 1 : exe);
+		else
+			buf__printf(&name, "pid %" PRId64, pid);
+		buf__adds(o, m->first_event ? "\n" : ",\n");
+		m->first_event = false;
+		buf__printf(o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+			       ",\"tid\":0,\"args\":{\"name\":", map_pid(in, pid));
+		json_escape(o, name.p, name.len);
+		buf__adds(o, "}}");
+	}
+	buf__free(&name);
+}
+
+/* ---- the merged "gputrace" object ---- */
+
+struct reason_sum {
+	char **names;
+	uint64_t *counts;
+	size_t n;
+};
+
+static void add_reason(void *ctx, const char *reason, uint64_t n)
+{
+	struct reason_sum *r = ctx;
+
+	for (size_t i = 0; i < r->n; i++) {
+		if (!strcmp(r->names[i], reason)) {
+			r->counts[i] += n;
+			return;
+		}
+	}
+	char **nn = realloc(r->names, (r->n + 1) * sizeof(*nn));
+	uint64_t *nc = nn ? realloc(r->counts, (r->n + 1) * sizeof(*nc)) : NULL;
+	if (nn)
+		r->names = nn;
+	if (!nc || !(r->names[r->n] = strdup(reason)))
+		return;
+	r->counts = nc;
+	r->counts[r->n++] = n;
+}
+
+static void put_opt_str(struct buf *o, const char *s)
+{
+	if (s)
+		json_escape(o, s, strlen(s));
+	else
+		buf__adds(o, "null");
+}
+
+static void write_meta(struct merge *m, int64_t base)
+{
+	struct buf *o = &m->out.b;
+	struct reason_sum rs = { 0 };
+	uint64_t lost = 0, recorded = 0;
+	const char *host = NULL;
+	bool one_host = true;
+
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct trace_meta *mt = &m->in[i].meta;
+
+		lost += mt->events_lost;
+		recorded += mt->events_recorded;
+		meta__each_lost(mt, add_reason, &rs);
+		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
+			one_host = false;
+		else
+			host = mt->hostname;
+	}
+
+	buf__adds(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"gputrace\":{\"version\":\"" GPUTRACE_VERSION
+		     "\",\"merged\":true,\"clock\":\"CLOCK_REALTIME - anchor.realtime_ns\",");
+	buf__printf(o, "\"anchor\":{\"realtime_ns\":%" PRId64 ",\"clock_ns\":0},", base);
+	buf__adds(o, "\"pid\":null,\"hostname\":");
+	put_opt_str(o, one_host ? host : NULL);
+	buf__adds(o, ",\"rank\":null,\"exe\":null,\"host_pids\":[");
+	bool first = true;
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+
+		for (size_t k = 0; k < in->meta.nhost_pids; k++) {
+			buf__printf(o, "%s%" PRId64, first ? "" : ",",
+				    map_pid(in, in->meta.host_pids[k]));
+			first = false;
+		}
+	}
+	buf__printf(o, "],\"events_lost\":%" PRIu64 ",\"events_recorded\":%" PRIu64
+		       ",\"lost_by_reason\":{", lost, recorded);
+	for (size_t i = 0; i < rs.n; i++) {
+		if (i)
+			buf__addc(o, ',');
+		json_escape(o, rs.names[i], strlen(rs.names[i]));
+		buf__printf(o, ":%" PRIu64, rs.counts[i]);
+		free(rs.names[i]);
+	}
+	free(rs.names);
+	free(rs.counts);
+	buf__adds(o, "},\"inputs\":[");
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+		bool any = false;
+
+		buf__adds(o, i ? ",\n {\"path\":" : "\n {\"path\":");
+		put_opt_str(o, in->path);
+		buf__printf(o, ",\"events\":%" PRIu64 ",\"ts_shift_ns\":%" PRId64
+			       ",\"truncated\":%s,\"pid_map\":{",
+			    in->events, in->shift_ns, in->scan == TRACE_TRUNCATED ? "true" : "false");
+		for (size_t s = 0; s < in->pids.cap; s++) {
+			if (!in->pids.used[s] || in->pids.keys[s] == in->pids.vals[s])
+				continue;
+			buf__printf(o, "%s\"%" PRId64 "\":%" PRId64, any ? "," : "", in->pids.keys[s],
+				    in->pids.vals[s]);
+			any = true;
+		}
+		buf__adds(o, "},\"gputrace\":");
+		if (in->meta.present)
+			buf__add(o, in->meta.raw.p, in->meta.raw.len);
+		else
+			buf__adds(o, "null");
+		buf__addc(o, '}');
+	}
+	buf__adds(o, "]}}\n");
+}
+
+static void usage_merge(FILE *f)
+{
+	fprintf(f, "usage: gputrace merge -o OUT FILE...\n"
+		   "Joins per-process traces (.json or .json.gz) into one timeline;\n"
+		   "OUT ending in .gz is written compressed.\n");
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	struct merge m = { 0 };
+	const char *outpath = NULL;
+	char **files = calloc((size_t)argc + 1, sizeof(*files));
+	unsigned nfiles = 0;
+	struct buf tmppath = { 0 };
+	int64_t base;
+	int ret = 1, err;
+
+	if (!files)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_merge(stdout);
+			free(files);
+			return 0;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, WHO ": %s needs a file name\n", a);
+				goto usage;
+			}
+			outpath = argv[++i];
+		} else if (!strncmp(a, "--output=", 9)) {
+			outpath = a + 9;
+		} else if (!strcmp(a, "--")) {
+			while (++i < argc)
+				files[nfiles++] = argv[i];
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, WHO ": unknown option '%s'\n", a);
+			goto usage;
+		} else {
+			files[nfiles++] = argv[i];
+		}
+	}
+	if (!outpath || !*outpath) {
+		fprintf(stderr, WHO ": no output file: give -o OUT\n");
+		goto usage;
+	}
+	if (!nfiles) {
+		fprintf(stderr, WHO ": no input traces given\n");
+		goto usage;
+	}
+
+	m.nin = nfiles;
+	m.in = calloc(nfiles, sizeof(*m.in));
+	if (!m.in)
+		goto out;
+	for (unsigned i = 0; i < nfiles; i++) {
+		struct input *in = &m.in[i];
+		struct trace_ops ops = { .ctx = in, .event = pass1_event, .meta = pass1_meta };
+
+		in->path = files[i];
+		in->idx = i;
+		in->scan = trace__scan(WHO, in->path, &ops);
+		if (in->scan == TRACE_ERROR)
+			goto out;
+		build_prefix(in);
+	}
+	assign_pids(&m);
+	base = assign_shifts(&m);
+
+	/* Write next to the output and rename at the end: a failed merge leaves
+	 * no half file, and an input may be the output. */
+	buf__printf(&tmppath, "%s.tmp.%d", outpath, (int)getpid());
+	err = out__open(&m.out, tmppath.p, outpath);
+	if (err) {
+		fprintf(stderr, WHO ": cannot write %s: %s\n", outpath, strerror(-err));
+		goto out;
+	}
+	buf__adds(&m.out.b, "{\"traceEvents\":[");
+	m.first_event = true;
+	for (unsigned i = 0; i < nfiles; i++) {
+		struct pass2_ctx c = { .m = &m, .in = &m.in[i] };
+		struct trace_ops ops = { .ctx = &c, .event = pass2_event };
+		int r;
+
+		name_processes(&m, &m.in[i]);
+		r = trace__scan(WHO, m.in[i].path, &ops);
+
+		if (r == TRACE_ERROR || m.out.failed) {
+			out__close(&m.out);
+			unlink(tmppath.p);
+			if (m.out.failed)
+				fprintf(stderr, WHO ": writing %s failed\n", outpath);
+			goto out;
+		}
+	}
+	write_meta(&m, base);
+	err = out__close(&m.out);
+	if (!err && rename(tmppath.p, outpath))
+		err = -errno;
+	if (err) {
+		fprintf(stderr, WHO ": writing %s failed: %s\n", outpath, strerror(-err));
+		unlink(tmppath.p);
+		goto out;
+	}
+	uint64_t total = 0;
+	for (unsigned i = 0; i < nfiles; i++)
+		total += m.in[i].events;
+	fprintf(stderr, WHO ": %s: %" PRIu64 " events from %u traces\n", outpath, total, nfiles);
+	ret = 0;
+out:
+	for (unsigned i = 0; m.in && i < nfiles; i++) {
+		meta__free(&m.in[i].meta);
+		pidmap__free(&m.in[i].pids);
+		pidmap__free(&m.in[i].named);
+		buf__free(&m.in[i].prefix);
+	}
+	free(m.in);
+	buf__free(&m.tmp);
+	buf__free(&tmppath);
+	free(files);
+	return ret;
+usage:
+	usage_merge(stderr);
+	free(files);
+	return 2;
+}

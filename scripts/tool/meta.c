@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "meta.h"
+
+static char *dup_str(const char *v, const char *e)
+{
+	struct buf b = { 0 };
+
+	if (!jv_str(v, e, &b)) {
+		buf__free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+static void add_host_pid(struct trace_meta *m, int64_t pid)
+{
+	for (size_t i = 0; i < m->nhost_pids; i++)
+		if (m->host_pids[i] == pid)
+			return;
+	int64_t *np = realloc(m->host_pids, (m->nhost_pids + 1) * sizeof(*np));
+	if (!np)
+		return;
+	m->host_pids = np;
+	m->host_pids[m->nhost_pids++] = pid;
+}
+
+bool meta__parse(struct trace_meta *m, const char *v, const char *e)
+{
+	struct jv_iter it;
+	struct jv_member mb;
+	int64_t x;
+
+	memset(m, 0, sizeof(*m));
+	if (!jv_iter_init(&it, v, e))
+		return false;
+	m->present = true;
+	buf__add(&m->raw, v, (size_t)(e - v));
+	while (jv_iter_next(&it, &mb)) {
+		if (jv_key_is(&mb, "pid") && jv_i64(mb.v, mb.e, &x)) {
+			m->has_pid = true;
+			m->pid = x;
+		} else if (jv_key_is(&mb, "hostname")) {
+			m->hostname = dup_str(mb.v, mb.e);
+		} else if (jv_key_is(&mb, "exe")) {
+			m->exe = dup_str(mb.v, mb.e);
+		} else if (jv_key_is(&mb, "rank")) {
+			if (!jv_is_null(mb.v, mb.e))
+				buf__add(&m->rank, mb.v, (size_t)(mb.e - mb.v));
+		} else if (jv_key_is(&mb, "anchor")) {
+			const char *av, *ae, *cv, *ce;
+
+			if (jv_get(mb.v, mb.e, "realtime_ns", &av, &ae) &&
+			    jv_get(mb.v, mb.e, "clock_ns", &cv, &ce) &&
+			    jv_i64(av, ae, &m->realtime_ns) && jv_i64(cv, ce, &m->clock_ns))
+				m->has_anchor = true;
+		} else if (jv_key_is(&mb, "events_lost")) {
+			jv_u64(mb.v, mb.e, &m->events_lost);
+		} else if (jv_key_is(&mb, "events_recorded")) {
+			jv_u64(mb.v, mb.e, &m->events_recorded);
+		} else if (jv_key_is(&mb, "host_pids")) {
+			const char *p = mb.v, *ev, *ee;
+
+			while (jv_array_next(&p, mb.e, &ev, &ee))
+				if (jv_i64(ev, ee, &x))
+					add_host_pid(m, x);
+		}
+	}
+	/* A merged trace lists its processes in host_pids; a plain one is one. */
+	if (!m->nhost_pids && m->has_pid)
+		add_host_pid(m, m->pid);
+	return true;
+}
+
+void meta__free(struct trace_meta *m)
+{
+	buf__free(&m->raw);
+	buf__free(&m->rank);
+	free(m->hostname);
+	free(m->exe);
+	free(m->host_pids);
+	memset(m, 0, sizeof(*m));
+}
+
+void meta__each_lost(const struct trace_meta *m,
+		     void (*fn)(void *ctx, const char *reason, uint64_t n), void *ctx)
+{
+	const char *v, *e;
+	struct jv_iter it;
+	struct jv_member mb;
+	struct buf key = { 0 };
+	uint64_t n;
+
+	if (!m->present || !jv_get(m->raw.p, m->raw.p + m->raw.len, "lost_by_reason", &v, &e) ||
+	    !jv_iter_init(&it, v, e))
+		return;
+	while (jv_iter_next(&it, &mb)) {
+		if (!jv_u64(mb.v, mb.e, &n))
+			continue;
+		buf__reset(&key);
+		/* keys come undecoded from the iterator: decode via a quoted copy */
+		jv_str(mb.key - 1, mb.key + mb.klen + 1, &key);
+		fn(ctx, key.p ? key.p : "", n);
+	}
+	buf__free(&key);
+}
+
+/* ---- pidmap ---- */
+
+static size_t slot_of(int64_t key, size_t cap)
+{
+	uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static void pidmap__grow(struct pidmap *m)
+{
+	struct pidmap n = { 0 };
+
+	n.cap = m->cap ? m->cap * 2 : 16;
+	n.keys = calloc(n.cap, sizeof(*n.keys));
+	n.vals = calloc(n.cap, sizeof(*n.vals));
+	n.names = calloc(n.cap, sizeof(*n.names));
+	n.used = calloc(n.cap, sizeof(*n.used));
+	if (!n.keys || !n.vals || !n.names || !n.used) {
+		fprintf(stderr, "gputrace: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		size_t j = slot_of(m->keys[i], n.cap);
+
+		while (n.used[j])
+			j = (j + 1) & (n.cap - 1);
+		n.used[j] = true;
+		n.keys[j] = m->keys[i];
+		n.vals[j] = m->vals[i];
+		n.names[j] = m->names[i];
+	}
+	n.n = m->n;
+	free(m->keys);
+	free(m->vals);
+	free(m->names);
+	free(m->used);
+	*m = n;
+}
+
+long pidmap__find(struct pidmap *m, int64_t key, bool create)
+{
+	size_t j;
+
+	if (m->cap) {
+		for (j = slot_of(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
+			if (m->keys[j] == key)
+				return (long)j;
+	}
+	if (!create)
+		return -1;
+	if ((m->n + 1) * 2 > m->cap)
+		pidmap__grow(m);
+	for (j = slot_of(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
+		;
+	m->used[j] = true;
+	m->keys[j] = key;
+	m->vals[j] = key;
+	m->names[j] = NULL;
+	m->n++;
+	return (long)j;
+}
+
+bool pidmap__has(struct pidmap *m, int64_t key)
+{
+	return pidmap__find(m, key, false) >= 0;
+}
+
+void pidmap__free(struct pidmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->used[i])
+			free(m->names[i]);
+	free(m->keys);
+	free(m->vals);
+	free(m->names);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int64_t *pidmap__sorted_keys(const struct pidmap *m)
+{
+	int64_t *v = calloc(m->n + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v) {
+		fprintf(stderr, "gputrace: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->used[i])
+			v[k++] = m->keys[i];
+	qsort(v, k, sizeof(*v), cmp_i64);
+	return v;
+}

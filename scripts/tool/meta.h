@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the tool needs from a trace's top-level "gputrace" object (written
+ * by the library's writer, or by a previous merge), and a small map keyed
+ * by pid.
+ */
+#ifndef GPUTRACE_TOOL_META_H
+#define GPUTRACE_TOOL_META_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct trace_meta {
+	bool present;
+	struct buf raw;        /* the whole object, as written */
+	bool has_pid;
+	int64_t pid;
+	char *hostname;        /* NULL when absent or null */
+	char *exe;
+	struct buf rank;       /* raw JSON value ("0", "\"r3\""), empty when null/absent */
+	bool has_anchor;
+	int64_t realtime_ns;   /* anchor: CLOCK_REALTIME ... */
+	int64_t clock_ns;      /* ... taken with this value of the ts clock */
+	uint64_t events_lost;
+	uint64_t events_recorded;
+	int64_t *host_pids;    /* pids of traced processes (not device rows) */
+	size_t nhost_pids;
+};
+
+/* Parse [v, e) into m (zeroed first). False if it is not an object. */
+bool meta__parse(struct trace_meta *m, const char *v, const char *e);
+void meta__free(struct trace_meta *m);
+/* Call fn for each member of "lost_by_reason" (key decoded). */
+void meta__each_lost(const struct trace_meta *m, void (*fn)(void *ctx, const char *reason,
+							    uint64_t n),
+		     void *ctx);
+
+/* pid -> (pid, name) map, open addressing. */
+struct pidmap {
+	int64_t *keys;
+	int64_t *vals;
+	char **names;
+	bool *used;
+	size_t cap, n;
+};
+
+/* The slot index for key, created when create is true; -1 if absent. */
+long pidmap__find(struct pidmap *m, int64_t key, bool create);
+bool pidmap__has(struct pidmap *m, int64_t key);
+void pidmap__free(struct pidmap *m);
+/* Keys in ascending order (caller frees). */
+int64_t *pidmap__sorted_keys(const struct pidmap *m);
+
+#endif

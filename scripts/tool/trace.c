@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+#include "trace.h"
+
+/* The elements of an array whose '[' is next; events counted into *n. */
+static int scan_events(struct jr *r, const struct trace_ops *ops, struct buf *ev, uint64_t *n)
+{
+	int c;
+
+	jr_take(r); /* '[' */
+	if (jr_peek(r) == ']') {
+		jr_take(r);
+		return 0;
+	}
+	for (;;) {
+		buf__reset(ev);
+		if (jr_value(r, ev))
+			return -1;
+		if (ops->event && ops->event(ops->ctx, ev->p, ev->p + ev->len))
+			return jr_fail(r, "stopped");
+		(*n)++;
+		c = jr_peek(r);
+		jr_take(r);
+		if (c == ']')
+			return 0;
+		if (c != ',')
+			return jr_fail(r, c < 0 ? "unexpected end of input (truncated file?)"
+						: "',' or ']' expected in traceEvents");
+	}
+}
+
+int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
+{
+	struct jr r;
+	struct buf key = { 0 }, val = { 0 };
+	uint64_t nev = 0;
+	bool in_events = false, seen_events = false;
+	int c, ret = TRACE_OK, err;
+
+	err = jr_open(&r, path);
+	if (err) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, strerror(-err));
+		return TRACE_ERROR;
+	}
+	c = jr_peek(&r);
+	if (c == '[') {
+		/* The bare array form of the format. */
+		in_events = seen_events = true;
+		if (scan_events(&r, ops, &val, &nev))
+			goto fail;
+		goto done;
+	}
+	if (c != '{') {
+		jr_fail(&r, c < 0 ? "empty file" : "'{' or '[' expected");
+		goto fail;
+	}
+	jr_take(&r);
+	if (jr_peek(&r) == '}') {
+		jr_take(&r);
+		goto done;
+	}
+	for (;;) {
+		buf__reset(&key);
+		if (jr_peek(&r) != '"') {
+			jr_fail(&r, "member name expected");
+			goto fail;
+		}
+		if (jr_value(&r, &key))
+			goto fail;
+		if (jr_peek(&r) != ':') {
+			jr_fail(&r, "':' expected");
+			goto fail;
+		}
+		jr_take(&r);
+		if (!strcmp(key.p, "\"traceEvents\"") && jr_peek(&r) == '[') {
+			in_events = seen_events = true;
+			if (scan_events(&r, ops, &val, &nev))
+				goto fail;
+			in_events = false;
+		} else if (!strcmp(key.p, "\"gputrace\"")) {
+			buf__reset(&val);
+			if (jr_value(&r, &val))
+				goto fail;
+			if (ops->meta && ops->meta(ops->ctx, val.p, val.p + val.len)) {
+				jr_fail(&r, "stopped");
+				goto fail;
+			}
+		} else if (jr_value(&r, NULL)) {
+			goto fail;
+		}
+		c = jr_peek(&r);
+		jr_take(&r);
+		if (c == '}')
+			break;
+		if (c != ',') {
+			jr_fail(&r, c < 0 ? "unexpected end of input (truncated file?)"
+					  : "',' or '}' expected");
+			goto fail;
+		}
+	}
+done:
+	if (!seen_events)
+		fprintf(stderr, "%s: %s: no traceEvents array (an empty trace?)\n", who, path);
+	goto out;
+fail:
+	if (in_events && nev > 0 && strstr(r.err, "end of input")) {
+		/* A process that died mid-write: keep what is complete. */
+		fprintf(stderr, "%s: %s: truncated after %" PRIu64 " events (%s); using those\n", who,
+			path, nev, r.err);
+		ret = TRACE_TRUNCATED;
+	} else {
+		fprintf(stderr, "%s: %s: not a readable trace: %s\n", who, path, r.err);
+		ret = TRACE_ERROR;
+	}
+out:
+	jr_close(&r);
+	buf__free(&key);
+	buf__free(&val);
+	return ret;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading one trace file ({"traceEvents":[...], "gputrace":{...}, ...} or a
+ * bare array, plain or gzip'ed) as a stream: every event and the top-level
+ * "gputrace" object are handed to callbacks as raw JSON bytes, whatever
+ * the order of the keys. Memory use is one event.
+ */
+#ifndef GPUTRACE_TOOL_TRACE_H
+#define GPUTRACE_TOOL_TRACE_H
+
+#include <stddef.h>
+
+struct trace_ops {
+	void *ctx;
+	/* One element of traceEvents; nonzero stops the scan. */
+	int (*event)(void *ctx, const char *v, const char *e);
+	/* The top-level "gputrace" object. */
+	int (*meta)(void *ctx, const char *v, const char *e);
+};
+
+enum trace_scan_result {
+	TRACE_OK = 0,
+	TRACE_TRUNCATED = 1, /* cut short: everything before the cut was delivered */
+	TRACE_ERROR = -1,    /* not readable as a trace; message printed */
+};
+
+/* Message lines are prefixed with `who` ("gputrace merge"). */
+int trace__scan(const char *who, const char *path, const struct trace_ops *ops);
+
+#endif

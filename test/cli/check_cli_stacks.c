@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Call stacks (inject/stacks.c) through libstackapi.so: the calling
+ * functions' names, outermost first, the API call last, our own frames
+ * skipped; depth limit; one id per distinct stack, across threads; a full
+ * table drops (and counts) instead of blocking or allocating.
+ * Built with -rdynamic: outer_fn/middle_fn are found by dladdr, the static
+ * ones through the ELF symbol table.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
+
+uint64_t fake_api_call(void);
+void fake_set_depth(unsigned depth);
+int fake_format(uint64_t id, char *buf, size_t len);
+uint64_t fake_dropped(void);
+
+__attribute__((noinline)) uint64_t middle_fn(void)
+{
+	uint64_t id = fake_api_call();
+
+	KEEP_FRAME();
+	return id;
+}
+
+__attribute__((noinline)) uint64_t outer_fn(void)
+{
+	uint64_t id = middle_fn();
+
+	KEEP_FRAME();
+	return id;
+}
+
+__attribute__((noinline)) static uint64_t static_caller(void)
+{
+	uint64_t id = fake_api_call();
+
+	KEEP_FRAME();
+	return id;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+START_TEST(test_names_outermost_first)
+{
+	char buf[4096];
+	uint64_t id;
+
+	fake_set_depth(64);
+	id = outer_fn();
+	ck_assert_uint_ne(id, 0);
+	ck_assert_int_gt(fake_format(id, buf, sizeof(buf)), 0);
+	ck_assert_msg(ends_with(buf, ";outer_fn;middle_fn;fake_api_call"), "stack: %s", buf);
+	ck_assert_msg(strstr(buf, "main;") != NULL, "main missing: %s", buf);
+	ck_assert_msg(!strstr(buf, "inner_helper") && !strstr(buf, "gt_stack_capture") &&
+			      !strstr(buf, "stacks__"),
+		      "our own frames leaked: %s", buf);
+}
+END_TEST
+
+START_TEST(test_static_function_named)
+{
+	char buf[4096];
+	uint64_t id;
+
+	fake_set_depth(64);
+	id = static_caller();
+	ck_assert_int_gt(fake_format(id, buf, sizeof(buf)), 0);
+	ck_assert_msg(ends_with(buf, ";static_caller;fake_api_call"), "stack: %s", buf);
+}
+END_TEST
+
+START_TEST(test_depth_limit)
+{
+	char buf[256];
+
+	fake_set_depth(2);
+	ck_assert_int_gt(fake_format(outer_fn(), buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "middle_fn;fake_api_call");
+	fake_set_depth(1);
+	ck_assert_int_gt(fake_format(outer_fn(), buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "fake_api_call");
+	fake_set_depth(0);
+	ck_assert_uint_eq(outer_fn(), 0);
+}
+END_TEST
+
+START_TEST(test_interned_once)
+{
+	uint64_t a, b, c;
+
+	/* depth 3 stops at outer_fn: the two call sites below do not count */
+	fake_set_depth(3);
+	a = outer_fn();
+	b = outer_fn();
+	c = static_caller();
+	ck_assert_uint_ne(a, 0);
+	ck_assert_uint_eq(a, b);
+	ck_assert_uint_ne(a, c);
+}
+END_TEST
+
+static void *thread_body(void *arg)
+{
+	uint64_t *ids = arg;
+
+	for (int i = 0; i < 2000; i++) {
+		uint64_t id = outer_fn();
+
+		if (!ids[0])
+			ids[0] = id;
+		else if (id != ids[0])
+			ids[1]++;
+	}
+	return NULL;
+}
+
+START_TEST(test_threads_agree)
+{
+	pthread_t t[4];
+	uint64_t ids[4][2] = { { 0 } };
+
+	fake_set_depth(3); /* frames above outer_fn differ per thread: cut them */
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, thread_body, ids[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_ne(ids[i][0], 0);
+		ck_assert_uint_eq(ids[i][0], ids[0][0]);
+		ck_assert_uint_eq(ids[i][1], 0);
+	}
+	ck_assert_uint_eq(fake_dropped(), 0);
+}
+END_TEST
+
+/* Distinct stacks: recursion depth times call site. */
+__attribute__((noinline)) static uint64_t recurse(int n, int site)
+{
+	uint64_t id;
+
+	if (n > 0)
+		id = recurse(n - 1, site);
+	else if (site == 0)
+		id = fake_api_call();
+	else if (site == 1)
+		id = middle_fn();
+	else
+		id = static_caller();
+	KEEP_FRAME();
+	return id;
+}
+
+START_TEST(test_full_table_drops)
+{
+	/* this build has 64 slots; 3 sites x ~60 distinct depths are more */
+	char buf[8192];
+	uint64_t first, zeros = 0;
+
+	fake_set_depth(64);
+	first = outer_fn();
+	for (int site = 0; site < 3; site++)
+		for (int n = 0; n < 120; n++)
+			zeros += recurse(n, site) == 0;
+	ck_assert_uint_gt(zeros, 0);
+	ck_assert_uint_ge(fake_dropped(), zeros);
+	/* what was recorded before stays readable */
+	ck_assert_int_gt(fake_format(first, buf, sizeof(buf)), 0);
+	ck_assert_msg(ends_with(buf, ";outer_fn;middle_fn;fake_api_call"), "stack: %s", buf);
+}
+END_TEST
+
+START_TEST(test_format_truncates_outer_end)
+{
+	char buf[40];
+	int n;
+
+	fake_set_depth(64);
+	n = fake_format(outer_fn(), buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_lt(n, (int)sizeof(buf));
+	ck_assert_uint_eq(strlen(buf), (size_t)n);
+	ck_assert_msg(!strncmp(buf, "...;", 4), "no marker: %s", buf);
+	ck_assert_msg(ends_with(buf, "middle_fn;fake_api_call"), "stack: %s", buf);
+	ck_assert_int_eq(fake_format(0, buf, sizeof(buf)), -1);
+	ck_assert_int_eq(fake_format(99999, buf, sizeof(buf)), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stacks");
+	TCase *tc = tcase_create("stacks");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_names_outermost_first);
+	tcase_add_test(tc, test_static_function_named);
+	tcase_add_test(tc, test_depth_limit);
+	tcase_add_test(tc, test_interned_once);
+	tcase_add_test(tc, test_threads_agree);
+	tcase_add_test(tc, test_full_table_drops);
+	tcase_add_test(tc, test_format_truncates_outer_end);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

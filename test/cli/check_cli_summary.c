@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The summary aggregator (writer/summary.c) and the tool's JSON reading
+ * (scripts/tool/json.c), without a traced process: exact sums, busy time
+ * as a union of overlapping and out-of-order spans, bounded rows, the JSON
+ * read back with json-c; exact microsecond parsing; value boundaries.
+ */
+#include <check.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scripts/tool/json.h"
+#include "writer/summary.h"
+
+static void add(struct summary *s, const char *cat, const char *name, uint64_t start,
+		uint64_t dur, const char *device, uint64_t bytes, const char *kind)
+{
+	struct summary_span sp = { .cat = cat, .name = name, .start_ns = start, .dur_ns = dur,
+				   .device = device, .bytes = bytes, .copy_kind = kind };
+
+	summary__add(s, &sp);
+}
+
+static json_object *to_json(struct summary *s)
+{
+	char path[] = "/tmp/gputrace-summary-XXXXXX";
+	int fd = mkstemp(path);
+	json_object *o;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(summary__write_json(s, path, "t.json", 1234), 0);
+	o = json_object_from_file(path);
+	unlink(path);
+	ck_assert_ptr_nonnull(o);
+	return o;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	ck_assert_msg(json_object_object_get_ex(o, key, &v), "no key %s", key);
+	return v;
+}
+
+static int64_t geti(json_object *o, const char *key)
+{
+	return json_object_get_int64(get(o, key));
+}
+
+START_TEST(test_sums_and_order)
+{
+	struct summary *s = summary__new();
+	json_object *o, *k, *row;
+
+	add(s, "kernel", "small", 100, 10, "GPU 0", 0, NULL);
+	add(s, "kernel", "big", 200, 1000, "GPU 0", 0, NULL);
+	add(s, "kernel", "small", 1300, 30, "GPU 0", 0, NULL);
+	add(s, "ze_api", "zeLaunch", 90, 5, NULL, 0, NULL);
+	add(s, "gpu_memcpy", "Memcpy", 2000, 100, "GPU 0", 4096, "HtoD");
+	add(s, "gpu_memcpy", "Memcpy", 2200, 300, "GPU 0", 8192, "HtoD");
+	add(s, "gpu_memset", "Memset", 2600, 50, "GPU 0", 64, NULL);
+	add(s, "user_annotation", "step", 0, 3000, NULL, 0, NULL);
+	add(s, "overhead", "flush", 10, 7, NULL, 0, NULL);
+	summary__lost(s, "ring_full", 4);
+	summary__lost(s, "ring_full", 1);
+	summary__lost(s, "cupti_dropped", 2);
+	o = to_json(s);
+
+	k = get(o, "kernels");
+	ck_assert_int_eq(json_object_array_length(k), 2);
+	row = json_object_array_get_idx(k, 0);
+	ck_assert_str_eq(json_object_get_string(get(row, "name")), "big");
+	row = json_object_array_get_idx(k, 1);
+	ck_assert_str_eq(json_object_get_string(get(row, "name")), "small");
+	ck_assert_int_eq(geti(row, "count"), 2);
+	ck_assert_int_eq(geti(row, "total_ns"), 40);
+	ck_assert_int_eq(geti(row, "mean_ns"), 20);
+	ck_assert_int_eq(geti(row, "min_ns"), 10);
+	ck_assert_int_eq(geti(row, "max_ns"), 30);
+	ck_assert_double_eq_tol(json_object_get_double(get(row, "share")), 40.0 / 1040, 1e-6);
+
+	row = json_object_array_get_idx(get(o, "api_calls"), 0);
+	ck_assert_str_eq(json_object_get_string(get(row, "cat")), "ze_api");
+	ck_assert_int_eq(json_object_array_length(get(o, "annotations")), 1);
+
+	k = get(o, "copies");
+	ck_assert_int_eq(json_object_array_length(k), 2);
+	row = json_object_array_get_idx(k, 0);
+	ck_assert_str_eq(json_object_get_string(get(row, "kind")), "HtoD");
+	ck_assert_int_eq(geti(row, "bytes"), 12288);
+	ck_assert_int_eq(geti(row, "total_ns"), 400);
+	ck_assert_double_eq_tol(json_object_get_double(get(row, "bandwidth_bytes_per_s")),
+				12288 * 1e9 / 400, 1e3);
+	row = json_object_array_get_idx(k, 1);
+	ck_assert_str_eq(json_object_get_string(get(row, "kind")), "memset");
+
+	row = json_object_array_get_idx(get(o, "devices"), 0);
+	ck_assert_int_eq(geti(row, "spans"), 6);
+	ck_assert_int_eq(geti(row, "busy_ns"), 10 + 1000 + 30 + 100 + 300 + 50);
+	ck_assert_int_eq(geti(get(get(o, "totals"), "overhead"), "total_ns"), 7);
+	ck_assert_int_eq(geti(get(o, "lost"), "total"), 7);
+	ck_assert_int_eq(geti(get(get(o, "lost"), "by_reason"), "ring_full"), 5);
+	ck_assert_int_eq(geti(get(o, "window"), "start_ns"), 0);
+	ck_assert_int_eq(geti(get(o, "window"), "end_ns"), 3000);
+	json_object_put(o);
+	summary__free(s);
+}
+END_TEST
+
+START_TEST(test_busy_is_a_union)
+{
+	struct summary *s = summary__new();
+	json_object *o;
+	uint64_t expect = 0;
+
+	/* out of order and overlapping: [0,10) [20,30) [5,25) -> [0,30) */
+	add(s, "kernel", "k", 0, 10, "A", 0, NULL);
+	add(s, "kernel", "k", 20, 10, "A", 0, NULL);
+	add(s, "kernel", "k", 5, 20, "A", 0, NULL);
+	/* then 1000 disjoint spans in order, 2 queues interleaved (overlapping) */
+	for (int i = 0; i < 1000; i++) {
+		add(s, "kernel", "k", 1000 + i * 100ull, 50, "A", 0, NULL);
+		add(s, "kernel", "k", 1000 + i * 100ull + 25, 50, "A", 0, NULL);
+		expect += 75;
+	}
+	/* a second device is kept apart */
+	add(s, "kernel", "k", 0, 5, "B", 0, NULL);
+	o = to_json(s);
+	json_object *dev = json_object_array_get_idx(get(o, "devices"), 0);
+	ck_assert_str_eq(json_object_get_string(get(dev, "name")), "A");
+	ck_assert_int_eq(geti(dev, "busy_ns"), 30 + expect);
+	dev = json_object_array_get_idx(get(o, "devices"), 1);
+	ck_assert_int_eq(geti(dev, "busy_ns"), 5);
+	json_object_put(o);
+	summary__free(s);
+}
+END_TEST
+
+START_TEST(test_rows_are_bounded)
+{
+	struct summary *s = summary__new();
+	json_object *o, *k;
+	char name[32];
+
+	for (int i = 0; i < 70000; i++) {
+		snprintf(name, sizeof(name), "kernel_%d", i);
+		add(s, "kernel", name, (uint64_t)i, 1, "GPU", 0, NULL);
+	}
+	o = to_json(s);
+	k = get(o, "kernels");
+	/* 65536 names, then one "(other)" row with the rest */
+	ck_assert_int_eq(json_object_array_length(k), 65537);
+	json_object *first = json_object_array_get_idx(k, 0);
+	ck_assert_str_eq(json_object_get_string(get(first, "name")), "(other)");
+	ck_assert_int_eq(geti(first, "count"), 70000 - 65536);
+	ck_assert_int_eq(geti(get(get(o, "totals"), "kernels"), "count"), 70000);
+	json_object_put(o);
+	summary__free(s);
+}
+END_TEST
+
+START_TEST(test_print_block_is_indented)
+{
+	struct summary *s = summary__new();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	add(s, "kernel", "k", 0, 10, "GPU 0", 0, NULL);
+	add(s, "ze_api", "zeX", 0, 10, NULL, 0, NULL);
+	summary__lost(s, "ring_full", 2);
+	summary__print(s, f, "/tmp/x.json", 100);
+	fclose(f);
+	ck_assert_msg(!strncmp(text, "gputrace summary: /tmp/x.json\n", 30), "%s", text);
+	for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1)
+		ck_assert_msg(!strncmp(line, "  ", 2), "unindented line in:\n%s", text);
+	ck_assert_ptr_nonnull(strstr(text, "lost events: 2 (ring_full 2)"));
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
+static int64_t us_ns(const char *s)
+{
+	int64_t ns = -42;
+
+	ck_assert_msg(jv_us_to_ns(s, s + strlen(s), &ns), "parse %s", s);
+	return ns;
+}
+
+START_TEST(test_exact_microseconds)
+{
+	ck_assert_int_eq(us_ns("123.456"), 123456);
+	ck_assert_int_eq(us_ns("12"), 12000);
+	ck_assert_int_eq(us_ns("0.5"), 500);
+	ck_assert_int_eq(us_ns("0.0005"), 1);
+	ck_assert_int_eq(us_ns("-1.5"), -1500);
+	ck_assert_int_eq(us_ns("1e3"), 1000000);
+	ck_assert_int_eq(us_ns("\"7.001\""), 7001);
+	/* 100 days of uptime in ns: beyond a double's exact integers */
+	ck_assert_int_eq(us_ns("8640000000000.123"), 8640000000000123ll);
+	int64_t x;
+	ck_assert(!jv_us_to_ns("abc", "abc" + 3, &x));
+	ck_assert(!jv_us_to_ns("", "", &x));
+
+	struct buf b = { 0 };
+	json_ns_as_us(&b, 8640000000000123ll);
+	ck_assert_str_eq(b.p, "8640000000000.123");
+	buf__reset(&b);
+	json_ns_as_us(&b, -5);
+	ck_assert_str_eq(b.p, "-0.005");
+	buf__free(&b);
+}
+END_TEST
+
+START_TEST(test_value_boundaries)
+{
+	const char *doc = "{\"a\":\"x}],\\\"y\",\"b\":[1,{\"c\":\"]\"}],\"n\":-1.5e2}";
+	const char *e = doc + strlen(doc), *v, *ve;
+	struct buf s = { 0 };
+
+	ck_assert(jv_get(doc, e, "a", &v, &ve));
+	ck_assert(jv_str(v, ve, &s));
+	ck_assert_str_eq(s.p, "x}],\"y");
+	ck_assert(jv_get(doc, e, "b", &v, &ve));
+	ck_assert_int_eq((int)(ve - v), (int)strlen("[1,{\"c\":\"]\"}]"));
+	ck_assert(jv_get(doc, e, "n", &v, &ve));
+	ck_assert_int_eq((int)(ve - v), 6);
+	ck_assert(!jv_get(doc, e, "zz", &v, &ve));
+	const char *u = "\"caf\\u00e9 \\ud83d\\ude00\"";
+	ck_assert(jv_str(u, u + strlen(u), &s));
+	ck_assert_str_eq(s.p, "caf\xc3\xa9 \xf0\x9f\x98\x80");
+	buf__free(&s);
+}
+END_TEST
+
+START_TEST(test_stream_reader)
+{
+	char path[] = "/tmp/gputrace-jr-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	struct jr r;
+	struct buf v = { 0 };
+	int n = 0;
+
+	/* values longer than the reader's chunk, strings with brackets */
+	fputs("[", f);
+	for (int i = 0; i < 20000; i++)
+		fprintf(f, "%s{\"name\":\"k]}%d\",\"args\":{\"s\":\"\\\"[\"}}", i ? ",\n" : "", i);
+	fputs("]", f);
+	fclose(f);
+	ck_assert_int_eq(jr_open(&r, path), 0);
+	ck_assert_int_eq(jr_peek(&r), '[');
+	jr_take(&r);
+	for (;;) {
+		const char *nv, *ne;
+		char want[32];
+
+		buf__reset(&v);
+		ck_assert_int_eq(jr_value(&r, &v), 0);
+		ck_assert(jv_get(v.p, v.p + v.len, "name", &nv, &ne));
+		snprintf(want, sizeof(want), "\"k]}%d\"", n);
+		ck_assert_int_eq((int)(ne - nv), (int)strlen(want));
+		ck_assert(!memcmp(nv, want, strlen(want)));
+		n++;
+		int c = jr_peek(&r);
+		jr_take(&r);
+		if (c == ']')
+			break;
+		ck_assert_int_eq(c, ',');
+	}
+	ck_assert_int_eq(n, 20000);
+	ck_assert_int_eq(jr_peek(&r), -1);
+	jr_close(&r);
+	buf__free(&v);
+	unlink(path);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("summary");
+	TCase *tc = tcase_create("summary");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_sums_and_order);
+	tcase_add_test(tc, test_busy_is_a_union);
+	tcase_add_test(tc, test_rows_are_bounded);
+	tcase_add_test(tc, test_print_block_is_indented);
+	tcase_add_test(tc, test_exact_microseconds);
+	tcase_add_test(tc, test_value_boundaries);
+	tcase_add_test(tc, test_stream_reader);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

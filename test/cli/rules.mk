@@ -1,0 +1,48 @@
+# The gputrace command's tests: Check units for the summary aggregator, the
+# tool's JSON reader and call stacks; programs and a plug-in for the
+# end-to-end tests (test/cli/test_*.py).
+CLI_OUT  := $(BUILD)/test/cli
+CLI_LIBS := -lcheck -lsubunit -lm -lrt -lpthread
+
+$(BUILD)/test/check_cli_summary: test/cli/check_cli_summary.c writer/summary.c \
+		scripts/tool/json.c scripts/tool/json.h scripts/tool/buf.h writer/summary.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ test/cli/check_cli_summary.c writer/summary.c \
+	  scripts/tool/json.c -lz -ljson-c $(CLI_LIBS)
+
+# stacks.c in a shared object of its own (as in libgputrace.so), with a small
+# table so the test can fill it.
+$(CLI_OUT)/libstackapi.so: inject/stacks.c inject/stacks.h test/cli/stack_api.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_SLOTS=64 -shared -o $@ inject/stacks.c \
+	  test/cli/stack_api.c -ldl -lpthread
+
+$(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstackapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -rdynamic -o $@ $< -L$(CLI_OUT) -lstackapi \
+	  -Wl,-rpath,$(abspath $(CLI_OUT)) $(CLI_LIBS)
+
+# The plug-in against the header as installed (<gputrace/gputrace_plugin.h>).
+$(CLI_OUT)/include/gputrace/gputrace_plugin.h: backends/gputrace_plugin.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(CLI_OUT)/plugin/libclitest.so: test/cli/cliplug.c $(CLI_OUT)/include/gputrace/gputrace_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -fvisibility=hidden -I$(CLI_OUT)/include -shared -o $@ $<
+
+$(CLI_OUT)/spawn: test/cli/spawn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+
+TEST_BUILD += $(BUILD)/test/check_cli_summary $(BUILD)/test/check_cli_stacks \
+	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn
+
+ifeq ($(HAVE_ZE),1)
+# -rdynamic: dladdr names run_training/run_step; query_version comes from .symtab.
+$(CLI_OUT)/stack_app: test/cli/stack_app.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -rdynamic -o $@ $< -lze_loader -lpthread
+
+TEST_BUILD += $(CLI_OUT)/stack_app
+endif

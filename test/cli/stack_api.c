@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libstackapi.so for check_cli_stacks: inject/stacks.c built into a shared
+ * object of its own, as in libgputrace.so, behind one exported "API call"
+ * (fake_api_call) whose frame must be the last of every stack; the
+ * library's other frames must be skipped. Stands in for the config and
+ * logging of the real library.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "inject/config.h"
+#include "inject/stacks.h"
+
+struct gt_config gt_cfg;
+GT_TLS int gt_in_tracer;
+
+void gt_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("gputrace: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+GT_EXPORT void fake_set_depth(unsigned depth)
+{
+	gt_cfg.stacks = depth;
+}
+
+/* An internal frame between the API entry and the capture, as in a wrapper. */
+__attribute__((noinline)) static uint64_t inner_helper(void)
+{
+	uint64_t id = gt_stack_capture();
+
+	__asm__ __volatile__("" ::: "memory");
+	return id;
+}
+
+GT_EXPORT __attribute__((noinline)) uint64_t fake_api_call(void)
+{
+	uint64_t id = inner_helper();
+
+	__asm__ __volatile__("" ::: "memory");
+	return id;
+}
+
+GT_EXPORT int fake_format(uint64_t id, char *buf, size_t len)
+{
+	return stacks__format(id, buf, len);
+}
+
+GT_EXPORT uint64_t fake_dropped(void)
+{
+	return stacks__dropped();
+}

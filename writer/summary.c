@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The summary aggregator (see writer/summary.h). Rows are kept in hash
+ * tables keyed by name, so memory grows with the number of distinct
+ * kernels/calls, never with the number of events; past SUMMARY_MAX_ROWS
+ * distinct names per table the rest is folded into one "(other)" row.
+ *
+ * Not thread-safe: the writer (one drain thread) or the tool feeds it.
+ * Compiled into libgputrace.so and linked into gputrace-tool: libc only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "writer/summary.h"
+
+#define SUMMARY_MAX_ROWS 65536  /* distinct names per table */
+#define SUMMARY_TOP      10     /* rows printed per table */
+#define BUSY_PENDING     64     /* open busy intervals kept per device */
+#define NAME_COLUMNS     44     /* printed name width */
+#define OTHER_ROW        "(other)"
+
+/* One aggregated row: a kernel, an API call, a copy direction, a device. */
+struct row {
+	char *name;
+	char *cat;        /* API calls: the category of the first call seen */
+	uint64_t count;
+	uint64_t total_ns;
+	uint64_t min_ns;
+	uint64_t max_ns;
+	uint64_t bytes;
+	/* devices: busy time as a union of spans. Disjoint intervals sorted
+	 * by start; the oldest one retires into busy_done when the list is
+	 * full (spans arrive nearly in time order, so it is not hit again). */
+	uint64_t busy_done;
+	uint64_t first_ns, last_ns;
+	unsigned npending;
+	uint64_t (*pending)[2];
+};
+
+struct table {
+	struct row *rows;  /* open addressing, name == NULL is empty */
+	size_t cap;        /* power of two */
+	size_t used;
+	bool full;         /* SUMMARY_MAX_ROWS reached: new names go to OTHER_ROW */
+};
+
+enum { T_KERNELS, T_API, T_ANNOTATIONS, T_COPIES, T_DEVICES, T_LOST, T__COUNT };
+
+struct summary {
+	struct table t[T__COUNT];
+	uint64_t spans;
+	uint64_t first_ns, last_ns; /* window over all spans */
+	uint64_t overhead_count, overhead_ns;
+	uint64_t lost_total;
+	bool oom;                   /* an allocation failed: numbers are partial */
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static struct row *table__probe(struct row *rows, size_t cap, const char *name)
+{
+	size_t i = hash_name(name) & (cap - 1);
+
+	while (rows[i].name && strcmp(rows[i].name, name))
+		i = (i + 1) & (cap - 1);
+	return &rows[i];
+}
+
+static int table__grow(struct table *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 64;
+	struct row *nrows = calloc(ncap, sizeof(*nrows));
+
+	if (!nrows)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->rows[i].name)
+			*table__probe(nrows, ncap, t->rows[i].name) = t->rows[i];
+	free(t->rows);
+	t->rows = nrows;
+	t->cap = ncap;
+	return 0;
+}
+
+/* The row for name, created empty on first use; NULL only without memory. */
+static struct row *table__get(struct summary *s, struct table *t, const char *name)
+{
+	struct row *r;
+
+	if (!name)
+		name = "";
+	if (t->cap) {
+		r = table__probe(t->rows, t->cap, name);
+		if (r->name)
+			return r;
+	}
+	if (t->used >= SUMMARY_MAX_ROWS && strcmp(name, OTHER_ROW)) {
+		t->full = true;
+		return table__get(s, t, OTHER_ROW);
+	}
+	if ((t->used + 1) * 4 > t->cap * 3 && table__grow(t)) {
+		s->oom = true;
+		return NULL;
+	}
+	r = table__probe(t->rows, t->cap, name);
+	r->name = strdup(name);
+	if (!r->name) {
+		s->oom = true;
+		return NULL;
+	}
+	r->min_ns = UINT64_MAX;
+	t->used++;
+	return r;
+}
+
+static void row__account(struct row *r, uint64_t dur_ns, uint64_t bytes)
+{
+	r->count++;
+	r->total_ns += dur_ns;
+	r->bytes += bytes;
+	if (dur_ns < r->min_ns)
+		r->min_ns = dur_ns;
+	if (dur_ns > r->max_ns)
+		r->max_ns = dur_ns;
+}
+
+/* Add [start, end) to the device's union of busy intervals. */
+static void row__busy(struct summary *s, struct row *r, uint64_t start, uint64_t end)
+{
+	uint64_t (*p)[2];
+	unsigned i, j, n;
+
+	if (!r->pending) {
+		r->pending = calloc(BUSY_PENDING + 1, sizeof(*r->pending));
+		if (!r->pending) {
+			s->oom = true;
+			return;
+		}
+	}
+	if (r->count == 1 || start < r->first_ns)
+		r->first_ns = start;
+	if (end > r->last_ns)
+		r->last_ns = end;
+	if (end <= start)
+		return;
+	p = r->pending;
+	n = r->npending;
+	/* first interval ending at or after start: the ones before stay */
+	for (i = 0; i < n && p[i][1] < start; i++)
+		;
+	/* intervals [i, j) touch the new one: merge them into it */
+	for (j = i; j < n && p[j][0] <= end; j++) {
+		if (p[j][0] < start)
+			start = p[j][0];
+		if (p[j][1] > end)
+			end = p[j][1];
+	}
+	memmove(&p[i + 1], &p[j], (n - j) * sizeof(*p));
+	p[i][0] = start;
+	p[i][1] = end;
+	n = n - (j - i) + 1;
+	if (n > BUSY_PENDING) {
+		r->busy_done += p[0][1] - p[0][0];
+		memmove(&p[0], &p[1], (n - 1) * sizeof(*p));
+		n--;
+	}
+	r->npending = n;
+}
+
+static uint64_t row__busy_ns(const struct row *r)
+{
+	uint64_t busy = r->busy_done;
+
+	for (unsigned i = 0; i < r->npending; i++)
+		busy += r->pending[i][1] - r->pending[i][0];
+	return busy;
+}
+
+struct summary *summary__new(void)
+{
+	return calloc(1, sizeof(struct summary));
+}
+
+void summary__free(struct summary *s)
+{
+	if (!s)
+		return;
+	for (int k = 0; k < T__COUNT; k++) {
+		struct table *t = &s->t[k];
+
+		for (size_t i = 0; i < t->cap; i++) {
+			free(t->rows[i].name);
+			free(t->rows[i].cat);
+			free(t->rows[i].pending);
+		}
+		free(t->rows);
+	}
+	free(s);
+}
+
+static bool is_cat(const char *cat, const char *want)
+{
+	return cat && !strcmp(cat, want);
+}
+
+void summary__add(struct summary *s, const struct summary_span *sp)
+{
+	uint64_t end = sp->start_ns + sp->dur_ns;
+	struct row *r;
+
+	if (!s)
+		return;
+	if (!s->spans || sp->start_ns < s->first_ns)
+		s->first_ns = sp->start_ns;
+	if (end > s->last_ns)
+		s->last_ns = end;
+	s->spans++;
+
+	if (sp->device) {
+		r = table__get(s, &s->t[T_DEVICES], sp->device);
+		if (r) {
+			r->count++;
+			r->total_ns += sp->dur_ns;
+			row__busy(s, r, sp->start_ns, end);
+		}
+		if (is_cat(sp->cat, "kernel")) {
+			r = table__get(s, &s->t[T_KERNELS], sp->name);
+		} else if (is_cat(sp->cat, "gpu_memcpy")) {
+			r = table__get(s, &s->t[T_COPIES], sp->copy_kind && *sp->copy_kind ?
+							      sp->copy_kind : "copy");
+		} else if (is_cat(sp->cat, "gpu_memset")) {
+			r = table__get(s, &s->t[T_COPIES], "memset");
+		} else {
+			return;
+		}
+		if (r)
+			row__account(r, sp->dur_ns, sp->bytes);
+		return;
+	}
+
+	if (is_cat(sp->cat, "overhead")) {
+		s->overhead_count++;
+		s->overhead_ns += sp->dur_ns;
+		return;
+	}
+	if (is_cat(sp->cat, "user_annotation")) {
+		r = table__get(s, &s->t[T_ANNOTATIONS], sp->name);
+	} else {
+		r = table__get(s, &s->t[T_API], sp->name);
+		if (r && !r->cat && sp->cat)
+			r->cat = strdup(sp->cat);
+	}
+	if (r)
+		row__account(r, sp->dur_ns, 0);
+}
+
+void summary__lost(struct summary *s, const char *reason, uint64_t n)
+{
+	struct row *r;
+
+	if (!s || !n)
+		return;
+	s->lost_total += n;
+	r = table__get(s, &s->t[T_LOST], reason && *reason ? reason : "unknown");
+	if (r)
+		r->count += n;
+}
+
+/* ---- reporting ---- */
+
+static int cmp_total_desc(const void *a, const void *b)
+{
+	const struct row *x = *(const struct row *const *)a, *y = *(const struct row *const *)b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct row *const *)a)->name, (*(const struct row *const *)b)->name);
+}
+
+/* The table's rows sorted (by total time, or by name), and sums. Caller frees. */
+static const struct row **table__sorted(const struct table *t, bool by_name, uint64_t *count,
+					uint64_t *total_ns, uint64_t *bytes)
+{
+	const struct row **v = calloc(t->used + 1, sizeof(*v));
+	size_t n = 0;
+
+	*count = *total_ns = 0;
+	if (bytes)
+		*bytes = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct row *r = &t->rows[i];
+
+		if (!r->name)
+			continue;
+		v[n++] = r;
+		*count += r->count;
+		*total_ns += r->total_ns;
+		if (bytes)
+			*bytes += r->bytes;
+	}
+	qsort(v, n, sizeof(*v), by_name ? cmp_name : cmp_total_desc);
+	return v;
+}
+
+static const char *fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 10000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 10000000)
+		snprintf(buf, len, "%.3f us", ns / 1e3);
+	else if (ns < 10000000000ull)
+		snprintf(buf, len, "%.3f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	if (b < 1024)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else if (b < 1024 * 1024)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else if (b < 1024ull * 1024 * 1024)
+		snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
+	else
+		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+	return buf;
+}
+
+/* Long (templated) names are cut in the table; the JSON has them whole. */
+static const char *fmt_name(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < len && n <= NAME_COLUMNS)
+		return name;
+	snprintf(buf, len, "%.*s...", NAME_COLUMNS - 3, name);
+	return buf;
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : 0.0;
+}
+
+static void print_timed_table(FILE *f, const struct table *t, const char *title,
+			      const char *unit)
+{
+	uint64_t count, total;
+	const struct row **v = table__sorted(t, false, &count, &total, NULL);
+	char a[32], b[32], c[32], d[32], nb[NAME_COLUMNS + 8];
+
+	if (!v || !t->used) {
+		free(v);
+		return;
+	}
+	fprintf(f, "  %s: %zu distinct, %" PRIu64 " %s, %s total\n", title, t->used, count, unit,
+		fmt_ns(a, sizeof(a), total));
+	fprintf(f, "    %-*s %9s %12s %12s %12s %12s %6s\n", NAME_COLUMNS, "name", "count",
+		"total", "mean", "min", "max", "share");
+	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
+		const struct row *r = v[i];
+
+		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s %12s %5.1f%%\n", NAME_COLUMNS,
+			fmt_name(nb, sizeof(nb), r->name), r->count,
+			fmt_ns(a, sizeof(a), r->total_ns), fmt_ns(b, sizeof(b), r->total_ns / r->count),
+			fmt_ns(c, sizeof(c), r->min_ns), fmt_ns(d, sizeof(d), r->max_ns),
+			100.0 * share(r->total_ns, total));
+	}
+	if (t->used > SUMMARY_TOP)
+		fprintf(f, "    ... %zu more (see --summary-json)\n", t->used - SUMMARY_TOP);
+	free(v);
+}
+
+static double bandwidth(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes * 1e9 / (double)ns : 0.0;
+}
+
+static void print_copies(FILE *f, const struct table *t)
+{
+	uint64_t count, total, bytes;
+	const struct row **v = table__sorted(t, false, &count, &total, &bytes);
+	char a[32], b[32];
+
+	if (!v || !t->used) {
+		free(v);
+		return;
+	}
+	fprintf(f, "  copies and fills: %" PRIu64 " operations, %s, %s total\n", count,
+		fmt_bytes(a, sizeof(a), bytes), fmt_ns(b, sizeof(b), total));
+	fprintf(f, "    %-10s %9s %12s %12s %12s\n", "kind", "count", "bytes", "total", "bandwidth");
+	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
+		const struct row *r = v[i];
+
+		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %8.2f GB/s\n", r->name, r->count,
+			fmt_bytes(a, sizeof(a), r->bytes), fmt_ns(b, sizeof(b), r->total_ns),
+			bandwidth(r->bytes, r->total_ns) / 1e9);
+	}
+	free(v);
+}
+
+static void print_devices(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_DEVICES];
+	uint64_t count, total, window = s->last_ns - s->first_ns;
+	const struct row **v = table__sorted(t, true, &count, &total, NULL);
+	char a[32], b[32];
+
+	if (!v || !t->used) {
+		free(v);
+		return;
+	}
+	fprintf(f, "  devices:\n");
+	for (size_t i = 0; i < t->used; i++) {
+		const struct row *r = v[i];
+		uint64_t busy = row__busy_ns(r);
+
+		fprintf(f, "    %-*s busy %s of %s (%.1f%%), %" PRIu64 " spans\n", NAME_COLUMNS - 14,
+			r->name, fmt_ns(a, sizeof(a), busy), fmt_ns(b, sizeof(b), window),
+			100.0 * share(busy, window), r->count);
+	}
+	free(v);
+}
+
+static void print_lost(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_LOST];
+	uint64_t count, total;
+	const struct row **v;
+
+	if (!s->lost_total) {
+		fprintf(f, "  lost events: 0\n");
+		return;
+	}
+	v = table__sorted(t, true, &count, &total, NULL);
+	fprintf(f, "  lost events: %" PRIu64 " (", s->lost_total);
+	for (size_t i = 0; v && i < t->used; i++)
+		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", v[i]->name, v[i]->count);
+	fprintf(f, ")\n");
+	free(v);
+}
+
+void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
+{
+	char a[32], b[32];
+
+	if (!s || !f)
+		return;
+	/* The first line is the marker tests and users split stderr on; every
+	 * other line of the block is indented. */
+	fprintf(f, "gputrace summary: %s\n", trace_path ? trace_path : "(no trace file)");
+	fprintf(f, "  trace: %s, %" PRIu64 " spans over %s\n", fmt_bytes(a, sizeof(a), trace_bytes),
+		s->spans, fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
+	print_timed_table(f, &s->t[T_KERNELS], "kernels", "launches");
+	print_timed_table(f, &s->t[T_API], "API calls", "calls");
+	print_timed_table(f, &s->t[T_ANNOTATIONS], "annotations", "ranges");
+	print_copies(f, &s->t[T_COPIES]);
+	print_devices(f, s);
+	if (s->overhead_count)
+		fprintf(f, "  tracer overhead: %" PRIu64 " spans, %s\n", s->overhead_count,
+			fmt_ns(a, sizeof(a), s->overhead_ns));
+	print_lost(f, s);
+	if (s->oom)
+		fprintf(f, "  (out of memory while summarizing: numbers are partial)\n");
+	fflush(f);
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void json_timed_rows(FILE *f, const char *key, const struct table *t, bool with_cat,
+			    bool with_bytes, uint64_t *sum_count, uint64_t *sum_total,
+			    uint64_t *sum_bytes)
+{
+	uint64_t count, total, bytes;
+	const struct row **v = table__sorted(t, false, &count, &total, &bytes);
+
+	fprintf(f, ",\n\"%s\":[", key);
+	for (size_t i = 0; v && i < t->used; i++) {
+		const struct row *r = v[i];
+
+		fprintf(f, "%s\n {\"%s\":", i ? "," : "", with_bytes ? "kind" : "name");
+		json_str(f, r->name);
+		if (with_cat) {
+			fputs(",\"cat\":", f);
+			json_str(f, r->cat);
+		}
+		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64
+			   ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64,
+			r->count, r->total_ns, r->count ? r->total_ns / r->count : 0,
+			r->count ? r->min_ns : 0, r->max_ns);
+		if (with_bytes)
+			fprintf(f, ",\"bytes\":%" PRIu64 ",\"bandwidth_bytes_per_s\":%.6g", r->bytes,
+				bandwidth(r->bytes, r->total_ns));
+		else
+			fprintf(f, ",\"share\":%.6f", share(r->total_ns, total));
+		fputc('}', f);
+	}
+	fputs("]", f);
+	*sum_count = count;
+	*sum_total = total;
+	if (sum_bytes)
+		*sum_bytes = bytes;
+	free(v);
+}
+
+int summary__write_json(struct summary *s, const char *path, const char *trace_path,
+			uint64_t trace_bytes)
+{
+	uint64_t kc, kt, ac, at, nc, nt, cc, ct, cb, dc, dt;
+	uint64_t window = s && s->spans ? s->last_ns - s->first_ns : 0;
+	const struct row **v;
+	FILE *f;
+	int err = 0;
+
+	if (!s || !path || !*path)
+		return -EINVAL;
+	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f)
+		return -errno;
+	fputs("{\"schema\":\"gputrace-summary\",\"version\":1,\n\"trace\":{\"path\":", f);
+	if (trace_path)
+		json_str(f, trace_path);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"bytes\":%" PRIu64 "},\n\"window\":{\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+		   ",\"duration_ns\":%" PRIu64 "},\n\"spans\":%" PRIu64,
+		trace_bytes, s->spans ? s->first_ns : 0, s->spans ? s->last_ns : 0, window, s->spans);
+
+	json_timed_rows(f, "kernels", &s->t[T_KERNELS], false, false, &kc, &kt, NULL);
+	json_timed_rows(f, "api_calls", &s->t[T_API], true, false, &ac, &at, NULL);
+	json_timed_rows(f, "annotations", &s->t[T_ANNOTATIONS], false, false, &nc, &nt, NULL);
+	json_timed_rows(f, "copies", &s->t[T_COPIES], false, true, &cc, &ct, &cb);
+
+	v = table__sorted(&s->t[T_DEVICES], true, &dc, &dt, NULL);
+	fputs(",\n\"devices\":[", f);
+	for (size_t i = 0; v && i < s->t[T_DEVICES].used; i++) {
+		const struct row *r = v[i];
+		uint64_t busy = row__busy_ns(r);
+
+		fprintf(f, "%s\n {\"name\":", i ? "," : "");
+		json_str(f, r->name);
+		fprintf(f, ",\"spans\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"span_total_ns\":%" PRIu64
+			   ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"utilization\":%.6f}",
+			r->count, busy, r->total_ns, r->first_ns, r->last_ns, share(busy, window));
+	}
+	free(v);
+
+	fprintf(f, "],\n\"totals\":{"
+		   "\"kernels\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"api_calls\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"annotations\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"copies\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"overhead\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}},\n",
+		s->t[T_KERNELS].used, kc, kt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
+		nt, cc, cb, ct, s->overhead_count, s->overhead_ns);
+
+	v = table__sorted(&s->t[T_LOST], true, &dc, &dt, NULL);
+	fprintf(f, "\"lost\":{\"total\":%" PRIu64 ",\"by_reason\":{", s->lost_total);
+	for (size_t i = 0; v && i < s->t[T_LOST].used; i++) {
+		fputs(i ? "," : "", f);
+		json_str(f, v[i]->name);
+		fprintf(f, ":%" PRIu64, v[i]->count);
+	}
+	free(v);
+	fprintf(f, "}},\n\"partial\":%s}\n", s->oom ? "true" : "false");
+
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (f != stdout && fclose(f) && !err)
+		err = -errno;
+	return err;
+}
