@@ -62,6 +62,8 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 	if (atomic_load(&gt_st.phase) != GT_PHASE_RUNNING)
 		return;
 	atomic_store(&gt_end_reason, why);
+	if (from_signal)
+		atomic_store(&gt_st.crashing, true);
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
 	 * Not from a signal handler: vendor libraries are not signal-safe. */

@@ -102,6 +102,26 @@ static void ring_register(struct ring *r)
 						      memory_order_relaxed));
 }
 
+/*
+ * exit() runs atexit handlers in reverse order of registration, and the
+ * loader's _dl_fini (every library destructor, the vendor runtimes' among
+ * them) was registered when main() was entered. Registering from the first
+ * event, after that, makes our exit handler run while vendor libraries still
+ * work. The destructor stays as the fallback.
+ */
+static void at_exit_finish(void)
+{
+	gt_finish("exit", 5000);
+}
+
+static void register_exit_handler(void)
+{
+	static _Atomic int registered;
+
+	if (!atomic_exchange(&registered, 1))
+		atexit(at_exit_finish);
+}
+
 static struct ring *ring_for_thread(void)
 {
 	struct ring *r = tls_ring;
@@ -117,6 +137,7 @@ static struct ring *ring_for_thread(void)
 	tls_ring = r;
 	pthread_setspecific(ring_key, r);
 	ring_register(r);
+	register_exit_handler();
 	return r;
 }
 
@@ -133,7 +154,10 @@ GT_HIDDEN void shim__forget_rings(void)
 	tls_ring = NULL;
 	tls_tid = 0;
 	tls_corr_next = tls_corr_end = 0;
+	/* else this thread's exit would mark the unmapped ring dead */
+	pthread_setspecific(ring_key, NULL);
 }
+
 
 int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {

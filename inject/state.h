@@ -4,6 +4,7 @@
 #define GPUTRACE_STATE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "event.h"
@@ -22,6 +23,7 @@ enum gt_phase {
 struct gt_state {
 	_Atomic int init_state; /* 0 none, 1 running, 2 done */
 	_Atomic int phase;      /* enum gt_phase */
+	_Atomic bool crashing;  /* finishing from a fatal signal handler */
 	struct ring *_Atomic rings;
 	_Atomic uint32_t thread_serial;
 	_Atomic uint64_t corr_blocks;

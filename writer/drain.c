@@ -805,7 +805,9 @@ void writer__cycle(bool final)
 		W.last_dlopen_poll_ns = now;
 		lifecycle__poll_dlopen();
 	}
-	shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
+	/* After a crash, vendor libraries may hold locks the dead thread took. */
+	if (!atomic_load(&gt_st.crashing))
+		shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
 	if (final)
 		atomic_store(&gt_st.phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_st.phase) == GT_PHASE_OFF) {
@@ -944,21 +946,11 @@ int writer__sync(bool final, unsigned timeout_ms)
 void writer__forget(void)
 {
 	/* The parent's file and thread are not ours: close our copy of the
-	 * descriptor, drop buffered bytes, keep nothing of its bookkeeping. */
+	 * descriptor and start over. Nothing is freed: the parent's drain
+	 * thread may have been inside a realloc of these buffers when fork()
+	 * copied them, so their pointers are not to be trusted. */
 	if (W.opened && W.out.fd >= 0)
 		close(W.out.fd);
-	W.out.fd = -1;
-	if (W.out.z_open)
-		deflateEnd(&W.out.z);
-	free(W.out.zbuf);
-	jbuf__free(&W.buf);
-	jbuf__free(&W.trailer);
-	free(W.corr);
-	free(W.pend);
-	free(W.tids);
-	free(W.dead);
-	if (W.sum)
-		summary__free(W.sum);
 	memset(&W, 0, sizeof(W));
 	pthread_mutex_init(&W.cycle_lock, NULL);
 }
