@@ -319,7 +319,7 @@ static void exe_name(char *out, size_t len)
 		path[n] = 0;
 		base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	}
-	snprintf(out, len, "%s", base && *base ? base : "unknown");
+	snprintf(out, len, "%.255s", base && *base ? base : "unknown");
 }
 
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
