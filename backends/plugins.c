@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The plug-in backend: loads the vendor plug-ins of GPUTRACE_PLUGIN_PATH
- * (ABI in backends/gputrace_plugin.h) and turns their trace-builder calls
+ * (every *.so of each directory, in name order, or a file named directly;
+ * ABI in backends/gputrace_plugin.h) and turns their trace-builder calls
  * into events. To the rest of gputrace it is one more struct gt_backend.
  *
  * A broken plug-in costs one stderr line and nothing else: every failure
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "backends/backend.h"
@@ -314,6 +316,7 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 		if (!row || (span && !row->queue))
 			return -EINVAL;
 		ev.type = span ? GT_EV_DEVICE_SPAN : GT_EV_INSTANT;
+		ev.flags = span ? 0 : GT_EVF_DEVICE;
 		ev.track = row->track;
 	}
 	nargs = builder__args(e.args, e.nargs, false, args);
@@ -679,8 +682,15 @@ static int plugins_init(void)
 		return 0;
 	snprintf(dirs, sizeof(dirs), "%s", gt_cfg.plugin_path);
 	pthread_mutex_lock(&calls_lock);
-	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-		plugins__scan_dir(dir);
+	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		/* A plug-in file named directly is taken as it is. */
+		if (!stat(dir, &st) && S_ISREG(st.st_mode))
+			plugin__load(dir);
+		else
+			plugins__scan_dir(dir);
+	}
 	pthread_mutex_unlock(&calls_lock);
 	plugin_config_check();
 	return 0;

@@ -425,6 +425,7 @@ START_TEST(simaccel_events)
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->ev.track, compute);
 	ck_assert_str_eq(str(r->ev.cat), "user_annotation");
+	ck_assert_uint_eq(r->ev.flags, GT_EVF_DEVICE);
 	/* counters come from flush, on our (guarded) thread; spans from the
 	 * plug-in's own thread, which is not inside gputrace */
 	ck_assert_int_eq(find(GT_EV_COUNTER, "sim_memory", 0)->guarded, 1);
@@ -607,6 +608,24 @@ START_TEST(missing_directory)
 	ck_assert_str_eq(log_lines[0], "GPUTRACE_PLUGIN_PATH: cannot read directory "
 				       "/nonexistent/gt-plugins: No such file or directory; "
 				       "no plug-ins from it");
+}
+END_TEST
+
+/* A path entry naming a file loads that file; the same plug-in twice once. */
+START_TEST(path_file_entries)
+{
+	const char *files[] = { "good/libsimaccel.so", NULL };
+	char path[PATH_MAX * 4];
+
+	find_built();
+	plugin_dir(files);
+	snprintf(path, sizeof(path), "%s/libsimaccel.so:%s:%s/good/libsimaccel.so", tmpdir, tmpdir,
+		 built);
+	setenv("GPUTRACE_PLUGIN_CONFIG", "simaccel:kernels=1", 1);
+	start_plugins(path, GT_KIND_ALL);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 0);
+	ck_assert_uint_eq(count(GT_EV_DEVICE_SPAN), 2);
 }
 END_TEST
 
@@ -832,6 +851,7 @@ START_TEST(builder_host_and_categories)
 	ck_assert_str_eq(str(recs[0].ev.cat), "capture_runtime");
 	ck_assert_uint_eq(recs[1].ev.type, GT_EV_INSTANT);
 	ck_assert_uint_eq(recs[1].ev.track, 4242);
+	ck_assert_uint_eq(recs[1].ev.flags, 0);
 	ck_assert_str_eq(str(recs[1].ev.cat), "my_marks");
 	ck_assert_uint_eq(recs[2].ev.flags, 0);
 	ck_assert_uint_eq(recs[2].ev.corr, 0);
@@ -951,6 +971,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(broken, broken_flush);
 	tcase_add_test(broken, broken_all_together);
 	tcase_add_test(broken, missing_directory);
+	tcase_add_test(load, path_file_entries);
 	tcase_add_test(builder, builder_rows);
 	tcase_add_test(builder, builder_refusals);
 	tcase_add_test(builder, builder_counter_kind_off);

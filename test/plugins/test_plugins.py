@@ -1,0 +1,366 @@
+"""Plug-in backends end to end: the example plug-in (a simulated accelerator,
+built against the installed header only) and broken ones, loaded through
+GPUTRACE_PLUGIN_PATH into a traced program; the trace is read back and
+checked exactly."""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD, ROOT, SANITIZE, events, gputrace_lines, need, run
+
+PLUG = BUILD / "test" / "plugins"
+HOST_APP = PLUG / "host_app"
+SIMACCEL = PLUG / "good" / "libsimaccel.so"
+INCLUDE = PLUG / "prefix" / "include"
+BROKEN = ["bad_abi", "no_symbol", "create_fails", "start_fails", "flush_fails"]
+HOST_EXIT = 3  # host_app's own exit status
+HOST_STDOUT = b"host_app done\n"
+CORR_BASE = 2 << 48  # the first plug-in's correlation namespace
+
+
+def plugin_dir(tmp_path, *sos, name="plugins"):
+    d = tmp_path / name
+    d.mkdir()
+    for so in sos:
+        need(so)
+        shutil.copy(so, d / pathlib.Path(so).name)
+    return d
+
+
+def run_host(tmp_path, path, config="", activities=None, env=None, sleep_ms=20):
+    need(HOST_APP)
+    e = {"GPUTRACE_PLUGIN_PATH": str(path)}
+    if config:
+        e["GPUTRACE_PLUGIN_CONFIG"] = config
+    if activities:
+        e["GPUTRACE_ACTIVITIES"] = activities
+    e.update(env or {})
+    r = run([HOST_APP, str(sleep_ms)], env=e, tmp_path=tmp_path)
+    assert r.returncode == HOST_EXIT, r.stderr.decode(errors="replace")
+    assert r.stdout == HOST_STDOUT
+    return r
+
+
+def meta(trace, what):
+    """{(pid, tid): name} of the thread_name / process_name metadata."""
+    return {(e["pid"], e.get("tid", 0)): e["args"]["name"]
+            for e in events(trace, ph="M", name=what)}
+
+
+def device_pid(trace, name):
+    pids = [pid for (pid, _), n in meta(trace, "process_name").items() if n == name]
+    assert len(pids) == 1, meta(trace, "process_name")
+    return pids[0]
+
+
+def queue_tids(trace, pid):
+    return {n: tid for (p, tid), n in meta(trace, "thread_name").items() if p == pid}
+
+
+def test_simaccel_trace(tmp_path):
+    """Rows, spans, times, flows, counters and the instant, exactly."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    kinds = tmp_path / "kinds"
+    r = run_host(tmp_path, d, f"simaccel:kernels=3,kinds_file={kinds}")
+    assert gputrace_lines(r.stderr) == []
+    assert kinds.read_text() == "runtime,kernel,memcpy,annotation,counter\n"
+    t = r.trace
+    pid = device_pid(t, "SimAccel 0")
+    tids = queue_tids(t, pid)
+    assert set(tids) == {"compute", "copy"}
+    sort = {e["tid"]: e["args"]["sort_index"]
+            for e in events(t, ph="M", name="thread_sort_index", pid=pid)}
+    assert sort[tids["compute"]] < sort[tids["copy"]]
+
+    launches = events(t, ph="X", name="simLaunchKernel")
+    copies_h = events(t, ph="X", name="simMemcpyAsync")
+    assert len(launches) == 3 and len(copies_h) == 3
+    host_pid = launches[0]["pid"]  # the program; host spans are on its main thread
+    for h in launches + copies_h:
+        assert h["cat"] == "simaccel_runtime"
+        assert (h["pid"], h["tid"]) == (host_pid, host_pid)
+    assert host_pid != pid
+
+    kernels = sorted(events(t, ph="X", cat="kernel", pid=pid), key=lambda e: e["ts"])
+    copies = sorted(events(t, ph="X", cat="gpu_memcpy", pid=pid), key=lambda e: e["ts"])
+    assert [k["name"] for k in kernels] == ["sim_kernel_0", "sim_kernel_1", "sim_kernel_2"]
+    assert [c["name"] for c in copies] == ["Memcpy HtoD"] * 3
+    assert all(k["tid"] == tids["compute"] for k in kernels)
+    assert all(c["tid"] == tids["copy"] for c in copies)
+    launches.sort(key=lambda e: e["ts"])
+    copies_h.sort(key=lambda e: e["ts"])
+    base = launches[0]["ts"]
+    for i in range(3):
+        k, c, lh, ch = kernels[i], copies[i], launches[i], copies_h[i]
+        assert k["args"] == {"grid": 64 * (i + 1), "block": 256, "stream": "0xc0ffee",
+                             "correlation": CORR_BASE + 1 + i}
+        assert c["args"] == {"kind": "HtoD", "bytes": 4096 * (i + 1),
+                             "correlation": CORR_BASE + 101 + i}
+        assert lh["args"] == {"kernel": f"sim_kernel_{i}", "correlation": CORR_BASE + 1 + i}
+        assert ch["args"] == {"correlation": CORR_BASE + 101 + i}
+        # times as the plug-in gave them, in us from its start
+        assert lh["ts"] - base == pytest.approx(1000 * i, abs=1e-3)
+        assert lh["dur"] == pytest.approx(20, abs=1e-3)
+        assert k["ts"] - lh["ts"] == pytest.approx(50, abs=1e-3)
+        assert k["dur"] == pytest.approx(100 + 10 * i, abs=1e-3)
+        assert ch["ts"] - base == pytest.approx(1000 * i + 200, abs=1e-3)
+        assert c["ts"] - base == pytest.approx(1000 * i + 300, abs=1e-3)
+        assert c["dur"] == pytest.approx(40, abs=1e-3)
+
+    # one ac2g flow per device span, from the host span with its correlation
+    starts = {e["id"]: e for e in events(t, ph="s", cat="ac2g")}
+    ends = {e["id"]: e for e in events(t, ph="f", cat="ac2g")}
+    assert len(starts) == 6 and set(starts) == set(ends)
+    for dev, host in list(zip(kernels, launches)) + list(zip(copies, copies_h)):
+        fl = [i for i, f in ends.items() if (f["pid"], f["tid"]) == (dev["pid"], dev["tid"])
+              and f["ts"] == dev["ts"]]
+        assert len(fl) == 1
+        f, s = ends[fl[0]], starts[fl[0]]
+        assert f["bp"] == "e" and f["name"] == s["name"] == "ac2g"
+        assert (s["pid"], s["tid"]) == (host["pid"], host["tid"])
+        assert host["ts"] <= s["ts"] <= host["ts"] + host["dur"]
+
+    # counters: one series group per name on the device row, values exact
+    mem = sorted(events(t, ph="C", name="sim_memory"), key=lambda e: e["ts"])
+    util = sorted(events(t, ph="C", name="sim_utilization"), key=lambda e: e["ts"])
+    assert [m["args"] for m in mem] == [
+        {"used_bytes": (i + 1) << 20, "free_bytes": (8 << 20) - ((i + 1) << 20)}
+        for i in range(3)]
+    assert [u["args"] for u in util] == [{"percent": 12.5 * (i + 1)} for i in range(3)]
+    assert all(e["pid"] == pid for e in mem + util)
+    assert [m["ts"] - base for m in mem] == pytest.approx([0, 1000, 2000], abs=1e-3)
+    assert len(events(t, ph="C")) == 6
+
+    marks = events(t, ph="i", name="sim_checkpoint")
+    assert len(marks) == 1
+    assert (marks[0]["pid"], marks[0]["tid"]) == (pid, tids["compute"])
+    assert marks[0]["cat"] == "user_annotation"
+    assert marks[0]["ts"] - base == pytest.approx(5, abs=1e-3)
+
+    # nothing else from the device
+    assert len([e for e in t["traceEvents"] if e.get("pid") == pid and e["ph"] not in "Mf"]) == 13
+
+
+@pytest.mark.parametrize("activities,expect", [
+    # vendor aliases name the generic kinds
+    ("xpu_runtime,concurrent_kernel", "runtime,kernel"),
+    ("kernel,memcpy,sync", "kernel,memcpy"),
+    ("privateuse1_runtime,counter", "runtime,counter"),
+])
+def test_enabled_kinds_reach_create(tmp_path, activities, expect):
+    """create gets the configured kinds the plug-in supports; a plug-in that
+    emits the other kinds anyway (all_kinds=1) has them dropped."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    kinds = tmp_path / "kinds"
+    r = run_host(tmp_path, d, f"simaccel:all_kinds=1,kinds_file={kinds}", activities=activities)
+    assert kinds.read_text() == expect + "\n"
+    enabled = set(expect.split(","))
+    t = r.trace
+    assert len(events(t, ph="X", name="simLaunchKernel")) == (3 if "runtime" in enabled else 0)
+    assert len(events(t, ph="X", cat="kernel")) == (3 if "kernel" in enabled else 0)
+    assert len(events(t, ph="X", cat="gpu_memcpy")) == (3 if "memcpy" in enabled else 0)
+    assert len(events(t, ph="C")) == (6 if "counter" in enabled else 0)
+    assert len(events(t, ph="i", name="sim_checkpoint")) == 0
+    flows = 3 * ("runtime" in enabled) * (("kernel" in enabled) + ("memcpy" in enabled))
+    assert len(events(t, ph="s", cat="ac2g")) == flows
+
+
+# The one line each broken plug-in gets (after "gputrace: plug-in <dir>/").
+BROKEN_LINES = {
+    "bad_abi": r"bad_abi\.so: built for plug-in ABI version 2, this gputrace supports 1 to 1: "
+               r"rebuild it against this gputrace's gputrace_plugin\.h; skipped",
+    "no_symbol": r"no_symbol\.so: not a gputrace plug-in: it lacks the symbol "
+                 r"gputrace_plugin_register; skipped",
+    "garbage": r"garbage\.so: cannot load it: .*garbage\.so: .*; skipped",
+    "create_fails": r"create_fails\.so \(create_fails\): create\(\) failed: -19 "
+                    r"\(No such device\); plug-in disabled, tracing goes on",
+    "start_fails": r"start_fails\.so \(start_fails\): start\(\) failed: -5 "
+                   r"\(Input/output error\); plug-in disabled, tracing goes on",
+    "flush_fails": r"flush_fails\.so \(flush_fails\): flush\(\) failed: -71 "
+                   r"\(Protocol error\); plug-in disabled, tracing goes on",
+}
+# What each was asked to do: never anything after the call that failed.
+# (flush fails in a drain cycle, or at exit if the program ends first.)
+BROKEN_CALLS = {
+    "bad_abi": [["register"]],
+    "no_symbol": [[]],
+    "garbage": [[]],
+    "create_fails": [["register", "query", "create"]],
+    "start_fails": [["register", "query", "create", "start"]],
+    "flush_fails": [["register", "query", "create", "start", "flush"],
+                    ["register", "query", "create", "start", "stop", "flush final"]],
+}
+
+
+def broken_dir(tmp_path, names, with_good=False):
+    sos = [PLUG / "broken" / f"{n}.so" for n in names if n != "garbage"]
+    d = plugin_dir(tmp_path, *sos, *([SIMACCEL] if with_good else []))
+    if "garbage" in names:
+        (d / "garbage.so").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 4)
+    return d
+
+
+def plugin_lines(stderr):
+    return [l for l in gputrace_lines(stderr) if "plug-in" in l or "PLUGIN" in l]
+
+
+@pytest.mark.parametrize("name", list(BROKEN_LINES))
+def test_broken_plugin_one_line(tmp_path, name):
+    d = broken_dir(tmp_path, [name])
+    log = tmp_path / "calls"
+    r = run_host(tmp_path, d, env={"BROKEN_PLUGIN_LOG": str(log)})
+    lines = plugin_lines(r.stderr)
+    assert len(lines) == 1, lines
+    assert re.fullmatch("gputrace: plug-in " + re.escape(str(d)) + "/" + BROKEN_LINES[name],
+                        lines[0]), lines[0]
+    calls = log.read_text().split("\n")[:-1] if log.exists() else []
+    assert calls in [[f"{name} {c}" for c in seq] for seq in BROKEN_CALLS[name]]
+    assert r.trace["traceEvents"] is not None  # the trace is still written and valid
+
+
+def test_flush_failure_in_drain_cycle(tmp_path):
+    """A flush that fails in a regular drain cycle: not called again, not
+    even stop, flush(final) or destroy at exit."""
+    d = broken_dir(tmp_path, ["flush_fails"])
+    log = tmp_path / "calls"
+    r = run_host(tmp_path, d, env={"BROKEN_PLUGIN_LOG": str(log), "GPUTRACE_FLUSH_MS": "10"},
+                 sleep_ms=300)
+    assert len(plugin_lines(r.stderr)) == 1
+    assert log.read_text().split("\n")[:-1] == [
+        f"flush_fails {c}" for c in ["register", "query", "create", "start", "flush"]]
+
+
+def test_broken_next_to_good(tmp_path):
+    """All broken kinds at once, next to the example: one line each, the
+    example's trace as complete as alone, the program's output untouched."""
+    d = broken_dir(tmp_path, list(BROKEN_LINES), with_good=True)
+    r = run_host(tmp_path, d, env={"BROKEN_PLUGIN_LOG": str(tmp_path / "calls")})
+    lines = plugin_lines(r.stderr)
+    assert len(lines) == len(BROKEN_LINES), lines
+    for name, pattern in BROKEN_LINES.items():
+        assert len([l for l in lines if re.search("/" + pattern, l)]) == 1, (name, lines)
+    t = r.trace
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    assert len(events(t, ph="X", cat="gpu_memcpy")) == 3
+    assert len(events(t, ph="C")) == 6
+    assert len(events(t, ph="s", cat="ac2g")) == 6
+
+
+def test_bad_path_entries(tmp_path):
+    d = plugin_dir(tmp_path, SIMACCEL)
+    missing = tmp_path / "missing"
+    r = run_host(tmp_path, f"{missing}::{d}", "simaccel:kernels=1;nosuch:x")
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: GPUTRACE_PLUGIN_PATH: cannot read directory {missing}: "
+        "No such file or directory; no plug-ins from it",
+        "gputrace: GPUTRACE_PLUGIN_CONFIG: no plug-in named 'nosuch' was loaded",
+    ]
+    assert len(events(r.trace, ph="X", cat="kernel")) == 1
+
+
+def test_untraced_same_output(tmp_path):
+    """What the plug-in tests compare against: the program alone."""
+    r = run([HOST_APP, "20"], traced=False)
+    assert (r.returncode, r.stdout) == (HOST_EXIT, HOST_STDOUT)
+
+
+# ---- the header ----
+
+HEADER_USE = r"""
+#include <gputrace/gputrace_plugin.h>
+static int q(struct gputrace_plugin_info *info)
+{
+	info->name = "t";
+	info->kinds = GPUTRACE_KIND_KERNEL | GPUTRACE_KIND_COUNTER;
+	return 0;
+}
+static int c(const struct gputrace_plugin_setup *setup, void **state)
+{
+	struct gputrace_event ev;
+	struct gputrace_counter cs;
+	struct gputrace_arg args[2];
+	GPUTRACE_INIT(ev);
+	GPUTRACE_INIT(cs);
+	args[0] = gputrace_arg_u64("bytes", 1);
+	args[1] = gputrace_arg_str("kind", "HtoD");
+	ev.args = args;
+	ev.nargs = 2;
+	*state = 0;
+	return setup->api->span(setup->builder, &ev) + setup->api->counter(setup->builder, &cs);
+}
+static const struct gputrace_plugin table = { GPUTRACE_PLUGIN_TABLE_HEAD, q, c, 0, 0, 0, 0 };
+GPUTRACE_PLUGIN_EXPORT(table)
+"""
+
+
+@pytest.mark.parametrize("compiler,std,suffix", [
+    ("cc", "c99", "c"), ("cc", "c11", "c"), ("c++", "c++98", "cc"), ("c++", "c++11", "cc"),
+])
+def test_header_compiles_clean(tmp_path, compiler, std, suffix):
+    """The installed header alone, strict C99/C11 and C++, no warnings."""
+    need(INCLUDE / "gputrace" / "gputrace_plugin.h")
+    if not shutil.which(compiler):
+        pytest.fail(f"{compiler} not installed")
+    src = tmp_path / f"use.{suffix}"
+    src.write_text(HEADER_USE)
+    out = tmp_path / "use.so"
+    subprocess.run([compiler, f"-std={std}", "-pedantic", "-Wall", "-Wextra", "-Werror",
+                    "-fPIC", "-shared", "-fvisibility=hidden", f"-I{INCLUDE}", str(src),
+                    "-o", str(out)], check=True, capture_output=True)
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(out)], capture_output=True,
+                          text=True, check=True).stdout
+    assert re.search(r" T gputrace_plugin_register$", syms, re.M)
+
+
+def test_header_self_contained():
+    """Only standard headers: vendors build against this one file."""
+    text = (ROOT / "backends" / "gputrace_plugin.h").read_text()
+    assert re.findall(r"#include\s*<([^>]+)>", text) == ["stddef.h", "stdint.h", "string.h"]
+    assert '#include "' not in text
+    assert (INCLUDE / "gputrace" / "gputrace_plugin.h").read_text() == text
+
+
+# ---- the README's example ----
+
+def readme_example():
+    """The C code of the README's "Writing a plug-in" section (the README once
+    the section is there, else the text waiting to be pasted in)."""
+    for doc in (ROOT / "README.md", ROOT / "test" / "plugins" / "README-section.md"):
+        if doc.exists():
+            text = doc.read_text()
+            m = re.search(r"^#+ Writing a plug-in\n(.*?)(?=^#{1,2} )", text + "\n# end\n",
+                          re.M | re.S)
+            if m:
+                blocks = re.findall(r"```c\n(.*?)```", m.group(1), re.S)
+                if blocks:
+                    return doc, blocks[0]
+    pytest.fail("no 'Writing a plug-in' section with a ```c block")
+
+
+def test_readme_example_works(tmp_path):
+    """The README's example compiles as documented and shows up in the trace."""
+    doc, code = readme_example()
+    src = tmp_path / "tinynpu.c"
+    src.write_text(code)
+    d = tmp_path / "plugins"
+    d.mkdir()
+    san = ["-fsanitize=address"] if SANITIZE == "address" else []
+    subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
+                    "-shared", "-fvisibility=hidden", f"-I{INCLUDE}", *san, str(src), "-o",
+                    str(d / "libtinynpu.so")], check=True, capture_output=True)
+    r = run_host(tmp_path, d, "tinynpu:kernels=2")
+    assert plugin_lines(r.stderr) == []
+    t = r.trace
+    pid = device_pid(t, "TinyNPU 0")
+    assert set(queue_tids(t, pid)) == {"queue 0"}
+    kernels = events(t, ph="X", cat="kernel", pid=pid)
+    launches = events(t, ph="X", name="tnpuLaunch")
+    assert sorted(k["name"] for k in kernels) == ["tiny_matmul"] * 2
+    assert len(launches) == 2
+    assert len(events(t, ph="s", cat="ac2g")) == 2
+    temps = events(t, ph="C", name="temperature")
+    assert [c["args"] for c in temps] == [{"celsius": 40.0}, {"celsius": 41.5}]
