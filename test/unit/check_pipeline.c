@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "inject/clock.h"
 #include "inject/event.h"
@@ -20,16 +21,36 @@ void gt_test_start(char *const *envp);
 
 static char trace_path[256];
 
-static void start(const char *buffer_kb)
+static void start_ext(const char *buffer_kb, const char *ext)
 {
 	static char out[300], buf[64];
 	char *env[] = { out, "GPUTRACE_SUMMARY=0", buf, NULL };
 
-	snprintf(trace_path, sizeof(trace_path), "/tmp/gputrace-unit-%d.json", getpid());
+	snprintf(trace_path, sizeof(trace_path), "/tmp/gputrace-unit-%d%s", getpid(), ext);
 	unlink(trace_path);
 	snprintf(out, sizeof(out), "GPUTRACE_OUTPUT=%s", trace_path);
 	snprintf(buf, sizeof(buf), "GPUTRACE_BUFFER_KB=%s", buffer_kb);
 	gt_test_start(env);
+}
+
+static void start(const char *buffer_kb)
+{
+	start_ext(buffer_kb, ".json");
+}
+
+/* The whole file through zlib's reader, which takes gzip members in series. */
+static struct json_object *load_gz(const char *path)
+{
+	gzFile f = gzopen(path, "rb");
+	static char data[64 << 20];
+	int n, len = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while ((n = gzread(f, data + len, (unsigned)(sizeof(data) - 1 - len))) > 0)
+		len += n;
+	gzclose(f);
+	data[len] = 0;
+	return json_tokener_parse(data);
 }
 
 static struct json_object *finish_and_load(void)
@@ -37,7 +58,7 @@ static struct json_object *finish_and_load(void)
 	struct json_object *root;
 
 	gt_finish("exit", 10000);
-	root = json_object_from_file(trace_path);
+	root = strstr(trace_path, ".gz") ? load_gz(trace_path) : json_object_from_file(trace_path);
 	ck_assert_msg(root != NULL, "trace %s does not parse", trace_path);
 	unlink(trace_path);
 	return root;
@@ -263,6 +284,34 @@ START_TEST(test_device_rows_flows_counters)
 }
 END_TEST
 
+START_TEST(test_gzip_output_checkpointed)
+{
+	uint32_t name;
+	int spans = 0;
+
+	start_ext("4096", ".json.gz");
+	name = gt_str_intern("gz_call");
+	for (int i = 0; i < 3000; i++) {
+		struct gt_event ev = { .start_ns = gt_clock_ns(), .end_ns = gt_clock_ns(),
+				       .name = name, .cat = GT_S_CAT_TEST, .type = GT_EV_HOST_SPAN };
+		ck_assert_int_eq(gt_emit(&ev, NULL, 0), 0);
+		if (i % 1000 == 999) {
+			/* each checkpoint leaves a complete gzip file behind */
+			gt_flush_sync(5000);
+			struct json_object *mid = load_gz(trace_path);
+			ck_assert_msg(mid != NULL, "checkpoint %d does not parse", i);
+			json_object_put(mid);
+		}
+	}
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	for (size_t i = 0; i < json_object_array_length(evs); i++)
+		spans += !strcmp(str(json_object_array_get_idx(evs, i), "name"), "gz_call");
+	ck_assert_int_eq(spans, 3000);
+	ck_assert(json_object_get_boolean(get(get(root, "gputrace"), "complete")));
+	json_object_put(root);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -272,6 +321,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_threads_exact_counts);
 	tcase_add_test(tc, test_lost_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
+	tcase_add_test(tc, test_gzip_output_checkpointed);
 	suite_add_tcase(s, tc);
 	return s;
 }
