@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The Level Zero backend: a host span for every Level Zero call the program
+ * makes, and the device times of the work it submits (levelzero_track.c).
+ *
+ * Every function of backends/levelzero_api.h gets a wrapper generated here:
+ * the exported symbol (the program links the loader) is an alias of a hidden
+ * ze_wrap_<name>, which inject/dlsym.c also hands to programs that dlopen the
+ * loader and look functions up themselves (SYCL does). The real function is
+ * the loader's, resolved on first use and cached.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/backend.h"
+#include "backends/levelzero.h"
+#include "inject/clock.h"
+#include "inject/config.h"
+#include "inject/shim.h"
+
+_Atomic(void *) ze_real_tab[ZE_ID__COUNT];
+pthread_mutex_t ze_lock = PTHREAD_MUTEX_INITIALIZER;
+atomic_bool ze_closed;
+struct ze_strings ze_str;
+
+/* Set by init (constructor time, before the program's threads). */
+static bool ze_enabled;
+static _Atomic uint32_t ze_name_ids[ZE_ID__COUNT];
+static _Atomic(void *) ze_loader_handle;
+
+static const char *const ze_fn_names[ZE_ID__COUNT] = {
+#define ZE_NAME(kind, ret, name, params, args) #name,
+	ZE_API(ZE_NAME)
+#undef ZE_NAME
+};
+
+bool ze__want(unsigned kind_mask)
+{
+	return (gt_cfg.kinds & kind_mask) != 0;
+}
+
+static inline bool ze__active(void)
+{
+	return ze_enabled && gt_tracing();
+}
+
+/* ---- strings ---- */
+
+static void ze__strings_intern(void)
+{
+	static const char letter[ZE_MK__COUNT] = { [ZE_MK_HOST] = 'H', [ZE_MK_DEVICE] = 'D',
+						   [ZE_MK_SHARED] = 'S' };
+	char buf[32];
+
+	ze_str.kind = gt_str_intern("kind");
+	ze_str.groups[0] = gt_str_intern("gx");
+	ze_str.groups[1] = gt_str_intern("gy");
+	ze_str.groups[2] = gt_str_intern("gz");
+	ze_str.size[0] = gt_str_intern("lx");
+	ze_str.size[1] = gt_str_intern("ly");
+	ze_str.size[2] = gt_str_intern("lz");
+	ze_str.lists = gt_str_intern("lists");
+	ze_str.bytes_in_use = gt_str_intern("bytes_in_use");
+	ze_str.device_memory = gt_str_intern("device memory");
+	ze_str.host_usm = gt_str_intern("host USM");
+	ze_str.memset = gt_str_intern("Memset");
+	ze_str.image = gt_str_intern("image");
+	ze_str.unknown_kernel = gt_str_intern("<unknown kernel>");
+	ze_str.memcpy_image = gt_str_intern("Memcpy image");
+	for (int s = 0; s < ZE_MK__COUNT; s++) {
+		for (int d = 0; d < ZE_MK__COUNT; d++) {
+			snprintf(buf, sizeof(buf), "%cto%c", letter[s], letter[d]);
+			ze_str.copy_kind[s][d] = gt_str_intern(buf);
+			snprintf(buf, sizeof(buf), "Memcpy %cto%c", letter[s], letter[d]);
+			ze_str.memcpy[s][d] = gt_str_intern(buf);
+		}
+	}
+	ze_str.lost_unread = gt_str_intern("ze_unread");
+	ze_str.lost_no_event = gt_str_intern("ze_no_event");
+	ze_str.lost_overwritten = gt_str_intern("ze_overwritten");
+}
+
+void ze__strings_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, ze__strings_intern);
+}
+
+/* ---- the host span ---- */
+
+static uint32_t ze__name(enum ze_fn_id id)
+{
+	uint32_t n = atomic_load_explicit(&ze_name_ids[id], memory_order_relaxed);
+
+	if (gt_unlikely(!n)) {
+		/* Once per function: interning takes the string lock. */
+		n = gt_str_intern(ze_fn_names[id]);
+		atomic_store_explicit(&ze_name_ids[id], n, memory_order_relaxed);
+	}
+	return n;
+}
+
+static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t result,
+		     const struct ze_call *c)
+{
+	uint64_t t1 = gt_clock_ns();
+	struct gt_arg args[GT_ARGS_MAX];
+	unsigned n = 1;
+
+	if (!ze__want(GT_KIND(DRIVER)))
+		return;
+	args[0].key = GT_S_ARG_RESULT;
+	args[0].type = GT_ARG_I64;
+	args[0].v.i = result;
+	if (c) {
+		for (unsigned i = 0; i < c->nargs && n < GT_ARGS_MAX; i++)
+			args[n++] = c->args[i];
+	}
+	struct gt_event ev = {
+		.start_ns = t0,
+		.end_ns = t1,
+		.corr = corr,
+		.name = ze__name(id),
+		.cat = GT_S_CAT_ZE_API,
+		.type = GT_EV_HOST_SPAN,
+		.flags = c ? c->flags : 0,
+	};
+	gt_emit(&ev, args, n);
+}
+
+/* ---- the wrappers ---- */
+
+#define ZE_WRAP_START(name, args)                                                              \
+	__typeof__(&name) real;                                                            \
+	gt_ensure_init();                                                                  \
+	real = ZE_REAL(name);                                                              \
+	if (gt_unlikely(!real))                                                            \
+		return ZE_RESULT_ERROR_UNINITIALIZED;                                      \
+	if (!ze__active() || !gt_guard_enter())                                            \
+		return real args;
+
+#define ZE_WRAP_PLAIN(ret, name, params, args)                                             \
+	GT_HIDDEN ret ze_wrap_##name params                                                \
+	{                                                                                  \
+		uint64_t t0, corr;                                                         \
+		ret r;                                                                     \
+		ZE_WRAP_START(name, args)                                                      \
+		corr = gt_corr_next();                                                     \
+		t0 = gt_clock_ns();                                                        \
+		r = real args;                                                             \
+		ze__span(ZE_ID_##name, t0, corr, r, NULL);                                 \
+		gt_guard_leave();                                                          \
+		return r;                                                                  \
+	}
+
+#define ZE_WRAP_LATE ZE_WRAP_PLAIN
+
+#define ZE_WRAP_HOOK(ret, name, params, args)                                              \
+	GT_HIDDEN ret ze_wrap_##name params                                                \
+	{                                                                                  \
+		struct ze_call c;                                                          \
+		uint64_t t0;                                                               \
+		ret r;                                                                     \
+		ZE_WRAP_START(name, args)                                                      \
+		ze__strings_init();                                                        \
+		c.corr = gt_corr_next();                                                   \
+		c.flags = 0;                                                               \
+		c.nargs = 0;                                                               \
+		t0 = gt_clock_ns();                                                        \
+		r = ze_body_##name(&c, real, ZE_UNPAREN args);                             \
+		ze__span(ZE_ID_##name, t0, c.corr, r, &c);                                 \
+		gt_guard_leave();                                                          \
+		return r;                                                                  \
+	}
+
+#define ZE_WRAP(kind, ...) ZE_WRAP_##kind(__VA_ARGS__)
+ZE_API(ZE_WRAP)
+#undef ZE_WRAP
+
+/* The exported names: aliases, so our own address of each wrapper is never the loader's. */
+#define ZE_EXPORT_PLAIN(ret, name, params, args)                                           \
+	ret name params __attribute__((alias("ze_wrap_" #name), visibility("default")));
+#define ZE_EXPORT_HOOK ZE_EXPORT_PLAIN
+#define ZE_EXPORT_LATE(ret, name, params, args)
+#define ZE_EXPORT(kind, ...) ZE_EXPORT_##kind(__VA_ARGS__)
+ZE_API(ZE_EXPORT)
+#undef ZE_EXPORT
+
+static void *const ze_wrappers[ZE_ID__COUNT] = {
+#define ZE_ADDR(kind, ret, name, params, args) (void *)ze_wrap_##name,
+	ZE_API(ZE_ADDR)
+#undef ZE_ADDR
+};
+
+/* ---- real functions ---- */
+
+/* The loader, when the program dlopen()ed it privately (RTLD_LOCAL): RTLD_NEXT misses it. */
+static void *ze__loader(void)
+{
+	void *h = atomic_load_explicit(&ze_loader_handle, memory_order_acquire);
+	void *expected = NULL;
+
+	if (h)
+		return h;
+	/* Kept open for good: our cached pointers must not outlive the loader's mapping. */
+	h = dlopen("libze_loader.so.1", RTLD_NOLOAD | RTLD_LAZY);
+	if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h)) {
+		dlclose(h);
+		h = expected;
+	}
+	return h;
+}
+
+void *ze__resolve(enum ze_fn_id id)
+{
+	const char *name = ze_fn_names[id];
+	void *self = ze_wrappers[id];
+	void *p = gt_real(name);
+	void *h;
+
+	if (p == self)
+		p = NULL;
+	if (!p && (h = ze__loader()) != NULL) {
+		p = gt_dlsym_real(h, name);
+		if (p == self)
+			p = NULL;
+	}
+	if (p)
+		atomic_store_explicit(&ze_real_tab[id], p, memory_order_release);
+	return p;
+}
+
+static int ze__cmp_name(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+/* Is p a function of the Level Zero loader (not of a driver, nor ours)? */
+static bool ze__from_loader(void *p)
+{
+	Dl_info info;
+	const char *base;
+	void *expected = NULL, *h;
+
+	if (!dladdr(p, &info) || !info.dli_fname)
+		return false;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	if (strncmp(base, "libze_loader", 12) != 0)
+		return false;
+	if (!atomic_load_explicit(&ze_loader_handle, memory_order_acquire)) {
+		h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+		if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h))
+			dlclose(h);
+	}
+	return true;
+}
+
+/* dlsym(handle, symbol) found gt_dlsym_found: give our wrapper instead. */
+static void *ze_wrapper_for(const char *symbol)
+{
+	const char *const *hit;
+	void *found = gt_dlsym_found;
+	void *expected = NULL;
+	enum ze_fn_id id;
+
+	if (!symbol || symbol[0] != 'z' || symbol[1] != 'e' || !found)
+		return NULL;
+	hit = bsearch(symbol, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
+	if (!hit)
+		return NULL;
+	id = (enum ze_fn_id)(hit - ze_fn_names);
+	if (found == ze_wrappers[id] || !ze__from_loader(found))
+		return NULL;
+	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
+	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
+	return ze_wrappers[id];
+}
+
+/* ---- life cycle ---- */
+
+static int ze_init(void)
+{
+	ze_enabled = true;
+	return 0;
+}
+
+/*
+ * Registered at the first successful zeInit, after the loader's constructor:
+ * runs before the loader's destructor frees its state, so what completed is
+ * read while the loader still works.
+ */
+static void ze__atexit(void)
+{
+	bool g = gt_guard_enter();
+
+	ze_track__collect();
+	if (g)
+		gt_guard_leave();
+}
+
+void ze__exit_hook(void)
+{
+	static atomic_bool done;
+
+	if (!atomic_exchange(&done, true))
+		atexit(ze__atexit);
+}
+
+static void ze_flush(bool final)
+{
+	bool g;
+
+	if (!final)
+		return;
+	g = gt_guard_enter();
+	ze_track__collect();
+	if (g)
+		gt_guard_leave();
+}
+
+static void ze_stop(void)
+{
+	bool g = gt_guard_enter();
+
+	ze_track__final();
+	if (g)
+		gt_guard_leave();
+}
+
+static void ze_atfork_child(void)
+{
+	/* The parent's lists, pools and events mean nothing here (the child must zeInit). */
+	pthread_mutex_init(&ze_lock, NULL);
+	ze_track__forget();
+	ze_dev__forget();
+	ze_mem__forget();
+	ze_kernel__forget();
+	atomic_store(&ze_closed, false);
+}
+
+static const struct gt_backend ze_backend = {
+	.name = "ze",
+	.init = ze_init,
+	.flush = ze_flush,
+	.stop = ze_stop,
+	.atfork_child = ze_atfork_child,
+	.wrapper_for = ze_wrapper_for,
+};
+GT_BACKEND_REGISTER(ze_backend);

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Level Zero devices: their trace rows and their clocks.
+ *
+ * Device timestamps are ticks of a counter with kernelTimestampValidBits bits
+ * (it wraps: 32 bits of 52 ns ticks last 3.7 minutes). They become host time
+ * through a (host ns, ticks) pair from zeDeviceGetGlobalTimestamps taken
+ * before the work was submitted: host = pair.host + ((ticks - pair.ticks) mod
+ * 2^bits) * ns_per_tick. Each submission takes a fresh pair, so clock drift
+ * never accumulates over a long run.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "backends/levelzero.h"
+#include "inject/clock.h"
+
+static struct ze_map ze_devs; /* handle -> struct ze_dev * */
+static struct ze_dev *ze_dev_first;
+static int ze_dev_next_index; /* for devices the enumeration does not list */
+
+/* Where h is in the enumeration of all drivers' devices: "3" or, sub-device, "1.0". */
+static int ze_dev__position(ze_device_handle_t h, char *buf, size_t len)
+{
+	uint32_t ndrv = 0, n;
+	ze_driver_handle_t *drv;
+	int index = 0, found = -1;
+
+	if (ZE_REAL(zeDriverGet)(&ndrv, NULL) != ZE_RESULT_SUCCESS || !ndrv)
+		return -ENOENT;
+	drv = calloc(ndrv, sizeof(*drv));
+	if (!drv || ZE_REAL(zeDriverGet)(&ndrv, drv) != ZE_RESULT_SUCCESS) {
+		free(drv);
+		return -ENOENT;
+	}
+	for (uint32_t i = 0; i < ndrv && found < 0; i++) {
+		ze_device_handle_t *dev;
+
+		n = 0;
+		if (ZE_REAL(zeDeviceGet)(drv[i], &n, NULL) != ZE_RESULT_SUCCESS || !n)
+			continue;
+		dev = calloc(n, sizeof(*dev));
+		if (!dev || ZE_REAL(zeDeviceGet)(drv[i], &n, dev) != ZE_RESULT_SUCCESS) {
+			free(dev);
+			continue;
+		}
+		for (uint32_t j = 0; j < n && found < 0; j++, index++) {
+			uint32_t nsub = 0;
+			ze_device_handle_t *sub;
+
+			if (dev[j] == h) {
+				found = index;
+				snprintf(buf, len, "%d", index);
+				break;
+			}
+			if (ZE_REAL(zeDeviceGetSubDevices)(dev[j], &nsub, NULL) != ZE_RESULT_SUCCESS ||
+			    !nsub)
+				continue;
+			sub = calloc(nsub, sizeof(*sub));
+			if (sub && ZE_REAL(zeDeviceGetSubDevices)(dev[j], &nsub, sub) ==
+					   ZE_RESULT_SUCCESS) {
+				for (uint32_t k = 0; k < nsub; k++) {
+					if (sub[k] == h) {
+						found = index;
+						snprintf(buf, len, "%d.%u", index, k);
+						break;
+					}
+				}
+			}
+			free(sub);
+		}
+		free(dev);
+	}
+	free(drv);
+	return found;
+}
+
+/*
+ * ns per tick. Legacy properties give integer ns (52 for a 19.2 MHz timer);
+ * the 1.2 properties give Hz, exact. A driver that ignores the 1.2 stype
+ * answers in ns again: only a value that agrees with the legacy one is used.
+ */
+static double ze_dev__tick(ze_device_handle_t h, const ze_device_properties_t *legacy)
+{
+	ze_device_properties_t p12 = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 };
+	double ns = (double)legacy->timerResolution;
+
+	if (ZE_REAL(zeDeviceGetProperties)(h, &p12) == ZE_RESULT_SUCCESS && p12.timerResolution) {
+		double exact = 1e9 / (double)p12.timerResolution;
+
+		if (ns == 0 || (exact > ns - 1.0 && exact < ns + 1.0))
+			return exact;
+	}
+	return ns > 0 ? ns : 1.0;
+}
+
+struct ze_dev *ze_dev__get(ze_device_handle_t h)
+{
+	ze_device_properties_t props = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
+	struct ze_dev *d = (struct ze_dev *)ze_map__get(&ze_devs, h);
+	char pos[32], row[sizeof(props.name) + 48];
+	uint32_t bits;
+	int index;
+
+	if (d || !h || atomic_load(&ze_closed))
+		return d;
+	if (ZE_REAL(zeDeviceGetProperties)(h, &props) != ZE_RESULT_SUCCESS)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->handle = h;
+	index = ze_dev__position(h, pos, sizeof(pos));
+	if (index < 0) {
+		index = 1000 + ze_dev_next_index++;
+		snprintf(pos, sizeof(pos), "%d", index);
+	}
+	d->index = index;
+	props.name[sizeof(props.name) - 1] = 0;
+	snprintf(row, sizeof(row), "GPU %s: %s", pos, props.name);
+	d->row = gt_device_row(row);
+	d->counter = gt_device_track(d->row);
+	d->ns_per_tick = ze_dev__tick(h, &props);
+	bits = props.kernelTimestampValidBits;
+	d->mask = (bits == 0 || bits >= 64) ? ~0ull : (1ull << bits) - 1;
+	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
+		free(d);
+		return NULL;
+	}
+	if (!ze_dev_first || d->index < ze_dev_first->index)
+		ze_dev_first = d;
+	pr_dbg("ze: %s: %.3f ns per tick, %u-bit kernel timestamps", row, d->ns_per_tick,
+	       bits ? bits : 64);
+	return d;
+}
+
+struct ze_dev *ze_dev__first(void)
+{
+	return ze_dev_first;
+}
+
+int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
+{
+	static atomic_bool warned;
+	uint64_t before = gt_clock_ns(), host = 0, dev = 0, after;
+
+	if (ZE_REAL(zeDeviceGetGlobalTimestamps)(d->handle, &host, &dev) != ZE_RESULT_SUCCESS)
+		return -EIO;
+	after = gt_clock_ns();
+	/*
+	 * The driver's host half should be CLOCK_MONOTONIC_RAW, our clock. If it is
+	 * not (it falls outside the call), use the middle of the call instead.
+	 */
+	if (host < before || host > after) {
+		if (!atomic_exchange(&warned, true))
+			pr_warn("ze: the driver's host timestamps are not %s; device times are "
+				"aligned to within the cost of zeDeviceGetGlobalTimestamps",
+				GT_CLOCK_NAME);
+		host = before + (after - before) / 2;
+	}
+	*host_ns = host;
+	*ticks = dev;
+	return 0;
+}
+
+void ze_dev__forget(void)
+{
+	ze_map__forget(&ze_devs);
+	ze_dev_first = NULL;
+	ze_dev_next_index = 0;
+}

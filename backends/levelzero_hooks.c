@@ -1,0 +1,711 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bodies of the Level Zero wrappers that do more than time the call (kind
+ * HOOK in levelzero_api.h). Each makes the real call itself, may pass a
+ * different signal event or pool flags, and adds arguments to its span.
+ * What the program gets back is always what the loader returned.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "backends/levelzero.h"
+
+#define ZE_LAUNCH_FLAG GT_EVF_LAUNCH
+
+/* ---- kernels: handle -> name, readable without a lock ---- */
+
+static struct ze_map ze_kernels; /* handle -> struct ze_kernel * */
+static struct ze_kernel *ze_kernel_spare; /* freed records, reused (readers may still look) */
+
+struct ze_kernel *ze_kernel__get(ze_kernel_handle_t k)
+{
+	return (struct ze_kernel *)ze_map__get(&ze_kernels, k);
+}
+
+static void ze_kernel__add(ze_kernel_handle_t k, const char *name)
+{
+	struct ze_kernel *K;
+	uint32_t id = gt_str_intern(name && *name ? name : "<unnamed kernel>");
+
+	pthread_mutex_lock(&ze_lock);
+	K = (struct ze_kernel *)ze_map__get(&ze_kernels, k);
+	if (!K && ze_kernel_spare) {
+		K = ze_kernel_spare;
+		ze_kernel_spare = K->next_free;
+	} else if (!K) {
+		K = malloc(sizeof(*K));
+	}
+	if (K) {
+		K->name = id;
+		for (int i = 0; i < 3; i++)
+			atomic_store_explicit(&K->size[i], 1, memory_order_relaxed);
+		if (ze_map__put(&ze_kernels, k, (uintptr_t)K)) {
+			K->next_free = ze_kernel_spare;
+			ze_kernel_spare = K;
+		}
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* A kernel created before we could see it: ask the driver for its name once. */
+static struct ze_kernel *ze_kernel__lookup(ze_kernel_handle_t k)
+{
+	struct ze_kernel *K = ze_kernel__get(k);
+	size_t len = 0;
+	char *name;
+
+	if (K || !k)
+		return K;
+	if (ZE_REAL(zeKernelGetName)(k, &len, NULL) != ZE_RESULT_SUCCESS || !len)
+		return NULL;
+	name = calloc(1, len + 1);
+	if (name && ZE_REAL(zeKernelGetName)(k, &len, name) == ZE_RESULT_SUCCESS)
+		ze_kernel__add(k, name);
+	free(name);
+	return ze_kernel__get(k);
+}
+
+void ze_kernel__forget(void)
+{
+	ze_map__forget(&ze_kernels);
+	ze_kernel_spare = NULL;
+}
+
+ze_result_t ze_body_zeKernelCreate(struct ze_call *c, __typeof__(&zeKernelCreate) real,
+				   ze_module_handle_t hModule, const ze_kernel_desc_t *desc,
+				   ze_kernel_handle_t *phKernel)
+{
+	ze_result_t r = real(hModule, desc, phKernel);
+
+	if (r == ZE_RESULT_SUCCESS && phKernel && *phKernel) {
+		ze_kernel__add(*phKernel, desc ? desc->pKernelName : NULL);
+		if (desc && desc->pKernelName)
+			ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR,
+				     ze_kernel__get(*phKernel) ? ze_kernel__get(*phKernel)->name : 0);
+	}
+	return r;
+}
+
+ze_result_t ze_body_zeKernelDestroy(struct ze_call *c, __typeof__(&zeKernelDestroy) real,
+				    ze_kernel_handle_t hKernel)
+{
+	struct ze_kernel *K;
+
+	/* Forget it first: once destroyed, the driver may hand the handle out again. */
+	pthread_mutex_lock(&ze_lock);
+	K = (struct ze_kernel *)ze_map__del(&ze_kernels, hKernel);
+	if (K) {
+		ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, K->name);
+		K->next_free = ze_kernel_spare;
+		ze_kernel_spare = K;
+	}
+	pthread_mutex_unlock(&ze_lock);
+	return real(hKernel);
+}
+
+ze_result_t ze_body_zeKernelSetGroupSize(struct ze_call *c, __typeof__(&zeKernelSetGroupSize) real,
+					 ze_kernel_handle_t hKernel, uint32_t groupSizeX,
+					 uint32_t groupSizeY, uint32_t groupSizeZ)
+{
+	ze_result_t r = real(hKernel, groupSizeX, groupSizeY, groupSizeZ);
+	struct ze_kernel *K;
+
+	if (r == ZE_RESULT_SUCCESS && (K = ze_kernel__lookup(hKernel)) != NULL) {
+		atomic_store_explicit(&K->size[0], groupSizeX, memory_order_relaxed);
+		atomic_store_explicit(&K->size[1], groupSizeY, memory_order_relaxed);
+		atomic_store_explicit(&K->size[2], groupSizeZ, memory_order_relaxed);
+	}
+	return r;
+}
+
+/* ---- appends ---- */
+
+static void ze__work_kernel(struct ze_call *c, struct ze_work *w, ze_kernel_handle_t k,
+			    const ze_group_count_t *groups)
+{
+	struct ze_kernel *K = ze_kernel__lookup(k);
+
+	memset(w, 0, sizeof(*w));
+	w->kind = ZE_CMD_KERNEL;
+	w->name = K ? K->name : ze_str.unknown_kernel;
+	for (int i = 0; i < 3; i++)
+		w->size[i] = K ? atomic_load_explicit(&K->size[i], memory_order_relaxed) : 0;
+	if (groups) {
+		w->groups[0] = groups->groupCountX;
+		w->groups[1] = groups->groupCountY;
+		w->groups[2] = groups->groupCountZ;
+	}
+	ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, w->name);
+	if (groups) {
+		for (int i = 0; i < 3; i++)
+			ze_call__arg(c, ze_str.groups[i], GT_ARG_U64, w->groups[i]);
+	}
+	c->flags |= ZE_LAUNCH_FLAG;
+}
+
+static void ze__work_copy(struct ze_call *c, struct ze_work *w, ze_context_handle_t src_ctx,
+			  const void *src, ze_context_handle_t dst_ctx, const void *dst,
+			  uint64_t bytes)
+{
+	enum ze_mem_kind s = ze_mem__kind(src_ctx, src), d = ze_mem__kind(dst_ctx, dst);
+
+	memset(w, 0, sizeof(*w));
+	w->kind = ZE_CMD_COPY;
+	w->name = ze_str.memcpy[s][d];
+	w->copy_kind = ze_str.copy_kind[s][d];
+	w->bytes = bytes;
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, bytes);
+	ze_call__arg(c, ze_str.kind, GT_ARG_STR, w->copy_kind);
+	c->flags |= ZE_LAUNCH_FLAG;
+}
+
+static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_region_t *region)
+{
+	memset(w, 0, sizeof(*w));
+	w->kind = ZE_CMD_COPY;
+	w->name = ze_str.memcpy_image;
+	w->copy_kind = ze_str.image;
+	/* Pixels, not bytes: the format is the image's. Unknown without a region. */
+	if (region)
+		w->bytes = (uint64_t)region->width * region->height * region->depth;
+	ze_call__arg(c, ze_str.kind, GT_ARG_STR, w->copy_kind);
+	c->flags |= ZE_LAUNCH_FLAG;
+}
+
+ze_result_t ze_body_zeCommandListAppendLaunchKernel(
+	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchKernel) real,
+	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
+	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendLaunchCooperativeKernel(
+	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchCooperativeKernel) real,
+	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
+	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendLaunchKernelIndirect(
+	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchKernelIndirect) real,
+	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	const ze_group_count_t *pLaunchArgumentsBuffer, ze_event_handle_t hSignalEvent,
+	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	/* The group counts are in device memory, written later: not read here. */
+	ze__work_kernel(c, &w, hKernel, NULL);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hKernel, pLaunchArgumentsBuffer, hSignalEvent, numWaitEvents,
+		 phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendLaunchMultipleKernelsIndirect(
+	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchMultipleKernelsIndirect) real,
+	ze_command_list_handle_t hCommandList, uint32_t numKernels, ze_kernel_handle_t *phKernels,
+	const uint32_t *pCountBuffer, const ze_group_count_t *pLaunchArgumentsBuffer,
+	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	/* One signal event for them all: one span, named after the first kernel. */
+	ze__work_kernel(c, &w, numKernels && phKernels ? phKernels[0] : NULL, NULL);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, numKernels, phKernels, pCountBuffer, pLaunchArgumentsBuffer,
+		 hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendMemoryCopy(
+	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopy) real,
+	ze_command_list_handle_t hCommandList, void *dstptr, const void *srcptr, size_t size,
+	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, size);
+	r = real(hCommandList, dstptr, srcptr, size, hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+static uint64_t ze__region_bytes(const ze_copy_region_t *r)
+{
+	return r ? (uint64_t)r->width * r->height * (r->depth ? r->depth : 1) : 0;
+}
+
+ze_result_t ze_body_zeCommandListAppendMemoryCopyRegion(
+	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopyRegion) real,
+	ze_command_list_handle_t hCommandList, void *dstptr, const ze_copy_region_t *dstRegion,
+	uint32_t dstPitch, uint32_t dstSlicePitch, const void *srcptr,
+	const ze_copy_region_t *srcRegion, uint32_t srcPitch, uint32_t srcSlicePitch,
+	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, ze__region_bytes(srcRegion));
+	r = real(hCommandList, dstptr, dstRegion, dstPitch, dstSlicePitch, srcptr, srcRegion,
+		 srcPitch, srcSlicePitch, hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendMemoryCopyFromContext(
+	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopyFromContext) real,
+	ze_command_list_handle_t hCommandList, void *dstptr, ze_context_handle_t hContextSrc,
+	const void *srcptr, size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	ze__work_copy(c, &w, hContextSrc, srcptr, a.ctx, dstptr, size);
+	r = real(hCommandList, dstptr, hContextSrc, srcptr, size, hSignalEvent, numWaitEvents,
+		 phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendMemoryFill(
+	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryFill) real,
+	ze_command_list_handle_t hCommandList, void *ptr, const void *pattern, size_t pattern_size,
+	size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w = { .kind = ZE_CMD_FILL, .name = ze_str.memset, .bytes = size };
+	ze_result_t r;
+
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
+	c->flags |= ZE_LAUNCH_FLAG;
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, ptr, pattern, pattern_size, size, hSignalEvent, numWaitEvents,
+		 phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopy(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopy) real,
+	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
+	ze_image_handle_t hSrcImage, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, NULL);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hDstImage, hSrcImage, hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopyRegion(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyRegion) real,
+	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
+	ze_image_handle_t hSrcImage, const ze_image_region_t *pDstRegion,
+	const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent,
+	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, pSrcRegion);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hDstImage, hSrcImage, pDstRegion, pSrcRegion, hSignalEvent,
+		 numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopyToMemory(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyToMemory) real,
+	ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
+	const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, pSrcRegion);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, dstptr, hSrcImage, pSrcRegion, hSignalEvent, numWaitEvents,
+		 phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopyFromMemory(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyFromMemory) real,
+	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
+	const ze_image_region_t *pDstRegion, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, pDstRegion);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hDstImage, srcptr, pDstRegion, hSignalEvent, numWaitEvents,
+		 phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopyToMemoryExt(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyToMemoryExt) real,
+	ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
+	const ze_image_region_t *pSrcRegion, uint32_t destRowPitch, uint32_t destSlicePitch,
+	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, pSrcRegion);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, dstptr, hSrcImage, pSrcRegion, destRowPitch, destSlicePitch,
+		 hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendImageCopyFromMemoryExt(
+	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyFromMemoryExt) real,
+	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
+	const ze_image_region_t *pDstRegion, uint32_t srcRowPitch, uint32_t srcSlicePitch,
+	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
+{
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t r;
+
+	ze__work_image(c, &w, pDstRegion);
+	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
+	r = real(hCommandList, hDstImage, srcptr, pDstRegion, srcRowPitch, srcSlicePitch,
+		 hSignalEvent, numWaitEvents, phWaitEvents);
+	ze_track__append_end(&a, r, &w, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendEventReset(
+	struct ze_call *c, __typeof__(&zeCommandListAppendEventReset) real,
+	ze_command_list_handle_t hCommandList, ze_event_handle_t hEvent)
+{
+	/* On an immediate list the reset runs now: read the event before it does.
+	 * A regular list resets it when executed, which reads it first. */
+	if (ze_track__list_is_immediate(hCommandList))
+		ze_track__event_retire(hEvent, false);
+	return real(hCommandList, hEvent);
+}
+
+/* ---- queues, lists, execution ---- */
+
+ze_result_t ze_body_zeCommandQueueCreate(struct ze_call *c, __typeof__(&zeCommandQueueCreate) real,
+					 ze_context_handle_t hContext, ze_device_handle_t hDevice,
+					 const ze_command_queue_desc_t *desc,
+					 ze_command_queue_handle_t *phCommandQueue)
+{
+	ze_result_t r = real(hContext, hDevice, desc, phCommandQueue);
+
+	if (r == ZE_RESULT_SUCCESS && phCommandQueue && *phCommandQueue)
+		ze_track__queue_created(*phCommandQueue, hDevice, desc);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandQueueDestroy(struct ze_call *c,
+					  __typeof__(&zeCommandQueueDestroy) real,
+					  ze_command_queue_handle_t hCommandQueue)
+{
+	ze_track__queue_destroy(hCommandQueue);
+	return real(hCommandQueue);
+}
+
+ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
+	struct ze_call *c, __typeof__(&zeCommandQueueExecuteCommandLists) real,
+	ze_command_queue_handle_t hCommandQueue, uint32_t numCommandLists,
+	ze_command_list_handle_t *phCommandLists, ze_fence_handle_t hFence)
+{
+	struct ze_exec x;
+	ze_result_t r;
+
+	c->flags |= ZE_LAUNCH_FLAG;
+	ze_call__arg(c, ze_str.lists, GT_ARG_U64, numCommandLists);
+	ze_track__execute_begin(&x, hCommandQueue, numCommandLists, phCommandLists);
+	r = real(hCommandQueue, numCommandLists, phCommandLists, hFence);
+	ze_track__execute_end(&x, r, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandQueueSynchronize(struct ze_call *c,
+					      __typeof__(&zeCommandQueueSynchronize) real,
+					      ze_command_queue_handle_t hCommandQueue,
+					      uint64_t timeout)
+{
+	ze_result_t r = real(hCommandQueue, timeout);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__collect();
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommandListCreate) real,
+					ze_context_handle_t hContext, ze_device_handle_t hDevice,
+					const ze_command_list_desc_t *desc,
+					ze_command_list_handle_t *phCommandList)
+{
+	ze_result_t r = real(hContext, hDevice, desc, phCommandList);
+
+	if (r == ZE_RESULT_SUCCESS && phCommandList && *phCommandList)
+		ze_track__list_created(*phCommandList, hContext, hDevice, NULL);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListCreateImmediate(struct ze_call *c,
+						 __typeof__(&zeCommandListCreateImmediate) real,
+						 ze_context_handle_t hContext,
+						 ze_device_handle_t hDevice,
+						 const ze_command_queue_desc_t *altdesc,
+						 ze_command_list_handle_t *phCommandList)
+{
+	static const ze_command_queue_desc_t none = { .stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC };
+	ze_result_t r = real(hContext, hDevice, altdesc, phCommandList);
+
+	if (r == ZE_RESULT_SUCCESS && phCommandList && *phCommandList)
+		ze_track__list_created(*phCommandList, hContext, hDevice, altdesc ? altdesc : &none);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListDestroy(struct ze_call *c, __typeof__(&zeCommandListDestroy) real,
+					 ze_command_list_handle_t hCommandList)
+{
+	ze_track__list_release(hCommandList, true);
+	return real(hCommandList);
+}
+
+ze_result_t ze_body_zeCommandListReset(struct ze_call *c, __typeof__(&zeCommandListReset) real,
+				       ze_command_list_handle_t hCommandList)
+{
+	ze_track__list_release(hCommandList, false);
+	return real(hCommandList);
+}
+
+/* ---- events, fences: sync points ---- */
+
+ze_result_t ze_body_zeEventPoolCreate(struct ze_call *c, __typeof__(&zeEventPoolCreate) real,
+				      ze_context_handle_t hContext,
+				      const ze_event_pool_desc_t *desc, uint32_t numDevices,
+				      ze_device_handle_t *phDevices,
+				      ze_event_pool_handle_t *phEventPool)
+{
+	ze_event_pool_desc_t stamped;
+	ze_result_t r;
+
+	/* Timestamps on the program's events let its own signal events time the
+	 * work (IPC pools cannot have them). A driver refusing gets the call as
+	 * the program made it. */
+	if (desc && !(desc->flags & ZE_EVENT_POOL_FLAG_IPC)) {
+		stamped = *desc;
+		stamped.flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+		r = real(hContext, &stamped, numDevices, phDevices, phEventPool);
+		if (r == ZE_RESULT_SUCCESS) {
+			ze_track__pool_created(*phEventPool, true);
+			return r;
+		}
+	}
+	r = real(hContext, desc, numDevices, phDevices, phEventPool);
+	if (r == ZE_RESULT_SUCCESS && phEventPool)
+		ze_track__pool_created(*phEventPool,
+				       desc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) &&
+					       (desc->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE));
+	return r;
+}
+
+ze_result_t ze_body_zeEventPoolDestroy(struct ze_call *c, __typeof__(&zeEventPoolDestroy) real,
+				       ze_event_pool_handle_t hEventPool)
+{
+	ze_track__pool_destroy(hEventPool);
+	return real(hEventPool);
+}
+
+ze_result_t ze_body_zeEventCreate(struct ze_call *c, __typeof__(&zeEventCreate) real,
+				  ze_event_pool_handle_t hEventPool, const ze_event_desc_t *desc,
+				  ze_event_handle_t *phEvent)
+{
+	ze_result_t r = real(hEventPool, desc, phEvent);
+
+	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
+		ze_track__event_created(*phEvent, hEventPool);
+	return r;
+}
+
+ze_result_t ze_body_zeEventDestroy(struct ze_call *c, __typeof__(&zeEventDestroy) real,
+				   ze_event_handle_t hEvent)
+{
+	ze_track__event_retire(hEvent, true);
+	return real(hEvent);
+}
+
+ze_result_t ze_body_zeEventHostReset(struct ze_call *c, __typeof__(&zeEventHostReset) real,
+				     ze_event_handle_t hEvent)
+{
+	ze_track__event_retire(hEvent, false);
+	return real(hEvent);
+}
+
+ze_result_t ze_body_zeEventHostSynchronize(struct ze_call *c,
+					   __typeof__(&zeEventHostSynchronize) real,
+					   ze_event_handle_t hEvent, uint64_t timeout)
+{
+	ze_result_t r = real(hEvent, timeout);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__collect();
+	return r;
+}
+
+ze_result_t ze_body_zeEventQueryStatus(struct ze_call *c, __typeof__(&zeEventQueryStatus) real,
+				       ze_event_handle_t hEvent)
+{
+	ze_result_t r = real(hEvent);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__collect();
+	return r;
+}
+
+ze_result_t ze_body_zeFenceHostSynchronize(struct ze_call *c,
+					   __typeof__(&zeFenceHostSynchronize) real,
+					   ze_fence_handle_t hFence, uint64_t timeout)
+{
+	ze_result_t r = real(hFence, timeout);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__collect();
+	return r;
+}
+
+ze_result_t ze_body_zeFenceQueryStatus(struct ze_call *c, __typeof__(&zeFenceQueryStatus) real,
+				       ze_fence_handle_t hFence)
+{
+	ze_result_t r = real(hFence);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__collect();
+	return r;
+}
+
+/* ---- init, contexts, memory ---- */
+
+ze_result_t ze_body_zeInit(struct ze_call *c, __typeof__(&zeInit) real, ze_init_flags_t flags)
+{
+	ze_result_t r = real(flags);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze__exit_hook();
+	return r;
+}
+
+ze_result_t ze_body_zeContextDestroy(struct ze_call *c, __typeof__(&zeContextDestroy) real,
+				     ze_context_handle_t hContext)
+{
+	ze_track__context_destroy(hContext);
+	return real(hContext);
+}
+
+ze_result_t ze_body_zeMemAllocDevice(struct ze_call *c, __typeof__(&zeMemAllocDevice) real,
+				     ze_context_handle_t hContext,
+				     const ze_device_mem_alloc_desc_t *device_desc, size_t size,
+				     size_t alignment, ze_device_handle_t hDevice, void **pptr)
+{
+	ze_result_t r = real(hContext, device_desc, size, alignment, hDevice, pptr);
+
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
+	if (r == ZE_RESULT_SUCCESS && pptr)
+		ze_mem__alloc(hContext, *pptr, size, hDevice, false);
+	return r;
+}
+
+ze_result_t ze_body_zeMemAllocHost(struct ze_call *c, __typeof__(&zeMemAllocHost) real,
+				   ze_context_handle_t hContext,
+				   const ze_host_mem_alloc_desc_t *host_desc, size_t size,
+				   size_t alignment, void **pptr)
+{
+	ze_result_t r = real(hContext, host_desc, size, alignment, pptr);
+
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
+	if (r == ZE_RESULT_SUCCESS && pptr)
+		ze_mem__alloc(hContext, *pptr, size, NULL, true);
+	return r;
+}
+
+ze_result_t ze_body_zeMemAllocShared(struct ze_call *c, __typeof__(&zeMemAllocShared) real,
+				     ze_context_handle_t hContext,
+				     const ze_device_mem_alloc_desc_t *device_desc,
+				     const ze_host_mem_alloc_desc_t *host_desc, size_t size,
+				     size_t alignment, ze_device_handle_t hDevice, void **pptr)
+{
+	ze_result_t r = real(hContext, device_desc, host_desc, size, alignment, hDevice, pptr);
+
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
+	/* Shared memory without a device migrates anywhere: counted as host USM. */
+	if (r == ZE_RESULT_SUCCESS && pptr)
+		ze_mem__alloc(hContext, *pptr, size, hDevice, hDevice == NULL);
+	return r;
+}
+
+ze_result_t ze_body_zeMemFree(struct ze_call *c, __typeof__(&zeMemFree) real,
+			      ze_context_handle_t hContext, void *ptr)
+{
+	/* Forget it first: once freed, another thread may get the same address. */
+	ze_mem__free(ptr);
+	return real(hContext, ptr);
+}
+
+ze_result_t ze_body_zeMemFreeExt(struct ze_call *c, __typeof__(&zeMemFreeExt) real,
+				 ze_context_handle_t hContext,
+				 const ze_memory_free_ext_desc_t *pMemFreeDesc, void *ptr)
+{
+	ze_mem__free(ptr);
+	return real(hContext, pMemFreeDesc, ptr);
+}

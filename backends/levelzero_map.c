@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+/* Handle map of the Level Zero backend: see levelzero_map.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include "backends/levelzero_map.h"
+
+#define ZE_MAP_MIN 64
+
+static size_t ze_map__hash(uintptr_t key)
+{
+	/* Handles are aligned pointers: drop the low bits, then mix. */
+	uint64_t h = (uint64_t)key >> 3;
+
+	h *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static struct ze_map_slot *ze_map__find(struct ze_map_tab *t, uintptr_t key)
+{
+	for (size_t i = ze_map__hash(key) & t->mask;; i = (i + 1) & t->mask) {
+		uintptr_t k = atomic_load_explicit(&t->slots[i].key, memory_order_acquire);
+
+		if (k == key || k == 0)
+			return &t->slots[i];
+	}
+}
+
+uintptr_t ze_map__get(struct ze_map *m, const void *key)
+{
+	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_acquire);
+	struct ze_map_slot *s;
+
+	if (!t || !key)
+		return 0;
+	s = ze_map__find(t, (uintptr_t)key);
+	if (atomic_load_explicit(&s->key, memory_order_acquire) != (uintptr_t)key)
+		return 0;
+	return atomic_load_explicit(&s->val, memory_order_acquire);
+}
+
+static int ze_map__grow(struct ze_map *m)
+{
+	struct ze_map_tab *old = atomic_load_explicit(&m->tab, memory_order_relaxed);
+	size_t live = 0, cap = ZE_MAP_MIN;
+	struct ze_map_tab *t;
+
+	if (old)
+		for (size_t i = 0; i <= old->mask; i++)
+			live += atomic_load_explicit(&old->slots[i].val, memory_order_relaxed) != 0;
+	while (cap < 4 * (live + 1))
+		cap *= 2;
+	t = calloc(1, sizeof(*t) + cap * sizeof(t->slots[0]));
+	if (!t)
+		return -ENOMEM;
+	t->mask = cap - 1;
+	if (old) {
+		for (size_t i = 0; i <= old->mask; i++) {
+			uintptr_t k = atomic_load_explicit(&old->slots[i].key, memory_order_relaxed);
+			uintptr_t v = atomic_load_explicit(&old->slots[i].val, memory_order_relaxed);
+			struct ze_map_slot *s;
+
+			if (!k || !v)
+				continue;
+			s = ze_map__find(t, k);
+			atomic_store_explicit(&s->val, v, memory_order_relaxed);
+			atomic_store_explicit(&s->key, k, memory_order_relaxed);
+			t->used++;
+		}
+	}
+	/* The old table stays allocated: a lock-free reader may still be in it. */
+	atomic_store_explicit(&m->tab, t, memory_order_release);
+	return 0;
+}
+
+int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
+{
+	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+	struct ze_map_slot *s;
+
+	if (!key)
+		return -EINVAL;
+	if (!t || 2 * (t->used + 1) > t->mask + 1) {
+		/* A re-put of a present key needs no room: check before growing. */
+		if (t) {
+			s = ze_map__find(t, (uintptr_t)key);
+			if (atomic_load_explicit(&s->key, memory_order_relaxed) == (uintptr_t)key) {
+				atomic_store_explicit(&s->val, val, memory_order_release);
+				return 0;
+			}
+		}
+		if (ze_map__grow(m))
+			return -ENOMEM;
+		t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+	}
+	s = ze_map__find(t, (uintptr_t)key);
+	/* Value first, then the key: a reader that sees the key sees its value. */
+	atomic_store_explicit(&s->val, val, memory_order_release);
+	if (atomic_load_explicit(&s->key, memory_order_relaxed) != (uintptr_t)key) {
+		atomic_store_explicit(&s->key, (uintptr_t)key, memory_order_release);
+		t->used++;
+	}
+	return 0;
+}
+
+uintptr_t ze_map__del(struct ze_map *m, const void *key)
+{
+	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+	struct ze_map_slot *s;
+
+	if (!t || !key)
+		return 0;
+	s = ze_map__find(t, (uintptr_t)key);
+	if (atomic_load_explicit(&s->key, memory_order_relaxed) != (uintptr_t)key)
+		return 0;
+	return atomic_exchange_explicit(&s->val, 0, memory_order_acq_rel);
+}
+
+void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, void *arg), void *arg)
+{
+	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+
+	if (!t)
+		return;
+	for (size_t i = 0; i <= t->mask; i++) {
+		uintptr_t k = atomic_load_explicit(&t->slots[i].key, memory_order_relaxed);
+		uintptr_t v = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
+
+		if (k && v)
+			fn((const void *)k, v, arg);
+	}
+}
+
+void ze_map__forget(struct ze_map *m)
+{
+	atomic_store_explicit(&m->tab, NULL, memory_order_relaxed);
+}

@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device times of Level Zero work.
+ *
+ * Every kernel, copy and fill appended to a command list gets a signal event
+ * with kernel timestamps: the program's own (its pools are created with
+ * ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP added, see levelzero_hooks.c) or, when
+ * it gave none, one of ours from per-context pools, recycled.
+ *
+ * A regular list records its commands at append time; each execution makes
+ * one pending read per command, linked to the execute call (corr) and to the
+ * append (corr2). An immediate list makes the pending read at the append.
+ * Pending reads are taken, in submission order, when the program learns that
+ * work finished (a successful synchronize or query of a queue, event or
+ * fence), before it resets or destroys an event or list, and at exit: the
+ * program never waits for us, and its events signal exactly as before.
+ *
+ * Everything here runs under ze_lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/levelzero.h"
+#include "inject/config.h"
+
+#define ZE_POOL_EVENTS    256     /* events per pool of ours */
+#define ZE_CTX_EVENTS_MAX (1 << 16) /* ours per context: beyond, work goes untimed */
+
+/* The start of the last command read on a row: a later reference than the
+ * submission pair when a queue has more than one wrap of work queued. */
+struct ze_anchor {
+	uint64_t host, ticks;
+	bool valid;
+};
+
+struct ze_ctx {
+	ze_context_handle_t handle;
+	ze_event_pool_handle_t *pools;
+	unsigned npools;
+	unsigned used_in_last; /* events made from the newest pool */
+	ze_event_handle_t *all;  /* every event of ours, to destroy with the context */
+	ze_event_handle_t *free; /* reset and ready */
+	unsigned nall, nfree;
+};
+
+struct ze_cmd {
+	struct ze_work w;
+	ze_event_handle_t event;
+	bool own;
+	uint64_t append_corr;
+	struct ze_pending *pend; /* the read of its latest execution, until taken */
+};
+
+struct ze_list {
+	ze_command_list_handle_t handle;
+	struct ze_ctx *ctx;
+	struct ze_dev *dev;
+	bool immediate, synchronous, executed;
+	uint32_t track; /* immediate lists: their own row */
+	struct ze_anchor *anchor;
+	struct ze_cmd *cmds;
+	size_t ncmds, cap;
+};
+
+struct ze_queue {
+	ze_command_queue_handle_t handle;
+	struct ze_dev *dev;
+	uint32_t track;
+	struct ze_anchor *anchor;
+};
+
+struct ze_pending {
+	struct ze_pending *prev, *next;
+	struct ze_work w;
+	ze_event_handle_t event;
+	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
+	struct ze_ctx *ctx;
+	struct ze_list *list; /* regular list owning the command */
+	size_t cmd;
+	uint64_t corr, corr2;
+	struct ze_dev *dev;
+	uint32_t track;
+	struct ze_anchor *anchor;
+	uint64_t ref_host, ref_ticks;
+};
+
+static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
+static struct ze_map ze_lists;   /* list -> struct ze_list * */
+static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
+static struct ze_map ze_pools;   /* program's pool -> 1 timestamped, 2 not */
+static struct ze_map ze_events;  /* program's timestamped event -> its pool */
+static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
+static struct ze_pending *ze_pend_head, *ze_pend_tail, *ze_pend_spare;
+
+/* ---- our events ---- */
+
+static struct ze_ctx *ze_ctx__get(ze_context_handle_t h)
+{
+	struct ze_ctx *c = (struct ze_ctx *)ze_map__get(&ze_ctxs, h);
+
+	if (c || !h)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->handle = h;
+	if (ze_map__put(&ze_ctxs, h, (uintptr_t)c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int ze_ctx__grow_pool(struct ze_ctx *c)
+{
+	ze_event_pool_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+		.flags = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
+		.count = ZE_POOL_EVENTS,
+	};
+	ze_event_pool_handle_t pool = NULL, *pools;
+	ze_event_handle_t *all, *fr;
+	size_t n = c->npools + 1;
+
+	pools = realloc(c->pools, n * sizeof(*pools));
+	if (!pools)
+		return -ENOMEM;
+	c->pools = pools;
+	all = realloc(c->all, n * ZE_POOL_EVENTS * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	c->all = all;
+	fr = realloc(c->free, n * ZE_POOL_EVENTS * sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	c->free = fr;
+	if (ZE_REAL(zeEventPoolCreate)(c->handle, &desc, 0, NULL, &pool) != ZE_RESULT_SUCCESS)
+		return -EIO;
+	c->pools[c->npools++] = pool;
+	c->used_in_last = 0;
+	return 0;
+}
+
+static ze_event_handle_t ze_ctx__event(struct ze_ctx *c)
+{
+	ze_event_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
+		/* Host scope: the timestamps are read by the host. */
+		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
+		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
+	};
+	ze_event_handle_t ev = NULL;
+
+	if (!c)
+		return NULL;
+	if (c->nfree)
+		return c->free[--c->nfree];
+	if (c->nall >= ZE_CTX_EVENTS_MAX)
+		return NULL;
+	if ((!c->npools || c->used_in_last == ZE_POOL_EVENTS) && ze_ctx__grow_pool(c))
+		return NULL;
+	desc.index = c->used_in_last;
+	if (ZE_REAL(zeEventCreate)(c->pools[c->npools - 1], &desc, &ev) != ZE_RESULT_SUCCESS)
+		return NULL;
+	c->used_in_last++;
+	c->all[c->nall++] = ev;
+	return ev;
+}
+
+/* Back to the free list, unsignaled (only once the device is done with it). */
+static void ze_ctx__put(struct ze_ctx *c, ze_event_handle_t ev)
+{
+	if (!c || !ev || atomic_load(&ze_closed))
+		return;
+	if (ZE_REAL(zeEventHostReset)(ev) == ZE_RESULT_SUCCESS)
+		c->free[c->nfree++] = ev;
+}
+
+static struct ze_anchor *ze_anchor__get(uint32_t track)
+{
+	struct ze_anchor *a = (struct ze_anchor *)ze_map__get(&ze_anchors, (void *)(uintptr_t)track);
+
+	if (a)
+		return a;
+	a = calloc(1, sizeof(*a));
+	if (a && ze_map__put(&ze_anchors, (void *)(uintptr_t)track, (uintptr_t)a)) {
+		free(a);
+		a = NULL;
+	}
+	return a;
+}
+
+/* ---- pending reads ---- */
+
+static struct ze_pending *ze_pend__new(void)
+{
+	struct ze_pending *p = ze_pend_spare;
+
+	if (p)
+		ze_pend_spare = p->next;
+	else
+		p = malloc(sizeof(*p));
+	if (p)
+		memset(p, 0, sizeof(*p));
+	return p;
+}
+
+static void ze_pend__push(struct ze_pending *p)
+{
+	p->prev = ze_pend_tail;
+	p->next = NULL;
+	if (ze_pend_tail)
+		ze_pend_tail->next = p;
+	else
+		ze_pend_head = p;
+	ze_pend_tail = p;
+}
+
+static void ze_pend__free(struct ze_pending *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		ze_pend_head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		ze_pend_tail = p->prev;
+	if (p->list && p->cmd < p->list->ncmds && p->list->cmds[p->cmd].pend == p)
+		p->list->cmds[p->cmd].pend = NULL;
+	p->next = ze_pend_spare;
+	ze_pend_spare = p;
+}
+
+static void ze_pend__drop(struct ze_pending *p, uint32_t reason)
+{
+	gt_lost_add(reason, 1);
+	/* An event of ours that may still be signaled is not reused. */
+	ze_pend__free(p);
+}
+
+static void ze_pend__emit(struct ze_pending *p, uint64_t start, uint64_t end)
+{
+	struct gt_arg args[6];
+	unsigned n = 0, kind;
+	uint32_t cat;
+
+	switch (p->w.kind) {
+	case ZE_CMD_KERNEL:
+		kind = GT_KIND(KERNEL);
+		cat = GT_S_CAT_KERNEL;
+		for (int i = 0; i < 3; i++) {
+			args[n++] = (struct gt_arg){ .key = ze_str.groups[i], .type = GT_ARG_U64,
+						     .v.u = p->w.groups[i] };
+		}
+		for (int i = 0; i < 3; i++) {
+			args[n++] = (struct gt_arg){ .key = ze_str.size[i], .type = GT_ARG_U64,
+						     .v.u = p->w.size[i] };
+		}
+		break;
+	case ZE_CMD_COPY:
+		kind = GT_KIND(MEMCPY);
+		cat = GT_S_CAT_GPU_MEMCPY;
+		args[n++] = (struct gt_arg){ .key = ze_str.kind, .type = GT_ARG_STR,
+					     .v.u = p->w.copy_kind };
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_BYTES, .type = GT_ARG_U64,
+					     .v.u = p->w.bytes };
+		break;
+	default:
+		kind = GT_KIND(MEMSET);
+		cat = GT_S_CAT_GPU_MEMSET;
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_BYTES, .type = GT_ARG_U64,
+					     .v.u = p->w.bytes };
+		break;
+	}
+	if (!ze__want(kind))
+		return;
+	struct gt_event ev = {
+		.start_ns = start,
+		.end_ns = end,
+		.corr = p->corr,
+		.corr2 = p->corr2,
+		.name = p->w.name,
+		.cat = cat,
+		.track = p->track,
+		.type = GT_EV_DEVICE_SPAN,
+	};
+	gt_emit(&ev, args, n);
+}
+
+/* The event signaled: read its timestamps and emit the device span. */
+static void ze_pend__read(struct ze_pending *p)
+{
+	ze_kernel_timestamp_result_t ts;
+	const struct ze_dev *d = p->dev;
+	uint64_t ref_host = p->ref_host, ref_ticks = p->ref_ticks, start, end, dur;
+	struct ze_anchor *a = p->anchor;
+
+	memset(&ts, 0, sizeof(ts));
+	if (ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts) != ZE_RESULT_SUCCESS) {
+		ze_pend__drop(p, ze_str.lost_unread);
+		return;
+	}
+	/*
+	 * The submission pair converts any start less than one wrap after it. The
+	 * last start read on the same row, when newer, extends that to a queue
+	 * holding more than one wrap of work; it is only trusted when this start
+	 * lies less than half a wrap after it (so not before it).
+	 */
+	if (a && a->valid && a->host >= ref_host &&
+	    ((ts.global.kernelStart - a->ticks) & d->mask) < d->mask / 2) {
+		ref_host = a->host;
+		ref_ticks = a->ticks;
+	}
+	start = ze_dev__host_ns(d, ref_host, ref_ticks, ts.global.kernelStart);
+	dur = (ts.global.kernelEnd - ts.global.kernelStart) & d->mask;
+	end = start + (uint64_t)((double)dur * d->ns_per_tick + 0.5);
+	if (a) {
+		a->host = start;
+		a->ticks = ts.global.kernelStart;
+		a->valid = true;
+	}
+	ze_pend__emit(p, start, end);
+	if (p->recycle)
+		ze_ctx__put(p->ctx, p->event);
+	ze_pend__free(p);
+}
+
+static void ze__collect_locked(void)
+{
+	struct ze_pending *p, *next;
+
+	if (atomic_load(&ze_closed))
+		return;
+	for (p = ze_pend_head; p; p = next) {
+		ze_result_t st = ZE_REAL(zeEventQueryStatus)(p->event);
+
+		next = p->next;
+		if (st == ZE_RESULT_SUCCESS)
+			ze_pend__read(p);
+		else if (st != ZE_RESULT_NOT_READY)
+			ze_pend__drop(p, ze_str.lost_unread);
+	}
+}
+
+void ze_track__collect(void)
+{
+	pthread_mutex_lock(&ze_lock);
+	ze__collect_locked();
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__final(void)
+{
+	pthread_mutex_lock(&ze_lock);
+	ze__collect_locked();
+	while (ze_pend_head)
+		ze_pend__drop(ze_pend_head, ze_str.lost_unread);
+	atomic_store(&ze_closed, true);
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* ---- appends ---- */
+
+ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
+					 ze_event_handle_t program_event)
+{
+	struct ze_list *L;
+
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	if (!L || atomic_load(&ze_closed))
+		goto out;
+	a->list = L;
+	a->ctx = L->ctx ? L->ctx->handle : NULL;
+	if (!L->ctx)
+		goto out;
+	if (program_event) {
+		if (ze_map__get(&ze_events, program_event))
+			a->event = program_event;
+	} else {
+		a->event = ze_ctx__event(L->ctx);
+		a->own = a->event != NULL;
+	}
+	if (!a->event)
+		goto out;
+	if (L->immediate && ze_dev__sync(L->dev, &a->ref_host, &a->ref_ticks)) {
+		if (a->own)
+			L->ctx->free[L->ctx->nfree++] = a->event;
+		a->event = NULL;
+		a->own = false;
+	}
+out:
+	pthread_mutex_unlock(&ze_lock);
+	return a->own ? a->event : program_event;
+}
+
+/* An older read of the same program event would take this command's times. */
+static void ze__retire_event_locked(ze_event_handle_t ev, uint32_t reason)
+{
+	struct ze_pending *p, *next;
+
+	for (p = ze_pend_head; p; p = next) {
+		next = p->next;
+		if (p->event == ev)
+			ze_pend__drop(p, reason);
+	}
+}
+
+void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
+			  uint64_t corr)
+{
+	struct ze_list *L = a->list;
+	struct ze_pending *p;
+	struct ze_cmd *cmd;
+
+	if (!L)
+		return;
+	pthread_mutex_lock(&ze_lock);
+	if (!a->event)
+		goto untimed;
+	if (r != ZE_RESULT_SUCCESS) {
+		/* Never submitted: ours is still unsignaled. */
+		if (a->own)
+			L->ctx->free[L->ctx->nfree++] = a->event;
+		goto out;
+	}
+	if (L->immediate) {
+		if (!a->own) {
+			ze__collect_locked();
+			ze__retire_event_locked(a->event, ze_str.lost_overwritten);
+		}
+		p = ze_pend__new();
+		if (!p)
+			goto untimed;
+		p->w = *w;
+		p->event = a->event;
+		p->recycle = a->own;
+		p->ctx = L->ctx;
+		p->corr = corr;
+		p->dev = L->dev;
+		p->track = L->track;
+		p->anchor = L->anchor;
+		p->ref_host = a->ref_host;
+		p->ref_ticks = a->ref_ticks;
+		ze_pend__push(p);
+		if (L->synchronous)
+			ze__collect_locked();
+		goto out;
+	}
+	if (L->ncmds == L->cap) {
+		size_t cap = L->cap ? 2 * L->cap : 16;
+		struct ze_cmd *cmds = realloc(L->cmds, cap * sizeof(*cmds));
+
+		if (!cmds)
+			goto untimed;
+		L->cmds = cmds;
+		L->cap = cap;
+	}
+	cmd = &L->cmds[L->ncmds++];
+	cmd->w = *w;
+	cmd->event = a->event;
+	cmd->own = a->own;
+	cmd->append_corr = corr;
+	cmd->pend = NULL;
+	goto out;
+untimed:
+	gt_lost_add(ze_str.lost_no_event, 1);
+out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* ---- execution of regular lists ---- */
+
+void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q, uint32_t n,
+			     ze_command_list_handle_t *lists)
+{
+	struct ze_queue *Q;
+
+	memset(x, 0, sizeof(*x));
+	pthread_mutex_lock(&ze_lock);
+	Q = (struct ze_queue *)ze_map__get(&ze_queues, q);
+	if (!Q || !lists || atomic_load(&ze_closed))
+		goto out;
+	/* Take what earlier runs left: this run overwrites their timestamps. */
+	ze__collect_locked();
+	for (uint32_t i = 0; i < n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, lists[i]);
+
+		if (!L || L->immediate)
+			continue;
+		for (size_t j = 0; j < L->ncmds; j++) {
+			struct ze_cmd *cmd = &L->cmds[j];
+
+			if (cmd->pend)
+				ze_pend__drop(cmd->pend, ze_str.lost_overwritten);
+			/* Ours must be unsignaled again to tell this run's end. */
+			if (cmd->own && L->executed)
+				ZE_REAL(zeEventHostReset)(cmd->event);
+		}
+	}
+	if (ze_dev__sync(Q->dev, &x->ref_host, &x->ref_ticks))
+		goto out;
+	x->queue = Q;
+	x->n = n;
+	x->lists = lists;
+out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr)
+{
+	struct ze_queue *Q = x->queue;
+
+	if (!Q || r != ZE_RESULT_SUCCESS)
+		return;
+	pthread_mutex_lock(&ze_lock);
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+
+		if (!L || L->immediate)
+			continue;
+		L->executed = true;
+		for (size_t j = 0; j < L->ncmds; j++) {
+			struct ze_cmd *cmd = &L->cmds[j];
+			struct ze_pending *p = ze_pend__new();
+
+			if (!p) {
+				gt_lost_add(ze_str.lost_no_event, 1);
+				continue;
+			}
+			p->w = cmd->w;
+			p->event = cmd->event;
+			p->ctx = L->ctx;
+			p->list = L;
+			p->cmd = j;
+			p->corr = corr;
+			p->corr2 = cmd->append_corr;
+			p->dev = Q->dev;
+			p->track = Q->track;
+			p->anchor = Q->anchor;
+			p->ref_host = x->ref_host;
+			p->ref_ticks = x->ref_ticks;
+			cmd->pend = p;
+			ze_pend__push(p);
+		}
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* ---- objects ---- */
+
+void ze_track__queue_created(ze_command_queue_handle_t q, ze_device_handle_t dev,
+			     const ze_command_queue_desc_t *desc)
+{
+	struct ze_queue *Q = calloc(1, sizeof(*Q));
+	uint32_t ordinal = desc ? desc->ordinal : 0, index = desc ? desc->index : 0;
+	char name[64];
+
+	if (!Q)
+		return;
+	pthread_mutex_lock(&ze_lock);
+	Q->handle = q;
+	Q->dev = ze_dev__get(dev);
+	if (!Q->dev)
+		goto fail;
+	snprintf(name, sizeof(name), "queue %u.%u", ordinal, index);
+	Q->track = gt_queue_row(Q->dev->row, name, (int)(ordinal * 1000 + index));
+	Q->anchor = ze_anchor__get(Q->track);
+	if (ze_map__put(&ze_queues, q, (uintptr_t)Q))
+		goto fail;
+	pthread_mutex_unlock(&ze_lock);
+	return;
+fail:
+	pthread_mutex_unlock(&ze_lock);
+	free(Q);
+}
+
+void ze_track__queue_destroy(ze_command_queue_handle_t q)
+{
+	struct ze_queue *Q;
+
+	pthread_mutex_lock(&ze_lock);
+	ze__collect_locked();
+	Q = (struct ze_queue *)ze_map__del(&ze_queues, q);
+	pthread_mutex_unlock(&ze_lock);
+	/* Pending reads keep their row and anchor, not the queue. */
+	free(Q);
+}
+
+void ze_track__list_created(ze_command_list_handle_t l, ze_context_handle_t ctx,
+			    ze_device_handle_t dev, const ze_command_queue_desc_t *imm)
+{
+	struct ze_list *L = calloc(1, sizeof(*L));
+	char name[64];
+
+	if (!L)
+		return;
+	pthread_mutex_lock(&ze_lock);
+	L->handle = l;
+	L->ctx = ze_ctx__get(ctx);
+	L->dev = ze_dev__get(dev);
+	if (!L->ctx || !L->dev)
+		goto fail;
+	if (imm) {
+		unsigned n = L->dev->immediate_lists++;
+
+		L->immediate = true;
+		L->synchronous = imm->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+		snprintf(name, sizeof(name), "immediate list %u", n);
+		L->track = gt_queue_row(L->dev->row, name, (int)(1000000 + n));
+		L->anchor = ze_anchor__get(L->track);
+	}
+	if (ze_map__put(&ze_lists, l, (uintptr_t)L))
+		goto fail;
+	pthread_mutex_unlock(&ze_lock);
+	return;
+fail:
+	pthread_mutex_unlock(&ze_lock);
+	free(L);
+}
+
+void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
+{
+	struct ze_list *L;
+
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	if (!L)
+		goto out;
+	/* The device is done with the list (the program's promise): read it all. */
+	ze__collect_locked();
+	for (size_t j = 0; j < L->ncmds; j++) {
+		struct ze_cmd *cmd = &L->cmds[j];
+
+		if (cmd->pend)
+			ze_pend__drop(cmd->pend, ze_str.lost_unread);
+		if (cmd->own)
+			ze_ctx__put(L->ctx, cmd->event);
+	}
+	L->ncmds = 0;
+	L->executed = false;
+	if (destroy) {
+		ze_map__del(&ze_lists, l);
+		free(L->cmds);
+		free(L);
+	}
+out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__pool_created(ze_event_pool_handle_t p, bool timestamped)
+{
+	pthread_mutex_lock(&ze_lock);
+	ze_map__put(&ze_pools, p, timestamped ? 1 : 2);
+	pthread_mutex_unlock(&ze_lock);
+}
+
+struct ze_pool_match {
+	ze_event_pool_handle_t pool;
+};
+
+static void ze__forget_pool_event(const void *ev, uintptr_t pool, void *arg)
+{
+	struct ze_pool_match *m = arg;
+
+	if ((ze_event_pool_handle_t)pool == m->pool) {
+		ze__retire_event_locked((ze_event_handle_t)ev, ze_str.lost_unread);
+		ze_map__del(&ze_events, ev);
+	}
+}
+
+void ze_track__pool_destroy(ze_event_pool_handle_t p)
+{
+	struct ze_pool_match m = { .pool = p };
+
+	pthread_mutex_lock(&ze_lock);
+	if (ze_map__del(&ze_pools, p)) {
+		ze__collect_locked();
+		ze_map__each(&ze_events, ze__forget_pool_event, &m);
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__event_created(ze_event_handle_t e, ze_event_pool_handle_t p)
+{
+	pthread_mutex_lock(&ze_lock);
+	/* A recycled handle of another pool must not look timestamped. */
+	if (ze_map__get(&ze_pools, p) == 1)
+		ze_map__put(&ze_events, e, (uintptr_t)p);
+	else
+		ze_map__del(&ze_events, e);
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__event_retire(ze_event_handle_t e, bool destroy)
+{
+	pthread_mutex_lock(&ze_lock);
+	if (ze_map__get(&ze_events, e)) {
+		ze__collect_locked();
+		ze__retire_event_locked(e, ze_str.lost_unread);
+		if (destroy)
+			ze_map__del(&ze_events, e);
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+bool ze_track__list_is_immediate(ze_command_list_handle_t l)
+{
+	struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, l);
+
+	return L && L->immediate;
+}
+
+static void ze__orphan_list(const void *key, uintptr_t val, void *arg)
+{
+	struct ze_list *L = (struct ze_list *)val;
+
+	if (L->ctx == arg)
+		L->ctx = NULL;
+}
+
+void ze_track__context_destroy(ze_context_handle_t ctx)
+{
+	struct ze_pending *p, *next;
+	struct ze_ctx *c;
+
+	pthread_mutex_lock(&ze_lock);
+	c = (struct ze_ctx *)ze_map__del(&ze_ctxs, ctx);
+	if (!c)
+		goto out;
+	ze__collect_locked();
+	for (p = ze_pend_head; p; p = next) {
+		next = p->next;
+		if (p->ctx == c)
+			ze_pend__drop(p, ze_str.lost_unread);
+	}
+	if (!atomic_load(&ze_closed)) {
+		for (unsigned i = 0; i < c->nall; i++)
+			ZE_REAL(zeEventDestroy)(c->all[i]);
+		for (unsigned i = 0; i < c->npools; i++)
+			ZE_REAL(zeEventPoolDestroy)(c->pools[i]);
+	}
+	/* Lists outliving their context (the program's mistake) keep no pointer to it. */
+	ze_map__each(&ze_lists, ze__orphan_list, c);
+	free(c->all);
+	free(c->free);
+	free(c->pools);
+	free(c);
+out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__forget(void)
+{
+	ze_map__forget(&ze_ctxs);
+	ze_map__forget(&ze_lists);
+	ze_map__forget(&ze_queues);
+	ze_map__forget(&ze_pools);
+	ze_map__forget(&ze_events);
+	ze_map__forget(&ze_anchors);
+	ze_pend_head = ze_pend_tail = ze_pend_spare = NULL;
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlsym() for programs that load a vendor library late (dlopen) and look its
+ * functions up themselves, as SYCL does with the Level Zero loader: for a
+ * library handle, a registered backend may answer with its wrapper instead
+ * of the real function (backend.h, wrapper_for).
+ *
+ * RTLD_NEXT and RTLD_DEFAULT depend on who calls: glibc finds the caller from
+ * its return address. On x86-64 our dlsym therefore jumps to the real one
+ * (a tail jump, the caller's return address still on the stack) for those
+ * two, and only library handles come through C. Elsewhere, and before the
+ * real dlsym is known, RTLD_NEXT is answered by walking the link map after
+ * the caller's object.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include "backends/backend.h"
+#include "inject/event.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+/* The real dlsym; read by the assembly below. */
+GT_HIDDEN _Atomic(dlsym_fn) gt_dlsym_next;
+/* What the real dlsym found, while backends are asked for a wrapper. */
+GT_HIDDEN GT_TLS void *gt_dlsym_found;
+
+extern const struct gt_backend *const __start_gt_backends[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct gt_backend *const __stop_gt_backends[]
+	__attribute__((weak, visibility("hidden")));
+
+static dlsym_fn dlsym__real(void)
+{
+	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
+	dlsym_fn f = atomic_load_explicit(&gt_dlsym_next, memory_order_acquire);
+
+	for (size_t i = 0; !f && i < sizeof(versions) / sizeof(versions[0]); i++) {
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+		if (f)
+			atomic_store_explicit(&gt_dlsym_next, f, memory_order_release);
+	}
+	return f;
+}
+
+__attribute__((constructor(101))) static void dlsym__init(void)
+{
+	/* Ready before other constructors look symbols up through us. */
+	dlsym__real();
+}
+
+void *gt_dlsym_real(void *handle, const char *symbol)
+{
+	dlsym_fn real = dlsym__real();
+
+	return real ? real(handle, symbol) : NULL;
+}
+
+/* dlsym(library handle, symbol): the real function, or a backend's wrapper of it. */
+GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *symbol)
+{
+	void *found = gt_dlsym_real(handle, symbol);
+	const struct gt_backend *const *b;
+
+	/* A symbol the library lacks stays missing: programs probe with dlsym. */
+	if (!found || !symbol || !__start_gt_backends)
+		return found;
+	gt_dlsym_found = found;
+	for (b = __start_gt_backends; b < __stop_gt_backends; b++) {
+		void *w;
+
+		if (!*b || !(*b)->wrapper_for || !gt_backend_enabled((*b)->name))
+			continue;
+		w = (*b)->wrapper_for(symbol);
+		if (w) {
+			found = w;
+			break;
+		}
+	}
+	gt_dlsym_found = NULL;
+	return found;
+}
+
+/*
+ * RTLD_NEXT for a caller in some object: the first definition in an object
+ * loaded after it. dlsym on a link map searches that object and its
+ * dependencies: keep only a definition in the object itself.
+ */
+static void *dlsym__next(const char *symbol, const void *caller)
+{
+	struct link_map *self = NULL, *l, *def;
+	Dl_info info;
+	void *p;
+
+	if (!dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
+		return NULL;
+	for (l = self->l_next; l; l = l->l_next) {
+		p = gt_dlsym_real(l, symbol);
+		def = NULL;
+		if (p && dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP) && def == l)
+			return p;
+	}
+	return NULL;
+}
+
+GT_HIDDEN __attribute__((used)) void *gt_dlsym_slow(void *handle, const char *symbol,
+						   const void *caller)
+{
+	if (handle == RTLD_NEXT)
+		return dlsym__next(symbol, caller);
+	if (handle == RTLD_DEFAULT)
+		return gt_dlsym_real(handle, symbol);
+	return gt_dlsym_handle(handle, symbol);
+}
+
+#if defined(__x86_64__)
+/*
+ * RTLD_NEXT (-1) and RTLD_DEFAULT (0) jump straight to the real dlsym, which
+ * then sees our caller's return address as its own caller. Library handles
+ * go to gt_dlsym_handle; before the real dlsym is known, gt_dlsym_slow gets
+ * the caller's address as a third argument.
+ */
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, @function\n"
+	".p2align 4\n"
+	"dlsym:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	cmpq $-1, %rdi\n"
+	"	je 1f\n"
+	"	testq %rdi, %rdi\n"
+	"	jne gt_dlsym_handle\n"
+	"1:	movq gt_dlsym_next(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	je 2f\n"
+	"	jmp *%rax\n"
+	"2:	movq (%rsp), %rdx\n"
+	"	jmp gt_dlsym_slow\n"
+	"	.cfi_endproc\n"
+	".size dlsym, .-dlsym\n");
+#else
+GT_EXPORT __attribute__((noinline)) void *dlsym(void *handle, const char *symbol)
+{
+	if (handle == RTLD_NEXT || !atomic_load_explicit(&gt_dlsym_next, memory_order_acquire))
+		return gt_dlsym_slow(handle, symbol, __builtin_return_address(0));
+	if (handle == RTLD_DEFAULT)
+		return gt_dlsym_real(handle, symbol);
+	return gt_dlsym_handle(handle, symbol);
+}
+#endif
