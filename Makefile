@@ -30,8 +30,8 @@ endif
 
 WARN      := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
-BASEFLAGS := -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\"
-LIBFLAGS  := $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -I.
+BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\"
+LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -I.
 LDLIBS    := -ldl -lpthread -lz
 
 # Optional parts: each is built when its headers are here, else left out with one line.
@@ -40,7 +40,7 @@ HAVE_CUPTI := $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1)
 HAVE_CHECK := $(shell test -f /usr/include/check.h && echo 1)
 HAVE_NVCC  := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo 1)
 
-LIB_SRCS := $(wildcard inject/*.c writer/*.c) backends/plugins.c
+LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins*.c)
 ifeq ($(HAVE_ZE),1)
 LIB_SRCS += $(wildcard backends/levelzero*.c)
 else
@@ -65,6 +65,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(if $(findstring cupti,$<),$(CUPTI_CFLAGS)) -MMD -MP -c $< -o $@
 
+# Sanitizer runtimes resolve their interceptors with dlsym(RTLD_NEXT) and set
+# up signal handling before they are initialized; our dlsym and sigaction
+# wrappers run then, so they must not be instrumented.
+$(BUILD)/obj/inject/dlsym.o $(BUILD)/obj/inject/lifecycle.o: SANFLAGS :=
+
 $(LIB): $(LIB_OBJS) inject/exports.map
 	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $(filter %.o,$^) $(LDLIBS) -Wl,-z,nodelete \
 	  -Wl,--version-script=inject/exports.map
@@ -81,7 +86,7 @@ tools: $(TOOLS)
 test-build: $(TEST_BUILD)
 
 # --- packages -----------------------------------------------------------
-DEB_PKGS := gcc make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
+DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
 	    pkg-config jq uftrace ltrace libjson-c-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

@@ -29,7 +29,10 @@
 static _Atomic int finish_claimed;
 GT_HIDDEN const char *_Atomic gt_end_reason;
 
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+/* glibc's own entry, not found through dlsym: sanitizer runtimes call our
+ * sigaction while they start, before dlsym may be called. */
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+static int (*const real_sigaction)(int, const struct sigaction *, struct sigaction *) = __sigaction;
 
 /* ---- finishing ---- */
 
@@ -159,9 +162,6 @@ static void install_ours(int sig)
 
 static void signals_init(void)
 {
-	real_sigaction = gt_real("sigaction");
-	if (!real_sigaction)
-		return;
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
 		int sig = fatal_signals[i];
 		struct sigaction cur;
@@ -182,13 +182,6 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
 	int ret = 0;
 
-	if (!real_sigaction) {
-		real_sigaction = gt_real("sigaction");
-		if (!real_sigaction) {
-			errno = ENOSYS;
-			return -1;
-		}
-	}
 	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid)
 		return real_sigaction(sig, act, oldact);
 	while (atomic_flag_test_and_set(&sig_lock))
