@@ -46,3 +46,10 @@ $(CLI_OUT)/stack_app: test/cli/stack_app.c test/apps/ze_app.h
 
 TEST_BUILD += $(CLI_OUT)/stack_app
 endif
+
+# `make bench`: what a captured stack costs (see test/cli/stack_cost.c).
+$(CLI_OUT)/stack_cost: test/cli/stack_cost.c $(CLI_OUT)/libstackapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -L$(CLI_OUT) -lstackapi -Wl,-rpath,$(abspath $(CLI_OUT))
+
+BENCH_BUILD += $(CLI_OUT)/stack_cost

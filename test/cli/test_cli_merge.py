@@ -1,0 +1,255 @@
+"""Processes that fork and exec (and shell scripts running several programs)
+write one trace each; `gputrace merge` joins them: every process's events
+exactly once, pids kept (or remapped when two inputs share one), names
+prefixed with host/rank, clocks lined up on the wall-clock anchors, flow
+ids unique per input, lost counts summed; streaming (bounded memory)."""
+import collections
+import json
+import os
+import resource
+import shutil
+
+import pytest
+
+from cli_helpers import (PLUGIN_DIR, SPAWN, check_summary_json, expected_summary, gputrace,
+                         host_pids, load_exact, ns, plugin_env, trace_files)
+from conftest import ROOT, SANITIZE, need
+
+FIXTURES = ROOT / "test" / "cli" / "fixtures"
+
+
+def traced(tmp_path, program, n=3):
+    need(PLUGIN_DIR / "libclitest.so")
+    need(SPAWN)
+    out = tmp_path / "traces"
+    out.mkdir()
+    p = gputrace(["run", "--no-summary", "-o", out / "t-%e-%p.json", "--plugin-path",
+                  PLUGIN_DIR, "--"] + [str(a) for a in program], tmp_path, env=plugin_env(n))
+    return p, trace_files(out)
+
+
+def x_events(trace):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+
+
+def fingerprint(e, pid_map, shift):
+    """An event as merge must write it: pid mapped, ts shifted, rest equal."""
+    d = dict(e)
+    d["pid"] = pid_map.get(int(e["pid"]), int(e["pid"]))
+    if "ts" in e:
+        d["ts"] = ns(e["ts"]) + shift
+    d.pop("id", None)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def check_merge(tmp_path, inputs, out_name="merged.json"):
+    """Merge inputs; check every input event is in the output exactly once."""
+    out = tmp_path / out_name
+    p = gputrace(["merge", "-o", out] + inputs, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"{out}: " in p.stderr.decode()
+    merged = load_exact(out)
+    g = merged["gputrace"]
+    assert g["merged"] is True and len(g["inputs"]) == len(inputs)
+    base = int(g["anchor"]["realtime_ns"])
+    want = collections.Counter()
+    for path, info in zip(inputs, g["inputs"]):
+        t = load_exact(path)
+        a = t["gputrace"]["anchor"]
+        shift = int(a["realtime_ns"]) - int(a["clock_ns"]) - base
+        assert info["ts_shift_ns"] == shift and info["path"] == str(path)
+        pid_map = {int(k): int(v) for k, v in info["pid_map"].items()}
+        for e in t["traceEvents"]:
+            if e.get("ph") != "M" or e.get("name") != "process_name":
+                want[fingerprint(e, pid_map, shift)] += 1
+    got = collections.Counter(fingerprint(e, {}, 0) for e in merged["traceEvents"]
+                              if e.get("ph") != "M" or e.get("name") != "process_name")
+    assert got == want
+    return merged
+
+
+def test_fork_exec_one_trace_per_process(tmp_path):
+    p, files = traced(tmp_path, [SPAWN, 3])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().splitlines() == ["leaf 0", "leaf 1", "leaf 2",
+                                              "spawn: 3 children, 0 failed"]
+    traces = [load_exact(f) for f in files]
+    empty = [f.name for f, t in zip(files, traces) if not x_events(t)]
+    assert not empty, "a forked child that only execs must not write a trace of its own"
+    assert len(files) == 4, files
+    pids = {int(t["gputrace"]["pid"]) for t in traces}
+    assert len(pids) == 4
+    for f, t in zip(files, traces):
+        assert f.name.endswith(f"-{t['gputrace']['pid']}.json")
+        assert len([e for e in x_events(t) if e["name"] == "cli_kernel"]) == 3
+
+    merged = check_merge(tmp_path, files)
+    hosts = host_pids(merged)
+    assert hosts == pids  # distinct pids are kept as they are
+    kernels = collections.Counter()
+    names = {int(e["pid"]): e["args"]["name"] for e in merged["traceEvents"]
+             if e.get("name") == "process_name"}
+    for e in x_events(merged):
+        if e["name"] == "cli_kernel":
+            kernels[int(e["pid"])] += 1
+    assert sorted(kernels.values()) == [3, 3, 3, 3]  # one device row per process
+    # every process is named (the writer names only device rows)
+    host = traces[0]["gputrace"]["hostname"]
+    for pid in pids:
+        assert names[pid].startswith(f"{host}: ")
+    assert merged["gputrace"]["events_lost"] == 0
+    # the summary of the merged trace is the sum of its parts
+    s = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
+    assert s.returncode == 0, s.stderr
+    summary = json.loads(s.stdout)
+    check_summary_json(summary, expected_summary(merged))
+    assert summary["kernels"][0]["count"] == 12
+
+
+def test_flows_stay_paired_and_unique(tmp_path):
+    p, files = traced(tmp_path, [SPAWN, 2])
+    merged = check_merge(tmp_path, files)
+    flows = collections.defaultdict(list)
+    for e in merged["traceEvents"]:
+        if e.get("ph") in ("s", "f"):
+            flows[(e["id"], e["cat"], e["name"])].append(e)
+    per_input = sum(len([e for e in load_exact(f)["traceEvents"] if e.get("ph") == "s"])
+                    for f in files)
+    assert per_input > 0 and len(flows) == per_input  # ids did not collide across inputs
+    for key, evs in flows.items():
+        assert sorted(e["ph"] for e in evs) == ["f", "s"], key
+        s = next(e for e in evs if e["ph"] == "s")
+        f = next(e for e in evs if e["ph"] == "f")
+        assert ns(s["ts"]) <= ns(f["ts"])
+
+
+def test_shell_script_running_several_programs(tmp_path):
+    need(SPAWN)
+    script = tmp_path / "job.sh"
+    # two children, then the shell replaces itself with a third program
+    script.write_text(f"#!/bin/sh\n{SPAWN} leaf a\n{SPAWN} leaf b\nexec {SPAWN} leaf c\n")
+    script.chmod(0o755)
+    p, files = traced(tmp_path, [script])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().splitlines() == ["leaf a", "leaf b", "leaf c"]
+    traces = [load_exact(f) for f in files]
+    # the shell, a, b, and c (which has the shell's pid: exec keeps it)
+    assert len(files) == 4, files
+    exes = sorted(os.path.basename(t["gputrace"]["exe"]) for t in traces)
+    assert exes.count("spawn") == 3
+    pids = [int(t["gputrace"]["pid"]) for t in traces]
+    assert len(set(pids)) == 3
+    merged = check_merge(tmp_path, files)
+    # the pid used by two inputs is remapped in the second: 4 processes
+    assert len(host_pids(merged)) == 4
+    remapped = [i for i in merged["gputrace"]["inputs"] if i["pid_map"]]
+    assert len(remapped) == 1
+    kernels = collections.Counter(int(e["pid"]) for e in x_events(merged)
+                                  if e["name"] == "cli_kernel")
+    assert sorted(kernels.values()) == [3, 3, 3, 3]
+
+
+def test_merge_hand_written_traces(tmp_path):
+    a, b = FIXTURES / "proc_a.json", FIXTURES / "proc_b.json"
+    merged = check_merge(tmp_path, [a, b])
+    g = merged["gputrace"]
+    # b ran on another host with the same pid: its pids are renumbered
+    assert g["inputs"][0]["pid_map"] == {}
+    assert g["inputs"][1]["pid_map"] == {"4242": 1000002, "1000001": 1000003}
+    assert [int(p) for p in g["host_pids"]] == [4242, 1000002]
+    names = sorted(e["args"]["name"] for e in merged["traceEvents"]
+                   if e.get("name") == "process_name")
+    assert names == ["node1 rank 0: GPU 0", "node1 rank 0: app (4242)",
+                     "node2 rank 1: GPU 0", "node2 rank 1: app (4242)"]
+    # wall clock: a's clock is 400 us (anchor difference) ahead of b's base
+    assert g["inputs"][0]["ts_shift_ns"] == 399900000 and g["inputs"][1]["ts_shift_ns"] == 0
+    assert int(g["anchor"]["realtime_ns"]) == 1700000000000100000 - 900000000
+    launch_a = [e for e in merged["traceEvents"] if e.get("name") ==
+                "zeCommandListAppendLaunchKernel" and int(e["pid"]) == 4242][0]
+    # ts + anchor.realtime_ns == the event's wall-clock time in its own file
+    assert ns(launch_a["ts"]) + int(g["anchor"]["realtime_ns"]) == \
+        1000000 + 1700000000000000000 - 500000000
+    # lost counts summed, by reason too
+    assert (int(g["events_lost"]), int(g["events_recorded"])) == (5, 17)
+    assert {k: int(v) for k, v in g["lost_by_reason"].items()} == \
+        {"ring_full": 4, "cupti_dropped": 1}
+    # flow 7 exists in both inputs: two distinct flows now
+    ids = {(e["id"], int(e["pid"])) for e in merged["traceEvents"] if e.get("ph") == "s"}
+    assert len({i for i, _ in ids}) == 3
+    # a merged trace merges again, and its summary has the lost events
+    again = check_merge(tmp_path, [tmp_path / "merged.json", a], out_name="again.json")
+    assert int(again["gputrace"]["events_lost"]) == 8
+    s = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
+    summary = json.loads(s.stdout)
+    assert summary["lost"] == {"total": 5, "by_reason": {"cupti_dropped": 1, "ring_full": 4}}
+    assert [d["name"] for d in summary["devices"]] == ["node1 rank 0: GPU 0",
+                                                      "node2 rank 1: GPU 0"]
+
+
+def test_merge_keeps_a_truncated_input(tmp_path):
+    text = (FIXTURES / "proc_a.json").read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[:text.index('{"ph":"X","cat":"gpu_memcpy"') + 30])  # mid-event
+    p = gputrace(["merge", "-o", "m.json", cut, FIXTURES / "proc_b.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    err = p.stderr.decode()
+    assert f"gputrace merge: {cut}: truncated after 10 events" in err
+    assert "no clock anchor" in err  # its gputrace object was after the cut
+    merged = load_exact(tmp_path / "m.json")
+    assert merged["gputrace"]["inputs"][0]["truncated"] is True
+    assert merged["gputrace"]["inputs"][0]["events"] == 10
+
+
+def test_merge_refuses_what_is_not_a_trace(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    p = gputrace(["merge", "-o", "m.json", FIXTURES / "proc_a.json", bad], tmp_path)
+    assert p.returncode == 1
+    assert f"gputrace merge: {bad}: not a readable trace" in p.stderr.decode()
+    assert not (tmp_path / "m.json").exists()
+    assert list(tmp_path.iterdir()) == [bad]  # no temporary file left behind
+
+
+def write_big_trace(path, pid, events, realtime):
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n')
+        f.write(f'{{"ph":"M","name":"process_name","pid":{pid + 1000000},"tid":0,'
+                '"args":{"name":"GPU 0"}}')
+        pad = "x" * 60
+        for i in range(events):
+            f.write(f',\n{{"ph":"X","cat":"kernel","name":"big_kernel_{i % 50}","pid":{pid + 1000000},'
+                    f'"tid":1,"ts":{1000 + i}.250,"dur":0.500,"args":{{"pad":"{pad}"}}}}')
+        f.write(f'\n],"gputrace":{{"pid":{pid},"hostname":"h{pid}","rank":null,"anchor":'
+                f'{{"realtime_ns":{realtime},"clock_ns":0}},"events_lost":0}}}}\n')
+
+
+def limit_memory():
+    mb = 48 << 20
+    resource.setrlimit(resource.RLIMIT_AS, (mb, mb))
+
+
+def test_merge_streams_traces_larger_than_its_memory(tmp_path):
+    # 2 x ~45 MB of input, merged and summarized in a 48 MB address space
+    n = 280000
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    write_big_trace(a, 100, n, 10**18)
+    write_big_trace(b, 200, n, 10**18 + 5000)
+    assert a.stat().st_size + b.stat().st_size > 48 << 20
+    import subprocess
+    from cli_helpers import TOOL, gt_env
+    limit = None if SANITIZE in ("address", "thread") else limit_memory  # shadow memory
+    out = tmp_path / "m.json"
+    p = subprocess.run([str(TOOL), "merge", "-o", str(out), str(a), str(b)], env=gt_env(),
+                       capture_output=True, timeout=120, preexec_fn=limit)
+    assert p.returncode == 0, p.stderr
+    assert f"{out}: {2 * n + 2} events from 2 traces" in p.stderr.decode()
+    p = subprocess.run([str(TOOL), "summary", "--json", "-", str(out)], env=gt_env(),
+                       capture_output=True, timeout=120, preexec_fn=limit)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["totals"]["kernels"]["count"] == 2 * n
+    assert s["totals"]["kernels"]["total_ns"] == 2 * n * 500
+    assert len(s["kernels"]) == 50 and len(s["devices"]) == 2
+    # b's clock is 5 us later on the wall: its first kernel too
+    assert s["window"]["start_ns"] == 1000250
+    assert s["window"]["end_ns"] == (1000 + n - 1) * 1000 + 250 + 500 + 5000

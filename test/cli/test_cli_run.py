@@ -1,0 +1,162 @@
+"""`gputrace run`: the program's stdin/stdout/stderr/exit status pass
+through untouched; the summary on stderr and in JSON equals the sums over
+the trace; `gputrace summary FILE` agrees with the exit-time summary;
+.gz traces round-trip. Events come from test/cli/cliplug.c, a plug-in that
+records a known set of spans in every process it is loaded into."""
+import gzip
+import json
+import os
+import subprocess
+
+import pytest
+
+from cli_helpers import (PLUGIN_DIR, SCRIPT, check_summary_json, expected_summary, gputrace,
+                         gt_env, load_exact, plugin_env, trace_files)
+from conftest import clean_env, need, strip_gputrace
+
+# shell builtins only: one process, one trace file
+PROGRAM = ["sh", "-c", 'while read -r l; do echo "$l"; done; echo "to stderr" >&2; exit 7']
+
+
+def test_output_and_exit_status_pass_through(tmp_path):
+    plain = subprocess.run(PROGRAM, input=b"hello\nworld\n", capture_output=True,
+                           env=clean_env(), timeout=30)
+    traced = gputrace(["run", "--"] + PROGRAM, tmp_path, input=b"hello\nworld\n")
+    assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout) == \
+        (7, b"hello\nworld\n")
+    assert strip_gputrace(traced.stderr) == plain.stderr.decode() == "to stderr\n"
+    # the default output: gputrace-%e-%p.json in the current directory
+    files = trace_files(tmp_path)
+    assert len(files) == 1 and files[0].name.startswith("gputrace-")
+    meta = load_exact(files[0])["gputrace"]
+    assert files[0].name.endswith(f"-{meta['pid']}.json")
+
+
+def test_signal_passes_through(tmp_path):
+    p = gputrace(["run", "--no-summary", "--", "sh", "-c", "kill -TERM $$"], tmp_path)
+    assert p.returncode == -15
+
+
+def test_command_replaces_the_script(tmp_path):
+    # exec: no shell stays between the caller and the program
+    env = gt_env()
+    proc = subprocess.Popen([str(SCRIPT), "run", "--no-summary", "--",
+                             "sh", "-c", "echo $$"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert int(out) == proc.pid
+
+
+def run_plugin(tmp_path, *opts, n=3, name="t.json", program=None):
+    need(PLUGIN_DIR / "libclitest.so")
+    out = tmp_path / name
+    program = program or ["sh", "-c", 'echo "program stderr" >&2']
+    p = gputrace(["run", "-o", out, "--plugin-path", PLUGIN_DIR, *opts, "--"] + program,
+                 tmp_path, env=plugin_env(n))
+    return p, out
+
+
+def test_summary_block_on_stderr(tmp_path):
+    p, out = run_plugin(tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.decode().splitlines()
+    start = lines.index(f"gputrace summary: {out}")
+    block = []
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        block.append(line)
+    text = "\n".join(block)
+    assert block[0].startswith("  trace: ")
+    assert "kernels: 1 distinct, 3 launches, 6000 ns total" in text
+    assert "API calls: 2 distinct, 6 calls, 7200 ns total" in text
+    assert "copies and fills: 4 operations" in text
+    assert "CliDev 0" in text and "lost events: 0" in text
+    assert any(l.split()[:3] == ["HtoD", "3", "24.0"] for l in block), text
+    # the program's own stderr is all that is left after the block
+    assert strip_gputrace(p.stderr) == "program stderr\n"
+
+
+def test_no_summary(tmp_path):
+    p, out = run_plugin(tmp_path, "--no-summary")
+    assert p.returncode == 0
+    assert b"gputrace summary" not in p.stderr
+    assert out.exists()
+
+
+def test_summary_json_equals_sums_over_the_trace(tmp_path):
+    p, out = run_plugin(tmp_path, "--summary-json", "s.json", n=5)
+    assert p.returncode == 0, p.stderr
+    trace = load_exact(out)
+    s = json.loads((tmp_path / "s.json").read_text())
+    expect = expected_summary(trace)
+    check_summary_json(s, expect)
+    # and the numbers the plug-in recorded
+    assert expect["kernels"] == {"cli_kernel": {"count": 5, "total_ns": 15000,
+                                                "min_ns": 1000, "max_ns": 5000}}
+    assert expect["copies"] == {"HtoD": {"count": 5, "bytes": 4096 * 15, "total_ns": 5000},
+                                "memset": {"count": 1, "bytes": 512, "total_ns": 500}}
+    assert s["trace"]["path"] == str(out)
+    # `gputrace summary` on the file prints the same numbers
+    q = gputrace(["summary", "--json", "-", out], tmp_path)
+    assert q.returncode == 0, q.stderr
+    again = json.loads(q.stdout)
+    for key in ("kernels", "api_calls", "annotations", "copies", "devices", "totals", "lost",
+                "window", "spans"):
+        assert again[key] == s[key], key
+    assert again["trace"] == {"path": str(out), "bytes": out.stat().st_size}
+
+
+def test_summary_command_table(tmp_path):
+    p, out = run_plugin(tmp_path, "--no-summary")
+    q = gputrace(["summary", out], tmp_path)
+    assert q.returncode == 0, q.stderr
+    lines = q.stdout.decode().splitlines()
+    assert lines[0] == f"gputrace summary: {out}"
+    assert all(l.startswith("  ") for l in lines[1:])
+    assert any("cli_kernel" in l for l in lines)
+
+
+def test_gzip_round_trip(tmp_path):
+    p, gz = run_plugin(tmp_path, "--no-summary", name="t.json.gz")
+    assert p.returncode == 0, p.stderr
+    raw = gz.read_bytes()
+    assert raw[:2] == b"\x1f\x8b"
+    trace = json.loads(gzip.decompress(raw))
+    assert len([e for e in trace["traceEvents"] if e.get("name") == "cli_kernel"]) == 3
+    # summary and merge read .gz; merge writes .gz for an OUT ending in .gz
+    p2, plain = run_plugin(tmp_path, "--no-summary", name="u.json", n=2)
+    s = gputrace(["summary", "--json", "-", gz], tmp_path)
+    assert s.returncode == 0, s.stderr
+    check_summary_json(json.loads(s.stdout), expected_summary(load_exact(gz)))
+    m = gputrace(["merge", "-o", "m.json.gz", gz, plain], tmp_path)
+    assert m.returncode == 0, m.stderr
+    merged = load_exact(tmp_path / "m.json.gz")
+    assert (tmp_path / "m.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    kernels = [e for e in merged["traceEvents"] if e.get("name") == "cli_kernel"]
+    assert len(kernels) == 3 + 2
+    s = gputrace(["summary", "--json", "-", tmp_path / "m.json.gz"], tmp_path)
+    check_summary_json(json.loads(s.stdout), expected_summary(merged))
+
+
+def test_summary_of_a_foreign_or_broken_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("this is not json")
+    p = gputrace(["summary", bad], tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.decode().startswith(f"gputrace summary: {bad}: not a readable trace")
+    p = gputrace(["summary", tmp_path / "missing.json"], tmp_path)
+    assert p.returncode == 1 and b"cannot open" in p.stderr
+    # the bare array form, no gputrace object: device spans known by category
+    arr = tmp_path / "array.json"
+    arr.write_text(json.dumps([
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": 1.5, "dur": 2},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 1, "dur": 0.25},
+    ]))
+    p = gputrace(["summary", "--json", "-", arr], tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["kernels"][0]["total_ns"] == 2000 and s["devices"][0]["name"] == "pid 9"
+    assert s["api_calls"][0]["total_ns"] == 250
