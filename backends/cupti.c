@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CUDA backend's life cycle.
+ *
+ * The constructor must not call CUPTI (it initializes lazily and would slow
+ * down every child shell), so init() only points the CUDA driver and NVTX
+ * at this library: CUDA_INJECTION64_PATH makes cuInit call our
+ * InitializeInjection, however late the program loads CUDA (`import
+ * torch`); NVTX_INJECTION64_PATH makes the first NVTX call call
+ * InitializeInjectionNvtx2 (cupti_nvtx.c). When someone else owns
+ * CUDA_INJECTION64_PATH, CUPTI starts at the first libcudart call or when
+ * libcuda shows up instead. Starting twice is harmless.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include <cupti.h>
+
+#include "backends/cupti.h"
+#include "inject/clock.h"
+#include "inject/config.h"
+#include "inject/shim.h"
+
+GT_HIDDEN _Atomic int cupti_state;
+GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
+GT_HIDDEN GT_TLS int cupti_self;
+
+static CUpti_SubscriberHandle subscriber;
+GT_HIDDEN bool cupti_injection_ours;
+static bool clock_is_ours;      /* the timestamp callback was accepted */
+static uint64_t last_flush_ns, last_refit_ns;
+
+#define FLUSH_MIN_NS (100ull * 1000000) /* CUPTI flushes at most this often */
+#define REFIT_NS     (1000ull * 1000000)
+
+int cupti__self_path(char *out, size_t len)
+{
+	Dl_info info;
+	char real[PATH_MAX];
+
+	if (!dladdr((void *)cupti__self_path, &info) || !info.dli_fname || !*info.dli_fname)
+		return -ENOENT;
+	/* absolute: children may run elsewhere */
+	if (!realpath(info.dli_fname, real))
+		return -errno;
+	if (snprintf(out, len, "%s", real) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static const char *result_string(CUptiResult r)
+{
+	const char *s = NULL;
+
+	if (cupti_fn.cuptiGetResultString)
+		cupti_fn.cuptiGetResultString(r, &s);
+	return s ? s : "unknown error";
+}
+
+static int subscribe(void)
+{
+	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
+	CUptiResult r;
+
+	if (cupti_fn.cuptiSubscribe_v2) {
+		CUpti_SubscriberParams p = {
+			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+			.subscriberName = "gputrace",
+			.oldSubscriberName = holder,
+			.oldSubscriberSize = sizeof(holder),
+		};
+		r = cupti_fn.cuptiSubscribe_v2(&subscriber, cupti__callback, NULL, &p);
+	} else {
+		r = cupti_fn.cuptiSubscribe(&subscriber, cupti__callback, NULL);
+	}
+	if (r == CUPTI_SUCCESS)
+		return CUPTI_ON;
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		holder[sizeof(holder) - 1] = 0;
+		pr_warn("CUPTI is already in use by %s: CUDA API calls are traced through "
+			"libcudart and device times come from CUDA events",
+			*holder ? holder : "another tool (Nsight, torch.profiler, a sanitizer)");
+		return CUPTI_HELD;
+	}
+	/* No driver or no GPU: the program runs as untraced, quietly. */
+	pr_info("CUPTI is not usable (%s): no CUDA device activity", result_string(r));
+	return CUPTI_UNAVAILABLE;
+}
+
+static bool enable_kind(CUpti_ActivityKind kind, const char *name)
+{
+	CUptiResult r = cupti_fn.cuptiActivityEnable(kind);
+
+	if (r != CUPTI_SUCCESS)
+		pr_dbg("cupti: enabling %s: %s", name, result_string(r));
+	return r == CUPTI_SUCCESS;
+}
+
+/* The device activity configuration asks for; false when none of it could
+ * be enabled (no driver, no GPU: every kind fails the same way). */
+static bool enable_kinds(void)
+{
+	unsigned want = 0, got = 0;
+
+#define TRY_KIND(kind, name) (want++, got += enable_kind(CUPTI_ACTIVITY_KIND_##kind, name))
+	if (gt_cfg.kinds & GT_KIND(KERNEL)) {
+		/* never KIND_KERNEL: it serializes kernels */
+		TRY_KIND(CONCURRENT_KERNEL, "kernels");
+		if (gt_cfg.graph_trace)
+			TRY_KIND(GRAPH_TRACE, "graph trace");
+	}
+	if (gt_cfg.kinds & GT_KIND(MEMCPY)) {
+		TRY_KIND(MEMCPY, "copies");
+		TRY_KIND(MEMCPY2, "peer copies");
+	}
+	if (gt_cfg.kinds & GT_KIND(MEMSET))
+		TRY_KIND(MEMSET, "memsets");
+	if (gt_cfg.kinds & GT_KIND(SYNC))
+		TRY_KIND(SYNCHRONIZATION, "synchronization");
+	if (gt_cfg.kinds & GT_KIND(OVERHEAD))
+		TRY_KIND(OVERHEAD, "overhead");
+#undef TRY_KIND
+	return !want || got;
+}
+
+static void enable_callbacks(void)
+{
+	if (gt_cfg.kinds & GT_KIND(RUNTIME)) {
+		if (cupti_fn.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+		    CUPTI_SUCCESS)
+			atomic_store(&cupti_rt_callbacks_on, true);
+	}
+	if (gt_cfg.kinds & GT_KIND(DRIVER))
+		cupti_fn.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	/* contexts: which device a synchronization record's context is on */
+	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				     CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+}
+
+/* Runs before libcudart's own exit handlers (registered earlier) and before
+ * libcupti's destructors: the last moment CUPTI can hand over its buffers. */
+static void cupti_atexit(void)
+{
+	int expect = CUPTI_ON;
+
+	if (!atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED))
+		return;
+	cupti_self++;
+	cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cupti__count_dropped();
+	cupti_self--;
+}
+
+static int start_cupti(void)
+{
+	char path[PATH_MAX];
+	uint32_t version = 0;
+	int st;
+
+	if (gt_cfg.disable_cupti)
+		return CUPTI_DISABLED;
+	if (cupti__load(path, sizeof(path)) < 0) {
+		pr_info("libcupti not found (looked next to libcudart, in CUDA_HOME and %s): "
+			"no CUDA device activity", GT_CUDA_HOME);
+		return CUPTI_UNAVAILABLE;
+	}
+	cupti_fn.cuptiGetVersion(&version);
+	if (version)
+		cupti_runtime_version = version;
+	pr_dbg("cupti: %s, CUPTI API version %u (built with %u)", path, version,
+	       (unsigned)CUPTI_API_VERSION);
+	/* Subscribing first: when another tool holds CUPTI, nothing else of
+	 * ours must reach it (a timestamp callback would change its clock). */
+	st = subscribe();
+	if (st != CUPTI_ON)
+		return st;
+	if (cupti_fn.cuptiActivityRegisterTimestampCallback &&
+	    cupti_fn.cuptiActivityRegisterTimestampCallback(cupti__timestamp) == CUPTI_SUCCESS) {
+		clock_is_ours = true;
+		cupti__clock_identity();
+	} else {
+		cupti__clock_refit();
+	}
+	/* thread ids in records (overheads) are gettid() values */
+	if (cupti_fn.cuptiSetThreadIdType)
+		cupti_fn.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	if (cupti_fn.cuptiActivityRegisterCallbacks(cupti__buffer_requested,
+						    cupti__buffer_completed) != CUPTI_SUCCESS)
+		goto unusable;
+	if (!enable_kinds())
+		goto unusable;
+	enable_callbacks();
+	atexit(cupti_atexit);
+	last_flush_ns = last_refit_ns = gt_clock_ns();
+	pr_dbg("cupti: tracing (%s clock)", clock_is_ours ? "host" : "calibrated");
+	return CUPTI_ON;
+
+unusable:
+	pr_info("CUPTI activity tracing is not available here: no CUDA device activity");
+	cupti_fn.cuptiUnsubscribe(subscriber);
+	subscriber = NULL;
+	return CUPTI_UNAVAILABLE;
+}
+
+void cupti__start(const char *why)
+{
+	int expect = CUPTI_OFF;
+
+	if (!atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STARTING))
+		return;
+	pr_dbg("cupti: starting (%s)", why);
+	cupti_self++;
+	int st = start_cupti();
+	cupti_self--;
+	atomic_store(&cupti_state, st);
+}
+
+/*
+ * Called by the CUDA driver inside cuInit when CUDA_INJECTION64_PATH names
+ * this library (every process that initializes CUDA, static or shared
+ * cudart, dlopen()ed late or not). 1 = success for the driver.
+ */
+GT_EXPORT int InitializeInjection(void)
+{
+	gt_ensure_init();
+	if (gt_backend_enabled("cupti"))
+		cupti__start("cuInit");
+	return 1;
+}
+
+static int cupti_init(void)
+{
+	char self[PATH_MAX];
+	const char *cur;
+
+	if (gt_cfg.disable_cupti)
+		atomic_store(&cupti_state, CUPTI_DISABLED);
+	if (cupti__self_path(self, sizeof(self)) < 0) {
+		pr_dbg("cupti: cannot find this library's path; CUDA starts at the first call");
+		return 0;
+	}
+	/* only if unset: another tool's injection is left alone */
+	setenv("CUDA_INJECTION64_PATH", self, 0);
+	setenv("NVTX_INJECTION64_PATH", self, 0);
+	cur = getenv("CUDA_INJECTION64_PATH");
+	cupti_injection_ours = cur && !strcmp(cur, self);
+	if (!cupti_injection_ours)
+		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call", cur);
+	return 0;
+}
+
+static void cupti_on_dlopen(const char *path, void *handle)
+{
+	const char *base;
+
+	if (cupti_injection_ours || !path || atomic_load(&cupti_state) != CUPTI_OFF)
+		return;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "libcuda.so", 10))
+		cupti__start("libcuda loaded");
+}
+
+/* Drain thread, every cycle. */
+static void cupti_flush(bool final)
+{
+	if (atomic_load(&cupti_state) == CUPTI_ON) {
+		uint64_t now = gt_clock_ns();
+
+		if (final || now - last_flush_ns >= FLUSH_MIN_NS) {
+			last_flush_ns = now;
+			cupti_self++;
+			cupti_fn.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+			cupti_self--;
+			cupti__count_dropped();
+		}
+		if (!clock_is_ours && now - last_refit_ns >= REFIT_NS) {
+			last_refit_ns = now;
+			cupti__clock_refit();
+		}
+	}
+	cupti__drain_completed();
+	if (cupti__event_timing())
+		cupti__events_poll(final);
+}
+
+static void cupti_stop(void)
+{
+	cupti_atexit();
+	cupti__emit_folded();
+}
+
+static void cupti_atfork_child(void)
+{
+	int expect = CUPTI_ON;
+
+	/* CUDA does not survive fork: the parent's CUPTI is not ours to drive. */
+	atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED);
+	cupti__buffers_forget();
+	cupti__events_forget();
+	cupti__nvtx_forget();
+	cupti__api_reset();
+}
+
+static const struct gt_backend cupti_backend = {
+	.name = "cupti",
+	.init = cupti_init,
+	.on_dlopen = cupti_on_dlopen,
+	.flush = cupti_flush,
+	.stop = cupti_stop,
+	.atfork_child = cupti_atfork_child,
+	.wrapper_for = cupti__rt_wrapper_for,
+};
+
+GT_BACKEND_REGISTER(cupti_backend);

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA backend's internals, shared by its files:
+ *   cupti.c          life cycle: injection entry point, starting CUPTI, flush, stop, fork
+ *   cupti_load.c     finding and dlopen()ing libcupti, the function table
+ *   cupti_api.c      CUPTI runtime/driver callbacks -> host API spans
+ *   cupti_buffer.c   activity buffers: hand-out, completion queue, drop counts
+ *   cupti_records.c  activity records -> device spans (and the clock)
+ *   cupti_rt.c       libcudart interposition: host spans when CUPTI is not active
+ *   cupti_events.c   CUDA-event device times when CUPTI belongs to another tool
+ *   cupti_nvtx.c     NVTX injection: ranges and marks -> user_annotation
+ * Nothing here links against CUDA: libcupti and libcudart are reached
+ * through dlopen/dlsym, so the library loads on machines without them.
+ * The parts that need CUPTI's types are declared only where <cupti.h> was
+ * included first (the interposition files must not see CUDA's own
+ * declarations of the functions they define).
+ */
+#ifndef GPUTRACE_CUPTI_H
+#define GPUTRACE_CUPTI_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inject/event.h"
+
+/* ---- state ---- */
+
+enum cupti_state {
+	CUPTI_OFF = 0,     /* not started yet: waiting for cuInit (injection) or a first call */
+	CUPTI_STARTING,    /* one thread is starting it */
+	CUPTI_ON,          /* subscribed, activity enabled: CUPTI is the source */
+	CUPTI_UNAVAILABLE, /* no libcupti, no driver, or CUPTI failed: interposition only */
+	CUPTI_HELD,        /* another tool holds CUPTI: interposition + CUDA events */
+	CUPTI_DISABLED,    /* GPUTRACE_DISABLE_CUPTI=1: interposition + CUDA events */
+	CUPTI_STOPPED,     /* process exit or fork child: no more CUPTI calls */
+};
+
+extern GT_HIDDEN _Atomic int cupti_state;
+/* Runtime-API callbacks are delivering host spans: the libcudart wrappers
+ * must stay silent (one source per call). */
+extern GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
+/* Set on threads while they run our own CUDA calls (device names, event
+ * timing): CUPTI callbacks and wrappers ignore them. */
+extern GT_HIDDEN GT_TLS int cupti_self;
+/* CUDA_INJECTION64_PATH names this library: cuInit will start CUPTI. */
+extern GT_HIDDEN bool cupti_injection_ours;
+/* cuptiGetVersion() of the loaded libcupti (record layouts depend on it). */
+extern GT_HIDDEN uint32_t cupti_runtime_version;
+
+/* Start CUPTI once, from InitializeInjection, the first runtime call, or a
+ * libcuda load. Harmless when called again or concurrently. */
+GT_HIDDEN void cupti__start(const char *why);
+/* True when device times come from CUDA events (CUPTI held or disabled). */
+static inline bool cupti__event_timing(void)
+{
+	int s = atomic_load_explicit(&cupti_state, memory_order_relaxed);
+	return s == CUPTI_HELD || s == CUPTI_DISABLED;
+}
+
+/* The string id of a constant string, interned at its first use (cold). */
+#define cupti__key(str)                                                                     \
+	({                                                                                  \
+		static _Atomic uint32_t key_id_;                                            \
+		uint32_t v_ = atomic_load_explicit(&key_id_, memory_order_relaxed);         \
+		if (gt_unlikely(!v_)) {                                                     \
+			v_ = gt_str_intern(str);                                            \
+			atomic_store_explicit(&key_id_, v_, memory_order_relaxed);          \
+		}                                                                           \
+		v_;                                                                         \
+	})
+
+/* ---- libcupti (cupti_load.c) ---- */
+
+
+/* dlopen libcupti (CUDA_HOME, next to the process's libcudart, the
+ * toolkit, the default search path) and fill cupti_fn. 0 or -errno; the
+ * path that loaded goes to `loaded`. */
+GT_HIDDEN int cupti__load(char *loaded, size_t len);
+/* The loaded libcudart's directory, if the process has one ("" if not). */
+GT_HIDDEN bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len);
+/* dlsym that never sees a wrapped dlsym. */
+GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
+
+/* ---- host API spans from CUPTI callbacks (cupti_api.c) ---- */
+
+/* Names of folded getters: counted, not traced. Returns true for them. */
+GT_HIDDEN bool cupti__is_folded(const char *api_name);
+/* Add a folded call (from either source) to its count. */
+GT_HIDDEN void cupti__fold_count(uint32_t name_id);
+/* Emit the folded counts as one instant per batch (process end). */
+GT_HIDDEN void cupti__emit_folded(void);
+/* Launch start times by CUPTI correlation id, for "never before its launch". */
+GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
+GT_HIDDEN uint64_t cupti__launch_start(uint32_t corr);
+/* Whether an API name puts work on a device (flows are kept for these). */
+GT_HIDDEN bool cupti__is_launch_name(const char *api_name);
+/* The string id of "cudaErrorXxx"/"CUDA_ERROR_XXX" for a result, or 0. */
+GT_HIDDEN uint32_t cupti__rt_error_name(int code);
+GT_HIDDEN void cupti__api_reset(void);
+
+/* ---- activity buffers (cupti_buffer.c) ---- */
+
+#define CUPTI_BUF_BYTES (4u << 20)
+
+/* Drain thread: process every completed buffer queued so far. */
+GT_HIDDEN void cupti__drain_completed(void);
+/* Ask CUPTI for its dropped-record count and add it to the trace's losses. */
+GT_HIDDEN void cupti__count_dropped(void);
+GT_HIDDEN void cupti__buffers_forget(void);
+
+/* ---- records -> events (cupti_records.c) ---- */
+
+/*
+ * Turn the records of one buffer into events (from the drain thread, or a
+ * unit test). Returns how many records were read, or -EINVAL when the
+ * buffer cannot be walked (no libcupti loaded).
+ */
+GT_HIDDEN int cupti__process_buffer(uint8_t *buf, size_t valid);
+/* The same over several buffers: external correlations of all of them are
+ * known before any device span is written (buffers complete out of order). */
+GT_HIDDEN int cupti__process_buffers(uint8_t *const *bufs, const size_t *valid, unsigned n);
+/* Device of a CUPTI context id (learned from records and callbacks). */
+GT_HIDDEN void cupti__context_device(uint32_t context_id, uint32_t device_id);
+/* The device's name for its row, e.g. from cuDeviceGetName. */
+GT_HIDDEN void cupti__device_name(uint32_t device_id, const char *name);
+/* Row of a CUDA device/stream (and its device track); cold, cached. */
+GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
+GT_HIDDEN void cupti__records_reset(void);
+
+/* ---- clock (cupti_records.c) ---- */
+
+/* CUPTI's timestamps are ours (the timestamp callback is registered). */
+GT_HIDDEN void cupti__clock_identity(void);
+/* Calibrate CUPTI's clock against gt_clock_ns (offset from paired reads). */
+GT_HIDDEN void cupti__clock_refit(void);
+/* A CUPTI timestamp on the host clock. */
+GT_HIDDEN uint64_t cupti__to_host(uint64_t cupti_ns);
+
+/* ---- CUDA-event timing fallback (cupti_events.c) ---- */
+
+struct cupti_launch_info {
+	uint32_t name;  /* string id of the device span */
+	uint32_t cat;   /* GT_S_CAT_KERNEL, GT_S_CAT_GPU_MEMCPY, ... */
+	uint32_t kind;  /* copy kind string id ("HtoD"), or 0 */
+	uint64_t bytes; /* copies and fills */
+};
+/* Around a launch on `stream` (per_thread: the _ptsz flavour). */
+GT_HIDDEN void *cupti__events_before(void *stream, bool per_thread);
+/* result: the launch's cudaError_t (its events are dropped when it failed) */
+GT_HIDDEN void cupti__events_after(void *token, void *stream, bool per_thread, int result,
+				   uint64_t corr, uint64_t host_start,
+				   const struct cupti_launch_info *info);
+/* Drain thread: turn finished event pairs into device spans. */
+GT_HIDDEN void cupti__events_poll(bool final);
+GT_HIDDEN void cupti__events_forget(void);
+
+/* ---- libcudart interposition (cupti_rt.c) ---- */
+
+/* The real libcudart function, also from a libcudart loaded RTLD_LOCAL. */
+GT_HIDDEN void *cupti__rt_real(const char *symbol);
+GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
+
+/* ---- NVTX (cupti_nvtx.c) ---- */
+GT_HIDDEN void cupti__nvtx_forget(void);
+
+/* ---- the library's own path, for the injection variables ---- */
+GT_HIDDEN int cupti__self_path(char *out, size_t len);
+
+/* ---- what needs CUPTI's types ---- */
+#ifdef CUPTI_API_VERSION
+
+/* Every CUPTI function we call; all resolved with dlsym. opt=1: may be
+ * missing in older libraries. */
+#define CUPTI_FUNCS(X)                                                                      \
+	X(cuptiGetVersion, 0)                                                               \
+	X(cuptiGetResultString, 0)                                                          \
+	X(cuptiGetTimestamp, 0)                                                             \
+	X(cuptiSubscribe, 0)                                                                \
+	X(cuptiSubscribe_v2, 1)                                                             \
+	X(cuptiUnsubscribe, 0)                                                              \
+	X(cuptiEnableDomain, 0)                                                             \
+	X(cuptiEnableCallback, 0)                                                           \
+	X(cuptiGetCallbackName, 1)                                                          \
+	X(cuptiGetContextId, 0)                                                             \
+	X(cuptiGetDeviceId, 0)                                                              \
+	X(cuptiActivityEnable, 0)                                                           \
+	X(cuptiActivityDisable, 0)                                                          \
+	X(cuptiActivityRegisterCallbacks, 0)                                                \
+	X(cuptiActivityGetNextRecord, 0)                                                    \
+	X(cuptiActivityGetNumDroppedRecords, 0)                                             \
+	X(cuptiActivityFlushAll, 0)                                                         \
+	X(cuptiActivityRegisterTimestampCallback, 1)                                        \
+	X(cuptiSetThreadIdType, 1)
+
+struct cupti_funcs {
+#define CUPTI_FN_MEMBER(name, opt) __typeof__(name) *name;
+	CUPTI_FUNCS(CUPTI_FN_MEMBER)
+#undef CUPTI_FN_MEMBER
+};
+
+extern GT_HIDDEN struct cupti_funcs cupti_fn;
+
+/* cupti_api.c: runtime, driver and resource callbacks */
+GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,
+					CUpti_CallbackId cbid, const void *cbdata);
+
+/* cupti_buffer.c: CUPTI's buffer callbacks */
+GT_HIDDEN void CUPTIAPI cupti__buffer_requested(uint8_t **buffer, size_t *size,
+						size_t *max_records);
+GT_HIDDEN void CUPTIAPI cupti__buffer_completed(CUcontext ctx, uint32_t stream_id,
+						uint8_t *buffer, size_t size, size_t valid);
+
+/* cupti_records.c: the clock CUPTI uses when it accepts ours */
+GT_HIDDEN uint64_t CUPTIAPI cupti__timestamp(void);
+
+#endif /* CUPTI_API_VERSION */
+
+#endif

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host API spans from CUPTI's runtime and driver callback domains. These
+ * see every call, static cudart included (its driver calls bypass any
+ * symbol interposition). Each call becomes one span on the calling thread,
+ * emitted at its exit; its correlation is CUPTI's, so the device records
+ * of the same call link to it. A driver call made inside a runtime call is
+ * covered by the runtime span and not traced again.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cupti.h>
+
+#include "backends/cupti.h"
+#include "inject/clock.h"
+#include "inject/config.h"
+#include "inject/shim.h"
+
+/* ---- per call-id facts, learned at the first call of each ---- */
+
+#define CBID_MAX 4096
+#define INFO_NAME_MASK 0xffffffffull
+#define INFO_LAUNCH    (1ull << 32)
+#define INFO_FOLDED    (1ull << 33)
+#define INFO_KNOWN     (1ull << 34)
+
+static _Atomic uint64_t cb_info[2][CBID_MAX]; /* [driver, runtime][cbid] */
+
+/*
+ * Getters that programs call in tight loops (PyTorch asks for the current
+ * device before most operations): one span each would bury the trace, so
+ * they are counted instead (instants "folded CUDA API calls" at the end).
+ */
+static const char *const folded_names[] = {
+	/* runtime */
+	"cudaGetDevice", "cudaGetDeviceCount", "cudaGetLastError", "cudaPeekAtLastError",
+	"cudaDeviceGetAttribute", "cudaPointerGetAttributes", "cudaStreamIsCapturing",
+	"cudaStreamGetCaptureInfo", "cudaThreadExchangeStreamCaptureMode", "cudaGetErrorString",
+	"cudaGetErrorName", "cudaRuntimeGetVersion", "cudaDriverGetVersion",
+	"cudaFuncGetAttributes", "cudaStreamGetPriority", "cudaStreamGetFlags",
+	"cudaStreamGetDevice", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
+	"cudaGetFuncBySymbol", "cudaGetKernel", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+	"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+	/* driver */
+	"cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxPushCurrent",
+	"cuCtxPopCurrent", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute",
+	"cuPointerGetAttribute", "cuPointerGetAttributes", "cuGetProcAddress", "cuDriverGetVersion",
+	"cuGetErrorString", "cuGetErrorName", "cuStreamIsCapturing", "cuStreamGetCaptureInfo",
+	"cuStreamGetCtx", "cuStreamGetFlags", "cuStreamGetPriority", "cuFuncGetAttribute",
+	"cuDevicePrimaryCtxGetState", "cuCtxGetStreamPriorityRange", "cuGetExportTable",
+	"cuKernelGetFunction", "cuLibraryGetKernel", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+};
+
+/* "cudaLaunchKernel_v7000", "cudaMemcpy_ptds": the API's name without suffixes. */
+static size_t base_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = name; (p = strchr(p, '_')); p++) {
+		if ((p[1] == 'v' && p[2] >= '0' && p[2] <= '9') || !strncmp(p, "_pt", 3)) {
+			n = (size_t)(p - name);
+			break;
+		}
+	}
+	return n;
+}
+
+bool cupti__is_folded(const char *api_name)
+{
+	size_t n = base_len(api_name);
+
+	for (size_t i = 0; i < sizeof(folded_names) / sizeof(folded_names[0]); i++)
+		if (strlen(folded_names[i]) == n && !strncmp(folded_names[i], api_name, n))
+			return true;
+	return false;
+}
+
+bool cupti__is_launch_name(const char *api_name)
+{
+	static const char *const parts[] = { "Launch", "Memcpy", "Memset", "Synchronize",
+					     "StreamWaitEvent", "Prefetch" };
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (strstr(api_name, parts[i]))
+			return true;
+	return false;
+}
+
+static uint64_t info_of(bool runtime, CUpti_CallbackId cbid, const char *fname)
+{
+	_Atomic uint64_t *slot = cbid < CBID_MAX ? &cb_info[runtime][cbid] : NULL;
+	uint64_t v = slot ? atomic_load_explicit(slot, memory_order_relaxed) : 0;
+	char name[160];
+
+	if (gt_likely(v))
+		return v;
+	/* cold: the first call of this API in the process */
+	if (!fname || !*fname)
+		fname = runtime ? "cuda_runtime_api" : "cuda_driver_api";
+	snprintf(name, sizeof(name), "%.*s", (int)base_len(fname), fname);
+	v = gt_str_intern(name) | INFO_KNOWN;
+	if (cupti__is_launch_name(name))
+		v |= INFO_LAUNCH;
+	if (cupti__is_folded(name))
+		v |= INFO_FOLDED;
+	if (slot)
+		atomic_store_explicit(slot, v, memory_order_relaxed);
+	return v;
+}
+
+/* ---- folded counts ---- */
+
+#define FOLD_SLOTS 128
+static struct {
+	_Atomic uint32_t name;
+	_Atomic uint64_t count;
+} folds[FOLD_SLOTS];
+
+void cupti__fold_count(uint32_t name_id)
+{
+	for (unsigned i = 0, h = name_id * 2654435761u; i < FOLD_SLOTS; i++) {
+		unsigned s = (h + i) % FOLD_SLOTS;
+		uint32_t cur = atomic_load_explicit(&folds[s].name, memory_order_relaxed);
+
+		if (!cur) {
+			uint32_t expect = 0;
+			if (atomic_compare_exchange_strong(&folds[s].name, &expect, name_id) ||
+			    expect == name_id)
+				cur = name_id;
+		}
+		if (cur == name_id) {
+			atomic_fetch_add_explicit(&folds[s].count, 1, memory_order_relaxed);
+			return;
+		}
+	}
+}
+
+void cupti__emit_folded(void)
+{
+	static _Atomic bool done;
+	struct gt_arg args[GT_ARGS_MAX];
+	unsigned n = 0;
+	uint32_t title = 0;
+	uint64_t now = gt_clock_ns();
+
+	if (atomic_exchange(&done, true))
+		return;
+	for (unsigned s = 0; s <= FOLD_SLOTS; s++) {
+		uint64_t c = 0;
+		uint32_t name = 0;
+
+		if (s < FOLD_SLOTS) {
+			name = atomic_load(&folds[s].name);
+			c = name ? atomic_exchange(&folds[s].count, 0) : 0;
+		}
+		if (c) {
+			args[n++] = (struct gt_arg){ .key = name, .type = GT_ARG_U64, .v.u = c };
+			pr_dbg("cupti: %s called %llu times (folded)", gt_str_get(name, NULL),
+			       (unsigned long long)c);
+		}
+		if (n && (n == GT_ARGS_MAX || s == FOLD_SLOTS)) {
+			if (!title)
+				title = gt_str_intern("folded CUDA API calls");
+			struct gt_event ev = {
+				.start_ns = now, .end_ns = now, .name = title,
+				.cat = GT_S_CAT_CUDA_RUNTIME, .type = GT_EV_INSTANT,
+			};
+			gt_emit(&ev, args, n);
+			n = 0;
+		}
+	}
+}
+
+/* ---- launch start times, by CUPTI correlation id ---- */
+
+/*
+ * One 64-bit word per slot, so a reader never sees half of two writers:
+ * the correlation id's bits above the slot index, and the low 46 bits of
+ * the start time (19.5 hours of nanoseconds; the rest comes from the
+ * device time it is compared with).
+ */
+#define LT_BITS  14
+#define LT_TBITS 46
+#define LT_TMASK ((1ull << LT_TBITS) - 1)
+static _Atomic uint64_t launch_table[1u << LT_BITS];
+
+void cupti__launch_note(uint32_t corr, uint64_t start_ns)
+{
+	uint64_t v = ((uint64_t)(corr >> LT_BITS) << LT_TBITS) | (start_ns & LT_TMASK);
+
+	atomic_store_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)], v,
+			      memory_order_relaxed);
+}
+
+/* The launch's start closest to `near` (a host time), or 0 if unknown. */
+uint64_t cupti__launch_start(uint32_t corr)
+{
+	uint64_t v = atomic_load_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)],
+					  memory_order_relaxed);
+
+	if (!v || (v >> LT_TBITS) != (corr >> LT_BITS))
+		return 0;
+	return v & LT_TMASK; /* caller rebuilds the high bits */
+}
+
+/* ---- error names ---- */
+
+static _Atomic uint32_t rt_err_names[1024], drv_err_names[1024];
+
+uint32_t cupti__rt_error_name(int code)
+{
+	static const char *(*get_name)(int);
+	const char *s;
+	uint32_t id;
+
+	if (code <= 0 || code >= 1024)
+		return 0;
+	if ((id = atomic_load_explicit(&rt_err_names[code], memory_order_relaxed)))
+		return id;
+	if (!get_name)
+		get_name = (const char *(*)(int))cupti__rt_real("cudaGetErrorName");
+	if (!get_name)
+		return 0;
+	cupti_self++;
+	s = get_name(code);
+	cupti_self--;
+	if (!s || !*s)
+		return 0;
+	id = gt_str_intern(s);
+	atomic_store_explicit(&rt_err_names[code], id, memory_order_relaxed);
+	return id;
+}
+
+static uint32_t drv_error_name(int code)
+{
+	static int (*get_name)(int, const char **);
+	static bool looked;
+	const char *s = NULL;
+	uint32_t id;
+
+	if (code <= 0 || code >= 1024)
+		return 0;
+	if ((id = atomic_load_explicit(&drv_err_names[code], memory_order_relaxed)))
+		return id;
+	if (!looked) {
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			get_name = (int (*)(int, const char **))cupti__dlsym(h, "cuGetErrorName");
+		looked = true;
+	}
+	if (!get_name)
+		return 0;
+	cupti_self++;
+	get_name(code, &s);
+	cupti_self--;
+	if (!s || !*s)
+		return 0;
+	id = gt_str_intern(s);
+	atomic_store_explicit(&drv_err_names[code], id, memory_order_relaxed);
+	return id;
+}
+
+/* ---- the callback ---- */
+
+struct api_thread {
+	uint64_t rt_start, drv_start;
+	uint32_t rt_corr, drv_corr;
+	uint32_t rt_depth;
+};
+static GT_TLS struct api_thread api_t;
+/* cupti_rt.c: a wrapper is emitting this runtime call itself */
+extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+
+static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+	static int (*get_dev)(int *, int);
+	static int (*get_name)(char *, int, int);
+	static bool looked;
+	uint32_t cid = 0, did = 0;
+
+	if (!rd || !rd->context)
+		return;
+	if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+		return;
+	if (cupti_fn.cuptiGetContextId(rd->context, &cid) != CUPTI_SUCCESS ||
+	    cupti_fn.cuptiGetDeviceId(rd->context, &did) != CUPTI_SUCCESS)
+		return;
+	cupti__context_device(cid, did);
+	if (!looked) {
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			get_dev = (int (*)(int *, int))cupti__dlsym(h, "cuDeviceGet");
+			get_name = (int (*)(char *, int, int))cupti__dlsym(h, "cuDeviceGetName");
+		}
+		looked = true;
+	}
+	if (get_dev && get_name) {
+		char name[128];
+		int dev;
+
+		if (!get_dev(&dev, (int)did) && !get_name(name, sizeof(name), dev))
+			cupti__device_name(did, name);
+	}
+}
+
+void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	struct api_thread *t = &api_t;
+	bool rt = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+	uint64_t info, now, start;
+	int result;
+
+	if (cupti_self)
+		return;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		cupti_self++;
+		on_context(cbid, data);
+		cupti_self--;
+		return;
+	}
+	if ((!rt && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
+		return;
+	if (rt && cupti_rt_wrapper_owns)
+		return;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (!rt && t->rt_depth)
+			return; /* the runtime call around it has the span */
+		if (rt)
+			t->rt_depth++;
+		if (gt_in_tracer || !gt_tracing())
+			return;
+		info = info_of(rt, cbid, cb->functionName);
+		if (info & INFO_FOLDED) {
+			cupti__fold_count((uint32_t)(info & INFO_NAME_MASK));
+			return;
+		}
+		now = gt_clock_ns();
+		if (rt) {
+			t->rt_start = now;
+			t->rt_corr = cb->correlationId;
+		} else {
+			t->drv_start = now;
+			t->drv_corr = cb->correlationId;
+		}
+		if (info & INFO_LAUNCH)
+			cupti__launch_note(cb->correlationId, now);
+		return;
+	}
+	/* exit */
+	if (rt) {
+		if (t->rt_depth)
+			t->rt_depth--;
+		start = t->rt_corr == cb->correlationId ? t->rt_start : 0;
+		t->rt_start = 0;
+	} else {
+		if (t->rt_depth)
+			return;
+		start = t->drv_corr == cb->correlationId ? t->drv_start : 0;
+		t->drv_start = 0;
+	}
+	if (!start || gt_in_tracer)
+		return; /* its entry was not seen (tracing began in between) or folded */
+	now = gt_clock_ns();
+	info = info_of(rt, cbid, cb->functionName);
+	result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
+
+	struct gt_arg args[2] = {
+		{ .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result },
+	};
+	unsigned nargs = 1;
+	if (result) {
+		uint32_t err = rt ? cupti__rt_error_name(result) : drv_error_name(result);
+		if (err)
+			args[nargs++] = (struct gt_arg){ .key = cupti__key("error"),
+							 .type = GT_ARG_STR, .v.u = err };
+	}
+	struct gt_event ev = {
+		.start_ns = start,
+		.end_ns = now,
+		.corr = gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
+		.name = (uint32_t)(info & INFO_NAME_MASK),
+		.cat = rt ? GT_S_CAT_CUDA_RUNTIME : GT_S_CAT_CUDA_DRIVER,
+		.type = GT_EV_HOST_SPAN,
+		.flags = (info & INFO_LAUNCH) ? GT_EVF_LAUNCH : 0,
+	};
+	gt_emit(&ev, args, nargs);
+}
+
+void cupti__api_reset(void)
+{
+	memset(&api_t, 0, sizeof(api_t));
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device times without CUPTI (another tool holds it, or
+ * GPUTRACE_DISABLE_CUPTI=1): two CUDA events recorded on the launch's own
+ * stream, before and after it, bound its execution. The drain thread polls
+ * them and places the span on the host clock through a reference event per
+ * device, recorded on a private stream at a known host time and renewed
+ * every few seconds (cudaEventElapsedTime is a float of milliseconds).
+ *
+ * Hot path (the launch): one slot from a fixed array, two cudaEventRecord
+ * calls on events created once per slot; no allocation, no lock. Streams
+ * being captured into a graph are left alone: an event there would become
+ * a graph node.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "backends/cupti.h"
+#include "inject/clock.h"
+#include "inject/shim.h"
+
+#define SLOTS       4096
+#define DEVICES_MAX 16
+#define REFIT_NS    (2000ull * 1000000)
+#define NOT_READY   600 /* cudaErrorNotReady */
+
+enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
+
+struct ev_slot {
+	_Atomic int state;
+	int device;     /* the device ev0/ev1 were created on, -1: none */
+	void *ev0, *ev1;
+	uint64_t corr, host_start, stream_id;
+	struct cupti_launch_info li;
+};
+
+static struct ev_slot slots[SLOTS];
+static _Atomic unsigned cursor;
+static _Atomic uint64_t dropped;
+
+enum { DEV_NEW, DEV_INIT, DEV_READY, DEV_FAILED };
+static struct ev_dev {
+	_Atomic int state;
+	void *stream, *ref;
+	uint64_t ref_host, refit_at;
+} devs[DEVICES_MAX];
+
+static struct {
+	int (*event_create)(void **, unsigned);
+	int (*event_record)(void *, void *);
+	int (*event_record_ptsz)(void *, void *);
+	int (*event_query)(void *);
+	int (*event_sync)(void *);
+	int (*event_elapsed)(float *, void *, void *);
+	int (*get_device)(int *);
+	int (*set_device)(int);
+	int (*stream_create)(void **, unsigned);
+	int (*is_capturing)(void *, int *);
+	int (*is_capturing_ptsz)(void *, int *);
+	int (*stream_id)(void *, unsigned long long *); /* CUDA 12.0+ */
+	int (*stream_id_ptsz)(void *, unsigned long long *);
+} rt;
+static _Atomic int rt_state; /* 0 unknown, 1 loaded, -1 missing */
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool load_rt(void)
+{
+	int st = atomic_load_explicit(&rt_state, memory_order_acquire);
+
+	if (gt_likely(st))
+		return st > 0;
+#define LOAD(field, sym) rt.field = (__typeof__(rt.field))cupti__rt_real(sym)
+	LOAD(event_create, "cudaEventCreateWithFlags");
+	LOAD(event_record, "cudaEventRecord");
+	LOAD(event_record_ptsz, "cudaEventRecord_ptsz");
+	LOAD(event_query, "cudaEventQuery");
+	LOAD(event_sync, "cudaEventSynchronize");
+	LOAD(event_elapsed, "cudaEventElapsedTime");
+	LOAD(get_device, "cudaGetDevice");
+	LOAD(set_device, "cudaSetDevice");
+	LOAD(stream_create, "cudaStreamCreateWithFlags");
+	LOAD(is_capturing, "cudaStreamIsCapturing");
+	LOAD(is_capturing_ptsz, "cudaStreamIsCapturing_ptsz");
+	LOAD(stream_id, "cudaStreamGetId");
+	LOAD(stream_id_ptsz, "cudaStreamGetId_ptsz");
+#undef LOAD
+	st = rt.event_create && rt.event_record && rt.event_query && rt.event_sync &&
+		     rt.event_elapsed && rt.get_device && rt.set_device && rt.stream_create &&
+		     rt.is_capturing
+		     ? 1
+		     : -1;
+	if (st < 0)
+		pr_info("libcudart lacks the event functions: no device times without CUPTI");
+	atomic_store_explicit(&rt_state, st, memory_order_release);
+	return st > 0;
+}
+
+static int record(void *ev, void *stream, bool per_thread)
+{
+	return per_thread && rt.event_record_ptsz ? rt.event_record_ptsz(ev, stream)
+						  : rt.event_record(ev, stream);
+}
+
+/* The reference: an event on our own stream at a known host time. */
+static int refit(int device)
+{
+	struct ev_dev *d = &devs[device];
+	uint64_t h1, h2;
+
+	h1 = gt_clock_ns();
+	if (rt.event_record(d->ref, d->stream) || rt.event_sync(d->ref))
+		return -1;
+	h2 = gt_clock_ns();
+	d->ref_host = h1 + (h2 - h1) / 2;
+	d->refit_at = h2;
+	return 0;
+}
+
+static void events_atexit(void)
+{
+	/* before libcudart tears down: read what finished */
+	cupti__events_poll(true);
+}
+
+static bool device_ready(int device)
+{
+	static _Atomic bool atexit_done;
+	struct ev_dev *d = &devs[device];
+	int expect = DEV_NEW;
+
+	if (gt_likely(atomic_load_explicit(&d->state, memory_order_acquire) == DEV_READY))
+		return true;
+	if (!atomic_compare_exchange_strong(&d->state, &expect, DEV_INIT))
+		return false; /* failed, or another thread is at it */
+	/* cold: the first timed launch on this device (1 = cudaStreamNonBlocking) */
+	if (rt.stream_create(&d->stream, 1) || rt.event_create(&d->ref, 0) || refit(device)) {
+		pr_info("CUDA events do not work on device %d: no device times for it", device);
+		atomic_store(&d->state, DEV_FAILED);
+		return false;
+	}
+	if (!atomic_exchange(&atexit_done, true))
+		atexit(events_atexit);
+	atomic_store_explicit(&d->state, DEV_READY, memory_order_release);
+	return true;
+}
+
+static struct ev_slot *grab(void)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		struct ev_slot *s = &slots[atomic_fetch_add_explicit(&cursor, 1,
+								     memory_order_relaxed) % SLOTS];
+		int expect = SLOT_FREE;
+		if (atomic_compare_exchange_strong(&s->state, &expect, SLOT_ARMED))
+			return s;
+	}
+	return NULL;
+}
+
+void *cupti__events_before(void *stream, bool per_thread)
+{
+	struct ev_slot *s = NULL;
+	int dev = -1, capturing = 0;
+
+	if (!load_rt())
+		return NULL;
+	cupti_self++;
+	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX || !device_ready(dev))
+		goto out;
+	if ((per_thread && rt.is_capturing_ptsz ? rt.is_capturing_ptsz(stream, &capturing)
+						: rt.is_capturing(stream, &capturing)) ||
+	    capturing)
+		goto out;
+	s = grab();
+	if (!s) {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		goto out;
+	}
+	if (!s->ev0 || s->device != dev) {
+		/* events belong to a device; a slot moves rarely */
+		if (rt.event_create(&s->ev0, 0) || rt.event_create(&s->ev1, 0)) {
+			s->ev0 = s->ev1 = NULL;
+			atomic_store(&s->state, SLOT_FREE);
+			s = NULL;
+			goto out;
+		}
+		s->device = dev;
+	}
+	if (record(s->ev0, stream, per_thread)) {
+		atomic_store(&s->state, SLOT_FREE);
+		s = NULL;
+	}
+out:
+	cupti_self--;
+	return s;
+}
+
+void cupti__events_after(void *token, void *stream, bool per_thread, int result, uint64_t corr,
+			 uint64_t host_start, const struct cupti_launch_info *info)
+{
+	struct ev_slot *s = token;
+	unsigned long long sid = 0;
+
+	if (!s)
+		return;
+	cupti_self++;
+	if (result || record(s->ev1, stream, per_thread)) {
+		atomic_store(&s->state, SLOT_FREE);
+		cupti_self--;
+		return;
+	}
+	if (per_thread && rt.stream_id_ptsz)
+		rt.stream_id_ptsz(stream, &sid);
+	else if (rt.stream_id)
+		rt.stream_id(stream, &sid);
+	cupti_self--;
+	s->corr = corr;
+	s->host_start = host_start;
+	s->stream_id = sid;
+	s->li = *info;
+	atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
+}
+
+static void emit_slot(struct ev_slot *s)
+{
+	struct ev_dev *d = &devs[s->device];
+	float from_ref = 0, dur = 0;
+	struct gt_arg a[5];
+	unsigned n = 0;
+
+	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&dur, s->ev0, s->ev1))
+		return;
+	uint64_t start = d->ref_host + (int64_t)((double)from_ref * 1e6);
+	uint64_t end = start + (uint64_t)((double)(dur > 0 ? dur : 0) * 1e6);
+	if (start < s->host_start) {
+		/* the reference's uncertainty: never before the launch began */
+		end += s->host_start - start;
+		start = s->host_start;
+	}
+	a[n++] = (struct gt_arg){ .key = GT_S_ARG_DEVICE, .type = GT_ARG_U64, .v.u = s->device };
+	a[n++] = (struct gt_arg){ .key = GT_S_ARG_STREAM, .type = GT_ARG_U64, .v.u = s->stream_id };
+	if (s->li.cat == GT_S_CAT_GPU_MEMCPY || s->li.cat == GT_S_CAT_GPU_MEMSET)
+		a[n++] = (struct gt_arg){ .key = GT_S_ARG_BYTES, .type = GT_ARG_U64,
+					  .v.u = s->li.bytes };
+	if (s->li.kind)
+		a[n++] = (struct gt_arg){ .key = cupti__key("kind"), .type = GT_ARG_STR,
+					  .v.u = s->li.kind };
+	a[n++] = (struct gt_arg){ .key = cupti__key("timing"), .type = GT_ARG_STR,
+				  .v.u = cupti__key("cuda_events") };
+	struct gt_event ev = {
+		.start_ns = start,
+		.end_ns = end,
+		.corr = s->corr,
+		.name = s->li.name,
+		.cat = s->li.cat,
+		.track = cupti__stream_row((uint32_t)s->device, (uint32_t)s->stream_id),
+		.type = GT_EV_DEVICE_SPAN,
+	};
+	gt_emit(&ev, a, n);
+}
+
+void cupti__events_poll(bool final)
+{
+	uint64_t now = gt_clock_ns(), lost;
+
+	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
+		return;
+	pthread_mutex_lock(&poll_lock);
+	cupti_self++;
+	for (int d = 0; d < DEVICES_MAX && !final; d++) {
+		if (atomic_load_explicit(&devs[d].state, memory_order_acquire) == DEV_READY &&
+		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
+			refit(d);
+	}
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct ev_slot *s = &slots[i];
+		int q;
+
+		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING)
+			continue;
+		q = rt.event_query(s->ev1);
+		if (q == NOT_READY && !final)
+			continue;
+		if (!q)
+			emit_slot(s);
+		else
+			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+	}
+	cupti_self--;
+	pthread_mutex_unlock(&poll_lock);
+	if ((lost = atomic_exchange(&dropped, 0)))
+		gt_lost_add(cupti__key("cuda_event_timing"), lost);
+}
+
+void cupti__events_forget(void)
+{
+	/* fork child: CUDA objects of the parent are gone */
+	pthread_mutex_init(&poll_lock, NULL);
+	for (unsigned i = 0; i < SLOTS; i++) {
+		atomic_store(&slots[i].state, SLOT_FREE);
+		slots[i].ev0 = slots[i].ev1 = NULL;
+	}
+	for (int d = 0; d < DEVICES_MAX; d++)
+		atomic_store(&devs[d].state, DEV_NEW);
+}

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Finding libcupti. It has to match the CUDA runtime the program uses, so
+ * the first place to look is next to the process's own libcudart (PyTorch
+ * wheels bring theirs, e.g. nvidia/cuda_runtime/lib + nvidia/cuda_cupti/lib
+ * or one nvidia/cu13/lib), then CUDA_HOME, then the toolkit this library
+ * was built against, then the loader's default search path.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
+
+#include "backends/cupti.h"
+
+#ifndef GT_CUDA_HOME
+#define GT_CUDA_HOME "/usr/local/cuda"
+#endif
+
+GT_HIDDEN struct cupti_funcs cupti_fn;
+
+void *cupti__dlsym(void *handle, const char *symbol)
+{
+	static void *(*real_dlsym)(void *, const char *);
+
+	if (!real_dlsym) {
+		real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+		if (!real_dlsym)
+			real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		if (!real_dlsym)
+			real_dlsym = dlsym;
+	}
+	return real_dlsym(handle, symbol);
+}
+
+struct cudart_find {
+	char *dir, *name;
+	size_t dir_len, name_len;
+	bool found;
+};
+
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct cudart_find *f = data;
+	const char *path = info->dlpi_name, *base;
+
+	if (!path || !*path)
+		return 0;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strncmp(base, "libcudart.so", 12))
+		return 0;
+	snprintf(f->name, f->name_len, "%s", base);
+	snprintf(f->dir, f->dir_len, "%.*s", (int)(base - path), path);
+	f->found = true;
+	return 1;
+}
+
+bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len)
+{
+	struct cudart_find f = { dir, name, len, name_len, false };
+
+	dir[0] = name[0] = 0;
+	dl_iterate_phdr(find_cudart, &f);
+	return f.found;
+}
+
+static void *try_open(const char *path, char *loaded, size_t len)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		snprintf(loaded, len, "%s", path);
+		pr_dbg("cupti: loaded %s", path);
+	}
+	return h;
+}
+
+/* libcupti.so.<major>* first (it matches a libcudart.so.<major>), then any. */
+static void *try_dir(const char *dir, const char *major, char *loaded, size_t len)
+{
+	char pat[PATH_MAX];
+	glob_t g;
+	void *h = NULL;
+
+	if (!dir || !*dir)
+		return NULL;
+	for (int pass = 0; pass < 2 && !h; pass++) {
+		if (pass == 0 && !*major)
+			continue;
+		snprintf(pat, sizeof(pat), "%s/libcupti.so%s%s*", dir, pass == 0 ? "." : "",
+			 pass == 0 ? major : "");
+		if (glob(pat, 0, NULL, &g))
+			continue;
+		for (size_t i = 0; i < g.gl_pathc && !h; i++)
+			h = try_open(g.gl_pathv[i], loaded, len);
+		globfree(&g);
+	}
+	return h;
+}
+
+static void *try_home(const char *home, const char *major, char *loaded, size_t len)
+{
+	static const char *const subdirs[] = { "lib64", "lib", "extras/CUPTI/lib64",
+					       "targets/x86_64-linux/lib", "targets/sbsa-linux/lib" };
+	char dir[PATH_MAX];
+	void *h = NULL;
+
+	if (!home || !*home)
+		return NULL;
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]) && !h; i++) {
+		snprintf(dir, sizeof(dir), "%s/%s", home, subdirs[i]);
+		h = try_dir(dir, major, loaded, len);
+	}
+	return h;
+}
+
+static void *open_cupti(char *loaded, size_t len)
+{
+	char dir[PATH_MAX], name[128], other[PATH_MAX + 32], major[16] = "";
+	void *h = NULL;
+
+	if (cupti__cudart_dir(dir, sizeof(dir), name, sizeof(name))) {
+		const char *v = strstr(name, ".so.");
+		if (v)
+			snprintf(major, sizeof(major), "%.*s", (int)strcspn(v + 4, "."), v + 4);
+		h = try_dir(dir, major, loaded, len);
+		/* pip wheels: .../nvidia/cuda_runtime/lib next to .../nvidia/cuda_cupti/lib */
+		if (!h) {
+			snprintf(other, sizeof(other), "%s/../../cuda_cupti/lib", dir);
+			h = try_dir(other, major, loaded, len);
+		}
+	}
+	if (!h)
+		h = try_home(getenv("CUDA_HOME"), major, loaded, len);
+	if (!h)
+		h = try_home(getenv("CUDA_PATH"), major, loaded, len);
+	if (!h)
+		h = try_home(GT_CUDA_HOME, major, loaded, len);
+	if (!h && *major) {
+		snprintf(other, sizeof(other), "libcupti.so.%s", major);
+		h = try_open(other, loaded, len);
+	}
+	if (!h)
+		h = try_open("libcupti.so", loaded, len);
+	for (int v = 13; !h && v >= 11; v--) {
+		snprintf(other, sizeof(other), "libcupti.so.%d", v);
+		h = try_open(other, loaded, len);
+	}
+	return h;
+}
+
+int cupti__load(char *loaded, size_t len)
+{
+	static void *handle;
+	struct cupti_funcs fn = { 0 };
+
+	if (handle)
+		return 0;
+	loaded[0] = 0;
+	void *h = open_cupti(loaded, len);
+	if (!h)
+		return -ENOENT;
+#define CUPTI_FN_LOAD(name, opt)                                                   \
+	fn.name = (__typeof__(fn.name))cupti__dlsym(h, #name);                     \
+	if (!fn.name && !(opt)) {                                                  \
+		pr_warn("%s lacks %s: CUDA device activity is not traced", loaded, #name); \
+		return -ENOSYS;                                                    \
+	}
+	CUPTI_FUNCS(CUPTI_FN_LOAD)
+#undef CUPTI_FN_LOAD
+	cupti_fn = fn;
+	handle = h;
+	return 0;
+}

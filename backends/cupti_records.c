@@ -1,0 +1,789 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CUPTI activity records -> device spans. Runs on the drain thread (or in a
+ * unit test), so the caches below are its own and unlocked.
+ *
+ * Record layouts change within CUDA 13 (Kernel10 in 13.0, Kernel11 later),
+ * so records are walked with cuptiActivityGetNextRecord and only the
+ * fields of the prefix that every version since CUDA 12 shares are read;
+ * the static asserts pin those offsets.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
+
+#include "backends/cupti.h"
+#include "inject/clock.h"
+#include "inject/shim.h"
+
+/* ---- the stable prefixes ---- */
+
+typedef CUpti_ActivityKernel10 rec_kernel;
+typedef CUpti_ActivityMemcpy6 rec_memcpy;
+typedef CUpti_ActivityMemcpyPtoP4 rec_p2p;
+typedef CUpti_ActivityMemset4 rec_memset;
+typedef CUpti_ActivitySynchronization2 rec_sync;
+typedef CUpti_ActivityOverhead3 rec_overhead;
+typedef CUpti_ActivityGraphTrace2 rec_graph;
+typedef CUpti_ActivityExternalCorrelation rec_extcorr;
+typedef CUpti_ActivityContext3 rec_context;
+
+#define PIN(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
+PIN(rec_kernel, start, 16);
+PIN(rec_kernel, end, 24);
+PIN(rec_kernel, deviceId, 40);
+PIN(rec_kernel, contextId, 44);
+PIN(rec_kernel, streamId, 48);
+PIN(rec_kernel, gridX, 52);
+PIN(rec_kernel, blockX, 64);
+PIN(rec_kernel, staticSharedMemory, 76);
+PIN(rec_kernel, dynamicSharedMemory, 80);
+PIN(rec_kernel, correlationId, 92);
+PIN(rec_kernel, name, 104);
+PIN(rec_kernel, graphNodeId, 144); /* Kernel6 .. Kernel10 */
+PIN(rec_kernel, graphId, 156);
+PIN(rec_memcpy, bytes, 8);
+PIN(rec_memcpy, start, 16);
+PIN(rec_memcpy, deviceId, 32);
+PIN(rec_memcpy, correlationId, 44);
+PIN(rec_memcpy, runtimeCorrelationId, 48);
+PIN(rec_memcpy, graphNodeId, 64); /* Memcpy5 .. Memcpy6 */
+PIN(rec_memcpy, graphId, 72);
+PIN(rec_p2p, srcDeviceId, 44);
+PIN(rec_p2p, dstDeviceId, 52);
+PIN(rec_p2p, correlationId, 60);
+PIN(rec_memset, bytes, 8);
+PIN(rec_memset, correlationId, 44);
+PIN(rec_memset, memoryKind, 50);
+PIN(rec_memset, graphId, 72);
+PIN(rec_sync, start, 8);
+PIN(rec_sync, correlationId, 24);
+PIN(rec_sync, cudaEventId, 36);
+PIN(rec_overhead, objectId, 12);
+PIN(rec_overhead, start, 24);
+PIN(rec_graph, graphId, 28);
+PIN(rec_graph, streamId, 36);
+PIN(rec_extcorr, externalId, 8);
+PIN(rec_extcorr, correlationId, 16);
+
+/* Graph ids exist in every record version since CUDA 12 (CUPTI API 18). */
+GT_HIDDEN uint32_t cupti_runtime_version = CUPTI_API_VERSION;
+static bool has_graph_ids(void)
+{
+	return cupti_runtime_version >= 18;
+}
+
+/* ---- clock ---- */
+
+#define FIT_MAX 64
+static struct fit {
+	uint64_t cupti, host;
+} fits[FIT_MAX];
+static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
+
+void cupti__clock_identity(void)
+{
+	atomic_store(&nfits, 0);
+}
+
+uint64_t CUPTIAPI cupti__timestamp(void)
+{
+	return gt_clock_ns();
+}
+
+/* The best of a few paired reads: host time at the midpoint of the read. */
+void cupti__clock_refit(void)
+{
+	uint64_t best = UINT64_MAX, c = 0, host = 0;
+	unsigned n = atomic_load(&nfits);
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t, h1 = gt_clock_ns();
+		if (cupti_fn.cuptiGetTimestamp(&t) != CUPTI_SUCCESS)
+			return;
+		uint64_t h2 = gt_clock_ns();
+		if (h2 - h1 < best) {
+			best = h2 - h1;
+			c = t;
+			host = h1 + (h2 - h1) / 2;
+		}
+	}
+	if (n >= FIT_MAX) {
+		memmove(fits, fits + 1, (FIT_MAX - 1) * sizeof(fits[0]));
+		n = FIT_MAX - 1;
+	}
+	fits[n] = (struct fit){ c, host };
+	atomic_store(&nfits, n + 1);
+}
+
+static int64_t fit_offset(const struct fit *f)
+{
+	return (int64_t)(f->host - f->cupti);
+}
+
+/* Interpolated between the fits around t (CUPTI's clock may be slewed). */
+uint64_t cupti__to_host(uint64_t t)
+{
+	unsigned n = atomic_load(&nfits), i;
+
+	if (!n || !t)
+		return t;
+	if (t <= fits[0].cupti || n == 1)
+		return t + fit_offset(&fits[0]);
+	for (i = 1; i < n && fits[i].cupti < t; i++)
+		;
+	if (i == n)
+		return t + fit_offset(&fits[n - 1]);
+	const struct fit *a = &fits[i - 1], *b = &fits[i];
+	double w = (double)(t - a->cupti) / (double)(b->cupti - a->cupti);
+	int64_t off = fit_offset(a) + (int64_t)(w * (double)(fit_offset(b) - fit_offset(a)));
+	return t + off;
+}
+
+/* ---- contexts and devices ---- */
+
+#define CTX_MAX 256
+static struct {
+	_Atomic uint32_t id1; /* context id + 1 */
+	_Atomic uint32_t device;
+} ctx_map[CTX_MAX];
+
+void cupti__context_device(uint32_t context_id, uint32_t device_id)
+{
+	for (unsigned i = 0; i < CTX_MAX; i++) {
+		unsigned s = (context_id + i) % CTX_MAX;
+		uint32_t cur = atomic_load(&ctx_map[s].id1), expect = 0;
+
+		if (cur == context_id + 1 ||
+		    (!cur && (atomic_compare_exchange_strong(&ctx_map[s].id1, &expect,
+							     context_id + 1) ||
+			      expect == context_id + 1))) {
+			atomic_store(&ctx_map[s].device, device_id);
+			return;
+		}
+	}
+}
+
+static uint32_t context_device(uint32_t context_id)
+{
+	for (unsigned i = 0; i < CTX_MAX; i++) {
+		unsigned s = (context_id + i) % CTX_MAX;
+		uint32_t cur = atomic_load(&ctx_map[s].id1);
+
+		if (cur == context_id + 1)
+			return atomic_load(&ctx_map[s].device);
+		if (!cur)
+			break;
+	}
+	return 0; /* unknown context: the first device */
+}
+
+#define DEV_NAMED_MAX 64
+static char dev_names[DEV_NAMED_MAX][128];
+static _Atomic bool dev_named[DEV_NAMED_MAX];
+
+void cupti__device_name(uint32_t device_id, const char *name)
+{
+	if (device_id >= DEV_NAMED_MAX || atomic_load(&dev_named[device_id]))
+		return;
+	snprintf(dev_names[device_id], sizeof(dev_names[0]), "%s", name);
+	atomic_store(&dev_named[device_id], true);
+}
+
+/* ---- rows: one per stream, plus sync and overhead rows per device ---- */
+
+enum row_kind { ROW_DEVICE, ROW_STREAM, ROW_STREAM_SYNC, ROW_DEVICE_SYNC, ROW_OVERHEAD };
+
+#define ROWS_MAX 2048
+static struct row_slot {
+	uint64_t key; /* 0: empty */
+	uint32_t id;
+} rows[ROWS_MAX];
+
+static uint64_t row_key(enum row_kind kind, uint32_t device, uint32_t stream)
+{
+	return ((uint64_t)(kind + 1) << 60) | ((uint64_t)(device & 0xfffffff) << 32) | stream;
+}
+
+static uint32_t device_id_row(uint32_t device)
+{
+	uint64_t key = row_key(ROW_DEVICE, device, 0);
+	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 53) % ROWS_MAX;
+	char name[200];
+
+	for (unsigned i = 0; i < ROWS_MAX; i++) {
+		struct row_slot *r = &rows[(h + i) % ROWS_MAX];
+		if (r->key == key)
+			return r->id;
+		if (!r->key) {
+			if (device < DEV_NAMED_MAX && atomic_load(&dev_named[device]))
+				snprintf(name, sizeof(name), "GPU %u (%s)", device, dev_names[device]);
+			else
+				snprintf(name, sizeof(name), "GPU %u", device);
+			r->id = gt_device_row(name);
+			r->key = key;
+			return r->id;
+		}
+	}
+	return gt_device_row("GPU");
+}
+
+static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
+{
+	uint64_t key = row_key(kind, device, stream);
+	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 53) % ROWS_MAX;
+	char name[64];
+	int sort;
+
+	for (unsigned i = 0; i < ROWS_MAX; i++) {
+		struct row_slot *r = &rows[(h + i) % ROWS_MAX];
+		if (r->key == key)
+			return r->id;
+		if (r->key)
+			continue;
+		switch (kind) {
+		case ROW_STREAM:
+			snprintf(name, sizeof(name), "stream %u", stream);
+			sort = (int)(stream > INT_MAX / 2 - 2 ? INT_MAX / 2 - 2 : stream) * 2;
+			break;
+		case ROW_STREAM_SYNC:
+			snprintf(name, sizeof(name), "stream %u sync", stream);
+			sort = (int)(stream > INT_MAX / 2 - 2 ? INT_MAX / 2 - 2 : stream) * 2 + 1;
+			break;
+		case ROW_DEVICE_SYNC:
+			snprintf(name, sizeof(name), "sync");
+			sort = INT_MAX - 1;
+			break;
+		default:
+			snprintf(name, sizeof(name), "CUPTI overhead");
+			sort = INT_MAX;
+			break;
+		}
+		r->id = gt_queue_row(device_id_row(device), name, sort);
+		r->key = key;
+		return r->id;
+	}
+	return gt_device_track(device_id_row(device));
+}
+
+uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id)
+{
+	return row(ROW_STREAM, device_id, stream_id);
+}
+
+/* ---- names ---- */
+
+/* "[x, y, z]" for grid and block sizes */
+#define DIM_MAX 1024
+static struct dim_slot {
+	uint32_t x, y, z, id;
+} dims[DIM_MAX];
+
+static uint32_t dim_str(uint32_t x, uint32_t y, uint32_t z)
+{
+	unsigned h = (x * 73856093u) ^ (y * 19349663u) ^ (z * 83492791u);
+	char s[48];
+
+	for (unsigned i = 0; i < 8; i++) {
+		struct dim_slot *d = &dims[(h + i) % DIM_MAX];
+		if (d->id && d->x == x && d->y == y && d->z == z)
+			return d->id;
+		if (!d->id || i == 7) {
+			snprintf(s, sizeof(s), "[%u, %u, %u]", x, y, z);
+			*d = (struct dim_slot){ x, y, z, gt_str_intern(s) };
+			return d->id;
+		}
+	}
+	return 0;
+}
+
+/* Kernel names: CUPTI shares one string per kernel, so the pointer is the
+ * key; the text is compared too, in case a module unload reused it. */
+#define KNAME_MAX 4096
+static struct kname_slot {
+	const char *ptr;
+	uint32_t id;
+	uint32_t raw; /* the mangled name's id, to check the text */
+} knames[KNAME_MAX];
+
+static char *demangle(const char *name)
+{
+	static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+	static bool looked;
+	int status = -1;
+	char *out;
+
+	if (strncmp(name, "_Z", 2))
+		return NULL;
+	if (!looked) {
+		cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))cupti__dlsym(
+			RTLD_DEFAULT, "__cxa_demangle");
+		looked = true;
+	}
+	if (!cxa_demangle)
+		return NULL;
+	out = cxa_demangle(name, NULL, NULL, &status);
+	if (status) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static uint32_t kernel_name(const char *name)
+{
+	size_t len;
+	uintptr_t h;
+
+	if (!name || !*name)
+		return cupti__key("kernel");
+	h = ((uintptr_t)name >> 3) * 0x9e3779b97f4a7c15ull;
+	for (unsigned i = 0; i < 8; i++) {
+		struct kname_slot *k = &knames[(h + i) % KNAME_MAX];
+		if (k->ptr == name) {
+			const char *raw = gt_str_get(k->raw, &len);
+			if (raw && !strcmp(raw, name))
+				return k->id;
+		}
+		if (!k->ptr || k->ptr == name || i == 7) {
+			char *pretty = demangle(name);
+			k->raw = gt_str_intern(name);
+			k->id = pretty ? gt_str_intern(pretty) : k->raw;
+			k->ptr = name;
+			free(pretty);
+			return k->id;
+		}
+	}
+	return gt_str_intern(name);
+}
+
+static const char *const copy_kinds[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+					  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
+static const char *const mem_kinds[] = { "Unknown", "Pageable", "Pinned",        "Device",
+					 "Array",   "Managed",  "Device Static", "Managed Static" };
+#define NCOPY (sizeof(copy_kinds) / sizeof(copy_kinds[0]))
+#define NMEM  (sizeof(mem_kinds) / sizeof(mem_kinds[0]))
+
+static uint32_t copy_kind_str(unsigned kind)
+{
+	static uint32_t ids[NCOPY];
+
+	if (kind >= NCOPY)
+		kind = 0;
+	if (!ids[kind])
+		ids[kind] = gt_str_intern(copy_kinds[kind]);
+	return ids[kind];
+}
+
+/* "Memcpy HtoD (Pageable -> Device)" */
+static uint32_t memcpy_name(unsigned kind, unsigned src, unsigned dst)
+{
+	static uint32_t ids[NCOPY][NMEM][NMEM];
+	char s[96];
+
+	kind = kind < NCOPY ? kind : 0;
+	src = src < NMEM ? src : 0;
+	dst = dst < NMEM ? dst : 0;
+	if (!ids[kind][src][dst]) {
+		snprintf(s, sizeof(s), "Memcpy %s (%s -> %s)", copy_kinds[kind], mem_kinds[src],
+			 mem_kinds[dst]);
+		ids[kind][src][dst] = gt_str_intern(s);
+	}
+	return ids[kind][src][dst];
+}
+
+static uint32_t memset_name(unsigned mem)
+{
+	static uint32_t ids[NMEM];
+	char s[64];
+
+	mem = mem < NMEM ? mem : 0;
+	if (!ids[mem]) {
+		snprintf(s, sizeof(s), "Memset (%s)", mem_kinds[mem]);
+		ids[mem] = gt_str_intern(s);
+	}
+	return ids[mem];
+}
+
+static uint32_t sync_name(unsigned type)
+{
+	static const char *const names[] = { "Synchronize", "Event Sync", "Stream Wait Event",
+					     "Stream Sync", "Context Sync" };
+	static uint32_t ids[5];
+
+	type = type < 5 ? type : 0;
+	if (!ids[type])
+		ids[type] = gt_str_intern(names[type]);
+	return ids[type];
+}
+
+static uint32_t overhead_name(unsigned kind)
+{
+	static const struct {
+		unsigned kind;
+		const char *name;
+	} names[] = {
+		{ CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, "Driver compiler" },
+		{ CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, "CUPTI buffer flush" },
+		{ CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, "CUPTI instrumentation" },
+		{ CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, "CUPTI resource" },
+		{ CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING, "Module loading" },
+		{ CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING, "Lazy function loading" },
+		{ CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, "Command buffer full" },
+		{ CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST, "CUPTI buffer request" },
+		{ CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT, "UVM activity init" },
+	};
+	static uint32_t ids[sizeof(names) / sizeof(names[0])], unknown;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].kind == kind) {
+			if (!ids[i])
+				ids[i] = gt_str_intern(names[i].name);
+			return ids[i];
+		}
+	}
+	if (!unknown)
+		unknown = gt_str_intern("CUPTI overhead");
+	return unknown;
+}
+
+/* ---- external correlation: CUPTI id -> the id someone pushed ---- */
+
+#define EXT_MAX 4096
+static struct {
+	uint32_t corr;
+	uint64_t ext;
+} ext_map[EXT_MAX];
+
+static void ext_note(const rec_extcorr *r)
+{
+	ext_map[r->correlationId % EXT_MAX].corr = r->correlationId;
+	ext_map[r->correlationId % EXT_MAX].ext = r->externalId;
+}
+
+static uint64_t ext_find(uint32_t corr)
+{
+	return ext_map[corr % EXT_MAX].corr == corr && corr ? ext_map[corr % EXT_MAX].ext : 0;
+}
+
+/* ---- emitting ---- */
+
+struct span {
+	uint64_t start, end;
+	uint32_t corr, corr2;
+	uint32_t name, cat, track;
+	uint16_t type;
+	bool clamp; /* device work: never before its launch began */
+};
+
+static uint64_t clamped;
+
+static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
+{
+	uint64_t start = cupti__to_host(s->start), end = cupti__to_host(s->end);
+
+	if (end < start)
+		end = start;
+	if (s->clamp) {
+		uint64_t low = cupti__launch_start(s->corr);
+		if (low) {
+			/* rebuild the bits the launch table does not keep, near start */
+			const uint64_t span = 1ull << 46;
+			uint64_t launch = (start & ~(span - 1)) | low;
+			if (launch > start + span / 2)
+				launch -= span;
+			else if (launch + span / 2 < start)
+				launch += span;
+			if (start < launch) {
+				end += launch - start;
+				start = launch;
+				clamped++;
+			}
+		}
+	}
+	uint64_t ext = ext_find(s->corr);
+	if (ext && nargs < GT_ARGS_MAX)
+		args[nargs++] = (struct gt_arg){ .key = cupti__key("external_id"),
+						 .type = GT_ARG_U64, .v.u = ext };
+	struct gt_event ev = {
+		.start_ns = start,
+		.end_ns = end,
+		.corr = s->corr ? gt_corr_foreign(GT_CORR_NS_CUPTI, s->corr) : 0,
+		.corr2 = s->corr2 && s->corr2 != s->corr ? gt_corr_foreign(GT_CORR_NS_CUPTI, s->corr2)
+							  : 0,
+		.name = s->name,
+		.cat = s->cat,
+		.track = s->track,
+		.type = (uint8_t)s->type,
+	};
+	gt_emit(&ev, args, nargs);
+}
+
+#define ARG_U(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_U64, .v.u = (val) })
+#define ARG_S(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_STR, .v.u = (val) })
+
+static bool no_time(uint64_t start, uint64_t end)
+{
+	if (start || end)
+		return false;
+	/* device memory for timestamps ran out: not a drop, but not drawable */
+	gt_lost_add(cupti__key("cupti_no_timestamp"), 1);
+	return true;
+}
+
+static unsigned graph_args(struct gt_arg *a, unsigned n, uint32_t graph, uint64_t node)
+{
+	if (graph && has_graph_ids()) {
+		a[n++] = ARG_U(cupti__key("graph_id"), graph);
+		a[n++] = ARG_U(cupti__key("graph_node_id"), node);
+	}
+	return n;
+}
+
+static void on_kernel(const rec_kernel *k)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+
+	if (no_time(k->start, k->end))
+		return;
+	cupti__context_device(k->contextId, k->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, k->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_STREAM, k->streamId);
+	a[n++] = ARG_S(cupti__key("grid"), dim_str(k->gridX, k->gridY, k->gridZ));
+	a[n++] = ARG_S(cupti__key("block"), dim_str(k->blockX, k->blockY, k->blockZ));
+	a[n++] = ARG_U(cupti__key("registers_per_thread"), k->registersPerThread);
+	a[n++] = ARG_U(cupti__key("shared_memory"),
+		       (uint64_t)k->staticSharedMemory + k->dynamicSharedMemory);
+	if (has_graph_ids())
+		n = graph_args(a, n, k->graphId, k->graphNodeId);
+	emit(&(struct span){ .start = k->start, .end = k->end, .corr = k->correlationId,
+			     .name = kernel_name(k->name), .cat = GT_S_CAT_KERNEL,
+			     .track = row(ROW_STREAM, k->deviceId, k->streamId),
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
+	     a, n);
+}
+
+static void on_memcpy(const rec_memcpy *m)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+
+	if (no_time(m->start, m->end))
+		return;
+	cupti__context_device(m->contextId, m->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_STREAM, m->streamId);
+	a[n++] = ARG_S(cupti__key("kind"), copy_kind_str(m->copyKind));
+	a[n++] = ARG_U(GT_S_ARG_BYTES, m->bytes);
+	n = graph_args(a, n, m->graphId, m->graphNodeId);
+	/* correlationId: the driver call; runtimeCorrelationId: the runtime call */
+	emit(&(struct span){ .start = m->start, .end = m->end, .corr = m->correlationId,
+			     .corr2 = m->runtimeCorrelationId,
+			     .name = memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+			     .cat = GT_S_CAT_GPU_MEMCPY,
+			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
+	     a, n);
+}
+
+static void on_p2p(const rec_p2p *m)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+
+	if (no_time(m->start, m->end))
+		return;
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_STREAM, m->streamId);
+	a[n++] = ARG_S(cupti__key("kind"), copy_kind_str(m->copyKind));
+	a[n++] = ARG_U(GT_S_ARG_BYTES, m->bytes);
+	a[n++] = ARG_U(cupti__key("src_device"), m->srcDeviceId);
+	a[n++] = ARG_U(cupti__key("dst_device"), m->dstDeviceId);
+	n = graph_args(a, n, m->graphId, m->graphNodeId);
+	emit(&(struct span){ .start = m->start, .end = m->end, .corr = m->correlationId,
+			     .name = memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+			     .cat = GT_S_CAT_GPU_MEMCPY,
+			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
+	     a, n);
+}
+
+static void on_memset(const rec_memset *m)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+
+	if (no_time(m->start, m->end))
+		return;
+	cupti__context_device(m->contextId, m->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
+	a[n++] = ARG_U(GT_S_ARG_STREAM, m->streamId);
+	a[n++] = ARG_U(GT_S_ARG_BYTES, m->bytes);
+	a[n++] = ARG_U(cupti__key("value"), m->value);
+	n = graph_args(a, n, m->graphId, m->graphNodeId);
+	emit(&(struct span){ .start = m->start, .end = m->end, .corr = m->correlationId,
+			     .name = memset_name(m->memoryKind), .cat = GT_S_CAT_GPU_MEMSET,
+			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
+	     a, n);
+}
+
+static void on_sync(const rec_sync *s)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+	uint32_t dev = context_device(s->contextId);
+	bool has_stream = s->streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+
+	if (no_time(s->start, s->end))
+		return;
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, dev);
+	if (has_stream)
+		a[n++] = ARG_U(GT_S_ARG_STREAM, s->streamId);
+	if (s->cudaEventId != CUPTI_SYNCHRONIZATION_INVALID_VALUE)
+		a[n++] = ARG_U(cupti__key("event"), s->cudaEventId);
+	/* its own row: a wait overlaps the stream's kernels */
+	emit(&(struct span){ .start = s->start, .end = s->end, .corr = s->correlationId,
+			     .name = sync_name(s->type), .cat = GT_S_CAT_GPU_SYNC,
+			     .track = has_stream ? row(ROW_STREAM_SYNC, dev, s->streamId)
+						 : row(ROW_DEVICE_SYNC, dev, 0),
+			     .type = GT_EV_DEVICE_SPAN },
+	     a, n);
+}
+
+static void on_overhead(const rec_overhead *o)
+{
+	struct gt_arg a[2];
+	unsigned n = 0;
+	struct span s = { .start = o->start, .end = o->end, .corr = o->correlationId,
+			  .name = overhead_name(o->overheadKind), .cat = GT_S_CAT_OVERHEAD };
+
+	if (no_time(o->start, o->end))
+		return;
+	switch (o->objectKind) {
+	case CUPTI_ACTIVITY_OBJECT_THREAD:
+	case CUPTI_ACTIVITY_OBJECT_PROCESS:
+		/* on the thread that paid for it (gettid ids: cuptiSetThreadIdType) */
+		s.type = GT_EV_HOST_SPAN;
+		s.track = o->objectId.pt.threadId;
+		s.corr = 0;
+		break;
+	default:
+		a[n++] = ARG_U(GT_S_ARG_DEVICE, o->objectId.dcs.deviceId);
+		s.type = GT_EV_DEVICE_SPAN;
+		s.track = row(ROW_OVERHEAD, o->objectId.dcs.deviceId, 0);
+		s.corr = 0;
+		break;
+	}
+	emit(&s, a, n);
+}
+
+static void on_graph(const rec_graph *g)
+{
+	struct gt_arg a[GT_ARGS_MAX];
+	unsigned n = 0;
+	char s[48];
+	uint32_t dev = g->deviceId == INT_MAX ? context_device(g->contextId) : g->deviceId;
+
+	if (no_time(g->start, g->end))
+		return;
+	snprintf(s, sizeof(s), "CUDA graph %u", g->graphId);
+	a[n++] = ARG_U(GT_S_ARG_DEVICE, dev);
+	a[n++] = ARG_U(GT_S_ARG_STREAM, g->streamId);
+	a[n++] = ARG_U(cupti__key("graph_id"), g->graphId);
+	emit(&(struct span){ .start = g->start, .end = g->end, .corr = g->correlationId,
+			     .name = gt_str_intern(s), .cat = cupti__key("cuda_graph"),
+			     .track = row(ROW_STREAM, dev, g->streamId),
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
+	     a, n);
+}
+
+static void on_record(const CUpti_Activity *r)
+{
+	switch (r->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		on_kernel((const rec_kernel *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		on_memcpy((const rec_memcpy *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		on_p2p((const rec_p2p *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		on_memset((const rec_memset *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		on_sync((const rec_sync *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_OVERHEAD:
+		on_overhead((const rec_overhead *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+		on_graph((const rec_graph *)r);
+		break;
+	default:
+		break;
+	}
+}
+
+/* What other records' meaning depends on: read before any span is made. */
+static void on_record_early(const CUpti_Activity *r)
+{
+	if (r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
+		ext_note((const rec_extcorr *)r);
+	else if (r->kind == CUPTI_ACTIVITY_KIND_CONTEXT)
+		cupti__context_device(((const rec_context *)r)->contextId,
+				      ((const rec_context *)r)->deviceId);
+}
+
+static int walk(uint8_t *buf, size_t valid, void (*fn)(const CUpti_Activity *))
+{
+	CUpti_Activity *rec = NULL;
+	int n = 0;
+
+	for (;;) {
+		CUptiResult r = cupti_fn.cuptiActivityGetNextRecord(buf, valid, &rec);
+		if (r != CUPTI_SUCCESS)
+			break; /* MAX_LIMIT_REACHED at the end; INVALID_KIND: the rest is unreadable */
+		fn(rec);
+		n++;
+	}
+	return n;
+}
+
+int cupti__process_buffers(uint8_t *const *bufs, const size_t *valid, unsigned nbufs)
+{
+	int total = 0;
+
+	if (!cupti_fn.cuptiActivityGetNextRecord)
+		return -EINVAL;
+	for (unsigned i = 0; i < nbufs; i++)
+		walk(bufs[i], valid[i], on_record_early);
+	for (unsigned i = 0; i < nbufs; i++)
+		total += walk(bufs[i], valid[i], on_record);
+	return total;
+}
+
+int cupti__process_buffer(uint8_t *buf, size_t valid)
+{
+	return cupti__process_buffers(&buf, &valid, 1);
+}
+
+void cupti__records_reset(void)
+{
+	memset(rows, 0, sizeof(rows));
+	memset(knames, 0, sizeof(knames));
+	memset(dims, 0, sizeof(dims));
+	memset(ext_map, 0, sizeof(ext_map));
+	clamped = 0;
+	atomic_store(&nfits, 0);
+}

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Interposition of the shared libcudart's runtime API: the source of
+ * cuda_runtime spans whenever CUPTI's runtime callbacks are not (no driver,
+ * no libcupti, CUPTI held by another tool or disabled). When CUPTI's
+ * callbacks run, these wrappers only pass the call on: one span per call.
+ * With CUPTI held or disabled, launches also get CUDA events around them
+ * for their device times (cupti_events.c).
+ *
+ * Only functions whose signature is the same in CUDA 11, 12 and 13 are
+ * wrapped: a wrapper forwards exactly the arguments it declares, so a
+ * changed signature (cudaMemPrefetchAsync in 13) would corrupt the call.
+ * Types are spelled out here instead of including cuda_runtime_api.h, whose
+ * macros rename some functions per version.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cupti.h"
+#include "inject/clock.h"
+#include "inject/config.h"
+#include "inject/shim.h"
+
+typedef int cuda_err;        /* enum cudaError */
+struct gt_dim3 {             /* dim3: passed by value */
+	unsigned x, y, z;
+};
+#define RT_NO_RUNTIME 35     /* cudaErrorInsufficientDriver: no libcudart behind us */
+
+enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
+#define RT_FOLD 0x1
+
+GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+
+/* Host-only calls: X(name, params, args, flags) */
+#define RT_CALLS(X)                                                                         \
+	X(cudaMalloc, (void **p, size_t n), (p, n), 0)                                      \
+	X(cudaFree, (void *p), (p), 0)                                                      \
+	X(cudaMallocHost, (void **p, size_t n), (p, n), 0)                                  \
+	X(cudaFreeHost, (void *p), (p), 0)                                                  \
+	X(cudaHostAlloc, (void **p, size_t n, unsigned f), (p, n, f), 0)                    \
+	X(cudaHostRegister, (void *p, size_t n, unsigned f), (p, n, f), 0)                  \
+	X(cudaHostUnregister, (void *p), (p), 0)                                            \
+	X(cudaMallocManaged, (void **p, size_t n, unsigned f), (p, n, f), 0)                \
+	X(cudaMallocPitch, (void **p, size_t *pitch, size_t w, size_t h), (p, pitch, w, h), 0) \
+	X(cudaMallocAsync, (void **p, size_t n, void *s), (p, n, s), 0)                     \
+	X(cudaMallocAsync_ptsz, (void **p, size_t n, void *s), (p, n, s), 0)                \
+	X(cudaFreeAsync, (void *p, void *s), (p, s), 0)                                     \
+	X(cudaFreeAsync_ptsz, (void *p, void *s), (p, s), 0)                                \
+	X(cudaMemGetInfo, (size_t *f, size_t *t), (f, t), 0)                                \
+	X(cudaSetDevice, (int d), (d), 0)                                                   \
+	X(cudaGetDevice, (int *d), (d), RT_FOLD)                                            \
+	X(cudaGetDeviceCount, (int *n), (n), 0)                                             \
+	X(cudaGetDeviceProperties, (void *prop, int d), (prop, d), 0)                       \
+	X(cudaGetDeviceProperties_v2, (void *prop, int d), (prop, d), 0)                    \
+	X(cudaDeviceGetAttribute, (int *v, int attr, int d), (v, attr, d), RT_FOLD)         \
+	X(cudaDeviceSynchronize, (void), (), 0)                                             \
+	X(cudaDeviceReset, (void), (), 0)                                                   \
+	X(cudaSetDeviceFlags, (unsigned f), (f), 0)                                         \
+	X(cudaGetLastError, (void), (), RT_FOLD)                                            \
+	X(cudaPeekAtLastError, (void), (), RT_FOLD)                                         \
+	X(cudaDriverGetVersion, (int *v), (v), RT_FOLD)                                     \
+	X(cudaRuntimeGetVersion, (int *v), (v), RT_FOLD)                                    \
+	X(cudaStreamCreate, (void **s), (s), 0)                                             \
+	X(cudaStreamCreateWithFlags, (void **s, unsigned f), (s, f), 0)                     \
+	X(cudaStreamCreateWithPriority, (void **s, unsigned f, int p), (s, f, p), 0)        \
+	X(cudaStreamDestroy, (void *s), (s), 0)                                             \
+	X(cudaStreamSynchronize, (void *s), (s), 0)                                         \
+	X(cudaStreamSynchronize_ptsz, (void *s), (s), 0)                                    \
+	X(cudaStreamQuery, (void *s), (s), 0)                                               \
+	X(cudaStreamQuery_ptsz, (void *s), (s), 0)                                          \
+	X(cudaStreamWaitEvent, (void *s, void *e, unsigned f), (s, e, f), 0)                \
+	X(cudaStreamWaitEvent_ptsz, (void *s, void *e, unsigned f), (s, e, f), 0)           \
+	X(cudaStreamIsCapturing, (void *s, int *st), (s, st), RT_FOLD)                      \
+	X(cudaStreamIsCapturing_ptsz, (void *s, int *st), (s, st), RT_FOLD)                 \
+	X(cudaStreamBeginCapture, (void *s, int mode), (s, mode), 0)                        \
+	X(cudaStreamBeginCapture_ptsz, (void *s, int mode), (s, mode), 0)                   \
+	X(cudaStreamEndCapture, (void *s, void **g), (s, g), 0)                             \
+	X(cudaStreamEndCapture_ptsz, (void *s, void **g), (s, g), 0)                        \
+	X(cudaEventCreate, (void **e), (e), 0)                                              \
+	X(cudaEventCreateWithFlags, (void **e, unsigned f), (e, f), 0)                      \
+	X(cudaEventRecord, (void *e, void *s), (e, s), 0)                                   \
+	X(cudaEventRecord_ptsz, (void *e, void *s), (e, s), 0)                              \
+	X(cudaEventQuery, (void *e), (e), 0)                                                \
+	X(cudaEventSynchronize, (void *e), (e), 0)                                          \
+	X(cudaEventElapsedTime, (float *ms, void *a, void *b), (ms, a, b), 0)               \
+	X(cudaEventDestroy, (void *e), (e), 0)                                              \
+	X(cudaGraphDestroy, (void *g), (g), 0)                                              \
+	X(cudaGraphExecDestroy, (void *g), (g), 0)                                          \
+	X(cudaGraphUpload, (void *g, void *s), (g, s), 0)                                   \
+	X(cudaGraphUpload_ptsz, (void *g, void *s), (g, s), 0)                              \
+	X(cudaFuncGetAttributes, (void *attr, const void *f), (attr, f), RT_FOLD)           \
+	X(cudaFuncSetAttribute, (const void *f, int attr, int v), (f, attr, v), 0)          \
+	X(cudaDeviceCanAccessPeer, (int *c, int d, int p), (c, d, p), 0)                    \
+	X(cudaDeviceEnablePeerAccess, (int p, unsigned f), (p, f), 0)                       \
+	X(cudaPointerGetAttributes, (void *attr, const void *p), (attr, p), RT_FOLD)
+
+/* Calls that put work on a device:
+ * L(name, params, args, work, per_thread, stream, bytes, copy kind, kernel) */
+#define KPARAMS (const void *f, struct gt_dim3 g, struct gt_dim3 b, void **a, size_t sm, void *s)
+#define RT_LAUNCHES(L)                                                                      \
+	L(cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, f)          \
+	L(cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f)     \
+	L(cudaLaunchCooperativeKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, f) \
+	L(cudaLaunchCooperativeKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f) \
+	L(cudaLaunchKernelExC, (const void *cfg, const void *f, void **a), (cfg, f, a),     \
+	  W_KERNEL, 0, launch_config_stream(cfg), 0, 0, f)                                  \
+	L(cudaLaunchKernelExC_ptsz, (const void *cfg, const void *f, void **a), (cfg, f, a), \
+	  W_KERNEL, 1, launch_config_stream(cfg), 0, 0, f)                                  \
+	L(cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY, 0, NULL, \
+	  n, k, NULL)                                                                       \
+	L(cudaMemcpy_ptds, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY, 1, \
+	  NULL, n, k, NULL)                                                                 \
+	L(cudaMemcpyAsync, (void *d, const void *s, size_t n, int k, void *st),             \
+	  (d, s, n, k, st), W_COPY, 0, st, n, k, NULL)                                      \
+	L(cudaMemcpyAsync_ptsz, (void *d, const void *s, size_t n, int k, void *st),        \
+	  (d, s, n, k, st), W_COPY, 1, st, n, k, NULL)                                      \
+	L(cudaMemcpy2D, (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k), \
+	  (d, dp, s, sp, w, h, k), W_COPY, 0, NULL, w * h, k, NULL)                         \
+	L(cudaMemcpy2D_ptds,                                                                \
+	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k),        \
+	  (d, dp, s, sp, w, h, k), W_COPY, 1, NULL, w * h, k, NULL)                         \
+	L(cudaMemcpy2DAsync,                                                                \
+	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k, void *st), \
+	  (d, dp, s, sp, w, h, k, st), W_COPY, 0, st, w * h, k, NULL)                       \
+	L(cudaMemcpy2DAsync_ptsz,                                                           \
+	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k, void *st), \
+	  (d, dp, s, sp, w, h, k, st), W_COPY, 1, st, w * h, k, NULL)                       \
+	L(cudaMemcpyPeer, (void *d, int dd, const void *s, int sd, size_t n), (d, dd, s, sd, n), \
+	  W_COPY_PEER, 0, NULL, n, 3, NULL)                                                 \
+	L(cudaMemcpyPeerAsync, (void *d, int dd, const void *s, int sd, size_t n, void *st), \
+	  (d, dd, s, sd, n, st), W_COPY_PEER, 0, st, n, 3, NULL)                            \
+	L(cudaMemcpyToSymbol, (const void *y, const void *s, size_t n, size_t o, int k),    \
+	  (y, s, n, o, k), W_COPY, 0, NULL, n, k, NULL)                                     \
+	L(cudaMemcpyToSymbol_ptds, (const void *y, const void *s, size_t n, size_t o, int k), \
+	  (y, s, n, o, k), W_COPY, 1, NULL, n, k, NULL)                                     \
+	L(cudaMemcpyFromSymbol, (void *d, const void *y, size_t n, size_t o, int k),        \
+	  (d, y, n, o, k), W_COPY, 0, NULL, n, k, NULL)                                     \
+	L(cudaMemcpyFromSymbol_ptds, (void *d, const void *y, size_t n, size_t o, int k),   \
+	  (d, y, n, o, k), W_COPY, 1, NULL, n, k, NULL)                                     \
+	L(cudaMemcpyToSymbolAsync,                                                          \
+	  (const void *y, const void *s, size_t n, size_t o, int k, void *st),              \
+	  (y, s, n, o, k, st), W_COPY, 0, st, n, k, NULL)                                   \
+	L(cudaMemcpyToSymbolAsync_ptsz,                                                     \
+	  (const void *y, const void *s, size_t n, size_t o, int k, void *st),              \
+	  (y, s, n, o, k, st), W_COPY, 1, st, n, k, NULL)                                   \
+	L(cudaMemcpyFromSymbolAsync,                                                        \
+	  (void *d, const void *y, size_t n, size_t o, int k, void *st),                    \
+	  (d, y, n, o, k, st), W_COPY, 0, st, n, k, NULL)                                   \
+	L(cudaMemcpyFromSymbolAsync_ptsz,                                                   \
+	  (void *d, const void *y, size_t n, size_t o, int k, void *st),                    \
+	  (d, y, n, o, k, st), W_COPY, 1, st, n, k, NULL)                                   \
+	L(cudaMemset, (void *p, int v, size_t n), (p, v, n), W_SET, 0, NULL, n, 0, NULL)    \
+	L(cudaMemset_ptds, (void *p, int v, size_t n), (p, v, n), W_SET, 1, NULL, n, 0, NULL) \
+	L(cudaMemsetAsync, (void *p, int v, size_t n, void *s), (p, v, n, s), W_SET, 0, s, n, \
+	  0, NULL)                                                                          \
+	L(cudaMemsetAsync_ptsz, (void *p, int v, size_t n, void *s), (p, v, n, s), W_SET, 1, s, \
+	  n, 0, NULL)                                                                       \
+	L(cudaMemset2D, (void *p, size_t pitch, int v, size_t w, size_t h), (p, pitch, v, w, h), \
+	  W_SET, 0, NULL, w * h, 0, NULL)                                                   \
+	L(cudaMemset2D_ptds, (void *p, size_t pitch, int v, size_t w, size_t h),            \
+	  (p, pitch, v, w, h), W_SET, 1, NULL, w * h, 0, NULL)                              \
+	L(cudaMemset2DAsync, (void *p, size_t pitch, int v, size_t w, size_t h, void *s),   \
+	  (p, pitch, v, w, h, s), W_SET, 0, s, w * h, 0, NULL)                              \
+	L(cudaMemset2DAsync_ptsz, (void *p, size_t pitch, int v, size_t w, size_t h, void *s), \
+	  (p, pitch, v, w, h, s), W_SET, 1, s, w * h, 0, NULL)                              \
+	L(cudaGraphLaunch, (void *g, void *s), (g, s), W_GRAPH, 0, s, 0, 0, NULL)           \
+	L(cudaGraphLaunch_ptsz, (void *g, void *s), (g, s), W_GRAPH, 1, s, 0, 0, NULL)
+
+/* cudaLaunchConfig_t: dim3 grid, dim3 block, size_t dynamicSmemBytes, then the stream */
+static void *launch_config_stream(const void *cfg)
+{
+	void *s = NULL;
+
+	if (cfg)
+		memcpy(&s, (const char *)cfg + 32, sizeof(s));
+	return s;
+}
+
+/* ---- finding the real functions ---- */
+
+void *cupti__rt_real(const char *symbol)
+{
+	char dir[PATH_MAX], name[128], path[PATH_MAX + 128];
+	void *p = gt_real(symbol), *h;
+
+	if (p)
+		return p;
+	/* A libcudart loaded RTLD_LOCAL (by a dlopen()ed library, as in
+	 * `import torch`) binds to our wrapper but is not "next" to us. */
+	if (!cupti__cudart_dir(dir, sizeof(dir), name, sizeof(name)))
+		return NULL;
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	return h ? cupti__dlsym(h, symbol) : NULL;
+}
+
+static void *resolve(_Atomic(void *) *cache, const char *symbol)
+{
+	void *p = atomic_load_explicit(cache, memory_order_relaxed);
+
+	if (gt_likely(p))
+		return p;
+	p = cupti__rt_real(symbol);
+	if (p)
+		atomic_store_explicit(cache, p, memory_order_relaxed);
+	return p;
+}
+
+/* ---- the span of one call ---- */
+
+struct rt_call {
+	uint64_t start, corr;
+	uint32_t name;
+	bool launch, events;
+};
+
+static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
+{
+	uint32_t id = atomic_load_explicit(cache, memory_order_relaxed);
+	char base[96];
+
+	if (gt_likely(id))
+		return id;
+	/* one name for cudaMemcpy and cudaMemcpy_ptds, as CUPTI reports them */
+	snprintf(base, sizeof(base), "%s", symbol);
+	char *sfx = strstr(base, "_pt");
+	if (sfx)
+		*sfx = 0;
+	id = gt_str_intern(base);
+	atomic_store_explicit(cache, id, memory_order_relaxed);
+	return id;
+}
+
+static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symbol,
+		     unsigned flags, bool launch)
+{
+	int st;
+
+	gt_ensure_init();
+	st = atomic_load_explicit(&cupti_state, memory_order_relaxed);
+	if (gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self && !gt_in_tracer &&
+	    gt_backend_enabled("cupti"))
+		cupti__start("first CUDA runtime call");
+	if (atomic_load_explicit(&cupti_rt_callbacks_on, memory_order_relaxed) || cupti_self ||
+	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
+	    !(gt_cfg.kinds & GT_KIND(RUNTIME)))
+		return false;
+	c->name = api_name(name, symbol);
+	if (flags & RT_FOLD) {
+		cupti__fold_count(c->name);
+		return false;
+	}
+	c->launch = launch;
+	c->events = launch && cupti__event_timing();
+	c->corr = gt_corr_next();
+	cupti_rt_wrapper_owns++;
+	c->start = gt_clock_ns();
+	return true;
+}
+
+static void rt_end(struct rt_call *c, cuda_err r)
+{
+	uint64_t end = gt_clock_ns();
+	struct gt_arg args[2] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
+	unsigned n = 1;
+
+	cupti_rt_wrapper_owns--;
+	if (r) {
+		uint32_t err = cupti__rt_error_name(r);
+		if (err)
+			args[n++] = (struct gt_arg){ .key = cupti__key("error"), .type = GT_ARG_STR,
+						     .v.u = err };
+	}
+	struct gt_event ev = {
+		.start_ns = c->start,
+		.end_ns = end,
+		.corr = c->corr,
+		.name = c->name,
+		.cat = GT_S_CAT_CUDA_RUNTIME,
+		.type = GT_EV_HOST_SPAN,
+		.flags = c->launch ? GT_EVF_LAUNCH : 0,
+	};
+	gt_emit(&ev, args, n);
+}
+
+/* ---- device work described for the event fallback ---- */
+
+static uint32_t kernel_name_of(const void *func);
+
+static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t bytes, int kind,
+		      const void *func)
+{
+	static const char *const kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
+	static _Atomic uint32_t kind_ids[5], copy_ids[5];
+	char s[48];
+
+	*li = (struct cupti_launch_info){ .bytes = bytes };
+	switch (work) {
+	case W_KERNEL:
+		li->cat = GT_S_CAT_KERNEL;
+		li->name = kernel_name_of(func);
+		break;
+	case W_COPY:
+	case W_COPY_PEER:
+		kind = kind >= 0 && kind < 5 ? kind : 4;
+		li->cat = GT_S_CAT_GPU_MEMCPY;
+		if (!atomic_load(&kind_ids[kind])) {
+			snprintf(s, sizeof(s), "Memcpy %s", kinds[kind]);
+			atomic_store(&copy_ids[kind], gt_str_intern(s));
+			atomic_store(&kind_ids[kind], gt_str_intern(kinds[kind]));
+		}
+		li->kind = atomic_load(&kind_ids[kind]);
+		li->name = atomic_load(&copy_ids[kind]);
+		break;
+	case W_SET:
+		li->cat = GT_S_CAT_GPU_MEMSET;
+		li->name = cupti__key("Memset");
+		break;
+	case W_GRAPH:
+		li->cat = cupti__key("cuda_graph");
+		li->name = cupti__key("CUDA graph");
+		break;
+	}
+}
+
+/* Kernel names by host stub address: cudaFuncGetName (CUDA 12.3+), cached. */
+#define KFUNC_MAX 2048
+static struct {
+	_Atomic(const void *) func;
+	_Atomic uint32_t id;
+} kfuncs[KFUNC_MAX];
+
+static uint32_t kernel_name_of(const void *func)
+{
+	static int (*get_name)(const char **, const void *);
+	static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+	static bool looked;
+	uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull;
+	const char *name = NULL;
+	char buf[64], *pretty = NULL;
+	uint32_t id;
+	int status = -1;
+
+	for (unsigned i = 0; i < 8; i++) {
+		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
+		if (atomic_load_explicit(&kfuncs[s].func, memory_order_acquire) == func &&
+		    (id = atomic_load_explicit(&kfuncs[s].id, memory_order_relaxed)))
+			return id;
+	}
+	/* cold: the first launch of this kernel */
+	if (!looked) {
+		get_name = (int (*)(const char **, const void *))cupti__rt_real("cudaFuncGetName");
+		cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))cupti__dlsym(
+			RTLD_DEFAULT, "__cxa_demangle");
+		looked = true;
+	}
+	cupti_self++;
+	if (!get_name || get_name(&name, func) || !name || !*name) {
+		snprintf(buf, sizeof(buf), "kernel %p", func);
+		name = buf;
+	}
+	cupti_self--;
+	if (cxa_demangle && !strncmp(name, "_Z", 2))
+		pretty = cxa_demangle(name, NULL, NULL, &status);
+	id = gt_str_intern(pretty && !status ? pretty : name);
+	free(pretty);
+	for (unsigned i = 0; i < 8; i++) {
+		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
+		const void *expect = NULL;
+		if (atomic_compare_exchange_strong(&kfuncs[s].func, &expect, func) ||
+		    expect == func) {
+			atomic_store_explicit(&kfuncs[s].id, id, memory_order_relaxed);
+			break;
+		}
+	}
+	return id;
+}
+
+/* ---- the wrappers ---- */
+
+#define RT_WRAP(name, params, args, flags)                                                  \
+	typedef cuda_err(*name##_fn) params;                                                \
+	GT_EXPORT cuda_err name params                                                      \
+	{                                                                                   \
+		static _Atomic(void *) gt_real_;                                            \
+		static _Atomic uint32_t gt_name_;                                           \
+		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
+		struct rt_call gt_c;                                                        \
+		cuda_err gt_r;                                                              \
+                                                                                            \
+		if (!gt_fn)                                                                 \
+			return RT_NO_RUNTIME;                                               \
+		if (!rt_begin(&gt_c, &gt_name_, #name, flags, false))                       \
+			return gt_fn args;                                                  \
+		gt_r = gt_fn args;                                                          \
+		rt_end(&gt_c, gt_r);                                                        \
+		return gt_r;                                                                \
+	}
+
+#define RT_WRAP_LAUNCH(name, params, args, work, per_thread, stream, bytes, kind, func)     \
+	typedef cuda_err(*name##_fn) params;                                                \
+	GT_EXPORT cuda_err name params                                                      \
+	{                                                                                   \
+		static _Atomic(void *) gt_real_;                                            \
+		static _Atomic uint32_t gt_name_;                                           \
+		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
+		struct cupti_launch_info gt_li;                                             \
+		struct rt_call gt_c;                                                        \
+		void *gt_token = NULL;                                                      \
+		cuda_err gt_r;                                                              \
+                                                                                            \
+		if (!gt_fn)                                                                 \
+			return RT_NO_RUNTIME;                                               \
+		if (!rt_begin(&gt_c, &gt_name_, #name, 0, true))                            \
+			return gt_fn args;                                                  \
+		if (gt_c.events)                                                            \
+			gt_token = cupti__events_before((void *)(stream), per_thread);      \
+		gt_r = gt_fn args;                                                          \
+		rt_end(&gt_c, gt_r);                                                        \
+		if (gt_token) {                                                             \
+			work_info(&gt_li, work, bytes, kind, func);                         \
+			cupti__events_after(gt_token, (void *)(stream), per_thread, gt_r,   \
+					    gt_c.corr, gt_c.start, &gt_li);                 \
+		}                                                                           \
+		return gt_r;                                                                \
+	}
+
+RT_CALLS(RT_WRAP)
+RT_LAUNCHES(RT_WRAP_LAUNCH)
+
+/* For a dlsym() of libcudart by the program, should the core route it here. */
+void *cupti__rt_wrapper_for(const char *symbol)
+{
+	static const struct {
+		const char *name;
+		void *fn;
+	} table[] = {
+#define RT_ENTRY(name, ...) { #name, (void *)name },
+		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY)
+#undef RT_ENTRY
+	};
+
+	if (!symbol || strncmp(symbol, "cuda", 4))
+		return NULL;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].name, symbol))
+			return table[i].fn;
+	return NULL;
+}

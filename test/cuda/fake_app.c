@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A CUDA runtime user in plain C, linked against the fake libcudart: what
+ * a program does through a shared libcudart, checked by test_cuda.py.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+struct dim3 {
+	unsigned x, y, z;
+};
+int cudaGetDeviceCount(int *n);
+int cudaGetDevice(int *d);
+int cudaSetDevice(int d);
+int cudaMalloc(void **p, size_t n);
+int cudaFree(void *p);
+int cudaStreamCreate(void **s);
+int cudaStreamDestroy(void *s);
+int cudaStreamSynchronize(void *s);
+int cudaMemcpy(void *d, const void *s, size_t n, int kind);
+int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st);
+int cudaMemsetAsync(void *p, int v, size_t n, void *st);
+int cudaLaunchKernel(const void *f, struct dim3 g, struct dim3 b, void **a, size_t sm, void *s);
+const char *cudaGetErrorName(int e);
+
+/* the host stub of a "kernel": its name is what cudaFuncGetName reports */
+void scale_kernel(float *p, int n)
+{
+}
+
+int main(int argc, char **argv)
+{
+	int n = 0, dev = -1, launches = argc > 1 ? atoi(argv[1]) : 3;
+	void *d = NULL, *s = NULL;
+	static float host[1 << 18];
+	struct dim3 grid = { 256, 1, 1 }, block = { 128, 1, 1 }, none = { 0, 1, 1 };
+	void *args[2] = { &d, &n };
+
+	cudaGetDeviceCount(&n);
+	for (int i = 0; i < 100; i++)
+		cudaGetDevice(&dev);
+	printf("set device 7: %s\n", cudaGetErrorName(cudaSetDevice(7)));
+	cudaSetDevice(0);
+	cudaMalloc(&d, sizeof(host));
+	cudaStreamCreate(&s);
+	cudaMemcpy(d, host, sizeof(host), 1);
+	cudaMemsetAsync(d, 0, 4096, s);
+	for (int i = 0; i < launches; i++)
+		cudaLaunchKernel((const void *)scale_kernel, grid, block, args, 0, s);
+	printf("empty grid: %s\n", cudaGetErrorName(cudaLaunchKernel((const void *)scale_kernel,
+								     none, block, args, 0, s)));
+	cudaMemcpyAsync(host, d, sizeof(host), 2, s);
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	cudaFree(d);
+	printf("fake_app: %d devices, device %d, %d launches\n", n, dev, launches);
+	return 0;
+}

@@ -1,0 +1,61 @@
+# CUDA backend tests (test/cuda/test_*.py, check_cupti). None needs a GPU:
+# - a fake libcudart (plain C) for interposition and CUDA-event timing,
+# - check_cupti feeds real CUPTI records (toolkit headers) through the backend,
+# - nvcc programs (static and shared cudart) when nvcc exists,
+# - an NVTX program (nvtx3 headers from the toolkit).
+CUDA_OUT  := $(BUILD)/test/cuda
+FAKE_RT   := $(CUDA_OUT)/fake/libcudart.so.13
+NVCC      := $(CUDA_HOME)/bin/nvcc
+# nvcc drives the host compiler: keep sanitizer flags off the device side
+NVCCFLAGS := -O2 $(if $(SANFLAGS),-Xcompiler "$(SANFLAGS)")
+
+$(FAKE_RT): test/cuda/fake_cudart.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -fvisibility=hidden -Wl,-soname,libcudart.so.13 \
+	  -o $@ $< -ldl -lpthread
+	ln -sf libcudart.so.13 $(dir $@)libcudart.so
+
+# -rdynamic: the fake's cudaFuncGetName names kernels with dladdr
+$(CUDA_OUT)/fake_app: test/cuda/fake_app.c $(FAKE_RT)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -rdynamic -o $@ $< -L$(dir $(FAKE_RT)) -lcudart \
+	  -Wl,-rpath,$(abspath $(dir $(FAKE_RT)))
+
+TEST_BUILD += $(CUDA_OUT)/fake_app
+
+ifeq ($(HAVE_CUPTI),1)
+CUDA_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
+CUPTI_OBJS     := $(filter $(BUILD)/obj/backends/cupti%,$(LIB_OBJS))
+
+$(CUDA_OUT)/nvtx_app: test/cuda/nvtx_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -ldl -lpthread
+
+TEST_BUILD += $(CUDA_OUT)/nvtx_app
+
+ifeq ($(HAVE_CHECK),1)
+# Linked with the fake libcudart: the wrappers' "one source per call" is
+# checked against simulated CUPTI callbacks.
+$(BUILD)/test/check_cupti: test/cuda/check_cupti.c $(CUDA_CORE_OBJS) $(CUPTI_OBJS) $(FAKE_RT) \
+			   backends/cupti.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. $(CUPTI_CFLAGS) -o $@ $< $(CUDA_CORE_OBJS) $(CUPTI_OBJS) \
+	  -L$(dir $(FAKE_RT)) -lcudart -Wl,-rpath,$(abspath $(dir $(FAKE_RT))) \
+	  -lcheck -lsubunit -lm -lrt -lpthread -ldl -lz -ljson-c
+
+TEST_BUILD += $(BUILD)/test/check_cupti
+endif
+endif
+
+ifeq ($(HAVE_NVCC),1)
+$(CUDA_OUT)/vec_add.o: test/cuda/vec_add.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+# one object, both ways of getting cudart
+$(CUDA_OUT)/vec_static: $(CUDA_OUT)/vec_add.o
+	$(NVCC) $(NVCCFLAGS) -cudart static -o $@ $<
+$(CUDA_OUT)/vec_shared: $(CUDA_OUT)/vec_add.o
+	$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $<
+
+TEST_BUILD += $(CUDA_OUT)/vec_static $(CUDA_OUT)/vec_shared
+endif
