@@ -462,11 +462,18 @@ static char *name_of(uintptr_t pc)
 		}
 		if (sym[0] == '_' && sym[1] == 'Z' && demangle) {
 			out = demangle(sym, NULL, NULL, &status);
-			if (out && !status)
+			if (out && !status) {
+				char *clone = strstr(out, " [clone ");
+
+				if (clone)
+					*clone = 0;
 				return out;
+			}
 			free(out);
 		}
-		return strdup(sym);
+		/* GCC's clones (run.isra.0, f.part.1, g.cold) are the source
+		 * function: C names have no dots. */
+		return strndup(sym, strcspn(sym, "."));
 	}
 	if (m && asprintf(&out, "%s+0x%lx", m->base, (unsigned long)(addr - m->bias)) >= 0)
 		return out;

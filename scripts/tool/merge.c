@@ -36,6 +36,7 @@ struct input {
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
 	uint64_t events;
+	uint64_t skipped;   /* elements that are not objects */
 	int scan;
 };
 
@@ -331,8 +332,9 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	uint64_t id;
 
 	if (!jv_iter_init(&it, v, e)) {
-		fprintf(stderr, WHO ": %s: an element of traceEvents is not an object; skipped\n",
-			in->path);
+		if (!in->skipped++)
+			fprintf(stderr, WHO ": %s: skipping elements of traceEvents that are not "
+					"objects\n", in->path);
 		return 0;
 	}
 	if (jv_get(v, e, "ph", &pv, &pe) && jv_is_string(pv, pe) && pe - pv > 2)
