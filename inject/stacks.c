@@ -89,6 +89,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+static void stacks__atfork_child(void);
+
 int stacks__init(void)
 {
 	int expect = INIT_NONE;
@@ -120,6 +122,7 @@ int stacks__init(void)
 	S.slots = mem;
 	S.pool = (uintptr_t *)((char *)mem + slots_bytes);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&stacks__init);
+	pthread_atfork(NULL, NULL, stacks__atfork_child);
 	atomic_store_explicit(&S.init, INIT_READY, memory_order_release);
 	return 0;
 }
@@ -288,6 +291,20 @@ static struct {
 	struct pc_name *names; /* open addressing; pc 0 = free */
 	size_t cap, used;
 } Y = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The drain thread may have been symbolizing when another thread forked:
+ * the child starts with a fresh lock and empty caches (the old ones are
+ * left as they are, possibly half-updated; a little memory). The captured
+ * stacks themselves stay valid: addresses do not change across fork. */
+static void stacks__atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	Y.lock = fresh;
+	Y.modules = NULL;
+	Y.names = NULL;
+	Y.cap = Y.used = 0;
+}
 
 static int cmp_sym(const void *a, const void *b)
 {

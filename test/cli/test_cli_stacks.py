@@ -2,10 +2,15 @@
 --stacks-all) in the span's args as "outer;...;inner;API", naming the
 calling functions of a test program (test/cli/stack_app.c) that runs
 Level Zero calls on the simulated device."""
+import pathlib
+
 import pytest
 
 from cli_helpers import STACK_APP, gputrace, gt_env, load_exact
 from conftest import ZE_SIM, events, need, sim_env
+
+pytestmark = pytest.mark.skipif(not pathlib.Path("/usr/include/level_zero/ze_api.h").exists(),
+                                reason="built without Level Zero headers (libze-dev)")
 
 LAUNCH = "zeCommandListAppendLaunchKernel"
 VERSION = "zeDriverGetApiVersion"
