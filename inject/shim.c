@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "ring.h"
 #include "shim.h"
+#include "stacks.h"
 #include "state.h"
 #include "writer/writer.h"
 
@@ -341,6 +342,9 @@ static void gt_init(void)
 	pthread_key_create(&ring_key, ring_release);
 	gt_str_intern(""); /* registers the static strings */
 	lifecycle__init();
+	/* libunwind is opened now, not inside the program's first call */
+	if (gt_cfg.stacks)
+		stacks__init();
 	shim__start_process();
 	shim__backends_call(GT_HOOK_INIT, NULL, NULL);
 }

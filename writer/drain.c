@@ -35,8 +35,7 @@
 #define GPUTRACE_VERSION "0.0.0"
 #endif
 
-/* Rendering of "stack" args, provided by inject/stacks.c when built. */
-__attribute__((weak)) int stacks__format(uint64_t id, char *buf, size_t len);
+#include "inject/stacks.h"
 GT_HIDDEN void lifecycle__poll_dlopen(void);
 extern GT_HIDDEN const char *_Atomic gt_end_reason;
 
@@ -240,8 +239,7 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, 
 		first = false;
 		put_sid(b, a->key);
 		jbuf__ch(b, ':');
-		if (a->key == GT_S_ARG_STACK && stacks__format &&
-		    stacks__format(a->v.u, stack, sizeof(stack)) >= 0) {
+		if (a->key == GT_S_ARG_STACK && stacks__format(a->v.u, stack, sizeof(stack)) >= 0) {
 			json__str(b, stack, strlen(stack));
 			continue;
 		}
@@ -747,7 +745,11 @@ static void build_trailer(bool final)
 		put_sid(b, registry__device_name(d));
 		jbuf__ch(b, '}');
 	}
-	jbuf__lit(b, "],\"threads\":[");
+	jbuf__lit(b, "],\"stacks\":{\"unique\":");
+	json__u64(b, stacks__count());
+	jbuf__lit(b, ",\"dropped\":");
+	json__u64(b, stacks__dropped());
+	jbuf__lit(b, "},\"threads\":[");
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
 		trailer_thread(b, &first, (uint32_t)r->tid, r->recorded, atomic_load(&r->lost));
 	for (size_t i = 0; i < W.ndead; i++)
@@ -761,8 +763,8 @@ static void checkpoint(bool final)
 
 	if (W.failed)
 		return;
-	if (!W.opened && !final && !W.buf.len)
-		return; /* nothing yet: no file for a process that only execs */
+	if (!W.opened && !final && !W.recorded && !W.npend)
+		return; /* nothing yet: no file for a fork child that only execs */
 	if (!ensure_open())
 		return;
 	err = out__append(&W.out, W.buf.p, W.buf.len);
@@ -782,13 +784,21 @@ static void checkpoint(bool final)
 
 static void print_summary(void)
 {
-	uint64_t lost;
+	uint64_t lost, ring_lost = 0;
 
 	if (!W.sum)
 		return;
 	lost = lost_total(false, NULL);
-	if (lost)
-		summary__lost(W.sum, "ring_full", lost);
+	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
+		ring_lost += atomic_load(&r->lost);
+	for (size_t i = 0; i < W.ndead; i++)
+		ring_lost += W.dead[i].lost;
+	if (ring_lost)
+		summary__lost(W.sum, "ring_full", ring_lost);
+	for (int i = 0; i < GT_LOST_REASONS && atomic_load(&gt_st.lost_reason[i]); i++)
+		if (atomic_load(&gt_st.lost_count[i]))
+			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
+				      atomic_load(&gt_st.lost_count[i]));
 	if (gt_cfg.summary_json[0] &&
 	    summary__write_json(W.sum, gt_cfg.summary_json, W.out.path, W.out.size) < 0)
 		pr_err("cannot write the summary to '%s'", gt_cfg.summary_json);
