@@ -141,14 +141,6 @@ GT_HIDDEN struct ze_dev *ze_dev__get(ze_device_handle_t h);
 GT_HIDDEN struct ze_dev *ze_dev__first(void);
 /* A (host ns, device ticks) pair taken now. 0 or -EIO. */
 GT_HIDDEN int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks);
-/* Device ticks -> host ns, relative to a pair taken before the timestamp. */
-static inline uint64_t ze_dev__host_ns(const struct ze_dev *d, uint64_t ref_host,
-				       uint64_t ref_ticks, uint64_t ticks)
-{
-	uint64_t delta = (ticks - ref_ticks) & d->mask;
-
-	return ref_host + (uint64_t)((double)delta * d->ns_per_tick + 0.5);
-}
 GT_HIDDEN void ze_dev__forget(void);
 
 /* ---- device work tracking (levelzero_track.c) ---- */
@@ -171,13 +163,15 @@ struct ze_append {
 	ze_context_handle_t ctx; /* the list's context */
 	ze_event_handle_t event; /* the signal event to pass to the real call */
 	bool own;                /* event is ours */
+	ze_event_handle_t chain; /* the program's untimed event, signaled after ours */
 	uint64_t ref_host, ref_ticks;
 };
 
 /* Before the real append: which signal event to pass (ours when the program gave none). */
 GT_HIDDEN ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
 						   ze_event_handle_t program_event);
-/* After it: record the command (regular list) or its pending read (immediate list). */
+/* After it: chain the program's event, record the command (regular list) or its pending
+ * read (immediate list). */
 GT_HIDDEN void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
 				    uint64_t corr);
 

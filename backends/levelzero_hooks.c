@@ -538,26 +538,14 @@ ze_result_t ze_body_zeEventPoolCreate(struct ze_call *c, __typeof__(&zeEventPool
 				      ze_device_handle_t *phDevices,
 				      ze_event_pool_handle_t *phEventPool)
 {
-	ze_event_pool_desc_t stamped;
-	ze_result_t r;
+	const ze_event_pool_flags_t want = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP |
+					   ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+	ze_result_t r = real(hContext, desc, numDevices, phDevices, phEventPool);
 
-	/* Timestamps on the program's events let its own signal events time the
-	 * work (IPC pools cannot have them). A driver refusing gets the call as
-	 * the program made it. */
-	if (desc && !(desc->flags & ZE_EVENT_POOL_FLAG_IPC)) {
-		stamped = *desc;
-		stamped.flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
-		r = real(hContext, &stamped, numDevices, phDevices, phEventPool);
-		if (r == ZE_RESULT_SUCCESS) {
-			ze_track__pool_created(*phEventPool, true);
-			return r;
-		}
-	}
-	r = real(hContext, desc, numDevices, phDevices, phEventPool);
-	if (r == ZE_RESULT_SUCCESS && phEventPool)
-		ze_track__pool_created(*phEventPool,
-				       desc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) &&
-					       (desc->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE));
+	/* The pool stays as the program made it (a timestamp query on its events must
+	 * fail as before): events of pools without timestamps are chained to ours. */
+	if (r == ZE_RESULT_SUCCESS && phEventPool && *phEventPool)
+		ze_track__pool_created(*phEventPool, desc && (desc->flags & want) == want);
 	return r;
 }
 

@@ -3,9 +3,12 @@
  * Device times of Level Zero work.
  *
  * Every kernel, copy and fill appended to a command list gets a signal event
- * with kernel timestamps: the program's own (its pools are created with
- * ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP added, see levelzero_hooks.c) or, when
- * it gave none, one of ours from per-context pools, recycled.
+ * with kernel timestamps: the program's own when its pool has timestamps, else
+ * one of ours from per-context pools, recycled. When the program gave an
+ * event without timestamps, a barrier appended right after the command waits
+ * for ours and signals the program's: it signals when it did before (pools
+ * are never changed, so everything the program asks of its events answers
+ * as before).
  *
  * A regular list records its commands at append time; each execution makes
  * one pending read per command, linked to the execute call (corr) and to the
@@ -27,11 +30,20 @@
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */
 #define ZE_CTX_EVENTS_MAX (1 << 16) /* ours per context: beyond, work goes untimed */
 
-/* The start of the last command read on a row: a later reference than the
- * submission pair when a queue has more than one wrap of work queued. */
+/*
+ * The last command read on a row (queue or immediate list), as a chain of
+ * commands converted from one reference pair. Work submitted while the row
+ * was still busy continues the chain: its start is measured from the last
+ * end (or start), so a backlog longer than one timestamp wrap still converts
+ * and back-to-back commands never overlap by a rounding. Work submitted to
+ * an idle row starts a new chain from its own submission pair (a re-sync).
+ */
 struct ze_anchor {
-	uint64_t host, ticks;
 	bool valid;
+	uint64_t base_host, base_ticks; /* the chain's reference pair */
+	uint64_t start_off, end_off;    /* last command, in ticks after base_ticks */
+	uint64_t start_raw, end_raw;    /* the same as device timestamps */
+	uint64_t end_host;
 };
 
 struct ze_ctx {
@@ -52,6 +64,12 @@ struct ze_cmd {
 	struct ze_pending *pend; /* the read of its latest execution, until taken */
 };
 
+/* An event of ours a barrier still waits on: reusable once later work on the list is done. */
+struct ze_parked {
+	ze_event_handle_t event;
+	uint64_t seq;
+};
+
 struct ze_list {
 	ze_command_list_handle_t handle;
 	struct ze_ctx *ctx;
@@ -59,8 +77,11 @@ struct ze_list {
 	bool immediate, synchronous, executed;
 	uint32_t track; /* immediate lists: their own row */
 	struct ze_anchor *anchor;
-	struct ze_cmd *cmds;
+	struct ze_cmd *cmds; /* regular lists */
 	size_t ncmds, cap;
+	uint64_t next_seq;        /* immediate lists: appends so far */
+	struct ze_parked *parked; /* immediate lists */
+	size_t nparked, cap_parked;
 };
 
 struct ze_queue {
@@ -75,9 +96,12 @@ struct ze_pending {
 	struct ze_work w;
 	ze_event_handle_t event;
 	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
+	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
 	struct ze_ctx *ctx;
 	struct ze_list *list; /* regular list owning the command */
 	size_t cmd;
+	struct ze_list *imm;  /* immediate list it was appended to */
+	uint64_t seq;         /* its place there */
 	uint64_t corr, corr2;
 	struct ze_dev *dev;
 	uint32_t track;
@@ -289,41 +313,103 @@ static void ze_pend__emit(struct ze_pending *p, uint64_t start, uint64_t end)
 	gt_emit(&ev, args, n);
 }
 
+static void ze_list__park(struct ze_list *L, ze_event_handle_t ev, uint64_t seq)
+{
+	if (L->nparked == L->cap_parked) {
+		size_t cap = L->cap_parked ? 2 * L->cap_parked : 8;
+		struct ze_parked *pk = realloc(L->parked, cap * sizeof(*pk));
+
+		if (!pk)
+			return; /* not reused: one event fewer */
+		L->parked = pk;
+		L->cap_parked = cap;
+	}
+	L->parked[L->nparked++] = (struct ze_parked){ .event = ev, .seq = seq };
+}
+
+/* Work up to seq is done on the list: so are the barriers waiting on parked events. */
+static void ze_list__unpark(struct ze_list *L, uint64_t seq, bool all)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < L->nparked; i++) {
+		if (all || L->parked[i].seq < seq)
+			ze_ctx__put(L->ctx, L->parked[i].event);
+		else
+			L->parked[keep++] = L->parked[i];
+	}
+	L->nparked = keep;
+}
+
+/*
+ * Our event of an immediate list, read. Without a chain nothing else uses it.
+ * With one, the barrier after the command may not have seen it signaled yet:
+ * a reset now would hang the program's event. It waits until the program's
+ * event is signaled or later work on the same (in-order) list is done.
+ */
+static void ze_pend__recycle(struct ze_pending *p)
+{
+	struct ze_list *L = p->imm;
+
+	if (!p->chain || ZE_REAL(zeEventQueryStatus)(p->chain) == ZE_RESULT_SUCCESS)
+		ze_ctx__put(p->ctx, p->event);
+	else if (L)
+		ze_list__park(L, p->event, p->seq);
+}
+
+static uint64_t ze__ticks_ns(const struct ze_dev *d, uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * d->ns_per_tick + 0.5);
+}
+
 /* The event signaled: read its timestamps and emit the device span. */
 static void ze_pend__read(struct ze_pending *p)
 {
 	ze_kernel_timestamp_result_t ts;
 	const struct ze_dev *d = p->dev;
-	uint64_t ref_host = p->ref_host, ref_ticks = p->ref_ticks, start, end, dur;
-	struct ze_anchor *a = p->anchor;
+	struct ze_anchor *a = p->anchor, fresh;
+	uint64_t s, e, off, dist, half = d->mask / 2, start, end;
+	bool chained = false;
 
 	memset(&ts, 0, sizeof(ts));
 	if (ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts) != ZE_RESULT_SUCCESS) {
 		ze_pend__drop(p, ze_str.lost_unread);
 		return;
 	}
-	/*
-	 * The submission pair converts any start less than one wrap after it. The
-	 * last start read on the same row, when newer, extends that to a queue
-	 * holding more than one wrap of work; it is only trusted when this start
-	 * lies less than half a wrap after it (so not before it).
-	 */
-	if (a && a->valid && a->host >= ref_host &&
-	    ((ts.global.kernelStart - a->ticks) & d->mask) < d->mask / 2) {
-		ref_host = a->host;
-		ref_ticks = a->ticks;
+	s = ts.global.kernelStart;
+	e = ts.global.kernelEnd;
+	if (!a) {
+		memset(&fresh, 0, sizeof(fresh));
+		a = &fresh;
 	}
-	start = ze_dev__host_ns(d, ref_host, ref_ticks, ts.global.kernelStart);
-	dur = (ts.global.kernelEnd - ts.global.kernelStart) & d->mask;
-	end = start + (uint64_t)((double)dur * d->ns_per_tick + 0.5);
-	if (a) {
-		a->host = start;
-		a->ticks = ts.global.kernelStart;
-		a->valid = true;
+	/* Masked differences handle a counter that wrapped in between (or during). */
+	if (a->valid && p->ref_host < a->end_host) {
+		if ((dist = (s - a->end_raw) & d->mask) < half) {
+			off = a->end_off + dist;
+			chained = true;
+		} else if ((dist = (s - a->start_raw) & d->mask) < half) {
+			off = a->start_off + dist; /* overlaps the last one: not in order */
+			chained = true;
+		}
 	}
+	if (!chained) {
+		a->base_host = p->ref_host;
+		a->base_ticks = p->ref_ticks;
+		off = (s - p->ref_ticks) & d->mask;
+	}
+	a->valid = true;
+	a->start_off = off;
+	a->end_off = off + ((e - s) & d->mask);
+	a->start_raw = s;
+	a->end_raw = e;
+	start = a->base_host + ze__ticks_ns(d, a->start_off);
+	end = a->base_host + ze__ticks_ns(d, a->end_off);
+	a->end_host = end;
 	ze_pend__emit(p, start, end);
 	if (p->recycle)
-		ze_ctx__put(p->ctx, p->event);
+		ze_pend__recycle(p);
+	if (p->imm)
+		ze_list__unpark(p->imm, p->seq, false);
 	ze_pend__free(p);
 }
 
@@ -363,6 +449,15 @@ void ze_track__final(void)
 
 /* ---- appends ---- */
 
+/* Would the driver accept this event? Ours replaces it in the command, so the
+ * driver checks it only in the barrier, after the command went in. */
+static bool ze__event_valid(ze_event_handle_t ev)
+{
+	ze_result_t st = ZE_REAL(zeEventQueryStatus)(ev);
+
+	return st == ZE_RESULT_SUCCESS || st == ZE_RESULT_NOT_READY;
+}
+
 ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
 					 ze_event_handle_t program_event)
 {
@@ -377,12 +472,16 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	a->ctx = L->ctx ? L->ctx->handle : NULL;
 	if (!L->ctx)
 		goto out;
-	if (program_event) {
-		if (ze_map__get(&ze_events, program_event))
-			a->event = program_event;
+	if (program_event && ze_map__get(&ze_events, program_event)) {
+		a->event = program_event;
+	} else if (program_event && !ze__event_valid(program_event)) {
+		/* Passed on untouched: the driver rejects it as before. */
+		goto out;
 	} else {
 		a->event = ze_ctx__event(L->ctx);
 		a->own = a->event != NULL;
+		if (a->own)
+			a->chain = program_event;
 	}
 	if (!a->event)
 		goto out;
@@ -391,6 +490,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 			L->ctx->free[L->ctx->nfree++] = a->event;
 		a->event = NULL;
 		a->own = false;
+		a->chain = NULL;
 	}
 out:
 	pthread_mutex_unlock(&ze_lock);
@@ -409,6 +509,23 @@ static void ze__retire_event_locked(ze_event_handle_t ev, uint32_t reason)
 	}
 }
 
+/*
+ * After the command that signals our event: a barrier that waits for it and
+ * signals the program's event. 0, or -EIO when the barrier could not be
+ * appended (then the program's event is signaled right away rather than never).
+ */
+static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_event_handle_t theirs)
+{
+	static atomic_bool warned;
+
+	if (ZE_REAL(zeCommandListAppendBarrier)(l, theirs, 1, &ours) == ZE_RESULT_SUCCESS)
+		return 0;
+	if (!atomic_exchange(&warned, true))
+		pr_warn("ze: could not chain a signal event to its command; signaling it unchained");
+	ZE_REAL(zeCommandListAppendSignalEvent)(l, theirs);
+	return -EIO;
+}
+
 void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
 			  uint64_t corr)
 {
@@ -418,12 +535,17 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 
 	if (!L)
 		return;
+	if (a->chain && r == ZE_RESULT_SUCCESS && ze__chain(L->handle, a->event, a->chain)) {
+		/* The program's event signals (early) but our times would be wrong. */
+		a->own = false;
+		a->event = NULL;
+	}
 	pthread_mutex_lock(&ze_lock);
-	if (!a->event)
+	if (!a->event && r == ZE_RESULT_SUCCESS)
 		goto untimed;
 	if (r != ZE_RESULT_SUCCESS) {
 		/* Never submitted: ours is still unsignaled. */
-		if (a->own)
+		if (a->own && a->event)
 			L->ctx->free[L->ctx->nfree++] = a->event;
 		goto out;
 	}
@@ -438,7 +560,10 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->w = *w;
 		p->event = a->event;
 		p->recycle = a->own;
+		p->chain = a->chain;
 		p->ctx = L->ctx;
+		p->imm = L;
+		p->seq = L->next_seq++;
 		p->corr = corr;
 		p->dev = L->dev;
 		p->track = L->track;
@@ -632,6 +757,16 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 		goto out;
 	/* The device is done with the list (the program's promise): read it all. */
 	ze__collect_locked();
+	if (L->immediate) {
+		struct ze_pending *p, *next;
+
+		for (p = ze_pend_head; p; p = next) {
+			next = p->next;
+			if (p->imm == L)
+				ze_pend__drop(p, ze_str.lost_unread);
+		}
+		ze_list__unpark(L, 0, true);
+	}
 	for (size_t j = 0; j < L->ncmds; j++) {
 		struct ze_cmd *cmd = &L->cmds[j];
 
@@ -645,6 +780,7 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 	if (destroy) {
 		ze_map__del(&ze_lists, l);
 		free(L->cmds);
+		free(L->parked);
 		free(L);
 	}
 out:

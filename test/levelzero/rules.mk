@@ -1,0 +1,21 @@
+# Level Zero backend tests: extra programs for test/levelzero/test_*.py.
+LZ_TEST := $(BUILD)/test/levelzero
+
+# dlsym interposer: two libraries defining the same symbol, looked up with RTLD_NEXT.
+$(LZ_TEST)/libdlnext_a.so $(LZ_TEST)/libdlnext_b.so: $(LZ_TEST)/libdlnext_%.so: test/levelzero/dlnext_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -DLIBNAME=$* -DLETTER="'$*'" -o $@ $< -ldl
+
+$(LZ_TEST)/dlnext: test/levelzero/dlnext.c $(LZ_TEST)/libdlnext_a.so $(LZ_TEST)/libdlnext_b.so
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -L$(LZ_TEST) -ldlnext_a -ldlnext_b \
+	  -Wl,-rpath,$(abspath $(LZ_TEST)) -ldl
+
+TEST_BUILD += $(LZ_TEST)/dlnext
+
+ifeq ($(HAVE_ZE),1)
+$(LZ_TEST)/ze_chain: test/levelzero/ze_chain.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
+
+TEST_BUILD += $(LZ_TEST)/ze_chain
+endif

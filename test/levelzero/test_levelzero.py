@@ -1,0 +1,393 @@
+"""The Level Zero backend end to end: sample programs on the simulated device
+(test/ze_sim/README.md has its timing contract), traced and untraced.
+
+What a user checks: the program behaves the same; every ze* call is a span on
+its thread with its result code; every kernel, copy and fill is a span on its
+queue row with the simulated duration, inside the window between the host call
+that submitted it and the one that waited for it; flows join them."""
+import collections
+import pathlib
+import re
+
+import pytest
+
+from conftest import APPS, BUILD, ZE_SIM, events, need, run, sim_env, strip_gputrace
+
+if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
+    pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
+                allow_module_level=True)
+
+LZ = BUILD / "test" / "levelzero"
+TICK_NS = 52.083
+OFFSET_NS = 7777777777777
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+SYNC_CALLS = ("zeCommandQueueSynchronize", "zeEventHostSynchronize", "zeFenceHostSynchronize")
+
+
+def ns(us):
+    """Trace microseconds (ns resolution) as integer ns."""
+    return round(us * 1000)
+
+
+def start(e):
+    return ns(e["ts"])
+
+
+def end(e):
+    return ns(e["ts"]) + ns(e["dur"])
+
+
+def traced_like_untraced(cmd, tmp_path, env=None):
+    """Run cmd with and without the tracer: same stdout, stderr and status. The trace."""
+    for p in (ZE_SIM, cmd[0]):
+        need(p)
+    plain = run(cmd, traced=False, env=sim_env(env))
+    traced = run(cmd, env=sim_env(env), tmp_path=tmp_path)
+    assert plain.returncode == 0, plain.stderr.decode(errors="replace")
+    assert traced.returncode == plain.returncode
+    assert traced.stdout == plain.stdout
+    assert strip_gputrace(traced.stderr) == strip_gputrace(plain.stderr)
+    return traced.trace
+
+
+def host_spans(trace):
+    return sorted(events(trace, ph="X", cat="ze_api"), key=start)
+
+
+def device_spans(trace):
+    return sorted((e for e in events(trace, ph="X") if e.get("cat") in DEVICE_CATS), key=start)
+
+
+def by_corr(spans):
+    out = {}
+    for e in spans:
+        c = e.get("args", {}).get("correlation")
+        assert c is not None, e
+        assert c not in out, f"correlation {c} used twice"
+        out[c] = e
+    return out
+
+
+def basic_calls(n):
+    """Every Level Zero call test/apps/ze_basic.c makes with n iterations."""
+    return {
+        "zeInit": 1, "zeDriverGet": 1, "zeDeviceGet": 1, "zeContextCreate": 1,
+        "zeDeviceGetProperties": 1, "zeCommandQueueCreate": 1, "zeCommandListCreate": 1,
+        "zeModuleCreate": 1, "zeKernelCreate": 3, "zeKernelSetGroupSize": 3,
+        "zeMemAllocHost": 3, "zeMemAllocDevice": 1, "zeKernelSetArgumentValue": 3,
+        "zeCommandListAppendMemoryCopy": 3, "zeCommandListAppendLaunchKernel": 3,
+        "zeCommandListAppendMemoryFill": 1, "zeCommandListAppendBarrier": 1,
+        "zeCommandListClose": 1, "zeCommandQueueExecuteCommandLists": n,
+        "zeCommandQueueSynchronize": n, "zeCommandListCreateImmediate": 1,
+        "zeEventPoolCreate": 1, "zeEventCreate": 1, "zeEventHostSynchronize": 1,
+        "zeEventQueryStatus": 1, "zeEventDestroy": 1, "zeEventPoolDestroy": 1,
+        "zeCommandListDestroy": 2, "zeMemFree": 4, "zeKernelDestroy": 3, "zeModuleDestroy": 1,
+        "zeCommandQueueDestroy": 1, "zeContextDestroy": 1,
+    }
+
+
+def simulated_ns(e, nbytes=None):
+    """The simulated device's duration of a device span (test/ze_sim/README.md)."""
+    a = e["args"]
+    if e["cat"] == "kernel":
+        return a["gx"] * a["gy"] * a["gz"] * a["lx"] * a["ly"] * a["lz"]
+    return max(1000, a["bytes"] // 10)
+
+
+def assert_durations(dev):
+    for e in dev:
+        assert abs(ns(e["dur"]) - simulated_ns(e)) <= TICK_NS + 1, e
+
+
+def assert_no_overlap(dev):
+    rows = collections.defaultdict(list)
+    for e in dev:
+        rows[(e["pid"], e["tid"])].append(e)
+    for row in rows.values():
+        row.sort(key=start)
+        for a, b in zip(row, row[1:]):
+            assert start(b) >= end(a), (a, b)
+
+
+def assert_flows(trace, dev, host):
+    """Each device span: an ac2g flow from each causing host call (s inside its span,
+    on its thread) to the device span's start (f, bp e). Returns the causing spans."""
+    starts = {f["id"]: f for f in events(trace, ph="s") if f.get("cat") == "ac2g"}
+    finishes = [f for f in events(trace, ph="f") if f.get("cat") == "ac2g"]
+    assert len(starts) == len(finishes)
+    into = collections.defaultdict(list)
+    for f in finishes:
+        assert f["bp"] == "e" and f["name"] == "ac2g"
+        s = starts[f["id"]]
+        assert s["name"] == f["name"] and s["cat"] == f["cat"]
+        into[(f["pid"], f["tid"], ns(f["ts"]))].append(s)
+    causes = {}
+    for d in dev:
+        found = []
+        for s in into.pop((d["pid"], d["tid"], start(d)), []):
+            h = [h for h in host if h["tid"] == s["tid"] and h["pid"] == s["pid"]
+                 and start(h) <= ns(s["ts"]) <= end(h)]
+            assert h, f"flow start {s} inside no host span"
+            found.append(min(h, key=lambda h: h["dur"]))
+        causes[id(d)] = found
+    assert not into, f"flows to no device span: {list(into)[:3]}"
+    return causes
+
+
+# ---- ze_basic ----------------------------------------------------------------------------
+
+@pytest.mark.sanitize
+def test_basic_counts_results_and_memory(tmp_path):
+    n = 3
+    trace = traced_like_untraced([APPS / "ze_basic", n], tmp_path)
+    host = host_spans(trace)
+    assert collections.Counter(h["name"] for h in host) == basic_calls(n)
+    for h in host:
+        assert h["args"]["result"] == 0, h
+        assert h["pid"] == trace["gputrace"]["pid"] and h["tid"] == h["pid"]
+    launches = [h for h in host if h["name"] == "zeCommandListAppendLaunchKernel"]
+    assert [h["args"]["kernel"] for h in launches] == ["vector_add", "scale", "imm_kernel"]
+    assert [(h["args"]["gx"], h["args"]["gy"], h["args"]["gz"]) for h in launches] == [
+        (4, 1, 1), (8, 2, 1), (2, 1, 1)]
+    copies = [h for h in host if h["name"] == "zeCommandListAppendMemoryCopy"]
+    assert [(h["args"]["bytes"], h["args"]["kind"]) for h in copies] == [
+        (65536, "HtoD"), (65536, "DtoH"), (65536, "DtoH")]
+    fill, = [h for h in host if h["name"] == "zeCommandListAppendMemoryFill"]
+    assert fill["args"]["bytes"] == 32768
+
+    dev = device_spans(trace)
+    names = collections.Counter((e["cat"], e["name"]) for e in dev)
+    assert names == {("kernel", "vector_add"): n, ("kernel", "scale"): n,
+                     ("kernel", "imm_kernel"): 1, ("gpu_memcpy", "Memcpy HtoD"): n,
+                     ("gpu_memcpy", "Memcpy DtoH"): n + 1, ("gpu_memset", "Memset"): n}
+    assert_durations(dev)
+    assert trace["gputrace"]["events_lost"] == 0
+
+    # Rows: one device process, a queue row and an immediate-list row.
+    meta = {(m["pid"], m["tid"]): m["args"]["name"] for m in events(trace, ph="M")
+            if m["name"] == "thread_name"}
+    procs = {m["pid"]: m["args"]["name"] for m in events(trace, ph="M", name="process_name")}
+    gpu = {e["pid"] for e in dev}
+    assert len(gpu) == 1 and procs[gpu.pop()] == "GPU 0: gputrace simulated GPU"
+    rows = collections.Counter(meta[(e["pid"], e["tid"])] for e in dev)
+    assert rows == {"queue 0.0": 5 * n, "immediate list 0": 2}
+
+    # Memory in use: host USM 3 x 64 KiB at most, device 64 KiB; all freed at the end.
+    counters = [c for c in events(trace, ph="C")]
+    dm = [c["args"]["bytes_in_use"] for c in sorted(counters, key=lambda c: c["ts"])
+          if c["name"] == "device memory"]
+    hm = [c["args"]["bytes_in_use"] for c in sorted(counters, key=lambda c: c["ts"])
+          if c["name"] == "host USM"]
+    assert dm == [65536, 0]
+    assert hm == [65536, 131072, 196608, 131072, 65536, 0]
+
+
+def test_basic_alignment_and_flows(tmp_path):
+    n = 4
+    trace = traced_like_untraced([APPS / "ze_basic", n], tmp_path)
+    host = host_spans(trace)
+    dev = device_spans(trace)
+    by_corr(host)
+    executes = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    appends = [h for h in host if h["name"].startswith("zeCommandListAppend")
+               and h["name"] != "zeCommandListAppendBarrier"]
+    waited, = [h for h in host if h["name"] == "zeEventHostSynchronize"]
+    causes = assert_flows(trace, dev, host)
+
+    # Regular list: 6 device spans per execution, each linked to its own execute call.
+    per_exec = collections.defaultdict(list)
+    for d in dev:
+        per_exec[d["args"]["correlation"]].append(d)
+    for k, (ex, sy) in enumerate(zip(executes, syncs)):
+        run_k = sorted(per_exec.pop(ex["args"]["correlation"]), key=start)
+        assert [d["name"] for d in run_k] == ["Memcpy HtoD", "vector_add", "Memset", "scale",
+                                              "Memcpy DtoH"]
+        for i, d in enumerate(run_k):
+            assert start(d) >= start(ex), (k, d, ex)
+            assert end(d) <= end(sy), (k, d, sy)
+            # Two flows: from the execute call and from the append that recorded it.
+            src = sorted(causes[id(d)], key=start)
+            assert len(src) == 2
+            assert src[1] is ex
+            assert src[0] is appends[i]
+    # Immediate list: linked to the append itself, done before the event wait returned.
+    rest = sorted((d for ds in per_exec.values() for d in ds), key=start)
+    assert [d["name"] for d in rest] == ["imm_kernel", "Memcpy DtoH"]
+    for d, ap in zip(rest, appends[5:]):
+        assert d["args"]["correlation"] == ap["args"]["correlation"]
+        assert causes[id(d)] == [ap]
+        assert start(d) >= start(ap)
+        assert end(d) <= end(waited)
+    assert_no_overlap(dev)
+    launching = {h["name"] for h in host if h.get("args", {}).get("correlation") in
+                 {d["args"]["correlation"] for d in dev}}
+    assert launching == {"zeCommandQueueExecuteCommandLists", "zeCommandListAppendLaunchKernel",
+                         "zeCommandListAppendMemoryCopy"}
+
+
+def wraps(host_ns, bits):
+    """Which wrap period of the simulated counter a host time falls in."""
+    return int((host_ns + OFFSET_NS) // TICK_NS) >> bits
+
+
+def test_basic_with_wrapping_timestamps(tmp_path):
+    """16-bit timestamps wrap every 3.4 ms: over 30 iterations some wraps fall between
+    commands; durations and order still hold."""
+    n = 30
+    trace = traced_like_untraced([APPS / "ze_basic", n], tmp_path, env={"ZE_SIM_VALID_BITS": "16"})
+    dev = device_spans(trace)
+    assert len(dev) == 5 * n + 2
+    assert_durations(dev)
+    assert_no_overlap(dev)
+    host = host_spans(trace)
+    executes = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    window = {ex["args"]["correlation"]: (start(ex), end(sy)) for ex, sy in zip(executes, syncs)}
+    for d in dev:
+        if d["args"]["correlation"] in window:
+            lo, hi = window[d["args"]["correlation"]]
+            assert lo <= start(d) and end(d) <= hi, d
+    between = sum(wraps(end(a), 16) != wraps(start(b), 16) for a, b in zip(dev, dev[1:]))
+    assert between >= 2
+
+
+def test_chain_wraps_inside_commands(tmp_path):
+    """Back-to-back 2 ms kernels, 12 ms per run, 16-bit timestamps (3.4 ms per wrap):
+    every wrap in a run falls inside a kernel, and the run outlasts the wrap that the
+    submission's clock pair alone could place."""
+    need(LZ / "ze_chain")
+    trace = traced_like_untraced([LZ / "ze_chain", 6, 2000000, 2], tmp_path,
+                                 env={"ZE_SIM_VALID_BITS": "16"})
+    dev = device_spans(trace)
+    assert [d["name"] for d in dev] == ["chain_kernel"] * 18
+    assert_durations(dev)
+    assert_no_overlap(dev)
+    inside = sum(wraps(start(d), 16) != wraps(end(d), 16) for d in dev)
+    assert inside >= 6
+    host = host_spans(trace)
+    executes = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    waited, = [h for h in host if h["name"] == "zeEventHostSynchronize"]
+    for k, (ex, sy) in enumerate(zip(executes, syncs)):
+        run_k = dev[6 * k:6 * k + 6]
+        assert {d["args"]["correlation"] for d in run_k} == {ex["args"]["correlation"]}
+        assert start(ex) <= start(run_k[0]) and end(run_k[-1]) <= end(sy)
+        # back to back, to the tick
+        for a, b in zip(run_k, run_k[1:]):
+            assert start(b) - end(a) <= TICK_NS + 1
+    imm = dev[12:]
+    imm_appends = [h for h in host if h["name"] == "zeCommandListAppendLaunchKernel"][6:]
+    for d, ap in zip(imm, imm_appends):
+        assert d["args"]["correlation"] == ap["args"]["correlation"]
+        assert start(d) >= start(ap) and end(d) <= end(waited)
+
+
+def test_64_bit_timestamps_and_other_tick(tmp_path):
+    """kernelTimestampValidBits = 64 (no mask) and a tick of 1 ns exactly."""
+    need(LZ / "ze_chain")
+    trace = traced_like_untraced([LZ / "ze_chain", 3, 5000, 2], tmp_path,
+                                 env={"ZE_SIM_VALID_BITS": "64", "ZE_SIM_TICK_NS": "1"})
+    dev = device_spans(trace)
+    assert len(dev) == 9
+    for d in dev:
+        assert abs(ns(d["dur"]) - 5000) <= 2, d
+    assert_no_overlap(dev)
+
+
+# ---- other programs ------------------------------------------------------------------------
+
+def test_dlopen_program_traced_like_linked(tmp_path):
+    """ze_dlopen resolves every call with dlsym on a privately loaded loader."""
+    trace = traced_like_untraced([APPS / "ze_dlopen"], tmp_path)
+    host = host_spans(trace)
+    once = ["zeInit", "zeDriverGet", "zeDeviceGet", "zeDeviceGetProperties", "zeContextCreate",
+            "zeContextDestroy", "zeCommandListCreateImmediate", "zeCommandListDestroy",
+            "zeModuleCreate", "zeModuleDestroy", "zeKernelCreate", "zeKernelDestroy",
+            "zeKernelSetGroupSize", "zeKernelSetArgumentValue", "zeEventPoolCreate",
+            "zeEventPoolDestroy", "zeEventCreate", "zeEventDestroy",
+            "zeCommandListAppendLaunchKernel", "zeCommandListAppendMemoryCopy",
+            "zeEventHostSynchronize", "zeMemAllocHost", "zeMemAllocDevice"]
+    expected = dict.fromkeys(once, 1)
+    expected["zeMemFree"] = 2
+    assert collections.Counter(h["name"] for h in host) == expected
+    assert all(h["args"]["result"] == 0 for h in host)
+    dev = device_spans(trace)
+    assert sorted((d["cat"], d["name"]) for d in dev) == [("gpu_memcpy", "Memcpy HtoD"),
+                                                         ("kernel", "dlopen_kernel")]
+    assert_durations(dev)
+    corr = {h["args"]["correlation"]: h for h in host}
+    for d in dev:
+        assert corr[d["args"]["correlation"]]["name"].startswith("zeCommandListAppend")
+
+
+def test_multiqueue_rows(tmp_path):
+    trace = traced_like_untraced([APPS / "ze_multiqueue", 2], tmp_path)
+    dev = device_spans(trace)
+    meta = {(m["pid"], m["tid"]): m["args"]["name"] for m in events(trace, ph="M")
+            if m["name"] == "thread_name"}
+    rows = {meta[(d["pid"], d["tid"])] for d in dev}
+    assert rows == {"queue 0.0", "queue 0.1", "queue 1.0"}
+    kernels = collections.Counter((meta[(d["pid"], d["tid"])], d["name"])
+                                  for d in dev if d["cat"] == "kernel")
+    assert kernels == {("queue 0.0", "mq_kernel_a"): 2, ("queue 0.1", "mq_kernel_b"): 2}
+    assert_durations(dev)
+    assert_no_overlap(dev)
+    host = host_spans(trace)
+    fences = [h for h in host if h["name"] == "zeFenceHostSynchronize"]
+    last_wait = max(end(f) for f in fences)
+    assert all(end(d) <= last_wait for d in dev)
+    assert trace["gputrace"]["events_lost"] == 0
+
+
+def test_errors_reach_the_program_untouched(tmp_path):
+    trace = traced_like_untraced([APPS / "ze_errors"], tmp_path)
+    plain = run([APPS / "ze_errors"], traced=False, env=sim_env()).stdout.decode()
+    printed = []
+    for line in plain.splitlines():
+        m = re.match(r"(ze\w+)\(.*\): (\w+) \((0x[0-9a-f]+)\)$", line)
+        if m:
+            printed.append((m.group(1), int(m.group(3), 16)))
+    assert len(printed) >= 20
+    failing = [(h["name"], h["args"]["result"]) for h in host_spans(trace)
+               if h["args"]["result"] != 0]
+    # Setup calls all succeed: the failing spans are exactly the printed failures.
+    assert failing == [p for p in printed if p[1] != 0]
+
+
+def test_hammer_every_call_recorded(tmp_path):
+    threads, calls = 8, 50000
+    trace = traced_like_untraced([APPS / "ze_hammer", threads, calls], tmp_path)
+    host = events(trace, ph="X", cat="ze_api", name="zeDriverGetApiVersion")
+    assert len(host) == threads * calls
+    assert len({h["tid"] for h in host}) == threads
+    assert trace["gputrace"]["events_lost"] == 0
+
+
+def test_many_short_lived_threads(tmp_path):
+    n = 2000
+    trace = traced_like_untraced([APPS / "ze_threads", n], tmp_path)
+    host = host_spans(trace)
+    main_tid = trace["gputrace"]["pid"]
+    workers = collections.defaultdict(list)
+    for h in host:
+        if h["tid"] != main_tid:
+            workers[h["tid"]].append(h["name"])
+    assert len(workers) == n
+    assert all(sorted(v) == ["zeDeviceGetProperties", "zeDriverGet"] for v in workers.values())
+    assert trace["gputrace"]["events_lost"] == 0
+
+
+# ---- dlsym --------------------------------------------------------------------------------
+
+def test_dlsym_next_and_handles(tmp_path):
+    """RTLD_NEXT from a library finds the definition after that library, not after ours."""
+    need(LZ / "dlnext")
+    plain = run([LZ / "dlnext"], traced=False)
+    traced = run([LZ / "dlnext"], tmp_path=tmp_path)
+    assert plain.returncode == traced.returncode == 0
+    assert traced.stdout == plain.stdout
+    assert plain.stdout.decode().splitlines() == [
+        "main RTLD_NEXT which: a", "main RTLD_DEFAULT which: a", "a RTLD_NEXT which: b",
+        "b RTLD_NEXT which: -", "a RTLD_NEXT missing: null", "dlerror set: yes",
+        "handle b which: b", "handle b missing: null", "RTLD_NEXT malloc: found"]
