@@ -55,7 +55,7 @@ $(CUDA_OUT)/vec_add.o: test/cuda/vec_add.cu
 $(CUDA_OUT)/vec_static: $(CUDA_OUT)/vec_add.o
 	$(NVCC) $(NVCCFLAGS) -cudart static -o $@ $<
 $(CUDA_OUT)/vec_shared: $(CUDA_OUT)/vec_add.o
-	$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $<
+	$(NVCC) $(NVCCFLAGS) -cudart shared -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64 -o $@ $<
 
 TEST_BUILD += $(CUDA_OUT)/vec_static $(CUDA_OUT)/vec_shared
 endif

@@ -1,0 +1,224 @@
+"""The CUDA backend end to end, on a machine without a GPU (and with one):
+nvcc programs (static and shared cudart) behave as untraced and leave a
+valid trace; runtime calls through a shared libcudart become cuda_runtime
+spans with their error codes; NVTX ranges arrive through NVTX's injection;
+with CUPTI off, CUDA events time the launches (checked on a fake libcudart
+that simulates a device)."""
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from conftest import BUILD, LIB, clean_env, events, gputrace_lines, need, run, strip_gputrace
+
+CUDA = BUILD / "test" / "cuda"
+CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+HAVE_NVCC = (CUDA_HOME / "bin" / "nvcc").exists()
+HAVE_CUPTI = (CUDA_HOME / "include" / "cupti.h").exists()
+
+
+def host_spans(trace, cat):
+    return [e for e in events(trace, ph="X", cat=cat)]
+
+
+def flows(trace):
+    """{id: (start event, finish event)} of the ac2g arrows."""
+    out = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"):
+            out.setdefault(e["id"], {})[e["ph"]] = e
+    return out
+
+
+def linked(trace, host, dev):
+    """An arrow leaves `host` and lands where `dev` begins."""
+    for f in flows(trace).values():
+        s, t = f.get("s"), f.get("f")
+        if not s or not t:
+            continue
+        if (s["pid"], s["tid"]) == (host["pid"], host["tid"]) and \
+           host["ts"] <= s["ts"] <= host["ts"] + host["dur"] and \
+           (t["pid"], t["tid"], t["ts"]) == (dev["pid"], dev["tid"], dev["ts"]):
+            return True
+    return False
+
+
+def notices(stderr):
+    return [l for l in gputrace_lines(stderr) if not l.startswith("gputrace summary")]
+
+
+# ---- nvcc programs: the same behaviour, a valid trace ----
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not installed (HAVE_NVCC)")
+@pytest.mark.parametrize("cudart", ["static", "shared"])
+def test_nvcc_program_runs_as_untraced(tmp_path, cudart):
+    exe = CUDA / f"vec_{cudart}"
+    need(exe)
+    plain = run([exe], traced=False)
+    traced = run([exe], tmp_path=tmp_path)
+    assert traced.stdout == plain.stdout
+    assert traced.returncode == plain.returncode
+    assert strip_gputrace(traced.stderr) == plain.stderr.decode()
+    assert len(notices(traced.stderr)) <= 1, traced.stderr
+    trace = traced.trace
+    assert trace["gputrace"]["complete"] is True
+    runtime = host_spans(trace, "cuda_runtime")
+    out = plain.stdout.decode()
+
+    if out.startswith("no CUDA device"):
+        # no driver here: nothing but the program's own runtime calls
+        err = out.split(":")[1].strip()
+        assert not events(trace, ph="X", cat="kernel")
+        if cudart == "shared":
+            assert [e["name"] for e in runtime] == ["cudaGetDeviceCount"]
+            assert runtime[0]["args"]["result"] != 0
+            assert runtime[0]["args"]["error"] == err
+            assert runtime[0]["tid"] == runtime[0]["pid"]
+        else:
+            # static cudart calls the driver directly; without one, CUPTI is idle
+            assert runtime == []
+        return
+
+    # a GPU: every kernel and copy, linked to its launch
+    assert plain.returncode == 0, out
+    kernels = events(trace, ph="X", cat="kernel")
+    assert len(kernels) == 3
+    assert all(k["name"].startswith("vec_add") for k in kernels)
+    launches = {e["args"]["correlation"]: e for e in runtime if e["name"] == "cudaLaunchKernel"}
+    assert len(launches) == 3
+    for k in kernels:
+        host = launches[k["args"]["correlation"]]
+        assert k["ts"] >= host["ts"]
+        assert linked(trace, host, k)
+        assert k["args"]["grid"] == "[4096, 1, 1]" and k["args"]["block"] == "[256, 1, 1]"
+    copies = events(trace, ph="X", cat="gpu_memcpy")
+    assert sorted(c["args"]["kind"] for c in copies) == ["DtoH", "HtoD", "HtoD"]
+    assert all(c["args"]["bytes"] == 4 << 20 for c in copies)
+    assert len(events(trace, ph="X", cat="gpu_memset")) == 1
+
+
+# ---- NVTX through its injection, no GPU needed ----
+
+@pytest.mark.skipif(not HAVE_CUPTI, reason="no CUDA toolkit headers (nvtx3)")
+@pytest.mark.parametrize("how", ["preload", "injection_only"])
+def test_nvtx_ranges(tmp_path, how):
+    exe = CUDA / "nvtx_app"
+    need(exe)
+    if how == "preload":
+        r = run([exe], tmp_path=tmp_path)
+    else:
+        # no LD_PRELOAD: NVTX alone loads the library (as in a child that lost it)
+        trace = tmp_path / "trace.json"
+        r = run([exe], traced=False, tmp_path=tmp_path,
+                env={"NVTX_INJECTION64_PATH": str(LIB), "GPUTRACE_OUTPUT": str(trace),
+                     "GPUTRACE_SUMMARY": "0"})
+        r.trace_path = trace
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_app: done\n"
+    trace = r.trace
+    spans = events(trace, ph="X", cat="user_annotation")
+    names = sorted(e["name"] for e in spans)
+    assert names == ["handed over", "inner", "inner", "inner", "optimizer step", "outer",
+                     "worker"]
+    pid = trace["gputrace"]["pid"]
+    outer = next(e for e in spans if e["name"] == "outer")
+    assert outer["tid"] == pid
+    for inner in (e for e in spans if e["name"] == "inner"):
+        assert inner["tid"] == pid
+        assert outer["ts"] <= inner["ts"]
+        assert inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+        assert inner["dur"] >= 150
+    worker = next(e for e in spans if e["name"] == "worker")
+    handed = next(e for e in spans if e["name"] == "handed over")
+    assert worker["tid"] != pid
+    assert handed["tid"] == pid  # the thread that started it
+    assert handed["ts"] < worker["ts"] + worker["dur"]
+    assert handed["ts"] + handed["dur"] > worker["ts"]  # ended by the worker, inside it
+    step = next(e for e in spans if e["name"] == "optimizer step")
+    assert step["args"]["domain"] == "trainer"
+    marks = {e["name"]: e for e in events(trace, ph="i", cat="user_annotation")}
+    assert set(marks) == {"checkpoint", "loss"}
+    assert outer["ts"] <= marks["checkpoint"]["ts"] <= outer["ts"] + outer["dur"]
+    assert marks["loss"]["args"] == {"domain": "trainer", "color": "0xff00ff00",
+                                     "payload": 0.25}
+
+
+# ---- libcudart interposition (fake libcudart, no CUDA needed) ----
+
+def test_runtime_calls_through_shared_libcudart(tmp_path):
+    exe = CUDA / "fake_app"
+    need(exe)
+    plain = run([exe], traced=False)
+    r = run([exe], tmp_path=tmp_path)
+    assert r.returncode == plain.returncode == 0
+    assert r.stdout == plain.stdout
+    trace = r.trace
+    runtime = host_spans(trace, "cuda_runtime")
+    names = [e["name"] for e in runtime]
+    assert names == ["cudaGetDeviceCount", "cudaSetDevice", "cudaSetDevice", "cudaMalloc",
+                     "cudaStreamCreate", "cudaMemcpy", "cudaMemsetAsync", "cudaLaunchKernel",
+                     "cudaLaunchKernel", "cudaLaunchKernel", "cudaLaunchKernel",
+                     "cudaMemcpyAsync", "cudaStreamSynchronize", "cudaStreamDestroy",
+                     "cudaFree"]
+    assert runtime[1]["args"]["result"] == 101
+    assert runtime[1]["args"]["error"] == "cudaErrorInvalidDevice"
+    assert runtime[2]["args"] == {"result": 0, "correlation": runtime[2]["args"]["correlation"]}
+    assert runtime[10]["args"]["error"] == "cudaErrorInvalidValue"
+    # the synchronize waited for the simulated device (3 x 300 us of kernels)
+    assert runtime[12]["dur"] >= 900
+    # getters are counted, not traced
+    folded = events(trace, ph="i", name="folded CUDA API calls")
+    assert len(folded) == 1 and folded[0]["args"] == {"cudaGetDevice": 100}
+    # CUPTI is not there: no device spans, and no complaint about it
+    assert not [e for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy")]
+    assert notices(r.stderr) == []
+
+
+def test_cuda_event_timing_without_cupti(tmp_path):
+    exe = CUDA / "fake_app"
+    need(exe)
+    r = run([exe], tmp_path=tmp_path, env={"GPUTRACE_DISABLE_CUPTI": "1"})
+    assert r.returncode == 0, r.stderr
+    trace = r.trace
+    runtime = {e["args"]["correlation"]: e for e in host_spans(trace, "cuda_runtime")}
+    kernels = events(trace, ph="X", cat="kernel")
+    copies = events(trace, ph="X", cat="gpu_memcpy")
+    sets = events(trace, ph="X", cat="gpu_memset")
+    # the failed launch put nothing on the device
+    assert [k["name"] for k in kernels] == ["scale_kernel"] * 3
+    assert sorted(c["args"]["kind"] for c in copies) == ["DtoH", "HtoD"]
+    assert len(sets) == 1 and sets[0]["args"]["bytes"] == 4096
+    for dev in kernels + copies + sets:
+        host = runtime[dev["args"]["correlation"]]
+        assert host["name"] in ("cudaLaunchKernel", "cudaMemcpy", "cudaMemcpyAsync",
+                                "cudaMemsetAsync")
+        assert dev["ts"] >= host["ts"]
+        assert linked(trace, host, dev)
+        assert dev["args"]["timing"] == "cuda_events"
+    # simulated kernels take 300 us and run one after another on their stream
+    ks = sorted(kernels, key=lambda k: k["ts"])
+    for k in ks:
+        assert 280 <= k["dur"] <= 400, k
+        assert k["args"]["stream"] == 13
+    for a, b in zip(ks, ks[1:]):
+        assert b["ts"] >= a["ts"] + a["dur"] - 1
+    pid = ks[0]["pid"]
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
+    assert names[(pid, 0)] == "GPU 0"
+    assert names[(pid, ks[0]["tid"])] == "stream 13"
+    assert trace["gputrace"]["lost_by_reason"].get("cuda_event_timing", 0) == 0
+
+
+def test_injection_variables_point_at_the_library(tmp_path):
+    show = ["sh", "-c", 'echo "$CUDA_INJECTION64_PATH"; echo "$NVTX_INJECTION64_PATH"']
+    r = run(show, tmp_path=tmp_path)
+    assert r.stdout.decode().split() == [str(LIB.resolve())] * 2
+    # another tool's injection is left alone
+    r = run(show, tmp_path=tmp_path, env={"CUDA_INJECTION64_PATH": "/opt/tool/libinject.so"})
+    assert r.stdout.decode().split() == ["/opt/tool/libinject.so", str(LIB.resolve())]
+    # and nothing is set when the CUDA backend is off
+    r = run(show, tmp_path=tmp_path, env={"GPUTRACE_BACKENDS": "ze"})
+    assert r.stdout.decode().split() == []
