@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the benchmark programs share: timing, argument parsing, a start
+ * barrier, and the one-line "key=value" report bench.py parses.
+ *
+ * Every program times its own loop (wall clock and the thread's CPU clock),
+ * so process start-up, the tracer's set-up and its final drain never count
+ * in a per-call figure.
+ */
+#ifndef GPUTRACE_BENCH_H
+#define GPUTRACE_BENCH_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Calls are made in bursts with a pause after each: the traced thread's ring
+ * takes a burst, the drain thread empties it during the pause, so the
+ * default settings record every call (a program that never pauses makes
+ * more events than any online writer can format: see bench.py, row 2).
+ * Half the default ring: above the drain's high-water mark (a quarter), so
+ * the drain thread starts on it within one poll. */
+#define BENCH_BURST_DEFAULT 32768
+
+static inline uint64_t bench_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t bench_wall(void)
+{
+	return bench_ns(CLOCK_MONOTONIC);
+}
+
+static inline uint64_t bench_cpu(void)
+{
+	return bench_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static inline void bench_sleep_us(unsigned long us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	while (us && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static inline unsigned long bench_arg(int argc, char **argv, int i, unsigned long def)
+{
+	char *end;
+	unsigned long v;
+
+	if (argc <= i)
+		return def;
+	v = strtoul(argv[i], &end, 10);
+	if (*end || !*argv[i]) {
+		fprintf(stderr, "%s: argument %d '%s' is not a number\n", argv[0], i, argv[i]);
+		exit(2);
+	}
+	return v;
+}
+
+#define BENCH_DIE(...)                                                                     \
+	do {                                                                               \
+		fprintf(stderr, __VA_ARGS__);                                              \
+		fputc('\n', stderr);                                                       \
+		exit(1);                                                                   \
+	} while (0)
+
+/* Time spent in the measured loops of one thread. */
+struct bench_time {
+	uint64_t wall_ns, cpu_ns, calls;
+};
+
+/* Per-thread results summed into one report line:
+ * wall_ns/cpu_ns = mean over threads of each thread's loop time per call. */
+static inline void bench_report(const char *what, unsigned threads, const struct bench_time *t,
+				uint64_t span_ns, const char *extra)
+{
+	double wall = 0, cpu = 0;
+	uint64_t calls = 0;
+
+	for (unsigned i = 0; i < threads; i++) {
+		if (!t[i].calls)
+			continue;
+		wall += (double)t[i].wall_ns / (double)t[i].calls;
+		cpu += (double)t[i].cpu_ns / (double)t[i].calls;
+		calls += t[i].calls;
+	}
+	printf("bench=%s threads=%u calls=%llu wall_ns=%.3f cpu_ns=%.3f span_ms=%.3f%s%s\n", what,
+	       threads, (unsigned long long)calls, wall / threads, cpu / threads,
+	       (double)span_ns / 1e6, extra ? " " : "", extra ? extra : "");
+	fflush(stdout);
+}
+
+#endif

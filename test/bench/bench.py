@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""make bench: how much gputrace disturbs the program it traces, as ratios
+measured in one run on this machine (absolute times are not comparable
+between runs on noisy machines; ratios taken side by side are).
+
+Prints a table and writes the same figures to build/bench.json.
+
+Every program times its own loop (bench.h), so process start-up and the
+final drain never count in a per-call figure. Untraced and traced runs are
+interleaved and each figure is the minimum over repetitions (noise only
+ever adds time).
+
+  bench.py [--quick] [--json PATH] [--reps N]
+
+--quick: tiny sizes, one repetition: checks the harness works, measures
+nothing (the smoke test uses it).
+"""
+import argparse
+import datetime
+import gzip
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+BUILD = (ROOT / os.environ.get("BUILD", "build")).resolve()
+BIN = BUILD / "test" / "bench"
+LIB = BUILD / "libgputrace.so"
+ZE_SIM = BUILD / "libze_sim.so"
+
+# Workload sizes: (full, quick).
+SIZES = {
+    "calls": (1_000_000, 2_000),
+    "ltrace_calls": (5_000, 200),
+    "thread_calls": (131_072, 1_000),
+    "threads": ((1, 2, 4, 8, 16), (1, 2)),
+    "sustained_calls": (1_000_000, 2_000),
+    "drain_events": (1_000_000, 20_000),
+    "drain_rounds": (3, 1),
+    "rss_events": ((100_000, 1_000_000, 10_000_000), (1_000, 3_000)),
+    "launches": (20_000, 256),
+    "stack_calls": (200_000, 1_000),
+    "stack_depths": ((4, 16, 64), (4,)),
+}
+BURST = 32768          # calls per burst (bench.h): half the default ring
+PAUSE_US = 25_000      # after each burst: the drain thread empties the ring meanwhile
+
+TARGETS = {
+    "floor_ratio": 1.25,     # added cost / floor, at most
+    "uftrace_ratio": 4.0,    # uftrace's added cost / ours, at least
+    "drain_events_per_s": 5e6,
+    "drain_vs_write": 3.0,   # drain time / raw write time, at most
+    "rss_spread": 0.10,      # (max - min) / min of peak RSS, at most
+}
+
+
+class Bench:
+    def __init__(self, quick, reps, workdir):
+        self.quick = quick
+        self.reps = reps
+        self.work = pathlib.Path(workdir)
+        self.results = {}
+
+    def size(self, key):
+        return SIZES[key][1 if self.quick else 0]
+
+    # ---- running programs ----
+
+    def env(self, traced=False, extra=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("GPUTRACE_") and k != "LD_PRELOAD"}
+        env["ZE_ENABLE_ALT_DRIVERS"] = str(ZE_SIM)
+        if traced:
+            env["LD_PRELOAD"] = str(LIB)
+            env["GPUTRACE_SUMMARY"] = "0"
+        if extra:
+            env.update(extra)
+        return env
+
+    def trace_path(self, name="trace.json"):
+        p = self.work / name
+        for old in self.work.glob(name.split(".")[0] + "*"):
+            remove(old)
+        return p
+
+    def run(self, cmd, env, timeout=600):
+        """Run cmd; return its bench= line as a dict, plus _rss_kb (peak RSS)."""
+        cmd = [str(c) for c in cmd]
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+            deadline = time.monotonic() + timeout
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    os.wait4(proc.pid, 0)
+                    raise SystemExit(f"bench: {cmd[0]} took longer than {timeout} s")
+                time.sleep(0.005)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: {' '.join(cmd)} failed ({proc.returncode}):\n"
+                             f"{stderr[-2000:]}")
+        line = [l for l in stdout.splitlines() if l.startswith("bench=")]
+        if not line:
+            raise SystemExit(f"bench: no result line from {' '.join(cmd)}")
+        fields = dict(kv.split("=", 1) for kv in line[-1].split())
+        fields["_rss_kb"] = usage.ru_maxrss
+        return fields
+
+    def traced(self, cmd, extra=None, name="trace.json"):
+        """A traced run writing a fresh trace; returns (result, trailer, trace bytes)."""
+        path = self.trace_path(name)
+        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path))))
+        trailer, size = read_trailer(path)
+        remove(path)
+        return res, trailer, size
+
+    # ---- rows ----
+
+    def row_calls(self):
+        n = self.size("calls")
+        ze = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
+        floor, floor_tsc, untraced, traced, lost = [], [], [], [], 0
+        for _ in range(self.reps):
+            floor.append(f(self.run([BIN / "bench_floor", n, BURST, 0], self.env()), "wall_ns"))
+            floor_tsc.append(f(self.run([BIN / "bench_floor", n, BURST, 0, "tsc"], self.env()),
+                               "wall_ns"))
+            untraced.append(f(self.run(ze, self.env()), "wall_ns"))
+            res, trailer, _ = self.traced(ze)
+            traced.append(f(res, "wall_ns"))
+            lost += trailer.get("events_lost", 0)
+        base = min(untraced)
+        ours = min(traced) - base
+        row = {
+            "workload": f"bench_ze calls: 1 thread, {n} zeDriverGetApiVersion on the simulated "
+                        f"device, bursts of {BURST} with {PAUSE_US // 1000} ms pauses; "
+                        "traced: GPUTRACE_OUTPUT=file, GPUTRACE_SUMMARY=0, defaults otherwise",
+            "calls": n,
+            "untraced_ns_per_call": base,
+            "traced_ns_per_call": min(traced),
+            "added_ns_per_call": ours,
+            "events_lost": lost,
+            "floor_ns": min(floor),
+            "floor_tsc_ns": min(floor_tsc),
+            "floor_ratio": ours / min(floor),
+        }
+        # uftrace: records PLT calls of the binary with --force (no -pg build needed).
+        if shutil.which("uftrace"):
+            times = []
+            for _ in range(max(1, min(self.reps, 3))):
+                d = self.work / "uftrace.data"
+                remove(d)
+                res = self.run(["uftrace", "record", "--force", "-d", d] + ze, self.env())
+                times.append(f(res, "wall_ns"))
+                remove(d)
+            row["uftrace_added_ns"] = min(times) - base
+            row["uftrace_ratio"] = row["uftrace_added_ns"] / ours if ours > 0 else None
+            row["uftrace_cmd"] = "uftrace record --force -d DIR bench_ze calls ..."
+        # ltrace: a breakpoint and two ptrace stops per call; far fewer calls.
+        if shutil.which("ltrace"):
+            nl = self.size("ltrace_calls")
+            out = self.work / "ltrace.txt"
+            res = self.run(["ltrace", "-f", "-o", out, BIN / "bench_ze", "calls", 1, nl, nl, 0],
+                           self.env())
+            remove(out)
+            row["ltrace_added_ns"] = f(res, "wall_ns") - base
+            row["ltrace_calls"] = nl
+            row["ltrace_ratio"] = row["ltrace_added_ns"] / ours if ours > 0 else None
+        self.results["1_host_call"] = row
+
+    def row_threads(self):
+        n = self.size("thread_calls")
+        out = []
+        for t in self.size("threads"):
+            pause = 10_000 + 10_000 * t  # the drain formats t bursts per pause
+            ze = [BIN / "bench_ze", "calls", t, n, BURST, pause]
+            untraced, traced, lost, recorded = [], [], 0, 0
+            for _ in range(max(1, min(self.reps, 3))):
+                untraced.append(f(self.run(ze, self.env()), "cpu_ns"))
+                res, trailer, _ = self.traced(ze)
+                traced.append(f(res, "cpu_ns"))
+                lost += trailer.get("events_lost", 0)
+                recorded += trailer.get("events_recorded", 0)
+            out.append({"threads": t, "calls_per_thread": n, "pause_us": pause,
+                        "untraced_cpu_ns": min(untraced), "traced_cpu_ns": min(traced),
+                        "added_ns_per_call": min(traced) - min(untraced),
+                        "events_lost": lost, "events_recorded": recorded})
+        # The same calls without pauses: more events per second than the drain
+        # formats; the ring overflows and the excess is counted lost, never waited for.
+        ns = self.size("sustained_calls")
+        res, trailer, _ = self.traced([BIN / "bench_ze", "calls", 1, ns, 0, 0])
+        wall_s = f(res, "wall_ns") * ns / 1e9
+        sustained = {"calls": ns, "events_lost": trailer.get("events_lost", 0),
+                     "events_recorded": trailer.get("events_recorded", 0),
+                     "offered_per_s": ns / wall_s}
+        self.results["2_threads"] = {
+            "workload": f"bench_ze calls: T threads x {n} zeDriverGetApiVersion, bursts of "
+                        f"{BURST}, pause 10 ms + 10 ms x T; CPU time per call of each thread",
+            "rows": out, "sustained_1_thread_no_pause": sustained}
+
+    def row_drain(self):
+        n, rounds = self.size("drain_events"), self.size("drain_rounds")
+        plain = self.run([BIN / "bench_core", "drain", self.trace_path("drain.json"), 2, n,
+                          rounds], self.env())
+        remove(self.work / "drain.json")
+        gz = self.run([BIN / "bench_core", "drain", self.trace_path("drain.json.gz"), 2, n,
+                       rounds], self.env())
+        remove(self.work / "drain.json.gz")
+        drain_ms, raw_ms = f(plain, "drain_ms"), f(plain, "raw_write_ms")
+        gz_ms = f(gz, "drain_ms")
+        bytes_ = int(plain["round_bytes"])
+        self.results["3_drain"] = {
+            "workload": f"bench_core drain: {n} host spans (ze_api, 1 arg + correlation) from 2 "
+                        f"threads' rings, drained in one cycle on one core into a file; best of "
+                        f"{rounds}",
+            "events_per_s": float(plain["events_per_s"]),
+            "mb_per_s": float(plain["file_mb_per_s"]),
+            "bytes_per_event": bytes_ / n,
+            "raw_write_mb_per_s": float(plain["raw_mb_per_s"]),
+            "drain_vs_write": drain_ms / raw_ms,
+            "gz_events_per_s": float(gz["events_per_s"]),
+            "gz_json_mb_per_s": bytes_ / gz_ms / 1e3,
+            "gz_bytes_per_event": int(gz["round_bytes"]) / n,
+            "gz_vs_write": gz_ms / raw_ms,
+        }
+
+    def row_memory(self):
+        out = []
+        for n in self.size("rss_events"):
+            cmd = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
+            base = self.run(cmd, self.env())["_rss_kb"]
+            res, trailer, size = self.traced(cmd)
+            recorded = trailer.get("events_recorded", 0)
+            out.append({"calls": n, "untraced_rss_kb": base, "traced_rss_kb": res["_rss_kb"],
+                        "events_recorded": recorded, "events_lost": trailer.get("events_lost", 0),
+                        "trace_bytes": size,
+                        "bytes_per_event": size / recorded if recorded else None})
+        rss = [r["traced_rss_kb"] for r in out]
+        self.results["4_memory"] = {
+            "workload": "bench_ze calls, 1 thread, N calls in bursts (as row 1); peak RSS "
+                        "(getrusage of the child)",
+            "rows": out, "rss_spread": (max(rss) - min(rss)) / min(rss)}
+
+    def row_device(self):
+        n = self.size("launches")
+        out = {}
+        for kind in ("regular", "immediate"):
+            cmd = [BIN / "bench_ze", "launch", kind, n, 64]
+            untraced, traced, lost = [], [], 0
+            for _ in range(self.reps):
+                untraced.append(f(self.run(cmd, self.env()), "wall_ns"))
+                res, trailer, _ = self.traced(cmd)
+                traced.append(f(res, "wall_ns"))
+                lost += trailer.get("events_lost", 0)
+            out[kind] = {"untraced_ns_per_launch": min(untraced),
+                         "traced_ns_per_launch": min(traced),
+                         "added_ns_per_launch": min(traced) - min(untraced),
+                         "ratio": min(traced) / min(untraced), "events_lost": lost}
+        self.results["5_device"] = {
+            "workload": f"bench_ze launch: {n} launches of a 1-work-item kernel, 64 per "
+                        "batch; regular: append, close, execute, queue sync, reset; "
+                        "immediate: append, event sync; wall time per launch",
+            **out}
+
+    def row_stacks(self):
+        n = self.size("stack_calls")
+        cmd = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
+        # Are stacks captured on ze calls at all in this build?
+        probe = self.trace_path("stackprobe.json")
+        self.run([BIN / "bench_ze", "calls", 1, 100, 100, 0],
+                 self.env(True, {"GPUTRACE_OUTPUT": str(probe), "GPUTRACE_STACKS": "4",
+                                 "GPUTRACE_STACKS_ALL": "1"}))
+        has = trace_has_arg(probe, "zeDriverGetApiVersion", "stack")
+        remove(probe)
+        if not has:
+            self.results["6_stacks"] = {"workload": "bench_ze calls with GPUTRACE_STACKS",
+                                        "status": "n/a (not built: no stack arg on ze calls)"}
+            return
+        plain, by_depth = [], {d: [] for d in self.size("stack_depths")}
+        for _ in range(max(1, min(self.reps, 3))):
+            plain.append(f(self.traced(cmd)[0], "wall_ns"))
+            for d in by_depth:
+                by_depth[d].append(f(self.traced(cmd, {"GPUTRACE_STACKS": str(d),
+                                                       "GPUTRACE_STACKS_ALL": "1"})[0],
+                                     "wall_ns"))
+        self.results["6_stacks"] = {
+            "workload": f"bench_ze calls: 1 thread, {n} calls from a 3-deep call site, "
+                        "GPUTRACE_STACKS=depth GPUTRACE_STACKS_ALL=1 vs traced without stacks",
+            "traced_ns_per_call": min(plain),
+            "rows": [{"depth": d, "traced_ns_per_call": min(v),
+                      "added_ns_per_call": min(v) - min(plain),
+                      "ratio": min(v) / min(plain)} for d, v in by_depth.items()]}
+
+
+# ---- helpers ----
+
+def f(res, key):
+    return float(res[key])
+
+
+def remove(p):
+    p = pathlib.Path(p)
+    if p.is_dir():
+        shutil.rmtree(p, ignore_errors=True)
+    elif p.exists():
+        p.unlink()
+
+
+def read_trailer(path):
+    """The trace's "gputrace" trailer (counts, lost) without parsing all events."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return {}, 0
+    size = path.stat().st_size
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as g:
+            tail = b""
+            while True:
+                chunk = g.read(1 << 20)
+                if not chunk:
+                    break
+                tail = (tail + chunk)[-(1 << 16):]
+    else:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, size - (1 << 16)))
+            tail = fh.read()
+    i = tail.rfind(b'"gputrace":')
+    if i < 0:
+        return {}, size
+    obj = json.loads(b"{" + tail[i:])
+    return obj["gputrace"], size
+
+
+def trace_has_arg(path, name, arg):
+    """True if the first recorded `name` span of the trace carries args[arg]."""
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if b'"name":"' + name.encode() + b'"' in line:
+                    ev = json.loads(line.rstrip(b",\n"))
+                    return arg in ev.get("args", {})
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        clocksource = open("/sys/devices/system/clocksource/clocksource0/"
+                           "current_clocksource").read().strip()
+    except OSError:
+        clocksource = "unknown"
+    cc = subprocess.run([os.environ.get("CC", "gcc"), "--version"], capture_output=True,
+                        text=True).stdout.splitlines()
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(),
+            "clocksource": clocksource, "compiler": cc[0] if cc else "unknown",
+            "date": datetime.date.today().isoformat()}
+
+
+def ok(flag):
+    return "ok" if flag else "MISS"
+
+
+def ns(v):
+    return f"{v:.1f} ns" if abs(v) < 1000 else f"{v / 1000:.1f} us"
+
+
+def table(res, m, reps):
+    """Rows of (measure, workload, gputrace, floor/peer, ratio, target, verdict)."""
+    rows = []
+    r = res.get("1_host_call")
+    if r:
+        rows.append(("1 added cost per host call", f"1 thread, {r['calls']} calls (bursts)",
+                     f"+{ns(r['added_ns_per_call'])}/call, {r['events_lost']} lost",
+                     f"floor {ns(r['floor_ns'])} (2 clock_gettime + 32 B store)",
+                     f"{r['floor_ratio']:.2f}x floor", "<= 1.25x",
+                     ok(r["floor_ratio"] <= TARGETS["floor_ratio"])))
+        rows.append(("", "", "", f"floor with rdtsc: {ns(r['floor_tsc_ns'])}", "", "", ""))
+        if "uftrace_added_ns" in r:
+            rows.append(("", "uftrace record --force, same binary", "",
+                         f"uftrace +{ns(r['uftrace_added_ns'])}/call",
+                         f"{r['uftrace_ratio']:.1f}x lighter", ">= 4x",
+                         ok(r["uftrace_ratio"] and r["uftrace_ratio"] >= TARGETS["uftrace_ratio"])))
+        else:
+            rows.append(("", "uftrace", "", "n/a (uftrace not installed)", "", ">= 4x", "n/a"))
+        if "ltrace_added_ns" in r:
+            rows.append(("", f"ltrace -f, {r['ltrace_calls']} calls", "",
+                         f"ltrace +{ns(r['ltrace_added_ns'])}/call",
+                         f"{r['ltrace_ratio']:.0f}x lighter", "", ""))
+    r = res.get("2_threads")
+    if r:
+        for i, t in enumerate(r["rows"]):
+            rows.append(("2 scaling with threads" if i == 0 else "",
+                         f"{t['threads']} thread(s) x {t['calls_per_thread']} calls",
+                         f"+{ns(t['added_ns_per_call'])}/call CPU, {t['events_lost']} lost",
+                         f"untraced {ns(t['untraced_cpu_ns'])}/call",
+                         f"{t['added_ns_per_call'] / res['1_host_call']['floor_ns']:.2f}x floor"
+                         if "1_host_call" in res else "", "0 lost", ok(t["events_lost"] == 0)))
+        s = r["sustained_1_thread_no_pause"]
+        cap = res.get("3_drain", {}).get("events_per_s")
+        rows.append(("", f"1 thread, {s['calls']} calls, no pauses",
+                     f"{s['events_lost']} of {s['calls']} lost",
+                     f"offered {s['offered_per_s'] / 1e6:.1f} M calls/s" +
+                     (f" > drain {cap / 1e6:.1f} M/s" if cap else ""), "", "", "by design"))
+    r = res.get("3_drain")
+    if r:
+        rows.append(("3 drain + JSON, one core", "2 threads' rings -> JSON file",
+                     f"{r['events_per_s'] / 1e6:.2f} M events/s, {r['mb_per_s']:.0f} MB/s",
+                     f"write() {r['raw_write_mb_per_s']:.0f} MB/s",
+                     f"{r['drain_vs_write']:.2f}x write time", ">= 5 M/s, <= 3x",
+                     ok(r["events_per_s"] >= TARGETS["drain_events_per_s"] and
+                        r["drain_vs_write"] <= TARGETS["drain_vs_write"])))
+        rows.append(("", f"same, .gz ({r['bytes_per_event']:.0f} -> "
+                         f"{r['gz_bytes_per_event']:.1f} B/event)",
+                     f"{r['gz_events_per_s'] / 1e6:.2f} M events/s, "
+                     f"{r['gz_json_mb_per_s']:.0f} MB/s of JSON", "",
+                     f"{r['gz_vs_write']:.2f}x write time", "", ""))
+    r = res.get("4_memory")
+    if r:
+        for i, x in enumerate(r["rows"]):
+            rows.append(("4 memory (peak RSS)" if i == 0 else "",
+                         f"{x['events_recorded']} events",
+                         f"{x['traced_rss_kb'] / 1024:.1f} MiB, "
+                         f"{x['bytes_per_event'] or 0:.0f} B/event in the trace",
+                         f"untraced {x['untraced_rss_kb'] / 1024:.1f} MiB",
+                         f"+{(x['traced_rss_kb'] - x['untraced_rss_kb']) / 1024:.1f} MiB",
+                         "flat +-10%" if i == 0 else "",
+                         ok(r["rss_spread"] <= TARGETS["rss_spread"]) if i == 0 else ""))
+        rows.append(("", "", f"spread {r['rss_spread'] * 100:.1f}%", "", "", "", ""))
+    r = res.get("5_device")
+    if r:
+        for i, kind in enumerate(("regular", "immediate")):
+            x = r[kind]
+            rows.append(("5 device path, per launch" if i == 0 else "",
+                         f"{kind} command list",
+                         f"+{ns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                         f"untraced {ns(x['untraced_ns_per_launch'])}/launch",
+                         f"{x['ratio']:.2f}x", "", ""))
+    r = res.get("6_stacks")
+    if r:
+        if "rows" not in r:
+            rows.append(("6 stacks (--stacks)", "GPUTRACE_STACKS=depth", r["status"], "", "",
+                         "", ""))
+        for i, x in enumerate(r.get("rows", [])):
+            rows.append(("6 stacks (--stacks)" if i == 0 else "", f"depth {x['depth']}",
+                         f"+{ns(x['added_ns_per_call'])}/call",
+                         f"traced, no stacks {ns(r['traced_ns_per_call'])}/call",
+                         f"{x['ratio']:.2f}x", "", ""))
+    head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")
+    widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
+    lines = [f"gputrace overhead (make bench) on {m['cpu']}, {m['cores']} cores, Linux "
+             f"{m['kernel']}, clocksource {m['clocksource']}, {m['date']}",
+             f"each figure: the minimum of {reps} runs; ratios taken within this run", ""]
+    fmt = lambda row: " | ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
+    lines.append(fmt(head))
+    lines.append("-+-".join("-" * w for w in widths))
+    lines += [fmt(row) for row in rows]
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
+    ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-6)")
+    args = ap.parse_args()
+    reps = args.reps or (1 if args.quick else 5)
+    for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor"):
+        if not p.exists():
+            sys.exit(f"bench: {p} is missing: run make bench (it builds it)")
+    m = machine()
+    with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=str(BUILD)) as work:
+        b = Bench(args.quick, reps, work)
+        steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain),
+                 ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks)]
+        only = set(filter(None, args.only.split(",")))
+        start = time.monotonic()
+        for key, fn in steps:
+            if only and key not in only:
+                continue
+            t = time.monotonic()
+            fn()
+            print(f"bench: row {key} took {time.monotonic() - t:.1f} s", file=sys.stderr)
+    # The table reads the drain's capacity (row 3) into row 2: print after all.
+    text = table(b.results, m, reps)
+    print(text)
+    out = {"machine": m, "reps": reps, "quick": args.quick, "targets": TARGETS,
+           "seconds": time.monotonic() - start, "results": b.results, "table": text}
+    pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print(f"\nfigures: {args.json} ({out['seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+# Benchmark programs (make bench runs test/bench/bench.py over them).
+# bench_core links the library's objects statically, as the unit tests do, and
+# starts the tracer itself; bench_ze is a plain Level Zero program, traced by
+# preloading the library; bench_floor needs nothing.
+BENCH_DIR := $(BUILD)/test/bench
+BENCH_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
+
+$(BENCH_DIR)/bench_floor: test/bench/bench_floor.c test/bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lpthread
+
+$(BENCH_DIR)/bench_core: test/bench/bench_core.c test/bench/bench.h $(BENCH_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BENCH_CORE_OBJS) -lpthread -ldl -lz -lm
+
+BENCH_BUILD += $(BENCH_DIR)/bench_floor $(BENCH_DIR)/bench_core
+
+ifeq ($(HAVE_ZE),1)
+$(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
+BENCH_BUILD += $(BENCH_DIR)/bench_ze
+endif
+
+# The smoke test (test_bench_smoke.py) runs each program once at tiny sizes.
+TEST_BUILD += $(BENCH_BUILD)

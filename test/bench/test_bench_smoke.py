@@ -1,0 +1,137 @@
+"""The benchmark programs and harness keep working: each program runs once at
+a tiny size and its report line is read back; nothing is timed or compared
+(make bench measures, make test does not)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, LIB, ROOT, ZE_SIM, clean_env, load_trace, events, need, sim_env
+
+BIN = BUILD / "test" / "bench"
+HAVE_ZE = os.path.exists("/usr/include/level_zero/ze_api.h")
+# Under a sanitizer the preloaded runtime differs and timings mean nothing: the
+# plain build is what make bench measures.
+pytestmark = pytest.mark.skipif(bool(os.environ.get("SANITIZE")),
+                                reason="benchmarks run in the plain build only")
+
+
+def report(stdout):
+    """The bench= line as a dict."""
+    lines = [l for l in stdout.decode().splitlines() if l.startswith("bench=")]
+    assert len(lines) == 1, stdout
+    return dict(kv.split("=", 1) for kv in lines[0].split())
+
+
+def run(cmd, env=None, timeout=60):
+    proc = subprocess.run([str(c) for c in cmd], env=clean_env(env), capture_output=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc
+
+
+def test_floor_reports_its_calls():
+    need(BIN / "bench_floor")
+    for clock in ("raw", "tsc"):
+        r = report(run([BIN / "bench_floor", 3000, 1000, 0, clock]).stdout)
+        assert r["bench"] == ("floor" if clock == "raw" else "floor_tsc")
+        assert int(r["calls"]) == 3000
+        assert float(r["wall_ns"]) > 0
+
+
+def test_floor_rejects_an_unknown_clock():
+    need(BIN / "bench_floor")
+    proc = subprocess.run([str(BIN / "bench_floor"), "10", "10", "0", "hpet"],
+                          capture_output=True)
+    assert proc.returncode == 1
+    assert b"use raw or tsc" in proc.stderr
+
+
+def test_core_emit_records_every_call(tmp_path):
+    need(BIN / "bench_core")
+    trace = tmp_path / "emit.json"
+    r = report(run([BIN / "bench_core", "emit", trace, 2, 500, 100, 1000]).stdout)
+    assert (r["bench"], r["threads"], r["calls"], r["dropped"]) == ("emit", "2", "1000", "0")
+    t = load_trace(trace)
+    # 100 warm-up calls per thread, then the measured ones
+    assert len(events(t, ph="X", name="zeDriverGetApiVersion")) == 2 * (500 + 100)
+    assert t["gputrace"]["events_lost"] == 0
+
+
+@pytest.mark.parametrize("ext", [".json", ".json.gz"])
+def test_core_drain_writes_the_events(tmp_path, ext):
+    need(BIN / "bench_core")
+    trace = tmp_path / ("drain" + ext)
+    r = report(run([BIN / "bench_core", "drain", trace, 2, 2000, 2]).stdout)
+    assert (r["bench"], r["events"], r["rounds"]) == ("drain", "2000", "2")
+    assert int(r["round_bytes"]) > 0
+    assert not (tmp_path / ("drain" + ext + ".raw")).exists()
+    t = load_trace(trace)
+    # a priming event, then two rounds of 2000 spans over the 8 names
+    spans = events(t, ph="X", cat="ze_api")
+    assert len(spans) == 1 + 2 * 2000
+    assert t["gputrace"]["events_recorded"] == 1 + 2 * 2000
+
+
+@pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+def test_ze_calls_untraced_and_traced(tmp_path):
+    need(BIN / "bench_ze")
+    need(ZE_SIM)
+    cmd = [BIN / "bench_ze", "calls", 2, 300, 100, 100]
+    r = report(run(cmd, sim_env()).stdout)
+    assert (r["bench"], r["threads"], r["calls"]) == ("calls", "2", "600")
+    trace = tmp_path / "calls.json"
+    env = sim_env({"LD_PRELOAD": str(LIB), "GPUTRACE_OUTPUT": str(trace),
+                   "GPUTRACE_SUMMARY": "0"})
+    r = report(run(cmd, env).stdout)
+    assert r["calls"] == "600"
+    t = load_trace(trace)
+    # 100 warm-up calls per thread plus the measured 300
+    assert len(events(t, ph="X", name="zeDriverGetApiVersion")) == 2 * 400
+    assert t["gputrace"]["events_lost"] == 0
+
+
+@pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+@pytest.mark.parametrize("kind", ["regular", "immediate"])
+def test_ze_launches_untraced_and_traced(tmp_path, kind):
+    need(BIN / "bench_ze")
+    cmd = [BIN / "bench_ze", "launch", kind, 40, 8]
+    r = report(run(cmd, sim_env()).stdout)
+    assert (r["bench"], r["calls"]) == ("launch_" + kind, "40")
+    trace = tmp_path / "launch.json"
+    env = sim_env({"LD_PRELOAD": str(LIB), "GPUTRACE_OUTPUT": str(trace),
+                   "GPUTRACE_SUMMARY": "0"})
+    run(cmd, env)
+    t = load_trace(trace)
+    # 8 warm-up launches, then 40
+    assert len(events(t, ph="X", name="zeCommandListAppendLaunchKernel")) == 48
+
+
+def test_ze_rejects_bad_arguments():
+    need(BIN / "bench_ze")
+    proc = subprocess.run([str(BIN / "bench_ze"), "launch", "sideways", "10"],
+                          capture_output=True, env=clean_env(sim_env()))
+    assert proc.returncode == 1
+    assert b"use regular or immediate" in proc.stderr
+
+
+@pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+def test_harness_quick_run_prints_every_row(tmp_path):
+    """bench.py end to end at tiny sizes: every row is in the table and the JSON."""
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "test" / "bench" / "bench.py"), "--quick",
+                           "--json", str(out)], capture_output=True, timeout=120,
+                          env=clean_env({"BUILD": str(BUILD)}))
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    text = proc.stdout.decode()
+    for measure in ("1 added cost per host call", "2 scaling with threads",
+                    "3 drain + JSON, one core", "4 memory (peak RSS)",
+                    "5 device path, per launch", "6 stacks (--stacks)"):
+        assert measure in text
+    figures = json.loads(out.read_text())
+    assert sorted(figures["results"]) == ["1_host_call", "2_threads", "3_drain", "4_memory",
+                                          "5_device", "6_stacks"]
+    assert figures["quick"] is True
+    assert figures["results"]["1_host_call"]["events_lost"] == 0
