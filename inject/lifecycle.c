@@ -396,10 +396,20 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 	_exit(status);
 }
 
+/* Registered first, so it runs last: after the program's own
+ * at_quick_exit handlers, whose calls are traced too. */
+static bool quick_exit_hooked;
+
+static void on_quick_exit(void)
+{
+	gt_finish("quick_exit", 3000);
+}
+
 GT_EXPORT __attribute__((noreturn)) void quick_exit(int status)
 {
 	REAL(quick_exit);
-	gt_finish("quick_exit", 3000);
+	if (!quick_exit_hooked)
+		gt_finish("quick_exit", 3000);
 	real_quick_exit(status);
 	__builtin_unreachable();
 }
@@ -441,5 +451,6 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 void lifecycle__init(void)
 {
 	signals_init();
+	quick_exit_hooked = !at_quick_exit(on_quick_exit);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
