@@ -63,6 +63,25 @@ static const char *result_string(CUptiResult r)
 	return s ? s : "unknown error";
 }
 
+/*
+ * CUPTI refused. Without a driver the program runs as untraced, quietly.
+ * With one (a libcupti that does not match it, say), launches through
+ * libcudart are still timed with CUDA events.
+ */
+static int cupti_failed(const char *why)
+{
+	void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+
+	if (!driver) {
+		pr_info("CUPTI is not usable (%s): no CUDA device activity", why);
+		return CUPTI_UNAVAILABLE;
+	}
+	dlclose(driver);
+	pr_warn("CUPTI is not usable (%s): device times come from CUDA events around "
+		"libcudart launches", why);
+	return CUPTI_DISABLED;
+}
+
 static int subscribe(void)
 {
 	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
@@ -88,9 +107,7 @@ static int subscribe(void)
 			*holder ? holder : "another tool (Nsight, torch.profiler, a sanitizer)");
 		return CUPTI_HELD;
 	}
-	/* No driver or no GPU: the program runs as untraced, quietly. */
-	pr_info("CUPTI is not usable (%s): no CUDA device activity", result_string(r));
-	return CUPTI_UNAVAILABLE;
+	return cupti_failed(result_string(r));
 }
 
 static bool enable_kind(CUpti_ActivityKind kind, const char *name)
@@ -202,10 +219,9 @@ static int start_cupti(void)
 	return CUPTI_ON;
 
 unusable:
-	pr_info("CUPTI activity tracing is not available here: no CUDA device activity");
 	cupti_fn.cuptiUnsubscribe(subscriber);
 	subscriber = NULL;
-	return CUPTI_UNAVAILABLE;
+	return cupti_failed("activity tracing refused");
 }
 
 void cupti__start(const char *why)
@@ -280,6 +296,7 @@ static void cupti_flush(bool final)
 			cupti_self--;
 			cupti__count_dropped();
 		}
+		cupti__name_devices();
 		if (!clock_is_ours && now - last_refit_ns >= REFIT_NS) {
 			last_refit_ns = now;
 			cupti__clock_refit();

@@ -99,6 +99,8 @@ GT_HIDDEN bool cupti__is_launch_name(const char *api_name);
 /* The string id of "cudaErrorXxx"/"CUDA_ERROR_XXX" for a result, or 0. */
 GT_HIDDEN uint32_t cupti__rt_error_name(int code);
 GT_HIDDEN void cupti__api_reset(void);
+/* Drain thread: name the devices of contexts created since the last call. */
+GT_HIDDEN void cupti__name_devices(void);
 
 /* ---- activity buffers (cupti_buffer.c) ---- */
 

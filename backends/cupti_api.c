@@ -221,10 +221,15 @@ uint32_t cupti__rt_error_name(int code)
 		return 0;
 	if ((id = atomic_load_explicit(&rt_err_names[code], memory_order_relaxed)))
 		return id;
-	if (!get_name)
+	if (!get_name) {
+		/* static cudart has none to find: look again only now and then */
+		static _Atomic unsigned misses;
+		if (atomic_fetch_add_explicit(&misses, 1, memory_order_relaxed) % 4096)
+			return 0;
 		get_name = (const char *(*)(int))cupti__rt_real("cudaGetErrorName");
-	if (!get_name)
-		return 0;
+		if (!get_name)
+			return 0;
+	}
 	cupti_self++;
 	s = get_name(code);
 	cupti_self--;
@@ -275,21 +280,35 @@ static GT_TLS struct api_thread api_t;
 /* cupti_rt.c: a wrapper is emitting this runtime call itself */
 extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
 
+/* Device ids seen in new contexts; the drain thread names them (calling the
+ * driver from inside its context creation is asking for trouble). */
+static _Atomic uint64_t devices_unnamed;
+
 static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
-	static int (*get_dev)(int *, int);
-	static int (*get_name)(char *, int, int);
-	static bool looked;
 	uint32_t cid = 0, did = 0;
 
-	if (!rd || !rd->context)
-		return;
-	if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+	if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED || !rd || !rd->context)
 		return;
 	if (cupti_fn.cuptiGetContextId(rd->context, &cid) != CUPTI_SUCCESS ||
 	    cupti_fn.cuptiGetDeviceId(rd->context, &did) != CUPTI_SUCCESS)
 		return;
 	cupti__context_device(cid, did);
+	if (did < 64)
+		atomic_fetch_or(&devices_unnamed, 1ull << did);
+}
+
+void cupti__name_devices(void)
+{
+	static int (*get_dev)(int *, int);
+	static int (*get_name)(char *, int, int);
+	static bool looked;
+	uint64_t todo = atomic_exchange(&devices_unnamed, 0);
+	char name[128];
+	int dev;
+
+	if (!todo)
+		return;
 	if (!looked) {
 		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
@@ -298,13 +317,13 @@ static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		}
 		looked = true;
 	}
-	if (get_dev && get_name) {
-		char name[128];
-		int dev;
-
-		if (!get_dev(&dev, (int)did) && !get_name(name, sizeof(name), dev))
-			cupti__device_name(did, name);
-	}
+	if (!get_dev || !get_name)
+		return;
+	cupti_self++;
+	for (int d = 0; d < 64; d++)
+		if ((todo >> d) & 1 && !get_dev(&dev, d) && !get_name(name, sizeof(name), dev))
+			cupti__device_name((uint32_t)d, name);
+	cupti_self--;
 }
 
 void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

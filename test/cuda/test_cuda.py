@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, LIB, clean_env, events, gputrace_lines, need, run, strip_gputrace
+from conftest import BUILD, LIB, ROOT, clean_env, events, gputrace_lines, need, run, strip_gputrace
 
 CUDA = BUILD / "test" / "cuda"
 CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
@@ -222,3 +222,27 @@ def test_injection_variables_point_at_the_library(tmp_path):
     # and nothing is set when the CUDA backend is off
     r = run(show, tmp_path=tmp_path, env={"GPUTRACE_BACKENDS": "ze"})
     assert r.stdout.decode().split() == []
+
+
+# ---- scripts/gpu-check, as far as a CPU goes ----
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not installed (HAVE_NVCC)")
+def test_gpu_check_dry_run():
+    out = CUDA / "gpu-check"
+    env = clean_env({"BUILD": str(BUILD), "PYTHON": "/usr/bin/python3"})
+    for k in ("GT_PRELOAD", "SANITIZE"):
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    p = subprocess.run([str(ROOT / "scripts" / "gpu-check"), "--dry-run",
+                        "--out", str(out), "--no-torch"],
+                       env=env, capture_output=True, timeout=300)
+    text = p.stdout.decode()
+    assert p.returncode == 0, text + p.stderr.decode()
+    report = (out / "report.txt").read_text()
+    assert "FAIL" not in report
+    # without a GPU every program ran both ways, and the checker ran its self-test
+    if "SKIPPED: no GPU" in report:
+        for prog in ("vec_static", "vec_shared", "multi_static", "multi_shared"):
+            assert f"{prog} without a GPU: same output and status, valid trace" in report
+        assert "checker self-test" in report
+    assert (out / "bin" / "multi_shared").exists()

@@ -1,0 +1,310 @@
+"""Checks and comparisons for scripts/gpu-check (Python 3, standard library).
+
+  vec TRACE                          vec_add on a GPU: 3 kernels, copies, a memset, arrows
+  multi TRACE STDOUT [--graph-trace] [--events]
+                                     multi_stream: every launch, copy, memset, graph, NVTX
+  compare GPUTRACE_TRACE KINETO_TRACE PLAIN.json GPUTRACE.json KINETO.json
+                                     PyTorch steps: gputrace and torch.profiler side by side
+  self-test                          the checks and the table on synthetic traces (no GPU)
+
+Each check prints PASS/FAIL lines; the exit status is 1 when one failed.
+"""
+import gzip
+import json
+import sys
+from collections import defaultdict
+
+failures = []
+
+
+def check(ok, what):
+    print(("PASS  " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    t = json.loads(data)
+    return t if isinstance(t, dict) else {"traceEvents": t}
+
+
+def spans(trace, cat=None, name=None):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and
+            (cat is None or e.get("cat") == cat) and (name is None or e.get("name") == name)]
+
+
+def launches(trace):
+    """Host API spans by correlation id (the launching calls)."""
+    out = {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            c = (e.get("args") or {}).get("correlation")
+            if c is not None:
+                out[c] = e
+    return out
+
+
+def arrows(trace):
+    got = defaultdict(dict)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"):
+            got[e["id"]][e["ph"]] = e
+    return {(f["f"]["pid"], f["f"]["tid"], f["f"]["ts"]): f["s"] for f in got.values()
+            if "s" in f and "f" in f}
+
+
+def device_work(trace, cats=("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")):
+    return [e for e in spans(trace) if e.get("cat") in cats]
+
+
+def check_links(trace, devs, label):
+    """Each device span: its launch exists, it starts after the launch began,
+    and an arrow leaves the launch for it."""
+    host = launches(trace)
+    arr = arrows(trace)
+    missing = [d for d in devs if (d.get("args") or {}).get("correlation") not in host]
+    check(not missing, f"{label}: every device span has its launching call "
+          f"({len(devs) - len(missing)}/{len(devs)})")
+    early = [d for d in devs if d["args"].get("correlation") in host and
+             d["ts"] < host[d["args"]["correlation"]]["ts"]]
+    check(not early, f"{label}: no device span starts before its launch ({len(early)} do)")
+    unlinked = []
+    for d in devs:
+        h = host.get(d["args"].get("correlation"))
+        s = arr.get((d["pid"], d["tid"], d["ts"]))
+        if not h or not s or (s["pid"], s["tid"]) != (h["pid"], h["tid"]) or \
+           not h["ts"] <= s["ts"] <= h["ts"] + h["dur"]:
+            unlinked.append(d)
+    check(not unlinked, f"{label}: an arrow from each launch to its work "
+          f"({len(devs) - len(unlinked)}/{len(devs)})")
+
+
+def cmd_vec(path):
+    t = load(path)
+    label = path.rsplit("/", 1)[-1]
+    k = spans(t, "kernel")
+    check(len(k) == 3 and all(e["name"].startswith("vec_add") for e in k),
+          f"{label}: 3 vec_add kernels ({len(k)})")
+    c = spans(t, "gpu_memcpy")
+    check(sorted(e["args"]["kind"] for e in c) == ["DtoH", "HtoD", "HtoD"],
+          f"{label}: 2 HtoD + 1 DtoH copies of 4 MiB")
+    check(len(spans(t, "gpu_memset")) == 1, f"{label}: 1 memset")
+    check(len(spans(t, "cuda_runtime", "cudaLaunchKernel")) == 3,
+          f"{label}: 3 cudaLaunchKernel spans, one per call")
+    check_links(t, device_work(t), label)
+
+
+def cmd_multi(path, stdout_path, graph_trace=False, events=False):
+    t = load(path)
+    label = path.rsplit("/", 1)[-1]
+    with open(stdout_path) as f:
+        want = json.loads(next(l for l in f if l.startswith("{")))
+    k, c, m = spans(t, "kernel"), spans(t, "gpu_memcpy"), spans(t, "gpu_memset")
+    g = spans(t, "cuda_graph")
+    runs = want["graph_launches"]
+    if events:
+        # CUDA events time each launch call; a graph is one span
+        check(len(k) == want["kernels"], f"{label}: {want['kernels']} kernels ({len(k)})")
+        check(len(g) == runs, f"{label}: {runs} graph launches ({len(g)})")
+        check(all(e["args"].get("timing") == "cuda_events" for e in k + c + m + g),
+              f"{label}: device times from CUDA events")
+        check(len(m) == want["memset"], f"{label}: {want['memset']} memsets ({len(m)})")
+    elif graph_trace:
+        check(len(k) == want["kernels"], f"{label}: {want['kernels']} kernels ({len(k)})")
+        check(len(g) == runs, f"{label}: {runs} whole-graph spans ({len(g)})")
+        check(len(m) == want["memset"], f"{label}: {want['memset']} memsets ({len(m)})")
+    else:
+        nk = want["kernels"] + runs * want["graph_kernels"]
+        check(len(k) == nk, f"{label}: {nk} kernels, graph nodes included ({len(k)})")
+        nodes = [e for e in k if e["args"].get("graph_id")]
+        check(len(nodes) == runs * want["graph_kernels"],
+              f"{label}: graph kernels carry graph ids ({len(nodes)})")
+        nm = want["memset"] + runs * want["graph_memsets"]
+        check(len(m) == nm, f"{label}: {nm} memsets ({len(m)})")
+        check(len(spans(t, "cuda_sync")) >= 1, f"{label}: synchronization on the device rows")
+    check(len(c) == want["memcpy"], f"{label}: {want['memcpy']} copies ({len(c)})")
+    kinds = {e["args"].get("kind") for e in c}
+    check({"HtoD", "DtoH", "DtoD"} <= kinds, f"{label}: HtoD, DtoH and DtoD copies ({kinds})")
+    # one span per call: the captured launches are calls too
+    calls = len(spans(t, "cuda_runtime", "cudaLaunchKernel"))
+    check(calls == want["kernels"] + want["graph_kernels"],
+          f"{label}: one cudaLaunchKernel span per call ({calls})")
+    streams = {(e["pid"], e["tid"]) for e in k}
+    check(len(streams) >= 4, f"{label}: kernels on their streams' rows ({len(streams)} rows)")
+    names = {e["name"] for e in spans(t, "user_annotation")}
+    check(set(want["nvtx"]) <= names, f"{label}: NVTX ranges {want['nvtx']}")
+    check_links(t, k + c + m + g, label)
+
+
+# ---- PyTorch: gputrace vs torch.profiler ----
+
+def kernel_stats(trace, window=None):
+    """Kernels (launched inside `window`, a (start, end) in us, when given)."""
+    host = launches(trace)
+    ks = []
+    for e in spans(trace, "kernel"):
+        h = host.get((e.get("args") or {}).get("correlation"))
+        if window and (not h or not window[0] <= h["ts"] <= window[1]):
+            continue
+        ks.append((e, h))
+    per = defaultdict(lambda: [0, 0.0])
+    for e, _ in ks:
+        per[e["name"]][0] += 1
+        per[e["name"]][1] += e.get("dur", 0)
+    with_launch = [(e, h) for e, h in ks if h]
+    after = sum(1 for e, h in with_launch if e["ts"] >= h["ts"])
+    return {
+        "count": len(ks),
+        "names": set(per),
+        "total_us": sum(v[1] for v in per.values()),
+        "per": per,
+        "after": after / len(with_launch) if with_launch else float("nan"),
+        "linked": len(with_launch),
+    }
+
+
+def profiled_window(trace):
+    r = [e for e in spans(trace, "user_annotation", "profiled")]
+    return (r[0]["ts"], r[0]["ts"] + r[0]["dur"]) if r else None
+
+
+def pct(x):
+    return "n/a" if x != x else f"{100 * x:.1f}%"
+
+
+def cmd_compare(gt_path, kt_path, plain_path, gt_json, kt_json, out=sys.stdout):
+    gt, kt = load(gt_path), load(kt_path)
+    timing = {}
+    for name, p in (("plain", plain_path), ("gputrace", gt_json), ("kineto", kt_json)):
+        with open(p) as f:
+            timing[name] = json.loads(next(l for l in f if l.startswith("{")))
+    win = profiled_window(gt)
+    a, b = kernel_stats(gt, win), kernel_stats(kt)
+    base = timing["plain"]["steps_s"]
+
+    def over(name, key="steps_s"):
+        s, b0 = timing[name].get(key), timing["plain"].get(key)
+        if s is None or not b0:
+            return "n/a"
+        return f"{s:.4f} s ({100 * (s - b0) / b0:+.1f}%)"
+
+    rows = [
+        ("kernels", a["count"], b["count"]),
+        ("distinct kernel names", len(a["names"]), len(b["names"])),
+        ("device time, all kernels (ms)", f"{a['total_us'] / 1000:.3f}",
+         f"{b['total_us'] / 1000:.3f}"),
+        ("kernels starting after their launch began", pct(a["after"]), pct(b["after"])),
+        ("kernels linked to a launch", a["linked"], b["linked"]),
+        ("measured steps, wall time (untraced %.4f s)" % base, over("gputrace"), over("kineto")),
+        ("whole run, wall time (untraced %s)" % (
+            "%.2f s" % timing["plain"]["wall_s"] if "wall_s" in timing["plain"] else "n/a"),
+         over("gputrace", "wall_s"), over("kineto", "wall_s")),
+    ]
+    w = max(len(r[0]) for r in rows) + 2
+    print(f"{'':{w}}{'gputrace':>26}{'torch.profiler':>26}", file=out)
+    for r in rows:
+        print(f"{r[0]:{w}}{str(r[1]):>26}{str(r[2]):>26}", file=out)
+    if win is None:
+        print("note: no NVTX range 'profiled' in the gputrace trace: all its kernels counted",
+              file=out)
+    only_gt, only_kt = sorted(a["names"] - b["names"]), sorted(b["names"] - a["names"])
+    print(f"kernel names only in gputrace: {len(only_gt)}; only in torch.profiler: "
+          f"{len(only_kt)}", file=out)
+    for n in only_gt[:5]:
+        print(f"  gputrace only: {n[:100]}", file=out)
+    for n in only_kt[:5]:
+        print(f"  torch.profiler only: {n[:100]}", file=out)
+    print(f"\nper kernel (top 15 by gputrace device time){'':4}count gt/kt   time gt/kt (us)",
+          file=out)
+    top = sorted(a["names"] | b["names"], key=lambda n: -(a["per"].get(n, (0, 0))[1]))[:15]
+    for n in top:
+        ca, ta = a["per"].get(n, (0, 0.0))
+        cb, tb = b["per"].get(n, (0, 0.0))
+        print(f"  {n[:60]:60} {ca:5}/{cb:<5} {ta:10.1f}/{tb:<10.1f}", file=out)
+    check(a["count"] > 0, "gputrace saw the PyTorch kernels")
+    agree = b["count"] and abs(a["count"] - b["count"]) <= max(2, 0.02 * b["count"])
+    print(("agree" if agree else "DIFFER") + f": kernel counts {a['count']} vs {b['count']}",
+          file=out)
+    return a, b
+
+
+def cmd_self_test():
+    """The checks and the comparison on small synthetic traces (CPU)."""
+    import os
+    import tempfile
+
+    def ev(**kw):
+        kw.setdefault("pid", 1)
+        kw.setdefault("tid", 1)
+        return kw
+
+    gt = {"traceEvents": [
+        ev(ph="X", cat="user_annotation", name="profiled", ts=100, dur=1000),
+        ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", ts=50, dur=5,
+           args={"correlation": 1}),
+        ev(ph="X", cat="kernel", name="warmup_k", pid=9, tid=2, ts=60, dur=10,
+           args={"correlation": 1}),
+    ]}
+    kt = {"traceEvents": []}
+    for i in range(4):
+        c = 10 + i
+        name = "gemm" if i % 2 else "relu"
+        gt["traceEvents"] += [
+            ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", ts=200 + 100 * i, dur=5,
+               args={"correlation": c}),
+            ev(ph="X", cat="kernel", name=name, pid=9, tid=2, ts=210 + 100 * i, dur=20 + i,
+               args={"correlation": c}),
+            ev(ph="s", cat="ac2g", name="ac2g", id=c, ts=202 + 100 * i),
+            ev(ph="f", cat="ac2g", name="ac2g", id=c, pid=9, tid=2, ts=210 + 100 * i, bp="e"),
+        ]
+        kt["traceEvents"] += [
+            ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", ts=200 + 100 * i, dur=5,
+               args={"correlation": c}),
+            ev(ph="X", cat="kernel", name=name, pid=0, tid=7, ts=209 + 100 * i, dur=20 + i,
+               args={"correlation": c}),
+        ]
+    d = tempfile.mkdtemp()
+    paths = {}
+    for name, obj in (("gt.json", gt), ("kt.json", kt)):
+        paths[name] = os.path.join(d, name)
+        with open(paths[name], "w") as f:
+            json.dump(obj, f)
+    for name, s in (("plain", 1.0), ("gtt", 1.05), ("ktt", 1.4)):
+        paths[name] = os.path.join(d, name)
+        with open(paths[name], "w") as f:
+            f.write(json.dumps({"steps_s": s, "wall_s": 10 * s}) + "\n")
+    a, b = cmd_compare(paths["gt.json"], paths["kt.json"], paths["plain"], paths["gtt"],
+                       paths["ktt"])
+    check(a["count"] == 4 and b["count"] == 4, "self-test: the window keeps the 4 measured "
+          "kernels, not the warm-up one")
+    check(a["names"] == b["names"] == {"gemm", "relu"}, "self-test: kernel names compared")
+    check(a["after"] == 1.0, "self-test: launch-before-kernel share")
+    check_links(gt, spans(gt, "kernel")[1:], "self-test")
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "vec" and len(rest) == 1:
+        cmd_vec(rest[0])
+    elif cmd == "multi" and len(rest) >= 2:
+        cmd_multi(rest[0], rest[1], "--graph-trace" in rest, "--events" in rest)
+    elif cmd == "compare" and len(rest) == 5:
+        cmd_compare(*rest)
+    elif cmd == "self-test" and not rest:
+        cmd_self_test()
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
