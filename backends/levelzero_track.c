@@ -50,7 +50,6 @@ struct ze_ctx {
 	ze_context_handle_t handle;
 	ze_event_pool_handle_t *pools;
 	unsigned npools;
-	unsigned used_in_last; /* events made from the newest pool */
 	ze_event_handle_t *all;  /* every event of ours, to destroy with the context */
 	ze_event_handle_t *free; /* reset and ready */
 	unsigned nall, nfree;
@@ -119,6 +118,8 @@ static struct ze_pending *ze_pend_head, *ze_pend_tail, *ze_pend_spare;
 
 /* ---- our events ---- */
 
+static int ze_ctx__grow_pool(struct ze_ctx *c);
+
 static struct ze_ctx *ze_ctx__get(ze_context_handle_t h)
 {
 	struct ze_ctx *c = (struct ze_ctx *)ze_map__get(&ze_ctxs, h);
@@ -133,9 +134,16 @@ static struct ze_ctx *ze_ctx__get(ze_context_handle_t h)
 		free(c);
 		return NULL;
 	}
+	ze_ctx__grow_pool(c);
 	return c;
 }
 
+/*
+ * A pool of ours, all its events made at once: when a context's first list
+ * is created, so appends never allocate driver objects. (An object of ours
+ * made later could take the address of one the program destroyed, and a
+ * stale handle of the program's would then look valid.)
+ */
 static int ze_ctx__grow_pool(struct ze_ctx *c)
 {
 	ze_event_pool_desc_t desc = {
@@ -143,10 +151,18 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 		.flags = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
 		.count = ZE_POOL_EVENTS,
 	};
+	ze_event_desc_t edesc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
+		/* Host scope: the timestamps are read by the host. */
+		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
+		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
+	};
 	ze_event_pool_handle_t pool = NULL, *pools;
 	ze_event_handle_t *all, *fr;
 	size_t n = c->npools + 1;
 
+	if (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX)
+		return -ENOSPC;
 	pools = realloc(c->pools, n * sizeof(*pools));
 	if (!pools)
 		return -ENOMEM;
@@ -162,34 +178,25 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 	if (ZE_REAL(zeEventPoolCreate)(c->handle, &desc, 0, NULL, &pool) != ZE_RESULT_SUCCESS)
 		return -EIO;
 	c->pools[c->npools++] = pool;
-	c->used_in_last = 0;
+	/* Handed out from the end of the free list: the first made goes first. */
+	for (edesc.index = ZE_POOL_EVENTS; edesc.index-- > 0;) {
+		ze_event_handle_t ev = NULL;
+
+		if (ZE_REAL(zeEventCreate)(pool, &edesc, &ev) != ZE_RESULT_SUCCESS)
+			continue;
+		c->all[c->nall++] = ev;
+		c->free[c->nfree++] = ev;
+	}
 	return 0;
 }
 
 static ze_event_handle_t ze_ctx__event(struct ze_ctx *c)
 {
-	ze_event_desc_t desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
-		/* Host scope: the timestamps are read by the host. */
-		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
-		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
-	};
-	ze_event_handle_t ev = NULL;
-
 	if (!c)
 		return NULL;
-	if (c->nfree)
-		return c->free[--c->nfree];
-	if (c->nall >= ZE_CTX_EVENTS_MAX)
+	if (!c->nfree && ze_ctx__grow_pool(c))
 		return NULL;
-	if ((!c->npools || c->used_in_last == ZE_POOL_EVENTS) && ze_ctx__grow_pool(c))
-		return NULL;
-	desc.index = c->used_in_last;
-	if (ZE_REAL(zeEventCreate)(c->pools[c->npools - 1], &desc, &ev) != ZE_RESULT_SUCCESS)
-		return NULL;
-	c->used_in_last++;
-	c->all[c->nall++] = ev;
-	return ev;
+	return c->nfree ? c->free[--c->nfree] : NULL;
 }
 
 /* Back to the free list, unsignaled (only once the device is done with it). */

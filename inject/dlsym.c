@@ -8,8 +8,8 @@
  * RTLD_NEXT and RTLD_DEFAULT depend on who calls: glibc finds the caller from
  * its return address. On x86-64 our dlsym therefore jumps to the real one
  * (a tail jump, the caller's return address still on the stack) for those
- * two, and only library handles come through C. Elsewhere, and before the
- * real dlsym is known, RTLD_NEXT is answered by walking the link map after
+ * two, and only library handles come through C. Elsewhere, or when the real
+ * dlsym cannot be found, RTLD_NEXT is answered by walking the link map after
  * the caller's object.
  */
 #define _GNU_SOURCE
@@ -84,20 +84,28 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *
 }
 
 /*
- * RTLD_NEXT for a caller in some object: the first definition in an object
- * loaded after it. dlsym on a link map searches that object and its
- * dependencies: keep only a definition in the object itself.
+ * RTLD_NEXT for a caller in some object, without the real dlsym's help: the
+ * first definition in an object loaded after it. A link map is no lookup
+ * handle for objects the program did not dlopen, so each is opened again
+ * (NOLOAD) and only a definition in that object itself counts (a handle also
+ * searches its dependencies).
  */
 static void *dlsym__next(const char *symbol, const void *caller)
 {
 	struct link_map *self = NULL, *l, *def;
 	Dl_info info;
-	void *p;
+	void *p, *h;
 
 	if (!dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
 		return NULL;
 	for (l = self->l_next; l; l = l->l_next) {
-		p = gt_dlsym_real(l, symbol);
+		if (!l->l_name || !*l->l_name)
+			continue;
+		h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		p = gt_dlsym_real(h, symbol);
+		dlclose(h);
 		def = NULL;
 		if (p && dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP) && def == l)
 			return p;
@@ -115,12 +123,19 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_slow(void *handle, const char *sy
 	return gt_dlsym_handle(handle, symbol);
 }
 
+GT_HIDDEN __attribute__((used)) dlsym_fn gt_dlsym_resolve(void)
+{
+	return dlsym__real();
+}
+
 #if defined(__x86_64__)
 /*
  * RTLD_NEXT (-1) and RTLD_DEFAULT (0) jump straight to the real dlsym, which
  * then sees our caller's return address as its own caller. Library handles
- * go to gt_dlsym_handle; before the real dlsym is known, gt_dlsym_slow gets
- * the caller's address as a third argument.
+ * go to gt_dlsym_handle. Before our constructor (a sanitizer runtime looks
+ * its interceptors up first) the real dlsym is resolved on the spot, keeping
+ * the arguments and the return address; only if that fails does
+ * gt_dlsym_slow get the caller's address as a third argument.
  */
 __asm__(".text\n"
 	".globl dlsym\n"
@@ -137,7 +152,23 @@ __asm__(".text\n"
 	"	testq %rax, %rax\n"
 	"	je 2f\n"
 	"	jmp *%rax\n"
-	"2:	movq (%rsp), %rdx\n"
+	"2:	pushq %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	pushq %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	subq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call gt_dlsym_resolve\n"
+	"	addq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	testq %rax, %rax\n"
+	"	je 3f\n"
+	"	jmp *%rax\n"
+	"3:	movq (%rsp), %rdx\n"
 	"	jmp gt_dlsym_slow\n"
 	"	.cfi_endproc\n"
 	".size dlsym, .-dlsym\n");

@@ -19,3 +19,11 @@ $(LZ_TEST)/ze_chain: test/levelzero/ze_chain.c test/apps/ze_app.h
 
 TEST_BUILD += $(LZ_TEST)/ze_chain
 endif
+
+ifeq ($(HAVE_ZE),1)
+$(LZ_TEST)/ze_cost: test/levelzero/ze_cost.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader
+
+TEST_BUILD += $(LZ_TEST)/ze_cost
+endif
