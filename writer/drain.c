@@ -482,6 +482,8 @@ static void process_pending(bool final)
 
 /* ---- rings ---- */
 
+static void checkpoint(bool final);
+
 static void drain_ring(struct ring *r)
 {
 	struct gt_arg args[GT_ARGS_MAX];
@@ -524,9 +526,9 @@ static void drain_ring(struct ring *r)
 		r->recorded++;
 		W.recorded++;
 		tail += nslots;
-		if (W.buf.len > FLUSH_BYTES && W.opened && !W.failed &&
-		    !out__append(&W.out, W.buf.p, W.buf.len))
-			W.buf.len = 0;
+		/* with its trailer: a file cut here (SIGKILL) is still complete JSON */
+		if (W.buf.len > FLUSH_BYTES && W.opened && !W.failed)
+			checkpoint(false);
 	}
 	ring__consume(r, end);
 }
@@ -767,6 +769,16 @@ static void checkpoint(bool final)
 		return; /* nothing yet: no file for a fork child that only execs */
 	if (!ensure_open())
 		return;
+	if (W.out.seekable && !W.out.gz) {
+		/* events and trailer in one write: the file is never left
+		 * without its end, whenever the process is killed */
+		build_trailer(final);
+		err = out__commit(&W.out, W.buf.p, W.buf.len, W.trailer.p, W.trailer.len);
+		W.buf.len = 0;
+		if (err)
+			output_failed(err);
+		return;
+	}
 	err = out__append(&W.out, W.buf.p, W.buf.len);
 	W.buf.len = 0;
 	if (!err) {

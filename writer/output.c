@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -217,6 +218,43 @@ int out__checkpoint(struct out *o, const char *trailer, size_t n)
 	/* the next events overwrite this trailer */
 	o->events_end = events_end;
 	return err;
+}
+
+int out__commit(struct out *o, const char *p, size_t n, const char *trailer, size_t tn)
+{
+	struct iovec iov[2] = { { (void *)p, n }, { (void *)trailer, tn } };
+	uint64_t at = o->events_end, total = n + tn, done = 0;
+	int err;
+
+	if (!o->seekable || o->gz) {
+		err = out__append(o, p, n);
+		return err ? err : out__checkpoint(o, trailer, tn);
+	}
+	if ((err = check_fd(o)))
+		return err;
+	while (done < total) {
+		ssize_t w = pwritev(o->fd, iov, 2, (off_t)(at + done));
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -ENOSPC;
+		done += (uint64_t)w;
+		/* a short write: go on from where it stopped */
+		for (int i = 0; i < 2; i++) {
+			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			w -= (ssize_t)k;
+		}
+	}
+	if (ftruncate(o->fd, (off_t)(at + total)) < 0)
+		return -errno;
+	o->events_end = at + n;
+	o->size = at + total;
+	return 0;
 }
 
 void out__close(struct out *o)

@@ -37,6 +37,11 @@ GT_HIDDEN int out__open(struct out *o, const char *path);
 GT_HIDDEN int out__append(struct out *o, const char *p, size_t n);
 /* Write the trailer after the events; the file is now complete. */
 GT_HIDDEN int out__checkpoint(struct out *o, const char *trailer, size_t n);
+/* out__append + out__checkpoint in one write where the file allows it
+ * (seekable, uncompressed): a kill can cut that one write, never leave the
+ * file between its events and its trailer. */
+GT_HIDDEN int out__commit(struct out *o, const char *p, size_t n, const char *trailer,
+			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
 
 #endif
