@@ -111,7 +111,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 1;
 
-	if (!ze__want(GT_KIND(DRIVER)))
+	if (!ze__want(GT_KIND(RUNTIME)))
 		return;
 	args[0].key = GT_S_ARG_RESULT;
 	args[0].type = GT_ARG_I64;

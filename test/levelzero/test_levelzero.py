@@ -391,3 +391,45 @@ def test_dlsym_next_and_handles(tmp_path):
         "main RTLD_NEXT which: a", "main RTLD_DEFAULT which: a", "a RTLD_NEXT which: b",
         "b RTLD_NEXT which: -", "a RTLD_NEXT missing: null", "dlerror set: yes",
         "handle b which: b", "handle b missing: null", "RTLD_NEXT malloc: found"]
+
+
+def test_wrapper_table_is_current():
+    """backends/levelzero_api.h is what the generator makes from the installed headers and
+    loader: every function the loader exports for programs, once, sorted."""
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parent.parent.parent
+    loader = pathlib.Path("/usr/lib/x86_64-linux-gnu/libze_loader.so.1")
+    if not loader.exists():
+        pytest.skip("generated against Debian's libze1 1.8.12; no loader at that path")
+    made = subprocess.run([sys.executable, root / "test/levelzero/gen_api.py"], check=True,
+                          capture_output=True, text=True).stdout
+    table = (root / "backends/levelzero_api.h").read_text()
+    assert made == table
+    names = re.findall(r"\tX\((\w+), \w+, (\w+),", table)
+    assert [n for _, n in names] == sorted({n for _, n in names})
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(loader)], check=True,
+                              capture_output=True, text=True).stdout.split()
+    programs = {s for s in exported if re.match(r"ze[slt]?[A-Z]", s) and
+                not s.endswith("ProcAddrTable") and not s.endswith("Internal") and
+                s not in ("zeLoaderInit", "zeLoaderGetTracingHandle", "zelLoaderDriverCheck")}
+    assert {n for k, n in names if k != "LATE"} == programs
+    ours = subprocess.run(["nm", "-D", "--defined-only", str(BUILD / "libgputrace.so")],
+                          check=True, capture_output=True, text=True).stdout.split()
+    assert programs <= set(ours)
+    assert "zeInitDrivers" not in ours
+
+
+def test_activities_and_backend_selection(tmp_path):
+    """GPUTRACE_ACTIVITIES picks kinds; without the ze backend the program runs untouched."""
+    only = traced_like_untraced([APPS / "ze_basic", 2], tmp_path,
+                                env={"GPUTRACE_ACTIVITIES": "kernel"})
+    assert not events(only, cat="ze_api")
+    assert {e["cat"] for e in device_spans(only)} == {"kernel"}
+    assert len(device_spans(only)) == 5
+    assert not events(only, ph="C")
+    (tmp_path / "off").mkdir()
+    off = traced_like_untraced([APPS / "ze_dlopen"], tmp_path / "off",
+                               env={"GPUTRACE_BACKENDS": "plugins"})
+    assert not events(off, cat="ze_api")
+    assert not device_spans(off)

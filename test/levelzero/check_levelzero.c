@@ -1,0 +1,166 @@
+/* Unit checks of the Level Zero backend's parts that need no driver: the dlsym
+ * interposer (inject/dlsym.c) and the handle map (backends/levelzero_map.c).
+ * Linked with libdlnext_a then libdlnext_b, which both define `which`. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/levelzero_map.h"
+
+int next_which_from_a(void);
+int next_which_from_b(void);
+void *gt_dlsym_slow(void *handle, const char *symbol, const void *caller);
+void *gt_dlsym_handle(void *handle, const char *symbol);
+extern __thread void *gt_dlsym_found;
+
+/* The core's: every backend is enabled here. */
+bool gt_backend_enabled(const char *name)
+{
+	return strcmp(name, "test") == 0;
+}
+
+static int marker(void)
+{
+	return 'w';
+}
+
+static void *seen_found;
+
+/* A backend that wraps `which` wherever it is found. */
+static void *test_wrapper_for(const char *symbol)
+{
+	if (strcmp(symbol, "which") != 0)
+		return NULL;
+	seen_found = gt_dlsym_found;
+	return (void *)marker;
+}
+
+static const struct gt_backend test_backend = {
+	.name = "test",
+	.wrapper_for = test_wrapper_for,
+};
+GT_BACKEND_REGISTER(test_backend);
+
+static int call(void *f)
+{
+	return f ? ((int (*)(void))f)() : '-';
+}
+
+static void main_marker(void)
+{
+}
+
+START_TEST(next_from_each_object)
+{
+	/* Through the interposer, as the libraries call it (x86-64: a tail jump). */
+	ck_assert_int_eq(next_which_from_a(), 'b');
+	ck_assert_int_eq(next_which_from_b(), 0);
+	/* The walk of the link map used without the real dlsym's help. */
+	ck_assert_int_eq(call(gt_dlsym_slow(RTLD_NEXT, "which", (void *)next_which_from_a)), 'b');
+	ck_assert_int_eq(call(gt_dlsym_slow(RTLD_NEXT, "which", (void *)main_marker)), 'a');
+	ck_assert_ptr_null(gt_dlsym_slow(RTLD_NEXT, "which", (void *)next_which_from_b));
+	ck_assert_ptr_null(gt_dlsym_slow(RTLD_NEXT, "gputrace_no_such_symbol",
+					 (void *)main_marker));
+	ck_assert_ptr_eq(gt_dlsym_slow(RTLD_NEXT, "malloc", (void *)main_marker),
+			 dlsym(RTLD_NEXT, "malloc"));
+}
+END_TEST
+
+START_TEST(handles_get_wrappers)
+{
+	void *b = dlopen("libdlnext_b.so", RTLD_NOW | RTLD_NOLOAD);
+	void *real_b;
+
+	ck_assert_ptr_nonnull(b);
+	seen_found = NULL;
+	ck_assert_int_eq(call(dlsym(b, "which")), 'w');
+	/* The backend saw what the library really has. */
+	real_b = seen_found;
+	ck_assert_int_eq(call(real_b), 'b');
+	ck_assert_ptr_null(gt_dlsym_found);
+	/* Missing stays missing: programs probe with dlsym. */
+	ck_assert_ptr_null(dlsym(b, "gputrace_no_such_symbol"));
+	ck_assert_ptr_nonnull(dlerror());
+	ck_assert_ptr_eq(gt_dlsym_handle(b, "next_which_from_b"), (void *)next_which_from_b);
+	/* RTLD_DEFAULT and RTLD_NEXT are never replaced. */
+	ck_assert_int_eq(call(dlsym(RTLD_DEFAULT, "which")), 'a');
+	dlclose(b);
+}
+END_TEST
+
+START_TEST(map_put_get_delete_grow)
+{
+	struct ze_map m = { 0 };
+	const uintptr_t n = 5000;
+
+	ck_assert_uint_eq(ze_map__get(&m, (void *)0x1000), 0);
+	for (uintptr_t i = 1; i <= n; i++)
+		ck_assert_int_eq(ze_map__put(&m, (void *)(i * 64), i), 0);
+	for (uintptr_t i = 1; i <= n; i++)
+		ck_assert_uint_eq(ze_map__get(&m, (void *)(i * 64)), i);
+	for (uintptr_t i = 1; i <= n; i += 2)
+		ck_assert_uint_eq(ze_map__del(&m, (void *)(i * 64)), i);
+	ck_assert_uint_eq(ze_map__del(&m, (void *)64), 0);
+	for (uintptr_t i = 1; i <= n; i++)
+		ck_assert_uint_eq(ze_map__get(&m, (void *)(i * 64)), i % 2 ? 0 : i);
+	/* Re-put of a deleted key and an update of a live one. */
+	ck_assert_int_eq(ze_map__put(&m, (void *)64, 77), 0);
+	ck_assert_int_eq(ze_map__put(&m, (void *)128, 78), 0);
+	ck_assert_uint_eq(ze_map__get(&m, (void *)64), 77);
+	ck_assert_uint_eq(ze_map__get(&m, (void *)128), 78);
+	/* Churn: many deletes and inserts keep working (deleted slots are reclaimed). */
+	for (uintptr_t round = 0; round < 50; round++) {
+		for (uintptr_t i = 0; i < 1000; i++)
+			ck_assert_int_eq(ze_map__put(&m, (void *)((round * 1000 + i + 1) << 20), i + 1), 0);
+		for (uintptr_t i = 0; i < 1000; i++)
+			ck_assert_uint_eq(ze_map__del(&m, (void *)((round * 1000 + i + 1) << 20)), i + 1);
+	}
+	ck_assert_uint_eq(ze_map__get(&m, (void *)(4000 * 64)), 4000);
+	ck_assert_int_eq(ze_map__put(&m, NULL, 1), -EINVAL);
+}
+END_TEST
+
+static void count_live(const void *key, uintptr_t val, void *arg)
+{
+	(*(size_t *)arg)++;
+}
+
+START_TEST(map_each_visits_live_entries)
+{
+	struct ze_map m = { 0 };
+	size_t live = 0;
+
+	for (uintptr_t i = 1; i <= 100; i++)
+		ze_map__put(&m, (void *)(i * 8), i);
+	for (uintptr_t i = 1; i <= 30; i++)
+		ze_map__del(&m, (void *)(i * 8));
+	ze_map__each(&m, count_live, &live);
+	ck_assert_uint_eq(live, 70);
+	ze_map__forget(&m);
+	ck_assert_uint_eq(ze_map__get(&m, (void *)800), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("levelzero");
+	TCase *t = tcase_create("core");
+	SRunner *r;
+	int failed;
+
+	tcase_add_test(t, next_from_each_object);
+	tcase_add_test(t, handles_get_wrappers);
+	tcase_add_test(t, map_put_get_delete_grow);
+	tcase_add_test(t, map_each_visits_live_entries);
+	suite_add_tcase(s, t);
+	r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
