@@ -28,6 +28,7 @@
 #include "inject/shim.h"
 
 GT_HIDDEN _Atomic int cupti_state;
+GT_HIDDEN bool cupti_backend_on;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
 
@@ -138,8 +139,12 @@ static bool enable_kinds(void)
 	}
 	if (gt_cfg.kinds & GT_KIND(MEMSET))
 		TRY_KIND(MEMSET, "memsets");
-	if (gt_cfg.kinds & GT_KIND(SYNC))
+	if (gt_cfg.kinds & GT_KIND(SYNC)) {
+		/* waits, not the polls of work still running (PyTorch polls a lot) */
+		if (cupti_fn.cuptiActivityEnableAllSyncRecords)
+			cupti_fn.cuptiActivityEnableAllSyncRecords(0);
 		TRY_KIND(SYNCHRONIZATION, "synchronization");
+	}
 	if (gt_cfg.kinds & GT_KIND(OVERHEAD))
 		TRY_KIND(OVERHEAD, "overhead");
 #undef TRY_KIND
@@ -255,6 +260,7 @@ static int cupti_init(void)
 	char self[PATH_MAX];
 	const char *cur;
 
+	cupti_backend_on = true;
 	if (gt_cfg.disable_cupti)
 		atomic_store(&cupti_state, CUPTI_DISABLED);
 	if (cupti__self_path(self, sizeof(self)) < 0) {

@@ -38,6 +38,8 @@ enum cupti_state {
 };
 
 extern GT_HIDDEN _Atomic int cupti_state;
+/* The CUDA backend is enabled (GPUTRACE_BACKENDS): set by its init(). */
+extern GT_HIDDEN bool cupti_backend_on;
 /* Runtime-API callbacks are delivering host spans: the libcudart wrappers
  * must stay silent (one source per call). */
 extern GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
@@ -194,6 +196,7 @@ GT_HIDDEN int cupti__self_path(char *out, size_t len);
 	X(cuptiActivityGetNumDroppedRecords, 0)                                             \
 	X(cuptiActivityFlushAll, 0)                                                         \
 	X(cuptiActivityRegisterTimestampCallback, 1)                                        \
+	X(cuptiActivityEnableAllSyncRecords, 1)                                             \
 	X(cuptiSetThreadIdType, 1)
 
 struct cupti_funcs {

@@ -18,6 +18,7 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"
+#include "inject/stacks.h"
 
 /* ---- per call-id facts, learned at the first call of each ---- */
 
@@ -389,10 +390,16 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	info = info_of(rt, cbid, cb->functionName);
 	result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
 
-	struct gt_arg args[2] = {
+	struct gt_arg args[3] = {
 		{ .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result },
 	};
 	unsigned nargs = 1;
+	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all)) {
+		uint64_t stack = gt_stack_capture();
+		if (stack)
+			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
+							 .v.u = stack };
+	}
 	if (result) {
 		uint32_t err = rt ? cupti__rt_error_name(result) : drv_error_name(result);
 		if (err)

@@ -105,7 +105,7 @@ static uint32_t nvtx_wstr(const wchar_t *w)
 
 /* ---- domains: the handle points into a fixed table ---- */
 
-#define DOMAINS_MAX 256
+#define DOMAINS_MAX 255 /* an index fits a byte, 0 is the default domain */
 struct nvtxDomainRegistration_st {
 	uint32_t name;
 };
@@ -143,12 +143,12 @@ static void NVTX_API domain_destroy(nvtxDomainHandle_t d)
 	/* kept: ranges of it may still end */
 }
 
-static uint16_t domain_index(nvtxDomainHandle_t d)
+static uint8_t domain_index(nvtxDomainHandle_t d)
 {
-	return d ? (uint16_t)(d - domains + 1) : 0;
+	return d ? (uint8_t)(d - domains + 1) : 0;
 }
 
-static uint32_t domain_name(uint16_t index)
+static uint32_t domain_name(uint8_t index)
 {
 	return index ? domains[index - 1].name : 0;
 }
@@ -183,7 +183,7 @@ static uint32_t attr_name(const nvtxEventAttributes_t *a)
 }
 
 /* domain, category, color, payload: what the attributes carry */
-static unsigned attr_args(struct gt_arg *args, const nvtxEventAttributes_t *a, uint16_t dom)
+static unsigned attr_args(struct gt_arg *args, const nvtxEventAttributes_t *a, uint8_t dom)
 {
 	unsigned n = 0;
 
@@ -277,30 +277,30 @@ static void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttribu
 
 /* ---- push/pop: a fixed per-thread stack ---- */
 
+/* Two arrays, not one of structs: static TLS is scarce when NVTX alone
+ * dlopen()s this library. The start time keeps the domain in its low byte
+ * (2^56 ns of CLOCK_MONOTONIC_RAW is two years of uptime). */
 #define STACK_DEPTH 32
-struct frame {
-	uint64_t start;
-	uint32_t name;
-	uint16_t domain;
-	uint16_t pad;
-};
-static GT_TLS struct frame stack[STACK_DEPTH];
+static GT_TLS uint64_t stack_start_dom[STACK_DEPTH];
+static GT_TLS uint32_t stack_name[STACK_DEPTH];
 static GT_TLS int depth;
 
 static int push(nvtxDomainHandle_t d, uint32_t name)
 {
 	int level = depth++;
 
-	if (level < STACK_DEPTH)
-		stack[level] = (struct frame){ gt_clock_ns(), name, domain_index(d), 0 };
-	else
+	if (level < STACK_DEPTH) {
+		stack_start_dom[level] = gt_clock_ns() << 8 | domain_index(d);
+		stack_name[level] = name;
+	} else {
 		gt_lost_add(cupti__key("nvtx_too_deep"), 1);
+	}
 	return level;
 }
 
 static int pop(nvtxDomainHandle_t d)
 {
-	uint16_t dom = domain_index(d);
+	uint8_t dom = domain_index(d);
 	struct gt_arg args[1];
 	int level, i;
 
@@ -310,15 +310,19 @@ static int pop(nvtxDomainHandle_t d)
 	if (level >= STACK_DEPTH)
 		return level;
 	/* the innermost range of this domain (domains interleave rarely) */
-	for (i = level; i > 0 && level - i < 4 && stack[i].domain != dom; i--)
+	for (i = level; i > 0 && level - i < 4 && (uint8_t)stack_start_dom[i] != dom; i--)
 		;
-	struct frame f = stack[i];
-	if (f.domain != dom)
-		f = stack[i = level];
-	memmove(&stack[i], &stack[i + 1], (size_t)(level - i) * sizeof(stack[0]));
+	if ((uint8_t)stack_start_dom[i] != dom)
+		i = level;
+	uint64_t start = stack_start_dom[i] >> 8;
+	uint32_t name = stack_name[i];
+	uint8_t fdom = (uint8_t)stack_start_dom[i];
+	memmove(&stack_start_dom[i], &stack_start_dom[i + 1],
+		(size_t)(level - i) * sizeof(stack_start_dom[0]));
+	memmove(&stack_name[i], &stack_name[i + 1], (size_t)(level - i) * sizeof(stack_name[0]));
 	if (recording())
-		emit(GT_EV_HOST_SPAN, f.start, gt_clock_ns(), f.name, 0, args,
-		     f.domain ? attr_args(args, NULL, f.domain) : 0);
+		emit(GT_EV_HOST_SPAN, start, gt_clock_ns(), name, 0, args,
+		     fdom ? attr_args(args, NULL, fdom) : 0);
 	return level;
 }
 
@@ -359,7 +363,7 @@ static struct open_range {
 	_Atomic uint64_t id; /* 0: free */
 	uint64_t start;
 	uint32_t name, tid;
-	uint16_t domain;
+	uint8_t domain;
 } open_ranges[OPEN_MAX];
 static _Atomic uint64_t next_range_id;
 

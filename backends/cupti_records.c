@@ -491,7 +491,10 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 	if (end < start)
 		end = start;
 	if (s->clamp) {
+		/* the launch's start, by either id (copies carry the runtime's too) */
 		uint64_t low = cupti__launch_start(s->corr);
+		if (!low && s->corr2)
+			low = cupti__launch_start(s->corr2);
 		if (low) {
 			/* rebuild the bits the launch table does not keep, near start */
 			const uint64_t span = 1ull << 46;
@@ -662,7 +665,8 @@ static void on_overhead(const rec_overhead *o)
 {
 	struct gt_arg a[2];
 	unsigned n = 0;
-	struct span s = { .start = o->start, .end = o->end, .corr = o->correlationId,
+	/* no correlation: older record versions end before that field */
+	struct span s = { .start = o->start, .end = o->end,
 			  .name = overhead_name(o->overheadKind), .cat = GT_S_CAT_OVERHEAD };
 
 	if (no_time(o->start, o->end))
@@ -673,13 +677,11 @@ static void on_overhead(const rec_overhead *o)
 		/* on the thread that paid for it (gettid ids: cuptiSetThreadIdType) */
 		s.type = GT_EV_HOST_SPAN;
 		s.track = o->objectId.pt.threadId;
-		s.corr = 0;
 		break;
 	default:
 		a[n++] = ARG_U(GT_S_ARG_DEVICE, o->objectId.dcs.deviceId);
 		s.type = GT_EV_DEVICE_SPAN;
 		s.track = row(ROW_OVERHEAD, o->objectId.dcs.deviceId, 0);
-		s.corr = 0;
 		break;
 	}
 	emit(&s, a, n);

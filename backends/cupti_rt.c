@@ -25,6 +25,7 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"
+#include "inject/stacks.h"
 
 typedef int cuda_err;        /* enum cudaError */
 struct gt_dim3 {             /* dim3: passed by value */
@@ -243,9 +244,10 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	int st;
 
 	gt_ensure_init();
+	if (!cupti_backend_on)
+		return false;
 	st = atomic_load_explicit(&cupti_state, memory_order_relaxed);
-	if (gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self && !gt_in_tracer &&
-	    gt_backend_enabled("cupti"))
+	if (gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self && !gt_in_tracer)
 		cupti__start("first CUDA runtime call");
 	if (atomic_load_explicit(&cupti_rt_callbacks_on, memory_order_relaxed) || cupti_self ||
 	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
@@ -267,10 +269,16 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 static void rt_end(struct rt_call *c, cuda_err r)
 {
 	uint64_t end = gt_clock_ns();
-	struct gt_arg args[2] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
+	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
 	unsigned n = 1;
 
 	cupti_rt_wrapper_owns--;
+	if (gt_cfg.stacks && (c->launch || gt_cfg.stacks_all)) {
+		uint64_t stack = gt_stack_capture();
+		if (stack)
+			args[n++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
+						     .v.u = stack };
+	}
 	if (r) {
 		uint32_t err = cupti__rt_error_name(r);
 		if (err)

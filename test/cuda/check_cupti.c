@@ -39,6 +39,7 @@ static void start(void)
 	ck_assert_msg(cupti__load(lib, sizeof(lib)) == 0, "libcupti not found");
 	/* no CUPTI session in these tests: nothing may start one */
 	atomic_store(&cupti_state, CUPTI_UNAVAILABLE);
+	cupti_backend_on = true;
 }
 
 static struct json_object *finish_and_load(void)

@@ -246,3 +246,25 @@ def test_gpu_check_dry_run():
             assert f"{prog} without a GPU: same output and status, valid trace" in report
         assert "checker self-test" in report
     assert (out / "bin" / "multi_shared").exists()
+
+
+def test_launch_stacks(tmp_path):
+    exe = CUDA / "fake_app"
+    need(exe)
+    r = run([exe], tmp_path=tmp_path, env={"GPUTRACE_STACKS": "8"})
+    assert r.returncode == 0, r.stderr
+    runtime = host_spans(r.trace, "cuda_runtime")
+    launches = [e for e in runtime if e["name"] == "cudaLaunchKernel"]
+    assert len(launches) == 4
+    for e in launches:
+        assert e["args"]["stack"].endswith("main;cudaLaunchKernel"), e
+    # launches only, unless GPUTRACE_STACKS_ALL
+    assert not [e for e in runtime if e["name"] == "cudaMalloc" and "stack" in e["args"]]
+
+
+def test_backend_off_means_untouched(tmp_path):
+    exe = CUDA / "fake_app"
+    need(exe)
+    r = run([exe], tmp_path=tmp_path, env={"GPUTRACE_BACKENDS": "ze"})
+    assert r.returncode == 0, r.stderr
+    assert not [e for e in r.trace["traceEvents"] if e.get("cat") == "cuda_runtime"]
