@@ -433,3 +433,67 @@ def test_activities_and_backend_selection(tmp_path):
                                env={"GPUTRACE_BACKENDS": "plugins"})
     assert not events(off, cat="ze_api")
     assert not device_spans(off)
+
+
+@pytest.mark.parametrize("mode", [1, 2], ids=["synchronous-list", "never-waited"])
+def test_immediate_list_without_wait_call(tmp_path, mode):
+    """A synchronous immediate list (no wait call at all), and work nobody waits for
+    before exit: the device spans are still read (at the append; at exit)."""
+    need(LZ / "ze_chain")
+    trace = traced_like_untraced([LZ / "ze_chain", 3, 10000, 1, mode], tmp_path)
+    dev = device_spans(trace)
+    assert len(dev) == 6
+    assert_durations(dev)
+    assert_no_overlap(dev)
+    host = host_spans(trace)
+    appends = [h for h in host if h["name"] == "zeCommandListAppendLaunchKernel"][3:]
+    for d, ap in zip(dev[3:], appends):
+        assert d["args"]["correlation"] == ap["args"]["correlation"]
+        assert start(d) >= start(ap)
+        if mode == 1:  # the append returned when the kernel was done
+            assert end(d) <= end(ap)
+    assert trace["gputrace"]["events_lost"] == 0
+
+
+def test_two_drivers_two_devices(tmp_path):
+    """Two driver libraries (the loader's intercept mode): a row per device, each kernel on
+    its own device's row."""
+    need(LZ / "ze_devices")
+    second = tmp_path / "libze_sim_second.so"
+    second.write_bytes(ZE_SIM.read_bytes())
+    env = {"ZE_ENABLE_ALT_DRIVERS": f"{ZE_SIM},{second}"}
+    plain = run([LZ / "ze_devices"], traced=False, env=env)
+    traced = run([LZ / "ze_devices"], env=env, tmp_path=tmp_path)
+    assert plain.returncode == traced.returncode == 0
+    assert traced.stdout == plain.stdout
+    assert b"2 devices" in plain.stdout
+    trace = traced.trace
+    procs = {m["pid"]: m["args"]["name"] for m in events(trace, ph="M", name="process_name")}
+    dev = device_spans(trace)
+    where = collections.Counter((procs[d["pid"]], d["name"]) for d in dev)
+    assert where == {("GPU 0: gputrace simulated GPU", "dev0_kernel"): 1,
+                     ("GPU 0: gputrace simulated GPU", "Memcpy HtoD"): 1,
+                     ("GPU 1: gputrace simulated GPU", "dev1_kernel"): 1,
+                     ("GPU 1: gputrace simulated GPU", "Memcpy HtoD"): 1}
+    assert_durations(dev)
+    mem = [c for c in events(trace, ph="C") if c["name"] == "device memory"]
+    assert sorted((procs[c["pid"]], c["args"]["bytes_in_use"]) for c in mem) == [
+        ("GPU 0: gputrace simulated GPU", 0), ("GPU 0: gputrace simulated GPU", 4096),
+        ("GPU 1: gputrace simulated GPU", 0), ("GPU 1: gputrace simulated GPU", 4096)]
+
+
+def test_fork_child_traces_its_own_work(tmp_path):
+    need(LZ / "ze_fork")
+    plain = run([LZ / "ze_fork"], traced=False, env=sim_env())
+    traced = run([LZ / "ze_fork"], env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+                 trace="unused")
+    assert plain.returncode == traced.returncode == 0
+    assert traced.stdout == plain.stdout
+    from conftest import load_trace
+    traces = [load_trace(f) for f in sorted(tmp_path.glob("t-*.json"))]
+    assert len(traces) == 2
+    kernels = sorted(tuple(d["name"] for d in device_spans(t)) for t in traces)
+    assert kernels == [("child_kernel",), ("parent_kernel", "parent_kernel")]
+    for t in traces:
+        assert_durations(device_spans(t))
+        assert t["gputrace"]["events_lost"] == 0

@@ -1,19 +1,24 @@
-/* ze_chain [kernels=6] [ns=2000000] [executions=2]: back-to-back kernels of `ns` ns each
- * (groups ns x 1 x 1 of size 1), so a run of them is longer than a wrap of a short
+/* ze_chain [kernels=6] [ns=2000000] [executions=2] [mode=0]: back-to-back kernels of `ns` ns
+ * each (groups ns x 1 x 1 of size 1), so a run of them is longer than a wrap of a short
  * timestamp counter and every wrap falls inside some kernel. A regular list of them
- * executed `executions` times (Synchronize after each), then the same on an immediate list
- * (zeEventHostSynchronize on the last kernel's event, from a pool without timestamps). */
+ * executed `executions` times (Synchronize after each), then the same on an immediate list.
+ * mode 0: the immediate list is asynchronous, waited with zeEventHostSynchronize on the
+ * last kernel's event (from a pool without timestamps); 1: synchronous, no wait call;
+ * 2: asynchronous and never waited for: the program sleeps past the kernels' end and
+ * exits, leaving its objects alive. */
+#include <time.h>
+
 #include "../apps/ze_app.h"
 
 int main(int argc, char **argv)
 {
 	unsigned long kernels = app_arg(argc, argv, 1, 6), ns = app_arg(argc, argv, 2, 2000000);
-	unsigned long executions = app_arg(argc, argv, 3, 2);
+	unsigned long executions = app_arg(argc, argv, 3, 2), mode = app_arg(argc, argv, 4, 0);
 	ze_group_count_t groups = { (uint32_t)ns, 1, 1 };
 	struct app_ze z;
 
-	if (!kernels || !ns || ns > UINT32_MAX) {
-		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32\n");
+	if (!kernels || !ns || ns > UINT32_MAX || mode > 2) {
+		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0, 1 or 2\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -31,15 +36,34 @@ int main(int argc, char **argv)
 		printf("execution %lu: %lu kernels of %lu ns\n", it, kernels, ns);
 	}
 
-	ze_command_list_handle_t imm = app_immediate_list(&z, 0, 1);
+	ze_command_queue_desc_t d = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 1, 0,
+				      mode == 1 ? ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS
+						: ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+				      ZE_COMMAND_QUEUE_PRIORITY_NORMAL };
+	ze_command_list_handle_t imm;
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
 	ze_event_handle_t done = app_event(pool, 0);
 
+	ZE_CHECK(zeCommandListCreateImmediate(z.context, z.device, &d, &imm));
 	for (unsigned long i = 0; i < kernels; i++)
-		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &groups, i + 1 == kernels ? done : NULL,
+		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &groups,
+							 mode == 0 && i + 1 == kernels ? done : NULL,
 							 0, NULL));
-	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
+	if (mode == 0)
+		ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
 	printf("immediate: %lu kernels of %lu ns\n", kernels, ns);
+	if (mode == 2) {
+		/* Done on the device long before exit, but nobody asked. */
+		struct timespec t = { 0, (long)(kernels * ns + 20000000) };
+
+		while (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		nanosleep(&t, NULL);
+		printf("ze_chain: exit without waiting\n");
+		return 0;
+	}
 
 	ZE_CHECK(zeEventDestroy(done));
 	ZE_CHECK(zeEventPoolDestroy(pool));
