@@ -128,10 +128,20 @@ static bool enable_kinds(void)
 
 #define TRY_KIND(kind, name) (want++, got += enable_kind(CUPTI_ACTIVITY_KIND_##kind, name))
 	if (gt_cfg.kinds & GT_KIND(KERNEL)) {
+		/* one span per graph launch instead of its nodes: first, so the
+		 * kernel kind knows to leave graph nodes out */
+		bool graphs = gt_cfg.graph_trace && enable_kind(CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+								"graph trace");
 		/* never KIND_KERNEL: it serializes kernels */
-		TRY_KIND(CONCURRENT_KERNEL, "kernels");
-		if (gt_cfg.graph_trace)
-			TRY_KIND(GRAPH_TRACE, "graph trace");
+		bool kernels = enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels");
+		if (!kernels && graphs) {
+			pr_warn("--graph-trace does not combine with kernel tracing in this CUPTI: "
+				"tracing graph nodes one by one");
+			cupti_fn.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+			kernels = enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels");
+		}
+		want++;
+		got += kernels;
 	}
 	if (gt_cfg.kinds & GT_KIND(MEMCPY)) {
 		TRY_KIND(MEMCPY, "copies");

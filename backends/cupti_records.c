@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cupti.h>
 
@@ -676,7 +677,7 @@ static void on_overhead(const rec_overhead *o)
 	case CUPTI_ACTIVITY_OBJECT_PROCESS:
 		/* on the thread that paid for it (gettid ids: cuptiSetThreadIdType) */
 		s.type = GT_EV_HOST_SPAN;
-		s.track = o->objectId.pt.threadId;
+		s.track = o->objectId.pt.threadId ? o->objectId.pt.threadId : (uint32_t)getpid();
 		break;
 	default:
 		a[n++] = ARG_U(GT_S_ARG_DEVICE, o->objectId.dcs.deviceId);
