@@ -37,6 +37,8 @@ enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
 #define RT_FOLD 0x1
 
 GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+/* inject/dlsym.c: what the real dlsym found, while wrapper_for is asked */
+extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 
 /* Host-only calls: X(name, params, args, flags) */
 #define RT_CALLS(X)                                                                         \
@@ -456,8 +458,14 @@ void *cupti__rt_wrapper_for(const char *symbol)
 
 	if (!symbol || strncmp(symbol, "cuda", 4))
 		return NULL;
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (!strcmp(table[i].name, symbol))
-			return table[i].fn;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (strcmp(table[i].name, symbol))
+			continue;
+		/* our wrapper calls the libcudart it finds; with two runtimes in
+		 * the process, a lookup in the other one keeps its real function */
+		if (gt_dlsym_found && gt_dlsym_found != cupti__rt_real(symbol))
+			return NULL;
+		return table[i].fn;
+	}
 	return NULL;
 }

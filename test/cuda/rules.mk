@@ -20,7 +20,14 @@ $(CUDA_OUT)/fake_app: test/cuda/fake_app.c $(FAKE_RT)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -rdynamic -o $@ $< -L$(dir $(FAKE_RT)) -lcudart \
 	  -Wl,-rpath,$(abspath $(dir $(FAKE_RT)))
 
-TEST_BUILD += $(CUDA_OUT)/fake_app
+# CUDA loaded late, RTLD_LOCAL: a library linking libcudart, or libcudart itself
+$(CUDA_OUT)/libfake_late_lib.so: test/cuda/fake_late_lib.c $(FAKE_RT)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -o $@ $< -L$(dir $(FAKE_RT)) -lcudart \
+	  -Wl,-rpath,$(abspath $(dir $(FAKE_RT)))
+$(CUDA_OUT)/fake_late: test/cuda/fake_late.c $(CUDA_OUT)/libfake_late_lib.so
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -ldl
+
+TEST_BUILD += $(CUDA_OUT)/fake_app $(CUDA_OUT)/fake_late
 
 ifeq ($(HAVE_CUPTI),1)
 CUDA_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))

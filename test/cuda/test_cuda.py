@@ -268,3 +268,18 @@ def test_backend_off_means_untouched(tmp_path):
     r = run([exe], tmp_path=tmp_path, env={"GPUTRACE_BACKENDS": "ze"})
     assert r.returncode == 0, r.stderr
     assert not [e for e in r.trace["traceEvents"] if e.get("cat") == "cuda_runtime"]
+
+
+@pytest.mark.parametrize("how", ["lib", "dlsym"])
+def test_libcudart_loaded_late(tmp_path, how):
+    """libcudart dlopen()ed RTLD_LOCAL after start-up (`import torch`, ctypes): its
+    calls still become spans, through the real functions of that libcudart."""
+    exe = CUDA / "fake_late"
+    need(exe)
+    plain = run([exe, how, CUDA], traced=False)
+    r = run([exe, how, CUDA], tmp_path=tmp_path)
+    assert plain.stdout == r.stdout
+    assert r.stdout.decode().split(":")[1].strip() == "101001"  # error 101, 1 device
+    runtime = host_spans(r.trace, "cuda_runtime")
+    assert [e["name"] for e in runtime] == ["cudaGetDeviceCount", "cudaSetDevice"]
+    assert runtime[1]["args"]["error"] == "cudaErrorInvalidDevice"
