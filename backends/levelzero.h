@@ -209,8 +209,7 @@ GT_HIDDEN void ze_track__forget(void);
 /* ---- kernels (levelzero_hooks.c) ---- */
 
 struct ze_kernel {
-	struct ze_kernel *next_free; /* records are reused, never freed: readers hold no lock */
-	uint32_t name;
+	_Atomic uint32_t name;
 	_Atomic uint32_t size[3]; /* zeKernelSetGroupSize */
 };
 

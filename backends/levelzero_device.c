@@ -45,6 +45,7 @@ static int ze_dev__position(ze_device_handle_t h, char *buf, size_t len)
 			continue;
 		}
 		for (uint32_t j = 0; j < n && found < 0; j++, index++) {
+			__typeof__(&zeDeviceGetSubDevices) subdevices = ZE_REAL(zeDeviceGetSubDevices);
 			uint32_t nsub = 0;
 			ze_device_handle_t *sub;
 
@@ -53,12 +54,10 @@ static int ze_dev__position(ze_device_handle_t h, char *buf, size_t len)
 				snprintf(buf, len, "%d", index);
 				break;
 			}
-			if (ZE_REAL(zeDeviceGetSubDevices)(dev[j], &nsub, NULL) != ZE_RESULT_SUCCESS ||
-			    !nsub)
+			if (subdevices(dev[j], &nsub, NULL) != ZE_RESULT_SUCCESS || !nsub)
 				continue;
 			sub = calloc(nsub, sizeof(*sub));
-			if (sub && ZE_REAL(zeDeviceGetSubDevices)(dev[j], &nsub, sub) ==
-					   ZE_RESULT_SUCCESS) {
+			if (sub && subdevices(dev[j], &nsub, sub) == ZE_RESULT_SUCCESS) {
 				for (uint32_t k = 0; k < nsub; k++) {
 					if (sub[k] == h) {
 						found = index;

@@ -13,8 +13,9 @@
 
 /* ---- kernels: handle -> name, readable without a lock ---- */
 
-static struct ze_map ze_kernels; /* handle -> struct ze_kernel * */
-static struct ze_kernel *ze_kernel_spare; /* freed records, reused (readers may still look) */
+/* handle -> struct ze_kernel *: records stay after zeKernelDestroy (a lock-free
+ * reader may hold one); a new kernel at the same handle updates its record. */
+static struct ze_map ze_kernels = { .lockfree_reads = true };
 
 struct ze_kernel *ze_kernel__get(ze_kernel_handle_t k)
 {
@@ -28,20 +29,17 @@ static void ze_kernel__add(ze_kernel_handle_t k, const char *name)
 
 	pthread_mutex_lock(&ze_lock);
 	K = (struct ze_kernel *)ze_map__get(&ze_kernels, k);
-	if (!K && ze_kernel_spare) {
-		K = ze_kernel_spare;
-		ze_kernel_spare = K->next_free;
-	} else if (!K) {
-		K = malloc(sizeof(*K));
-	}
 	if (K) {
-		K->name = id;
+		atomic_store_explicit(&K->name, id, memory_order_relaxed);
 		for (int i = 0; i < 3; i++)
 			atomic_store_explicit(&K->size[i], 1, memory_order_relaxed);
-		if (ze_map__put(&ze_kernels, k, (uintptr_t)K)) {
-			K->next_free = ze_kernel_spare;
-			ze_kernel_spare = K;
-		}
+	} else if ((K = malloc(sizeof(*K))) != NULL) {
+		/* Filled before it is published: readers take no lock. */
+		atomic_init(&K->name, id);
+		for (int i = 0; i < 3; i++)
+			atomic_init(&K->size[i], 1);
+		if (ze_map__put(&ze_kernels, k, (uintptr_t)K))
+			free(K);
 	}
 	pthread_mutex_unlock(&ze_lock);
 }
@@ -67,7 +65,6 @@ static struct ze_kernel *ze_kernel__lookup(ze_kernel_handle_t k)
 void ze_kernel__forget(void)
 {
 	ze_map__forget(&ze_kernels);
-	ze_kernel_spare = NULL;
 }
 
 ze_result_t ze_body_zeKernelCreate(struct ze_call *c, __typeof__(&zeKernelCreate) real,
@@ -76,11 +73,12 @@ ze_result_t ze_body_zeKernelCreate(struct ze_call *c, __typeof__(&zeKernelCreate
 {
 	ze_result_t r = real(hModule, desc, phKernel);
 
+	struct ze_kernel *K;
+
 	if (r == ZE_RESULT_SUCCESS && phKernel && *phKernel) {
 		ze_kernel__add(*phKernel, desc ? desc->pKernelName : NULL);
-		if (desc && desc->pKernelName)
-			ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR,
-				     ze_kernel__get(*phKernel) ? ze_kernel__get(*phKernel)->name : 0);
+		if ((K = ze_kernel__get(*phKernel)) != NULL)
+			ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, atomic_load(&K->name));
 	}
 	return r;
 }
@@ -88,17 +86,10 @@ ze_result_t ze_body_zeKernelCreate(struct ze_call *c, __typeof__(&zeKernelCreate
 ze_result_t ze_body_zeKernelDestroy(struct ze_call *c, __typeof__(&zeKernelDestroy) real,
 				    ze_kernel_handle_t hKernel)
 {
-	struct ze_kernel *K;
+	struct ze_kernel *K = ze_kernel__get(hKernel);
 
-	/* Forget it first: once destroyed, the driver may hand the handle out again. */
-	pthread_mutex_lock(&ze_lock);
-	K = (struct ze_kernel *)ze_map__del(&ze_kernels, hKernel);
-	if (K) {
-		ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, K->name);
-		K->next_free = ze_kernel_spare;
-		ze_kernel_spare = K;
-	}
-	pthread_mutex_unlock(&ze_lock);
+	if (K)
+		ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, atomic_load(&K->name));
 	return real(hKernel);
 }
 
@@ -126,7 +117,7 @@ static void ze__work_kernel(struct ze_call *c, struct ze_work *w, ze_kernel_hand
 
 	memset(w, 0, sizeof(*w));
 	w->kind = ZE_CMD_KERNEL;
-	w->name = K ? K->name : ze_str.unknown_kernel;
+	w->name = K ? atomic_load_explicit(&K->name, memory_order_relaxed) : ze_str.unknown_kernel;
 	for (int i = 0; i < 3; i++)
 		w->size[i] = K ? atomic_load_explicit(&K->size[i], memory_order_relaxed) : 0;
 	if (groups) {
@@ -508,11 +499,11 @@ ze_result_t ze_body_zeCommandListCreateImmediate(struct ze_call *c,
 						 const ze_command_queue_desc_t *altdesc,
 						 ze_command_list_handle_t *phCommandList)
 {
-	static const ze_command_queue_desc_t none = { .stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC };
+	static const ze_command_queue_desc_t dflt = { .stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC };
 	ze_result_t r = real(hContext, hDevice, altdesc, phCommandList);
 
 	if (r == ZE_RESULT_SUCCESS && phCommandList && *phCommandList)
-		ze_track__list_created(*phCommandList, hContext, hDevice, altdesc ? altdesc : &none);
+		ze_track__list_created(*phCommandList, hContext, hDevice, altdesc ? altdesc : &dflt);
 	return r;
 }
 

@@ -53,22 +53,22 @@ static int ze_map__grow(struct ze_map *m)
 	if (!t)
 		return -ENOMEM;
 	t->mask = cap - 1;
-	if (old) {
-		for (size_t i = 0; i <= old->mask; i++) {
-			uintptr_t k = atomic_load_explicit(&old->slots[i].key, memory_order_relaxed);
-			uintptr_t v = atomic_load_explicit(&old->slots[i].val, memory_order_relaxed);
-			struct ze_map_slot *s;
+	for (size_t i = 0; old && i <= old->mask; i++) {
+		uintptr_t k = atomic_load_explicit(&old->slots[i].key, memory_order_relaxed);
+		uintptr_t v = atomic_load_explicit(&old->slots[i].val, memory_order_relaxed);
+		struct ze_map_slot *s;
 
-			if (!k || !v)
-				continue;
-			s = ze_map__find(t, k);
-			atomic_store_explicit(&s->val, v, memory_order_relaxed);
-			atomic_store_explicit(&s->key, k, memory_order_relaxed);
-			t->used++;
-		}
+		if (!k || !v)
+			continue;
+		s = ze_map__find(t, k);
+		atomic_store_explicit(&s->val, v, memory_order_relaxed);
+		atomic_store_explicit(&s->key, k, memory_order_relaxed);
+		t->used++;
 	}
-	/* The old table stays allocated: a lock-free reader may still be in it. */
 	atomic_store_explicit(&m->tab, t, memory_order_release);
+	/* Else a lock-free reader may still be in it. */
+	if (!m->lockfree_reads)
+		free(old);
 	return 0;
 }
 
@@ -115,7 +115,8 @@ uintptr_t ze_map__del(struct ze_map *m, const void *key)
 	return atomic_exchange_explicit(&s->val, 0, memory_order_acq_rel);
 }
 
-void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, void *arg), void *arg)
+void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, void *arg),
+		  void *arg)
 {
 	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
 
@@ -132,5 +133,6 @@ void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, v
 
 void ze_map__forget(struct ze_map *m)
 {
+	/* After fork: the parent's tables may be mid-change; leave them. */
 	atomic_store_explicit(&m->tab, NULL, memory_order_relaxed);
 }

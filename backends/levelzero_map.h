@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Handle -> value map for the Level Zero backend: open addressing, lookups
- * lock-free (launch paths read kernel names without taking a lock), changes
- * under the caller's lock. A grown table replaces the old one, which is kept
- * (never freed) so a reader still probing it stays safe.
+ * Handle -> value map for the Level Zero backend: open addressing, changes
+ * under the caller's lock. A map made with lockfree_reads (launch paths read
+ * kernel names without a lock) keeps every table it outgrew, so a reader
+ * still probing one stays safe: it suits entries that are never deleted
+ * (deleted slots are only reclaimed by a rebuild). Others free them.
  */
 #ifndef GPUTRACE_LEVELZERO_MAP_H
 #define GPUTRACE_LEVELZERO_MAP_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "inject/event.h"
@@ -26,9 +28,10 @@ struct ze_map_tab {
 
 struct ze_map {
 	_Atomic(struct ze_map_tab *) tab;
+	bool lockfree_reads;
 };
 
-/* Lock-free; 0 when absent. */
+/* Lock-free with lockfree_reads, else under the caller's lock; 0 when absent. */
 GT_HIDDEN uintptr_t ze_map__get(struct ze_map *m, const void *key);
 /* Under the caller's lock. val must not be 0. 0 or -ENOMEM. */
 GT_HIDDEN int ze_map__put(struct ze_map *m, const void *key, uintptr_t val);

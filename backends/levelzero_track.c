@@ -210,12 +210,13 @@ static void ze_ctx__put(struct ze_ctx *c, ze_event_handle_t ev)
 
 static struct ze_anchor *ze_anchor__get(uint32_t track)
 {
-	struct ze_anchor *a = (struct ze_anchor *)ze_map__get(&ze_anchors, (void *)(uintptr_t)track);
+	const void *key = (const void *)(uintptr_t)track;
+	struct ze_anchor *a = (struct ze_anchor *)ze_map__get(&ze_anchors, key);
 
 	if (a)
 		return a;
 	a = calloc(1, sizeof(*a));
-	if (a && ze_map__put(&ze_anchors, (void *)(uintptr_t)track, (uintptr_t)a)) {
+	if (a && ze_map__put(&ze_anchors, key, (uintptr_t)a)) {
 		free(a);
 		a = NULL;
 	}
@@ -528,7 +529,7 @@ static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_even
 	if (ZE_REAL(zeCommandListAppendBarrier)(l, theirs, 1, &ours) == ZE_RESULT_SUCCESS)
 		return 0;
 	if (!atomic_exchange(&warned, true))
-		pr_warn("ze: could not chain a signal event to its command; signaling it unchained");
+		pr_warn("ze: cannot chain a signal event after its command; signaling it at once");
 	ZE_REAL(zeCommandListAppendSignalEvent)(l, theirs);
 	return -EIO;
 }
@@ -852,9 +853,14 @@ void ze_track__event_retire(ze_event_handle_t e, bool destroy)
 
 bool ze_track__list_is_immediate(ze_command_list_handle_t l)
 {
-	struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	struct ze_list *L;
+	bool imm;
 
-	return L && L->immediate;
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	imm = L && L->immediate;
+	pthread_mutex_unlock(&ze_lock);
+	return imm;
 }
 
 static void ze__orphan_list(const void *key, uintptr_t val, void *arg)
