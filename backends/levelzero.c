@@ -134,7 +134,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 
 /* ---- the wrappers ---- */
 
-#define ZE_WRAP_START(name, args)                                                              \
+#define ZE_WRAP_START(name, args)                                                          \
 	__typeof__(&name) real;                                                            \
 	gt_ensure_init();                                                                  \
 	real = ZE_REAL(name);                                                              \
@@ -148,7 +148,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 	{                                                                                  \
 		uint64_t t0, corr;                                                         \
 		ret r;                                                                     \
-		ZE_WRAP_START(name, args)                                                      \
+		ZE_WRAP_START(name, args)                                                  \
 		corr = gt_corr_next();                                                     \
 		t0 = gt_clock_ns();                                                        \
 		r = real args;                                                             \
@@ -165,7 +165,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 		struct ze_call c;                                                          \
 		uint64_t t0;                                                               \
 		ret r;                                                                     \
-		ZE_WRAP_START(name, args)                                                      \
+		ZE_WRAP_START(name, args)                                                  \
 		ze__strings_init();                                                        \
 		c.corr = gt_corr_next();                                                   \
 		c.flags = 0;                                                               \

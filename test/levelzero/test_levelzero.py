@@ -435,10 +435,12 @@ def test_activities_and_backend_selection(tmp_path):
     assert not device_spans(off)
 
 
-@pytest.mark.parametrize("mode", [1, 2], ids=["synchronous-list", "never-waited"])
-def test_immediate_list_without_wait_call(tmp_path, mode):
-    """A synchronous immediate list (no wait call at all), and work nobody waits for
-    before exit: the device spans are still read (at the append; at exit)."""
+@pytest.mark.parametrize("mode", [1, 2, 3], ids=["synchronous-list", "never-waited",
+                                                 "own-timestamp-events"])
+def test_immediate_list_modes(tmp_path, mode):
+    """A synchronous immediate list (no wait call at all); work nobody waits for before
+    exit (read at exit); the program's own timestamped events, which it reads and resets
+    itself (it checks their durations: we leave them alone)."""
     need(LZ / "ze_chain")
     trace = traced_like_untraced([LZ / "ze_chain", 3, 10000, 1, mode], tmp_path)
     dev = device_spans(trace)

@@ -5,7 +5,9 @@
  * mode 0: the immediate list is asynchronous, waited with zeEventHostSynchronize on the
  * last kernel's event (from a pool without timestamps); 1: synchronous, no wait call;
  * 2: asynchronous and never waited for: the program sleeps past the kernels' end and
- * exits, leaving its objects alive. */
+ * exits, leaving its objects alive; 3: each kernel signals one event of a pool WITH
+ * timestamps, which the program waits for, reads (zeEventQueryKernelTimestamp: the
+ * duration must be `ns` within a tick) and resets for the next kernel. */
 #include <time.h>
 
 #include "../apps/ze_app.h"
@@ -17,8 +19,8 @@ int main(int argc, char **argv)
 	ze_group_count_t groups = { (uint32_t)ns, 1, 1 };
 	struct app_ze z;
 
-	if (!kernels || !ns || ns > UINT32_MAX || mode > 2) {
-		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0, 1 or 2\n");
+	if (!kernels || !ns || ns > UINT32_MAX || mode > 3) {
+		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0 to 3\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -45,7 +47,35 @@ int main(int argc, char **argv)
 	ze_event_handle_t done = app_event(pool, 0);
 
 	ZE_CHECK(zeCommandListCreateImmediate(z.context, z.device, &d, &imm));
-	for (unsigned long i = 0; i < kernels; i++)
+	if (mode == 3) {
+		ze_event_pool_handle_t tpool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+								      ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 1);
+		ze_event_handle_t stamped = app_event(tpool, 0);
+		ze_device_properties_t props = { ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 };
+		uint64_t mask;
+		double tick;
+
+		ZE_CHECK(zeDeviceGetProperties(z.device, &props));
+		tick = 1e9 / (double)props.timerResolution;
+		mask = props.kernelTimestampValidBits >= 64 ? ~0ull
+			: (1ull << props.kernelTimestampValidBits) - 1;
+		for (unsigned long i = 0; i < kernels; i++) {
+			ze_kernel_timestamp_result_t ts;
+			double dur;
+
+			ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &groups, stamped, 0, NULL));
+			ZE_CHECK(zeEventHostSynchronize(stamped, UINT64_MAX));
+			ZE_CHECK(zeEventQueryKernelTimestamp(stamped, &ts));
+			dur = (double)((ts.global.kernelEnd - ts.global.kernelStart) & mask) * tick;
+			APP_EXPECT(dur > (double)ns - tick - 1 && dur < (double)ns + tick + 1,
+				   "kernel %lu: %.0f ns by its own timestamps", i, dur);
+			ZE_CHECK(zeEventHostReset(stamped));
+		}
+		printf("own timestamps: %lu kernels of %lu ns\n", kernels, ns);
+		ZE_CHECK(zeEventDestroy(stamped));
+		ZE_CHECK(zeEventPoolDestroy(tpool));
+	}
+	for (unsigned long i = 0; mode != 3 && i < kernels; i++)
 		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &groups,
 							 mode == 0 && i + 1 == kernels ? done : NULL,
 							 0, NULL));
