@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Processes: fault_proc ACTION [N]. Each process reports "<role> calls N"
+ * on stdout and "<pid> <role> N" in $FAULT_NOTES, so the test can match
+ * every trace file to the process that made it.
+ *   leaf N          init + N calls (the program others start)
+ *   fork-mt N       3 hot threads call while main forks 3 children (N calls each)
+ *   chain D N       N calls, fork, the child execs "chain D-1 N"... to depth 0
+ *   exec-self D N   N calls, then exec itself ("exec-self D-1 N") in the same pid
+ *   spawn N         posix_spawn of "leaf N"
+ *   vfork N         vfork + execv of "leaf N"
+ *   exec-env N      fork + execve of "leaf N" with an environment without
+ *                   LD_PRELOAD and GPUTRACE_* (the child is not traced)
+ *   daemon N        double fork: the grandchild, detached, runs "leaf N"
+ *   system N        system("<self> leaf N")
+ */
+#include "fault.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+static const char *self = "/proc/self/exe";
+
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void exec_self(char *const argv[], char *const envp[])
+{
+	/* /proc/self/exe is the program, whatever argv[0] says */
+	execve(self, argv, envp ? envp : environ);
+	fault_write(2, "exec failed: %s\n", strerror(errno));
+	_exit(127);
+}
+
+static int leaf(int n)
+{
+	fault_role = "leaf";
+	fault_init();
+	calls(n);
+	report();
+	return 0;
+}
+
+static int fork_mt(int n)
+{
+	pid_t kids[3];
+	int bad = 0;
+
+	start_hot(3);
+	for (int i = 0; i < 3; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			/* only this thread exists here: the child traces on its own */
+			fault_role = "child";
+			calls(n);
+			report();
+			exit(0);
+		}
+		/* one at a time: their report lines come in order */
+		bad |= wait_child(kids[i]) != 0;
+	}
+	fault_stop = 1;
+	/* hot threads stop between calls: wait until none is inside one */
+	sleep_ms(20);
+	while (FAULT_GET(&fault_shm->started) != FAULT_GET(&fault_shm->completed))
+		sched_yield();
+	take_snapshot();
+	note("hot", FAULT_GET(&fault_shm->completed));
+	return bad;
+}
+
+static int chain(int depth, int n, char **argv)
+{
+	char role[32], dbuf[16];
+	pid_t pid;
+
+	snprintf(role, sizeof(role), "level%d", depth);
+	fault_role = role;
+	fault_init();
+	calls(n);
+	report();
+	if (!depth)
+		return 0;
+	snprintf(dbuf, sizeof(dbuf), "%d", depth - 1);
+	pid = fork();
+	if (pid == 0) {
+		char *args[] = { argv[0], "chain", dbuf, argv[3], NULL };
+		exec_self(args, NULL);
+	}
+	return wait_child(pid);
+}
+
+static int exec_self_chain(int depth, int n, char **argv)
+{
+	char role[32], dbuf[16];
+
+	snprintf(role, sizeof(role), "gen%d", depth);
+	fault_role = role;
+	fault_init();
+	calls(n);
+	report();
+	if (!depth)
+		return 0;
+	snprintf(dbuf, sizeof(dbuf), "%d", depth - 1);
+	char *args[] = { argv[0], "exec-self", dbuf, argv[3], NULL };
+	exec_self(args, NULL);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *action = argc > 1 ? argv[1] : "";
+	int n = arg_int(argc, argv, 2, 100);
+	char nbuf[16];
+	pid_t pid;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	char *leaf_args[] = { argv[0], "leaf", nbuf, NULL };
+
+	if (!strcmp(action, "leaf"))
+		return leaf(n);
+	if (!strcmp(action, "chain"))
+		return chain(n, arg_int(argc, argv, 3, 100), argv);
+	if (!strcmp(action, "exec-self"))
+		return exec_self_chain(n, arg_int(argc, argv, 3, 100), argv);
+	fault_init();
+	calls(1000);
+	report();
+	if (!strcmp(action, "fork-mt"))
+		return fork_mt(n);
+	if (!strcmp(action, "spawn")) {
+		if (posix_spawn(&pid, self, NULL, NULL, leaf_args, environ))
+			return 3;
+		return wait_child(pid);
+	}
+	if (!strcmp(action, "vfork")) {
+		pid = vfork();
+		if (pid == 0) {
+			execv(self, leaf_args);
+			_exit(127);
+		}
+		return wait_child(pid);
+	}
+	if (!strcmp(action, "exec-env")) {
+		/* a clean environment, as programs build for their helpers */
+		char *env[] = { "PATH=/usr/bin:/bin", NULL, NULL, NULL };
+		int k = 1;
+		for (char **e = environ; *e; e++)
+			if (!strncmp(*e, "ZE_ENABLE_ALT_DRIVERS=", 22) ||
+			    !strncmp(*e, "FAULT_NOTES=", 12))
+				env[k++] = *e;
+		pid = fork();
+		if (pid == 0)
+			exec_self(leaf_args, env);
+		return wait_child(pid);
+	}
+	if (!strcmp(action, "daemon")) {
+		pid = fork();
+		if (pid == 0) {
+			setsid();
+			if (fork() == 0) {
+				/* the daemon: no terminal, no parent, stdio closed */
+				int null = open("/dev/null", O_RDWR);
+				dup2(null, 0);
+				dup2(null, 1);
+				dup2(null, 2);
+				close(null);
+				sleep_ms(100); /* outlives its parents */
+				exec_self(leaf_args, NULL);
+			}
+			_exit(0);
+		}
+		return wait_child(pid);
+	}
+	if (!strcmp(action, "system")) {
+		char cmd[4200], exe[4096];
+		ssize_t len = readlink(self, exe, sizeof(exe) - 1);
+
+		if (len <= 0)
+			return 3;
+		exe[len] = 0;
+		snprintf(cmd, sizeof(cmd), "'%s' leaf %d", exe, n);
+		return system(cmd) == 0 ? 0 : 1;
+	}
+	fault_write(2, "unknown action %s\n", action);
+	return 2;
+}

@@ -1,0 +1,161 @@
+"""Bad input: every GPUTRACE_* variable with empty, huge, negative,
+non-numeric and unknown values; output templates that do not expand;
+broken plug-ins; vendor calls with invalid handles. Each gets at most one
+stderr line naming what was wrong, the program is untouched, and the trace
+(wherever it goes) holds every call."""
+import json
+import os
+import pathlib
+import shutil
+
+import pytest
+
+from conftest import gputrace_lines, need, APPS
+from faultkit import check_exact, compare, printed, prog, valid_trace
+
+VALUES = {"empty": "", "huge": "9" * 40, "long": "x" * 100000, "negative": "-1",
+          "text": "abc"}
+
+# How many lines each variable/value gets: 0 where the value is valid.
+VALID = {
+    ("GPUTRACE_OUTPUT", "huge"), ("GPUTRACE_OUTPUT", "negative"), ("GPUTRACE_OUTPUT", "text"),
+    ("GPUTRACE_SUMMARY_JSON", "huge"), ("GPUTRACE_SUMMARY_JSON", "negative"),
+    ("GPUTRACE_SUMMARY_JSON", "text"),
+    ("GPUTRACE_LIB", "empty"), ("GPUTRACE_LIB", "huge"), ("GPUTRACE_LIB", "long"),
+    ("GPUTRACE_LIB", "negative"), ("GPUTRACE_LIB", "text"),
+    ("GPUTRACE_TOOL", "empty"), ("GPUTRACE_TOOL", "huge"), ("GPUTRACE_TOOL", "long"),
+    ("GPUTRACE_TOOL", "negative"), ("GPUTRACE_TOOL", "text"),
+    # read by plug-ins only: with none loaded nothing parses it
+    ("GPUTRACE_PLUGIN_CONFIG", "empty"), ("GPUTRACE_PLUGIN_CONFIG", "huge"),
+    ("GPUTRACE_PLUGIN_CONFIG", "long"), ("GPUTRACE_PLUGIN_CONFIG", "negative"),
+    ("GPUTRACE_PLUGIN_CONFIG", "text"),
+}
+VARS = ["GPUTRACE_OUTPUT", "GPUTRACE_BUFFER_KB", "GPUTRACE_BACKENDS", "GPUTRACE_DISABLE_CUPTI",
+        "GPUTRACE_PLUGIN_PATH", "GPUTRACE_STACKS", "GPUTRACE_STACKS_ALL", "GPUTRACE_SUMMARY",
+        "GPUTRACE_SUMMARY_JSON", "GPUTRACE_LOG", "GPUTRACE_ACTIVITIES", "GPUTRACE_GRAPH_TRACE",
+        "GPUTRACE_FLUSH_MS", "GPUTRACE_PLUGIN_CONFIG", "GPUTRACE_LIB", "GPUTRACE_TOOL"]
+
+APP = ["fault_threads", "many", "4", "2", "50"]
+
+
+def traces_in(d):
+    """The trace files written into d (a summary JSON is not one)."""
+    out = []
+    for f in sorted(pathlib.Path(d).iterdir()):
+        try:
+            t = json.loads(f.read_bytes())
+        except (ValueError, UnicodeDecodeError, IsADirectoryError):
+            continue
+        if isinstance(t, dict) and "traceEvents" in t:
+            out.append(f)
+    return out
+
+
+def run_with(tmp_path, env, expect_lines, name=None):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    e = {"GPUTRACE_OUTPUT": None}
+    e.update(env)
+    traced_env = {k: v for k, v in e.items() if v is not None}
+    r = compare(tmp_path, [prog(APP[0])] + APP[1:], cwd=cwd, traced_env=traced_env)
+    if "GPUTRACE_OUTPUT" not in traced_env:
+        # the default template, in the program's directory
+        os.unlink(r.trace_path) if os.path.exists(r.trace_path) else None
+    # the summary (on by default, when GPUTRACE_SUMMARY is what is bad) aside
+    lines = [l for l in gputrace_lines(r.traced.stderr) if not l.startswith("gputrace summary")]
+    assert len(lines) == expect_lines, lines
+    for line in lines:
+        assert len(line) <= 1024, line  # one line, cut, not the value dumped whole
+        if name:
+            assert name in line, line
+    return r, cwd
+
+
+@pytest.mark.parametrize("kind", list(VALUES))
+@pytest.mark.parametrize("var", VARS)
+def test_every_variable_bad_value(tmp_path, var, kind):
+    bad = (var, kind) not in VALID
+    env = {var: VALUES[kind]}
+    if var != "GPUTRACE_OUTPUT":
+        env["GPUTRACE_OUTPUT"] = str(tmp_path / "cwd" / "t.json")
+    r, cwd = run_with(tmp_path, env, 1 if bad else 0, name=var if bad else None)
+    found = traces_in(cwd)
+    assert len(found) == 1, found
+    t = valid_trace(found[0])
+    check_exact(t, printed(r.traced.stdout))
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("name", ["GPUTRACE_BOGUS", "GPUTRACE_", "GPUTRACE_OUTPUTX",
+                                  "GPUTRACE_output"])
+def test_unknown_variable(tmp_path, name):
+    r, cwd = run_with(tmp_path, {name: "1", "GPUTRACE_OUTPUT": str(tmp_path / "cwd" / "t.json")},
+                      1, name=name)
+    check_exact(valid_trace(traces_in(cwd)[0]), printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("tmpl,why", ids=["unknown", "unknown-dot", "lone-percent", "long-result", "long-template"], argvalues=[
+    ("t-%q.json", "unknown code"),
+    ("t-%.json", "unknown code"),
+    ("t-%", "a lone % at the end"),
+    ("%e" * 1000 + ".json", "expands past PATH_MAX with the real program name"),
+    ("d/" * 2100 + "t.json", "longer than PATH_MAX as written"),
+])
+def test_output_template_that_does_not_expand(tmp_path, tmpl, why):
+    """One line naming GPUTRACE_OUTPUT; the trace goes to the default name."""
+    r, cwd = run_with(tmp_path, {"GPUTRACE_OUTPUT": tmpl}, 1, name="GPUTRACE_OUTPUT")
+    found = traces_in(cwd)
+    assert len(found) == 1 and found[0].name.startswith("gputrace-fault_threads-"), found
+    check_exact(valid_trace(found[0]), printed(r.traced.stdout))
+
+
+def test_output_name_component_too_long(tmp_path):
+    """A file name over NAME_MAX after expansion: one line, program untouched."""
+    r, cwd = run_with(tmp_path, {"GPUTRACE_OUTPUT": "t" + "%p" * 60 + ".json"}, 1)
+    assert "too long" in gputrace_lines(r.traced.stderr)[0]
+
+
+def test_broken_plugin_directory(tmp_path):
+    """Each broken file gets its one line; the program and its trace are fine."""
+    d = tmp_path / "plugins"
+    d.mkdir()
+    (d / "empty.so").write_bytes(b"")
+    (d / "text.so").write_text("not an ELF file\n")
+    (d / "truncated.so").write_bytes(open(prog("plugin_noregister.so"), "rb").read()[:700])
+    shutil.copy(prog("plugin_noregister.so"), d / "noregister.so")
+    (d / "dir.so").mkdir()
+    os.symlink(d / "missing-target.so", d / "dangling.so")
+    (d / "README").write_text("not a plug-in, not a .so: ignored\n")
+    r, cwd = run_with(tmp_path, {"GPUTRACE_PLUGIN_PATH": str(d),
+                                 "GPUTRACE_OUTPUT": str(tmp_path / "cwd" / "t.json")}, 6)
+    lines = gputrace_lines(r.traced.stderr)
+    for f in ["empty.so", "text.so", "truncated.so", "noregister.so", "dir.so", "dangling.so"]:
+        assert len([l for l in lines if f in l]) == 1, (f, lines)
+    check_exact(valid_trace(traces_in(cwd)[0]), printed(r.traced.stdout))
+
+
+@pytest.mark.sanitize
+def test_invalid_handles_get_the_vendors_errors(tmp_path):
+    """ze_errors prints each call's result: traced, every one is the same."""
+    app = APPS / "ze_errors"
+    need(app)
+    r = compare(tmp_path, [app])
+    assert r.traced.returncode == 0
+    out = r.traced.stdout.decode().splitlines()
+    assert len(out) >= 10
+    t = r.trace
+    # each call is a span carrying the vendor's own result, in the program's
+    # order; the calls it does not print (set-up) all succeeded
+    said = [int(l.rsplit("(0x", 1)[1].split(")")[0], 16) for l in out if "(0x" in l]
+    results = [e["args"]["result"] & 0xffffffff for e in t["traceEvents"]
+               if e.get("cat") == "ze_api"]
+    assert len(results) == t["gputrace"]["events_recorded"] and not t["gputrace"]["events_lost"]
+    it = iter(results)
+    for want in said:
+        for got in it:
+            if got == want:
+                break
+            assert got == 0, (got, want)
+        else:
+            raise AssertionError(f"result 0x{want:x} not in the trace")
+    assert sum(1 for x in said if x) >= 10

@@ -1,0 +1,145 @@
+"""Crashes and signals: the program dies (or survives) exactly as it does
+untraced, and the trace holds every call it reported."""
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import PRELOAD, clean_env, load_trace
+from faultkit import (check_bounded, check_exact, compare, env_for, printed, prog, read_shm,
+                      valid_trace, wait_for)
+
+SIGS = {"segv": signal.SIGSEGV, "bus": signal.SIGBUS, "fpe": signal.SIGFPE,
+        "abort": signal.SIGABRT, "assert": signal.SIGABRT, "ill": signal.SIGILL,
+        "term": signal.SIGTERM, "int": signal.SIGINT, "hup": signal.SIGHUP,
+        "quit": signal.SIGQUIT}
+
+
+def ended_by(meta, sig):
+    assert meta["end"] == "signal " + signal.Signals(sig).name
+    assert meta["complete"] is True
+
+
+@pytest.mark.parametrize("where", ["main", "worker", "hot", "worker-hot"])
+@pytest.mark.parametrize("kind", ["segv", "bus", "fpe", "abort", "assert", "ill"])
+def test_crash(tmp_path, kind, where):
+    r = compare(tmp_path, [prog("fault_crash"), "crash", kind, where])
+    assert r.traced.returncode == -SIGS[kind]
+    ended_by(r.trace["gputrace"], SIGS[kind])
+    if "hot" in where:
+        check_bounded(r.trace, printed(r.traced.stdout), r.shm)
+    else:
+        check_exact(r.trace, printed(r.traced.stdout))
+
+
+# Representative ones for the sanitizer runs.
+@pytest.mark.sanitize
+@pytest.mark.parametrize("kind,where", [("segv", "worker"), ("abort", "hot")])
+def test_crash_sanitized(tmp_path, kind, where):
+    test_crash(tmp_path, kind, where)
+
+
+@pytest.mark.parametrize("where", ["main", "worker", "hot"])
+def test_uncaught_cxx_exception(tmp_path, where):
+    r = compare(tmp_path, [prog("fault_cxx"), where])
+    assert r.traced.returncode == -signal.SIGABRT
+    assert b"terminate called after throwing" in r.traced.stderr
+    ended_by(r.trace["gputrace"], signal.SIGABRT)
+    if where == "hot":
+        check_bounded(r.trace, printed(r.traced.stdout), r.shm)
+    else:
+        check_exact(r.trace, printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("kind", ["segv", "bus", "fpe", "abort", "term", "int", "hup", "quit"])
+def test_own_handler_runs(tmp_path, kind):
+    r = compare(tmp_path, [prog("fault_crash"), "handled", kind])
+    assert r.traced.returncode == 40
+    assert b"handled " in r.traced.stdout
+    assert r.trace["gputrace"]["end"] == "_exit"
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit"])
+def test_own_handler_resumes(tmp_path, kind):
+    r = compare(tmp_path, [prog("fault_crash"), "resumed", kind])
+    assert r.traced.returncode == 0
+    assert b"handler ran 2 times, reads back its own" in r.traced.stdout
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("kind", ["segv", "fpe", "abort", "term"])
+def test_crash_reporter_reraises(tmp_path, kind):
+    r = compare(tmp_path, [prog("fault_crash"), "chained", kind])
+    assert r.traced.returncode == -SIGS[kind]
+    assert b"reporter saw" in r.traced.stdout
+    ended_by(r.trace["gputrace"], SIGS[kind])
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit"])
+def test_sig_ign_holds(tmp_path, kind):
+    r = compare(tmp_path, [prog("fault_crash"), "ignored", kind])
+    assert r.traced.returncode == 0
+    assert b"reads back SIG_IGN" in r.traced.stdout
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+@pytest.mark.parametrize("kind", ["term", "int"])
+def test_inherited_sig_ign_holds(tmp_path, kind):
+    """nohup-style: SIG_IGN set by the parent before exec is never replaced."""
+    sig = SIGS[kind]
+    r = compare(tmp_path, [prog("fault_crash"), "inherited", kind],
+                preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+    assert r.traced.returncode == 0
+    assert b"reads back SIG_IGN" in r.traced.stdout
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+def start_loop(tmp_path, threads=3, paced=False):
+    env = clean_env(env_for(tmp_path, "traced", {
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+        "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
+    p = subprocess.Popen([str(prog("fault_crash")), "loop", str(threads)] +
+                         (["paced"] if paced else []), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"main calls 1002\n"
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.3)
+    return p
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_from_outside_mid_run(tmp_path, sig):
+    """Three threads calling flat out; every call finished before the signal
+    was sent is in the trace."""
+    p = start_loop(tmp_path)
+    before = read_shm(tmp_path / "traced.shm")["completed"]
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == -sig
+    assert not err, err
+    trace = valid_trace(tmp_path / "trace.json")
+    ended_by(trace["gputrace"], sig)
+    shm = read_shm(tmp_path / "traced.shm")
+    check_bounded(trace, 1002, dict(shm, snapshot=before))
+
+
+def test_sigkill_mid_run(tmp_path):
+    """SIGKILL cannot be caught: the file is the last checkpoint, valid, and
+    holds every call finished two flush intervals before the kill. (A
+    checkpoint is one write: the kill can cut only that write, which a
+    program of ordinary pace almost never meets.)"""
+    p = start_loop(tmp_path, paced=True)
+    before = read_shm(tmp_path / "traced.shm")["completed"]
+    time.sleep(0.25)  # > 2 x GPUTRACE_FLUSH_MS
+    p.kill()
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    trace = valid_trace(tmp_path / "trace.json")
+    meta = trace["gputrace"]
+    assert meta["complete"] is False and meta["end"] is None
+    shm = read_shm(tmp_path / "traced.shm")
+    check_bounded(trace, 1002, dict(shm, snapshot=before))

@@ -1,0 +1,124 @@
+"""Pressure: full rings, full disks, slow readers. The program is never
+harmed or slowed on its hot path; what cannot be kept is counted, exactly."""
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import gputrace_lines
+from faultkit import (check_exact, compare, notes, printed, prog, valid_trace)
+
+
+@pytest.mark.sanitize
+def test_tiny_rings_count_every_loss(tmp_path):
+    r = compare(tmp_path, [prog("fault_threads"), "hammer", "4", "50000"],
+                env={"GPUTRACE_BUFFER_KB": "4", "GPUTRACE_FLUSH_MS": "1000"})
+    assert r.traced.returncode == 0
+    t = r.trace
+    meta = t["gputrace"]
+    assert meta["events_lost"] > 0
+    assert meta["lost_by_reason"]["ring_full"] == meta["events_lost"]
+    check_exact(t, printed(r.traced.stdout), lost=None)
+
+
+def test_full_device_one_message(tmp_path):
+    r = compare(tmp_path, [prog("fault_threads"), "hammer", "2", "20000"],
+                traced_env={"GPUTRACE_OUTPUT": "/dev/full"})
+    assert r.traced.returncode == 0
+    lines = gputrace_lines(r.traced.stderr)
+    assert len(lines) == 1 and "/dev/full" in lines[0], lines
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                         capture_output=True)
+    if res.returncode:
+        pytest.skip("cannot mount a small tmpfs here: " + res.stderr.decode().strip())
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_nearly_full_filesystem(tmp_path, small_fs):
+    """The trace outgrows the disk: one message, the program unharmed, and
+    the file left as its last checkpoint, valid."""
+    # nearly full: leave 64 KiB
+    with open(small_fs / "filler", "wb") as f:
+        f.write(b"x" * (192 * 1024))
+    trace = small_fs / "t.json"
+    r = compare(tmp_path, [prog("fault_threads"), "hammer", "2", "20000", "100"],
+                traced_env={"GPUTRACE_OUTPUT": str(trace), "GPUTRACE_FLUSH_MS": "20"})
+    assert r.traced.returncode == 0
+    lines = gputrace_lines(r.traced.stderr)
+    assert len(lines) == 1 and str(trace) in lines[0] and "No space" in lines[0], lines
+    t = valid_trace(trace)
+    # the first checkpoint (the calls before the pause) made it
+    assert 102 <= t["gputrace"]["events_recorded"] < printed(r.traced.stdout)
+
+
+def test_file_size_limit(tmp_path):
+    """ulimit -f: a write past it would raise SIGXFSZ, killing the program;
+    ours must fail quietly instead."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+    r = compare(tmp_path, [prog("fault_threads"), "hammer", "2", "20000", "100"], preexec_fn=limit,
+                traced_env={"GPUTRACE_FLUSH_MS": "20"})
+    assert r.traced.returncode == 0
+    lines = gputrace_lines(r.traced.stderr)
+    assert len(lines) == 1 and "trace.json" in lines[0], lines
+    assert valid_trace(r.trace_path)["gputrace"]["events_recorded"] >= 102
+
+
+def test_slow_output_never_blocks_the_program(tmp_path):
+    """The trace goes to a pipe that nobody reads while the program runs:
+    its calls are never slowed by it (the rings fill and count their
+    losses); then the reader drains it and gets a complete trace."""
+    fifo = tmp_path / "slow.fifo"
+    os.mkfifo(fifo)
+    got = bytearray()
+    go = threading.Event()
+
+    def reader():
+        with open(fifo, "rb") as f:
+            go.wait(30)
+            while True:
+                chunk = f.read(65536)
+                if not chunk:
+                    break
+                got.extend(chunk)
+                time.sleep(0.002)
+    th = threading.Thread(target=reader)
+    th.start()
+    # the reader opens the pipe but reads nothing until the program's loop is done
+    env = {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "256"}
+    from faultkit import run_env
+    e = run_env(tmp_path, "traced", env, True, fifo)
+    p = subprocess.Popen([str(prog("fault_threads")), "slow", "300000"], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    # wait for the loop to finish (its notes appear), then let the reader go
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(k == "loop_ns" for _, k, _ in
+                                             notes(tmp_path / "traced.notes")):
+        time.sleep(0.02)
+    go.set()
+    out, err = p.communicate(timeout=60)
+    th.join(30)
+    assert p.returncode == 0, err
+    n = {k: v for _, k, v in notes(tmp_path / "traced.notes")}
+    # 300k calls: microseconds each untraced; a call blocked on the pipe
+    # would take as long as the reader sleeps (until the loop is over)
+    assert n["worst_ns"] < 50_000_000, n
+    assert n["loop_ns"] < 10_000_000_000, n
+    import json
+    t = json.loads(bytes(got))
+    meta = t["gputrace"]
+    assert meta["complete"] is True
+    assert meta["events_recorded"] + meta["events_lost"] == printed(out)
+    assert len([e for e in t["traceEvents"] if e.get("cat") == "ze_api"]) == \
+        meta["events_recorded"]

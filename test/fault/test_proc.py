@@ -1,0 +1,126 @@
+"""Processes: every process that inherits the preload traces on its own into
+its own file (GPUTRACE_OUTPUT with %p), with exactly its own calls; a child
+given an environment without LD_PRELOAD runs untraced and unharmed."""
+import pytest
+
+from faultkit import (check_exact, compare, notes, printed, prog, trace_files, valid_trace,
+                      wait_for)
+
+
+def run_tree(tmp_path, args, **kw):
+    r = compare(tmp_path, [prog("fault_proc")] + args,
+                traced_env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}, **kw)
+    traces = {}
+    for f in trace_files(tmp_path):
+        t = valid_trace(f)
+        traces.setdefault(t["gputrace"]["pid"], []).append((f, t))
+    return r, traces
+
+
+def per_pid(tmp_path):
+    """calls each traced process reported, by pid."""
+    out = {}
+    for pid, key, n in notes(tmp_path / "traced.notes"):
+        if key != "hot":
+            out[pid] = out.get(pid, 0) + n
+    return out
+
+
+def check_each(tmp_path, traces, expect_pids=None):
+    made = per_pid(tmp_path)
+    if expect_pids is not None:
+        assert len(made) == expect_pids, made
+    for pid, n in made.items():
+        assert pid in traces, (pid, sorted(traces))
+        (f, t), = traces[pid]
+        assert t["gputrace"]["complete"] is True, f
+        check_exact(t, n)
+        # every host span on its own process
+        assert {e["pid"] for e in t["traceEvents"] if e.get("cat") == "ze_api"} == {pid}
+    return made
+
+
+@pytest.mark.sanitize
+def test_fork_in_multithreaded_program(tmp_path):
+    r, traces = run_tree(tmp_path, ["fork-mt", "300"])
+    assert r.traced.returncode == 0
+    assert printed(r.traced.stdout, "child") == 900
+    made = per_pid(tmp_path)
+    assert len(made) == 4  # parent + 3 children
+    hot = [n for pid, key, n in notes(tmp_path / "traced.notes") if key == "hot"]
+    parent = [p for p in made if made[p] == 1002][0]
+    for pid, n in made.items():
+        (f, t), = traces[pid]
+        # the parent's hot threads may overflow their rings: counted as lost
+        check_exact(t, n + (hot[0] if pid == parent else 0), lost=None if pid == parent else 0)
+        assert t["gputrace"]["complete"] is True
+
+
+def test_fork_exec_chain(tmp_path):
+    r, traces = run_tree(tmp_path, ["chain", "3", "200"])
+    assert r.traced.returncode == 0
+    for level in range(4):
+        assert printed(r.traced.stdout, f"level{level}") == 202
+    check_each(tmp_path, traces, expect_pids=4)
+
+
+def test_exec_chain_same_pid(tmp_path):
+    """exec keeps the pid: each image closes its file (end "exec") and the
+    next writes a new one beside it."""
+    r = compare(tmp_path, [prog("fault_proc"), "exec-self", "2", "150"],
+                traced_env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
+    assert r.traced.returncode == 0
+    files = trace_files(tmp_path)
+    assert len(files) == 3, files
+    # t-PID.json, t-PID.1.json, t-PID.2.json: in the order of the images
+    files.sort(key=lambda f: (len(f), f))
+    ends = [valid_trace(f)["gputrace"]["end"] for f in files]
+    assert ends == ["exec", "exec", "exit"]
+    for f in files:
+        check_exact(valid_trace(f), 152)
+
+
+@pytest.mark.parametrize("how", ["spawn", "vfork", "system"])
+def test_spawned_child_traces_on_its_own(tmp_path, how):
+    r, traces = run_tree(tmp_path, [how, "400"])
+    assert r.traced.returncode == 0
+    assert printed(r.traced.stdout, "leaf") == 402
+    check_each(tmp_path, traces, expect_pids=2)
+    if how == "system":
+        # the shell between them leaves at most an empty, valid trace
+        for pid, lst in traces.items():
+            if pid not in per_pid(tmp_path):
+                for f, t in lst:
+                    assert t["gputrace"]["events_recorded"] == 0
+
+
+def test_exec_with_environment_without_preload(tmp_path):
+    r, traces = run_tree(tmp_path, ["exec-env", "400"])
+    assert r.traced.returncode == 0
+    assert printed(r.traced.stdout, "leaf") == 402
+    made = per_pid(tmp_path)
+    assert len(made) == 2
+    # only the parent traced; the child honoured its environment
+    assert len(traces) == 1
+    (pid,) = traces
+    (f, t), = traces[pid]
+    check_exact(t, made[pid])
+
+
+def test_daemon_double_fork(tmp_path):
+    r, traces = run_tree(tmp_path, ["daemon", "400"])
+    assert r.traced.returncode == 0
+
+    def daemon_done():
+        return len([1 for f in trace_files(tmp_path) if valid_trace(f)["gputrace"]["complete"]]) \
+            >= 2 and len(per_pid(tmp_path)) >= 2
+    assert wait_for(daemon_done)
+    traces = {}
+    for f in trace_files(tmp_path):
+        t = valid_trace(f)
+        traces.setdefault(t["gputrace"]["pid"], []).append((f, t))
+    made = per_pid(tmp_path)
+    assert sorted(made.values()) == [402, 1002]
+    for pid, n in made.items():
+        (f, t), = traces[pid]
+        check_exact(t, n)
