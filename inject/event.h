@@ -161,18 +161,27 @@ GT_HIDDEN uint32_t gt_device_track(uint32_t device);
 GT_HIDDEN bool gt_tracing(void);
 
 /* Per-thread reentrancy guard: wrappers call the real function directly
- * when gt_guard_enter() returns false (we are inside our own code). */
+ * when gt_guard_enter() returns false (we are inside our own code).
+ * gt_guard_sp is the frame that took it: a wrapper frame that is gone
+ * (the thread was cancelled inside the call, or longjmp()ed out of a signal
+ * handler) must not keep the thread's later calls out of the trace. */
 extern GT_HIDDEN GT_TLS int gt_in_tracer;
+extern GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
+GT_HIDDEN bool gt_guard_stale(uintptr_t sp);
 static inline bool gt_guard_enter(void)
 {
-	if (gt_in_tracer)
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+
+	if (gt_in_tracer && !gt_guard_stale(sp))
 		return false;
 	gt_in_tracer = 1;
+	gt_guard_sp = sp;
 	return true;
 }
 static inline void gt_guard_leave(void)
 {
 	gt_in_tracer = 0;
+	gt_guard_sp = 0;
 }
 
 /* Logging to stderr, one line, prefixed "gputrace: ". Level from GPUTRACE_LOG. */

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 extern char **environ;
 
 GT_HIDDEN GT_TLS int gt_in_tracer;
+GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
 GT_HIDDEN struct gt_state gt_st;
 
 static GT_TLS struct ring *tls_ring;
@@ -72,6 +74,26 @@ void gt_log(int level, const char *fmt, ...)
 	if (write(STDERR_FILENO, buf, n) < 0)
 		errno = saved;
 	errno = saved;
+}
+
+/* ---- the reentrancy guard's slow path ---- */
+
+/*
+ * The guard is held. A nested call (a signal handler, our own code) runs
+ * deeper on the stack than the wrapper that holds it; a caller above that
+ * frame means the frame was unwound (cancellation, longjmp) without
+ * leaving. Handlers on an alternate signal stack are nested whatever
+ * their address. Only wrappers set gt_guard_sp: our own code never loses it.
+ */
+bool gt_guard_stale(uintptr_t sp)
+{
+	stack_t ss;
+
+	if (!gt_guard_sp || sp <= gt_guard_sp)
+		return false;
+	if (!sigaltstack(NULL, &ss) && (ss.ss_flags & SS_ONSTACK))
+		return false;
+	return true;
 }
 
 /* ---- threads and rings ---- */
