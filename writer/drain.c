@@ -588,6 +588,9 @@ static void drain_rings(void)
 
 static void output_failed(int err)
 {
+	/* a file we created that never held a checkpoint is no trace: leave none */
+	if (W.opened && W.out.seekable && !W.out.size)
+		unlink(W.out.path);
 	W.failed = true;
 	atomic_store(&gt_st.phase, GT_PHASE_OFF);
 	pr_err("cannot write the trace to '%s': %s; tracing stops, the program goes on",

@@ -234,13 +234,19 @@ int out__commit(struct out *o, const char *p, size_t n, const char *trailer, siz
 		return err;
 	while (done < total) {
 		ssize_t w = pwritev(o->fd, iov, 2, (off_t)(at + done));
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? -errno : -ENOSPC;
+			/* a full disk cut the write: put the last trailer back
+			 * where it was (its space is still ours), so the file
+			 * stays the last checkpoint, valid */
+			if (o->good_trailer &&
+			    pwrite(o->fd, o->good_trailer, o->good_trailer_len, (off_t)at) ==
+				    (ssize_t)o->good_trailer_len)
+				(void)!ftruncate(o->fd, (off_t)(at + o->good_trailer_len));
+			return err;
 		}
-		if (w == 0)
-			return -ENOSPC;
 		done += (uint64_t)w;
 		/* a short write: go on from where it stopped */
 		for (int i = 0; i < 2; i++) {
@@ -254,6 +260,18 @@ int out__commit(struct out *o, const char *p, size_t n, const char *trailer, siz
 		return -errno;
 	o->events_end = at + n;
 	o->size = at + total;
+	if (tn > o->good_trailer_len || !o->good_trailer) {
+		char *g = realloc(o->good_trailer, tn);
+		if (!g) {
+			free(o->good_trailer);
+			o->good_trailer = NULL;
+			o->good_trailer_len = 0;
+			return 0;
+		}
+		o->good_trailer = g;
+	}
+	memcpy(o->good_trailer, trailer, tn);
+	o->good_trailer_len = tn;
 	return 0;
 }
 
@@ -262,6 +280,8 @@ void out__close(struct out *o)
 	if (o->z_open)
 		deflateEnd(&o->z);
 	free(o->zbuf);
+	free(o->good_trailer);
+	o->good_trailer = NULL;
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;

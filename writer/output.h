@@ -29,6 +29,8 @@ struct out {
 	uint64_t size;       /* bytes on disk after the last checkpoint */
 	dev_t dev;
 	ino_t ino;
+	char *good_trailer; /* the trailer on disk now: put back if a write fails */
+	size_t good_trailer_len;
 };
 
 /* Open path (O_EXCL; ".1", ".2"... suffixes if it exists). 0 or -errno. */
