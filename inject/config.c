@@ -355,7 +355,8 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_GRAPH_TRACE", set_graph_trace)                                 \
 	X("GPUTRACE_FLUSH_MS", set_flush_ms)                                       \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
-	X("GPUTRACE_LIB", set_ignore)
+	X("GPUTRACE_LIB", set_ignore)                                              \
+	X("GPUTRACE_TOOL", set_ignore)
 
 static const struct {
 	const char *name;
@@ -396,7 +397,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _LIB",
+			       "_FLUSH_MS, _LIB, _TOOL",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}
