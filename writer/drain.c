@@ -607,9 +607,12 @@ static bool ensure_open(void)
 	err = config__expand_output(gt_cfg.output, path, sizeof(path), gt_st.pid, gt_st.exe,
 				    gt_st.anchor_realtime_ns);
 	if (err) {
-		/* checked at start-up; the default is always valid */
+		/* checked at start-up, but the real program name or pid can make
+		 * it too long; the default is always valid */
 		config__expand_output("gputrace-%e-%p.json", path, sizeof(path), gt_st.pid,
 				      gt_st.exe, gt_st.anchor_realtime_ns);
+		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
+		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
 	}
 	err = out__open(&W.out, path);
 	if (err) {
