@@ -189,6 +189,16 @@ static void cupti_atexit(void)
 	cupti_self--;
 }
 
+/*
+ * CUPTI 12.6 Update 2 up to 13.1 could report zero kernel timestamps with a
+ * timestamp callback registered (fixed in 13.1; updates of 12.x share one
+ * API version, 24 and on). There, CUPTI keeps its clock and ours is fitted.
+ */
+static bool timestamp_callback_safe(uint32_t version)
+{
+	return version >= 130100 || (version && version < 24);
+}
+
 static int start_cupti(void)
 {
 	char path[PATH_MAX];
@@ -212,7 +222,7 @@ static int start_cupti(void)
 	st = subscribe();
 	if (st != CUPTI_ON)
 		return st;
-	if (cupti_fn.cuptiActivityRegisterTimestampCallback &&
+	if (timestamp_callback_safe(version) && cupti_fn.cuptiActivityRegisterTimestampCallback &&
 	    cupti_fn.cuptiActivityRegisterTimestampCallback(cupti__timestamp) == CUPTI_SUCCESS) {
 		clock_is_ours = true;
 		cupti__clock_identity();

@@ -90,6 +90,10 @@ int main()
 		CHECK(cudaGraphLaunch(exec, st[2]));
 	nvtxRangePop();
 
+	/* each kind of wait: a stream, an event, the device (below) */
+	CHECK(cudaStreamSynchronize(st[3]));
+	CHECK(cudaEventSynchronize(ev));
+
 	nvtxRangePushA("readback");
 	for (int s = 0; s < NS; s++) {
 		CHECK(cudaMemcpyAsync(h[s], d[s], bytes, cudaMemcpyDeviceToHost, st[s]));
