@@ -103,12 +103,57 @@ static uint32_t device_pid(uint32_t device)
 
 /* ---- small JSON helpers ---- */
 
-static void put_sid(struct jbuf *b, uint32_t id)
+/* Keys and names repeat in every event: the quoted, escaped form of each
+ * string id is kept (direct-mapped by id; the drain thread's own), so an
+ * event copies bytes instead of escaping them again. */
+#define SID_CACHE     512
+#define SID_CACHE_MAX 64
+
+static struct sid_json {
+	char text[SID_CACHE_MAX];
+	uint32_t id;
+	uint8_t len;
+} sid_cache[SID_CACHE];
+
+/* Out of a cache: whole 32-byte blocks, fixed-size copies the compiler turns
+ * into vector moves (a variable-length copy becomes "rep movs", slower to
+ * start than these strings take); the slack past len is in the buffer's
+ * spare capacity and overwritten next. */
+static inline void put_cached(struct jbuf *b, const char *text, size_t len)
 {
-	size_t n;
+	size_t blocks = (len + 31) & ~(size_t)31;
+	char *d;
+
+	if (gt_unlikely(b->len + blocks > b->cap) && jbuf__reserve(b, blocks))
+		return;
+	d = b->p + b->len;
+	for (size_t i = 0; i < blocks; i += 32)
+		memcpy(d + i, text + i, 32);
+	b->len += len;
+}
+
+static __attribute__((noinline)) void put_sid_slow(struct jbuf *b, uint32_t id)
+{
+	struct sid_json *c = &sid_cache[id & (SID_CACHE - 1)];
+	size_t n, start = b->len;
 	const char *s = gt_str_get(id, &n);
 
 	json__str(b, s, n);
+	if (!b->oom && b->len - start <= SID_CACHE_MAX) {
+		c->id = id;
+		c->len = (uint8_t)(b->len - start);
+		memcpy(c->text, b->p + start, c->len);
+	}
+}
+
+static inline void put_sid(struct jbuf *b, uint32_t id)
+{
+	const struct sid_json *c = &sid_cache[id & (SID_CACHE - 1)];
+
+	if (gt_likely(c->id == id && c->len))
+		put_cached(b, c->text, c->len);
+	else
+		put_sid_slow(b, id);
 }
 
 static void begin_event(struct jbuf *b)
@@ -275,10 +320,35 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, 
 	jbuf__ch(b, '}');
 }
 
-static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, uint32_t pid,
-		     uint32_t tid)
+/* An event's head up to "ts" depends on (ph, cat, name, pid, tid) only, and
+ * a program repeats few of them: kept formatted, direct-mapped. Stale
+ * entries cannot match after a fork (the pid differs). */
+#define HEAD_CACHE_BITS 8
+#define HEAD_CACHE     (1 << HEAD_CACHE_BITS)
+#define HEAD_CACHE_MAX 224
+
+static struct head_json {
+	char text[HEAD_CACHE_MAX];
+	uint32_t cat, name, pid, tid;
+	char ph;
+	uint8_t len;
+} head_cache[HEAD_CACHE];
+
+static struct head_json *head_slot(char ph, const struct gt_event *ev, uint32_t pid, uint32_t tid)
 {
-	begin_event(b);
+	uint64_t k = (((uint64_t)tid << 32) | ev->name) * 0x9e3779b97f4a7c15ull +
+		     (((uint64_t)pid << 32) | ev->cat) * 0xc2b2ae3d27d4eb4full + (uint8_t)ph;
+
+	return &head_cache[k >> (64 - HEAD_CACHE_BITS)]; /* the top bits mix every input */
+}
+
+static __attribute__((noinline)) void put_head_slow(struct jbuf *b, const char *ph,
+						    const struct gt_event *ev, uint32_t pid,
+						    uint32_t tid)
+{
+	struct head_json *c = head_slot(ph[0], ev, pid, tid);
+	size_t start = b->len;
+
 	jbuf__lit(b, "{\"ph\":\"");
 	jbuf__put(b, ph, strlen(ph));
 	jbuf__lit(b, "\",\"cat\":");
@@ -290,6 +360,24 @@ static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, 
 	jbuf__lit(b, ",\"tid\":");
 	json__u64(b, tid);
 	jbuf__lit(b, ",\"ts\":");
+	if (!b->oom && b->len - start <= HEAD_CACHE_MAX && ph[0] && !ph[1]) {
+		*c = (struct head_json){ .cat = ev->cat, .name = ev->name, .pid = pid, .tid = tid,
+					 .ph = ph[0], .len = (uint8_t)(b->len - start) };
+		memcpy(c->text, b->p + start, c->len);
+	}
+}
+
+static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, uint32_t pid,
+		     uint32_t tid)
+{
+	const struct head_json *c = head_slot(ph[0], ev, pid, tid);
+
+	begin_event(b);
+	if (gt_likely(c->len && c->name == ev->name && c->tid == tid && c->cat == ev->cat &&
+		      c->pid == pid && c->ph == ph[0]))
+		put_cached(b, c->text, c->len);
+	else
+		put_head_slow(b, ph, ev, pid, tid);
 	json__us(b, ev->start_ns);
 }
 
@@ -312,6 +400,9 @@ static const char *arg_str(const struct gt_arg *args, unsigned nargs, const char
 static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t device)
 {
+	/* nobody reads the summary: skip its per-event lookups */
+	if (!gt_cfg.summary && !gt_cfg.summary_json[0])
+		return;
 	struct summary_span s = {
 		.cat = gt_str_get(ev->cat, NULL),
 		.name = gt_str_get(ev->name, NULL),

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json.h"
 
@@ -33,24 +34,64 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
 				     "50515253545556575859606162636465666768697071727374"
 				     "75767778798081828384858687888990919293949596979899";
 
+static const uint64_t pow10[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+	10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+};
+
+/* Decimal digits of v: log2 from the leading zeros, times log10(2) (1233/4096),
+ * corrected by one comparison. */
+static inline unsigned u64_digits(uint64_t v)
+{
+	unsigned t = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12;
+
+	return t + 1 - ((v | 1) < pow10[t]); /* v | 1: zero has one digit */
+}
+
+static inline void put_pair(char *p, unsigned v)
+{
+	memcpy(p, &digit_pairs[v * 2], 2);
+}
+
+/* The digits of v, ending at end: eight at a time in 32-bit pieces that do
+ * not wait on each other, then pairs (a timestamp is one group and a pair). */
+static inline void put_digits(char *end, uint64_t v)
+{
+	uint32_t w;
+
+	while (v >= 100000000) {
+		uint32_t low = (uint32_t)(v % 100000000), hi = low / 10000, lo = low % 10000;
+
+		v /= 100000000;
+		end -= 8;
+		put_pair(end, hi / 100);
+		put_pair(end + 2, hi % 100);
+		put_pair(end + 4, lo / 100);
+		put_pair(end + 6, lo % 100);
+	}
+	w = (uint32_t)v;
+	while (w >= 100) {
+		end -= 2;
+		put_pair(end, w % 100);
+		w /= 100;
+	}
+	if (w >= 10)
+		put_pair(end - 2, w);
+	else
+		end[-1] = (char)('0' + w);
+}
+
+/* Written in place: one bounds check, no copy through a scratch buffer. */
 void json__u64(struct jbuf *b, uint64_t v)
 {
-	char tmp[24];
-	char *p = tmp + sizeof(tmp);
+	unsigned n = u64_digits(v);
 
-	while (v >= 100) {
-		unsigned i = (unsigned)(v % 100) * 2;
-		v /= 100;
-		*--p = digit_pairs[i + 1];
-		*--p = digit_pairs[i];
-	}
-	if (v >= 10) {
-		*--p = digit_pairs[v * 2 + 1];
-		*--p = digit_pairs[v * 2];
-	} else {
-		*--p = (char)('0' + v);
-	}
-	jbuf__put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	if (gt_unlikely(b->len + n > b->cap) && jbuf__reserve(b, n))
+		return;
+	put_digits(b->p + b->len + n, v);
+	b->len += n;
 }
 
 void json__i64(struct jbuf *b, int64_t v)
@@ -78,13 +119,18 @@ void json__f64(struct jbuf *b, double v)
 
 void json__us(struct jbuf *b, uint64_t ns)
 {
-	unsigned frac = (unsigned)(ns % 1000);
+	uint64_t us = ns / 1000;
+	unsigned frac = (unsigned)(ns - us * 1000), n = u64_digits(us);
+	char *p;
 
-	json__u64(b, ns / 1000);
-	jbuf__ch(b, '.');
-	jbuf__ch(b, (char)('0' + frac / 100));
-	jbuf__ch(b, (char)('0' + frac / 10 % 10));
-	jbuf__ch(b, (char)('0' + frac % 10));
+	if (gt_unlikely(b->len + n + 4 > b->cap) && jbuf__reserve(b, n + 4))
+		return;
+	p = b->p + b->len;
+	put_digits(p + n, us);
+	p[n] = '.';
+	p[n + 1] = (char)('0' + frac / 100);
+	put_pair(p + n + 2, frac % 100);
+	b->len += n + 4;
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
