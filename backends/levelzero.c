@@ -20,6 +20,7 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"
+#include "inject/stacks.h"
 
 _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
 pthread_mutex_t ze_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -117,8 +118,19 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 	args[0].type = GT_ARG_I64;
 	args[0].v.i = result;
 	if (c) {
-		for (unsigned i = 0; i < c->nargs && n < GT_ARGS_MAX; i++)
+		for (unsigned i = 0; i < c->nargs && n < GT_ARGS_MAX - 1; i++)
 			args[n++] = c->args[i];
+	}
+	/* Where the program made the call: launches, or every call when asked. */
+	if (gt_unlikely(gt_cfg.stacks) &&
+	    (gt_cfg.stacks_all || (c && (c->flags & GT_EVF_LAUNCH)))) {
+		uint64_t stack = gt_stack_capture();
+
+		if (stack) {
+			args[n].key = GT_S_ARG_STACK;
+			args[n].type = GT_ARG_U64;
+			args[n++].v.u = stack;
+		}
 	}
 	struct gt_event ev = {
 		.start_ns = t0,

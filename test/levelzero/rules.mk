@@ -37,5 +37,5 @@ $(LZ_TEST)/ze_cost: test/levelzero/ze_cost.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader
 
-TEST_BUILD += $(LZ_TEST)/ze_cost
+BENCH_BUILD += $(LZ_TEST)/ze_cost
 endif
