@@ -14,7 +14,9 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/backend.h"
 #include "backends/gputrace_plugin.h"
@@ -560,8 +563,49 @@ static bool plugin__register(const char *path, void *dl, struct gputrace_plugin 
 	return true;
 }
 
+/*
+ * dlopen() maps a shared object's segments as its headers say; a file cut
+ * short (a copy interrupted, a full disk) maps pages past its end and the
+ * first touch is SIGBUS, in the program. Check the headers against the
+ * file's size first. NULL when whole, else what is wrong.
+ */
+static const char *elf_not_whole(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	struct stat st;
+	const char *why = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL; /* dlopen says why */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		why = NULL; /* not ELF at all: dlopen refuses it safely, and says why */
+	} else if (eh.e_phentsize != sizeof(ph) ||
+		   eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(ph) > (uint64_t)st.st_size) {
+		why = "its program headers lie past its end (a truncated file?)";
+	} else {
+		for (unsigned i = 0; i < eh.e_phnum && !why; i++) {
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+			    (ssize_t)sizeof(ph))
+				why = "its program headers cannot be read";
+			else if (ph.p_type == PT_LOAD &&
+				 ph.p_offset + ph.p_filesz > (uint64_t)st.st_size)
+				why = "a segment lies past its end (a truncated file?)";
+		}
+	}
+	close(fd);
+	return why;
+}
+
 static void plugin__load(const char *path)
 {
+	const char *broken;
 	struct gputrace_plugin ops;
 	struct gputrace_plugin_info info = { .size = sizeof(info) };
 	struct gputrace_plugin_setup setup = { .size = sizeof(setup) };
@@ -573,6 +617,10 @@ static void plugin__load(const char *path)
 
 	if (nplugins == PLUGINS_MAX) {
 		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
+		return;
+	}
+	if ((broken = elf_not_whole(path))) {
+		pr_err("plug-in %s: cannot load it: %s: %s; skipped", path, path, broken);
 		return;
 	}
 	/* Never dlclose()d: once its code has run, threads or handlers of the
