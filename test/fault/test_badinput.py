@@ -111,12 +111,15 @@ def test_output_template_that_does_not_expand(tmp_path, tmpl, why):
 
 def test_output_name_component_too_long(tmp_path):
     """A file name over NAME_MAX after expansion: one line, program untouched."""
-    r, cwd = run_with(tmp_path, {"GPUTRACE_OUTPUT": "t" + "%p" * 60 + ".json"}, 1)
+    r, cwd = run_with(tmp_path, {"GPUTRACE_OUTPUT": "t" + "%p" * 300 + ".json"}, 1)
     assert "too long" in gputrace_lines(r.traced.stderr)[0]
 
 
 def test_broken_plugin_directory(tmp_path):
-    """Each broken file gets its one line; the program and its trace are fine."""
+    """Each broken file gets its one line (a directory named *.so is not a
+    file: passed over); the program and its trace are fine. The truncated
+    copy of a real shared object is the dangerous one: mapped as its headers
+    say, it would raise SIGBUS in the program."""
     d = tmp_path / "plugins"
     d.mkdir()
     (d / "empty.so").write_bytes(b"")
@@ -127,9 +130,9 @@ def test_broken_plugin_directory(tmp_path):
     os.symlink(d / "missing-target.so", d / "dangling.so")
     (d / "README").write_text("not a plug-in, not a .so: ignored\n")
     r, cwd = run_with(tmp_path, {"GPUTRACE_PLUGIN_PATH": str(d),
-                                 "GPUTRACE_OUTPUT": str(tmp_path / "cwd" / "t.json")}, 6)
+                                 "GPUTRACE_OUTPUT": str(tmp_path / "cwd" / "t.json")}, 5)
     lines = gputrace_lines(r.traced.stderr)
-    for f in ["empty.so", "text.so", "truncated.so", "noregister.so", "dir.so", "dangling.so"]:
+    for f in ["empty.so", "text.so", "truncated.so", "noregister.so", "dangling.so"]:
         assert len([l for l in lines if f in l]) == 1, (f, lines)
     check_exact(valid_trace(traces_in(cwd)[0]), printed(r.traced.stdout))
 
