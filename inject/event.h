@@ -133,7 +133,8 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_STACK, "stack")                                                   \
 	X(LOST_RING_FULL, "ring_full")                                          \
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
-	X(LOST_PLUGIN, "plugin_dropped")
+	X(LOST_PLUGIN, "plugin_dropped")                                        \
+	X(LOST_REENTRANT, "reentrant")
 
 enum gt_static_string {
 	GT_S__NONE = 0,
@@ -172,8 +173,14 @@ static inline bool gt_guard_enter(void)
 {
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 
-	if (gt_in_tracer && !gt_guard_stale(sp))
+	if (gt_in_tracer && !gt_guard_stale(sp)) {
+		/* a call of the program nested in a wrapper (its signal
+		 * handler): the ring may be mid-write, and the backend may hold
+		 * its lock; it is not recorded, but counted (signal-safe) */
+		if (gt_guard_sp && gt_tracing())
+			gt_lost_add(GT_S_LOST_REENTRANT, 1);
 		return false;
+	}
 	gt_in_tracer = 1;
 	gt_guard_sp = sp;
 	return true;
