@@ -1,0 +1,40 @@
+"""Reentrancy: traced calls from a signal handler, a vendor library opened
+and closed again and again, a program whose malloc is its own."""
+import pytest
+
+from faultkit import check_exact, compare, notes, printed, prog
+
+
+def handler_calls(tmp_path):
+    return sum(v for _, k, v in notes(tmp_path / "traced.notes") if k == "handler")
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("action", ["sighandler", "signal-hot"])
+def test_traced_calls_from_signal_handler(tmp_path, action):
+    """A 1 ms timer's handler calls while main calls: the handler's calls
+    that interrupt a traced call cannot be recorded (the thread's ring is
+    mid-write), so they are counted lost, never dropped silently."""
+    r = compare(tmp_path, [prog("fault_reent"), action, "300000"])
+    assert r.traced.returncode == 0
+    extra = handler_calls(tmp_path)
+    assert extra > 0
+    t = r.trace
+    check_exact(t, printed(r.traced.stdout) + extra, lost=None)
+    meta = t["gputrace"]
+    assert meta["events_lost"] == meta["lost_by_reason"].get("reentrant", 0) + \
+        meta["lost_by_reason"].get("ring_full", 0)
+
+
+def test_dlopen_dlclose_vendor_library_repeatedly(tmp_path):
+    r = compare(tmp_path, [prog("fault_dlopen"), "30", "200"])
+    assert r.traced.returncode == 0
+    assert printed(r.traced.stdout) == 30 * 202
+    check_exact(r.trace, printed(r.traced.stdout))
+
+
+def test_program_with_its_own_malloc(tmp_path):
+    r = compare(tmp_path, [prog("fault_malloc"), "2000"])
+    assert r.traced.returncode == 0
+    assert b"allocator served" in r.traced.stdout
+    check_exact(r.trace, printed(r.traced.stdout))
