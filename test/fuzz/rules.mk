@@ -1,0 +1,24 @@
+# libFuzzer harnesses (clang): the config/template parser and the JSON string
+# escaper. `make test` runs each for a few seconds (test/fuzz/test_fuzz.py);
+# run one longer by hand: build/test/fuzz/fuzz_json -max_total_time=300 /tmp/c test/fuzz/corpus/json
+FUZZ_CC := $(firstword $(foreach c,clang-14 clang,$(shell command -v $(c) 2>/dev/null)))
+ifneq ($(FUZZ_CC),)
+HAVE_FUZZ := $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+	$(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null && echo 1)
+endif
+ifeq ($(HAVE_FUZZ),1)
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
+FUZZ_BINS := $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template $(BUILD)/test/fuzz/fuzz_json
+
+$(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/fuzz/%: test/fuzz/%.c inject/config.c inject/config.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< inject/config.c
+
+$(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c writer/json.c writer/json.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c -lm
+
+TEST_BUILD += $(FUZZ_BINS)
+else
+$(info gputrace: no clang with libFuzzer (apt-get install clang-14): the fuzz harnesses are not built)
+endif
