@@ -15,6 +15,9 @@
 #include "backends/levelzero.h"
 #include "inject/clock.h"
 
+/* How far the driver's host timestamp may lie outside our own reading of the clock. */
+#define ZE_HOST_SLACK_NS 50000
+
 static struct ze_map ze_devs; /* handle -> struct ze_dev * */
 static struct ze_dev *ze_dev_first;
 static int ze_dev_next_index; /* for devices the enumeration does not list */
@@ -147,10 +150,11 @@ int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 		return -EIO;
 	after = gt_clock_ns();
 	/*
-	 * The driver's host half should be CLOCK_MONOTONIC_RAW, our clock. If it is
-	 * not (it falls outside the call), use the middle of the call instead.
+	 * The driver's host half should be CLOCK_MONOTONIC_RAW, our clock (read
+	 * directly or extrapolated: allow some slack). If it is not (it falls well
+	 * outside the call), use the middle of the call instead.
 	 */
-	if (host < before || host > after) {
+	if (host + ZE_HOST_SLACK_NS < before || host > after + ZE_HOST_SLACK_NS) {
 		if (!atomic_exchange(&warned, true))
 			pr_warn("ze: the driver's host timestamps are not %s; device times are "
 				"aligned to within the cost of zeDeviceGetGlobalTimestamps",

@@ -22,6 +22,10 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
+/* A sanitizer runtime looks its interceptors up through us before it has set
+ * itself up: the code on that path must not be instrumented. */
+#define DLSYM_EARLY __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+
 /* The real dlsym; read by the assembly below. */
 GT_HIDDEN _Atomic(dlsym_fn) gt_dlsym_next;
 /* What the real dlsym found, while backends are asked for a wrapper. */
@@ -32,7 +36,7 @@ extern const struct gt_backend *const __start_gt_backends[]
 extern const struct gt_backend *const __stop_gt_backends[]
 	__attribute__((weak, visibility("hidden")));
 
-static dlsym_fn dlsym__real(void)
+DLSYM_EARLY static dlsym_fn dlsym__real(void)
 {
 	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
 	dlsym_fn f = atomic_load_explicit(&gt_dlsym_next, memory_order_acquire);
@@ -123,7 +127,7 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_slow(void *handle, const char *sy
 	return gt_dlsym_handle(handle, symbol);
 }
 
-GT_HIDDEN __attribute__((used)) dlsym_fn gt_dlsym_resolve(void)
+DLSYM_EARLY GT_HIDDEN __attribute__((used)) dlsym_fn gt_dlsym_resolve(void)
 {
 	return dlsym__real();
 }
