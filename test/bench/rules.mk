@@ -24,3 +24,10 @@ endif
 
 # The smoke test (test_bench_smoke.py) runs each program once at tiny sizes.
 TEST_BUILD += $(BENCH_BUILD)
+
+# The clock the hot path reads (inject/clock.c) against CLOCK_MONOTONIC_RAW.
+$(BUILD)/test/check_clock: test/bench/check_clock.c $(BENCH_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BENCH_CORE_OBJS) -lcheck -lsubunit -lm -lrt \
+	  -lpthread -ldl -lz
+TEST_BUILD += $(BUILD)/test/check_clock

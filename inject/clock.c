@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TSC line behind gt_clock_ns() (see clock.h): how it is measured, kept
+ * on CLOCK_MONOTONIC_RAW, and given up when it cannot be.
+ *
+ * CLOCK_MONOTONIC_RAW is, while the kernel's clocksource is the TSC, an
+ * exact linear function of the TSC (never slewed). We measure that function:
+ * anchors are (tsc, raw ns) pairs taken back to back; the rate is the slope
+ * from the first anchor to the latest (its error shrinks as the baseline
+ * grows), and the line is re-anchored every period (a quarter of the
+ * baseline, 1 ms to 100 ms), bending towards the newest anchor over the next
+ * period rather than jumping, so readings stay monotonic. Measured here: the
+ * line stays within a few ns of the raw clock.
+ *
+ * All of it runs in the slow path of a reader that finds the period over,
+ * under a try-lock: nobody waits, a reader that loses the race or arrives
+ * mid-update reads clock_gettime itself.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+#ifdef GT_CLOCK_TSC
+#include <cpuid.h>
+
+GT_HIDDEN struct gt_tsc_clock gt_tsc;
+
+enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
+
+#define CALIBRATE_NS  10000000ull  /* first rate from this baseline */
+#define PERIOD_MIN_NS 1000000ull
+#define PERIOD_MAX_NS 100000000ull
+#define TRIES         5            /* anchor pairs; the tightest is kept */
+#define WINDOW_MAX    4000         /* ticks: a pair wider was interrupted */
+#define ERR_FIXED_NS  2000.0       /* the line off by more (+ ERR_RATE of the gap) */
+#define ERR_RATE      20e-6        /* means the TSC does not follow the raw clock */
+
+static _Atomic int state;
+static atomic_flag updating = ATOMIC_FLAG_INIT;
+/* under updating: */
+static uint64_t first_tsc, first_ns, last_ns;
+static double ns_per_tick;
+
+static uint64_t raw_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(GT_CLOCK_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The tightest of a few (rdtsc, clock_gettime, rdtsc) triples. */
+static uint64_t window; /* its width in ticks */
+
+static bool anchor(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < TRIES; i++) {
+		uint64_t a = gt_rdtsc(), n = raw_ns(), b = gt_rdtsc();
+
+		if (b > a && b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+	window = best;
+	return best < WINDOW_MAX;
+}
+
+/* The kernel keeps the raw clock on the TSC, and the TSC ticks at one rate
+ * in every power state: then, and only then, the line can follow it. */
+static bool tsc_usable(void)
+{
+	static const char path[] = "/sys/devices/system/clocksource/clocksource0/"
+				   "current_clocksource";
+	unsigned a, b, c, d;
+	char buf[16] = "";
+	ssize_t n;
+	int fd;
+
+	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 3 && !memcmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
+}
+
+static void publish(uint64_t tsc0, uint64_t ns0, double slope, uint64_t span)
+{
+	uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed);
+
+	atomic_store_explicit(&gt_tsc.seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&gt_tsc.tsc0, tsc0, memory_order_relaxed);
+	atomic_store_explicit(&gt_tsc.ns0, ns0, memory_order_relaxed);
+	atomic_store_explicit(&gt_tsc.mult, (uint64_t)(slope * 4294967296.0), memory_order_relaxed);
+	atomic_store_explicit(&gt_tsc.span, span, memory_order_relaxed);
+	atomic_store_explicit(&gt_tsc.seq, seq + 2, memory_order_release);
+}
+
+struct line {
+	uint64_t tsc0, ns0, mult, span;
+};
+
+/* A consistent copy of the line; false while it is being rewritten (a few
+ * stores: waited for briefly, never for long). */
+static bool read_line(struct line *l)
+{
+	for (int i = 0; i < 64; i++) {
+		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_acquire);
+
+		l->tsc0 = atomic_load_explicit(&gt_tsc.tsc0, memory_order_relaxed);
+		l->ns0 = atomic_load_explicit(&gt_tsc.ns0, memory_order_relaxed);
+		l->mult = atomic_load_explicit(&gt_tsc.mult, memory_order_relaxed);
+		l->span = atomic_load_explicit(&gt_tsc.span, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (!(seq & 1) && seq == atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+/* The line at tsc, also before tsc0 (a CPU whose TSC reads a little behind). */
+static uint64_t line_at(const struct line *l, uint64_t tsc)
+{
+	if (tsc >= l->tsc0)
+		return l->ns0 + (uint64_t)(((unsigned __int128)(tsc - l->tsc0) * l->mult) >> 32);
+	return l->ns0 - (uint64_t)(((unsigned __int128)(l->tsc0 - tsc) * l->mult) >> 32);
+}
+
+static uint64_t period_ticks(uint64_t baseline_ns)
+{
+	uint64_t p = baseline_ns / 4;
+
+	p = p < PERIOD_MIN_NS ? PERIOD_MIN_NS : p > PERIOD_MAX_NS ? PERIOD_MAX_NS : p;
+	return (uint64_t)((double)p / ns_per_tick);
+}
+
+static void give_up(void)
+{
+	atomic_store_explicit(&state, TSC_UNUSABLE, memory_order_relaxed);
+	atomic_store_explicit(&gt_tsc.on, 0, memory_order_relaxed);
+}
+
+/* Under updating. Returns the time to hand the caller. */
+static uint64_t update(void)
+{
+	uint64_t tsc, ns, now, p;
+	struct line l;
+
+	switch (atomic_load_explicit(&state, memory_order_relaxed)) {
+	case TSC_UNKNOWN:
+		if (!tsc_usable() || !anchor(&first_tsc, &first_ns)) {
+			give_up();
+			return raw_ns();
+		}
+		atomic_store_explicit(&state, TSC_CALIBRATING, memory_order_relaxed);
+		return first_ns;
+	case TSC_CALIBRATING:
+		now = raw_ns();
+		if (now - first_ns < CALIBRATE_NS || !anchor(&tsc, &ns))
+			return now;
+		if (tsc <= first_tsc || ns <= first_ns) {
+			give_up();
+			return now;
+		}
+		ns_per_tick = (double)(ns - first_ns) / (double)(tsc - first_tsc);
+		last_ns = ns;
+		/* a little ahead of the raw readings just handed out, never behind
+		 * them; the next period bends it back */
+		ns += (uint64_t)((double)window * ns_per_tick / 2) + 1;
+		p = period_ticks(ns - first_ns);
+		publish(tsc, ns, ns_per_tick, p);
+		atomic_store_explicit(&gt_tsc.on, 1, memory_order_release);
+		atomic_store_explicit(&state, TSC_ON, memory_order_relaxed);
+		return ns;
+	case TSC_ON: {
+		double err, allowed, slope;
+		uint64_t line;
+
+		if (!read_line(&l) || !anchor(&tsc, &ns) || tsc <= first_tsc)
+			return raw_ns();
+		line = line_at(&l, tsc);
+		err = (double)ns - (double)line;
+		allowed = ERR_FIXED_NS + ERR_RATE * (double)(ns - last_ns);
+		if (err > allowed || -err > allowed) {
+			give_up(); /* the TSC no longer follows the raw clock */
+			return raw_ns();
+		}
+		ns_per_tick = (double)(ns - first_ns) / (double)(tsc - first_tsc);
+		last_ns = ns;
+		p = period_ticks(ns - first_ns);
+		if (err > 0 && tsc - l.tsc0 > l.span + p) {
+			/* behind, and unread since its period ended: catch up at once */
+			publish(tsc, ns, ns_per_tick, p);
+			return ns;
+		}
+		/* from where the line is, bend to meet the raw clock one period on:
+		 * no reading ever goes back */
+		slope = ns_per_tick + err / (double)p;
+		if (slope < ns_per_tick / 2)
+			slope = ns_per_tick / 2;
+		publish(tsc, line, slope, p);
+		return line;
+	}
+	default:
+		return raw_ns();
+	}
+}
+
+/* Set while this thread rewrites the line: a signal handler interrupting it
+ * must not wait for it. */
+static __thread __attribute__((tls_model("initial-exec"))) int in_update;
+
+uint64_t gt_clock_slow(void)
+{
+	struct line l;
+	uint64_t ns;
+
+	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE || in_update)
+		return raw_ns();
+	if (atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
+		uint64_t tsc;
+
+		if (!read_line(&l))
+			return raw_ns();
+		tsc = gt_rdtsc();
+		/* behind tsc0, or raced with a fresh line: the line still holds */
+		if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
+			return line_at(&l, tsc);
+		/* the period is over: one reader renews it, the others go on
+		 * with the old line (off by a few ns at most) */
+		if (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire))
+			return line_at(&l, tsc);
+	} else if (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire)) {
+		return raw_ns();
+	}
+	in_update = 1;
+	ns = update();
+	in_update = 0;
+	atomic_flag_clear_explicit(&updating, memory_order_release);
+	return ns;
+}
+#endif

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gt_clock_ns() is CLOCK_MONOTONIC_RAW: read as a TSC line where the kernel
+ * itself uses the TSC (inject/clock.c), it must stay on the raw clock,
+ * never go back on a thread, and be in use where it can be.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject/clock.h"
+
+/* The tracer stays off: only the clock is under test. */
+int gt_unit_test = 1;
+
+#define RUN_NS    300000000ull /* long enough for several re-anchorings */
+#define TOLERANCE 200          /* ns; the line is within a few of the raw clock */
+
+static uint64_t raw_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int kernel_uses_tsc(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return !strcmp(buf, "tsc\n");
+}
+
+START_TEST(test_stays_on_the_raw_clock)
+{
+	uint64_t start = raw_now(), reads = 0, worst = 0;
+
+	while (raw_now() - start < RUN_NS) {
+		uint64_t before = raw_now(), ours = gt_clock_ns(), after = raw_now();
+
+		ck_assert_msg(ours + TOLERANCE >= before && ours <= after + TOLERANCE,
+			      "gt_clock_ns %llu outside raw [%llu, %llu]", (unsigned long long)ours,
+			      (unsigned long long)before, (unsigned long long)after);
+		if (ours > after && ours - after > worst)
+			worst = ours - after;
+		if (ours < before && before - ours > worst)
+			worst = before - ours;
+		reads++;
+	}
+	printf("clock: %llu reads, worst %llu ns outside the raw pair\n",
+	       (unsigned long long)reads, (unsigned long long)worst);
+#ifdef GT_CLOCK_TSC
+	/* where the kernel trusts the TSC, the line must be in use by now */
+	if (kernel_uses_tsc())
+		ck_assert_msg(atomic_load(&gt_tsc.on), "the TSC line was not taken into use");
+#endif
+}
+END_TEST
+
+static _Atomic uint64_t latest;
+static _Atomic int backwards;
+
+static void *reader(void *arg)
+{
+	uint64_t start = raw_now(), prev = 0;
+
+	while (raw_now() - start < RUN_NS) {
+		for (int i = 0; i < 1000; i++) {
+			uint64_t t = gt_clock_ns();
+
+			if (t < prev)
+				atomic_fetch_add(&backwards, 1);
+			prev = t;
+		}
+		/* across threads, through memory: later by the clock too (a TSC
+		 * read may run a little ahead of the load: a few ns of slack) */
+		uint64_t seen = atomic_load(&latest), t = gt_clock_ns();
+		ck_assert_msg(t + 100 >= seen, "thread read %llu after another read %llu",
+			      (unsigned long long)t, (unsigned long long)seen);
+		uint64_t cur = seen;
+		while (cur < t && !atomic_compare_exchange_weak(&latest, &cur, t))
+			;
+	}
+	return arg;
+}
+
+START_TEST(test_never_goes_back_on_a_thread)
+{
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(atomic_load(&backwards), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("clock");
+	TCase *tc = tcase_create("clock");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_stays_on_the_raw_clock);
+	tcase_add_test(tc, test_never_goes_back_on_a_thread);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
