@@ -76,13 +76,54 @@ static inline unsigned long bench_arg(int argc, char **argv, int i, unsigned lon
 		exit(1);                                                                   \
 	} while (0)
 
-/* Time spent in the measured loops of one thread. */
+/* Time spent in the measured loops of one thread, and per burst. */
+#define BENCH_BURSTS_MAX 4096
+
 struct bench_time {
 	uint64_t wall_ns, cpu_ns, calls;
+	unsigned nbursts;
+	float burst_wall[BENCH_BURSTS_MAX], burst_cpu[BENCH_BURSTS_MAX]; /* ns per call */
 };
 
-/* Per-thread results summed into one report line:
- * wall_ns/cpu_ns = mean over threads of each thread's loop time per call. */
+static inline void bench_burst(struct bench_time *t, uint64_t wall, uint64_t cpu, uint64_t n)
+{
+	t->wall_ns += wall;
+	t->cpu_ns += cpu;
+	t->calls += n;
+	if (n && t->nbursts < BENCH_BURSTS_MAX) {
+		t->burst_wall[t->nbursts] = (float)wall / (float)n;
+		t->burst_cpu[t->nbursts++] = (float)cpu / (float)n;
+	}
+}
+
+static int bench_cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median burst of all threads: a burst the machine's other work
+ * preempted does not move it. */
+static inline double bench_median(const struct bench_time *t, unsigned threads, bool cpu)
+{
+	unsigned n = 0;
+	float *all = malloc(sizeof(float) * BENCH_BURSTS_MAX * threads + 1);
+	double m;
+
+	if (!all)
+		return 0;
+	for (unsigned i = 0; i < threads; i++)
+		for (unsigned b = 0; b < t[i].nbursts; b++)
+			all[n++] = cpu ? t[i].burst_cpu[b] : t[i].burst_wall[b];
+	qsort(all, n, sizeof(float), bench_cmp_float);
+	m = !n ? 0 : n % 2 ? all[n / 2] : (all[n / 2 - 1] + all[n / 2]) / 2;
+	free(all);
+	return m;
+}
+
+/* One report line: wall_ns/cpu_ns = mean over threads of each thread's loop
+ * time per call; med_ns/med_cpu_ns = the median burst's. */
 static inline void bench_report(const char *what, unsigned threads, const struct bench_time *t,
 				uint64_t span_ns, const char *extra)
 {
@@ -96,8 +137,9 @@ static inline void bench_report(const char *what, unsigned threads, const struct
 		cpu += (double)t[i].cpu_ns / (double)t[i].calls;
 		calls += t[i].calls;
 	}
-	printf("bench=%s threads=%u calls=%llu wall_ns=%.3f cpu_ns=%.3f span_ms=%.3f%s%s\n", what,
-	       threads, (unsigned long long)calls, wall / threads, cpu / threads,
+	printf("bench=%s threads=%u calls=%llu wall_ns=%.3f cpu_ns=%.3f med_ns=%.3f med_cpu_ns=%.3f "
+	       "span_ms=%.3f%s%s\n", what, threads, (unsigned long long)calls, wall / threads,
+	       cpu / threads, bench_median(t, threads, false), bench_median(t, threads, true),
 	       (double)span_ns / 1e6, extra ? " " : "", extra ? extra : "");
 	fflush(stdout);
 }

@@ -5,10 +5,11 @@ between runs on noisy machines; ratios taken side by side are).
 
 Prints a table and writes the same figures to build/bench.json.
 
-Every program times its own loop (bench.h), so process start-up and the
-final drain never count in a per-call figure. Untraced and traced runs are
-interleaved and each figure is the minimum over repetitions (noise only
-ever adds time).
+Every program times its own loop (bench.h), in bursts, so process start-up
+and the final drain never count in a per-call figure; a run's figure is its
+median burst (a burst preempted by the machine's other work does not move
+it). Untraced and traced runs are interleaved and each figure is the
+minimum over repetitions (noise only ever adds time).
 
   bench.py [--quick] [--json PATH] [--reps N]
 
@@ -134,12 +135,12 @@ class Bench:
         ze = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
         floor, floor_tsc, untraced, traced, lost = [], [], [], [], 0
         for _ in range(self.reps):
-            floor.append(f(self.run([BIN / "bench_floor", n, BURST, 0], self.env()), "wall_ns"))
+            floor.append(f(self.run([BIN / "bench_floor", n, BURST, 0], self.env()), "med_ns"))
             floor_tsc.append(f(self.run([BIN / "bench_floor", n, BURST, 0, "tsc"], self.env()),
-                               "wall_ns"))
-            untraced.append(f(self.run(ze, self.env()), "wall_ns"))
+                               "med_ns"))
+            untraced.append(f(self.run(ze, self.env()), "med_ns"))
             res, trailer, _ = self.traced(ze)
-            traced.append(f(res, "wall_ns"))
+            traced.append(f(res, "med_ns"))
             lost += trailer.get("events_lost", 0)
         base = min(untraced)
         ours = min(traced) - base
@@ -163,7 +164,7 @@ class Bench:
                 d = self.work / "uftrace.data"
                 remove(d)
                 res = self.run(["uftrace", "record", "--force", "-d", d] + ze, self.env())
-                times.append(f(res, "wall_ns"))
+                times.append(f(res, "med_ns"))
                 remove(d)
             row["uftrace_added_ns"] = min(times) - base
             row["uftrace_ratio"] = row["uftrace_added_ns"] / ours if ours > 0 else None
@@ -188,9 +189,9 @@ class Bench:
             ze = [BIN / "bench_ze", "calls", t, n, BURST, pause]
             untraced, traced, lost, recorded = [], [], 0, 0
             for _ in range(max(1, min(self.reps, 3))):
-                untraced.append(f(self.run(ze, self.env()), "cpu_ns"))
+                untraced.append(f(self.run(ze, self.env()), "med_cpu_ns"))
                 res, trailer, _ = self.traced(ze)
-                traced.append(f(res, "cpu_ns"))
+                traced.append(f(res, "med_cpu_ns"))
                 lost += trailer.get("events_lost", 0)
                 recorded += trailer.get("events_recorded", 0)
             out.append({"threads": t, "calls_per_thread": n, "pause_us": pause,
@@ -260,9 +261,9 @@ class Bench:
             cmd = [BIN / "bench_ze", "launch", kind, n, 64]
             untraced, traced, lost = [], [], 0
             for _ in range(self.reps):
-                untraced.append(f(self.run(cmd, self.env()), "wall_ns"))
+                untraced.append(f(self.run(cmd, self.env()), "med_ns"))
                 res, trailer, _ = self.traced(cmd)
-                traced.append(f(res, "wall_ns"))
+                traced.append(f(res, "med_ns"))
                 lost += trailer.get("events_lost", 0)
             out[kind] = {"untraced_ns_per_launch": min(untraced),
                          "traced_ns_per_launch": min(traced),
@@ -290,11 +291,11 @@ class Bench:
             return
         plain, by_depth = [], {d: [] for d in self.size("stack_depths")}
         for _ in range(max(1, min(self.reps, 3))):
-            plain.append(f(self.traced(cmd)[0], "wall_ns"))
+            plain.append(f(self.traced(cmd)[0], "med_ns"))
             for d in by_depth:
                 by_depth[d].append(f(self.traced(cmd, {"GPUTRACE_STACKS": str(d),
                                                        "GPUTRACE_STACKS_ALL": "1"})[0],
-                                     "wall_ns"))
+                                     "med_ns"))
         self.results["6_stacks"] = {
             "workload": f"bench_ze calls: 1 thread, {n} calls from a 3-deep call site, "
                         "GPUTRACE_STACKS=depth GPUTRACE_STACKS_ALL=1 vs traced without stacks",
@@ -372,7 +373,11 @@ def machine():
         clocksource = "unknown"
     cc = subprocess.run([os.environ.get("CC", "gcc"), "--version"], capture_output=True,
                         text=True).stdout.splitlines()
-    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(),
+    try:
+        load = open("/proc/loadavg").read().split()[0]
+    except OSError:
+        load = "unknown"
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(), "load": load,
             "clocksource": clocksource, "compiler": cc[0] if cc else "unknown",
             "date": datetime.date.today().isoformat()}
 
@@ -470,7 +475,8 @@ def table(res, m, reps):
     widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
     lines = [f"gputrace overhead (make bench) on {m['cpu']}, {m['cores']} cores, Linux "
              f"{m['kernel']}, clocksource {m['clocksource']}, {m['date']}",
-             f"each figure: the minimum of {reps} runs; ratios taken within this run", ""]
+             f"each figure: the minimum over {reps} runs of each run's median burst; ratios "
+             f"taken within this run; load average at start {m['load']}", ""]
     fmt = lambda row: " | ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
     lines.append(fmt(head))
     lines.append("-+-".join("-" * w for w in widths))

@@ -91,9 +91,8 @@ static void *emit_thread(void *arg)
 		uint64_t w = bench_wall(), c = bench_cpu();
 
 		lost += record_loop(n, name_ids[0]);
-		t->cpu_ns += bench_cpu() - c;
-		t->wall_ns += bench_wall() - w;
-		t->calls += n;
+		c = bench_cpu() - c;
+		bench_burst(t, bench_wall() - w, c, n);
 		bench_sleep_us(pause_us);
 	}
 	atomic_fetch_add(&dropped, lost);

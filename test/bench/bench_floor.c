@@ -74,9 +74,8 @@ int main(int argc, char **argv)
 		uint64_t w = bench_wall(), c = bench_cpu();
 
 		use_tsc ? floor_tsc(n) : floor_raw(n);
-		t.cpu_ns += bench_cpu() - c;
-		t.wall_ns += bench_wall() - w;
-		t.calls += n;
+		c = bench_cpu() - c;
+		bench_burst(&t, bench_wall() - w, c, n);
 		bench_sleep_us(pause_us);
 	}
 	for (unsigned i = 0; i < REC_SLOTS; i++)

@@ -72,9 +72,8 @@ static void *call_thread(void *arg)
 		uint64_t w = bench_wall(), c = bench_cpu();
 
 		ok += call_loop(n);
-		t->cpu_ns += bench_cpu() - c;
-		t->wall_ns += bench_wall() - w;
-		t->calls += n;
+		c = bench_cpu() - c;
+		bench_burst(t, bench_wall() - w, c, n);
 		bench_sleep_us(pause_us);
 	}
 	if (ok != calls)
@@ -186,9 +185,8 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 			immediate_round(l, k, e, n);
 		else
 			regular_round(q, l, k, n);
-		t.cpu_ns += bench_cpu() - c;
-		t.wall_ns += bench_wall() - w;
-		t.calls += n;
+		c = bench_cpu() - c;
+		bench_burst(&t, bench_wall() - w, c, n);
 	}
 	bench_report(immediate ? "launch_immediate" : "launch_regular", 1, &t, t.wall_ns, NULL);
 	if (e) {
