@@ -47,7 +47,7 @@ static struct fault_shm *fault_shm = &fault_shm_local;
 static ze_driver_handle_t fault_driver;
 static __thread uint64_t fault_unreported;
 static const char *fault_role = "main";
-static volatile int fault_stop; /* hot threads end when set */
+static int fault_stop; /* hot threads end when set (atomic access) */
 
 #define FAULT_ADD(p, n) __atomic_add_fetch((p), (n), __ATOMIC_SEQ_CST)
 #define FAULT_GET(p)    __atomic_load_n((p), __ATOMIC_SEQ_CST)
@@ -124,7 +124,7 @@ static __attribute__((unused)) inline void hot_call(void)
 static __attribute__((unused)) void *hot_thread(void *arg)
 {
 	(void)arg;
-	while (!fault_stop)
+	while (!FAULT_GET(&fault_stop))
 		hot_call();
 	return NULL;
 }

@@ -69,7 +69,7 @@ static int fork_mt(int n)
 		/* one at a time: their report lines come in order */
 		bad |= wait_child(kids[i]) != 0;
 	}
-	fault_stop = 1;
+	__atomic_store_n(&fault_stop, 1, __ATOMIC_SEQ_CST);
 	/* hot threads stop between calls: wait until none is inside one */
 	sleep_ms(20);
 	while (FAULT_GET(&fault_shm->started) != FAULT_GET(&fault_shm->completed))
