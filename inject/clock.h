@@ -49,7 +49,8 @@ static inline uint64_t gt_rdtsc(void)
 	return __rdtsc();
 }
 
-static inline uint64_t gt_clock_ns(void)
+/* always_inline: out of line it costs a call per read, half the saving */
+static inline __attribute__((always_inline)) uint64_t gt_clock_ns(void)
 {
 	if (gt_likely(atomic_load_explicit(&gt_tsc.on, memory_order_relaxed))) {
 		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_acquire);

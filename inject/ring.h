@@ -17,9 +17,8 @@ struct ring {
 	/* producer-owned line */
 	_Atomic uint64_t head;   /* next slot to write; published with release */
 	uint64_t cached_tail;    /* producer's last view of tail */
-	_Atomic uint64_t produced; /* events offered (recorded + lost) */
-	_Atomic uint64_t lost;     /* events dropped because the ring was full */
-	char pad0[64 - 32];
+	_Atomic uint64_t lost;   /* events dropped because the ring was full */
+	char pad0[64 - 24];
 	/* consumer-owned line */
 	_Atomic uint64_t tail; /* next slot to read; published with release */
 	uint64_t recorded;     /* events the drain thread wrote out */

@@ -182,16 +182,16 @@ GT_HIDDEN void shim__forget_rings(void)
 }
 
 
-int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+/* Everything but the common case: the thread's first event, a thread that
+ * has exited, continuation slots, a full ring. */
+static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
+					       const struct gt_arg *args, unsigned nargs)
 {
-	struct ring *r;
+	struct ring *r = ring_for_thread();
 	struct gt_event *slot;
 	unsigned nslots, a;
 	int64_t seq;
 
-	if (gt_unlikely(!gt_tracing()))
-		return -ECANCELED;
-	r = ring_for_thread();
 	if (gt_unlikely(!r))
 		return -ECANCELED;
 	if (nargs > GT_ARGS_MAX)
@@ -199,12 +199,9 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 	nslots = 1 + (nargs > GT_ARGS_INLINE ? (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) /
 						       GT_ARGS_PER_EXT
 					     : 0);
-	/* single writer: plain load/store, no locked instruction */
-	atomic_store_explicit(&r->produced,
-			      atomic_load_explicit(&r->produced, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
 	seq = ring__reserve(r, nslots);
 	if (gt_unlikely(seq < 0)) {
+		/* single writer: plain load/store, no locked instruction */
 		atomic_store_explicit(&r->lost,
 				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
@@ -222,6 +219,30 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 		((struct gt_arg *)ext)[k % GT_ARGS_PER_EXT] = args[a];
 	}
 	ring__publish(r, (uint64_t)seq + nslots);
+	return 0;
+}
+
+int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	struct ring *r = tls_ring;
+	struct gt_event *slot;
+	uint64_t head;
+
+	if (gt_unlikely(!gt_tracing()))
+		return -ECANCELED;
+	/* the common case in one slot: a ring, at most the inline argument, room */
+	if (gt_unlikely(r == NULL || r == RING_GONE || nargs > GT_ARGS_INLINE))
+		return emit_slow(ev, args, nargs);
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (gt_unlikely(head - r->cached_tail > r->mask))
+		return emit_slow(ev, args, nargs);
+	slot = ring__slot(r, head);
+	/* the whole record, then this call's arg count over the caller's */
+	memcpy(slot, ev, offsetof(struct gt_event, args));
+	slot->nargs = (uint8_t)nargs;
+	if (nargs)
+		slot->args[0] = args[0];
+	ring__publish(r, head + 1);
 	return 0;
 }
 
