@@ -45,6 +45,7 @@ extern GT_HIDDEN const char *_Atomic gt_end_reason;
 #define CORR_TABLE_BITS  17
 #define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
 #define DLOPEN_POLL_NS   100000000ull
+#define TRAILER_THREADS  16   /* threads listed in a checkpoint's footer */
 
 struct corr_entry {
 	uint64_t corr;
@@ -69,6 +70,7 @@ static struct writer {
 	struct out out;
 	bool opened, failed;
 	bool any_event; /* the JSON array has an element */
+	size_t ev_start; /* where the event being formatted starts in buf */
 	struct jbuf buf, trailer;
 	uint64_t recorded;
 
@@ -156,8 +158,36 @@ static inline void put_sid(struct jbuf *b, uint32_t id)
 		put_sid_slow(b, id);
 }
 
+/*
+ * In the paged file layout no event may straddle a page boundary of the
+ * file (see writer/output.h): the one just formatted is moved to the next
+ * page, spaces before it, if it would. Events longer than a page stay.
+ */
+static void fit_event(void)
+{
+	size_t s = W.ev_start, e = W.buf.len, pad;
+	uint64_t fs, fe;
+
+	if (!W.out.paged || e <= s || e - s > OUT_PAGE)
+		return;
+	fs = W.out.events_end + s;
+	fe = W.out.events_end + e - 1;
+	if (fs / OUT_PAGE == fe / OUT_PAGE)
+		return;
+	pad = OUT_PAGE - fs % OUT_PAGE;
+	if (jbuf__reserve(&W.buf, pad))
+		return;
+	memmove(W.buf.p + s + pad, W.buf.p + s, e - s);
+	memset(W.buf.p + s, ' ', pad);
+	W.buf.len += pad;
+}
+
 static void begin_event(struct jbuf *b)
 {
+	if (b == &W.buf) {
+		fit_event();
+		W.ev_start = W.buf.len;
+	}
 	if (W.any_event)
 		jbuf__lit(b, ",\n");
 	W.any_event = true;
@@ -688,6 +718,8 @@ static void output_failed(int err)
 	       W.opened ? W.out.path : gt_cfg.output, strerror(-err));
 }
 
+static void build_trailer(bool final);
+
 static bool ensure_open(void)
 {
 	char path[PATH_MAX];
@@ -712,17 +744,20 @@ static bool ensure_open(void)
 	}
 	W.opened = true;
 	static const char head[] = "{\"traceEvents\":[\n";
-	err = out__append(&W.out, head, sizeof(head) - 1);
-	if (err) {
-		output_failed(err);
-		return false;
-	}
-	/* The host process first, above its devices. Prepended to what the
-	 * cycle has already formatted. */
 	struct jbuf pending = W.buf;
 	bool any = W.any_event;
 	W.buf = (struct jbuf){ 0 };
 	W.any_event = false;
+	W.ev_start = 0;
+	build_trailer(false);
+	err = out__paged_open(&W.out, head, sizeof(head) - 1, W.trailer.p, W.trailer.len);
+	if (err) {
+		jbuf__free(&pending);
+		output_failed(err);
+		return false;
+	}
+	/* The host process first, above its devices; then whatever the cycle
+	 * formatted before the file existed. */
 	meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_st.exe, strlen(gt_st.exe), 0);
 	meta(&W.buf, "process_sort_index", (uint32_t)gt_st.pid, 0, "sort_index", NULL, 0, 0);
 	if (pending.len) {
@@ -848,12 +883,20 @@ static void build_trailer(bool final)
 	json__u64(b, stacks__count());
 	jbuf__lit(b, ",\"dropped\":");
 	json__u64(b, stacks__dropped());
+	/* checkpoints list the first threads only: their footer must fit in
+	 * one page to be rewritten in one uncut write; the last lists all */
+	size_t listed = 0, total = W.ndead, limit = final ? SIZE_MAX : TRAILER_THREADS;
 	jbuf__lit(b, "},\"threads\":[");
-	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
-		trailer_thread(b, &first, (uint32_t)r->tid, r->recorded, atomic_load(&r->lost));
+	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next, total++)
+		if (listed++ < limit)
+			trailer_thread(b, &first, (uint32_t)r->tid, r->recorded,
+				       atomic_load(&r->lost));
 	for (size_t i = 0; i < W.ndead; i++)
-		trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
-	jbuf__lit(b, "]}}\n");
+		if (listed++ < limit)
+			trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
+	jbuf__lit(b, "],\"threads_total\":");
+	json__u64(b, total);
+	jbuf__lit(b, "}}\n");
 }
 
 static void checkpoint(bool final)
@@ -866,12 +909,14 @@ static void checkpoint(bool final)
 		return; /* nothing yet: no file for a fork child that only execs */
 	if (!ensure_open())
 		return;
-	if (W.out.seekable && !W.out.gz) {
-		/* events and trailer in one write: the file is never left
-		 * without its end, whenever the process is killed */
+	if (W.out.paged) {
+		/* whatever the kernel cuts of these writes, the file stays valid */
+		fit_event();
 		build_trailer(final);
-		err = out__commit(&W.out, W.buf.p, W.buf.len, W.trailer.p, W.trailer.len);
+		err = (final ? out__paged_finish : out__paged_commit)(&W.out, W.buf.p, W.buf.len,
+								       W.trailer.p, W.trailer.len);
 		W.buf.len = 0;
+		W.ev_start = 0;
 		if (err)
 			output_failed(err);
 		return;
@@ -915,6 +960,17 @@ static void print_summary(void)
 		summary__print(W.sum, stderr, W.out.path, W.out.size);
 }
 
+static bool rings_have_data(void)
+{
+	uint64_t tail;
+
+	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r;
+	     r = r->next)
+		if (ring__readable(r, &tail))
+			return true;
+	return false;
+}
+
 void writer__cycle(bool final)
 {
 	uint64_t now = gt_clock_ns();
@@ -933,10 +989,16 @@ void writer__cycle(bool final)
 		gt_in_tracer--;
 		return;
 	}
-	name_new_rows();
+	/* the file exists before anything is formatted: events are placed for
+	 * their offsets in it */
+	if (!W.opened && !W.failed && (final || W.npend || rings_have_data()))
+		ensure_open();
+	if (W.opened)
+		name_new_rows();
 	drain_rings();
 	process_pending(final);
-	name_new_rows();
+	if (W.opened)
+		name_new_rows();
 	checkpoint(final);
 	W.last_checkpoint_ns = now;
 	if (final) {

@@ -275,6 +275,148 @@ int out__commit(struct out *o, const char *p, size_t n, const char *trailer, siz
 	return 0;
 }
 
+/* ---- the paged layout ---- */
+
+#define OUT_GROW (1u << 20)
+
+static int pwrite_all(int fd, const char *p, size_t n, uint64_t at)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		p += w;
+		n -= (size_t)w;
+		at += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int write_spaces(int fd, uint64_t from, uint64_t to)
+{
+	static char spaces[OUT_PAGE * 16];
+	int err = 0;
+
+	if (spaces[0] != ' ')
+		memset(spaces, ' ', sizeof(spaces));
+	while (from < to && !err) {
+		size_t n = to - from < sizeof(spaces) ? (size_t)(to - from) : sizeof(spaces);
+		err = pwrite_all(fd, spaces, n, from);
+		from += n;
+	}
+	return err;
+}
+
+static uint64_t page_up(uint64_t x)
+{
+	return (x + OUT_PAGE - 1) / OUT_PAGE * OUT_PAGE;
+}
+
+/* The footer in place, padded over a longer predecessor: trailing
+ * whitespace after the closing brace is still valid JSON. One page. */
+static int footer_rewrite(struct out *o, const char *footer, size_t fn)
+{
+	static char buf[OUT_PAGE];
+	size_t len = fn > o->footer_len ? fn : o->footer_len;
+	int err;
+
+	if (len <= sizeof(buf)) {
+		memcpy(buf, footer, fn);
+		memset(buf + fn, ' ', len - fn);
+		err = pwrite_all(o->fd, buf, len, o->footer_pos);
+	} else {
+		/* too big for one page: not kill-proof, still correct */
+		err = pwrite_all(o->fd, footer, fn, o->footer_pos);
+		if (!err && fn < o->footer_len)
+			err = write_spaces(o->fd, o->footer_pos + fn, o->footer_pos + o->footer_len);
+	}
+	if (!err)
+		o->footer_len = len;
+	return err;
+}
+
+/* Move the footer to new_pos: whitespace after the file's end (trailing,
+ * so harmless if cut), the new footer, then the old one blanked. */
+static int footer_move(struct out *o, uint64_t new_pos, const char *footer, size_t fn)
+{
+	uint64_t old_end = o->footer_pos + o->footer_len;
+	int err = write_spaces(o->fd, old_end, new_pos);
+
+	if (!err) {
+		err = pwrite_all(o->fd, footer, fn, new_pos);
+		if (err) /* a full disk: drop the partial footer, keep the old one */
+			(void)!ftruncate(o->fd, (off_t)new_pos);
+	}
+	if (err)
+		return err;
+	err = write_spaces(o->fd, o->footer_pos, old_end);
+	o->footer_pos = new_pos;
+	o->footer_len = fn;
+	return err;
+}
+
+int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer, size_t fn)
+{
+	int err;
+
+	o->paged = o->seekable && !o->gz;
+	if (!o->paged)
+		return out__append(o, head, hn);
+	if ((err = pwrite_all(o->fd, head, hn, 0)))
+		return err;
+	o->events_end = hn;
+	o->footer_pos = hn; /* an empty footer right after the head, to be moved */
+	o->footer_len = 0;
+	if ((err = footer_move(o, page_up(hn + 1), footer, fn)))
+		return err;
+	o->size = o->footer_pos + o->footer_len;
+	return 0;
+}
+
+int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+{
+	bool moved = false;
+	int err;
+
+	if ((err = check_fd(o)))
+		return err;
+	if (o->events_end + n > o->footer_pos) {
+		err = footer_move(o, page_up(o->events_end + n + OUT_GROW), footer, fn);
+		if (err)
+			return err;
+		moved = true;
+	}
+	if ((err = pwrite_all(o->fd, ev, n, o->events_end)))
+		return err;
+	o->events_end += n;
+	if (!moved && (err = footer_rewrite(o, footer, fn)))
+		return err;
+	o->size = o->footer_pos + o->footer_len;
+	return 0;
+}
+
+int out__paged_finish(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+{
+	int err = out__paged_commit(o, ev, n, footer, fn);
+
+	if (err)
+		return err;
+	/* complete and valid now; make it compact: the footer right after the
+	 * events and the whitespace gone (two calls: the only window left) */
+	if (o->footer_pos > o->events_end) {
+		if ((err = pwrite_all(o->fd, footer, fn, o->events_end)))
+			return err;
+		if (ftruncate(o->fd, (off_t)(o->events_end + fn)) < 0)
+			return -errno;
+		o->footer_pos = o->events_end;
+		o->footer_len = fn;
+	}
+	o->size = o->events_end + fn;
+	return 0;
+}
+
 void out__close(struct out *o)
 {
 	if (o->z_open)

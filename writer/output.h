@@ -31,7 +31,13 @@ struct out {
 	ino_t ino;
 	char *good_trailer; /* the trailer on disk now: put back if a write fails */
 	size_t good_trailer_len;
+	/* the paged layout (plain regular files), see out__paged_commit */
+	bool paged;
+	uint64_t footer_pos; /* page-aligned offset of the footer */
+	size_t footer_len;   /* footer bytes on disk (padding included) */
 };
+
+#define OUT_PAGE 4096
 
 /* Open path (O_EXCL; ".1", ".2"... suffixes if it exists). 0 or -errno. */
 GT_HIDDEN int out__open(struct out *o, const char *path);
@@ -45,5 +51,29 @@ GT_HIDDEN int out__checkpoint(struct out *o, const char *trailer, size_t n);
 GT_HIDDEN int out__commit(struct out *o, const char *p, size_t n, const char *trailer,
 			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
+
+/*
+ * The paged layout of a plain regular file:
+ *
+ *   {"traceEvents":[ events... <spaces...> FOOTER <spaces>
+ *                              ^events_end  ^footer_pos (page-aligned)
+ *
+ * A pending SIGKILL makes the kernel cut a write at a page boundary. Events
+ * go into the whitespace before the footer, and the writer never lets one
+ * straddle a page boundary (it pads instead), so a cut write leaves whole
+ * events, whitespace and the footer: valid JSON. The footer is rewritten in
+ * place with a single-page write, which is not cut. Only moving the footer
+ * when the whitespace runs out (every OUT_GROW bytes) leaves a window of two
+ * small system calls.
+ */
+GT_HIDDEN int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer,
+			      size_t fn);
+/* Events (page-fitted for file offset o->events_end) and a new footer. */
+GT_HIDDEN int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer,
+				size_t fn);
+/* The last commit: then the footer moves right after the events and the
+ * whitespace is cut off. */
+GT_HIDDEN int out__paged_finish(struct out *o, const char *ev, size_t n, const char *footer,
+				size_t fn);
 
 #endif

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A Level Zero program that ends in the way its first argument says, after
+ * a known number of traced calls: lifecycle_app ACTION [CALLS].
+ * It prints "calls N" for every batch of traced calls it made, so a test
+ * knows exactly how many events the trace must account for.
+ */
+#include <level_zero/ze_api.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static ze_driver_handle_t driver;
+
+static void calls(int n)
+{
+	ze_api_version_t v;
+
+	for (int i = 0; i < n; i++)
+		zeDriverGetApiVersion(driver, &v);
+	printf("calls %d\n", n);
+	fflush(stdout);
+}
+
+static void init(void)
+{
+	uint32_t count = 1;
+
+	if (zeInit(0) != ZE_RESULT_SUCCESS || zeDriverGet(&count, &driver) != ZE_RESULT_SUCCESS) {
+		fprintf(stderr, "no Level Zero driver\n");
+		exit(2);
+	}
+}
+
+static void on_segv(int sig)
+{
+	static const char msg[] = "own handler ran\n";
+
+	write(1, msg, sizeof(msg) - 1);
+	_exit(42);
+}
+
+static void *worker_exit(void *arg)
+{
+	calls(100);
+	exit(3);
+}
+
+static void *worker_spin(void *arg)
+{
+	for (;;) {
+		ze_api_version_t v;
+		zeDriverGetApiVersion(driver, &v);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *action = argc > 1 ? argv[1] : "exit";
+	int n = argc > 2 ? atoi(argv[2]) : 1000;
+
+	init();
+	calls(n);
+	if (!strcmp(action, "exit"))
+		return 0;
+	if (!strcmp(action, "status"))
+		return 7;
+	if (!strcmp(action, "segv"))
+		*(volatile int *)0 = 1;
+	if (!strcmp(action, "abort"))
+		abort();
+	if (!strcmp(action, "fpe")) {
+		/* a real idiv: gcc turns 1/x into compares */
+		volatile int seven = 7, zero = 0;
+		printf("%d\n", seven / zero);
+	}
+	if (!strcmp(action, "handler")) {
+		signal(SIGSEGV, on_segv);
+		*(volatile int *)0 = 1;
+	}
+	if (!strcmp(action, "ignore")) {
+		signal(SIGTERM, SIG_IGN);
+		raise(SIGTERM);
+		calls(10);
+		return 0;
+	}
+	if (!strcmp(action, "default-again")) {
+		/* a program resetting SIG_DFL still dies by the signal */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGINT, SIG_DFL);
+		struct sigaction sa;
+		sigaction(SIGINT, NULL, &sa);
+		printf("sees %s\n", sa.sa_handler == SIG_DFL ? "SIG_DFL" : "other");
+		fflush(stdout);
+		raise(SIGINT);
+	}
+	if (!strcmp(action, "loop")) {
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			calls(1000);
+	}
+	if (!strcmp(action, "_exit"))
+		_exit(5);
+	if (!strcmp(action, "worker-exit")) {
+		pthread_t t, s;
+		pthread_create(&s, NULL, worker_spin, NULL);
+		pthread_create(&t, NULL, worker_exit, NULL);
+		pthread_join(t, NULL);
+	}
+	if (!strcmp(action, "fork")) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			calls(n / 2);
+			exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		calls(n);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	if (!strcmp(action, "exec")) {
+		execl("/proc/self/exe", argv[0], "exit", "50", (char *)NULL);
+		perror("exec");
+		return 1;
+	}
+	if (!strcmp(action, "exec-fail")) {
+		execl("/nonexistent/program", "x", (char *)NULL);
+		calls(10);
+		return 0;
+	}
+	fprintf(stderr, "unknown action %s\n", action);
+	return 2;
+}

@@ -1,0 +1,7 @@
+# End-to-end tests of the foundation: life cycle through a real intercepted API.
+ifeq ($(HAVE_ZE),1)
+$(BUILD)/test/core/lifecycle_app: test/core/lifecycle_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
+TEST_BUILD += $(BUILD)/test/core/lifecycle_app
+endif

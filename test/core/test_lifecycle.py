@@ -1,0 +1,215 @@
+"""The foundation's life cycle, end to end through a real intercepted API
+(Level Zero on the simulated device): every way a process can end leaves a
+valid trace with every recorded call, and the program ends exactly as it
+would untraced."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (APPS, BUILD, PRELOAD, clean_env, gputrace_lines, load_trace, need, run,
+                      sim_env, strip_gputrace)
+
+APP = BUILD / "test" / "core" / "lifecycle_app"
+
+
+def spans(trace, name):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == name]
+
+
+def printed_calls(stdout):
+    return sum(int(l.split()[1]) for l in stdout.decode().splitlines() if l.startswith("calls "))
+
+
+def compare(tmp_path, action, n="1000", env=None):
+    need(APP)
+    plain = run([APP, action, n], traced=False, env=sim_env(env))
+    traced = run([APP, action, n], env=sim_env(env), tmp_path=tmp_path)
+    assert traced.returncode == plain.returncode, traced.stderr
+    assert traced.stdout == plain.stdout
+    assert strip_gputrace(traced.stderr) == strip_gputrace(plain.stderr)
+    return traced
+
+
+def check_complete(trace, calls, end):
+    meta = trace["gputrace"]
+    assert meta["end"] == end
+    assert meta["events_lost"] == 0
+    assert len(spans(trace, "zeDriverGetApiVersion")) == calls
+    assert len(spans(trace, "zeInit")) == 1
+    # per-thread accounting adds up to the total
+    assert sum(t["events"] for t in meta["threads"]) == meta["events_recorded"]
+
+
+@pytest.mark.sanitize
+def test_normal_exit(tmp_path):
+    r = compare(tmp_path, "exit")
+    check_complete(r.trace, 1000, "exit")
+    assert r.trace["gputrace"]["complete"] is True
+
+
+def test_exit_status_kept(tmp_path):
+    r = compare(tmp_path, "status")
+    assert r.returncode == 7
+    check_complete(r.trace, 1000, "exit")
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("action,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT),
+                                        ("fpe", signal.SIGFPE)])
+def test_fatal_signal(tmp_path, action, sig):
+    r = compare(tmp_path, action)
+    assert r.returncode == -sig
+    check_complete(r.trace, 1000, "signal " + signal.Signals(sig).name)
+    assert r.trace["gputrace"]["complete"] is True
+
+
+def test_program_handler_wins(tmp_path):
+    r = compare(tmp_path, "handler")
+    assert r.returncode == 42
+    assert b"own handler ran" in r.stdout
+    check_complete(r.trace, 1000, "_exit")
+
+
+def test_sig_ign_holds(tmp_path):
+    r = compare(tmp_path, "ignore")
+    assert r.returncode == 0
+    check_complete(r.trace, 1010, "exit")
+
+
+def test_reset_to_default_still_dies(tmp_path):
+    r = compare(tmp_path, "default-again")
+    assert r.returncode == -signal.SIGINT
+    assert b"sees SIG_DFL" in r.stdout
+    check_complete(r.trace, 1000, "signal SIGINT")
+
+
+def test__exit(tmp_path):
+    r = compare(tmp_path, "_exit")
+    assert r.returncode == 5
+    check_complete(r.trace, 1000, "_exit")
+
+
+def test_exit_from_worker_while_others_trace(tmp_path):
+    r = compare(tmp_path, "worker-exit")
+    assert r.returncode == 3
+    meta = r.trace["gputrace"]
+    assert meta["complete"] is True
+    assert meta["events_lost"] == 0
+    assert len(spans(r.trace, "zeDriverGetApiVersion")) >= 1100
+
+
+def start_loop(tmp_path, extra=None):
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "t.json"),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50", **(extra or {})}))
+    # unbuffered: communicate() reads the fd, so nothing may sit in a buffer
+    p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, bufsize=0)
+    assert p.stdout.readline().startswith(b"calls")
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.5)
+    return p
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_terminated_mid_run(tmp_path, sig):
+    p = start_loop(tmp_path)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == -sig
+    trace = load_trace(tmp_path / "t.json")
+    made = 1000 + printed_calls(out)
+    got = len(spans(trace, "zeDriverGetApiVersion"))
+    lost = trace["gputrace"]["events_lost"]
+    # a call storm can outrun the drain: what is not recorded is counted,
+    # for everything the program reported and at most one batch more
+    assert made <= got + lost <= made + 1000
+    assert trace["gputrace"]["complete"] is True
+
+
+def test_sigkill_leaves_last_checkpoint(tmp_path):
+    p = start_loop(tmp_path)
+    p.kill()
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    trace = load_trace(tmp_path / "t.json")  # parses: the checkpoint is complete JSON
+    assert trace["gputrace"]["complete"] is False
+    assert len(spans(trace, "zeDriverGetApiVersion")) >= 1000
+
+
+def test_fork_child_has_its_own_file(tmp_path):
+    need(APP)
+    r = run([APP, "fork", "1000"], env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+            trace="unused")
+    assert r.returncode == 0
+    files = sorted(glob.glob(str(tmp_path / "t-*.json")))
+    assert len(files) == 2
+    traces = sorted((load_trace(f) for f in files), key=lambda t: len(t["traceEvents"]))
+    child, parent = traces
+    assert len(spans(child, "zeDriverGetApiVersion")) == 500
+    assert len(spans(child, "zeInit")) == 0  # none of the parent's events
+    assert len(spans(parent, "zeDriverGetApiVersion")) == 2000
+    assert child["gputrace"]["pid"] != parent["gputrace"]["pid"]
+    for t in traces:
+        assert t["gputrace"]["complete"] is True
+        # every host span sits on its own process
+        assert {e["pid"] for e in t["traceEvents"] if e.get("cat") == "ze_api"} == \
+            {t["gputrace"]["pid"]}
+
+
+@pytest.mark.sanitize
+def test_exec_closes_then_new_file(tmp_path):
+    need(APP)
+    r = run([APP, "exec", "1000"], env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+            trace="unused")
+    assert r.returncode == 0
+    files = sorted(glob.glob(str(tmp_path / "t-*.json")))
+    assert len(files) == 2, files
+    first = load_trace([f for f in files if not f.endswith(".1.json")][0])
+    second = load_trace([f for f in files if f.endswith(".1.json")][0])
+    assert first["gputrace"]["end"] == "exec"
+    assert len(spans(first, "zeDriverGetApiVersion")) == 1000
+    check_complete(second, 50, "exit")
+    assert first["gputrace"]["pid"] == second["gputrace"]["pid"]
+
+
+def test_failed_exec_goes_on(tmp_path):
+    r = compare(tmp_path, "exec-fail")
+    check_complete(r.trace, 1010, "exit")
+
+
+@pytest.mark.parametrize("path", ["/nonexistent-dir/t.json", "/dev/full"])
+def test_unwritable_output_one_line(tmp_path, path):
+    need(APP)
+    plain = run([APP, "exit", "1000"], traced=False, env=sim_env())
+    r = run([APP, "exit", "1000"], env=sim_env(), trace=path)
+    assert r.returncode == plain.returncode == 0
+    assert r.stdout == plain.stdout
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1, lines
+    assert path in lines[0]
+
+
+def test_sigkill_at_any_moment_leaves_valid_json(tmp_path):
+    """Kills at many moments of a call storm (the drain is writing most of
+    the time): every file left behind is complete JSON."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_FLUSH_MS": "20"}))
+    for i in range(6):
+        out = tmp_path / f"k{i}.json"
+        env["GPUTRACE_OUTPUT"] = str(out)
+        p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(0.03 + 0.045 * i)
+        p.kill()
+        p.wait(timeout=30)
+        if out.exists():  # a kill before the first checkpoint may leave none
+            trace = load_trace(out)
+            assert trace["gputrace"]["complete"] is False
