@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "config.h"
 #include "registry.h"
+#include "emit.h"
 #include "ring.h"
 #include "shim.h"
 #include "stacks.h"
@@ -33,9 +34,9 @@ GT_HIDDEN GT_TLS int gt_in_tracer;
 GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
 GT_HIDDEN struct gt_state gt_st;
 
-static GT_TLS struct ring *tls_ring;
+GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inline readers: inject/emit.h */
 static GT_TLS int tls_tid;
-static GT_TLS uint64_t tls_corr_next, tls_corr_end;
+GT_HIDDEN GT_TLS uint64_t gt_tls_corr_next, gt_tls_corr_end;
 
 /* A ring pointer that means "this thread has exited: record nothing more". */
 #define RING_GONE ((struct ring *)1)
@@ -112,7 +113,7 @@ static void ring_release(void *arg)
 	/* The drain thread frees it once everything in it is written. */
 	if (r && r != RING_GONE)
 		atomic_store_explicit(&r->dead, 1, memory_order_release);
-	tls_ring = RING_GONE;
+	gt_tls_ring = RING_GONE;
 }
 
 static void ring_register(struct ring *r)
@@ -147,17 +148,17 @@ static void register_exit_handler(void)
 
 static struct ring *ring_for_thread(void)
 {
-	struct ring *r = tls_ring;
+	struct ring *r = gt_tls_ring;
 
 	if (gt_likely(r != NULL))
 		return r == RING_GONE ? NULL : r;
 	r = ring__new(gt_cfg.buffer_kb * 1024, gt_gettid(),
 		      atomic_fetch_add_explicit(&gt_st.thread_serial, 1, memory_order_relaxed) + 1);
 	if (!r) {
-		tls_ring = RING_GONE;
+		gt_tls_ring = RING_GONE;
 		return NULL;
 	}
-	tls_ring = r;
+	gt_tls_ring = r;
 	pthread_setspecific(ring_key, r);
 	ring_register(r);
 	register_exit_handler();
@@ -174,9 +175,9 @@ GT_HIDDEN void shim__forget_rings(void)
 		ring__free(r);
 		r = next;
 	}
-	tls_ring = NULL;
+	gt_tls_ring = NULL;
 	tls_tid = 0;
-	tls_corr_next = tls_corr_end = 0;
+	gt_tls_corr_next = gt_tls_corr_end = 0;
 	/* else this thread's exit would mark the unmapped ring dead */
 	pthread_setspecific(ring_key, NULL);
 }
@@ -224,7 +225,7 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 
 int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
-	struct ring *r = tls_ring;
+	struct ring *r = gt_tls_ring;
 	struct gt_event *slot;
 	uint64_t head;
 
@@ -248,13 +249,13 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 
 uint64_t gt_corr_next(void)
 {
-	if (gt_unlikely(tls_corr_next == tls_corr_end)) {
+	if (gt_unlikely(gt_tls_corr_next == gt_tls_corr_end)) {
 		/* one shared atomic per CORR_BLOCK calls, not per call */
-		tls_corr_next = atomic_fetch_add_explicit(&gt_st.corr_blocks, CORR_BLOCK,
+		gt_tls_corr_next = atomic_fetch_add_explicit(&gt_st.corr_blocks, CORR_BLOCK,
 							  memory_order_relaxed) + 1;
-		tls_corr_end = tls_corr_next + CORR_BLOCK;
+		gt_tls_corr_end = gt_tls_corr_next + CORR_BLOCK;
 	}
-	return tls_corr_next++;
+	return gt_tls_corr_next++;
 }
 
 void gt_lost_add(uint32_t reason, uint64_t n)

@@ -31,3 +31,10 @@ $(BUILD)/test/check_clock: test/bench/check_clock.c $(BENCH_CORE_OBJS)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BENCH_CORE_OBJS) -lcheck -lsubunit -lm -lrt \
 	  -lpthread -ldl -lz
 TEST_BUILD += $(BUILD)/test/check_clock
+
+# The inline hot path (inject/emit.h) against gt_emit's results.
+$(BUILD)/test/check_emit: test/bench/check_emit.c $(BENCH_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BENCH_CORE_OBJS) -lcheck -lsubunit -lm -lrt \
+	  -lpthread -ldl -lz -ljson-c
+TEST_BUILD += $(BUILD)/test/check_emit
