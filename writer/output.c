@@ -36,29 +36,66 @@ static int open_exclusive(struct out *o, const char *path)
 		o->fd = fd;
 		return 0;
 	}
-	for (int i = 0; i < 10000; i++) {
-		if (!i) {
-			snprintf(o->path, sizeof(o->path), "%s", path);
-		} else if (ends_with(path, ".json.gz") || ends_with(path, ".json")) {
-			/* keep the extension: trace.json -> trace.1.json */
-			size_t base = strlen(path) - (ends_with(path, ".gz") ? 8 : 5);
-			if (snprintf(o->path, sizeof(o->path), "%.*s.%d%s", (int)base, path, i,
-				     path + base) >= (int)sizeof(o->path))
-				return -ENAMETOOLONG;
-		} else if (snprintf(o->path, sizeof(o->path), "%s.%d", path, i) >=
-			   (int)sizeof(o->path)) {
-			return -ENAMETOOLONG;
-		}
-		fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
-		if (fd >= 0)
-			break;
-		if (errno != EEXIST)
-			return -errno;
-	}
+	/* A regular file is born under a hidden name and linked to its own
+	 * once it holds a valid skeleton (out__publish): a kill in between
+	 * leaves no trace file rather than an empty one. */
+	snprintf(o->want, sizeof(o->want), "%s", path);
+	const char *slash = strrchr(path, '/');
+	int dirlen = slash ? (int)(slash - path) : 1;
+	if (snprintf(o->path, sizeof(o->path), "%.*s/.gputrace-%d-XXXXXX", dirlen,
+		     slash ? path : ".", (int)getpid()) >= (int)sizeof(o->path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(o->path, O_CLOEXEC);
 	if (fd < 0)
-		return -EEXIST;
+		return -errno;
+	(void)!fchmod(fd, 0644);
 	o->fd = fd;
 	o->seekable = true;
+	o->unpublished = true;
+	return 0;
+}
+
+/* Candidate i for the wanted name: trace.json, trace.1.json, ... */
+static int candidate(const char *path, int i, char *out, size_t len)
+{
+	if (!i)
+		return snprintf(out, len, "%s", path) >= (int)len ? -ENAMETOOLONG : 0;
+	if (ends_with(path, ".json.gz") || ends_with(path, ".json")) {
+		/* keep the extension: trace.json -> trace.1.json */
+		size_t base = strlen(path) - (ends_with(path, ".gz") ? 8 : 5);
+		return snprintf(out, len, "%.*s.%d%s", (int)base, path, i, path + base) >= (int)len
+			       ? -ENAMETOOLONG
+			       : 0;
+	}
+	return snprintf(out, len, "%s.%d", path, i) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+int out__publish(struct out *o)
+{
+	char name[PATH_MAX];
+	int err;
+
+	if (!o->unpublished)
+		return 0;
+	/* link() never replaces: an earlier trace of this run (the image an
+	 * exec replaced has our pid) keeps its name, we take the next */
+	for (int i = 0; i < 10000; i++) {
+		if ((err = candidate(o->want, i, name, sizeof(name))))
+			return err;
+		if (!link(o->path, name))
+			break;
+		if (errno == EEXIST)
+			continue;
+		/* no hard links here (vfat, some FUSE): rename where free */
+		if (access(name, F_OK) && !rename(o->path, name))
+			goto named;
+		if (errno != EEXIST && errno != 0 && access(name, F_OK))
+			return -errno;
+	}
+	unlink(o->path);
+named:
+	snprintf(o->path, sizeof(o->path), "%s", name);
+	o->unpublished = false;
 	return 0;
 }
 
@@ -217,7 +254,7 @@ int out__checkpoint(struct out *o, const char *trailer, size_t n)
 	o->size = o->events_end;
 	/* the next events overwrite this trailer */
 	o->events_end = events_end;
-	return err;
+	return err ? err : out__publish(o);
 }
 
 int out__commit(struct out *o, const char *p, size_t n, const char *trailer, size_t tn)
@@ -362,8 +399,10 @@ int out__paged_open(struct out *o, const char *head, size_t hn, const char *foot
 	int err;
 
 	o->paged = o->seekable && !o->gz;
-	if (!o->paged)
+	if (!o->paged) {
+		/* gzip: published with its first checkpoint */
 		return out__append(o, head, hn);
+	}
 	if ((err = pwrite_all(o->fd, head, hn, 0)))
 		return err;
 	o->events_end = hn;
@@ -372,7 +411,7 @@ int out__paged_open(struct out *o, const char *head, size_t hn, const char *foot
 	if ((err = footer_move(o, page_up(hn + 1), footer, fn)))
 		return err;
 	o->size = o->footer_pos + o->footer_len;
-	return 0;
+	return out__publish(o);
 }
 
 int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)

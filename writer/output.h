@@ -31,6 +31,8 @@ struct out {
 	ino_t ino;
 	char *good_trailer; /* the trailer on disk now: put back if a write fails */
 	size_t good_trailer_len;
+	char want[PATH_MAX]; /* the name asked for; path is a hidden one until published */
+	bool unpublished;
 	/* the paged layout (plain regular files), see out__paged_commit */
 	bool paged;
 	uint64_t footer_pos; /* page-aligned offset of the footer */
@@ -51,6 +53,8 @@ GT_HIDDEN int out__checkpoint(struct out *o, const char *trailer, size_t n);
 GT_HIDDEN int out__commit(struct out *o, const char *p, size_t n, const char *trailer,
 			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
+/* Give the file its name (the wanted one, or .1, .2... after it). */
+GT_HIDDEN int out__publish(struct out *o);
 
 /*
  * The paged layout of a plain regular file:
