@@ -314,7 +314,9 @@ int out__commit(struct out *o, const char *p, size_t n, const char *trailer, siz
 
 /* ---- the paged layout ---- */
 
-#define OUT_GROW (1u << 20)
+/* whitespace reserved ahead of the events: from 64 KiB, doubling to 1 MiB */
+#define OUT_GROW_MIN (64u << 10)
+#define OUT_GROW_MAX (1u << 20)
 
 static int pwrite_all(int fd, const char *p, size_t n, uint64_t at)
 {
@@ -422,7 +424,14 @@ int out__paged_commit(struct out *o, const char *ev, size_t n, const char *foote
 	if ((err = check_fd(o)))
 		return err;
 	if (o->events_end + n > o->footer_pos) {
-		err = footer_move(o, page_up(o->events_end + n + OUT_GROW), footer, fn);
+		o->grow = o->grow ? (o->grow < OUT_GROW_MAX ? o->grow * 2 : OUT_GROW_MAX)
+				  : OUT_GROW_MIN;
+		err = footer_move(o, page_up(o->events_end + n + o->grow), footer, fn);
+		if (err == -ENOSPC || err == -EFBIG || err == -EDQUOT) {
+			/* short of room: ask for no more than these events need */
+			o->grow = 0;
+			err = footer_move(o, page_up(o->events_end + n), footer, fn);
+		}
 		if (err)
 			return err;
 		moved = true;

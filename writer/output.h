@@ -37,6 +37,7 @@ struct out {
 	bool paged;
 	uint64_t footer_pos; /* page-aligned offset of the footer */
 	size_t footer_len;   /* footer bytes on disk (padding included) */
+	size_t grow;         /* whitespace reserved at the last footer move */
 };
 
 #define OUT_PAGE 4096
@@ -67,7 +68,7 @@ GT_HIDDEN int out__publish(struct out *o);
  * straddle a page boundary (it pads instead), so a cut write leaves whole
  * events, whitespace and the footer: valid JSON. The footer is rewritten in
  * place with a single-page write, which is not cut. Only moving the footer
- * when the whitespace runs out (every OUT_GROW bytes) leaves a window of two
+ * when the whitespace runs out (every 64 KiB to 1 MiB) leaves a window of two
  * small system calls.
  */
 GT_HIDDEN int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer,
