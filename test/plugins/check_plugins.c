@@ -29,6 +29,11 @@
 
 struct gt_config gt_cfg;
 GT_TLS int gt_in_tracer;
+GT_TLS uintptr_t gt_guard_sp;
+bool gt_guard_stale(uintptr_t sp)
+{
+	return false;
+}
 
 #define REC_MAX 8192
 struct rec {

@@ -35,10 +35,11 @@ $(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
 	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
 
 $(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(BUILD)/obj/backends/plugins.o \
+			     $(BUILD)/obj/inject/clock.o \
 			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
 			     $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins.o \
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins.o $(BUILD)/obj/inject/clock.o \
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
 
 TEST_BUILD += $(PLUGINS_OUT)/capture/capture.so $(BUILD)/test/check_plugins
