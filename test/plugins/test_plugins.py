@@ -327,9 +327,8 @@ def test_header_self_contained():
 # ---- the README's example ----
 
 def readme_example():
-    """The C code of the README's "Writing a plug-in" section (the README once
-    the section is there, else the text waiting to be pasted in)."""
-    for doc in (ROOT / "README.md", ROOT / "test" / "plugins" / "README-section.md"):
+    """The C code of the README's "Writing a plug-in" section."""
+    for doc in (ROOT / "README.md",):
         if doc.exists():
             text = doc.read_text()
             m = re.search(r"^#+ Writing a plug-in\n(.*?)(?=^#{1,2} )", text + "\n# end\n",
