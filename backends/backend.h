@@ -39,4 +39,12 @@ struct gt_backend {
 /* Iterate registered backends that configuration enables. */
 GT_HIDDEN bool gt_backend_enabled(const char *name);
 
+/* dlsym() past our own dlsym wrapper (inject/dlsym.c); RTLD_NEXT through it
+ * means "after libgputrace". */
+GT_HIDDEN void *gt_dlsym_real(void *handle, const char *symbol);
+/* While inject/dlsym.c asks the backends' wrapper_for(): what the real dlsym
+ * found for the program (a wrapper_for that sees another library's function
+ * there, not the vendor's, returns NULL). Thread-local; NULL otherwise. */
+extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
+
 #endif

@@ -18,6 +18,7 @@
 
 #include <cupti.h>
 
+#include "backends/backend.h"
 #include "backends/cupti.h"
 
 #ifndef GT_CUDA_HOME
@@ -28,16 +29,7 @@ GT_HIDDEN struct cupti_funcs cupti_fn;
 
 void *cupti__dlsym(void *handle, const char *symbol)
 {
-	static void *(*real_dlsym)(void *, const char *);
-
-	if (!real_dlsym) {
-		real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-		if (!real_dlsym)
-			real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		if (!real_dlsym)
-			real_dlsym = dlsym;
-	}
-	return real_dlsym(handle, symbol);
+	return gt_dlsym_real(handle, symbol);
 }
 
 struct cudart_find {

@@ -22,6 +22,7 @@
 #include <level_zero/layers/zel_tracing_api.h>
 #include <level_zero/layers/zel_tracing_register_cb.h>
 #include "inject/event.h"
+#include "backends/backend.h"
 #include "backends/levelzero_api.h"
 #include "backends/levelzero_map.h"
 
@@ -57,10 +58,6 @@ static inline void *ze__real(enum ze_fn_id id)
 /* The loader's function, never our wrapper (NULL when the loader lacks it). */
 #define ZE_REAL(name) ((__typeof__(&name))ze__real(ZE_ID_##name))
 
-/* dlsym() bypassing our interposer (inject/dlsym.c). */
-GT_HIDDEN void *gt_dlsym_real(void *handle, const char *symbol);
-/* While inject/dlsym.c asks backends for a wrapper: what the real dlsym found. */
-extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 
 /* First successful zeInit: read completed work at exit, before the loader goes. */
 GT_HIDDEN void ze__exit_hook(void);

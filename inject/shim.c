@@ -81,16 +81,19 @@ void gt_log(int level, const char *fmt, ...)
 
 /*
  * The guard is held. A nested call (a signal handler, our own code) runs
- * deeper on the stack than the wrapper that holds it; a caller above that
- * frame means the frame was unwound (cancellation, longjmp) without
- * leaving. Handlers on an alternate signal stack are nested whatever
- * their address. Only wrappers set gt_guard_sp: our own code never loses it.
+ * strictly deeper on the stack than the wrapper that holds it; a caller at
+ * or above that frame means the frame was unwound without leaving (a
+ * longjmp out of a signal handler back to the program's loop, which calls
+ * again from the same depth). A cancelled thread's cleanup handler usually
+ * runs deeper: its call is counted lost instead. Handlers on an alternate
+ * signal stack are nested whatever their address. Only wrappers set
+ * gt_guard_sp: our own code never loses the guard.
  */
 bool gt_guard_stale(uintptr_t sp)
 {
 	stack_t ss;
 
-	if (!gt_guard_sp || sp <= gt_guard_sp)
+	if (!gt_guard_sp || sp < gt_guard_sp)
 		return false;
 	if (!sigaltstack(NULL, &ss) && (ss.ss_flags & SS_ONSTACK))
 		return false;
@@ -339,17 +342,8 @@ GT_HIDDEN void *shim__wrapper_for(const char *symbol)
 
 void *gt_real(const char *symbol)
 {
-	static void *(*real_dlsym)(void *, const char *);
-
-	/* The program may see a wrapped dlsym; we want the real one. */
-	if (!real_dlsym) {
-		real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-		if (!real_dlsym)
-			real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		if (!real_dlsym)
-			real_dlsym = dlsym;
-	}
-	return real_dlsym(RTLD_NEXT, symbol);
+	/* the program may see a wrapped dlsym; this is the real one */
+	return gt_dlsym_real(RTLD_NEXT, symbol);
 }
 
 /* ---- start-up ---- */
