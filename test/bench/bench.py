@@ -50,8 +50,16 @@ SIZES = {
     "stack_calls": (200_000, 1_000),
     "stack_depths": ((4, 16, 64), (4,)),
 }
-BURST = 32768          # calls per burst (bench.h): half the default ring
-PAUSE_US = 25_000      # after each burst: the drain thread empties the ring meanwhile
+# Calls per burst: over the drain's high-water mark (a quarter of the default
+# 64 Ki-slot ring) so the drain thread starts on it within one 10 ms poll,
+# three bursts to a ring so a drain held up by the machine's other work
+# loses nothing; the pause after each lets it empty the ring.
+BURST = 20000
+PAUSE_US = 25_000
+LAUNCH_BURST = 4096    # launches (about 5 slots each) between pauses
+LAUNCH_PAUSE_US = 50_000
+STACK_NEST = 70        # frames under the call site in the stacks row
+TIME = "/usr/bin/time"  # peak RSS of the program itself (not of a forked Python)
 
 TARGETS = {
     "floor_ratio": 1.25,     # added cost / floor, at most
@@ -91,9 +99,14 @@ class Bench:
             remove(old)
         return p
 
-    def run(self, cmd, env, timeout=600):
-        """Run cmd; return its bench= line as a dict, plus _rss_kb (peak RSS)."""
+    def run(self, cmd, env, timeout=600, rss=False):
+        """Run cmd; return its bench= line as a dict (with rss: _rss_kb, its peak RSS
+        from /usr/bin/time; LD_PRELOAD goes to the program, not to time)."""
         cmd = [str(c) for c in cmd]
+        if rss:
+            pre = [f"LD_PRELOAD={env['LD_PRELOAD']}"] if "LD_PRELOAD" in env else []
+            env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+            cmd = [TIME, "-f", "gputrace-bench-rss=%M", "env"] + pre + cmd
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
             deadline = time.monotonic() + timeout
@@ -117,13 +130,16 @@ class Bench:
         if not line:
             raise SystemExit(f"bench: no result line from {' '.join(cmd)}")
         fields = dict(kv.split("=", 1) for kv in line[-1].split())
-        fields["_rss_kb"] = usage.ru_maxrss
+        if rss:
+            m = re.findall(r"^gputrace-bench-rss=(\d+)$", stderr, re.M)
+            fields["_rss_kb"] = int(m[-1]) if m else 0
         return fields
 
-    def traced(self, cmd, extra=None, name="trace.json"):
+    def traced(self, cmd, extra=None, name="trace.json", rss=False):
         """A traced run writing a fresh trace; returns (result, trailer, trace bytes)."""
         path = self.trace_path(name)
-        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path))))
+        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path))),
+                       rss=rss)
         trailer, size = read_trailer(path)
         remove(path)
         return res, trailer, size
@@ -238,27 +254,31 @@ class Bench:
         }
 
     def row_memory(self):
+        if not os.path.exists(TIME):
+            self.results["4_memory"] = {"workload": "peak RSS", "rows": [], "rss_spread": 0,
+                                        "status": f"n/a ({TIME} is not installed)"}
+            return
         out = []
         for n in self.size("rss_events"):
             cmd = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
-            base = self.run(cmd, self.env())["_rss_kb"]
-            res, trailer, size = self.traced(cmd)
+            base = self.run(cmd, self.env(), rss=True)["_rss_kb"]
+            res, trailer, size = self.traced(cmd, rss=True)
             recorded = trailer.get("events_recorded", 0)
             out.append({"calls": n, "untraced_rss_kb": base, "traced_rss_kb": res["_rss_kb"],
                         "events_recorded": recorded, "events_lost": trailer.get("events_lost", 0),
                         "trace_bytes": size,
                         "bytes_per_event": size / recorded if recorded else None})
-        rss = [r["traced_rss_kb"] for r in out]
+        rss = [r["traced_rss_kb"] for r in out] or [1]
         self.results["4_memory"] = {
             "workload": "bench_ze calls, 1 thread, N calls in bursts (as row 1); peak RSS "
-                        "(getrusage of the child)",
+                        "(/usr/bin/time %M)",
             "rows": out, "rss_spread": (max(rss) - min(rss)) / min(rss)}
 
     def row_device(self):
         n = self.size("launches")
         out = {}
         for kind in ("regular", "immediate"):
-            cmd = [BIN / "bench_ze", "launch", kind, n, 64]
+            cmd = [BIN / "bench_ze", "launch", kind, n, 64, LAUNCH_BURST, LAUNCH_PAUSE_US]
             untraced, traced, lost = [], [], 0
             for _ in range(self.reps):
                 untraced.append(f(self.run(cmd, self.env()), "med_ns"))
@@ -272,12 +292,13 @@ class Bench:
         self.results["5_device"] = {
             "workload": f"bench_ze launch: {n} launches of a 1-work-item kernel, 64 per "
                         "batch; regular: append, close, execute, queue sync, reset; "
-                        "immediate: append, event sync; wall time per launch",
+                        "immediate: append, event sync; wall time per launch (median "
+                        f"batch); {LAUNCH_PAUSE_US // 1000} ms pause every {LAUNCH_BURST}",
             **out}
 
     def row_stacks(self):
         n = self.size("stack_calls")
-        cmd = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
+        cmd = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US, STACK_NEST]
         # Are stacks captured on ze calls at all in this build?
         probe = self.trace_path("stackprobe.json")
         self.run([BIN / "bench_ze", "calls", 1, 100, 100, 0],
@@ -297,7 +318,7 @@ class Bench:
                                                        "GPUTRACE_STACKS_ALL": "1"})[0],
                                      "med_ns"))
         self.results["6_stacks"] = {
-            "workload": f"bench_ze calls: 1 thread, {n} calls from a 3-deep call site, "
+            "workload": f"bench_ze calls: 1 thread, {n} calls from {STACK_NEST} frames deep, "
                         "GPUTRACE_STACKS=depth GPUTRACE_STACKS_ALL=1 vs traced without stacks",
             "traced_ns_per_call": min(plain),
             "rows": [{"depth": d, "traced_ns_per_call": min(v),
@@ -390,34 +411,39 @@ def ns(v):
     return f"{v:.1f} ns" if abs(v) < 1000 else f"{v / 1000:.1f} us"
 
 
+def sns(v):
+    """Signed: an added cost can measure below zero in the noise."""
+    return ("+" if v >= 0 else "-") + ns(abs(v))
+
+
 def table(res, m, reps):
     """Rows of (measure, workload, gputrace, floor/peer, ratio, target, verdict)."""
     rows = []
     r = res.get("1_host_call")
     if r:
         rows.append(("1 added cost per host call", f"1 thread, {r['calls']} calls (bursts)",
-                     f"+{ns(r['added_ns_per_call'])}/call, {r['events_lost']} lost",
+                     f"{sns(r['added_ns_per_call'])}/call, {r['events_lost']} lost",
                      f"floor {ns(r['floor_ns'])} (2 clock_gettime + 32 B store)",
                      f"{r['floor_ratio']:.2f}x floor", "<= 1.25x",
                      ok(r["floor_ratio"] <= TARGETS["floor_ratio"])))
         rows.append(("", "", "", f"floor with rdtsc: {ns(r['floor_tsc_ns'])}", "", "", ""))
         if "uftrace_added_ns" in r:
             rows.append(("", "uftrace record --force, same binary", "",
-                         f"uftrace +{ns(r['uftrace_added_ns'])}/call",
+                         f"uftrace {sns(r['uftrace_added_ns'])}/call",
                          f"{r['uftrace_ratio']:.1f}x lighter", ">= 4x",
                          ok(r["uftrace_ratio"] and r["uftrace_ratio"] >= TARGETS["uftrace_ratio"])))
         else:
             rows.append(("", "uftrace", "", "n/a (uftrace not installed)", "", ">= 4x", "n/a"))
         if "ltrace_added_ns" in r:
             rows.append(("", f"ltrace -f, {r['ltrace_calls']} calls", "",
-                         f"ltrace +{ns(r['ltrace_added_ns'])}/call",
+                         f"ltrace {sns(r['ltrace_added_ns'])}/call",
                          f"{r['ltrace_ratio']:.0f}x lighter", "", ""))
     r = res.get("2_threads")
     if r:
         for i, t in enumerate(r["rows"]):
             rows.append(("2 scaling with threads" if i == 0 else "",
                          f"{t['threads']} thread(s) x {t['calls_per_thread']} calls",
-                         f"+{ns(t['added_ns_per_call'])}/call CPU, {t['events_lost']} lost",
+                         f"{sns(t['added_ns_per_call'])}/call CPU, {t['events_lost']} lost",
                          f"untraced {ns(t['untraced_cpu_ns'])}/call",
                          f"{t['added_ns_per_call'] / res['1_host_call']['floor_ns']:.2f}x floor"
                          if "1_host_call" in res else "", "0 lost", ok(t["events_lost"] == 0)))
@@ -441,7 +467,9 @@ def table(res, m, reps):
                      f"{r['gz_json_mb_per_s']:.0f} MB/s of JSON", "",
                      f"{r['gz_vs_write']:.2f}x write time", "", ""))
     r = res.get("4_memory")
-    if r:
+    if r and "status" in r:
+        rows.append(("4 memory (peak RSS)", "", r["status"], "", "", "", "n/a"))
+    elif r:
         for i, x in enumerate(r["rows"]):
             rows.append(("4 memory (peak RSS)" if i == 0 else "",
                          f"{x['events_recorded']} events",
@@ -458,7 +486,7 @@ def table(res, m, reps):
             x = r[kind]
             rows.append(("5 device path, per launch" if i == 0 else "",
                          f"{kind} command list",
-                         f"+{ns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                         f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
                          f"untraced {ns(x['untraced_ns_per_launch'])}/launch",
                          f"{x['ratio']:.2f}x", "", ""))
     r = res.get("6_stacks")
@@ -468,7 +496,7 @@ def table(res, m, reps):
                          "", ""))
         for i, x in enumerate(r.get("rows", [])):
             rows.append(("6 stacks (--stacks)" if i == 0 else "", f"depth {x['depth']}",
-                         f"+{ns(x['added_ns_per_call'])}/call",
+                         f"{sns(x['added_ns_per_call'])}/call",
                          f"traced, no stacks {ns(r['traced_ns_per_call'])}/call",
                          f"{x['ratio']:.2f}x", "", ""))
     head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")

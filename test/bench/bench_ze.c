@@ -4,16 +4,18 @@
  * gputrace) that times its own loops; run untraced, under gputrace, uftrace
  * or ltrace, on the simulated device.
  *
- *   bench_ze calls <threads> <calls> [burst] [pause_us]
+ *   bench_ze calls <threads> <calls> [burst] [pause_us] [nest]
  *	Each thread calls zeDriverGetApiVersion <calls> times (lock-free in the
  *	simulated driver: the cheapest real call through the loader), in bursts
- *	with a pause after each (see bench.h).
- *   bench_ze launch <regular|immediate> <launches> [batch]
+ *	with a pause after each (see bench.h), from <nest> extra stack frames
+ *	(what a call-stack capture walks).
+ *   bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]
  *	Kernel launches of one group of one work-item (1 ns on the device).
  *	regular: append <batch> launches, close, execute on a queue,
  *	synchronize the queue, reset the list. immediate: <batch> launches on
  *	an immediate list, the last signalling an event the host waits for.
  *	The time per launch covers the whole cycle: what the program waits.
+ *	A pause after every <burst> launches lets the tracer drain.
  */
 #include <level_zero/ze_api.h>
 
@@ -44,7 +46,7 @@ static void setup(void)
 
 /* ---- calls ---- */
 
-static unsigned long calls, burst, pause_us;
+static unsigned long calls, burst, pause_us, nest;
 static pthread_barrier_t start_line;
 static struct bench_time *times;
 
@@ -60,9 +62,28 @@ static __attribute__((noinline)) unsigned long call_loop(unsigned long n)
 	return ok;
 }
 
+static void call_bursts(struct bench_time *t);
+
+/* <depth> more frames, then the bursts (kept frames: no tail call) */
+static __attribute__((noinline)) unsigned long nested(unsigned long depth, struct bench_time *t)
+{
+	volatile unsigned long keep = depth;
+
+	if (depth)
+		nested(depth - 1, t);
+	else
+		call_bursts(t);
+	return keep;
+}
+
 static void *call_thread(void *arg)
 {
-	struct bench_time *t = &times[(uintptr_t)arg];
+	nested(nest, &times[(uintptr_t)arg]);
+	return NULL;
+}
+
+static void call_bursts(struct bench_time *t)
+{
 	unsigned long ok = 0;
 
 	call_loop(100); /* the thread's first traced call makes its ring */
@@ -78,7 +99,6 @@ static void *call_thread(void *arg)
 	}
 	if (ok != calls)
 		BENCH_DIE("bench_ze: %lu of %lu calls failed", calls - ok, calls);
-	return NULL;
 }
 
 static int bench_calls(unsigned nthreads)
@@ -143,7 +163,8 @@ static void immediate_round(ze_command_list_handle_t l, ze_kernel_handle_t k, ze
 	ZE_CHECK(zeEventHostReset(e));
 }
 
-static int bench_launch(const char *kind, unsigned long launches, unsigned long batch)
+static int bench_launch(const char *kind, unsigned long launches, unsigned long batch,
+			unsigned long burst_launches, unsigned long pause)
 {
 	ze_command_queue_desc_t qd = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
 				       ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
@@ -177,7 +198,7 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 		ZE_CHECK(zeCommandListCreate(context, device, &ld, &l));
 		regular_round(q, l, k, batch);
 	}
-	for (unsigned long done = 0; done < launches; done += batch) {
+	for (unsigned long done = 0, since_pause = 0; done < launches; done += batch) {
 		unsigned long n = launches - done < batch ? launches - done : batch;
 		uint64_t w = bench_wall(), c = bench_cpu();
 
@@ -187,6 +208,11 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 			regular_round(q, l, k, n);
 		c = bench_cpu() - c;
 		bench_burst(&t, bench_wall() - w, c, n);
+		since_pause += n;
+		if (burst_launches && since_pause >= burst_launches) {
+			bench_sleep_us(pause);
+			since_pause = 0;
+		}
 	}
 	bench_report(immediate ? "launch_immediate" : "launch_regular", 1, &t, t.wall_ns, NULL);
 	if (e) {
@@ -211,6 +237,7 @@ int main(int argc, char **argv)
 		calls = bench_arg(argc, argv, 3, 1000000);
 		burst = bench_arg(argc, argv, 4, BENCH_BURST_DEFAULT);
 		pause_us = bench_arg(argc, argv, 5, 25000);
+		nest = bench_arg(argc, argv, 6, 0);
 		if (!burst)
 			burst = calls;
 		if (!nthreads)
@@ -219,7 +246,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "launch"))
 		return bench_launch(argc > 2 ? argv[2] : "", bench_arg(argc, argv, 3, 20000),
-				    bench_arg(argc, argv, 4, 64));
-	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us]\n"
-		  "       bench_ze launch <regular|immediate> <launches> [batch]");
+				    bench_arg(argc, argv, 4, 64), bench_arg(argc, argv, 5, 0),
+				    bench_arg(argc, argv, 6, 50000));
+	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
+		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]");
 }
