@@ -282,50 +282,28 @@ static void after_failed_exec(void)
 	if (!real_##name)                                                                  \
 		real_##name = gt_real(#name)
 
-GT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	REAL(execve);
-	before_exec();
-	int ret = real_execve(path, argv, envp);
-	after_failed_exec();
-	return ret;
-}
+/* The exec family, one table: each wrapper closes the trace before the real
+ * call and carries on if it returns (the exec failed). */
+#define EXEC_WRAPPERS(X)                                                                   \
+	X(execve, (const char *path, char *const argv[], char *const envp[]),              \
+	  (path, argv, envp))                                                              \
+	X(execv, (const char *path, char *const argv[]), (path, argv))                     \
+	X(execvp, (const char *file, char *const argv[]), (file, argv))                    \
+	X(execvpe, (const char *file, char *const argv[], char *const envp[]),             \
+	  (file, argv, envp))                                                              \
+	X(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
 
-GT_EXPORT int execv(const char *path, char *const argv[])
-{
-	REAL(execv);
-	before_exec();
-	int ret = real_execv(path, argv);
-	after_failed_exec();
-	return ret;
-}
-
-GT_EXPORT int execvp(const char *file, char *const argv[])
-{
-	REAL(execvp);
-	before_exec();
-	int ret = real_execvp(file, argv);
-	after_failed_exec();
-	return ret;
-}
-
-GT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	REAL(execvpe);
-	before_exec();
-	int ret = real_execvpe(file, argv, envp);
-	after_failed_exec();
-	return ret;
-}
-
-GT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	REAL(fexecve);
-	before_exec();
-	int ret = real_fexecve(fd, argv, envp);
-	after_failed_exec();
-	return ret;
-}
+#define EXEC_WRAPPER(name, params, args)                                                   \
+	GT_EXPORT int name params                                                          \
+	{                                                                                  \
+		REAL(name);                                                                \
+		before_exec();                                                             \
+		int ret = real_##name args;                                                \
+		after_failed_exec();                                                       \
+		return ret;                                                                \
+	}
+EXEC_WRAPPERS(EXEC_WRAPPER)
+#undef EXEC_WRAPPER
 
 /* execl*: gather the variadic list into an argv on the stack. */
 #define MAX_EXECL_ARGS 4096
