@@ -11,6 +11,8 @@ int jbuf__reserve(struct jbuf *b, size_t more)
 	size_t cap = b->cap ? b->cap : 4096;
 	char *p;
 
+	if (b->p && b->len + more <= b->cap)
+		return 0;
 	while (cap < b->len + more)
 		cap *= 2;
 	p = realloc(b->p, cap);
