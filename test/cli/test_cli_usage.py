@@ -14,10 +14,12 @@ def makefile_version():
     return m.group(1)
 
 
-@pytest.mark.parametrize("args", [["--help"], ["help"], ["run", "--help"], ["-h"]])
-def test_help(tmp_path, args):
+@pytest.mark.parametrize("args,status", [(["--help"], 0), (["help"], 0), (["-h"], 0),
+                                         (["run", "--help"], 2), (["run", "-h"], 2)])
+def test_help(tmp_path, args, status):
+    # "gputrace run --help" ran no command: exit 2, so a CI step cannot pass on it
     p = gputrace(args, tmp_path)
-    assert p.returncode == 0
+    assert p.returncode == status
     out = p.stdout.decode()
     assert out.startswith("usage: gputrace run [options] [--] CMD [ARGS...]")
     for word in ("merge -o OUT", "summary", "--output", "--stacks", "--no-summary",
@@ -30,6 +32,8 @@ def test_version_is_the_builds(tmp_path):
     v = makefile_version()
     p = gputrace(["--version"], tmp_path)
     assert (p.returncode, p.stdout, p.stderr) == (0, f"gputrace {v}\n".encode(), b"")
+    p = gputrace(["run", "--version"], tmp_path)
+    assert (p.returncode, p.stdout) == (2, f"gputrace {v}\n".encode())
     need(TOOL)
     p = gputrace(["--version"], tmp_path, script=TOOL)
     assert p.stdout == f"gputrace-tool {v}\n".encode()
