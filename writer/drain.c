@@ -331,12 +331,9 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, 
 		case GT_ARG_STR:
 			put_sid(b, (uint32_t)a->v.u);
 			break;
-		case GT_ARG_HEX: {
-			char hex[20];
-			int n = snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->v.u);
-			json__str(b, hex, (size_t)n);
+		case GT_ARG_HEX:
+			json__hex(b, a->v.u);
 			break;
-		}
 		default:
 			jbuf__lit(b, "null");
 		}

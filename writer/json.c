@@ -119,6 +119,23 @@ void json__f64(struct jbuf *b, double v)
 	jbuf__put(b, tmp, (size_t)n);
 }
 
+void json__hex(struct jbuf *b, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[20];
+	char *p = tmp + sizeof(tmp);
+
+	*--p = '"';
+	do {
+		*--p = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	*--p = 'x';
+	*--p = '0';
+	*--p = '"';
+	jbuf__put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
 void json__us(struct jbuf *b, uint64_t ns)
 {
 	uint64_t us = ns / 1000;

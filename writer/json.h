@@ -39,6 +39,8 @@ static inline void jbuf__ch(struct jbuf *b, char c)
 GT_HIDDEN void json__u64(struct jbuf *b, uint64_t v);
 GT_HIDDEN void json__i64(struct jbuf *b, int64_t v);
 GT_HIDDEN void json__f64(struct jbuf *b, double v);
+/* "0x1f": a quoted hexadecimal string (handles, addresses) */
+GT_HIDDEN void json__hex(struct jbuf *b, uint64_t v);
 /* ns as microseconds with three decimals: 1234567 -> 1234.567 */
 GT_HIDDEN void json__us(struct jbuf *b, uint64_t ns);
 /* A quoted JSON string of any bytes: valid UTF-8 is kept, control

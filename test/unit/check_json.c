@@ -91,6 +91,9 @@ START_TEST(test_numbers)
 	ck_assert_str_eq(fmt(json__u64, 10), "10");
 	ck_assert_str_eq(fmt(json__u64, 1234567890123ull), "1234567890123");
 	ck_assert_str_eq(fmt(json__u64, UINT64_MAX), "18446744073709551615");
+	ck_assert_str_eq(fmt(json__hex, 0), "\"0x0\"");
+	ck_assert_str_eq(fmt(json__hex, 0xabcdef), "\"0xabcdef\"");
+	ck_assert_str_eq(fmt(json__hex, UINT64_MAX), "\"0xffffffffffffffff\"");
 	ck_assert_str_eq(fmt(json__us, 0), "0.000");
 	ck_assert_str_eq(fmt(json__us, 7), "0.007");
 	ck_assert_str_eq(fmt(json__us, 1234567), "1234.567");
