@@ -110,6 +110,7 @@ START_TEST(test_interned_once)
 }
 END_TEST
 
+#ifndef __SANITIZE_THREAD__ /* see the suite below */
 static void *thread_body(void *arg)
 {
 	uint64_t *ids = arg;
@@ -143,6 +144,7 @@ START_TEST(test_threads_agree)
 	ck_assert_uint_eq(fake_dropped(), 0);
 }
 END_TEST
+#endif
 
 /* Distinct stacks: recursion depth times call site. */
 __attribute__((noinline)) static uint64_t recurse(int n, int site)
