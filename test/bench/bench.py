@@ -236,6 +236,8 @@ class Bench:
         gz = self.run([BIN / "bench_core", "drain", self.trace_path("drain.json.gz"), 2, n,
                        rounds], self.env())
         remove(self.work / "drain.json.gz")
+        # the same into /dev/null (written as a stream): the formatting alone
+        fmt = self.run([BIN / "bench_core", "drain", "/dev/null", 2, n, rounds], self.env())
         drain_ms, raw_ms = f(plain, "drain_ms"), f(plain, "raw_write_ms")
         gz_ms = f(gz, "drain_ms")
         bytes_ = int(plain["round_bytes"])
@@ -248,6 +250,8 @@ class Bench:
             "bytes_per_event": bytes_ / n,
             "raw_write_mb_per_s": float(plain["raw_mb_per_s"]),
             "drain_vs_write": drain_ms / raw_ms,
+            "format_only_events_per_s": float(fmt["events_per_s"]),
+            "format_only_vs_write": f(fmt, "drain_ms") / raw_ms,
             "gz_events_per_s": float(gz["events_per_s"]),
             "gz_json_mb_per_s": bytes_ / gz_ms / 1e3,
             "gz_bytes_per_event": int(gz["round_bytes"]) / n,
@@ -464,6 +468,9 @@ def table(res, m, reps):
                      f"{r['drain_vs_write']:.2f}x write time", ">= 5 M/s, <= 3x",
                      ok(r["events_per_s"] >= TARGETS["drain_events_per_s"] and
                         r["drain_vs_write"] <= TARGETS["drain_vs_write"])))
+        rows.append(("", "same into /dev/null: formatting alone",
+                     f"{r['format_only_events_per_s'] / 1e6:.2f} M events/s", "",
+                     f"{r['format_only_vs_write']:.2f}x write time", "", ""))
         rows.append(("", f"same, .gz ({r['bytes_per_event']:.0f} -> "
                          f"{r['gz_bytes_per_event']:.1f} B/event)",
                      f"{r['gz_events_per_s'] / 1e6:.2f} M events/s, "
