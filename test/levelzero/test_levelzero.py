@@ -232,10 +232,10 @@ def wraps(host_ns, bits):
 
 
 def test_basic_with_wrapping_timestamps(tmp_path):
-    """16-bit timestamps wrap every 3.4 ms: over 30 iterations some wraps fall between
+    """12-bit timestamps wrap every 213 us: over 30 iterations wraps fall between
     commands; durations and order still hold."""
     n = 30
-    trace = traced_like_untraced([APPS / "ze_basic", n], tmp_path, env={"ZE_SIM_VALID_BITS": "16"})
+    trace = traced_like_untraced([APPS / "ze_basic", n], tmp_path, env={"ZE_SIM_VALID_BITS": "12"})
     dev = device_spans(trace)
     assert len(dev) == 5 * n + 2
     assert_durations(dev)
@@ -248,7 +248,7 @@ def test_basic_with_wrapping_timestamps(tmp_path):
         if d["args"]["correlation"] in window:
             lo, hi = window[d["args"]["correlation"]]
             assert lo <= start(d) and end(d) <= hi, d
-    between = sum(wraps(end(a), 16) != wraps(start(b), 16) for a, b in zip(dev, dev[1:]))
+    between = sum(wraps(end(a), 12) != wraps(start(b), 12) for a, b in zip(dev, dev[1:]))
     assert between >= 2
 
 
