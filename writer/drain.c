@@ -1036,7 +1036,8 @@ static void *drain_main(void *arg)
 		uint64_t req = atomic_load(&W.req_seq);
 		bool final;
 
-		if (req == atomic_load(&W.done_seq))
+		/* no sleep while a ring is still past its high-water mark */
+		if (req == atomic_load(&W.done_seq) && !rings_high())
 			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
 		atomic_store(&W.kick, 0);
 		req = atomic_load(&W.req_seq);
