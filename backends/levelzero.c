@@ -19,6 +19,7 @@
 #include "backends/levelzero.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/emit.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
@@ -114,6 +115,13 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 
 	if (!ze__want(GT_KIND(RUNTIME)))
 		return;
+	if (!c && gt_likely(!gt_cfg.stacks)) {
+		/* the common call: one slot, written inline */
+		struct gt_arg res = { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result };
+
+		gt_emit_span(t0, t1, corr, ze__name(id), GT_S_CAT_ZE_API, 0, &res);
+		return;
+	}
 	args[0].key = GT_S_ARG_RESULT;
 	args[0].type = GT_ARG_I64;
 	args[0].v.i = result;
@@ -161,7 +169,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 		uint64_t t0, corr;                                                         \
 		ret r;                                                                     \
 		ZE_WRAP_START(name, args)                                                  \
-		corr = gt_corr_next();                                                     \
+		corr = gt_corr_next_fast();                                                \
 		t0 = gt_clock_ns();                                                        \
 		r = real args;                                                             \
 		ze__span(ZE_ID_##name, t0, corr, r, NULL);                                 \
@@ -179,7 +187,7 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 		ret r;                                                                     \
 		ZE_WRAP_START(name, args)                                                  \
 		ze__strings_init();                                                        \
-		c.corr = gt_corr_next();                                                   \
+		c.corr = gt_corr_next_fast();                                              \
 		c.flags = 0;                                                               \
 		c.nargs = 0;                                                               \
 		t0 = gt_clock_ns();                                                        \

@@ -158,8 +158,20 @@ GT_HIDDEN uint32_t gt_device_track(uint32_t device);
 
 /* ---- state ---- */
 
-/* True while events are being recorded (after init, before the final drain). */
-GT_HIDDEN bool gt_tracing(void);
+enum gt_phase {
+	GT_PHASE_OFF = 0,   /* before init, or after an output error */
+	GT_PHASE_RUNNING,   /* recording */
+	GT_PHASE_FINISHING, /* final drain under way: new events are not recorded */
+	GT_PHASE_DONE,      /* trace closed */
+};
+extern GT_HIDDEN _Atomic int gt_phase;
+
+/* True while events are being recorded (after init, before the final drain).
+ * Inline: every wrapper asks, on every call. */
+static inline bool gt_tracing(void)
+{
+	return __atomic_load_n(&gt_phase, __ATOMIC_RELAXED) == GT_PHASE_RUNNING;
+}
 
 /* Per-thread reentrancy guard: wrappers call the real function directly
  * when gt_guard_enter() returns false (we are inside our own code).

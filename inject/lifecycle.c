@@ -47,7 +47,7 @@ static void sleep_ms(unsigned ms)
 static void wait_done(unsigned timeout_ms)
 {
 	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
-		if (atomic_load(&gt_st.phase) != GT_PHASE_FINISHING)
+		if (atomic_load(&gt_phase) != GT_PHASE_FINISHING)
 			return;
 		sleep_ms(5);
 	}
@@ -62,7 +62,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 		wait_done(timeout_ms);
 		return;
 	}
-	if (atomic_load(&gt_st.phase) != GT_PHASE_RUNNING)
+	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
 		return;
 	atomic_store(&gt_end_reason, why);
 	if (from_signal)
@@ -75,7 +75,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 	if (writer__is_drain_thread() || writer__sync(true, timeout_ms) < 0) {
 		/* The drain thread is us (it crashed) or stuck: what the last
 		 * checkpoint holds is what the file keeps. */
-		atomic_store(&gt_st.phase, GT_PHASE_DONE);
+		atomic_store(&gt_phase, GT_PHASE_DONE);
 	}
 	gt_in_tracer--;
 }
@@ -248,10 +248,10 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	registry__unlock_all();
-	if (atomic_load(&gt_st.phase) != GT_PHASE_RUNNING)
+	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
 		return;
 	/* None of the parent's events, none of its file: a trace of our own. */
-	atomic_store(&gt_st.phase, GT_PHASE_OFF);
+	atomic_store(&gt_phase, GT_PHASE_OFF);
 	writer__forget();
 	shim__forget_rings();
 	atomic_store(&finish_claimed, 0);

@@ -275,10 +275,7 @@ void gt_lost_add(uint32_t reason, uint64_t n)
 	}
 }
 
-bool gt_tracing(void)
-{
-	return atomic_load_explicit(&gt_st.phase, memory_order_relaxed) == GT_PHASE_RUNNING;
-}
+GT_HIDDEN _Atomic int gt_phase;
 
 /* ---- backends ---- */
 
@@ -369,7 +366,7 @@ GT_HIDDEN void shim__start_process(void)
 	gt_st.anchor_clock_ns = gt_clock_ns();
 	exe_name(gt_st.exe, sizeof(gt_st.exe));
 	writer__init();
-	atomic_store(&gt_st.phase, GT_PHASE_RUNNING);
+	atomic_store(&gt_phase, GT_PHASE_RUNNING);
 	if (writer__start_thread())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
@@ -387,12 +384,10 @@ static void gt_init(void)
 	shim__backends_call(GT_HOOK_INIT, NULL, NULL);
 }
 
-void gt_ensure_init(void)
+void gt_ensure_init_slow(void)
 {
 	int expect = 0;
 
-	if (gt_likely(atomic_load_explicit(&gt_st.init_state, memory_order_acquire) == 2))
-		return;
 	if (atomic_compare_exchange_strong(&gt_st.init_state, &expect, 1)) {
 		gt_in_tracer++;
 		gt_init();

@@ -4,11 +4,19 @@
 #define GPUTRACE_SHIM_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include "event.h"
+#include "state.h"
 
 /* Wrappers call this first: calls that arrive before the constructor has
- * finished (from another library's constructor) initialize the tracer. */
-GT_HIDDEN void gt_ensure_init(void);
+ * finished (from another library's constructor) initialize the tracer.
+ * Inline: a load and a branch once initialized. */
+GT_HIDDEN void gt_ensure_init_slow(void);
+static inline void gt_ensure_init(void)
+{
+	if (gt_unlikely(atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2))
+		gt_ensure_init_slow();
+}
 
 /* Resolve the next definition of a symbol after this library (the real
  * function of a wrapper). Safe to call early; never returns our own wrapper. */

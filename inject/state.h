@@ -11,18 +11,10 @@
 
 struct ring;
 
-enum gt_phase {
-	GT_PHASE_OFF = 0,   /* before init, or after an output error */
-	GT_PHASE_RUNNING,   /* recording */
-	GT_PHASE_FINISHING, /* final drain under way: new events are not recorded */
-	GT_PHASE_DONE,      /* trace closed */
-};
-
 #define GT_LOST_REASONS 16
 
 struct gt_state {
 	_Atomic int init_state; /* 0 none, 1 running, 2 done */
-	_Atomic int phase;      /* enum gt_phase */
 	_Atomic bool crashing;  /* finishing from a fatal signal handler */
 	struct ring *_Atomic rings;
 	_Atomic uint32_t thread_serial;

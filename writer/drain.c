@@ -710,7 +710,7 @@ static void output_failed(int err)
 	if (W.opened && W.out.seekable && !W.out.size)
 		unlink(W.out.path);
 	W.failed = true;
-	atomic_store(&gt_st.phase, GT_PHASE_OFF);
+	atomic_store(&gt_phase, GT_PHASE_OFF);
 	pr_err("cannot write the trace to '%s': %s; tracing stops, the program goes on",
 	       W.opened ? W.out.path : gt_cfg.output, strerror(-err));
 }
@@ -981,8 +981,8 @@ void writer__cycle(bool final)
 	if (!atomic_load(&gt_st.crashing))
 		shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
 	if (final)
-		atomic_store(&gt_st.phase, GT_PHASE_FINISHING);
-	if (atomic_load(&gt_st.phase) == GT_PHASE_OFF) {
+		atomic_store(&gt_phase, GT_PHASE_FINISHING);
+	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {
 		gt_in_tracer--;
 		return;
 	}
@@ -1001,7 +1001,7 @@ void writer__cycle(bool final)
 	if (final) {
 		print_summary();
 		out__close(&W.out);
-		atomic_store(&gt_st.phase, GT_PHASE_DONE);
+		atomic_store(&gt_phase, GT_PHASE_DONE);
 	}
 	gt_in_tracer--;
 }
@@ -1051,7 +1051,7 @@ static void *drain_main(void *arg)
 		gt_in_tracer = 1;
 		pthread_mutex_unlock(&W.cycle_lock);
 		atomic_store(&W.done_seq, req);
-		if (final || atomic_load(&gt_st.phase) == GT_PHASE_DONE)
+		if (final || atomic_load(&gt_phase) == GT_PHASE_DONE)
 			break;
 	}
 	atomic_store(&W.thread_running, false);
@@ -1116,7 +1116,7 @@ int writer__sync(bool final, unsigned timeout_ms)
 		if (atomic_load(&W.done_seq) >= my)
 			return 0;
 		if (!atomic_load(&W.thread_running))
-			return atomic_load(&gt_st.phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
+			return atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
 		sleep_1ms();
 	}
 	return -ETIMEDOUT;
