@@ -12,6 +12,7 @@
 #ifndef GPUTRACE_EVENT_H
 #define GPUTRACE_EVENT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -170,7 +171,7 @@ extern GT_HIDDEN _Atomic int gt_phase;
  * Inline: every wrapper asks, on every call. */
 static inline bool gt_tracing(void)
 {
-	return __atomic_load_n(&gt_phase, __ATOMIC_RELAXED) == GT_PHASE_RUNNING;
+	return atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_RUNNING;
 }
 
 /* Per-thread reentrancy guard: wrappers call the real function directly
