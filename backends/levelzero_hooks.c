@@ -162,262 +162,142 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 	c->flags |= ZE_LAUNCH_FLAG;
 }
 
-ze_result_t ze_body_zeCommandListAppendLaunchKernel(
-	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchKernel) real,
-	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
-	const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
-	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+/*
+ * Every append that puts work on a device, one shape: give the command a
+ * timestamped signal event where the program gave none, describe the work
+ * (after the begin: a copy's kinds need the list's context), append it,
+ * and record it. The last argument is the description's statements.
+ */
+#define ZE_APPEND(name, params, args, ...)                                                 \
+	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
+	{                                                                                  \
+		struct ze_append a;                                                        \
+		struct ze_work w = { 0 };                                                  \
+		ze_result_t r;                                                             \
+                                                                                           \
+		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);     \
+		__VA_ARGS__                                                                \
+		r = real args;                                                             \
+		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		return r;                                                                  \
+	}
 
-	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendLaunchKernel,
+	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	 const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);)
 
-ze_result_t ze_body_zeCommandListAppendLaunchCooperativeKernel(
-	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchCooperativeKernel) real,
-	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
-	const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
-	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+ZE_APPEND(zeCommandListAppendLaunchCooperativeKernel,
+	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	 const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);)
 
-	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
-
-ze_result_t ze_body_zeCommandListAppendLaunchKernelIndirect(
-	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchKernelIndirect) real,
-	ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
-	const ze_group_count_t *pLaunchArgumentsBuffer, ze_event_handle_t hSignalEvent,
-	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
+ZE_APPEND(zeCommandListAppendLaunchKernelIndirect,
+	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	 const ze_group_count_t *pLaunchArgumentsBuffer, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hKernel, pLaunchArgumentsBuffer, hSignalEvent, numWaitEvents, phWaitEvents),
 	/* The group counts are in device memory, written later: not read here. */
-	ze__work_kernel(c, &w, hKernel, NULL);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hKernel, pLaunchArgumentsBuffer, hSignalEvent, numWaitEvents,
-		 phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+	ze__work_kernel(c, &w, hKernel, NULL);)
 
-ze_result_t ze_body_zeCommandListAppendLaunchMultipleKernelsIndirect(
-	struct ze_call *c, __typeof__(&zeCommandListAppendLaunchMultipleKernelsIndirect) real,
-	ze_command_list_handle_t hCommandList, uint32_t numKernels, ze_kernel_handle_t *phKernels,
-	const uint32_t *pCountBuffer, const ze_group_count_t *pLaunchArgumentsBuffer,
-	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
+ZE_APPEND(zeCommandListAppendLaunchMultipleKernelsIndirect,
+	(ze_command_list_handle_t hCommandList, uint32_t numKernels, ze_kernel_handle_t *phKernels,
+	 const uint32_t *pCountBuffer, const ze_group_count_t *pLaunchArgumentsBuffer,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, numKernels, phKernels, pCountBuffer, pLaunchArgumentsBuffer, hSignalEvent,
+	 numWaitEvents, phWaitEvents),
 	/* One signal event for them all: one span, named after the first kernel. */
-	ze__work_kernel(c, &w, numKernels && phKernels ? phKernels[0] : NULL, NULL);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, numKernels, phKernels, pCountBuffer, pLaunchArgumentsBuffer,
-		 hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+	ze__work_kernel(c, &w, numKernels && phKernels ? phKernels[0] : NULL, NULL);)
 
-ze_result_t ze_body_zeCommandListAppendMemoryCopy(
-	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopy) real,
-	ze_command_list_handle_t hCommandList, void *dstptr, const void *srcptr, size_t size,
-	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, size);
-	r = real(hCommandList, dstptr, srcptr, size, hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendMemoryCopy,
+	(ze_command_list_handle_t hCommandList, void *dstptr, const void *srcptr, size_t size,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, srcptr, size, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, size);)
 
 static uint64_t ze__region_bytes(const ze_copy_region_t *r)
 {
 	return r ? (uint64_t)r->width * r->height * (r->depth ? r->depth : 1) : 0;
 }
 
-ze_result_t ze_body_zeCommandListAppendMemoryCopyRegion(
-	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopyRegion) real,
-	ze_command_list_handle_t hCommandList, void *dstptr, const ze_copy_region_t *dstRegion,
-	uint32_t dstPitch, uint32_t dstSlicePitch, const void *srcptr,
-	const ze_copy_region_t *srcRegion, uint32_t srcPitch, uint32_t srcSlicePitch,
-	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+ZE_APPEND(zeCommandListAppendMemoryCopyRegion,
+	(ze_command_list_handle_t hCommandList, void *dstptr, const ze_copy_region_t *dstRegion,
+	 uint32_t dstPitch, uint32_t dstSlicePitch, const void *srcptr,
+	 const ze_copy_region_t *srcRegion, uint32_t srcPitch, uint32_t srcSlicePitch,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, dstRegion, dstPitch, dstSlicePitch, srcptr, srcRegion, srcPitch,
+	 srcSlicePitch, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, ze__region_bytes(srcRegion));)
 
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, ze__region_bytes(srcRegion));
-	r = real(hCommandList, dstptr, dstRegion, dstPitch, dstSlicePitch, srcptr, srcRegion,
-		 srcPitch, srcSlicePitch, hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendMemoryCopyFromContext,
+	(ze_command_list_handle_t hCommandList, void *dstptr, ze_context_handle_t hContextSrc,
+	 const void *srcptr, size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, hContextSrc, srcptr, size, hSignalEvent, numWaitEvents,
+	 phWaitEvents),
+	ze__work_copy(c, &w, hContextSrc, srcptr, a.ctx, dstptr, size);)
 
-ze_result_t ze_body_zeCommandListAppendMemoryCopyFromContext(
-	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryCopyFromContext) real,
-	ze_command_list_handle_t hCommandList, void *dstptr, ze_context_handle_t hContextSrc,
-	const void *srcptr, size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
-	ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	ze__work_copy(c, &w, hContextSrc, srcptr, a.ctx, dstptr, size);
-	r = real(hCommandList, dstptr, hContextSrc, srcptr, size, hSignalEvent, numWaitEvents,
-		 phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
-
-ze_result_t ze_body_zeCommandListAppendMemoryFill(
-	struct ze_call *c, __typeof__(&zeCommandListAppendMemoryFill) real,
-	ze_command_list_handle_t hCommandList, void *ptr, const void *pattern, size_t pattern_size,
-	size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
-	ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w = { .kind = ZE_CMD_FILL, .name = ze_str.memset, .bytes = size };
-	ze_result_t r;
-
+ZE_APPEND(zeCommandListAppendMemoryFill,
+	(ze_command_list_handle_t hCommandList, void *ptr, const void *pattern, size_t pattern_size,
+	 size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, ptr, pattern, pattern_size, size, hSignalEvent, numWaitEvents, phWaitEvents),
+	w = (struct ze_work){ .kind = ZE_CMD_FILL, .name = ze_str.memset, .bytes = size };
 	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
-	c->flags |= ZE_LAUNCH_FLAG;
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, ptr, pattern, pattern_size, size, hSignalEvent, numWaitEvents,
-		 phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+	c->flags |= ZE_LAUNCH_FLAG;)
 
-ze_result_t ze_body_zeCommandListAppendImageCopy(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopy) real,
-	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
-	ze_image_handle_t hSrcImage, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
-	ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+ZE_APPEND(zeCommandListAppendImageCopy,
+	(ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
+	 ze_image_handle_t hSrcImage, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, hDstImage, hSrcImage, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_image(c, &w, NULL);)
 
-	ze__work_image(c, &w, NULL);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hDstImage, hSrcImage, hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendImageCopyRegion,
+	(ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
+	 ze_image_handle_t hSrcImage, const ze_image_region_t *pDstRegion,
+	 const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, hDstImage, hSrcImage, pDstRegion, pSrcRegion, hSignalEvent, numWaitEvents,
+	 phWaitEvents),
+	ze__work_image(c, &w, pSrcRegion);)
 
-ze_result_t ze_body_zeCommandListAppendImageCopyRegion(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyRegion) real,
-	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
-	ze_image_handle_t hSrcImage, const ze_image_region_t *pDstRegion,
-	const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent,
-	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+ZE_APPEND(zeCommandListAppendImageCopyToMemory,
+	(ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
+	 const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, hSrcImage, pSrcRegion, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_image(c, &w, pSrcRegion);)
 
-	ze__work_image(c, &w, pSrcRegion);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hDstImage, hSrcImage, pDstRegion, pSrcRegion, hSignalEvent,
-		 numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendImageCopyFromMemory,
+	(ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
+	 const ze_image_region_t *pDstRegion, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, hDstImage, srcptr, pDstRegion, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_image(c, &w, pDstRegion);)
 
-ze_result_t ze_body_zeCommandListAppendImageCopyToMemory(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyToMemory) real,
-	ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
-	const ze_image_region_t *pSrcRegion, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
-	ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
+ZE_APPEND(zeCommandListAppendImageCopyToMemoryExt,
+	(ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
+	 const ze_image_region_t *pSrcRegion, uint32_t destRowPitch, uint32_t destSlicePitch,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, hSrcImage, pSrcRegion, destRowPitch, destSlicePitch, hSignalEvent,
+	 numWaitEvents, phWaitEvents),
+	ze__work_image(c, &w, pSrcRegion);)
 
-	ze__work_image(c, &w, pSrcRegion);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, dstptr, hSrcImage, pSrcRegion, hSignalEvent, numWaitEvents,
-		 phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
-
-ze_result_t ze_body_zeCommandListAppendImageCopyFromMemory(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyFromMemory) real,
-	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
-	const ze_image_region_t *pDstRegion, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
-	ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
-	ze__work_image(c, &w, pDstRegion);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hDstImage, srcptr, pDstRegion, hSignalEvent, numWaitEvents,
-		 phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
-
-ze_result_t ze_body_zeCommandListAppendImageCopyToMemoryExt(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyToMemoryExt) real,
-	ze_command_list_handle_t hCommandList, void *dstptr, ze_image_handle_t hSrcImage,
-	const ze_image_region_t *pSrcRegion, uint32_t destRowPitch, uint32_t destSlicePitch,
-	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
-	ze__work_image(c, &w, pSrcRegion);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, dstptr, hSrcImage, pSrcRegion, destRowPitch, destSlicePitch,
-		 hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
-
-ze_result_t ze_body_zeCommandListAppendImageCopyFromMemoryExt(
-	struct ze_call *c, __typeof__(&zeCommandListAppendImageCopyFromMemoryExt) real,
-	ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
-	const ze_image_region_t *pDstRegion, uint32_t srcRowPitch, uint32_t srcSlicePitch,
-	ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents)
-{
-	struct ze_append a;
-	struct ze_work w;
-	ze_result_t r;
-
-	ze__work_image(c, &w, pDstRegion);
-	hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);
-	r = real(hCommandList, hDstImage, srcptr, pDstRegion, srcRowPitch, srcSlicePitch,
-		 hSignalEvent, numWaitEvents, phWaitEvents);
-	ze_track__append_end(&a, r, &w, c->corr);
-	return r;
-}
+ZE_APPEND(zeCommandListAppendImageCopyFromMemoryExt,
+	(ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage, const void *srcptr,
+	 const ze_image_region_t *pDstRegion, uint32_t srcRowPitch, uint32_t srcSlicePitch,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hDstImage, srcptr, pDstRegion, srcRowPitch, srcSlicePitch, hSignalEvent,
+	 numWaitEvents, phWaitEvents),
+	ze__work_image(c, &w, pDstRegion);)
 
 ze_result_t ze_body_zeCommandListAppendEventReset(
 	struct ze_call *c, __typeof__(&zeCommandListAppendEventReset) real,
