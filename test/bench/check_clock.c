@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "inject/clock.h"
+#include "../check_run.h"
 
 /* The tracer stays off: only the clock is under test. */
 int gt_unit_test = 1;
@@ -109,16 +110,10 @@ int main(void)
 {
 	Suite *s = suite_create("clock");
 	TCase *tc = tcase_create("clock");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_stays_on_the_raw_clock);
 	tcase_add_test(tc, test_never_goes_back_on_a_thread);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -15,6 +15,7 @@
 #include "inject/clock.h"
 #include "inject/emit.h"
 #include "inject/shim.h"
+#include "../check_run.h"
 
 int gt_unit_test = 1;
 void gt_test_start(char *const *envp);
@@ -124,15 +125,9 @@ int main(void)
 {
 	Suite *s = suite_create("emit");
 	TCase *tc = tcase_create("emit");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_same_spans_as_gt_emit);
 	tcase_add_test(tc, test_full_ring_counts_lost);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

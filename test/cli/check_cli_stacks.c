@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "../check_run.h"
 
 #define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
 
@@ -203,8 +204,6 @@ int main(void)
 {
 	Suite *s = suite_create("stacks");
 	TCase *tc = tcase_create("stacks");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_names_outermost_first);
 	tcase_add_test(tc, test_static_function_named);
@@ -219,9 +218,5 @@ int main(void)
 	tcase_add_test(tc, test_full_table_drops);
 	tcase_add_test(tc, test_format_truncates_outer_end);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

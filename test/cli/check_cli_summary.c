@@ -14,6 +14,7 @@
 
 #include "scripts/tool/json.h"
 #include "writer/summary.h"
+#include "../check_run.h"
 
 static void add(struct summary *s, const char *cat, const char *name, uint64_t start,
 		uint64_t dur, const char *device, uint64_t bytes, const char *kind)
@@ -286,8 +287,6 @@ int main(void)
 {
 	Suite *s = suite_create("summary");
 	TCase *tc = tcase_create("summary");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_sums_and_order);
 	tcase_add_test(tc, test_busy_is_a_union);
@@ -297,9 +296,5 @@ int main(void)
 	tcase_add_test(tc, test_value_boundaries);
 	tcase_add_test(tc, test_stream_reader);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "backends/levelzero_map.h"
+#include "../check_run.h"
 
 int next_which_from_a(void);
 int next_which_from_b(void);
@@ -153,17 +154,11 @@ int main(void)
 {
 	Suite *s = suite_create("levelzero");
 	TCase *t = tcase_create("core");
-	SRunner *r;
-	int failed;
 
 	tcase_add_test(t, next_from_each_object);
 	tcase_add_test(t, handles_get_wrappers);
 	tcase_add_test(t, map_put_get_delete_grow);
 	tcase_add_test(t, map_each_visits_live_entries);
 	suite_add_tcase(s, t);
-	r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

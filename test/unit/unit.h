@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include "../check_run.h"
 
 /* The tracer stays off until a test starts it (see gt_constructor). */
 int gt_unit_test = 1;
@@ -12,12 +13,7 @@ int gt_unit_test = 1;
 #define UNIT_MAIN(suite_fn)                                                      \
 	int main(void)                                                           \
 	{                                                                        \
-		SRunner *sr = srunner_create(suite_fn());                        \
-		int failed;                                                      \
-		srunner_run_all(sr, CK_NORMAL);                                  \
-		failed = srunner_ntests_failed(sr);                              \
-		srunner_free(sr);                                                \
-		return failed ? EXIT_FAILURE : EXIT_SUCCESS;                     \
+		return check_run(suite_fn());                                    \
 	}
 
 #endif
