@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <level_zero/ze_api.h>
+#include "../arg.h"
 
 #define ZE_CHECK(call)								\
 	do {									\
@@ -29,21 +30,6 @@
 			exit(1);						\
 		}								\
 	} while (0)
-
-static inline unsigned long app_arg(int argc, char **argv, int i, unsigned long def)
-{
-	char *end;
-	unsigned long v;
-
-	if (argc <= i)
-		return def;
-	v = strtoul(argv[i], &end, 10);
-	if (*end || !*argv[i]) {
-		fprintf(stderr, "%s: argument %d '%s' is not a number\n", argv[0], i, argv[i]);
-		exit(2);
-	}
-	return v;
-}
 
 /* FNV-1a: a checksum that catches misplaced bytes, not only wrong sums. */
 static inline uint64_t app_checksum(const void *p, size_t n)

@@ -14,8 +14,8 @@ static void expected_result(uint8_t *out, const uint8_t *src, size_t n)
 
 int main(int argc, char **argv)
 {
-	unsigned long iterations = app_arg(argc, argv, 1, 3);
-	size_t n = app_arg(argc, argv, 2, 65536);
+	unsigned long iterations = test_arg(argc, argv, 1, 3);
+	size_t n = test_arg(argc, argv, 2, 65536);
 	struct app_ze z;
 	ze_device_properties_t props = { ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
 	ze_group_count_t add_groups = { 4, 1, 1 }, scale_groups = { 8, 2, 1 }, imm_groups = { 2, 1, 1 };

@@ -31,7 +31,7 @@ static void resolve(void *lib)
 
 int main(int argc, char **argv)
 {
-	size_t n = app_arg(argc, argv, 1, 16384);
+	size_t n = test_arg(argc, argv, 1, 16384);
 	void *lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
 	ze_driver_handle_t driver;
 	ze_device_handle_t device;

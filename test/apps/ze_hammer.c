@@ -26,10 +26,10 @@ static void *hammer(void *arg)
 
 int main(int argc, char **argv)
 {
-	unsigned long nthreads = app_arg(argc, argv, 1, 4);
+	unsigned long nthreads = test_arg(argc, argv, 1, 4);
 	pthread_t *t;
 
-	calls = app_arg(argc, argv, 2, 100000);
+	calls = test_arg(argc, argv, 2, 100000);
 	t = calloc(nthreads ? nthreads : 1, sizeof(*t));
 	APP_EXPECT(t, "calloc");
 	app_ze_setup(&z);

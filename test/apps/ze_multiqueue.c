@@ -39,8 +39,8 @@ static void expect_pattern(const uint8_t *p, size_t n, const uint8_t *pat, size_
 
 int main(int argc, char **argv)
 {
-	unsigned long iterations = app_arg(argc, argv, 1, 2);
-	size_t n = app_arg(argc, argv, 2, 32768);
+	unsigned long iterations = test_arg(argc, argv, 1, 2);
+	size_t n = test_arg(argc, argv, 2, 32768);
 	static const uint8_t pat_a[1] = { 0xa1 }, pat_b[2] = { 0xb2, 0xb3 };
 	struct app_ze z;
 	struct engine a, b, copy;

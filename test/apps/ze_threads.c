@@ -24,7 +24,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	unsigned long n = app_arg(argc, argv, 1, 64), batch = app_arg(argc, argv, 2, 8);
+	unsigned long n = test_arg(argc, argv, 1, 64), batch = test_arg(argc, argv, 2, 8);
 	unsigned long batches = 0;
 	pthread_t *t;
 

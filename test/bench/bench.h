@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../arg.h"
 
 /* Calls are made in bursts with a pause after each: the traced thread's ring
  * takes a burst, the drain thread empties it during the pause, so the
@@ -52,21 +53,6 @@ static inline void bench_sleep_us(unsigned long us)
 
 	while (us && nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static inline unsigned long bench_arg(int argc, char **argv, int i, unsigned long def)
-{
-	char *end;
-	unsigned long v;
-
-	if (argc <= i)
-		return def;
-	v = strtoul(argv[i], &end, 10);
-	if (*end || !*argv[i]) {
-		fprintf(stderr, "%s: argument %d '%s' is not a number\n", argv[0], i, argv[i]);
-		exit(2);
-	}
-	return v;
 }
 
 #define BENCH_DIE(...)                                                                     \

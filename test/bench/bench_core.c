@@ -249,21 +249,21 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	const char *trace = argc > 2 ? argv[2] : "";
-	unsigned nthreads = (unsigned)bench_arg(argc, argv, 3, 1);
+	unsigned nthreads = (unsigned)test_arg(argc, argv, 3, 1);
 
 	if (!*trace || !nthreads)
 		BENCH_DIE("usage: bench_core emit <trace> <threads> <calls> [burst] [pause_us]\n"
 			  "       bench_core drain <trace> <threads> <events> [rounds]");
 	if (!strcmp(mode, "emit")) {
-		calls = bench_arg(argc, argv, 4, 1000000);
-		burst = bench_arg(argc, argv, 5, BENCH_BURST_DEFAULT);
-		pause_us = bench_arg(argc, argv, 6, 25000);
+		calls = test_arg(argc, argv, 4, 1000000);
+		burst = test_arg(argc, argv, 5, BENCH_BURST_DEFAULT);
+		pause_us = test_arg(argc, argv, 6, 25000);
 		if (!burst)
 			burst = calls;
 		return bench_emit(trace, nthreads);
 	}
 	if (!strcmp(mode, "drain"))
-		return bench_drain(trace, nthreads, bench_arg(argc, argv, 4, 1000000),
-				   (unsigned)bench_arg(argc, argv, 5, 3));
+		return bench_drain(trace, nthreads, test_arg(argc, argv, 4, 1000000),
+				   (unsigned)test_arg(argc, argv, 5, 3));
 	BENCH_DIE("bench_core: unknown mode '%s': use emit or drain", mode);
 }

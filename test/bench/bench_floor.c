@@ -56,9 +56,9 @@ static __attribute__((noinline)) void floor_tsc(uint64_t n)
 
 int main(int argc, char **argv)
 {
-	uint64_t calls = bench_arg(argc, argv, 1, 1000000);
-	uint64_t burst = bench_arg(argc, argv, 2, BENCH_BURST_DEFAULT);
-	unsigned long pause_us = bench_arg(argc, argv, 3, 0);
+	uint64_t calls = test_arg(argc, argv, 1, 1000000);
+	uint64_t burst = test_arg(argc, argv, 2, BENCH_BURST_DEFAULT);
+	unsigned long pause_us = test_arg(argc, argv, 3, 0);
 	const char *clock = argc > 4 ? argv[4] : "raw";
 	bool use_tsc = !strcmp(clock, "tsc");
 	struct bench_time t = { 0 };

@@ -232,12 +232,12 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(mode, "calls")) {
-		unsigned nthreads = (unsigned)bench_arg(argc, argv, 2, 1);
+		unsigned nthreads = (unsigned)test_arg(argc, argv, 2, 1);
 
-		calls = bench_arg(argc, argv, 3, 1000000);
-		burst = bench_arg(argc, argv, 4, BENCH_BURST_DEFAULT);
-		pause_us = bench_arg(argc, argv, 5, 25000);
-		nest = bench_arg(argc, argv, 6, 0);
+		calls = test_arg(argc, argv, 3, 1000000);
+		burst = test_arg(argc, argv, 4, BENCH_BURST_DEFAULT);
+		pause_us = test_arg(argc, argv, 5, 25000);
+		nest = test_arg(argc, argv, 6, 0);
 		if (!burst)
 			burst = calls;
 		if (!nthreads)
@@ -245,9 +245,9 @@ int main(int argc, char **argv)
 		return bench_calls(nthreads);
 	}
 	if (!strcmp(mode, "launch"))
-		return bench_launch(argc > 2 ? argv[2] : "", bench_arg(argc, argv, 3, 20000),
-				    bench_arg(argc, argv, 4, 64), bench_arg(argc, argv, 5, 0),
-				    bench_arg(argc, argv, 6, 50000));
+		return bench_launch(argc > 2 ? argv[2] : "", test_arg(argc, argv, 3, 20000),
+				    test_arg(argc, argv, 4, 64), test_arg(argc, argv, 5, 0),
+				    test_arg(argc, argv, 6, 50000));
 	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
 		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]");
 }

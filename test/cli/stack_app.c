@@ -47,7 +47,7 @@ __attribute__((noinline)) static int query_version(struct work *w)
 
 int main(int argc, char **argv)
 {
-	int steps = (int)app_arg(argc, argv, 1, 2);
+	int steps = (int)test_arg(argc, argv, 1, 2);
 	struct work w;
 
 	app_ze_setup(&w.z);

@@ -14,8 +14,8 @@
 
 int main(int argc, char **argv)
 {
-	unsigned long kernels = app_arg(argc, argv, 1, 6), ns = app_arg(argc, argv, 2, 2000000);
-	unsigned long executions = app_arg(argc, argv, 3, 2), mode = app_arg(argc, argv, 4, 0);
+	unsigned long kernels = test_arg(argc, argv, 1, 6), ns = test_arg(argc, argv, 2, 2000000);
+	unsigned long executions = test_arg(argc, argv, 3, 2), mode = test_arg(argc, argv, 4, 0);
 	ze_group_count_t groups = { (uint32_t)ns, 1, 1 };
 	struct app_ze z;
 

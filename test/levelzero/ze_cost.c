@@ -15,7 +15,7 @@ static uint64_t now_ns(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long calls = app_arg(argc, argv, 1, 50000), rounds = app_arg(argc, argv, 2, 5);
+	unsigned long calls = test_arg(argc, argv, 1, 50000), rounds = test_arg(argc, argv, 2, 5);
 	double best = 1e30;
 	struct app_ze z;
 

@@ -294,9 +294,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "timeline"))
 		return mode_timeline();
 	if (!strcmp(mode, "kernels"))
-		return mode_kernels(app_arg(argc, argv, 2, 4), app_arg(argc, argv, 3, 1000000));
+		return mode_kernels(test_arg(argc, argv, 2, 4), test_arg(argc, argv, 3, 1000000));
 	if (!strcmp(mode, "concurrent"))
-		return mode_concurrent(app_arg(argc, argv, 2, 2000000));
+		return mode_concurrent(test_arg(argc, argv, 2, 2000000));
 	if (!strcmp(mode, "events"))
 		return mode_events();
 	if (!strcmp(mode, "fork"))
