@@ -781,19 +781,26 @@ static void trailer_thread(struct jbuf *b, bool *first, uint32_t tid, uint64_t e
 	jbuf__ch(b, '}');
 }
 
-static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
+/* Events dropped because their thread's ring was full: live and gone threads. */
+static uint64_t ring_lost(void)
 {
-	uint64_t ring_lost = 0, total;
-	bool first = true;
+	uint64_t n = 0;
 
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
-		ring_lost += atomic_load(&r->lost);
+		n += atomic_load(&r->lost);
 	for (size_t i = 0; i < W.ndead; i++)
-		ring_lost += W.dead[i].lost;
-	total = ring_lost;
+		n += W.dead[i].lost;
+	return n;
+}
+
+static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
+{
+	uint64_t full = ring_lost(), total = full;
+	bool first = true;
+
 	if (per_reason_json) {
 		jbuf__lit(b, "{\"ring_full\":");
-		json__u64(b, ring_lost);
+		json__u64(b, full);
 		first = false;
 	}
 	for (int i = 0; i < GT_LOST_REASONS; i++) {
@@ -935,17 +942,14 @@ static void checkpoint(bool final)
 
 static void print_summary(void)
 {
-	uint64_t lost, ring_lost = 0;
+	uint64_t lost, full;
 
 	if (!W.sum)
 		return;
 	lost = lost_total(false, NULL);
-	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
-		ring_lost += atomic_load(&r->lost);
-	for (size_t i = 0; i < W.ndead; i++)
-		ring_lost += W.dead[i].lost;
-	if (ring_lost)
-		summary__lost(W.sum, "ring_full", ring_lost);
+	full = ring_lost();
+	if (full)
+		summary__lost(W.sum, "ring_full", full);
 	for (int i = 0; i < GT_LOST_REASONS && atomic_load(&gt_st.lost_reason[i]); i++)
 		if (atomic_load(&gt_st.lost_count[i]))
 			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
