@@ -36,13 +36,11 @@ static inline int gt_emit_span(uint64_t start_ns, uint64_t end_ns, uint64_t corr
 {
 	struct ring *r = gt_tls_ring;
 
-	if (gt_likely((uintptr_t)r > 1 &&
-		      atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_RUNNING)) {
-		uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (gt_likely((uintptr_t)r > 1 && gt_tracing())) {
+		uint64_t head;
+		struct gt_event *e = ring__try_one(r, &head);
 
-		if (gt_likely(head - r->cached_tail <= r->mask)) {
-			struct gt_event *e = ring__slot(r, head);
-
+		if (gt_likely(e != NULL)) {
 			e->start_ns = start_ns;
 			e->end_ns = end_ns;
 			e->corr = corr;

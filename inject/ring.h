@@ -55,6 +55,19 @@ static inline int64_t ring__reserve(struct ring *r, unsigned n)
 	return (int64_t)head;
 }
 
+/* Producer fast path: the next slot if the cached view of the consumer
+ * shows room for one (no shared load); NULL sends the caller to
+ * ring__reserve(), which refreshes that view. */
+static inline struct gt_event *ring__try_one(struct ring *r, uint64_t *head)
+{
+	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	if (gt_unlikely(h - r->cached_tail > r->mask))
+		return NULL;
+	*head = h;
+	return ring__slot(r, h);
+}
+
 static inline void ring__publish(struct ring *r, uint64_t new_head)
 {
 	atomic_store_explicit(&r->head, new_head, memory_order_release);

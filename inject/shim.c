@@ -237,10 +237,9 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 	/* the common case in one slot: a ring, at most the inline argument, room */
 	if (gt_unlikely(r == NULL || r == RING_GONE || nargs > GT_ARGS_INLINE))
 		return emit_slow(ev, args, nargs);
-	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (gt_unlikely(head - r->cached_tail > r->mask))
+	slot = ring__try_one(r, &head);
+	if (gt_unlikely(!slot))
 		return emit_slow(ev, args, nargs);
-	slot = ring__slot(r, head);
 	/* the whole record, then this call's arg count over the caller's */
 	memcpy(slot, ev, offsetof(struct gt_event, args));
 	slot->nargs = (uint8_t)nargs;
