@@ -348,17 +348,21 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 	return r;
 }
 
-ze_result_t ze_body_zeCommandQueueSynchronize(struct ze_call *c,
-					      __typeof__(&zeCommandQueueSynchronize) real,
-					      ze_command_queue_handle_t hCommandQueue,
-					      uint64_t timeout)
-{
-	ze_result_t r = real(hCommandQueue, timeout);
+/* A wait that returned success means the work it waited for is done: read
+ * the device times of everything finished (one shape for every wait). */
+#define ZE_COLLECT_ON_SUCCESS(name, params, args)                                          \
+	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
+	{                                                                                  \
+		ze_result_t r = real args;                                                 \
+                                                                                           \
+		if (r == ZE_RESULT_SUCCESS)                                                \
+			ze_track__collect();                                               \
+		return r;                                                                  \
+	}
 
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__collect();
-	return r;
-}
+ZE_COLLECT_ON_SUCCESS(zeCommandQueueSynchronize,
+	(ze_command_queue_handle_t hCommandQueue, uint64_t timeout),
+	(hCommandQueue, timeout))
 
 ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommandListCreate) real,
 					ze_context_handle_t hContext, ze_device_handle_t hDevice,
@@ -452,47 +456,17 @@ ze_result_t ze_body_zeEventHostReset(struct ze_call *c, __typeof__(&zeEventHostR
 	return real(hEvent);
 }
 
-ze_result_t ze_body_zeEventHostSynchronize(struct ze_call *c,
-					   __typeof__(&zeEventHostSynchronize) real,
-					   ze_event_handle_t hEvent, uint64_t timeout)
-{
-	ze_result_t r = real(hEvent, timeout);
+ZE_COLLECT_ON_SUCCESS(zeEventHostSynchronize,
+	(ze_event_handle_t hEvent, uint64_t timeout),
+	(hEvent, timeout))
 
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__collect();
-	return r;
-}
+ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent))
 
-ze_result_t ze_body_zeEventQueryStatus(struct ze_call *c, __typeof__(&zeEventQueryStatus) real,
-				       ze_event_handle_t hEvent)
-{
-	ze_result_t r = real(hEvent);
+ZE_COLLECT_ON_SUCCESS(zeFenceHostSynchronize,
+	(ze_fence_handle_t hFence, uint64_t timeout),
+	(hFence, timeout))
 
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__collect();
-	return r;
-}
-
-ze_result_t ze_body_zeFenceHostSynchronize(struct ze_call *c,
-					   __typeof__(&zeFenceHostSynchronize) real,
-					   ze_fence_handle_t hFence, uint64_t timeout)
-{
-	ze_result_t r = real(hFence, timeout);
-
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__collect();
-	return r;
-}
-
-ze_result_t ze_body_zeFenceQueryStatus(struct ze_call *c, __typeof__(&zeFenceQueryStatus) real,
-				       ze_fence_handle_t hFence)
-{
-	ze_result_t r = real(hFence);
-
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__collect();
-	return r;
-}
+ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence))
 
 /* ---- init, contexts, memory ---- */
 
