@@ -243,7 +243,7 @@ static void emit_slot(struct ev_slot *s)
 		a[n++] = (struct gt_arg){ .key = GT_S_ARG_BYTES, .type = GT_ARG_U64,
 					  .v.u = s->li.bytes };
 	if (s->li.kind)
-		a[n++] = (struct gt_arg){ .key = cupti__key("kind"), .type = GT_ARG_STR,
+		a[n++] = (struct gt_arg){ .key = GT_S_ARG_KIND, .type = GT_ARG_STR,
 					  .v.u = s->li.kind };
 	a[n++] = (struct gt_arg){ .key = cupti__key("timing"), .type = GT_ARG_STR,
 				  .v.u = cupti__key("cuda_events") };

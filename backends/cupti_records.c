@@ -584,7 +584,7 @@ static void on_memcpy(const rec_memcpy *m)
 	cupti__context_device(m->contextId, m->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_STREAM, m->streamId);
-	a[n++] = ARG_S(cupti__key("kind"), copy_kind_str(m->copyKind));
+	a[n++] = ARG_S(GT_S_ARG_KIND, copy_kind_str(m->copyKind));
 	a[n++] = ARG_U(GT_S_ARG_BYTES, m->bytes);
 	n = graph_args(a, n, m->graphId, m->graphNodeId);
 	/* correlationId: the driver call; runtimeCorrelationId: the runtime call */
@@ -606,7 +606,7 @@ static void on_p2p(const rec_p2p *m)
 		return;
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_STREAM, m->streamId);
-	a[n++] = ARG_S(cupti__key("kind"), copy_kind_str(m->copyKind));
+	a[n++] = ARG_S(GT_S_ARG_KIND, copy_kind_str(m->copyKind));
 	a[n++] = ARG_U(GT_S_ARG_BYTES, m->bytes);
 	a[n++] = ARG_U(cupti__key("src_device"), m->srcDeviceId);
 	a[n++] = ARG_U(cupti__key("dst_device"), m->dstDeviceId);

@@ -57,7 +57,7 @@ static void ze__strings_intern(void)
 						   [ZE_MK_SHARED] = 'S' };
 	char buf[32];
 
-	ze_str.kind = gt_str_intern("kind");
+	ze_str.kind = GT_S_ARG_KIND;
 	ze_str.groups[0] = gt_str_intern("gx");
 	ze_str.groups[1] = gt_str_intern("gy");
 	ze_str.groups[2] = gt_str_intern("gz");

@@ -128,6 +128,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_CORRELATION, "correlation")                                       \
 	X(ARG_KERNEL, "kernel")                                                 \
 	X(ARG_BYTES, "bytes")                                                   \
+	X(ARG_KIND, "kind")                                                     \
 	X(ARG_DEVICE, "device")                                                 \
 	X(ARG_QUEUE, "queue")                                                   \
 	X(ARG_STREAM, "stream")                                                 \

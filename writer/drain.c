@@ -416,10 +416,10 @@ static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
 	return 0;
 }
 
-static const char *arg_str(const struct gt_arg *args, unsigned nargs, const char *key)
+static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t key)
 {
 	for (unsigned i = 0; i < nargs; i++)
-		if (args[i].type == GT_ARG_STR && !strcmp(gt_str_get(args[i].key, NULL), key))
+		if (args[i].type == GT_ARG_STR && args[i].key == key)
 			return gt_str_get((uint32_t)args[i].v.u, NULL);
 	return NULL;
 }
@@ -436,7 +436,7 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		.start_ns = ev->start_ns,
 		.dur_ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0,
 		.bytes = arg_u64(args, nargs, GT_S_ARG_BYTES),
-		.copy_kind = arg_str(args, nargs, "kind"),
+		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
 	};
 
