@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -257,61 +256,6 @@ int out__checkpoint(struct out *o, const char *trailer, size_t n)
 	return err ? err : out__publish(o);
 }
 
-int out__commit(struct out *o, const char *p, size_t n, const char *trailer, size_t tn)
-{
-	struct iovec iov[2] = { { (void *)p, n }, { (void *)trailer, tn } };
-	uint64_t at = o->events_end, total = n + tn, done = 0;
-	int err;
-
-	if (!o->seekable || o->gz) {
-		err = out__append(o, p, n);
-		return err ? err : out__checkpoint(o, trailer, tn);
-	}
-	if ((err = check_fd(o)))
-		return err;
-	while (done < total) {
-		ssize_t w = pwritev(o->fd, iov, 2, (off_t)(at + done));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			err = w < 0 ? -errno : -ENOSPC;
-			/* a full disk cut the write: put the last trailer back
-			 * where it was (its space is still ours), so the file
-			 * stays the last checkpoint, valid */
-			if (o->good_trailer &&
-			    pwrite(o->fd, o->good_trailer, o->good_trailer_len, (off_t)at) ==
-				    (ssize_t)o->good_trailer_len)
-				(void)!ftruncate(o->fd, (off_t)(at + o->good_trailer_len));
-			return err;
-		}
-		done += (uint64_t)w;
-		/* a short write: go on from where it stopped */
-		for (int i = 0; i < 2; i++) {
-			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			w -= (ssize_t)k;
-		}
-	}
-	if (ftruncate(o->fd, (off_t)(at + total)) < 0)
-		return -errno;
-	o->events_end = at + n;
-	o->size = at + total;
-	if (tn > o->good_trailer_len || !o->good_trailer) {
-		char *g = realloc(o->good_trailer, tn);
-		if (!g) {
-			free(o->good_trailer);
-			o->good_trailer = NULL;
-			o->good_trailer_len = 0;
-			return 0;
-		}
-		o->good_trailer = g;
-	}
-	memcpy(o->good_trailer, trailer, tn);
-	o->good_trailer_len = tn;
-	return 0;
-}
-
 /* ---- the paged layout ---- */
 
 /* whitespace reserved ahead of the events: from 64 KiB, doubling to 1 MiB */
@@ -470,8 +414,6 @@ void out__close(struct out *o)
 	if (o->z_open)
 		deflateEnd(&o->z);
 	free(o->zbuf);
-	free(o->good_trailer);
-	o->good_trailer = NULL;
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;

@@ -29,8 +29,6 @@ struct out {
 	uint64_t size;       /* bytes on disk after the last checkpoint */
 	dev_t dev;
 	ino_t ino;
-	char *good_trailer; /* the trailer on disk now: put back if a write fails */
-	size_t good_trailer_len;
 	char want[PATH_MAX]; /* the name asked for; path is a hidden one until published */
 	bool unpublished;
 	/* the paged layout (plain regular files), see out__paged_commit */
@@ -48,11 +46,6 @@ GT_HIDDEN int out__open(struct out *o, const char *path);
 GT_HIDDEN int out__append(struct out *o, const char *p, size_t n);
 /* Write the trailer after the events; the file is now complete. */
 GT_HIDDEN int out__checkpoint(struct out *o, const char *trailer, size_t n);
-/* out__append + out__checkpoint in one write where the file allows it
- * (seekable, uncompressed): a kill can cut that one write, never leave the
- * file between its events and its trailer. */
-GT_HIDDEN int out__commit(struct out *o, const char *p, size_t n, const char *trailer,
-			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
 /* Give the file its name (the wanted one, or .1, .2... after it). */
 GT_HIDDEN int out__publish(struct out *o);
