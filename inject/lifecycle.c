@@ -43,6 +43,13 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* False in a vfork child: it shares our memory, but the trace is the
+ * parent's to write and close. */
+static bool own_process(void)
+{
+	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
+}
+
 /* Bounded wait for another thread's finish (a worker's exit() racing main). */
 static void wait_done(unsigned timeout_ms)
 {
@@ -55,8 +62,7 @@ static void wait_done(unsigned timeout_ms)
 
 static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 {
-	/* A vfork child shares our memory: the trace is the parent's. */
-	if (!gt_st.pid || syscall(SYS_getpid) != gt_st.pid)
+	if (!own_process())
 		return;
 	if (atomic_exchange(&finish_claimed, 1)) {
 		wait_done(timeout_ms);
@@ -87,7 +93,7 @@ void gt_finish(const char *why, unsigned timeout_ms)
 
 void gt_flush_sync(unsigned timeout_ms)
 {
-	if (gt_st.pid && syscall(SYS_getpid) == gt_st.pid && gt_tracing())
+	if (own_process() && gt_tracing())
 		writer__sync(false, timeout_ms);
 }
 
@@ -264,7 +270,7 @@ static void atfork_child(void)
 
 static void before_exec(void)
 {
-	if (!gt_st.pid || syscall(SYS_getpid) != gt_st.pid || !gt_tracing())
+	if (!own_process() || !gt_tracing())
 		return;
 	gt_in_tracer++;
 	atomic_store(&gt_end_reason, "exec");
