@@ -241,19 +241,25 @@ GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 
 /* ---- fork ---- */
 
+/* Lock order as in the drain cycle: the cycle first, then the registry. */
 static void atfork_prepare(void)
 {
+	writer__fork_prepare();
 	registry__lock_all();
 }
 
 static void atfork_parent(void)
 {
 	registry__unlock_all();
+	writer__fork_parent();
 }
 
 static void atfork_child(void)
 {
 	registry__unlock_all();
+	/* the child's cycle lock is made anew by writer__forget() below, or
+	 * released here when the tracer is not running */
+	writer__fork_parent();
 	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
 		return;
 	/* None of the parent's events, none of its file: a trace of our own. */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -602,6 +603,9 @@ static void process_pending(bool final)
 
 static void checkpoint(bool final);
 
+/* set while a fork() waits for the drain cycle to end */
+static _Atomic bool fork_pending;
+
 static void drain_ring(struct ring *r)
 {
 	struct gt_arg args[GT_ARGS_MAX];
@@ -644,11 +648,14 @@ static void drain_ring(struct ring *r)
 		r->recorded++;
 		W.recorded++;
 		tail += nslots;
+		/* a fork() is waiting for this cycle: the rest is for the next one */
+		if (gt_unlikely(atomic_load_explicit(&fork_pending, memory_order_relaxed)))
+			break;
 		/* with its trailer: a file cut here (SIGKILL) is still complete JSON */
 		if (W.buf.len > FLUSH_BYTES && W.opened && !W.failed)
 			checkpoint(false);
 	}
-	ring__consume(r, end);
+	ring__consume(r, tail);
 }
 
 static void remember_dead(struct ring *r)
@@ -1049,6 +1056,9 @@ static void *drain_main(void *arg)
 		if (req == atomic_load(&W.done_seq) && !rings_high() &&
 		    gt_clock_ns() - W.last_checkpoint_ns < gt_cfg.flush_ms * 1000000ull)
 			continue;
+		/* a fork() waits for the cycle lock: let it have it */
+		for (unsigned spins = 0; atomic_load(&fork_pending) && spins < 1000; spins++)
+			sched_yield();
 		pthread_mutex_lock(&W.cycle_lock);
 		gt_in_tracer = 0;
 		writer__cycle(final);
@@ -1124,6 +1134,33 @@ int writer__sync(bool final, unsigned timeout_ms)
 		sleep_1ms();
 	}
 	return -ETIMEDOUT;
+}
+
+/* The longest fork() waits for a drain cycle to end. A cycle is normally
+ * well under a millisecond; a stalled disk must not stall the program. */
+#define FORK_WAIT_MS 200
+
+static bool fork_holds_cycle;
+
+void writer__fork_prepare(void)
+{
+	struct timespec until;
+
+	/* the drain thread, busy, would take the lock back at once */
+	atomic_store(&fork_pending, true);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += FORK_WAIT_MS * 1000000l;
+	until.tv_sec += until.tv_nsec / 1000000000l;
+	until.tv_nsec %= 1000000000l;
+	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
+}
+
+void writer__fork_parent(void)
+{
+	if (fork_holds_cycle)
+		pthread_mutex_unlock(&W.cycle_lock);
+	fork_holds_cycle = false;
+	atomic_store(&fork_pending, false);
 }
 
 void writer__forget(void)

@@ -20,6 +20,11 @@ GT_HIDDEN int writer__start_thread(void);
  * when the drain thread runs (the waiting is a sleep loop). Returns 0 when
  * done in time, -ETIMEDOUT otherwise. */
 GT_HIDDEN int writer__sync(bool final, unsigned timeout_ms);
+/* Around fork(): hold the drain thread between cycles, so no lock inside
+ * the C library or a sanitizer runtime (malloc, stdio) is held by it when
+ * the child is made. Waits at most one cycle, bounded by a timeout. */
+GT_HIDDEN void writer__fork_prepare(void);
+GT_HIDDEN void writer__fork_parent(void);
 /* In a fork child: forget the parent's file and thread without touching them. */
 GT_HIDDEN void writer__forget(void);
 /* True when the calling thread is the drain thread. */

@@ -121,9 +121,13 @@ static __attribute__((unused)) inline void hot_call(void)
 	FAULT_ADD(&fault_shm->completed, 1);
 }
 
+/* hot threads past their start-up */
+static unsigned fault_hot_running;
+
 static __attribute__((unused)) void *hot_thread(void *arg)
 {
 	(void)arg;
+	FAULT_ADD(&fault_hot_running, 1);
 	while (!FAULT_GET(&fault_stop))
 		hot_call();
 	return NULL;
@@ -144,8 +148,12 @@ static __attribute__((unused)) void start_hot(int n)
 		}
 		pthread_detach(t);
 	}
-	/* every hot thread has made calls before the program goes on */
-	while (FAULT_GET(&fault_shm->completed) < (uint64_t)n * 100)
+	/* Every hot thread runs, and calls, before the program goes on. Their
+	 * start-up must be over too: under AddressSanitizer it allocates, and
+	 * a fork() made meanwhile leaves the child's allocator locked (a
+	 * limit of that runtime, not of the program or the tracer). */
+	while (FAULT_GET(&fault_hot_running) < (unsigned)n ||
+	       FAULT_GET(&fault_shm->completed) < (uint64_t)n * 100)
 		sched_yield();
 }
 
