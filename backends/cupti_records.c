@@ -280,30 +280,6 @@ uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id)
 
 /* ---- names ---- */
 
-/* "[x, y, z]" for grid and block sizes */
-#define DIM_MAX 1024
-static struct dim_slot {
-	uint32_t x, y, z, id;
-} dims[DIM_MAX];
-
-static uint32_t dim_str(uint32_t x, uint32_t y, uint32_t z)
-{
-	unsigned h = (x * 73856093u) ^ (y * 19349663u) ^ (z * 83492791u);
-	char s[48];
-
-	for (unsigned i = 0; i < 8; i++) {
-		struct dim_slot *d = &dims[(h + i) % DIM_MAX];
-		if (d->id && d->x == x && d->y == y && d->z == z)
-			return d->id;
-		if (!d->id || i == 7) {
-			snprintf(s, sizeof(s), "[%u, %u, %u]", x, y, z);
-			*d = (struct dim_slot){ x, y, z, gt_str_intern(s) };
-			return d->id;
-		}
-	}
-	return 0;
-}
-
 /* Kernel names: CUPTI shares one string per kernel, so the pointer is the
  * key; the text is compared too, in case a module unload reused it. */
 #define KNAME_MAX 4096
@@ -541,6 +517,20 @@ static bool no_time(uint64_t start, uint64_t end)
 	return true;
 }
 
+/* Grid and block sizes as [x, y, z]; sizes no CUDA device allows (y or z
+ * over 65535) as the same text in a string. */
+static struct gt_arg dim_arg(uint32_t key, uint32_t x, uint32_t y, uint32_t z)
+{
+	struct gt_arg a;
+	char s[48];
+
+	if (!gt_arg_dim3(&a, key, x, y, z)) {
+		snprintf(s, sizeof(s), "[%u, %u, %u]", x, y, z);
+		a = ARG_S(key, gt_str_intern(s));
+	}
+	return a;
+}
+
 static unsigned graph_args(struct gt_arg *a, unsigned n, uint32_t graph, uint64_t node)
 {
 	if (graph && has_graph_ids()) {
@@ -560,8 +550,8 @@ static void on_kernel(const rec_kernel *k)
 	cupti__context_device(k->contextId, k->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, k->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_STREAM, k->streamId);
-	a[n++] = ARG_S(cupti__key("grid"), dim_str(k->gridX, k->gridY, k->gridZ));
-	a[n++] = ARG_S(cupti__key("block"), dim_str(k->blockX, k->blockY, k->blockZ));
+	a[n++] = dim_arg(cupti__key("grid"), k->gridX, k->gridY, k->gridZ);
+	a[n++] = dim_arg(cupti__key("block"), k->blockX, k->blockY, k->blockZ);
 	a[n++] = ARG_U(cupti__key("registers_per_thread"), k->registersPerThread);
 	a[n++] = ARG_U(cupti__key("shared_memory"),
 		       (uint64_t)k->staticSharedMemory + k->dynamicSharedMemory);
@@ -785,7 +775,6 @@ void cupti__records_reset(void)
 {
 	memset(rows, 0, sizeof(rows));
 	memset(knames, 0, sizeof(knames));
-	memset(dims, 0, sizeof(dims));
 	memset(ext_map, 0, sizeof(ext_map));
 	clamped = 0;
 	atomic_store(&nfits, 0);

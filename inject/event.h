@@ -37,6 +37,7 @@ enum gt_arg_type {
 	GT_ARG_HEX, /* written as a "0x..." string: handles, pointers */
 	GT_ARG_F64,
 	GT_ARG_STR, /* value is a string id */
+	GT_ARG_DIM3, /* [x, y, z]: x in the low 32 bits, then y and z, 16 bits each */
 };
 
 struct gt_arg {
@@ -48,6 +49,17 @@ struct gt_arg {
 		double f;
 	} v;
 };
+
+/* A grid or block size as one arg; false when y or z does not fit 16 bits. */
+static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint32_t y, uint32_t z)
+{
+	if (y > 0xffff || z > 0xffff)
+		return false;
+	a->key = key;
+	a->type = GT_ARG_DIM3;
+	a->v.u = (uint64_t)x | (uint64_t)y << 32 | (uint64_t)z << 48;
+	return true;
+}
 
 #define GT_ARGS_INLINE  1
 #define GT_ARGS_PER_EXT 4

@@ -335,6 +335,15 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, 
 		case GT_ARG_HEX:
 			json__hex(b, a->v.u);
 			break;
+		case GT_ARG_DIM3:
+			jbuf__ch(b, '[');
+			json__u64(b, (uint32_t)a->v.u);
+			jbuf__ch(b, ',');
+			json__u64(b, (a->v.u >> 32) & 0xffff);
+			jbuf__ch(b, ',');
+			json__u64(b, a->v.u >> 48);
+			jbuf__ch(b, ']');
+			break;
 		default:
 			jbuf__lit(b, "null");
 		}

@@ -94,7 +94,7 @@ def test_nvcc_program_runs_as_untraced(tmp_path, cudart):
         host = launches[k["args"]["correlation"]]
         assert k["ts"] >= host["ts"]
         assert linked(trace, host, k)
-        assert k["args"]["grid"] == "[4096, 1, 1]" and k["args"]["block"] == "[256, 1, 1]"
+        assert k["args"]["grid"] == [4096, 1, 1] and k["args"]["block"] == [256, 1, 1]
     copies = events(trace, ph="X", cat="gpu_memcpy")
     assert sorted(c["args"]["kind"] for c in copies) == ["DtoH", "HtoD", "HtoD"]
     assert all(c["args"]["bytes"] == 4 << 20 for c in copies)
