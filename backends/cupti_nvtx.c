@@ -182,50 +182,76 @@ static uint32_t attr_name(const nvtxEventAttributes_t *a)
 	}
 }
 
-/* domain, category, color, payload: what the attributes carry */
-static unsigned attr_args(struct gt_arg *args, const nvtxEventAttributes_t *a, uint8_t dom)
+/* What a range keeps of its attributes until it ends: category, colour
+ * and payload (the message became the name). */
+struct nvtx_attrs {
+	uint32_t category, color;
+	uint8_t has_color, payload_type;
+	union {
+		uint64_t u;
+		int64_t i;
+		double f;
+	} payload;
+};
+
+static bool attrs_read(struct nvtx_attrs *out, const nvtxEventAttributes_t *a)
+{
+	*out = (struct nvtx_attrs){ 0 };
+	if (!a || a->size < offsetof(nvtxEventAttributes_t, messageType))
+		return false;
+	out->category = a->category;
+	out->has_color = a->colorType == NVTX_COLOR_ARGB;
+	out->color = a->color;
+	switch (a->payloadType) {
+	case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+		out->payload_type = GT_ARG_U64;
+		out->payload.u = a->payload.ullValue;
+		break;
+	case NVTX_PAYLOAD_TYPE_INT64:
+		out->payload_type = GT_ARG_I64;
+		out->payload.i = a->payload.llValue;
+		break;
+	case NVTX_PAYLOAD_TYPE_DOUBLE:
+		out->payload_type = GT_ARG_F64;
+		out->payload.f = a->payload.dValue;
+		break;
+	case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+		out->payload_type = GT_ARG_U64;
+		out->payload.u = a->payload.uiValue;
+		break;
+	case NVTX_PAYLOAD_TYPE_INT32:
+		out->payload_type = GT_ARG_I64;
+		out->payload.i = a->payload.iValue;
+		break;
+	case NVTX_PAYLOAD_TYPE_FLOAT:
+		out->payload_type = GT_ARG_F64;
+		out->payload.f = a->payload.fValue;
+		break;
+	default:
+		break;
+	}
+	return out->category || out->has_color || out->payload_type;
+}
+
+/* domain, category, color, payload as args (at most 4); at NULL, the domain only */
+static unsigned attr_args(struct gt_arg *args, const struct nvtx_attrs *a, uint8_t dom)
 {
 	unsigned n = 0;
 
 	if (dom)
 		args[n++] = (struct gt_arg){ .key = cupti__key("domain"), .type = GT_ARG_STR,
 					     .v.u = domain_name(dom) };
-	if (!a || a->size < offsetof(nvtxEventAttributes_t, messageType))
+	if (!a)
 		return n;
 	if (a->category)
 		args[n++] = (struct gt_arg){ .key = cupti__key("category"), .type = GT_ARG_U64,
 					     .v.u = a->category };
-	if (a->colorType == NVTX_COLOR_ARGB)
+	if (a->has_color)
 		args[n++] = (struct gt_arg){ .key = cupti__key("color"), .type = GT_ARG_HEX,
 					     .v.u = a->color };
-	switch (a->payloadType) {
-	case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_U64,
-					     { .u = a->payload.ullValue } };
-		break;
-	case NVTX_PAYLOAD_TYPE_INT64:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_I64,
-					     { .i = a->payload.llValue } };
-		break;
-	case NVTX_PAYLOAD_TYPE_DOUBLE:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_F64,
-					     { .f = a->payload.dValue } };
-		break;
-	case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_U64,
-					     { .u = a->payload.uiValue } };
-		break;
-	case NVTX_PAYLOAD_TYPE_INT32:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_I64,
-					     { .i = a->payload.iValue } };
-		break;
-	case NVTX_PAYLOAD_TYPE_FLOAT:
-		args[n++] = (struct gt_arg){ cupti__key("payload"), GT_ARG_F64,
-					     { .f = a->payload.fValue } };
-		break;
-	default:
-		break;
-	}
+	if (a->payload_type)
+		args[n++] = (struct gt_arg){ .key = cupti__key("payload"),
+					     .type = a->payload_type, .v.u = a->payload.u };
 	return n;
 }
 
@@ -246,62 +272,109 @@ static void emit(uint8_t type, uint64_t start, uint64_t end, uint32_t name, uint
 
 /* ---- marks ---- */
 
-static void mark(nvtxDomainHandle_t d, uint32_t name, const nvtxEventAttributes_t *a)
+static void mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
-	struct gt_arg args[6];
+	struct gt_arg args[4];
+	struct nvtx_attrs at;
 	uint64_t now = gt_clock_ns();
 
 	if (recording())
-		emit(GT_EV_INSTANT, now, now, name, 0, args, attr_args(args, a, domain_index(d)));
+		emit(GT_EV_INSTANT, now, now, name, 0, args,
+		     attr_args(args, attrs_read(&at, a) ? &at : NULL, domain_index(d)));
 }
 
 static void NVTX_API mark_ex(const nvtxEventAttributes_t *a)
 {
-	mark(NULL, attr_name(a), a);
+	mark(NULL, a, attr_name(a));
 }
 
 static void NVTX_API mark_a(const char *m)
 {
-	mark(NULL, nvtx_str(m), NULL);
+	mark(NULL, NULL, nvtx_str(m));
 }
 
 static void NVTX_API mark_w(const wchar_t *m)
 {
-	mark(NULL, nvtx_wstr(m), NULL);
+	mark(NULL, NULL, nvtx_wstr(m));
 }
 
 static void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	mark(d, attr_name(a), a);
+	mark(d, a, attr_name(a));
+}
+
+/* ---- attributes of pushed ranges, until their pop ---- */
+
+/* Shared slots, not per-thread copies: static TLS is scarce when NVTX alone
+ * dlopen()s this library, and most pushes carry no attributes at all. A
+ * range whose thread never pops it keeps its slot; when none is free the
+ * range is drawn without its attributes and the loss is counted. */
+#define ATTR_SLOTS 4096
+static struct attr_slot {
+	_Atomic uint32_t busy;
+	struct nvtx_attrs attrs;
+} attr_slots[ATTR_SLOTS];
+static _Atomic uint32_t next_attr_slot;
+
+/* slot number + 1, or 0 for none */
+static uint16_t attrs_keep(const struct nvtx_attrs *a)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint32_t i = atomic_fetch_add_explicit(&next_attr_slot, 1, memory_order_relaxed) %
+			     ATTR_SLOTS;
+
+		if (!atomic_exchange_explicit(&attr_slots[i].busy, 1, memory_order_acquire)) {
+			attr_slots[i].attrs = *a;
+			return (uint16_t)(i + 1);
+		}
+	}
+	gt_lost_add(cupti__key("nvtx_attributes"), 1);
+	return 0;
+}
+
+static bool attrs_take(uint16_t slot, struct nvtx_attrs *out)
+{
+	if (!slot)
+		return false;
+	*out = attr_slots[slot - 1].attrs;
+	atomic_store_explicit(&attr_slots[slot - 1].busy, 0, memory_order_release);
+	return true;
 }
 
 /* ---- push/pop: a fixed per-thread stack ---- */
 
-/* Two arrays, not one of structs: static TLS is scarce when NVTX alone
- * dlopen()s this library. The start time keeps the domain in its low byte
- * (2^56 ns of CLOCK_MONOTONIC_RAW is two years of uptime). */
+/* Parallel arrays, not one of structs: static TLS is scarce (above). The
+ * start time keeps the domain in its low byte (2^56 ns of
+ * CLOCK_MONOTONIC_RAW is two years of uptime). */
 #define STACK_DEPTH 32
 static GT_TLS uint64_t stack_start_dom[STACK_DEPTH];
 static GT_TLS uint32_t stack_name[STACK_DEPTH];
+static GT_TLS uint16_t stack_attrs[STACK_DEPTH];
 static GT_TLS int depth;
 
-static int push(nvtxDomainHandle_t d, uint32_t name)
+static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
 	int level = depth++;
+	struct nvtx_attrs at;
 
 	if (level < STACK_DEPTH) {
 		stack_start_dom[level] = gt_clock_ns() << 8 | domain_index(d);
 		stack_name[level] = name;
+		stack_attrs[level] = attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0;
 	} else {
 		gt_lost_add(cupti__key("nvtx_too_deep"), 1);
 	}
 	return level;
 }
 
+#define STACK_DROP(array, i, level)                                                        \
+	memmove(&(array)[i], &(array)[(i) + 1], (size_t)((level) - (i)) * sizeof((array)[0]))
+
 static int pop(nvtxDomainHandle_t d)
 {
 	uint8_t dom = domain_index(d);
-	struct gt_arg args[1];
+	struct gt_arg args[4];
+	struct nvtx_attrs at;
 	int level, i;
 
 	if (depth <= 0)
@@ -317,28 +390,29 @@ static int pop(nvtxDomainHandle_t d)
 	uint64_t start = stack_start_dom[i] >> 8;
 	uint32_t name = stack_name[i];
 	uint8_t fdom = (uint8_t)stack_start_dom[i];
-	memmove(&stack_start_dom[i], &stack_start_dom[i + 1],
-		(size_t)(level - i) * sizeof(stack_start_dom[0]));
-	memmove(&stack_name[i], &stack_name[i + 1], (size_t)(level - i) * sizeof(stack_name[0]));
+	bool has_attrs = attrs_take(stack_attrs[i], &at);
+	STACK_DROP(stack_start_dom, i, level);
+	STACK_DROP(stack_name, i, level);
+	STACK_DROP(stack_attrs, i, level);
 	if (recording())
 		emit(GT_EV_HOST_SPAN, start, gt_clock_ns(), name, 0, args,
-		     fdom ? attr_args(args, NULL, fdom) : 0);
+		     attr_args(args, has_attrs ? &at : NULL, fdom));
 	return level;
 }
 
 static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
 {
-	return push(NULL, attr_name(a));
+	return push(NULL, a, attr_name(a));
 }
 
 static int NVTX_API push_a(const char *m)
 {
-	return push(NULL, nvtx_str(m));
+	return push(NULL, NULL, nvtx_str(m));
 }
 
 static int NVTX_API push_w(const wchar_t *m)
 {
-	return push(NULL, nvtx_wstr(m));
+	return push(NULL, NULL, nvtx_wstr(m));
 }
 
 static int NVTX_API pop_core(void)
@@ -348,7 +422,7 @@ static int NVTX_API pop_core(void)
 
 static int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	return push(d, attr_name(a));
+	return push(d, a, attr_name(a));
 }
 
 static int NVTX_API domain_pop(nvtxDomainHandle_t d)
@@ -364,10 +438,13 @@ static struct open_range {
 	uint64_t start;
 	uint32_t name, tid;
 	uint8_t domain;
+	bool has_attrs;
+	struct nvtx_attrs attrs;
 } open_ranges[OPEN_MAX];
 static _Atomic uint64_t next_range_id;
 
-static nvtxRangeId_t start_range(nvtxDomainHandle_t d, uint32_t name)
+static nvtxRangeId_t start_range(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a,
+				 uint32_t name)
 {
 	uint64_t id = atomic_fetch_add(&next_range_id, 1) + 1;
 	struct open_range *r = &open_ranges[id % OPEN_MAX];
@@ -379,6 +456,7 @@ static nvtxRangeId_t start_range(nvtxDomainHandle_t d, uint32_t name)
 	r->name = name;
 	r->tid = (uint32_t)gt_gettid();
 	r->domain = domain_index(d);
+	r->has_attrs = attrs_read(&r->attrs, a);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	return id;
 }
@@ -387,33 +465,34 @@ static void end_range(nvtxRangeId_t id)
 {
 	struct open_range *r = &open_ranges[id % OPEN_MAX];
 	uint64_t expect = id;
-	struct gt_arg args[1];
+	struct gt_arg args[4];
 	struct open_range copy;
 
 	if (!id || atomic_load_explicit(&r->id, memory_order_acquire) != id)
 		return;
 	copy = (struct open_range){ .start = r->start, .name = r->name, .tid = r->tid,
-				    .domain = r->domain };
+				    .domain = r->domain, .has_attrs = r->has_attrs,
+				    .attrs = r->attrs };
 	if (!atomic_compare_exchange_strong(&r->id, &expect, 0))
 		return; /* ended twice, concurrently */
 	if (recording())
 		emit(GT_EV_HOST_SPAN, copy.start, gt_clock_ns(), copy.name, copy.tid, args,
-		     copy.domain ? attr_args(args, NULL, copy.domain) : 0);
+		     attr_args(args, copy.has_attrs ? &copy.attrs : NULL, copy.domain));
 }
 
 static nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t *a)
 {
-	return start_range(NULL, attr_name(a));
+	return start_range(NULL, a, attr_name(a));
 }
 
 static nvtxRangeId_t NVTX_API range_start_a(const char *m)
 {
-	return start_range(NULL, nvtx_str(m));
+	return start_range(NULL, NULL, nvtx_str(m));
 }
 
 static nvtxRangeId_t NVTX_API range_start_w(const wchar_t *m)
 {
-	return start_range(NULL, nvtx_wstr(m));
+	return start_range(NULL, NULL, nvtx_wstr(m));
 }
 
 static void NVTX_API range_end(nvtxRangeId_t id)
@@ -424,7 +503,7 @@ static void NVTX_API range_end(nvtxRangeId_t id)
 static nvtxRangeId_t NVTX_API domain_range_start_ex(nvtxDomainHandle_t d,
 						    const nvtxEventAttributes_t *a)
 {
-	return start_range(d, attr_name(a));
+	return start_range(d, a, attr_name(a));
 }
 
 static void NVTX_API domain_range_end(nvtxDomainHandle_t d, nvtxRangeId_t id)

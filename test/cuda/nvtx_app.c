@@ -61,7 +61,19 @@ int main(void)
 	work(300);
 	nvtxDomainRangePop(dom);
 
+	/* a start/end range keeps its attributes too */
 	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "data load";
+	a.category = 3;
+	a.colorType = NVTX_COLOR_UNKNOWN;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT32;
+	a.payload.uiValue = 7;
+	nvtxRangeId_t load = nvtxRangeStartEx(&a);
+	work(100);
+	nvtxRangeEnd(load);
+
+	a.category = 0;
+	a.colorType = NVTX_COLOR_ARGB;
 	a.message.ascii = "loss";
 	a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
 	a.payload.dValue = 0.25;

@@ -122,8 +122,8 @@ def test_nvtx_ranges(tmp_path, how):
     trace = r.trace
     spans = events(trace, ph="X", cat="user_annotation")
     names = sorted(e["name"] for e in spans)
-    assert names == ["handed over", "inner", "inner", "inner", "optimizer step", "outer",
-                     "worker"]
+    assert names == ["data load", "handed over", "inner", "inner", "inner", "optimizer step",
+                     "outer", "worker"]
     pid = trace["gputrace"]["pid"]
     outer = next(e for e in spans if e["name"] == "outer")
     assert outer["tid"] == pid
@@ -138,8 +138,12 @@ def test_nvtx_ranges(tmp_path, how):
     assert handed["tid"] == pid  # the thread that started it
     assert handed["ts"] < worker["ts"] + worker["dur"]
     assert handed["ts"] + handed["dur"] > worker["ts"]  # ended by the worker, inside it
+    # a pushed range and a started one keep their attributes to their end
     step = next(e for e in spans if e["name"] == "optimizer step")
-    assert step["args"]["domain"] == "trainer"
+    assert step["args"] == {"domain": "trainer", "color": "0xff00ff00", "payload": 42}
+    load = next(e for e in spans if e["name"] == "data load")
+    assert load["args"] == {"category": 3, "payload": 7}
+    assert not any("args" in e for e in spans if e["name"] in ("inner", "outer", "worker"))
     marks = {e["name"]: e for e in events(trace, ph="i", cat="user_annotation")}
     assert set(marks) == {"checkpoint", "loss"}
     assert outer["ts"] <= marks["checkpoint"]["ts"] <= outer["ts"] + outer["dur"]
