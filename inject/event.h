@@ -199,7 +199,9 @@ static inline bool gt_guard_enter(void)
 {
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 
-	if (gt_in_tracer && !gt_guard_stale(sp)) {
+	/* gt_guard_sp alone marks a wrapper between its two stores below: a
+	 * signal handler's call there is nested too */
+	if ((gt_in_tracer || gt_guard_sp) && !gt_guard_stale(sp)) {
 		/* a call of the program nested in a wrapper (its signal
 		 * handler): the ring may be mid-write, and the backend may hold
 		 * its lock; it is not recorded, but counted (signal-safe) */
@@ -207,13 +209,19 @@ static inline bool gt_guard_enter(void)
 			gt_lost_add(GT_S_LOST_REENTRANT, 1);
 		return false;
 	}
-	gt_in_tracer = 1;
+	/* the order of these stores is what a signal handler sees: fences,
+	 * not just program order, keep the compiler from swapping them */
 	gt_guard_sp = sp;
+	atomic_signal_fence(memory_order_seq_cst);
+	gt_in_tracer = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	return true;
 }
 static inline void gt_guard_leave(void)
 {
+	atomic_signal_fence(memory_order_seq_cst);
 	gt_in_tracer = 0;
+	atomic_signal_fence(memory_order_seq_cst);
 	gt_guard_sp = 0;
 }
 
