@@ -723,12 +723,12 @@ static void drain_rings(void)
 static void output_failed(int err)
 {
 	/* a file we created that never held a checkpoint is no trace: leave none */
-	if (W.opened && W.out.seekable && !W.out.size)
+	if (W.opened && W.out.seekable && !W.out.size && W.out.path[0])
 		unlink(W.out.path);
 	W.failed = true;
 	atomic_store(&gt_phase, GT_PHASE_OFF);
 	pr_err("cannot write the trace to '%s': %s; tracing stops, the program goes on",
-	       W.opened ? W.out.path : gt_cfg.output, strerror(-err));
+	       W.opened && W.out.path[0] ? W.out.path : gt_cfg.output, strerror(-err));
 }
 
 static void build_trailer(bool final);

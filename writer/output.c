@@ -35,18 +35,32 @@ static int open_exclusive(struct out *o, const char *path)
 		o->fd = fd;
 		return 0;
 	}
-	/* A regular file is born under a hidden name and linked to its own
-	 * once it holds a valid skeleton (out__publish): a kill in between
-	 * leaves no trace file rather than an empty one. */
+	/* A regular file is born without a name (O_TMPFILE), or under a
+	 * hidden one where the file system has no unnamed files, and is
+	 * linked to its own once it holds a valid skeleton (out__publish): a
+	 * kill in between leaves no trace file rather than an empty one, and
+	 * with O_TMPFILE no hidden file either. */
 	snprintf(o->want, sizeof(o->want), "%s", path);
 	const char *slash = strrchr(path, '/');
 	int dirlen = slash ? (int)(slash - path) : 1;
+	if (snprintf(o->path, sizeof(o->path), "%.*s", slash == path ? 1 : dirlen,
+		     slash ? path : ".") >= (int)sizeof(o->path))
+		return -ENAMETOOLONG;
+	/* linking it later goes through /proc/self/fd */
+	if (!access("/proc/self/fd", X_OK))
+		fd = open(o->path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		o->path[0] = '\0';
+		o->tmpfile = true;
+		goto made;
+	}
 	if (snprintf(o->path, sizeof(o->path), "%.*s/.gputrace-%d-XXXXXX", dirlen,
 		     slash ? path : ".", (int)getpid()) >= (int)sizeof(o->path))
 		return -ENAMETOOLONG;
 	fd = mkostemp(o->path, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+made:
 	(void)!fchmod(fd, 0644);
 	o->fd = fd;
 	o->seekable = true;
@@ -71,18 +85,29 @@ static int candidate(const char *path, int i, char *out, size_t len)
 
 int out__publish(struct out *o)
 {
-	char name[PATH_MAX];
+	char name[PATH_MAX], fdpath[48];
 	int err;
 
 	if (!o->unpublished)
 		return 0;
 	/* link() never replaces: an earlier trace of this run (the image an
 	 * exec replaced has our pid) keeps its name, we take the next */
+	if (o->tmpfile)
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", o->fd);
 	for (int i = 0; i < 10000; i++) {
 		if ((err = candidate(o->want, i, name, sizeof(name))))
 			return err;
-		if (!link(o->path, name))
-			break;
+		if (o->tmpfile) {
+			if (!linkat(AT_FDCWD, fdpath, AT_FDCWD, name, AT_SYMLINK_FOLLOW))
+				goto named;
+			if (errno == EEXIST)
+				continue;
+			return -errno;
+		}
+		if (!link(o->path, name)) {
+			unlink(o->path);
+			goto named;
+		}
 		if (errno == EEXIST)
 			continue;
 		/* no hard links here (vfat, some FUSE): rename where free */
@@ -91,7 +116,7 @@ int out__publish(struct out *o)
 		if (errno != EEXIST && errno != 0 && access(name, F_OK))
 			return -errno;
 	}
-	unlink(o->path);
+	return -EEXIST;
 named:
 	snprintf(o->path, sizeof(o->path), "%s", name);
 	o->unpublished = false;

@@ -31,6 +31,7 @@ struct out {
 	ino_t ino;
 	char want[PATH_MAX]; /* the name asked for; path is a hidden one until published */
 	bool unpublished;
+	bool tmpfile; /* born with O_TMPFILE: no path at all until published */
 	/* the paged layout (plain regular files), see out__paged_commit */
 	bool paged;
 	uint64_t footer_pos; /* page-aligned offset of the footer */

@@ -9,4 +9,4 @@ $(BUILD)/test/check_%: test/unit/check_%.c $(UNIT_CORE_OBJS) test/unit/unit.h
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(UNIT_CORE_OBJS) $(UNIT_LIBS)
 
 TEST_BUILD += $(BUILD)/test/check_ring $(BUILD)/test/check_json $(BUILD)/test/check_config \
-	      $(BUILD)/test/check_pipeline
+	      $(BUILD)/test/check_pipeline $(BUILD)/test/check_output
