@@ -322,6 +322,22 @@ static uint64_t page_up(uint64_t x)
 	return (x + OUT_PAGE - 1) / OUT_PAGE * OUT_PAGE;
 }
 
+/* A copy of the footer on disk, for the next move. */
+static int remember_footer(struct out *o, const char *footer, size_t fn)
+{
+	if (fn > o->last_footer_cap) {
+		char *p = realloc(o->last_footer, fn);
+
+		if (!p)
+			return -ENOMEM;
+		o->last_footer = p;
+		o->last_footer_cap = fn;
+	}
+	memcpy(o->last_footer, footer, fn);
+	o->last_footer_len = fn;
+	return 0;
+}
+
 /* The footer in place, padded over a longer predecessor: trailing
  * whitespace after the closing brace is still valid JSON. One page. */
 static int footer_rewrite(struct out *o, const char *footer, size_t fn)
@@ -379,7 +395,8 @@ int out__paged_open(struct out *o, const char *head, size_t hn, const char *foot
 	o->events_end = hn;
 	o->footer_pos = hn; /* an empty footer right after the head, to be moved */
 	o->footer_len = 0;
-	if ((err = footer_move(o, page_up(hn + 1), footer, fn)))
+	if ((err = remember_footer(o, footer, fn)) ||
+	    (err = footer_move(o, page_up(hn + 1), footer, fn)))
 		return err;
 	o->size = o->footer_pos + o->footer_len;
 	return out__publish(o);
@@ -387,28 +404,30 @@ int out__paged_open(struct out *o, const char *head, size_t hn, const char *foot
 
 int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
 {
-	bool moved = false;
 	int err;
 
 	if ((err = check_fd(o)))
 		return err;
 	if (o->events_end + n > o->footer_pos) {
+		/* the footer on disk moves as it is: it counts none of these events */
+		const char *old = o->last_footer;
+		size_t on = o->last_footer_len;
+
 		o->grow = o->grow ? (o->grow < OUT_GROW_MAX ? o->grow * 2 : OUT_GROW_MAX)
 				  : OUT_GROW_MIN;
-		err = footer_move(o, page_up(o->events_end + n + o->grow), footer, fn);
+		err = footer_move(o, page_up(o->events_end + n + o->grow), old, on);
 		if (err == -ENOSPC || err == -EFBIG || err == -EDQUOT) {
 			/* short of room: ask for no more than these events need */
 			o->grow = 0;
-			err = footer_move(o, page_up(o->events_end + n), footer, fn);
+			err = footer_move(o, page_up(o->events_end + n), old, on);
 		}
 		if (err)
 			return err;
-		moved = true;
 	}
 	if ((err = pwrite_all(o->fd, ev, n, o->events_end)))
 		return err;
 	o->events_end += n;
-	if (!moved && (err = footer_rewrite(o, footer, fn)))
+	if ((err = footer_rewrite(o, footer, fn)) || (err = remember_footer(o, footer, fn)))
 		return err;
 	o->size = o->footer_pos + o->footer_len;
 	return 0;
@@ -439,6 +458,9 @@ void out__close(struct out *o)
 	if (o->z_open)
 		deflateEnd(&o->z);
 	free(o->zbuf);
+	free(o->last_footer);
+	o->last_footer = NULL;
+	o->last_footer_len = o->last_footer_cap = 0;
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;

@@ -37,6 +37,8 @@ struct out {
 	uint64_t footer_pos; /* page-aligned offset of the footer */
 	size_t footer_len;   /* footer bytes on disk (padding included) */
 	size_t grow;         /* whitespace reserved at the last footer move */
+	char *last_footer;   /* the footer on disk (unpadded), for a move */
+	size_t last_footer_len, last_footer_cap;
 };
 
 #define OUT_PAGE 4096
@@ -63,7 +65,9 @@ GT_HIDDEN int out__publish(struct out *o);
  * events, whitespace and the footer: valid JSON. The footer is rewritten in
  * place with a single-page write, which is not cut. Only moving the footer
  * when the whitespace runs out (every 64 KiB to 1 MiB) leaves a window of two
- * small system calls.
+ * small system calls. A footer never counts events that are not on disk
+ * before it: a move carries the old footer, the new one follows the events.
+ * So a kill between the two leaves the trailer one cycle behind the events.
  */
 GT_HIDDEN int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer,
 			      size_t fn);
