@@ -31,7 +31,9 @@ endif
 WARN      := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\"
-LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -I.
+# -fexceptions: a wrapper's cleanup runs when pthread_cancel() unwinds the
+# thread through it (backends/levelzero.c, ze__unwound).
+LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -fexceptions -I.
 LDLIBS    := -ldl -lpthread -lz
 
 # Optional parts: each is built when its headers are here, else left out with one line.

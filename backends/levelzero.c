@@ -83,6 +83,7 @@ static void ze__strings_intern(void)
 	ze_str.lost_unread = gt_str_intern("ze_unread");
 	ze_str.lost_no_event = gt_str_intern("ze_no_event");
 	ze_str.lost_overwritten = gt_str_intern("ze_overwritten");
+	ze_str.cancelled = gt_str_intern("cancelled");
 }
 
 void ze__strings_init(void)
@@ -152,6 +153,40 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 	gt_emit(&ev, args, n);
 }
 
+/* ---- a call that never returns ---- */
+
+/*
+ * A call ended by a forced unwind (pthread_cancel() while the driver waits,
+ * or pthread_exit() in a callback) never reaches the end of its wrapper.
+ * The wrapper's frame runs this as it goes (a cleanup attribute; the
+ * library is built with -fexceptions for it): the call is recorded, marked
+ * cancelled, and the thread's guard is released, so the calls its cleanup
+ * handlers make are traced. On every other way out, armed is false.
+ */
+struct ze_unwind {
+	uint64_t t0, corr;
+	enum ze_fn_id id;
+	bool armed;
+};
+
+static void ze__unwound(struct ze_unwind *u)
+{
+	if (gt_likely(!u->armed))
+		return;
+	ze__strings_init();
+	if (ze__want(GT_KIND(RUNTIME))) {
+		struct gt_arg cancelled = { .key = ze_str.cancelled, .type = GT_ARG_I64, .v.i = 1 };
+		struct gt_event ev = { .start_ns = u->t0, .end_ns = gt_clock_ns(),
+				       .corr = u->corr, .name = ze__name(u->id),
+				       .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN };
+
+		gt_emit(&ev, &cancelled, 1);
+	}
+	gt_guard_leave();
+}
+
+#define ZE_UNWIND struct ze_unwind u __attribute__((cleanup(ze__unwound))) = { .armed = false }
+
 /* ---- the wrappers ---- */
 
 #define ZE_WRAP_START(name, args)                                                          \
@@ -166,13 +201,16 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 #define ZE_WRAP_PLAIN(ret, name, params, args)                                             \
 	GT_HIDDEN ret ze_wrap_##name params                                                \
 	{                                                                                  \
-		uint64_t t0, corr;                                                         \
+		ZE_UNWIND;                                                                 \
 		ret r;                                                                     \
 		ZE_WRAP_START(name, args)                                                  \
-		corr = gt_corr_next_fast();                                                \
-		t0 = gt_clock_ns();                                                        \
+		u.id = ZE_ID_##name;                                                       \
+		u.corr = gt_corr_next_fast();                                              \
+		u.t0 = gt_clock_ns();                                                      \
+		u.armed = true;                                                            \
 		r = real args;                                                             \
-		ze__span(ZE_ID_##name, t0, corr, r, NULL);                                 \
+		u.armed = false;                                                           \
+		ze__span(ZE_ID_##name, u.t0, u.corr, r, NULL);                             \
 		gt_guard_leave();                                                          \
 		return r;                                                                  \
 	}
@@ -182,17 +220,21 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 #define ZE_WRAP_HOOK(ret, name, params, args)                                              \
 	GT_HIDDEN ret ze_wrap_##name params                                                \
 	{                                                                                  \
+		ZE_UNWIND;                                                                 \
 		struct ze_call c;                                                          \
-		uint64_t t0;                                                               \
 		ret r;                                                                     \
 		ZE_WRAP_START(name, args)                                                  \
 		ze__strings_init();                                                        \
 		c.corr = gt_corr_next_fast();                                              \
 		c.flags = 0;                                                               \
 		c.nargs = 0;                                                               \
-		t0 = gt_clock_ns();                                                        \
+		u.id = ZE_ID_##name;                                                       \
+		u.corr = c.corr;                                                           \
+		u.t0 = gt_clock_ns();                                                      \
+		u.armed = true;                                                            \
 		r = ze_body_##name(&c, real, ZE_UNPAREN args);                             \
-		ze__span(ZE_ID_##name, t0, c.corr, r, &c);                                 \
+		u.armed = false;                                                           \
+		ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);                               \
 		gt_guard_leave();                                                          \
 		return r;                                                                  \
 	}

@@ -2,7 +2,7 @@
 their rings, ones blocked in the device or cancelled inside a traced call."""
 import pytest
 
-from faultkit import check_exact, compare, notes, printed, prog
+from faultkit import check_exact, compare, notes, printed, prog, spans
 
 
 @pytest.mark.sanitize
@@ -47,10 +47,14 @@ def test_cancel_inside_traced_call(tmp_path):
     r = compare(tmp_path, [prog("fault_threads"), "cancel"], timeout=30)
     assert r.traced.returncode == 0
     assert b"waiter cancelled, cleanup calls 1" in r.traced.stdout
-    # the cancelled call never returned. The cleanup handler runs while the
-    # unwound wrapper's guard is still set (nothing runs our code on a forced
-    # unwind in C): its call is recorded, or counted lost as "reentrant",
-    # never dropped; main's later calls are all recorded
+    # the cancelled call never returned: its wrapper's cleanup (run by the
+    # forced unwind) records it, marked cancelled, and releases the guard,
+    # so the cleanup handler's call is recorded too; nothing is lost
     t = r.trace
-    check_exact(t, printed(r.traced.stdout) + 1, lost=None)
-    assert t["gputrace"]["events_lost"] == t["gputrace"]["lost_by_reason"].get("reentrant", 0) <= 1
+    check_exact(t, printed(r.traced.stdout) + 2, lost=0)
+    waits = spans(t, name="zeEventHostSynchronize")
+    cancelled = [e for e in waits if e["args"].get("cancelled") == 1]
+    assert len(cancelled) == 1 and "result" not in cancelled[0]["args"], waits
+    (wait,) = cancelled
+    after = [e for e in spans(t) if e["tid"] == wait["tid"] and e["ts"] >= wait["ts"] + wait["dur"]]
+    assert [e["name"] for e in after] == ["zeDriverGetApiVersion"]
