@@ -103,6 +103,7 @@ def test_nvcc_program_runs_as_untraced(tmp_path, cudart):
 
 # ---- NVTX through its injection, no GPU needed ----
 
+@pytest.mark.sanitize
 @pytest.mark.skipif(not HAVE_CUPTI, reason="no CUDA toolkit headers (nvtx3)")
 @pytest.mark.parametrize("how", ["preload", "injection_only"])
 def test_nvtx_ranges(tmp_path, how):

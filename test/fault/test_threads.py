@@ -43,6 +43,7 @@ def test_thread_blocked_in_device_wait_at_exit(tmp_path, action):
     assert meta["events_recorded"] + meta["events_lost"] == produced
 
 
+@pytest.mark.sanitize
 def test_cancel_inside_traced_call(tmp_path):
     r = compare(tmp_path, [prog("fault_threads"), "cancel"], timeout=30)
     assert r.traced.returncode == 0
