@@ -221,6 +221,7 @@ struct rt_call {
 	uint64_t start, corr;
 	uint32_t name;
 	bool launch, events;
+	bool armed; /* inside the real call: see rt_unwound */
 };
 
 static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
@@ -265,6 +266,7 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	c->corr = gt_corr_next();
 	cupti_rt_wrapper_owns++;
 	c->start = gt_clock_ns();
+	c->armed = true;
 	return true;
 }
 
@@ -274,6 +276,7 @@ static void rt_end(struct rt_call *c, cuda_err r)
 	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
 	unsigned n = 1;
 
+	c->armed = false;
 	cupti_rt_wrapper_owns--;
 	if (gt_cfg.stacks && (c->launch || gt_cfg.stacks_all)) {
 		uint64_t stack = gt_stack_capture();
@@ -298,6 +301,28 @@ static void rt_end(struct rt_call *c, cuda_err r)
 	};
 	gt_emit(&ev, args, n);
 }
+
+/*
+ * A call ended by a forced unwind (pthread_cancel() while the runtime
+ * waits) never reaches rt_end: the wrapper's frame runs this as it goes
+ * (a cleanup attribute; the library is built with -fexceptions). The call
+ * is recorded, marked cancelled, and the thread's later calls (its cleanup
+ * handlers') are traced again.
+ */
+static void rt_unwound(struct rt_call *c)
+{
+	if (gt_likely(!c->armed))
+		return;
+	cupti_rt_wrapper_owns--;
+	struct gt_arg cancelled = { .key = cupti__key("cancelled"), .type = GT_ARG_I64, .v.i = 1 };
+	struct gt_event ev = { .start_ns = c->start, .end_ns = gt_clock_ns(), .corr = c->corr,
+			       .name = c->name, .cat = GT_S_CAT_CUDA_RUNTIME,
+			       .type = GT_EV_HOST_SPAN };
+
+	gt_emit(&ev, &cancelled, 1);
+}
+
+#define RT_CALL struct rt_call gt_c __attribute__((cleanup(rt_unwound))) = { .armed = false }
 
 /* ---- device work described for the event fallback ---- */
 
@@ -401,7 +426,7 @@ static uint32_t kernel_name_of(const void *func)
 		static _Atomic(void *) gt_real_;                                            \
 		static _Atomic uint32_t gt_name_;                                           \
 		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
-		struct rt_call gt_c;                                                        \
+		RT_CALL;                                                                    \
 		cuda_err gt_r;                                                              \
                                                                                             \
 		if (!gt_fn)                                                                 \
@@ -421,7 +446,7 @@ static uint32_t kernel_name_of(const void *func)
 		static _Atomic uint32_t gt_name_;                                           \
 		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
 		struct cupti_launch_info gt_li;                                             \
-		struct rt_call gt_c;                                                        \
+		RT_CALL;                                                                    \
 		void *gt_token = NULL;                                                      \
 		cuda_err gt_r;                                                              \
                                                                                             \

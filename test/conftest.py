@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import pathlib
+import signal
 import subprocess
 
 import pytest
@@ -59,6 +60,15 @@ class Run:
         return load_trace(self.trace_path)
 
 
+def default_signals():
+    """preexec_fn: the program starts with SIGINT and SIGQUIT at their
+    defaults, as from a terminal. A shell that runs the suite in the
+    background (without job control) has them ignored, and children inherit
+    that."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, input=None,
         check_trace=True):
     """Run cmd; traced runs write to `trace` (or tmp_path/trace.json)."""
@@ -73,7 +83,7 @@ def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, i
         e.setdefault("GPUTRACE_OUTPUT", trace)
         e.setdefault("GPUTRACE_SUMMARY", "0")
     proc = subprocess.run([str(c) for c in cmd], env=e, capture_output=True, timeout=timeout,
-                          input=input)
+                          input=input, preexec_fn=default_signals)
     return Run(proc, trace_path)
 
 

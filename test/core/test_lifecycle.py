@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import (APPS, BUILD, PRELOAD, clean_env, gputrace_lines, load_trace, need, run,
-                      sim_env, strip_gputrace)
+from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, gputrace_lines,
+                      load_trace, need, run, sim_env, strip_gputrace)
 
 APP = BUILD / "test" / "core" / "lifecycle_app"
 
@@ -109,7 +109,7 @@ def start_loop(tmp_path, extra=None):
                              "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50", **(extra or {})}))
     # unbuffered: communicate() reads the fd, so nothing may sit in a buffer
     p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, bufsize=0)
+                         stderr=subprocess.PIPE, bufsize=0, preexec_fn=default_signals)
     assert p.stdout.readline().startswith(b"calls")
     assert p.stdout.readline() == b"ready\n"
     time.sleep(0.5)

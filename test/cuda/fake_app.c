@@ -3,8 +3,11 @@
  * A CUDA runtime user in plain C, linked against the fake libcudart: what
  * a program does through a shared libcudart, checked by test_cuda.py.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 struct dim3 {
 	unsigned x, y, z;
@@ -28,8 +31,54 @@ void scale_kernel(float *p, int n)
 {
 }
 
+/* "cancel": a thread blocked in cudaStreamSynchronize is cancelled; its
+ * cleanup handler makes one runtime call */
+static volatile int waiting;
+
+static void cleanup_call(void *arg)
+{
+	(void)arg;
+	cudaSetDevice(0);
+}
+
+static void *sync_waiter(void *arg)
+{
+	struct dim3 grid = { 1, 1, 1 }, block = { 1, 1, 1 };
+	void *s = arg;
+
+	pthread_cleanup_push(cleanup_call, NULL);
+	/* ~0.9 s of queued "kernels" */
+	for (int i = 0; i < 3000; i++)
+		cudaLaunchKernel((const void *)scale_kernel, grid, block, NULL, 0, s);
+	waiting = 1;
+	cudaStreamSynchronize(s);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+static int cancel_in_sync(void)
+{
+	struct timespec settle = { 0, 50 * 1000000 };
+	pthread_t t;
+	void *s = NULL, *ret;
+
+	cudaStreamCreate(&s);
+	pthread_create(&t, NULL, sync_waiter, s);
+	while (!waiting)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	nanosleep(&settle, NULL);
+	pthread_cancel(t);
+	pthread_join(t, &ret);
+	printf("waiter %s\n", ret == PTHREAD_CANCELED ? "cancelled" : "returned");
+	cudaSetDevice(0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "cancel"))
+		return cancel_in_sync();
+
 	int n = 0, dev = -1, launches = argc > 1 ? atoi(argv[1]) : 3;
 	void *d = NULL, *s = NULL;
 	static float host[1 << 18];

@@ -154,6 +154,31 @@ def test_nvtx_ranges(tmp_path, how):
 
 # ---- libcudart interposition (fake libcudart, no CUDA needed) ----
 
+@pytest.mark.sanitize
+@backend
+def test_cancel_inside_runtime_call(tmp_path):
+    """pthread_cancel of a thread blocked in cudaStreamSynchronize (through
+    the libcudart wrappers): the wait is recorded, marked cancelled, and the
+    call its cleanup handler makes is traced, not lost."""
+    exe = CUDA / "fake_app"
+    need(exe)
+    r = run([exe, "cancel"], tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"waiter cancelled\n"
+    trace = r.trace
+    assert trace["gputrace"]["events_lost"] == 0
+    runtime = host_spans(trace, "cuda_runtime")
+    (wait,) = [e for e in runtime if e["name"] == "cudaStreamSynchronize"]
+    assert wait["args"]["cancelled"] == 1 and "result" not in wait["args"]
+    assert wait["dur"] >= 40 * 1000  # blocked until main cancelled it, 50 ms in
+    waiter = [e for e in runtime if e["tid"] == wait["tid"]]
+    assert [e["name"] for e in waiter].count("cudaLaunchKernel") == 3000
+    assert waiter[-1]["name"] == "cudaSetDevice"  # the cleanup handler's call
+    assert waiter[-1]["ts"] >= wait["ts"] + wait["dur"]
+    main = [e["name"] for e in runtime if e["tid"] != wait["tid"]]
+    assert main == ["cudaStreamCreate", "cudaSetDevice"]
+
+
 @backend
 def test_runtime_calls_through_shared_libcudart(tmp_path):
     exe = CUDA / "fake_app"

@@ -16,7 +16,7 @@ import struct
 import subprocess
 import time
 
-from conftest import (BUILD, PRELOAD, SANITIZE, clean_env, gputrace_lines, load_trace, need,
+from conftest import (BUILD, PRELOAD, SANITIZE, clean_env, default_signals, gputrace_lines, load_trace, need,
                       sim_env, strip_gputrace)
 
 FAULT = BUILD / "test" / "fault"
@@ -90,8 +90,8 @@ def run_env(tmp_path, tag, env, traced, trace):
     return e
 
 
-def compare(tmp_path, cmd, env=None, traced_env=None, timeout=60, cwd=None, preexec_fn=None,
-            same_stderr=True):
+def compare(tmp_path, cmd, env=None, traced_env=None, timeout=60, cwd=None,
+            preexec_fn=default_signals, same_stderr=True):
     """Run cmd untraced then traced; what the program did must be the same."""
     trace = tmp_path / "trace.json"
     cmd = [str(c) for c in cmd]

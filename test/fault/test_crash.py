@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import PRELOAD, clean_env, load_trace
+from conftest import PRELOAD, clean_env, default_signals, load_trace
 from faultkit import (check_bounded, check_exact, compare, env_for, printed, prog, read_shm,
                       valid_trace, wait_for)
 
@@ -103,7 +103,8 @@ def start_loop(tmp_path, threads=3, paced=False):
         "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
     p = subprocess.Popen([str(prog("fault_crash")), "loop", str(threads)] +
                          (["paced"] if paced else []), env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
     assert p.stdout.readline() == b"main calls 1002\n"
     assert p.stdout.readline() == b"ready\n"
     time.sleep(0.3)
