@@ -313,6 +313,7 @@ static void rt_unwound(struct rt_call *c)
 {
 	if (gt_likely(!c->armed))
 		return;
+	gt_unwound_stack();
 	cupti_rt_wrapper_owns--;
 	struct gt_arg cancelled = { .key = cupti__key("cancelled"), .type = GT_ARG_I64, .v.i = 1 };
 	struct gt_event ev = { .start_ns = c->start, .end_ns = gt_clock_ns(), .corr = c->corr,

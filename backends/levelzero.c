@@ -173,6 +173,7 @@ static void ze__unwound(struct ze_unwind *u)
 {
 	if (gt_likely(!u->armed))
 		return;
+	gt_unwound_stack();
 	ze__strings_init();
 	if (ze__want(GT_KIND(RUNTIME))) {
 		struct gt_arg cancelled = { .key = ze_str.cancelled, .type = GT_ARG_I64, .v.i = 1 };

@@ -225,6 +225,16 @@ static inline void gt_guard_leave(void)
 	gt_guard_sp = 0;
 }
 
+/* In a wrapper's cleanup run by a forced unwind (pthread_cancel): the
+ * unwound frames below never ran their epilogues, so AddressSanitizer still
+ * marks their redzones; clear them as it does for longjmp and throw. */
+#if defined(__SANITIZE_ADDRESS__)
+void __asan_handle_no_return(void);
+#define gt_unwound_stack() __asan_handle_no_return()
+#else
+#define gt_unwound_stack() ((void)0)
+#endif
+
 /* Logging to stderr, one line, prefixed "gputrace: ". Level from GPUTRACE_LOG. */
 enum gt_log_level { GT_LOG_ERROR = 0, GT_LOG_WARN, GT_LOG_INFO, GT_LOG_DEBUG };
 GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
