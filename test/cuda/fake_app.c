@@ -4,6 +4,7 @@
  * a program does through a shared libcudart, checked by test_cuda.py.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ void scale_kernel(float *p, int n)
 
 /* "cancel": a thread blocked in cudaStreamSynchronize is cancelled; its
  * cleanup handler makes one runtime call */
-static volatile int waiting;
+static _Atomic int waiting;
 
 static void cleanup_call(void *arg)
 {
@@ -50,7 +51,7 @@ static void *sync_waiter(void *arg)
 	/* ~0.9 s of queued "kernels" */
 	for (int i = 0; i < 3000; i++)
 		cudaLaunchKernel((const void *)scale_kernel, grid, block, NULL, 0, s);
-	waiting = 1;
+	atomic_store(&waiting, 1);
 	cudaStreamSynchronize(s);
 	pthread_cleanup_pop(0);
 	return NULL;
@@ -64,7 +65,7 @@ static int cancel_in_sync(void)
 
 	cudaStreamCreate(&s);
 	pthread_create(&t, NULL, sync_waiter, s);
-	while (!waiting)
+	while (!atomic_load(&waiting))
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	nanosleep(&settle, NULL);
 	pthread_cancel(t);
