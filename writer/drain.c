@@ -1149,7 +1149,9 @@ int writer__sync(bool final, unsigned timeout_ms)
  * well under a millisecond; a stalled disk must not stall the program. */
 #define FORK_WAIT_MS 200
 
-static bool fork_holds_cycle;
+/* per thread: two threads may fork at once, and the handlers of one fork
+ * run on the thread that called it */
+static GT_TLS bool fork_holds_cycle;
 
 void writer__fork_prepare(void)
 {

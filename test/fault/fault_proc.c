@@ -5,6 +5,7 @@
  * every trace file to the process that made it.
  *   leaf N          init + N calls (the program others start)
  *   fork-mt N       3 hot threads call while main forks 3 children (N calls each)
+ *   fork-race N     4 threads fork 5 children each, at once (N calls each)
  *   chain D N       N calls, fork, the child execs "chain D-1 N"... to depth 0
  *   exec-self D N   N calls, then exec itself ("exec-self D-1 N") in the same pid
  *   spawn N         posix_spawn of "leaf N"
@@ -79,6 +80,50 @@ static int fork_mt(int n)
 	return bad;
 }
 
+static int race_calls;
+static pthread_barrier_t race_start;
+
+static void *forker(void *arg)
+{
+	intptr_t bad = 0;
+
+	(void)arg;
+	/* all at once, and only once every thread's start-up is over: under
+	 * AddressSanitizer a thread allocates as it starts, and a fork made
+	 * meanwhile leaves the child's allocator locked */
+	pthread_barrier_wait(&race_start);
+	for (int i = 0; i < 5; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			fault_role = "child";
+			calls(race_calls);
+			report();
+			exit(0);
+		}
+		bad |= wait_child(pid) != 0;
+	}
+	return (void *)bad;
+}
+
+static int fork_race(int n)
+{
+	pthread_t t[4];
+	int bad = 0;
+
+	race_calls = n;
+	pthread_barrier_init(&race_start, NULL, 4);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, forker, NULL);
+	for (int i = 0; i < 4; i++) {
+		void *ret;
+
+		pthread_join(t[i], &ret);
+		bad |= ret != NULL;
+	}
+	return bad;
+}
+
 static int chain(int depth, int n, char **argv)
 {
 	char role[32], dbuf[16];
@@ -138,6 +183,8 @@ int main(int argc, char **argv)
 	report();
 	if (!strcmp(action, "fork-mt"))
 		return fork_mt(n);
+	if (!strcmp(action, "fork-race"))
+		return fork_race(n);
 	if (!strcmp(action, "spawn")) {
 		if (posix_spawn(&pid, self, NULL, NULL, leaf_args, environ))
 			return 3;

@@ -56,6 +56,16 @@ def test_fork_in_multithreaded_program(tmp_path):
         assert t["gputrace"]["complete"] is True
 
 
+@pytest.mark.sanitize
+def test_threads_forking_at_once(tmp_path):
+    """4 threads fork 5 children each at the same time: every fork waits for
+    the drain on its own, and every child writes its own complete trace."""
+    r, traces = run_tree(tmp_path, ["fork-race", "200"])
+    assert r.traced.returncode == 0
+    assert printed(r.traced.stdout, "child") == 20 * 200
+    check_each(tmp_path, traces, expect_pids=21)
+
+
 def test_fork_exec_chain(tmp_path):
     r, traces = run_tree(tmp_path, ["chain", "3", "200"])
     assert r.traced.returncode == 0
