@@ -315,12 +315,7 @@ static void rt_unwound(struct rt_call *c)
 		return;
 	gt_unwound_stack();
 	cupti_rt_wrapper_owns--;
-	struct gt_arg cancelled = { .key = cupti__key("cancelled"), .type = GT_ARG_I64, .v.i = 1 };
-	struct gt_event ev = { .start_ns = c->start, .end_ns = gt_clock_ns(), .corr = c->corr,
-			       .name = c->name, .cat = GT_S_CAT_CUDA_RUNTIME,
-			       .type = GT_EV_HOST_SPAN };
-
-	gt_emit(&ev, &cancelled, 1);
+	gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME);
 }
 
 #define RT_CALL struct rt_call gt_c __attribute__((cleanup(rt_unwound))) = { .armed = false }

@@ -83,7 +83,6 @@ static void ze__strings_intern(void)
 	ze_str.lost_unread = gt_str_intern("ze_unread");
 	ze_str.lost_no_event = gt_str_intern("ze_no_event");
 	ze_str.lost_overwritten = gt_str_intern("ze_overwritten");
-	ze_str.cancelled = gt_str_intern("cancelled");
 }
 
 void ze__strings_init(void)
@@ -174,15 +173,8 @@ static void ze__unwound(struct ze_unwind *u)
 	if (gt_likely(!u->armed))
 		return;
 	gt_unwound_stack();
-	ze__strings_init();
-	if (ze__want(GT_KIND(RUNTIME))) {
-		struct gt_arg cancelled = { .key = ze_str.cancelled, .type = GT_ARG_I64, .v.i = 1 };
-		struct gt_event ev = { .start_ns = u->t0, .end_ns = gt_clock_ns(),
-				       .corr = u->corr, .name = ze__name(u->id),
-				       .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN };
-
-		gt_emit(&ev, &cancelled, 1);
-	}
+	if (ze__want(GT_KIND(RUNTIME)))
+		gt_emit_cancelled(u->t0, u->corr, ze__name(u->id), GT_S_CAT_ZE_API);
 	gt_guard_leave();
 }
 

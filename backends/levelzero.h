@@ -104,7 +104,6 @@ struct ze_strings {
 	uint32_t copy_kind[ZE_MK__COUNT][ZE_MK__COUNT]; /* "kind" values "HtoD" */
 	uint32_t image;
 	uint32_t lost_unread, lost_no_event, lost_overwritten;
-	uint32_t cancelled;
 };
 
 extern GT_HIDDEN struct ze_strings ze_str;

@@ -94,6 +94,9 @@ _Static_assert(sizeof(struct gt_event) == 64, "one ring slot");
  * Returns 0, or -ENOSPC when dropped, -ECANCELED when tracing is off.
  */
 GT_HIDDEN int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs);
+/* The host span of a call a forced unwind (pthread_cancel) ended: from
+ * start_ns to now, with args.cancelled = 1 and no result. */
+GT_HIDDEN int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat);
 
 /* A fresh correlation id for a host call: unique in the process, never 0,
  * increasing per thread, below 2^48 (JSON-safe). Lock-free. */
@@ -145,6 +148,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_QUEUE, "queue")                                                   \
 	X(ARG_STREAM, "stream")                                                 \
 	X(ARG_STACK, "stack")                                                   \
+	X(ARG_CANCELLED, "cancelled")                                           \
 	X(LOST_RING_FULL, "ring_full")                                          \
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
 	X(LOST_PLUGIN, "plugin_dropped")                                        \
