@@ -52,6 +52,15 @@ static int leaf(int n)
 	return 0;
 }
 
+/* A fork child: only the forking thread exists here, and it traces on its own. */
+static __attribute__((noreturn)) void child(int n)
+{
+	fault_role = "child";
+	calls(n);
+	report();
+	exit(0);
+}
+
 static int fork_mt(int n)
 {
 	pid_t kids[3];
@@ -60,13 +69,8 @@ static int fork_mt(int n)
 	start_hot(3);
 	for (int i = 0; i < 3; i++) {
 		kids[i] = fork();
-		if (kids[i] == 0) {
-			/* only this thread exists here: the child traces on its own */
-			fault_role = "child";
-			calls(n);
-			report();
-			exit(0);
-		}
+		if (kids[i] == 0)
+			child(n);
 		/* one at a time: their report lines come in order */
 		bad |= wait_child(kids[i]) != 0;
 	}
@@ -95,12 +99,8 @@ static void *forker(void *arg)
 	for (int i = 0; i < 5; i++) {
 		pid_t pid = fork();
 
-		if (pid == 0) {
-			fault_role = "child";
-			calls(race_calls);
-			report();
-			exit(0);
-		}
+		if (pid == 0)
+			child(race_calls);
 		bad |= wait_child(pid) != 0;
 	}
 	return (void *)bad;
