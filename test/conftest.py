@@ -1,9 +1,13 @@
 """Shared helpers for the end-to-end tests: run a program with and without
 the tracer, read the trace back with a real JSON parser (Python's json)."""
+import collections
 import gzip
 import json
 import os
 import pathlib
+import random
+import re
+import resource
 import signal
 import subprocess
 
@@ -47,6 +51,15 @@ def sim_env(extra=None):
     return env
 
 
+def run_fresh(cmd, **kw):
+    """subprocess.run(cmd) with a peak RSS of its own. Linux hands a process's
+    peak RSS on through fork/vfork + execve (getrusage's ru_maxrss of the new
+    program starts at the runner's peak), so a program that bounds its own
+    memory by ru_maxrss (libFuzzer's -rss_limit_mb) would count the runner's.
+    A small shell in between forks the program from its own small image."""
+    return subprocess.run(["/bin/sh", "-c", '"$@"; exit $?', "sh"] + [str(c) for c in cmd], **kw)
+
+
 class Run:
     def __init__(self, proc, trace_path):
         self.proc = proc
@@ -87,13 +100,118 @@ def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, i
     return Run(proc, trace_path)
 
 
+# A trace read whole costs the runner ~5x its size in Python objects, and the
+# runner's peak RSS is inherited by every program it starts (see run_fresh):
+# traces above this size must be streamed with scan_trace.
+LOAD_WHOLE_MAX = 16 << 20
+
+
+def open_trace(path):
+    """The trace's text as a stream, gunzipped when it is gzip."""
+    f = open(path, "rb")
+    if f.read(2) == b"\x1f\x8b":
+        f.close()
+        return gzip.open(path, "rt", encoding="utf-8")
+    f.close()
+    return open(path, "r", encoding="utf-8")
+
+
 def load_trace(path):
     path = str(path)
     with open(path, "rb") as f:
-        data = f.read()
+        data = f.read(LOAD_WHOLE_MAX + 1)
+        assert len(data) <= LOAD_WHOLE_MAX and not f.read(1), (
+            f"{path}: over {LOAD_WHOLE_MAX >> 20} MiB; read it with scan_trace() so the test "
+            "runner stays small")
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
+        assert len(data) <= 8 * LOAD_WHOLE_MAX, f"{path}: too big to read whole; use scan_trace()"
     return json.loads(data)
+
+
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+class _Stream:
+    """Python's own JSON decoder over a text stream, one value at a time."""
+    CHUNK = 1 << 20
+
+    def __init__(self, f):
+        self.f, self.buf, self.pos, self.eof = f, "", 0, False
+        self.decoder = json.JSONDecoder()
+
+    def _more(self):
+        data = self.f.read(self.CHUNK)
+        self.buf, self.pos = self.buf[self.pos:] + data, 0
+        self.eof = not data
+        return bool(data)
+
+    def peek(self):
+        """The next non-whitespace character ('' at the end)."""
+        while True:
+            self.pos = _JSON_SPACE.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos:self.pos + 1]
+
+    def expect(self, ch):
+        got = self.peek()
+        assert got == ch, f"expected {ch!r} at offset {self.pos}, found {got!r}"
+        self.pos += 1
+
+    def value(self):
+        self.peek()
+        while True:
+            try:
+                v, end = self.decoder.raw_decode(self.buf, self.pos)
+                # a number may continue in the next chunk
+                if end < len(self.buf) or self.eof:
+                    self.pos = end
+                    return v
+            except json.JSONDecodeError:
+                if self.eof:
+                    raise
+            self._more()
+
+
+def scan_trace(path, keep=None, each=None):
+    """Stream a trace (object form, .json or .json.gz) without holding it:
+    returns its top-level keys, with "traceEvents" holding only the events
+    for which keep(ev) is true (none when keep is None), and "counts", a
+    Counter of (ph, cat, name) over every event. each(ev), if given, sees
+    every event (to assert on it). The file must be complete, valid JSON."""
+    out = {"traceEvents": [], "counts": collections.Counter(), "kept": keep is not None}
+    with open_trace(path) as f:
+        s = _Stream(f)
+        s.expect("{")
+        while s.peek() != "}":
+            key = s.value()
+            s.expect(":")
+            if key != "traceEvents":
+                out[key] = s.value()
+            else:
+                s.expect("[")
+                while s.peek() != "]":
+                    ev = s.value()
+                    out["counts"][(ev.get("ph"), ev.get("cat"), ev.get("name"))] += 1
+                    if each is not None:
+                        each(ev)
+                    if keep is not None and keep(ev):
+                        out["traceEvents"].append(ev)
+                    if s.peek() == ",":
+                        s.expect(",")
+                s.expect("]")
+            if s.peek() == ",":
+                s.expect(",")
+        s.expect("}")
+        assert s.peek() == "", "data after the trace's closing brace"
+    return out
+
+
+def count_events(scanned, ph=None, cat=None, name=None):
+    """How many events of a scan_trace() result match."""
+    return sum(n for (p, c, nm), n in scanned["counts"].items()
+               if (ph is None or p == ph) and (cat is None or c == cat) and
+               (name is None or nm == name))
 
 
 def events(trace, ph=None, cat=None, name=None, pid=None):
@@ -135,3 +253,85 @@ def strip_gputrace(stderr):
 def need(path):
     """`make test` builds everything a test needs: a missing file is a failure."""
     assert pathlib.Path(path).exists(), f"{path} not built (run make)"
+
+
+# --- suite-wide: test order and the runner's own memory -------------------
+# `--order=reverse|random` (or GT_TEST_ORDER) runs the suite in another order
+# to prove no test depends on what ran before it; `--seed=N` repeats a random
+# order (the seed is printed in the header).
+RUNNER_PEAK_RSS_LIMIT_MIB = 300
+
+
+def pytest_addoption(parser):
+    parser.addoption("--order", choices=("file", "reverse", "random"),
+                     default=os.environ.get("GT_TEST_ORDER", "file"),
+                     help="test order: file (default), reverse or random")
+    parser.addoption("--seed", type=int, default=None, help="seed of --order=random")
+
+
+def _seed(config):
+    if config.getoption("seed") is None:
+        config.option.seed = int.from_bytes(os.urandom(4), "little")
+    return config.option.seed
+
+
+def pytest_report_header(config):
+    order = config.getoption("order")
+    if order == "random":
+        return f"test order: random, --seed={_seed(config)}"
+    return f"test order: {order}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    order = config.getoption("order")
+    if order == "reverse":
+        items.reverse()
+    elif order == "random":
+        random.Random(_seed(config)).shuffle(items)
+
+
+def _untracked():
+    """Files in the checkout that git neither tracks nor ignores (None
+    outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return {l[3:] for l in out.stdout.splitlines() if l.startswith("?? ")}
+
+
+def pytest_sessionstart(session):
+    session.config._gt_untracked = _untracked()
+
+
+def runner_peak_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    peak = runner_peak_rss_mib()
+    verdict = "ok" if peak <= RUNNER_PEAK_RSS_LIMIT_MIB else "FAILED: over the limit"
+    terminalreporter.write_line(pytest_report_header(config))
+    for f in getattr(config, "_gt_left_behind", []):
+        terminalreporter.write_line(f"FAILED: a test left {f} in the checkout")
+    terminalreporter.write_line(f"test runner peak RSS: {peak} MiB (limit "
+                                f"{RUNNER_PEAK_RSS_LIMIT_MIB} MiB) {verdict}")
+
+
+def _left_behind(config):
+    before, after = getattr(config, "_gt_untracked", None), _untracked()
+    return sorted(after - before) if before is not None and after is not None else []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    # a runner that grew past the limit makes every program it starts look
+    # bigger than it is (run_fresh), and a file a test leaves in the checkout
+    # can change what a later run sees: both fail the suite
+    session.config._gt_left_behind = _left_behind(session.config)
+    if exitstatus == 0 and (runner_peak_rss_mib() > RUNNER_PEAK_RSS_LIMIT_MIB or
+                            session.config._gt_left_behind):
+        session.exitstatus = 1

@@ -16,8 +16,8 @@ import struct
 import subprocess
 import time
 
-from conftest import (BUILD, PRELOAD, SANITIZE, clean_env, default_signals, gputrace_lines, load_trace, need,
-                      sim_env, strip_gputrace)
+from conftest import (BUILD, PRELOAD, SANITIZE, clean_env, count_events, default_signals, gputrace_lines,
+                      load_trace, need, scan_trace, sim_env, strip_gputrace)
 
 FAULT = BUILD / "test" / "fault"
 ZE_API = "ze_api"
@@ -73,6 +73,11 @@ class Pair:
         return valid_trace(self.trace_path)
 
     @property
+    def counted(self):
+        """The trace checked and counted, its events not kept (see valid_trace)."""
+        return valid_trace(self.trace_path, keep_events=False)
+
+    @property
     def notes(self):
         return notes(self.tmp_path / "traced.notes")
 
@@ -111,19 +116,28 @@ def compare(tmp_path, cmd, env=None, traced_env=None, timeout=60, cwd=None,
     return Pair(plain, traced, tmp_path, trace)
 
 
-def valid_trace(path):
+def check_event(ev):
+    """What a viewer needs of one event."""
+    assert ev["ph"] in ("X", "i", "C", "M", "s", "f"), ev
+    assert isinstance(ev["pid"], int), ev
+    if ev["ph"] != "M":
+        assert isinstance(ev["ts"], (int, float)), ev
+    if ev["ph"] == "X":
+        assert ev["dur"] >= 0, ev
+        assert isinstance(ev["name"], str) and isinstance(ev["tid"], int), ev
+
+
+def valid_trace(path, keep_events=True, each=None):
     """Parses, and has what a viewer needs: a list of well-formed events and
-    the gputrace trailer with consistent accounting."""
-    t = load_trace(path)
-    assert isinstance(t["traceEvents"], list)
-    for ev in t["traceEvents"]:
-        assert ev["ph"] in ("X", "i", "C", "M", "s", "f"), ev
-        assert isinstance(ev["pid"], int), ev
-        if ev["ph"] != "M":
-            assert isinstance(ev["ts"], (int, float)), ev
-        if ev["ph"] == "X":
-            assert ev["dur"] >= 0, ev
-            assert isinstance(ev["name"], str) and isinstance(ev["tid"], int), ev
+    the gputrace trailer with consistent accounting. Streamed: with
+    keep_events=False only counts are kept (for traces of millions of
+    events), and spans() refuses such a trace; use n_spans(). each(ev) sees
+    every event."""
+    def check(ev):
+        check_event(ev)
+        if each is not None:
+            each(ev)
+    t = scan_trace(path, keep=(lambda ev: True) if keep_events else None, each=check)
     meta = t["gputrace"]
     assert meta["events_recorded"] >= 0 and meta["events_lost"] >= 0
     # the per-thread and per-reason figures add up to the totals
@@ -134,8 +148,15 @@ def valid_trace(path):
 
 
 def spans(trace, cat=ZE_API, name=None):
+    assert trace.get("kept", True), "events were not kept (valid_trace(keep_events=False))"
     return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == cat and
             (name is None or e.get("name") == name)]
+
+
+def n_spans(trace, cat=ZE_API, name=None):
+    if "counts" in trace:
+        return count_events(trace, "X", cat, name)
+    return len(spans(trace, cat, name))
 
 
 def accounted(trace):
@@ -148,7 +169,7 @@ def check_exact(trace, produced, lost=0):
     """recorded + lost == produced, every recorded event is a span in the file."""
     meta = trace["gputrace"]
     assert accounted(trace) == produced, (meta["events_recorded"], meta["events_lost"], produced)
-    assert len(spans(trace)) == meta["events_recorded"]
+    assert n_spans(trace) == meta["events_recorded"]
     if lost is not None:
         assert meta["events_lost"] == lost, meta["lost_by_reason"]
 
@@ -157,7 +178,7 @@ def check_bounded(trace, base, shm):
     """Threads racing the end: every call finished before the program ended
     itself is accounted for, and nothing is counted that was not begun."""
     meta = trace["gputrace"]
-    n = len(spans(trace))
+    n = n_spans(trace)
     if meta["complete"]:
         assert n == meta["events_recorded"], (n, meta["events_recorded"])
     else:

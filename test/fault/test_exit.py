@@ -11,39 +11,39 @@ def test_exit_from_worker(tmp_path, mode):
     r = compare(tmp_path, [prog("fault_exit"), "worker-exit", mode],
                 env={"GPUTRACE_FLUSH_MS": "1000"})
     assert r.traced.returncode == 3
-    meta = r.trace["gputrace"]
+    meta = r.counted["gputrace"]
     assert meta["complete"] is True and meta["end"] == "exit"
     if mode == "hot":
-        check_bounded(r.trace, printed(r.traced.stdout), r.shm)
+        check_bounded(r.counted, printed(r.traced.stdout), r.shm)
     else:
-        check_exact(r.trace, printed(r.traced.stdout))
+        check_exact(r.counted, printed(r.traced.stdout))
 
 
 @pytest.mark.parametrize("mode", ["quiet", "hot"])
 def test_return_from_main_with_threads_running(tmp_path, mode):
     r = compare(tmp_path, [prog("fault_exit"), "return", mode], env={"GPUTRACE_FLUSH_MS": "1000"})
     assert r.traced.returncode == 0
-    assert r.trace["gputrace"]["complete"] is True
+    assert r.counted["gputrace"]["complete"] is True
     if mode == "hot":
-        check_bounded(r.trace, printed(r.traced.stdout), r.shm)
+        check_bounded(r.counted, printed(r.traced.stdout), r.shm)
     else:
-        check_exact(r.trace, printed(r.traced.stdout))
+        check_exact(r.counted, printed(r.traced.stdout))
 
 
 @pytest.mark.parametrize("how", ["_exit", "_Exit"])
 def test__exit(tmp_path, how):
     r = compare(tmp_path, [prog("fault_exit"), how])
     assert r.traced.returncode == 5
-    assert r.trace["gputrace"]["end"] == "_exit"
-    check_exact(r.trace, printed(r.traced.stdout))
+    assert r.counted["gputrace"]["end"] == "_exit"
+    check_exact(r.counted, printed(r.traced.stdout))
 
 
 def test_quick_exit_runs_its_handlers_traced(tmp_path):
     r = compare(tmp_path, [prog("fault_exit"), "quick_exit"])
     assert r.traced.returncode == 6
     assert printed(r.traced.stdout, "at_quick_exit") == 25
-    assert r.trace["gputrace"]["complete"] is True
-    check_exact(r.trace, printed(r.traced.stdout))
+    assert r.counted["gputrace"]["complete"] is True
+    check_exact(r.counted, printed(r.traced.stdout))
 
 
 def test_exit_inside_atexit_handler(tmp_path):
@@ -51,16 +51,16 @@ def test_exit_inside_atexit_handler(tmp_path):
     assert r.traced.returncode == 4
     assert printed(r.traced.stdout, "atexit") == 30
     assert printed(r.traced.stdout, "atexit-outer") == 20
-    assert r.trace["gputrace"]["complete"] is True
-    check_exact(r.trace, printed(r.traced.stdout))
+    assert r.counted["gputrace"]["complete"] is True
+    check_exact(r.counted, printed(r.traced.stdout))
 
 
 @pytest.mark.parametrize("when", ["close-start", "close-mid"])
 def test_program_closes_every_descriptor(tmp_path, when):
     r = compare(tmp_path, [prog("fault_exit"), when], env={"GPUTRACE_FLUSH_MS": "50"})
     assert r.traced.returncode == 0
-    assert r.trace["gputrace"]["complete"] is True
-    check_exact(r.trace, printed(r.traced.stdout))
+    assert r.counted["gputrace"]["complete"] is True
+    check_exact(r.counted, printed(r.traced.stdout))
 
 
 # Not under TSan: the program closing our descriptor under the drain
@@ -74,5 +74,5 @@ def test_program_dup2s_over_our_descriptor(tmp_path):
     r = compare(tmp_path, [prog("fault_exit"), "dup2"], env={"GPUTRACE_FLUSH_MS": "50"})
     assert r.traced.returncode == 0
     assert b"own file intact" in r.traced.stdout
-    assert r.trace["gputrace"]["complete"] is True
-    check_exact(r.trace, printed(r.traced.stdout))
+    assert r.counted["gputrace"]["complete"] is True
+    check_exact(r.counted, printed(r.traced.stdout))

@@ -19,7 +19,7 @@ def test_traced_calls_from_signal_handler(tmp_path, action):
     assert r.traced.returncode == 0
     extra = handler_calls(tmp_path)
     assert extra > 0
-    t = r.trace
+    t = r.counted
     check_exact(t, printed(r.traced.stdout) + extra, lost=None)
     meta = t["gputrace"]
     assert meta["events_lost"] == meta["lost_by_reason"].get("reentrant", 0) + \
@@ -30,11 +30,11 @@ def test_dlopen_dlclose_vendor_library_repeatedly(tmp_path):
     r = compare(tmp_path, [prog("fault_dlopen"), "30", "200"])
     assert r.traced.returncode == 0
     assert printed(r.traced.stdout) == 30 * 202
-    check_exact(r.trace, printed(r.traced.stdout))
+    check_exact(r.counted, printed(r.traced.stdout))
 
 
 def test_program_with_its_own_malloc(tmp_path):
     r = compare(tmp_path, [prog("fault_malloc"), "2000"])
     assert r.traced.returncode == 0
     assert b"allocator served" in r.traced.stdout
-    check_exact(r.trace, printed(r.traced.stdout))
+    check_exact(r.counted, printed(r.traced.stdout))

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "inject/config.h"
+#include "test/fuzz/balloon.h"
 
 /* The library's logger, here formatting into a buffer (the format strings
  * and their %.Ns limits are exercised; nothing is printed). */
@@ -69,6 +70,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct gt_config cfg;
 	char bad[64];
 	long mask;
+
+	fuzz_balloon_once();
 
 	memcpy(copy, data, size);
 	copy[size] = 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "writer/json.h"
+#include "test/fuzz/balloon.h"
 
 #define CHECK(c)                                                                           \
 	do {                                                                               \
@@ -118,6 +119,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct jbuf b = { 0 };
 	unsigned char *dec;
 	size_t n;
+
+	fuzz_balloon_once();
 
 	json__str(&b, (const char *)data, size);
 	CHECK(!b.oom);

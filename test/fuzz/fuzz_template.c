@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "inject/config.h"
+#include "test/fuzz/balloon.h"
 
 void gt_log(int level, const char *fmt, ...)
 {
@@ -48,6 +49,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	int32_t pid;
 	char *exe, *tmpl, *out;
 	int err;
+
+	fuzz_balloon_once();
 
 	if (size < 6)
 		return 0;

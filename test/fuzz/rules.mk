@@ -10,11 +10,11 @@ ifeq ($(HAVE_FUZZ),1)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZ_BINS := $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template $(BUILD)/test/fuzz/fuzz_json
 
-$(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/fuzz/%: test/fuzz/%.c inject/config.c inject/config.h inject/event.h
+$(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/fuzz/%: test/fuzz/%.c test/fuzz/balloon.h inject/config.c inject/config.h inject/event.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< inject/config.c
 
-$(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c writer/json.c writer/json.h inject/event.h
+$(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c test/fuzz/balloon.h writer/json.c writer/json.h inject/event.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c -lm
 
