@@ -49,7 +49,7 @@ else
 $(info gputrace: Level Zero headers (libze-dev) not found: building without the Level Zero backend)
 endif
 ifeq ($(HAVE_CUPTI),1)
-LIB_SRCS += $(wildcard backends/cupti*.c)
+LIB_SRCS += $(wildcard backends/cuda/*.c)
 CUPTI_CFLAGS := -I$(CUDA_HOME)/include -DGT_CUDA_HOME=\"$(CUDA_HOME)\"
 else
 $(info gputrace: CUPTI headers not found under CUDA_HOME=$(CUDA_HOME): building without the CUDA backend)
@@ -65,7 +65,7 @@ all: $(LIB) tools test-build
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) $(if $(findstring cupti,$<),$(CUPTI_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(if $(filter backends/cuda/%,$<),$(CUPTI_CFLAGS)) -MMD -MP -c $< -o $@
 
 # Sanitizer runtimes resolve their interceptors with dlsym(RTLD_NEXT) and set
 # up signal handling before they are initialized; our dlsym and sigaction

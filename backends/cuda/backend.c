@@ -22,7 +22,7 @@
 #include "backends/backend.h"
 #include <cupti.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"

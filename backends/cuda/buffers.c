@@ -13,7 +13,7 @@
 
 #include <cupti.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/shim.h"
 
 /* Sits in front of the part CUPTI sees; CUPTI wants 8-byte alignment. */

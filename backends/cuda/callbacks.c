@@ -14,7 +14,7 @@
 
 #include <cupti.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"

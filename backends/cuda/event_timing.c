@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/shim.h"
 

@@ -19,7 +19,7 @@
 #include <cupti.h>
 
 #include "backends/backend.h"
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 
 #ifndef GT_CUDA_HOME
 #define GT_CUDA_HOME "/usr/local/cuda"

@@ -19,7 +19,7 @@
 
 #include <cupti.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/shim.h"
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/cupti.h"
+#include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/event.h"
 #include "inject/shim.h"

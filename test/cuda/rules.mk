@@ -31,7 +31,7 @@ TEST_BUILD += $(CUDA_OUT)/fake_app $(CUDA_OUT)/fake_late
 
 ifeq ($(HAVE_CUPTI),1)
 CUDA_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
-CUPTI_OBJS     := $(filter $(BUILD)/obj/backends/cupti%,$(LIB_OBJS))
+CUPTI_OBJS     := $(filter $(BUILD)/obj/backends/cuda/%,$(LIB_OBJS))
 
 $(CUDA_OUT)/nvtx_app: test/cuda/nvtx_app.c
 	@mkdir -p $(dir $@)
@@ -43,7 +43,7 @@ ifeq ($(HAVE_CHECK),1)
 # Linked with the fake libcudart: the wrappers' "one source per call" is
 # checked against simulated CUPTI callbacks.
 $(BUILD)/test/check_cupti: test/cuda/check_cupti.c $(CUDA_CORE_OBJS) $(CUPTI_OBJS) $(FAKE_RT) \
-			   backends/cupti.h
+			   backends/cuda/internal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. $(CUPTI_CFLAGS) -o $@ $< $(CUDA_CORE_OBJS) $(CUPTI_OBJS) \
 	  -L$(dir $(FAKE_RT)) -lcudart -Wl,-rpath,$(abspath $(dir $(FAKE_RT))) \
