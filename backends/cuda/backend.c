@@ -7,7 +7,7 @@
  * at this library: CUDA_INJECTION64_PATH makes cuInit call our
  * InitializeInjection, however late the program loads CUDA (`import
  * torch`); NVTX_INJECTION64_PATH makes the first NVTX call call
- * InitializeInjectionNvtx2 (cupti_nvtx.c). When someone else owns
+ * InitializeInjectionNvtx2 (nvtx.c). When someone else owns
  * CUDA_INJECTION64_PATH, CUPTI starts at the first libcudart call or when
  * libcuda shows up instead. Starting twice is harmless.
  */

@@ -278,7 +278,7 @@ struct api_thread {
 	uint32_t rt_depth;
 };
 static GT_TLS struct api_thread api_t;
-/* cupti_rt.c: a wrapper is emitting this runtime call itself */
+/* runtime.c: a wrapper is emitting this runtime call itself */
 extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
 
 /* Device ids seen in new contexts; the drain thread names them (calling the

@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The CUDA backend's internals, shared by its files:
- *   cupti.c          life cycle: injection entry point, starting CUPTI, flush, stop, fork
- *   cupti_load.c     finding and dlopen()ing libcupti, the function table
- *   cupti_api.c      CUPTI runtime/driver callbacks -> host API spans
- *   cupti_buffer.c   activity buffers: hand-out, completion queue, drop counts
- *   cupti_records.c  activity records -> device spans (and the clock)
- *   cupti_rt.c       libcudart interposition: host spans when CUPTI is not active
- *   cupti_events.c   CUDA-event device times when CUPTI belongs to another tool
- *   cupti_nvtx.c     NVTX injection: ranges and marks -> user_annotation
+ *   backend.c        life cycle: injection entry point, starting CUPTI, flush, stop, fork
+ *   load.c           finding and dlopen()ing libcupti, the function table
+ *   callbacks.c      CUPTI runtime/driver callbacks -> host API spans
+ *   buffers.c        activity buffers: hand-out, completion queue, drop counts
+ *   records.c        activity records -> device spans (and the clock)
+ *   runtime.c        libcudart interposition: host spans when CUPTI is not active
+ *   event_timing.c   CUDA-event device times when CUPTI belongs to another tool
+ *   nvtx.c           NVTX injection: ranges and marks -> user_annotation
  * Nothing here links against CUDA: libcupti and libcudart are reached
  * through dlopen/dlsym, so the library loads on machines without them.
  * The parts that need CUPTI's types are declared only where <cupti.h> was
  * included first (the interposition files must not see CUDA's own
  * declarations of the functions they define).
  */
-#ifndef GPUTRACE_CUPTI_H
-#define GPUTRACE_CUPTI_H
+#ifndef GPUTRACE_CUDA_INTERNAL_H
+#define GPUTRACE_CUDA_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -73,7 +73,7 @@ static inline bool cupti__event_timing(void)
 		v_;                                                                         \
 	})
 
-/* ---- libcupti (cupti_load.c) ---- */
+/* ---- libcupti (load.c) ---- */
 
 
 /* dlopen libcupti (CUDA_HOME, next to the process's libcudart, the
@@ -85,7 +85,7 @@ GT_HIDDEN bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_
 /* dlsym that never sees a wrapped dlsym. */
 GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
 
-/* ---- host API spans from CUPTI callbacks (cupti_api.c) ---- */
+/* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
 /* Names of folded getters: counted, not traced. Returns true for them. */
 GT_HIDDEN bool cupti__is_folded(const char *api_name);
@@ -104,7 +104,7 @@ GT_HIDDEN void cupti__api_reset(void);
 /* Drain thread: name the devices of contexts created since the last call. */
 GT_HIDDEN void cupti__name_devices(void);
 
-/* ---- activity buffers (cupti_buffer.c) ---- */
+/* ---- activity buffers (buffers.c) ---- */
 
 #define CUPTI_BUF_BYTES (4u << 20)
 
@@ -114,7 +114,7 @@ GT_HIDDEN void cupti__drain_completed(void);
 GT_HIDDEN void cupti__count_dropped(void);
 GT_HIDDEN void cupti__buffers_forget(void);
 
-/* ---- records -> events (cupti_records.c) ---- */
+/* ---- records -> events (records.c) ---- */
 
 /*
  * Turn the records of one buffer into events (from the drain thread, or a
@@ -133,7 +133,7 @@ GT_HIDDEN void cupti__device_name(uint32_t device_id, const char *name);
 GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
 GT_HIDDEN void cupti__records_reset(void);
 
-/* ---- clock (cupti_records.c) ---- */
+/* ---- clock (records.c) ---- */
 
 /* CUPTI's timestamps are ours (the timestamp callback is registered). */
 GT_HIDDEN void cupti__clock_identity(void);
@@ -142,7 +142,7 @@ GT_HIDDEN void cupti__clock_refit(void);
 /* A CUPTI timestamp on the host clock. */
 GT_HIDDEN uint64_t cupti__to_host(uint64_t cupti_ns);
 
-/* ---- CUDA-event timing fallback (cupti_events.c) ---- */
+/* ---- CUDA-event timing fallback (event_timing.c) ---- */
 
 struct cupti_launch_info {
 	uint32_t name;  /* string id of the device span */
@@ -160,13 +160,13 @@ GT_HIDDEN void cupti__events_after(void *token, void *stream, bool per_thread, i
 GT_HIDDEN void cupti__events_poll(bool final);
 GT_HIDDEN void cupti__events_forget(void);
 
-/* ---- libcudart interposition (cupti_rt.c) ---- */
+/* ---- libcudart interposition (runtime.c) ---- */
 
 /* The real libcudart function, also from a libcudart loaded RTLD_LOCAL. */
 GT_HIDDEN void *cupti__rt_real(const char *symbol);
 GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
 
-/* ---- NVTX (cupti_nvtx.c) ---- */
+/* ---- NVTX (nvtx.c) ---- */
 GT_HIDDEN void cupti__nvtx_forget(void);
 
 /* ---- the library's own path, for the injection variables ---- */
@@ -207,17 +207,17 @@ struct cupti_funcs {
 
 extern GT_HIDDEN struct cupti_funcs cupti_fn;
 
-/* cupti_api.c: runtime, driver and resource callbacks */
+/* callbacks.c: runtime, driver and resource callbacks */
 GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,
 					CUpti_CallbackId cbid, const void *cbdata);
 
-/* cupti_buffer.c: CUPTI's buffer callbacks */
+/* buffers.c: CUPTI's buffer callbacks */
 GT_HIDDEN void CUPTIAPI cupti__buffer_requested(uint8_t **buffer, size_t *size,
 						size_t *max_records);
 GT_HIDDEN void CUPTIAPI cupti__buffer_completed(CUcontext ctx, uint32_t stream_id,
 						uint8_t *buffer, size_t size, size_t valid);
 
-/* cupti_records.c: the clock CUPTI uses when it accepts ours */
+/* records.c: the clock CUPTI uses when it accepts ours */
 GT_HIDDEN uint64_t CUPTIAPI cupti__timestamp(void);
 
 #endif /* CUPTI_API_VERSION */

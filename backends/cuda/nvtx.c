@@ -2,7 +2,7 @@
 /*
  * NVTX without relinking. NVTX v3 is header-only: at the first NVTX call of
  * each module (DSO) the loader in the header dlopen()s NVTX_INJECTION64_PATH
- * (set to this library by cupti.c) and calls InitializeInjectionNvtx2, which
+ * (set to this library by backend.c) and calls InitializeInjectionNvtx2, which
  * fills that module's function table with the functions below. Ranges and
  * marks become user_annotation spans and instants on the calling thread.
  *

@@ -5,7 +5,7 @@
  * no libcupti, CUPTI held by another tool or disabled). When CUPTI's
  * callbacks run, these wrappers only pass the call on: one span per call.
  * With CUPTI held or disabled, launches also get CUDA events around them
- * for their device times (cupti_events.c).
+ * for their device times (event_timing.c).
  *
  * Only functions whose signature is the same in CUDA 11, 12 and 13 are
  * wrapped: a wrapper forwards exactly the arguments it declares, so a
