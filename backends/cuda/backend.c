@@ -31,6 +31,7 @@ GT_HIDDEN _Atomic int cupti_state;
 GT_HIDDEN bool cupti_backend_on;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
+GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
 
 static CUpti_SubscriberHandle subscriber;
 GT_HIDDEN bool cupti_injection_ours;

@@ -46,6 +46,9 @@ extern GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 /* Set on threads while they run our own CUDA calls (device names, event
  * timing): CUPTI callbacks and wrappers ignore them. */
 extern GT_HIDDEN GT_TLS int cupti_self;
+/* Set while a libcudart wrapper (runtime.c) emits the runtime call itself:
+ * the runtime callback leaves that call alone. */
+extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
 /* CUDA_INJECTION64_PATH names this library: cuInit will start CUPTI. */
 extern GT_HIDDEN bool cupti_injection_ours;
 /* cuptiGetVersion() of the loaded libcupti (record layouts depend on it). */
@@ -84,6 +87,8 @@ GT_HIDDEN int cupti__load(char *loaded, size_t len);
 GT_HIDDEN bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len);
 /* dlsym that never sees a wrapped dlsym. */
 GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
+/* The real libcudart function, also from a libcudart loaded RTLD_LOCAL. */
+GT_HIDDEN void *cupti__rt_real(const char *symbol);
 
 /* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
@@ -93,9 +98,6 @@ GT_HIDDEN bool cupti__is_folded(const char *api_name);
 GT_HIDDEN void cupti__fold_count(uint32_t name_id);
 /* Emit the folded counts as one instant per batch (process end). */
 GT_HIDDEN void cupti__emit_folded(void);
-/* Launch start times by CUPTI correlation id, for "never before its launch". */
-GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
-GT_HIDDEN uint64_t cupti__launch_start(uint32_t corr);
 /* Whether an API name puts work on a device (flows are kept for these). */
 GT_HIDDEN bool cupti__is_launch_name(const char *api_name);
 /* The string id of "cudaErrorXxx"/"CUDA_ERROR_XXX" for a result, or 0. */
@@ -132,6 +134,10 @@ GT_HIDDEN void cupti__device_name(uint32_t device_id, const char *name);
 /* Row of a CUDA device/stream (and its device track); cold, cached. */
 GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
 GT_HIDDEN void cupti__records_reset(void);
+/* Launch start times by CUPTI correlation id, for "never before its launch"
+ * (noted by the callbacks, read by the records). */
+GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
+GT_HIDDEN uint64_t cupti__launch_start(uint32_t corr);
 
 /* ---- clock (records.c) ---- */
 
@@ -162,8 +168,6 @@ GT_HIDDEN void cupti__events_forget(void);
 
 /* ---- libcudart interposition (runtime.c) ---- */
 
-/* The real libcudart function, also from a libcudart loaded RTLD_LOCAL. */
-GT_HIDDEN void *cupti__rt_real(const char *symbol);
 GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
 
 /* ---- NVTX (nvtx.c) ---- */

@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/internal.h"
+#include "inject/shim.h"
 
 #ifndef GT_CUDA_HOME
 #define GT_CUDA_HOME "/usr/local/cuda"
@@ -62,6 +63,22 @@ bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len)
 	dir[0] = name[0] = 0;
 	dl_iterate_phdr(find_cudart, &f);
 	return f.found;
+}
+
+void *cupti__rt_real(const char *symbol)
+{
+	char dir[PATH_MAX], name[128], path[PATH_MAX + 128];
+	void *p = gt_real(symbol), *h;
+
+	if (p)
+		return p;
+	/* A libcudart loaded RTLD_LOCAL (by a dlopen()ed library, as in
+	 * `import torch`) binds to our wrapper but is not "next" to us. */
+	if (!cupti__cudart_dir(dir, sizeof(dir), name, sizeof(name)))
+		return NULL;
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	return h ? cupti__dlsym(h, symbol) : NULL;
 }
 
 static void *try_open(const char *path, char *loaded, size_t len)

@@ -449,6 +449,38 @@ static uint64_t ext_find(uint32_t corr)
 	return ext_map[corr % EXT_MAX].corr == corr && corr ? ext_map[corr % EXT_MAX].ext : 0;
 }
 
+/* ---- launch start times, by CUPTI correlation id ---- */
+
+/*
+ * One 64-bit word per slot, so a reader never sees half of two writers:
+ * the correlation id's bits above the slot index, and the low 46 bits of
+ * the start time (19.5 hours of nanoseconds; the rest comes from the
+ * device time it is compared with).
+ */
+#define LT_BITS  14
+#define LT_TBITS 46
+#define LT_TMASK ((1ull << LT_TBITS) - 1)
+static _Atomic uint64_t launch_table[1u << LT_BITS];
+
+void cupti__launch_note(uint32_t corr, uint64_t start_ns)
+{
+	uint64_t v = ((uint64_t)(corr >> LT_BITS) << LT_TBITS) | (start_ns & LT_TMASK);
+
+	atomic_store_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)], v,
+			      memory_order_relaxed);
+}
+
+/* The launch's start closest to `near` (a host time), or 0 if unknown. */
+uint64_t cupti__launch_start(uint32_t corr)
+{
+	uint64_t v = atomic_load_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)],
+					  memory_order_relaxed);
+
+	if (!v || (v >> LT_TBITS) != (corr >> LT_BITS))
+		return 0;
+	return v & LT_TMASK; /* caller rebuilds the high bits */
+}
+
 /* ---- emitting ---- */
 
 struct span {

@@ -36,7 +36,6 @@ struct gt_dim3 {             /* dim3: passed by value */
 enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
 #define RT_FOLD 0x1
 
-GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
 /* inject/dlsym.c: what the real dlsym found, while wrapper_for is asked */
 extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 
@@ -186,22 +185,6 @@ static void *launch_config_stream(const void *cfg)
 }
 
 /* ---- finding the real functions ---- */
-
-void *cupti__rt_real(const char *symbol)
-{
-	char dir[PATH_MAX], name[128], path[PATH_MAX + 128];
-	void *p = gt_real(symbol), *h;
-
-	if (p)
-		return p;
-	/* A libcudart loaded RTLD_LOCAL (by a dlopen()ed library, as in
-	 * `import torch`) binds to our wrapper but is not "next" to us. */
-	if (!cupti__cudart_dir(dir, sizeof(dir), name, sizeof(name)))
-		return NULL;
-	snprintf(path, sizeof(path), "%s%s", dir, name);
-	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-	return h ? cupti__dlsym(h, symbol) : NULL;
-}
 
 static void *resolve(_Atomic(void *) *cache, const char *symbol)
 {
