@@ -44,7 +44,7 @@ HAVE_NVCC  := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo 1)
 
 LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins*.c)
 ifeq ($(HAVE_ZE),1)
-LIB_SRCS += $(wildcard backends/levelzero*.c)
+LIB_SRCS += $(wildcard backends/levelzero/*.c)
 else
 $(info gputrace: Level Zero headers (libze-dev) not found: building without the Level Zero backend)
 endif

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/backend.h"
-#include "backends/levelzero.h"
+#include "backends/levelzero/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/emit.h"

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "backends/levelzero.h"
+#include "backends/levelzero/internal.h"
 #include "inject/clock.h"
 
 /* How far the driver's host timestamp may lie outside our own reading of the clock. */

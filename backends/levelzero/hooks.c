@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "backends/levelzero.h"
+#include "backends/levelzero/internal.h"
 
 #define ZE_LAUNCH_FLAG GT_EVF_LAUNCH
 

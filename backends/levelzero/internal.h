@@ -23,8 +23,8 @@
 #include <level_zero/layers/zel_tracing_register_cb.h>
 #include "inject/event.h"
 #include "backends/backend.h"
-#include "backends/levelzero_api.h"
-#include "backends/levelzero_map.h"
+#include "backends/levelzero/api.h"
+#include "backends/levelzero/map.h"
 
 #define ZE_UNPAREN(...) __VA_ARGS__
 

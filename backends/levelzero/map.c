@@ -2,7 +2,7 @@
 /* Handle map of the Level Zero backend: see levelzero_map.h. */
 #include <errno.h>
 #include <stdlib.h>
-#include "backends/levelzero_map.h"
+#include "backends/levelzero/map.h"
 
 #define ZE_MAP_MIN 64
 

@@ -6,7 +6,7 @@
  * Allocations are remembered by pointer so zeMemFree knows what it frees.
  */
 #include <stdlib.h>
-#include "backends/levelzero.h"
+#include "backends/levelzero/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 

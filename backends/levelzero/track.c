@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backends/levelzero.h"
+#include "backends/levelzero/internal.h"
 #include "inject/config.h"
 
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */

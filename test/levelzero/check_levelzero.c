@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "backends/levelzero_map.h"
+#include "backends/levelzero/map.h"
 #include "../check_run.h"
 
 int next_which_from_a(void);

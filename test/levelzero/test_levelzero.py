@@ -412,7 +412,7 @@ def test_wrapper_table_is_current():
         pytest.skip("generated against Debian's libze1 1.8.12; no loader at that path")
     made = subprocess.run([sys.executable, root / "test/levelzero/gen_api.py"], check=True,
                           capture_output=True, text=True).stdout
-    table = (root / "backends/levelzero_api.h").read_text()
+    table = (root / "backends/levelzero/api.h").read_text()
     assert made == table
     names = re.findall(r"\tX\((\w+), \w+, (\w+),", table)
     assert [n for _, n in names] == sorted({n for _, n in names})
