@@ -32,7 +32,7 @@ WARN      := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\"
 # -fexceptions: a wrapper's cleanup runs when pthread_cancel() unwinds the
-# thread through it (backends/levelzero.c, ze__unwound).
+# thread through it (backends/levelzero/backend.c, ze__unwound).
 LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -fexceptions -I.
 LDLIBS    := -ldl -lpthread -lz
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The Level Zero backend: a host span for every Level Zero call the program
- * makes, and the device times of the work it submits (levelzero_track.c).
+ * makes, and the device times of the work it submits (track.c).
  *
- * Every function of backends/levelzero_api.h gets a wrapper generated here:
+ * Every function of backends/levelzero/api.h gets a wrapper generated here:
  * the exported symbol (the program links the loader) is an alias of a hidden
  * ze_wrap_<name>, which inject/dlsym.c also hands to programs that dlopen the
  * loader and look functions up themselves (SYCL does). The real function is

@@ -6,7 +6,7 @@
  * (it wraps: 32 bits of 52 ns ticks last 3.7 minutes). They become host time
  * through a (host ns, ticks) pair from zeDeviceGetGlobalTimestamps taken
  * when the work was submitted: host = pair.host + ((ticks - pair.ticks) mod
- * 2^bits) * ns_per_tick (levelzero_track.c). Each submission takes a fresh
+ * 2^bits) * ns_per_tick (track.c). Each submission takes a fresh
  * pair, so clock drift never accumulates over a long run.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Bodies of the Level Zero wrappers that do more than time the call (kind
- * HOOK in levelzero_api.h). Each makes the real call itself, may pass a
+ * HOOK in api.h). Each makes the real call itself, may pass a
  * different signal event or pool flags, and adds arguments to its span.
  * What the program gets back is always what the loader returned.
  */

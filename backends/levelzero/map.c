@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Handle map of the Level Zero backend: see levelzero_map.h. */
+/* Handle map of the Level Zero backend: see map.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include "backends/levelzero/map.h"

@@ -1,5 +1,5 @@
 /* Unit checks of the Level Zero backend's parts that need no driver: the dlsym
- * interposer (inject/dlsym.c) and the handle map (backends/levelzero_map.c).
+ * interposer (inject/dlsym.c) and the handle map (backends/levelzero/map.c).
  * Linked with libdlnext_a then libdlnext_b, which both define `which`. */
 #define _GNU_SOURCE
 #include <check.h>

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Generate backends/levelzero_api.h: the one X-macro table of every Level Zero
+"""Generate backends/levelzero/api.h: the one X-macro table of every Level Zero
 function the loader exports for programs (core ze*, tools zet*, sysman zes*,
 loader zel*), read from the installed headers and the loader's dynamic symbols.
 
-    test/levelzero/gen_api.py [--loader LIB] [--include DIR] > backends/levelzero_api.h
+    test/levelzero/gen_api.py [--loader LIB] [--include DIR] > backends/levelzero/api.h
 
 Functions that need more than a host span (device tracking) are marked HOOK;
-their bodies live in backends/levelzero_hooks.c. The per-table-getters
+their bodies live in backends/levelzero/hooks.c. The per-table-getters
 (ze*ProcAddrTable) and loader internals are not for programs: left out.
 """
 import argparse
@@ -17,7 +17,7 @@ import sys
 HEADERS = ["ze_api.h", "zet_api.h", "zes_api.h", "loader/ze_loader.h",
            "layers/zel_tracing_api.h", "layers/zel_tracing_register_cb.h"]
 
-# Calls whose wrapper does more than time the call (see levelzero_hooks.c).
+# Calls whose wrapper does more than time the call (see backends/levelzero/hooks.c).
 HOOKS = {
     "zeInit",
     "zeContextDestroy",

@@ -402,7 +402,7 @@ def test_dlsym_next_and_handles(tmp_path):
 
 
 def test_wrapper_table_is_current():
-    """backends/levelzero_api.h is what the generator makes from the installed headers and
+    """backends/levelzero/api.h is what the generator makes from the installed headers and
     loader: every function the loader exports for programs, once, sorted."""
     import subprocess
     import sys
