@@ -7,14 +7,11 @@
  * the exported symbol (the program links the loader) is an alias of a hidden
  * ze_wrap_<name>, which inject/dlsym.c also hands to programs that dlopen the
  * loader and look functions up themselves (SYCL does). The real function is
- * the loader's, resolved on first use and cached.
+ * the loader's, resolved on first use and cached (real.c).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include "backends/backend.h"
 #include "backends/levelzero/internal.h"
 #include "inject/clock.h"
@@ -23,7 +20,6 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
-_Atomic(void *) ze_real_tab[ZE_ID__COUNT];
 pthread_mutex_t ze_lock = PTHREAD_MUTEX_INITIALIZER;
 atomic_bool ze_closed;
 struct ze_strings ze_str;
@@ -31,18 +27,6 @@ struct ze_strings ze_str;
 /* Set by init (constructor time, before the program's threads). */
 static bool ze_enabled;
 static _Atomic uint32_t ze_name_ids[ZE_ID__COUNT];
-static _Atomic(void *) ze_loader_handle;
-
-static const char *const ze_fn_names[ZE_ID__COUNT] = {
-#define ZE_NAME(kind, ret, name, params, args) #name,
-	ZE_API(ZE_NAME)
-#undef ZE_NAME
-};
-
-bool ze__want(unsigned kind_mask)
-{
-	return (gt_cfg.kinds & kind_mask) != 0;
-}
 
 static inline bool ze__active(void)
 {
@@ -245,96 +229,11 @@ ZE_API(ZE_WRAP)
 ZE_API(ZE_EXPORT)
 #undef ZE_EXPORT
 
-static void *const ze_wrappers[ZE_ID__COUNT] = {
+void *const ze_wrappers[ZE_ID__COUNT] = {
 #define ZE_ADDR(kind, ret, name, params, args) (void *)ze_wrap_##name,
 	ZE_API(ZE_ADDR)
 #undef ZE_ADDR
 };
-
-/* ---- real functions ---- */
-
-/* The loader, when the program dlopen()ed it privately (RTLD_LOCAL): RTLD_NEXT misses it. */
-static void *ze__loader(void)
-{
-	void *h = atomic_load_explicit(&ze_loader_handle, memory_order_acquire);
-	void *expected = NULL;
-
-	if (h)
-		return h;
-	/* Kept open for good: our cached pointers must not outlive the loader's mapping. */
-	h = dlopen("libze_loader.so.1", RTLD_NOLOAD | RTLD_LAZY);
-	if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h)) {
-		dlclose(h);
-		h = expected;
-	}
-	return h;
-}
-
-void *ze__resolve(enum ze_fn_id id)
-{
-	const char *name = ze_fn_names[id];
-	void *self = ze_wrappers[id];
-	void *p = gt_real(name);
-	void *h;
-
-	if (p == self)
-		p = NULL;
-	if (!p && (h = ze__loader()) != NULL) {
-		p = gt_dlsym_real(h, name);
-		if (p == self)
-			p = NULL;
-	}
-	if (p)
-		atomic_store_explicit(&ze_real_tab[id], p, memory_order_release);
-	return p;
-}
-
-static int ze__cmp_name(const void *key, const void *elem)
-{
-	return strcmp(key, *(const char *const *)elem);
-}
-
-/* Is p a function of the Level Zero loader (not of a driver, nor ours)? */
-static bool ze__from_loader(void *p)
-{
-	Dl_info info;
-	const char *base;
-	void *expected = NULL, *h;
-
-	if (!dladdr(p, &info) || !info.dli_fname)
-		return false;
-	base = strrchr(info.dli_fname, '/');
-	base = base ? base + 1 : info.dli_fname;
-	if (strncmp(base, "libze_loader", 12) != 0)
-		return false;
-	if (!atomic_load_explicit(&ze_loader_handle, memory_order_acquire)) {
-		h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-		if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h))
-			dlclose(h);
-	}
-	return true;
-}
-
-/* dlsym(handle, symbol) found gt_dlsym_found: give our wrapper instead. */
-static void *ze_wrapper_for(const char *symbol)
-{
-	const char *const *hit;
-	void *found = gt_dlsym_found;
-	void *expected = NULL;
-	enum ze_fn_id id;
-
-	if (!symbol || symbol[0] != 'z' || symbol[1] != 'e' || !found)
-		return NULL;
-	hit = bsearch(symbol, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
-	if (!hit)
-		return NULL;
-	id = (enum ze_fn_id)(hit - ze_fn_names);
-	if (found == ze_wrappers[id] || !ze__from_loader(found))
-		return NULL;
-	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
-	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
-	return ze_wrappers[id];
-}
 
 /* ---- life cycle ---- */
 
@@ -342,28 +241,6 @@ static int ze_init(void)
 {
 	ze_enabled = true;
 	return 0;
-}
-
-/*
- * Registered at the first successful zeInit, after the loader's constructor:
- * runs before the loader's destructor frees its state, so what completed is
- * read while the loader still works.
- */
-static void ze__atexit(void)
-{
-	bool g = gt_guard_enter();
-
-	ze_track__collect();
-	if (g)
-		gt_guard_leave();
-}
-
-void ze__exit_hook(void)
-{
-	static atomic_bool done;
-
-	if (!atomic_exchange(&done, true))
-		atexit(ze__atexit);
 }
 
 static void ze_flush(bool final)
@@ -404,6 +281,6 @@ static const struct gt_backend ze_backend = {
 	.flush = ze_flush,
 	.stop = ze_stop,
 	.atfork_child = ze_atfork_child,
-	.wrapper_for = ze_wrapper_for,
+	.wrapper_for = ze__wrapper_for,
 };
 GT_BACKEND_REGISTER(ze_backend);

@@ -470,6 +470,28 @@ ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence))
 
 /* ---- init, contexts, memory ---- */
 
+/*
+ * Registered at the first successful zeInit, after the loader's constructor:
+ * runs before the loader's destructor frees its state, so what completed is
+ * read while the loader still works.
+ */
+static void ze__atexit(void)
+{
+	bool g = gt_guard_enter();
+
+	ze_track__collect();
+	if (g)
+		gt_guard_leave();
+}
+
+static void ze__exit_hook(void)
+{
+	static atomic_bool done;
+
+	if (!atomic_exchange(&done, true))
+		atexit(ze__atexit);
+}
+
 ze_result_t ze_body_zeInit(struct ze_call *c, __typeof__(&zeInit) real, ze_init_flags_t flags)
 {
 	ze_result_t r = real(flags);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internals of the Level Zero backend, shared by its files:
- *   backend.c   registration, real-function resolution, the generated wrappers
+ *   backend.c   the generated wrappers, their host spans, registration, life cycle
+ *   real.c      the loader's real functions; our wrappers for a program's dlsym
  *   hooks.c     bodies of the wrappers that do more than time the call
  *   track.c     device work: timestamp events, lists, queues, pending reads
  *   device.c    devices, rows and the device -> host clock conversion
@@ -22,6 +23,7 @@
 #include <level_zero/loader/ze_loader.h>
 #include <level_zero/layers/zel_tracing_api.h>
 #include <level_zero/layers/zel_tracing_register_cb.h>
+#include "inject/config.h"
 #include "inject/event.h"
 #include "backends/backend.h"
 #include "backends/levelzero/api.h"
@@ -44,10 +46,16 @@ enum ze_fn_id {
 	ZE_ID__COUNT
 };
 
-/* ---- real functions ---- */
+/* ---- real functions (real.c) ---- */
 
+/* Each function's name, in table order (sorted: bsearch finds an id). */
+extern GT_HIDDEN const char *const ze_fn_names[ZE_ID__COUNT];
+/* Our wrapper of each function, in table order (backend.c). */
+extern GT_HIDDEN void *const ze_wrappers[ZE_ID__COUNT];
 extern GT_HIDDEN _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
 GT_HIDDEN void *ze__resolve(enum ze_fn_id id);
+/* gt_backend.wrapper_for: our wrapper for a program's dlsym of a loader function. */
+GT_HIDDEN void *ze__wrapper_for(const char *symbol);
 
 static inline void *ze__real(enum ze_fn_id id)
 {
@@ -59,9 +67,6 @@ static inline void *ze__real(enum ze_fn_id id)
 /* The loader's function, never our wrapper (NULL when the loader lacks it). */
 #define ZE_REAL(name) ((__typeof__(&name))ze__real(ZE_ID_##name))
 
-
-/* First successful zeInit: read completed work at exit, before the loader goes. */
-GT_HIDDEN void ze__exit_hook(void);
 
 /* ---- host span of one call ---- */
 
@@ -112,7 +117,10 @@ extern GT_HIDDEN struct ze_strings ze_str;
 GT_HIDDEN void ze__strings_init(void);
 
 /* Activities configuration: which kinds of events to emit. */
-GT_HIDDEN bool ze__want(unsigned kind_mask);
+static inline bool ze__want(unsigned kind_mask)
+{
+	return (gt_cfg.kinds & kind_mask) != 0;
+}
 
 /* ---- the backend lock: everything below except ze_kernel__get ---- */
 

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Which function is the loader's and which is ours. The real function behind
+ * each wrapper is resolved on first use and cached in ze_real_tab (ZE_REAL);
+ * a program that looks a Level Zero function up with dlsym (a loader it
+ * dlopen()ed itself, as SYCL does) is handed our wrapper instead
+ * (ze__wrapper_for, through inject/dlsym.c).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/levelzero/internal.h"
+#include "inject/shim.h"
+
+_Atomic(void *) ze_real_tab[ZE_ID__COUNT];
+
+static _Atomic(void *) ze_loader_handle;
+
+const char *const ze_fn_names[ZE_ID__COUNT] = {
+#define ZE_NAME(kind, ret, name, params, args) #name,
+	ZE_API(ZE_NAME)
+#undef ZE_NAME
+};
+
+/* The loader, when the program dlopen()ed it privately (RTLD_LOCAL): RTLD_NEXT misses it. */
+static void *ze__loader(void)
+{
+	void *h = atomic_load_explicit(&ze_loader_handle, memory_order_acquire);
+	void *expected = NULL;
+
+	if (h)
+		return h;
+	/* Kept open for good: our cached pointers must not outlive the loader's mapping. */
+	h = dlopen("libze_loader.so.1", RTLD_NOLOAD | RTLD_LAZY);
+	if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h)) {
+		dlclose(h);
+		h = expected;
+	}
+	return h;
+}
+
+void *ze__resolve(enum ze_fn_id id)
+{
+	const char *name = ze_fn_names[id];
+	void *self = ze_wrappers[id];
+	void *p = gt_real(name);
+	void *h;
+
+	if (p == self)
+		p = NULL;
+	if (!p && (h = ze__loader()) != NULL) {
+		p = gt_dlsym_real(h, name);
+		if (p == self)
+			p = NULL;
+	}
+	if (p)
+		atomic_store_explicit(&ze_real_tab[id], p, memory_order_release);
+	return p;
+}
+
+static int ze__cmp_name(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+/* Is p a function of the Level Zero loader (not of a driver, nor ours)? */
+static bool ze__from_loader(void *p)
+{
+	Dl_info info;
+	const char *base;
+	void *expected = NULL, *h;
+
+	if (!dladdr(p, &info) || !info.dli_fname)
+		return false;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	if (strncmp(base, "libze_loader", 12) != 0)
+		return false;
+	if (!atomic_load_explicit(&ze_loader_handle, memory_order_acquire)) {
+		h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+		if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h))
+			dlclose(h);
+	}
+	return true;
+}
+
+/* dlsym(handle, symbol) found gt_dlsym_found: give our wrapper instead. */
+void *ze__wrapper_for(const char *symbol)
+{
+	const char *const *hit;
+	void *found = gt_dlsym_found;
+	void *expected = NULL;
+	enum ze_fn_id id;
+
+	if (!symbol || symbol[0] != 'z' || symbol[1] != 'e' || !found)
+		return NULL;
+	hit = bsearch(symbol, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
+	if (!hit)
+		return NULL;
+	id = (enum ze_fn_id)(hit - ze_fn_names);
+	if (found == ze_wrappers[id] || !ze__from_loader(found))
+		return NULL;
+	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
+	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
+	return ze_wrappers[id];
+}
