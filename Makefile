@@ -42,7 +42,7 @@ HAVE_CUPTI := $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1)
 HAVE_CHECK := $(shell test -f /usr/include/check.h && echo 1)
 HAVE_NVCC  := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo 1)
 
-LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins*.c)
+LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins/*.c)
 ifeq ($(HAVE_ZE),1)
 LIB_SRCS += $(wildcard backends/levelzero/*.c)
 else
@@ -119,7 +119,7 @@ install: $(LIB) tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/gputrace \
 	  $(DESTDIR)$(PREFIX)/libexec/gputrace
 	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgputrace.so
-	install -m 644 backends/gputrace_plugin.h $(DESTDIR)$(PREFIX)/include/gputrace/gputrace_plugin.h
+	install -m 644 backends/plugins/gputrace_plugin.h $(DESTDIR)$(PREFIX)/include/gputrace/gputrace_plugin.h
 	install -m 755 scripts/gputrace $(DESTDIR)$(PREFIX)/bin/gputrace
 	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/libexec/gputrace/; done
 

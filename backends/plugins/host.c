@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/gputrace_plugin.h"
+#include "backends/plugins/gputrace_plugin.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/event.h"

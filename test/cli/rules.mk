@@ -23,7 +23,7 @@ $(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstacka
 	  -Wl,-rpath,$(abspath $(CLI_OUT)) $(CLI_LIBS)
 
 # The plug-in against the header as installed (<gputrace/gputrace_plugin.h>).
-$(CLI_OUT)/include/gputrace/gputrace_plugin.h: backends/gputrace_plugin.h
+$(CLI_OUT)/include/gputrace/gputrace_plugin.h: backends/plugins/gputrace_plugin.h
 	@mkdir -p $(dir $@)
 	cp $< $@
 

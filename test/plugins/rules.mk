@@ -9,7 +9,7 @@ PLUGIN_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -pedantic -Wall -Wextra -Wer
 PLUGINS_BROKEN := bad_abi no_symbol create_fails start_fails flush_fails
 
 # The same line as the install target's, into a private prefix.
-$(PLUGINS_HDR): backends/gputrace_plugin.h
+$(PLUGINS_HDR): backends/plugins/gputrace_plugin.h
 	install -d $(dir $@)
 	install -m 644 $< $@
 
@@ -34,12 +34,12 @@ $(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
 
-$(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(BUILD)/obj/backends/plugins.o \
+$(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(BUILD)/obj/backends/plugins/host.o \
 			     $(BUILD)/obj/inject/clock.o \
 			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
 			     $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins.o $(BUILD)/obj/inject/clock.o \
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins/host.o $(BUILD)/obj/inject/clock.o \
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
 
 TEST_BUILD += $(PLUGINS_OUT)/capture/capture.so $(BUILD)/test/check_plugins

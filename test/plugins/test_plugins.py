@@ -318,7 +318,7 @@ def test_header_compiles_clean(tmp_path, compiler, std, suffix):
 
 def test_header_self_contained():
     """Only standard headers: vendors build against this one file."""
-    text = (ROOT / "backends" / "gputrace_plugin.h").read_text()
+    text = (ROOT / "backends" / "plugins" / "gputrace_plugin.h").read_text()
     assert re.findall(r"#include\s*<([^>]+)>", text) == ["stddef.h", "stdint.h", "string.h"]
     assert '#include "' not in text
     assert (INCLUDE / "gputrace" / "gputrace_plugin.h").read_text() == text
