@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the plug-in loader and trace builder (backends/plugins.c),
+ * Unit tests of the plug-in loader and trace builder (backends/plugins/),
  * linked against recording stand-ins of the core (gt_emit, strings, rows,
  * logging), so every event a plug-in produces can be checked field by
  * field: tracks, correlation namespaces, categories, typed args, and the

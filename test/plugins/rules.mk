@@ -28,18 +28,19 @@ $(PLUGINS_OUT)/host_app: test/plugins/host_app.c
 TEST_BUILD += $(PLUGINS_HDR) $(PLUGINS_OUT)/good/libsimaccel.so $(PLUGINS_OUT)/host_app \
 	      $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
 
-# Unit tests of backends/plugins.c against recording stand-ins of the core;
+# Unit tests of backends/plugins/ against recording stand-ins of the core;
 # capture.so hands its builder to them.
 $(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
 
-$(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(BUILD)/obj/backends/plugins/host.o \
-			     $(BUILD)/obj/inject/clock.o \
+CHECK_PLUGINS_OBJS := $(filter $(BUILD)/obj/backends/plugins/%,$(LIB_OBJS)) $(BUILD)/obj/inject/clock.o
+
+$(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(CHECK_PLUGINS_OBJS) \
 			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
 			     $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BUILD)/obj/backends/plugins/host.o $(BUILD)/obj/inject/clock.o \
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(CHECK_PLUGINS_OBJS) \
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
 
 TEST_BUILD += $(PLUGINS_OUT)/capture/capture.so $(BUILD)/test/check_plugins

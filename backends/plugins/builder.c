@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The trace builder every plug-in gets (struct gputrace_builder_api): its
+ * rows, spans, instants, counters and log lines become gputrace events.
+ * Builder calls come from any of the plug-in's threads, with whatever the
+ * plug-in passes: each is checked (sizes, kinds, rows, args) and a bad one
+ * is refused with a negative errno. A closed builder (its plug-in failed or
+ * destroyed, or in a fork child) answers -ECANCELED.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/plugins/internal.h"
+#include "inject/clock.h"
+
+/* The ABI mirrors the internal values, so kinds and arg types pass as they are. */
+#define PLUGIN_KIND_SAME(id, str)                                                  \
+	_Static_assert(GPUTRACE_KIND_##id == GT_KIND(id), "plug-in kind " str);
+GT_KINDS(PLUGIN_KIND_SAME)
+#undef PLUGIN_KIND_SAME
+_Static_assert(GPUTRACE_KIND_ALL == GT_KIND_ALL, "plug-in kinds");
+#define PLUGIN_ARG_SAME(t) _Static_assert((int)GPUTRACE_ARG_##t == (int)GT_ARG_##t, "arg " #t);
+PLUGIN_ARG_SAME(I64) PLUGIN_ARG_SAME(U64) PLUGIN_ARG_SAME(HEX) PLUGIN_ARG_SAME(F64)
+PLUGIN_ARG_SAME(STR)
+#undef PLUGIN_ARG_SAME
+_Static_assert(GPUTRACE_ARGS_MAX <= GT_ARGS_MAX, "plug-in args fit an event");
+
+/* The least a plug-in may pass: ABI 1's sizes (later versions only append). */
+#define ABI1_EVENT_SIZE   sizeof(struct gputrace_event)
+#define ABI1_COUNTER_SIZE sizeof(struct gputrace_counter)
+#define ABI1_ARG_SIZE     sizeof(struct gputrace_arg)
+
+#define PLUGIN_STR_MAX   4096 /* longer names are cut */
+
+/* ---- strings: intern once, then find lock-free ---- */
+
+/* Builder calls may come from application threads, and gt_str_intern takes
+ * a lock: known strings are found in this open-addressing cache of
+ * (hash << 32 | id) entries, inserted with compare-and-swap. */
+#define STR_CACHE_SLOTS  4096
+#define STR_CACHE_PROBES 8
+static _Atomic uint64_t str_cache[STR_CACHE_SLOTS];
+
+static uint32_t str_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+static uint32_t plugin_str(const char *s)
+{
+	size_t len = strnlen(s, PLUGIN_STR_MAX);
+	uint32_t h = str_hash(s, len);
+	uint64_t entry;
+	uint32_t id;
+
+	for (unsigned i = 0; i < STR_CACHE_PROBES; i++) {
+		entry = atomic_load_explicit(&str_cache[(h + i) % STR_CACHE_SLOTS],
+					     memory_order_acquire);
+		if (!entry)
+			break;
+		if ((uint32_t)(entry >> 32) == h) {
+			size_t known_len;
+			const char *known = gt_str_get((uint32_t)entry, &known_len);
+
+			if (known && known_len == len && !memcmp(known, s, len))
+				return (uint32_t)entry;
+		}
+	}
+	id = gt_str_intern_n(s, len);
+	entry = (uint64_t)h << 32 | id;
+	for (unsigned i = 0; i < STR_CACHE_PROBES; i++) {
+		uint64_t expected = 0;
+
+		if (atomic_compare_exchange_strong_explicit(
+			    &str_cache[(h + i) % STR_CACHE_SLOTS], &expected, entry,
+			    memory_order_acq_rel, memory_order_acquire) ||
+		    expected == entry)
+			break;
+	}
+	return id;
+}
+
+/* ---- the builder ---- */
+
+/* The builder behind a handle, if the handle is one of ours and open. */
+static struct gputrace_builder *builder__get(gputrace_builder *handle)
+{
+	uintptr_t p = (uintptr_t)handle, base = (uintptr_t)&plugins[0].builder;
+	size_t i = (p - base) / sizeof(plugins[0]);
+
+	if (p < base || i >= PLUGINS_MAX || handle != &plugins[i].builder)
+		return NULL;
+	if (!atomic_load_explicit(&handle->open, memory_order_acquire))
+		return NULL;
+	return handle;
+}
+
+static const struct plugin_row *builder__row(struct gputrace_builder *b, int32_t row)
+{
+	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_acquire);
+
+	if (row < 1 || (uint32_t)row > n)
+		return NULL;
+	return &b->rows[row - 1];
+}
+
+/* Copy a struct the plug-in sized: fields past its size read as zero. */
+static int sized_copy(void *dst, size_t dst_size, const void *src, size_t min_size)
+{
+	uint32_t size;
+
+	if (!src)
+		return -EINVAL;
+	memcpy(&size, src, sizeof(size));
+	if (size < min_size)
+		return -EINVAL;
+	memset(dst, 0, dst_size);
+	memcpy(dst, src, size < dst_size ? size : dst_size);
+	return 0;
+}
+
+static bool one_kind(uint32_t kind)
+{
+	return kind && !(kind & (kind - 1)) && !(kind & ~(uint32_t)GPUTRACE_KIND_ALL);
+}
+
+static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers_only,
+			 struct gt_arg *out)
+{
+	uint32_t stride;
+
+	if (!n)
+		return 0;
+	if (!in)
+		return -EINVAL;
+	if (n > GPUTRACE_ARGS_MAX)
+		return -E2BIG;
+	memcpy(&stride, in, sizeof(stride));
+	for (uint32_t i = 0; i < n; i++) {
+		struct gputrace_arg a;
+		int rc = sized_copy(&a, sizeof(a), (const char *)in + (size_t)i * stride,
+				    ABI1_ARG_SIZE);
+
+		if (rc)
+			return rc;
+		if (!a.key)
+			return -EINVAL;
+		out[i].key = plugin_str(a.key);
+		out[i].type = a.type;
+		switch (a.type) {
+		case GPUTRACE_ARG_I64:
+		case GPUTRACE_ARG_U64:
+		case GPUTRACE_ARG_F64:
+			out[i].v.u = a.value.u;
+			break;
+		case GPUTRACE_ARG_HEX:
+			if (numbers_only)
+				return -EINVAL;
+			out[i].v.u = a.value.u;
+			break;
+		case GPUTRACE_ARG_STR:
+			if (numbers_only || !a.value.s)
+				return -EINVAL;
+			out[i].v.u = plugin_str(a.value.s);
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return (int)n;
+}
+
+static uint64_t builder_now_ns(void)
+{
+	return gt_clock_ns();
+}
+
+static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uint32_t track,
+				bool queue)
+{
+	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_relaxed);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (b->rows[i].track == track && b->rows[i].queue == queue)
+			return (int32_t)i + 1;
+	if (n == PLUGIN_ROWS_MAX)
+		return -ENOSPC;
+	b->rows[n] = (struct plugin_row){ .device = device, .track = track, .queue = queue };
+	atomic_store_explicit(&b->nrows, n + 1, memory_order_release);
+	return (int32_t)n + 1;
+}
+
+static int32_t builder_device(gputrace_builder *handle, const char *name)
+{
+	struct gputrace_builder *b = builder__get(handle);
+	uint32_t device;
+	int32_t row;
+
+	if (!b)
+		return -ECANCELED;
+	if (!name || !name[0])
+		return -EINVAL;
+	pthread_mutex_lock(&b->rows_lock);
+	device = gt_device_row(name);
+	row = builder__add_row(b, device, gt_device_track(device), false);
+	pthread_mutex_unlock(&b->rows_lock);
+	return row;
+}
+
+static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const char *name,
+			     int32_t sort)
+{
+	struct gputrace_builder *b = builder__get(handle);
+	const struct plugin_row *dev;
+	int32_t row;
+
+	if (!b)
+		return -ECANCELED;
+	dev = builder__row(b, device_row);
+	if (!dev || dev->queue || !name || !name[0])
+		return -EINVAL;
+	pthread_mutex_lock(&b->rows_lock);
+	row = builder__add_row(b, dev->device, gt_queue_row(dev->device, name, sort), true);
+	pthread_mutex_unlock(&b->rows_lock);
+	return row;
+}
+
+static int builder__event(gputrace_builder *handle, const struct gputrace_event *in, bool span)
+{
+	struct gputrace_builder *b = builder__get(handle);
+	struct gputrace_event e;
+	struct gt_arg args[GPUTRACE_ARGS_MAX];
+	struct gt_event ev = { 0 };
+	int nargs, rc;
+
+	if (!b)
+		return -ECANCELED;
+	rc = sized_copy(&e, sizeof(e), in, ABI1_EVENT_SIZE);
+	if (rc)
+		return rc;
+	if (!one_kind(e.kind) || !e.name || (span && e.end_ns < e.start_ns))
+		return -EINVAL;
+	if (!(e.kind & b->kinds))
+		return 1;
+	if (e.row == GPUTRACE_ROW_HOST) {
+		if (e.tid < 0)
+			return -EINVAL;
+		ev.type = span ? GT_EV_HOST_SPAN : GT_EV_INSTANT;
+		ev.track = (uint32_t)e.tid;
+		/* Device spans may point at it: the writer keeps launches for flows. */
+		if (span && e.correlation)
+			ev.flags = GT_EVF_LAUNCH;
+	} else {
+		const struct plugin_row *row = builder__row(b, e.row);
+
+		if (!row || (span && !row->queue))
+			return -EINVAL;
+		ev.type = span ? GT_EV_DEVICE_SPAN : GT_EV_INSTANT;
+		ev.flags = span ? 0 : GT_EVF_DEVICE;
+		ev.track = row->track;
+	}
+	nargs = builder__args(e.args, e.nargs, false, args);
+	if (nargs < 0)
+		return nargs;
+	ev.start_ns = e.start_ns;
+	ev.end_ns = span ? e.end_ns : e.start_ns;
+	ev.corr = e.correlation ? gt_corr_foreign(b->corr_ns, e.correlation) : 0;
+	ev.name = plugin_str(e.name);
+	ev.cat = e.category ? plugin_str(e.category) : b->kind_cat[__builtin_ctz(e.kind)];
+	return gt_emit(&ev, args, (unsigned)nargs);
+}
+
+static int builder_span(gputrace_builder *handle, const struct gputrace_event *ev)
+{
+	return builder__event(handle, ev, true);
+}
+
+static int builder_instant(gputrace_builder *handle, const struct gputrace_event *ev)
+{
+	return builder__event(handle, ev, false);
+}
+
+static int builder_counter(gputrace_builder *handle, const struct gputrace_counter *in)
+{
+	struct gputrace_builder *b = builder__get(handle);
+	struct gputrace_counter c;
+	struct gt_arg values[GPUTRACE_ARGS_MAX];
+	struct gt_event ev = { 0 };
+	const struct plugin_row *row;
+	int n, rc;
+
+	if (!b)
+		return -ECANCELED;
+	rc = sized_copy(&c, sizeof(c), in, ABI1_COUNTER_SIZE);
+	if (rc)
+		return rc;
+	row = builder__row(b, c.row);
+	if (!row || row->queue || !c.name || !c.nvalues)
+		return -EINVAL;
+	if (!(b->kinds & GPUTRACE_KIND_COUNTER))
+		return 1;
+	n = builder__args(c.values, c.nvalues, true, values);
+	if (n < 0)
+		return n;
+	ev.type = GT_EV_COUNTER;
+	ev.track = row->track;
+	ev.start_ns = ev.end_ns = c.time_ns;
+	ev.name = plugin_str(c.name);
+	ev.cat = GT_S_CAT_COUNTER;
+	return gt_emit(&ev, values, (unsigned)n);
+}
+
+static void builder_log(gputrace_builder *handle, int level, const char *msg)
+{
+	struct gputrace_builder *b = builder__get(handle);
+	char line[512];
+	size_t i;
+
+	if (!b || !msg)
+		return;
+	/* One line, whatever the plug-in sends. */
+	for (i = 0; msg[i] && i < sizeof(line) - 1; i++)
+		line[i] = (msg[i] == '\n' || msg[i] == '\r') ? ' ' : msg[i];
+	line[i] = '\0';
+	if (level < GT_LOG_ERROR)
+		level = GT_LOG_ERROR;
+	if (level > GT_LOG_DEBUG)
+		level = GT_LOG_DEBUG;
+	gt_log(level, "plug-in %s: %s", b->name, line);
+}
+
+const struct gputrace_builder_api builder_api = {
+	.size = sizeof(struct gputrace_builder_api),
+	.abi_version = GPUTRACE_PLUGIN_ABI_VERSION,
+	.now_ns = builder_now_ns,
+	.device = builder_device,
+	.queue = builder_queue,
+	.span = builder_span,
+	.instant = builder_instant,
+	.counter = builder_counter,
+	.log = builder_log,
+};
+
+void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds, unsigned index)
+{
+	char cat[PLUGIN_NAME_MAX + 16];
+
+	pthread_mutex_init(&b->rows_lock, NULL);
+	atomic_store_explicit(&b->nrows, 0, memory_order_relaxed);
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->kinds = kinds;
+	b->corr_ns = GT_CORR_NS_PLUGIN(index);
+	/* Host calls of a vendor's runtime get the vendor's own category, as
+	 * cuda_runtime and ze_api do. */
+	snprintf(cat, sizeof(cat), "%s_runtime", name);
+	b->kind_cat[GT_KIND_BIT_RUNTIME] = gt_str_intern(cat);
+	snprintf(cat, sizeof(cat), "%s_driver", name);
+	b->kind_cat[GT_KIND_BIT_DRIVER] = gt_str_intern(cat);
+	b->kind_cat[GT_KIND_BIT_KERNEL] = GT_S_CAT_KERNEL;
+	b->kind_cat[GT_KIND_BIT_MEMCPY] = GT_S_CAT_GPU_MEMCPY;
+	b->kind_cat[GT_KIND_BIT_MEMSET] = GT_S_CAT_GPU_MEMSET;
+	b->kind_cat[GT_KIND_BIT_SYNC] = GT_S_CAT_GPU_SYNC;
+	b->kind_cat[GT_KIND_BIT_ANNOTATION] = GT_S_CAT_USER_ANNOTATION;
+	b->kind_cat[GT_KIND_BIT_COUNTER] = GT_S_CAT_COUNTER;
+	b->kind_cat[GT_KIND_BIT_OVERHEAD] = GT_S_CAT_OVERHEAD;
+	atomic_store_explicit(&b->open, true, memory_order_release);
+}
