@@ -82,7 +82,7 @@ $(LIB): $(LIB_OBJS) inject/exports.map
 TEST_BUILD :=
 TOOLS      :=
 BENCH_BUILD :=
--include $(sort $(wildcard scripts/rules.mk test/*/rules.mk))
+-include $(sort $(wildcard scripts/rules.mk test/*/rules.mk test/*/*/rules.mk))
 
 tools: $(TOOLS)
 test-build: $(TEST_BUILD)

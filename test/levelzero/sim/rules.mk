@@ -1,18 +1,17 @@
-# Simulated Level Zero device (libze_sim.so) and its probe program; see test/ze_sim/README.md.
+# Simulated Level Zero device (libze_sim.so) and its probe program; see test/levelzero/sim/README.md.
 # Needs only the Level Zero headers and loader, never the gputrace library.
 ifeq ($(HAVE_ZE),1)
-ZE_SIM_SRCS := test/ze_sim/sim_driver.c test/ze_sim/sim_queue.c test/ze_sim/sim_objects.c \
-	       test/ze_sim/sim_clock.c
+ZE_SIM_SRCS := $(addprefix test/levelzero/sim/,sim_driver.c sim_queue.c sim_objects.c sim_clock.c)
 
 # -z nodelete: the loader dlcloses drivers at exit while worker threads may still run.
-$(BUILD)/libze_sim.so: $(ZE_SIM_SRCS) test/ze_sim/sim.h
+$(BUILD)/libze_sim.so: $(ZE_SIM_SRCS) test/levelzero/sim/sim.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -fvisibility=hidden -Werror=incompatible-pointer-types \
 	  -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $(ZE_SIM_SRCS) -lpthread -lm
 
-$(BUILD)/test/ze_sim/sim_probe: test/ze_sim/sim_probe.c
+$(BUILD)/test/levelzero/sim/sim_probe: test/levelzero/sim/sim_probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader
 
-TEST_BUILD += $(BUILD)/libze_sim.so $(BUILD)/test/ze_sim/sim_probe
+TEST_BUILD += $(BUILD)/libze_sim.so $(BUILD)/test/levelzero/sim/sim_probe
 endif

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../apps/ze_app.h"
+#include "../../apps/ze_app.h"
 
 static uint64_t raw_ns(void)
 {

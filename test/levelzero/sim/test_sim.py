@@ -9,7 +9,7 @@ import pytest
 
 from conftest import APPS, BUILD, ZE_SIM, need, run, sim_env
 
-PROBE = BUILD / "test" / "ze_sim" / "sim_probe"
+PROBE = BUILD / "test" / "levelzero" / "sim" / "sim_probe"
 TICK = Fraction("52.083")
 OFFSET = 7777777777777
 INCLUDE = pathlib.Path("/usr/include/level_zero")
