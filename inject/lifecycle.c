@@ -21,13 +21,56 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hooks.h"
 #include "registry.h"
 #include "shim.h"
 #include "state.h"
-#include "writer/writer.h"
 
 static _Atomic int finish_claimed;
 GT_HIDDEN const char *_Atomic gt_end_reason;
+
+/* ---- the writer's hooks ---- */
+
+extern const struct gt_lifecycle_hooks *const __start_gt_lifecycle_hooks[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct gt_lifecycle_hooks *const __stop_gt_lifecycle_hooks[]
+	__attribute__((weak, visibility("hidden")));
+
+static void no_writer(void)
+{
+}
+
+static int no_writer_start(void)
+{
+	return 0;
+}
+
+static int no_writer_sync(bool final, unsigned timeout_ms)
+{
+	return 0;
+}
+
+static bool no_writer_thread(void)
+{
+	return false;
+}
+
+static const struct gt_lifecycle_hooks no_hooks = {
+	.init = no_writer,
+	.start = no_writer_start,
+	.sync = no_writer_sync,
+	.fork_prepare = no_writer,
+	.fork_parent = no_writer,
+	.forget = no_writer,
+	.is_own_thread = no_writer_thread,
+};
+
+const struct gt_lifecycle_hooks *lifecycle__hooks(void)
+{
+	const struct gt_lifecycle_hooks *const *first = __start_gt_lifecycle_hooks;
+
+	return first && first < __stop_gt_lifecycle_hooks ? *first : &no_hooks;
+}
 
 /* glibc's own entry, not found through dlsym: sanitizer runtimes call our
  * sigaction while they start, before dlsym may be called. */
@@ -78,7 +121,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 	 * Not from a signal handler: vendor libraries are not signal-safe. */
 	if (!from_signal)
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
-	if (writer__is_drain_thread() || writer__sync(true, timeout_ms) < 0) {
+	if (lifecycle__hooks()->is_own_thread() || lifecycle__hooks()->sync(true, timeout_ms) < 0) {
 		/* The drain thread is us (it crashed) or stuck: what the last
 		 * checkpoint holds is what the file keeps. */
 		atomic_store(&gt_phase, GT_PHASE_DONE);
@@ -94,7 +137,7 @@ void gt_finish(const char *why, unsigned timeout_ms)
 void gt_flush_sync(unsigned timeout_ms)
 {
 	if (own_process() && gt_tracing())
-		writer__sync(false, timeout_ms);
+		lifecycle__hooks()->sync(false, timeout_ms);
 }
 
 /* ---- fatal signals ---- */
@@ -244,27 +287,27 @@ GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 /* Lock order as in the drain cycle: the cycle first, then the registry. */
 static void atfork_prepare(void)
 {
-	writer__fork_prepare();
+	lifecycle__hooks()->fork_prepare();
 	registry__lock_all();
 }
 
 static void atfork_parent(void)
 {
 	registry__unlock_all();
-	writer__fork_parent();
+	lifecycle__hooks()->fork_parent();
 }
 
 static void atfork_child(void)
 {
 	registry__unlock_all();
-	/* the child's cycle lock is made anew by writer__forget() below, or
+	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */
-	writer__fork_parent();
+	lifecycle__hooks()->fork_parent();
 	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
 		return;
 	/* None of the parent's events, none of its file: a trace of our own. */
 	atomic_store(&gt_phase, GT_PHASE_OFF);
-	writer__forget();
+	lifecycle__hooks()->forget();
 	shim__forget_rings();
 	atomic_store(&finish_claimed, 0);
 	atomic_store(&gt_end_reason, NULL);
@@ -280,7 +323,7 @@ static void before_exec(void)
 		return;
 	gt_in_tracer++;
 	atomic_store(&gt_end_reason, "exec");
-	writer__sync(false, 3000);
+	lifecycle__hooks()->sync(false, 3000);
 	gt_in_tracer--;
 }
 

@@ -2,7 +2,8 @@
 /*
  * The shim's core: constructor, per-thread rings, gt_emit, correlation ids,
  * backend start-up, logging. Life-cycle hooks (signals, fork, exec, exit)
- * are in lifecycle.c; the drain thread and the trace file in writer/.
+ * are in lifecycle.c; the writer (drain thread, trace file) is reached
+ * through the hooks it registers (hooks.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -20,13 +21,13 @@
 #include "backends/backend.h"
 #include "clock.h"
 #include "config.h"
+#include "hooks.h"
 #include "registry.h"
 #include "emit.h"
 #include "ring.h"
 #include "shim.h"
 #include "stacks.h"
 #include "state.h"
-#include "writer/writer.h"
 
 extern char **environ;
 
@@ -373,9 +374,9 @@ GT_HIDDEN void shim__start_process(void)
 	gt_st.anchor_realtime_ns = gt_realtime_ns();
 	gt_st.anchor_clock_ns = gt_clock_ns();
 	exe_name(gt_st.exe, sizeof(gt_st.exe));
-	writer__init();
+	lifecycle__hooks()->init();
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);
-	if (writer__start_thread())
+	if (lifecycle__hooks()->start())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 

@@ -43,5 +43,11 @@ GT_HIDDEN void *shim__wrapper_for(const char *symbol);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);
 GT_HIDDEN void lifecycle__init(void);
+/* Tell the backends of libraries loaded since the last call (the writer's
+ * cycle polls it: a dlopen is not wrapped, see lifecycle.c). */
+GT_HIDDEN void lifecycle__poll_dlopen(void);
+/* Why the process is ending ("exit", "signal SIGTERM", "exec", ...), for
+ * the trailer; NULL while it runs. */
+extern GT_HIDDEN const char *_Atomic gt_end_reason;
 
 #endif

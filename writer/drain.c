@@ -23,9 +23,11 @@
 
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/hooks.h"
 #include "inject/registry.h"
 #include "inject/ring.h"
 #include "inject/shim.h"
+#include "inject/stacks.h"
 #include "inject/state.h"
 #include "json.h"
 #include "output.h"
@@ -35,10 +37,6 @@
 #ifndef GPUTRACE_VERSION
 #define GPUTRACE_VERSION "0.0.0"
 #endif
-
-#include "inject/stacks.h"
-GT_HIDDEN void lifecycle__poll_dlopen(void);
-extern GT_HIDDEN const char *_Atomic gt_end_reason;
 
 #define POLL_MS          10   /* how often rings are looked at */
 #define HIGH_WATER_DIV   4    /* a ring a quarter full is drained now */
@@ -1185,3 +1183,15 @@ void writer__forget(void)
 	memset(&W, 0, sizeof(W));
 	pthread_mutex_init(&W.cycle_lock, NULL);
 }
+
+/* What the shim's life cycle calls (inject/hooks.h). */
+static const struct gt_lifecycle_hooks writer_hooks = {
+	.init = writer__init,
+	.start = writer__start_thread,
+	.sync = writer__sync,
+	.fork_prepare = writer__fork_prepare,
+	.fork_parent = writer__fork_parent,
+	.forget = writer__forget,
+	.is_own_thread = writer__is_drain_thread,
+};
+GT_LIFECYCLE_HOOKS(writer_hooks);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the life cycle (shim.c, lifecycle.c) asks of whoever writes the
+ * trace, without knowing who: the writer fills one table of hooks and
+ * registers it with GT_LIFECYCLE_HOOKS; the shim finds it in a linker
+ * section, as it finds the backends. Only the moments of the process's
+ * life go through it (start, fork, the syncs before exec and at exit):
+ * events never do, they stay in the rings until the writer drains them.
+ */
+#ifndef GPUTRACE_HOOKS_H
+#define GPUTRACE_HOOKS_H
+
+#include <stdbool.h>
+#include "event.h"
+
+struct gt_lifecycle_hooks {
+	/* Fresh state for this process (also in a fork child, after forget). */
+	void (*init)(void);
+	/* Start the writer's own thread. 0 or -errno. */
+	int (*start)(void);
+	/* Write out everything recorded so far and wait, at most timeout_ms.
+	 * final: the last time; the trace is closed afterwards. Fatal-signal
+	 * handlers call it too: while the writer's thread runs, it only asks
+	 * and sleeps. 0 when done in time, -ETIMEDOUT otherwise. */
+	int (*sync)(bool final, unsigned timeout_ms);
+	/* Around fork(): prepare before it (the writer's locks first, then the
+	 * registry's); parent after it, in the parent and, first thing, in
+	 * the child. */
+	void (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	/* In a fork child: forget the parent's file and thread without
+	 * touching them. */
+	void (*forget)(void);
+	/* True when the calling thread is the writer's own (it cannot wait
+	 * for itself). */
+	bool (*is_own_thread)(void);
+};
+
+/* One writer registers; the shim takes the first it finds. */
+#define GT_LIFECYCLE_HOOKS(h)                                                              \
+	static const struct gt_lifecycle_hooks *const gt_lifecycle_hooks_ptr_##h           \
+		__attribute__((used, section("gt_lifecycle_hooks"),                        \
+			       aligned(sizeof(void *)))) = &(h)
+
+/* The registered hooks; without a writer linked in (a test of the shim
+ * alone), hooks that do nothing. */
+GT_HIDDEN const struct gt_lifecycle_hooks *lifecycle__hooks(void);
+
+#endif
