@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chrome Trace JSON of what the drain reads: host and device events, the
+ * rows they sit on (process and thread names, sort order: "M" metadata
+ * events), their args, and the two ends of an ac2g arrow. Everything is
+ * appended to W.buf, placed for the paged file (events__fit); names and
+ * event heads come from caches, so an event mostly copies bytes.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject/config.h"
+#include "inject/registry.h"
+#include "inject/stacks.h"
+#include "internal.h"
+#include "summary.h"
+
+/* ---- small JSON helpers ---- */
+
+/* Keys and names repeat in every event: the quoted, escaped form of each
+ * string id is kept (direct-mapped by id; the drain thread's own), so an
+ * event copies bytes instead of escaping them again. */
+#define SID_CACHE     512
+#define SID_CACHE_MAX 64
+
+static struct sid_json {
+	char text[SID_CACHE_MAX];
+	uint32_t id;
+	uint8_t len;
+} sid_cache[SID_CACHE];
+
+/* Out of a cache: whole 32-byte blocks, fixed-size copies the compiler turns
+ * into vector moves (a variable-length copy becomes "rep movs", slower to
+ * start than these strings take); the slack past len is in the buffer's
+ * spare capacity and overwritten next. */
+static inline void put_cached(struct jbuf *b, const char *text, size_t len)
+{
+	size_t blocks = (len + 31) & ~(size_t)31;
+	char *d;
+
+	if (gt_unlikely(b->len + blocks > b->cap) && jbuf__reserve(b, blocks))
+		return;
+	d = b->p + b->len;
+	for (size_t i = 0; i < blocks; i += 32)
+		memcpy(d + i, text + i, 32);
+	b->len += len;
+}
+
+static __attribute__((noinline)) void put_sid_slow(struct jbuf *b, uint32_t id)
+{
+	struct sid_json *c = &sid_cache[id & (SID_CACHE - 1)];
+	size_t n, start = b->len;
+	const char *s = gt_str_get(id, &n);
+
+	json__str(b, s, n);
+	if (!b->oom && b->len - start <= SID_CACHE_MAX) {
+		c->id = id;
+		c->len = (uint8_t)(b->len - start);
+		memcpy(c->text, b->p + start, c->len);
+	}
+}
+
+static inline void put_sid(struct jbuf *b, uint32_t id)
+{
+	const struct sid_json *c = &sid_cache[id & (SID_CACHE - 1)];
+
+	if (gt_likely(c->id == id && c->len))
+		put_cached(b, c->text, c->len);
+	else
+		put_sid_slow(b, id);
+}
+
+/*
+ * In the paged file layout no event may straddle a page boundary of the
+ * file (see writer/output.h): the one just formatted is moved to the next
+ * page, spaces before it, if it would. Events longer than a page stay.
+ */
+void events__fit(void)
+{
+	size_t s = W.ev_start, e = W.buf.len, pad;
+	uint64_t fs, fe;
+
+	if (!W.out.paged || e <= s || e - s > OUT_PAGE)
+		return;
+	fs = W.out.events_end + s;
+	fe = W.out.events_end + e - 1;
+	if (fs / OUT_PAGE == fe / OUT_PAGE)
+		return;
+	pad = OUT_PAGE - fs % OUT_PAGE;
+	if (jbuf__reserve(&W.buf, pad))
+		return;
+	memmove(W.buf.p + s + pad, W.buf.p + s, e - s);
+	memset(W.buf.p + s, ' ', pad);
+	W.buf.len += pad;
+}
+
+static void begin_event(struct jbuf *b)
+{
+	if (b == &W.buf) {
+		events__fit();
+		W.ev_start = W.buf.len;
+	}
+	if (W.any_event)
+		jbuf__lit(b, ",\n");
+	W.any_event = true;
+}
+
+void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
+		  const char *key, const char *sval, size_t slen, long long ival)
+{
+	begin_event(b);
+	jbuf__lit(b, "{\"ph\":\"M\",\"name\":\"");
+	jbuf__put(b, what, strlen(what));
+	jbuf__lit(b, "\",\"pid\":");
+	json__u64(b, pid);
+	jbuf__lit(b, ",\"tid\":");
+	json__u64(b, tid);
+	jbuf__lit(b, ",\"args\":{\"");
+	jbuf__put(b, key, strlen(key));
+	jbuf__lit(b, "\":");
+	if (sval)
+		json__str(b, sval, slen);
+	else
+		json__i64(b, ival);
+	jbuf__lit(b, "}}");
+}
+
+void events__put_sid(struct jbuf *b, uint32_t id)
+{
+	put_sid(b, id);
+}
+
+/* ---- host thread names ---- */
+
+static bool tid_seen(uint32_t tid)
+{
+	if (W.ntids * 2 >= W.tids_mask) {
+		size_t cap = W.tids ? (W.tids_mask + 1) * 2 : 256;
+		uint32_t *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return true;
+		for (size_t i = 0; W.tids && i <= W.tids_mask; i++) {
+			if (!W.tids[i])
+				continue;
+			size_t h = (W.tids[i] * 2654435761u) & (cap - 1);
+			while (t[h])
+				h = (h + 1) & (cap - 1);
+			t[h] = W.tids[i];
+		}
+		free(W.tids);
+		W.tids = t;
+		W.tids_mask = cap - 1;
+	}
+	size_t h = (tid * 2654435761u) & W.tids_mask;
+	while (W.tids[h]) {
+		if (W.tids[h] == tid)
+			return true;
+		h = (h + 1) & W.tids_mask;
+	}
+	W.tids[h] = tid;
+	W.ntids++;
+	return false;
+}
+
+static void name_thread(uint32_t tid)
+{
+	char path[64], name[64];
+	ssize_t n = -1;
+	int fd;
+
+	if (tid_seen(tid))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, name, sizeof(name) - 1);
+		close(fd);
+	}
+	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
+		n--;
+	if (n <= 0)
+		n = snprintf(name, sizeof(name), "thread %u", tid);
+	events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name, (size_t)n, 0);
+	events__meta(&W.buf, "thread_sort_index", (uint32_t)gt_st.pid, tid, "sort_index", NULL, 0,
+	     tid == (uint32_t)gt_st.pid ? 0 : (long long)tid);
+}
+
+void events__name_rows(void)
+{
+	uint32_t nd = registry__devices(), nt = registry__tracks();
+
+	for (uint32_t d = W.devices_named + 1; d <= nd; d++) {
+		size_t n;
+		const char *s = gt_str_get(registry__device_name(d), &n);
+
+		events__meta(&W.buf, "process_name", device_pid(d), 0, "name", s, n, 0);
+		events__meta(&W.buf, "process_sort_index", device_pid(d), 0, "sort_index", NULL, 0,
+		     1000 + d);
+	}
+	W.devices_named = nd;
+	for (uint32_t t = W.tracks_named + 1; t <= nt; t++) {
+		const struct gt_row *row = registry__track(t);
+		size_t n;
+		const char *s;
+
+		if (!row || row->tid == 1)
+			continue; /* the device's own row is the process */
+		s = gt_str_get(row->name, &n);
+		events__meta(&W.buf, "thread_name", device_pid(row->device), row->tid, "name", s, n, 0);
+		events__meta(&W.buf, "thread_sort_index", device_pid(row->device), row->tid, "sort_index",
+		     NULL, 0, row->sort);
+	}
+	W.tracks_named = nt;
+}
+
+/* ---- events ---- */
+
+static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, uint64_t corr)
+{
+	char stack[4096];
+	bool first = true;
+
+	if (!nargs && !corr)
+		return;
+	jbuf__lit(b, ",\"args\":{");
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct gt_arg *a = &args[i];
+
+		if (!first)
+			jbuf__ch(b, ',');
+		first = false;
+		put_sid(b, a->key);
+		jbuf__ch(b, ':');
+		if (a->key == GT_S_ARG_STACK && stacks__format(a->v.u, stack, sizeof(stack)) >= 0) {
+			json__str(b, stack, strlen(stack));
+			continue;
+		}
+		switch (a->type) {
+		case GT_ARG_I64:
+			json__i64(b, a->v.i);
+			break;
+		case GT_ARG_U64:
+			json__u64(b, a->v.u);
+			break;
+		case GT_ARG_F64:
+			json__f64(b, a->v.f);
+			break;
+		case GT_ARG_STR:
+			put_sid(b, (uint32_t)a->v.u);
+			break;
+		case GT_ARG_HEX:
+			json__hex(b, a->v.u);
+			break;
+		case GT_ARG_DIM3:
+			jbuf__ch(b, '[');
+			json__u64(b, (uint32_t)a->v.u);
+			jbuf__ch(b, ',');
+			json__u64(b, (a->v.u >> 32) & 0xffff);
+			jbuf__ch(b, ',');
+			json__u64(b, a->v.u >> 48);
+			jbuf__ch(b, ']');
+			break;
+		default:
+			jbuf__lit(b, "null");
+		}
+	}
+	if (corr) {
+		if (!first)
+			jbuf__ch(b, ',');
+		jbuf__lit(b, "\"correlation\":");
+		json__u64(b, corr);
+	}
+	jbuf__ch(b, '}');
+}
+
+/* An event's head up to "ts" depends on (ph, cat, name, pid, tid) only, and
+ * a program repeats few of them: kept formatted, direct-mapped. Stale
+ * entries cannot match after a fork (the pid differs). */
+#define HEAD_CACHE_BITS 8
+#define HEAD_CACHE     (1 << HEAD_CACHE_BITS)
+#define HEAD_CACHE_MAX 224
+
+static struct head_json {
+	char text[HEAD_CACHE_MAX];
+	uint32_t cat, name, pid, tid;
+	char ph;
+	uint8_t len;
+} head_cache[HEAD_CACHE];
+
+static struct head_json *head_slot(char ph, const struct gt_event *ev, uint32_t pid, uint32_t tid)
+{
+	uint64_t k = (((uint64_t)tid << 32) | ev->name) * 0x9e3779b97f4a7c15ull +
+		     (((uint64_t)pid << 32) | ev->cat) * 0xc2b2ae3d27d4eb4full + (uint8_t)ph;
+
+	return &head_cache[k >> (64 - HEAD_CACHE_BITS)]; /* the top bits mix every input */
+}
+
+static __attribute__((noinline)) void put_head_slow(struct jbuf *b, const char *ph,
+						    const struct gt_event *ev, uint32_t pid,
+						    uint32_t tid)
+{
+	struct head_json *c = head_slot(ph[0], ev, pid, tid);
+	size_t start = b->len;
+
+	jbuf__lit(b, "{\"ph\":\"");
+	jbuf__put(b, ph, strlen(ph));
+	jbuf__lit(b, "\",\"cat\":");
+	put_sid(b, ev->cat);
+	jbuf__lit(b, ",\"name\":");
+	put_sid(b, ev->name);
+	jbuf__lit(b, ",\"pid\":");
+	json__u64(b, pid);
+	jbuf__lit(b, ",\"tid\":");
+	json__u64(b, tid);
+	jbuf__lit(b, ",\"ts\":");
+	if (!b->oom && b->len - start <= HEAD_CACHE_MAX && ph[0] && !ph[1]) {
+		*c = (struct head_json){ .cat = ev->cat, .name = ev->name, .pid = pid, .tid = tid,
+					 .ph = ph[0], .len = (uint8_t)(b->len - start) };
+		memcpy(c->text, b->p + start, c->len);
+	}
+}
+
+static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, uint32_t pid,
+		     uint32_t tid)
+{
+	const struct head_json *c = head_slot(ph[0], ev, pid, tid);
+
+	begin_event(b);
+	if (gt_likely(c->len && c->name == ev->name && c->tid == tid && c->cat == ev->cat &&
+		      c->pid == pid && c->ph == ph[0]))
+		put_cached(b, c->text, c->len);
+	else
+		put_head_slow(b, ph, ev, pid, tid);
+	json__us(b, ev->start_ns);
+}
+
+static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
+{
+	for (unsigned i = 0; i < nargs; i++)
+		if (args[i].key == key && (args[i].type == GT_ARG_U64 || args[i].type == GT_ARG_I64))
+			return args[i].v.u;
+	return 0;
+}
+
+static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t key)
+{
+	for (unsigned i = 0; i < nargs; i++)
+		if (args[i].type == GT_ARG_STR && args[i].key == key)
+			return gt_str_get((uint32_t)args[i].v.u, NULL);
+	return NULL;
+}
+
+static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
+		      uint32_t device)
+{
+	/* nobody reads the summary: skip its per-event lookups */
+	if (!gt_cfg.summary && !gt_cfg.summary_json[0])
+		return;
+	struct summary_span s = {
+		.cat = gt_str_get(ev->cat, NULL),
+		.name = gt_str_get(ev->name, NULL),
+		.start_ns = ev->start_ns,
+		.dur_ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0,
+		.bytes = arg_u64(args, nargs, GT_S_ARG_BYTES),
+		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
+		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
+	};
+
+	if (W.sum)
+		summary__add(W.sum, &s);
+}
+
+void events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
+		  uint32_t tid)
+{
+	name_thread(tid);
+	if (ev->type == GT_EV_INSTANT) {
+		put_head(&W.buf, "i", ev, (uint32_t)gt_st.pid, tid);
+		jbuf__lit(&W.buf, ",\"s\":\"t\"");
+	} else {
+		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid);
+		jbuf__lit(&W.buf, ",\"dur\":");
+		json__us(&W.buf, ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0);
+		summarize(ev, args, nargs, 0);
+	}
+	put_args(&W.buf, args, nargs, ev->corr);
+	jbuf__ch(&W.buf, '}');
+}
+
+void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint32_t tid,
+		  uint64_t ts)
+{
+	begin_event(&W.buf);
+	jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+	json__u64(&W.buf, id);
+	jbuf__lit(&W.buf, ",\"pid\":");
+	json__u64(&W.buf, (uint32_t)gt_st.pid);
+	jbuf__lit(&W.buf, ",\"tid\":");
+	json__u64(&W.buf, host->tid);
+	jbuf__lit(&W.buf, ",\"ts\":");
+	json__us(&W.buf, host->start_ns);
+	jbuf__lit(&W.buf, "}");
+	begin_event(&W.buf);
+	jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+	json__u64(&W.buf, id);
+	jbuf__lit(&W.buf, ",\"pid\":");
+	json__u64(&W.buf, pid);
+	jbuf__lit(&W.buf, ",\"tid\":");
+	json__u64(&W.buf, tid);
+	jbuf__lit(&W.buf, ",\"ts\":");
+	json__us(&W.buf, ts);
+	jbuf__lit(&W.buf, "}");
+}
+
+struct device_row events__device(const struct gt_event *ev, const struct gt_arg *args,
+				 unsigned nargs)
+{
+	const struct gt_row *row = registry__track(ev->track);
+	uint32_t pid, tid;
+
+	if (!row)
+		row = registry__track(gt_device_track(1));
+	pid = row ? device_pid(row->device) : device_pid(0);
+	tid = row ? row->tid : 0;
+	if (ev->type == GT_EV_COUNTER) {
+		begin_event(&W.buf);
+		jbuf__lit(&W.buf, "{\"ph\":\"C\",\"name\":");
+		put_sid(&W.buf, ev->name);
+		jbuf__lit(&W.buf, ",\"pid\":");
+		json__u64(&W.buf, pid);
+		jbuf__lit(&W.buf, ",\"ts\":");
+		json__us(&W.buf, ev->start_ns);
+		put_args(&W.buf, args, nargs, 0);
+		jbuf__ch(&W.buf, '}');
+		return (struct device_row){ pid, tid };
+	}
+	if (ev->type == GT_EV_INSTANT) {
+		put_head(&W.buf, "i", ev, pid, tid);
+		jbuf__lit(&W.buf, ",\"s\":\"t\"");
+		put_args(&W.buf, args, nargs, ev->corr);
+		jbuf__ch(&W.buf, '}');
+		return (struct device_row){ pid, tid };
+	}
+	put_head(&W.buf, "X", ev, pid, tid);
+	jbuf__lit(&W.buf, ",\"dur\":");
+	json__us(&W.buf, ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0);
+	put_args(&W.buf, args, nargs, ev->corr);
+	jbuf__ch(&W.buf, '}');
+	summarize(ev, args, nargs, row ? row->device : 0);
+	return (struct device_row){ pid, tid };
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The writer's internals, shared by its files (writer.h is what others call):
+ *   drain.c       the drain thread and its cycle: rings read, each record to its writer,
+ *                 launches and the device spans that wait for them,
+ *                 the file and its checkpoints
+ *   events.c      Chrome Trace JSON of events, rows (metadata) and args
+ * and below them json.c (JSON numbers and strings), output.c (the kill-safe
+ * file), summary.c (the summary's tables).
+ *
+ * All writer state is in W. It belongs to the drain cycle (the drain thread,
+ * or the caller of writer__cycle when none runs): nothing here is locked
+ * but the cycle itself, and producers only ever touch their rings.
+ */
+#ifndef GPUTRACE_WRITER_INTERNAL_H
+#define GPUTRACE_WRITER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inject/event.h"
+#include "inject/state.h"
+#include "json.h"
+#include "output.h"
+
+/* A launch, for the device work that links to it (flows.c). */
+struct corr_entry {
+	uint64_t corr;
+	uint64_t start_ns;
+	uint32_t tid;
+};
+
+/* A device span waiting for its launch to be written (flows.c). */
+struct pending {
+	struct gt_event ev;
+	struct gt_arg args[GT_ARGS_MAX];
+	unsigned age;
+};
+
+/* A thread that has exited, for the trailer (drain.c frees its ring). */
+struct thread_stat {
+	uint32_t tid;
+	uint32_t serial;
+	uint64_t events;
+	uint64_t lost;
+};
+
+struct writer {
+	struct out out;
+	bool opened, failed;
+	bool any_event; /* the JSON array has an element */
+	size_t ev_start; /* where the event being formatted starts in buf */
+	struct jbuf buf, trailer;
+	uint64_t recorded;
+
+	struct corr_entry *corr;
+	uint64_t next_flow_id;
+	struct pending *pend;
+	size_t npend, pend_cap;
+
+	uint32_t devices_named, tracks_named;
+	uint32_t *tids; /* host tids given a thread_name, open addressing */
+	size_t tids_mask, ntids;
+	struct thread_stat *dead;
+	size_t ndead, dead_cap;
+
+	struct summary *sum;
+	uint64_t last_checkpoint_ns, last_dlopen_poll_ns;
+
+	pthread_t thread;
+	_Atomic bool thread_running;
+	_Atomic int drain_tid;
+	_Atomic uint32_t kick;
+	_Atomic uint64_t req_seq, done_seq;
+	_Atomic bool req_final;
+	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
+	pthread_mutex_t cycle_lock;
+};
+
+/* The writer's state (drain.c). */
+extern GT_HIDDEN struct writer W;
+
+static inline uint32_t device_pid(uint32_t device)
+{
+	/* unique per process and device, clear of real pids (< 2^22) */
+	return 0x40000000u | ((uint32_t)gt_st.pid << 6) | (device & 63);
+}
+
+/* ---- drain.c ---- */
+
+/* A ring is past its high-water mark: drain now. */
+GT_HIDDEN bool drain__rings_high(void);
+
+/* ---- drain.c: flows ---- */
+
+/* A launch was written (a host event with GT_EVF_LAUNCH and a correlation). */
+GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid);
+/* A device span: written once its launches are (or after a few cycles). */
+GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
+			    unsigned nargs);
+/* Write the device spans that are ready; final: all of them. */
+GT_HIDDEN void flows__pending(bool final);
+
+/* ---- events.c: Chrome Trace JSON into W.buf ---- */
+
+/* Where a device event was drawn. */
+struct device_row {
+	uint32_t pid, tid;
+};
+
+/* A host span or instant on row tid of the process. */
+GT_HIDDEN void events__host(const struct gt_event *ev, const struct gt_arg *args,
+			    unsigned nargs, uint32_t tid);
+/* A device span, instant or counter on its device's row. */
+GT_HIDDEN struct device_row events__device(const struct gt_event *ev,
+					   const struct gt_arg *args, unsigned nargs);
+/* Arrow id: from the launch (host) to (pid, tid) at ts. */
+GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid,
+			    uint32_t tid, uint64_t ts);
+/* Names and sort order of the device rows registered since the last call. */
+GT_HIDDEN void events__name_rows(void);
+/* A metadata ("M") event: sval (slen bytes), or ival when sval is NULL. */
+GT_HIDDEN void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
+			    const char *key, const char *sval, size_t slen, long long ival);
+/* The quoted JSON of a string id. */
+GT_HIDDEN void events__put_sid(struct jbuf *b, uint32_t id);
+/* Move the event just formatted to the next page of a paged file if it
+ * would straddle a page boundary (see output.h). */
+GT_HIDDEN void events__fit(void);
+
+/* ---- drain.c: the file ---- */
+
+/* Open the file now (head and trailer written). false: it cannot be. */
+GT_HIDDEN bool checkpoint__open(void);
+/* Append what W.buf holds and rewrite the trailer; final: close the JSON. */
+GT_HIDDEN void checkpoint__write(bool final);
+/* The summary at the end: on stderr and/or as JSON. */
+GT_HIDDEN void checkpoint__summary(void);
+
+#endif
