@@ -2,8 +2,8 @@
 /*
  * The writer's internals, shared by its files (writer.h is what others call):
  *   drain.c       the drain thread and its cycle: rings read, each record to its writer,
- *                 launches and the device spans that wait for them,
  *                 the file and its checkpoints
+ *   flows.c       launches remembered; device spans held for theirs; ac2g arrows
  *   events.c      Chrome Trace JSON of events, rows (metadata) and args
  * and below them json.c (JSON numbers and strings), output.c (the kill-safe
  * file), summary.c (the summary's tables).
@@ -94,7 +94,7 @@ static inline uint32_t device_pid(uint32_t device)
 /* A ring is past its high-water mark: drain now. */
 GT_HIDDEN bool drain__rings_high(void);
 
-/* ---- drain.c: flows ---- */
+/* ---- flows.c ---- */
 
 /* A launch was written (a host event with GT_EVF_LAUNCH and a correlation). */
 GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device work linked to the host call that caused it. A launch (a host
+ * event with GT_EVF_LAUNCH) is remembered by its correlation id; a device
+ * span waits, a few cycles at most, until the launch it names has been
+ * written, and is then written with an ac2g arrow from each launch it
+ * names (corr, corr2) to its start. The table keeps the last 2^17
+ * launches: older device work keeps its args.correlation, without arrow.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CORR_TABLE_BITS  17
+#define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
+
+static struct corr_entry *corr_slot(uint64_t corr)
+{
+	uint64_t h = corr * 0x9e3779b97f4a7c15ull;
+
+	return &W.corr[h >> (64 - CORR_TABLE_BITS)];
+}
+
+void flows__launch(const struct gt_event *ev, uint32_t tid)
+{
+	if (!W.corr)
+		W.corr = calloc(1u << CORR_TABLE_BITS, sizeof(*W.corr));
+	if (W.corr)
+		*corr_slot(ev->corr) = (struct corr_entry){ ev->corr, ev->start_ns, tid };
+}
+
+static const struct corr_entry *corr_find(uint64_t corr)
+{
+	const struct corr_entry *e;
+
+	if (!corr || !W.corr)
+		return NULL;
+	e = corr_slot(corr);
+	return e->corr == corr ? e : NULL;
+}
+
+/* The device span, then its arrows: after both slices exist, so viewers
+ * bind them. */
+static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	struct device_row row = events__device(ev, args, nargs);
+	const struct corr_entry *h1 = corr_find(ev->corr), *h2 = corr_find(ev->corr2);
+
+	if (h1)
+		events__flow(++W.next_flow_id, h1, row.pid, row.tid, ev->start_ns);
+	if (h2 && h2 != h1)
+		events__flow(++W.next_flow_id, h2, row.pid, row.tid, ev->start_ns);
+}
+
+static bool device_ready(const struct pending *p, bool final)
+{
+	if (final || p->age >= PENDING_MAX_AGE)
+		return true;
+	return (!p->ev.corr || corr_find(p->ev.corr)) && (!p->ev.corr2 || corr_find(p->ev.corr2));
+}
+
+void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	if (W.npend == W.pend_cap) {
+		size_t cap = W.pend_cap ? W.pend_cap * 2 : 1024;
+		struct pending *p = realloc(W.pend, cap * sizeof(*p));
+		if (!p) {
+			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
+			return;
+		}
+		W.pend = p;
+		W.pend_cap = cap;
+	}
+	struct pending *p = &W.pend[W.npend++];
+	p->ev = *ev;
+	p->ev.nargs = (uint8_t)nargs;
+	memcpy(p->args, args, nargs * sizeof(*args));
+	p->age = 0;
+}
+
+void flows__pending(bool final)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < W.npend; i++) {
+		struct pending *p = &W.pend[i];
+
+		if (device_ready(p, final)) {
+			write_linked(&p->ev, p->args, p->ev.nargs);
+		} else {
+			p->age++;
+			W.pend[keep++] = *p;
+		}
+	}
+	W.npend = keep;
+}
