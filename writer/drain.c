@@ -8,13 +8,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -24,17 +22,11 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/hooks.h"
-#include "inject/registry.h"
 #include "inject/ring.h"
 #include "inject/shim.h"
-#include "inject/stacks.h"
 #include "internal.h"
 #include "summary.h"
 #include "writer.h"
-
-#ifndef GPUTRACE_VERSION
-#define GPUTRACE_VERSION "0.0.0"
-#endif
 
 #define HIGH_WATER_DIV   4    /* a ring a quarter full is drained now */
 #define FLUSH_BYTES      (1 << 20)
@@ -213,267 +205,6 @@ void writer__cycle(bool final)
 		atomic_store(&gt_phase, GT_PHASE_DONE);
 	}
 	gt_in_tracer--;
-}
-
-/* ---- file ---- */
-
-#define TRAILER_THREADS  16   /* threads listed in a checkpoint's footer */
-
-static void output_failed(int err)
-{
-	/* a file we created that never held a checkpoint is no trace: leave none */
-	if (W.opened && W.out.seekable && !W.out.size && W.out.path[0])
-		unlink(W.out.path);
-	W.failed = true;
-	atomic_store(&gt_phase, GT_PHASE_OFF);
-	pr_err("cannot write the trace to '%s': %s; tracing stops, the program goes on",
-	       W.opened && W.out.path[0] ? W.out.path : gt_cfg.output, strerror(-err));
-}
-
-static void build_trailer(bool final);
-
-bool checkpoint__open(void)
-{
-	char path[PATH_MAX];
-	int err;
-
-	if (W.opened || W.failed)
-		return W.opened;
-	err = config__expand_output(gt_cfg.output, path, sizeof(path), gt_st.pid, gt_st.exe,
-				    gt_st.anchor_realtime_ns);
-	if (err) {
-		/* checked at start-up, but the real program name or pid can make
-		 * it too long; the default is always valid */
-		config__expand_output("gputrace-%e-%p.json", path, sizeof(path), gt_st.pid,
-				      gt_st.exe, gt_st.anchor_realtime_ns);
-		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
-		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
-	}
-	err = out__open(&W.out, path);
-	if (err) {
-		output_failed(err);
-		return false;
-	}
-	W.opened = true;
-	static const char head[] = "{\"traceEvents\":[\n";
-	struct jbuf pending = W.buf;
-	bool any = W.any_event;
-	W.buf = (struct jbuf){ 0 };
-	W.any_event = false;
-	W.ev_start = 0;
-	build_trailer(false);
-	err = out__paged_open(&W.out, head, sizeof(head) - 1, W.trailer.p, W.trailer.len);
-	if (err) {
-		jbuf__free(&pending);
-		output_failed(err);
-		return false;
-	}
-	/* The host process first, above its devices; then whatever the cycle
-	 * formatted before the file existed. */
-	events__meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_st.exe, strlen(gt_st.exe), 0);
-	events__meta(&W.buf, "process_sort_index", (uint32_t)gt_st.pid, 0, "sort_index", NULL, 0, 0);
-	if (pending.len) {
-		if (any)
-			jbuf__lit(&W.buf, ",\n");
-		jbuf__put(&W.buf, pending.p, pending.len);
-	}
-	jbuf__free(&pending);
-	return true;
-}
-
-static void trailer_thread(struct jbuf *b, bool *first, uint32_t tid, uint64_t events,
-			   uint64_t lost)
-{
-	if (!*first)
-		jbuf__ch(b, ',');
-	*first = false;
-	jbuf__lit(b, "{\"tid\":");
-	json__u64(b, tid);
-	jbuf__lit(b, ",\"events\":");
-	json__u64(b, events);
-	jbuf__lit(b, ",\"lost\":");
-	json__u64(b, lost);
-	jbuf__ch(b, '}');
-}
-
-/* Events dropped because their thread's ring was full: live and gone threads. */
-static uint64_t ring_lost(void)
-{
-	uint64_t n = 0;
-
-	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
-		n += atomic_load(&r->lost);
-	for (size_t i = 0; i < W.ndead; i++)
-		n += W.dead[i].lost;
-	return n;
-}
-
-static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
-{
-	uint64_t full = ring_lost(), total = full;
-	bool first = true;
-
-	if (per_reason_json) {
-		jbuf__lit(b, "{\"ring_full\":");
-		json__u64(b, full);
-		first = false;
-	}
-	for (int i = 0; i < GT_LOST_REASONS; i++) {
-		uint32_t reason = atomic_load(&gt_st.lost_reason[i]);
-		uint64_t n = atomic_load(&gt_st.lost_count[i]);
-
-		if (!reason)
-			break;
-		total += n;
-		if (per_reason_json) {
-			jbuf__ch(b, first ? '{' : ',');
-			first = false;
-			events__put_sid(b, reason);
-			jbuf__ch(b, ':');
-			json__u64(b, n);
-		}
-	}
-	if (per_reason_json)
-		jbuf__ch(b, '}');
-	return total;
-}
-
-static void build_trailer(bool final)
-{
-	struct jbuf *b = &W.trailer;
-	const char *rank = NULL, *reason = atomic_load(&gt_end_reason);
-	static const char *const rank_vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-						 "SLURM_PROCID" };
-	char host[256];
-	bool first = true;
-
-	for (size_t i = 0; i < 4 && !rank; i++)
-		if (getenv(rank_vars[i]) && *getenv(rank_vars[i]))
-			rank = getenv(rank_vars[i]);
-	if (gethostname(host, sizeof(host) - 1))
-		strcpy(host, "localhost");
-	host[sizeof(host) - 1] = 0;
-	b->len = 0;
-	jbuf__lit(b, "\n],\n\"displayTimeUnit\":\"ns\",\n\"gputrace\":{\"version\":\"" GPUTRACE_VERSION
-		     "\",\"pid\":");
-	json__u64(b, (uint32_t)gt_st.pid);
-	jbuf__lit(b, ",\"exe\":");
-	json__str(b, gt_st.exe, strlen(gt_st.exe));
-	jbuf__lit(b, ",\"hostname\":");
-	json__str(b, host, strlen(host));
-	jbuf__lit(b, ",\"rank\":");
-	if (rank)
-		json__str(b, rank, strlen(rank));
-	else
-		jbuf__lit(b, "null");
-	jbuf__lit(b, ",\"clock\":\"" GT_CLOCK_NAME "\",\"anchor\":{\"realtime_ns\":");
-	json__u64(b, gt_st.anchor_realtime_ns);
-	jbuf__lit(b, ",\"clock_ns\":");
-	json__u64(b, gt_st.anchor_clock_ns);
-	jbuf__lit(b, "},\"complete\":");
-	if (final)
-		jbuf__lit(b, "true");
-	else
-		jbuf__lit(b, "false");
-	jbuf__lit(b, ",\"end\":");
-	if (reason)
-		json__str(b, reason, strlen(reason));
-	else
-		jbuf__lit(b, "null");
-	jbuf__lit(b, ",\"events_recorded\":");
-	json__u64(b, W.recorded);
-	jbuf__lit(b, ",\"events_lost\":");
-	struct jbuf reasons = { 0 };
-	json__u64(b, lost_total(true, &reasons));
-	jbuf__lit(b, ",\"lost_by_reason\":");
-	jbuf__put(b, reasons.p, reasons.len);
-	jbuf__free(&reasons);
-	jbuf__lit(b, ",\"devices\":[");
-	for (uint32_t d = 1; d <= W.devices_named; d++) {
-		if (d > 1)
-			jbuf__ch(b, ',');
-		jbuf__lit(b, "{\"pid\":");
-		json__u64(b, device_pid(d));
-		jbuf__lit(b, ",\"name\":");
-		events__put_sid(b, registry__device_name(d));
-		jbuf__ch(b, '}');
-	}
-	jbuf__lit(b, "],\"stacks\":{\"unique\":");
-	json__u64(b, stacks__count());
-	jbuf__lit(b, ",\"dropped\":");
-	json__u64(b, stacks__dropped());
-	/* checkpoints list the first threads only: their footer must fit in
-	 * one page to be rewritten in one uncut write; the last lists all */
-	size_t listed = 0, total = W.ndead, limit = final ? SIZE_MAX : TRAILER_THREADS;
-	jbuf__lit(b, "},\"threads\":[");
-	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next, total++)
-		if (listed++ < limit)
-			trailer_thread(b, &first, (uint32_t)r->tid, r->recorded,
-				       atomic_load(&r->lost));
-	for (size_t i = 0; i < W.ndead; i++)
-		if (listed++ < limit)
-			trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
-	jbuf__lit(b, "],\"threads_total\":");
-	json__u64(b, total);
-	jbuf__lit(b, "}}\n");
-}
-
-void checkpoint__write(bool final)
-{
-	int err;
-
-	if (W.failed)
-		return;
-	if (!W.opened && !final && !W.recorded && !W.npend)
-		return; /* nothing yet: no file for a fork child that only execs */
-	if (!checkpoint__open())
-		return;
-	if (W.out.paged) {
-		/* whatever the kernel cuts of these writes, the file stays valid */
-		events__fit();
-		build_trailer(final);
-		err = (final ? out__paged_finish : out__paged_commit)(&W.out, W.buf.p, W.buf.len,
-								       W.trailer.p, W.trailer.len);
-		W.buf.len = 0;
-		W.ev_start = 0;
-		if (err)
-			output_failed(err);
-		return;
-	}
-	err = out__append(&W.out, W.buf.p, W.buf.len);
-	W.buf.len = 0;
-	if (!err) {
-		build_trailer(final);
-		if (final && !W.out.seekable)
-			err = out__append(&W.out, W.trailer.p, W.trailer.len);
-		if (!err)
-			err = out__checkpoint(&W.out, W.trailer.p, W.trailer.len);
-		if (!err && final && W.out.gz && !W.out.seekable)
-			err = out__checkpoint(&W.out, "", 0);
-	}
-	if (err)
-		output_failed(err);
-}
-
-void checkpoint__summary(void)
-{
-	uint64_t lost, full;
-
-	if (!W.sum)
-		return;
-	lost = lost_total(false, NULL);
-	full = ring_lost();
-	if (full)
-		summary__lost(W.sum, "ring_full", full);
-	for (int i = 0; i < GT_LOST_REASONS && atomic_load(&gt_st.lost_reason[i]); i++)
-		if (atomic_load(&gt_st.lost_count[i]))
-			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
-				      atomic_load(&gt_st.lost_count[i]));
-	if (gt_cfg.summary_json[0] &&
-	    summary__write_json(W.sum, gt_cfg.summary_json, W.out.path, W.out.size) < 0)
-		pr_err("cannot write the summary to '%s'", gt_cfg.summary_json);
-	if (gt_cfg.summary && (W.recorded || lost) && W.opened)
-		summary__print(W.sum, stderr, W.out.path, W.out.size);
 }
 
 /* ---- the thread ---- */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The writer's internals, shared by its files (writer.h is what others call):
- *   drain.c       the drain thread and its cycle: rings read, each record to its writer,
- *                 the file and its checkpoints
+ *   drain.c       the drain thread and its cycle: rings read, each record to its writer
  *   flows.c       launches remembered; device spans held for theirs; ac2g arrows
  *   events.c      Chrome Trace JSON of events, rows (metadata) and args
+ *   checkpoint.c  the file: opened, checkpointed with its trailer, closed; the summary
  * and below them json.c (JSON numbers and strings), output.c (the kill-safe
  * file), summary.c (the summary's tables).
  *
@@ -131,7 +131,7 @@ GT_HIDDEN void events__put_sid(struct jbuf *b, uint32_t id);
  * would straddle a page boundary (see output.h). */
 GT_HIDDEN void events__fit(void);
 
-/* ---- drain.c: the file ---- */
+/* ---- checkpoint.c ---- */
 
 /* Open the file now (head and trailer written). false: it cannot be. */
 GT_HIDDEN bool checkpoint__open(void);
