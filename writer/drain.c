@@ -1,31 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drain thread: every cycle it moves ring records into Chrome Trace
- * JSON, links device work to the host calls that caused it (ac2g flows) and
- * checkpoints the file. All writer state belongs to this thread (or to the
- * caller of writer__cycle when no drain thread runs), so none of it is
- * locked; producers only ever touch their rings.
+ * The drain cycle: new libraries told to the backends, the backends'
+ * vendor records flushed into events, then every thread's ring read and
+ * each record handed to its writer (events.c, or flows.c for device spans
+ * that wait for their launch), and a checkpoint of the file. thread.c
+ * decides when a cycle runs. All writer state belongs to the cycle (the
+ * drain thread, or the caller of writer__cycle when none runs), so none of
+ * it is locked; producers only ever touch their rings.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <linux/futex.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "inject/clock.h"
-#include "inject/config.h"
-#include "inject/hooks.h"
 #include "inject/ring.h"
 #include "inject/shim.h"
 #include "internal.h"
-#include "summary.h"
 #include "writer.h"
 
 #define HIGH_WATER_DIV   4    /* a ring a quarter full is drained now */
@@ -206,168 +196,3 @@ void writer__cycle(bool final)
 	}
 	gt_in_tracer--;
 }
-
-/* ---- the thread ---- */
-
-#define POLL_MS          10   /* how often rings are looked at */
-
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
-
-static void *drain_main(void *arg)
-{
-	sigset_t all;
-
-	/* Signals meant for the program go to its threads, not ours. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	atomic_store(&W.drain_tid, gt_gettid());
-	gt_in_tracer = 1;
-	for (;;) {
-		struct timespec ts = { 0, POLL_MS * 1000000l };
-		uint64_t req = atomic_load(&W.req_seq);
-		bool final;
-
-		/* no sleep while a ring is still past its high-water mark */
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high())
-			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
-		atomic_store(&W.kick, 0);
-		req = atomic_load(&W.req_seq);
-		final = atomic_load(&W.req_final);
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high() &&
-		    gt_clock_ns() - W.last_checkpoint_ns < gt_cfg.flush_ms * 1000000ull)
-			continue;
-		/* a fork() waits for the cycle lock: let it have it */
-		for (unsigned spins = 0; atomic_load(&W.fork_pending) && spins < 1000; spins++)
-			sched_yield();
-		pthread_mutex_lock(&W.cycle_lock);
-		gt_in_tracer = 0;
-		writer__cycle(final);
-		gt_in_tracer = 1;
-		pthread_mutex_unlock(&W.cycle_lock);
-		atomic_store(&W.done_seq, req);
-		if (final || atomic_load(&gt_phase) == GT_PHASE_DONE)
-			break;
-	}
-	atomic_store(&W.thread_running, false);
-	return NULL;
-}
-
-void writer__init(void)
-{
-	W.sum = summary__new();
-	W.last_checkpoint_ns = gt_clock_ns();
-}
-
-int writer__start_thread(void)
-{
-	pthread_attr_t attr;
-	int err;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	atomic_store(&W.thread_running, true);
-	err = pthread_create(&W.thread, &attr, drain_main, NULL);
-	pthread_attr_destroy(&attr);
-	if (err)
-		atomic_store(&W.thread_running, false);
-	return -err;
-}
-
-bool writer__is_drain_thread(void)
-{
-	return atomic_load(&W.drain_tid) == gt_gettid();
-}
-
-static void sleep_1ms(void)
-{
-	struct timespec ts = { 0, 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-int writer__sync(bool final, unsigned timeout_ms)
-{
-	uint64_t my;
-
-	if (final)
-		atomic_store(&W.req_final, true);
-	my = atomic_fetch_add(&W.req_seq, 1) + 1;
-	if (!atomic_load(&W.thread_running)) {
-		/* no drain thread: do it here, if nobody else is */
-		for (unsigned waited = 0; waited <= timeout_ms; waited++) {
-			if (!pthread_mutex_trylock(&W.cycle_lock)) {
-				writer__cycle(final);
-				pthread_mutex_unlock(&W.cycle_lock);
-				return 0;
-			}
-			sleep_1ms();
-		}
-		return -ETIMEDOUT;
-	}
-	atomic_store(&W.kick, 1);
-	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
-	for (unsigned waited = 0; waited <= timeout_ms; waited++) {
-		if (atomic_load(&W.done_seq) >= my)
-			return 0;
-		if (!atomic_load(&W.thread_running))
-			return atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
-		sleep_1ms();
-	}
-	return -ETIMEDOUT;
-}
-
-/* The longest fork() waits for a drain cycle to end. A cycle is normally
- * well under a millisecond; a stalled disk must not stall the program. */
-#define FORK_WAIT_MS 200
-
-/* per thread: two threads may fork at once, and the handlers of one fork
- * run on the thread that called it */
-static GT_TLS bool fork_holds_cycle;
-
-void writer__fork_prepare(void)
-{
-	struct timespec until;
-
-	/* the drain thread, busy, would take the lock back at once */
-	atomic_store(&W.fork_pending, true);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += FORK_WAIT_MS * 1000000l;
-	until.tv_sec += until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
-	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
-}
-
-void writer__fork_parent(void)
-{
-	if (fork_holds_cycle)
-		pthread_mutex_unlock(&W.cycle_lock);
-	fork_holds_cycle = false;
-	atomic_store(&W.fork_pending, false);
-}
-
-void writer__forget(void)
-{
-	/* The parent's file and thread are not ours: close our copy of the
-	 * descriptor and start over. Nothing is freed: the parent's drain
-	 * thread may have been inside a realloc of these buffers when fork()
-	 * copied them, so their pointers are not to be trusted. */
-	if (W.opened && W.out.fd >= 0)
-		close(W.out.fd);
-	memset(&W, 0, sizeof(W));
-	pthread_mutex_init(&W.cycle_lock, NULL);
-}
-
-/* What the shim's life cycle calls (inject/hooks.h). */
-static const struct gt_lifecycle_hooks writer_hooks = {
-	.init = writer__init,
-	.start = writer__start_thread,
-	.sync = writer__sync,
-	.fork_prepare = writer__fork_prepare,
-	.fork_parent = writer__fork_parent,
-	.forget = writer__forget,
-	.is_own_thread = writer__is_drain_thread,
-};
-GT_LIFECYCLE_HOOKS(writer_hooks);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The writer's internals, shared by its files (writer.h is what others call):
- *   drain.c       the drain thread and its cycle: rings read, each record to its writer
+ *   thread.c      the drain thread: when a cycle runs; sync, fork, the hooks
+ *   drain.c       one cycle: backends flushed, rings read, each record to its writer
  *   flows.c       launches remembered; device spans held for theirs; ac2g arrows
  *   events.c      Chrome Trace JSON of events, rows (metadata) and args
  *   checkpoint.c  the file: opened, checkpointed with its trailer, closed; the summary

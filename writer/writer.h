@@ -3,6 +3,9 @@
  * The drain thread and the trace file. The drain thread wakes on a short
  * interval, moves ring records into Chrome Trace JSON, and after each cycle
  * that wrote something leaves a complete, valid file on disk.
+ *
+ * The shim does not call these by name: thread.c registers them as its
+ * life-cycle hooks (inject/hooks.h). Tests and benchmarks may call them.
  */
 #ifndef GPUTRACE_WRITER_H
 #define GPUTRACE_WRITER_H
