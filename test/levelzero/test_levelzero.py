@@ -1,5 +1,5 @@
 """The Level Zero backend end to end: sample programs on the simulated device
-(test/ze_sim/README.md has its timing contract), traced and untraced.
+(test/levelzero/sim/README.md has its timing contract), traced and untraced.
 
 What a user checks: the program behaves the same; every ze* call is a span on
 its thread with its result code; every kernel, copy and fill is a span on its
@@ -89,7 +89,7 @@ def basic_calls(n):
 
 
 def simulated_ns(e, nbytes=None):
-    """The simulated device's duration of a device span (test/ze_sim/README.md)."""
+    """The simulated device's duration of a device span (test/levelzero/sim/README.md)."""
     a = e["args"]
     if e["cat"] == "kernel":
         return a["gx"] * a["gy"] * a["gz"] * a["lx"] * a["ly"] * a["lz"]

@@ -1,5 +1,5 @@
 """The simulated Level Zero device, checked without the tracer: the sample programs give
-the right bytes, and the raw timestamps obey the contract in test/ze_sim/README.md."""
+the right bytes, and the raw timestamps obey the contract in test/levelzero/sim/README.md."""
 import pathlib
 import re
 import subprocess
