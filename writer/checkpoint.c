@@ -73,7 +73,7 @@ bool checkpoint__open(void)
 	W.any_event = false;
 	W.ev_start = 0;
 	build_trailer(false);
-	err = out__paged_open(&W.out, head, sizeof(head) - 1, W.trailer.p, W.trailer.len);
+	err = out__begin(&W.out, head, sizeof(head) - 1, W.trailer.p, W.trailer.len);
 	if (err) {
 		jbuf__free(&pending);
 		output_failed(err);
@@ -239,29 +239,13 @@ void checkpoint__write(bool final)
 		return; /* nothing yet: no file for a fork child that only execs */
 	if (!checkpoint__open())
 		return;
-	if (W.out.paged) {
-		/* whatever the kernel cuts of these writes, the file stays valid */
-		events__fit();
-		build_trailer(final);
-		err = (final ? out__paged_finish : out__paged_commit)(&W.out, W.buf.p, W.buf.len,
-								       W.trailer.p, W.trailer.len);
-		W.buf.len = 0;
-		W.ev_start = 0;
-		if (err)
-			output_failed(err);
-		return;
-	}
-	err = out__append(&W.out, W.buf.p, W.buf.len);
+	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
+	events__fit();
+	build_trailer(final);
+	err = (final ? out__finish : out__commit)(&W.out, W.buf.p, W.buf.len, W.trailer.p,
+						  W.trailer.len);
 	W.buf.len = 0;
-	if (!err) {
-		build_trailer(final);
-		if (final && !W.out.seekable)
-			err = out__append(&W.out, W.trailer.p, W.trailer.len);
-		if (!err)
-			err = out__checkpoint(&W.out, W.trailer.p, W.trailer.len);
-		if (!err && final && W.out.gz && !W.out.seekable)
-			err = out__checkpoint(&W.out, "", 0);
-	}
+	W.ev_start = 0;
 	if (err)
 		output_failed(err);
 }

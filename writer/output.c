@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gzip.h"
 #include "output.h"
 
 /* Our fd lives high, away from the small numbers programs dup2 onto. */
@@ -170,11 +171,11 @@ static int check_fd(struct out *o)
 	return 0;
 }
 
+/* A stream (pipe, device): written front to back, once. */
 static int write_all(struct out *o, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t w = o->seekable ? pwrite(o->fd, p, n, (off_t)o->events_end)
-					: write(o->fd, p, n);
+		ssize_t w = write(o->fd, p, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -186,99 +187,8 @@ static int write_all(struct out *o, const char *p, size_t n)
 		n -= (size_t)w;
 		o->events_end += (uint64_t)w;
 	}
-	return 0;
-}
-
-static int zbuf_flush(struct out *o)
-{
-	int err = write_all(o, o->zbuf, o->zbuf_len);
-
-	o->zbuf_len = 0;
-	return err;
-}
-
-/* Run deflate over input until it is consumed (or the member finishes). */
-static int deflate_into(struct out *o, const char *p, size_t n, int flush)
-{
-	z_stream *z = &o->z;
-
-	if (!o->z_open) {
-		memset(z, 0, sizeof(*z));
-		/* 15 + 16: a gzip header and trailer around the deflate data */
-		if (deflateInit2(z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-			return -ENOMEM;
-		o->z_open = true;
-		if (!o->zbuf) {
-			o->zbuf_cap = 1 << 18;
-			o->zbuf = malloc(o->zbuf_cap);
-			if (!o->zbuf)
-				return -ENOMEM;
-		}
-	}
-	z->next_in = (Bytef *)p;
-	z->avail_in = (uInt)n;
-	for (;;) {
-		int ret;
-
-		z->next_out = (Bytef *)o->zbuf + o->zbuf_len;
-		z->avail_out = (uInt)(o->zbuf_cap - o->zbuf_len);
-		ret = deflate(z, flush);
-		o->zbuf_len = o->zbuf_cap - z->avail_out;
-		if (ret == Z_STREAM_ERROR)
-			return -EIO;
-		if (o->zbuf_len == o->zbuf_cap) {
-			int err = zbuf_flush(o);
-			if (err)
-				return err;
-			continue;
-		}
-		if (flush == Z_FINISH ? ret == Z_STREAM_END : z->avail_in == 0)
-			break;
-	}
-	if (flush == Z_FINISH) {
-		deflateEnd(z);
-		o->z_open = false;
-		return zbuf_flush(o);
-	}
-	return 0;
-}
-
-int out__append(struct out *o, const char *p, size_t n)
-{
-	int err;
-
-	if (!n)
-		return 0;
-	if ((err = check_fd(o)))
-		return err;
-	if (o->gz)
-		return deflate_into(o, p, n, Z_NO_FLUSH);
-	return write_all(o, p, n);
-}
-
-int out__checkpoint(struct out *o, const char *trailer, size_t n)
-{
-	uint64_t events_end;
-	int err;
-
-	if ((err = check_fd(o)))
-		return err;
-	if (!o->seekable)
-		return 0; /* a stream gets its trailer once, at close */
-	if (o->gz && o->z_open && (err = deflate_into(o, "", 0, Z_FINISH)))
-		return err;
-	events_end = o->events_end;
-	if (o->gz) {
-		err = deflate_into(o, trailer, n, Z_FINISH);
-	} else {
-		err = write_all(o, trailer, n);
-	}
-	if (!err && ftruncate(o->fd, (off_t)o->events_end) < 0)
-		err = -errno;
 	o->size = o->events_end;
-	/* the next events overwrite this trailer */
-	o->events_end = events_end;
-	return err ? err : out__publish(o);
+	return 0;
 }
 
 /* ---- the paged layout ---- */
@@ -381,15 +291,10 @@ static int footer_move(struct out *o, uint64_t new_pos, const char *footer, size
 	return err;
 }
 
-int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer, size_t fn)
+static int paged_open(struct out *o, const char *head, size_t hn, const char *footer, size_t fn)
 {
 	int err;
 
-	o->paged = o->seekable && !o->gz;
-	if (!o->paged) {
-		/* gzip: published with its first checkpoint */
-		return out__append(o, head, hn);
-	}
 	if ((err = pwrite_all(o->fd, head, hn, 0)))
 		return err;
 	o->events_end = hn;
@@ -402,12 +307,10 @@ int out__paged_open(struct out *o, const char *head, size_t hn, const char *foot
 	return out__publish(o);
 }
 
-int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+static int paged_commit(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
 {
 	int err;
 
-	if ((err = check_fd(o)))
-		return err;
 	if (o->events_end + n > o->footer_pos) {
 		/* the footer on disk moves as it is: it counts none of these events */
 		const char *old = o->last_footer;
@@ -433,9 +336,9 @@ int out__paged_commit(struct out *o, const char *ev, size_t n, const char *foote
 	return 0;
 }
 
-int out__paged_finish(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+static int paged_finish(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
 {
-	int err = out__paged_commit(o, ev, n, footer, fn);
+	int err = paged_commit(o, ev, n, footer, fn);
 
 	if (err)
 		return err;
@@ -453,17 +356,97 @@ int out__paged_finish(struct out *o, const char *ev, size_t n, const char *foote
 	return 0;
 }
 
+/* ---- gzip: one member, its end rewritten at each checkpoint ---- */
+
+/*
+ * The events, compressed and flushed, and a finished copy of the stream
+ * with the trailer behind them go out in one pwrite at the end of the
+ * events written so far, over the previous end: a SIGKILL that lands
+ * inside that one call can leave a cut member (its length and cost are
+ * in README "Limits"); outside it the file is one complete member.
+ */
+static int gz_commit(struct out *o, const char *ev, size_t n, const char *trailer, size_t tn)
+{
+	uint64_t end;
+	size_t kept;
+	int err;
+
+	o->zout.len = 0;
+	if ((err = gzm__add(&o->gz_member, ev, n, &o->zout)))
+		return err;
+	kept = o->zout.len;
+	if ((err = gzm__end_copy(&o->gz_member, trailer, tn, &o->zout)) ||
+	    (err = pwrite_all(o->fd, o->zout.p, o->zout.len, o->events_end)))
+		return err;
+	end = o->events_end + o->zout.len;
+	if (end < o->size && ftruncate(o->fd, (off_t)end) < 0)
+		return -errno;
+	o->events_end += kept;
+	o->size = end;
+	return out__publish(o);
+}
+
+/* ---- streams: front to back, the trailer once at the end ---- */
+
+static int stream_add(struct out *o, const char *p, size_t n, const char *last, size_t ln)
+{
+	int err;
+
+	if (!o->gz)
+		return (err = write_all(o, p, n)) ? err : write_all(o, last, ln);
+	o->zout.len = 0;
+	if ((err = gzm__add(&o->gz_member, p, n, &o->zout)) ||
+	    (last && (err = gzm__finish(&o->gz_member, last, ln, &o->zout))))
+		return err;
+	return write_all(o, o->zout.p, o->zout.len);
+}
+
+/* ---- what the writer calls ---- */
+
+int out__begin(struct out *o, const char *head, size_t hn, const char *trailer, size_t tn)
+{
+	o->paged = o->seekable && !o->gz;
+	if (o->paged)
+		return paged_open(o, head, hn, trailer, tn);
+	if (o->seekable)
+		return gz_commit(o, head, hn, trailer, tn);
+	return stream_add(o, head, hn, NULL, 0);
+}
+
+int out__commit(struct out *o, const char *ev, size_t n, const char *trailer, size_t tn)
+{
+	int err = check_fd(o);
+
+	if (err)
+		return err;
+	if (o->paged)
+		return paged_commit(o, ev, n, trailer, tn);
+	if (o->seekable)
+		return gz_commit(o, ev, n, trailer, tn);
+	return stream_add(o, ev, n, NULL, 0);
+}
+
+int out__finish(struct out *o, const char *ev, size_t n, const char *trailer, size_t tn)
+{
+	int err = check_fd(o);
+
+	if (err)
+		return err;
+	if (o->paged)
+		return paged_finish(o, ev, n, trailer, tn);
+	if (o->seekable)
+		return gz_commit(o, ev, n, trailer, tn);
+	return stream_add(o, ev, n, trailer, tn);
+}
+
 void out__close(struct out *o)
 {
-	if (o->z_open)
-		deflateEnd(&o->z);
-	free(o->zbuf);
+	gzm__free(&o->gz_member);
+	jbuf__free(&o->zout);
 	free(o->last_footer);
 	o->last_footer = NULL;
 	o->last_footer_len = o->last_footer_cap = 0;
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;
-	o->z_open = false;
-	o->zbuf = NULL;
 }

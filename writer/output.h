@@ -2,9 +2,10 @@
 /*
  * The trace file. Events are appended where the previous trailer began and
  * a fresh trailer is written after them at every checkpoint, so the file on
- * disk is always a complete trace up to the last checkpoint. A ".gz" path
- * is written as a series of gzip members (events..., trailer), which gzip
- * readers take as one stream.
+ * disk is always a complete trace up to the last checkpoint. Three layouts:
+ * a plain regular file is paged (below); a ".gz" regular file is one gzip
+ * member whose end is rewritten at each checkpoint (gzip.h); a pipe or
+ * device is written front to back, its trailer once at the end.
  */
 #ifndef GPUTRACE_OUTPUT_H
 #define GPUTRACE_OUTPUT_H
@@ -13,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <zlib.h>
+#include "gzip.h"
 #include "inject/event.h"
 
 struct out {
@@ -21,10 +22,8 @@ struct out {
 	char path[PATH_MAX];
 	bool seekable; /* regular file: the trailer is rewritten in place */
 	bool gz;
-	z_stream z;    /* the events member being compressed */
-	bool z_open;
-	char *zbuf;
-	size_t zbuf_len, zbuf_cap;
+	struct gzm gz_member; /* .gz: the one member the file holds */
+	struct jbuf zout;     /* .gz: compressed bytes of one checkpoint */
 	uint64_t events_end; /* where the current trailer starts */
 	uint64_t size;       /* bytes on disk after the last checkpoint */
 	dev_t dev;
@@ -45,10 +44,17 @@ struct out {
 
 /* Open path (O_EXCL; ".1", ".2"... suffixes if it exists). 0 or -errno. */
 GT_HIDDEN int out__open(struct out *o, const char *path);
-/* Append event bytes. 0 or -errno. */
-GT_HIDDEN int out__append(struct out *o, const char *p, size_t n);
-/* Write the trailer after the events; the file is now complete. */
-GT_HIDDEN int out__checkpoint(struct out *o, const char *trailer, size_t n);
+/* The file's head and a first trailer: a complete trace, named (a stream
+ * gets the head only). 0 or -errno. */
+GT_HIDDEN int out__begin(struct out *o, const char *head, size_t hn, const char *trailer,
+			 size_t tn);
+/* Events appended and the trailer rewritten behind them (a stream: the
+ * events only). 0 or -errno. */
+GT_HIDDEN int out__commit(struct out *o, const char *ev, size_t n, const char *trailer,
+			  size_t tn);
+/* The last commit: a paged file loses its reserve, a stream gets its trailer. */
+GT_HIDDEN int out__finish(struct out *o, const char *ev, size_t n, const char *trailer,
+			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
 /* Give the file its name (the wanted one, or .1, .2... after it). */
 GT_HIDDEN int out__publish(struct out *o);
@@ -69,14 +75,5 @@ GT_HIDDEN int out__publish(struct out *o);
  * before it: a move carries the old footer, the new one follows the events.
  * So a kill between the two leaves the trailer one cycle behind the events.
  */
-GT_HIDDEN int out__paged_open(struct out *o, const char *head, size_t hn, const char *footer,
-			      size_t fn);
-/* Events (page-fitted for file offset o->events_end) and a new footer. */
-GT_HIDDEN int out__paged_commit(struct out *o, const char *ev, size_t n, const char *footer,
-				size_t fn);
-/* The last commit: then the footer moves right after the events and the
- * whitespace is cut off. */
-GT_HIDDEN int out__paged_finish(struct out *o, const char *ev, size_t n, const char *footer,
-				size_t fn);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "writer/output.h"
 #include "unit.h"
@@ -79,12 +80,11 @@ START_TEST(test_unnamed_until_published)
 
 	make_dir();
 	open_in_dir(&o, "trace.json");
-	ck_assert_int_eq(out__append(&o, "{\"traceEvents\":[", 16), 0);
 	/* a kill now would leave nothing behind: no file, not even a hidden one */
 	ck_assert_int_eq(entries(names, 4), 0);
-	ck_assert_int_eq(out__checkpoint(&o, "]}", 2), 0);
-	ck_assert_int_eq(out__publish(&o), 0);
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	ck_assert_int_eq(entries(names, 4), 1);
+	ck_assert_int_eq(out__finish(&o, "", 0, "]}", 2), 0);
 	ck_assert_str_eq(names[0], "trace.json");
 	out__close(&o);
 	slurp("trace.json", text, sizeof(text));
@@ -100,7 +100,6 @@ START_TEST(test_closed_before_publishing_leaves_nothing)
 
 	make_dir();
 	open_in_dir(&o, "trace.json");
-	ck_assert_int_eq(out__append(&o, "{\"traceEvents\":[", 16), 0);
 	out__close(&o);
 	ck_assert_int_eq(entries(names, 4), 0);
 	remove_dir();
@@ -115,10 +114,10 @@ START_TEST(test_never_replaces_an_earlier_trace)
 	make_dir();
 	open_in_dir(&a, "trace.json");
 	open_in_dir(&b, "trace.json");
-	ck_assert_int_eq(out__checkpoint(&a, "{\"a\":1}", 7), 0);
-	ck_assert_int_eq(out__publish(&a), 0);
-	ck_assert_int_eq(out__checkpoint(&b, "{\"b\":2}", 7), 0);
-	ck_assert_int_eq(out__publish(&b), 0);
+	ck_assert_int_eq(out__begin(&a, "", 0, "{\"a\":1}", 7), 0);
+	ck_assert_int_eq(out__finish(&a, "", 0, "{\"a\":1}", 7), 0);
+	ck_assert_int_eq(out__begin(&b, "", 0, "{\"b\":2}", 7), 0);
+	ck_assert_int_eq(out__finish(&b, "", 0, "{\"b\":2}", 7), 0);
 	out__close(&a);
 	out__close(&b);
 	ck_assert_int_eq(entries(names, 4), 2);
@@ -126,6 +125,67 @@ START_TEST(test_never_replaces_an_earlier_trace)
 	ck_assert_str_eq(text, "{\"a\":1}");
 	slurp("trace.1.json", text, sizeof(text));
 	ck_assert_str_eq(text, "{\"b\":2}");
+	remove_dir();
+}
+END_TEST
+
+/* The whole file inflated as ONE gzip member (windowBits 31, no multi-member
+ * continuation): its text, and whether the member ended exactly at the
+ * file's end. */
+static bool inflate_one_member(const char *name, char *text, size_t len)
+{
+	static unsigned char raw[1 << 20];
+	char path[128];
+	z_stream z = { 0 };
+	ssize_t n;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, raw, sizeof(raw));
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(inflateInit2(&z, 31), Z_OK);
+	z.next_in = raw;
+	z.avail_in = (uInt)n;
+	z.next_out = (Bytef *)text;
+	z.avail_out = (uInt)len - 1;
+	ret = inflate(&z, Z_FINISH);
+	text[len - 1 - z.avail_out] = 0;
+	inflateEnd(&z);
+	return ret == Z_STREAM_END && z.avail_in == 0;
+}
+
+START_TEST(test_gzip_is_one_member_at_every_checkpoint)
+{
+	static char text[1 << 16], want[1 << 16], ev[256];
+	struct out o;
+	size_t have = 0;
+
+	make_dir();
+	open_in_dir(&o, "t.json.gz");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+	ck_assert_str_eq(text, "{\"traceEvents\":[]}");
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (int i = 0; i < 200; i++) {
+		/* trailers of changing length: a shorter end must not leave bytes behind */
+		const char *trailer = i % 3 ? "],\"n\":1}" : "],\"n\":1000000}";
+		int n = snprintf(ev, sizeof(ev), "%s{\"ph\":\"X\",\"ts\":%d.%03d,\"dur\":1}",
+				 i ? "," : "", i, i % 1000);
+
+		ck_assert_int_eq(out__commit(&o, ev, (size_t)n, trailer, strlen(trailer)), 0);
+		have += (size_t)snprintf(want + have, sizeof(want) - have, "%s", ev);
+		ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+		ck_assert_int_eq(strncmp(text, want, have), 0);
+		ck_assert_str_eq(text + have, trailer);
+	}
+	ck_assert_int_eq(out__finish(&o, "", 0, "]}", 2), 0);
+	out__close(&o);
+	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+	ck_assert_int_eq(strncmp(text, want, have), 0);
+	ck_assert_str_eq(text + have, "]}");
 	remove_dir();
 }
 END_TEST
@@ -138,6 +198,7 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_unnamed_until_published);
 	tcase_add_test(tc, test_closed_before_publishing_leaves_nothing);
 	tcase_add_test(tc, test_never_replaces_an_earlier_trace);
+	tcase_add_test(tc, test_gzip_is_one_member_at_every_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One gzip member (RFC 1952) built in steps, for a file that must be a
+ * single valid member after every checkpoint (browser viewers decompress
+ * with DecompressionStream('gzip'), which reads one member only):
+ *
+ *   header | events, flushed to a byte boundary | ... | final block, CRC32, ISIZE
+ *            ^ gzm__add(), kept for good               ^ gzm__end_copy(), rewritten
+ *
+ * gzm__add() compresses bytes and flushes them with Z_SYNC_FLUSH, so what it
+ * returns never changes again; gzm__end_copy() compresses the last bytes in a
+ * copy of the stream (deflateCopy) and finishes that copy, so the stream goes
+ * on as if they had never been given. All output is appended to a jbuf; a
+ * faster compressor, or one on its own thread, fits behind these calls.
+ */
+#ifndef GPUTRACE_GZIP_H
+#define GPUTRACE_GZIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <zlib.h>
+
+#include "json.h"
+
+struct gzm {
+	z_stream z;
+	bool open;
+};
+
+/* Compress p (n bytes) into out, flushed to a byte boundary. 0 or -errno. */
+GT_HIDDEN int gzm__add(struct gzm *g, const char *p, size_t n, struct jbuf *out);
+/* The member's end after p: final block and trailer into out, from a copy;
+ * g is unchanged. 0 or -errno. */
+GT_HIDDEN int gzm__end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out);
+/* Finish the member for good with p (a stream written once, front to back). */
+GT_HIDDEN int gzm__finish(struct gzm *g, const char *p, size_t n, struct jbuf *out);
+GT_HIDDEN void gzm__free(struct gzm *g);
+
+#endif
