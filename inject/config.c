@@ -408,18 +408,57 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 	 * lives in the same backend, which reads disable_cupti). */
 }
 
+static const struct {
+	const char *rank, *size, *source;
+} rank_vars[] = {
+	{ "RANK", "WORLD_SIZE", "env" },
+	{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpi" },
+	{ "PMI_RANK", "PMI_SIZE", "pmi" },
+	{ "SLURM_PROCID", "SLURM_NTASKS", "slurm" },
+};
+
 /* Rank of this process under MPI/torchrun/Slurm, or NULL. */
 static const char *rank_of_env(void)
 {
-	static const char *const names[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-					     "SLURM_PROCID" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = getenv(names[i]);
+	for (size_t i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++) {
+		const char *v = getenv(rank_vars[i].rank);
 		if (v && *v)
 			return v;
 	}
 	return NULL;
+}
+
+static long env_int(const char *v)
+{
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return errno || *end || n < 0 ? -1 : n;
+}
+
+struct gt_rank config__rank(void)
+{
+	struct gt_rank r = { -1, -1, NULL, NULL, NULL };
+
+	for (size_t i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++) {
+		const char *v = getenv(rank_vars[i].rank);
+
+		if (!v || !*v)
+			continue;
+		r.var = rank_vars[i].rank;
+		r.text = v;
+		r.rank = env_int(v);
+		if (r.rank >= 0) {
+			r.source = rank_vars[i].source;
+			r.world_size = env_int(getenv(rank_vars[i].size));
+		}
+		break;
+	}
+	return r;
 }
 
 static int append(char *out, size_t outlen, size_t *pos, const char *s, size_t n)

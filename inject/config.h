@@ -72,6 +72,16 @@ GT_HIDDEN void config__parse(struct gt_config *cfg, char *const *envp);
  * offending word, NUL-terminated into badbuf). */
 GT_HIDDEN long config__parse_kinds(const char *s, char *badbuf, size_t badlen);
 
+/* Where this process stands in a distributed job, from the launcher's
+ * environment: RANK/WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK/SIZE,
+ * PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS, first set first. */
+struct gt_rank {
+	long rank, world_size; /* -1: not set, or not an integer */
+	const char *source;    /* "env", "mpi", "pmi", "slurm"; NULL: no rank */
+	const char *var, *text; /* the variable and its text, for messages */
+};
+GT_HIDDEN struct gt_rank config__rank(void);
+
 /* Expand an output template (%p %e %h %r %t %%). Returns 0 or -ENAMETOOLONG /
  * -EINVAL (unknown %-code, reported once). */
 GT_HIDDEN int config__expand_output(const char *tmpl, char *out, size_t outlen, int pid,

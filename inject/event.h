@@ -173,6 +173,12 @@ GT_HIDDEN uint32_t gt_device_row(const char *name);
 GT_HIDDEN uint32_t gt_queue_row(uint32_t device, const char *name, int sort);
 /* The device row's own track (for counters): */
 GT_HIDDEN uint32_t gt_device_track(uint32_t device);
+/* A property of a device for the trace's "deviceProperties", under the keys
+ * Kineto writes ("id": the ordinal device events' args.device carry, "name",
+ * "totalGlobalMem", "numSms", "maxComputeUnits", ...). The first value of a
+ * key stays; at most GT_DEVICE_PROPS_MAX per device. Cold path. */
+#define GT_DEVICE_PROPS_MAX 16
+GT_HIDDEN void gt_device_prop(uint32_t device, struct gt_arg prop);
 
 /* ---- state ---- */
 

@@ -170,6 +170,8 @@ static uint32_t device_names[MAX_DEVICES + 1];
 static uint32_t device_tracks[MAX_DEVICES + 1];
 static struct gt_row tracks[MAX_TRACKS + 1];
 static uint32_t device_next_tid[MAX_DEVICES + 1];
+static struct gt_arg device_props[MAX_DEVICES + 1][GT_DEVICE_PROPS_MAX];
+static _Atomic uint32_t device_nprops[MAX_DEVICES + 1];
 static _Atomic uint32_t ndevices, ntracks;
 
 static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint32_t tid)
@@ -227,6 +229,34 @@ uint32_t gt_device_track(uint32_t device)
 	if (device < 1 || device > atomic_load_explicit(&ndevices, memory_order_acquire))
 		return 0;
 	return device_tracks[device];
+}
+
+void gt_device_prop(uint32_t device, struct gt_arg prop)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&row_lock);
+	if (device >= 1 && device <= atomic_load_explicit(&ndevices, memory_order_relaxed)) {
+		n = atomic_load_explicit(&device_nprops[device], memory_order_relaxed);
+		for (uint32_t i = 0; i < n; i++)
+			if (device_props[device][i].key == prop.key)
+				goto out;
+		if (n < GT_DEVICE_PROPS_MAX) {
+			device_props[device][n] = prop;
+			/* the drain thread reads them without the lock */
+			atomic_store_explicit(&device_nprops[device], n + 1, memory_order_release);
+		}
+	}
+out:
+	pthread_mutex_unlock(&row_lock);
+}
+
+const struct gt_arg *registry__device_props(uint32_t device, uint32_t *n)
+{
+	*n = device >= 1 && device <= registry__devices()
+		     ? atomic_load_explicit(&device_nprops[device], memory_order_acquire)
+		     : 0;
+	return *n ? device_props[device] : NULL;
 }
 
 uint32_t registry__devices(void)

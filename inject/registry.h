@@ -19,6 +19,8 @@ GT_HIDDEN uint32_t registry__devices(void);
 GT_HIDDEN uint32_t registry__tracks(void);
 /* Name string id of a device (1-based). */
 GT_HIDDEN uint32_t registry__device_name(uint32_t device);
+/* The properties a backend gave a device (gt_device_prop): n of them. */
+GT_HIDDEN const struct gt_arg *registry__device_props(uint32_t device, uint32_t *n);
 /* Track (1-based) description, or NULL. */
 GT_HIDDEN const struct gt_row *registry__track(uint32_t track);
 

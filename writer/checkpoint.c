@@ -43,6 +43,32 @@ static void output_failed(int err)
 
 static void build_trailer(bool final);
 
+/*
+ * The head: Kineto's "distributedInfo" first, written as Kineto writes it
+ * (a space after each colon: HTA finds a trace's rank with the pattern
+ * "rank":\s+(\d+) on the first line that has one).
+ */
+static void build_head(struct jbuf *b)
+{
+	W.rank = config__rank();
+	if (W.rank.var && !W.rank.source)
+		pr_warn("%s='%.40s' is not a rank (a whole number >= 0): the trace carries none",
+			W.rank.var, W.rank.text);
+	jbuf__ch(b, '{');
+	if (W.rank.source) {
+		jbuf__lit(b, "\"distributedInfo\": {\"backend\": ");
+		json__str(b, W.rank.source, strlen(W.rank.source));
+		jbuf__lit(b, ", \"rank\": ");
+		json__u64(b, (uint64_t)W.rank.rank);
+		if (W.rank.world_size >= 0) {
+			jbuf__lit(b, ", \"world_size\": ");
+			json__u64(b, (uint64_t)W.rank.world_size);
+		}
+		jbuf__lit(b, "},\n");
+	}
+	jbuf__lit(b, "\"traceEvents\":[\n");
+}
+
 bool checkpoint__open(void)
 {
 	char path[PATH_MAX];
@@ -66,14 +92,15 @@ bool checkpoint__open(void)
 		return false;
 	}
 	W.opened = true;
-	static const char head[] = "{\"traceEvents\":[\n";
-	struct jbuf pending = W.buf;
+	struct jbuf head = { 0 }, pending = W.buf;
 	bool any = W.any_event;
 	W.buf = (struct jbuf){ 0 };
 	W.any_event = false;
 	W.ev_start = 0;
+	build_head(&head);
 	build_trailer(false);
-	err = out__begin(&W.out, head, sizeof(head) - 1, W.trailer.p, W.trailer.len);
+	err = out__begin(&W.out, head.p, head.len, W.trailer.p, W.trailer.len);
+	jbuf__free(&head);
 	if (err) {
 		jbuf__free(&pending);
 		output_failed(err);
@@ -149,23 +176,51 @@ static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
 	return total;
 }
 
+/* Kineto's "deviceProperties": what the backends could read of each device
+ * (gt_device_prop), its "id" and "name" at least. */
+static void build_device_properties(struct jbuf *b)
+{
+	uint32_t nd = W.devices_named, id_key = gt_str_intern("id");
+
+	if (!nd)
+		return;
+	jbuf__lit(b, "\"deviceProperties\":[");
+	for (uint32_t d = 1; d <= nd; d++) {
+		uint32_t n;
+		const struct gt_arg *p = registry__device_props(d, &n);
+		bool has_id = false;
+
+		if (d > 1)
+			jbuf__ch(b, ',');
+		jbuf__ch(b, '{');
+		for (uint32_t i = 0; i < n; i++)
+			has_id |= p[i].key == id_key;
+		if (!has_id) {
+			jbuf__lit(b, "\"id\":");
+			json__u64(b, d - 1);
+			jbuf__lit(b, ",\"name\":");
+			events__put_sid(b, registry__device_name(d));
+		}
+		events__put_props(b, p, n, !has_id);
+		jbuf__ch(b, '}');
+	}
+	jbuf__lit(b, "],\n");
+}
+
 static void build_trailer(bool final)
 {
 	struct jbuf *b = &W.trailer;
-	const char *rank = NULL, *reason = atomic_load(&gt_end_reason);
-	static const char *const rank_vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-						 "SLURM_PROCID" };
+	const char *reason = atomic_load(&gt_end_reason);
 	char host[256];
 	bool first = true;
 
-	for (size_t i = 0; i < 4 && !rank; i++)
-		if (getenv(rank_vars[i]) && *getenv(rank_vars[i]))
-			rank = getenv(rank_vars[i]);
 	if (gethostname(host, sizeof(host) - 1))
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = 0;
 	b->len = 0;
-	jbuf__lit(b, "\n],\n\"displayTimeUnit\":\"ns\",\n\"gputrace\":{\"version\":\"" GPUTRACE_VERSION
+	jbuf__lit(b, "\n],\n\"displayTimeUnit\":\"ns\",\n");
+	build_device_properties(b);
+	jbuf__lit(b, "\"gputrace\":{\"version\":\"" GPUTRACE_VERSION
 		     "\",\"pid\":");
 	json__u64(b, (uint32_t)gt_st.pid);
 	jbuf__lit(b, ",\"exe\":");
@@ -173,8 +228,8 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"hostname\":");
 	json__str(b, host, strlen(host));
 	jbuf__lit(b, ",\"rank\":");
-	if (rank)
-		json__str(b, rank, strlen(rank));
+	if (W.rank.source)
+		json__u64(b, (uint64_t)W.rank.rank);
 	else
 		jbuf__lit(b, "null");
 	jbuf__lit(b, ",\"clock\":\"" GT_CLOCK_NAME "\",\"anchor\":{\"realtime_ns\":");

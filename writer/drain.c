@@ -30,10 +30,10 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 		       uint32_t ring_tid)
 {
 	uint32_t tid = ev->track ? ev->track : ring_tid;
+	uint64_t point = events__host(ev, args, nargs, tid);
 
-	events__host(ev, args, nargs, tid);
 	if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
-		flows__launch(ev, tid);
+		flows__launch(ev, tid, point);
 }
 
 static void drain_ring(struct ring *r)
@@ -62,12 +62,12 @@ static void drain_ring(struct ring *r)
 			break;
 		case GT_EV_INSTANT:
 			if (ev->flags & GT_EVF_DEVICE)
-				events__device(ev, args, nargs); /* device instant */
+				events__device(ev, args, nargs, false); /* device instant */
 			else
 				write_host(ev, args, nargs, (uint32_t)r->tid);
 			break;
 		case GT_EV_COUNTER:
-			events__device(ev, args, nargs);
+			events__device(ev, args, nargs, false);
 			break;
 		case GT_EV_DEVICE_SPAN:
 			flows__defer(ev, args, nargs);

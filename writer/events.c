@@ -219,20 +219,44 @@ void events__name_rows(void)
 
 /* ---- events ---- */
 
-static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, uint64_t corr)
+/* What the writer adds to an event's own args. */
+struct args_extra {
+	uint64_t corr, corr2;  /* the causing calls (0: none) */
+	int64_t device, stream; /* Kineto's ints for device work (-1: none) */
+};
+
+#define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1 })
+
+static bool has_arg(const struct gt_arg *args, unsigned nargs, uint32_t key)
+{
+	for (unsigned i = 0; i < nargs; i++)
+		if (args[i].key == key)
+			return true;
+	return false;
+}
+
+static void put_extra(struct jbuf *b, bool *first, const char *key, size_t klen, int64_t v)
+{
+	if (!*first)
+		jbuf__ch(b, ',');
+	*first = false;
+	jbuf__put(b, key, klen);
+	json__i64(b, v);
+}
+
+#define PUT_EXTRA(b, first, key, v) put_extra((b), (first), "\"" key "\":", sizeof(key) + 2, (v))
+
+/* args as JSON members, "key":value,... */
+static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first)
 {
 	char stack[4096];
-	bool first = true;
 
-	if (!nargs && !corr)
-		return;
-	jbuf__lit(b, ",\"args\":{");
 	for (unsigned i = 0; i < nargs; i++) {
 		const struct gt_arg *a = &args[i];
 
-		if (!first)
+		if (!*first)
 			jbuf__ch(b, ',');
-		first = false;
+		*first = false;
 		put_sid(b, a->key);
 		jbuf__ch(b, ':');
 		if (a->key == GT_S_ARG_STACK && stacks__format(a->v.u, stack, sizeof(stack)) >= 0) {
@@ -268,13 +292,68 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs, 
 			jbuf__lit(b, "null");
 		}
 	}
-	if (corr) {
-		if (!first)
-			jbuf__ch(b, ',');
-		jbuf__lit(b, "\"correlation\":");
-		json__u64(b, corr);
-	}
+}
+
+static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
+		     struct args_extra x)
+{
+	bool first = true;
+
+	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0)
+		return;
+	jbuf__lit(b, ",\"args\":{");
+	put_members(b, args, nargs, &first);
+	if (x.device >= 0)
+		PUT_EXTRA(b, &first, "device", x.device);
+	if (x.stream >= 0)
+		PUT_EXTRA(b, &first, "stream", x.stream);
+	if (x.corr)
+		PUT_EXTRA(b, &first, "correlation", (int64_t)x.corr);
+	if (x.corr2 && x.corr2 != x.corr)
+		PUT_EXTRA(b, &first, "correlation2", (int64_t)x.corr2);
 	jbuf__ch(b, '}');
+}
+
+void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool comma)
+{
+	bool first = !comma;
+
+	put_members(b, p, n, &first);
+}
+
+/* A device's ordinal: the "id" its backend gave it, else its place in the
+ * trace's device list. */
+static int64_t device_ordinal(uint32_t device)
+{
+	static uint32_t id_key;
+	uint32_t n;
+	const struct gt_arg *p = registry__device_props(device, &n);
+
+	if (!id_key)
+		id_key = gt_str_intern("id");
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].key == id_key && p[i].type != GT_ARG_STR)
+			return p[i].v.i;
+	return device ? (int64_t)device - 1 : 0;
+}
+
+/* Kernels, copies, fills and syncs carry integer args.device and
+ * args.stream, as Kineto writes them (HTA takes stream >= 0 for GPU work):
+ * a backend's own, else the device's ordinal and the row's number. */
+static struct args_extra device_extra(const struct gt_event *ev, const struct gt_arg *args,
+				      unsigned nargs, const struct gt_row *row)
+{
+	struct args_extra x = { ev->corr, ev->corr2, -1, -1 };
+	bool work = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_GPU_MEMCPY ||
+		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC;
+
+	if (!work || !row)
+		return x;
+	if (!has_arg(args, nargs, GT_S_ARG_DEVICE))
+		x.device = device_ordinal(row->device);
+	if (!has_arg(args, nargs, GT_S_ARG_STREAM))
+		x.stream = row->tid;
+	return x;
 }
 
 /* An event's head up to "ts" depends on (ph, cat, name, pid, tid) only, and
@@ -325,7 +404,7 @@ static __attribute__((noinline)) void put_head_slow(struct jbuf *b, const char *
 }
 
 static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, uint32_t pid,
-		     uint32_t tid)
+		     uint32_t tid, uint64_t ts)
 {
 	const struct head_json *c = head_slot(ph[0], ev, pid, tid);
 
@@ -335,7 +414,7 @@ static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, 
 		put_cached(b, c->text, c->len);
 	else
 		put_head_slow(b, ph, ev, pid, tid);
-	json__us(b, ev->start_ns);
+	json__us(b, ts);
 }
 
 static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
@@ -354,8 +433,9 @@ static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t k
 	return NULL;
 }
 
+/* With the times as written: `gputrace summary FILE` gives the same numbers. */
 static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
-		      uint32_t device)
+		      uint32_t device, struct placed at)
 {
 	/* nobody reads the summary: skip its per-event lookups */
 	if (!gt_cfg.summary && !gt_cfg.summary_json[0])
@@ -363,8 +443,8 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 	struct summary_span s = {
 		.cat = gt_str_get(ev->cat, NULL),
 		.name = gt_str_get(ev->name, NULL),
-		.start_ns = ev->start_ns,
-		.dur_ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0,
+		.start_ns = at.ts,
+		.dur_ns = at.dur,
 		.bytes = arg_u64(args, nargs, GT_S_ARG_BYTES),
 		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
@@ -374,21 +454,26 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		summary__add(W.sum, &s);
 }
 
-void events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
-		  uint32_t tid)
+uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
+		      uint32_t tid)
 {
+	bool arrow = (ev->flags & GT_EVF_LAUNCH) && ev->corr;
+	struct placed at = place__slice((uint32_t)gt_st.pid, tid, ev->start_ns,
+					ev->type == GT_EV_INSTANT ? ev->start_ns : ev->end_ns, arrow);
+
 	name_thread(tid);
 	if (ev->type == GT_EV_INSTANT) {
-		put_head(&W.buf, "i", ev, (uint32_t)gt_st.pid, tid);
+		put_head(&W.buf, "i", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"s\":\"t\"");
 	} else {
-		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid);
+		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"dur\":");
-		json__us(&W.buf, ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0);
-		summarize(ev, args, nargs, 0);
+		json__us(&W.buf, at.dur);
+		summarize(ev, args, nargs, 0, at);
 	}
-	put_args(&W.buf, args, nargs, ev->corr);
+	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
 	jbuf__ch(&W.buf, '}');
+	return at.point;
 }
 
 void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint32_t tid,
@@ -402,7 +487,7 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 	jbuf__lit(&W.buf, ",\"tid\":");
 	json__u64(&W.buf, host->tid);
 	jbuf__lit(&W.buf, ",\"ts\":");
-	json__us(&W.buf, host->start_ns);
+	json__us(&W.buf, host->point_ns);
 	jbuf__lit(&W.buf, "}");
 	begin_event(&W.buf);
 	jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
@@ -417,39 +502,45 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 }
 
 struct device_row events__device(const struct gt_event *ev, const struct gt_arg *args,
-				 unsigned nargs)
+				 unsigned nargs, bool arrow)
 {
 	const struct gt_row *row = registry__track(ev->track);
-	uint32_t pid, tid;
+	struct device_row at;
+	struct placed p;
 
 	if (!row)
 		row = registry__track(gt_device_track(1));
-	pid = row ? device_pid(row->device) : device_pid(0);
-	tid = row ? row->tid : 0;
+	at.pid = row ? device_pid(row->device) : device_pid(0);
+	at.tid = row ? row->tid : 0;
+	at.point = ev->start_ns;
 	if (ev->type == GT_EV_COUNTER) {
 		begin_event(&W.buf);
 		jbuf__lit(&W.buf, "{\"ph\":\"C\",\"name\":");
 		put_sid(&W.buf, ev->name);
 		jbuf__lit(&W.buf, ",\"pid\":");
-		json__u64(&W.buf, pid);
+		json__u64(&W.buf, at.pid);
 		jbuf__lit(&W.buf, ",\"ts\":");
 		json__us(&W.buf, ev->start_ns);
-		put_args(&W.buf, args, nargs, 0);
+		put_args(&W.buf, args, nargs, NO_EXTRA(0));
 		jbuf__ch(&W.buf, '}');
-		return (struct device_row){ pid, tid };
+		return at;
 	}
 	if (ev->type == GT_EV_INSTANT) {
-		put_head(&W.buf, "i", ev, pid, tid);
+		p = place__slice(at.pid, at.tid, ev->start_ns, ev->start_ns, arrow);
+		put_head(&W.buf, "i", ev, at.pid, at.tid, p.ts);
 		jbuf__lit(&W.buf, ",\"s\":\"t\"");
-		put_args(&W.buf, args, nargs, ev->corr);
+		put_args(&W.buf, args, nargs, device_extra(ev, args, nargs, row));
 		jbuf__ch(&W.buf, '}');
-		return (struct device_row){ pid, tid };
+		at.point = p.point;
+		return at;
 	}
-	put_head(&W.buf, "X", ev, pid, tid);
+	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns, arrow);
+	put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
 	jbuf__lit(&W.buf, ",\"dur\":");
-	json__us(&W.buf, ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0);
-	put_args(&W.buf, args, nargs, ev->corr);
+	json__us(&W.buf, p.dur);
+	put_args(&W.buf, args, nargs, device_extra(ev, args, nargs, row));
 	jbuf__ch(&W.buf, '}');
-	summarize(ev, args, nargs, row ? row->device : 0);
-	return (struct device_row){ pid, tid };
+	summarize(ev, args, nargs, row ? row->device : 0, p);
+	at.point = p.point;
+	return at;
 }

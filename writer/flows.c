@@ -22,12 +22,12 @@ static struct corr_entry *corr_slot(uint64_t corr)
 	return &W.corr[h >> (64 - CORR_TABLE_BITS)];
 }
 
-void flows__launch(const struct gt_event *ev, uint32_t tid)
+void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns)
 {
 	if (!W.corr)
 		W.corr = calloc(1u << CORR_TABLE_BITS, sizeof(*W.corr));
 	if (W.corr)
-		*corr_slot(ev->corr) = (struct corr_entry){ ev->corr, ev->start_ns, tid };
+		*corr_slot(ev->corr) = (struct corr_entry){ ev->corr, point_ns, tid };
 }
 
 static const struct corr_entry *corr_find(uint64_t corr)
@@ -41,16 +41,16 @@ static const struct corr_entry *corr_find(uint64_t corr)
 }
 
 /* The device span, then its arrows: after both slices exist, so viewers
- * bind them. */
+ * bind them; each end strictly inside its own slice (place.c). */
 static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
-	struct device_row row = events__device(ev, args, nargs);
 	const struct corr_entry *h1 = corr_find(ev->corr), *h2 = corr_find(ev->corr2);
+	struct device_row row = events__device(ev, args, nargs, h1 || h2);
 
 	if (h1)
-		events__flow(++W.next_flow_id, h1, row.pid, row.tid, ev->start_ns);
+		events__flow(++W.next_flow_id, h1, row.pid, row.tid, row.point);
 	if (h2 && h2 != h1)
-		events__flow(++W.next_flow_id, h2, row.pid, row.tid, ev->start_ns);
+		events__flow(++W.next_flow_id, h2, row.pid, row.tid, row.point);
 }
 
 static bool device_ready(const struct pending *p, bool final)

@@ -6,6 +6,7 @@
  *   flows.c       launches remembered; device spans held for theirs; ac2g arrows
  *   events.c      Chrome Trace JSON of events, rows (metadata) and args
  *   checkpoint.c  the file: opened, checkpointed with its trailer, closed; the summary
+ *   place.c       where a slice goes on its row: the ts/dur written, its arrow point
  * and below them json.c (JSON numbers and strings), output.c (the kill-safe
  * file), summary.c (the summary's tables).
  *
@@ -22,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inject/config.h"
 #include "inject/event.h"
 #include "inject/state.h"
 #include "json.h"
@@ -30,9 +32,11 @@
 /* A launch, for the device work that links to it (flows.c). */
 struct corr_entry {
 	uint64_t corr;
-	uint64_t start_ns;
+	uint64_t point_ns; /* where the arrow starts inside the launch (place.c) */
 	uint32_t tid;
 };
+
+struct row_cursor;
 
 /* A device span waiting for its launch to be written (flows.c). */
 struct pending {
@@ -62,11 +66,16 @@ struct writer {
 	struct pending *pend;
 	size_t npend, pend_cap;
 
+	struct row_cursor *cursors; /* place.c: one per row, open addressing */
+	size_t cursors_mask, ncursors;
+
 	uint32_t devices_named, tracks_named;
 	uint32_t *tids; /* host tids given a thread_name, open addressing */
 	size_t tids_mask, ntids;
 	struct thread_stat *dead;
 	size_t ndead, dead_cap;
+
+	struct gt_rank rank; /* read when the file is opened */
 
 	struct summary *sum;
 	uint64_t last_checkpoint_ns, last_dlopen_poll_ns;
@@ -95,10 +104,22 @@ static inline uint32_t device_pid(uint32_t device)
 /* A ring is past its high-water mark: drain now. */
 GT_HIDDEN bool drain__rings_high(void);
 
+/* ---- place.c ---- */
+
+/* A slice as written: ts and dur (ns), and where an arrow binds to it. */
+struct placed {
+	uint64_t ts, dur, point;
+};
+
+/* Place [start, end] on row (pid, tid); arrow: an arrow starts or ends on it. */
+GT_HIDDEN struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end,
+				     bool arrow);
+
 /* ---- flows.c ---- */
 
-/* A launch was written (a host event with GT_EVF_LAUNCH and a correlation). */
-GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid);
+/* A launch was written (a host event with GT_EVF_LAUNCH and a correlation),
+ * its arrow point at point_ns. */
+GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns);
 /* A device span: written once its launches are (or after a few cycles). */
 GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
 			    unsigned nargs);
@@ -107,17 +128,19 @@ GT_HIDDEN void flows__pending(bool final);
 
 /* ---- events.c: Chrome Trace JSON into W.buf ---- */
 
-/* Where a device event was drawn. */
+/* Where a device event was drawn, and its arrow point. */
 struct device_row {
 	uint32_t pid, tid;
+	uint64_t point;
 };
 
-/* A host span or instant on row tid of the process. */
-GT_HIDDEN void events__host(const struct gt_event *ev, const struct gt_arg *args,
-			    unsigned nargs, uint32_t tid);
-/* A device span, instant or counter on its device's row. */
+/* A host span or instant on row tid of the process; returns its arrow point. */
+GT_HIDDEN uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
+				unsigned nargs, uint32_t tid);
+/* A device span, instant or counter on its device's row; arrow: arrows will
+ * end on it. */
 GT_HIDDEN struct device_row events__device(const struct gt_event *ev,
-					   const struct gt_arg *args, unsigned nargs);
+					   const struct gt_arg *args, unsigned nargs, bool arrow);
 /* Arrow id: from the launch (host) to (pid, tid) at ts. */
 GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid,
 			    uint32_t tid, uint64_t ts);
@@ -126,6 +149,8 @@ GT_HIDDEN void events__name_rows(void);
 /* A metadata ("M") event: sval (slen bytes), or ival when sval is NULL. */
 GT_HIDDEN void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
 			    const char *key, const char *sval, size_t slen, long long ival);
+/* Properties as JSON members ("key":value,...), a comma first if comma. */
+GT_HIDDEN void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool comma);
 /* The quoted JSON of a string id. */
 GT_HIDDEN void events__put_sid(struct jbuf *b, uint32_t id);
 /* Move the event just formatted to the next page of a paged file if it

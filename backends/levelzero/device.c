@@ -96,6 +96,46 @@ static double ze_dev__tick(ze_device_handle_t h, const ze_device_properties_t *l
 	return ns > 0 ? ns : 1.0;
 }
 
+static void ze_dev__prop_u64(uint32_t row, const char *key, uint64_t v)
+{
+	gt_device_prop(row, (struct gt_arg){ .key = gt_str_intern(key), .type = GT_ARG_U64, .v.u = v });
+}
+
+/* The trace's "deviceProperties", with the keys Kineto's XPU profiler writes
+ * (the SYCL device info of a Level Zero device), as far as the driver tells. */
+static void ze_dev__properties(struct ze_dev *d, const ze_device_properties_t *p)
+{
+	ze_device_compute_properties_t cp = { .stype = ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES };
+	ze_device_memory_properties_t mp[8];
+	uint32_t nmem = 8;
+	uint64_t total = 0;
+	char vendor[32];
+
+	ze_dev__prop_u64(d->row, "id", (uint64_t)d->index);
+	gt_device_prop(d->row, (struct gt_arg){ .key = gt_str_intern("name"), .type = GT_ARG_STR,
+						.v.u = gt_str_intern(p->name) });
+	for (uint32_t i = 0; i < nmem; i++)
+		mp[i] = (ze_device_memory_properties_t){ .stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES };
+	if (ZE_REAL(zeDeviceGetMemoryProperties)(d->handle, &nmem, mp) == ZE_RESULT_SUCCESS) {
+		for (uint32_t i = 0; i < nmem && i < 8; i++)
+			total += mp[i].totalSize;
+		if (total)
+			ze_dev__prop_u64(d->row, "totalGlobalMem", total);
+	}
+	ze_dev__prop_u64(d->row, "maxComputeUnits",
+			 (uint64_t)p->numSlices * p->numSubslicesPerSlice * p->numEUsPerSubslice);
+	if (ZE_REAL(zeDeviceGetComputeProperties)(d->handle, &cp) == ZE_RESULT_SUCCESS) {
+		ze_dev__prop_u64(d->row, "maxWorkGroupSize", cp.maxTotalGroupSize);
+		ze_dev__prop_u64(d->row, "localMemSize", cp.maxSharedLocalMemory);
+	}
+	ze_dev__prop_u64(d->row, "maxClockFrequency", p->coreClockRate);
+	ze_dev__prop_u64(d->row, "maxMemAllocSize", p->maxMemAllocSize);
+	snprintf(vendor, sizeof(vendor), p->vendorId == 0x8086 ? "Intel(R) Corporation" : "0x%04x",
+		 p->vendorId);
+	gt_device_prop(d->row, (struct gt_arg){ .key = gt_str_intern("vendor"), .type = GT_ARG_STR,
+						.v.u = gt_str_intern(vendor) });
+}
+
 struct ze_dev *ze_dev__get(ze_device_handle_t h)
 {
 	ze_device_properties_t props = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
@@ -121,6 +161,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	props.name[sizeof(props.name) - 1] = 0;
 	snprintf(row, sizeof(row), "GPU %s: %s", pos, props.name);
 	d->row = gt_device_row(row);
+	ze_dev__properties(d, &props);
 	d->counter = gt_device_track(d->row);
 	d->ns_per_tick = ze_dev__tick(h, &props);
 	bits = props.kernelTimestampValidBits;
