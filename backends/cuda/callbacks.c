@@ -265,14 +265,35 @@ static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		atomic_fetch_or(&devices_unnamed, 1ull << did);
 }
 
+/* Kineto's deviceProperties keys and the driver attributes behind them. */
+static const struct {
+	const char *key;
+	int attr;
+} device_attrs[] = {
+	{ "computeMajor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR },
+	{ "computeMinor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR },
+	{ "maxThreadsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK },
+	{ "maxThreadsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR },
+	{ "regsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK },
+	{ "warpSize", CU_DEVICE_ATTRIBUTE_WARP_SIZE },
+	{ "sharedMemPerBlock", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK },
+	{ "numSms", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT },
+	{ "regsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR },
+	{ "sharedMemPerBlockOptin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN },
+	{ "sharedMemPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR },
+};
+
 void cupti__name_devices(void)
 {
 	static int (*get_dev)(int *, int);
 	static int (*get_name)(char *, int, int);
+	static int (*get_attr)(int *, int, int);
+	static int (*total_mem)(size_t *, int);
 	static bool looked;
 	uint64_t todo = atomic_exchange(&devices_unnamed, 0);
 	char name[128];
-	int dev;
+	size_t bytes;
+	int dev, v;
 
 	if (!todo)
 		return;
@@ -281,15 +302,24 @@ void cupti__name_devices(void)
 		if (h) {
 			get_dev = (int (*)(int *, int))cupti__dlsym(h, "cuDeviceGet");
 			get_name = (int (*)(char *, int, int))cupti__dlsym(h, "cuDeviceGetName");
+			get_attr = (int (*)(int *, int, int))cupti__dlsym(h, "cuDeviceGetAttribute");
+			total_mem = (int (*)(size_t *, int))cupti__dlsym(h, "cuDeviceTotalMem_v2");
 		}
 		looked = true;
 	}
 	if (!get_dev || !get_name)
 		return;
 	cupti_self++;
-	for (int d = 0; d < 64; d++)
-		if ((todo >> d) & 1 && !get_dev(&dev, d) && !get_name(name, sizeof(name), dev))
-			cupti__device_name((uint32_t)d, name);
+	for (int d = 0; d < 64; d++) {
+		if (!((todo >> d) & 1) || get_dev(&dev, d) || get_name(name, sizeof(name), dev))
+			continue;
+		if (total_mem && !total_mem(&bytes, dev))
+			cupti__device_prop((uint32_t)d, "totalGlobalMem", bytes);
+		for (size_t i = 0; get_attr && i < sizeof(device_attrs) / sizeof(device_attrs[0]); i++)
+			if (!get_attr(&v, device_attrs[i].attr, dev) && v >= 0)
+				cupti__device_prop((uint32_t)d, device_attrs[i].key, (uint64_t)v);
+		cupti__device_name((uint32_t)d, name); /* last: it publishes the properties */
+	}
 	cupti_self--;
 }
 

@@ -131,6 +131,9 @@ GT_HIDDEN int cupti__process_buffers(uint8_t *const *bufs, const size_t *valid, 
 GT_HIDDEN void cupti__context_device(uint32_t context_id, uint32_t device_id);
 /* The device's name for its row, e.g. from cuDeviceGetName. */
 GT_HIDDEN void cupti__device_name(uint32_t device_id, const char *name);
+/* A property for the trace's deviceProperties, kept until the device's row
+ * is made; set before cupti__device_name, which publishes them. */
+GT_HIDDEN void cupti__device_prop(uint32_t device_id, const char *key, uint64_t value);
 /* Row of a CUDA device/stream (and its device track); cold, cached. */
 GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
 GT_HIDDEN void cupti__records_reset(void);

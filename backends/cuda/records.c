@@ -188,6 +188,31 @@ static uint32_t context_device(uint32_t context_id)
 #define DEV_NAMED_MAX 64
 static char dev_names[DEV_NAMED_MAX][128];
 static _Atomic bool dev_named[DEV_NAMED_MAX];
+static struct gt_arg dev_props[DEV_NAMED_MAX][GT_DEVICE_PROPS_MAX];
+static unsigned dev_nprops[DEV_NAMED_MAX];
+
+void cupti__device_prop(uint32_t device_id, const char *key, uint64_t value)
+{
+	if (device_id >= DEV_NAMED_MAX || atomic_load(&dev_named[device_id]) ||
+	    dev_nprops[device_id] >= GT_DEVICE_PROPS_MAX - 2) /* "id" and "name" go first */
+		return;
+	dev_props[device_id][dev_nprops[device_id]++] =
+		(struct gt_arg){ .key = gt_str_intern(key), .type = GT_ARG_U64, .v.u = value };
+}
+
+/* Kineto's deviceProperties for a CUDA device: its ordinal, the driver's
+ * name and what cupti__name_devices read. */
+static void device_properties(uint32_t row, uint32_t device)
+{
+	gt_device_prop(row, (struct gt_arg){ .key = gt_str_intern("id"), .type = GT_ARG_U64,
+					     .v.u = device });
+	if (device >= DEV_NAMED_MAX || !atomic_load(&dev_named[device]))
+		return;
+	gt_device_prop(row, (struct gt_arg){ .key = gt_str_intern("name"), .type = GT_ARG_STR,
+					     .v.u = gt_str_intern(dev_names[device]) });
+	for (unsigned i = 0; i < dev_nprops[device]; i++)
+		gt_device_prop(row, dev_props[device][i]);
+}
 
 void cupti__device_name(uint32_t device_id, const char *name)
 {
@@ -228,6 +253,7 @@ static uint32_t device_id_row(uint32_t device)
 			else
 				snprintf(name, sizeof(name), "GPU %u", device);
 			r->id = gt_device_row(name);
+			device_properties(r->id, device);
 			r->key = key;
 			return r->id;
 		}
@@ -671,8 +697,9 @@ static void on_sync(const rec_sync *s)
 	if (no_time(s->start, s->end))
 		return;
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, dev);
-	if (has_stream)
-		a[n++] = ARG_U(GT_S_ARG_STREAM, s->streamId);
+	/* no stream: -1, as Kineto writes it (HTA then counts no GPU work) */
+	a[n++] = has_stream ? ARG_U(GT_S_ARG_STREAM, s->streamId)
+			    : (struct gt_arg){ .key = GT_S_ARG_STREAM, .type = GT_ARG_I64, .v.i = -1 };
 	if (s->cudaEventId != CUPTI_SYNCHRONIZATION_INVALID_VALUE)
 		a[n++] = ARG_U(cupti__key("event"), s->cudaEventId);
 	/* its own row: a wait overlaps the stream's kernels */

@@ -50,12 +50,20 @@ def launches(trace):
 
 
 def arrows(trace):
+    """(s, f) pairs of the ac2g arrows."""
     got = defaultdict(dict)
     for e in trace["traceEvents"]:
         if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"):
             got[e["id"]][e["ph"]] = e
-    return {(f["f"]["pid"], f["f"]["tid"], f["f"]["ts"]): f["s"] for f in got.values()
-            if "s" in f and "f" in f}
+    return [(f["s"], f["f"]) for f in got.values() if "s" in f and "f" in f]
+
+
+def arrow_into(arr, d):
+    """The s end of an arrow whose f end lies inside device span d."""
+    for s, f in arr:
+        if (f["pid"], f["tid"]) == (d["pid"], d["tid"]) and \
+           d["ts"] <= f["ts"] <= d["ts"] + d["dur"]:
+            yield s
 
 
 def device_work(trace, cats=("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")):
@@ -76,9 +84,8 @@ def check_links(trace, devs, label):
     unlinked = []
     for d in devs:
         h = host.get(d["args"].get("correlation"))
-        s = arr.get((d["pid"], d["tid"], d["ts"]))
-        if not h or not s or (s["pid"], s["tid"]) != (h["pid"], h["tid"]) or \
-           not h["ts"] <= s["ts"] <= h["ts"] + h["dur"]:
+        if not h or not any((s["pid"], s["tid"]) == (h["pid"], h["tid"]) and
+                            h["ts"] <= s["ts"] <= h["ts"] + h["dur"] for s in arrow_into(arr, d)):
             unlinked.append(d)
     check(not unlinked, f"{label}: an arrow from each launch to its work "
           f"({len(devs) - len(unlinked)}/{len(devs)})")

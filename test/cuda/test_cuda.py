@@ -35,14 +35,15 @@ def flows(trace):
 
 
 def linked(trace, host, dev):
-    """An arrow leaves `host` and lands where `dev` begins."""
+    """An arrow leaves `host` and lands inside `dev`."""
     for f in flows(trace).values():
         s, t = f.get("s"), f.get("f")
         if not s or not t:
             continue
         if (s["pid"], s["tid"]) == (host["pid"], host["tid"]) and \
            host["ts"] <= s["ts"] <= host["ts"] + host["dur"] and \
-           (t["pid"], t["tid"], t["ts"]) == (dev["pid"], dev["tid"], dev["ts"]):
+           (t["pid"], t["tid"]) == (dev["pid"], dev["tid"]) and \
+           dev["ts"] <= t["ts"] <= dev["ts"] + dev["dur"]:
             return True
     return False
 

@@ -113,7 +113,8 @@ def assert_no_overlap(dev):
 
 def assert_flows(trace, dev, host):
     """Each device span: an ac2g flow from each causing host call (s inside its span,
-    on its thread) to the device span's start (f, bp e). Returns the causing spans."""
+    on its thread) into the device span (f, bp e, inside it and no other). Returns the causing
+    spans."""
     starts = {f["id"]: f for f in events(trace, ph="s") if f.get("cat") == "ac2g"}
     finishes = [f for f in events(trace, ph="f") if f.get("cat") == "ac2g"]
     assert len(starts) == len(finishes)
@@ -122,11 +123,14 @@ def assert_flows(trace, dev, host):
         assert f["bp"] == "e" and f["name"] == "ac2g"
         s = starts[f["id"]]
         assert s["name"] == f["name"] and s["cat"] == f["cat"]
-        into[(f["pid"], f["tid"], ns(f["ts"]))].append(s)
+        inside = [d for d in dev if (d["pid"], d["tid"]) == (f["pid"], f["tid"])
+                  and start(d) <= ns(f["ts"]) <= end(d)]
+        assert len(inside) == 1, f"flow end {f} inside {len(inside)} device spans"
+        into[id(inside[0])].append(s)
     causes = {}
     for d in dev:
         found = []
-        for s in into.pop((d["pid"], d["tid"], start(d)), []):
+        for s in into.pop(id(d), []):
             h = [h for h in host if h["tid"] == s["tid"] and h["pid"] == s["pid"]
                  and start(h) <= ns(s["ts"]) <= end(h)]
             assert h, f"flow start {s} inside no host span"

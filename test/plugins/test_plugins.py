@@ -96,10 +96,11 @@ def test_simaccel_trace(tmp_path):
     base = launches[0]["ts"]
     for i in range(3):
         k, c, lh, ch = kernels[i], copies[i], launches[i], copies_h[i]
-        assert k["args"] == {"grid": 64 * (i + 1), "block": 256, "stream": "0xc0ffee",
+        # the plug-in's own stream arg stays; the device's ordinal is added (Kineto's args)
+        assert k["args"] == {"grid": 64 * (i + 1), "block": 256, "stream": "0xc0ffee", "device": 0,
                              "correlation": CORR_BASE + 1 + i}
-        assert c["args"] == {"kind": "HtoD", "bytes": 4096 * (i + 1),
-                             "correlation": CORR_BASE + 101 + i}
+        assert c["args"] == {"kind": "HtoD", "bytes": 4096 * (i + 1), "device": 0,
+                             "stream": c["tid"], "correlation": CORR_BASE + 101 + i}
         assert lh["args"] == {"kernel": f"sim_kernel_{i}", "correlation": CORR_BASE + 1 + i}
         assert ch["args"] == {"correlation": CORR_BASE + 101 + i}
         # times as the plug-in gave them, in us from its start
@@ -117,7 +118,7 @@ def test_simaccel_trace(tmp_path):
     assert len(starts) == 6 and set(starts) == set(ends)
     for dev, host in list(zip(kernels, launches)) + list(zip(copies, copies_h)):
         fl = [i for i, f in ends.items() if (f["pid"], f["tid"]) == (dev["pid"], dev["tid"])
-              and f["ts"] == dev["ts"]]
+              and dev["ts"] <= f["ts"] <= dev["ts"] + dev["dur"]]
         assert len(fl) == 1
         f, s = ends[fl[0]], starts[fl[0]]
         assert f["bp"] == "e" and f["name"] == s["name"] == "ac2g"
