@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where a slice goes on its row, as the viewers will read it: the ts and
- * dur to write (writer/times.h) and the point where an ac2g arrow binds.
+ * dur to write and the point where an ac2g arrow binds to it.
  *
- * Viewers bind an arrow end ("s", and "f" with "bp":"e") to the innermost
- * slice holding its timestamp, bounds included; the legacy catapult viewer
- * prefers the earlier of two slices that touch. So an arrow end never sits
- * on a boundary another slice of the row shares:
- *  - a slice of 3 ns or more: its start + 1 ns, strictly inside whatever
- *    touches it on either side;
- *  - a shorter one: its start, and the row keeps that point free: the slice
- *    moves 1 ns later when the previous slice ends exactly there, and the
- *    next slice of the row starts 1 ns after it at the earliest.
- * Rows are followed in the order slices are written; a slice that starts
- * before the previous one written (a parent written after its children) is
- * written as it is and leaves the row's state alone.
+ * Rows are followed in the order slices are written, through the row's
+ * frontier: the latest end written so far and how readers add it up.
+ *  - A slice that starts exactly at the frontier, where the previous end
+ *    adds up past its start (writer/times.h), starts 1 ns later: readers
+ *    would see the two overlap.
+ *  - Viewers bind an arrow end ("s", and "f" with "bp":"e") to the innermost
+ *    slice holding its timestamp, bounds included, and the legacy catapult
+ *    viewer prefers the earlier of two slices that touch. So an arrow end
+ *    never sits on a boundary that another slice of the row shares: in a
+ *    slice of 3 ns or more it is the start + 1 ns; a shorter slice has it at
+ *    its start, moves 1 ns later if that is the frontier, and the next slice
+ *    of the row starts 1 ns after it at the earliest.
+ * Those are the only changes: a nanosecond, on touching slices. A slice that
+ * starts before the previous one written (a parent written after its
+ * children) is written as it is.
  */
 #include <stdlib.h>
 
@@ -22,8 +25,9 @@
 #include "times.h"
 
 struct row_cursor {
-	uint64_t key; /* pid << 32 | tid, 0: free */
-	uint64_t last_start, last_end;
+	uint64_t key; /* pid << 32 | tid | 1 << 63, 0: free */
+	uint64_t last_start;
+	uint64_t end_ts, end_dur; /* the slice with the latest end written */
 	uint64_t reserved; /* a short slice's arrow point: later slices start after it */
 	bool any;
 };
@@ -64,27 +68,39 @@ static struct row_cursor *cursor(uint32_t pid, uint32_t tid)
 struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, bool arrow)
 {
 	struct row_cursor *c = cursor(pid, tid);
-	uint64_t s = start, e = end > start ? end : start, dur;
-	struct placed p;
+	uint64_t s = start, e = end > start ? end : start, frontier;
 
-	if (c && c->any && s >= c->last_start) {
+	struct placed p;
+	bool in_order = c && c->any && s >= c->last_start;
+
+	if (in_order) {
+		frontier = c->end_ts + c->end_dur;
 		if (c->reserved && s <= c->reserved) {
 			s = c->reserved + 1;
 			e = e > s ? e : s;
-		}
-		if (arrow && e - s < 3 && s == c->last_end) {
+		} else if (s == frontier &&
+			   ((arrow && e - s < 3) || gt_ends_after(c->end_ts, c->end_dur, s))) {
+			/* a short arrow target moves whole; a longer slice loses 1 ns */
+			e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
 			s++;
-			e++;
 		}
 	}
-	dur = gt_dur_fit(s, e - s);
-	p = (struct placed){ .ts = s, .dur = dur, .point = dur >= 3 ? s + 1 : s };
-	if (c && (!c->any || s >= c->last_start)) {
-		c->any = true;
+	p = (struct placed){ .ts = s, .dur = e - s, .point = e - s >= 3 ? s + 1 : s };
+	if (!c)
+		return p;
+	if (!c->any || in_order) {
 		c->last_start = s;
-		c->last_end = s + dur;
-		if (arrow && dur < 3)
+		if (arrow && p.dur < 3)
 			c->reserved = p.point;
 	}
+	/* the frontier follows every slice, parents written late included; of
+	 * two that end together, the one whose end adds up past it */
+	frontier = c->any ? c->end_ts + c->end_dur : 0;
+	if (!c->any || e > frontier ||
+	    (e == frontier && gt_ends_after(s, p.dur, e) && !gt_ends_after(c->end_ts, c->end_dur, e))) {
+		c->end_ts = s;
+		c->end_dur = p.dur;
+	}
+	c->any = true;
 	return p;
 }

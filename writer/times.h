@@ -6,27 +6,35 @@
  * parse does) and adds them, and the legacy viewer divides both by 1000
  * first (milliseconds). Either sum can round above the true end, and then
  * above the next slice's start: viewers see an overlap (speedscope reports
- * mis-nested frames). gt_dur_fit() gives the duration to write instead: the
- * true one, or a nanosecond or two less, so that both sums stay at or below
- * the end, hence below any slice that starts at or after it.
- * Used by the writer and by `gputrace merge`, which moves timestamps.
+ * mis-nested frames). Only slices that touch exactly can meet that: a gap
+ * of 1 ns is far above a double's rounding here.
+ *
+ * gt_ends_after() tells whether a slice's end, as a reader adds it up, lies
+ * past a nanosecond t (the writer then starts the slice touching it 1 ns
+ * later); gt_dur_fit() gives a duration, the true one or a nanosecond or two
+ * less, whose sums stay at or below the true end (`gputrace merge`, which
+ * moves every timestamp, uses that).
  */
 #ifndef GPUTRACE_TIMES_H
 #define GPUTRACE_TIMES_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+static inline bool gt_ends_after(uint64_t ts_ns, uint64_t dur_ns, uint64_t t_ns)
+{
+	double ts = (double)ts_ns / 1000.0, dur = (double)dur_ns / 1000.0;
+	double t = (double)t_ns / 1000.0;
+
+	return ts + dur > t || ts / 1000.0 + dur / 1000.0 > t / 1000.0;
+}
 
 static inline uint64_t gt_dur_fit(uint64_t ts_ns, uint64_t dur_ns)
 {
-	double ts = (double)ts_ns / 1000.0, end = (double)(ts_ns + dur_ns) / 1000.0;
+	uint64_t end_ns = ts_ns + dur_ns;
 
-	while (dur_ns) {
-		double dur = (double)dur_ns / 1000.0;
-
-		if (ts + dur <= end && ts / 1000.0 + dur / 1000.0 <= end / 1000.0)
-			break;
+	while (dur_ns && gt_ends_after(ts_ns, dur_ns, end_ns))
 		dur_ns--;
-	}
 	return dur_ns;
 }
 
