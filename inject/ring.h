@@ -28,6 +28,8 @@ struct ring {
 	pid_t tid;         /* OS thread id of the producer */
 	uint32_t serial;   /* gputrace's own thread number (never reused) */
 	_Atomic int dead;  /* producer thread has exited: free once drained */
+	char name_start[16]; /* the thread's name at its first event (TASK_COMM_LEN) */
+	char name_exit[16];  /* ... and as it exited: written before dead is set */
 	struct ring *next; /* registry list, pushed lock-free */
 	size_t map_bytes;
 	struct gt_event *slots;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -114,9 +115,12 @@ static void ring_release(void *arg)
 {
 	struct ring *r = arg;
 
-	/* The drain thread frees it once everything in it is written. */
-	if (r && r != RING_GONE)
+	/* The drain thread frees it once everything in it is written; the name
+	 * goes with it (/proc/self/task/TID is gone by the time it is drained). */
+	if (r && r != RING_GONE) {
+		prctl(PR_GET_NAME, r->name_exit, 0, 0, 0);
 		atomic_store_explicit(&r->dead, 1, memory_order_release);
+	}
 	gt_tls_ring = RING_GONE;
 }
 
@@ -162,6 +166,7 @@ static struct ring *ring_for_thread(void)
 		gt_tls_ring = RING_GONE;
 		return NULL;
 	}
+	prctl(PR_GET_NAME, r->name_start, 0, 0, 0);
 	gt_tls_ring = r;
 	pthread_setspecific(ring_key, r);
 	ring_register(r);

@@ -41,6 +41,7 @@ static void drain_ring(struct ring *r)
 	struct gt_arg args[GT_ARGS_MAX];
 	uint64_t tail, n = ring__readable(r, &tail), end = tail + n;
 
+	W.draining = r;
 	while (tail < end) {
 		const struct gt_event *ev = ring__slot(r, tail);
 		unsigned nargs = ev->nargs, nslots = 1;
@@ -86,6 +87,7 @@ static void drain_ring(struct ring *r)
 			checkpoint__write(false);
 	}
 	ring__consume(r, tail);
+	W.draining = NULL;
 }
 
 static void remember_dead(struct ring *r)

@@ -15,6 +15,7 @@
 
 #include "inject/config.h"
 #include "inject/registry.h"
+#include "inject/ring.h"
 #include "inject/stacks.h"
 #include "internal.h"
 #include "summary.h"
@@ -166,22 +167,44 @@ static bool tid_seen(uint32_t tid)
 	return false;
 }
 
-static void name_thread(uint32_t tid)
+/* The name of a live thread now, or "". */
+static ssize_t proc_comm(uint32_t tid, char *name, size_t len)
 {
-	char path[64], name[64];
+	char path[64];
 	ssize_t n = -1;
 	int fd;
 
-	if (tid_seen(tid))
-		return;
 	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, name, sizeof(name) - 1);
+		n = read(fd, name, len - 1);
 		close(fd);
 	}
 	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
 		n--;
+	return n;
+}
+
+/* A thread's row is named at its first event: from /proc while it lives,
+ * else from what its ring kept (as it exited, or at its first event). */
+static void name_thread(uint32_t tid)
+{
+	const struct ring *r = W.draining && (uint32_t)W.draining->tid == tid ? W.draining : NULL;
+	char name[64];
+	ssize_t n = -1;
+
+	if (tid_seen(tid))
+		return;
+	if (r && atomic_load_explicit(&r->dead, memory_order_acquire) && r->name_exit[0])
+		n = (ssize_t)strnlen(r->name_exit, sizeof(r->name_exit));
+	if (n > 0)
+		memcpy(name, r->name_exit, (size_t)n);
+	else
+		n = proc_comm(tid, name, sizeof(name));
+	if (n <= 0 && r && r->name_start[0]) {
+		n = (ssize_t)strnlen(r->name_start, sizeof(r->name_start));
+		memcpy(name, r->name_start, (size_t)n);
+	}
 	if (n <= 0)
 		n = snprintf(name, sizeof(name), "thread %u", tid);
 	events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name, (size_t)n, 0);

@@ -58,6 +58,7 @@ struct writer {
 	bool opened, failed;
 	bool any_event; /* the JSON array has an element */
 	size_t ev_start; /* where the event being formatted starts in buf */
+	struct ring *draining; /* the ring drain.c reads now, for its thread's name */
 	struct jbuf buf, trailer;
 	uint64_t recorded;
 

@@ -3,18 +3,20 @@
  * Where a slice goes on its row, as the viewers will read it: the ts and
  * dur to write and the point where an ac2g arrow binds to it.
  *
- * Rows are followed in the order slices are written, through the row's
- * frontier: the latest end written so far and how readers add it up.
- *  - A slice that starts exactly at the frontier, where the previous end
- *    adds up past its start (writer/times.h), starts 1 ns later: readers
- *    would see the two overlap.
+ * Rows are followed in the order slices are written, through the slice
+ * written last and the row's frontier (the latest end written so far).
+ *  - A slice that starts exactly where one of them ends, and that end adds
+ *    up past its start (writer/times.h), starts 1 ns later: readers would
+ *    see the two overlap.
  *  - Viewers bind an arrow end ("s", and "f" with "bp":"e") to the innermost
  *    slice holding its timestamp, bounds included, and the legacy catapult
  *    viewer prefers the earlier of two slices that touch. So an arrow end
  *    never sits on a boundary that another slice of the row shares: in a
  *    slice of 3 ns or more it is the start + 1 ns; a shorter slice has it at
- *    its start, moves 1 ns later if that is the frontier, and the next slice
+ *    its start, moves 1 ns later if a slice ends there, and the next slice
  *    of the row starts 1 ns after it at the earliest.
+ *  - A slice that starts where the previous one written started (a child
+ *    after its parent) moves as that one did, and stays inside it.
  * Those are the only changes: a nanosecond, on touching slices. A slice that
  * starts before the previous one written (a parent written after its
  * children) is written as it is.
@@ -26,9 +28,11 @@
 
 struct row_cursor {
 	uint64_t key; /* pid << 32 | tid | 1 << 63, 0: free */
-	uint64_t last_start;
+	uint64_t last_start; /* as recorded: moving a slice keeps the row in order */
+	uint64_t last_ts;    /* ... and as written */
+	uint64_t last_dur;
 	uint64_t end_ts, end_dur; /* the slice with the latest end written */
-	uint64_t reserved; /* a short slice's arrow point: later slices start after it */
+	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
 	bool any;
 };
 
@@ -75,11 +79,17 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 
 	if (in_order) {
 		frontier = c->end_ts + c->end_dur;
-		if (c->reserved && s <= c->reserved) {
-			s = c->reserved + 1;
-			e = e > s ? e : s;
-		} else if (s == frontier &&
-			   ((arrow && e - s < 3) || gt_ends_after(c->end_ts, c->end_dur, s))) {
+		if (s == c->last_start && c->last_ts != s) {
+			/* a child after its parent, from the same start: moved alike */
+			s = c->last_ts;
+		} else if (s < c->min_next) {
+			s = c->min_next;
+		}
+		e = e > s ? e : s;
+		if ((s == frontier || s == c->last_ts + c->last_dur) &&
+		    ((arrow && e - s < 3) ||
+		     (s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
+		     (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))) {
 			/* a short arrow target moves whole; a longer slice loses 1 ns */
 			e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
 			s++;
@@ -89,9 +99,14 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	if (!c)
 		return p;
 	if (!c->any || in_order) {
-		c->last_start = s;
+		c->last_start = start;
+		c->last_ts = s;
+		c->last_dur = p.dur;
+		/* keep a short arrow target's point, and a moved slice's end, free */
 		if (arrow && p.dur < 3)
-			c->reserved = p.point;
+			c->min_next = s + (p.dur ? p.dur : 1);
+		else if (s != start)
+			c->min_next = s + p.dur;
 	}
 	/* the frontier follows every slice, parents written late included; of
 	 * two that end together, the one whose end adds up past it */

@@ -35,6 +35,7 @@ struct input {
 	struct pidmap named; /* pids with a process_name event */
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
+	struct buf dev_prefix; /* device rows: "host [rank 0] ", "host [pid 42] " */
 	uint64_t events;
 	uint64_t skipped;   /* elements that are not objects */
 	int scan;
@@ -222,6 +223,14 @@ static void build_prefix(struct input *in)
 		buf__printf(&in->prefix, "%srank %s", in->prefix.len ? " " : "", rank.p);
 	if (in->prefix.len)
 		buf__adds(&in->prefix, ": ");
+	/* a device row belongs to one process: two processes on one GPU get two
+	 * rows, named apart */
+	if (mt->hostname && *mt->hostname)
+		buf__printf(&in->dev_prefix, "%s ", mt->hostname);
+	if (rank.len)
+		buf__printf(&in->dev_prefix, "[rank %s] ", rank.p);
+	else if (mt->pid > 0)
+		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", (int64_t)mt->pid);
 	buf__free(&rank);
 }
 
@@ -280,7 +289,8 @@ static void put_member(struct buf *o, const struct jv_member *mb)
 }
 
 /* args of a process_name event, with the name prefixed. */
-static void put_prefixed_args(struct merge *m, struct input *in, const struct jv_member *args)
+static void put_prefixed_args(struct merge *m, const struct buf *prefix,
+			      const struct jv_member *args)
 {
 	struct buf *o = &m->out.b;
 	struct jv_iter it;
@@ -300,7 +310,7 @@ static void put_prefixed_args(struct merge *m, struct input *in, const struct jv
 		if (jv_key_is(&mb, "name") && jv_str(mb.v, mb.e, &m->tmp)) {
 			struct buf full = { 0 };
 
-			buf__add(&full, in->prefix.p, in->prefix.len);
+			buf__add(&full, prefix->p, prefix->len);
 			buf__add(&full, m->tmp.p, m->tmp.len);
 			put_key(o, &mb);
 			json_escape(o, full.p, full.len);
@@ -310,6 +320,14 @@ static void put_prefixed_args(struct merge *m, struct input *in, const struct jv
 		}
 	}
 	buf__addc(o, '}');
+}
+
+static bool is_host_pid(const struct trace_meta *mt, int64_t pid)
+{
+	for (size_t k = 0; k < mt->nhost_pids; k++)
+		if (mt->host_pids[k] == pid)
+			return true;
+	return false;
 }
 
 struct pass2_ctx {
@@ -328,6 +346,7 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	const char *pv, *pe;
 	char ph = 0;
 	bool first = true, process_name = false;
+	const struct buf *prefix = &in->prefix;
 	int64_t x;
 	uint64_t id;
 
@@ -339,8 +358,12 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	}
 	if (jv_get(v, e, "ph", &pv, &pe) && jv_is_string(pv, pe) && pe - pv > 2)
 		ph = pv[1];
-	if (ph == 'M' && in->prefix.len && jv_get(v, e, "name", &pv, &pe))
+	if (ph == 'M' && jv_get(v, e, "name", &pv, &pe))
 		process_name = pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14);
+	if (process_name && jv_get(v, e, "pid", &pv, &pe) && jv_i64(pv, pe, &x) &&
+	    !is_host_pid(&in->meta, x))
+		prefix = &in->dev_prefix;
+	process_name = process_name && prefix->len;
 
 	buf__adds(o, m->first_event ? "\n" : ",\n");
 	m->first_event = false;
@@ -360,7 +383,7 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			put_key(o, &mb);
 			buf__printf(o, "\"%" PRIx64 "\"", scoped_id(in, id, m->nin));
 		} else if (process_name && jv_key_is(&mb, "args")) {
-			put_prefixed_args(m, in, &mb);
+			put_prefixed_args(m, prefix, &mb);
 		} else {
 			put_member(o, &mb);
 		}
@@ -629,6 +652,7 @@ out:
 		pidmap__free(&m.in[i].pids);
 		pidmap__free(&m.in[i].named);
 		buf__free(&m.in[i].prefix);
+		buf__free(&m.in[i].dev_prefix);
 	}
 	free(m.in);
 	buf__free(&m.tmp);

@@ -159,8 +159,8 @@ def test_merge_hand_written_traces(tmp_path):
     assert [int(p) for p in g["host_pids"]] == [4242, 1000002]
     names = sorted(e["args"]["name"] for e in merged["traceEvents"]
                    if e.get("name") == "process_name")
-    assert names == ["node1 rank 0: GPU 0", "node1 rank 0: app (4242)",
-                     "node2 rank 1: GPU 0", "node2 rank 1: app (4242)"]
+    assert names == ["node1 [rank 0] GPU 0", "node1 rank 0: app (4242)",
+                     "node2 [rank 1] GPU 0", "node2 rank 1: app (4242)"]
     # wall clock: a's clock is 400 us (anchor difference) ahead of b's base
     assert g["inputs"][0]["ts_shift_ns"] == 399900000 and g["inputs"][1]["ts_shift_ns"] == 0
     assert int(g["anchor"]["realtime_ns"]) == 1700000000000100000 - 900000000
@@ -182,8 +182,8 @@ def test_merge_hand_written_traces(tmp_path):
     s = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
     summary = json.loads(s.stdout)
     assert summary["lost"] == {"total": 5, "by_reason": {"cupti_dropped": 1, "ring_full": 4}}
-    assert [d["name"] for d in summary["devices"]] == ["node1 rank 0: GPU 0",
-                                                      "node2 rank 1: GPU 0"]
+    assert [d["name"] for d in summary["devices"]] == ["node1 [rank 0] GPU 0",
+                                                      "node2 [rank 1] GPU 0"]
 
 
 def test_merge_keeps_a_truncated_input(tmp_path):
