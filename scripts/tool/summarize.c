@@ -13,14 +13,15 @@
 
 #include "json.h"
 #include "meta.h"
+#include "summarize.h"
 #include "tool.h"
 #include "trace.h"
-#include "writer/summary.h"
 
 #define WHO "gputrace summary"
 
 struct sum_ctx {
-	struct trace_meta meta;
+	struct summarized *out;
+	const struct summarize_hooks *hooks;
 	struct pidmap names;  /* pid -> process_name */
 	struct pidmap hosts;  /* pids of traced processes */
 	struct summary *s;
@@ -32,9 +33,28 @@ static int pass1_meta(void *ctx, const char *v, const char *e)
 {
 	struct sum_ctx *c = ctx;
 
-	meta__free(&c->meta);
-	meta__parse(&c->meta, v, e);
+	meta__free(&c->out->meta);
+	meta__parse(&c->out->meta, v, e);
 	return 0;
+}
+
+/* The window the summary will report (first span start to last span end),
+ * known before pass 2 for hooks that bucket spans by time. */
+static void pass1_window(struct sum_ctx *c, const char *v, const char *e)
+{
+	const char *pv, *pe;
+	int64_t ts, dur;
+	uint64_t start;
+
+	if (!jv_get(v, e, "ts", &pv, &pe) || !jv_us_to_ns(pv, pe, &ts))
+		return;
+	if (!jv_get(v, e, "dur", &pv, &pe) || !jv_us_to_ns(pv, pe, &dur) || dur < 0)
+		dur = 0;
+	start = ts < 0 ? 0 : (uint64_t)ts;
+	if (!c->out->window_spans++ || start < c->out->window_start_ns)
+		c->out->window_start_ns = start;
+	if (start + (uint64_t)dur > c->out->window_end_ns)
+		c->out->window_end_ns = start + (uint64_t)dur;
 }
 
 static int pass1_event(void *ctx, const char *v, const char *e)
@@ -44,7 +64,13 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 	int64_t pid;
 	long slot;
 
-	if (!jv_get(v, e, "ph", &pv, &pe) || pe - pv != 3 || pv[1] != 'M')
+	if (c->hooks && c->hooks->event1 && c->hooks->event1(c->hooks->ctx, v, e))
+		return 1;
+	if (!jv_get(v, e, "ph", &pv, &pe) || pe - pv != 3)
+		return 0;
+	if (pv[1] == 'X' && c->hooks && c->hooks->want_window)
+		pass1_window(c, v, e);
+	if (pv[1] != 'M')
 		return 0;
 	if (!jv_get(v, e, "name", &pv, &pe) || pe - pv != 14 || memcmp(pv, "\"process_name\"", 14))
 		return 0;
@@ -112,6 +138,8 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 		}
 	}
 	summary__add(c->s, &sp);
+	if (c->hooks && c->hooks->span)
+		c->hooks->span(c->hooks->ctx, &sp);
 	return 0;
 }
 
@@ -123,6 +151,52 @@ static void add_lost(void *ctx, const char *reason, uint64_t n)
 	c->lost_by_reason += n;
 }
 
+int summarize__trace(const char *who, const char *path, const struct summarize_hooks *hooks,
+		     struct summarized *out)
+{
+	struct sum_ctx c = { .out = out, .hooks = hooks };
+	struct stat st;
+	int ret = -1;
+
+	memset(out, 0, sizeof(*out));
+	struct trace_ops ops1 = { .ctx = &c, .event = pass1_event, .meta = pass1_meta };
+	if (trace__scan(who, path, &ops1) == TRACE_ERROR)
+		goto out;
+	for (size_t i = 0; i < out->meta.nhost_pids; i++)
+		pidmap__find(&c.hosts, out->meta.host_pids[i], true);
+	c.s = summary__new();
+	if (!c.s) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		goto out;
+	}
+	struct trace_ops ops2 = { .ctx = &c, .event = pass2_event };
+	if (trace__scan(who, path, &ops2) == TRACE_ERROR)
+		goto out;
+	meta__each_lost(&out->meta, add_lost, &c);
+	if (out->meta.events_lost > c.lost_by_reason)
+		summary__lost(c.s, "unknown", out->meta.events_lost - c.lost_by_reason);
+	out->bytes = stat(path, &st) ? 0 : (uint64_t)st.st_size;
+	out->s = c.s;
+	c.s = NULL;
+	ret = 0;
+out:
+	summary__free(c.s);
+	pidmap__free(&c.names);
+	pidmap__free(&c.hosts);
+	buf__free(&c.cat);
+	buf__free(&c.name);
+	buf__free(&c.kind);
+	buf__free(&c.tmp);
+	return ret;
+}
+
+void summarized__free(struct summarized *r)
+{
+	summary__free(r->s);
+	meta__free(&r->meta);
+	memset(r, 0, sizeof(*r));
+}
+
 static void usage_summary(FILE *f)
 {
 	fprintf(f, "usage: gputrace summary [--json OUT] FILE\n"
@@ -132,10 +206,9 @@ static void usage_summary(FILE *f)
 
 int cmd_summary(int argc, char **argv)
 {
-	struct sum_ctx c = { 0 };
+	struct summarized r;
 	const char *path = NULL, *json = NULL;
-	struct stat st;
-	int ret = 1, r;
+	int ret = 1;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -166,27 +239,12 @@ int cmd_summary(int argc, char **argv)
 		goto usage;
 	}
 
-	struct trace_ops ops1 = { .ctx = &c, .event = pass1_event, .meta = pass1_meta };
-	if (trace__scan(WHO, path, &ops1) == TRACE_ERROR)
+	if (summarize__trace(WHO, path, NULL, &r))
 		return 1;
-	for (size_t i = 0; i < c.meta.nhost_pids; i++)
-		pidmap__find(&c.hosts, c.meta.host_pids[i], true);
-	c.s = summary__new();
-	if (!c.s)
-		goto out;
-	struct trace_ops ops2 = { .ctx = &c, .event = pass2_event };
-	r = trace__scan(WHO, path, &ops2);
-	if (r == TRACE_ERROR)
-		goto out;
-	meta__each_lost(&c.meta, add_lost, &c);
-	if (c.meta.events_lost > c.lost_by_reason)
-		summary__lost(c.s, "unknown", c.meta.events_lost - c.lost_by_reason);
-
-	uint64_t size = stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	if (!json || strcmp(json, "-"))
-		summary__print(c.s, stdout, path, size);
+		summary__print(r.s, stdout, path, r.bytes);
 	if (json) {
-		int err = summary__write_json(c.s, json, path, size);
+		int err = summary__write_json(r.s, json, path, r.bytes);
 
 		if (err) {
 			fprintf(stderr, WHO ": cannot write %s: %s\n", json, strerror(-err));
@@ -195,14 +253,7 @@ int cmd_summary(int argc, char **argv)
 	}
 	ret = 0;
 out:
-	summary__free(c.s);
-	meta__free(&c.meta);
-	pidmap__free(&c.names);
-	pidmap__free(&c.hosts);
-	buf__free(&c.cat);
-	buf__free(&c.name);
-	buf__free(&c.kind);
-	buf__free(&c.tmp);
+	summarized__free(&r);
 	return ret;
 usage:
 	usage_summary(stderr);
