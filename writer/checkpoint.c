@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,50 @@ static void build_head(struct jbuf *b)
 	jbuf__lit(b, "\"traceEvents\":[\n");
 }
 
+/* The command line as a shell would read it back (words with blanks or
+ * quotes in single quotes), cut at `cap` with "...": the process_labels of
+ * the host process, which Perfetto shows and `gputrace report` prints.
+ * Read when the file opens, so an exec'd image names its own. */
+static size_t command_line(char *out, size_t cap)
+{
+	char raw[4096];
+	ssize_t n = 0, r;
+	size_t len = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (n < (ssize_t)sizeof(raw) && (r = read(fd, raw + n, sizeof(raw) - (size_t)n)) > 0)
+		n += r;
+	close(fd);
+	for (ssize_t i = 0; i < n && len + 8 < cap;) {
+		const char *w = raw + i;
+		size_t wl = strnlen(w, (size_t)(n - i));
+		bool quote = !wl || strpbrk(w, " \t\n'\"$`\\*?;&|<>()") != NULL;
+
+		if (len)
+			out[len++] = ' ';
+		if (quote)
+			out[len++] = '\'';
+		for (size_t k = 0; k < wl && len + 8 < cap; k++) {
+			if (w[k] == '\'') {
+				memcpy(out + len, "'\\''", 4);
+				len += 4;
+			} else {
+				out[len++] = w[k];
+			}
+		}
+		if (quote)
+			out[len++] = '\'';
+		i += (ssize_t)wl + 1;
+		if (len + 8 >= cap && i < n) {
+			memcpy(out + len, "...", 3);
+			len += 3;
+		}
+	}
+	return len;
+}
+
 bool checkpoint__open(void)
 {
 	char path[PATH_MAX];
@@ -110,6 +155,10 @@ bool checkpoint__open(void)
 	 * formatted before the file existed. */
 	events__meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_st.exe, strlen(gt_st.exe), 0);
 	events__meta(&W.buf, "process_sort_index", (uint32_t)gt_st.pid, 0, "sort_index", NULL, 0, 0);
+	char cmd[1024];
+	size_t cmd_len = command_line(cmd, sizeof(cmd));
+	if (cmd_len)
+		events__meta(&W.buf, "process_labels", (uint32_t)gt_st.pid, 0, "labels", cmd, cmd_len, 0);
 	if (pending.len) {
 		if (any)
 			jbuf__lit(&W.buf, ",\n");
