@@ -9,7 +9,7 @@ $(BUILD)/obj/tool/%.o: %.c
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -MMD -MP -c $< -o $@
 
 $(TOOL): $(TOOL_OBJS)
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ -lz
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ -lz -lm
 
 -include $(TOOL_OBJS:.o=.d)
 

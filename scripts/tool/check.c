@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace check SUMMARY|TRACE CHECK...: each check is an expression over
+ * the summary (scripts/tool/expr.c); one PASS/FAIL/ERROR line per check
+ * with the measured value. Exit 0 all pass, 1 one failed, 2 the checks
+ * could not be evaluated (usage, a malformed check, a name that matches
+ * nothing, an unreadable file).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expr.h"
+#include "junit.h"
+#include "markdown.h"
+#include "sumdoc.h"
+#include "tool.h"
+
+#define WHO "gputrace check"
+
+enum { ST_OK = 0, ST_FAILED = 1, ST_ERROR = 2 };
+
+struct check {
+	char *text;
+	char *where;    /* "checks.txt:3" for checks from a file, else NULL */
+	struct expr *x;
+	struct expr_result res;
+	char line[768]; /* the message for reports */
+};
+
+struct checks {
+	struct check *v;
+	size_t n, cap;
+};
+
+static int add_check(struct checks *cs, const char *text, const char *where)
+{
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? cs->cap * 2 : 16;
+		struct check *nv = realloc(cs->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		cs->v = nv;
+		cs->cap = cap;
+	}
+	memset(&cs->v[cs->n], 0, sizeof(cs->v[0]));
+	cs->v[cs->n].text = strdup(text);
+	cs->v[cs->n].where = where ? strdup(where) : NULL;
+	if (!cs->v[cs->n].text)
+		return -ENOMEM;
+	cs->n++;
+	return 0;
+}
+
+/* One check per line; blank lines and lines starting with '#' are skipped. */
+static int read_checks_file(const char *path, struct checks *cs)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *line = NULL, where[4200];
+	size_t cap = 0;
+	ssize_t len;
+	unsigned lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, WHO ": cannot open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *s = line;
+
+		lineno++;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#')
+			continue;
+		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		if (add_check(cs, s, where)) {
+			fprintf(stderr, WHO ": out of memory\n");
+			break;
+		}
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return 0;
+}
+
+static void free_checks(struct checks *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		free(cs->v[i].text);
+		free(cs->v[i].where);
+		expr__free(cs->v[i].x);
+	}
+	free(cs->v);
+}
+
+/* Parse all checks; every bad one is reported. 0 if all parse. */
+static int parse_all(struct checks *cs)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < cs->n; i++) {
+		struct check *c = &cs->v[i];
+		struct expr_err err;
+
+		c->x = expr__parse(c->text, &err);
+		if (c->x)
+			continue;
+		bad++;
+		if (c->where)
+			fprintf(stderr, "%s: %s: column %d: %s\n", WHO, c->where, err.pos + 1, err.msg);
+		else
+			fprintf(stderr, "%s: check %zu, column %d: %s\n", WHO, i + 1, err.pos + 1,
+				err.msg);
+		expr__show_err(stderr, c->text, &err);
+	}
+	return bad ? -1 : 0;
+}
+
+static int write_markdown(const char *path, const struct checks *cs, const struct sumdoc *d,
+			  size_t passed, size_t failed, size_t errors)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "### gputrace checks: %zu passed, %zu failed", passed, failed);
+	if (errors)
+		fprintf(f, ", %zu could not be evaluated", errors);
+	fputs("\n\n| | check | measured |\n|---|---|---|\n", f);
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct check *c = &cs->v[i];
+		static const char *const mark[] = { "\xe2\x9c\x85 PASS", "\xe2\x9d\x8c FAIL",
+						    "\xe2\x9a\xa0\xef\xb8\x8f ERROR" };
+
+		fprintf(f, "| %s | ", mark[c->res.status]);
+		md__code(f, c->text);
+		fputs(" | ", f);
+		if (c->res.status == EXPR_ERROR)
+			md__text(f, c->res.err.msg);
+		else
+			md__text(f, c->res.measured);
+		if (c->res.status == EXPR_FAIL && c->res.bound[0]) {
+			fputs(" (bound ", f);
+			md__text(f, c->res.bound);
+			fputs(")", f);
+		}
+		fputs(" |\n", f);
+	}
+	fputs("\n<details><summary>Summary of ", f);
+	md__code(f, d->path);
+	fputs("</summary>\n\n", f);
+	md__summary(f, d, 10);
+	fputs("\n</details>\n", f);
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+static void usage_check(FILE *f)
+{
+	fprintf(f,
+		"usage: gputrace check [options] SUMMARY|TRACE CHECK...\n"
+		"Evaluates each CHECK over the summary (a summary JSON, or a trace); prints\n"
+		"one PASS/FAIL line per check with the measured value.\n"
+		"  -f, --checks FILE   also read checks from FILE, one per line ('#' comments)\n"
+		"  --junit FILE        write a JUnit XML report (one test case per check)\n"
+		"  --markdown FILE     write a Markdown report (checks and a summary)\n"
+		"  --syntax-only       only parse the checks (no SUMMARY is given)\n"
+		"Checks: device.kernels >= 1, lost == 0, kernel[\"gemm*\"].count == 40,\n"
+		"  kernel[\"*\"].total <= 25ms, api[\"zeCommandQueueSynchronize\"].mean < 200us,\n"
+		"  device[0].busy >= 60%%, copy[\"HtoD\"].bytes <= 1GiB (README \"Checks\").\n"
+		"Exit status: 0 all pass, 1 a check failed, 2 usage, a malformed check, a name\n"
+		"that matches nothing, or an unreadable input.\n");
+}
+
+/* Takes the value of an option given as "--opt VALUE" or "--opt=VALUE". */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *a = argv[*i];
+
+	if (!strncmp(a, opt, n) && a[n] == '=')
+		return a + n + 1;
+	if (strcmp(a, opt))
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, WHO ": %s needs a file name\n", opt);
+		return "";
+	}
+	return argv[++*i];
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct checks cs = { 0 };
+	struct sumdoc d = { 0 };
+	const char *input = NULL, *junit = NULL, *markdown = NULL, *v;
+	bool syntax_only = false, dashdash = false, loaded = false;
+	size_t passed = 0, failed = 0, errors = 0;
+	int ret = ST_ERROR;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (dashdash || a[0] != '-' || !a[1]) {
+			if (!input && !syntax_only)
+				input = a;
+			else if (add_check(&cs, a, NULL))
+				goto out;
+		} else if (!strcmp(a, "--")) {
+			dashdash = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_check(stdout);
+			ret = ST_OK;
+			goto out;
+		} else if ((v = opt_value(argc, argv, &i, "--junit"))) {
+			if (!*v)
+				goto usage;
+			junit = v;
+		} else if ((v = opt_value(argc, argv, &i, "--markdown"))) {
+			if (!*v)
+				goto usage;
+			markdown = v;
+		} else if ((v = opt_value(argc, argv, &i, "--checks")) ||
+			   (v = opt_value(argc, argv, &i, "-f"))) {
+			if (!*v || read_checks_file(v, &cs))
+				goto usage;
+		} else if (!strcmp(a, "--syntax-only")) {
+			syntax_only = true;
+			if (input) { /* it was a check after all */
+				if (add_check(&cs, input, NULL))
+					goto out;
+				input = NULL;
+			}
+		} else {
+			fprintf(stderr, WHO ": unknown option '%s'\n", a);
+			goto usage;
+		}
+	}
+	if (!input && !syntax_only) {
+		fprintf(stderr, WHO ": no summary or trace given\n");
+		goto usage;
+	}
+	if (!cs.n) {
+		fprintf(stderr, WHO ": no checks given (e.g. 'device.kernels >= 1')\n");
+		goto usage;
+	}
+	if (parse_all(&cs))
+		goto out;
+	if (syntax_only) {
+		ret = ST_OK;
+		goto out;
+	}
+	if (sumdoc__load(WHO, input, &d))
+		goto out;
+	loaded = true;
+
+	for (size_t i = 0; i < cs.n; i++) {
+		struct check *c = &cs.v[i];
+		struct expr_result *r = &c->res;
+
+		expr__eval(c->x, &d, r);
+		switch (r->status) {
+		case EXPR_PASS:
+			passed++;
+			printf("PASS %s: %s\n", c->text, r->measured);
+			snprintf(c->line, sizeof(c->line), "measured %s", r->measured);
+			break;
+		case EXPR_FAIL:
+			failed++;
+			printf("FAIL %s: %s\n", c->text, r->measured);
+			snprintf(c->line, sizeof(c->line), "measured %s%s%s%s", r->measured,
+				 r->bound[0] ? ", bound " : "", r->bound, "");
+			break;
+		case EXPR_ERROR:
+			errors++;
+			printf("ERROR %s: %s\n", c->text, r->err.msg);
+			expr__show_err(stdout, c->text, &r->err);
+			snprintf(c->line, sizeof(c->line), "%s", r->err.msg);
+			break;
+		}
+	}
+	printf("gputrace check: %zu passed, %zu failed", passed, failed);
+	if (errors)
+		printf(", %zu could not be evaluated", errors);
+	printf(" (%s)\n", input);
+	fflush(stdout);
+	ret = errors ? ST_ERROR : failed ? ST_FAILED : ST_OK;
+
+	if (junit) {
+		struct test_case *tc = calloc(cs.n, sizeof(*tc));
+		int err = tc ? 0 : -ENOMEM;
+
+		for (size_t i = 0; tc && i < cs.n; i++) {
+			tc[i].name = cs.v[i].text;
+			tc[i].status = cs.v[i].res.status == EXPR_PASS   ? CASE_PASS
+				       : cs.v[i].res.status == EXPR_FAIL ? CASE_FAIL
+									 : CASE_ERROR;
+			tc[i].message = cs.v[i].line;
+		}
+		if (tc)
+			err = junit__write(junit, WHO, "gputrace.check", input, tc, cs.n);
+		free(tc);
+		if (err) {
+			fprintf(stderr, WHO ": cannot write %s: %s\n", junit, strerror(-err));
+			ret = ST_ERROR;
+		}
+	}
+	if (markdown) {
+		int err = write_markdown(markdown, &cs, &d, passed, failed, errors);
+
+		if (err) {
+			fprintf(stderr, WHO ": cannot write %s: %s\n", markdown, strerror(-err));
+			ret = ST_ERROR;
+		}
+	}
+out:
+	if (loaded)
+		sumdoc__free(&d);
+	free_checks(&cs);
+	return ret;
+usage:
+	free_checks(&cs);
+	usage_check(stderr);
+	return ST_ERROR;
+}

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "junit.h"
+
+/* XML attribute/text escaping; control characters XML 1.0 cannot hold
+ * (anything below 0x20 but tab, newline, return) become '?'. */
+static void xml(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		case '\n': fputs("&#10;", f); break;
+		case '\t': fputs("&#9;", f); break;
+		case '\r': fputs("&#13;", f); break;
+		default: fputc(*p < 0x20 ? '?' : *p, f); break;
+		}
+	}
+}
+
+int junit__write(const char *path, const char *suite, const char *classname,
+		 const char *input, const struct test_case *cases, size_t n)
+{
+	size_t failures = 0, errors = 0;
+	char stamp[32], host[256] = "localhost";
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		failures += cases[i].status == CASE_FAIL;
+		errors += cases[i].status == CASE_ERROR;
+	}
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (gethostname(host, sizeof(host) - 1))
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"");
+	xml(f, suite);
+	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" time=\"0\">\n", n, failures,
+		errors);
+	fputs("  <testsuite name=\"", f);
+	xml(f, suite);
+	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" time=\"0\" "
+		   "timestamp=\"%s\" hostname=\"",
+		n, failures, errors, stamp);
+	xml(f, host);
+	fputs("\">\n    <properties>\n      <property name=\"input\" value=\"", f);
+	xml(f, input);
+	fputs("\"/>\n    </properties>\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const struct test_case *c = &cases[i];
+
+		fputs("    <testcase classname=\"", f);
+		xml(f, classname);
+		fputs("\" name=\"", f);
+		xml(f, c->name);
+		fputs("\" time=\"0\">", f);
+		if (c->status == CASE_PASS) {
+			fputs("\n      <system-out>", f);
+			xml(f, c->detail ? c->detail : c->message);
+			fputs("</system-out>\n    </testcase>\n", f);
+			continue;
+		}
+		fprintf(f, "\n      <%s message=\"", c->status == CASE_FAIL ? "failure" : "error");
+		xml(f, c->message);
+		fprintf(f, "\" type=\"%s\">", c->status == CASE_FAIL ? "FAIL" : "ERROR");
+		xml(f, c->detail ? c->detail : c->message);
+		fprintf(f, "</%s>\n    </testcase>\n", c->status == CASE_FAIL ? "failure" : "error");
+	}
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}

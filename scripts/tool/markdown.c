@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "markdown.h"
+#include "units.h"
+
+void md__text(FILE *f, const char *s)
+{
+	for (const char *p = s ? s : ""; *p; p++) {
+		if (*p == '|')
+			fputs("\\|", f);
+		else if (*p == '\n' || *p == '\r')
+			fputc(' ', f);
+		else if (*p == '<')
+			fputs("&lt;", f);
+		else
+			fputc(*p, f);
+	}
+}
+
+void md__code(FILE *f, const char *s)
+{
+	/* a span holding backticks needs a longer fence and spaces */
+	const char *fence = strchr(s ? s : "", '`') ? "`` " : "`";
+
+	fputs(fence, f);
+	for (const char *p = s ? s : ""; *p; p++) {
+		if (*p == '|')
+			fputs("\\|", f);
+		else if (*p == '\n' || *p == '\r')
+			fputc(' ', f);
+		else
+			fputc(*p, f);
+	}
+	fputs(fence[1] ? " ``" : "`", f);
+}
+
+static double num(const struct sumdoc *d, const char *path)
+{
+	const char *v, *e;
+	char tmp[64];
+
+	if (!sumdoc__get(d, path, &v, &e) || e - v >= (long)sizeof(tmp))
+		return 0;
+	memcpy(tmp, v, (size_t)(e - v));
+	tmp[e - v] = 0;
+	return strtod(tmp, NULL);
+}
+
+static void timed_table(FILE *f, const struct sumdoc *d, enum stab which, const char *title,
+			int top)
+{
+	struct stable t;
+	char a[64], b[64], c[64];
+
+	if (sumdoc__table("gputrace", d, which, &t) || !t.n) {
+		if (!t.n)
+			stable__free(&t);
+		return;
+	}
+	fprintf(f, "\n| %s | count | total | mean | share |\n|---|--:|--:|--:|--:|\n", title);
+	for (size_t i = 0; i < t.n && (int)i < top; i++) {
+		const struct srow *r = &t.rows[i];
+		double share = 0;
+
+		jv_num(r->v, r->e, "share", &share);
+		fputs("| ", f);
+		md__code(f, r->name);
+		fprintf(f, " | %.0f | %s | %s | %s |\n", r->count,
+			unit__fmt_short(a, sizeof(a), r->total_ns, DIM_TIME, false),
+			unit__fmt_short(b, sizeof(b), r->count ? r->total_ns / r->count : 0, DIM_TIME,
+					false),
+			unit__fmt_short(c, sizeof(c), share, DIM_COUNT, true));
+	}
+	if (t.n > (size_t)top)
+		fprintf(f, "| %zu more | | | | |\n", t.n - (size_t)top);
+	stable__free(&t);
+}
+
+void md__summary(FILE *f, const struct sumdoc *d, int top)
+{
+	struct stable t;
+	char a[64], b[64], c[64];
+	const char *v, *e;
+	struct jv_iter it;
+	struct jv_member m;
+	struct buf key = { 0 };
+
+	fprintf(f, "%.0f kernel launches (%.0f distinct, %s of device time), %.0f API calls, "
+		   "%.0f copies and fills (%s), %.0f lost events, over %s.\n",
+		num(d, "totals.kernels.count"), num(d, "totals.kernels.distinct"),
+		unit__fmt_short(a, sizeof(a), num(d, "totals.kernels.total_ns"), DIM_TIME, false),
+		num(d, "totals.api_calls.count"), num(d, "totals.copies.count"),
+		unit__fmt_short(b, sizeof(b), num(d, "totals.copies.bytes"), DIM_BYTES, false),
+		num(d, "lost.total"),
+		unit__fmt_short(c, sizeof(c), num(d, "window.duration_ns"), DIM_TIME, false));
+	timed_table(f, d, ST_KERNELS, "kernel", top);
+	timed_table(f, d, ST_API, "API call", top);
+	if (!sumdoc__table("gputrace", d, ST_COPIES, &t) && t.n) {
+		fputs("\n| copy | count | bytes | total | bandwidth |\n|---|--:|--:|--:|--:|\n", f);
+		for (size_t i = 0; i < t.n; i++) {
+			const struct srow *r = &t.rows[i];
+			double bw = 0;
+
+			jv_num(r->v, r->e, "bandwidth_bytes_per_s", &bw);
+			fputs("| ", f);
+			md__text(f, r->name);
+			fprintf(f, " | %.0f | %s | %s | %s |\n", r->count,
+				unit__fmt_short(a, sizeof(a), r->bytes, DIM_BYTES, false),
+				unit__fmt_short(b, sizeof(b), r->total_ns, DIM_TIME, false),
+				unit__fmt_short(c, sizeof(c), bw, DIM_RATE, false));
+		}
+	}
+	stable__free(&t);
+	if (!sumdoc__table("gputrace", d, ST_DEVICES, &t) && t.n) {
+		fputs("\n| device | spans | busy | utilization |\n|---|--:|--:|--:|\n", f);
+		for (size_t i = 0; i < t.n; i++) {
+			const struct srow *r = &t.rows[i];
+			double u = 0;
+
+			jv_num(r->v, r->e, "utilization", &u);
+			fputs("| ", f);
+			md__text(f, r->name);
+			fprintf(f, " | %.0f | %s | %s |\n", r->count,
+				unit__fmt_short(a, sizeof(a), r->busy_ns, DIM_TIME, false),
+				unit__fmt_short(b, sizeof(b), u, DIM_COUNT, true));
+		}
+	}
+	stable__free(&t);
+	if (sumdoc__get(d, "lost.by_reason", &v, &e) && jv_iter_init(&it, v, e)) {
+		bool first = true;
+
+		while (jv_iter_next(&it, &m)) {
+			jv_str(m.key - 1, m.key + m.klen + 1, &key);
+			fprintf(f, "%s%s: %.*s", first ? "\nLost events by reason: " : ", ", key.p,
+				(int)(m.e - m.v), m.v);
+			first = false;
+		}
+		if (!first)
+			fputs(".\n", f);
+	}
+	buf__free(&key);
+}

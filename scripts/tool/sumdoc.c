@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "summarize.h"
+#include "sumdoc.h"
+
+const char *const stab__key[ST__COUNT] = { "kernels", "api_calls", "annotations", "copies",
+					   "devices" };
+
+/* A trace starts with '[' or with its traceEvents; anything else is read
+ * whole (a summary is small) and looked at. */
+static int read_root(const char *who, const char *path, struct buf *out, bool *is_trace)
+{
+	struct jr r;
+	struct buf key = { 0 };
+	int c, err = jr_open(&r, path);
+
+	*is_trace = false;
+	if (err) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, strerror(-err));
+		return -1;
+	}
+	c = jr_peek(&r);
+	if (c == '[') {
+		*is_trace = true;
+		goto done;
+	}
+	if (c == '{') {
+		jr_take(&r);
+		if (jr_peek(&r) == '"' && !jr_value(&r, &key) && !strcmp(key.p, "\"traceEvents\"")) {
+			*is_trace = true;
+			goto done;
+		}
+	}
+	jr_close(&r);
+	if ((err = jr_open(&r, path)) || jr_value(&r, out)) {
+		fprintf(stderr, "%s: %s: not JSON: %s\n", who, path,
+			err ? strerror(-err) : r.err);
+		jr_close(&r);
+		buf__free(&key);
+		return -1;
+	}
+done:
+	jr_close(&r);
+	buf__free(&key);
+	return 0;
+}
+
+/* The summary of a trace, through the same writer as --summary-json. */
+static int summarize_to(const char *who, const char *path, struct buf *out)
+{
+	struct summarized r;
+	const char *dir = getenv("TMPDIR");
+	struct buf tmp = { 0 };
+	char chunk[65536];
+	ssize_t n;
+	int fd, err, ret = -1;
+
+	if (summarize__trace(who, path, NULL, &r))
+		return -1;
+	buf__printf(&tmp, "%s/gputrace-summary-XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(tmp.p);
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot create a temporary file in %s: %s\n", who,
+			dir && *dir ? dir : "/tmp", strerror(errno));
+		goto out;
+	}
+	err = summary__write_json(r.s, tmp.p, path, r.bytes);
+	unlink(tmp.p);
+	if (err) {
+		fprintf(stderr, "%s: cannot write the summary of %s: %s\n", who, path, strerror(-err));
+		close(fd);
+		goto out;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		buf__add(out, chunk, (size_t)n);
+	close(fd);
+	ret = n < 0 ? -1 : 0;
+out:
+	buf__free(&tmp);
+	summarized__free(&r);
+	return ret;
+}
+
+int sumdoc__load(const char *who, const char *path, struct sumdoc *d)
+{
+	const char *v, *e;
+	struct buf s = { 0 };
+	bool is_trace;
+	double version;
+
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	if (read_root(who, path, &d->json, &is_trace))
+		return -1;
+	if (!is_trace && d->json.len && d->json.p[0] == '{' &&
+	    !jv_get(d->json.p, d->json.p + d->json.len, "schema", &v, &e) &&
+	    jv_get(d->json.p, d->json.p + d->json.len, "traceEvents", &v, &e))
+		is_trace = true;
+	if (is_trace) {
+		buf__reset(&d->json);
+		d->from_trace = true;
+		if (summarize_to(who, path, &d->json))
+			goto fail;
+	}
+	v = d->json.p;
+	e = v + d->json.len;
+	if (!jv_get(v, e, "schema", &v, &e) || !jv_str(v, e, &s) || strcmp(s.p, SUMMARY_SCHEMA)) {
+		fprintf(stderr, "%s: %s: neither a trace nor a gputrace summary JSON "
+				"(no \"schema\":\"" SUMMARY_SCHEMA "\")\n", who, path);
+		goto fail;
+	}
+	if (!jv_num(d->json.p, d->json.p + d->json.len, "version", &version) || version < 1) {
+		fprintf(stderr, "%s: %s: summary without a version\n", who, path);
+		goto fail;
+	}
+	if (version > SUMMARY_VERSION) {
+		fprintf(stderr, "%s: %s: summary version %g is newer than this gputrace reads (%d)\n",
+			who, path, version, SUMMARY_VERSION);
+		goto fail;
+	}
+	buf__free(&s);
+	return 0;
+fail:
+	buf__free(&s);
+	sumdoc__free(d);
+	return -1;
+}
+
+void sumdoc__free(struct sumdoc *d)
+{
+	buf__free(&d->json);
+}
+
+bool jv_num(const char *v, const char *e, const char *key, double *out)
+{
+	const char *mv, *me;
+	char tmp[64];
+	char *end;
+	size_t n;
+
+	if (!jv_get(v, e, key, &mv, &me))
+		return false;
+	n = (size_t)(me - mv);
+	if (n == 4 && !memcmp(mv, "true", 4)) {
+		*out = 1;
+		return true;
+	}
+	if (n == 5 && !memcmp(mv, "false", 5)) {
+		*out = 0;
+		return true;
+	}
+	if (!n || n >= sizeof(tmp))
+		return false;
+	memcpy(tmp, mv, n);
+	tmp[n] = 0;
+	*out = strtod(tmp, &end);
+	return end != tmp && !*end;
+}
+
+bool sumdoc__get(const struct sumdoc *d, const char *path, const char **v, const char **e)
+{
+	const char *cv = d->json.p, *ce = cv + d->json.len;
+	char part[128];
+
+	for (const char *p = path; *p;) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+
+		if (n >= sizeof(part) || !n)
+			return false;
+		memcpy(part, p, n);
+		part[n] = 0;
+		if (!jv_get(cv, ce, part, &cv, &ce))
+			return false;
+		p += n + (dot != NULL);
+	}
+	*v = cv;
+	*e = ce;
+	return true;
+}
+
+int sumdoc__table(const char *who, const struct sumdoc *d, enum stab which, struct stable *t)
+{
+	const char *av, *ae, *p, *rv, *re, *nv, *ne;
+	struct buf name = { 0 };
+	size_t cap = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!jv_get(d->json.p, d->json.p + d->json.len, stab__key[which], &av, &ae) || *av != '[') {
+		fprintf(stderr, "%s: %s: the summary has no \"%s\" table\n", who, d->path,
+			stab__key[which]);
+		return -1;
+	}
+	p = av;
+	while (jv_array_next(&p, ae, &rv, &re)) {
+		struct srow *r;
+
+		if (t->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			r = realloc(t->rows, cap * sizeof(*r));
+			if (!r) {
+				fprintf(stderr, "%s: out of memory\n", who);
+				stable__free(t);
+				buf__free(&name);
+				return -1;
+			}
+			t->rows = r;
+		}
+		r = &t->rows[t->n++];
+		memset(r, 0, sizeof(*r));
+		r->v = rv;
+		r->e = re;
+		if ((jv_get(rv, re, which == ST_COPIES ? "kind" : "name", &nv, &ne) &&
+		     jv_str(nv, ne, &name)))
+			r->name = strdup(name.p);
+		else
+			r->name = strdup("");
+		jv_num(rv, re, "count", &r->count);
+		jv_num(rv, re, "total_ns", &r->total_ns);
+		jv_num(rv, re, "min_ns", &r->min_ns);
+		jv_num(rv, re, "max_ns", &r->max_ns);
+		jv_num(rv, re, "bytes", &r->bytes);
+		jv_num(rv, re, "busy_ns", &r->busy_ns);
+		if (which == ST_DEVICES)
+			jv_num(rv, re, "spans", &r->count);
+	}
+	buf__free(&name);
+	return 0;
+}
+
+void stable__free(struct stable *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->rows[i].name);
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct srow *stable__find(const struct stable *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->rows[i].name, name))
+			return &t->rows[i];
+	return NULL;
+}

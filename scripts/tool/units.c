@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+struct unit {
+	const char *name;
+	double scale;
+	struct dim d;
+	bool percent;
+};
+
+/* Binary prefixes for sizes (what the summary prints); decimal KB/MB/GB
+ * as SI means them (du --si, disk makers), and for rates, which the
+ * summary prints in GB/s. Longest names first where one prefixes another. */
+static const struct unit units[] = {
+	{ "ns", 1, DIM_TIME, false },
+	{ "us", 1e3, DIM_TIME, false },
+	{ "ms", 1e6, DIM_TIME, false },
+	{ "s", 1e9, DIM_TIME, false },
+	{ "B/s", 1, DIM_RATE, false },
+	{ "KB/s", 1e3, DIM_RATE, false },
+	{ "kB/s", 1e3, DIM_RATE, false },
+	{ "MB/s", 1e6, DIM_RATE, false },
+	{ "GB/s", 1e9, DIM_RATE, false },
+	{ "TB/s", 1e12, DIM_RATE, false },
+	{ "KiB/s", 1024.0, DIM_RATE, false },
+	{ "MiB/s", 1048576.0, DIM_RATE, false },
+	{ "GiB/s", 1073741824.0, DIM_RATE, false },
+	{ "B", 1, DIM_BYTES, false },
+	{ "KiB", 1024.0, DIM_BYTES, false },
+	{ "MiB", 1048576.0, DIM_BYTES, false },
+	{ "GiB", 1073741824.0, DIM_BYTES, false },
+	{ "TiB", 1099511627776.0, DIM_BYTES, false },
+	{ "KB", 1e3, DIM_BYTES, false },
+	{ "kB", 1e3, DIM_BYTES, false },
+	{ "MB", 1e6, DIM_BYTES, false },
+	{ "GB", 1e9, DIM_BYTES, false },
+	{ "TB", 1e12, DIM_BYTES, false },
+	{ "%", 0.01, DIM_COUNT, true },
+};
+
+const char unit__list[] = "ns us ms s; B KiB MiB GiB TiB, KB MB GB TB (x1000); "
+			  "B/s KB/s MB/s GB/s, KiB/s MiB/s GiB/s; %";
+
+static bool unit_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '/' || c == '%';
+}
+
+int unit__parse(const char *s, double *scale, struct dim *d, bool *percent)
+{
+	size_t n = 0;
+
+	while (unit_char(s[n]) && !(n && s[n] == '%'))
+		n++;
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strlen(units[i].name) == n && !memcmp(units[i].name, s, n)) {
+			*scale = units[i].scale;
+			*d = units[i].d;
+			*percent = units[i].percent;
+			return (int)n;
+		}
+	}
+	return -1;
+}
+
+const char *dim__what(struct dim d, bool percent)
+{
+	if (percent)
+		return "a percentage";
+	if (dim__eq(d, DIM_COUNT))
+		return "a number";
+	if (dim__eq(d, DIM_TIME))
+		return "a time";
+	if (dim__eq(d, DIM_BYTES))
+		return "a size";
+	if (dim__eq(d, DIM_RATE))
+		return "a rate";
+	return "a product of units";
+}
+
+/* "%.3f" without trailing zeros (and without a lone '.'). */
+static void trim(char *s)
+{
+	char *dot = strchr(s, '.');
+
+	if (!dot)
+		return;
+	char *e = s + strlen(s) - 1;
+	while (e > dot && *e == '0')
+		*e-- = 0;
+	if (e == dot)
+		*e = 0;
+}
+
+static const char *fmt(char *out, size_t len, double v, struct dim d, bool percent, bool exact)
+{
+	static const char *const tnames[] = { "ns", "us", "ms", "s" };
+	static const char *const bnames[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const rnames[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
+	const char *const *names = NULL;
+	char num[64];
+	double a = fabs(v), step = 1000.0, scaled = v;
+	int n = 0, i = 0;
+
+	if (percent) {
+		snprintf(num, sizeof(num), "%.2f", v * 100.0);
+		trim(num);
+		snprintf(out, len, "%s%%", num);
+		return out;
+	}
+	if (dim__eq(d, DIM_TIME)) {
+		names = tnames;
+		n = 4;
+	} else if (dim__eq(d, DIM_BYTES)) {
+		names = bnames;
+		n = 5;
+		step = 1024.0;
+	} else if (dim__eq(d, DIM_RATE)) {
+		names = rnames;
+		n = 5;
+	}
+	if (!names) {
+		if (v == floor(v) && a < 1e15)
+			snprintf(out, len, "%.0f", v);
+		else
+			snprintf(out, len, "%.6g", v);
+		return out;
+	}
+	while (i + 1 < n && a >= step) {
+		a /= step;
+		scaled /= step;
+		i++;
+	}
+	snprintf(num, sizeof(num), "%.3f", scaled);
+	trim(num);
+	/* sizes and times are whole numbers: say so when the short form rounds */
+	if (exact && i > 0 && !dim__eq(d, DIM_RATE) && v == floor(v) &&
+	    fabs(strtod(num, NULL) * pow(step, i) - v) >= 0.5)
+		snprintf(out, len, "%s %s (%.0f %s)", num, names[i], v, names[0]);
+	else
+		snprintf(out, len, "%s %s", num, names[i]);
+	return out;
+}
+
+const char *unit__fmt(char *out, size_t len, double v, struct dim d, bool percent)
+{
+	return fmt(out, len, v, d, percent, true);
+}
+
+const char *unit__fmt_short(char *out, size_t len, double v, struct dim d, bool percent)
+{
+	return fmt(out, len, v, d, percent, false);
+}
