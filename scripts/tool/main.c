@@ -13,6 +13,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gputrace-tool merge -o OUT FILE...\n"
 		   "       gputrace-tool summary [--json OUT] FILE\n"
+		   "       gputrace-tool check [options] SUMMARY|TRACE CHECK...\n"
+		   "       gputrace-tool diff [options] BASE... -- NEW...\n"
+		   "       gputrace-tool report [-o OUT] TRACE\n"
 		   "       gputrace-tool --version\n");
 }
 
@@ -26,6 +29,12 @@ int main(int argc, char **argv)
 		return cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "summary"))
 		return cmd_summary(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version")) {
 		printf("gputrace-tool %s\n", GPUTRACE_VERSION);
 		return 0;

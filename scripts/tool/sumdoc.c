@@ -51,18 +51,16 @@ done:
 	return 0;
 }
 
-/* The summary of a trace, through the same writer as --summary-json. */
-static int summarize_to(const char *who, const char *path, struct buf *out)
+/* The JSON of a summary, through the same writer as --summary-json. */
+static int summary_json(const char *who, const char *path, const struct summarized *r,
+			struct buf *out)
 {
-	struct summarized r;
 	const char *dir = getenv("TMPDIR");
 	struct buf tmp = { 0 };
 	char chunk[65536];
 	ssize_t n;
 	int fd, err, ret = -1;
 
-	if (summarize__trace(who, path, NULL, &r))
-		return -1;
 	buf__printf(&tmp, "%s/gputrace-summary-XXXXXX", dir && *dir ? dir : "/tmp");
 	fd = mkstemp(tmp.p);
 	if (fd < 0) {
@@ -70,7 +68,7 @@ static int summarize_to(const char *who, const char *path, struct buf *out)
 			dir && *dir ? dir : "/tmp", strerror(errno));
 		goto out;
 	}
-	err = summary__write_json(r.s, tmp.p, path, r.bytes);
+	err = summary__write_json(r->s, tmp.p, path, r->bytes);
 	unlink(tmp.p);
 	if (err) {
 		fprintf(stderr, "%s: cannot write the summary of %s: %s\n", who, path, strerror(-err));
@@ -83,8 +81,20 @@ static int summarize_to(const char *who, const char *path, struct buf *out)
 	ret = n < 0 ? -1 : 0;
 out:
 	buf__free(&tmp);
-	summarized__free(&r);
 	return ret;
+}
+
+int sumdoc__from_summarized(const char *who, const char *path, const struct summarized *r,
+			    struct sumdoc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	d->from_trace = true;
+	if (summary_json(who, path, r, &d->json)) {
+		sumdoc__free(d);
+		return -1;
+	}
+	return 0;
 }
 
 int sumdoc__load(const char *who, const char *path, struct sumdoc *d)
@@ -103,9 +113,16 @@ int sumdoc__load(const char *who, const char *path, struct sumdoc *d)
 	    jv_get(d->json.p, d->json.p + d->json.len, "traceEvents", &v, &e))
 		is_trace = true;
 	if (is_trace) {
+		struct summarized r;
+		int err;
+
 		buf__reset(&d->json);
 		d->from_trace = true;
-		if (summarize_to(who, path, &d->json))
+		if (summarize__trace(who, path, NULL, &r))
+			goto fail;
+		err = summary_json(who, path, &r, &d->json);
+		summarized__free(&r);
+		if (err)
 			goto fail;
 	}
 	v = d->json.p;

@@ -24,6 +24,10 @@ struct sumdoc {
 /* 0, or -1 with the reason printed (prefixed with who). */
 int sumdoc__load(const char *who, const char *path, struct sumdoc *d);
 void sumdoc__free(struct sumdoc *d);
+struct summarized;
+/* The summary of a trace already summarized (summarize__trace). */
+int sumdoc__from_summarized(const char *who, const char *path, const struct summarized *r,
+			    struct sumdoc *d);
 
 /* A numeric member of the object [v, e) (a number, true/false); false if absent. */
 bool jv_num(const char *v, const char *e, const char *key, double *out);

@@ -9,5 +9,8 @@
 
 int cmd_merge(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

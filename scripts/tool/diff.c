@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace diff BASE... -- NEW...: per kernel, API call and copy kind, how
+ * count, total and mean time moved from the base runs to the new ones.
+ * Several files per side are several runs of one job: each side is read
+ * as the median over its runs, and a time change that stays inside the
+ * runs' spread (the sides' [min, max] ranges overlap) is called noise and
+ * never breaks a --fail-on rule. Counts are exact and always compared.
+ *
+ * Rules (--fail-on):  [SCOPE] METRIC OP CHANGE   or   new-kernels, ...
+ *   SCOPE  kernel | api | copy, optionally with ["glob"]; none: kernels and copies
+ *   METRIC time (total time) | mean | count
+ *   OP     > >= < <= == !=
+ *   CHANGE +10% | -5% | 0% | +2ms (a time) | +3 (a count)
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expr.h"
+#include "json.h"
+#include "junit.h"
+#include "markdown.h"
+#include "sumdoc.h"
+#include "tool.h"
+#include "units.h"
+
+#define WHO "gputrace diff"
+#define DEFAULT_TOP 20
+/* Time changes smaller than this never break a rule: device timestamps
+ * come in ticks (52 ns on Intel GPUs), so a 300 ns kernel moves by a
+ * sixth without anything having changed. */
+#define DEFAULT_MIN_CHANGE_NS 1000.0
+
+static double min_change_ns = DEFAULT_MIN_CHANGE_NS;
+
+enum { ST_OK = 0, ST_FAILED = 1, ST_ERROR = 2 };
+
+/* The tables a diff covers, in print order. */
+static const enum stab diff_tables[] = { ST_KERNELS, ST_API, ST_COPIES };
+#define NTABLES 3
+static const char *const table_title[NTABLES] = { "kernel", "API call", "copy" };
+
+/* ---- rules ---- */
+
+enum metric { M_TIME, M_MEAN, M_COUNT, M_NEW, M_VANISHED };
+enum op { OP_GT, OP_GE, OP_LT, OP_LE, OP_EQ, OP_NE };
+
+struct rule {
+	const char *text;
+	enum metric metric;
+	unsigned tables;   /* bit i: diff_tables[i] */
+	char *glob;        /* NULL: every row */
+	enum op op;
+	double bound;      /* percent, or an absolute amount (ns or count) */
+	bool relative;     /* bound is a percentage */
+	/* results */
+	size_t nbroken;
+	struct buf broken; /* "kernel gemm +25.0%; ..." */
+};
+
+static void skip(const char **p)
+{
+	while (**p == ' ' || **p == '\t')
+		(*p)++;
+}
+
+static int rule_error(const char *text, const char *at, int len, const char *msg)
+{
+	struct expr_err err = { .pos = (int)(at - text), .len = len };
+
+	fprintf(stderr, WHO ": --fail-on '%s', column %d: %s\n", text, err.pos + 1, msg);
+	expr__show_err(stderr, text, &err);
+	return -1;
+}
+
+static int parse_rule(const char *text, struct rule *r)
+{
+	const char *p = text, *start;
+	static const struct {
+		const char *word;
+		enum metric m;
+		unsigned tables;
+	} keywords[] = {
+		{ "new-kernels", M_NEW, 1 },	 { "vanished-kernels", M_VANISHED, 1 },
+		{ "new-apis", M_NEW, 2 },	 { "vanished-apis", M_VANISHED, 2 },
+		{ "new-copies", M_NEW, 4 },	 { "vanished-copies", M_VANISHED, 4 },
+		{ "new", M_NEW, 7 },		 { "vanished", M_VANISHED, 7 },
+	};
+	char word[64];
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->text = text;
+	skip(&p);
+	for (size_t i = 0; i < sizeof(keywords) / sizeof(keywords[0]); i++) {
+		n = strlen(keywords[i].word);
+		if (!strncmp(p, keywords[i].word, n)) {
+			const char *q = p + n;
+
+			skip(&q);
+			if (*q)
+				continue;
+			r->metric = keywords[i].m;
+			r->tables = keywords[i].tables;
+			return 0;
+		}
+	}
+	/* optional scope */
+	r->tables = 1 | 4; /* kernels and copies: device work */
+	start = p;
+	n = 0;
+	while ((p[n] >= 'a' && p[n] <= 'z') || p[n] == '_' || p[n] == '-')
+		n++;
+	if (!n || n >= sizeof(word))
+		return rule_error(text, p, 1,
+				  "a rule starts with time, mean, count (or kernel/api/copy before "
+				  "them), or is new-kernels, vanished-kernels, new-apis, ...");
+	memcpy(word, p, n);
+	word[n] = 0;
+	int scope = !strcmp(word, "kernel") || !strcmp(word, "kernels") ? 1
+		    : !strcmp(word, "api") || !strcmp(word, "apis") || !strcmp(word, "api_calls")
+			? 2
+		    : !strcmp(word, "copy") || !strcmp(word, "copies") ? 4
+								       : 0;
+	if (scope) {
+		r->tables = (unsigned)scope;
+		p += n;
+		skip(&p);
+		if (*p == '[') {
+			const char *q;
+
+			p++;
+			skip(&p);
+			if (*p != '"' && *p != '\'')
+				return rule_error(text, p, 1, "a quoted name or glob is expected in []");
+			q = strchr(p + 1, *p);
+			if (!q)
+				return rule_error(text, p, (int)strlen(p), "unterminated string");
+			r->glob = strndup(p + 1, (size_t)(q - p - 1));
+			p = q + 1;
+			skip(&p);
+			if (*p != ']')
+				return rule_error(text, p, 1, "']' expected");
+			p++;
+		}
+		skip(&p);
+		start = p;
+		n = 0;
+		while ((p[n] >= 'a' && p[n] <= 'z') || p[n] == '_')
+			n++;
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		memcpy(word, p, n);
+		word[n] = 0;
+	}
+	if (!strcmp(word, "time") || !strcmp(word, "total"))
+		r->metric = M_TIME;
+	else if (!strcmp(word, "mean"))
+		r->metric = M_MEAN;
+	else if (!strcmp(word, "count"))
+		r->metric = M_COUNT;
+	else
+		return rule_error(text, start, n ? (int)n : 1,
+				  "unknown metric (time, mean or count; or new-kernels, "
+				  "vanished-kernels, new-apis, vanished-apis, new-copies, vanished-copies)");
+	p = start + n;
+	skip(&p);
+	start = p;
+	if (p[0] == '>' && p[1] == '=')
+		r->op = OP_GE, p += 2;
+	else if (p[0] == '<' && p[1] == '=')
+		r->op = OP_LE, p += 2;
+	else if (p[0] == '>')
+		r->op = OP_GT, p++;
+	else if (p[0] == '<')
+		r->op = OP_LT, p++;
+	else if (p[0] == '=' && p[1] == '=')
+		r->op = OP_EQ, p += 2;
+	else if (p[0] == '!' && p[1] == '=')
+		r->op = OP_NE, p += 2;
+	else
+		return rule_error(text, p, 1, "a comparison (>, >=, <, <=, ==, !=) is expected");
+	skip(&p);
+	start = p;
+	char *end;
+	double v = strtod(p, &end);
+	if (end == p || !(isdigit((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.'))
+		return rule_error(text, p, 1, "a change is expected: +10%, -5%, 0%, +2ms or +3");
+	p = end;
+	skip(&p);
+	double scale;
+	struct dim d;
+	bool pct;
+	int ul = unit__parse(p, &scale, &d, &pct);
+	if (ul < 0)
+		return rule_error(text, p, (int)strlen(p), "unknown unit (%, or ns us ms s for times)");
+	if (ul == 0) {
+		if (r->metric != M_COUNT || v != floor(v))
+			return rule_error(text, end, 1,
+					  r->metric == M_COUNT
+						  ? "a count change is a whole number or a percentage"
+						  : "give the change as a percentage (+10%) or a time (+2ms)");
+		r->bound = v;
+	} else if (pct) {
+		r->relative = true;
+		r->bound = v;
+	} else if (dim__eq(d, DIM_TIME) && r->metric != M_COUNT) {
+		r->bound = v * scale;
+	} else {
+		return rule_error(text, p, ul,
+				  r->metric == M_COUNT ? "a count change is a number or a percentage"
+						       : "a time change is a percentage or a time");
+	}
+	p += ul;
+	skip(&p);
+	if (*p)
+		return rule_error(text, p, (int)strlen(p), "unexpected text after the rule");
+	return 0;
+}
+
+/* ---- sides ---- */
+
+/* One name's values on one side: per run (0 when absent from a run). */
+struct side {
+	double *count, *total, *mean; /* [nruns]; mean NAN where count is 0 */
+	bool present;                 /* count > 0 in some run */
+	double med_count, med_total, med_mean, min_total, max_total;
+};
+
+struct item {
+	char *name;
+	struct side s[2];            /* base, new */
+	double order;                /* max of the two median totals: print order */
+	bool noise;                  /* time change inside the spread */
+	struct buf broken;           /* "time > +10%; ..." */
+};
+
+struct dtable {
+	struct item *items;
+	size_t n, cap;
+};
+
+struct diff {
+	size_t nruns[2];
+	char **paths[2];
+	struct dtable t[NTABLES];
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of the values that are not NAN; NAN if none. */
+static double median(const double *v, size_t n)
+{
+	double tmp[n ? n : 1];
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			tmp[k++] = v[i];
+	if (!k)
+		return NAN;
+	qsort(tmp, k, sizeof(double), cmp_double);
+	return k % 2 ? tmp[k / 2] : (tmp[k / 2 - 1] + tmp[k / 2]) / 2;
+}
+
+static struct item *find_item(struct dtable *t, const char *name, const struct diff *df)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->items[i].name, name))
+			return &t->items[i];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 32;
+		struct item *ni = realloc(t->items, cap * sizeof(*ni));
+
+		if (!ni)
+			return NULL;
+		t->items = ni;
+		t->cap = cap;
+	}
+	struct item *it = &t->items[t->n];
+	memset(it, 0, sizeof(*it));
+	it->name = strdup(name);
+	for (int s = 0; s < 2; s++) {
+		it->s[s].count = calloc(df->nruns[s] + 1, sizeof(double));
+		it->s[s].total = calloc(df->nruns[s] + 1, sizeof(double));
+		it->s[s].mean = calloc(df->nruns[s] + 1, sizeof(double));
+		if (!it->s[s].count || !it->s[s].total || !it->s[s].mean)
+			return NULL;
+		for (size_t r = 0; r < df->nruns[s]; r++)
+			it->s[s].mean[r] = NAN;
+	}
+	if (!it->name)
+		return NULL;
+	t->n++;
+	return it;
+}
+
+static int add_run(struct diff *df, int side, size_t run, const struct sumdoc *d)
+{
+	for (int ti = 0; ti < NTABLES; ti++) {
+		struct stable st;
+
+		if (sumdoc__table(WHO, d, diff_tables[ti], &st))
+			return -1;
+		for (size_t i = 0; i < st.n; i++) {
+			const struct srow *r = &st.rows[i];
+			struct item *it = find_item(&df->t[ti], r->name, df);
+
+			if (!it) {
+				stable__free(&st);
+				fprintf(stderr, WHO ": out of memory\n");
+				return -1;
+			}
+			/* a name twice in one summary (not written so): add up */
+			it->s[side].count[run] += r->count;
+			it->s[side].total[run] += r->total_ns;
+			if (it->s[side].count[run] > 0)
+				it->s[side].mean[run] = floor(it->s[side].total[run] /
+							      it->s[side].count[run]);
+		}
+		stable__free(&st);
+	}
+	return 0;
+}
+
+static void finish_side(struct side *s, size_t n)
+{
+	s->present = false;
+	s->min_total = s->max_total = n ? s->total[0] : 0;
+	for (size_t r = 0; r < n; r++) {
+		s->present |= s->count[r] > 0;
+		if (s->total[r] < s->min_total)
+			s->min_total = s->total[r];
+		if (s->total[r] > s->max_total)
+			s->max_total = s->total[r];
+	}
+	s->med_count = median(s->count, n);
+	s->med_total = median(s->total, n);
+	s->med_mean = median(s->mean, n);
+	if (isnan(s->med_mean))
+		s->med_mean = 0;
+}
+
+/* Relative change in percent; +-INFINITY from 0, 0 from 0 to 0. */
+static double pct_change(double base, double now)
+{
+	if (base == 0)
+		return now == 0 ? 0 : now > 0 ? INFINITY : -INFINITY;
+	return (now - base) / base * 100.0;
+}
+
+static bool compare(double v, enum op op, double bound)
+{
+	switch (op) {
+	case OP_GT: return v > bound;
+	case OP_GE: return v >= bound;
+	case OP_LT: return v < bound;
+	case OP_LE: return v <= bound;
+	case OP_EQ: return v == bound;
+	case OP_NE: return v != bound;
+	}
+	return false;
+}
+
+static const char *fmt_pct(char *out, size_t len, double p)
+{
+	if (isinf(p))
+		snprintf(out, len, p > 0 ? "from 0" : "to 0");
+	else
+		snprintf(out, len, "%+.1f%%", p);
+	return out;
+}
+
+/* Does rule r break on item it of table ti? The change it measured in *what. */
+static bool rule_breaks(const struct rule *r, int ti, const struct item *it, char *what,
+			size_t len)
+{
+	const struct side *b = &it->s[0], *nw = &it->s[1];
+	double base, now, change;
+	char a[64], c[64];
+
+	if (!(r->tables & (1u << ti)) || (r->glob && fnmatch(r->glob, it->name, 0)))
+		return false;
+	switch (r->metric) {
+	case M_NEW:
+		snprintf(what, len, "new");
+		return !b->present && nw->present;
+	case M_VANISHED:
+		snprintf(what, len, "vanished");
+		return b->present && !nw->present;
+	case M_COUNT:
+		base = b->med_count;
+		now = nw->med_count;
+		break;
+	case M_TIME:
+	case M_MEAN:
+		/* new and vanished names have their own rules; noise never breaks one */
+		if (!b->present || !nw->present || it->noise)
+			return false;
+		base = r->metric == M_TIME ? b->med_total : b->med_mean;
+		now = r->metric == M_TIME ? nw->med_total : nw->med_mean;
+		if (fabs(now - base) < min_change_ns)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	if (r->relative) {
+		change = pct_change(base, now);
+		fmt_pct(what, len, change);
+	} else {
+		change = now - base;
+		if (r->metric == M_COUNT)
+			snprintf(what, len, "%+.0f", change);
+		else
+			snprintf(what, len, "%s%s", change >= 0 ? "+" : "-",
+				 unit__fmt_short(a, sizeof(a), fabs(change), DIM_TIME, false));
+	}
+	(void)c;
+	return compare(change, r->op, r->bound);
+}
+
+/* ---- output ---- */
+
+/* An aligned text table: cells per row, widths computed at the end. */
+#define MAXCOLS 12
+struct tbl {
+	char *(*cells)[MAXCOLS];
+	size_t n, cap;
+	int ncols;
+	bool right[MAXCOLS];
+};
+
+static void tbl_row(struct tbl *t, const char *const *cells)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 32;
+		void *nc = realloc(t->cells, cap * sizeof(*t->cells));
+
+		if (!nc)
+			return;
+		t->cells = nc;
+		t->cap = cap;
+	}
+	for (int i = 0; i < t->ncols; i++)
+		t->cells[t->n][i] = strdup(cells[i] ? cells[i] : "");
+	t->n++;
+}
+
+static void tbl_print(FILE *f, struct tbl *t)
+{
+	size_t w[MAXCOLS] = { 0 };
+
+	for (size_t r = 0; r < t->n; r++)
+		for (int i = 0; i < t->ncols; i++)
+			if (t->cells[r][i] && strlen(t->cells[r][i]) > w[i])
+				w[i] = strlen(t->cells[r][i]);
+	for (size_t r = 0; r < t->n; r++) {
+		fputs("  ", f);
+		for (int i = 0; i < t->ncols; i++) {
+			const char *s = t->cells[r][i] ? t->cells[r][i] : "";
+			bool last = i == t->ncols - 1;
+
+			if (t->right[i])
+				fprintf(f, "%*s", (int)w[i], s);
+			else
+				fprintf(f, "%-*s", last ? 0 : (int)w[i], s);
+			if (!last)
+				fputs("  ", f);
+		}
+		fputc('\n', f);
+	}
+	for (size_t r = 0; r < t->n; r++)
+		for (int i = 0; i < t->ncols; i++)
+			free(t->cells[r][i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+static const char *fmt_time(char *out, size_t len, double ns, bool present)
+{
+	if (!present)
+		return strcpy(out, "-");
+	return unit__fmt_short(out, len, ns, DIM_TIME, false);
+}
+
+/* Spread of one side's totals: (max - min) / median, "-" for one run. */
+static const char *fmt_spread(char *out, size_t len, const struct side *s, size_t nruns)
+{
+	if (nruns < 2 || !s->present)
+		return strcpy(out, "-");
+	snprintf(out, len, "%.1f%%", s->med_total ? (s->max_total - s->min_total) / s->med_total * 100 : 0);
+	return out;
+}
+
+static bool item_changed(const struct item *it)
+{
+	return it->s[0].med_count != it->s[1].med_count || it->s[0].med_total != it->s[1].med_total ||
+	       it->broken.len || it->s[0].present != it->s[1].present;
+}
+
+/* The first `top` rows by time, and every flagged, new or vanished one. */
+static bool must_show(const struct item *it, size_t shown, size_t top)
+{
+	return shown < top || it->broken.len || it->s[0].present != it->s[1].present;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	return x->order < y->order ? 1 : x->order > y->order ? -1 : strcmp(x->name, y->name);
+}
+
+static const char *status_of(const struct item *it)
+{
+	if (!it->s[0].present && it->s[1].present)
+		return "new";
+	if (it->s[0].present && !it->s[1].present)
+		return "vanished";
+	if (!it->s[0].present && !it->s[1].present)
+		return "absent";
+	return item_changed(it) ? "changed" : "same";
+}
+
+/* The note column: what a person should look at. */
+static void note_of(const struct item *it, const struct diff *df, char *out, size_t len)
+{
+	const char *st = status_of(it);
+	size_t n = 0;
+
+	out[0] = 0;
+	if (!strcmp(st, "new") || !strcmp(st, "vanished"))
+		n += (size_t)snprintf(out, len, "%s", st);
+	else if (it->noise && it->s[0].med_total != it->s[1].med_total)
+		n += (size_t)snprintf(out, len, "within spread");
+	if (it->broken.len)
+		snprintf(out + n, n < len ? len - n : 0, "%sFAIL %s", n ? "; " : "", it->broken.p);
+	(void)df;
+}
+
+static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool all)
+{
+	const struct dtable *t = &df->t[ti];
+	struct tbl tb = { .ncols = df->nruns[0] > 1 || df->nruns[1] > 1 ? 9 : 8 };
+	bool spread = tb.ncols == 9;
+	size_t shown = 0, hidden = 0;
+	char c[9][160];
+
+	if (!t->n)
+		return;
+	const char *head[9] = { table_title[ti], "count", "change", "total time", "change",
+				"mean", "change", spread ? "spread" : "note", "note" };
+	for (int i = 1; i < 7; i++)
+		tb.right[i] = true;
+	tb.right[7] = spread;
+	tbl_row(&tb, head);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct item *it = &t->items[i];
+		const struct side *b = &it->s[0], *nw = &it->s[1];
+		char x[64], y[64], sb[32], sn[32];
+		const char *cells[9];
+
+		if (!all && !must_show(it, shown, top)) {
+			hidden++;
+			continue;
+		}
+		shown++;
+		snprintf(c[0], sizeof(c[0]), "%s", it->name);
+		snprintf(c[1], sizeof(c[1]), "%.0f -> %.0f", b->med_count, nw->med_count);
+		if (b->med_count == nw->med_count)
+			snprintf(c[2], sizeof(c[2]), "0");
+		else
+			snprintf(c[2], sizeof(c[2]), "%+.0f", nw->med_count - b->med_count);
+		snprintf(c[3], sizeof(c[3]), "%s -> %s", fmt_time(x, sizeof(x), b->med_total, b->present),
+			 fmt_time(y, sizeof(y), nw->med_total, nw->present));
+		if (b->present && nw->present)
+			fmt_pct(c[4], sizeof(c[4]), pct_change(b->med_total, nw->med_total));
+		else
+			strcpy(c[4], "");
+		snprintf(c[5], sizeof(c[5]), "%s -> %s", fmt_time(x, sizeof(x), b->med_mean, b->present),
+			 fmt_time(y, sizeof(y), nw->med_mean, nw->present));
+		if (b->present && nw->present)
+			fmt_pct(c[6], sizeof(c[6]), pct_change(b->med_mean, nw->med_mean));
+		else
+			strcpy(c[6], "");
+		snprintf(c[7], sizeof(c[7]), "%s / %s", fmt_spread(sb, sizeof(sb), b, df->nruns[0]),
+			 fmt_spread(sn, sizeof(sn), nw, df->nruns[1]));
+		note_of(it, df, c[spread ? 8 : 7], sizeof(c[8]));
+		for (int k = 0; k < 9; k++)
+			cells[k] = c[k];
+		tbl_row(&tb, cells);
+	}
+	fputc('\n', f);
+	tbl_print(f, &tb);
+	if (hidden)
+		fprintf(f, "  (%zu more %s rows unflagged: --all shows them)\n", hidden,
+			table_title[ti]);
+}
+
+static void json_side(FILE *f, const struct side *s, size_t nruns)
+{
+	fprintf(f, "{\"runs\":%zu,\"present\":%s", nruns, s->present ? "true" : "false");
+	fprintf(f, ",\"count\":%.17g,\"total_ns\":%.17g,\"mean_ns\":%.17g", s->med_count,
+		s->med_total, s->med_mean);
+	fprintf(f, ",\"total_min_ns\":%.17g,\"total_max_ns\":%.17g", s->min_total, s->max_total);
+	fputs(",\"counts\":[", f);
+	for (size_t r = 0; r < nruns; r++)
+		fprintf(f, "%s%.17g", r ? "," : "", s->count[r]);
+	fputs("],\"totals_ns\":[", f);
+	for (size_t r = 0; r < nruns; r++)
+		fprintf(f, "%s%.17g", r ? "," : "", s->total[r]);
+	fputs("]}", f);
+}
+
+static void json_pct(FILE *f, double p)
+{
+	if (isinf(p) || isnan(p))
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", p);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	struct buf b = { 0 };
+
+	json_escape(&b, s, strlen(s));
+	fputs(b.p, f);
+	buf__free(&b);
+}
+
+static int write_json(FILE *f, const struct diff *df, const struct rule *rules, size_t nrules,
+		      bool failed)
+{
+	fputs("{\"schema\":\"gputrace-diff\",\"version\":1", f);
+	for (int s = 0; s < 2; s++) {
+		fprintf(f, ",\n\"%s\":[", s ? "new" : "base");
+		for (size_t r = 0; r < df->nruns[s]; r++) {
+			fputs(r ? "," : "", f);
+			json_string(f, df->paths[s][r]);
+		}
+		fputc(']', f);
+	}
+	for (int ti = 0; ti < NTABLES; ti++) {
+		const struct dtable *t = &df->t[ti];
+
+		fprintf(f, ",\n\"%s\":[", stab__key[diff_tables[ti]]);
+		for (size_t i = 0; i < t->n; i++) {
+			const struct item *it = &t->items[i];
+
+			fputs(i ? ",\n {\"name\":" : "\n {\"name\":", f);
+			json_string(f, it->name);
+			fprintf(f, ",\"status\":\"%s\",\"base\":", status_of(it));
+			json_side(f, &it->s[0], df->nruns[0]);
+			fputs(",\"new\":", f);
+			json_side(f, &it->s[1], df->nruns[1]);
+			fprintf(f, ",\"change\":{\"count\":%.17g,\"count_pct\":",
+				it->s[1].med_count - it->s[0].med_count);
+			json_pct(f, pct_change(it->s[0].med_count, it->s[1].med_count));
+			fputs(",\"total_pct\":", f);
+			json_pct(f, pct_change(it->s[0].med_total, it->s[1].med_total));
+			fputs(",\"mean_pct\":", f);
+			json_pct(f, pct_change(it->s[0].med_mean, it->s[1].med_mean));
+			fprintf(f, "},\"within_spread\":%s,\"failed\":", it->noise ? "true" : "false");
+			json_string(f, it->broken.len ? it->broken.p : "");
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
+	fputs(",\n\"rules\":[", f);
+	for (size_t i = 0; i < nrules; i++) {
+		fputs(i ? ",\n {\"rule\":" : "\n {\"rule\":", f);
+		json_string(f, rules[i].text);
+		fprintf(f, ",\"failed\":%s,\"rows\":%zu,\"detail\":", rules[i].nbroken ? "true" : "false",
+			rules[i].nbroken);
+		json_string(f, rules[i].broken.len ? rules[i].broken.p : "");
+		fputc('}', f);
+	}
+	fprintf(f, "],\n\"failed\":%s}\n", failed ? "true" : "false");
+	return ferror(f) ? -EIO : 0;
+}
+
+static void md_table(FILE *f, const struct diff *df, int ti, size_t top)
+{
+	const struct dtable *t = &df->t[ti];
+	bool spread = df->nruns[0] > 1 || df->nruns[1] > 1;
+	size_t shown = 0;
+	char x[64], y[64], p[32], note[600];
+
+	if (!t->n)
+		return;
+	fprintf(f, "\n| %s | count | total time | change | mean | change |%s note |\n"
+		   "|---|--:|--:|--:|--:|--:|%s---|\n",
+		table_title[ti], spread ? " spread |" : "", spread ? "--:|" : "");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct item *it = &t->items[i];
+		const struct side *b = &it->s[0], *nw = &it->s[1];
+		char sb[32], sn[32];
+
+		if (!must_show(it, shown, top))
+			continue;
+		shown++;
+		fputs("| ", f);
+		md__code(f, it->name);
+		fprintf(f, " | %.0f → %.0f", b->med_count, nw->med_count);
+		fprintf(f, " | %s → %s", fmt_time(x, sizeof(x), b->med_total, b->present),
+			fmt_time(y, sizeof(y), nw->med_total, nw->present));
+		fprintf(f, " | %s", b->present && nw->present
+					    ? fmt_pct(p, sizeof(p), pct_change(b->med_total, nw->med_total))
+					    : "");
+		fprintf(f, " | %s → %s", fmt_time(x, sizeof(x), b->med_mean, b->present),
+			fmt_time(y, sizeof(y), nw->med_mean, nw->present));
+		fprintf(f, " | %s", b->present && nw->present
+					    ? fmt_pct(p, sizeof(p), pct_change(b->med_mean, nw->med_mean))
+					    : "");
+		if (spread)
+			fprintf(f, " | %s / %s", fmt_spread(sb, sizeof(sb), b, df->nruns[0]),
+				fmt_spread(sn, sizeof(sn), nw, df->nruns[1]));
+		note_of(it, df, note, sizeof(note));
+		fputs(" | ", f);
+		if (it->broken.len)
+			fputs("\xe2\x9d\x8c ", f);
+		md__text(f, note);
+		fputs(" |\n", f);
+	}
+}
+
+static int write_markdown(const char *path, const struct diff *df, const struct rule *rules,
+			  size_t nrules, size_t nbroken, size_t top)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (!nrules)
+		fputs("### gputrace diff\n", f);
+	else if (nbroken)
+		fprintf(f, "### gputrace diff: \xe2\x9d\x8c %zu of %zu rules broken\n", nbroken, nrules);
+	else
+		fprintf(f, "### gputrace diff: \xe2\x9c\x85 %zu rules hold\n", nrules);
+	fprintf(f, "\nBase: %zu run%s, new: %zu run%s; times are medians over the runs%s.\n",
+		df->nruns[0], df->nruns[0] == 1 ? "" : "s", df->nruns[1], df->nruns[1] == 1 ? "" : "s",
+		df->nruns[0] > 1 || df->nruns[1] > 1
+			? "; spread = (max - min) / median of each side's totals"
+			: "");
+	if (nrules) {
+		fputs("\n", f);
+		for (size_t i = 0; i < nrules; i++) {
+			fprintf(f, "- %s ", rules[i].nbroken ? "\xe2\x9d\x8c" : "\xe2\x9c\x85");
+			md__code(f, rules[i].text);
+			if (rules[i].nbroken) {
+				fputs(": ", f);
+				md__text(f, rules[i].broken.p);
+			}
+			fputc('\n', f);
+		}
+	}
+	for (int ti = 0; ti < NTABLES; ti++)
+		md_table(f, df, ti, top);
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+static void usage_diff(FILE *f)
+{
+	fprintf(f,
+		"usage: gputrace diff [options] BASE... -- NEW...\n"
+		"Compares summaries (summary JSONs or traces) per kernel, API call and copy\n"
+		"kind: count, total and mean time. Several files per side are several runs:\n"
+		"medians are compared, and a time change inside the runs' spread is noise.\n"
+		"  --fail-on RULE     exit 1 when RULE breaks: 'time > +10%%', 'mean > +5%%',\n"
+		"                     'count != 0%%', 'kernel[\"gemm*\"] time > +2ms',\n"
+		"                     'api time > +50%%', new-kernels, vanished-kernels, new-apis,\n"
+		"                     vanished-apis, new-copies, vanished-copies (repeatable)\n"
+		"  --json             JSON on stdout instead of the table (--json=FILE: to FILE)\n"
+		"  --markdown FILE    write the diff as Markdown\n"
+		"  --junit FILE       write a JUnit XML report (one test case per rule)\n"
+		"  --min-change DUR   time changes smaller than DUR never break a rule\n"
+		"                     (default 1us: timestamps come in device ticks)\n"
+		"  --top N            rows per table in the table (default %d; flagged, new and\n"
+		"                     vanished rows are always shown); --all for every row\n"
+		"Exit status: 0 no rule broken, 1 a rule broken, 2 usage or unreadable input.\n",
+		DEFAULT_TOP);
+}
+
+static void free_diff(struct diff *df)
+{
+	for (int ti = 0; ti < NTABLES; ti++) {
+		for (size_t i = 0; i < df->t[ti].n; i++) {
+			struct item *it = &df->t[ti].items[i];
+
+			free(it->name);
+			for (int s = 0; s < 2; s++) {
+				free(it->s[s].count);
+				free(it->s[s].total);
+				free(it->s[s].mean);
+			}
+			buf__free(&it->broken);
+		}
+		free(df->t[ti].items);
+	}
+	free(df->paths[0]);
+	free(df->paths[1]);
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *opt, bool *bad)
+{
+	size_t n = strlen(opt);
+	const char *a = argv[*i];
+
+	if (!strncmp(a, opt, n) && a[n] == '=')
+		return a + n + 1;
+	if (strcmp(a, opt))
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, WHO ": %s needs a value\n", opt);
+		*bad = true;
+		return "";
+	}
+	return argv[++*i];
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff df = { 0 };
+	struct rule *rules = calloc((size_t)argc, sizeof(*rules));
+	size_t nrules = 0, nbroken = 0, top = DEFAULT_TOP;
+	const char *junit = NULL, *markdown = NULL, *json = NULL, *v;
+	bool all = false, bad = false, sep = false;
+	int ret = ST_ERROR;
+
+	df.paths[0] = calloc((size_t)argc, sizeof(char *));
+	df.paths[1] = calloc((size_t)argc, sizeof(char *));
+	if (!rules || !df.paths[0] || !df.paths[1]) {
+		fprintf(stderr, WHO ": out of memory\n");
+		goto out;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			if (sep) {
+				fprintf(stderr, WHO ": one '--' between the base and the new runs\n");
+				goto usage;
+			}
+			sep = true;
+		} else if (a[0] != '-' || !a[1]) {
+			df.paths[sep][df.nruns[sep]++] = argv[i];
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_diff(stdout);
+			ret = ST_OK;
+			goto out;
+		} else if ((v = opt_value(argc, argv, &i, "--fail-on", &bad))) {
+			if (bad || parse_rule(v, &rules[nrules]))
+				goto usage_quiet;
+			nrules++;
+		} else if ((v = opt_value(argc, argv, &i, "--junit", &bad))) {
+			if (bad)
+				goto usage;
+			junit = v;
+		} else if ((v = opt_value(argc, argv, &i, "--markdown", &bad))) {
+			if (bad)
+				goto usage;
+			markdown = v;
+		} else if ((v = opt_value(argc, argv, &i, "--top", &bad))) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (bad || *end || end == v || n < 0) {
+				fprintf(stderr, WHO ": --top wants a number of rows, not '%s'\n", v);
+				goto usage;
+			}
+			top = (size_t)n;
+		} else if ((v = opt_value(argc, argv, &i, "--min-change", &bad))) {
+			char *end;
+			double x = strtod(v, &end), scale = 1;
+			struct dim d = DIM_TIME;
+			bool pct;
+			int ul = bad ? -1 : unit__parse(end, &scale, &d, &pct);
+
+			if (bad || end == v || x < 0 || ul <= 0 || end[ul] || !dim__eq(d, DIM_TIME)) {
+				fprintf(stderr, WHO ": --min-change wants a time (500ns, 1us, 2ms), "
+						"not '%s'\n", v);
+				goto usage;
+			}
+			min_change_ns = x * scale;
+		} else if (!strcmp(a, "--json")) {
+			json = "-";
+		} else if (!strncmp(a, "--json=", 7)) {
+			json = a + 7;
+		} else if (!strcmp(a, "--all")) {
+			all = true;
+		} else {
+			fprintf(stderr, WHO ": unknown option '%s'\n", a);
+			goto usage;
+		}
+	}
+	if (!sep || !df.nruns[0] || !df.nruns[1]) {
+		fprintf(stderr, WHO ": give the base runs, then '--', then the new runs\n");
+		goto usage;
+	}
+
+	for (int s = 0; s < 2; s++) {
+		for (size_t r = 0; r < df.nruns[s]; r++) {
+			struct sumdoc d;
+			int err;
+
+			if (sumdoc__load(WHO, df.paths[s][r], &d))
+				goto out;
+			err = add_run(&df, s, r, &d);
+			sumdoc__free(&d);
+			if (err)
+				goto out;
+		}
+	}
+	for (int ti = 0; ti < NTABLES; ti++) {
+		struct dtable *t = &df.t[ti];
+
+		for (size_t i = 0; i < t->n; i++) {
+			struct item *it = &t->items[i];
+
+			finish_side(&it->s[0], df.nruns[0]);
+			finish_side(&it->s[1], df.nruns[1]);
+			it->order = fmax(it->s[0].med_total, it->s[1].med_total);
+			/* noise: with several runs, the sides' ranges of totals overlap */
+			it->noise = (df.nruns[0] > 1 || df.nruns[1] > 1) &&
+				    it->s[0].min_total <= it->s[1].max_total &&
+				    it->s[1].min_total <= it->s[0].max_total;
+		}
+		qsort(t->items, t->n, sizeof(*t->items), cmp_item);
+		for (size_t i = 0; i < t->n; i++) {
+			struct item *it = &t->items[i];
+
+			for (size_t k = 0; k < nrules; k++) {
+				char what[96];
+
+				if (!rule_breaks(&rules[k], ti, it, what, sizeof(what)))
+					continue;
+				buf__printf(&it->broken, "%s%s", it->broken.len ? "; " : "",
+					    rules[k].text);
+				buf__printf(&rules[k].broken, "%s%s %s %s",
+					    rules[k].nbroken ? "; " : "", table_title[ti], it->name,
+					    what);
+				rules[k].nbroken++;
+			}
+		}
+	}
+	for (size_t k = 0; k < nrules; k++)
+		nbroken += rules[k].nbroken > 0;
+
+	if (json) {
+		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+		int err = f ? write_json(f, &df, rules, nrules, nbroken > 0) : -errno;
+
+		if (f && f != stdout && fclose(f) && !err)
+			err = -errno;
+		if (err) {
+			fprintf(stderr, WHO ": cannot write %s: %s\n", json, strerror(-err));
+			goto out;
+		}
+	}
+	if (!json || strcmp(json, "-")) {
+		printf("gputrace diff: base %zu run%s, new %zu run%s", df.nruns[0],
+		       df.nruns[0] == 1 ? "" : "s", df.nruns[1], df.nruns[1] == 1 ? "" : "s");
+		if (df.nruns[0] > 1 || df.nruns[1] > 1)
+			printf(" (medians; spread = (max - min) / median of the totals, base / new)");
+		putchar('\n');
+		for (int ti = 0; ti < NTABLES; ti++)
+			print_table(stdout, &df, ti, all ? SIZE_MAX : top, all);
+		putchar('\n');
+		for (size_t k = 0; k < nrules; k++) {
+			if (rules[k].nbroken)
+				printf("FAIL %s: %s\n", rules[k].text, rules[k].broken.p);
+			else
+				printf("PASS %s\n", rules[k].text);
+		}
+		if (nrules)
+			printf("gputrace diff: %zu of %zu rules broken\n", nbroken, nrules);
+		else
+			printf("gputrace diff: no --fail-on rules given\n");
+	}
+	fflush(stdout);
+	ret = nbroken ? ST_FAILED : ST_OK;
+
+	if (junit) {
+		struct test_case *tc = calloc(nrules ? nrules : 1, sizeof(*tc));
+		int err = tc ? 0 : -ENOMEM;
+
+		for (size_t k = 0; tc && k < nrules; k++) {
+			tc[k].name = rules[k].text;
+			tc[k].status = rules[k].nbroken ? CASE_FAIL : CASE_PASS;
+			tc[k].message = rules[k].nbroken ? rules[k].broken.p : "holds";
+		}
+		if (tc)
+			err = junit__write(junit, WHO, "gputrace.diff", df.paths[1][0], tc, nrules);
+		free(tc);
+		if (err) {
+			fprintf(stderr, WHO ": cannot write %s: %s\n", junit, strerror(-err));
+			ret = ST_ERROR;
+		}
+	}
+	if (markdown) {
+		int err = write_markdown(markdown, &df, rules, nrules, nbroken, all ? SIZE_MAX : top);
+
+		if (err) {
+			fprintf(stderr, WHO ": cannot write %s: %s\n", markdown, strerror(-err));
+			ret = ST_ERROR;
+		}
+	}
+	goto out;
+usage:
+	usage_diff(stderr);
+usage_quiet:
+	ret = ST_ERROR;
+out:
+	for (size_t k = 0; rules && k < (size_t)argc; k++) {
+		free(rules[k].glob);
+		buf__free(&rules[k].broken);
+	}
+	free(rules);
+	free_diff(&df);
+	return ret;
+}
