@@ -89,7 +89,8 @@ test-build: $(TEST_BUILD)
 
 # --- packages -----------------------------------------------------------
 DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
-	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev
+	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev \
+	    chromium python3-jsonschema
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -117,10 +118,11 @@ bench: deps
 
 install: $(LIB) tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/gputrace \
-	  $(DESTDIR)$(PREFIX)/libexec/gputrace
+	  $(DESTDIR)$(PREFIX)/libexec/gputrace $(DESTDIR)$(PREFIX)/share/gputrace
 	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgputrace.so
 	install -m 644 backends/plugins/gputrace_plugin.h $(DESTDIR)$(PREFIX)/include/gputrace/gputrace_plugin.h
 	install -m 755 scripts/gputrace $(DESTDIR)$(PREFIX)/bin/gputrace
+	install -m 644 scripts/summary.schema.json $(DESTDIR)$(PREFIX)/share/gputrace/summary.schema.json
 	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/libexec/gputrace/; done
 
 clean:
