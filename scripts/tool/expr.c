@@ -47,6 +47,7 @@ struct field {
 	struct dim d;
 	bool pct;
 	enum agg agg;
+	double scale; /* JSON value to base units; 0 is 1 */
 };
 
 static const struct field fields[] = {
@@ -58,7 +59,7 @@ static const struct field fields[] = {
 	{ "max_ns", TIMED, DIM_TIME, false, A_MAX },
 	{ "share", TIMED & ~TB(ST_COPIES), DIM_COUNT, true, A_SUM },
 	{ "bytes", TB(ST_COPIES), DIM_BYTES, false, A_SUM },
-	{ "bandwidth_bytes_per_s", TB(ST_COPIES), DIM_RATE, false, A_BW },
+	{ "bandwidth_bytes_per_s", TB(ST_COPIES), DIM_RATE, false, A_BW, 1e-9 },
 	{ "spans", TB(ST_DEVICES), DIM_COUNT, false, A_SUM },
 	{ "busy_ns", TB(ST_DEVICES), DIM_TIME, false, A_SUM },
 	{ "span_total_ns", TB(ST_DEVICES), DIM_TIME, false, A_SUM },
@@ -263,6 +264,34 @@ static void describe_next(struct parser *ps, char *out, size_t len)
 }
 
 static struct node *parse_sum(struct parser *ps);
+static size_t edit_distance(const char *a, const char *b);
+
+/* ", did you mean 'kernel'?" when a known first name is close. */
+static void near_name(const char *name, char *out, size_t len)
+{
+	const char *best = NULL;
+	size_t bd = SIZE_MAX;
+
+	out[0] = 0;
+	for (size_t i = 0; i < NELEM(table_names); i++) {
+		size_t d = edit_distance(name, table_names[i].name);
+
+		if (d < bd) {
+			bd = d;
+			best = table_names[i].name;
+		}
+	}
+	for (size_t i = 0; i < NELEM(scalar_aliases); i++) {
+		size_t d = edit_distance(name, scalar_aliases[i].alias);
+
+		if (d < bd) {
+			bd = d;
+			best = scalar_aliases[i].alias;
+		}
+	}
+	if (best && bd <= 2)
+		snprintf(out, len, "; did you mean '%s'?", best);
+}
 
 /* A quoted selector: "..." or '...', with \" \' \\ escapes. */
 static char *parse_string(struct parser *ps)
@@ -542,8 +571,16 @@ static struct node *parse_path(struct parser *ps)
 	}
 
 	/* A scalar: dotted JSON path or an alias of one. */
-	char path[256];
+	char path[256], hint[80];
 	size_t pl = 0;
+	if (segs[0].has_sel) {
+		near_name(segs[0].name, hint, sizeof(hint));
+		fail_at(ps, segs[0].pos, segs[0].len,
+			"unknown name '%s': rows are kernel[...], api[...], annotation[...], "
+			"copy[...], device[...], lost[...]%s",
+			segs[0].name, hint);
+		goto out;
+	}
 	for (int i = 0; i < nseg; i++) {
 		if (segs[i].has_sel) {
 			fail_at(ps, segs[i].sel_pos - 1, segs[i].sel_len + 2,
@@ -563,11 +600,12 @@ static struct node *parse_path(struct parser *ps)
 		if (!strcmp(path, scalars[i].path) || !strcmp(with_ns, scalars[i].path))
 			canon = scalars[i].path;
 	if (!canon) {
+		near_name(segs[0].name, hint, sizeof(hint));
 		fail_at(ps, start, ps->p - start,
-			"unknown name '%s' (rows: kernel[...], api[...], annotation[...], copy[...], "
+			"unknown name '%s'%s (rows: kernel[...], api[...], annotation[...], copy[...], "
 			"device[...]; values: device.kernels, device.copies, lost, lost.REASON, "
 			"spans, window, trace.bytes, totals.*: see README \"Checks\")",
-			path);
+			path, hint);
 		goto out;
 	}
 	n = new_node(ps, N_SCALAR, start);
@@ -1079,7 +1117,7 @@ static double row_field(const struct srow *r, const struct field *f)
 	double v = 0;
 
 	jv_num(r->v, r->e, f->name, &v);
-	return v;
+	return f->scale ? v * f->scale : v;
 }
 
 static double scalar_value(struct eval *ev, const char *path, bool *found)
@@ -1181,7 +1219,7 @@ static double eval_rows(struct eval *ev, const struct node *n)
 	case A_MEAN:
 		return count ? floor(sum / count) : 0;
 	case A_BW:
-		return sum ? bytes / (sum / 1e9) : 0;
+		return sum ? bytes / sum : 0;
 	case A_UTIL:
 		window = scalar_value(ev, "window.duration_ns", &found);
 		return matched && window > 0 ? busy / ((double)matched * window) : 0;

@@ -110,7 +110,7 @@ void md__summary(FILE *f, const struct sumdoc *d, int top)
 			fprintf(f, " | %.0f | %s | %s | %s |\n", r->count,
 				unit__fmt_short(a, sizeof(a), r->bytes, DIM_BYTES, false),
 				unit__fmt_short(b, sizeof(b), r->total_ns, DIM_TIME, false),
-				unit__fmt_short(c, sizeof(c), bw, DIM_RATE, false));
+				unit__fmt_short(c, sizeof(c), bw * 1e-9, DIM_RATE, false));
 		}
 	}
 	stable__free(&t);

@@ -505,7 +505,7 @@ static void section_copies(FILE *f, const struct sumdoc *d)
 		fprintf(f, "</td><td class=\"count\">%.0f</td><td>%s</td><td>%s</td><td>%s</td></tr>",
 			r->count, fmt(a, sizeof(a), r->bytes, DIM_BYTES, false),
 			fmt(b, sizeof(b), r->total_ns, DIM_TIME, false),
-			fmt(c, sizeof(c), bw, DIM_RATE, false));
+			fmt(c, sizeof(c), bw * 1e-9, DIM_RATE, false));
 	}
 	fputs("</tbody></table></section>", f);
 	stable__free(&t);

@@ -21,15 +21,16 @@ static const struct unit units[] = {
 	{ "us", 1e3, DIM_TIME, false },
 	{ "ms", 1e6, DIM_TIME, false },
 	{ "s", 1e9, DIM_TIME, false },
-	{ "B/s", 1, DIM_RATE, false },
-	{ "KB/s", 1e3, DIM_RATE, false },
-	{ "kB/s", 1e3, DIM_RATE, false },
-	{ "MB/s", 1e6, DIM_RATE, false },
-	{ "GB/s", 1e9, DIM_RATE, false },
-	{ "TB/s", 1e12, DIM_RATE, false },
-	{ "KiB/s", 1024.0, DIM_RATE, false },
-	{ "MiB/s", 1048576.0, DIM_RATE, false },
-	{ "GiB/s", 1073741824.0, DIM_RATE, false },
+	/* rates in bytes per ns, so that bytes / time needs no factor */
+	{ "B/s", 1e-9, DIM_RATE, false },
+	{ "KB/s", 1e-6, DIM_RATE, false },
+	{ "kB/s", 1e-6, DIM_RATE, false },
+	{ "MB/s", 1e-3, DIM_RATE, false },
+	{ "GB/s", 1, DIM_RATE, false },
+	{ "TB/s", 1e3, DIM_RATE, false },
+	{ "KiB/s", 1024e-9, DIM_RATE, false },
+	{ "MiB/s", 1048576e-9, DIM_RATE, false },
+	{ "GiB/s", 1073741824e-9, DIM_RATE, false },
 	{ "B", 1, DIM_BYTES, false },
 	{ "KiB", 1024.0, DIM_BYTES, false },
 	{ "MiB", 1048576.0, DIM_BYTES, false },
@@ -125,6 +126,9 @@ static const char *fmt(char *out, size_t len, double v, struct dim d, bool perce
 	} else if (dim__eq(d, DIM_RATE)) {
 		names = rnames;
 		n = 5;
+		v *= 1e9; /* bytes per ns -> per s */
+		a = fabs(v);
+		scaled = v;
 	}
 	if (!names) {
 		if (v == floor(v) && a < 1e15)

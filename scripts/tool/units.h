@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Dimension as exponents: time^t * bytes^b. A rate is t=-1, b=1. */
+/* Dimension as exponents: time^t * bytes^b. A rate is t=-1, b=1. Values
+ * are in base units: ns, bytes, and so bytes per ns for rates (1 GB/s). */
 struct dim {
 	signed char t, b;
 };

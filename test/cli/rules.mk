@@ -44,7 +44,12 @@ $(CLI_OUT)/stack_app: test/cli/stack_app.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -rdynamic -o $@ $< -lze_loader -lpthread
 
-TEST_BUILD += $(CLI_OUT)/stack_app
+# What a CI job smoke-profiles (test_cli_check.py, test_cli_diff.py, test_cli_report.py).
+$(CLI_OUT)/ci_app: test/cli/ci_app.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread
+
+TEST_BUILD += $(CLI_OUT)/stack_app $(CLI_OUT)/ci_app
 endif
 
 # `make bench`: what a captured stack costs (see test/cli/stack_cost.c).

@@ -1,0 +1,225 @@
+"""`gputrace check`: checks over a summary of a run of test/cli/ci_app on the
+simulated Level Zero device (10 steps: gemm_f32 and bias_add, a copy each
+way). Each check prints PASS/FAIL with the value measured in the summary;
+exit 0 all pass, 1 one failed, 2 a check that cannot be evaluated (a typo
+never passes)."""
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ci_helpers import gt, rows, traced
+from cli_helpers import ROOT
+
+FIXTURE = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"  # 3 events lost (ring_full)
+
+
+def fmt_time(ns):
+    """How gputrace prints a time (units.c): 3 decimals at most, the exact
+    ns after it when that rounds."""
+    units = ["ns", "us", "ms", "s"]
+    i, v = 0, float(ns)
+    while i < 3 and abs(v) >= 1000:
+        v /= 1000
+        i += 1
+    num = f"{v:.3f}".rstrip("0").rstrip(".")
+    if i and ns == int(ns) and abs(float(num) * 1000 ** i - ns) >= 0.5:
+        return f"{num} {units[i]} ({int(ns)} ns)"
+    return f"{num} {units[i]}"
+
+
+def lines(p):
+    return p.stdout.decode().splitlines()
+
+
+def result_lines(p):
+    return [l for l in lines(p) if l.split(" ", 1)[0] in ("PASS", "FAIL", "ERROR")]
+
+
+@pytest.mark.sanitize
+def test_checks_pass_with_the_measured_values(tmp_path):
+    _, sj, s = traced(tmp_path, "run", 10, 64)
+    k = rows(s, "kernels")
+    sync = rows(s, "api_calls")["zeCommandQueueSynchronize"]
+    checks = {
+        "device.kernels >= 1": "20",
+        "lost == 0": "0",
+        'kernel["gemm*"].count == 10': "10",
+        'kernel["*"].total <= 25ms': fmt_time(k["gemm_f32"]["total_ns"] + k["bias_add"]["total_ns"]),
+        'kernel["gemm_f32"].max < 1ms': fmt_time(k["gemm_f32"]["max_ns"]),
+        'api["zeCommandQueueSynchronize"].mean < 10s': fmt_time(sync["mean_ns"]),
+        'api["zeCommandQueueSynchronize"].count == 10': "10",
+        "device[0].busy > 0%": None,
+        'copy["HtoD"].bytes <= 1GiB': "640 KiB",
+        'copy["*"].count == 20': "20",
+        'kernel["conv*"].count == 0': "0",  # a glob that matches nothing counts 0
+    }
+    p = gt(["check", sj, *checks], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+    got = result_lines(p)
+    assert len(got) == len(checks)
+    for line, (check, value) in zip(got, checks.items()):
+        assert line.startswith(f"PASS {check}: "), line
+        if value is not None:
+            assert line == f"PASS {check}: {value}"
+    assert lines(p)[-1] == f"gputrace check: {len(checks)} passed, 0 failed ({sj})"
+
+
+def test_a_check_that_must_fail(tmp_path):
+    _, sj, s = traced(tmp_path, "run", 10, 64)
+    total = rows(s, "kernels")["gemm_f32"]["total_ns"]
+    assert total >= 10 * 16000  # 64 groups of 256: 16384 ns per launch, in 52 ns ticks
+    p = gt(["check", sj, "device.kernels >= 1", 'kernel["gemm_f32"].total <= 100us'], tmp_path)
+    assert p.returncode == 1, p.stdout.decode()
+    assert result_lines(p) == ["PASS device.kernels >= 1: 20",
+                               f'FAIL kernel["gemm_f32"].total <= 100us: {fmt_time(total)}']
+    assert lines(p)[-1].startswith("gputrace check: 1 passed, 1 failed")
+
+
+@pytest.mark.parametrize("check, column, message", [
+    ('kernel["gemm_f32"].totl <= 1ms', 20, "unknown field 'totl' of kernel rows"),
+    ('kernal["gemm_f32"].total <= 1ms', 1, "unknown name 'kernal'"),
+    ('kernel["gemm_f32"].total <= 1', 29, "is a time: give the bound a unit"),
+    ("device[0].busy >= 60", 19, "is a fraction: write the bound as a percentage"),
+    ("kernel.total <= 5 msec", 19, "unknown unit 'msec'"),
+    ("lost = 0", 6, "'=' is no comparison: write '=='"),
+    ('copy["HtoD"].bytes <= 1ms', 1, "cannot compare a size"),
+    ('kernel["gemm_f32"].count >= 1 2', 31, "unexpected '2' after the check"),
+    ('kernel["gemm_f32.count >= 1', 8, "unterminated string"),
+])
+def test_a_malformed_check_is_rejected_with_its_column(tmp_path, check, column, message):
+    p = gt(["check", FIXTURE, "lost >= 0", check], tmp_path)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert not result_lines(p), "nothing is evaluated when a check does not parse"
+    assert f"check 2, column {column}: " in err and message in err, err
+    caret = err.splitlines()[2]
+    assert caret.index("^") == 2 + column - 1, err
+
+
+def test_a_typo_in_a_name_never_passes(tmp_path):
+    _, sj, _ = traced(tmp_path, "run", 2, 64)
+    p = gt(["check", sj, 'kernel["gemm_f3"].count >= 0', "lost.ring_ful == 0",
+            'copy["HtoDD"].count == 0', "device[3].busy >= 0%", "lost.ring_full == 0"], tmp_path)
+    out = p.stdout.decode()
+    assert p.returncode == 2, out
+    res = result_lines(p)
+    assert res[0] == ('ERROR kernel["gemm_f3"].count >= 0: no kernel named "gemm_f3" in the '
+                      'summary; did you mean "gemm_f32"? (a glob such as "gemm_f3*" counts 0 '
+                      'when nothing matches)')
+    assert res[1].startswith('ERROR lost.ring_ful == 0: no loss reason "ring_ful"')
+    assert res[2].startswith('ERROR copy["HtoDD"].count == 0: no copy kind named "HtoDD"')
+    assert res[3] == ("ERROR device[3].busy >= 0%: no device row 3: the summary has 1 "
+                      "(0 is the first)")
+    assert res[4] == "PASS lost.ring_full == 0: 0"  # a reason gputrace knows, not seen: 0
+    assert lines(p)[-1].startswith("gputrace check: 1 passed, 0 failed, 4 could not be evaluated")
+
+
+def test_a_trace_reads_as_its_summary(tmp_path):
+    trace, sj, _ = traced(tmp_path, "run", 3, 64)
+    checks = ['kernel["*"].total <= 25ms', 'api["*Synchronize"].mean > 0ns',
+              "device[0].busy_time > 0ns", "window > 0ns", "spans >= 20"]
+    a = gt(["check", sj, *checks], tmp_path)
+    b = gt(["check", trace, *checks], tmp_path)
+    assert a.returncode == b.returncode == 0, a.stdout + b.stdout
+    assert result_lines(a) == result_lines(b)
+
+
+def test_globs_add_up_and_mean_is_total_over_count(tmp_path):
+    _, sj, s = traced(tmp_path, "run", 4, 32)
+    ks = s["kernels"]
+    count = sum(r["count"] for r in ks)
+    total = sum(r["total_ns"] for r in ks)
+    dev = s["devices"][0]
+    checks = [f'kernel["*"].count == {count}',
+              f'kernel["*"].total == {total}ns',
+              f'kernel["*"].mean == {total // count}ns',
+              f'kernel["*"].min == {min(r["min_ns"] for r in ks)}ns',
+              f'kernel["*"].max == {max(r["max_ns"] for r in ks)}ns',
+              f"kernel.distinct == {len(ks)}",
+              f"device.kernels == {s['totals']['kernels']['count']}",
+              f"device[0].busy_ns == {dev['busy_ns']}ns",
+              f"device[\"{dev['name'][:5]}*\"].spans == {dev['spans']}",
+              f"totals.copies.bytes == {s['totals']['copies']['bytes']}B",
+              f"copy.bytes == {s['totals']['copies']['bytes'] / 1024}KiB",
+              f"copy.bytes / copy.total > {s['totals']['copies']['bytes'] / s['totals']['copies']['total_ns'] * 0.999}GB/s",
+              f"copy.bytes / copy.total < {s['totals']['copies']['bytes'] / s['totals']['copies']['total_ns'] * 1.001}GB/s",
+              "copy.bandwidth > 1GB/s",
+              'kernel["gemm_f32"].total / kernel.total >= 50%',
+              'kernel["gemm_f32"].total + kernel["bias_add"].total == kernel.total',
+              f"device[0].busy >= {math.floor(dev['utilization'] * 1e4) / 100}%",
+              f"device[0].busy <= {math.ceil(dev['utilization'] * 1e4) / 100}%"]
+    p = gt(["check", sj, *checks], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+    assert all(l.startswith("PASS") for l in result_lines(p)), p.stdout.decode()
+
+
+def test_lost_events_fail_lost_checks(tmp_path):
+    p = gt(["check", FIXTURE, "lost == 0", "lost.ring_full <= 2", 'lost["ring*"] == 3',
+            "lost.by_reason.ring_full == 3", "lost.total == 3"], tmp_path)
+    assert p.returncode == 1
+    assert result_lines(p) == ["FAIL lost == 0: 3", "FAIL lost.ring_full <= 2: 3",
+                               'PASS lost["ring*"] == 3: 3',
+                               "PASS lost.by_reason.ring_full == 3: 3",
+                               "PASS lost.total == 3: 3"]
+
+
+def test_junit_and_markdown_reports(tmp_path):
+    _, sj, s = traced(tmp_path, "run", 10, 64)
+    total = rows(s, "kernels")["gemm_f32"]["total_ns"]
+    junit, md = tmp_path / "checks.xml", tmp_path / "checks.md"
+    checks = ["device.kernels >= 1", 'kernel["gemm_f32"].total <= 100us',
+              'kernel["gemm_f3"].count == 1']
+    p = gt(["check", "--junit", junit, f"--markdown={md}", sj, *checks], tmp_path)
+    assert p.returncode == 2  # the typo wins over the failure
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == checks
+    assert cases[0].find("failure") is None and cases[0].find("error") is None
+    assert cases[0].find("system-out").text == "measured 20"
+    fail = cases[1].find("failure")
+    assert fail.get("message") == f"measured {fmt_time(total)}, bound 100 us"
+    assert 'no kernel named "gemm_f3"' in cases[2].find("error").get("message")
+    text = md.read_text()
+    assert text.startswith("### gputrace checks: 1 passed, 1 failed, 1 could not be evaluated")
+    assert f'| ❌ FAIL | `kernel["gemm_f32"].total <= 100us` | {fmt_time(total)} (bound 100 us) |' \
+        in text.splitlines()
+    assert "| `gemm_f32` | 10 |" in text
+
+
+def test_checks_from_a_file(tmp_path):
+    f = tmp_path / "checks.txt"
+    f.write_text("# smoke checks\n\nlost == 0\n  kernel.count >= 1\nkernel.totl > 0ns\n")
+    p = gt(["check", "-f", f, FIXTURE], tmp_path)
+    assert p.returncode == 2
+    assert f"{f}:5: column 8: unknown field 'totl'" in p.stderr.decode()
+    f.write_text("# smoke checks\n\nlost >= 0\n  kernel.count >= 1\n")
+    p = gt(["check", "--checks", f, FIXTURE, "spans > 0"], tmp_path)
+    assert p.returncode == 0, p.stdout.decode()
+    assert [l.split(":")[0] for l in result_lines(p)] == \
+        ["PASS lost >= 0", "PASS kernel.count >= 1", "PASS spans > 0"]
+
+
+def test_usage_errors(tmp_path):
+    for args in (["check"], ["check", FIXTURE], ["check", "--bogus", FIXTURE, "lost == 0"],
+                 ["check", tmp_path / "missing.json", "lost == 0"]):
+        p = gt(args, tmp_path)
+        assert p.returncode == 2, args
+        assert p.stderr.decode().startswith("gputrace check: "), p.stderr
+    notjson = tmp_path / "x.json"
+    notjson.write_text('{"hello": 1}')
+    p = gt(["check", notjson, "lost == 0"], tmp_path)
+    assert p.returncode == 2
+    assert "neither a trace nor a gputrace summary JSON" in p.stderr.decode()
+    newer = tmp_path / "v2.json"
+    newer.write_text('{"schema": "gputrace-summary", "version": 2}')
+    p = gt(["check", newer, "lost == 0"], tmp_path)
+    assert p.returncode == 2 and "newer than this gputrace reads" in p.stderr.decode()
+    p = gt(["check", "--syntax-only", "lost == 0", "kernel.count >= 1"], tmp_path)
+    assert p.returncode == 0 and not p.stdout
+    assert re.search(rb"Exit status: 0 all pass, 1 a check failed, 2",
+                     gt(["check", "--help"], tmp_path).stdout)
