@@ -466,19 +466,21 @@ static void tbl_print(FILE *f, struct tbl *t)
 			if (t->cells[r][i] && strlen(t->cells[r][i]) > w[i])
 				w[i] = strlen(t->cells[r][i]);
 	for (size_t r = 0; r < t->n; r++) {
-		fputs("  ", f);
+		struct buf line = { 0 };
+
+		buf__adds(&line, "  ");
 		for (int i = 0; i < t->ncols; i++) {
 			const char *s = t->cells[r][i] ? t->cells[r][i] : "";
-			bool last = i == t->ncols - 1;
 
 			if (t->right[i])
-				fprintf(f, "%*s", (int)w[i], s);
+				buf__printf(&line, "%*s  ", (int)w[i], s);
 			else
-				fprintf(f, "%-*s", last ? 0 : (int)w[i], s);
-			if (!last)
-				fputs("  ", f);
+				buf__printf(&line, "%-*s  ", (int)w[i], s);
 		}
-		fputc('\n', f);
+		while (line.len && line.p[line.len - 1] == ' ')
+			line.p[--line.len] = 0;
+		fprintf(f, "%s\n", line.p);
+		buf__free(&line);
 	}
 	for (size_t r = 0; r < t->n; r++)
 		for (int i = 0; i < t->ncols; i++)

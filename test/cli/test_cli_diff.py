@@ -1,0 +1,212 @@
+"""`gputrace diff BASE... -- NEW...`: runs of test/cli/ci_app on the simulated
+Level Zero device compared per kernel, API call and copy kind. A kernel
+made slower by a bigger launch must be flagged; identical runs must flag
+nothing; medians and spreads over several runs decide what is noise."""
+import copy
+import json
+import statistics
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ci_helpers import gt, rows, traced
+
+RULES = ["--fail-on", "time > +10%", "--fail-on", "mean > +10%", "--fail-on", "count != 0%",
+         "--fail-on", "new-kernels", "--fail-on", "vanished-kernels"]
+
+
+def runs(tmp_path, name, n, *args):
+    return [traced(tmp_path, f"{name}{i}", *args) for i in range(n)]
+
+
+def out_lines(p):
+    return p.stdout.decode().splitlines()
+
+
+@pytest.mark.sanitize
+def test_a_slower_kernel_is_flagged(tmp_path):
+    base = runs(tmp_path, "base", 2, 10, 64)
+    new = runs(tmp_path, "new", 2, 10, 128)  # gemm_f32: twice the groups, twice the time
+    p = gt(["diff", *[b[1] for b in base], "--", *[n[1] for n in new], *RULES, "--json=d.json"],
+           tmp_path)
+    text = p.stdout.decode()
+    assert p.returncode == 1, text + p.stderr.decode()
+    d = json.loads((tmp_path / "d.json").read_text())
+    k = rows(d, "kernels")
+    gemm = k["gemm_f32"]
+    assert gemm["status"] == "changed" and not gemm["within_spread"]
+    assert gemm["change"]["count"] == 0
+    assert 95 < gemm["change"]["total_pct"] < 105, gemm
+    assert gemm["failed"] == "time > +10%; mean > +10%"
+    # the medians are the medians of the runs' own summaries
+    for side, rs in (("base", base), ("new", new)):
+        totals = [rows(s, "kernels")["gemm_f32"]["total_ns"] for _, _, s in rs]
+        assert gemm[side]["totals_ns"] == totals
+        assert gemm[side]["total_ns"] == statistics.median(totals)
+    # bias_add and the copies did not change: nothing flagged there
+    assert k["bias_add"]["failed"] == ""
+    assert all(r["failed"] == "" for r in d["copies"])
+    assert [r["rule"] for r in d["rules"] if r["failed"]] == ["time > +10%", "mean > +10%"]
+    lines = out_lines(p)
+    row = next(l for l in lines if l.strip().startswith("gemm_f32"))
+    assert "10 -> 10" in row and "FAIL time > +10%; mean > +10%" in row, row
+    assert any(l.startswith("FAIL time > +10%: kernel gemm_f32 +") for l in lines), text
+    assert "PASS count != 0%" in lines and "PASS new-kernels" in lines
+    assert lines[-1] == "gputrace diff: 2 of 5 rules broken"
+
+
+@pytest.mark.sanitize
+def test_identical_runs_flag_nothing(tmp_path):
+    base = runs(tmp_path, "base", 3, 10, 64)
+    new = runs(tmp_path, "new", 3, 10, 64)
+    p = gt(["diff", *[b[0] for b in base], "--", *[n[1] for n in new], *RULES, "--json"],
+           tmp_path)  # traces on one side, summaries on the other
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+    d = json.loads(p.stdout)
+    assert d["failed"] is False
+    assert all(not r["failed"] for r in d["rules"]), d["rules"]
+    for table in ("kernels", "api_calls", "copies"):
+        for r in d[table]:
+            assert r["failed"] == "" and r["status"] in ("same", "changed"), r
+            assert r["change"]["count"] == 0, r
+    assert {r["name"] for r in d["kernels"]} == {"gemm_f32", "bias_add"}
+    # several runs: the note says when a time moved inside the spread
+    t = gt(["diff", *[b[1] for b in base], "--", *[n[1] for n in new], *RULES, "--all"], tmp_path)
+    assert t.returncode == 0
+    assert out_lines(t)[-1] == "gputrace diff: 0 of 5 rules broken"
+    assert "spread" in out_lines(t)[0]
+
+
+def test_new_and_vanished_kernels(tmp_path):
+    _, base, _ = traced(tmp_path, "base", 3, 64)
+    _, new, _ = traced(tmp_path, "new", 3, 64, 1)  # adds softmax
+    p = gt(["diff", base, "--", new, "--fail-on", "new-kernels"], tmp_path)
+    assert p.returncode == 1
+    lines = out_lines(p)
+    assert "FAIL new-kernels: kernel softmax new" in lines
+    row = next(l for l in lines if l.strip().startswith("softmax"))
+    assert "0 -> 3" in row and row.rstrip().endswith("new; FAIL new-kernels")
+    p = gt(["diff", new, "--", base, "--fail-on", "new-kernels", "--fail-on",
+            "vanished-kernels", "--fail-on", "count != 0%"], tmp_path)
+    assert p.returncode == 1
+    lines = out_lines(p)
+    assert "PASS new-kernels" in lines
+    assert "FAIL vanished-kernels: kernel softmax vanished" in lines
+    assert "FAIL count != 0%: kernel softmax -100.0%" in lines
+
+
+def summary(kernels, api=(), copies=()):
+    """A summary JSON (schema version 1) with the given rows."""
+    def timed(name, count, total, key="name"):
+        return {key: name, "count": count, "total_ns": total, "mean_ns": total // max(count, 1),
+                "min_ns": 0, "max_ns": total, "share": 0.0}
+    ks = [timed(*k) for k in kernels]
+    cs = [dict(timed(*c, key="kind"), bytes=0, bandwidth_bytes_per_s=0) for c in copies]
+    for c in cs:
+        del c["share"]
+    return {"schema": "gputrace-summary", "version": 1, "trace": {"path": None, "bytes": 0},
+            "window": {"start_ns": 0, "end_ns": 0, "duration_ns": 0}, "spans": 0,
+            "kernels": ks, "api_calls": [dict(timed(*a), cat="ze_api") for a in api],
+            "annotations": [], "copies": cs, "devices": [],
+            "totals": {t: {"distinct": 0, "count": 0, "total_ns": 0}
+                       for t in ("kernels", "api_calls", "annotations")} |
+            {"copies": {"count": 0, "bytes": 0, "total_ns": 0},
+             "overhead": {"count": 0, "total_ns": 0}},
+            "lost": {"total": 0, "by_reason": {}}, "partial": False}
+
+
+def write(tmp_path, name, s):
+    path = tmp_path / name
+    path.write_text(json.dumps(s))
+    return path
+
+
+def test_medians_and_spread_decide_noise(tmp_path):
+    us = 1000
+    base = [write(tmp_path, f"b{i}.json", summary([("k", 10, t * us)], api=[("zeInit", 1, 5 * us)]))
+            for i, t in enumerate((100, 110, 90))]
+    noisy = [write(tmp_path, f"n{i}.json", summary([("k", 10, t * us)], api=[("zeInit", 1, 50 * us)]))
+             for i, t in enumerate((105, 95, 120))]
+    slower = [write(tmp_path, f"s{i}.json", summary([("k", 10, t * us)]))
+              for i, t in enumerate((200, 210, 190))]
+    p = gt(["diff", *base, "--", *noisy, "--fail-on", "time > +10%", "--json"], tmp_path)
+    assert p.returncode == 0, p.stdout
+    k = json.loads(p.stdout)["kernels"][0]
+    assert k["base"]["total_ns"] == 100 * us and k["new"]["total_ns"] == 105 * us
+    assert (k["base"]["total_min_ns"], k["base"]["total_max_ns"]) == (90 * us, 110 * us)
+    assert k["within_spread"] is True and k["change"]["total_pct"] == pytest.approx(5.0)
+    # the API row is not covered by an unscoped rule; "api time" covers it
+    p = gt(["diff", *base, "--", *noisy, "--fail-on", "api time > +100%"], tmp_path)
+    assert p.returncode == 1
+    assert "FAIL api time > +100%: API call zeInit +900.0%" in out_lines(p)
+    p = gt(["diff", *base, "--", *slower, "--fail-on", "time > +10%", "--json"], tmp_path)
+    assert p.returncode == 1
+    k = json.loads(p.stdout)["kernels"][0]
+    assert k["within_spread"] is False and k["change"]["total_pct"] == pytest.approx(100.0)
+    # one run a side: no spread, the plain difference counts
+    p = gt(["diff", base[0], "--", noisy[2], "--fail-on", "time > +10%"], tmp_path)
+    assert p.returncode == 1 and "FAIL time > +10%: kernel k +20.0%" in out_lines(p)
+    # changes below --min-change (default 1us) are never a regression
+    tiny_b = write(tmp_path, "tb.json", summary([("k", 1, 300)]))
+    tiny_n = write(tmp_path, "tn.json", summary([("k", 1, 600)]))
+    assert gt(["diff", tiny_b, "--", tiny_n, "--fail-on", "time > +10%"], tmp_path).returncode == 0
+    assert gt(["diff", tiny_b, "--", tiny_n, "--fail-on", "time > +10%", "--min-change", "0ns"],
+              tmp_path).returncode == 1
+    # absolute changes and scoped globs
+    p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["k*"] time > +50us'], tmp_path)
+    assert p.returncode == 1 and 'FAIL kernel["k*"] time > +50us: kernel k +100 us' in out_lines(p)
+    p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["x*"] time > +50us'], tmp_path)
+    assert p.returncode == 0
+
+
+def test_markdown_and_junit(tmp_path):
+    base = write(tmp_path, "b.json", summary([("gemm", 40, 1000000), ("old", 1, 5000)],
+                                             copies=[("HtoD", 2, 4000)]))
+    new = write(tmp_path, "n.json", summary([("gemm", 40, 1500000), ("fresh|pipe", 2, 7000)],
+                                            copies=[("HtoD", 2, 4000)]))
+    md, junit = tmp_path / "d.md", tmp_path / "d.xml"
+    p = gt(["diff", base, "--", new, "--fail-on", "time > +10%", "--fail-on", "new-kernels",
+            "--fail-on", "count != 0%", "--fail-on", "vanished-copies", "--markdown", md,
+            "--junit", junit], tmp_path)
+    assert p.returncode == 1
+    text = md.read_text()
+    assert text.startswith("### gputrace diff: ❌ 3 of 4 rules broken")
+    assert "| `gemm` | 40 → 40 | 1 ms → 1.5 ms | +50.0% | 25 us → 37.5 us | +50.0% | ❌ FAIL " \
+           "time > +10% |" in text.splitlines()
+    assert "| `fresh\\|pipe` | 0 → 2 |" in text
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "3")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["time > +10%"].find("failure").get("message") == "kernel gemm +50.0%"
+    assert cases["vanished-copies"].find("failure") is None
+
+
+@pytest.mark.parametrize("rule, column, message", [
+    ("tim > +10%", 1, "unknown metric"),
+    ("time >> +10%", 7, "a change is expected"),
+    ("time > +10", 11, "give the change as a percentage"),
+    ("count > +1.5", 13, "a count change is a whole number"),
+    ("time = +10%", 6, "a comparison"),
+    ('kernel["gemm" time > 1%', 15, "']' expected"),
+    ("time > +10% and more", 13, "unexpected text after the rule"),
+    ("time > +10 parsecs", 12, "unknown unit"),
+])
+def test_bad_rules_are_usage_errors(tmp_path, rule, column, message):
+    b = write(tmp_path, "b.json", summary([("k", 1, 1000)]))
+    p = gt(["diff", b, "--", b, "--fail-on", rule], tmp_path)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert f"--fail-on '{rule}', column {column}: {message}" in err, err
+
+
+def test_usage(tmp_path):
+    b = write(tmp_path, "b.json", summary([("k", 1, 1000)]))
+    for args in (["diff", b], ["diff", b, "--"], ["diff", "--", b], ["diff", b, "--", b, "--", b],
+                 ["diff", b, "--", tmp_path / "missing.json"], ["diff", "--top", "x", b, "--", b]):
+        p = gt(args, tmp_path)
+        assert p.returncode == 2, args
+        assert p.stderr.decode().startswith("gputrace diff: "), p.stderr
+    v2 = copy.deepcopy(summary([]))
+    v2["version"] = 2
+    p = gt(["diff", b, "--", write(tmp_path, "v2.json", v2)], tmp_path)
+    assert p.returncode == 2 and "newer than this gputrace reads" in p.stderr.decode()
