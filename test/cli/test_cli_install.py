@@ -20,6 +20,8 @@ def test_installed_command_works(tmp_path):
     for f in (bin_, prefix / "lib" / "libgputrace.so",
               prefix / "libexec" / "gputrace" / "gputrace-tool"):
         assert os.access(f, os.X_OK), f
+    schema = prefix / "share" / "gputrace" / "summary.schema.json"
+    assert schema.read_bytes() == (ROOT / "scripts" / "summary.schema.json").read_bytes()
 
     need(PLUGIN_DIR / "libclitest.so")
     env = clean_env({"PATH": f"{prefix / 'bin'}:{os.environ['PATH']}",

@@ -1,0 +1,95 @@
+"""The summary's JSON Schema (scripts/summary.schema.json, installed to
+share/gputrace/): every summary gputrace writes validates against it (at exit,
+from `gputrace summary --json`, of a merged trace, with lost events), and it
+rejects summaries that break the contract a CI gate relies on."""
+import copy
+import json
+
+import jsonschema
+import pytest
+
+from ci_helpers import gt, traced
+from cli_helpers import ROOT
+
+SCHEMA = json.loads((ROOT / "scripts" / "summary.schema.json").read_text())
+FIXTURES = ROOT / "test" / "cli" / "fixtures"
+
+
+def validator():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    return jsonschema.Draft202012Validator(SCHEMA)
+
+
+def errors(doc):
+    return [e.message for e in validator().iter_errors(doc)]
+
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("schema")
+    out = {}
+    trace, _, out["at exit"] = traced(tmp, "run", 3, 64)
+    out["summary --json"] = json.loads(gt(["summary", "--json", "-", trace], tmp).stdout)
+    m = tmp / "m.json"
+    assert gt(["merge", "-o", m, FIXTURES / "proc_a.json", FIXTURES / "proc_b.json", trace],
+              tmp).returncode == 0
+    out["merged, lost events"] = json.loads(gt(["summary", "--json", "-", m], tmp).stdout)
+    empty = tmp / "empty.json"
+    empty.write_text('{"traceEvents":[]}')
+    out["empty trace"] = json.loads(gt(["summary", "--json", "-", empty], tmp).stdout)
+    return out
+
+
+def test_every_summary_validates(summaries):
+    for name, s in summaries.items():
+        assert errors(s) == [], name
+    merged = summaries["merged, lost events"]
+    assert merged["lost"] == {"total": 5, "by_reason": {"ring_full": 4, "cupti_dropped": 1}}
+    assert merged["kernels"] and merged["copies"] and merged["api_calls"]
+
+
+@pytest.mark.parametrize("path, value", [
+    (("version",), 2),
+    (("schema",), "something-else"),
+    (("kernels", 0, "count"), -1),
+    (("kernels", 0, "total_ns"), 1.5),
+    (("devices", 0, "utilization"), 1.5),
+    (("copies", 0, "kind"), None),
+    (("api_calls", 0, "cat"), 7),
+    (("lost", "by_reason", "ring_full"), "3"),
+    (("partial",), 0),
+])
+def test_a_broken_field_is_rejected(summaries, path, value):
+    s = copy.deepcopy(summaries["at exit"])
+    node = s
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert errors(s), path
+
+
+@pytest.mark.parametrize("path", [
+    ("kernels",), ("totals", "kernels", "count"), ("lost", "total"), ("window", "duration_ns"),
+    ("kernels", 0, "mean_ns"), ("copies", 0, "bytes"), ("devices", 0, "busy_ns"),
+])
+def test_a_removed_field_is_rejected(summaries, path):
+    s = copy.deepcopy(summaries["at exit"])
+    node = s
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    assert errors(s), path
+
+
+def test_a_new_field_is_accepted(summaries, tmp_path):
+    """Fields may be added within a version: neither the schema nor a check
+    written before them minds."""
+    s = copy.deepcopy(summaries["at exit"])
+    s["future"] = {"anything": [1, 2]}
+    s["kernels"][0]["occupancy"] = 0.5
+    s["totals"]["kernels"]["new_total"] = 1
+    assert errors(s) == []
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(s))
+    p = gt(["check", path, "device.kernels >= 1", 'kernel["gemm_f32"].count == 3'], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
