@@ -54,8 +54,10 @@ static int add_check(struct checks *cs, const char *text, const char *where)
 	return 0;
 }
 
-/* One check per line; blank lines and lines starting with '#' are skipped. */
-static int read_checks_file(const char *path, struct checks *cs)
+/* One check per line; blank lines and lines starting with '#' are skipped.
+ * as_args: the lines are checks given on a command line (`gputrace run
+ * --check` hands them over so), and messages count them as such. */
+static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
 	char *line = NULL, where[4200];
@@ -78,7 +80,7 @@ static int read_checks_file(const char *path, struct checks *cs)
 		if (!*s || *s == '#')
 			continue;
 		snprintf(where, sizeof(where), "%s:%u", path, lineno);
-		if (add_check(cs, s, where)) {
+		if (add_check(cs, s, as_args ? NULL : where)) {
 			fprintf(stderr, WHO ": out of memory\n");
 			break;
 		}
@@ -175,6 +177,7 @@ static void usage_check(FILE *f)
 		"  --junit FILE        write a JUnit XML report (one test case per check)\n"
 		"  --markdown FILE     write a Markdown report (checks and a summary)\n"
 		"  --syntax-only       only parse the checks (no SUMMARY is given)\n"
+		"  --check-lines FILE  checks as if given as arguments, one per line (for run)\n"
 		"Checks: device.kernels >= 1, lost == 0, kernel[\"gemm*\"].count == 40,\n"
 		"  kernel[\"*\"].total <= 25ms, api[\"zeCommandQueueSynchronize\"].mean < 200us,\n"
 		"  device[0].busy >= 60%%, copy[\"HtoD\"].bytes <= 1GiB (README \"Checks\").\n"
@@ -232,7 +235,10 @@ int cmd_check(int argc, char **argv)
 			markdown = v;
 		} else if ((v = opt_value(argc, argv, &i, "--checks")) ||
 			   (v = opt_value(argc, argv, &i, "-f"))) {
-			if (!*v || read_checks_file(v, &cs))
+			if (!*v || read_checks_file(v, &cs, false))
+				goto usage;
+		} else if ((v = opt_value(argc, argv, &i, "--check-lines"))) {
+			if (!*v || read_checks_file(v, &cs, true))
 				goto usage;
 		} else if (!strcmp(a, "--syntax-only")) {
 			syntax_only = true;

@@ -1,0 +1,93 @@
+"""`gputrace run --check EXPR ... -- CMD`: the checks are parsed before CMD
+runs and evaluated on the run's summary after it; CMD's own failure keeps
+its status (or signal), a failed check on a successful CMD gives 3, a check
+that cannot be evaluated 4."""
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ci_helpers import CI_APP, gt
+from conftest import need
+
+
+def run_checked(tmp_path, checks, cmd, opts=()):
+    need(CI_APP)
+    args = ["run", "--no-summary", "-o", tmp_path / "t.json", *opts]
+    for c in checks:
+        args += ["--check", c]
+    return gt(args + ["--", *cmd], tmp_path)
+
+
+def check_lines(p):
+    return [l for l in p.stderr.decode().splitlines()
+            if l.split(" ", 1)[0] in ("PASS", "FAIL", "ERROR")]
+
+
+@pytest.mark.sanitize
+def test_checks_pass_and_cmd_output_is_its_own(tmp_path):
+    p = run_checked(tmp_path, ["device.kernels >= 1", "lost == 0", 'kernel["gemm*"].count == 4'],
+                    [CI_APP, 4])
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout == b"ci_app: 4 steps, gemm_f32 64 groups: ok\n"  # stdout stays CMD's
+    assert check_lines(p) == ["PASS device.kernels >= 1: 8", "PASS lost == 0: 0",
+                              'PASS kernel["gemm*"].count == 4: 4']
+
+
+def test_a_failed_check_after_a_successful_cmd_is_status_3(tmp_path):
+    junit, md = tmp_path / "c.xml", tmp_path / "c.md"
+    p = run_checked(tmp_path, ["device.kernels >= 1", 'kernel["gemm_f32"].total < 1us'],
+                    [CI_APP, 4], opts=["--junit", junit, "--markdown", md])
+    assert p.returncode == 3, p.stderr.decode()
+    assert check_lines(p)[1].startswith('FAIL kernel["gemm_f32"].total < 1us: ')
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    assert md.read_text().startswith("### gputrace checks: 1 passed, 1 failed")
+
+
+def test_a_malformed_check_stops_before_cmd_runs(tmp_path):
+    marker = tmp_path / "ran"
+    p = run_checked(tmp_path, ["lost == 0", 'kernel["gemm_f32"].totl < 1us'],
+                    ["sh", "-c", f"touch {marker}"])
+    assert p.returncode == 2
+    assert not marker.exists()
+    err = p.stderr.decode()
+    assert "check 2, column 20: unknown field 'totl'" in err
+    assert err.splitlines()[2] == "                     ^~~~"
+
+
+def test_a_name_that_matches_nothing_is_status_4(tmp_path):
+    p = run_checked(tmp_path, ['kernel["gemm_f3"].count == 4'], [CI_APP, 4])
+    assert p.returncode == 4
+    assert check_lines(p)[0].startswith('ERROR kernel["gemm_f3"].count == 4: no kernel named')
+
+
+def test_cmd_failure_keeps_its_status_and_signal(tmp_path):
+    p = run_checked(tmp_path, ["device.kernels >= 1"], ["sh", "-c", f"{CI_APP} 2; exit 5"])
+    assert p.returncode == 5
+    p = run_checked(tmp_path, ["device.kernels >= 1"], ["sh", "-c", "kill -TERM $$"])
+    assert p.returncode == -15
+
+
+def test_summary_json_is_the_runs(tmp_path):
+    sj = tmp_path / "s.json"
+    sj.write_text('{"schema": "gputrace-summary", "version": 1, "stale": true}')
+    p = run_checked(tmp_path, ['kernel["gemm_f32"].count == 3'], [CI_APP, 3],
+                    opts=["--summary-json", sj])
+    assert p.returncode == 0, p.stderr.decode()
+    s = json.loads(sj.read_text())
+    assert "stale" not in s and s["totals"]["kernels"]["count"] == 6
+
+
+def test_usage(tmp_path):
+    for opts in (["--junit", "x.xml"], ["--markdown", "x.md"], ["--checks", "missing.txt"],
+                 ["--check"]):
+        p = gt(["run", *opts, "--", "true"], tmp_path)
+        assert p.returncode == 2, opts
+    checks = tmp_path / "checks.txt"
+    checks.write_text("# gate\nlost == 0\ndevice.kernels >= 1\n")
+    p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--checks", checks, "--",
+            CI_APP, 1], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert check_lines(p) == ["PASS lost == 0: 0", "PASS device.kernels >= 1: 2"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["checks.txt", "t.json"]
