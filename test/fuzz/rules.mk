@@ -8,7 +8,8 @@ HAVE_FUZZ := $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned lo
 endif
 ifeq ($(HAVE_FUZZ),1)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
-FUZZ_BINS := $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template $(BUILD)/test/fuzz/fuzz_json
+FUZZ_BINS := $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template $(BUILD)/test/fuzz/fuzz_json \
+	     $(BUILD)/test/fuzz/fuzz_expr
 
 $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/fuzz/%: test/fuzz/%.c test/fuzz/balloon.h inject/config.c inject/config.h inject/event.h
 	@mkdir -p $(dir $@)
@@ -17,6 +18,13 @@ $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/f
 $(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c test/fuzz/balloon.h writer/json.c writer/json.h inject/event.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c -lm
+
+# The check language of `gputrace check` with the tool's summary reader.
+FUZZ_EXPR_SRCS := $(filter-out scripts/tool/main.c,$(wildcard scripts/tool/*.c)) writer/summary.c
+$(BUILD)/test/fuzz/fuzz_expr: test/fuzz/fuzz_expr.c test/fuzz/balloon.h $(FUZZ_EXPR_SRCS) \
+		$(wildcard scripts/tool/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_EXPR_SRCS) -lz -lm
 
 TEST_BUILD += $(FUZZ_BINS)
 else

@@ -45,7 +45,7 @@ def fuzz_briefly(tmp_path, exe, corpus, env=None):
 
 
 @pytest.mark.skipif(SANITIZE != "", reason="the harnesses carry their own sanitizers")
-@pytest.mark.parametrize("name", ["config", "template", "json"])
+@pytest.mark.parametrize("name", ["config", "template", "json", "expr"])
 def test_fuzz_briefly(tmp_path, name):
     runs, err = fuzz_briefly(tmp_path, harness("fuzz_" + name), HERE / "corpus" / name)
     assert runs > 1000, err[-2000:]
