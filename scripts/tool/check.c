@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "expr.h"
 #include "junit.h"
 #include "markdown.h"
@@ -185,29 +186,12 @@ static void usage_check(FILE *f)
 		"that matches nothing, or an unreadable input.\n");
 }
 
-/* Takes the value of an option given as "--opt VALUE" or "--opt=VALUE". */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt)
-{
-	size_t n = strlen(opt);
-	const char *a = argv[*i];
-
-	if (!strncmp(a, opt, n) && a[n] == '=')
-		return a + n + 1;
-	if (strcmp(a, opt))
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, WHO ": %s needs a file name\n", opt);
-		return "";
-	}
-	return argv[++*i];
-}
-
 int cmd_check(int argc, char **argv)
 {
 	struct checks cs = { 0 };
 	struct sumdoc d = { 0 };
 	const char *input = NULL, *junit = NULL, *markdown = NULL, *v;
-	bool syntax_only = false, dashdash = false, loaded = false;
+	bool syntax_only = false, dashdash = false, loaded = false, bad = false;
 	size_t passed = 0, failed = 0, errors = 0;
 	int ret = ST_ERROR;
 
@@ -225,20 +209,20 @@ int cmd_check(int argc, char **argv)
 			usage_check(stdout);
 			ret = ST_OK;
 			goto out;
-		} else if ((v = opt_value(argc, argv, &i, "--junit"))) {
-			if (!*v)
+		} else if ((v = arg__value(argc, argv, &i, "--junit", WHO, &bad))) {
+			if (bad)
 				goto usage;
 			junit = v;
-		} else if ((v = opt_value(argc, argv, &i, "--markdown"))) {
-			if (!*v)
+		} else if ((v = arg__value(argc, argv, &i, "--markdown", WHO, &bad))) {
+			if (bad)
 				goto usage;
 			markdown = v;
-		} else if ((v = opt_value(argc, argv, &i, "--checks")) ||
-			   (v = opt_value(argc, argv, &i, "-f"))) {
-			if (!*v || read_checks_file(v, &cs, false))
+		} else if ((v = arg__value(argc, argv, &i, "--checks", WHO, &bad)) ||
+			   (v = arg__value(argc, argv, &i, "-f", WHO, &bad))) {
+			if (bad || read_checks_file(v, &cs, false))
 				goto usage;
-		} else if ((v = opt_value(argc, argv, &i, "--check-lines"))) {
-			if (!*v || read_checks_file(v, &cs, true))
+		} else if ((v = arg__value(argc, argv, &i, "--check-lines", WHO, &bad))) {
+			if (bad || read_checks_file(v, &cs, true))
 				goto usage;
 		} else if (!strcmp(a, "--syntax-only")) {
 			syntax_only = true;

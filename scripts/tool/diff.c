@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "expr.h"
 #include "json.h"
 #include "junit.h"
@@ -820,23 +821,6 @@ static void free_diff(struct diff *df)
 	free(df->paths[1]);
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *opt, bool *bad)
-{
-	size_t n = strlen(opt);
-	const char *a = argv[*i];
-
-	if (!strncmp(a, opt, n) && a[n] == '=')
-		return a + n + 1;
-	if (strcmp(a, opt))
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, WHO ": %s needs a value\n", opt);
-		*bad = true;
-		return "";
-	}
-	return argv[++*i];
-}
-
 int cmd_diff(int argc, char **argv)
 {
 	struct diff df = { 0 };
@@ -867,19 +851,19 @@ int cmd_diff(int argc, char **argv)
 			usage_diff(stdout);
 			ret = ST_OK;
 			goto out;
-		} else if ((v = opt_value(argc, argv, &i, "--fail-on", &bad))) {
+		} else if ((v = arg__value(argc, argv, &i, "--fail-on", WHO, &bad))) {
 			if (bad || parse_rule(v, &rules[nrules]))
 				goto usage_quiet;
 			nrules++;
-		} else if ((v = opt_value(argc, argv, &i, "--junit", &bad))) {
+		} else if ((v = arg__value(argc, argv, &i, "--junit", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			junit = v;
-		} else if ((v = opt_value(argc, argv, &i, "--markdown", &bad))) {
+		} else if ((v = arg__value(argc, argv, &i, "--markdown", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			markdown = v;
-		} else if ((v = opt_value(argc, argv, &i, "--top", &bad))) {
+		} else if ((v = arg__value(argc, argv, &i, "--top", WHO, &bad))) {
 			char *end;
 			long n = strtol(v, &end, 10);
 
@@ -888,7 +872,7 @@ int cmd_diff(int argc, char **argv)
 				goto usage;
 			}
 			top = (size_t)n;
-		} else if ((v = opt_value(argc, argv, &i, "--min-change", &bad))) {
+		} else if ((v = arg__value(argc, argv, &i, "--min-change", WHO, &bad))) {
 			char *end;
 			double x = strtod(v, &end), scale = 1;
 			struct dim d = DIM_TIME;

@@ -7,9 +7,7 @@
 
 #include "junit.h"
 
-/* XML attribute/text escaping; control characters XML 1.0 cannot hold
- * (anything below 0x20 but tab, newline, return) become '?'. */
-static void xml(FILE *f, const char *s)
+void xml__text(FILE *f, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
 		switch (*p) {
@@ -48,36 +46,36 @@ int junit__write(const char *path, const char *suite, const char *classname,
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = 0;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"");
-	xml(f, suite);
+	xml__text(f, suite);
 	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" time=\"0\">\n", n, failures,
 		errors);
 	fputs("  <testsuite name=\"", f);
-	xml(f, suite);
+	xml__text(f, suite);
 	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" time=\"0\" "
 		   "timestamp=\"%s\" hostname=\"",
 		n, failures, errors, stamp);
-	xml(f, host);
+	xml__text(f, host);
 	fputs("\">\n    <properties>\n      <property name=\"input\" value=\"", f);
-	xml(f, input);
+	xml__text(f, input);
 	fputs("\"/>\n    </properties>\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct test_case *c = &cases[i];
 
 		fputs("    <testcase classname=\"", f);
-		xml(f, classname);
+		xml__text(f, classname);
 		fputs("\" name=\"", f);
-		xml(f, c->name);
+		xml__text(f, c->name);
 		fputs("\" time=\"0\">", f);
 		if (c->status == CASE_PASS) {
 			fputs("\n      <system-out>", f);
-			xml(f, c->detail ? c->detail : c->message);
+			xml__text(f, c->detail ? c->detail : c->message);
 			fputs("</system-out>\n    </testcase>\n", f);
 			continue;
 		}
 		fprintf(f, "\n      <%s message=\"", c->status == CASE_FAIL ? "failure" : "error");
-		xml(f, c->message);
+		xml__text(f, c->message);
 		fprintf(f, "\" type=\"%s\">", c->status == CASE_FAIL ? "FAIL" : "ERROR");
-		xml(f, c->detail ? c->detail : c->message);
+		xml__text(f, c->detail ? c->detail : c->message);
 		fprintf(f, "</%s>\n    </testcase>\n", c->status == CASE_FAIL ? "failure" : "error");
 	}
 	fputs("  </testsuite>\n</testsuites>\n", f);

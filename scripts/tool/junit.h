@@ -8,6 +8,12 @@
 #define GPUTRACE_TOOL_JUNIT_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* Text for XML (and HTML) attributes and content: & < > " ' escaped, line
+ * breaks and tabs as character references (kept in attributes), other
+ * control characters XML 1.0 cannot hold as '?'. */
+void xml__text(FILE *f, const char *s);
 
 enum case_status { CASE_PASS, CASE_FAIL, CASE_ERROR };
 

@@ -37,18 +37,6 @@ void md__code(FILE *f, const char *s)
 	fputs(fence[1] ? " ``" : "`", f);
 }
 
-static double num(const struct sumdoc *d, const char *path)
-{
-	const char *v, *e;
-	char tmp[64];
-
-	if (!sumdoc__get(d, path, &v, &e) || e - v >= (long)sizeof(tmp))
-		return 0;
-	memcpy(tmp, v, (size_t)(e - v));
-	tmp[e - v] = 0;
-	return strtod(tmp, NULL);
-}
-
 static void timed_table(FILE *f, const struct sumdoc *d, enum stab which, const char *title,
 			int top)
 {
@@ -90,12 +78,12 @@ void md__summary(FILE *f, const struct sumdoc *d, int top)
 
 	fprintf(f, "%.0f kernel launches (%.0f distinct, %s of device time), %.0f API calls, "
 		   "%.0f copies and fills (%s), %.0f lost events, over %s.\n",
-		num(d, "totals.kernels.count"), num(d, "totals.kernels.distinct"),
-		unit__fmt_short(a, sizeof(a), num(d, "totals.kernels.total_ns"), DIM_TIME, false),
-		num(d, "totals.api_calls.count"), num(d, "totals.copies.count"),
-		unit__fmt_short(b, sizeof(b), num(d, "totals.copies.bytes"), DIM_BYTES, false),
-		num(d, "lost.total"),
-		unit__fmt_short(c, sizeof(c), num(d, "window.duration_ns"), DIM_TIME, false));
+		sumdoc__num(d, "totals.kernels.count"), sumdoc__num(d, "totals.kernels.distinct"),
+		unit__fmt_short(a, sizeof(a), sumdoc__num(d, "totals.kernels.total_ns"), DIM_TIME, false),
+		sumdoc__num(d, "totals.api_calls.count"), sumdoc__num(d, "totals.copies.count"),
+		unit__fmt_short(b, sizeof(b), sumdoc__num(d, "totals.copies.bytes"), DIM_BYTES, false),
+		sumdoc__num(d, "lost.total"),
+		unit__fmt_short(c, sizeof(c), sumdoc__num(d, "window.duration_ns"), DIM_TIME, false));
 	timed_table(f, d, ST_KERNELS, "kernel", top);
 	timed_table(f, d, ST_API, "API call", top);
 	if (!sumdoc__table("gputrace", d, ST_COPIES, &t) && t.n) {

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "args.h"
 #include "json.h"
+#include "junit.h"
 #include "summarize.h"
 #include "sumdoc.h"
 #include "tool.h"
@@ -191,35 +193,9 @@ static void span(void *ctx, const struct summary_span *sp)
 
 /* ---- HTML ---- */
 
-static void html(FILE *f, const char *s)
-{
-	for (const char *p = s ? s : ""; *p; p++) {
-		switch (*p) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default: fputc(*p, f); break;
-		}
-	}
-}
-
 static const char *fmt(char *out, size_t len, double v, struct dim d, bool pct)
 {
 	return unit__fmt_short(out, len, v, d, pct);
-}
-
-static double num(const struct sumdoc *d, const char *path)
-{
-	const char *v, *e;
-	char tmp[64];
-
-	if (!sumdoc__get(d, path, &v, &e) || e - v >= (long)sizeof(tmp))
-		return 0;
-	memcpy(tmp, v, (size_t)(e - v));
-	tmp[e - v] = 0;
-	return strtod(tmp, NULL);
 }
 
 static const char css[] =
@@ -286,16 +262,16 @@ static void card(FILE *f, const char *id, const char *title, const char *value, 
 		 bool bad)
 {
 	fprintf(f, "<div class=\"card%s\"><dt>", bad ? " bad" : "");
-	html(f, title);
+	xml__text(f, title);
 	fprintf(f, "</dt><dd id=\"%s\" data-value=\"%.17g\">", id, raw);
-	html(f, value);
+	xml__text(f, value);
 	fputs("</dd></div>", f);
 }
 
 static void timeline(FILE *f, struct rep *rp, const struct sumdoc *d)
 {
 	const int W = 960, H = 46, X0 = 0;
-	double window = num(d, "window.duration_ns");
+	double window = sumdoc__num(d, "window.duration_ns");
 	struct stable t;
 	char a[64], b[64], c[64];
 
@@ -315,11 +291,11 @@ static void timeline(FILE *f, struct rep *rp, const struct sumdoc *d)
 			if (!strcmp(rp->devs[k].name, r->name))
 				dv = &rp->devs[k];
 		fputs("<figure class=\"device\" data-device=\"", f);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "\" data-busy-ns=\"%.0f\" data-utilization=\"%.6f\" data-spans=\"%.0f\">"
 			   "<figcaption>",
 			r->busy_ns, util, r->count);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, " <span>busy %s of %s (%s), %.0f spans</span></figcaption>",
 			fmt(a, sizeof(a), r->busy_ns, DIM_TIME, false),
 			fmt(b, sizeof(b), window, DIM_TIME, false),
@@ -380,18 +356,18 @@ static void bars(FILE *f, const struct stable *t, const char *color, const char 
 		int y = (int)i * ROW;
 
 		fputs("<g><title>", f);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "</title><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", LABEL - 8, y + 15);
 		if (len > 46) {
 			/* keep both ends: kernels differ at the end as often as at the start */
 			char cut[64];
 
 			snprintf(cut, sizeof(cut), "%.20s", r->name);
-			html(f, cut);
+			xml__text(f, cut);
 			fputs("\xe2\x80\xa6", f);
-			html(f, r->name + len - 24);
+			xml__text(f, r->name + len - 24);
 		} else {
-			html(f, r->name);
+			xml__text(f, r->name);
 		}
 		fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
 			   "data-total-ns=\"%.0f\"/>",
@@ -422,11 +398,11 @@ static void timed_table(FILE *f, const struct stable *t, const char *first, cons
 		jv_num(r->v, r->e, "mean_ns", &mean);
 		jv_num(r->v, r->e, "share", &share);
 		fputs("<tr class=\"row\" data-name=\"", f);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "\" data-count=\"%.0f\" data-total-ns=\"%.0f\" data-mean-ns=\"%.0f\" "
 			   "data-min-ns=\"%.0f\" data-max-ns=\"%.0f\" data-share=\"%.6f\"><td>",
 			r->count, r->total_ns, mean, r->min_ns, r->max_ns, share);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "</td><td class=\"count\">%.0f</td><td>%s</td><td>%s</td><td>%s</td>"
 			   "<td>%s</td><td>%s</td></tr>",
 			r->count, fmt(a, sizeof(a), r->total_ns, DIM_TIME, false),
@@ -479,7 +455,7 @@ static void section_copies(FILE *f, const struct sumdoc *d)
 		int y = (int)i * ROW;
 
 		fprintf(f, "<g><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", LABEL - 8, y + 15);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"#1f8a5b\"/>"
 			   "<text x=\"%.2f\" y=\"%d\">%s in %.0f, %s</text></g>",
 			LABEL, y + 3, w < 1 && r->bytes > 0 ? 1 : w, ROW - 6, LABEL + w + 6, y + 15,
@@ -497,11 +473,11 @@ static void section_copies(FILE *f, const struct sumdoc *d)
 
 		jv_num(r->v, r->e, "bandwidth_bytes_per_s", &bw);
 		fputs("<tr class=\"row\" data-kind=\"", f);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "\" data-count=\"%.0f\" data-bytes=\"%.0f\" data-total-ns=\"%.0f\" "
 			   "data-bandwidth=\"%.6g\"><td>",
 			r->count, r->bytes, r->total_ns, bw);
-		html(f, r->name);
+		xml__text(f, r->name);
 		fprintf(f, "</td><td class=\"count\">%.0f</td><td>%s</td><td>%s</td><td>%s</td></tr>",
 			r->count, fmt(a, sizeof(a), r->bytes, DIM_BYTES, false),
 			fmt(b, sizeof(b), r->total_ns, DIM_TIME, false),
@@ -517,7 +493,7 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 	struct jv_iter it;
 	struct jv_member m;
 	struct buf key = { 0 };
-	double total = num(d, "lost.total");
+	double total = sumdoc__num(d, "lost.total");
 
 	fprintf(f, "<section id=\"lost\"><h2>Lost events</h2><p id=\"lost-total\" "
 		   "data-value=\"%.0f\" class=\"%s\">",
@@ -535,9 +511,9 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 		while (jv_iter_next(&it, &m)) {
 			jv_str(m.key - 1, m.key + m.klen + 1, &key);
 			fputs("<tr class=\"row\" data-reason=\"", f);
-			html(f, key.p);
+			xml__text(f, key.p);
 			fprintf(f, "\" data-count=\"%.*s\"><td>", (int)(m.e - m.v), m.v);
-			html(f, key.p);
+			xml__text(f, key.p);
 			fprintf(f, "</td><td>%.*s</td></tr>", (int)(m.e - m.v), m.v);
 		}
 		fputs("</tbody></table>", f);
@@ -578,11 +554,11 @@ static void section_processes(FILE *f, const struct rep *rp)
 			continue;
 		n++;
 		fputs("<tr class=\"row\"><td>", f);
-		html(f, p->name ? p->name : "?");
+		xml__text(f, p->name ? p->name : "?");
 		fprintf(f, "</td><td>%" PRId64 "</td><td style=\"text-align:left;white-space:normal\">"
 			   "<code>",
 			p->pid);
-		html(f, p->labels ? p->labels : "");
+		xml__text(f, p->labels ? p->labels : "");
 		fputs("</code></td></tr>", f);
 	}
 	fputs("</tbody></table>", f);
@@ -610,7 +586,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	const struct proc *host = first_host(rp);
 	const struct trace_meta *mt = &rp->r.meta;
 	char a[64], b[64], when[64] = "";
-	double lost = num(d, "lost.total");
+	double lost = sumdoc__num(d, "lost.total");
 	int err = 0;
 
 	if (!f)
@@ -629,42 +605,42 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
 	      "<title>gputrace report: ",
 	      f);
-	html(f, host && host->name ? host->name : mt->exe ? mt->exe : trace);
+	xml__text(f, host && host->name ? host->name : mt->exe ? mt->exe : trace);
 	fprintf(f, "</title><style>%s</style></head><body data-report-version=\"1\">"
 		   "<header><h1>gputrace report: ",
 		css);
-	html(f, host && host->name ? host->name : mt->exe ? mt->exe : trace);
+	xml__text(f, host && host->name ? host->name : mt->exe ? mt->exe : trace);
 	fputs("</h1><div id=\"command\"><code>", f);
-	html(f, host && host->labels ? host->labels : host && host->name ? host->name : "");
+	xml__text(f, host && host->labels ? host->labels : host && host->name ? host->name : "");
 	fputs("</code></div><div class=\"meta\">host <span id=\"host\">", f);
-	html(f, mt->hostname ? mt->hostname : "(several or unknown)");
+	xml__text(f, mt->hostname ? mt->hostname : "(several or unknown)");
 	fputs("</span> &middot; trace <span id=\"trace\">", f);
-	html(f, trace);
+	xml__text(f, trace);
 	fprintf(f, "</span> (%s)", fmt(a, sizeof(a), (double)rp->r.bytes, DIM_BYTES, false));
 	if (when[0])
 		fprintf(f, " &middot; started %s", when);
 	fprintf(f, " &middot; %s of activity &middot; gputrace %s</div></header><main>",
-		fmt(b, sizeof(b), num(d, "window.duration_ns"), DIM_TIME, false), GPUTRACE_VERSION);
+		fmt(b, sizeof(b), sumdoc__num(d, "window.duration_ns"), DIM_TIME, false), GPUTRACE_VERSION);
 
 	fputs("<section id=\"overview\"><h2>Overview</h2><dl class=\"cards\">", f);
-	snprintf(a, sizeof(a), "%.0f", num(d, "totals.kernels.count"));
-	card(f, "n-kernels", "kernel launches", a, num(d, "totals.kernels.count"), false);
-	snprintf(a, sizeof(a), "%.0f", num(d, "totals.kernels.distinct"));
-	card(f, "n-kernel-names", "distinct kernels", a, num(d, "totals.kernels.distinct"), false);
+	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "totals.kernels.count"));
+	card(f, "n-kernels", "kernel launches", a, sumdoc__num(d, "totals.kernels.count"), false);
+	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "totals.kernels.distinct"));
+	card(f, "n-kernel-names", "distinct kernels", a, sumdoc__num(d, "totals.kernels.distinct"), false);
 	card(f, "kernel-time", "kernel time",
-	     fmt(a, sizeof(a), num(d, "totals.kernels.total_ns"), DIM_TIME, false),
-	     num(d, "totals.kernels.total_ns"), false);
-	snprintf(a, sizeof(a), "%.0f", num(d, "totals.api_calls.count"));
-	card(f, "n-api", "API calls", a, num(d, "totals.api_calls.count"), false);
-	snprintf(a, sizeof(a), "%.0f", num(d, "totals.copies.count"));
-	card(f, "n-copies", "copies and fills", a, num(d, "totals.copies.count"), false);
+	     fmt(a, sizeof(a), sumdoc__num(d, "totals.kernels.total_ns"), DIM_TIME, false),
+	     sumdoc__num(d, "totals.kernels.total_ns"), false);
+	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "totals.api_calls.count"));
+	card(f, "n-api", "API calls", a, sumdoc__num(d, "totals.api_calls.count"), false);
+	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "totals.copies.count"));
+	card(f, "n-copies", "copies and fills", a, sumdoc__num(d, "totals.copies.count"), false);
 	card(f, "copy-bytes", "bytes moved",
-	     fmt(a, sizeof(a), num(d, "totals.copies.bytes"), DIM_BYTES, false),
-	     num(d, "totals.copies.bytes"), false);
+	     fmt(a, sizeof(a), sumdoc__num(d, "totals.copies.bytes"), DIM_BYTES, false),
+	     sumdoc__num(d, "totals.copies.bytes"), false);
 	snprintf(a, sizeof(a), "%.0f", lost);
 	card(f, "n-lost", "lost events", a, lost, lost > 0);
 	fputs("</dl>", f);
-	if (num(d, "partial"))
+	if (sumdoc__num(d, "partial"))
 		fputs("<p class=\"lostbad\">gputrace ran out of memory while summarizing: the "
 		      "numbers are partial.</p>",
 		      f);
@@ -699,9 +675,9 @@ int cmd_report(int argc, char **argv)
 {
 	struct rep rp = { 0 };
 	struct sumdoc d = { 0 };
-	const char *path = NULL, *out = NULL;
+	const char *path = NULL, *out = NULL, *v;
 	struct buf def = { 0 };
-	bool have_doc = false;
+	bool have_doc = false, bad = false;
 	int ret = 1;
 
 	for (int i = 1; i < argc; i++) {
@@ -710,14 +686,11 @@ int cmd_report(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage_report(stdout);
 			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, WHO ": %s needs a file name\n", a);
+		} else if ((v = arg__value(argc, argv, &i, "-o", WHO, &bad)) ||
+			   (v = arg__value(argc, argv, &i, "--output", WHO, &bad))) {
+			if (bad)
 				goto usage;
-			}
-			out = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			out = a + 9;
+			out = v;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, WHO ": unknown option '%s'\n", a);
 			goto usage;

@@ -180,6 +180,18 @@ bool jv_num(const char *v, const char *e, const char *key, double *out)
 	return end != tmp && !*end;
 }
 
+double sumdoc__num(const struct sumdoc *d, const char *path)
+{
+	const char *v, *e;
+	char tmp[64];
+
+	if (!sumdoc__get(d, path, &v, &e) || e - v >= (long)sizeof(tmp))
+		return 0;
+	memcpy(tmp, v, (size_t)(e - v));
+	tmp[e - v] = 0;
+	return strtod(tmp, NULL);
+}
+
 bool sumdoc__get(const struct sumdoc *d, const char *path, const char **v, const char **e)
 {
 	const char *cv = d->json.p, *ce = cv + d->json.len;

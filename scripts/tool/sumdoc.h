@@ -33,6 +33,8 @@ int sumdoc__from_summarized(const char *who, const char *path, const struct summ
 bool jv_num(const char *v, const char *e, const char *key, double *out);
 /* A member by dotted path ("totals.kernels.count"). */
 bool sumdoc__get(const struct sumdoc *d, const char *path, const char **v, const char **e);
+/* A number by dotted path, 0 when absent. */
+double sumdoc__num(const struct sumdoc *d, const char *path);
 
 /* The tables with rows, in the JSON's order. */
 enum stab { ST_KERNELS, ST_API, ST_ANNOTATIONS, ST_COPIES, ST_DEVICES, ST__COUNT };

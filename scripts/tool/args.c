@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+
+const char *arg__value(int argc, char **argv, int *i, const char *opt, const char *who,
+		       bool *bad)
+{
+	size_t n = strlen(opt);
+	const char *a = argv[*i];
+
+	if (!strncmp(a, opt, n) && a[n] == '=')
+		return a + n + 1;
+	if (strcmp(a, opt))
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "%s: %s needs a value\n", who, opt);
+		*bad = true;
+		return "";
+	}
+	return argv[++*i];
+}
