@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,4 +21,15 @@ const char *arg__value(int argc, char **argv, int *i, const char *opt, const cha
 		return "";
 	}
 	return argv[++*i];
+}
+
+int out__close(FILE *f)
+{
+	int err = 0;
+
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (f != stdout && fclose(f) && !err)
+		err = -errno;
+	return err;
 }

@@ -129,7 +129,6 @@ static int write_markdown(const char *path, const struct checks *cs, const struc
 			  size_t passed, size_t failed, size_t errors)
 {
 	FILE *f = fopen(path, "w");
-	int err = 0;
 
 	if (!f)
 		return -errno;
@@ -161,11 +160,7 @@ static int write_markdown(const char *path, const struct checks *cs, const struc
 	fputs("</summary>\n\n", f);
 	md__summary(f, d, 10);
 	fputs("\n</details>\n", f);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
+	return out__close(f);
 }
 
 static void usage_check(FILE *f)

@@ -743,7 +743,6 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 			  size_t nrules, size_t nbroken, size_t top)
 {
 	FILE *f = fopen(path, "w");
-	int err = 0;
 
 	if (!f)
 		return -errno;
@@ -772,11 +771,7 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 	}
 	for (int ti = 0; ti < NTABLES; ti++)
 		md_table(f, df, ti, top);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
+	return out__close(f);
 }
 
 static void usage_diff(FILE *f)

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "junit.h"
 
 void xml__text(FILE *f, const char *s)
@@ -32,7 +33,6 @@ int junit__write(const char *path, const char *suite, const char *classname,
 	time_t now = time(NULL);
 	struct tm tm;
 	FILE *f = fopen(path, "w");
-	int err = 0;
 
 	if (!f)
 		return -errno;
@@ -79,9 +79,5 @@ int junit__write(const char *path, const char *suite, const char *classname,
 		fprintf(f, "</%s>\n    </testcase>\n", c->status == CASE_FAIL ? "failure" : "error");
 	}
 	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
+	return out__close(f);
 }

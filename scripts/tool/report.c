@@ -587,7 +587,6 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	const struct trace_meta *mt = &rp->r.meta;
 	char a[64], b[64], when[64] = "";
 	double lost = sumdoc__num(d, "lost.total");
-	int err = 0;
 
 	if (!f)
 		return -errno;
@@ -656,11 +655,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	fputs("</main><div id=\"tip\"></div>", f);
 	embed_json(f, &d->json);
 	fprintf(f, "<script>%s</script></body></html>\n", script);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (f != stdout && fclose(f) && !err)
-		err = -errno;
-	return err;
+	return out__close(f);
 }
 
 static void usage_report(FILE *f)
