@@ -12,8 +12,39 @@
 const char *const stab__key[ST__COUNT] = { "kernels", "api_calls", "annotations", "copies",
 					   "devices" };
 
-/* A trace starts with '[' or with its traceEvents; anything else is read
- * whole (a summary is small) and looked at. */
+/* Members a summary has at its top level: a summary reformatted (jq -S)
+ * may start with any of them. A trace starts with '[' or with members of
+ * its own (traceEvents, distributedInfo, ...) and is never read whole. */
+static bool summary_key(const char *quoted)
+{
+	static const char *const keys[] = { "\"schema\"", "\"version\"", "\"trace\"",
+					    "\"window\"", "\"spans\"", "\"kernels\"",
+					    "\"api_calls\"", "\"annotations\"", "\"copies\"",
+					    "\"devices\"", "\"totals\"", "\"lost\"",
+					    "\"partial\"" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(quoted, keys[i]))
+			return true;
+	return false;
+}
+
+/* Members traces start with (Chrome Trace, Kineto, gputrace's head). */
+static bool trace_key(const char *quoted)
+{
+	static const char *const keys[] = { "\"traceEvents\"", "\"distributedInfo\"",
+					    "\"deviceProperties\"", "\"displayTimeUnit\"",
+					    "\"otherData\"", "\"schemaVersion\"",
+					    "\"gputrace\"" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(quoted, keys[i]))
+			return true;
+	return false;
+}
+
+/* A trace is left to the summarizer, streamed; a summary, or JSON that is
+ * neither, is read whole (bounded by JR_MAX_VALUE) and looked at. */
 static int read_root(const char *who, const char *path, struct buf *out, bool *is_trace)
 {
 	struct jr r;
@@ -32,7 +63,8 @@ static int read_root(const char *who, const char *path, struct buf *out, bool *i
 	}
 	if (c == '{') {
 		jr_take(&r);
-		if (jr_peek(&r) == '"' && !jr_value(&r, &key) && !strcmp(key.p, "\"traceEvents\"")) {
+		if (jr_peek(&r) == '"' && !jr_value(&r, &key) && !summary_key(key.p) &&
+		    trace_key(key.p)) {
 			*is_trace = true;
 			goto done;
 		}

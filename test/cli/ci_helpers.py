@@ -17,13 +17,13 @@ def ci_env(extra=None):
     return e
 
 
-def traced(tmp_path, name, *args, opts=()):
+def traced(tmp_path, name, *args, opts=(), env=None):
     """ci_app ARGS under `gputrace run`: (trace path, summary JSON path, summary)."""
     need(CI_APP)
     trace = pathlib.Path(tmp_path) / f"{name}.json"
     summary = pathlib.Path(tmp_path) / f"{name}.summary.json"
     p = gputrace(["run", "-o", trace, "--summary-json", summary, "--no-summary", *opts, "--",
-                  CI_APP, *[str(a) for a in args]], tmp_path, env=ci_env())
+                  CI_APP, *[str(a) for a in args]], tmp_path, env=ci_env(env))
     assert p.returncode == 0, p.stderr.decode()
     return trace, summary, json.loads(summary.read_text())
 

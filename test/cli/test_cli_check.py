@@ -126,6 +126,15 @@ def test_a_trace_reads_as_its_summary(tmp_path):
     assert result_lines(a) == result_lines(b)
 
 
+def test_a_trace_with_a_head_before_its_events(tmp_path):
+    """A ranked run's trace starts with Kineto's distributedInfo: it is still
+    streamed as a trace, not read as a summary."""
+    trace, sj, _ = traced(tmp_path, "ranked", 2, 64, env={"RANK": "3", "WORLD_SIZE": "4"})
+    assert trace.read_text().startswith('{"distributedInfo"')
+    p = gt(["check", trace, 'kernel["gemm_f32"].count == 2', "device.kernels == 4"], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+
+
 def test_globs_add_up_and_mean_is_total_over_count(tmp_path):
     _, sj, s = traced(tmp_path, "run", 4, 32)
     ks = s["kernels"]
