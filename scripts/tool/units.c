@@ -56,10 +56,11 @@ int unit__parse(const char *s, double *scale, struct dim *d, bool *percent)
 {
 	size_t n = 0;
 
+	/* a unit starts with a letter or is '%': "0 / 1ns" divides */
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '%'))
+		return 0;
 	while (unit_char(s[n]) && !(n && s[n] == '%'))
 		n++;
-	if (!n)
-		return 0;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strlen(units[i].name) == n && !memcmp(units[i].name, s, n)) {
 			*scale = units[i].scale;

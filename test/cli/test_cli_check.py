@@ -157,6 +157,7 @@ def test_globs_add_up_and_mean_is_total_over_count(tmp_path):
               "copy.bandwidth > 1GB/s",
               'kernel["gemm_f32"].total / kernel.total >= 50%',
               'kernel["gemm_f32"].total + kernel["bias_add"].total == kernel.total',
+              "kernel.count / kernel.total > 0 / 1ns",
               f"device[0].busy >= {math.floor(dev['utilization'] * 1e4) / 100}%",
               f"device[0].busy <= {math.ceil(dev['utilization'] * 1e4) / 100}%"]
     p = gt(["check", sj, *checks], tmp_path)
