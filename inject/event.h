@@ -38,6 +38,7 @@ enum gt_arg_type {
 	GT_ARG_F64,
 	GT_ARG_STR, /* value is a string id */
 	GT_ARG_DIM3, /* [x, y, z]: x in the low 32 bits, then y and z, 16 bits each */
+	GT_ARG_JSON, /* value is a string id holding one valid JSON value, written as it is */
 };
 
 struct gt_arg {
@@ -68,12 +69,17 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 /* Event flags. */
 #define GT_EVF_LAUNCH 0x1 /* host span that put work on a device: keep for flows */
 #define GT_EVF_DEVICE 0x2 /* instant on a device row: track is a queue/device track */
+/* Host span that ends an arrow from the launch whose correlation is corr2
+ * (a plug-in's host-to-host flow); written once that launch is. */
+#define GT_EVF_FLOW_END 0x4
+#define GT_EVF_FWDBWD   0x8 /* the arrows ending at this event are "fwdbwd", not "ac2g" */
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */
 	uint64_t end_ns;   /* == start_ns for instants and counters */
 	uint64_t corr;     /* host: this call's id; device: the causing call's id; 0: none */
-	uint64_t corr2;    /* device: a second causing call (the append of a regular list) */
+	uint64_t corr2;    /* device: a second causing call (the append of a regular list);
+			    * host with GT_EVF_FLOW_END: the launch whose arrow ends here */
 	uint32_t name;     /* string id */
 	uint32_t cat;      /* string id of the category (GT_S_* for the standard ones) */
 	uint32_t track;    /* host: OS tid, 0 = the emitting thread; device/counter: queue or device track */
@@ -94,6 +100,10 @@ _Static_assert(sizeof(struct gt_event) == 64, "one ring slot");
  * Returns 0, or -ENOSPC when dropped, -ECANCELED when tracing is off.
  */
 GT_HIDDEN int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs);
+/* For producers that may wait (a plug-in handing over a batch, never a
+ * wrapper): when the calling thread's ring is over half full, have the drain
+ * thread empty it, waiting at most timeout_ms. Not on the drain thread. */
+GT_HIDDEN void gt_emit_wait_room(unsigned timeout_ms);
 /* The host span of a call a forced unwind (pthread_cancel) ended: from
  * start_ns to now, with args.cancelled = 1 and no result. */
 GT_HIDDEN int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat);
@@ -179,6 +189,11 @@ GT_HIDDEN uint32_t gt_device_track(uint32_t device);
  * key stays; at most GT_DEVICE_PROPS_MAX per device. Cold path. */
 #define GT_DEVICE_PROPS_MAX 16
 GT_HIDDEN void gt_device_prop(uint32_t device, struct gt_arg prop);
+/* A new name for a device, or for a queue row (and its sort), when its owner
+ * learns it after using the row (a Kineto plug-in's addDeviceInfo). The
+ * trace names the row again; lookups by name find the new name. Cold path. */
+GT_HIDDEN void gt_device_rename(uint32_t device, const char *name);
+GT_HIDDEN void gt_queue_rename(uint32_t track, const char *name, int sort);
 
 /* ---- state ---- */
 

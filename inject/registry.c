@@ -166,7 +166,9 @@ const char *gt_str_get(uint32_t id, size_t *len)
 #define MAX_TRACKS  4096
 
 static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t device_names[MAX_DEVICES + 1];
+/* Names may change (gt_device_rename) while the drain thread reads them. */
+static _Atomic uint32_t device_names[MAX_DEVICES + 1];
+static _Atomic uint32_t names_gen;
 static uint32_t device_tracks[MAX_DEVICES + 1];
 static struct gt_row tracks[MAX_TRACKS + 1];
 static uint32_t device_next_tid[MAX_DEVICES + 1];
@@ -181,7 +183,10 @@ static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint3
 	if (n >= MAX_TRACKS)
 		return 0;
 	n++;
-	tracks[n] = (struct gt_row){ .device = device, .name = name, .sort = sort, .tid = tid };
+	tracks[n].device = device;
+	tracks[n].tid = tid;
+	atomic_store_explicit(&tracks[n].name, name, memory_order_relaxed);
+	atomic_store_explicit(&tracks[n].sort, sort, memory_order_relaxed);
 	atomic_store_explicit(&ntracks, n, memory_order_release);
 	return n;
 }
@@ -222,6 +227,41 @@ uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
 	}
 	pthread_mutex_unlock(&row_lock);
 	return track;
+}
+
+void gt_device_rename(uint32_t device, const char *name)
+{
+	uint32_t id = gt_str_intern(name);
+
+	pthread_mutex_lock(&row_lock);
+	if (device >= 1 && device <= atomic_load_explicit(&ndevices, memory_order_relaxed) &&
+	    atomic_load_explicit(&device_names[device], memory_order_relaxed) != id) {
+		atomic_store_explicit(&device_names[device], id, memory_order_relaxed);
+		atomic_store_explicit(&tracks[device_tracks[device]].name, id, memory_order_relaxed);
+		atomic_fetch_add_explicit(&names_gen, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&row_lock);
+}
+
+void gt_queue_rename(uint32_t track, const char *name, int sort)
+{
+	uint32_t id = gt_str_intern(name);
+
+	pthread_mutex_lock(&row_lock);
+	if (track >= 1 && track <= atomic_load_explicit(&ntracks, memory_order_relaxed) &&
+	    tracks[track].tid != 1 &&
+	    (atomic_load_explicit(&tracks[track].name, memory_order_relaxed) != id ||
+	     atomic_load_explicit(&tracks[track].sort, memory_order_relaxed) != sort)) {
+		atomic_store_explicit(&tracks[track].name, id, memory_order_relaxed);
+		atomic_store_explicit(&tracks[track].sort, sort, memory_order_relaxed);
+		atomic_fetch_add_explicit(&names_gen, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&row_lock);
+}
+
+uint32_t registry__names_gen(void)
+{
+	return atomic_load_explicit(&names_gen, memory_order_acquire);
 }
 
 uint32_t gt_device_track(uint32_t device)

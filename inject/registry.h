@@ -4,14 +4,15 @@
 #ifndef GPUTRACE_REGISTRY_H
 #define GPUTRACE_REGISTRY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include "event.h"
 
 struct gt_row {
-	uint32_t device; /* device index >= 1 */
-	uint32_t name;   /* string id */
-	int sort;
-	uint32_t tid;    /* row id inside the device process (1 = the device row itself) */
+	uint32_t device;       /* device index >= 1 */
+	_Atomic uint32_t name; /* string id; may change (gt_queue_rename) */
+	_Atomic int sort;
+	uint32_t tid;          /* row id inside the device process (1 = the device row itself) */
 };
 
 /* Number of devices / tracks registered so far (acquire). */
@@ -23,6 +24,9 @@ GT_HIDDEN uint32_t registry__device_name(uint32_t device);
 GT_HIDDEN const struct gt_arg *registry__device_props(uint32_t device, uint32_t *n);
 /* Track (1-based) description, or NULL. */
 GT_HIDDEN const struct gt_row *registry__track(uint32_t track);
+/* Changes each time a device or queue row is renamed: rows named before
+ * are named again. */
+GT_HIDDEN uint32_t registry__names_gen(void);
 
 /* Locks for fork(): held across it so the child finds them free. */
 GT_HIDDEN void registry__lock_all(void);

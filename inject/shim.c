@@ -264,6 +264,16 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 	return 0;
 }
 
+void gt_emit_wait_room(unsigned timeout_ms)
+{
+	struct ring *r = gt_tls_ring;
+
+	if ((uintptr_t)r <= 1 || ring__used(r) <= (r->mask + 1) / 2 || !gt_tracing() ||
+	    lifecycle__hooks()->is_own_thread())
+		return;
+	gt_flush_sync(timeout_ms);
+}
+
 uint64_t gt_corr_next(void)
 {
 	if (gt_unlikely(gt_tls_corr_next == gt_tls_corr_end)) {

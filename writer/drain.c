@@ -30,8 +30,16 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 		       uint32_t ring_tid)
 {
 	uint32_t tid = ev->track ? ev->track : ring_tid;
-	uint64_t point = events__host(ev, args, nargs, tid);
+	uint64_t point;
 
+	if ((ev->flags & GT_EVF_FLOW_END) && ev->corr2 && ev->type == GT_EV_HOST_SPAN) {
+		struct gt_event end = *ev;
+
+		end.track = tid;
+		flows__defer(&end, args, nargs); /* after the flow's start */
+		return;
+	}
+	point = events__host(ev, args, nargs, tid);
 	if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
 		flows__launch(ev, tid, point);
 }

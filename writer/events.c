@@ -214,7 +214,14 @@ static void name_thread(uint32_t tid)
 
 void events__name_rows(void)
 {
-	uint32_t nd = registry__devices(), nt = registry__tracks();
+	uint32_t nd = registry__devices(), nt = registry__tracks(), gen = registry__names_gen();
+
+	/* a row was renamed (a plug-in named its device after using it): name
+	 * them all again; viewers keep the last name */
+	if (gen != W.names_gen) {
+		W.names_gen = gen;
+		W.devices_named = W.tracks_named = 0;
+	}
 
 	for (uint32_t d = W.devices_named + 1; d <= nd; d++) {
 		size_t n;
@@ -302,6 +309,16 @@ static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned narg
 		case GT_ARG_HEX:
 			json__hex(b, a->v.u);
 			break;
+		case GT_ARG_JSON: { /* checked by whoever made it: copied as it is */
+			size_t n;
+			const char *s = gt_str_get((uint32_t)a->v.u, &n);
+
+			if (n)
+				jbuf__put(b, s, n);
+			else
+				jbuf__lit(b, "null");
+			break;
+		}
 		case GT_ARG_DIM3:
 			jbuf__ch(b, '[');
 			json__u64(b, (uint32_t)a->v.u);
@@ -480,7 +497,8 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t tid)
 {
-	bool arrow = (ev->flags & GT_EVF_LAUNCH) && ev->corr;
+	bool arrow = ((ev->flags & GT_EVF_LAUNCH) && ev->corr) ||
+		     ((ev->flags & GT_EVF_FLOW_END) && ev->corr2);
 	struct placed at = place__slice((uint32_t)gt_st.pid, tid, ev->start_ns,
 					ev->type == GT_EV_INSTANT ? ev->start_ns : ev->end_ns, arrow);
 
@@ -500,10 +518,13 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 }
 
 void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint32_t tid,
-		  uint64_t ts)
+		  uint64_t ts, bool fwdbwd)
 {
 	begin_event(&W.buf);
-	jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+	if (fwdbwd)
+		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"id\":");
+	else
+		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
 	json__u64(&W.buf, id);
 	jbuf__lit(&W.buf, ",\"pid\":");
 	json__u64(&W.buf, (uint32_t)gt_st.pid);
@@ -513,7 +534,11 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 	json__us(&W.buf, host->point_ns);
 	jbuf__lit(&W.buf, "}");
 	begin_event(&W.buf);
-	jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+	if (fwdbwd)
+		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\","
+				  "\"id\":");
+	else
+		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
 	json__u64(&W.buf, id);
 	jbuf__lit(&W.buf, ",\"pid\":");
 	json__u64(&W.buf, pid);

@@ -4,7 +4,8 @@
  * event with GT_EVF_LAUNCH) is remembered by its correlation id; a device
  * span waits, a few cycles at most, until the launch it names has been
  * written, and is then written with an ac2g arrow from each launch it
- * names (corr, corr2) to its start. The table keeps the last 2^17
+ * names (corr, corr2) to its start. A host span that ends a plug-in's flow
+ * (GT_EVF_FLOW_END) waits the same way for the launch in its corr2. The table keeps the last 2^17
  * launches: older device work keeps its args.correlation, without arrow.
  */
 #include <stdlib.h>
@@ -40,24 +41,41 @@ static const struct corr_entry *corr_find(uint64_t corr)
 	return e->corr == corr ? e : NULL;
 }
 
-/* The device span, then its arrows: after both slices exist, so viewers
- * bind them; each end strictly inside its own slice (place.c). */
+/* A host span ends arrows only from the launch in corr2 (corr is its own). */
+static bool host_end(const struct gt_event *ev)
+{
+	return ev->type != GT_EV_DEVICE_SPAN;
+}
+
+/* The span, then its arrows: after both slices exist, so viewers bind them;
+ * each end strictly inside its own slice (place.c). */
 static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
-	const struct corr_entry *h1 = corr_find(ev->corr), *h2 = corr_find(ev->corr2);
-	struct device_row row = events__device(ev, args, nargs, h1 || h2);
+	const struct corr_entry *h1 = host_end(ev) ? NULL : corr_find(ev->corr),
+				*h2 = corr_find(ev->corr2);
+	bool fwdbwd = ev->flags & GT_EVF_FWDBWD;
+	struct device_row row;
 
+	if (host_end(ev)) {
+		row = (struct device_row){ (uint32_t)gt_st.pid, ev->track, 0 };
+		row.point = events__host(ev, args, nargs, ev->track);
+		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
+			flows__launch(ev, ev->track, row.point);
+	} else {
+		row = events__device(ev, args, nargs, h1 || h2);
+	}
 	if (h1)
-		events__flow(++W.next_flow_id, h1, row.pid, row.tid, row.point);
+		events__flow(++W.next_flow_id, h1, row.pid, row.tid, row.point, fwdbwd);
 	if (h2 && h2 != h1)
-		events__flow(++W.next_flow_id, h2, row.pid, row.tid, row.point);
+		events__flow(++W.next_flow_id, h2, row.pid, row.tid, row.point, fwdbwd);
 }
 
 static bool device_ready(const struct pending *p, bool final)
 {
 	if (final || p->age >= PENDING_MAX_AGE)
 		return true;
-	return (!p->ev.corr || corr_find(p->ev.corr)) && (!p->ev.corr2 || corr_find(p->ev.corr2));
+	return (host_end(&p->ev) || !p->ev.corr || corr_find(p->ev.corr)) &&
+	       (!p->ev.corr2 || corr_find(p->ev.corr2));
 }
 
 void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)

@@ -70,7 +70,7 @@ struct writer {
 	struct row_cursor *cursors; /* place.c: one per row, open addressing */
 	size_t cursors_mask, ncursors;
 
-	uint32_t devices_named, tracks_named;
+	uint32_t devices_named, tracks_named, names_gen;
 	uint32_t *tids; /* host tids given a thread_name, open addressing */
 	size_t tids_mask, ntids;
 	struct thread_stat *dead;
@@ -121,7 +121,8 @@ GT_HIDDEN struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start,
 /* A launch was written (a host event with GT_EVF_LAUNCH and a correlation),
  * its arrow point at point_ns. */
 GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns);
-/* A device span: written once its launches are (or after a few cycles). */
+/* A device span, or a host span ending a flow (GT_EVF_FLOW_END, its row in
+ * track): written once its launches are (or after a few cycles). */
 GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
 			    unsigned nargs);
 /* Write the device spans that are ready; final: all of them. */
@@ -135,16 +136,17 @@ struct device_row {
 	uint64_t point;
 };
 
-/* A host span or instant on row tid of the process; returns its arrow point. */
+/* A host span or instant on row tid of the process; returns its arrow point
+ * (it has one if it is a launch, or ends a flow: GT_EVF_FLOW_END). */
 GT_HIDDEN uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
 				unsigned nargs, uint32_t tid);
 /* A device span, instant or counter on its device's row; arrow: arrows will
  * end on it. */
 GT_HIDDEN struct device_row events__device(const struct gt_event *ev,
 					   const struct gt_arg *args, unsigned nargs, bool arrow);
-/* Arrow id: from the launch (host) to (pid, tid) at ts. */
+/* Arrow id: from the launch (host) to (pid, tid) at ts; "fwdbwd" or "ac2g". */
 GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid,
-			    uint32_t tid, uint64_t ts);
+			    uint32_t tid, uint64_t ts, bool fwdbwd);
 /* Names and sort order of the device rows registered since the last call. */
 GT_HIDDEN void events__name_rows(void);
 /* A metadata ("M") event: sval (slen bytes), or ival when sval is NULL. */

@@ -153,7 +153,7 @@ void json__us(struct jbuf *b, uint64_t ns)
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t json__utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0];
 	size_t len;
@@ -214,7 +214,7 @@ void json__str(struct jbuf *b, const char *str, size_t n)
 		} else if (c == '\r') {
 			jbuf__lit(b, "\\r");
 			i++;
-		} else if (c >= 0x80 && (l = utf8_len(s + i, n - i))) {
+		} else if (c >= 0x80 && (l = json__utf8_len(s + i, n - i))) {
 			jbuf__put(b, (const char *)s + i, l);
 			i += l;
 		} else {
