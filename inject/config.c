@@ -325,6 +325,18 @@ static void set_activities(struct gt_config *cfg, const char *var, const char *v
 		cfg->kinds = (unsigned)m;
 }
 
+static void set_kineto_cycle_ms(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+
+	if (!strcmp(val, "0") || !strcmp(val, "off"))
+		cfg->kineto_cycle_ms = 0;
+	else if (parse_uint(val, 100, 3600000, &v))
+		bad(cfg, var, val, "0/off, or milliseconds from 100 to 3600000");
+	else
+		cfg->kineto_cycle_ms = (unsigned)v;
+}
+
 static void set_flush_ms(struct gt_config *cfg, const char *var, const char *val)
 {
 	unsigned long long v;
@@ -354,6 +366,7 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_ACTIVITIES", set_activities)                                   \
 	X("GPUTRACE_GRAPH_TRACE", set_graph_trace)                                 \
 	X("GPUTRACE_FLUSH_MS", set_flush_ms)                                       \
+	X("GPUTRACE_KINETO_CYCLE_MS", set_kineto_cycle_ms)                         \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)
@@ -397,7 +410,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _LIB, _TOOL",
+			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

@@ -58,6 +58,8 @@ struct gt_config {
 	unsigned kinds;              /* GPUTRACE_ACTIVITIES, GT_KIND mask */
 	bool graph_trace;            /* GPUTRACE_GRAPH_TRACE */
 	unsigned flush_ms;           /* GPUTRACE_FLUSH_MS: drain/checkpoint interval */
+	unsigned kineto_cycle_ms;    /* GPUTRACE_KINETO_CYCLE_MS: 0, or Kineto plug-ins'
+				      * stop/processEvents/start period */
 	unsigned errors;             /* how many bad values were reported */
 };
 

@@ -27,6 +27,7 @@
 #include "state.h"
 
 static _Atomic int finish_claimed;
+static _Atomic long finish_tid; /* the thread finishing, while it stops the backends */
 GT_HIDDEN const char *_Atomic gt_end_reason;
 
 /* ---- the writer's hooks ---- */
@@ -108,19 +109,28 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 	if (!own_process())
 		return;
 	if (atomic_exchange(&finish_claimed, 1)) {
-		wait_done(timeout_ms);
+		/* A fault inside our own exit path (a plug-in crashing while it
+		 * hands over its events at exit): the exit never gets to the
+		 * final drain, so the signal closes the trace, as for any crash. */
+		if (!from_signal || atomic_load(&finish_tid) != syscall(SYS_gettid) ||
+		    atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
+			wait_done(timeout_ms);
+			return;
+		}
+	} else if (atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
 		return;
 	}
-	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
-		return;
 	atomic_store(&gt_end_reason, why);
 	if (from_signal)
 		atomic_store(&gt_st.crashing, true);
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
 	 * Not from a signal handler: vendor libraries are not signal-safe. */
-	if (!from_signal)
+	if (!from_signal) {
+		atomic_store(&finish_tid, syscall(SYS_gettid));
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
+		atomic_store(&finish_tid, 0);
+	}
 	if (lifecycle__hooks()->is_own_thread() || lifecycle__hooks()->sync(true, timeout_ms) < 0) {
 		/* The drain thread is us (it crashed) or stuck: what the last
 		 * checkpoint holds is what the file keeps. */
