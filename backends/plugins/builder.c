@@ -54,10 +54,13 @@ static uint32_t str_hash(const char *s, size_t len)
 	return h;
 }
 
-static uint32_t plugin_str(const char *s)
+uint32_t builder__str_n(const char *s, size_t len)
 {
-	size_t len = strnlen(s, PLUGIN_STR_MAX);
-	uint32_t h = str_hash(s, len);
+	uint32_t h;
+
+	if (len > PLUGIN_STR_MAX)
+		len = PLUGIN_STR_MAX;
+	h = str_hash(s, len);
 	uint64_t entry;
 	uint32_t id;
 
@@ -87,6 +90,12 @@ static uint32_t plugin_str(const char *s)
 	}
 	return id;
 }
+
+uint32_t builder__str(const char *s)
+{
+	return builder__str_n(s, strnlen(s, PLUGIN_STR_MAX));
+}
+
 
 /* ---- the builder ---- */
 
@@ -153,7 +162,7 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 			return rc;
 		if (!a.key)
 			return -EINVAL;
-		out[i].key = plugin_str(a.key);
+		out[i].key = builder__str(a.key);
 		out[i].type = a.type;
 		switch (a.type) {
 		case GPUTRACE_ARG_I64:
@@ -169,7 +178,7 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 		case GPUTRACE_ARG_STR:
 			if (numbers_only || !a.value.s)
 				return -EINVAL;
-			out[i].v.u = plugin_str(a.value.s);
+			out[i].v.u = builder__str(a.value.s);
 			break;
 		default:
 			return -EINVAL;
@@ -273,8 +282,8 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	ev.start_ns = e.start_ns;
 	ev.end_ns = span ? e.end_ns : e.start_ns;
 	ev.corr = e.correlation ? gt_corr_foreign(b->corr_ns, e.correlation) : 0;
-	ev.name = plugin_str(e.name);
-	ev.cat = e.category ? plugin_str(e.category) : b->kind_cat[__builtin_ctz(e.kind)];
+	ev.name = builder__str(e.name);
+	ev.cat = e.category ? builder__str(e.category) : b->kind_cat[__builtin_ctz(e.kind)];
 	return gt_emit(&ev, args, (unsigned)nargs);
 }
 
@@ -313,7 +322,7 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 	ev.type = GT_EV_COUNTER;
 	ev.track = row->track;
 	ev.start_ns = ev.end_ns = c.time_ns;
-	ev.name = plugin_str(c.name);
+	ev.name = builder__str(c.name);
 	ev.cat = GT_S_CAT_COUNTER;
 	return gt_emit(&ev, values, (unsigned)n);
 }

@@ -2,7 +2,9 @@
 /*
  * The plug-in backend: loads the vendor plug-ins of GPUTRACE_PLUGIN_PATH
  * (every *.so of each directory, in name order, or a file named directly;
- * ABI in backends/plugins/gputrace_plugin.h) and calls them; builder.c turns
+ * ABI in backends/plugins/gputrace_plugin.h), then those of Kineto's
+ * KINETO_PLUGIN_LIB_DIR_PATH (kineto.c; a Kineto plug-in on
+ * GPUTRACE_PLUGIN_PATH is taken too), and calls them; builder.c turns
  * their trace-builder calls into events. To the rest of gputrace it is one
  * more struct gt_backend.
  *
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "backends/plugins/internal.h"
+#include "backends/plugins/kineto_plugin.h"
 
 /* The least a plug-in may pass: ABI 1's table size (later versions only append). */
 #define ABI1_PLUGIN_SIZE  sizeof(struct gputrace_plugin)
@@ -97,29 +100,20 @@ static void plugin_config_check(void)
 
 /* ---- calling plug-ins ---- */
 
-/* Plug-in code runs inside the guard: what it calls through wrapped APIs
- * is gputrace's own work, not the program's. */
-#define PLUGIN_CALL(expr)                                                          \
-	({                                                                         \
-		bool guarded_ = gt_guard_enter();                                  \
-		__typeof__(expr) rc_ = (expr);                                     \
-		if (guarded_)                                                      \
-			gt_guard_leave();                                          \
-		rc_;                                                               \
-	})
-
 static const char *rc_text(int rc)
 {
 	return rc < 0 && rc > -4096 ? strerror(-rc) : "not a negative errno";
 }
 
 /* A call failed: one line, and the plug-in is never called again. */
-static void plugin__fail(struct plugin *p, const char *call, int rc)
+void plugin__fail(struct plugin *p, const char *call, int rc)
 {
 	atomic_store_explicit(&p->builder.open, false, memory_order_release);
 	p->live = false;
-	pr_err("plug-in %s (%s): %s() failed: %d (%s); plug-in disabled, tracing goes on",
-	       p->path, p->builder.name, call, rc, rc_text(rc));
+	if (!p->reported)
+		pr_err("plug-in %s (%s): %s() failed: %d (%s); plug-in disabled, tracing goes on",
+		       p->path, p->builder.name, call, rc, rc_text(rc));
+	p->reported = true;
 }
 
 static bool valid_name(const char *name)
@@ -136,17 +130,11 @@ static bool valid_name(const char *name)
 }
 
 /* Register and check the table; returns false after reporting why not. */
-static bool plugin__register(const char *path, void *dl, struct gputrace_plugin *ops)
+static bool plugin__register(const char *path, gputrace_plugin_register_fn reg,
+			     struct gputrace_plugin *ops)
 {
-	gputrace_plugin_register_fn reg;
 	int rc;
 
-	*(void **)&reg = dlsym(dl, GPUTRACE_PLUGIN_REGISTER_SYMBOL);
-	if (!reg) {
-		pr_err("plug-in %s: not a gputrace plug-in: it lacks the symbol %s; skipped", path,
-		       GPUTRACE_PLUGIN_REGISTER_SYMBOL);
-		return false;
-	}
 	memset(ops, 0, sizeof(*ops));
 	ops->size = sizeof(*ops);
 	ops->abi_version = GPUTRACE_PLUGIN_ABI_VERSION;
@@ -215,40 +203,40 @@ static const char *elf_not_whole(const char *path)
 	return why;
 }
 
-static void plugin__load(const char *path)
+struct plugin *plugin__add(const char *path, void *dl, const struct gputrace_plugin *ops,
+			   const char *name, uint32_t kinds)
 {
-	const char *broken;
+	struct plugin *p;
+
+	if (nplugins == PLUGINS_MAX) {
+		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
+		return NULL;
+	}
+	p = &plugins[nplugins];
+	p->ops = *ops;
+	p->dl = dl;
+	p->path = strdup(path);
+	if (!p->path) {
+		pr_err("plug-in %s: out of memory; skipped", path);
+		return NULL;
+	}
+	builder__open(&p->builder, name, kinds, nplugins);
+	nplugins++;
+	return p;
+}
+
+/* A gputrace plug-in: register, query, create, start. */
+static void plugin__start(const char *path, void *dl, gputrace_plugin_register_fn reg)
+{
 	struct gputrace_plugin ops;
 	struct gputrace_plugin_info info = { .size = sizeof(info) };
 	struct gputrace_plugin_setup setup = { .size = sizeof(setup) };
 	char config[PLUGIN_CONFIG_MAX];
 	struct plugin *p;
 	uint32_t kinds;
-	void *dl;
 	int rc;
 
-	if (nplugins == PLUGINS_MAX) {
-		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
-		return;
-	}
-	if ((broken = elf_not_whole(path))) {
-		pr_err("plug-in %s: cannot load it: %s: %s; skipped", path, path, broken);
-		return;
-	}
-	/* Never dlclose()d: once its code has run, threads or handlers of the
-	 * plug-in may still point into it. */
-	dl = PLUGIN_CALL(dlopen(path, RTLD_NOW | RTLD_LOCAL));
-	if (!dl) {
-		pr_err("plug-in %s: cannot load it: %s; skipped", path, dlerror());
-		return;
-	}
-	for (unsigned i = 0; i < nplugins; i++) {
-		if (plugins[i].dl == dl) {
-			pr_dbg("plug-in %s: already loaded as %s", path, plugins[i].path);
-			return;
-		}
-	}
-	if (!plugin__register(path, dl, &ops))
+	if (!plugin__register(path, reg, &ops))
 		return;
 
 	rc = PLUGIN_CALL(ops.query(&info));
@@ -267,17 +255,9 @@ static void plugin__load(const char *path)
 			info.name);
 		return;
 	}
-
-	p = &plugins[nplugins];
-	p->ops = ops;
-	p->dl = dl;
-	p->path = strdup(path);
-	if (!p->path) {
-		pr_err("plug-in %s: out of memory; skipped", path);
+	p = plugin__add(path, dl, &ops, info.name, kinds);
+	if (!p)
 		return;
-	}
-	builder__open(&p->builder, info.name, kinds, nplugins);
-	nplugins++;
 
 	plugin_config_for(info.name, config, sizeof(config));
 	setup.abi_version = GPUTRACE_PLUGIN_ABI_VERSION;
@@ -303,6 +283,51 @@ static void plugin__load(const char *path)
 	       info.version ? " " : "", info.version ? info.version : "", kinds);
 }
 
+/* kineto_dir: found in KINETO_PLUGIN_LIB_DIR_PATH, where Kineto passes over
+ * libraries that are no plug-in without a word. */
+static void plugin__load(const char *path, bool kineto_dir)
+{
+	const char *broken;
+	void *dl, *reg;
+
+	if (nplugins == PLUGINS_MAX) {
+		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
+		return;
+	}
+	if ((broken = elf_not_whole(path))) {
+		pr_err("plug-in %s: cannot load it: %s: %s; skipped", path, path, broken);
+		return;
+	}
+	/* Never dlclose()d: once its code has run, threads or handlers of the
+	 * plug-in may still point into it. */
+	dl = PLUGIN_CALL(dlopen(path, RTLD_NOW | RTLD_LOCAL));
+	if (!dl) {
+		pr_err("plug-in %s: cannot load it: %s; skipped", path, dlerror());
+		return;
+	}
+	for (unsigned i = 0; i < nplugins; i++) {
+		if (plugins[i].dl == dl) {
+			pr_dbg("plug-in %s: already loaded as %s", path, plugins[i].path);
+			return;
+		}
+	}
+	if ((reg = dlsym(dl, GPUTRACE_PLUGIN_REGISTER_SYMBOL))) {
+		gputrace_plugin_register_fn fn;
+
+		*(void **)&fn = reg;
+		plugin__start(path, dl, fn);
+	} else if ((reg = dlsym(dl, KINETO_PLUGIN_REGISTER_SYMBOL))) {
+		kineto__load(path, dl, reg);
+	} else if (kineto_dir) {
+		pr_dbg("plug-in %s: no %s: not a Kineto plug-in; passed over", path,
+		       KINETO_PLUGIN_REGISTER_SYMBOL);
+	} else {
+		pr_err("plug-in %s: not a gputrace plug-in: it lacks the symbol %s (or Kineto's "
+		       "%s); skipped", path, GPUTRACE_PLUGIN_REGISTER_SYMBOL,
+		       KINETO_PLUGIN_REGISTER_SYMBOL);
+	}
+}
+
 static int so_file(const struct dirent *d)
 {
 	size_t len = strlen(d->d_name);
@@ -310,7 +335,8 @@ static int so_file(const struct dirent *d)
 	return len > 3 && !strcmp(d->d_name + len - 3, ".so") && d->d_type != DT_DIR;
 }
 
-static void plugins__scan_dir(const char *dir)
+/* var: the variable that named dir (for its error line). */
+static void plugins__scan_dir(const char *var, const char *dir, bool kineto_dir)
 {
 	struct dirent **names;
 	char path[PATH_MAX];
@@ -318,52 +344,82 @@ static void plugins__scan_dir(const char *dir)
 
 	n = scandir(dir, &names, so_file, alphasort);
 	if (n < 0) {
-		pr_err("GPUTRACE_PLUGIN_PATH: cannot read directory %s: %s; no plug-ins from it",
-		       dir, strerror(errno));
+		pr_err("%s: cannot read directory %s: %s; no plug-ins from it", var, dir,
+		       strerror(errno));
 		return;
 	}
 	for (int i = 0; i < n; i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) <
 		    (int)sizeof(path))
-			plugin__load(path);
+			plugin__load(path, kineto_dir);
 		free(names[i]);
 	}
 	free(names);
+}
+
+/* Every entry of a colon-separated list: a directory, or a plug-in file. */
+static void plugins__scan_list(const char *var, const char *list, bool kineto_dir)
+{
+	char dirs[PATH_MAX * 4];
+	char *save = NULL;
+
+	if (snprintf(dirs, sizeof(dirs), "%s", list) >= (int)sizeof(dirs)) {
+		pr_err("%s: longer than %zu bytes; no plug-ins from it", var, sizeof(dirs) - 1);
+		return;
+	}
+	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		/* A plug-in file named directly is taken as it is. */
+		if (!stat(dir, &st) && S_ISREG(st.st_mode))
+			plugin__load(dir, kineto_dir);
+		else
+			plugins__scan_dir(var, dir, kineto_dir);
+	}
+}
+
+bool plugins__lock_calls(unsigned timeout_ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	return !pthread_mutex_timedlock(&calls_lock, &until);
+}
+
+void plugins__unlock_calls(void)
+{
+	pthread_mutex_unlock(&calls_lock);
 }
 
 /* ---- the backend ---- */
 
 static int plugins_init(void)
 {
-	char dirs[sizeof(gt_cfg.plugin_path)];
-	char *save = NULL;
+	const char *kineto = getenv(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
 
-	if (!gt_cfg.plugin_path[0])
+	if (!gt_cfg.plugin_path[0] && !(kineto && kineto[0]))
 		return 0;
-	snprintf(dirs, sizeof(dirs), "%s", gt_cfg.plugin_path);
 	pthread_mutex_lock(&calls_lock);
-	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		struct stat st;
-
-		/* A plug-in file named directly is taken as it is. */
-		if (!stat(dir, &st) && S_ISREG(st.st_mode))
-			plugin__load(dir);
-		else
-			plugins__scan_dir(dir);
-	}
+	if (gt_cfg.plugin_path[0])
+		plugins__scan_list("GPUTRACE_PLUGIN_PATH", gt_cfg.plugin_path, false);
+	if (kineto && kineto[0])
+		plugins__scan_list(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE, kineto, true);
 	pthread_mutex_unlock(&calls_lock);
 	plugin_config_check();
+	kineto__started();
 	return 0;
 }
 
 /* Exit must not hang on a plug-in stuck in a call: wait a bounded time. */
 static bool calls_lock_bounded(void)
 {
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += PLUGIN_LOCK_MS / 1000;
-	if (!pthread_mutex_timedlock(&calls_lock, &until))
+	if (plugins__lock_calls(PLUGIN_LOCK_MS))
 		return true;
 	pr_err("plug-ins: a plug-in call is still running after %d ms; "
 	       "the others are not stopped", PLUGIN_LOCK_MS);
@@ -389,7 +445,10 @@ static void plugins__stop_locked(void)
 
 static void plugins_stop(void)
 {
-	if (!nplugins || !calls_lock_bounded())
+	if (!nplugins)
+		return;
+	kineto__stopping();
+	if (!calls_lock_bounded())
 		return;
 	plugins__stop_locked();
 	pthread_mutex_unlock(&calls_lock);
@@ -437,6 +496,7 @@ static void plugins_flush(bool final)
 static void plugins_atfork_child(void)
 {
 	pthread_mutex_init(&calls_lock, NULL);
+	kineto__atfork_child();
 	for (unsigned i = 0; i < nplugins; i++) {
 		atomic_store_explicit(&plugins[i].builder.open, false, memory_order_release);
 		pthread_mutex_init(&plugins[i].builder.rows_lock, NULL);

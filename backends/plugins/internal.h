@@ -4,8 +4,13 @@
  *   host.c      finds and loads the plug-ins, checks their ABI, calls them
  *               (create, start, flush, stop, destroy); the backend itself
  *   builder.c   the trace builder handed to each plug-in: its calls -> events
+ *   kineto.c    hosts Kineto's dynamic plug-ins: registration, their life
+ *               cycle as Kineto drives it, correlation push/pop
+ *   kineto_builder.c  Kineto's trace builder: its calls -> events, rows
+ *   utc.c       UTC (CLOCK_REALTIME) times of Kineto plug-ins -> trace clock
+ *   jsoncheck.c is a metadata value valid JSON, and of what kind
  * and gputrace_plugin.h, the public ABI plug-ins are built against
- * (installed as <gputrace/gputrace_plugin.h>).
+ * (installed as <gputrace/gputrace_plugin.h>); kineto_plugin.h, Kineto's.
  */
 #ifndef GPUTRACE_PLUGINS_INTERNAL_H
 #define GPUTRACE_PLUGINS_INTERNAL_H
@@ -42,17 +47,52 @@ struct gputrace_builder {
 };
 
 struct plugin {
-	struct gputrace_plugin ops;
+	struct gputrace_plugin ops; /* a Kineto plug-in's: kineto.c's adapters */
 	char *path;
 	void *dl;
 	void *state;
 	bool live;    /* may be called: created, not failed, not destroyed */
 	bool stopped;
+	bool reported; /* its failure has had its line already (Kineto's calls) */
 	struct gputrace_builder builder;
 };
 
 /* Every plug-in loaded (host.c); a builder handle points into this array. */
 extern GT_HIDDEN struct plugin plugins[PLUGINS_MAX];
+
+/* Plug-in code runs inside the guard: what it calls through wrapped APIs
+ * is gputrace's own work, not the program's. */
+#define PLUGIN_CALL(expr)                                                          \
+	({                                                                         \
+		bool guarded_ = gt_guard_enter();                                  \
+		__typeof__(expr) rc_ = (expr);                                     \
+		if (guarded_)                                                      \
+			gt_guard_leave();                                          \
+		rc_;                                                               \
+	})
+
+/* ---- the host (host.c), for kineto.c ---- */
+
+/* A slot for a plug-in that registered (named, recording kinds), its
+ * builder open; NULL (reported) when none is left. */
+GT_HIDDEN struct plugin *plugin__add(const char *path, void *dl, const struct gputrace_plugin *ops,
+				     const char *name, uint32_t kinds);
+/* A call failed: one line (unless p->reported), never called again. */
+GT_HIDDEN void plugin__fail(struct plugin *p, const char *call, int rc);
+/* The lock every plug-in call is made under (one call at a time). */
+GT_HIDDEN bool plugins__lock_calls(unsigned timeout_ms);
+GT_HIDDEN void plugins__unlock_calls(void);
+
+/* ---- Kineto's plug-ins (kineto.c) ---- */
+
+/* A shared object exporting KinetoPlugin_register: register its profilers,
+ * query, create and start each. Under the calls lock. */
+GT_HIDDEN void kineto__load(const char *path, void *dl, void *register_fn);
+/* After every plug-in is loaded: the GPUTRACE_KINETO_CYCLE_MS thread. */
+GT_HIDDEN void kineto__started(void);
+/* Exit is under way: no more cycles. */
+GT_HIDDEN void kineto__stopping(void);
+GT_HIDDEN void kineto__atfork_child(void);
 
 /* ---- the builder (builder.c) ---- */
 
@@ -61,5 +101,9 @@ extern GT_HIDDEN const struct gputrace_builder_api builder_api;
 /* Make b ready for the plug-in called name, index-th loaded, recording kinds. */
 GT_HIDDEN void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds,
 			     unsigned index);
+/* The string id of a plug-in's string (at most 4096 bytes of it), found
+ * lock-free when known: builder calls come from any thread. */
+GT_HIDDEN uint32_t builder__str_n(const char *s, size_t len);
+GT_HIDDEN uint32_t builder__str(const char *s);
 
 #endif

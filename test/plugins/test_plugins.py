@@ -175,7 +175,7 @@ BROKEN_LINES = {
     "bad_abi": r"bad_abi\.so: built for plug-in ABI version 2, this gputrace supports 1 to 1: "
                r"rebuild it against this gputrace's gputrace_plugin\.h; skipped",
     "no_symbol": r"no_symbol\.so: not a gputrace plug-in: it lacks the symbol "
-                 r"gputrace_plugin_register; skipped",
+                 r"gputrace_plugin_register \(or Kineto's KinetoPlugin_register\); skipped",
     "garbage": r"garbage\.so: cannot load it: .*garbage\.so: .*; skipped",
     "create_fails": r"create_fails\.so \(create_fails\): create\(\) failed: -19 "
                     r"\(No such device\); plug-in disabled, tracing goes on",

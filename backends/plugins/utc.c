@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kineto plug-ins give times in UTC nanoseconds (CLOCK_REALTIME), the trace
+ * is on CLOCK_MONOTONIC_RAW (inject/clock.h). The two drift apart (NTP
+ * slews the wall clock, and may step it), so one offset taken at start
+ * would misplace events of a long run: pairs are taken all along (at start,
+ * every drain cycle, before every processEvents), each the tightest of a few
+ * (clock, realtime, clock) reads, and a UTC time is converted through the
+ * offsets of the pairs around it, interpolated. The table is bounded: when
+ * full, every other pair is dropped (the first and last stay), so a run of
+ * any length keeps pairs all along, further apart as it goes on.
+ *
+ * A wall clock stepped back makes times ambiguous: a time is taken as the
+ * latest moment it was on the clock (the search runs from the newest pair).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+
+#include "backends/plugins/kineto_internal.h"
+#include "inject/clock.h"
+
+#define PAIRS_MAX 512
+#define TRIES     3
+
+struct pair {
+	uint64_t clock;
+	int64_t real;
+};
+
+static pthread_mutex_t utc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pair pairs[PAIRS_MAX];
+static unsigned npairs;
+
+static struct pair pair_now(void)
+{
+	struct pair best = { 0, 0 };
+	uint64_t window = UINT64_MAX;
+
+	for (int i = 0; i < TRIES; i++) {
+		uint64_t a = gt_clock_ns();
+		int64_t r = (int64_t)gt_realtime_ns();
+		uint64_t b = gt_clock_ns();
+
+		if (b - a < window) {
+			window = b - a;
+			best = (struct pair){ a + (b - a) / 2, r };
+		}
+	}
+	return best;
+}
+
+static void sample_locked(void)
+{
+	struct pair now = pair_now();
+
+	if (npairs == PAIRS_MAX) {
+		unsigned kept = 1;
+
+		for (unsigned i = 2; i < PAIRS_MAX - 1; i += 2)
+			pairs[kept++] = pairs[i];
+		pairs[kept++] = pairs[PAIRS_MAX - 1];
+		npairs = kept;
+	}
+	pairs[npairs++] = now;
+}
+
+void utc__sample(void)
+{
+	pthread_mutex_lock(&utc_lock);
+	sample_locked();
+	pthread_mutex_unlock(&utc_lock);
+}
+
+static int64_t offset(const struct pair *p)
+{
+	return p->real - (int64_t)p->clock;
+}
+
+int utc__to_clock(int64_t utc, uint64_t *clock_ns)
+{
+	int64_t off, c;
+	unsigned i;
+
+	pthread_mutex_lock(&utc_lock);
+	if (!npairs)
+		sample_locked();
+	for (i = npairs; i-- > 0;)
+		if (pairs[i].real <= utc)
+			break;
+	if (i == (unsigned)-1) {
+		off = offset(&pairs[0]); /* before the first pair */
+	} else if (i + 1 < npairs && pairs[i + 1].real > pairs[i].real) {
+		const struct pair *a = &pairs[i], *b = &pairs[i + 1];
+		double w = (double)(utc - a->real) / (double)(b->real - a->real);
+
+		off = offset(a) + (int64_t)(w * (double)(offset(b) - offset(a)));
+	} else {
+		off = offset(&pairs[i]); /* after the last pair */
+	}
+	pthread_mutex_unlock(&utc_lock);
+	if (__builtin_sub_overflow(utc, off, &c) || c < 0)
+		return -ERANGE;
+	*clock_ns = (uint64_t)c;
+	return 0;
+}
+
+void utc__forget(void)
+{
+	pthread_mutex_init(&utc_lock, NULL);
+	npairs = 0;
+}
