@@ -17,6 +17,7 @@
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/extcorr.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
@@ -244,6 +245,7 @@ struct api_thread {
 	uint64_t rt_start, drv_start;
 	uint32_t rt_corr, drv_corr;
 	uint32_t rt_depth;
+	uint32_t rt_pushed, drv_pushed; /* external correlation pushed at entry */
 };
 static GT_TLS struct api_thread api_t;
 
@@ -364,8 +366,12 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 			t->drv_start = now;
 			t->drv_corr = cb->correlationId;
 		}
-		if (info & INFO_LAUNCH)
+		if (info & INFO_LAUNCH) {
 			cupti__launch_note(cb->correlationId, now);
+			/* the id its span gets, pushed for the call's duration */
+			*(rt ? &t->rt_pushed : &t->drv_pushed) = gt_ext_corr_push(
+				gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId));
+		}
 		return;
 	}
 	/* exit */
@@ -374,11 +380,15 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 			t->rt_depth--;
 		start = t->rt_corr == cb->correlationId ? t->rt_start : 0;
 		t->rt_start = 0;
+		gt_ext_corr_pop(t->rt_pushed);
+		t->rt_pushed = 0;
 	} else {
 		if (t->rt_depth)
 			return;
 		start = t->drv_corr == cb->correlationId ? t->drv_start : 0;
 		t->drv_start = 0;
+		gt_ext_corr_pop(t->drv_pushed);
+		t->drv_pushed = 0;
 	}
 	if (!start || gt_in_tracer)
 		return; /* its entry was not seen (tracing began in between) or folded */

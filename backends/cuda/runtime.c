@@ -24,6 +24,7 @@
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/extcorr.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
@@ -428,6 +429,7 @@ static uint32_t kernel_name_of(const void *func)
 		RT_CALL;                                                                    \
 		void *gt_token = NULL;                                                      \
 		cuda_err gt_r;                                                              \
+		uint32_t gt_pushed;                                                         \
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
@@ -435,7 +437,9 @@ static uint32_t kernel_name_of(const void *func)
 			return gt_fn args;                                                  \
 		if (gt_c.events)                                                            \
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
+		gt_pushed = gt_ext_corr_push(gt_c.corr);                                    \
 		gt_r = gt_fn args;                                                          \
+		gt_ext_corr_pop(gt_pushed);                                                 \
 		rt_end(&gt_c, gt_r);                                                        \
 		if (gt_token) {                                                             \
 			work_info(&gt_li, work, bytes, kind, func);                         \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/levelzero/internal.h"
+#include "inject/extcorr.h"
 
 #define ZE_LAUNCH_FLAG GT_EVF_LAUNCH
 
@@ -175,9 +176,13 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 		struct ze_work w = { 0 };                                                  \
 		ze_result_t r;                                                             \
                                                                                            \
+		uint32_t pushed;                                                           \
+                                                                                           \
 		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);     \
 		__VA_ARGS__                                                                \
+		pushed = gt_ext_corr_push(c->corr);                                        \
 		r = real args;                                                             \
+		gt_ext_corr_pop(pushed);                                                   \
 		ze_track__append_end(&a, r, &w, c->corr);                                  \
 		return r;                                                                  \
 	}
@@ -339,11 +344,14 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 {
 	struct ze_exec x;
 	ze_result_t r;
+	uint32_t pushed;
 
 	c->flags |= ZE_LAUNCH_FLAG;
 	ze_call__arg(c, ze_str.lists, GT_ARG_U64, numCommandLists);
 	ze_track__execute_begin(&x, hCommandQueue, numCommandLists, phCommandLists);
+	pushed = gt_ext_corr_push(c->corr);
 	r = real(hCommandQueue, numCommandLists, phCommandLists, hFence);
+	gt_ext_corr_pop(pushed);
 	ze_track__execute_end(&x, r, c->corr);
 	return r;
 }
