@@ -23,6 +23,7 @@
 #include "backends/backend.h"
 #include "backends/plugins/gputrace_plugin.h"
 #include "inject/config.h"
+#include "inject/clock.h"
 #include "inject/event.h"
 
 /* ---- stand-ins of the core ---- */
@@ -964,6 +965,189 @@ START_TEST(config_entries)
 }
 END_TEST
 
+/* ---- Kineto's plug-ins (kineto*.c, utc.c, jsoncheck.c) ---- */
+
+#include "backends/plugins/kineto_internal.h"
+
+/* The reference Kineto profiler through the host, to the records. */
+START_TEST(kineto_reference)
+{
+	const char *files[] = { "kineto/npu.so", NULL };
+	const struct rec *host, *dev, *r, *fwd, *bwd;
+	uint32_t compute = 1000, copy = 1001;
+
+	find_built();
+	setenv("KINETO_PLUGIN_LIB_DIR_PATH", plugin_dir(files), 1);
+	start_plugins("", GT_KIND_ALL);
+	backend()->flush(false);
+	finish_plugins();
+	if (errors_logged())
+		dump_log();
+	ck_assert_uint_eq(errors_logged(), 0);
+
+	/* rows as the profiler named them (before its events) */
+	ck_assert_uint_eq(ndevices, 1);
+	ck_assert_str_eq(devices[0], "NPU 0: KinetoSim");
+	ck_assert_uint_eq(nqueues, 2);
+	ck_assert_str_eq(queues[0].name, "compute");
+	ck_assert_int_eq(queues[0].sort, 0);
+	ck_assert_str_eq(queues[1].name, "copy");
+	ck_assert_int_eq(queues[1].sort, 1);
+
+	ck_assert_uint_eq(count(GT_EV_HOST_SPAN), 5);   /* 3 launches, 2 cpu ops */
+	ck_assert_uint_eq(count(GT_EV_DEVICE_SPAN), 10); /* 3 kernels, copies, fills; a region */
+	ck_assert_uint_eq(count(GT_EV_COUNTER), 3);
+	ck_assert_uint_eq(nrecs, 18);
+	for (unsigned i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "npu_kernel_%u", i);
+		host = find(GT_EV_HOST_SPAN, "npuLaunchKernel", i);
+		dev = find(GT_EV_DEVICE_SPAN, name, 0);
+		ck_assert_ptr_nonnull(host);
+		ck_assert_ptr_nonnull(dev);
+		ck_assert_str_eq(str(host->ev.cat), "privateuse1_runtime");
+		ck_assert_uint_eq(host->ev.track, (uint32_t)getpid());
+		ck_assert_uint_eq(host->ev.flags, GT_EVF_LAUNCH);
+		ck_assert_uint_ne(host->ev.corr, 0);
+		ck_assert_uint_eq(host->ev.end_ns - host->ev.start_ns, 20000);
+		ck_assert_str_eq(str(dev->ev.cat), "kernel");
+		ck_assert_uint_eq(dev->ev.track, compute);
+		ck_assert_uint_eq(dev->ev.corr, host->ev.corr); /* the ASYNC_CPU_GPU flow */
+		ck_assert_uint_eq(dev->ev.corr2, 0);
+		/* UTC apart as the plug-in gave them, but for the two clocks' drift
+		 * over the gap (the wall clock is slewed: ns, not more) */
+		ck_assert_int_le(llabs((long long)(dev->ev.start_ns - host->ev.start_ns) - 50000), 2);
+		ck_assert_uint_eq(dev->ev.end_ns - dev->ev.start_ns, (100 + 10 * i) * 1000);
+		ck_assert_uint_eq(dev->nargs, 8);
+		ck_assert_uint_eq(arg(dev, "registers")->type, GT_ARG_I64);
+		ck_assert_int_eq(arg(dev, "registers")->v.i, 32 + i);
+		ck_assert_uint_eq(arg(dev, "occupancy")->type, GT_ARG_F64);
+		ck_assert_uint_eq(arg(dev, "stream")->type, GT_ARG_STR);
+		ck_assert_str_eq(str(arg(dev, "stream")->v.u), "compute");
+		ck_assert_uint_eq(arg(dev, "grid")->type, GT_ARG_JSON);
+		ck_assert_str_eq(str(arg(dev, "grid")->v.u), "[64, 1, 1]");
+		ck_assert_uint_eq(arg(dev, "queued")->type, GT_ARG_JSON);
+		ck_assert_str_eq(str(arg(dev, "queued")->v.u), "true");
+		ck_assert_uint_eq(arg(dev, "escaped")->type, GT_ARG_JSON);
+
+		dev = find(GT_EV_DEVICE_SPAN, "Memcpy HtoD", i);
+		ck_assert_uint_eq(dev->ev.track, copy);
+		ck_assert_str_eq(str(dev->ev.cat), "gpu_memcpy");
+		ck_assert_uint_eq(arg(dev, "bytes")->key, GT_S_ARG_BYTES);
+		ck_assert_int_eq(arg(dev, "bytes")->v.i, 4096 * (i + 1));
+		ck_assert_uint_eq(arg(dev, "kind")->key, GT_S_ARG_KIND);
+
+		r = find(GT_EV_COUNTER, "npu_util", i);
+		ck_assert_uint_eq(r->ev.track, 501); /* the device's own row */
+		ck_assert_uint_eq(r->nargs, 2);      /* the string value is no series */
+		/* "12.5" is a double, "25" an integer, as JSON says */
+		if (i % 2)
+			ck_assert_int_eq(arg(r, "busy_pct")->v.i, 25 * (i + 1) / 2);
+		else
+			ck_assert_double_eq(arg(r, "busy_pct")->v.f, 12.5 * (i + 1));
+		ck_assert_int_eq(arg(r, "sm_active")->v.i, 10 * (i + 1));
+	}
+	fwd = find(GT_EV_HOST_SPAN, "aten::mm", 0);
+	bwd = find(GT_EV_HOST_SPAN, "MmBackward0", 0);
+	ck_assert_uint_eq(fwd->ev.flags, GT_EVF_LAUNCH);
+	ck_assert_uint_eq(bwd->ev.flags, GT_EVF_FLOW_END | GT_EVF_FWDBWD);
+	ck_assert_uint_eq(bwd->ev.corr2, fwd->ev.corr);
+	ck_assert_uint_eq(bwd->ev.corr, 0);
+	/* each flow in the plug-in's namespace, apart from the other type's */
+	ck_assert_uint_eq(fwd->ev.corr >> GT_CORR_NS_SHIFT, GT_CORR_NS_PLUGIN(0));
+	ck_assert_uint_ne(fwd->ev.corr & 0xffffffffu, find(GT_EV_HOST_SPAN, "npuLaunchKernel", 0)->ev.corr);
+	/* processEvents ran on this (the exiting) thread, inside gputrace */
+	ck_assert_int_eq(find(GT_EV_DEVICE_SPAN, "npu_kernel_0", 0)->guarded, 1);
+}
+END_TEST
+
+START_TEST(kineto_json)
+{
+	static const struct {
+		const char *text;
+		enum json_kind kind;
+	} cases[] = {
+		{ "0", JSON_INTEGER }, { "-12", JSON_INTEGER }, { " 7 ", JSON_INTEGER },
+		{ "1.5", JSON_NUMBER }, { "-1e-3", JSON_NUMBER }, { "2E+8", JSON_NUMBER },
+		{ "\"a\"", JSON_STRING }, { "\"\\n\"", JSON_STRING_ESCAPED },
+		{ "\"\\ud83d\\ude00\"", JSON_STRING_ESCAPED }, { "\"\xc3\xa9\"", JSON_STRING },
+		{ "true", JSON_LITERAL }, { "null", JSON_LITERAL }, { "[]", JSON_ARRAY },
+		{ "[1, \"x\", {\"k\": [null]}]", JSON_ARRAY }, { "{}", JSON_OBJECT },
+		{ "{\"a\": 1, \"b\": {}}", JSON_OBJECT },
+		{ "", JSON_INVALID }, { " ", JSON_INVALID }, { "01", JSON_INVALID },
+		{ "1.", JSON_INVALID }, { ".5", JSON_INVALID }, { "+1", JSON_INVALID },
+		{ "1 2", JSON_INVALID }, { "\"a", JSON_INVALID }, { "\"\x01\"", JSON_INVALID },
+		{ "\"\xff\"", JSON_INVALID }, { "\"\xc3\"", JSON_INVALID },
+		{ "\"\\ud800\"", JSON_INVALID }, { "\"\\udc00\"", JSON_INVALID },
+		{ "\"\\ud800\\u0041\"", JSON_INVALID }, { "\"\\q\"", JSON_INVALID },
+		{ "\"\\u12\"", JSON_INVALID }, { "[1,]", JSON_INVALID }, { "[1", JSON_INVALID },
+		{ "{\"a\"}", JSON_INVALID }, { "{1: 2}", JSON_INVALID }, { "nul", JSON_INVALID },
+		{ "True", JSON_INVALID }, { "NaN", JSON_INVALID }, { "'a'", JSON_INVALID },
+	};
+	char deep[200];
+	size_t start, len;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(json__check(cases[i].text, strlen(cases[i].text), &start, &len) ==
+				      cases[i].kind,
+			      "case %zu: %s", i, cases[i].text);
+	ck_assert_int_eq(json__check("  [1] \n", 7, &start, &len), JSON_ARRAY);
+	ck_assert_uint_eq(start, 2);
+	ck_assert_uint_eq(len, 3);
+	/* nesting: 64 deep is fine, 65 is refused (the check recurses) */
+	memset(deep, '[', 64);
+	memset(deep + 64, ']', 64);
+	ck_assert_int_eq(json__check(deep, 128, &start, &len), JSON_ARRAY);
+	memset(deep, '[', 65);
+	memset(deep + 65, ']', 65);
+	ck_assert_int_eq(json__check(deep, 130, &start, &len), JSON_INVALID);
+}
+END_TEST
+
+START_TEST(kineto_utc)
+{
+	uint64_t c, before, after, prev = 0;
+
+	utc__sample();
+	for (int i = 0; i < 2000; i++) {
+		before = gt_clock_ns();
+		ck_assert_int_eq(utc__to_clock((int64_t)gt_realtime_ns(), &c), 0);
+		after = gt_clock_ns();
+		/* the wall clock's now is the trace clock's now, within a pair's width */
+		ck_assert_uint_ge(c + 50000, before);
+		ck_assert_uint_le(c, after + 50000);
+		ck_assert_uint_ge(c + 50000, prev);
+		prev = c;
+		if (i % 3 == 0)
+			utc__sample(); /* the table fills and thins out */
+	}
+	ck_assert_int_eq(utc__to_clock(0, &c), -ERANGE);
+	ck_assert_int_eq(utc__to_clock(INT64_MIN, &c), -ERANGE);
+	ck_assert_int_eq(utc__to_clock(INT64_MAX, &c), 0);
+}
+END_TEST
+
+START_TEST(kineto_type_table)
+{
+	/* the first revision: 13 was cuda_sync, 14 gpu_pm_counter */
+	ck_assert_int_eq(kineto__type(13, true), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CUDA_SYNC);
+	ck_assert_int_eq(kineto__type(14, true), KINETO_PLUGIN_PROFILE_EVENT_TYPE_GPU_PM_COUNTER);
+	ck_assert_int_eq(kineto__type(8, true), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CUDA_RUNTIME);
+	ck_assert_int_eq(kineto__type(15, true), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL);
+	/* unknown types are kernels, as Kineto takes them */
+	ck_assert_int_eq(kineto__type(0, false), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL);
+	ck_assert_int_eq(kineto__type(99, false), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL);
+	ck_assert_int_eq(kineto__type(-3, false), KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL);
+	ck_assert_int_eq(kineto__type(23, false), KINETO_PLUGIN_PROFILE_EVENT_TYPE_PRIVATEUSE1_RUNTIME);
+	/* every type has a category and a kind */
+	for (int t = 0; t < KINETO_TYPES; t++) {
+		ck_assert_ptr_nonnull(kineto_types[t].cat);
+		ck_assert_uint_ne(kineto_types[t].kind, 0);
+	}
+}
+END_TEST
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -980,7 +1164,7 @@ static Suite *plugins_suite(void)
 {
 	Suite *s = suite_create("plugins");
 	TCase *load = tcase_create("load"), *broken = tcase_create("broken"),
-	      *builder = tcase_create("builder");
+	      *builder = tcase_create("builder"), *kineto = tcase_create("kineto");
 
 	tcase_add_test(load, simaccel_events);
 	tcase_add_test(load, kinds_filtered);
@@ -1004,12 +1188,18 @@ static Suite *plugins_suite(void)
 	tcase_add_test(builder, builder_after_end);
 	tcase_add_test(builder, builder_after_fork);
 	tcase_add_test(builder, builder_log_one_line);
+	tcase_add_test(kineto, kineto_reference);
+	tcase_add_test(kineto, kineto_json);
+	tcase_add_test(kineto, kineto_utc);
+	tcase_add_test(kineto, kineto_type_table);
+	tcase_add_checked_fixture(kineto, NULL, remove_tmpdir);
 	tcase_add_checked_fixture(load, NULL, remove_tmpdir);
 	tcase_add_checked_fixture(broken, NULL, remove_tmpdir);
 	tcase_add_checked_fixture(builder, NULL, remove_tmpdir);
 	suite_add_tcase(s, load);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, builder);
+	suite_add_tcase(s, kineto);
 	return s;
 }
 

@@ -34,7 +34,8 @@ $(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
 
-CHECK_PLUGINS_OBJS := $(filter $(BUILD)/obj/backends/plugins/%,$(LIB_OBJS)) $(BUILD)/obj/inject/clock.o
+CHECK_PLUGINS_OBJS := $(filter $(BUILD)/obj/backends/plugins/%,$(LIB_OBJS)) $(BUILD)/obj/inject/clock.o \
+		      $(BUILD)/obj/inject/extcorr.o $(BUILD)/obj/writer/json.o
 
 $(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(CHECK_PLUGINS_OBJS) \
 			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
@@ -44,3 +45,25 @@ $(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(CHECK_PLUGINS_OBJS) 
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
 
 TEST_BUILD += $(PLUGINS_OUT)/capture/capture.so $(BUILD)/test/check_plugins
+
+# Kineto's dynamic plug-ins (kineto_sim.cc): C++, built as a vendor builds
+# them against Kineto's header, here gputrace's declarations of it under
+# that header's name; one shared object per behaviour and per breakage.
+KINETO_INC      := $(PLUGINS_OUT)/kineto_inc
+KINETO_HDR      := $(KINETO_INC)/KinetoDynamicPluginInterface.h
+KINETO_SIMS     := npu late_info corr threads rev1 newer register_fails create_fails \
+		   start_fails process_fails push_fails wrong_size no_stop null_handle bad_json \
+		   bad_calls crash
+KINETO_CXXFLAGS := -std=c++17 -pedantic -Wall -Wextra -Werror -fPIC -fvisibility=hidden -O2 -g \
+		   $(SANFLAGS) -I$(KINETO_INC)
+
+$(KINETO_HDR): backends/plugins/kineto_plugin.h
+	install -d $(dir $@)
+	install -m 644 $< $@
+
+$(PLUGINS_OUT)/kineto/%.so: test/plugins/kineto_sim.cc $(KINETO_HDR)
+	@mkdir -p $(dir $@)
+	$(CXX) $(KINETO_CXXFLAGS) -DKSIM_$* -shared -o $@ $< -pthread
+
+TEST_BUILD += $(patsubst %,$(PLUGINS_OUT)/kineto/%.so,$(KINETO_SIMS))
+$(BUILD)/test/check_plugins: $(PLUGINS_OUT)/kineto/npu.so

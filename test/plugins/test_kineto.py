@@ -1,0 +1,547 @@
+"""Kineto's dynamic plug-ins (PR 1148) hosted by gputrace: profilers written
+for the PyTorch profiler (test/plugins/kineto_sim.cc, C++ against Kineto's
+header name, one build per behaviour) traced in programs that never load
+PyTorch. Each test reads the trace back and checks it exactly, and reads the
+profiler's own log of the calls it got."""
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import APPS, BUILD, SANITIZE, events, gputrace_lines, need, run, sim_env
+from test_plugins import HOST_APP, HOST_EXIT, HOST_STDOUT, device_pid, meta, queue_tids
+
+KSIM = BUILD / "test" / "plugins" / "kineto"
+KINETO_INC = BUILD / "test" / "plugins" / "kineto_inc"
+FAKE_APP = BUILD / "test" / "cuda" / "fake_app"
+US = 1.0  # trace times are microseconds
+
+# Types (PR 1148 revision 92fa2ffc numbering) the reference profiler supports:
+# cpu_op, gpu_user_annotation, gpu_memcpy, gpu_memset, kernel, gpu_pm_counter,
+# privateuse1_runtime.
+ALL_TYPES = "1 3 4 5 6 22 23"
+
+
+def kdir(tmp_path, *variants, name="kineto"):
+    d = tmp_path / name
+    d.mkdir()
+    for v in variants:
+        so = KSIM / f"{v}.so"
+        need(so)
+        shutil.copy(so, d / so.name)
+    return d
+
+
+def run_kineto(tmp_path, d, app=None, sleep_ms=20, env=None, expect_rc=HOST_EXIT, log="log"):
+    e = {"KINETO_PLUGIN_LIB_DIR_PATH": str(d), "KSIM_LOG": str(tmp_path / log)}
+    e.update(env or {})
+    cmd = app or [HOST_APP, str(sleep_ms)]
+    need(cmd[0])
+    r = run(cmd, env=e, tmp_path=tmp_path)
+    assert r.returncode == expect_rc, r.stderr.decode(errors="replace")
+    if app is None and expect_rc == HOST_EXIT:
+        assert r.stdout == HOST_STDOUT
+    return r
+
+
+def calls(tmp_path, log="log"):
+    """The profiler's calls, as it logged them ("<call> ... main|other")."""
+    path = tmp_path / log
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def lifecycle(tmp_path):
+    """The calls without their details: "<call> <thread>"."""
+    return [f"{l.split()[0]} {l.split()[-1]}" for l in calls(tmp_path)
+            if not l.startswith(("pushed", "rc "))]
+
+
+def plugin_lines(stderr):
+    return [l for l in gputrace_lines(stderr) if "plug-in" in l]
+
+
+def flows(t, cat):
+    """[(start event, end event)] of the arrows of a category, by id."""
+    s = {e["id"]: e for e in events(t, ph="s", cat=cat)}
+    f = {e["id"]: e for e in events(t, ph="f", cat=cat)}
+    assert set(s) == set(f)
+    return [(s[i], f[i]) for i in sorted(s)]
+
+
+def binds(t, start, end, src, dst):
+    """The arrow starts inside the span src and ends at the start of dst."""
+    return ((start["pid"], start["tid"]) == (src["pid"], src["tid"]) and
+            src["ts"] <= start["ts"] <= src["ts"] + src["dur"] and
+            (end["pid"], end["tid"]) == (dst["pid"], dst["tid"]) and end["ts"] == dst["ts"] and
+            end["bp"] == "e")
+
+
+def start_utc(tmp_path):
+    return [int(l.split("utc=")[1].split()[0]) for l in calls(tmp_path) if l.startswith("start utc=")]
+
+
+def to_utc_us(t, ts):
+    """A trace time as UTC microseconds, through the trace's own anchor."""
+    a = t["gputrace"]["anchor"]
+    return ts + (a["realtime_ns"] - a["clock_ns"]) / 1000.0
+
+
+# ---- the reference profiler ----
+
+@pytest.mark.sanitize
+def test_reference_profiler(tmp_path):
+    """Devices, rows, spans, times, flows, counters and metadata, exactly."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"))
+    assert plugin_lines(r.stderr) == []
+    assert lifecycle(tmp_path) == ["register main", "registerProfiler main", "query main",
+                                   "create main", "query main", "start main", "stop main",
+                                   "process main", "destroy other"]
+    log = calls(tmp_path)
+    assert log[2].startswith("query handle=null size=48")
+    assert log[3] == f"create size=32 types= {ALL_TYPES} main"
+    assert log[4].startswith("query handle=set size=48")
+    assert log[7].startswith("process batch=1 builder=64")
+    t = r.trace
+    pid = device_pid(t, "NPU 0: KinetoSim")
+    tids = queue_tids(t, pid)
+    assert set(tids) == {"compute", "copy"}
+    sort = {e["tid"]: e["args"]["sort_index"] for e in events(t, ph="M", name="thread_sort_index",
+                                                              pid=pid)}
+    assert sort == {tids["compute"]: 0, tids["copy"]: 1}
+
+    launches = sorted(events(t, ph="X", name="npuLaunchKernel"), key=lambda e: e["ts"])
+    kernels = sorted(events(t, ph="X", cat="kernel"), key=lambda e: e["ts"])
+    copies = sorted(events(t, ph="X", cat="gpu_memcpy"), key=lambda e: e["ts"])
+    fills = sorted(events(t, ph="X", cat="gpu_memset"), key=lambda e: e["ts"])
+    host = launches[0]["pid"]
+    assert host != pid and len(launches) == len(kernels) == len(copies) == len(fills) == 3
+    for h in launches:
+        assert h["cat"] == "privateuse1_runtime" and (h["pid"], h["tid"]) == (host, host)
+    assert [k["name"] for k in kernels] == ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
+    assert all((k["pid"], k["tid"]) == (pid, tids["compute"]) for k in kernels)
+    assert all((c["pid"], c["tid"]) == (pid, tids["copy"]) for c in copies + fills)
+    base = launches[0]["ts"]
+    # the plug-in's UTC start, on the trace's clock
+    assert to_utc_us(t, base) == pytest.approx(start_utc(tmp_path)[0] / 1000.0, abs=50)
+    for i in range(3):
+        lh, k, c, f = launches[i], kernels[i], copies[i], fills[i]
+        assert lh["ts"] - base == pytest.approx(1000 * i, abs=0.01)
+        assert lh["dur"] == 20.0
+        assert k["ts"] - lh["ts"] == pytest.approx(50, abs=0.01)
+        assert k["dur"] == 100 + 10 * i
+        assert c["ts"] - lh["ts"] == pytest.approx(300, abs=0.01) and c["dur"] == 40.0
+        assert f["ts"] - lh["ts"] == pytest.approx(400, abs=0.01) and f["dur"] == 10.0
+        assert lh["args"]["kernel"] == f"npu_kernel_{i}"
+        assert {a: v for a, v in k["args"].items() if a != "correlation"} == {
+            "grid": [64, 1, 1], "registers": 32 + i, "occupancy": 0.75, "stream": "compute",
+            "queued": True, "context": None, "shape": {"x": [1, 2], "y": "z"},
+            "escaped": "tab\there \u00e9"}
+        assert c["args"] == {"bytes": 4096 * (i + 1), "kind": "HtoD"}
+        assert f["args"] == {"bytes": 512}
+    # one ac2g arrow from each launch to its kernel
+    ac2g = flows(t, "ac2g")
+    assert len(ac2g) == 3
+    for (s, e), lh, k in zip(sorted(ac2g, key=lambda p: p[0]["ts"]), launches, kernels):
+        assert binds(t, s, e, lh, k)
+        assert lh["args"]["correlation"] == k["args"]["correlation"]
+    # forward -> backward
+    fwd, = events(t, ph="X", name="aten::mm")
+    bwd, = events(t, ph="X", name="MmBackward0")
+    assert fwd["cat"] == bwd["cat"] == "cpu_op"
+    assert (fwd["pid"], fwd["tid"]) == (bwd["pid"], bwd["tid"]) == (host, host)
+    assert bwd["ts"] - fwd["ts"] == pytest.approx(200, abs=0.01) and bwd["dur"] == 200.0
+    (s, e), = flows(t, "fwdbwd")
+    assert binds(t, s, e, fwd, bwd)
+    # the region on the compute row
+    region, = events(t, ph="X", cat="gpu_user_annotation")
+    assert (region["name"], region["pid"], region["tid"]) == ("npu_region", pid, tids["compute"])
+    assert region["ts"] - base == pytest.approx(40, abs=0.01)
+    # GPU_PM_COUNTER: counter samples on the device, numeric metadata only
+    util = sorted(events(t, ph="C", name="npu_util"), key=lambda e: e["ts"])
+    assert [u["args"] for u in util] == [{"busy_pct": 12.5, "sm_active": 10},
+                                         {"busy_pct": 25, "sm_active": 20},
+                                         {"busy_pct": 37.5, "sm_active": 30}]
+    assert all(u["pid"] == pid for u in util)
+    assert [u["ts"] - base for u in util] == pytest.approx([0, 1000, 2000], abs=0.01)
+    g = t["gputrace"]
+    assert g["events_recorded"] == 18 and g["events_lost"] == 0
+
+
+@pytest.mark.parametrize("activities,types,kept", [
+    ("kernel,counter", "6 22", {"kernel", "counter"}),
+    ("xpu_runtime,gpu_memcpy", "4 23", {"runtime", "memcpy"}),
+    ("annotation", "1 3", {"annotation"}),
+])
+def test_enabled_types_reach_create(tmp_path, activities, types, kept):
+    """create gets the supported types GPUTRACE_ACTIVITIES enables (Kineto's
+    names work); events of the others are not recorded."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"GPUTRACE_ACTIVITIES": activities})
+    assert calls(tmp_path)[3] == f"create size=32 types= {types} main"
+    t = r.trace
+    assert len(events(t, ph="X", cat="kernel")) == (3 if "kernel" in kept else 0)
+    assert len(events(t, ph="C")) == (3 if "counter" in kept else 0)
+    assert len(events(t, ph="X", name="npuLaunchKernel")) == (3 if "runtime" in kept else 0)
+    assert len(events(t, ph="X", cat="gpu_memcpy")) == (3 if "memcpy" in kept else 0)
+    assert len(events(t, ph="X", cat="cpu_op")) == (2 if "annotation" in kept else 0)
+    assert len(events(t, ph="s", cat="ac2g")) == (3 if {"kernel", "runtime"} <= kept else 0)
+
+
+def test_no_enabled_type_not_created(tmp_path):
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"GPUTRACE_ACTIVITIES": "sync"})
+    assert lifecycle(tmp_path) == ["register main", "registerProfiler main", "query main"]
+    assert plugin_lines(r.stderr) == []
+    assert not [e for e in r.trace["traceEvents"] if e["ph"] != "M"]
+
+
+def test_rows_named_after_use(tmp_path):
+    """Device and resource infos given after the events (and after gputrace
+    wrote the rows): the rows take those names, the last ones in the trace."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "late_info"),
+                   env={"KSIM_INFO_DELAY_MS": "200", "GPUTRACE_FLUSH_MS": "10"})
+    t = r.trace
+    names = [(e["name"], e["pid"], e["tid"], e["args"]["name"]) for e in events(t, ph="M")
+             if e["name"] in ("process_name", "thread_name") and e["pid"] != t["gputrace"]["pid"]]
+    pid = names[0][1]
+    assert [n[3] for n in names] == ["KinetoSim device 0", "stream 1", "stream 2",
+                                     "NPU 0: KinetoSim", "compute", "copy"]
+    assert device_pid(t, "NPU 0: KinetoSim") == pid  # named twice: the last name wins
+    last = {(n[1], n[2]): n[3] for n in names}
+    kernels = events(t, ph="X", cat="kernel")
+    assert len(kernels) == 3 and {last[(k["pid"], k["tid"])] for k in kernels} == {"compute"}
+    sort = {e["tid"]: e["args"]["sort_index"] for e in events(t, ph="M", name="thread_sort_index",
+                                                              pid=pid)}
+    assert sort[kernels[0]["tid"]] == 0
+
+
+def test_also_from_gputrace_plugin_path(tmp_path):
+    """A Kineto plug-in named on GPUTRACE_PLUGIN_PATH is hosted as well; on
+    both paths it is loaded once."""
+    d = kdir(tmp_path, "npu")
+    r = run_kineto(tmp_path, d, env={"GPUTRACE_PLUGIN_PATH": str(d / "npu.so")})
+    assert plugin_lines(r.stderr) == []
+    assert [l for l in lifecycle(tmp_path) if l.startswith("create")] == ["create main"]
+    assert len(events(r.trace, ph="X", cat="kernel")) == 3
+
+
+def test_other_libraries_in_kineto_dir_are_passed_over(tmp_path):
+    """Kineto's directory may hold other libraries: no word about them."""
+    d = kdir(tmp_path, "npu")
+    shutil.copy(BUILD / "test" / "plugins" / "good" / "libsimaccel.so", d / "libsimaccel.so")
+    noreg = BUILD / "test" / "fault" / "plugin_noregister.so"
+    if noreg.exists():
+        shutil.copy(noreg, d / "zzz_noregister.so")
+    r = run_kineto(tmp_path, d)
+    assert plugin_lines(r.stderr) == []
+    t = r.trace
+    # the gputrace plug-in there is loaded too, beside the Kineto one
+    assert len(events(t, ph="X", name="sim_kernel_0")) == 1
+    assert len(events(t, ph="X", name="npu_kernel_0")) == 1
+
+
+# ---- revisions ----
+
+def test_first_revision(tmp_path):
+    """A plug-in of the PR's first revision (56-byte interface and builder,
+    types 0-14): no types to query, a builder of its layout, its numbering."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "rev1"))
+    assert plugin_lines(r.stderr) == []
+    log = calls(tmp_path)
+    assert [l.split()[0] for l in log] == ["register", "query", "create", "query", "start",
+                                           "stop", "process", "destroy"]
+    assert log[1].startswith("query handle=null")
+    assert log[2] == "create size=32 types= - main"
+    assert log[6].startswith("process batch=1 builder=56")
+    t = r.trace
+    assert len(events(t, ph="X", cat="cuda_runtime", name="npuLaunchKernel")) == 3
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    sync, = events(t, ph="X", cat="cuda_sync")  # 13 in its numbering
+    assert sync["name"] == "npuSynchronize"
+    assert len(events(t, ph="C", name="npu_util")) == 3  # 14 in its numbering
+    assert len(flows(t, "ac2g")) == 3 and len(flows(t, "fwdbwd")) == 1
+    # no addDeviceInfo in that revision: the device keeps gputrace's name
+    pid = device_pid(t, "KinetoSim device 0")
+    assert set(queue_tids(t, pid)) == {"compute", "copy"}
+
+
+def test_newer_revision(tmp_path):
+    """Every struct bigger than today's (a later revision): read as far as
+    this ABI goes, the rest ignored."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "newer"))
+    assert plugin_lines(r.stderr) == []
+    t = r.trace
+    device_pid(t, "NPU 0: KinetoSim")
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    assert len(events(t, ph="C")) == 3
+    assert len(flows(t, "ac2g")) == 3 and len(flows(t, "fwdbwd")) == 1
+    assert t["gputrace"]["events_recorded"] == 18
+
+
+# ---- correlation ----
+
+ZE_LAUNCHES = {"zeCommandListAppendMemoryCopy", "zeCommandListAppendLaunchKernel",
+               "zeCommandListAppendMemoryFill", "zeCommandQueueExecuteCommandLists"}
+CUDA_LAUNCHES = {"cudaMemcpy", "cudaMemsetAsync", "cudaLaunchKernel", "cudaMemcpyAsync"}
+
+
+def check_pushed(tmp_path, t, cat, launch_names, count):
+    """Each launch-class span had its id pushed around it, on its thread:
+    the plug-in's span from push to pop lies inside it, linked by an arrow."""
+    spans = [e for e in events(t, ph="X", cat=cat) if e["name"] in launch_names]
+    assert len(spans) == count
+    work = {w["args"]["External id"]: w for w in events(t, ph="X", name="npu_work")}
+    assert set(work) == {s["args"]["correlation"] for s in spans}
+    ac2g = flows(t, "ac2g")
+    for s in spans:
+        w = work[s["args"]["correlation"]]
+        assert s["ts"] <= w["ts"] and w["ts"] + w["dur"] <= s["ts"] + s["dur"] + 0.001
+        assert len([1 for a, b in ac2g if binds(t, a, b, s, w)]) == 1
+    pushed = [l.split() for l in calls(tmp_path) if l.startswith("pushed")]
+    assert len(pushed) == count and {int(p[3]) for p in pushed} == {t["gputrace"]["pid"]}
+    assert "pop without push" not in calls(tmp_path)
+
+
+@pytest.mark.sanitize
+def test_correlation_level_zero(tmp_path):
+    app = APPS / "ze_basic"
+    r = run_kineto(tmp_path, kdir(tmp_path, "corr"), app=[app], env=sim_env(), expect_rc=0)
+    assert plugin_lines(r.stderr) == []
+    # 3 appends x 2 copies, 2 kernels, 1 fill; 3 executes; immediate: a kernel, a copy
+    check_pushed(tmp_path, r.trace, "ze_api", ZE_LAUNCHES, 10)
+
+
+def test_correlation_cuda_runtime(tmp_path):
+    r = run_kineto(tmp_path, kdir(tmp_path, "corr"), app=[FAKE_APP], expect_rc=0)
+    assert plugin_lines(r.stderr) == []
+    # a copy, a fill, 4 launches (one refused by the runtime), an async copy
+    check_pushed(tmp_path, r.trace, "cuda_runtime", CUDA_LAUNCHES, 7)
+
+
+def test_no_push_without_listener(tmp_path):
+    """A profiler without push/pop gets none; the launches trace as always."""
+    app = APPS / "ze_basic"
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[app], env=sim_env(), expect_rc=0)
+    assert plugin_lines(r.stderr) == []
+    assert not [l for l in calls(tmp_path) if "push" in l]
+    assert len(events(r.trace, ph="X", cat="kernel")) == 3 + 7  # the plug-in's and the device's
+
+
+# ---- threads, cycles ----
+
+@pytest.mark.sanitize
+def test_builder_from_many_threads(tmp_path):
+    r = run_kineto(tmp_path, kdir(tmp_path, "threads"))
+    assert plugin_lines(r.stderr) == []
+    t = r.trace
+    pid = device_pid(t, "NPU 0: KinetoSim")
+    tids = queue_tids(t, pid)
+    ks = events(t, ph="X", cat="kernel")
+    assert len(ks) == 1000 and t["gputrace"]["events_lost"] == 0
+    for n in range(4):
+        mine = [k for k in ks if k["name"] == f"t{n}_kernel"]
+        assert sorted(k["args"]["i"] for k in mine) == list(range(250))
+        assert {k["tid"] for k in mine} == {tids["copy" if n % 2 else "compute"]}
+
+
+def test_cycle_setting(tmp_path):
+    """GPUTRACE_KINETO_CYCLE_MS: stop, processEvents, start on gputrace's
+    thread every period; at exit the last stop and processEvents; each
+    batch's flows stay within it."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), sleep_ms=450,
+                   env={"GPUTRACE_KINETO_CYCLE_MS": "100"})
+    assert plugin_lines(r.stderr) == []
+    seq = lifecycle(tmp_path)
+    assert seq[:6] == ["register main", "registerProfiler main", "query main", "create main",
+                       "query main", "start main"]
+    assert seq[-3:] == ["stop main", "process main", "destroy other"]
+    middle = seq[6:-3]
+    batches = len(middle) // 3
+    assert batches >= 2 and middle == ["stop other", "process other", "start other"] * batches
+    t = r.trace
+    launches = sorted(events(t, ph="X", name="npuLaunchKernel"), key=lambda e: e["ts"])
+    kernels = sorted(events(t, ph="X", cat="kernel"), key=lambda e: e["ts"])
+    assert len(launches) == len(kernels) == 3 * (batches + 1)
+    for s, e in flows(t, "ac2g"):
+        lh = [h for h in launches if h["ts"] == s["ts"]]
+        k = [k for k in kernels if k["ts"] == e["ts"]]
+        assert len(lh) == len(k) == 1 and k[0]["ts"] - lh[0]["ts"] == pytest.approx(50, abs=0.01)
+    assert len(flows(t, "fwdbwd")) == batches + 1
+
+
+def test_cycle_setting_checked(tmp_path):
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"GPUTRACE_KINETO_CYCLE_MS": "50"})
+    assert gputrace_lines(r.stderr) == [
+        "gputrace: GPUTRACE_KINETO_CYCLE_MS='50' is not valid: expected 0/off, or milliseconds "
+        "from 100 to 3600000; using the default"]
+    assert lifecycle(tmp_path).count("process main") == 1
+
+
+# ---- broken plug-ins ----
+
+BROKEN = {
+    "register_fails": (r"register_fails\.so: KinetoPlugin_register\(\) returned 5; skipped",
+                       ["register", "registerProfiler"]),
+    "create_fails": (r"create_fails\.so \(KinetoSim\): profilerCreate\(\) returned -1; "
+                     r"plug-in disabled, tracing goes on",
+                     ["register", "registerProfiler", "query", "create"]),
+    "start_fails": (r"start_fails\.so \(KinetoSim\): profilerStart\(\) returned 3; "
+                    r"plug-in disabled, tracing goes on",
+                    ["register", "registerProfiler", "query", "create", "query", "start"]),
+    "process_fails": (r"process_fails\.so \(KinetoSim\): profilerProcessEvents\(\) returned 7; "
+                      r"plug-in disabled, tracing goes on",
+                      ["register", "registerProfiler", "query", "create", "query", "start",
+                       "stop", "process"]),
+    "wrong_size": (r"wrong_size\.so: registerProfiler\(\) got a KinetoPlugin_ProfilerInterface "
+                   r"of 40 bytes; accepted: 88 or more \(Kineto PR 1148 revision 92fa2ffc and "
+                   r"later\) or 56 \(its first revision\); profiler skipped",
+                   ["register", "registerProfiler"]),
+    "no_stop": (r"no_stop\.so: registerProfiler\(\) got an interface without profilerStop\(\), "
+                r"which is required; profiler skipped", ["register", "registerProfiler"]),
+    "null_handle": (r"null_handle\.so \(KinetoSim\): profilerCreate\(\) gave no profiler \(a NULL "
+                    r"handle\); plug-in disabled, tracing goes on",
+                    ["register", "registerProfiler", "query", "create"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_broken_one_line(tmp_path, name):
+    """One line naming the file and the call; never called again (not even
+    destroy); the program and the trace go on."""
+    d = kdir(tmp_path, name)
+    r = run_kineto(tmp_path, d)
+    lines = plugin_lines(r.stderr)
+    pattern, seq = BROKEN[name]
+    assert len(lines) == 1 and re.fullmatch(
+        "gputrace: plug-in " + re.escape(str(d)) + "/" + pattern, lines[0]), lines
+    assert [l.split()[0] for l in lifecycle(tmp_path)] == seq
+    t = r.trace
+    if name == "process_fails":  # what it handed over before failing stays
+        assert [k["name"] for k in events(t, ph="X", cat="kernel")] == [
+            "before_failure_0", "before_failure_1"]
+    assert t["gputrace"]["complete"] is True
+
+
+def test_broken_next_to_good(tmp_path):
+    d = kdir(tmp_path, *BROKEN, "npu")
+    r = run_kineto(tmp_path, d)
+    assert len(plugin_lines(r.stderr)) == len(BROKEN)
+    t = r.trace
+    assert len(events(t, ph="X", name="npu_kernel_1")) == 1
+    assert len(flows(t, "ac2g")) == 3
+
+
+def test_push_fails(tmp_path):
+    app = APPS / "ze_basic"
+    d = kdir(tmp_path, "push_fails")
+    r = run_kineto(tmp_path, d, app=[app], env=sim_env(), expect_rc=0)
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/push_fails.so (KinetoSim): profilerPushCorrelationId() returned 9; "
+        "plug-in disabled, tracing goes on"]
+    assert [l.split()[0] for l in lifecycle(tmp_path)] == [
+        "register", "registerProfiler", "query", "create", "query", "start"]
+    assert len(events(r.trace, ph="X", cat="ze_api")) > 40
+
+
+BAD_JSON = [  # what the plug-in gave -> the arg in the trace
+    ("not json", "not json"), ('{"a":', '{"a":'), ('"unterminated', '"unterminated'),
+    (b"\xff\xfe".decode("latin-1"), "\u00ff\u00fe"), ("[1,2]]", "[1,2]]"), ("NaN", "NaN"),
+    ("01", "01"), ("+1", "+1"), ("'single'", "'single'"), ('"ctl\x01"', '"ctl\x01"'),
+    ("[1,]", "[1,]"), ('{"k" 1}', '{"k" 1}'), ("tru", "tru"), ("1.", "1."),
+    ('"bad \\x escape"', '"bad \\x escape"'),
+    ('"\\ud800 lone surrogate escape"', '"\\ud800 lone surrogate escape"'),
+    ("1e400", float("inf")), ("-0", 0), ("  [ ]  ", []), ("{}", {}), ('"\\u00e9"', "\u00e9"),
+    ("12345678901234567890123", 12345678901234567890123),
+]
+
+
+def test_metadata_not_json(tmp_path):
+    """Values that are not JSON are kept as strings, valid ones as the JSON
+    they are; the file stays valid JSON for a real parser."""
+    d = kdir(tmp_path, "bad_json")
+    r = run_kineto(tmp_path, d, env={"GPUTRACE_LOG": "info"})
+    text = open(r.trace_path, encoding="utf-8").read()
+    t = json.loads(text)
+    got = {e["name"]: e["args"] for e in events(t, ph="X", cat="kernel")}
+    for i, (_, want) in enumerate(BAD_JSON):
+        assert got[f"bad_{i}"] == {"value": want}, (i, got[f"bad_{i}"])
+    assert got["deep"]["deep"] == json.loads("[" * 64 + "]" * 64)
+    assert got["deep"]["too_deep"] == "[" * 65 + "]" * 65
+    assert got["many"] == {f"k{i}": i for i in range(9)}
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/bad_json.so (KinetoSim): 0 "
+        "events refused, 3 metadata entries beyond 9 per event, 0 flows that do not start at a "
+        "host event, 0 events past 64 devices or 256 rows: not recorded"]
+
+
+def test_builder_misused(tmp_path):
+    """Refused calls return -1 as Kineto's builder does, the first one has a
+    line; what Kineto accepts is accepted."""
+    d = kdir(tmp_path, "bad_calls")
+    r = run_kineto(tmp_path, d)
+    rcs = dict(l.split()[1:3] for l in calls(tmp_path) if l.startswith("rc "))
+    assert rcs == {"name-first": "-1", "meta-first": "-1", "null-event": "-1",
+                   "small-event": "-1", "ok-event": "0", "null-name": "-1", "null-meta": "-1",
+                   "small-flow": "-1", "null-device": "-1", "zero-time": "0", "backwards": "0",
+                   "unknown-type": "0", "stale-builder": "-1"}
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/bad_calls.so (KinetoSim): setLastEventName() refused: no event "
+        "added yet (the first refusal; the others are counted)"]
+    ks = {k["name"]: k for k in events(r.trace, ph="X", cat="kernel")}
+    assert set(ks) == {"good", "backwards", "unknown_type"}  # at_zero: before the clock's zero
+    assert ks["backwards"]["dur"] == 0
+
+
+@pytest.mark.sanitize
+def test_crash_in_process_events(tmp_path):
+    """A fault in processEvents at exit: the process dies by it, and the trace
+    holds what was handed over before, closed as after any crash."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "crash"), expect_rc=-11)
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "signal SIGSEGV"
+    # the fifth was still being described when it crashed
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_crash"] * 4
+
+
+# ---- the header ----
+
+KINETO_USE = r"""
+#include <cstring>
+#include "KinetoDynamicPluginInterface.h"
+static int ok(KinetoPlugin_ProfilerCreate_Params *p) { p->pProfilerHandle = nullptr; return 0; }
+int KinetoPlugin_register(const KinetoPlugin_Registry *r)
+{
+	KinetoPlugin_ProfilerInterface i;
+	std::memset(&i, 0, sizeof(i));
+	i.unpaddedStructSize = KINETO_PLUGIN_PROFILER_INTERFACE_UNPADDED_STRUCT_SIZE;
+	i.profilerCreate = ok;
+	return r->registerProfiler(r->pRegistryHandle, &i);
+}
+"""
+
+
+@pytest.mark.parametrize("std", ["c++11", "c++17", "c++20"])
+def test_header_builds_as_cxx(tmp_path, std):
+    """The declarations, under Kineto's header name, in strict C++ with the
+    layout assertions; KinetoPlugin_register exported."""
+    need(KINETO_INC / "KinetoDynamicPluginInterface.h")
+    src = tmp_path / "use.cc"
+    src.write_text(KINETO_USE)
+    out = tmp_path / "use.so"
+    subprocess_run(["c++", f"-std={std}", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
+                    "-shared", "-fvisibility=hidden", f"-I{KINETO_INC}", str(src), "-o", str(out)])
+    syms = subprocess_run(["nm", "-D", "--defined-only", str(out)]).stdout
+    assert re.search(r" T KinetoPlugin_register$", syms, re.M)
+
+
+def test_header_builds_as_c(tmp_path):
+    src = tmp_path / "use.c"
+    src.write_text('#include "KinetoDynamicPluginInterface.h"\nint x;\n')
+    subprocess_run(["cc", "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c",
+                    f"-I{KINETO_INC}", str(src), "-o", str(tmp_path / "use.o")])
+
+
+def subprocess_run(cmd):
+    import subprocess
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r
