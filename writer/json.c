@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inject/utf8.h"
 #include "json.h"
 
 int jbuf__reserve(struct jbuf *b, size_t more)
@@ -152,36 +153,6 @@ void json__us(struct jbuf *b, uint64_t ns)
 	b->len += n + 4;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-size_t json__utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	unsigned cp = c & (0x3f >> (len - 1));
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void json__str(struct jbuf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -214,7 +185,7 @@ void json__str(struct jbuf *b, const char *str, size_t n)
 		} else if (c == '\r') {
 			jbuf__lit(b, "\\r");
 			i++;
-		} else if (c >= 0x80 && (l = json__utf8_len(s + i, n - i))) {
+		} else if (c >= 0x80 && (l = gt_utf8_len(s + i, n - i))) {
 			jbuf__put(b, (const char *)s + i, l);
 			i += l;
 		} else {

@@ -47,7 +47,5 @@ GT_HIDDEN void json__us(struct jbuf *b, uint64_t ns);
  * characters are escaped, and each byte that is not part of valid UTF-8 is
  * written as \u00XX (the byte's value), so nothing is lost or invalid. */
 GT_HIDDEN void json__str(struct jbuf *b, const char *s, size_t n);
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-GT_HIDDEN size_t json__utf8_len(const unsigned char *s, size_t n);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backends/plugins/kineto_internal.h"
-#include "writer/json.h"
+#include "inject/utf8.h"
 
 #define DEPTH_MAX 64
 
@@ -84,7 +84,7 @@ static const char *string(const char *p, const char *e, bool *escaped)
 			p++;
 			continue;
 		}
-		l = json__utf8_len((const unsigned char *)p, (size_t)(e - p));
+		l = gt_utf8_len((const unsigned char *)p, (size_t)(e - p));
 		if (!l)
 			return NULL;
 		p += l;
