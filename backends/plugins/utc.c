@@ -8,7 +8,9 @@
  * (clock, realtime, clock) reads, and a UTC time is converted through the
  * offsets of the pairs around it, interpolated. The table is bounded: when
  * full, every other pair is dropped (the first and last stay), so a run of
- * any length keeps pairs all along, further apart as it goes on.
+ * any length keeps pairs all along, further apart as it goes on. Pairs are
+ * kept at least PAIR_GAP_NS apart (the tighter read wins): the read's own
+ * width, divided by a short gap, would tilt the line between two pairs.
  *
  * A wall clock stepped back makes times ambiguous: a time is taken as the
  * latest moment it was on the clock (the search runs from the newest pair).
@@ -20,12 +22,14 @@
 #include "backends/plugins/kineto_internal.h"
 #include "inject/clock.h"
 
-#define PAIRS_MAX 512
-#define TRIES     3
+#define PAIRS_MAX   512
+#define TRIES       3
+#define PAIR_GAP_NS 20000000ull
 
 struct pair {
 	uint64_t clock;
 	int64_t real;
+	uint64_t width; /* of the read: the pair is good to half of it */
 };
 
 static pthread_mutex_t utc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,18 +38,15 @@ static unsigned npairs;
 
 static struct pair pair_now(void)
 {
-	struct pair best = { 0, 0 };
-	uint64_t window = UINT64_MAX;
+	struct pair best = { 0, 0, UINT64_MAX };
 
 	for (int i = 0; i < TRIES; i++) {
 		uint64_t a = gt_clock_ns();
 		int64_t r = (int64_t)gt_realtime_ns();
 		uint64_t b = gt_clock_ns();
 
-		if (b - a < window) {
-			window = b - a;
-			best = (struct pair){ a + (b - a) / 2, r };
-		}
+		if (b - a < best.width)
+			best = (struct pair){ a + (b - a) / 2, r, b - a };
 	}
 	return best;
 }
@@ -54,6 +55,11 @@ static void sample_locked(void)
 {
 	struct pair now = pair_now();
 
+	if (npairs && now.clock - pairs[npairs - 1].clock < PAIR_GAP_NS) {
+		if (now.width <= pairs[npairs - 1].width)
+			pairs[npairs - 1] = now;
+		return;
+	}
 	if (npairs == PAIRS_MAX) {
 		unsigned kept = 1;
 
