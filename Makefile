@@ -121,6 +121,7 @@ install: $(LIB) tools
 	  $(DESTDIR)$(PREFIX)/libexec/gputrace $(DESTDIR)$(PREFIX)/share/gputrace
 	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgputrace.so
 	install -m 644 backends/plugins/gputrace_plugin.h $(DESTDIR)$(PREFIX)/include/gputrace/gputrace_plugin.h
+	install -m 644 backends/plugins/kineto_plugin.h $(DESTDIR)$(PREFIX)/include/gputrace/kineto_plugin.h
 	install -m 755 scripts/gputrace $(DESTDIR)$(PREFIX)/bin/gputrace
 	install -m 644 scripts/summary.schema.json $(DESTDIR)$(PREFIX)/share/gputrace/summary.schema.json
 	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/libexec/gputrace/; done
