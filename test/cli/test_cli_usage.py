@@ -102,6 +102,7 @@ def test_options_map_to_environment(tmp_path):
     p = gputrace(["run", "-o", "out/t-%p.json.gz", "--backends", "ze,plugins",
                   "--activities", "kernel,memcpy", "--buffer-kb", "256", "--flush-ms=50",
                   "--stacks=8", "--stacks-all", "--graph-trace", "--plugin-path", "plug",
+                  "--kineto-cycle-ms", "500",
                   "--no-cupti", "--no-summary", "--summary-json", "s.json", "--log", "warn",
                   "--", "env"], sub)
     assert p.returncode == 0, p.stderr
@@ -117,6 +118,7 @@ def test_options_map_to_environment(tmp_path):
     assert env["GPUTRACE_STACKS_ALL"] == "1"
     assert env["GPUTRACE_GRAPH_TRACE"] == "1"
     assert env["GPUTRACE_PLUGIN_PATH"] == "plug"
+    assert env["GPUTRACE_KINETO_CYCLE_MS"] == "500"
     assert env["GPUTRACE_DISABLE_CUPTI"] == "1"
     assert env["GPUTRACE_SUMMARY"] == "0"
     assert env["GPUTRACE_LOG"] == "warn"
