@@ -565,6 +565,16 @@ void bad_calls_batch(Out &o, Sim *s)
 }
 #endif
 
+#ifdef KSIM_crash
+/* A real fault (SIGSEGV), not a sanitizer's report of one. */
+__attribute__((no_sanitize("undefined"), noinline)) void fault()
+{
+	volatile int *volatile bug = nullptr;
+
+	*bug = 1;
+}
+#endif
+
 int process(KinetoPlugin_ProfilerProcessEvents_Params *p)
 {
 	Sim *s = sim_of(p->pProfilerHandle);
@@ -592,8 +602,7 @@ int process(KinetoPlugin_ProfilerProcessEvents_Params *p)
 	for (int i = 0; i < 5; i++)
 		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, s->base + i * 10 * US,
 			s->base + i * 10 * US + 5 * US, NPU, COMPUTE, "before_crash");
-	volatile int *volatile bug = nullptr;
-	*bug = 1; /* the plug-in's bug */
+	fault(); /* the plug-in's bug */
 #else
 	npu_batch(o, s);
 #endif
