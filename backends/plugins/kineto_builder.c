@@ -99,18 +99,28 @@ __attribute__((format(printf, 3, 4))) static int refuse(struct kineto_prof *k, c
 }
 
 /* Copy a struct the plug-in sized, at least min bytes: fields past its size
- * read as zero, past ours are not read. */
-static bool sized_copy(void *dst, size_t dst_size, const void *src, size_t min)
+ * read as zero, past ours are not read. false (refused, with the reason)
+ * for NULL or a smaller struct. */
+static bool take(struct kineto_prof *k, const char *call, const char *type, void *dst,
+		 size_t dst_size, const void *src, size_t min)
 {
 	size_t size;
 
-	memcpy(&size, src, sizeof(size));
-	if (size < min)
+	if (!src) {
+		refuse(k, call, "no %s (NULL)", type);
 		return false;
+	}
+	memcpy(&size, src, sizeof(size));
+	if (size < min) {
+		refuse(k, call, "a %s of %zu bytes, %zu expected", type, size, min);
+		return false;
+	}
 	memset(dst, 0, dst_size);
 	memcpy(dst, src, size < dst_size ? size : dst_size);
 	return true;
 }
+
+#define TAKE(k, call, type, dst, src, min) take(k, call, #type, dst, sizeof(*(dst)), src, min)
 
 /* ---- rows ---- */
 
@@ -179,13 +189,9 @@ static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 
 	if (!k)
 		return -1;
-	if (!in)
-		return leave(k, refuse(k, "addDeviceInfo", "no KinetoPlugin_ProfileDeviceInfo (NULL)"));
-	if (!sized_copy(&info, sizeof(info), in, KINETO_PLUGIN_PROFILE_DEVICE_INFO_UNPADDED_STRUCT_SIZE))
-		return leave(k, refuse(k, "addDeviceInfo",
-				       "a KinetoPlugin_ProfileDeviceInfo of %zu bytes, %zu expected",
-				       in->unpaddedStructSize,
-				       KINETO_PLUGIN_PROFILE_DEVICE_INFO_UNPADDED_STRUCT_SIZE));
+	if (!TAKE(k, "addDeviceInfo", KinetoPlugin_ProfileDeviceInfo, &info, in,
+		  KINETO_PLUGIN_PROFILE_DEVICE_INFO_UNPADDED_STRUCT_SIZE))
+		return leave(k, -1);
 	if (is_this_process(info.deviceId))
 		return leave(k, 0);
 	d = device_of(k, info.deviceId);
@@ -214,15 +220,9 @@ static int add_resource_info(KinetoPlugin_TraceBuilderHandle *handle,
 
 	if (!k)
 		return -1;
-	if (!in)
-		return leave(k, refuse(k, "addResourceInfo",
-				       "no KinetoPlugin_ProfileResourceInfo (NULL)"));
-	if (!sized_copy(&info, sizeof(info), in,
-			KINETO_PLUGIN_PROFILE_RESOURCE_INFO_UNPADDED_STRUCT_SIZE))
-		return leave(k, refuse(k, "addResourceInfo",
-				       "a KinetoPlugin_ProfileResourceInfo of %zu bytes, %zu expected",
-				       in->unpaddedStructSize,
-				       KINETO_PLUGIN_PROFILE_RESOURCE_INFO_UNPADDED_STRUCT_SIZE));
+	if (!TAKE(k, "addResourceInfo", KinetoPlugin_ProfileResourceInfo, &info, in,
+		  KINETO_PLUGIN_PROFILE_RESOURCE_INFO_UNPADDED_STRUCT_SIZE))
+		return leave(k, -1);
 	/* a thread of this process: gputrace names it from the system */
 	if (is_this_process(info.deviceId))
 		return leave(k, 0);
@@ -352,16 +352,10 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 		return -1;
 	emit_last(k);
 	l = &k->last;
-	if (!in) {
-		l->have = l->skip = true;
-		return leave(k, refuse(k, "addEvent", "no KinetoPlugin_ProfileEvent (NULL)"));
-	}
-	if (!sized_copy(&e, sizeof(e), in, KINETO_PLUGIN_PROFILE_EVENT_UNPADDED_STRUCT_SIZE)) {
-		l->have = l->skip = true;
-		return leave(k, refuse(k, "addEvent",
-				       "a KinetoPlugin_ProfileEvent of %zu bytes, %zu expected",
-				       in->unpaddedStructSize,
-				       KINETO_PLUGIN_PROFILE_EVENT_UNPADDED_STRUCT_SIZE));
+	if (!TAKE(k, "addEvent", KinetoPlugin_ProfileEvent, &e, in,
+		  KINETO_PLUGIN_PROFILE_EVENT_UNPADDED_STRUCT_SIZE)) {
+		l->have = l->skip = true; /* what follows describes nothing */
+		return leave(k, -1);
 	}
 	*l = (struct kineto_last){
 		.have = true,
@@ -407,13 +401,9 @@ static int set_last_event_flow(KinetoPlugin_TraceBuilderHandle *handle,
 
 	if (!k)
 		return -1;
-	if (!in)
-		return leave(k, refuse(k, "setLastEventFlow", "no KinetoPlugin_ProfileEventFlow (NULL)"));
-	if (!sized_copy(&f, sizeof(f), in, KINETO_PLUGIN_PROFILE_EVENT_FLOW_UNPADDED_STRUCT_SIZE))
-		return leave(k, refuse(k, "setLastEventFlow",
-				       "a KinetoPlugin_ProfileEventFlow of %zu bytes, %zu expected",
-				       in->unpaddedStructSize,
-				       KINETO_PLUGIN_PROFILE_EVENT_FLOW_UNPADDED_STRUCT_SIZE));
+	if (!TAKE(k, "setLastEventFlow", KinetoPlugin_ProfileEventFlow, &f, in,
+		  KINETO_PLUGIN_PROFILE_EVENT_FLOW_UNPADDED_STRUCT_SIZE))
+		return leave(k, -1);
 	if (!(l = last_of(k)))
 		return leave(k, refuse(k, "setLastEventFlow", "no event added yet"));
 	/* an unknown type or id 0 joins nothing, as in Kineto's output */

@@ -135,25 +135,23 @@ const int CUDA_SYNC_REV1 = 13, GPU_PM_COUNTER_REV1 = 14;
 typedef KinetoPlugin_TraceBuilder Builder;
 #endif
 
+/* Hands s to call as this revision lays it out. A later revision's struct
+ * has grown a field at its end (and says so in its size). */
+template <typename T, typename Call> int send(T s, Call call)
+{
 #ifdef KSIM_newer
-/* A later revision: each struct grew a field at its end. */
-struct NewerEvent {
-	KinetoPlugin_ProfileEvent v;
-	int64_t laterField;
-};
-struct NewerFlow {
-	KinetoPlugin_ProfileEventFlow v;
-	uint64_t laterField;
-};
-struct NewerDevice {
-	KinetoPlugin_ProfileDeviceInfo v;
-	const char *laterField;
-};
-struct NewerResource {
-	KinetoPlugin_ProfileResourceInfo v;
-	int64_t laterField;
-};
+	struct {
+		T v;
+		uint64_t laterField;
+	} newer;
+	newer.v = s;
+	newer.v.unpaddedStructSize = sizeof(newer);
+	newer.laterField = ~0ull;
+	return call(&newer.v);
+#else
+	return call(&s);
 #endif
+}
 
 struct Out {
 	const Builder *b;
@@ -169,15 +167,9 @@ struct Out {
 		e.eventId = 1;
 		e.deviceId = dev;
 		e.resourceId = res;
-#ifdef KSIM_newer
-		NewerEvent ne;
-		ne.v = e;
-		ne.v.unpaddedStructSize = sizeof(ne);
-		ne.laterField = -1;
-		int rc = b->addEvent(b->pTraceBuilderHandle, &ne.v);
-#else
-		int rc = b->addEvent(b->pTraceBuilderHandle, &e);
-#endif
+		int rc = send(e, [this](const KinetoPlugin_ProfileEvent *p) {
+			return b->addEvent(b->pTraceBuilderHandle, p);
+		});
 		if (rc)
 			return rc;
 		return b->setLastEventName(b->pTraceBuilderHandle, name);
@@ -191,15 +183,9 @@ struct Out {
 		f.flowType = (KinetoPlugin_ProfileEventFlowType)type;
 		f.flowId = id;
 		f.isStartPoint = start;
-#ifdef KSIM_newer
-		NewerFlow nf;
-		nf.v = f;
-		nf.v.unpaddedStructSize = sizeof(nf);
-		nf.laterField = 0;
-		return b->setLastEventFlow(b->pTraceBuilderHandle, &nf.v);
-#else
-		return b->setLastEventFlow(b->pTraceBuilderHandle, &f);
-#endif
+		return send(f, [this](const KinetoPlugin_ProfileEventFlow *p) {
+			return b->setLastEventFlow(b->pTraceBuilderHandle, p);
+		});
 	}
 
 	int meta(const char *key, const char *value)
@@ -220,15 +206,9 @@ struct Out {
 		d.sortIndex = id;
 		d.pName = name;
 		d.pLabel = label;
-#ifdef KSIM_newer
-		NewerDevice nd;
-		nd.v = d;
-		nd.v.unpaddedStructSize = sizeof(nd);
-		nd.laterField = "later";
-		return b->addDeviceInfo(b->pTraceBuilderHandle, &nd.v);
-#else
-		return b->addDeviceInfo(b->pTraceBuilderHandle, &d);
-#endif
+		return send(d, [this](const KinetoPlugin_ProfileDeviceInfo *p) {
+			return b->addDeviceInfo(b->pTraceBuilderHandle, p);
+		});
 #endif
 	}
 
@@ -241,15 +221,9 @@ struct Out {
 		r.resourceId = id;
 		r.displayOrder = order;
 		r.pName = name;
-#ifdef KSIM_newer
-		NewerResource nr;
-		nr.v = r;
-		nr.v.unpaddedStructSize = sizeof(nr);
-		nr.laterField = 0;
-		return b->addResourceInfo(b->pTraceBuilderHandle, &nr.v);
-#else
-		return b->addResourceInfo(b->pTraceBuilderHandle, &r);
-#endif
+		return send(r, [this](const KinetoPlugin_ProfileResourceInfo *p) {
+			return b->addResourceInfo(b->pTraceBuilderHandle, p);
+		});
 	}
 };
 
