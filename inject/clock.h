@@ -88,4 +88,30 @@ static inline uint64_t gt_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * One (clock, realtime) pair for converting between the two: the tightest of
+ * a few clock-realtime-clock reads, so a preemption in between (common on a
+ * loaded machine) does not shift every converted time by its length.
+ */
+struct gt_clock_pair {
+	uint64_t clock_ns;
+	int64_t realtime_ns;
+	uint64_t width_ns; /* of the read: the pair is good to half of it */
+};
+
+static inline struct gt_clock_pair gt_clock_pair_now(void)
+{
+	struct gt_clock_pair best = { 0, 0, UINT64_MAX };
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = gt_clock_ns();
+		int64_t r = (int64_t)gt_realtime_ns();
+		uint64_t b = gt_clock_ns();
+
+		if (b - a < best.width_ns)
+			best = (struct gt_clock_pair){ a + (b - a) / 2, r, b - a };
+	}
+	return best;
+}
+
 #endif

@@ -386,8 +386,10 @@ static void exe_name(char *out, size_t len)
 GT_HIDDEN void shim__start_process(void)
 {
 	gt_st.pid = getpid();
-	gt_st.anchor_realtime_ns = gt_realtime_ns();
-	gt_st.anchor_clock_ns = gt_clock_ns();
+	struct gt_clock_pair anchor = gt_clock_pair_now();
+
+	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
+	gt_st.anchor_clock_ns = anchor.clock_ns;
 	exe_name(gt_st.exe, sizeof(gt_st.exe));
 	lifecycle__hooks()->init();
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);

@@ -23,40 +23,18 @@
 #include "inject/clock.h"
 
 #define PAIRS_MAX   512
-#define TRIES       3
 #define PAIR_GAP_NS 20000000ull
 
-struct pair {
-	uint64_t clock;
-	int64_t real;
-	uint64_t width; /* of the read: the pair is good to half of it */
-};
-
 static pthread_mutex_t utc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pair pairs[PAIRS_MAX];
+static struct gt_clock_pair pairs[PAIRS_MAX];
 static unsigned npairs;
-
-static struct pair pair_now(void)
-{
-	struct pair best = { 0, 0, UINT64_MAX };
-
-	for (int i = 0; i < TRIES; i++) {
-		uint64_t a = gt_clock_ns();
-		int64_t r = (int64_t)gt_realtime_ns();
-		uint64_t b = gt_clock_ns();
-
-		if (b - a < best.width)
-			best = (struct pair){ a + (b - a) / 2, r, b - a };
-	}
-	return best;
-}
 
 static void sample_locked(void)
 {
-	struct pair now = pair_now();
+	struct gt_clock_pair now = gt_clock_pair_now();
 
-	if (npairs && now.clock - pairs[npairs - 1].clock < PAIR_GAP_NS) {
-		if (now.width <= pairs[npairs - 1].width)
+	if (npairs && now.clock_ns - pairs[npairs - 1].clock_ns < PAIR_GAP_NS) {
+		if (now.width_ns <= pairs[npairs - 1].width_ns)
 			pairs[npairs - 1] = now;
 		return;
 	}
@@ -78,9 +56,9 @@ void utc__sample(void)
 	pthread_mutex_unlock(&utc_lock);
 }
 
-static int64_t offset(const struct pair *p)
+static int64_t offset(const struct gt_clock_pair *p)
 {
-	return p->real - (int64_t)p->clock;
+	return p->realtime_ns - (int64_t)p->clock_ns;
 }
 
 int utc__to_clock(int64_t utc, uint64_t *clock_ns)
@@ -92,13 +70,13 @@ int utc__to_clock(int64_t utc, uint64_t *clock_ns)
 	if (!npairs)
 		sample_locked();
 	for (i = npairs; i-- > 0;)
-		if (pairs[i].real <= utc)
+		if (pairs[i].realtime_ns <= utc)
 			break;
 	if (i == (unsigned)-1) {
 		off = offset(&pairs[0]); /* before the first pair */
-	} else if (i + 1 < npairs && pairs[i + 1].real > pairs[i].real) {
-		const struct pair *a = &pairs[i], *b = &pairs[i + 1];
-		double w = (double)(utc - a->real) / (double)(b->real - a->real);
+	} else if (i + 1 < npairs && pairs[i + 1].realtime_ns > pairs[i].realtime_ns) {
+		const struct gt_clock_pair *a = &pairs[i], *b = &pairs[i + 1];
+		double w = (double)(utc - a->realtime_ns) / (double)(b->realtime_ns - a->realtime_ns);
 
 		off = offset(a) + (int64_t)(w * (double)(offset(b) - offset(a)));
 	} else {
