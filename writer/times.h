@@ -10,10 +10,9 @@
  * of 1 ns is far above a double's rounding here.
  *
  * gt_ends_after() tells whether a slice's end, as a reader adds it up, lies
- * past a nanosecond t (the writer then starts the slice touching it 1 ns
- * later); gt_dur_fit() gives a duration, the true one or a nanosecond or two
- * less, whose sums stay at or below the true end (`gputrace merge`, which
- * moves every timestamp, uses that).
+ * past a nanosecond t: the writer (writer/place.c) and `gputrace merge`,
+ * which moves every timestamp to a new magnitude, then start the slice
+ * touching it 1 ns later.
  */
 #ifndef GPUTRACE_TIMES_H
 #define GPUTRACE_TIMES_H
@@ -27,15 +26,6 @@ static inline bool gt_ends_after(uint64_t ts_ns, uint64_t dur_ns, uint64_t t_ns)
 	double t = (double)t_ns / 1000.0;
 
 	return ts + dur > t || ts / 1000.0 + dur / 1000.0 > t / 1000.0;
-}
-
-static inline uint64_t gt_dur_fit(uint64_t ts_ns, uint64_t dur_ns)
-{
-	uint64_t end_ns = ts_ns + dur_ns;
-
-	while (dur_ns && gt_ends_after(ts_ns, dur_ns, end_ns))
-		dur_ns--;
-	return dur_ns;
 }
 
 #endif

@@ -23,9 +23,19 @@
 #include "meta.h"
 #include "tool.h"
 #include "trace.h"
+#include "writer/times.h"
 
 #define WHO "gputrace merge"
 #define OUT_FLUSH (1u << 20)
+
+/* A row as written so far: the slice written last and the one with the
+ * latest end (as in writer/place.c). */
+struct row_state {
+	int64_t last_start;    /* as read (shifted) */
+	int64_t last_ts, last_dur; /* as written */
+	int64_t front_ts, front_dur;
+	int64_t last_move;
+};
 
 struct input {
 	const char *path;
@@ -36,6 +46,9 @@ struct input {
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
 	struct buf dev_prefix; /* device rows: "host [rank 0] ", "host [pid 42] " */
+	struct pidmap rows;  /* pid << 32 | tid -> index in row_states */
+	struct row_state *row_states;
+	size_t nrows;
 	uint64_t events;
 	uint64_t skipped;   /* elements that are not objects */
 	int scan;
@@ -330,6 +343,71 @@ static bool is_host_pid(const struct trace_meta *mt, int64_t pid)
 	return false;
 }
 
+static struct row_state *row_of(struct input *in, int64_t pid, int64_t tid)
+{
+	size_t known = in->rows.n;
+	long slot = pidmap__find(&in->rows, (int64_t)((uint64_t)pid << 32 | (uint32_t)tid), true);
+
+	if (slot < 0)
+		return NULL;
+	if (in->rows.n == known)
+		return &in->row_states[in->rows.vals[slot]];
+	if (!(in->nrows & (in->nrows + 1)) || !in->row_states) {
+		struct row_state *t = realloc(in->row_states, (in->nrows + 1) * 2 * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		in->row_states = t;
+	}
+	in->rows.vals[slot] = (int64_t)in->nrows;
+	in->row_states[in->nrows] = (struct row_state){ .last_start = INT64_MIN };
+	return &in->row_states[in->nrows++];
+}
+
+/*
+ * The shift keeps every nanosecond, but not how a reader's doubles add up at
+ * the new magnitude: a slice touching one before it may seem to overlap it
+ * again. So a slice is placed as the writer places it (writer/place.c): one
+ * that starts exactly where the row's last or latest-ending slice ends, when
+ * that end adds up past its start, starts 1 ns later (its end stays), and a
+ * slice starting where the last one started (a child) moves with it.
+ */
+static bool place_slice(struct input *in, const char *v, const char *e, int64_t *ts, int64_t *dur)
+{
+	const char *pv, *pe;
+	int64_t pid, tid, move = 0;
+	struct row_state *r;
+
+	if (!jv_get(v, e, "ts", &pv, &pe) || !jv_us_to_ns(pv, pe, ts) ||
+	    !jv_get(v, e, "dur", &pv, &pe) || !jv_us_to_ns(pv, pe, dur) || *dur < 0 ||
+	    !jv_get(v, e, "pid", &pv, &pe) || !jv_i64(pv, pe, &pid) ||
+	    !jv_get(v, e, "tid", &pv, &pe) || !jv_i64(pv, pe, &tid))
+		return false;
+	*ts += in->shift_ns;
+	r = row_of(in, pid, tid);
+	if (!r || *ts < 0)
+		return true;
+	if (*ts == r->last_start)
+		move = r->last_move;
+	else if ((*ts == r->last_ts + r->last_dur &&
+		  gt_ends_after((uint64_t)r->last_ts, (uint64_t)r->last_dur, (uint64_t)*ts)) ||
+		 (*ts == r->front_ts + r->front_dur &&
+		  gt_ends_after((uint64_t)r->front_ts, (uint64_t)r->front_dur, (uint64_t)*ts)))
+		move = 1;
+	r->last_start = *ts;
+	r->last_move = move;
+	move = move < *dur ? move : *dur;
+	*ts += move;
+	*dur -= move;
+	r->last_ts = *ts;
+	r->last_dur = *dur;
+	if (*ts + *dur >= r->front_ts + r->front_dur) {
+		r->front_ts = *ts;
+		r->front_dur = *dur;
+	}
+	return true;
+}
+
 struct pass2_ctx {
 	struct merge *m;
 	struct input *in;
@@ -364,6 +442,11 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	    !is_host_pid(&in->meta, x))
 		prefix = &in->dev_prefix;
 	process_name = process_name && prefix->len;
+	bool placed = false;
+	int64_t ts_ns = 0, dur_ns = 0;
+
+	if (ph == 'X')
+		placed = place_slice(in, v, e, &ts_ns, &dur_ns);
 
 	buf__adds(o, m->first_event ? "\n" : ",\n");
 	m->first_event = false;
@@ -372,7 +455,13 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 		if (!first)
 			buf__addc(o, ',');
 		first = false;
-		if (jv_key_is(&mb, "ts") && jv_us_to_ns(mb.v, mb.e, &x)) {
+		if (placed && jv_key_is(&mb, "ts")) {
+			put_key(o, &mb);
+			json_ns_as_us(o, ts_ns);
+		} else if (placed && jv_key_is(&mb, "dur")) {
+			put_key(o, &mb);
+			json_ns_as_us(o, dur_ns);
+		} else if (jv_key_is(&mb, "ts") && jv_us_to_ns(mb.v, mb.e, &x)) {
 			put_key(o, &mb);
 			json_ns_as_us(o, x + in->shift_ns);
 		} else if (jv_key_is(&mb, "pid") && jv_i64(mb.v, mb.e, &x)) {
@@ -651,6 +740,8 @@ out:
 		meta__free(&m.in[i].meta);
 		pidmap__free(&m.in[i].pids);
 		pidmap__free(&m.in[i].named);
+		pidmap__free(&m.in[i].rows);
+		free(m.in[i].row_states);
 		buf__free(&m.in[i].prefix);
 		buf__free(&m.in[i].dev_prefix);
 	}

@@ -33,12 +33,16 @@ def x_events(trace):
 
 
 def fingerprint(e, pid_map, shift):
-    """An event as merge must write it: pid mapped, ts shifted, rest equal."""
+    """An event as merge must write it: pid mapped, ts shifted, rest equal. A
+    slice is known by its end: merge may start one 1 ns later, as the writer
+    does, where a reader would see it overlap the one ending there."""
     d = dict(e)
     d["pid"] = pid_map.get(int(e["pid"]), int(e["pid"]))
     if "ts" in e:
         d["ts"] = ns(e["ts"]) + shift
     d.pop("id", None)
+    if "ts" in e and "dur" in e:
+        d["end"] = d.pop("ts") + ns(d.pop("dur"))
     return json.dumps(d, sort_keys=True, default=str)
 
 
