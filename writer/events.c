@@ -257,11 +257,13 @@ struct args_extra {
 
 #define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1 })
 
-static bool has_arg(const struct gt_arg *args, unsigned nargs, uint32_t key)
+/* A backend's own integer for key: Kineto's tools read device and stream as
+ * integers only (a CUDA context-wide sync's stream -1 included). */
+static bool has_int_arg(const struct gt_arg *args, unsigned nargs, uint32_t key)
 {
 	for (unsigned i = 0; i < nargs; i++)
 		if (args[i].key == key)
-			return true;
+			return args[i].type == GT_ARG_I64 || args[i].type == GT_ARG_U64;
 	return false;
 }
 
@@ -277,7 +279,11 @@ static void put_extra(struct jbuf *b, bool *first, const char *key, size_t klen,
 #define PUT_EXTRA(b, first, key, v) put_extra((b), (first), "\"" key "\":", sizeof(key) + 2, (v))
 
 /* args as JSON members, "key":value,... */
-static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first)
+/* x: the writer's own device and stream, if it writes them; a backend's
+ * value that is not an integer then keeps its place as "device_label" or
+ * "stream_label" (a plug-in's "compute", a queue handle). */
+static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first,
+			const struct args_extra *x)
 {
 	char stack[4096];
 
@@ -287,7 +293,12 @@ static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned narg
 		if (!*first)
 			jbuf__ch(b, ',');
 		*first = false;
-		put_sid(b, a->key);
+		if (x && a->key == GT_S_ARG_DEVICE && x->device >= 0)
+			jbuf__lit(b, "\"device_label\"");
+		else if (x && a->key == GT_S_ARG_STREAM && x->stream >= 0)
+			jbuf__lit(b, "\"stream_label\"");
+		else
+			put_sid(b, a->key);
 		jbuf__ch(b, ':');
 		if (a->key == GT_S_ARG_STACK && stacks__format(a->v.u, stack, sizeof(stack)) >= 0) {
 			json__str(b, stack, strlen(stack));
@@ -342,7 +353,7 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0)
 		return;
 	jbuf__lit(b, ",\"args\":{");
-	put_members(b, args, nargs, &first);
+	put_members(b, args, nargs, &first, &x);
 	if (x.device >= 0)
 		PUT_EXTRA(b, &first, "device", x.device);
 	if (x.stream >= 0)
@@ -358,7 +369,7 @@ void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool 
 {
 	bool first = !comma;
 
-	put_members(b, p, n, &first);
+	put_members(b, p, n, &first, NULL);
 }
 
 /* A device's ordinal: the "id" its backend gave it, else its place in the
@@ -389,9 +400,9 @@ static struct args_extra device_extra(const struct gt_event *ev, const struct gt
 
 	if (!work || !row)
 		return x;
-	if (!has_arg(args, nargs, GT_S_ARG_DEVICE))
+	if (!has_int_arg(args, nargs, GT_S_ARG_DEVICE))
 		x.device = device_ordinal(row->device);
-	if (!has_arg(args, nargs, GT_S_ARG_STREAM))
+	if (!has_int_arg(args, nargs, GT_S_ARG_STREAM))
 		x.stream = row->tid;
 	return x;
 }

@@ -146,8 +146,9 @@ def test_reference_profiler(tmp_path):
         assert f["ts"] - lh["ts"] == pytest.approx(400, abs=0.01) and f["dur"] == 10.0
         assert lh["args"]["kernel"] == f"npu_kernel_{i}"
         assert k["args"]["device"] == 0  # the writer's, as for every device's kernels
+        assert k["args"]["stream"] == k["tid"]  # an integer HTA reads, the row's number
         assert own_args(k) == {
-            "grid": [64, 1, 1], "registers": 32 + i, "occupancy": 0.75, "stream": "compute",
+            "grid": [64, 1, 1], "registers": 32 + i, "occupancy": 0.75, "stream_label": "compute",
             "queued": True, "context": None, "shape": {"x": [1, 2], "y": "z"},
             "escaped": "tab\there \u00e9"}
         assert own_args(c) == {"bytes": 4096 * (i + 1), "kind": "HtoD"}

@@ -96,9 +96,10 @@ def test_simaccel_trace(tmp_path):
     base = launches[0]["ts"]
     for i in range(3):
         k, c, lh, ch = kernels[i], copies[i], launches[i], copies_h[i]
-        # the plug-in's own stream arg stays; the device's ordinal is added (Kineto's args)
-        assert k["args"] == {"grid": 64 * (i + 1), "block": 256, "stream": "0xc0ffee", "device": 0,
-                             "correlation": CORR_BASE + 1 + i}
+        # the plug-in's own stream handle stays as stream_label; Kineto's integer device and
+        # stream (the row's number) are added, so HTA counts the kernel as GPU work
+        assert k["args"] == {"grid": 64 * (i + 1), "block": 256, "stream_label": "0xc0ffee",
+                             "device": 0, "stream": k["tid"], "correlation": CORR_BASE + 1 + i}
         assert c["args"] == {"kind": "HtoD", "bytes": 4096 * (i + 1), "device": 0,
                              "stream": c["tid"], "correlation": CORR_BASE + 101 + i}
         assert lh["args"] == {"kernel": f"sim_kernel_{i}", "correlation": CORR_BASE + 1 + i}
