@@ -5,6 +5,7 @@
  * variable and what is accepted, and the default stays.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,18 @@
 
 GT_HIDDEN struct gt_config gt_cfg;
 
+static void clear(char *s)
+{
+	if (s[0])
+		s[0] = 0;
+}
+
 static void config_defaults(struct gt_config *cfg)
 {
-	memset(cfg, 0, sizeof(*cfg));
+	memset(cfg, 0, offsetof(struct gt_config, output));
+	clear(cfg->plugin_path);
+	clear(cfg->summary_json);
+	clear(cfg->run_state);
 	strcpy(cfg->output, "gputrace-%e-%p.json");
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
 	cfg->backends = GT_BACKEND_ALL;
@@ -28,9 +38,17 @@ static void config_defaults(struct gt_config *cfg)
 	cfg->flush_ms = 200;
 }
 
+/* config__check's answer, instead of a message. */
+static const char *checked_accepted;
+static bool checking;
+
 static void bad(struct gt_config *cfg, const char *var, const char *val, const char *accepted)
 {
 	cfg->errors++;
+	if (checking) {
+		checked_accepted = accepted;
+		return;
+	}
 	gt_log(GT_LOG_ERROR, "%s='%.200s' is not valid: expected %s; using the default", var, val,
 	       accepted);
 }
@@ -284,22 +302,38 @@ static void set_plugin_path(struct gt_config *cfg, const char *var, const char *
 
 static void set_summary_json(struct gt_config *cfg, const char *var, const char *val)
 {
-	set_path(var, val, cfg->summary_json, sizeof(cfg->summary_json), cfg, "a file path");
+	if (!*val || strlen(val) >= sizeof(cfg->summary_json) || check_template(val))
+		bad(cfg, var, val,
+		    "a file path template (codes as GPUTRACE_OUTPUT: %p pid, %e program, %h host, "
+		    "%r rank, %t start time, %%)");
+	else
+		strcpy(cfg->summary_json, val);
 }
 
+/*
+ * GPUTRACE_RUN_STATE: a private folder of the `gputrace run` that started
+ * this process. Its processes print no summary of their own (the run prints
+ * one for all of them), list the traces they write there, and print each
+ * distinct warning once per run, not once per process.
+ */
+static void set_run_state(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_path(var, val, cfg->run_state, sizeof(cfg->run_state), cfg, "a directory");
+}
+
+/* A number is always the depth (1 is one frame); on/yes/true is the
+ * default depth, 16. */
 static void set_stacks(struct gt_config *cfg, const char *var, const char *val)
 {
 	unsigned long long v;
 	int b = parse_bool(val);
 
-	if (b == 0)
-		cfg->stacks = 0;
-	else if (b == 1)
-		cfg->stacks = 16;
-	else if (!parse_uint(val, 0, GT_STACKS_MAX_DEPTH, &v))
+	if (!parse_uint(val, 0, GT_STACKS_MAX_DEPTH, &v))
 		cfg->stacks = v;
+	else if (b >= 0 && !(*val >= '0' && *val <= '9'))
+		cfg->stacks = b ? GT_STACKS_DEFAULT_DEPTH : 0;
 	else
-		bad(cfg, var, val, "0/off, 1/on (depth 16), or a depth from 1 to 64");
+		bad(cfg, var, val, "off or 0, on (depth 16), or a depth from 1 to 64 frames");
 }
 
 static void set_log(struct gt_config *cfg, const char *var, const char *val)
@@ -367,6 +401,7 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_GRAPH_TRACE", set_graph_trace)                                 \
 	X("GPUTRACE_FLUSH_MS", set_flush_ms)                                       \
 	X("GPUTRACE_KINETO_CYCLE_MS", set_kineto_cycle_ms)                         \
+	X("GPUTRACE_RUN_STATE", set_run_state)                                     \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)
@@ -385,10 +420,14 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 	config_defaults(cfg);
 	if (!envp)
 		return;
-	/* GPUTRACE_LOG first, so it governs the messages about the others. */
-	for (char *const *e = envp; *e; e++)
+	/* GPUTRACE_LOG and _RUN_STATE first: they govern the messages about
+	 * the others. */
+	for (char *const *e = envp; *e; e++) {
 		if (!strncmp(*e, "GPUTRACE_LOG=", 13))
 			set_log(cfg, "GPUTRACE_LOG", *e + 13);
+		else if (!strncmp(*e, "GPUTRACE_RUN_STATE=", 19))
+			set_run_state(cfg, "GPUTRACE_RUN_STATE", *e + 19);
+	}
 	for (char *const *e = envp; *e; e++) {
 		const char *kv = *e, *eq;
 		size_t i;
@@ -410,15 +449,36 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL",
+			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL (and _RUN_STATE, set by "
+			       "gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}
-		if (vars[i].set != set_log)
+		if (vars[i].set != set_log && vars[i].set != set_run_state)
 			vars[i].set(cfg, vars[i].name, eq + 1);
 	}
 	/* The CUPTI backend is off when disabled outright (its fallback path
 	 * lives in the same backend, which reads disable_cupti). */
+}
+
+int config__check(const char *var, const char *val, const char **accepted)
+{
+	static struct gt_config tmp; /* 16 KiB of paths: not on the stack */
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (!strcmp(vars[i].name, var))
+			break;
+	if (i == sizeof(vars) / sizeof(vars[0]))
+		return -ENOENT;
+	config_defaults(&tmp);
+	checking = true;
+	checked_accepted = NULL;
+	vars[i].set(&tmp, var, val);
+	checking = false;
+	if (accepted)
+		*accepted = checked_accepted;
+	return tmp.errors ? -EINVAL : 0;
 }
 
 static const struct {

@@ -43,17 +43,17 @@ enum gt_kind_bit {
 #define GT_BUFFER_KB_MIN     4
 #define GT_BUFFER_KB_MAX     (1024 * 1024)
 #define GT_STACKS_MAX_DEPTH  64
+#define GT_STACKS_DEFAULT_DEPTH 16
 
+/* Numbers first, the path buffers (16 KiB) last: a process that sets none of
+ * them never touches their pages (config_defaults). */
 struct gt_config {
-	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
 	size_t buffer_kb;            /* GPUTRACE_BUFFER_KB, per-thread ring */
 	unsigned backends;           /* GPUTRACE_BACKENDS, GT_BACKEND_* mask */
 	bool disable_cupti;          /* GPUTRACE_DISABLE_CUPTI */
-	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
 	unsigned stacks;             /* GPUTRACE_STACKS: 0 off, else depth */
 	bool stacks_all;             /* GPUTRACE_STACKS_ALL: every API call, not launches only */
 	bool summary;                /* GPUTRACE_SUMMARY */
-	char summary_json[PATH_MAX]; /* GPUTRACE_SUMMARY_JSON */
 	int log_level;               /* GPUTRACE_LOG */
 	unsigned kinds;              /* GPUTRACE_ACTIVITIES, GT_KIND mask */
 	bool graph_trace;            /* GPUTRACE_GRAPH_TRACE */
@@ -61,6 +61,10 @@ struct gt_config {
 	unsigned kineto_cycle_ms;    /* GPUTRACE_KINETO_CYCLE_MS: 0, or Kineto plug-ins'
 				      * stop/processEvents/start period */
 	unsigned errors;             /* how many bad values were reported */
+	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
+	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
+	char summary_json[PATH_MAX]; /* GPUTRACE_SUMMARY_JSON, a template as GPUTRACE_OUTPUT */
+	char run_state[PATH_MAX];    /* GPUTRACE_RUN_STATE: set by gputrace run (see config.c) */
 };
 
 extern GT_HIDDEN struct gt_config gt_cfg;
@@ -68,6 +72,13 @@ extern GT_HIDDEN struct gt_config gt_cfg;
 /* Defaults, then every GPUTRACE_* of envp (NULL-terminated "K=V" list).
  * Bad values and unknown names are reported (one line each) and counted. */
 GT_HIDDEN void config__parse(struct gt_config *cfg, char *const *envp);
+
+/* One variable's value, checked as config__parse would, without a message:
+ * 0; -EINVAL with *accepted set to what is accepted (the text of the
+ * message config__parse prints); -ENOENT for a name that is not ours. For
+ * gputrace run, which checks its options before running anything; not
+ * thread-safe. */
+GT_HIDDEN int config__check(const char *var, const char *val, const char **accepted);
 
 /* Parse a kinds list ("kernel,memcpy", "all", vendor aliases such as
  * cuda_runtime, xpu_driver); returns the mask or -1 (with *bad set to the

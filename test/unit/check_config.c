@@ -19,6 +19,9 @@ static int parse(struct gt_config *cfg, char *const *env)
 	size_t n;
 
 	ck_assert_ptr_nonnull(tmp);
+	/* the path fields are C strings: config__parse sets their text, not
+	 * the bytes after it, so the whole-struct comparisons start from zero */
+	memset(cfg, 0, sizeof(*cfg));
 	dup2(fileno(tmp), 2);
 	gt_cfg.log_level = GT_LOG_WARN;
 	config__parse(cfg, env);
