@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "writer/summary.h"
 
@@ -50,6 +51,15 @@ struct table {
 
 enum { T_KERNELS, T_API, T_ANNOTATIONS, T_COPIES, T_DEVICES, T_LOST, T__COUNT };
 
+/* A traced process: its share of the tables, and its devices' busy time. */
+struct proc {
+	int64_t pid;
+	char *exe, *host, *rank;
+	uint64_t lost, spans;
+	struct row kernels, api, copies; /* count, total_ns, bytes */
+	struct table devices;            /* busy time per device row */
+};
+
 struct summary {
 	struct table t[T__COUNT];
 	uint64_t spans;
@@ -57,6 +67,10 @@ struct summary {
 	uint64_t overhead_count, overhead_ns;
 	uint64_t lost_total;
 	bool oom;                   /* an allocation failed: numbers are partial */
+	struct proc *procs;
+	size_t nprocs, procs_cap;
+	char *hint_more, *hint_buffer;
+	unsigned long hint_buffer_kb;
 };
 
 static uint64_t hash_name(const char *s)
@@ -192,26 +206,126 @@ struct summary *summary__new(void)
 	return calloc(1, sizeof(struct summary));
 }
 
+static void table__free(struct table *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->rows[i].name);
+		free(t->rows[i].cat);
+		free(t->rows[i].pending);
+	}
+	free(t->rows);
+}
+
 void summary__free(struct summary *s)
 {
 	if (!s)
 		return;
-	for (int k = 0; k < T__COUNT; k++) {
-		struct table *t = &s->t[k];
-
-		for (size_t i = 0; i < t->cap; i++) {
-			free(t->rows[i].name);
-			free(t->rows[i].cat);
-			free(t->rows[i].pending);
-		}
-		free(t->rows);
+	for (int k = 0; k < T__COUNT; k++)
+		table__free(&s->t[k]);
+	for (size_t i = 0; i < s->nprocs; i++) {
+		free(s->procs[i].exe);
+		free(s->procs[i].host);
+		free(s->procs[i].rank);
+		table__free(&s->procs[i].devices);
 	}
+	free(s->procs);
+	free(s->hint_more);
+	free(s->hint_buffer);
 	free(s);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static char *dup_or_null(struct summary *s, const char *v)
+{
+	char *d = v ? strdup(v) : NULL;
+
+	if (v && !d)
+		s->oom = true;
+	return d;
+}
+
+int summary__process(struct summary *s, const struct summary_process *p)
+{
+	struct proc *n;
+
+	if (!s || !p)
+		return 0;
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct proc *q = &s->procs[i];
+
+		if (q->pid == p->pid && same_str(q->host, p->host) && same_str(q->rank, p->rank)) {
+			/* the same process after an exec: named after its last image */
+			q->lost += p->lost;
+			if (p->exe) {
+				free(q->exe);
+				q->exe = dup_or_null(s, p->exe);
+			}
+			return (int)i + 1;
+		}
+	}
+	if (s->nprocs == s->procs_cap) {
+		size_t cap = s->procs_cap ? s->procs_cap * 2 : 8;
+
+		n = realloc(s->procs, cap * sizeof(*n));
+		if (!n || s->nprocs >= SUMMARY_MAX_ROWS) {
+			if (n)
+				s->procs = n;
+			s->oom = true;
+			return 0;
+		}
+		s->procs = n;
+		s->procs_cap = cap;
+	}
+	n = &s->procs[s->nprocs];
+	memset(n, 0, sizeof(*n));
+	n->pid = p->pid;
+	n->exe = dup_or_null(s, p->exe);
+	n->host = dup_or_null(s, p->host);
+	n->rank = dup_or_null(s, p->rank);
+	n->lost = p->lost;
+	return (int)++s->nprocs;
+}
+
+void summary__set_hints(struct summary *s, const struct summary_hints *h)
+{
+	if (!s || !h)
+		return;
+	free(s->hint_more);
+	free(s->hint_buffer);
+	s->hint_more = dup_or_null(s, h->more);
+	s->hint_buffer = dup_or_null(s, h->buffer);
+	s->hint_buffer_kb = h->buffer_kb;
 }
 
 static bool is_cat(const char *cat, const char *want)
 {
 	return cat && !strcmp(cat, want);
+}
+
+/* The process's own rows: its kernels, calls, copies and devices. */
+static void proc__add(struct summary *s, struct proc *p, const struct summary_span *sp)
+{
+	struct row *r;
+
+	p->spans++;
+	if (sp->device) {
+		r = table__get(s, &p->devices, sp->device);
+		if (r) {
+			r->count++;
+			r->total_ns += sp->dur_ns;
+			row__busy(s, r, sp->start_ns, sp->start_ns + sp->dur_ns);
+		}
+		if (is_cat(sp->cat, "kernel"))
+			row__account(&p->kernels, sp->dur_ns, 0);
+		else if (is_cat(sp->cat, "gpu_memcpy") || is_cat(sp->cat, "gpu_memset"))
+			row__account(&p->copies, sp->dur_ns, sp->bytes);
+	} else if (!is_cat(sp->cat, "overhead") && !is_cat(sp->cat, "user_annotation")) {
+		row__account(&p->api, sp->dur_ns, 0);
+	}
 }
 
 void summary__add(struct summary *s, const struct summary_span *sp)
@@ -221,6 +335,8 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 
 	if (!s)
 		return;
+	if (sp->process > 0 && (size_t)sp->process <= s->nprocs)
+		proc__add(s, &s->procs[sp->process - 1], sp);
 	if (!s->spans || sp->start_ns < s->first_ns)
 		s->first_ns = sp->start_ns;
 	if (end > s->last_ns)
@@ -348,14 +464,33 @@ static const char *fmt_bytes(char *buf, size_t len, uint64_t b)
 	return buf;
 }
 
-/* Long (templated) names are cut in the table; the JSON has them whole. */
+/* "1 launch", "2 launches". */
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static const char *hint_more(const struct summary *s)
+{
+	return s->hint_more ? s->hint_more : "--json";
+}
+
+/*
+ * Long (templated) names are shortened in the middle, keeping their start
+ * and their end (template arguments and parameter lists, where kernels of
+ * one family differ); the JSON has them whole. print_timed_table prints a
+ * name whole, on a line of its own, where shortening would make two rows
+ * of the table look alike.
+ */
+#define NAME_HEAD 18
+
 static const char *fmt_name(char *buf, size_t len, const char *name)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(name), tail = NAME_COLUMNS - NAME_HEAD - 3;
 
-	if (n < len && n <= NAME_COLUMNS)
+	if (n <= NAME_COLUMNS || len < NAME_COLUMNS + 1)
 		return name;
-	snprintf(buf, len, "%.*s...", NAME_COLUMNS - 3, name);
+	snprintf(buf, len, "%.*s...%s", NAME_HEAD, name, name + n - tail);
 	return buf;
 }
 
@@ -364,32 +499,52 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : 0.0;
 }
 
-static void print_timed_table(FILE *f, const struct table *t, const char *title,
-			      const char *unit)
+/* Would row i's shortened name read like another printed row's? */
+static bool name_collides(const struct row **v, size_t shown, size_t i)
+{
+	char a[NAME_COLUMNS + 8], b[NAME_COLUMNS + 8];
+	const char *mine = fmt_name(a, sizeof(a), v[i]->name);
+
+	if (mine == v[i]->name)
+		return false;
+	for (size_t j = 0; j < shown; j++)
+		if (j != i && !strcmp(mine, fmt_name(b, sizeof(b), v[j]->name)))
+			return true;
+	return false;
+}
+
+static void print_timed_table(FILE *f, const struct summary *s, const struct table *t,
+			      const char *title, const char *one, const char *many)
 {
 	uint64_t count, total;
 	const struct row **v = table__sorted(t, false, &count, &total, NULL);
+	size_t shown = t->used < SUMMARY_TOP ? t->used : SUMMARY_TOP;
 	char a[32], b[32], c[32], d[32], nb[NAME_COLUMNS + 8];
 
 	if (!v || !t->used) {
 		free(v);
 		return;
 	}
-	fprintf(f, "  %s: %zu distinct, %" PRIu64 " %s, %s total\n", title, t->used, count, unit,
-		fmt_ns(a, sizeof(a), total));
+	fprintf(f, "  %s: %zu distinct, %" PRIu64 " %s, %s total\n", title, t->used, count,
+		plural(count, one, many), fmt_ns(a, sizeof(a), total));
 	fprintf(f, "    %-*s %9s %12s %12s %12s %12s %6s\n", NAME_COLUMNS, "name", "count",
 		"total", "mean", "min", "max", "share");
-	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
+	for (size_t i = 0; i < shown; i++) {
 		const struct row *r = v[i];
+		const char *name = fmt_name(nb, sizeof(nb), r->name);
 
+		if (name_collides(v, shown, i)) {
+			/* whole, above its numbers: never two rows that look the same */
+			fprintf(f, "    %s\n", r->name);
+			name = "";
+		}
 		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s %12s %5.1f%%\n", NAME_COLUMNS,
-			fmt_name(nb, sizeof(nb), r->name), r->count,
-			fmt_ns(a, sizeof(a), r->total_ns), fmt_ns(b, sizeof(b), r->total_ns / r->count),
-			fmt_ns(c, sizeof(c), r->min_ns), fmt_ns(d, sizeof(d), r->max_ns),
-			100.0 * share(r->total_ns, total));
+			name, r->count, fmt_ns(a, sizeof(a), r->total_ns),
+			fmt_ns(b, sizeof(b), r->total_ns / r->count), fmt_ns(c, sizeof(c), r->min_ns),
+			fmt_ns(d, sizeof(d), r->max_ns), 100.0 * share(r->total_ns, total));
 	}
 	if (t->used > SUMMARY_TOP)
-		fprintf(f, "    ... %zu more (see --summary-json)\n", t->used - SUMMARY_TOP);
+		fprintf(f, "    ... %zu more (see %s)\n", t->used - SUMMARY_TOP, hint_more(s));
 	free(v);
 }
 
@@ -408,8 +563,9 @@ static void print_copies(FILE *f, const struct table *t)
 		free(v);
 		return;
 	}
-	fprintf(f, "  copies and fills: %" PRIu64 " operations, %s, %s total\n", count,
-		fmt_bytes(a, sizeof(a), bytes), fmt_ns(b, sizeof(b), total));
+	fprintf(f, "  copies and fills: %" PRIu64 " %s, %s, %s total\n", count,
+		plural(count, "operation", "operations"), fmt_bytes(a, sizeof(a), bytes),
+		fmt_ns(b, sizeof(b), total));
 	fprintf(f, "    %-10s %9s %12s %12s %12s\n", "kind", "count", "bytes", "total", "bandwidth");
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
 		const struct row *r = v[i];
@@ -421,45 +577,178 @@ static void print_copies(FILE *f, const struct table *t)
 	free(v);
 }
 
-static void print_devices(FILE *f, const struct summary *s)
+static void print_device_rows(FILE *f, const struct summary *s, const struct table *t,
+			      const char *indent)
 {
-	const struct table *t = &s->t[T_DEVICES];
 	uint64_t count, total, window = s->last_ns - s->first_ns;
 	const struct row **v = table__sorted(t, true, &count, &total, NULL);
 	char a[32], b[32];
 
-	if (!v || !t->used) {
-		free(v);
-		return;
-	}
-	fprintf(f, "  devices:\n");
-	for (size_t i = 0; i < t->used; i++) {
+	for (size_t i = 0; v && i < t->used; i++) {
 		const struct row *r = v[i];
 		uint64_t busy = row__busy_ns(r);
 
-		fprintf(f, "    %-*s busy %s of %s (%.1f%%), %" PRIu64 " spans\n", NAME_COLUMNS - 14,
-			r->name, fmt_ns(a, sizeof(a), busy), fmt_ns(b, sizeof(b), window),
-			100.0 * share(busy, window), r->count);
+		fprintf(f, "%s%-*s busy %s of %s (%.1f%%), %" PRIu64 " %s\n", indent,
+			NAME_COLUMNS - 14, r->name, fmt_ns(a, sizeof(a), busy),
+			fmt_ns(b, sizeof(b), window), 100.0 * share(busy, window), r->count,
+			plural(r->count, "span", "spans"));
 	}
+	free(v);
+}
+
+static void print_devices(FILE *f, const struct summary *s)
+{
+	if (!s->t[T_DEVICES].used)
+		return;
+	fprintf(f, "  devices:\n");
+	print_device_rows(f, s, &s->t[T_DEVICES], "    ");
+}
+
+/* Processes by kernel time, then calls, then pid. */
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct proc *x = *(const struct proc *const *)a, *y = *(const struct proc *const *)b;
+
+	if (x->kernels.total_ns != y->kernels.total_ns)
+		return x->kernels.total_ns < y->kernels.total_ns ? 1 : -1;
+	if (x->api.total_ns != y->api.total_ns)
+		return x->api.total_ns < y->api.total_ns ? 1 : -1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static const struct proc **procs_sorted(const struct summary *s)
+{
+	const struct proc **v = calloc(s->nprocs + 1, sizeof(*v));
+
+	for (size_t i = 0; v && i < s->nprocs; i++)
+		v[i] = &s->procs[i];
+	if (v)
+		qsort(v, s->nprocs, sizeof(*v), cmp_proc);
+	return v;
+}
+
+/* "node1 rank 0: python (pid 4242)": the host only when the trace has more
+ * than one. */
+static void proc_label(char *buf, size_t len, const struct proc *p, bool hosts)
+{
+	char where[160] = "";
+
+	if (hosts && p->host)
+		snprintf(where, sizeof(where), "%.100s", p->host);
+	if (p->rank)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), "%srank %.40s",
+			 where[0] ? " " : "", p->rank);
+	snprintf(buf, len, "%s%s%.100s (pid %" PRId64 ")", where, where[0] ? ": " : "",
+		 p->exe ? p->exe : "?", p->pid);
+}
+
+static bool many_hosts(const struct summary *s)
+{
+	for (size_t i = 1; i < s->nprocs; i++)
+		if (!same_str(s->procs[i].host, s->procs[0].host))
+			return true;
+	return false;
+}
+
+/* Devices by process: only where the trace has several processes. */
+static void print_processes(FILE *f, const struct summary *s)
+{
+	const struct proc **v;
+	bool hosts = many_hosts(s);
+	char label[320], a[32], b[32];
+
+	if (s->nprocs < 2 || !(v = procs_sorted(s)))
+		return;
+	fprintf(f, "  processes: %zu\n", s->nprocs);
+	for (size_t i = 0; i < s->nprocs && i < SUMMARY_TOP; i++) {
+		const struct proc *p = v[i];
+
+		proc_label(label, sizeof(label), p, hosts);
+		fprintf(f, "    %s: %" PRIu64 " %s %s, %" PRIu64 " %s %s, %" PRIu64 " lost\n", label,
+			p->kernels.count, plural(p->kernels.count, "kernel", "kernels"),
+			fmt_ns(a, sizeof(a), p->kernels.total_ns), p->api.count,
+			plural(p->api.count, "call", "calls"), fmt_ns(b, sizeof(b), p->api.total_ns),
+			p->lost);
+		print_device_rows(f, s, &p->devices, "      ");
+	}
+	if (s->nprocs > SUMMARY_TOP)
+		fprintf(f, "    ... %zu more (see %s)\n", s->nprocs - SUMMARY_TOP, hint_more(s));
+	free(v);
+}
+
+static uint64_t lost_of(const struct summary *s, const char *reason)
+{
+	const struct table *t = &s->t[T_LOST];
+	struct row *r = t->cap ? table__probe(t->rows, t->cap, reason) : NULL;
+
+	return r && r->name ? r->count : 0;
+}
+
+/* What to do about the losses: only a full ring has a knob. */
+static void lost_advice(const struct summary *s, char *buf, size_t len)
+{
+	const char *flag = s->hint_buffer ? s->hint_buffer : "--buffer-kb ";
+	unsigned long now = s->hint_buffer_kb, next = now * 4;
+
+	buf[0] = 0;
+	if (!lost_of(s, "ring_full"))
+		return;
+	if (next > 1048576)
+		next = 1048576;
+	if (now && next > now)
+		snprintf(buf, len, "a thread recorded faster than gputrace wrote: rerun with %s%lu "
+			 "(now %lu KiB per thread)", flag, next, now);
+	else if (now)
+		snprintf(buf, len, "a thread recorded faster than gputrace wrote, with the largest "
+			 "buffer (%s%lu): record fewer kinds (--activities)", flag, now);
+	else
+		snprintf(buf, len, "a thread recorded faster than gputrace wrote: rerun with a larger "
+			 "%s(the default is 4096 KiB per thread)", s->hint_buffer ? flag : "--buffer-kb ");
+}
+
+static void put_reasons(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_LOST];
+	uint64_t count, total;
+	const struct row **v = table__sorted(t, true, &count, &total, NULL);
+
+	fputc('(', f);
+	for (size_t i = 0; v && i < t->used; i++)
+		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", v[i]->name, v[i]->count);
+	fputc(')', f);
 	free(v);
 }
 
 static void print_lost(FILE *f, const struct summary *s)
 {
-	const struct table *t = &s->t[T_LOST];
-	uint64_t count, total;
-	const struct row **v;
+	char advice[256];
 
 	if (!s->lost_total) {
 		fprintf(f, "  lost events: 0\n");
 		return;
 	}
-	v = table__sorted(t, true, &count, &total, NULL);
-	fprintf(f, "  lost events: %" PRIu64 " (", s->lost_total);
-	for (size_t i = 0; v && i < t->used; i++)
-		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", v[i]->name, v[i]->count);
-	fprintf(f, ")\n");
-	free(v);
+	fprintf(f, "  lost events: %" PRIu64 " ", s->lost_total);
+	put_reasons(f, s);
+	fputc('\n', f);
+	lost_advice(s, advice, sizeof(advice));
+	if (advice[0])
+		fprintf(f, "    %s\n", advice);
+}
+
+void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path)
+{
+	char advice[256];
+
+	if (!s || !f || !s->lost_total)
+		return;
+	fprintf(f, "gputrace: %" PRIu64 " %s lost ", s->lost_total,
+		plural(s->lost_total, "event", "events"));
+	put_reasons(f, s);
+	if (trace_path)
+		fprintf(f, " in %s", trace_path);
+	lost_advice(s, advice, sizeof(advice));
+	fprintf(f, "%s%s\n", advice[0] ? "; " : "", advice);
+	fflush(f);
 }
 
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
@@ -471,15 +760,18 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 	/* The first line is the marker tests and users split stderr on; every
 	 * other line of the block is indented. */
 	fprintf(f, "gputrace summary: %s\n", trace_path ? trace_path : "(no trace file)");
-	fprintf(f, "  trace: %s, %" PRIu64 " spans over %s\n", fmt_bytes(a, sizeof(a), trace_bytes),
-		s->spans, fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
-	print_timed_table(f, &s->t[T_KERNELS], "kernels", "launches");
-	print_timed_table(f, &s->t[T_API], "API calls", "calls");
-	print_timed_table(f, &s->t[T_ANNOTATIONS], "annotations", "ranges");
+	fprintf(f, "  trace: %s, %" PRIu64 " %s over %s\n", fmt_bytes(a, sizeof(a), trace_bytes),
+		s->spans, plural(s->spans, "span", "spans"),
+		fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
+	print_timed_table(f, s, &s->t[T_KERNELS], "kernels", "launch", "launches");
+	print_timed_table(f, s, &s->t[T_API], "API calls", "call", "calls");
+	print_timed_table(f, s, &s->t[T_ANNOTATIONS], "annotations", "range", "ranges");
 	print_copies(f, &s->t[T_COPIES]);
 	print_devices(f, s);
+	print_processes(f, s);
 	if (s->overhead_count)
-		fprintf(f, "  tracer overhead: %" PRIu64 " spans, %s\n", s->overhead_count,
+		fprintf(f, "  tracer overhead: %" PRIu64 " %s, %s\n", s->overhead_count,
+			plural(s->overhead_count, "span", "spans"),
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
 	if (s->oom)
@@ -543,6 +835,61 @@ static void json_timed_rows(FILE *f, const char *key, const struct table *t, boo
 	free(v);
 }
 
+static void json_device_rows(FILE *f, const struct table *t, uint64_t window, const char *sep)
+{
+	uint64_t count, total;
+	const struct row **v = table__sorted(t, true, &count, &total, NULL);
+
+	fputc('[', f);
+	for (size_t i = 0; v && i < t->used; i++) {
+		const struct row *r = v[i];
+		uint64_t busy = row__busy_ns(r);
+
+		fprintf(f, "%s%s{\"name\":", i ? "," : "", sep);
+		json_str(f, r->name);
+		fprintf(f, ",\"spans\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"span_total_ns\":%" PRIu64
+			   ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"utilization\":%.6f}",
+			r->count, busy, r->total_ns, r->first_ns, r->last_ns, share(busy, window));
+	}
+	fputc(']', f);
+	free(v);
+}
+
+static void json_opt_str(FILE *f, const char *s)
+{
+	if (s)
+		json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+/* Each process: its kernels, calls, copies, lost events, and its devices. */
+static void json_processes(FILE *f, const struct summary *s, uint64_t window)
+{
+	const struct proc **v = procs_sorted(s);
+
+	for (size_t i = 0; v && i < s->nprocs; i++) {
+		const struct proc *p = v[i];
+
+		fprintf(f, "%s\n {\"pid\":%" PRId64 ",\"exe\":", i ? "," : "", p->pid);
+		json_opt_str(f, p->exe);
+		fputs(",\"host\":", f);
+		json_opt_str(f, p->host);
+		fputs(",\"rank\":", f);
+		json_opt_str(f, p->rank);
+		fprintf(f, ",\"spans\":%" PRIu64 ",\"kernels\":{\"count\":%" PRIu64
+			   ",\"total_ns\":%" PRIu64 "},\"api_calls\":{\"count\":%" PRIu64
+			   ",\"total_ns\":%" PRIu64 "},\"copies\":{\"count\":%" PRIu64
+			   ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},\"lost\":%" PRIu64
+			   ",\n  \"devices\":",
+			p->spans, p->kernels.count, p->kernels.total_ns, p->api.count, p->api.total_ns,
+			p->copies.count, p->copies.bytes, p->copies.total_ns, p->lost);
+		json_device_rows(f, &p->devices, window, "\n   ");
+		fputc('}', f);
+	}
+	free(v);
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -571,21 +918,9 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	json_timed_rows(f, "annotations", &s->t[T_ANNOTATIONS], false, false, &nc, &nt, NULL);
 	json_timed_rows(f, "copies", &s->t[T_COPIES], false, true, &cc, &ct, &cb);
 
-	v = table__sorted(&s->t[T_DEVICES], true, &dc, &dt, NULL);
-	fputs(",\n\"devices\":[", f);
-	for (size_t i = 0; v && i < s->t[T_DEVICES].used; i++) {
-		const struct row *r = v[i];
-		uint64_t busy = row__busy_ns(r);
-
-		fprintf(f, "%s\n {\"name\":", i ? "," : "");
-		json_str(f, r->name);
-		fprintf(f, ",\"spans\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"span_total_ns\":%" PRIu64
-			   ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"utilization\":%.6f}",
-			r->count, busy, r->total_ns, r->first_ns, r->last_ns, share(busy, window));
-	}
-	free(v);
-
-	fprintf(f, "],\n\"totals\":{"
+	fputs(",\n\"devices\":", f);
+	json_device_rows(f, &s->t[T_DEVICES], window, "\n ");
+	fprintf(f, ",\n\"totals\":{"
 		   "\"kernels\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"api_calls\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"annotations\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
@@ -602,7 +937,9 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		fprintf(f, ":%" PRIu64, v[i]->count);
 	}
 	free(v);
-	fprintf(f, "}},\n\"partial\":%s}\n", s->oom ? "true" : "false");
+	fputs("}},\n\"processes\":[", f);
+	json_processes(f, s, window);
+	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");
 
 	if (fflush(f) || ferror(f))
 		err = -EIO;

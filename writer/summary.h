@@ -22,12 +22,41 @@ struct summary_span {
 	uint64_t bytes;        /* copies and fills; 0 if unknown */
 	const char *copy_kind; /* "HtoD", "DtoH", ...: the "kind" arg of copies, or NULL */
 	const char *device;    /* device row name for device spans, NULL for host spans */
+	int process;           /* from summary__process(); 0: not known */
+};
+
+/* A traced process, for the per-process rows (devices by process). Strings
+ * are copied; NULL when not known. */
+struct summary_process {
+	int64_t pid;
+	const char *exe;
+	const char *host;
+	const char *rank;
+	uint64_t lost;         /* events it lost */
+};
+
+/* What the printed summary tells its reader to use: the option or variable
+ * that gives every row (more: "--json"), and the buffer setting to raise
+ * when events were lost (buffer: "--buffer-kb ", buffer_kb the current size
+ * in KiB, 0 if not known). */
+struct summary_hints {
+	const char *more;
+	const char *buffer;
+	unsigned long buffer_kb;
 };
 
 struct summary *summary__new(void);
 void summary__free(struct summary *s);
 void summary__add(struct summary *s, const struct summary_span *span);
 void summary__lost(struct summary *s, const char *reason, uint64_t n);
+/* A process; returns its number (>= 1) for summary_span.process, or 0
+ * without memory. Same pid, host and rank: the same number (an exec'd
+ * image is the same process; it takes the newer name). */
+int summary__process(struct summary *s, const struct summary_process *p);
+void summary__set_hints(struct summary *s, const struct summary_hints *h);
+/* One line when events were lost (the summary table is off): how many, why,
+ * what to do. Nothing when none were. */
+void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
 /* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno. */
