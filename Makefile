@@ -34,7 +34,7 @@ BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$
 # -fexceptions: a wrapper's cleanup runs when pthread_cancel() unwinds the
 # thread through it (backends/levelzero/backend.c, ze__unwound).
 LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -fexceptions -I.
-LDLIBS    := -ldl -lpthread -lz
+LDLIBS    := -ldl -lpthread
 
 # Optional parts: each is built when its headers are here, else left out with one line.
 HAVE_ZE    := $(shell test -f /usr/include/level_zero/ze_api.h && echo 1)

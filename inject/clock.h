@@ -80,6 +80,15 @@ static inline uint64_t gt_clock_ns(void)
 }
 #endif
 
+/* The raw clock from the kernel, never the TSC line (which it does not start). */
+static inline uint64_t gt_clock_gettime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(GT_CLOCK_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t gt_realtime_ns(void)
 {
 	struct timespec ts;
@@ -99,19 +108,26 @@ struct gt_clock_pair {
 	uint64_t width_ns; /* of the read: the pair is good to half of it */
 };
 
-static inline struct gt_clock_pair gt_clock_pair_now(void)
+/* clock: gt_clock_ns, or gt_clock_gettime_ns where the TSC line must not
+ * start yet (a process's anchor, taken at load) */
+static inline struct gt_clock_pair gt_clock_pair_of(uint64_t (*clock)(void))
 {
 	struct gt_clock_pair best = { 0, 0, UINT64_MAX };
 
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = gt_clock_ns();
+		uint64_t a = clock();
 		int64_t r = (int64_t)gt_realtime_ns();
-		uint64_t b = gt_clock_ns();
+		uint64_t b = clock();
 
 		if (b - a < best.width_ns)
 			best = (struct gt_clock_pair){ a + (b - a) / 2, r, b - a };
 	}
 	return best;
+}
+
+static inline struct gt_clock_pair gt_clock_pair_now(void)
+{
+	return gt_clock_pair_of(gt_clock_ns);
 }
 
 #endif

@@ -204,6 +204,15 @@ enum gt_phase {
 	GT_PHASE_DONE,      /* trace closed */
 };
 extern GT_HIDDEN _Atomic int gt_phase;
+/* Change the phase and wake whoever waits for it to change. */
+GT_HIDDEN void gt_phase_set(int phase);
+/* Wait (futex, at most timeout_ms) until the trace is closed (DONE) or
+ * tracing stopped (OFF); true when that happened in time. Async-signal-safe. */
+GT_HIDDEN bool gt_phase_wait_done(unsigned timeout_ms);
+/* Start the writer's thread if it is not running yet: the first event of
+ * the process does (emit_slow), and a backend that records on its own
+ * (a plug-in, CUPTI) calls it when it begins. Cheap once started. */
+GT_HIDDEN void gt_start_writer(void);
 
 /* True while events are being recorded (after init, before the final drain).
  * Inline: every wrapper asks, on every call. */

@@ -16,12 +16,14 @@
 struct gt_lifecycle_hooks {
 	/* Fresh state for this process (also in a fork child, after forget). */
 	void (*init)(void);
-	/* Start the writer's own thread. 0 or -errno. */
+	/* Start the writer's own thread: once, at the process's first event
+	 * (gt_start_writer), never for a process that records nothing. 0 or
+	 * -errno. */
 	int (*start)(void);
 	/* Write out everything recorded so far and wait, at most timeout_ms.
 	 * final: the last time; the trace is closed afterwards. Fatal-signal
 	 * handlers call it too: while the writer's thread runs, it only asks
-	 * and sleeps. 0 when done in time, -ETIMEDOUT otherwise. */
+	 * and waits on a futex. 0 when done in time, -ETIMEDOUT otherwise. */
 	int (*sync)(bool final, unsigned timeout_ms);
 	/* Around fork(): prepare before it (the writer's locks first, then the
 	 * registry's); parent after it, in the parent and, first thing, in

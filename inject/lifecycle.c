@@ -80,28 +80,11 @@ static int (*const real_sigaction)(int, const struct sigaction *, struct sigacti
 
 /* ---- finishing ---- */
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* False in a vfork child: it shares our memory, but the trace is the
  * parent's to write and close. */
 static bool own_process(void)
 {
 	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
-}
-
-/* Bounded wait for another thread's finish (a worker's exit() racing main). */
-static void wait_done(unsigned timeout_ms)
-{
-	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
-		if (atomic_load(&gt_phase) != GT_PHASE_FINISHING)
-			return;
-		sleep_ms(5);
-	}
 }
 
 static void finish(const char *why, unsigned timeout_ms, bool from_signal)
@@ -114,7 +97,9 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 		 * final drain, so the signal closes the trace, as for any crash. */
 		if (!from_signal || atomic_load(&finish_tid) != syscall(SYS_gettid) ||
 		    atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
-			wait_done(timeout_ms);
+			/* another thread's exit() is finishing the trace: wait
+			 * for it (a futex wake when it is done, not a sleep loop) */
+			gt_phase_wait_done(timeout_ms);
 			return;
 		}
 	} else if (atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
@@ -131,10 +116,15 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
 		atomic_store(&finish_tid, 0);
 	}
-	if (lifecycle__hooks()->is_own_thread() || lifecycle__hooks()->sync(true, timeout_ms) < 0) {
+	if (!shim__recorded_anything()) {
+		/* no traced call, nothing lost, no backend at work: no file to
+		 * close, no cycle to wait for */
+		gt_phase_set(GT_PHASE_DONE);
+	} else if (lifecycle__hooks()->is_own_thread() ||
+		   lifecycle__hooks()->sync(true, timeout_ms) < 0) {
 		/* The drain thread is us (it crashed) or stuck: what the last
 		 * checkpoint holds is what the file keeps. */
-		atomic_store(&gt_phase, GT_PHASE_DONE);
+		gt_phase_set(GT_PHASE_DONE);
 	}
 	gt_in_tracer--;
 }
@@ -329,7 +319,7 @@ static void atfork_child(void)
 
 static void before_exec(void)
 {
-	if (!own_process() || !gt_tracing())
+	if (!own_process() || !gt_tracing() || !shim__recorded_anything())
 		return;
 	gt_in_tracer++;
 	atomic_store(&gt_end_reason, "exec");

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "registry.h"
 
@@ -93,17 +94,25 @@ static uint32_t intern_locked(const char *s, size_t len, bool force_new)
 	if (str_count >= STR_CHUNK * STR_CHUNKS)
 		return GT_S_EMPTY;
 	if (!str_entry(str_count)) {
-		struct str_entry *chunk = calloc(STR_CHUNK, sizeof(*chunk));
-		if (!chunk)
+		/* mmap, not calloc: zero pages are touched only as ids fill them
+		 * (the first chunk holds a few hundred strings: one page, not 16) */
+		struct str_entry *chunk = mmap(NULL, STR_CHUNK * sizeof(*chunk),
+					       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+					       -1, 0);
+		if (chunk == MAP_FAILED)
 			return GT_S_EMPTY;
 		atomic_store_explicit(&str_chunks[str_count >> STR_CHUNK_BITS], chunk,
 				      memory_order_release);
 	}
-	copy = malloc(len + 1);
-	if (!copy)
-		return GT_S_EMPTY;
-	memcpy(copy, s, len);
-	copy[len] = 0;
+	if (force_new) {
+		copy = (char *)s; /* a static string: ours for the process's life */
+	} else {
+		copy = malloc(len + 1);
+		if (!copy)
+			return GT_S_EMPTY;
+		memcpy(copy, s, len);
+		copy[len] = 0;
+	}
 	e = str_entry(str_count);
 	e->s = copy;
 	e->len = (uint32_t)len;

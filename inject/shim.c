@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -171,6 +174,7 @@ static struct ring *ring_for_thread(void)
 	pthread_setspecific(ring_key, r);
 	ring_register(r);
 	register_exit_handler();
+	gt_start_writer();
 	return r;
 }
 
@@ -301,6 +305,55 @@ void gt_lost_add(uint32_t reason, uint64_t n)
 
 GT_HIDDEN _Atomic int gt_phase;
 
+static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+void gt_phase_set(int phase)
+{
+	atomic_store(&gt_phase, phase);
+	/* a second exit() waits for the first one's finish (lifecycle.c) */
+	futex(&gt_phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+bool gt_phase_wait_done(unsigned timeout_ms)
+{
+	uint64_t end = gt_clock_ns() + timeout_ms * 1000000ull;
+	int phase;
+
+	while ((phase = atomic_load(&gt_phase)) == GT_PHASE_RUNNING || phase == GT_PHASE_FINISHING) {
+		uint64_t now = gt_clock_ns();
+		struct timespec ts;
+
+		if (now >= end)
+			return false;
+		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
+		ts.tv_nsec = (long)((end - now) % 1000000000ull);
+		futex(&gt_phase, FUTEX_WAIT_PRIVATE, phase, &ts);
+	}
+	return true;
+}
+
+/*
+ * The drain thread starts with the process's first event (a thread's first
+ * ring, or a backend that begins recording on its own), not at load: a
+ * process that never makes a traced call (the shells, compilers and tools
+ * of a job) gets no thread, no file and no wait at exit. Not once the
+ * process is ending: what its last cycle finds is written by the thread
+ * that ends it.
+ */
+static _Atomic bool writer_started;
+
+void gt_start_writer(void)
+{
+	if (atomic_load_explicit(&writer_started, memory_order_relaxed) ||
+	    atomic_load(&gt_end_reason) || !gt_tracing() || atomic_exchange(&writer_started, true))
+		return;
+	if (lifecycle__hooks()->start())
+		pr_warn("could not start the drain thread; recording what fits in the buffers");
+}
+
 /* ---- backends ---- */
 
 bool gt_backend_enabled(const char *name)
@@ -375,33 +428,45 @@ static void exe_name(char *out, size_t len)
 	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
 	const char *base = program_invocation_short_name;
 
+	size_t k;
+
 	if (n > 0) {
 		path[n] = 0;
 		base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	}
-	snprintf(out, len, "%.255s", base && *base ? base : "unknown");
+	if (!base || !*base)
+		base = "unknown";
+	/* no snprintf: its code is pages a program that prints nothing never touches */
+	k = strnlen(base, len - 1);
+	memcpy(out, base, k);
+	out[k] = 0;
 }
 
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
 GT_HIDDEN void shim__start_process(void)
 {
 	gt_st.pid = getpid();
-	struct gt_clock_pair anchor = gt_clock_pair_now();
+	/* the raw clock itself: the TSC line is measured at the first event */
+	struct gt_clock_pair anchor = gt_clock_pair_of(gt_clock_gettime_ns);
 
 	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
 	gt_st.anchor_clock_ns = anchor.clock_ns;
 	exe_name(gt_st.exe, sizeof(gt_st.exe));
 	lifecycle__hooks()->init();
+	atomic_store(&writer_started, false);
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);
-	if (lifecycle__hooks()->start())
-		pr_warn("could not start the drain thread; recording what fits in the buffers");
+}
+
+bool shim__recorded_anything(void)
+{
+	return atomic_load(&writer_started) || atomic_load(&gt_st.rings) ||
+	       atomic_load(&gt_st.lost_reason[0]);
 }
 
 static void gt_init(void)
 {
 	config__parse(&gt_cfg, environ);
 	pthread_key_create(&ring_key, ring_release);
-	gt_str_intern(""); /* registers the static strings */
 	lifecycle__init();
 	/* libunwind is opened now, not inside the program's first call */
 	if (gt_cfg.stacks)

@@ -31,15 +31,27 @@
 
 #define TRAILER_THREADS  16   /* threads listed in a checkpoint's footer */
 
+/* The file's name for messages: the one asked for (a file still being
+ * made has none of its own yet), else the one it has. */
+static const char *out_name(void)
+{
+	return W.out.want[0] ? W.out.want : W.out.path[0] ? W.out.path : W.path;
+}
+
 static void output_failed(int err)
 {
+	const char *name = out_name();
+	size_t n = strlen(name);
+
 	/* a file we created that never held a checkpoint is no trace: leave none */
 	if (W.opened && W.out.seekable && !W.out.size && W.out.path[0])
 		unlink(W.out.path);
 	W.failed = true;
-	atomic_store(&gt_phase, GT_PHASE_OFF);
-	pr_err("cannot write the trace to '%s': %s; tracing stops, the program goes on",
-	       W.opened && W.out.path[0] ? W.out.path : gt_cfg.output, strerror(-err));
+	gt_phase_set(GT_PHASE_OFF);
+	/* a very long name is shortened in the middle: the reason stays on the line */
+	pr_err("cannot write the trace to '%.*s%s%s': %s; tracing stops, the program goes on",
+	       n > 400 ? 300 : (int)n, name, n > 400 ? "..." : "", n > 400 ? name + n - 80 : "",
+	       strerror(-err));
 }
 
 static void build_trailer(bool final);
@@ -116,17 +128,17 @@ static size_t command_line(char *out, size_t cap)
 
 bool checkpoint__open(void)
 {
-	char path[PATH_MAX];
+	char *path = W.path;
 	int err;
 
 	if (W.opened || W.failed)
 		return W.opened;
-	err = config__expand_output(gt_cfg.output, path, sizeof(path), gt_st.pid, gt_st.exe,
+	err = config__expand_output(gt_cfg.output, path, sizeof(W.path), gt_st.pid, gt_st.exe,
 				    gt_st.anchor_realtime_ns);
 	if (err) {
 		/* checked at start-up, but the real program name or pid can make
 		 * it too long; the default is always valid */
-		config__expand_output("gputrace-%e-%p.json", path, sizeof(path), gt_st.pid,
+		config__expand_output("gputrace-%e-%p.json", path, sizeof(W.path), gt_st.pid,
 				      gt_st.exe, gt_st.anchor_realtime_ns);
 		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
 		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
@@ -137,6 +149,10 @@ bool checkpoint__open(void)
 		return false;
 	}
 	W.opened = true;
+	/* the summary is built as events are written, only if someone reads
+	 * it; under gputrace run the run makes one of all its processes */
+	if (!gt_cfg.run_state[0] && (gt_cfg.summary || gt_cfg.summary_json[0]))
+		W.sum = summary__new();
 	struct jbuf head = { 0 }, pending = W.buf;
 	bool any = W.any_event;
 	W.buf = (struct jbuf){ 0 };
@@ -333,14 +349,64 @@ static void build_trailer(bool final)
 	jbuf__lit(b, "}}\n");
 }
 
+bool checkpoint__anything(bool final)
+{
+	/* lost events count too: a process that lost all it recorded says so */
+	return W.recorded || W.npend || (final && lost_total(false, NULL));
+}
+
+/*
+ * Under gputrace run, the run learns of its traces and of the processes
+ * recording from a list in its state folder (a run may write its traces
+ * anywhere its -o template says): "* PID" when a process starts recording,
+ * "+ PID PATH" once its file is named, "= PID" when its recording is over
+ * (at exit, or before an exec). So the run waits for the processes still
+ * recording when its command ends, and no others.
+ */
+void checkpoint__list(char what, const char *path)
+{
+	char list[PATH_MAX];
+	struct jbuf line = { 0 };
+	int fd;
+
+	if (!gt_cfg.run_state[0] ||
+	    snprintf(list, sizeof(list), "%s/traces", gt_cfg.run_state) >= (int)sizeof(list))
+		return;
+	fd = open(list, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	jbuf__ch(&line, what);
+	jbuf__ch(&line, '\t');
+	json__u64(&line, (uint32_t)gt_st.pid);
+	if (path) {
+		jbuf__ch(&line, '\t');
+		jbuf__put(&line, path, strlen(path));
+	}
+	jbuf__ch(&line, '\n');
+	/* one write: O_APPEND keeps the lines of concurrent processes whole */
+	if (write(fd, line.p, line.len) < 0)
+		pr_dbg("cannot add to %s: %s", list, strerror(errno));
+	jbuf__free(&line);
+	close(fd);
+}
+
+/* After a checkpoint that worked: the file has its name now. */
+static void checkpoint_done(void)
+{
+	if (!W.listed && !W.out.unpublished) {
+		W.listed = true;
+		checkpoint__list('+', W.out.path);
+	}
+}
+
 void checkpoint__write(bool final)
 {
 	int err;
 
 	if (W.failed)
 		return;
-	if (!W.opened && !final && !W.recorded && !W.npend)
-		return; /* nothing yet: no file for a fork child that only execs */
+	if (!W.opened && !checkpoint__anything(final))
+		return; /* nothing recorded: no file (a shell, a compiler, a child that execs) */
 	if (!checkpoint__open())
 		return;
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
@@ -352,15 +418,23 @@ void checkpoint__write(bool final)
 	W.ev_start = 0;
 	if (err)
 		output_failed(err);
+	else
+		checkpoint_done();
 }
 
 void checkpoint__summary(void)
 {
-	uint64_t lost, full;
+	char json[PATH_MAX];
+	uint64_t full;
+	int err;
 
-	if (!W.sum)
+	/* nothing recorded: no summary anywhere (the shells of a job are not
+	 * worth a line); under gputrace run, the run sums up every process */
+	if (!checkpoint__anything(true) || gt_cfg.run_state[0])
 		return;
-	lost = lost_total(false, NULL);
+	if (!W.sum)
+		return; /* GPUTRACE_SUMMARY=0, no JSON: nothing at all (gputrace run
+			 * --no-summary says it when events were lost) */
 	full = ring_lost();
 	if (full)
 		summary__lost(W.sum, "ring_full", full);
@@ -368,9 +442,20 @@ void checkpoint__summary(void)
 		if (atomic_load(&gt_st.lost_count[i]))
 			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
 				      atomic_load(&gt_st.lost_count[i]));
-	if (gt_cfg.summary_json[0] &&
-	    summary__write_json(W.sum, gt_cfg.summary_json, W.out.path, W.out.size) < 0)
-		pr_err("cannot write the summary to '%s'", gt_cfg.summary_json);
-	if (gt_cfg.summary && (W.recorded || lost) && W.opened)
+	summary__set_hints(W.sum, &(struct summary_hints){ .more = "GPUTRACE_SUMMARY_JSON",
+							   .buffer = "GPUTRACE_BUFFER_KB=",
+							   .buffer_kb = gt_cfg.buffer_kb });
+	if (gt_cfg.summary_json[0]) {
+		/* a template too: s-%p.json gives each process its own */
+		err = config__expand_output(gt_cfg.summary_json, json, sizeof(json), gt_st.pid,
+					    gt_st.exe, gt_st.anchor_realtime_ns);
+		if (!err)
+			err = summary__write_json(W.sum, json, W.opened ? W.out.path : NULL,
+						  W.out.size);
+		if (err)
+			pr_err("cannot write the summary to '%s': %s", err == -ENAMETOOLONG ?
+			       gt_cfg.summary_json : json, strerror(-err));
+	}
+	if (gt_cfg.summary && W.opened)
 		summary__print(W.sum, stderr, W.out.path, W.out.size);
 }

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "inject/clock.h"
 #include "inject/ring.h"
@@ -169,6 +170,14 @@ bool drain__rings_high(void)
 	return false;
 }
 
+/* This cycle is the last before an exec replaces the image. */
+static bool is_exec(void)
+{
+	const char *why = atomic_load(&gt_end_reason);
+
+	return why && !strcmp(why, "exec");
+}
+
 void writer__cycle(bool final)
 {
 	uint64_t now = gt_clock_ns();
@@ -189,7 +198,7 @@ void writer__cycle(bool final)
 	}
 	/* the file exists before anything is formatted: events are placed for
 	 * their offsets in it */
-	if (!W.opened && !W.failed && (final || W.npend || rings_have_data()))
+	if (!W.opened && !W.failed && (rings_have_data() || checkpoint__anything(final)))
 		checkpoint__open();
 	if (W.opened)
 		events__name_rows();
@@ -199,10 +208,13 @@ void writer__cycle(bool final)
 		events__name_rows();
 	checkpoint__write(final);
 	W.last_checkpoint_ns = now;
+	if (final || is_exec())
+		checkpoint__list('=', NULL); /* a run need not wait for us now */
 	if (final) {
 		checkpoint__summary();
-		out__close(&W.out);
-		atomic_store(&gt_phase, GT_PHASE_DONE);
+		if (W.opened)
+			out__close(&W.out);
+		gt_phase_set(GT_PHASE_DONE);
 	}
 	gt_in_tracer--;
 }

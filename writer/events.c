@@ -488,8 +488,8 @@ static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t k
 static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t device, struct placed at)
 {
-	/* nobody reads the summary: skip its per-event lookups */
-	if (!gt_cfg.summary && !gt_cfg.summary_json[0])
+	/* nobody reads the summary (see writer__init): skip its lookups */
+	if (!W.sum)
 		return;
 	struct summary_span s = {
 		.cat = gt_str_get(ev->cat, NULL),
@@ -501,8 +501,7 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
 	};
 
-	if (W.sum)
-		summary__add(W.sum, &s);
+	summary__add(W.sum, &s);
 }
 
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gzip.h"
+#include "zlib.h"
 
 #define GZM_LEVEL 6
 #define GZM_CHUNK (64u << 10)
@@ -13,8 +14,10 @@ static int gzm_open(struct gzm *g)
 		return 0;
 	memset(&g->z, 0, sizeof(g->z));
 	/* 15 + 16: a gzip header and trailer around the deflate data */
-	if (deflateInit2(&g->z, GZM_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
+	int zr = deflateInit2(&g->z, GZM_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+
+	if (zr != Z_OK) /* no zlib to load (writer/zlib.c), or no memory */
+		return zr == Z_VERSION_ERROR ? -ELIBACC : -ENOMEM;
 	g->open = true;
 	return 0;
 }

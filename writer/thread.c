@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -24,7 +25,6 @@
 #include "inject/hooks.h"
 #include "inject/shim.h"
 #include "internal.h"
-#include "summary.h"
 #include "writer.h"
 
 #define POLL_MS          10   /* how often rings are looked at */
@@ -32,6 +32,14 @@
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+/* A cycle ended (or the thread did): wake the threads waiting in sync(). */
+static void cycle_done(void)
+{
+	atomic_fetch_add(&W.done_word, 1);
+	if (atomic_load(&W.waiters))
+		futex(&W.done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 static void *drain_main(void *arg)
@@ -68,15 +76,18 @@ static void *drain_main(void *arg)
 		atomic_store(&W.done_seq, req);
 		if (final || atomic_load(&gt_phase) == GT_PHASE_DONE)
 			break;
+		cycle_done();
 	}
 	atomic_store(&W.thread_running, false);
+	cycle_done();
 	return NULL;
 }
 
 void writer__init(void)
 {
-	W.sum = summary__new();
-	W.last_checkpoint_ns = gt_clock_ns();
+	/* Nothing to do until the first event: W is zero (also in a fork
+	 * child, after forget), and a process that records nothing should not
+	 * pay even for a malloc. */
 }
 
 int writer__start_thread(void)
@@ -84,6 +95,8 @@ int writer__start_thread(void)
 	pthread_attr_t attr;
 	int err;
 
+	W.last_checkpoint_ns = gt_clock_ns();
+	checkpoint__list('*', NULL); /* under gputrace run: we record now */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_store(&W.thread_running, true);
@@ -106,6 +119,38 @@ static void sleep_1ms(void)
 	nanosleep(&ts, NULL);
 }
 
+/* Wait for cycle `my` to be done: a futex wait on done_word, woken by the
+ * drain thread when a cycle ends (no sleep loop: an exit costs the cycle,
+ * not a polling interval). */
+static int wait_cycle(uint64_t my, unsigned timeout_ms)
+{
+	uint64_t end = gt_clock_ns() + timeout_ms * 1000000ull;
+	int ret = -ETIMEDOUT;
+
+	atomic_fetch_add(&W.waiters, 1);
+	for (;;) {
+		uint32_t seen = atomic_load(&W.done_word);
+		uint64_t now = gt_clock_ns();
+		struct timespec ts;
+
+		if (atomic_load(&W.done_seq) >= my) {
+			ret = 0;
+			break;
+		}
+		if (!atomic_load(&W.thread_running)) {
+			ret = atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
+			break;
+		}
+		if (now >= end)
+			break;
+		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
+		ts.tv_nsec = (long)((end - now) % 1000000000ull);
+		futex(&W.done_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+	}
+	atomic_fetch_sub(&W.waiters, 1);
+	return ret;
+}
+
 int writer__sync(bool final, unsigned timeout_ms)
 {
 	uint64_t my;
@@ -114,7 +159,9 @@ int writer__sync(bool final, unsigned timeout_ms)
 		atomic_store(&W.req_final, true);
 	my = atomic_fetch_add(&W.req_seq, 1) + 1;
 	if (!atomic_load(&W.thread_running)) {
-		/* no drain thread: do it here, if nobody else is */
+		/* no drain thread (nothing was recorded, or it could not start):
+		 * do it here, if nobody else is (another thread's cycle is over in
+		 * well under a millisecond) */
 		for (unsigned waited = 0; waited <= timeout_ms; waited++) {
 			if (!pthread_mutex_trylock(&W.cycle_lock)) {
 				writer__cycle(final);
@@ -127,14 +174,7 @@ int writer__sync(bool final, unsigned timeout_ms)
 	}
 	atomic_store(&W.kick, 1);
 	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
-	for (unsigned waited = 0; waited <= timeout_ms; waited++) {
-		if (atomic_load(&W.done_seq) >= my)
-			return 0;
-		if (!atomic_load(&W.thread_running))
-			return atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
-		sleep_1ms();
-	}
-	return -ETIMEDOUT;
+	return wait_cycle(my, timeout_ms);
 }
 
 /* The longest fork() waits for a drain cycle to end. A cycle is normally

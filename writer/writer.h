@@ -16,12 +16,14 @@
 
 /* Fresh writer state for this process (also in a fork child). */
 GT_HIDDEN void writer__init(void);
-/* Start the drain thread. 0 or -errno. */
+/* Start the drain thread (the shim does, at the process's first event:
+ * gt_start_writer()). 0 or -errno. */
 GT_HIDDEN int writer__start_thread(void);
 /* Ask for a drain cycle + checkpoint and wait for it, at most timeout_ms.
  * final: the last one; the trace is closed afterwards. Async-signal-safe
- * when the drain thread runs (the waiting is a sleep loop). Returns 0 when
- * done in time, -ETIMEDOUT otherwise. */
+ * when the drain thread runs (the waiting is a futex wait the thread's
+ * cycle ends). Without a drain thread (nothing recorded yet) the cycle runs
+ * in the caller. Returns 0 when done in time, -ETIMEDOUT otherwise. */
 GT_HIDDEN int writer__sync(bool final, unsigned timeout_ms);
 /* Around fork(): hold the drain thread between cycles, so no lock inside
  * the C library or a sanitizer runtime (malloc, stdio) is held by it when

@@ -48,7 +48,14 @@ int cupti__self_path(char *out, size_t len)
 
 	if (!dladdr((void *)cupti__self_path, &info) || !info.dli_fname || !*info.dli_fname)
 		return -ENOENT;
-	/* absolute: children may run elsewhere */
+	/* absolute: children may run elsewhere (LD_PRELOAD from gputrace run
+	 * already is; resolving it would cost every process four readlinks) */
+	if (info.dli_fname[0] == '/') {
+		if (strlen(info.dli_fname) >= len)
+			return -ENAMETOOLONG;
+		strcpy(out, info.dli_fname);
+		return 0;
+	}
 	if (!realpath(info.dli_fname, real))
 		return -errno;
 	if (snprintf(out, len, "%s", real) >= (int)len)
@@ -261,6 +268,9 @@ void cupti__start(const char *why)
 	int st = start_cupti();
 	cupti_self--;
 	atomic_store(&cupti_state, st);
+	/* CUPTI's records are collected by the drain cycle: it must run */
+	if (st == CUPTI_ON)
+		gt_start_writer();
 }
 
 /*
@@ -288,9 +298,12 @@ static int cupti_init(void)
 		pr_dbg("cupti: cannot find this library's path; CUDA starts at the first call");
 		return 0;
 	}
-	/* only if unset: another tool's injection is left alone */
-	setenv("CUDA_INJECTION64_PATH", self, 0);
-	setenv("NVTX_INJECTION64_PATH", self, 0);
+	/* only if unset: another tool's injection is left alone (and a child
+	 * that inherited ours allocates nothing here) */
+	if (!getenv("CUDA_INJECTION64_PATH"))
+		setenv("CUDA_INJECTION64_PATH", self, 0);
+	if (!getenv("NVTX_INJECTION64_PATH"))
+		setenv("NVTX_INJECTION64_PATH", self, 0);
 	cur = getenv("CUDA_INJECTION64_PATH");
 	cupti_injection_ours = cur && !strcmp(cur, self);
 	if (!cupti_injection_ours)

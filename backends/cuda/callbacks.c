@@ -147,7 +147,7 @@ void cupti__emit_folded(void)
 	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 0;
 	uint32_t title = 0;
-	uint64_t now = gt_clock_ns();
+	uint64_t now = 0;
 
 	if (atomic_exchange(&done, true))
 		return;
@@ -165,8 +165,10 @@ void cupti__emit_folded(void)
 			       (unsigned long long)c);
 		}
 		if (n && (n == GT_ARGS_MAX || s == FOLD_SLOTS)) {
-			if (!title)
+			if (!title) {
 				title = gt_str_intern("folded CUDA API calls");
+				now = gt_clock_ns(); /* not before: most processes have none */
+			}
 			struct gt_event ev = {
 				.start_ns = now, .end_ns = now, .name = title,
 				.cat = GT_S_CAT_CUDA_RUNTIME, .type = GT_EV_INSTANT,
