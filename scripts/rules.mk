@@ -1,6 +1,8 @@
-# gputrace-tool: merge and summary for the gputrace command (scripts/gputrace).
-# It links the same summary aggregator as the library (writer/summary.c).
-TOOL_SRCS := $(wildcard scripts/tool/*.c) writer/summary.c
+# gputrace-tool: run, merge and summary for the gputrace command
+# (scripts/gputrace). It links the same summary aggregator as the library
+# (writer/summary.c) and its configuration parser (inject/config.c), so
+# options are checked and summed up exactly as the library does.
+TOOL_SRCS := $(wildcard scripts/tool/*.c) writer/summary.c inject/config.c
 TOOL_OBJS := $(patsubst %.c,$(BUILD)/obj/tool/%.o,$(TOOL_SRCS))
 TOOL      := $(BUILD)/gputrace-tool
 

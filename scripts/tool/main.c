@@ -1,30 +1,84 @@
 // SPDX-License-Identifier: MIT
 /*
- * gputrace-tool: the compiled half of the gputrace command (merge and
- * summary stream traces bigger than memory; the shell script can't).
- * scripts/gputrace finds it next to itself and execs it.
+ * gputrace-tool: the compiled half of the gputrace command. scripts/gputrace
+ * finds it (and the library) next to itself and hands it every command:
+ * run supervises a traced command (signals, exit status, one trace and one
+ * summary at the end); merge, summary, check, diff and report stream traces
+ * bigger than memory.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "tool.h"
 
-static void usage(FILE *f)
+void tool__usage(FILE *f)
 {
-	fprintf(f, "usage: gputrace-tool merge -o OUT FILE...\n"
-		   "       gputrace-tool summary [--json OUT] FILE\n"
-		   "       gputrace-tool check [options] SUMMARY|TRACE CHECK...\n"
-		   "       gputrace-tool diff [options] BASE... -- NEW...\n"
-		   "       gputrace-tool report [-o OUT] TRACE\n"
-		   "       gputrace-tool --version\n");
+	fputs("usage: gputrace run [options] [--] CMD [ARGS...]\n"
+	      "       gputrace merge -o OUT FILE...\n"
+	      "       gputrace summary [--json OUT] FILE\n"
+	      "       gputrace check [options] SUMMARY|TRACE CHECK...\n"
+	      "       gputrace diff [options] BASE... -- NEW...\n"
+	      "       gputrace report [-o OUT] TRACE\n"
+	      "       gputrace --help | --version\n"
+	      "\n"
+	      "run: runs CMD, and every process it starts, with the tracer preloaded, then\n"
+	      "leaves one trace of every process that recorded anything, merged on one time\n"
+	      "line, and prints one summary of them all. CMD keeps its stdin, stdout, stderr\n"
+	      "and process group; signals sent to gputrace are passed on to it; gputrace exits\n"
+	      "with CMD's status, or dies by its signal. Processes that make no GPU call (the\n"
+	      "shells and tools of a job) leave nothing.\n"
+	      "  -o, --output TEMPLATE   the trace; %p pid, %e program name, %h host, %r rank,\n"
+	      "                          %t start time, %% a percent sign; a name ending in .gz\n"
+	      "                          is compressed (default: gputrace-%e-%t.json here).\n"
+	      "                          With %p: one file per process, named by the template\n"
+	      "  --per-process DIR       also keep each process's own trace in DIR\n"
+	      "  --backends LIST         cupti,ze,plugins or all (default all)\n"
+	      "  --activities LIST       kinds to record: runtime,driver,kernel,memcpy,memset,\n"
+	      "                          sync,annotation,counter,overhead or all\n"
+	      "  --buffer-kb N           per-thread event buffer in KiB (default 4096)\n"
+	      "  --flush-ms N            how often trace files are brought up to date\n"
+	      "  --stacks[=DEPTH]        record the host call stack of each launch, DEPTH\n"
+	      "                          frames (1 to 64, default 16; also --stacks DEPTH)\n"
+	      "  --stacks-all            call stacks for every API call (implies --stacks)\n"
+	      "  --graph-trace           one event per CUDA graph launch, not one per node\n"
+	      "  --plugin-path PATHS     ':'-separated plug-ins (or folders of them) to load\n"
+	      "  --no-cupti              do not use CUPTI (CUDA API calls only)\n"
+	      "  --no-summary            no summary on stderr (one line if events were lost)\n"
+	      "  --summary-json FILE     also write the run's summary as JSON to FILE\n"
+	      "  --log LEVEL             error, warn, info or debug (gputrace's own messages)\n"
+	      "  --check EXPR            after CMD, check the run's summary (see check below);\n"
+	      "                          repeatable. A malformed check stops before CMD runs\n"
+	      "  --checks FILE           checks from FILE, one per line ('#' comments)\n"
+	      "  --junit FILE            with checks: a JUnit XML report of them\n"
+	      "  --markdown FILE         with checks: a Markdown report of them\n"
+	      "  With checks, the exit status is CMD's when CMD fails (or dies by a signal);\n"
+	      "  when CMD succeeds: 0 checks pass, 3 a check failed, 4 the checks could not\n"
+	      "  be evaluated (a name that matches nothing).\n"
+	      "\n"
+	      "merge: joins traces (.json or .json.gz, merged or not) into OUT on one time line.\n"
+	      "summary: prints the summary table of a trace; --json OUT writes it as JSON.\n"
+	      "check: evaluates checks such as 'device.kernels >= 1', 'lost == 0',\n"
+	      "  'kernel[\"gemm*\"].total <= 25ms' over a summary JSON or a trace; one PASS or\n"
+	      "  FAIL line each; exit 0 all pass, 1 one failed, 2 a check that cannot be\n"
+	      "  evaluated. --junit FILE, --markdown FILE write reports (gputrace check -h).\n"
+	      "diff: compares base runs with new runs per kernel, API call and copy kind;\n"
+	      "  --fail-on 'time > +10%' (and others) exit 1 when a rule breaks; --json,\n"
+	      "  --markdown FILE, --junit FILE (gputrace diff -h).\n"
+	      "report: writes one self-contained HTML page of a trace (gputrace report -h).\n"
+	      "\n"
+	      "The library is found through GPUTRACE_LIB, else next to this command\n"
+	      "(../build/libgputrace.so in a checkout, ../lib/libgputrace.so installed).\n",
+	      f);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		tool__usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "merge"))
 		return cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "summary"))
@@ -39,11 +93,12 @@ int main(int argc, char **argv)
 		printf("gputrace-tool %s\n", GPUTRACE_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		tool__usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "gputrace-tool: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "gputrace: unknown command '%s' (run, merge, summary, check, diff or "
+			"report)\n", argv[1]);
+	fprintf(stderr, "Try 'gputrace --help'.\n");
 	return 2;
 }

@@ -631,51 +631,23 @@ static void usage_merge(FILE *f)
 		   "OUT ending in .gz is written compressed.\n");
 }
 
-int cmd_merge(int argc, char **argv)
+/* Earliest process start first (the clock anchor is taken then). */
+static int cmp_start(const void *a, const void *b)
+{
+	const struct input *x = a, *y = b;
+	int64_t p = x->meta.has_anchor ? x->meta.realtime_ns : INT64_MAX;
+	int64_t q = y->meta.has_anchor ? y->meta.realtime_ns : INT64_MAX;
+
+	return (p > q) - (p < q);
+}
+
+int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
+		const struct merge_opts *opts)
 {
 	struct merge m = { 0 };
-	const char *outpath = NULL;
-	char **files = calloc((size_t)argc + 1, sizeof(*files));
-	unsigned nfiles = 0;
 	struct buf tmppath = { 0 };
 	int64_t base;
 	int ret = 1, err;
-
-	if (!files)
-		return 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage_merge(stdout);
-			free(files);
-			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, WHO ": %s needs a file name\n", a);
-				goto usage;
-			}
-			outpath = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			outpath = a + 9;
-		} else if (!strcmp(a, "--")) {
-			while (++i < argc)
-				files[nfiles++] = argv[i];
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, WHO ": unknown option '%s'\n", a);
-			goto usage;
-		} else {
-			files[nfiles++] = argv[i];
-		}
-	}
-	if (!outpath || !*outpath) {
-		fprintf(stderr, WHO ": no output file: give -o OUT\n");
-		goto usage;
-	}
-	if (!nfiles) {
-		fprintf(stderr, WHO ": no input traces given\n");
-		goto usage;
-	}
 
 	m.nin = nfiles;
 	m.in = calloc(nfiles, sizeof(*m.in));
@@ -686,12 +658,15 @@ int cmd_merge(int argc, char **argv)
 		struct trace_ops ops = { .ctx = in, .event = pass1_event, .meta = pass1_meta };
 
 		in->path = files[i];
-		in->idx = i;
 		in->scan = trace__scan(WHO, in->path, &ops);
 		if (in->scan == TRACE_ERROR)
 			goto out;
 		build_prefix(in);
 	}
+	if (opts && opts->by_start)
+		qsort(m.in, nfiles, sizeof(*m.in), cmp_start);
+	for (unsigned i = 0; i < nfiles; i++)
+		m.in[i].idx = i;
 	assign_pids(&m);
 	base = assign_shifts(&m);
 
@@ -733,7 +708,9 @@ int cmd_merge(int argc, char **argv)
 	uint64_t total = 0;
 	for (unsigned i = 0; i < nfiles; i++)
 		total += m.in[i].events;
-	fprintf(stderr, WHO ": %s: %" PRIu64 " events from %u traces\n", outpath, total, nfiles);
+	if (!opts || !opts->quiet)
+		fprintf(stderr, WHO ": %s: %" PRIu64 " events from %u traces\n", outpath, total,
+			nfiles);
 	ret = 0;
 out:
 	for (unsigned i = 0; m.in && i < nfiles; i++) {
@@ -748,6 +725,52 @@ out:
 	free(m.in);
 	buf__free(&m.tmp);
 	buf__free(&tmppath);
+	return ret;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	const char *outpath = NULL;
+	char **files = calloc((size_t)argc + 1, sizeof(*files));
+	unsigned nfiles = 0;
+	int ret;
+
+	if (!files)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_merge(stdout);
+			free(files);
+			return 0;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, WHO ": %s needs a file name\n", a);
+				goto usage;
+			}
+			outpath = argv[++i];
+		} else if (!strncmp(a, "--output=", 9)) {
+			outpath = a + 9;
+		} else if (!strcmp(a, "--")) {
+			while (++i < argc)
+				files[nfiles++] = argv[i];
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, WHO ": unknown option '%s'\n", a);
+			goto usage;
+		} else {
+			files[nfiles++] = argv[i];
+		}
+	}
+	if (!outpath || !*outpath) {
+		fprintf(stderr, WHO ": no output file: give -o OUT\n");
+		goto usage;
+	}
+	if (!nfiles) {
+		fprintf(stderr, WHO ": no input traces given\n");
+		goto usage;
+	}
+	ret = tool__merge(outpath, files, nfiles, NULL);
 	free(files);
 	return ret;
 usage:

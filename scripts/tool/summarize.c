@@ -4,6 +4,10 @@
  * (plain, gzip'ed or merged) by the same aggregator (writer/summary.c).
  * Pass 1 learns which pids are processes and what the device rows are
  * called; pass 2 feeds every complete span ("X") to the aggregator.
+ * Several traces (gputrace run with per-process files) sum into one
+ * summary. Every span is attributed to its process, from the "gputrace"
+ * object: a plain trace is one process with its device rows; a merged one
+ * lists its inputs, each with its own object and pid renumbering.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,12 +22,14 @@
 #include "trace.h"
 
 #define WHO "gputrace summary"
+#define MERGE_DEPTH 16 /* merges of merges followed this deep */
 
 struct sum_ctx {
 	struct summarized *out;
 	const struct summarize_hooks *hooks;
 	struct pidmap names;  /* pid -> process_name */
 	struct pidmap hosts;  /* pids of traced processes */
+	struct pidmap procs;  /* pid (host or device row) -> summary__process number */
 	struct summary *s;
 	struct buf cat, name, kind, tmp;
 	uint64_t lost_by_reason;
@@ -85,6 +91,140 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 	return 0;
 }
 
+/* ---- which process each pid belongs to ---- */
+
+/* A pid of one "gputrace" object's own numbering, and its process. */
+struct owner {
+	int64_t pid;
+	int proc;
+};
+
+struct owners {
+	struct owner *v;
+	size_t n, cap;
+};
+
+static void owners__add(struct owners *o, int64_t pid, int proc)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		struct owner *v = realloc(o->v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		o->v = v;
+		o->cap = cap;
+	}
+	o->v[o->n++] = (struct owner){ pid, proc };
+}
+
+static char *str_member(const char *v, const char *e, const char *key, struct buf *tmp)
+{
+	const char *mv, *me;
+
+	if (!jv_get(v, e, key, &mv, &me) || jv_is_null(mv, me))
+		return NULL;
+	if (jv_str(mv, me, tmp))
+		return strdup(tmp->p);
+	buf__reset(tmp);
+	buf__add(tmp, mv, (size_t)(me - mv)); /* a rank may be a number */
+	return strdup(tmp->p);
+}
+
+static void map_pid(const char *map_v, const char *map_e, int64_t pid, int64_t *out)
+{
+	struct jv_iter it;
+	struct jv_member mb;
+	char key[32];
+
+	*out = pid;
+	if (!map_v || !jv_iter_init(&it, map_v, map_e))
+		return;
+	snprintf(key, sizeof(key), "%" PRId64, pid);
+	while (jv_iter_next(&it, &mb))
+		if (jv_key_is(&mb, key) && jv_i64(mb.v, mb.e, out))
+			return;
+}
+
+/* The processes of one "gputrace" object [v, e) and the pids (in its own
+ * numbering) that belong to each: its pid and device rows, or, merged, those
+ * of its inputs through their pid_map. */
+static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int depth,
+			   struct owners *out)
+{
+	const char *mv, *me, *p, *ev, *ee;
+
+	if (jv_get(v, e, "inputs", &mv, &me) && depth < MERGE_DEPTH) {
+		p = mv;
+		while (jv_array_next(&p, me, &ev, &ee)) {
+			const char *gv, *ge, *map_v = NULL, *map_e = NULL;
+			struct owners in = { 0 };
+
+			if (!jv_get(ev, ee, "gputrace", &gv, &ge) || jv_is_null(gv, ge))
+				continue;
+			if (!jv_get(ev, ee, "pid_map", &map_v, &map_e))
+				map_v = map_e = NULL;
+			collect_owners(c, gv, ge, depth + 1, &in);
+			for (size_t i = 0; i < in.n; i++) {
+				int64_t to;
+
+				map_pid(map_v, map_e, in.v[i].pid, &to);
+				owners__add(out, to, in.v[i].proc);
+			}
+			free(in.v);
+		}
+		return;
+	}
+	int64_t pid;
+	uint64_t lost = 0;
+
+	if (!jv_get(v, e, "pid", &mv, &me) || !jv_i64(mv, me, &pid))
+		return;
+	if (jv_get(v, e, "events_lost", &mv, &me))
+		jv_u64(mv, me, &lost);
+	char *exe = str_member(v, e, "exe", &c->tmp), *host = str_member(v, e, "hostname", &c->tmp),
+	     *rank = str_member(v, e, "rank", &c->tmp), *base = exe ? strrchr(exe, '/') : NULL;
+	struct summary_process sp = { .pid = pid, .exe = base ? base + 1 : exe, .host = host,
+				      .rank = rank, .lost = lost };
+	int proc = summary__process(c->s, &sp);
+
+	free(exe);
+	free(host);
+	free(rank);
+	owners__add(out, pid, proc);
+	if (jv_get(v, e, "devices", &mv, &me)) {
+		p = mv;
+		while (jv_array_next(&p, me, &ev, &ee)) {
+			const char *dv, *de;
+			int64_t dpid;
+
+			if (jv_get(ev, ee, "pid", &dv, &de) && jv_i64(dv, de, &dpid))
+				owners__add(out, dpid, proc);
+		}
+	}
+}
+
+static void attribute_pids(struct sum_ctx *c)
+{
+	struct owners o = { 0 };
+	const struct trace_meta *m = &c->out->meta;
+
+	if (!m->present)
+		return;
+	collect_owners(c, m->raw.p, m->raw.p + m->raw.len, 0, &o);
+	for (size_t i = 0; i < o.n; i++) {
+		long slot;
+
+		if (o.v[i].proc <= 0)
+			continue;
+		slot = pidmap__find(&c->procs, o.v[i].pid, true); /* may grow the map */
+		c->procs.vals[slot] = o.v[i].proc;
+	}
+	free(o.v);
+}
+
+/* ---- pass 2 ---- */
+
 static bool is_device_cat(const char *cat)
 {
 	return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
@@ -137,6 +277,11 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			sp.device = devname;
 		}
 	}
+	if (has_pid) {
+		long slot = pidmap__find(&c->procs, pid, false);
+
+		sp.process = slot >= 0 ? (int)c->procs.vals[slot] : 0;
+	}
 	summary__add(c->s, &sp);
 	if (c->hooks && c->hooks->span)
 		c->hooks->span(c->hooks->ctx, &sp);
@@ -151,31 +296,47 @@ static void add_lost(void *ctx, const char *reason, uint64_t n)
 	c->lost_by_reason += n;
 }
 
-int summarize__trace(const char *who, const char *path, const struct summarize_hooks *hooks,
-		     struct summarized *out)
+/* One trace into c->s (its "gputrace" object into c->out->meta). */
+static int add_trace(struct sum_ctx *c, const char *who, const char *path)
+{
+	struct trace_ops ops1 = { .ctx = c, .event = pass1_event, .meta = pass1_meta };
+	struct trace_ops ops2 = { .ctx = c, .event = pass2_event };
+	struct stat st;
+
+	meta__free(&c->out->meta);
+	pidmap__free(&c->names);
+	pidmap__free(&c->hosts);
+	pidmap__free(&c->procs);
+	c->lost_by_reason = 0;
+	if (trace__scan(who, path, &ops1) == TRACE_ERROR)
+		return -1;
+	for (size_t i = 0; i < c->out->meta.nhost_pids; i++)
+		pidmap__find(&c->hosts, c->out->meta.host_pids[i], true);
+	attribute_pids(c);
+	if (trace__scan(who, path, &ops2) == TRACE_ERROR)
+		return -1;
+	meta__each_lost(&c->out->meta, add_lost, c);
+	if (c->out->meta.events_lost > c->lost_by_reason)
+		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
+	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
+	return 0;
+}
+
+int summarize__traces(const char *who, char *const *paths, size_t n,
+		      const struct summarize_hooks *hooks, struct summarized *out)
 {
 	struct sum_ctx c = { .out = out, .hooks = hooks };
-	struct stat st;
 	int ret = -1;
 
 	memset(out, 0, sizeof(*out));
-	struct trace_ops ops1 = { .ctx = &c, .event = pass1_event, .meta = pass1_meta };
-	if (trace__scan(who, path, &ops1) == TRACE_ERROR)
-		goto out;
-	for (size_t i = 0; i < out->meta.nhost_pids; i++)
-		pidmap__find(&c.hosts, out->meta.host_pids[i], true);
 	c.s = summary__new();
 	if (!c.s) {
 		fprintf(stderr, "%s: out of memory\n", who);
 		goto out;
 	}
-	struct trace_ops ops2 = { .ctx = &c, .event = pass2_event };
-	if (trace__scan(who, path, &ops2) == TRACE_ERROR)
-		goto out;
-	meta__each_lost(&out->meta, add_lost, &c);
-	if (out->meta.events_lost > c.lost_by_reason)
-		summary__lost(c.s, "unknown", out->meta.events_lost - c.lost_by_reason);
-	out->bytes = stat(path, &st) ? 0 : (uint64_t)st.st_size;
+	for (size_t i = 0; i < n; i++)
+		if (add_trace(&c, who, paths[i]))
+			goto out;
 	out->s = c.s;
 	c.s = NULL;
 	ret = 0;
@@ -183,11 +344,20 @@ out:
 	summary__free(c.s);
 	pidmap__free(&c.names);
 	pidmap__free(&c.hosts);
+	pidmap__free(&c.procs);
 	buf__free(&c.cat);
 	buf__free(&c.name);
 	buf__free(&c.kind);
 	buf__free(&c.tmp);
 	return ret;
+}
+
+int summarize__trace(const char *who, const char *path, const struct summarize_hooks *hooks,
+		     struct summarized *out)
+{
+	char *one = (char *)path;
+
+	return summarize__traces(who, &one, 1, hooks, out);
 }
 
 void summarized__free(struct summarized *r)
@@ -241,6 +411,7 @@ int cmd_summary(int argc, char **argv)
 
 	if (summarize__trace(WHO, path, NULL, &r))
 		return 1;
+	summary__set_hints(r.s, &(struct summary_hints){ .more = "--json" });
 	if (!json || strcmp(json, "-"))
 		summary__print(r.s, stdout, path, r.bytes);
 	if (json) {

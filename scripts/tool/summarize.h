@@ -8,6 +8,7 @@
 #define GPUTRACE_TOOL_SUMMARIZE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "meta.h"
@@ -32,9 +33,14 @@ struct summarized {
 	uint64_t window_start_ns, window_end_ns;
 };
 
-/* 0, or -1 with the reason printed (prefixed with who). */
+/* 0, or -1 with the reason printed (prefixed with who). Every span is
+ * attributed to its process (summary__process), merged traces' too. */
 int summarize__trace(const char *who, const char *path, const struct summarize_hooks *hooks,
 		     struct summarized *out);
+/* n traces into one summary (gputrace run with per-process files): out's
+ * meta is the last one's, bytes their sum. */
+int summarize__traces(const char *who, char *const *paths, size_t n,
+		      const struct summarize_hooks *hooks, struct summarized *out);
 void summarized__free(struct summarized *r);
 
 #endif
