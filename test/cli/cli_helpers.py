@@ -4,6 +4,7 @@ and recompute a summary from a trace independently of writer/summary.c."""
 import decimal
 import gzip
 import json
+import os
 import pathlib
 import subprocess
 from collections import defaultdict
@@ -81,9 +82,34 @@ def union_ns(intervals):
     return total
 
 
+def process_owners(g):
+    """pid (host or device row) -> its process, (pid, exe, host, rank), from a
+    trace's "gputrace" object: a plain trace's pid and devices, or a merged
+    trace's inputs through their pid_map."""
+    out = {}
+    if not g:
+        return out
+    if g.get("inputs") is not None:
+        for inp in g["inputs"]:
+            pid_map = {int(k): int(v) for k, v in (inp.get("pid_map") or {}).items()}
+            for pid, key in process_owners(inp.get("gputrace")).items():
+                out[pid_map.get(pid, pid)] = key
+        return out
+    rank = g.get("rank")
+    key = (int(g["pid"]), os.path.basename(g.get("exe") or "") or None, g.get("hostname"),
+           None if rank is None else str(rank))
+    out[int(g["pid"])] = key
+    for d in g.get("devices") or []:
+        out[int(d["pid"])] = key
+    return out
+
+
 def expected_summary(trace):
     """The summary's numbers, recomputed from the trace's "X" events."""
     hosts = host_pids(trace)
+    owners = process_owners(trace.get("gputrace"))
+    procs = defaultdict(lambda: {"kernels": [0, 0], "api_calls": [0, 0],
+                                 "devices": defaultdict(list)})
     names = {int(e["pid"]): e["args"]["name"] for e in trace["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     kernels, api, annotations = defaultdict(list), defaultdict(list), defaultdict(list)
@@ -99,8 +125,14 @@ def expected_summary(trace):
         spans += 1
         pid = int(e["pid"])
         args = e.get("args") or {}
+        proc = procs[owners[pid]] if pid in owners else None
         if pid not in hosts:
             devices[names.get(pid, f"pid {pid}")].append((start, start + dur))
+            if proc is not None:
+                proc["devices"][names.get(pid, f"pid {pid}")].append((start, start + dur))
+                if e["cat"] == "kernel":
+                    proc["kernels"][0] += 1
+                    proc["kernels"][1] += dur
             if e["cat"] == "kernel":
                 kernels[e["name"]].append(dur)
             elif e["cat"] in ("gpu_memcpy", "gpu_memset"):
@@ -113,6 +145,9 @@ def expected_summary(trace):
             annotations[e["name"]].append(dur)
         elif e["cat"] != "overhead":
             api[e["name"]].append(dur)
+            if proc is not None:
+                proc["api_calls"][0] += 1
+                proc["api_calls"][1] += dur
 
     def rows(d):
         return {k: {"count": len(v), "total_ns": sum(v), "min_ns": min(v), "max_ns": max(v)}
@@ -127,6 +162,10 @@ def expected_summary(trace):
                    for k, c in copies.items()},
         "devices": {k: {"spans": len(v), "busy_ns": union_ns(v)} for k, v in devices.items()},
         "lost": int((trace.get("gputrace") or {}).get("events_lost", 0)),
+        "processes": {k: {"kernels": {"count": v["kernels"][0], "total_ns": v["kernels"][1]},
+                          "api_calls": {"count": v["api_calls"][0], "total_ns": v["api_calls"][1]},
+                          "devices": {d: union_ns(iv) for d, iv in v["devices"].items()}}
+                      for k, v in procs.items()},
     }
 
 
@@ -146,3 +185,9 @@ def check_summary_json(s, expect):
     got = {r["name"]: {"spans": r["spans"], "busy_ns": r["busy_ns"]} for r in s["devices"]}
     assert got == expect["devices"]
     assert s["lost"]["total"] == expect["lost"]
+    # devices by process: every process that recorded a span, with its own rows
+    got = {(p["pid"], p["exe"], p["host"], p["rank"]):
+           {"kernels": p["kernels"], "api_calls": p["api_calls"],
+            "devices": {d["name"]: d["busy_ns"] for d in p["devices"]}}
+           for p in s["processes"] if p["spans"]}
+    assert got == expect["processes"]

@@ -7,9 +7,13 @@
  *   "CliDev 0"/"queue 0" (dur (i+1) us, flows by correlation), one "cliCopy"
  *   call and a "cli_copy" HtoD copy of 4096*(i+1) bytes (dur 1 us), and
  *   one "cli_fill" (memset, 512 bytes, 500 ns).
- * N is GPUTRACE_PLUGIN_CONFIG "clitest:N" (default 3).
+ * N is GPUTRACE_PLUGIN_CONFIG "clitest:N" (default 3); "clitest:N,exe=NAME"
+ * records only in processes whose program is NAME (the others record
+ * nothing, as the shells and tools around a GPU program do).
  */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <gputrace/gputrace_plugin.h>
 
@@ -17,7 +21,23 @@ struct state {
 	const struct gputrace_builder_api *api;
 	gputrace_builder *b;
 	unsigned n;
+	int skip; /* not the program named by exe= */
 };
+
+/* The program's name is not NAME (config "exe=NAME"). */
+static int other_program(const char *config)
+{
+	const char *want = strstr(config, "exe="), *base;
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (!want || n <= 0)
+		return 0;
+	self[n] = 0;
+	base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+	want += 4;
+	return strncmp(base, want, strcspn(want, ",")) || base[strcspn(want, ",")];
+}
 
 static int q(struct gputrace_plugin_info *info)
 {
@@ -36,6 +56,7 @@ static int create(const struct gputrace_plugin_setup *setup, void **out)
 	s->api = setup->api;
 	s->b = setup->builder;
 	s->n = setup->config && *setup->config ? (unsigned)atoi(setup->config) : 3;
+	s->skip = setup->config && other_program(setup->config);
 	*out = s;
 	return 0;
 }
@@ -60,6 +81,9 @@ static void span(struct state *s, uint32_t kind, int32_t row, const char *name, 
 static int start(void *p)
 {
 	struct state *s = p;
+
+	if (s->skip)
+		return 0;
 	int32_t dev = s->api->device(s->b, "CliDev 0");
 	int32_t queue = s->api->queue(s->b, dev, "queue 0", 0);
 	uint64_t t = s->api->now_ns();

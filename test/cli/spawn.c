@@ -4,11 +4,14 @@
  * (a fresh process image: gputrace must follow through the environment),
  * waits for them and exits with the number of failed children.
  * spawn leaf K: prints "leaf K" and exits 0.
+ * spawn linger MS FILE: creates FILE, sleeps MS milliseconds, exits 0 (a
+ * process that outlives the command that started it).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -17,6 +20,15 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "leaf")) {
 		printf("leaf %s\n", argv[2]);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "linger")) {
+		struct timespec ts = { atoi(argv[2]) / 1000, (atoi(argv[2]) % 1000) * 1000000l };
+		FILE *f = fopen(argv[3], "w");
+
+		if (f)
+			fclose(f);
+		nanosleep(&ts, NULL);
 		return 0;
 	}
 	n = argc > 1 ? atoi(argv[1]) : 2;

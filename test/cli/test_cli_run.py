@@ -6,13 +6,14 @@ records a known set of spans in every process it is loaded into."""
 import gzip
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
 from cli_helpers import (PLUGIN_DIR, SCRIPT, check_summary_json, expected_summary, gputrace,
                          gt_env, load_exact, plugin_env, trace_files)
-from conftest import clean_env, need, strip_gputrace
+from conftest import clean_env, gputrace_lines, need, strip_gputrace
 
 # shell builtins only: one process, one trace file
 PROGRAM = ["sh", "-c", 'while read -r l; do echo "$l"; done; echo "to stderr" >&2; exit 7']
@@ -25,11 +26,25 @@ def test_output_and_exit_status_pass_through(tmp_path):
     assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout) == \
         (7, b"hello\nworld\n")
     assert strip_gputrace(traced.stderr) == plain.stderr.decode() == "to stderr\n"
-    # the default output: gputrace-%e-%p.json in the current directory
+    # a shell that makes no GPU call records nothing: no file, and one line saying so
+    assert list(tmp_path.iterdir()) == []
+    assert gputrace_lines(traced.stderr) == [
+        "gputrace: no process of the run recorded anything (no GPU API call gputrace "
+        "knows): no trace written"]
+
+
+def test_default_output_is_one_file_per_run(tmp_path):
+    # gputrace-%e-%t.json: the command's name and the run's start time
+    p, _ = run_plugin(tmp_path, "--no-summary", name=None,
+                      program=["sh", "-c", "sh -c true; sh -c true"])
+    assert p.returncode == 0, p.stderr
     files = trace_files(tmp_path)
-    assert len(files) == 1 and files[0].name.startswith("gputrace-")
-    meta = load_exact(files[0])["gputrace"]
-    assert files[0].name.endswith(f"-{meta['pid']}.json")
+    assert len(files) == 1 and re.fullmatch(r"gputrace-sh-\d{8}T\d{6}Z\.json", files[0].name)
+    assert [f.name for f in tmp_path.iterdir()] == [files[0].name]  # no parts left
+    # three shells, each recording the plug-in's spans: one timeline
+    t = load_exact(files[0])
+    assert t["gputrace"]["merged"] is True and len(t["gputrace"]["inputs"]) == 3
+    assert len([e for e in t["traceEvents"] if e.get("name") == "cli_kernel"]) == 9
 
 
 def test_signal_passes_through(tmp_path):
@@ -37,11 +52,12 @@ def test_signal_passes_through(tmp_path):
     assert p.returncode == -15
 
 
-def test_command_replaces_the_script(tmp_path):
-    # exec: no shell stays between the caller and the program
+def test_no_shell_in_between(tmp_path):
+    # the script execs the tool, which runs the command as its own child:
+    # the command's parent is the process the caller started
     env = gt_env()
     proc = subprocess.Popen([str(SCRIPT), "run", "--no-summary", "--",
-                             "sh", "-c", "echo $$"], cwd=tmp_path, env=env,
+                             "sh", "-c", "echo $PPID"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -50,9 +66,10 @@ def test_command_replaces_the_script(tmp_path):
 
 def run_plugin(tmp_path, *opts, n=3, name="t.json", program=None):
     need(PLUGIN_DIR / "libclitest.so")
-    out = tmp_path / name
+    out = tmp_path / name if name else None
     program = program or ["sh", "-c", 'echo "program stderr" >&2']
-    p = gputrace(["run", "-o", out, "--plugin-path", PLUGIN_DIR, *opts, "--"] + program,
+    p = gputrace(["run"] + (["-o", out] if out else []) + ["--plugin-path", PLUGIN_DIR, *opts,
+                                                          "--"] + program,
                  tmp_path, env=plugin_env(n))
     return p, out
 

@@ -2,6 +2,7 @@
 line), options mapped onto GPUTRACE_* variables, the preload set up."""
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -46,8 +47,24 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--"], "no command given"),
     (["run", "--bogus", "--", "true"], "unknown option '--bogus'"),
     (["run", "-o"], "option '-o' needs a value"),
-    (["run", "--buffer-kb", "lots", "--", "true"], "--buffer-kb wants a number"),
-    (["run", "--stacks=0", "--", "true"], "--stacks=DEPTH wants a depth of 1 or more"),
+    (["run", "--buffer-kb", "lots", "--", "true"],
+     "--buffer-kb 'lots' is not valid: expected kilobytes per thread, an integer from 4 to "
+     "1048576"),
+    (["run", "--backends", "opencl", "--", "true"],
+     "--backends 'opencl' is not valid: expected a comma list of cupti, ze, plugins, all, or"),
+    (["run", "--flush-ms=5", "--", "true"], "--flush-ms '5' is not valid"),
+    (["run", "--stacks=0", "--", "true"],
+     "--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), not '0'"),
+    (["run", "--stacks=100", "--", "true"],
+     "--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), not '100'"),
+    (["run", "--stacks", "65", "--", "true"], "not '65'"),
+    (["run", "-o", "t-%q.json", "--", "true"],
+     "-o 't-%q.json' is not valid: expected a file path template"),
+    (["run", "-o", "no-such-dir/t.json", "--", "true"],
+     "no-such-dir/t.json: cannot write in"),
+    (["run", "-o", "t-%p.json", "--per-process", "d", "--", "true"],
+     "give either --per-process DIR or an -o template with %p"),
+    (["run", "--summary-json", "s-%q.json", "--", "true"], "--summary-json 's-%q.json'"),
     (["run", "--no-summary=yes", "--", "true"], "'--no-summary' takes no value"),
     (["merge"], "no output file"),
     (["merge", "-o", "out.json"], "no input traces"),
@@ -57,13 +74,16 @@ def test_version_is_the_builds(tmp_path):
     (["summary", "a.json", "b.json"], "one trace at a time"),
 ])
 def test_usage_errors_exit_2(tmp_path, args, message):
-    p = gputrace(args, tmp_path)
+    # the command, if it ran, would leave a file
+    cmd = [w for a in args for w in (["touch", tmp_path / "ran"] if a == "true" else [a])]
+    p = gputrace(cmd, tmp_path, env=gt_env({"TMPDIR": str(tmp_path)}))
     err = p.stderr.decode()
     assert p.returncode == 2, err
     assert message in err
     assert err.startswith("gputrace") or err.startswith("usage: gputrace")
     assert p.stdout == b""
-    assert trace_files(tmp_path) == [], "a usage error must not trace anything"
+    # nothing was run, and nothing left: no trace, no folder, no state
+    assert list(tmp_path.iterdir()) == [], "a usage error must not run or leave anything"
 
 
 def test_missing_library_is_reported(tmp_path):
@@ -86,10 +106,32 @@ def test_library_found_next_to_the_script(tmp_path):
     assert p.returncode == 0 and p.stdout.startswith(b"usage: gputrace summary")
 
 
-def test_command_not_found(tmp_path):
-    p = gputrace(["run", "--", str(tmp_path / "no-such-program")], tmp_path)
-    assert p.returncode == 127
-    assert b"no-such-program" in p.stderr
+@pytest.mark.parametrize("cmd,status,reason", [("/nonexistent", 127, "not found"),
+                                               ("no-such-program-anywhere", 127, "not found"),
+                                               ("./not-executable", 126, "Permission denied")])
+def test_command_not_found(tmp_path, cmd, status, reason):
+    (tmp_path / "not-executable").write_text("echo hi\n")
+    p = gputrace(["run", "--", cmd, "arg"], tmp_path, env=gt_env({"TMPDIR": str(tmp_path)}))
+    assert p.returncode == status
+    # as a shell says it, and nothing else: no script path, no line number
+    assert p.stderr.decode() == f"gputrace: {cmd}: {reason}\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["not-executable"]
+
+
+def test_symlinked_command_finds_its_library(tmp_path):
+    # a bin/ folder on PATH with a link to the checkout's command (a link to a link)
+    if LIB != ROOT / "build" / "libgputrace.so" or SAN_PRELOAD:
+        pytest.skip("the checkout default is build/libgputrace.so; this run tests another build")
+    (tmp_path / "bin").mkdir()
+    os.symlink(SCRIPT, tmp_path / "gputrace-link")
+    os.symlink(tmp_path / "gputrace-link", tmp_path / "bin" / "gputrace")
+    env = gt_env({"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})
+    del env["GPUTRACE_LIB"], env["GPUTRACE_TOOL"]
+    p = subprocess.run(["gputrace", "run", "--no-summary", "--", "sh", "-c",
+                        'echo "$LD_PRELOAD"'], cwd=tmp_path, env=env, capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().strip() == str(LIB)
 
 
 def parse_env(stdout):
@@ -98,18 +140,18 @@ def parse_env(stdout):
 
 def test_options_map_to_environment(tmp_path):
     sub = tmp_path / "sub"
-    sub.mkdir()
+    (sub / "out").mkdir(parents=True)
     p = gputrace(["run", "-o", "out/t-%p.json.gz", "--backends", "ze,plugins",
                   "--activities", "kernel,memcpy", "--buffer-kb", "256", "--flush-ms=50",
-                  "--stacks=8", "--stacks-all", "--graph-trace", "--plugin-path", "plug",
+                  "--stacks", "8", "--stacks-all", "--graph-trace", "--plugin-path", "plug",
                   "--kineto-cycle-ms", "500",
                   "--no-cupti", "--no-summary", "--summary-json", "s.json", "--log", "warn",
-                  "--", "env"], sub)
+                  "--", "env"], sub, env=gt_env({"TMPDIR": str(tmp_path)}))
     assert p.returncode == 0, p.stderr
     env = parse_env(p.stdout)
     real = os.path.realpath(sub)
-    assert env["GPUTRACE_OUTPUT"] == f"{real}/out/t-%p.json.gz"  # absolute: children may cd
-    assert env["GPUTRACE_SUMMARY_JSON"] == f"{real}/s.json"
+    # a template with %p: each process names its own file (absolute: children may cd)
+    assert env["GPUTRACE_OUTPUT"] == f"{real}/out/t-%p.json.gz"
     assert env["GPUTRACE_BACKENDS"] == "ze,plugins"
     assert env["GPUTRACE_ACTIVITIES"] == "kernel,memcpy"
     assert env["GPUTRACE_BUFFER_KB"] == "256"
@@ -120,17 +162,26 @@ def test_options_map_to_environment(tmp_path):
     assert env["GPUTRACE_PLUGIN_PATH"] == "plug"
     assert env["GPUTRACE_KINETO_CYCLE_MS"] == "500"
     assert env["GPUTRACE_DISABLE_CUPTI"] == "1"
-    assert env["GPUTRACE_SUMMARY"] == "0"
     assert env["GPUTRACE_LOG"] == "warn"
+    # the summary is the run's to make: the processes print none of their own
+    assert "GPUTRACE_SUMMARY" not in env and "GPUTRACE_SUMMARY_JSON" not in env
+    state = env["GPUTRACE_RUN_STATE"]
+    assert state.startswith(f"{tmp_path}/gputrace-run-")
+    assert not os.path.exists(state), "the run's state folder is removed at the end"
 
 
 def test_defaults(tmp_path):
     p = gputrace(["run", "--stacks", "--", "env"], tmp_path)
     env = parse_env(p.stdout)
-    assert env["GPUTRACE_OUTPUT"] == os.path.realpath(tmp_path) + "/gputrace-%e-%p.json"
+    # one trace per run, gputrace-%e-%t.json; the processes write into its parts folder
+    m = re.fullmatch(re.escape(os.path.realpath(tmp_path)) +
+                     r"/gputrace-env-\d{8}T\d{6}Z\.json\.parts/%e-%p\.json",
+                     env["GPUTRACE_OUTPUT"])
+    assert m, env["GPUTRACE_OUTPUT"]
     assert env["GPUTRACE_STACKS"] == "16"
     for var in ("GPUTRACE_SUMMARY", "GPUTRACE_STACKS_ALL", "GPUTRACE_SUMMARY_JSON"):
         assert var not in env
+    assert list(tmp_path.iterdir()) == []  # env recorded nothing: no parts folder left
 
 
 def test_preload_is_prepended(tmp_path):
