@@ -36,6 +36,8 @@ struct gt_lifecycle_hooks {
 	/* True when the calling thread is the writer's own (it cannot wait
 	 * for itself). */
 	bool (*is_own_thread)(void);
+	/* The process's first event: it has something to record now. */
+	void (*recording)(void);
 };
 
 /* One writer registers; the shim takes the first it finds. */

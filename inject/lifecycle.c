@@ -56,6 +56,10 @@ static bool no_writer_thread(void)
 	return false;
 }
 
+static void no_writer_recording(void)
+{
+}
+
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -64,6 +68,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.fork_parent = no_writer,
 	.forget = no_writer,
 	.is_own_thread = no_writer_thread,
+	.recording = no_writer_recording,
 };
 
 const struct gt_lifecycle_hooks *lifecycle__hooks(void)

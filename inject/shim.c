@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -58,6 +59,32 @@ extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, 
 
 /* ---- logging ---- */
 
+/*
+ * Under gputrace run, a line that every process of the run would print (a
+ * broken plug-in, a library that is missing) is printed by the first one
+ * only: one marker file per distinct line in the run's state folder.
+ */
+static bool said_in_run(const char *line, size_t n)
+{
+	char path[PATH_MAX];
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	int fd;
+
+	if (!gt_cfg.run_state[0])
+		return false;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
+	if (snprintf(path, sizeof(path), "%s/said-%016llx", gt_cfg.run_state,
+		     (unsigned long long)h) >= (int)sizeof(path))
+		return false;
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EEXIST;
+}
+
 void gt_log(int level, const char *fmt, ...)
 {
 	char buf[1024];
@@ -77,7 +104,7 @@ void gt_log(int level, const char *fmt, ...)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
 	/* one write: the line stays whole among the program's own output */
-	if (write(STDERR_FILENO, buf, n) < 0)
+	if (!said_in_run(buf, (size_t)n) && write(STDERR_FILENO, buf, n) < 0)
 		errno = saved;
 	errno = saved;
 }
@@ -157,6 +184,9 @@ static void register_exit_handler(void)
 		atexit(at_exit_finish);
 }
 
+/* The process has had a first event (a first ring). */
+static _Atomic bool recording;
+
 static struct ring *ring_for_thread(void)
 {
 	struct ring *r = gt_tls_ring;
@@ -174,6 +204,8 @@ static struct ring *ring_for_thread(void)
 	pthread_setspecific(ring_key, r);
 	ring_register(r);
 	register_exit_handler();
+	if (!atomic_exchange(&recording, true))
+		lifecycle__hooks()->recording();
 	gt_start_writer();
 	return r;
 }
@@ -454,6 +486,7 @@ GT_HIDDEN void shim__start_process(void)
 	exe_name(gt_st.exe, sizeof(gt_st.exe));
 	lifecycle__hooks()->init();
 	atomic_store(&writer_started, false);
+	atomic_store(&recording, false);
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);
 }
 

@@ -126,6 +126,21 @@ static size_t command_line(char *out, size_t cap)
 	return len;
 }
 
+/* This process as the summary names it: pid, program, host (into host),
+ * rank (into rank; NULL when not under MPI/torchrun/Slurm). */
+static struct summary_process this_process(char *host, size_t len, char *rank, size_t rlen)
+{
+	struct gt_rank r = config__rank();
+	struct summary_process p = { .pid = gt_st.pid, .exe = gt_st.exe, .host = host };
+
+	if (r.source && snprintf(rank, rlen, "%ld", r.rank) < (int)rlen)
+		p.rank = rank;
+	if (gethostname(host, len - 1))
+		strcpy(host, "localhost");
+	host[len - 1] = 0;
+	return p;
+}
+
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -151,8 +166,13 @@ bool checkpoint__open(void)
 	W.opened = true;
 	/* the summary is built as events are written, only if someone reads
 	 * it; under gputrace run the run makes one of all its processes */
-	if (!gt_cfg.run_state[0] && (gt_cfg.summary || gt_cfg.summary_json[0]))
+	if (!gt_cfg.run_state[0] && (gt_cfg.summary || gt_cfg.summary_json[0])) {
+		char host[256], rank[32];
+		struct summary_process me = this_process(host, sizeof(host), rank, sizeof(rank));
+
 		W.sum = summary__new();
+		W.sum_process = summary__process(W.sum, &me); /* its one row */
+	}
 	struct jbuf head = { 0 }, pending = W.buf;
 	bool any = W.any_event;
 	W.buf = (struct jbuf){ 0 };
@@ -424,7 +444,8 @@ void checkpoint__write(bool final)
 
 void checkpoint__summary(void)
 {
-	char json[PATH_MAX];
+	char json[PATH_MAX], host[256], rank[32];
+	struct summary_process me;
 	uint64_t full;
 	int err;
 
@@ -442,6 +463,10 @@ void checkpoint__summary(void)
 		if (atomic_load(&gt_st.lost_count[i]))
 			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
 				      atomic_load(&gt_st.lost_count[i]));
+	/* the process's row gets its losses too (the same process: added) */
+	me = this_process(host, sizeof(host), rank, sizeof(rank));
+	me.lost = lost_total(false, NULL);
+	summary__process(W.sum, &me);
 	summary__set_hints(W.sum, &(struct summary_hints){ .more = "GPUTRACE_SUMMARY_JSON",
 							   .buffer = "GPUTRACE_BUFFER_KB=",
 							   .buffer_kb = gt_cfg.buffer_kb });

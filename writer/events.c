@@ -499,6 +499,7 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		.bytes = arg_u64(args, nargs, GT_S_ARG_BYTES),
 		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
+		.process = W.sum_process,
 	};
 
 	summary__add(W.sum, &s);

@@ -82,6 +82,7 @@ struct writer {
 	struct gt_rank rank; /* read when the file is opened */
 
 	struct summary *sum;
+	int sum_process; /* this process's row in sum */
 	uint64_t last_checkpoint_ns, last_dlopen_poll_ns;
 
 	pthread_t thread;

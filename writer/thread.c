@@ -96,7 +96,6 @@ int writer__start_thread(void)
 	int err;
 
 	W.last_checkpoint_ns = gt_clock_ns();
-	checkpoint__list('*', NULL); /* under gputrace run: we record now */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_store(&W.thread_running, true);
@@ -218,6 +217,12 @@ void writer__forget(void)
 	pthread_mutex_init(&W.cycle_lock, NULL);
 }
 
+/* Under gputrace run, the run waits for processes that record (checkpoint.c). */
+static void writer__recording(void)
+{
+	checkpoint__list('*', NULL);
+}
+
 /* What the shim's life cycle calls (inject/hooks.h). */
 static const struct gt_lifecycle_hooks writer_hooks = {
 	.init = writer__init,
@@ -227,5 +232,6 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.fork_parent = writer__fork_parent,
 	.forget = writer__forget,
 	.is_own_thread = writer__is_drain_thread,
+	.recording = writer__recording,
 };
 GT_LIFECYCLE_HOOKS(writer_hooks);

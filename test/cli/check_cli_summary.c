@@ -186,6 +186,177 @@ START_TEST(test_print_block_is_indented)
 }
 END_TEST
 
+static char *print_to_text(struct summary *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	summary__print(s, f, "t.json", 100);
+	fclose(f);
+	return text;
+}
+
+/* One row of the kernels table, by the numbers that end it. */
+static const char *row_with(const char *text, const char *tail)
+{
+	const char *p = strstr(text, tail);
+
+	ck_assert_msg(p, "no row ending \"%s\" in:\n%s", tail, text);
+	return p;
+}
+
+START_TEST(test_one_call_two_calls)
+{
+	struct summary *s = summary__new();
+	char *text;
+
+	add(s, "kernel", "k", 0, 10, "GPU 0", 0, NULL);
+	add(s, "ze_api", "zeX", 0, 10, NULL, 0, NULL);
+	add(s, "gpu_memset", "fill", 10, 10, "GPU 0", 64, NULL);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(strstr(text, "  trace: 100 B, 3 spans over 20 ns\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  kernels: 1 distinct, 1 launch, 10 ns total\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  API calls: 1 distinct, 1 call, 10 ns total\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  copies and fills: 1 operation, 64 B, 10 ns total\n"));
+	ck_assert_ptr_nonnull(strstr(text, "busy 20 ns of 20 ns (100.0%), 2 spans\n"));
+	free(text);
+	add(s, "ze_api", "zeX", 0, 10, NULL, 0, NULL);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(strstr(text, "  API calls: 1 distinct, 2 calls, 20 ns total\n"));
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
+/* Templated kernel names longer than the column: never two rows that read
+ * the same. Ends that differ survive the shortening; names that differ only
+ * in the middle are printed whole. */
+START_TEST(test_long_names_never_look_alike)
+{
+	static const char head[] = "void at::native::vectorized_elementwise_kernel<4, ";
+	static const char mid1[] = "at::native::AddFunctor<float>";
+	static const char mid2[] = "at::native::MulFunctor<float>";
+	static const char tail[] = ", at::detail::Array<char*, 3> >(int, float*)";
+	struct summary *s = summary__new();
+	char a[256], b[256], c[256], d[256], *text;
+
+	snprintf(a, sizeof(a), "%s%s%s", head, mid1, tail);
+	snprintf(b, sizeof(b), "%s%s%s", head, mid2, tail);
+	snprintf(c, sizeof(c), "%s%s, at::detail::Array<char*, 2> >(int, float*)", head, mid1);
+	snprintf(d, sizeof(d), "%s%s, at::detail::Array<char*, 1> >(int, float*)", head, mid1);
+	add(s, "kernel", a, 0, 1000, "GPU 0", 0, NULL);
+	add(s, "kernel", b, 0, 2000, "GPU 0", 0, NULL);
+	add(s, "kernel", c, 0, 3000, "GPU 0", 0, NULL);
+	add(s, "kernel", d, 0, 4000, "GPU 0", 0, NULL);
+	text = print_to_text(s);
+	/* a and b differ in the middle only: each whole, on a line of its own */
+	ck_assert_ptr_nonnull(strstr(text, "\n    void at::native::vectorized_elementwise_kernel<4, "
+					   "at::native::AddFunctor<float>, at::detail::Array<char*, "
+					   "3> >(int, float*)\n"));
+	ck_assert_ptr_nonnull(strstr(text, "MulFunctor<float>, at::detail::Array<char*, 3> >(int, "
+					   "float*)\n"));
+	/* c and d keep their different ends, shortened in the middle */
+	ck_assert_ptr_nonnull(row_with(text, "void at::native::v...har*, 2> >(int, float*)"));
+	ck_assert_ptr_nonnull(row_with(text, "void at::native::v...har*, 1> >(int, float*)"));
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
+/* Devices by process: each process's own kernels, calls and busy time. */
+START_TEST(test_devices_by_process)
+{
+	struct summary *s = summary__new();
+	struct summary_process p1 = { .pid = 10, .exe = "python", .host = "n1", .lost = 2 };
+	struct summary_process p2 = { .pid = 11, .exe = "python", .host = "n1", .rank = "1" };
+	int a = summary__process(s, &p1), b = summary__process(s, &p2);
+	struct summary_span sp = { .cat = "kernel", .name = "k", .start_ns = 0, .dur_ns = 100,
+				   .device = "n1: GPU 0", .process = a };
+	json_object *o, *procs, *first, *dev;
+	char *text;
+
+	ck_assert_int_eq(a, 1);
+	ck_assert_int_eq(b, 2);
+	/* the same process (an exec'd image): the same row, named after it */
+	p1.exe = "train";
+	p1.lost = 1;
+	ck_assert_int_eq(summary__process(s, &p1), a);
+	summary__add(s, &sp);
+	sp.start_ns = 50; /* overlaps the first: busy 150 for process a */
+	summary__add(s, &sp);
+	sp.process = b;
+	sp.start_ns = 1000;
+	summary__add(s, &sp);
+	sp = (struct summary_span){ .cat = "ze_api", .name = "zeX", .start_ns = 0, .dur_ns = 7,
+				    .process = b };
+	summary__add(s, &sp);
+	o = to_json(s);
+	procs = get(o, "processes");
+	ck_assert_int_eq(json_object_array_length(procs), 2);
+	first = json_object_array_get_idx(procs, 0); /* most kernel time first */
+	ck_assert_int_eq(geti(first, "pid"), 10);
+	ck_assert_str_eq(json_object_get_string(get(first, "exe")), "train");
+	ck_assert_str_eq(json_object_get_string(get(first, "host")), "n1");
+	ck_assert(json_object_is_type(get(first, "rank"), json_type_null));
+	ck_assert_int_eq(geti(first, "lost"), 3);
+	ck_assert_int_eq(geti(get(first, "kernels"), "count"), 2);
+	ck_assert_int_eq(geti(get(first, "kernels"), "total_ns"), 200);
+	dev = json_object_array_get_idx(get(first, "devices"), 0);
+	ck_assert_str_eq(json_object_get_string(get(dev, "name")), "n1: GPU 0");
+	ck_assert_int_eq(geti(dev, "busy_ns"), 150);
+	ck_assert_int_eq(geti(get(json_object_array_get_idx(procs, 1), "api_calls"), "count"), 1);
+	ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(procs, 1), "rank")),
+			 "1");
+	/* the device row is one, over both processes */
+	ck_assert_int_eq(geti(json_object_array_get_idx(get(o, "devices"), 0), "busy_ns"), 250);
+	json_object_put(o);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(strstr(text, "  processes: 2\n    train (pid 10): 2 kernels 200 ns, "
+					   "0 calls 0 ns, 3 lost\n      n1: GPU 0"));
+	ck_assert_ptr_nonnull(strstr(text, "    rank 1: python (pid 11): 1 kernel 100 ns, 1 call "
+					   "7 ns, 0 lost\n"));
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
+/* Lost events: the line says what to do, with the caller's option. */
+START_TEST(test_lost_events_advice)
+{
+	struct summary *s = summary__new();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	summary__lost(s, "ring_full", 5);
+	summary__lost(s, "cupti_dropped", 1);
+	summary__set_hints(s, &(struct summary_hints){ .buffer = "--buffer-kb ", .buffer_kb = 4096 });
+	f = open_memstream(&text, &len);
+	summary__print_lost_line(s, f, "t.json");
+	fclose(f);
+	ck_assert_str_eq(text, "gputrace: 6 events lost (cupti_dropped 1, ring_full 5) in t.json; "
+			       "a thread recorded faster than gputrace wrote: rerun with "
+			       "--buffer-kb 16384 (now 4096 KiB per thread)\n");
+	free(text);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(strstr(text, "  lost events: 6 (cupti_dropped 1, ring_full 5)\n    a "
+					   "thread recorded faster than gputrace wrote: rerun with "
+					   "--buffer-kb 16384 (now 4096 KiB per thread)\n"));
+	free(text);
+	summary__free(s);
+	/* nothing lost: no line */
+	s = summary__new();
+	text = NULL;
+	f = open_memstream(&text, &len);
+	summary__print_lost_line(s, f, "t.json");
+	fclose(f);
+	ck_assert_str_eq(text, "");
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
 static int64_t us_ns(const char *s)
 {
 	int64_t ns = -42;
@@ -292,6 +463,10 @@ int main(void)
 	tcase_add_test(tc, test_busy_is_a_union);
 	tcase_add_test(tc, test_rows_are_bounded);
 	tcase_add_test(tc, test_print_block_is_indented);
+	tcase_add_test(tc, test_one_call_two_calls);
+	tcase_add_test(tc, test_long_names_never_look_alike);
+	tcase_add_test(tc, test_devices_by_process);
+	tcase_add_test(tc, test_lost_events_advice);
 	tcase_add_test(tc, test_exact_microseconds);
 	tcase_add_test(tc, test_value_boundaries);
 	tcase_add_test(tc, test_stream_reader);

@@ -1,0 +1,154 @@
+"""The library in processes of a job (plain LD_PRELOAD, no gputrace run): one
+that makes no traced call gets no drain thread, no file, no summary; one
+that records keeps its descriptor table as it was (the trace's descriptor
+moves up only inside the first 64 slots: growing the table of a threaded
+process waits for an RCU grace period); GPUTRACE_SUMMARY_JSON is a template
+('%p'); messages name the expanded path and the reason. And the summary's
+wording: 'see --json' in gputrace summary, what to do about lost events."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from cli_helpers import PLUGIN_DIR, SPAWN, gputrace, gt_env, load_exact, trace_files
+from conftest import PRELOAD, clean_env, gputrace_lines, need
+
+
+def traced_env(extra=None, plugin=None):
+    e = clean_env({"LD_PRELOAD": PRELOAD})
+    if plugin:
+        need(PLUGIN_DIR / "libclitest.so")
+        e.update({"GPUTRACE_PLUGIN_PATH": str(PLUGIN_DIR), "GPUTRACE_PLUGIN_CONFIG":
+                  f"clitest:{plugin}"})
+    e.update(extra or {})
+    return e
+
+
+def status_of(text, key):
+    return [l.split()[1] for l in text.splitlines() if l.startswith(key + ":")][0]
+
+
+@pytest.mark.sanitize
+def test_process_that_records_nothing_leaves_nothing(tmp_path):
+    # the default output name, relative: it would land here
+    p = subprocess.run(["sh", "-c", "ls / >/dev/null; cat /proc/$$/status; sh -c true"],
+                       cwd=tmp_path, env=traced_env(), capture_output=True, timeout=60)
+    assert p.returncode == 0
+    assert list(tmp_path.iterdir()) == [], "no file for a process that recorded nothing"
+    assert p.stderr == b"", "no summary, no message"
+    # and no drain thread: it starts with the first event
+    assert status_of(p.stdout.decode(), "Threads") == "1"
+
+
+def test_process_that_records_has_its_thread_and_file(tmp_path):
+    p = subprocess.run(["sh", "-c", "cat /proc/self/status"], cwd=tmp_path,
+                       env=traced_env({"GPUTRACE_SUMMARY": "0"}, plugin="3,exe=cat"),
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert status_of(p.stdout.decode(), "Threads") == "2"
+    (f,) = trace_files(tmp_path)
+    assert len([e for e in load_exact(f)["traceEvents"] if e.get("name") == "cli_kernel"]) == 3
+
+
+def lingering(tmp_path, env, wait_for):
+    """spawn linger, started through a small shell (a fresh descriptor table,
+    whatever the test runner holds open); its /proc status and descriptors
+    ({fd: (dev, inode)}) once wait_for exists."""
+    p = subprocess.Popen(["/bin/sh", "-c", 'exec "$@"', "sh", SPAWN, "linger", "3000",
+                          tmp_path / "ready"], cwd=tmp_path, env=env)
+    try:
+        end = time.monotonic() + 20
+        while not wait_for.exists() and time.monotonic() < end:
+            assert p.poll() is None
+            time.sleep(0.005)
+        assert wait_for.exists()
+        status = open(f"/proc/{p.pid}/status").read()
+        fds = {}
+        for fd in os.listdir(f"/proc/{p.pid}/fd"):
+            st = os.stat(f"/proc/{p.pid}/fd/{fd}")
+            fds[int(fd)] = (st.st_dev, st.st_ino)
+    finally:
+        p.kill()
+        p.wait()
+    return status, fds
+
+
+def test_descriptor_table_not_grown(tmp_path):
+    need(SPAWN)
+    out = tmp_path / "t.json"
+    plain, _ = lingering(tmp_path, clean_env(), tmp_path / "ready")
+    (tmp_path / "ready").unlink()
+    # the trace is named once its first checkpoint is on disk
+    status, fds = lingering(tmp_path, traced_env({"GPUTRACE_OUTPUT": str(out),
+                                                  "GPUTRACE_SUMMARY": "0"},
+                                                 plugin="3,exe=spawn"), out)
+    assert int(status_of(status, "Threads")) >= 2
+    # the table the process started with (64 slots, or what it inherited),
+    # not grown to hold a descriptor at 512
+    assert int(status_of(plain, "FDSize")) <= 512
+    assert status_of(status, "FDSize") == status_of(plain, "FDSize")
+    ours = [fd for fd, inode in fds.items() if inode == (out.stat().st_dev, out.stat().st_ino)]
+    assert len(ours) == 1 and 3 <= ours[0] < 64, fds
+
+
+def test_summary_json_template_per_process(tmp_path):
+    need(SPAWN)
+    p = subprocess.run(["sh", "-c", f"{SPAWN} leaf 0; {SPAWN} leaf 1"], cwd=tmp_path,
+                       env=traced_env({"GPUTRACE_SUMMARY": "0", "GPUTRACE_SUMMARY_JSON":
+                                       "s-%e-%p.json",
+                                       "GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")},
+                                      plugin="3,exe=spawn"), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    traces = trace_files(tmp_path)
+    summaries = sorted(tmp_path.glob("s-*.json"))
+    pids = sorted(int(load_exact(t)["gputrace"]["pid"]) for t in traces if t.name[0] == "t")
+    # one summary per process that recorded (the shell wrote none), each its own
+    assert [s.name for s in summaries] == [f"s-spawn-{pid}.json" for pid in pids]
+    for pid, s in zip(pids, summaries):
+        j = json.loads(s.read_text())
+        assert j["trace"]["path"] == str(tmp_path / f"t-{pid}.json")
+        assert [q["pid"] for q in j["processes"]] == [pid]
+        assert j["totals"]["kernels"]["count"] == 3
+
+
+def test_message_names_the_expanded_path_and_reason(tmp_path):
+    p = subprocess.run(["sh", "-c", "echo $$"], cwd=tmp_path,
+                       env=traced_env({"GPUTRACE_OUTPUT": str(tmp_path / "missing" / "t-%p.json")},
+                                      plugin=3), capture_output=True, timeout=60)
+    assert p.returncode == 0
+    pid = int(p.stdout)
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: cannot write the trace to '{tmp_path}/missing/t-{pid}.json': No such file or "
+        "directory; tracing stops, the program goes on"]
+
+
+def test_summary_command_points_at_its_own_option(tmp_path):
+    events = [{"ph": "X", "cat": "ze_api", "name": f"zeCall{i:02d}", "pid": 1, "tid": 1,
+               "ts": i, "dur": 0.5} for i in range(12)]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    p = gputrace(["summary", tmp_path / "t.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = p.stdout.decode()
+    assert "API calls: 12 distinct, 12 calls, 6000 ns total" in text
+    assert "    ... 2 more (see --json)\n" in text and "--summary-json" not in text
+
+
+def test_lost_events_say_what_to_do_also_without_summary(tmp_path):
+    need(SPAWN)
+    (tmp_path / "tmp").mkdir()
+    env = gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000", "TMPDIR": str(tmp_path / "tmp")})
+    p = gputrace(["run", "-o", "t.json", "--no-summary", "--buffer-kb", "4", "--plugin-path",
+                  PLUGIN_DIR, "--", SPAWN, "leaf", "0"], tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    lost = int(load_exact(tmp_path / "t.json")["gputrace"]["events_lost"])
+    assert lost > 0
+    # one line, the loss and the remedy, though the summary is off
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: {lost} events lost (ring_full {lost}) in {tmp_path}/t.json; a thread "
+        "recorded faster than gputrace wrote: rerun with --buffer-kb 16 (now 4 KiB per thread)"]
+    p = gputrace(["run", "-o", "u.json", "--buffer-kb", "4", "--plugin-path", PLUGIN_DIR, "--",
+                  SPAWN, "leaf", "0"], tmp_path, env=env)
+    assert "    a thread recorded faster than gputrace wrote: rerun with --buffer-kb 16 " \
+        "(now 4 KiB per thread)\n" in p.stderr.decode()
