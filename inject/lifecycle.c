@@ -121,9 +121,10 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
 		atomic_store(&finish_tid, 0);
 	}
-	if (!shim__recorded_anything()) {
-		/* no traced call, nothing lost, no backend at work: no file to
-		 * close, no cycle to wait for */
+	if (!shim__recorded_anything() || (from_signal && !shim__has_events())) {
+		/* no traced call, nothing lost, no backend at work (or, from a
+		 * fatal signal, none asked for a last flush): no file to close,
+		 * no cycle to wait for */
 		gt_phase_set(GT_PHASE_DONE);
 	} else if (lifecycle__hooks()->is_own_thread() ||
 		   lifecycle__hooks()->sync(true, timeout_ms) < 0) {

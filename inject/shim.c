@@ -490,10 +490,14 @@ GT_HIDDEN void shim__start_process(void)
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);
 }
 
+bool shim__has_events(void)
+{
+	return atomic_load(&recording) || atomic_load(&gt_st.lost_reason[0]);
+}
+
 bool shim__recorded_anything(void)
 {
-	return atomic_load(&writer_started) || atomic_load(&gt_st.rings) ||
-	       atomic_load(&gt_st.lost_reason[0]);
+	return atomic_load(&writer_started) || shim__has_events();
 }
 
 static void gt_init(void)

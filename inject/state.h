@@ -42,8 +42,11 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 GT_HIDDEN void *shim__wrapper_for(const char *symbol);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);
-/* Anything recorded, lost or being written: false for a process that made
- * no traced call (its exit has nothing to wait for). */
+/* Events were recorded (or lost). */
+GT_HIDDEN bool shim__has_events(void);
+/* Events, or a backend that may hand some over at the final flush (the
+ * writer runs): false for a process that made no traced call (its exit
+ * has nothing to wait for). */
 GT_HIDDEN bool shim__recorded_anything(void);
 GT_HIDDEN void lifecycle__init(void);
 /* Tell the backends of libraries loaded since the last call (the writer's
