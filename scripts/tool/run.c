@@ -428,7 +428,8 @@ static bool ends_with(const char *s, const char *suffix)
 static void plan_outputs(struct run *r)
 {
 	const char *accepted = NULL;
-	char expanded[PATH_MAX];
+	char expanded[PATH_MAX], json[PATH_MAX];
+	uint64_t start = (uint64_t)time(NULL) * 1000000000ull;
 	struct stat st;
 	int err;
 
@@ -439,9 +440,18 @@ static void plan_outputs(struct run *r)
 		usage_error("give either --per-process DIR or an -o template with %%p, not both");
 	/* %e is the command's name, %t the run's start, %h and %r this host's */
 	err = config__expand_output(r->tmpl, expanded, sizeof(expanded), (int)getpid(),
-				    base_name(r->cmd[0]), (uint64_t)time(NULL) * 1000000000ull);
+				    base_name(r->cmd[0]), start);
 	if (err)
 		usage_error("-o '%s': %s", r->tmpl, strerror(-err));
+	if (r->summary_json) {
+		/* a template too, expanded as OUT is */
+		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
+					    base_name(r->cmd[0]), start);
+		if (err)
+			usage_error("--summary-json '%s': %s", r->summary_json, strerror(-err));
+		absolute(r->summary_path, sizeof(r->summary_path), json);
+		check_folder("--summary-json", r->summary_path);
+	}
 	if (r->per_process) {
 		/* each process names its own file: the template, absolute */
 		absolute(r->child_output, sizeof(r->child_output), r->tmpl);
@@ -864,10 +874,8 @@ static void summarize(struct run *r)
 	else
 		summary__print_lost_line(r->sum, stderr, label.p);
 	buf__free(&label);
-	/* the run's summary JSON: asked for, or kept in the state folder */
-	if (r->summary_json)
-		absolute(r->summary_path, sizeof(r->summary_path), r->summary_json);
-	else
+	/* the run's summary JSON: asked for (planned), or kept in the state folder */
+	if (!r->summary_json)
 		snprintf(r->summary_path, sizeof(r->summary_path), "%s/summary.json", r->state);
 	err = summary__write_json(r->sum, r->summary_path, n == 1 ? files[0] : NULL, bytes);
 	if (err) {

@@ -228,20 +228,21 @@ def test_per_process_folder_keeps_each_process_trace(tmp_path):
 
 
 def test_template_with_pid_gives_per_process_files_and_one_summary(tmp_path):
-    p = run_plugin_job(tmp_path, "-o", "tr-%e-%p.json", "--summary-json", "s.json", n=2)
+    # --summary-json is a template too: %e is the command's name
+    p = run_plugin_job(tmp_path, "-o", "tr-%e-%p.json", "--summary-json", "s-%e.json", n=2)
     assert p.returncode == 0, p.stderr
-    files = [f for f in trace_files(tmp_path) if f.name != "s.json"]
+    files = [f for f in trace_files(tmp_path) if f.name != "s-sh.json"]
     assert len(files) == 2 and all(re.fullmatch(r"tr-spawn-\d+\.json", f.name) for f in files)
     # one summary, of both files
     blocks = summary_blocks(p.stderr)
     assert blocks == [f"gputrace summary: 2 traces: {' '.join(map(str, files))}"] or \
         blocks == [f"gputrace summary: 2 traces: {' '.join(map(str, reversed(files)))}"]
-    s = json.loads((tmp_path / "s.json").read_text())
+    s = json.loads((tmp_path / "s-sh.json").read_text())
     assert s["trace"]["path"] is None
     assert s["totals"]["kernels"]["count"] == 6 and len(s["processes"]) == 2
     assert {p["pid"] for p in s["processes"]} == \
         {int(load_exact(f)["gputrace"]["pid"]) for f in files}
-    check_clean(tmp_path, [f.name for f in files] + ["s.json"])
+    check_clean(tmp_path, [f.name for f in files] + ["s-sh.json"])
 
 
 def test_existing_output_is_never_overwritten(tmp_path):
