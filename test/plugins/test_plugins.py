@@ -221,7 +221,8 @@ def test_broken_plugin_one_line(tmp_path, name):
                         lines[0]), lines[0]
     calls = log.read_text().split("\n")[:-1] if log.exists() else []
     assert calls in [[f"{name} {c}" for c in seq] for seq in BROKEN_CALLS[name]]
-    assert r.trace["traceEvents"] is not None  # the trace is still written and valid
+    # the program runs on; a broken plug-in recorded nothing: no trace file
+    assert not os.path.exists(r.trace_path)
 
 
 def test_flush_failure_in_drain_cycle(tmp_path):
