@@ -49,6 +49,9 @@ SIZES = {
     "launches": (20_000, 256),
     "stack_calls": (200_000, 1_000),
     "stack_depths": ((4, 16, 64), (4,)),
+    "procs": (400, 10),
+    "loop": (200, 10),
+    "exit_calls": (1_000, 100),
 }
 # Calls per burst: over the drain's high-water mark (a quarter of the default
 # 64 Ki-slot ring) so the drain thread starts on it within one 10 ms poll,
@@ -67,6 +70,9 @@ TARGETS = {
     "drain_events_per_s": 5e6,
     "drain_vs_write": 3.0,   # drain time / raw write time, at most
     "rss_spread": 0.10,      # (max - min) / min of peak RSS, at most
+    "quiet_added_ns": 200e3, # a process that records nothing, added, at most
+    "run_loop_ratio": 1.2,   # gputrace run -- a shell loop of /bin/true / untraced, at most
+    "exit_added_ns": 1e6,    # a traced process's exit beyond writing its events, at most
 }
 
 
@@ -99,7 +105,7 @@ class Bench:
             remove(old)
         return p
 
-    def run(self, cmd, env, timeout=600, rss=False):
+    def run(self, cmd, env, timeout=600, rss=False, cwd=None):
         """Run cmd; return its bench= line as a dict (with rss: _rss_kb, its peak RSS
         from /usr/bin/time; LD_PRELOAD goes to the program, not to time)."""
         cmd = [str(c) for c in cmd]
@@ -108,7 +114,7 @@ class Bench:
             env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
             cmd = [TIME, "-f", "gputrace-bench-rss=%M", "env"] + pre + cmd
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, cwd=cwd)
             deadline = time.monotonic() + timeout
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -331,6 +337,71 @@ class Bench:
                       "ratio": min(v) / min(plain)} for d, v in by_depth.items()]}
 
 
+    def exit_ns(self, cmd, env):
+        """How long cmd's exit() takes until it is reaped (bench_ze exit prints
+        the time it calls exit; blocking wait here, no polling)."""
+        proc = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, cwd=self.work)
+        _, status = os.waitpid(proc.pid, 0)
+        reaped = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out = proc.stdout.read().decode()
+        proc.stdout.close()
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: {cmd[0]} failed ({proc.returncode})")
+        fields = dict(kv.split("=", 1) for kv in out.split())
+        return reaped - int(fields["exit_at_ns"])
+
+    def row_processes(self):
+        """What the library costs processes that never use a GPU (the shells,
+        compilers and tools of a job), gputrace run over a shell loop, and a
+        traced process's exit."""
+        n, loop_n, calls = self.size("procs"), self.size("loop"), self.size("exit_calls")
+        spawn = [BIN / "bench_spawn", n, "/bin/true"]
+        plain, quiet = [], []
+        loop = f"for i in $(seq {loop_n}); do /bin/true; done"
+        run_env = self.env(False, {"GPUTRACE_LIB": str(LIB),
+                                   "GPUTRACE_TOOL": str(BUILD / "gputrace-tool"),
+                                   "TMPDIR": str(self.work)})
+        loop_plain, loop_run = [], []
+        ze = [BIN / "bench_ze", "exit", calls]
+        exit_plain, exit_drained, exit_now, lost = [], [], [], 0
+        for _ in range(self.reps):
+            plain.append(f(self.run(spawn, self.env(), cwd=self.work), "med_ns"))
+            quiet.append(f(self.run(spawn, self.env(True), cwd=self.work), "med_ns"))
+            for cmd, times, env in ((["sh", "-c", loop], loop_plain, self.env()),
+                                    ([ROOT / "scripts" / "gputrace", "run", "--no-summary",
+                                      "--", "sh", "-c", loop], loop_run, run_env)):
+                t = time.monotonic_ns()
+                subprocess.run([str(c) for c in cmd], env=env, cwd=self.work, check=True,
+                               stderr=subprocess.DEVNULL)
+                times.append(time.monotonic_ns() - t)
+            exit_plain.append(self.exit_ns(ze + [50_000], self.env()))
+            for pause, times in ((50_000, exit_drained), (0, exit_now)):
+                path = self.trace_path("exit.json")
+                times.append(self.exit_ns(ze + [pause], self.env(True, {
+                    "GPUTRACE_OUTPUT": str(path)})))
+                lost += read_trailer(path)[0].get("events_lost", 0)
+                remove(path)
+        self.results["7_processes"] = {
+            "workload": f"bench_spawn: /bin/true {n} times (median spawn-to-reaped), untraced "
+                        "and with the library preloaded (it records nothing); sh -c 'for i in "
+                        f"$(seq {loop_n}); do /bin/true; done', untraced and under gputrace run "
+                        f"--no-summary (wall); bench_ze exit: {calls} calls, then exit() until "
+                        "reaped, after a 50 ms pause (the calls are written by then) or at once",
+            "procs": n, "untraced_ns_per_process": min(plain),
+            "quiet_ns_per_process": min(quiet), "quiet_added_ns": min(quiet) - min(plain),
+            "loop_procs": loop_n, "loop_untraced_ns": min(loop_plain),
+            "loop_run_ns": min(loop_run), "loop_ratio": min(loop_run) / min(loop_plain),
+            "exit_calls": calls, "exit_untraced_ns": min(exit_plain),
+            "exit_drained_ns": min(exit_drained),
+            "exit_added_ns": min(exit_drained) - min(exit_plain),
+            "exit_at_once_ns": min(exit_now),
+            "exit_at_once_added_ns": min(exit_now) - min(exit_plain),
+            "events_lost": lost,
+        }
+
+
 # ---- helpers ----
 
 def f(res, key):
@@ -509,6 +580,23 @@ def table(res, m, reps):
                          f"{sns(x['added_ns_per_call'])}/call",
                          f"traced, no stacks {ns(r['traced_ns_per_call'])}/call",
                          f"{x['ratio']:.2f}x", "", ""))
+    r = res.get("7_processes")
+    if r:
+        rows.append(("7 processes", f"/bin/true x{r['procs']}, records nothing",
+                     f"{sns(r['quiet_added_ns'])}/process",
+                     f"untraced {ns(r['untraced_ns_per_process'])}/process", "",
+                     "< 0.2 ms", ok(r["quiet_added_ns"] < TARGETS["quiet_added_ns"])))
+        rows.append(("", f"run -- sh -c '{r['loop_procs']} x /bin/true'",
+                     f"{r['loop_run_ns'] / 1e6:.1f} ms",
+                     f"untraced {r['loop_untraced_ns'] / 1e6:.1f} ms",
+                     f"{r['loop_ratio']:.2f}x", "<= 1.2x",
+                     ok(r["loop_ratio"] <= TARGETS["run_loop_ratio"])))
+        rows.append(("", f"exit after {r['exit_calls']} calls, written",
+                     f"{sns(r['exit_added_ns'])}, {r['events_lost']} lost",
+                     f"untraced exit {ns(r['exit_untraced_ns'])}", "", "< 1 ms",
+                     ok(r["exit_added_ns"] < TARGETS["exit_added_ns"])))
+        rows.append(("", f"exit right after {r['exit_calls']} calls",
+                     f"{sns(r['exit_at_once_added_ns'])} (writes them)", "", "", "", ""))
     head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")
     widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
     lines = [f"gputrace overhead (make bench) on {m['cpu']}, {m['cores']} cores, Linux "
@@ -527,17 +615,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
     ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--only", default="", help="comma list of rows to run (1-6)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-7)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
-    for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor"):
+    for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor",
+              BIN / "bench_spawn", BUILD / "gputrace-tool"):
         if not p.exists():
             sys.exit(f"bench: {p} is missing: run make bench (it builds it)")
     m = machine()
     with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=str(BUILD)) as work:
         b = Bench(args.quick, reps, work)
         steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain),
-                 ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks)]
+                 ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks),
+                 ("7", b.row_processes)]
         only = set(filter(None, args.only.split(",")))
         start = time.monotonic()
         for key, fn in steps:

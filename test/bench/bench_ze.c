@@ -16,6 +16,10 @@
  *	an immediate list, the last signalling an event the host waits for.
  *	The time per launch covers the whole cycle: what the program waits.
  *	A pause after every <burst> launches lets the tracer drain.
+ *   bench_ze exit <calls> [pause_us]
+ *	<calls> calls, a pause (the tracer writes them meanwhile), then exit:
+ *	prints the CLOCK_MONOTONIC time right before exit(), for the harness
+ *	to measure how long the exit takes until the process is reaped.
  */
 #include <level_zero/ze_api.h>
 
@@ -248,6 +252,19 @@ int main(int argc, char **argv)
 		return bench_launch(argc > 2 ? argv[2] : "", test_arg(argc, argv, 3, 20000),
 				    test_arg(argc, argv, 4, 64), test_arg(argc, argv, 5, 0),
 				    test_arg(argc, argv, 6, 50000));
+	if (!strcmp(mode, "exit")) {
+		unsigned long n = test_arg(argc, argv, 2, 1000);
+
+		setup();
+		if (call_loop(n) != n)
+			BENCH_DIE("bench_ze: calls failed");
+		bench_sleep_us(test_arg(argc, argv, 3, 0));
+		printf("bench=exit calls=%lu exit_at_ns=%llu\n", n,
+		       (unsigned long long)bench_wall());
+		fflush(stdout);
+		exit(0);
+	}
 	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
-		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]");
+		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]\n"
+		  "       bench_ze exit <calls> [pause_us]");
 }

@@ -13,7 +13,11 @@ $(BENCH_DIR)/bench_core: test/bench/bench_core.c test/bench/bench.h $(BENCH_CORE
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< $(BENCH_CORE_OBJS) -lpthread -ldl -lz -lm
 
-BENCH_BUILD += $(BENCH_DIR)/bench_floor $(BENCH_DIR)/bench_core
+$(BENCH_DIR)/bench_spawn: test/bench/bench_spawn.c test/bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+
+BENCH_BUILD += $(BENCH_DIR)/bench_floor $(BENCH_DIR)/bench_core $(BENCH_DIR)/bench_spawn
 
 ifeq ($(HAVE_ZE),1)
 $(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h

@@ -109,6 +109,31 @@ def test_ze_launches_untraced_and_traced(tmp_path, kind):
     assert len(events(t, ph="X", name="zeCommandListAppendLaunchKernel")) == 48
 
 
+def test_spawn_reports_its_processes(tmp_path):
+    need(BIN / "bench_spawn")
+    r = report(run([BIN / "bench_spawn", 5, "/bin/true"]).stdout)
+    assert (r["bench"], r["procs"]) == ("spawn", "5")
+    assert int(r["med_ns"]) > 0
+    # under the library, a process that records nothing leaves no file
+    proc = subprocess.run([str(BIN / "bench_spawn"), "5", "/bin/true"], cwd=tmp_path,
+                          env=clean_env({"LD_PRELOAD": str(LIB)}), capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stderr == b"" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+def test_ze_exit_prints_when_it_exits(tmp_path):
+    need(BIN / "bench_ze")
+    trace = tmp_path / "exit.json"
+    env = sim_env({"LD_PRELOAD": str(LIB), "GPUTRACE_OUTPUT": str(trace),
+                   "GPUTRACE_SUMMARY": "0"})
+    r = report(run([BIN / "bench_ze", "exit", 50, 1000], env).stdout)
+    assert r["bench"] == "exit" and int(r["exit_at_ns"]) > 0
+    t = load_trace(trace)
+    assert len(events(t, ph="X", name="zeDriverGetApiVersion")) == 50
+    assert t["gputrace"]["complete"] is True
+
+
 def test_ze_rejects_bad_arguments():
     need(BIN / "bench_ze")
     proc = subprocess.run([str(BIN / "bench_ze"), "launch", "sideways", "10"],
@@ -128,10 +153,10 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     text = proc.stdout.decode()
     for measure in ("1 added cost per host call", "2 scaling with threads",
                     "3 drain + JSON, one core", "4 memory (peak RSS)",
-                    "5 device path, per launch", "6 stacks (--stacks)"):
+                    "5 device path, per launch", "6 stacks (--stacks)", "7 processes"):
         assert measure in text
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "2_threads", "3_drain", "4_memory",
-                                          "5_device", "6_stacks"]
+                                          "5_device", "6_stacks", "7_processes"]
     assert figures["quick"] is True
     assert figures["results"]["1_host_call"]["events_lost"] == 0
