@@ -17,18 +17,17 @@
 
 GT_HIDDEN struct gt_config gt_cfg;
 
-static void clear(char *s)
-{
-	if (s[0])
-		s[0] = 0;
-}
-
 static void config_defaults(struct gt_config *cfg)
 {
+	/* the process's own configuration is zero the first time: its path
+	 * buffers are not even read (each is a page fault in every process) */
+	static bool fresh = true;
+
 	memset(cfg, 0, offsetof(struct gt_config, output));
-	clear(cfg->plugin_path);
-	clear(cfg->summary_json);
-	clear(cfg->run_state);
+	if (cfg != &gt_cfg || !fresh)
+		cfg->plugin_path[0] = cfg->summary_json[0] = cfg->run_state[0] = 0;
+	if (cfg == &gt_cfg)
+		fresh = false;
 	strcpy(cfg->output, "gputrace-%e-%p.json");
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
 	cfg->backends = GT_BACKEND_ALL;

@@ -49,11 +49,8 @@ DLSYM_EARLY static dlsym_fn dlsym__real(void)
 	return f;
 }
 
-__attribute__((constructor(101))) static void dlsym__init(void)
-{
-	/* Ready before other constructors look symbols up through us. */
-	dlsym__real();
-}
+/* Found on first use (the first dlsym through us), not at load: a process
+ * that never calls dlsym does not pay for the lookup. */
 
 void *gt_dlsym_real(void *handle, const char *symbol)
 {

@@ -474,6 +474,15 @@ static void exe_name(char *out, size_t len)
 	out[k] = 0;
 }
 
+/* The program's name, read the first time it is needed (readlink of
+ * /proc/self/exe costs ~6 us: not for a process that records nothing). */
+const char *gt_exe(void)
+{
+	if (!gt_st.exe[0])
+		exe_name(gt_st.exe, sizeof(gt_st.exe));
+	return gt_st.exe;
+}
+
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
 GT_HIDDEN void shim__start_process(void)
 {
@@ -483,7 +492,7 @@ GT_HIDDEN void shim__start_process(void)
 
 	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
 	gt_st.anchor_clock_ns = anchor.clock_ns;
-	exe_name(gt_st.exe, sizeof(gt_st.exe));
+	gt_st.exe[0] = 0; /* gt_exe(), when the trace first needs it */
 	lifecycle__hooks()->init();
 	atomic_store(&writer_started, false);
 	atomic_store(&recording, false);

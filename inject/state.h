@@ -24,7 +24,7 @@ struct gt_state {
 	pid_t pid;
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
-	char exe[256];
+	char exe[256]; /* read it with gt_exe() */
 };
 
 extern GT_HIDDEN struct gt_state gt_st;
@@ -42,6 +42,8 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 GT_HIDDEN void *shim__wrapper_for(const char *symbol);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);
+/* The program's name (the executable's file name), read on first use. */
+GT_HIDDEN const char *gt_exe(void);
 /* Events were recorded (or lost). */
 GT_HIDDEN bool shim__has_events(void);
 /* Events, or a backend that may hand some over at the final flush (the

@@ -131,7 +131,7 @@ static size_t command_line(char *out, size_t cap)
 static struct summary_process this_process(char *host, size_t len, char *rank, size_t rlen)
 {
 	struct gt_rank r = config__rank();
-	struct summary_process p = { .pid = gt_st.pid, .exe = gt_st.exe, .host = host };
+	struct summary_process p = { .pid = gt_st.pid, .exe = gt_exe(), .host = host };
 
 	if (r.source && snprintf(rank, rlen, "%ld", r.rank) < (int)rlen)
 		p.rank = rank;
@@ -148,13 +148,13 @@ bool checkpoint__open(void)
 
 	if (W.opened || W.failed)
 		return W.opened;
-	err = config__expand_output(gt_cfg.output, path, sizeof(W.path), gt_st.pid, gt_st.exe,
+	err = config__expand_output(gt_cfg.output, path, sizeof(W.path), gt_st.pid, gt_exe(),
 				    gt_st.anchor_realtime_ns);
 	if (err) {
 		/* checked at start-up, but the real program name or pid can make
 		 * it too long; the default is always valid */
 		config__expand_output("gputrace-%e-%p.json", path, sizeof(W.path), gt_st.pid,
-				      gt_st.exe, gt_st.anchor_realtime_ns);
+				      gt_exe(), gt_st.anchor_realtime_ns);
 		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
 		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
 	}
@@ -189,7 +189,7 @@ bool checkpoint__open(void)
 	}
 	/* The host process first, above its devices; then whatever the cycle
 	 * formatted before the file existed. */
-	events__meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_st.exe, strlen(gt_st.exe), 0);
+	events__meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_exe(), strlen(gt_exe()), 0);
 	events__meta(&W.buf, "process_sort_index", (uint32_t)gt_st.pid, 0, "sort_index", NULL, 0, 0);
 	char cmd[1024];
 	size_t cmd_len = command_line(cmd, sizeof(cmd));
@@ -309,7 +309,7 @@ static void build_trailer(bool final)
 		     "\",\"pid\":");
 	json__u64(b, (uint32_t)gt_st.pid);
 	jbuf__lit(b, ",\"exe\":");
-	json__str(b, gt_st.exe, strlen(gt_st.exe));
+	json__str(b, gt_exe(), strlen(gt_exe()));
 	jbuf__lit(b, ",\"hostname\":");
 	json__str(b, host, strlen(host));
 	jbuf__lit(b, ",\"rank\":");
@@ -473,7 +473,7 @@ void checkpoint__summary(void)
 	if (gt_cfg.summary_json[0]) {
 		/* a template too: s-%p.json gives each process its own */
 		err = config__expand_output(gt_cfg.summary_json, json, sizeof(json), gt_st.pid,
-					    gt_st.exe, gt_st.anchor_realtime_ns);
+					    gt_exe(), gt_st.anchor_realtime_ns);
 		if (!err)
 			err = summary__write_json(W.sum, json, W.opened ? W.out.path : NULL,
 						  W.out.size);

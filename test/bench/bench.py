@@ -376,11 +376,13 @@ class Bench:
                 subprocess.run([str(c) for c in cmd], env=env, cwd=self.work, check=True,
                                stderr=subprocess.DEVNULL)
                 times.append(time.monotonic_ns() - t)
-            exit_plain.append(self.exit_ns(ze + [50_000], self.env()))
-            for pause, times in ((50_000, exit_drained), (0, exit_now)):
+            exit_plain.append(self.exit_ns(ze + [100_000], self.env()))
+            # drained: a 20 ms flush interval and a 100 ms pause, so the calls are
+            # in the file before exit; at once: the exit writes them
+            for pause, times in ((100_000, exit_drained), (0, exit_now)):
                 path = self.trace_path("exit.json")
                 times.append(self.exit_ns(ze + [pause], self.env(True, {
-                    "GPUTRACE_OUTPUT": str(path)})))
+                    "GPUTRACE_OUTPUT": str(path), "GPUTRACE_FLUSH_MS": "20"})))
                 lost += read_trailer(path)[0].get("events_lost", 0)
                 remove(path)
         self.results["7_processes"] = {
@@ -388,7 +390,8 @@ class Bench:
                         "and with the library preloaded (it records nothing); sh -c 'for i in "
                         f"$(seq {loop_n}); do /bin/true; done', untraced and under gputrace run "
                         f"--no-summary (wall); bench_ze exit: {calls} calls, then exit() until "
-                        "reaped, after a 50 ms pause (the calls are written by then) or at once",
+                        "reaped, after a 100 ms pause with GPUTRACE_FLUSH_MS=20 (the calls are "
+                        "in the file by then) or at once",
             "procs": n, "untraced_ns_per_process": min(plain),
             "quiet_ns_per_process": min(quiet), "quiet_added_ns": min(quiet) - min(plain),
             "loop_procs": loop_n, "loop_untraced_ns": min(loop_plain),
