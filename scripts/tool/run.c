@@ -11,7 +11,8 @@
  *   4. traced processes still running after CMD are waited for;
  *   5. the traces become one (gputrace merge) at OUT; the parts go;
  *   6. one summary of every process: stderr, and --summary-json;
- *   7. exit as CMD did.
+ *   7. --check: the checks (check.c) over that summary;
+ *   8. exit as CMD did (or, CMD having succeeded, as the checks did).
  *
  * Processes that record nothing write nothing (the library starts its
  * thread and file at the first event), so the shells, compilers and tools
@@ -75,6 +76,10 @@ struct run {
 	const char *stacks;          /* --stacks depth, "on" or "off" */
 	bool no_summary;
 	const char *var_value[NVAR_OPTIONS];
+	char **checks;               /* --check, each one check */
+	size_t nchecks;
+	const char *checks_file;     /* --checks */
+	const char *junit, *markdown;
 	char **cmd;
 	/* where things go */
 	bool per_process;            /* -o has %p: the files are the result */
@@ -221,6 +226,24 @@ static void parse_options(struct run *r, int argc, char **argv)
 		} else if (!strcmp(name, "--no-summary")) {
 			NO_VALUE();
 			r->no_summary = true;
+		} else if (!strcmp(name, "--check")) {
+			NEXT_VALUE();
+			if (strchr(val, '\n'))
+				usage_error("--check takes one check; give --check once per check");
+			r->checks = realloc(r->checks, (r->nchecks + 1) * sizeof(*r->checks));
+			if (!r->checks)
+				exit(1);
+			r->checks[r->nchecks++] = val;
+		} else if (!strcmp(name, "--checks")) {
+			NEXT_VALUE();
+			if (access(val, R_OK))
+				usage_error("--checks: cannot read '%s': %s", val, strerror(errno));
+			r->checks_file = val;
+		} else if (!strcmp(name, "--junit") || !strcmp(name, "--markdown")) {
+			NEXT_VALUE();
+			if (!*val)
+				usage_error("%s needs a file name", name);
+			*(name[2] == 'j' ? &r->junit : &r->markdown) = val;
 		} else if (!strcmp(name, "--stacks")) {
 			if (!val && i + 1 < argc && is_number(argv[i + 1]))
 				val = argv[++i];
@@ -245,7 +268,52 @@ static void parse_options(struct run *r, int argc, char **argv)
 	}
 	if (i >= argc)
 		usage_error("run: no command given (" WHO " run [options] -- CMD ARGS...)");
+	if ((r->junit || r->markdown) && !r->nchecks && !r->checks_file)
+		usage_error("--junit and --markdown report checks: give --check or --checks");
 	r->cmd = argv + i;
+}
+
+/* ---- 7. checks (check.c) ---- */
+
+/* gputrace check with our options: its lines on stderr (stdout is CMD's). */
+static int check(struct run *r, bool syntax_only)
+{
+	char **argv = calloc(r->nchecks + 16, sizeof(*argv));
+	int argc = 0, st, out;
+
+	if (!argv)
+		exit(1);
+	argv[argc++] = "check";
+	if (syntax_only)
+		argv[argc++] = "--syntax-only";
+	if (r->junit && !syntax_only) {
+		argv[argc++] = "--junit";
+		argv[argc++] = (char *)r->junit;
+	}
+	if (r->markdown && !syntax_only) {
+		argv[argc++] = "--markdown";
+		argv[argc++] = (char *)r->markdown;
+	}
+	if (r->checks_file) {
+		argv[argc++] = "--checks";
+		argv[argc++] = (char *)r->checks_file;
+	}
+	if (!syntax_only)
+		argv[argc++] = r->summary_path;
+	argv[argc++] = "--";
+	for (size_t i = 0; i < r->nchecks; i++)
+		argv[argc++] = r->checks[i];
+	fflush(stdout);
+	out = dup(STDOUT_FILENO);
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	st = cmd_check(argc, argv);
+	fflush(stdout);
+	if (out >= 0) {
+		dup2(out, STDOUT_FILENO);
+		close(out);
+	}
+	free(argv);
+	return st;
 }
 
 static const char *option_value(const struct run *r, const char *var)
@@ -893,7 +961,7 @@ int cmd_run(int argc, char **argv)
 	struct gt_config env;
 	const char *lib = getenv("GPUTRACE_LIB");
 	char **cmd_env;
-	int err;
+	int err, checked = -1;
 
 	parse_options(&r, argc, argv);
 	if (!lib || !*lib) {
@@ -901,6 +969,9 @@ int cmd_run(int argc, char **argv)
 			"gputrace command\n");
 		return 1;
 	}
+	/* a malformed check stops here, before CMD runs */
+	if ((r.nchecks || r.checks_file) && check(&r, true))
+		return 2;
 	read_env(&r, &env);
 	env_defaults(&r, &env);
 	plan_outputs(&r);
@@ -936,10 +1007,18 @@ int cmd_run(int argc, char **argv)
 	/*
 	 * Here the run is over and all of it is on disk: r.trace is its trace
 	 * ("" if nothing was recorded; r.traces with -o %p), r.summary_path its
-	 * summary JSON and r.sum the summary itself. Checks of a run go here,
-	 * before the state folder goes.
+	 * summary JSON and r.sum the summary itself.
 	 */
+	if (r.nchecks || r.checks_file) {
+		if (!r.summary_path[0])
+			fprintf(stderr, WHO ": run --check: no summary was written; the checks "
+				"cannot be evaluated\n");
+		checked = r.summary_path[0] ? check(&r, false) : 2;
+	}
 	summary__free(r.sum);
 	remove_state(&r);
+	/* CMD's failure is the run's; else the checks': 3 failed, 4 not evaluable */
+	if (checked >= 0 && WIFEXITED(r.sup.status) && !WEXITSTATUS(r.sup.status))
+		exit(checked == 0 ? 0 : checked == 1 ? 3 : 4);
 	sup__exit_as(r.sup.status);
 }

@@ -78,10 +78,15 @@ def test_shell_pipeline(tmp_path):
     assert [e for e, _ in processes(s)] == ["ze_basic", "ze_dlopen"]
     assert s["trace"]["path"] == str(out)
     check_summary_json(s, expected_summary(trace))
-    # both processes used one GPU: one device row, its busy time split by process
-    assert len(s["devices"]) == 1 and s["totals"]["kernels"]["count"] == 7 + 1
-    per_process = {p["exe"]: p["devices"][0]["spans"] for p in s["processes"]}
-    assert sum(per_process.values()) == s["devices"][0]["spans"]
+    # both processes used the GPU; merged, each has its own row of it
+    # ("host [pid N] GPU 0: ..."), and each process's devices are its own row
+    assert s["totals"]["kernels"]["count"] == 7 + 1
+    rows = {d["name"]: d["spans"] for d in s["devices"]}
+    for proc in s["processes"]:
+        (dev,) = proc["devices"]
+        assert f"[pid {proc['pid']}] GPU 0" in dev["name"]
+        assert dev["spans"] == rows[dev["name"]]
+    assert len(rows) == 2
     assert "processes: 2" in p.stderr.decode()
 
 
