@@ -46,6 +46,8 @@ def test_every_summary_validates(summaries):
     merged = summaries["merged, lost events"]
     assert merged["lost"] == {"total": 5, "by_reason": {"ring_full": 4, "cupti_dropped": 1}}
     assert merged["kernels"] and merged["copies"] and merged["api_calls"]
+    # devices by process: the two hand-written processes and the traced one
+    assert len(merged["processes"]) == 3 and summaries["at exit"]["processes"]
 
 
 @pytest.mark.parametrize("path, value", [
@@ -58,6 +60,9 @@ def test_every_summary_validates(summaries):
     (("api_calls", 0, "cat"), 7),
     (("lost", "by_reason", "ring_full"), "3"),
     (("partial",), 0),
+    (("processes", 0, "spans"), -1),
+    (("processes", 0, "rank"), 0),
+    (("processes", 0, "devices"), {}),
 ])
 def test_a_broken_field_is_rejected(summaries, path, value):
     s = copy.deepcopy(summaries["at exit"])
