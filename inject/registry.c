@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "registry.h"
 
@@ -94,12 +93,8 @@ static uint32_t intern_locked(const char *s, size_t len, bool force_new)
 	if (str_count >= STR_CHUNK * STR_CHUNKS)
 		return GT_S_EMPTY;
 	if (!str_entry(str_count)) {
-		/* mmap, not calloc: zero pages are touched only as ids fill them
-		 * (the first chunk holds a few hundred strings: one page, not 16) */
-		struct str_entry *chunk = mmap(NULL, STR_CHUNK * sizeof(*chunk),
-					       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-					       -1, 0);
-		if (chunk == MAP_FAILED)
+		struct str_entry *chunk = calloc(STR_CHUNK, sizeof(*chunk));
+		if (!chunk)
 			return GT_S_EMPTY;
 		atomic_store_explicit(&str_chunks[str_count >> STR_CHUNK_BITS], chunk,
 				      memory_order_release);
