@@ -54,6 +54,11 @@ CUPTI_CFLAGS := -I$(CUDA_HOME)/include -DGT_CUDA_HOME=\"$(CUDA_HOME)\"
 else
 $(info gputrace: CUPTI headers not found under CUDA_HOME=$(CUDA_HOME): building without the CUDA backend)
 endif
+# A sanitizer runtime loads libgcc_s itself: the unwinder stubs that spare a
+# plain build loading it (inject/unwind.c) stay out.
+ifneq ($(SANITIZE),)
+LIB_EXCLUDE += inject/unwind.c
+endif
 LIB_SRCS := $(sort $(filter-out $(LIB_EXCLUDE),$(wildcard $(LIB_SRCS))))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 LIB      := $(BUILD)/libgputrace.so

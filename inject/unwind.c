@@ -10,6 +10,8 @@
  * (glibc loads it to cancel a thread; C++ programs link it), so it is there
  * when these are called, and there is one unwinder in the process (a
  * static copy, -static-libgcc, mixes two and aborts on cancellation).
+ * Sanitizer builds leave this file out (Makefile): their runtime loads
+ * libgcc_s anyway.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
