@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gputrace run's parts, shared (see run.c for the flow):
+ *   run_options.c  the options, the environment read and the command's own
+ *   run_files.c    where the traces go, the list the processes keep, the
+ *                  run's one trace made of theirs
+ *   run.c          the flow: supervise, merge, summary, checks, exit
+ */
+#ifndef GPUTRACE_TOOL_RUN_H
+#define GPUTRACE_TOOL_RUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inject/config.h"
+#include "supervise.h"
+
+#define WHO "gputrace"
+#define DEFAULT_OUTPUT "gputrace-%e-%t.json"
+
+/* The library variables a run option sets (the rest are run's own). */
+#define RUN_VAR_OPTIONS(X)                                                                 \
+	X("--backends", "GPUTRACE_BACKENDS", true)                                         \
+	X("--activities", "GPUTRACE_ACTIVITIES", true)                                     \
+	X("--buffer-kb", "GPUTRACE_BUFFER_KB", true)                                       \
+	X("--flush-ms", "GPUTRACE_FLUSH_MS", true)                                         \
+	X("--plugin-path", "GPUTRACE_PLUGIN_PATH", true)                                   \
+	X("--log", "GPUTRACE_LOG", true)                                                   \
+	X("--stacks-all", "GPUTRACE_STACKS_ALL", false)                                    \
+	X("--graph-trace", "GPUTRACE_GRAPH_TRACE", false)                                  \
+	X("--no-cupti", "GPUTRACE_DISABLE_CUPTI", false)
+
+enum {
+#define RUN_OPT_COUNT(name, var, value) +1
+	NVAR_OPTIONS = 0 RUN_VAR_OPTIONS(RUN_OPT_COUNT)
+#undef RUN_OPT_COUNT
+};
+
+struct run {
+	/* what was asked */
+	const char *tmpl;            /* -o */
+	const char *keep_dir;        /* --per-process */
+	const char *summary_json;    /* --summary-json */
+	const char *stacks;          /* --stacks depth, "on" or "off" */
+	bool no_summary;
+	const char *var_value[NVAR_OPTIONS];
+	char **checks;               /* --check, each one check */
+	size_t nchecks;
+	const char *checks_file;     /* --checks */
+	const char *junit, *markdown;
+	char **cmd;
+	/* where things go */
+	bool per_process;            /* -o has %p: the files are the result */
+	char out[PATH_MAX];          /* the trace to make (not per_process) */
+	bool out_special;            /* OUT is a device or a pipe: written, not renamed */
+	char parts[PATH_MAX];        /* the processes' own traces */
+	bool parts_made;             /* we made that folder: it goes at the end */
+	char child_output[PATH_MAX]; /* GPUTRACE_OUTPUT for the processes */
+	char state[1024];            /* private: the list of traces, said messages */
+	/* what came of it */
+	struct supervisor sup;
+	char **traces;               /* the run's traces (listed by its processes) */
+	size_t ntraces;
+	char trace[PATH_MAX];        /* the run's one trace, once made ("" if none) */
+	char summary_path[PATH_MAX]; /* the run's summary JSON, once written */
+	struct summary *sum;
+};
+
+/* gputrace's own messages: config.c's through gt_log, at this level. */
+extern int run__log_level;
+/* One line, "Try 'gputrace --help'.", exit 2. */
+__attribute__((format(printf, 1, 2), noreturn)) void run__usage_error(const char *fmt, ...);
+
+/* run_options.c */
+void run__parse_options(struct run *r, int argc, char **argv);
+/* Our environment's GPUTRACE_* settings into env, a bad one said once. */
+void run__read_env(struct run *r, struct gt_config *env);
+/* The run's defaults from the environment (-o, --no-summary, ...). */
+void run__env_defaults(struct run *r, const struct gt_config *env);
+/* CMD's environment: ours, the run's settings, LD_PRELOAD with lib. */
+char **run__command_env(struct run *r, const char *lib);
+/* The per-thread buffer the processes have, in KiB. */
+unsigned long run__buffer_kb(const struct run *r);
+
+/* run_files.c */
+/* -o (and --per-process, --summary-json): checked, planned; exit 2 if bad. */
+void run__plan_outputs(struct run *r);
+/* The state folder and the processes' folder. */
+void run__make_folders(struct run *r);
+void run__remove_state(struct run *r);
+void run__wait_for_stragglers(struct run *r);
+void run__collect_traces(struct run *r);
+/* The run's trace at OUT: 0 or -errno (-EIO: the merge said why). */
+int run__make_trace(struct run *r);
+void run__remove_parts(struct run *r);
+
+#endif

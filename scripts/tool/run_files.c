@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where gputrace run's traces go: OUT (the template expanded once, with
+ * CMD's name and the run's start), the processes' own traces in OUT.parts/
+ * (or --per-process DIR, or where an -o template with %p names them), a
+ * private state folder for the list they keep (writer/checkpoint.c: "*
+ * PID" recording, "+ PID PATH" named, "= PID" over) and their once-per-run
+ * messages. At the end: the processes still recording are waited for, and
+ * their traces become the run's one trace at OUT, never overwriting a file.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "run.h"
+#include "tool.h"
+
+/* ---- 2. where traces go ---- */
+
+static void absolute(char *out, size_t len, const char *path)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", path);
+	else if (snprintf(out, len, "%s/%s", cwd, path) >= (int)len)
+		run__usage_error("'%s': the path is too long", path);
+}
+
+static bool has_pid_code(const char *tmpl)
+{
+	for (const char *p = tmpl; *p; p++)
+		if (*p == '%' && p[1] && (p++, *p == 'p'))
+			return true;
+	return false;
+}
+
+/* The folder of path must exist and take new files. */
+static void check_folder(const char *opt, const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	if (access(dir, W_OK | X_OK))
+		run__usage_error("%s %s: cannot write in %s: %s", opt, path, dir, strerror(errno));
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) && errno != ENOENT;
+}
+
+/* The state folder: the list, the said-message markers, a merge for a device. */
+void run__remove_state(struct run *r)
+{
+	if (r->state[0])
+		nftw(r->state, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static void make_state(struct run *r)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(r->state, sizeof(r->state), "%s/gputrace-run-XXXXXX",
+		 tmp && *tmp && strlen(tmp) < sizeof(r->state) - 32 ? tmp : "/tmp");
+	if (!mkdtemp(r->state)) {
+		fprintf(stderr, WHO ": cannot make a folder in %s: %s\n",
+			tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		exit(1);
+	}
+}
+
+static int make_folder(const char *dir, bool *made)
+{
+	struct stat st;
+
+	*made = !mkdir(dir, 0755);
+	if (*made || (errno == EEXIST && !stat(dir, &st) && S_ISDIR(st.st_mode)))
+		return 0;
+	fprintf(stderr, WHO ": cannot make the folder %s: %s\n", dir,
+		errno == EEXIST ? "a file of that name exists" : strerror(errno));
+	return -1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+void run__plan_outputs(struct run *r)
+{
+	const char *accepted = NULL;
+	char expanded[PATH_MAX], json[PATH_MAX];
+	uint64_t start = (uint64_t)time(NULL) * 1000000000ull;
+	struct stat st;
+	int err;
+
+	if (config__check("GPUTRACE_OUTPUT", r->tmpl, &accepted))
+		run__usage_error("-o '%s' is not valid: expected %s", r->tmpl, accepted);
+	r->per_process = has_pid_code(r->tmpl);
+	if (r->per_process && r->keep_dir)
+		run__usage_error("give either --per-process DIR or an -o template with %%p, not both");
+	/* %e is the command's name, %t the run's start, %h and %r this host's */
+	err = config__expand_output(r->tmpl, expanded, sizeof(expanded), (int)getpid(),
+				    base_name(r->cmd[0]), start);
+	if (err)
+		run__usage_error("-o '%s': %s", r->tmpl, strerror(-err));
+	if (r->summary_json) {
+		/* a template too, expanded as OUT is */
+		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
+					    base_name(r->cmd[0]), start);
+		if (err)
+			run__usage_error("--summary-json '%s': %s", r->summary_json, strerror(-err));
+		absolute(r->summary_path, sizeof(r->summary_path), json);
+		check_folder("--summary-json", r->summary_path);
+	}
+	if (r->per_process) {
+		/* each process names its own file: the template, absolute */
+		absolute(r->child_output, sizeof(r->child_output), r->tmpl);
+		absolute(r->out, sizeof(r->out), expanded);
+		check_folder("-o", r->out);
+		r->out[0] = 0;
+		return;
+	}
+	absolute(r->out, sizeof(r->out), expanded);
+	if (!stat(r->out, &st) && S_ISDIR(st.st_mode))
+		run__usage_error("-o %s: is a folder; give a file name", r->out);
+	r->out_special = !stat(r->out, &st) && !S_ISREG(st.st_mode);
+	if (!r->out_special)
+		check_folder("-o", r->out);
+	if (r->keep_dir) {
+		absolute(r->parts, sizeof(r->parts), r->keep_dir);
+		check_folder("--per-process", r->parts);
+	} else if (!r->out_special &&
+		   snprintf(r->parts, sizeof(r->parts), "%s.parts", r->out) >= (int)sizeof(r->parts)) {
+		run__usage_error("-o %s: the path is too long", r->out);
+	}
+}
+
+/* The folders: the state (private), and where the processes write. */
+void run__make_folders(struct run *r)
+{
+	make_state(r);
+	if (r->per_process)
+		return;
+	if (r->out_special) /* a device or a pipe has no folder of its own */
+		snprintf(r->parts, sizeof(r->parts), "%s/parts", r->state);
+	if (make_folder(r->parts, &r->parts_made)) {
+		run__remove_state(r);
+		exit(2);
+	}
+	if (r->keep_dir)
+		r->parts_made = false; /* the user's: kept */
+	/* kept files follow OUT's compression; parts merged away stay plain
+	 * (writing gzip costs the traced process's writer 10x more) */
+	if (snprintf(r->child_output, sizeof(r->child_output), "%s/%%e-%%p.json%s", r->parts,
+		     r->keep_dir && ends_with(r->out, ".gz") ? ".gz" : "") >=
+	    (int)sizeof(r->child_output)) {
+		run__remove_state(r);
+		run__usage_error("%s: the path is too long", r->parts);
+	}
+}
+
+/* ---- the run's traces, as its processes list them ---- */
+
+/*
+ * The list its processes keep in the state folder (writer/checkpoint.c):
+ * "* PID" a process records, "+ PID PATH" its trace has a name, "= PID"
+ * its recording is over. Read whole each time: it is a few lines per
+ * process that recorded something.
+ */
+struct run_list {
+	char **paths;       /* the traces, each once, in the order named */
+	size_t npaths;
+	pid_t *recording;   /* processes that started recording and did not end */
+	size_t nrecording;
+};
+
+static void list__free(struct run_list *l)
+{
+	for (size_t i = 0; i < l->npaths; i++)
+		free(l->paths[i]);
+	free(l->paths);
+	free(l->recording);
+	memset(l, 0, sizeof(*l));
+}
+
+static void *grow(void *v, size_t n, size_t size)
+{
+	/* room for one more when n is a power of two (or 0) */
+	if (n & (n - 1))
+		return v;
+	v = realloc(v, (n ? n * 2 : 8) * size);
+	if (!v) {
+		fprintf(stderr, WHO ": out of memory\n");
+		exit(1);
+	}
+	return v;
+}
+
+static void read_list(const struct run *r, struct run_list *l)
+{
+	char path[sizeof(r->state) + 16], line[PATH_MAX + 64];
+	FILE *f;
+
+	memset(l, 0, sizeof(*l));
+	snprintf(path, sizeof(path), "%s/traces", r->state);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *nl = strchr(line, '\n'), *file;
+		pid_t pid;
+		size_t i;
+
+		if (!nl || !strchr("*+=", line[0]) || line[1] != '\t')
+			continue;
+		*nl = 0;
+		pid = (pid_t)atol(line + 2);
+		file = strchr(line + 2, '\t');
+		for (i = 0; i < l->nrecording && l->recording[i] != pid; i++)
+			;
+		if (line[0] == '*' && i == l->nrecording) {
+			l->recording = grow(l->recording, l->nrecording, sizeof(pid_t));
+			l->recording[l->nrecording++] = pid;
+		} else if (line[0] == '=' && i < l->nrecording) {
+			l->recording[i] = l->recording[--l->nrecording];
+		} else if (line[0] == '+' && file) {
+			for (i = 0; i < l->npaths && strcmp(l->paths[i], file + 1); i++)
+				;
+			if (i == l->npaths) {
+				l->paths = grow(l->paths, l->npaths, sizeof(char *));
+				l->paths[l->npaths++] = strdup(file + 1);
+			}
+		}
+	}
+	fclose(f);
+}
+
+/* Traced processes still recording after the command ended (sup__wait_others). */
+static size_t still_tracing(void *ctx, pid_t *pids, size_t max)
+{
+	struct run *r = ctx;
+	struct run_list l;
+	size_t k = 0;
+
+	read_list(r, &l);
+	for (size_t i = 0; i < l.nrecording && k < max; i++) {
+		pid_t pid = l.recording[i];
+
+		if (pid != r->sup.child && !kill(pid, 0) && sup__is_ours(pid))
+			pids[k++] = pid;
+	}
+	list__free(&l);
+	return k;
+}
+
+void run__wait_for_stragglers(struct run *r)
+{
+	pid_t pids[8];
+	size_t n = still_tracing(r, pids, 8);
+
+	if (!n)
+		return;
+	fprintf(stderr, WHO ": %s ended; waiting for %zu traced process%s still running "
+		"(pid %d%s; Ctrl-C stops the wait)\n", base_name(r->cmd[0]), n,
+		n == 1 ? "" : "es", (int)pids[0], n > 1 ? ", ..." : "");
+	if (!sup__wait_others(&r->sup, still_tracing, r))
+		fprintf(stderr, WHO ": stopped waiting: the traces of processes still running "
+			"end at their last checkpoint\n");
+}
+
+void run__collect_traces(struct run *r)
+{
+	struct run_list l;
+
+	read_list(r, &l);
+	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
+	for (size_t i = 0; r->traces && i < l.npaths; i++) {
+		/* a file that is gone (deleted by the program) is no input */
+		if (!access(l.paths[i], R_OK)) {
+			r->traces[r->ntraces++] = l.paths[i];
+			l.paths[i] = NULL;
+		}
+	}
+	list__free(&l);
+}
+
+/* ---- 5. one trace ---- */
+
+/* OUT, or OUT with .1, .2, ... before its extension: never overwritten,
+ * as the library names its files. */
+static int candidate(const char *path, int i, char *out, size_t len)
+{
+	size_t base = strlen(path);
+
+	if (!i)
+		return snprintf(out, len, "%s", path) >= (int)len ? -ENAMETOOLONG : 0;
+	if (ends_with(path, ".json.gz"))
+		base -= 8;
+	else if (ends_with(path, ".json"))
+		base -= 5;
+	return snprintf(out, len, "%.*s.%d%s", (int)base, path, i, path + base) >= (int)len
+		       ? -ENAMETOOLONG
+		       : 0;
+}
+
+/* Give the file at tmp the first free name of OUT's; keep: tmp stays too. */
+static int publish(struct run *r, const char *tmp, bool keep)
+{
+	char name[PATH_MAX];
+	int err;
+
+	for (int i = 0; i < 10000; i++) {
+		if ((err = candidate(r->out, i, name, sizeof(name))))
+			return err;
+		if (!link(tmp, name)) {
+			if (!keep)
+				unlink(tmp);
+			snprintf(r->trace, sizeof(r->trace), "%s", name);
+			if (i)
+				fprintf(stderr, WHO ": %s exists: the trace is %s\n", r->out, name);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* OUT is a device or a pipe: the bytes go into it. */
+static int deliver(struct run *r, const char *tmp)
+{
+	char buf[1 << 16];
+	int in = open(tmp, O_RDONLY | O_CLOEXEC), out = open(r->out, O_WRONLY | O_CLOEXEC);
+	ssize_t n = 0;
+	int err = 0;
+
+	if (in < 0 || out < 0)
+		err = -errno;
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0)
+		for (ssize_t done = 0, w; done < n && !err; done += w)
+			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
+				err = -errno;
+	if (n < 0)
+		err = -errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (!err)
+		snprintf(r->trace, sizeof(r->trace), "%s", r->out);
+	return err;
+}
+
+int run__make_trace(struct run *r)
+{
+	char tmp[PATH_MAX];
+	struct merge_opts opts = { .by_start = true, .quiet = true };
+	int err;
+
+	if (!r->ntraces)
+		return 0;
+	/* one process, same format: its own trace is the run's (moved, or
+	 * linked when kept: nothing is copied) */
+	if (r->ntraces == 1 && !r->out_special &&
+	    ends_with(r->traces[0], ".gz") == ends_with(r->out, ".gz") &&
+	    !publish(r, r->traces[0], r->keep_dir != NULL))
+		return 0;
+	if (r->out_special)
+		snprintf(tmp, sizeof(tmp), "%s/trace%s", r->state,
+			 ends_with(r->out, ".gz") ? ".json.gz" : ".json");
+	else if (snprintf(tmp, sizeof(tmp), "%s.gputrace-%d%s", r->out, (int)getpid(),
+			  ends_with(r->out, ".gz") ? ".gz" : "") >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (tool__merge(tmp, r->traces, (unsigned)r->ntraces, &opts))
+		return -EIO;
+	err = r->out_special ? deliver(r, tmp) : publish(r, tmp, false);
+	if (err || r->out_special)
+		unlink(tmp);
+	return err;
+}
+
+/* The parts are merged: they go, and their folder if we made it. */
+void run__remove_parts(struct run *r)
+{
+	if (r->keep_dir || r->per_process)
+		return;
+	for (size_t i = 0; i < r->ntraces; i++)
+		unlink(r->traces[i]);
+	if (r->parts_made)
+		rmdir(r->parts); /* left if anything else is in it */
+}

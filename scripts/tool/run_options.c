@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace run's options (checked before anything runs: a bad one exits 2,
+ * with the library's own words for what is accepted, config__check), the
+ * GPUTRACE_* settings of its environment (a bad one said once for the run
+ * and left out, so the processes use the default quietly), and CMD's
+ * environment: the settings, GPUTRACE_OUTPUT and GPUTRACE_RUN_STATE for
+ * the processes, LD_PRELOAD with the library.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "run.h"
+#include "tool.h"
+
+extern char **environ;
+
+static const struct var_option {
+	const char *name, *var;
+	bool takes_value;
+} var_options[] = {
+#define RUN_OPT(name, var, value) { name, var, value },
+	RUN_VAR_OPTIONS(RUN_OPT)
+#undef RUN_OPT
+};
+
+static bool is_number(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* A value for a library variable, checked as the library would. */
+static void check_value(const char *opt, const char *var, const char *val)
+{
+	const char *accepted = NULL;
+
+	if (config__check(var, val, &accepted))
+		run__usage_error("%s '%s' is not valid: expected %s", opt, val,
+			    accepted ? accepted : "another value");
+}
+
+/* --stacks, --stacks=DEPTH, --stacks DEPTH (a number as the next word):
+ * always the depth in frames. */
+static void set_stacks(struct run *r, const char *val)
+{
+	const char *accepted = NULL;
+
+	if (!val) {
+		r->stacks = "on";
+		return;
+	}
+	if (config__check("GPUTRACE_STACKS", val, &accepted) ||
+	    (is_number(val) && !strcmp(val, "0")))
+		run__usage_error("--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), "
+			    "not '%s'", val);
+	r->stacks = val;
+}
+
+void run__parse_options(struct run *r, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		char *a = argv[i], *val = NULL;
+		char name[64];
+		size_t k;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		/* --opt=value and --opt value alike */
+		snprintf(name, sizeof(name), "%s", a);
+		if (!strncmp(a, "--", 2) && strchr(a, '=')) {
+			name[strchr(a, '=') - a < (long)sizeof(name) ? strchr(a, '=') - a : 0] = 0;
+			val = strchr(a, '=') + 1;
+		}
+#define NEXT_VALUE()                                                                       \
+	do {                                                                               \
+		if (!val) {                                                                \
+			if (i + 1 >= argc)                                                 \
+				run__usage_error("option '%s' needs a value", name);            \
+			val = argv[++i];                                                   \
+		}                                                                          \
+	} while (0)
+#define NO_VALUE()                                                                         \
+	do {                                                                               \
+		if (val)                                                                   \
+			run__usage_error("option '%s' takes no value", name);                   \
+	} while (0)
+		if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+			/* exit 2: run ran nothing (a CI step must not pass on it) */
+			tool__usage(stdout);
+			exit(2);
+		} else if (!strcmp(name, "--version")) {
+			printf(WHO " %s\n", GPUTRACE_VERSION);
+			exit(2);
+		} else if (!strcmp(name, "-o") || !strcmp(name, "--output")) {
+			NEXT_VALUE();
+			if (!*val)
+				run__usage_error("%s needs a file name template", name);
+			r->tmpl = val;
+		} else if (!strcmp(name, "--per-process")) {
+			NEXT_VALUE();
+			if (!*val)
+				run__usage_error("--per-process needs a folder");
+			r->keep_dir = val;
+		} else if (!strcmp(name, "--summary-json")) {
+			NEXT_VALUE();
+			if (!*val)
+				run__usage_error("--summary-json needs a file name");
+			r->summary_json = val;
+		} else if (!strcmp(name, "--no-summary")) {
+			NO_VALUE();
+			r->no_summary = true;
+		} else if (!strcmp(name, "--check")) {
+			NEXT_VALUE();
+			if (strchr(val, '\n'))
+				run__usage_error("--check takes one check; give --check once per check");
+			r->checks = realloc(r->checks, (r->nchecks + 1) * sizeof(*r->checks));
+			if (!r->checks)
+				exit(1);
+			r->checks[r->nchecks++] = val;
+		} else if (!strcmp(name, "--checks")) {
+			NEXT_VALUE();
+			if (access(val, R_OK))
+				run__usage_error("--checks: cannot read '%s': %s", val, strerror(errno));
+			r->checks_file = val;
+		} else if (!strcmp(name, "--junit") || !strcmp(name, "--markdown")) {
+			NEXT_VALUE();
+			if (!*val)
+				run__usage_error("%s needs a file name", name);
+			*(name[2] == 'j' ? &r->junit : &r->markdown) = val;
+		} else if (!strcmp(name, "--stacks")) {
+			if (!val && i + 1 < argc && is_number(argv[i + 1]))
+				val = argv[++i];
+			set_stacks(r, val);
+		} else {
+			for (k = 0; k < NVAR_OPTIONS; k++)
+				if (!strcmp(name, var_options[k].name))
+					break;
+			if (k == NVAR_OPTIONS)
+				run__usage_error("unknown option '%s' for run", name);
+			if (var_options[k].takes_value) {
+				NEXT_VALUE();
+				check_value(name, var_options[k].var, val);
+				r->var_value[k] = val;
+			} else {
+				NO_VALUE();
+				r->var_value[k] = "1";
+			}
+		}
+#undef NEXT_VALUE
+#undef NO_VALUE
+	}
+	if (i >= argc)
+		run__usage_error("run: no command given (" WHO " run [options] -- CMD ARGS...)");
+	if ((r->junit || r->markdown) && !r->nchecks && !r->checks_file)
+		run__usage_error("--junit and --markdown report checks: give --check or --checks");
+	r->cmd = argv + i;
+}
+
+static const char *option_value(const struct run *r, const char *var)
+{
+	for (size_t k = 0; k < NVAR_OPTIONS; k++)
+		if (!strcmp(var_options[k].var, var))
+			return r->var_value[k];
+	return NULL;
+}
+
+/* A GPUTRACE_* variable a run option (or the run itself) sets. */
+static bool set_by_run(const struct run *r, const char *var)
+{
+	static const char *const own[] = { "GPUTRACE_OUTPUT", "GPUTRACE_SUMMARY",
+					   "GPUTRACE_SUMMARY_JSON", "GPUTRACE_RUN_STATE",
+					   "GPUTRACE_STACKS" };
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(var, own[i]))
+			return true;
+	return option_value(r, var) != NULL;
+}
+
+/* A variable an option of this run replaces: its value in the environment
+ * does not matter (nor is it checked). */
+static bool overridden(const struct run *r, const char *name)
+{
+	return option_value(r, name) || (r->tmpl && !strcmp(name, "GPUTRACE_OUTPUT")) ||
+	       (r->summary_json && !strcmp(name, "GPUTRACE_SUMMARY_JSON")) ||
+	       (r->no_summary && !strcmp(name, "GPUTRACE_SUMMARY")) ||
+	       (r->stacks && !strcmp(name, "GPUTRACE_STACKS"));
+}
+
+/* Our environment's GPUTRACE_* settings, as the library would read them:
+ * a bad value or an unknown name is said here, once for the run. */
+void run__read_env(struct run *r, struct gt_config *env)
+{
+	size_t n = 0, k = 0;
+	char **mine;
+
+	while (environ[n])
+		n++;
+	mine = calloc(n + 1, sizeof(*mine));
+	for (size_t i = 0; mine && i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		char name[128];
+
+		if (!eq || strncmp(environ[i], "GPUTRACE_", 9))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - environ[i]), environ[i]);
+		if (!overridden(r, name))
+			mine[k++] = environ[i];
+	}
+	config__parse(env, mine);
+	free(mine);
+}
+
+/* The run's defaults from the environment, as the library reads them:
+ * GPUTRACE_OUTPUT as -o, GPUTRACE_SUMMARY=0 as --no-summary,
+ * GPUTRACE_SUMMARY_JSON as --summary-json, GPUTRACE_STACKS as --stacks. */
+void run__env_defaults(struct run *r, const struct gt_config *env)
+{
+	if (!r->tmpl && getenv("GPUTRACE_OUTPUT") &&
+	    !config__check("GPUTRACE_OUTPUT", getenv("GPUTRACE_OUTPUT"), NULL))
+		r->tmpl = getenv("GPUTRACE_OUTPUT");
+	if (!r->tmpl)
+		r->tmpl = DEFAULT_OUTPUT;
+	if (!env->summary)
+		r->no_summary = true;
+	if (!r->summary_json && env->summary_json[0])
+		r->summary_json = getenv("GPUTRACE_SUMMARY_JSON");
+	if (r->summary_json && config__check("GPUTRACE_SUMMARY_JSON", r->summary_json, NULL))
+		run__usage_error("--summary-json '%s' is not valid: %%-codes as in -o only",
+			    r->summary_json);
+	if (!r->stacks && getenv("GPUTRACE_STACKS") && !config__check("GPUTRACE_STACKS",
+								       getenv("GPUTRACE_STACKS"), NULL))
+		r->stacks = getenv("GPUTRACE_STACKS");
+	if (!r->stacks && option_value(r, "GPUTRACE_STACKS_ALL"))
+		r->stacks = "on"; /* --stacks-all implies --stacks */
+	if (r->stacks && !strcmp(r->stacks, "on"))
+		r->stacks = "16"; /* the default depth, spelled out for the processes */
+	run__log_level = env->log_level;
+	if (option_value(r, "GPUTRACE_LOG")) {
+		struct gt_config one;
+		char var[64], *e[] = { var, NULL };
+
+		snprintf(var, sizeof(var), "GPUTRACE_LOG=%s", option_value(r, "GPUTRACE_LOG"));
+		config__parse(&one, e);
+		run__log_level = one.log_level;
+	}
+}
+
+/* ---- the command's environment ---- */
+
+static bool is_sanitizer_runtime(const char *p)
+{
+	return strstr(p, "libasan") || strstr(p, "libtsan") || strstr(p, "libhwasan") ||
+	       strstr(p, "libubsan");
+}
+
+/* Ours in front of the program's own preloads, behind a sanitizer runtime
+ * (which must come first); never twice. */
+static char *preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	struct buf first = { 0 }, rest = { 0 }, out = { 0 };
+	char *copy = strdup(old ? old : ""), *save = NULL;
+
+	for (char *p = strtok_r(copy, " :", &save); p; p = strtok_r(NULL, " :", &save)) {
+		if (!strcmp(p, lib))
+			continue;
+		if (!rest.len && is_sanitizer_runtime(p)) {
+			buf__printf(&first, "%s ", p);
+			continue;
+		}
+		buf__printf(&rest, " %s", p);
+	}
+	buf__printf(&out, "LD_PRELOAD=%s%s%s", first.p ? first.p : "", lib, rest.p ? rest.p : "");
+	buf__free(&first);
+	buf__free(&rest);
+	free(copy);
+	return out.p;
+}
+
+/* A GPUTRACE_* variable of our environment the library would refuse (said
+ * once, by cmd_run): left out, so the processes use the default quietly. */
+static bool refused(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char name[128];
+
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+	return config__check(name, eq + 1, NULL) != 0;
+}
+
+static char *var(const char *name, const char *value)
+{
+	struct buf b = { 0 };
+
+	buf__printf(&b, "%s=%s", name, value);
+	return b.p;
+}
+
+char **run__command_env(struct run *r, const char *lib)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + NVAR_OPTIONS + 8, sizeof(*env));
+	if (!env)
+		exit(1);
+	for (char **e = environ; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[128];
+
+		if (!eq || !strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		if (!strncmp(*e, "GPUTRACE_", 9)) {
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+			if (set_by_run(r, name) || refused(*e))
+				continue;
+		}
+		env[k++] = *e;
+	}
+	for (size_t i = 0; i < NVAR_OPTIONS; i++)
+		if (r->var_value[i])
+			env[k++] = var(var_options[i].var, r->var_value[i]);
+	if (r->stacks)
+		env[k++] = var("GPUTRACE_STACKS", r->stacks);
+	env[k++] = var("GPUTRACE_OUTPUT", r->child_output);
+	env[k++] = var("GPUTRACE_RUN_STATE", r->state);
+	env[k++] = preload(lib);
+	env[k] = NULL;
+	return env;
+}
+
+unsigned long run__buffer_kb(const struct run *r)
+{
+	const char *v = option_value(r, "GPUTRACE_BUFFER_KB");
+
+	if (!v)
+		v = getenv("GPUTRACE_BUFFER_KB");
+	return v && is_number(v) ? strtoul(v, NULL, 10) : GT_BUFFER_KB_DEFAULT;
+}
