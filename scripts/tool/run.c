@@ -115,9 +115,12 @@ static void summarize(struct run *r)
 	else
 		summary__print_lost_line(r->sum, stderr, label.p);
 	buf__free(&label);
-	/* the run's summary JSON: asked for (planned), or kept in the state folder */
-	if (!r->summary_json)
+	/* the run's summary JSON: asked for (planned), or for the checks in the
+	 * state folder */
+	if (!r->summary_json && (r->nchecks || r->checks_file))
 		snprintf(r->summary_path, sizeof(r->summary_path), "%s/summary.json", r->state);
+	if (!r->summary_path[0])
+		return;
 	err = summary__write_json(r->sum, r->summary_path, n == 1 ? files[0] : NULL, bytes);
 	if (err) {
 		fprintf(stderr, WHO ": cannot write the summary to %s: %s\n", r->summary_path,
@@ -222,8 +225,9 @@ int cmd_run(int argc, char **argv)
 	summarize(&r);
 	/*
 	 * Here the run is over and all of it is on disk: r.trace is its trace
-	 * ("" if nothing was recorded; r.traces with -o %p), r.summary_path its
-	 * summary JSON and r.sum the summary itself.
+	 * ("" if nothing was recorded; r.traces with -o %p), r.sum its summary,
+	 * r.summary_path its summary JSON (--summary-json, or in the state
+	 * folder for the checks: summarize() writes it where a use needs it).
 	 */
 	if (r.nchecks || r.checks_file) {
 		if (!r.summary_path[0])
