@@ -42,6 +42,8 @@ void tool__usage(FILE *f)
 	      "  --stacks-all            call stacks for every API call (implies --stacks)\n"
 	      "  --graph-trace           one event per CUDA graph launch, not one per node\n"
 	      "  --plugin-path PATHS     ':'-separated plug-ins (or folders of them) to load\n"
+	      "  --kineto-cycle-ms N     Kineto plug-ins hand over their events every N ms\n"
+	      "                          (default: once, at exit)\n"
 	      "  --no-cupti              do not use CUPTI (CUDA API calls only)\n"
 	      "  --no-summary            no summary on stderr (one line if events were lost)\n"
 	      "  --summary-json FILE     also write the run's summary as JSON to FILE\n"

@@ -27,6 +27,7 @@
 	X("--buffer-kb", "GPUTRACE_BUFFER_KB", true)                                       \
 	X("--flush-ms", "GPUTRACE_FLUSH_MS", true)                                         \
 	X("--plugin-path", "GPUTRACE_PLUGIN_PATH", true)                                   \
+	X("--kineto-cycle-ms", "GPUTRACE_KINETO_CYCLE_MS", true)                           \
 	X("--log", "GPUTRACE_LOG", true)                                                   \
 	X("--stacks-all", "GPUTRACE_STACKS_ALL", false)                                    \
 	X("--graph-trace", "GPUTRACE_GRAPH_TRACE", false)                                  \
