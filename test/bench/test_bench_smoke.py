@@ -160,3 +160,7 @@ def test_harness_quick_run_prints_every_row(tmp_path):
                                           "5_device", "6_stacks", "7_processes"]
     assert figures["quick"] is True
     assert figures["results"]["1_host_call"]["events_lost"] == 0
+    procs = figures["results"]["7_processes"]
+    assert "floor: an empty preloaded library" in text
+    assert procs["loop_run_cpu_ns"] > 0 and procs["loop_untraced_cpu_ns"] > 0
+    assert procs["events_lost"] == 0
