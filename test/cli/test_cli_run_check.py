@@ -91,3 +91,26 @@ def test_usage(tmp_path):
     assert p.returncode == 0, p.stderr.decode()
     assert check_lines(p) == ["PASS lost == 0: 0", "PASS device.kernels >= 1: 2"]
     assert sorted(f.name for f in tmp_path.iterdir()) == ["checks.txt", "t.json"]
+
+
+@pytest.mark.parametrize("out", ["t.json", "t-%p.json"])
+def test_checks_cover_every_process_of_the_run(tmp_path, out):
+    # Two traced processes under a shell that records nothing and exits
+    # last: the checks see the run's one summary (2 + 3 steps), not the
+    # summary of whichever process happened to exit last.
+    sj = tmp_path / "s.json"
+    p = gt(["run", "--no-summary", "-o", tmp_path / out, "--summary-json", sj,
+            "--check", 'kernel["gemm_f32"].count == 5', "--check", "device.kernels == 10",
+            "--check", "lost == 0", "--", "sh", "-c", f"{CI_APP} 2 && {CI_APP} 3"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert check_lines(p) == ['PASS kernel["gemm_f32"].count == 5: 5',
+                              "PASS device.kernels == 10: 10", "PASS lost == 0: 0"]
+    s = json.loads(sj.read_text())
+    assert len({r["pid"] for r in s["processes"]}) == 2
+    assert sorted(r["kernels"]["count"] for r in s["processes"]) == [4, 6]
+    # a check the last process alone would pass fails on the run's summary
+    p = gt(["run", "--no-summary", "-o", tmp_path / ("u" + out),
+            "--check", 'kernel["gemm_f32"].count == 3', "--", "sh", "-c",
+            f"{CI_APP} 2 && {CI_APP} 3"], tmp_path)
+    assert p.returncode == 3, p.stderr.decode()
+    assert check_lines(p) == ['FAIL kernel["gemm_f32"].count == 3: 5']
