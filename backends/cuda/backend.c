@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,22 +42,36 @@ static uint64_t last_flush_ns, last_refit_ns;
 #define FLUSH_MIN_NS (100ull * 1000000) /* CUPTI flushes at most this often */
 #define REFIT_NS     (1000ull * 1000000)
 
+/* This library's first byte (the linker's symbol): its link map entry is
+ * the one loaded there. */
+extern const char __ehdr_start[] GT_HIDDEN;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *name)
+{
+	if ((const char *)info->dlpi_addr != __ehdr_start)
+		return 0;
+	*(const char **)name = info->dlpi_name;
+	return 1;
+}
+
 int cupti__self_path(char *out, size_t len)
 {
-	Dl_info info;
+	const char *name = NULL;
 	char real[PATH_MAX];
 
-	if (!dladdr((void *)cupti__self_path, &info) || !info.dli_fname || !*info.dli_fname)
+	/* not dladdr(): it scans every symbol of the library for the nearest
+	 * one, in every process at start, GPU or not */
+	if (!dl_iterate_phdr(find_self, &name) || !name || !*name)
 		return -ENOENT;
 	/* absolute: children may run elsewhere (LD_PRELOAD from gputrace run
 	 * already is; resolving it would cost every process four readlinks) */
-	if (info.dli_fname[0] == '/') {
-		if (strlen(info.dli_fname) >= len)
+	if (name[0] == '/') {
+		if (strlen(name) >= len)
 			return -ENAMETOOLONG;
-		strcpy(out, info.dli_fname);
+		strcpy(out, name);
 		return 0;
 	}
-	if (!realpath(info.dli_fname, real))
+	if (!realpath(name, real))
 		return -errno;
 	if (snprintf(out, len, "%s", real) >= (int)len)
 		return -ENAMETOOLONG;
