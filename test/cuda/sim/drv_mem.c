@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory, copies and fills. Device memory is host memory (kernels do not
+ * compute, but copies and fills really move the bytes, so a program reads
+ * back what it wrote). Every allocation is remembered with its kind, so a
+ * copy knows its direction and memory kinds (pageable host memory is any
+ * pointer the driver did not hand out). A copy or fill of B bytes takes
+ * B/10 ns of device time; the synchronous ones return when it is done.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti_activity.h>
+
+#include "drv.h"
+
+struct alloc {
+	uintptr_t base;
+	size_t size;
+	uint8_t kind; /* CUpti_ActivityMemoryKind */
+};
+
+static struct alloc *allocs;
+static size_t nallocs, cap_allocs;
+static uint64_t device_used;
+
+#define DEVICE_MEMORY (80ull << 30)
+
+static struct alloc *find(uintptr_t p)
+{
+	for (size_t i = 0; i < nallocs; i++)
+		if (p >= allocs[i].base && p < allocs[i].base + allocs[i].size + (allocs[i].size == 0))
+			return &allocs[i];
+	return NULL;
+}
+
+uint8_t drv_memory_kind(const void *p)
+{
+	struct alloc *a = find((uintptr_t)p);
+
+	return a ? a->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+}
+
+static CUresult remember(void *p, size_t size, uint8_t kind)
+{
+	if (nallocs == cap_allocs) {
+		size_t cap = cap_allocs ? cap_allocs * 2 : 64;
+		struct alloc *a = realloc(allocs, cap * sizeof(*a));
+		if (!a)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		allocs = a;
+		cap_allocs = cap;
+	}
+	allocs[nallocs++] = (struct alloc){ (uintptr_t)p, size, kind };
+	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+		device_used += size;
+	return CUDA_SUCCESS;
+}
+
+static CUresult allocate(void **out, size_t size, uint8_t kind)
+{
+	CUresult r = drv_initialized();
+	void *p;
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!drv_ctx_current())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&drv_lock);
+	r = drv_capture_check(OP_UNSAFE, NULL);
+	if (!r && kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && device_used + size > DEVICE_MEMORY)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r) {
+		p = aligned_alloc(256, size ? (size + 255) / 256 * 256 : 256);
+		if (!p)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else if ((r = remember(p, size, kind)))
+			free(p);
+		else
+			*out = p;
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return r;
+}
+
+static CUresult release(void *p, uint8_t kind)
+{
+	CUresult r = drv_initialized();
+	struct alloc *a;
+
+	if (r)
+		return r;
+	if (!p)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&drv_lock);
+	r = drv_capture_check(OP_UNSAFE, NULL);
+	a = find((uintptr_t)p);
+	if (!r && (!a || a->base != (uintptr_t)p ||
+		   (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) !=
+			   (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED)))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (!r) {
+		if (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+			device_used -= a->size;
+		*a = allocs[--nallocs];
+	}
+	pthread_mutex_unlock(&drv_lock);
+	if (!r)
+		free(p);
+	return r;
+}
+
+CUresult drv_mem_alloc(CUdeviceptr *p, size_t size)
+{
+	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+}
+
+CUresult drv_mem_alloc_managed(CUdeviceptr *p, size_t size, unsigned flags)
+{
+	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
+}
+
+CUresult drv_mem_free(CUdeviceptr p)
+{
+	return release((void *)p, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+}
+
+CUresult drv_mem_alloc_host(void **p, size_t size)
+{
+	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+}
+
+CUresult drv_mem_host_alloc(void **p, size_t size, unsigned flags)
+{
+	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+}
+
+CUresult drv_mem_free_host(void *p)
+{
+	return release(p, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+}
+
+CUresult drv_mem_get_info(size_t *free_bytes, size_t *total)
+{
+	CUresult r = drv_initialized();
+
+	if (r)
+		return r;
+	if (!free_bytes || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	*total = DEVICE_MEMORY;
+	*free_bytes = DEVICE_MEMORY - device_used;
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
+}
+
+static bool on_device(uint8_t kind)
+{
+	return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+}
+
+static uint8_t copy_kind(uint8_t src, uint8_t dst)
+{
+	if (on_device(src))
+		return on_device(dst) ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	return on_device(dst) ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+}
+
+/* The work of a copy or fill node, queued now on `s` (drv_lock held); the
+ * bytes move at once (only the timing is simulated). */
+void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t graph_id,
+		    struct sim_work *w)
+{
+	uint64_t ns = n->kind == NODE_KERNEL
+			      ? (uint64_t)n->grid[0] * n->grid[1] * n->grid[2] * n->block[0] *
+					n->block[1] * n->block[2]
+			      : n->bytes / 10;
+	uint64_t start = drv_schedule(s, ns);
+
+	*w = (struct sim_work){
+		.start = start, .end = start + ns,
+		.device = (uint32_t)s->ctx->device, .context = s->ctx->id, .stream = s->id,
+		.corr = drv_current_corr(), .runtime_corr = drv_runtime_corr(),
+		.graph_id = graph_id, .graph_node_id = graph_id ? n->id : 0,
+	};
+	switch (n->kind) {
+	case NODE_KERNEL:
+		w->kind = SIM_WORK_KERNEL;
+		w->name = n->func->name;
+		memcpy(w->grid, n->grid, sizeof(w->grid));
+		memcpy(w->block, n->block, sizeof(w->block));
+		w->shared_dynamic = n->shared;
+		w->registers = 32;
+		break;
+	case NODE_MEMCPY:
+		w->kind = SIM_WORK_MEMCPY;
+		w->bytes = n->bytes;
+		w->copy_kind = n->copy_kind;
+		w->src_kind = n->src_kind;
+		w->dst_kind = n->dst_kind;
+		memmove(n->dst, n->src, n->bytes);
+		break;
+	case NODE_MEMSET:
+		w->kind = SIM_WORK_MEMSET;
+		w->bytes = n->bytes;
+		w->value = n->value;
+		w->memory_kind = n->dst_kind;
+		memset(n->dst, n->value, n->bytes);
+		break;
+	}
+}
+
+/* A kernel, copy or fill: captured into the stream's graph, or queued. */
+CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread)
+{
+	struct drv_ctx *ctx = drv_ctx_current();
+	struct drv_stream *s;
+	struct drv_capture *cap;
+	struct sim_work w;
+	CUresult r = drv_initialized();
+
+	if (r)
+		return r;
+	if (!ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&drv_lock);
+	s = drv_stream_of(ctx, h, per_thread);
+	if (!s) {
+		pthread_mutex_unlock(&drv_lock);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if ((cap = drv_capturing(s))) {
+		struct drv_node *slot = sync ? NULL : drv_graph_add(cap->graph);
+
+		if (sync) {
+			cap->invalidated = true;
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		} else if (!slot) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			uint64_t id = slot->id;
+			*slot = *n;
+			slot->id = id;
+		}
+		pthread_mutex_unlock(&drv_lock);
+		return r;
+	}
+	r = drv_capture_check(OP_USE_STREAM, s);
+	if (!r && sync)
+		r = drv_capture_check(OP_UNSAFE, s);
+	if (r) {
+		pthread_mutex_unlock(&drv_lock);
+		return r;
+	}
+	drv_queue_node(s, n, 0, &w);
+	pthread_mutex_unlock(&drv_lock);
+	drv_tool_work(&w);
+	if (sync)
+		drv_sleep_until(w.end);
+	return CUDA_SUCCESS;
+}
+
+CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream h, bool sync, bool per_thread)
+{
+	struct drv_node n = { .kind = NODE_MEMCPY, .dst = dst, .src = src, .bytes = bytes };
+
+	if (bytes && (!dst || !src))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	n.src_kind = drv_memory_kind(src);
+	n.dst_kind = drv_memory_kind(dst);
+	pthread_mutex_unlock(&drv_lock);
+	n.copy_kind = copy_kind(n.src_kind, n.dst_kind);
+	return drv_submit(&n, h, sync, per_thread);
+}
+
+/* The explicit-direction copies: the device side must be device memory. */
+CUresult drv_copy_checked(void *dst, const void *src, size_t bytes, CUstream h, bool sync,
+			  bool dst_device, bool src_device)
+{
+	bool ok;
+
+	pthread_mutex_lock(&drv_lock);
+	ok = (!dst_device || on_device(drv_memory_kind(dst))) &&
+	     (!src_device || on_device(drv_memory_kind(src)));
+	pthread_mutex_unlock(&drv_lock);
+	if (!ok && bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	return drv_copy(dst, src, bytes, h, sync, false);
+}
+
+CUresult drv_fill(void *dst, unsigned char value, size_t bytes, CUstream h, bool sync,
+		  bool per_thread)
+{
+	struct drv_node n = { .kind = NODE_MEMSET, .dst = dst, .bytes = bytes, .value = value };
+
+	if (bytes && !dst)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	n.dst_kind = drv_memory_kind(dst);
+	pthread_mutex_unlock(&drv_lock);
+	if (bytes && !on_device(n.dst_kind))
+		return CUDA_ERROR_INVALID_VALUE;
+	return drv_submit(&n, h, sync, per_thread);
+}
