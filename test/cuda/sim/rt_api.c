@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libcudart's exported entry points, generated from one table (as in
+ * drv_api.c): each fills its parameter struct (generated_cuda_runtime_api_
+ * meta.h), announces itself to the tools hub with its CUPTI callback id,
+ * runs, and announces its exit with its result. The entry points nvcc's
+ * code calls (__cuda*) had no callback ids before CUDA 13: the CUDA 12
+ * build announces them with id 0 (CUPTI_RUNTIME_TRACE_CBID_INVALID).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include <cupti_runtime_cbid.h>
+#include <generated_cuda_runtime_api_meta.h>
+
+#include "rt.h"
+
+/* rt_core.c, rt_launch.c, rt_work.c */
+const char *rt_error_name(cudaError_t e);
+const char *rt_error_string(cudaError_t e);
+cudaError_t rt_get_last_error(void);
+cudaError_t rt_peek_last_error(void);
+cudaError_t rt_runtime_version(int *v);
+cudaError_t rt_driver_version(int *v);
+cudaError_t rt_device_count(int *n);
+cudaError_t rt_set_device(int d);
+cudaError_t rt_get_device(int *d);
+cudaError_t rt_device_attribute(int *v, enum cudaDeviceAttr a, int d);
+cudaError_t rt_device_synchronize(void);
+cudaError_t rt_mem_get_info(size_t *free_bytes, size_t *total);
+#if SIM_RT_MAJOR >= 13
+cudaError_t rt_device_properties(struct cudaDeviceProp *out, int d);
+cudaError_t rt_get_kernel(cudaKernel_t *k, const void *host_fun);
+#else
+cudaError_t rt_device_properties(void *out, int d);
+#endif
+void **rt_register_fatbin(void *fatbin);
+void rt_register_fatbin_end(void **handle);
+void rt_register_function(void **handle, const char *host_fun, char *device_fun,
+			  const char *device_name);
+void rt_unregister_fatbin(void **handle);
+unsigned rt_push_config(dim3 grid, dim3 block, size_t shared, void *stream);
+cudaError_t rt_pop_config(dim3 *grid, dim3 *block, size_t *shared, void *stream);
+cudaError_t rt_func_get_name(const char **name, const void *func);
+cudaError_t rt_malloc(void **p, size_t n);
+cudaError_t rt_malloc_managed(void **p, size_t n, unsigned flags);
+cudaError_t rt_free(void *p);
+cudaError_t rt_malloc_host(void **p, size_t n);
+cudaError_t rt_host_alloc(void **p, size_t n, unsigned flags);
+cudaError_t rt_free_host(void *p);
+cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+		      cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_stream_create(cudaStream_t *s, unsigned flags);
+cudaError_t rt_stream_destroy(cudaStream_t s);
+cudaError_t rt_stream_synchronize(cudaStream_t s, bool per_thread);
+cudaError_t rt_stream_query(cudaStream_t s, bool per_thread);
+cudaError_t rt_stream_get_id(cudaStream_t s, unsigned long long *id, bool per_thread);
+cudaError_t rt_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, bool per_thread);
+cudaError_t rt_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode mode, bool per_thread);
+cudaError_t rt_end_capture(cudaStream_t s, cudaGraph_t *g, bool per_thread);
+cudaError_t rt_is_capturing(cudaStream_t s, enum cudaStreamCaptureStatus *st, bool per_thread);
+cudaError_t rt_exchange_capture_mode(enum cudaStreamCaptureMode *mode);
+cudaError_t rt_event_create(cudaEvent_t *e, unsigned flags);
+cudaError_t rt_event_destroy(cudaEvent_t e);
+cudaError_t rt_event_record(cudaEvent_t e, cudaStream_t s, bool per_thread);
+cudaError_t rt_event_query(cudaEvent_t e);
+cudaError_t rt_event_synchronize(cudaEvent_t e);
+cudaError_t rt_event_elapsed(float *ms, cudaEvent_t a, cudaEvent_t b);
+cudaError_t rt_graph_instantiate(cudaGraphExec_t *x, cudaGraph_t g, unsigned long long flags);
+cudaError_t rt_graph_launch(cudaGraphExec_t x, cudaStream_t s, bool per_thread);
+cudaError_t rt_graph_destroy(cudaGraph_t g);
+cudaError_t rt_graph_exec_destroy(cudaGraphExec_t x);
+cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n);
+
+#define UNPAREN(...) __VA_ARGS__
+#define S cudaStream_t
+#define E cudaEvent_t
+
+/* R(name, CUPTI id and params name, (params), (args), implementation call) */
+#define RT_CALLS(R)                                                                         \
+	R(cudaGetDeviceCount, cudaGetDeviceCount_v3020, (int *count), (count),              \
+	  rt_device_count(count))                                                           \
+	R(cudaSetDevice, cudaSetDevice_v3020, (int device), (device), rt_set_device(device)) \
+	R(cudaGetDevice, cudaGetDevice_v3020, (int *device), (device), rt_get_device(device)) \
+	R(cudaDeviceGetAttribute, cudaDeviceGetAttribute_v5000,                             \
+	  (int *value, enum cudaDeviceAttr attr, int device), (value, attr, device),        \
+	  rt_device_attribute(value, attr, device))                                         \
+	R(cudaRuntimeGetVersion, cudaRuntimeGetVersion_v3020, (int *runtimeVersion),        \
+	  (runtimeVersion), rt_runtime_version(runtimeVersion))                             \
+	R(cudaDriverGetVersion, cudaDriverGetVersion_v3020, (int *driverVersion),           \
+	  (driverVersion), rt_driver_version(driverVersion))                                \
+	R(cudaMemGetInfo, cudaMemGetInfo_v3020, (size_t *free, size_t *total), (free, total), \
+	  rt_mem_get_info(free, total))                                                     \
+	R(cudaMalloc, cudaMalloc_v3020, (void **devPtr, size_t size), (devPtr, size),       \
+	  rt_malloc(devPtr, size))                                                          \
+	R(cudaMallocManaged, cudaMallocManaged_v6000,                                       \
+	  (void **devPtr, size_t size, unsigned int flags), (devPtr, size, flags),          \
+	  rt_malloc_managed(devPtr, size, flags))                                           \
+	R(cudaFree, cudaFree_v3020, (void *devPtr), (devPtr), rt_free(devPtr))              \
+	R(cudaMallocHost, cudaMallocHost_v3020, (void **ptr, size_t size), (ptr, size),     \
+	  rt_malloc_host(ptr, size))                                                        \
+	R(cudaHostAlloc, cudaHostAlloc_v3020, (void **pHost, size_t size, unsigned int flags), \
+	  (pHost, size, flags), rt_host_alloc(pHost, size, flags))                          \
+	R(cudaFreeHost, cudaFreeHost_v3020, (void *ptr), (ptr), rt_free_host(ptr))          \
+	R(cudaMemcpy, cudaMemcpy_v3020,                                                     \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),             \
+	  (dst, src, count, kind), rt_memcpy(dst, src, count, kind, NULL, false, false))    \
+	R(cudaMemcpy_ptds, cudaMemcpy_ptds_v7000,                                           \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),             \
+	  (dst, src, count, kind), rt_memcpy(dst, src, count, kind, NULL, false, true))     \
+	R(cudaMemcpyAsync, cudaMemcpyAsync_v3020,                                           \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, S stream),   \
+	  (dst, src, count, kind, stream), rt_memcpy(dst, src, count, kind, stream, true, false)) \
+	R(cudaMemcpyAsync_ptsz, cudaMemcpyAsync_ptsz_v7000,                                 \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, S stream),   \
+	  (dst, src, count, kind, stream), rt_memcpy(dst, src, count, kind, stream, true, true)) \
+	R(cudaMemset, cudaMemset_v3020, (void *devPtr, int value, size_t count),            \
+	  (devPtr, value, count), rt_memset(devPtr, value, count, NULL, false, false))      \
+	R(cudaMemset_ptds, cudaMemset_ptds_v7000, (void *devPtr, int value, size_t count),  \
+	  (devPtr, value, count), rt_memset(devPtr, value, count, NULL, false, true))       \
+	R(cudaMemsetAsync, cudaMemsetAsync_v3020,                                           \
+	  (void *devPtr, int value, size_t count, S stream), (devPtr, value, count, stream), \
+	  rt_memset(devPtr, value, count, stream, true, false))                             \
+	R(cudaMemsetAsync_ptsz, cudaMemsetAsync_ptsz_v7000,                                 \
+	  (void *devPtr, int value, size_t count, S stream), (devPtr, value, count, stream), \
+	  rt_memset(devPtr, value, count, stream, true, true))                              \
+	R(cudaStreamCreate, cudaStreamCreate_v3020, (S *pStream), (pStream),                \
+	  rt_stream_create(pStream, 0))                                                     \
+	R(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags_v5000,                       \
+	  (S *pStream, unsigned int flags), (pStream, flags), rt_stream_create(pStream, flags)) \
+	R(cudaStreamCreateWithPriority, cudaStreamCreateWithPriority_v5050,                 \
+	  (S *pStream, unsigned int flags, int priority), (pStream, flags, priority),       \
+	  rt_stream_create(pStream, flags))                                                 \
+	R(cudaStreamDestroy, cudaStreamDestroy_v5050, (S stream), (stream),                 \
+	  rt_stream_destroy(stream))                                                        \
+	R(cudaStreamSynchronize, cudaStreamSynchronize_v3020, (S stream), (stream),         \
+	  rt_stream_synchronize(stream, false))                                             \
+	R(cudaStreamSynchronize_ptsz, cudaStreamSynchronize_ptsz_v7000, (S stream), (stream), \
+	  rt_stream_synchronize(stream, true))                                              \
+	R(cudaStreamQuery, cudaStreamQuery_v3020, (S stream), (stream),                     \
+	  rt_stream_query(stream, false))                                                   \
+	R(cudaStreamQuery_ptsz, cudaStreamQuery_ptsz_v7000, (S stream), (stream),           \
+	  rt_stream_query(stream, true))                                                    \
+	R(cudaStreamGetId, cudaStreamGetId_v12000, (S hStream, unsigned long long *streamId), \
+	  (hStream, streamId), rt_stream_get_id(hStream, streamId, false))                  \
+	R(cudaStreamGetId_ptsz, cudaStreamGetId_ptsz_v12000,                                \
+	  (S hStream, unsigned long long *streamId), (hStream, streamId),                   \
+	  rt_stream_get_id(hStream, streamId, true))                                        \
+	R(cudaStreamWaitEvent, cudaStreamWaitEvent_v3020, (S stream, E event, unsigned int flags), \
+	  (stream, event, flags), rt_stream_wait_event(stream, event, flags, false))        \
+	R(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent_ptsz_v7000,                         \
+	  (S stream, E event, unsigned int flags), (stream, event, flags),                  \
+	  rt_stream_wait_event(stream, event, flags, true))                                 \
+	R(cudaStreamBeginCapture, cudaStreamBeginCapture_v10000,                            \
+	  (S stream, enum cudaStreamCaptureMode mode), (stream, mode),                      \
+	  rt_begin_capture(stream, mode, false))                                            \
+	R(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture_ptsz_v10000,                  \
+	  (S stream, enum cudaStreamCaptureMode mode), (stream, mode),                      \
+	  rt_begin_capture(stream, mode, true))                                             \
+	R(cudaStreamEndCapture, cudaStreamEndCapture_v10000, (S stream, cudaGraph_t *pGraph), \
+	  (stream, pGraph), rt_end_capture(stream, pGraph, false))                          \
+	R(cudaStreamEndCapture_ptsz, cudaStreamEndCapture_ptsz_v10000,                      \
+	  (S stream, cudaGraph_t *pGraph), (stream, pGraph), rt_end_capture(stream, pGraph, true)) \
+	R(cudaStreamIsCapturing, cudaStreamIsCapturing_v10000,                              \
+	  (S stream, enum cudaStreamCaptureStatus *pCaptureStatus), (stream, pCaptureStatus), \
+	  rt_is_capturing(stream, pCaptureStatus, false))                                   \
+	R(cudaStreamIsCapturing_ptsz, cudaStreamIsCapturing_ptsz_v10000,                    \
+	  (S stream, enum cudaStreamCaptureStatus *pCaptureStatus), (stream, pCaptureStatus), \
+	  rt_is_capturing(stream, pCaptureStatus, true))                                    \
+	R(cudaThreadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode_v10010,  \
+	  (enum cudaStreamCaptureMode *mode), (mode), rt_exchange_capture_mode(mode))       \
+	R(cudaEventCreate, cudaEventCreate_v3020, (E *event), (event), rt_event_create(event, 0)) \
+	R(cudaEventCreateWithFlags, cudaEventCreateWithFlags_v3020,                         \
+	  (E *event, unsigned int flags), (event, flags), rt_event_create(event, flags))    \
+	R(cudaEventRecord, cudaEventRecord_v3020, (E event, S stream), (event, stream),     \
+	  rt_event_record(event, stream, false))                                            \
+	R(cudaEventRecord_ptsz, cudaEventRecord_ptsz_v7000, (E event, S stream), (event, stream), \
+	  rt_event_record(event, stream, true))                                             \
+	R(cudaEventQuery, cudaEventQuery_v3020, (E event), (event), rt_event_query(event))  \
+	R(cudaEventSynchronize, cudaEventSynchronize_v3020, (E event), (event),             \
+	  rt_event_synchronize(event))                                                      \
+	R(cudaEventElapsedTime, cudaEventElapsedTime_v12080, (float *ms, E start, E end),   \
+	  (ms, start, end), rt_event_elapsed(ms, start, end))                               \
+	R(cudaEventDestroy, cudaEventDestroy_v3020, (E event), (event), rt_event_destroy(event)) \
+	R(cudaGraphInstantiate, cudaGraphInstantiate_v12000,                                \
+	  (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags),       \
+	  (pGraphExec, graph, flags), rt_graph_instantiate(pGraphExec, graph, flags))       \
+	R(cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithFlags_v11040,              \
+	  (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags),       \
+	  (pGraphExec, graph, flags), rt_graph_instantiate(pGraphExec, graph, flags))       \
+	R(cudaGraphLaunch, cudaGraphLaunch_v10000, (cudaGraphExec_t graphExec, S stream),   \
+	  (graphExec, stream), rt_graph_launch(graphExec, stream, false))                   \
+	R(cudaGraphLaunch_ptsz, cudaGraphLaunch_ptsz_v10000,                                \
+	  (cudaGraphExec_t graphExec, S stream), (graphExec, stream),                       \
+	  rt_graph_launch(graphExec, stream, true))                                         \
+	R(cudaGraphDestroy, cudaGraphDestroy_v10000, (cudaGraph_t graph), (graph),          \
+	  rt_graph_destroy(graph))                                                          \
+	R(cudaGraphExecDestroy, cudaGraphExecDestroy_v10000, (cudaGraphExec_t graphExec),   \
+	  (graphExec), rt_graph_exec_destroy(graphExec))                                    \
+	R(cudaGraphGetNodes, cudaGraphGetNodes_v10000,                                      \
+	  (cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes), (graph, nodes, numNodes), \
+	  rt_graph_get_nodes(graph, nodes, numNodes))                                       \
+	R(cudaFuncGetName, cudaFuncGetName_v12030, (const char **name, const void *func),   \
+	  (name, func), rt_func_get_name(name, func))
+
+/* Entry points without a parameter struct. */
+#define RT_CALLS_NOPARAMS(N)                                                                \
+	N(cudaDeviceSynchronize, cudaDeviceSynchronize_v3020, rt_device_synchronize())      \
+	N(cudaGetLastError, cudaGetLastError_v3020, rt_get_last_error())                    \
+	N(cudaPeekAtLastError, cudaPeekAtLastError_v3020, rt_peek_last_error())
+
+#define RT_ENTRY(fn, id, decl, args, call)                                                  \
+	SIM_EXPORT cudaError_t CUDARTAPI fn decl                                            \
+	{                                                                                   \
+		id##_params p_ = { UNPAREN args };                                          \
+		struct sim_call c_ = { .domain = SIM_DOMAIN_RUNTIME,                        \
+				       .cbid = CUPTI_RUNTIME_TRACE_CBID_##id, .name = #id,  \
+				       .params = &p_ };                                     \
+		cudaError_t r_;                                                             \
+                                                                                            \
+		rt_enter(&c_);                                                              \
+		r_ = call;                                                                  \
+		rt_exit(&c_, &r_);                                                          \
+		return r_;                                                                  \
+	}
+#define RT_ENTRY_NOPARAMS(fn, id, call)                                                     \
+	SIM_EXPORT cudaError_t CUDARTAPI fn(void)                                           \
+	{                                                                                   \
+		struct sim_call c_ = { .domain = SIM_DOMAIN_RUNTIME,                        \
+				       .cbid = CUPTI_RUNTIME_TRACE_CBID_##id, .name = #id };\
+		cudaError_t r_;                                                             \
+                                                                                            \
+		rt_enter(&c_);                                                              \
+		r_ = call;                                                                  \
+		rt_exit(&c_, &r_);                                                          \
+		return r_;                                                                  \
+	}
+RT_CALLS(RT_ENTRY)
+RT_CALLS_NOPARAMS(RT_ENTRY_NOPARAMS)
+
+/* ---- written out: other return types, kernel names, ABI differences ---- */
+
+#define CALL(id, p)                                                                         \
+	{ .domain = SIM_DOMAIN_RUNTIME, .cbid = CUPTI_RUNTIME_TRACE_CBID_##id, .name = #id, \
+	  .params = (p) }
+#if SIM_RT_MAJOR >= 13
+#define CALL13(id, p) CALL(id, p)
+#else
+/* not announced to CUPTI before CUDA 13 */
+#define CALL13(id, p) { .domain = SIM_DOMAIN_RUNTIME, .name = #id, .params = (p) }
+#endif
+
+SIM_EXPORT const char *CUDARTAPI cudaGetErrorName(cudaError_t error)
+{
+	cudaGetErrorName_v6050_params p = { error };
+	struct sim_call c = CALL(cudaGetErrorName_v6050, &p);
+	const char *r;
+
+	rt_enter(&c);
+	r = rt_error_name(error);
+	rt_exit(&c, &r);
+	return r;
+}
+
+SIM_EXPORT const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
+{
+	cudaGetErrorString_v3020_params p = { error };
+	struct sim_call c = CALL(cudaGetErrorString_v3020, &p);
+	const char *r;
+
+	rt_enter(&c);
+	r = rt_error_string(error);
+	rt_exit(&c, &r);
+	return r;
+}
+
+#if SIM_RT_MAJOR >= 13
+SIM_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+#else
+/* CUDA 12's headers name cudaGetDeviceProperties this (a CUDA 12 layout) */
+SIM_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties_v2(void *prop, int device)
+#endif
+{
+	cudaGetDeviceProperties_v12000_params p = { (struct cudaDeviceProp *)prop, device };
+	struct sim_call c = CALL(cudaGetDeviceProperties_v12000, &p);
+	cudaError_t r;
+
+	rt_enter(&c);
+	r = rt_device_properties(prop, device);
+	rt_exit(&c, &r);
+	return r;
+}
+
+static cudaError_t launch(struct sim_call *c, struct rt_function *f, dim3 grid, dim3 block,
+			  void **args, size_t shared, cudaStream_t stream, bool per_thread)
+{
+	cudaError_t r;
+
+	c->symbol = rt_function_name(f);
+	rt_enter(c);
+	r = rt_launch(f, grid, block, args, shared, stream, per_thread);
+	rt_exit(c, &r);
+	return r;
+}
+
+SIM_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
+					      void **args, size_t sharedMem, cudaStream_t stream)
+{
+	cudaLaunchKernel_v7000_params p = { func, gridDim, blockDim, args, sharedMem, stream };
+	struct sim_call c = CALL(cudaLaunchKernel_v7000, &p);
+
+	return launch(&c, rt_function_of(func), gridDim, blockDim, args, sharedMem, stream, false);
+}
+
+SIM_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+						   dim3 blockDim, void **args, size_t sharedMem,
+						   cudaStream_t stream)
+{
+	cudaLaunchKernel_ptsz_v7000_params p = { func, gridDim, blockDim, args, sharedMem, stream };
+	struct sim_call c = CALL(cudaLaunchKernel_ptsz_v7000, &p);
+
+	return launch(&c, rt_function_of(func), gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+#if SIM_RT_MAJOR >= 13
+SIM_EXPORT cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t *kernel, const void *func)
+{
+	struct sim_call c = CALL13(__cudaGetKernel_v13000, NULL);
+	cudaError_t r;
+
+	rt_enter(&c);
+	r = rt_get_kernel(kernel, func);
+	rt_exit(&c, &r);
+	return r;
+}
+
+static struct rt_function *kernel_function(cudaKernel_t k)
+{
+	/* a handle __cudaGetKernel gave out, or garbage */
+	struct rt_function *f = (struct rt_function *)k;
+
+	return f && rt_function_of(rt_function_host(f)) == f ? f : NULL;
+}
+
+SIM_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim,
+						dim3 blockDim, void **args, size_t sharedMem,
+						cudaStream_t stream)
+{
+	struct sim_call c = CALL13(__cudaLaunchKernel_v13000, NULL);
+
+	return launch(&c, kernel_function(kernel), gridDim, blockDim, args, sharedMem, stream,
+		      false);
+}
+
+SIM_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
+						     dim3 blockDim, void **args,
+						     size_t sharedMem, cudaStream_t stream)
+{
+	struct sim_call c = CALL13(__cudaLaunchKernel_ptsz_v13000, NULL);
+
+	return launch(&c, kernel_function(kernel), gridDim, blockDim, args, sharedMem, stream,
+		      true);
+}
+#endif
+
+SIM_EXPORT void **CUDARTAPI __cudaRegisterFatBinary(void *fatCubin)
+{
+	struct sim_call c = CALL13(__cudaRegisterFatBinary_v13000, NULL);
+	void **r;
+
+	rt_enter(&c);
+	r = rt_register_fatbin(fatCubin);
+	rt_exit(&c, &r);
+	return r;
+}
+
+SIM_EXPORT void CUDARTAPI __cudaRegisterFatBinaryEnd(void **fatCubinHandle)
+{
+	struct sim_call c = CALL13(__cudaRegisterFatBinaryEnd_v13000, NULL);
+
+	rt_enter(&c);
+	rt_register_fatbin_end(fatCubinHandle);
+	rt_exit(&c, NULL);
+}
+
+SIM_EXPORT void CUDARTAPI __cudaUnregisterFatBinary(void **fatCubinHandle)
+{
+	struct sim_call c = CALL13(__cudaUnregisterFatBinary_v13000, NULL);
+
+	rt_enter(&c);
+	rt_unregister_fatbin(fatCubinHandle);
+	rt_exit(&c, NULL);
+}
+
+SIM_EXPORT void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
+					     char *deviceFun, const char *deviceName,
+					     int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
+					     dim3 *gDim, int *wSize)
+{
+	struct sim_call c = CALL13(__cudaRegisterFunction_v13000, NULL);
+
+	rt_enter(&c);
+	rt_register_function(fatCubinHandle, hostFun, deviceFun, deviceName);
+	rt_exit(&c, NULL);
+}
+
+SIM_EXPORT unsigned CUDARTAPI __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim,
+						      size_t sharedMem, void *stream)
+{
+	struct sim_call c = CALL13(__cudaPushCallConfiguration_v13000, NULL);
+	unsigned r;
+
+	rt_enter(&c);
+	r = rt_push_config(gridDim, blockDim, sharedMem, stream);
+	rt_exit(&c, &r);
+	return r;
+}
+
+SIM_EXPORT cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
+							size_t *sharedMem, void *stream)
+{
+	struct sim_call c = CALL13(__cudaPopCallConfiguration_v13000, NULL);
+	cudaError_t r;
+
+	rt_enter(&c);
+	r = rt_pop_config(gridDim, blockDim, sharedMem, stream);
+	rt_exit(&c, &r);
+	return r;
+}

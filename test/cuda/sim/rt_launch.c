@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What nvcc's generated code calls: at start-up, __cudaRegisterFatBinary
+ * with the embedded fatbinary wrapper, __cudaRegisterFunction for each
+ * kernel (its host stub and its mangled device name), then
+ * __cudaRegisterFatBinaryEnd; __cudaUnregisterFatBinary at exit. A
+ * <<<grid, block, shared, stream>>> pushes a call configuration that the
+ * stub pops before launching (cudaLaunchKernel in CUDA 12;
+ * __cudaGetKernel and __cudaLaunchKernel in CUDA 13).
+ *
+ * As in the real runtime, modules are loaded into the driver lazily, at
+ * the first launch of one of their kernels, in the launching thread's
+ * context.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1
+
+struct fatbin_wrapper { /* __fatBinC_Wrapper_t, as nvcc emits it */
+	int magic;
+	int version;
+	const unsigned long long *data;
+	void *filename_or_fatbins;
+};
+
+struct rt_module {
+	const struct fatbin_wrapper *wrapper;
+	CUmodule module; /* loaded lazily */
+	bool ended;      /* __cudaRegisterFatBinaryEnd seen */
+	struct rt_function *functions;
+};
+
+struct rt_function {
+	const void *host_fun;
+	char *name;
+	struct rt_module *module;
+	CUfunction function;
+	struct rt_function *next;      /* of the module */
+	struct rt_function *next_all;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rt_function *all_functions;
+
+struct call_config {
+	dim3 grid, block;
+	size_t shared;
+	cudaStream_t stream;
+};
+#define CONFIG_DEPTH 16
+static __thread struct call_config configs[CONFIG_DEPTH];
+static __thread unsigned nconfigs;
+
+void **rt_register_fatbin(void *fatbin)
+{
+	const struct fatbin_wrapper *w = fatbin;
+	struct rt_module *m;
+
+	if (!w || w->magic != FATBIN_WRAPPER_MAGIC)
+		sim_die_rt("__cudaRegisterFatBinary: not an nvcc fatbinary wrapper (magic %#x)",
+			   w ? (unsigned)w->magic : 0u);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		sim_die_rt("out of memory registering a fatbinary");
+	m->wrapper = w;
+	return (void **)m;
+}
+
+void rt_register_fatbin_end(void **handle)
+{
+	((struct rt_module *)handle)->ended = true;
+}
+
+void rt_register_function(void **handle, const char *host_fun, char *device_fun,
+			  const char *device_name)
+{
+	struct rt_module *m = (struct rt_module *)handle;
+	struct rt_function *f = calloc(1, sizeof(*f));
+
+	if (!f || !(f->name = strdup(device_fun ? device_fun : device_name)))
+		sim_die_rt("out of memory registering a kernel");
+	f->host_fun = host_fun;
+	f->module = m;
+	pthread_mutex_lock(&lock);
+	f->next = m->functions;
+	m->functions = f;
+	f->next_all = all_functions;
+	all_functions = f;
+	pthread_mutex_unlock(&lock);
+}
+
+void rt_unregister_fatbin(void **handle)
+{
+	struct rt_module *m = (struct rt_module *)handle;
+	struct rt_function *f, *next;
+
+	pthread_mutex_lock(&lock);
+	for (struct rt_function **p = &all_functions; *p;) {
+		if ((*p)->module == m)
+			*p = (*p)->next_all;
+		else
+			p = &(*p)->next_all;
+	}
+	pthread_mutex_unlock(&lock);
+	/* the driver unloads its module (and its kernels' names) */
+	if (m->module && !rt_context())
+		rt_drv.cuModuleUnload(m->module);
+	for (f = m->functions; f; f = next) {
+		next = f->next;
+		free(f->name);
+		free(f);
+	}
+	free(m);
+}
+
+struct rt_function *rt_function_of(const void *host_fun)
+{
+	struct rt_function *f;
+
+	pthread_mutex_lock(&lock);
+	for (f = all_functions; f && f->host_fun != host_fun; f = f->next_all)
+		;
+	pthread_mutex_unlock(&lock);
+	return f;
+}
+
+const char *rt_function_name(const struct rt_function *f)
+{
+	return f ? f->name : NULL;
+}
+
+const void *rt_function_host(const struct rt_function *f)
+{
+	return f->host_fun;
+}
+
+/* The module in the driver, and the kernel in it; the context is current. */
+static cudaError_t load(struct rt_function *f)
+{
+	struct rt_module *m = f->module;
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&lock);
+	if (!m->module)
+		r = rt_drv.cuModuleLoadFatBinary(&m->module, m->wrapper->data);
+	if (!r && !f->function)
+		r = rt_drv.cuModuleGetFunction(&f->function, m->module, f->name);
+	pthread_mutex_unlock(&lock);
+	return r == CUDA_ERROR_INVALID_IMAGE ? rt_error(cudaErrorInvalidKernelImage) : rt_result(r);
+}
+
+cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args, size_t shared,
+		      cudaStream_t stream, bool per_thread)
+{
+	cudaError_t e = rt_context();
+
+	if (e)
+		return e;
+	if (!f)
+		return rt_error(cudaErrorInvalidDeviceFunction);
+	if ((e = load(f)))
+		return e;
+	if (!stream && per_thread)
+		stream = cudaStreamPerThread;
+	CUresult r = rt_drv.cuLaunchKernel(f->function, grid.x, grid.y, grid.z, block.x, block.y,
+					   block.z, (unsigned)shared, (CUstream)stream, args, NULL);
+	return r == CUDA_ERROR_INVALID_VALUE ? rt_error(cudaErrorInvalidConfiguration) : rt_result(r);
+}
+
+unsigned rt_push_config(dim3 grid, dim3 block, size_t shared, void *stream)
+{
+	if (nconfigs == CONFIG_DEPTH)
+		return 1;
+	configs[nconfigs++] = (struct call_config){ grid, block, shared, stream };
+	return 0;
+}
+
+cudaError_t rt_pop_config(dim3 *grid, dim3 *block, size_t *shared, void *stream)
+{
+	if (!nconfigs)
+		sim_die_rt("__cudaPopCallConfiguration without a configuration pushed "
+			   "(a kernel stub called without <<<>>>)");
+	struct call_config *c = &configs[--nconfigs];
+	*grid = c->grid;
+	*block = c->block;
+	*shared = c->shared;
+	*(cudaStream_t *)stream = c->stream;
+	return cudaSuccess;
+}
+
+cudaError_t rt_func_get_name(const char **name, const void *func)
+{
+	struct rt_function *f;
+
+	if (!name || !func)
+		return rt_error(cudaErrorInvalidValue);
+	f = rt_function_of(func);
+	if (!f)
+		return rt_error(cudaErrorInvalidDeviceFunction);
+	*name = f->name;
+	return cudaSuccess;
+}
+
+#if SIM_RT_MAJOR >= 13
+cudaError_t rt_get_kernel(cudaKernel_t *k, const void *host_fun)
+{
+	struct rt_function *f = rt_function_of(host_fun);
+
+	if (!k)
+		return rt_error(cudaErrorInvalidValue);
+	if (!f)
+		return rt_error(cudaErrorInvalidDeviceFunction);
+	*k = (cudaKernel_t)f;
+	return cudaSuccess;
+}
+#endif

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime calls that map one-to-one onto the driver: memory, copies,
+ * fills, streams, events, capture and graphs. Handles are the driver's
+ * (cudaStream_t is a CUstream). The per-thread-default-stream flavours
+ * (_ptsz/_ptds) differ only in what the NULL stream means.
+ */
+#define _GNU_SOURCE
+#include "rt.h"
+
+#define CTX_OR_FAIL()                                                                      \
+	do {                                                                               \
+		cudaError_t e_ = rt_context();                                             \
+		if (e_)                                                                    \
+			return e_;                                                         \
+	} while (0)
+
+static CUstream stream_of(cudaStream_t s, bool per_thread)
+{
+	return !s && per_thread ? CU_STREAM_PER_THREAD : (CUstream)s;
+}
+
+/* ---- memory ---- */
+
+cudaError_t rt_malloc(void **p, size_t n)
+{
+	CTX_OR_FAIL();
+	if (!p)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuMemAlloc((CUdeviceptr *)p, n));
+}
+
+cudaError_t rt_malloc_managed(void **p, size_t n, unsigned flags)
+{
+	CTX_OR_FAIL();
+	if (!p)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuMemAllocManaged((CUdeviceptr *)p, n, flags ? flags : 1));
+}
+
+cudaError_t rt_free(void *p)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuMemFree((CUdeviceptr)p));
+}
+
+cudaError_t rt_malloc_host(void **p, size_t n)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuMemAllocHost(p, n));
+}
+
+cudaError_t rt_host_alloc(void **p, size_t n, unsigned flags)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuMemHostAlloc(p, n, flags));
+}
+
+cudaError_t rt_free_host(void *p)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuMemFreeHost(p));
+}
+
+/* ---- copies and fills ---- */
+
+cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+		      cudaStream_t s, bool async, bool per_thread)
+{
+	CUstream h = stream_of(s, per_thread);
+	CUresult r;
+
+	CTX_OR_FAIL();
+	if (!async && per_thread)
+		h = CU_STREAM_PER_THREAD; /* the synchronous copy goes to the thread's stream */
+	switch (kind) {
+	case cudaMemcpyHostToDevice:
+		r = async || per_thread ? rt_drv.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, n, h)
+					: rt_drv.cuMemcpyHtoD((CUdeviceptr)dst, src, n);
+		break;
+	case cudaMemcpyDeviceToHost:
+		r = async || per_thread ? rt_drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, n, h)
+					: rt_drv.cuMemcpyDtoH(dst, (CUdeviceptr)src, n);
+		break;
+	case cudaMemcpyDeviceToDevice:
+		r = async || per_thread ? rt_drv.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
+								   n, h)
+					: rt_drv.cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n);
+		break;
+	case cudaMemcpyHostToHost:
+	case cudaMemcpyDefault:
+		r = async || per_thread ? rt_drv.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, h)
+					: rt_drv.cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, n);
+		break;
+	default:
+		return rt_error(cudaErrorInvalidMemcpyDirection);
+	}
+	/* a synchronous copy on the thread's stream still returns when done */
+	if (!r && !async && per_thread)
+		r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+	return rt_result(r);
+}
+
+cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread)
+{
+	CUresult r;
+
+	CTX_OR_FAIL();
+	if (async || per_thread) {
+		r = rt_drv.cuMemsetD8Async((CUdeviceptr)p, (unsigned char)v, n, stream_of(s, per_thread));
+		if (!r && !async)
+			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+	} else {
+		r = rt_drv.cuMemsetD8((CUdeviceptr)p, (unsigned char)v, n);
+	}
+	return rt_result(r);
+}
+
+/* ---- streams ---- */
+
+cudaError_t rt_stream_create(cudaStream_t *s, unsigned flags)
+{
+	CTX_OR_FAIL();
+	if (!s)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuStreamCreate((CUstream *)s, flags));
+}
+
+cudaError_t rt_stream_destroy(cudaStream_t s)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamDestroy((CUstream)s));
+}
+
+cudaError_t rt_stream_synchronize(cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamSynchronize(stream_of(s, per_thread)));
+}
+
+cudaError_t rt_stream_query(cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamQuery(stream_of(s, per_thread)));
+}
+
+cudaError_t rt_stream_get_id(cudaStream_t s, unsigned long long *id, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamGetId(stream_of(s, per_thread), id));
+}
+
+cudaError_t rt_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamWaitEvent(stream_of(s, per_thread), (CUevent)e, flags));
+}
+
+cudaError_t rt_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode mode, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamBeginCapture(stream_of(s, per_thread),
+						      (CUstreamCaptureMode)mode));
+}
+
+cudaError_t rt_end_capture(cudaStream_t s, cudaGraph_t *g, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamEndCapture(stream_of(s, per_thread), (CUgraph *)g));
+}
+
+cudaError_t rt_is_capturing(cudaStream_t s, enum cudaStreamCaptureStatus *st, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuStreamIsCapturing(stream_of(s, per_thread),
+						     (CUstreamCaptureStatus *)st));
+}
+
+cudaError_t rt_exchange_capture_mode(enum cudaStreamCaptureMode *mode)
+{
+	cudaError_t e = rt_load_driver();
+
+	if (e)
+		return rt_error(e);
+	return rt_result(rt_drv.cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
+}
+
+/* ---- events ---- */
+
+cudaError_t rt_event_create(cudaEvent_t *e, unsigned flags)
+{
+	CTX_OR_FAIL();
+	if (!e)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuEventCreate((CUevent *)e, flags));
+}
+
+cudaError_t rt_event_destroy(cudaEvent_t e)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuEventDestroy((CUevent)e));
+}
+
+cudaError_t rt_event_record(cudaEvent_t e, cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuEventRecord((CUevent)e, stream_of(s, per_thread)));
+}
+
+cudaError_t rt_event_query(cudaEvent_t e)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuEventQuery((CUevent)e));
+}
+
+cudaError_t rt_event_synchronize(cudaEvent_t e)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuEventSynchronize((CUevent)e));
+}
+
+cudaError_t rt_event_elapsed(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuEventElapsedTime(ms, (CUevent)a, (CUevent)b));
+}
+
+/* ---- graphs ---- */
+
+cudaError_t rt_graph_instantiate(cudaGraphExec_t *x, cudaGraph_t g, unsigned long long flags)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuGraphInstantiate((CUgraphExec *)x, (CUgraph)g, flags));
+}
+
+cudaError_t rt_graph_launch(cudaGraphExec_t x, cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuGraphLaunch((CUgraphExec)x, stream_of(s, per_thread)));
+}
+
+cudaError_t rt_graph_destroy(cudaGraph_t g)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuGraphDestroy((CUgraph)g));
+}
+
+cudaError_t rt_graph_exec_destroy(cudaGraphExec_t x)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuGraphExecDestroy((CUgraphExec)x));
+}
+
+cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuGraphGetNodes((CUgraph)g, (CUgraphNode *)nodes, n));
+}
