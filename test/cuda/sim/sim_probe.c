@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Checks of the simulated CUDA stack's contracts, without the tracer: a
+ * CUPTI and CUDA client built against the toolkit (cupti.h, cuda.h,
+ * cuda_runtime_api.h; linked with its libcupti and libcudart, and the
+ * driver stub), run on the simulator. One subcommand per contract; each
+ * prints key=value lines for test_sim.py.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+
+/* ---- a kernel, registered the way nvcc's generated code does it ---- */
+
+static const unsigned int fatbin[4] = { 0xBA55ED50u, 0x00100001u, 0, 0 };
+static const struct {
+	int magic, version;
+	const void *data;
+	void *unused;
+} wrapper = { 0x466243b1, 1, fatbin, NULL };
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **handle);
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+			    dim3 *bDim, dim3 *gDim, int *wSize);
+
+static void probe_kernel(void) {}
+
+static void register_kernel(void)
+{
+	void **h = __cudaRegisterFatBinary((void *)&wrapper);
+
+	__cudaRegisterFunction(h, (const char *)probe_kernel, (char *)"_Z12probe_kernelv",
+			       "_Z12probe_kernelv", -1, NULL, NULL, NULL, NULL, NULL);
+	__cudaRegisterFatBinaryEnd(h);
+}
+
+/* grid x block ns of device time */
+static cudaError_t launch(unsigned grid, unsigned block, cudaStream_t s)
+{
+	dim3 g = { grid, 1, 1 }, b = { block, 1, 1 };
+
+	return cudaLaunchKernel((const void *)probe_kernel, g, b, NULL, 0, s);
+}
+
+static uint64_t raw_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+static long tid(void)
+{
+	return (long)syscall(SYS_gettid);
+}
+
+/* ---- subscribers ---- */
+
+static void CUPTIAPI nop_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *p) {}
+
+static int subscribers(void)
+{
+	CUpti_SubscriberHandle a, b, c;
+	char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUpti_SubscriberParams pa = { CUpti_SubscriberParams_STRUCT_SIZE, "first", NULL, 0 };
+	CUpti_SubscriberParams pb = { CUpti_SubscriberParams_STRUCT_SIZE, "second", old, sizeof(old) };
+	int r1 = cuptiSubscribe_v2(&a, nop_cb, NULL, &pa);
+	int r2 = cuptiSubscribe_v2(&b, nop_cb, NULL, &pb);
+	int r3 = cuptiSubscribe(&c, nop_cb, NULL);
+	int r4 = cuptiUnsubscribe(a);
+	int r5 = cuptiSubscribe(&c, nop_cb, NULL);
+	int r6 = cuptiEnableDomain(1, a, CUPTI_CB_DOMAIN_RUNTIME_API);
+
+	printf("first=%d second=%d v1=%d unsubscribe=%d again=%d stale=%d\nholder=%s\n", r1, r2,
+	       r3, r4, r5, r6, old);
+	return 0;
+}
+
+/* ---- callbacks ---- */
+
+static struct {
+	int enters, exits, same_thread, pairs, nested_shared;
+	long thread;
+	uint32_t rt_corr, drv_corr;
+	size_t bytesize;
+	int ret;
+	char symbol[64];
+} cbs;
+
+static void CUPTIAPI record_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *p)
+{
+	const CUpti_CallbackData *cb = p;
+
+	if (d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	cbs.same_thread += tid() == cbs.thread;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		cbs.enters++;
+		*cb->correlationData = cb->correlationId;
+		if (d == CUPTI_CB_DOMAIN_RUNTIME_API && id == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020)
+			cbs.rt_corr = cb->correlationId;
+		if (d == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2) {
+			cbs.drv_corr = cb->correlationId;
+			/* cuMemAlloc_v2_params: { CUdeviceptr *dptr; size_t bytesize; } */
+			const struct { CUdeviceptr *dptr; size_t bytesize; } *mp = cb->functionParams;
+			cbs.bytesize = mp->bytesize;
+		}
+		if (cb->symbolName)
+			snprintf(cbs.symbol, sizeof(cbs.symbol), "%s", cb->symbolName);
+		return;
+	}
+	cbs.exits++;
+	cbs.pairs += *cb->correlationData == cb->correlationId;
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API && id == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020)
+		cbs.ret = *(const int *)cb->functionReturnValue;
+}
+
+static int callbacks(void)
+{
+	CUpti_SubscriberHandle s;
+	void *p = NULL;
+
+	cbs.thread = tid();
+	cuptiSubscribe(&s, record_cb, NULL);
+	cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API);
+	cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_DRIVER_API);
+	register_kernel();
+	cudaMalloc(&p, 4096);
+	launch(1, 1, NULL);
+	cudaDeviceSynchronize();
+	printf("enters=%d exits=%d same_thread=%d pairs=%d shared_corr=%d bytesize=%zu ret=%d "
+	       "symbol=%s\n",
+	       cbs.enters, cbs.exits, cbs.same_thread == cbs.enters + cbs.exits,
+	       cbs.pairs == cbs.exits, cbs.rt_corr && cbs.rt_corr == cbs.drv_corr, cbs.bytesize,
+	       cbs.ret, cbs.symbol);
+	return 0;
+}
+
+/* ---- activity buffers ---- */
+
+static size_t request_size = 1 << 20;
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nrequests, ncompleted;
+static long request_tids[16], completed_tids[16];
+static uint8_t *last_buf;
+static size_t last_valid;
+
+static void CUPTIAPI req(uint8_t **b, size_t *size, size_t *max)
+{
+	*size = request_size;
+	*b = aligned_alloc(8, request_size);
+	*max = 0;
+	pthread_mutex_lock(&buf_lock);
+	if (nrequests < 16)
+		request_tids[nrequests] = tid();
+	nrequests++;
+	pthread_mutex_unlock(&buf_lock);
+}
+
+static void CUPTIAPI done(CUcontext c, uint32_t st, uint8_t *b, size_t size, size_t valid)
+{
+	pthread_mutex_lock(&buf_lock);
+	if (ncompleted < 16)
+		completed_tids[ncompleted] = tid();
+	ncompleted++;
+	free(last_buf);
+	last_buf = b;
+	last_valid = valid;
+	pthread_mutex_unlock(&buf_lock);
+}
+
+/* The kernel records of the last delivered buffer: "start-end" each (0 when
+ * a timestamp is missing, else the duration). */
+static void kernels_of_last(const char *label)
+{
+	CUpti_Activity *r = NULL;
+
+	printf("%s=", label);
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+		if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			continue;
+		if (!k->start || !k->end)
+			printf("%llu-%llu,", (unsigned long long)k->start, (unsigned long long)k->end);
+		else
+			printf("%llu,", (unsigned long long)(k->end - k->start));
+	}
+	printf("\n");
+}
+
+static void *other_thread(void *arg)
+{
+	launch(1, 1000, NULL);
+	return NULL;
+}
+
+static int buffers(void)
+{
+	pthread_t th;
+	long me = tid();
+
+	register_kernel();
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	/* 200 ms of work: its record stays incomplete */
+	launch(200000, 1000, NULL);
+	cuptiActivityFlushAll(0);
+	printf("after_flush0=%d\n", ncompleted);
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	printf("after_forced=%d on_caller=%d\n", ncompleted, completed_tids[0] == me);
+	kernels_of_last("forced_kernels");
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	printf("redelivered=%d\n", ncompleted - 1);
+	launch(2, 500, NULL);
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	kernels_of_last("complete_kernels");
+	/* another thread's record: its own buffer, requested on it */
+	pthread_create(&th, NULL, other_thread, NULL);
+	pthread_join(th, NULL);
+	printf("requests=%d other_thread_request=%d\n", nrequests,
+	       nrequests >= 3 && request_tids[2] != me);
+	/* buffers that fill up go back on CUPTI's worker thread */
+	request_size = 2 * sizeof(CUpti_ActivityKernel10);
+	int before = ncompleted;
+	for (int i = 0; i < 4; i++)
+		launch(1, 100, NULL);
+	cudaDeviceSynchronize();
+	sleep_ms(100);
+	pthread_mutex_lock(&buf_lock);
+	int worker = 0;
+	for (int i = before; i < ncompleted && i < 16; i++)
+		worker += completed_tids[i] != me;
+	pthread_mutex_unlock(&buf_lock);
+	printf("worker_deliveries=%d\n", worker);
+	size_t dropped = 0;
+	cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped);
+	printf("dropped=%zu\n", dropped);
+	return 0;
+}
+
+/* ---- forbidden calls ---- */
+
+static void CUPTIAPI done_flushing(CUcontext c, uint32_t st, uint8_t *b, size_t s, size_t v)
+{
+	cuptiActivityFlushAll(0); /* CUPTI holds its lock here */
+}
+
+static void CUPTIAPI sync_in_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				      const void *p)
+{
+	cuCtxSynchronize();
+}
+
+static int forbidden(const char *what)
+{
+	register_kernel();
+	if (!strcmp(what, "flush_in_callback")) {
+		cuptiActivityRegisterCallbacks(req, done_flushing);
+		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		launch(1, 1, NULL);
+		cudaDeviceSynchronize();
+		cuptiActivityFlushAll(0);
+	} else if (!strcmp(what, "timestamp_late")) {
+		cuptiActivityRegisterCallbacks(req, done);
+		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		cuptiActivityRegisterTimestampCallback((CUpti_TimestampCallbackFunc)raw_ns);
+	} else if (!strcmp(what, "driver_in_callback")) {
+		CUpti_SubscriberHandle s;
+		cuptiSubscribe(&s, sync_in_callback, NULL);
+		cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API);
+		cudaDeviceSynchronize();
+	}
+	printf("not stopped\n");
+	return 0;
+}
+
+/* ---- capture rules ---- */
+
+static cudaEvent_t other_ev;
+static int other_result;
+static enum cudaStreamCaptureMode other_mode;
+
+static void *query_other(void *arg)
+{
+	enum cudaStreamCaptureMode m = other_mode;
+
+	cudaThreadExchangeStreamCaptureMode(&m);
+	other_result = cudaEventQuery(other_ev);
+	return NULL;
+}
+
+static int query_from_thread(enum cudaStreamCaptureMode mode)
+{
+	pthread_t th;
+
+	other_mode = mode;
+	pthread_create(&th, NULL, query_other, NULL);
+	pthread_join(th, NULL);
+	return other_result;
+}
+
+static int capture(void)
+{
+	cudaStream_t blocking, nonblocking;
+	cudaGraph_t g;
+	cudaEvent_t captured;
+	enum cudaStreamCaptureStatus st;
+
+	register_kernel();
+	cudaStreamCreate(&blocking);
+	cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking);
+	cudaEventCreate(&other_ev);
+	cudaEventCreate(&captured);
+	cudaEventRecord(other_ev, nonblocking);
+
+	cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
+	launch(1, 1, blocking);
+	int q_global = query_from_thread(cudaStreamCaptureModeGlobal);
+	int end_global = cudaStreamEndCapture(blocking, &g);
+	printf("global: query=%d end=%d graph=%s\n", q_global, end_global, g ? "yes" : "no");
+
+	cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
+	launch(1, 1, blocking);
+	int q_relaxed = query_from_thread(cudaStreamCaptureModeRelaxed);
+	int is_legacy = cudaStreamIsCapturing(NULL, &st);
+	int end_relaxed = cudaStreamEndCapture(blocking, &g);
+	printf("relaxed: query=%d is_capturing_legacy=%d end=%d graph=%s\n", q_relaxed, is_legacy,
+	       end_relaxed, g ? "yes" : "no");
+
+	cudaStreamBeginCapture(blocking, cudaStreamCaptureModeThreadLocal);
+	int q_local = query_from_thread(cudaStreamCaptureModeGlobal);
+	int legacy = launch(1, 1, NULL);
+	int end_legacy = cudaStreamEndCapture(blocking, &g);
+	printf("legacy: other_thread_query=%d launch=%d end=%d\n", q_local, legacy, end_legacy);
+
+	cudaStreamBeginCapture(nonblocking, cudaStreamCaptureModeRelaxed);
+	cudaEventRecord(captured, nonblocking);
+	int q_captured = cudaEventQuery(captured);
+	int legacy_ok = launch(1, 1, NULL);
+	int end_ok = cudaStreamEndCapture(nonblocking, &g);
+	printf("captured_event: query=%d legacy_launch=%d end=%d\n", q_captured, legacy_ok, end_ok);
+	return 0;
+}
+
+/* ---- fork ---- */
+
+static int fork_child(void)
+{
+	void *p = NULL;
+	int status;
+
+	cudaMalloc(&p, 64);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (!pid) {
+		printf("child_malloc=%d\n", cudaMalloc(&p, 64));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	printf("parent_malloc=%d\n", cudaMalloc(&p, 64));
+	return 0;
+}
+
+/* ---- the buffer format, read by NVIDIA's own libcupti ---- */
+
+static int walk(const char *real_cupti)
+{
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+	CUpti_Activity *r = NULL;
+	void *d = NULL, *h;
+	cudaStream_t s;
+	cudaEvent_t e;
+
+	register_kernel();
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+	cudaStreamCreate(&s);
+	cudaEventCreate(&e);
+	cudaMalloc(&d, 4096);
+	cudaMemset(d, 0, 4096);
+	cudaMemcpy(d, fatbin, sizeof(fatbin), cudaMemcpyHostToDevice);
+	launch(3, 7, s);
+	cudaEventRecord(e, s);
+	cudaEventSynchronize(e);
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	printf("sim=");
+	while (cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS)
+		printf("%d,", r->kind);
+	printf("\n");
+	h = dlopen(real_cupti, RTLD_NOW | RTLD_LOCAL);
+	next = h ? (__typeof__(next))dlsym(h, "cuptiActivityGetNextRecord") : NULL;
+	if (!next) {
+		printf("real=unavailable %s\n", dlerror());
+		return 0;
+	}
+	r = NULL;
+	printf("real=");
+	while (next(last_buf, last_valid, &r) == CUPTI_SUCCESS)
+		printf("%d,", r->kind);
+	printf("\n");
+	return 0;
+}
+
+/* ---- clocks ---- */
+
+static uint64_t CUPTIAPI host_clock(void)
+{
+	return raw_ns();
+}
+
+static int clocks(const char *with_callback)
+{
+	uint64_t c1, c2, h1, h2, launch_at;
+	CUpti_Activity *r = NULL;
+
+	register_kernel();
+	if (!strcmp(with_callback, "callback"))
+		cuptiActivityRegisterTimestampCallback(host_clock);
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	h1 = raw_ns();
+	cuptiGetTimestamp(&c1);
+	sleep_ms(300);
+	h2 = raw_ns();
+	cuptiGetTimestamp(&c2);
+	cuptiGetTimestamp(&launch_at);
+	launch(1000, 1000, NULL); /* 1 ms */
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	printf("host_elapsed=%llu cupti_elapsed=%llu\n", (unsigned long long)(h2 - h1),
+	       (unsigned long long)(c2 - c1));
+	while (cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			continue;
+		CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
+		printf("kernel_after_launch=%lld kernel_dur=%llu\n",
+		       (long long)(k->start - launch_at), (unsigned long long)(k->end - k->start));
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(what, "subscribe"))
+		return subscribers();
+	if (!strcmp(what, "callbacks"))
+		return callbacks();
+	if (!strcmp(what, "buffers"))
+		return buffers();
+	if (!strcmp(what, "forbidden"))
+		return forbidden(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "capture"))
+		return capture();
+	if (!strcmp(what, "fork"))
+		return fork_child();
+	if (!strcmp(what, "walk"))
+		return walk(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "clock"))
+		return clocks(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "init")) {
+		int n = -1, r = cudaGetDeviceCount(&n);
+		printf("count=%d result=%d\n", n, r);
+		return 0;
+	}
+	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
+			"walk LIBCUPTI|clock [callback]|init\n");
+	return 2;
+}

@@ -1,0 +1,166 @@
+"""The simulated CUDA stack, checked without the tracer: nvcc-built programs run on it,
+and its CUPTI, driver and runtime keep the contracts of test/cuda/sim/README.md. The
+probe is built against NVIDIA's headers and libraries; NVIDIA's own libcupti reads the
+simulator's activity buffers."""
+import os
+import pathlib
+import re
+
+import pytest
+
+from conftest import BUILD, need, run
+
+SIM = BUILD / "cuda-sim"
+PROBE = BUILD / "test" / "cuda" / "sim" / "sim_probe"
+CUDA = BUILD / "test" / "cuda"
+CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+REAL_CUPTI = CUDA_HOME / "lib64" / "libcupti.so.13"
+
+if not (CUDA_HOME / "include" / "cupti.h").exists():
+    pytest.skip(f"no CUDA toolkit headers under {CUDA_HOME}: the simulator is not built",
+                allow_module_level=True)
+
+
+def sim_run(cmd, env=None, check=True):
+    need(SIM / "libcuda.so.1")
+    need(cmd[0])
+    e = {"LD_LIBRARY_PATH": str(SIM)}
+    e.update(env or {})
+    r = run(cmd, traced=False, env=e)
+    if check:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    return r
+
+
+def probe(*args, env=None):
+    return sim_run([PROBE, *args], env).stdout.decode()
+
+
+def fields(text):
+    return dict(re.findall(r"(\w+)=([^\s]+)", text))
+
+
+def test_one_subscriber_and_its_name():
+    out = probe("subscribe")
+    assert fields(out) == {"first": "0", "second": "39", "v1": "39", "unsubscribe": "0",
+                           "again": "0", "stale": "1", "holder": "CUPTI"}
+    assert "holder=CUPTI for first\n" in out
+
+
+def test_callbacks_on_the_calling_thread_with_their_data():
+    f = fields(probe("callbacks"))
+    assert f["enters"] == f["exits"] and int(f["enters"]) > 10
+    # same thread, correlationData kept from enter to exit, the runtime call's
+    # nested driver call shares its correlation id, params and return value are real
+    assert (f["same_thread"], f["pairs"], f["shared_corr"]) == ("1", "1", "1")
+    assert (f["bytesize"], f["ret"], f["symbol"]) == ("4096", "0", "_Z12probe_kernelv")
+
+
+def test_buffers_flushes_and_threads():
+    f = fields(probe("buffers"))
+    # a buffer with an unfinished kernel is held by a plain flush, handed over
+    # (timestamps zero) by a forced one on the caller's thread, and never again
+    assert f["after_flush0"] == "0"
+    assert (f["after_forced"], f["on_caller"]) == ("1", "1")
+    assert f["forced_kernels"] == "0-0,"
+    assert f["redelivered"] == "0"
+    assert f["complete_kernels"] == "1000,"  # 2 x 500 ns
+    # each thread asks for its own buffer, on itself; full buffers come back
+    # on CUPTI's worker thread
+    assert f["other_thread_request"] == "1"
+    assert int(f["worker_deliveries"]) >= 1
+    assert f["dropped"] == "0"
+
+
+def test_nvidia_libcupti_reads_the_simulated_buffers():
+    if not REAL_CUPTI.exists():
+        pytest.skip(f"{REAL_CUPTI} not installed")
+    f = fields(probe("walk", str(REAL_CUPTI)))
+    kinds = [int(k) for k in f["sim"].rstrip(",").split(",")]
+    assert f["real"] == f["sim"]
+    # runtime calls, a memset, a copy, a kernel, two synchronizations
+    assert sorted(set(kinds)) == [1, 2, 5, 10, 38]
+
+
+@pytest.mark.parametrize("what,message", [
+    ("flush_in_callback", "cuptiActivityFlushAll called from inside a buffer callback"),
+    ("timestamp_late", "cuptiActivityRegisterTimestampCallback called while activity kinds "
+                       "are enabled"),
+    ("driver_in_callback", "cuCtxSynchronize called from inside a CUPTI callback"),
+])
+def test_forbidden_calls_abort_loudly(what, message):
+    r = sim_run([PROBE, "forbidden", what], check=False)
+    assert r.returncode < 0 or r.returncode == 134, r.stderr
+    assert b"not stopped" not in r.stdout
+    assert message in r.stderr.decode()
+
+
+def test_capture_rules():
+    out = probe("capture")
+    # another global-mode thread's query: 900, and the capture is invalidated (901)
+    assert "global: query=900 end=901 graph=no" in out
+    # a relaxed thread may query; asking the legacy stream reports 906 without harm
+    assert "relaxed: query=0 is_capturing_legacy=906 end=0 graph=yes" in out
+    # thread-local captures leave other threads alone; the legacy stream breaks them
+    assert "legacy: other_thread_query=0 launch=906 end=901" in out
+    assert "captured_event: query=907 legacy_launch=0 end=0" in out
+
+
+def test_fork_child_cannot_use_the_parents_cuda():
+    f = fields(probe("fork"))
+    assert (f["child_malloc"], f["parent_malloc"]) == ("3", "0")
+
+
+def test_clocks():
+    f = fields(probe("clock"))
+    # CUPTI's clock runs with CLOCK_MONOTONIC_RAW unless told otherwise; kernels
+    # last grid*block ns and start after their launch
+    assert abs(int(f["cupti_elapsed"]) - int(f["host_elapsed"])) < 200000
+    assert f["kernel_dur"] == "1000000"
+    assert int(f["kernel_after_launch"]) > 0
+    # NTP slewing of CLOCK_REALTIME, as CUPTI sees it
+    f = fields(probe("clock", env={"CUDA_SIM_REALTIME_DRIFT_PPM": "1000"}))
+    host, cupti = int(f["host_elapsed"]), int(f["cupti_elapsed"])
+    assert abs(cupti - host * 1.001) < 200000
+    # the client's clock once registered: GPU times go through (device, client)
+    # pairs read around the callback, good to a few ns over a millisecond
+    f = fields(probe("clock", "callback"))
+    assert abs(int(f["cupti_elapsed"]) - int(f["host_elapsed"])) < 200000
+    assert abs(int(f["kernel_dur"]) - 1000000) <= 50
+
+
+def test_bad_settings_and_injection():
+    r = sim_run([PROBE, "init"], env={"CUDA_SIM_DEVICE_DRIFT_PPM": "lots",
+                                      "CUDA_INJECTION64_PATH": "/nonexistent/libtool.so"})
+    assert fields(r.stdout.decode()) == {"count": "1", "result": "0"}
+    err = r.stderr.decode()
+    assert "CUDA_SIM_DEVICE_DRIFT_PPM='lots' is not a number of ppm" in err
+    assert "CUDA_INJECTION64_PATH=/nonexistent/libtool.so: cannot load it" in err
+    r = sim_run([PROBE, "init"], env={"CUDA_SIM_DEVICES": "0"})
+    assert fields(r.stdout.decode())["result"] == "100"  # cudaErrorNoDevice
+
+
+@pytest.mark.skipif(not (CUDA_HOME / "bin" / "nvcc").exists(), reason="nvcc not installed")
+def test_nvcc_programs_run():
+    out = sim_run([CUDA / "sim_app", "basic"]).stdout.decode()
+    assert out == "sim_app basic: ok\n"
+    out = sim_run([CUDA / "sim_app", "runtimes"]).stdout.decode()
+    assert out == ("runtime 13: version 13000\nruntime 12: version 12080, 132 SMs, "
+                   "gputrace simulated GPU, within its struct, error 0\n")
+    out = sim_run([CUDA / "cupti_user", "release"]).stdout.decode()
+    assert out.startswith("release: subscribe 0, enable 0, 11 runtime calls, 3 launches seen, "
+                          "3 kernel records (first _Z15while_profilingPi), 0 other records, "
+                          "0 foreign buffers\n")
+
+
+def test_another_tool_injected(tmp_path):
+    tool = CUDA / "libother_tool.so"
+    need(tool)
+    report = tmp_path / "other-tool.txt"
+    r = sim_run([PROBE, "init"], env={"CUDA_INJECTION64_PATH": str(tool),
+                                      "OTHER_TOOL_OUT": str(report)})
+    assert fields(r.stdout.decode())["result"] == "0"
+    text = report.read_text()
+    # subscribed at cuInit, inside the driver's lock, and saw the calls after it
+    assert text.startswith("other-tool: subscribe 0, ")
+    assert int(text.split(", ")[1].split()[0]) >= 1
