@@ -66,3 +66,35 @@ $(CUDA_OUT)/vec_shared: $(CUDA_OUT)/vec_add.o
 
 TEST_BUILD += $(CUDA_OUT)/vec_static $(CUDA_OUT)/vec_shared
 endif
+
+# Programs for the simulated CUDA stack (test/cuda/sim/, built in $(CUDA_SIM)):
+# nvcc-built against the toolkit's libcudart/libcupti, run with
+# LD_LIBRARY_PATH=$(CUDA_SIM). No rpath: the loader's path decides.
+CUDA_SIM := $(BUILD)/cuda-sim
+ifeq ($(HAVE_CUPTI),1)
+# built for the CUDA 12 runtime: cudaMalloc@libcudart.so.12 ...
+$(CUDA_OUT)/librt12.so: test/cuda/rt12_lib.c $(CUDA_SIM)/libcudart.so.12
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -o $@ $< -L$(CUDA_SIM) -l:libcudart.so.12
+
+# another CUPTI tool, injected with CUDA_INJECTION64_PATH
+$(CUDA_OUT)/libother_tool.so: test/cuda/other_tool.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -shared -o $@ $< \
+	  -L$(CUDA_HOME)/lib64 -lcupti
+
+TEST_BUILD += $(CUDA_OUT)/librt12.so $(CUDA_OUT)/libother_tool.so
+endif
+
+ifeq ($(HAVE_NVCC),1)
+# -export-dynamic: stacks name the program's functions
+$(CUDA_OUT)/sim_app: test/cuda/sim_app.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -cudart shared -Xlinker -export-dynamic -o $@ $< -ldl
+
+$(CUDA_OUT)/cupti_user: test/cuda/cupti_user.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $< -L$(CUDA_HOME)/lib64 -lcupti
+
+TEST_BUILD += $(CUDA_OUT)/sim_app $(CUDA_OUT)/cupti_user
+endif

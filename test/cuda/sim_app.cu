@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+// A CUDA program for the simulated CUDA stack (test/cuda/sim): built with
+// nvcc -cudart shared, run with LD_LIBRARY_PATH pointing at the simulator.
+// Kernels take grid*block ns there, copies and fills bytes/10 ns, so a test
+// knows every duration. One mode per argument:
+//   basic          copies of every kind, a fill, kernels on two streams, NVTX,
+//                  a graph captured and launched twice, event and device syncs
+//   signal SIG     kernels, a sync, then raise(SIGTERM|SIGINT)
+//   fork           kernels, a fork() whose child tries CUDA, more kernels
+//   exec           kernels, then a child exec'd without LD_PRELOAD ("child")
+//   capture        a global-mode capture while earlier work is still running
+//   stacks         launches from nested functions
+//   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+extern char **environ;
+
+namespace sim {
+template <typename T> __global__ void scale(T *p, T a, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		p[i] *= a;
+}
+} // namespace sim
+
+__global__ void axpy(const float *x, float *y, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] += x[i];
+}
+
+__global__ void spin(int *p)
+{
+	if (p)
+		*p = 1;
+}
+
+#define CHECK(call)                                                                     \
+	do {                                                                            \
+		cudaError_t e_ = (call);                                                \
+		if (e_ != cudaSuccess) {                                                \
+			printf("%s: %s\n", #call, cudaGetErrorName(e_));                \
+			exit(3);                                                        \
+		}                                                                       \
+	} while (0)
+
+static const size_t MiB = 1 << 20;
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&t, NULL);
+}
+
+static int basic(void)
+{
+	cudaStream_t s1, s2;
+	cudaEvent_t ev;
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	float *d1, *d2, *hp, *h = (float *)calloc(1, MiB);
+	int n = (int)(MiB / sizeof(float));
+
+	CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreate(&s2));
+	CHECK(cudaMalloc(&d1, MiB));
+	CHECK(cudaMalloc(&d2, MiB));
+	CHECK(cudaMallocHost(&hp, MiB / 4));
+	nvtxRangePushA("upload");
+	CHECK(cudaMemcpy(d1, h, MiB, cudaMemcpyHostToDevice));    // 104857 ns
+	CHECK(cudaMemsetAsync(d2, 0, MiB, s1));                    // 104857 ns
+	nvtxRangePop();
+	nvtxRangePushA("compute");
+	for (int i = 0; i < 3; i++)
+		sim::scale<float><<<100, 256, 0, s1>>>(d1, 2.0f, n); // 25600 ns
+	axpy<<<dim3(8, 4, 2), dim3(16, 8, 1), 0, s2>>>(d1, d2, n); // 8192 ns
+	CHECK(cudaMemcpyAsync(hp, d1, MiB / 4, cudaMemcpyDeviceToHost, s1)); // 26214 ns
+	CHECK(cudaMemcpyAsync(d2, d1, MiB / 2, cudaMemcpyDeviceToDevice, s2)); // 52428 ns
+	CHECK(cudaStreamSynchronize(s1));
+	nvtxRangePop();
+	nvtxRangePushA("graph");
+	CHECK(cudaStreamBeginCapture(s2, cudaStreamCaptureModeGlobal));
+	sim::scale<float><<<10, 100, 0, s2>>>(d1, 0.5f, n);      // 1000 ns
+	CHECK(cudaMemsetAsync(d1, 1, 4096, s2));                   // 409 ns
+	CHECK(cudaStreamEndCapture(s2, &graph));
+	CHECK(cudaGraphInstantiate(&exec, graph, 0));
+	CHECK(cudaGraphLaunch(exec, s2));
+	CHECK(cudaGraphLaunch(exec, s2));
+	CHECK(cudaEventCreate(&ev));
+	CHECK(cudaEventRecord(ev, s2));
+	CHECK(cudaEventSynchronize(ev));
+	nvtxRangePop();
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaGraphExecDestroy(exec));
+	CHECK(cudaGraphDestroy(graph));
+	CHECK(cudaEventDestroy(ev));
+	CHECK(cudaFreeHost(hp));
+	CHECK(cudaFree(d1));
+	CHECK(cudaFree(d2));
+	CHECK(cudaStreamDestroy(s1));
+	CHECK(cudaStreamDestroy(s2));
+	free(h);
+	printf("sim_app basic: ok\n");
+	return 0;
+}
+
+static float *three_kernels(void)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	for (int i = 0; i < 3; i++)
+		sim::scale<float><<<100, 256>>>(d, 2.0f, 1000);     // 25600 ns
+	CHECK(cudaDeviceSynchronize());
+	return d;
+}
+
+static int signal_mode(const char *which)
+{
+	three_kernels();
+	printf("ready\n");
+	fflush(stdout);
+	raise(strcmp(which, "INT") ? SIGTERM : SIGINT);
+	sleep_ms(5000);
+	printf("signal did not end the process\n");
+	return 1;
+}
+
+static int fork_mode(void)
+{
+	void *p = NULL;
+	int status;
+
+	three_kernels();
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		// CUDA does not survive fork(): the child's calls fail
+		printf("child: cudaMalloc -> %s\n", cudaGetErrorName(cudaMalloc(&p, 64)));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	three_kernels();
+	printf("parent: child exited %d\n", WEXITSTATUS(status));
+	return 0;
+}
+
+static int exec_mode(const char *self)
+{
+	char *child_env[256];
+	int n = 0, status;
+
+	three_kernels();
+	// the child gets everything but LD_PRELOAD
+	for (char **e = environ; *e && n < 255; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			child_env[n++] = *e;
+	child_env[n] = NULL;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *argv[] = { (char *)self, (char *)"child", NULL };
+		execve("/proc/self/exe", argv, child_env);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	printf("parent: child exited %d\n", WEXITSTATUS(status));
+	return 0;
+}
+
+static int child_mode(void)
+{
+	nvtxRangePushA("child range");
+	three_kernels();
+	nvtxRangePop();
+	printf("child: ok, preload=%s\n", getenv("LD_PRELOAD") ? "yes" : "no");
+	return 0;
+}
+
+static int capture_mode(void)
+{
+	cudaStream_t busy, cap;
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	float *d;
+	cudaError_t e;
+
+	CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreate(&cap));
+	CHECK(cudaMalloc(&d, MiB));
+	// 100 ms of work still running when the capture begins
+	spin<<<100000, 1000, 0, busy>>>(NULL);
+	CHECK(cudaStreamBeginCapture(cap, cudaStreamCaptureModeGlobal));
+	sim::scale<float><<<10, 100, 0, cap>>>(d, 2.0f, 1000);
+	sleep_ms(150); // a tracer's own thread runs meanwhile
+	sim::scale<float><<<20, 100, 0, cap>>>(d, 2.0f, 1000);
+	e = cudaStreamEndCapture(cap, &graph);
+	if (e != cudaSuccess) {
+		printf("capture: cudaStreamEndCapture -> %s\n", cudaGetErrorName(e));
+		return 4;
+	}
+	CHECK(cudaGraphInstantiate(&exec, graph, 0));
+	CHECK(cudaGraphLaunch(exec, cap));
+	CHECK(cudaDeviceSynchronize());
+	printf("capture: ok\n");
+	return 0;
+}
+
+__attribute__((noinline)) void sim_inner(float *d)
+{
+	sim::scale<float><<<4, 64>>>(d, 2.0f, 256);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void sim_outer(float *d)
+{
+	sim_inner(d);
+	__asm__ volatile("" ::: "memory");
+}
+
+static int stacks_mode(void)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	for (int i = 0; i < 2; i++)
+		sim_outer(d);
+	CHECK(cudaDeviceSynchronize());
+	printf("stacks: ok\n");
+	return 0;
+}
+
+static int runtimes_mode(const char *self)
+{
+	char lib[4096], report[256];
+	int v = 0;
+
+	CHECK(cudaRuntimeGetVersion(&v));
+	three_kernels();
+	snprintf(lib, sizeof(lib), "%s", self);
+	char *slash = strrchr(lib, '/');
+	snprintf(slash ? slash + 1 : lib, sizeof(lib) - (slash ? (size_t)(slash + 1 - lib) : 0),
+		 "librt12.so");
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	int (*rt12)(char *, size_t) = h ? (int (*)(char *, size_t))dlsym(h, "rt12_report") : NULL;
+	if (!rt12) {
+		printf("runtimes: %s\n", dlerror());
+		return 5;
+	}
+	int bad = rt12(report, sizeof(report));
+	printf("runtime 13: version %d\nruntime 12: %s\n", v, report);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	int count = 0;
+	const char *mode = argc > 1 ? argv[1] : "basic";
+	cudaError_t e = cudaGetDeviceCount(&count);
+
+	if (e != cudaSuccess || count == 0) {
+		printf("no CUDA device: %s\n", cudaGetErrorName(e));
+		return 3;
+	}
+	if (!strcmp(mode, "basic"))
+		return basic();
+	if (!strcmp(mode, "signal"))
+		return signal_mode(argc > 2 ? argv[2] : "TERM");
+	if (!strcmp(mode, "fork"))
+		return fork_mode();
+	if (!strcmp(mode, "exec"))
+		return exec_mode(argv[0]);
+	if (!strcmp(mode, "child"))
+		return child_mode();
+	if (!strcmp(mode, "capture"))
+		return capture_mode();
+	if (!strcmp(mode, "stacks"))
+		return stacks_mode();
+	if (!strcmp(mode, "runtimes"))
+		return runtimes_mode(argv[0]);
+	printf("unknown mode %s\n", mode);
+	return 2;
+}

@@ -1,0 +1,229 @@
+"""The CUDA backend end to end on the simulated CUDA stack (test/cuda/sim): nvcc-built
+programs (-cudart shared) run under gputrace with LD_LIBRARY_PATH at the simulator, whose
+kernels last grid*block ns and copies bytes/10 ns, so the trace can be checked exactly:
+names, durations, bytes and kinds, alignment of device work inside the host calls that
+caused and waited for it, arrows, NVTX, graphs, processes, signals, other CUPTI users."""
+import decimal
+import json
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from conftest import BUILD, LIB, PRELOAD, ROOT, clean_env, gputrace_lines, need, run
+
+CUDA = BUILD / "test" / "cuda"
+SIM = BUILD / "cuda-sim"
+APP = CUDA / "sim_app"
+CUPTI_USER = CUDA / "cupti_user"
+CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+
+if not (CUDA_HOME / "include" / "cupti.h").exists():
+    pytest.skip(f"no CUDA toolkit under {CUDA_HOME}: neither the CUDA backend nor the "
+                "simulator is built", allow_module_level=True)
+if not (CUDA_HOME / "bin" / "nvcc").exists():
+    pytest.skip(f"no nvcc under {CUDA_HOME} (HAVE_NVCC): the programs for the simulator are "
+                "not built", allow_module_level=True)
+
+SCALE = "void sim::scale<float>(float*, float, int)"
+AXPY = "axpy(float const*, float*, int)"
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
+
+
+def sim_env(extra=None):
+    e = {"LD_LIBRARY_PATH": str(SIM)}
+    e.update(extra or {})
+    return e
+
+
+def sim_run(cmd, tmp_path=None, env=None, traced=True, **kw):
+    need(SIM / "libcudart.so.13")
+    need(cmd[0])
+    return run(cmd, traced=traced, tmp_path=tmp_path, env=sim_env(env), **kw)
+
+
+def load_exact(path):
+    """A trace with every number as Decimal: ts/dur convert to exact ns."""
+    with open(path, "rb") as f:
+        return json.loads(f.read(), parse_float=decimal.Decimal, parse_int=decimal.Decimal)
+
+
+def ns(us):
+    return int((decimal.Decimal(us) * 1000).to_integral_value(decimal.ROUND_HALF_UP))
+
+
+def start(e):
+    return ns(e["ts"])
+
+
+def end(e):
+    return ns(e["ts"]) + ns(e.get("dur", 0))
+
+
+def xs(trace, cat=None, name=None):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and
+            (cat is None or e.get("cat") == cat) and (name is None or e.get("name") == name)]
+
+
+def device_work(trace):
+    return [e for e in xs(trace) if e["cat"] in DEVICE_CATS]
+
+
+def host_by_corr(trace):
+    return {e["args"]["correlation"]: e for e in xs(trace)
+            if e["cat"] in ("cuda_runtime", "cuda_driver") and "correlation" in e["args"]}
+
+
+def arrows(trace):
+    out = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"):
+            out.setdefault(e["id"], {})[e["ph"]] = e
+    return out
+
+
+def linked(trace, host, dev):
+    """An arrow leaves `host` and lands where `dev` begins."""
+    for f in arrows(trace).values():
+        s, t = f.get("s"), f.get("f")
+        if s and t and (s["pid"], s["tid"]) == (host["pid"], host["tid"]) and \
+           start(host) <= start(s) <= end(host) and \
+           (t["pid"], t["tid"], start(t)) == (dev["pid"], dev["tid"], start(dev)):
+            return True
+    return False
+
+
+def notices(stderr):
+    return [l for l in gputrace_lines(stderr) if not l.startswith("gputrace summary")]
+
+
+def gputrace_run(args, tmp_path, env=None):
+    """scripts/gputrace run, with this build's library (a sanitizer runtime first)."""
+    e = clean_env(sim_env(env))
+    e["GPUTRACE_LIB"] = str(pathlib.Path(PRELOAD.split()[-1]))
+    if len(PRELOAD.split()) > 1:
+        e["LD_PRELOAD"] = " ".join(PRELOAD.split()[:-1])
+    return subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--no-summary"] +
+                          [str(a) for a in args], env=e, capture_output=True, timeout=120,
+                          cwd=str(tmp_path))
+
+
+# ---- the basic program, exactly ----
+
+@pytest.mark.sanitize
+def test_program_traced_exactly(tmp_path):
+    plain = sim_run([APP, "basic"], traced=False)
+    out = tmp_path / "basic.json"
+    r = gputrace_run(["-o", out, "--", APP, "basic"], tmp_path)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, b"sim_app basic: ok\n")
+    assert notices(r.stderr) == []
+    trace = load_exact(out)
+    g = trace["gputrace"]
+    assert g["complete"] is True and g["events_lost"] == 0
+    host = host_by_corr(trace)
+
+    # every kernel, by its demangled name, lasting grid*block ns
+    kernels = sorted((e["name"], ns(e["dur"]), e["args"].get("graph_id", 0))
+                     for e in xs(trace, "kernel"))
+    assert kernels == sorted([(SCALE, 25600, 0)] * 3 + [(AXPY, 8192, 0)] +
+                             [(SCALE, 1000, 1)] * 2)
+    axpy = xs(trace, "kernel", AXPY)[0]
+    assert axpy["args"]["grid"] == [8, 4, 2] and axpy["args"]["block"] == [16, 8, 1]
+    # copies with their bytes and kinds, fills: bytes/10 ns
+    copies = sorted((e["args"]["kind"], int(e["args"]["bytes"]), ns(e["dur"]))
+                    for e in xs(trace, "gpu_memcpy"))
+    assert copies == [("DtoD", 524288, 52428), ("DtoH", 262144, 26214),
+                      ("HtoD", 1048576, 104857)]
+    fills = sorted((int(e["args"]["bytes"]), ns(e["dur"])) for e in xs(trace, "gpu_memset"))
+    assert fills == [(4096, 409), (4096, 409), (1048576, 104857)]
+
+    # each piece of device work: linked to the call that put it there, inside
+    # its time, on its stream's row; none runs before that call began
+    work = device_work(trace)
+    assert len(work) == 12
+    for d in work:
+        launch = host[d["args"]["correlation"]]
+        assert launch["name"] in ("cudaMemcpy", "cudaMemcpyAsync", "cudaMemsetAsync",
+                                  "__cudaLaunchKernel", "cudaGraphLaunch"), launch
+        assert start(d) >= start(launch), (d, launch)
+        assert linked(trace, launch, d), (d, launch)
+    # ... and none ends after the host call that waited for it
+    waits = {name: xs(trace, "cuda_runtime", name) for name in
+             ("cudaMemcpy", "cudaStreamSynchronize", "cudaEventSynchronize",
+              "cudaDeviceSynchronize")}
+    assert all(len(v) == 1 for v in waits.values()), waits
+    waited = {"cudaMemcpy": [], "cudaStreamSynchronize": [], "cudaEventSynchronize": []}
+    for d in work:
+        launch = host[d["args"]["correlation"]]
+        stream = int(d["args"]["stream"])
+        if launch["name"] == "cudaMemcpy":
+            waited["cudaMemcpy"].append(d)
+        elif stream == 13:  # s1, synchronized with cudaStreamSynchronize
+            waited["cudaStreamSynchronize"].append(d)
+        else:               # s2, its last work followed by an event that was waited for
+            waited["cudaEventSynchronize"].append(d)
+    assert [len(waited[k]) for k in waited] == [1, 5, 6]
+    for name, ds in waited.items():
+        for d in ds:
+            assert end(d) <= end(waits[name][0]), (name, d)
+    for d in work:
+        assert end(d) <= end(waits["cudaDeviceSynchronize"][0])
+    # work on one stream never overlaps
+    for stream in (13, 14):
+        on = sorted((start(d), end(d)) for d in work if int(d["args"]["stream"]) == stream)
+        assert all(a[1] <= b[0] for a, b in zip(on, on[1:])), on
+
+    # the graph: two launches of a kernel node and a fill node
+    graph = [d for d in work if d["args"].get("graph_id")]
+    assert sorted((d["name"], int(d["args"]["graph_node_id"])) for d in graph) == \
+        sorted([(SCALE, 1), ("Memset (Device)", 2)] * 2)
+    launches = xs(trace, "cuda_runtime", "cudaGraphLaunch")
+    assert len(launches) == 2
+    assert sorted(host[d["args"]["correlation"]]["ts"] for d in graph) == \
+        sorted([l["ts"] for l in launches] * 2)
+
+    # NVTX ranges around the phases, on the program's thread
+    ranges = {e["name"]: e for e in xs(trace, "user_annotation")}
+    assert set(ranges) == {"upload", "compute", "graph"}
+    for k in xs(trace, "cuda_runtime", "__cudaLaunchKernel")[:4]:
+        assert start(ranges["compute"]) <= start(k) and end(k) <= end(ranges["compute"])
+    # rows: the device by its name, one row per stream
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
+    assert names[(axpy["pid"], 0)] == "GPU 0 (gputrace simulated GPU)"
+    assert names[(axpy["pid"], axpy["tid"])] == "stream 14"
+
+
+def test_graph_trace_mode(tmp_path):
+    r = sim_run([APP, "basic"], tmp_path, env={"GPUTRACE_GRAPH_TRACE": "1"})
+    assert r.returncode == 0, r.stderr
+    trace = load_exact(r.trace_path)
+    graphs = xs(trace, "cuda_graph")
+    # one span per launch, from its first node's start to its last node's end
+    assert [(e["name"], ns(e["dur"])) for e in graphs] == [("CUDA graph 1", 1409)] * 2
+    assert not [e for e in device_work(trace) if e["args"].get("graph_node_id")]
+    host = host_by_corr(trace)
+    for g in graphs:
+        assert host[g["args"]["correlation"]]["name"] == "cudaGraphLaunch"
+        assert start(g) >= start(host[g["args"]["correlation"]])
+
+
+def test_fork_child_has_its_own_file(tmp_path):
+    r = sim_run([APP, "fork"], tmp_path, env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (b"child: cudaMalloc -> cudaErrorInitializationError\n"
+                        b"parent: child exited 0\n")
+    files = sorted(tmp_path.glob("t-*.json"))
+    assert len(files) == 2
+    traces = [load_exact(f) for f in files]
+    parent = next(t for t in traces if t["gputrace"]["end"] == "exit")
+    child = next(t for t in traces if t["gputrace"]["end"] == "_exit")
+    assert [e["name"] for e in xs(parent, "kernel")] == [SCALE] * 6
+    # the child: none of the parent's events, no device work (CUDA is the
+    # parent's); its failing call is there, with its error
+    assert not device_work(child)
+    calls = [(e["name"], int(e["args"]["result"]), e["args"].get("error"))
+             for e in xs(child, "cuda_runtime")]
+    assert calls == [("cudaMalloc", 3, "cudaErrorInitializationError")]
