@@ -341,7 +341,9 @@ static void cupti_on_dlopen(const char *path, void *handle)
 /* Drain thread, every cycle. */
 static void cupti_flush(bool final)
 {
-	if (atomic_load(&cupti_state) == CUPTI_ON) {
+	int st = atomic_load(&cupti_state);
+
+	if (st == CUPTI_ON) {
 		uint64_t now = gt_clock_ns();
 
 		if (final || now - last_flush_ns >= FLUSH_MIN_NS) {
@@ -351,12 +353,15 @@ static void cupti_flush(bool final)
 			cupti_self--;
 			cupti__count_dropped();
 		}
-		cupti__name_devices();
 		if (!clock_is_ours && now - last_refit_ns >= REFIT_NS) {
 			last_refit_ns = now;
 			cupti__clock_refit();
 		}
 	}
+	/* also after the exit flush (STOPPED): a short program's rows get their
+	 * device's name before its last records are written */
+	if (st == CUPTI_ON || st == CUPTI_STOPPED)
+		cupti__name_devices();
 	cupti__drain_completed();
 	if (cupti__event_timing())
 		cupti__events_poll(final);
