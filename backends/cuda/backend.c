@@ -377,8 +377,10 @@ static void cupti_atfork_child(void)
 {
 	int expect = CUPTI_ON;
 
-	/* CUDA does not survive fork: the parent's CUPTI is not ours to drive. */
+	/* CUDA does not survive fork: the parent's CUPTI is not ours to drive.
+	 * The child's runtime calls (they fail) are traced through libcudart. */
 	atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED);
+	atomic_store(&cupti_rt_callbacks_on, false);
 	cupti__buffers_forget();
 	cupti__events_forget();
 	cupti__nvtx_forget();
