@@ -189,6 +189,14 @@ def test_program_traced_exactly(tmp_path):
     assert set(ranges) == {"upload", "compute", "graph"}
     for k in xs(trace, "cuda_runtime", "__cudaLaunchKernel")[:4]:
         assert start(ranges["compute"]) <= start(k) and end(k) <= end(ranges["compute"])
+    # nvcc's per-launch plumbing is counted, not traced (the runtime API
+    # callbacks of CUDA 13 report it)
+    runtime = [e["name"] for e in xs(trace, "cuda_runtime")]
+    assert runtime.count("__cudaLaunchKernel") == 5
+    assert not [n for n in runtime if n.startswith("__cuda") and n != "__cudaLaunchKernel"]
+    (folded,) = [e for e in trace["traceEvents"] if e.get("name") == "folded CUDA API calls"]
+    assert folded["args"]["__cudaPushCallConfiguration"] == 5
+    assert folded["args"]["__cudaPopCallConfiguration"] == 5
     # rows: the device by its name, one row per stream
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
              if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
@@ -227,3 +235,36 @@ def test_fork_child_has_its_own_file(tmp_path):
     calls = [(e["name"], int(e["args"]["result"]), e["args"].get("error"))
              for e in xs(child, "cuda_runtime")]
     assert calls == [("cudaMalloc", 3, "cudaErrorInitializationError")]
+
+
+# ---- without CUPTI: CUDA events time what goes through libcudart ----
+
+@pytest.mark.sanitize
+def test_without_cupti_events_time_the_launches(tmp_path):
+    """GPUTRACE_DISABLE_CUPTI=1: runtime calls from the libcudart wrappers, device
+    times from CUDA events around each launch, <<<>>> included (CUDA 13 sends it
+    through __cudaLaunchKernel, not cudaLaunchKernel)."""
+    r = sim_run([APP, "basic"], tmp_path, env={"GPUTRACE_DISABLE_CUPTI": "1"})
+    assert (r.returncode, r.stdout) == (0, b"sim_app basic: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["lost_by_reason"].get("cuda_event_timing", 0) == 0
+    host = host_by_corr(trace)
+    work = device_work(trace)
+    assert all(d["args"]["timing"] == "cuda_events" for d in work)
+    # the launch captured into the graph is left alone; each graph launch is one span
+    got = sorted((d["cat"], d["name"], d["args"].get("kind", "")) for d in work)
+    assert got == sorted([("kernel", SCALE, "")] * 3 + [("kernel", AXPY, "")] +
+                         [("gpu_memcpy", "Memcpy HtoD", "HtoD"),
+                          ("gpu_memcpy", "Memcpy DtoH", "DtoH"),
+                          ("gpu_memcpy", "Memcpy DtoD", "DtoD"),
+                          ("gpu_memset", "Memset", ""),
+                          ("cuda_graph", "CUDA graph", ""), ("cuda_graph", "CUDA graph", "")])
+    expect = {SCALE: 25600, AXPY: 8192, "Memcpy HtoD": 104857, "Memcpy DtoH": 26214,
+              "Memcpy DtoD": 52428, "Memset": 104857, "CUDA graph": 1409}
+    for d in work:
+        # cudaEventElapsedTime is a float of milliseconds
+        assert abs(ns(d["dur"]) - expect[d["name"]]) <= 1, d
+        launch = host[d["args"]["correlation"]]
+        assert start(d) >= start(launch)
+        assert linked(trace, launch, d)
+    assert [e["name"] for e in xs(trace, "cuda_runtime")].count("__cudaLaunchKernel") == 5
