@@ -46,6 +46,12 @@ static const char *const folded_names[] = {
 	"cudaStreamGetDevice", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
 	"cudaGetFuncBySymbol", "cudaGetKernel", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
 	"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+	/* what nvcc's code calls around each <<<>>> and at start-up (CUDA 13 reports it) */
+	"__cudaPushCallConfiguration", "__cudaPopCallConfiguration", "__cudaGetKernel",
+	"__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaUnregisterFatBinary",
+	"__cudaRegisterFunction", "__cudaRegisterVar", "__cudaRegisterHostVar",
+	"__cudaRegisterManagedVar", "__cudaRegisterUnifiedTable", "__cudaInitModule",
+	"__cudaGetProcAddress",
 	/* driver */
 	"cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxPushCurrent",
 	"cuCtxPopCurrent", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute",

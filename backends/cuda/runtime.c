@@ -103,7 +103,8 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaDeviceEnablePeerAccess, (int p, unsigned f), (p, f), 0)                       \
 	X(cudaPointerGetAttributes, (void *attr, const void *p), (attr, p), RT_FOLD)
 
-/* Calls that put work on a device:
+/* Calls that put work on a device (CUDA 13's <<<>>> is __cudaLaunchKernel, with
+ * a kernel handle from __cudaGetKernel):
  * L(name, params, args, work, per_thread, stream, bytes, copy kind, kernel) */
 #define KPARAMS (const void *f, struct gt_dim3 g, struct gt_dim3 b, void **a, size_t sm, void *s)
 #define RT_LAUNCHES(L)                                                                      \
@@ -111,6 +112,9 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	L(cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f)     \
 	L(cudaLaunchCooperativeKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, f) \
 	L(cudaLaunchCooperativeKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f) \
+	L(__cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, kernel_host(f)) \
+	L(__cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0,      \
+	  kernel_host(f))                                                                   \
 	L(cudaLaunchKernelExC, (const void *cfg, const void *f, void **a), (cfg, f, a),     \
 	  W_KERNEL, 0, launch_config_stream(cfg), 0, 0, f)                                  \
 	L(cudaLaunchKernelExC_ptsz, (const void *cfg, const void *f, void **a), (cfg, f, a), \
@@ -183,6 +187,45 @@ static void *launch_config_stream(const void *cfg)
 	if (cfg)
 		memcpy(&s, (const char *)cfg + 32, sizeof(s));
 	return s;
+}
+
+/* ---- CUDA 13 kernel handles (cudaKernel_t) and their host stubs ---- */
+
+#define KMAP_MAX 4096
+static struct {
+	_Atomic(const void *) kernel;
+	_Atomic(const void *) func;
+} kmap[KMAP_MAX];
+
+static unsigned kmap_slot(const void *kernel)
+{
+	return (unsigned)((((uintptr_t)kernel >> 4) * 0x9e3779b97f4a7c15ull) >> 52) % KMAP_MAX;
+}
+
+static void kernel_note(const void *kernel, const void *func)
+{
+	for (unsigned i = 0, s = kmap_slot(kernel); i < 16; i++, s = (s + 1) % KMAP_MAX) {
+		const void *expect = NULL;
+		if (atomic_compare_exchange_strong(&kmap[s].kernel, &expect, kernel) ||
+		    expect == kernel) {
+			atomic_store_explicit(&kmap[s].func, func, memory_order_release);
+			return;
+		}
+	}
+}
+
+/* The host stub a kernel handle was made for (names the kernel), or the
+ * handle itself when it was made before us. */
+static const void *kernel_host(const void *kernel)
+{
+	for (unsigned i = 0, s = kmap_slot(kernel); i < 16; i++, s = (s + 1) % KMAP_MAX) {
+		const void *k = atomic_load_explicit(&kmap[s].kernel, memory_order_relaxed);
+		if (k == kernel)
+			return atomic_load_explicit(&kmap[s].func, memory_order_acquire);
+		if (!k)
+			break;
+	}
+	return kernel;
 }
 
 /* ---- finding the real functions ---- */
@@ -452,15 +495,25 @@ static uint32_t kernel_name_of(const void *func)
 RT_CALLS(RT_WRAP)
 RT_LAUNCHES(RT_WRAP_LAUNCH)
 
-/* The exported names are aliases of the hidden wrappers: the dlsym table
- * below points at the hidden ones, so loading the library resolves those
- * pointers without a symbol lookup each (~0.3 us apiece, paid by every
- * process, GPU or not). */
-#define RT_EXPORT(name, params, ...)                                                        \
-	cuda_err name params __attribute__((alias("rt_wrap_" #name), visibility("default")));
-RT_CALLS(RT_EXPORT)
-RT_LAUNCHES(RT_EXPORT)
-#undef RT_EXPORT
+/* nvcc's code asks for a kernel's handle once (CUDA 13): remember its stub. */
+typedef cuda_err (*get_kernel_fn)(void **k, const void *f);
+GT_EXPORT cuda_err __cudaGetKernel(void **k, const void *f)
+{
+	static _Atomic(void *) gt_real_;
+	static _Atomic uint32_t gt_name_;
+	get_kernel_fn gt_fn = (get_kernel_fn)resolve(&gt_real_, "__cudaGetKernel");
+	RT_CALL;
+	cuda_err gt_r;
+
+	if (!gt_fn)
+		return RT_NO_RUNTIME;
+	gt_r = gt_fn(k, f);
+	if (!gt_r && k)
+		kernel_note(*k, f);
+	if (rt_begin(&gt_c, &gt_name_, "__cudaGetKernel", RT_FOLD, false))
+		rt_end(&gt_c, gt_r);
+	return gt_r;
+}
 
 /* For a dlsym() of libcudart by the program, should the core route it here. */
 void *cupti__rt_wrapper_for(const char *symbol)
@@ -469,8 +522,8 @@ void *cupti__rt_wrapper_for(const char *symbol)
 		const char *name;
 		void *fn;
 	} table[] = {
-#define RT_ENTRY(name, ...) { #name, (void *)rt_wrap_##name },
-		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY)
+#define RT_ENTRY(name, ...) { #name, (void *)name },
+		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY) RT_ENTRY(__cudaGetKernel)
 #undef RT_ENTRY
 	};
 
