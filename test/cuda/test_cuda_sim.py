@@ -271,3 +271,28 @@ def test_without_cupti_events_time_the_launches(tmp_path):
         assert start(d) >= start(launch)
         assert linked(trace, launch, d)
     assert [e["name"] for e in xs(trace, "cuda_runtime")].count("__cudaLaunchKernel") == 5
+
+
+# ---- two CUDA runtimes in one process ----
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_cuda12_and_cuda13_runtimes_in_one_process(tmp_path, cupti):
+    """The program uses libcudart.so.13, a library it dlopens uses
+    libcudart.so.12 (CUDA 12's cudaDeviceProp, 1032 bytes): each call must reach
+    the runtime its caller linked, traced or not."""
+    plain = sim_run([APP, "runtimes"], traced=False)
+    assert plain.stdout == (b"runtime 13: version 13000\nruntime 12: version 12080, 132 SMs, "
+                            b"gputrace simulated GPU, within its struct, error 0\n")
+    env = {"GPUTRACE_DISABLE_CUPTI": "1"} if cupti == "events" else {}
+    r = sim_run([APP, "runtimes"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, plain.stdout), r.stderr
+    trace = load_exact(r.trace_path)
+    runtime = [e["name"] for e in xs(trace, "cuda_runtime")]
+    # the CUDA 12 library's calls are traced too
+    for name in ("cudaGetDeviceProperties_v2", "cudaMemcpy", "cudaMemset"):
+        assert runtime.count(name) == 1, (name, runtime)
+    assert runtime.count("cudaMalloc") == 2
+    work = sorted((d["cat"], d["name"]) for d in device_work(trace))
+    assert [w for w in work if w[0] == "kernel"] == [("kernel", SCALE)] * 3
+    assert [w[0] for w in work if w[0] != "kernel"] == ["gpu_memcpy", "gpu_memset"]
