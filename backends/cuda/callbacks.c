@@ -63,8 +63,7 @@ static const char *const folded_names[] = {
 	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
 };
 
-/* "cudaLaunchKernel_v7000", "cudaMemcpy_ptds": the API's name without suffixes. */
-static size_t base_len(const char *name)
+size_t cupti__api_base_len(const char *name)
 {
 	size_t n = strlen(name);
 
@@ -79,7 +78,7 @@ static size_t base_len(const char *name)
 
 bool cupti__is_folded(const char *api_name)
 {
-	size_t n = base_len(api_name);
+	size_t n = cupti__api_base_len(api_name);
 
 	for (size_t i = 0; i < sizeof(folded_names) / sizeof(folded_names[0]); i++)
 		if (strlen(folded_names[i]) == n && !strncmp(folded_names[i], api_name, n))
@@ -109,7 +108,7 @@ static uint64_t info_of(bool runtime, CUpti_CallbackId cbid, const char *fname)
 	/* cold: the first call of this API in the process */
 	if (!fname || !*fname)
 		fname = runtime ? "cuda_runtime_api" : "cuda_driver_api";
-	snprintf(name, sizeof(name), "%.*s", (int)base_len(fname), fname);
+	snprintf(name, sizeof(name), "%.*s", (int)cupti__api_base_len(fname), fname);
 	v = gt_str_intern(name) | INFO_KNOWN;
 	if (cupti__is_launch_name(name))
 		v |= INFO_LAUNCH;

@@ -87,11 +87,17 @@ GT_HIDDEN int cupti__load(char *loaded, size_t len);
 GT_HIDDEN bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len);
 /* dlsym that never sees a wrapped dlsym. */
 GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
-/* The real libcudart function, also from a libcudart loaded RTLD_LOCAL. */
+/* The real libcudart function, also from a libcudart loaded RTLD_LOCAL: of
+ * the first runtime loaded, or of the one whose symbol version is given
+ * ("libcudart.so.12"). */
 GT_HIDDEN void *cupti__rt_real(const char *symbol);
+GT_HIDDEN void *cupti__rt_real_version(const char *symbol, const char *version);
 
 /* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
+/* "cudaLaunchKernel_v7000", "cudaMemcpy_ptds", "cudaGetDeviceProperties_v2": the
+ * length of the API's name without its suffixes (CUPTI's names and symbols alike). */
+GT_HIDDEN size_t cupti__api_base_len(const char *name);
 /* Names of folded getters: counted, not traced. Returns true for them. */
 GT_HIDDEN bool cupti__is_folded(const char *api_name);
 /* Add a folded call (from either source) to its count. */

@@ -81,6 +81,43 @@ void *cupti__rt_real(const char *symbol)
 	return h ? cupti__dlsym(h, symbol) : NULL;
 }
 
+struct soname_find {
+	const char *soname;
+	char *path;
+	size_t len;
+};
+
+static int find_soname(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct soname_find *f = data;
+	const char *path = info->dlpi_name, *base;
+
+	if (!path || !*path)
+		return 0;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strcmp(base, f->soname))
+		return 0;
+	snprintf(f->path, f->len, "%s", path);
+	return 1;
+}
+
+void *cupti__rt_real_version(const char *symbol, const char *version)
+{
+	char path[PATH_MAX];
+	struct soname_find f = { version, path, sizeof(path) };
+	void *p = dlvsym(RTLD_NEXT, symbol, version), *h;
+
+	if (p)
+		return p;
+	/* a libcudart loaded RTLD_LOCAL (by a dlopen()ed library): the version
+	 * name is its file's name (libcudart.so.12, libcudart.so.11.0) */
+	if (!dl_iterate_phdr(find_soname, &f))
+		return NULL;
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	return h ? dlvsym(h, symbol, version) : NULL;
+}
+
 static void *try_open(const char *path, char *loaded, size_t len)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

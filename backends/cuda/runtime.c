@@ -228,20 +228,6 @@ static const void *kernel_host(const void *kernel)
 	return kernel;
 }
 
-/* ---- finding the real functions ---- */
-
-static void *resolve(_Atomic(void *) *cache, const char *symbol)
-{
-	void *p = atomic_load_explicit(cache, memory_order_relaxed);
-
-	if (gt_likely(p))
-		return p;
-	p = cupti__rt_real(symbol);
-	if (p)
-		atomic_store_explicit(cache, p, memory_order_relaxed);
-	return p;
-}
-
 /* ---- the span of one call ---- */
 
 struct rt_call {
@@ -259,10 +245,7 @@ static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
 	if (gt_likely(id))
 		return id;
 	/* one name for cudaMemcpy and cudaMemcpy_ptds, as CUPTI reports them */
-	snprintf(base, sizeof(base), "%s", symbol);
-	char *sfx = strstr(base, "_pt");
-	if (sfx)
-		*sfx = 0;
+	snprintf(base, sizeof(base), "%.*s", (int)cupti__api_base_len(symbol), symbol);
 	id = gt_str_intern(base);
 	atomic_store_explicit(cache, id, memory_order_relaxed);
 	return id;
@@ -442,32 +425,64 @@ static uint32_t kernel_name_of(const void *func)
 
 /* ---- the wrappers ---- */
 
-#define RT_WRAP(name, params, args, flags)                                                  \
-	typedef cuda_err(*name##_fn) params;                                                \
-	GT_HIDDEN cuda_err rt_wrap_##name params                                            \
+/*
+ * One wrapper per runtime, told apart by the symbol version every libcudart
+ * gives its functions (cudaMalloc@libcudart.so.12): the dynamic linker binds
+ * a program's or library's versioned reference to the wrapper of its own
+ * runtime only, and that wrapper calls that runtime's function. Two runtimes
+ * in one process (a CUDA 12 library in a CUDA 13 program, PyTorch next to
+ * another framework) never cross. References without a version (no libcudart
+ * since CUDA 11 makes them) are not wrapped; CUPTI still sees those calls.
+ */
+#define RT_MAJORS(M) M(0, "libcudart.so.11.0") M(1, "libcudart.so.12") M(2, "libcudart.so.13")
+#define RT_NMAJORS 3
+
+static const char *const rt_versions[RT_NMAJORS] = {
+#define RT_VERSION_NAME(m, ver) ver,
+	RT_MAJORS(RT_VERSION_NAME)
+#undef RT_VERSION_NAME
+};
+
+static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
+{
+	void *p = atomic_load_explicit(cache, memory_order_relaxed);
+
+	if (gt_likely(p))
+		return p;
+	p = cupti__rt_real_version(symbol, rt_versions[major]);
+	if (p)
+		atomic_store_explicit(cache, p, memory_order_relaxed);
+	return p;
+}
+
+/* The wrapper of one runtime: exported only as name@<its version>. */
+#define RT_WRAP_ONE(m, ver, name, params, args, flags)                                      \
+	__attribute__((symver(#name "@" ver))) GT_EXPORT cuda_err gt_rt##m##_##name params  \
 	{                                                                                   \
-		static _Atomic(void *) gt_real_;                                            \
-		static _Atomic uint32_t gt_name_;                                           \
-		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
+		name##_fn gt_fn = (name##_fn)resolve(&name##_real[m], #name, m);            \
 		RT_CALL;                                                                    \
 		cuda_err gt_r;                                                              \
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
-		if (!rt_begin(&gt_c, &gt_name_, #name, flags, false))                       \
+		if (!rt_begin(&gt_c, &name##_name, #name, flags, false))                    \
 			return gt_fn args;                                                  \
 		gt_r = gt_fn args;                                                          \
 		rt_end(&gt_c, gt_r);                                                        \
 		return gt_r;                                                                \
 	}
-
-#define RT_WRAP_LAUNCH(name, params, args, work, per_thread, stream, bytes, kind, func)     \
+#define RT_WRAP(name, params, args, flags)                                                  \
 	typedef cuda_err(*name##_fn) params;                                                \
-	GT_HIDDEN cuda_err rt_wrap_##name params                                            \
+	static _Atomic(void *) name##_real[RT_NMAJORS];                                     \
+	static _Atomic uint32_t name##_name;                                                \
+	RT_WRAP_ONE(0, "libcudart.so.11.0", name, params, args, flags)                      \
+	RT_WRAP_ONE(1, "libcudart.so.12", name, params, args, flags)                        \
+	RT_WRAP_ONE(2, "libcudart.so.13", name, params, args, flags)
+
+#define RT_WRAP_LAUNCH_ONE(m, ver, name, params, args, work, per_thread, stream, bytes, kind, func) \
+	__attribute__((symver(#name "@" ver))) GT_EXPORT cuda_err gt_rt##m##_##name params  \
 	{                                                                                   \
-		static _Atomic(void *) gt_real_;                                            \
-		static _Atomic uint32_t gt_name_;                                           \
-		name##_fn gt_fn = (name##_fn)resolve(&gt_real_, #name);                     \
+		name##_fn gt_fn = (name##_fn)resolve(&name##_real[m], #name, m);            \
 		struct cupti_launch_info gt_li;                                             \
 		RT_CALL;                                                                    \
 		void *gt_token = NULL;                                                      \
@@ -476,7 +491,7 @@ static uint32_t kernel_name_of(const void *func)
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
-		if (!rt_begin(&gt_c, &gt_name_, #name, 0, true))                            \
+		if (!rt_begin(&gt_c, &name##_name, #name, 0, true))                         \
 			return gt_fn args;                                                  \
 		if (gt_c.events)                                                            \
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
@@ -491,52 +506,79 @@ static uint32_t kernel_name_of(const void *func)
 		}                                                                           \
 		return gt_r;                                                                \
 	}
+#define RT_WRAP_LAUNCH(name, params, ...)                                                   \
+	typedef cuda_err(*name##_fn) params;                                                \
+	static _Atomic(void *) name##_real[RT_NMAJORS];                                     \
+	static _Atomic uint32_t name##_name;                                                \
+	RT_WRAP_LAUNCH_ONE(0, "libcudart.so.11.0", name, params, __VA_ARGS__)               \
+	RT_WRAP_LAUNCH_ONE(1, "libcudart.so.12", name, params, __VA_ARGS__)                 \
+	RT_WRAP_LAUNCH_ONE(2, "libcudart.so.13", name, params, __VA_ARGS__)
 
 RT_CALLS(RT_WRAP)
 RT_LAUNCHES(RT_WRAP_LAUNCH)
 
 /* nvcc's code asks for a kernel's handle once (CUDA 13): remember its stub. */
-typedef cuda_err (*get_kernel_fn)(void **k, const void *f);
-GT_EXPORT cuda_err __cudaGetKernel(void **k, const void *f)
-{
-	static _Atomic(void *) gt_real_;
-	static _Atomic uint32_t gt_name_;
-	get_kernel_fn gt_fn = (get_kernel_fn)resolve(&gt_real_, "__cudaGetKernel");
-	RT_CALL;
-	cuda_err gt_r;
+#define RT_WRAP_GET_KERNEL(m, ver, name, params, args, flags)                               \
+	__attribute__((symver(#name "@" ver))) GT_EXPORT cuda_err gt_rt##m##_##name params  \
+	{                                                                                   \
+		name##_fn gt_fn = (name##_fn)resolve(&name##_real[m], #name, m);            \
+		RT_CALL;                                                                    \
+		cuda_err gt_r;                                                              \
+                                                                                            \
+		if (!gt_fn)                                                                 \
+			return RT_NO_RUNTIME;                                               \
+		gt_r = gt_fn args;                                                          \
+		if (!gt_r && k)                                                             \
+			kernel_note(*k, f);                                                 \
+		if (rt_begin(&gt_c, &name##_name, #name, flags, false))                     \
+			rt_end(&gt_c, gt_r);                                                \
+		return gt_r;                                                                \
+	}
+typedef cuda_err (*__cudaGetKernel_fn)(void **k, const void *f);
+static _Atomic(void *) __cudaGetKernel_real[RT_NMAJORS];
+static _Atomic uint32_t __cudaGetKernel_name;
+RT_WRAP_GET_KERNEL(2, "libcudart.so.13", __cudaGetKernel, (void **k, const void *f), (k, f),
+		   RT_FOLD)
 
-	if (!gt_fn)
-		return RT_NO_RUNTIME;
-	gt_r = gt_fn(k, f);
-	if (!gt_r && k)
-		kernel_note(*k, f);
-	if (rt_begin(&gt_c, &gt_name_, "__cudaGetKernel", RT_FOLD, false))
-		rt_end(&gt_c, gt_r);
-	return gt_r;
+/* Which runtime a function of the program's dlsym() belongs to. */
+static int major_of(const void *fn)
+{
+	Dl_info info;
+	const char *base;
+
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+		return -1;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	for (int m = 0; m < RT_NMAJORS; m++)
+		if (!strcmp(base, rt_versions[m]))
+			return m;
+	return -1;
 }
 
-/* For a dlsym() of libcudart by the program, should the core route it here. */
+/* dlsym(libcudart handle, "cudaXxx") by the program: the wrapper of that
+ * libcudart's runtime. */
 void *cupti__rt_wrapper_for(const char *symbol)
 {
 	static const struct {
 		const char *name;
-		void *fn;
+		void *fn[RT_NMAJORS];
 	} table[] = {
-#define RT_ENTRY(name, ...) { #name, (void *)name },
-		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY) RT_ENTRY(__cudaGetKernel)
+#define RT_ENTRY(name, ...) { #name, { (void *)gt_rt0_##name, (void *)gt_rt1_##name, \
+				       (void *)gt_rt2_##name } },
+		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY)
 #undef RT_ENTRY
+		{ "__cudaGetKernel", { NULL, NULL, (void *)gt_rt2___cudaGetKernel } },
 	};
+	int m;
 
-	if (!symbol || strncmp(symbol, "cuda", 4))
+	if (!symbol || (strncmp(symbol, "cuda", 4) && strncmp(symbol, "__cuda", 6)))
 		return NULL;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (strcmp(table[i].name, symbol))
 			continue;
-		/* our wrapper calls the libcudart it finds; with two runtimes in
-		 * the process, a lookup in the other one keeps its real function */
-		if (gt_dlsym_found && gt_dlsym_found != cupti__rt_real(symbol))
-			return NULL;
-		return table[i].fn;
+		m = major_of(gt_dlsym_found);
+		return m >= 0 ? table[i].fn[m] : NULL;
 	}
 	return NULL;
 }

@@ -22,6 +22,9 @@
 
 void gt_test_start(char *const *envp);
 extern void (*fake_cudart_hook)(const char *fn);
+/* What a CUDA 13 program's cudaMalloc@libcudart.so.13 binds to (runtime.c) */
+int gt_rt2_cudaMalloc(void **p, size_t n);
+int gt_rt2_cudaFree(void *p);
 
 static char trace_path[256];
 
@@ -649,12 +652,12 @@ START_TEST(test_one_span_per_call)
 	fake_cudart_hook = callbacks_inside;
 	/* CUPTI's callbacks are not on: the wrapper is the source; a late
 	 * callback of the same call (CUPTI started inside it) stays silent */
-	ck_assert_int_eq(cudaMalloc(&p, 64), 0);
-	cudaFree(p);
+	ck_assert_int_eq(gt_rt2_cudaMalloc(&p, 64), 0);
+	gt_rt2_cudaFree(p);
 	/* CUPTI's callbacks are on: the wrapper only passes the call on */
 	atomic_store(&cupti_rt_callbacks_on, true);
-	ck_assert_int_eq(cudaMalloc(&p, 64), 0);
-	cudaFree(p);
+	ck_assert_int_eq(gt_rt2_cudaMalloc(&p, 64), 0);
+	gt_rt2_cudaFree(p);
 	atomic_store(&cupti_rt_callbacks_on, false);
 	fake_cudart_hook = NULL;
 

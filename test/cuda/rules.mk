@@ -9,10 +9,12 @@ NVCC      := $(CUDA_HOME)/bin/nvcc
 # the programs stay uninstrumented: they are the user's, not ours
 NVCCFLAGS := -O2
 
-$(FAKE_RT): test/cuda/fake_cudart.c
+# versioned as NVIDIA's (cudaMalloc@libcudart.so.13): gputrace wraps each runtime by version
+$(FAKE_RT): test/cuda/fake_cudart.c test/cuda/rules.mk
 	@mkdir -p $(dir $@)
+	printf 'libcudart.so.13 { global: *; };\n' > $@.map
 	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -fvisibility=hidden -Wl,-soname,libcudart.so.13 \
-	  -o $@ $< -ldl -lpthread
+	  -Wl,--version-script=$@.map -o $@ $< -ldl -lpthread
 	ln -sf libcudart.so.13 $(dir $@)libcudart.so
 
 # -rdynamic: the fake's cudaFuncGetName names kernels with dladdr
