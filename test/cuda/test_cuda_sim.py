@@ -297,3 +297,31 @@ def test_cuda12_and_cuda13_runtimes_in_one_process(tmp_path, cupti):
     work = sorted((d["cat"], d["name"]) for d in device_work(trace))
     assert [w for w in work if w[0] == "kernel"] == [("kernel", SCALE)] * 3
     assert [w[0] for w in work if w[0] != "kernel"] == ["gpu_memcpy", "gpu_memset"]
+
+
+# ---- call stacks ----
+
+STUB = "__device_stub__ZN3sim5scaleIfEEvPT_S1_i(float*, float, int)"
+
+
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_launch_stacks_end_with_the_api_called(tmp_path, cupti):
+    """--stacks: the program's frames down to the API it called. With CUPTI the
+    stack is taken inside CUPTI's callback: the frames of libcupti, libcuda,
+    libcudart and gputrace in between are left out and take none of the depth."""
+    env = {"GPUTRACE_STACKS": "8"}
+    if cupti == "events":
+        env["GPUTRACE_DISABLE_CUPTI"] = "1"
+    r = sim_run([APP, "stacks"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"stacks: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    launches = xs(trace, "cuda_runtime", "__cudaLaunchKernel")
+    assert len(launches) == 2
+    for e in launches:
+        frames = e["args"]["stack"].split(";")
+        assert len(frames) == 8, frames
+        assert frames[-5:] == ["main", "sim_outer(float*)", "sim_inner(float*)", STUB,
+                               "__cudaLaunchKernel"], frames
+    # launches only, unless GPUTRACE_STACKS_ALL
+    assert not [e for e in xs(trace, "cuda_runtime") if "stack" in e["args"] and
+                e["name"] != "__cudaLaunchKernel"]
