@@ -33,6 +33,9 @@
 #endif
 #define MAX_PROBES   64
 #define OWN_FRAMES   16 /* room for our own frames above the caller's */
+#define VENDOR_FRAMES 48 /* and for a vendor library's, inside its callbacks */
+#define SKIP_MAX     16 /* vendor libraries' code ranges */
+#define NAME_TAG     (1ull << 63) /* a PC that is an API's name (string id) */
 #define READY_SPINS  4096
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,6 +69,11 @@ static struct {
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t count;
 	uintptr_t self_lo, self_hi; /* our own text, skipped in stacks */
+	/* vendor libraries' text, skipped by gt_stack_capture_api */
+	struct {
+		_Atomic uintptr_t lo, hi;
+	} skip[SKIP_MAX];
+	_Atomic unsigned nskip;
 } S;
 
 /* ---- setup (cold) ---- */
@@ -250,6 +258,95 @@ uint64_t stacks__capture_depth(unsigned depth)
 uint64_t gt_stack_capture(void)
 {
 	return gt_cfg.stacks ? stacks__capture_depth(gt_cfg.stacks) : 0;
+}
+
+static bool vendor_pc(uintptr_t pc)
+{
+	unsigned n = atomic_load_explicit(&S.nskip, memory_order_acquire);
+
+	if (pc >= S.self_lo && pc < S.self_hi)
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (pc >= atomic_load_explicit(&S.skip[i].lo, memory_order_relaxed) &&
+		    pc < atomic_load_explicit(&S.skip[i].hi, memory_order_relaxed))
+			return true;
+	return false;
+}
+
+uint64_t gt_stack_capture_api(uint32_t api_name)
+{
+	void *frames[GT_STACKS_MAX_DEPTH + OWN_FRAMES + VENDOR_FRAMES];
+	unsigned depth = gt_cfg.stacks;
+	int n, first;
+
+	if (!depth)
+		return 0;
+	if (gt_unlikely(atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY) &&
+	    !wait_ready()) {
+		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (depth > GT_STACKS_MAX_DEPTH)
+		depth = GT_STACKS_MAX_DEPTH;
+	n = S.backtrace(frames, (int)depth + OWN_FRAMES + VENDOR_FRAMES);
+	for (first = 0; first < n && vendor_pc((uintptr_t)frames[first]); first++)
+		;
+	if (n <= 0 || first == 0 || first == n)
+		return stacks__capture_depth(depth); /* not inside a vendor's callback */
+	/* the API takes the slot of the innermost vendor frame */
+	first--;
+	frames[first] = (void *)(uintptr_t)(NAME_TAG | api_name);
+	n -= first;
+	if ((unsigned)n > depth)
+		n = (int)depth;
+	return intern((const uintptr_t *)&frames[first], (unsigned)n);
+}
+
+struct skip_scan {
+	const char *const *prefixes;
+};
+
+static int add_skipped(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const struct skip_scan *scan = data;
+	const char *path = info->dlpi_name, *base;
+	bool match = false;
+
+	if (!path || !*path)
+		return 0;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (const char *const *p = scan->prefixes; *p && !match; p++)
+		match = !strncmp(base, *p, strlen(*p));
+	if (!match)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		unsigned n = atomic_load_explicit(&S.nskip, memory_order_relaxed), k;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		for (k = 0; k < n && atomic_load_explicit(&S.skip[k].lo, memory_order_relaxed) != lo;
+		     k++)
+			;
+		if (k < n || n == SKIP_MAX)
+			continue;
+		atomic_store_explicit(&S.skip[n].lo, lo, memory_order_relaxed);
+		atomic_store_explicit(&S.skip[n].hi, hi, memory_order_relaxed);
+		atomic_store_explicit(&S.nskip, n + 1, memory_order_release);
+	}
+	return 0;
+}
+
+void stacks__skip_libraries(const char *const *prefixes)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct skip_scan scan = { prefixes };
+
+	pthread_mutex_lock(&lock);
+	dl_iterate_phdr(add_skipped, &scan);
+	pthread_mutex_unlock(&lock);
 }
 
 uint64_t stacks__dropped(void)
@@ -547,7 +644,10 @@ int stacks__format(uint64_t id, char *buf, size_t len)
 	pthread_mutex_lock(&Y.lock);
 	/* pool[0] is the innermost frame: names[] is outermost first */
 	for (unsigned i = 0; i < n; i++) {
-		names[n - 1 - i] = cached_name(S.pool[s->off + i]);
+		uintptr_t pc = S.pool[s->off + i];
+		const char *api = pc & NAME_TAG ? gt_str_get((uint32_t)pc, NULL) : NULL;
+
+		names[n - 1 - i] = pc & NAME_TAG ? (api ? api : "?") : cached_name(pc);
 		total += strlen(names[n - 1 - i]) + 1;
 	}
 	/* Too long: drop outer frames, keep the ones nearest the call. */

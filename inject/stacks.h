@@ -28,6 +28,18 @@ GT_HIDDEN uint64_t gt_stack_capture(void);
 /* Same, with an explicit depth (1..GT_STACKS_MAX_DEPTH). */
 GT_HIDDEN uint64_t stacks__capture_depth(unsigned depth);
 
+/* A stack taken inside a vendor's callback (CUPTI's, below the API entry
+ * point the program called): our frames and those of the libraries named
+ * with stacks__skip_libraries are left out, and the stack ends with the
+ * API's name (a string id) in their place. Same depth and results as
+ * gt_stack_capture. */
+GT_HIDDEN uint64_t gt_stack_capture_api(uint32_t api_name);
+
+/* Cold: the loaded libraries whose file names start with one of prefixes
+ * (NULL-terminated, e.g. "libcupti.so") are vendor code for
+ * gt_stack_capture_api; call again when more may have been loaded. */
+GT_HIDDEN void stacks__skip_libraries(const char *const *prefixes);
+
 /* Cold path: load libunwind and set up the table now rather than at the
  * first capture. 0, or -errno (-ENOENT: no libunwind; reported once). */
 GT_HIDDEN int stacks__init(void);

@@ -27,12 +27,17 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/shim.h"
+#include "inject/stacks.h"
 
 GT_HIDDEN _Atomic int cupti_state;
 GT_HIDDEN bool cupti_backend_on;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
 GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+
+/* Their frames inside CUPTI's callbacks are not the program's (--stacks). */
+static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcudart.so",
+					   "libnvidia-", NULL };
 
 static CUpti_SubscriberHandle subscriber;
 GT_HIDDEN bool cupti_injection_ours;
@@ -261,6 +266,8 @@ static int start_cupti(void)
 	if (!enable_kinds())
 		goto unusable;
 	enable_callbacks();
+	if (gt_cfg.stacks)
+		stacks__skip_libraries(vendor_libs);
 	atexit(cupti_atexit);
 	last_flush_ns = last_refit_ns = gt_clock_ns();
 	pr_dbg("cupti: tracing (%s clock)", clock_is_ours ? "host" : "calibrated");
@@ -330,10 +337,15 @@ static void cupti_on_dlopen(const char *path, void *handle)
 {
 	const char *base;
 
-	if (cupti_injection_ours || !path || atomic_load(&cupti_state) != CUPTI_OFF)
+	if (!path)
 		return;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
+	if (gt_cfg.stacks && atomic_load(&cupti_state) == CUPTI_ON &&
+	    (!strncmp(base, "libcuda", 7) || !strncmp(base, "libnvidia-", 10)))
+		stacks__skip_libraries(vendor_libs);
+	if (cupti_injection_ours || atomic_load(&cupti_state) != CUPTI_OFF)
+		return;
 	if (!strncmp(base, "libcuda.so", 10))
 		cupti__start("libcuda loaded");
 }

@@ -408,7 +408,7 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	};
 	unsigned nargs = 1;
 	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all)) {
-		uint64_t stack = gt_stack_capture();
+		uint64_t stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
 		if (stack)
 			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
 							 .v.u = stack };
