@@ -11,6 +11,7 @@
 //   capture        a global-mode capture while earlier work is still running
 //   stacks         launches from nested functions
 //   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
+//   clock [N]      N (30) kernels of 20 us, each synchronized, 40 ms apart
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -264,6 +265,20 @@ static int runtimes_mode(const char *self)
 	return bad;
 }
 
+static int clock_mode(int n)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	for (int i = 0; i < n; i++) {
+		sim::scale<float><<<100, 200>>>(d, 1.0f, 1000); // 20000 ns
+		CHECK(cudaStreamSynchronize(0));
+		sleep_ms(40);
+	}
+	printf("clock: %d kernels\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
@@ -290,6 +305,8 @@ int main(int argc, char **argv)
 		return stacks_mode();
 	if (!strcmp(mode, "runtimes"))
 		return runtimes_mode(argv[0]);
+	if (!strcmp(mode, "clock"))
+		return clock_mode(argc > 2 ? atoi(argv[2]) : 30);
 	printf("unknown mode %s\n", mode);
 	return 2;
 }

@@ -323,3 +323,74 @@ def test_launch_stacks_end_with_the_api_called(tmp_path, cupti):
         assert frames[-5:] == ["main", "sim_outer(float*)", "sim_inner(float*)", STUB,
                                "__cudaLaunchKernel"], frames
     assert not [e for e in xs(trace, "cuda_runtime", "cudaMalloc") if "stack" in e["args"]]
+
+
+# ---- clocks below CUPTI 13.1: CUPTI's clock fitted to ours ----
+
+def check_clock_run(trace, n=30):
+    """Each kernel: 20 us, after its launch began, before its sync returned."""
+    host = host_by_corr(trace)
+    syncs = sorted(xs(trace, "cuda_runtime", "cudaStreamSynchronize"), key=start)
+    kernels = sorted(xs(trace, "kernel"), key=start)
+    assert len(kernels) == len(syncs) == n
+    for k, sync in zip(kernels, syncs):
+        launch = host[k["args"]["correlation"]]
+        assert abs(ns(k["dur"]) - 20000) <= 1, k
+        assert start(k) >= start(launch), (k, launch)
+        assert end(k) <= end(sync), (k, sync)
+        assert start(launch) <= start(sync)
+
+
+@pytest.mark.parametrize("knobs", [
+    {"CUDA_SIM_REALTIME_DRIFT_PPM": "500"},
+    {"CUDA_SIM_REALTIME_DRIFT_PPM": "-300"},
+])
+def test_clock_drift_followed(tmp_path, knobs):
+    """CLOCK_REALTIME (CUPTI's default clock) slewed by NTP against ours: kernels stay
+    inside the host calls around them, with their exact durations, and nothing is
+    clamped."""
+    r = sim_run([APP, "clock"], tmp_path, env=knobs)
+    assert (r.returncode, r.stdout) == (0, b"clock: 30 kernels\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace)
+    assert "clamped" not in trace["gputrace"].get("adjusted", {})
+
+
+@pytest.mark.parametrize("step", [3000000, -3000000])
+def test_clock_step_detected(tmp_path, step):
+    """CLOCK_REALTIME steps by 3 ms mid-run (NTP step, settimeofday): the step is
+    detected, no kernel lands after the sync that waited for it, and any kernel
+    moved to its launch is counted."""
+    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_REALTIME_STEP_NS": str(step),
+                                               "CUDA_SIM_REALTIME_STEP_AT_MS": "500"})
+    assert r.returncode == 0, r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace)
+    adjusted = trace["gputrace"]["adjusted"]
+    assert adjusted["clock_step"]["count"] == 1
+    assert abs(int(adjusted["clock_step"]["max_ns"]) - abs(step)) < 100000
+    clamped = [k for k in xs(trace, "kernel") if "clamped_ns" in k["args"]]
+    assert len(clamped) == adjusted.get("clamped", {}).get("count", 0)
+
+
+def test_clamped_records_counted(tmp_path):
+    """The device clock steps back 400 us: CUPTI's own conversion puts kernels before
+    their launch until it recalibrates. They are moved to their launch, and counted
+    with the largest correction; each keeps its correction in args.clamped_ns (so
+    scripts/gpu-check judges alignment before clamping)."""
+    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "-400000",
+                                               "CUDA_SIM_DEVICE_STEP_AT_MS": "500"})
+    assert r.returncode == 0, r.stderr
+    trace = load_exact(r.trace_path)
+    host = host_by_corr(trace)
+    kernels = xs(trace, "kernel")
+    clamped = [k for k in kernels if "clamped_ns" in k["args"]]
+    c = trace["gputrace"]["adjusted"]["clamped"]
+    assert 1 <= c["count"] == len(clamped)
+    assert int(c["max_ns"]) == max(int(k["args"]["clamped_ns"]) for k in clamped)
+    assert 200000 < int(c["max_ns"]) <= 400000
+    for k in kernels:
+        assert start(k) >= start(host[k["args"]["correlation"]])
+        assert abs(ns(k["dur"]) - 20000) <= 2
+    for k in clamped:
+        assert start(k) == start(host[k["args"]["correlation"]])
