@@ -205,42 +205,45 @@ static void *reserve(struct cs_thread *t, size_t size, struct cs_buf **where)
 	return record_into(b, size);
 }
 
+static void set_times(struct cs_pending *e, uint64_t start, uint64_t end)
+{
+	uint8_t *r = e->buf->data + e->off;
+
+	switch (e->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		((CUpti_ActivityKernel10 *)r)->start = start;
+		((CUpti_ActivityKernel10 *)r)->end = end;
+		((CUpti_ActivityKernel10 *)r)->completed = end;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		((CUpti_ActivityMemcpy6 *)r)->start = start;
+		((CUpti_ActivityMemcpy6 *)r)->end = end;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		((CUpti_ActivityMemset4 *)r)->start = start;
+		((CUpti_ActivityMemset4 *)r)->end = end;
+		break;
+	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+		((CUpti_ActivityGraphTrace2 *)r)->start = start;
+		((CUpti_ActivityGraphTrace2 *)r)->end = end;
+		break;
+	default:
+		break;
+	}
+}
+
 /* Fill in device records whose work has ended (lock held). */
 static void complete_ready(uint64_t now)
 {
 	for (struct cs_pending **p = &pending; *p;) {
 		struct cs_pending *e = *p;
-		uint8_t *r = e->buf->data + e->off;
-		uint64_t start, end;
 
 		if (e->end > now) {
 			p = &e->next;
 			continue;
 		}
-		start = cs_gpu_time(e->start);
-		end = cs_gpu_time(e->end);
-		switch (e->kind) {
-		case CUPTI_ACTIVITY_KIND_KERNEL:
-		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-			((CUpti_ActivityKernel10 *)r)->start = start;
-			((CUpti_ActivityKernel10 *)r)->end = end;
-			((CUpti_ActivityKernel10 *)r)->completed = end;
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMCPY:
-			((CUpti_ActivityMemcpy6 *)r)->start = start;
-			((CUpti_ActivityMemcpy6 *)r)->end = end;
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMSET:
-			((CUpti_ActivityMemset4 *)r)->start = start;
-			((CUpti_ActivityMemset4 *)r)->end = end;
-			break;
-		case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
-			((CUpti_ActivityGraphTrace2 *)r)->start = start;
-			((CUpti_ActivityGraphTrace2 *)r)->end = end;
-			break;
-		default:
-			break;
-		}
+		set_times(e, cs_gpu_time(e->start), cs_gpu_time(e->end));
 		e->buf->pending--;
 		*p = e->next;
 		free(e);
@@ -264,10 +267,13 @@ static void deliver_buffers(int how)
 		if (b->pending && how != DELIVER_FORCED)
 			continue;
 		if (b->pending) {
-			/* incomplete: their timestamps stay 0 */
+			/* incomplete: the start of work that began, no end */
+			uint64_t now = C.tools ? C.tools->host_ns() : 0;
 			for (struct cs_pending **p = &pending; *p;) {
 				struct cs_pending *e = *p;
 				if (e->buf == b) {
+					if (e->start <= now)
+						set_times(e, cs_gpu_time(e->start), 0);
 					*p = e->next;
 					free(e);
 				} else {

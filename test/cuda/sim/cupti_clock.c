@@ -5,10 +5,13 @@
  * callback once registered. GPU-side timestamps (kernels, copies, fills,
  * graphs) are the device's own clock, converted as the documentation
  * says: "CUPTI performs a linear interpolation to convert GPU timestamps
- * into CPU timestamps", here through the last two (device, CPU) pairs,
- * taken at start and then at most every 100 ms, on the worker thread. A device clock
- * that steps between two pairs gives converted times that are off until
- * the next pair, as on hardware.
+ * into CPU timestamps". Here: through the last two (device, host) pairs,
+ * taken at start, 10 ms later, then at most every 100 ms (worker thread),
+ * onto the host's time, then onto CUPTI's CPU clock at that host time (so
+ * a step of CLOCK_REALTIME shows in GPU times exactly when it happens). A
+ * device clock that drifts is followed; one that steps between two pairs
+ * gives converted times that are off until the pairs are past the step,
+ * as on hardware.
  */
 #define _GNU_SOURCE
 #include <time.h>
@@ -16,12 +19,14 @@
 #include "cupti_sim.h"
 
 static struct pair {
-	uint64_t gpu, cpu;
+	uint64_t gpu, host;
 } pairs[2];
 static unsigned npairs;
 static uint64_t last_host;
+static int64_t callback_offset; /* the client's clock minus the host's, at the last pair */
 
-#define CALIBRATE_NS (100ull * 1000000) /* at most this often */
+#define CALIBRATE_NS   (100ull * 1000000) /* at most this often */
+#define FIRST_SLOPE_NS (10ull * 1000000)  /* the second pair, for a slope soon */
 
 uint64_t cs_now(void)
 {
@@ -44,24 +49,23 @@ uint64_t cs_now(void)
 
 void cs_calibrate(void)
 {
-	uint64_t h1, h2, cpu;
+	uint64_t h1, h2;
 
 	if (!C.tools)
 		return;
 	h1 = C.tools->host_ns();
+	if (npairs && h1 - last_host < (npairs == 1 ? FIRST_SLOPE_NS : CALIBRATE_NS))
+		return;
 	if (__atomic_load_n(&C.timestamp, __ATOMIC_ACQUIRE)) {
 		/* the client's clock, read between two of ours */
-		cpu = cs_now();
+		uint64_t cpu = cs_now();
 		h2 = C.tools->host_ns();
 		h1 += (h2 - h1) / 2;
-	} else {
-		cpu = C.tools->realtime_ns(h1);
+		callback_offset = (int64_t)(cpu - h1);
 	}
-	if (npairs && h1 - last_host < CALIBRATE_NS)
-		return;
 	if (npairs == 2)
 		pairs[0] = pairs[1];
-	pairs[npairs == 2 ? 1 : npairs] = (struct pair){ C.tools->device_ns(h1), cpu };
+	pairs[npairs == 2 ? 1 : npairs] = (struct pair){ C.tools->device_ns(h1), h1 };
 	if (npairs < 2)
 		npairs++;
 	last_host = h1;
@@ -69,19 +73,23 @@ void cs_calibrate(void)
 
 uint64_t cs_gpu_time(uint64_t host_ns)
 {
-	uint64_t gpu;
+	uint64_t gpu, host;
 	long double slope = 1.0L;
 
 	if (!C.tools)
 		return 0;
 	if (!npairs)
 		cs_calibrate();
+	/* the device's timestamp of the event, as the GPU wrote it */
 	gpu = C.tools->device_ns(host_ns);
 	const struct pair *last = &pairs[npairs - 1];
 	if (npairs == 2 && pairs[1].gpu != pairs[0].gpu)
-		slope = (long double)((int64_t)(pairs[1].cpu - pairs[0].cpu)) /
+		slope = (long double)((int64_t)(pairs[1].host - pairs[0].host)) /
 			(long double)((int64_t)(pairs[1].gpu - pairs[0].gpu));
-	return last->cpu + (uint64_t)(int64_t)((long double)(int64_t)(gpu - last->gpu) * slope);
+	host = last->host + (uint64_t)(int64_t)((long double)(int64_t)(gpu - last->gpu) * slope);
+	if (__atomic_load_n(&C.timestamp, __ATOMIC_ACQUIRE))
+		return host + (uint64_t)callback_offset;
+	return C.tools->realtime_ns(host);
 }
 
 void cs_clock_forget(void)
