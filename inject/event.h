@@ -125,6 +125,19 @@ static inline uint64_t gt_corr_foreign(unsigned ns, uint64_t id)
 /* Count events lost outside the rings (e.g. CUPTI dropped records), by reason. */
 GT_HIDDEN void gt_lost_add(uint32_t reason_str, uint64_t n);
 
+/* Count device times a backend had to correct (a span moved to its launch, a
+ * clock step), by reason, keeping the largest correction: the trailer's
+ * "adjusted" ({"clamped":{"count":3,"max_ns":1200}}). */
+GT_HIDDEN void gt_adjust_add(uint32_t reason_str, uint64_t n, uint64_t correction_ns);
+
+/* A span of time in which a backend records nothing of its device (it
+ * handed its vendor interface to the program), from start_ns on the trace
+ * clock, for a reason: the trailer's "gaps". Returns the gap's handle for
+ * gt_gap_end, or -1 when GT_GAPS_MAX gaps were already opened. A gap never
+ * ended is reported open. */
+GT_HIDDEN int gt_gap_begin(uint32_t reason_str, uint64_t start_ns);
+GT_HIDDEN void gt_gap_end(int gap, uint64_t end_ns);
+
 /* ---- strings ---- */
 
 /* Intern a string; returns its id (>= 1). Takes a lock: not for hot paths,
@@ -161,6 +174,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_CANCELLED, "cancelled")                                           \
 	X(LOST_RING_FULL, "ring_full")                                          \
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
+	X(ADJUST_CLAMPED, "clamped")                                            \
 	X(LOST_PLUGIN, "plugin_dropped")                                        \
 	X(LOST_REENTRANT, "reentrant")
 

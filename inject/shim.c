@@ -223,6 +223,15 @@ GT_HIDDEN void shim__forget_rings(void)
 	gt_tls_ring = NULL;
 	tls_tid = 0;
 	gt_tls_corr_next = gt_tls_corr_end = 0;
+	/* the parent's corrections and gaps are not the child's */
+	for (int i = 0; i < GT_ADJUST_REASONS; i++) {
+		atomic_store(&gt_st.adjust_reason[i], 0);
+		atomic_store(&gt_st.adjust_count[i], 0);
+		atomic_store(&gt_st.adjust_max_ns[i], 0);
+	}
+	for (int i = 0; i < GT_GAPS_MAX; i++)
+		atomic_store(&gt_st.gaps[i].reason, 0);
+	atomic_store(&gt_st.ngaps, 0);
 	/* else this thread's exit would mark the unmapped ring dead */
 	pthread_setspecific(ring_key, NULL);
 }
@@ -333,6 +342,42 @@ void gt_lost_add(uint32_t reason, uint64_t n)
 			return;
 		}
 	}
+}
+
+void gt_adjust_add(uint32_t reason, uint64_t n, uint64_t correction_ns)
+{
+	for (int i = 0; i < GT_ADJUST_REASONS; i++) {
+		uint32_t cur = atomic_load_explicit(&gt_st.adjust_reason[i], memory_order_acquire);
+
+		if (!cur && atomic_compare_exchange_strong(&gt_st.adjust_reason[i], &cur, reason))
+			cur = reason;
+		if (cur != reason)
+			continue;
+		atomic_fetch_add(&gt_st.adjust_count[i], n);
+		uint64_t max = atomic_load(&gt_st.adjust_max_ns[i]);
+		while (correction_ns > max &&
+		       !atomic_compare_exchange_weak(&gt_st.adjust_max_ns[i], &max, correction_ns))
+			;
+		return;
+	}
+}
+
+int gt_gap_begin(uint32_t reason, uint64_t start_ns)
+{
+	unsigned i = atomic_fetch_add(&gt_st.ngaps, 1);
+
+	if (i >= GT_GAPS_MAX)
+		return -1;
+	atomic_store(&gt_st.gaps[i].start_ns, start_ns);
+	atomic_store(&gt_st.gaps[i].end_ns, 0);
+	atomic_store_explicit(&gt_st.gaps[i].reason, reason, memory_order_release);
+	return (int)i;
+}
+
+void gt_gap_end(int gap, uint64_t end_ns)
+{
+	if (gap >= 0 && gap < GT_GAPS_MAX)
+		atomic_store(&gt_st.gaps[gap].end_ns, end_ns ? end_ns : 1);
 }
 
 GT_HIDDEN _Atomic int gt_phase;

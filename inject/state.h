@@ -12,6 +12,8 @@
 struct ring;
 
 #define GT_LOST_REASONS 16
+#define GT_ADJUST_REASONS 8
+#define GT_GAPS_MAX 16
 
 struct gt_state {
 	_Atomic int init_state; /* 0 none, 1 running, 2 done */
@@ -21,6 +23,16 @@ struct gt_state {
 	_Atomic uint64_t corr_blocks;
 	_Atomic uint32_t lost_reason[GT_LOST_REASONS]; /* string ids */
 	_Atomic uint64_t lost_count[GT_LOST_REASONS];
+	/* device times a backend corrected, by reason: how many, the largest */
+	_Atomic uint32_t adjust_reason[GT_ADJUST_REASONS]; /* string ids */
+	_Atomic uint64_t adjust_count[GT_ADJUST_REASONS];
+	_Atomic uint64_t adjust_max_ns[GT_ADJUST_REASONS];
+	/* spans of time a backend did not record (gt_gap_begin) */
+	struct {
+		_Atomic uint32_t reason; /* string id; 0: slot free */
+		_Atomic uint64_t start_ns, end_ns; /* end 0: still open */
+	} gaps[GT_GAPS_MAX];
+	_Atomic unsigned ngaps;
 	pid_t pid;
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;

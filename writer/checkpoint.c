@@ -292,6 +292,58 @@ static void build_device_properties(struct jbuf *b)
 	jbuf__lit(b, "],\n");
 }
 
+/* ,"adjusted":{"clamped":{"count":3,"max_ns":1200}} when a backend corrected times */
+static void trailer_adjusted(struct jbuf *b)
+{
+	for (int i = 0; i < GT_ADJUST_REASONS; i++) {
+		uint32_t reason = atomic_load(&gt_st.adjust_reason[i]);
+
+		if (!reason)
+			break;
+		if (i)
+			jbuf__ch(b, ',');
+		else
+			jbuf__lit(b, ",\"adjusted\":{");
+		events__put_sid(b, reason);
+		jbuf__lit(b, ":{\"count\":");
+		json__u64(b, atomic_load(&gt_st.adjust_count[i]));
+		jbuf__lit(b, ",\"max_ns\":");
+		json__u64(b, atomic_load(&gt_st.adjust_max_ns[i]));
+		jbuf__ch(b, '}');
+		if (i + 1 == GT_ADJUST_REASONS || !atomic_load(&gt_st.adjust_reason[i + 1]))
+			jbuf__ch(b, '}');
+	}
+}
+
+/* ,"gaps":[{"reason":"...","start_ns":1,"end_ns":2}] (end_ns null: still open) */
+static void trailer_gaps(struct jbuf *b)
+{
+	unsigned n = atomic_load(&gt_st.ngaps), listed = 0;
+
+	for (unsigned i = 0; i < n && i < GT_GAPS_MAX; i++) {
+		uint32_t reason = atomic_load_explicit(&gt_st.gaps[i].reason, memory_order_acquire);
+		uint64_t end = atomic_load(&gt_st.gaps[i].end_ns);
+
+		if (!reason)
+			continue;
+		if (listed++)
+			jbuf__lit(b, ",{\"reason\":");
+		else
+			jbuf__lit(b, ",\"gaps\":[{\"reason\":");
+		events__put_sid(b, reason);
+		jbuf__lit(b, ",\"start_ns\":");
+		json__u64(b, atomic_load(&gt_st.gaps[i].start_ns));
+		jbuf__lit(b, ",\"end_ns\":");
+		if (end)
+			json__u64(b, end);
+		else
+			jbuf__lit(b, "null");
+		jbuf__ch(b, '}');
+	}
+	if (listed)
+		jbuf__ch(b, ']');
+}
+
 static void build_trailer(bool final)
 {
 	struct jbuf *b = &W.trailer;
@@ -339,6 +391,8 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"lost_by_reason\":");
 	jbuf__put(b, reasons.p, reasons.len);
 	jbuf__free(&reasons);
+	trailer_adjusted(b);
+	trailer_gaps(b);
 	jbuf__lit(b, ",\"devices\":[");
 	for (uint32_t d = 1; d <= W.devices_named; d++) {
 		if (d > 1)
