@@ -42,10 +42,11 @@ static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcuda
 static CUpti_SubscriberHandle subscriber;
 GT_HIDDEN bool cupti_injection_ours;
 static bool clock_is_ours;      /* the timestamp callback was accepted */
-static uint64_t last_flush_ns, last_refit_ns;
+static uint64_t last_flush_ns;
+/* the exit's forced flush was made: the drain thread fits the clock once more */
+static _Atomic bool exit_flushed;
 
 #define FLUSH_MIN_NS (100ull * 1000000) /* CUPTI flushes at most this often */
-#define REFIT_NS     (1000ull * 1000000)
 
 /* This library's first byte (the linker's symbol): its link map entry is
  * the one loaded there. */
@@ -215,6 +216,7 @@ static void cupti_atexit(void)
 	cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	cupti__count_dropped();
 	cupti_self--;
+	atomic_store(&exit_flushed, true);
 }
 
 /*
@@ -269,7 +271,7 @@ static int start_cupti(void)
 	if (gt_cfg.stacks)
 		stacks__skip_libraries(vendor_libs);
 	atexit(cupti_atexit);
-	last_flush_ns = last_refit_ns = gt_clock_ns();
+	last_flush_ns = gt_clock_ns();
 	pr_dbg("cupti: tracing (%s clock)", clock_is_ours ? "host" : "calibrated");
 	return CUPTI_ON;
 
@@ -364,16 +366,17 @@ static void cupti_flush(bool final)
 			cupti_fn.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 			cupti_self--;
 			cupti__count_dropped();
-		}
-		if (!clock_is_ours && now - last_refit_ns >= REFIT_NS) {
-			last_refit_ns = now;
-			cupti__clock_refit();
+			/* after the flush: its records fall between the last two fits */
+			if (!clock_is_ours)
+				cupti__clock_refit();
 		}
 	}
 	/* also after the exit flush (STOPPED): a short program's rows get their
-	 * device's name before its last records are written */
+	 * device's name, and the clock a fit after its last records */
 	if (st == CUPTI_ON || st == CUPTI_STOPPED)
 		cupti__name_devices();
+	if (st == CUPTI_STOPPED && !clock_is_ours && atomic_exchange(&exit_flushed, false))
+		cupti__clock_refit();
 	cupti__drain_completed();
 	if (cupti__event_timing())
 		cupti__events_poll(final);

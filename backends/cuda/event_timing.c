@@ -225,7 +225,7 @@ static void emit_slot(struct ev_slot *s)
 {
 	struct ev_dev *d = &devs[s->device];
 	float from_ref = 0, dur = 0;
-	struct gt_arg a[5];
+	struct gt_arg a[6];
 	unsigned n = 0;
 
 	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&dur, s->ev0, s->ev1))
@@ -233,7 +233,10 @@ static void emit_slot(struct ev_slot *s)
 	uint64_t start = d->ref_host + (int64_t)((double)from_ref * 1e6);
 	uint64_t end = start + (uint64_t)((double)(dur > 0 ? dur : 0) * 1e6);
 	if (start < s->host_start) {
-		/* the reference's uncertainty: never before the launch began */
+		/* the reference's uncertainty: never before the launch began (counted) */
+		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, s->host_start - start);
+		a[n++] = (struct gt_arg){ .key = cupti__key("clamped_ns"), .type = GT_ARG_U64,
+					  .v.u = s->host_start - start };
 		end += s->host_start - start;
 		start = s->host_start;
 	}

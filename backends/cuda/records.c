@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +83,24 @@ static bool has_graph_ids(void)
 
 /* ---- clock ---- */
 
-#define FIT_MAX 64
+/*
+ * Below CUPTI 13.1 CUPTI keeps its own clock, CLOCK_REALTIME (slewed and
+ * stepped by NTP), fitted to ours from paired reads (cupti__clock_refit) at
+ * every flush, so at least every 100 ms while CUDA works. Between two fits a
+ * CUPTI time is interpolated; past the last it goes on at the last
+ * segment's rate. A fit off the line by more than the reads' noise and NTP's
+ * slewing allow is a step of CUPTI's clock (counted as "clock_step"): the
+ * segment across it has no line, and a time in it is placed by the fit on
+ * the side that can hold it, erring early (clamped to its launch, and
+ * counted) rather than late.
+ */
+#define FIT_MAX        256
+#define FIT_MIN_GAP_NS (10ull * 1000000)
+#define STEP_NOISE_NS  20000
+#define RATE_MAX_DEV   0.002 /* NTP slews 500 ppm at most */
 static struct fit {
 	uint64_t cupti, host;
+	double rate; /* host ns per CUPTI ns since the previous fit; 0: a step */
 } fits[FIT_MAX];
 static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
 
@@ -96,6 +112,20 @@ void cupti__clock_identity(void)
 uint64_t CUPTIAPI cupti__timestamp(void)
 {
 	return gt_clock_ns();
+}
+
+/* The rate to go on with: the latest segment without a step (1 if none). */
+static double last_rate(unsigned n)
+{
+	for (unsigned i = n; i-- > 1;)
+		if (fits[i].rate > 0)
+			return fits[i].rate;
+	return 1.0;
+}
+
+static uint64_t along(const struct fit *f, uint64_t c, double rate)
+{
+	return f->host + (uint64_t)llround((double)(int64_t)(c - f->cupti) * rate);
 }
 
 /* The best of a few paired reads: host time at the midpoint of the read. */
@@ -115,36 +145,76 @@ void cupti__clock_refit(void)
 			host = h1 + (h2 - h1) / 2;
 		}
 	}
+	struct fit f = { c, host, 1.0 };
+	if (n) {
+		const struct fit *a = &fits[n - 1];
+		double rate = last_rate(n), dt = (double)(host - a->host);
+		bool known = n > 1 && fits[n - 1].rate > 0;
+		int64_t off = (int64_t)(host - along(a, c, rate));
+		/* the line's noise: the reads, and the rate while it is unknown or changes */
+		double allowed = STEP_NOISE_NS + dt * (known ? 100e-6 : 600e-6);
+
+		if (host - a->host < FIT_MIN_GAP_NS)
+			return;
+		if (fabs((double)off) > allowed) {
+			f.rate = 0;
+			gt_adjust_add(cupti__key("clock_step"), 1, (uint64_t)llabs(off));
+			pr_dbg("cupti: CUPTI's clock stepped by %lld ns", (long long)-off);
+		} else {
+			f.rate = (double)(host - a->host) / (double)(int64_t)(c - a->cupti);
+			if (!(fabs(f.rate - 1.0) < RATE_MAX_DEV))
+				f.rate = rate;
+		}
+	}
 	if (n >= FIT_MAX) {
 		memmove(fits, fits + 1, (FIT_MAX - 1) * sizeof(fits[0]));
 		n = FIT_MAX - 1;
 	}
-	fits[n] = (struct fit){ c, host };
+	fits[n] = f;
 	atomic_store(&nfits, n + 1);
 }
 
-static int64_t fit_offset(const struct fit *f)
+/* A time in the segment across a step, placed by the side that can hold
+ * it: for a step forward (CUPTI jumped ahead) the later fit's line unless
+ * that puts it before the segment; for a step back, the earlier fit's
+ * line unless that puts it past the segment. */
+static bool across_step(const struct fit *a, const struct fit *b, double rate, uint64_t c,
+			uint64_t *host)
 {
-	return (int64_t)(f->host - f->cupti);
+	int64_t step = (int64_t)(b->cupti - a->cupti) - (int64_t)(b->host - a->host);
+	uint64_t old = along(a, c, rate), now = along(b, c, rate);
+	bool in_old = (int64_t)(c - a->cupti) >= 0 && old <= b->host;
+	bool in_new = (int64_t)(b->cupti - c) >= 0 && now >= a->host;
+
+	if (step > 0 ? in_new : !in_old && in_new) {
+		*host = now;
+		return true;
+	}
+	if (in_old) {
+		*host = old;
+		return true;
+	}
+	return false;
 }
 
-/* Interpolated between the fits around t (CUPTI's clock may be slewed). */
 uint64_t cupti__to_host(uint64_t t)
 {
-	unsigned n = atomic_load(&nfits), i;
+	unsigned n = atomic_load(&nfits);
+	uint64_t host;
 
 	if (!n || !t)
 		return t;
-	if (t <= fits[0].cupti || n == 1)
-		return t + fit_offset(&fits[0]);
-	for (i = 1; i < n && fits[i].cupti < t; i++)
-		;
-	if (i == n)
-		return t + fit_offset(&fits[n - 1]);
-	const struct fit *a = &fits[i - 1], *b = &fits[i];
-	double w = (double)(t - a->cupti) / (double)(b->cupti - a->cupti);
-	int64_t off = fit_offset(a) + (int64_t)(w * (double)(fit_offset(b) - fit_offset(a)));
-	return t + off;
+	if (t >= fits[n - 1].cupti)
+		return along(&fits[n - 1], t, last_rate(n));
+	for (unsigned i = n - 1; i >= 1; i--) {
+		const struct fit *a = &fits[i - 1], *b = &fits[i];
+		if (b->rate > 0 && t >= a->cupti && t <= b->cupti)
+			return along(a, t, b->rate);
+		if (!b->rate && across_step(a, b, last_rate(i), t, &host))
+			return host;
+	}
+	/* before the first fit (or in no segment): the oldest line */
+	return along(&fits[0], t, n > 1 && fits[1].rate > 0 ? fits[1].rate : 1.0);
 }
 
 /* ---- contexts and devices ---- */
@@ -517,7 +587,8 @@ struct span {
 	bool clamp; /* device work: never before its launch began */
 };
 
-static uint64_t clamped;
+#define ARG_U(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_U64, .v.u = (val) })
+#define ARG_S(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_STR, .v.u = (val) })
 
 static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 {
@@ -539,9 +610,12 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 			else if (launch + span / 2 < start)
 				launch += span;
 			if (start < launch) {
+				/* counted, and kept on the span for checks of alignment */
+				gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, launch - start);
+				if (nargs < GT_ARGS_MAX)
+					args[nargs++] = ARG_U(cupti__key("clamped_ns"), launch - start);
 				end += launch - start;
 				start = launch;
-				clamped++;
 			}
 		}
 	}
@@ -563,14 +637,13 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 	gt_emit(&ev, args, nargs);
 }
 
-#define ARG_U(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_U64, .v.u = (val) })
-#define ARG_S(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_STR, .v.u = (val) })
 
 static bool no_time(uint64_t start, uint64_t end)
 {
-	if (start || end)
+	if (start && end)
 		return false;
-	/* device memory for timestamps ran out: not a drop, but not drawable */
+	/* device memory for timestamps ran out, or a forced flush took the
+	 * record before its work ended: not a drop, but not drawable */
 	gt_lost_add(cupti__key("cupti_no_timestamp"), 1);
 	return true;
 }
@@ -835,6 +908,5 @@ void cupti__records_reset(void)
 	memset(rows, 0, sizeof(rows));
 	memset(knames, 0, sizeof(knames));
 	memset(ext_map, 0, sizeof(ext_map));
-	clamped = 0;
 	atomic_store(&nfits, 0);
 }

@@ -374,11 +374,12 @@ def test_clock_step_detected(tmp_path, step):
 
 
 def test_clamped_records_counted(tmp_path):
-    """The device clock steps back 400 us: CUPTI's own conversion puts kernels before
-    their launch until it recalibrates. They are moved to their launch, and counted
-    with the largest correction; each keeps its correction in args.clamped_ns (so
+    """The device clock jumps 400 us ahead: CUPTI's own conversion (through its
+    latest calibration pairs) puts the kernels before the jump up to 400 us early,
+    before their launch. They are moved to their launch and counted with the
+    largest correction; each keeps its correction in args.clamped_ns (so
     scripts/gpu-check judges alignment before clamping)."""
-    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "-400000",
+    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "400000",
                                                "CUDA_SIM_DEVICE_STEP_AT_MS": "500"})
     assert r.returncode == 0, r.stderr
     trace = load_exact(r.trace_path)
@@ -391,6 +392,7 @@ def test_clamped_records_counted(tmp_path):
     assert 200000 < int(c["max_ns"]) <= 400000
     for k in kernels:
         assert start(k) >= start(host[k["args"]["correlation"]])
-        assert abs(ns(k["dur"]) - 20000) <= 2
+        # CUPTI's slope across the jump stretches them a little
+        assert abs(ns(k["dur"]) - 20000) <= 200
     for k in clamped:
         assert start(k) == start(host[k["args"]["correlation"]])
