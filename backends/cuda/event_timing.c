@@ -10,7 +10,7 @@
  * Hot path (the launch): one slot from a fixed array, two cudaEventRecord
  * calls on events created once per slot; no allocation, no lock. Streams
  * being captured into a graph are left alone: an event there would become
- * a graph node.
+ * a graph node. Our calls run in relaxed capture mode (our_calls_begin).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -60,6 +60,7 @@ static struct {
 	int (*is_capturing_ptsz)(void *, int *);
 	int (*stream_id)(void *, unsigned long long *); /* CUDA 12.0+ */
 	int (*stream_id_ptsz)(void *, unsigned long long *);
+	int (*exchange_mode)(int *); /* cudaThreadExchangeStreamCaptureMode */
 } rt;
 static _Atomic int rt_state; /* 0 unknown, 1 loaded, -1 missing */
 static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,6 +85,7 @@ static bool load_rt(void)
 	LOAD(is_capturing_ptsz, "cudaStreamIsCapturing_ptsz");
 	LOAD(stream_id, "cudaStreamGetId");
 	LOAD(stream_id_ptsz, "cudaStreamGetId_ptsz");
+	LOAD(exchange_mode, "cudaThreadExchangeStreamCaptureMode");
 #undef LOAD
 	st = rt.event_create && rt.event_record && rt.event_query && rt.event_sync &&
 		     rt.event_elapsed && rt.get_device && rt.set_device && rt.stream_create &&
@@ -94,6 +96,32 @@ static bool load_rt(void)
 		pr_info("libcudart lacks the event functions: no device times without CUPTI");
 	atomic_store_explicit(&rt_state, st, memory_order_release);
 	return st > 0;
+}
+
+/*
+ * Our calls (event records, queries, synchronizations, a stream of our own)
+ * must never be the program's: in cudaStreamCaptureModeGlobal, the default,
+ * such "potentially unsafe" calls made during a global-mode capture of any
+ * thread fail and invalidate that capture. They run in relaxed mode, which
+ * "is not prohibited from potentially unsafe API calls" (and none of ours
+ * touches a capturing stream or an event recorded in one).
+ */
+#define CAPTURE_MODE_RELAXED 2
+static int our_calls_begin(void)
+{
+	int mode = CAPTURE_MODE_RELAXED;
+
+	cupti_self++;
+	if (rt.exchange_mode && rt.exchange_mode(&mode))
+		mode = -1;
+	return mode;
+}
+
+static void our_calls_end(int mode)
+{
+	if (mode >= 0 && rt.exchange_mode)
+		rt.exchange_mode(&mode);
+	cupti_self--;
 }
 
 static int record(void *ev, void *stream, bool per_thread)
@@ -164,7 +192,7 @@ void *cupti__events_before(void *stream, bool per_thread)
 
 	if (!load_rt())
 		return NULL;
-	cupti_self++;
+	int mode = our_calls_begin();
 	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX || !device_ready(dev))
 		goto out;
 	if ((per_thread && rt.is_capturing_ptsz ? rt.is_capturing_ptsz(stream, &capturing)
@@ -191,7 +219,7 @@ void *cupti__events_before(void *stream, bool per_thread)
 		s = NULL;
 	}
 out:
-	cupti_self--;
+	our_calls_end(mode);
 	return s;
 }
 
@@ -203,17 +231,17 @@ void cupti__events_after(void *token, void *stream, bool per_thread, int result,
 
 	if (!s)
 		return;
-	cupti_self++;
+	int mode = our_calls_begin();
 	if (result || record(s->ev1, stream, per_thread)) {
 		atomic_store(&s->state, SLOT_FREE);
-		cupti_self--;
+		our_calls_end(mode);
 		return;
 	}
 	if (per_thread && rt.stream_id_ptsz)
 		rt.stream_id_ptsz(stream, &sid);
 	else if (rt.stream_id)
 		rt.stream_id(stream, &sid);
-	cupti_self--;
+	our_calls_end(mode);
 	s->corr = corr;
 	s->host_start = host_start;
 	s->stream_id = sid;
@@ -269,7 +297,7 @@ void cupti__events_poll(bool final)
 	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
 		return;
 	pthread_mutex_lock(&poll_lock);
-	cupti_self++;
+	int mode = our_calls_begin();
 	for (int d = 0; d < DEVICES_MAX && !final; d++) {
 		if (atomic_load_explicit(&devs[d].state, memory_order_acquire) == DEV_READY &&
 		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
@@ -290,7 +318,7 @@ void cupti__events_poll(bool final)
 			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
 	}
-	cupti_self--;
+	our_calls_end(mode);
 	pthread_mutex_unlock(&poll_lock);
 	if ((lost = atomic_exchange(&dropped, 0)))
 		gt_lost_add(cupti__key("cuda_event_timing"), lost);
