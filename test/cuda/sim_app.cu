@@ -5,7 +5,7 @@
 // knows every duration. One mode per argument:
 //   basic          copies of every kind, a fill, kernels on two streams, NVTX,
 //                  a graph captured and launched twice, event and device syncs
-//   signal SIG     kernels, a sync, then raise(SIGTERM|SIGINT)
+//   signal SIG     kernels, a sync, a long kernel, then raise(SIGTERM|SIGINT)
 //   fork           kernels, a fork() whose child tries CUDA, more kernels
 //   exec           kernels, then a child exec'd without LD_PRELOAD ("child")
 //   capture        a global-mode capture while earlier work is still running
@@ -130,6 +130,7 @@ static float *three_kernels(void)
 static int signal_mode(const char *which)
 {
 	three_kernels();
+	spin<<<200000, 1000>>>(NULL); // 200 ms: still running at the signal
 	printf("ready\n");
 	fflush(stdout);
 	raise(strcmp(which, "INT") ? SIGTERM : SIGINT);

@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 
 import pytest
@@ -424,3 +425,23 @@ def test_capture_not_broken_by_gputrace(tmp_path, cupti):
         (graph,) = xs(trace, "cuda_graph")
         launch = host_by_corr(trace)[graph["args"]["correlation"]]
         assert 3000 <= ns(graph["dur"]) <= 3000 + ns(launch["dur"])
+
+
+# ---- signals ----
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("sig", ["TERM", "INT"])
+def test_signal_keeps_the_last_gpu_records(tmp_path, sig):
+    """SIGTERM/SIGINT right after the work: the process dies by the signal, as
+    untraced, and the trace still has every kernel that finished (CUPTI flushed by
+    the drain thread before the file is closed); the one still running has no end:
+    counted, not drawn."""
+    plain = sim_run([APP, "signal", sig], traced=False)
+    r = sim_run([APP, "signal", sig], tmp_path)
+    assert r.returncode == plain.returncode == -getattr(signal, "SIG" + sig)
+    assert r.stdout == plain.stdout == b"ready\n"
+    trace = load_exact(r.trace_path)
+    g = trace["gputrace"]
+    assert g["end"] == f"signal SIG{sig}" and g["complete"] is True
+    assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(SCALE, 25600)] * 3
+    assert g["lost_by_reason"].get("cupti_no_timestamp") == 1
