@@ -92,7 +92,25 @@ static bool own_process(void)
 	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
 }
 
-static void finish(const char *why, unsigned timeout_ms, bool from_signal)
+/* Bounded wait for another thread's finish (a worker's exit() racing main). */
+static void wait_done(unsigned timeout_ms)
+{
+	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
+		if (atomic_load(&gt_phase) != GT_PHASE_FINISHING)
+			return;
+		sleep_ms(5);
+	}
+}
+
+/*
+ * from_signal: in a fatal signal's handler. fault: that signal is a crash
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), after which vendor libraries
+ * may hold locks the dead thread took: their records are left alone. After
+ * a request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT) the drain thread, not
+ * the handler, still flushes them (a GPU's last records), within the time
+ * the handler waits.
+ */
+static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
 	if (!own_process())
 		return;
@@ -111,7 +129,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 		return;
 	}
 	atomic_store(&gt_end_reason, why);
-	if (from_signal)
+	if (fault)
 		atomic_store(&gt_st.crashing, true);
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
@@ -137,7 +155,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal)
 
 void gt_finish(const char *why, unsigned timeout_ms)
 {
-	finish(why, timeout_ms, false);
+	finish(why, timeout_ms, false, false);
 }
 
 void gt_flush_sync(unsigned timeout_ms)
@@ -179,7 +197,8 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t set;
 
-	finish(signal_reason(sig), 3000, true);
+	finish(signal_reason(sig), 3000, true,
+	       sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT);
 	/* Now do what the default would have done: die by this signal. */
 	sigemptyset(&dfl.sa_mask);
 	real_sigaction(sig, &dfl, NULL);
