@@ -445,3 +445,22 @@ def test_signal_keeps_the_last_gpu_records(tmp_path, sig):
     assert g["end"] == f"signal SIG{sig}" and g["complete"] is True
     assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(SCALE, 25600)] * 3
     assert g["lost_by_reason"].get("cupti_no_timestamp") == 1
+
+
+# ---- children ----
+
+@pytest.mark.sanitize
+def test_child_without_preload_is_not_traced(tmp_path):
+    """The program execs a child with LD_PRELOAD removed from its environment (and
+    CUDA_INJECTION64_PATH / NVTX_INJECTION64_PATH, set by gputrace, inherited): the
+    child is neither traced nor harmed."""
+    plain = sim_run([APP, "exec"], traced=False)
+    r = sim_run([APP, "exec"], tmp_path, env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
+    assert r.returncode == plain.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout == b"child: ok, preload=no\nparent: child exited 0\n"
+    files = sorted(tmp_path.glob("t-*.json"))
+    assert len(files) == 1, files
+    trace = load_exact(files[0])
+    assert trace["gputrace"]["pid"] == int(files[0].stem.split("-")[1])
+    assert [k["name"] for k in xs(trace, "kernel")] == [SCALE] * 3
+    assert not xs(trace, "user_annotation")  # the child's NVTX range
