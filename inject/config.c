@@ -403,7 +403,8 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_RUN_STATE", set_run_state)                                     \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
-	X("GPUTRACE_TOOL", set_ignore)
+	X("GPUTRACE_TOOL", set_ignore)                                             \
+	X("GPUTRACE_INJECTED", set_ignore)
 
 static const struct {
 	const char *name;
@@ -448,8 +449,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL (and _RUN_STATE, set by "
-			       "gputrace run)",
+			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL, _INJECTED",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -554,8 +555,47 @@ bool shim__recorded_anything(void)
 	return atomic_load(&writer_started) || shim__has_events();
 }
 
+/* Whether LD_PRELOAD names this library (entries split by spaces or colons). */
+static bool preloaded(void)
+{
+	const char *list = getenv("LD_PRELOAD");
+	char self[PATH_MAX], entry[PATH_MAX], real[PATH_MAX];
+	Dl_info info;
+
+	if (!list || !dladdr((void *)preloaded, &info) || !info.dli_fname ||
+	    !realpath(info.dli_fname, self))
+		return false;
+	while (*list) {
+		size_t n = strcspn(list, " :");
+		if (n && n < sizeof(entry)) {
+			memcpy(entry, list, n);
+			entry[n] = 0;
+			if (realpath(entry, real) && !strcmp(real, self))
+				return true;
+		}
+		list += n + (list[n] != 0);
+	}
+	return false;
+}
+
+/*
+ * A traced process points CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH at
+ * this library and marks that it did (GPUTRACE_INJECTED=1). A child given an
+ * environment without LD_PRELOAD keeps those, and the CUDA driver or NVTX
+ * loads us into it anyway: such a child was not meant to be traced, and is
+ * not (no file, no thread; the injection entry points only answer).
+ */
+static bool inherited_injection(void)
+{
+	const char *mark = getenv("GPUTRACE_INJECTED");
+
+	return mark && !strcmp(mark, "1") && !preloaded();
+}
+
 static void gt_init(void)
 {
+	if (inherited_injection())
+		return;
 	config__parse(&gt_cfg, environ);
 	pthread_key_create(&ring_key, ring_release);
 	lifecycle__init();

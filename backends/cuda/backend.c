@@ -330,6 +330,11 @@ static int cupti_init(void)
 		setenv("NVTX_INJECTION64_PATH", self, 0);
 	cur = getenv("CUDA_INJECTION64_PATH");
 	cupti_injection_ours = cur && !strcmp(cur, self);
+	/* children that lose LD_PRELOAD keep these: they know from this mark
+	 * that the variables were ours, and stay untraced (inject/shim.c) */
+	if (cupti_injection_ours || (getenv("NVTX_INJECTION64_PATH") &&
+				     !strcmp(getenv("NVTX_INJECTION64_PATH"), self)))
+		setenv("GPUTRACE_INJECTED", "1", 1);
 	if (!cupti_injection_ours)
 		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call", cur);
 	return 0;
