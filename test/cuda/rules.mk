@@ -98,5 +98,10 @@ $(CUDA_OUT)/cupti_user: test/cuda/cupti_user.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $< -L$(CUDA_HOME)/lib64 -lcupti
 
-TEST_BUILD += $(CUDA_OUT)/sim_app $(CUDA_OUT)/cupti_user
+# a library with a kernel of its own, dlopen()ed and dlclose()d by sim_app
+$(CUDA_OUT)/libreload.so: test/cuda/reload_lib.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -cudart shared -shared -Xcompiler -fPIC -o $@ $<
+
+TEST_BUILD += $(CUDA_OUT)/sim_app $(CUDA_OUT)/cupti_user $(CUDA_OUT)/libreload.so
 endif

@@ -12,6 +12,7 @@
 //   stacks         launches from nested functions
 //   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
 //   clock [N]      N (30) kernels of 20 us, each synchronized, 40 ms apart
+//   reload [N]     N (25000) kernels of libreload.so (dlopen'ed), then dlclose
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -244,18 +245,41 @@ static int stacks_mode(void)
 	return 0;
 }
 
+/* A library next to this program. */
+static void *open_beside(const char *self, const char *name)
+{
+	char lib[4096];
+
+	snprintf(lib, sizeof(lib), "%s", self);
+	char *slash = strrchr(lib, '/');
+	snprintf(slash ? slash + 1 : lib, sizeof(lib) - (slash ? (size_t)(slash + 1 - lib) : 0),
+		 "%s", name);
+	return dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+}
+
+static int reload_mode(const char *self, int n)
+{
+	void *h = open_beside(self, "libreload.so");
+	int (*run)(int) = h ? (int (*)(int))dlsym(h, "reload_run") : NULL;
+
+	if (!run) {
+		printf("reload: %s\n", dlerror());
+		return 5;
+	}
+	int e = run(n);
+	dlclose(h); // its module is unloaded
+	printf("reload: %d kernels, %s\n", n, cudaGetErrorName((cudaError_t)e));
+	return 0;
+}
+
 static int runtimes_mode(const char *self)
 {
-	char lib[4096], report[256];
+	char report[256];
 	int v = 0;
 
 	CHECK(cudaRuntimeGetVersion(&v));
 	three_kernels();
-	snprintf(lib, sizeof(lib), "%s", self);
-	char *slash = strrchr(lib, '/');
-	snprintf(slash ? slash + 1 : lib, sizeof(lib) - (slash ? (size_t)(slash + 1 - lib) : 0),
-		 "librt12.so");
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	void *h = open_beside(self, "librt12.so");
 	int (*rt12)(char *, size_t) = h ? (int (*)(char *, size_t))dlsym(h, "rt12_report") : NULL;
 	if (!rt12) {
 		printf("runtimes: %s\n", dlerror());
@@ -308,6 +332,8 @@ int main(int argc, char **argv)
 		return runtimes_mode(argv[0]);
 	if (!strcmp(mode, "clock"))
 		return clock_mode(argc > 2 ? atoi(argv[2]) : 30);
+	if (!strcmp(mode, "reload"))
+		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	printf("unknown mode %s\n", mode);
 	return 2;
 }

@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, LIB, PRELOAD, ROOT, clean_env, gputrace_lines, need, run
+from conftest import (BUILD, LIB, PRELOAD, ROOT, clean_env, gputrace_lines, need, run,
+                      scan_trace)
 
 CUDA = BUILD / "test" / "cuda"
 SIM = BUILD / "cuda-sim"
@@ -464,3 +465,46 @@ def test_child_without_preload_is_not_traced(tmp_path):
     assert trace["gputrace"]["pid"] == int(files[0].stem.split("-")[1])
     assert [k["name"] for k in xs(trace, "kernel")] == [SCALE] * 3
     assert not xs(trace, "user_annotation")  # the child's NVTX range
+
+
+# ---- kernel names and CUPTI 13.0 GA ----
+
+def test_kernel_names_outlive_their_module(tmp_path):
+    """A library's kernels run, then the library is dlclose()d: its module, and the
+    names CUPTI's records point to (CUPTI before 13.4 Update 1), go away. Names
+    are copied when the records reach gputrace, and records still in CUPTI are
+    fetched before the module goes. The drain thread stays idle meanwhile (a long
+    flush interval, a big ring), as it may be on a busy machine."""
+    r = sim_run([APP, "reload"], tmp_path, env={"GPUTRACE_FLUSH_MS": "60000",
+                                                "GPUTRACE_BUFFER_KB": "65536"})
+    assert (r.returncode, r.stdout) == (0, b"reload: 25000 kernels, cudaSuccess\n"), r.stderr
+    counts = scan_trace(r.trace_path)["counts"]
+    kernels = {name: n for (ph, cat, name), n in counts.items() if cat == "kernel"}
+    assert kernels == {"reloaded_kernel(int*)": 25000}
+
+
+def test_cupti_13_0_ga_flushes_rarely(tmp_path):
+    """CUPTI 13.0 GA's cuptiActivityFlushAll may crash (fixed in 13.0 Update 1):
+    there gputrace says so once and flushes on demand at most every 10 s (CUPTI's
+    worker hands over full buffers meanwhile); every record still arrives."""
+    log = tmp_path / "cupti.log"
+    r = sim_run([APP, "clock", "20"], tmp_path,
+                env={"CUDA_SIM_CUPTI_VERSION": "130000", "CUDA_SIM_CUPTI_LOG": str(log),
+                     "GPUTRACE_FLUSH_MS": "10"})
+    assert (r.returncode, r.stdout) == (0, b"clock: 20 kernels\n"), r.stderr
+    assert notices(r.stderr) == [
+        "gputrace: CUPTI 13.0 (API version 130000) has a crash in cuptiActivityFlushAll "
+        "(fixed in CUDA 13.0 Update 1): flushing at most every 10 s; update CUPTI for "
+        "a trace that stays current"]
+    calls = [l.split()[1:] for l in log.read_text().splitlines()]
+    assert [c for c in calls if c[0] == "cuptiActivityFlushAll"] == [["cuptiActivityFlushAll", "1"]]
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace, 20)
+    # with Update 1, flushed all along
+    log.unlink()
+    r = sim_run([APP, "clock", "20"], tmp_path, env={"CUDA_SIM_CUPTI_LOG": str(log),
+                                                     "GPUTRACE_FLUSH_MS": "10",
+                                                     "GPUTRACE_OUTPUT": str(tmp_path / "u1.json")})
+    assert r.returncode == 0 and notices(r.stderr) == []
+    flushes = [l for l in log.read_text().splitlines() if " cuptiActivityFlushAll 0" in l]
+    assert len(flushes) >= 5
