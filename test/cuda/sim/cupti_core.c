@@ -9,7 +9,8 @@
  *    writes the holder's name ("CUPTI for <name>") for the caller;
  *  - runtime and driver callbacks on the calling thread, with the call's
  *    CUpti_CallbackData (its parameter struct, return value, kernel name,
- *    context, correlation id and correlationData);
+ *    context, correlation id and correlationData); resource callbacks for
+ *    context creation, module load and (before it happens) module unload;
  *  - cuptiFinalize detaches: everything is forgotten, undelivered buffers
  *    included (the client was to flush first), and the next call starts
  *    CUPTI again.
@@ -196,12 +197,33 @@ static void on_context(CUcontext ctx, int created)
 	}
 }
 
+static void on_module(CUcontext ctx, uint32_t module_id, int loaded)
+{
+	CUpti_CallbackId id = loaded ? CUPTI_CBID_RESOURCE_MODULE_LOADED
+				     : CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING;
+	CUpti_CallbackFunc cb = NULL;
+	void *userdata = NULL;
+
+	pthread_mutex_lock(&C.lock);
+	if (C.subscribed && enabled(CUPTI_CB_DOMAIN_RESOURCE, id)) {
+		cb = C.callback;
+		userdata = C.userdata;
+	}
+	pthread_mutex_unlock(&C.lock);
+	if (cb) {
+		CUpti_ModuleResourceData module = { .moduleId = module_id };
+		CUpti_ResourceData data = { .context = ctx, .resourceDescriptor = &module };
+		cb(userdata, CUPTI_CB_DOMAIN_RESOURCE, id, &data);
+	}
+}
+
 static const struct sim_tool_ops ops = {
 	.api = on_api,
 	.work = cs_activity_work,
 	.graph = cs_activity_graph,
 	.sync = cs_activity_sync,
 	.context = on_context,
+	.module = on_module,
 };
 
 CUptiResult cs_init_locked(void)

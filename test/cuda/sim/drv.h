@@ -76,7 +76,7 @@ struct drv_func {
 };
 
 struct drv_module {
-	uint32_t magic;
+	uint32_t magic, id;
 	struct drv_func *funcs;
 };
 
@@ -140,6 +140,7 @@ DRV_HIDDEN void drv_tool_work(const struct sim_work *w);
 DRV_HIDDEN void drv_tool_graph(const struct sim_graph_run *g);
 DRV_HIDDEN void drv_tool_sync(struct sim_sync *s, int site);
 DRV_HIDDEN void drv_tool_context(struct drv_ctx *ctx);
+DRV_HIDDEN void drv_tool_module(uint32_t module_id, int loaded);
 DRV_HIDDEN const struct sim_tools *drv_tools(void);
 
 /* ---- drv_stream.c ---- */

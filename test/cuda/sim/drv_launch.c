@@ -9,7 +9,8 @@
  * Kernel names belong to their module: when it is unloaded, their storage
  * is overwritten and later reused for the names of modules loaded after
  * (CUPTI before 13.4 Update 1 hands out such stale names in activity
- * records: a tool must copy a name when the record reaches it).
+ * records: a tool must copy a name when the record reaches it). Tools hear
+ * of a module's load and, before it goes, of its unload.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -29,6 +30,7 @@ struct name_block {
 	char text[];
 };
 static struct name_block *free_names;
+static uint32_t next_module_id = 1;
 
 static const char *name_store(const char *name)
 {
@@ -83,8 +85,10 @@ CUresult drv_module_load_fatbin(CUmodule *out, const void *image)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	m->magic = MAGIC_MODULE;
 	pthread_mutex_lock(&drv_lock);
+	m->id = next_module_id++;
 	drv_handle_add(m);
 	pthread_mutex_unlock(&drv_lock);
+	drv_tool_module(m->id, 1);
 	*out = (CUmodule)m;
 	return CUDA_SUCCESS;
 }
@@ -93,7 +97,17 @@ CUresult drv_module_unload(CUmodule h)
 {
 	struct drv_module *m = (struct drv_module *)h;
 	struct drv_func *f, *next;
+	uint32_t id;
 
+	pthread_mutex_lock(&drv_lock);
+	if (!drv_handle_ok(m, MAGIC_MODULE)) {
+		pthread_mutex_unlock(&drv_lock);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	id = m->id;
+	pthread_mutex_unlock(&drv_lock);
+	/* the last moment a tool can read what points into the module */
+	drv_tool_module(id, 0);
 	pthread_mutex_lock(&drv_lock);
 	if (!drv_handle_ok(m, MAGIC_MODULE)) {
 		pthread_mutex_unlock(&drv_lock);

@@ -145,6 +145,17 @@ void drv_tool_context(struct drv_ctx *ctx)
 	}
 }
 
+void drv_tool_module(uint32_t module_id, int loaded)
+{
+	const struct sim_tool_ops *ops = atomic_load_explicit(&tool, memory_order_acquire);
+
+	if (ops && ops->module) {
+		in_tool++;
+		ops->module((CUcontext)drv_ctx_current(), module_id, loaded);
+		in_tool--;
+	}
+}
+
 static CUcontext current_context(void)
 {
 	return (CUcontext)drv_ctx_current();

@@ -93,6 +93,8 @@ struct sim_tool_ops {
 	void (*graph)(const struct sim_graph_run *g);
 	void (*sync)(struct sim_sync *s, int site);
 	void (*context)(CUcontext ctx, int created);
+	/* a module was loaded (loaded 1), or is about to be unloaded (0) */
+	void (*module)(CUcontext ctx, uint32_t module_id, int loaded);
 };
 
 /* What libcuda hands out (cuGetExportTable with sim_tools_uuid). */
