@@ -42,11 +42,16 @@ static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcuda
 static CUpti_SubscriberHandle subscriber;
 GT_HIDDEN bool cupti_injection_ours;
 static bool clock_is_ours;      /* the timestamp callback was accepted */
-static uint64_t last_flush_ns;
+static _Atomic uint64_t last_flush_ns;
 /* the exit's forced flush was made: the drain thread fits the clock once more */
 static _Atomic bool exit_flushed;
 
 #define FLUSH_MIN_NS (100ull * 1000000) /* CUPTI flushes at most this often */
+/* CUPTI 13.0 GA (API 130000) can crash in cuptiActivityFlushAll (fixed in
+ * 13.0 Update 1): there, at most this often; CUPTI's worker thread hands
+ * over full buffers meanwhile, and the exit's forced flush the rest */
+#define FLUSH_MIN_GA_NS (10000ull * 1000000)
+static uint64_t flush_every_ns = FLUSH_MIN_NS;
 
 /* This library's first byte (the linker's symbol): its link map entry is
  * the one loaded there. */
@@ -202,6 +207,9 @@ static void enable_callbacks(void)
 	/* contexts: which device a synchronization record's context is on */
 	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				     CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+	/* modules: their kernels' names go with them */
+	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				     CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 }
 
 /* Runs before libcudart's own exit handlers (registered earlier) and before
@@ -247,6 +255,12 @@ static int start_cupti(void)
 		cupti_runtime_version = version;
 	pr_dbg("cupti: %s, CUPTI API version %u (built with %u)", path, version,
 	       (unsigned)CUPTI_API_VERSION);
+	if (version == 130000) {
+		flush_every_ns = FLUSH_MIN_GA_NS;
+		pr_warn("CUPTI 13.0 (API version 130000) has a crash in cuptiActivityFlushAll "
+			"(fixed in CUDA 13.0 Update 1): flushing at most every 10 s; update CUPTI "
+			"for a trace that stays current");
+	}
 	/* Subscribing first: when another tool holds CUPTI, nothing else of
 	 * ours must reach it (a timestamp callback would change its clock). */
 	st = subscribe();
@@ -340,6 +354,19 @@ static int cupti_init(void)
 	return 0;
 }
 
+void cupti__module_unloading(void)
+{
+	uint64_t now = gt_clock_ns();
+
+	if (cupti_self || atomic_load(&cupti_state) != CUPTI_ON ||
+	    (flush_every_ns > FLUSH_MIN_NS && now - atomic_load(&last_flush_ns) < flush_every_ns))
+		return;
+	/* complete buffers come back now, their names copied (records.c) */
+	cupti_self++;
+	cupti_fn.cuptiActivityFlushAll(0);
+	cupti_self--;
+}
+
 static void cupti_on_dlopen(const char *path, void *handle)
 {
 	const char *base;
@@ -365,7 +392,7 @@ static void cupti_flush(bool final)
 	if (st == CUPTI_ON) {
 		uint64_t now = gt_clock_ns();
 
-		if (final || now - last_flush_ns >= FLUSH_MIN_NS) {
+		if (final || now - last_flush_ns >= flush_every_ns) {
 			last_flush_ns = now;
 			cupti_self++;
 			cupti_fn.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);

@@ -85,6 +85,8 @@ void CUPTIAPI cupti__buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 		recycle(h);
 		return;
 	}
+	/* now: the names' memory may go before the drain thread reads them */
+	cupti__pin_names(buffer, valid);
 	h->valid = valid;
 	h->next = NULL;
 	pthread_mutex_lock(&buf_lock);

@@ -344,6 +344,10 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	if (cupti_self)
 		return;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+			cupti__module_unloading();
+			return;
+		}
 		cupti_self++;
 		on_context(cbid, data);
 		cupti_self--;

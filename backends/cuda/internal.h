@@ -57,6 +57,9 @@ extern GT_HIDDEN uint32_t cupti_runtime_version;
 /* Start CUPTI once, from InitializeInjection, the first runtime call, or a
  * libcuda load. Harmless when called again or concurrently. */
 GT_HIDDEN void cupti__start(const char *why);
+/* A module is about to be unloaded (CUPTI's resource callback): take the
+ * records that may still point to its kernels' names. */
+GT_HIDDEN void cupti__module_unloading(void);
 /* True when device times come from CUDA events (CUPTI held or disabled). */
 static inline bool cupti__event_timing(void)
 {
@@ -133,6 +136,9 @@ GT_HIDDEN int cupti__process_buffer(uint8_t *buf, size_t valid);
 /* The same over several buffers: external correlations of all of them are
  * known before any device span is written (buffers complete out of order). */
 GT_HIDDEN int cupti__process_buffers(uint8_t *const *bufs, const size_t *valid, unsigned n);
+/* Copy the kernel names of a buffer CUPTI just handed over (their memory
+ * goes with their module) and point its records to the copies. */
+GT_HIDDEN void cupti__pin_names(uint8_t *buf, size_t valid);
 /* Device of a CUPTI context id (learned from records and callbacks). */
 GT_HIDDEN void cupti__context_device(uint32_t context_id, uint32_t device_id);
 /* The device's name for its row, e.g. from cuDeviceGetName. */

@@ -409,6 +409,47 @@ static char *demangle(const char *name)
 	return out;
 }
 
+/*
+ * Kernel names point into CUPTI's (the driver's) memory, which goes with the
+ * kernel's module: before CUPTI 13.4 Update 1 a record read after a module
+ * unload (or reload) names garbage or another kernel. So each buffer's names
+ * are copied when CUPTI hands the buffer over (any thread), and the record
+ * made to point to the copy, which lives as long as the process.
+ */
+void cupti__pin_names(uint8_t *buf, size_t valid)
+{
+	struct {
+		const char *cupti, *ours;
+	} seen[8] = { { 0 } };
+	CUpti_Activity *r = NULL;
+	unsigned next = 0;
+
+	if (!cupti_fn.cuptiActivityGetNextRecord)
+		return;
+	while (cupti_fn.cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+		rec_kernel *k = (rec_kernel *)r;
+		const char *ours = NULL;
+		unsigned i;
+
+		if ((r->kind != CUPTI_ACTIVITY_KIND_KERNEL &&
+		     r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) || !k->name)
+			continue;
+		/* CUPTI shares one string per kernel: records of a kernel repeat it */
+		for (i = 0; i < 8 && seen[i].cupti != k->name; i++)
+			;
+		if (i < 8) {
+			ours = seen[i].ours;
+		} else {
+			ours = gt_str_get(gt_str_intern(k->name), NULL);
+			seen[next % 8].cupti = k->name;
+			seen[next % 8].ours = ours;
+			next++;
+		}
+		if (ours)
+			k->name = ours;
+	}
+}
+
 static uint32_t kernel_name(const char *name)
 {
 	size_t len;
