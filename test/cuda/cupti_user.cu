@@ -28,6 +28,7 @@ __global__ void after_profiling(int *p) { if (p) *p = 3; }
 	} while (0)
 
 static int api_enters, launches_seen, kernel_records, other_records, foreign_buffers;
+static uint64_t first_start;
 static char first_kernel[128];
 static uint8_t *mine[64];
 static int nmine;
@@ -66,8 +67,10 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
 	while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
 		if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 			const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-			if (!kernel_records++)
+			if (!kernel_records++) {
 				snprintf(first_kernel, sizeof(first_kernel), "%s", k->name);
+				first_start = k->start;
+			}
 			if (k->end <= k->start)
 				other_records += 1000; // a kernel without its times
 		} else {
@@ -110,10 +113,12 @@ int main(int argc, char **argv)
 	r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	kernels(while_profiling, 3);
 	cuptiActivityFlushAll(0);
+	// CUPTI's default clock is CLOCK_REALTIME: nanoseconds since 1970
 	printf("%s: subscribe %d%s%s, enable %d, %d runtime calls, %d launches seen, %d kernel "
-	       "records (first %s), %d other records, %d foreign buffers\n",
+	       "records (first %s, %s clock), %d other records, %d foreign buffers\n",
 	       mode, sr, *holder ? " held by " : "", holder, r, api_enters, launches_seen,
-	       kernel_records, first_kernel, other_records, foreign_buffers);
+	       kernel_records, first_kernel, first_start > 1000000000000000000ull ? "realtime" : "another",
+	       other_records, foreign_buffers);
 
 	if (!strcmp(mode, "release")) {
 		cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

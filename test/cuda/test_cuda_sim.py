@@ -508,3 +508,81 @@ def test_cupti_13_0_ga_flushes_rarely(tmp_path):
     assert r.returncode == 0 and notices(r.stderr) == []
     flushes = [l for l in log.read_text().splitlines() if " cuptiActivityFlushAll 0" in l]
     assert len(flushes) >= 5
+
+
+# ---- other CUPTI users ----
+
+def gap_marks(trace):
+    return sorted((start(e), e["name"]) for e in trace["traceEvents"]
+                  if e.get("ph") == "i" and e.get("cat") == "gputrace")
+
+
+@pytest.mark.parametrize("mode,version", [
+    pytest.param("release", "130001", marks=pytest.mark.sanitize),
+    ("release", "130100"),  # gputrace's timestamp callback: gone for the program
+    ("hold", "130001"),
+    ("activity", "130001"),
+])
+def test_program_with_its_own_cupti_session(tmp_path, mode, version):
+    """The program starts its own CUPTI session mid-run (cuptiSubscribe_v2, or the
+    activity API alone) while gputrace holds CUPTI: it sees exactly what it sees
+    untraced; gputrace steps aside, says so once, marks the gap, and takes CUPTI
+    back when the program lets go (unsubscribe and kinds off, or cuptiFinalize)."""
+    env = {"CUDA_SIM_CUPTI_VERSION": version}
+    plain = sim_run([CUPTI_USER, mode], traced=False, env=env)
+    r = sim_run([CUPTI_USER, mode], tmp_path, env=env)
+    assert plain.returncode == r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
+    assert b"realtime clock), 0 other records, 0 foreign buffers" in r.stdout
+    how = "cuptiActivityRegisterCallbacks" if mode == "activity" else \
+        'cuptiSubscribe_v2 as "cupti_user"'
+    reason = f"the program started its own CUPTI session ({how})"
+    assert notices(r.stderr) == [f"gputrace: {reason}: gputrace steps aside and traces no "
+                                 "CUDA device activity until it ends"]
+    trace = load_exact(r.trace_path)
+    (gap,) = trace["gputrace"]["gaps"]
+    assert gap["reason"] == reason
+    lo, hi = int(gap["start_ns"]), gap["end_ns"]
+    kernels = {}
+    for k in xs(trace, "kernel"):
+        kernels.setdefault(k["name"], []).append(k)
+    after = [] if mode == "hold" else ["after_profiling(int*)"]
+    assert sorted(kernels) == sorted(["before_profiling(int*)"] + after)
+    assert all(ns(k["dur"]) == 4096 for ks in kernels.values() for k in ks)
+    assert all(end(k) <= lo for k in kernels["before_profiling(int*)"])
+    if mode == "hold":
+        assert hi is None  # never let go: open to the end
+        assert gap_marks(trace) == [(lo, "CUPTI handed to the program")]
+    else:
+        hi = int(hi)
+        assert lo < hi and all(start(k) >= hi for k in kernels["after_profiling(int*)"])
+        assert gap_marks(trace) == [(lo, "CUPTI handed to the program"),
+                                    (hi, "CUPTI taken back")]
+    # host calls go on through the libcudart wrappers, the gap's included
+    launches = sorted(start(e) for e in xs(trace, "cuda_runtime", "__cudaLaunchKernel"))
+    assert len(launches) == 7
+    assert len([t for t in launches if lo <= t and (hi is None or t <= hi)]) == (5 if mode == "hold" else 3)
+
+
+def test_another_tool_holds_cupti(tmp_path):
+    """Another tool injected with CUDA_INJECTION64_PATH holds CUPTI from cuInit on:
+    gputrace names it once, makes no CUPTI call after the refused subscription,
+    traces runtime calls through libcudart with CUDA-event device times, and the
+    tool keeps its session."""
+    tool, log = CUDA / "libother_tool.so", tmp_path / "cupti.log"
+    env = {"CUDA_INJECTION64_PATH": str(tool), "OTHER_TOOL_OUT": str(tmp_path / "tool.txt"),
+           "CUDA_SIM_CUPTI_LOG": str(log)}
+    r = sim_run([APP, "basic"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"sim_app basic: ok\n"), r.stderr
+    assert (tmp_path / "tool.txt").read_text().startswith("other-tool: subscribe 0, ")
+    assert notices(r.stderr) == [
+        "gputrace: CUPTI is already in use by CUPTI for other-tool: CUDA API calls are traced "
+        "through libcudart and device times come from CUDA events"]
+    calls = [l.split(" ", 1)[1] for l in log.read_text().splitlines()]
+    assert calls[0] == "cuptiSubscribe_v2 other-tool -> 0"
+    assert calls[-1] == "cuptiSubscribe_v2 gputrace -> 39", calls
+    trace = load_exact(r.trace_path)
+    kernels = xs(trace, "kernel")
+    assert sorted(k["name"] for k in kernels) == sorted([SCALE] * 3 + [AXPY])
+    assert all(k["args"]["timing"] == "cuda_events" for k in kernels)
+    assert "gaps" not in trace["gputrace"]

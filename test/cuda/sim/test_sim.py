@@ -149,8 +149,8 @@ def test_nvcc_programs_run():
                    "gputrace simulated GPU, within its struct, error 0\n")
     out = sim_run([CUDA / "cupti_user", "release"]).stdout.decode()
     assert out.startswith("release: subscribe 0, enable 0, 11 runtime calls, 3 launches seen, "
-                          "3 kernel records (first _Z15while_profilingPi), 0 other records, "
-                          "0 foreign buffers\n")
+                          "3 kernel records (first _Z15while_profilingPi, realtime clock), 0 other "
+                          "records, 0 foreign buffers\n")
 
 
 def test_another_tool_injected(tmp_path):
