@@ -15,7 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +30,7 @@
 #include "inject/stacks.h"
 
 GT_HIDDEN _Atomic int cupti_state;
+GT_HIDDEN pthread_mutex_t cupti_share_lock = PTHREAD_MUTEX_INITIALIZER;
 GT_HIDDEN bool cupti_backend_on;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
@@ -117,22 +118,35 @@ static int cupti_failed(const char *why)
 	return CUPTI_DISABLED;
 }
 
-static int subscribe(void)
+static CUptiResult subscribe_as_gputrace(char *holder, size_t len)
 {
-	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
-	CUptiResult r;
-
 	if (cupti_fn.cuptiSubscribe_v2) {
 		CUpti_SubscriberParams p = {
 			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
 			.subscriberName = "gputrace",
 			.oldSubscriberName = holder,
-			.oldSubscriberSize = sizeof(holder),
+			.oldSubscriberSize = len,
 		};
-		r = cupti_fn.cuptiSubscribe_v2(&subscriber, cupti__callback, NULL, &p);
-	} else {
-		r = cupti_fn.cuptiSubscribe(&subscriber, cupti__callback, NULL);
+		return cupti_fn.cuptiSubscribe_v2(&subscriber, cupti__callback, NULL, &p);
 	}
+	return cupti_fn.cuptiSubscribe(&subscriber, cupti__callback, NULL);
+}
+
+/* Taking CUPTI back from the program: it may be someone else's again. */
+static int subscribe_quiet(void)
+{
+	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
+
+	return subscribe_as_gputrace(holder, sizeof(holder)) == CUPTI_SUCCESS ? CUPTI_ON
+									    : CUPTI_HELD;
+}
+
+static int subscribe(void)
+{
+	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
+	CUptiResult r;
+
+	r = subscribe_as_gputrace(holder, sizeof(holder));
 	if (r == CUPTI_SUCCESS)
 		return CUPTI_ON;
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -145,12 +159,18 @@ static int subscribe(void)
 	return cupti_failed(result_string(r));
 }
 
+/* The kinds we enabled, to disable when we hand CUPTI over. */
+static CUpti_ActivityKind our_kinds[16];
+static unsigned nour_kinds;
+
 static bool enable_kind(CUpti_ActivityKind kind, const char *name)
 {
 	CUptiResult r = cupti_fn.cuptiActivityEnable(kind);
 
 	if (r != CUPTI_SUCCESS)
 		pr_dbg("cupti: enabling %s: %s", name, result_string(r));
+	else if (nour_kinds < sizeof(our_kinds) / sizeof(our_kinds[0]))
+		our_kinds[nour_kinds++] = kind;
 	return r == CUPTI_SUCCESS;
 }
 
@@ -172,6 +192,7 @@ static bool enable_kinds(void)
 			pr_warn("--graph-trace does not combine with kernel tracing in this CUPTI: "
 				"tracing graph nodes one by one");
 			cupti_fn.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+			nour_kinds--;
 			kernels = enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels");
 		}
 		want++;
@@ -218,13 +239,15 @@ static void cupti_atexit(void)
 {
 	int expect = CUPTI_ON;
 
-	if (!atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED))
-		return;
-	cupti_self++;
-	cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	cupti__count_dropped();
-	cupti_self--;
-	atomic_store(&exit_flushed, true);
+	pthread_mutex_lock(&cupti_share_lock);
+	if (atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED)) {
+		cupti_self++;
+		cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		cupti__count_dropped();
+		cupti_self--;
+		atomic_store(&exit_flushed, true);
+	}
+	pthread_mutex_unlock(&cupti_share_lock);
 }
 
 /*
@@ -236,6 +259,9 @@ static bool timestamp_callback_safe(uint32_t version)
 {
 	return version >= 130100 || (version && version < 24);
 }
+
+static bool session_begin(void);
+static bool timestamp_ok; /* this CUPTI may use our clock */
 
 static int start_cupti(void)
 {
@@ -266,26 +292,12 @@ static int start_cupti(void)
 	st = subscribe();
 	if (st != CUPTI_ON)
 		return st;
-	if (timestamp_callback_safe(version) && cupti_fn.cuptiActivityRegisterTimestampCallback &&
-	    cupti_fn.cuptiActivityRegisterTimestampCallback(cupti__timestamp) == CUPTI_SUCCESS) {
-		clock_is_ours = true;
-		cupti__clock_identity();
-	} else {
-		cupti__clock_refit();
-	}
-	/* thread ids in records (overheads) are gettid() values */
-	if (cupti_fn.cuptiSetThreadIdType)
-		cupti_fn.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	if (cupti_fn.cuptiActivityRegisterCallbacks(cupti__buffer_requested,
-						    cupti__buffer_completed) != CUPTI_SUCCESS)
+	timestamp_ok = timestamp_callback_safe(version);
+	if (!session_begin())
 		goto unusable;
-	if (!enable_kinds())
-		goto unusable;
-	enable_callbacks();
 	if (gt_cfg.stacks)
 		stacks__skip_libraries(vendor_libs);
 	atexit(cupti_atexit);
-	last_flush_ns = gt_clock_ns();
 	pr_dbg("cupti: tracing (%s clock)", clock_is_ours ? "host" : "calibrated");
 	return CUPTI_ON;
 
@@ -293,6 +305,81 @@ unusable:
 	cupti_fn.cuptiUnsubscribe(subscriber);
 	subscriber = NULL;
 	return cupti_failed("activity tracing refused");
+}
+
+/* After subscribing: our clock (or a fit of CUPTI's), buffers, kinds and
+ * callbacks. False when activity tracing is refused. */
+static bool session_begin(void)
+{
+	if (timestamp_ok && cupti_fn.cuptiActivityRegisterTimestampCallback &&
+	    cupti_fn.cuptiActivityRegisterTimestampCallback(cupti__timestamp) == CUPTI_SUCCESS) {
+		clock_is_ours = true;
+		cupti__clock_identity();
+	} else if (!clock_is_ours) {
+		cupti__clock_refit();
+	}
+	/* thread ids in records (overheads) are gettid() values */
+	if (cupti_fn.cuptiSetThreadIdType)
+		cupti_fn.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	if (cupti_fn.cuptiActivityRegisterCallbacks(cupti__buffer_requested,
+						    cupti__buffer_completed) != CUPTI_SUCCESS)
+		return false;
+	nour_kinds = 0;
+	if (!enable_kinds())
+		return false;
+	enable_callbacks();
+	last_flush_ns = gt_clock_ns();
+	return true;
+}
+
+/* Everything of ours back: the kinds off, every record flushed to us,
+ * unsubscribed; a timestamp callback goes only with cuptiFinalize. */
+static void session_end(void)
+{
+	cupti_self++;
+	atomic_store(&cupti_rt_callbacks_on, false);
+	for (unsigned i = 0; i < nour_kinds; i++)
+		cupti_fn.cuptiActivityDisable(our_kinds[i]);
+	nour_kinds = 0;
+	cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cupti_self--;
+	cupti__count_dropped();
+	cupti_self++;
+	cupti_fn.cuptiUnsubscribe(subscriber);
+	subscriber = NULL;
+	if (clock_is_ours && cupti_fn.cuptiFinalize)
+		cupti_fn.cuptiFinalize();
+	cupti_self--;
+}
+
+bool cupti__yield(void)
+{
+	int expect = CUPTI_ON;
+
+	if (!atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_YIELDED))
+		return false;
+	session_end();
+	return true;
+}
+
+bool cupti__take_back(void)
+{
+	int st;
+
+	if (atomic_load(&cupti_state) != CUPTI_YIELDED)
+		return false;
+	cupti_self++;
+	st = subscribe_quiet();
+	if (st == CUPTI_ON && !session_begin()) {
+		cupti_fn.cuptiUnsubscribe(subscriber);
+		subscriber = NULL;
+		st = CUPTI_HELD;
+	}
+	cupti_self--;
+	if (st != CUPTI_ON)
+		return false;
+	atomic_store(&cupti_state, CUPTI_ON);
+	return true;
 }
 
 void cupti__start(const char *why)
@@ -361,10 +448,16 @@ void cupti__module_unloading(void)
 	if (cupti_self || atomic_load(&cupti_state) != CUPTI_ON ||
 	    (flush_every_ns > FLUSH_MIN_NS && now - atomic_load(&last_flush_ns) < flush_every_ns))
 		return;
-	/* complete buffers come back now, their names copied (records.c) */
-	cupti_self++;
-	cupti_fn.cuptiActivityFlushAll(0);
-	cupti_self--;
+	/* complete buffers come back now, their names copied (records.c);
+	 * not while CUPTI changes hands (share.c) */
+	if (pthread_mutex_trylock(&cupti_share_lock))
+		return;
+	if (atomic_load(&cupti_state) == CUPTI_ON) {
+		cupti_self++;
+		cupti_fn.cuptiActivityFlushAll(0);
+		cupti_self--;
+	}
+	pthread_mutex_unlock(&cupti_share_lock);
 }
 
 static void cupti_on_dlopen(const char *path, void *handle)
@@ -387,6 +480,7 @@ static void cupti_on_dlopen(const char *path, void *handle)
 /* Drain thread, every cycle. */
 static void cupti_flush(bool final)
 {
+	pthread_mutex_lock(&cupti_share_lock);
 	int st = atomic_load(&cupti_state);
 
 	if (st == CUPTI_ON) {
@@ -409,6 +503,9 @@ static void cupti_flush(bool final)
 		cupti__name_devices();
 	if (st == CUPTI_STOPPED && !clock_is_ours && atomic_exchange(&exit_flushed, false))
 		cupti__clock_refit();
+	pthread_mutex_unlock(&cupti_share_lock);
+	/* the instants of CUPTI handed to the program and taken back (share.c) */
+	cupti__share_marks();
 	cupti__drain_completed();
 	if (cupti__event_timing())
 		cupti__events_poll(final);
@@ -430,8 +527,18 @@ static void cupti_atfork_child(void)
 	atomic_store(&cupti_rt_callbacks_on, false);
 	cupti__buffers_forget();
 	cupti__events_forget();
+	cupti__share_forget();
 	cupti__nvtx_forget();
 	cupti__api_reset();
+}
+
+/* dlsym() of libcudart's or libcupti's functions by the program */
+static void *cupti_wrapper_for(const char *symbol)
+{
+	if (!symbol)
+		return NULL;
+	return strncmp(symbol, "cupti", 5) ? cupti__rt_wrapper_for(symbol)
+					   : cupti__share_wrapper_for(symbol);
 }
 
 static const struct gt_backend cupti_backend = {
@@ -441,7 +548,7 @@ static const struct gt_backend cupti_backend = {
 	.flush = cupti_flush,
 	.stop = cupti_stop,
 	.atfork_child = cupti_atfork_child,
-	.wrapper_for = cupti__rt_wrapper_for,
+	.wrapper_for = cupti_wrapper_for,
 };
 
 GT_BACKEND_REGISTER(cupti_backend);

@@ -198,6 +198,9 @@ uint32_t cupti__rt_error_name(int code)
 		return 0;
 	if ((id = atomic_load_explicit(&rt_err_names[code], memory_order_relaxed)))
 		return id;
+	/* the program's own CUPTI session would see our call */
+	if (atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_YIELDED)
+		return 0;
 	if (!get_name) {
 		/* static cudart has none to find: look again only now and then */
 		static _Atomic unsigned misses;

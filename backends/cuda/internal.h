@@ -8,6 +8,7 @@
  *   records.c        activity records -> device spans (and the clock)
  *   runtime.c        libcudart interposition: host spans when CUPTI is not active
  *   event_timing.c   CUDA-event device times when CUPTI belongs to another tool
+ *   share.c          the program's own CUPTI session: gputrace steps aside, then back
  *   nvtx.c           NVTX injection: ranges and marks -> user_annotation
  * Nothing here links against CUDA: libcupti and libcudart are reached
  * through dlopen/dlsym, so the library loads on machines without them.
@@ -18,6 +19,7 @@
 #ifndef GPUTRACE_CUDA_INTERNAL_H
 #define GPUTRACE_CUDA_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +37,7 @@ enum cupti_state {
 	CUPTI_HELD,        /* another tool holds CUPTI: interposition + CUDA events */
 	CUPTI_DISABLED,    /* GPUTRACE_DISABLE_CUPTI=1: interposition + CUDA events */
 	CUPTI_STOPPED,     /* process exit or fork child: no more CUPTI calls */
+	CUPTI_YIELDED,     /* handed to the program's own CUPTI user: interposition only */
 };
 
 extern GT_HIDDEN _Atomic int cupti_state;
@@ -57,6 +60,18 @@ extern GT_HIDDEN uint32_t cupti_runtime_version;
 /* Start CUPTI once, from InitializeInjection, the first runtime call, or a
  * libcuda load. Harmless when called again or concurrently. */
 GT_HIDDEN void cupti__start(const char *why);
+/* Held by whoever changes CUPTI's hands (share.c) or calls CUPTI outside a
+ * callback (the drain thread's flush, the exit flush). */
+extern GT_HIDDEN pthread_mutex_t cupti_share_lock;
+/* With cupti_share_lock: hand CUPTI over (ON -> YIELDED: our kinds off,
+ * every record flushed to us, unsubscribed), and take it back (YIELDED ->
+ * ON, if nobody holds it). True when done. */
+GT_HIDDEN bool cupti__yield(void);
+GT_HIDDEN bool cupti__take_back(void);
+/* Drain thread: the instants that mark CUPTI handed over and taken back. */
+GT_HIDDEN void cupti__share_marks(void);
+/* Drain thread: an instant on every CUDA device's row. */
+GT_HIDDEN void cupti__mark_devices(uint64_t at, uint32_t name, uint32_t reason);
 /* A module is about to be unloaded (CUPTI's resource callback): take the
  * records that may still point to its kernels' names. */
 GT_HIDDEN void cupti__module_unloading(void);
@@ -95,6 +110,9 @@ GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
  * ("libcudart.so.12"). */
 GT_HIDDEN void *cupti__rt_real(const char *symbol);
 GT_HIDDEN void *cupti__rt_real_version(const char *symbol, const char *version);
+/* A function of a loaded library whose file name starts with file_prefix,
+ * also one loaded RTLD_LOCAL by someone else ("libcupti.so"), or NULL. */
+GT_HIDDEN void *cupti__loaded_sym(const char *file_prefix, const char *symbol);
 
 /* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
@@ -185,6 +203,11 @@ GT_HIDDEN void cupti__events_forget(void);
 
 GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
 
+/* ---- the program's own CUPTI session (share.c) ---- */
+
+GT_HIDDEN void *cupti__share_wrapper_for(const char *symbol);
+GT_HIDDEN void cupti__share_forget(void);
+
 /* ---- NVTX (nvtx.c) ---- */
 GT_HIDDEN void cupti__nvtx_forget(void);
 
@@ -204,6 +227,7 @@ GT_HIDDEN int cupti__self_path(char *out, size_t len);
 	X(cuptiSubscribe_v2, 1)                                                             \
 	X(cuptiUnsubscribe, 0)                                                              \
 	X(cuptiEnableDomain, 0)                                                             \
+	X(cuptiFinalize, 1)                                                                 \
 	X(cuptiEnableCallback, 0)                                                           \
 	X(cuptiGetCallbackName, 1)                                                          \
 	X(cuptiGetContextId, 0)                                                             \

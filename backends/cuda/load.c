@@ -85,6 +85,7 @@ struct soname_find {
 	const char *soname;
 	char *path;
 	size_t len;
+	bool prefix; /* soname is a prefix of the file's name */
 };
 
 static int find_soname(struct dl_phdr_info *info, size_t size, void *data)
@@ -96,16 +97,32 @@ static int find_soname(struct dl_phdr_info *info, size_t size, void *data)
 		return 0;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	if (strcmp(base, f->soname))
+	if (f->prefix ? strncmp(base, f->soname, strlen(f->soname)) : strcmp(base, f->soname))
 		return 0;
 	snprintf(f->path, f->len, "%s", path);
 	return 1;
 }
 
+void *cupti__loaded_sym(const char *file_prefix, const char *symbol)
+{
+	char path[PATH_MAX];
+	struct soname_find f = { file_prefix, path, sizeof(path), true };
+	void *h, *p;
+
+	if (!dl_iterate_phdr(find_soname, &f))
+		return NULL;
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	p = cupti__dlsym(h, symbol);
+	dlclose(h);
+	return p;
+}
+
 void *cupti__rt_real_version(const char *symbol, const char *version)
 {
 	char path[PATH_MAX];
-	struct soname_find f = { version, path, sizeof(path) };
+	struct soname_find f = { version, path, sizeof(path), false };
 	void *p = dlvsym(RTLD_NEXT, symbol, version), *h;
 
 	if (p)

@@ -369,6 +369,28 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 	return gt_device_track(device_id_row(device));
 }
 
+void cupti__mark_devices(uint64_t at, uint32_t name, uint32_t reason)
+{
+	uint64_t done = 0;
+
+	for (unsigned i = 0; i < CTX_MAX; i++) {
+		uint32_t dev;
+		if (!atomic_load(&ctx_map[i].id1))
+			continue;
+		dev = atomic_load(&ctx_map[i].device);
+		if (dev >= 64 || (done >> dev) & 1)
+			continue;
+		done |= 1ull << dev;
+		struct gt_arg a = { .key = cupti__key("reason"), .type = GT_ARG_STR, .v.u = reason };
+		struct gt_event ev = {
+			.start_ns = at, .end_ns = at, .name = name, .cat = cupti__key("gputrace"),
+			.track = gt_device_track(device_id_row(dev)), .type = GT_EV_INSTANT,
+			.flags = GT_EVF_DEVICE,
+		};
+		gt_emit(&ev, &a, 1);
+	}
+}
+
 uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id)
 {
 	return row(ROW_STREAM, device_id, stream_id);

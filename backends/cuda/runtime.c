@@ -235,6 +235,7 @@ struct rt_call {
 	uint32_t name;
 	bool launch, events;
 	bool armed; /* inside the real call: see rt_unwound */
+	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
 };
 
 static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
@@ -259,9 +260,12 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	gt_ensure_init();
 	if (!cupti_backend_on)
 		return false;
+	/* Another tool's CUDA_INJECTION64_PATH: CUPTI starts after the first
+	 * call, which ran cuInit and with it the tool's injection (it holds
+	 * CUPTI first, as it would untraced). */
 	st = atomic_load_explicit(&cupti_state, memory_order_relaxed);
-	if (gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self && !gt_in_tracer)
-		cupti__start("first CUDA runtime call");
+	c->start_cupti = gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self &&
+			 !gt_in_tracer;
 	if (atomic_load_explicit(&cupti_rt_callbacks_on, memory_order_relaxed) || cupti_self ||
 	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
 	    !(gt_cfg.kinds & GT_KIND(RUNTIME)))
@@ -278,6 +282,12 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	c->start = gt_clock_ns();
 	c->armed = true;
 	return true;
+}
+
+static void rt_after(struct rt_call *c)
+{
+	if (gt_unlikely(c->start_cupti))
+		cupti__start("first CUDA runtime call");
 }
 
 static void rt_end(struct rt_call *c, cuda_err r)
@@ -465,10 +475,13 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
-		if (!rt_begin(&gt_c, &name##_name, #name, flags, false))                    \
-			return gt_fn args;                                                  \
-		gt_r = gt_fn args;                                                          \
-		rt_end(&gt_c, gt_r);                                                        \
+		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
+			gt_r = gt_fn args;                                                  \
+			rt_end(&gt_c, gt_r);                                                \
+		} else {                                                                    \
+			gt_r = gt_fn args;                                                  \
+		}                                                                           \
+		rt_after(&gt_c);                                                            \
 		return gt_r;                                                                \
 	}
 #define RT_WRAP(name, params, args, flags)                                                  \
@@ -491,8 +504,11 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
-		if (!rt_begin(&gt_c, &name##_name, #name, 0, true))                         \
-			return gt_fn args;                                                  \
+		if (!rt_begin(&gt_c, &name##_name, #name, 0, true)) {                       \
+			gt_r = gt_fn args;                                                  \
+			rt_after(&gt_c);                                                    \
+			return gt_r;                                                        \
+		}                                                                           \
 		if (gt_c.events)                                                            \
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
 		gt_pushed = gt_ext_corr_push(gt_c.corr);                                    \
@@ -504,6 +520,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			cupti__events_after(gt_token, (void *)(stream), per_thread, gt_r,   \
 					    gt_c.corr, gt_c.start, &gt_li);                 \
 		}                                                                           \
+		rt_after(&gt_c);                                                            \
 		return gt_r;                                                                \
 	}
 #define RT_WRAP_LAUNCH(name, params, ...)                                                   \
@@ -532,6 +549,7 @@ RT_LAUNCHES(RT_WRAP_LAUNCH)
 			kernel_note(*k, f);                                                 \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false))                     \
 			rt_end(&gt_c, gt_r);                                                \
+		rt_after(&gt_c);                                                            \
 		return gt_r;                                                                \
 	}
 typedef cuda_err (*__cudaGetKernel_fn)(void **k, const void *f);
