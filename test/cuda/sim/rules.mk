@@ -33,7 +33,7 @@ CUDA_SIM_LIBS := $(CUDA_SIM)/libcuda.so.1 $(CUDA_SIM)/libcudart.so.13 \
 		 $(CUDA_SIM)/libcudart.so.12 $(CUDA_SIM)/libcupti.so.13
 
 # The contract checks: a client of the toolkit's libraries (and driver stub),
-# run on the simulator by test_sim.py.
+# run on the simulator by test_cudasim.py.
 $(BUILD)/test/cuda/sim/sim_probe: $(SIM_DIR)/sim_probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64 \

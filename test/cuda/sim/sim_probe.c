@@ -4,7 +4,7 @@
  * CUPTI and CUDA client built against the toolkit (cupti.h, cuda.h,
  * cuda_runtime_api.h; linked with its libcupti and libcudart, and the
  * driver stub), run on the simulator. One subcommand per contract; each
- * prints key=value lines for test_sim.py.
+ * prints key=value lines for test_cudasim.py.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
