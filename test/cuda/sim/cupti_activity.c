@@ -63,7 +63,8 @@ struct cs_pending {
 static struct cs_buf *bufs;
 static struct cs_pending *pending;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static bool worker_running;
+static bool worker_running, worker_stop;
+static pthread_t worker_thread;
 
 bool cs_kind_on(CUpti_ActivityKind k)
 {
@@ -300,27 +301,49 @@ static void *worker(void *arg)
 		until.tv_sec += period / 1000 + until.tv_nsec / 1000000000;
 		until.tv_nsec %= 1000000000;
 		pthread_cond_timedwait(&wake, &C.lock, &until);
+		if (worker_stop)
+			break;
 		if (!C.tools)
 			continue;
 		cs_calibrate();
 		deliver_buffers(DELIVER_FULL);
 	}
+	pthread_mutex_unlock(&C.lock);
 	return NULL;
+}
+
+/* At exit, before the handlers registered earlier (a sanitizer's) run. */
+static void stop_worker(void)
+{
+	bool running;
+
+	pthread_mutex_lock(&C.lock);
+	running = worker_running;
+	worker_stop = true;
+	pthread_cond_signal(&wake);
+	pthread_mutex_unlock(&C.lock);
+	if (running)
+		pthread_join(worker_thread, NULL);
 }
 
 static void start_worker(void)
 {
-	pthread_t th;
-	pthread_attr_t attr;
+	static bool registered;
 
 	if (worker_running)
 		return;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, worker, NULL))
+	if (pthread_create(&worker_thread, NULL, worker, NULL))
 		cs_die("cannot start the worker thread");
-	pthread_attr_destroy(&attr);
 	worker_running = true;
+	if (!registered)
+		atexit(stop_worker);
+	registered = true;
+}
+
+void cs_worker_forget(void)
+{
+	/* a fork child: the worker stayed in the parent */
+	worker_running = false;
 }
 
 void cs_activity_forget(void)
@@ -337,8 +360,6 @@ void cs_activity_forget(void)
 	}
 	for (struct cs_thread *t = C.threads; t; t = t->next_thread)
 		t->buf = NULL;
-	/* a fork child has no worker; after cuptiFinalize the old one goes on idling */
-	worker_running = worker_running && C.initialized;
 }
 
 /* ---- records from the hub ---- */

@@ -548,6 +548,7 @@ static void atfork_child(void)
 {
 	pthread_mutex_init(&C.lock, NULL);
 	cs_activity_forget();
+	cs_worker_forget();
 	C.subscribed = false;
 	C.callback = NULL;
 	memset(C.enabled, 0, sizeof(C.enabled));
