@@ -148,8 +148,9 @@ DRV_HIDDEN const struct sim_tools *drv_tools(void);
  * created one) to its stream; NULL if invalid. drv_lock held. */
 DRV_HIDDEN struct drv_stream *drv_stream_of(struct drv_ctx *ctx, CUstream h, bool per_thread);
 DRV_HIDDEN struct drv_stream *drv_stream_new(struct drv_ctx *ctx, unsigned flags, bool legacy);
-/* Queue `ns` of work; its start. drv_lock held. */
-DRV_HIDDEN uint64_t drv_schedule(struct drv_stream *s, uint64_t ns);
+/* Queue `ns` of work submitted at host time `now` (drv_host_ns()); its
+ * start. drv_lock held. */
+DRV_HIDDEN uint64_t drv_schedule(struct drv_stream *s, uint64_t ns, uint64_t now);
 /* What the capture rules say about an operation (drv_lock held):
  * CUDA_SUCCESS, or the error to return (the captures it breaks are
  * invalidated). */
@@ -167,10 +168,11 @@ DRV_HIDDEN bool drv_any_capture(void);
 DRV_HIDDEN uint8_t drv_memory_kind(const void *p); /* CUpti_ActivityMemoryKind */
 /* Run (or capture) a kernel, copy or fill on a stream; sync: wait for it. */
 DRV_HIDDEN CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread);
-/* Queue a node's work on a stream, now (the bytes of copies and fills move
- * at once); drv_lock held. */
+/* Queue a node's work on a stream, submitted at `now` (the bytes of copies
+ * and fills move at once); drv_lock held. A graph's nodes share one `now`:
+ * the device runs them back to back however slow the host is. */
 DRV_HIDDEN void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t graph_id,
-			       struct sim_work *w);
+			       uint64_t now, struct sim_work *w);
 
 /* ---- drv_graph.c ---- */
 DRV_HIDDEN struct drv_node *drv_graph_add(struct drv_graph *g);

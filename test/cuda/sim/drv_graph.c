@@ -101,13 +101,15 @@ CUresult drv_graph_launch(CUgraphExec h, CUstream sh)
 		 !(works = calloc(x->n, sizeof(*works))))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r) {
+		uint64_t now = drv_host_ns();
+
 		n = x->n;
 		for (unsigned i = 0; i < n; i++)
-			drv_queue_node(s, &x->nodes[i], x->graph_id, &works[i]);
+			drv_queue_node(s, &x->nodes[i], x->graph_id, now, &works[i]);
 		run = (struct sim_graph_run){
 			.graph_id = x->graph_id, .device = (uint32_t)ctx->device,
 			.context = ctx->id, .stream = s->id, .corr = drv_current_corr(),
-			.start = n ? works[0].start : drv_schedule(s, 0),
+			.start = n ? works[0].start : drv_schedule(s, 0, now),
 			.end = n ? works[n - 1].end : s->busy_until,
 		};
 	}

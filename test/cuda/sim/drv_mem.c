@@ -173,13 +173,13 @@ static uint8_t copy_kind(uint8_t src, uint8_t dst)
 /* The work of a copy or fill node, queued now on `s` (drv_lock held); the
  * bytes move at once (only the timing is simulated). */
 void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t graph_id,
-		    struct sim_work *w)
+		    uint64_t now, struct sim_work *w)
 {
 	uint64_t ns = n->kind == NODE_KERNEL
 			      ? (uint64_t)n->grid[0] * n->grid[1] * n->grid[2] * n->block[0] *
 					n->block[1] * n->block[2]
 			      : n->bytes / 10;
-	uint64_t start = drv_schedule(s, ns);
+	uint64_t start = drv_schedule(s, ns, now);
 
 	*w = (struct sim_work){
 		.start = start, .end = start + ns,
@@ -256,7 +256,7 @@ CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread)
 		pthread_mutex_unlock(&drv_lock);
 		return r;
 	}
-	drv_queue_node(s, n, 0, &w);
+	drv_queue_node(s, n, 0, drv_host_ns(), &w);
 	pthread_mutex_unlock(&drv_lock);
 	drv_tool_work(&w);
 	if (sync)

@@ -100,9 +100,9 @@ static uint64_t ready_at(const struct drv_stream *s)
 	return t;
 }
 
-uint64_t drv_schedule(struct drv_stream *s, uint64_t ns)
+uint64_t drv_schedule(struct drv_stream *s, uint64_t ns, uint64_t now)
 {
-	uint64_t start = max64(drv_host_ns(), ready_at(s));
+	uint64_t start = max64(now, ready_at(s));
 
 	s->busy_until = start + ns;
 	return start;
@@ -376,7 +376,7 @@ CUresult drv_event_record(CUevent h, CUstream sh, bool per_thread)
 	} else if (s->capture) {
 		e->captured = e->recorded = true;
 	} else if (!(r = drv_capture_check(OP_USE_STREAM, s))) {
-		e->at = drv_schedule(s, 0);
+		e->at = drv_schedule(s, 0, drv_host_ns());
 		e->recorded = true;
 		e->captured = false;
 	}
