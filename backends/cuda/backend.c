@@ -41,7 +41,7 @@ static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcuda
 					   "libnvidia-", NULL };
 
 static CUpti_SubscriberHandle subscriber;
-GT_HIDDEN bool cupti_injection_ours;
+GT_HIDDEN _Atomic bool cupti_injection_ours;
 static bool clock_is_ours;      /* the timestamp callback was accepted */
 static _Atomic uint64_t last_flush_ns;
 /* the exit's forced flush was made: the drain thread fits the clock once more */

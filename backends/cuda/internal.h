@@ -52,8 +52,9 @@ extern GT_HIDDEN GT_TLS int cupti_self;
 /* Set while a libcudart wrapper (runtime.c) emits the runtime call itself:
  * the runtime callback leaves that call alone. */
 extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
-/* CUDA_INJECTION64_PATH names this library: cuInit will start CUPTI. */
-extern GT_HIDDEN bool cupti_injection_ours;
+/* CUDA_INJECTION64_PATH names this library: cuInit will start CUPTI (set at
+ * init, read by the drain thread too). */
+extern GT_HIDDEN _Atomic bool cupti_injection_ours;
 /* cuptiGetVersion() of the loaded libcupti (record layouts depend on it). */
 extern GT_HIDDEN uint32_t cupti_runtime_version;
 
