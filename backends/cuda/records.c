@@ -88,7 +88,8 @@ static bool has_graph_ids(void)
  * stepped by NTP), fitted to ours from paired reads (cupti__clock_refit) at
  * every flush, so at least every 100 ms while CUDA works. Between two fits a
  * CUPTI time is interpolated; past the last it goes on at the last
- * segment's rate. A fit off the line by more than the reads' noise and NTP's
+ * segment's rate. A fit on the line within its reads' width keeps the rate
+ * (1 to begin with), so noise never stretches what the GPU measured. A fit off the line by more than the reads' noise and NTP's
  * slewing allow is a step of CUPTI's clock (counted as "clock_step"): the
  * segment across it has no line, and a time in it is placed by the fit on
  * the side that can hold it, erring early (clamped to its launch, and
@@ -100,7 +101,8 @@ static bool has_graph_ids(void)
 #define RATE_MAX_DEV   0.002 /* NTP slews 500 ppm at most */
 static struct fit {
 	uint64_t cupti, host;
-	double rate; /* host ns per CUPTI ns since the previous fit; 0: a step */
+	double rate;    /* host ns per CUPTI ns since the previous fit; 0: a step */
+	uint64_t width; /* the paired read's width: host is within width/2 */
 } fits[FIT_MAX];
 static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
 
@@ -145,7 +147,7 @@ void cupti__clock_refit(void)
 			host = h1 + (h2 - h1) / 2;
 		}
 	}
-	struct fit f = { c, host, 1.0 };
+	struct fit f = { c, host, 1.0, best };
 	if (n) {
 		const struct fit *a = &fits[n - 1];
 		double rate = last_rate(n), dt = (double)(host - a->host);
@@ -160,6 +162,11 @@ void cupti__clock_refit(void)
 			f.rate = 0;
 			gt_adjust_add(cupti__key("clock_step"), 1, (uint64_t)llabs(off));
 			pr_dbg("cupti: CUPTI's clock stepped by %lld ns", (long long)-off);
+		} else if ((uint64_t)llabs(off) <= (a->width + best) / 2 + 1) {
+			/* on the line within the reads' width: nothing measurable
+			 * changed, and a rate measured from noise would stretch
+			 * every duration the GPU measured */
+			f.rate = rate;
 		} else {
 			f.rate = (double)(host - a->host) / (double)(int64_t)(c - a->cupti);
 			if (!(fabs(f.rate - 1.0) < RATE_MAX_DEV))
