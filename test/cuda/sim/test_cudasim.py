@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import BUILD, need, run
+from conftest import BUILD, PRELOAD, need, run
 
 SIM = BUILD / "cuda-sim"
 PROBE = BUILD / "test" / "cuda" / "sim" / "sim_probe"
@@ -25,6 +25,9 @@ def sim_run(cmd, env=None, check=True):
     need(SIM / "libcuda.so.1")
     need(cmd[0])
     e = {"LD_LIBRARY_PATH": str(SIM)}
+    if len(PRELOAD.split()) > 1:
+        # a sanitized build's simulator needs its sanitizer runtime loaded first
+        e["LD_PRELOAD"] = " ".join(PRELOAD.split()[:-1])
     e.update(env or {})
     r = run(cmd, traced=False, env=e)
     if check:
