@@ -438,9 +438,28 @@ static uint64_t CUPTIAPI host_clock(void)
 	return raw_ns();
 }
 
+/* A (host, CUPTI) pair: the host time at the middle of the CUPTI read, the
+ * tightest of a few; returns the read's width (the pair's uncertainty). */
+static uint64_t pair(uint64_t *h, uint64_t *c)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t, a = raw_ns();
+		cuptiGetTimestamp(&t);
+		uint64_t b = raw_ns();
+		if (b - a < best) {
+			best = b - a;
+			*h = a + (b - a) / 2;
+			*c = t;
+		}
+	}
+	return best;
+}
+
 static int clocks(const char *with_callback)
 {
-	uint64_t c1, c2, h1, h2, launch_at;
+	uint64_t c1, c2, h1, h2, launch_at, width;
 	CUpti_Activity *r = NULL;
 
 	register_kernel();
@@ -448,17 +467,16 @@ static int clocks(const char *with_callback)
 		cuptiActivityRegisterTimestampCallback(host_clock);
 	cuptiActivityRegisterCallbacks(req, done);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	h1 = raw_ns();
-	cuptiGetTimestamp(&c1);
+	width = pair(&h1, &c1);
 	sleep_ms(300);
-	h2 = raw_ns();
-	cuptiGetTimestamp(&c2);
+	width += pair(&h2, &c2);
 	cuptiGetTimestamp(&launch_at);
 	launch(1000, 1000, NULL); /* 1 ms */
 	cudaDeviceSynchronize();
 	cuptiActivityFlushAll(0);
-	printf("host_elapsed=%llu cupti_elapsed=%llu\n", (unsigned long long)(h2 - h1),
-	       (unsigned long long)(c2 - c1));
+	printf("host_elapsed=%llu cupti_elapsed=%llu reads_width=%llu\n",
+	       (unsigned long long)(h2 - h1), (unsigned long long)(c2 - c1),
+	       (unsigned long long)width);
 	while (cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
 		if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			continue;
