@@ -13,19 +13,11 @@
 #include <cstring>
 #include <cuda_runtime.h>
 #include <cupti.h>
+#include "check.h"
 
 __global__ void before_profiling(int *p) { if (p) *p = 1; }
 __global__ void while_profiling(int *p) { if (p) *p = 2; }
 __global__ void after_profiling(int *p) { if (p) *p = 3; }
-
-#define CHECK(call)                                                                     \
-	do {                                                                            \
-		cudaError_t e_ = (call);                                                \
-		if (e_ != cudaSuccess) {                                                \
-			printf("%s: %s\n", #call, cudaGetErrorName(e_));                \
-			exit(3);                                                        \
-		}                                                                       \
-	} while (0)
 
 static int api_enters, launches_seen, kernel_records, other_records, foreign_buffers;
 static uint64_t first_start;

@@ -90,11 +90,11 @@ endif
 
 ifeq ($(HAVE_NVCC),1)
 # -export-dynamic: stacks name the program's functions
-$(CUDA_OUT)/sim_app: test/cuda/sim_app.cu
+$(CUDA_OUT)/sim_app: test/cuda/sim_app.cu test/cuda/check.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -cudart shared -Xlinker -export-dynamic -o $@ $< -ldl
 
-$(CUDA_OUT)/cupti_user: test/cuda/cupti_user.cu
+$(CUDA_OUT)/cupti_user: test/cuda/cupti_user.cu test/cuda/check.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $< -L$(CUDA_HOME)/lib64 -lcupti
 

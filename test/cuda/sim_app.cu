@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include "check.h"
 
 extern char **environ;
 
@@ -47,15 +48,6 @@ __global__ void spin(int *p)
 	if (p)
 		*p = 1;
 }
-
-#define CHECK(call)                                                                     \
-	do {                                                                            \
-		cudaError_t e_ = (call);                                                \
-		if (e_ != cudaSuccess) {                                                \
-			printf("%s: %s\n", #call, cudaGetErrorName(e_));                \
-			exit(3);                                                        \
-		}                                                                       \
-	} while (0)
 
 static const size_t MiB = 1 << 20;
 

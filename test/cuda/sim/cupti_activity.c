@@ -709,25 +709,35 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t v
 	return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
-								   uint64_t id)
+/* The calling thread's stack of external ids of `kind`: C.lock held on
+ * success, released on an error. */
+static CUptiResult ext_stack(CUpti_ExternalCorrelationKind kind, struct cs_thread **t)
 {
-	CUptiResult r = CUPTI_SUCCESS;
-
-	cs_entry(__func__, false);
 	if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID ||
 	    kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&C.lock);
 	if (cs_init_locked()) {
-		r = CUPTI_ERROR_UNKNOWN;
-	} else {
-		struct cs_thread *t = cs_thread_self();
-		if (t->next[kind] == 16)
-			r = CUPTI_ERROR_OUT_OF_MEMORY;
-		else
-			t->ext[kind][t->next[kind]++] = id;
+		pthread_mutex_unlock(&C.lock);
+		return CUPTI_ERROR_UNKNOWN;
 	}
+	*t = cs_thread_self();
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+								   uint64_t id)
+{
+	struct cs_thread *t;
+	CUptiResult r;
+
+	cs_entry(__func__, false);
+	if ((r = ext_stack(kind, &t)))
+		return r;
+	if (t->next[kind] == 16)
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+	else
+		t->ext[kind][t->next[kind]++] = id;
 	pthread_mutex_unlock(&C.lock);
 	return r;
 }
@@ -735,24 +745,18 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_Externa
 EXPORT CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
 								  uint64_t *last)
 {
-	CUptiResult r = CUPTI_SUCCESS;
+	struct cs_thread *t;
+	CUptiResult r;
 
 	cs_entry(__func__, false);
-	if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID ||
-	    kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	pthread_mutex_lock(&C.lock);
-	if (cs_init_locked()) {
-		r = CUPTI_ERROR_UNKNOWN;
+	if ((r = ext_stack(kind, &t)))
+		return r;
+	if (!t->next[kind]) {
+		r = CUPTI_ERROR_QUEUE_EMPTY;
 	} else {
-		struct cs_thread *t = cs_thread_self();
-		if (!t->next[kind]) {
-			r = CUPTI_ERROR_QUEUE_EMPTY;
-		} else {
-			t->next[kind]--;
-			if (last)
-				*last = t->ext[kind][t->next[kind]];
-		}
+		t->next[kind]--;
+		if (last)
+			*last = t->ext[kind][t->next[kind]];
 	}
 	pthread_mutex_unlock(&C.lock);
 	return r;

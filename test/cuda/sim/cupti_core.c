@@ -50,13 +50,11 @@ static int log_fd = -1;
 
 void cs_die(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	sim_vreport("cupti_sim", true, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cupti_sim: FATAL: %s\n", line);
 	abort();
 }
 

@@ -36,24 +36,20 @@ static __thread struct drv_ctx *current;
 
 void drv_report(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	sim_vreport("cuda_sim", false, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cuda_sim: %s\n", line);
 }
 
 void drv_die(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	sim_vreport("cuda_sim", true, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cuda_sim: FATAL: %s\n", line);
 	abort();
 }
 

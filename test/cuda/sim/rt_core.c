@@ -31,13 +31,11 @@ static __thread cudaError_t last_error;
 
 void sim_die_rt(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	sim_vreport("cuda_sim", true, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cuda_sim: FATAL: %s\n", line);
 	abort();
 }
 

@@ -11,19 +11,34 @@
  * exit(); a driver call made inside a runtime call shares the runtime
  * call's correlation id. Device work is announced when it is queued, with
  * the host times (CLOCK_MONOTONIC_RAW) at which it will run; the device
- * clock and CUPTI's clock are derived from those times (sim_clock.c).
+ * clock and CUPTI's clock are derived from those times (drv_clock.c).
  */
 #ifndef CUDA_SIM_H
 #define CUDA_SIM_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <cuda.h>
 
 #define SIM_EXPORT   __attribute__((visibility("default")))
 #define SIM_NOINLINE __attribute__((noinline))
+
+/* One line on stderr, "<who>: [FATAL: ]<what>"; a fatal one aborts (the
+ * simulator's loud refusal of a wrong order or a forbidden call). */
+static inline void sim_vreport(const char *who, bool fatal, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "%s: %s%s\n", who, fatal ? "FATAL: " : "", line);
+	if (fatal)
+		abort();
+}
 
 /* "gputrace cudasim" */
 static const CUuuid sim_tools_uuid = { { 0x67, 0x70, 0x75, 0x74, 0x72, 0x61, 0x63, 0x65,
