@@ -11,7 +11,7 @@
 //   capture        a global-mode capture while earlier work is still running
 //   stacks         launches from nested functions
 //   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
-//   clock [N]      N (30) kernels of 20 us, each synchronized, 40 ms apart
+//   clock [N [MS]] N (30) kernels of 20 us, each synchronized, MS (40) ms apart
 //   reload [N]     N (25000) kernels of libreload.so (dlopen'ed), then dlclose
 #include <cstdio>
 #include <cstdlib>
@@ -282,7 +282,7 @@ static int runtimes_mode(const char *self)
 	return bad;
 }
 
-static int clock_mode(int n)
+static int clock_mode(int n, int gap_ms)
 {
 	float *d;
 
@@ -290,7 +290,7 @@ static int clock_mode(int n)
 	for (int i = 0; i < n; i++) {
 		sim::scale<float><<<100, 200>>>(d, 1.0f, 1000); // 20000 ns
 		CHECK(cudaStreamSynchronize(0));
-		sleep_ms(40);
+		sleep_ms(gap_ms);
 	}
 	printf("clock: %d kernels\n", n);
 	return 0;
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "runtimes"))
 		return runtimes_mode(argv[0]);
 	if (!strcmp(mode, "clock"))
-		return clock_mode(argc > 2 ? atoi(argv[2]) : 30);
+		return clock_mode(argc > 2 ? atoi(argv[2]) : 30, argc > 3 ? atoi(argv[3]) : 40);
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	printf("unknown mode %s\n", mode);

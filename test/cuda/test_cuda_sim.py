@@ -422,8 +422,11 @@ def test_clamped_records_counted(tmp_path):
     latest calibration pairs) puts the kernels before the jump up to 400 us early,
     before their launch. They are moved to their launch and counted with the
     largest correction; each keeps its correction in args.clamped_ns (so
-    scripts/gpu-check judges alignment before clamping)."""
-    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "400000",
+    scripts/gpu-check judges alignment before clamping). The kernels come 5 ms
+    apart: those after the first pair past the jump are early by 400 us times
+    their distance from it over the pairs' distance (~100 ms), so the largest
+    correction is near 400 us however the kernels fall against the pairs."""
+    r = sim_run([APP, "clock", "160", "5"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "400000",
                                                "CUDA_SIM_DEVICE_STEP_AT_MS": "500"})
     assert r.returncode == 0, r.stderr
     trace = load_exact(r.trace_path)
