@@ -415,6 +415,7 @@ static int cupti_init(void)
 {
 	char self[PATH_MAX];
 	const char *cur;
+	bool ours;
 
 	cupti_backend_on = true;
 	if (gt_cfg.disable_cupti)
@@ -430,13 +431,16 @@ static int cupti_init(void)
 	if (!getenv("NVTX_INJECTION64_PATH"))
 		setenv("NVTX_INJECTION64_PATH", self, 0);
 	cur = getenv("CUDA_INJECTION64_PATH");
-	cupti_injection_ours = cur && !strcmp(cur, self);
+	ours = cur && !strcmp(cur, self);
+	/* release: a thread that sees it (a dlopen, a runtime call, the drain
+	 * thread) sees the environment set above */
+	atomic_store_explicit(&cupti_injection_ours, ours, memory_order_release);
 	/* children that lose LD_PRELOAD keep these: they know from this mark
 	 * that the variables were ours, and stay untraced (inject/shim.c) */
-	if (cupti_injection_ours || (getenv("NVTX_INJECTION64_PATH") &&
-				     !strcmp(getenv("NVTX_INJECTION64_PATH"), self)))
+	if (ours || (getenv("NVTX_INJECTION64_PATH") &&
+		     !strcmp(getenv("NVTX_INJECTION64_PATH"), self)))
 		setenv("GPUTRACE_INJECTED", "1", 1);
-	if (!cupti_injection_ours)
+	if (!ours)
 		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call", cur);
 	return 0;
 }
@@ -471,7 +475,8 @@ static void cupti_on_dlopen(const char *path, void *handle)
 	if (gt_cfg.stacks && atomic_load(&cupti_state) == CUPTI_ON &&
 	    (!strncmp(base, "libcuda", 7) || !strncmp(base, "libnvidia-", 10)))
 		stacks__skip_libraries(vendor_libs);
-	if (cupti_injection_ours || atomic_load(&cupti_state) != CUPTI_OFF)
+	if (atomic_load_explicit(&cupti_injection_ours, memory_order_acquire) ||
+	    atomic_load(&cupti_state) != CUPTI_OFF)
 		return;
 	if (!strncmp(base, "libcuda.so", 10))
 		cupti__start("libcuda loaded");

@@ -264,8 +264,9 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	 * call, which ran cuInit and with it the tool's injection (it holds
 	 * CUPTI first, as it would untraced). */
 	st = atomic_load_explicit(&cupti_state, memory_order_relaxed);
-	c->start_cupti = gt_unlikely(st == CUPTI_OFF) && !cupti_injection_ours && !cupti_self &&
-			 !gt_in_tracer;
+	c->start_cupti = gt_unlikely(st == CUPTI_OFF) &&
+			 !atomic_load_explicit(&cupti_injection_ours, memory_order_acquire) &&
+			 !cupti_self && !gt_in_tracer;
 	if (atomic_load_explicit(&cupti_rt_callbacks_on, memory_order_relaxed) || cupti_self ||
 	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
 	    !(gt_cfg.kinds & GT_KIND(RUNTIME)))
