@@ -72,9 +72,13 @@ static void wait_until(uint64_t t)
 {
 	uint64_t now;
 
+	/* clock_nanosleep, not nanosleep: ThreadSanitizer intercepts nanosleep,
+	 * and a thread cancelled inside an interceptor has the locks its
+	 * cleanup handlers take unseen by it (false races in the cancel test) */
 	while ((now = now_ns()) < t) {
-		struct timespec d = { 0, (long)(t - now) };
-		nanosleep(&d, NULL);
+		struct timespec d = { (time_t)((t - now) / 1000000000),
+				      (long)((t - now) % 1000000000) };
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &d, NULL);
 	}
 }
 
