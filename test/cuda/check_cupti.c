@@ -506,14 +506,22 @@ START_TEST(test_record_without_timestamps)
 	CUpti_ActivityKernel10 k0 = kernel(70, 0, 0, "no_time", 7);
 	k0.end = 0;
 	CUpti_ActivityKernel10 k1 = kernel(71, t0, 1000, "timed", 7);
+	/* half-timestamped: a forced flush took one before its end; the
+	 * other lost its start (neither may be drawn at time 0) */
+	CUpti_ActivityKernel10 k2 = kernel(72, t0 + 2000, 0, "start_only", 7);
+	k2.end = 0;
+	CUpti_ActivityKernel10 k3 = kernel(73, 0, 0, "end_only", 7);
+	k3.end = t0 + 5000;
 	add(&b, &k0, sizeof(k0));
 	add(&b, &k1, sizeof(k1));
-	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 2);
+	add(&b, &k2, sizeof(k2));
+	add(&b, &k3, sizeof(k3));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 4);
 
 	struct json_object *root = finish_and_load();
 	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 1);
 	ck_assert_str_eq(str(k[0], "name"), "timed");
-	ck_assert_int_eq(lost(root, "cupti_no_timestamp"), 1);
+	ck_assert_int_eq(lost(root, "cupti_no_timestamp"), 3);
 	ck_assert_int_eq(lost(root, "cupti_dropped"), 0);
 	json_object_put(root);
 }
