@@ -563,36 +563,33 @@ void cs_activity_sync(struct sim_sync *s, int site)
 
 /* ---- the API ---- */
 
-EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+/* cuptiActivityEnable/Disable: one kind on or off. */
+static CUptiResult set_kind(const char *fn, CUpti_ActivityKind kind, bool on)
 {
 	CUptiResult r;
 
-	cs_entry(__func__, true);
+	cs_entry(fn, true);
 	pthread_mutex_lock(&C.lock);
 	r = cs_init_locked();
 	if (!r && !simulated(kind))
 		r = CUPTI_ERROR_NOT_COMPATIBLE;
-	if (!r)
+	if (!r && on)
 		__atomic_or_fetch(&C.kinds, 1ull << kind, __ATOMIC_RELAXED);
+	else if (!r)
+		__atomic_and_fetch(&C.kinds, ~(1ull << kind), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&C.lock);
-	cs_log(__func__, "%d -> %d", kind, r);
+	cs_log(fn, "%d -> %d", kind, r);
 	return r;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	return set_kind(__func__, kind, true);
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
-	CUptiResult r;
-
-	cs_entry(__func__, true);
-	pthread_mutex_lock(&C.lock);
-	r = cs_init_locked();
-	if (!r && !simulated(kind))
-		r = CUPTI_ERROR_NOT_COMPATIBLE;
-	if (!r)
-		__atomic_and_fetch(&C.kinds, ~(1ull << kind), __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&C.lock);
-	cs_log(__func__, "%d -> %d", kind, r);
-	return r;
+	return set_kind(__func__, kind, false);
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityEnableAllSyncRecords(uint8_t enable)
