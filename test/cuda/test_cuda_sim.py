@@ -255,6 +255,7 @@ def test_graph_trace_mode(tmp_path):
         assert start(g) >= start(host[g["args"]["correlation"]])
 
 
+@pytest.mark.sanitize
 def test_fork_child_has_its_own_file(tmp_path):
     r = sim_run([APP, "fork"], tmp_path, env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
     assert r.returncode == 0, r.stderr
@@ -609,6 +610,7 @@ def test_program_with_its_own_cupti_session(tmp_path, mode, version):
     assert len([t for t in launches if lo <= t and (hi is None or t <= hi)]) == (5 if mode == "hold" else 3)
 
 
+@pytest.mark.sanitize
 def test_another_tool_holds_cupti(tmp_path):
     """Another tool injected with CUDA_INJECTION64_PATH holds CUPTI from cuInit on:
     gputrace names it once, makes no CUPTI call after the refused subscription,
