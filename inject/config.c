@@ -449,7 +449,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL, _INJECTED",
+			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, "
+			       "set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

@@ -92,16 +92,6 @@ static bool own_process(void)
 	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
 }
 
-/* Bounded wait for another thread's finish (a worker's exit() racing main). */
-static void wait_done(unsigned timeout_ms)
-{
-	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
-		if (atomic_load(&gt_phase) != GT_PHASE_FINISHING)
-			return;
-		sleep_ms(5);
-	}
-}
-
 /*
  * from_signal: in a fatal signal's handler. fault: that signal is a crash
  * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), after which vendor libraries

@@ -576,7 +576,9 @@ static int major_of(const void *fn)
 }
 
 /* dlsym(libcudart handle, "cudaXxx") by the program: the wrapper of that
- * libcudart's runtime. */
+ * libcudart's runtime. The gt_rtN_* names are local (inject/exports.map), so
+ * this table's pointers are resolved at load without a symbol lookup each
+ * (paid by every process, GPU or not). */
 void *cupti__rt_wrapper_for(const char *symbol)
 {
 	static const struct {
