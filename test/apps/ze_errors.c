@@ -57,7 +57,7 @@ int main(void)
 	ze_event_handle_t event_out;
 	ze_fence_handle_t fence;
 	void *mem_out;
-	uint32_t count = 0;
+	ze_device_external_memory_properties_t ext_mem = { ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES };
 	/* Never a live object: the driver must reject it without dereferencing it. */
 	ze_event_handle_t garbage_event = (ze_event_handle_t)(uintptr_t)0x1234;
 
@@ -114,7 +114,7 @@ int main(void)
 	       zeCommandListClose((ze_command_list_handle_t)queue));
 	/* Entries the simulated driver leaves empty: the loader answers for it. */
 	EXPECT(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
-	       zeDeviceGetCacheProperties(z.device, &count, NULL));
+	       zeDeviceGetExternalMemoryProperties(z.device, &ext_mem));
 
 	ZE_CHECK(zeFenceDestroy(fence));
 	ZE_CHECK(zeEventDestroy(plain));

@@ -4,9 +4,10 @@ ifeq ($(HAVE_ZE),1)
 ZE_SIM_SRCS := $(addprefix test/levelzero/sim/,sim_driver.c sim_queue.c sim_objects.c sim_clock.c)
 
 # -z nodelete: the loader dlcloses drivers at exit while worker threads may still run.
-$(BUILD)/libze_sim.so: $(ZE_SIM_SRCS) test/levelzero/sim/sim.h
+$(BUILD)/libze_sim.so: $(ZE_SIM_SRCS) test/levelzero/sim/sim.h test/levelzero/sim/ddi_newer.h \
+		backends/levelzero/ze_newer.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -fvisibility=hidden -Werror=incompatible-pointer-types \
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -fvisibility=hidden -Werror=incompatible-pointer-types \
 	  -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $(ZE_SIM_SRCS) -lpthread -lm
 
 $(BUILD)/test/levelzero/sim/sim_probe: test/levelzero/sim/sim_probe.c

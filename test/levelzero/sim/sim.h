@@ -10,11 +10,19 @@
 
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
+#include "ddi_newer.h"
 
 #define SIM_DEVICE_NAME "gputrace simulated GPU"
 #define SIM_FILL_PATTERN_MAX 128
 #define SIM_COPY_MIN_NS 1000
 #define SIM_QUEUE_GROUPS 2	/* ordinal 0: compute, ordinal 1: copy */
+#define SIM_ENGINES 3		/* compute 0.0 and 0.1, copy 1.0 */
+
+/* ---- sim_driver.c: the spec version simulated (ZE_SIM_API_VERSION) ---- */
+extern ze_api_version_t sim_api_version;
+#define SIM_HAS(minor) (sim_api_version >= ZE_MAKE_VERSION(1, minor))
+/* Reads the environment once (the loader asks for tables before any init). */
+void sim_setup(void);
 
 /* ---- sim_clock.c: the deliberately awkward device clock ---- */
 struct sim_clock {
@@ -24,7 +32,7 @@ struct sim_clock {
 	uint64_t offset_ns;	/* ZE_SIM_CLOCK_OFFSET_NS */
 };
 extern struct sim_clock sim_clock;
-void sim_clock_setup(void);
+void sim_clock_setup(void);	/* part of sim_setup */
 uint64_t sim_host_ns(void);	/* CLOCK_MONOTONIC_RAW */
 uint64_t sim_dev_ticks(uint64_t host_ns);
 void sim_sleep_until(uint64_t host_ns);
@@ -56,6 +64,8 @@ uint64_t sim_deadline(uint64_t timeout_ns);
 void sim_obj_register(struct sim_obj *o, enum sim_kind kind);
 void sim_obj_unregister(struct sim_obj *o);
 ze_result_t sim_obj_check(const void *handle, enum sim_kind kind);
+/* sim_lock held: is handle a live object of that kind? (never dereferenced otherwise) */
+bool sim_obj_alive_locked(const void *handle, enum sim_kind kind);
 
 /* Validates handle `h` of kind K (NULL → INVALID_NULL_HANDLE, unknown or other kind →
  * INVALID_ARGUMENT) and declares `struct sim_<type> *var`. */
@@ -84,13 +94,29 @@ struct sim_event_pool {
 	struct sim_obj obj;
 	ze_event_pool_flags_t flags;
 	uint32_t count;
+	bool counter_based;		/* ze_event_pool_counter_based_exp_desc_t in pNext */
+	uint32_t cb_flags;		/* its IMMEDIATE / NON_IMMEDIATE */
 	struct sim_event *events;	/* live events, for destroying them with the pool */
 };
+
+/* What the latest command that signals a counter-based event sets: the event points at
+ * it, and so do the commands that wait on the event as it was when they were submitted. */
+struct sim_cb_state {
+	uint32_t refs;
+	bool done;
+	uint64_t start_ns, end_ns;
+};
+
 struct sim_event {
 	struct sim_obj obj;
-	struct sim_event_pool *pool;
+	struct sim_event_pool *pool;	/* NULL: zeEventCounterBasedCreate */
 	struct sim_event *pool_next;
-	bool signaled;
+	bool timestamps;		/* kernel timestamps can be queried */
+	bool host_timestamps;		/* ... in host ns (ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP) */
+	bool counter_based;
+	uint32_t cb_flags;		/* IMMEDIATE and/or NON_IMMEDIATE: lists that may signal it */
+	struct sim_cb_state *cb;	/* counter-based: latest assignment; NULL: never (complete) */
+	bool signaled;			/* regular events */
 	uint64_t signal_ns;		/* simulated host time it was signalled */
 	uint64_t start_ns, end_ns;	/* simulated span of the signalling command */
 };
@@ -100,11 +126,27 @@ struct sim_fence {
 	bool signaled;
 };
 
-/* Signals `ev` (sim_lock held) as completed by a command spanning [start, end]. */
+/* sim_lock held. Counter-based state: a new one, a reference, letting one go. */
+struct sim_cb_state *sim_cb_new_locked(void);
+struct sim_cb_state *sim_cb_ref_locked(struct sim_cb_state *st);
+void sim_cb_put_locked(struct sim_cb_state *st);
+/* sim_lock held. Is the event complete (as the host sees it now)? */
+bool sim_event_done_locked(const struct sim_event *ev);
+/* Signals regular event `ev` (sim_lock held) as completed by a command spanning [start, end]. */
 void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t end_ns);
+/* A program broke a rule of counter-based events: one "ze_sim:" line on stderr, the
+ * driver's error code back. */
+ze_result_t sim_cb_misuse(const char *call, const char *rule);
 
-/* ---- sim_queue.c: in-order engines with one worker thread each ---- */
+/* ---- sim_queue.c: engines shared by the queues and immediate lists on them ---- */
 enum sim_cmd_op { SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_NOP };
+
+/* A wait on an event; for a counter-based one, on its state when the command was submitted. */
+struct sim_wait {
+	struct sim_event *ev;
+	bool counter_based;		/* set at submission: then cb is what it waits for */
+	struct sim_cb_state *cb;	/* NULL: the event had never been signalled (complete) */
+};
 
 struct sim_cmd {
 	enum sim_cmd_op op;
@@ -114,40 +156,51 @@ struct sim_cmd {
 	size_t size;
 	size_t pattern_size;
 	uint8_t pattern[SIM_FILL_PATTERN_MAX];
-	struct sim_event *signal;
+	struct sim_event *signal;	/* regular event, or counter-based in a recorded list */
+	struct sim_cb_state *signal_cb;	/* submitted: the counter-based state it completes */
 	struct sim_event *reset;	/* zeCommandListAppendEventReset */
 	struct sim_fence *fence;	/* fence of an ExecuteCommandLists batch */
 	uint32_t nwait;
-	struct sim_event **wait;
+	struct sim_wait *wait;
 	uint64_t enqueue_ns;
+	uint64_t seq;			/* submission order across the engine's streams */
 	struct sim_cmd *next;
 };
 
-struct sim_engine {
+/* A queue or an immediate list: its own commands, in order, on one engine. */
+struct sim_stream {
+	struct sim_engine *engine;
 	struct sim_cmd *head, *tail;
 	uint64_t submitted, completed;
+	bool busy;			/* its head runs on the engine */
+	struct sim_stream *next;	/* the engine's streams */
+};
+
+/* One hardware engine (queue group ordinal, index): runs one command at a time. */
+struct sim_engine {
+	struct sim_stream *streams;
 	uint64_t last_end_ns;
 	pthread_t thread;
-	bool running;		/* a worker thread exists in this process */
-	bool stop;
-	struct sim_engine *all_next;	/* every engine, for fork handling */
+	bool running;			/* its worker exists in this process */
 };
 
 struct sim_queue {
 	struct sim_obj obj;
-	uint32_t ordinal;
+	uint32_t ordinal, index;
 	ze_command_queue_mode_t mode;
-	struct sim_engine engine;
+	struct sim_stream stream;
 };
 
 struct sim_list {
 	struct sim_obj obj;
-	uint32_t ordinal;
+	struct sim_context *context;
+	uint32_t ordinal, index;
 	bool immediate;
+	bool in_order;
 	bool synchronous;	/* immediate list in ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS */
 	bool closed;
 	struct sim_cmd *head, *tail;	/* regular lists: recorded commands */
-	struct sim_engine engine;	/* immediate lists */
+	struct sim_stream stream;	/* immediate lists */
 };
 
 /* ---- the implementations put in the DDI tables ---- */
@@ -164,6 +217,11 @@ void sim_fill_module(ze_module_dditable_t *t);
 void sim_fill_module_build_log(ze_module_build_log_dditable_t *t);
 void sim_fill_kernel(ze_kernel_dditable_t *t);
 void sim_fill_mem(ze_mem_dditable_t *t);
+/* Entries of spec versions after 1.4, up to both the requested and the simulated one. */
+void sim_fill_command_list_newer(void *table, ze_api_version_t version);
+void sim_fill_command_list_exp(void *table, ze_api_version_t version);
+void sim_fill_event_newer(void *table, ze_api_version_t version);
+ze_result_t sim_device_synchronize(ze_device_handle_t h);
 
 extern struct sim_obj sim_driver_obj, sim_device_obj;
 

@@ -49,6 +49,8 @@
  *   -z nodelete, so workers never run unmapped code after the loader's dlclose.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <level_zero/zes_ddi.h>
@@ -59,6 +61,42 @@
 struct sim_obj sim_driver_obj = { .magic = SIM_MAGIC, .kind = SIM_K_DRIVER };
 struct sim_obj sim_device_obj = { .magic = SIM_MAGIC, .kind = SIM_K_DEVICE };
 
+/* ---- the spec version played (ZE_SIM_API_VERSION) ---- */
+#define SIM_NEWEST_MINOR 17
+#define SIM_OLDEST_MINOR 4
+
+ze_api_version_t sim_api_version = ZE_MAKE_VERSION(1, SIM_NEWEST_MINOR);
+
+static void parse_api_version(void)
+{
+	const char *s = getenv("ZE_SIM_API_VERSION");
+	unsigned major, minor;
+	char extra;
+
+	if (!s || !*s)
+		return;
+	if (sscanf(s, "%u.%u%c", &major, &minor, &extra) != 2 || major != 1 ||
+	    minor < SIM_OLDEST_MINOR || minor > SIM_NEWEST_MINOR) {
+		fprintf(stderr, "ze_sim: ZE_SIM_API_VERSION='%s' is not a version from 1.%d to 1.%d; "
+			"using 1.%d\n", s, SIM_OLDEST_MINOR, SIM_NEWEST_MINOR, SIM_NEWEST_MINOR);
+		return;
+	}
+	sim_api_version = ZE_MAKE_VERSION(1, minor);
+}
+
+static void setup_once(void)
+{
+	parse_api_version();
+	sim_clock_setup();
+}
+
+void sim_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, setup_once);
+}
+
 /* ---- global, driver ---- */
 static ze_result_t sim_init(ze_init_flags_t flags)
 {
@@ -66,13 +104,41 @@ static ze_result_t sim_init(ze_init_flags_t flags)
 		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
 	if (flags == ZE_INIT_FLAG_VPU_ONLY)
 		return ZE_RESULT_ERROR_UNINITIALIZED;	/* not a VPU */
-	sim_clock_setup();
+	sim_setup();
+	return ZE_RESULT_SUCCESS;
+}
+
+/* 1.10: the drivers of the types asked for; this one is a GPU driver. */
+static ze_result_t sim_init_drivers(uint32_t *count, ze_driver_handle_t *out,
+				    ze_init_driver_type_desc_t *desc)
+{
+	SIM_NOT_NULL(count);
+	SIM_NOT_NULL(desc);
+	if (desc->flags != UINT32_MAX &&
+	    (desc->flags & ~(ZE_INIT_DRIVER_TYPE_FLAG_GPU | ZE_INIT_DRIVER_TYPE_FLAG_NPU)))
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	sim_setup();
+	if (!(desc->flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU)) {
+		*count = 0;
+		return ZE_RESULT_SUCCESS;
+	}
+	if (*count && out)
+		out[0] = (ze_driver_handle_t)&sim_driver_obj;
+	*count = 1;
 	return ZE_RESULT_SUCCESS;
 }
 
 void sim_fill_global(ze_global_dditable_t *t)
 {
 	t->pfnInit = sim_init;
+}
+
+static void sim_fill_global_newer(void *table, ze_api_version_t version)
+{
+	struct sim_global_ddi *t = table;
+
+	if (version >= SIM_V(10) && SIM_HAS(10))
+		t->pfnInitDrivers = sim_init_drivers;
 }
 
 /* The usual count protocol: *count == 0 or no array asks for the total. */
@@ -99,7 +165,7 @@ static ze_result_t driver_get_api_version(ze_driver_handle_t h, ze_api_version_t
 
 	(void)d;
 	SIM_NOT_NULL(v);
-	*v = ZE_API_VERSION_1_4;
+	*v = sim_api_version;
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -125,14 +191,32 @@ static ze_result_t driver_get_ipc_properties(ze_driver_handle_t h, ze_driver_ipc
 	return ZE_RESULT_SUCCESS;
 }
 
+/* The extensions of later specs it plays, so programs that look before they use them find them. */
 static ze_result_t driver_get_extension_properties(ze_driver_handle_t h, uint32_t *count,
 						   ze_driver_extension_properties_t *p)
 {
+	static const struct { const char *name; unsigned minor; } exts[] = {
+		{ ZE_EVENT_POOL_COUNTER_BASED_EXP_NAME, 8 },
+		{ ZE_IMMEDIATE_COMMAND_LIST_APPEND_EXP_NAME, 9 },
+	};
 	SIM_HANDLE(obj, d, h, SIM_K_DRIVER);
+	uint32_t n = 0;
 
-	(void)d, (void)p;
+	(void)d;
 	SIM_NOT_NULL(count);
-	*count = 0;
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		if (!SIM_HAS(exts[i].minor))
+			continue;
+		if (p && n < *count) {
+			memset(p[n].name, 0, sizeof(p[n].name));
+			strncpy(p[n].name, exts[i].name, sizeof(p[n].name) - 1);
+			p[n].version = ZE_MAKE_VERSION(1, 0);
+		}
+		n++;
+	}
+	if (p && *count < n)
+		n = *count;
+	*count = n;
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -267,6 +351,80 @@ static ze_result_t device_get_memory_properties(ze_device_handle_t h, uint32_t *
 	return ZE_RESULT_SUCCESS;
 }
 
+static ze_result_t device_get_module_properties(ze_device_handle_t h,
+						ze_device_module_properties_t *p)
+{
+	const ze_device_fp_flags_t fp = ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN |
+					ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST |
+					ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO |
+					ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_FMA;
+	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);
+
+	(void)d;
+	SIM_NOT_NULL(p);
+	p->spirvVersionSupported = ZE_MAKE_VERSION(1, 4);
+	p->flags = ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 |
+		   ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS | ZE_DEVICE_MODULE_FLAG_DP4A;
+	p->fp16flags = p->fp32flags = p->fp64flags = fp;
+	p->maxArgumentsSize = 2048;
+	p->printfBufferSize = 4 << 20;
+	memset(p->nativeKernelSupported.id, 0x5a, sizeof(p->nativeKernelSupported.id));
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t device_get_memory_access_properties(ze_device_handle_t h,
+						       ze_device_memory_access_properties_t *p)
+{
+	const ze_memory_access_cap_flags_t rw = ZE_MEMORY_ACCESS_CAP_FLAG_RW |
+						ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);
+
+	(void)d;
+	SIM_NOT_NULL(p);
+	/* Device memory is host memory here: every kind is read, written and atomic. */
+	p->hostAllocCapabilities = rw;
+	p->deviceAllocCapabilities = rw;
+	p->sharedSingleDeviceAllocCapabilities = rw;
+	p->sharedCrossDeviceAllocCapabilities = 0;
+	p->sharedSystemAllocCapabilities = 0;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t device_get_cache_properties(ze_device_handle_t h, uint32_t *count,
+					       ze_device_cache_properties_t *p)
+{
+	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);
+
+	(void)d;
+	SIM_NOT_NULL(count);
+	if (*count == 0 || !p) {
+		*count = 1;
+		return ZE_RESULT_SUCCESS;
+	}
+	p->flags = 0;
+	p->cacheSize = 16u << 20;
+	*count = 1;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* No image support (the image tables are empty): every limit is 0. */
+static ze_result_t device_get_image_properties(ze_device_handle_t h,
+					       ze_device_image_properties_t *p)
+{
+	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);
+	ze_structure_type_t stype;
+	void *next;
+
+	(void)d;
+	SIM_NOT_NULL(p);
+	stype = p->stype;
+	next = p->pNext;
+	memset(p, 0, sizeof(*p));
+	p->stype = stype;
+	p->pNext = next;
+	return ZE_RESULT_SUCCESS;
+}
+
 static ze_result_t device_get_status(ze_device_handle_t h)
 {
 	return sim_obj_check(h, SIM_K_DEVICE);
@@ -307,27 +465,56 @@ void sim_fill_device(ze_device_dditable_t *t)
 	t->pfnGetComputeProperties = device_get_compute_properties;
 	t->pfnGetCommandQueueGroupProperties = device_get_command_queue_group_properties;
 	t->pfnGetMemoryProperties = device_get_memory_properties;
+	t->pfnGetModuleProperties = device_get_module_properties;
+	t->pfnGetMemoryAccessProperties = device_get_memory_access_properties;
+	t->pfnGetCacheProperties = device_get_cache_properties;
+	t->pfnGetImageProperties = device_get_image_properties;
 	t->pfnGetStatus = device_get_status;
 	t->pfnGetGlobalTimestamps = device_get_global_timestamps;
 	t->pfnCanAccessPeer = device_can_access_peer;
 }
 
-/* ---- the 53 table getters the loader requires ---- */
+static void sim_fill_device_newer(void *table, ze_api_version_t version)
+{
+	struct sim_device_ddi *t = table;
+
+	if (version >= SIM_V(14) && SIM_HAS(14))
+		t->pfnSynchronize = sim_device_synchronize;
+}
+
+/* ---- the table getters: the 53 that loader 1.8.12 requires, and newer ones ---- */
+static void sim_fill_nothing_newer(void *table, ze_api_version_t version)
+{
+	(void)table, (void)version;
+}
+
 #define SIM_FILLED_TABLES(X)							\
-	X(zeGetGlobalProcAddrTable, ze_global_dditable_t, sim_fill_global)	\
-	X(zeGetDriverProcAddrTable, ze_driver_dditable_t, sim_fill_driver)	\
-	X(zeGetDeviceProcAddrTable, ze_device_dditable_t, sim_fill_device)	\
-	X(zeGetContextProcAddrTable, ze_context_dditable_t, sim_fill_context)	\
-	X(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t, sim_fill_command_queue) \
-	X(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, sim_fill_command_list) \
-	X(zeGetFenceProcAddrTable, ze_fence_dditable_t, sim_fill_fence)	\
-	X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t, sim_fill_event_pool) \
-	X(zeGetEventProcAddrTable, ze_event_dditable_t, sim_fill_event)	\
-	X(zeGetModuleProcAddrTable, ze_module_dditable_t, sim_fill_module)	\
+	X(zeGetGlobalProcAddrTable, ze_global_dditable_t, sim_fill_global,	\
+	  sim_fill_global_newer)						\
+	X(zeGetDriverProcAddrTable, ze_driver_dditable_t, sim_fill_driver,	\
+	  sim_fill_nothing_newer)						\
+	X(zeGetDeviceProcAddrTable, ze_device_dditable_t, sim_fill_device,	\
+	  sim_fill_device_newer)						\
+	X(zeGetContextProcAddrTable, ze_context_dditable_t, sim_fill_context,	\
+	  sim_fill_nothing_newer)						\
+	X(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t,		\
+	  sim_fill_command_queue, sim_fill_nothing_newer)			\
+	X(zeGetCommandListProcAddrTable, ze_command_list_dditable_t,		\
+	  sim_fill_command_list, sim_fill_command_list_newer)			\
+	X(zeGetFenceProcAddrTable, ze_fence_dditable_t, sim_fill_fence,	\
+	  sim_fill_nothing_newer)						\
+	X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t,		\
+	  sim_fill_event_pool, sim_fill_nothing_newer)				\
+	X(zeGetEventProcAddrTable, ze_event_dditable_t, sim_fill_event,	\
+	  sim_fill_event_newer)							\
+	X(zeGetModuleProcAddrTable, ze_module_dditable_t, sim_fill_module,	\
+	  sim_fill_nothing_newer)						\
 	X(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t,	\
-	  sim_fill_module_build_log)						\
-	X(zeGetKernelProcAddrTable, ze_kernel_dditable_t, sim_fill_kernel)	\
-	X(zeGetMemProcAddrTable, ze_mem_dditable_t, sim_fill_mem)
+	  sim_fill_module_build_log, sim_fill_nothing_newer)			\
+	X(zeGetKernelProcAddrTable, ze_kernel_dditable_t, sim_fill_kernel,	\
+	  sim_fill_nothing_newer)						\
+	X(zeGetMemProcAddrTable, ze_mem_dditable_t, sim_fill_mem,		\
+	  sim_fill_nothing_newer)
 
 #define SIM_EMPTY_TABLES(X)							\
 	X(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)		\
@@ -374,18 +561,21 @@ void sim_fill_device(ze_device_dditable_t *t)
 /* Tables only grow at their end, so any 1.x loader can take the 1.4 prefix we fill. */
 static ze_result_t check_ddi_request(ze_api_version_t version, const void *table)
 {
+	sim_setup();
 	SIM_NOT_NULL(table);
 	if (ZE_MAJOR_VERSION(version) != 1)
 		return ZE_RESULT_ERROR_UNSUPPORTED_VERSION;
 	return ZE_RESULT_SUCCESS;
 }
 
-#define SIM_FILLED_GETTER(getter, type, fill)					\
+#define SIM_FILLED_GETTER(getter, type, fill, fill_newer)			\
 	ZE_DLLEXPORT ze_result_t ZE_APICALL getter(ze_api_version_t version, type *table) \
 	{									\
 		ze_result_t r = check_ddi_request(version, table);		\
-		if (r == ZE_RESULT_SUCCESS)					\
+		if (r == ZE_RESULT_SUCCESS) {					\
 			fill(table);						\
+			fill_newer(table, version);				\
+		}								\
 		return r;							\
 	}
 #define SIM_EMPTY_GETTER(getter, type)						\
@@ -396,3 +586,14 @@ static ze_result_t check_ddi_request(ze_api_version_t version, const void *table
 
 SIM_FILLED_TABLES(SIM_FILLED_GETTER)
 SIM_EMPTY_TABLES(SIM_EMPTY_GETTER)
+
+/* A table of spec 1.9, unknown to loader 1.8.12 (newer loaders ask for it). */
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandListExpProcAddrTable(
+	ze_api_version_t version, struct sim_command_list_exp_ddi *table)
+{
+	ze_result_t r = check_ddi_request(version, table);
+
+	if (r == ZE_RESULT_SUCCESS)
+		sim_fill_command_list_exp(table, version);
+	return r;
+}

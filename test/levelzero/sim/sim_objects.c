@@ -1,6 +1,7 @@
 /* Handles of the simulated device: a registry of live objects (so a stale, foreign or
  * garbage handle is rejected without being dereferenced), contexts, memory, modules,
  * kernels, event pools, events and fences. Queues and command lists are in sim_queue.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -92,10 +93,22 @@ void sim_obj_unregister(struct sim_obj *o)
 	pthread_mutex_unlock(&sim_lock);
 }
 
-ze_result_t sim_obj_check(const void *handle, enum sim_kind kind)
+bool sim_obj_alive_locked(const void *handle, enum sim_kind kind)
 {
 	const struct sim_obj *o;
-	bool ok = false;
+
+	if (handle == &sim_driver_obj || handle == &sim_device_obj)
+		return ((const struct sim_obj *)handle)->kind == (uint32_t)kind;
+	for (o = *bucket_of(handle); o; o = o->hash_next) {
+		if (o == handle)
+			return o->magic == SIM_MAGIC && o->kind == (uint32_t)kind;
+	}
+	return false;
+}
+
+ze_result_t sim_obj_check(const void *handle, enum sim_kind kind)
+{
+	bool ok;
 
 	if (!handle)
 		return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -105,12 +118,7 @@ ze_result_t sim_obj_check(const void *handle, enum sim_kind kind)
 	if (handle == &sim_device_obj)
 		return kind == SIM_K_DEVICE ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
 	pthread_mutex_lock(&sim_lock);
-	for (o = *bucket_of(handle); o; o = o->hash_next) {
-		if (o == handle) {
-			ok = o->magic == SIM_MAGIC && o->kind == (uint32_t)kind;
-			break;
-		}
-	}
+	ok = sim_obj_alive_locked(handle, kind);
 	pthread_mutex_unlock(&sim_lock);
 	return ok ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
 }
@@ -614,11 +622,23 @@ void sim_fill_kernel(ze_kernel_dditable_t *t)
 }
 
 /* ---- event pools and events ---- */
+
+/* The counter-based extension in a pool descriptor's pNext chain (spec 1.8), if any. */
+static const ze_event_pool_counter_based_exp_desc_t *pool_cb_desc(const ze_event_pool_desc_t *d)
+{
+	for (const ze_base_desc_t *p = d->pNext; p; p = p->pNext) {
+		if (p->stype == ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC)
+			return (const ze_event_pool_counter_based_exp_desc_t *)p;
+	}
+	return NULL;
+}
+
 static ze_result_t event_pool_create(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc,
 				     uint32_t ndev, ze_device_handle_t *devs,
 				     ze_event_pool_handle_t *out)
 {
 	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
+	const ze_event_pool_counter_based_exp_desc_t *cb;
 	struct sim_event_pool *p;
 
 	(void)c;
@@ -636,13 +656,32 @@ static ze_result_t event_pool_create(ze_context_handle_t ctx, const ze_event_poo
 		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
 	if (desc->count == 0)
 		return ZE_RESULT_ERROR_INVALID_SIZE;
+	/* A driver older than the extension does not know its descriptor: ignored. */
+	cb = SIM_HAS(8) ? pool_cb_desc(desc) : NULL;
+	if (cb && cb->flags > (ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE |
+			       ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_NON_IMMEDIATE))
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
 	p = obj_new(sizeof(*p), SIM_K_EVENT_POOL);
 	if (!p)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	p->flags = desc->flags;
 	p->count = desc->count;
+	if (cb) {
+		p->counter_based = true;
+		/* The extension's flags have the core flags' values; none means immediate. */
+		p->cb_flags = cb->flags ? cb->flags : ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE;
+	}
 	*out = (ze_event_pool_handle_t)p;
 	return ZE_RESULT_SUCCESS;
+}
+
+static void event_free(struct sim_event *ev)
+{
+	pthread_mutex_lock(&sim_lock);
+	sim_cb_put_locked(ev->cb);
+	ev->cb = NULL;
+	pthread_mutex_unlock(&sim_lock);
+	obj_free(&ev->obj);
 }
 
 /* Destroying a pool also retires the events still created from it: their handles then
@@ -658,7 +697,7 @@ static ze_result_t event_pool_destroy(ze_event_pool_handle_t h)
 	pthread_mutex_unlock(&sim_lock);
 	for (; ev; ev = next) {
 		next = ev->pool_next;
-		obj_free(&ev->obj);
+		event_free(ev);
 	}
 	obj_free(&p->obj);
 	return ZE_RESULT_SUCCESS;
@@ -679,9 +718,45 @@ static ze_result_t event_create(ze_event_pool_handle_t ph, const ze_event_desc_t
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	pthread_mutex_lock(&sim_lock);
 	ev->pool = p;
+	ev->timestamps = p->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+	ev->counter_based = p->counter_based;
+	ev->cb_flags = p->cb_flags;
 	ev->pool_next = p->events;
 	p->events = ev;
 	pthread_mutex_unlock(&sim_lock);
+	*out = (ze_event_handle_t)ev;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* 1.15: a counter-based event of its own, complete until a command signals it. */
+static ze_result_t event_counter_based_create(ze_context_handle_t ctx, ze_device_handle_t dev,
+					      const ze_event_counter_based_desc_t *desc,
+					      ze_event_handle_t *out)
+{
+	const ze_event_counter_based_flags_t known = 0x7f;
+	ze_result_t r = sim_obj_check(ctx, SIM_K_CONTEXT);
+	struct sim_event *ev;
+
+	if (r || (r = sim_obj_check(dev, SIM_K_DEVICE)))
+		return r;
+	SIM_NOT_NULL(desc);
+	SIM_NOT_NULL(out);
+	if (desc->flags & ~known)
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	if ((desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP) &&
+	    (desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP))
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	ev = obj_new(sizeof(*ev), SIM_K_EVENT);
+	if (!ev)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	ev->counter_based = true;
+	ev->cb_flags = desc->flags & (ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE |
+				      ZE_EVENT_COUNTER_BASED_FLAG_NON_IMMEDIATE);
+	if (!ev->cb_flags)
+		ev->cb_flags = ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE;
+	ev->timestamps = desc->flags & (ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP |
+					ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP);
+	ev->host_timestamps = desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP;
 	*out = (ze_event_handle_t)ev;
 	return ZE_RESULT_SUCCESS;
 }
@@ -692,15 +767,51 @@ static ze_result_t event_destroy(ze_event_handle_t h)
 	struct sim_event **link;
 
 	pthread_mutex_lock(&sim_lock);
-	for (link = &ev->pool->events; *link; link = &(*link)->pool_next) {
+	for (link = ev->pool ? &ev->pool->events : NULL; link && *link;
+	     link = &(*link)->pool_next) {
 		if (*link == ev) {
 			*link = ev->pool_next;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&sim_lock);
-	obj_free(&ev->obj);
+	event_free(ev);
 	return ZE_RESULT_SUCCESS;
+}
+
+struct sim_cb_state *sim_cb_new_locked(void)
+{
+	struct sim_cb_state *st = calloc(1, sizeof(*st));
+
+	if (st)
+		st->refs = 1;
+	return st;
+}
+
+struct sim_cb_state *sim_cb_ref_locked(struct sim_cb_state *st)
+{
+	if (st)
+		st->refs++;
+	return st;
+}
+
+void sim_cb_put_locked(struct sim_cb_state *st)
+{
+	if (st && --st->refs == 0)
+		free(st);
+}
+
+ze_result_t sim_cb_misuse(const char *call, const char *rule)
+{
+	fprintf(stderr, "ze_sim: %s: %s (counter-based events, spec 1.8 and 1.15)\n", call, rule);
+	return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+}
+
+bool sim_event_done_locked(const struct sim_event *ev)
+{
+	if (ev->counter_based)
+		return !ev->cb || ev->cb->done;
+	return ev->signaled;
 }
 
 void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t end_ns)
@@ -718,6 +829,9 @@ static ze_result_t event_host_signal(ze_event_handle_t h)
 	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
 	uint64_t now = sim_host_ns();
 
+	if (ev->counter_based)
+		return sim_cb_misuse("zeEventHostSignal",
+				     "only an in-order list signals a counter-based event");
 	pthread_mutex_lock(&sim_lock);
 	sim_event_signal_locked(ev, now, now);
 	pthread_cond_broadcast(&sim_cond);
@@ -725,19 +839,25 @@ static ze_result_t event_host_signal(ze_event_handle_t h)
 	return ZE_RESULT_SUCCESS;
 }
 
+/* A counter-based event is waited for as it is when the call starts: a later append that
+ * signals it again does not move this wait. */
 static ze_result_t event_host_synchronize(ze_event_handle_t h, uint64_t timeout_ns)
 {
 	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
 	uint64_t deadline = sim_deadline(timeout_ns);
 	ze_result_t r = ZE_RESULT_SUCCESS;
+	struct sim_cb_state *st = NULL;
 
 	pthread_mutex_lock(&sim_lock);
-	while (!ev->signaled) {
+	if (ev->counter_based)
+		st = sim_cb_ref_locked(ev->cb);
+	while (ev->counter_based ? (st && !st->done) : !ev->signaled) {
 		if (!sim_cond_wait_until(deadline)) {
 			r = ZE_RESULT_NOT_READY;
 			break;
 		}
 	}
+	sim_cb_put_locked(st);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
 }
@@ -751,6 +871,8 @@ static ze_result_t event_host_reset(ze_event_handle_t h)
 {
 	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
 
+	if (ev->counter_based)
+		return sim_cb_misuse("zeEventHostReset", "a counter-based event is never reset");
 	pthread_mutex_lock(&sim_lock);
 	ev->signaled = false;
 	pthread_mutex_unlock(&sim_lock);
@@ -762,16 +884,34 @@ static ze_result_t event_query_kernel_timestamp(ze_event_handle_t h,
 {
 	SIM_HANDLE(event, ev, h, SIM_K_EVENT);
 	ze_result_t r = ZE_RESULT_SUCCESS;
+	uint64_t start = 0, end = 0;
+	bool done;
 
 	SIM_NOT_NULL(out);
 	pthread_mutex_lock(&sim_lock);
-	if (!(ev->pool->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP)) {
-		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
-	} else if (!ev->signaled) {
-		r = ZE_RESULT_NOT_READY;
+	if (ev->counter_based) {
+		/* Never signalled: no times yet. */
+		done = ev->cb && ev->cb->done;
+		if (done) {
+			start = ev->cb->start_ns;
+			end = ev->cb->end_ns;
+		}
 	} else {
-		out->global.kernelStart = sim_dev_ticks(ev->start_ns);
-		out->global.kernelEnd = sim_dev_ticks(ev->end_ns);
+		done = ev->signaled;
+		start = ev->start_ns;
+		end = ev->end_ns;
+	}
+	if (!ev->timestamps) {
+		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	} else if (!done) {
+		r = ZE_RESULT_NOT_READY;
+	} else if (ev->host_timestamps) {
+		out->global.kernelStart = start;
+		out->global.kernelEnd = end;
+		out->context = out->global;
+	} else {
+		out->global.kernelStart = sim_dev_ticks(start);
+		out->global.kernelEnd = sim_dev_ticks(end);
 		out->context = out->global;	/* one context: always active while running */
 	}
 	pthread_mutex_unlock(&sim_lock);
@@ -793,6 +933,14 @@ void sim_fill_event(ze_event_dditable_t *t)
 	t->pfnQueryStatus = event_query_status;
 	t->pfnHostReset = event_host_reset;
 	t->pfnQueryKernelTimestamp = event_query_kernel_timestamp;
+}
+
+void sim_fill_event_newer(void *table, ze_api_version_t version)
+{
+	struct sim_event_ddi *t = table;
+
+	if (version >= SIM_V(15) && SIM_HAS(15))
+		t->pfnCounterBasedCreate = event_counter_based_create;
 }
 
 /* ---- fences ---- */

@@ -1,20 +1,51 @@
-/* Command queues and command lists: each queue and each immediate list is an in-order
- * engine with its own worker thread that runs commands one at a time on the simulated
- * timeline (see the contract in sim_driver.c). */
+/* Command queues and command lists. The device has three engines (compute 0.0 and 0.1,
+ * copy 1.0); every queue and immediate list is a stream of commands on the engine of its
+ * (ordinal, index). An engine runs one command at a time, as hardware does: streams on
+ * the same engine take turns, streams on different engines run side by side (see the
+ * contract in sim_driver.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-static struct sim_engine *all_engines;	/* sim_lock */
+static const uint32_t queues_per_group[SIM_QUEUE_GROUPS] = { 2, 1 };
+static struct sim_engine engines[SIM_ENGINES];	/* sim_lock */
+static uint64_t submit_seq;			/* sim_lock */
+
+static struct sim_engine *engine_of(uint32_t ordinal, uint32_t index)
+{
+	return &engines[ordinal == 0 ? index : 2];
+}
 
 /* ---- commands ---- */
-static void cmd_free(struct sim_cmd *c)
+static void cmd_free_locked(struct sim_cmd *c)
 {
+	for (uint32_t i = 0; i < c->nwait; i++)
+		sim_cb_put_locked(c->wait[i].cb);
+	sim_cb_put_locked(c->signal_cb);
 	free(c->wait);
 	free(c);
 }
 
+static void cmd_chain_free_locked(struct sim_cmd *c)
+{
+	while (c) {
+		struct sim_cmd *next = c->next;
+
+		cmd_free_locked(c);
+		c = next;
+	}
+}
+
+static void cmd_chain_free(struct sim_cmd *c)
+{
+	pthread_mutex_lock(&sim_lock);
+	cmd_chain_free_locked(c);
+	pthread_mutex_unlock(&sim_lock);
+}
+
+/* A copy of a recorded command, without the state submission gives it. */
 static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
 {
 	struct sim_cmd *c = malloc(sizeof(*c));
@@ -24,36 +55,62 @@ static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
 	*c = *proto;
 	c->next = NULL;
 	c->wait = NULL;
+	c->signal_cb = NULL;
 	if (proto->nwait) {
-		c->wait = malloc(proto->nwait * sizeof(*c->wait));
+		c->wait = calloc(proto->nwait, sizeof(*c->wait));
 		if (!c->wait) {
 			free(c);
 			return NULL;
 		}
-		memcpy(c->wait, proto->wait, proto->nwait * sizeof(*c->wait));
+		for (uint32_t i = 0; i < proto->nwait; i++)
+			c->wait[i].ev = proto->wait[i].ev;
 	}
 	return c;
 }
 
-static void cmd_chain_free(struct sim_cmd *c)
+/*
+ * sim_lock held. The command is submitted: its waits on counter-based events take the
+ * events' states as they are now, then its own counter-based signal event moves to a new
+ * state it will complete (in that order: a command may wait on the event it signals).
+ */
+static void cmd_submit_locked(struct sim_cmd *c)
 {
-	while (c) {
-		struct sim_cmd *next = c->next;
+	for (uint32_t i = 0; i < c->nwait; i++) {
+		struct sim_wait *w = &c->wait[i];
 
-		cmd_free(c);
-		c = next;
+		if (sim_obj_alive_locked(w->ev, SIM_K_EVENT) && w->ev->counter_based) {
+			w->counter_based = true;
+			w->cb = sim_cb_ref_locked(w->ev->cb);
+		}
+	}
+	if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT) &&
+	    c->signal->counter_based) {
+		struct sim_cb_state *st = sim_cb_new_locked();
+
+		sim_cb_put_locked(c->signal->cb);
+		c->signal->cb = st;
+		c->signal_cb = sim_cb_ref_locked(st);
+		c->signal = NULL; /* the event may be destroyed before this completes */
 	}
 }
 
 static bool cmd_waits_done_locked(const struct sim_cmd *c, uint64_t *ready_ns)
 {
 	for (uint32_t i = 0; i < c->nwait; i++) {
-		const struct sim_event *ev = c->wait[i];
+		const struct sim_wait *w = &c->wait[i];
+		uint64_t at;
 
-		if (ev->obj.magic != SIM_MAGIC || !ev->signaled)
-			return false;
-		if (ev->signal_ns > *ready_ns)
-			*ready_ns = ev->signal_ns;
+		if (w->counter_based) {
+			if (w->cb && !w->cb->done)
+				return false;
+			at = w->cb ? w->cb->end_ns : 0;
+		} else {
+			if (!sim_obj_alive_locked(w->ev, SIM_K_EVENT) || !w->ev->signaled)
+				return false;
+			at = w->ev->signal_ns;
+		}
+		if (at > *ready_ns)
+			*ready_ns = at;
 	}
 	return true;
 }
@@ -82,102 +139,130 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 }
 
 /* ---- engines ---- */
+
+/* sim_lock held. The head that runs next on e: the earliest runnable in simulated time,
+ * then the first submitted. */
+static struct sim_stream *engine_pick_locked(struct sim_engine *e, uint64_t *ready_out)
+{
+	struct sim_stream *best = NULL;
+	uint64_t best_ready = 0;
+
+	for (struct sim_stream *s = e->streams; s; s = s->next) {
+		uint64_t ready;
+
+		if (!s->head || s->busy)
+			continue;
+		ready = s->head->enqueue_ns;
+		if (!cmd_waits_done_locked(s->head, &ready))
+			continue;
+		if (!best || ready < best_ready ||
+		    (ready == best_ready && s->head->seq < best->head->seq)) {
+			best = s;
+			best_ready = ready;
+		}
+	}
+	*ready_out = best_ready;
+	return best;
+}
+
 static void *engine_worker(void *arg)
 {
 	struct sim_engine *e = arg;
 
 	pthread_mutex_lock(&sim_lock);
 	for (;;) {
-		struct sim_cmd *c = e->head;
 		uint64_t ready, start, end;
+		struct sim_stream *s = engine_pick_locked(e, &ready);
+		struct sim_cmd *c;
 
-		if (!c) {
-			if (e->stop)
-				break;
+		if (!s) {
 			pthread_cond_wait(&sim_cond, &sim_lock);
 			continue;
 		}
-		ready = c->enqueue_ns;
-		if (!cmd_waits_done_locked(c, &ready)) {
-			/* Destroying the queue drops work that can never become runnable. */
-			if (e->stop)
-				break;
-			pthread_cond_wait(&sim_cond, &sim_lock);
-			continue;
-		}
+		c = s->head;
+		s->busy = true;
 		start = ready > e->last_end_ns ? ready : e->last_end_ns;
 		end = start + c->duration_ns;
+		e->last_end_ns = end;
 		pthread_mutex_unlock(&sim_lock);
 
 		cmd_execute(c, start);
 		sim_sleep_until(end);
 
 		pthread_mutex_lock(&sim_lock);
-		e->last_end_ns = end;
-		e->head = c->next;
-		if (!e->head)
-			e->tail = NULL;
-		e->completed++;
-		if (c->reset && c->reset->obj.magic == SIM_MAGIC)
+		s->busy = false;
+		s->head = c->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->completed++;
+		if (c->reset && sim_obj_alive_locked(c->reset, SIM_K_EVENT))
 			c->reset->signaled = false;
-		if (c->signal)
+		if (c->signal_cb) {
+			c->signal_cb->done = true;
+			c->signal_cb->start_ns = start;
+			c->signal_cb->end_ns = end;
+		} else if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT)) {
 			sim_event_signal_locked(c->signal, start, end);
-		if (c->fence && c->fence->obj.magic == SIM_MAGIC)
+		}
+		if (c->fence && sim_obj_alive_locked(c->fence, SIM_K_FENCE))
 			c->fence->signaled = true;
 		pthread_cond_broadcast(&sim_cond);
-		cmd_free(c);
+		cmd_free_locked(c);
 	}
-	pthread_mutex_unlock(&sim_lock);
 	return NULL;
-}
-
-static void engine_init(struct sim_engine *e)
-{
-	memset(e, 0, sizeof(*e));
-	pthread_mutex_lock(&sim_lock);
-	e->all_next = all_engines;
-	all_engines = e;
-	pthread_mutex_unlock(&sim_lock);
 }
 
 /* sim_lock held. Workers start lazily: after fork() the child has none. */
 static ze_result_t engine_ensure_worker_locked(struct sim_engine *e)
 {
-	if (e->running || e->stop)
+	if (e->running)
 		return ZE_RESULT_SUCCESS;
 	if (pthread_create(&e->thread, NULL, engine_worker, e) != 0)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	pthread_detach(e->thread);
 	e->running = true;
 	return ZE_RESULT_SUCCESS;
 }
 
-/* sim_lock held. Appends a chain of n commands, all runnable from `now`. */
-static ze_result_t engine_submit_locked(struct sim_engine *e, struct sim_cmd *first,
-					uint64_t n, uint64_t now)
+static void stream_init(struct sim_stream *s, uint32_t ordinal, uint32_t index)
+{
+	memset(s, 0, sizeof(*s));
+	s->engine = engine_of(ordinal, index);
+	pthread_mutex_lock(&sim_lock);
+	s->next = s->engine->streams;
+	s->engine->streams = s;
+	pthread_mutex_unlock(&sim_lock);
+}
+
+/* sim_lock held. Submits a chain of n commands, all runnable from `now`, in order. */
+static ze_result_t stream_submit_locked(struct sim_stream *s, struct sim_cmd *first, uint64_t n,
+					uint64_t now)
 {
 	struct sim_cmd *last = first;
 
 	for (struct sim_cmd *c = first; c; c = c->next) {
+		cmd_submit_locked(c);
 		c->enqueue_ns = now;
+		c->seq = ++submit_seq;
 		last = c;
 	}
-	if (e->tail)
-		e->tail->next = first;
+	if (s->tail)
+		s->tail->next = first;
 	else
-		e->head = first;
-	e->tail = last;
-	e->submitted += n;
+		s->head = first;
+	s->tail = last;
+	s->submitted += n;
 	pthread_cond_broadcast(&sim_cond);
-	return engine_ensure_worker_locked(e);
+	return engine_ensure_worker_locked(s->engine);
 }
 
-/* sim_lock held. Waits until everything submitted so far has completed. */
-static ze_result_t engine_wait_locked(struct sim_engine *e, uint64_t deadline)
+/* sim_lock held. Waits until everything submitted to s so far has completed. */
+static ze_result_t stream_wait_locked(struct sim_stream *s, uint64_t deadline)
 {
-	uint64_t target = e->submitted;
+	uint64_t target = s->submitted;
 
-	while (e->completed < target) {
-		ze_result_t r = engine_ensure_worker_locked(e);
+	while (s->completed < target) {
+		ze_result_t r = engine_ensure_worker_locked(s->engine);
 
 		if (r)
 			return r;
@@ -187,29 +272,49 @@ static ze_result_t engine_wait_locked(struct sim_engine *e, uint64_t deadline)
 	return ZE_RESULT_SUCCESS;
 }
 
-/* Runs what can still run, drops what waits on events nobody will signal, joins. */
-static void engine_fini(struct sim_engine *e)
+/* Runs what can still run, drops what waits on events nobody signalled, leaves the engine. */
+static void stream_fini(struct sim_stream *s)
 {
-	struct sim_engine **link;
-	bool join;
+	struct sim_stream **link;
 
 	pthread_mutex_lock(&sim_lock);
-	e->stop = true;
-	join = e->running;
-	pthread_cond_broadcast(&sim_cond);
-	pthread_mutex_unlock(&sim_lock);
-	if (join)
-		pthread_join(e->thread, NULL);
-	pthread_mutex_lock(&sim_lock);
-	for (link = &all_engines; *link; link = &(*link)->all_next) {
-		if (*link == e) {
-			*link = e->all_next;
+	while (s->head) {
+		uint64_t ready = 0;
+
+		if (!s->busy && !cmd_waits_done_locked(s->head, &ready)) {
+			cmd_chain_free_locked(s->head);
+			s->head = s->tail = NULL;
+			break;
+		}
+		if (engine_ensure_worker_locked(s->engine))
+			break;
+		pthread_cond_wait(&sim_cond, &sim_lock);
+	}
+	for (link = &s->engine->streams; *link; link = &(*link)->next) {
+		if (*link == s) {
+			*link = s->next;
 			break;
 		}
 	}
-	cmd_chain_free(e->head);
-	e->head = e->tail = NULL;
+	if (s->head)
+		cmd_chain_free_locked(s->head);
+	s->head = s->tail = NULL;
 	pthread_mutex_unlock(&sim_lock);
+}
+
+ze_result_t sim_device_synchronize(ze_device_handle_t h)
+{
+	ze_result_t r = sim_obj_check(h, SIM_K_DEVICE);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&sim_lock);
+	for (int i = 0; i < SIM_ENGINES && !r; i++) {
+		for (struct sim_stream *s = engines[i].streams; s && !r; s = s->next)
+			r = stream_wait_locked(s, UINT64_MAX);
+	}
+	pthread_mutex_unlock(&sim_lock);
+	return r;
 }
 
 /* ---- fork: worker threads do not survive it ---- */
@@ -226,19 +331,20 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	sim_lock_setup();
-	for (struct sim_engine *e = all_engines; e; e = e->all_next)
-		e->running = false;	/* recreated on the next submit or synchronize */
+	for (int i = 0; i < SIM_ENGINES; i++) {
+		engines[i].running = false;	/* recreated on the next submit or synchronize */
+		for (struct sim_stream *s = engines[i].streams; s; s = s->next)
+			s->busy = false;	/* a head the parent's worker ran starts over */
+	}
 }
 
-__attribute__((constructor)) static void sim_setup(void)
+__attribute__((constructor)) static void sim_queue_setup(void)
 {
 	sim_lock_setup();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* ---- command queues ---- */
-static const uint32_t queues_per_group[SIM_QUEUE_GROUPS] = { 2, 1 };
-
 static ze_result_t check_queue_desc(ze_context_handle_t ctx, ze_device_handle_t dev,
 				    const ze_command_queue_desc_t *desc, void *out)
 {
@@ -250,6 +356,7 @@ static ze_result_t check_queue_desc(ze_context_handle_t ctx, ze_device_handle_t 
 	SIM_NOT_NULL(out);
 	if (desc->ordinal >= SIM_QUEUE_GROUPS || desc->index >= queues_per_group[desc->ordinal])
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	/* EXPLICIT_ONLY and bit 1, which means IN_ORDER (for immediate lists) from 1.7. */
 	if (desc->mode > ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS ||
 	    desc->priority > ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH || desc->flags > 0x3)
 		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
@@ -268,8 +375,9 @@ static ze_result_t queue_create(ze_context_handle_t ctx, ze_device_handle_t dev,
 	if (!q)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	q->ordinal = desc->ordinal;
+	q->index = desc->index;
 	q->mode = desc->mode;
-	engine_init(&q->engine);
+	stream_init(&q->stream, q->ordinal, q->index);
 	sim_obj_register(&q->obj, SIM_K_QUEUE);
 	*out = (ze_command_queue_handle_t)q;
 	return ZE_RESULT_SUCCESS;
@@ -280,7 +388,7 @@ static ze_result_t queue_destroy(ze_command_queue_handle_t h)
 	SIM_HANDLE(queue, q, h, SIM_K_QUEUE);
 
 	sim_obj_unregister(&q->obj);
-	engine_fini(&q->engine);
+	stream_fini(&q->stream);
 	free(q);
 	return ZE_RESULT_SUCCESS;
 }
@@ -292,9 +400,46 @@ static ze_result_t queue_synchronize(ze_command_queue_handle_t h, uint64_t timeo
 	ze_result_t r;
 
 	pthread_mutex_lock(&sim_lock);
-	r = engine_wait_locked(&q->engine, deadline);
+	r = stream_wait_locked(&q->stream, deadline);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
+}
+
+/* Lists that may run on an engine of this ordinal: closed, regular, of the same ordinal. */
+static ze_result_t check_lists(uint32_t n, ze_command_list_handle_t *lists, uint32_t ordinal)
+{
+	ze_result_t r;
+
+	SIM_NOT_NULL(lists);
+	if (n == 0)
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sim_list *l = (struct sim_list *)lists[i];
+
+		if ((r = sim_obj_check(l, SIM_K_LIST)))
+			return r;
+		if (l->immediate || !l->closed)
+			return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+		if (l->ordinal != ordinal)
+			return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
+	}
+	return ZE_RESULT_SUCCESS;
+}
+
+/* Copies of the commands recorded in lists[0..n), chained at *tail; counted in *count.
+ * The engine runs copies: the lists may be reset or destroyed once the call returns. */
+static ze_result_t clone_lists(uint32_t n, ze_command_list_handle_t *lists,
+			       struct sim_cmd ***tail, uint64_t *count)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		for (struct sim_cmd *p = ((struct sim_list *)lists[i])->head; p; p = p->next) {
+			if (!(**tail = cmd_clone(p)))
+				return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+			*tail = &(**tail)->next;
+			(*count)++;
+		}
+	}
+	return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
@@ -305,19 +450,8 @@ static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
 	uint64_t n = 0;
 	ze_result_t r;
 
-	SIM_NOT_NULL(lists);
-	if (nlists == 0)
-		return ZE_RESULT_ERROR_INVALID_SIZE;
-	for (uint32_t i = 0; i < nlists; i++) {
-		struct sim_list *l = (struct sim_list *)lists[i];
-
-		if ((r = sim_obj_check(l, SIM_K_LIST)))
-			return r;
-		if (l->immediate || !l->closed)
-			return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-		if (l->ordinal != q->ordinal)
-			return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
-	}
+	if ((r = check_lists(nlists, lists, q->ordinal)))
+		return r;
 	if (fh) {
 		if ((r = sim_obj_check(fh, SIM_K_FENCE)))
 			return r;
@@ -325,31 +459,23 @@ static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
 			return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 		fence_cmd.fence = (struct sim_fence *)fh;
 	}
-	/* The queue runs copies: the lists may be reset or destroyed once this returns. */
-	for (uint32_t i = 0; i < nlists; i++) {
-		for (struct sim_cmd *p = ((struct sim_list *)lists[i])->head; p; p = p->next) {
-			if (!(*tail = cmd_clone(p)))
-				goto oom;
-			tail = &(*tail)->next;
+	r = clone_lists(nlists, lists, &tail, &n);
+	if (r == ZE_RESULT_SUCCESS && fence_cmd.fence) {
+		if ((*tail = cmd_clone(&fence_cmd)) != NULL)
 			n++;
-		}
+		else
+			r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	}
-	if (fence_cmd.fence) {
-		if (!(*tail = cmd_clone(&fence_cmd)))
-			goto oom;
-		n++;
+	if (r || !first) {
+		cmd_chain_free(first);
+		return r;
 	}
-	if (!first)
-		return ZE_RESULT_SUCCESS;
 	pthread_mutex_lock(&sim_lock);
-	r = engine_submit_locked(&q->engine, first, n, sim_host_ns());
+	r = stream_submit_locked(&q->stream, first, n, sim_host_ns());
 	if (!r && q->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS)
-		r = engine_wait_locked(&q->engine, UINT64_MAX);
+		r = stream_wait_locked(&q->stream, UINT64_MAX);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
-oom:
-	cmd_chain_free(first);
-	return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 }
 
 void sim_fill_command_queue(ze_command_queue_dditable_t *t)
@@ -373,12 +499,18 @@ static ze_result_t list_create(ze_context_handle_t ctx, ze_device_handle_t dev,
 	SIM_NOT_NULL(out);
 	if (desc->commandQueueGroupOrdinal >= SIM_QUEUE_GROUPS)
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	/* Bits 0-2, and bit 3, which means IN_ORDER from 1.7. */
 	if (desc->flags > 0xf)
 		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	if (SIM_HAS(7) && (desc->flags & ZE_COMMAND_LIST_FLAG_IN_ORDER) &&
+	    (desc->flags & ZE_COMMAND_LIST_FLAG_RELAXED_ORDERING))
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	l->context = (struct sim_context *)ctx;
 	l->ordinal = desc->commandQueueGroupOrdinal;
+	l->in_order = SIM_HAS(7) && (desc->flags & ZE_COMMAND_LIST_FLAG_IN_ORDER);
 	sim_obj_register(&l->obj, SIM_K_LIST);
 	*out = (ze_command_list_handle_t)l;
 	return ZE_RESULT_SUCCESS;
@@ -396,10 +528,13 @@ static ze_result_t list_create_immediate(ze_context_handle_t ctx, ze_device_hand
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	l->context = (struct sim_context *)ctx;
 	l->ordinal = desc->ordinal;
+	l->index = desc->index;
 	l->immediate = true;
+	l->in_order = SIM_HAS(7) && (desc->flags & ZE_COMMAND_QUEUE_FLAG_IN_ORDER);
 	l->synchronous = desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
-	engine_init(&l->engine);
+	stream_init(&l->stream, l->ordinal, l->index);
 	sim_obj_register(&l->obj, SIM_K_LIST);
 	*out = (ze_command_list_handle_t)l;
 	return ZE_RESULT_SUCCESS;
@@ -411,7 +546,7 @@ static ze_result_t list_destroy(ze_command_list_handle_t h)
 
 	sim_obj_unregister(&l->obj);
 	if (l->immediate)
-		engine_fini(&l->engine);
+		stream_fini(&l->stream);
 	cmd_chain_free(l->head);
 	free(l);
 	return ZE_RESULT_SUCCESS;
@@ -433,7 +568,7 @@ static ze_result_t list_reset(ze_command_list_handle_t h)
 
 	if (l->immediate) {
 		pthread_mutex_lock(&sim_lock);
-		r = engine_wait_locked(&l->engine, UINT64_MAX);
+		r = stream_wait_locked(&l->stream, UINT64_MAX);
 		pthread_mutex_unlock(&sim_lock);
 		return r;
 	}
@@ -443,44 +578,130 @@ static ze_result_t list_reset(ze_command_list_handle_t h)
 	return r;
 }
 
-/* Records (regular list) or submits (immediate list) one command. */
-static ze_result_t list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
-			       ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+static ze_result_t list_host_synchronize(ze_command_list_handle_t h, uint64_t timeout_ns)
 {
 	SIM_HANDLE(list, l, h, SIM_K_LIST);
-	struct sim_cmd *c;
+	uint64_t deadline = sim_deadline(timeout_ns);
 	ze_result_t r;
 
-	if (signal) {
-		if ((r = sim_obj_check(signal, SIM_K_EVENT)))
-			return r;
-		proto->signal = (struct sim_event *)signal;
-	}
+	if (!l->immediate)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&sim_lock);
+	r = stream_wait_locked(&l->stream, deadline);
+	pthread_mutex_unlock(&sim_lock);
+	return r;
+}
+
+/* Is this list allowed to signal counter-based event ev? */
+static ze_result_t check_cb_signal(const struct sim_list *l, const struct sim_event *ev,
+				   const char *call)
+{
+	uint32_t need = l->immediate ? ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE
+				     : ZE_EVENT_COUNTER_BASED_FLAG_NON_IMMEDIATE;
+
+	if (!ev->counter_based)
+		return ZE_RESULT_SUCCESS;
+	if (!l->in_order)
+		return sim_cb_misuse(call, "only in-order lists may signal a counter-based event");
+	if (!(ev->cb_flags & need))
+		return sim_cb_misuse(call, l->immediate ?
+				     "a counter-based event without the IMMEDIATE flag signalled "
+				     "by an immediate list" :
+				     "a counter-based event without the NON_IMMEDIATE flag signalled "
+				     "by a regular list");
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t check_events(ze_event_handle_t signal, uint32_t nwait,
+				ze_event_handle_t *waits)
+{
+	ze_result_t r;
+
+	if (signal && (r = sim_obj_check(signal, SIM_K_EVENT)))
+		return r;
 	if (nwait && !waits)
 		return ZE_RESULT_ERROR_INVALID_SIZE;
 	for (uint32_t i = 0; i < nwait; i++)
 		if ((r = sim_obj_check(waits[i], SIM_K_EVENT)))
 			return r;
-	if (!l->immediate && l->closed)
-		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-	proto->nwait = nwait;
-	proto->wait = (struct sim_event **)waits;
-	if (!(c = cmd_clone(proto)))
-		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* A command with its signal event and waits, not yet submitted. */
+static struct sim_cmd *cmd_make(const struct sim_cmd *proto, ze_event_handle_t signal,
+				uint32_t nwait, ze_event_handle_t *waits)
+{
+	struct sim_cmd *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = *proto;
+	c->next = NULL;
+	c->signal = (struct sim_event *)signal;
+	c->signal_cb = NULL;
+	c->nwait = nwait;
+	c->wait = NULL;
+	if (nwait) {
+		c->wait = calloc(nwait, sizeof(*c->wait));
+		if (!c->wait) {
+			free(c);
+			return NULL;
+		}
+		for (uint32_t i = 0; i < nwait; i++)
+			c->wait[i].ev = (struct sim_event *)waits[i];
+	}
+	return c;
+}
+
+/* Records (regular list) or submits (immediate list) a chain of n commands. */
+static ze_result_t list_submit(struct sim_list *l, struct sim_cmd *first, uint64_t n)
+{
+	ze_result_t r;
+
 	if (!l->immediate) {
+		struct sim_cmd *last = first;
+
+		while (last->next)
+			last = last->next;
 		if (l->tail)
-			l->tail->next = c;
+			l->tail->next = first;
 		else
-			l->head = c;
-		l->tail = c;
+			l->head = first;
+		l->tail = last;
 		return ZE_RESULT_SUCCESS;
 	}
 	pthread_mutex_lock(&sim_lock);
-	r = engine_submit_locked(&l->engine, c, 1, sim_host_ns());
+	r = stream_submit_locked(&l->stream, first, n, sim_host_ns());
 	if (!r && l->synchronous)
-		r = engine_wait_locked(&l->engine, UINT64_MAX);
+		r = stream_wait_locked(&l->stream, UINT64_MAX);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
+}
+
+/* Records (regular list) or submits (immediate list) one command. */
+static ze_result_t list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
+			       ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits,
+			       const char *call)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+	struct sim_cmd *c;
+	ze_result_t r;
+
+	if ((r = check_events(signal, nwait, waits)))
+		return r;
+	if (!l->immediate && l->closed)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	if (signal && (r = check_cb_signal(l, (struct sim_event *)signal, call)))
+		return r;
+	if (!(c = cmd_make(proto, signal, nwait, waits)))
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	return list_submit(l, c, 1);
+}
+
+static uint64_t kernel_duration(const ze_group_count_t *count, const uint32_t size[3])
+{
+	return (uint64_t)count->groupCountX * count->groupCountY * count->groupCountZ * size[0] *
+	       size[1] * size[2];
 }
 
 static ze_result_t list_append_launch_kernel(ze_command_list_handle_t h, ze_kernel_handle_t kh,
@@ -496,10 +717,35 @@ static ze_result_t list_append_launch_kernel(ze_command_list_handle_t h, ze_kern
 		return r;
 	SIM_NOT_NULL(count);
 	/* Group size is captured at append time, as on real devices. */
-	proto.duration_ns = (uint64_t)count->groupCountX * count->groupCountY *
-			    count->groupCountZ * k->group_size[0] * k->group_size[1] *
-			    k->group_size[2];
-	return list_append(h, &proto, signal, nwait, waits);
+	proto.duration_ns = kernel_duration(count, k->group_size);
+	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendLaunchKernel");
+}
+
+/* 1.14: the extension chain (cooperative launch, ...) changes nothing here. */
+static ze_result_t list_append_launch_kernel_with_parameters(
+	ze_command_list_handle_t h, ze_kernel_handle_t kh, const ze_group_count_t *count,
+	const void *next, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+{
+	return list_append_launch_kernel(h, kh, count, signal, nwait, waits);
+}
+
+/* 1.14: group size and arguments come with the launch and last for it only. */
+static ze_result_t list_append_launch_kernel_with_arguments(
+	ze_command_list_handle_t h, ze_kernel_handle_t kh, const ze_group_count_t count,
+	const ze_group_size_t size, void **args, const void *next, ze_event_handle_t signal,
+	uint32_t nwait, ze_event_handle_t *waits)
+{
+	struct sim_cmd proto = { .op = SIM_OP_KERNEL };
+	uint32_t sz[3] = { size.groupSizeX, size.groupSizeY, size.groupSizeZ };
+	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
+
+	if (r || (r = sim_obj_check(kh, SIM_K_KERNEL)))
+		return r;
+	if (!sz[0] || !sz[1] || !sz[2] || (uint64_t)sz[0] * sz[1] * sz[2] > 1024)
+		return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+	proto.duration_ns = kernel_duration(&count, sz);
+	return list_append(h, &proto, signal, nwait, waits,
+			   "zeCommandListAppendLaunchKernelWithArguments");
 }
 
 static uint64_t copy_duration_ns(size_t bytes)
@@ -519,7 +765,14 @@ static ze_result_t list_append_memory_copy(ze_command_list_handle_t h, void *dst
 	SIM_NOT_NULL(dst);
 	SIM_NOT_NULL(src);
 	proto.duration_ns = copy_duration_ns(size);
-	return list_append(h, &proto, signal, nwait, waits);
+	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendMemoryCopy");
+}
+
+static ze_result_t list_append_memory_copy_with_parameters(
+	ze_command_list_handle_t h, void *dst, const void *src, size_t size, const void *next,
+	ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+{
+	return list_append_memory_copy(h, dst, src, size, signal, nwait, waits);
 }
 
 static ze_result_t list_append_memory_fill(ze_command_list_handle_t h, void *ptr,
@@ -540,7 +793,15 @@ static ze_result_t list_append_memory_fill(ze_command_list_handle_t h, void *ptr
 	memcpy(proto.pattern, pattern, pattern_size);	/* the caller may reuse it at once */
 	proto.pattern_size = pattern_size;
 	proto.duration_ns = copy_duration_ns(size);
-	return list_append(h, &proto, signal, nwait, waits);
+	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendMemoryFill");
+}
+
+static ze_result_t list_append_memory_fill_with_parameters(
+	ze_command_list_handle_t h, void *ptr, const void *pattern, size_t pattern_size,
+	size_t size, const void *next, ze_event_handle_t signal, uint32_t nwait,
+	ze_event_handle_t *waits)
+{
+	return list_append_memory_fill(h, ptr, pattern, pattern_size, size, signal, nwait, waits);
 }
 
 static ze_result_t list_append_barrier(ze_command_list_handle_t h, ze_event_handle_t signal,
@@ -548,7 +809,20 @@ static ze_result_t list_append_barrier(ze_command_list_handle_t h, ze_event_hand
 {
 	struct sim_cmd proto = { .op = SIM_OP_NOP };
 
-	return list_append(h, &proto, signal, nwait, waits);
+	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendBarrier");
+}
+
+static ze_result_t list_append_memory_ranges_barrier(ze_command_list_handle_t h, uint32_t nranges,
+						     const size_t *sizes, const void **ranges,
+						     ze_event_handle_t signal, uint32_t nwait,
+						     ze_event_handle_t *waits)
+{
+	struct sim_cmd proto = { .op = SIM_OP_NOP };
+
+	if (nranges && (!sizes || !ranges))
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	return list_append(h, &proto, signal, nwait, waits,
+			   "zeCommandListAppendMemoryRangesBarrier");
 }
 
 static ze_result_t list_append_signal_event(ze_command_list_handle_t h, ze_event_handle_t ev)
@@ -558,7 +832,7 @@ static ze_result_t list_append_signal_event(ze_command_list_handle_t h, ze_event
 
 	if (r || (r = sim_obj_check(ev, SIM_K_EVENT)))
 		return r;
-	return list_append(h, &proto, ev, 0, NULL);
+	return list_append(h, &proto, ev, 0, NULL, "zeCommandListAppendSignalEvent");
 }
 
 static ze_result_t list_append_wait_on_events(ze_command_list_handle_t h, uint32_t n,
@@ -570,7 +844,7 @@ static ze_result_t list_append_wait_on_events(ze_command_list_handle_t h, uint32
 	if (r)
 		return r;
 	SIM_NOT_NULL(events);
-	return list_append(h, &proto, NULL, n, events);
+	return list_append(h, &proto, NULL, n, events, "zeCommandListAppendWaitOnEvents");
 }
 
 static ze_result_t list_append_event_reset(ze_command_list_handle_t h, ze_event_handle_t ev)
@@ -580,8 +854,11 @@ static ze_result_t list_append_event_reset(ze_command_list_handle_t h, ze_event_
 
 	if (r || (r = sim_obj_check(ev, SIM_K_EVENT)))
 		return r;
+	if (((struct sim_event *)ev)->counter_based)
+		return sim_cb_misuse("zeCommandListAppendEventReset",
+				     "a counter-based event is never reset");
 	proto.reset = (struct sim_event *)ev;
-	return list_append(h, &proto, NULL, 0, NULL);
+	return list_append(h, &proto, NULL, 0, NULL, "zeCommandListAppendEventReset");
 }
 
 static ze_result_t list_append_write_global_timestamp(ze_command_list_handle_t h, uint64_t *dst,
@@ -594,7 +871,8 @@ static ze_result_t list_append_write_global_timestamp(ze_command_list_handle_t h
 	if (r)
 		return r;
 	SIM_NOT_NULL(dst);
-	return list_append(h, &proto, signal, nwait, waits);
+	return list_append(h, &proto, signal, nwait, waits,
+			   "zeCommandListAppendWriteGlobalTimestamp");
 }
 
 static ze_result_t list_append_memory_prefetch(ze_command_list_handle_t h, const void *p,
@@ -619,6 +897,100 @@ static ze_result_t list_append_mem_advise(ze_command_list_handle_t h, ze_device_
 	return ZE_RESULT_SUCCESS;
 }
 
+/* 1.9: closed regular lists run on an immediate list, after its wait events; the signal
+ * event signals when they all completed. */
+static ze_result_t list_immediate_append_lists(ze_command_list_handle_t h, uint32_t nlists,
+					       ze_command_list_handle_t *lists,
+					       ze_event_handle_t signal, uint32_t nwait,
+					       ze_event_handle_t *waits)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+	struct sim_cmd nop = { .op = SIM_OP_NOP }, *first, **tail;
+	uint64_t n = 1;
+	ze_result_t r;
+
+	if (!l->immediate)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	if ((r = check_events(signal, nwait, waits)))
+		return r;
+	if (signal && (r = check_cb_signal(l, (struct sim_event *)signal,
+					   "zeCommandListImmediateAppendCommandListsExp")))
+		return r;
+	if ((r = check_lists(nlists, lists, l->ordinal)))
+		return r;
+	if (!(first = cmd_make(&nop, NULL, nwait, waits)))
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	tail = &first->next;
+	r = clone_lists(nlists, lists, &tail, &n);
+	if (r == ZE_RESULT_SUCCESS) {
+		if ((*tail = cmd_make(&nop, signal, 0, NULL)) != NULL)
+			n++;
+		else
+			r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	}
+	if (r) {
+		cmd_chain_free(first);
+		return r;
+	}
+	return list_submit(l, first, n);
+}
+
+static ze_result_t list_immediate_append_lists_with_parameters(
+	ze_command_list_handle_t h, uint32_t nlists, ze_command_list_handle_t *lists,
+	const void *next, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+{
+	return list_immediate_append_lists(h, nlists, lists, signal, nwait, waits);
+}
+
+/* ---- 1.9: what a list is ---- */
+static ze_result_t list_get_device(ze_command_list_handle_t h, ze_device_handle_t *out)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+
+	(void)l;
+	SIM_NOT_NULL(out);
+	*out = (ze_device_handle_t)&sim_device_obj;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t list_get_context(ze_command_list_handle_t h, ze_context_handle_t *out)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+
+	SIM_NOT_NULL(out);
+	*out = (ze_context_handle_t)l->context;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t list_get_ordinal(ze_command_list_handle_t h, uint32_t *out)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+
+	SIM_NOT_NULL(out);
+	*out = l->ordinal;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t list_immediate_get_index(ze_command_list_handle_t h, uint32_t *out)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+
+	SIM_NOT_NULL(out);
+	if (!l->immediate)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	*out = l->index;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t list_is_immediate(ze_command_list_handle_t h, ze_bool_t *out)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+
+	SIM_NOT_NULL(out);
+	*out = l->immediate;
+	return ZE_RESULT_SUCCESS;
+}
+
 void sim_fill_command_list(ze_command_list_dditable_t *t)
 {
 	t->pfnCreate = list_create;
@@ -627,6 +999,7 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnClose = list_close;
 	t->pfnReset = list_reset;
 	t->pfnAppendBarrier = list_append_barrier;
+	t->pfnAppendMemoryRangesBarrier = list_append_memory_ranges_barrier;
 	t->pfnAppendMemoryCopy = list_append_memory_copy;
 	t->pfnAppendMemoryFill = list_append_memory_fill;
 	t->pfnAppendSignalEvent = list_append_signal_event;
@@ -636,4 +1009,38 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnAppendWriteGlobalTimestamp = list_append_write_global_timestamp;
 	t->pfnAppendMemoryPrefetch = list_append_memory_prefetch;
 	t->pfnAppendMemAdvise = list_append_mem_advise;
+}
+
+/* Each entry only when both the loader's table (version) and the simulated spec have it. */
+#define SIM_SET(t, field, minor, fn)                                                       \
+	do {                                                                               \
+		if (version >= SIM_V(minor) && SIM_HAS(minor))                             \
+			(t)->field = (fn);                                                 \
+	} while (0)
+
+void sim_fill_command_list_newer(void *table, ze_api_version_t version)
+{
+	struct sim_command_list_ddi *t = table;
+
+	SIM_SET(t, pfnHostSynchronize, 6, list_host_synchronize);
+	SIM_SET(t, pfnGetDeviceHandle, 9, list_get_device);
+	SIM_SET(t, pfnGetContextHandle, 9, list_get_context);
+	SIM_SET(t, pfnGetOrdinal, 9, list_get_ordinal);
+	SIM_SET(t, pfnImmediateGetIndex, 9, list_immediate_get_index);
+	SIM_SET(t, pfnIsImmediate, 9, list_is_immediate);
+	SIM_SET(t, pfnAppendLaunchKernelWithParameters, 14,
+		list_append_launch_kernel_with_parameters);
+	SIM_SET(t, pfnAppendLaunchKernelWithArguments, 14,
+		list_append_launch_kernel_with_arguments);
+	SIM_SET(t, pfnAppendMemoryCopyWithParameters, 16, list_append_memory_copy_with_parameters);
+	SIM_SET(t, pfnAppendMemoryFillWithParameters, 16, list_append_memory_fill_with_parameters);
+	SIM_SET(t, pfnImmediateAppendCommandListsWithParameters, 16,
+		list_immediate_append_lists_with_parameters);
+}
+
+void sim_fill_command_list_exp(void *table, ze_api_version_t version)
+{
+	struct sim_command_list_exp_ddi *t = table;
+
+	SIM_SET(t, pfnImmediateAppendCommandListsExp, 9, list_immediate_append_lists);
 }
