@@ -8,6 +8,12 @@
  * ze_wrap_<name>, which inject/dlsym.c also hands to programs that dlopen the
  * loader and look functions up themselves (SYCL does). The real function is
  * the loader's, resolved on first use and cached (real.c).
+ *
+ * A newer loader's function (kind NEW_*, declared in ze_newer.h) is exported
+ * under a non-default symbol version, GPUTRACE_LINK_ONLY: the dynamic linker
+ * binds a program's unversioned reference to it (glibc accepts a hidden
+ * version of index 2 for those), but dlsym() never returns it, so a program
+ * that probes with dlsym sees its loader's function or none.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,6 +73,11 @@ static void ze__strings_intern(void)
 	ze_str.lost_unread = gt_str_intern("ze_unread");
 	ze_str.lost_no_event = gt_str_intern("ze_no_event");
 	ze_str.lost_overwritten = gt_str_intern("ze_overwritten");
+	ze_str.gpu_sync = gt_str_intern("gpu_sync");
+	ze_str.barrier = gt_str_intern("Barrier");
+	ze_str.fence = gt_str_intern("Fence signaled");
+	ze_str.waits = gt_str_intern("waits");
+	ze_str.event = gt_str_intern("event");
 }
 
 void ze__strings_init(void)
@@ -175,12 +186,12 @@ static void ze__unwound(struct ze_unwind *u)
 	if (!ze__active() || !gt_guard_enter())                                            \
 		return real args;
 
-#define ZE_WRAP_PLAIN(ret, name, params, args)                                             \
+#define ZE_WRAP_TIMED(START, ret, name, params, args)                                      \
 	GT_HIDDEN ret ze_wrap_##name params                                                \
 	{                                                                                  \
 		ZE_UNWIND;                                                                 \
 		ret r;                                                                     \
-		ZE_WRAP_START(name, args)                                                  \
+		START(name, args)                                                          \
 		u.id = ZE_ID_##name;                                                       \
 		u.corr = gt_corr_next_fast();                                              \
 		u.t0 = gt_clock_ns();                                                      \
@@ -192,15 +203,29 @@ static void ze__unwound(struct ze_unwind *u)
 		return r;                                                                  \
 	}
 
-#define ZE_WRAP_LATE ZE_WRAP_PLAIN
+#define ZE_WRAP_PLAIN(...) ZE_WRAP_TIMED(ZE_WRAP_START, __VA_ARGS__)
+#define ZE_WRAP_HOOK(...) ZE_WRAP_BODY(ZE_WRAP_START, __VA_ARGS__)
+#define ZE_WRAP_NEW_PLAIN(...) ZE_WRAP_TIMED(ZE_WRAP_NEW_START, __VA_ARGS__)
+#define ZE_WRAP_NEW_HOOK(...) ZE_WRAP_BODY(ZE_WRAP_NEW_START, __VA_ARGS__)
 
-#define ZE_WRAP_HOOK(ret, name, params, args)                                              \
+/* A newer loader's function the process's loader lacks, called by a program that
+ * linked it: where the dynamic linker would have stopped it, stop it the same way. */
+#define ZE_WRAP_NEW_START(name, args)                                                      \
+	__typeof__(&name) real;                                                            \
+	gt_ensure_init();                                                                  \
+	real = ZE_REAL(name);                                                              \
+	if (gt_unlikely(!real))                                                            \
+		ze__lacks(ZE_ID_##name, __builtin_return_address(0));                     \
+	if (!ze__active() || !gt_guard_enter())                                            \
+		return real args;
+
+#define ZE_WRAP_BODY(START, ret, name, params, args)                                       \
 	GT_HIDDEN ret ze_wrap_##name params                                                \
 	{                                                                                  \
 		ZE_UNWIND;                                                                 \
 		struct ze_call c;                                                          \
 		ret r;                                                                     \
-		ZE_WRAP_START(name, args)                                                  \
+		START(name, args)                                                          \
 		ze__strings_init();                                                        \
 		c.corr = gt_corr_next_fast();                                              \
 		c.flags = 0;                                                               \
@@ -224,7 +249,11 @@ ZE_API(ZE_WRAP)
 #define ZE_EXPORT_PLAIN(ret, name, params, args)                                           \
 	ret name params __attribute__((alias("ze_wrap_" #name), visibility("default")));
 #define ZE_EXPORT_HOOK ZE_EXPORT_PLAIN
-#define ZE_EXPORT_LATE(ret, name, params, args)
+#define ZE_EXPORT_NEW_PLAIN(ret, name, params, args)                                       \
+	ret gt_ze_link_only_##name params                                                  \
+		__attribute__((alias("ze_wrap_" #name), visibility("default")));           \
+	__asm__(".symver gt_ze_link_only_" #name ", " #name "@GPUTRACE_LINK_ONLY");
+#define ZE_EXPORT_NEW_HOOK ZE_EXPORT_NEW_PLAIN
 #define ZE_EXPORT(kind, ...) ZE_EXPORT_##kind(__VA_ARGS__)
 ZE_API(ZE_EXPORT)
 #undef ZE_EXPORT

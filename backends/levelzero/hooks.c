@@ -178,7 +178,8 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
                                                                                            \
 		uint32_t pushed;                                                           \
                                                                                            \
-		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent);     \
+		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
+						      numWaitEvents, phWaitEvents);        \
 		__VA_ARGS__                                                                \
 		pushed = gt_ext_corr_push(c->corr);                                        \
 		r = real args;                                                             \
@@ -193,6 +194,26 @@ ZE_APPEND(zeCommandListAppendLaunchKernel,
 	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
 	(hCommandList, hKernel, pLaunchFuncArgs, hSignalEvent, numWaitEvents, phWaitEvents),
 	ze__work_kernel(c, &w, hKernel, pLaunchFuncArgs);)
+
+ZE_APPEND(zeCommandListAppendLaunchKernelWithParameters,
+	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	 const ze_group_count_t *pGroupCounts, const void *pNext, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hKernel, pGroupCounts, pNext, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_kernel(c, &w, hKernel, pGroupCounts);)
+
+/* The group size comes with the launch (and lasts for it only). */
+ZE_APPEND(zeCommandListAppendLaunchKernelWithArguments,
+	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+	 const ze_group_count_t groupCounts, const ze_group_size_t groupSizes, void **pArguments,
+	 const void *pNext, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, hKernel, groupCounts, groupSizes, pArguments, pNext, hSignalEvent,
+	 numWaitEvents, phWaitEvents),
+	ze__work_kernel(c, &w, hKernel, &groupCounts);
+	w.size[0] = groupSizes.groupSizeX;
+	w.size[1] = groupSizes.groupSizeY;
+	w.size[2] = groupSizes.groupSizeZ;)
 
 ZE_APPEND(zeCommandListAppendLaunchCooperativeKernel,
 	(ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
@@ -224,6 +245,13 @@ ZE_APPEND(zeCommandListAppendMemoryCopy,
 	(hCommandList, dstptr, srcptr, size, hSignalEvent, numWaitEvents, phWaitEvents),
 	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, size);)
 
+ZE_APPEND(zeCommandListAppendMemoryCopyWithParameters,
+	(ze_command_list_handle_t hCommandList, void *dstptr, const void *srcptr, size_t size,
+	 const void *pNext, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, dstptr, srcptr, size, pNext, hSignalEvent, numWaitEvents, phWaitEvents),
+	ze__work_copy(c, &w, a.ctx, srcptr, a.ctx, dstptr, size);)
+
 static uint64_t ze__region_bytes(const ze_copy_region_t *r)
 {
 	return r ? (uint64_t)r->width * r->height * (r->depth ? r->depth : 1) : 0;
@@ -246,14 +274,27 @@ ZE_APPEND(zeCommandListAppendMemoryCopyFromContext,
 	 phWaitEvents),
 	ze__work_copy(c, &w, hContextSrc, srcptr, a.ctx, dstptr, size);)
 
+static void ze__work_fill(struct ze_call *c, struct ze_work *w, uint64_t bytes)
+{
+	*w = (struct ze_work){ .kind = ZE_CMD_FILL, .name = ze_str.memset, .bytes = bytes };
+	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, bytes);
+	c->flags |= ZE_LAUNCH_FLAG;
+}
+
 ZE_APPEND(zeCommandListAppendMemoryFill,
 	(ze_command_list_handle_t hCommandList, void *ptr, const void *pattern, size_t pattern_size,
 	 size_t size, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
 	 ze_event_handle_t *phWaitEvents),
 	(hCommandList, ptr, pattern, pattern_size, size, hSignalEvent, numWaitEvents, phWaitEvents),
-	w = (struct ze_work){ .kind = ZE_CMD_FILL, .name = ze_str.memset, .bytes = size };
-	ze_call__arg(c, GT_S_ARG_BYTES, GT_ARG_U64, size);
-	c->flags |= ZE_LAUNCH_FLAG;)
+	ze__work_fill(c, &w, size);)
+
+ZE_APPEND(zeCommandListAppendMemoryFillWithParameters,
+	(ze_command_list_handle_t hCommandList, void *ptr, const void *pattern, size_t pattern_size,
+	 size_t size, const void *pNext, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, ptr, pattern, pattern_size, size, pNext, hSignalEvent, numWaitEvents,
+	 phWaitEvents),
+	ze__work_fill(c, &w, size);)
 
 ZE_APPEND(zeCommandListAppendImageCopy,
 	(ze_command_list_handle_t hCommandList, ze_image_handle_t hDstImage,
@@ -304,15 +345,74 @@ ZE_APPEND(zeCommandListAppendImageCopyFromMemoryExt,
 	 numWaitEvents, phWaitEvents),
 	ze__work_image(c, &w, pDstRegion);)
 
+/* ---- barriers and events in lists: marks on the device row ---- */
+
+/* A barrier is timed like a command, when sync marks are recorded. */
+#define ZE_BARRIER(fn, params, args)                                                     \
+	ze_result_t ze_body_##fn(struct ze_call *c, __typeof__(&fn) real, ZE_UNPAREN params) \
+	{                                                                                  \
+		struct ze_append a;                                                        \
+		struct ze_work w = { .kind = ZE_CMD_BARRIER, .name = ze_str.barrier };     \
+		ze_result_t r;                                                             \
+                                                                                           \
+		if (!ze__want(GT_KIND(SYNC)))                                              \
+			return real args;                                                  \
+		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
+						      numWaitEvents, phWaitEvents);        \
+		r = real args;                                                             \
+		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		return r;                                                                  \
+	}
+
+ZE_BARRIER(zeCommandListAppendBarrier,
+	(ze_command_list_handle_t hCommandList, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandList, hSignalEvent, numWaitEvents, phWaitEvents))
+
+ZE_BARRIER(zeCommandListAppendMemoryRangesBarrier,
+	(ze_command_list_handle_t hCommandList, uint32_t numRanges, const size_t *pRangeSizes,
+	 const void **pRanges, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
+	 ze_event_handle_t *phWaitEvents),
+	(hCommandList, numRanges, pRangeSizes, pRanges, hSignalEvent, numWaitEvents, phWaitEvents))
+
+ze_result_t ze_body_zeCommandListAppendSignalEvent(struct ze_call *c,
+						   __typeof__(&zeCommandListAppendSignalEvent) real,
+						   ze_command_list_handle_t hCommandList,
+						   ze_event_handle_t hEvent)
+{
+	ze_result_t r = real(hCommandList, hEvent);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mark(hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL, c->corr);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListAppendWaitOnEvents(struct ze_call *c,
+						    __typeof__(&zeCommandListAppendWaitOnEvents) real,
+						    ze_command_list_handle_t hCommandList,
+						    uint32_t numEvents, ze_event_handle_t *phEvents)
+{
+	ze_result_t r = real(hCommandList, numEvents, phEvents);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mark(hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents, c->corr);
+	return r;
+}
+
 ze_result_t ze_body_zeCommandListAppendEventReset(
 	struct ze_call *c, __typeof__(&zeCommandListAppendEventReset) real,
 	ze_command_list_handle_t hCommandList, ze_event_handle_t hEvent)
 {
+	ze_result_t r;
+
 	/* On an immediate list the reset runs now: read the event before it does.
 	 * A regular list resets it when executed, which reads it first. */
 	if (ze_track__list_is_immediate(hCommandList))
 		ze_track__event_retire(hEvent, false);
-	return real(hCommandList, hEvent);
+	r = real(hCommandList, hEvent);
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mark(hCommandList, ZE_CMD_RESET, hEvent, 0, NULL, c->corr);
+	return r;
 }
 
 /* ---- queues, lists, execution ---- */
@@ -348,13 +448,47 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 
 	c->flags |= ZE_LAUNCH_FLAG;
 	ze_call__arg(c, ze_str.lists, GT_ARG_U64, numCommandLists);
-	ze_track__execute_begin(&x, hCommandQueue, numCommandLists, phCommandLists);
+	ze_track__execute_begin(&x, hCommandQueue, NULL, numCommandLists, phCommandLists);
 	pushed = gt_ext_corr_push(c->corr);
 	r = real(hCommandQueue, numCommandLists, phCommandLists, hFence);
 	gt_ext_corr_pop(pushed);
-	ze_track__execute_end(&x, r, c->corr);
+	ze_track__execute_end(&x, r, c->corr, hFence != NULL);
 	return r;
 }
+
+/* Regular lists run on an immediate list (spec 1.9): as executed on a queue, on its row.
+ * Its own signal and wait events go to the driver untouched. */
+#define ZE_IMMEDIATE_RUN(name, params, args)                                               \
+	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
+	{                                                                                  \
+		struct ze_exec x;                                                          \
+		ze_result_t r;                                                             \
+		uint32_t pushed;                                                           \
+                                                                                           \
+		c->flags |= ZE_LAUNCH_FLAG;                                                \
+		ze_call__arg(c, ze_str.lists, GT_ARG_U64, numCommandLists);                \
+		ze_track__execute_begin(&x, NULL, hCommandListImmediate, numCommandLists,  \
+					phCommandLists);                                   \
+		pushed = gt_ext_corr_push(c->corr);                                        \
+		r = real args;                                                             \
+		gt_ext_corr_pop(pushed);                                                   \
+		ze_track__execute_end(&x, r, c->corr, false);                              \
+		return r;                                                                  \
+	}
+
+ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsExp,
+	(ze_command_list_handle_t hCommandListImmediate, uint32_t numCommandLists,
+	 ze_command_list_handle_t *phCommandLists, ze_event_handle_t hSignalEvent,
+	 uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandListImmediate, numCommandLists, phCommandLists, hSignalEvent, numWaitEvents,
+	 phWaitEvents))
+
+ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
+	(ze_command_list_handle_t hCommandListImmediate, uint32_t numCommandLists,
+	 ze_command_list_handle_t *phCommandLists, const void *pNext,
+	 ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents),
+	(hCommandListImmediate, numCommandLists, phCommandLists, pNext, hSignalEvent,
+	 numWaitEvents, phWaitEvents))
 
 /* A wait that returned success means the work it waited for is done: read
  * the device times of everything finished (one shape for every wait). */
@@ -372,6 +506,12 @@ ZE_COLLECT_ON_SUCCESS(zeCommandQueueSynchronize,
 	(ze_command_queue_handle_t hCommandQueue, uint64_t timeout),
 	(hCommandQueue, timeout))
 
+ZE_COLLECT_ON_SUCCESS(zeCommandListHostSynchronize,
+	(ze_command_list_handle_t hCommandList, uint64_t timeout),
+	(hCommandList, timeout))
+
+ZE_COLLECT_ON_SUCCESS(zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice))
+
 ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommandListCreate) real,
 					ze_context_handle_t hContext, ze_device_handle_t hDevice,
 					const ze_command_list_desc_t *desc,
@@ -380,7 +520,7 @@ ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommand
 	ze_result_t r = real(hContext, hDevice, desc, phCommandList);
 
 	if (r == ZE_RESULT_SUCCESS && phCommandList && *phCommandList)
-		ze_track__list_created(*phCommandList, hContext, hDevice, NULL);
+		ze_track__list_created(*phCommandList, hContext, hDevice, desc, NULL);
 	return r;
 }
 
@@ -395,7 +535,8 @@ ze_result_t ze_body_zeCommandListCreateImmediate(struct ze_call *c,
 	ze_result_t r = real(hContext, hDevice, altdesc, phCommandList);
 
 	if (r == ZE_RESULT_SUCCESS && phCommandList && *phCommandList)
-		ze_track__list_created(*phCommandList, hContext, hDevice, altdesc ? altdesc : &dflt);
+		ze_track__list_created(*phCommandList, hContext, hDevice, NULL,
+				       altdesc ? altdesc : &dflt);
 	return r;
 }
 
@@ -421,14 +562,12 @@ ze_result_t ze_body_zeEventPoolCreate(struct ze_call *c, __typeof__(&zeEventPool
 				      ze_device_handle_t *phDevices,
 				      ze_event_pool_handle_t *phEventPool)
 {
-	const ze_event_pool_flags_t want = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP |
-					   ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
 	ze_result_t r = real(hContext, desc, numDevices, phDevices, phEventPool);
 
 	/* The pool stays as the program made it (a timestamp query on its events must
 	 * fail as before): events of pools without timestamps are chained to ours. */
 	if (r == ZE_RESULT_SUCCESS && phEventPool && *phEventPool)
-		ze_track__pool_created(*phEventPool, desc && (desc->flags & want) == want);
+		ze_track__pool_created(*phEventPool, desc);
 	return r;
 }
 
@@ -446,7 +585,21 @@ ze_result_t ze_body_zeEventCreate(struct ze_call *c, __typeof__(&zeEventCreate) 
 	ze_result_t r = real(hEventPool, desc, phEvent);
 
 	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
-		ze_track__event_created(*phEvent, hEventPool);
+		ze_track__event_created(*phEvent, hEventPool, desc ? desc->index : 0);
+	return r;
+}
+
+ze_result_t ze_body_zeEventCounterBasedCreate(struct ze_call *c,
+					      __typeof__(&zeEventCounterBasedCreate) real,
+					      ze_context_handle_t hContext,
+					      ze_device_handle_t hDevice,
+					      const ze_event_counter_based_desc_t *desc,
+					      ze_event_handle_t *phEvent)
+{
+	ze_result_t r = real(hContext, hDevice, desc, phEvent);
+
+	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
+		ze_track__cb_event_created(*phEvent, desc);
 	return r;
 }
 
@@ -503,6 +656,17 @@ static void ze__exit_hook(void)
 ze_result_t ze_body_zeInit(struct ze_call *c, __typeof__(&zeInit) real, ze_init_flags_t flags)
 {
 	ze_result_t r = real(flags);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze__exit_hook();
+	return r;
+}
+
+ze_result_t ze_body_zeInitDrivers(struct ze_call *c, __typeof__(&zeInitDrivers) real,
+				  uint32_t *pCount, ze_driver_handle_t *phDrivers,
+				  ze_init_driver_type_desc_t *desc)
+{
+	ze_result_t r = real(pCount, phDrivers, desc);
 
 	if (r == ZE_RESULT_SUCCESS)
 		ze__exit_hook();

@@ -8,8 +8,11 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "backends/levelzero/internal.h"
 #include "inject/shim.h"
 
@@ -57,6 +60,27 @@ void *ze__resolve(enum ze_fn_id id)
 	if (p)
 		atomic_store_explicit(&ze_real_tab[id], p, memory_order_release);
 	return p;
+}
+
+/*
+ * Without us the dynamic linker would have failed this call's lazy binding:
+ * "PROG: symbol lookup error: OBJECT: undefined symbol: NAME", status 127.
+ * The same, after one line of ours saying why.
+ */
+void ze__lacks(enum ze_fn_id id, void *caller)
+{
+	Dl_info info;
+	const char *obj = NULL;
+
+	if (caller && dladdr(caller, &info) && info.dli_fname && *info.dli_fname)
+		obj = info.dli_fname;
+	if (!obj)
+		obj = program_invocation_name;
+	pr_err("ze: %s is a newer Level Zero loader's function and this process's loader "
+	       "lacks it: the program stops as it would without gputrace", ze_fn_names[id]);
+	fprintf(stderr, "%s: symbol lookup error: %s: undefined symbol: %s\n",
+		program_invocation_name, obj, ze_fn_names[id]);
+	_exit(127);
 }
 
 static int ze__cmp_name(const void *key, const void *elem)

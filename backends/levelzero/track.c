@@ -14,9 +14,20 @@
  * one pending read per command, linked to the execute call (corr) and to the
  * append (corr2). An immediate list makes the pending read at the append.
  * Pending reads are taken, in submission order, when the program learns that
- * work finished (a successful synchronize or query of a queue, event or
- * fence), before it resets or destroys an event or list, and at exit: the
- * program never waits for us, and its events signal exactly as before.
+ * work finished (a successful synchronize or query of a queue, list, device,
+ * event or fence), before it resets or destroys an event or list, and at
+ * exit: the program never waits for us, and its events signal exactly as
+ * before.
+ *
+ * Counter-based events (spec 1.8, 1.15) are never timed directly: each append
+ * that signals one replaces its state, timestamps included, so ours is used
+ * and chained, and the program's is never reset nor signaled by the host.
+ *
+ * Barriers time like commands. An event signal, an event reset and a wait on
+ * events have no signal event of their own: a barrier with one of ours after
+ * them (only when the "sync" activity is recorded) marks when the list got
+ * past them. They show as instants, and waits (explicit, or of a command
+ * that waited for events) as gpu_sync spans from when the row was free.
  *
  * Everything here runs under ze_lock.
  */
@@ -73,7 +84,7 @@ struct ze_list {
 	ze_command_list_handle_t handle;
 	struct ze_ctx *ctx;
 	struct ze_dev *dev;
-	bool immediate, synchronous, executed;
+	bool immediate, synchronous, executed, in_order;
 	uint32_t track; /* immediate lists: their own row */
 	struct ze_anchor *anchor;
 	struct ze_cmd *cmds; /* regular lists */
@@ -95,6 +106,8 @@ struct ze_pending {
 	struct ze_work w;
 	ze_event_handle_t event;
 	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
+	bool fence;          /* last of a batch with a fence: an instant after it */
+	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
 	struct ze_ctx *ctx;
 	struct ze_list *list; /* regular list owning the command */
@@ -111,8 +124,6 @@ struct ze_pending {
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
 static struct ze_map ze_lists;   /* list -> struct ze_list * */
 static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
-static struct ze_map ze_pools;   /* program's pool -> 1 timestamped, 2 not */
-static struct ze_map ze_events;  /* program's timestamped event -> its pool */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
 static struct ze_pending *ze_pend_head, *ze_pend_tail, *ze_pend_spare;
 
@@ -272,12 +283,66 @@ static void ze_pend__drop(struct ze_pending *p, uint32_t reason)
 	ze_pend__free(p);
 }
 
-static void ze_pend__emit(struct ze_pending *p, uint64_t start, uint64_t end)
+/* A mark on the row at `at` (an instant), or a wait from `from` (a gpu_sync span). */
+static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64_t from,
+			       uint64_t at)
+{
+	struct gt_arg args[3];
+	unsigned n = 0;
+	struct gt_event ev = {
+		.start_ns = from,
+		.end_ns = at,
+		.name = name,
+		.cat = ze_str.gpu_sync,
+		.track = p->track,
+		.type = from == at ? GT_EV_INSTANT : GT_EV_DEVICE_SPAN,
+		.flags = from == at ? GT_EVF_DEVICE : 0,
+	};
+
+	if (p->w.waits) {
+		args[n++] = (struct gt_arg){ .key = ze_str.event, .type = GT_ARG_STR,
+					     .v.u = p->w.wait_event };
+		args[n++] = (struct gt_arg){ .key = ze_str.waits, .type = GT_ARG_U64,
+					     .v.u = p->w.waits };
+	}
+	if (ev.type == GT_EV_INSTANT) {
+		ev.corr = p->corr;
+	} else {
+		/* The command's own span carries the flows; the wait only says whose it is. */
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CORRELATION, .type = GT_ARG_U64,
+					     .v.u = p->corr };
+	}
+	gt_emit(&ev, args, n);
+}
+
+/* The command's device record: from the row's free time (idle) to its start and end. */
+static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
+			  uint64_t tick_ns)
 {
 	struct gt_arg args[6];
 	unsigned n = 0, kind;
 	uint32_t cat;
 
+	if (p->w.kind >= ZE_CMD_MARKS) {
+		if (!ze__want(GT_KIND(SYNC)))
+			return;
+		switch (p->w.kind) {
+		case ZE_CMD_WAIT:
+			/* The list got past its wait at `end`: waiting since the row was free. */
+			ze_pend__emit_sync(p, p->w.name, idle < end ? idle : end, end);
+			return;
+		case ZE_CMD_BARRIER:
+			if (p->w.waits && start > idle + tick_ns)
+				ze_pend__emit_sync(p, p->w.wait_name, idle, start);
+			break;
+		default:
+			break;
+		}
+		ze_pend__emit_sync(p, p->w.name, end, end);
+		return;
+	}
+	if (p->w.waits && start > idle + tick_ns && ze__want(GT_KIND(SYNC)))
+		ze_pend__emit_sync(p, p->w.wait_name, idle, start);
 	switch (p->w.kind) {
 	case ZE_CMD_KERNEL:
 		kind = GT_KIND(KERNEL);
@@ -359,7 +424,8 @@ static void ze_pend__recycle(struct ze_pending *p)
 {
 	struct ze_list *L = p->imm;
 
-	if (!p->chain || ZE_REAL(zeEventQueryStatus)(p->chain) == ZE_RESULT_SUCCESS)
+	if (!p->chain_gone &&
+	    (!p->chain || ZE_REAL(zeEventQueryStatus)(p->chain) == ZE_RESULT_SUCCESS))
 		ze_ctx__put(p->ctx, p->event);
 	else if (L)
 		ze_list__park(L, p->event, p->seq);
@@ -376,7 +442,7 @@ static void ze_pend__read(struct ze_pending *p)
 	ze_kernel_timestamp_result_t ts;
 	const struct ze_dev *d = p->dev;
 	struct ze_anchor *a = p->anchor, fresh;
-	uint64_t s, e, off, dist, half = d->mask / 2, start, end;
+	uint64_t s, e, off, dist, half = d->mask / 2, start, end, idle;
 	bool chained = false;
 
 	memset(&ts, 0, sizeof(ts));
@@ -390,6 +456,8 @@ static void ze_pend__read(struct ze_pending *p)
 		memset(&fresh, 0, sizeof(fresh));
 		a = &fresh;
 	}
+	/* When the row became free for it: submitted, and the one before it done. */
+	idle = a->valid && a->end_host > p->ref_host ? a->end_host : p->ref_host;
 	/* Masked differences handle a counter that wrapped in between (or during). */
 	if (a->valid && p->ref_host < a->end_host) {
 		if ((dist = (s - a->end_raw) & d->mask) < half) {
@@ -413,7 +481,10 @@ static void ze_pend__read(struct ze_pending *p)
 	start = a->base_host + ze__ticks_ns(d, a->start_off);
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
-	ze_pend__emit(p, start, end);
+	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
+	if (p->fence && ze__want(GT_KIND(SYNC)))
+		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
+				   ze_str.fence, end, end);
 	if (p->recycle)
 		ze_pend__recycle(p);
 	if (p->imm)
@@ -466,9 +537,26 @@ static bool ze__event_valid(ze_event_handle_t ev)
 	return st == ZE_RESULT_SUCCESS || st == ZE_RESULT_NOT_READY;
 }
 
-ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
-					 ze_event_handle_t program_event)
+/* The first of a command's wait events, named, and how many. */
+static void ze__waits_locked(struct ze_append *a, uint32_t nwait, const ze_event_handle_t *waits)
 {
+	struct ze_event_info *info;
+
+	if (!nwait || !waits || !ze__want(GT_KIND(SYNC)))
+		return;
+	info = ze_event__named(waits[0]);
+	if (!info)
+		return;
+	a->waits = nwait;
+	a->wait_name = info->wait_name;
+	a->wait_event = info->name;
+}
+
+ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
+					 ze_event_handle_t program_event, uint32_t nwait,
+					 const ze_event_handle_t *waits)
+{
+	struct ze_event_info *info;
 	struct ze_list *L;
 
 	memset(a, 0, sizeof(*a));
@@ -480,7 +568,12 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	a->ctx = L->ctx ? L->ctx->handle : NULL;
 	if (!L->ctx)
 		goto out;
-	if (program_event && ze_map__get(&ze_events, program_event)) {
+	info = ze_event__get(program_event);
+	if (info && (info->flags & ZE_EV_COUNTER_BASED) && !L->in_order) {
+		/* Passed on untouched: the driver rejects it, as it would without us. */
+		goto out;
+	} else if (info && (info->flags & (ZE_EV_TIMESTAMPED | ZE_EV_COUNTER_BASED)) ==
+				   ZE_EV_TIMESTAMPED) {
 		a->event = program_event;
 	} else if (program_event && !ze__event_valid(program_event)) {
 		/* Passed on untouched: the driver rejects it as before. */
@@ -499,7 +592,9 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 		a->event = NULL;
 		a->own = false;
 		a->chain = NULL;
+		goto out;
 	}
+	ze__waits_locked(a, nwait, waits);
 out:
 	pthread_mutex_unlock(&ze_lock);
 	return a->own ? a->event : program_event;
@@ -534,15 +629,19 @@ static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_even
 	return -EIO;
 }
 
-void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
+void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *work,
 			  uint64_t corr)
 {
 	struct ze_list *L = a->list;
+	struct ze_work w[1] = { *work };
 	struct ze_pending *p;
 	struct ze_cmd *cmd;
 
 	if (!L)
 		return;
+	w->waits = a->waits;
+	w->wait_name = a->wait_name;
+	w->wait_event = a->wait_event;
 	if (a->chain && r == ZE_RESULT_SUCCESS && ze__chain(L->handle, a->event, a->chain)) {
 		/* The program's event signals (early) but our times would be wrong. */
 		a->own = false;
@@ -605,17 +704,45 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-/* ---- execution of regular lists ---- */
+/* Sync marks: a barrier of ours after the command, its event read like any other. */
+void ze_track__mark(ze_command_list_handle_t l, enum ze_cmd_kind kind, ze_event_handle_t ev,
+		    uint32_t nwait, const ze_event_handle_t *waits, uint64_t corr)
+{
+	struct ze_event_info *info = NULL;
+	struct ze_append a;
+	struct ze_work w = { .kind = kind };
+	ze_result_t r;
 
-void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q, uint32_t n,
+	if (!ze__want(GT_KIND(SYNC)) || !ze_track__append_begin(&a, l, NULL, nwait, waits))
+		return;
+	pthread_mutex_lock(&ze_lock);
+	info = ze_event__named(kind == ZE_CMD_WAIT ? (waits && nwait ? waits[0] : NULL) : ev);
+	if (info)
+		w.name = kind == ZE_CMD_SIGNAL ? info->signal_name :
+			 kind == ZE_CMD_RESET ? info->reset_name : info->wait_name;
+	else
+		w.name = ze_str.barrier;
+	pthread_mutex_unlock(&ze_lock);
+	r = ZE_REAL(zeCommandListAppendBarrier)(l, a.event, 0, NULL);
+	ze_track__append_end(&a, r, &w, corr);
+}
+
+/* ---- regular lists run on a queue or an immediate list ---- */
+
+void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
+			     ze_command_list_handle_t imm, uint32_t n,
 			     ze_command_list_handle_t *lists)
 {
-	struct ze_queue *Q;
+	struct ze_queue *Q = NULL;
+	struct ze_list *I = NULL;
 
 	memset(x, 0, sizeof(*x));
 	pthread_mutex_lock(&ze_lock);
-	Q = (struct ze_queue *)ze_map__get(&ze_queues, q);
-	if (!Q || !lists || atomic_load(&ze_closed))
+	if (q)
+		Q = (struct ze_queue *)ze_map__get(&ze_queues, q);
+	else
+		I = (struct ze_list *)ze_map__get(&ze_lists, imm);
+	if ((!Q && !(I && I->immediate)) || !lists || atomic_load(&ze_closed))
 		goto out;
 	/* Take what earlier runs left: this run overwrites their timestamps. */
 	ze__collect_locked();
@@ -634,20 +761,23 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q, uin
 				ZE_REAL(zeEventHostReset)(cmd->event);
 		}
 	}
-	if (ze_dev__sync(Q->dev, &x->ref_host, &x->ref_ticks))
+	x->dev = Q ? Q->dev : I->dev;
+	x->track = Q ? Q->track : I->track;
+	x->anchor = Q ? Q->anchor : I->anchor;
+	if (ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks))
 		goto out;
-	x->queue = Q;
+	x->valid = true;
 	x->n = n;
 	x->lists = lists;
 out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr)
+void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence)
 {
-	struct ze_queue *Q = x->queue;
+	struct ze_pending *last = NULL;
 
-	if (!Q || r != ZE_RESULT_SUCCESS)
+	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
 	pthread_mutex_lock(&ze_lock);
 	for (uint32_t i = 0; i < x->n; i++) {
@@ -671,15 +801,18 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr)
 			p->cmd = j;
 			p->corr = corr;
 			p->corr2 = cmd->append_corr;
-			p->dev = Q->dev;
-			p->track = Q->track;
-			p->anchor = Q->anchor;
+			p->dev = x->dev;
+			p->track = x->track;
+			p->anchor = x->anchor;
 			p->ref_host = x->ref_host;
 			p->ref_ticks = x->ref_ticks;
 			cmd->pend = p;
 			ze_pend__push(p);
+			last = p;
 		}
 	}
+	if (last)
+		last->fence = fence;
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -724,7 +857,8 @@ void ze_track__queue_destroy(ze_command_queue_handle_t q)
 }
 
 void ze_track__list_created(ze_command_list_handle_t l, ze_context_handle_t ctx,
-			    ze_device_handle_t dev, const ze_command_queue_desc_t *imm)
+			    ze_device_handle_t dev, const ze_command_list_desc_t *desc,
+			    const ze_command_queue_desc_t *imm)
 {
 	struct ze_list *L = calloc(1, sizeof(*L));
 	char name[64];
@@ -742,10 +876,13 @@ void ze_track__list_created(ze_command_list_handle_t l, ze_context_handle_t ctx,
 
 		L->immediate = true;
 		L->synchronous = imm->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+		L->in_order = imm->flags & ZE_COMMAND_QUEUE_FLAG_IN_ORDER;
 		snprintf(name, sizeof(name), "immediate list %u", n);
 		L->track = gt_queue_row(L->dev->row, name, (int)(1000000 + n));
 		L->anchor = ze_anchor__get(L->track);
 	}
+	if (desc)
+		L->in_order = desc->flags & ZE_COMMAND_LIST_FLAG_IN_ORDER;
 	if (ze_map__put(&ze_lists, l, (uintptr_t)L))
 		goto fail;
 	pthread_mutex_unlock(&ze_lock);
@@ -795,60 +932,76 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__pool_created(ze_event_pool_handle_t p, bool timestamped)
+void ze_track__pool_created(ze_event_pool_handle_t p, const ze_event_pool_desc_t *desc)
 {
 	pthread_mutex_lock(&ze_lock);
-	ze_map__put(&ze_pools, p, timestamped ? 1 : 2);
+	ze_event__pool_created(p, desc);
 	pthread_mutex_unlock(&ze_lock);
 }
 
-struct ze_pool_match {
-	ze_event_pool_handle_t pool;
-};
-
-static void ze__forget_pool_event(const void *ev, uintptr_t pool, void *arg)
+/* A program's event is going away: reads still waiting on it are lost, and a chain of ours
+ * signaling it must not ask about it any more. */
+static void ze__forget_event_locked(ze_event_handle_t ev)
 {
-	struct ze_pool_match *m = arg;
-
-	if ((ze_event_pool_handle_t)pool == m->pool) {
-		ze__retire_event_locked((ze_event_handle_t)ev, ze_str.lost_unread);
-		ze_map__del(&ze_events, ev);
+	ze__retire_event_locked(ev, ze_str.lost_unread);
+	for (struct ze_pending *p = ze_pend_head; p; p = p->next) {
+		if (p->chain == ev) {
+			p->chain = NULL;
+			p->chain_gone = true;
+		}
 	}
 }
 
 void ze_track__pool_destroy(ze_event_pool_handle_t p)
 {
-	struct ze_pool_match m = { .pool = p };
-
 	pthread_mutex_lock(&ze_lock);
-	if (ze_map__del(&ze_pools, p)) {
-		ze__collect_locked();
-		ze_map__each(&ze_events, ze__forget_pool_event, &m);
-	}
+	ze__collect_locked();
+	ze_event__pool_destroyed(p, ze__forget_event_locked);
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__event_created(ze_event_handle_t e, ze_event_pool_handle_t p)
+void ze_track__event_created(ze_event_handle_t e, ze_event_pool_handle_t p, uint32_t index)
 {
 	pthread_mutex_lock(&ze_lock);
-	/* A recycled handle of another pool must not look timestamped. */
-	if (ze_map__get(&ze_pools, p) == 1)
-		ze_map__put(&ze_events, e, (uintptr_t)p);
-	else
-		ze_map__del(&ze_events, e);
+	ze_event__created(e, p, index);
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__cb_event_created(ze_event_handle_t e, const ze_event_counter_based_desc_t *desc)
+{
+	pthread_mutex_lock(&ze_lock);
+	ze_event__cb_created(e, desc);
 	pthread_mutex_unlock(&ze_lock);
 }
 
 void ze_track__event_retire(ze_event_handle_t e, bool destroy)
 {
+	struct ze_event_info *info;
+
 	pthread_mutex_lock(&ze_lock);
-	if (ze_map__get(&ze_events, e)) {
+	info = ze_event__get(e);
+	if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
+		/* Its timestamps may be a command's of ours: read them before they go. */
 		ze__collect_locked();
 		ze__retire_event_locked(e, ze_str.lost_unread);
-		if (destroy)
-			ze_map__del(&ze_events, e);
+	}
+	if (destroy) {
+		ze__forget_event_locked(e);
+		ze_event__destroyed(e);
 	}
 	pthread_mutex_unlock(&ze_lock);
+}
+
+bool ze_track__event_counter_based(ze_event_handle_t e)
+{
+	struct ze_event_info *info;
+	bool cb;
+
+	pthread_mutex_lock(&ze_lock);
+	info = ze_event__get(e);
+	cb = info && (info->flags & ZE_EV_COUNTER_BASED);
+	pthread_mutex_unlock(&ze_lock);
+	return cb;
 }
 
 bool ze_track__list_is_immediate(ze_command_list_handle_t l)
@@ -907,8 +1060,7 @@ void ze_track__forget(void)
 	ze_map__forget(&ze_ctxs);
 	ze_map__forget(&ze_lists);
 	ze_map__forget(&ze_queues);
-	ze_map__forget(&ze_pools);
-	ze_map__forget(&ze_events);
+	ze_event__forget();
 	ze_map__forget(&ze_anchors);
 	ze_pend_head = ze_pend_tail = ze_pend_spare = NULL;
 }

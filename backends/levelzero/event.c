@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The program's event pools and events, as the device rows need them: which
+ * events carry kernel timestamps we may read, which are counter-based (never
+ * reset, never signaled by the host, valid only on in-order lists), and the
+ * names their marks show ("event 2.5": the program's second pool, index 5;
+ * "cb event 3": its third counter-based event made without a pool). Names
+ * are interned when the event is made, so appends never take the string lock.
+ *
+ * Everything here runs under ze_lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "backends/levelzero/internal.h"
+
+static struct ze_map ze_pools;  /* program's pool -> ZE_EV_* flags | its number << 8 */
+static struct ze_map ze_events; /* program's event -> struct ze_event_info * */
+static uint32_t ze_npools, ze_ncb;
+
+/* The counter-based extension (spec 1.8) in a pool descriptor's pNext chain. */
+static bool ze_event__cb_pool(const ze_event_pool_desc_t *desc)
+{
+	for (const ze_base_desc_t *p = desc->pNext; p; p = p->pNext) {
+		if (p->stype == ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC)
+			return true;
+	}
+	return false;
+}
+
+void ze_event__pool_created(ze_event_pool_handle_t p, const ze_event_pool_desc_t *desc)
+{
+	const ze_event_pool_flags_t ts = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP |
+					 ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+	uintptr_t flags = 0;
+
+	if (desc && (desc->flags & ts) == ts)
+		flags |= ZE_EV_TIMESTAMPED;
+	if (desc && ze_event__cb_pool(desc))
+		flags |= ZE_EV_COUNTER_BASED;
+	ze_map__put(&ze_pools, p, flags | (uintptr_t)++ze_npools << 8);
+}
+
+static struct ze_event_info *ze_event__new(ze_event_handle_t e, ze_event_pool_handle_t pool,
+					   uint32_t flags, const char *name)
+{
+	struct ze_event_info *old = (struct ze_event_info *)ze_map__del(&ze_events, e);
+	struct ze_event_info *info = old ? old : malloc(sizeof(*info));
+	char buf[64];
+
+	if (!info)
+		return NULL;
+	info->pool = pool;
+	info->flags = flags;
+	info->name = gt_str_intern(name);
+	snprintf(buf, sizeof(buf), "Wait %s", name);
+	info->wait_name = gt_str_intern(buf);
+	snprintf(buf, sizeof(buf), "Signal %s", name);
+	info->signal_name = gt_str_intern(buf);
+	snprintf(buf, sizeof(buf), "Reset %s", name);
+	info->reset_name = gt_str_intern(buf);
+	if (ze_map__put(&ze_events, e, (uintptr_t)info)) {
+		free(info);
+		return NULL;
+	}
+	return info;
+}
+
+void ze_event__created(ze_event_handle_t e, ze_event_pool_handle_t p, uint32_t index)
+{
+	uintptr_t pool = ze_map__get(&ze_pools, p);
+	char name[48];
+
+	/* A pool made before tracing began: its events are named, not timed. */
+	snprintf(name, sizeof(name), "event %u.%u", (unsigned)(pool >> 8), index);
+	ze_event__new(e, p, (uint32_t)(pool & 0xff), name);
+}
+
+void ze_event__cb_created(ze_event_handle_t e, const ze_event_counter_based_desc_t *desc)
+{
+	char name[48];
+
+	/* Host-domain timestamps are not ticks: never ours to read (nor are the others). */
+	snprintf(name, sizeof(name), "cb event %u", ++ze_ncb);
+	ze_event__new(e, NULL, ZE_EV_COUNTER_BASED, name);
+	(void)desc;
+}
+
+struct ze_event_info *ze_event__get(ze_event_handle_t e)
+{
+	return e ? (struct ze_event_info *)ze_map__get(&ze_events, e) : NULL;
+}
+
+struct ze_event_info *ze_event__named(ze_event_handle_t e)
+{
+	struct ze_event_info *info = ze_event__get(e);
+	char name[48];
+
+	if (info || !e)
+		return info;
+	/* Made before tracing began (or by a library we never saw): named by its handle. */
+	snprintf(name, sizeof(name), "event %p", (void *)e);
+	return ze_event__new(e, NULL, 0, name);
+}
+
+void ze_event__destroyed(ze_event_handle_t e)
+{
+	free((void *)ze_map__del(&ze_events, e));
+}
+
+struct ze_pool_walk {
+	ze_event_pool_handle_t pool;
+	void (*fn)(ze_event_handle_t e);
+};
+
+static void ze_event__pool_each(const void *e, uintptr_t val, void *arg)
+{
+	struct ze_pool_walk *w = arg;
+	struct ze_event_info *info = (struct ze_event_info *)val;
+
+	if (info->pool == w->pool) {
+		w->fn((ze_event_handle_t)e);
+		ze_event__destroyed((ze_event_handle_t)e);
+	}
+}
+
+bool ze_event__pool_destroyed(ze_event_pool_handle_t p, void (*fn)(ze_event_handle_t e))
+{
+	struct ze_pool_walk w = { .pool = p, .fn = fn };
+
+	if (!ze_map__del(&ze_pools, p))
+		return false;
+	ze_map__each(&ze_events, ze_event__pool_each, &w);
+	return true;
+}
+
+void ze_event__forget(void)
+{
+	ze_map__forget(&ze_pools);
+	ze_map__forget(&ze_events);
+	ze_npools = ze_ncb = 0;
+}
