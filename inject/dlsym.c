@@ -11,6 +11,11 @@
  * two, and only library handles come through C. Elsewhere, or when the real
  * dlsym cannot be found, RTLD_NEXT is answered by walking the link map after
  * the caller's object.
+ *
+ * RTLD_DEFAULT of a Level Zero name ("ze...") first asks gt_dlsym_default:
+ * a newer loader's function is exported by us under a version dlsym never
+ * returns (backends/levelzero/backend.c), so the plain lookup finds the
+ * loader's own; when the loader has it, the program gets our wrapper.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -59,10 +64,9 @@ void *gt_dlsym_real(void *handle, const char *symbol)
 	return real ? real(handle, symbol) : NULL;
 }
 
-/* dlsym(library handle, symbol): the real function, or a backend's wrapper of it. */
-GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *symbol)
+/* A backend's wrapper for what the real dlsym found, or found itself. */
+static void *dlsym__wrap(void *found, const char *symbol)
 {
-	void *found = gt_dlsym_real(handle, symbol);
 	const struct gt_backend *const *b;
 
 	/* A symbol the library lacks stays missing: programs probe with dlsym. */
@@ -82,6 +86,26 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *
 	}
 	gt_dlsym_found = NULL;
 	return found;
+}
+
+/* dlsym(library handle, symbol): the real function, or a backend's wrapper of it. */
+GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *symbol)
+{
+	return dlsym__wrap(gt_dlsym_real(handle, symbol), symbol);
+}
+
+/*
+ * dlsym(RTLD_DEFAULT, "ze..."): a backend's wrapper for the function the global scope
+ * has (the loader's), else NULL and the real dlsym answers in the caller's name (it
+ * finds our exported wrappers of the functions every loader has, or fails as it
+ * would without us).
+ */
+GT_HIDDEN __attribute__((used)) void *gt_dlsym_default(const char *symbol)
+{
+	void *found = gt_dlsym_real(RTLD_DEFAULT, symbol);
+	void *w = dlsym__wrap(found, symbol);
+
+	return w != found ? w : NULL;
 }
 
 /*
@@ -149,6 +173,29 @@ __asm__(".text\n"
 	"	je 1f\n"
 	"	testq %rdi, %rdi\n"
 	"	jne gt_dlsym_handle\n"
+	"	testq %rsi, %rsi\n"
+	"	je 1f\n"
+	"	cmpb $0x7a, (%rsi)\n" /* 'z' */
+	"	jne 1f\n"
+	"	cmpb $0x65, 1(%rsi)\n" /* 'e' */
+	"	jne 1f\n"
+	"	pushq %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	pushq %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	subq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	movq %rsi, %rdi\n"
+	"	call gt_dlsym_default\n"
+	"	addq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	testq %rax, %rax\n"
+	"	je 1f\n"
+	"	ret\n"
 	"1:	movq gt_dlsym_next(%rip), %rax\n"
 	"	testq %rax, %rax\n"
 	"	je 2f\n"
@@ -178,8 +225,12 @@ GT_EXPORT __attribute__((noinline)) void *dlsym(void *handle, const char *symbol
 {
 	if (handle == RTLD_NEXT || !atomic_load_explicit(&gt_dlsym_next, memory_order_acquire))
 		return gt_dlsym_slow(handle, symbol, __builtin_return_address(0));
-	if (handle == RTLD_DEFAULT)
-		return gt_dlsym_real(handle, symbol);
+	if (handle == RTLD_DEFAULT) {
+		void *w = symbol && symbol[0] == 'z' && symbol[1] == 'e' ? gt_dlsym_default(symbol)
+									 : NULL;
+
+		return w ? w : gt_dlsym_real(handle, symbol);
+	}
 	return gt_dlsym_handle(handle, symbol);
 }
 #endif

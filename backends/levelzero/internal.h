@@ -228,6 +228,7 @@ GT_HIDDEN void ze_track__mark(ze_command_list_handle_t l, enum ze_cmd_kind kind,
  * (ExecuteCommandLists) or on an immediate list (ImmediateAppendCommandLists). */
 struct ze_exec {
 	bool valid;
+	struct ze_list *imm; /* run on an immediate list (else a queue) */
 	struct ze_dev *dev;
 	uint32_t track;
 	struct ze_anchor *anchor;

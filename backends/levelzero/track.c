@@ -101,8 +101,21 @@ struct ze_queue {
 	struct ze_anchor *anchor;
 };
 
+/*
+ * The end of one run of regular lists on an immediate list: a barrier after the run
+ * signals this event of ours. A list may run there again before its last run is done
+ * (SYCL graphs do), so a command's event may still hold the earlier run's times:
+ * the reads of a run wait for its gate.
+ */
+struct ze_gate {
+	ze_event_handle_t event;
+	struct ze_ctx *ctx;
+	unsigned refs;
+};
+
 struct ze_pending {
 	struct ze_pending *prev, *next;
+	struct ze_gate *gate; /* run on an immediate list: read after its end */
 	struct ze_work w;
 	ze_event_handle_t event;
 	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
@@ -260,8 +273,21 @@ static void ze_pend__push(struct ze_pending *p)
 	ze_pend_tail = p;
 }
 
+static void ze_gate__put(struct ze_gate *g)
+{
+	if (!g || --g->refs)
+		return;
+	/* Reused only once signaled: the barrier is done with it. */
+	if (!atomic_load(&ze_closed) && g->ctx &&
+	    ZE_REAL(zeEventQueryStatus)(g->event) == ZE_RESULT_SUCCESS)
+		ze_ctx__put(g->ctx, g->event);
+	free(g);
+}
+
 static void ze_pend__free(struct ze_pending *p)
 {
+	ze_gate__put(p->gate);
+	p->gate = NULL;
 	if (p->prev)
 		p->prev->next = p->next;
 	else
@@ -499,8 +525,11 @@ static void ze__collect_locked(void)
 	if (atomic_load(&ze_closed))
 		return;
 	for (p = ze_pend_head; p; p = next) {
-		ze_result_t st = ZE_REAL(zeEventQueryStatus)(p->event);
+		ze_result_t st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event)
+					 : ZE_RESULT_SUCCESS;
 
+		if (st == ZE_RESULT_SUCCESS)
+			st = ZE_REAL(zeEventQueryStatus)(p->event);
 		next = p->next;
 		if (st == ZE_RESULT_SUCCESS)
 			ze_pend__read(p);
@@ -761,6 +790,7 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 				ZE_REAL(zeEventHostReset)(cmd->event);
 		}
 	}
+	x->imm = I;
 	x->dev = Q ? Q->dev : I->dev;
 	x->track = Q ? Q->track : I->track;
 	x->anchor = Q ? Q->anchor : I->anchor;
@@ -773,12 +803,43 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
+/* A run on an immediate list: its gate, a barrier of ours after it (NULL: untimed). */
+static struct ze_gate *ze__gate(struct ze_list *I)
+{
+	struct ze_gate *g = calloc(1, sizeof(*g));
+	ze_result_t r;
+
+	pthread_mutex_lock(&ze_lock);
+	if (g && I->ctx && !atomic_load(&ze_closed))
+		g->event = ze_ctx__event(I->ctx);
+	if (g && g->event)
+		g->ctx = I->ctx;
+	pthread_mutex_unlock(&ze_lock);
+	if (!g || !g->event) {
+		free(g);
+		return NULL;
+	}
+	r = ZE_REAL(zeCommandListAppendBarrier)(I->handle, g->event, 0, NULL);
+	if (r == ZE_RESULT_SUCCESS)
+		return g;
+	pthread_mutex_lock(&ze_lock);
+	g->ctx->free[g->ctx->nfree++] = g->event;
+	pthread_mutex_unlock(&ze_lock);
+	free(g);
+	return NULL;
+}
+
 void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence)
 {
 	struct ze_pending *last = NULL;
+	struct ze_gate *gate = NULL;
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
+	if (x->imm && !(gate = ze__gate(x->imm))) {
+		gt_lost_add(ze_str.lost_no_event, 1);
+		return;
+	}
 	pthread_mutex_lock(&ze_lock);
 	for (uint32_t i = 0; i < x->n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
@@ -806,6 +867,10 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 			p->anchor = x->anchor;
 			p->ref_host = x->ref_host;
 			p->ref_ticks = x->ref_ticks;
+			if (gate) {
+				p->gate = gate;
+				gate->refs++;
+			}
 			cmd->pend = p;
 			ze_pend__push(p);
 			last = p;
@@ -813,6 +878,11 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 	}
 	if (last)
 		last->fence = fence;
+	if (gate && !gate->refs) {
+		/* Nothing to time: the gate waits in a pending of its own for nothing. */
+		gate->refs = 1;
+		ze_gate__put(gate);
+	}
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -1036,7 +1106,7 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 	ze__collect_locked();
 	for (p = ze_pend_head; p; p = next) {
 		next = p->next;
-		if (p->ctx == c)
+		if (p->ctx == c || (p->gate && p->gate->ctx == c))
 			ze_pend__drop(p, ze_str.lost_unread);
 	}
 	if (!atomic_load(&ze_closed)) {

@@ -1,16 +1,32 @@
 # Sample Level Zero programs (plain C, unmodified L0 API users) run on the simulated device.
 ifeq ($(HAVE_ZE),1)
 ZE_APPS := ze_basic ze_hammer ze_threads ze_multiqueue ze_errors
+# Equivalents of third-party programs (the loader's, PTI-GPU's, level-zero-tests'), written
+# here; some use declarations of later specs (backends/levelzero/ze_newer.h).
+ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
-$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h
+$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread -ldl
 
 # Resolves every Level Zero function with dlsym: no link-time dependency on the loader.
 $(BUILD)/test/apps/ze_dlopen: test/apps/ze_dlopen.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -ldl
 
-TEST_BUILD += $(ZE_APP_BINS) $(BUILD)/test/apps/ze_dlopen
+# Asks the process for zeInitDrivers with dlsym: runs on any loader.
+$(BUILD)/test/apps/ze_hello: test/apps/ze_hello.c test/apps/ze_app.h backends/levelzero/ze_newer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -ldl
+
+# Linked against a newer loader's entry points: runs with test/levelzero/newloader first
+# in LD_LIBRARY_PATH (without, it stops as the dynamic linker makes it).
+$(BUILD)/test/apps/ze_modern: test/apps/ze_modern.c test/apps/ze_app.h \
+		backends/levelzero/ze_newer.h $(BUILD)/test/levelzero/newloader/libze_loader.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -L$(BUILD)/test/levelzero/newloader -lze_loader
+
+TEST_BUILD += $(ZE_APP_BINS) $(BUILD)/test/apps/ze_dlopen $(BUILD)/test/apps/ze_hello \
+	      $(BUILD)/test/apps/ze_modern
 endif

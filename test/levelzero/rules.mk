@@ -39,3 +39,22 @@ $(LZ_TEST)/ze_cost: test/levelzero/ze_cost.c test/apps/ze_app.h
 
 BENCH_BUILD += $(LZ_TEST)/ze_cost
 endif
+
+# A test-only libze_loader.so.1 presenting a newer loader's entry points (see
+# test/levelzero/newloader/newloader.c): Debian's loader beside it does the rest.
+ifeq ($(HAVE_ZE),1)
+ZE_REAL_LOADER := $(shell $(CC) -print-file-name=libze_loader.so.1)
+NEWLOADER := $(LZ_TEST)/newloader
+
+$(NEWLOADER)/libze_loader.so.1: test/levelzero/newloader/newloader.c backends/levelzero/api.h \
+		backends/levelzero/ze_newer.h test/levelzero/sim/ddi_newer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -fvisibility=hidden -DREAL_LOADER=\"$(ZE_REAL_LOADER)\" \
+	  -shared -Wl,-soname,libze_loader.so.1 -Wl,--no-undefined -o $@ $< -ldl -lpthread
+
+# For linking programs written for a newer loader (-L$(NEWLOADER) -lze_loader).
+$(NEWLOADER)/libze_loader.so: $(NEWLOADER)/libze_loader.so.1
+	ln -sf libze_loader.so.1 $@
+
+TEST_BUILD += $(NEWLOADER)/libze_loader.so.1 $(NEWLOADER)/libze_loader.so
+endif
