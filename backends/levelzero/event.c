@@ -35,8 +35,11 @@ void ze_event__pool_created(ze_event_pool_handle_t p, const ze_event_pool_desc_t
 
 	if (desc && (desc->flags & ts) == ts)
 		flags |= ZE_EV_TIMESTAMPED;
+	if (desc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP))
+		flags |= ZE_EV_KERNEL_TS;
+	/* Counter-based: never read directly (each signal replaces its timestamps). */
 	if (desc && ze_event__cb_pool(desc))
-		flags |= ZE_EV_COUNTER_BASED;
+		flags = (flags & ~ZE_EV_TIMESTAMPED) | ZE_EV_COUNTER_BASED;
 	ze_map__put(&ze_pools, p, flags | (uintptr_t)++ze_npools << 8);
 }
 
@@ -77,12 +80,15 @@ void ze_event__created(ze_event_handle_t e, ze_event_pool_handle_t p, uint32_t i
 
 void ze_event__cb_created(ze_event_handle_t e, const ze_event_counter_based_desc_t *desc)
 {
+	uint32_t flags = ZE_EV_COUNTER_BASED;
 	char name[48];
 
-	/* Host-domain timestamps are not ticks: never ours to read (nor are the others). */
+	if (desc && (desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP))
+		flags |= ZE_EV_KERNEL_TS;
+	if (desc && (desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP))
+		flags |= ZE_EV_KERNEL_TS | ZE_EV_HOST_DOMAIN;
 	snprintf(name, sizeof(name), "cb event %u", ++ze_ncb);
-	ze_event__new(e, NULL, ZE_EV_COUNTER_BASED, name);
-	(void)desc;
+	ze_event__new(e, NULL, flags, name);
 }
 
 struct ze_event_info *ze_event__get(ze_event_handle_t e)

@@ -380,10 +380,12 @@ ze_result_t ze_body_zeCommandListAppendSignalEvent(struct ze_call *c,
 						   ze_command_list_handle_t hCommandList,
 						   ze_event_handle_t hEvent)
 {
-	ze_result_t r = real(hCommandList, hEvent);
+	struct ze_mark m;
+	ze_result_t r;
 
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__mark(hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL, c->corr);
+	ze_track__mark_begin(&m, hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL);
+	r = real(hCommandList, hEvent);
+	ze_track__mark_end(&m, r, c->corr);
 	return r;
 }
 
@@ -392,10 +394,12 @@ ze_result_t ze_body_zeCommandListAppendWaitOnEvents(struct ze_call *c,
 						    ze_command_list_handle_t hCommandList,
 						    uint32_t numEvents, ze_event_handle_t *phEvents)
 {
-	ze_result_t r = real(hCommandList, numEvents, phEvents);
+	struct ze_mark m;
+	ze_result_t r;
 
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__mark(hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents, c->corr);
+	ze_track__mark_begin(&m, hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents);
+	r = real(hCommandList, numEvents, phEvents);
+	ze_track__mark_end(&m, r, c->corr);
 	return r;
 }
 
@@ -403,15 +407,16 @@ ze_result_t ze_body_zeCommandListAppendEventReset(
 	struct ze_call *c, __typeof__(&zeCommandListAppendEventReset) real,
 	ze_command_list_handle_t hCommandList, ze_event_handle_t hEvent)
 {
+	struct ze_mark m;
 	ze_result_t r;
 
 	/* On an immediate list the reset runs now: read the event before it does.
 	 * A regular list resets it when executed, which reads it first. */
 	if (ze_track__list_is_immediate(hCommandList))
 		ze_track__event_retire(hEvent, false);
+	ze_track__mark_begin(&m, hCommandList, ZE_CMD_RESET, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
-	if (r == ZE_RESULT_SUCCESS)
-		ze_track__mark(hCommandList, ZE_CMD_RESET, hEvent, 0, NULL, c->corr);
+	ze_track__mark_end(&m, r, c->corr);
 	return r;
 }
 

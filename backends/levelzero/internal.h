@@ -152,6 +152,8 @@ GT_HIDDEN void ze_dev__forget(void);
 
 #define ZE_EV_TIMESTAMPED   0x1 /* kernel timestamps, host visible: ours to read */
 #define ZE_EV_COUNTER_BASED 0x2
+#define ZE_EV_KERNEL_TS     0x4 /* kernel timestamps (queried into our memory if counter-based) */
+#define ZE_EV_HOST_DOMAIN   0x8 /* ... in host time (counter-based HOST_TIMESTAMP) */
 
 struct ze_event_info {
 	ze_event_pool_handle_t pool; /* NULL: a counter-based event without a pool */
@@ -205,6 +207,9 @@ struct ze_append {
 	ze_event_handle_t event; /* the signal event to pass to the real call */
 	bool own;                /* event is ours */
 	ze_event_handle_t chain; /* the program's untimed event, signaled after ours */
+	ze_event_handle_t query; /* the program's counter-based event, queried into slot */
+	ze_kernel_timestamp_result_t *slot;
+	bool host_domain;        /* its timestamps are host ns */
 	uint64_t ref_host, ref_ticks;
 	uint32_t waits, wait_name, wait_event; /* the command's wait events (ze_work) */
 };
@@ -217,12 +222,19 @@ GT_HIDDEN ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_comma
  * read (immediate list). */
 GT_HIDDEN void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
 				    uint64_t corr);
-/* After a successful append of a command without a signal event of its own (event signal,
- * event reset, wait on events): a barrier with one of our events marks on the device when
- * the list got past it. ev: the event signaled or reset. */
-GT_HIDDEN void ze_track__mark(ze_command_list_handle_t l, enum ze_cmd_kind kind,
-			      ze_event_handle_t ev, uint32_t nwait, const ze_event_handle_t *waits,
-			      uint64_t corr);
+/* A command without a signal event of its own (event signal, event reset, wait on
+ * events): a barrier with one of our events, and the same wait events, appended right
+ * before it marks on the device when it takes effect. ev: the event signaled or reset. */
+struct ze_mark {
+	struct ze_append a;
+	struct ze_work w;
+	ze_result_t barrier;
+};
+GT_HIDDEN void ze_track__mark_begin(struct ze_mark *m, ze_command_list_handle_t l,
+				    enum ze_cmd_kind kind, ze_event_handle_t ev, uint32_t nwait,
+				    const ze_event_handle_t *waits);
+/* After the command: r, its result (a failed one marks nothing). */
+GT_HIDDEN void ze_track__mark_end(struct ze_mark *m, ze_result_t r, uint64_t corr);
 
 /* State carried from the start to the end of a call that runs regular lists on a queue
  * (ExecuteCommandLists) or on an immediate list (ImmediateAppendCommandLists). */

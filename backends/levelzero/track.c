@@ -19,9 +19,12 @@
  * exit: the program never waits for us, and its events signal exactly as
  * before.
  *
- * Counter-based events (spec 1.8, 1.15) are never timed directly: each append
- * that signals one replaces its state, timestamps included, so ours is used
- * and chained, and the program's is never reset nor signaled by the host.
+ * Counter-based events (spec 1.8, 1.15) are never read directly: each append
+ * that signals one replaces its state, timestamps included. One with kernel
+ * timestamps stays the command's signal event (the program reads it), and a
+ * timestamp query appended right after copies its times into memory of ours
+ * and signals our event; one without is replaced by ours and chained. The
+ * program's is never reset nor signaled by the host.
  *
  * Barriers time like commands. An event signal, an event reset and a wait on
  * events have no signal event of their own: a barrier with one of ours after
@@ -64,12 +67,15 @@ struct ze_ctx {
 	ze_event_handle_t *all;  /* every event of ours, to destroy with the context */
 	ze_event_handle_t *free; /* reset and ready */
 	unsigned nall, nfree;
+	ze_kernel_timestamp_result_t **slots; /* per pool: host memory the queries write */
 };
 
 struct ze_cmd {
 	struct ze_work w;
 	ze_event_handle_t event;
 	bool own;
+	bool host_domain; /* the slot has host ns, not ticks */
+	ze_kernel_timestamp_result_t *slot; /* a query of the program's event writes here */
 	uint64_t append_corr;
 	struct ze_pending *pend; /* the read of its latest execution, until taken */
 };
@@ -121,6 +127,8 @@ struct ze_pending {
 	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
 	bool fence;          /* last of a batch with a fence: an instant after it */
 	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
+	bool host_domain;    /* the slot has host ns, not ticks */
+	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
 	struct ze_ctx *ctx;
 	struct ze_list *list; /* regular list owning the command */
@@ -137,6 +145,7 @@ struct ze_pending {
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
 static struct ze_map ze_lists;   /* list -> struct ze_list * */
 static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
+static struct ze_map ze_slots;   /* event of ours -> its timestamp slot */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
 static struct ze_pending *ze_pend_head, *ze_pend_tail, *ze_pend_spare;
 
@@ -181,7 +190,9 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
 		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
 	};
+	ze_host_mem_alloc_desc_t hdesc = { .stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC };
 	ze_event_pool_handle_t pool = NULL, *pools;
+	ze_kernel_timestamp_result_t **slots, *slot = NULL;
 	ze_event_handle_t *all, *fr;
 	size_t n = c->npools + 1;
 
@@ -199,8 +210,17 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 	if (!fr)
 		return -ENOMEM;
 	c->free = fr;
+	slots = realloc(c->slots, n * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	c->slots = slots;
 	if (ZE_REAL(zeEventPoolCreate)(c->handle, &desc, 0, NULL, &pool) != ZE_RESULT_SUCCESS)
 		return -EIO;
+	/* Without it, counter-based events with timestamps go untimed. */
+	if (ZE_REAL(zeMemAllocHost)(c->handle, &hdesc, ZE_POOL_EVENTS * sizeof(*slot), 64,
+				    (void **)&slot) != ZE_RESULT_SUCCESS)
+		slot = NULL;
+	c->slots[c->npools] = slot;
 	c->pools[c->npools++] = pool;
 	/* Handed out from the end of the free list: the first made goes first. */
 	for (edesc.index = ZE_POOL_EVENTS; edesc.index-- > 0;) {
@@ -208,6 +228,8 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 
 		if (ZE_REAL(zeEventCreate)(pool, &edesc, &ev) != ZE_RESULT_SUCCESS)
 			continue;
+		if (slot)
+			ze_map__put(&ze_slots, ev, (uintptr_t)&slot[edesc.index]);
 		c->all[c->nall++] = ev;
 		c->free[c->nfree++] = ev;
 	}
@@ -349,12 +371,14 @@ static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, u
 	unsigned n = 0, kind;
 	uint32_t cat;
 
+	if (!p->w.kind)
+		return;
 	if (p->w.kind >= ZE_CMD_MARKS) {
 		if (!ze__want(GT_KIND(SYNC)))
 			return;
 		switch (p->w.kind) {
 		case ZE_CMD_WAIT:
-			/* The list got past its wait at `end`: waiting since the row was free. */
+			/* Its events were signaled at `end`: waiting since the row was free. */
 			ze_pend__emit_sync(p, p->w.name, idle < end ? idle : end, end);
 			return;
 		case ZE_CMD_BARRIER:
@@ -472,12 +496,22 @@ static void ze_pend__read(struct ze_pending *p)
 	bool chained = false;
 
 	memset(&ts, 0, sizeof(ts));
-	if (ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts) != ZE_RESULT_SUCCESS) {
+	if (p->slot) {
+		/* Written by the device before our event signaled. */
+		ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
+	} else if (ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts) != ZE_RESULT_SUCCESS) {
 		ze_pend__drop(p, ze_str.lost_unread);
 		return;
 	}
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
+	if (p->host_domain) {
+		/* Host time already (a counter-based event with host timestamps); the row's
+		 * chain of ticks is left as it was. */
+		ze_pend__emit(p, p->ref_host < s ? p->ref_host : s, s, e > s ? e : s,
+			      (uint64_t)d->ns_per_tick + 1);
+		goto done;
+	}
 	if (!a) {
 		memset(&fresh, 0, sizeof(fresh));
 		a = &fresh;
@@ -511,6 +545,7 @@ static void ze_pend__read(struct ze_pending *p)
 	if (p->fence && ze__want(GT_KIND(SYNC)))
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
 				   ze_str.fence, end, end);
+done:
 	if (p->recycle)
 		ze_pend__recycle(p);
 	if (p->imm)
@@ -598,11 +633,29 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	if (!L->ctx)
 		goto out;
 	info = ze_event__get(program_event);
-	if (info && (info->flags & ZE_EV_COUNTER_BASED) && !L->in_order) {
-		/* Passed on untouched: the driver rejects it, as it would without us. */
-		goto out;
-	} else if (info && (info->flags & (ZE_EV_TIMESTAMPED | ZE_EV_COUNTER_BASED)) ==
-				   ZE_EV_TIMESTAMPED) {
+	if (info && (info->flags & ZE_EV_COUNTER_BASED)) {
+		/* Off an in-order list it goes to the driver untouched, which rejects it. */
+		if (!L->in_order)
+			goto out;
+		a->event = ze_ctx__event(L->ctx);
+		a->own = a->event != NULL;
+		if (!a->own)
+			goto out;
+		if (info->flags & ZE_EV_KERNEL_TS) {
+			/* The program reads its times: it keeps its event, a query copies them. */
+			a->slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, a->event);
+			a->query = program_event;
+			a->host_domain = info->flags & ZE_EV_HOST_DOMAIN;
+			if (!a->slot) {
+				L->ctx->free[L->ctx->nfree++] = a->event;
+				a->event = NULL;
+				a->own = false;
+				a->query = NULL;
+			}
+		} else {
+			a->chain = program_event;
+		}
+	} else if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
 		a->event = program_event;
 	} else if (program_event && !ze__event_valid(program_event)) {
 		/* Passed on untouched: the driver rejects it as before. */
@@ -621,12 +674,13 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 		a->event = NULL;
 		a->own = false;
 		a->chain = NULL;
+		a->query = NULL;
 		goto out;
 	}
 	ze__waits_locked(a, nwait, waits);
 out:
 	pthread_mutex_unlock(&ze_lock);
-	return a->own ? a->event : program_event;
+	return a->own && !a->query ? a->event : program_event;
 }
 
 /* An older read of the same program event would take this command's times. */
@@ -671,6 +725,17 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	w->waits = a->waits;
 	w->wait_name = a->wait_name;
 	w->wait_event = a->wait_event;
+	if (a->query && r == ZE_RESULT_SUCCESS &&
+	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
+							       NULL, a->event, 0, NULL) !=
+		    ZE_RESULT_SUCCESS) {
+		/* Never signaled: ours goes back; the command runs untimed. */
+		pthread_mutex_lock(&ze_lock);
+		L->ctx->free[L->ctx->nfree++] = a->event;
+		pthread_mutex_unlock(&ze_lock);
+		a->own = false;
+		a->event = NULL;
+	}
 	if (a->chain && r == ZE_RESULT_SUCCESS && ze__chain(L->handle, a->event, a->chain)) {
 		/* The program's event signals (early) but our times would be wrong. */
 		a->own = false;
@@ -697,6 +762,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->event = a->event;
 		p->recycle = a->own;
 		p->chain = a->chain;
+		p->slot = a->own ? a->slot : NULL;
+		p->host_domain = a->host_domain;
 		p->ctx = L->ctx;
 		p->imm = L;
 		p->seq = L->next_seq++;
@@ -724,6 +791,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	cmd->w = *w;
 	cmd->event = a->event;
 	cmd->own = a->own;
+	cmd->slot = a->own ? a->slot : NULL;
+	cmd->host_domain = a->host_domain;
 	cmd->append_corr = corr;
 	cmd->pend = NULL;
 	goto out;
@@ -733,27 +802,42 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-/* Sync marks: a barrier of ours after the command, its event read like any other. */
-void ze_track__mark(ze_command_list_handle_t l, enum ze_cmd_kind kind, ze_event_handle_t ev,
-		    uint32_t nwait, const ze_event_handle_t *waits, uint64_t corr)
+/*
+ * Sync marks: a barrier of ours right before the command, with the same wait events,
+ * its event read like any other: it passes when the row got there (and, for a wait,
+ * when the events were signaled), which is when the command takes effect.
+ */
+void ze_track__mark_begin(struct ze_mark *m, ze_command_list_handle_t l, enum ze_cmd_kind kind,
+			  ze_event_handle_t ev, uint32_t nwait, const ze_event_handle_t *waits)
 {
-	struct ze_event_info *info = NULL;
-	struct ze_append a;
-	struct ze_work w = { .kind = kind };
-	ze_result_t r;
+	struct ze_event_info *info;
 
-	if (!ze__want(GT_KIND(SYNC)) || !ze_track__append_begin(&a, l, NULL, nwait, waits))
+	memset(m, 0, sizeof(*m));
+	if (!ze__want(GT_KIND(SYNC)) || !ze_track__append_begin(&m->a, l, NULL, nwait, waits)) {
+		m->a.list = NULL;
 		return;
+	}
+	m->w.kind = kind;
 	pthread_mutex_lock(&ze_lock);
 	info = ze_event__named(kind == ZE_CMD_WAIT ? (waits && nwait ? waits[0] : NULL) : ev);
 	if (info)
-		w.name = kind == ZE_CMD_SIGNAL ? info->signal_name :
-			 kind == ZE_CMD_RESET ? info->reset_name : info->wait_name;
+		m->w.name = kind == ZE_CMD_SIGNAL ? info->signal_name :
+			    kind == ZE_CMD_RESET ? info->reset_name : info->wait_name;
 	else
-		w.name = ze_str.barrier;
+		m->w.name = ze_str.barrier;
 	pthread_mutex_unlock(&ze_lock);
-	r = ZE_REAL(zeCommandListAppendBarrier)(l, a.event, 0, NULL);
-	ze_track__append_end(&a, r, &w, corr);
+	m->barrier = ZE_REAL(zeCommandListAppendBarrier)(l, m->a.event, nwait,
+							 (ze_event_handle_t *)waits);
+}
+
+void ze_track__mark_end(struct ze_mark *m, ze_result_t r, uint64_t corr)
+{
+	if (!m->a.list)
+		return;
+	/* The command itself failed: our barrier is in the list, but marks nothing. */
+	if (r != ZE_RESULT_SUCCESS)
+		m->w.kind = 0;
+	ze_track__append_end(&m->a, m->barrier, &m->w, corr);
 }
 
 /* ---- regular lists run on a queue or an immediate list ---- */
@@ -857,6 +941,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 			}
 			p->w = cmd->w;
 			p->event = cmd->event;
+			p->slot = cmd->slot;
+			p->host_domain = cmd->host_domain;
 			p->ctx = L->ctx;
 			p->list = L;
 			p->cmd = j;
@@ -973,12 +1059,12 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 	/* The device is done with the list (the program's promise): read it all. */
 	ze__collect_locked();
 	if (L->immediate) {
-		struct ze_pending *p, *next;
-
-		for (p = ze_pend_head; p; p = next) {
-			next = p->next;
+		/* What the program waited for is done, but our commands after its last one (a
+		 * chain, a query, a run's end) may not be: their reads outlive the list (the
+		 * driver finishes a list's work before it frees it), read at the next sync. */
+		for (struct ze_pending *p = ze_pend_head; p; p = p->next) {
 			if (p->imm == L)
-				ze_pend__drop(p, ze_str.lost_unread);
+				p->imm = NULL;
 		}
 		ze_list__unpark(L, 0, true);
 	}
@@ -1109,17 +1195,23 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 		if (p->ctx == c || (p->gate && p->gate->ctx == c))
 			ze_pend__drop(p, ze_str.lost_unread);
 	}
+	for (unsigned i = 0; i < c->nall; i++)
+		ze_map__del(&ze_slots, c->all[i]);
 	if (!atomic_load(&ze_closed)) {
 		for (unsigned i = 0; i < c->nall; i++)
 			ZE_REAL(zeEventDestroy)(c->all[i]);
-		for (unsigned i = 0; i < c->npools; i++)
+		for (unsigned i = 0; i < c->npools; i++) {
 			ZE_REAL(zeEventPoolDestroy)(c->pools[i]);
+			if (c->slots[i])
+				ZE_REAL(zeMemFree)(c->handle, c->slots[i]);
+		}
 	}
 	/* Lists outliving their context (the program's mistake) keep no pointer to it. */
 	ze_map__each(&ze_lists, ze__orphan_list, c);
 	free(c->all);
 	free(c->free);
 	free(c->pools);
+	free(c->slots);
 	free(c);
 out:
 	pthread_mutex_unlock(&ze_lock);
@@ -1130,6 +1222,7 @@ void ze_track__forget(void)
 	ze_map__forget(&ze_ctxs);
 	ze_map__forget(&ze_lists);
 	ze_map__forget(&ze_queues);
+	ze_map__forget(&ze_slots);
 	ze_event__forget();
 	ze_map__forget(&ze_anchors);
 	ze_pend_head = ze_pend_tail = ze_pend_spare = NULL;

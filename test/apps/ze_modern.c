@@ -3,8 +3,8 @@
  * newer loader's entry points:
  *  - zeInitDrivers for GPU drivers (count, then handles);
  *  - an in-order immediate compute list; per iteration: copy HtoD, kernel "modern_scale"
- *    launched with zeCommandListAppendLaunchKernelWithArguments (8x1x1 groups of
- *    64x1x1) signalling a counter-based event, a wait on that event on an in-order copy
+ *    launched with zeCommandListAppendLaunchKernelWithArguments (16384x1x1 groups of
+ *    64x1x1: 1 ms on the simulated device) signalling a counter-based event, a wait on that event on an in-order copy
  *    list, copy DtoH there signalling a second counter-based event, and
  *    zeCommandListHostSynchronize of the compute list, zeEventHostSynchronize of the copy;
  *  - an in-order regular list (kernel "modern_graph", 4x1x1 of 16x1x1, launched with
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	ze_kernel_handle_t graph = app_kernel(module, "modern_graph", 16, 1, 1);
 	uint8_t *host = app_host_alloc(&z, bytes), *back = app_host_alloc(&z, bytes);
 	void *dev = app_device_alloc(&z, bytes);
-	const ze_group_count_t groups = { 8, 1, 1 }, graph_groups = { 4, 1, 1 };
+	const ze_group_count_t groups = { 16384, 1, 1 }, graph_groups = { 4, 1, 1 };
 	const ze_group_size_t size = { 64, 1, 1 };
 	uint32_t factor = 3;
 	void *args[] = { &dev, &factor };

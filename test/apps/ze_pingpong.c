@@ -1,13 +1,13 @@
 /* ze_pingpong [rounds=8]: what Level Zero's ping-pong test does, written here. Two
  * immediate lists on two compute engines take turns: each round list A runs kernel
- * "ping" and signals event P; list B waits for P, runs "pong" and signals Q; the host
- * waits for Q and resets both events for the next round. */
+ * "ping" (500 us on the simulated device) and signals event P; list B waits for P, runs
+ * "pong" (1.4 us) and signals Q; the host waits for Q and resets both events. */
 #include "ze_app.h"
 
 int main(int argc, char **argv)
 {
 	unsigned long rounds = test_arg(argc, argv, 1, 8);
-	const ze_group_count_t groups = { 2, 1, 1 };
+	const ze_group_count_t ping_groups = { 1000, 1, 1 }, pong_groups = { 2, 1, 1 };
 	struct app_ze z;
 
 	app_ze_setup(&z);
@@ -19,8 +19,8 @@ int main(int argc, char **argv)
 	ze_event_handle_t p = app_event(pool, 0), q = app_event(pool, 1);
 
 	for (unsigned long r = 0; r < rounds; r++) {
-		ZE_CHECK(zeCommandListAppendLaunchKernel(a, ping, &groups, p, 0, NULL));
-		ZE_CHECK(zeCommandListAppendLaunchKernel(b, pong, &groups, q, 1, &p));
+		ZE_CHECK(zeCommandListAppendLaunchKernel(a, ping, &ping_groups, p, 0, NULL));
+		ZE_CHECK(zeCommandListAppendLaunchKernel(b, pong, &pong_groups, q, 1, &p));
 		ZE_CHECK(zeEventHostSynchronize(q, UINT64_MAX));
 		APP_EXPECT(zeEventQueryStatus(p) == ZE_RESULT_SUCCESS, "pong before ping");
 		ZE_CHECK(zeEventHostReset(p));

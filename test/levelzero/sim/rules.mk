@@ -10,9 +10,9 @@ $(BUILD)/libze_sim.so: $(ZE_SIM_SRCS) test/levelzero/sim/sim.h test/levelzero/si
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -fvisibility=hidden -Werror=incompatible-pointer-types \
 	  -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $(ZE_SIM_SRCS) -lpthread -lm
 
-$(BUILD)/test/levelzero/sim/sim_probe: test/levelzero/sim/sim_probe.c
+$(BUILD)/test/levelzero/sim/sim_probe: test/levelzero/sim/sim_probe.c backends/levelzero/ze_newer.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader
 
 TEST_BUILD += $(BUILD)/libze_sim.so $(BUILD)/test/levelzero/sim/sim_probe
 endif

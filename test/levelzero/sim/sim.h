@@ -139,7 +139,9 @@ void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t e
 ze_result_t sim_cb_misuse(const char *call, const char *rule);
 
 /* ---- sim_queue.c: engines shared by the queues and immediate lists on them ---- */
-enum sim_cmd_op { SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_NOP };
+enum sim_cmd_op {
+	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP
+};
 
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
 struct sim_wait {
@@ -162,6 +164,9 @@ struct sim_cmd {
 	struct sim_fence *fence;	/* fence of an ExecuteCommandLists batch */
 	uint32_t nwait;
 	struct sim_wait *wait;
+	uint32_t nquery;		/* zeCommandListAppendQueryKernelTimestamps */
+	struct sim_wait *query;		/* its events, as they were when it was submitted */
+	size_t *offsets;		/* where each result goes in dst (NULL: one after another) */
 	uint64_t enqueue_ns;
 	uint64_t seq;			/* submission order across the engine's streams */
 	struct sim_cmd *next;

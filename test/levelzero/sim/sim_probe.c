@@ -4,7 +4,10 @@
  *   timeline           kernels, copies, a fill and a barrier of known durations on one queue,
  *                      and a zeCommandListAppendWriteGlobalTimestamp after the first kernel
  *   kernels N NS       N back-to-back kernels of NS ns each on one queue
- *   concurrent NS      one NS-ns kernel on each of two compute queues, submitted together
+ *   concurrent NS [O1 I1 O2 I2]
+ *                      one NS-ns kernel on each of two queues (ordinal, index; default the
+ *                      two compute queues 0.0 and 0.1), submitted together
+ *   counter            counter-based events: first state, the rules, the latest signal
  *   events             wait-event semantics and kernel-timestamp query result codes
  *   fork               use a queue in the parent, then in a forked child
  * Timestamps are raw device ticks; every "cmd" line is: cmd <what> expect_ns=<n>
@@ -13,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/levelzero/ze_newer.h"
 #include "../../apps/ze_app.h"
 
 static uint64_t raw_ns(void)
@@ -180,10 +184,10 @@ static int mode_kernels(unsigned long n, unsigned long ns)
 	return 0;
 }
 
-static int mode_concurrent(unsigned long ns)
+static int mode_concurrent(unsigned long ns, const uint32_t at[4])
 {
-	ze_command_queue_handle_t q[2] = { app_queue(&z, 0, 0), app_queue(&z, 0, 1) };
-	ze_command_list_handle_t l[2] = { app_list(&z, 0), app_list(&z, 0) };
+	ze_command_queue_handle_t q[2] = { app_queue(&z, at[0], at[1]), app_queue(&z, at[2], at[3]) };
+	ze_command_list_handle_t l[2] = { app_list(&z, at[0]), app_list(&z, at[2]) };
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 2);
 	ze_kernel_handle_t k = kernel("timed", 1, 1, 1);
 	ze_group_count_t g = { (uint32_t)ns, 1, 1 };
@@ -205,6 +209,44 @@ static int mode_concurrent(unsigned long ns)
 	printf("submit_ns=%" PRIu64 " done_ns=%" PRIu64 "\n", t0, t1);
 	for (int i = 0; i < 2; i++)
 		print_cmd(&c[i]);
+	return 0;
+}
+
+/* Counter-based events: complete before any signal; the host may neither reset nor signal
+ * one; only an in-order list may signal it; a wait sees the latest signal. */
+static int mode_counter(void)
+{
+	ze_command_queue_desc_t qd = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0,
+				       ZE_COMMAND_QUEUE_FLAG_IN_ORDER,
+				       ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+				       ZE_COMMAND_QUEUE_PRIORITY_NORMAL };
+	ze_event_pool_counter_based_exp_desc_t cb = {
+		ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC, NULL, 0 };
+	ze_event_pool_desc_t pd = { ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, &cb,
+				    ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+				    ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 1 };
+	ze_command_list_handle_t in_order, plain = app_immediate_list(&z, 0, 1);
+	ze_kernel_handle_t k = kernel("cb", 1, 1, 1);
+	ze_group_count_t shortg = { 1000, 1, 1 }, longg = { 20000000, 1, 1 };
+	ze_event_pool_handle_t pool;
+	ze_event_handle_t ev;
+
+	ZE_CHECK(zeCommandListCreateImmediate(z.context, z.device, &qd, &in_order));
+	ZE_CHECK(zeEventPoolCreate(z.context, &pd, 1, &z.device, &pool));
+	ev = app_event(pool, 0);
+	printf("fresh_status=0x%x\n", (unsigned)zeEventQueryStatus(ev));
+	printf("host_reset=0x%x\n", (unsigned)zeEventHostReset(ev));
+	printf("host_signal=0x%x\n", (unsigned)zeEventHostSignal(ev));
+	printf("append_reset=0x%x\n", (unsigned)zeCommandListAppendEventReset(in_order, ev));
+	printf("out_of_order_signal=0x%x\n",
+	       (unsigned)zeCommandListAppendLaunchKernel(plain, k, &shortg, ev, 0, NULL));
+	/* A short kernel, then a 20 ms one, both signalling it: it completes with the second. */
+	ZE_CHECK(zeCommandListAppendLaunchKernel(in_order, k, &shortg, ev, 0, NULL));
+	ZE_CHECK(zeCommandListAppendLaunchKernel(in_order, k, &longg, ev, 0, NULL));
+	usleep(5000);
+	printf("status_during_second=0x%x\n", (unsigned)zeEventQueryStatus(ev));
+	ZE_CHECK(zeEventHostSynchronize(ev, UINT64_MAX));
+	print_cmd(&(struct probe_cmd){ "latest", 20000000, ev });
 	return 0;
 }
 
@@ -295,8 +337,14 @@ int main(int argc, char **argv)
 		return mode_timeline();
 	if (!strcmp(mode, "kernels"))
 		return mode_kernels(test_arg(argc, argv, 2, 4), test_arg(argc, argv, 3, 1000000));
-	if (!strcmp(mode, "concurrent"))
-		return mode_concurrent(test_arg(argc, argv, 2, 2000000));
+	if (!strcmp(mode, "concurrent")) {
+		const uint32_t at[4] = { test_arg(argc, argv, 3, 0), test_arg(argc, argv, 4, 0),
+					 test_arg(argc, argv, 5, 0), test_arg(argc, argv, 6, 1) };
+
+		return mode_concurrent(test_arg(argc, argv, 2, 2000000), at);
+	}
+	if (!strcmp(mode, "counter"))
+		return mode_counter();
 	if (!strcmp(mode, "events"))
 		return mode_events();
 	if (!strcmp(mode, "fork"))

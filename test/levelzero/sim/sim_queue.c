@@ -23,9 +23,24 @@ static void cmd_free_locked(struct sim_cmd *c)
 {
 	for (uint32_t i = 0; i < c->nwait; i++)
 		sim_cb_put_locked(c->wait[i].cb);
+	for (uint32_t i = 0; i < c->nquery; i++)
+		sim_cb_put_locked(c->query[i].cb);
 	sim_cb_put_locked(c->signal_cb);
 	free(c->wait);
+	free(c->query);
+	free(c->offsets);
 	free(c);
+}
+
+/* An array of n events to wait on or query, with no state taken yet. */
+static struct sim_wait *waits_new(uint32_t n, struct sim_event *const *events,
+				  const struct sim_wait *from)
+{
+	struct sim_wait *w = n ? calloc(n, sizeof(*w)) : NULL;
+
+	for (uint32_t i = 0; w && i < n; i++)
+		w[i].ev = events ? events[i] : from[i].ev;
+	return w;
 }
 
 static void cmd_chain_free_locked(struct sim_cmd *c)
@@ -54,16 +69,19 @@ static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
 		return NULL;
 	*c = *proto;
 	c->next = NULL;
-	c->wait = NULL;
 	c->signal_cb = NULL;
-	if (proto->nwait) {
-		c->wait = calloc(proto->nwait, sizeof(*c->wait));
-		if (!c->wait) {
-			free(c);
-			return NULL;
-		}
-		for (uint32_t i = 0; i < proto->nwait; i++)
-			c->wait[i].ev = proto->wait[i].ev;
+	c->wait = waits_new(proto->nwait, NULL, proto->wait);
+	c->query = waits_new(proto->nquery, NULL, proto->query);
+	c->offsets = NULL;
+	if (proto->offsets && (c->offsets = malloc(proto->nquery * sizeof(size_t))))
+		memcpy(c->offsets, proto->offsets, proto->nquery * sizeof(size_t));
+	if ((proto->nwait && !c->wait) || (proto->nquery && !c->query) ||
+	    (proto->offsets && !c->offsets)) {
+		free(c->wait);
+		free(c->query);
+		free(c->offsets);
+		free(c);
+		return NULL;
 	}
 	return c;
 }
@@ -73,16 +91,20 @@ static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
  * events' states as they are now, then its own counter-based signal event moves to a new
  * state it will complete (in that order: a command may wait on the event it signals).
  */
-static void cmd_submit_locked(struct sim_cmd *c)
+static void waits_take_locked(struct sim_wait *w, uint32_t n)
 {
-	for (uint32_t i = 0; i < c->nwait; i++) {
-		struct sim_wait *w = &c->wait[i];
-
-		if (sim_obj_alive_locked(w->ev, SIM_K_EVENT) && w->ev->counter_based) {
-			w->counter_based = true;
-			w->cb = sim_cb_ref_locked(w->ev->cb);
+	for (uint32_t i = 0; i < n; i++) {
+		if (sim_obj_alive_locked(w[i].ev, SIM_K_EVENT) && w[i].ev->counter_based) {
+			w[i].counter_based = true;
+			w[i].cb = sim_cb_ref_locked(w[i].ev->cb);
 		}
 	}
+}
+
+static void cmd_submit_locked(struct sim_cmd *c)
+{
+	waits_take_locked(c->wait, c->nwait);
+	waits_take_locked(c->query, c->nquery);
 	if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT) &&
 	    c->signal->counter_based) {
 		struct sim_cb_state *st = sim_cb_new_locked();
@@ -115,10 +137,52 @@ static bool cmd_waits_done_locked(const struct sim_cmd *c, uint64_t *ready_ns)
 	return true;
 }
 
+/* sim_lock held. One event's kernel timestamps as a query command writes them: those of
+ * the state it was submitted with; all ones when it had not completed (undefined). */
+static void query_one_locked(const struct sim_wait *w, ze_kernel_timestamp_result_t *out)
+{
+	const struct sim_event *ev = w->ev;
+	uint64_t start, end;
+	bool done, host;
+
+	if (w->counter_based) {
+		done = w->cb && w->cb->done;
+		start = done ? w->cb->start_ns : 0;
+		end = done ? w->cb->end_ns : 0;
+	} else if (sim_obj_alive_locked(ev, SIM_K_EVENT)) {
+		done = ev->signaled;
+		start = ev->start_ns;
+		end = ev->end_ns;
+	} else {
+		done = false;
+		start = end = 0;
+	}
+	host = w->counter_based || sim_obj_alive_locked(ev, SIM_K_EVENT) ? ev->host_timestamps
+									  : false;
+	if (!done) {
+		memset(out, 0xff, sizeof(*out));
+		return;
+	}
+	out->global.kernelStart = host ? start : sim_dev_ticks(start);
+	out->global.kernelEnd = host ? end : sim_dev_ticks(end);
+	out->context = out->global;
+}
+
 /* Moves the bytes; the simulated duration was fixed at append time. */
 static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 {
 	switch (c->op) {
+	case SIM_OP_QUERY:
+		pthread_mutex_lock(&sim_lock);
+		for (uint32_t i = 0; i < c->nquery; i++) {
+			size_t off = c->offsets ? c->offsets[i]
+						: i * sizeof(ze_kernel_timestamp_result_t);
+
+			query_one_locked(&c->query[i], (ze_kernel_timestamp_result_t *)
+					 ((uint8_t *)c->dst + off));
+		}
+		pthread_mutex_unlock(&sim_lock);
+		break;
 	case SIM_OP_TIMESTAMP:
 		*(uint64_t *)c->dst = sim_dev_ticks(start_ns);
 		break;
@@ -631,24 +695,18 @@ static ze_result_t check_events(ze_event_handle_t signal, uint32_t nwait,
 static struct sim_cmd *cmd_make(const struct sim_cmd *proto, ze_event_handle_t signal,
 				uint32_t nwait, ze_event_handle_t *waits)
 {
-	struct sim_cmd *c = malloc(sizeof(*c));
+	struct sim_cmd *c = cmd_clone(proto);
 
 	if (!c)
 		return NULL;
-	*c = *proto;
-	c->next = NULL;
 	c->signal = (struct sim_event *)signal;
-	c->signal_cb = NULL;
 	c->nwait = nwait;
-	c->wait = NULL;
-	if (nwait) {
-		c->wait = calloc(nwait, sizeof(*c->wait));
-		if (!c->wait) {
-			free(c);
-			return NULL;
-		}
-		for (uint32_t i = 0; i < nwait; i++)
-			c->wait[i].ev = (struct sim_event *)waits[i];
+	free(c->wait);
+	c->wait = waits_new(nwait, (struct sim_event *const *)waits, NULL);
+	if (nwait && !c->wait) {
+		c->nwait = 0;
+		cmd_chain_free(c);
+		return NULL;
 	}
 	return c;
 }
@@ -875,6 +933,42 @@ static ze_result_t list_append_write_global_timestamp(ze_command_list_handle_t h
 			   "zeCommandListAppendWriteGlobalTimestamp");
 }
 
+static ze_result_t list_append_query_kernel_timestamps(ze_command_list_handle_t h, uint32_t n,
+						       ze_event_handle_t *events, void *dst,
+						       const size_t *offsets, ze_event_handle_t signal,
+						       uint32_t nwait, ze_event_handle_t *waits)
+{
+	struct sim_cmd proto = { .op = SIM_OP_QUERY, .dst = dst };
+	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
+
+	if (r)
+		return r;
+	SIM_NOT_NULL(events);
+	SIM_NOT_NULL(dst);
+	if (n == 0)
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	for (uint32_t i = 0; i < n; i++) {
+		if ((r = sim_obj_check(events[i], SIM_K_EVENT)))
+			return r;
+		if (!((struct sim_event *)events[i])->timestamps)
+			return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	}
+	proto.nquery = n;
+	proto.query = waits_new(n, (struct sim_event *const *)events, NULL);
+	if (!proto.query)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	if (offsets && (proto.offsets = malloc(n * sizeof(size_t))))
+		memcpy(proto.offsets, offsets, n * sizeof(size_t));
+	if (offsets && !proto.offsets) {
+		free(proto.query);
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	}
+	r = list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendQueryKernelTimestamps");
+	free(proto.query);
+	free(proto.offsets);
+	return r;
+}
+
 static ze_result_t list_append_memory_prefetch(ze_command_list_handle_t h, const void *p,
 					       size_t size)
 {
@@ -1009,6 +1103,7 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnAppendWriteGlobalTimestamp = list_append_write_global_timestamp;
 	t->pfnAppendMemoryPrefetch = list_append_memory_prefetch;
 	t->pfnAppendMemAdvise = list_append_mem_advise;
+	t->pfnAppendQueryKernelTimestamps = list_append_query_kernel_timestamps;
 }
 
 /* Each entry only when both the loader's table (version) and the simulated spec have it. */

@@ -302,3 +302,131 @@ def test_ze_errors():
     assert len(lines) == 29
     # Same codes on every run.
     assert launch([APPS / "ze_errors"]) == out
+
+
+# ---- spec 1.10+ (test/levelzero/sim/README.md, "Versions") ----
+
+NEWLOADER = BUILD / "test" / "levelzero" / "newloader"
+
+
+def newer_loader(env=None):
+    """The test-only loader with a newer loader's entry points, first in the search path."""
+    need(NEWLOADER / "libze_loader.so.1")
+    return dict(env or {}, LD_LIBRARY_PATH=str(NEWLOADER))
+
+
+def test_spec_version_selectable_down_to_1_4():
+    for v in ("1.4", "1.10", "1.17"):
+        assert f"api={v}" in probe("props", env={"ZE_SIM_API_VERSION": v})
+    need(PROBE)
+    r = run([PROBE, "props"], traced=False, env=sim_env({"ZE_SIM_API_VERSION": "2.0"}))
+    assert r.returncode == 0
+    assert r.stderr.decode().splitlines() == [
+        "ze_sim: ZE_SIM_API_VERSION='2.0' is not a version from 1.4 to 1.17; using 1.17"]
+    assert "api=1.17" in r.stdout.decode()
+
+
+def test_queues_on_one_engine_take_turns():
+    """Two queues of the copy group (ordinal 1, index 0 both): one engine, one command at a
+    time, in simulated time and for real."""
+    ns = 20_000_000
+    out = probe("concurrent", ns, 1, 0, 1, 0)
+    (_, s0, e0), (_, s1, e1) = cmds(out)
+    sync, times = first(out, "sync"), first(out, "submit_ns")
+    h = sorted([(to_host(sync, s0), to_host(sync, e0)), (to_host(sync, s1), to_host(sync, e1))])
+    for s, e in h:
+        assert abs((e - s) - ns) < TICK
+    assert h[1][0] >= h[0][1] - TICK                 # back to back, no overlap
+    wall = int(times["done_ns"]) - int(times["submit_ns"])
+    assert wall >= 2 * ns
+
+
+def test_counter_based_event_rules_and_latest_signal():
+    need(PROBE)
+    r = run([PROBE, "counter"], traced=False, env=sim_env())
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    p = {k: v for l in out.splitlines() for k, v in fields(l).items()}
+    assert p["fresh_status"] == "0x0"                # complete before any signal
+    for rule in ("host_reset", "host_signal", "append_reset", "out_of_order_signal"):
+        assert p[rule] == "0x78000004"               # ZE_RESULT_ERROR_INVALID_ARGUMENT
+    assert p["status_during_second"] == "0x1"        # NOT_READY: the latest signal counts
+    (_, s, e), = cmds(out)
+    assert abs((e - s) * TICK - 20_000_000) < TICK   # its times are the latest command's
+    lines = r.stderr.decode().splitlines()           # each broken rule said out loud
+    assert len(lines) == 4 and all(l.startswith("ze_sim: ") for l in lines), lines
+
+
+def test_property_calls_of_ze_info():
+    out = launch([APPS / "ze_info"]).splitlines()
+    assert "module: SPIR-V 1.4, fp16 yes, fp64 yes, max arguments 2048 bytes" in out
+    assert "memory access: host 0x3, device 0x3, shared 0x3" in out
+    assert "cache 0: 16777216 bytes" in out
+    assert "images: not supported" in out
+    assert "driver version 1, API 1.17, 2 extension(s)" in out
+    old = launch([APPS / "ze_info"], env={"ZE_SIM_API_VERSION": "1.4"}).splitlines()
+    assert "driver version 1, API 1.4, 0 extension(s)" in old
+
+
+def test_counter_based_event_completes_with_the_last_copy():
+    out = launch([APPS / "ze_counterbased"]).splitlines()
+    assert out == ["4 copies of 262144 bytes done when the event completed",
+                   "the event's timestamps are the last copy's"]
+    # A 1.4 driver knows no counter-based pools: the event is a plain one, which the host
+    # may reset and signal, and which stays signaled from the first of two kernels.
+    r = run([PROBE, "counter"], traced=False, env=sim_env({"ZE_SIM_API_VERSION": "1.4"}))
+    assert r.returncode == 0 and not r.stderr
+    p = {k: v for l in r.stdout.decode().splitlines() for k, v in fields(l).items()}
+    assert p["host_reset"] == p["host_signal"] == p["status_during_second"] == "0x0"
+
+
+@pytest.mark.parametrize("version", ["1.17", "1.14"])
+def test_modern_program_on_the_newer_loader(version):
+    out = launch([APPS / "ze_modern", 2, 4096],
+                 env=newer_loader({"ZE_SIM_API_VERSION": version})).splitlines()
+    made = "zeEventCounterBasedCreate" if version == "1.17" else "event pool extension"
+    assert out[:2] == [f"drivers: 1, API {version}", f"counter-based events: {made}"]
+    assert out[-1] == "recorded list: 2 runs done"
+    assert len(out) == 5
+
+
+def test_newer_entry_points_need_the_driver_too():
+    """The newer loader in front of a 1.4 driver: zeInitDrivers falls back on zeInit, the
+    entries the driver lacks answer UNSUPPORTED_FEATURE, and the program says it needs 1.14."""
+    need(APPS / "ze_modern")
+    r = run([APPS / "ze_modern"], traced=False,
+            env=sim_env(newer_loader({"ZE_SIM_API_VERSION": "1.4"})))
+    assert r.returncode == 1
+    assert r.stdout.decode().splitlines() == ["drivers: 1, API 1.4"]
+    assert b"this program needs a driver of spec 1.14" in r.stderr
+
+
+def test_hello_starts_as_its_loader_allows():
+    old = launch([APPS / "ze_hello"]).splitlines()
+    new = launch([APPS / "ze_hello"], env=newer_loader()).splitlines()
+    assert old[0] == "init: zeInit (this loader has no zeInitDrivers)"
+    assert new[0] == "init: zeInitDrivers, 1 GPU driver(s)"
+    assert old[1:] == new[1:] == ["component loader", "driver API 1.17",
+                                  "device gputrace simulated GPU",
+                                  "signaled from the device and seen by the host"]
+
+
+def test_sysman_answers_unsupported():
+    assert launch([APPS / "ze_sysman"]).splitlines() == [
+        "sysman: device properties: not supported by this driver (0x78000003)"]
+    assert launch([APPS / "ze_sysman"], env=newer_loader()).splitlines() == [
+        "sysman: zesInit: not supported by this driver (0x78000003)",
+        "sysman: device properties: not supported by this driver (0x78000003)"]
+
+
+@pytest.mark.parametrize("app", ["ze_event_reset", "ze_bandwidth", "ze_peak", "ze_pingpong"])
+def test_equivalents_of_level_zero_samples(app):
+    expect = {
+        "ze_event_reset": [f"round {r}: done, A reset on the device, B reset on the host"
+                           for r in range(3)],
+        "ze_bandwidth": ["HtoD: 3 x 1048576 bytes", "DtoH: 3 x 1048576 bytes",
+                         "bidirectional: 3 x 2 x 1048576 bytes"],
+        "ze_peak": ["fp32: 64 groups timed", "fp64: 64 groups timed"],
+        "ze_pingpong": ["8 rounds of ping and pong"],
+    }
+    assert launch([APPS / app]).splitlines() == expect[app]
