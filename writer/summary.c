@@ -343,6 +343,9 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		s->last_ns = end;
 	s->spans++;
 
+	/* A queue waiting on an event (a gpu_sync span) is not busy. */
+	if (sp->device && is_cat(sp->cat, "gpu_sync"))
+		return;
 	if (sp->device) {
 		r = table__get(s, &s->t[T_DEVICES], sp->device);
 		if (r) {
@@ -553,11 +556,31 @@ static double bandwidth(uint64_t bytes, uint64_t ns)
 	return ns ? (double)bytes * 1e9 / (double)ns : 0.0;
 }
 
+/* Bytes per second in the unit that keeps three significant digits (decimal units, as
+ * bandwidth is quoted): a slow copy reads 512 KB/s or 12.0 B/s, never 0.00 GB/s. */
+static const char *fmt_rate(char *buf, size_t len, double bps)
+{
+	static const char *const units[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
+	unsigned u = 0;
+
+	while (bps >= 1000.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		bps /= 1000.0;
+		u++;
+	}
+	if (bps >= 100.0 || bps == 0.0)
+		snprintf(buf, len, "%.0f %s", bps, units[u]);
+	else if (bps >= 10.0)
+		snprintf(buf, len, "%.1f %s", bps, units[u]);
+	else
+		snprintf(buf, len, "%.2f %s", bps, units[u]);
+	return buf;
+}
+
 static void print_copies(FILE *f, const struct table *t)
 {
 	uint64_t count, total, bytes;
 	const struct row **v = table__sorted(t, false, &count, &total, &bytes);
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	if (!v || !t->used) {
 		free(v);
@@ -570,9 +593,9 @@ static void print_copies(FILE *f, const struct table *t)
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
 		const struct row *r = v[i];
 
-		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %8.2f GB/s\n", r->name, r->count,
+		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %12s\n", r->name, r->count,
 			fmt_bytes(a, sizeof(a), r->bytes), fmt_ns(b, sizeof(b), r->total_ns),
-			bandwidth(r->bytes, r->total_ns) / 1e9);
+			fmt_rate(c, sizeof(c), bandwidth(r->bytes, r->total_ns)));
 	}
 	free(v);
 }

@@ -92,6 +92,8 @@ int main(int argc, char **argv)
 		return cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "reach"))
+		return cmd_reach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version")) {
 		printf("gputrace-tool %s\n", GPUTRACE_VERSION);
 		return 0;

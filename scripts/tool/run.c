@@ -201,6 +201,8 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, WHO ": cannot supervise the command: %s\n", strerror(-err));
 		return 1;
 	}
+	/* A CMD preload cannot reach runs unchanged, untraced: said once, before. */
+	reach__warn(r.cmd[0]);
 	err = sup__spawn(&r.sup, r.cmd, cmd_env);
 	if (err) {
 		/* as a shell says it: 127 not found, 126 found but not runnable */

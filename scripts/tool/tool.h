@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 
 #ifndef GPUTRACE_VERSION
 #define GPUTRACE_VERSION "unknown"
@@ -16,6 +17,14 @@ int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_reach(int argc, char **argv);
+
+/* Can LD_PRELOAD reach the program at path (reach.c)? 1 and why (one line) when it cannot;
+ * 0 when it can, or when that cannot be told. depth: 0 (scripts are followed once). */
+int reach__check(const char *path, char *why, size_t len, int depth);
+/* gputrace run: one line on stderr when CMD (a name found as execvp finds it) cannot be
+ * reached by LD_PRELOAD; nothing otherwise. */
+void reach__warn(const char *cmd);
 
 /* The gputrace command's usage (gputrace --help, gputrace run --help). */
 void tool__usage(FILE *f);

@@ -206,6 +206,29 @@ static const char *row_with(const char *text, const char *tail)
 	return p;
 }
 
+/* Bandwidth in a unit that never prints a slow copy as 0.00 GB/s; waits are not busy. */
+START_TEST(test_bandwidth_units)
+{
+	struct summary *s = summary__new();
+	char *text;
+
+	add(s, "gpu_memcpy", "Memcpy HtoD", 0, 1000, "GPU 0", 8192, "HtoD");      /* 8.19 GB/s */
+	add(s, "gpu_memcpy", "Memcpy DtoH", 0, 1000000, "GPU 0", 512000, "DtoH"); /* 512 MB/s */
+	add(s, "gpu_memcpy", "Memcpy DtoD", 0, 1000000000, "GPU 0", 12345, "DtoD"); /* 12.3 KB/s */
+	add(s, "gpu_memset", "Memset", 0, 4000000000, "GPU 0", 12, NULL);         /* 3.00 B/s */
+	add(s, "gpu_sync", "Wait event 1.0", 5000000000, 1000, "GPU 0", 0, NULL);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, " 8.19 GB/s\n") && strstr(text, " 512 MB/s\n") &&
+		      strstr(text, " 12.3 KB/s\n") && strstr(text, " 3.00 B/s\n"), "%s", text);
+	ck_assert_msg(!strstr(text, "0.00 GB/s"), "%s", text);
+	/* the wait after the copies is no busy time, and no span of the device */
+	ck_assert_msg(strstr(text, "busy 4000.000 ms of 5000.001 ms (80.0%), 4 spans"), "%s", text);
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
 START_TEST(test_one_call_two_calls)
 {
 	struct summary *s = summary__new();
@@ -463,6 +486,7 @@ int main(void)
 	tcase_add_test(tc, test_busy_is_a_union);
 	tcase_add_test(tc, test_rows_are_bounded);
 	tcase_add_test(tc, test_print_block_is_indented);
+	tcase_add_test(tc, test_bandwidth_units);
 	tcase_add_test(tc, test_one_call_two_calls);
 	tcase_add_test(tc, test_long_names_never_look_alike);
 	tcase_add_test(tc, test_devices_by_process);

@@ -58,3 +58,11 @@ $(CLI_OUT)/stack_cost: test/cli/stack_cost.c $(CLI_OUT)/libstackapi.so
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -L$(CLI_OUT) -lstackapi -Wl,-rpath,$(abspath $(CLI_OUT))
 
 BENCH_BUILD += $(CLI_OUT)/stack_cost
+
+# What preload cannot reach: a statically linked program (no sanitizer: those need the
+# dynamic linker themselves).
+$(CLI_OUT)/static_hello: test/cli/static_hello.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -static -o $@ $<
+
+TEST_BUILD += $(CLI_OUT)/static_hello
