@@ -4,7 +4,11 @@
  *   ZE_ENABLE_ALT_DRIVERS=/abs/path/to/build/libze_sim.so ./app
  *
  * BEHAVIOUR CONTRACT (tests and users rely on it; keep README.md in sync)
- * - One driver (API version 1.4) with one device named "gputrace simulated GPU".
+ * - One driver playing spec 1.17, or ZE_SIM_API_VERSION (1.4 to 1.17), with one device
+ *   named "gputrace simulated GPU". A table entry is filled only when the loader's requested
+ *   version and the played one both have it (see README.md, "Versions": zeInitDrivers,
+ *   zeCommandListHostSynchronize, in-order lists, counter-based events, launches with
+ *   arguments, regular lists run on immediate lists, zeDeviceSynchronize...).
  *   Command queue groups: ordinal 0 = compute (COMPUTE|COPY flags, 2 queues),
  *   ordinal 1 = copy (COPY flag, 1 queue). Fill patterns up to 128 bytes (power of two).
  * - Durations: a kernel launch runs groupCountX·Y·Z × groupSizeX·Y·Z ns (group size is
@@ -12,13 +16,15 @@
  *   B bytes runs max(1000, B/10) ns. Barriers, signal, wait and event-reset commands take
  *   0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
  *   device_ticks(its simulated start).
- * - Each command queue and each immediate command list has one worker thread that runs its
- *   commands in submission order, one at a time; different queues/lists run concurrently.
+ * - Three engines (compute 0.0 and 0.1, copy 1.0), one worker thread each. Every queue and
+ *   immediate list runs its commands in order on the engine of its (ordinal, index); an
+ *   engine runs one command at a time (its earliest runnable head, then the first
+ *   submitted), so queues on one engine take turns; different engines run concurrently.
  *   A command is runnable from the host time it was submitted (zeCommandQueueExecute-
  *   CommandLists for regular lists, the append for immediate lists), or later when it
  *   waits on events: then from the latest simulated signal time of those events (the end
  *   of the signalling command, or the host time of zeEventHostSignal).
- *   Simulated start = max(runnable, end of the previous command on that queue);
+ *   Simulated start = max(runnable, end of the previous command on that engine);
  *   end = start + duration. Copies and fills really move the bytes; a command completes
  *   (its signal event and a batch fence become signalled) no earlier in real time than its
  *   simulated end (CLOCK_MONOTONIC_RAW). Wait events block the worker.
@@ -43,8 +49,13 @@
  *   ZE_RESULT_ERROR_INVALID_NULL_POINTER. Destroying an event pool retires its events.
  * - Synchronize calls take a timeout in ns (UINT64_MAX = forever, 0 = poll) and return
  *   ZE_RESULT_NOT_READY when it expires.
- * - Only the 53 zeGet*, zetGet*, zesGet*ProcAddrTable getters are exported; the zet/zes
- *   tables and unlisted entries stay empty (the loader reports UNSUPPORTED_FEATURE).
+ * - Counter-based events: complete until signalled; each signalling command gives the
+ *   event a new state that completes (with its timestamps) with that command; waits take
+ *   the state at submission. Only in-order lists signal them; host reset, host signal and
+ *   device reset are refused: ZE_RESULT_ERROR_INVALID_ARGUMENT and one "ze_sim:" line.
+ * - Only the 53 zeGet*, zetGet*, zesGet*ProcAddrTable getters and the 1.9
+ *   zeGetCommandListExpProcAddrTable are exported; the zet/zes tables (Sysman) and unlisted
+ *   entries stay empty (the loader reports UNSUPPORTED_FEATURE).
  * - fork(): workers are recreated lazily in the child. The library is linked
  *   -z nodelete, so workers never run unmapped code after the loader's dlclose.
  */
