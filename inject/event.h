@@ -239,11 +239,13 @@ static inline bool gt_tracing(void)
  * when gt_guard_enter() returns false (we are inside our own code).
  * gt_guard_sp is the frame that took it: a wrapper frame that is gone
  * (the thread was cancelled inside the call, or longjmp()ed out of a signal
- * handler) must not keep the thread's later calls out of the trace. */
+ * handler) must not keep the thread's later calls out of the trace.
+ * Always inlined: the frame is the wrapper's, and the wrappers' hot path makes no call
+ * for it (gcc stops inlining it in a unit as large as the Level Zero wrappers'). */
 extern GT_HIDDEN GT_TLS int gt_in_tracer;
 extern GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
 GT_HIDDEN bool gt_guard_stale(uintptr_t sp);
-static inline bool gt_guard_enter(void)
+static inline __attribute__((always_inline)) bool gt_guard_enter(void)
 {
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 
@@ -265,7 +267,7 @@ static inline bool gt_guard_enter(void)
 	atomic_signal_fence(memory_order_seq_cst);
 	return true;
 }
-static inline void gt_guard_leave(void)
+static inline __attribute__((always_inline)) void gt_guard_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	gt_in_tracer = 0;

@@ -80,11 +80,19 @@ static void ze__strings_intern(void)
 	ze_str.event = gt_str_intern("event");
 }
 
-void ze__strings_init(void)
+atomic_bool ze_str_ready;
+
+static void ze__strings_once(void)
+{
+	ze__strings_intern();
+	atomic_store_explicit(&ze_str_ready, true, memory_order_release);
+}
+
+void ze__strings_init_slow(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, ze__strings_intern);
+	pthread_once(&once, ze__strings_once);
 }
 
 /* ---- the host span ---- */

@@ -167,13 +167,14 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
  * Every append that puts work on a device, one shape: give the command a
  * timestamped signal event where the program gave none, describe the work
  * (after the begin: a copy's kinds need the list's context), append it,
- * and record it. The last argument is the description's statements.
+ * and record it. The last argument is the description's statements, which
+ * set all of w (each helper starts from zero).
  */
 #define ZE_APPEND(name, params, args, ...)                                                 \
 	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
 	{                                                                                  \
 		struct ze_append a;                                                        \
-		struct ze_work w = { 0 };                                                  \
+		struct ze_work w;                                                          \
 		ze_result_t r;                                                             \
                                                                                            \
 		uint32_t pushed;                                                           \

@@ -112,8 +112,15 @@ struct ze_strings {
 };
 
 extern GT_HIDDEN struct ze_strings ze_str;
-/* Interns ze_str on first use (cold: takes the string lock once). */
-GT_HIDDEN void ze__strings_init(void);
+/* Interns ze_str on first use (cold: takes the string lock once). Every hooked call
+ * asks: a load, not a call into libc, once they are there. */
+extern GT_HIDDEN atomic_bool ze_str_ready;
+GT_HIDDEN void ze__strings_init_slow(void);
+static inline void ze__strings_init(void)
+{
+	if (gt_unlikely(!atomic_load_explicit(&ze_str_ready, memory_order_acquire)))
+		ze__strings_init_slow();
+}
 
 /* Activities configuration: which kinds of events to emit. */
 static inline bool ze__want(unsigned kind_mask)

@@ -623,7 +623,13 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	struct ze_event_info *info;
 	struct ze_list *L;
 
-	memset(a, 0, sizeof(*a));
+	/* The hot path of every launch: only the fields read whatever happens (slot and
+	 * host_domain count with query, wait_* with waits, ref_* with an immediate list). */
+	a->list = NULL;
+	a->ctx = NULL;
+	a->event = a->chain = a->query = NULL;
+	a->own = false;
+	a->waits = 0;
 	pthread_mutex_lock(&ze_lock);
 	L = (struct ze_list *)ze_map__get(&ze_lists, l);
 	if (!L || atomic_load(&ze_closed))
@@ -632,8 +638,12 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	a->ctx = L->ctx ? L->ctx->handle : NULL;
 	if (!L->ctx)
 		goto out;
-	info = ze_event__get(program_event);
-	if (info && (info->flags & ZE_EV_COUNTER_BASED)) {
+	info = program_event ? ze_event__get(program_event) : NULL;
+	if (!program_event) {
+		/* The common launch: ours, nothing to chain. */
+		a->event = ze_ctx__event(L->ctx);
+		a->own = a->event != NULL;
+	} else if (info && (info->flags & ZE_EV_COUNTER_BASED)) {
 		/* Off an in-order list it goes to the driver untouched, which rejects it. */
 		if (!L->in_order)
 			goto out;
@@ -677,7 +687,8 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 		a->query = NULL;
 		goto out;
 	}
-	ze__waits_locked(a, nwait, waits);
+	if (nwait)
+		ze__waits_locked(a, nwait, waits);
 out:
 	pthread_mutex_unlock(&ze_lock);
 	return a->own && !a->query ? a->event : program_event;
@@ -712,19 +723,26 @@ static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_even
 	return -EIO;
 }
 
-void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *work,
+/* The command's description, with the wait events append_begin found. */
+static void ze__work_set(struct ze_work *to, const struct ze_work *w, const struct ze_append *a)
+{
+	*to = *w; /* its wait fields are 0 */
+	if (a->waits) {
+		to->waits = a->waits;
+		to->wait_name = a->wait_name;
+		to->wait_event = a->wait_event;
+	}
+}
+
+void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
 			  uint64_t corr)
 {
 	struct ze_list *L = a->list;
-	struct ze_work w[1] = { *work };
 	struct ze_pending *p;
 	struct ze_cmd *cmd;
 
 	if (!L)
 		return;
-	w->waits = a->waits;
-	w->wait_name = a->wait_name;
-	w->wait_event = a->wait_event;
 	if (a->query && r == ZE_RESULT_SUCCESS &&
 	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
 							       NULL, a->event, 0, NULL) !=
@@ -758,12 +776,14 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p = ze_pend__new();
 		if (!p)
 			goto untimed;
-		p->w = *w;
+		ze__work_set(&p->w, w, a);
 		p->event = a->event;
 		p->recycle = a->own;
 		p->chain = a->chain;
-		p->slot = a->own ? a->slot : NULL;
-		p->host_domain = a->host_domain;
+		if (a->query) {
+			p->slot = a->slot;
+			p->host_domain = a->host_domain;
+		}
 		p->ctx = L->ctx;
 		p->imm = L;
 		p->seq = L->next_seq++;
@@ -788,11 +808,11 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		L->cap = cap;
 	}
 	cmd = &L->cmds[L->ncmds++];
-	cmd->w = *w;
+	ze__work_set(&cmd->w, w, a);
 	cmd->event = a->event;
 	cmd->own = a->own;
-	cmd->slot = a->own ? a->slot : NULL;
-	cmd->host_domain = a->host_domain;
+	cmd->slot = a->query ? a->slot : NULL;
+	cmd->host_domain = a->query && a->host_domain;
 	cmd->append_corr = corr;
 	cmd->pend = NULL;
 	goto out;
