@@ -73,6 +73,7 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
  * (a plug-in's host-to-host flow); written once that launch is. */
 #define GT_EVF_FLOW_END 0x4
 #define GT_EVF_FWDBWD   0x8 /* the arrows ending at this event are "fwdbwd", not "ac2g" */
+#define GT_EVF_NOFLOW   0x10 /* device event: written in turn with the row's work, no arrow */
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */

@@ -71,8 +71,10 @@ static void drain_ring(struct ring *r)
 			write_host(ev, args, nargs, (uint32_t)r->tid);
 			break;
 		case GT_EV_INSTANT:
+			/* a device instant waits its turn with the row's spans: rows are
+			 * written in time order (writer/place.c) */
 			if (ev->flags & GT_EVF_DEVICE)
-				events__device(ev, args, nargs, false); /* device instant */
+				flows__defer(ev, args, nargs);
 			else
 				write_host(ev, args, nargs, (uint32_t)r->tid);
 			break;

@@ -41,18 +41,27 @@ static const struct corr_entry *corr_find(uint64_t corr)
 	return e->corr == corr ? e : NULL;
 }
 
-/* A host span ends arrows only from the launch in corr2 (corr is its own). */
+/* A host span ends arrows only from the launch in corr2 (corr is its own);
+ * device instants and spans wait for their launches alike (rows stay in
+ * time order) but only spans without GT_EVF_NOFLOW get arrows. */
 static bool host_end(const struct gt_event *ev)
 {
-	return ev->type != GT_EV_DEVICE_SPAN;
+	return ev->type != GT_EV_DEVICE_SPAN &&
+	       !(ev->type == GT_EV_INSTANT && (ev->flags & GT_EVF_DEVICE));
+}
+
+static bool arrows_in(const struct gt_event *ev)
+{
+	return host_end(ev) || (ev->type == GT_EV_DEVICE_SPAN && !(ev->flags & GT_EVF_NOFLOW));
 }
 
 /* The span, then its arrows: after both slices exist, so viewers bind them;
  * each end strictly inside its own slice (place.c). */
 static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
-	const struct corr_entry *h1 = host_end(ev) ? NULL : corr_find(ev->corr),
-				*h2 = corr_find(ev->corr2);
+	bool arrows = arrows_in(ev);
+	const struct corr_entry *h1 = host_end(ev) || !arrows ? NULL : corr_find(ev->corr),
+				*h2 = arrows ? corr_find(ev->corr2) : NULL;
 	bool fwdbwd = ev->flags & GT_EVF_FWDBWD;
 	struct device_row row;
 

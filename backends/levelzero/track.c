@@ -340,11 +340,13 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 	struct gt_event ev = {
 		.start_ns = from,
 		.end_ns = at,
+		.corr = p->corr,
 		.name = name,
 		.cat = ze_str.gpu_sync,
 		.track = p->track,
 		.type = from == at ? GT_EV_INSTANT : GT_EV_DEVICE_SPAN,
-		.flags = from == at ? GT_EVF_DEVICE : 0,
+		/* in turn with the row's work; the command's own span carries the arrows */
+		.flags = from == at ? GT_EVF_DEVICE : GT_EVF_NOFLOW,
 	};
 
 	if (p->w.waits) {
@@ -352,13 +354,6 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 					     .v.u = p->w.wait_event };
 		args[n++] = (struct gt_arg){ .key = ze_str.waits, .type = GT_ARG_U64,
 					     .v.u = p->w.waits };
-	}
-	if (ev.type == GT_EV_INSTANT) {
-		ev.corr = p->corr;
-	} else {
-		/* The command's own span carries the flows; the wait only says whose it is. */
-		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CORRELATION, .type = GT_ARG_U64,
-					     .v.u = p->corr };
 	}
 	gt_emit(&ev, args, n);
 }

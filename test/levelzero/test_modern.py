@@ -292,8 +292,9 @@ def test_fences_and_one_engine_for_two_queues(tmp_path):
     assert_no_overlap(dev)
     fences = [m for m in sync_marks(trace) if m["name"] == "Fence signaled"]
     assert len(fences) == 4 * repeats
-    copy_ends = {end(d) for d in dev if d["cat"] == "gpu_memcpy"}
-    assert all(start(f) in copy_ends for f in fences)
+    copy_ends = [end(d) for d in dev if d["cat"] == "gpu_memcpy"]
+    # (a viewer's rounding can move a mark on a slice's end by 1 ns: writer/place.c)
+    assert all(min(abs(start(f) - e) for e in copy_ends) <= 1 for f in fences)
 
 
 def test_sync_marks_follow_the_activities(tmp_path):
