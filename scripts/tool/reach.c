@@ -28,43 +28,41 @@
 
 #include "tool.h"
 
-/* An ELF file without a program interpreter: 1; with one, or not ELF: 0; -errno. */
+/* Has an ELF file of this class (Elf32_/Elf64_ types) a program interpreter? */
+#define REACH_HAS_INTERP(fd, Ehdr, Phdr)                                                   \
+	({                                                                                 \
+		Ehdr eh_;                                                                  \
+		Phdr ph_;                                                                  \
+		int r_ = -EIO;                                                             \
+                                                                                           \
+		if (pread(fd, &eh_, sizeof(eh_), 0) == (ssize_t)sizeof(eh_)) {             \
+			r_ = eh_.e_type == ET_EXEC || eh_.e_type == ET_DYN ? 0 : 1;        \
+			for (unsigned i_ = 0; r_ == 0 && i_ < eh_.e_phnum; i_++) {         \
+				if (pread(fd, &ph_, sizeof(ph_),                            \
+					  eh_.e_phoff + (off_t)i_ * eh_.e_phentsize) !=     \
+				    (ssize_t)sizeof(ph_))                                   \
+					r_ = -EIO;                                          \
+				else if (ph_.p_type == PT_INTERP)                           \
+					r_ = 1;                                             \
+			}                                                                  \
+		}                                                                          \
+		r_;                                                                        \
+	})
+
+/* An ELF program without a program interpreter: 1; with one, or not an ELF program: 0;
+ * -errno. (A shared library has no interpreter either, but nobody execs one.) */
 static int reach__static_elf(int fd)
 {
 	unsigned char ident[EI_NIDENT];
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
+	int interp;
 
 	if (pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident))
 		return 0;
 	if (memcmp(ident, ELFMAG, SELFMAG) != 0)
 		return 0;
-	if (ident[EI_CLASS] != ELFCLASS64) {
-		Elf32_Ehdr eh32;
-		Elf32_Phdr ph32;
-
-		if (pread(fd, &eh32, sizeof(eh32), 0) != (ssize_t)sizeof(eh32))
-			return -EIO;
-		for (unsigned i = 0; i < eh32.e_phnum; i++) {
-			if (pread(fd, &ph32, sizeof(ph32), eh32.e_phoff + (off_t)i * eh32.e_phentsize) !=
-			    (ssize_t)sizeof(ph32))
-				return -EIO;
-			if (ph32.p_type == PT_INTERP)
-				return 0;
-		}
-		return eh32.e_type == ET_EXEC || eh32.e_type == ET_DYN;
-	}
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
-		return -EIO;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + (off_t)i * eh.e_phentsize) !=
-		    (ssize_t)sizeof(ph))
-			return -EIO;
-		if (ph.p_type == PT_INTERP)
-			return 0;
-	}
-	/* A shared library has no interpreter either, but nobody execs one. */
-	return eh.e_type == ET_EXEC || eh.e_type == ET_DYN;
+	interp = ident[EI_CLASS] == ELFCLASS64 ? REACH_HAS_INTERP(fd, Elf64_Ehdr, Elf64_Phdr)
+					       : REACH_HAS_INTERP(fd, Elf32_Ehdr, Elf32_Phdr);
+	return interp < 0 ? interp : !interp;
 }
 
 /* The interpreter of a "#!" script, into buf; 0, or -ENOENT when it is not one. */

@@ -64,6 +64,10 @@ uint64_t sim_deadline(uint64_t timeout_ns);
 void sim_obj_register(struct sim_obj *o, enum sim_kind kind);
 void sim_obj_unregister(struct sim_obj *o);
 ze_result_t sim_obj_check(const void *handle, enum sim_kind kind);
+/* The checks every object made in a context on a device starts with. */
+ze_result_t sim_check_context_device(ze_context_handle_t ctx, ze_device_handle_t dev);
+/* Zeroes an output structure but for its stype and pNext (the caller's). */
+void sim_clear_out(void *out, size_t size);
 /* sim_lock held: is handle a live object of that kind? (never dereferenced otherwise) */
 bool sim_obj_alive_locked(const void *handle, enum sim_kind kind);
 

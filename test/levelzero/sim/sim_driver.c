@@ -341,6 +341,15 @@ static ze_result_t device_get_command_queue_group_properties(ze_device_handle_t 
 	return ZE_RESULT_SUCCESS;
 }
 
+/* The count protocol of a list of one entry: true when the caller asks for it filled. */
+static bool one_entry(uint32_t *count, const void *p)
+{
+	bool fill = *count && p;
+
+	*count = 1;
+	return fill;
+}
+
 static ze_result_t device_get_memory_properties(ze_device_handle_t h, uint32_t *count,
 						ze_device_memory_properties_t *p)
 {
@@ -348,17 +357,14 @@ static ze_result_t device_get_memory_properties(ze_device_handle_t h, uint32_t *
 
 	(void)d;
 	SIM_NOT_NULL(count);
-	if (*count == 0 || !p) {
-		*count = 1;
+	if (!one_entry(count, p))
 		return ZE_RESULT_SUCCESS;
-	}
 	p->flags = 0;
 	p->maxClockRate = 1000;
 	p->maxBusWidth = 64;
 	p->totalSize = 1ULL << 34;
 	memset(p->name, 0, sizeof(p->name));
 	strcpy(p->name, "sim-host-memory");
-	*count = 1;
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -408,13 +414,10 @@ static ze_result_t device_get_cache_properties(ze_device_handle_t h, uint32_t *c
 
 	(void)d;
 	SIM_NOT_NULL(count);
-	if (*count == 0 || !p) {
-		*count = 1;
+	if (!one_entry(count, p))
 		return ZE_RESULT_SUCCESS;
-	}
 	p->flags = 0;
 	p->cacheSize = 16u << 20;
-	*count = 1;
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -423,16 +426,10 @@ static ze_result_t device_get_image_properties(ze_device_handle_t h,
 					       ze_device_image_properties_t *p)
 {
 	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);
-	ze_structure_type_t stype;
-	void *next;
 
 	(void)d;
 	SIM_NOT_NULL(p);
-	stype = p->stype;
-	next = p->pNext;
-	memset(p, 0, sizeof(*p));
-	p->stype = stype;
-	p->pNext = next;
+	sim_clear_out(p, sizeof(*p));
 	return ZE_RESULT_SUCCESS;
 }
 

@@ -106,6 +106,24 @@ bool sim_obj_alive_locked(const void *handle, enum sim_kind kind)
 	return false;
 }
 
+void sim_clear_out(void *out, size_t size)
+{
+	ze_base_properties_t *head = out;
+	ze_structure_type_t stype = head->stype;
+	void *next = head->pNext;
+
+	memset(out, 0, size);
+	head->stype = stype;
+	head->pNext = next;
+}
+
+ze_result_t sim_check_context_device(ze_context_handle_t ctx, ze_device_handle_t dev)
+{
+	ze_result_t r = sim_obj_check(ctx, SIM_K_CONTEXT);
+
+	return r ? r : sim_obj_check(dev, SIM_K_DEVICE);
+}
+
 ze_result_t sim_obj_check(const void *handle, enum sim_kind kind)
 {
 	bool ok;
@@ -575,15 +593,9 @@ static ze_result_t kernel_set_indirect_access(ze_kernel_handle_t h,
 static ze_result_t kernel_get_properties(ze_kernel_handle_t h, ze_kernel_properties_t *props)
 {
 	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
-	void *next;
-	ze_structure_type_t stype;
 
 	SIM_NOT_NULL(props);
-	stype = props->stype;
-	next = props->pNext;
-	memset(props, 0, sizeof(*props));
-	props->stype = stype;
-	props->pNext = next;
+	sim_clear_out(props, sizeof(*props));
 	props->maxSubgroupSize = 32;
 	props->maxNumSubgroups = SIM_MAX_GROUP_SIZE / 8;
 	memcpy(props->uuid.kid, &k, sizeof(k) < ZE_MAX_KERNEL_UUID_SIZE ? sizeof(k)
@@ -734,10 +746,10 @@ static ze_result_t event_counter_based_create(ze_context_handle_t ctx, ze_device
 					      ze_event_handle_t *out)
 {
 	const ze_event_counter_based_flags_t known = 0x7f;
-	ze_result_t r = sim_obj_check(ctx, SIM_K_CONTEXT);
+	ze_result_t r = sim_check_context_device(ctx, dev);
 	struct sim_event *ev;
 
-	if (r || (r = sim_obj_check(dev, SIM_K_DEVICE)))
+	if (r)
 		return r;
 	SIM_NOT_NULL(desc);
 	SIM_NOT_NULL(out);

@@ -412,9 +412,9 @@ __attribute__((constructor)) static void sim_queue_setup(void)
 static ze_result_t check_queue_desc(ze_context_handle_t ctx, ze_device_handle_t dev,
 				    const ze_command_queue_desc_t *desc, void *out)
 {
-	ze_result_t r = sim_obj_check(ctx, SIM_K_CONTEXT);
+	ze_result_t r = sim_check_context_device(ctx, dev);
 
-	if (r || (r = sim_obj_check(dev, SIM_K_DEVICE)))
+	if (r)
 		return r;
 	SIM_NOT_NULL(desc);
 	SIM_NOT_NULL(out);
@@ -554,10 +554,10 @@ void sim_fill_command_queue(ze_command_queue_dditable_t *t)
 static ze_result_t list_create(ze_context_handle_t ctx, ze_device_handle_t dev,
 			       const ze_command_list_desc_t *desc, ze_command_list_handle_t *out)
 {
-	ze_result_t r = sim_obj_check(ctx, SIM_K_CONTEXT);
+	ze_result_t r = sim_check_context_device(ctx, dev);
 	struct sim_list *l;
 
-	if (r || (r = sim_obj_check(dev, SIM_K_DEVICE)))
+	if (r)
 		return r;
 	SIM_NOT_NULL(desc);
 	SIM_NOT_NULL(out);
