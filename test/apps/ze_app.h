@@ -144,6 +144,37 @@ static inline ze_event_pool_handle_t app_event_pool(struct app_ze *z, ze_event_p
 	return p;
 }
 
+#ifdef GPUTRACE_LEVELZERO_ZE_NEWER_H
+/* A pool of counter-based events for immediate lists (spec 1.8 extension), with kernel
+ * timestamps. */
+static inline ze_event_pool_handle_t app_counter_based_pool(struct app_ze *z, uint32_t count)
+{
+	ze_event_pool_counter_based_exp_desc_t cb = {
+		ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC, NULL,
+		ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE };
+	ze_event_pool_desc_t d = { ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, &cb,
+				   ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+				   ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, count };
+	ze_event_pool_handle_t p;
+
+	ZE_CHECK(zeEventPoolCreate(z->context, &d, 1, &z->device, &p));
+	return p;
+}
+
+/* An in-order immediate list (spec 1.7) on queue group `ordinal`, index 0. */
+static inline ze_command_list_handle_t app_in_order_list(struct app_ze *z, uint32_t ordinal)
+{
+	ze_command_queue_desc_t d = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, ordinal, 0,
+				      ZE_COMMAND_QUEUE_FLAG_IN_ORDER,
+				      ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+				      ZE_COMMAND_QUEUE_PRIORITY_NORMAL };
+	ze_command_list_handle_t l;
+
+	ZE_CHECK(zeCommandListCreateImmediate(z->context, z->device, &d, &l));
+	return l;
+}
+#endif
+
 static inline ze_event_handle_t app_event(ze_event_pool_handle_t pool, uint32_t index)
 {
 	ze_event_desc_t d = { ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, index, ZE_EVENT_SCOPE_FLAG_HOST,

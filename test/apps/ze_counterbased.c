@@ -12,16 +12,6 @@ int main(int argc, char **argv)
 {
 	unsigned long copies = test_arg(argc, argv, 1, 4);
 	size_t bytes = test_arg(argc, argv, 2, 262144);
-	ze_command_queue_desc_t qd = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 1, 0,
-				       ZE_COMMAND_QUEUE_FLAG_IN_ORDER,
-				       ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
-				       ZE_COMMAND_QUEUE_PRIORITY_NORMAL };
-	ze_event_pool_counter_based_exp_desc_t cb = {
-		ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC, NULL,
-		ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE };
-	ze_event_pool_desc_t pd = { ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, &cb,
-				    ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
-				    ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 1 };
 	ze_device_properties_t props = { ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 };
 	ze_kernel_timestamp_result_t ts;
 	ze_command_list_handle_t list;
@@ -33,8 +23,8 @@ int main(int argc, char **argv)
 
 	app_ze_setup(&z);
 	ZE_CHECK(zeDeviceGetProperties(z.device, &props));
-	ZE_CHECK(zeCommandListCreateImmediate(z.context, z.device, &qd, &list));
-	ZE_CHECK(zeEventPoolCreate(z.context, &pd, 1, &z.device, &pool));
+	list = app_in_order_list(&z, 1);
+	pool = app_counter_based_pool(&z, 1);
 	done = app_event(pool, 0);
 	src = calloc(copies, sizeof(*src));
 	dst = calloc(copies, sizeof(*dst));

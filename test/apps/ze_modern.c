@@ -16,18 +16,6 @@
 #include "backends/levelzero/ze_newer.h"
 #include "ze_app.h"
 
-static ze_command_list_handle_t in_order_immediate(struct app_ze *z, uint32_t ordinal)
-{
-	ze_command_queue_desc_t d = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, ordinal, 0,
-				      ZE_COMMAND_QUEUE_FLAG_IN_ORDER,
-				      ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
-				      ZE_COMMAND_QUEUE_PRIORITY_NORMAL };
-	ze_command_list_handle_t l;
-
-	ZE_CHECK(zeCommandListCreateImmediate(z->context, z->device, &d, &l));
-	return l;
-}
-
 /* Two counter-based events for immediate lists, with device timestamps. */
 static void counter_based_events(struct app_ze *z, ze_api_version_t api, ze_event_handle_t ev[2],
 				 ze_event_pool_handle_t *pool)
@@ -45,14 +33,7 @@ static void counter_based_events(struct app_ze *z, ze_api_version_t api, ze_even
 		printf("counter-based events: zeEventCounterBasedCreate\n");
 		return;
 	}
-	ze_event_pool_counter_based_exp_desc_t cb = {
-		ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC, NULL,
-		ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE };
-	ze_event_pool_desc_t pd = { ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, &cb,
-				    ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
-				    ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 2 };
-
-	ZE_CHECK(zeEventPoolCreate(z->context, &pd, 1, &z->device, pool));
+	*pool = app_counter_based_pool(z, 2);
 	for (uint32_t i = 0; i < 2; i++)
 		ev[i] = app_event(*pool, i);
 	printf("counter-based events: event pool extension\n");
@@ -81,8 +62,8 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeDeviceGet(z.driver, &ndev, &z.device));
 	ZE_CHECK(zeContextCreate(z.driver, &cdesc, &z.context));
 
-	ze_command_list_handle_t compute = in_order_immediate(&z, 0);
-	ze_command_list_handle_t copy = in_order_immediate(&z, 1);
+	ze_command_list_handle_t compute = app_in_order_list(&z, 0);
+	ze_command_list_handle_t copy = app_in_order_list(&z, 1);
 	ze_module_handle_t module = app_module(&z);
 	ze_kernel_handle_t scale = app_kernel(module, "modern_scale", 1, 1, 1);
 	ze_kernel_handle_t graph = app_kernel(module, "modern_graph", 16, 1, 1);
