@@ -209,16 +209,20 @@ struct ze_work {
 
 /* State carried from an append's start to its end. */
 struct ze_append {
+	/* Zeroed by append_begin, up to slot: read whatever happens. */
 	struct ze_list *list;
 	ze_context_handle_t ctx; /* the list's context */
 	ze_event_handle_t event; /* the signal event to pass to the real call */
-	bool own;                /* event is ours */
 	ze_event_handle_t chain; /* the program's untimed event, signaled after ours */
 	ze_event_handle_t query; /* the program's counter-based event, queried into slot */
+	uint32_t waits;          /* the command's wait events (ze_work), and with them: */
+	bool own;                /* event is ours */
+	/* Set when they count (slot and host_domain with query, ref_* with an event on
+	 * an immediate list). */
 	ze_kernel_timestamp_result_t *slot;
 	bool host_domain;        /* its timestamps are host ns */
+	uint32_t wait_name, wait_event;
 	uint64_t ref_host, ref_ticks;
-	uint32_t waits, wait_name, wait_event; /* the command's wait events (ze_work) */
 };
 
 /* Before the real append: which signal event to pass (ours when the program gave none). */

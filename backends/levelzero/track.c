@@ -35,6 +35,7 @@
  * Everything here runs under ze_lock.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,13 +619,8 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	struct ze_event_info *info;
 	struct ze_list *L;
 
-	/* The hot path of every launch: only the fields read whatever happens (slot and
-	 * host_domain count with query, wait_* with waits, ref_* with an immediate list). */
-	a->list = NULL;
-	a->ctx = NULL;
-	a->event = a->chain = a->query = NULL;
-	a->own = false;
-	a->waits = 0;
+	/* The hot path of every launch: only the fields read whatever happens. */
+	memset(a, 0, offsetof(struct ze_append, slot));
 	pthread_mutex_lock(&ze_lock);
 	L = (struct ze_list *)ze_map__get(&ze_lists, l);
 	if (!L || atomic_load(&ze_closed))
@@ -722,7 +718,7 @@ static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_even
 static void ze__work_set(struct ze_work *to, const struct ze_work *w, const struct ze_append *a)
 {
 	*to = *w; /* its wait fields are 0 */
-	if (a->waits) {
+	if (gt_unlikely(a->waits)) {
 		to->waits = a->waits;
 		to->wait_name = a->wait_name;
 		to->wait_event = a->wait_event;
@@ -738,7 +734,7 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 
 	if (!L)
 		return;
-	if (a->query && r == ZE_RESULT_SUCCESS &&
+	if (gt_unlikely(a->query) && r == ZE_RESULT_SUCCESS &&
 	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
 							       NULL, a->event, 0, NULL) !=
 		    ZE_RESULT_SUCCESS) {
@@ -775,7 +771,7 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->event = a->event;
 		p->recycle = a->own;
 		p->chain = a->chain;
-		if (a->query) {
+		if (gt_unlikely(a->query)) {
 			p->slot = a->slot;
 			p->host_domain = a->host_domain;
 		}
