@@ -151,6 +151,7 @@ enum sim_cmd_op {
 struct sim_wait {
 	struct sim_event *ev;
 	bool counter_based;		/* set at submission: then cb is what it waits for */
+	bool host_timestamps;		/* set at submission (the event may go before) */
 	struct sim_cb_state *cb;	/* NULL: the event had never been signalled (complete) */
 };
 

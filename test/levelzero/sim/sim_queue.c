@@ -94,7 +94,10 @@ static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
 static void waits_take_locked(struct sim_wait *w, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (sim_obj_alive_locked(w[i].ev, SIM_K_EVENT) && w[i].ev->counter_based) {
+		if (!sim_obj_alive_locked(w[i].ev, SIM_K_EVENT))
+			continue;
+		w[i].host_timestamps = w[i].ev->host_timestamps;
+		if (w[i].ev->counter_based) {
 			w[i].counter_based = true;
 			w[i].cb = sim_cb_ref_locked(w[i].ev->cb);
 		}
@@ -143,7 +146,7 @@ static void query_one_locked(const struct sim_wait *w, ze_kernel_timestamp_resul
 {
 	const struct sim_event *ev = w->ev;
 	uint64_t start, end;
-	bool done, host;
+	bool done;
 
 	if (w->counter_based) {
 		done = w->cb && w->cb->done;
@@ -157,14 +160,12 @@ static void query_one_locked(const struct sim_wait *w, ze_kernel_timestamp_resul
 		done = false;
 		start = end = 0;
 	}
-	host = w->counter_based || sim_obj_alive_locked(ev, SIM_K_EVENT) ? ev->host_timestamps
-									  : false;
 	if (!done) {
 		memset(out, 0xff, sizeof(*out));
 		return;
 	}
-	out->global.kernelStart = host ? start : sim_dev_ticks(start);
-	out->global.kernelEnd = host ? end : sim_dev_ticks(end);
+	out->global.kernelStart = w->host_timestamps ? start : sim_dev_ticks(start);
+	out->global.kernelEnd = w->host_timestamps ? end : sim_dev_ticks(end);
 	out->context = out->global;
 }
 
