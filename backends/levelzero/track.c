@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/levelzero/internal.h"
+#include "inject/clock.h"
 #include "inject/config.h"
 
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */
@@ -141,6 +142,7 @@ struct ze_pending {
 	uint32_t track;
 	struct ze_anchor *anchor;
 	uint64_t ref_host, ref_ticks;
+	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 };
 
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
@@ -512,8 +514,11 @@ static void ze_pend__read(struct ze_pending *p)
 		memset(&fresh, 0, sizeof(fresh));
 		a = &fresh;
 	}
-	/* When the row became free for it: submitted, and the one before it done. */
-	idle = a->valid && a->end_host > p->ref_host ? a->end_host : p->ref_host;
+	/* When the row became free for it: submitted (the call had returned: a command
+	 * that started later was held), and the one before it done. */
+	idle = p->submitted ? p->submitted : p->ref_host;
+	if (a->valid && a->end_host > idle)
+		idle = a->end_host;
 	/* Masked differences handle a counter that wrapped in between (or during). */
 	if (a->valid && p->ref_host < a->end_host) {
 		if ((dist = (s - a->end_raw) & d->mask) < half) {
@@ -783,6 +788,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->track = L->track;
 		p->anchor = L->anchor;
 		p->ref_host = a->ref_host;
+		if (gt_unlikely(a->waits))
+			p->submitted = gt_clock_ns();
 		p->ref_ticks = a->ref_ticks;
 		ze_pend__push(p);
 		if (L->synchronous)
@@ -928,9 +935,13 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
+	uint64_t submitted;
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
+	/* The call returned: a command that started after this was held (by its wait events,
+	 * or its engine's other work). */
+	submitted = gt_clock_ns();
 	if (x->imm && !(gate = ze__gate(x->imm))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
@@ -963,6 +974,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 			p->track = x->track;
 			p->anchor = x->anchor;
 			p->ref_host = x->ref_host;
+			p->submitted = submitted;
 			p->ref_ticks = x->ref_ticks;
 			if (gate) {
 				p->gate = gate;
