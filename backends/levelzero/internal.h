@@ -196,15 +196,15 @@ enum ze_cmd_kind {
 #define ZE_CMD_MARKS ZE_CMD_BARRIER
 
 struct ze_work {
-	uint8_t kind;        /* enum ze_cmd_kind */
+	uint64_t bytes;      /* copies and fills */
 	uint32_t name;       /* span or instant name */
 	uint32_t copy_kind;  /* "HtoD"..., copies */
-	uint64_t bytes;      /* copies and fills */
 	uint32_t groups[3];  /* kernels: group count */
 	uint32_t size[3];    /* kernels: group size */
 	uint32_t waits;      /* events the command waited for */
 	uint32_t wait_name;  /* "Wait event 1.2", after the first of them */
 	uint32_t wait_event; /* "event 1.2" */
+	uint8_t kind;        /* enum ze_cmd_kind (last: no padding before the words) */
 };
 
 /* State carried from an append's start to its end. */

@@ -130,6 +130,7 @@ struct ze_pending {
 	bool fence;          /* last of a batch with a fence: an instant after it */
 	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
 	bool host_domain;    /* the slot has host ns, not ticks */
+	uint32_t track;      /* (beside the flags: no padding) */
 	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
 	struct ze_ctx *ctx;
@@ -139,7 +140,6 @@ struct ze_pending {
 	uint64_t seq;         /* its place there */
 	uint64_t corr, corr2;
 	struct ze_dev *dev;
-	uint32_t track;
 	struct ze_anchor *anchor;
 	uint64_t ref_host, ref_ticks;
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
@@ -719,14 +719,36 @@ static int ze__chain(ze_command_list_handle_t l, ze_event_handle_t ours, ze_even
 	return -EIO;
 }
 
-/* The command's description, with the wait events append_begin found. */
-static void ze__work_set(struct ze_work *to, const struct ze_work *w, const struct ze_append *a)
+/* The command's description gets the wait events append_begin found. */
+static void ze__work_waits(struct ze_work *to, const struct ze_append *a)
 {
-	*to = *w; /* its wait fields are 0 */
-	if (gt_unlikely(a->waits)) {
+	/* (the description's own wait fields are 0) */
+	if (a->waits) {
 		to->waits = a->waits;
 		to->wait_name = a->wait_name;
 		to->wait_event = a->wait_event;
+	}
+}
+
+/* After the program's command: the query that copies its counter-based event's times, or
+ * the barrier that signals its event after ours. When that fails, the command is untimed. */
+static void ze__after_command(struct ze_append *a, struct ze_list *L)
+{
+	if (a->query &&
+	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
+							       NULL, a->event, 0, NULL) !=
+		    ZE_RESULT_SUCCESS) {
+		/* Never signaled: ours goes back. */
+		pthread_mutex_lock(&ze_lock);
+		L->ctx->free[L->ctx->nfree++] = a->event;
+		pthread_mutex_unlock(&ze_lock);
+		a->own = false;
+		a->event = NULL;
+	}
+	if (a->chain && ze__chain(L->handle, a->event, a->chain)) {
+		/* The program's event signals (early) but our times would be wrong. */
+		a->own = false;
+		a->event = NULL;
 	}
 }
 
@@ -739,22 +761,9 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 
 	if (!L)
 		return;
-	if (gt_unlikely(a->query) && r == ZE_RESULT_SUCCESS &&
-	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
-							       NULL, a->event, 0, NULL) !=
-		    ZE_RESULT_SUCCESS) {
-		/* Never signaled: ours goes back; the command runs untimed. */
-		pthread_mutex_lock(&ze_lock);
-		L->ctx->free[L->ctx->nfree++] = a->event;
-		pthread_mutex_unlock(&ze_lock);
-		a->own = false;
-		a->event = NULL;
-	}
-	if (a->chain && r == ZE_RESULT_SUCCESS && ze__chain(L->handle, a->event, a->chain)) {
-		/* The program's event signals (early) but our times would be wrong. */
-		a->own = false;
-		a->event = NULL;
-	}
+	/* A command of ours after the program's (rare on the hot path: one test for both). */
+	if (gt_unlikely((uintptr_t)a->query | (uintptr_t)a->chain) && r == ZE_RESULT_SUCCESS)
+		ze__after_command(a, L);
 	pthread_mutex_lock(&ze_lock);
 	if (!a->event && r == ZE_RESULT_SUCCESS)
 		goto untimed;
@@ -772,14 +781,10 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p = ze_pend__new();
 		if (!p)
 			goto untimed;
-		ze__work_set(&p->w, w, a);
+		p->w = *w;
 		p->event = a->event;
 		p->recycle = a->own;
 		p->chain = a->chain;
-		if (gt_unlikely(a->query)) {
-			p->slot = a->slot;
-			p->host_domain = a->host_domain;
-		}
 		p->ctx = L->ctx;
 		p->imm = L;
 		p->seq = L->next_seq++;
@@ -788,9 +793,14 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->track = L->track;
 		p->anchor = L->anchor;
 		p->ref_host = a->ref_host;
-		if (gt_unlikely(a->waits))
-			p->submitted = gt_clock_ns();
 		p->ref_ticks = a->ref_ticks;
+		if (gt_unlikely((uintptr_t)a->query | a->waits)) {
+			ze__work_waits(&p->w, a);
+			p->slot = a->query ? a->slot : NULL;
+			p->host_domain = a->query && a->host_domain;
+			if (a->waits)
+				p->submitted = gt_clock_ns();
+		}
 		ze_pend__push(p);
 		if (L->synchronous)
 			ze__collect_locked();
@@ -806,7 +816,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		L->cap = cap;
 	}
 	cmd = &L->cmds[L->ncmds++];
-	ze__work_set(&cmd->w, w, a);
+	cmd->w = *w;
+	ze__work_waits(&cmd->w, a);
 	cmd->event = a->event;
 	cmd->own = a->own;
 	cmd->slot = a->query ? a->slot : NULL;
