@@ -274,6 +274,7 @@ static struct ze_anchor *ze_anchor__get(uint32_t track)
 
 /* ---- pending reads ---- */
 
+/* A read to fill: each maker sets every field (what is cheaper differs by path). */
 static struct ze_pending *ze_pend__new(void)
 {
 	struct ze_pending *p = ze_pend_spare;
@@ -282,8 +283,6 @@ static struct ze_pending *ze_pend__new(void)
 		ze_pend_spare = p->next;
 	else
 		p = malloc(sizeof(*p));
-	if (p)
-		memset(p, 0, sizeof(*p));
 	return p;
 }
 
@@ -781,6 +780,7 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p = ze_pend__new();
 		if (!p)
 			goto untimed;
+		memset(p, 0, sizeof(*p));
 		p->w = *w;
 		p->event = a->event;
 		p->recycle = a->own;
@@ -946,13 +946,10 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
-	uint64_t submitted;
+	uint64_t submitted = 0;
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
-	/* The call returned: a command that started after this was held (by its wait events,
-	 * or its engine's other work). */
-	submitted = gt_clock_ns();
 	if (x->imm && !(gate = ze__gate(x->imm))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
@@ -972,24 +969,33 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				gt_lost_add(ze_str.lost_no_event, 1);
 				continue;
 			}
-			p->w = cmd->w;
-			p->event = cmd->event;
-			p->slot = cmd->slot;
-			p->host_domain = cmd->host_domain;
-			p->ctx = L->ctx;
-			p->list = L;
-			p->cmd = j;
-			p->corr = corr;
-			p->corr2 = cmd->append_corr;
-			p->dev = x->dev;
-			p->track = x->track;
-			p->anchor = x->anchor;
-			p->ref_host = x->ref_host;
-			p->submitted = submitted;
-			p->ref_ticks = x->ref_ticks;
-			if (gate) {
-				p->gate = gate;
+			*p = (struct ze_pending){
+				.w = cmd->w,
+				.event = cmd->event,
+				.ctx = L->ctx,
+				.list = L,
+				.cmd = j,
+				.corr = corr,
+				.corr2 = cmd->append_corr,
+				.dev = x->dev,
+				.track = x->track,
+				.anchor = x->anchor,
+				.ref_host = x->ref_host,
+				.ref_ticks = x->ref_ticks,
+				.gate = gate,
+			};
+			if (gate)
 				gate->refs++;
+			if (gt_unlikely(cmd->w.waits | (uintptr_t)cmd->slot)) {
+				p->slot = cmd->slot;
+				p->host_domain = cmd->host_domain;
+				if (cmd->w.waits) {
+					/* The call returned: a command that started after this was
+					 * held (by its wait events, or its engine's other work). */
+					if (!submitted)
+						submitted = gt_clock_ns();
+					p->submitted = submitted;
+				}
 			}
 			cmd->pend = p;
 			ze_pend__push(p);
