@@ -5,6 +5,7 @@
  * different signal event or pool flags, and adds arguments to its span.
  * What the program gets back is always what the loader returned.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backends/levelzero/internal.h"
@@ -668,14 +669,40 @@ ze_result_t ze_body_zeInit(struct ze_call *c, __typeof__(&zeInit) real, ze_init_
 	return r;
 }
 
+/* The driver types a zeInitDrivers asked for, as a user reads them: "GPU", "GPU|NPU",
+ * "all" (every bit, as the spec's examples pass), other bits in hex. */
+static uint32_t ze__driver_types(ze_init_driver_type_flags_t flags)
+{
+	char buf[48];
+	int n = 0;
+
+	if (flags == UINT32_MAX)
+		return gt_str_intern("all");
+	if (flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU)
+		n += snprintf(buf + n, sizeof(buf) - n, "GPU");
+	if (flags & ZE_INIT_DRIVER_TYPE_FLAG_NPU)
+		n += snprintf(buf + n, sizeof(buf) - n, "%sNPU", n ? "|" : "");
+	flags &= ~(ze_init_driver_type_flags_t)(ZE_INIT_DRIVER_TYPE_FLAG_GPU |
+						ZE_INIT_DRIVER_TYPE_FLAG_NPU);
+	if (flags || !n)
+		snprintf(buf + n, sizeof(buf) - n, "%s0x%x", n ? "|" : "", (unsigned)flags);
+	return gt_str_intern(buf);
+}
+
 ze_result_t ze_body_zeInitDrivers(struct ze_call *c, __typeof__(&zeInitDrivers) real,
 				  uint32_t *pCount, ze_driver_handle_t *phDrivers,
 				  ze_init_driver_type_desc_t *desc)
 {
 	ze_result_t r = real(pCount, phDrivers, desc);
 
-	if (r == ZE_RESULT_SUCCESS)
+	/* Cold (once or twice a process): the strings are interned here. */
+	if (desc)
+		ze_call__arg(c, gt_str_intern("types"), GT_ARG_STR, ze__driver_types(desc->flags));
+	if (r == ZE_RESULT_SUCCESS) {
+		if (pCount)
+			ze_call__arg(c, gt_str_intern("drivers"), GT_ARG_U64, *pCount);
 		ze__exit_hook();
+	}
 	return r;
 }
 

@@ -1,7 +1,7 @@
 /* ze_modern [iterations=3] [bytes=65536]: a program written for a current Level Zero stack
  * (spec 1.15+, as SYCL's Level Zero adapter and PyTorch XPU drive it), linked against a
  * newer loader's entry points:
- *  - zeInitDrivers for GPU drivers (count, then handles);
+ *  - zeInitDrivers for GPU drivers (count, then handles), then for NPU drivers (none);
  *  - an in-order immediate compute list; per iteration: copy HtoD, kernel "modern_scale"
  *    launched with zeCommandListAppendLaunchKernelWithArguments (16384x1x1 groups of
  *    64x1x1: 1 ms on the simulated device) signalling a counter-based event, a wait on that event on an in-order copy
@@ -46,7 +46,9 @@ int main(int argc, char **argv)
 	ze_init_driver_type_desc_t types = { ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, NULL,
 					     ZE_INIT_DRIVER_TYPE_FLAG_GPU };
 	ze_context_desc_t cdesc = { ZE_STRUCTURE_TYPE_CONTEXT_DESC };
-	uint32_t ndrivers = 0, ndev = 1;
+	ze_init_driver_type_desc_t npu_only = { ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, NULL,
+						ZE_INIT_DRIVER_TYPE_FLAG_NPU };
+	uint32_t ndrivers = 0, nnpu = 0, ndev = 1;
 	ze_event_pool_handle_t pool;
 	ze_event_handle_t ev[2];
 	ze_api_version_t api;
@@ -56,6 +58,9 @@ int main(int argc, char **argv)
 	APP_EXPECT(ndrivers >= 1, "no GPU driver");
 	ndrivers = 1;
 	ZE_CHECK(zeInitDrivers(&ndrivers, &z.driver, &types));
+	/* Asked for NPUs only, the loader finds none (the driver is a GPU's). */
+	ZE_CHECK(zeInitDrivers(&nnpu, NULL, &npu_only));
+	APP_EXPECT(nnpu == 0, "an NPU driver: %u", nnpu);
 	ZE_CHECK(zeDriverGetApiVersion(z.driver, &api));
 	printf("drivers: %u, API %u.%u\n", ndrivers, ZE_MAJOR_VERSION(api), ZE_MINOR_VERSION(api));
 	APP_EXPECT(api >= ZE_MAKE_VERSION(1, 14), "this program needs a driver of spec 1.14");

@@ -73,7 +73,9 @@ def test_modern_program_end_to_end(tmp_path):
     host = host_spans(trace)
     calls = collections.Counter(h["name"] for h in host)
     # Linked directly against the newer loader: every entry point is traced.
-    assert calls["zeInitDrivers"] == 2
+    # Driver-type filtering as the program asked: GPUs (count, then handles), then NPUs.
+    inits = [h["args"] for h in host if h["name"] == "zeInitDrivers"]
+    assert [(a["types"], a["drivers"]) for a in inits] == [("GPU", 1), ("GPU", 1), ("NPU", 0)]
     assert calls["zeCommandListHostSynchronize"] == n
     assert calls["zeCommandListAppendLaunchKernelWithArguments"] == n
     assert calls["zeEventCounterBasedCreate"] == 2

@@ -8,9 +8,10 @@
  * its path (REAL_LOADER) beside this one. The newer functions (kinds NEW_*, declared in
  * backends/levelzero/ze_newer.h) go to the driver named by ZE_ENABLE_ALT_DRIVERS through
  * its newer tables (test/levelzero/sim/ddi_newer.h), as a newer loader's would:
- *  - zeInitDrivers initializes the real loader (zeInit) and returns the drivers of the
- *    types asked for: those whose pfnInitDrivers counts one, or, for a driver older than
- *    spec 1.10 (no pfnInitDrivers), GPU drivers.
+ *  - zeInitDrivers initializes the real loader (zeInit for every type: the spec's loader
+ *    initializes a driver once and then only filters what each call delivers) and returns
+ *    the drivers of the types asked for: those whose pfnInitDrivers counts one, or, for a
+ *    driver older than spec 1.10 (no pfnInitDrivers), GPU drivers.
  *  - the others call the driver's entry, or answer ZE_RESULT_ERROR_UNSUPPORTED_FEATURE when
  *    it has none (a loader's answer for an empty entry). They need handles the driver made:
  *    with one driver Debian's loader passes them through; with two or more it wraps them,
@@ -175,22 +176,18 @@ EXPORT ze_result_t zeInitDrivers(uint32_t *pCount, ze_driver_handle_t *phDrivers
 {
 	ze_driver_handle_t all[MAX_DRIVERS];
 	uint32_t nall = MAX_DRIVERS, n = 0;
-	ze_init_flags_t flags = 0;
 	ze_result_t r;
 
 	if (!pCount || !desc)
 		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-	if (desc->flags == ZE_INIT_DRIVER_TYPE_FLAG_GPU)
-		flags = ZE_INIT_FLAG_GPU_ONLY;
-	else if (desc->flags == ZE_INIT_DRIVER_TYPE_FLAG_NPU)
-		flags = ZE_INIT_FLAG_VPU_ONLY;
 	/* Debian's loader itself, not whatever zeInit the process binds first. */
 	__typeof__(&zeInit) init = (__typeof__(&zeInit))real_fn("zeInit");
 	__typeof__(&zeDriverGet) driver_get = (__typeof__(&zeDriverGet))real_fn("zeDriverGet");
 
 	if (!init || !driver_get)
 		return ZE_RESULT_ERROR_UNINITIALIZED;
-	if ((r = init(flags)) != ZE_RESULT_SUCCESS)
+	/* Every type: a later call asking for other types must not fail for the first's. */
+	if ((r = init(0)) != ZE_RESULT_SUCCESS)
 		return r;
 	if ((r = driver_get(&nall, all)) != ZE_RESULT_SUCCESS)
 		return r;
