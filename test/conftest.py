@@ -51,6 +51,19 @@ def sim_env(extra=None):
     return env
 
 
+# Level Zero's newer entry points need a newer loader than Debian's 1.8.12: the test-only
+# one in test/levelzero/newloader, or a real one built from its source, whose folder
+# ZE_TEST_LOADER_DIR names (the sample programs' checks then run against it).
+NEWER_LOADER_DIR = pathlib.Path(os.environ.get("ZE_TEST_LOADER_DIR") or
+                                BUILD / "test" / "levelzero" / "newloader")
+
+
+def newer_loader(env=None):
+    """env with a newer Level Zero loader first in the library search path."""
+    need(NEWER_LOADER_DIR / "libze_loader.so.1")
+    return dict(env or {}, LD_LIBRARY_PATH=str(NEWER_LOADER_DIR))
+
+
 def run_fresh(cmd, **kw):
     """subprocess.run(cmd) with a peak RSS of its own. Linux hands a process's
     peak RSS on through fork/vfork + execve (getrusage's ru_maxrss of the new

@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from conftest import APPS, BUILD, ZE_SIM, events, need, run, sim_env, strip_gputrace
+from conftest import APPS, ZE_SIM, events, need, newer_loader, run, sim_env, strip_gputrace
 from test_levelzero import (TICK_NS, assert_durations, assert_flows, assert_no_overlap,
                             by_corr, device_spans, end, host_spans, ns, start)
 
@@ -20,12 +20,6 @@ if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
                 allow_module_level=True)
 
-NEWLOADER = BUILD / "test" / "levelzero" / "newloader"
-
-
-def newer_loader(env=None):
-    need(NEWLOADER / "libze_loader.so.1")
-    return dict(env or {}, LD_LIBRARY_PATH=str(NEWLOADER))
 
 
 def traced_and_plain(cmd, tmp_path, env=None, status=0):

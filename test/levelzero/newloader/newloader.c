@@ -10,8 +10,9 @@
  * its newer tables (test/levelzero/sim/ddi_newer.h), as a newer loader's would:
  *  - zeInitDrivers initializes the real loader (zeInit for every type: the spec's loader
  *    initializes a driver once and then only filters what each call delivers) and returns
- *    the drivers of the types asked for: those whose pfnInitDrivers counts one, or, for a
- *    driver older than spec 1.10 (no pfnInitDrivers), GPU drivers.
+ *    the drivers of the types asked for: those whose pfnInitDrivers counts one. A driver
+ *    older than spec 1.10 (no pfnInitDrivers) is never delivered; with no driver newer,
+ *    the call answers ZE_RESULT_ERROR_UNSUPPORTED_FEATURE (loader 1.32.0 does both).
  *  - the others call the driver's entry, or answer ZE_RESULT_ERROR_UNSUPPORTED_FEATURE when
  *    it has none (a loader's answer for an empty entry). They need handles the driver made:
  *    with one driver Debian's loader passes them through; with two or more it wraps them,
@@ -175,7 +176,7 @@ EXPORT ze_result_t zeInitDrivers(uint32_t *pCount, ze_driver_handle_t *phDrivers
 				 ze_init_driver_type_desc_t *desc)
 {
 	ze_driver_handle_t all[MAX_DRIVERS];
-	uint32_t nall = MAX_DRIVERS, n = 0;
+	uint32_t nall = MAX_DRIVERS, n = 0, newer = 0;
 	ze_result_t r;
 
 	if (!pCount || !desc)
@@ -195,19 +196,18 @@ EXPORT ze_result_t zeInitDrivers(uint32_t *pCount, ze_driver_handle_t *phDrivers
 	for (uint32_t i = 0; i < nall; i++) {
 		struct driver *d = i < ndrivers ? &drivers[i] : NULL;
 		uint32_t count = 0;
-		bool take;
 
-		if (d && d->global.pfnInitDrivers)
-			take = d->global.pfnInitDrivers(&count, NULL, desc) == ZE_RESULT_SUCCESS &&
-			       count > 0;
-		else
-			take = desc->flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU;
-		if (!take)
+		if (!d || !d->global.pfnInitDrivers)
+			continue;
+		newer++;
+		if (d->global.pfnInitDrivers(&count, NULL, desc) != ZE_RESULT_SUCCESS || !count)
 			continue;
 		if (phDrivers && *pCount && n < *pCount)
 			phDrivers[n] = all[i];
 		n++;
 	}
+	if (!newer)
+		return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
 	if (phDrivers && *pCount && n > *pCount)
 		n = *pCount;
 	*pCount = n;
