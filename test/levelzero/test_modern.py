@@ -315,3 +315,24 @@ def test_spec_1_4_driver_still_traced(tmp_path):
     assert len(dev) == 5 * 2 + 2
     assert_durations(dev)
     assert trace["gputrace"]["events_lost"] == 0
+
+
+# ---- the summary's units -------------------------------------------------------------
+
+def test_slow_copies_print_in_a_unit_that_shows_them(tmp_path):
+    """4-byte copies and a fill (the simulated engine's 1 us minimum each): about 4 MB/s,
+    printed as such, never as 0.00 GB/s; each figure is the trace's bytes over its times."""
+    traced = traced_and_plain([APPS / "ze_bandwidth", 4, 1], tmp_path,
+                              env={"GPUTRACE_SUMMARY": "1"})
+    dev = device_spans(traced.trace)
+    err = traced.stderr.decode()
+    table = {l.split()[0]: l.split()[1:] for l in err.splitlines()
+             if l.split()[:1] in (["HtoD"], ["DtoH"], ["memset"])}
+    assert set(table) == {"HtoD", "DtoH", "memset"}
+    for kind, (count, nbytes, _, total, unit_ns, figure, unit) in table.items():
+        mine = [d for d in dev if d["args"].get("kind", "memset") == kind]
+        total_ns = sum(ns(d["dur"]) for d in mine)
+        assert (int(count), unit_ns, unit) == (len(mine), "ns", "MB/s"), kind
+        assert int(nbytes) == 4 * len(mine) and int(total) == total_ns
+        assert float(figure) == pytest.approx(int(nbytes) / total_ns * 1e3, abs=0.006)
+    assert "0.00 GB/s" not in err
