@@ -113,11 +113,14 @@ struct ze_queue {
  * The end of one run of regular lists on an immediate list: a barrier after the run
  * signals this event of ours. A list may run there again before its last run is done
  * (SYCL graphs do), so a command's event may still hold the earlier run's times:
- * the reads of a run wait for its gate.
+ * the reads of a run wait for its gate. On an in-order list, a timestamp query before
+ * the gate copies the run's times into memory of its own (times): the next run then
+ * overwrites nothing this run still needs.
  */
 struct ze_gate {
 	ze_event_handle_t event;
 	struct ze_ctx *ctx;
+	ze_kernel_timestamp_result_t *times; /* one per command with an event, in order */
 	unsigned refs;
 };
 
@@ -130,6 +133,7 @@ struct ze_pending {
 	bool fence;          /* last of a batch with a fence: an instant after it */
 	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
 	bool host_domain;    /* the slot has host ns, not ticks */
+	bool run_copy;       /* the slot is its run's copy (gate->times): a rerun keeps it */
 	uint32_t track;      /* (beside the flags: no padding) */
 	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
@@ -301,10 +305,14 @@ static void ze_gate__put(struct ze_gate *g)
 {
 	if (!g || --g->refs)
 		return;
-	/* Reused only once signaled: the barrier is done with it. */
+	/* Reused only once signaled: the barrier (and the query before it) are done with
+	 * them. Else both stay the device's. */
 	if (!atomic_load(&ze_closed) && g->ctx &&
-	    ZE_REAL(zeEventQueryStatus)(g->event) == ZE_RESULT_SUCCESS)
+	    ZE_REAL(zeEventQueryStatus)(g->event) == ZE_RESULT_SUCCESS) {
 		ze_ctx__put(g->ctx, g->event);
+		if (g->times)
+			ZE_REAL(zeMemFree)(g->ctx->handle, g->times);
+	}
 	free(g);
 }
 
@@ -563,7 +571,8 @@ static void ze__collect_locked(void)
 		ze_result_t st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event)
 					 : ZE_RESULT_SUCCESS;
 
-		if (st == ZE_RESULT_SUCCESS)
+		/* A run's copy is done with its gate; its event may be a later run's now. */
+		if (st == ZE_RESULT_SUCCESS && !p->run_copy)
 			st = ZE_REAL(zeEventQueryStatus)(p->event);
 		next = p->next;
 		if (st == ZE_RESULT_SUCCESS)
@@ -896,10 +905,16 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 
-			if (cmd->pend)
+			bool copying = cmd->pend && cmd->pend->run_copy;
+
+			if (cmd->pend && !copying)
 				ze_pend__drop(cmd->pend, ze_str.lost_overwritten);
-			/* Ours must be unsignaled again to tell this run's end. */
-			if (cmd->own && L->executed)
+			cmd->pend = NULL;
+			/* Ours must be unsignaled again to tell this run's end. Not while the
+			 * last run's copy is still to be made: the device may not have
+			 * signaled it yet (this run signals it again, in order, and a run's
+			 * copy waits for its gate, never for the event). */
+			if (cmd->own && L->executed && !copying)
 				ZE_REAL(zeEventHostReset)(cmd->event);
 		}
 	}
@@ -916,8 +931,61 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
+/* Does this command of a run get a copy of its times (gate->times)? Its event is one
+ * whose times the next run overwrites: ours, or the program's with timestamps (a query of
+ * a counter-based one has its own slot already). */
+static inline bool ze__run_copies(const struct ze_cmd *cmd)
+{
+	return cmd->event && !cmd->slot;
+}
+
+/* On an in-order immediate list: a query copying the run's times into memory of the
+ * gate's, right before its barrier. Without it (out of order, no memory, refused) a rerun
+ * before this run was read loses it, as on a queue. */
+static void ze__gate_copy(struct ze_gate *g, struct ze_list *I, const struct ze_exec *x)
+{
+	ze_host_mem_alloc_desc_t hdesc = { .stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC };
+	ze_event_handle_t *events = NULL;
+	uint32_t n = 0, cap = 0;
+	void *times = NULL;
+
+	pthread_mutex_lock(&ze_lock);
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+
+		for (size_t j = 0; L && !L->immediate && j < L->ncmds; j++) {
+			if (!ze__run_copies(&L->cmds[j]))
+				continue;
+			if (n == cap) {
+				ze_event_handle_t *more;
+
+				cap = cap ? 2 * cap : 16;
+				more = realloc(events, cap * sizeof(*events));
+				if (!more) {
+					n = 0;
+					goto out;
+				}
+				events = more;
+			}
+			events[n++] = L->cmds[j].event;
+		}
+	}
+out:
+	pthread_mutex_unlock(&ze_lock);
+	if (n && ZE_REAL(zeMemAllocHost)(g->ctx->handle, &hdesc, n * sizeof(*g->times), 64,
+					 &times) == ZE_RESULT_SUCCESS) {
+		if (ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(I->handle, n, events, times,
+								      NULL, NULL, 0, NULL) ==
+		    ZE_RESULT_SUCCESS)
+			g->times = times;
+		else
+			ZE_REAL(zeMemFree)(g->ctx->handle, times);
+	}
+	free(events);
+}
+
 /* A run on an immediate list: its gate, a barrier of ours after it (NULL: untimed). */
-static struct ze_gate *ze__gate(struct ze_list *I)
+static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 {
 	struct ze_gate *g = calloc(1, sizeof(*g));
 	ze_result_t r;
@@ -932,12 +1000,15 @@ static struct ze_gate *ze__gate(struct ze_list *I)
 		free(g);
 		return NULL;
 	}
+	if (I->in_order)
+		ze__gate_copy(g, I, x);
 	r = ZE_REAL(zeCommandListAppendBarrier)(I->handle, g->event, 0, NULL);
 	if (r == ZE_RESULT_SUCCESS)
 		return g;
 	pthread_mutex_lock(&ze_lock);
 	g->ctx->free[g->ctx->nfree++] = g->event;
 	pthread_mutex_unlock(&ze_lock);
+	/* The query (if any) is in the list: its memory stays the device's. */
 	free(g);
 	return NULL;
 }
@@ -947,10 +1018,11 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
 	uint64_t submitted = 0;
+	uint32_t copied = 0; /* the gate's copies taken, in the query's order */
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
-	if (x->imm && !(gate = ze__gate(x->imm))) {
+	if (x->imm && !(gate = ze__gate(x->imm, x))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
 	}
@@ -963,6 +1035,9 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 		L->executed = true;
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
+			ze_kernel_timestamp_result_t *copy =
+				gate && gate->times && ze__run_copies(cmd) ?
+					&gate->times[copied++] : NULL;
 			struct ze_pending *p = ze_pend__new();
 
 			if (!p) {
@@ -996,6 +1071,10 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 						submitted = gt_clock_ns();
 					p->submitted = submitted;
 				}
+			}
+			if (copy) {
+				p->slot = copy;
+				p->run_copy = true;
 			}
 			cmd->pend = p;
 			ze_pend__push(p);
@@ -1108,11 +1187,15 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 		}
 		ze_list__unpark(L, 0, true);
 	}
+	/* Earlier runs' copies too (an immediate list may hold several runs). */
+	for (struct ze_pending *p = ze_pend_head, *next; p; p = next) {
+		next = p->next;
+		if (p->list == L)
+			ze_pend__drop(p, ze_str.lost_unread);
+	}
 	for (size_t j = 0; j < L->ncmds; j++) {
 		struct ze_cmd *cmd = &L->cmds[j];
 
-		if (cmd->pend)
-			ze_pend__drop(cmd->pend, ze_str.lost_unread);
 		if (cmd->own)
 			ze_ctx__put(L->ctx, cmd->event);
 	}
