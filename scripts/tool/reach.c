@@ -163,14 +163,15 @@ static int reach__resolve(const char *cmd, char *out, size_t len)
 	}
 }
 
-void reach__warn(const char *cmd)
+bool reach__warn(const char *cmd)
 {
 	char path[4096], why[1024];
 
-	if (!reach__resolve(cmd, path, sizeof(path)) &&
-	    reach__check(path, why, sizeof(why), 0))
-		fprintf(stderr, "gputrace: %s; nothing of it will be traced (running it "
-			"unchanged)\n", why);
+	if (reach__resolve(cmd, path, sizeof(path)) || !reach__check(path, why, sizeof(why), 0))
+		return false;
+	fprintf(stderr, "gputrace: %s; nothing of it will be traced (running it unchanged)\n",
+		why);
+	return true;
 }
 
 int cmd_reach(int argc, char **argv)

@@ -107,7 +107,9 @@ static void summarize(struct run *r)
 		for (size_t i = 0; i < n; i++)
 			buf__printf(&label, " %s", files[i]);
 	}
-	if (!n)
+	if (!n && r->unreachable)
+		; /* said before CMD ran: nothing more */
+	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows): no trace written\n");
 	else if (!r->no_summary)
@@ -202,7 +204,7 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	/* A CMD preload cannot reach runs unchanged, untraced: said once, before. */
-	reach__warn(r.cmd[0]);
+	r.unreachable = reach__warn(r.cmd[0]);
 	err = sup__spawn(&r.sup, r.cmd, cmd_env);
 	if (err) {
 		/* as a shell says it: 127 not found, 126 found but not runnable */

@@ -40,6 +40,7 @@ enum {
 };
 
 struct run {
+	bool unreachable;            /* CMD preload cannot reach: said before it ran */
 	/* what was asked */
 	const char *tmpl;            /* -o */
 	const char *keep_dir;        /* --per-process */

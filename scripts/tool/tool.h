@@ -23,8 +23,8 @@ int cmd_reach(int argc, char **argv);
  * 0 when it can, or when that cannot be told. depth: 0 (scripts are followed once). */
 int reach__check(const char *path, char *why, size_t len, int depth);
 /* gputrace run: one line on stderr when CMD (a name found as execvp finds it) cannot be
- * reached by LD_PRELOAD; nothing otherwise. */
-void reach__warn(const char *cmd);
+ * reached by LD_PRELOAD (true); nothing otherwise. */
+bool reach__warn(const char *cmd);
 
 /* The gputrace command's usage (gputrace --help, gputrace run --help). */
 void tool__usage(FILE *f);

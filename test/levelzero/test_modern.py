@@ -181,7 +181,8 @@ def test_linked_newer_entry_points_on_an_old_loader(tmp_path):
     assert b"undefined symbol: zeInitDrivers" in plain.stderr
     ours = [l for l in traced.stderr.decode().splitlines() if l.startswith("gputrace")]
     assert len(ours) == 1 and "zeInitDrivers" in ours[0]
-    assert traced.trace["gputrace"]["end"] == "_exit"
+    # It stopped at its first call, before anything was recorded: no trace file.
+    assert not list(tmp_path.glob("*.json*"))
 
 
 # ---- a program probing with dlsym sees its loader --------------------------------------
