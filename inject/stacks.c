@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,7 +50,6 @@
 _Static_assert((GT_STACK_SLOTS & (GT_STACK_SLOTS - 1)) == 0, "power of two");
 
 enum { SLOT_WRITING = 0, SLOT_READY, SLOT_INVALID };
-enum { INIT_NONE = 0, INIT_BUSY, INIT_READY, INIT_FAILED };
 
 struct stack_slot {
 	_Atomic uint64_t hash; /* 0: free; claimed by compare-and-swap */
@@ -60,15 +60,21 @@ struct stack_slot {
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 
-static struct {
-	_Atomic int init;
+/* Everything a capture reads, made whole before it is published. */
+struct table {
 	unw_backtrace_fn backtrace;
-	struct stack_slot *slots;
-	uintptr_t *pool;
+	uintptr_t self_lo, self_hi; /* our own text, skipped in stacks */
+	struct stack_slot slots[GT_STACK_SLOTS];
+	uintptr_t pool[GT_STACK_POOL];
+};
+
+static struct {
+	struct table *_Atomic table; /* NULL until set up */
+	_Atomic int failed;          /* -errno once set-up failed (said once) */
 	_Atomic uint32_t pool_used;
+	_Atomic int writing;         /* slots claimed, not yet stored */
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t count;
-	uintptr_t self_lo, self_hi; /* our own text, skipped in stacks */
 	/* vendor libraries' text, skipped by gt_stack_capture_api */
 	struct {
 		_Atomic uintptr_t lo, hi;
@@ -80,7 +86,8 @@ static struct {
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t me = (uintptr_t)data;
+	struct table *t = data;
+	uintptr_t me = (uintptr_t)&stacks__init;
 
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -89,8 +96,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		if (me >= lo && me < lo + ph->p_memsz) {
-			S.self_lo = lo;
-			S.self_hi = lo + ph->p_memsz;
+			t->self_lo = lo;
+			t->self_hi = lo + ph->p_memsz;
 			return 1;
 		}
 	}
@@ -99,62 +106,72 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 
 static void stacks__atfork_child(void);
 
+static int setup_failed(int err)
+{
+	int none = 0;
+
+	if (atomic_compare_exchange_strong(&S.failed, &none, err)) {
+		if (err == -ENOENT)
+			pr_err("GPUTRACE_STACKS: libunwind.so.8 (with unw_backtrace) not found; "
+			       "install libunwind8 for call stacks. Tracing goes on without them");
+		else
+			pr_err("GPUTRACE_STACKS: no memory for the stack table; no call stacks");
+	}
+	return err;
+}
+
+/*
+ * No thread waits for another's set-up: each one that finds no table makes
+ * its own, and the first to publish it wins (the others unmap theirs). A
+ * wait could be endless (the waiter holding the loader lock the other's
+ * dlopen needs: a traced call from a library constructor) and a bounded
+ * one drops the first stacks whenever a loaded machine does not run the
+ * setting-up thread in time. dlopen is thread-safe and gives every caller
+ * the one handle; the untouched table costs only its mapping.
+ */
 int stacks__init(void)
 {
-	int expect = INIT_NONE;
-	void *lib, *mem;
-	size_t slots_bytes = GT_STACK_SLOTS * sizeof(struct stack_slot);
-	size_t pool_bytes = (size_t)GT_STACK_POOL * sizeof(uintptr_t);
+	struct table *t = atomic_load_explicit(&S.table, memory_order_acquire), *none = NULL;
+	int failed = atomic_load_explicit(&S.failed, memory_order_relaxed);
+	unw_backtrace_fn backtrace;
+	void *lib;
 
-	if (!atomic_compare_exchange_strong(&S.init, &expect, INIT_BUSY))
-		return atomic_load(&S.init) == INIT_READY ? 0 : -EAGAIN;
-
+	if (t)
+		return 0;
+	if (failed)
+		return failed;
 	lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		lib = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
-	S.backtrace = lib ? (unw_backtrace_fn)dlsym(lib, "unw_backtrace") : NULL;
-	if (!S.backtrace) {
-		pr_err("GPUTRACE_STACKS: libunwind.so.8 (with unw_backtrace) not found; "
-		       "install libunwind8 for call stacks. Tracing goes on without them");
-		atomic_store(&S.init, INIT_FAILED);
-		return -ENOENT;
-	}
+	backtrace = lib ? (unw_backtrace_fn)dlsym(lib, "unw_backtrace") : NULL;
+	if (!backtrace)
+		return setup_failed(-ENOENT);
 	/* Pages of the pool are only touched as stacks arrive. */
-	mem = mmap(NULL, slots_bytes + pool_bytes, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED) {
-		pr_err("GPUTRACE_STACKS: no memory for the stack table; no call stacks");
-		atomic_store(&S.init, INIT_FAILED);
-		return -ENOMEM;
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return setup_failed(-ENOMEM);
+	t->backtrace = backtrace;
+	dl_iterate_phdr(find_self, t);
+	if (!atomic_compare_exchange_strong_explicit(&S.table, &none, t, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		munmap(t, sizeof(*t));
+		return 0;
 	}
-	S.slots = mem;
-	S.pool = (uintptr_t *)((char *)mem + slots_bytes);
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&stacks__init);
 	pthread_atfork(NULL, NULL, stacks__atfork_child);
-	atomic_store_explicit(&S.init, INIT_READY, memory_order_release);
 	return 0;
 }
 
 /* ---- capture (hot) ---- */
 
-/* The first capture sets up (unless stacks__init ran at start); threads
- * that arrive meanwhile wait for it, briefly: dropping the first stacks of
- * a program would lose the interesting ones. Bounded, in case the setting-up
- * thread waits on something the waiter holds (the loader lock). */
-static bool wait_ready(void)
+/* The table, set up by the first capture unless stacks__init ran at start. */
+static struct table *table(void)
 {
-	struct timespec ts = { 0, 20000 };
-	int st = atomic_load_explicit(&S.init, memory_order_acquire);
+	struct table *t = atomic_load_explicit(&S.table, memory_order_acquire);
 
-	if (st == INIT_NONE && !stacks__init())
-		return true;
-	for (unsigned i = 0; i < 10000; i++) {
-		st = atomic_load_explicit(&S.init, memory_order_acquire);
-		if (st != INIT_BUSY)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	return st == INIT_READY;
+	if (gt_likely(t) || stacks__init())
+		return t;
+	return atomic_load_explicit(&S.table, memory_order_acquire);
 }
 
 static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n)
@@ -169,37 +186,48 @@ static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n)
 	return h ? h : 1;
 }
 
-static uint64_t intern(const uintptr_t *pcs, unsigned n)
+/* Store a claimed slot's stack; false when the PC pool is full. */
+static bool fill(struct table *t, struct stack_slot *s, const uintptr_t *pcs, unsigned n)
+{
+	uint32_t off = atomic_fetch_add_explicit(&S.pool_used, n, memory_order_relaxed);
+
+	if (off > GT_STACK_POOL - n) {
+		/* the slot stays claimed but never matches */
+		atomic_store_explicit(&s->state, SLOT_INVALID, memory_order_release);
+		return false;
+	}
+	memcpy(&t->pool[off], pcs, n * sizeof(*pcs));
+	s->off = off;
+	s->depth = n;
+	atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+	atomic_fetch_add_explicit(&S.count, 1, memory_order_relaxed);
+	return true;
+}
+
+static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 {
 	uint64_t h = hash_pcs(pcs, n);
 	uint32_t i = (uint32_t)h & (GT_STACK_SLOTS - 1);
 
 	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (GT_STACK_SLOTS - 1)) {
-		struct stack_slot *s = &S.slots[i];
+		struct stack_slot *s = &t->slots[i];
 		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 
 		if (cur == 0) {
 			uint64_t zero = 0;
+			int id = 0;
 
+			/* counted while claimed and not yet ready: see atfork_child */
+			atomic_fetch_add(&S.writing, 1);
 			if (atomic_compare_exchange_strong_explicit(&s->hash, &zero, h,
 								    memory_order_acq_rel,
-								    memory_order_acquire)) {
-				uint32_t off = atomic_fetch_add_explicit(&S.pool_used, n,
-									 memory_order_relaxed);
-
-				if (off > GT_STACK_POOL - n) {
-					/* pool full: the slot stays claimed but never matches */
-					atomic_store_explicit(&s->state, SLOT_INVALID,
-							      memory_order_release);
-					break;
-				}
-				memcpy(&S.pool[off], pcs, n * sizeof(*pcs));
-				s->off = off;
-				s->depth = n;
-				atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
-				atomic_fetch_add_explicit(&S.count, 1, memory_order_relaxed);
-				return i + 1;
-			}
+								    memory_order_acquire))
+				id = fill(t, s, pcs, n) ? (int)i + 1 : -1;
+			atomic_fetch_sub(&S.writing, 1);
+			if (id > 0)
+				return (uint64_t)id;
+			if (id < 0)
+				break;
 			cur = zero; /* someone else claimed it: compare with theirs */
 		}
 		if (cur != h)
@@ -207,11 +235,21 @@ static uint64_t intern(const uintptr_t *pcs, unsigned n)
 		uint32_t st;
 		unsigned spins = 0;
 
+		/* Another thread is storing this very stack, and its id is ours
+		 * too: wait until it is stored, however long a loaded machine
+		 * keeps that thread off the CPU (giving up would store the stack
+		 * again under a second id). The store takes no lock and makes
+		 * no call; a fork child's copies of unfinished slots are
+		 * invalidated by atfork_child. */
 		while ((st = atomic_load_explicit(&s->state, memory_order_acquire)) ==
-			       SLOT_WRITING && ++spins < READY_SPINS)
-			cpu_relax();
+		       SLOT_WRITING) {
+			if (++spins < READY_SPINS)
+				cpu_relax();
+			else
+				sched_yield();
+		}
 		if (st == SLOT_READY && s->depth == n &&
-		    !memcmp(&S.pool[s->off], pcs, n * sizeof(*pcs)))
+		    !memcmp(&t->pool[s->off], pcs, n * sizeof(*pcs)))
 			return i + 1;
 	}
 	atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
@@ -221,10 +259,10 @@ static uint64_t intern(const uintptr_t *pcs, unsigned n)
 uint64_t stacks__capture_depth(unsigned depth)
 {
 	void *frames[GT_STACKS_MAX_DEPTH + OWN_FRAMES];
+	struct table *t = table();
 	int n, first;
 
-	if (gt_unlikely(atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY) &&
-	    !wait_ready()) {
+	if (gt_unlikely(!t)) {
 		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
 		return 0;
 	}
@@ -232,7 +270,7 @@ uint64_t stacks__capture_depth(unsigned depth)
 		return 0;
 	if (depth > GT_STACKS_MAX_DEPTH)
 		depth = GT_STACKS_MAX_DEPTH;
-	n = S.backtrace(frames, (int)depth + OWN_FRAMES);
+	n = t->backtrace(frames, (int)depth + OWN_FRAMES);
 	if (n <= 0) {
 		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
 		return 0;
@@ -242,7 +280,7 @@ uint64_t stacks__capture_depth(unsigned depth)
 	for (first = 0; first < n; first++) {
 		uintptr_t pc = (uintptr_t)frames[first];
 
-		if (pc < S.self_lo || pc >= S.self_hi)
+		if (pc < t->self_lo || pc >= t->self_hi)
 			break;
 	}
 	if (first > 0 && first < n)
@@ -252,7 +290,7 @@ uint64_t stacks__capture_depth(unsigned depth)
 	n -= first;
 	if ((unsigned)n > depth)
 		n = (int)depth;
-	return intern((const uintptr_t *)&frames[first], (unsigned)n);
+	return intern(t, (const uintptr_t *)&frames[first], (unsigned)n);
 }
 
 uint64_t gt_stack_capture(void)
@@ -260,11 +298,11 @@ uint64_t gt_stack_capture(void)
 	return gt_cfg.stacks ? stacks__capture_depth(gt_cfg.stacks) : 0;
 }
 
-static bool vendor_pc(uintptr_t pc)
+static bool vendor_pc(const struct table *t, uintptr_t pc)
 {
 	unsigned n = atomic_load_explicit(&S.nskip, memory_order_acquire);
 
-	if (pc >= S.self_lo && pc < S.self_hi)
+	if (pc >= t->self_lo && pc < t->self_hi)
 		return true;
 	for (unsigned i = 0; i < n; i++)
 		if (pc >= atomic_load_explicit(&S.skip[i].lo, memory_order_relaxed) &&
@@ -277,19 +315,20 @@ uint64_t gt_stack_capture_api(uint32_t api_name)
 {
 	void *frames[GT_STACKS_MAX_DEPTH + OWN_FRAMES + VENDOR_FRAMES];
 	unsigned depth = gt_cfg.stacks;
+	struct table *t;
 	int n, first;
 
 	if (!depth)
 		return 0;
-	if (gt_unlikely(atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY) &&
-	    !wait_ready()) {
+	t = table();
+	if (gt_unlikely(!t)) {
 		atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
 		return 0;
 	}
 	if (depth > GT_STACKS_MAX_DEPTH)
 		depth = GT_STACKS_MAX_DEPTH;
-	n = S.backtrace(frames, (int)depth + OWN_FRAMES + VENDOR_FRAMES);
-	for (first = 0; first < n && vendor_pc((uintptr_t)frames[first]); first++)
+	n = t->backtrace(frames, (int)depth + OWN_FRAMES + VENDOR_FRAMES);
+	for (first = 0; first < n && vendor_pc(t, (uintptr_t)frames[first]); first++)
 		;
 	if (n <= 0 || first == 0 || first == n)
 		return stacks__capture_depth(depth); /* not inside a vendor's callback */
@@ -299,7 +338,7 @@ uint64_t gt_stack_capture_api(uint32_t api_name)
 	n -= first;
 	if ((unsigned)n > depth)
 		n = (int)depth;
-	return intern((const uintptr_t *)&frames[first], (unsigned)n);
+	return intern(t, (const uintptr_t *)&frames[first], (unsigned)n);
 }
 
 struct skip_scan {
@@ -396,6 +435,16 @@ static struct {
 static void stacks__atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	struct table *t = atomic_load(&S.table);
+
+	/* A slot another thread was storing when this one forked is never
+	 * finished here: the one thread of the child must not wait on it
+	 * (rare: a scan only when a store was under way). */
+	if (t && atomic_exchange(&S.writing, 0))
+		for (uint32_t i = 0; i < GT_STACK_SLOTS; i++)
+			if (atomic_load(&t->slots[i].hash) &&
+			    atomic_load(&t->slots[i].state) == SLOT_WRITING)
+				atomic_store(&t->slots[i].state, SLOT_INVALID);
 
 	Y.lock = fresh;
 	Y.modules = NULL;
@@ -629,14 +678,14 @@ static const char *cached_name(uintptr_t pc)
 int stacks__format(uint64_t id, char *buf, size_t len)
 {
 	const char *names[GT_STACKS_MAX_DEPTH];
+	const struct table *t = atomic_load_explicit(&S.table, memory_order_acquire);
 	const struct stack_slot *s;
 	size_t total = 0, pos = 0;
 	unsigned n, skip = 0;
 
-	if (!len || !id || id > GT_STACK_SLOTS ||
-	    atomic_load_explicit(&S.init, memory_order_acquire) != INIT_READY)
+	if (!len || !id || id > GT_STACK_SLOTS || !t)
 		return -1;
-	s = &S.slots[id - 1];
+	s = &t->slots[id - 1];
 	if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) != SLOT_READY)
 		return -1;
 	n = s->depth > GT_STACKS_MAX_DEPTH ? GT_STACKS_MAX_DEPTH : s->depth;
@@ -644,7 +693,7 @@ int stacks__format(uint64_t id, char *buf, size_t len)
 	pthread_mutex_lock(&Y.lock);
 	/* pool[0] is the innermost frame: names[] is outermost first */
 	for (unsigned i = 0; i < n; i++) {
-		uintptr_t pc = S.pool[s->off + i];
+		uintptr_t pc = t->pool[s->off + i];
 		const char *api = pc & NAME_TAG ? gt_str_get((uint32_t)pc, NULL) : NULL;
 
 		names[n - 1 - i] = pc & NAME_TAG ? (api ? api : "?") : cached_name(pc);

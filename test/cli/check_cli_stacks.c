@@ -7,11 +7,16 @@
  * Built with -rdynamic: outer_fn/middle_fn are found by dladdr, the static
  * ones through the ELF symbol table.
  */
+#define _GNU_SOURCE
 #include <check.h>
+#include <link.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "../check_run.h"
 
 #define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
@@ -145,6 +150,48 @@ START_TEST(test_threads_agree)
 	ck_assert_uint_eq(fake_dropped(), 0);
 }
 END_TEST
+
+static atomic_int loader_held;
+
+static int hold_loader(struct dl_phdr_info *info, size_t size, void *data)
+{
+	atomic_store(&loader_held, 1);
+	usleep(2500 * 1000);
+	return 1;
+}
+
+static void *loader_holder(void *arg)
+{
+	dl_iterate_phdr(hold_loader, NULL);
+	return NULL;
+}
+
+/* A thread inside dl_iterate_phdr holds the loader's list lock, which the
+ * unwinder's dlopen at the first capture needs: set-up takes as long as it
+ * holds it (here 2.5 s; a loaded machine can be as slow). The threads whose
+ * first stacks come meanwhile get them all, under one id. */
+START_TEST(test_slow_setup_drops_nothing)
+{
+	pthread_t holder, t[4];
+	uint64_t ids[4][2] = { { 0 } };
+
+	fake_set_depth(3);
+	pthread_create(&holder, NULL, loader_holder, NULL);
+	while (!atomic_load(&loader_held))
+		sched_yield();
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, thread_body, ids[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	pthread_join(holder, NULL);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_ne(ids[i][0], 0);
+		ck_assert_uint_eq(ids[i][0], ids[0][0]);
+		ck_assert_uint_eq(ids[i][1], 0);
+	}
+	ck_assert_uint_eq(fake_dropped(), 0);
+}
+END_TEST
 #endif
 
 /* Distinct stacks: recursion depth times call site. */
@@ -214,6 +261,7 @@ int main(void)
 	 * locks a mutex after ThreadSanitizer has let go of the exiting
 	 * thread: TSan crashes there, whatever the caller does */
 	tcase_add_test(tc, test_threads_agree);
+	tcase_add_test(tc, test_slow_setup_drops_nothing);
 #endif
 	tcase_add_test(tc, test_full_table_drops);
 	tcase_add_test(tc, test_format_truncates_outer_end);
