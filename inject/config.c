@@ -224,7 +224,27 @@ static int check_template(const char *s)
 {
 	char buf[PATH_MAX];
 
-	return config__expand_output(s, buf, sizeof(buf), 1, "x", 0);
+	/* %p, %e, %% and text (gputrace run's own template) by a scan: each
+	 * expands to at least one character and no longer than its code here.
+	 * Expanding them takes snprintf, pages of libc that a process which
+	 * records nothing would fault in for this alone. */
+	for (const char *p = s; *p; p++) {
+		if (*p != '%')
+			continue;
+		switch (*++p) {
+		case 'p':
+		case 'e':
+		case '%':
+			break;
+		case 'h':
+		case 'r':
+		case 't':
+			return config__expand_output(s, buf, sizeof(buf), 1, "x", 0);
+		default:
+			return -EINVAL;
+		}
+	}
+	return *s ? 0 : -EINVAL;
 }
 
 typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *val);

@@ -20,6 +20,11 @@
 #define GT_HIDDEN __attribute__((visibility("hidden")))
 #define GT_EXPORT __attribute__((visibility("default")))
 #define GT_TLS    __attribute__((tls_model("initial-exec"))) __thread
+/* State that every process touches at start and exit, whether it records or
+ * not: kept together in .data, a page the loader writes anyway (the GOT's
+ * neighbour), so a process that records nothing (a shell, a compiler under
+ * gputrace run) faults in no page of .bss for it. Small variables only. */
+#define GT_STARTUP_STATE __attribute__((section(".data.gt_startup")))
 #define gt_likely(x)   __builtin_expect(!!(x), 1)
 #define gt_unlikely(x) __builtin_expect(!!(x), 0)
 

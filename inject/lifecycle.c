@@ -26,9 +26,10 @@
 #include "shim.h"
 #include "state.h"
 
-static _Atomic int finish_claimed;
-static _Atomic long finish_tid; /* the thread finishing, while it stops the backends */
-GT_HIDDEN const char *_Atomic gt_end_reason;
+static _Atomic int finish_claimed GT_STARTUP_STATE;
+/* the thread finishing, while it stops the backends */
+static _Atomic long finish_tid GT_STARTUP_STATE;
+GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
 
 /* ---- the writer's hooks ---- */
 
@@ -170,6 +171,10 @@ static const int fatal_signals[] = {
 static struct sigaction app_action[NSIG];
 static _Atomic bool ours[NSIG];
 static atomic_flag sig_lock = ATOMIC_FLAG_INIT;
+/* Our handlers go in with the process's first recording: before it there is
+ * no file to close, and a process that never records (most of a job's)
+ * pays no sigaction calls at start. */
+static _Atomic bool signals_armed GT_STARTUP_STATE;
 
 static const char *signal_reason(int sig)
 {
@@ -224,19 +229,26 @@ static void install_ours(int sig)
 		atomic_store(&ours[sig], true);
 }
 
-static void signals_init(void)
+void lifecycle__arm_signals(void)
 {
+	if (atomic_load_explicit(&signals_armed, memory_order_relaxed))
+		return;
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
 		int sig = fatal_signals[i];
 		struct sigaction cur;
 
+		/* the program's sigaction() may run meanwhile in another thread */
+		while (atomic_flag_test_and_set(&sig_lock))
+			;
 		/* Only where nobody chose otherwise (nohup's SIG_IGN stays). */
-		if (real_sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
-		    (cur.sa_flags & SA_SIGINFO))
-			continue;
-		app_action[sig] = cur;
-		install_ours(sig);
+		if (!real_sigaction(sig, NULL, &cur) && cur.sa_handler == SIG_DFL &&
+		    !(cur.sa_flags & SA_SIGINFO)) {
+			app_action[sig] = cur;
+			install_ours(sig);
+		}
+		atomic_flag_clear(&sig_lock);
 	}
+	atomic_store(&signals_armed, true);
 }
 
 /* The program's sigaction: where it asks for SIG_DFL on a fatal signal we
@@ -246,7 +258,8 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
 	int ret = 0;
 
-	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid)
+	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid ||
+	    !atomic_load(&signals_armed))
 		return real_sigaction(sig, act, oldact);
 	while (atomic_flag_test_and_set(&sig_lock))
 		;
@@ -446,7 +459,7 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 
 /* Registered first, so it runs last: after the program's own
  * at_quick_exit handlers, whose calls are traced too. */
-static bool quick_exit_hooked;
+static bool quick_exit_hooked GT_STARTUP_STATE;
 
 static void on_quick_exit(void)
 {
@@ -498,7 +511,6 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 
 void lifecycle__init(void)
 {
-	signals_init();
 	quick_exit_hooked = !at_quick_exit(on_quick_exit);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

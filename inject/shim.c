@@ -39,7 +39,7 @@ extern char **environ;
 
 GT_HIDDEN GT_TLS int gt_in_tracer;
 GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
-GT_HIDDEN struct gt_state gt_st;
+GT_HIDDEN struct gt_state gt_st GT_STARTUP_STATE;
 
 GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inline readers: inject/emit.h */
 static GT_TLS int tls_tid;
@@ -49,7 +49,7 @@ GT_HIDDEN GT_TLS uint64_t gt_tls_corr_next, gt_tls_corr_end;
 #define RING_GONE ((struct ring *)1)
 #define CORR_BLOCK 1024
 
-static pthread_key_t ring_key;
+static pthread_key_t ring_key GT_STARTUP_STATE;
 
 extern const struct gt_backend *const __start_gt_backends[] __attribute__((weak, visibility("hidden")));
 extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, visibility("hidden")));
@@ -179,14 +179,14 @@ static void at_exit_finish(void)
 
 static void register_exit_handler(void)
 {
-	static _Atomic int registered;
+	static _Atomic int registered GT_STARTUP_STATE;
 
 	if (!atomic_exchange(&registered, 1))
 		atexit(at_exit_finish);
 }
 
 /* The process has had a first event (a first ring). */
-static _Atomic bool recording;
+static _Atomic bool recording GT_STARTUP_STATE;
 
 static struct ring *ring_for_thread(void)
 {
@@ -381,7 +381,7 @@ void gt_gap_end(int gap, uint64_t end_ns)
 		atomic_store(&gt_st.gaps[gap].end_ns, end_ns ? end_ns : 1);
 }
 
-GT_HIDDEN _Atomic int gt_phase;
+GT_HIDDEN _Atomic int gt_phase GT_STARTUP_STATE;
 
 static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
 {
@@ -421,13 +421,14 @@ bool gt_phase_wait_done(unsigned timeout_ms)
  * process is ending: what its last cycle finds is written by the thread
  * that ends it.
  */
-static _Atomic bool writer_started;
+static _Atomic bool writer_started GT_STARTUP_STATE;
 
 void gt_start_writer(void)
 {
 	if (atomic_load_explicit(&writer_started, memory_order_relaxed) ||
 	    atomic_load(&gt_end_reason) || !gt_tracing() || atomic_exchange(&writer_started, true))
 		return;
+	lifecycle__arm_signals();
 	if (lifecycle__hooks()->start())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }

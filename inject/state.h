@@ -63,6 +63,8 @@ GT_HIDDEN bool shim__has_events(void);
  * has nothing to wait for). */
 GT_HIDDEN bool shim__recorded_anything(void);
 GT_HIDDEN void lifecycle__init(void);
+/* Put our fatal-signal handlers in (once; with the first recording). */
+GT_HIDDEN void lifecycle__arm_signals(void);
 /* Tell the backends of libraries loaded since the last call (the writer's
  * cycle polls it: a dlopen is not wrapped, see lifecycle.c). */
 GT_HIDDEN void lifecycle__poll_dlopen(void);

@@ -30,9 +30,9 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
-GT_HIDDEN _Atomic int cupti_state;
+GT_HIDDEN _Atomic int cupti_state GT_STARTUP_STATE;
 GT_HIDDEN pthread_mutex_t cupti_share_lock = PTHREAD_MUTEX_INITIALIZER;
-GT_HIDDEN bool cupti_backend_on;
+GT_HIDDEN bool cupti_backend_on GT_STARTUP_STATE;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
 GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
@@ -42,7 +42,7 @@ static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcuda
 					   "libnvidia-", NULL };
 
 static CUpti_SubscriberHandle subscriber;
-GT_HIDDEN _Atomic bool cupti_injection_ours;
+GT_HIDDEN _Atomic bool cupti_injection_ours GT_STARTUP_STATE;
 static bool clock_is_ours;      /* the timestamp callback was accepted */
 static _Atomic uint64_t last_flush_ns;
 /* the exit's forced flush was made: the drain thread fits the clock once more */

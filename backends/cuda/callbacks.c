@@ -126,9 +126,12 @@ static struct {
 	_Atomic uint32_t name;
 	_Atomic uint64_t count;
 } folds[FOLD_SLOTS];
+static _Atomic bool folded_any GT_STARTUP_STATE; /* else the exit reads no slot */
 
 void cupti__fold_count(uint32_t name_id)
 {
+	if (!atomic_load_explicit(&folded_any, memory_order_relaxed))
+		atomic_store_explicit(&folded_any, true, memory_order_relaxed);
 	for (unsigned i = 0, h = name_id * 2654435761u; i < FOLD_SLOTS; i++) {
 		unsigned s = (h + i) % FOLD_SLOTS;
 		uint32_t cur = atomic_load_explicit(&folds[s].name, memory_order_relaxed);
@@ -148,13 +151,13 @@ void cupti__fold_count(uint32_t name_id)
 
 void cupti__emit_folded(void)
 {
-	static _Atomic bool done;
+	static _Atomic bool done GT_STARTUP_STATE;
 	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 0;
 	uint32_t title = 0;
 	uint64_t now = 0;
 
-	if (atomic_exchange(&done, true))
+	if (!atomic_load(&folded_any) || atomic_exchange(&done, true))
 		return;
 	for (unsigned s = 0; s <= FOLD_SLOTS; s++) {
 		uint64_t c = 0;

@@ -26,12 +26,12 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
-pthread_mutex_t ze_lock = PTHREAD_MUTEX_INITIALIZER;
-atomic_bool ze_closed;
+pthread_mutex_t ze_lock GT_STARTUP_STATE = PTHREAD_MUTEX_INITIALIZER;
+atomic_bool ze_closed GT_STARTUP_STATE;
 struct ze_strings ze_str;
 
 /* Set by init (constructor time, before the program's threads). */
-static bool ze_enabled;
+static bool ze_enabled GT_STARTUP_STATE;
 static _Atomic uint32_t ze_name_ids[ZE_ID__COUNT];
 
 static inline bool ze__active(void)

@@ -154,7 +154,7 @@ static struct ze_map ze_lists;   /* list -> struct ze_list * */
 static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
 static struct ze_map ze_slots;   /* event of ours -> its timestamp slot */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
-static struct ze_pending *ze_pend_head, *ze_pend_tail, *ze_pend_spare;
+static struct ze_pending *ze_pend_head GT_STARTUP_STATE, *ze_pend_tail, *ze_pend_spare;
 
 /* ---- our events ---- */
 

@@ -40,7 +40,7 @@
 #define PLUGIN_LOCK_MS   2000 /* exit never waits longer on a plug-in call */
 
 struct plugin plugins[PLUGINS_MAX];
-static unsigned nplugins;
+static unsigned nplugins GT_STARTUP_STATE;
 /* One plug-in call at a time (drain thread vs. exit); never held while a
  * plug-in thread could need it: builder calls do not take it. */
 static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
