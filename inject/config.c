@@ -443,6 +443,9 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 	/* GPUTRACE_LOG and _RUN_STATE first: they govern the messages about
 	 * the others. */
 	for (char *const *e = envp; *e; e++) {
+		/* most of an environment is not ours: one byte tells, no call */
+		if ((*e)[0] != 'G' || strncmp(*e, "GPUTRACE_", 9))
+			continue;
 		if (!strncmp(*e, "GPUTRACE_LOG=", 13))
 			set_log(cfg, "GPUTRACE_LOG", *e + 13);
 		else if (!strncmp(*e, "GPUTRACE_RUN_STATE=", 19))
@@ -452,7 +455,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 		const char *kv = *e, *eq;
 		size_t i;
 
-		if (strncmp(kv, "GPUTRACE_", 9))
+		if (kv[0] != 'G' || strncmp(kv, "GPUTRACE_", 9))
 			continue;
 		eq = strchr(kv, '=');
 		if (!eq)
