@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -556,25 +557,55 @@ bool shim__recorded_anything(void)
 	return atomic_load(&writer_started) || shim__has_events();
 }
 
-/* Whether LD_PRELOAD names this library (entries split by spaces or colons). */
+/* This library's first byte (the linker's symbol): its link map entry is
+ * the one loaded there. */
+extern const char __ehdr_start[] GT_HIDDEN;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *name)
+{
+	if ((const char *)info->dlpi_addr != __ehdr_start)
+		return 0;
+	*(const char **)name = info->dlpi_name;
+	return 1;
+}
+
+/* Not dladdr(): it scans every symbol of the library for the nearest one,
+ * in every process at start, GPU or not. */
+const char *shim__self_name(void)
+{
+	const char *name = NULL;
+
+	if (!dl_iterate_phdr(find_self, &name) || !name || !*name)
+		return NULL;
+	return name;
+}
+
+/* Whether an LD_PRELOAD entry (split by spaces or colons) is this library:
+ * the loader names a preloaded library by its entry, so the same text
+ * answers without a syscall; else (a link, a relative path) by realpath. */
 static bool preloaded(void)
 {
-	const char *list = getenv("LD_PRELOAD");
+	const char *list = getenv("LD_PRELOAD"), *name = shim__self_name(), *p;
 	char self[PATH_MAX], entry[PATH_MAX], real[PATH_MAX];
-	Dl_info info;
+	size_t n;
 
-	if (!list || !dladdr((void *)preloaded, &info) || !info.dli_fname ||
-	    !realpath(info.dli_fname, self))
+	if (!list || !name)
 		return false;
-	while (*list) {
-		size_t n = strcspn(list, " :");
+	for (p = list; *p; p += n + (p[n] != 0)) {
+		n = strcspn(p, " :");
+		if (n && n == strlen(name) && !strncmp(p, name, n))
+			return true;
+	}
+	if (!realpath(name, self))
+		return false;
+	for (p = list; *p; p += n + (p[n] != 0)) {
+		n = strcspn(p, " :");
 		if (n && n < sizeof(entry)) {
-			memcpy(entry, list, n);
+			memcpy(entry, p, n);
 			entry[n] = 0;
 			if (realpath(entry, real) && !strcmp(real, self))
 				return true;
 		}
-		list += n + (list[n] != 0);
 	}
 	return false;
 }

@@ -54,6 +54,8 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 GT_HIDDEN void *shim__wrapper_for(const char *symbol);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);
+/* This library's path as the loader named it (NULL if unknown). */
+GT_HIDDEN const char *shim__self_name(void);
 /* The program's name (the executable's file name), read on first use. */
 GT_HIDDEN const char *gt_exe(void);
 /* Events were recorded (or lost). */

@@ -55,26 +55,12 @@ static _Atomic bool exit_flushed;
 #define FLUSH_MIN_GA_NS (10000ull * 1000000)
 static uint64_t flush_every_ns = FLUSH_MIN_NS;
 
-/* This library's first byte (the linker's symbol): its link map entry is
- * the one loaded there. */
-extern const char __ehdr_start[] GT_HIDDEN;
-
-static int find_self(struct dl_phdr_info *info, size_t size, void *name)
-{
-	if ((const char *)info->dlpi_addr != __ehdr_start)
-		return 0;
-	*(const char **)name = info->dlpi_name;
-	return 1;
-}
-
 int cupti__self_path(char *out, size_t len)
 {
-	const char *name = NULL;
+	const char *name = shim__self_name();
 	char real[PATH_MAX];
 
-	/* not dladdr(): it scans every symbol of the library for the nearest
-	 * one, in every process at start, GPU or not */
-	if (!dl_iterate_phdr(find_self, &name) || !name || !*name)
+	if (!name)
 		return -ENOENT;
 	/* absolute: children may run elsewhere (LD_PRELOAD from gputrace run
 	 * already is; resolving it would cost every process four readlinks) */
@@ -412,6 +398,15 @@ GT_EXPORT int InitializeInjection(void)
 	return 1;
 }
 
+/* Inherited as it would be set: setenv would still allocate, in every
+ * process of a job. */
+static bool preset(const char *name, const char *value)
+{
+	const char *cur = getenv(name);
+
+	return cur && !strcmp(cur, value);
+}
+
 static int cupti_init(void)
 {
 	char self[PATH_MAX];
@@ -438,8 +433,9 @@ static int cupti_init(void)
 	atomic_store_explicit(&cupti_injection_ours, ours, memory_order_release);
 	/* children that lose LD_PRELOAD keep these: they know from this mark
 	 * that the variables were ours, and stay untraced (inject/shim.c) */
-	if (ours || (getenv("NVTX_INJECTION64_PATH") &&
-		     !strcmp(getenv("NVTX_INJECTION64_PATH"), self)))
+	if ((ours || (getenv("NVTX_INJECTION64_PATH") &&
+		      !strcmp(getenv("NVTX_INJECTION64_PATH"), self))) &&
+	    !preset("GPUTRACE_INJECTED", "1"))
 		setenv("GPUTRACE_INJECTED", "1", 1);
 	if (!ours)
 		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call", cur);
