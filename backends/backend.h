@@ -11,6 +11,7 @@
 #define GPUTRACE_BACKEND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "../inject/event.h"
 
 struct gt_backend {
@@ -30,6 +31,11 @@ struct gt_backend {
 	/* dlsym(handle, symbol) by the program for a symbol this backend wraps
 	 * (a late-loaded vendor library): return the wrapper, or NULL. */
 	void *(*wrapper_for)(const char *symbol);
+	/* Drain thread, between cycles (never while the program forks), only
+	 * when telemetry or time-based metrics are asked for: read the device
+	 * counters due by now_ns. Returns when it wants to be called next (host
+	 * ns), 0 for no more. */
+	uint64_t (*sample)(uint64_t now_ns);
 };
 
 #define GT_BACKEND_REGISTER(b)                                                     \

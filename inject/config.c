@@ -35,6 +35,8 @@ static void config_defaults(struct gt_config *cfg)
 	cfg->log_level = GT_LOG_WARN;
 	cfg->kinds = GT_KIND_ALL;
 	cfg->flush_ms = 200;
+	cfg->metrics_hz = GT_METRICS_HZ_DEFAULT;
+	cfg->telemetry_hz = GT_TELEMETRY_HZ_DEFAULT;
 }
 
 /* config__check's answer, instead of a message. */
@@ -400,6 +402,67 @@ static void set_flush_ms(struct gt_config *cfg, const char *var, const char *val
 		cfg->flush_ms = v;
 }
 
+/* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
+static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
+{
+	bool ok = *val && strlen(val) < sizeof(cfg->metrics);
+
+	for (const char *p = val; ok && *p; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		     strchr("_.-/:, ", *p);
+	if (!ok)
+		bad(cfg, var, val,
+		    "a comma list of metric group or metric names (`gputrace metrics` lists them)");
+	else
+		strcpy(cfg->metrics, val);
+}
+
+static void set_metrics_mode(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (!strcasecmp(val, "time"))
+		cfg->metrics_mode = GT_METRICS_TIME;
+	else if (!strcasecmp(val, "kernel"))
+		cfg->metrics_mode = GT_METRICS_KERNEL;
+	else if (!strcasecmp(val, "off") || !strcmp(val, "0"))
+		cfg->metrics_mode = GT_METRICS_OFF;
+	else
+		bad(cfg, var, val, "time (sampled over time), kernel (per kernel) or off");
+}
+
+/* accepted: a literal (config__check hands it back to its caller) */
+static bool set_hz(struct gt_config *cfg, const char *var, const char *val, unsigned *dst,
+		   unsigned long long max, const char *accepted)
+{
+	unsigned long long v;
+
+	if (parse_uint(val, 1, max, &v)) {
+		bad(cfg, var, val, accepted);
+		return false;
+	}
+	*dst = (unsigned)v;
+	return true;
+}
+
+#define HZ_STR(max)      #max
+#define HZ_ACCEPTED(max) "samples per second, an integer from 1 to " HZ_STR(max)
+
+static void set_metrics_hz(struct gt_config *cfg, const char *var, const char *val)
+{
+	cfg->metrics_hz_set = set_hz(cfg, var, val, &cfg->metrics_hz, GT_METRICS_HZ_MAX,
+				     HZ_ACCEPTED(GT_METRICS_HZ_MAX));
+}
+
+static void set_telemetry(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_bool(cfg, var, val, &cfg->telemetry);
+}
+
+static void set_telemetry_hz(struct gt_config *cfg, const char *var, const char *val)
+{
+	cfg->telemetry_hz_set = set_hz(cfg, var, val, &cfg->telemetry_hz, GT_TELEMETRY_HZ_MAX,
+				       HZ_ACCEPTED(GT_TELEMETRY_HZ_MAX));
+}
+
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
 static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -421,6 +484,11 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_FLUSH_MS", set_flush_ms)                                       \
 	X("GPUTRACE_KINETO_CYCLE_MS", set_kineto_cycle_ms)                         \
 	X("GPUTRACE_RUN_STATE", set_run_state)                                     \
+	X("GPUTRACE_METRICS", set_metrics)                                         \
+	X("GPUTRACE_METRICS_MODE", set_metrics_mode)                               \
+	X("GPUTRACE_METRICS_HZ", set_metrics_hz)                                   \
+	X("GPUTRACE_TELEMETRY", set_telemetry)                                     \
+	X("GPUTRACE_TELEMETRY_HZ", set_telemetry_hz)                               \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \
@@ -434,6 +502,28 @@ static const struct {
 	GT_VARS(GT_VAR_ENTRY)
 #undef GT_VAR_ENTRY
 };
+
+static bool env_has(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char *const *e = envp; *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return true;
+	return false;
+}
+
+/* Asking for a part of a feature asks for the feature: metric names or a
+ * rate without a mode mean the time mode; a telemetry rate means telemetry
+ * (unless it was turned off by name). A bad value asks for nothing. */
+static void config__imply(struct gt_config *cfg, char *const *envp)
+{
+	if (!cfg->metrics_mode && !env_has(envp, "GPUTRACE_METRICS_MODE") &&
+	    (cfg->metrics[0] || cfg->metrics_hz_set))
+		cfg->metrics_mode = GT_METRICS_TIME;
+	if (!cfg->telemetry && !env_has(envp, "GPUTRACE_TELEMETRY") && cfg->telemetry_hz_set)
+		cfg->telemetry = true;
+}
 
 void config__parse(struct gt_config *cfg, char *const *envp)
 {
@@ -472,7 +562,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _KINETO_CYCLE_MS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, "
+			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
+			       "_TELEMETRY, _TELEMETRY_HZ, _LIB, _TOOL, _INJECTED (and _RUN_STATE, "
 			       "set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
@@ -482,6 +573,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 	}
 	/* The CUPTI backend is off when disabled outright (its fallback path
 	 * lives in the same backend, which reads disable_cupti). */
+	config__imply(cfg, envp);
 }
 
 int config__check(const char *var, const char *val, const char **accepted)

@@ -45,6 +45,13 @@ enum gt_kind_bit {
 #define GT_STACKS_MAX_DEPTH  64
 #define GT_STACKS_DEFAULT_DEPTH 16
 
+/* Hardware metrics (GPUTRACE_METRICS_MODE): off, sampled over time, or per kernel. */
+enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL };
+#define GT_METRICS_HZ_DEFAULT   1000
+#define GT_METRICS_HZ_MAX       1000000
+#define GT_TELEMETRY_HZ_DEFAULT 10
+#define GT_TELEMETRY_HZ_MAX     1000
+
 /* Numbers first, the path buffers (16 KiB) last: a process that sets none of
  * them never touches their pages (config_defaults). */
 struct gt_config {
@@ -60,6 +67,12 @@ struct gt_config {
 	unsigned flush_ms;           /* GPUTRACE_FLUSH_MS: drain/checkpoint interval */
 	unsigned kineto_cycle_ms;    /* GPUTRACE_KINETO_CYCLE_MS: 0, or Kineto plug-ins'
 				      * stop/processEvents/start period */
+	char metrics[256];           /* GPUTRACE_METRICS: group or metric names, "" = default group */
+	unsigned metrics_mode;       /* GPUTRACE_METRICS_MODE: enum gt_metrics_mode */
+	unsigned metrics_hz;         /* GPUTRACE_METRICS_HZ: time mode sampling rate */
+	bool telemetry;              /* GPUTRACE_TELEMETRY: sampled device telemetry */
+	unsigned telemetry_hz;       /* GPUTRACE_TELEMETRY_HZ */
+	bool metrics_hz_set, telemetry_hz_set; /* given, and valid: they imply the feature */
 	unsigned errors;             /* how many bad values were reported */
 	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
 	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
@@ -68,6 +81,13 @@ struct gt_config {
 };
 
 extern GT_HIDDEN struct gt_config gt_cfg;
+
+/* Sampled device counters (telemetry, time-based metrics): the drain thread
+ * reads them, so it runs from the start when they are asked for. */
+static inline bool gt_sampling_wanted(const struct gt_config *cfg)
+{
+	return cfg->telemetry || cfg->metrics_mode == GT_METRICS_TIME;
+}
 
 /* Defaults, then every GPUTRACE_* of envp (NULL-terminated "K=V" list).
  * Bad values and unknown names are reported (one line each) and counted. */

@@ -44,6 +44,7 @@ enum gt_arg_type {
 	GT_ARG_STR, /* value is a string id */
 	GT_ARG_DIM3, /* [x, y, z]: x in the low 32 bits, then y and z, 16 bits each */
 	GT_ARG_JSON, /* value is a string id holding one valid JSON value, written as it is */
+	GT_ARG_METRIC, /* a hardware metric (double): written in the span's "metrics" object */
 };
 
 struct gt_arg {
@@ -69,7 +70,8 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 
 #define GT_ARGS_INLINE  1
 #define GT_ARGS_PER_EXT 4
-#define GT_ARGS_MAX     (GT_ARGS_INLINE + 2 * GT_ARGS_PER_EXT)
+/* Four continuation slots: a kernel's own args and its hardware metrics fit. */
+#define GT_ARGS_MAX     (GT_ARGS_INLINE + 4 * GT_ARGS_PER_EXT)
 
 /* Event flags. */
 #define GT_EVF_LAUNCH 0x1 /* host span that put work on a device: keep for flows */
@@ -191,6 +193,23 @@ enum gt_static_string {
 #undef GT_S_ENUM
 	GT_S__COUNT
 };
+
+/* One sample of a counter track (a device row's `track`): each arg is one series. Every
+ * counter (memory, metrics, telemetry, plug-ins') takes this one path to the writer. */
+static inline int gt_emit_counter(uint32_t track, uint32_t name, uint64_t time_ns,
+				  const struct gt_arg *args, unsigned nargs)
+{
+	struct gt_event ev = {
+		.start_ns = time_ns,
+		.end_ns = time_ns,
+		.name = name,
+		.cat = GT_S_CAT_COUNTER,
+		.track = track,
+		.type = GT_EV_COUNTER,
+	};
+
+	return nargs ? gt_emit(&ev, args, nargs) : 0;
+}
 
 /* ---- device rows ---- */
 

@@ -480,6 +480,28 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 	}
 }
 
+GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns)
+{
+	static uint64_t due[64]; /* per registered backend; the drain thread's own */
+	const struct gt_backend *b;
+	uint64_t next = UINT64_MAX;
+	unsigned i = 0;
+
+	for_each_backend(b) {
+		if (i >= sizeof(due) / sizeof(due[0]))
+			break;
+		if (b->sample && gt_backend_enabled(b->name) && due[i] != 1 && due[i] <= now_ns) {
+			due[i] = b->sample(now_ns);
+			if (!due[i])
+				due[i] = 1; /* never again */
+		}
+		if (due[i] > 1 && due[i] < next)
+			next = due[i];
+		i++;
+	}
+	return next;
+}
+
 GT_HIDDEN void *shim__wrapper_for(const char *symbol)
 {
 	const struct gt_backend *b;
@@ -545,6 +567,12 @@ GT_HIDDEN void shim__start_process(void)
 	atomic_store(&writer_started, false);
 	atomic_store(&recording, false);
 	atomic_store(&gt_phase, GT_PHASE_RUNNING);
+	/* Telemetry and time-based metrics are sampled by the drain thread,
+	 * also in a process that makes no traced call (an idle program shows
+	 * the GPUs' telemetry all the same): asked for, it starts now. Its
+	 * first sample, once the backends are initialized, makes the file. */
+	if (gt_sampling_wanted(&gt_cfg))
+		gt_start_writer();
 }
 
 bool shim__has_events(void)

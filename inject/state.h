@@ -51,6 +51,9 @@ enum gt_backend_hook {
 };
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);
+/* Every backend's sample() that is due by now_ns; the earliest next due
+ * time of them all (UINT64_MAX: none wants more). */
+GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns);
 GT_HIDDEN void *shim__wrapper_for(const char *symbol);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);

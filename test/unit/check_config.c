@@ -11,29 +11,28 @@
 
 static char stderr_text[8192];
 
+struct parse_args {
+	struct gt_config *cfg;
+	char *const *env;
+};
+
+static void parse_fn(void *arg)
+{
+	struct parse_args *a = arg;
+
+	gt_cfg.log_level = GT_LOG_WARN;
+	config__parse(a->cfg, a->env);
+}
+
 /* Parse env, capturing what goes to stderr. Returns the number of lines. */
 static int parse(struct gt_config *cfg, char *const *env)
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(2), lines = 0;
-	size_t n;
+	struct parse_args a = { cfg, env };
 
-	ck_assert_ptr_nonnull(tmp);
 	/* the path fields are C strings: config__parse sets their text, not
 	 * the bytes after it, so the whole-struct comparisons start from zero */
 	memset(cfg, 0, sizeof(*cfg));
-	dup2(fileno(tmp), 2);
-	gt_cfg.log_level = GT_LOG_WARN;
-	config__parse(cfg, env);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(stderr_text, 1, sizeof(stderr_text) - 1, tmp);
-	stderr_text[n] = 0;
-	fclose(tmp);
-	for (size_t i = 0; i < n; i++)
-		lines += stderr_text[i] == '\n';
-	return lines;
+	return unit_stderr(parse_fn, &a, stderr_text, sizeof(stderr_text));
 }
 
 START_TEST(test_defaults)
@@ -128,6 +127,13 @@ static const struct {
 	{ "GPUTRACE_FLUSH_MS=0", "GPUTRACE_FLUSH_MS" },
 	{ "GPUTRACE_FLUSH_MS=1e3", "GPUTRACE_FLUSH_MS" },
 	{ "GPUTRACE_LOG=loud", "GPUTRACE_LOG" },
+	{ "GPUTRACE_METRICS=", "GPUTRACE_METRICS" },
+	{ "GPUTRACE_METRICS=GpuBusy;rm", "GPUTRACE_METRICS" },
+	{ "GPUTRACE_METRICS_MODE=sometimes", "GPUTRACE_METRICS_MODE" },
+	{ "GPUTRACE_METRICS_HZ=0", "GPUTRACE_METRICS_HZ" },
+	{ "GPUTRACE_METRICS_HZ=1000001", "GPUTRACE_METRICS_HZ" },
+	{ "GPUTRACE_TELEMETRY=2", "GPUTRACE_TELEMETRY" },
+	{ "GPUTRACE_TELEMETRY_HZ=1001", "GPUTRACE_TELEMETRY_HZ" },
 	{ "GPUTRACE_BOGUS=1", "GPUTRACE_BOGUS" },
 	{ "GPUTRACE_=1", "GPUTRACE_" },
 };
@@ -161,6 +167,43 @@ START_TEST(test_huge_value)
 	ck_assert_str_eq(cfg.output, "gputrace-%e-%p.json");
 	/* the message is one bounded line */
 	ck_assert_uint_lt(strlen(stderr_text), 1100);
+}
+END_TEST
+
+/* Metrics and telemetry: off by default; a part of a feature asks for it. */
+START_TEST(test_metrics_and_telemetry)
+{
+	struct gt_config cfg;
+	char *none[] = { NULL };
+	char *names[] = { "GPUTRACE_METRICS=ComputeBasic, sm__throughput.avg", NULL };
+	char *rate[] = { "GPUTRACE_METRICS_HZ=250", "GPUTRACE_TELEMETRY_HZ=20", NULL };
+	char *kernel[] = { "GPUTRACE_METRICS_MODE=kernel", "GPUTRACE_METRICS_HZ=5", NULL };
+	char *off[] = { "GPUTRACE_METRICS=X", "GPUTRACE_METRICS_MODE=off", "GPUTRACE_TELEMETRY=0",
+			"GPUTRACE_TELEMETRY_HZ=5", NULL };
+	char *badrate[] = { "GPUTRACE_TELEMETRY_HZ=fast", "GPUTRACE_METRICS_HZ=-1", NULL };
+
+	ck_assert_int_eq(parse(&cfg, none), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
+	ck_assert(!cfg.telemetry);
+	ck_assert_uint_eq(cfg.metrics_hz, GT_METRICS_HZ_DEFAULT);
+	ck_assert_uint_eq(cfg.telemetry_hz, GT_TELEMETRY_HZ_DEFAULT);
+	ck_assert_int_eq(parse(&cfg, names), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_TIME);
+	ck_assert_str_eq(cfg.metrics, "ComputeBasic, sm__throughput.avg");
+	ck_assert_int_eq(parse(&cfg, rate), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_TIME);
+	ck_assert_uint_eq(cfg.metrics_hz, 250);
+	ck_assert(cfg.telemetry);
+	ck_assert_uint_eq(cfg.telemetry_hz, 20);
+	ck_assert_int_eq(parse(&cfg, kernel), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_KERNEL);
+	ck_assert_int_eq(parse(&cfg, off), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
+	ck_assert(!cfg.telemetry);
+	/* a bad rate is one line each and asks for nothing */
+	ck_assert_int_eq(parse(&cfg, badrate), 2);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
+	ck_assert(!cfg.telemetry);
 }
 END_TEST
 
@@ -214,6 +257,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_backends_none_and_stacks_on);
 	tcase_add_loop_test(tc, test_bad_value, 0, sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_test(tc, test_huge_value);
+	tcase_add_test(tc, test_metrics_and_telemetry);
 	tcase_add_test(tc, test_kind_aliases);
 	tcase_add_test(tc, test_expand_output);
 	suite_add_tcase(s, tc);
