@@ -278,18 +278,23 @@ static void put_extra(struct jbuf *b, bool *first, const char *key, size_t klen,
 
 #define PUT_EXTRA(b, first, key, v) put_extra((b), (first), "\"" key "\":", sizeof(key) + 2, (v))
 
-/* args as JSON members, "key":value,... */
-/* x: the writer's own device and stream, if it writes them; a backend's
- * value that is not an integer then keeps its place as "device_label" or
- * "stream_label" (a plug-in's "compute", a queue handle). */
-static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first,
+/* args as JSON members, "key":value,...; true if hardware metrics were left
+ * for put_metrics. x: the writer's own device and stream, if it writes them; a
+ * backend's value that is not an integer then keeps its place as "device_label"
+ * or "stream_label" (a plug-in's "compute", a queue handle). */
+static bool put_members(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first,
 			const struct args_extra *x)
 {
 	char stack[4096];
+	bool metrics = false;
 
 	for (unsigned i = 0; i < nargs; i++) {
 		const struct gt_arg *a = &args[i];
 
+		if (gt_unlikely(a->type == GT_ARG_METRIC)) {
+			metrics = true;
+			continue;
+		}
 		if (!*first)
 			jbuf__ch(b, ',');
 		*first = false;
@@ -343,6 +348,32 @@ static void put_members(struct jbuf *b, const struct gt_arg *args, unsigned narg
 			jbuf__lit(b, "null");
 		}
 	}
+	return metrics;
+}
+
+/* Hardware metrics of a span, one nested object: "metrics":{"GpuBusy %":99.5,...} */
+static void put_metrics(struct jbuf *b, const struct gt_arg *args, unsigned nargs, bool *first)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < nargs; i++) {
+		if (args[i].type != GT_ARG_METRIC)
+			continue;
+		if (any)
+			jbuf__ch(b, ',');
+		else if (*first)
+			jbuf__lit(b, "\"metrics\":{");
+		else
+			jbuf__lit(b, ",\"metrics\":{");
+		any = true;
+		put_sid(b, args[i].key);
+		jbuf__ch(b, ':');
+		json__f64(b, args[i].v.f);
+	}
+	if (any) {
+		jbuf__ch(b, '}');
+		*first = false;
+	}
 }
 
 static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
@@ -353,7 +384,8 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0)
 		return;
 	jbuf__lit(b, ",\"args\":{");
-	put_members(b, args, nargs, &first, &x);
+	if (gt_unlikely(put_members(b, args, nargs, &first, &x)))
+		put_metrics(b, args, nargs, &first);
 	if (x.device >= 0)
 		PUT_EXTRA(b, &first, "device", x.device);
 	if (x.stream >= 0)
@@ -484,10 +516,27 @@ static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t k
 	return NULL;
 }
 
+/* The metric args of a span, for the summary's per-kernel means. */
+static unsigned metric_args(const struct gt_arg *args, unsigned nargs,
+			    struct summary_metric *out)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nargs; i++) {
+		if (args[i].type != GT_ARG_METRIC)
+			continue;
+		out[n].name = gt_str_get(args[i].key, NULL);
+		out[n++].value = args[i].v.f;
+	}
+	return n;
+}
+
 /* With the times as written: `gputrace summary FILE` gives the same numbers. */
 static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t device, struct placed at)
 {
+	struct summary_metric metrics[GT_ARGS_MAX];
+
 	/* nobody reads the summary (see writer__init): skip its lookups */
 	if (!W.sum)
 		return;
@@ -500,9 +549,44 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
 		.process = W.sum_process,
+		.metrics = metrics,
+		.nmetrics = ev->cat == GT_S_CAT_KERNEL ? metric_args(args, nargs, metrics) : 0,
 	};
 
 	summary__add(W.sum, &s);
+}
+
+/* Every counter sample (ours, the plug-ins', vendors' telemetry): one path,
+ * and each numeric series goes to the summary's metrics section. */
+static void summarize_counter(const struct gt_event *ev, const struct gt_arg *args,
+			      unsigned nargs, uint32_t device)
+{
+	const char *dev, *name;
+
+	if (!W.sum)
+		return;
+	dev = device ? gt_str_get(registry__device_name(device), NULL) : "";
+	name = gt_str_get(ev->name, NULL);
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct gt_arg *a = &args[i];
+		double v;
+
+		switch (a->type) {
+		case GT_ARG_I64:
+			v = (double)a->v.i;
+			break;
+		case GT_ARG_U64:
+			v = (double)a->v.u;
+			break;
+		case GT_ARG_F64:
+		case GT_ARG_METRIC:
+			v = a->v.f;
+			break;
+		default:
+			continue;
+		}
+		summary__counter(W.sum, dev, name, gt_str_get(a->key, NULL), v);
+	}
 }
 
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
@@ -573,6 +657,7 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 	at.tid = row ? row->tid : 0;
 	at.point = ev->start_ns;
 	if (ev->type == GT_EV_COUNTER) {
+		summarize_counter(ev, args, nargs, row ? row->device : 0);
 		begin_event(&W.buf);
 		jbuf__lit(&W.buf, "{\"ph\":\"C\",\"name\":");
 		put_sid(&W.buf, ev->name);

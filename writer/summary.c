@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ struct row {
 	uint64_t first_ns, last_ns;
 	unsigned npending;
 	uint64_t (*pending)[2];
+	/* metrics: samples of one counter series, or one kernel's metric */
+	double fsum, fmin, fmax;
 };
 
 struct table {
@@ -49,7 +52,12 @@ struct table {
 	bool full;         /* SUMMARY_MAX_ROWS reached: new names go to OTHER_ROW */
 };
 
-enum { T_KERNELS, T_API, T_ANNOTATIONS, T_COPIES, T_DEVICES, T_LOST, T__COUNT };
+/* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
+ * rows "kernel\x1fmetric": sorted by name, they come out grouped. */
+enum { T_KERNELS, T_API, T_ANNOTATIONS, T_COPIES, T_DEVICES, T_LOST, T_COUNTERS,
+       T_KERNEL_METRICS, T__COUNT };
+#define KEY_SEP '\x1f'
+
 
 /* A traced process: its share of the tables, and its devices' busy time. */
 struct proc {
@@ -328,6 +336,37 @@ static void proc__add(struct summary *s, struct proc *p, const struct summary_sp
 	}
 }
 
+/* One value into the row "a\x1fb[\x1fc]" of a metrics table. */
+static void summary__sample(struct summary *s, int table, const char *a, const char *b,
+			    const char *c, double v)
+{
+	char key[1024];
+	struct row *r;
+
+	if (!isfinite(v)) /* NaN, Inf: not a sample (and JSON has neither) */
+		return;
+	if (c)
+		snprintf(key, sizeof(key), "%s%c%s%c%s", a ? a : "", KEY_SEP, b ? b : "", KEY_SEP, c);
+	else
+		snprintf(key, sizeof(key), "%s%c%s", a ? a : "", KEY_SEP, b ? b : "");
+	r = table__get(s, &s->t[table], key);
+	if (!r)
+		return;
+	if (!r->count || v < r->fmin)
+		r->fmin = v;
+	if (!r->count || v > r->fmax)
+		r->fmax = v;
+	r->fsum += v;
+	r->count++;
+}
+
+void summary__counter(struct summary *s, const char *device, const char *counter,
+		      const char *series, double value)
+{
+	if (s)
+		summary__sample(s, T_COUNTERS, device, counter, series, value);
+}
+
 void summary__add(struct summary *s, const struct summary_span *sp)
 {
 	uint64_t end = sp->start_ns + sp->dur_ns;
@@ -365,6 +404,9 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		}
 		if (r)
 			row__account(r, sp->dur_ns, sp->bytes);
+		for (unsigned i = 0; i < sp->nmetrics && is_cat(sp->cat, "kernel"); i++)
+			summary__sample(s, T_KERNEL_METRICS, sp->name, sp->metrics[i].name, NULL,
+					sp->metrics[i].value);
 		return;
 	}
 
@@ -774,6 +816,81 @@ void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path
 	fflush(f);
 }
 
+/* The parts of a metrics key. */
+static const char *key_part(const char *key, int n, char *buf, size_t len)
+{
+	const char *p = key, *e;
+
+	for (int i = 0; i < n && p; i++) {
+		p = strchr(p, KEY_SEP);
+		if (p)
+			p++;
+	}
+	if (!p)
+		return "";
+	e = strchr(p, KEY_SEP);
+	snprintf(buf, len, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+	return buf;
+}
+
+static double row__mean(const struct row *r)
+{
+	return r->count ? r->fsum / (double)r->count : 0.0;
+}
+
+static void print_metrics(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_COUNTERS], *k = &s->t[T_KERNEL_METRICS];
+	uint64_t count, total;
+	const struct row **v;
+	char dev[256], prev[256] = "", a[256], b[256], kname[NAME_COLUMNS + 8];
+	size_t kernels = 0;
+
+	if (t->used && (v = table__sorted(t, true, &count, &total, NULL)) != NULL) {
+		fprintf(f, "  metrics (counter tracks, over their samples):\n");
+		for (size_t i = 0; i < t->used; i++) {
+			const struct row *r = v[i];
+			char series[2 * sizeof(a) + 2];
+
+			key_part(r->name, 0, dev, sizeof(dev));
+			if (i == 0 || strcmp(dev, prev)) {
+				fprintf(f, "    %s\n", *dev ? dev : "(no device)");
+				fprintf(f, "      %-*s %9s %12s %12s %12s\n", NAME_COLUMNS - 2, "series",
+					"samples", "mean", "min", "max");
+				snprintf(prev, sizeof(prev), "%s", dev);
+			}
+			snprintf(series, sizeof(series), "%s %s", key_part(r->name, 1, a, sizeof(a)),
+				 key_part(r->name, 2, b, sizeof(b)));
+			fprintf(f, "      %-*s %9" PRIu64 " %12.6g %12.6g %12.6g\n", NAME_COLUMNS - 2,
+				series, r->count, row__mean(r), r->fmin, r->fmax);
+		}
+		free(v);
+	}
+	if (!k->used || (v = table__sorted(k, true, &count, &total, NULL)) == NULL)
+		return;
+	fprintf(f, "  kernel metrics (mean per launch):\n");
+	prev[0] = 0;
+	for (size_t i = 0; i < k->used; i++) {
+		const struct row *r = v[i];
+
+		key_part(r->name, 0, dev, sizeof(dev));
+		if (i == 0 || strcmp(dev, prev)) {
+			if (++kernels > SUMMARY_TOP) {
+				fprintf(f, "\n    ... more kernels (see --summary-json)");
+				break;
+			}
+			fprintf(f, "%s    %s (%" PRIu64 "):", i ? "\n" : "",
+				fmt_name(kname, sizeof(kname), dev), r->count);
+			snprintf(prev, sizeof(prev), "%s", dev);
+		} else {
+			fputc(',', f);
+		}
+		fprintf(f, " %s %.6g", key_part(r->name, 1, a, sizeof(a)), row__mean(r));
+	}
+	fputc('\n', f);
+	free(v);
+}
+
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
 {
 	char a[32], b[32];
@@ -792,6 +909,7 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 	print_copies(f, &s->t[T_COPIES]);
 	print_devices(f, s);
 	print_processes(f, s);
+	print_metrics(f, s);
 	if (s->overhead_count)
 		fprintf(f, "  tracer overhead: %" PRIu64 " %s, %s\n", s->overhead_count,
 			plural(s->overhead_count, "span", "spans"),
@@ -913,6 +1031,44 @@ static void json_processes(FILE *f, const struct summary *s, uint64_t window)
 	free(v);
 }
 
+/* "metrics": counter series per device, and kernels' metrics per name. */
+static void json_metrics(FILE *f, const struct summary *s)
+{
+	static const struct {
+		int table;
+		const char *key;
+		const char *fields[3];
+		const char *count;
+	} parts[] = {
+		{ T_COUNTERS, "counters", { "device", "counter", "series" }, "samples" },
+		{ T_KERNEL_METRICS, "kernels", { "kernel", "metric", NULL }, "count" },
+	};
+	char part[1024];
+
+	fputs("\"metrics\":{", f);
+	for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+		const struct table *t = &s->t[parts[p].table];
+		uint64_t count, total;
+		const struct row **v = table__sorted(t, true, &count, &total, NULL);
+
+		fprintf(f, "%s\"%s\":[", p ? ",\n " : "", parts[p].key);
+		for (size_t i = 0; v && i < t->used; i++) {
+			const struct row *r = v[i];
+
+			fputs(i ? ",\n  {" : "\n  {", f);
+			for (int k = 0; k < 3 && parts[p].fields[k]; k++) {
+				fprintf(f, "%s\"%s\":", k ? "," : "", parts[p].fields[k]);
+				json_str(f, key_part(r->name, k, part, sizeof(part)));
+			}
+			fprintf(f, ",\"%s\":%" PRIu64 ",\"mean\":%.9g,\"min\":%.9g,\"max\":%.9g}",
+				parts[p].count, r->count, row__mean(r), r->fmin, r->fmax);
+		}
+		fputc(']', f);
+		free(v);
+	}
+	fputs("},\n", f);
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -951,6 +1107,8 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		   "\"overhead\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}},\n",
 		s->t[T_KERNELS].used, kc, kt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
 		nt, cc, cb, ct, s->overhead_count, s->overhead_ns);
+
+	json_metrics(f, s);
 
 	v = table__sorted(&s->t[T_LOST], true, &dc, &dt, NULL);
 	fprintf(f, "\"lost\":{\"total\":%" PRIu64 ",\"by_reason\":{", s->lost_total);

@@ -13,6 +13,12 @@
 
 struct summary;
 
+/* A hardware metric measured for one span (a kernel's args.metrics). */
+struct summary_metric {
+	const char *name; /* with its unit: "GpuBusy %" */
+	double value;
+};
+
 /* One span as the trace shows it. Strings are borrowed for the call. */
 struct summary_span {
 	const char *cat;       /* "kernel", "gpu_memcpy", "ze_api", ... */
@@ -23,6 +29,8 @@ struct summary_span {
 	const char *copy_kind; /* "HtoD", "DtoH", ...: the "kind" arg of copies, or NULL */
 	const char *device;    /* device row name for device spans, NULL for host spans */
 	int process;           /* from summary__process(); 0: not known */
+	const struct summary_metric *metrics; /* kernels: their metrics, or NULL */
+	unsigned nmetrics;
 };
 
 /* A traced process, for the per-process rows (devices by process). Strings
@@ -57,6 +65,10 @@ void summary__set_hints(struct summary *s, const struct summary_hints *h);
 /* One line when events were lost (the summary table is off): how many, why,
  * what to do. Nothing when none were. */
 void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path);
+/* One sample of one series of a counter track on a device row ("C" event):
+ * the metrics section keeps samples, mean, min and max per series. */
+void summary__counter(struct summary *s, const char *device, const char *counter,
+		      const char *series, double value);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
 /* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno. */

@@ -34,6 +34,37 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
 }
 
+/* How long to sleep: the poll interval, or less when a sample is due sooner. */
+static long wait_ns(uint64_t due)
+{
+	uint64_t now;
+
+	if (due == UINT64_MAX)
+		return POLL_MS * 1000000l;
+	now = gt_clock_ns();
+	if (due <= now)
+		return 0;
+	return due - now < POLL_MS * 1000000ull ? (long)(due - now) : POLL_MS * 1000000l;
+}
+
+/* Samples due now; the time of the next. Under the cycle lock: a fork()
+ * never finds this thread inside a vendor library. */
+static uint64_t sample_due(uint64_t due)
+{
+	uint64_t now = gt_clock_ns();
+
+	/* not before every backend is initialized (the shim starts this thread first) */
+	if (due > now || !gt_tracing() ||
+	    atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2)
+		return due;
+	for (unsigned spins = 0; atomic_load(&W.fork_pending) && spins < 1000; spins++)
+		sched_yield();
+	pthread_mutex_lock(&W.cycle_lock);
+	due = shim__backends_sample(now);
+	pthread_mutex_unlock(&W.cycle_lock);
+	return due;
+}
+
 /* A cycle ended (or the thread did): wake the threads waiting in sync(). */
 static void cycle_done(void)
 {
@@ -45,6 +76,10 @@ static void cycle_done(void)
 static void *drain_main(void *arg)
 {
 	sigset_t all;
+	/* Sampled device counters (telemetry, time-based metrics) are read here
+	 * between cycles, each backend at its own rate; nothing is sampled, and
+	 * no vendor call is made, unless they were asked for. */
+	uint64_t due = gt_sampling_wanted(&gt_cfg) ? 0 : UINT64_MAX;
 
 	/* Signals meant for the program go to its threads, not ours. */
 	sigfillset(&all);
@@ -52,14 +87,16 @@ static void *drain_main(void *arg)
 	atomic_store(&W.drain_tid, gt_gettid());
 	gt_in_tracer = 1;
 	for (;;) {
-		struct timespec ts = { 0, POLL_MS * 1000000l };
+		struct timespec ts = { 0, wait_ns(due) };
 		uint64_t req = atomic_load(&W.req_seq);
 		bool final;
 
 		/* no sleep while a ring is still past its high-water mark */
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high())
+		if (req == atomic_load(&W.done_seq) && !drain__rings_high() && ts.tv_nsec)
 			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
 		atomic_store(&W.kick, 0);
+		if (gt_unlikely(due != UINT64_MAX))
+			due = sample_due(due);
 		req = atomic_load(&W.req_seq);
 		final = atomic_load(&W.req_final);
 		if (req == atomic_load(&W.done_seq) && !drain__rings_high() &&
