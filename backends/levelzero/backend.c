@@ -277,6 +277,7 @@ void *const ze_wrappers[ZE_ID__COUNT] = {
 static int ze_init(void)
 {
 	ze_enabled = true;
+	ze_metrics__setenv();
 	return 0;
 }
 
@@ -284,6 +285,7 @@ static void ze_flush(bool final)
 {
 	bool g;
 
+	ze_metrics__flush(final);
 	if (!final)
 		return;
 	g = gt_guard_enter();
@@ -296,6 +298,8 @@ static void ze_stop(void)
 {
 	bool g = gt_guard_enter();
 
+	ze_metrics__stop();
+	ze_telemetry__stop();
 	ze_track__final();
 	if (g)
 		gt_guard_leave();
@@ -309,6 +313,8 @@ static void ze_atfork_child(void)
 	ze_dev__forget();
 	ze_mem__forget();
 	ze_kernel__forget();
+	ze_metrics__forget();
+	ze_telemetry__forget();
 	atomic_store(&ze_closed, false);
 }
 
@@ -319,5 +325,6 @@ static const struct gt_backend ze_backend = {
 	.stop = ze_stop,
 	.atfork_child = ze_atfork_child,
 	.wrapper_for = ze__wrapper_for,
+	.sample = ze_telemetry__sample,
 };
 GT_BACKEND_REGISTER(ze_backend);

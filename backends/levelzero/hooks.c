@@ -167,9 +167,10 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 /*
  * Every append that puts work on a device, one shape: give the command a
  * timestamped signal event where the program gave none, describe the work
- * (after the begin: a copy's kinds need the list's context), append it,
- * and record it. The last argument is the description's statements, which
- * set all of w (each helper starts from zero).
+ * (after the begin: a copy's kinds need the list's context), append it
+ * (a kernel between metric queries in --metrics-mode kernel), and record
+ * it. The last argument is the description's statements, which set all of
+ * w (each helper starts from zero).
  */
 #define ZE_APPEND(name, params, args, ...)                                                 \
 	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
@@ -183,9 +184,11 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
 						      numWaitEvents, phWaitEvents);        \
 		__VA_ARGS__                                                                \
+		ze_metrics__append_begin(&a, &w, hCommandList, numWaitEvents, phWaitEvents); \
 		pushed = gt_ext_corr_push(c->corr);                                        \
 		r = real args;                                                             \
 		gt_ext_corr_pop(pushed);                                                   \
+		ze_metrics__append_end(&w, hCommandList, r);                               \
 		ze_track__append_end(&a, r, &w, c->corr);                                  \
 		return r;                                                                  \
 	}
@@ -664,8 +667,11 @@ ze_result_t ze_body_zeInit(struct ze_call *c, __typeof__(&zeInit) real, ze_init_
 {
 	ze_result_t r = real(flags);
 
-	if (r == ZE_RESULT_SUCCESS)
+	if (r == ZE_RESULT_SUCCESS) {
 		ze__exit_hook();
+		ze_metrics__init();
+		ze_telemetry__init();
+	}
 	return r;
 }
 

@@ -372,7 +372,7 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
 			  uint64_t tick_ns)
 {
-	struct gt_arg args[6];
+	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 0, kind;
 	uint32_t cat;
 
@@ -410,6 +410,8 @@ static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, u
 			args[n++] = (struct gt_arg){ .key = ze_str.size[i], .type = GT_ARG_U64,
 						     .v.u = p->w.size[i] };
 		}
+		if (p->w.mq)
+			n += ze_metrics__kernel_args(p->w.mq, args + n, GT_ARGS_MAX - n);
 		break;
 	case ZE_CMD_COPY:
 		kind = GT_KIND(MEMCPY);
@@ -554,6 +556,8 @@ static void ze_pend__read(struct ze_pending *p)
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
 				   ze_str.fence, end, end);
 done:
+	if (p->imm && p->w.mq)
+		ze_metrics__kernel_release(p->w.mq);
 	if (p->recycle)
 		ze_pend__recycle(p);
 	if (p->imm)
@@ -561,7 +565,9 @@ done:
 	ze_pend__free(p);
 }
 
-static void ze__collect_locked(void)
+/* patient: a kernel whose metrics are not in yet waits for them (in order, with
+ * everything after it) until a later collect; otherwise it goes without. */
+static void ze__collect_mode_locked(bool patient)
 {
 	struct ze_pending *p, *next;
 
@@ -575,17 +581,26 @@ static void ze__collect_locked(void)
 		if (st == ZE_RESULT_SUCCESS && !p->run_copy)
 			st = ZE_REAL(zeEventQueryStatus)(p->event);
 		next = p->next;
-		if (st == ZE_RESULT_SUCCESS)
+		if (st == ZE_RESULT_SUCCESS) {
+			if (gt_unlikely(p->w.mq != NULL) && patient &&
+			    !ze_metrics__kernel_ready(p->w.mq))
+				break;
 			ze_pend__read(p);
-		else if (st != ZE_RESULT_NOT_READY)
+		} else if (st != ZE_RESULT_NOT_READY) {
 			ze_pend__drop(p, ze_str.lost_unread);
+		}
 	}
+}
+
+static void ze__collect_locked(void)
+{
+	ze__collect_mode_locked(false);
 }
 
 void ze_track__collect(void)
 {
 	pthread_mutex_lock(&ze_lock);
-	ze__collect_locked();
+	ze__collect_mode_locked(true);
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -696,6 +711,13 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 out:
 	pthread_mutex_unlock(&ze_lock);
 	return a->own && !a->query ? a->event : program_event;
+}
+
+struct ze_dev *ze_track__list_kind(const struct ze_list *L, bool *immediate, bool *synchronous)
+{
+	*immediate = L->immediate;
+	*synchronous = L->synchronous;
+	return L->dev;
 }
 
 /* An older read of the same program event would take this command's times. */
@@ -916,6 +938,8 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			 * copy waits for its gate, never for the event). */
 			if (cmd->own && L->executed && !copying)
 				ZE_REAL(zeEventHostReset)(cmd->event);
+			if (cmd->w.mq && L->executed)
+				ze_metrics__kernel_rearm(cmd->w.mq);
 		}
 	}
 	x->imm = I;
@@ -1198,6 +1222,8 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 
 		if (cmd->own)
 			ze_ctx__put(L->ctx, cmd->event);
+		if (cmd->w.mq)
+			ze_metrics__kernel_release(cmd->w.mq);
 	}
 	L->ncmds = 0;
 	L->executed = false;
@@ -1321,6 +1347,7 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 	for (unsigned i = 0; i < c->nall; i++)
 		ze_map__del(&ze_slots, c->all[i]);
 	if (!atomic_load(&ze_closed)) {
+		ze_metrics__context_destroy(ctx);
 		for (unsigned i = 0; i < c->nall; i++)
 			ZE_REAL(zeEventDestroy)(c->all[i]);
 		for (unsigned i = 0; i < c->npools; i++) {

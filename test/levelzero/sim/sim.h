@@ -11,6 +11,8 @@
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include "ddi_newer.h"
+#include <level_zero/zes_ddi.h>
+#include <level_zero/zet_ddi.h>
 
 #define SIM_DEVICE_NAME "gputrace simulated GPU"
 #define SIM_FILL_PATTERN_MAX 128
@@ -42,6 +44,7 @@ void sim_sleep_until(uint64_t host_ns);
 enum sim_kind {
 	SIM_K_DRIVER = 1, SIM_K_DEVICE, SIM_K_CONTEXT, SIM_K_QUEUE, SIM_K_LIST, SIM_K_MODULE,
 	SIM_K_BUILD_LOG, SIM_K_KERNEL, SIM_K_EVENT_POOL, SIM_K_EVENT, SIM_K_FENCE,
+	SIM_K_METRIC_STREAMER, SIM_K_METRIC_QUERY_POOL, SIM_K_METRIC_QUERY,	/* sim_metrics.c */
 };
 
 struct sim_obj {
@@ -144,7 +147,8 @@ ze_result_t sim_cb_misuse(const char *call, const char *rule);
 
 /* ---- sim_queue.c: engines shared by the queues and immediate lists on them ---- */
 enum sim_cmd_op {
-	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP
+	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP,
+	SIM_OP_QUERY_BEGIN, SIM_OP_QUERY_END	/* metric queries: dst is the query */
 };
 
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
@@ -192,6 +196,8 @@ struct sim_engine {
 	uint64_t last_end_ns;
 	pthread_t thread;
 	bool running;			/* its worker exists in this process */
+	bool busy;			/* the worker runs a command ending at busy_end */
+	uint64_t busy_end;
 };
 
 struct sim_queue {
@@ -234,5 +240,47 @@ void sim_fill_event_newer(void *table, ze_api_version_t version);
 ze_result_t sim_device_synchronize(ze_device_handle_t h);
 
 extern struct sim_obj sim_driver_obj, sim_device_obj;
+
+/* Records (regular list) or submits (immediate list) one command (sim_queue.c). */
+ze_result_t sim_list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
+			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits);
+/* The simulated time up to which every command's span is known (sim_lock held):
+ * nothing that has not started yet can start before it. */
+uint64_t sim_engines_horizon_locked(uint64_t now);
+/* Bytes of device and shared allocations (sim_lock held; sim_objects.c). */
+uint64_t sim_mem_in_use_locked(void);
+
+/* ---- sim_metrics.c: metric groups, streamers, queries (zet); sim_sysman.c: zes ---- */
+/* Reads ZET_ENABLE_METRICS / ZES_ENABLE_SYSMAN at the first zeInit, as a driver does. */
+void sim_tools_setup(void);
+extern bool sim_metrics_enabled, sim_sysman_enabled;
+/* Every zet/zes entry point asks first: returns `enabled`; aborts under ZE_SIM_FORBID_TOOLS=1. */
+bool sim_tool_call(bool enabled);
+/* A command starts on an engine (sim_lock held): its span is recorded while metrics
+ * or Sysman are on. A command completed (sim_lock held): queries take their times. */
+void sim_metrics_started_locked(const struct sim_cmd *c, uint64_t start_ns, uint64_t end_ns);
+void sim_metrics_done_locked(const struct sim_cmd *c, uint64_t start_ns, uint64_t end_ns);
+/* Busy time of the recorded work inside [a, b), by kind (sim_lock held). */
+struct sim_window {
+	uint64_t busy_ns, kernel_ns, copy_ns;
+	uint64_t occupancy;	/* lane-ns: kernels' time x the EU lanes their work-items fill */
+	uint64_t bytes_read, bytes_written;
+};
+void sim_window_locked(uint64_t a, uint64_t b, struct sim_window *w);
+void sim_fill_metric_context(zet_context_dditable_t *t);
+void sim_fill_metric_command_list(zet_command_list_dditable_t *t);
+void sim_fill_metric_group(zet_metric_group_dditable_t *t);
+void sim_fill_metric_group_exp(zet_metric_group_exp_dditable_t *t);
+void sim_fill_metric(zet_metric_dditable_t *t);
+void sim_fill_metric_streamer(zet_metric_streamer_dditable_t *t);
+void sim_fill_metric_query_pool(zet_metric_query_pool_dditable_t *t);
+void sim_fill_metric_query(zet_metric_query_dditable_t *t);
+void sim_fill_sysman_device(zes_device_dditable_t *t);
+void sim_fill_sysman_frequency(zes_frequency_dditable_t *t);
+void sim_fill_sysman_power(zes_power_dditable_t *t);
+void sim_fill_sysman_temperature(zes_temperature_dditable_t *t);
+void sim_fill_sysman_memory(zes_memory_dditable_t *t);
+void sim_fill_sysman_engine(zes_engine_dditable_t *t);
+#define SIM_EU_LANES 2048	/* slices x subslices x EUs x threads x SIMD of the device */
 
 #endif

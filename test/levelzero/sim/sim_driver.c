@@ -54,8 +54,12 @@
  *   the state at submission. Only in-order lists signal them; host reset, host signal and
  *   device reset are refused: ZE_RESULT_ERROR_INVALID_ARGUMENT and one "ze_sim:" line.
  * - Only the 53 zeGet*, zetGet*, zesGet*ProcAddrTable getters and the 1.9
- *   zeGetCommandListExpProcAddrTable are exported; the zet/zes tables (Sysman) and unlisted
- *   entries stay empty (the loader reports UNSUPPORTED_FEATURE).
+ *   zeGetCommandListExpProcAddrTable are exported; unlisted entries stay empty (the
+ *   loader reports UNSUPPORTED_FEATURE). Metrics (zet: groups, streamers, queries;
+ *   sim_metrics.c) and Sysman (zes: frequency, power, temperature, memory, engines;
+ *   sim_sysman.c) answer only when ZET_ENABLE_METRICS=1 / ZES_ENABLE_SYSMAN=1 were
+ *   set before the first zeInit; their values follow from the simulated work
+ *   (README.md, "Metrics" and "Sysman").
  * - fork(): workers are recreated lazily in the child. The library is linked
  *   -z nodelete, so workers never run unmapped code after the loader's dlclose.
  */
@@ -99,6 +103,7 @@ static void setup_once(void)
 {
 	parse_api_version();
 	sim_clock_setup();
+	sim_tools_setup();
 }
 
 void sim_setup(void)
@@ -522,6 +527,34 @@ static void sim_fill_nothing_newer(void *table, ze_api_version_t version)
 	X(zeGetKernelProcAddrTable, ze_kernel_dditable_t, sim_fill_kernel,	\
 	  sim_fill_nothing_newer)						\
 	X(zeGetMemProcAddrTable, ze_mem_dditable_t, sim_fill_mem,		\
+	  sim_fill_nothing_newer) \
+	X(zetGetContextProcAddrTable, zet_context_dditable_t, sim_fill_metric_context,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetCommandListProcAddrTable, zet_command_list_dditable_t, sim_fill_metric_command_list,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t, sim_fill_metric_group,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t, sim_fill_metric_group_exp,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricProcAddrTable, zet_metric_dditable_t, sim_fill_metric,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t, sim_fill_metric_streamer,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t, sim_fill_metric_query_pool,	\
+	  sim_fill_nothing_newer) \
+	X(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t, sim_fill_metric_query,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetDeviceProcAddrTable, zes_device_dditable_t, sim_fill_sysman_device,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t, sim_fill_sysman_frequency,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetPowerProcAddrTable, zes_power_dditable_t, sim_fill_sysman_power,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t, sim_fill_sysman_temperature,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetMemoryProcAddrTable, zes_memory_dditable_t, sim_fill_sysman_memory,	\
+	  sim_fill_nothing_newer) \
+	X(zesGetEngineProcAddrTable, zes_engine_dditable_t, sim_fill_sysman_engine,	\
 	  sim_fill_nothing_newer)
 
 #define SIM_EMPTY_TABLES(X)							\
@@ -536,30 +569,16 @@ static void sim_fill_nothing_newer(void *table, ze_api_version_t version)
 	X(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t)	\
 	X(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)	\
 	X(zetGetDeviceProcAddrTable, zet_device_dditable_t)			\
-	X(zetGetContextProcAddrTable, zet_context_dditable_t)			\
-	X(zetGetCommandListProcAddrTable, zet_command_list_dditable_t)		\
 	X(zetGetModuleProcAddrTable, zet_module_dditable_t)			\
 	X(zetGetKernelProcAddrTable, zet_kernel_dditable_t)			\
-	X(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t)		\
-	X(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t)	\
-	X(zetGetMetricProcAddrTable, zet_metric_dditable_t)			\
-	X(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t)	\
-	X(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t) \
-	X(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t)		\
 	X(zetGetTracerExpProcAddrTable, zet_tracer_exp_dditable_t)		\
 	X(zetGetDebugProcAddrTable, zet_debug_dditable_t)			\
 	X(zesGetDriverProcAddrTable, zes_driver_dditable_t)			\
-	X(zesGetDeviceProcAddrTable, zes_device_dditable_t)			\
 	X(zesGetSchedulerProcAddrTable, zes_scheduler_dditable_t)		\
 	X(zesGetPerformanceFactorProcAddrTable, zes_performance_factor_dditable_t) \
-	X(zesGetPowerProcAddrTable, zes_power_dditable_t)			\
-	X(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t)		\
-	X(zesGetEngineProcAddrTable, zes_engine_dditable_t)			\
 	X(zesGetStandbyProcAddrTable, zes_standby_dditable_t)			\
 	X(zesGetFirmwareProcAddrTable, zes_firmware_dditable_t)		\
-	X(zesGetMemoryProcAddrTable, zes_memory_dditable_t)			\
 	X(zesGetFabricPortProcAddrTable, zes_fabric_port_dditable_t)		\
-	X(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t)		\
 	X(zesGetPsuProcAddrTable, zes_psu_dditable_t)				\
 	X(zesGetFanProcAddrTable, zes_fan_dditable_t)				\
 	X(zesGetLedProcAddrTable, zes_led_dditable_t)				\

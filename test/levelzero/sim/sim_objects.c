@@ -1023,3 +1023,13 @@ void sim_fill_fence(ze_fence_dditable_t *t)
 	t->pfnQueryStatus = fence_query_status;
 	t->pfnReset = fence_reset;
 }
+
+uint64_t sim_mem_in_use_locked(void)
+{
+	uint64_t n = 0;
+
+	for (const struct sim_alloc *a = allocs; a; a = a->next)
+		if (a->type != ZE_MEMORY_TYPE_HOST)
+			n += a->size;
+	return n;
+}

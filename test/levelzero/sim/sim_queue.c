@@ -199,6 +199,8 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 		break;
 	case SIM_OP_KERNEL:
 	case SIM_OP_NOP:
+	case SIM_OP_QUERY_BEGIN:
+	case SIM_OP_QUERY_END:
 		break;
 	}
 }
@@ -249,6 +251,10 @@ static void *engine_worker(void *arg)
 		start = ready > e->last_end_ns ? ready : e->last_end_ns;
 		end = start + c->duration_ns;
 		e->last_end_ns = end;
+		e->busy = true;
+		e->busy_end = end;
+		if (sim_metrics_enabled || sim_sysman_enabled)
+			sim_metrics_started_locked(c, start, end);
 		pthread_mutex_unlock(&sim_lock);
 
 		cmd_execute(c, start);
@@ -256,6 +262,9 @@ static void *engine_worker(void *arg)
 
 		pthread_mutex_lock(&sim_lock);
 		s->busy = false;
+		e->busy = false;
+		if (c->op == SIM_OP_QUERY_BEGIN || c->op == SIM_OP_QUERY_END)
+			sim_metrics_done_locked(c, start, end);
 		s->head = c->next;
 		if (!s->head)
 			s->tail = NULL;
@@ -1139,4 +1148,53 @@ void sim_fill_command_list_exp(void *table, ze_api_version_t version)
 	struct sim_command_list_exp_ddi *t = table;
 
 	SIM_SET(t, pfnImmediateAppendCommandListsExp, 9, list_immediate_append_lists);
+}
+
+ze_result_t sim_list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
+			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+{
+	return list_append(h, proto, signal, nwait, waits);
+}
+
+/*
+ * Counters that cover a stretch of simulated time (metric reports, queries,
+ * Sysman's activity) must not be computed before every command that may
+ * run in it is known. A running command's span is recorded; the next one on
+ * an engine starts no earlier than the running one ends, or than the end of
+ * the last one and its own waits; an idle engine's next command is submitted
+ * now or later. An engine blocked on events starts no earlier than another
+ * engine or the host (now) can signal them.
+ */
+uint64_t sim_engines_horizon_locked(uint64_t now)
+{
+	uint64_t h = now;
+
+	for (unsigned i = 0; i < SIM_ENGINES; i++) {
+		struct sim_engine *e = &engines[i];
+		uint64_t eh = UINT64_MAX;
+
+		if (e->busy) {
+			eh = e->busy_end;
+		} else {
+			/* the next to run: a stream's head, no earlier than the engine is free */
+			for (struct sim_stream *s = e->streams; s; s = s->next) {
+				uint64_t ready;
+
+				if (!s->head)
+					continue;
+				ready = s->head->enqueue_ns;
+				/* blocked: signaled by the host (now or later) or by another
+				 * engine (no earlier than that engine's horizon) */
+				if (!cmd_waits_done_locked(s->head, &ready))
+					continue;
+				if (ready < e->last_end_ns)
+					ready = e->last_end_ns;
+				if (ready < eh)
+					eh = ready;
+			}
+		}
+		if (eh < h)
+			h = eh;
+	}
+	return h;
 }

@@ -1,0 +1,370 @@
+"""Hardware metrics and Sysman telemetry of Level Zero devices, end to end on the simulated
+device: its metric values and Sysman readings follow from the simulated work
+(test/levelzero/sim/README.md), so every sample is checked against the device spans of the
+same trace: a kernel-only stretch is busy 100%, an idle one 0%, a kernel's GpuTime is its
+span. The program behaves as untraced; nothing is called or set when nothing is asked."""
+import collections
+import json
+import pathlib
+
+import pytest
+
+from conftest import (BUILD, ZE_SIM, events, gputrace_lines, need, run, sim_env,
+                      strip_gputrace)
+
+if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
+    pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
+                allow_module_level=True)
+
+LZ = BUILD / "test" / "levelzero"
+LOAD = LZ / "ze_load"
+BASIC = BUILD / "test" / "apps" / "ze_basic"
+TOOL = BUILD / "gputrace-tool"
+TICK = 52.083
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+LANES = 2048  # EU lanes of the simulated device
+
+
+def ns(us):
+    return round(us * 1000)
+
+
+def span(e):
+    return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+
+
+def traced(tmp_path, cmd, env, check_stderr=True):
+    """cmd untraced and traced (with env): same stdout and status; the trace and the run."""
+    for p in (ZE_SIM, cmd[0]):
+        need(p)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    plain = run(cmd, traced=False, env=sim_env())
+    r = run(cmd, env=sim_env(env), tmp_path=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
+    if check_stderr:
+        assert strip_gputrace(r.stderr) == strip_gputrace(plain.stderr)
+    return r.trace, r
+
+
+def device_spans(trace, cats=DEVICE_CATS):
+    return sorted((e for e in events(trace, ph="X") if e.get("cat") in cats),
+                  key=lambda e: e["ts"])
+
+
+def union_in(spans, a, b):
+    """ns of [a, b) covered by the spans."""
+    iv = sorted((max(s, a), min(e, b)) for s, e in map(span, spans) if e > a and s < b)
+    total, cs, ce = 0, None, None
+    for s, e in iv:
+        if ce is None or s > ce:
+            total += (ce - cs) if ce is not None else 0
+            cs, ce = s, e
+        else:
+            ce = max(ce, e)
+    return total + ((ce - cs) if ce is not None else 0)
+
+
+def samples(trace, name):
+    return sorted(events(trace, ph="C", name=name), key=lambda e: e["ts"])
+
+
+# ---- time mode ---------------------------------------------------------------------------
+
+@pytest.mark.sanitize
+def test_time_mode_samples_follow_the_work(tmp_path):
+    t, r = traced(tmp_path, [LOAD, 40, 30, 4],
+                  {"GPUTRACE_METRICS_MODE": "time", "GPUTRACE_METRICS_HZ": "1000"})
+    dev, kernels = device_spans(t), device_spans(t, ("kernel",))
+    copies = device_spans(t, ("gpu_memcpy",))
+    cs = samples(t, "ComputeBasic")
+    assert len(cs) >= 100, len(cs)
+    # one track per group and device, series named with their units, on the device's row
+    assert {e["pid"] for e in cs} == {dev[0]["pid"]}
+    assert set(cs[0]["args"]) == {"GpuTime ns", "GpuBusy %", "EuActive %", "EuThreadOccupancy %",
+                                  "GpuMemoryBytesRead bytes", "GpuMemoryBytesWritten bytes",
+                                  "AvgGpuCoreFrequency MHz"}
+    # one report per 1 ms period, each at its own start
+    for a, b in zip(cs, cs[1:]):
+        assert a["args"]["GpuTime ns"] == 1e6
+        assert abs(ns(b["ts"]) - ns(a["ts"]) - 1000000) <= TICK + 1, (a, b)
+    # each report is the device's activity in its period, as the trace's spans show it
+    tol = 100 * 4 * TICK / 1e6
+    for s in cs:
+        a = ns(s["ts"])
+        assert s["args"]["GpuBusy %"] == pytest.approx(
+            100 * union_in(dev, a, a + 1000000) / 1e6, abs=tol), s
+        assert s["args"]["EuActive %"] == pytest.approx(
+            100 * union_in(kernels, a, a + 1000000) / 1e6, abs=tol), s
+    # the kernel-only stretch is busy all through, the idle ones not at all
+    k0, k1 = span(kernels[0])[0], span([k for k in kernels if k["name"] == "load_kernel"][-1])[1]
+    inside = [s for s in cs if k0 <= ns(s["ts"]) and ns(s["ts"]) + 1000000 <= k1]
+    assert len(inside) >= 35
+    for s in inside:
+        assert s["args"]["GpuBusy %"] == pytest.approx(100, abs=tol)
+        assert s["args"]["EuActive %"] == pytest.approx(100, abs=tol)
+        assert s["args"]["EuThreadOccupancy %"] == pytest.approx(100, abs=tol)
+        assert s["args"]["AvgGpuCoreFrequency MHz"] == 1600
+    idle = [s for s in cs if union_in(dev, ns(s["ts"]) - 1000, ns(s["ts"]) + 1001000) == 0]
+    assert len(idle) >= 40
+    assert all(s["args"]["GpuBusy %"] == 0 and s["args"]["AvgGpuCoreFrequency MHz"] == 300
+               for s in idle)
+    # the bytes of the copies, spread over the periods they ran in (floors: 1 byte each)
+    total = sum(e["args"]["bytes"] for e in copies)
+    assert total == 4 * (8 << 20)
+    for key in ("GpuMemoryBytesRead bytes", "GpuMemoryBytesWritten bytes"):
+        got = sum(s["args"][key] for s in cs)
+        assert total - len(cs) <= got <= total, key
+    # the summary: the mean of every series, per device
+    summary = json.loads(run_summary(tmp_path, r.trace_path))
+    rows = {(c["counter"], c["series"]): c for c in summary["metrics"]["counters"]}
+    busy = rows[("ComputeBasic", "GpuBusy %")]
+    assert busy["samples"] == len(cs)
+    assert busy["max"] == pytest.approx(100, abs=tol) and busy["min"] == 0
+    assert busy["mean"] == pytest.approx(sum(s["args"]["GpuBusy %"] for s in cs) / len(cs))
+
+
+def run_summary(tmp_path, trace_path):
+    need(TOOL)
+    out = tmp_path / "summary.json"
+    r = run([TOOL, "summary", "--json", out, trace_path], traced=False)
+    assert r.returncode == 0, r.stderr
+    return out.read_text()
+
+
+def test_time_mode_groups_and_metrics_by_name(tmp_path):
+    """Two groups of different domains at once; a metric's name picks its group with
+    only that series."""
+    t, _ = traced(tmp_path, [LOAD, 5, 5, 1], {"GPUTRACE_METRICS": "MemoryProfile,ComputeBasic"})
+    mp, cb = samples(t, "MemoryProfile"), samples(t, "ComputeBasic")
+    assert mp and cb
+    assert set(mp[0]["args"]) == {"GpuTime ns", "CopyEngineBusy %", "GpuMemoryBytesRead bytes",
+                                  "GpuMemoryBytesWritten bytes"}
+    copies = device_spans(t, ("gpu_memcpy",))
+    for s in mp:
+        a = ns(s["ts"])
+        assert s["args"]["CopyEngineBusy %"] == pytest.approx(
+            100 * union_in(copies, a, a + 1000000) / 1e6, abs=0.05)
+    t, _ = traced(tmp_path / "b", [LOAD, 5, 5, 1], {"GPUTRACE_METRICS": "GpuBusy, EuActive"})
+    assert all(set(s["args"]) == {"GpuBusy %", "EuActive %"} for s in samples(t, "ComputeBasic"))
+
+
+# ---- kernel mode ---------------------------------------------------------------------------
+
+def kernel_items(e):
+    a = e["args"]
+    return a["gx"] * a["gy"] * a["gz"] * a["lx"] * a["ly"] * a["lz"]
+
+
+def check_kernel_metrics(k, others=()):
+    m = k["args"]["metrics"]
+    s, e = span(k)
+    # the query covers the kernel exactly (the span is in device ticks, GpuTime in ns)
+    assert abs(m["GpuTime ns"] - (e - s)) <= TICK + 1, k
+    assert m["GpuTime ns"] == kernel_items(k)  # the simulated duration
+    assert m["GpuBusy %"] == pytest.approx(100) and m["EuActive %"] == pytest.approx(100)
+    assert m["EuThreadOccupancy %"] == pytest.approx(100 * min(1, kernel_items(k) / LANES))
+    assert m["GpuMemoryBytesRead bytes"] == 0 and m["GpuMemoryBytesWritten bytes"] == 0
+    assert m["AvgGpuCoreFrequency MHz"] == 1600
+    assert "QueryBeginTime ns" not in m  # the time is the span's own
+
+
+@pytest.mark.sanitize
+def test_kernel_mode_every_kernel_gets_its_metrics(tmp_path):
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, [LOAD, 10, 5, 2],
+                  {"GPUTRACE_METRICS_MODE": "kernel", "GPUTRACE_SUMMARY_JSON": str(summary)})
+    kernels = device_spans(t, ("kernel",))
+    names = collections.Counter(k["name"] for k in kernels)
+    assert names == {"load_kernel": 10, "wait_kernel": 1, "imm_kernel": 1}
+    for k in kernels:
+        check_kernel_metrics(k)
+    # waiting for its event (5 ms) is not the kernel's time
+    wait = next(k for k in kernels if k["name"] == "wait_kernel")
+    assert wait["args"]["metrics"]["GpuTime ns"] == 256
+    # copies are not kernels: no metrics
+    assert all("metrics" not in c["args"] for c in device_spans(t, ("gpu_memcpy",)))
+    # no counter track in kernel mode
+    assert not samples(t, "ComputeBasic")
+    # the summary: each kernel's mean, in the JSON and from `gputrace summary`
+    rows = {(k["kernel"], k["metric"]): k for k in json.loads(summary.read_text())["metrics"]["kernels"]}
+    assert rows[("load_kernel", "GpuTime ns")]["count"] == 10
+    assert rows[("load_kernel", "GpuTime ns")]["mean"] == 1e6
+    assert rows[("wait_kernel", "EuThreadOccupancy %")]["mean"] == pytest.approx(12.5)
+    again = json.loads(run_summary(tmp_path, r.trace_path))["metrics"]["kernels"]
+    assert {(k["kernel"], k["metric"]): k["mean"] for k in again} == \
+        {key: row["mean"] for key, row in rows.items()}
+
+
+def test_kernel_mode_regular_list_executed_again(tmp_path):
+    """ze_basic: a regular list executed 3 times (its queries start over each time),
+    a barrier and a fill between kernels, an immediate list."""
+    t, _ = traced(tmp_path, [BASIC, 3], {"GPUTRACE_METRICS_MODE": "kernel"})
+    kernels = device_spans(t, ("kernel",))
+    assert collections.Counter(k["name"] for k in kernels) == {"vector_add": 3, "scale": 3,
+                                                               "imm_kernel": 1}
+    for k in kernels:
+        check_kernel_metrics(k)
+
+
+def test_stderr_summary_has_a_metrics_section(tmp_path):
+    need(LOAD)
+    r = run([LOAD, 3, 2, 1], env=sim_env({"GPUTRACE_METRICS_MODE": "kernel",
+                                          "GPUTRACE_SUMMARY": "1"}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = r.stderr.decode()
+    assert "  kernel metrics (mean per launch):" in text
+    assert "    load_kernel (3):" in text and "GpuTime ns 1e+06" in text
+
+
+# ---- telemetry ------------------------------------------------------------------------------
+
+TELEMETRY_SERIES = {"frequency": {"gpu MHz", "memory MHz"}, "temperature": {"gpu °C", "memory °C"},
+                    "power": {"W"}, "memory": {"used bytes"},
+                    "memory bandwidth": {"read GB/s", "write GB/s"},
+                    "engine utilization": {"all %", "compute %", "copy %"}}
+
+
+def telemetry_series(t):
+    series = collections.defaultdict(set)
+    for e in events(t, ph="C"):
+        if e["name"] in TELEMETRY_SERIES:
+            series[e["name"]] |= set(e["args"])
+    return series
+
+
+@pytest.mark.sanitize
+def test_telemetry_tracks(tmp_path):
+    """Every track and series, values in the model's range (the sanitizers' run: their
+    slowdown blurs when a reading was taken, so exactness is the next test's)."""
+    t, _ = traced(tmp_path, [LOAD, 20, 20, 2],
+                  {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "200"})
+    assert telemetry_series(t) == TELEMETRY_SERIES
+    assert all(20 - 0.5 <= e["args"]["W"] <= 101 for e in samples(t, "power"))
+    assert all(300 <= e["args"]["gpu MHz"] <= 1600 for e in samples(t, "frequency"))
+    assert all(35 <= e["args"]["gpu °C"] <= 85 for e in samples(t, "temperature"))
+
+
+def test_telemetry_follows_the_work(tmp_path):
+    t, _ = traced(tmp_path, [LOAD, 150, 120, 4],
+                  {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "100"})
+    dev, kernels = device_spans(t), device_spans(t, ("kernel",))
+    assert telemetry_series(t) == TELEMETRY_SERIES
+    k0 = span(kernels[0])[0]
+    k1 = span([k for k in kernels if k["name"] == "load_kernel"][-1])[1]
+
+    def intervals(name):
+        """(start, end, args) of a rate: each sample holds until the next."""
+        s = samples(t, name)
+        return [(ns(a["ts"]), ns(b["ts"]), a["args"]) for a, b in zip(s, s[1:])]
+
+    # A reading is drawn at the moment gputrace took it, and Sysman reads the device's work
+    # up to where it is known; on a loaded machine either may lag by tens of ms: 30 ms of
+    # margin on each side of a stretch, and most (not all) readings inside it must be
+    # exact; every one is within the model's range
+    margin = 30000000
+
+    def busy(a, b):
+        return k0 + margin <= a and b + margin <= k1
+
+    def idle(a, b):
+        return union_in(dev, a - margin, b + margin) == 0
+
+    def mostly(values, want, abs_tol, at_least=3):
+        exact = [v for v in values if abs(v - want) <= abs_tol]
+        assert len(values) >= at_least and len(exact) >= 0.8 * len(values), (want, values)
+
+    power = intervals("power")
+    assert all(20 - 0.5 <= v["W"] <= 100 + 1 for a, b, v in power)
+    mostly([v["W"] for a, b, v in power if busy(a, b)], 100, 1, at_least=5)  # 20 W + 80 W busy
+    mostly([v["W"] for a, b, v in power if idle(a, b)], 20, 0.5)
+    engines = intervals("engine utilization")
+    assert all(0 <= v["compute %"] <= 101 and v["copy %"] <= 101 for a, b, v in engines)
+    mostly([v["compute %"] for a, b, v in engines if busy(a, b)], 100, 1)
+    mostly([v["all %"] for a, b, v in engines if idle(a, b)], 0, 0)
+    # instants: a GPU busy through the last 10 ms runs at 1600 MHz, an idle one at 300
+    freq = samples(t, "frequency")
+    assert all(300 <= f["args"]["gpu MHz"] <= 1600 and f["args"]["memory MHz"] == 1200
+               for f in freq)
+    mostly([f["args"]["gpu MHz"] for f in freq
+            if k0 + 10000000 + margin <= ns(f["ts"]) <= k1 - margin], 1600, 0)
+    mostly([f["args"]["gpu MHz"] for f in freq
+            if union_in(dev, ns(f["ts"]) - 10000000 - margin, ns(f["ts"]) + margin) == 0],
+           300, 0)
+    # memory used: the program's two 8 MiB device buffers, as they are allocated
+    used = {e["args"]["used bytes"] for e in samples(t, "memory")}
+    assert used <= {0, 8 << 20, 16 << 20} and 16 << 20 in used
+    # copies read what they write; nothing moves while idle
+    bw = intervals("memory bandwidth")
+    assert any(v["read GB/s"] > 0 for a, b, v in bw)
+    for a, b, v in bw:
+        assert v["read GB/s"] == v["write GB/s"]
+        if idle(a, b):
+            assert v["read GB/s"] == 0
+
+
+# ---- off, and what is set when ---------------------------------------------------------------
+
+def test_off_means_no_metric_or_sysman_call(tmp_path):
+    """Off by default: the simulator aborts at the first zet or zes call it sees."""
+    t, _ = traced(tmp_path, [BASIC, 2], {"ZE_SIM_FORBID_TOOLS": "1"})
+    assert not [e for e in events(t, ph="C") if e["name"] not in ("device memory", "host USM")]
+    assert all("metrics" not in k["args"] for k in device_spans(t, ("kernel",)))
+
+
+@pytest.mark.parametrize("env,expect", [
+    ({}, "[][]"),
+    ({"GPUTRACE_METRICS_MODE": "kernel"}, "[1][]"),
+    ({"GPUTRACE_METRICS": "ComputeBasic"}, "[1][]"),
+    ({"GPUTRACE_TELEMETRY": "1"}, "[][1]"),
+    ({"GPUTRACE_METRICS_MODE": "time", "GPUTRACE_TELEMETRY": "1"}, "[1][1]"),
+    ({"GPUTRACE_METRICS_MODE": "time", "GPUTRACE_BACKENDS": "cupti"}, "[][]"),
+])
+def test_driver_environment_set_only_when_asked(tmp_path, env, expect):
+    r = run(["sh", "-c", 'echo "[$ZET_ENABLE_METRICS][$ZES_ENABLE_SYSMAN]"'], env=env,
+            tmp_path=tmp_path)
+    assert r.returncode == 0 and r.stdout.decode().strip() == expect
+
+
+# ---- what cannot be measured: one line each, the program unharmed ------------------------------
+
+@pytest.mark.parametrize("env,needle", [
+    ({"GPUTRACE_METRICS": "NoSuchGroup"},
+     "GPUTRACE_METRICS (--metrics): no metric group or metric 'NoSuchGroup' on GPU 0: "
+     "gputrace simulated GPU (its groups: ComputeBasic, MemoryProfile;"),
+    ({"GPUTRACE_METRICS": "MemoryProfile", "GPUTRACE_METRICS_MODE": "kernel"},
+     "metric group MemoryProfile of GPU 0: gputrace simulated GPU cannot be measured in "
+     "--metrics-mode kernel (it is time-based only)"),
+    ({"GPUTRACE_METRICS_MODE": "time", "ZE_SIM_METRICS_PARANOID": "1"},
+     "no permission to read performance counters"),
+    ({"GPUTRACE_METRICS_MODE": "kernel", "ZE_SIM_METRICS_PARANOID": "1"},
+     "no permission to read performance counters"),
+])
+def test_refusals_are_one_line(tmp_path, env, needle):
+    t, r = traced(tmp_path, [BASIC, 2], env)
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and needle in lines[0], lines
+    assert not samples(t, "ComputeBasic")
+    assert all("metrics" not in k["args"] for k in device_spans(t, ("kernel",)))
+    assert len(device_spans(t, ("kernel",))) == 5  # the trace is whole otherwise
+
+
+# ---- gputrace metrics ----------------------------------------------------------------------
+
+def test_gputrace_metrics_lists_groups_and_metrics(tmp_path):
+    need(TOOL)
+    r = run([BUILD.parent / "scripts" / "gputrace", "metrics"], traced=False,
+            env=sim_env({"GPUTRACE_TOOL": str(TOOL), "LD_LIBRARY_PATH": ""}))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "  GPU 0: gputrace simulated GPU\n" in out
+    assert "    ComputeBasic (time, kernel, domain 0):" in out
+    assert "    MemoryProfile (time, domain 1):" in out
+    for key in ("GpuTime ns", "GpuBusy %", "EuActive %", "CopyEngineBusy %", "QueryBeginTime ns"):
+        assert f"      {key} " in out
+    assert "telemetry (--telemetry): frequency (2 domains, MHz)" in out
+    # nothing on this machine is not an error
+    r = run([BUILD.parent / "scripts" / "gputrace", "metrics"], traced=False,
+            env={"GPUTRACE_TOOL": str(TOOL), "ZE_ENABLE_ALT_DRIVERS": "/nonexistent.so"})
+    assert r.returncode == 0 and b"Level Zero: no devices" in r.stdout
