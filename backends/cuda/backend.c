@@ -77,7 +77,7 @@ int cupti__self_path(char *out, size_t len)
 	return 0;
 }
 
-static const char *result_string(CUptiResult r)
+const char *cupti__result_string(CUptiResult r)
 {
 	const char *s = NULL;
 
@@ -143,7 +143,7 @@ static int subscribe(void)
 			*holder ? holder : "another tool (Nsight, torch.profiler, a sanitizer)");
 		return CUPTI_HELD;
 	}
-	return cupti_failed(result_string(r));
+	return cupti_failed(cupti__result_string(r));
 }
 
 /* The kinds we enabled, to disable when we hand CUPTI over. */
@@ -155,7 +155,7 @@ static bool enable_kind(CUpti_ActivityKind kind, const char *name)
 	CUptiResult r = cupti_fn.cuptiActivityEnable(kind);
 
 	if (r != CUPTI_SUCCESS)
-		pr_dbg("cupti: enabling %s: %s", name, result_string(r));
+		pr_dbg("cupti: enabling %s: %s", name, cupti__result_string(r));
 	else if (nour_kinds < sizeof(our_kinds) / sizeof(our_kinds[0]))
 		our_kinds[nour_kinds++] = kind;
 	return r == CUPTI_SUCCESS;

@@ -10,6 +10,8 @@
  *   event_timing.c   CUDA-event device times when CUPTI belongs to another tool
  *   share.c          the program's own CUPTI session: gputrace steps aside, then back
  *   nvtx.c           NVTX injection: ranges and marks -> user_annotation
+ *   nvml.c           NVML telemetry (its own backend entry, no CUPTI needed)
+ *   pm_sampling.c    hardware metrics: CUPTI PM sampling (time) and range profiler (kernel)
  * Nothing here links against CUDA: libcupti and libcudart are reached
  * through dlopen/dlsym, so the library loads on machines without them.
  * The parts that need CUPTI's types are declared only where <cupti.h> was
@@ -167,6 +169,8 @@ GT_HIDDEN void cupti__device_name(uint32_t device_id, const char *name);
 GT_HIDDEN void cupti__device_prop(uint32_t device_id, const char *key, uint64_t value);
 /* Row of a CUDA device/stream (and its device track); cold, cached. */
 GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
+/* The device's own row, for its counters. */
+GT_HIDDEN uint32_t cupti__device_track(uint32_t device_id);
 GT_HIDDEN void cupti__records_reset(void);
 /* Launch start times by CUPTI correlation id, for "never before its launch"
  * (noted by the callbacks, read by the records). */
@@ -250,6 +254,9 @@ struct cupti_funcs {
 };
 
 extern GT_HIDDEN struct cupti_funcs cupti_fn;
+
+/* backend.c: CUPTI's name of a result ("unknown error" without libcupti) */
+GT_HIDDEN const char *cupti__result_string(CUptiResult r);
 
 /* callbacks.c: runtime, driver and resource callbacks */
 GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,

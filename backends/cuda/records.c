@@ -398,6 +398,11 @@ void cupti__mark_devices(uint64_t at, uint32_t name, uint32_t reason)
 	}
 }
 
+uint32_t cupti__device_track(uint32_t device_id)
+{
+	return gt_device_track(device_id_row(device_id));
+}
+
 uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id)
 {
 	return row(ROW_STREAM, device_id, stream_id);

@@ -1,6 +1,7 @@
 """Checks and comparisons for scripts/gpu-check (Python 3, standard library).
 
   vec TRACE                          vec_add on a GPU: 3 kernels, copies, a memset, arrows
+  metrics TRACE STDERR               NVML telemetry tracks, PM sampling (or its one-line refusal)
   multi TRACE STDOUT [--graph-trace] [--events]
                                      multi_stream: every launch, copy, memset, graph, NVTX
   compare GPUTRACE_TRACE KINETO_TRACE PLAIN.json GPUTRACE.json KINETO.json
@@ -154,6 +155,32 @@ def cmd_multi(path, stdout_path, graph_trace=False, events=False):
     names = {e["name"] for e in spans(t, "user_annotation")}
     check(set(want["nvtx"]) <= names, f"{label}: NVTX ranges {want['nvtx']}")
     check_links(t, k + c + m + g, label)
+
+
+def cmd_metrics(path, err_path):
+    """NVML telemetry of every GPU; PM sampling samples that follow the kernels, or one line
+    saying why the device refused (permission: NVreg_RestrictProfilingToAdminUsers)."""
+    t = load(path)
+    rows = {e["pid"]: e["args"]["name"] for e in t["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+    counters = [e for e in t["traceEvents"] if e.get("ph") == "C"]
+    power = [e for e in counters if e["name"] == "power" and "W" in e.get("args", {})]
+    check(power and all(e["args"]["W"] > 0 for e in power), f"NVML power W samples ({len(power)})")
+    freq = [e for e in counters if e["name"] == "frequency" and "sm MHz" in e.get("args", {})]
+    check(freq and all(e["args"]["sm MHz"] > 0 for e in freq), f"NVML sm MHz samples ({len(freq)})")
+    check(all(rows.get(e["pid"], "").startswith("GPU ") for e in power), "NVML rows are GPU rows")
+    pm = [e for e in counters if e["name"] == "PM sampling"]
+    lines = [l for l in open(err_path, errors="replace") if l.startswith("gputrace: CUDA metrics")]
+    if pm:
+        busy = [e["args"].get("gpu busy %", -1) for e in pm]
+        check(all(0 <= b <= 100.5 for b in busy), f"PM sampling: gpu busy % in [0, 100] ({len(pm)} samples)")
+        kernels = spans(t, "kernel")
+        overlap = [e for e in pm if any(k["ts"] - 1000 <= e["ts"] <= k["ts"] + k["dur"]
+                                        for k in kernels)]
+        check(any(e["args"].get("gpu busy %", 0) > 0 for e in overlap) or not overlap,
+              "PM sampling: busy while kernels run")
+    else:
+        check(len(lines) == 1, f"no PM sampling: one line says why ({lines})")
 
 
 # ---- PyTorch: gputrace vs torch.profiler ----
@@ -324,6 +351,8 @@ def main(argv):
         cmd_vec(rest[0])
     elif cmd == "multi" and len(rest) >= 2:
         cmd_multi(rest[0], rest[1], "--graph-trace" in rest, "--events" in rest)
+    elif cmd == "metrics" and len(rest) == 2:
+        cmd_metrics(*rest)
     elif cmd == "compare" and len(rest) == 5:
         cmd_compare(*rest)
     elif cmd == "self-test" and not rest:

@@ -31,6 +31,19 @@ $(CUDA_OUT)/fake_late: test/cuda/fake_late.c $(CUDA_OUT)/libfake_late_lib.so
 
 TEST_BUILD += $(CUDA_OUT)/fake_app $(CUDA_OUT)/fake_late
 
+# NVML telemetry without a GPU: a fake libnvidia-ml.so.1 (found through
+# LD_LIBRARY_PATH) and a program that never touches CUDA.
+FAKE_NVML := $(CUDA_OUT)/nvml/libnvidia-ml.so.1
+$(FAKE_NVML): test/cuda/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 \
+	  -o $@ $< -lpthread
+$(CUDA_OUT)/idle_app: test/cuda/idle_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+
+TEST_BUILD += $(FAKE_NVML) $(CUDA_OUT)/idle_app
+
 ifeq ($(HAVE_CUPTI),1)
 CUDA_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
 CUPTI_OBJS     := $(filter $(BUILD)/obj/backends/cuda/%,$(LIB_OBJS))
@@ -52,6 +65,16 @@ $(BUILD)/test/check_cupti: test/cuda/check_cupti.c $(CUDA_CORE_OBJS) $(CUPTI_OBJ
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl -lz -ljson-c
 
 TEST_BUILD += $(BUILD)/test/check_cupti
+
+# CUDA metrics: the real headers' structs, the real host profiler (no GPU needed).
+$(BUILD)/test/check_pm: test/cuda/check_pm.c $(CUDA_CORE_OBJS) $(CUPTI_OBJS) $(FAKE_RT) \
+			backends/cuda/internal.h backends/cuda/pm_sampling.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. $(CUPTI_CFLAGS) -o $@ $< $(CUDA_CORE_OBJS) $(CUPTI_OBJS) \
+	  -L$(dir $(FAKE_RT)) -lcudart -Wl,-rpath,$(abspath $(dir $(FAKE_RT))) \
+	  -lcheck -lsubunit -lm -lrt -lpthread -ldl -lz
+
+TEST_BUILD += $(BUILD)/test/check_pm
 endif
 endif
 

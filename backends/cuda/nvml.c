@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NVIDIA GPU telemetry through NVML, when GPUTRACE_TELEMETRY asks: GPU and
+ * memory utilisation, SM and memory clocks, power, temperature, memory used
+ * and PCIe throughput of every GPU NVML sees, sampled by the drain thread
+ * every 1/GPUTRACE_TELEMETRY_HZ s as counter tracks on the rows "GPU <n>
+ * (<name>)" (n is NVML's index, the order nvidia-smi shows; the CUDA rows
+ * use the same names where CUDA numbers the GPUs the same way).
+ *
+ * libnvidia-ml.so.1 is opened at the first sample, never linked (the few
+ * entry points used are declared in nvml_api.h). A process that never
+ * touches CUDA gets its telemetry all the same. No NVML: one line, then
+ * nothing more.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "inject/clock.h"
+#include "inject/config.h"
+
+#include "backends/cuda/nvml_api.h"
+
+static struct {
+#define NVML_FN(ret, name, params) ret(*name) params;
+	NVML_FUNCS(NVML_FN)
+#undef NVML_FN
+} nv;
+
+/* ---- what is sampled ---- */
+
+enum nv_query { Q_UTIL, Q_CLOCK_SM, Q_CLOCK_MEM, Q_POWER, Q_TEMP, Q_MEM, Q_PCIE, Q__COUNT };
+
+static const char *const nv_query_names[Q__COUNT] = {
+	"utilization", "SM clock", "memory clock", "power", "temperature", "memory use", "PCIe "
+	"throughput",
+};
+
+#define NV_DEVS_MAX 64
+
+struct nv_dev {
+	nvmlDevice_t h;
+	uint32_t track;
+	bool off[Q__COUNT]; /* not supported or not permitted: asked once */
+};
+
+static struct nv_dev nv_devs[NV_DEVS_MAX];
+static unsigned nv_ndevs;
+static void *nv_lib;
+static enum { NV_NEW, NV_ON, NV_OFF } nv_state;
+/* the drain thread samples while an exiting thread may stop */
+static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	uint32_t util, freq, power, temp, mem, pcie;
+	uint32_t gpu_pct, mem_pct, sm_mhz, mem_mhz, watts, gpu_c, used, tx, rx;
+} nv_str;
+
+static bool nv_wanted(void)
+{
+	return gt_cfg.telemetry && gt_backend_enabled("cupti");
+}
+
+static const char *nv_error(nvmlReturn_t r)
+{
+	const char *s = nv.nvmlErrorString ? nv.nvmlErrorString(r) : NULL;
+
+	return s ? s : "unknown error";
+}
+
+static void nv_intern(void)
+{
+	nv_str.util = gt_str_intern("utilization");
+	nv_str.freq = gt_str_intern("frequency");
+	nv_str.power = gt_str_intern("power");
+	nv_str.temp = gt_str_intern("temperature");
+	nv_str.mem = gt_str_intern("memory");
+	nv_str.pcie = gt_str_intern("pcie");
+	nv_str.gpu_pct = gt_str_intern("gpu %");
+	nv_str.mem_pct = gt_str_intern("memory %");
+	nv_str.sm_mhz = gt_str_intern("sm MHz");
+	nv_str.mem_mhz = gt_str_intern("memory MHz");
+	nv_str.watts = gt_str_intern("W");
+	nv_str.gpu_c = gt_str_intern("gpu °C");
+	nv_str.used = gt_str_intern("used bytes");
+	nv_str.tx = gt_str_intern("tx KB/s");
+	nv_str.rx = gt_str_intern("rx KB/s");
+}
+
+/* dlopen, nvmlInit, the devices and their rows. */
+static bool nv_open(void)
+{
+	unsigned int n = 0;
+	nvmlReturn_t r;
+
+	nv_lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!nv_lib) {
+		/* an NVIDIA driver without its NVML is worth a warning; no NVIDIA at all is not */
+		if (access("/dev/nvidiactl", F_OK) == 0)
+			pr_warn("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry");
+		else
+			pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry");
+		return false;
+	}
+#define NVML_SYM(ret, name, params)                                                       \
+	nv.name = (ret(*) params)gt_dlsym_real(nv_lib, #name);                            \
+	if (!nv.name) {                                                                   \
+		pr_warn("NVML has no %s: no NVIDIA GPU telemetry", #name);                \
+		return false;                                                             \
+	}
+	NVML_FUNCS(NVML_SYM)
+#undef NVML_SYM
+	r = nv.nvmlInit_v2();
+	if (r != NVML_SUCCESS) {
+		pr_warn("NVML did not start (%s): no NVIDIA GPU telemetry", nv_error(r));
+		return false;
+	}
+	r = nv.nvmlDeviceGetCount_v2(&n);
+	if (r != NVML_SUCCESS || !n) {
+		pr_info("NVML sees no GPU: no NVIDIA GPU telemetry");
+		nv.nvmlShutdown();
+		return false;
+	}
+	nv_intern();
+	for (unsigned i = 0; i < n && nv_ndevs < NV_DEVS_MAX; i++) {
+		char name[NVML_DEVICE_NAME_BUFFER_SIZE], row[NVML_DEVICE_NAME_BUFFER_SIZE + 24];
+		struct nv_dev *d = &nv_devs[nv_ndevs];
+
+		memset(d, 0, sizeof(*d));
+		if (nv.nvmlDeviceGetHandleByIndex_v2(i, &d->h) != NVML_SUCCESS)
+			continue;
+		if (nv.nvmlDeviceGetName(d->h, name, sizeof(name)) == NVML_SUCCESS) {
+			name[sizeof(name) - 1] = 0;
+			snprintf(row, sizeof(row), "GPU %u (%s)", i, name);
+		} else {
+			snprintf(row, sizeof(row), "GPU %u", i);
+		}
+		d->track = gt_device_track(gt_device_row(row));
+		nv_ndevs++;
+	}
+	pr_info("NVML: telemetry of %u GPU(s)", nv_ndevs);
+	return nv_ndevs > 0;
+}
+
+/* A query's result: true if it gave a value. Unsupported: never asked again;
+ * not permitted: one line, then never again. */
+static bool nv_ok(struct nv_dev *d, enum nv_query q, nvmlReturn_t r)
+{
+	if (r == NVML_SUCCESS)
+		return true;
+	d->off[q] = true;
+	if (r != NVML_ERROR_NOT_SUPPORTED)
+		pr_warn("NVML: %s of GPU %u: %s; not sampled", nv_query_names[q],
+			(unsigned)(d - nv_devs), nv_error(r));
+	return false;
+}
+
+static void nv_put(struct gt_arg *a, unsigned *n, uint32_t key, double v)
+{
+	a[*n].key = key;
+	a[*n].type = GT_ARG_F64;
+	a[(*n)++].v.f = v;
+}
+
+static void nv_emit(const struct nv_dev *d, uint32_t name, uint64_t when, const struct gt_arg *a,
+		    unsigned n)
+{
+	gt_emit_counter(d->track, name, when, a, n);
+}
+
+static void nv_sample_dev(struct nv_dev *d, uint64_t now)
+{
+	struct gt_arg a[4];
+	unsigned n = 0, v, v2;
+	nvmlUtilization_t u;
+	nvmlMemory_t m;
+
+	if (!d->off[Q_UTIL] && nv_ok(d, Q_UTIL, nv.nvmlDeviceGetUtilizationRates(d->h, &u))) {
+		nv_put(a, &n, nv_str.gpu_pct, u.gpu);
+		nv_put(a, &n, nv_str.mem_pct, u.memory);
+	}
+	nv_emit(d, nv_str.util, now, a, n);
+	n = 0;
+	if (!d->off[Q_CLOCK_SM] &&
+	    nv_ok(d, Q_CLOCK_SM, nv.nvmlDeviceGetClockInfo(d->h, NVML_CLOCK_SM, &v)))
+		nv_put(a, &n, nv_str.sm_mhz, v);
+	if (!d->off[Q_CLOCK_MEM] &&
+	    nv_ok(d, Q_CLOCK_MEM, nv.nvmlDeviceGetClockInfo(d->h, NVML_CLOCK_MEM, &v)))
+		nv_put(a, &n, nv_str.mem_mhz, v);
+	nv_emit(d, nv_str.freq, now, a, n);
+	n = 0;
+	if (!d->off[Q_POWER] && nv_ok(d, Q_POWER, nv.nvmlDeviceGetPowerUsage(d->h, &v)))
+		nv_put(a, &n, nv_str.watts, v / 1000.0); /* mW */
+	nv_emit(d, nv_str.power, now, a, n);
+	n = 0;
+	if (!d->off[Q_TEMP] &&
+	    nv_ok(d, Q_TEMP, nv.nvmlDeviceGetTemperature(d->h, NVML_TEMPERATURE_GPU, &v)))
+		nv_put(a, &n, nv_str.gpu_c, v);
+	nv_emit(d, nv_str.temp, now, a, n);
+	n = 0;
+	if (!d->off[Q_MEM] && nv_ok(d, Q_MEM, nv.nvmlDeviceGetMemoryInfo(d->h, &m)))
+		nv_put(a, &n, nv_str.used, (double)m.used);
+	nv_emit(d, nv_str.mem, now, a, n);
+	n = 0;
+	if (!d->off[Q_PCIE] &&
+	    nv_ok(d, Q_PCIE, nv.nvmlDeviceGetPcieThroughput(d->h, NVML_PCIE_UTIL_TX_BYTES, &v)) &&
+	    nv_ok(d, Q_PCIE, nv.nvmlDeviceGetPcieThroughput(d->h, NVML_PCIE_UTIL_RX_BYTES, &v2))) {
+		nv_put(a, &n, nv_str.tx, v);
+		nv_put(a, &n, nv_str.rx, v2);
+	}
+	nv_emit(d, nv_str.pcie, now, a, n);
+}
+
+/* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
+static uint64_t nv_sample(uint64_t now_ns)
+{
+	bool on;
+
+	if (!nv_wanted())
+		return 0;
+	pthread_mutex_lock(&nv_lock);
+	if (nv_state == NV_NEW)
+		nv_state = nv_open() ? NV_ON : NV_OFF;
+	on = nv_state == NV_ON;
+	if (on && (gt_cfg.kinds & GT_KIND(COUNTER)))
+		for (unsigned i = 0; i < nv_ndevs; i++)
+			nv_sample_dev(&nv_devs[i], gt_clock_ns());
+	pthread_mutex_unlock(&nv_lock);
+	return on ? now_ns + 1000000000ull / gt_cfg.telemetry_hz : 0;
+}
+
+static void nv_stop(void)
+{
+	pthread_mutex_lock(&nv_lock);
+	/* a program that ended before the drain thread's first sample still gets one */
+	if (nv_state == NV_NEW && nv_wanted())
+		nv_state = nv_open() ? NV_ON : NV_OFF;
+	if (nv_state == NV_ON) {
+		/* the rates of the last stretch, then no more NVML calls */
+		if (gt_cfg.kinds & GT_KIND(COUNTER))
+			for (unsigned i = 0; i < nv_ndevs; i++)
+				nv_sample_dev(&nv_devs[i], gt_clock_ns());
+		nv.nvmlShutdown();
+	}
+	nv_state = NV_OFF;
+	pthread_mutex_unlock(&nv_lock);
+}
+
+static void nv_atfork_child(void)
+{
+	/* the child opens its own NVML session (the library stays loaded) */
+	pthread_mutex_init(&nv_lock, NULL);
+	nv_state = NV_NEW;
+	nv_ndevs = 0;
+}
+
+static const struct gt_backend nvml_backend = {
+	.name = "cupti", /* NVIDIA's: on with the CUDA backend, with or without CUPTI */
+	.sample = nv_sample,
+	.stop = nv_stop,
+	.atfork_child = nv_atfork_child,
+};
+
+GT_BACKEND_REGISTER(nvml_backend);

@@ -1,0 +1,139 @@
+"""NVIDIA GPU telemetry through NVML, end to end without a GPU: a fake libnvidia-ml.so.1
+(test/cuda/fake_nvml.c) whose every reading follows a formula of the device and of how many
+times it was asked, so each sample of the trace is checked exactly. Telemetry works in a
+process that never touches CUDA, and nothing asks NVML anything unless --telemetry asks."""
+import collections
+import os
+import pathlib
+
+import pytest
+
+from conftest import BUILD, events, gputrace_lines, need, run, strip_gputrace
+
+CUDA = BUILD / "test" / "cuda"
+FAKE = CUDA / "nvml"
+IDLE = CUDA / "idle_app"
+FAKE_APP = CUDA / "fake_app"
+CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+pytestmark = pytest.mark.skipif(not (CUDA_HOME / "include" / "cupti.h").exists(),
+                                reason="CUDA backend not built (no cupti.h)")
+HZ = 50
+
+
+def nvml_env(extra=None):
+    env = {"LD_LIBRARY_PATH": str(FAKE), "GPUTRACE_TELEMETRY": "1",
+           "GPUTRACE_TELEMETRY_HZ": str(HZ)}
+    env.update(extra or {})
+    return env
+
+
+def telemetry(tmp_path, cmd, env):
+    need(FAKE / "libnvidia-ml.so.1")
+    need(cmd[0])
+    plain = run(cmd, traced=False, env={"LD_LIBRARY_PATH": str(FAKE)})
+    r = run(cmd, env=env, tmp_path=tmp_path)
+    assert r.returncode == plain.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
+    assert strip_gputrace(r.stderr) == strip_gputrace(plain.stderr)
+    t = r.trace
+    rows = {e["pid"]: e["args"]["name"] for e in events(t, ph="M", name="process_name")}
+    by_row = collections.defaultdict(lambda: collections.defaultdict(list))
+    for e in sorted(events(t, ph="C"), key=lambda e: e["ts"]):
+        by_row[rows[e["pid"]]][e["name"]].append(e)
+    return by_row, r
+
+
+def expected(d, k):
+    """Sample k of device d, as the fake computes it."""
+    return {
+        "utilization": {"gpu %": (7 * k + 13 * d) % 101, "memory %": (3 * k + d) % 101},
+        "frequency": {"sm MHz": 1000 + 10 * k, "memory MHz": 5000 + d},
+        "power": {"W": (100000 + 1000 * k + 7 * d) / 1000},
+        "temperature": {"gpu °C": 40 + k % 20 + d},
+        "memory": {"used bytes": (1 << 30) + 4096 * k},
+        "pcie": {"tx KB/s": 1000 * k, "rx KB/s": 2000 * k + d},
+    }
+
+
+@pytest.mark.sanitize
+def test_every_sample_is_the_devices_reading(tmp_path):
+    """A program that never touches CUDA: both GPUs, every series, in order."""
+    rows, _ = telemetry(tmp_path, [IDLE, 300], nvml_env())
+    assert set(rows) == {"GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"}
+    for d, row in enumerate(sorted(rows)):
+        counters = rows[row]
+        want_names = {"utilization", "frequency", "power", "temperature", "memory"}
+        if d == 0:
+            want_names.add("pcie")  # the second GPU has no PCIe counters (NOT_SUPPORTED)
+        assert set(counters) == want_names, (row, set(counters))
+        n = len(counters["power"])
+        assert n >= 3, n  # 300 ms at 50 Hz, whatever the machine's load
+        for name, samples in counters.items():
+            assert len(samples) == n, (row, name)
+            for k, s in enumerate(samples):
+                assert s["args"] == expected(d, k)[name], (row, name, k, s)
+        # a sampler never runs faster than asked (the last: one more reading at exit);
+        # one reading held up by the machine's load may fall closer to the next
+        ts = [s["ts"] for s in counters["power"]][:-1]
+        assert (len(ts) - 1) * 1e6 / (ts[-1] - ts[0]) <= HZ * 1.05, ts
+
+
+def test_a_program_shorter_than_a_period(tmp_path):
+    """A program that ends before the drain thread's first sample still gets the reading
+    taken at its exit, on every GPU."""
+    rows, _ = telemetry(tmp_path, [IDLE, 0], nvml_env({"GPUTRACE_TELEMETRY_HZ": "1"}))
+    assert set(rows) == {"GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"}
+    for d, row in enumerate(sorted(rows)):
+        power = rows[row]["power"]
+        assert 1 <= len(power) <= 2, power  # at exit, and maybe one at the start
+        for k, s in enumerate(power):
+            assert s["args"] == expected(d, k)["power"], (row, k, s)
+
+
+def test_with_a_cuda_program(tmp_path):
+    """NVML's rows beside a (fake) CUDA program's own activity."""
+    rows, r = telemetry(tmp_path, [FAKE_APP], nvml_env({"GPUTRACE_DISABLE_CUPTI": "1"}))
+    assert rows["GPU 0 (Fake GPU A)"]["power"]
+    assert events(r.trace, ph="X", cat="cuda_runtime")
+
+
+def test_permission_refused_is_one_line(tmp_path):
+    rows, r = telemetry(tmp_path, [IDLE, 100], nvml_env({"FAKE_NVML_DENY": "power"}))
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 2, lines  # one per GPU
+    assert all("NVML: power of GPU" in l and "Insufficient Permissions; not sampled" in l
+               for l in lines)
+    for row in rows.values():
+        assert "power" not in row and row["temperature"]
+
+
+def test_nvml_that_does_not_start_is_one_line(tmp_path):
+    rows, r = telemetry(tmp_path, [IDLE, 100], nvml_env({"FAKE_NVML_INIT": "error"}))
+    lines = gputrace_lines(r.stderr)
+    assert lines == ["gputrace: NVML did not start (Driver Not Loaded): no NVIDIA GPU telemetry"]
+    assert not rows
+
+
+def test_no_nvml(tmp_path):
+    """Without libnvidia-ml.so.1 (and no NVIDIA driver): nothing on stderr by default,
+    one line at --log info, the program as it was."""
+    need(IDLE)
+    for log, lines in (("warn", 0), ("info", 1)):
+        r = run([IDLE, 50], env={"LD_LIBRARY_PATH": "", "GPUTRACE_TELEMETRY": "1",
+                                 "GPUTRACE_LOG": log}, tmp_path=tmp_path)
+        assert r.returncode == 0
+        got = [l for l in gputrace_lines(r.stderr) if "NVML" in l]
+        assert len(got) == lines, got
+
+
+def test_off_means_no_nvml_call(tmp_path):
+    """No --telemetry: the library is not even opened."""
+    log = tmp_path / "nvml.log"
+    need(IDLE)
+    r = run([IDLE, 100], env={"LD_LIBRARY_PATH": str(FAKE), "FAKE_NVML_LOG": str(log)},
+            tmp_path=tmp_path)
+    assert r.returncode == 0
+    assert not log.exists()
+    r = run([IDLE, 100], env=nvml_env({"FAKE_NVML_LOG": str(log)}), tmp_path=tmp_path)
+    calls = log.read_text().splitlines()
+    assert calls[0] == "nvmlInit_v2" and calls[-1] == "nvmlShutdown"
