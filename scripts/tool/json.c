@@ -422,6 +422,19 @@ bool jv_i64(const char *v, const char *e, int64_t *out)
 	return true;
 }
 
+bool jv_f64(const char *v, const char *e, double *out)
+{
+	char num[64], *end;
+	size_t n = (size_t)(e - v);
+
+	if (n == 0 || n >= sizeof(num) || !(*v == '-' || (*v >= '0' && *v <= '9')))
+		return false;
+	memcpy(num, v, n);
+	num[n] = 0;
+	*out = strtod(num, &end);
+	return *end == 0;
+}
+
 bool jv_us_to_ns(const char *v, const char *e, int64_t *ns)
 {
 	const char *p;

@@ -70,6 +70,8 @@ bool jv_str(const char *v, const char *e, struct buf *out);
 /* Integer, also from a quoted integer. */
 bool jv_i64(const char *v, const char *e, int64_t *out);
 bool jv_u64(const char *v, const char *e, uint64_t *out);
+/* A JSON number as a double (not quoted). */
+bool jv_f64(const char *v, const char *e, double *out);
 /* A microsecond number ("123.456", 12, 1.5e3) as exact nanoseconds. */
 bool jv_us_to_ns(const char *v, const char *e, int64_t *ns);
 

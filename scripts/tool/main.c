@@ -19,6 +19,7 @@ void tool__usage(FILE *f)
 	      "       gputrace check [options] SUMMARY|TRACE CHECK...\n"
 	      "       gputrace diff [options] BASE... -- NEW...\n"
 	      "       gputrace report [-o OUT] TRACE\n"
+	      "       gputrace metrics\n"
 	      "       gputrace --help | --version\n"
 	      "\n"
 	      "run: runs CMD, and every process it starts, with the tracer preloaded, then\n"
@@ -51,6 +52,15 @@ void tool__usage(FILE *f)
 	      "  --summary-json FILE     also write the run's summary as JSON to FILE (a\n"
 	      "                          template as -o; %p is gputrace's own pid)\n"
 	      "  --log LEVEL             error, warn, info or debug (gputrace's own messages)\n"
+	      "  --metrics LIST          hardware metrics: metric groups or metric names (see\n"
+	      "                          gputrace metrics); default: the basic compute group\n"
+	      "  --metrics-mode MODE     time (counter tracks, sampled), kernel (per-kernel\n"
+	      "                          args) or off; --metrics or --metrics-hz alone: time\n"
+	      "  --metrics-hz N          samples per second in time mode (default 1000)\n"
+	      "  --telemetry             device telemetry (clocks, power, temperature, memory,\n"
+	      "                          utilization) as counter tracks\n"
+	      "  --telemetry-hz N        telemetry samples per second (default 10; implies\n"
+	      "                          --telemetry)\n"
 	      "  --check EXPR            after CMD, check the run's summary (see check below);\n"
 	      "                          repeatable. A malformed check stops before CMD runs\n"
 	      "  --checks FILE           checks from FILE, one per line ('#' comments)\n"
@@ -70,6 +80,7 @@ void tool__usage(FILE *f)
 	      "  --fail-on 'time > +10%' (and others) exit 1 when a rule breaks; --json,\n"
 	      "  --markdown FILE, --junit FILE (gputrace diff -h).\n"
 	      "report: writes one self-contained HTML page of a trace (gputrace report -h).\n"
+	      "metrics: lists the metric groups, metrics and telemetry of this machine's GPUs.\n"
 	      "\n"
 	      "The library is found through GPUTRACE_LIB, else next to this command\n"
 	      "(../build/libgputrace.so in a checkout, ../lib/libgputrace.so installed).\n",
@@ -96,6 +107,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "reach"))
 		return cmd_reach(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "metrics"))
+		return cmd_metrics(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version")) {
 		printf("gputrace-tool %s\n", GPUTRACE_VERSION);
 		return 0;
@@ -104,8 +117,8 @@ int main(int argc, char **argv)
 		tool__usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "gputrace: unknown command '%s' (run, merge, summary, check, diff or "
-			"report)\n", argv[1]);
+	fprintf(stderr, "gputrace: unknown command '%s' (run, merge, summary, check, diff, "
+			"report or metrics)\n", argv[1]);
 	fprintf(stderr, "Try 'gputrace --help'.\n");
 	return 2;
 }

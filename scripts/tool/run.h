@@ -31,7 +31,12 @@
 	X("--log", "GPUTRACE_LOG", true)                                                   \
 	X("--stacks-all", "GPUTRACE_STACKS_ALL", false)                                    \
 	X("--graph-trace", "GPUTRACE_GRAPH_TRACE", false)                                  \
-	X("--no-cupti", "GPUTRACE_DISABLE_CUPTI", false)
+	X("--no-cupti", "GPUTRACE_DISABLE_CUPTI", false)                                   \
+	X("--metrics", "GPUTRACE_METRICS", true)                                           \
+	X("--metrics-mode", "GPUTRACE_METRICS_MODE", true)                                 \
+	X("--metrics-hz", "GPUTRACE_METRICS_HZ", true)                                     \
+	X("--telemetry", "GPUTRACE_TELEMETRY", false)                                      \
+	X("--telemetry-hz", "GPUTRACE_TELEMETRY_HZ", true)
 
 enum {
 #define RUN_OPT_COUNT(name, var, value) +1

@@ -3,7 +3,8 @@
  * gputrace summary FILE: the exit-time summary, recomputed from a trace
  * (plain, gzip'ed or merged) by the same aggregator (writer/summary.c).
  * Pass 1 learns which pids are processes and what the device rows are
- * called; pass 2 feeds every complete span ("X") to the aggregator.
+ * called; pass 2 feeds every complete span ("X") and every counter sample
+ * ("C") to the aggregator.
  * Several traces (gputrace run with per-process files) sum into one
  * summary. Every span is attributed to its process, from the "gputrace"
  * object: a plain trace is one process with its device rows; a merged one
@@ -230,16 +231,84 @@ static bool is_device_cat(const char *cat)
 	return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
 }
 
+/* The device row's name of a pid ("pid N" when it has none). */
+static const char *device_name(struct sum_ctx *c, bool has_pid, int64_t pid, char *buf,
+			       size_t len)
+{
+	long slot = has_pid ? pidmap__find(&c->names, pid, false) : -1;
+
+	if (slot >= 0 && c->names.names[slot])
+		return c->names.names[slot];
+	snprintf(buf, len, "pid %" PRId64, pid);
+	return buf;
+}
+
+/* A counter sample ("C"): each numeric arg is one series. */
+static void counter_event(struct sum_ctx *c, const char *v, const char *e)
+{
+	const char *pv, *pe, *av, *ae;
+	struct jv_iter it;
+	struct jv_member m;
+	char devname[32], series[256];
+	const char *dev;
+	int64_t pid = 0;
+	bool has_pid;
+	double x;
+
+	if (!jv_get(v, e, "name", &pv, &pe) || !jv_str(pv, pe, &c->name) ||
+	    !jv_get(v, e, "args", &av, &ae) || !jv_iter_init(&it, av, ae))
+		return;
+	has_pid = jv_get(v, e, "pid", &pv, &pe) && jv_i64(pv, pe, &pid);
+	dev = device_name(c, has_pid, pid, devname, sizeof(devname));
+	while (jv_iter_next(&it, &m)) {
+		if (!jv_f64(m.v, m.e, &x))
+			continue;
+		snprintf(series, sizeof(series), "%.*s", (int)m.klen, m.key);
+		summary__counter(c->s, dev, c->name.p, series, x);
+	}
+}
+
+#define KERNEL_METRICS_MAX 64
+
+/* A kernel's hardware metrics: the numbers of its args.metrics object. */
+static unsigned kernel_metrics(const char *av, const char *ae, struct summary_metric *out,
+			       char (*names)[256])
+{
+	const char *mv, *me;
+	struct jv_iter it;
+	struct jv_member m;
+	unsigned n = 0;
+
+	if (!jv_get(av, ae, "metrics", &mv, &me) || !jv_iter_init(&it, mv, me))
+		return 0;
+	while (n < KERNEL_METRICS_MAX && jv_iter_next(&it, &m)) {
+		if (!jv_f64(m.v, m.e, &out[n].value))
+			continue;
+		snprintf(names[n], sizeof(names[n]), "%.*s", (int)m.klen, m.key);
+		out[n].name = names[n];
+		n++;
+	}
+	return n;
+}
+
 static int pass2_event(void *ctx, const char *v, const char *e)
 {
 	struct sum_ctx *c = ctx;
 	struct summary_span sp = { 0 };
+	struct summary_metric metrics[KERNEL_METRICS_MAX];
+	char metric_names[KERNEL_METRICS_MAX][256];
 	const char *pv, *pe, *av, *ae;
 	int64_t pid = 0, ts, dur;
 	bool has_pid, device;
 	char devname[32];
 
-	if (!jv_get(v, e, "ph", &pv, &pe) || pe - pv != 3 || pv[1] != 'X')
+	if (!jv_get(v, e, "ph", &pv, &pe) || pe - pv != 3)
+		return 0;
+	if (pv[1] == 'C') {
+		counter_event(c, v, e);
+		return 0;
+	}
+	if (pv[1] != 'X')
 		return 0;
 	if (!jv_get(v, e, "ts", &pv, &pe) || !jv_us_to_ns(pv, pe, &ts))
 		return 0;
@@ -260,6 +329,8 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			jv_u64(pv, pe, &sp.bytes);
 		if (jv_get(av, ae, "kind", &pv, &pe) && jv_str(pv, pe, &c->kind))
 			sp.copy_kind = c->kind.p;
+		sp.metrics = metrics;
+		sp.nmetrics = kernel_metrics(av, ae, metrics, metric_names);
 	}
 	/* Device rows are the pids that are not traced processes; without the
 	 * gputrace object (a foreign trace) go by the standard categories. */
@@ -267,16 +338,8 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 		device = has_pid && !pidmap__has(&c->hosts, pid);
 	else
 		device = is_device_cat(sp.cat);
-	if (device) {
-		long slot = has_pid ? pidmap__find(&c->names, pid, false) : -1;
-
-		if (slot >= 0 && c->names.names[slot]) {
-			sp.device = c->names.names[slot];
-		} else {
-			snprintf(devname, sizeof(devname), "pid %" PRId64, pid);
-			sp.device = devname;
-		}
-	}
+	if (device)
+		sp.device = device_name(c, has_pid, pid, devname, sizeof(devname));
 	if (has_pid) {
 		long slot = pidmap__find(&c->procs, pid, false);
 

@@ -17,6 +17,7 @@ int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 int cmd_reach(int argc, char **argv);
 
 /* Can LD_PRELOAD reach the program at path (reach.c)? 1 and why (one line) when it cannot;

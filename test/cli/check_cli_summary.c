@@ -434,6 +434,64 @@ START_TEST(test_value_boundaries)
 }
 END_TEST
 
+/* The metrics section: mean/min/max per series and per kernel; NaN and Inf (a
+ * driver's division by zero) are not samples, and the JSON stays valid. */
+START_TEST(test_metrics_section)
+{
+	struct summary *s = summary__new();
+	const struct summary_metric m1[] = { { "GpuBusy %", 100 }, { "GpuTime ns", 1000 } };
+	const struct summary_metric m2[] = { { "GpuBusy %", 50 }, { "GpuTime ns", 1.0 / 0.0 } };
+	const struct summary_metric m3[] = { { "GpuBusy %", 0.0 / 0.0 } };
+	struct summary_span sp = { .cat = "kernel", .name = "k", .dur_ns = 10, .device = "GPU 0" };
+	json_object *o, *rows, *row;
+
+	summary__counter(s, "GPU 0", "power", "W", 20);
+	summary__counter(s, "GPU 0", "power", "W", 100);
+	summary__counter(s, "GPU 0", "power", "W", 0.0 / 0.0);
+	summary__counter(s, "GPU 0", "power", "W", -1.0 / 0.0);
+	sp.metrics = m1, sp.nmetrics = 2, sp.start_ns = 0;
+	summary__add(s, &sp);
+	sp.metrics = m2, sp.start_ns = 100;
+	summary__add(s, &sp);
+	sp.metrics = m3, sp.nmetrics = 1, sp.start_ns = 200;
+	summary__add(s, &sp);
+	sp.cat = "gpu_memcpy", sp.name = "Memcpy", sp.metrics = m1, sp.nmetrics = 2;
+	summary__add(s, &sp); /* not a kernel: its metrics are not a kernel's */
+	o = to_json(s);
+
+	rows = get(get(o, "metrics"), "counters");
+	ck_assert_int_eq(json_object_array_length(rows), 1);
+	row = json_object_array_get_idx(rows, 0);
+	ck_assert_str_eq(json_object_get_string(get(row, "device")), "GPU 0");
+	ck_assert_str_eq(json_object_get_string(get(row, "counter")), "power");
+	ck_assert_str_eq(json_object_get_string(get(row, "series")), "W");
+	ck_assert_int_eq(geti(row, "samples"), 2);
+	ck_assert_double_eq(json_object_get_double(get(row, "mean")), 60);
+	ck_assert_double_eq(json_object_get_double(get(row, "min")), 20);
+	ck_assert_double_eq(json_object_get_double(get(row, "max")), 100);
+
+	rows = get(get(o, "metrics"), "kernels");
+	ck_assert_int_eq(json_object_array_length(rows), 2);
+	for (int i = 0; i < 2; i++) {
+		const char *metric;
+
+		row = json_object_array_get_idx(rows, i);
+		metric = json_object_get_string(get(row, "metric"));
+		ck_assert_str_eq(json_object_get_string(get(row, "kernel")), "k");
+		if (!strcmp(metric, "GpuBusy %")) {
+			ck_assert_int_eq(geti(row, "count"), 2);
+			ck_assert_double_eq(json_object_get_double(get(row, "mean")), 75);
+		} else {
+			ck_assert_str_eq(metric, "GpuTime ns");
+			ck_assert_int_eq(geti(row, "count"), 1);
+			ck_assert_double_eq(json_object_get_double(get(row, "max")), 1000);
+		}
+	}
+	json_object_put(o);
+	summary__free(s);
+}
+END_TEST
+
 START_TEST(test_stream_reader)
 {
 	char path[] = "/tmp/gputrace-jr-XXXXXX";
@@ -494,6 +552,7 @@ int main(void)
 	tcase_add_test(tc, test_exact_microseconds);
 	tcase_add_test(tc, test_value_boundaries);
 	tcase_add_test(tc, test_stream_reader);
+	tcase_add_test(tc, test_metrics_section);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

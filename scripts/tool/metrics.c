@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace metrics: what this machine's GPUs can measure, with the names the
+ * trace gives them. Level Zero devices: their metric groups (how each can be
+ * measured: over time, per kernel) and metrics, and their Sysman telemetry;
+ * NVIDIA GPUs: their NVML telemetry and the CUPTI metric set sampled by
+ * default. Libraries are dlopen()ed, as the tracer does; none present is
+ * not an error: the listing says so and exits 0.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/nvml_api.h"
+#include "backends/cuda/pm_sampling.h"
+#include "tool.h"
+
+#ifdef GT_HAVE_ZE
+#include <level_zero/ze_api.h>
+#include <level_zero/zes_api.h>
+#include <level_zero/zet_api.h>
+#include "backends/levelzero/units.h"
+
+static void *ze_lib;
+
+#define ZE_FN(name) ((__typeof__(&name))dlsym(ze_lib, #name))
+
+static const char *metric_type(zet_metric_type_t t)
+{
+	static const char *const names[] = { "duration", "event", "event with range", "throughput",
+					     "timestamp", "flag", "ratio", "raw" };
+
+	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "other";
+}
+
+static void list_group(zet_metric_group_handle_t g)
+{
+	zet_metric_group_properties_t p = { .stype = ZET_STRUCTURE_TYPE_METRIC_GROUP_PROPERTIES };
+	zet_metric_handle_t *m;
+	uint32_t n;
+
+	if (ZE_FN(zetMetricGroupGetProperties)(g, &p) != ZE_RESULT_SUCCESS)
+		return;
+	printf("    %s (%s%s%s, domain %u): %s\n", p.name,
+	       p.samplingType & ZET_METRIC_GROUP_SAMPLING_TYPE_FLAG_TIME_BASED ? "time" : "",
+	       (p.samplingType & ZET_METRIC_GROUP_SAMPLING_TYPE_FLAG_TIME_BASED) &&
+			       (p.samplingType & ZET_METRIC_GROUP_SAMPLING_TYPE_FLAG_EVENT_BASED)
+		       ? ", "
+		       : "",
+	       p.samplingType & ZET_METRIC_GROUP_SAMPLING_TYPE_FLAG_EVENT_BASED ? "kernel" : "",
+	       p.domain, p.description);
+	n = p.metricCount;
+	m = calloc(n ? n : 1, sizeof(*m));
+	if (!m || ZE_FN(zetMetricGet)(g, &n, m) != ZE_RESULT_SUCCESS)
+		n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		zet_metric_properties_t mp = { .stype = ZET_STRUCTURE_TYPE_METRIC_PROPERTIES };
+		char key[ZET_MAX_METRIC_NAME + 64];
+
+		if (ZE_FN(zetMetricGetProperties)(m[i], &mp) != ZE_RESULT_SUCCESS)
+			continue;
+		ze_metric_key(key, sizeof(key), mp.name, mp.resultUnits);
+		printf("      %-40s %-11s %s\n", key, metric_type(mp.metricType), mp.description);
+	}
+	free(m);
+}
+
+/* Sysman domains: the telemetry tracks the trace will have. */
+static void list_sysman(ze_device_handle_t d)
+{
+	zes_device_handle_t h = (zes_device_handle_t)d;
+	uint32_t f = 0, p = 0, t = 0, m = 0, e = 0;
+
+	if (ZE_FN(zesDeviceEnumFrequencyDomains)(h, &f, NULL) != ZE_RESULT_SUCCESS) {
+		printf("    telemetry: none (the driver offers no Sysman)\n");
+		return;
+	}
+	ZE_FN(zesDeviceEnumPowerDomains)(h, &p, NULL);
+	ZE_FN(zesDeviceEnumTemperatureSensors)(h, &t, NULL);
+	ZE_FN(zesDeviceEnumMemoryModules)(h, &m, NULL);
+	ZE_FN(zesDeviceEnumEngineGroups)(h, &e, NULL);
+	printf("    telemetry (--telemetry): frequency (%u domains, MHz), power (%u, W), "
+	       "temperature (%u sensors, °C), memory and memory bandwidth (%u modules, bytes, "
+	       "GB/s), engine utilization (%u groups, %%)\n",
+	       f, p, t, m, e);
+}
+
+static void list_levelzero(void)
+{
+	uint32_t ndrv = 0, index = 0;
+	ze_driver_handle_t drv[8];
+	ze_result_t r;
+
+	ze_lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!ze_lib) {
+		printf("Level Zero: no loader (libze_loader.so.1)\n");
+		return;
+	}
+	/* what the tracer sets when metrics or telemetry are asked for */
+	setenv("ZET_ENABLE_METRICS", "1", 1);
+	setenv("ZES_ENABLE_SYSMAN", "1", 1);
+	r = ZE_FN(zeInit)(0);
+	if (r == ZE_RESULT_SUCCESS)
+		r = ZE_FN(zeDriverGet)(&ndrv, NULL);
+	if (r != ZE_RESULT_SUCCESS || !ndrv) {
+		printf("Level Zero: no devices\n");
+		return;
+	}
+	printf("Level Zero (--metrics GROUP or METRIC, --metrics-mode time|kernel):\n");
+	if (ndrv > 8)
+		ndrv = 8;
+	ZE_FN(zeDriverGet)(&ndrv, drv);
+	for (uint32_t i = 0; i < ndrv; i++) {
+		ze_device_handle_t devs[64];
+		uint32_t n = 64;
+
+		if (ZE_FN(zeDeviceGet)(drv[i], &n, devs) != ZE_RESULT_SUCCESS)
+			continue;
+		for (uint32_t j = 0; j < n; j++, index++) {
+			ze_device_properties_t p = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
+			zet_metric_group_handle_t *g;
+			uint32_t ng = 0;
+
+			ZE_FN(zeDeviceGetProperties)(devs[j], &p);
+			printf("  GPU %u: %s\n", index, p.name);
+			r = ZE_FN(zetMetricGroupGet)(devs[j], &ng, NULL);
+			if (r != ZE_RESULT_SUCCESS || !ng)
+				printf("    metrics: none (%s)\n",
+				       r == ZE_RESULT_SUCCESS ? "no metric groups"
+							      : "the driver offers no metrics");
+			g = calloc(ng ? ng : 1, sizeof(*g));
+			if (g && ng && ZE_FN(zetMetricGroupGet)(devs[j], &ng, g) == ZE_RESULT_SUCCESS)
+				for (uint32_t k = 0; k < ng; k++)
+					list_group(g[k]);
+			free(g);
+			list_sysman(devs[j]);
+		}
+	}
+}
+#else
+static void list_levelzero(void)
+{
+	printf("Level Zero: not built in (no libze-dev at build time)\n");
+}
+#endif
+
+static void list_nvidia(void)
+{
+	static const char *const series =
+		"utilization (gpu %, memory %), frequency (sm MHz, memory MHz), power (W), "
+		"temperature (gpu °C), memory (used bytes), pcie (tx KB/s, rx KB/s)";
+	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	nvmlReturn_t (*init)(void), (*count)(unsigned *), (*handle)(unsigned, nvmlDevice_t *),
+		(*name)(nvmlDevice_t, char *, unsigned), (*shutdown)(void);
+	unsigned n = 0;
+	size_t nbasic = 0;
+	const struct cupti_pm_metric basic[] = {
+#define BASIC(name, label) { name, label },
+		CUPTI_PM_BASIC(BASIC)
+#undef BASIC
+	};
+
+	nbasic = sizeof(basic) / sizeof(basic[0]);
+	if (!lib) {
+		printf("NVIDIA: no NVML (libnvidia-ml.so.1): no NVIDIA GPU\n");
+		return;
+	}
+	init = (nvmlReturn_t(*)(void))dlsym(lib, "nvmlInit_v2");
+	count = (nvmlReturn_t(*)(unsigned *))dlsym(lib, "nvmlDeviceGetCount_v2");
+	handle = (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))dlsym(lib,
+								   "nvmlDeviceGetHandleByIndex_v2");
+	name = (nvmlReturn_t(*)(nvmlDevice_t, char *, unsigned))dlsym(lib, "nvmlDeviceGetName");
+	shutdown = (nvmlReturn_t(*)(void))dlsym(lib, "nvmlShutdown");
+	if (!init || !count || !handle || !name || !shutdown || init() != NVML_SUCCESS ||
+	    count(&n) != NVML_SUCCESS || !n) {
+		printf("NVIDIA: NVML sees no GPU\n");
+		return;
+	}
+	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time):\n", "libnvidia-ml.so.1");
+	for (unsigned i = 0; i < n; i++) {
+		nvmlDevice_t d;
+		char buf[NVML_DEVICE_NAME_BUFFER_SIZE] = "";
+
+		if (handle(i, &d) == NVML_SUCCESS)
+			name(d, buf, sizeof(buf));
+		printf("  GPU %u (%s)\n    telemetry (--telemetry): %s\n", i, buf, series);
+	}
+	printf("  PM sampling, the basic set (--metrics NAME,... takes any CUPTI metric, "
+	       "`ncu --query-metrics`):\n");
+	for (size_t i = 0; i < nbasic; i++)
+		printf("    %-24s %s\n", basic[i].label, basic[i].name);
+	shutdown();
+}
+
+static void usage_metrics(FILE *f)
+{
+	fprintf(f, "usage: gputrace metrics\n"
+		   "Lists the metric groups and metrics of this machine's GPUs, and their\n"
+		   "telemetry, with the names the trace gives them.\n");
+}
+
+int cmd_metrics(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage_metrics(stdout);
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "gputrace metrics: takes no arguments ('%s')\n", argv[1]);
+		usage_metrics(stderr);
+		return 2;
+	}
+	list_levelzero();
+	list_nvidia();
+	fflush(stdout);
+	return 0;
+}
