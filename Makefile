@@ -50,7 +50,7 @@ $(info gputrace: Level Zero headers (libze-dev) not found: building without the 
 endif
 ifeq ($(HAVE_CUPTI),1)
 LIB_SRCS += $(wildcard backends/cuda/*.c)
-CUPTI_CFLAGS := -I$(CUDA_HOME)/include -DGT_CUDA_HOME=\"$(CUDA_HOME)\"
+CUPTI_CFLAGS := -I$(CUDA_HOME)/include -Ibackends/cuda/compat -DGT_CUDA_HOME=\"$(CUDA_HOME)\"
 else
 $(info gputrace: CUPTI headers not found under CUDA_HOME=$(CUDA_HOME): building without the CUDA backend)
 endif

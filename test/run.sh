@@ -10,12 +10,12 @@ for t in "$BUILD"/test/check_*; do
 	[ -x "$t" ] || continue
 	ran=$((ran + 1))
 	echo "== $t"
-	# check_cupti runs the real libcupti, whose dynamic-TLS reads gcc 12's
+	# check_cupti and check_pm run the real libcupti, whose dynamic-TLS reads gcc 12's
 	# LeakSanitizer records as garbage ranges (DTLS at 0x8b) and then crashes
-	# scanning them at exit: no DTLS tracking for that one binary.
+	# scanning them at exit: no DTLS tracking for those binaries.
 	san_env=
 	case "$SANITIZE:$t" in
-	address:*check_cupti) san_env="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0" ;;
+	address:*check_cupti | address:*check_pm) san_env="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0" ;;
 	esac
 	if ! env $san_env CK_DEFAULT_TIMEOUT="${CK_DEFAULT_TIMEOUT:-120}" "$t"; then fail=$((fail + 1)); fi
 done

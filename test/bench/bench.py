@@ -53,6 +53,7 @@ SIZES = {
     "procs": (400, 10),
     "loop": (200, 10),
     "exit_calls": (1_000, 100),
+    "idle_ms": (2000, 200),
 }
 # Calls per burst: over the drain's high-water mark (a quarter of the default
 # 64 Ki-slot ring) so the drain thread starts on it within one 10 ms poll,
@@ -286,27 +287,70 @@ class Bench:
                         "(/usr/bin/time %M)",
             "rows": out, "rss_spread": (max(rss) - min(rss)) / min(rss)}
 
-    def row_device(self):
+    def launches(self, env, base_traced):
+        """Per launch kind, interleaved: the best ns per launch of the base (untraced, or
+        traced with defaults when base_traced) and of a traced run with env."""
         n = self.size("launches")
         out = {}
         for kind in ("regular", "immediate"):
             cmd = [BIN / "bench_ze", "launch", kind, n, 64, LAUNCH_BURST, LAUNCH_PAUSE_US]
-            untraced, traced, lost = [], [], 0
+            base, traced, lost = [], [], 0
             for _ in range(self.reps):
-                untraced.append(f(self.run(cmd, self.env()), "med_ns"))
-                res, trailer, _ = self.traced(cmd)
+                if base_traced:
+                    base.append(f(self.traced(cmd)[0], "med_ns"))
+                else:
+                    base.append(f(self.run(cmd, self.env()), "med_ns"))
+                res, trailer, _ = self.traced(cmd, env)
                 traced.append(f(res, "med_ns"))
                 lost += trailer.get("events_lost", 0)
-            out[kind] = {"untraced_ns_per_launch": min(untraced),
-                         "traced_ns_per_launch": min(traced),
-                         "added_ns_per_launch": min(traced) - min(untraced),
-                         "ratio": min(traced) / min(untraced), "events_lost": lost}
+            out[kind] = {"base": min(base), "traced": min(traced),
+                         "added_ns_per_launch": min(traced) - min(base),
+                         "ratio": min(traced) / min(base), "events_lost": lost}
+        return out
+
+    def row_device(self):
+        n = self.size("launches")
+        out = self.launches(None, False)
+        for x in out.values():
+            x["untraced_ns_per_launch"] = x.pop("base")
+            x["traced_ns_per_launch"] = x.pop("traced")
         self.results["5_device"] = {
             "workload": f"bench_ze launch: {n} launches of a 1-work-item kernel, 64 per "
                         "batch; regular: append, close, execute, queue sync, reset; "
                         "immediate: append, event sync; wall time per launch (median "
                         f"batch); {LAUNCH_PAUSE_US // 1000} ms pause every {LAUNCH_BURST}",
             **out}
+
+    def row_metrics(self):
+        """What metrics cost when asked for: per launch in kernel mode (a query around
+        each kernel, read with its timestamps), and the sampling's CPU while the
+        program sleeps (telemetry 10 Hz, time-based metrics 1 kHz, both)."""
+        out = self.launches({"GPUTRACE_METRICS_MODE": "kernel"}, True)
+        for x in out.values():
+            x["traced_ns_per_launch"] = x.pop("base")
+            x["metrics_ns_per_launch"] = x.pop("traced")
+        ms = self.size("idle_ms")
+        idle = [BIN / "bench_ze", "idle", ms]
+        setups = [("traced, nothing sampled", {}),
+                  ("--telemetry (10 Hz)", {"GPUTRACE_TELEMETRY": "1"}),
+                  ("--metrics-mode time (1 kHz)", {"GPUTRACE_METRICS_MODE": "time"}),
+                  ("both", {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_METRICS_MODE": "time"})]
+        cpu = {}
+        for name, env in setups:
+            got = []
+            for _ in range(max(1, min(self.reps, 3))):
+                res, trailer, _ = self.traced(idle, env)
+                got.append(f(res, "process_cpu_ns") / (f(res, "wall_ns") / 1e9))
+            cpu[name] = min(got)
+        base = cpu["traced, nothing sampled"]
+        self.results["8_metrics"] = {
+            "workload": f"kernel mode: bench_ze launch as row 5, traced with and without "
+                        f"GPUTRACE_METRICS_MODE=kernel; sampling: bench_ze idle {ms} ms, the "
+                        "process's CPU time per second of wall time",
+            **out,
+            "sampling_cpu_ns_per_s": {k: v - base for k, v in cpu.items() if k != "traced, nothing sampled"},
+            "idle_cpu_ns_per_s": base,
+        }
 
     def row_stacks(self):
         n = self.size("stack_calls")
@@ -622,6 +666,19 @@ def table(res, m, reps):
                      ok(r["exit_added_ns"] < TARGETS["exit_added_ns"])))
         rows.append(("", f"exit right after {r['exit_calls']} calls",
                      f"{sns(r['exit_at_once_added_ns'])} (writes them)", "", "", "", ""))
+    r = res.get("8_metrics")
+    if r:
+        for i, kind in enumerate(("regular", "immediate")):
+            x = r[kind]
+            rows.append(("8 metrics, when asked" if i == 0 else "",
+                         f"kernel mode, {kind} list",
+                         f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                         f"traced, no metrics {ns(x['traced_ns_per_launch'])}/launch",
+                         f"{x['ratio']:.2f}x", "", ""))
+        for name, v in r["sampling_cpu_ns_per_s"].items():
+            rows.append(("", f"sampling: {name}", f"+{v / 1e6:.2f} ms CPU per s",
+                         f"traced, idle {r['idle_cpu_ns_per_s'] / 1e6:.2f} ms/s",
+                         f"{v / 1e7:.3f}% of a core", "", ""))
     head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")
     widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
     lines = [f"gputrace overhead (make bench) on {m['cpu']}, {m['cores']} cores, Linux "
@@ -652,7 +709,7 @@ def main():
         b = Bench(args.quick, reps, work)
         steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain),
                  ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks),
-                 ("7", b.row_processes)]
+                 ("7", b.row_processes), ("8", b.row_metrics)]
         only = set(filter(None, args.only.split(",")))
         start = time.monotonic()
         for key, fn in steps:

@@ -20,6 +20,9 @@
  *	<calls> calls, a pause (the tracer writes them meanwhile), then exit:
  *	prints the CLOCK_MONOTONIC time right before exit(), for the harness
  *	to measure how long the exit takes until the process is reaped.
+ *   bench_ze idle <ms>
+ *	zeInit, a context, then nothing for <ms>: the process's CPU time is what
+ *	the tracer's own threads spent (sampling telemetry and metrics).
  */
 #include <level_zero/ze_api.h>
 
@@ -231,6 +234,21 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 	return 0;
 }
 
+/* The whole process's CPU time while the program itself sleeps. */
+static int bench_idle(unsigned long ms)
+{
+	uint64_t cpu0, cpu1, wall0;
+
+	setup();
+	cpu0 = bench_ns(CLOCK_PROCESS_CPUTIME_ID);
+	wall0 = bench_wall();
+	bench_sleep_us(ms * 1000);
+	cpu1 = bench_ns(CLOCK_PROCESS_CPUTIME_ID);
+	printf("bench=idle wall_ns=%llu process_cpu_ns=%llu\n",
+	       (unsigned long long)(bench_wall() - wall0), (unsigned long long)(cpu1 - cpu0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -264,7 +282,10 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		exit(0);
 	}
+	if (!strcmp(mode, "idle"))
+		return bench_idle(test_arg(argc, argv, 2, 1000));
 	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
 		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]\n"
-		  "       bench_ze exit <calls> [pause_us]");
+		  "       bench_ze exit <calls> [pause_us]\n"
+		  "       bench_ze idle <ms>");
 }

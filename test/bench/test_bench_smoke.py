@@ -157,7 +157,7 @@ def test_harness_quick_run_prints_every_row(tmp_path):
         assert measure in text
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "2_threads", "3_drain", "4_memory",
-                                          "5_device", "6_stacks", "7_processes"]
+                                          "5_device", "6_stacks", "7_processes", "8_metrics"]
     assert figures["quick"] is True
     assert figures["results"]["1_host_call"]["events_lost"] == 0
     procs = figures["results"]["7_processes"]

@@ -493,10 +493,10 @@ void bad_json_batch(Out &o, Sim *s)
 		s->base + 101 * US, NPU, COMPUTE, "deep");
 	o.meta("deep", deep.c_str());
 	o.meta("too_deep", too_deep.c_str());
-	/* more metadata than an event holds: the first 9 stay */
+	/* more metadata than an event holds (17 args): the first 17 stay */
 	o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, s->base + 200 * US,
 		s->base + 201 * US, NPU, COMPUTE, "many");
-	for (int i = 0; i < 12; i++)
+	for (int i = 0; i < 20; i++)
 		o.meta(("k" + std::to_string(i)).c_str(), std::to_string(i).c_str());
 }
 #endif
