@@ -2,7 +2,7 @@
 the options map onto GPUTRACE_* variables, bad values exit 2 with one line."""
 import pytest
 
-from cli_helpers import gputrace
+from cli_helpers import gputrace, gt_env
 
 
 def parse_env(stdout):
@@ -30,15 +30,37 @@ def test_off_by_default(tmp_path):
         assert var not in env
 
 
+HZ = "expected samples per second, an integer from 1 to "
+
+
 @pytest.mark.parametrize("args,msg", [
-    (["--metrics-hz", "fast"], "--metrics-hz wants samples per second, not 'fast'"),
-    (["--telemetry-hz=-1"], "--telemetry-hz wants samples per second, not '-1'"),
+    (["--metrics-hz", "fast"], "--metrics-hz 'fast' is not valid: " + HZ + "1000000"),
+    (["--metrics-hz=0"], "--metrics-hz '0' is not valid: " + HZ + "1000000"),
+    (["--telemetry-hz=-1"], "--telemetry-hz '-1' is not valid: " + HZ + "1000"),
+    (["--metrics-mode", "scope"], "--metrics-mode 'scope' is not valid: expected time "
+                                  "(sampled over time), kernel (per kernel) or off"),
+    (["--metrics", "Gpu Busy;rm"], "--metrics 'Gpu Busy;rm' is not valid: expected a comma "
+                                   "list of metric group or metric names (`gputrace metrics` "
+                                   "lists them)"),
+    (["--metrics", ""], "--metrics '' is not valid: expected a comma list of metric group or "
+                        "metric names (`gputrace metrics` lists them)"),
     (["--telemetry=1"], "option '--telemetry' takes no value"),
 ])
 def test_bad_values_exit_2(tmp_path, args, msg):
+    """Checked before anything runs, in the library's own words (config__check)."""
     p = gputrace(["run"] + args + ["--", "true"], tmp_path)
     assert p.returncode == 2
     assert p.stderr.decode().splitlines()[0] == "gputrace: " + msg
+
+
+def test_bad_variable_said_once_for_the_run(tmp_path):
+    """A bad GPUTRACE_METRICS_HZ in the environment: one line for the run, and CMD runs
+    without it (its processes use the default quietly)."""
+    p = gputrace(["run", "--", "env"], tmp_path, env=gt_env({"GPUTRACE_METRICS_HZ": "fast"}))
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stderr.decode().splitlines() if "GPUTRACE_METRICS_HZ" in l]
+    assert len(lines) == 1, lines
+    assert "GPUTRACE_METRICS_HZ" not in parse_env(p.stdout)
 
 
 def test_help_names_the_options(tmp_path):
