@@ -57,7 +57,8 @@ def expected(d, k):
 
 @pytest.mark.sanitize
 def test_every_sample_is_the_devices_reading(tmp_path):
-    """A program that never touches CUDA: both GPUs, every series, in order."""
+    """A program that never touches CUDA (no host event: the drain thread starts for the
+    sampling alone): both GPUs, every series, in order."""
     rows, _ = telemetry(tmp_path, [IDLE, 300], nvml_env())
     assert set(rows) == {"GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"}
     for d, row in enumerate(sorted(rows)):
@@ -108,10 +109,15 @@ def test_permission_refused_is_one_line(tmp_path):
 
 
 def test_nvml_that_does_not_start_is_one_line(tmp_path):
-    rows, r = telemetry(tmp_path, [IDLE, 100], nvml_env({"FAKE_NVML_INIT": "error"}))
+    """One line; the idle program then recorded nothing, so it leaves no trace file."""
+    need(FAKE / "libnvidia-ml.so.1")
+    need(IDLE)
+    r = run([IDLE, 100], env=nvml_env({"FAKE_NVML_INIT": "error"}), tmp_path=tmp_path)
+    assert r.returncode == 0
+    assert r.stdout == b"idle: slept 100 ms\n"
     lines = gputrace_lines(r.stderr)
     assert lines == ["gputrace: NVML did not start (Driver Not Loaded): no NVIDIA GPU telemetry"]
-    assert not rows
+    assert not os.path.exists(r.trace_path)
 
 
 def test_no_nvml(tmp_path):
@@ -124,6 +130,8 @@ def test_no_nvml(tmp_path):
         assert r.returncode == 0
         got = [l for l in gputrace_lines(r.stderr) if "NVML" in l]
         assert len(got) == lines, got
+        # the drain thread ran for telemetry, found nothing to sample: no file
+        assert not os.path.exists(r.trace_path)
 
 
 def test_off_means_no_nvml_call(tmp_path):
