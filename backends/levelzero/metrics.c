@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/levelzero/clockfit.h"
 #include "backends/levelzero/internal.h"
 #include "backends/levelzero/units.h"
 #include "inject/clock.h"
@@ -68,6 +69,7 @@ struct zm_dev {
 	struct zm_group g[ZM_GROUPS_MAX];
 	unsigned ng;
 	ze_context_handle_t own_ctx; /* time mode */
+	struct ze_clock_fit fit;     /* time mode: its reports' ticks to host time */
 };
 
 /* Per context and device of the program (kernel mode): our query pools on it. */
@@ -452,6 +454,8 @@ static void zm_choose(struct zm_dev *md)
 
 /* ---- time mode: streamers ---- */
 
+static bool zm_fit_burst(struct zm_dev *md);
+
 static void zm_streamers_open(struct zm_dev *md)
 {
 	ze_context_desc_t cdesc = { .stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC };
@@ -492,6 +496,8 @@ static void zm_streamers_open(struct zm_dev *md)
 		pr_info("ze: sampling %s of %s every %llu ns", g->name, md->label,
 			(unsigned long long)g->period_ns);
 	}
+	/* the line's start: its rate is measured from here by the first read */
+	zm_fit_burst(md);
 }
 
 static int zm_reserve(void **p, size_t *cap, size_t want, size_t elem)
@@ -526,16 +532,28 @@ static double zm_value(const zet_typed_value_t *v)
 	}
 }
 
-/* A device timestamp in ns (the kernel timestamp clock) that lies before the pair
- * (ref_host, ref_ticks), as host time: the conversion of kernel timestamps. */
-static uint64_t zm_host_ns(const struct ze_dev *d, double dev_ns, uint64_t ref_host,
-			   uint64_t ref_ticks)
-{
-	uint64_t ticks = (uint64_t)llround(dev_ns / d->ns_per_tick) & d->mask;
-	uint64_t back = (ref_ticks - ticks) & d->mask;
-	uint64_t back_ns = (uint64_t)((double)back * d->ns_per_tick + 0.5);
+#define ZM_FIT_BURST       16 /* pairs a read takes for the device's line */
+#define ZM_FIT_FIRST_BURST 64 /* and the first: the line's start is its tightest */
 
-	return back_ns < ref_host ? ref_host - back_ns : 0;
+/* A burst of (host, ticks) pairs into the device's line (clockfit.c); false
+ * if the device gave none. */
+static bool zm_fit_burst(struct zm_dev *md)
+{
+	uint64_t host[ZM_FIT_FIRST_BURST], ticks[ZM_FIT_FIRST_BURST];
+	unsigned want = md->fit.pairs ? ZM_FIT_BURST : ZM_FIT_FIRST_BURST, n = 0;
+
+	while (n < want && !ze_dev__sync(md->dev, &host[n], &ticks[n]))
+		n++;
+	ze_fit__add(&md->fit, host, ticks, n);
+	return md->fit.pairs > 0;
+}
+
+/* A report's timestamp metric (ns of the kernel timestamp clock) as host time. */
+static uint64_t zm_host_ns(struct zm_dev *md, double dev_ns)
+{
+	const struct ze_dev *d = md->dev;
+
+	return ze_fit__host(&md->fit, (uint64_t)llround(dev_ns / d->ns_per_tick) & d->mask);
 }
 
 /* One report's values as counter samples at `when`. */
@@ -564,7 +582,8 @@ static void zm_read_streamer(struct zm_dev *md, struct zm_group *g)
 {
 	size_t size = 0;
 	uint32_t count = 0, reports;
-	uint64_t ref_host, ref_ticks, now;
+	uint64_t now;
+	bool timed;
 	ze_result_t r;
 
 	r = ZE_REAL(zetMetricStreamerReadData)(g->streamer, UINT32_MAX, &size, NULL);
@@ -577,12 +596,9 @@ static void zm_read_streamer(struct zm_dev *md, struct zm_group *g)
 		gt_lost_add(zm_lost_unread, 1);
 	else if (r != ZE_RESULT_SUCCESS || !size)
 		return;
-	/* every report read lies before this pair */
+	/* every report read lies before this burst */
 	now = gt_clock_ns();
-	if (ze_dev__sync(md->dev, &ref_host, &ref_ticks)) {
-		ref_host = now;
-		ref_ticks = 0;
-	}
+	timed = zm_fit_burst(md);
 	if (ZE_REAL(zetMetricGroupCalculateMetricValues)(
 		    g->handle, ZET_METRIC_GROUP_CALCULATION_TYPE_METRIC_VALUES, size, g->raw, &count,
 		    NULL) != ZE_RESULT_SUCCESS ||
@@ -596,8 +612,8 @@ static void zm_read_streamer(struct zm_dev *md, struct zm_group *g)
 		const zet_typed_value_t *v = &g->vals[(size_t)k * g->count];
 		uint64_t when;
 
-		if (g->ts >= 0)
-			when = zm_host_ns(md->dev, zm_value(&v[g->ts]), ref_host, ref_ticks);
+		if (g->ts >= 0 && timed)
+			when = zm_host_ns(md, zm_value(&v[g->ts]));
 		else /* no timestamp metric: spaced by the period, the last ending now */
 			when = now - (uint64_t)(reports - k) * g->period_ns;
 		zm_emit_report(md, g, v, when);
@@ -660,6 +676,7 @@ static void zm_add_devices(void)
 			md->driver = drv[i];
 			md->handle = devs[j];
 			md->dev = d;
+			ze_fit__init(&md->fit, d->ns_per_tick, d->mask);
 			md->label = gt_str_get(registry__device_name(d->row), NULL);
 			zm_ndevs++;
 		}

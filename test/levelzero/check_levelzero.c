@@ -1,15 +1,18 @@
 /* Unit checks of the Level Zero backend's parts that need no driver: the dlsym
- * interposer (inject/dlsym.c) and the handle map (backends/levelzero/map.c).
+ * interposer (inject/dlsym.c), the handle map (backends/levelzero/map.c) and the
+ * tick-to-host line of metric reports (backends/levelzero/clockfit.c).
  * Linked with libdlnext_a then libdlnext_b, which both define `which`. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/levelzero/clockfit.h"
 #include "backends/levelzero/map.h"
 #include "../check_run.h"
 
@@ -150,6 +153,82 @@ START_TEST(map_each_visits_live_entries)
 }
 END_TEST
 
+/* A device clock as a driver shows it: a fractional tick (52.083 ns) reported as a
+ * whole frequency (19.2 MHz: 6.4 ppm off), an offset, 32 valid bits that wrap
+ * during the run; a pair's ticks are read up to a tick after their edge. */
+#define FIT_TICK   52.083L
+#define FIT_OFFSET (4294967296.0L * 52.083L - 40e6L) /* wraps 40 ms in */
+#define FIT_MASK   0xffffffffull
+
+static uint64_t fit_ticks(uint64_t host)
+{
+	return (uint64_t)floorl(((long double)host + FIT_OFFSET) / FIT_TICK) & FIT_MASK;
+}
+
+static uint64_t fit_rand(uint64_t *seed, uint64_t lo, uint64_t hi)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return lo + (*seed >> 33) % (hi - lo + 1);
+}
+
+/* Reports one period (1 ms) apart from 5 ms after the streamer opened (the first
+ * burst), read in cycles of 0.3 to 40 ms: converted, any
+ * two neighbours are as far apart as their ticks say, whichever cycles read them
+ * (a cycle's own pair would move its reports by up to a tick, and by 6.4 ppm of the
+ * cycle's length); and each is within a tick and a half of its true time. */
+START_TEST(fit_reports_keep_their_spacing_across_reads)
+{
+	const uint64_t h0 = 1000000000000ull, period = 1000000;
+	const double nominal = 1e9 / 19200000.0;
+	struct ze_clock_fit f;
+	uint64_t seed = 12345 + (uint64_t)_i, now = h0, next_report = 0, prev_ticks = 0;
+	double prev = 0;
+	unsigned reads = 0, checked = 0;
+
+	ze_fit__init(&f, nominal, FIT_MASK);
+	now = h0 - 5000000; /* the first burst: when the streamer opened */
+	while (now < h0 + 400000000ull) {
+		uint64_t host[64], ticks[64];
+		unsigned n = f.pairs ? 16 : 64;
+
+		if (f.pairs)
+			now += fit_rand(&seed, 300000, 40000000);
+		for (unsigned i = 0; i < n; i++) {
+			host[i] = now + i * fit_rand(&seed, 40, 3000);
+			ticks[i] = fit_ticks(host[i]);
+		}
+		ze_fit__add(&f, host, ticks, n);
+		reads++;
+		/* the reports the streamer made before this read */
+		for (; h0 + next_report * period + 777 < now; next_report++) {
+			uint64_t truth = h0 + next_report * period + 777;
+			uint64_t t = fit_ticks(truth);
+			double got = (double)ze_fit__host(&f, t);
+
+			ck_assert_msg(fabs(got - (double)truth) < 1.5 * FIT_TICK,
+				      "report %llu at %.0f, truly %llu (read %u)",
+				      (unsigned long long)next_report, got - (double)h0,
+				      (unsigned long long)(truth - h0), reads);
+			if (next_report) {
+				double want = (double)((t - prev_ticks) & FIT_MASK) * (double)FIT_TICK;
+
+				ck_assert_msg(fabs(got - prev - want) <= 2.0,
+					      "reports %llu and %llu: %.1f ns apart, their ticks say %.1f",
+					      (unsigned long long)next_report - 1,
+					      (unsigned long long)next_report, got - prev, want);
+				checked++;
+			}
+			prev = got;
+			prev_ticks = t;
+		}
+	}
+	ck_assert_uint_ge(checked, 390);
+	ck_assert_uint_ge(reads, 15);
+	/* the rate measured over the run, not the reported one */
+	ck_assert_msg(fabs(f.rate - (double)FIT_TICK) < 1e-5, "rate %.7f", f.rate);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("levelzero");
@@ -159,6 +238,7 @@ int main(void)
 	tcase_add_test(t, handles_get_wrappers);
 	tcase_add_test(t, map_put_get_delete_grow);
 	tcase_add_test(t, map_each_visits_live_entries);
+	tcase_add_loop_test(t, fit_reports_keep_their_spacing_across_reads, 0, 20);
 	suite_add_tcase(s, t);
 	return check_run(s);
 }

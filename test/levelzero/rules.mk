@@ -12,13 +12,15 @@ $(LZ_TEST)/dlnext: test/levelzero/dlnext.c $(LZ_TEST)/libdlnext_a.so $(LZ_TEST)/
 
 TEST_BUILD += $(LZ_TEST)/dlnext
 
-# Unit checks: the dlsym interposer and the handle map, linked in directly.
+# Unit checks: the dlsym interposer, the handle map and the metric reports' clock line,
+# linked in directly.
 ifeq ($(HAVE_CHECK),1)
 $(BUILD)/test/check_levelzero: test/levelzero/check_levelzero.c inject/dlsym.c backends/levelzero/map.c \
-		backends/levelzero/map.h $(LZ_TEST)/libdlnext_a.so $(LZ_TEST)/libdlnext_b.so
+		backends/levelzero/map.h backends/levelzero/clockfit.c backends/levelzero/clockfit.h \
+		$(LZ_TEST)/libdlnext_a.so $(LZ_TEST)/libdlnext_b.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ test/levelzero/check_levelzero.c inject/dlsym.c \
-	  backends/levelzero/map.c -L$(LZ_TEST) -ldlnext_a -ldlnext_b -Wl,-rpath,$(abspath $(LZ_TEST)) \
+	  backends/levelzero/map.c backends/levelzero/clockfit.c -L$(LZ_TEST) -ldlnext_a -ldlnext_b -Wl,-rpath,$(abspath $(LZ_TEST)) \
 	  -lcheck -lsubunit -lm -lrt -lpthread -ldl
 
 TEST_BUILD += $(BUILD)/test/check_levelzero
