@@ -480,15 +480,20 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 	}
 }
 
+/* When each registered backend's sample() is due next (1: never again); the
+ * drain thread's own, started afresh with each process (a fork child's
+ * backends sample anew). */
+static uint64_t sample_due_at[64];
+
 GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns)
 {
-	static uint64_t due[64]; /* per registered backend; the drain thread's own */
+	uint64_t *due = sample_due_at;
 	const struct gt_backend *b;
 	uint64_t next = UINT64_MAX;
 	unsigned i = 0;
 
 	for_each_backend(b) {
-		if (i >= sizeof(due) / sizeof(due[0]))
+		if (i >= sizeof(sample_due_at) / sizeof(sample_due_at[0]))
 			break;
 		if (b->sample && gt_backend_enabled(b->name) && due[i] != 1 && due[i] <= now_ns) {
 			due[i] = b->sample(now_ns);
@@ -571,6 +576,7 @@ GT_HIDDEN void shim__start_process(void)
 	 * also in a process that makes no traced call (an idle program shows
 	 * the GPUs' telemetry all the same): asked for, it starts now. Its
 	 * first sample, once the backends are initialized, makes the file. */
+	memset(sample_due_at, 0, sizeof(sample_due_at));
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
 }
