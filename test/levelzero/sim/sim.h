@@ -241,9 +241,11 @@ ze_result_t sim_device_synchronize(ze_device_handle_t h);
 
 extern struct sim_obj sim_driver_obj, sim_device_obj;
 
-/* Records (regular list) or submits (immediate list) one command (sim_queue.c). */
+/* Records (regular list) or submits (immediate list) one command (sim_queue.c); call:
+ * the API's name, for messages. */
 ze_result_t sim_list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
-			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits);
+			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits,
+			    const char *call);
 /* The simulated time up to which every command's span is known (sim_lock held):
  * nothing that has not started yet can start before it. */
 uint64_t sim_engines_horizon_locked(uint64_t now);

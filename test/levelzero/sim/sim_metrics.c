@@ -816,7 +816,9 @@ static ze_result_t append_query(zet_command_list_handle_t l, zet_metric_query_ha
 		return ZE_RESULT_ERROR_UNINITIALIZED;
 	if ((r = sim_obj_check(l, SIM_K_LIST)) || (r = sim_obj_check(h, SIM_K_METRIC_QUERY)))
 		return r;
-	return sim_list_append(l, &proto, signal, nwait, waits);
+	return sim_list_append(l, &proto, signal, nwait, waits,
+			       op == SIM_OP_QUERY_BEGIN ? "zetCommandListAppendMetricQueryBegin"
+							: "zetCommandListAppendMetricQueryEnd");
 }
 
 static ze_result_t list_query_begin(zet_command_list_handle_t l, zet_metric_query_handle_t q)
@@ -839,7 +841,7 @@ static ze_result_t list_metric_barrier(zet_command_list_handle_t l)
 		return ZE_RESULT_ERROR_UNINITIALIZED;
 	if ((r = sim_obj_check(l, SIM_K_LIST)))
 		return r;
-	return sim_list_append(l, &proto, NULL, 0, NULL);
+	return sim_list_append(l, &proto, NULL, 0, NULL, "zetCommandListAppendMetricMemoryBarrier");
 }
 
 /* ---- set-up and tables ---- */

@@ -1151,9 +1151,10 @@ void sim_fill_command_list_exp(void *table, ze_api_version_t version)
 }
 
 ze_result_t sim_list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
-			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+			    ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits,
+			    const char *call)
 {
-	return list_append(h, proto, signal, nwait, waits);
+	return list_append(h, proto, signal, nwait, waits, call);
 }
 
 /*
