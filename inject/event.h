@@ -34,6 +34,7 @@ enum gt_ev_type {
 	GT_EV_INSTANT,       /* "i" on a host thread (track 0/tid) or device row */
 	GT_EV_COUNTER,       /* "C" on a device row: each arg is one series */
 	GT_EV_EXT,           /* continuation slot holding more args */
+	GT_EV_RANGE_BEGIN,   /* a user range opened (inject/ranges.h): corr2 is its id */
 };
 
 enum gt_arg_type {
@@ -81,13 +82,16 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 #define GT_EVF_FLOW_END 0x4
 #define GT_EVF_FWDBWD   0x8 /* the arrows ending at this event are "fwdbwd", not "ac2g" */
 #define GT_EVF_NOFLOW   0x10 /* device event: written in turn with the row's work, no arrow */
+#define GT_EVF_RANGE    0x20 /* host span that ends a user range: corr2 is its id */
+#define GT_EVF_PROCESS  0x40 /* that range (and its begin) belongs to the process, not the thread */
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */
 	uint64_t end_ns;   /* == start_ns for instants and counters */
 	uint64_t corr;     /* host: this call's id; device: the causing call's id; 0: none */
 	uint64_t corr2;    /* device: a second causing call (the append of a regular list);
-			    * host with GT_EVF_FLOW_END: the launch whose arrow ends here */
+			    * host with GT_EVF_FLOW_END: the launch whose arrow ends here
+			    * user ranges (GT_EVF_RANGE, GT_EV_RANGE_BEGIN): the range's id */
 	uint32_t name;     /* string id */
 	uint32_t cat;      /* string id of the category (GT_S_* for the standard ones) */
 	uint32_t track;    /* host: OS tid, 0 = the emitting thread; device/counter: queue or device track */

@@ -12,6 +12,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,9 +23,12 @@
 
 #include "config.h"
 #include "hooks.h"
+#include "injection.h"
 #include "registry.h"
 #include "shim.h"
 #include "state.h"
+
+extern char **environ;
 
 static _Atomic int finish_claimed GT_STARTUP_STATE;
 /* the thread finishing, while it stops the backends */
@@ -366,27 +370,56 @@ static void after_failed_exec(void)
 		real_##name = gt_real(#name)
 
 /* The exec family, one table: each wrapper closes the trace before the real
- * call and carries on if it returns (the exec failed). */
+ * call and carries on if it returns (the exec failed). The new image gets
+ * the environment the call names (environ for execv/execvp), less our
+ * injection variables when that environment drops the preload
+ * (injection.h): execv and execvp then go through execve and execvpe, as
+ * glibc's own do. */
 #define EXEC_WRAPPERS(X)                                                                   \
-	X(execve, (const char *path, char *const argv[], char *const envp[]),              \
-	  (path, argv, envp))                                                              \
-	X(execv, (const char *path, char *const argv[]), (path, argv))                     \
-	X(execvp, (const char *file, char *const argv[]), (file, argv))                    \
-	X(execvpe, (const char *file, char *const argv[], char *const envp[]),             \
-	  (file, argv, envp))                                                              \
-	X(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+	X(execve, (const char *path, char *const argv[], char *const envp[]), envp,       \
+	  execve, (path, argv, env))                                                       \
+	X(execv, (const char *path, char *const argv[]), environ, execve, (path, argv, env)) \
+	X(execvp, (const char *file, char *const argv[]), environ, execvpe,               \
+	  (file, argv, env))                                                               \
+	X(execvpe, (const char *file, char *const argv[], char *const envp[]), envp,      \
+	  execvpe, (file, argv, env))                                                      \
+	X(fexecve, (int fd, char *const argv[], char *const envp[]), envp, fexecve,       \
+	  (fd, argv, env))
 
-#define EXEC_WRAPPER(name, params, args)                                                   \
+/* Environments longer than this keep our variables (a copy on the stack). */
+#define CHILD_ENV_MAX 4096
+
+#define EXEC_WRAPPER(name, params, source, real, args)                                     \
 	GT_EXPORT int name params                                                          \
 	{                                                                                  \
-		REAL(name);                                                                \
+		size_t n_ = injection__env_len(source);                                    \
+		char *buf_[n_ <= CHILD_ENV_MAX ? n_ : 1];                                  \
+		char *const *env = injection__child_env(source, buf_, sizeof(buf_) / sizeof(*buf_)); \
+		REAL(real);                                                                \
 		before_exec();                                                             \
-		int ret = real_##name args;                                                \
+		int ret = real_##real args;                                                \
 		after_failed_exec();                                                       \
 		return ret;                                                                \
 	}
 EXEC_WRAPPERS(EXEC_WRAPPER)
 #undef EXEC_WRAPPER
+
+/* posix_spawn starts a new image without an exec of ours: only its
+ * environment is looked at. */
+#define SPAWN_WRAPPER(name)                                                                \
+	GT_EXPORT int name(pid_t *pid, const char *path,                                   \
+			   const posix_spawn_file_actions_t *actions,                      \
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) \
+	{                                                                                  \
+		size_t n_ = injection__env_len(envp);                                      \
+		char *buf_[n_ <= CHILD_ENV_MAX ? n_ : 1];                                  \
+		REAL(name);                                                                \
+		return real_##name(pid, path, actions, attr, argv,                         \
+				   injection__child_env(envp, buf_, sizeof(buf_) / sizeof(*buf_))); \
+	}
+SPAWN_WRAPPER(posix_spawn)
+SPAWN_WRAPPER(posix_spawnp)
+#undef SPAWN_WRAPPER
 
 /* execl*: gather the variadic list into an argv on the stack. */
 #define MAX_EXECL_ARGS 4096

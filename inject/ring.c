@@ -19,6 +19,7 @@ struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
+	_Static_assert(sizeof(struct ring) <= 4096, "the ring's header fits its page");
 	r = mem;
 	r->mask = slots - 1;
 	r->tid = tid;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "event.h"
+#include "ranges.h"
 
 struct ring {
 	/* producer-owned line */
@@ -33,6 +34,8 @@ struct ring {
 	struct ring *next; /* registry list, pushed lock-free */
 	size_t map_bytes;
 	struct gt_event *slots;
+	/* producer-owned: the thread's open push/pop ranges (ranges.c) */
+	struct gt_range_stack ranges;
 };
 
 GT_HIDDEN struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial);

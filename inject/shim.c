@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "config.h"
 #include "hooks.h"
+#include "ranges.h"
 #include "registry.h"
 #include "emit.h"
 #include "ring.h"
@@ -209,7 +210,13 @@ static struct ring *ring_for_thread(void)
 	if (!atomic_exchange(&recording, true))
 		lifecycle__hooks()->recording();
 	gt_start_writer();
+	gt_range_fork_adopt(r);
 	return r;
+}
+
+struct ring *shim__thread_ring(void)
+{
+	return ring_for_thread();
 }
 
 /* Called in a fork child: the parent's rings are not ours to drain. */
@@ -217,6 +224,7 @@ GT_HIDDEN void shim__forget_rings(void)
 {
 	struct ring *r = atomic_exchange(&gt_st.rings, NULL);
 
+	gt_range_fork_carry(gt_tls_ring != RING_GONE ? gt_tls_ring : NULL);
 	while (r) {
 		struct ring *next = r->next;
 		ring__free(r);
@@ -444,6 +452,9 @@ bool gt_backend_enabled(const char *name)
 		return gt_cfg.backends & GT_BACKEND_ZE;
 	if (!strcmp(name, "plugins"))
 		return gt_cfg.backends & GT_BACKEND_PLUGINS;
+	/* the ITT collector records annotations whatever the GPU backends */
+	if (!strcmp(name, "itt"))
+		return gt_cfg.kinds & GT_KIND(ANNOTATION);
 	return false;
 }
 

@@ -31,6 +31,11 @@ GT_HIDDEN void gt_flush_sync(unsigned timeout_ms);
  * backends, final drain, close the trace. Idempotent, bounded. */
 GT_HIDDEN void gt_finish(const char *why, unsigned timeout_ms);
 
+/* The calling thread's ring, created at its first use; NULL once the
+ * thread has exited (or without memory). */
+struct ring;
+GT_HIDDEN struct ring *shim__thread_ring(void);
+
 /* The OS tid of the calling thread, cached. */
 GT_HIDDEN int gt_gettid(void);
 

@@ -36,7 +36,8 @@ def clean_env(extra=None):
     """The environment of an untraced run: no GPUTRACE_* or preload leaking in."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUTRACE_") and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH",
-                                                          "NVTX_INJECTION64_PATH")}
+                                                          "NVTX_INJECTION64_PATH",
+                                                          "INTEL_LIBITTNOTIFY64")}
     env.update(SAN_ENV)
     if extra:
         env.update(extra)

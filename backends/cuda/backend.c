@@ -15,7 +15,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/injection.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
 
@@ -54,28 +54,6 @@ static _Atomic bool exit_flushed;
  * over full buffers meanwhile, and the exit's forced flush the rest */
 #define FLUSH_MIN_GA_NS (10000ull * 1000000)
 static uint64_t flush_every_ns = FLUSH_MIN_NS;
-
-int cupti__self_path(char *out, size_t len)
-{
-	const char *name = shim__self_name();
-	char real[PATH_MAX];
-
-	if (!name)
-		return -ENOENT;
-	/* absolute: children may run elsewhere (LD_PRELOAD from gputrace run
-	 * already is; resolving it would cost every process four readlinks) */
-	if (name[0] == '/') {
-		if (strlen(name) >= len)
-			return -ENAMETOOLONG;
-		strcpy(out, name);
-		return 0;
-	}
-	if (!realpath(name, real))
-		return -errno;
-	if (snprintf(out, len, "%s", real) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
-}
 
 const char *cupti__result_string(CUptiResult r)
 {
@@ -398,47 +376,27 @@ GT_EXPORT int InitializeInjection(void)
 	return 1;
 }
 
-/* Inherited as it would be set: setenv would still allocate, in every
- * process of a job. */
-static bool preset(const char *name, const char *value)
-{
-	const char *cur = getenv(name);
-
-	return cur && !strcmp(cur, value);
-}
-
 static int cupti_init(void)
 {
-	char self[PATH_MAX];
-	const char *cur;
-	bool ours;
+	const char *other, *other_nvtx;
+	int ours;
 
 	cupti_backend_on = true;
 	if (gt_cfg.disable_cupti)
 		atomic_store(&cupti_state, CUPTI_DISABLED);
-	if (cupti__self_path(self, sizeof(self)) < 0) {
+	/* only if unset: another tool's injection is left alone */
+	ours = injection__claim(GT_INJ_CUDA, &other);
+	if (ours < 0) {
 		pr_dbg("cupti: cannot find this library's path; CUDA starts at the first call");
 		return 0;
 	}
-	/* only if unset: another tool's injection is left alone (and a child
-	 * that inherited ours allocates nothing here) */
-	if (!getenv("CUDA_INJECTION64_PATH"))
-		setenv("CUDA_INJECTION64_PATH", self, 0);
-	if (!getenv("NVTX_INJECTION64_PATH"))
-		setenv("NVTX_INJECTION64_PATH", self, 0);
-	cur = getenv("CUDA_INJECTION64_PATH");
-	ours = cur && !strcmp(cur, self);
+	injection__claim(GT_INJ_NVTX, &other_nvtx);
 	/* release: a thread that sees it (a dlopen, a runtime call, the drain
 	 * thread) sees the environment set above */
 	atomic_store_explicit(&cupti_injection_ours, ours, memory_order_release);
-	/* children that lose LD_PRELOAD keep these: they know from this mark
-	 * that the variables were ours, and stay untraced (inject/shim.c) */
-	if ((ours || (getenv("NVTX_INJECTION64_PATH") &&
-		      !strcmp(getenv("NVTX_INJECTION64_PATH"), self))) &&
-	    !preset("GPUTRACE_INJECTED", "1"))
-		setenv("GPUTRACE_INJECTED", "1", 1);
 	if (!ours)
-		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call", cur);
+		pr_dbg("cupti: CUDA_INJECTION64_PATH is %s; CUPTI starts at the first CUDA call",
+		       other);
 	return 0;
 }
 

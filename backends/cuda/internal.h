@@ -216,8 +216,6 @@ GT_HIDDEN void cupti__share_forget(void);
 /* ---- NVTX (nvtx.c) ---- */
 GT_HIDDEN void cupti__nvtx_forget(void);
 
-/* ---- the library's own path, for the injection variables ---- */
-GT_HIDDEN int cupti__self_path(char *out, size_t len);
 
 /* ---- what needs CUPTI's types ---- */
 #ifdef CUPTI_API_VERSION

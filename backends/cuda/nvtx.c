@@ -6,8 +6,10 @@
  * fills that module's function table with the functions below. Ranges and
  * marks become user_annotation spans and instants on the calling thread.
  *
- * Push/pop ranges live on a fixed per-thread stack (no allocation); start/end
- * ranges, which may end on another thread, in a fixed process-wide table.
+ * Push/pop ranges live on the thread's range stack (inject/ranges.h, no
+ * allocation); start/end ranges, which may end on another thread, in a
+ * fixed process-wide table. Both are user ranges: the writer carries them
+ * onto the device work launched while they were open.
  */
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL
@@ -20,57 +22,14 @@
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/ranges.h"
 #include "inject/shim.h"
 
-/* ---- strings: content-hashed cache in front of gt_str_intern ---- */
+/* ---- strings ---- */
 
-#define NSTR_MAX 4096
-static struct {
-	_Atomic uint64_t hash;
-	_Atomic uint32_t id;
-} nstr[NSTR_MAX];
-
-static uint64_t hash_str(const char *s, size_t *len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		h = (h ^ (unsigned char)s[n]) * 0x100000001b3ull;
-	*len = n;
-	return h | 1; /* never 0: 0 marks an empty slot */
-}
-
-/* Range names repeat (loop iterations): after the first time, no lock. */
 static uint32_t nvtx_str(const char *s)
 {
-	size_t len, got;
-	uint64_t h;
-
-	if (!s)
-		return GT_S_EMPTY;
-	h = hash_str(s, &len);
-	for (unsigned i = 0; i < 8; i++) {
-		unsigned slot = (unsigned)((h >> 7) + i) % NSTR_MAX;
-		uint64_t cur = atomic_load_explicit(&nstr[slot].hash, memory_order_acquire);
-		uint32_t id;
-
-		if (cur == h && (id = atomic_load_explicit(&nstr[slot].id, memory_order_relaxed))) {
-			const char *known = gt_str_get(id, &got);
-			if (known && got == len && !memcmp(known, s, len))
-				return id;
-		}
-		if (!cur) {
-			uint64_t expect = 0;
-			id = gt_str_intern_n(s, len);
-			if (atomic_compare_exchange_strong(&nstr[slot].hash, &expect, ~0ull)) {
-				atomic_store_explicit(&nstr[slot].id, id, memory_order_relaxed);
-				atomic_store_explicit(&nstr[slot].hash, h, memory_order_release);
-			}
-			return id;
-		}
-	}
-	return gt_str_intern_n(s, len);
+	return gt_range_str(s);
 }
 
 static uint32_t nvtx_wstr(const wchar_t *w)
@@ -257,17 +216,7 @@ static unsigned attr_args(struct gt_arg *args, const struct nvtx_attrs *a, uint8
 
 static bool recording(void)
 {
-	return gt_tracing() && (gt_cfg.kinds & GT_KIND(ANNOTATION)) && !gt_in_tracer;
-}
-
-static void emit(uint8_t type, uint64_t start, uint64_t end, uint32_t name, uint32_t track,
-		 const struct gt_arg *args, unsigned n)
-{
-	struct gt_event ev = {
-		.start_ns = start, .end_ns = end, .name = name,
-		.cat = GT_S_CAT_USER_ANNOTATION, .track = track, .type = type,
-	};
-	gt_emit(&ev, args, n);
+	return gt_range_recording();
 }
 
 /* ---- marks ---- */
@@ -278,9 +227,11 @@ static void mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t 
 	struct nvtx_attrs at;
 	uint64_t now = gt_clock_ns();
 
+	struct gt_event ev = { .start_ns = now, .end_ns = now, .name = name,
+			       .cat = GT_S_CAT_USER_ANNOTATION, .type = GT_EV_INSTANT };
+
 	if (recording())
-		emit(GT_EV_INSTANT, now, now, name, 0, args,
-		     attr_args(args, attrs_read(&at, a) ? &at : NULL, domain_index(d)));
+		gt_emit(&ev, args, attr_args(args, attrs_read(&at, a) ? &at : NULL, domain_index(d)));
 }
 
 static void NVTX_API mark_ex(const nvtxEventAttributes_t *a)
@@ -341,62 +292,30 @@ static bool attrs_take(uint16_t slot, struct nvtx_attrs *out)
 	return true;
 }
 
-/* ---- push/pop: a fixed per-thread stack ---- */
+/* ---- push/pop: the thread's range stack (inject/ranges.h) ---- */
 
-/* Parallel arrays, not one of structs: static TLS is scarce (above). The
- * start time keeps the domain in its low byte (2^56 ns of
- * CLOCK_MONOTONIC_RAW is two years of uptime). */
-#define STACK_DEPTH 32
-static GT_TLS uint64_t stack_start_dom[STACK_DEPTH];
-static GT_TLS uint32_t stack_name[STACK_DEPTH];
-static GT_TLS uint16_t stack_attrs[STACK_DEPTH];
-static GT_TLS int depth;
-
+/* key: the domain's index + 1 (0 is no key of a domain handle) */
 static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
-	int level = depth++;
 	struct nvtx_attrs at;
 
-	if (level < STACK_DEPTH) {
-		stack_start_dom[level] = gt_clock_ns() << 8 | domain_index(d);
-		stack_name[level] = name;
-		stack_attrs[level] = attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0;
-	} else {
-		gt_lost_add(cupti__key("nvtx_too_deep"), 1);
-	}
-	return level;
+	return gt_range_push((uintptr_t)domain_index(d) + 1, name,
+			     attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0);
 }
-
-#define STACK_DROP(array, i, level)                                                        \
-	memmove(&(array)[i], &(array)[(i) + 1], (size_t)((level) - (i)) * sizeof((array)[0]))
 
 static int pop(nvtxDomainHandle_t d)
 {
-	uint8_t dom = domain_index(d);
+	struct gt_range_frame f;
 	struct gt_arg args[4];
 	struct nvtx_attrs at;
-	int level, i;
+	int level = gt_range_pop((uintptr_t)domain_index(d) + 1, &f);
+	bool has_attrs;
 
-	if (depth <= 0)
-		return -1;
-	level = --depth;
-	if (level >= STACK_DEPTH)
+	if (level < 0 || !f.name)
 		return level;
-	/* the innermost range of this domain (domains interleave rarely) */
-	for (i = level; i > 0 && level - i < 4 && (uint8_t)stack_start_dom[i] != dom; i--)
-		;
-	if ((uint8_t)stack_start_dom[i] != dom)
-		i = level;
-	uint64_t start = stack_start_dom[i] >> 8;
-	uint32_t name = stack_name[i];
-	uint8_t fdom = (uint8_t)stack_start_dom[i];
-	bool has_attrs = attrs_take(stack_attrs[i], &at);
-	STACK_DROP(stack_start_dom, i, level);
-	STACK_DROP(stack_name, i, level);
-	STACK_DROP(stack_attrs, i, level);
-	if (recording())
-		emit(GT_EV_HOST_SPAN, start, gt_clock_ns(), name, 0, args,
-		     attr_args(args, has_attrs ? &at : NULL, fdom));
+	has_attrs = attrs_take((uint16_t)f.aux, &at);
+	gt_range_end(f.id, f.start_ns, gt_clock_ns(), f.name, 0, 0, args,
+		     attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1)));
 	return level;
 }
 
@@ -435,6 +354,7 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 #define OPEN_MAX 4096
 static struct open_range {
 	_Atomic uint64_t id; /* 0: free */
+	uint64_t range_id; /* its begin record's (inject/ranges.h) */
 	uint64_t start;
 	uint32_t name, tid;
 	uint8_t domain;
@@ -457,6 +377,7 @@ static nvtxRangeId_t start_range(nvtxDomainHandle_t d, const nvtxEventAttributes
 	r->tid = (uint32_t)gt_gettid();
 	r->domain = domain_index(d);
 	r->has_attrs = attrs_read(&r->attrs, a);
+	r->range_id = gt_range_begin(name, r->start, GT_EVF_PROCESS);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	return id;
 }
@@ -470,13 +391,14 @@ static void end_range(nvtxRangeId_t id)
 
 	if (!id || atomic_load_explicit(&r->id, memory_order_acquire) != id)
 		return;
-	copy = (struct open_range){ .start = r->start, .name = r->name, .tid = r->tid,
+	copy = (struct open_range){ .range_id = r->range_id, .start = r->start, .name = r->name,
+				    .tid = r->tid,
 				    .domain = r->domain, .has_attrs = r->has_attrs,
 				    .attrs = r->attrs };
 	if (!atomic_compare_exchange_strong(&r->id, &expect, 0))
 		return; /* ended twice, concurrently */
-	if (recording())
-		emit(GT_EV_HOST_SPAN, copy.start, gt_clock_ns(), copy.name, copy.tid, args,
+	gt_range_end(copy.range_id, copy.start, gt_clock_ns(), copy.name, copy.tid,
+		     GT_EVF_PROCESS, args,
 		     attr_args(args, copy.has_attrs ? &copy.attrs : NULL, copy.domain));
 }
 

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User ranges, the producer side (see ranges.h): names through a cache, the
+ * begin record and the end span, and the per-thread stack of push/pop
+ * ranges, which lives in the thread's ring header.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "emit.h"
+#include "ranges.h"
+#include "ring.h"
+#include "shim.h"
+
+bool gt_range_recording(void)
+{
+	return gt_tracing() && (gt_cfg.kinds & GT_KIND(ANNOTATION)) && !gt_in_tracer;
+}
+
+/* ---- names ---- */
+
+#define NAME_CACHE 4096
+static struct {
+	_Atomic uint64_t hash; /* 0: free; ~0: being filled */
+	_Atomic uint32_t id;
+} names[NAME_CACHE];
+
+uint32_t gt_range_str_n(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t got;
+
+	if (!s)
+		return GT_S_EMPTY;
+	for (size_t n = 0; n < len; n++)
+		h = (h ^ (unsigned char)s[n]) * 0x100000001b3ull;
+	h |= 1; /* never 0 */
+	if (h == ~0ull)
+		h--;
+	for (unsigned i = 0; i < 8; i++) {
+		unsigned slot = (unsigned)((h >> 7) + i) % NAME_CACHE;
+		uint64_t cur = atomic_load_explicit(&names[slot].hash, memory_order_acquire);
+		uint32_t id;
+
+		if (cur == h && (id = atomic_load_explicit(&names[slot].id, memory_order_relaxed))) {
+			const char *known = gt_str_get(id, &got);
+			if (known && got == len && !memcmp(known, s, len))
+				return id;
+		}
+		if (!cur) {
+			uint64_t expect = 0;
+			id = gt_str_intern_n(s, len);
+			if (atomic_compare_exchange_strong(&names[slot].hash, &expect, ~0ull)) {
+				atomic_store_explicit(&names[slot].id, id, memory_order_relaxed);
+				atomic_store_explicit(&names[slot].hash, h, memory_order_release);
+			}
+			return id;
+		}
+	}
+	return gt_str_intern_n(s, len);
+}
+
+uint32_t gt_range_str(const char *s)
+{
+	return s ? gt_range_str_n(s, strlen(s)) : GT_S_EMPTY;
+}
+
+/* ---- records ---- */
+
+uint64_t gt_range_begin(uint32_t name, uint64_t start_ns, uint16_t flags)
+{
+	uint64_t id;
+
+	if (!gt_range_recording())
+		return 0;
+	id = gt_corr_next_fast();
+	struct gt_event ev = { .start_ns = start_ns, .end_ns = start_ns, .corr2 = id, .name = name,
+			       .cat = GT_S_CAT_USER_ANNOTATION, .type = GT_EV_RANGE_BEGIN,
+			       .flags = flags };
+	return gt_emit(&ev, NULL, 0) ? 0 : id;
+}
+
+void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name, uint32_t track,
+		  uint16_t flags, const struct gt_arg *args, unsigned n)
+{
+	if (!gt_range_recording())
+		return;
+	struct gt_event ev = { .start_ns = start_ns, .end_ns = end_ns, .corr2 = id, .name = name,
+			       .cat = GT_S_CAT_USER_ANNOTATION, .track = track,
+			       .type = GT_EV_HOST_SPAN, .flags = flags | GT_EVF_RANGE };
+	gt_emit(&ev, args, n);
+}
+
+/* ---- the thread's stack ---- */
+
+int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux)
+{
+	struct ring *r = shim__thread_ring();
+	uint64_t now = gt_clock_ns();
+	int level;
+
+	if (!r)
+		return 0;
+	level = r->ranges.depth++;
+	if (level < GT_RANGE_DEPTH)
+		r->ranges.f[level] = (struct gt_range_frame){
+			.start_ns = now, .id = gt_range_begin(name, now, 0), .key = key,
+			.name = name, .aux = aux,
+		};
+	else
+		gt_lost_add(gt_str_intern("ranges_too_deep"), 1);
+	return level;
+}
+
+int gt_range_pop(uintptr_t key, struct gt_range_frame *out)
+{
+	struct ring *r = shim__thread_ring();
+	struct gt_range_stack *st = r ? &r->ranges : NULL;
+	int level, i;
+
+	*out = (struct gt_range_frame){ 0 };
+	if (!st || st->depth <= 0)
+		return -1;
+	level = --st->depth;
+	if (level >= GT_RANGE_DEPTH)
+		return level;
+	for (i = level; i > 0 && level - i < 4 && st->f[i].key != key; i--)
+		;
+	if (st->f[i].key != key)
+		i = level;
+	*out = st->f[i];
+	memmove(&st->f[i], &st->f[i + 1], (size_t)(level - i) * sizeof(st->f[0]));
+	return level;
+}
+
+/* The fork child's thread: its ranges go on in the child's first ring,
+ * their begin records written again (the parent's are in the parent's
+ * trace). */
+static struct gt_range_stack carried;
+
+void gt_range_fork_carry(const struct ring *r)
+{
+	carried = r ? r->ranges : (struct gt_range_stack){ 0 };
+}
+
+void gt_range_fork_adopt(struct ring *r)
+{
+	if (!carried.depth)
+		return;
+	r->ranges = carried;
+	carried.depth = 0;
+	for (int i = 0; i < r->ranges.depth && i < GT_RANGE_DEPTH; i++) {
+		struct gt_range_frame *f = &r->ranges.f[i];
+		struct gt_event ev = { .start_ns = f->start_ns, .end_ns = f->start_ns,
+				       .corr2 = f->id, .name = f->name,
+				       .cat = GT_S_CAT_USER_ANNOTATION,
+				       .type = GT_EV_RANGE_BEGIN };
+
+		if (f->id && gt_range_recording())
+			gt_emit(&ev, NULL, 0);
+	}
+}
