@@ -42,7 +42,7 @@ HAVE_CUPTI := $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1)
 HAVE_CHECK := $(shell test -f /usr/include/check.h && echo 1)
 HAVE_NVCC  := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo 1)
 
-LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins/*.c)
+LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins/*.c backends/itt/*.c)
 ifeq ($(HAVE_ZE),1)
 LIB_SRCS += $(wildcard backends/levelzero/*.c)
 else
@@ -95,7 +95,7 @@ test-build: $(TEST_BUILD)
 # --- packages -----------------------------------------------------------
 DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
 	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev \
-	    chromium python3-jsonschema
+	    chromium python3-jsonschema libdnnl-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
