@@ -43,6 +43,8 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 	point = events__host(ev, args, nargs, tid);
 	if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
 		flows__launch(ev, tid, point);
+	if (ev->flags & GT_EVF_RANGE)
+		ranges__end(ev, ring_tid);
 }
 
 static void drain_ring(struct ring *r)
@@ -79,16 +81,22 @@ static void drain_ring(struct ring *r)
 				write_host(ev, args, nargs, (uint32_t)r->tid);
 			break;
 		case GT_EV_COUNTER:
-			events__device(ev, args, nargs, false);
+			events__device(ev, args, nargs, false, NULL);
 			break;
 		case GT_EV_DEVICE_SPAN:
 			flows__defer(ev, args, nargs);
 			break;
+		case GT_EV_RANGE_BEGIN:
+			ranges__begin(ev, (uint32_t)r->tid);
+			break;
 		default:
 			break;
 		}
-		r->recorded++;
-		W.recorded++;
+		/* a begin record is no event of the trace */
+		if (ev->type != GT_EV_RANGE_BEGIN) {
+			r->recorded++;
+			W.recorded++;
+		}
 		tail += nslots;
 		/* a fork() is waiting for this cycle: the rest is for the next one */
 		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
@@ -134,6 +142,7 @@ static void drain_rings(void)
 			struct ring *expect = r;
 
 			remember_dead(r);
+			ranges__thread_gone((uint32_t)r->tid);
 			if (prev) {
 				prev->next = next;
 			} else if (!atomic_compare_exchange_strong(&gt_st.rings, &expect, next)) {
@@ -206,6 +215,10 @@ void writer__cycle(bool final)
 		events__name_rows();
 	drain_rings();
 	flows__pending(final);
+	/* the process ends (exit, exec, a signal): open annotations are over */
+	if (final || atomic_load(&gt_end_reason))
+		annotate__close_all();
+	ranges__cycle_end();
 	if (W.opened)
 		events__name_rows();
 	checkpoint__write(final);

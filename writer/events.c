@@ -253,9 +253,10 @@ void events__name_rows(void)
 struct args_extra {
 	uint64_t corr, corr2;  /* the causing calls (0: none) */
 	int64_t device, stream; /* Kineto's ints for device work (-1: none) */
+	const struct span_ranges *ranges; /* device work: its launches' user ranges */
 };
 
-#define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1 })
+#define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1, NULL })
 
 /* A backend's own integer for key: Kineto's tools read device and stream as
  * integers only (a CUDA context-wide sync's stream -1 included). */
@@ -376,12 +377,39 @@ static void put_metrics(struct jbuf *b, const struct gt_arg *args, unsigned narg
 	}
 }
 
+/* "range": the innermost range of ctx, "ranges": all of them, outermost
+ * first (prefix "exec_" for the ranges of the call that ran it). */
+static void put_ranges(struct jbuf *b, bool *first, const struct rctx *c, bool exec)
+{
+	if (!c || !c->n)
+		return;
+	if (!*first)
+		jbuf__ch(b, ',');
+	*first = false;
+	if (exec)
+		jbuf__lit(b, "\"exec_range\":");
+	else
+		jbuf__lit(b, "\"range\":");
+	put_sid(b, ranges__name(c->r[c->n - 1]));
+	if (exec)
+		jbuf__lit(b, ",\"exec_ranges\":[");
+	else
+		jbuf__lit(b, ",\"ranges\":[");
+	for (unsigned i = 0; i < c->n; i++) {
+		if (i)
+			jbuf__ch(b, ',');
+		put_sid(b, ranges__name(c->r[i]));
+	}
+	jbuf__ch(b, ']');
+}
+
 static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 		     struct args_extra x)
 {
 	bool first = true;
 
-	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0)
+	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0 &&
+	    (!x.ranges || !x.ranges->ctx))
 		return;
 	jbuf__lit(b, ",\"args\":{");
 	if (gt_unlikely(put_members(b, args, nargs, &first, &x)))
@@ -394,6 +422,10 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 		PUT_EXTRA(b, &first, "correlation", (int64_t)x.corr);
 	if (x.corr2 && x.corr2 != x.corr)
 		PUT_EXTRA(b, &first, "correlation2", (int64_t)x.corr2);
+	if (x.ranges) {
+		put_ranges(b, &first, x.ranges->ctx, false);
+		put_ranges(b, &first, x.ranges->exec, true);
+	}
 	jbuf__ch(b, '}');
 }
 
@@ -426,7 +458,7 @@ static int64_t device_ordinal(uint32_t device)
 static struct args_extra device_extra(const struct gt_event *ev, const struct gt_arg *args,
 				      unsigned nargs, const struct gt_row *row)
 {
-	struct args_extra x = { ev->corr, ev->corr2, -1, -1 };
+	struct args_extra x = { ev->corr, ev->corr2, -1, -1, NULL };
 	bool work = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_GPU_MEMCPY ||
 		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC;
 
@@ -533,14 +565,20 @@ static unsigned metric_args(const struct gt_arg *args, unsigned nargs,
 
 /* With the times as written: `gputrace summary FILE` gives the same numbers. */
 static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
-		      uint32_t device, struct placed at)
+		      uint32_t device, struct placed at, const struct rctx *ctx)
 {
 	struct summary_metric metrics[GT_ARGS_MAX];
+	const char *names[SUMMARY_RANGES_MAX];
+	unsigned nnames = 0;
 
 	/* nobody reads the summary (see writer__init): skip its lookups */
 	if (!W.sum)
 		return;
+	for (unsigned i = 0; ctx && i < ctx->n && nnames < SUMMARY_RANGES_MAX; i++)
+		names[nnames++] = gt_str_get(ranges__name(ctx->r[i]), NULL);
 	struct summary_span s = {
+		.ranges = names,
+		.nranges = nnames,
 		.cat = gt_str_get(ev->cat, NULL),
 		.name = gt_str_get(ev->name, NULL),
 		.start_ns = at.ts,
@@ -605,7 +643,7 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"dur\":");
 		json__us(&W.buf, at.dur);
-		summarize(ev, args, nargs, 0, at);
+		summarize(ev, args, nargs, 0, at, NULL);
 	}
 	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
 	jbuf__ch(&W.buf, '}');
@@ -645,15 +683,17 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 }
 
 struct device_row events__device(const struct gt_event *ev, const struct gt_arg *args,
-				 unsigned nargs, bool arrow)
+				 unsigned nargs, bool arrow, const struct span_ranges *ranges)
 {
+	struct args_extra x;
 	const struct gt_row *row = registry__track(ev->track);
 	struct device_row at;
 	struct placed p;
 
-	if (!row)
+	if (!row && !(ev->type == GT_EV_COUNTER && !ev->track))
 		row = registry__track(gt_device_track(1));
-	at.pid = row ? device_pid(row->device) : device_pid(0);
+	/* a counter of no device row is the process's (ITT counters) */
+	at.pid = row ? device_pid(row->device) : ev->track ? device_pid(0) : (uint32_t)gt_st.pid;
 	at.tid = row ? row->tid : 0;
 	at.point = ev->start_ns;
 	if (ev->type == GT_EV_COUNTER) {
@@ -678,13 +718,39 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 		at.point = p.point;
 		return at;
 	}
+	annotate__before(ev->track, at.pid, at.tid, ev->start_ns, ranges ? ranges->ctx : NULL);
 	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns, arrow);
 	put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
 	jbuf__lit(&W.buf, ",\"dur\":");
 	json__us(&W.buf, p.dur);
-	put_args(&W.buf, args, nargs, device_extra(ev, args, nargs, row));
+	x = device_extra(ev, args, nargs, row);
+	x.ranges = ranges;
+	put_args(&W.buf, args, nargs, x);
 	jbuf__ch(&W.buf, '}');
-	summarize(ev, args, nargs, row ? row->device : 0, p);
+	annotate__after(ev->track, p, arrow);
+	summarize(ev, args, nargs, row ? row->device : 0, p, ranges ? ranges->ctx : NULL);
 	at.point = p.point;
 	return at;
+}
+
+void events__annotation(uint32_t pid, uint32_t tid, uint32_t device, uint64_t ts, uint64_t end,
+			uint32_t name, uint32_t spans, uint32_t range_tid)
+{
+	static uint32_t cat;
+	struct gt_event ev = { .name = name };
+
+	if (!cat)
+		cat = gt_str_intern("gpu_user_annotation");
+	ev.cat = cat;
+	place__as_is(pid, tid, ts, end - ts);
+	put_head(&W.buf, "X", &ev, pid, tid, ts);
+	jbuf__lit(&W.buf, ",\"dur\":");
+	json__us(&W.buf, end - ts);
+	jbuf__lit(&W.buf, ",\"args\":{\"device\":");
+	json__i64(&W.buf, device_ordinal(device));
+	jbuf__lit(&W.buf, ",\"spans\":");
+	json__u64(&W.buf, spans);
+	jbuf__lit(&W.buf, ",\"tid\":");
+	json__u64(&W.buf, range_tid);
+	jbuf__lit(&W.buf, "}}");
 }

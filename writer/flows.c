@@ -4,9 +4,11 @@
  * event with GT_EVF_LAUNCH) is remembered by its correlation id; a device
  * span waits, a few cycles at most, until the launch it names has been
  * written, and is then written with an ac2g arrow from each launch it
- * names (corr, corr2) to its start. A host span that ends a plug-in's flow
- * (GT_EVF_FLOW_END) waits the same way for the launch in its corr2. The table keeps the last 2^17
- * launches: older device work keeps its args.correlation, without arrow.
+ * names (corr, corr2) to its start, and the user ranges open at its
+ * launch (ranges.c). A host span that ends a plug-in's flow
+ * (GT_EVF_FLOW_END) waits the same way for the launch in its corr2. The
+ * table keeps the last 2^17 launches: older device work keeps its
+ * args.correlation, without arrow or ranges.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +29,12 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns)
 {
 	if (!W.corr)
 		W.corr = calloc(1u << CORR_TABLE_BITS, sizeof(*W.corr));
-	if (W.corr)
-		*corr_slot(ev->corr) = (struct corr_entry){ ev->corr, point_ns, tid };
+	if (W.corr) {
+		struct corr_entry *e = corr_slot(ev->corr);
+
+		ranges__ctx_put(e->ctx);
+		*e = (struct corr_entry){ ev->corr, point_ns, tid, ranges__at_launch(ev, tid) };
+	}
 }
 
 static const struct corr_entry *corr_find(uint64_t corr)
@@ -71,7 +77,13 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
 			flows__launch(ev, ev->track, row.point);
 	} else {
-		row = events__device(ev, args, nargs, h1 || h2);
+		/* the ranges of the call that recorded the work (a regular
+		 * list's append), and those of the one that ran it beside them */
+		struct span_ranges r = { h2 && h2->ctx ? h2->ctx : h1 ? h1->ctx : NULL, NULL };
+
+		if (h1 && h2 && h2->ctx && h1->ctx != h2->ctx)
+			r.exec = h1->ctx;
+		row = events__device(ev, args, nargs, h1 || h2, &r);
 	}
 	if (h1)
 		events__flow(++W.next_flow_id, h1, row.pid, row.tid, row.point, fwdbwd);

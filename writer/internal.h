@@ -30,12 +30,37 @@
 #include "json.h"
 #include "output.h"
 
+/* The user ranges open at a launch (ranges.c), outermost first: the
+ * process's, then the launching thread's (the last nthread). Shared and
+ * reference-counted. */
+struct urange;
+struct rctx {
+	uint32_t refs;
+	uint16_t n, nthread;
+	struct urange *r[];
+};
+
 /* A launch, for the device work that links to it (flows.c). */
 struct corr_entry {
 	uint64_t corr;
 	uint64_t point_ns; /* where the arrow starts inside the launch (place.c) */
 	uint32_t tid;
+	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
+
+/* ranges.c's state: ranges by id, threads' stacks, the process's ranges. */
+struct tstack;
+struct user_ranges {
+	struct urange **map;
+	size_t map_mask, nmap;
+	struct tstack **threads;
+	size_t threads_mask;
+	struct urange **process; /* open or recently ended, by start */
+	size_t nprocess, process_cap;
+	uint64_t pversion, cycle;
+};
+
+struct arow;
 
 struct row_cursor;
 
@@ -81,6 +106,10 @@ struct writer {
 
 	struct gt_rank rank; /* read when the file is opened */
 
+	struct user_ranges ur;
+	struct arow **arows; /* annotate.c: by device track */
+	size_t narows;
+
 	struct summary *sum;
 	int sum_process; /* this process's row in sum */
 	uint64_t last_checkpoint_ns, last_dlopen_poll_ns;
@@ -121,6 +150,12 @@ struct placed {
 /* Place [start, end] on row (pid, tid); arrow: an arrow starts or ends on it. */
 GT_HIDDEN struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end,
 				     bool arrow);
+/* Where a parent opens that starts with the row's next slice (at start) and
+ * is written after its children: its ts; that next slice then starts 1 ns
+ * after it at the earliest, strictly inside it for every viewer. */
+GT_HIDDEN uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start);
+/* A slice written as it is (that parent, once its end is known). */
+GT_HIDDEN void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur);
 
 /* ---- flows.c ---- */
 
@@ -134,6 +169,38 @@ GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args
 /* Write the device spans that are ready; final: all of them. */
 GT_HIDDEN void flows__pending(bool final);
 
+/* ---- ranges.c ---- */
+
+/* A range's begin record, or the span that ends it (GT_EVF_RANGE), read
+ * from the ring of thread ring_tid. */
+GT_HIDDEN void ranges__begin(const struct gt_event *ev, uint32_t ring_tid);
+GT_HIDDEN void ranges__end(const struct gt_event *ev, uint32_t ring_tid);
+/* The ranges open at a launch of thread tid (a reference), or NULL. */
+GT_HIDDEN struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid);
+GT_HIDDEN struct rctx *ranges__ctx_get(struct rctx *c);
+GT_HIDDEN void ranges__ctx_put(struct rctx *c);
+GT_HIDDEN uint32_t ranges__name(const struct urange *u);
+GT_HIDDEN uint32_t ranges__tid(const struct urange *u);
+GT_HIDDEN void ranges__urange_get(struct urange *u);
+GT_HIDDEN void ranges__urange_put(struct urange *u);
+/* A thread's ring is gone: its stack too. */
+GT_HIDDEN void ranges__thread_gone(uint32_t tid);
+/* End of a drain cycle: ended process ranges age. */
+GT_HIDDEN void ranges__cycle_end(void);
+
+/* ---- annotate.c: gpu_user_annotation spans on device rows ---- */
+
+/* A device span of row (pid, tid, track) starting at start, with the
+ * ranges of its launch: annotations that end before it are written, those
+ * it opens are begun (call before placing it). */
+GT_HIDDEN void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start,
+				const struct rctx *ctx);
+/* ... and where it was written (arrow: an arrow ends on it): its row's
+ * open annotations cover it. */
+GT_HIDDEN void annotate__after(uint32_t track, struct placed p, bool arrow);
+/* Write every open annotation (the process ends). */
+GT_HIDDEN void annotate__close_all(void);
+
 /* ---- events.c: Chrome Trace JSON into W.buf ---- */
 
 /* Where a device event was drawn, and its arrow point. */
@@ -146,10 +213,20 @@ struct device_row {
  * (it has one if it is a launch, or ends a flow: GT_EVF_FLOW_END). */
 GT_HIDDEN uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
 				unsigned nargs, uint32_t tid);
+/* The ranges of a device span's causing calls: ctx from the call that
+ * recorded it (an append), exec from the one that ran it when it differs. */
+struct span_ranges {
+	const struct rctx *ctx, *exec;
+};
+
 /* A device span, instant or counter on its device's row; arrow: arrows will
- * end on it. */
+ * end on it; ranges: its launches' (NULL: none). */
 GT_HIDDEN struct device_row events__device(const struct gt_event *ev,
-					   const struct gt_arg *args, unsigned nargs, bool arrow);
+					   const struct gt_arg *args, unsigned nargs, bool arrow,
+					   const struct span_ranges *ranges);
+/* A gpu_user_annotation span on a device row, written as it is. */
+GT_HIDDEN void events__annotation(uint32_t pid, uint32_t tid, uint32_t device, uint64_t ts,
+				  uint64_t end, uint32_t name, uint32_t spans, uint32_t range_tid);
 /* Arrow id: from the launch (host) to (pid, tid) at ts; "fwdbwd" or "ac2g". */
 GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid,
 			    uint32_t tid, uint64_t ts, bool fwdbwd);

@@ -69,6 +69,20 @@ static struct row_cursor *cursor(uint32_t pid, uint32_t tid)
 	return &W.cursors[h];
 }
 
+/* The frontier follows every slice, parents written late included; of two
+ * that end together, the one whose end adds up past it. */
+static void follow_frontier(struct row_cursor *c, uint64_t s, uint64_t dur)
+{
+	uint64_t e = s + dur, frontier = c->any ? c->end_ts + c->end_dur : 0;
+
+	if (!c->any || e > frontier ||
+	    (e == frontier && gt_ends_after(s, dur, e) && !gt_ends_after(c->end_ts, c->end_dur, e))) {
+		c->end_ts = s;
+		c->end_dur = dur;
+	}
+	c->any = true;
+}
+
 struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, bool arrow)
 {
 	struct row_cursor *c = cursor(pid, tid);
@@ -108,14 +122,38 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		else if (s != start)
 			c->min_next = s + p.dur;
 	}
-	/* the frontier follows every slice, parents written late included; of
-	 * two that end together, the one whose end adds up past it */
-	frontier = c->any ? c->end_ts + c->end_dur : 0;
-	if (!c->any || e > frontier ||
-	    (e == frontier && gt_ends_after(s, p.dur, e) && !gt_ends_after(c->end_ts, c->end_dur, e))) {
-		c->end_ts = s;
-		c->end_dur = p.dur;
-	}
-	c->any = true;
+	follow_frontier(c, s, p.dur);
 	return p;
+}
+
+uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start)
+{
+	struct row_cursor *c = cursor(pid, tid);
+	uint64_t s = start;
+
+	if (!c)
+		return s;
+	if (c->any && s >= c->last_start) {
+		uint64_t frontier = c->end_ts + c->end_dur;
+
+		if (s == c->last_start && c->last_ts != s)
+			s = c->last_ts; /* after a slice that moved, from the same start */
+		if (s < c->min_next)
+			s = c->min_next; /* after a parent opened here before */
+		if ((s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
+		    (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))
+			s++;
+	}
+	/* the slice that opens it starts 1 ns in */
+	c->min_next = s + 1;
+	c->any = true;
+	return s;
+}
+
+void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	struct row_cursor *c = cursor(pid, tid);
+
+	if (c)
+		follow_frontier(c, ts, dur);
 }

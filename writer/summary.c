@@ -43,6 +43,8 @@ struct row {
 	uint64_t (*pending)[2];
 	/* metrics: samples of one counter series, or one kernel's metric */
 	double fsum, fmin, fmax;
+	/* ranges: the device work launched inside them (count, total: host) */
+	uint64_t device_ns, device_spans, kernels;
 };
 
 struct table {
@@ -54,7 +56,7 @@ struct table {
 
 /* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
  * rows "kernel\x1fmetric": sorted by name, they come out grouped. */
-enum { T_KERNELS, T_API, T_ANNOTATIONS, T_COPIES, T_DEVICES, T_LOST, T_COUNTERS,
+enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_COUNTERS,
        T_KERNEL_METRICS, T__COUNT };
 #define KEY_SEP '\x1f'
 
@@ -367,6 +369,25 @@ void summary__counter(struct summary *s, const char *device, const char *counter
 		summary__sample(s, T_COUNTERS, device, counter, series, value);
 }
 
+/* The work of a device span, to each distinct range it was launched in. */
+static void add_to_ranges(struct summary *s, const struct summary_span *sp)
+{
+	bool kernel = is_cat(sp->cat, "kernel");
+
+	for (unsigned i = 0; i < sp->nranges && i < SUMMARY_RANGES_MAX; i++) {
+		struct row *r;
+		unsigned j;
+
+		for (j = 0; j < i && strcmp(sp->ranges[j], sp->ranges[i]); j++)
+			;
+		if (j < i || !(r = table__get(s, &s->t[T_RANGES], sp->ranges[i])))
+			continue;
+		r->device_ns += sp->dur_ns;
+		r->device_spans++;
+		r->kernels += kernel;
+	}
+}
+
 void summary__add(struct summary *s, const struct summary_span *sp)
 {
 	uint64_t end = sp->start_ns + sp->dur_ns;
@@ -386,6 +407,7 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 	if (sp->device && is_cat(sp->cat, "gpu_sync"))
 		return;
 	if (sp->device) {
+		add_to_ranges(s, sp);
 		r = table__get(s, &s->t[T_DEVICES], sp->device);
 		if (r) {
 			r->count++;
@@ -416,6 +438,9 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		return;
 	}
 	if (is_cat(sp->cat, "user_annotation")) {
+		r = table__get(s, &s->t[T_RANGES], sp->name);
+		if (r)
+			row__account(r, sp->dur_ns, 0);
 		r = table__get(s, &s->t[T_ANNOTATIONS], sp->name);
 	} else {
 		r = table__get(s, &s->t[T_API], sp->name);
@@ -587,6 +612,35 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 			name, r->count, fmt_ns(a, sizeof(a), r->total_ns),
 			fmt_ns(b, sizeof(b), r->total_ns / r->count), fmt_ns(c, sizeof(c), r->min_ns),
 			fmt_ns(d, sizeof(d), r->max_ns), 100.0 * share(r->total_ns, total));
+	}
+	if (t->used > SUMMARY_TOP)
+		fprintf(f, "    ... %zu more (see %s)\n", t->used - SUMMARY_TOP, hint_more(s));
+	free(v);
+}
+
+/* Ranges: host time of the ranges, device time and kernels of the work
+ * launched inside them. */
+static void print_ranges(FILE *f, const struct summary *s, const struct table *t)
+{
+	uint64_t count, total;
+	const struct row **v = table__sorted(t, false, &count, &total, NULL);
+	char a[32], b[32], nb[NAME_COLUMNS + 8];
+
+	if (!v || !t->used) {
+		free(v);
+		return;
+	}
+	fprintf(f, "  ranges: %zu distinct, %" PRIu64 " %s, %s total\n", t->used, count,
+		plural(count, "range", "ranges"), fmt_ns(a, sizeof(a), total));
+	fprintf(f, "    %-*s %9s %12s %12s %9s\n", NAME_COLUMNS, "name", "count", "host",
+		"device", "kernels");
+	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
+		const struct row *r = v[i];
+
+		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %9" PRIu64 "\n", NAME_COLUMNS,
+			fmt_name(nb, sizeof(nb), r->name), r->count,
+			fmt_ns(a, sizeof(a), r->total_ns), fmt_ns(b, sizeof(b), r->device_ns),
+			r->kernels);
 	}
 	if (t->used > SUMMARY_TOP)
 		fprintf(f, "    ... %zu more (see %s)\n", t->used - SUMMARY_TOP, hint_more(s));
@@ -905,7 +959,8 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 		fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
 	print_timed_table(f, s, &s->t[T_KERNELS], "kernels", "launch", "launches");
 	print_timed_table(f, s, &s->t[T_API], "API calls", "call", "calls");
-	print_timed_table(f, s, &s->t[T_ANNOTATIONS], "annotations", "range", "ranges");
+	/* the annotations' table, with the device work of each range */
+	print_ranges(f, s, &s->t[T_RANGES]);
 	print_copies(f, &s->t[T_COPIES]);
 	print_devices(f, s);
 	print_processes(f, s);
@@ -1072,7 +1127,7 @@ static void json_metrics(FILE *f, const struct summary *s)
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
-	uint64_t kc, kt, ac, at, nc, nt, cc, ct, cb, dc, dt;
+	uint64_t kc, kt, ac, at, nc, nt, cc, ct, cb, dc, dt, rc, rt;
 	uint64_t window = s && s->spans ? s->last_ns - s->first_ns : 0;
 	const struct row **v;
 	FILE *f;
@@ -1097,16 +1152,31 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	json_timed_rows(f, "annotations", &s->t[T_ANNOTATIONS], false, false, &nc, &nt, NULL);
 	json_timed_rows(f, "copies", &s->t[T_COPIES], false, true, &cc, &ct, &cb);
 
+	v = table__sorted(&s->t[T_RANGES], false, &rc, &rt, NULL);
+	fputs(",\n\"ranges\":[", f);
+	for (size_t i = 0; v && i < s->t[T_RANGES].used; i++) {
+		const struct row *r = v[i];
+
+		fprintf(f, "%s\n {\"name\":", i ? "," : "");
+		json_str(f, r->name);
+		fprintf(f, ",\"count\":%" PRIu64 ",\"host_ns\":%" PRIu64 ",\"device_ns\":%" PRIu64
+			   ",\"device_spans\":%" PRIu64 ",\"kernels\":%" PRIu64 "}",
+			r->count, r->total_ns, r->device_ns, r->device_spans, r->kernels);
+	}
+	free(v);
+	fputs("]", f);
+
 	fputs(",\n\"devices\":", f);
 	json_device_rows(f, &s->t[T_DEVICES], window, "\n ");
 	fprintf(f, ",\n\"totals\":{"
 		   "\"kernels\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"api_calls\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"annotations\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"ranges\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"host_ns\":%" PRIu64 "},"
 		   "\"copies\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"overhead\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}},\n",
 		s->t[T_KERNELS].used, kc, kt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
-		nt, cc, cb, ct, s->overhead_count, s->overhead_ns);
+		nt, s->t[T_RANGES].used, rc, rt, cc, cb, ct, s->overhead_count, s->overhead_ns);
 
 	json_metrics(f, s);
 

@@ -31,6 +31,9 @@ struct summary_span {
 	int process;           /* from summary__process(); 0: not known */
 	const struct summary_metric *metrics; /* kernels: their metrics, or NULL */
 	unsigned nmetrics;
+	/* device spans: the user ranges open at their launch (args.ranges) */
+	const char *const *ranges;
+	unsigned nranges;
 };
 
 /* A traced process, for the per-process rows (devices by process). Strings
@@ -52,6 +55,9 @@ struct summary_hints {
 	const char *buffer;
 	unsigned long buffer_kb;
 };
+
+/* Ranges of one span counted (deeper ones are not). */
+#define SUMMARY_RANGES_MAX 64
 
 struct summary *summary__new(void);
 void summary__free(struct summary *s);

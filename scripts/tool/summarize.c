@@ -32,9 +32,29 @@ struct sum_ctx {
 	struct pidmap hosts;  /* pids of traced processes */
 	struct pidmap procs;  /* pid (host or device row) -> summary__process number */
 	struct summary *s;
-	struct buf cat, name, kind, tmp;
+	struct buf cat, name, kind, tmp, ranges;
+	const char *range_names[SUMMARY_RANGES_MAX];
 	uint64_t lost_by_reason;
 };
+
+/* args.ranges of a device span: the names, NUL-separated in c->ranges. */
+static unsigned read_ranges(struct sum_ctx *c, const char *v, const char *e)
+{
+	size_t offs[SUMMARY_RANGES_MAX];
+	const char *p = v, *ev, *ee;
+	unsigned n = 0;
+
+	c->ranges.len = 0;
+	while (n < SUMMARY_RANGES_MAX && jv_array_next(&p, e, &ev, &ee)) {
+		if (!jv_str(ev, ee, &c->tmp))
+			continue;
+		offs[n++] = c->ranges.len;
+		buf__add(&c->ranges, c->tmp.p, c->tmp.len + 1);
+	}
+	for (unsigned i = 0; i < n; i++)
+		c->range_names[i] = c->ranges.p + offs[i];
+	return n;
+}
 
 static int pass1_meta(void *ctx, const char *v, const char *e)
 {
@@ -316,6 +336,9 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 		dur = 0;
 	if (!jv_get(v, e, "cat", &pv, &pe) || !jv_str(pv, pe, &c->cat))
 		buf__adds(&c->cat, "");
+	/* drawn around device work, not work: the summary counts that once */
+	if (!strcmp(c->cat.p, "gpu_user_annotation"))
+		return 0;
 	if (!jv_get(v, e, "name", &pv, &pe) || !jv_str(pv, pe, &c->name))
 		buf__adds(&c->name, "");
 	has_pid = jv_get(v, e, "pid", &pv, &pe) && jv_i64(pv, pe, &pid);
@@ -331,6 +354,10 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			sp.copy_kind = c->kind.p;
 		sp.metrics = metrics;
 		sp.nmetrics = kernel_metrics(av, ae, metrics, metric_names);
+		if (jv_get(av, ae, "ranges", &pv, &pe) && pv < pe && *pv == '[') {
+			sp.nranges = read_ranges(c, pv, pe);
+			sp.ranges = c->range_names;
+		}
 	}
 	/* Device rows are the pids that are not traced processes; without the
 	 * gputrace object (a foreign trace) go by the standard categories. */
@@ -412,6 +439,7 @@ out:
 	buf__free(&c.name);
 	buf__free(&c.kind);
 	buf__free(&c.tmp);
+	buf__free(&c.ranges);
 	return ret;
 }
 

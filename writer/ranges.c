@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User ranges, the writer's side (producers: inject/ranges.h). The drain
+ * reads each thread's ring in order, so a thread's open ranges at any
+ * launch are exactly those whose begin record came before the launch and
+ * whose end did not: the writer keeps each thread's stack as it reads, and
+ * gives every launch the list of ranges open when it was made (a context),
+ * outermost first: the process's ranges open at the launch's start, then
+ * the thread's. Device work takes the context of its launch (flows.c).
+ *
+ * Contexts are shared: a thread's current one is reused by its launches
+ * until its stack or the process's ranges change. Ranges, contexts and
+ * the stacks that hold them are reference-counted: a range lives as long
+ * as a context, a stack or a device row's annotation (annotate.c) needs
+ * it. Process ranges stay known a few cycles after their end: a launch on
+ * another thread may be read after it (rings are read one after another).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PROCESS_KEEP_CYCLES 4 /* cycles an ended process range is kept */
+#define CTX_MAX             64 /* ranges in one context; deeper ones are left out */
+
+struct urange {
+	uint64_t id;
+	uint64_t start_ns, end_ns; /* end_ns 0: open */
+	uint32_t name, tid;
+	uint32_t refs;
+	bool process;
+	bool begun; /* its begin record was read (an end may come first) */
+	uint64_t ended_cycle;
+	struct urange *hnext;
+};
+
+struct tstack {
+	uint32_t tid;
+	uint32_t n, cap;
+	struct urange **r;
+	uint64_t version; /* changes with the stack */
+	struct rctx *cached;
+	uint64_t cached_version, cached_pversion;
+	struct tstack *hnext;
+};
+
+#define R W.ur
+
+/* ---- ranges ---- */
+
+void ranges__urange_put(struct urange *u)
+{
+	if (u && !--u->refs)
+		free(u);
+}
+
+void ranges__urange_get(struct urange *u)
+{
+	u->refs++;
+}
+
+static size_t id_hash(uint64_t id, size_t mask)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+}
+
+static struct urange *map_find(uint64_t id)
+{
+	if (!R.map)
+		return NULL;
+	for (struct urange *u = R.map[id_hash(id, R.map_mask)]; u; u = u->hnext)
+		if (u->id == id)
+			return u;
+	return NULL;
+}
+
+static bool map_grow(void)
+{
+	size_t cap = R.map ? (R.map_mask + 1) * 2 : 256;
+	struct urange **m = calloc(cap, sizeof(*m));
+
+	if (!m)
+		return false;
+	for (size_t i = 0; R.map && i <= R.map_mask; i++)
+		for (struct urange *u = R.map[i], *next; u; u = next) {
+			next = u->hnext;
+			u->hnext = m[id_hash(u->id, cap - 1)];
+			m[id_hash(u->id, cap - 1)] = u;
+		}
+	free(R.map);
+	R.map = m;
+	R.map_mask = cap - 1;
+	return true;
+}
+
+/* A new range in the map (which holds one reference). */
+static struct urange *map_add(uint64_t id)
+{
+	struct urange *u;
+
+	if ((!R.map || R.nmap * 2 > R.map_mask) && !map_grow() && !R.map)
+		return NULL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->id = id;
+	u->refs = 1;
+	u->hnext = R.map[id_hash(id, R.map_mask)];
+	R.map[id_hash(id, R.map_mask)] = u;
+	R.nmap++;
+	return u;
+}
+
+static void map_remove(struct urange *u)
+{
+	struct urange **p = &R.map[id_hash(u->id, R.map_mask)];
+
+	while (*p && *p != u)
+		p = &(*p)->hnext;
+	if (*p) {
+		*p = u->hnext;
+		R.nmap--;
+		ranges__urange_put(u);
+	}
+}
+
+/* ---- contexts ---- */
+
+void ranges__ctx_put(struct rctx *c)
+{
+	if (!c || --c->refs)
+		return;
+	for (unsigned i = 0; i < c->n; i++)
+		ranges__urange_put(c->r[i]);
+	free(c);
+}
+
+struct rctx *ranges__ctx_get(struct rctx *c)
+{
+	if (c)
+		c->refs++;
+	return c;
+}
+
+uint32_t ranges__name(const struct urange *u)
+{
+	return u->name;
+}
+
+uint32_t ranges__tid(const struct urange *u)
+{
+	return u->tid;
+}
+
+/* ---- threads ---- */
+
+static size_t tid_hash(uint32_t tid, size_t mask)
+{
+	return (tid * 2654435761u) & mask;
+}
+
+static struct tstack *thread(uint32_t tid, bool create)
+{
+	struct tstack *t;
+
+	if (!R.threads) {
+		if (!create)
+			return NULL;
+		R.threads = calloc(256, sizeof(*R.threads));
+		if (!R.threads)
+			return NULL;
+		R.threads_mask = 255;
+	}
+	for (t = R.threads[tid_hash(tid, R.threads_mask)]; t; t = t->hnext)
+		if (t->tid == tid)
+			return t;
+	if (!create || !(t = calloc(1, sizeof(*t))))
+		return NULL;
+	t->tid = tid;
+	t->hnext = R.threads[tid_hash(tid, R.threads_mask)];
+	R.threads[tid_hash(tid, R.threads_mask)] = t;
+	return t;
+}
+
+static void stack_push(struct tstack *t, struct urange *u)
+{
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 8;
+		struct urange **r = realloc(t->r, cap * sizeof(*r));
+		if (!r)
+			return;
+		t->r = r;
+		t->cap = cap;
+	}
+	u->refs++;
+	t->r[t->n++] = u;
+	t->version++;
+}
+
+static void stack_remove(struct tstack *t, struct urange *u)
+{
+	for (uint32_t i = t->n; i-- > 0;)
+		if (t->r[i] == u) {
+			memmove(&t->r[i], &t->r[i + 1], (t->n - i - 1) * sizeof(*t->r));
+			t->n--;
+			t->version++;
+			ranges__urange_put(u);
+			return;
+		}
+}
+
+void ranges__thread_gone(uint32_t tid)
+{
+	struct tstack **p, *t;
+
+	if (!R.threads)
+		return;
+	for (p = &R.threads[tid_hash(tid, R.threads_mask)]; (t = *p); p = &t->hnext)
+		if (t->tid == tid)
+			break;
+	if (!t)
+		return;
+	*p = t->hnext;
+	/* ranges it never ended stay in the map no longer */
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (map_find(t->r[i]->id) == t->r[i])
+			map_remove(t->r[i]);
+		ranges__urange_put(t->r[i]);
+	}
+	ranges__ctx_put(t->cached);
+	free(t->r);
+	free(t);
+}
+
+/* ---- process ranges ---- */
+
+static void process_add(struct urange *u)
+{
+	size_t i;
+
+	if (R.nprocess == R.process_cap) {
+		size_t cap = R.process_cap ? R.process_cap * 2 : 16;
+		struct urange **p = realloc(R.process, cap * sizeof(*p));
+		if (!p)
+			return;
+		R.process = p;
+		R.process_cap = cap;
+	}
+	for (i = R.nprocess; i > 0 && R.process[i - 1]->start_ns > u->start_ns; i--)
+		R.process[i] = R.process[i - 1];
+	u->refs++;
+	R.process[i] = u;
+	R.nprocess++;
+	R.pversion++;
+}
+
+/* ---- records ---- */
+
+void ranges__begin(const struct gt_event *ev, uint32_t ring_tid)
+{
+	struct urange *u;
+
+	if (!ev->corr2)
+		return;
+	u = map_find(ev->corr2);
+	if (u && u->begun)
+		return;
+	if (!u) {
+		u = map_add(ev->corr2);
+		if (!u)
+			return;
+	} else if (u->end_ns) {
+		return; /* its end was read first: over already */
+	}
+	u->begun = true;
+	u->start_ns = ev->start_ns;
+	u->name = ev->name;
+	u->tid = ev->track ? ev->track : ring_tid;
+	u->process = ev->flags & GT_EVF_PROCESS;
+	if (u->process) {
+		process_add(u);
+	} else {
+		struct tstack *t = thread(u->tid, true);
+		if (t)
+			stack_push(t, u);
+	}
+}
+
+void ranges__end(const struct gt_event *ev, uint32_t ring_tid)
+{
+	struct urange *u;
+
+	if (!ev->corr2)
+		return;
+	u = map_find(ev->corr2);
+	if (!u) {
+		/* a process range ended on a thread read before the one that
+		 * began it: remembered, so its late begin is not taken as open */
+		if (!(ev->flags & GT_EVF_PROCESS) || !(u = map_add(ev->corr2)))
+			return;
+		u->process = true;
+		u->start_ns = ev->start_ns;
+		u->name = ev->name;
+		u->tid = ev->track ? ev->track : ring_tid;
+		process_add(u);
+	}
+	u->end_ns = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns + 1;
+	u->ended_cycle = R.cycle;
+	if (u->process) {
+		R.pversion++; /* stays in the list and the map a few cycles */
+		return;
+	}
+	struct tstack *t = thread(u->tid, false);
+	if (t)
+		stack_remove(t, u);
+	map_remove(u);
+}
+
+/* The process ranges open at t, and whether they are all the open ones
+ * (the list the thread's cached context was built with). */
+static unsigned process_at(uint64_t t, struct urange **out, unsigned max, bool *all_open)
+{
+	unsigned n = 0;
+
+	*all_open = true;
+	for (size_t i = 0; i < R.nprocess; i++) {
+		struct urange *u = R.process[i];
+		bool open_at = u->start_ns <= t && (!u->end_ns || u->end_ns > t);
+
+		if (open_at != !u->end_ns)
+			*all_open = false;
+		if (open_at && n < max)
+			out[n++] = u;
+	}
+	return n;
+}
+
+static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange *const *th,
+			    unsigned nt)
+{
+	struct rctx *c;
+
+	if (np + nt > CTX_MAX)
+		nt = CTX_MAX - np;
+	c = malloc(sizeof(*c) + (np + nt) * sizeof(c->r[0]));
+	if (!c)
+		return NULL;
+	c->refs = 1;
+	c->n = (uint16_t)(np + nt);
+	c->nthread = (uint16_t)nt;
+	memcpy(c->r, p, np * sizeof(*p));
+	memcpy(c->r + np, th, nt * sizeof(*th));
+	for (unsigned i = 0; i < c->n; i++)
+		c->r[i]->refs++;
+	return c;
+}
+
+struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid)
+{
+	struct urange *p[CTX_MAX];
+	struct tstack *t = R.threads ? thread(tid, false) : NULL;
+	bool all_open = true;
+	unsigned np = R.nprocess ? process_at(ev->start_ns, p, CTX_MAX, &all_open) : 0;
+	unsigned nt = t ? t->n : 0;
+	/* the thread's context is shared while it holds every open range */
+	bool shared = t && all_open;
+
+	if (!np && !nt)
+		return NULL;
+	if (shared && t->cached && t->cached_version == t->version &&
+	    t->cached_pversion == R.pversion)
+		return ranges__ctx_get(t->cached);
+	struct rctx *c = ctx_new(p, np, t ? t->r : NULL, nt);
+	if (c && shared) {
+		ranges__ctx_put(t->cached);
+		t->cached = ranges__ctx_get(c);
+		t->cached_version = t->version;
+		t->cached_pversion = R.pversion;
+	}
+	return c;
+}
+
+void ranges__cycle_end(void)
+{
+	size_t keep = 0;
+
+	R.cycle++;
+	for (size_t i = 0; i < R.nprocess; i++) {
+		struct urange *u = R.process[i];
+
+		if (u->end_ns && R.cycle - u->ended_cycle > PROCESS_KEEP_CYCLES) {
+			if (map_find(u->id) == u)
+				map_remove(u);
+			ranges__urange_put(u);
+			R.pversion++;
+		} else {
+			R.process[keep++] = u;
+		}
+	}
+	R.nprocess = keep;
+}
