@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+/*
+ * itt_host: every ITT call gputrace records, no GPU: nested tasks, two
+ * overlapped tasks ended out of order, a frame begun and ended and one
+ * submitted whole, a marker, a u64 counter stepped up and a double one
+ * set, tasks on a second thread. Handles made before the collector loads
+ * are the static part's own. Prints the protocol the collector spoke.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "itt_static.h"
+
+static itt_domain *dom;
+
+static void work(long us)
+{
+	struct timespec t = { 0, us * 1000 };
+	nanosleep(&t, NULL);
+}
+
+static void *second(void *arg)
+{
+	itt_string_handle *name = itt_string_handle_create("second thread");
+
+	itt_task_begin(dom, itt_null, itt_null, name);
+	work(200);
+	itt_task_end(dom);
+	return NULL;
+}
+
+int main(void)
+{
+	/* before any call that loads the collector: the static part's handles */
+	itt_domain *frames = itt_domain_create("frames");
+	itt_string_handle *outer = itt_string_handle_create("outer");
+	pthread_t t;
+
+	dom = itt_domain_create("host");
+	itt_task_begin(dom, itt_null, itt_null, outer);
+	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("inner"));
+	work(200);
+	itt_task_end(dom);
+	itt_marker(dom, itt_null, itt_string_handle_create("checkpoint"), ITT_SCOPE_GLOBAL);
+	itt_task_end(dom);
+
+	itt_id a = { 1, 0, 0 }, b = { 2, 0, 0 };
+	itt_task_begin_overlapped(dom, a, itt_null, itt_string_handle_create("overlap a"));
+	work(100);
+	itt_task_begin_overlapped(dom, b, itt_null, itt_string_handle_create("overlap b"));
+	work(100);
+	itt_task_end_overlapped(dom, a);
+	work(100);
+	itt_task_end_overlapped(dom, b);
+
+	itt_frame_begin_v3(frames, NULL);
+	work(100);
+	itt_frame_end_v3(frames, NULL);
+	unsigned long long t0 = itt_get_timestamp();
+	work(100);
+	itt_frame_submit_v3(frames, NULL, t0, itt_get_timestamp());
+
+	itt_counter items = itt_counter_create_typed("items", "host", ITT_META_U64);
+	itt_counter_inc_delta(items, 5);
+	itt_counter_inc_delta(items, 2);
+	itt_counter load = itt_counter_create_typed("load", "host", ITT_META_DOUBLE);
+	double v = 0.75;
+	itt_counter_set_value(load, &v);
+
+	pthread_create(&t, NULL, second, NULL);
+	pthread_join(t, NULL);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}

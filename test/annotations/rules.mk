@@ -1,0 +1,38 @@
+# User ranges (test/annotations/test_annotations.py): a Level Zero program
+# annotated with NVTX and with ITT (the ITT one through the static part in
+# itt_static.c, version 2 or 1), a host-only ITT program, and one using
+# oneDNN, whose Intel-built static ITT part is the real thing.
+ANNOT_OUT := $(BUILD)/test/annotations
+HAVE_NVTX := $(shell test -f $(CUDA_HOME)/include/nvtx3/nvToolsExt.h && echo 1)
+HAVE_DNNL := $(shell test -f /usr/include/dnnl.h && echo 1)
+
+$(ANNOT_OUT)/itt_host: test/annotations/itt_host.c test/annotations/itt_static.c \
+		       test/annotations/itt_static.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ test/annotations/itt_host.c \
+	  test/annotations/itt_static.c -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/itt_host
+
+ifeq ($(HAVE_ZE),1)
+$(ANNOT_OUT)/ze_ranges_itt: test/annotations/ze_ranges.c test/annotations/itt_static.c \
+			    test/annotations/itt_static.h test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_ITT -o $@ test/annotations/ze_ranges.c \
+	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/ze_ranges_itt
+
+ifeq ($(HAVE_NVTX),1)
+$(ANNOT_OUT)/ze_ranges_nvtx: test/annotations/ze_ranges.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ \
+	  test/annotations/ze_ranges.c -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/ze_ranges_nvtx
+endif
+endif
+
+ifeq ($(HAVE_DNNL),1)
+$(ANNOT_OUT)/dnnl_app: test/annotations/dnnl_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -ldnnl
+TEST_BUILD += $(ANNOT_OUT)/dnnl_app
+endif

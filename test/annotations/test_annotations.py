@@ -1,0 +1,254 @@
+"""User ranges end to end: ITT collected without relinking (the project's
+static ITT part speaking protocol 2 and 1, and oneDNN's own Intel-built
+part), and NVTX and ITT ranges carried onto the simulated Level Zero
+device's work: args.range/ranges on every device span, gpu_user_annotation
+spans around the work of each thread range, the summary's ranges table."""
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, PRELOAD, clean_env, events, need, run, sim_env
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
+import viewer_rules  # noqa: E402
+
+OUT = BUILD / "test" / "annotations"
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def device_spans(trace):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") in DEVICE_CATS]
+
+
+def annotations(trace):
+    return [e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"]
+
+
+def ns(us):
+    return round(float(us) * 1000)
+
+
+def span_ns(e):
+    return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+
+
+# ---- ITT on the host ----
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_host_every_call(tmp_path, protocol):
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app], tmp_path=tmp_path, env={"ITT_TEST_PROTOCOL": protocol})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == f"itt protocol: {protocol}"
+    t = r.trace
+    spans = collections.Counter(e["name"] for e in events(t, ph="X", cat="user_annotation"))
+    assert spans == {"outer": 1, "inner": 1, "overlap a": 1, "overlap b": 1, "frames": 2,
+                     "second thread": 1}
+    by = {e["name"]: e for e in events(t, ph="X", cat="user_annotation")}
+    assert all(e["args"]["domain"] == ("frames" if e["name"] == "frames" else "host")
+               for e in events(t, ph="X", cat="user_annotation"))
+    # nested tasks nest; overlapped ones overlap, ended out of order
+    o, i = span_ns(by["outer"]), span_ns(by["inner"])
+    assert o[0] < i[0] and i[1] < o[1]
+    a, b = span_ns(by["overlap a"]), span_ns(by["overlap b"])
+    assert a[0] < b[0] < a[1] < b[1]
+    assert by["second thread"]["tid"] != by["outer"]["tid"]
+    marks = events(t, ph="i", cat="user_annotation")
+    assert [(m["name"], m["args"]) for m in marks] == [
+        ("checkpoint", {"domain": "host", "scope": "global"})]
+    assert o[0] < ns(marks[0]["ts"]) < o[1]
+    counters = [(e["name"], e["args"]["value"], e["pid"]) for e in events(t, ph="C")]
+    pid = by["outer"]["pid"]
+    assert counters == [("items", 5, pid), ("items", 7, pid), ("load", 0.75, pid)]
+
+
+def test_itt_annotations_off_fills_nothing(tmp_path):
+    """With annotations off the collector leaves the program's pointers
+    null: no span, and the program runs as untraced."""
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app], tmp_path=tmp_path, env={"GPUTRACE_ACTIVITIES": "runtime,kernel"})
+    assert r.returncode == 0, r.stderr
+    assert not events(r.trace, cat="user_annotation")
+
+
+def test_itt_keeps_another_collector(tmp_path):
+    """A collector the user named stays: one line says so; the program runs
+    with it (here: none that loads), and the trace has no ITT."""
+    app = OUT / "itt_host"
+    need(app)
+    other = tmp_path / "libother_collector.so"
+    r = run([app], tmp_path=tmp_path, env={"INTEL_LIBITTNOTIFY64": str(other)})
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if "INTEL_LIBITTNOTIFY64" in l]
+    assert len(lines) == 1 and str(other) in lines[0], r.stderr
+    assert r.stdout.decode().strip() == "itt protocol: 0"
+    assert not events(r.trace, cat="user_annotation")
+
+
+def test_child_without_preload_not_collected(tmp_path):
+    """A child whose environment drops LD_PRELOAD does not get our
+    injection variables: its ITT part finds no collector and it writes no
+    trace; a child that keeps the preload is traced."""
+    app = OUT / "itt_host"
+    need(app)
+    script = ("env -u LD_PRELOAD \"$APP\" > \"$OUT/dropped.txt\"; "
+              "env | grep -c '^INTEL_LIBITTNOTIFY64=' > \"$OUT/parent_has.txt\"; "
+              "env -u LD_PRELOAD sh -c 'env | grep -c ^INTEL_LIBITTNOTIFY64= || true' "
+              "> \"$OUT/child_has.txt\"; \"$APP\" > \"$OUT/kept.txt\"")
+    r = run(["/bin/sh", "-c", script], tmp_path=tmp_path,
+            env={"APP": str(app), "OUT": str(tmp_path),
+                 "GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.json")})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "dropped.txt").read_text().strip() == "itt protocol: 0"
+    assert (tmp_path / "kept.txt").read_text().strip() == "itt protocol: 2"
+    assert (tmp_path / "parent_has.txt").read_text().strip() == "1"
+    assert (tmp_path / "child_has.txt").read_text().strip() == "0"
+
+
+def test_onednn_intel_static_part(tmp_path):
+    """oneDNN (Debian's libdnnl) links Intel's own ittnotify static part and
+    marks each primitive it runs with an ITT task: collected as it is."""
+    app = OUT / "dnnl_app"
+    need(app)
+    r = run([app, "3"], tmp_path=tmp_path, env={"OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    tasks = events(r.trace, ph="X", cat="user_annotation")
+    main = [e for e in tasks if e["tid"] == e["pid"]]
+    assert [e["name"] for e in main] == ["eltwise"] * 3, tasks
+    assert {e["args"]["domain"] for e in tasks} == {"dnnl::primitive::execute"}
+
+
+# ---- ranges on the device ----
+
+KERNEL_RANGES = {
+    "k_recorded": ("record", ["record"]),
+    "k_fwd1": ("forward", ["epoch", "train", "forward"]),
+    "k_fwd2": ("forward", ["epoch", "train", "forward"]),
+    "k_bwd": ("backward", ["epoch", "train", "backward"]),
+    "k_after": ("epoch", ["epoch"]),
+    "k_worker": ("worker", ["worker"]),
+}
+
+
+def ranged_run(tmp_path, api, extra=None):
+    app = OUT / f"ze_ranges_{api}"
+    need(app)
+    env = sim_env({"GPUTRACE_SUMMARY": "1",
+                   "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    env.update(extra or {})
+    r = run([app], tmp_path=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def check_device_ranges(trace):
+    spans = device_spans(trace)
+    kernels = collections.Counter(e["name"] for e in spans if e["cat"] == "kernel")
+    assert kernels == {"k_recorded": 2, "k_fwd1": 1, "k_fwd2": 1, "k_bwd": 1, "k_after": 1,
+                       "k_worker": 1}
+    for e in spans:
+        a = e["args"]
+        name = e["name"] if e["cat"] == "kernel" else "k_recorded"  # the list's copy
+        assert (a["range"], a["ranges"]) == KERNEL_RANGES[name], e
+    # a regular list: the range of its append, the execution's beside it
+    runs = sorted((e for e in spans if e["args"]["range"] == "record"), key=lambda e: e["ts"])
+    assert [(e["cat"], e["args"]["exec_range"], e["args"]["exec_ranges"]) for e in runs] == [
+        ("kernel", "step 1", ["step 1"]), ("gpu_memcpy", "step 1", ["step 1"]),
+        ("kernel", "step 2", ["step 2"]), ("gpu_memcpy", "step 2", ["step 2"])]
+
+
+def check_annotations(trace):
+    """Per row, each annotation covers exactly the work of its range there:
+    from its first span (1 ns before it per annotation opening there, so
+    the kernel is innermost) to its last span's end."""
+    spans = device_spans(trace)
+    anns = annotations(trace)
+    rows = collections.defaultdict(list)
+    for e in spans:
+        rows[(e["pid"], e["tid"])].append(e)
+    got = collections.Counter((a["name"], a["args"]["spans"]) for a in anns)
+    assert got == {("record", 4): 1, ("train", 3): 1, ("forward", 2): 1, ("backward", 1): 1,
+                   ("worker", 1): 1}, anns
+    for a in anns:
+        row = sorted(rows[(a["pid"], a["tid"])], key=lambda e: ns(e["ts"]))
+        # the work of this thread range on this row
+        mine = [e for e in row if a["name"] in e["args"].get("ranges", [])]
+        assert len(mine) == a["args"]["spans"]
+        start, end = span_ns(a)
+        first, last = span_ns(mine[0]), span_ns(mine[-1])
+        assert start < first[0] <= start + 2, (a, mine[0])
+        # a zero-length span's arrow end is its end: the annotation goes 1 ns on
+        assert end == (last[1] if last[1] > last[0] else last[0] + 1), (a, mine[-1])
+        # nothing else on the row inside it
+        inside = [e for e in row if start <= ns(e["ts"]) < end]
+        assert inside == mine
+        assert "stream" not in a["args"]  # not GPU work for HTA
+    # annotations nest as their ranges do
+    by = {a["name"]: span_ns(a) for a in anns}
+    for inner in ("forward", "backward"):
+        assert by["train"][0] < by[inner][0] and by[inner][1] <= by["train"][1]
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("api", ["nvtx", "itt"])
+def test_ranges_on_device(tmp_path, api):
+    r = ranged_run(tmp_path, api)
+    t = viewer_rules.load_exact(r.trace_path)
+    check_device_ranges(t)
+    check_annotations(t)
+    # arrows still bind to the kernels, for every viewer's rule
+    assert viewer_rules.check_flows(t) == 13
+    viewer_rules.check_rounding(t)
+
+
+@pytest.mark.parametrize("api", ["nvtx", "itt"])
+def test_ranges_summary(tmp_path, api):
+    r = ranged_run(tmp_path, api)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    rows = {x["name"]: x for x in s["ranges"]}
+    assert set(rows) == {"record", "step 1", "step 2", "epoch", "train", "forward", "backward",
+                         "worker"}
+    t = r.trace
+    spans = device_spans(t)
+    for name, row in rows.items():
+        host = [e for e in events(t, ph="X", cat="user_annotation") if e["name"] == name]
+        work = [e for e in spans if name in e["args"].get("ranges", [])]
+        assert row["count"] == len(host) == 1
+        assert row["host_ns"] == sum(ns(e["dur"]) for e in host)
+        assert row["device_ns"] == sum(ns(e["dur"]) for e in work)
+        assert row["device_spans"] == len(work)
+        assert row["kernels"] == sum(e["cat"] == "kernel" for e in work)
+    assert rows["train"]["kernels"] == 3 and rows["epoch"]["kernels"] == 4
+    assert rows["step 1"]["kernels"] == 0  # its work was recorded under "record"
+    assert s["totals"]["ranges"]["distinct"] == 8
+    # on stderr too, and `gputrace summary FILE` gives the same table
+    err = r.stderr.decode()
+    assert "  ranges: 8 distinct" in err
+    tool = BUILD / "gputrace-tool"
+    out = subprocess.run([tool, "summary", "--json", "-", r.trace_path], capture_output=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["ranges"] == s["ranges"]
+
+
+def test_itt_protocol_1_on_device(tmp_path):
+    r = ranged_run(tmp_path, "itt", {"ITT_TEST_PROTOCOL": "1"})
+    assert "itt protocol: 1" in r.stdout.decode()
+    t = viewer_rules.load_exact(r.trace_path)
+    check_device_ranges(t)
+    check_annotations(t)
+
+
+def test_no_ranges_no_annotations(tmp_path):
+    """Annotations off: device spans carry no range, no annotation spans."""
+    r = ranged_run(tmp_path, "itt", {"GPUTRACE_ACTIVITIES": "runtime,kernel,memcpy"})
+    t = r.trace
+    assert device_spans(t)
+    assert not any("range" in e.get("args", {}) for e in device_spans(t))
+    assert not annotations(t)
