@@ -48,21 +48,48 @@ static struct itt_string_handle strings[STRINGS_MAX];
 static _Atomic unsigned ndomains, nstrings;
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* extra1 of our own handles holds the name's string id (ours to use: the
- * field is reserved to the runtime, and we are the runtime). */
-static uint32_t handle_name(const char *s, int extra1)
+/* Handles the static part made before we were loaded carry no string id:
+ * their names are cached by handle address (the handles live as long as
+ * the program), lock-free. An entry is valid when its address reads the
+ * same before and after its id (writers clear it first). */
+#define NAME_CACHE 1024
+static struct {
+	_Atomic uintptr_t handle;
+	_Atomic uint32_t id;
+} foreign_names[NAME_CACHE];
+
+static uint32_t foreign_name(const void *h, const char *s)
 {
-	return extra1 > 0 ? (uint32_t)extra1 : gt_range_str(s);
+	uintptr_t key = (uintptr_t)h;
+	unsigned slot = (unsigned)((key >> 4) * 0x9e3779b1u >> 22) % NAME_CACHE;
+	uint32_t id;
+
+	if (atomic_load_explicit(&foreign_names[slot].handle, memory_order_acquire) == key) {
+		id = atomic_load_explicit(&foreign_names[slot].id, memory_order_acquire);
+		if (atomic_load_explicit(&foreign_names[slot].handle, memory_order_acquire) == key)
+			return id;
+	}
+	id = gt_range_str(s);
+	atomic_store_explicit(&foreign_names[slot].handle, 0, memory_order_release);
+	atomic_store_explicit(&foreign_names[slot].id, id, memory_order_release);
+	atomic_store_explicit(&foreign_names[slot].handle, key, memory_order_release);
+	return id;
 }
 
+/* extra1 of our own handles holds the name's string id (ours to use: the
+ * field is reserved to the runtime, and we are the runtime). */
 static uint32_t domain_name(const struct itt_domain *d)
 {
-	return d ? handle_name(d->nameA, d->extra1) : GT_S_EMPTY;
+	if (!d)
+		return GT_S_EMPTY;
+	return d->extra1 > 0 ? (uint32_t)d->extra1 : foreign_name(d, d->nameA);
 }
 
 static uint32_t string_name(const struct itt_string_handle *h)
 {
-	return h ? handle_name(h->strA, h->extra1) : GT_S_EMPTY;
+	if (!h)
+		return GT_S_EMPTY;
+	return h->extra1 > 0 ? (uint32_t)h->extra1 : foreign_name(h, h->strA);
 }
 
 static struct itt_domain *domain_create(const char *name)

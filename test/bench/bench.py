@@ -292,8 +292,9 @@ class Bench:
         traced with defaults when base_traced) and of a traced run with env."""
         n = self.size("launches")
         out = {}
-        for kind in ("regular", "immediate"):
-            cmd = [BIN / "bench_ze", "launch", kind, n, 64, LAUNCH_BURST, LAUNCH_PAUSE_US]
+        for kind in ("regular", "immediate", "immediate_ranged"):
+            cmd = [BIN / "bench_ze", "launch", kind.split("_")[0], n, 64, LAUNCH_BURST,
+                   LAUNCH_PAUSE_US, int(kind.endswith("_ranged"))]
             base, traced, lost = [], [], 0
             for _ in range(self.reps):
                 if base_traced:
@@ -314,10 +315,15 @@ class Bench:
         for x in out.values():
             x["untraced_ns_per_launch"] = x.pop("base")
             x["traced_ns_per_launch"] = x.pop("traced")
+        # what ranges add to a traced launch, side by side in this run
+        out["immediate_ranged"]["vs_traced_plain_ns"] = (
+            out["immediate_ranged"]["traced_ns_per_launch"] -
+            out["immediate"]["traced_ns_per_launch"])
         self.results["5_device"] = {
             "workload": f"bench_ze launch: {n} launches of a 1-work-item kernel, 64 per "
                         "batch; regular: append, close, execute, queue sync, reset; "
-                        "immediate: append, event sync; wall time per launch (median "
+                        "immediate: append, event sync; ranged: each batch in an ITT task, "
+                        "each launch in its own; wall time per launch (median "
                         f"batch); {LAUNCH_PAUSE_US // 1000} ms pause every {LAUNCH_BURST}",
             **out}
 
@@ -626,13 +632,17 @@ def table(res, m, reps):
         rows.append(("", "", f"spread {r['rss_spread'] * 100:.1f}%", "", "", "", ""))
     r = res.get("5_device")
     if r:
-        for i, kind in enumerate(("regular", "immediate")):
+        for i, kind in enumerate(("regular", "immediate", "immediate_ranged")):
             x = r[kind]
-            rows.append(("5 device path, per launch" if i == 0 else "",
-                         f"{kind} command list",
+            label = (f"{kind} command list" if "_" not in kind else
+                     "immediate, each launch in an ITT task")
+            rows.append(("5 device path, per launch" if i == 0 else "", label,
                          f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
                          f"untraced {ns(x['untraced_ns_per_launch'])}/launch",
                          f"{x['ratio']:.2f}x", "", ""))
+        x = r["immediate_ranged"]
+        rows.append(("", "  ranges' own part (traced, vs without)",
+                     f"{sns(x['vs_traced_plain_ns'])}/launch", "", "", "", ""))
     r = res.get("6_stacks")
     if r:
         if "rows" not in r:

@@ -9,8 +9,11 @@
  *	simulated driver: the cheapest real call through the loader), in bursts
  *	with a pause after each (see bench.h), from <nest> extra stack frames
  *	(what a call-stack capture walks).
- *   bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]
+ *   bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us] [ranges]
  *	Kernel launches of one group of one work-item (1 ns on the device).
+ *	ranges 1: each batch inside an ITT task "step" and each launch inside
+ *	its own "layer" (through the static ITT part of test/annotations: a
+ *	collector only when one is named, as in real programs).
  *	regular: append <batch> launches, close, execute on a queue,
  *	synchronize the queue, reset the list. immediate: <batch> launches on
  *	an immediate list, the last signalling an event the host waits for.
@@ -27,6 +30,7 @@
 #include <level_zero/ze_api.h>
 
 #include "bench.h"
+#include "../annotations/itt_static.h"
 
 #define ZE_CHECK(call)                                                                     \
 	do {                                                                               \
@@ -148,12 +152,36 @@ static ze_kernel_handle_t make_kernel(void)
 }
 
 static const ze_group_count_t one_group = { 1, 1, 1 };
+static bool ranged;
+static itt_domain *domain;
+static itt_string_handle *step_name, *layer_name;
+
+static void range_begin(itt_string_handle *name)
+{
+	if (ranged)
+		itt_task_begin(domain, itt_null, itt_null, name);
+}
+
+static void range_end(void)
+{
+	if (ranged)
+		itt_task_end(domain);
+}
+
+static void launch(ze_command_list_handle_t l, ze_kernel_handle_t k, ze_event_handle_t e)
+{
+	range_begin(layer_name);
+	ZE_CHECK(zeCommandListAppendLaunchKernel(l, k, &one_group, e, 0, NULL));
+	range_end();
+}
 
 static void regular_round(ze_command_queue_handle_t q, ze_command_list_handle_t l,
 			  ze_kernel_handle_t k, unsigned long n)
 {
+	range_begin(step_name);
 	for (unsigned long i = 0; i < n; i++)
-		ZE_CHECK(zeCommandListAppendLaunchKernel(l, k, &one_group, NULL, 0, NULL));
+		launch(l, k, NULL);
+	range_end();
 	ZE_CHECK(zeCommandListClose(l));
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
 	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
@@ -163,15 +191,16 @@ static void regular_round(ze_command_queue_handle_t q, ze_command_list_handle_t 
 static void immediate_round(ze_command_list_handle_t l, ze_kernel_handle_t k, ze_event_handle_t e,
 			    unsigned long n)
 {
+	range_begin(step_name);
 	for (unsigned long i = 0; i < n; i++)
-		ZE_CHECK(zeCommandListAppendLaunchKernel(l, k, &one_group, i + 1 == n ? e : NULL,
-							 0, NULL));
+		launch(l, k, i + 1 == n ? e : NULL);
+	range_end();
 	ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));
 	ZE_CHECK(zeEventHostReset(e));
 }
 
 static int bench_launch(const char *kind, unsigned long launches, unsigned long batch,
-			unsigned long burst_launches, unsigned long pause)
+			unsigned long burst_launches, unsigned long pause, bool ranges)
 {
 	ze_command_queue_desc_t qd = { ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
 				       ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
@@ -193,6 +222,12 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 		BENCH_DIE("bench_ze: launch kind '%s': use regular or immediate", kind);
 	if (!batch)
 		BENCH_DIE("bench_ze: batch must be at least 1");
+	ranged = ranges;
+	if (ranged) {
+		domain = itt_domain_create("bench");
+		step_name = itt_string_handle_create("step");
+		layer_name = itt_string_handle_create("layer");
+	}
 	setup();
 	k = make_kernel();
 	if (immediate) {
@@ -221,7 +256,9 @@ static int bench_launch(const char *kind, unsigned long launches, unsigned long 
 			since_pause = 0;
 		}
 	}
-	bench_report(immediate ? "launch_immediate" : "launch_regular", 1, &t, t.wall_ns, NULL);
+	bench_report(immediate ? (ranged ? "launch_immediate_ranged" : "launch_immediate")
+			       : (ranged ? "launch_regular_ranged" : "launch_regular"),
+		     1, &t, t.wall_ns, NULL);
 	if (e) {
 		ZE_CHECK(zeEventDestroy(e));
 		ZE_CHECK(zeEventPoolDestroy(pool));
@@ -269,7 +306,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "launch"))
 		return bench_launch(argc > 2 ? argv[2] : "", test_arg(argc, argv, 3, 20000),
 				    test_arg(argc, argv, 4, 64), test_arg(argc, argv, 5, 0),
-				    test_arg(argc, argv, 6, 50000));
+				    test_arg(argc, argv, 6, 50000), test_arg(argc, argv, 7, 0));
 	if (!strcmp(mode, "exit")) {
 		unsigned long n = test_arg(argc, argv, 2, 1000);
 
@@ -285,7 +322,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "idle"))
 		return bench_idle(test_arg(argc, argv, 2, 1000));
 	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
-		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us]\n"
+		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us] "
+		  "[ranges]\n"
 		  "       bench_ze exit <calls> [pause_us]\n"
 		  "       bench_ze idle <ms>");
 }

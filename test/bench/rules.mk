@@ -25,9 +25,11 @@ BENCH_BUILD += $(BENCH_DIR)/bench_floor $(BENCH_DIR)/bench_core $(BENCH_DIR)/ben
 	       $(BENCH_DIR)/libempty.so
 
 ifeq ($(HAVE_ZE),1)
-$(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h
+$(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h test/annotations/itt_static.c \
+		       test/annotations/itt_static.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< test/annotations/itt_static.c -lze_loader -ldl \
+	  -lpthread
 BENCH_BUILD += $(BENCH_DIR)/bench_ze
 endif
 
