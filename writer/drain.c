@@ -42,8 +42,10 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 	}
 	point = events__host(ev, args, nargs, tid);
 	if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
-		flows__launch(ev, tid, point);
-	if (ev->flags & GT_EVF_RANGE)
+		flows__launch(ev, tid, point, ev->track && ev->track != ring_tid);
+	if (ev->flags & GT_EVF_TIMED)
+		ranges__timed(ev, tid);
+	else if (ev->flags & GT_EVF_RANGE)
 		ranges__end(ev, ring_tid);
 }
 

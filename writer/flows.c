@@ -25,7 +25,7 @@ static struct corr_entry *corr_slot(uint64_t corr)
 	return &W.corr[h >> (64 - CORR_TABLE_BITS)];
 }
 
-void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns)
+void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
 {
 	if (!W.corr)
 		W.corr = calloc(1u << CORR_TABLE_BITS, sizeof(*W.corr));
@@ -33,13 +33,15 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns)
 		struct corr_entry *e = corr_slot(ev->corr);
 
 		ranges__ctx_put(e->ctx);
-		*e = (struct corr_entry){ ev->corr, point_ns, tid, ranges__at_launch(ev, tid) };
+		*e = (struct corr_entry){ .corr = ev->corr, .point_ns = point_ns, .tid = tid,
+					  .foreign = foreign, .start_ns = ev->start_ns,
+					  .ctx = ranges__at_launch(ev, tid, foreign) };
 	}
 }
 
-static const struct corr_entry *corr_find(uint64_t corr)
+static struct corr_entry *corr_find(uint64_t corr)
 {
-	const struct corr_entry *e;
+	struct corr_entry *e;
 
 	if (!corr || !W.corr)
 		return NULL;
@@ -65,17 +67,28 @@ static bool arrows_in(const struct gt_event *ev)
  * each end strictly inside its own slice (place.c). */
 static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
+	/* calls found whether or not arrows are drawn: work without arrows
+	 * (Level Zero's waits on events) still carries their ranges */
 	bool arrows = arrows_in(ev);
-	const struct corr_entry *h1 = host_end(ev) || !arrows ? NULL : corr_find(ev->corr),
-				*h2 = arrows ? corr_find(ev->corr2) : NULL;
+	struct corr_entry *h1 = host_end(ev) ? NULL : corr_find(ev->corr), *h2 = corr_find(ev->corr2);
 	bool fwdbwd = ev->flags & GT_EVF_FWDBWD;
 	struct device_row row;
+
+	if (W.ur.any_timed) {
+		if (h1)
+			ranges__add_timed(h1);
+		if (h2)
+			ranges__add_timed(h2);
+	}
 
 	if (host_end(ev)) {
 		row = (struct device_row){ (uint32_t)gt_st.pid, ev->track, 0 };
 		row.point = events__host(ev, args, nargs, ev->track);
+		/* a plug-in's span, recorded off its thread's ring */
 		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
-			flows__launch(ev, ev->track, row.point);
+			flows__launch(ev, ev->track, row.point, true);
+		if (ev->flags & GT_EVF_TIMED)
+			ranges__timed(ev, ev->track);
 	} else {
 		/* the ranges of the call that recorded the work (a regular
 		 * list's append), and those of the one that ran it beside them */
@@ -83,8 +96,10 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 
 		if (h1 && h2 && h2->ctx && h1->ctx != h2->ctx)
 			r.exec = h1->ctx;
-		row = events__device(ev, args, nargs, h1 || h2, &r);
+		row = events__device(ev, args, nargs, arrows && (h1 || h2), &r);
 	}
+	if (!arrows)
+		return;
 	if (h1)
 		events__flow(++W.next_flow_id, h1, row.pid, row.tid, row.point, fwdbwd);
 	if (h2 && h2 != h1)
@@ -95,6 +110,10 @@ static bool device_ready(const struct pending *p, bool final)
 {
 	if (final || p->age >= PENDING_MAX_AGE)
 		return true;
+	/* a plug-in hands its annotations over after the work inside them:
+	 * a cycle later, they are read */
+	if (W.ur.any_timed && !p->age && !host_end(&p->ev))
+		return false;
 	return (host_end(&p->ev) || !p->ev.corr || corr_find(p->ev.corr)) &&
 	       (!p->ev.corr2 || corr_find(p->ev.corr2));
 }

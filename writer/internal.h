@@ -45,6 +45,9 @@ struct corr_entry {
 	uint64_t corr;
 	uint64_t point_ns; /* where the arrow starts inside the launch (place.c) */
 	uint32_t tid;
+	bool foreign;      /* recorded on another thread's ring (a plug-in's) */
+	bool timed_done;   /* ctx has its thread's timed ranges (ranges.c) */
+	uint64_t start_ns;
 	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
 
@@ -58,6 +61,7 @@ struct user_ranges {
 	struct urange **process; /* open or recently ended, by start */
 	size_t nprocess, process_cap;
 	uint64_t pversion, cycle;
+	bool any_timed; /* a range was handed over whole: device work waits a cycle */
 };
 
 struct arow;
@@ -161,7 +165,8 @@ GT_HIDDEN void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t du
 
 /* A launch was written (a host event with GT_EVF_LAUNCH and a correlation),
  * its arrow point at point_ns. */
-GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns);
+GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns,
+			    bool foreign);
 /* A device span, or a host span ending a flow (GT_EVF_FLOW_END, its row in
  * track): written once its launches are (or after a few cycles). */
 GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
@@ -175,8 +180,14 @@ GT_HIDDEN void flows__pending(bool final);
  * from the ring of thread ring_tid. */
 GT_HIDDEN void ranges__begin(const struct gt_event *ev, uint32_t ring_tid);
 GT_HIDDEN void ranges__end(const struct gt_event *ev, uint32_t ring_tid);
-/* The ranges open at a launch of thread tid (a reference), or NULL. */
-GT_HIDDEN struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid);
+/* A range handed over whole (a plug-in's annotation) on thread tid. */
+GT_HIDDEN void ranges__timed(const struct gt_event *ev, uint32_t tid);
+/* The ranges open at a launch of thread tid (a reference), or NULL;
+ * foreign: recorded on another ring, so the thread's stack is taken by time. */
+GT_HIDDEN struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool foreign);
+/* The launch's context with the timed ranges of its thread that hold its
+ * start, once they can have been read (a new reference replaces e->ctx). */
+GT_HIDDEN void ranges__add_timed(struct corr_entry *e);
 GT_HIDDEN struct rctx *ranges__ctx_get(struct rctx *c);
 GT_HIDDEN void ranges__ctx_put(struct rctx *c);
 GT_HIDDEN uint32_t ranges__name(const struct urange *u);

@@ -33,6 +33,8 @@ struct row_cursor {
 	uint64_t last_dur;
 	uint64_t end_ts, end_dur; /* the slice with the latest end written */
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
+	uint64_t parent_next; /* the next slice starts here at the earliest: inside a
+				 parent opened before it (place__parent; 0: none) */
 	bool any;
 };
 
@@ -99,6 +101,8 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		} else if (s < c->min_next) {
 			s = c->min_next;
 		}
+		if (s < c->parent_next)
+			s = c->parent_next;
 		e = e > s ? e : s;
 		if ((s == frontier || s == c->last_ts + c->last_dur) &&
 		    ((arrow && e - s < 3) ||
@@ -112,6 +116,7 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	p = (struct placed){ .ts = s, .dur = e - s, .point = e - s >= 3 ? s + 1 : s };
 	if (!c)
 		return p;
+	c->parent_next = 0;
 	if (!c->any || in_order) {
 		c->last_start = start;
 		c->last_ts = s;
@@ -137,15 +142,17 @@ uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start)
 		uint64_t frontier = c->end_ts + c->end_dur;
 
 		if (s == c->last_start && c->last_ts != s)
-			s = c->last_ts; /* after a slice that moved, from the same start */
-		if (s < c->min_next)
-			s = c->min_next; /* after a parent opened here before */
+			s = c->last_ts; /* with a slice that moved, from the same start */
+		else if (s < c->min_next)
+			s = c->min_next;
+		if (s < c->parent_next)
+			s = c->parent_next; /* inside a parent opened here before */
 		if ((s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
 		    (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))
 			s++;
 	}
 	/* the slice that opens it starts 1 ns in */
-	c->min_next = s + 1;
+	c->parent_next = s + 1;
 	c->any = true;
 	return s;
 }

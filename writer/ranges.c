@@ -21,6 +21,8 @@
 #include "internal.h"
 
 #define PROCESS_KEEP_CYCLES 4 /* cycles an ended process range is kept */
+#define TIMED_KEEP_CYCLES   8 /* ... and a timed one (launches are read before it) */
+#define TIMED_MAX           1024 /* timed ranges kept per thread */
 #define CTX_MAX             64 /* ranges in one context; deeper ones are left out */
 
 struct urange {
@@ -41,6 +43,8 @@ struct tstack {
 	uint64_t version; /* changes with the stack */
 	struct rctx *cached;
 	uint64_t cached_version, cached_pversion;
+	struct urange **timed; /* ranges handed over whole, in the order read */
+	uint32_t ntimed;
 	struct tstack *hnext;
 };
 
@@ -228,6 +232,9 @@ void ranges__thread_gone(uint32_t tid)
 		ranges__urange_put(t->r[i]);
 	}
 	ranges__ctx_put(t->cached);
+	for (uint32_t i = 0; i < t->ntimed; i++)
+		ranges__urange_put(t->timed[i]);
+	free(t->timed);
 	free(t->r);
 	free(t);
 }
@@ -355,18 +362,27 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 	return c;
 }
 
-struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid)
+struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool foreign)
 {
-	struct urange *p[CTX_MAX];
+	struct urange *p[CTX_MAX], *th[CTX_MAX];
 	struct tstack *t = R.threads ? thread(tid, false) : NULL;
 	bool all_open = true;
 	unsigned np = R.nprocess ? process_at(ev->start_ns, p, CTX_MAX, &all_open) : 0;
 	unsigned nt = t ? t->n : 0;
 	/* the thread's context is shared while it holds every open range */
-	bool shared = t && all_open;
+	bool shared = t && all_open && !foreign;
 
 	if (!np && !nt)
 		return NULL;
+	if (foreign && t) {
+		/* read off the thread's ring: its stack now, as far as it was
+		 * open at the launch (ranges that ended since are not known) */
+		nt = 0;
+		for (uint32_t i = 0; i < t->n && nt < CTX_MAX; i++)
+			if (t->r[i]->start_ns <= ev->start_ns)
+				th[nt++] = t->r[i];
+		return np || nt ? ctx_new(p, np, th, nt) : NULL;
+	}
 	if (shared && t->cached && t->cached_version == t->version &&
 	    t->cached_pversion == R.pversion)
 		return ranges__ctx_get(t->cached);
@@ -380,11 +396,98 @@ struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid)
 	return c;
 }
 
+void ranges__timed(const struct gt_event *ev, uint32_t tid)
+{
+	struct tstack *t = thread(tid, true);
+	struct urange *u;
+
+	if (!t || ev->end_ns <= ev->start_ns)
+		return;
+	if (!t->timed && !(t->timed = calloc(TIMED_MAX, sizeof(*t->timed))))
+		return;
+	if (t->ntimed == TIMED_MAX) {
+		ranges__urange_put(t->timed[0]);
+		memmove(t->timed, t->timed + 1, (TIMED_MAX - 1) * sizeof(*t->timed));
+		t->ntimed--;
+	}
+	if (!(u = calloc(1, sizeof(*u))))
+		return;
+	*u = (struct urange){ .start_ns = ev->start_ns, .end_ns = ev->end_ns, .name = ev->name,
+			      .tid = tid, .refs = 1, .begun = true, .ended_cycle = R.cycle };
+	t->timed[t->ntimed++] = u;
+	R.any_timed = true;
+}
+
+/* Outer first: the earlier start, then the later end. */
+static bool outer_of(const struct urange *a, const struct urange *b)
+{
+	return a->start_ns < b->start_ns || (a->start_ns == b->start_ns && a->end_ns > b->end_ns);
+}
+
+void ranges__add_timed(struct corr_entry *e)
+{
+	struct tstack *t = e->timed_done ? NULL : thread(e->tid, false);
+	struct urange *th[CTX_MAX], *timed[CTX_MAX];
+	unsigned np, nt = 0, nb = 0, i = 0, j = 0;
+	const struct rctx *c = e->ctx;
+
+	e->timed_done = true;
+	if (!t)
+		return;
+	for (uint32_t k = 0; k < t->ntimed && nt < CTX_MAX; k++) {
+		struct urange *u = t->timed[k];
+
+		if (u->start_ns <= e->start_ns && e->start_ns < u->end_ns)
+			timed[nt++] = u;
+	}
+	if (!nt)
+		return;
+	/* timed ranges nest among themselves and with the stack: by start */
+	for (unsigned a = 1; a < nt; a++)
+		for (unsigned b = a; b > 0 && outer_of(timed[b], timed[b - 1]); b--) {
+			struct urange *x = timed[b];
+			timed[b] = timed[b - 1];
+			timed[b - 1] = x;
+		}
+	np = c ? c->n - c->nthread : 0;
+	unsigned nstack = c ? c->nthread : 0;
+	while ((i < nstack || j < nt) && nb < CTX_MAX) {
+		if (j >= nt || (i < nstack && outer_of(c->r[np + i], timed[j])))
+			th[nb++] = c->r[np + i++];
+		else
+			th[nb++] = timed[j++];
+	}
+	struct rctx *n = ctx_new(c ? c->r : NULL, np, th, nb);
+	if (n) {
+		ranges__ctx_put(e->ctx);
+		e->ctx = n;
+	}
+}
+
+static void timed_prune(void)
+{
+	for (size_t h = 0; R.threads && h <= R.threads_mask; h++)
+		for (struct tstack *t = R.threads[h]; t; t = t->hnext) {
+			uint32_t drop = 0;
+
+			while (drop < t->ntimed &&
+			       R.cycle - t->timed[drop]->ended_cycle > TIMED_KEEP_CYCLES)
+				ranges__urange_put(t->timed[drop++]);
+			if (drop) {
+				memmove(t->timed, t->timed + drop,
+					(t->ntimed - drop) * sizeof(*t->timed));
+				t->ntimed -= drop;
+			}
+		}
+}
+
 void ranges__cycle_end(void)
 {
 	size_t keep = 0;
 
 	R.cycle++;
+	if (R.any_timed)
+		timed_prune();
 	for (size_t i = 0; i < R.nprocess; i++) {
 		struct urange *u = R.process[i];
 

@@ -267,6 +267,9 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 		/* Device spans may point at it: the writer keeps launches for flows. */
 		if (span && e.correlation)
 			ev.flags = GT_EVF_LAUNCH;
+		/* an annotation is a user range of its thread, given whole */
+		if (span && e.kind == GPUTRACE_KIND_ANNOTATION)
+			ev.flags |= GT_EVF_RANGE | GT_EVF_TIMED;
 	} else {
 		const struct plugin_row *row = builder__row(b, e.row);
 

@@ -252,3 +252,34 @@ def test_no_ranges_no_annotations(tmp_path):
     assert device_spans(t)
     assert not any("range" in e.get("args", {}) for e in device_spans(t))
     assert not annotations(t)
+
+
+def test_plugin_annotations_are_ranges(tmp_path):
+    """A plug-in's host annotations are ranges of their thread, handed over
+    whole after the work inside them: the busy plug-in's "step" around 8
+    launches (zero-length and back-to-back device spans, a device-side
+    "phase" slice at the same start as the first) projects onto its work."""
+    busy = BUILD / "test" / "viewers" / "plugin"
+    need(busy / "libbusy.so")
+    r = run(["/bin/true"], tmp_path=tmp_path,
+            env={"GPUTRACE_PLUGIN_PATH": str(busy), "GPUTRACE_PLUGIN_CONFIG": "busy:20",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "s.json")})
+    assert r.returncode == 0, r.stderr
+    t = viewer_rules.load_exact(r.trace_path)
+    spans = device_spans(t)
+    assert len(spans) == 160
+    assert all((e["args"]["range"], e["args"]["ranges"]) == ("step", ["step"]) for e in spans)
+    anns = annotations(t)
+    assert len(anns) == 20 and all(a["args"]["spans"] == 8 for a in anns)
+    order = sorted(spans, key=lambda e: ns(e["ts"]))
+    for k, a in enumerate(sorted(anns, key=lambda e: ns(e["ts"]))):
+        mine = order[8 * k:8 * k + 8]
+        start, end = span_ns(a)
+        assert start < ns(mine[0]["ts"]) <= start + 1
+        last = span_ns(mine[-1])
+        assert end == (last[1] if last[1] > last[0] else last[0] + 1)
+    assert viewer_rules.check_flows(t) == 160
+    viewer_rules.check_rounding(t)
+    rows = {x["name"]: x for x in json.loads((tmp_path / "s.json").read_text())["ranges"]}
+    assert rows["step"]["count"] == 20 and rows["step"]["device_spans"] == 160
+    assert rows["step"]["kernels"] == 80

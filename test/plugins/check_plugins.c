@@ -872,7 +872,12 @@ START_TEST(builder_host_and_categories)
 	ck_assert_int_eq(api->instant(b, &ev), 0);
 	ev = event(GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "no corr");
 	ck_assert_int_eq(api->span(b, &ev), 0);
-	ck_assert_uint_eq(nrecs, 3);
+	/* an annotation span is a user range of its thread, handed over whole */
+	ev = event(GPUTRACE_KIND_ANNOTATION, GPUTRACE_ROW_HOST, "phase");
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ck_assert_uint_eq(nrecs, 4);
+	ck_assert_uint_eq(recs[3].ev.flags, GT_EVF_RANGE | GT_EVF_TIMED);
+	ck_assert_str_eq(str(recs[3].ev.cat), "user_annotation");
 	ck_assert_uint_eq(recs[0].ev.type, GT_EV_HOST_SPAN);
 	ck_assert_uint_eq(recs[0].ev.track, 0);
 	ck_assert_uint_eq(recs[0].ev.flags, GT_EVF_LAUNCH);
