@@ -74,11 +74,11 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 	bool fwdbwd = ev->flags & GT_EVF_FWDBWD;
 	struct device_row row;
 
-	if (W.ur.any_timed) {
+	if (W.ur.any_timed || W.ur.any_process) {
 		if (h1)
-			ranges__add_timed(h1);
+			ranges__complete(h1);
 		if (h2)
-			ranges__add_timed(h2);
+			ranges__complete(h2);
 	}
 
 	if (host_end(ev)) {
@@ -110,9 +110,10 @@ static bool device_ready(const struct pending *p, bool final)
 {
 	if (final || p->age >= PENDING_MAX_AGE)
 		return true;
-	/* a plug-in hands its annotations over after the work inside them:
-	 * a cycle later, they are read */
-	if (W.ur.any_timed && !p->age && !host_end(&p->ev))
+	/* a plug-in hands its annotations over after the work inside them, a
+	 * process range may begin on a ring read after the launch's: a cycle
+	 * later, they are read */
+	if ((W.ur.any_timed || W.ur.any_process) && !p->age && !host_end(&p->ev))
 		return false;
 	return (host_end(&p->ev) || !p->ev.corr || corr_find(p->ev.corr)) &&
 	       (!p->ev.corr2 || corr_find(p->ev.corr2));

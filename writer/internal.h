@@ -46,7 +46,7 @@ struct corr_entry {
 	uint64_t point_ns; /* where the arrow starts inside the launch (place.c) */
 	uint32_t tid;
 	bool foreign;      /* recorded on another thread's ring (a plug-in's) */
-	bool timed_done;   /* ctx has its thread's timed ranges (ranges.c) */
+	bool completed;    /* ctx completed once its rings were read (ranges.c) */
 	uint64_t start_ns;
 	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
@@ -61,7 +61,9 @@ struct user_ranges {
 	struct urange **process; /* open or recently ended, by start */
 	size_t nprocess, process_cap;
 	uint64_t pversion, cycle;
-	bool any_timed; /* a range was handed over whole: device work waits a cycle */
+	/* device work waits a cycle (its launches' contexts are completed then):
+	 * a range was handed over whole, or a process range was seen */
+	bool any_timed, any_process;
 };
 
 struct arow;
@@ -185,9 +187,11 @@ GT_HIDDEN void ranges__timed(const struct gt_event *ev, uint32_t tid);
 /* The ranges open at a launch of thread tid (a reference), or NULL;
  * foreign: recorded on another ring, so the thread's stack is taken by time. */
 GT_HIDDEN struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool foreign);
-/* The launch's context with the timed ranges of its thread that hold its
- * start, once they can have been read (a new reference replaces e->ctx). */
-GT_HIDDEN void ranges__add_timed(struct corr_entry *e);
+/* The launch's context completed, once every ring has been read past it:
+ * the process's ranges at its start (one may have begun on a thread read
+ * before it was recorded), the timed ranges of its thread that hold it.
+ * Once per launch; a new reference replaces e->ctx. */
+GT_HIDDEN void ranges__complete(struct corr_entry *e);
 GT_HIDDEN struct rctx *ranges__ctx_get(struct rctx *c);
 GT_HIDDEN void ranges__ctx_put(struct rctx *c);
 GT_HIDDEN uint32_t ranges__name(const struct urange *u);

@@ -285,6 +285,7 @@ void ranges__begin(const struct gt_event *ev, uint32_t ring_tid)
 	u->tid = ev->track ? ev->track : ring_tid;
 	u->process = ev->flags & GT_EVF_PROCESS;
 	if (u->process) {
+		R.any_process = true;
 		process_add(u);
 	} else {
 		struct tstack *t = thread(u->tid, true);
@@ -306,6 +307,7 @@ void ranges__end(const struct gt_event *ev, uint32_t ring_tid)
 		if (!(ev->flags & GT_EVF_PROCESS) || !(u = map_add(ev->corr2)))
 			return;
 		u->process = true;
+		R.any_process = true;
 		u->start_ns = ev->start_ns;
 		u->name = ev->name;
 		u->tid = ev->track ? ev->track : ring_tid;
@@ -424,24 +426,54 @@ static bool outer_of(const struct urange *a, const struct urange *b)
 	return a->start_ns < b->start_ns || (a->start_ns == b->start_ns && a->end_ns > b->end_ns);
 }
 
-void ranges__add_timed(struct corr_entry *e)
+/* The process's ranges at t as far as read by now, with those of the
+ * launch's first answer that are no longer kept (ended long ago). */
+static unsigned process_again(uint64_t t, const struct rctx *c, struct urange **p)
 {
-	struct tstack *t = e->timed_done ? NULL : thread(e->tid, false);
-	struct urange *th[CTX_MAX], *timed[CTX_MAX];
-	unsigned np, nt = 0, nb = 0, i = 0, j = 0;
-	const struct rctx *c = e->ctx;
+	unsigned n = 0, old = c ? c->n - c->nthread : 0;
+	bool all_open;
 
-	e->timed_done = true;
-	if (!t)
+	n = process_at(t, p, CTX_MAX, &all_open);
+	for (unsigned i = 0; i < old && n < CTX_MAX; i++) {
+		unsigned k;
+
+		for (k = 0; k < R.nprocess && R.process[k] != c->r[i]; k++)
+			;
+		if (k == R.nprocess)
+			p[n++] = c->r[i];
+	}
+	/* by start, as the list is */
+	for (unsigned a = 1; a < n; a++)
+		for (unsigned b = a; b > 0 && p[b]->start_ns < p[b - 1]->start_ns; b--) {
+			struct urange *x = p[b];
+			p[b] = p[b - 1];
+			p[b - 1] = x;
+		}
+	return n;
+}
+
+void ranges__complete(struct corr_entry *e)
+{
+	struct tstack *t = e->completed ? NULL : thread(e->tid, false);
+	struct urange *p[CTX_MAX], *th[CTX_MAX], *timed[CTX_MAX];
+	const struct rctx *c = e->ctx;
+	unsigned np, nt = 0, nb = 0, i = 0, j = 0, old_np = c ? c->n - c->nthread : 0;
+	unsigned nstack = c ? c->nthread : 0;
+
+	if (e->completed)
 		return;
-	for (uint32_t k = 0; k < t->ntimed && nt < CTX_MAX; k++) {
+	e->completed = true;
+	np = R.any_process ? process_again(e->start_ns, c, p) : old_np;
+	if (!R.any_process && old_np)
+		memcpy(p, c->r, old_np * sizeof(*p));
+	for (uint32_t k = 0; t && k < t->ntimed && nt < CTX_MAX; k++) {
 		struct urange *u = t->timed[k];
 
 		if (u->start_ns <= e->start_ns && e->start_ns < u->end_ns)
 			timed[nt++] = u;
 	}
-	if (!nt)
-		return;
+	if (!nt && np == old_np && (!np || !memcmp(p, c->r, np * sizeof(*p))))
+		return; /* the launch's own answer stands */
 	/* timed ranges nest among themselves and with the stack: by start */
 	for (unsigned a = 1; a < nt; a++)
 		for (unsigned b = a; b > 0 && outer_of(timed[b], timed[b - 1]); b--) {
@@ -449,16 +481,14 @@ void ranges__add_timed(struct corr_entry *e)
 			timed[b] = timed[b - 1];
 			timed[b - 1] = x;
 		}
-	np = c ? c->n - c->nthread : 0;
-	unsigned nstack = c ? c->nthread : 0;
-	while ((i < nstack || j < nt) && nb < CTX_MAX) {
-		if (j >= nt || (i < nstack && outer_of(c->r[np + i], timed[j])))
-			th[nb++] = c->r[np + i++];
+	while ((i < nstack || j < nt) && nb < CTX_MAX - np) {
+		if (j >= nt || (i < nstack && outer_of(c->r[old_np + i], timed[j])))
+			th[nb++] = c->r[old_np + i++];
 		else
 			th[nb++] = timed[j++];
 	}
-	struct rctx *n = ctx_new(c ? c->r : NULL, np, th, nb);
-	if (n) {
+	struct rctx *n = np + nb ? ctx_new(p, np, th, nb) : NULL;
+	if (n || !(np + nb)) {
 		ranges__ctx_put(e->ctx);
 		e->ctx = n;
 	}

@@ -133,6 +133,7 @@ KERNEL_RANGES = {
     "k_fwd2": ("forward", ["epoch", "train", "forward"]),
     "k_bwd": ("backward", ["epoch", "train", "backward"]),
     "k_after": ("epoch", ["epoch"]),
+    "k_peer": ("epoch", ["epoch"]),
     "k_worker": ("worker", ["worker"]),
 }
 
@@ -152,7 +153,7 @@ def check_device_ranges(trace):
     spans = device_spans(trace)
     kernels = collections.Counter(e["name"] for e in spans if e["cat"] == "kernel")
     assert kernels == {"k_recorded": 2, "k_fwd1": 1, "k_fwd2": 1, "k_bwd": 1, "k_after": 1,
-                       "k_worker": 1}
+                       "k_peer": 1, "k_worker": 1}
     for e in spans:
         a = e["args"]
         name = e["name"] if e["cat"] == "kernel" else "k_recorded"  # the list's copy
@@ -204,7 +205,7 @@ def test_ranges_on_device(tmp_path, api):
     check_device_ranges(t)
     check_annotations(t)
     # arrows still bind to the kernels, for every viewer's rule
-    assert viewer_rules.check_flows(t) == 13
+    assert viewer_rules.check_flows(t) == 14
     viewer_rules.check_rounding(t)
 
 
@@ -225,7 +226,7 @@ def test_ranges_summary(tmp_path, api):
         assert row["device_ns"] == sum(ns(e["dur"]) for e in work)
         assert row["device_spans"] == len(work)
         assert row["kernels"] == sum(e["cat"] == "kernel" for e in work)
-    assert rows["train"]["kernels"] == 3 and rows["epoch"]["kernels"] == 4
+    assert rows["train"]["kernels"] == 3 and rows["epoch"]["kernels"] == 5
     assert rows["step 1"]["kernels"] == 0  # its work was recorded under "record"
     assert s["totals"]["ranges"]["distinct"] == 8
     # on stderr too, and `gputrace summary FILE` gives the same table

@@ -9,6 +9,8 @@
  *    "train" > "forward" (two kernels) and "train" > "backward" (one
  *    kernel) on an immediate list, then one kernel in "epoch" alone; all of
  *    it is waited for after every range has ended;
+ *  - inside "epoch", another thread launching "k_peer" in no range of its
+ *    own: the process's range is its only one;
  *  - a second thread launching "k_worker" inside its own "worker";
  *  - a marker and a counter.
  * Prints one line per phase; exit 0.
@@ -59,6 +61,17 @@ static void launch(ze_command_list_handle_t list, const char *kernel, ze_event_h
 	ze_kernel_handle_t k = app_kernel(module, kernel, 16, 1, 1);
 
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, k, &groups, signal, 0, NULL));
+}
+
+static void *peer(void *arg)
+{
+	ze_command_list_handle_t imm = app_immediate_list(&z, 0, 0);
+	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
+	ze_event_handle_t done = app_event(pool, 0);
+
+	launch(imm, "k_peer", done);
+	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
+	return NULL;
 }
 
 static void *worker(void *arg)
@@ -123,11 +136,13 @@ int main(void)
 	RANGE_POP();
 	RANGE_POP();
 	launch(imm, "k_after", done);
+	pthread_create(&t, NULL, peer, NULL);
+	pthread_join(t, NULL);
 	PROCESS_END(epoch);
 	MARK("launched");
 	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
 	COUNT(0);
-	printf("immediate list: 4 kernels\n");
+	printf("immediate list: 4 kernels, 1 on a peer thread\n");
 
 	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
