@@ -236,6 +236,16 @@ def test_ranges_summary(tmp_path, api):
     out = subprocess.run([tool, "summary", "--json", "-", r.trace_path], capture_output=True)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["ranges"] == s["ranges"]
+    # CI gates name a range
+    checks = ['range["forward"].kernels == 2', 'range["train"].device > 0',
+              'range["*"].count == 8', 'ranges.distinct == 8', 'range["step 1"].kernels == 0']
+    out = subprocess.run([tool, "check", tmp_path / "summary.json"] + checks,
+                         capture_output=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.decode().count("PASS ") == len(checks)
+    out = subprocess.run([tool, "check", r.trace_path, 'range["forward"].kernels == 3'],
+                         capture_output=True)
+    assert out.returncode == 1 and b"FAIL" in out.stdout, out.stdout + out.stderr
 
 
 def test_itt_protocol_1_on_device(tmp_path):
@@ -284,3 +294,29 @@ def test_plugin_annotations_are_ranges(tmp_path):
     rows = {x["name"]: x for x in json.loads((tmp_path / "s.json").read_text())["ranges"]}
     assert rows["step"]["count"] == 20 and rows["step"]["device_spans"] == 160
     assert rows["step"]["kernels"] == 80
+
+
+def test_kineto_plugin_annotations_are_ranges(tmp_path):
+    """A Kineto plug-in's user annotations (the PyTorch profiler's
+    record_function ranges) are ranges of their thread: the kernels of the
+    launches inside them carry them, each under its gpu_user_annotation."""
+    so = BUILD / "test" / "plugins" / "kineto" / "npu.so"
+    host = BUILD / "test" / "plugins" / "host_app"
+    need(so)
+    need(host)
+    d = tmp_path / "kineto"
+    d.mkdir()
+    (d / so.name).write_bytes(so.read_bytes())
+    r = run([host, "20"], tmp_path=tmp_path,
+            env={"KINETO_PLUGIN_LIB_DIR_PATH": str(d), "KSIM_RANGES": "1"})
+    t = viewer_rules.load_exact(r.trace_path)
+    kernels = [e for e in device_spans(t) if e["cat"] == "kernel"]
+    assert sorted(e["name"] for e in kernels) == ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
+    assert all(e["args"]["ranges"] == ["npu step"] for e in kernels), kernels
+    anns = [a for a in annotations(t) if a["name"] == "npu step"]
+    assert len(anns) == 3 and all(a["args"]["spans"] == 1 for a in anns)
+    for a in anns:
+        start, end = span_ns(a)
+        k = [e for e in kernels if start < ns(e["ts"]) <= start + 1]
+        assert len(k) == 1 and span_ns(k[0])[1] == end
+    viewer_rules.check_flows(t)

@@ -257,6 +257,9 @@ const int32_t NPU = 0, COMPUTE = 1, COPY = 2;
 		char name[32], value[64];
 
 		snprintf(name, sizeof(name), "npu_kernel_%d", i);
+		if (getenv("KSIM_RANGES"))
+			o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_USER_ANNOTATION, at - 10 * US,
+				at + 30 * US, getpid(), s->main_tid, "npu step");
 		o.event(runtime, at, at + 20 * US, getpid(), s->main_tid, "npuLaunchKernel");
 		o.flow(KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_ASYNC_CPU_GPU, 1 + i, true);
 		snprintf(value, sizeof(value), "\"%s\"", name);
@@ -372,6 +375,11 @@ int query(KinetoPlugin_ProfilerQuery_Params *p)
 				   i < p->supportedActivityTypesMaxLen;
 		     i++)
 			p->pSupportedActivityTypes[i] = mine[i];
+	/* KSIM_RANGES: user annotations around the launches too */
+	size_t nmine = sizeof(mine) / sizeof(mine[0]);
+	if (getenv("KSIM_RANGES") && p->pSupportedActivityTypes &&
+	    nmine < p->supportedActivityTypesMaxLen)
+		p->pSupportedActivityTypes[nmine] = KINETO_PLUGIN_PROFILE_EVENT_TYPE_USER_ANNOTATION;
 #endif
 	return 0;
 }
