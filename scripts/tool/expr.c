@@ -39,7 +39,7 @@ enum agg {
 
 #define TB(t) (1u << (t))
 #define TIMED (TB(ST_KERNELS) | TB(ST_API) | TB(ST_ANNOTATIONS) | TB(ST_COPIES))
-#define ALL   (TIMED | TB(ST_DEVICES))
+#define ALL   (TIMED | TB(ST_DEVICES) | TB(ST_RANGES))
 
 struct field {
 	const char *name;  /* as in the JSON */
@@ -66,6 +66,12 @@ static const struct field fields[] = {
 	{ "first_ns", TB(ST_DEVICES), DIM_TIME, false, A_MIN },
 	{ "last_ns", TB(ST_DEVICES), DIM_TIME, false, A_MAX },
 	{ "utilization", TB(ST_DEVICES), DIM_COUNT, true, A_UTIL },
+	/* user ranges: their host time, the device work launched inside them */
+	{ "count", TB(ST_RANGES), DIM_COUNT, false, A_SUM },
+	{ "host_ns", TB(ST_RANGES), DIM_TIME, false, A_SUM },
+	{ "device_ns", TB(ST_RANGES), DIM_TIME, false, A_SUM },
+	{ "device_spans", TB(ST_RANGES), DIM_COUNT, false, A_SUM },
+	{ "kernels", TB(ST_RANGES), DIM_COUNT, false, A_SUM },
 	{ "distinct", ALL, DIM_COUNT, false, A_ROWS },
 };
 
@@ -88,10 +94,11 @@ static const struct {
 	{ "annotations", ST_ANNOTATIONS }, { "annotation", ST_ANNOTATIONS },
 	{ "copies", ST_COPIES }, { "copy", ST_COPIES },
 	{ "devices", ST_DEVICES }, { "device", ST_DEVICES },
+	{ "ranges", ST_RANGES }, { "range", ST_RANGES },
 };
 
 static const char *const row_noun[ST__COUNT] = { "kernel", "API call", "annotation",
-						 "copy kind", "device" };
+						 "copy kind", "device", "range" };
 
 /* Single values of the summary, by their JSON path. */
 static const struct {
@@ -112,6 +119,9 @@ static const struct {
 	{ "totals.annotations.distinct", DIM_COUNT },
 	{ "totals.annotations.count", DIM_COUNT },
 	{ "totals.annotations.total_ns", DIM_TIME },
+	{ "totals.ranges.distinct", DIM_COUNT },
+	{ "totals.ranges.count", DIM_COUNT },
+	{ "totals.ranges.host_ns", DIM_TIME },
 	{ "totals.copies.count", DIM_COUNT },
 	{ "totals.copies.bytes", DIM_BYTES },
 	{ "totals.copies.total_ns", DIM_TIME },
@@ -137,6 +147,7 @@ static const struct {
 static const char *const lost_reasons[] = {
 	"ring_full",	     "cupti_dropped",	 "cupti_no_timestamp", "cuda_event_timing",
 	"nvtx_too_deep",     "nvtx_open_ranges", "nvtx_attributes",    "plugin_dropped",
+	"ranges_too_deep",   "itt_open_ranges",
 	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",
 	"unknown",
 };
@@ -577,7 +588,7 @@ static struct node *parse_path(struct parser *ps)
 		near_name(segs[0].name, hint, sizeof(hint));
 		fail_at(ps, segs[0].pos, segs[0].len,
 			"unknown name '%s': rows are kernel[...], api[...], annotation[...], "
-			"copy[...], device[...], lost[...]%s",
+			"range[...], copy[...], device[...], lost[...]%s",
 			segs[0].name, hint);
 		goto out;
 	}
@@ -602,8 +613,8 @@ static struct node *parse_path(struct parser *ps)
 	if (!canon) {
 		near_name(segs[0].name, hint, sizeof(hint));
 		fail_at(ps, start, ps->p - start,
-			"unknown name '%s'%s (rows: kernel[...], api[...], annotation[...], copy[...], "
-			"device[...]; values: device.kernels, device.copies, lost, lost.REASON, "
+			"unknown name '%s'%s (rows: kernel[...], api[...], annotation[...], range[...], "
+			"copy[...], device[...]; values: device.kernels, device.copies, lost, lost.REASON, "
 			"spans, window, trace.bytes, totals.*: see README \"Checks\")",
 			path, hint);
 		goto out;

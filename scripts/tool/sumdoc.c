@@ -10,7 +10,7 @@
 #include "sumdoc.h"
 
 const char *const stab__key[ST__COUNT] = { "kernels", "api_calls", "annotations", "copies",
-					   "devices" };
+					   "devices", "ranges" };
 
 /* Members a summary has at its top level: a summary reformatted (jq -S)
  * may start with any of them. A trace starts with '[' or with members of
@@ -20,7 +20,7 @@ static bool summary_key(const char *quoted)
 	static const char *const keys[] = { "\"schema\"", "\"version\"", "\"trace\"",
 					    "\"window\"", "\"spans\"", "\"kernels\"",
 					    "\"api_calls\"", "\"annotations\"", "\"copies\"",
-					    "\"devices\"", "\"totals\"", "\"lost\"",
+					    "\"devices\"", "\"ranges\"", "\"totals\"", "\"lost\"",
 					    "\"partial\"" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
