@@ -288,8 +288,9 @@ static void emit_last(struct kineto_prof *k)
 	case K_HOST_INSTANT:
 		ev.type = place == K_HOST ? GT_EV_HOST_SPAN : GT_EV_INSTANT;
 		ev.track = l->resource > 0 ? (uint32_t)l->resource : (uint32_t)getpid();
-		/* a user annotation is a range of its thread, handed over whole */
-		if (place == K_HOST && t->kind == GT_KIND(ANNOTATION))
+		/* a user annotation (record_function) is a range of its thread,
+		 * handed over whole; operators (cpu_op) are not */
+		if (place == K_HOST && !strcmp(t->cat, "user_annotation"))
 			ev.flags |= GT_EVF_RANGE | GT_EVF_TIMED;
 		if (place == K_HOST_INSTANT) {
 			ev.end_ns = ev.start_ns;
