@@ -165,7 +165,11 @@ def check_device_ranges(trace):
         ("kernel", "step 2", ["step 2"]), ("gpu_memcpy", "step 2", ["step 2"])]
 
 
-def check_annotations(trace):
+ZE_ANNOTATIONS = {("record", 4): 1, ("train", 3): 1, ("forward", 2): 1, ("backward", 1): 1,
+                  ("worker", 1): 1}
+
+
+def check_annotations(trace, expected=ZE_ANNOTATIONS):
     """Per row, each annotation covers exactly the work of its range there:
     from its first span (1 ns before it per annotation opening there, so
     the kernel is innermost) to its last span's end."""
@@ -175,8 +179,7 @@ def check_annotations(trace):
     for e in spans:
         rows[(e["pid"], e["tid"])].append(e)
     got = collections.Counter((a["name"], a["args"]["spans"]) for a in anns)
-    assert got == {("record", 4): 1, ("train", 3): 1, ("forward", 2): 1, ("backward", 1): 1,
-                   ("worker", 1): 1}, anns
+    assert got == expected, anns
     for a in anns:
         row = sorted(rows[(a["pid"], a["tid"])], key=lambda e: ns(e["ts"]))
         # the work of this thread range on this row
@@ -246,6 +249,45 @@ def test_ranges_summary(tmp_path, api):
     out = subprocess.run([tool, "check", r.trace_path, 'range["forward"].kernels == 3'],
                          capture_output=True)
     assert out.returncode == 1 and b"FAIL" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.sanitize
+def test_nvtx_ranges_on_cuda_device(tmp_path):
+    """CUDA: NVTX ranges around asynchronous launches (the fake libcudart,
+    CUDA events timing its 300 us kernels) have all ended before the work
+    runs; the kernels carry them all the same, a second thread's kernel on
+    its own stream carries its own range and the process's start/end range,
+    and each stream row gets the annotations around exactly its work."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    r = run([app], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    kernels = {e["name"]: e for e in device_spans(t)}
+    assert set(kernels) == {"k_fwd1", "k_fwd2", "k_bwd", "k_worker", "k_after"}
+    assert all(e["args"]["timing"] == "cuda_events" for e in kernels.values())
+    got = {n: (e["args"].get("range"), e["args"].get("ranges")) for n, e in kernels.items()}
+    assert got == {"k_fwd1": ("forward", ["epoch", "train", "forward"]),
+                   "k_fwd2": ("forward", ["epoch", "train", "forward"]),
+                   "k_bwd": ("backward", ["epoch", "train", "backward"]),
+                   "k_worker": ("worker", ["epoch", "worker"]),
+                   "k_after": (None, None)}
+    host = {e["name"]: e for e in events(t, ph="X", cat="user_annotation")}
+    # asynchronous: each range ended before its last kernel started
+    for name, last in (("forward", "k_fwd2"), ("backward", "k_bwd"), ("train", "k_bwd")):
+        assert span_ns(host[name])[1] < ns(kernels[last]["ts"]), name
+    assert kernels["k_worker"]["tid"] != kernels["k_fwd1"]["tid"]  # its own stream's row
+    check_annotations(t, {("train", 3): 1, ("forward", 2): 1, ("backward", 1): 1,
+                          ("worker", 1): 1})
+    assert {a["args"]["tid"] for a in annotations(t) if a["name"] == "worker"} == \
+        {host["worker"]["tid"]}
+    assert viewer_rules.check_flows(t) == 5
+    rows = {x["name"]: x for x in json.loads((tmp_path / "summary.json").read_text())["ranges"]}
+    assert {n: rows[n]["kernels"] for n in rows} == {"epoch": 4, "train": 3, "forward": 2,
+                                                      "backward": 1, "worker": 1}
 
 
 def test_itt_protocol_1_on_device(tmp_path):

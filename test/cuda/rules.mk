@@ -54,6 +54,13 @@ $(CUDA_OUT)/nvtx_app: test/cuda/nvtx_app.c
 
 TEST_BUILD += $(CUDA_OUT)/nvtx_app
 
+# NVTX ranges around launches on the fake libcudart (-rdynamic: kernel names)
+$(CUDA_OUT)/nvtx_ranges: test/cuda/nvtx_ranges.c $(FAKE_RT)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -rdynamic -o $@ $< \
+	  -L$(dir $(FAKE_RT)) -lcudart -Wl,-rpath,$(abspath $(dir $(FAKE_RT))) -ldl -lpthread
+
+TEST_BUILD += $(CUDA_OUT)/nvtx_ranges
+
 ifeq ($(HAVE_CHECK),1)
 # Linked with the fake libcudart: the wrappers' "one source per call" is
 # checked against simulated CUPTI callbacks.

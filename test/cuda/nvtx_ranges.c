@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NVTX ranges around asynchronous CUDA launches (fake libcudart, CUDA
+ * events timing them): every range has ended long before the queued
+ * "kernels" (300 us each) run, so only the launch-time record can tell the
+ * device work which ranges caused it. A process range (start/end) spans a
+ * second thread's launch on its own stream.
+ */
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct dim3 {
+	unsigned x, y, z;
+};
+int cudaSetDevice(int d);
+int cudaStreamCreate(void **s);
+int cudaStreamDestroy(void *s);
+int cudaStreamSynchronize(void *s);
+int cudaLaunchKernel(const void *f, struct dim3 g, struct dim3 b, void **a, size_t sm, void *s);
+
+/* host stubs: their names are the kernels' names (cudaFuncGetName) */
+void k_fwd1(void) {}
+void k_fwd2(void) {}
+void k_bwd(void) {}
+void k_worker(void) {}
+void k_after(void) {}
+
+static void launch(void (*k)(void), void *s)
+{
+	struct dim3 grid = { 64, 1, 1 }, block = { 128, 1, 1 };
+
+	cudaLaunchKernel((const void *)k, grid, block, NULL, 0, s);
+}
+
+static void *worker(void *s)
+{
+	nvtxRangePushA("worker");
+	launch(k_worker, s);
+	nvtxRangePop();
+	cudaStreamSynchronize(s);
+	return NULL;
+}
+
+int main(void)
+{
+	void *s = NULL, *s2 = NULL;
+	pthread_t t;
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	cudaStreamCreate(&s2);
+
+	nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
+	nvtxRangePushA("train");
+	nvtxRangePushA("forward");
+	launch(k_fwd1, s);
+	launch(k_fwd2, s);
+	nvtxRangePop();
+	nvtxRangePushA("backward");
+	launch(k_bwd, s);
+	nvtxRangePop();
+	nvtxRangePop();
+	pthread_create(&t, NULL, worker, s2);
+	pthread_join(t, NULL);
+	nvtxRangeEnd(epoch);
+	launch(k_after, s);
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s2);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: done\n");
+	return 0;
+}
