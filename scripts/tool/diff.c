@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * gputrace diff BASE... -- NEW...: per kernel, API call and copy kind, how
- * count, total and mean time moved from the base runs to the new ones.
+ * gputrace diff BASE... -- NEW...: per kernel, API call, copy kind and user
+ * range, how count, total and mean time moved from the base runs to the new
+ * ones (a range's time: the device time of the work launched inside it).
  * Several files per side are several runs of one job: each side is read
  * as the median over its runs, and a time change that stays inside the
  * runs' spread (the sides' [min, max] ranges overlap) is called noise and
  * never breaks a --fail-on rule. Counts are exact and always compared.
  *
  * Rules (--fail-on):  [SCOPE] METRIC OP CHANGE   or   new-kernels, ...
- *   SCOPE  kernel | api | copy, optionally with ["glob"]; none: kernels and copies
+ *   SCOPE  kernel | api | copy | range, optionally with ["glob"]; none: kernels and copies
  *   METRIC time (total time) | mean | count
  *   OP     > >= < <= == !=
  *   CHANGE +10% | -5% | 0% | +2ms (a time) | +3 (a count)
@@ -42,9 +43,10 @@ static double min_change_ns = DEFAULT_MIN_CHANGE_NS;
 enum { ST_OK = 0, ST_FAILED = 1, ST_ERROR = 2 };
 
 /* The tables a diff covers, in print order. */
-static const enum stab diff_tables[] = { ST_KERNELS, ST_API, ST_COPIES };
-#define NTABLES 3
-static const char *const table_title[NTABLES] = { "kernel", "API call", "copy" };
+static const enum stab diff_tables[] = { ST_KERNELS, ST_API, ST_COPIES, ST_RANGES };
+#define NTABLES 4
+#define RANGES_BIT 8u /* rule tables bit of ST_RANGES */
+static const char *const table_title[NTABLES] = { "kernel", "API call", "copy", "range" };
 
 /* ---- rules ---- */
 
@@ -90,6 +92,7 @@ static int parse_rule(const char *text, struct rule *r)
 		{ "new-kernels", M_NEW, 1 },	 { "vanished-kernels", M_VANISHED, 1 },
 		{ "new-apis", M_NEW, 2 },	 { "vanished-apis", M_VANISHED, 2 },
 		{ "new-copies", M_NEW, 4 },	 { "vanished-copies", M_VANISHED, 4 },
+		{ "new-ranges", M_NEW, RANGES_BIT }, { "vanished-ranges", M_VANISHED, RANGES_BIT },
 		{ "new", M_NEW, 7 },		 { "vanished", M_VANISHED, 7 },
 	};
 	char word[64];
@@ -119,15 +122,16 @@ static int parse_rule(const char *text, struct rule *r)
 		n++;
 	if (!n || n >= sizeof(word))
 		return rule_error(text, p, 1,
-				  "a rule starts with time, mean, count (or kernel/api/copy before "
-				  "them), or is new-kernels, vanished-kernels, new-apis, ...");
+				  "a rule starts with time, mean, count (or kernel/api/copy/range "
+				  "before them), or is new-kernels, vanished-kernels, new-apis, ...");
 	memcpy(word, p, n);
 	word[n] = 0;
 	int scope = !strcmp(word, "kernel") || !strcmp(word, "kernels") ? 1
 		    : !strcmp(word, "api") || !strcmp(word, "apis") || !strcmp(word, "api_calls")
 			? 2
 		    : !strcmp(word, "copy") || !strcmp(word, "copies") ? 4
-								       : 0;
+		    : !strcmp(word, "range") || !strcmp(word, "ranges") ? (int)RANGES_BIT
+									 : 0;
 	if (scope) {
 		r->tables = (unsigned)scope;
 		p += n;
@@ -168,7 +172,8 @@ static int parse_rule(const char *text, struct rule *r)
 	else
 		return rule_error(text, start, n ? (int)n : 1,
 				  "unknown metric (time, mean or count; or new-kernels, "
-				  "vanished-kernels, new-apis, vanished-apis, new-copies, vanished-copies)");
+				  "vanished-kernels, new-apis, vanished-apis, new-copies, vanished-copies, "
+				  "new-ranges, vanished-ranges)");
 	p = start + n;
 	skip(&p);
 	start = p;
@@ -309,13 +314,19 @@ static struct item *find_item(struct dtable *t, const char *name, const struct d
 static int add_run(struct diff *df, int side, size_t run, const struct sumdoc *d)
 {
 	for (int ti = 0; ti < NTABLES; ti++) {
+		bool ranges = diff_tables[ti] == ST_RANGES;
+		const char *v, *e;
 		struct stable st;
 
+		/* summaries written before user ranges have no such table */
+		if (ranges && !sumdoc__get(d, stab__key[ST_RANGES], &v, &e))
+			continue;
 		if (sumdoc__table(WHO, d, diff_tables[ti], &st))
 			return -1;
 		for (size_t i = 0; i < st.n; i++) {
 			const struct srow *r = &st.rows[i];
 			struct item *it = find_item(&df->t[ti], r->name, df);
+			double total = r->total_ns;
 
 			if (!it) {
 				stable__free(&st);
@@ -323,8 +334,11 @@ static int add_run(struct diff *df, int side, size_t run, const struct sumdoc *d
 				return -1;
 			}
 			/* a name twice in one summary (not written so): add up */
+			/* a range's time is that of the device work it caused */
+			if (ranges && !jv_num(r->v, r->e, "device_ns", &total))
+				total = 0;
 			it->s[side].count[run] += r->count;
-			it->s[side].total[run] += r->total_ns;
+			it->s[side].total[run] += total;
 			if (it->s[side].count[run] > 0)
 				it->s[side].mean[run] = floor(it->s[side].total[run] /
 							      it->s[side].count[run]);
@@ -778,13 +792,16 @@ static void usage_diff(FILE *f)
 {
 	fprintf(f,
 		"usage: gputrace diff [options] BASE... -- NEW...\n"
-		"Compares summaries (summary JSONs or traces) per kernel, API call and copy\n"
-		"kind: count, total and mean time. Several files per side are several runs:\n"
+		"Compares summaries (summary JSONs or traces) per kernel, API call, copy kind\n"
+		"and user range (its time: the device time of the work launched inside it):\n"
+		"count, total and mean time. Several files per side are several runs:\n"
 		"medians are compared, and a time change inside the runs' spread is noise.\n"
 		"  --fail-on RULE     exit 1 when RULE breaks: 'time > +10%%', 'mean > +5%%',\n"
 		"                     'count != 0%%', 'kernel[\"gemm*\"] time > +2ms',\n"
-		"                     'api time > +50%%', new-kernels, vanished-kernels, new-apis,\n"
-		"                     vanished-apis, new-copies, vanished-copies (repeatable)\n"
+		"                     'api time > +50%%', 'range[\"forward\"] mean > +5%%',\n"
+		"                     new-kernels, vanished-kernels, new-apis, vanished-apis,\n"
+		"                     new-copies, vanished-copies, new-ranges, vanished-ranges\n"
+		"                     (repeatable)\n"
 		"  --json             JSON on stdout instead of the table (--json=FILE: to FILE)\n"
 		"  --markdown FILE    write the diff as Markdown\n"
 		"  --junit FILE       write a JUnit XML report (one test case per rule)\n"

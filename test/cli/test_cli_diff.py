@@ -95,8 +95,10 @@ def test_new_and_vanished_kernels(tmp_path):
     assert "FAIL count != 0%: kernel softmax -100.0%" in lines
 
 
-def summary(kernels, api=(), copies=()):
-    """A summary JSON (schema version 1) with the given rows."""
+def summary(kernels, api=(), copies=(), ranges=None):
+    """A summary JSON (schema version 1) with the given rows; ranges
+    (name, count, device_ns, kernels): none, a summary written before
+    ranges were recorded."""
     def timed(name, count, total, key="name"):
         return {key: name, "count": count, "total_ns": total, "mean_ns": total // max(count, 1),
                 "min_ns": 0, "max_ns": total, "share": 0.0}
@@ -104,7 +106,7 @@ def summary(kernels, api=(), copies=()):
     cs = [dict(timed(*c, key="kind"), bytes=0, bandwidth_bytes_per_s=0) for c in copies]
     for c in cs:
         del c["share"]
-    return {"schema": "gputrace-summary", "version": 1, "trace": {"path": None, "bytes": 0},
+    s = {"schema": "gputrace-summary", "version": 1, "trace": {"path": None, "bytes": 0},
             "window": {"start_ns": 0, "end_ns": 0, "duration_ns": 0}, "spans": 0,
             "kernels": ks, "api_calls": [dict(timed(*a), cat="ze_api") for a in api],
             "annotations": [], "copies": cs, "devices": [],
@@ -113,6 +115,10 @@ def summary(kernels, api=(), copies=()):
             {"copies": {"count": 0, "bytes": 0, "total_ns": 0},
              "overhead": {"count": 0, "total_ns": 0}},
             "lost": {"total": 0, "by_reason": {}}, "partial": False}
+    if ranges is not None:
+        s["ranges"] = [{"name": n, "count": c, "host_ns": 1000 * c, "device_ns": d,
+                        "device_spans": k, "kernels": k} for n, c, d, k in ranges]
+    return s
 
 
 def write(tmp_path, name, s):
@@ -157,6 +163,42 @@ def test_medians_and_spread_decide_noise(tmp_path):
     assert p.returncode == 1 and 'FAIL kernel["k*"] time > +50us: kernel k +100 us' in out_lines(p)
     p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["x*"] time > +50us'], tmp_path)
     assert p.returncode == 0
+
+
+def test_ranges_are_compared_by_their_device_time(tmp_path):
+    """A user range's time is the device time of the work launched inside
+    it: "forward" slower on the device is flagged by a range rule, a range
+    rule ignores kernels, and an older summary without ranges compares."""
+    us = 1000
+    base = write(tmp_path, "b.json", summary([("k", 10, 100 * us)], ranges=[
+        ("forward", 10, 60 * us, 10), ("backward", 10, 40 * us, 10), ("old", 1, 0, 0)]))
+    new = write(tmp_path, "n.json", summary([("k", 10, 100 * us)], ranges=[
+        ("forward", 10, 90 * us, 10), ("backward", 10, 40 * us, 10), ("fresh", 2, 5 * us, 2)]))
+    rules = ["--fail-on", 'range["forward"] mean > +20%', "--fail-on", "range time > +100%",
+             "--fail-on", "time > +10%", "--fail-on", "new-ranges", "--fail-on", "vanished-ranges"]
+    p = gt(["diff", base, "--", new, *rules, "--json=d.json"], tmp_path)
+    assert p.returncode == 1, p.stdout.decode() + p.stderr.decode()
+    d = json.loads((tmp_path / "d.json").read_text())
+    r = rows(d, "ranges")
+    assert (r["forward"]["base"]["total_ns"], r["forward"]["new"]["total_ns"]) == (60 * us, 90 * us)
+    assert r["forward"]["base"]["mean_ns"] == 6 * us
+    assert r["forward"]["failed"] == 'range["forward"] mean > +20%'
+    assert r["backward"]["status"] == "same" and r["backward"]["failed"] == ""
+    assert (r["fresh"]["status"], r["old"]["status"]) == ("new", "vanished")
+    assert {x["rule"]: x["failed"] for x in d["rules"]} == {
+        'range["forward"] mean > +20%': True, "range time > +100%": False,
+        "time > +10%": False, "new-ranges": True, "vanished-ranges": True}
+    lines = out_lines(gt(["diff", base, "--", new, *rules], tmp_path))
+    assert 'FAIL range["forward"] mean > +20%: range forward +50.0%' in lines
+    assert "FAIL new-ranges: range fresh new" in lines
+    row = next(l for l in lines if l.strip().startswith("forward"))
+    assert "10 -> 10" in row and "60 us -> 90 us" in row, row
+    # a summary written before ranges: no range rows, nothing else changes
+    plain = write(tmp_path, "p.json", summary([("k", 10, 100 * us)]))
+    p = gt(["diff", plain, "--", new, "--fail-on", "vanished-ranges", "--json"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert {x["name"]: x["status"] for x in json.loads(p.stdout)["ranges"]} == {
+        "forward": "new", "backward": "new", "fresh": "new"}
 
 
 def test_markdown_and_junit(tmp_path):
