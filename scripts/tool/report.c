@@ -487,6 +487,48 @@ static void section_copies(FILE *f, const struct sumdoc *d)
 	stable__free(&t);
 }
 
+/* The program's own names for its phases, with the device time of the
+ * work launched inside them; only for programs that annotate. */
+static void section_ranges(FILE *f, const struct sumdoc *d)
+{
+	const char *v, *e;
+	struct stable t;
+	char a[64], b[64];
+
+	if (!sumdoc__get(d, stab__key[ST_RANGES], &v, &e) || sumdoc__table(WHO, d, ST_RANGES, &t))
+		return;
+	if (!t.n) {
+		stable__free(&t);
+		return;
+	}
+	fputs("<section id=\"ranges\"><h2>User ranges (NVTX, ITT) and the device work inside "
+	      "them</h2><table class=\"sortable ranges\"><thead><tr><th>range</th>"
+	      "<th data-key=\"data-count\">count</th><th data-key=\"data-host-ns\">host</th>"
+	      "<th data-key=\"data-device-ns\">device</th>"
+	      "<th data-key=\"data-kernels\">kernels</th></tr></thead><tbody>",
+	      f);
+	for (size_t i = 0; i < t.n; i++) {
+		const struct srow *r = &t.rows[i];
+		double host = 0, device = 0, kernels = 0;
+
+		jv_num(r->v, r->e, "host_ns", &host);
+		jv_num(r->v, r->e, "device_ns", &device);
+		jv_num(r->v, r->e, "kernels", &kernels);
+		fputs("<tr class=\"row\" data-name=\"", f);
+		xml__text(f, r->name);
+		fprintf(f, "\" data-count=\"%.0f\" data-host-ns=\"%.0f\" data-device-ns=\"%.0f\" "
+			   "data-kernels=\"%.0f\"><td>",
+			r->count, host, device, kernels);
+		xml__text(f, r->name);
+		fprintf(f, "</td><td class=\"count\">%.0f</td><td>%s</td><td>%s</td>"
+			   "<td class=\"count\">%.0f</td></tr>",
+			r->count, fmt(a, sizeof(a), host, DIM_TIME, false),
+			fmt(b, sizeof(b), device, DIM_TIME, false), kernels);
+	}
+	fputs("</tbody></table></section>", f);
+	stable__free(&t);
+}
+
 static void section_lost(FILE *f, const struct sumdoc *d)
 {
 	const char *v, *e;
@@ -650,6 +692,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 		      "#3567d6");
 	section_timed(f, d, ST_API, "apis", "Top API calls by host time", "API calls", "#c2620c");
 	section_copies(f, d);
+	section_ranges(f, d);
 	section_lost(f, d);
 	section_processes(f, rp);
 	fputs("</main><div id=\"tip\"></div>", f);

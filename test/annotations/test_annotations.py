@@ -5,6 +5,7 @@ device's work: args.range/ranges on every device span, gpu_user_annotation
 spans around the work of each thread range, the summary's ranges table."""
 import collections
 import json
+from html.parser import HTMLParser
 import os
 import subprocess
 import sys
@@ -288,6 +289,30 @@ def test_nvtx_ranges_on_cuda_device(tmp_path):
     rows = {x["name"]: x for x in json.loads((tmp_path / "summary.json").read_text())["ranges"]}
     assert {n: rows[n]["kernels"] for n in rows} == {"epoch": 4, "train": 3, "forward": 2,
                                                       "backward": 1, "worker": 1}
+    # the HTML report's ranges table has the summary's numbers
+    html = tmp_path / "report.html"
+    out = subprocess.run([BUILD / "gputrace-tool", "report", r.trace_path, "-o", html],
+                         capture_output=True)
+    assert out.returncode == 0, out.stderr
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.section, self.rows = None, []
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "section":
+                self.section = a.get("id")
+            elif tag == "tr" and self.section == "ranges" and "data-name" in a:
+                self.rows.append(a)
+
+    page = Rows()
+    page.feed(html.read_text())
+    assert {a["data-name"]: (int(a["data-count"]), int(a["data-host-ns"]),
+                             int(a["data-device-ns"]), int(a["data-kernels"]))
+            for a in page.rows} == \
+        {n: (x["count"], x["host_ns"], x["device_ns"], x["kernels"]) for n, x in rows.items()}
 
 
 def test_itt_protocol_1_on_device(tmp_path):
