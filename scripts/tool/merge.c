@@ -401,7 +401,14 @@ static bool place_slice(struct input *in, const char *v, const char *e, int64_t 
 	*dur -= move;
 	r->last_ts = *ts;
 	r->last_dur = *dur;
-	if (*ts + *dur >= r->front_ts + r->front_dur) {
+	/* of two that end together (a device row's annotation ends with its
+	 * last kernel, and is written after it), the one whose end adds up past
+	 * it, as the writer's frontier keeps */
+	int64_t end = *ts + *dur, front_end = r->front_ts + r->front_dur;
+
+	if (end > front_end ||
+	    (end == front_end &&
+	     !gt_ends_after((uint64_t)r->front_ts, (uint64_t)r->front_dur, (uint64_t)end))) {
 		r->front_ts = *ts;
 		r->front_dur = *dur;
 	}
