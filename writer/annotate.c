@@ -14,7 +14,8 @@
  * work on the row is written once per run of its work.
  *
  * An annotation is written after its children, once its end is known, so
- * where it starts with its first span it opens 1 ns before it (place.c,
+ * where it starts with its first span it opens 1 ns before it, or where
+ * the row has no room (an end there) the span starts 1 ns after it (place.c,
  * place__parent): every viewer then finds the kernel, not the annotation,
  * innermost at the kernel's arrow end. Work that arrives out of order on a
  * row (it starts before the row's latest) is not annotated. A zero-length
@@ -106,7 +107,7 @@ void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start
 		row->device = r ? r->device : 0;
 	}
 	for (unsigned k = common; k < nt; k++) {
-		uint64_t ts = place__parent(pid, tid, start);
+		uint64_t ts = place__parent(pid, tid, start, nt - k);
 
 		ranges__urange_get(th[k]);
 		row->a[k] = (struct open_ann){ .r = th[k], .ts = ts, .end = ts, .spans = 0 };

@@ -633,7 +633,8 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 	bool arrow = ((ev->flags & GT_EVF_LAUNCH) && ev->corr) ||
 		     ((ev->flags & GT_EVF_FLOW_END) && ev->corr2);
 	struct placed at = place__slice((uint32_t)gt_st.pid, tid, ev->start_ns,
-					ev->type == GT_EV_INSTANT ? ev->start_ns : ev->end_ns, arrow);
+					ev->type == GT_EV_INSTANT ? ev->start_ns : ev->end_ns,
+					arrow ? PLACE_ARROW : 0);
 
 	name_thread(tid);
 	if (ev->type == GT_EV_INSTANT) {
@@ -710,7 +711,7 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 		return at;
 	}
 	if (ev->type == GT_EV_INSTANT) {
-		p = place__slice(at.pid, at.tid, ev->start_ns, ev->start_ns, arrow);
+		p = place__slice(at.pid, at.tid, ev->start_ns, ev->start_ns, arrow ? PLACE_ARROW : 0);
 		put_head(&W.buf, "i", ev, at.pid, at.tid, p.ts);
 		jbuf__lit(&W.buf, ",\"s\":\"t\"");
 		put_args(&W.buf, args, nargs, device_extra(ev, args, nargs, row));
@@ -719,7 +720,8 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 		return at;
 	}
 	annotate__before(ev->track, at.pid, at.tid, ev->start_ns, ranges ? ranges->ctx : NULL);
-	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns, arrow);
+	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns,
+			 arrow ? PLACE_ARROW : PLACE_OFF_ENDS);
 	put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
 	jbuf__lit(&W.buf, ",\"dur\":");
 	json__us(&W.buf, p.dur);

@@ -153,13 +153,18 @@ struct placed {
 	uint64_t ts, dur, point;
 };
 
-/* Place [start, end] on row (pid, tid); arrow: an arrow starts or ends on it. */
+#define PLACE_ARROW    1u /* an arrow starts or ends on it */
+#define PLACE_OFF_ENDS 2u /* never starts on an end (a parent may open with it) */
+/* Place [start, end] on row (pid, tid), how: PLACE_* flags. */
 GT_HIDDEN struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end,
-				     bool arrow);
+				     unsigned how);
 /* Where a parent opens that starts with the row's next slice (at start) and
- * is written after its children: its ts; that next slice then starts 1 ns
- * after it at the earliest, strictly inside it for every viewer. */
-GT_HIDDEN uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start);
+ * is written after its children: its ts. depth: the parents still to open
+ * around that slice, this one included (each nested 1 ns inside the one
+ * before). They open before the slice where the row has room, so it keeps
+ * its start; otherwise it starts 1 ns after the innermost at the earliest,
+ * strictly inside them for every viewer. */
+GT_HIDDEN uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned depth);
 /* A slice written as it is (that parent, once its end is known). */
 GT_HIDDEN void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur);
 

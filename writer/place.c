@@ -17,6 +17,15 @@
  *    of the row starts 1 ns after it at the earliest.
  *  - A slice that starts where the previous one written started (a child
  *    after its parent) moves as that one did, and stays inside it.
+ *  - A slice placed with PLACE_OFF_ENDS (a device slice without an arrow,
+ *    such as a plug-in's own device annotation) starts 1 ns later on an end
+ *    whether or not the end adds up past it here: an annotation of ours may
+ *    open with it (place__parent), written after its children, where
+ *    `gputrace merge`, adding times up at a new magnitude, could move the
+ *    slice but not that annotation.
+ *  - A parent written after its children (place__parent) opens 1 ns before
+ *    the slice it starts with, where the row has room for it; otherwise
+ *    that slice starts 1 ns after it.
  * Those are the only changes: a nanosecond, on touching slices. A slice that
  * starts before the previous one written (a parent written after its
  * children) is written as it is.
@@ -85,9 +94,10 @@ static void follow_frontier(struct row_cursor *c, uint64_t s, uint64_t dur)
 	c->any = true;
 }
 
-struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, bool arrow)
+struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, unsigned how)
 {
 	struct row_cursor *c = cursor(pid, tid);
+	bool arrow = how & PLACE_ARROW;
 	uint64_t s = start, e = end > start ? end : start, frontier;
 
 	struct placed p;
@@ -105,7 +115,7 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 			s = c->parent_next;
 		e = e > s ? e : s;
 		if ((s == frontier || s == c->last_ts + c->last_dur) &&
-		    ((arrow && e - s < 3) ||
+		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) ||
 		     (s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
 		     (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))) {
 			/* a short arrow target moves whole; a longer slice loses 1 ns */
@@ -131,30 +141,47 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	return p;
 }
 
-uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start)
+uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned depth)
 {
 	struct row_cursor *c = cursor(pid, tid);
 	uint64_t s = start;
 
 	if (!c)
 		return s;
-	if (c->any && s >= c->last_start) {
-		uint64_t frontier = c->end_ts + c->end_dur;
+	if (c->parent_next) {
+		/* nested in the parent just opened for the same slice */
+		s = c->parent_next;
+	} else if (!c->any) {
+		/* the depth parents open 1 ns apart before the slice, which keeps
+		 * its start (its exact times) */
+		s = start >= depth ? start - depth : s;
+	} else if (s >= c->last_start) {
+		uint64_t frontier = c->end_ts + c->end_dur, last_end = c->last_ts + c->last_dur;
 
-		if (s == c->last_start && c->last_ts != s)
-			s = c->last_ts; /* with a slice that moved, from the same start */
-		else if (s < c->min_next)
-			s = c->min_next;
-		if (s < c->parent_next)
-			s = c->parent_next; /* inside a parent opened here before */
+		if (s == c->last_start) {
+			/* around a slice written before from the same start (a
+			 * device annotation of the program's): with it, as it was
+			 * placed */
+			s = c->last_ts;
+		} else {
+			uint64_t lo = frontier > last_end ? frontier : last_end;
+
+			if (s < c->min_next)
+				s = c->min_next;
+			/* room before the slice, strictly after every end: it
+			 * keeps its start */
+			if (s >= depth && s - depth > lo && s - depth >= c->min_next)
+				s -= depth;
+		}
 		/* it is written after the slices inside it, where `gputrace
 		 * merge` (times re-added at a new magnitude, slices placed in
 		 * the order written) no longer knows what ended here: it never
 		 * touches an end, whether or not that end adds up past it now */
-		if (s == frontier || s == c->last_ts + c->last_dur)
+		if (s == frontier || s == last_end)
 			s++;
 	}
-	/* the slice that opens it starts 1 ns in */
+	/* the next parent, or the slice that opens it, starts 1 ns in at the
+	 * earliest */
 	c->parent_next = s + 1;
 	c->any = true;
 	return s;
