@@ -234,3 +234,28 @@ def test_merge_keeps_device_rows_per_process(tmp_path):
     assert got == want
     assert check_flows(m) == 2 * 3 * 8
     assert check_rounding(m) > 0  # shifted times still add up on every row
+
+
+def test_device_annotations_never_open_on_an_end(tmp_path):
+    """What merge cannot undo, checked at any magnitude: a slice written after
+    its children (gpu_user_annotation) or one an annotation may open with (the
+    plug-in's own "phase", no arrow) never starts exactly where a slice of its
+    row ends, and the phase is inside its step's annotation. (merge re-places
+    touching slices in the order written: it would move the phase, not the
+    annotation written late around it.)"""
+    t = load_exact(busy_trace(tmp_path, steps=20))
+    pid = t["gputrace"]["pid"]
+    checked = 0
+    for (p, tid), sl in rows(t).items():
+        if p == pid:
+            continue
+        ends = {s.end_ns for s in sl if s.end_ns > s.start_ns}
+        steps = [s for s in sl if s.ev.get("cat") == "gpu_user_annotation"]
+        phases = [s for s in sl if s.ev.get("name") == "phase"]
+        assert len(steps) == 20 and len(phases) == 10
+        for s in steps + phases:
+            assert s.start_ns not in ends, (s.ev["name"], s.ts)
+            checked += 1
+        for ph in phases:
+            assert any(a.start_ns <= ph.start_ns and ph.end_ns <= a.end_ns for a in steps), ph.ts
+    assert checked == 30
