@@ -720,8 +720,10 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 		return at;
 	}
 	annotate__before(ev->track, at.pid, at.tid, ev->start_ns, ranges ? ranges->ctx : NULL);
+	/* work no call of ours caused (a plug-in's own device annotation) may
+	 * have an annotation of ours open with it */
 	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns,
-			 arrow ? PLACE_ARROW : PLACE_OFF_ENDS);
+			 arrow ? PLACE_ARROW : !ev->corr && !ev->corr2 ? PLACE_OFF_ENDS : 0);
 	put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
 	jbuf__lit(&W.buf, ",\"dur\":");
 	json__us(&W.buf, p.dur);

@@ -17,7 +17,7 @@
  *    of the row starts 1 ns after it at the earliest.
  *  - A slice that starts where the previous one written started (a child
  *    after its parent) moves as that one did, and stays inside it.
- *  - A slice placed with PLACE_OFF_ENDS (a device slice without an arrow,
+ *  - A slice placed with PLACE_OFF_ENDS (a device slice no call caused,
  *    such as a plug-in's own device annotation) starts 1 ns later on an end
  *    whether or not the end adds up past it here: an annotation of ours may
  *    open with it (place__parent), written after its children, where
