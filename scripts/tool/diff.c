@@ -940,7 +940,9 @@ int cmd_diff(int argc, char **argv)
 				    it->s[0].min_total <= it->s[1].max_total &&
 				    it->s[1].min_total <= it->s[0].max_total;
 		}
-		qsort(t->items, t->n, sizeof(*t->items), cmp_item);
+		/* a table the summaries lack (ranges) has no items at all */
+		if (t->n)
+			qsort(t->items, t->n, sizeof(*t->items), cmp_item);
 		for (size_t i = 0; i < t->n; i++) {
 			struct item *it = &t->items[i];
 
