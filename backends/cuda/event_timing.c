@@ -252,14 +252,23 @@ void cupti__events_after(void *token, void *stream, bool per_thread, int result,
 static void emit_slot(struct ev_slot *s)
 {
 	struct ev_dev *d = &devs[s->device];
-	float from_ref = 0, dur = 0;
+	float from_ref = 0, to_end = 0, dur = 0;
 	struct gt_arg a[6];
 	unsigned n = 0;
 
-	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&dur, s->ev0, s->ev1))
+	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&to_end, d->ref, s->ev1) ||
+	    rt.event_elapsed(&dur, s->ev0, s->ev1))
 		return;
 	uint64_t start = d->ref_host + (int64_t)((double)from_ref * 1e6);
 	uint64_t end = start + (uint64_t)((double)(dur > 0 ? dur : 0) * 1e6);
+	/* The float of milliseconds from the reference is coarse (8 ns at 100 ms), the
+	 * duration's finer: the end is the finer one, but never past the end as seen
+	 * from the reference, where the stream's next span may start (times from the
+	 * reference only grow with the events'). */
+	uint64_t end_from_ref = d->ref_host + (int64_t)((double)to_end * 1e6);
+
+	if (end > end_from_ref)
+		end = end_from_ref > start ? end_from_ref : start;
 	if (start < s->host_start) {
 		/* the reference's uncertainty: never before the launch began (counted) */
 		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, s->host_start - start);
