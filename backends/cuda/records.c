@@ -87,13 +87,16 @@ static bool has_graph_ids(void)
  * Below CUPTI 13.1 CUPTI keeps its own clock, CLOCK_REALTIME (slewed and
  * stepped by NTP), fitted to ours from paired reads (cupti__clock_refit) at
  * every flush, so at least every 100 ms while CUDA works. Between two fits a
- * CUPTI time is interpolated; past the last it goes on at the last
- * segment's rate. A fit on the line within its reads' width keeps the rate
- * (1 to begin with), so noise never stretches what the GPU measured. A fit off the line by more than the reads' noise and NTP's
- * slewing allow is a step of CUPTI's clock (counted as "clock_step"): the
- * segment across it has no line, and a time in it is placed by the fit on
- * the side that can hold it, erring early (clamped to its launch, and
- * counted) rather than late.
+ * CUPTI time is interpolated; past the last it goes on at the line's rate.
+ * A read on the line within its reads' width adds nothing measurable: the
+ * fit keeps the line's own point there (not the read's), so read noise
+ * never stretches what the GPU measured, not even across fits. A read off
+ * the line by more than the widths measures a new rate, over the whole line
+ * since its last measured point. A read off by more than the reads' noise
+ * and NTP's slewing allow is a step of CUPTI's clock (counted as
+ * "clock_step"): the segment across it has no line, and a time in it is
+ * placed by the fit on the side that can hold it, erring early (clamped to
+ * its launch, and counted) rather than late.
  */
 #define FIT_MAX        256
 #define FIT_MIN_GAP_NS (10ull * 1000000)
@@ -101,10 +104,14 @@ static bool has_graph_ids(void)
 #define RATE_MAX_DEV   0.002 /* NTP slews 500 ppm at most */
 static struct fit {
 	uint64_t cupti, host;
-	double rate;    /* host ns per CUPTI ns since the previous fit; 0: a step */
-	uint64_t width; /* the paired read's width: host is within width/2 */
+	double rate;      /* host ns per CUPTI ns since the previous fit; 0: a step */
+	double line_rate; /* the line's rate here, to go on with past it */
 } fits[FIT_MAX];
 static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
+/* the line's last measured point; host is within width/2 of the truth */
+static struct {
+	uint64_t cupti, host, width;
+} line;
 
 void cupti__clock_identity(void)
 {
@@ -116,18 +123,23 @@ uint64_t CUPTIAPI cupti__timestamp(void)
 	return gt_clock_ns();
 }
 
-/* The rate to go on with: the latest segment without a step (1 if none). */
+/* The rate to go on with: the latest line's (1 if none). */
 static double last_rate(unsigned n)
 {
 	for (unsigned i = n; i-- > 1;)
 		if (fits[i].rate > 0)
-			return fits[i].rate;
+			return fits[i].line_rate;
 	return 1.0;
 }
 
 static uint64_t along(const struct fit *f, uint64_t c, double rate)
 {
 	return f->host + (uint64_t)llround((double)(int64_t)(c - f->cupti) * rate);
+}
+
+static bool plausible(double rate)
+{
+	return fabs(rate - 1.0) < RATE_MAX_DEV;
 }
 
 /* The best of a few paired reads: host time at the midpoint of the read. */
@@ -147,7 +159,8 @@ void cupti__clock_refit(void)
 			host = h1 + (h2 - h1) / 2;
 		}
 	}
-	struct fit f = { c, host, 1.0, best };
+	struct fit f = { c, host, 1.0, 1.0 };
+	bool measured = true;
 	if (n) {
 		const struct fit *a = &fits[n - 1];
 		double rate = last_rate(n), dt = (double)(host - a->host);
@@ -158,21 +171,28 @@ void cupti__clock_refit(void)
 
 		if (host - a->host < FIT_MIN_GAP_NS)
 			return;
+		f.line_rate = rate;
 		if (fabs((double)off) > allowed) {
 			f.rate = 0;
 			gt_adjust_add(cupti__key("clock_step"), 1, (uint64_t)llabs(off));
 			pr_dbg("cupti: CUPTI's clock stepped by %lld ns", (long long)-off);
-		} else if ((uint64_t)llabs(off) <= (a->width + best) / 2 + 1) {
-			/* on the line within the reads' width: nothing measurable
-			 * changed, and a rate measured from noise would stretch
-			 * every duration the GPU measured */
+		} else if ((uint64_t)llabs(off) <= (line.width + best) / 2 + 1) {
+			/* on the line within the reads' widths: nothing measurable
+			 * changed; the line's point, not the read's noise */
+			f.host = along(a, c, rate);
 			f.rate = rate;
+			measured = false;
 		} else {
-			f.rate = (double)(host - a->host) / (double)(int64_t)(c - a->cupti);
-			if (!(fabs(f.rate - 1.0) < RATE_MAX_DEV))
-				f.rate = rate;
+			/* the segment joins the last point to this read; the line
+			 * goes on at the rate over all of it since its last read */
+			double seg = dt / (double)(int64_t)(c - a->cupti);
+			double whole = (double)(host - line.host) / (double)(int64_t)(c - line.cupti);
+			f.rate = plausible(seg) ? seg : rate;
+			f.line_rate = plausible(whole) ? whole : f.rate;
 		}
 	}
+	if (measured)
+		line.cupti = c, line.host = host, line.width = best;
 	if (n >= FIT_MAX) {
 		memmove(fits, fits + 1, (FIT_MAX - 1) * sizeof(fits[0]));
 		n = FIT_MAX - 1;

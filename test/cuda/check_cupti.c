@@ -579,6 +579,50 @@ START_TEST(test_calibrated_clock)
 }
 END_TEST
 
+/* CUPTI's clock 5 s ahead of ours, read late or early within a 2 us read as
+ * the test says: the midpoint of the read is off by ~1 us either way. */
+static bool read_late;
+
+static CUptiResult skewed_timestamp(uint64_t *t)
+{
+	uint64_t spin = gt_clock_ns() + 2000;
+
+	if (read_late)
+		while (gt_clock_ns() < spin)
+			;
+	*t = gt_clock_ns() + 5000000000ull;
+	while (gt_clock_ns() < spin)
+		;
+	return CUPTI_SUCCESS;
+}
+
+START_TEST(test_read_noise_never_stretches_durations)
+{
+	struct json_object *k[4];
+	struct buf b;
+
+	start();
+	cupti_fn.cuptiGetTimestamp = skewed_timestamp;
+	cupti__clock_refit();
+	uint64_t begin = gt_clock_ns() + 5000000000ull;
+	for (int i = 1; i <= 4; i++) {
+		usleep(12000); /* fits come 10 ms apart at the least */
+		read_late = i & 1;
+		cupti__clock_refit();
+	}
+	/* 40 ms across four fits whose reads err 1 us late, early, late, early */
+	new_buf(&b);
+	CUpti_ActivityKernel10 k1 = kernel(81, begin, 40000000, "long", 7);
+	add(&b, &k1, sizeof(k1));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 1);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 1);
+	ck_assert_double_eq_tol(num(k[0], "dur"), 40000.0, 0.001);
+	json_object_put(root);
+}
+END_TEST
+
 START_TEST(test_never_before_its_launch)
 {
 	struct json_object *k[4], *h[4];
@@ -694,6 +738,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_record_without_timestamps);
 	tcase_add_test(tc, test_dropped_records_counted);
 	tcase_add_test(tc, test_calibrated_clock);
+	tcase_add_test(tc, test_read_noise_never_stretches_durations);
 	tcase_add_test(tc, test_never_before_its_launch);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
