@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
@@ -33,6 +34,7 @@ struct ev_slot {
 	void *ev0, *ev1;
 	uint64_t corr, host_start, stream_id;
 	struct cupti_launch_info li;
+	uint64_t start, dur, slack; /* once complete: from the events */
 };
 
 static struct ev_slot slots[SLOTS];
@@ -249,26 +251,73 @@ void cupti__events_after(void *token, void *stream, bool per_thread, int result,
 	atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
 }
 
-static void emit_slot(struct ev_slot *s)
+/*
+ * The start is a float of milliseconds from the device's reference event,
+ * coarse (8 ns at 100 ms, 120 ns at 2 s); the duration, a float between the
+ * span's own events, is fine. Rounded apart, a span may start a few ns
+ * before the end of the one before it on its stream, where the GPU ran them
+ * one after the other: such a start moves to that end, by at most the
+ * rounding, and keeps its duration.
+ */
+/* The step between a float of ms and the next one up, in ns (the library
+ * links no libm: the next float is the next bit pattern). */
+static uint64_t float_step_ns(float ms)
+{
+	uint32_t bits;
+	float up;
+
+	ms = ms < 0 ? -ms : ms;
+	memcpy(&bits, &ms, sizeof(bits));
+	bits++;
+	memcpy(&up, &bits, sizeof(up));
+	return (uint64_t)(((double)up - (double)ms) * 1e6);
+}
+
+static bool time_slot(struct ev_slot *s)
 {
 	struct ev_dev *d = &devs[s->device];
-	float from_ref = 0, to_end = 0, dur = 0;
+	float from_ref = 0, dur = 0;
+
+	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&dur, s->ev0, s->ev1))
+		return false;
+	s->start = d->ref_host + (int64_t)((double)from_ref * 1e6);
+	s->dur = (uint64_t)((double)(dur > 0 ? dur : 0) * 1e6);
+	s->slack = float_step_ns(from_ref) + 1;
+	return true;
+}
+
+/* The end of the last span on each stream (the drain thread's, under poll_lock). */
+#define STREAM_ENDS 512
+static struct {
+	uint64_t key, end; /* key: device and stream + 1; 0: empty */
+} stream_ends[STREAM_ENDS];
+
+static uint64_t *stream_end(int device, uint64_t stream_id)
+{
+	uint64_t key = (stream_id * DEVICES_MAX + (uint64_t)device) + 1;
+	unsigned h = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 32) % STREAM_ENDS;
+
+	for (unsigned i = 0; i < STREAM_ENDS; i++) {
+		unsigned j = (h + i) % STREAM_ENDS;
+		if (stream_ends[j].key == key || !stream_ends[j].key) {
+			stream_ends[j].key = key;
+			return &stream_ends[j].end;
+		}
+	}
+	stream_ends[h].key = key; /* full: a stream's end forgotten */
+	stream_ends[h].end = 0;
+	return &stream_ends[h].end;
+}
+
+static void emit_slot(struct ev_slot *s)
+{
+	uint64_t start = s->start, *last_end = stream_end(s->device, s->stream_id);
 	struct gt_arg a[6];
 	unsigned n = 0;
 
-	if (rt.event_elapsed(&from_ref, d->ref, s->ev0) || rt.event_elapsed(&to_end, d->ref, s->ev1) ||
-	    rt.event_elapsed(&dur, s->ev0, s->ev1))
-		return;
-	uint64_t start = d->ref_host + (int64_t)((double)from_ref * 1e6);
-	uint64_t end = start + (uint64_t)((double)(dur > 0 ? dur : 0) * 1e6);
-	/* The float of milliseconds from the reference is coarse (8 ns at 100 ms), the
-	 * duration's finer: the end is the finer one, but never past the end as seen
-	 * from the reference, where the stream's next span may start (times from the
-	 * reference only grow with the events'). */
-	uint64_t end_from_ref = d->ref_host + (int64_t)((double)to_end * 1e6);
-
-	if (end > end_from_ref)
-		end = end_from_ref > start ? end_from_ref : start;
+	if (start < *last_end && *last_end - start <= s->slack)
+		start = *last_end;
+	uint64_t end = start + s->dur;
 	if (start < s->host_start) {
 		/* the reference's uncertainty: never before the launch began (counted) */
 		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, s->host_start - start);
@@ -277,6 +326,8 @@ static void emit_slot(struct ev_slot *s)
 		end += s->host_start - start;
 		start = s->host_start;
 	}
+	if (end > *last_end)
+		*last_end = end;
 	a[n++] = (struct gt_arg){ .key = GT_S_ARG_DEVICE, .type = GT_ARG_U64, .v.u = s->device };
 	a[n++] = (struct gt_arg){ .key = GT_S_ARG_STREAM, .type = GT_ARG_U64, .v.u = s->stream_id };
 	if (s->li.cat == GT_S_CAT_GPU_MEMCPY || s->li.cat == GT_S_CAT_GPU_MEMSET)
@@ -299,6 +350,18 @@ static void emit_slot(struct ev_slot *s)
 	gt_emit(&ev, a, n);
 }
 
+/* Completed spans in stream order, so each meets the one before it. */
+static int by_stream_then_start(const void *x, const void *y)
+{
+	const struct ev_slot *a = *(struct ev_slot *const *)x, *b = *(struct ev_slot *const *)y;
+
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	if (a->stream_id != b->stream_id)
+		return a->stream_id < b->stream_id ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
 void cupti__events_poll(bool final)
 {
 	uint64_t now = gt_clock_ns(), lost;
@@ -312,6 +375,8 @@ void cupti__events_poll(bool final)
 		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
 			refit(d);
 	}
+	static struct ev_slot *done[SLOTS];
+	unsigned ndone = 0;
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct ev_slot *s = &slots[i];
 		int q;
@@ -321,11 +386,17 @@ void cupti__events_poll(bool final)
 		q = rt.event_query(s->ev1);
 		if (q == NOT_READY && !final)
 			continue;
-		if (!q)
-			emit_slot(s);
-		else
-			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		if (!q && time_slot(s)) {
+			done[ndone++] = s;
+			continue;
+		}
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+	}
+	qsort(done, ndone, sizeof(done[0]), by_stream_then_start);
+	for (unsigned i = 0; i < ndone; i++) {
+		emit_slot(done[i]);
+		atomic_store_explicit(&done[i]->state, SLOT_FREE, memory_order_release);
 	}
 	our_calls_end(mode);
 	pthread_mutex_unlock(&poll_lock);
@@ -337,6 +408,7 @@ void cupti__events_forget(void)
 {
 	/* fork child: CUDA objects of the parent are gone */
 	pthread_mutex_init(&poll_lock, NULL);
+	memset(stream_ends, 0, sizeof(stream_ends));
 	for (unsigned i = 0; i < SLOTS; i++) {
 		atomic_store(&slots[i].state, SLOT_FREE);
 		slots[i].ev0 = slots[i].ev1 = NULL;
