@@ -15,6 +15,13 @@
 #include <time.h>
 #include "event.h"
 
+/* llround() without libm: the library links libc only, and a program (or
+ * a vendor library opened RTLD_LOCAL) may be the only holder of libm. */
+static inline long long gt_round(double x)
+{
+	return (long long)(x < 0 ? x - 0.5 : x + 0.5);
+}
+
 #define GT_CLOCK_ID   CLOCK_MONOTONIC_RAW
 #define GT_CLOCK_NAME "CLOCK_MONOTONIC_RAW"
 

@@ -134,7 +134,7 @@ static double last_rate(unsigned n)
 
 static uint64_t along(const struct fit *f, uint64_t c, double rate)
 {
-	return f->host + (uint64_t)llround((double)(int64_t)(c - f->cupti) * rate);
+	return f->host + (uint64_t)gt_round((double)(int64_t)(c - f->cupti) * rate);
 }
 
 static bool plausible(double rate)

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 #include "backends/levelzero/clockfit.h"
+#include "inject/clock.h"
 
 #define FIT_MIN_SPAN_NS 2000000.0 /* the measured rate is used once the pairs span this */
 #define FIT_RATE_SANE   1e-3      /* a measured rate this far off the reported one is not */
@@ -45,7 +46,7 @@ static uint64_t fit_unwrap(const struct ze_clock_fit *f, uint64_t a_raw, uint64_
 	if (f->mask == ~0ull || host_ns <= 0)
 		return d;
 	span = (double)f->mask + 1.0;
-	wraps = llround((host_ns / f->rate - (double)d) / span);
+	wraps = gt_round((host_ns / f->rate - (double)d) / span);
 	return wraps > 0 ? d + (uint64_t)wraps * (f->mask + 1) : d;
 }
 
@@ -140,5 +141,5 @@ uint64_t ze_fit__host(struct ze_clock_fit *f, uint64_t ticks)
 		f->conv_u = u;
 		f->converted = true;
 	}
-	return h > 0 ? (uint64_t)llround(h) : 0;
+	return h > 0 ? (uint64_t)gt_round(h) : 0;
 }

@@ -553,7 +553,7 @@ static uint64_t zm_host_ns(struct zm_dev *md, double dev_ns)
 {
 	const struct ze_dev *d = md->dev;
 
-	return ze_fit__host(&md->fit, (uint64_t)llround(dev_ns / d->ns_per_tick) & d->mask);
+	return ze_fit__host(&md->fit, (uint64_t)gt_round(dev_ns / d->ns_per_tick) & d->mask);
 }
 
 /* One report's values as counter samples at `when`. */

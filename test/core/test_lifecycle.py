@@ -214,3 +214,21 @@ def test_sigkill_at_any_moment_leaves_valid_json(tmp_path):
         if out.exists():  # a kill before the first checkpoint may leave none
             trace = scan_trace(out)
             assert trace["gputrace"]["complete"] is False
+
+
+def test_library_needs_libc_only():
+    """The preload may be the first library of any program: everything it calls
+    comes from libc (a libm function would fail to bind in a program that has no
+    libm, or holds it only inside a vendor library opened RTLD_LOCAL)."""
+    if os.environ.get("SANITIZE"):
+        pytest.skip("a sanitizer build links its runtime")
+    lib = BUILD / "libgputrace.so"
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
+                            check=True).stdout
+    assert [l.split("[")[1].rstrip("]") for l in needed.splitlines() if "(NEEDED)" in l] == \
+        ["libc.so.6"]
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
+                               text=True, check=True).stdout.split("\n")
+    strays = [l for l in undefined if l.strip() and "@GLIBC_" not in l and
+              not l.strip().startswith("w ")]
+    assert strays == []
