@@ -53,23 +53,28 @@ def sim_run(cmd, tmp_path=None, env=None, traced=True, **kw):
 def load_exact(path):
     """A trace with every number as Decimal: ts/dur convert to exact ns. Device work
     is as recorded: the writer starts a slice that touches the previous one on its
-    row 1 ns later, so that viewers never see them overlap (writer/place.c); with
-    the simulator's times that is undone here, and checked to be all it did."""
+    row 1 ns later (2 where a range's annotation opens between them), so that viewers
+    never see them overlap (writer/place.c); with the simulator's times that is
+    undone here, and checked to be all it did."""
     with open(path, "rb") as f:
         trace = json.loads(f.read(), parse_float=decimal.Decimal, parse_int=decimal.Decimal)
-    rows = {}
+    rows, opens = {}, {}
     for e in trace["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") in DEVICE_CATS:
             rows.setdefault((e["pid"], e["tid"]), []).append(e)
+        elif e.get("ph") == "X" and e.get("cat") == "gpu_user_annotation":
+            opens.setdefault((e["pid"], e["tid"]), set()).add(start(e))
     one = decimal.Decimal("0.001")
-    for row in rows.values():
+    for key, row in rows.items():
         row.sort(key=start)
         for prev, e in zip(row, row[1:]):
             # never overlapping (CUDA events' float milliseconds may, by a rounding)
             assert start(e) >= end(prev) or e["args"].get("timing") == "cuda_events", (prev, e)
-            if start(e) == end(prev) + 1:
-                e["ts"] -= one
-                e["dur"] += one
+            # 1 ns, or 2 where a range annotation opens in between
+            moved = start(e) - end(prev)
+            if moved == 1 or (moved == 2 and end(prev) + 1 in opens.get(key, ())):
+                e["ts"] -= one * moved
+                e["dur"] += one * moved
     return trace
 
 
