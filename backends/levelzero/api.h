@@ -4,15 +4,17 @@
  * loader's exports and ze_newer.h: do not edit, re-run the generator.
  *
  * ZE_API(X) calls X(kind, return type, name, (parameters), (arguments)) for
- * each of the 458 functions, sorted by name (wrapper_for bsearches it).
+ * each of the 471 functions, sorted by name (wrapper_for bsearches it).
  * kind PLAIN: the wrapper only times the call; HOOK: it runs ze_body_<name>;
  * NEW_PLAIN, NEW_HOOK: the same for a newer loader's function (ze_newer.h),
- * exported for programs that link it but hidden from dlsym.
+ * exported for programs that link it but hidden from dlsym; EXT_PLAIN,
+ * EXT_HOOK: a driver's extension function (ze_intel_ext.h), never exported,
+ * handed out by zeDriverGetExtensionFunctionAddress.
  */
 #ifndef GPUTRACE_LEVELZERO_API_H
 #define GPUTRACE_LEVELZERO_API_H
 
-#define ZE_API_COUNT 458
+#define ZE_API_COUNT 471
 
 #define ZE_API(X) \
 	X(HOOK, ze_result_t, zeCommandListAppendBarrier, (ze_command_list_handle_t hCommandList, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t* phWaitEvents), (hCommandList, hSignalEvent, numWaitEvents, phWaitEvents)) \
@@ -48,6 +50,8 @@
 	X(HOOK, ze_result_t, zeCommandListDestroy, (ze_command_list_handle_t hCommandList), (hCommandList)) \
 	X(NEW_PLAIN, ze_result_t, zeCommandListGetContextHandle, (ze_command_list_handle_t hCommandList, ze_context_handle_t *phContext), (hCommandList, phContext)) \
 	X(NEW_PLAIN, ze_result_t, zeCommandListGetDeviceHandle, (ze_command_list_handle_t hCommandList, ze_device_handle_t *phDevice), (hCommandList, phDevice)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListGetNextCommandIdExp, (ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc, uint64_t *pCommandId), (hCommandList, desc, pCommandId)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListGetNextCommandIdWithKernelsExp, (ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc, uint32_t numKernels, ze_kernel_handle_t *phKernels, uint64_t *pCommandId), (hCommandList, desc, numKernels, phKernels, pCommandId)) \
 	X(NEW_PLAIN, ze_result_t, zeCommandListGetOrdinal, (ze_command_list_handle_t hCommandList, uint32_t *pOrdinal), (hCommandList, pOrdinal)) \
 	X(NEW_HOOK, ze_result_t, zeCommandListHostSynchronize, (ze_command_list_handle_t hCommandList, uint64_t timeout), (hCommandList, timeout)) \
 	X(NEW_HOOK, ze_result_t, zeCommandListImmediateAppendCommandListsExp, (ze_command_list_handle_t hCommandListImmediate, uint32_t numCommandLists, ze_command_list_handle_t *phCommandLists, ze_event_handle_t hSignalEvent, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents), (hCommandListImmediate, numCommandLists, phCommandLists, hSignalEvent, numWaitEvents, phWaitEvents)) \
@@ -55,6 +59,10 @@
 	X(NEW_PLAIN, ze_result_t, zeCommandListImmediateGetIndex, (ze_command_list_handle_t hCommandListImmediate, uint32_t *pIndex), (hCommandListImmediate, pIndex)) \
 	X(NEW_PLAIN, ze_result_t, zeCommandListIsImmediate, (ze_command_list_handle_t hCommandList, ze_bool_t *pIsImmediate), (hCommandList, pIsImmediate)) \
 	X(HOOK, ze_result_t, zeCommandListReset, (ze_command_list_handle_t hCommandList), (hCommandList)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListUpdateMutableCommandKernelsExp, (ze_command_list_handle_t hCommandList, uint32_t numKernels, uint64_t *pCommandId, ze_kernel_handle_t *phKernels), (hCommandList, numKernels, pCommandId, phKernels)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListUpdateMutableCommandSignalEventExp, (ze_command_list_handle_t hCommandList, uint64_t commandId, ze_event_handle_t hSignalEvent), (hCommandList, commandId, hSignalEvent)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListUpdateMutableCommandWaitEventsExp, (ze_command_list_handle_t hCommandList, uint64_t commandId, uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents), (hCommandList, commandId, numWaitEvents, phWaitEvents)) \
+	X(NEW_HOOK, ze_result_t, zeCommandListUpdateMutableCommandsExp, (ze_command_list_handle_t hCommandList, const ze_mutable_commands_exp_desc_t *desc), (hCommandList, desc)) \
 	X(HOOK, ze_result_t, zeCommandQueueCreate, (ze_context_handle_t hContext, ze_device_handle_t hDevice, const ze_command_queue_desc_t* desc, ze_command_queue_handle_t* phCommandQueue), (hContext, hDevice, desc, phCommandQueue)) \
 	X(HOOK, ze_result_t, zeCommandQueueDestroy, (ze_command_queue_handle_t hCommandQueue), (hCommandQueue)) \
 	X(HOOK, ze_result_t, zeCommandQueueExecuteCommandLists, (ze_command_queue_handle_t hCommandQueue, uint32_t numCommandLists, ze_command_list_handle_t* phCommandLists, ze_fence_handle_t hFence), (hCommandQueue, numCommandLists, phCommandLists, hFence)) \
@@ -90,7 +98,7 @@
 	X(NEW_HOOK, ze_result_t, zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice)) \
 	X(PLAIN, ze_result_t, zeDriverGet, (uint32_t* pCount, ze_driver_handle_t* phDrivers), (pCount, phDrivers)) \
 	X(PLAIN, ze_result_t, zeDriverGetApiVersion, (ze_driver_handle_t hDriver, ze_api_version_t* version), (hDriver, version)) \
-	X(PLAIN, ze_result_t, zeDriverGetExtensionFunctionAddress, (ze_driver_handle_t hDriver, const char* name, void** ppFunctionAddress), (hDriver, name, ppFunctionAddress)) \
+	X(HOOK, ze_result_t, zeDriverGetExtensionFunctionAddress, (ze_driver_handle_t hDriver, const char* name, void** ppFunctionAddress), (hDriver, name, ppFunctionAddress)) \
 	X(PLAIN, ze_result_t, zeDriverGetExtensionProperties, (ze_driver_handle_t hDriver, uint32_t* pCount, ze_driver_extension_properties_t* pExtensionProperties), (hDriver, pCount, pExtensionProperties)) \
 	X(PLAIN, ze_result_t, zeDriverGetIpcProperties, (ze_driver_handle_t hDriver, ze_driver_ipc_properties_t* pIpcProperties), (hDriver, pIpcProperties)) \
 	X(PLAIN, ze_result_t, zeDriverGetProperties, (ze_driver_handle_t hDriver, ze_driver_properties_t* pDriverProperties), (hDriver, pDriverProperties)) \
@@ -473,5 +481,12 @@
 	X(PLAIN, ze_result_t, zetTracerExpSetEnabled, (zet_tracer_exp_handle_t hTracer, ze_bool_t enable), (hTracer, enable)) \
 	X(PLAIN, ze_result_t, zetTracerExpSetEpilogues, (zet_tracer_exp_handle_t hTracer, zet_core_callbacks_t* pCoreCbs), (hTracer, pCoreCbs)) \
 	X(PLAIN, ze_result_t, zetTracerExpSetPrologues, (zet_tracer_exp_handle_t hTracer, zet_core_callbacks_t* pCoreCbs), (hTracer, pCoreCbs)) \
+	X(EXT_HOOK, ze_result_t, zexCommandListAppendWaitOnMemory, (ze_command_list_handle_t hCommandList, zex_wait_on_mem_desc_t *desc, void *ptr, uint32_t data, ze_event_handle_t hSignalEvent), (hCommandList, desc, ptr, data, hSignalEvent)) \
+	X(EXT_HOOK, ze_result_t, zexCommandListAppendWaitOnMemory64, (ze_command_list_handle_t hCommandList, zex_wait_on_mem_desc_t *desc, void *ptr, uint64_t data, ze_event_handle_t hSignalEvent), (hCommandList, desc, ptr, data, hSignalEvent)) \
+	X(EXT_HOOK, ze_result_t, zexCommandListAppendWriteToMemory, (ze_command_list_handle_t hCommandList, zex_write_to_mem_desc_t *desc, void *ptr, uint64_t data), (hCommandList, desc, ptr, data)) \
+	X(EXT_HOOK, ze_result_t, zexCounterBasedEventCreate2, (ze_context_handle_t hContext, ze_device_handle_t hDevice, const zex_counter_based_event_desc_t *desc, ze_event_handle_t *phEvent), (hContext, hDevice, desc, phEvent)) \
+	X(EXT_PLAIN, ze_result_t, zexDriverGetHostPointerBaseAddress, (ze_driver_handle_t hDriver, void *ptr, void **baseAddress), (hDriver, ptr, baseAddress)) \
+	X(EXT_PLAIN, ze_result_t, zexDriverImportExternalPointer, (ze_driver_handle_t hDriver, void *ptr, size_t size), (hDriver, ptr, size)) \
+	X(EXT_PLAIN, ze_result_t, zexDriverReleaseImportedPointer, (ze_driver_handle_t hDriver, void *ptr), (hDriver, ptr)) \
 
 #endif

@@ -14,6 +14,11 @@
  * binds a program's unversioned reference to it (glibc accepts a hidden
  * version of index 2 for those), but dlsym() never returns it, so a program
  * that probes with dlsym sees its loader's function or none.
+ *
+ * A driver's extension function (kind EXT_*, ze_intel_ext.h), and a newer
+ * loader's function a program gets from zeDriverGetExtensionFunctionAddress
+ * (as SYCL gets the mutable command list functions), is wrapped a second way,
+ * ze_xwrap_<name>, around the pointer the driver gave (real.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -78,6 +83,8 @@ static void ze__strings_intern(void)
 	ze_str.fence = gt_str_intern("Fence signaled");
 	ze_str.waits = gt_str_intern("waits");
 	ze_str.event = gt_str_intern("event");
+	ze_str.wait_memory = gt_str_intern("Wait on memory");
+	ze_str.write_memory = gt_str_intern("Write to memory");
 }
 
 atomic_bool ze_str_ready;
@@ -194,8 +201,8 @@ static void ze__unwound(struct ze_unwind *u)
 	if (!ze__active() || !gt_guard_enter())                                            \
 		return real args;
 
-#define ZE_WRAP_TIMED(START, ret, name, params, args)                                      \
-	GT_HIDDEN ret ze_wrap_##name params                                                \
+#define ZE_WRAP_TIMED(START, fn, ret, name, params, args)                                  \
+	GT_HIDDEN ret fn params                                                            \
 	{                                                                                  \
 		ZE_UNWIND;                                                                 \
 		ret r;                                                                     \
@@ -211,10 +218,17 @@ static void ze__unwound(struct ze_unwind *u)
 		return r;                                                                  \
 	}
 
-#define ZE_WRAP_PLAIN(...) ZE_WRAP_TIMED(ZE_WRAP_START, __VA_ARGS__)
-#define ZE_WRAP_HOOK(...) ZE_WRAP_BODY(ZE_WRAP_START, __VA_ARGS__)
-#define ZE_WRAP_NEW_PLAIN(...) ZE_WRAP_TIMED(ZE_WRAP_NEW_START, __VA_ARGS__)
-#define ZE_WRAP_NEW_HOOK(...) ZE_WRAP_BODY(ZE_WRAP_NEW_START, __VA_ARGS__)
+#define ZE_WRAP_PLAIN(ret, name, ...) \
+	ZE_WRAP_TIMED(ZE_WRAP_START, ze_wrap_##name, ret, name, __VA_ARGS__)
+#define ZE_WRAP_HOOK(ret, name, ...) \
+	ZE_WRAP_BODY(ZE_WRAP_START, ze_wrap_##name, ret, name, __VA_ARGS__)
+#define ZE_WRAP_NEW_PLAIN(ret, name, ...) \
+	ZE_WRAP_TIMED(ZE_WRAP_NEW_START, ze_wrap_##name, ret, name, __VA_ARGS__)
+#define ZE_WRAP_NEW_HOOK(ret, name, ...) \
+	ZE_WRAP_BODY(ZE_WRAP_NEW_START, ze_wrap_##name, ret, name, __VA_ARGS__)
+/* A driver's extension function has only the wrapper a driver's lookup hands out. */
+#define ZE_WRAP_EXT_PLAIN(...)
+#define ZE_WRAP_EXT_HOOK(...)
 
 /* A newer loader's function the process's loader lacks, called by a program that
  * linked it: where the dynamic linker would have stopped it, stop it the same way. */
@@ -227,8 +241,8 @@ static void ze__unwound(struct ze_unwind *u)
 	if (!ze__active() || !gt_guard_enter())                                            \
 		return real args;
 
-#define ZE_WRAP_BODY(START, ret, name, params, args)                                       \
-	GT_HIDDEN ret ze_wrap_##name params                                                \
+#define ZE_WRAP_BODY(START, fn, ret, name, params, args)                                   \
+	GT_HIDDEN ret fn params                                                            \
 	{                                                                                  \
 		ZE_UNWIND;                                                                 \
 		struct ze_call c;                                                          \
@@ -253,6 +267,33 @@ static void ze__unwound(struct ze_unwind *u)
 ZE_API(ZE_WRAP)
 #undef ZE_WRAP
 
+/*
+ * The wrappers zeDriverGetExtensionFunctionAddress hands out (real.c), of the newer
+ * loaders' functions and the drivers' own: they call the function the driver gave
+ * (ze_xreal_tab), which need not be the loader's.
+ */
+#define ZE_WRAP_X_START(name, args)                                                        \
+	__typeof__(&name) real;                                                            \
+	gt_ensure_init();                                                                  \
+	real = (__typeof__(&name))atomic_load_explicit(&ze_xreal_tab[ZE_ID_##name],       \
+							memory_order_acquire);             \
+	if (gt_unlikely(!real))                                                            \
+		return ZE_RESULT_ERROR_UNINITIALIZED;                                      \
+	if (!ze__active() || !gt_guard_enter())                                            \
+		return real args;
+
+#define ZE_XWRAP_PLAIN(...)
+#define ZE_XWRAP_HOOK(...)
+#define ZE_XWRAP_NEW_PLAIN(ret, name, ...) \
+	ZE_WRAP_TIMED(ZE_WRAP_X_START, ze_xwrap_##name, ret, name, __VA_ARGS__)
+#define ZE_XWRAP_NEW_HOOK(ret, name, ...) \
+	ZE_WRAP_BODY(ZE_WRAP_X_START, ze_xwrap_##name, ret, name, __VA_ARGS__)
+#define ZE_XWRAP_EXT_PLAIN ZE_XWRAP_NEW_PLAIN
+#define ZE_XWRAP_EXT_HOOK ZE_XWRAP_NEW_HOOK
+#define ZE_XWRAP(kind, ...) ZE_XWRAP_##kind(__VA_ARGS__)
+ZE_API(ZE_XWRAP)
+#undef ZE_XWRAP
+
 /* The exported names: aliases, so our own address of each wrapper is never the loader's. */
 #define ZE_EXPORT_PLAIN(ret, name, params, args)                                           \
 	ret name params __attribute__((alias("ze_wrap_" #name), visibility("default")));
@@ -262,15 +303,31 @@ ZE_API(ZE_WRAP)
 		__attribute__((alias("ze_wrap_" #name), visibility("default")));           \
 	__asm__(".symver gt_ze_link_only_" #name ", " #name "@GPUTRACE_LINK_ONLY");
 #define ZE_EXPORT_NEW_HOOK ZE_EXPORT_NEW_PLAIN
+#define ZE_EXPORT_EXT_PLAIN(...)
+#define ZE_EXPORT_EXT_HOOK(...)
 #define ZE_EXPORT(kind, ...) ZE_EXPORT_##kind(__VA_ARGS__)
 ZE_API(ZE_EXPORT)
 #undef ZE_EXPORT
 
-void *const ze_wrappers[ZE_ID__COUNT] = {
-#define ZE_ADDR(kind, ret, name, params, args) (void *)ze_wrap_##name,
-	ZE_API(ZE_ADDR)
+#define ZE_ADDR_PLAIN(name) (void *)ze_wrap_##name,
+#define ZE_ADDR_HOOK ZE_ADDR_PLAIN
+#define ZE_ADDR_NEW_PLAIN ZE_ADDR_PLAIN
+#define ZE_ADDR_NEW_HOOK ZE_ADDR_PLAIN
+#define ZE_ADDR_EXT_PLAIN(name) NULL,
+#define ZE_ADDR_EXT_HOOK ZE_ADDR_EXT_PLAIN
+#define ZE_ADDR(kind, ret, name, params, args) ZE_ADDR_##kind(name)
+void *const ze_wrappers[ZE_ID__COUNT] = { ZE_API(ZE_ADDR) };
 #undef ZE_ADDR
-};
+
+#define ZE_XADDR_PLAIN(name) NULL,
+#define ZE_XADDR_HOOK ZE_XADDR_PLAIN
+#define ZE_XADDR_NEW_PLAIN(name) (void *)ze_xwrap_##name,
+#define ZE_XADDR_NEW_HOOK ZE_XADDR_NEW_PLAIN
+#define ZE_XADDR_EXT_PLAIN ZE_XADDR_NEW_PLAIN
+#define ZE_XADDR_EXT_HOOK ZE_XADDR_NEW_PLAIN
+#define ZE_XADDR(kind, ret, name, params, args) ZE_XADDR_##kind(name)
+void *const ze_xwrappers[ZE_ID__COUNT] = { ZE_API(ZE_XADDR) };
+#undef ZE_XADDR
 
 /* ---- life cycle ---- */
 

@@ -775,3 +775,154 @@ ze_result_t ze_body_zeMemFreeExt(struct ze_call *c, __typeof__(&zeMemFreeExt) re
 	ze_mem__free(ptr);
 	return real(hContext, pMemFreeDesc, ptr);
 }
+
+/* ---- Intel's driver extension functions (ze_intel_ext.h) ---- */
+
+/* Laid out as spec 1.15's descriptor, with the same flag bits: one event, one rule. */
+_Static_assert(sizeof(zex_counter_based_event_desc_t) == sizeof(ze_event_counter_based_desc_t) &&
+		       ZEX_COUNTER_BASED_EVENT_FLAG_KERNEL_TIMESTAMP ==
+			       ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP &&
+		       ZEX_COUNTER_BASED_EVENT_FLAG_KERNEL_MAPPED_TIMESTAMP ==
+			       ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP,
+	       "zex counter-based event descriptor differs from the spec's");
+
+ze_result_t ze_body_zexCounterBasedEventCreate2(struct ze_call *c,
+						__typeof__(&zexCounterBasedEventCreate2) real,
+						ze_context_handle_t hContext,
+						ze_device_handle_t hDevice,
+						const zex_counter_based_event_desc_t *desc,
+						ze_event_handle_t *phEvent)
+{
+	ze_result_t r = real(hContext, hDevice, desc, phEvent);
+
+	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
+		ze_track__cb_event_created(*phEvent, (const ze_event_counter_based_desc_t *)desc);
+	return r;
+}
+
+/* The list stops until memory says so: a wait span on its row, from when the row was
+ * free to when the condition held (the command's own times). */
+#define ZE_MEMORY_WAIT(fn, params, args)                                                   \
+	ze_result_t ze_body_##fn(struct ze_call *c, __typeof__(&fn) real, ZE_UNPAREN params) \
+	{                                                                                  \
+		struct ze_append a;                                                        \
+		struct ze_work w = { .kind = ZE_CMD_WAIT, .name = ze_str.wait_memory };    \
+		ze_result_t r;                                                             \
+                                                                                           \
+		if (!ze__want(GT_KIND(SYNC)))                                              \
+			return real args;                                                  \
+		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent, 0,   \
+						      NULL);                               \
+		r = real args;                                                             \
+		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		return r;                                                                  \
+	}
+
+ZE_MEMORY_WAIT(zexCommandListAppendWaitOnMemory,
+	(ze_command_list_handle_t hCommandList, zex_wait_on_mem_desc_t *desc, void *ptr,
+	 uint32_t data, ze_event_handle_t hSignalEvent),
+	(hCommandList, desc, ptr, data, hSignalEvent))
+
+ZE_MEMORY_WAIT(zexCommandListAppendWaitOnMemory64,
+	(ze_command_list_handle_t hCommandList, zex_wait_on_mem_desc_t *desc, void *ptr,
+	 uint64_t data, ze_event_handle_t hSignalEvent),
+	(hCommandList, desc, ptr, data, hSignalEvent))
+
+/* An instant where the list got to the write (no signal event of its own). */
+ze_result_t ze_body_zexCommandListAppendWriteToMemory(
+	struct ze_call *c, __typeof__(&zexCommandListAppendWriteToMemory) real,
+	ze_command_list_handle_t hCommandList, zex_write_to_mem_desc_t *desc, void *ptr,
+	uint64_t data)
+{
+	struct ze_mark m;
+	ze_result_t r;
+
+	ze_track__mark_begin(&m, hCommandList, ZE_CMD_SIGNAL, NULL, 0, NULL);
+	m.w.name = ze_str.write_memory;
+	r = real(hCommandList, desc, ptr, data);
+	ze_track__mark_end(&m, r, c->corr);
+	return r;
+}
+
+/* ---- mutable command lists (SYCL graphs): a closed list's kernels change ---- */
+
+ze_result_t ze_body_zeCommandListGetNextCommandIdExp(
+	struct ze_call *c, __typeof__(&zeCommandListGetNextCommandIdExp) real,
+	ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc,
+	uint64_t *pCommandId)
+{
+	ze_result_t r = real(hCommandList, desc, pCommandId);
+
+	if (r == ZE_RESULT_SUCCESS && pCommandId)
+		ze_track__mutable_next(hCommandList, *pCommandId, desc ? desc->flags : 0);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListGetNextCommandIdWithKernelsExp(
+	struct ze_call *c, __typeof__(&zeCommandListGetNextCommandIdWithKernelsExp) real,
+	ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc,
+	uint32_t numKernels, ze_kernel_handle_t *phKernels, uint64_t *pCommandId)
+{
+	ze_result_t r = real(hCommandList, desc, numKernels, phKernels, pCommandId);
+
+	if (r == ZE_RESULT_SUCCESS && pCommandId)
+		ze_track__mutable_next(hCommandList, *pCommandId, desc ? desc->flags : 0);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListUpdateMutableCommandsExp(
+	struct ze_call *c, __typeof__(&zeCommandListUpdateMutableCommandsExp) real,
+	ze_command_list_handle_t hCommandList, const ze_mutable_commands_exp_desc_t *desc)
+{
+	ze_result_t r = real(hCommandList, desc);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mutable_update(hCommandList, desc);
+	return r;
+}
+
+/* A switched kernel runs with its group size as set now, until an update changes it. */
+ze_result_t ze_body_zeCommandListUpdateMutableCommandKernelsExp(
+	struct ze_call *c, __typeof__(&zeCommandListUpdateMutableCommandKernelsExp) real,
+	ze_command_list_handle_t hCommandList, uint32_t numKernels, uint64_t *pCommandId,
+	ze_kernel_handle_t *phKernels)
+{
+	ze_result_t r = real(hCommandList, numKernels, pCommandId, phKernels);
+
+	for (uint32_t i = 0; r == ZE_RESULT_SUCCESS && pCommandId && phKernels && i < numKernels;
+	     i++) {
+		struct ze_kernel *K = ze_kernel__lookup(phKernels[i]);
+		uint32_t size[3];
+
+		if (!K)
+			continue;
+		for (int d = 0; d < 3; d++)
+			size[d] = atomic_load_explicit(&K->size[d], memory_order_relaxed);
+		ze_track__mutable_kernel(hCommandList, pCommandId[i],
+					 atomic_load_explicit(&K->name, memory_order_relaxed), size);
+	}
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListUpdateMutableCommandSignalEventExp(
+	struct ze_call *c, __typeof__(&zeCommandListUpdateMutableCommandSignalEventExp) real,
+	ze_command_list_handle_t hCommandList, uint64_t commandId, ze_event_handle_t hSignalEvent)
+{
+	ze_result_t r = real(hCommandList, commandId, hSignalEvent);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mutable_signal(hCommandList, commandId, hSignalEvent);
+	return r;
+}
+
+ze_result_t ze_body_zeCommandListUpdateMutableCommandWaitEventsExp(
+	struct ze_call *c, __typeof__(&zeCommandListUpdateMutableCommandWaitEventsExp) real,
+	ze_command_list_handle_t hCommandList, uint64_t commandId, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents)
+{
+	ze_result_t r = real(hCommandList, commandId, numWaitEvents, phWaitEvents);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_track__mutable_waits(hCommandList, commandId, numWaitEvents, phWaitEvents);
+	return r;
+}

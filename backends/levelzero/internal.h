@@ -27,6 +27,7 @@
 #include <level_zero/layers/zel_tracing_api.h>
 #include <level_zero/layers/zel_tracing_register_cb.h>
 #include "backends/levelzero/ze_newer.h"
+#include "backends/levelzero/ze_intel_ext.h"
 #include "inject/config.h"
 #include "inject/event.h"
 #include "backends/backend.h"
@@ -46,9 +47,13 @@ enum ze_fn_id {
 
 /* Each function's name, in table order (sorted: bsearch finds an id). */
 extern GT_HIDDEN const char *const ze_fn_names[ZE_ID__COUNT];
-/* Our wrapper of each function, in table order (backend.c). */
+/* Our wrapper of each function, in table order (backend.c); NULL: a driver's own. */
 extern GT_HIDDEN void *const ze_wrappers[ZE_ID__COUNT];
 extern GT_HIDDEN _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
+/* The wrapper zeDriverGetExtensionFunctionAddress hands out for a newer loader's or a
+ * driver's function (NULL: none), and the driver's function it calls. */
+extern GT_HIDDEN void *const ze_xwrappers[ZE_ID__COUNT];
+extern GT_HIDDEN _Atomic(void *) ze_xreal_tab[ZE_ID__COUNT];
 GT_HIDDEN void *ze__resolve(enum ze_fn_id id);
 /* gt_backend.wrapper_for: our wrapper for a program's dlsym of a loader function. */
 GT_HIDDEN void *ze__wrapper_for(const char *symbol);
@@ -93,6 +98,8 @@ static inline void ze_call__arg(struct ze_call *c, uint32_t key, uint32_t type, 
 #define ZE_BODY_DECL_HOOK(ret, name, params, args)                                         \
 	GT_HIDDEN ret ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params);
 #define ZE_BODY_DECL_NEW_HOOK ZE_BODY_DECL_HOOK
+#define ZE_BODY_DECL_EXT_PLAIN(ret, name, params, args)
+#define ZE_BODY_DECL_EXT_HOOK ZE_BODY_DECL_HOOK
 #define ZE_BODY_DECL(kind, ...) ZE_BODY_DECL_##kind(__VA_ARGS__)
 ZE_API(ZE_BODY_DECL)
 #undef ZE_BODY_DECL
@@ -111,6 +118,7 @@ struct ze_strings {
 	uint32_t image;
 	uint32_t lost_unread, lost_no_event, lost_overwritten;
 	uint32_t gpu_sync, barrier, fence, waits, event; /* device-row sync marks, their args */
+	uint32_t wait_memory, write_memory; /* Intel's waits on and writes to memory */
 };
 
 extern GT_HIDDEN struct ze_strings ze_str;
@@ -292,6 +300,17 @@ GT_HIDDEN void ze_track__event_retire(ze_event_handle_t e, bool destroy);
 /* Is the program's event counter-based (never reset, never signaled by the host)? */
 GT_HIDDEN bool ze_track__event_counter_based(ze_event_handle_t e);
 GT_HIDDEN void ze_track__context_destroy(ze_context_handle_t ctx);
+/* Mutable command lists: the id the list's next kernel launch gets, and changes to
+ * closed lists' commands (each later execution shows them). */
+GT_HIDDEN void ze_track__mutable_next(ze_command_list_handle_t l, uint64_t id, uint32_t flags);
+GT_HIDDEN void ze_track__mutable_update(ze_command_list_handle_t l,
+					const ze_mutable_commands_exp_desc_t *desc);
+GT_HIDDEN void ze_track__mutable_kernel(ze_command_list_handle_t l, uint64_t id, uint32_t name,
+					const uint32_t size[3]);
+GT_HIDDEN void ze_track__mutable_signal(ze_command_list_handle_t l, uint64_t id,
+					ze_event_handle_t ev);
+GT_HIDDEN void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, uint32_t nwait,
+				       const ze_event_handle_t *waits);
 /* A sync point succeeded: read every pending command that is complete. */
 GT_HIDDEN void ze_track__collect(void);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */

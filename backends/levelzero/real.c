@@ -17,6 +17,7 @@
 #include "inject/shim.h"
 
 _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
+_Atomic(void *) ze_xreal_tab[ZE_ID__COUNT];
 
 static _Atomic(void *) ze_loader_handle;
 
@@ -123,9 +124,40 @@ void *ze__wrapper_for(const char *symbol)
 	if (!hit)
 		return NULL;
 	id = (enum ze_fn_id)(hit - ze_fn_names);
-	if (found == ze_wrappers[id] || !ze__from_loader(found))
+	/* (a driver's own function has no wrapper a dlsym could get) */
+	if (!ze_wrappers[id] || found == ze_wrappers[id] || !ze__from_loader(found))
 		return NULL;
 	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
 	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
 	return ze_wrappers[id];
+}
+
+/*
+ * A program asked a driver for a function by name (SYCL gets the mutable command list
+ * functions and Intel's zex* functions so): for one we trace, our wrapper of the
+ * pointer the driver gave. One pointer per name: the first driver's. Another driver's
+ * different function of the same name is handed back untouched (untraced).
+ */
+ze_result_t ze_body_zeDriverGetExtensionFunctionAddress(
+	struct ze_call *c, __typeof__(&zeDriverGetExtensionFunctionAddress) real,
+	ze_driver_handle_t hDriver, const char *name, void **ppFunctionAddress)
+{
+	ze_result_t r = real(hDriver, name, ppFunctionAddress);
+	const char *const *hit;
+	void *found, *expected = NULL;
+	enum ze_fn_id id;
+
+	if (r != ZE_RESULT_SUCCESS || !name || !ppFunctionAddress || !*ppFunctionAddress)
+		return r;
+	hit = bsearch(name, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
+	if (!hit)
+		return r;
+	id = (enum ze_fn_id)(hit - ze_fn_names);
+	found = *ppFunctionAddress;
+	if (!ze_xwrappers[id] || found == ze_xwrappers[id])
+		return r;
+	if (atomic_compare_exchange_strong(&ze_xreal_tab[id], &expected, found) ||
+	    expected == found)
+		*ppFunctionAddress = ze_xwrappers[id];
+	return r;
 }

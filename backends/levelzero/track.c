@@ -80,6 +80,8 @@ struct ze_cmd {
 	ze_kernel_timestamp_result_t *slot; /* a query of the program's event writes here */
 	uint64_t append_corr;
 	struct ze_pending *pend; /* the read of its latest execution, until taken */
+	uint64_t mut_id;  /* a mutable command's id (mutable) */
+	bool mutable;     /* its kernel, groups, events may change after the list closed */
 };
 
 /* An event of ours a barrier still waits on: reusable once later work on the list is done. */
@@ -100,6 +102,10 @@ struct ze_list {
 	uint64_t next_seq;        /* immediate lists: appends so far */
 	struct ze_parked *parked; /* immediate lists */
 	size_t nparked, cap_parked;
+	/* A mutable list: the id GetNextCommandIdExp gave for the next kernel launch. */
+	bool mut_pending;
+	uint32_t mut_flags; /* ze_mutable_command_exp_flags_t asked for it */
+	uint64_t mut_id;
 };
 
 struct ze_queue {
@@ -658,6 +664,12 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	if (!L->ctx)
 		goto out;
 	info = program_event ? ze_event__get(program_event) : NULL;
+	if (gt_unlikely(L->mut_pending) && program_event &&
+	    (L->mut_flags & ZE_MUTABLE_COMMAND_EXP_FLAG_SIGNAL_EVENT) &&
+	    !(info && (info->flags & ZE_EV_TIMESTAMPED) && !(info->flags & ZE_EV_COUNTER_BASED)))
+		/* Its signal event may be swapped later, which a chain or a query of ours
+		 * after it would not follow: the driver gets the program's, untimed. */
+		goto out;
 	if (!program_event) {
 		/* The common launch: ours, nothing to chain. */
 		a->event = ze_ctx__event(L->ctx);
@@ -795,7 +807,9 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	if (gt_unlikely((uintptr_t)a->query | (uintptr_t)a->chain) && r == ZE_RESULT_SUCCESS)
 		ze__after_command(a, L);
 	pthread_mutex_lock(&ze_lock);
-	if (!a->event && r == ZE_RESULT_SUCCESS)
+	/* A mutable launch is recorded even so: a new signal event may make it timed. */
+	if (!a->event && r == ZE_RESULT_SUCCESS &&
+	    (L->immediate || !L->mut_pending || w->kind != ZE_CMD_KERNEL))
 		goto untimed;
 	if (r != ZE_RESULT_SUCCESS) {
 		/* Never submitted: ours is still unsignaled. */
@@ -855,9 +869,16 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	cmd->host_domain = a->query && a->host_domain;
 	cmd->append_corr = corr;
 	cmd->pend = NULL;
+	/* The id is the next kernel launch's (our barriers and marks take none). */
+	cmd->mutable = L->mut_pending && w->kind == ZE_CMD_KERNEL;
+	cmd->mut_id = cmd->mutable ? L->mut_id : 0;
+	if (cmd->mutable)
+		L->mut_pending = false;
 	goto out;
 untimed:
 	gt_lost_add(ze_str.lost_no_event, 1);
+	if (!L->immediate && w->kind == ZE_CMD_KERNEL && r == ZE_RESULT_SUCCESS)
+		L->mut_pending = false;
 out:
 	pthread_mutex_unlock(&ze_lock);
 }
@@ -1062,8 +1083,14 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 			ze_kernel_timestamp_result_t *copy =
 				gate && gate->times && ze__run_copies(cmd) ?
 					&gate->times[copied++] : NULL;
-			struct ze_pending *p = ze_pend__new();
+			struct ze_pending *p;
 
+			/* A mutable command whose signal event became one we cannot read. */
+			if (gt_unlikely(!cmd->event)) {
+				gt_lost_add(ze_str.lost_no_event, 1);
+				continue;
+			}
+			p = ze_pend__new();
 			if (!p) {
 				gt_lost_add(ze_str.lost_no_event, 1);
 				continue;
@@ -1234,6 +1261,121 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 		free(L);
 	}
 out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* ---- mutable command lists (ZE_experimental_mutable_command_list) ---- */
+
+void ze_track__mutable_next(ze_command_list_handle_t l, uint64_t id, uint32_t flags)
+{
+	struct ze_list *L;
+
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	if (L && !L->immediate) {
+		L->mut_pending = true;
+		L->mut_id = id;
+		L->mut_flags = flags;
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* The command of a closed list with that id, or NULL (lock held). */
+static struct ze_cmd *ze__mutable_cmd_locked(ze_command_list_handle_t l, uint64_t id)
+{
+	struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, l);
+
+	for (size_t j = 0; L && j < L->ncmds; j++) {
+		if (L->cmds[j].mutable && L->cmds[j].mut_id == id)
+			return &L->cmds[j];
+	}
+	return NULL;
+}
+
+void ze_track__mutable_update(ze_command_list_handle_t l, const ze_mutable_commands_exp_desc_t *desc)
+{
+	pthread_mutex_lock(&ze_lock);
+	for (const ze_base_desc_t *d = desc ? desc->pNext : NULL; d; d = d->pNext) {
+		struct ze_cmd *cmd;
+
+		if (d->stype == ZE_STRUCTURE_TYPE_MUTABLE_GROUP_COUNT_EXP_DESC) {
+			const ze_mutable_group_count_exp_desc_t *g = (const void *)d;
+
+			cmd = ze__mutable_cmd_locked(l, g->commandId);
+			if (cmd && g->pGroupCount) {
+				cmd->w.groups[0] = g->pGroupCount->groupCountX;
+				cmd->w.groups[1] = g->pGroupCount->groupCountY;
+				cmd->w.groups[2] = g->pGroupCount->groupCountZ;
+			}
+		} else if (d->stype == ZE_STRUCTURE_TYPE_MUTABLE_GROUP_SIZE_EXP_DESC) {
+			const ze_mutable_group_size_exp_desc_t *g = (const void *)d;
+
+			if ((cmd = ze__mutable_cmd_locked(l, g->commandId)) != NULL) {
+				cmd->w.size[0] = g->groupSizeX;
+				cmd->w.size[1] = g->groupSizeY;
+				cmd->w.size[2] = g->groupSizeZ;
+			}
+		}
+		/* Arguments, offsets: nothing the trace shows. */
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__mutable_kernel(ze_command_list_handle_t l, uint64_t id, uint32_t name,
+			      const uint32_t size[3])
+{
+	struct ze_cmd *cmd;
+
+	pthread_mutex_lock(&ze_lock);
+	if ((cmd = ze__mutable_cmd_locked(l, id)) != NULL) {
+		cmd->w.name = name;
+		memcpy(cmd->w.size, size, sizeof(cmd->w.size));
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__mutable_signal(ze_command_list_handle_t l, uint64_t id, ze_event_handle_t ev)
+{
+	struct ze_event_info *info;
+	struct ze_list *L;
+	struct ze_cmd *cmd;
+
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	if (!L || !(cmd = ze__mutable_cmd_locked(l, id)) || cmd->event == ev)
+		goto out;
+	/* The list is not running (the program's promise): what earlier runs left is read
+	 * now, then the command's times come from its new event, if we can read it. */
+	ze__collect_locked();
+	if (cmd->pend) {
+		ze_pend__drop(cmd->pend, ze_str.lost_overwritten);
+		cmd->pend = NULL;
+	}
+	if (cmd->own)
+		ze_ctx__put(L->ctx, cmd->event);
+	info = ev ? ze_event__get(ev) : NULL;
+	cmd->own = false;
+	cmd->slot = NULL;
+	cmd->event = info && (info->flags & ZE_EV_TIMESTAMPED) &&
+			     !(info->flags & ZE_EV_COUNTER_BASED) ? ev : NULL;
+out:
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, uint32_t nwait,
+			     const ze_event_handle_t *waits)
+{
+	struct ze_append a;
+	struct ze_cmd *cmd;
+
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_lock(&ze_lock);
+	if ((cmd = ze__mutable_cmd_locked(l, id)) != NULL) {
+		ze__waits_locked(&a, nwait, waits);
+		cmd->w.waits = a.waits;
+		cmd->w.wait_name = a.wait_name;
+		cmd->w.wait_event = a.wait_event;
+	}
 	pthread_mutex_unlock(&ze_lock);
 }
 

@@ -91,6 +91,103 @@ ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListImmediateAppendCommandListsExp(
 	ze_command_list_handle_t *phCommandLists, ze_event_handle_t hSignalEvent,
 	uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents);
 
+/* ---- spec 1.9 (1.10 for kernel switches): mutable command lists (experimental) ---- */
+
+#define ZE_MUTABLE_COMMAND_LIST_EXP_NAME "ZE_experimental_mutable_command_list"
+#define ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_LIST_EXP_DESC ((ze_structure_type_t)0x00020016)
+#define ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_ID_EXP_DESC ((ze_structure_type_t)0x00020017)
+#define ZE_STRUCTURE_TYPE_MUTABLE_COMMANDS_EXP_DESC ((ze_structure_type_t)0x00020018)
+#define ZE_STRUCTURE_TYPE_MUTABLE_KERNEL_ARGUMENT_EXP_DESC ((ze_structure_type_t)0x00020019)
+#define ZE_STRUCTURE_TYPE_MUTABLE_GROUP_COUNT_EXP_DESC ((ze_structure_type_t)0x0002001A)
+#define ZE_STRUCTURE_TYPE_MUTABLE_GROUP_SIZE_EXP_DESC ((ze_structure_type_t)0x0002001B)
+#define ZE_STRUCTURE_TYPE_MUTABLE_GLOBAL_OFFSET_EXP_DESC ((ze_structure_type_t)0x0002001C)
+
+/* What of a command may change after the list is closed (asked for at GetNextCommandId). */
+typedef uint32_t ze_mutable_command_exp_flags_t;
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_KERNEL_ARGUMENTS ZE_BIT(0)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_GROUP_COUNT ZE_BIT(1)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_GROUP_SIZE ZE_BIT(2)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_GLOBAL_OFFSET ZE_BIT(3)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_SIGNAL_EVENT ZE_BIT(4)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_WAIT_EVENTS ZE_BIT(5)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_KERNEL_INSTRUCTION ZE_BIT(6)
+#define ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENTS ZE_BIT(7)
+
+/* In the pNext chain of ze_command_list_desc_t: the list's commands can be mutated. */
+typedef struct _ze_mutable_command_list_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint32_t flags; /* must be 0 */
+} ze_mutable_command_list_exp_desc_t;
+
+typedef struct _ze_mutable_command_id_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	ze_mutable_command_exp_flags_t flags;
+} ze_mutable_command_id_exp_desc_t;
+
+/* Head of an update: its pNext chain holds one descriptor per change. */
+typedef struct _ze_mutable_commands_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint32_t flags; /* must be 0 */
+} ze_mutable_commands_exp_desc_t;
+
+typedef struct _ze_mutable_kernel_argument_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint64_t commandId;
+	uint32_t argIndex;
+	size_t argSize;
+	const void *pArgValue;
+} ze_mutable_kernel_argument_exp_desc_t;
+
+typedef struct _ze_mutable_group_count_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint64_t commandId;
+	const ze_group_count_t *pGroupCount;
+} ze_mutable_group_count_exp_desc_t;
+
+typedef struct _ze_mutable_group_size_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint64_t commandId;
+	uint32_t groupSizeX;
+	uint32_t groupSizeY;
+	uint32_t groupSizeZ;
+} ze_mutable_group_size_exp_desc_t;
+
+typedef struct _ze_mutable_global_offset_exp_desc_t {
+	ze_structure_type_t stype;
+	const void *pNext;
+	uint64_t commandId;
+	uint32_t offsetX;
+	uint32_t offsetY;
+	uint32_t offsetZ;
+} ze_mutable_global_offset_exp_desc_t;
+
+/* The id the next kernel launch appended to the (open, mutable) list will have. */
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListGetNextCommandIdExp(
+	ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc,
+	uint64_t *pCommandId);
+/* The same, for a launch whose kernel may later be switched to one of phKernels. */
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListGetNextCommandIdWithKernelsExp(
+	ze_command_list_handle_t hCommandList, const ze_mutable_command_id_exp_desc_t *desc,
+	uint32_t numKernels, ze_kernel_handle_t *phKernels, uint64_t *pCommandId);
+/* Changes arguments, group counts, group sizes, offsets of commands of a closed list. */
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListUpdateMutableCommandsExp(
+	ze_command_list_handle_t hCommandList, const ze_mutable_commands_exp_desc_t *desc);
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListUpdateMutableCommandSignalEventExp(
+	ze_command_list_handle_t hCommandList, uint64_t commandId, ze_event_handle_t hSignalEvent);
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListUpdateMutableCommandWaitEventsExp(
+	ze_command_list_handle_t hCommandList, uint64_t commandId, uint32_t numWaitEvents,
+	ze_event_handle_t *phWaitEvents);
+/* Switches the kernels of commands (ids from GetNextCommandIdWithKernelsExp). */
+ZE_APIEXPORT ze_result_t ZE_APICALL zeCommandListUpdateMutableCommandKernelsExp(
+	ze_command_list_handle_t hCommandList, uint32_t numKernels, uint64_t *pCommandId,
+	ze_kernel_handle_t *phKernels);
+
 /* ---- spec 1.10: drivers by type ---- */
 
 #define ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC ((ze_structure_type_t)0x00020021)

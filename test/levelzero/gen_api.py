@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 NEWER = pathlib.Path(__file__).resolve().parents[2] / "backends/levelzero/ze_newer.h"
+INTEL = pathlib.Path(__file__).resolve().parents[2] / "backends/levelzero/ze_intel_ext.h"
 
 HEADERS = ["ze_api.h", "zet_api.h", "zes_api.h", "loader/ze_loader.h",
            "layers/zel_tracing_api.h", "layers/zel_tracing_register_cb.h"]
@@ -51,6 +52,13 @@ HOOKS = {
     "zeCommandListAppendMemoryCopyWithParameters", "zeCommandListAppendMemoryFillWithParameters",
     "zeCommandListImmediateAppendCommandListsExp",
     "zeCommandListImmediateAppendCommandListsWithParameters", "zeEventCounterBasedCreate",
+    "zeCommandListGetNextCommandIdExp", "zeCommandListGetNextCommandIdWithKernelsExp",
+    "zeCommandListUpdateMutableCommandsExp", "zeCommandListUpdateMutableCommandSignalEventExp",
+    "zeCommandListUpdateMutableCommandWaitEventsExp", "zeCommandListUpdateMutableCommandKernelsExp",
+    # the driver's extension functions, and the call that hands them out
+    "zeDriverGetExtensionFunctionAddress",
+    "zexCounterBasedEventCreate2", "zexCommandListAppendWaitOnMemory",
+    "zexCommandListAppendWaitOnMemory64", "zexCommandListAppendWriteToMemory",
 }
 
 
@@ -60,11 +68,11 @@ def exported(loader):
     return {l.split()[-1] for l in out.splitlines() if l.strip()}
 
 
-def declarations(path):
+def declarations(path, marker="ZE_APIEXPORT"):
     text = open(path).read()
     text = re.sub(r"//[^\n]*", "", text)
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    for m in re.finditer(r"ZE_APIEXPORT\s+([\w\s\*]+?)\s+ZE_APICALL\s+(\w+)\s*\(([^;]*?)\)\s*;",
+    for m in re.finditer(marker + r"\s+([\w\s\*]+?)\s+ZE_APICALL\s+(\w+)\s*\(([^;]*?)\)\s*;",
                          text):
         ret, name, params = m.group(1).strip(), m.group(2), " ".join(m.group(3).split())
         plist = [p.strip() for p in params.split(",")] if params.strip() else []
@@ -82,6 +90,7 @@ def main():
     ap.add_argument("--loader", default="/usr/lib/x86_64-linux-gnu/libze_loader.so.1")
     ap.add_argument("--include", default="/usr/include/level_zero")
     ap.add_argument("--newer", default=str(NEWER))
+    ap.add_argument("--intel", default=str(INTEL))
     o = ap.parse_args()
     syms = exported(o.loader)
     funcs = {}
@@ -96,7 +105,11 @@ def main():
     for ret, name, plist, args in declarations(o.newer):
         if name not in funcs:
             newer[name] = (ret, plist, args)
-    missing = HOOKS - funcs.keys() - newer.keys()
+    # The driver's own functions: never exported, handed out by
+    # zeDriverGetExtensionFunctionAddress (backends/levelzero/real.c).
+    intel = {name: (ret, plist, args)
+             for ret, name, plist, args in declarations(o.intel, "ZE_INTEL_EXT")}
+    missing = HOOKS - funcs.keys() - newer.keys() - intel.keys()
     if missing:
         sys.exit(f"hooked functions not exported by the loader: {sorted(missing)}")
     print("/* SPDX-License-Identifier: MIT */")
@@ -105,23 +118,27 @@ def main():
     print(" * loader's exports and ze_newer.h: do not edit, re-run the generator.")
     print(" *")
     print(" * ZE_API(X) calls X(kind, return type, name, (parameters), (arguments)) for")
-    print(f" * each of the {len(funcs) + len(newer)} functions, sorted by name (wrapper_for bsearches it).")
+    print(f" * each of the {len(funcs) + len(newer) + len(intel)} functions, sorted by name (wrapper_for bsearches it).")
     print(" * kind PLAIN: the wrapper only times the call; HOOK: it runs ze_body_<name>;")
     print(" * NEW_PLAIN, NEW_HOOK: the same for a newer loader's function (ze_newer.h),")
-    print(" * exported for programs that link it but hidden from dlsym.")
+    print(" * exported for programs that link it but hidden from dlsym; EXT_PLAIN,")
+    print(" * EXT_HOOK: a driver's extension function (ze_intel_ext.h), never exported,")
+    print(" * handed out by zeDriverGetExtensionFunctionAddress.")
     print(" */")
     print("#ifndef GPUTRACE_LEVELZERO_API_H")
     print("#define GPUTRACE_LEVELZERO_API_H")
     print()
-    print("#define ZE_API_COUNT", len(funcs) + len(newer))
+    print("#define ZE_API_COUNT", len(funcs) + len(newer) + len(intel))
     print()
     print("#define ZE_API(X) \\")
-    every = dict(funcs, **newer)
+    every = dict(funcs, **newer, **intel)
     for name in sorted(every):
         ret, plist, args = every[name]
         kind = "HOOK" if name in HOOKS else "PLAIN"
         if name in newer:
             kind = "NEW_" + kind
+        elif name in intel:
+            kind = "EXT_" + kind
         print(f"\tX({kind}, {ret}, {name}, ({', '.join(plist)}), ({', '.join(args)})) \\")
     print()
     print("#endif")
