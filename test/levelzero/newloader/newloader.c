@@ -108,6 +108,8 @@ static void *real_fn(const char *name)
 #define API_HOOK FORWARD
 #define API_NEW_PLAIN(ret, name, params, args)
 #define API_NEW_HOOK(ret, name, params, args)
+#define API_EXT_PLAIN(ret, name, params, args) /* the driver's, never the loader's */
+#define API_EXT_HOOK(ret, name, params, args)
 #define API(kind, ...) API_##kind(__VA_ARGS__)
 ZE_API(API)
 #undef API
@@ -242,6 +244,27 @@ DISPATCH(list_exp, pfnImmediateAppendCommandListsExp, ze_result_t,
 	 (ze_command_list_handle_t l, uint32_t n, ze_command_list_handle_t *lists,
 	  ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits),
 	 (l, n, lists, signal, nwait, waits))
+DISPATCH(list_exp, pfnGetNextCommandIdExp, ze_result_t, zeCommandListGetNextCommandIdExp,
+	 (ze_command_list_handle_t l, const ze_mutable_command_id_exp_desc_t *desc,
+	  uint64_t *id), (l, desc, id))
+DISPATCH(list_exp, pfnGetNextCommandIdWithKernelsExp, ze_result_t,
+	 zeCommandListGetNextCommandIdWithKernelsExp,
+	 (ze_command_list_handle_t l, const ze_mutable_command_id_exp_desc_t *desc,
+	  uint32_t n, ze_kernel_handle_t *kernels, uint64_t *id), (l, desc, n, kernels, id))
+DISPATCH(list_exp, pfnUpdateMutableCommandsExp, ze_result_t,
+	 zeCommandListUpdateMutableCommandsExp,
+	 (ze_command_list_handle_t l, const ze_mutable_commands_exp_desc_t *desc), (l, desc))
+DISPATCH(list_exp, pfnUpdateMutableCommandSignalEventExp, ze_result_t,
+	 zeCommandListUpdateMutableCommandSignalEventExp,
+	 (ze_command_list_handle_t l, uint64_t id, ze_event_handle_t signal), (l, id, signal))
+DISPATCH(list_exp, pfnUpdateMutableCommandWaitEventsExp, ze_result_t,
+	 zeCommandListUpdateMutableCommandWaitEventsExp,
+	 (ze_command_list_handle_t l, uint64_t id, uint32_t nwait, ze_event_handle_t *waits),
+	 (l, id, nwait, waits))
+DISPATCH(list_exp, pfnUpdateMutableCommandKernelsExp, ze_result_t,
+	 zeCommandListUpdateMutableCommandKernelsExp,
+	 (ze_command_list_handle_t l, uint32_t n, uint64_t *ids, ze_kernel_handle_t *kernels),
+	 (l, n, ids, kernels))
 DISPATCH(list, pfnAppendLaunchKernelWithParameters, ze_result_t,
 	 zeCommandListAppendLaunchKernelWithParameters,
 	 (ze_command_list_handle_t l, ze_kernel_handle_t k, const ze_group_count_t *groups,

@@ -59,12 +59,16 @@ struct sim_command_list_exp_ddi {
 	void *pfnCreateCloneExp; /* 1.9 */
 	__typeof__(&zeCommandListImmediateAppendCommandListsExp)
 		pfnImmediateAppendCommandListsExp; /* 1.9 */
-	void *pfnGetNextCommandIdExp;
-	void *pfnUpdateMutableCommandsExp;
-	void *pfnUpdateMutableCommandSignalEventExp;
-	void *pfnUpdateMutableCommandWaitEventsExp;
-	void *pfnGetNextCommandIdWithKernelsExp; /* 1.10 */
-	void *pfnUpdateMutableCommandKernelsExp; /* 1.10 */
+	__typeof__(&zeCommandListGetNextCommandIdExp) pfnGetNextCommandIdExp;
+	__typeof__(&zeCommandListUpdateMutableCommandsExp) pfnUpdateMutableCommandsExp;
+	__typeof__(&zeCommandListUpdateMutableCommandSignalEventExp)
+		pfnUpdateMutableCommandSignalEventExp;
+	__typeof__(&zeCommandListUpdateMutableCommandWaitEventsExp)
+		pfnUpdateMutableCommandWaitEventsExp;
+	__typeof__(&zeCommandListGetNextCommandIdWithKernelsExp)
+		pfnGetNextCommandIdWithKernelsExp; /* 1.10 */
+	__typeof__(&zeCommandListUpdateMutableCommandKernelsExp)
+		pfnUpdateMutableCommandKernelsExp; /* 1.10 */
 	void *pfnIsMutableExp;                   /* 1.17 */
 };
 

@@ -11,12 +11,14 @@
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include "ddi_newer.h"
+#include "backends/levelzero/ze_intel_ext.h"
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
 
 #define SIM_DEVICE_NAME "gputrace simulated GPU"
 #define SIM_FILL_PATTERN_MAX 128
 #define SIM_COPY_MIN_NS 1000
+#define SIM_MEM_POLL_NS 20000	/* how often an engine held by a wait on memory looks */
 #define SIM_QUEUE_GROUPS 2	/* ordinal 0: compute, ordinal 1: copy */
 #define SIM_ENGINES 3		/* compute 0.0 and 0.1, copy 1.0 */
 
@@ -148,7 +150,8 @@ ze_result_t sim_cb_misuse(const char *call, const char *rule);
 /* ---- sim_queue.c: engines shared by the queues and immediate lists on them ---- */
 enum sim_cmd_op {
 	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP,
-	SIM_OP_QUERY_BEGIN, SIM_OP_QUERY_END	/* metric queries: dst is the query */
+	SIM_OP_QUERY_BEGIN, SIM_OP_QUERY_END,	/* metric queries: dst is the query */
+	SIM_OP_WAIT_MEM, SIM_OP_WRITE_MEM	/* Intel's zex wait on / write to memory at dst */
 };
 
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
@@ -178,6 +181,18 @@ struct sim_cmd {
 	size_t *offsets;		/* where each result goes in dst (NULL: one after another) */
 	uint64_t enqueue_ns;
 	uint64_t seq;			/* submission order across the engine's streams */
+	/* Kernels: what the duration was made of (a mutable command may change it). */
+	struct sim_kernel *kernel;
+	ze_group_count_t count;
+	uint32_t group_size[3];
+	bool mutable_cmd;		/* has an id of a mutable list: */
+	uint32_t mut_flags;		/* what may change (ze_mutable_command_exp_flags_t) */
+	uint64_t mut_id;
+	/* SIM_OP_WAIT_MEM: until the value at dst compares so (ZEX_WAIT_ON_MEMORY_FLAG_*);
+	 * SIM_OP_WRITE_MEM: the value written at dst. */
+	uint64_t mem_data;
+	uint32_t mem_action;
+	bool mem_64;			/* 8 bytes at dst, else 4 */
 	struct sim_cmd *next;
 };
 
@@ -217,6 +232,23 @@ struct sim_list {
 	bool closed;
 	struct sim_cmd *head, *tail;	/* regular lists: recorded commands */
 	struct sim_stream stream;	/* immediate lists */
+	/* Mutable lists (ZE_experimental_mutable_command_list): ids given so far, the one
+	 * the next kernel launch takes, and the kernels each id may switch to. */
+	bool mutable_list;
+	bool mut_pending;
+	uint32_t mut_pending_flags;
+	uint64_t mut_ids, mut_pending_id;
+	struct sim_kernel **mut_pending_kernels;
+	uint32_t mut_pending_nkernels;
+	struct sim_mut_kernels *mut_kernels;
+};
+
+/* The kernels command id may switch to (GetNextCommandIdWithKernelsExp). */
+struct sim_mut_kernels {
+	uint64_t id;
+	uint32_t n;
+	struct sim_kernel **kernels;
+	struct sim_mut_kernels *next;
 };
 
 /* ---- the implementations put in the DDI tables ---- */
@@ -238,6 +270,21 @@ void sim_fill_command_list_newer(void *table, ze_api_version_t version);
 void sim_fill_command_list_exp(void *table, ze_api_version_t version);
 void sim_fill_event_newer(void *table, ze_api_version_t version);
 ze_result_t sim_device_synchronize(ze_device_handle_t h);
+/* Mutable command lists and Intel's zex functions (sim_intel.c). */
+void sim_fill_command_list_mutable(struct sim_command_list_exp_ddi *t, ze_api_version_t version);
+ze_result_t sim_get_extension_function_address(ze_driver_handle_t h, const char *name,
+					       void **out);
+/* The mutable command list descriptor in a list's pNext chain (sim_intel.c). */
+bool sim_list_desc_mutable(const ze_command_list_desc_t *desc);
+/* A kernel launch just recorded in regular list l takes the id asked for (sim_intel.c). */
+void sim_mutable_take_id(struct sim_list *l, struct sim_cmd *c);
+void sim_mutable_forget(struct sim_list *l);
+uint64_t sim_kernel_duration(const ze_group_count_t *count, const uint32_t size[3]);
+ze_result_t sim_check_cb_signal(const struct sim_list *l, const struct sim_event *ev,
+				const char *call);
+ze_result_t sim_event_counter_based_create(ze_context_handle_t ctx, ze_device_handle_t dev,
+					   const ze_event_counter_based_desc_t *desc,
+					   ze_event_handle_t *out);
 
 extern struct sim_obj sim_driver_obj, sim_device_obj;
 

@@ -214,6 +214,7 @@ static ze_result_t driver_get_extension_properties(ze_driver_handle_t h, uint32_
 	static const struct { const char *name; unsigned minor; } exts[] = {
 		{ ZE_EVENT_POOL_COUNTER_BASED_EXP_NAME, 8 },
 		{ ZE_IMMEDIATE_COMMAND_LIST_APPEND_EXP_NAME, 9 },
+		{ ZE_MUTABLE_COMMAND_LIST_EXP_NAME, 9 },
 	};
 	SIM_HANDLE(obj, d, h, SIM_K_DRIVER);
 	uint32_t n = 0;
@@ -243,6 +244,7 @@ void sim_fill_driver(ze_driver_dditable_t *t)
 	t->pfnGetProperties = driver_get_properties;
 	t->pfnGetIpcProperties = driver_get_ipc_properties;
 	t->pfnGetExtensionProperties = driver_get_extension_properties;
+	t->pfnGetExtensionFunctionAddress = sim_get_extension_function_address;
 }
 
 /* ---- device ---- */

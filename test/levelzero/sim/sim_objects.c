@@ -741,9 +741,9 @@ static ze_result_t event_create(ze_event_pool_handle_t ph, const ze_event_desc_t
 }
 
 /* 1.15: a counter-based event of its own, complete until a command signals it. */
-static ze_result_t event_counter_based_create(ze_context_handle_t ctx, ze_device_handle_t dev,
-					      const ze_event_counter_based_desc_t *desc,
-					      ze_event_handle_t *out)
+ze_result_t sim_event_counter_based_create(ze_context_handle_t ctx, ze_device_handle_t dev,
+					   const ze_event_counter_based_desc_t *desc,
+					   ze_event_handle_t *out)
 {
 	const ze_event_counter_based_flags_t known = 0x7f;
 	ze_result_t r = sim_check_context_device(ctx, dev);
@@ -952,7 +952,7 @@ void sim_fill_event_newer(void *table, ze_api_version_t version)
 	struct sim_event_ddi *t = table;
 
 	if (version >= SIM_V(15) && SIM_HAS(15))
-		t->pfnCounterBasedCreate = event_counter_based_create;
+		t->pfnCounterBasedCreate = sim_event_counter_based_create;
 }
 
 /* ---- fences ---- */

@@ -119,8 +119,33 @@ static void cmd_submit_locked(struct sim_cmd *c)
 	}
 }
 
+/* Does the value at a wait on memory's address compare with its data as asked? */
+static bool mem_wait_done(const struct sim_cmd *c)
+{
+	uint64_t v = c->mem_64 ? __atomic_load_n((uint64_t *)c->dst, __ATOMIC_ACQUIRE)
+			       : __atomic_load_n((uint32_t *)c->dst, __ATOMIC_ACQUIRE);
+
+	switch (c->mem_action) {
+	case ZEX_WAIT_ON_MEMORY_FLAG_EQUAL: return v == c->mem_data;
+	case ZEX_WAIT_ON_MEMORY_FLAG_NOT_EQUAL: return v != c->mem_data;
+	case ZEX_WAIT_ON_MEMORY_FLAG_GREATER_THAN: return v > c->mem_data;
+	case ZEX_WAIT_ON_MEMORY_FLAG_GREATER_THAN_EQUAL: return v >= c->mem_data;
+	case ZEX_WAIT_ON_MEMORY_FLAG_LESSER_THAN: return v < c->mem_data;
+	default: return v <= c->mem_data;
+	}
+}
+
 static bool cmd_waits_done_locked(const struct sim_cmd *c, uint64_t *ready_ns)
 {
+	/* Memory is polled (a host write wakes nobody): ready when first seen so. */
+	if (c->op == SIM_OP_WAIT_MEM) {
+		uint64_t now = sim_host_ns();
+
+		if (!mem_wait_done(c))
+			return false;
+		if (now > *ready_ns)
+			*ready_ns = now;
+	}
 	for (uint32_t i = 0; i < c->nwait; i++) {
 		const struct sim_wait *w = &c->wait[i];
 		uint64_t at;
@@ -187,6 +212,9 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 	case SIM_OP_TIMESTAMP:
 		*(uint64_t *)c->dst = sim_dev_ticks(start_ns);
 		break;
+	case SIM_OP_WRITE_MEM:
+		__atomic_store_n((uint64_t *)c->dst, c->mem_data, __ATOMIC_RELEASE);
+		break;
 	case SIM_OP_COPY:
 		memmove(c->dst, c->src, c->size);
 		break;
@@ -198,6 +226,7 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 		}
 		break;
 	case SIM_OP_KERNEL:
+	case SIM_OP_WAIT_MEM:
 	case SIM_OP_NOP:
 	case SIM_OP_QUERY_BEGIN:
 	case SIM_OP_QUERY_END:
@@ -232,6 +261,15 @@ static struct sim_stream *engine_pick_locked(struct sim_engine *e, uint64_t *rea
 	return best;
 }
 
+/* Is a stream of e held by a wait on memory? Then the engine looks again soon. */
+static bool engine_polls_memory_locked(const struct sim_engine *e)
+{
+	for (const struct sim_stream *s = e->streams; s; s = s->next)
+		if (s->head && !s->busy && s->head->op == SIM_OP_WAIT_MEM)
+			return true;
+	return false;
+}
+
 static void *engine_worker(void *arg)
 {
 	struct sim_engine *e = arg;
@@ -243,7 +281,10 @@ static void *engine_worker(void *arg)
 		struct sim_cmd *c;
 
 		if (!s) {
-			pthread_cond_wait(&sim_cond, &sim_lock);
+			if (engine_polls_memory_locked(e))
+				sim_cond_wait_until(sim_host_ns() + SIM_MEM_POLL_NS);
+			else
+				pthread_cond_wait(&sim_cond, &sim_lock);
 			continue;
 		}
 		c = s->head;
@@ -585,6 +626,7 @@ static ze_result_t list_create(ze_context_handle_t ctx, ze_device_handle_t dev,
 	l->context = (struct sim_context *)ctx;
 	l->ordinal = desc->commandQueueGroupOrdinal;
 	l->in_order = SIM_HAS(7) && (desc->flags & ZE_COMMAND_LIST_FLAG_IN_ORDER);
+	l->mutable_list = SIM_HAS(9) && sim_list_desc_mutable(desc);
 	sim_obj_register(&l->obj, SIM_K_LIST);
 	*out = (ze_command_list_handle_t)l;
 	return ZE_RESULT_SUCCESS;
@@ -622,6 +664,7 @@ static ze_result_t list_destroy(ze_command_list_handle_t h)
 	if (l->immediate)
 		stream_fini(&l->stream);
 	cmd_chain_free(l->head);
+	sim_mutable_forget(l);
 	free(l);
 	return ZE_RESULT_SUCCESS;
 }
@@ -649,6 +692,7 @@ static ze_result_t list_reset(ze_command_list_handle_t h)
 	cmd_chain_free(l->head);
 	l->head = l->tail = NULL;
 	l->closed = false;
+	sim_mutable_forget(l);
 	return r;
 }
 
@@ -667,8 +711,8 @@ static ze_result_t list_host_synchronize(ze_command_list_handle_t h, uint64_t ti
 }
 
 /* Is this list allowed to signal counter-based event ev? */
-static ze_result_t check_cb_signal(const struct sim_list *l, const struct sim_event *ev,
-				   const char *call)
+ze_result_t sim_check_cb_signal(const struct sim_list *l, const struct sim_event *ev,
+				const char *call)
 {
 	uint32_t need = l->immediate ? ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE
 				     : ZE_EVENT_COUNTER_BASED_FLAG_NON_IMMEDIATE;
@@ -759,14 +803,16 @@ static ze_result_t list_append(ze_command_list_handle_t h, struct sim_cmd *proto
 		return r;
 	if (!l->immediate && l->closed)
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-	if (signal && (r = check_cb_signal(l, (struct sim_event *)signal, call)))
+	if (signal && (r = sim_check_cb_signal(l, (struct sim_event *)signal, call)))
 		return r;
 	if (!(c = cmd_make(proto, signal, nwait, waits)))
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	if (!l->immediate && c->op == SIM_OP_KERNEL)
+		sim_mutable_take_id(l, c);
 	return list_submit(l, c, 1);
 }
 
-static uint64_t kernel_duration(const ze_group_count_t *count, const uint32_t size[3])
+uint64_t sim_kernel_duration(const ze_group_count_t *count, const uint32_t size[3])
 {
 	return (uint64_t)count->groupCountX * count->groupCountY * count->groupCountZ * size[0] *
 	       size[1] * size[2];
@@ -785,7 +831,10 @@ static ze_result_t list_append_launch_kernel(ze_command_list_handle_t h, ze_kern
 		return r;
 	SIM_NOT_NULL(count);
 	/* Group size is captured at append time, as on real devices. */
-	proto.duration_ns = kernel_duration(count, k->group_size);
+	proto.kernel = k;
+	proto.count = *count;
+	memcpy(proto.group_size, k->group_size, sizeof(proto.group_size));
+	proto.duration_ns = sim_kernel_duration(count, k->group_size);
 	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendLaunchKernel");
 }
 
@@ -811,7 +860,10 @@ static ze_result_t list_append_launch_kernel_with_arguments(
 		return r;
 	if (!sz[0] || !sz[1] || !sz[2] || (uint64_t)sz[0] * sz[1] * sz[2] > 1024)
 		return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
-	proto.duration_ns = kernel_duration(&count, sz);
+	proto.kernel = (struct sim_kernel *)kh;
+	proto.count = count;
+	memcpy(proto.group_size, sz, sizeof(proto.group_size));
+	proto.duration_ns = sim_kernel_duration(&count, sz);
 	return list_append(h, &proto, signal, nwait, waits,
 			   "zeCommandListAppendLaunchKernelWithArguments");
 }
@@ -1017,7 +1069,7 @@ static ze_result_t list_immediate_append_lists(ze_command_list_handle_t h, uint3
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 	if ((r = check_events(signal, nwait, waits)))
 		return r;
-	if (signal && (r = check_cb_signal(l, (struct sim_event *)signal,
+	if (signal && (r = sim_check_cb_signal(l, (struct sim_event *)signal,
 					   "zeCommandListImmediateAppendCommandListsExp")))
 		return r;
 	if ((r = check_lists(nlists, lists, l->ordinal)))
@@ -1148,6 +1200,7 @@ void sim_fill_command_list_exp(void *table, ze_api_version_t version)
 	struct sim_command_list_exp_ddi *t = table;
 
 	SIM_SET(t, pfnImmediateAppendCommandListsExp, 9, list_immediate_append_lists);
+	sim_fill_command_list_mutable(t, version);
 }
 
 ze_result_t sim_list_append(ze_command_list_handle_t h, struct sim_cmd *proto,
