@@ -4,9 +4,12 @@ ZE_APPS := ze_basic ze_hammer ze_threads ze_multiqueue ze_errors
 # Equivalents of third-party programs (the loader's, PTI-GPU's, level-zero-tests'), written
 # here; some use declarations of later specs (backends/levelzero/ze_newer.h).
 ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong
+# SYCL graphs (mutable lists) and Intel's zex functions, from zeDriverGetExtensionFunctionAddress.
+ZE_APPS += ze_graph
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
-$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h
+$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \
+		backends/levelzero/ze_intel_ext.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread -ldl
 
