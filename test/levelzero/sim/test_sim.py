@@ -354,7 +354,7 @@ def test_property_calls_of_ze_info():
     assert "memory access: host 0x3, device 0x3, shared 0x3" in out
     assert "cache 0: 16777216 bytes" in out
     assert "images: not supported" in out
-    assert "driver version 1, API 1.17, 2 extension(s)" in out
+    assert "driver version 1, API 1.17, 3 extension(s)" in out
     old = launch([APPS / "ze_info"], env={"ZE_SIM_API_VERSION": "1.4"}).splitlines()
     assert "driver version 1, API 1.4, 0 extension(s)" in old
 
