@@ -14,6 +14,7 @@
  * an imported host pointer.
  *
  *   ze_graph [RUNS]
+ *   ze_graph misuse   breaks the mutable lists' rules; prints what each call returned
  */
 #include <time.h>
 #include <unistd.h>
@@ -205,11 +206,56 @@ static void intel_extensions(struct app_ze *z)
 	ZE_CHECK(zeModuleDestroy(m));
 }
 
+/* Each broken rule answers an error (and the simulator says which rule, on stderr). */
+static void misuse(struct app_ze *z)
+{
+	__typeof__(&zeCommandListGetNextCommandIdExp) next_id;
+	__typeof__(&zeCommandListUpdateMutableCommandsExp) update;
+	__typeof__(&zeCommandListUpdateMutableCommandKernelsExp) update_kernels;
+	ze_mutable_command_list_exp_desc_t mdesc = {
+		ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_LIST_EXP_DESC, NULL, 0 };
+	ze_command_list_desc_t ldesc = { ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, &mdesc, 0, 0 };
+	ze_mutable_command_id_exp_desc_t idesc = { ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_ID_EXP_DESC,
+						   NULL, ZE_MUTABLE_COMMAND_EXP_FLAG_GROUP_SIZE };
+	ze_group_count_t g = { 8, 1, 1 };
+	ze_mutable_group_count_exp_desc_t count = {
+		ZE_STRUCTURE_TYPE_MUTABLE_GROUP_COUNT_EXP_DESC, NULL, 0, &g };
+	ze_mutable_commands_exp_desc_t u = { ZE_STRUCTURE_TYPE_MUTABLE_COMMANDS_EXP_DESC, &count, 0 };
+	ze_module_handle_t m = app_module(z);
+	ze_kernel_handle_t k = app_kernel(m, "misused", 4, 1, 1);
+	ze_command_list_handle_t l, plain = app_list(z, 0);
+	uint64_t id = 0;
+
+	GET(z, zeCommandListGetNextCommandIdExp, next_id);
+	GET(z, zeCommandListUpdateMutableCommandsExp, update);
+	GET(z, zeCommandListUpdateMutableCommandKernelsExp, update_kernels);
+	ZE_CHECK(zeCommandListCreate(z->context, z->device, &ldesc, &l));
+	printf("id on a list not mutable: 0x%x\n", (unsigned)next_id(plain, &idesc, &id));
+	ZE_CHECK(next_id(l, &idesc, &id));
+	ZE_CHECK(zeCommandListAppendLaunchKernel(l, k, &g, NULL, 0, NULL));
+	count.commandId = id;
+	printf("update of an open list: 0x%x\n", (unsigned)update(l, &u));
+	ZE_CHECK(zeCommandListClose(l));
+	printf("group count without its flag: 0x%x\n", (unsigned)update(l, &u));
+	printf("kernel switch without its flag: 0x%x\n",
+	       (unsigned)update_kernels(l, 1, &id, &k));
+	ZE_CHECK(zeCommandListDestroy(l));
+	ZE_CHECK(zeCommandListDestroy(plain));
+	ZE_CHECK(zeKernelDestroy(k));
+	ZE_CHECK(zeModuleDestroy(m));
+}
+
 int main(int argc, char **argv)
 {
 	struct app_ze z;
 	int runs = argc > 1 ? atoi(argv[1]) : 4;
 
+	if (argc > 1 && strcmp(argv[1], "misuse") == 0) {
+		app_ze_setup(&z);
+		misuse(&z);
+		ZE_CHECK(zeContextDestroy(z.context));
+		return 0;
+	}
 	APP_EXPECT(runs >= 3, "RUNS: 3 or more");
 	app_ze_setup(&z);
 	graph(&z, runs);

@@ -112,3 +112,22 @@ def test_untraced_lookups_are_the_drivers(tmp_path):
     assert plain.returncode == traced.returncode == 1
     assert b"zeCommandListGetNextCommandIdWithKernelsExp" in plain.stderr
     assert traced.stdout == plain.stdout
+
+
+def test_broken_mutable_list_rules_answer_as_without_gputrace(tmp_path):
+    """The simulator refuses what the specification forbids (one ze_sim: line each); traced,
+    the program gets the same answers and the failed calls change nothing we show."""
+    cmd = [APPS / "ze_graph", "misuse"]
+    plain = run(cmd, traced=False, env=sim_env())
+    traced = run(cmd, env=sim_env(), tmp_path=tmp_path)
+    assert plain.returncode == traced.returncode == 0
+    assert traced.stdout == plain.stdout
+    assert plain.stdout.decode().count(": 0x78000004") == 4
+    rules = [l for l in plain.stderr.decode().splitlines() if l.startswith("ze_sim:")]
+    assert len(rules) == 4
+    assert [l for l in traced.stderr.decode().splitlines() if l.startswith("ze_sim:")] == rules
+    host = host_spans(traced.trace)
+    failed = [h["name"] for h in host if h["args"]["result"] != 0]
+    assert failed == ["zeCommandListGetNextCommandIdExp", "zeCommandListUpdateMutableCommandsExp",
+                      "zeCommandListUpdateMutableCommandsExp",
+                      "zeCommandListUpdateMutableCommandKernelsExp"]
