@@ -7,7 +7,9 @@
  *   run 0: as recorded: graph_scale 64 groups of 32; graph_tail 16 groups of 4 (no event);
  *   run 1: graph_scale's group count 128 and group size 8;
  *   run 2 and later: the first launch switched to graph_alt (group size 8), 100 groups;
- *          graph_tail now signals an event of the program's, with timestamps, read back.
+ *          graph_tail now signals an event of the program's, with timestamps, read back;
+ * and once more on an in-order immediate list (zeCommandListImmediateAppendCommandListsExp,
+ * as SYCL replays a graph), signalling an event of the program's without timestamps.
  * Part 2, Intel's zex functions on an in-order immediate list: kernels signaling
  * counter-based events made by zexCounterBasedEventCreate2 (with and without kernel
  * timestamps), a wait on host memory the host writes 2 ms later, a write to memory, and
@@ -40,6 +42,7 @@ static void graph(struct app_ze *z, int runs)
 	__typeof__(&zeCommandListUpdateMutableCommandsExp) update;
 	__typeof__(&zeCommandListUpdateMutableCommandKernelsExp) update_kernels;
 	__typeof__(&zeCommandListUpdateMutableCommandSignalEventExp) update_signal;
+	__typeof__(&zeCommandListImmediateAppendCommandListsExp) append_lists;
 	ze_mutable_command_list_exp_desc_t mdesc = {
 		ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_LIST_EXP_DESC, NULL, 0 };
 	ze_command_list_desc_t ldesc = { ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, &mdesc, 0, 0 };
@@ -61,6 +64,9 @@ static void graph(struct app_ze *z, int runs)
 	ze_event_pool_handle_t pool = app_event_pool(
 		z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 1);
 	ze_event_handle_t done = app_event(pool, 0);
+	ze_event_pool_handle_t plain_pool = app_event_pool(z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
+	ze_event_handle_t replayed = app_event(plain_pool, 0);
+	ze_command_list_handle_t imm;
 	ze_command_queue_handle_t q = app_queue(z, 0, 0);
 	ze_command_list_handle_t l;
 	size_t nbytes = 40000;
@@ -72,6 +78,7 @@ static void graph(struct app_ze *z, int runs)
 	GET(z, zeCommandListUpdateMutableCommandsExp, update);
 	GET(z, zeCommandListUpdateMutableCommandKernelsExp, update_kernels);
 	GET(z, zeCommandListUpdateMutableCommandSignalEventExp, update_signal);
+	GET(z, zeCommandListImmediateAppendCommandListsExp, append_lists);
 
 	ZE_CHECK(zeCommandListCreate(z->context, z->device, &ldesc, &l));
 	ZE_CHECK(next_id_with_kernels(l, &first_desc, 2, both, &first));
@@ -118,10 +125,18 @@ static void graph(struct app_ze *z, int runs)
 		}
 		printf("graph run %d done\n", run);
 	}
+	imm = app_in_order_list(z, 0);
+	ZE_CHECK(zeEventHostReset(done));
+	ZE_CHECK(append_lists(imm, 1, &l, replayed, 0, NULL));
+	ZE_CHECK(zeEventHostSynchronize(replayed, UINT64_MAX));
+	printf("graph replayed on an immediate list\n");
+	ZE_CHECK(zeCommandListDestroy(imm));
 	ZE_CHECK(zeCommandListDestroy(l));
 	ZE_CHECK(zeCommandQueueDestroy(q));
 	ZE_CHECK(zeEventDestroy(done));
 	ZE_CHECK(zeEventPoolDestroy(pool));
+	ZE_CHECK(zeEventDestroy(replayed));
+	ZE_CHECK(zeEventPoolDestroy(plain_pool));
 	ZE_CHECK(zeMemFree(z->context, src));
 	ZE_CHECK(zeMemFree(z->context, dst));
 	ZE_CHECK(zeKernelDestroy(scale));

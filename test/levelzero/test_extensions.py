@@ -20,7 +20,8 @@ GRAPH_RUNS = 4
 LOOKED_UP = {
     "zeCommandListGetNextCommandIdExp", "zeCommandListGetNextCommandIdWithKernelsExp",
     "zeCommandListUpdateMutableCommandsExp", "zeCommandListUpdateMutableCommandKernelsExp",
-    "zeCommandListUpdateMutableCommandSignalEventExp", "zexCounterBasedEventCreate2",
+    "zeCommandListUpdateMutableCommandSignalEventExp",
+    "zeCommandListImmediateAppendCommandListsExp", "zexCounterBasedEventCreate2",
     "zexCommandListAppendWaitOnMemory", "zexCommandListAppendWriteToMemory",
     "zexDriverImportExternalPointer", "zexDriverGetHostPointerBaseAddress",
     "zexDriverReleaseImportedPointer"}
@@ -42,6 +43,7 @@ def test_extension_functions_are_traced(graph_trace):
         "zeCommandListUpdateMutableCommandsExp": 2,
         "zeCommandListUpdateMutableCommandKernelsExp": 1,
         "zeCommandListUpdateMutableCommandSignalEventExp": 1,
+        "zeCommandListImmediateAppendCommandListsExp": 1,
         "zexCounterBasedEventCreate2": 2, "zexCommandListAppendWaitOnMemory": 1,
         "zexCommandListAppendWriteToMemory": 1, "zexDriverImportExternalPointer": 1,
         "zexDriverGetHostPointerBaseAddress": 1, "zexDriverReleaseImportedPointer": 1}
@@ -77,16 +79,26 @@ def test_updated_graph_is_timed_as_updated_each_run(graph_trace):
     # graph_tail's signal event became the program's after run 1: runs 2.. are read from it
     # (the program reads it too), runs 0 and 1 from ours: all timed, none lost.
     assert len([d for d in dev if d["name"] == "graph_tail"]) == GRAPH_RUNS
+    # Replayed once more on an in-order immediate list, as SYCL does: as last updated, on
+    # that list's row, linked to that call.
+    replay = on_row(device_spans(trace), trace, "immediate list 0")
+    assert [(d["name"], d["args"].get("gx"), d["args"].get("lx")) for d in replay] == run[-1]
+    assert_durations(replay)
+    call, = [h for h in host if h["name"] == "zeCommandListImmediateAppendCommandListsExp"]
+    waited, = [h for h in host if h["name"] == "zeEventHostSynchronize"][:1]
+    for d in replay:
+        assert d["args"]["correlation"] == call["args"]["correlation"]
+        assert start(d) >= start(call) and end(d) <= end(waited)
 
 
 def test_intel_extensions_on_an_in_order_list(graph_trace):
     trace = graph_trace
     host = host_spans(trace)
-    dev = on_row(device_spans(trace), trace, "immediate list 0")
+    dev = on_row(device_spans(trace), trace, "immediate list 1")
     assert [(d["name"], d["args"]["gx"], d["args"]["lx"]) for d in dev] == [
         ("zex_first", 50, 64), ("zex_after_flag", 50, 32), ("zex_first", 50, 64)]
     assert_durations(dev)
-    marks = on_row(sync_marks(trace), trace, "immediate list 0")
+    marks = on_row(sync_marks(trace), trace, "immediate list 1")
     assert [(m["name"], m["ph"]) for m in marks] == [("Wait on memory", "X"),
                                                      ("Write to memory", "i")]
     wait, write = marks

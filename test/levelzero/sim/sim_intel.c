@@ -473,25 +473,45 @@ static ze_result_t zex_host_pointer_base(ze_driver_handle_t h, void *ptr, void *
 
 /* ---- zeDriverGetExtensionFunctionAddress ---- */
 
+/* The experimental command list functions: what the exp table has at the version played. */
+static void *exp_function(const char *name)
+{
+	struct sim_command_list_exp_ddi t = { 0 };
+
+	sim_fill_command_list_exp(&t, sim_api_version);
+	const struct { const char *name; void *fn; } exp[] = {
+		{ "zeCommandListImmediateAppendCommandListsExp",
+		  (void *)t.pfnImmediateAppendCommandListsExp },
+		{ "zeCommandListGetNextCommandIdExp", (void *)t.pfnGetNextCommandIdExp },
+		{ "zeCommandListUpdateMutableCommandsExp", (void *)t.pfnUpdateMutableCommandsExp },
+		{ "zeCommandListUpdateMutableCommandSignalEventExp",
+		  (void *)t.pfnUpdateMutableCommandSignalEventExp },
+		{ "zeCommandListUpdateMutableCommandWaitEventsExp",
+		  (void *)t.pfnUpdateMutableCommandWaitEventsExp },
+		{ "zeCommandListGetNextCommandIdWithKernelsExp",
+		  (void *)t.pfnGetNextCommandIdWithKernelsExp },
+		{ "zeCommandListUpdateMutableCommandKernelsExp",
+		  (void *)t.pfnUpdateMutableCommandKernelsExp },
+	};
+
+	for (size_t i = 0; i < sizeof(exp) / sizeof(exp[0]); i++)
+		if (strcmp(exp[i].name, name) == 0)
+			return exp[i].fn;
+	return NULL;
+}
+
 ze_result_t sim_get_extension_function_address(ze_driver_handle_t h, const char *name,
 					       void **out)
 {
-	static const struct { const char *name; void *fn; unsigned minor; } fns[] = {
-		{ "zeCommandListGetNextCommandIdExp", (void *)get_next_command_id, 9 },
-		{ "zeCommandListUpdateMutableCommandsExp", (void *)update_commands, 9 },
-		{ "zeCommandListUpdateMutableCommandSignalEventExp", (void *)update_signal_event, 9 },
-		{ "zeCommandListUpdateMutableCommandWaitEventsExp", (void *)update_wait_events, 9 },
-		{ "zeCommandListGetNextCommandIdWithKernelsExp",
-		  (void *)get_next_command_id_with_kernels, 10 },
-		{ "zeCommandListUpdateMutableCommandKernelsExp", (void *)update_kernels, 10 },
-		/* Intel's: whatever the spec version */
-		{ "zexCounterBasedEventCreate2", (void *)zex_counter_based_event_create2, 0 },
-		{ "zexCommandListAppendWaitOnMemory", (void *)zex_wait_on_memory32, 0 },
-		{ "zexCommandListAppendWaitOnMemory64", (void *)zex_wait_on_memory64, 0 },
-		{ "zexCommandListAppendWriteToMemory", (void *)zex_write_to_memory, 0 },
-		{ "zexDriverImportExternalPointer", (void *)zex_import_pointer, 0 },
-		{ "zexDriverReleaseImportedPointer", (void *)zex_release_pointer, 0 },
-		{ "zexDriverGetHostPointerBaseAddress", (void *)zex_host_pointer_base, 0 },
+	/* Intel's: whatever the spec version played. */
+	static const struct { const char *name; void *fn; } zex[] = {
+		{ "zexCounterBasedEventCreate2", (void *)zex_counter_based_event_create2 },
+		{ "zexCommandListAppendWaitOnMemory", (void *)zex_wait_on_memory32 },
+		{ "zexCommandListAppendWaitOnMemory64", (void *)zex_wait_on_memory64 },
+		{ "zexCommandListAppendWriteToMemory", (void *)zex_write_to_memory },
+		{ "zexDriverImportExternalPointer", (void *)zex_import_pointer },
+		{ "zexDriverReleaseImportedPointer", (void *)zex_release_pointer },
+		{ "zexDriverGetHostPointerBaseAddress", (void *)zex_host_pointer_base },
 	};
 	ze_result_t r = sim_obj_check(h, SIM_K_DRIVER);
 
@@ -499,12 +519,11 @@ ze_result_t sim_get_extension_function_address(ze_driver_handle_t h, const char 
 		return r;
 	SIM_NOT_NULL(name);
 	SIM_NOT_NULL(out);
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-		if (strcmp(fns[i].name, name) == 0 && SIM_HAS(fns[i].minor)) {
-			*out = fns[i].fn;
-			return ZE_RESULT_SUCCESS;
-		}
-	}
 	*out = NULL;
-	return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	for (size_t i = 0; i < sizeof(zex) / sizeof(zex[0]); i++)
+		if (strcmp(zex[i].name, name) == 0)
+			*out = zex[i].fn;
+	if (!*out)
+		*out = exp_function(name);
+	return *out ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
 }
