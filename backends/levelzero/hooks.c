@@ -599,19 +599,21 @@ ze_result_t ze_body_zeEventCreate(struct ze_call *c, __typeof__(&zeEventCreate) 
 	return r;
 }
 
-ze_result_t ze_body_zeEventCounterBasedCreate(struct ze_call *c,
-					      __typeof__(&zeEventCounterBasedCreate) real,
-					      ze_context_handle_t hContext,
-					      ze_device_handle_t hDevice,
-					      const ze_event_counter_based_desc_t *desc,
-					      ze_event_handle_t *phEvent)
-{
-	ze_result_t r = real(hContext, hDevice, desc, phEvent);
+/* A counter-based event without a pool: spec 1.15's, or Intel's (the same descriptor). */
+#define ZE_CB_EVENT_CREATE(fn, desc_t)                                                     \
+	ze_result_t ze_body_##fn(struct ze_call *c, __typeof__(&fn) real,                  \
+				 ze_context_handle_t hContext, ze_device_handle_t hDevice,  \
+				 const desc_t *desc, ze_event_handle_t *phEvent)            \
+	{                                                                                  \
+		ze_result_t r = real(hContext, hDevice, desc, phEvent);                    \
+                                                                                           \
+		if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)                         \
+			ze_track__cb_event_created(                                        \
+				*phEvent, (const ze_event_counter_based_desc_t *)desc);    \
+		return r;                                                                  \
+	}
 
-	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
-		ze_track__cb_event_created(*phEvent, desc);
-	return r;
-}
+ZE_CB_EVENT_CREATE(zeEventCounterBasedCreate, ze_event_counter_based_desc_t)
 
 ze_result_t ze_body_zeEventDestroy(struct ze_call *c, __typeof__(&zeEventDestroy) real,
 				   ze_event_handle_t hEvent)
@@ -786,19 +788,7 @@ _Static_assert(sizeof(zex_counter_based_event_desc_t) == sizeof(ze_event_counter
 			       ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP,
 	       "zex counter-based event descriptor differs from the spec's");
 
-ze_result_t ze_body_zexCounterBasedEventCreate2(struct ze_call *c,
-						__typeof__(&zexCounterBasedEventCreate2) real,
-						ze_context_handle_t hContext,
-						ze_device_handle_t hDevice,
-						const zex_counter_based_event_desc_t *desc,
-						ze_event_handle_t *phEvent)
-{
-	ze_result_t r = real(hContext, hDevice, desc, phEvent);
-
-	if (r == ZE_RESULT_SUCCESS && phEvent && *phEvent)
-		ze_track__cb_event_created(*phEvent, (const ze_event_counter_based_desc_t *)desc);
-	return r;
-}
+ZE_CB_EVENT_CREATE(zexCounterBasedEventCreate2, zex_counter_based_event_desc_t)
 
 /* The list stops until memory says so: a wait span on its row, from when the row was
  * free to when the condition held (the command's own times). */
