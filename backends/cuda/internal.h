@@ -11,7 +11,8 @@
  *   share.c          the program's own CUPTI session: gputrace steps aside, then back
  *   nvtx.c           NVTX injection: ranges and marks -> user_annotation
  *   nvml.c           NVML telemetry (its own backend entry, no CUPTI needed)
- *   pm_sampling.c    hardware metrics: CUPTI PM sampling (time) and range profiler (kernel)
+ *   pm_sampling.c    hardware metrics over time: CUPTI PM sampling, the host profiler
+ *   range_profiler.c hardware metrics per kernel: CUPTI's range profiler
  * Nothing here links against CUDA: libcupti and libcudart are reached
  * through dlopen/dlsym, so the library loads on machines without them.
  * The parts that need CUPTI's types are declared only where <cupti.h> was
@@ -116,6 +117,15 @@ GT_HIDDEN void *cupti__rt_real_version(const char *symbol, const char *version);
 /* A function of a loaded library whose file name starts with file_prefix,
  * also one loaded RTLD_LOCAL by someone else ("libcupti.so"), or NULL. */
 GT_HIDDEN void *cupti__loaded_sym(const char *file_prefix, const char *symbol);
+
+/* ---- per-kernel metrics (range_profiler.c) ---- */
+
+/* --metrics-mode kernel: launches are measured (set at init). */
+extern GT_HIDDEN bool cupti_range_kernel;
+/* Drain thread: the metrics of the kernel launched under corr, as GT_ARG_METRIC args
+ * appended to args[n..max); the new count. */
+GT_HIDDEN unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n,
+				     unsigned max);
 
 /* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
@@ -259,6 +269,10 @@ GT_HIDDEN const char *cupti__result_string(CUptiResult r);
 /* callbacks.c: runtime, driver and resource callbacks */
 GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,
 					CUpti_CallbackId cbid, const void *cbdata);
+
+/* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel): kernel
+ * launches are measured by a range profiler session around them */
+GT_HIDDEN void cupti__range_launch(const CUpti_CallbackData *cb);
 
 /* buffers.c: CUPTI's buffer callbacks */
 GT_HIDDEN void CUPTIAPI cupti__buffer_requested(uint8_t **buffer, size_t *size,

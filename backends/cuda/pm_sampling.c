@@ -49,15 +49,28 @@ static const struct cupti_pm_metric pm_basic[] = {
 #undef PM_BASIC_ENTRY
 };
 
+static const struct cupti_pm_metric range_basic[] = {
+#define PM_BASIC_ENTRY(name, label) { name, label },
+	CUPTI_RANGE_BASIC(PM_BASIC_ENTRY)
+#undef PM_BASIC_ENTRY
+};
+
 const struct cupti_pm_metric *cupti__pm_basic(size_t *n)
 {
 	*n = sizeof(pm_basic) / sizeof(pm_basic[0]);
 	return pm_basic;
 }
 
+const struct cupti_pm_metric *cupti__range_basic(size_t *n)
+{
+	*n = sizeof(range_basic) / sizeof(range_basic[0]);
+	return range_basic;
+}
+
 /* ---- the profiler functions, looked up in the libcupti already loaded ---- */
 
-#define PM_FUNCS(X)                                                                        \
+/* The host profiler: shared by PM sampling and the range profiler (range_profiler.c). */
+#define HOST_FUNCS(X)                                                                      \
 	X(cuptiProfilerInitialize)                                                         \
 	X(cuptiDeviceGetChipName)                                                          \
 	X(cuptiProfilerHostInitialize)                                                     \
@@ -66,7 +79,9 @@ const struct cupti_pm_metric *cupti__pm_basic(size_t *n)
 	X(cuptiProfilerHostGetConfigImageSize)                                             \
 	X(cuptiProfilerHostGetConfigImage)                                                 \
 	X(cuptiProfilerHostGetNumOfPasses)                                                 \
-	X(cuptiProfilerHostEvaluateToGpuValues)                                            \
+	X(cuptiProfilerHostEvaluateToGpuValues)
+
+#define PM_FUNCS(X)                                                                        \
 	X(cuptiPmSamplingGetCounterAvailability)                                           \
 	X(cuptiPmSamplingEnable)                                                           \
 	X(cuptiPmSamplingDisable)                                                          \
@@ -81,29 +96,55 @@ const struct cupti_pm_metric *cupti__pm_basic(size_t *n)
 
 static struct {
 #define PM_FN(name) __typeof__(name) *name;
+	HOST_FUNCS(PM_FN)
 	PM_FUNCS(PM_FN)
 #undef PM_FN
 } pf;
+static bool host_loaded;
+
+/* The loaded libcupti's handle (NULL if none; dlclose it). */
+void *cupti__loaded_handle(void)
+{
+	Dl_info info;
+
+	if (!cupti_fn.cuptiGetVersion || !dladdr((void *)cupti_fn.cuptiGetVersion, &info))
+		return NULL;
+	return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+/* 0, or -ENOSYS: this libcupti has no host profiler (before CUDA 12.6). */
+static int host_load(void)
+{
+	void *h;
+
+	if (host_loaded)
+		return 0;
+	if (!(h = cupti__loaded_handle()))
+		return -ENOENT;
+#define HOST_SYM(name)                                                                     \
+	pf.name = (__typeof__(pf.name))cupti__dlsym(h, #name);                             \
+	if (!pf.name) {                                                                    \
+		dlclose(h);                                                                \
+		return -ENOSYS;                                                            \
+	}
+	HOST_FUNCS(HOST_SYM)
+	dlclose(h);
+	host_loaded = true;
+	return 0;
+}
 
 /* 0, or -ENOSYS: this libcupti has no PM sampling (before CUDA 12.6). */
 static int pm_load(void)
 {
-	Dl_info info;
 	void *h;
 
 	if (pf.cuptiPmSamplingEnable)
 		return 0;
-	if (!cupti_fn.cuptiGetVersion || !dladdr((void *)cupti_fn.cuptiGetVersion, &info) ||
-	    !(h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
-		return -ENOENT;
-#define PM_SYM(name)                                                                       \
-	pf.name = (__typeof__(pf.name))cupti__dlsym(h, #name);                             \
-	if (!pf.name) {                                                                    \
-		memset(&pf, 0, sizeof(pf));                                                \
-		return -ENOSYS;                                                            \
-	}
-	PM_FUNCS(PM_SYM)
-#undef PM_SYM
+	if (host_load() || !(h = cupti__loaded_handle()))
+		return -ENOSYS;
+	PM_FUNCS(HOST_SYM)
+#undef HOST_SYM
+	dlclose(h);
 	return 0;
 }
 
@@ -113,7 +154,7 @@ static const char *pm_error(CUptiResult r)
 }
 
 /* The refusal in words a user can act on. */
-static void pm_refused(const char *what, CUptiResult r)
+void cupti__pm_refused(const char *what, int r)
 {
 	if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
 		pr_warn("CUDA metrics: %s: no permission to profile the GPU (load the driver "
@@ -143,9 +184,12 @@ static void pm_label(char *out, size_t len, const char *name)
 		snprintf(out, len, "%s", name);
 }
 
-size_t cupti__pm_choose(const char *list, struct cupti_pm_metric *out, char (*labels)[128],
-			size_t max)
+size_t cupti__pm_choose(const char *list, bool kernel, struct cupti_pm_metric *out,
+			char (*labels)[128], size_t max)
 {
+	size_t nbasic;
+	const struct cupti_pm_metric *basic =
+		kernel ? cupti__range_basic(&nbasic) : cupti__pm_basic(&nbasic);
 	static char words[PM_METRICS_MAX][128];
 	size_t n = 0;
 	const char *s = list ? list : "";
@@ -168,19 +212,20 @@ size_t cupti__pm_choose(const char *list, struct cupti_pm_metric *out, char (*la
 	}
 	if (n)
 		return n;
-	for (; n < max && n < sizeof(pm_basic) / sizeof(pm_basic[0]); n++)
-		out[n] = pm_basic[n];
+	for (; n < max && n < nbasic; n++)
+		out[n] = basic[n];
 	return n;
 }
 
 /* ---- the host side: a config image from a chip's name ---- */
 
-static void *pm_host_new(const char *chip, const uint8_t *availability, CUptiResult *r)
+static void *pm_host_new(int type, const char *chip, const uint8_t *availability,
+			 CUptiResult *r)
 {
 	CUpti_Profiler_Host_Initialize_Params init = {
 		CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
 
-	init.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+	init.profilerType = (CUpti_ProfilerType)type;
 	init.pChipName = chip;
 	init.pCounterAvailabilityImage = availability;
 	*r = pf.cuptiProfilerHostInitialize(&init);
@@ -200,10 +245,11 @@ static CUptiResult pm_host_add(void *host, const char **names, size_t n)
 
 /* Does the chip have this metric? (A host object of its own: a refused metric leaves
  * nothing behind in the real one.) */
-static CUptiResult pm_chip_has(const char *chip, const uint8_t *availability, const char *name)
+static CUptiResult pm_chip_has(int type, const char *chip, const uint8_t *availability,
+			       const char *name)
 {
 	CUptiResult r;
-	void *h = pm_host_new(chip, availability, &r);
+	void *h = pm_host_new(type, chip, availability, &r);
 
 	if (h) {
 		r = pm_host_add(h, &name, 1);
@@ -212,9 +258,9 @@ static CUptiResult pm_chip_has(const char *chip, const uint8_t *availability, co
 	return r;
 }
 
-int cupti__pm_config(const char *chip, const uint8_t *availability, struct cupti_pm_metric *m,
-		     size_t *n, bool drop_missing, void **host, uint8_t **image, size_t *size,
-		     size_t *passes)
+int cupti__pm_config(int type, const char *chip, const uint8_t *availability,
+		     struct cupti_pm_metric *m, size_t *n, bool drop_missing, void **host,
+		     uint8_t **image, size_t *size, size_t *passes)
 {
 	CUpti_Profiler_Host_GetConfigImageSize_Params sz = {
 		CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE };
@@ -228,11 +274,11 @@ int cupti__pm_config(const char *chip, const uint8_t *availability, struct cupti
 
 	*host = NULL;
 	*image = NULL;
-	if (pm_load())
+	if (host_load())
 		return -ENOSYS;
 	/* each metric alone first: a line names the one the chip lacks */
 	for (size_t i = 0; i < *n && i < PM_METRICS_MAX; i++) {
-		r = pm_chip_has(chip, availability, m[i].name);
+		r = pm_chip_has(type, chip, availability, m[i].name);
 		if (r == CUPTI_SUCCESS) {
 			m[kept++] = m[i];
 		} else if (drop_missing) {
@@ -247,28 +293,28 @@ int cupti__pm_config(const char *chip, const uint8_t *availability, struct cupti
 	*n = kept;
 	if (!kept)
 		return -ENOENT;
-	if (!(*host = pm_host_new(chip, availability, &r))) {
-		pm_refused("the host profiler", r);
+	if (!(*host = pm_host_new(type, chip, availability, &r))) {
+		cupti__pm_refused("the host profiler", r);
 		return -EINVAL;
 	}
 	/* all in one call: CUPTI schedules them together (one by one, each takes a pass) */
 	for (size_t i = 0; i < kept; i++)
 		names[i] = m[i].name;
 	if ((r = pm_host_add(*host, names, kept)) != CUPTI_SUCCESS) {
-		pm_refused("the metrics", r);
+		cupti__pm_refused("the metrics", r);
 		return -EINVAL;
 	}
 	sz.pHostObject = *host;
 	if ((r = pf.cuptiProfilerHostGetConfigImageSize(&sz)) != CUPTI_SUCCESS ||
 	    !sz.configImageSize || !(*image = malloc(sz.configImageSize))) {
-		pm_refused("the config image", r);
+		cupti__pm_refused("the config image", r);
 		return -EINVAL;
 	}
 	img.pHostObject = *host;
 	img.configImageSize = sz.configImageSize;
 	img.pConfigImage = *image;
 	if ((r = pf.cuptiProfilerHostGetConfigImage(&img)) != CUPTI_SUCCESS) {
-		pm_refused("the config image", r);
+		cupti__pm_refused("the config image", r);
 		return -EINVAL;
 	}
 	*size = sz.configImageSize;
@@ -290,6 +336,52 @@ void cupti__pm_host_free(void *host, uint8_t *image)
 	free(image);
 }
 
+int cupti__host_start(void)
+{
+	static int done;
+	CUpti_Profiler_Initialize_Params init = { CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
+	CUptiResult r;
+
+	if (done)
+		return done < 0 ? done : 0;
+	if (host_load())
+		return done = -ENOSYS;
+	if ((r = pf.cuptiProfilerInitialize(&init)) != CUPTI_SUCCESS) {
+		cupti__pm_refused("the profiler", r);
+		return done = -EIO;
+	}
+	done = 1;
+	return 0;
+}
+
+int cupti__chip_name(unsigned device, const char **chip)
+{
+	CUpti_Device_GetChipName_Params p = { CUpti_Device_GetChipName_Params_STRUCT_SIZE };
+	CUptiResult r;
+
+	p.deviceIndex = device;
+	if ((r = pf.cuptiDeviceGetChipName(&p)) != CUPTI_SUCCESS)
+		return -(int)r;
+	*chip = p.pChipName;
+	return 0;
+}
+
+int cupti__host_evaluate(void *host, const uint8_t *data, size_t size, size_t range,
+			 const char **names, size_t n, double *values)
+{
+	CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
+		CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
+
+	ev.pHostObject = host;
+	ev.pCounterDataImage = data;
+	ev.counterDataImageSize = size;
+	ev.rangeIndex = range;
+	ev.ppMetricNames = names;
+	ev.numMetrics = n;
+	ev.pMetricValues = values;
+	return pf.cuptiProfilerHostEvaluateToGpuValues(&ev) == CUPTI_SUCCESS ? 0 : -EIO;
+}
+
 /* ---- devices ---- */
 
 struct pm_dev {
@@ -307,7 +399,7 @@ static enum { PM_NEW, PM_ON, PM_OFF } pm_state;
 static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pm_counter_name, pm_keys[PM_METRICS_MAX];
 
-static int pm_device_count(void)
+int cupti__device_count(void)
 {
 	void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	int (*count)(int *) = cuda ? (int (*)(int *))cupti__dlsym(cuda, "cuDeviceGetCount") : NULL;
@@ -351,23 +443,24 @@ static int pm_start_device(struct pm_dev *d)
 	snprintf(what, sizeof(what), "GPU %u", d->index);
 	chip.deviceIndex = d->index;
 	if ((r = pf.cuptiDeviceGetChipName(&chip)) != CUPTI_SUCCESS) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	av.deviceIndex = d->index;
 	if ((r = pf.cuptiPmSamplingGetCounterAvailability(&av)) != CUPTI_SUCCESS ||
 	    !(avail = malloc(av.counterAvailabilityImageSize))) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	av.pCounterAvailabilityImage = avail;
 	if ((r = pf.cuptiPmSamplingGetCounterAvailability(&av)) != CUPTI_SUCCESS) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		free(avail);
 		return -EIO;
 	}
-	if (cupti__pm_config(chip.pChipName, avail, pm_chosen, &pm_nchosen, pm_default,
-			     &d->host, &d->config, &d->config_size, &passes)) {
+	if (cupti__pm_config(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip.pChipName, avail, pm_chosen,
+			     &pm_nchosen, pm_default, &d->host, &d->config, &d->config_size,
+			     &passes)) {
 		free(avail);
 		return -EINVAL;
 	}
@@ -380,7 +473,7 @@ static int pm_start_device(struct pm_dev *d)
 	}
 	en.deviceIndex = d->index;
 	if ((r = pf.cuptiPmSamplingEnable(&en)) != CUPTI_SUCCESS) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	d->pm = en.pPmSamplingObject;
@@ -392,7 +485,7 @@ static int pm_start_device(struct pm_dev *d)
 	cfg.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
 	cfg.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
 	if ((r = pf.cuptiPmSamplingSetConfig(&cfg)) != CUPTI_SUCCESS) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	for (size_t i = 0; i < pm_nchosen; i++)
@@ -403,7 +496,7 @@ static int pm_start_device(struct pm_dev *d)
 	ds.maxSamples = MAX_SAMPLES;
 	if ((r = pf.cuptiPmSamplingGetCounterDataSize(&ds)) != CUPTI_SUCCESS ||
 	    !(d->data = malloc(ds.counterDataSize))) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	d->data_size = ds.counterDataSize;
@@ -411,7 +504,7 @@ static int pm_start_device(struct pm_dev *d)
 		return -EIO;
 	st.pPmSamplingObject = d->pm;
 	if ((r = pf.cuptiPmSamplingStart(&st)) != CUPTI_SUCCESS) {
-		pm_refused(what, r);
+		cupti__pm_refused(what, r);
 		return -EIO;
 	}
 	d->track = cupti__device_track(d->index);
@@ -438,21 +531,17 @@ static void pm_stop_device(struct pm_dev *d)
 
 static bool pm_start(void)
 {
-	CUpti_Profiler_Initialize_Params init = { CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
 	int n;
-	CUptiResult r;
 
 	if (pm_load()) {
 		pr_warn("CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)");
 		return false;
 	}
-	pm_nchosen = cupti__pm_choose(gt_cfg.metrics, pm_chosen, pm_names, PM_METRICS_MAX);
+	pm_nchosen = cupti__pm_choose(gt_cfg.metrics, false, pm_chosen, pm_names, PM_METRICS_MAX);
 	pm_default = pm_nchosen && pm_chosen[0].name == cupti__pm_basic(&(size_t){ 0 })[0].name;
-	if ((r = pf.cuptiProfilerInitialize(&init)) != CUPTI_SUCCESS) {
-		pm_refused("the profiler", r);
+	if (cupti__host_start())
 		return false;
-	}
-	n = pm_device_count();
+	n = cupti__device_count();
 	if (n <= 0) {
 		pr_warn("CUDA metrics: no CUDA device");
 		return false;
@@ -499,23 +588,15 @@ static void pm_decode(struct pm_dev *d)
 	for (size_t s = 0; s < info.numCompletedSamples; s++) {
 		CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
 			CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE };
-		CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
-			CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
 		uint64_t when;
 
 		si.pPmSamplingObject = d->pm;
 		si.pCounterDataImage = d->data;
 		si.counterDataImageSize = d->data_size;
 		si.sampleIndex = s;
-		ev.pHostObject = d->host;
-		ev.pCounterDataImage = d->data;
-		ev.counterDataImageSize = d->data_size;
-		ev.rangeIndex = s;
-		ev.ppMetricNames = names;
-		ev.numMetrics = pm_nchosen;
-		ev.pMetricValues = values;
 		if (pf.cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS ||
-		    pf.cuptiProfilerHostEvaluateToGpuValues(&ev) != CUPTI_SUCCESS)
+		    cupti__host_evaluate(d->host, d->data, d->data_size, s, names, pm_nchosen,
+					 values))
 			continue;
 		for (size_t i = 0; i < pm_nchosen; i++)
 			args[i] = (struct gt_arg){ .key = pm_keys[i], .type = GT_ARG_F64,
@@ -587,22 +668,8 @@ static void pm_atfork_child(void)
 	pm_state = PM_OFF;
 }
 
-/* Per-kernel metrics on CUDA would be the range profiler's (kernel replay): not here. */
-static void pm_flush(bool final)
-{
-	static bool said;
-
-	if (gt_cfg.metrics_mode == GT_METRICS_KERNEL && !said &&
-	    atomic_load(&cupti_state) == CUPTI_ON) {
-		said = true;
-		pr_warn("CUDA metrics: --metrics-mode kernel is not supported on CUDA (CUPTI's range "
-			"profiler replays kernels); --metrics-mode time samples the GPU instead");
-	}
-}
-
 static const struct gt_backend pm_backend = {
 	.name = "cupti",
-	.flush = pm_flush,
 	.sample = pm_sample,
 	.stop = pm_stop,
 	.atfork_child = pm_atfork_child,

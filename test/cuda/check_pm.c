@@ -76,7 +76,7 @@ START_TEST(test_basic_set_on_real_chips)
 		size_t size = 0, passes = 0, kept = n;
 
 		memcpy(m, basic, sizeof(m));
-		ck_assert_msg(cupti__pm_config(chips[i].chip, NULL, m, &kept, true, &host, &image,
+		ck_assert_msg(cupti__pm_config(CUPTI_PROFILER_TYPE_PM_SAMPLING, chips[i].chip, NULL, m, &kept, true, &host, &image,
 					       &size, &passes) == 0,
 			      "%s: the basic set has no config image", chips[i].chip);
 		ck_assert_uint_eq(kept, chips[i].has);
@@ -102,7 +102,7 @@ static void config_gh100(void *arg)
 	uint8_t *image;
 	size_t size, passes;
 
-	a->rc = cupti__pm_config("GH100", NULL, a->m, &a->n, false, &host, &image, &size, &passes);
+	a->rc = cupti__pm_config(CUPTI_PROFILER_TYPE_PM_SAMPLING, "GH100", NULL, a->m, &a->n, false, &host, &image, &size, &passes);
 	cupti__pm_host_free(host, image);
 }
 
@@ -131,12 +131,12 @@ START_TEST(test_choosing_metrics)
 
 	n = cupti__pm_choose("ComputeBasic, sm__throughput.avg.pct_of_peak_sustained_elapsed ,"
 			     "dram__bytes_read.sum.per_second,GpuBusy",
-			     m, labels, 8);
+			     false, m, labels, 8);
 	ck_assert_uint_eq(n, 2); /* the Level Zero names are not CUPTI's */
 	ck_assert_str_eq(m[0].name, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
 	ck_assert_str_eq(m[0].label, "sm__throughput.avg.pct_of_peak_sustained_elapsed %");
 	ck_assert_str_eq(m[1].label, "dram__bytes_read.sum.per_second B/s");
-	n = cupti__pm_choose("", m, labels, 8);
+	n = cupti__pm_choose("", false, m, labels, 8);
 	ck_assert_uint_eq(n, 6);
 	ck_assert_str_eq(m[0].label, "gpu busy %");
 }

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Hardware metrics of every CUDA kernel (--metrics-mode kernel): CUPTI's
+ * range profiler (cupti_range_profiler.h, CUDA 12.6 and later), auto range,
+ * kernel replay, and the host profiler (pm_sampling.c) for the values.
+ *
+ * One session per kernel launch: the driver's launch callback starts the
+ * context's range profiler on entry and, on exit, stops it, decodes the one
+ * range (maxRangesPerPass 1: range 0 is that launch's kernel, whatever other
+ * threads do, since sessions are serialized by range_lock) and evaluates it.
+ * The values wait in a table under the launch's correlation id until the
+ * kernel's activity record arrives (records.c), which puts them on the
+ * kernel's span as args.metrics; the summary's per-kernel metrics follow.
+ *
+ * The cost, stated in the README: auto range serializes kernel launches,
+ * and each launch waits for its kernel (decoding needs the range done). A
+ * metric set that fits one pass runs every kernel once; more passes are
+ * refused (kernel replay would run each kernel again per pass, restoring
+ * its memory between runs).
+ *
+ * Refusals, one line each: no range profiler in this libcupti, a metric the
+ * chip lacks, more than one pass, no permission, CUPTI held by another tool.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/backend.h"
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_range_profiler.h>
+
+#include "backends/cuda/internal.h"
+#include "backends/cuda/pm_sampling.h"
+#include "inject/config.h"
+
+#define RANGE_METRICS_MAX 8
+#define RANGE_CTX_MAX     64
+#define RANGE_SLOTS       4096          /* metrics waiting for their kernel's record */
+#define RANGE_WAIT_NS     (1000000000ull) /* a record's longest wait for its metrics */
+
+#define RANGE_FUNCS(X)                                                                     \
+	X(cuptiRangeProfilerEnable)                                                        \
+	X(cuptiRangeProfilerDisable)                                                       \
+	X(cuptiRangeProfilerSetConfig)                                                     \
+	X(cuptiRangeProfilerStart)                                                         \
+	X(cuptiRangeProfilerStop)                                                          \
+	X(cuptiRangeProfilerDecodeData)                                                    \
+	X(cuptiRangeProfilerGetCounterDataSize)                                            \
+	X(cuptiRangeProfilerCounterDataImageInitialize)                                    \
+	X(cuptiRangeProfilerGetCounterDataInfo)
+
+static struct {
+#define RANGE_FN(name) __typeof__(name) *name;
+	RANGE_FUNCS(RANGE_FN)
+#undef RANGE_FN
+} rf;
+
+GT_HIDDEN bool cupti_range_kernel;
+
+/* One context's range profiler. */
+struct range_ctx {
+	CUcontext ctx;
+	bool refused; /* said why once: its launches run unmeasured */
+	CUpti_RangeProfiler_Object *obj;
+	void *host;
+	uint8_t *config, *data;
+	size_t config_size, data_size;
+	struct cupti_pm_metric m[RANGE_METRICS_MAX];
+	const char *names[RANGE_METRICS_MAX];
+	uint32_t keys[RANGE_METRICS_MAX];
+	size_t n;
+};
+
+static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER; /* sessions, contexts */
+static struct range_ctx range_ctxs[RANGE_CTX_MAX];
+static unsigned range_nctx;
+static enum { RANGE_NEW, RANGE_READY, RANGE_OFF } range_state;
+static struct cupti_pm_metric range_chosen[RANGE_METRICS_MAX];
+static char range_labels[RANGE_METRICS_MAX][128];
+static size_t range_nchosen;
+static bool range_default;
+static GT_TLS struct range_ctx *range_open; /* this thread's launch in a session */
+static GT_TLS uint32_t range_corr;
+
+/* ---- values waiting for their kernel ---- */
+
+enum { SLOT_FREE, SLOT_PENDING, SLOT_READY };
+static struct range_slot {
+	uint32_t corr;
+	uint8_t state;
+	uint8_t n;
+	const uint32_t *keys;
+	double v[RANGE_METRICS_MAX];
+} range_slots[RANGE_SLOTS];
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const double *v,
+		     size_t n)
+{
+	struct range_slot *s = &range_slots[corr % RANGE_SLOTS];
+
+	pthread_mutex_lock(&slot_lock);
+	if (state == SLOT_FREE && s->corr != corr) {
+		pthread_mutex_unlock(&slot_lock);
+		return;
+	}
+	if (s->state != SLOT_FREE && s->corr != corr)
+		gt_lost_add(cupti__key("cupti_range_unclaimed"), 1); /* its kernel never came */
+	s->corr = corr;
+	s->state = state;
+	s->keys = keys;
+	s->n = (uint8_t)n;
+	if (n)
+		memcpy(s->v, v, n * sizeof(*v));
+	pthread_mutex_unlock(&slot_lock);
+}
+
+unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n, unsigned max)
+{
+	struct range_slot *s = &range_slots[corr % RANGE_SLOTS];
+	uint64_t waited = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&slot_lock);
+		if (s->corr != corr || s->state == SLOT_FREE) {
+			pthread_mutex_unlock(&slot_lock);
+			return n; /* not measured (launched outside a session, or refused) */
+		}
+		if (s->state == SLOT_READY)
+			break;
+		pthread_mutex_unlock(&slot_lock);
+		/* its launch is still decoding (the record came between the kernel's end
+		 * and the launch's return): a moment, bounded */
+		if (waited >= RANGE_WAIT_NS) {
+			gt_lost_add(cupti__key("cupti_range_late"), 1);
+			return n;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+		waited += 50000;
+	}
+	for (unsigned i = 0; i < s->n && n < max; i++)
+		args[n++] = (struct gt_arg){ .key = s->keys[i], .type = GT_ARG_METRIC,
+					     .v.f = s->v[i] };
+	s->state = SLOT_FREE;
+	pthread_mutex_unlock(&slot_lock);
+	return n;
+}
+
+/* ---- the range profiler of a context ---- */
+
+static int range_load(void)
+{
+	void *h;
+
+	if (rf.cuptiRangeProfilerEnable)
+		return 0;
+	if (cupti__host_start() || !(h = cupti__loaded_handle()))
+		return -ENOSYS;
+#define RANGE_SYM(name)                                                                    \
+	rf.name = (__typeof__(rf.name))cupti__dlsym(h, #name);                             \
+	if (!rf.name) {                                                                    \
+		memset(&rf, 0, sizeof(rf));                                                \
+		dlclose(h);                                                                \
+		return -ENOSYS;                                                            \
+	}
+	RANGE_FUNCS(RANGE_SYM)
+#undef RANGE_SYM
+	dlclose(h);
+	return 0;
+}
+
+static CUptiResult range_image_init(struct range_ctx *c)
+{
+	CUpti_RangeProfiler_CounterDataImage_Initialize_Params p = {
+		CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE };
+
+	p.pRangeProfilerObject = c->obj;
+	p.counterDataSize = c->data_size;
+	p.pCounterData = c->data;
+	return rf.cuptiRangeProfilerCounterDataImageInitialize(&p);
+}
+
+/* An empty counter data image, and the config for the next session. */
+static CUptiResult range_arm(struct range_ctx *c)
+{
+	CUpti_RangeProfiler_SetConfig_Params p = {
+		CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE };
+	CUptiResult r = range_image_init(c);
+
+	if (r != CUPTI_SUCCESS)
+		return r;
+	p.pRangeProfilerObject = c->obj;
+	p.configSize = c->config_size;
+	p.pConfig = c->config;
+	p.counterDataImageSize = c->data_size;
+	p.pCounterDataImage = c->data;
+	p.range = CUPTI_AutoRange;
+	p.replayMode = CUPTI_KernelReplay;
+	p.maxRangesPerPass = 1;
+	p.numNestingLevels = 1;
+	p.minNestingLevel = 1;
+	p.passIndex = 0;
+	p.targetNestingLevel = 1;
+	return rf.cuptiRangeProfilerSetConfig(&p);
+}
+
+static void range_ctx_free(struct range_ctx *c)
+{
+	CUpti_RangeProfiler_Disable_Params d = { CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE };
+
+	if (c->obj) {
+		d.pRangeProfilerObject = c->obj;
+		rf.cuptiRangeProfilerDisable(&d);
+		c->obj = NULL;
+	}
+	cupti__pm_host_free(c->host, c->config);
+	free(c->data);
+	c->host = NULL;
+	c->config = c->data = NULL;
+}
+
+/* The context's chip, config image, range profiler and images. 0, or -errno after
+ * one line. */
+static int range_ctx_start(struct range_ctx *c)
+{
+	CUpti_RangeProfiler_Enable_Params en = { CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
+		CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE };
+	uint32_t device = 0;
+	const char *chip;
+	size_t passes = 0;
+	char what[64];
+	CUptiResult r;
+	int e;
+
+	if ((r = cupti_fn.cuptiGetDeviceId(c->ctx, &device)) != CUPTI_SUCCESS) {
+		cupti__pm_refused("per-kernel metrics: the context's device", r);
+		return -EIO;
+	}
+	snprintf(what, sizeof(what), "per-kernel metrics on GPU %u", device);
+	if ((e = cupti__chip_name(device, &chip))) {
+		cupti__pm_refused(what, -e);
+		return -EIO;
+	}
+	memcpy(c->m, range_chosen, sizeof(c->m));
+	c->n = range_nchosen;
+	if (cupti__pm_config(CUPTI_PROFILER_TYPE_RANGE_PROFILER, chip, NULL, c->m, &c->n,
+			     range_default, &c->host, &c->config, &c->config_size, &passes))
+		return -EINVAL;
+	if (passes != 1) {
+		pr_warn("CUDA metrics: the chosen metrics need %zu passes on GPU %u (%s); "
+			"per-kernel metrics take what one pass collects (more would replay every "
+			"kernel): choose fewer",
+			passes, device, chip);
+		return -E2BIG;
+	}
+	en.ctx = c->ctx;
+	if ((r = rf.cuptiRangeProfilerEnable(&en)) != CUPTI_SUCCESS) {
+		cupti__pm_refused(what, r);
+		return -EIO;
+	}
+	c->obj = en.pRangeProfilerObject;
+	for (size_t i = 0; i < c->n; i++) {
+		c->names[i] = c->m[i].name;
+		c->keys[i] = gt_str_intern(c->m[i].label);
+	}
+	ds.pRangeProfilerObject = c->obj;
+	ds.pMetricNames = c->names;
+	ds.numMetrics = c->n;
+	ds.maxNumOfRanges = 1;
+	ds.maxNumRangeTreeNodes = 1;
+	if ((r = rf.cuptiRangeProfilerGetCounterDataSize(&ds)) != CUPTI_SUCCESS ||
+	    !(c->data = calloc(1, ds.counterDataSize))) {
+		cupti__pm_refused(what, r);
+		return -EIO;
+	}
+	c->data_size = ds.counterDataSize;
+	if ((r = range_arm(c)) != CUPTI_SUCCESS) {
+		cupti__pm_refused(what, r);
+		return -EIO;
+	}
+	pr_info("CUDA metrics: range profiler on GPU %u (%s), %zu metrics per kernel", device,
+		chip, c->n);
+	return 0;
+}
+
+/* range_lock held: the context's profiler, started on first use; NULL if refused. */
+static struct range_ctx *range_ctx_of(CUcontext ctx)
+{
+	struct range_ctx *c;
+
+	if (range_state == RANGE_NEW) {
+		range_state = RANGE_OFF;
+		if (range_load()) {
+			pr_warn("CUDA metrics: this libcupti has no range profiler (CUDA 12.6 or "
+				"later has it): no per-kernel metrics");
+			return NULL;
+		}
+		range_nchosen = cupti__pm_choose(gt_cfg.metrics, true, range_chosen, range_labels,
+						 RANGE_METRICS_MAX);
+		range_default = range_nchosen &&
+				range_chosen[0].name == cupti__range_basic(&(size_t){ 0 })[0].name;
+		range_state = RANGE_READY;
+	}
+	if (range_state != RANGE_READY || !ctx)
+		return NULL;
+	for (unsigned i = 0; i < range_nctx; i++)
+		if (range_ctxs[i].ctx == ctx)
+			return range_ctxs[i].refused ? NULL : &range_ctxs[i];
+	if (range_nctx == RANGE_CTX_MAX)
+		return NULL;
+	c = &range_ctxs[range_nctx++];
+	memset(c, 0, sizeof(*c));
+	c->ctx = ctx;
+	if (range_ctx_start(c)) {
+		range_ctx_free(c);
+		c->refused = true;
+		return NULL;
+	}
+	return c;
+}
+
+/* A kernel launch API (not cuLaunchHostFunc, which runs no kernel). */
+static bool is_kernel_launch(const char *name)
+{
+	return name && !strncmp(name, "cuLaunch", 8) && strncmp(name, "cuLaunchHostFunc", 16);
+}
+
+static void range_begin(const CUpti_CallbackData *cb)
+{
+	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
+	struct range_ctx *c;
+
+	pthread_mutex_lock(&range_lock); /* until the launch returns: one session at a time */
+	cupti_self++;
+	c = range_ctx_of(cb->context);
+	if (c) {
+		st.pRangeProfilerObject = c->obj;
+		if (rf.cuptiRangeProfilerStart(&st) == CUPTI_SUCCESS) {
+			range_open = c;
+			range_corr = cb->correlationId;
+			slot_set(cb->correlationId, SLOT_PENDING, NULL, NULL, 0);
+		}
+	}
+	cupti_self--;
+	if (!range_open)
+		pthread_mutex_unlock(&range_lock);
+}
+
+static void range_end(void)
+{
+	CUpti_RangeProfiler_Stop_Params st = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_DecodeData_Params dec = {
+		CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
+		CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE };
+	struct range_ctx *c = range_open;
+	double v[RANGE_METRICS_MAX];
+	bool measured = false;
+
+	cupti_self++;
+	st.pRangeProfilerObject = c->obj;
+	dec.pRangeProfilerObject = c->obj;
+	info.pCounterDataImage = c->data;
+	info.counterDataImageSize = c->data_size;
+	if (rf.cuptiRangeProfilerStop(&st) == CUPTI_SUCCESS &&
+	    rf.cuptiRangeProfilerDecodeData(&dec) == CUPTI_SUCCESS &&
+	    rf.cuptiRangeProfilerGetCounterDataInfo(&info) == CUPTI_SUCCESS) {
+		if (dec.numOfRangeDropped)
+			gt_lost_add(cupti__key("cupti_range_dropped"), dec.numOfRangeDropped);
+		/* no range: the launch failed, or ran no kernel */
+		measured = info.numTotalRanges == 1 &&
+			   !cupti__host_evaluate(c->host, c->data, c->data_size, 0, c->names, c->n,
+						 v);
+	}
+	if (measured)
+		slot_set(range_corr, SLOT_READY, c->keys, v, c->n);
+	else
+		slot_set(range_corr, SLOT_FREE, NULL, NULL, 0);
+	if (range_arm(c) != CUPTI_SUCCESS) {
+		pr_warn("CUDA metrics: the range profiler refused a new session: no more "
+			"per-kernel metrics on this context");
+		range_ctx_free(c);
+		c->refused = true;
+	}
+	cupti_self--;
+	range_open = NULL;
+	pthread_mutex_unlock(&range_lock);
+}
+
+void cupti__range_launch(const CUpti_CallbackData *cb)
+{
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (!range_open && is_kernel_launch(cb->functionName) &&
+		    atomic_load(&cupti_state) == CUPTI_ON)
+			range_begin(cb);
+	} else if (range_open && cb->correlationId == range_corr) {
+		range_end();
+	}
+}
+
+/* ---- the backend's hooks ---- */
+
+static int range_init(void)
+{
+	cupti_range_kernel = gt_cfg.metrics_mode == GT_METRICS_KERNEL;
+	return 0;
+}
+
+/* Drain thread: CUPTI is not ours, so no range profiler (one line). */
+static void range_flush(bool final)
+{
+	static bool said;
+	int s;
+
+	(void)final;
+	if (!cupti_range_kernel || said)
+		return;
+	s = atomic_load(&cupti_state);
+	if (s == CUPTI_HELD) {
+		said = true;
+		pr_warn("CUDA metrics: CUPTI belongs to another tool (see above): no per-kernel "
+			"metrics");
+	} else if (s == CUPTI_DISABLED) {
+		said = true;
+		pr_warn("CUDA metrics need CUPTI, which is off (GPUTRACE_DISABLE_CUPTI or CUPTI "
+			"refused): no per-kernel metrics");
+	}
+}
+
+static void range_stop(void)
+{
+	/* a launch still in its session keeps its profiler (the process is ending) */
+	if (pthread_mutex_trylock(&range_lock))
+		return;
+	cupti_self++;
+	for (unsigned i = 0; i < range_nctx; i++) {
+		if (atomic_load(&cupti_state) != CUPTI_ON)
+			range_ctxs[i].obj = NULL; /* CUPTI is no longer ours to call */
+		range_ctx_free(&range_ctxs[i]);
+	}
+	range_nctx = 0;
+	range_state = RANGE_OFF;
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
+}
+
+static void range_atfork_child(void)
+{
+	/* CUDA does not survive fork: the parent's profilers are not the child's */
+	pthread_mutex_init(&range_lock, NULL);
+	pthread_mutex_init(&slot_lock, NULL);
+	memset(range_ctxs, 0, sizeof(range_ctxs));
+	memset(range_slots, 0, sizeof(range_slots));
+	range_nctx = 0;
+	range_state = RANGE_OFF;
+	range_open = NULL;
+}
+
+static const struct gt_backend range_backend = {
+	.name = "cupti",
+	.init = range_init,
+	.flush = range_flush,
+	.stop = range_stop,
+	.atfork_child = range_atfork_child,
+};
+
+GT_BACKEND_REGISTER(range_backend);
