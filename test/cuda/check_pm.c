@@ -89,6 +89,68 @@ START_TEST(test_basic_set_on_real_chips)
 }
 END_TEST
 
+START_TEST(test_kernel_set_on_real_chips)
+{
+	/* the range profiler's config image (--metrics-mode kernel) for real chips, by the
+	 * real host profiler: every metric of the per-kernel set exists, in one pass
+	 * (kernel replay would run each kernel again for every further pass) */
+	static const char *const chips[] = { "GA100", "GA102", "GH100", "AD102", "GB100" };
+	size_t n;
+	const struct cupti_pm_metric *basic = cupti__range_basic(&n);
+
+	load();
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(basic[0].name, "gpu__time_duration.sum");
+	for (size_t i = 0; i < sizeof(chips) / sizeof(chips[0]); i++) {
+		struct cupti_pm_metric m[5];
+		void *host;
+		uint8_t *image;
+		size_t size = 0, passes = 0, kept = n;
+
+		memcpy(m, basic, sizeof(m));
+		ck_assert_msg(cupti__pm_config(CUPTI_PROFILER_TYPE_RANGE_PROFILER, chips[i], NULL,
+					       m, &kept, false, &host, &image, &size,
+					       &passes) == 0,
+			      "%s: the per-kernel set has no range profiler config image",
+			      chips[i]);
+		ck_assert_uint_eq(kept, n);
+		ck_assert_uint_gt(size, 64);
+		ck_assert_msg(passes == 1, "%s: %zu passes", chips[i], passes);
+		cupti__pm_host_free(host, image);
+	}
+}
+END_TEST
+
+START_TEST(test_kernel_set_too_big_needs_passes)
+{
+	/* many unrelated counters need more than one pass: the count the backend refuses */
+	struct cupti_pm_metric m[] = {
+		{ "gpu__time_duration.sum", "" },
+		{ "sm__inst_executed.sum", "" },
+		{ "l1tex__t_bytes.sum", "" },
+		{ "lts__t_bytes.sum", "" },
+		{ "dram__bytes_read.sum", "" },
+		{ "dram__bytes_write.sum", "" },
+		{ "sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "" },
+		{ "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "" },
+		{ "sm__sass_thread_inst_executed_op_fmul_pred_on.sum", "" },
+		{ "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "" },
+		{ "smsp__warp_issue_stalled_barrier_per_warp_active.pct", "" },
+		{ "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", "" },
+	};
+	size_t n = sizeof(m) / sizeof(m[0]), size = 0, passes = 0;
+	void *host;
+	uint8_t *image;
+
+	load();
+	ck_assert_int_eq(cupti__pm_config(CUPTI_PROFILER_TYPE_RANGE_PROFILER, "GH100", NULL, m,
+					  &n, false, &host, &image, &size, &passes),
+			 0);
+	ck_assert_uint_gt(passes, 1);
+	cupti__pm_host_free(host, image);
+}
+END_TEST
+
 struct config_args {
 	struct cupti_pm_metric *m;
 	size_t n;
@@ -102,7 +164,8 @@ static void config_gh100(void *arg)
 	uint8_t *image;
 	size_t size, passes;
 
-	a->rc = cupti__pm_config(CUPTI_PROFILER_TYPE_PM_SAMPLING, "GH100", NULL, a->m, &a->n, false, &host, &image, &size, &passes);
+	a->rc = cupti__pm_config(CUPTI_PROFILER_TYPE_PM_SAMPLING, "GH100", NULL, a->m, &a->n,
+				 false, &host, &image, &size, &passes);
 	cupti__pm_host_free(host, image);
 }
 
@@ -139,6 +202,10 @@ START_TEST(test_choosing_metrics)
 	n = cupti__pm_choose("", false, m, labels, 8);
 	ck_assert_uint_eq(n, 6);
 	ck_assert_str_eq(m[0].label, "gpu busy %");
+	/* --metrics-mode kernel without CUPTI names: the per-kernel set */
+	n = cupti__pm_choose("GpuBusy", true, m, labels, 8);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(m[0].label, "gpu time ns");
 }
 END_TEST
 
@@ -182,10 +249,14 @@ static Suite *pm_suite(void)
 	 * sanitizer runtimes refuse (they end the process): the plain build runs these. */
 	fprintf(stderr, "check_pm: host profiler tests left to the build without ASan/TSan\n");
 	(void)test_basic_set_on_real_chips;
+	(void)test_kernel_set_on_real_chips;
+	(void)test_kernel_set_too_big_needs_passes;
 	(void)test_unknown_metric_is_one_line;
 	(void)test_no_device_is_one_line;
 #else
 	tcase_add_test(tc, test_basic_set_on_real_chips);
+	tcase_add_test(tc, test_kernel_set_on_real_chips);
+	tcase_add_test(tc, test_kernel_set_too_big_needs_passes);
 	tcase_add_test(tc, test_unknown_metric_is_one_line);
 	tcase_add_test(tc, test_no_device_is_one_line);
 #endif
