@@ -215,9 +215,15 @@ static void on_module(CUcontext ctx, uint32_t module_id, int loaded)
 	}
 }
 
+static void on_work(const struct sim_work *w)
+{
+	cs_range_work(w);
+	cs_activity_work(w);
+}
+
 static const struct sim_tool_ops ops = {
 	.api = on_api,
-	.work = cs_activity_work,
+	.work = on_work,
 	.graph = cs_activity_graph,
 	.sync = cs_activity_sync,
 	.context = on_context,

@@ -4,6 +4,7 @@
  *   cupti_core.c      init, versions, results, subscribers, callbacks, finalize
  *   cupti_activity.c  activity kinds, buffers, records, flushing, the worker thread
  *   cupti_clock.c     CUPTI's clock, the timestamp callback, GPU->CPU conversion
+ *   cupti_profiler.c  the host profiler and the range profiler (per-kernel metrics)
  * CUPTI's one internal lock (C.lock) guards everything below; it is held
  * while the client's buffer callbacks run, as in the real library.
  */
@@ -77,6 +78,10 @@ CS_HIDDEN void cs_activity_sync(struct sim_sync *s, int site);
 CS_HIDDEN void cs_activity_forget(void); /* finalize: drop buffers and records */
 CS_HIDDEN void cs_worker_forget(void);   /* fork child: no worker thread */
 CS_HIDDEN bool cs_kind_on(CUpti_ActivityKind k);
+
+/* ---- cupti_profiler.c ---- */
+/* A kernel queued: a range for its context's started range profiler. */
+CS_HIDDEN void cs_range_work(const struct sim_work *w);
 
 /* ---- cupti_clock.c ---- */
 /* CUPTI's CPU timestamp now: the client's timestamp callback if registered,

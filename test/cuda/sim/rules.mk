@@ -26,7 +26,7 @@ $(CUDA_SIM)/libcudart.so.%: $(wildcard $(SIM_DIR)/rt_*.c) $(SIM_HDRS)
 $(CUDA_SIM)/libcupti.so.13: $(wildcard $(SIM_DIR)/cupti_*.c) $(SIM_HDRS)
 	@mkdir -p $(dir $@)
 	printf 'libcupti.so.13 { global: cupti*; local: *; };\n' > $@.map
-	$(SIM_LINK) -Wl,-soname,libcupti.so.13 -Wl,--version-script=$@.map -o $@ \
+	$(SIM_LINK) -Ibackends/cuda/compat -Wl,-soname,libcupti.so.13 -Wl,--version-script=$@.map -o $@ \
 	  $(filter %.c,$^) -ldl -lpthread
 
 CUDA_SIM_LIBS := $(CUDA_SIM)/libcuda.so.1 $(CUDA_SIM)/libcudart.so.13 \
