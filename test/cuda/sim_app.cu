@@ -13,10 +13,12 @@
 //   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
 //   clock [N [MS]] N (30) kernels of 20 us, each synchronized, MS (40) ms apart
 //   reload [N]     N (25000) kernels of libreload.so (dlopen'ed), then dlclose
+//   threads        4 threads, each 5 kernels of its own shape on its own stream
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -296,6 +298,37 @@ static int clock_mode(int n, int gap_ms)
 	return 0;
 }
 
+// Thread t launches <<<t + 1, 64 * (t + 1)>>>: (t + 1)^2 * 64 ns each, so every kernel
+// says which thread launched it.
+static void *launcher(void *arg)
+{
+	int t = (int)(long)arg;
+	cudaStream_t s;
+	float *d;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&d, MiB));
+	for (int i = 0; i < 5; i++)
+		sim::scale<float><<<t + 1, 64 * (t + 1), 0, s>>>(d, 1.0f, 1000);
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFree(d));
+	CHECK(cudaStreamDestroy(s));
+	return NULL;
+}
+
+static int threads_mode(void)
+{
+	pthread_t th[4];
+
+	for (long t = 0; t < 4; t++)
+		if (pthread_create(&th[t], NULL, launcher, (void *)t))
+			return 1;
+	for (int t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	printf("threads: 20 kernels\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
@@ -324,6 +357,8 @@ int main(int argc, char **argv)
 		return runtimes_mode(argv[0]);
 	if (!strcmp(mode, "clock"))
 		return clock_mode(argc > 2 ? atoi(argv[2]) : 30, argc > 3 ? atoi(argv[3]) : 40);
+	if (!strcmp(mode, "threads"))
+		return threads_mode();
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	printf("unknown mode %s\n", mode);

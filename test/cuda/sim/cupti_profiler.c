@@ -101,6 +101,7 @@ static int metric_id(const char *name)
 static void need_init(const char *fn)
 {
 	cs_entry(fn, false);
+	cs_log(fn, "profiler");
 	if (!P_initialized)
 		cs_die("%s before cuptiProfilerInitialize (the profiler's APIs need it first)", fn);
 }
@@ -108,6 +109,7 @@ static void need_init(const char *fn)
 EXPORT CUptiResult CUPTIAPI cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p)
 {
 	cs_entry(__func__, false);
+	cs_log(__func__, "profiler");
 	if (!p || !p->structSize)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	P_initialized = true;
@@ -147,6 +149,7 @@ EXPORT CUptiResult CUPTIAPI cuptiProfilerHostInitialize(CUpti_Profiler_Host_Init
 	struct CUpti_Profiler_Host_Object *h;
 
 	cs_entry(__func__, false);
+	cs_log(__func__, "profiler");
 	if (!p || !p->structSize || !p->pChipName)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (strcmp(p->pChipName, CHIP))

@@ -1,0 +1,143 @@
+"""Per-kernel metrics on CUDA (--metrics-mode kernel, backends/cuda/range_profiler.c)
+end to end on the simulated CUDA stack, whose libcupti plays CUPTI's range profiler
+and host profiler (test/cuda/sim/cupti_profiler.c): chip SIM100 (8 SMs, 5 metrics a
+pass, no DRAM counters), values from the simulated kernels (grid*block ns each)."""
+import collections
+import json
+import os
+import pathlib
+
+import pytest
+
+from conftest import BUILD, gputrace_lines, need, run, load_trace
+
+CUDA = BUILD / "test" / "cuda"
+SIM = BUILD / "cuda-sim"
+APP = CUDA / "sim_app"
+CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+
+if not (CUDA_HOME / "bin" / "nvcc").exists():
+    pytest.skip(f"no nvcc under {CUDA_HOME} (HAVE_NVCC): the programs for the simulator are "
+                "not built", allow_module_level=True)
+
+SCALE = "void sim::scale<float>(float*, float, int)"
+AXPY = "axpy(float const*, float*, int)"
+KEYS = {"gpu time ns", "gpu busy %", "sm active %", "warps active %"}
+
+
+def traced(tmp_path, args, env):
+    need(APP)
+    need(SIM / "libcupti.so.13")
+    e = {"LD_LIBRARY_PATH": str(SIM), "GPUTRACE_METRICS_MODE": "kernel"}
+    e.update(env)
+    r = run([APP] + args, tmp_path=tmp_path, env=e)
+    assert r.returncode == 0, r.stderr
+    return load_trace(r.trace_path), r
+
+
+def kernels(trace):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+
+
+def metric_lines(stderr):
+    return [l for l in gputrace_lines(stderr) if "CUDA metrics" in l]
+
+
+@pytest.mark.sanitize
+def test_every_launched_kernel_carries_its_metrics(tmp_path):
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["basic"], {"GPUTRACE_SUMMARY_JSON": str(summary),
+                                       "GPUTRACE_LOG": "info"})
+    ks = kernels(t)
+    measured = [k for k in ks if "metrics" in k["args"]]
+    assert collections.Counter(k["name"] for k in measured) == {SCALE: 3, AXPY: 1}
+    # the graph's two kernels run from cuGraphLaunch: no session around them
+    assert collections.Counter(k["name"] for k in ks if k not in measured) == {SCALE: 2}
+    for k in measured:
+        m = k["args"]["metrics"]
+        assert set(m) == KEYS  # SIM100 has no dram__throughput: left out of the default set
+        # the kernel's own time: grid*block ns, the span's duration
+        assert m["gpu time ns"] == round(k["dur"] * 1000)
+        assert m["gpu busy %"] == 100
+    scale = next(k for k in measured if k["name"] == SCALE)["args"]["metrics"]
+    axpy = next(k for k in measured if k["name"] == AXPY)["args"]["metrics"]
+    assert (scale["gpu time ns"], scale["sm active %"], scale["warps active %"]) == (25600, 100, 12.5)
+    assert (axpy["gpu time ns"], axpy["sm active %"], axpy["warps active %"]) == (8192, 100, 6.25)
+    lines = metric_lines(r.stderr)
+    assert "gputrace: CUDA metrics: SIM100 has no " \
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed: not sampled" in lines
+    assert "gputrace: CUDA metrics: range profiler on GPU 0 (SIM100), 4 metrics per kernel" in lines
+    assert len(lines) == 2
+    # the summary's per-kernel means: the launches that carry them
+    rows = {(k["kernel"], k["metric"]): k
+            for k in json.loads(summary.read_text())["metrics"]["kernels"]}
+    assert rows[(SCALE, "gpu time ns")]["count"] == 3
+    assert rows[(SCALE, "gpu time ns")]["mean"] == 25600
+    assert rows[(AXPY, "warps active %")]["mean"] == 6.25
+    assert len(rows) == 8
+
+
+def test_kernels_of_concurrent_threads_keep_their_own_metrics(tmp_path):
+    # 4 threads launch at once: each kernel's metrics are its own shape's, however the
+    # launches interleave (one range profiler session per launch)
+    t, _ = traced(tmp_path, ["threads"], {})
+    ks = kernels(t)
+    assert len(ks) == 20
+    shapes = collections.Counter()
+    for k in ks:
+        blocks = k["args"]["grid"][0]
+        m = k["args"]["metrics"]
+        assert k["args"]["block"][0] == 64 * blocks
+        assert m["gpu time ns"] == 64 * blocks * blocks == round(k["dur"] * 1000)
+        assert m["sm active %"] == 100 * blocks / 8
+        assert m["warps active %"] == 100 * (2 * blocks) / 64
+        shapes[blocks] += 1
+    assert shapes == {1: 5, 2: 5, 3: 5, 4: 5}
+
+
+@pytest.mark.parametrize("env, line", [
+    ({"CUDA_SIM_PROFILING_RESTRICTED": "1"},
+     "gputrace: CUDA metrics: per-kernel metrics on GPU 0: no permission to profile the GPU "
+     "(load the driver with NVreg_RestrictProfilingToAdminUsers=0, or run as root)"),
+    ({"GPUTRACE_METRICS": "gpu__time_duration.sum,sm__no_such_counter.sum"},
+     "gputrace: CUDA metrics: 'sm__no_such_counter.sum' is not a metric of SIM100 "
+     "(CUPTI_ERROR_INVALID_METRIC_NAME); the names are those of `ncu --query-metrics`"),
+    ({"GPUTRACE_METRICS": "gpu__time_duration.sum,gr__cycles_active.avg.pct_of_peak_sustained_elapsed,"
+                          "sm__cycles_active.avg.pct_of_peak_sustained_elapsed,"
+                          "sm__warps_active.avg.pct_of_peak_sustained_active,"
+                          "sm__threads_launched.sum,gpu__time_duration.sum"},
+     "gputrace: CUDA metrics: the chosen metrics need 2 passes on GPU 0 (SIM100); per-kernel "
+     "metrics take what one pass collects (more would replay every kernel): choose fewer"),
+    ({"GPUTRACE_DISABLE_CUPTI": "1"},
+     "gputrace: CUDA metrics need CUPTI, which is off (GPUTRACE_DISABLE_CUPTI or CUPTI refused): "
+     "no per-kernel metrics"),
+], ids=["no-permission", "unknown-metric", "two-passes", "cupti-off"])
+def test_refusal_is_one_line_and_the_program_runs(tmp_path, env, line):
+    t, r = traced(tmp_path, ["clock", "3", "0"], env)
+    assert r.stdout == b"clock: 3 kernels\n"
+    assert metric_lines(r.stderr) == [line]
+    ks = kernels(t)
+    assert len(ks) == 3 and all("metrics" not in k["args"] for k in ks)
+
+
+def test_chosen_metrics_by_name(tmp_path):
+    t, r = traced(tmp_path, ["clock", "4", "0"],
+                  {"GPUTRACE_METRICS": "sm__threads_launched.sum, gpu__time_duration.sum"})
+    assert metric_lines(r.stderr) == []
+    ks = kernels(t)
+    assert len(ks) == 4
+    for k in ks:
+        assert k["args"]["metrics"] == {"sm__threads_launched.sum": 20000,
+                                        "gpu__time_duration.sum": 20000}
+
+
+def test_no_profiler_call_when_metrics_are_off(tmp_path):
+    off, on = tmp_path / "off.log", tmp_path / "on.log"
+    t, _ = traced(tmp_path, ["clock", "2", "0"], {"GPUTRACE_METRICS_MODE": "",
+                                                 "CUDA_SIM_CUPTI_LOG": str(off)})
+    assert all("metrics" not in k["args"] for k in kernels(t))
+    assert "cuptiActivity" in off.read_text()  # the log works ...
+    assert " profiler" not in off.read_text()  # ... and the profiler was never called
+    traced(tmp_path, ["clock", "2", "0"], {"CUDA_SIM_CUPTI_LOG": str(on),
+                                          "GPUTRACE_OUTPUT": str(tmp_path / "on.json")})
+    assert on.read_text().count("cuptiRangeProfilerStart profiler") == 2
