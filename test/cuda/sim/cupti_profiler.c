@@ -315,6 +315,9 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_
 	uint32_t id;
 
 	need_init(__func__);
+	pthread_mutex_lock(&C.lock);
+	cs_init_locked(); /* CUPTI attaches to the driver on its first use */
+	pthread_mutex_unlock(&C.lock);
 	if (!p || !p->structSize || !C.tools || !p->ctx ||
 	    C.tools->context_ids(p->ctx, &id, NULL))
 		return CUPTI_ERROR_INVALID_PARAMETER;

@@ -36,7 +36,8 @@ CUDA_SIM_LIBS := $(CUDA_SIM)/libcuda.so.1 $(CUDA_SIM)/libcudart.so.13 \
 # run on the simulator by test_cudasim.py.
 $(BUILD)/test/cuda/sim/sim_probe: $(SIM_DIR)/sim_probe.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64 \
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -Ibackends/cuda/compat -o $@ $< \
+	  -L$(CUDA_HOME)/lib64 \
 	  -L$(CUDA_HOME)/lib64/stubs -lcupti -lcudart -lcuda -lpthread -ldl
 
 TEST_BUILD += $(CUDA_SIM_LIBS) $(BUILD)/test/cuda/sim/sim_probe

@@ -21,6 +21,9 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 /* ---- a kernel, registered the way nvcc's generated code does it ---- */
 
@@ -487,6 +490,126 @@ static int clocks(const char *with_callback)
 	return 0;
 }
 
+/* ---- the range profiler, as cupti_range_profiler.h documents it ---- */
+
+static const char *range_metrics[] = { "gpu__time_duration.sum", "sm__threads_launched.sum" };
+
+/* One auto-range, kernel-replay session around two kernels; `violate` breaks one
+ * documented rule instead. Prints ranges=, range0=, range1=, name0=. */
+static int range(const char *violate)
+{
+	CUpti_Profiler_Initialize_Params init = { CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
+	CUpti_Profiler_Host_Initialize_Params hi = {
+		CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
+	CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
+		CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
+	CUpti_Profiler_Host_GetConfigImageSize_Params cs = {
+		CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE };
+	CUpti_Profiler_Host_GetConfigImage_Params ci = {
+		CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_Enable_Params en = { CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
+		CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+		CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_SetConfig_Params sc = { CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_Stop_Params sp = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_DecodeData_Params dd = {
+		CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
+		CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE };
+	CUpti_Device_GetChipName_Params chip = { CUpti_Device_GetChipName_Params_STRUCT_SIZE };
+	CUcontext ctx;
+	uint8_t *config, *data;
+	int r = 0;
+
+	register_kernel();
+	cudaFree(NULL); /* the primary context */
+	cuCtxGetCurrent(&ctx);
+	if (strcmp(violate, "no_initialize"))
+		r |= cuptiProfilerInitialize(&init);
+	r |= cuptiDeviceGetChipName(&chip);
+	hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+	hi.pChipName = chip.pChipName;
+	r |= cuptiProfilerHostInitialize(&hi);
+	add.pHostObject = hi.pHostObject;
+	add.ppMetricNames = range_metrics;
+	add.numMetrics = 2;
+	r |= cuptiProfilerHostConfigAddMetrics(&add);
+	cs.pHostObject = hi.pHostObject;
+	r |= cuptiProfilerHostGetConfigImageSize(&cs);
+	config = malloc(cs.configImageSize);
+	ci.pHostObject = hi.pHostObject;
+	ci.configImageSize = cs.configImageSize;
+	ci.pConfigImage = config;
+	r |= cuptiProfilerHostGetConfigImage(&ci);
+	en.ctx = ctx;
+	r |= cuptiRangeProfilerEnable(&en);
+	ds.pRangeProfilerObject = en.pRangeProfilerObject;
+	ds.pMetricNames = range_metrics;
+	ds.numMetrics = 2;
+	ds.maxNumOfRanges = 4;
+	ds.maxNumRangeTreeNodes = strcmp(violate, "tree_nodes") ? 4 : 2;
+	r |= cuptiRangeProfilerGetCounterDataSize(&ds);
+	data = malloc(ds.counterDataSize);
+	di.pRangeProfilerObject = en.pRangeProfilerObject;
+	di.counterDataSize = ds.counterDataSize;
+	di.pCounterData = data;
+	r |= cuptiRangeProfilerCounterDataImageInitialize(&di);
+	sc.pRangeProfilerObject = en.pRangeProfilerObject;
+	sc.configSize = cs.configImageSize;
+	sc.pConfig = config;
+	sc.counterDataImageSize = ds.counterDataSize;
+	sc.pCounterDataImage = data;
+	sc.range = CUPTI_AutoRange;
+	sc.replayMode = CUPTI_KernelReplay;
+	sc.maxRangesPerPass = 4;
+	sc.numNestingLevels = strcmp(violate, "nesting") ? 1 : 2;
+	sc.minNestingLevel = 1;
+	sc.targetNestingLevel = 1;
+	st.pRangeProfilerObject = en.pRangeProfilerObject;
+	if (strcmp(violate, "start_before_config"))
+		r |= cuptiRangeProfilerSetConfig(&sc);
+	r |= cuptiRangeProfilerStart(&st);
+	launch(3, 100, NULL); /* 300 ns */
+	launch(2, 64, NULL);  /* 128 ns */
+	sp.pRangeProfilerObject = en.pRangeProfilerObject;
+	dd.pRangeProfilerObject = en.pRangeProfilerObject;
+	if (!strcmp(violate, "decode_before_stop"))
+		cuptiRangeProfilerDecodeData(&dd);
+	r |= cuptiRangeProfilerStop(&sp);
+	r |= cuptiRangeProfilerDecodeData(&dd);
+	info.pCounterDataImage = data;
+	info.counterDataImageSize = ds.counterDataSize;
+	r |= cuptiRangeProfilerGetCounterDataInfo(&info);
+	printf("chip=%s ranges=%zu dropped=%zu\n", chip.pChipName, info.numTotalRanges,
+	       dd.numOfRangeDropped);
+	for (size_t i = 0; i < info.numTotalRanges; i++) {
+		CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
+			CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
+		CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {
+			CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE };
+		double v[2];
+
+		ev.pHostObject = hi.pHostObject;
+		ev.pCounterDataImage = data;
+		ev.counterDataImageSize = ds.counterDataSize;
+		ev.rangeIndex = i;
+		ev.ppMetricNames = range_metrics;
+		ev.numMetrics = 2;
+		ev.pMetricValues = v;
+		ri.pCounterDataImage = data;
+		ri.counterDataImageSize = ds.counterDataSize;
+		ri.rangeIndex = i;
+		r |= cuptiProfilerHostEvaluateToGpuValues(&ev);
+		r |= cuptiRangeProfilerCounterDataGetRangeInfo(&ri);
+		printf("range%zu=%s:%.0f,%.0f\n", i, ri.rangeName, v[0], v[1]);
+	}
+	printf("not stopped\n");
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -507,6 +630,8 @@ int main(int argc, char **argv)
 		return walk(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "range"))
+		return range(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "init")) {
 		int n = -1, r = cudaGetDeviceCount(&n);
 		printf("count=%d result=%d\n", n, r);

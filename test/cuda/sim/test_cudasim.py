@@ -173,3 +173,27 @@ def test_another_tool_injected(tmp_path):
     # subscribed at cuInit, inside the driver's lock, and saw the calls after it
     assert text.startswith("other-tool: subscribe 0, ")
     assert int(text.split(", ")[1].split()[0]) >= 1
+
+
+def test_range_profiler_session():
+    # NVIDIA's headers and libcupti stub, run on the simulator: one auto-range session of
+    # two kernels, each its own range (named by its index), values from its work
+    out = probe("range")
+    assert out == ("chip=SIM100 ranges=2 dropped=0\n"
+                   "range0=0:300,300\n"
+                   "range1=1:128,128\n"
+                   "not stopped\n")
+
+
+@pytest.mark.parametrize("violate,message", [
+    ("no_initialize", "cuptiDeviceGetChipName before cuptiProfilerInitialize"),
+    ("tree_nodes", "cuptiRangeProfilerGetCounterDataSize: maxNumRangeTreeNodes 2 < maxNumOfRanges 4"),
+    ("nesting", "cuptiRangeProfilerSetConfig: auto range with numNestingLevels 2"),
+    ("start_before_config", "cuptiRangeProfilerStart before cuptiRangeProfilerSetConfig"),
+    ("decode_before_stop", "cuptiRangeProfilerDecodeData while the range profiler is started"),
+])
+def test_range_profiler_order_violations_abort_loudly(violate, message):
+    r = sim_run([PROBE, "range", violate], check=False)
+    assert r.returncode < 0 or r.returncode == 134, r.stderr
+    assert b"not stopped" not in r.stdout
+    assert "cupti_sim: FATAL: " + message in r.stderr.decode()
