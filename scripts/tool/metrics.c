@@ -160,6 +160,8 @@ static void list_nvidia(void)
 	const struct cupti_pm_metric basic[] = {
 #define BASIC(name, label) { name, label },
 		CUPTI_PM_BASIC(BASIC)
+	}, per_kernel[] = {
+		CUPTI_RANGE_BASIC(BASIC)
 #undef BASIC
 	};
 
@@ -179,7 +181,8 @@ static void list_nvidia(void)
 		printf("NVIDIA: NVML sees no GPU\n");
 		return;
 	}
-	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time):\n", "libnvidia-ml.so.1");
+	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time|kernel):\n",
+	       "libnvidia-ml.so.1");
 	for (unsigned i = 0; i < n; i++) {
 		nvmlDevice_t d;
 		char buf[NVML_DEVICE_NAME_BUFFER_SIZE] = "";
@@ -192,6 +195,9 @@ static void list_nvidia(void)
 	       "`ncu --query-metrics`):\n");
 	for (size_t i = 0; i < nbasic; i++)
 		printf("    %-24s %s\n", basic[i].label, basic[i].name);
+	printf("  range profiler, per kernel (--metrics-mode kernel; names as above, one pass):\n");
+	for (size_t i = 0; i < sizeof(per_kernel) / sizeof(per_kernel[0]); i++)
+		printf("    %-24s %s\n", per_kernel[i].label, per_kernel[i].name);
 	shutdown();
 }
 
