@@ -128,6 +128,7 @@ static int host_load(void)
 		return -ENOSYS;                                                            \
 	}
 	HOST_FUNCS(HOST_SYM)
+#undef HOST_SYM
 	dlclose(h);
 	host_loaded = true;
 	return 0;
@@ -136,16 +137,21 @@ static int host_load(void)
 /* 0, or -ENOSYS: this libcupti has no PM sampling (before CUDA 12.6). */
 static int pm_load(void)
 {
+	static int loaded; /* 1, or -errno */
 	void *h;
 
-	if (pf.cuptiPmSamplingEnable)
-		return 0;
+	if (loaded)
+		return loaded < 0 ? loaded : 0;
 	if (host_load() || !(h = cupti__loaded_handle()))
 		return -ENOSYS;
-	PM_FUNCS(HOST_SYM)
-#undef HOST_SYM
+	loaded = 1;
+#define PM_SYM(name)                                                                       \
+	if (!(pf.name = (__typeof__(pf.name))cupti__dlsym(h, #name)))                      \
+		loaded = -ENOSYS;
+	PM_FUNCS(PM_SYM)
+#undef PM_SYM
 	dlclose(h);
-	return 0;
+	return loaded < 0 ? loaded : 0;
 }
 
 static const char *pm_error(CUptiResult r)
