@@ -465,20 +465,23 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Para
 	return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params *p)
+/* User ranges: "an invalid operation in case of CUPTI_AutoRange", the one mode played. */
+static CUptiResult user_range(const char *fn, struct CUpti_RangeProfiler_Object *o)
 {
 	pthread_mutex_lock(&P_lock);
-	object_of(__func__, p ? p->pRangeProfilerObject : NULL);
+	object_of(fn, o);
 	pthread_mutex_unlock(&P_lock);
-	return CUPTI_ERROR_INVALID_OPERATION; /* "invalid operation in case of CUPTI_AutoRange" */
+	return CUPTI_ERROR_INVALID_OPERATION;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params *p)
+{
+	return user_range(__func__, p ? p->pRangeProfilerObject : NULL);
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerPopRange(CUpti_RangeProfiler_PopRange_Params *p)
 {
-	pthread_mutex_lock(&P_lock);
-	object_of(__func__, p ? p->pRangeProfilerObject : NULL);
-	pthread_mutex_unlock(&P_lock);
-	return CUPTI_ERROR_INVALID_OPERATION;
+	return user_range(__func__, p ? p->pRangeProfilerObject : NULL);
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p)
