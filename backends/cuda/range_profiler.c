@@ -332,20 +332,32 @@ static bool is_kernel_launch(const char *name)
 	return name && !strncmp(name, "cuLaunch", 8) && strncmp(name, "cuLaunchHostFunc", 16);
 }
 
+/* range_lock held: a session call refused: one line, and the context's launches run
+ * unmeasured from now on. */
+static void range_give_up(struct range_ctx *c, const char *what, CUptiResult r)
+{
+	cupti__pm_refused(what, r);
+	range_ctx_free(c);
+	c->refused = true;
+}
+
 static void range_begin(const CUpti_CallbackData *cb)
 {
 	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
 	struct range_ctx *c;
+	CUptiResult r;
 
 	pthread_mutex_lock(&range_lock); /* until the launch returns: one session at a time */
 	cupti_self++;
 	c = range_ctx_of(cb->context);
 	if (c) {
 		st.pRangeProfilerObject = c->obj;
-		if (rf.cuptiRangeProfilerStart(&st) == CUPTI_SUCCESS) {
+		if ((r = rf.cuptiRangeProfilerStart(&st)) == CUPTI_SUCCESS) {
 			range_open = c;
 			range_corr = cb->correlationId;
 			slot_set(cb->correlationId, SLOT_PENDING, NULL, NULL, 0);
+		} else {
+			range_give_up(c, "per-kernel metrics: the range profiler's start", r);
 		}
 	}
 	cupti_self--;
@@ -363,32 +375,31 @@ static void range_end(void)
 	struct range_ctx *c = range_open;
 	double v[RANGE_METRICS_MAX];
 	bool measured = false;
+	CUptiResult r;
 
 	cupti_self++;
 	st.pRangeProfilerObject = c->obj;
 	dec.pRangeProfilerObject = c->obj;
 	info.pCounterDataImage = c->data;
 	info.counterDataImageSize = c->data_size;
-	if (rf.cuptiRangeProfilerStop(&st) == CUPTI_SUCCESS &&
-	    rf.cuptiRangeProfilerDecodeData(&dec) == CUPTI_SUCCESS &&
-	    rf.cuptiRangeProfilerGetCounterDataInfo(&info) == CUPTI_SUCCESS) {
+	if ((r = rf.cuptiRangeProfilerStop(&st)) != CUPTI_SUCCESS ||
+	    (r = rf.cuptiRangeProfilerDecodeData(&dec)) != CUPTI_SUCCESS ||
+	    (r = rf.cuptiRangeProfilerGetCounterDataInfo(&info)) != CUPTI_SUCCESS) {
+		range_give_up(c, "per-kernel metrics: the range profiler's data", r);
+	} else {
 		if (dec.numOfRangeDropped)
 			gt_lost_add(cupti__key("cupti_range_dropped"), dec.numOfRangeDropped);
 		/* no range: the launch failed, or ran no kernel */
 		measured = info.numTotalRanges == 1 &&
 			   !cupti__host_evaluate(c->host, c->data, c->data_size, 0, c->names, c->n,
 						 v);
+		if ((r = range_arm(c)) != CUPTI_SUCCESS)
+			range_give_up(c, "per-kernel metrics: the range profiler's next session", r);
 	}
 	if (measured)
 		slot_set(range_corr, SLOT_READY, c->keys, v, c->n);
 	else
 		slot_set(range_corr, SLOT_FREE, NULL, NULL, 0);
-	if (range_arm(c) != CUPTI_SUCCESS) {
-		pr_warn("CUDA metrics: the range profiler refused a new session: no more "
-			"per-kernel metrics on this context");
-		range_ctx_free(c);
-		c->refused = true;
-	}
 	cupti_self--;
 	range_open = NULL;
 	pthread_mutex_unlock(&range_lock);
