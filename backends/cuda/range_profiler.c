@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,10 @@
 
 #define RANGE_METRICS_MAX 8
 #define RANGE_CTX_MAX     64
-#define RANGE_SLOTS       4096          /* metrics waiting for their kernel's record */
+/* Metrics waiting for their kernel's record, by correlation id (a launch takes one or two
+ * ids, and records come in buffers: a slot taken again before its record came counts as
+ * lost cupti_range_unclaimed). 5 MiB, allocated in kernel mode only. */
+#define RANGE_SLOTS       65536
 #define RANGE_WAIT_NS     (1000000000ull) /* a record's longest wait for its metrics */
 
 #define RANGE_FUNCS(X)                                                                     \
@@ -97,13 +101,13 @@ static struct range_slot {
 	uint8_t n;
 	const uint32_t *keys;
 	double v[RANGE_METRICS_MAX];
-} range_slots[RANGE_SLOTS];
+} *_Atomic range_slots;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const double *v,
 		     size_t n)
 {
-	struct range_slot *s = &range_slots[corr % RANGE_SLOTS];
+	struct range_slot *s = &atomic_load(&range_slots)[corr % RANGE_SLOTS];
 
 	pthread_mutex_lock(&slot_lock);
 	if (state == SLOT_FREE && s->corr != corr) {
@@ -123,9 +127,12 @@ static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const d
 
 unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n, unsigned max)
 {
-	struct range_slot *s = &range_slots[corr % RANGE_SLOTS];
+	struct range_slot *slots = atomic_load(&range_slots), *s;
 	uint64_t waited = 0;
 
+	if (!slots)
+		return n; /* no session yet */
+	s = &slots[corr % RANGE_SLOTS];
 	for (;;) {
 		pthread_mutex_lock(&slot_lock);
 		if (s->corr != corr || s->state == SLOT_FREE) {
@@ -302,6 +309,14 @@ static struct range_ctx *range_ctx_of(CUcontext ctx)
 				"later has it): no per-kernel metrics");
 			return NULL;
 		}
+		if (!atomic_load(&range_slots)) {
+			struct range_slot *slots = calloc(RANGE_SLOTS, sizeof(*slots));
+			if (!slots) {
+				pr_warn("CUDA metrics: no memory for per-kernel metrics");
+				return NULL;
+			}
+			atomic_store(&range_slots, slots);
+		}
 		range_nchosen = cupti__pm_choose(gt_cfg.metrics, true, range_chosen, range_labels,
 						 RANGE_METRICS_MAX);
 		range_default = range_nchosen &&
@@ -468,7 +483,8 @@ static void range_atfork_child(void)
 	pthread_mutex_init(&range_lock, NULL);
 	pthread_mutex_init(&slot_lock, NULL);
 	memset(range_ctxs, 0, sizeof(range_ctxs));
-	memset(range_slots, 0, sizeof(range_slots));
+	if (atomic_load(&range_slots))
+		memset(atomic_load(&range_slots), 0, RANGE_SLOTS * sizeof(struct range_slot));
 	range_nctx = 0;
 	range_state = RANGE_OFF;
 	range_open = NULL;
