@@ -7,11 +7,14 @@
  */
 #include <level_zero/ze_api.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static ze_driver_handle_t driver;
@@ -44,17 +47,37 @@ static void on_segv(int sig)
 	_exit(42);
 }
 
+static _Atomic long spun;
+
 static void *worker_exit(void *arg)
 {
+	while (atomic_load(&spun) < 1000) /* the other thread is tracing */
+		sched_yield();
 	calls(100);
 	exit(3);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A call every 2 us, a rate the drain keeps up with however the machine is
+ * loaded (a thread calling flat out outruns any drain: it loses events by
+ * design, which is not what this action tests). */
 static void *worker_spin(void *arg)
 {
 	for (;;) {
 		ze_api_version_t v;
+		uint64_t next = now_ns() + 2000;
+
 		zeDriverGetApiVersion(driver, &v);
+		atomic_fetch_add(&spun, 1);
+		while (now_ns() < next)
+			;
 	}
 	return NULL;
 }
