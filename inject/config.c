@@ -463,6 +463,44 @@ static void set_telemetry_hz(struct gt_config *cfg, const char *var, const char 
 				       HZ_ACCEPTED(GT_TELEMETRY_HZ_MAX));
 }
 
+static void set_start(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (!strcmp(val, "paused"))
+		cfg->start_paused = true;
+	else if (!strcmp(val, "running"))
+		cfg->start_paused = false;
+	else
+		bad(cfg, var, val, "paused or running");
+}
+
+/* Seconds, a decimal number (0.5, 30, 1e3) up to 30 days, to ns. */
+static int parse_seconds(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v;
+
+	if (!*s || *s == ' ' || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v >= 0) || v > 30.0 * 86400)
+		return -ERANGE;
+	*ns = (uint64_t)(v * 1e9 + 0.5);
+	return 0;
+}
+
+static void set_delay(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (parse_seconds(val, &cfg->delay_ns))
+		bad(cfg, var, val, "seconds from process start, a number from 0 to 2592000");
+}
+
+static void set_duration(struct gt_config *cfg, const char *var, const char *val)
+{
+	if (parse_seconds(val, &cfg->duration_ns))
+		bad(cfg, var, val, "seconds a window lasts, a number from 0 (to the end) to 2592000");
+}
+
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
 static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -489,6 +527,9 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_METRICS_HZ", set_metrics_hz)                                   \
 	X("GPUTRACE_TELEMETRY", set_telemetry)                                     \
 	X("GPUTRACE_TELEMETRY_HZ", set_telemetry_hz)                               \
+	X("GPUTRACE_START", set_start)                                             \
+	X("GPUTRACE_DELAY", set_delay)                                             \
+	X("GPUTRACE_DURATION", set_duration)                                       \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \
@@ -563,8 +604,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
-			       "_TELEMETRY, _TELEMETRY_HZ, _LIB, _TOOL, _INJECTED (and _RUN_STATE, "
-			       "set by gputrace run)",
+			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _LIB, _TOOL, "
+			       "_INJECTED (and _RUN_STATE, set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

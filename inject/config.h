@@ -73,6 +73,9 @@ struct gt_config {
 	bool telemetry;              /* GPUTRACE_TELEMETRY: sampled device telemetry */
 	unsigned telemetry_hz;       /* GPUTRACE_TELEMETRY_HZ */
 	bool metrics_hz_set, telemetry_hz_set; /* given, and valid: they imply the feature */
+	bool start_paused;           /* GPUTRACE_START=paused: record nothing until a window opens */
+	uint64_t delay_ns;           /* GPUTRACE_DELAY: the first window opens this long after start */
+	uint64_t duration_ns;        /* GPUTRACE_DURATION: windows last this long (0: to the end) */
 	unsigned errors;             /* how many bad values were reported */
 	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
 	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */

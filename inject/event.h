@@ -189,7 +189,8 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
 	X(ADJUST_CLAMPED, "clamped")                                            \
 	X(LOST_PLUGIN, "plugin_dropped")                                        \
-	X(LOST_REENTRANT, "reentrant")
+	X(LOST_REENTRANT, "reentrant")                                          \
+	X(LOST_WINDOW_LATE, "window_late")
 
 enum gt_static_string {
 	GT_S__NONE = 0,
@@ -246,6 +247,7 @@ enum gt_phase {
 	GT_PHASE_RUNNING,   /* recording */
 	GT_PHASE_FINISHING, /* final drain under way: new events are not recorded */
 	GT_PHASE_DONE,      /* trace closed */
+	GT_PHASE_PAUSED,    /* between capture windows (capture.h): nothing recorded */
 };
 extern GT_HIDDEN _Atomic int gt_phase;
 /* Change the phase and wake whoever waits for it to change. */

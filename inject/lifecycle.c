@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "config.h"
 #include "hooks.h"
 #include "injection.h"
@@ -114,13 +115,13 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool 
 		 * hands over its events at exit): the exit never gets to the
 		 * final drain, so the signal closes the trace, as for any crash. */
 		if (!from_signal || atomic_load(&finish_tid) != syscall(SYS_gettid) ||
-		    atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
+		    !gt_live()) {
 			/* another thread's exit() is finishing the trace: wait
 			 * for it (a futex wake when it is done, not a sleep loop) */
 			gt_phase_wait_done(timeout_ms);
 			return;
 		}
-	} else if (atomic_load(&gt_phase) != GT_PHASE_RUNNING) {
+	} else if (!gt_live()) {
 		return;
 	}
 	atomic_store(&gt_end_reason, why);
@@ -335,7 +336,7 @@ static void atfork_child(void)
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */
 	lifecycle__hooks()->fork_parent();
-	if (atomic_load(&gt_phase) != GT_PHASE_RUNNING)
+	if (!gt_live())
 		return;
 	/* None of the parent's events, none of its file: a trace of our own. */
 	atomic_store(&gt_phase, GT_PHASE_OFF);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "capture.h"
 #include "clock.h"
 #include "config.h"
 #include "hooks.h"
@@ -296,13 +297,22 @@ int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t 
 	return gt_emit(&ev, &cancelled, 1);
 }
 
+/* Paused, but the event lies in the window that just closed (a device span
+ * read at the window's end, a call that ended just before it): it belongs
+ * to that window's file, which the writer has not ended yet. */
+static bool late_inside_window(const struct gt_event *ev)
+{
+	return atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_PAUSED &&
+	       capture__inside(ev->start_ns, ev->end_ns);
+}
+
 int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
 	struct ring *r = gt_tls_ring;
 	struct gt_event *slot;
 	uint64_t head;
 
-	if (gt_unlikely(!gt_tracing()))
+	if (gt_unlikely(!gt_tracing()) && !late_inside_window(ev))
 		return -ECANCELED;
 	/* the common case in one slot: a ring, at most the inline argument, room */
 	if (gt_unlikely(r == NULL || r == RING_GONE || nargs > GT_ARGS_INLINE))
@@ -409,7 +419,8 @@ bool gt_phase_wait_done(unsigned timeout_ms)
 	uint64_t end = gt_clock_ns() + timeout_ms * 1000000ull;
 	int phase;
 
-	while ((phase = atomic_load(&gt_phase)) == GT_PHASE_RUNNING || phase == GT_PHASE_FINISHING) {
+	while ((phase = atomic_load(&gt_phase)) == GT_PHASE_RUNNING || phase == GT_PHASE_PAUSED ||
+	       phase == GT_PHASE_FINISHING) {
 		uint64_t now = gt_clock_ns();
 		struct timespec ts;
 
@@ -582,14 +593,20 @@ GT_HIDDEN void shim__start_process(void)
 	lifecycle__hooks()->init();
 	atomic_store(&writer_started, false);
 	atomic_store(&recording, false);
-	atomic_store(&gt_phase, GT_PHASE_RUNNING);
+	atomic_store(&gt_phase, capture__start(gt_st.anchor_clock_ns));
 	/* Telemetry and time-based metrics are sampled by the drain thread,
 	 * also in a process that makes no traced call (an idle program shows
-	 * the GPUs' telemetry all the same): asked for, it starts now. Its
-	 * first sample, once the backends are initialized, makes the file. */
+	 * the GPUs' telemetry all the same): asked for, it starts now (in a
+	 * paused process, with the first window). Its first sample, once the
+	 * backends are initialized, makes the file. */
 	memset(sample_due_at, 0, sizeof(sample_due_at));
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
+	/* windows open and close on the drain thread: a controlled process
+	 * needs it before its first event */
+	if (gt_cap.controlled && !atomic_exchange(&writer_started, true) &&
+	    lifecycle__hooks()->start())
+		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 
 bool shim__has_events(void)

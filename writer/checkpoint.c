@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/registry.h"
@@ -141,6 +142,41 @@ static struct summary_process this_process(char *host, size_t len, char *rank, s
 	return p;
 }
 
+/* The file of capture window n > 1: "-w<n>" before the extension
+ * (trace.json -> trace-w2.json, trace.json.gz -> trace-w2.json.gz). */
+static void window_path(char *path, size_t cap, uint32_t n)
+{
+	char tail[PATH_MAX];
+	size_t len = strlen(path), at = len;
+	const char *slash = strrchr(path, '/');
+	const char *dot = strstr(slash ? slash : path, ".json");
+
+	if (dot)
+		at = (size_t)(dot - path);
+	snprintf(tail, sizeof(tail), "%s", path + at);
+	snprintf(path + at, cap - at, "-w%u%s", n, tail);
+}
+
+void checkpoint__forget_file(void)
+{
+	W.opened = false;
+	W.any_event = false;
+	W.recorded = 0;
+	W.files++;
+	memset(&W.out, 0, sizeof(W.out));
+	W.out.fd = -1;
+	/* the next file names its rows and threads again, links only its own launches */
+	W.devices_named = W.tracks_named = 0;
+	if (W.tids)
+		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
+	W.ntids = 0;
+	W.ndead = 0;
+	flows__forget();
+	/* the next file's summary is made when it opens, as the first's was */
+	summary__free(W.sum);
+	W.sum = NULL;
+}
+
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -158,6 +194,8 @@ bool checkpoint__open(void)
 		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
 		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
 	}
+	if (W.files)
+		window_path(path, sizeof(W.path), W.files + 1);
 	err = out__open(&W.out, path);
 	if (err) {
 		output_failed(err);
@@ -378,6 +416,23 @@ static void build_trailer(bool final)
 		jbuf__lit(b, "true");
 	else
 		jbuf__lit(b, "false");
+	if (gt_cap.controlled) {
+		/* the capture window this file holds (close: null while open) */
+		uint64_t close = atomic_load(&gt_cap.close_ns);
+
+		jbuf__lit(b, ",\"capture\":{\"window\":");
+		json__u64(b, W.files + 1);
+		jbuf__lit(b, ",\"start_ns\":");
+		json__u64(b, atomic_load(&gt_cap.open_ns));
+		jbuf__lit(b, ",\"end_ns\":");
+		if (W.window_ending)
+			json__u64(b, close);
+		else
+			jbuf__lit(b, "null");
+		jbuf__lit(b, "}");
+		if (W.window_ending && !reason)
+			reason = "window";
+	}
 	jbuf__lit(b, ",\"end\":");
 	if (reason)
 		json__str(b, reason, strlen(reason));
@@ -505,7 +560,8 @@ void checkpoint__summary(void)
 
 	/* nothing recorded: no summary anywhere (the shells of a job are not
 	 * worth a line); under gputrace run, the run sums up every process */
-	if (!checkpoint__anything(true) || gt_cfg.run_state[0])
+	if (!checkpoint__anything(true) || gt_cfg.run_state[0] ||
+	    (gt_cap.controlled && !W.opened))
 		return;
 	if (!W.sum)
 		return; /* GPUTRACE_SUMMARY=0, no JSON: nothing at all (gputrace run

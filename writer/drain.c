@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/ring.h"
 #include "inject/shim.h"
@@ -49,6 +50,25 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 		ranges__end(ev, ring_tid);
 }
 
+/* With capture windows: true while a window is open or being ended. */
+static bool writing_window(void)
+{
+	return !gt_cap.controlled || W.window_ending ||
+	       atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed) == UINT64_MAX;
+}
+
+/* Outside the window being written: not recorded. A call of an earlier
+ * window that reached its ring after that window's file was ended is
+ * counted lost. */
+static bool outside_window(const struct gt_event *ev)
+{
+	if (writing_window() && capture__inside(ev->start_ns, ev->end_ns))
+		return false;
+	if (ev->start_ns >= W.prev_open_ns && ev->end_ns <= W.prev_close_ns)
+		gt_lost_add(GT_S_LOST_WINDOW_LATE, 1);
+	return true;
+}
+
 static void drain_ring(struct ring *r)
 {
 	struct gt_arg args[GT_ARGS_MAX];
@@ -70,6 +90,10 @@ static void drain_ring(struct ring *r)
 		}
 		if (nargs > GT_ARGS_INLINE)
 			nslots += (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) / GT_ARGS_PER_EXT;
+		if (gt_unlikely(gt_cap.controlled) && outside_window(ev)) {
+			tail += nslots;
+			continue;
+		}
 		switch (ev->type) {
 		case GT_EV_HOST_SPAN:
 			write_host(ev, args, nargs, (uint32_t)r->tid);
@@ -191,7 +215,9 @@ static bool is_exec(void)
 	return why && !strcmp(why, "exec");
 }
 
-void writer__cycle(bool final)
+/* One cycle; closing: the file is ended (final: for good, the process is
+ * ending; else a capture window ended and the next one gets a new file). */
+static void cycle(bool final, bool closing)
 {
 	uint64_t now = gt_clock_ns();
 
@@ -200,7 +226,8 @@ void writer__cycle(bool final)
 		W.last_dlopen_poll_ns = now;
 		lifecycle__poll_dlopen();
 	}
-	/* After a crash, vendor libraries may hold locks the dead thread took. */
+	/* After a crash, vendor libraries may hold locks the dead thread took.
+	 * A window's end is no final flush: that stops plug-ins. */
 	if (!atomic_load(&gt_st.crashing))
 		shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
 	if (final)
@@ -210,28 +237,46 @@ void writer__cycle(bool final)
 		return;
 	}
 	/* the file exists before anything is formatted: events are placed for
-	 * their offsets in it */
-	if (!W.opened && !W.failed && (rings_have_data() || checkpoint__anything(final)))
+	 * their offsets in it; between capture windows there is none */
+	if (!W.opened && !W.failed && writing_window() &&
+	    (rings_have_data() || checkpoint__anything(final)))
 		checkpoint__open();
 	if (W.opened)
 		events__name_rows();
 	drain_rings();
-	flows__pending(final);
-	/* the process ends (exit, exec, a signal): open annotations are over */
-	if (final || atomic_load(&gt_end_reason))
+	flows__pending(closing);
+	/* the process ends (exit, exec, a signal), or the window's file does:
+	 * open annotations are over (in this file) */
+	if (closing || atomic_load(&gt_end_reason))
 		annotate__close_all();
 	ranges__cycle_end();
 	if (W.opened)
 		events__name_rows();
-	checkpoint__write(final);
+	if (W.opened || writing_window())
+		checkpoint__write(closing);
 	W.last_checkpoint_ns = now;
 	if (final || is_exec())
 		checkpoint__list('=', NULL); /* a run need not wait for us now */
-	if (final) {
+	if (closing && W.opened) {
 		checkpoint__summary();
-		if (W.opened)
-			out__close(&W.out);
-		gt_phase_set(GT_PHASE_DONE);
+		out__close(&W.out);
 	}
+	if (final)
+		gt_phase_set(GT_PHASE_DONE);
 	gt_in_tracer--;
+}
+
+void writer__cycle(bool final)
+{
+	cycle(final, final);
+}
+
+void writer__window_end(void)
+{
+	W.window_ending = true;
+	cycle(false, true);
+	W.window_ending = false;
+	W.prev_open_ns = atomic_load(&gt_cap.open_ns);
+	W.prev_close_ns = atomic_load(&gt_cap.close_ns);
+	checkpoint__forget_file();
 }

@@ -39,6 +39,12 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, b
 	}
 }
 
+void flows__forget(void)
+{
+	if (W.corr)
+		memset(W.corr, 0, sizeof(*W.corr) << CORR_TABLE_BITS);
+}
+
 static struct corr_entry *corr_find(uint64_t corr)
 {
 	struct corr_entry *e;

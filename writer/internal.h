@@ -115,6 +115,9 @@ struct writer {
 	struct user_ranges ur;
 	struct arow **arows; /* annotate.c: by device track */
 	size_t narows;
+	bool window_ending; /* a capture window's file is being ended */
+	uint64_t prev_open_ns, prev_close_ns; /* the window ended last */
+	uint32_t files; /* files ended so far (capture windows) */
 
 	struct summary *sum;
 	int sum_process; /* this process's row in sum */
@@ -178,6 +181,8 @@ GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t p
  * track): written once its launches are (or after a few cycles). */
 GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
 			    unsigned nargs);
+/* A new file: launches written to the last one link nothing in it. */
+GT_HIDDEN void flows__forget(void);
 /* Write the device spans that are ready; final: all of them. */
 GT_HIDDEN void flows__pending(bool final);
 
@@ -276,5 +281,8 @@ GT_HIDDEN void checkpoint__write(bool final);
 GT_HIDDEN void checkpoint__list(char what, const char *path);
 /* The summary at the end: on stderr and/or as JSON. */
 GT_HIDDEN void checkpoint__summary(void);
+/* After a capture window's file was ended: the next one starts afresh
+ * (its own name, rows named again, its own summary). */
+GT_HIDDEN void checkpoint__forget_file(void);
 
 #endif

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/hooks.h"
@@ -88,9 +89,21 @@ static void *drain_main(void *arg)
 	gt_in_tracer = 1;
 	for (;;) {
 		struct timespec ts = { 0, wait_ns(due) };
-		uint64_t req = atomic_load(&W.req_seq);
+		uint64_t req = atomic_load(&W.req_seq), window_in;
 		bool final;
 
+		/* capture windows open and close here, between cycles */
+		if (capture__tick(gt_clock_ns(), &window_in) == GT_CAPTURE_CLOSED) {
+			pthread_mutex_lock(&W.cycle_lock);
+			gt_in_tracer = 0;
+			writer__window_end();
+			gt_in_tracer = 1;
+			pthread_mutex_unlock(&W.cycle_lock);
+			continue;
+		}
+		/* a window's planned start or end is kept to the millisecond, not POLL_MS */
+		if (window_in < (uint64_t)ts.tv_nsec)
+			ts.tv_nsec = (long)(window_in > 1000000 ? window_in : 1000000);
 		/* no sleep while a ring is still past its high-water mark */
 		if (req == atomic_load(&W.done_seq) && !drain__rings_high() && ts.tv_nsec)
 			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);

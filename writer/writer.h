@@ -35,6 +35,10 @@ GT_HIDDEN void writer__forget(void);
 /* True when the calling thread is the drain thread. */
 GT_HIDDEN bool writer__is_drain_thread(void);
 
+/* A capture window ended: end its file (complete and valid), ready for the
+ * next window's. Called in a drain cycle's place (the cycle lock held). */
+GT_HIDDEN void writer__window_end(void);
+
 /* For unit tests: run one drain cycle in the calling thread. */
 GT_HIDDEN void writer__cycle(bool final);
 

@@ -44,6 +44,20 @@ static inline bool ze__active(void)
 	return ze_enabled && gt_tracing();
 }
 
+/* Between capture windows, calls with a body (kind HOOK) still keep the
+ * books a later window needs: lists, queues, kernels, events and the
+ * timestamp events of work appended to regular lists (it may run inside
+ * a window). Nothing is recorded; plain calls pay only gt_tracing(). */
+static inline bool ze__keeping(void)
+{
+	return ze_enabled && atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_PAUSED;
+}
+
+bool ze__paused(void)
+{
+	return !gt_tracing();
+}
+
 /* ---- strings ---- */
 
 static void ze__strings_intern(void)
@@ -192,13 +206,14 @@ static void ze__unwound(struct ze_unwind *u)
 
 /* ---- the wrappers ---- */
 
-#define ZE_WRAP_START(name, args)                                                          \
+/* gate: whether the wrapper does more than call the real function */
+#define ZE_WRAP_START(name, args, gate)                                                    \
 	__typeof__(&name) real;                                                            \
 	gt_ensure_init();                                                                  \
 	real = ZE_REAL(name);                                                              \
 	if (gt_unlikely(!real))                                                            \
 		return ZE_RESULT_ERROR_UNINITIALIZED;                                      \
-	if (!ze__active() || !gt_guard_enter())                                            \
+	if (!(gate) || !gt_guard_enter())                                                  \
 		return real args;
 
 #define ZE_WRAP_TIMED(START, fn, ret, name, params, args)                                  \
@@ -206,7 +221,7 @@ static void ze__unwound(struct ze_unwind *u)
 	{                                                                                  \
 		ZE_UNWIND;                                                                 \
 		ret r;                                                                     \
-		START(name, args)                                                          \
+		START(name, args, ze__active())                                            \
 		u.id = ZE_ID_##name;                                                       \
 		u.corr = gt_corr_next_fast();                                              \
 		u.t0 = gt_clock_ns();                                                      \
@@ -232,13 +247,13 @@ static void ze__unwound(struct ze_unwind *u)
 
 /* A newer loader's function the process's loader lacks, called by a program that
  * linked it: where the dynamic linker would have stopped it, stop it the same way. */
-#define ZE_WRAP_NEW_START(name, args)                                                      \
+#define ZE_WRAP_NEW_START(name, args, gate)                                                \
 	__typeof__(&name) real;                                                            \
 	gt_ensure_init();                                                                  \
 	real = ZE_REAL(name);                                                              \
 	if (gt_unlikely(!real))                                                            \
 		ze__lacks(ZE_ID_##name, __builtin_return_address(0));                     \
-	if (!ze__active() || !gt_guard_enter())                                            \
+	if (!(gate) || !gt_guard_enter())                                                  \
 		return real args;
 
 #define ZE_WRAP_BODY(START, fn, ret, name, params, args)                                   \
@@ -247,7 +262,8 @@ static void ze__unwound(struct ze_unwind *u)
 		ZE_UNWIND;                                                                 \
 		struct ze_call c;                                                          \
 		ret r;                                                                     \
-		START(name, args)                                                          \
+		bool rec; /* recording; else paused, keeping only the books */           \
+		START(name, args, (rec = ze__active()) || ze__keeping())                   \
 		ze__strings_init();                                                        \
 		c.corr = gt_corr_next_fast();                                              \
 		c.flags = 0;                                                               \
@@ -258,7 +274,8 @@ static void ze__unwound(struct ze_unwind *u)
 		u.armed = true;                                                            \
 		r = ze_body_##name(&c, real, ZE_UNPAREN args);                             \
 		u.armed = false;                                                           \
-		ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);                               \
+		if (rec)                                                                   \
+			ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);                       \
 		gt_guard_leave();                                                          \
 		return r;                                                                  \
 	}
@@ -272,14 +289,14 @@ ZE_API(ZE_WRAP)
  * loaders' functions and the drivers' own: they call the function the driver gave
  * (ze_xreal_tab), which need not be the loader's.
  */
-#define ZE_WRAP_X_START(name, args)                                                        \
+#define ZE_WRAP_X_START(name, args, gate)                                                  \
 	__typeof__(&name) real;                                                            \
 	gt_ensure_init();                                                                  \
 	real = (__typeof__(&name))atomic_load_explicit(&ze_xreal_tab[ZE_ID_##name],       \
 							memory_order_acquire);             \
 	if (gt_unlikely(!real))                                                            \
 		return ZE_RESULT_ERROR_UNINITIALIZED;                                      \
-	if (!ze__active() || !gt_guard_enter())                                            \
+	if (!(gate) || !gt_guard_enter())                                                  \
 		return real args;
 
 #define ZE_XWRAP_PLAIN(...)

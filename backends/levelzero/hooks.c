@@ -181,6 +181,9 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
                                                                                            \
 		uint32_t pushed;                                                           \
                                                                                            \
+		/* paused: work on an immediate list runs now, outside any window */     \
+		if (gt_unlikely(ze__paused()) && ze_track__list_is_immediate(hCommandList)) \
+			return real args;                                                  \
 		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
 						      numWaitEvents, phWaitEvents);        \
 		__VA_ARGS__                                                                \

@@ -279,6 +279,8 @@ GT_HIDDEN void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handl
 /* fence: the batch signals a fence when done (an instant after its last command). */
 GT_HIDDEN void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence);
 GT_HIDDEN bool ze_track__list_is_immediate(ze_command_list_handle_t l);
+/* Between capture windows: bodies keep books, record nothing (backend.c). */
+GT_HIDDEN bool ze__paused(void);
 
 GT_HIDDEN void ze_track__queue_created(ze_command_queue_handle_t q, ze_device_handle_t dev,
 				       const ze_command_queue_desc_t *desc);

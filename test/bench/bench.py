@@ -75,6 +75,7 @@ TARGETS = {
     "quiet_added_ns": 200e3, # a process that records nothing, added, at most
     "run_loop_ratio": 1.2,   # gputrace run -- a shell loop of /bin/true / untraced, at most
     "exit_added_ns": 1e6,    # a traced process's exit beyond writing its events, at most
+    "paused_added_ns": 2.0,  # paused (GPUTRACE_START=paused) over untraced, per call, at most
 }
 
 
@@ -157,8 +158,14 @@ class Bench:
     def row_calls(self):
         n = self.size("calls")
         ze = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
-        floor, floor_tsc, untraced, traced, lost = [], [], [], [], 0
+        floor, floor_tsc, untraced, traced, paused, lost = [], [], [], [], [], 0
+        pause_out = self.trace_path("paused.json")
         for _ in range(self.reps):
+            # paused: the tracer loaded, no window open (writes no file)
+            paused.append(f(self.run(ze, self.env(True, {"GPUTRACE_START": "paused",
+                                                         "GPUTRACE_OUTPUT": str(pause_out)})),
+                            "med_ns"))
+            assert not pause_out.exists(), "a paused run wrote a trace"
             floor.append(f(self.run([BIN / "bench_floor", n, BURST, 0], self.env()), "med_ns"))
             floor_tsc.append(f(self.run([BIN / "bench_floor", n, BURST, 0, "tsc"], self.env()),
                                "med_ns"))
@@ -180,6 +187,8 @@ class Bench:
             "floor_ns": min(floor),
             "floor_tsc_ns": min(floor_tsc),
             "floor_ratio": ours / min(floor),
+            "paused_ns_per_call": min(paused),
+            "paused_added_ns": min(paused) - base,
         }
         # uftrace: records PLT calls of the binary with --force (no -pg build needed).
         if shutil.which("uftrace"):
@@ -583,6 +592,10 @@ def table(res, m, reps):
             rows.append(("", f"ltrace -f, {r['ltrace_calls']} calls", "",
                          f"ltrace {sns(r['ltrace_added_ns'])}/call",
                          f"{r['ltrace_ratio']:.0f}x lighter", "", ""))
+        rows.append(("1b paused (--start paused)", f"1 thread, {r['calls']} calls (bursts)",
+                     f"{sns(r['paused_added_ns'])}/call, 0 recorded (lost n/a)",
+                     f"untraced {ns(r['untraced_ns_per_call'])}/call", "", "<= +2 ns",
+                     ok(r["paused_added_ns"] <= TARGETS["paused_added_ns"])))
     r = res.get("2_threads")
     if r:
         for i, t in enumerate(r["rows"]):

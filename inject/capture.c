@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Capture windows (capture.h): when recording runs. Transitions happen on
+ * the drain thread alone; signal handlers and other threads post requests.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "config.h"
+
+GT_HIDDEN struct gt_capture gt_cap;
+
+int capture__start(uint64_t now_ns)
+{
+	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns;
+	atomic_store(&gt_cap.windows, 0);
+	atomic_store(&gt_cap.req_open, 0);
+	atomic_store(&gt_cap.req_close, false);
+	atomic_store(&gt_cap.start_at_ns, 0);
+	atomic_store(&gt_cap.stop_at_ns, 0);
+	if (!gt_cap.controlled) {
+		/* one window, the whole run */
+		atomic_store(&gt_cap.open_ns, 0);
+		atomic_store(&gt_cap.close_ns, UINT64_MAX);
+		return GT_PHASE_RUNNING;
+	}
+	/* no window yet: nothing is inside */
+	atomic_store(&gt_cap.open_ns, UINT64_MAX);
+	atomic_store(&gt_cap.close_ns, 0);
+	if (!gt_cfg.start_paused) {
+		/* --delay, --duration: one window from delay to delay + duration */
+		atomic_store(&gt_cap.start_at_ns, now_ns + gt_cfg.delay_ns);
+		if (!gt_cfg.delay_ns) {
+			atomic_store(&gt_cap.start_at_ns, 0);
+			atomic_store(&gt_cap.open_ns, now_ns);
+			atomic_store(&gt_cap.close_ns, UINT64_MAX);
+			atomic_store(&gt_cap.windows, 1);
+			if (gt_cfg.duration_ns)
+				atomic_store(&gt_cap.stop_at_ns, now_ns + gt_cfg.duration_ns);
+			return GT_PHASE_RUNNING;
+		}
+	}
+	return GT_PHASE_PAUSED;
+}
+
+void capture__post_open(uint64_t duration_ns)
+{
+	atomic_store(&gt_cap.req_open, duration_ns ? duration_ns : UINT64_MAX);
+}
+
+void capture__post_close(void)
+{
+	atomic_store(&gt_cap.req_close, true);
+}
+
+static void open_window(uint64_t now_ns, uint64_t duration_ns)
+{
+	int expect = GT_PHASE_PAUSED;
+
+	if (atomic_load(&gt_phase) != GT_PHASE_PAUSED)
+		return;
+	/* the bounds first: an event emitted as soon as the phase flips is inside */
+	atomic_store(&gt_cap.close_ns, UINT64_MAX);
+	atomic_store(&gt_cap.open_ns, now_ns);
+	atomic_store(&gt_cap.stop_at_ns, duration_ns ? now_ns + duration_ns : 0);
+	atomic_fetch_add(&gt_cap.windows, 1);
+	atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_RUNNING);
+}
+
+static bool close_window(uint64_t now_ns)
+{
+	int expect = GT_PHASE_RUNNING;
+
+	atomic_store(&gt_cap.stop_at_ns, 0);
+	if (!atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED))
+		return false;
+	/* a call whose end was read before the flip is still inside (gt_emit) */
+	atomic_store(&gt_cap.close_ns, now_ns);
+	return true;
+}
+
+static uint64_t until(uint64_t at_ns, uint64_t now_ns)
+{
+	return !at_ns ? UINT64_MAX : at_ns > now_ns ? at_ns - now_ns : 0;
+}
+
+enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
+{
+	enum gt_capture_event what = GT_CAPTURE_NONE;
+	uint64_t at, req, a, b;
+
+	*wait_ns = UINT64_MAX;
+	if (!gt_cap.controlled)
+		return what;
+	at = atomic_load(&gt_cap.stop_at_ns);
+	if ((at && now_ns >= at) || atomic_exchange(&gt_cap.req_close, false)) {
+		if (close_window(now_ns))
+			return GT_CAPTURE_CLOSED; /* the writer ends its file before anything opens */
+	}
+	at = atomic_load(&gt_cap.start_at_ns);
+	if (at && now_ns >= at) {
+		atomic_store(&gt_cap.start_at_ns, 0);
+		open_window(now_ns, gt_cfg.duration_ns);
+		what = GT_CAPTURE_OPENED;
+	}
+	req = atomic_exchange(&gt_cap.req_open, 0);
+	if (req && atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
+		open_window(now_ns, req == UINT64_MAX ? 0 : req);
+		what = GT_CAPTURE_OPENED;
+	} else if (req && req != UINT64_MAX) {
+		/* already recording: the window now ends req from here */
+		atomic_store(&gt_cap.stop_at_ns, now_ns + req);
+	}
+	a = until(atomic_load(&gt_cap.start_at_ns), now_ns);
+	b = until(atomic_load(&gt_cap.stop_at_ns), now_ns);
+	*wait_ns = a < b ? a : b;
+	return what;
+}

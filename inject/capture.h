@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture windows: the parts of a run that are recorded. Outside a window
+ * gt_phase is GT_PHASE_PAUSED, so every wrapper's gt_tracing() test (a
+ * load and a branch) sends the call straight to the real function.
+ *
+ * Windows open and close on the drain thread only (capture__tick, from the
+ * deadlines of --delay/--duration and from requests that signal handlers
+ * post), so the writer sees every transition in order and ends each
+ * window's file before the next one opens.
+ */
+#ifndef GPUTRACE_CAPTURE_H
+#define GPUTRACE_CAPTURE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "event.h"
+
+struct gt_capture {
+	bool controlled;             /* paused start, delay or duration: windows decide */
+	_Atomic uint64_t open_ns;    /* start of the current (or last) window */
+	_Atomic uint64_t close_ns;   /* its end; UINT64_MAX while it is open */
+	_Atomic uint64_t start_at_ns; /* a window opens then (--delay); 0: none planned */
+	_Atomic uint64_t stop_at_ns; /* the open window ends then (--duration); 0: none */
+	_Atomic uint32_t windows;    /* windows opened so far */
+	_Atomic uint64_t req_open;   /* posted: open one lasting this many ns (UINT64_MAX: open-ended) */
+	_Atomic bool req_close;      /* posted: end the open window */
+};
+
+extern GT_HIDDEN struct gt_capture gt_cap;
+
+/* What a transition did (capture__tick). */
+enum gt_capture_event {
+	GT_CAPTURE_NONE,
+	GT_CAPTURE_OPENED,
+	GT_CAPTURE_CLOSED,
+};
+
+/* At process start (and in a fork child): the phase to start in, and the
+ * planned deadlines from the configuration. */
+GT_HIDDEN int capture__start(uint64_t now_ns);
+
+/* Drain thread: apply posted requests and due deadlines. *wait_ns gets the
+ * time to the next deadline (UINT64_MAX: none). */
+GT_HIDDEN enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns);
+
+/* Async-signal-safe: ask the drain thread to open a window of duration_ns
+ * (0: until asked to close or the process ends), or to close it. */
+GT_HIDDEN void capture__post_open(uint64_t duration_ns);
+GT_HIDDEN void capture__post_close(void);
+
+/* Writer: is [start, end] inside the window being written? */
+static inline bool capture__inside(uint64_t start_ns, uint64_t end_ns)
+{
+	return start_ns >= atomic_load_explicit(&gt_cap.open_ns, memory_order_relaxed) &&
+	       end_ns <= atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed);
+}
+
+/* True while recording or paused between windows: the tracer is alive. */
+static inline bool gt_live(void)
+{
+	int p = atomic_load_explicit(&gt_phase, memory_order_relaxed);
+
+	return p == GT_PHASE_RUNNING || p == GT_PHASE_PAUSED;
+}
+
+#endif

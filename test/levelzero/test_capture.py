@@ -1,0 +1,119 @@
+"""Capture windows on the simulated Level Zero device (README "Long runs").
+
+What a user checks: nothing outside a window is in its file, every call made
+inside it is there (or counted lost), the file is complete when the window
+ends, and work appended before a window but run inside it is recorded."""
+import pathlib
+
+import pytest
+
+from conftest import APPS, ZE_SIM, events, load_trace, need, run, sim_env
+
+if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
+    pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
+                allow_module_level=True)
+
+WINDOW_APP = APPS / "ze_window"
+BATCH = 8
+
+
+def ns(us):
+    return round(us * 1000)
+
+
+def window_run(tmp_path, args, env):
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    r = run([WINDOW_APP] + [str(a) for a in args], env=sim_env(env), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert b"ze_window: iterations=" in r.stdout
+    return r
+
+
+def check_inside(trace):
+    """Every slice lies in the trailer's window; returns the window (ns)."""
+    info = trace["gputrace"]
+    cap = info["capture"]
+    assert info["complete"] is True and info["end"] == "window"
+    lo, hi = cap["start_ns"], cap["end_ns"]
+    assert lo < hi
+    spans = events(trace, ph="X")
+    assert spans
+    for e in spans:
+        assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi, e
+    return info, lo, hi
+
+
+@pytest.mark.sanitize
+def test_delay_duration_window_cuts_exactly(tmp_path):
+    r = window_run(tmp_path, [900, BATCH],
+                   {"GPUTRACE_DELAY": "0.25", "GPUTRACE_DURATION": "0.3"})
+    trace = r.trace
+    info, lo, hi = check_inside(trace)
+    # the window is where it was asked for (the drain thread keeps deadlines to ~1 ms)
+    assert 0.24e9 <= lo - info["anchor"]["clock_ns"] <= 0.3e9
+    assert 0.299e9 <= hi - lo <= 0.33e9
+    assert info["events_lost"] == 0
+    # every launch made inside the window is there, none from outside: a contiguous run of
+    # iterations, each launching "step" (regular list) and "imm" (immediate list) once
+    launches = events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
+    gx = {}
+    for e in launches:
+        gx.setdefault(e["args"]["kernel"], []).append(e["args"]["gx"])
+    for kernel in ("step", "imm"):
+        got = sorted(gx[kernel])
+        assert got == list(range(got[0], got[-1] + 1)), kernel
+        assert got[0] > 1  # iterations ran before the window
+    assert abs(len(gx["step"]) - len(gx["imm"])) <= 1
+    # the regular list's kernels: every batch executed in the window is there whole, with
+    # the launches of a batch appended before the window opened (kernels that would reach
+    # past the window's end are cut: only the last execution may miss some)
+    executes = sorted(events(trace, ph="X", name="zeCommandQueueExecuteCommandLists"),
+                      key=lambda e: e["ts"])
+    step = events(trace, ph="X", cat="kernel", name="step")
+    per_exec = {}
+    for e in step:
+        per_exec.setdefault(e["args"]["correlation"], []).append(e["args"]["gx"])
+    for x in executes[:-1]:
+        got = sorted(per_exec.pop(x["args"]["correlation"]))
+        assert len(got) == BATCH and got[0] % BATCH == 1
+        assert got == list(range(got[0], got[0] + BATCH))
+    if executes:
+        per_exec.pop(executes[-1]["args"]["correlation"], None)
+    # a batch executed just before the window whose kernels ran inside it (microseconds)
+    assert sum(len(v) for v in per_exec.values()) <= BATCH
+
+
+def test_work_appended_while_paused_runs_in_window(tmp_path):
+    """A regular list filled before the window and executed inside it: its kernels are
+    timed and recorded (the backend keeps the list's books while paused); the appends
+    themselves are not."""
+    window_run(tmp_path, [400, BATCH, 1], {"GPUTRACE_DELAY": "0.2"})
+    trace = load_trace(tmp_path / "trace.json")
+    info = trace["gputrace"]
+    assert info["capture"]["window"] == 1 and info["end"] == "exit" and info["complete"]
+    lo = info["capture"]["start_ns"]
+    assert not events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
+    assert len(events(trace, ph="X", name="zeCommandQueueExecuteCommandLists")) == 1
+    step = events(trace, ph="X", cat="kernel", name="step")
+    assert sorted(e["args"]["gx"] for e in step) == list(range(1, BATCH + 1))
+    assert all(ns(e["ts"]) >= lo for e in events(trace, ph="X"))
+    assert info["events_lost"] == 0
+
+
+def test_start_paused_never_triggered_writes_nothing(tmp_path):
+    r = window_run(tmp_path, [100, BATCH], {"GPUTRACE_START": "paused"})
+    assert not (tmp_path / "trace.json").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_window_values_one_line_each(tmp_path):
+    r = window_run(tmp_path, [50, BATCH], {"GPUTRACE_START": "later", "GPUTRACE_DELAY": "-1",
+                                            "GPUTRACE_DURATION": "soon"})
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert any("GPUTRACE_START='later'" in l and "paused or running" in l for l in lines)
+    assert any("GPUTRACE_DELAY='-1'" in l for l in lines)
+    assert any("GPUTRACE_DURATION='soon'" in l for l in lines)
+    assert len(lines) == 3
+    # defaults kept: the whole run is traced
+    assert "capture" not in load_trace(tmp_path / "trace.json")["gputrace"]
