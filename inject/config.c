@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static void config_defaults(struct gt_config *cfg)
 	cfg->flush_ms = 200;
 	cfg->metrics_hz = GT_METRICS_HZ_DEFAULT;
 	cfg->telemetry_hz = GT_TELEMETRY_HZ_DEFAULT;
+	cfg->capture_signal = SIGRTMIN + GT_CAPTURE_SIGNAL_DEFAULT;
 }
 
 /* config__check's answer, instead of a message. */
@@ -501,6 +503,35 @@ static void set_duration(struct gt_config *cfg, const char *var, const char *val
 		bad(cfg, var, val, "seconds a window lasts, a number from 0 (to the end) to 2592000");
 }
 
+/* A signal by name or number: RTMIN+N, RTMAX-N, USR1, USR2 (SIG prefix
+ * optional), 1-64; "off": none. Only signals whose default action a
+ * handler may take over, and none the C library or the tracer use. */
+static void set_capture_signal(struct gt_config *cfg, const char *var, const char *val)
+{
+	const char *v = strncasecmp(val, "SIG", 3) ? val : val + 3;
+	unsigned long long n;
+	int sig = -1;
+
+	if (!strcmp(val, "off") || !strcmp(val, "0"))
+		sig = 0;
+	else if (!strcasecmp(v, "USR1"))
+		sig = SIGUSR1;
+	else if (!strcasecmp(v, "USR2"))
+		sig = SIGUSR2;
+	else if (!strncasecmp(v, "RTMIN", 5) && (!v[5] || (v[5] == '+' && !parse_uint(v + 6, 0, 64, &n))))
+		sig = SIGRTMIN + (v[5] ? (int)n : 0);
+	else if (!strncasecmp(v, "RTMAX", 5) && (!v[5] || (v[5] == '-' && !parse_uint(v + 6, 0, 64, &n))))
+		sig = SIGRTMAX - (v[5] ? (int)n : 0);
+	else if (!parse_uint(v, 1, 64, &n))
+		sig = (int)n;
+	if (sig > 0 && sig != SIGUSR1 && sig != SIGUSR2 && (sig < SIGRTMIN || sig > SIGRTMAX))
+		sig = -1;
+	if (sig < 0)
+		bad(cfg, var, val, "RTMIN+N, RTMAX-N, USR1, USR2, a real-time signal number, or off");
+	else
+		cfg->capture_signal = sig;
+}
+
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
 static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -530,6 +561,8 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_START", set_start)                                             \
 	X("GPUTRACE_DELAY", set_delay)                                             \
 	X("GPUTRACE_DURATION", set_duration)                                       \
+	X("GPUTRACE_CAPTURE_SIGNAL", set_capture_signal)                           \
+	X("GPUTRACE_RUN_DIR", set_ignore)                                          \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \
@@ -604,8 +637,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
-			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _LIB, _TOOL, "
-			       "_INJECTED (and _RUN_STATE, set by gputrace run)",
+			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
+			       "_RUN_DIR, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

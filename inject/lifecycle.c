@@ -28,6 +28,7 @@
 #include "registry.h"
 #include "shim.h"
 #include "state.h"
+#include "trigger.h"
 
 extern char **environ;
 
@@ -125,6 +126,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool 
 		return;
 	}
 	atomic_store(&gt_end_reason, why);
+	trigger__withdraw();
 	if (fault)
 		atomic_store(&gt_st.crashing, true);
 	gt_in_tracer++;
@@ -263,6 +265,8 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
 	int ret = 0;
 
+	if (trigger__sigaction(sig, act, oldact, &ret))
+		return ret;
 	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid ||
 	    !atomic_load(&signals_armed))
 		return real_sigaction(sig, act, oldact);
@@ -545,6 +549,9 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 
 void lifecycle__init(void)
 {
+	/* gputrace capture's signal from the start: a paused process has
+	 * recorded nothing, and waits for it */
+	trigger__init();
 	quick_exit_hooked = !at_quick_exit(on_quick_exit);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -37,6 +37,7 @@
 #include "shim.h"
 #include "stacks.h"
 #include "state.h"
+#include "trigger.h"
 
 extern char **environ;
 
@@ -602,6 +603,7 @@ GT_HIDDEN void shim__start_process(void)
 	memset(sample_due_at, 0, sizeof(sample_due_at));
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
+	trigger__announce();
 	/* windows open and close on the drain thread: a controlled process
 	 * needs it before its first event */
 	if (gt_cap.controlled && !atomic_exchange(&writer_started, true) &&

@@ -1,10 +1,12 @@
-# gputrace-tool: run, merge, summary and metrics for the gputrace command
-# (scripts/gputrace). It links the same summary aggregator as the library
-# (writer/summary.c) and its configuration parser (inject/config.c), so
-# options are checked and summed up exactly as the library does. `metrics`
-# dlopens the Level Zero loader and NVML, and needs the Level Zero headers to
-# list Level Zero devices.
-TOOL_SRCS := $(wildcard scripts/tool/*.c) writer/summary.c inject/config.c
+# gputrace-tool: run, capture, merge, summary and metrics for the gputrace
+# command (scripts/gputrace). It links the same summary aggregator as the
+# library (writer/summary.c) and its configuration parser (inject/config.c),
+# so options are checked and summed up exactly as the library does; `capture`
+# finds traced processes in the same run directory (inject/rundir.c).
+# `metrics` dlopens the Level Zero loader and NVML, and needs the Level Zero
+# headers to list Level Zero devices.
+TOOL_SRCS := $(wildcard scripts/tool/*.c) writer/summary.c inject/config.c \
+	     inject/rundir.c
 TOOL_OBJS := $(patsubst %.c,$(BUILD)/obj/tool/%.o,$(TOOL_SRCS))
 TOOL      := $(BUILD)/gputrace-tool
 

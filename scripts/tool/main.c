@@ -109,6 +109,8 @@ int main(int argc, char **argv)
 		return cmd_reach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "metrics"))
 		return cmd_metrics(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "capture"))
+		return cmd_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version")) {
 		printf("gputrace-tool %s\n", GPUTRACE_VERSION);
 		return 0;

@@ -19,6 +19,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_reach(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 /* Can LD_PRELOAD reach the program at path (reach.c)? 1 and why (one line) when it cannot;
  * 0 when it can, or when that cannot be told. depth: 0 (scripts are followed once). */

@@ -5,3 +5,9 @@ $(BUILD)/test/core/lifecycle_app: test/core/lifecycle_app.c
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
 TEST_BUILD += $(BUILD)/test/core/lifecycle_app
 endif
+
+# A program with its own use of gputrace's capture signal (no GPU API at all).
+$(BUILD)/test/core/sig_own: test/core/sig_own.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+TEST_BUILD += $(BUILD)/test/core/sig_own

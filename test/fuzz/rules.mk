@@ -20,8 +20,10 @@ $(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c test/fuzz/balloon.h writer/j
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c -lm
 
 # The check language of `gputrace check` with the tool's summary reader.
-# the tool without main.c and gputrace run (run*.c, supervise.c: the supervisor)
-FUZZ_EXPR_SRCS := $(filter-out scripts/tool/main.c scripts/tool/run%.c scripts/tool/supervise.c,\
+# the tool without main.c, gputrace run (run*.c, supervise.c: the supervisor)
+# and gputrace capture (capture.c: signals, the run directory)
+FUZZ_EXPR_SRCS := $(filter-out scripts/tool/main.c scripts/tool/run%.c scripts/tool/supervise.c \
+		  scripts/tool/capture.c,\
 		  $(wildcard scripts/tool/*.c)) writer/summary.c
 $(BUILD)/test/fuzz/fuzz_expr: test/fuzz/fuzz_expr.c test/fuzz/balloon.h $(FUZZ_EXPR_SRCS) \
 		$(wildcard scripts/tool/*.h)

@@ -3,11 +3,15 @@
 What a user checks: nothing outside a window is in its file, every call made
 inside it is there (or counted lost), the file is complete when the window
 ends, and work appended before a window but run inside it is recorded."""
+import os
 import pathlib
+import subprocess
+import time
 
 import pytest
 
-from conftest import APPS, ZE_SIM, events, load_trace, need, run, sim_env
+from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, load_trace,
+                      need, run, sim_env)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -117,3 +121,99 @@ def test_bad_window_values_one_line_each(tmp_path):
     assert len(lines) == 3
     # defaults kept: the whole run is traced
     assert "capture" not in load_trace(tmp_path / "trace.json")["gputrace"]
+
+
+# ---- triggers from outside: gputrace capture ----
+
+GPUTRACE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gputrace"
+
+
+def start_paused(tmp_path, ms, extra=None):
+    """ze_window started paused, as a job script would; returns (proc, pid) once it runs."""
+    env = clean_env(sim_env(dict({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                                  "GPUTRACE_SUMMARY": "0",
+                                  "GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.json"),
+                                  "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(extra or {}))))
+    p = subprocess.Popen([str(WINDOW_APP), str(ms), str(BATCH)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    assert p.stdout.readline() == b"ze_window: ready\n"
+    assert (tmp_path / "run" / str(p.pid)).exists()
+    return p
+
+
+def capture(tmp_path, *args):
+    """gputrace capture from another shell (its own environment: only the run directory)."""
+    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    cmd = " ".join([str(GPUTRACE), "capture"] + [str(a) for a in args])
+    return subprocess.run(["/bin/sh", "-c", cmd], env=env, capture_output=True, timeout=30)
+
+
+def wait_window_file(path, timeout=10.0):
+    """The trace of a window, once its end is on disk (the process runs on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            t = load_trace(path)
+            if t["gputrace"].get("end") == "window":
+                return t
+        time.sleep(0.05)
+    raise AssertionError(f"{path}: no complete window")
+
+
+def check_window(trace, seconds=None):
+    info, lo, hi = check_inside(trace)
+    if seconds:
+        assert seconds * 1e9 <= hi - lo <= seconds * 1e9 + 0.05e9
+    got = sorted(e["args"]["gx"] for e in events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
+                 if e["args"]["kernel"] == "imm")
+    assert got and got == list(range(got[0], got[-1] + 1))
+    assert info["events_lost"] == 0
+    return info
+
+
+@pytest.mark.sanitize
+def test_capture_paused_processes_from_another_shell(tmp_path):
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    procs = [start_paused(tmp_path, 2500) for _ in range(2)]
+    try:
+        # every traced process of the user: one window of 0.3 s each, one file each
+        r = capture(tmp_path, "--duration", "0.3", "--all")
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.decode().splitlines()) == sorted(
+            f"gputrace capture: {p.pid} (ze_window): window of 0.300 s" for p in procs)
+        for p in procs:
+            info = check_window(wait_window_file(tmp_path / f"trace-{p.pid}.json"), 0.3)
+            assert info["capture"]["window"] == 1
+        # one of them again, open-ended, ended by --stop: a second file
+        first = procs[0]
+        assert capture(tmp_path, first.pid).returncode == 0
+        time.sleep(0.2)
+        r = capture(tmp_path, "--stop", first.pid)
+        assert r.returncode == 0 and b"window ends" in r.stdout
+        info = check_window(wait_window_file(tmp_path / f"trace-{first.pid}-w2.json"))
+        assert info["capture"]["window"] == 2
+    finally:
+        outs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert b"iterations=" in out
+    assert not (tmp_path / f"trace-{procs[1].pid}-w2.json").exists()
+    # the processes withdrew their announcements at exit
+    assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_capture_refuses_what_it_cannot_reach(tmp_path):
+    r = capture(tmp_path, "--all")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
+    assert b"no traced process" in r.stderr
+    r = capture(tmp_path, os.getpid())  # alive, but not traced
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
+    assert b"not traced by gputrace" in r.stderr
+    r = capture(tmp_path, "--duration", "soon", "1")
+    assert r.returncode == 2 and b"--duration wants seconds" in r.stderr
+    # a run directory open to others is not trusted
+    (tmp_path / "run").mkdir(mode=0o755)
+    os.chmod(tmp_path / "run", 0o755)
+    r = capture(tmp_path, "--all")
+    assert r.returncode == 1 and b"refused" in r.stderr and len(r.stderr.splitlines()) == 1

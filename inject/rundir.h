@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The calling user's run directory, where each traced process that can be
+ * triggered leaves a small file named after its pid (its trigger signal):
+ * what `gputrace capture` reads. GPUTRACE_RUN_DIR, else
+ * $XDG_RUNTIME_DIR/gputrace, else /tmp/gputrace-UID. Shared by the library
+ * and gputrace-tool (one definition of where and how it is checked).
+ */
+#ifndef GPUTRACE_RUNDIR_H
+#define GPUTRACE_RUNDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The directory's path. 0 or -ENAMETOOLONG. */
+int rundir__path(char *out, size_t len);
+
+/* Make it (mode 0700) if create and it is missing; 0 when it is a real
+ * directory owned by the caller that nobody else may enter, else -errno
+ * (-EPERM: someone else's, or open to others; -ENOTDIR: not a directory). */
+int rundir__check(const char *dir, bool create);
+
+/* The start time of pid (field 22 of /proc/PID/stat, clock ticks since
+ * boot): a pid reused by another process has another. 0 when unknown. */
+unsigned long long rundir__start_time(int pid);
+
+#endif

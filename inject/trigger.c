@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/* Triggers from outside (trigger.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "config.h"
+#include "rundir.h"
+#include "state.h"
+#include "trigger.h"
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+static int trig_sig;                 /* 0: none */
+static _Atomic bool trig_ours;       /* our handler is installed */
+static struct sigaction trig_app;    /* what the program believes is installed */
+static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
+static char trig_file[PATH_MAX];     /* our announcement; "" when none */
+
+static void on_trigger(int sig, siginfo_t *si, void *uc)
+{
+	/* only atomic stores: the drain thread does the work */
+	if (si && si->si_code == SI_QUEUE) {
+		int ms = si->si_value.sival_int;
+
+		if (ms < 0)
+			capture__post_close();
+		else
+			capture__post_open((uint64_t)ms * 1000000ull);
+	} else if (atomic_load(&gt_phase) == GT_PHASE_RUNNING) {
+		capture__post_close();
+	} else {
+		capture__post_open(0);
+	}
+}
+
+void trigger__init(void)
+{
+	struct sigaction cur, sa = { .sa_sigaction = on_trigger,
+				     .sa_flags = SA_SIGINFO | SA_RESTART };
+
+	trig_sig = gt_cfg.capture_signal;
+	if (!trig_sig)
+		return;
+	if (__sigaction(trig_sig, NULL, &cur))
+		return;
+	if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
+		pr_warn("signal %d already has a handler in this program: gputrace capture "
+			"cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL picks another)",
+			trig_sig, (int)getpid());
+		trig_sig = 0;
+		return;
+	}
+	trig_app = cur;
+	sigemptyset(&sa.sa_mask);
+	if (!__sigaction(trig_sig, &sa, NULL))
+		atomic_store(&trig_ours, true);
+}
+
+void trigger__announce(void)
+{
+	char dir[PATH_MAX - 32], text[512];
+	int fd, n, err;
+
+	trig_file[0] = 0;
+	if (!atomic_load(&trig_ours))
+		return;
+	err = rundir__path(dir, sizeof(dir));
+	if (!err)
+		err = rundir__check(dir, true);
+	if (err) {
+		pr_warn("run directory '%.200s' is not usable (%s; it must be the user's own, "
+			"mode 0700): gputrace capture --all will not list pid %d",
+			dir, strerror(-err), (int)getpid());
+		return;
+	}
+	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());
+	fd = open(trig_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		trig_file[0] = 0;
+		return;
+	}
+	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
+		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
+		     gt_cap.controlled ? "windows" : "whole", gt_st.exe);
+	if (write(fd, text, (size_t)n) != n)
+		pr_dbg("could not write %s", trig_file);
+	close(fd);
+}
+
+void trigger__withdraw(void)
+{
+	if (trig_file[0] && !unlink(trig_file))
+		trig_file[0] = 0;
+}
+
+bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)
+{
+	if (!trig_sig || sig != trig_sig || !atomic_load(&trig_ours))
+		return false;
+	while (atomic_flag_test_and_set(&trig_lock))
+		;
+	struct sigaction old = trig_app;
+
+	*ret = 0;
+	if (act) {
+		bool wants_default = !(act->sa_flags & SA_SIGINFO) ? act->sa_handler == SIG_DFL
+								    : act->sa_sigaction == NULL;
+		if (wants_default) {
+			trig_app = *act;
+		} else {
+			/* the program's own use of the signal wins */
+			*ret = __sigaction(sig, act, NULL);
+			if (!*ret) {
+				atomic_store(&trig_ours, false);
+				trigger__withdraw();
+				pr_warn("the program handles signal %d itself: gputrace steps aside, "
+					"gputrace capture cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL "
+					"picks another)", sig, (int)getpid());
+			}
+		}
+	}
+	atomic_flag_clear(&trig_lock);
+	if (!*ret && oldact)
+		*oldact = old;
+	return true;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Triggers from outside: `gputrace capture` sends the process its capture
+ * signal (GPUTRACE_CAPTURE_SIGNAL, a real-time one by default); the handler
+ * posts a request the drain thread carries out (capture.h). sigqueue's
+ * value: the window's length in ms (0: open-ended), -1: end the window; a
+ * plain kill toggles. The process announces itself in the user's run
+ * directory (rundir.h). A program that handles that signal itself keeps
+ * it: gputrace steps aside and says so in one line.
+ */
+#ifndef GPUTRACE_TRIGGER_H
+#define GPUTRACE_TRIGGER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include "event.h"
+
+/* At start-up: install the handler where the signal is at SIG_DFL. */
+GT_HIDDEN void trigger__init(void);
+/* This process's announcement (also a fork child's, and an exec'd image's). */
+GT_HIDDEN void trigger__announce(void);
+/* The process is ending: its announcement goes. */
+GT_HIDDEN void trigger__withdraw(void);
+/* The program's sigaction for sig: true when it was the capture signal
+ * (handled here, result in *ret). */
+GT_HIDDEN bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact,
+				  int *ret);
+
+#endif

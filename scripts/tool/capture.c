@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gputrace capture [--duration SEC | --stop] PID... | --all
+ *
+ * Opens (or ends) a capture window in traced processes of the calling user:
+ * each announces itself and its trigger signal in the run directory
+ * (inject/rundir.h); the window's length in ms travels as sigqueue's value.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "inject/rundir.h"
+#include "tool.h"
+
+#define WHO "gputrace capture"
+
+struct announce {
+	int pid, sig;
+	unsigned long long start;
+	char mode[16], exe[256];
+};
+
+static int read_announce(const char *dir, int pid, struct announce *a)
+{
+	char path[PATH_MAX], line[320];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d", dir, pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	memset(a, 0, sizeof(*a));
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "pid ", 4))
+			a->pid = atoi(line + 4);
+		else if (!strncmp(line, "signal ", 7))
+			a->sig = atoi(line + 7);
+		else if (!strncmp(line, "start ", 6))
+			a->start = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "mode ", 5))
+			snprintf(a->mode, sizeof(a->mode), "%.15s", line + 5);
+		else if (!strncmp(line, "exe ", 4))
+			snprintf(a->exe, sizeof(a->exe), "%.255s", line + 4);
+	}
+	fclose(f);
+	return a->pid == pid && a->sig > 0 ? 0 : -EINVAL;
+}
+
+/* One process: 0 triggered, 1 refused or failed (one line said why). */
+static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
+{
+	char proc[64], path[PATH_MAX];
+	struct announce a;
+	struct stat st;
+	union sigval v = { .sival_int = ms };
+
+	snprintf(proc, sizeof(proc), "/proc/%d", pid);
+	if (stat(proc, &st)) {
+		if (!quiet_stale)
+			fprintf(stderr, WHO ": no process %d\n", pid);
+		goto stale;
+	}
+	if (st.st_uid != geteuid()) {
+		fprintf(stderr, WHO ": refused: process %d belongs to another user (uid %u); "
+				"only your own processes can be triggered\n", pid, (unsigned)st.st_uid);
+		return 1;
+	}
+	if (read_announce(dir, pid, &a)) {
+		fprintf(stderr, WHO ": process %d is not traced by gputrace, or cannot be triggered "
+				"(no %s/%d: it handles the capture signal itself, or capture is off)\n",
+			pid, dir, pid);
+		return 1;
+	}
+	if (a.start && a.start != rundir__start_time(pid)) {
+		if (!quiet_stale)
+			fprintf(stderr, WHO ": process %d is not traced by gputrace (its pid was "
+					"reused)\n", pid);
+		goto stale;
+	}
+	if (!strcmp(a.mode, "whole")) {
+		printf(WHO ": %d (%s): records its whole run already (started without --start "
+			      "paused, --delay or --duration): nothing to do\n", pid, a.exe);
+		return 0;
+	}
+	if (sigqueue(pid, a.sig, v)) {
+		fprintf(stderr, WHO ": cannot signal %d: %s\n", pid, strerror(errno));
+		return 1;
+	}
+	if (ms < 0)
+		printf(WHO ": %d (%s): window ends\n", pid, a.exe);
+	else if (ms)
+		printf(WHO ": %d (%s): window of %d.%03d s\n", pid, a.exe, ms / 1000, ms % 1000);
+	else
+		printf(WHO ": %d (%s): window opens (until --stop or exit)\n", pid, a.exe);
+	return 0;
+stale:
+	snprintf(path, sizeof(path), "%s/%d", dir, pid);
+	unlink(path); /* a process that is gone left its announcement (SIGKILL) */
+	return quiet_stale ? -1 : 1;
+}
+
+static int parse_ms(const char *s, int *ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || *end || errno || !(v > 0) || v > 2e6)
+		return -1;
+	*ms = (int)(v * 1000 + 0.5);
+	return *ms > 0 ? 0 : -1;
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	char dir[PATH_MAX];
+	bool all = false, bad = false, stop = false;
+	int ms = 0, rc = 0, n = 0, err;
+	const char *v;
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = arg__value(argc, argv, &i, "--duration", WHO, &bad))) {
+			if (bad)
+				return 2;
+			if (parse_ms(v, &ms)) {
+				fprintf(stderr, WHO ": --duration wants seconds (such as 30 or 0.5), "
+						"not '%s'\n", v);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--stop")) {
+			stop = true;
+		} else if (!strcmp(argv[i], "--all")) {
+			all = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: gputrace capture [--duration SEC | --stop] PID... | --all\n");
+			return 0;
+		} else if (argv[i][0] == '-' || strspn(argv[i], "0123456789") != strlen(argv[i])) {
+			fprintf(stderr, WHO ": '%s' is not a pid; use PID..., --all, --duration SEC "
+					"or --stop\n", argv[i]);
+			return 2;
+		}
+	}
+	if (stop && ms) {
+		fprintf(stderr, WHO ": --stop and --duration do not go together\n");
+		return 2;
+	}
+	if (stop)
+		ms = -1;
+	if ((err = rundir__path(dir, sizeof(dir)))) {
+		fprintf(stderr, WHO ": the run directory's path is too long\n");
+		return 1;
+	}
+	err = rundir__check(dir, false);
+	if (err && err != -ENOENT) {
+		fprintf(stderr, WHO ": refused: run directory %s is not yours alone (%s); it must "
+				"be your own, mode 0700\n", dir, strerror(-err));
+		return 1;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strspn(argv[i], "0123456789") == strlen(argv[i]) && *argv[i] &&
+		    (i == 1 || strcmp(argv[i - 1], "--duration"))) {
+			n++;
+			rc |= trigger_one(dir, atoi(argv[i]), ms, false);
+		}
+	}
+	if (all) {
+		DIR *d = err ? NULL : opendir(dir);
+		struct dirent *e;
+		int found = 0;
+
+		while (d && (e = readdir(d))) {
+			if (strspn(e->d_name, "0123456789") != strlen(e->d_name))
+				continue;
+			int r = trigger_one(dir, atoi(e->d_name), ms, true);
+
+			if (r >= 0) {
+				found++;
+				rc |= r;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (!found) {
+			fprintf(stderr, WHO ": no traced process of yours can be triggered (%s lists "
+					"none)\n", dir);
+			return 1;
+		}
+		n += found;
+	}
+	if (!n) {
+		fprintf(stderr, WHO ": give PID... or --all\n");
+		return 2;
+	}
+	return rc ? 1 : 0;
+}

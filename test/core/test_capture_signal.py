@@ -1,0 +1,95 @@
+"""gputrace capture's signal and a program that uses that signal itself
+(README "Long runs"): the program's handler wins, gputrace steps aside and
+says so in one stderr line, and `gputrace capture` then refuses that process."""
+import os
+import pathlib
+import signal
+import subprocess
+
+import pytest
+
+from conftest import BUILD, PRELOAD, clean_env, default_signals, gputrace_lines, need
+
+APP = BUILD / "test" / "core" / "sig_own"
+GPUTRACE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gputrace"
+SIG = signal.SIGRTMIN + 7  # the default capture signal
+
+
+def start(tmp_path, mode, traced=True, extra=None):
+    need(APP)
+    env = {"GPUTRACE_RUN_DIR": str(tmp_path / "run")}
+    if traced:
+        env.update({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
+                    "GPUTRACE_OUTPUT": str(tmp_path / "trace.json")})
+    env.update(extra or {})
+    p = subprocess.Popen([str(APP), str(SIG), mode], env=clean_env(env), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    assert p.stdout.readline() == f"ready {p.pid}\n".encode()
+    return p
+
+
+def capture(tmp_path, *args):
+    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    return subprocess.run([str(GPUTRACE), "capture"] + [str(a) for a in args], env=env,
+                          capture_output=True, timeout=30)
+
+
+def finish(p):
+    out, err = p.communicate(b"go\n", timeout=30)
+    assert p.returncode == 0, err
+    return out, err
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("mode", ["sigaction", "signal"])
+def test_program_using_the_capture_signal_keeps_it(tmp_path, mode):
+    p = start(tmp_path, mode)
+    try:
+        # gputrace stepped aside: no announcement, and capture says why it cannot reach it
+        assert not (tmp_path / "run" / str(p.pid)).exists()
+        r = capture(tmp_path, p.pid)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
+        assert b"cannot be triggered" in r.stderr
+        os.kill(p.pid, SIG)  # the program's own use of it
+    finally:
+        out, err = finish(p)
+    assert out == b"handled 1\n"
+    lines = gputrace_lines(err)
+    assert len(lines) == 1, err
+    assert f"handles signal {SIG} itself: gputrace steps aside" in lines[0]
+    assert not (tmp_path / "trace.json").exists()
+
+
+def test_program_that_only_asks_sees_the_default(tmp_path):
+    """A program that leaves the signal alone sees SIG_DFL and is not killed by a trigger."""
+    p = start(tmp_path, "query")
+    try:
+        assert (tmp_path / "run" / str(p.pid)).exists()
+        r = capture(tmp_path, "--duration", "0.1", p.pid)
+        assert r.returncode == 0, r.stderr
+    finally:
+        out, err = finish(p)
+    assert out == b"handled 0\n"
+    assert gputrace_lines(err) == []
+
+
+def test_capture_signal_can_be_chosen(tmp_path):
+    """GPUTRACE_CAPTURE_SIGNAL moves gputrace off the program's signal: both work."""
+    p = start(tmp_path, "sigaction", extra={"GPUTRACE_CAPTURE_SIGNAL": "RTMIN+9"})
+    try:
+        assert "signal 43" in (tmp_path / "run" / str(p.pid)).read_text()
+        assert capture(tmp_path, "--duration", "0.1", p.pid).returncode == 0
+        os.kill(p.pid, SIG)
+    finally:
+        out, err = finish(p)
+    assert out == b"handled 1\n"
+    assert gputrace_lines(err) == []
+
+
+def test_bad_capture_signal_one_line(tmp_path):
+    p = start(tmp_path, "query", extra={"GPUTRACE_CAPTURE_SIGNAL": "SIGSEGV"})
+    out, err = finish(p)
+    lines = gputrace_lines(err)
+    assert len(lines) == 1 and "GPUTRACE_CAPTURE_SIGNAL='SIGSEGV'" in lines[0]
+    assert out == b"handled 0\n"
