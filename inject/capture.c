@@ -1,19 +1,33 @@
 // SPDX-License-Identifier: MIT
 /*
- * Capture windows (capture.h): when recording runs. Transitions happen on
- * the drain thread alone; signal handlers and other threads post requests.
+ * Capture windows (capture.h): when recording runs. Deadlines and signal
+ * requests are carried out by the drain thread; range markers (NVTX,
+ * cudaProfilerStart/Stop, ITT pause/resume) by the thread that calls them,
+ * so the window starts and ends exactly there. All under one lock, which
+ * signal handlers never take.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "capture.h"
+#include "clock.h"
 #include "config.h"
+#include "hooks.h"
 
 GT_HIDDEN struct gt_capture gt_cap;
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t closes, ended; /* windows closed; their files ended */
+static uint32_t ranges;                /* range windows opened */
 
 int capture__start(uint64_t now_ns)
 {
-	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns;
+	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
+			    gt_cfg.capture_range;
+	pthread_mutex_init(&cap_lock, NULL); /* a fork child's, fresh */
+	atomic_store(&closes, 0);
+	atomic_store(&ended, 0);
+	ranges = 0;
 	atomic_store(&gt_cap.windows, 0);
 	atomic_store(&gt_cap.req_open, 0);
 	atomic_store(&gt_cap.req_close, false);
@@ -28,7 +42,7 @@ int capture__start(uint64_t now_ns)
 	/* no window yet: nothing is inside */
 	atomic_store(&gt_cap.open_ns, UINT64_MAX);
 	atomic_store(&gt_cap.close_ns, 0);
-	if (!gt_cfg.start_paused) {
+	if (!gt_cfg.start_paused && !gt_cfg.capture_range) {
 		/* --delay, --duration: one window from delay to delay + duration */
 		atomic_store(&gt_cap.start_at_ns, now_ns + gt_cfg.delay_ns);
 		if (!gt_cfg.delay_ns) {
@@ -77,7 +91,45 @@ static bool close_window(uint64_t now_ns)
 		return false;
 	/* a call whose end was read before the flip is still inside (gt_emit) */
 	atomic_store(&gt_cap.close_ns, now_ns);
+	atomic_fetch_add(&closes, 1);
 	return true;
+}
+
+bool capture__unended(void)
+{
+	return atomic_load(&closes) != atomic_load(&ended);
+}
+
+void capture__ended(void)
+{
+	atomic_fetch_add(&ended, 1);
+}
+
+void capture__range_begin(uint64_t now_ns)
+{
+	pthread_mutex_lock(&cap_lock);
+	/* the last window's file is ended before the next one opens */
+	for (int tries = 0; atomic_load(&closes) != atomic_load(&ended) && tries < 3; tries++) {
+		pthread_mutex_unlock(&cap_lock);
+		lifecycle__hooks()->sync(false, 1000);
+		pthread_mutex_lock(&cap_lock);
+		now_ns = gt_clock_ns();
+	}
+	if (atomic_load(&closes) == atomic_load(&ended) &&
+	    (!gt_cfg.capture_count || ranges < gt_cfg.capture_count) &&
+	    atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
+		ranges++;
+		open_window(now_ns, gt_cfg.duration_ns);
+	}
+	pthread_mutex_unlock(&cap_lock);
+}
+
+void capture__range_end(uint64_t now_ns)
+{
+	pthread_mutex_lock(&cap_lock);
+	if (ranges)
+		close_window(now_ns);
+	pthread_mutex_unlock(&cap_lock);
 }
 
 static uint64_t until(uint64_t at_ns, uint64_t now_ns)
@@ -85,14 +137,14 @@ static uint64_t until(uint64_t at_ns, uint64_t now_ns)
 	return !at_ns ? UINT64_MAX : at_ns > now_ns ? at_ns - now_ns : 0;
 }
 
-enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
+static enum gt_capture_event tick_locked(uint64_t now_ns, uint64_t *wait_ns)
 {
 	enum gt_capture_event what = GT_CAPTURE_NONE;
 	uint64_t at, req, a, b;
 
-	*wait_ns = UINT64_MAX;
-	if (!gt_cap.controlled)
-		return what;
+	/* a window closed elsewhere (a range's end): its file is ended first */
+	if (atomic_load(&closes) != atomic_load(&ended))
+		return GT_CAPTURE_CLOSED;
 	at = atomic_load(&gt_cap.stop_at_ns);
 	if ((at && now_ns >= at) || atomic_exchange(&gt_cap.req_close, false)) {
 		if (close_window(now_ns))
@@ -117,3 +169,17 @@ enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
 	*wait_ns = a < b ? a : b;
 	return what;
 }
+
+enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
+{
+	enum gt_capture_event what;
+
+	*wait_ns = UINT64_MAX;
+	if (!gt_cap.controlled)
+		return GT_CAPTURE_NONE;
+	pthread_mutex_lock(&cap_lock);
+	what = tick_locked(now_ns, wait_ns);
+	pthread_mutex_unlock(&cap_lock);
+	return what;
+}
+

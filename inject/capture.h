@@ -4,10 +4,10 @@
  * gt_phase is GT_PHASE_PAUSED, so every wrapper's gt_tracing() test (a
  * load and a branch) sends the call straight to the real function.
  *
- * Windows open and close on the drain thread only (capture__tick, from the
- * deadlines of --delay/--duration and from requests that signal handlers
- * post), so the writer sees every transition in order and ends each
- * window's file before the next one opens.
+ * Windows open and close on the drain thread (capture__tick: the deadlines
+ * of --delay/--duration and requests that signal handlers post), or on the
+ * thread that marks a capture range; a window opens only once the file of
+ * the last one is ended, so each window has its own complete file.
  */
 #ifndef GPUTRACE_CAPTURE_H
 #define GPUTRACE_CAPTURE_H
@@ -49,6 +49,19 @@ GT_HIDDEN enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns
  * (0: until asked to close or the process ends), or to close it. */
 GT_HIDDEN void capture__post_open(uint64_t duration_ns);
 GT_HIDDEN void capture__post_close(void);
+
+/* Writer: a window closed whose file is not ended yet (its events are
+ * still written). */
+GT_HIDDEN bool capture__unended(void);
+/* Writer: the file of the window that closed last is ended. */
+GT_HIDDEN void capture__ended(void);
+
+/* --capture-range markers, on the calling thread (not from a signal
+ * handler): a range begins (a window opens now, if paused and the
+ * --capture-count allows; waits, bounded, for the last window's file to be
+ * ended) or ends (its window closes now). */
+GT_HIDDEN void capture__range_begin(uint64_t now_ns);
+GT_HIDDEN void capture__range_end(uint64_t now_ns);
 
 /* Writer: is [start, end] inside the window being written? */
 static inline bool capture__inside(uint64_t start_ns, uint64_t end_ns)

@@ -39,6 +39,7 @@ static void config_defaults(struct gt_config *cfg)
 	cfg->metrics_hz = GT_METRICS_HZ_DEFAULT;
 	cfg->telemetry_hz = GT_TELEMETRY_HZ_DEFAULT;
 	cfg->capture_signal = SIGRTMIN + GT_CAPTURE_SIGNAL_DEFAULT;
+	cfg->capture_count = 1;
 }
 
 /* config__check's answer, instead of a message. */
@@ -532,6 +533,42 @@ static void set_capture_signal(struct gt_config *cfg, const char *var, const cha
 		cfg->capture_signal = sig;
 }
 
+static void set_capture_range(struct gt_config *cfg, const char *var, const char *val)
+{
+	const char *at;
+
+	cfg->capture_nvtx[0] = cfg->capture_nvtx_domain[0] = 0;
+	if (!strcmp(val, "cudaProfilerApi")) {
+		cfg->capture_range = GT_RANGE_PROFILER;
+		return;
+	}
+	at = strrchr(val, '@');
+	if (!strncmp(val, "nvtx:", 5) && val[5] && val[5] != '@' &&
+	    (!at || (at[1] && at - val - 5 < (long)sizeof(cfg->capture_nvtx) &&
+		     strlen(at + 1) < sizeof(cfg->capture_nvtx_domain))) &&
+	    strlen(val + 5) < sizeof(cfg->capture_nvtx)) {
+		size_t n = at ? (size_t)(at - val - 5) : strlen(val + 5);
+
+		memcpy(cfg->capture_nvtx, val + 5, n);
+		cfg->capture_nvtx[n] = 0;
+		if (at)
+			strcpy(cfg->capture_nvtx_domain, at + 1);
+		cfg->capture_range = GT_RANGE_NVTX;
+		return;
+	}
+	bad(cfg, var, val, "cudaProfilerApi (also ITT __itt_pause/__itt_resume) or nvtx:NAME[@DOMAIN]");
+}
+
+static void set_capture_count(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+
+	if (parse_uint(val, 0, 1000000, &v))
+		bad(cfg, var, val, "how many ranges to record, 1 to 1000000, or 0 for every one");
+	else
+		cfg->capture_count = (unsigned)v;
+}
+
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
 static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -562,6 +599,8 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_DELAY", set_delay)                                             \
 	X("GPUTRACE_DURATION", set_duration)                                       \
 	X("GPUTRACE_CAPTURE_SIGNAL", set_capture_signal)                           \
+	X("GPUTRACE_CAPTURE_RANGE", set_capture_range)                             \
+	X("GPUTRACE_CAPTURE_COUNT", set_capture_count)                             \
 	X("GPUTRACE_RUN_DIR", set_ignore)                                          \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
@@ -638,7 +677,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
 			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
-			       "_RUN_DIR, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
+			       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _LIB, _TOOL, _INJECTED (and "
+			       "_RUN_STATE, set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

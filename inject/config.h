@@ -45,6 +45,8 @@ enum gt_kind_bit {
 #define GT_STACKS_MAX_DEPTH  64
 #define GT_STACKS_DEFAULT_DEPTH 16
 #define GT_CAPTURE_SIGNAL_DEFAULT 7 /* SIGRTMIN+7 */
+#define GT_RANGE_PROFILER 1 /* cudaProfilerStart/Stop, ITT __itt_resume/__itt_pause */
+#define GT_RANGE_NVTX     2
 
 /* Hardware metrics (GPUTRACE_METRICS_MODE): off, sampled over time, or per kernel. */
 enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL };
@@ -77,6 +79,10 @@ struct gt_config {
 	bool start_paused;           /* GPUTRACE_START=paused: record nothing until a window opens */
 	uint64_t delay_ns;           /* GPUTRACE_DELAY: the first window opens this long after start */
 	uint64_t duration_ns;        /* GPUTRACE_DURATION: windows last this long (0: to the end) */
+	int capture_range;           /* GPUTRACE_CAPTURE_RANGE: GT_RANGE_*; 0 none */
+	char capture_nvtx[256];      /* nvtx:NAME[@DOMAIN]: NAME */
+	char capture_nvtx_domain[256]; /* and DOMAIN ("": the default domain) */
+	unsigned capture_count;      /* GPUTRACE_CAPTURE_COUNT: ranges recorded, 0 every one */
 	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off */
 	unsigned errors;             /* how many bad values were reported */
 	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */

@@ -425,7 +425,7 @@ static void build_trailer(bool final)
 		jbuf__lit(b, ",\"start_ns\":");
 		json__u64(b, atomic_load(&gt_cap.open_ns));
 		jbuf__lit(b, ",\"end_ns\":");
-		if (W.window_ending)
+		if (close != UINT64_MAX)
 			json__u64(b, close);
 		else
 			jbuf__lit(b, "null");

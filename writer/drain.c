@@ -54,7 +54,8 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 static bool writing_window(void)
 {
 	return !gt_cap.controlled || W.window_ending ||
-	       atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed) == UINT64_MAX;
+	       atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed) == UINT64_MAX ||
+	       capture__unended();
 }
 
 /* Outside the window being written: not recorded. A call of an earlier
@@ -279,4 +280,5 @@ void writer__window_end(void)
 	W.prev_open_ns = atomic_load(&gt_cap.open_ns);
 	W.prev_close_ns = atomic_load(&gt_cap.close_ns);
 	checkpoint__forget_file();
+	capture__ended();
 }

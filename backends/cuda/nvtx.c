@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/internal.h"
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/ranges.h"
@@ -294,13 +295,52 @@ static bool attrs_take(uint16_t slot, struct nvtx_attrs *out)
 
 /* ---- push/pop: the thread's range stack (inject/ranges.h) ---- */
 
+/* The level of the push that opened a capture window (one int: static
+ * TLS is scarce, see above). */
+static GT_TLS int capture_level = -1;
+
+/* --capture-range nvtx:NAME[@DOMAIN]: is this the range? (no @DOMAIN: the
+ * default domain, as Nsight Systems reads it) */
+static bool capture_match(uint32_t name, uint8_t dom)
+{
+	static _Atomic uint32_t want_name, want_dom;
+	uint32_t n;
+
+	if (gt_likely(gt_cfg.capture_range != GT_RANGE_NVTX))
+		return false;
+	n = atomic_load(&want_name);
+	if (!n) {
+		atomic_store(&want_dom, gt_cfg.capture_nvtx_domain[0]
+						? gt_str_intern(gt_cfg.capture_nvtx_domain) : 0);
+		n = gt_str_intern(gt_cfg.capture_nvtx);
+		atomic_store(&want_name, n);
+	}
+	return name == n && domain_name(dom) == atomic_load(&want_dom);
+}
+
 /* key: the domain's index + 1 (0 is no key of a domain handle) */
 static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
 	struct nvtx_attrs at;
 
-	return gt_range_push((uintptr_t)domain_index(d) + 1, name,
-			     attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0);
+	bool opens = false;
+	int level;
+
+	if (gt_unlikely(capture_match(name, domain_index(d))) && capture_level < 0 &&
+	    !gt_in_tracer) {
+		/* the window opens before the range starts: the range is in it */
+		capture__range_begin(gt_clock_ns());
+		opens = gt_tracing();
+	}
+	level = gt_range_push((uintptr_t)domain_index(d) + 1, name,
+			      attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0);
+	if (gt_unlikely(opens)) {
+		if (level < GT_RANGE_DEPTH)
+			capture_level = level;
+		else /* a range too deep to be kept has no end to wait for */
+			capture__range_end(gt_clock_ns());
+	}
+	return level;
 }
 
 static int pop(nvtxDomainHandle_t d)
@@ -316,6 +356,13 @@ static int pop(nvtxDomainHandle_t d)
 	has_attrs = attrs_take((uint16_t)f.aux, &at);
 	gt_range_end(f.id, f.start_ns, gt_clock_ns(), f.name, 0, 0, args,
 		     attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1)));
+	/* after the range's own span: it is in the window it ends (an inner
+	 * range of the same name pops at a deeper level) */
+	if (gt_unlikely(capture_level >= 0) && level <= capture_level &&
+	    capture_match(f.name, (uint8_t)(f.key - 1))) {
+		capture_level = -1;
+		capture__range_end(gt_clock_ns());
+	}
 	return level;
 }
 

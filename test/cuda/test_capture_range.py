@@ -1,0 +1,83 @@
+"""--capture-range nvtx:NAME[@DOMAIN] and --capture-count (README "Long runs"):
+each matching NVTX range is one capture window with its own complete file,
+holding that range and what happened inside it, and nothing else."""
+import os
+import pathlib
+
+import pytest
+
+from conftest import BUILD, events, gputrace_lines, load_trace, need, run
+
+APP = BUILD / "test" / "cuda" / "nvtx_steps"
+HAVE_CUPTI = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include",
+                          "cupti.h").exists()
+pytestmark = pytest.mark.skipif(not HAVE_CUPTI, reason="CUDA backend not built (no cupti.h)")
+
+
+def names(trace):
+    return [e["name"] for e in sorted(events(trace), key=lambda e: (e.get("ts", 0), -e.get("dur", 0)))
+            if e.get("ph") in ("X", "i", "I")]
+
+
+def window_files(tmp_path):
+    return sorted(tmp_path.glob("trace*.json"), key=lambda p: (len(p.name), p.name))
+
+
+def check_window(trace, n):
+    info = trace["gputrace"]
+    assert info["complete"] and info["capture"]["window"] == n
+    assert info["events_lost"] == 0
+    lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+    for e in events(trace, ph="X"):
+        assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi
+
+
+@pytest.mark.sanitize
+def test_nvtx_range_windows_with_count(tmp_path):
+    need(APP)
+    r = run([APP, 5], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:step",
+                                              "GPUTRACE_CAPTURE_COUNT": "2"})
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        # the range, what it holds, and nothing else: no idle, no mark after it
+        assert names(t) == ["step", f"fwd {n}", f"bwd {n}"]
+        # the window opened before the range began and closed after it ended
+        step = events(t, ph="X", name="step")[0]
+        assert t["gputrace"]["capture"]["start_ns"] <= round(step["ts"] * 1000)
+
+
+def test_nvtx_range_in_a_domain_every_one(tmp_path):
+    need(APP)
+    r = run([APP, 4], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:capture@trainer",
+                                              "GPUTRACE_CAPTURE_COUNT": "0"})
+    assert r.returncode == 0, r.stderr
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json"]  # only step 2 is wrapped in it
+    t = load_trace(files[0])
+    check_window(t, 1)
+    assert sorted(names(t)) == sorted(["capture", "step", "fwd 2", "bwd 2"])
+    assert events(t, ph="X", name="capture")[0]["args"]["domain"] == "trainer"
+
+
+def test_nvtx_range_name_in_another_domain_does_not_match(tmp_path):
+    need(APP)
+    r = run([APP, 3], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:capture"})
+    assert r.returncode == 0, r.stderr
+    assert window_files(tmp_path) == []
+
+
+def test_bad_capture_range_one_line(tmp_path):
+    need(APP)
+    r = run([APP, 1], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:",
+                                              "GPUTRACE_CAPTURE_COUNT": "many"})
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 2
+    assert "GPUTRACE_CAPTURE_RANGE='nvtx:'" in lines[0] and "nvtx:NAME[@DOMAIN]" in lines[0]
+    assert "GPUTRACE_CAPTURE_COUNT='many'" in lines[1]
+    assert r.returncode == 0
+    assert "capture" not in load_trace(tmp_path / "trace.json")["gputrace"]
