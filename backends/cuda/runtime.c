@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/internal.h"
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/extcorr.h"
@@ -36,12 +37,16 @@ struct gt_dim3 {             /* dim3: passed by value */
 
 enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
 #define RT_FOLD 0x1
+#define RT_RANGE_BEGIN 0x2 /* --capture-range cudaProfilerApi: a window opens before it */
+#define RT_RANGE_END   0x4 /* and closes after it */
 
 /* inject/dlsym.c: what the real dlsym found, while wrapper_for is asked */
 extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 
 /* Host-only calls: X(name, params, args, flags) */
 #define RT_CALLS(X)                                                                         \
+	X(cudaProfilerStart, (void), (), RT_RANGE_BEGIN)                                    \
+	X(cudaProfilerStop, (void), (), RT_RANGE_END)                                       \
 	X(cudaMalloc, (void **p, size_t n), (p, n), 0)                                      \
 	X(cudaFree, (void *p), (p), 0)                                                      \
 	X(cudaMallocHost, (void **p, size_t n), (p, n), 0)                                  \
@@ -436,6 +441,18 @@ static uint32_t kernel_name_of(const void *func)
 
 /* ---- the wrappers ---- */
 
+/* cudaProfilerStart/Stop under --capture-range cudaProfilerApi: the window
+ * holds the calls themselves */
+static void rt_range(unsigned flags, bool after)
+{
+	if (gt_likely(gt_cfg.capture_range != GT_RANGE_PROFILER))
+		return;
+	if ((flags & RT_RANGE_BEGIN) && !after)
+		capture__range_begin(gt_clock_ns());
+	else if ((flags & RT_RANGE_END) && after)
+		capture__range_end(gt_clock_ns());
+}
+
 /*
  * One wrapper per runtime, told apart by the symbol version every libcudart
  * gives its functions (cudaMalloc@libcudart.so.12): the dynamic linker binds
@@ -476,6 +493,8 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
+		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
+			rt_range(flags, false);                                             \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
@@ -483,6 +502,8 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_r = gt_fn args;                                                  \
 		}                                                                           \
 		rt_after(&gt_c);                                                            \
+		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
+			rt_range(flags, true);                                              \
 		return gt_r;                                                                \
 	}
 #define RT_WRAP(name, params, args, flags)                                                  \

@@ -26,10 +26,34 @@ int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st);
 int cudaMemsetAsync(void *p, int v, size_t n, void *st);
 int cudaLaunchKernel(const void *f, struct dim3 g, struct dim3 b, void **a, size_t sm, void *s);
 const char *cudaGetErrorName(int e);
+int cudaProfilerStart(void);
+int cudaProfilerStop(void);
 
 /* the host stub of a "kernel": its name is what cudaFuncGetName reports */
 void scale_kernel(float *p, int n)
 {
+}
+
+/* "profiler": six steps of a memset of 1000 * step bytes and a sync; steps 3
+ * and 5 are inside cudaProfilerStart/Stop (--capture-range cudaProfilerApi) */
+static int profiler_ranges(void)
+{
+	void *d = NULL, *s = NULL;
+
+	cudaMalloc(&d, 1 << 16);
+	cudaStreamCreate(&s);
+	for (int step = 1; step <= 6; step++) {
+		if (step == 3 || step == 5)
+			cudaProfilerStart();
+		cudaMemsetAsync(d, 0, 1000 * (size_t)step, s);
+		cudaStreamSynchronize(s);
+		if (step == 3 || step == 5)
+			cudaProfilerStop();
+	}
+	cudaStreamDestroy(s);
+	cudaFree(d);
+	printf("fake_app: profiler ranges\n");
+	return 0;
 }
 
 /* "cancel": a thread blocked in cudaStreamSynchronize is cancelled; its
@@ -79,6 +103,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "cancel"))
 		return cancel_in_sync();
+	if (argc > 1 && !strcmp(argv[1], "profiler"))
+		return profiler_ranges();
 
 	int n = 0, dev = -1, launches = argc > 1 ? atoi(argv[1]) : 3;
 	void *d = NULL, *s = NULL;

@@ -81,3 +81,30 @@ def test_bad_capture_range_one_line(tmp_path):
     assert "GPUTRACE_CAPTURE_COUNT='many'" in lines[1]
     assert r.returncode == 0
     assert "capture" not in load_trace(tmp_path / "trace.json")["gputrace"]
+
+
+def test_cuda_profiler_api_ranges(tmp_path):
+    """cudaProfilerStart/Stop through the shared libcudart (the fake one): each pair is a
+    window holding both calls and what ran between them."""
+    exe = BUILD / "test" / "cuda" / "fake_app"
+    need(exe)
+    r = run([exe, "profiler"], tmp_path=tmp_path,
+            env={"GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"fake_app: profiler ranges\n"
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        assert names(t) == ["cudaProfilerStart", "cudaMemsetAsync", "cudaStreamSynchronize",
+                            "cudaProfilerStop"]
+
+
+def test_cuda_profiler_api_count_then_untraced(tmp_path):
+    exe = BUILD / "test" / "cuda" / "fake_app"
+    need(exe)
+    r = run([exe, "profiler"], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi"})
+    assert r.returncode == 0, r.stderr
+    assert [f.name for f in window_files(tmp_path)] == ["trace.json"]
+    check_window(load_trace(tmp_path / "trace.json"), 1)
