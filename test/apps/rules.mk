@@ -13,6 +13,11 @@ $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread -ldl
 
+# An ITT user: looks its collector up as Intel's static ittnotify part does.
+$(BUILD)/test/apps/ze_itt: test/apps/ze_itt.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -ldl
+
 # Resolves every Level Zero function with dlsym: no link-time dependency on the loader.
 $(BUILD)/test/apps/ze_dlopen: test/apps/ze_dlopen.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
@@ -31,5 +36,5 @@ $(BUILD)/test/apps/ze_modern: test/apps/ze_modern.c test/apps/ze_app.h \
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -L$(BUILD)/test/levelzero/newloader -lze_loader
 
 TEST_BUILD += $(ZE_APP_BINS) $(BUILD)/test/apps/ze_dlopen $(BUILD)/test/apps/ze_hello \
-	      $(BUILD)/test/apps/ze_modern
+	      $(BUILD)/test/apps/ze_modern $(BUILD)/test/apps/ze_itt
 endif

@@ -217,3 +217,32 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     os.chmod(tmp_path / "run", 0o755)
     r = capture(tmp_path, "--all")
     assert r.returncode == 1 and b"refused" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+# ---- ITT's __itt_resume / __itt_pause (--capture-range cudaProfilerApi) ----
+
+def test_itt_pause_resume_ranges(tmp_path):
+    """gputrace run points INTEL_LIBITTNOTIFY64 at the library; each resume/pause pair of
+    the program is a window holding exactly its step (host calls and the kernel)."""
+    app = APPS / "ze_itt"
+    for p in (ZE_SIM, app):
+        need(p)
+    env = clean_env(sim_env({"GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(GPUTRACE), "run", "--capture-range", "cudaProfilerApi",
+                        "--capture-count", "0", "-o", str(tmp_path / "trace.json"), "--",
+                        str(app)], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"ze_itt: 6 steps\n"
+    for n, (name, step) in enumerate((("trace.json", 3), ("trace-w2.json", 5)), 1):
+        t = load_trace(tmp_path / name)
+        info = t["gputrace"]
+        assert info["capture"]["window"] == n and info["events_lost"] == 0
+        lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+        spans = events(t, ph="X")
+        assert sorted(e["name"] for e in spans) == sorted([
+            "zeCommandListAppendLaunchKernel", "zeEventHostSynchronize", "zeEventHostReset",
+            "step"])
+        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+        for e in spans:
+            assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
+    assert sorted(p.name for p in tmp_path.glob("trace*")) == ["trace-w2.json", "trace.json"]
