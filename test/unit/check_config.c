@@ -2,6 +2,7 @@
 /* Every GPUTRACE_* variable, good and bad: bad values keep the default and
  * give exactly one stderr line naming the variable. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -134,6 +135,17 @@ static const struct {
 	{ "GPUTRACE_METRICS_HZ=1000001", "GPUTRACE_METRICS_HZ" },
 	{ "GPUTRACE_TELEMETRY=2", "GPUTRACE_TELEMETRY" },
 	{ "GPUTRACE_TELEMETRY_HZ=1001", "GPUTRACE_TELEMETRY_HZ" },
+	{ "GPUTRACE_START=later", "GPUTRACE_START" },
+	{ "GPUTRACE_DELAY=-1", "GPUTRACE_DELAY" },
+	{ "GPUTRACE_DELAY=1.5s", "GPUTRACE_DELAY" },
+	{ "GPUTRACE_DURATION=nan", "GPUTRACE_DURATION" },
+	{ "GPUTRACE_DURATION=9e9", "GPUTRACE_DURATION" },
+	{ "GPUTRACE_CAPTURE_RANGE=nvtx:", "GPUTRACE_CAPTURE_RANGE" },
+	{ "GPUTRACE_CAPTURE_RANGE=nvtx:a@", "GPUTRACE_CAPTURE_RANGE" },
+	{ "GPUTRACE_CAPTURE_RANGE=cudaprofilerapi", "GPUTRACE_CAPTURE_RANGE" },
+	{ "GPUTRACE_CAPTURE_COUNT=-1", "GPUTRACE_CAPTURE_COUNT" },
+	{ "GPUTRACE_CAPTURE_SIGNAL=SEGV", "GPUTRACE_CAPTURE_SIGNAL" },
+	{ "GPUTRACE_CAPTURE_SIGNAL=RTMIN+99", "GPUTRACE_CAPTURE_SIGNAL" },
 	{ "GPUTRACE_BOGUS=1", "GPUTRACE_BOGUS" },
 	{ "GPUTRACE_=1", "GPUTRACE_" },
 };
@@ -247,6 +259,33 @@ START_TEST(test_expand_output)
 }
 END_TEST
 
+START_TEST(test_capture_values)
+{
+	struct gt_config cfg;
+	char *env[] = { "GPUTRACE_START=paused", "GPUTRACE_DELAY=1.25", "GPUTRACE_DURATION=30",
+			"GPUTRACE_CAPTURE_RANGE=nvtx:step 1@my@dom", "GPUTRACE_CAPTURE_COUNT=0",
+			"GPUTRACE_CAPTURE_SIGNAL=SIGRTMAX-2", "GPUTRACE_RUN_DIR=/x", NULL };
+	char *env2[] = { "GPUTRACE_CAPTURE_RANGE=cudaProfilerApi",
+			 "GPUTRACE_CAPTURE_SIGNAL=off", NULL };
+
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert(cfg.start_paused);
+	ck_assert_uint_eq(cfg.delay_ns, 1250000000ull);
+	ck_assert_uint_eq(cfg.duration_ns, 30000000000ull);
+	ck_assert_int_eq(cfg.capture_range, GT_RANGE_NVTX);
+	/* the last '@' splits: a name may hold one */
+	ck_assert_str_eq(cfg.capture_nvtx, "step 1@my");
+	ck_assert_str_eq(cfg.capture_nvtx_domain, "dom");
+	ck_assert_uint_eq(cfg.capture_count, 0);
+	ck_assert_int_eq(cfg.capture_signal, SIGRTMAX - 2);
+	ck_assert_int_eq(parse(&cfg, env2), 0);
+	ck_assert_int_eq(cfg.capture_range, GT_RANGE_PROFILER);
+	ck_assert_int_eq(cfg.capture_signal, 0);
+	ck_assert_uint_eq(cfg.capture_count, 1);
+	ck_assert(!cfg.start_paused);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -260,6 +299,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_metrics_and_telemetry);
 	tcase_add_test(tc, test_kind_aliases);
 	tcase_add_test(tc, test_expand_output);
+	tcase_add_test(tc, test_capture_values);
 	suite_add_tcase(s, tc);
 	return s;
 }
