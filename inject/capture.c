@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "capture.h"
 #include "clock.h"
@@ -108,10 +109,14 @@ void capture__ended(void)
 void capture__range_begin(uint64_t now_ns)
 {
 	pthread_mutex_lock(&cap_lock);
-	/* the last window's file is ended before the next one opens */
-	for (int tries = 0; atomic_load(&closes) != atomic_load(&ended) && tries < 3; tries++) {
+	/* the last window's file is ended (after its grace) before the next one opens */
+	for (int tries = 0; atomic_load(&closes) != atomic_load(&ended) && tries < 100; tries++) {
+		struct timespec ms = { 0, 1000000 };
+
 		pthread_mutex_unlock(&cap_lock);
-		lifecycle__hooks()->sync(false, 1000);
+		if (lifecycle__hooks()->sync(false, 100) < 0)
+			tries = 100;
+		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&cap_lock);
 		now_ns = gt_clock_ns();
 	}

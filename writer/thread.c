@@ -29,6 +29,7 @@
 #include "writer.h"
 
 #define POLL_MS          10   /* how often rings are looked at */
+#define WINDOW_GRACE_NS  10000000ull /* a closed window's file is ended this much later */
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 {
@@ -87,13 +88,25 @@ static void *drain_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	atomic_store(&W.drain_tid, gt_gettid());
 	gt_in_tracer = 1;
+	uint64_t closed_at = 0;
 	for (;;) {
 		struct timespec ts = { 0, wait_ns(due) };
-		uint64_t req = atomic_load(&W.req_seq), window_in;
+		uint64_t req = atomic_load(&W.req_seq), window_in, now;
 		bool final;
 
-		/* capture windows open and close here, between cycles */
-		if (capture__tick(gt_clock_ns(), &window_in) == GT_CAPTURE_CLOSED) {
+		/* capture windows open and close here, between cycles. A closed
+		 * window's file is ended WINDOW_GRACE_NS later: a call that read
+		 * its end time just before the close still reaches its ring. */
+		now = gt_clock_ns();
+		if (capture__tick(now, &window_in) != GT_CAPTURE_CLOSED) {
+			closed_at = 0;
+		} else if (!closed_at) {
+			closed_at = now;
+			window_in = WINDOW_GRACE_NS;
+		} else if (now - closed_at < WINDOW_GRACE_NS) {
+			window_in = WINDOW_GRACE_NS - (now - closed_at);
+		} else {
+			closed_at = 0;
 			pthread_mutex_lock(&W.cycle_lock);
 			gt_in_tracer = 0;
 			writer__window_end();

@@ -153,8 +153,11 @@ def wait_window_file(path, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists():
-            t = load_trace(path)
-            if t["gputrace"].get("end") == "window":
+            try:
+                t = load_trace(path)
+            except (AssertionError, ValueError):
+                t = None  # read while a checkpoint was being written: read it again
+            if t and t["gputrace"].get("end") == "window":
                 return t
         time.sleep(0.05)
     raise AssertionError(f"{path}: no complete window")
@@ -167,8 +170,15 @@ def check_window(trace, seconds=None):
     got = sorted(e["args"]["gx"] for e in events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
                  if e["args"]["kernel"] == "imm")
     assert got and got == list(range(got[0], got[-1] + 1))
-    assert info["events_lost"] == 0
+    assert_only_late_losses(info)
     return info
+
+
+def assert_only_late_losses(info):
+    """Nothing lost but, on a loaded machine, a call of an earlier window that reached its
+    ring more than the writer's grace after that window closed (counted, README)."""
+    assert {k for k, v in info["lost_by_reason"].items() if v} <= {"window_late"}, info
+    assert info["events_lost"] <= 2
 
 
 @pytest.mark.sanitize
