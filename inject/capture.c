@@ -151,10 +151,11 @@ static enum gt_capture_event tick_locked(uint64_t now_ns, uint64_t *wait_ns)
 	if (atomic_load(&closes) != atomic_load(&ended))
 		return GT_CAPTURE_CLOSED;
 	at = atomic_load(&gt_cap.stop_at_ns);
-	if ((at && now_ns >= at) || atomic_exchange(&gt_cap.req_close, false)) {
-		if (close_window(now_ns))
-			return GT_CAPTURE_CLOSED; /* the writer ends its file before anything opens */
-	}
+	/* a planned end is the window's end even when this thread is late: what
+	 * was recorded after it is outside, and the writer leaves it out */
+	if ((at && now_ns >= at && close_window(at)) ||
+	    (atomic_exchange(&gt_cap.req_close, false) && close_window(now_ns)))
+		return GT_CAPTURE_CLOSED; /* the writer ends its file before anything opens */
 	at = atomic_load(&gt_cap.start_at_ns);
 	if (at && now_ns >= at) {
 		atomic_store(&gt_cap.start_at_ns, 0);

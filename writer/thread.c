@@ -128,6 +128,11 @@ static void *drain_main(void *arg)
 		if (req == atomic_load(&W.done_seq) && !drain__rings_high() &&
 		    gt_clock_ns() - W.last_checkpoint_ns < gt_cfg.flush_ms * 1000000ull)
 			continue;
+		/* not before the process's start-up is over: backends set their
+		 * state after this thread starts, and a paused process publishes
+		 * no event whose ring would order it before our reads */
+		if (!final && atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2)
+			continue;
 		/* a fork() waits for the cycle lock: let it have it */
 		for (unsigned spins = 0; atomic_load(&W.fork_pending) && spins < 1000; spins++)
 			sched_yield();
