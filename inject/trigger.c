@@ -89,7 +89,7 @@ void trigger__announce(void)
 	}
 	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
 		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
-		     gt_cap.controlled ? "windows" : "whole", gt_st.exe);
+		     gt_cap.controlled ? "windows" : "whole", gt_exe());
 	if (write(fd, text, (size_t)n) != n)
 		pr_dbg("could not write %s", trig_file);
 	close(fd);
