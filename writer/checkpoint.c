@@ -160,6 +160,7 @@ static void window_path(char *path, size_t cap, uint32_t n)
 void checkpoint__forget_file(void)
 {
 	W.opened = false;
+	W.listed = false; /* a gputrace run is told of each window's file */
 	W.any_event = false;
 	W.recorded = 0;
 	W.files++;

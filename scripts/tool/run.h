@@ -36,7 +36,13 @@
 	X("--metrics-mode", "GPUTRACE_METRICS_MODE", true)                                 \
 	X("--metrics-hz", "GPUTRACE_METRICS_HZ", true)                                     \
 	X("--telemetry", "GPUTRACE_TELEMETRY", false)                                      \
-	X("--telemetry-hz", "GPUTRACE_TELEMETRY_HZ", true)
+	X("--telemetry-hz", "GPUTRACE_TELEMETRY_HZ", true)                                 \
+	X("--start", "GPUTRACE_START", true)                                               \
+	X("--delay", "GPUTRACE_DELAY", true)                                               \
+	X("--duration", "GPUTRACE_DURATION", true)                                         \
+	X("--capture-range", "GPUTRACE_CAPTURE_RANGE", true)                               \
+	X("--capture-count", "GPUTRACE_CAPTURE_COUNT", true)                               \
+	X("--capture-signal", "GPUTRACE_CAPTURE_SIGNAL", true)
 
 enum {
 #define RUN_OPT_COUNT(name, var, value) +1

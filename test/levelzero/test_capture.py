@@ -238,12 +238,15 @@ def test_itt_pause_resume_ranges(tmp_path):
     for p in (ZE_SIM, app):
         need(p)
     env = clean_env(sim_env({"GPUTRACE_SUMMARY": "0"}))
+    # -o with %p: each process's own files (one per window) are the result
     r = subprocess.run([str(GPUTRACE), "run", "--capture-range", "cudaProfilerApi",
-                        "--capture-count", "0", "-o", str(tmp_path / "trace.json"), "--",
+                        "--capture-count", "0", "-o", str(tmp_path / "trace-%p.json"), "--",
                         str(app)], env=env, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"ze_itt: 6 steps\n"
-    for n, (name, step) in enumerate((("trace.json", 3), ("trace-w2.json", 5)), 1):
+    files = sorted((p.name for p in tmp_path.glob("trace*")), key=len)
+    assert len(files) == 2 and files[1] == files[0].replace(".json", "-w2.json"), files
+    for n, (name, step) in enumerate(((files[0], 3), (files[1], 5)), 1):
         t = load_trace(tmp_path / name)
         info = t["gputrace"]
         assert info["capture"]["window"] == n and info["events_lost"] == 0
@@ -255,4 +258,4 @@ def test_itt_pause_resume_ranges(tmp_path):
         assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
         for e in spans:
             assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
-    assert sorted(p.name for p in tmp_path.glob("trace*")) == ["trace-w2.json", "trace.json"]
+
