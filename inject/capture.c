@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "hooks.h"
+#include "state.h"
 
 GT_HIDDEN struct gt_capture gt_cap;
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -127,6 +128,9 @@ void capture__range_begin(uint64_t now_ns)
 		open_window(now_ns, gt_cfg.duration_ns);
 	}
 	pthread_mutex_unlock(&cap_lock);
+	/* a paused process has no drain thread until a window opens: this
+	 * window's file is ended by it, whether or not anything is recorded */
+	gt_start_writer();
 }
 
 void capture__range_end(uint64_t now_ns)
@@ -135,6 +139,26 @@ void capture__range_end(uint64_t now_ns)
 	if (ranges)
 		close_window(now_ns);
 	pthread_mutex_unlock(&cap_lock);
+}
+
+bool capture__unwritten_request(bool open, uint64_t duration_ns)
+{
+	uint64_t now = gt_clock_ns();
+
+	if (shim__writer_started() || !gt_cap.controlled)
+		return false;
+	if (open) {
+		open_window(now, duration_ns);
+	} else {
+		int expect = GT_PHASE_RUNNING;
+
+		/* nothing was recorded in it (no event starts the drain thread
+		 * without starting it): no file to end, so no close to count */
+		atomic_store(&gt_cap.stop_at_ns, 0);
+		if (atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED))
+			atomic_store(&gt_cap.close_ns, now);
+	}
+	return true;
 }
 
 static uint64_t until(uint64_t at_ns, uint64_t now_ns)

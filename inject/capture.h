@@ -50,6 +50,14 @@ GT_HIDDEN enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns
 GT_HIDDEN void capture__post_open(uint64_t duration_ns);
 GT_HIDDEN void capture__post_close(void);
 
+/* Async-signal-safe, for the trigger's handler: while no drain thread runs
+ * (it starts with the first event; a paused process has none), there is no
+ * file to end before a window opens, so the request is applied here (open:
+ * a window of duration_ns, 0 open-ended; else the open window ends). The
+ * drain thread, once started by the window's first event, keeps its
+ * deadline. False: a drain thread runs, post the request to it. */
+GT_HIDDEN bool capture__unwritten_request(bool open, uint64_t duration_ns);
+
 /* Writer: a window closed whose file is not ended yet (its events are
  * still written). */
 GT_HIDDEN bool capture__unended(void);

@@ -444,6 +444,11 @@ bool gt_phase_wait_done(unsigned timeout_ms)
  */
 static _Atomic bool writer_started GT_STARTUP_STATE;
 
+bool shim__writer_started(void)
+{
+	return atomic_load(&writer_started);
+}
+
 void gt_start_writer(void)
 {
 	if (atomic_load_explicit(&writer_started, memory_order_relaxed) ||
@@ -604,9 +609,10 @@ GT_HIDDEN void shim__start_process(void)
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
 	trigger__announce();
-	/* windows open and close on the drain thread: a controlled process
-	 * needs it before its first event */
-	if (gt_cap.controlled && !atomic_exchange(&writer_started, true) &&
+	/* a --delay window opens on the drain thread, at its time: that process
+	 * needs one before its first event (a paused one gets it with its
+	 * first window, capture__unwritten_request) */
+	if (atomic_load(&gt_cap.start_at_ns) && !atomic_exchange(&writer_started, true) &&
 	    lifecycle__hooks()->start())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }

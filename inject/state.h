@@ -67,6 +67,8 @@ GT_HIDDEN bool shim__has_events(void);
  * writer runs): false for a process that made no traced call (its exit
  * has nothing to wait for). */
 GT_HIDDEN bool shim__recorded_anything(void);
+/* The drain thread was started (gt_start_writer), or is not to be. */
+GT_HIDDEN bool shim__writer_started(void);
 GT_HIDDEN void lifecycle__init(void);
 /* Put our fatal-signal handlers in (once; with the first recording). */
 GT_HIDDEN void lifecycle__arm_signals(void);

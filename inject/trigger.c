@@ -26,19 +26,25 @@ static char trig_file[PATH_MAX];     /* our announcement; "" when none */
 
 static void on_trigger(int sig, siginfo_t *si, void *uc)
 {
-	/* only atomic stores: the drain thread does the work */
+	bool open = atomic_load(&gt_phase) != GT_PHASE_RUNNING;
+	uint64_t duration_ns = 0;
+
+	(void)sig;
+	(void)uc;
 	if (si && si->si_code == SI_QUEUE) {
 		int ms = si->si_value.sival_int;
 
-		if (ms < 0)
-			capture__post_close();
-		else
-			capture__post_open((uint64_t)ms * 1000000ull);
-	} else if (atomic_load(&gt_phase) == GT_PHASE_RUNNING) {
-		capture__post_close();
-	} else {
-		capture__post_open(0);
+		open = ms >= 0;
+		duration_ns = open ? (uint64_t)ms * 1000000ull : 0;
 	}
+	/* only atomic stores: the drain thread does the work, or there is none
+	 * yet and nothing to write (capture__unwritten_request) */
+	if (capture__unwritten_request(open, duration_ns))
+		return;
+	if (open)
+		capture__post_open(duration_ns);
+	else
+		capture__post_close();
 }
 
 void trigger__init(void)

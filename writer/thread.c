@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -86,6 +87,8 @@ static void *drain_main(void *arg)
 	/* Signals meant for the program go to its threads, not ours. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* named, so that top -H and the tests tell it from the program's */
+	prctl(PR_SET_NAME, "gputrace-drain", 0, 0, 0);
 	atomic_store(&W.drain_tid, gt_gettid());
 	gt_in_tracer = 1;
 	uint64_t closed_at = 0;

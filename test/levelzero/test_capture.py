@@ -141,6 +141,17 @@ def start_paused(tmp_path, ms, extra=None):
     return p
 
 
+def drain_threads(pid):
+    """How many gputrace drain threads the process runs (they are named so)."""
+    n = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            n += pathlib.Path(f"/proc/{pid}/task/{t}/comm").read_text() == "gputrace-drain\n"
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return n
+
+
 def capture(tmp_path, *args):
     """gputrace capture from another shell (its own environment: only the run directory)."""
     env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
@@ -187,6 +198,9 @@ def test_capture_paused_processes_from_another_shell(tmp_path):
         need(p)
     procs = [start_paused(tmp_path, 2500) for _ in range(2)]
     try:
+        # paused, a process has recorded nothing: no drain thread yet (it starts with
+        # the first window), so the trigger is applied by the signal handler itself
+        assert [drain_threads(p.pid) for p in procs] == [0, 0]
         # every traced process of the user: one window of 0.3 s each, one file each
         r = capture(tmp_path, "--duration", "0.3", "--all")
         assert r.returncode == 0, r.stderr
@@ -195,6 +209,7 @@ def test_capture_paused_processes_from_another_shell(tmp_path):
         for p in procs:
             info = check_window(wait_window_file(tmp_path / f"trace-{p.pid}.json"), 0.3)
             assert info["capture"]["window"] == 1
+        assert [drain_threads(p.pid) for p in procs] == [1, 1]
         # one of them again, open-ended, ended by --stop: a second file
         first = procs[0]
         assert capture(tmp_path, first.pid).returncode == 0
