@@ -274,3 +274,46 @@ def test_itt_pause_resume_ranges(tmp_path):
         for e in spans:
             assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
 
+
+
+# ---- gputrace run: capture --all in a multi-process run ----
+
+@pytest.mark.sanitize
+def test_capture_all_inside_one_gputrace_run(tmp_path):
+    """gputrace run --start paused over a job of two processes; gputrace capture --all from
+    another shell opens a window in each; the run's one trace holds both windows, each
+    marked by its input's capture member, and nothing else."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    env = clean_env(sim_env({"GPUTRACE_SUMMARY": "0", "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    job = f"{WINDOW_APP} 2500 {BATCH} & {WINDOW_APP} 2500 {BATCH}; wait"
+    out = tmp_path / "trace.json"
+    p = subprocess.Popen([str(GPUTRACE), "run", "--start", "paused", "-o", str(out), "--",
+                          "/bin/sh", "-c", job], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        assert [p.stdout.readline() for _ in range(2)] == [b"ze_window: ready\n"] * 2
+        r = capture(tmp_path, "--duration", "0.3", "--all")
+        assert r.returncode == 0, r.stderr
+        # the two programs (the shell is traced too, and paused: its window records nothing)
+        lines = [l for l in r.stdout.decode().splitlines() if "(ze_window)" in l]
+        assert len(lines) == 2 and all(l.endswith(": window of 0.300 s") for l in lines), lines
+        pids = sorted(int(l.split()[2]) for l in lines)
+    finally:
+        rest, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert rest.count(b"iterations=") == 2
+    trace = load_trace(out)
+    inputs = trace["gputrace"]["inputs"]
+    assert sorted(i["gputrace"]["pid"] for i in inputs) == pids
+    for i in inputs:
+        info = i["gputrace"]
+        assert info["capture"]["window"] == 1 and info["end"] == "window"
+        hi, lo = info["capture"]["end_ns"], info["capture"]["start_ns"]
+        assert 0.3e9 <= hi - lo <= 0.35e9
+        assert_only_late_losses(info)
+    # each window's kernels are there, on its own process's rows
+    launches = events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
+    assert len({e["pid"] for e in launches}) == 2
+    assert not (tmp_path / "trace.json.parts").exists()
+    assert list((tmp_path / "run").iterdir()) == []
