@@ -253,6 +253,12 @@ static void cycle(bool final, bool closing)
 	ranges__cycle_end();
 	if (W.opened)
 		events__name_rows();
+	if (closing && W.opened && gt_cap.controlled) {
+		/* a window still open (UINT64_MAX) ends with the process */
+		uint64_t close = atomic_load(&gt_cap.close_ns);
+
+		events__window(W.files + 1, atomic_load(&gt_cap.open_ns), close < now ? close : now);
+	}
 	if (W.opened || writing_window())
 		checkpoint__write(closing);
 	W.last_checkpoint_ns = now;

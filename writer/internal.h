@@ -257,6 +257,8 @@ GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t
 			    uint32_t tid, uint64_t ts, bool fwdbwd);
 /* Names and sort order of the device rows registered since the last call. */
 GT_HIDDEN void events__name_rows(void);
+/* A slice marking capture window n on its own row (written as it ends). */
+GT_HIDDEN void events__window(uint32_t n, uint64_t open_ns, uint64_t close_ns);
 /* A metadata ("M") event: sval (slen bytes), or ival when sval is NULL. */
 GT_HIDDEN void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
 			    const char *key, const char *sval, size_t slen, long long ival);

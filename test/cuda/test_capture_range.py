@@ -15,8 +15,9 @@ pytestmark = pytest.mark.skipif(not HAVE_CUPTI, reason="CUDA backend not built (
 
 
 def names(trace):
+    """What the program did, in order (not gputrace's own window mark, check_window's)."""
     return [e["name"] for e in sorted(events(trace), key=lambda e: (e.get("ts", 0), -e.get("dur", 0)))
-            if e.get("ph") in ("X", "i", "I")]
+            if e.get("ph") in ("X", "i", "I") and e.get("cat") != "gputrace"]
 
 
 def window_files(tmp_path):
@@ -30,6 +31,10 @@ def check_window(trace, n):
     lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
     for e in events(trace, ph="X"):
         assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi
+    # the window, marked on a row of its own (tid 0): exactly its bounds
+    mark = [e for e in events(trace, ph="X") if e["cat"] == "gputrace"]
+    assert [(e["name"], e["tid"], round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+            for e in mark] == [(f"capture window {n}", 0, lo, hi)]
 
 
 @pytest.mark.sanitize

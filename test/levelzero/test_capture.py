@@ -45,6 +45,10 @@ def check_inside(trace):
     assert spans
     for e in spans:
         assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi, e
+    # the window, marked on a row of its own (tid 0): exactly its bounds
+    mark = [e for e in spans if e["cat"] == "gputrace"]
+    assert [(e["name"], e["tid"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in mark] == [
+        (f"capture window {cap['window']}", 0, lo, hi)]
     return info, lo, hi
 
 
@@ -269,7 +273,7 @@ def test_itt_pause_resume_ranges(tmp_path):
         spans = events(t, ph="X")
         assert sorted(e["name"] for e in spans) == sorted([
             "zeCommandListAppendLaunchKernel", "zeEventHostSynchronize", "zeEventHostReset",
-            "step"])
+            "step", f"capture window {n}"])
         assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
         for e in spans:
             assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
@@ -315,5 +319,8 @@ def test_capture_all_inside_one_gputrace_run(tmp_path):
     # each window's kernels are there, on its own process's rows
     launches = events(trace, ph="X", name="zeCommandListAppendLaunchKernel")
     assert len({e["pid"] for e in launches}) == 2
+    marks = [e for e in events(trace, ph="X") if e["cat"] == "gputrace"]
+    assert sorted((e["name"], e["pid"]) for e in marks) == sorted(
+        ("capture window 1", e["pid"]) for e in {e["pid"]: e for e in launches}.values())
     assert not (tmp_path / "trace.json.parts").exists()
     assert list((tmp_path / "run").iterdir()) == []
