@@ -45,30 +45,31 @@ int rundir__check(const char *dir, bool create)
 	return 0;
 }
 
-unsigned long long rundir__start_time(int pid)
+char *rundir__proc_stat(int pid, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
+	char path[64], *p;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
 	/* the name (field 2) may hold spaces and parentheses: count from the last ')' */
 	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
+	return p ? p + 1 : NULL;
+}
+
+unsigned long long rundir__start_time(int pid)
+{
+	char buf[1024], *p = rundir__proc_stat(pid, buf, sizeof(buf));
+
 	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	if (p)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }

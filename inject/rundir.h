@@ -20,6 +20,10 @@ int rundir__path(char *out, size_t len);
  * (-EPERM: someone else's, or open to others; -ENOTDIR: not a directory). */
 int rundir__check(const char *dir, bool create);
 
+/* /proc/PID/stat read into buf: what follows the program's name (field 3
+ * on, " S 1 ..."; the name may hold anything, even ')'), or NULL. */
+char *rundir__proc_stat(int pid, char *buf, size_t len);
+
 /* The start time of pid (field 22 of /proc/PID/stat, clock ticks since
  * boot): a pid reused by another process has another. 0 when unknown. */
 unsigned long long rundir__start_time(int pid);

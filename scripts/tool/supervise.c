@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inject/rundir.h"
 #include "supervise.h"
 
 /* Signals that are the process's own doing (faults) or that only stop it
@@ -112,23 +113,10 @@ int sup__spawn(struct supervisor *s, char *const argv[], char *const envp[])
 /* The parent of pid, from /proc (0 when it cannot be read). */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char buf[512], *p = rundir__proc_stat((int)pid, buf, sizeof(buf));
 	long ppid = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* "pid (comm) state ppid ...": comm may hold anything, even ')' */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+	if (!p || sscanf(p, " %*c %ld", &ppid) != 1)
 		return 0;
 	return (pid_t)ppid;
 }
