@@ -60,6 +60,7 @@ $(CUDA_OUT)/nvtx_ranges: test/cuda/nvtx_ranges.c $(FAKE_RT)
 	  -L$(dir $(FAKE_RT)) -lcudart -Wl,-rpath,$(abspath $(dir $(FAKE_RT))) -ldl -lpthread
 
 TEST_BUILD += $(CUDA_OUT)/nvtx_ranges
+
 $(CUDA_OUT)/nvtx_steps: test/cuda/nvtx_steps.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -ldl
