@@ -469,9 +469,11 @@ bool gt_backend_enabled(const char *name)
 		return gt_cfg.backends & GT_BACKEND_ZE;
 	if (!strcmp(name, "plugins"))
 		return gt_cfg.backends & GT_BACKEND_PLUGINS;
-	/* the ITT collector records annotations whatever the GPU backends */
+	/* the ITT collector records annotations whatever the GPU backends, and
+	 * its __itt_resume/__itt_pause mark capture ranges */
 	if (!strcmp(name, "itt"))
-		return gt_cfg.kinds & GT_KIND(ANNOTATION);
+		return (gt_cfg.kinds & GT_KIND(ANNOTATION)) ||
+		       gt_cfg.capture_range == GT_RANGE_PROFILER;
 	return false;
 }
 

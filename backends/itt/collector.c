@@ -19,6 +19,11 @@
  * Domains and string handles may come from the static part (created before
  * the collector was loaded) or from us: both have the published layout,
  * and names are read from it (through a cache: no lock after the first).
+ *
+ * __itt_resume/__itt_pause (ITT's collection control) open and close a
+ * capture window under --capture-range cudaProfilerApi, as
+ * cudaProfilerStart/Stop do: Level Zero has no marker API of its own. They
+ * are the collector's only functions that work with annotations off.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +34,7 @@
 
 #include "backends/backend.h"
 #include "backends/itt/itt.h"
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/injection.h"
@@ -533,6 +539,26 @@ static void counter_set_value_ex(struct itt_counter *c, void *clock, unsigned lo
 	counter_set_value(c, p);
 }
 
+/* Collection control: capture windows (inject/capture.h). */
+static bool control_wanted(void)
+{
+	return gt_cfg.capture_range == GT_RANGE_PROFILER;
+}
+
+static void control_resume(void)
+{
+	gt_ensure_init();
+	if (control_wanted())
+		capture__range_begin(gt_clock_ns());
+}
+
+static void control_pause(void)
+{
+	gt_ensure_init();
+	if (control_wanted())
+		capture__range_end(gt_clock_ns());
+}
+
 static const char *api_version(void)
 {
 	return "gputrace ITT collector " GPUTRACE_VERSION;
@@ -604,6 +630,8 @@ static const char *api_version(void)
 	X(counter_set_value, void, (struct itt_counter *c, void *p), (c, p))               \
 	X(counter_set_value_ex, void,                                                      \
 	  (struct itt_counter *c, void *k, unsigned long long t, void *p), (c, k, t, p))   \
+	X(resume, void, (void), ())                                                        \
+	X(pause, void, (void), ())                                                         \
 	X(api_version, const char *, (void), ())
 
 /* The A-suffixed creators are the plain ones. */
@@ -612,6 +640,9 @@ static const char *api_version(void)
 #define counter_createA        counter_create
 #define counter_create_typedA  counter_create_typed
 #define counter_createA_v3     counter_create_v3
+/* not libc's pause() */
+#define resume                 control_resume
+#define pause                  control_pause
 
 /* __itt_<name>, exported: a version-1 static part finds them with dlsym. */
 #define ITT_EXPORTED(name, ret, params, args)                                              \
@@ -644,14 +675,16 @@ static void *itt_lookup(const char *name)
  * Version 2: the static part calls this once, at its first ITT call, with
  * its global table. Pointers we implement are set to our functions, the
  * others to the part's own null function; with annotations off, all of
- * them: the program then pays nothing for ITT.
+ * them but collection control when capture windows follow it: the program
+ * then pays nothing for ITT.
  */
 ITT_API void __itt_api_init(struct itt_global *g, int groups)
 {
-	bool on;
+	bool on, control;
 
 	gt_ensure_init();
-	on = gt_backend_enabled("itt");
+	on = gt_backend_enabled("itt") && (gt_cfg.kinds & GT_KIND(ANNOTATION));
+	control = gt_backend_enabled("itt") && control_wanted();
 	if (!g || !g->api_list_ptr)
 		return;
 	if (g->version_build && g->version_build <= ITT_API_INFO_NULL_FUNC_BUILD) {
@@ -661,7 +694,10 @@ ITT_API void __itt_api_init(struct itt_global *g, int groups)
 		return;
 	}
 	for (struct itt_api_info *a = g->api_list_ptr; a->name; a++) {
-		void *fn = on ? itt_lookup(a->name) : NULL;
+		void *fn = itt_lookup(a->name);
+
+		if (!on && !(control && (fn == (void *)__itt_resume || fn == (void *)__itt_pause)))
+			fn = NULL;
 
 		if (a->func_ptr)
 			*a->func_ptr = fn ? fn : a->null_func;

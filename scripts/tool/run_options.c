@@ -315,18 +315,6 @@ static char *var(const char *name, const char *value)
 	return b.p;
 }
 
-/* --capture-range cudaProfilerApi: Intel programs mark their ranges with
- * ITT's __itt_resume/__itt_pause, which reach the library only as the
- * program's ITT collector (unless the user names another one). */
-static bool itt_collector(const struct run *r)
-{
-	const char *range = option_value(r, "GPUTRACE_CAPTURE_RANGE");
-
-	if (!range)
-		range = getenv("GPUTRACE_CAPTURE_RANGE");
-	return range && !strcmp(range, "cudaProfilerApi") && !getenv("INTEL_LIBITTNOTIFY64");
-}
-
 char **run__command_env(struct run *r, const char *lib)
 {
 	size_t n = 0, k = 0;
@@ -357,8 +345,6 @@ char **run__command_env(struct run *r, const char *lib)
 		env[k++] = var("GPUTRACE_STACKS", r->stacks);
 	env[k++] = var("GPUTRACE_OUTPUT", r->child_output);
 	env[k++] = var("GPUTRACE_RUN_STATE", r->state);
-	if (itt_collector(r))
-		env[k++] = var("INTEL_LIBITTNOTIFY64", lib);
 	env[k++] = preload(lib);
 	env[k] = NULL;
 	return env;

@@ -61,7 +61,9 @@ static const itt_id itt_null = { 0, 0, 0 };
 	X(counter_create_typed, itt_counter, (const char *name, const char *domain, int type)) \
 	X(counter_set_value, void, (itt_counter c, void *value))                           \
 	X(counter_inc_delta, void, (itt_counter c, unsigned long long delta))              \
-	X(thread_set_name, void, (const char *name))
+	X(thread_set_name, void, (const char *name))                                       \
+	X(pause, void, (void))                                                             \
+	X(resume, void, (void))
 
 #define ITT_TEST_DECL(name, ret, params) extern ret(*itt_##name##_ptr) params;
 ITT_TEST_API(ITT_TEST_DECL)
@@ -95,6 +97,19 @@ itt_string_handle *itt_string_handle_create(const char *name);
 #define itt_frame_end_v3(d, id) ITT_CALL_D(frame_end_v3, d, id)
 #define itt_frame_submit_v3(d, id, b, e) ITT_CALL_D(frame_submit_v3, d, id, b, e)
 #define itt_marker(d, id, n, scope) ITT_CALL_D(marker, d, id, n, scope)
+/* Collection control: no domain, called when the collector gave one. */
+#define itt_pause()                                                                        \
+	do {                                                                               \
+		itt_test_init();                                                           \
+		if (itt_pause_ptr)                                                         \
+			itt_pause_ptr();                                                   \
+	} while (0)
+#define itt_resume()                                                                       \
+	do {                                                                               \
+		itt_test_init();                                                           \
+		if (itt_resume_ptr)                                                        \
+			itt_resume_ptr();                                                  \
+	} while (0)
 unsigned long long itt_get_timestamp(void);
 itt_counter itt_counter_create_typed(const char *name, const char *domain, int type);
 void itt_counter_set_value(itt_counter c, void *value);

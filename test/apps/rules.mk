@@ -13,10 +13,12 @@ $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread -ldl
 
-# An ITT user: looks its collector up as Intel's static ittnotify part does.
-$(BUILD)/test/apps/ze_itt: test/apps/ze_itt.c test/apps/ze_app.h
+# An ITT user, through the suite's static ITT part (as Intel's libittnotify.a).
+$(BUILD)/test/apps/ze_itt: test/apps/ze_itt.c test/apps/ze_app.h \
+			   test/annotations/itt_static.c test/annotations/itt_static.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -ldl
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< test/annotations/itt_static.c -lze_loader -ldl \
+	  -lpthread
 
 # Resolves every Level Zero function with dlsym: no link-time dependency on the loader.
 $(BUILD)/test/apps/ze_dlopen: test/apps/ze_dlopen.c test/apps/ze_app.h

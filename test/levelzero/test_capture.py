@@ -250,19 +250,34 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
 
 # ---- ITT's __itt_resume / __itt_pause (--capture-range cudaProfilerApi) ----
 
-def test_itt_pause_resume_ranges(tmp_path):
-    """gputrace run points INTEL_LIBITTNOTIFY64 at the library; each resume/pause pair of
-    the program is a window holding exactly its step (host calls and the kernel)."""
+@pytest.mark.parametrize("how,protocol,activities", [
+    ("run", "2", None),
+    ("preload", "1", "runtime,driver,kernel"),
+])
+def test_itt_pause_resume_ranges(tmp_path, how, protocol, activities):
+    """The library is the program's ITT collector (backends/itt, INTEL_LIBITTNOTIFY64 named
+    by the library itself, under gputrace run or plain LD_PRELOAD, ITT protocol 2 or 1, with
+    annotations on or off); each resume/pause pair of the program is a window holding exactly
+    its step (host calls and the kernel), one file each."""
     app = APPS / "ze_itt"
     for p in (ZE_SIM, app):
         need(p)
-    env = clean_env(sim_env({"GPUTRACE_SUMMARY": "0"}))
-    # -o with %p: each process's own files (one per window) are the result
-    r = subprocess.run([str(GPUTRACE), "run", "--capture-range", "cudaProfilerApi",
-                        "--capture-count", "0", "-o", str(tmp_path / "trace-%p.json"), "--",
-                        str(app)], env=env, capture_output=True, timeout=60)
+    extra = {"GPUTRACE_SUMMARY": "0", "ITT_TEST_PROTOCOL": protocol}
+    if activities:
+        extra["GPUTRACE_ACTIVITIES"] = activities
+    env = clean_env(sim_env(extra))
+    out = str(tmp_path / "trace-%p.json")
+    if how == "run":
+        # -o with %p: each process's own files (one per window) are the result
+        cmd = [str(GPUTRACE), "run", "--capture-range", "cudaProfilerApi", "--capture-count",
+               "0", "-o", out, "--", str(app)]
+    else:
+        env.update({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": out,
+                    "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"})
+        cmd = [str(app)]
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == b"ze_itt: 6 steps\n"
+    assert r.stdout == f"ze_itt: 6 steps, ITT protocol {protocol}\n".encode()
     files = sorted((p.name for p in tmp_path.glob("trace*")), key=len)
     assert len(files) == 2 and files[1] == files[0].replace(".json", "-w2.json"), files
     for n, (name, step) in enumerate(((files[0], 3), (files[1], 5)), 1):
@@ -277,7 +292,6 @@ def test_itt_pause_resume_ranges(tmp_path):
         assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
         for e in spans:
             assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
-
 
 
 # ---- gputrace run: capture --all in a multi-process run ----
