@@ -36,6 +36,14 @@ struct gt_backend {
 	 * counters due by now_ns. Returns when it wants to be called next (host
 	 * ns), 0 for no more. */
 	uint64_t (*sample)(uint64_t now_ns);
+	/* Capture windows (inject/capture.h): a recorder with a start and stop
+	 * of its own (the plug-ins) starts when one opened (open: only if
+	 * recording now), or stops and hands over what it recorded when one
+	 * is closing, which then lands in that window's file. Called on the
+	 * thread that marks a range, or the drain thread (a window opened by a
+	 * signal or a deadline; a closed one, before its file is ended); never
+	 * from a signal handler. May come more than once for one change. */
+	void (*window)(bool open);
 };
 
 #define GT_BACKEND_REGISTER(b)                                                     \

@@ -121,20 +121,34 @@ void capture__range_begin(uint64_t now_ns)
 		pthread_mutex_lock(&cap_lock);
 		now_ns = gt_clock_ns();
 	}
+	bool opened = false;
+
 	if (atomic_load(&closes) == atomic_load(&ended) &&
 	    (!gt_cfg.capture_count || ranges < gt_cfg.capture_count) &&
 	    atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
 		ranges++;
 		open_window(now_ns, gt_cfg.duration_ns);
+		opened = true;
 	}
 	pthread_mutex_unlock(&cap_lock);
 	/* a paused process has no drain thread until a window opens: this
 	 * window's file is ended by it, whether or not anything is recorded */
 	gt_start_writer();
+	/* plug-ins start here, as the range begins (outside the lock: their
+	 * calls may wait for the drain thread) */
+	if (opened)
+		shim__backends_call(GT_HOOK_WINDOW_OPEN, NULL, NULL);
 }
 
 void capture__range_end(uint64_t now_ns)
 {
+	/* plug-ins stop and hand over what they recorded while the window is
+	 * still open: all of it is inside (not under the lock: their calls may
+	 * wait for the drain thread) */
+	if (ranges && gt_tracing()) {
+		shim__backends_call(GT_HOOK_WINDOW_CLOSE, NULL, NULL);
+		now_ns = gt_clock_ns();
+	}
 	pthread_mutex_lock(&cap_lock);
 	if (ranges)
 		close_window(now_ns);

@@ -259,6 +259,9 @@ GT_HIDDEN bool gt_phase_wait_done(unsigned timeout_ms);
  * the process does (emit_slow), and a backend that records on its own
  * (a plug-in, CUPTI) calls it when it begins. Cheap once started. */
 GT_HIDDEN void gt_start_writer(void);
+/* The same while paused between capture windows: a backend that must act
+ * when a window opens (plug-ins) needs the drain thread before any event. */
+GT_HIDDEN void gt_start_writer_paused(void);
 
 /* True while events are being recorded (after init, before the final drain).
  * Inline: every wrapper asks, on every call. */

@@ -449,6 +449,15 @@ bool shim__writer_started(void)
 	return atomic_load(&writer_started);
 }
 
+void gt_start_writer_paused(void)
+{
+	if (!gt_live() || atomic_load(&gt_end_reason) || atomic_exchange(&writer_started, true))
+		return;
+	lifecycle__arm_signals();
+	if (lifecycle__hooks()->start())
+		pr_warn("could not start the drain thread; recording what fits in the buffers");
+}
+
 void gt_start_writer(void)
 {
 	if (atomic_load_explicit(&writer_started, memory_order_relaxed) ||
@@ -505,6 +514,11 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 		case GT_HOOK_FORK_CHILD:
 			if (b->atfork_child)
 				b->atfork_child();
+			break;
+		case GT_HOOK_WINDOW_OPEN:
+		case GT_HOOK_WINDOW_CLOSE:
+			if (b->window)
+				b->window(hook == GT_HOOK_WINDOW_OPEN);
 			break;
 		}
 	}

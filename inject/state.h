@@ -48,6 +48,8 @@ enum gt_backend_hook {
 	GT_HOOK_FLUSH_FINAL,
 	GT_HOOK_STOP,
 	GT_HOOK_FORK_CHILD,
+	GT_HOOK_WINDOW_OPEN,
+	GT_HOOK_WINDOW_CLOSE,
 };
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);

@@ -228,7 +228,8 @@ static void cycle(bool final, bool closing)
 		lifecycle__poll_dlopen();
 	}
 	/* After a crash, vendor libraries may hold locks the dead thread took.
-	 * A window's end is no final flush: that stops plug-ins. */
+	 * A window's end is no final flush (that ends plug-ins for good): they
+	 * were stopped by the window hook (writer__window_end). */
 	if (!atomic_load(&gt_st.crashing))
 		shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
 	if (final)
@@ -280,6 +281,9 @@ void writer__cycle(bool final)
 
 void writer__window_end(void)
 {
+	/* plug-ins stopped and handed over (waiting for one still doing so on
+	 * the thread that closed the window): their events are in this file */
+	shim__backends_call(GT_HOOK_WINDOW_CLOSE, NULL, NULL);
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;

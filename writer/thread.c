@@ -76,6 +76,18 @@ static void cycle_done(void)
 		futex(&W.done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
+/* Backends follow a capture window's open or close (backend.h, window). */
+static void window_changed(bool open)
+{
+	if (atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2)
+		return;
+	pthread_mutex_lock(&W.cycle_lock);
+	gt_in_tracer = 0;
+	shim__backends_call(open ? GT_HOOK_WINDOW_OPEN : GT_HOOK_WINDOW_CLOSE, NULL, NULL);
+	gt_in_tracer = 1;
+	pthread_mutex_unlock(&W.cycle_lock);
+}
+
 static void *drain_main(void *arg)
 {
 	sigset_t all;
@@ -92,6 +104,7 @@ static void *drain_main(void *arg)
 	atomic_store(&W.drain_tid, gt_gettid());
 	gt_in_tracer = 1;
 	uint64_t closed_at = 0;
+	uint32_t window_seen = 0; /* the last window backends were told of */
 	for (;;) {
 		struct timespec ts = { 0, wait_ns(due) };
 		uint64_t req = atomic_load(&W.req_seq), window_in, now;
@@ -106,6 +119,7 @@ static void *drain_main(void *arg)
 		} else if (!closed_at) {
 			closed_at = now;
 			window_in = WINDOW_GRACE_NS;
+			window_changed(false); /* plug-ins stop now, not after the grace */
 		} else if (now - closed_at < WINDOW_GRACE_NS) {
 			window_in = WINDOW_GRACE_NS - (now - closed_at);
 		} else {
@@ -116,6 +130,13 @@ static void *drain_main(void *arg)
 			gt_in_tracer = 1;
 			pthread_mutex_unlock(&W.cycle_lock);
 			continue;
+		}
+		/* a window opened here or by a signal: plug-ins start (a range's
+		 * window starts them on the thread that marks it, capture.c) */
+		if (gt_cap.controlled && !gt_cfg.capture_range && gt_tracing() &&
+		    atomic_load(&gt_cap.windows) != window_seen) {
+			window_seen = atomic_load(&gt_cap.windows);
+			window_changed(true);
 		}
 		/* a window's planned start or end is kept to the millisecond, not POLL_MS */
 		if (window_in < (uint64_t)ts.tv_nsec)

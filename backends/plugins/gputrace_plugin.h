@@ -20,6 +20,9 @@
  *   5. flush(state, final): called by gputrace's drain thread every cycle
  *      (final != 0 once, at process exit): hand over what is complete;
  *   6. stop(state) at process exit, then flush(state, 1), then destroy(state).
+ * With capture windows (recording only inside them), start(state) is made
+ * as each window opens (not while paused), and stop(state), then
+ * flush(state, 0), as each closes: a plug-in must accept start after stop.
  * A call that returns a negative value (or, for register, non-zero) fails
  * the plug-in: gputrace prints one line naming the file and the call, and
  * never calls that plug-in again (not even destroy: clean up before you

@@ -272,6 +272,12 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 		return;
 	}
 	p->live = true;
+	if (plugins__paused()) {
+		p->stopped = true;
+		pr_dbg("plug-in %s (%s): created; starts with the first capture window", path,
+		       info.name);
+		return;
+	}
 	if (ops.start) {
 		rc = PLUGIN_CALL(ops.start(p->state));
 		if (rc < 0) {
@@ -378,6 +384,11 @@ static void plugins__scan_list(const char *var, const char *list, bool kineto_di
 	}
 }
 
+bool plugins__paused(void)
+{
+	return atomic_load(&gt_phase) == GT_PHASE_PAUSED;
+}
+
 bool plugins__lock_calls(unsigned timeout_ms)
 {
 	struct timespec until;
@@ -414,8 +425,11 @@ static int plugins_init(void)
 	plugin_config_check();
 	kineto__started();
 	/* plug-ins hand their records over in the drain cycle's flush: with
-	 * one loaded, the cycle runs from the start */
-	if (nplugins)
+	 * one loaded, the cycle runs from the start; paused, the drain thread
+	 * starts them when a window opens */
+	if (nplugins && plugins__paused())
+		gt_start_writer_paused();
+	else if (nplugins)
 		gt_start_writer();
 	return 0;
 }
@@ -445,6 +459,41 @@ static void plugins__stop_locked(void)
 		if (rc < 0)
 			plugin__fail(p, "stop", rc);
 	}
+}
+
+/*
+ * Capture windows (backend.h, window): plug-ins record inside windows only.
+ * A window closing: each running plug-in is stopped and hands over what it
+ * recorded (ours: stop, then flush(0); Kineto's: profilerStop, then
+ * profilerProcessEvents), into the file of that window. A window opened
+ * (and still open): each is started again. Idempotent.
+ */
+static void plugins_window(bool open)
+{
+	bool recording;
+
+	if (!nplugins || !calls_lock_bounded())
+		return;
+	recording = open && gt_tracing();
+	for (unsigned i = 0; i < nplugins; i++) {
+		struct plugin *p = &plugins[i];
+		int rc = 0;
+
+		if (!p->live || p->stopped == !recording)
+			continue;
+		p->stopped = !recording;
+		if (recording && p->ops.start && (rc = PLUGIN_CALL(p->ops.start(p->state))) < 0) {
+			plugin__fail(p, "start", rc);
+			continue;
+		}
+		if (!recording && p->ops.stop && (rc = PLUGIN_CALL(p->ops.stop(p->state))) < 0) {
+			plugin__fail(p, "stop", rc);
+			continue;
+		}
+		if (!recording && p->ops.flush && (rc = PLUGIN_CALL(p->ops.flush(p->state, 0))) < 0)
+			plugin__fail(p, "flush", rc);
+	}
+	pthread_mutex_unlock(&calls_lock);
 }
 
 static void plugins_stop(void)
@@ -514,5 +563,6 @@ static const struct gt_backend plugins_backend = {
 	.flush = plugins_flush,
 	.stop = plugins_stop,
 	.atfork_child = plugins_atfork_child,
+	.window = plugins_window,
 };
 GT_BACKEND_REGISTER(plugins_backend);

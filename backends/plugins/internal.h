@@ -52,7 +52,7 @@ struct plugin {
 	void *dl;
 	void *state;
 	bool live;    /* may be called: created, not failed, not destroyed */
-	bool stopped;
+	bool stopped;  /* not recording: between capture windows, or for good at exit */
 	bool reported; /* its failure has had its line already (Kineto's calls) */
 	struct gputrace_builder builder;
 };
@@ -61,10 +61,12 @@ struct plugin {
 extern GT_HIDDEN struct plugin plugins[PLUGINS_MAX];
 
 /* Plug-in code runs inside the guard: what it calls through wrapped APIs
- * is gputrace's own work, not the program's. */
+ * is gputrace's own work, not the program's. A call made inside the guard
+ * already (the host calling a Kineto adapter, which calls the profiler)
+ * keeps it: no nested call is counted lost. */
 #define PLUGIN_CALL(expr)                                                          \
 	({                                                                         \
-		bool guarded_ = gt_guard_enter();                                  \
+		bool guarded_ = !gt_in_tracer && gt_guard_enter();                 \
 		__typeof__(expr) rc_ = (expr);                                     \
 		if (guarded_)                                                      \
 			gt_guard_leave();                                          \
@@ -79,6 +81,9 @@ GT_HIDDEN struct plugin *plugin__add(const char *path, void *dl, const struct gp
 				     const char *name, uint32_t kinds);
 /* A call failed: one line (unless p->reported), never called again. */
 GT_HIDDEN void plugin__fail(struct plugin *p, const char *call, int rc);
+/* Paused between capture windows now: a plug-in created now is not
+ * started (its start comes with the first window, host.c). */
+GT_HIDDEN bool plugins__paused(void);
 /* The lock every plug-in call is made under (one call at a time). */
 GT_HIDDEN bool plugins__lock_calls(unsigned timeout_ms);
 GT_HIDDEN void plugins__unlock_calls(void);

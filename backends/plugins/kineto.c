@@ -12,7 +12,11 @@
  *     profilerCreate                      the supported types that
  *                                         GPUTRACE_ACTIVITIES enables;
  *     profilerQuery (the created profiler, as the ABI documents the call);
- *     profilerStart;
+ *     profilerStart (while paused between capture windows: not yet);
+ *   with capture windows: as each closes, profilerStop, profilerProcessEvents
+ *     (its events land in that window's file), and as the next opens,
+ *     profilerStart; on the thread that marks a range window, else on the
+ *     drain thread (host.c, plugins_window);
  *   while the program runs: profilerPushCorrelationId / Pop around every
  *     launch-class call gputrace traces, on the calling thread (when the
  *     plug-in has both);
@@ -295,6 +299,15 @@ static int call_process(struct kineto_prof *k)
 
 /* ---- the adapters host.c calls through struct plugin's ops ---- */
 
+static int adapter_start(void *state)
+{
+	struct kineto_prof *k = state;
+
+	if (gone(k))
+		return -ECANCELED;
+	return call_start(k) ? -EIO : 0;
+}
+
 static int adapter_stop(void *state)
 {
 	struct kineto_prof *k = state;
@@ -344,6 +357,7 @@ static void adapter_destroy(void *state)
 static const struct gputrace_plugin kineto_adapter = {
 	.size = sizeof(struct gputrace_plugin),
 	.abi_version = GPUTRACE_PLUGIN_ABI_VERSION,
+	.start = adapter_start,
 	.stop = adapter_stop,
 	.flush = adapter_flush,
 	.destroy = adapter_destroy,
@@ -535,6 +549,12 @@ static void profiler_start(const char *path, void *dl, const struct KinetoPlugin
 	}
 	if (given[0])
 		set_name(k->name, given, path);
+	if (plugins__paused()) {
+		p->stopped = true; /* profilerStart with the first capture window */
+		pr_dbg("plug-in %s (%s): Kineto plug-in created; starts with the first capture "
+		       "window", path, k->name);
+		return;
+	}
 	if (call_start(k))
 		return;
 	pr_dbg("plug-in %s (%s): Kineto plug-in%s started, kinds 0x%x%s", path, k->name,

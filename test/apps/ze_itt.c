@@ -1,14 +1,18 @@
-/* ze_itt [steps]: an Intel program that marks what to profile with ITT's collection
+/* ze_itt [steps [ms]]: an Intel program that marks what to profile with ITT's collection
  * control, through the suite's static ITT part (test/annotations/itt_static.c: it loads the
  * collector named by INTEL_LIBITTNOTIFY64, protocol 2 or, with ITT_TEST_PROTOCOL=1, 1).
  * Each step launches kernel "step" with gx = step on an immediate list and waits; steps 3
- * and 5 run between __itt_resume() and __itt_pause(). */
+ * and 5 run between __itt_resume() and __itt_pause(), each also sleeping ms (0) there. */
+#include <time.h>
+
 #include "../annotations/itt_static.h"
 #include "ze_app.h"
 
 int main(int argc, char **argv)
 {
 	unsigned long steps = test_arg(argc, argv, 1, 6);
+	unsigned long ms = test_arg(argc, argv, 2, 0);
+	struct timespec nap = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 	struct app_ze z;
 
 	app_ze_setup(&z);
@@ -26,8 +30,11 @@ int main(int argc, char **argv)
 		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &g, done, 0, NULL));
 		ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
 		ZE_CHECK(zeEventHostReset(done));
-		if (s == 3 || s == 5)
+		if (s == 3 || s == 5) {
+			if (ms)
+				nanosleep(&nap, NULL);
 			itt_pause();
+		}
 	}
 	printf("ze_itt: %lu steps, ITT protocol %d\n", steps, itt_test_protocol());
 	ZE_CHECK(zeEventDestroy(done));

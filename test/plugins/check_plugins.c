@@ -191,6 +191,10 @@ void gt_start_writer(void)
 {
 }
 
+void gt_start_writer_paused(void)
+{
+}
+
 bool gt_backend_enabled(const char *name)
 {
 	return true;

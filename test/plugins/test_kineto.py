@@ -10,8 +10,10 @@ import shutil
 
 import pytest
 
-from conftest import APPS, BUILD, ROOT, SANITIZE, events, gputrace_lines, need, run, sim_env
-from test_plugins import HOST_APP, HOST_EXIT, HOST_STDOUT, device_pid, meta, queue_tids
+from conftest import (APPS, BUILD, ROOT, SANITIZE, ZE_SIM, events, gputrace_lines, load_trace,
+                      need, run, sim_env)
+from test_plugins import (HOST_APP, HOST_EXIT, HOST_STDOUT, SIMACCEL, device_pid, meta,
+                          plugin_dir, queue_tids)
 
 KSIM = BUILD / "test" / "plugins" / "kineto"
 KINETO_INC = BUILD / "test" / "plugins" / "kineto_inc"
@@ -390,6 +392,76 @@ def test_cycle_setting_checked(tmp_path):
         "gputrace: GPUTRACE_KINETO_CYCLE_MS='50' is not valid: expected 0/off, or milliseconds "
         "from 100 to 3600000; using the default"]
     assert lifecycle(tmp_path).count("process main") == 1
+
+
+# ---- capture windows ----
+
+@pytest.mark.sanitize
+def test_capture_windows_start_and_stop_profiler(tmp_path):
+    """--capture-range cudaProfilerApi over a Level Zero program whose ITT resume/pause mark
+    steps 3 and 5 (ze_itt, 30 ms in each window): the profiler is created at start but
+    started only as each window opens, stopped and processed as it closes (on the thread
+    that marks the range), so each window's own file holds exactly one batch of its events,
+    all inside that window, and nothing of it is recorded outside."""
+    app = APPS / "ze_itt"
+    need(ZE_SIM)
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[app, "6", "30"], expect_rc=0,
+                   env=sim_env({"GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi",
+                                "GPUTRACE_CAPTURE_COUNT": "0"}))
+    assert plugin_lines(r.stderr) == [] and r.stdout == b"ze_itt: 6 steps, ITT protocol 2\n"
+    assert lifecycle(tmp_path) == [
+        "register main", "registerProfiler main", "query main", "create main", "query main",
+        "start main", "stop main", "process main",
+        "start main", "stop main", "process main", "destroy other"]
+    starts = start_utc(tmp_path)
+    files = [tmp_path / "trace.json", tmp_path / "trace-w2.json"]
+    assert sorted(p.name for p in tmp_path.glob("trace*")) == sorted(p.name for p in files)
+    for n, (path, step, base) in enumerate(zip(files, (3, 5), starts), 1):
+        t = load_trace(path)
+        info = t["gputrace"]
+        assert info["capture"]["window"] == n and info["events_lost"] == 0, info
+        lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+        spans = events(t, ph="X")
+        for e in spans:
+            assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
+        # the window's own step, and the profiler's batch of this window's start
+        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+        kernels = sorted(e["name"] for e in spans if e["cat"] == "kernel")
+        assert kernels == ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2", "step"]
+        launches = sorted((e for e in spans if e["name"] == "npuLaunchKernel"), key=lambda e: e["ts"])
+        assert [round(to_utc_us(t, e["ts"]) * 1000 - base, -3) for e in launches] == [
+            0, 1000000, 2000000]
+        assert len(events(t, ph="X", name="Memcpy HtoD")) == 3
+        assert len(flows(t, "ac2g")) >= 3 and len(flows(t, "fwdbwd")) == 1
+
+
+def test_capture_windows_start_and_stop_gputrace_plugin(tmp_path):
+    """The same for a plug-in of gputrace's own ABI (SimAccel): start as each window opens
+    (its collector records a batch from then), stop and flush as it closes; each window's
+    file holds that window's batch only."""
+    app = APPS / "ze_itt"
+    need(ZE_SIM)
+    need(app)
+    r = run([app, "6", "30"], tmp_path=tmp_path, env=sim_env({
+        "GPUTRACE_PLUGIN_PATH": str(plugin_dir(tmp_path, SIMACCEL)),
+        "GPUTRACE_PLUGIN_CONFIG": "simaccel:kernels=2",
+        "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"}))
+    assert r.returncode == 0 and gputrace_lines(r.stderr) == [], r.stderr
+    files = [tmp_path / "trace.json", tmp_path / "trace-w2.json"]
+    assert sorted(p.name for p in tmp_path.glob("trace*")) == sorted(p.name for p in files)
+    for n, (path, step) in enumerate(zip(files, (3, 5)), 1):
+        t = load_trace(path)
+        info = t["gputrace"]
+        assert info["capture"]["window"] == n and info["events_lost"] == 0, info
+        lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+        spans = events(t, ph="X")
+        for e in spans:
+            assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
+        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+        assert sorted(e["name"] for e in spans if e["cat"] == "kernel") == [
+            "sim_kernel_0", "sim_kernel_1", "step"]
+        launches = sorted(e["ts"] for e in spans if e["name"] == "simLaunchKernel")
+        assert len(launches) == 2 and launches[1] - launches[0] == pytest.approx(1000, abs=0.01)
 
 
 # ---- broken plug-ins ----
