@@ -435,6 +435,29 @@ def test_capture_windows_start_and_stop_profiler(tmp_path):
         assert len(flows(t, "ac2g")) >= 3 and len(flows(t, "fwdbwd")) == 1
 
 
+def test_delay_duration_window_starts_and_stops_profiler_on_drain_thread(tmp_path):
+    """A --delay/--duration window (opened and closed by gputrace's drain thread, which the
+    paused process runs for its plug-ins): the profiler starts and stops there, once, and
+    the window's file holds its batch, inside the window."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), sleep_ms=500,
+                   env={"GPUTRACE_DELAY": "0.1", "GPUTRACE_DURATION": "0.2"})
+    assert plugin_lines(r.stderr) == []
+    assert lifecycle(tmp_path) == [
+        "register main", "registerProfiler main", "query main", "create main", "query main",
+        "start other", "stop other", "process other", "destroy other"]
+    t = r.trace
+    info = t["gputrace"]
+    lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+    assert info["capture"]["window"] == 1 and info["events_lost"] == 0, info
+    spans = events(t, ph="X")
+    for e in spans:
+        assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
+    assert sorted(e["name"] for e in spans if e["cat"] == "kernel") == [
+        "npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
+    # started within the drain thread's poll of the window's opening
+    assert 0 <= start_utc(tmp_path)[0] - to_utc_us(t, lo / 1000) * 1000 < 15e6
+
+
 def test_capture_windows_start_and_stop_gputrace_plugin(tmp_path):
     """The same for a plug-in of gputrace's own ABI (SimAccel): start as each window opens
     (its collector records a batch from then), stop and flush as it closes; each window's
