@@ -98,18 +98,14 @@ itt_string_handle *itt_string_handle_create(const char *name);
 #define itt_frame_submit_v3(d, id, b, e) ITT_CALL_D(frame_submit_v3, d, id, b, e)
 #define itt_marker(d, id, n, scope) ITT_CALL_D(marker, d, id, n, scope)
 /* Collection control: no domain, called when the collector gave one. */
-#define itt_pause()                                                                        \
+#define ITT_CALL_VOID(name)                                                                \
 	do {                                                                               \
 		itt_test_init();                                                           \
-		if (itt_pause_ptr)                                                         \
-			itt_pause_ptr();                                                   \
+		if (itt_##name##_ptr)                                                      \
+			itt_##name##_ptr();                                                \
 	} while (0)
-#define itt_resume()                                                                       \
-	do {                                                                               \
-		itt_test_init();                                                           \
-		if (itt_resume_ptr)                                                        \
-			itt_resume_ptr();                                                  \
-	} while (0)
+#define itt_pause()  ITT_CALL_VOID(pause)
+#define itt_resume() ITT_CALL_VOID(resume)
 unsigned long long itt_get_timestamp(void);
 itt_counter itt_counter_create_typed(const char *name, const char *domain, int type);
 void itt_counter_set_value(itt_counter c, void *value);

@@ -396,6 +396,30 @@ def test_cycle_setting_checked(tmp_path):
 
 # ---- capture windows ----
 
+def window_spans(t, n):
+    """The spans of window n's file, each checked inside the window, nothing lost."""
+    info = t["gputrace"]
+    assert info["capture"]["window"] == n and info["events_lost"] == 0, info
+    lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+    spans = events(t, ph="X")
+    for e in spans:
+        assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
+    return spans
+
+
+def itt_window_traces(tmp_path):
+    """ze_itt's two window files (steps 3 and 5), read: [(trace, spans)]."""
+    files = [tmp_path / "trace.json", tmp_path / "trace-w2.json"]
+    assert sorted(p.name for p in tmp_path.glob("trace*")) == sorted(p.name for p in files)
+    out = []
+    for n, (path, step) in enumerate(zip(files, (3, 5)), 1):
+        t = load_trace(path)
+        spans = window_spans(t, n)
+        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+        out.append((t, spans))
+    return out
+
+
 @pytest.mark.sanitize
 def test_capture_windows_start_and_stop_profiler(tmp_path):
     """--capture-range cudaProfilerApi over a Level Zero program whose ITT resume/pause mark
@@ -413,22 +437,12 @@ def test_capture_windows_start_and_stop_profiler(tmp_path):
         "register main", "registerProfiler main", "query main", "create main", "query main",
         "start main", "stop main", "process main",
         "start main", "stop main", "process main", "destroy other"]
-    starts = start_utc(tmp_path)
-    files = [tmp_path / "trace.json", tmp_path / "trace-w2.json"]
-    assert sorted(p.name for p in tmp_path.glob("trace*")) == sorted(p.name for p in files)
-    for n, (path, step, base) in enumerate(zip(files, (3, 5), starts), 1):
-        t = load_trace(path)
-        info = t["gputrace"]
-        assert info["capture"]["window"] == n and info["events_lost"] == 0, info
-        lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
-        spans = events(t, ph="X")
-        for e in spans:
-            assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
-        # the window's own step, and the profiler's batch of this window's start
-        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+    # each window: its own step, and the profiler's batch of this window's start
+    for (t, spans), base in zip(itt_window_traces(tmp_path), start_utc(tmp_path)):
         kernels = sorted(e["name"] for e in spans if e["cat"] == "kernel")
         assert kernels == ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2", "step"]
-        launches = sorted((e for e in spans if e["name"] == "npuLaunchKernel"), key=lambda e: e["ts"])
+        launches = sorted((e for e in spans if e["name"] == "npuLaunchKernel"),
+                          key=lambda e: e["ts"])
         assert [round(to_utc_us(t, e["ts"]) * 1000 - base, -3) for e in launches] == [
             0, 1000000, 2000000]
         assert len(events(t, ph="X", name="Memcpy HtoD")) == 3
@@ -446,15 +460,11 @@ def test_delay_duration_window_starts_and_stops_profiler_on_drain_thread(tmp_pat
         "register main", "registerProfiler main", "query main", "create main", "query main",
         "start other", "stop other", "process other", "destroy other"]
     t = r.trace
-    info = t["gputrace"]
-    lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
-    assert info["capture"]["window"] == 1 and info["events_lost"] == 0, info
-    spans = events(t, ph="X")
-    for e in spans:
-        assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
+    spans = window_spans(t, 1)
     assert sorted(e["name"] for e in spans if e["cat"] == "kernel") == [
         "npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
     # started within the drain thread's poll of the window's opening
+    lo = t["gputrace"]["capture"]["start_ns"]
     assert 0 <= start_utc(tmp_path)[0] - to_utc_us(t, lo / 1000) * 1000 < 15e6
 
 
@@ -470,17 +480,7 @@ def test_capture_windows_start_and_stop_gputrace_plugin(tmp_path):
         "GPUTRACE_PLUGIN_CONFIG": "simaccel:kernels=2",
         "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"}))
     assert r.returncode == 0 and gputrace_lines(r.stderr) == [], r.stderr
-    files = [tmp_path / "trace.json", tmp_path / "trace-w2.json"]
-    assert sorted(p.name for p in tmp_path.glob("trace*")) == sorted(p.name for p in files)
-    for n, (path, step) in enumerate(zip(files, (3, 5)), 1):
-        t = load_trace(path)
-        info = t["gputrace"]
-        assert info["capture"]["window"] == n and info["events_lost"] == 0, info
-        lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
-        spans = events(t, ph="X")
-        for e in spans:
-            assert lo <= round(e["ts"] * 1000) and round((e["ts"] + e["dur"]) * 1000) <= hi, e
-        assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
+    for t, spans in itt_window_traces(tmp_path):
         assert sorted(e["name"] for e in spans if e["cat"] == "kernel") == [
             "sim_kernel_0", "sim_kernel_1", "step"]
         launches = sorted(e["ts"] for e in spans if e["name"] == "simLaunchKernel")
