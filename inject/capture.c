@@ -31,6 +31,7 @@ int capture__start(uint64_t now_ns)
 	atomic_store(&ended, 0);
 	ranges = 0;
 	atomic_store(&gt_cap.windows, 0);
+	atomic_store(&gt_cap.plugins_window, 0);
 	atomic_store(&gt_cap.req_open, 0);
 	atomic_store(&gt_cap.req_close, false);
 	atomic_store(&gt_cap.start_at_ns, 0);
@@ -127,6 +128,8 @@ void capture__range_begin(uint64_t now_ns)
 	    (!gt_cfg.capture_count || ranges < gt_cfg.capture_count) &&
 	    atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
 		ranges++;
+		/* this thread starts the plug-ins for it, not the drain thread */
+		atomic_store(&gt_cap.plugins_window, atomic_load(&gt_cap.windows) + 1);
 		open_window(now_ns, gt_cfg.duration_ns);
 		opened = true;
 	}

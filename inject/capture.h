@@ -24,6 +24,7 @@ struct gt_capture {
 	_Atomic uint64_t start_at_ns; /* a window opens then (--delay); 0: none planned */
 	_Atomic uint64_t stop_at_ns; /* the open window ends then (--duration); 0: none */
 	_Atomic uint32_t windows;    /* windows opened so far */
+	_Atomic uint32_t plugins_window; /* the window plug-ins were started for */
 	_Atomic uint64_t req_open;   /* posted: open one lasting this many ns (UINT64_MAX: open-ended) */
 	_Atomic bool req_close;      /* posted: end the open window */
 };

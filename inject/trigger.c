@@ -72,8 +72,9 @@ void trigger__init(void)
 
 void trigger__announce(void)
 {
-	char dir[PATH_MAX - 32], text[512];
+	char dir[PATH_MAX - 32], text[512], tmp[PATH_MAX];
 	int fd, n, err;
+	bool ok;
 
 	trig_file[0] = 0;
 	if (!atomic_load(&trig_ours))
@@ -87,18 +88,23 @@ void trigger__announce(void)
 			dir, strerror(-err), (int)getpid());
 		return;
 	}
-	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());
-	fd = open(trig_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		trig_file[0] = 0;
+	/* written whole under another name, then renamed: `gputrace capture`
+	 * never reads a half-written announcement */
+	snprintf(tmp, sizeof(tmp), "%s/.%d", dir, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return;
-	}
 	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
 		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
 		     gt_cap.controlled ? "windows" : "whole", gt_exe());
-	if (write(fd, text, (size_t)n) != n)
-		pr_dbg("could not write %s", trig_file);
+	ok = write(fd, text, (size_t)n) == n;
 	close(fd);
+	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());
+	if (!ok || rename(tmp, trig_file)) {
+		pr_dbg("could not write %s", trig_file);
+		unlink(tmp);
+		trig_file[0] = 0;
+	}
 }
 
 void trigger__withdraw(void)

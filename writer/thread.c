@@ -104,7 +104,6 @@ static void *drain_main(void *arg)
 	atomic_store(&W.drain_tid, gt_gettid());
 	gt_in_tracer = 1;
 	uint64_t closed_at = 0;
-	uint32_t window_seen = 0; /* the last window backends were told of */
 	for (;;) {
 		struct timespec ts = { 0, wait_ns(due) };
 		uint64_t req = atomic_load(&W.req_seq), window_in, now;
@@ -132,12 +131,13 @@ static void *drain_main(void *arg)
 			continue;
 		}
 		/* a window opened here or by a signal: plug-ins start (a range's
-		 * window starts them on the thread that marks it, capture.c) */
-		if (gt_cap.controlled && !gt_cfg.capture_range && gt_tracing() &&
-		    atomic_load(&gt_cap.windows) != window_seen) {
-			window_seen = atomic_load(&gt_cap.windows);
+		 * window starts them on the thread that marks it, capture.c, and
+		 * claims it first) */
+		uint32_t window = atomic_load(&gt_cap.windows);
+		uint32_t started = atomic_load(&gt_cap.plugins_window);
+		if (gt_cap.controlled && gt_tracing() && (int32_t)(window - started) > 0 &&
+		    atomic_compare_exchange_strong(&gt_cap.plugins_window, &started, window))
 			window_changed(true);
-		}
 		/* a window's planned start or end is kept to the millisecond, not POLL_MS */
 		if (window_in < (uint64_t)ts.tv_nsec)
 			ts.tv_nsec = (long)(window_in > 1000000 ? window_in : 1000000);

@@ -3,15 +3,18 @@ for the PyTorch profiler (test/plugins/kineto_sim.cc, C++ against Kineto's
 header name, one build per behaviour) traced in programs that never load
 PyTorch. Each test reads the trace back and checks it exactly, and reads the
 profiler's own log of the calls it got."""
+import glob
 import json
 import os
 import re
 import shutil
+import subprocess
+import time
 
 import pytest
 
-from conftest import (APPS, BUILD, ROOT, SANITIZE, ZE_SIM, events, gputrace_lines, load_trace,
-                      need, run, sim_env)
+from conftest import (APPS, BUILD, PRELOAD, ROOT, SANITIZE, ZE_SIM, clean_env, default_signals,
+                      events, gputrace_lines, load_trace, need, run, sim_env)
 from test_plugins import (HOST_APP, HOST_EXIT, HOST_STDOUT, SIMACCEL, device_pid, meta,
                           plugin_dir, queue_tids)
 
@@ -466,6 +469,40 @@ def test_delay_duration_window_starts_and_stops_profiler_on_drain_thread(tmp_pat
     # started within the drain thread's poll of the window's opening
     lo = t["gputrace"]["capture"]["start_ns"]
     assert 0 <= start_utc(tmp_path)[0] - to_utc_us(t, lo / 1000) * 1000 < 15e6
+
+
+def test_triggered_window_in_a_range_process_starts_and_stops_profiler(tmp_path):
+    """A process traced with --capture-range that never marks a range, given a window from
+    outside (`gputrace capture --duration`): the drain thread starts the profiler as that
+    window opens and stops it as it closes, as for any window no range opened."""
+    need(HOST_APP)
+    run_dir = tmp_path / "run"
+    env = clean_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_RUN_DIR": str(run_dir),
+                     "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi",
+                     "KINETO_PLUGIN_LIB_DIR_PATH": str(kdir(tmp_path, "npu")),
+                     "KSIM_LOG": str(tmp_path / "log")})
+    p = subprocess.Popen([str(HOST_APP), "1500"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        deadline = time.monotonic() + 10
+        while not (run_dir / str(p.pid)).is_file() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "capture", "--duration", "0.3",
+                            str(p.pid)], env=clean_env({"GPUTRACE_RUN_DIR": str(run_dir)}),
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+    finally:
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == HOST_EXIT and out == HOST_STDOUT, err
+    assert plugin_lines(err) == []
+    assert lifecycle(tmp_path) == [
+        "register main", "registerProfiler main", "query main", "create main", "query main",
+        "start other", "stop other", "process other", "destroy other"]
+    (path,) = glob.glob(str(tmp_path / "trace*.json"))
+    spans = window_spans(load_trace(path), 1)
+    assert sorted(e["name"] for e in spans if e["cat"] == "kernel") == [
+        "npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
 
 
 def test_capture_windows_start_and_stop_gputrace_plugin(tmp_path):
