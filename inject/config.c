@@ -426,10 +426,12 @@ static void set_metrics_mode(struct gt_config *cfg, const char *var, const char 
 		cfg->metrics_mode = GT_METRICS_TIME;
 	else if (!strcasecmp(val, "kernel"))
 		cfg->metrics_mode = GT_METRICS_KERNEL;
+	else if (!strcasecmp(val, "nvtx"))
+		cfg->metrics_mode = GT_METRICS_NVTX;
 	else if (!strcasecmp(val, "off") || !strcmp(val, "0"))
 		cfg->metrics_mode = GT_METRICS_OFF;
 	else
-		bad(cfg, var, val, "time (sampled over time), kernel (per kernel) or off");
+		bad(cfg, var, val, "time (sampled over time), kernel (per kernel), nvtx (per NVTX range, CUDA) or off");
 }
 
 /* accepted: a literal (config__check hands it back to its caller) */

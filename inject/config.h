@@ -49,7 +49,8 @@ enum gt_kind_bit {
 #define GT_RANGE_NVTX     2
 
 /* Hardware metrics (GPUTRACE_METRICS_MODE): off, sampled over time, or per kernel. */
-enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL };
+/* nvtx: per NVTX push/pop range (CUDA's range profiler, user ranges) */
+enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL, GT_METRICS_NVTX };
 #define GT_METRICS_HZ_DEFAULT   1000
 #define GT_METRICS_HZ_MAX       1000000
 #define GT_TELEMETRY_HZ_DEFAULT 10

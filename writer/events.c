@@ -573,7 +573,7 @@ static const char *arg_str(const struct gt_arg *args, unsigned nargs, uint32_t k
 	return NULL;
 }
 
-/* The metric args of a span, for the summary's per-kernel means. */
+/* The metric args of a span, for the summary's per-kernel and per-range means. */
 static unsigned metric_args(const struct gt_arg *args, unsigned nargs,
 			    struct summary_metric *out)
 {
@@ -613,7 +613,9 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
 		.process = W.sum_process,
 		.metrics = metrics,
-		.nmetrics = ev->cat == GT_S_CAT_KERNEL ? metric_args(args, nargs, metrics) : 0,
+		.nmetrics = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_USER_ANNOTATION
+				    ? metric_args(args, nargs, metrics)
+				    : 0,
 	};
 
 	summary__add(W.sum, &s);

@@ -55,9 +55,10 @@ struct table {
 };
 
 /* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
- * rows "kernel\x1fmetric": sorted by name, they come out grouped. */
+ * rows "kernel\x1fmetric", T_RANGE_METRICS "range\x1fmetric": sorted by name, they
+ * come out grouped. */
 enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_COUNTERS,
-       T_KERNEL_METRICS, T__COUNT };
+       T_KERNEL_METRICS, T_RANGE_METRICS, T__COUNT };
 #define KEY_SEP '\x1f'
 
 
@@ -441,6 +442,9 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		r = table__get(s, &s->t[T_RANGES], sp->name);
 		if (r)
 			row__account(r, sp->dur_ns, 0);
+		for (unsigned i = 0; i < sp->nmetrics; i++) /* --metrics-mode nvtx */
+			summary__sample(s, T_RANGE_METRICS, sp->name, sp->metrics[i].name, NULL,
+					sp->metrics[i].value);
 		r = table__get(s, &s->t[T_ANNOTATIONS], sp->name);
 	} else {
 		r = table__get(s, &s->t[T_API], sp->name);
@@ -892,13 +896,45 @@ static double row__mean(const struct row *r)
 	return r->count ? r->fsum / (double)r->count : 0.0;
 }
 
+/* Per-name metric means (kernels', NVTX ranges'): one line per name. */
+static void print_named_metrics(FILE *f, const struct table *k, const char *title,
+				const char *what)
+{
+	uint64_t count, total;
+	const struct row **v;
+	char name[256], prev[256] = "", a[256], shown[NAME_COLUMNS + 8];
+	size_t names = 0;
+
+	if (!k->used || (v = table__sorted(k, true, &count, &total, NULL)) == NULL)
+		return;
+	fprintf(f, "  %s:\n", title);
+	for (size_t i = 0; i < k->used; i++) {
+		const struct row *r = v[i];
+
+		key_part(r->name, 0, name, sizeof(name));
+		if (i == 0 || strcmp(name, prev)) {
+			if (++names > SUMMARY_TOP) {
+				fprintf(f, "\n    ... more %s (see --summary-json)", what);
+				break;
+			}
+			fprintf(f, "%s    %s (%" PRIu64 "):", i ? "\n" : "",
+				fmt_name(shown, sizeof(shown), name), r->count);
+			snprintf(prev, sizeof(prev), "%s", name);
+		} else {
+			fputc(',', f);
+		}
+		fprintf(f, " %s %.6g", key_part(r->name, 1, a, sizeof(a)), row__mean(r));
+	}
+	fputc('\n', f);
+	free(v);
+}
+
 static void print_metrics(FILE *f, const struct summary *s)
 {
 	const struct table *t = &s->t[T_COUNTERS], *k = &s->t[T_KERNEL_METRICS];
 	uint64_t count, total;
 	const struct row **v;
-	char dev[256], prev[256] = "", a[256], b[256], kname[NAME_COLUMNS + 8];
-	size_t kernels = 0;
+	char dev[256], prev[256] = "", a[256], b[256];
 
 	if (t->used && (v = table__sorted(t, true, &count, &total, NULL)) != NULL) {
 		fprintf(f, "  metrics (counter tracks, over their samples):\n");
@@ -920,29 +956,9 @@ static void print_metrics(FILE *f, const struct summary *s)
 		}
 		free(v);
 	}
-	if (!k->used || (v = table__sorted(k, true, &count, &total, NULL)) == NULL)
-		return;
-	fprintf(f, "  kernel metrics (mean per launch):\n");
-	prev[0] = 0;
-	for (size_t i = 0; i < k->used; i++) {
-		const struct row *r = v[i];
-
-		key_part(r->name, 0, dev, sizeof(dev));
-		if (i == 0 || strcmp(dev, prev)) {
-			if (++kernels > SUMMARY_TOP) {
-				fprintf(f, "\n    ... more kernels (see --summary-json)");
-				break;
-			}
-			fprintf(f, "%s    %s (%" PRIu64 "):", i ? "\n" : "",
-				fmt_name(kname, sizeof(kname), dev), r->count);
-			snprintf(prev, sizeof(prev), "%s", dev);
-		} else {
-			fputc(',', f);
-		}
-		fprintf(f, " %s %.6g", key_part(r->name, 1, a, sizeof(a)), row__mean(r));
-	}
-	fputc('\n', f);
-	free(v);
+	print_named_metrics(f, k, "kernel metrics (mean per launch)", "kernels");
+	print_named_metrics(f, &s->t[T_RANGE_METRICS], "range metrics (mean per range)",
+			    "ranges");
 }
 
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
@@ -1086,7 +1102,7 @@ static void json_processes(FILE *f, const struct summary *s, uint64_t window)
 	free(v);
 }
 
-/* "metrics": counter series per device, and kernels' metrics per name. */
+/* "metrics": counter series per device, kernels' and NVTX ranges' metrics per name. */
 static void json_metrics(FILE *f, const struct summary *s)
 {
 	static const struct {
@@ -1097,6 +1113,7 @@ static void json_metrics(FILE *f, const struct summary *s)
 	} parts[] = {
 		{ T_COUNTERS, "counters", { "device", "counter", "series" }, "samples" },
 		{ T_KERNEL_METRICS, "kernels", { "kernel", "metric", NULL }, "count" },
+		{ T_RANGE_METRICS, "ranges", { "range", "metric", NULL }, "count" },
 	};
 	char part[1024];
 

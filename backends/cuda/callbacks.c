@@ -363,7 +363,7 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		return;
 	if (rt && cupti_rt_wrapper_owns)
 		return;
-	if (gt_unlikely(cupti_range_kernel) && !rt)
+	if (gt_unlikely(cupti_range_launches) && !rt)
 		cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!rt && t->rt_depth)

@@ -122,6 +122,16 @@ GT_HIDDEN void *cupti__loaded_sym(const char *file_prefix, const char *symbol);
 
 /* --metrics-mode kernel: launches are measured (set at init). */
 extern GT_HIDDEN bool cupti_range_kernel;
+/* --metrics-mode nvtx: each thread's outermost NVTX push/pop range is measured. */
+extern GT_HIDDEN bool cupti_range_nvtx;
+/* Either: the launch callback calls cupti__range_launch. */
+extern GT_HIDDEN bool cupti_range_launches;
+/* nvtx.c: a push/pop range opened at level (0: outermost) ... */
+GT_HIDDEN void cupti__range_nvtx_push(int level, uint32_t name);
+/* ... and closed: its metrics (if it launched kernels) appended to args[n..max) as
+ * GT_ARG_METRIC args; the new count. Waits for the range's kernels. */
+GT_HIDDEN unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n,
+					 unsigned max);
 /* Drain thread: the metrics of the kernel launched under corr, as GT_ARG_METRIC args
  * appended to args[n..max); the new count. */
 GT_HIDDEN unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n,
@@ -270,8 +280,9 @@ GT_HIDDEN const char *cupti__result_string(CUptiResult r);
 GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,
 					CUpti_CallbackId cbid, const void *cbdata);
 
-/* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel): kernel
- * launches are measured by a range profiler session around them */
+/* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel|nvtx): kernel
+ * launches are measured by a range profiler session around them (kernel), or start
+ * their NVTX range's session (nvtx) */
 GT_HIDDEN void cupti__range_launch(const CUpti_CallbackData *cb);
 
 /* buffers.c: CUPTI's buffer callbacks */

@@ -322,7 +322,6 @@ static bool capture_match(uint32_t name, uint8_t dom)
 static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
 	struct nvtx_attrs at;
-
 	bool opens = false;
 	int level;
 
@@ -340,22 +339,28 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 		else /* a range too deep to be kept has no end to wait for */
 			capture__range_end(gt_clock_ns());
 	}
+	if (gt_unlikely(cupti_range_nvtx))
+		cupti__range_nvtx_push(level, name);
 	return level;
 }
 
 static int pop(nvtxDomainHandle_t d)
 {
 	struct gt_range_frame f;
-	struct gt_arg args[4];
+	struct gt_arg args[GT_ARGS_MAX];
 	struct nvtx_attrs at;
+	uint64_t end = gt_clock_ns(); /* before its metrics, which wait for its kernels */
 	int level = gt_range_pop((uintptr_t)domain_index(d) + 1, &f);
 	bool has_attrs;
+	unsigned n;
 
 	if (level < 0 || !f.name)
 		return level;
 	has_attrs = attrs_take((uint16_t)f.aux, &at);
-	gt_range_end(f.id, f.start_ns, gt_clock_ns(), f.name, 0, 0, args,
-		     attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1)));
+	n = attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1));
+	if (gt_unlikely(cupti_range_nvtx))
+		n = cupti__range_nvtx_pop(level, args, n, GT_ARGS_MAX);
+	gt_range_end(f.id, f.start_ns, end, f.name, 0, 0, args, n);
 	/* after the range's own span: it is in the window it ends (an inner
 	 * range of the same name pops at a deeper level) */
 	if (gt_unlikely(capture_level >= 0) && level <= capture_level &&

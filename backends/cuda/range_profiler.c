@@ -18,6 +18,9 @@
  * refused (kernel replay would run each kernel again per pass, restoring
  * its memory between runs).
  *
+ * --metrics-mode nvtx: user ranges instead, one per thread's outermost NVTX
+ * push/pop range (see "per NVTX range" below), values on the range's span.
+ *
  * Refusals, one line each: no range profiler in this libcupti, a metric the
  * chip lacks, more than one pass, no permission, CUPTI held by another tool.
  */
@@ -54,6 +57,8 @@
 	X(cuptiRangeProfilerSetConfig)                                                     \
 	X(cuptiRangeProfilerStart)                                                         \
 	X(cuptiRangeProfilerStop)                                                          \
+	X(cuptiRangeProfilerPushRange)                                                     \
+	X(cuptiRangeProfilerPopRange)                                                      \
 	X(cuptiRangeProfilerDecodeData)                                                    \
 	X(cuptiRangeProfilerGetCounterDataSize)                                            \
 	X(cuptiRangeProfilerCounterDataImageInitialize)                                    \
@@ -66,11 +71,14 @@ static struct {
 } rf;
 
 GT_HIDDEN bool cupti_range_kernel;
+GT_HIDDEN bool cupti_range_nvtx;
+GT_HIDDEN bool cupti_range_launches; /* either: the launch callback calls us */
 
 /* One context's range profiler. */
 struct range_ctx {
 	CUcontext ctx;
 	bool refused; /* said why once: its launches run unmeasured */
+	const void *owner; /* nvtx: the thread whose range holds the session */
 	CUpti_RangeProfiler_Object *obj;
 	void *host;
 	uint8_t *config, *data;
@@ -91,6 +99,11 @@ static size_t range_nchosen;
 static bool range_default;
 static GT_TLS struct range_ctx *range_open; /* this thread's launch in a session */
 static GT_TLS uint32_t range_corr;
+/* nvtx: this thread's outermost NVTX range (its name; 0: none open), and its session,
+ * started by the range's first kernel launch */
+static GT_TLS uint32_t nvtx_name;
+static GT_TLS struct range_ctx *nvtx_open;
+static GT_TLS bool nvtx_crowded; /* its context's session was another thread's */
 
 /* ---- values waiting for their kernel ---- */
 
@@ -161,6 +174,11 @@ unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n, unsig
 
 /* ---- the range profiler of a context ---- */
 
+static const char *range_unit(void)
+{
+	return cupti_range_nvtx ? "per-range" : "per-kernel";
+}
+
 static int range_load(void)
 {
 	void *h;
@@ -207,8 +225,11 @@ static CUptiResult range_arm(struct range_ctx *c)
 	p.pConfig = c->config;
 	p.counterDataImageSize = c->data_size;
 	p.pCounterDataImage = c->data;
-	p.range = CUPTI_AutoRange;
-	p.replayMode = CUPTI_KernelReplay;
+	/* nvtx: user ranges, one pass, so no replay of the program's code (user replay
+	 * with nothing to replay); one nesting level: each further level is one more
+	 * pass, i.e. running the range's code again */
+	p.range = cupti_range_nvtx ? CUPTI_UserRange : CUPTI_AutoRange;
+	p.replayMode = cupti_range_nvtx ? CUPTI_UserReplay : CUPTI_KernelReplay;
 	p.maxRangesPerPass = 1;
 	p.numNestingLevels = 1;
 	p.minNestingLevel = 1;
@@ -226,6 +247,7 @@ static void range_ctx_free(struct range_ctx *c)
 		rf.cuptiRangeProfilerDisable(&d);
 		c->obj = NULL;
 	}
+	c->owner = NULL;
 	cupti__pm_host_free(c->host, c->config);
 	free(c->data);
 	c->host = NULL;
@@ -247,10 +269,12 @@ static int range_ctx_start(struct range_ctx *c)
 	int e;
 
 	if ((r = cupti_fn.cuptiGetDeviceId(c->ctx, &device)) != CUPTI_SUCCESS) {
-		cupti__pm_refused("per-kernel metrics: the context's device", r);
+		cupti__pm_refused(cupti_range_nvtx ? "per-range metrics: the context's device"
+						   : "per-kernel metrics: the context's device",
+				  r);
 		return -EIO;
 	}
-	snprintf(what, sizeof(what), "per-kernel metrics on GPU %u", device);
+	snprintf(what, sizeof(what), "%s metrics on GPU %u", range_unit(), device);
 	if ((e = cupti__chip_name(device, &chip))) {
 		cupti__pm_refused(what, -e);
 		return -EIO;
@@ -262,9 +286,9 @@ static int range_ctx_start(struct range_ctx *c)
 		return -EINVAL;
 	if (passes != 1) {
 		pr_warn("CUDA metrics: the chosen metrics need %zu passes on GPU %u (%s); "
-			"per-kernel metrics take what one pass collects (more would replay every "
-			"kernel): choose fewer",
-			passes, device, chip);
+			"%s metrics take what one pass collects (more would replay every %s): "
+			"choose fewer",
+			passes, device, chip, range_unit(), cupti_range_nvtx ? "range" : "kernel");
 		return -E2BIG;
 	}
 	en.ctx = c->ctx;
@@ -292,8 +316,8 @@ static int range_ctx_start(struct range_ctx *c)
 		cupti__pm_refused(what, r);
 		return -EIO;
 	}
-	pr_info("CUDA metrics: range profiler on GPU %u (%s), %zu metrics per kernel", device,
-		chip, c->n);
+	pr_info("CUDA metrics: range profiler on GPU %u (%s), %zu metrics per %s", device, chip,
+		c->n, cupti_range_nvtx ? "NVTX range" : "kernel");
 	return 0;
 }
 
@@ -306,7 +330,8 @@ static struct range_ctx *range_ctx_of(CUcontext ctx)
 		range_state = RANGE_OFF;
 		if (range_load()) {
 			pr_warn("CUDA metrics: this libcupti has no range profiler (CUDA 12.6 or "
-				"later has it): no per-kernel metrics");
+				"later has it): no %s metrics",
+				range_unit());
 			return NULL;
 		}
 		if (!atomic_load(&range_slots)) {
@@ -380,19 +405,17 @@ static void range_begin(const CUpti_CallbackData *cb)
 		pthread_mutex_unlock(&range_lock);
 }
 
-static void range_end(void)
+/* range_lock held: the values of the one range of c's decoded session, re-armed. */
+static bool range_collect(struct range_ctx *c, double *v)
 {
 	CUpti_RangeProfiler_Stop_Params st = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
 	CUpti_RangeProfiler_DecodeData_Params dec = {
 		CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE };
 	CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
 		CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE };
-	struct range_ctx *c = range_open;
-	double v[RANGE_METRICS_MAX];
-	bool measured = false;
+	bool measured;
 	CUptiResult r;
 
-	cupti_self++;
 	st.pRangeProfilerObject = c->obj;
 	dec.pRangeProfilerObject = c->obj;
 	info.pCounterDataImage = c->data;
@@ -400,17 +423,34 @@ static void range_end(void)
 	if ((r = rf.cuptiRangeProfilerStop(&st)) != CUPTI_SUCCESS ||
 	    (r = rf.cuptiRangeProfilerDecodeData(&dec)) != CUPTI_SUCCESS ||
 	    (r = rf.cuptiRangeProfilerGetCounterDataInfo(&info)) != CUPTI_SUCCESS) {
-		range_give_up(c, "per-kernel metrics: the range profiler's data", r);
-	} else {
-		if (dec.numOfRangeDropped)
-			gt_lost_add(cupti__key("cupti_range_dropped"), dec.numOfRangeDropped);
-		/* no range: the launch failed, or ran no kernel */
-		measured = info.numTotalRanges == 1 &&
-			   !cupti__host_evaluate(c->host, c->data, c->data_size, 0, c->names, c->n,
-						 v);
-		if ((r = range_arm(c)) != CUPTI_SUCCESS)
-			range_give_up(c, "per-kernel metrics: the range profiler's next session", r);
+		range_give_up(c,
+			      cupti_range_nvtx ? "per-range metrics: the range profiler's data"
+					       : "per-kernel metrics: the range profiler's data",
+			      r);
+		return false;
 	}
+	if (dec.numOfRangeDropped)
+		gt_lost_add(cupti__key("cupti_range_dropped"), dec.numOfRangeDropped);
+	/* no range: the launch failed, or ran no kernel */
+	measured = info.numTotalRanges == 1 &&
+		   !cupti__host_evaluate(c->host, c->data, c->data_size, 0, c->names, c->n, v);
+	if ((r = range_arm(c)) != CUPTI_SUCCESS)
+		range_give_up(c,
+			      cupti_range_nvtx
+				      ? "per-range metrics: the range profiler's next session"
+				      : "per-kernel metrics: the range profiler's next session",
+			      r);
+	return measured;
+}
+
+static void range_end(void)
+{
+	struct range_ctx *c = range_open;
+	double v[RANGE_METRICS_MAX];
+	bool measured;
+
+	cupti_self++;
+	measured = range_collect(c, v);
 	if (measured)
 		slot_set(range_corr, SLOT_READY, c->keys, v, c->n);
 	else
@@ -420,8 +460,17 @@ static void range_end(void)
 	pthread_mutex_unlock(&range_lock);
 }
 
+static void nvtx_begin(const CUpti_CallbackData *cb);
+
 void cupti__range_launch(const CUpti_CallbackData *cb)
 {
+	if (cupti_range_nvtx) {
+		if (cb->callbackSite == CUPTI_API_ENTER && nvtx_name && !nvtx_open &&
+		    !nvtx_crowded && is_kernel_launch(cb->functionName) &&
+		    atomic_load(&cupti_state) == CUPTI_ON)
+			nvtx_begin(cb);
+		return;
+	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!range_open && is_kernel_launch(cb->functionName) &&
 		    atomic_load(&cupti_state) == CUPTI_ON)
@@ -431,11 +480,113 @@ void cupti__range_launch(const CUpti_CallbackData *cb)
 	}
 }
 
+/* ---- per NVTX range (--metrics-mode nvtx) ----
+ *
+ * The thread's outermost NVTX push/pop range is one user range of its context's range
+ * profiler: the session starts at the range's first kernel launch (a range that
+ * launches no kernel costs no profiler call and carries no metrics) and ends at its pop,
+ * which decodes and evaluates it: its values go on the range's span. Nested ranges are
+ * not measured (each nesting level is one more pass: the range's code run again). The
+ * profiler measures a context, not a thread: while one thread's range holds a context's
+ * session, another thread's range on that context is not measured (one line, counted),
+ * and kernels other threads launch into the context meanwhile count in the holder's. */
+
+void cupti__range_nvtx_push(int level, uint32_t name)
+{
+	if (level)
+		return;
+	nvtx_name = name;
+	nvtx_crowded = false;
+}
+
+static void nvtx_begin(const CUpti_CallbackData *cb)
+{
+	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_PushRange_Params pu = {
+		CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_Stop_Params sp = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
+	static bool said;
+	struct range_ctx *c;
+	CUptiResult r;
+
+	pthread_mutex_lock(&range_lock);
+	cupti_self++;
+	c = range_ctx_of(cb->context);
+	if (c && c->owner) {
+		nvtx_crowded = true;
+		gt_lost_add(cupti__key("cupti_range_overlapped"), 1);
+		if (!said) {
+			said = true;
+			pr_warn("CUDA metrics: NVTX ranges of two threads overlap on one context "
+				"('%s' launched while another thread's range was measured): the range "
+				"profiler measures a context, so the later range carries no metrics "
+				"(counted as lost cupti_range_overlapped)",
+				gt_str_get(nvtx_name, NULL));
+		}
+	} else if (c) {
+		st.pRangeProfilerObject = c->obj;
+		pu.pRangeProfilerObject = c->obj;
+		pu.pRangeName = gt_str_get(nvtx_name, NULL);
+		sp.pRangeProfilerObject = c->obj;
+		if ((r = rf.cuptiRangeProfilerStart(&st)) != CUPTI_SUCCESS) {
+			range_give_up(c, "per-range metrics: the range profiler's start", r);
+		} else if ((r = rf.cuptiRangeProfilerPushRange(&pu)) != CUPTI_SUCCESS) {
+			rf.cuptiRangeProfilerStop(&sp);
+			range_give_up(c, "per-range metrics: the range profiler's push", r);
+		} else {
+			c->owner = &nvtx_open; /* this thread's */
+			nvtx_open = c;
+		}
+	}
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
+}
+
+unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsigned max)
+{
+	CUpti_RangeProfiler_PopRange_Params po = {
+		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+	struct range_ctx *c = nvtx_open;
+	double v[RANGE_METRICS_MAX];
+	bool measured = false;
+	CUptiResult r;
+
+	if (level)
+		return n;
+	nvtx_name = 0;
+	nvtx_open = NULL;
+	if (!c)
+		return n; /* no kernel launched inside it (or not measured) */
+	pthread_mutex_lock(&range_lock);
+	cupti_self++;
+	if (c->owner == &nvtx_open) { /* still ours: not given up, not stopped */
+		po.pRangeProfilerObject = c->obj;
+		if ((r = rf.cuptiRangeProfilerPopRange(&po)) != CUPTI_SUCCESS) {
+			range_give_up(c, "per-range metrics: the range profiler's pop", r);
+		} else {
+			/* waits for the range's kernels: decoding needs them done */
+			measured = range_collect(c, v);
+			c->owner = NULL;
+		}
+	}
+	for (size_t i = 0; measured && i < c->n && n < max; i++)
+		args[n++] = (struct gt_arg){ .key = c->keys[i], .type = GT_ARG_METRIC, .v.f = v[i] };
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
+	return n;
+}
+
 /* ---- the backend's hooks ---- */
 
 static int range_init(void)
 {
 	cupti_range_kernel = gt_cfg.metrics_mode == GT_METRICS_KERNEL;
+	cupti_range_nvtx = gt_cfg.metrics_mode == GT_METRICS_NVTX &&
+			   (gt_cfg.kinds & GT_KIND(ANNOTATION));
+	cupti_range_launches = cupti_range_kernel || cupti_range_nvtx;
+	if (gt_cfg.metrics_mode == GT_METRICS_NVTX && !cupti_range_nvtx)
+		pr_warn("CUDA metrics: --metrics-mode nvtx needs the annotation kind (NVTX is "
+			"not traced): no per-range metrics");
 	return 0;
 }
 
@@ -446,17 +597,18 @@ static void range_flush(bool final)
 	int s;
 
 	(void)final;
-	if (!cupti_range_kernel || said)
+	if (!cupti_range_launches || said)
 		return;
 	s = atomic_load(&cupti_state);
 	if (s == CUPTI_HELD) {
 		said = true;
-		pr_warn("CUDA metrics: CUPTI belongs to another tool (see above): no per-kernel "
-			"metrics");
+		pr_warn("CUDA metrics: CUPTI belongs to another tool (see above): no %s metrics",
+			range_unit());
 	} else if (s == CUPTI_DISABLED) {
 		said = true;
 		pr_warn("CUDA metrics need CUPTI, which is off (GPUTRACE_DISABLE_CUPTI or CUPTI "
-			"refused): no per-kernel metrics");
+			"refused): no %s metrics",
+			range_unit());
 	}
 }
 
@@ -488,6 +640,9 @@ static void range_atfork_child(void)
 	range_nctx = 0;
 	range_state = RANGE_OFF;
 	range_open = NULL;
+	nvtx_open = NULL;
+	nvtx_name = 0;
+	nvtx_crowded = false;
 }
 
 static const struct gt_backend range_backend = {

@@ -107,7 +107,9 @@ static uint32_t zm_lost_unread;
 
 static bool zm_wanted(void)
 {
-	return gt_cfg.metrics_mode != GT_METRICS_OFF && gt_backend_enabled("ze");
+	/* nvtx is CUDA's (NVTX ranges, CUPTI's range profiler) */
+	return (gt_cfg.metrics_mode == GT_METRICS_TIME || gt_cfg.metrics_mode == GT_METRICS_KERNEL) &&
+	       gt_backend_enabled("ze");
 }
 
 /* The driver reads these at its first zeInit; set only when asked for (telemetry.c

@@ -38,7 +38,8 @@ HZ = "expected samples per second, an integer from 1 to "
     (["--metrics-hz=0"], "--metrics-hz '0' is not valid: " + HZ + "1000000"),
     (["--telemetry-hz=-1"], "--telemetry-hz '-1' is not valid: " + HZ + "1000"),
     (["--metrics-mode", "scope"], "--metrics-mode 'scope' is not valid: expected time "
-                                  "(sampled over time), kernel (per kernel) or off"),
+                                  "(sampled over time), kernel (per kernel), nvtx (per NVTX "
+                                  "range, CUDA) or off"),
     (["--metrics", "Gpu Busy;rm"], "--metrics 'Gpu Busy;rm' is not valid: expected a comma "
                                    "list of metric group or metric names (`gputrace metrics` "
                                    "lists them)"),
