@@ -4,23 +4,36 @@
  * cupti_profiler_target.h, cupti_profiler_host.h and cupti_range_profiler.h:
  * cuptiProfilerInitialize, the host profiler (config images and evaluation,
  * which the real library does in libnvperf_host) and the range profiler in
- * auto range / kernel replay mode. No PM sampling (a CUPTI without it).
+ * auto range / kernel replay mode and in user range / user replay mode. No
+ * PM sampling (a CUPTI without it).
  *
  * The one chip is "SIM100": 8 SMs, one pass holds 5 metrics; it has no
  * DRAM counters. A kernel's range holds its raw counters (duration, blocks,
- * threads), so the values follow from the simulated work:
- *   gpu__time_duration.sum                               the kernel's ns
- *   gr__cycles_active.avg.pct_of_peak_sustained_elapsed  100 (a kernel range is busy)
+ * threads); a user range sums those of the kernels its context ran between
+ * its push and pop (whichever thread launched them), so the values follow
+ * from the simulated work:
+ *   gpu__time_duration.sum                               the kernels' ns
+ *   gr__cycles_active.avg.pct_of_peak_sustained_elapsed  100 if a kernel ran, else 0
+ *                                                        (no idle inside a range)
  *   sm__cycles_active.avg.pct_of_peak_sustained_elapsed  100 * min(blocks, 8) / 8
  *   sm__warps_active.avg.pct_of_peak_sustained_active    100 * min(warps per block, 64) / 64
+ *                                                        (both: kernel-time weighted)
  *   sm__threads_launched.sum                             grid x block threads
+ *
+ * User ranges: one nesting level per pass (the level targetNestingLevel says);
+ * Stop reports isAllPassSubmitted only when numNestingLevels is 1, as more
+ * levels need the range's code replayed. A user range holds its name path,
+ * as cuptiRangeProfilerCounterDataGetRangeInfo gives it ("outer/inner").
  *
  * Call-order rules of the documentation abort loudly: the profiler used
  * before cuptiProfilerInitialize, SetConfig while started, Start before
  * SetConfig or twice, Stop while not started, DecodeData before Stop ("should
  * be called after cuptiRangeProfilerStop"), auto range with numNestingLevels
  * other than 1, maxNumRangeTreeNodes < maxNumOfRanges, a counter data image
- * smaller than its size or not initialized. CUDA_SIM_PROFILING_RESTRICTED=1
+ * smaller than its size or not initialized; user ranges: PushRange while not
+ * started or without a name, PopRange without a pushed range ("the number of
+ * pop range API calls should be same as number of push ranges"), Stop with a
+ * range still pushed, nesting levels below 1. CUDA_SIM_PROFILING_RESTRICTED=1
  * refuses Enable with CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, as a driver
  * loaded with NVreg_RestrictProfilingToAdminUsers=1 does for non-root users.
  */
@@ -45,6 +58,7 @@
 #define METRICS_PER_PASS 5
 #define METRICS_MAX      16
 #define RANGES_HW        64 /* ranges the "hardware" keeps between Start and decode */
+#define USER_DEPTH       8  /* user ranges pushed at once */
 #define CFG_MAGIC        0x53494d43u /* "SIMC" */
 #define CDI_MAGIC        0x53494d44u /* "SIMD" */
 
@@ -57,8 +71,11 @@ static const char *const known[] = {
 };
 #define NKNOWN (sizeof(known) / sizeof(known[0]))
 
+/* A range's counters: summed over its kernels. */
 struct raw_range {
-	uint64_t ns, blocks, threads_per_block, end_host;
+	uint64_t ns, threads, kernels, end_host;
+	double sm_ns, warp_ns; /* ns weighted by the SMs, warps a kernel kept active */
+	char name[96];         /* user ranges: the name path, levels joined by '\x01' */
 };
 
 struct cfg_image {
@@ -77,7 +94,10 @@ struct CUpti_Profiler_Host_Object {
 
 struct CUpti_RangeProfiler_Object {
 	uint32_t context_id;
-	bool configured, started;
+	bool configured, started, user;
+	uint16_t min_level, levels, target; /* user ranges: the nesting levels measured */
+	unsigned depth;                     /* user ranges pushed */
+	struct raw_range open[USER_DEPTH];  /* ... and what they hold so far */
 	size_t max_ranges;
 	uint8_t *image;
 	size_t image_size;
@@ -251,20 +271,33 @@ static const struct cdi_header *cdi_of(const char *fn, const uint8_t *image, siz
 
 static double value_of(uint32_t id, const struct raw_range *r)
 {
-	double warps = (double)((r->threads_per_block + 31) / 32);
-
 	switch (id) {
 	case 0:
 		return (double)r->ns;
 	case 1:
-		return 100.0;
+		return r->kernels ? 100.0 : 0.0;
 	case 2:
-		return 100.0 * (double)(r->blocks < SMS ? r->blocks : SMS) / SMS;
+		return r->ns ? 100.0 * r->sm_ns / (double)r->ns : 0.0;
 	case 3:
-		return 100.0 * (warps < 64 ? warps : 64) / 64;
+		return r->ns ? 100.0 * r->warp_ns / (double)r->ns : 0.0;
 	default:
-		return (double)(r->blocks * r->threads_per_block);
+		return (double)r->threads;
 	}
+}
+
+/* One kernel into a range's counters. */
+static void range_add(struct raw_range *r, const struct sim_work *w)
+{
+	uint64_t ns = w->end - w->start, blocks = (uint64_t)w->grid[0] * w->grid[1] * w->grid[2];
+	uint64_t tpb = (uint64_t)w->block[0] * w->block[1] * w->block[2], warps = (tpb + 31) / 32;
+
+	r->ns += ns;
+	r->threads += blocks * tpb;
+	r->kernels++;
+	r->sm_ns += (double)ns * (double)(blocks < SMS ? blocks : SMS) / SMS;
+	r->warp_ns += (double)ns * (double)(warps < 64 ? warps : 64) / 64;
+	if (w->end > r->end_host)
+		r->end_host = w->end;
 }
 
 EXPORT CUptiResult CUPTIAPI
@@ -420,11 +453,22 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetC
 		cs_die("%s: auto range with numNestingLevels %u (\"For Auto range mode, this "
 		       "should be set to 1\")",
 		       __func__, p->numNestingLevels);
-	if (p->replayMode != CUPTI_KernelReplay || p->range != CUPTI_AutoRange ||
-	    !p->maxRangesPerPass) {
-		r = CUPTI_ERROR_NOT_SUPPORTED; /* the simulator plays auto range, kernel replay */
+	if (p->range == CUPTI_UserRange &&
+	    (p->numNestingLevels < 1 || p->minNestingLevel < 1 || p->targetNestingLevel < 1))
+		cs_die("%s: user range with nesting levels %u from %u, target %u (levels start "
+		       "at 1)",
+		       __func__, p->numNestingLevels, p->minNestingLevel, p->targetNestingLevel);
+	/* played: auto range with kernel replay, user range with user replay */
+	if (!p->maxRangesPerPass ||
+	    !((p->range == CUPTI_AutoRange && p->replayMode == CUPTI_KernelReplay) ||
+	      (p->range == CUPTI_UserRange && p->replayMode == CUPTI_UserReplay))) {
+		r = CUPTI_ERROR_NOT_SUPPORTED;
 		goto out;
 	}
+	o->user = p->range == CUPTI_UserRange;
+	o->min_level = p->minNestingLevel;
+	o->levels = p->numNestingLevels;
+	o->target = p->targetNestingLevel;
 	o->image = p->pCounterDataImage;
 	o->image_size = p->counterDataImageSize;
 	o->max_ranges = p->maxRangesPerPass;
@@ -445,6 +489,7 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Pa
 	if (o->started)
 		cs_die("%s: the range profiler is already started", __func__);
 	o->started = true;
+	o->depth = 0;
 	pthread_mutex_unlock(&P_lock);
 	return CUPTI_SUCCESS;
 }
@@ -457,31 +502,69 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Para
 	o = object_of(__func__, p ? p->pRangeProfilerObject : NULL);
 	if (!o->started)
 		cs_die("%s: the range profiler was not started", __func__);
+	if (o->depth)
+		cs_die("%s with %u user ranges pushed and not popped", __func__, o->depth);
 	o->started = false;
+	/* one pass per nesting level: more than one level needs the code replayed */
 	p->passIndex = 0;
-	p->targetNestingLevel = 1;
-	p->isAllPassSubmitted = 1; /* one pass */
+	p->targetNestingLevel = o->user && o->levels > 1 ? o->target + 1u : 1u;
+	p->isAllPassSubmitted = !o->user || o->levels == 1;
 	pthread_mutex_unlock(&P_lock);
 	return CUPTI_SUCCESS;
 }
 
-/* User ranges: "an invalid operation in case of CUPTI_AutoRange", the one mode played. */
-static CUptiResult user_range(const char *fn, struct CUpti_RangeProfiler_Object *o)
-{
-	pthread_mutex_lock(&P_lock);
-	object_of(fn, o);
-	pthread_mutex_unlock(&P_lock);
-	return CUPTI_ERROR_INVALID_OPERATION;
-}
-
+/* User ranges: "an invalid operation in case of CUPTI_AutoRange". */
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params *p)
 {
-	return user_range(__func__, p ? p->pRangeProfilerObject : NULL);
+	struct CUpti_RangeProfiler_Object *o;
+	struct raw_range *r;
+
+	pthread_mutex_lock(&P_lock);
+	o = object_of(__func__, p ? p->pRangeProfilerObject : NULL);
+	if (!o->user) {
+		pthread_mutex_unlock(&P_lock);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	if (!o->started)
+		cs_die("%s while the range profiler is not started", __func__);
+	if (!p->pRangeName)
+		cs_die("%s without a range name (\"Name of the range to be profiled\")", __func__);
+	if (o->depth == USER_DEPTH)
+		cs_die("%s: more than %d user ranges pushed", __func__, USER_DEPTH);
+	r = &o->open[o->depth];
+	*r = (struct raw_range){ 0 };
+	snprintf(r->name, sizeof(r->name), "%s%s%s", o->depth ? o->open[o->depth - 1].name : "",
+		 o->depth ? "\x01" : "", p->pRangeName);
+	o->depth++;
+	pthread_mutex_unlock(&P_lock);
+	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerPopRange(CUpti_RangeProfiler_PopRange_Params *p)
 {
-	return user_range(__func__, p ? p->pRangeProfilerObject : NULL);
+	struct CUpti_RangeProfiler_Object *o;
+	unsigned level;
+
+	pthread_mutex_lock(&P_lock);
+	o = object_of(__func__, p ? p->pRangeProfilerObject : NULL);
+	if (!o->user) {
+		pthread_mutex_unlock(&P_lock);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	if (!o->started || !o->depth)
+		cs_die("%s without a pushed range (\"The number of pop range API call should be "
+		       "same as number of push ranges\")",
+		       __func__);
+	level = o->depth--;
+	/* this pass collects its target level, if among the levels measured */
+	if (level == o->target && level >= o->min_level && level < o->min_level + o->levels) {
+		if (o->nhw < o->max_ranges && o->nhw < RANGES_HW)
+			o->hw[o->nhw++] = o->open[level - 1];
+		else
+			o->dropped++;
+	}
+	pthread_mutex_unlock(&P_lock);
+	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p)
@@ -528,7 +611,7 @@ cuptiRangeProfilerGetCounterDataInfo(CUpti_RangeProfiler_GetCounterDataInfo_Para
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
 	CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *p)
 {
-	static __thread char name[32];
+	static __thread char name[128];
 	const struct cdi_header *d;
 
 	need_init(__func__);
@@ -537,12 +620,28 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
 	d = cdi_of(__func__, p->pCounterDataImage, p->counterDataImageSize);
 	if (p->rangeIndex >= d->nranges)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	snprintf(name, sizeof(name), "%zu", p->rangeIndex); /* auto ranges: their index */
+	if (d->r[p->rangeIndex].name[0]) { /* a user range: its path */
+		const char *sep = p->rangeDelimiter ? p->rangeDelimiter : "/";
+		size_t n = 0;
+
+		for (const char *c = d->r[p->rangeIndex].name; *c && n + 1 < sizeof(name); c++) {
+			if (*c != '\x01') {
+				name[n++] = *c;
+				continue;
+			}
+			for (const char *q = sep; *q && n + 1 < sizeof(name); q++)
+				name[n++] = *q;
+		}
+		name[n] = 0;
+	} else {
+		snprintf(name, sizeof(name), "%zu", p->rangeIndex); /* auto ranges: their index */
+	}
 	p->rangeName = name;
 	return CUPTI_SUCCESS;
 }
 
-/* A kernel queued: a range of its context's started profiler. */
+/* A kernel queued: a range of its context's started profiler (auto), or part of the
+ * ranges pushed on it (user). */
 void cs_range_work(const struct sim_work *w)
 {
 	if (w->kind != SIM_WORK_KERNEL)
@@ -551,13 +650,11 @@ void cs_range_work(const struct sim_work *w)
 	for (struct CUpti_RangeProfiler_Object *o = P_objects; o; o = o->next) {
 		if (o->context_id != w->context || !o->started)
 			continue;
-		if (o->nhw < o->max_ranges && o->nhw < RANGES_HW)
-			o->hw[o->nhw++] = (struct raw_range){
-				.ns = w->end - w->start,
-				.blocks = (uint64_t)w->grid[0] * w->grid[1] * w->grid[2],
-				.threads_per_block = (uint64_t)w->block[0] * w->block[1] * w->block[2],
-				.end_host = w->end,
-			};
+		if (o->user) /* every pushed range holds it; none pushed: no range has it */
+			for (unsigned i = 0; i < o->depth; i++)
+				range_add(&o->open[i], w);
+		else if (o->nhw < o->max_ranges && o->nhw < RANGES_HW)
+			range_add(memset(&o->hw[o->nhw++], 0, sizeof(o->hw[0])), w);
 		else
 			o->dropped++;
 	}

@@ -494,10 +494,25 @@ static int clocks(const char *with_callback)
 
 static const char *range_metrics[] = { "gpu__time_duration.sum", "sm__threads_launched.sum" };
 
-/* One auto-range, kernel-replay session around two kernels; `violate` breaks one
- * documented rule instead. Prints ranges=, range0=, range1=, name0=. */
+static int user_range(CUpti_RangeProfiler_Object *o, const char *name)
+{
+	CUpti_RangeProfiler_PushRange_Params pu = {
+		CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_PopRange_Params po = {
+		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+
+	pu.pRangeProfilerObject = po.pRangeProfilerObject = o;
+	pu.pRangeName = name;
+	return name ? cuptiRangeProfilerPushRange(&pu) : cuptiRangeProfilerPopRange(&po);
+}
+
+/* One auto-range, kernel-replay session around two kernels, or ("user...") a
+ * user-range, user-replay session: "step" (a kernel, then "inner" with one) and
+ * "idle" (none); `violate` breaks one documented rule instead. Prints ranges=,
+ * then rangeN=NAME:VALUES. */
 static int range(const char *violate)
 {
+	bool user = !strncmp(violate, "user", 4);
 	CUpti_Profiler_Initialize_Params init = { CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
 	CUpti_Profiler_Host_Initialize_Params hi = {
 		CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
@@ -562,18 +577,35 @@ static int range(const char *violate)
 	sc.pConfig = config;
 	sc.counterDataImageSize = ds.counterDataSize;
 	sc.pCounterDataImage = data;
-	sc.range = CUPTI_AutoRange;
-	sc.replayMode = CUPTI_KernelReplay;
+	sc.range = user ? CUPTI_UserRange : CUPTI_AutoRange;
+	sc.replayMode = user ? CUPTI_UserReplay : CUPTI_KernelReplay;
 	sc.maxRangesPerPass = 4;
-	sc.numNestingLevels = strcmp(violate, "nesting") ? 1 : 2;
+	sc.numNestingLevels = strcmp(violate, "nesting") && strcmp(violate, "user_levels2") ? 1 : 2;
 	sc.minNestingLevel = 1;
 	sc.targetNestingLevel = 1;
 	st.pRangeProfilerObject = en.pRangeProfilerObject;
 	if (strcmp(violate, "start_before_config"))
 		r |= cuptiRangeProfilerSetConfig(&sc);
+	if (!strcmp(violate, "user_push_unstarted"))
+		user_range(en.pRangeProfilerObject, "early");
 	r |= cuptiRangeProfilerStart(&st);
-	launch(3, 100, NULL); /* 300 ns */
-	launch(2, 64, NULL);  /* 128 ns */
+	if (user) {
+		r |= user_range(en.pRangeProfilerObject, "step");
+		launch(3, 100, NULL); /* 300 ns */
+		r |= user_range(en.pRangeProfilerObject, "inner");
+		launch(2, 64, NULL); /* 128 ns */
+		r |= user_range(en.pRangeProfilerObject, NULL);
+		r |= user_range(en.pRangeProfilerObject, NULL);
+		r |= user_range(en.pRangeProfilerObject, "idle");
+		r |= user_range(en.pRangeProfilerObject, NULL);
+		if (!strcmp(violate, "user_pop_unpushed"))
+			user_range(en.pRangeProfilerObject, NULL);
+		if (!strcmp(violate, "user_stop_pushed"))
+			user_range(en.pRangeProfilerObject, "open");
+	} else {
+		launch(3, 100, NULL); /* 300 ns */
+		launch(2, 64, NULL);  /* 128 ns */
+	}
 	sp.pRangeProfilerObject = en.pRangeProfilerObject;
 	dd.pRangeProfilerObject = en.pRangeProfilerObject;
 	if (!strcmp(violate, "decode_before_stop"))
@@ -585,6 +617,9 @@ static int range(const char *violate)
 	r |= cuptiRangeProfilerGetCounterDataInfo(&info);
 	printf("chip=%s ranges=%zu dropped=%zu\n", chip.pChipName, info.numTotalRanges,
 	       dd.numOfRangeDropped);
+	if (user)
+		printf("all passes submitted=%u next level=%zu\n", sp.isAllPassSubmitted,
+		       sp.targetNestingLevel);
 	for (size_t i = 0; i < info.numTotalRanges; i++) {
 		CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
 			CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };

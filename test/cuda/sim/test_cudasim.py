@@ -185,7 +185,23 @@ def test_range_profiler_session():
                    "not stopped\n")
 
 
+def test_range_profiler_user_ranges():
+    # user range, user replay, one nesting level: "step" holds its kernel and the one of
+    # its nested "inner" (300 + 128 ns), "idle" ran none; one pass covers it all
+    assert probe("range", "user") == ("chip=SIM100 ranges=2 dropped=0\n"
+                                      "all passes submitted=1 next level=1\n"
+                                      "range0=step:428,428\n"
+                                      "range1=idle:0,0\n"
+                                      "not stopped\n")
+    # two nesting levels: this pass collected level 1; level 2 needs the code replayed
+    assert probe("range", "user_levels2").splitlines()[1] == \
+        "all passes submitted=0 next level=2"
+
+
 @pytest.mark.parametrize("violate,message", [
+    ("user_push_unstarted", "cuptiRangeProfilerPushRange while the range profiler is not started"),
+    ("user_pop_unpushed", "cuptiRangeProfilerPopRange without a pushed range"),
+    ("user_stop_pushed", "cuptiRangeProfilerStop with 1 user ranges pushed and not popped"),
     ("no_initialize", "cuptiDeviceGetChipName before cuptiProfilerInitialize"),
     ("tree_nodes", "cuptiRangeProfilerGetCounterDataSize: maxNumRangeTreeNodes 2 < maxNumOfRanges 4"),
     ("nesting", "cuptiRangeProfilerSetConfig: auto range with numNestingLevels 2"),
