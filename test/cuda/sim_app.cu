@@ -14,6 +14,11 @@
 //   clock [N [MS]] N (30) kernels of 20 us, each synchronized, MS (40) ms apart
 //   reload [N]     N (25000) kernels of libreload.so (dlopen'ed), then dlclose
 //   threads        4 threads, each 5 kernels of its own shape on its own stream
+//   nvtx           3 NVTX "step" ranges (nested "fwd": 2 kernels of 256 ns, "bwd": one of
+//                  64 ns, popped before the kernels end), "idle" (no kernel), then a
+//                  "worker" range on each of two threads, one after the other (1024 and
+//                  2048 ns)
+//   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -316,6 +321,62 @@ static void *launcher(void *arg)
 	return NULL;
 }
 
+static pthread_barrier_t overlap_barrier;
+
+static void *nvtx_worker(void *arg)
+{
+	long blocks = (long)arg;
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	nvtxRangePushA(blocks ? "worker" : "overlap");
+	sim::scale<float><<<blocks ? blocks : 8, 128>>>(d, 1.0f, 1000); // blocks * 128 ns
+	if (!blocks)
+		pthread_barrier_wait(&overlap_barrier); // both launched before either pops
+	CHECK(cudaStreamSynchronize(0));
+	nvtxRangePop();
+	CHECK(cudaFree(d));
+	return NULL;
+}
+
+static int nvtx_mode(bool overlap)
+{
+	pthread_t th[2];
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	if (overlap) {
+		pthread_barrier_init(&overlap_barrier, NULL, 2);
+		for (long t = 0; t < 2; t++)
+			pthread_create(&th[t], NULL, nvtx_worker, (void *)0);
+		for (int t = 0; t < 2; t++)
+			pthread_join(th[t], NULL);
+		printf("nvtx: overlap\n");
+		return 0;
+	}
+	for (int i = 0; i < 3; i++) {
+		nvtxRangePushA("step");
+		nvtxRangePushA("fwd");
+		for (int k = 0; k < 2; k++)
+			sim::scale<float><<<4, 64>>>(d, 1.0f, 1000); // 256 ns
+		nvtxRangePop();
+		nvtxRangePushA("bwd");
+		axpy<<<2, 32>>>(d, d, 1000); // 64 ns
+		nvtxRangePop();
+		nvtxRangePop(); // its kernels may still run
+	}
+	nvtxRangePushA("idle");
+	sleep_ms(1);
+	nvtxRangePop();
+	for (long blocks = 8; blocks <= 16; blocks += 8) {
+		pthread_create(&th[0], NULL, nvtx_worker, (void *)blocks);
+		pthread_join(th[0], NULL);
+	}
+	CHECK(cudaDeviceSynchronize());
+	printf("nvtx: 3 steps\n");
+	return 0;
+}
+
 static int threads_mode(void)
 {
 	pthread_t th[4];
@@ -359,6 +420,8 @@ int main(int argc, char **argv)
 		return clock_mode(argc > 2 ? atoi(argv[2]) : 30, argc > 3 ? atoi(argv[3]) : 40);
 	if (!strcmp(mode, "threads"))
 		return threads_mode();
+	if (!strcmp(mode, "nvtx"))
+		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	printf("unknown mode %s\n", mode);

@@ -152,3 +152,101 @@ def test_thousands_of_launches_all_measured_none_lost(tmp_path):
     assert len(ks) == 5000
     assert all(k["args"]["metrics"]["gpu time ns"] == 20000 for k in ks)
     assert json.loads(summary.read_text())["lost"]["total"] == 0
+
+
+# ---- per NVTX range (--metrics-mode nvtx): CUPTI's user ranges ----
+
+def host_ranges(trace, name=None):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"
+            and e.get("cat") == "user_annotation" and (name is None or e["name"] == name)]
+
+
+@pytest.mark.sanitize
+def test_nvtx_ranges_carry_the_metrics_of_their_kernels(tmp_path):
+    summary, log = tmp_path / "s.json", tmp_path / "cupti.log"
+    t, r = traced(tmp_path, ["nvtx"], {"GPUTRACE_METRICS_MODE": "nvtx", "GPUTRACE_LOG": "info",
+                                       "GPUTRACE_SUMMARY_JSON": str(summary),
+                                       "GPUTRACE_SUMMARY": "1",
+                                       "CUDA_SIM_CUPTI_LOG": str(log)})
+    assert r.stdout == b"nvtx: 3 steps\n"
+    assert metric_lines(r.stderr) == [
+        "gputrace: CUDA metrics: SIM100 has no dram__throughput.avg.pct_of_peak_sustained_elapsed: "
+        "not sampled",
+        "gputrace: CUDA metrics: range profiler on GPU 0 (SIM100), 4 metrics per NVTX range"]
+    # each step: its nested ranges' kernels, 2 x 256 ns (4 blocks of 2 warps) + 64 ns (2
+    # blocks of 1 warp), measured although popped before they ran
+    steps = host_ranges(t, "step")
+    assert len(steps) == 3
+    for s in steps:
+        m = s["args"]["metrics"]
+        assert set(m) == KEYS
+        assert (m["gpu time ns"], m["gpu busy %"]) == (576, 100)
+        assert m["sm active %"] == pytest.approx(100 * (512 * 4 / 8 + 64 * 2 / 8) / 576, rel=1e-12)
+        assert m["warps active %"] == pytest.approx(100 * (512 * 2 / 64 + 64 / 64) / 576, rel=1e-12)
+    # the kernels themselves: no per-kernel metrics in this mode; their time is the steps'
+    ks = kernels(t)
+    assert len(ks) == 11 and all("metrics" not in k["args"] for k in ks)
+    assert sum(round(k["dur"] * 1000) for k in ks if k["args"]["grid"][0] in (2, 4)) == 3 * 576
+    # nested ranges are not measured (one nesting level a pass), nor a range without kernels
+    for name, count in (("fwd", 3), ("bwd", 3), ("idle", 1)):
+        rs = host_ranges(t, name)
+        assert len(rs) == count and all("metrics" not in (e.get("args") or {}) for e in rs)
+    # ranges of two threads, one after the other: each its own kernel (8, 16 blocks of 4 warps)
+    workers = sorted(host_ranges(t, "worker"), key=lambda e: e["args"]["metrics"]["gpu time ns"])
+    assert [w["args"]["metrics"] for w in workers] == [
+        {"gpu time ns": g, "gpu busy %": 100, "sm active %": 100, "warps active %": 6.25}
+        for g in (1024, 2048)]
+    assert len({w["tid"] for w in workers} | {steps[0]["tid"]}) == 3
+    # the device rows' copies of the ranges carry none (values are the host span's)
+    assert all("metrics" not in e["args"] for e in t["traceEvents"]
+               if e.get("cat") == "gpu_user_annotation")
+    # one user range pushed per measured range: the idle one cost no profiler call
+    text = log.read_text()
+    assert text.count("cuptiRangeProfilerPushRange profiler") == 5
+    assert text.count("cuptiRangeProfilerStart profiler") == 5
+    rows = {(x["range"], x["metric"]): x
+            for x in json.loads(summary.read_text())["metrics"]["ranges"]}
+    assert len(rows) == 8
+    assert (rows[("step", "gpu time ns")]["count"], rows[("step", "gpu time ns")]["mean"]) == (3, 576)
+    assert rows[("worker", "gpu time ns")]["mean"] == 1536
+    assert rows[("worker", "gpu time ns")]["max"] == 2048
+    assert "  range metrics (mean per range):\n    step (3): gpu busy % 100, gpu time ns 576, " \
+        "sm active % 47.2222, warps active % 2.95139\n" in r.stderr.decode()
+
+
+def test_nvtx_ranges_of_two_threads_at_once_on_one_context(tmp_path):
+    # the range profiler measures a context: the first thread's range holds the session
+    # (and counts both threads' kernels), the other's carries none: one line, counted
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["nvtx", "overlap"], {"GPUTRACE_METRICS_MODE": "nvtx",
+                                                  "GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.stdout == b"nvtx: overlap\n"
+    assert metric_lines(r.stderr) == [
+        "gputrace: CUDA metrics: NVTX ranges of two threads overlap on one context ('overlap' "
+        "launched while another thread's range was measured): the range profiler measures a "
+        "context, so the later range carries no metrics (counted as lost cupti_range_overlapped)"]
+    rs = host_ranges(t, "overlap")
+    assert len(rs) == 2 and rs[0]["tid"] != rs[1]["tid"]
+    measured = [e for e in rs if "metrics" in (e.get("args") or {})]
+    assert len(measured) == 1
+    assert measured[0]["args"]["metrics"]["gpu time ns"] == 2048
+    lost = json.loads(summary.read_text())["lost"]
+    assert lost["total"] == 1 and lost["by_reason"] == {"cupti_range_overlapped": 1}
+
+
+@pytest.mark.parametrize("env, line", [
+    ({"CUDA_SIM_PROFILING_RESTRICTED": "1"},
+     "gputrace: CUDA metrics: per-range metrics on GPU 0: no permission to profile the GPU "
+     "(load the driver with NVreg_RestrictProfilingToAdminUsers=0, or run as root)"),
+    ({"GPUTRACE_ACTIVITIES": "kernel,runtime"},
+     "gputrace: CUDA metrics: --metrics-mode nvtx needs the annotation kind (NVTX is not "
+     "traced): no per-range metrics"),
+], ids=["no-permission", "no-annotations"])
+def test_nvtx_refusal_is_one_line_and_the_program_runs(tmp_path, env, line):
+    e = {"GPUTRACE_METRICS_MODE": "nvtx"}
+    e.update(env)
+    t, r = traced(tmp_path, ["nvtx"], e)
+    assert r.stdout == b"nvtx: 3 steps\n"
+    assert metric_lines(r.stderr) == [line]
+    assert len(kernels(t)) == 11
+    assert all("metrics" not in (e.get("args") or {}) for e in host_ranges(t))
