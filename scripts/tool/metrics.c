@@ -181,7 +181,7 @@ static void list_nvidia(void)
 		printf("NVIDIA: NVML sees no GPU\n");
 		return;
 	}
-	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time|kernel):\n",
+	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time|kernel|nvtx):\n",
 	       "libnvidia-ml.so.1");
 	for (unsigned i = 0; i < n; i++) {
 		nvmlDevice_t d;
@@ -195,7 +195,8 @@ static void list_nvidia(void)
 	       "`ncu --query-metrics`):\n");
 	for (size_t i = 0; i < nbasic; i++)
 		printf("    %-24s %s\n", basic[i].label, basic[i].name);
-	printf("  range profiler, per kernel (--metrics-mode kernel; names as above, one pass):\n");
+	printf("  range profiler, per kernel or NVTX range (--metrics-mode kernel|nvtx; names as "
+	       "above, one pass):\n");
 	for (size_t i = 0; i < sizeof(per_kernel) / sizeof(per_kernel[0]); i++)
 		printf("    %-24s %s\n", per_kernel[i].label, per_kernel[i].name);
 	shutdown();

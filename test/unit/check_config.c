@@ -190,6 +190,8 @@ START_TEST(test_metrics_and_telemetry)
 	char *names[] = { "GPUTRACE_METRICS=ComputeBasic, sm__throughput.avg", NULL };
 	char *rate[] = { "GPUTRACE_METRICS_HZ=250", "GPUTRACE_TELEMETRY_HZ=20", NULL };
 	char *kernel[] = { "GPUTRACE_METRICS_MODE=kernel", "GPUTRACE_METRICS_HZ=5", NULL };
+	char *nvtx[] = { "GPUTRACE_METRICS_MODE=NVTX", "GPUTRACE_METRICS=gpu__time_duration.sum",
+			 NULL };
 	char *off[] = { "GPUTRACE_METRICS=X", "GPUTRACE_METRICS_MODE=off", "GPUTRACE_TELEMETRY=0",
 			"GPUTRACE_TELEMETRY_HZ=5", NULL };
 	char *badrate[] = { "GPUTRACE_TELEMETRY_HZ=fast", "GPUTRACE_METRICS_HZ=-1", NULL };
@@ -209,6 +211,9 @@ START_TEST(test_metrics_and_telemetry)
 	ck_assert_uint_eq(cfg.telemetry_hz, 20);
 	ck_assert_int_eq(parse(&cfg, kernel), 0);
 	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_KERNEL);
+	/* names with a mode keep the mode */
+	ck_assert_int_eq(parse(&cfg, nvtx), 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_NVTX);
 	ck_assert_int_eq(parse(&cfg, off), 0);
 	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
 	ck_assert(!cfg.telemetry);
