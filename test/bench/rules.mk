@@ -33,6 +33,15 @@ $(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h test/annotations
 BENCH_BUILD += $(BENCH_DIR)/bench_ze
 endif
 
+# CUDA launches, run on the simulated CUDA stack (row 8): the toolkit's headers and
+# libcudart to link; LD_LIBRARY_PATH=$(BUILD)/cuda-sim at run time.
+ifeq ($(HAVE_CUPTI),1)
+$(BENCH_DIR)/bench_cuda: test/bench/bench_cuda.c test/bench/bench.h test/cuda/sim/hand_kernel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart 	  -ldl -lpthread
+BENCH_BUILD += $(BENCH_DIR)/bench_cuda
+endif
+
 # The smoke test (test_bench_smoke.py) runs each program once at tiny sizes.
 TEST_BUILD += $(BENCH_BUILD)
 

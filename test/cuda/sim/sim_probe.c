@@ -27,28 +27,13 @@
 
 /* ---- a kernel, registered the way nvcc's generated code does it ---- */
 
-static const unsigned int fatbin[4] = { 0xBA55ED50u, 0x00100001u, 0, 0 };
-static const struct {
-	int magic, version;
-	const void *data;
-	void *unused;
-} wrapper = { 0x466243b1, 1, fatbin, NULL };
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **handle);
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-			    dim3 *bDim, dim3 *gDim, int *wSize);
+#include "hand_kernel.h"
 
 static void probe_kernel(void) {}
 
 static void register_kernel(void)
 {
-	void **h = __cudaRegisterFatBinary((void *)&wrapper);
-
-	__cudaRegisterFunction(h, (const char *)probe_kernel, (char *)"_Z12probe_kernelv",
-			       "_Z12probe_kernelv", -1, NULL, NULL, NULL, NULL, NULL);
-	__cudaRegisterFatBinaryEnd(h);
+	hand_register(probe_kernel, "_Z12probe_kernelv");
 }
 
 /* grid x block ns of device time */
@@ -410,7 +395,7 @@ static int walk(const char *real_cupti)
 	cudaEventCreate(&e);
 	cudaMalloc(&d, 4096);
 	cudaMemset(d, 0, 4096);
-	cudaMemcpy(d, fatbin, sizeof(fatbin), cudaMemcpyHostToDevice);
+	cudaMemcpy(d, hand_fatbin, sizeof(hand_fatbin), cudaMemcpyHostToDevice);
 	launch(3, 7, s);
 	cudaEventRecord(e, s);
 	cudaEventSynchronize(e);
