@@ -36,6 +36,7 @@ BUILD = (ROOT / os.environ.get("BUILD", "build")).resolve()
 BIN = BUILD / "test" / "bench"
 LIB = BUILD / "libgputrace.so"
 ZE_SIM = BUILD / "libze_sim.so"
+CUDA_SIM = BUILD / "cuda-sim"  # the simulated CUDA stack (test/cuda/sim)
 
 # Workload sizes: (full, quick).
 SIZES = {
@@ -48,6 +49,7 @@ SIZES = {
     "drain_rounds": (3, 1),
     "rss_events": ((100_000, 1_000_000, 10_000_000), (1_000, 3_000)),
     "launches": (20_000, 256),
+    "cuda_launches": (20_000, 256),
     "stack_calls": (200_000, 1_000),
     "stack_depths": ((4, 16, 64), (4,)),
     "procs": (400, 10),
@@ -363,9 +365,36 @@ class Bench:
                         f"GPUTRACE_METRICS_MODE=kernel; sampling: bench_ze idle {ms} ms, the "
                         "process's CPU time per second of wall time",
             **out,
+            "cuda_simulated": self.cuda_metrics(),
             "sampling_cpu_ns_per_s": {k: v - base for k, v in cpu.items() if k != "traced, nothing sampled"},
             "idle_cpu_ns_per_s": base,
         }
+
+    def cuda_metrics(self):
+        """CUDA's per-kernel (range profiler, auto range) and per-NVTX-range (user range)
+        metrics, per synchronized launch, on the simulated CUDA stack: gputrace's own part
+        (callbacks, sessions, decoding, evaluation) with the simulator's profiler calls,
+        which cost nothing like a GPU's; traced with defaults vs with the mode."""
+        if not (BIN / "bench_cuda").exists() or not (CUDA_SIM / "libcupti.so.13").exists():
+            return {"status": "not built (no CUPTI headers: HAVE_CUPTI)"}
+        n = self.size("cuda_launches")
+        sim = {"LD_LIBRARY_PATH": str(CUDA_SIM)}
+        out = {"workload": f"bench_cuda: {n} launches of a 1-thread kernel, each "
+                           f"synchronized, {LAUNCH_BURST} per burst, "
+                           f"{LAUNCH_PAUSE_US // 1000} ms pauses; nvtx: each launch in its own "
+                           "NVTX range; on the simulated CUDA stack"}
+        for mode, ranged in (("kernel", 0), ("nvtx", 1)):
+            cmd = [BIN / "bench_cuda", n, LAUNCH_BURST, LAUNCH_PAUSE_US, ranged]
+            base, traced, lost = [], [], 0
+            for _ in range(self.reps):
+                base.append(f(self.traced(cmd, sim)[0], "med_ns"))
+                res, trailer, _ = self.traced(cmd, dict(sim, GPUTRACE_METRICS_MODE=mode))
+                traced.append(f(res, "med_ns"))
+                lost += trailer.get("events_lost", 0)
+            out[mode] = {"traced_ns_per_launch": min(base), "metrics_ns_per_launch": min(traced),
+                         "added_ns_per_launch": min(traced) - min(base),
+                         "ratio": min(traced) / min(base), "events_lost": lost}
+        return out
 
     def row_stacks(self):
         n = self.size("stack_calls")
@@ -698,6 +727,18 @@ def table(res, m, reps):
                          f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
                          f"traced, no metrics {ns(x['traced_ns_per_launch'])}/launch",
                          f"{x['ratio']:.2f}x", "", ""))
+        c = r.get("cuda_simulated", {})
+        if "status" in c:
+            rows.append(("", "CUDA kernel/nvtx mode (simulated stack)", c["status"], "", "",
+                         "", ""))
+        for mode, what in (("kernel", "CUDA kernel mode, simulated stack"),
+                           ("nvtx", "CUDA nvtx mode, a range a launch, sim.")):
+            x = c.get(mode)
+            if x:
+                rows.append(("", what,
+                             f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                             f"traced, no metrics {ns(x['traced_ns_per_launch'])}/launch",
+                             f"{x['ratio']:.2f}x", "", ""))
         for name, v in r["sampling_cpu_ns_per_s"].items():
             rows.append(("", f"sampling: {name}", f"+{v / 1e6:.2f} ms CPU per s",
                          f"traced, idle {r['idle_cpu_ns_per_s'] / 1e6:.2f} ms/s",

@@ -143,6 +143,24 @@ def test_ze_rejects_bad_arguments():
 
 
 @pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+def test_cuda_launches_on_the_simulated_stack(tmp_path):
+    """bench_cuda (row 8's CUDA figures): synchronized launches, traced with per-kernel
+    and per-range metrics, every launch measured."""
+    need(BIN / "bench_cuda")
+    sim = {"LD_LIBRARY_PATH": str(BUILD / "cuda-sim")}
+    r = report(run([BIN / "bench_cuda", 300, 100, 0, 0], sim).stdout)
+    assert (r["bench"], r["calls"]) == ("cuda_launch", "300")
+    for mode, ranged, cat in (("kernel", 0, "kernel"), ("nvtx", 1, "user_annotation")):
+        trace = tmp_path / f"{mode}.json"
+        r = report(run([BIN / "bench_cuda", 300, 100, 0, ranged],
+                       dict(sim, LD_PRELOAD=str(LIB), GPUTRACE_OUTPUT=str(trace),
+                            GPUTRACE_METRICS_MODE=mode)).stdout)
+        assert r["bench"] == ("cuda_launch_ranged" if ranged else "cuda_launch")
+        measured = [e for e in events(load_trace(trace), "X")
+                    if e.get("cat") == cat and "metrics" in (e.get("args") or {})]
+        assert len(measured) == 300
+
+
 def test_harness_quick_run_prints_every_row(tmp_path):
     """bench.py end to end at tiny sizes: every row is in the table and the JSON."""
     out = tmp_path / "bench.json"
@@ -155,6 +173,7 @@ def test_harness_quick_run_prints_every_row(tmp_path):
                     "3 drain + JSON, one core", "4 memory (peak RSS)",
                     "5 device path, per launch", "6 stacks (--stacks)", "7 processes"):
         assert measure in text
+    assert "CUDA kernel mode, simulated stack" in text
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "2_threads", "3_drain", "4_memory",
                                           "5_device", "6_stacks", "7_processes", "8_metrics"]
