@@ -298,6 +298,22 @@ class Bench:
                         "(/usr/bin/time %M)",
             "rows": out, "rss_spread": (max(rss) - min(rss)) / min(rss)}
 
+    def compare(self, cmd, env, base_env=None, base_traced=True):
+        """Interleaved: the best ns per launch of the base (traced with base_env, or
+        untraced) and of a traced run with base_env and env; events the latter lost."""
+        base, traced, lost = [], [], 0
+        for _ in range(self.reps):
+            if base_traced:
+                base.append(f(self.traced(cmd, base_env)[0], "med_ns"))
+            else:
+                base.append(f(self.run(cmd, self.env(False, base_env)), "med_ns"))
+            res, trailer, _ = self.traced(cmd, dict(base_env or {}, **(env or {})))
+            traced.append(f(res, "med_ns"))
+            lost += trailer.get("events_lost", 0)
+        return {"base": min(base), "traced": min(traced),
+                "added_ns_per_launch": min(traced) - min(base),
+                "ratio": min(traced) / min(base), "events_lost": lost}
+
     def launches(self, env, base_traced):
         """Per launch kind, interleaved: the best ns per launch of the base (untraced, or
         traced with defaults when base_traced) and of a traced run with env."""
@@ -306,18 +322,7 @@ class Bench:
         for kind in ("regular", "immediate", "immediate_ranged"):
             cmd = [BIN / "bench_ze", "launch", kind.split("_")[0], n, 64, LAUNCH_BURST,
                    LAUNCH_PAUSE_US, int(kind.endswith("_ranged"))]
-            base, traced, lost = [], [], 0
-            for _ in range(self.reps):
-                if base_traced:
-                    base.append(f(self.traced(cmd)[0], "med_ns"))
-                else:
-                    base.append(f(self.run(cmd, self.env()), "med_ns"))
-                res, trailer, _ = self.traced(cmd, env)
-                traced.append(f(res, "med_ns"))
-                lost += trailer.get("events_lost", 0)
-            out[kind] = {"base": min(base), "traced": min(traced),
-                         "added_ns_per_launch": min(traced) - min(base),
-                         "ratio": min(traced) / min(base), "events_lost": lost}
+            out[kind] = self.compare(cmd, env, None, base_traced)
         return out
 
     def row_device(self):
@@ -385,15 +390,9 @@ class Bench:
                            "NVTX range; on the simulated CUDA stack"}
         for mode, ranged in (("kernel", 0), ("nvtx", 1)):
             cmd = [BIN / "bench_cuda", n, LAUNCH_BURST, LAUNCH_PAUSE_US, ranged]
-            base, traced, lost = [], [], 0
-            for _ in range(self.reps):
-                base.append(f(self.traced(cmd, sim)[0], "med_ns"))
-                res, trailer, _ = self.traced(cmd, dict(sim, GPUTRACE_METRICS_MODE=mode))
-                traced.append(f(res, "med_ns"))
-                lost += trailer.get("events_lost", 0)
-            out[mode] = {"traced_ns_per_launch": min(base), "metrics_ns_per_launch": min(traced),
-                         "added_ns_per_launch": min(traced) - min(base),
-                         "ratio": min(traced) / min(base), "events_lost": lost}
+            x = self.compare(cmd, {"GPUTRACE_METRICS_MODE": mode}, sim)
+            out[mode] = {"traced_ns_per_launch": x.pop("base"),
+                         "metrics_ns_per_launch": x.pop("traced"), **x}
         return out
 
     def row_stacks(self):
