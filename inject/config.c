@@ -571,6 +571,44 @@ static void set_capture_count(struct gt_config *cfg, const char *var, const char
 		cfg->capture_count = (unsigned)v;
 }
 
+/* "30", "30s", "0.5s", "500ms": the last 30 seconds (at most
+ * GT_FLIGHT_MB_DEFAULT MiB of them); "64MB" (or "64M", "64MiB"): the last
+ * 64 MiB of formatted events. Read by hand: the program's locale may have
+ * another decimal point by the time a child reads it. */
+static void set_flight_recorder(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long whole = 0, frac = 0, scale = 1;
+	const char *p = val;
+	bool mb, ms, digits = false;
+
+	for (; *p >= '0' && *p <= '9' && whole < 1000000000ull; p++, digits = true)
+		whole = whole * 10 + (unsigned long long)(*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9' && scale < 1000000000ull; p++, digits = true) {
+			frac = frac * 10 + (unsigned long long)(*p - '0');
+			scale *= 10;
+		}
+	mb = !strcasecmp(p, "MB") || !strcmp(p, "M") || !strcasecmp(p, "MiB");
+	ms = !strcmp(p, "ms");
+	if (ms) {
+		whole *= 1000000ull; /* as ns, below */
+		frac = frac * 1000000ull / scale;
+	} else {
+		whole *= 1000000000ull;
+		frac = frac * 1000000000ull / scale;
+	}
+	if (!digits || (*p && strcmp(p, "s") && !ms && !mb) ||
+	    (mb ? scale != 1 || whole / 1000000000ull < 1 ||
+		      whole / 1000000000ull > GT_FLIGHT_MB_MAX
+		: whole + frac < 10000000ull || whole + frac > GT_FLIGHT_SEC_MAX * 1000000000ull)) {
+		bad(cfg, var, val, "seconds (30, 30s, 0.5s or 500ms; 10ms to 86400s) "
+			       "or megabytes (64MB; 1 to 65536)");
+		return;
+	}
+	cfg->flight_ns = mb ? 0 : whole + frac;
+	cfg->flight_bytes = (size_t)(mb ? whole / 1000000000ull : GT_FLIGHT_MB_DEFAULT) << 20;
+}
+
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
 static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -604,6 +642,7 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_CAPTURE_RANGE", set_capture_range)                             \
 	X("GPUTRACE_CAPTURE_COUNT", set_capture_count)                             \
 	X("GPUTRACE_RUN_DIR", set_ignore)                                          \
+	X("GPUTRACE_FLIGHT_RECORDER", set_flight_recorder)                         \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \

@@ -43,6 +43,10 @@ enum gt_kind_bit {
 #define GT_BUFFER_KB_MIN     4
 #define GT_BUFFER_KB_MAX     (1024 * 1024)
 #define GT_STACKS_MAX_DEPTH  64
+/* The flight recorder's memory: MB asked for, else this cap on a SEC window. */
+#define GT_FLIGHT_MB_DEFAULT 64
+#define GT_FLIGHT_MB_MAX     65536
+#define GT_FLIGHT_SEC_MAX    86400
 #define GT_STACKS_DEFAULT_DEPTH 16
 #define GT_CAPTURE_SIGNAL_DEFAULT 7 /* SIGRTMIN+7 */
 #define GT_RANGE_PROFILER 1 /* cudaProfilerStart/Stop, ITT __itt_resume/__itt_pause */
@@ -85,6 +89,8 @@ struct gt_config {
 	char capture_nvtx_domain[256]; /* and DOMAIN ("": the default domain) */
 	unsigned capture_count;      /* GPUTRACE_CAPTURE_COUNT: ranges recorded, 0 every one */
 	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off */
+	uint64_t flight_ns;          /* GPUTRACE_FLIGHT_RECORDER SEC: the window kept (0: no limit) */
+	size_t flight_bytes;         /* ... MB, or the cap of a SEC window; 0: no flight recorder */
 	unsigned errors;             /* how many bad values were reported */
 	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
 	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */

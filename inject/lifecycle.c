@@ -37,6 +37,7 @@ static _Atomic int finish_claimed GT_STARTUP_STATE;
 /* the thread finishing, while it stops the backends */
 static _Atomic long finish_tid GT_STARTUP_STATE;
 GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
+GT_HIDDEN _Atomic int gt_exit_status GT_STARTUP_STATE;
 
 /* ---- the writer's hooks ---- */
 
@@ -484,6 +485,7 @@ GT_EXPORT int execle(const char *path, const char *arg, ...)
 GT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
 	REAL(_exit);
+	atomic_store(&gt_exit_status, status & 0xff);
 	gt_finish("_exit", 3000);
 	if (real__exit)
 		real__exit(status);
@@ -508,6 +510,7 @@ static void on_quick_exit(void)
 GT_EXPORT __attribute__((noreturn)) void quick_exit(int status)
 {
 	REAL(quick_exit);
+	atomic_store(&gt_exit_status, status & 0xff);
 	if (!quick_exit_hooked)
 		gt_finish("quick_exit", 3000);
 	real_quick_exit(status);

@@ -176,8 +176,10 @@ static void ring_register(struct ring *r)
  * event, after that, makes our exit handler run while vendor libraries still
  * work. The destructor stays as the fallback.
  */
-static void at_exit_finish(void)
+static void at_exit_finish(int status, void *unused)
 {
+	/* on_exit, not atexit: the flight recorder writes on a non-zero status */
+	atomic_store(&gt_exit_status, status & 0xff);
 	gt_finish("exit", 5000);
 }
 
@@ -186,7 +188,7 @@ static void register_exit_handler(void)
 	static _Atomic int registered GT_STARTUP_STATE;
 
 	if (!atomic_exchange(&registered, 1))
-		atexit(at_exit_finish);
+		on_exit(at_exit_finish, NULL);
 }
 
 /* The process has had a first event (a first ring). */

@@ -80,5 +80,8 @@ GT_HIDDEN void lifecycle__poll_dlopen(void);
 /* Why the process is ending ("exit", "signal SIGTERM", "exec", ...), for
  * the trailer; NULL while it runs. */
 extern GT_HIDDEN const char *_Atomic gt_end_reason;
+/* The status exit(), _exit() or quick_exit() was called with (its low byte,
+ * as the parent sees it); 0 until then. */
+extern GT_HIDDEN _Atomic int gt_exit_status;
 
 #endif

@@ -57,6 +57,11 @@ static void output_failed(int err)
 
 static void build_trailer(bool final);
 
+static bool flight_mode(void)
+{
+	return gt_cfg.flight_bytes != 0;
+}
+
 /*
  * The head: Kineto's "distributedInfo" first, written as Kineto writes it
  * (a space after each colon: HTA finds a trace's rank with the pattern
@@ -197,11 +202,14 @@ bool checkpoint__open(void)
 	}
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
-	err = out__open(&W.out, path);
+	/* a flight recorder keeps its events in memory: files come with dumps */
+	err = flight_mode() ? 0 : out__open(&W.out, path);
 	if (err) {
 		output_failed(err);
 		return false;
 	}
+	if (flight_mode())
+		W.out.fd = -1;
 	W.opened = true;
 	/* the summary is built as events are written, only if someone reads
 	 * it; under gputrace run the run makes one of all its processes */
@@ -219,7 +227,7 @@ bool checkpoint__open(void)
 	W.ev_start = 0;
 	build_head(&head);
 	build_trailer(false);
-	err = out__begin(&W.out, head.p, head.len, W.trailer.p, W.trailer.len);
+	err = flight_mode() ? 0 : out__begin(&W.out, head.p, head.len, W.trailer.p, W.trailer.len);
 	jbuf__free(&head);
 	if (err) {
 		jbuf__free(&pending);
@@ -476,6 +484,8 @@ static void build_trailer(bool final)
 			trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
 	jbuf__lit(b, "],\"threads_total\":");
 	json__u64(b, total);
+	if (W.flight)
+		flight__trailer(b, W.flight);
 	jbuf__lit(b, "}}\n");
 }
 
@@ -529,6 +539,75 @@ static void checkpoint_done(void)
 	}
 }
 
+/* Why the process's end is worth a dump (NULL: it is not): a signal, a
+ * non-zero exit status. */
+static const char *flight_end_reason(void)
+{
+	const char *why = atomic_load(&gt_end_reason);
+	int status = atomic_load(&gt_exit_status);
+
+	if (!why || !strcmp(why, "exec"))
+		return NULL;
+	if (!strncmp(why, "signal", 6))
+		return why;
+	return status ? "exit status not 0" : NULL;
+}
+
+/* The flight recorder's window as a trace file of its own: the head, row
+ * names, the window's events, a trailer with what was kept and aged out. */
+static void flight_dump(const char *reason, bool final)
+{
+	struct flight_counts c;
+	struct jbuf head = { 0 }, events = { 0 };
+	struct out o;
+	int err;
+
+	flight__dump(&events, gt_clock_ns(), &c);
+	c.reason = reason;
+	build_head(&head);
+	W.flight = &c;
+	build_trailer(true);
+	W.flight = NULL;
+	err = out__open(&o, W.path);
+	if (!err) {
+		err = out__begin(&o, head.p, head.len, W.trailer.p, W.trailer.len);
+		if (!err)
+			err = out__finish(&o, events.p, events.len, W.trailer.p, W.trailer.len);
+	}
+	if (err) {
+		pr_err("cannot write the flight recorder's window to '%s': %s", W.path,
+		       strerror(-err));
+	} else {
+		pr_warn("flight recorder (%s): %llu events of the last window in %s", reason,
+			(unsigned long long)c.kept_events, o.path);
+		checkpoint__list('+', o.path);
+		if (final) {
+			/* the summary names it */
+			snprintf(W.out.path, sizeof(W.out.path), "%s", o.path);
+			W.out.size = o.size;
+		}
+	}
+	out__close(&o);
+	jbuf__free(&head);
+	jbuf__free(&events);
+}
+
+/* A checkpoint of a flight recorder: the cycle's events into memory, and a
+ * dump when one was asked for or the process ends badly. */
+static void flight_checkpoint(bool final)
+{
+	const char *asked = atomic_exchange(&W.flight_request, NULL);
+	const char *reason = final ? flight_end_reason() : NULL;
+
+	flight__add(W.buf.p, W.buf.len, gt_clock_ns());
+	W.buf.len = 0;
+	W.ev_start = 0;
+	if (reason || asked)
+		flight_dump(reason ? reason : asked, final);
+	if (final)
+		flight__free();
+}
+
 void checkpoint__write(bool final)
 {
 	int err;
@@ -539,6 +618,10 @@ void checkpoint__write(bool final)
 		return; /* nothing recorded: no file (a shell, a compiler, a child that execs) */
 	if (!checkpoint__open())
 		return;
+	if (flight_mode()) {
+		flight_checkpoint(final);
+		return;
+	}
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
 	events__fit();
 	build_trailer(final);
@@ -593,5 +676,5 @@ void checkpoint__summary(void)
 			       gt_cfg.summary_json : json, strerror(-err));
 	}
 	if (gt_cfg.summary && W.opened)
-		summary__print(W.sum, stderr, W.out.path, W.out.size);
+		summary__print(W.sum, stderr, W.out.path[0] ? W.out.path : NULL, W.out.size);
 }

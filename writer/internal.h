@@ -132,6 +132,8 @@ struct writer {
 	_Atomic uint32_t waiters;   /* threads waiting in sync() */
 	_Atomic bool req_final;
 	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
+	const char *_Atomic flight_request; /* a dump asked for (its reason) */
+	const struct flight_counts *flight; /* the dump being written, for its trailer */
 	pthread_mutex_t cycle_lock;
 };
 
@@ -269,6 +271,24 @@ GT_HIDDEN void events__put_sid(struct jbuf *b, uint32_t id);
 /* Move the event just formatted to the next page of a paged file if it
  * would straddle a page boundary (see output.h). */
 GT_HIDDEN void events__fit(void);
+
+/* ---- flight.c: the flight recorder (GPUTRACE_FLIGHT_RECORDER) ---- */
+
+/* What a dump holds and what the recorder let go (events: not metadata,
+ * not arrows; arrows counted apart). */
+struct flight_counts {
+	const char *reason;
+	uint64_t kept_events, aged_events, kept_flows, aged_flows;
+};
+
+/* Formatted events (as W.buf holds them) into the recorder at time now;
+ * what the window or the memory bound has passed is dropped. */
+GT_HIDDEN void flight__add(const char *p, size_t len, uint64_t now);
+/* The window at time now, as a trace's events (row names first) into out. */
+GT_HIDDEN void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c);
+/* ,"flight_recorder":{...} for the trailer of a dump. */
+GT_HIDDEN void flight__trailer(struct jbuf *b, const struct flight_counts *c);
+GT_HIDDEN void flight__free(void);
 
 /* ---- checkpoint.c ---- */
 

@@ -142,7 +142,8 @@ static void *drain_main(void *arg)
 		if (window_in < (uint64_t)ts.tv_nsec)
 			ts.tv_nsec = (long)(window_in > 1000000 ? window_in : 1000000);
 		/* no sleep while a ring is still past its high-water mark */
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high() && ts.tv_nsec)
+		if (req == atomic_load(&W.done_seq) && !drain__rings_high() && ts.tv_nsec &&
+		    !atomic_load(&W.flight_request))
 			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
 		atomic_store(&W.kick, 0);
 		if (gt_unlikely(due != UINT64_MAX))
@@ -150,6 +151,7 @@ static void *drain_main(void *arg)
 		req = atomic_load(&W.req_seq);
 		final = atomic_load(&W.req_final);
 		if (req == atomic_load(&W.done_seq) && !drain__rings_high() &&
+		    !atomic_load(&W.flight_request) &&
 		    gt_clock_ns() - W.last_checkpoint_ns < gt_cfg.flush_ms * 1000000ull)
 			continue;
 		/* not before the process's start-up is over: backends set their
@@ -307,6 +309,19 @@ void writer__forget(void)
 		close(W.out.fd);
 	memset(&W, 0, sizeof(W));
 	pthread_mutex_init(&W.cycle_lock, NULL);
+}
+
+int gt_flight_dump(const char *reason)
+{
+	if (!gt_cfg.flight_bytes)
+		return -ENOTSUP;
+	/* async-signal-safe: a store and a wake; the drain thread writes it */
+	atomic_store(&W.flight_request, reason ? reason : "request");
+	if (!atomic_load(&W.thread_running))
+		return -EAGAIN; /* nothing recorded yet, nothing to write */
+	atomic_store(&W.kick, 1);
+	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+	return 0;
 }
 
 /* Under gputrace run, the run waits for processes that record (checkpoint.c). */

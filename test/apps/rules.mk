@@ -3,7 +3,7 @@ ifeq ($(HAVE_ZE),1)
 ZE_APPS := ze_basic ze_hammer ze_threads ze_multiqueue ze_errors ze_window
 # Equivalents of third-party programs (the loader's, PTI-GPU's, level-zero-tests'), written
 # here; some use declarations of later specs (backends/levelzero/ze_newer.h).
-ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong
+ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong ze_flight
 # SYCL graphs (mutable lists) and Intel's zex functions, from zeDriverGetExtensionFunctionAddress.
 ZE_APPS += ze_graph
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))

@@ -1,0 +1,59 @@
+/* ze_flight SECONDS END [PAUSE_US]: one kernel and one copy, executed and synchronized
+ * over and over for SECONDS (PAUSE_US apart), then END: "ok" (exit 0), "exit3" (exit(3)), "segv" (a
+ * null write), "abort". Prints the iterations run and, just before END, the
+ * CLOCK_MONOTONIC_RAW time in ns ("end_ns N"), so a test can tell which of the
+ * iterations a flight recorder kept. */
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ze_app.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
+	const char *end = argc > 2 ? argv[2] : "ok";
+	unsigned long pause_us = test_arg(argc, argv, 3, 0);
+	size_t n = 4096;
+	struct app_ze z;
+	ze_group_count_t groups = { 4, 1, 1 };
+	unsigned long it = 0;
+	uint64_t until;
+
+	app_ze_setup(&z);
+	ze_command_queue_handle_t queue = app_queue(&z, 0, 0);
+	ze_command_list_handle_t list = app_list(&z, 0);
+	ze_module_handle_t module = app_module(&z);
+	ze_kernel_handle_t kernel = app_kernel(module, "vector_add", 64, 1, 1);
+	uint8_t *src = app_host_alloc(&z, n), *dev = app_device_alloc(&z, n);
+
+	ZE_CHECK(zeKernelSetArgumentValue(kernel, 0, sizeof(dev), &dev));
+	ZE_CHECK(zeCommandListAppendMemoryCopy(list, dev, src, n, NULL, 0, NULL));
+	ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, NULL, 0, NULL));
+	ZE_CHECK(zeCommandListClose(list));
+	until = now_ns() + (uint64_t)(seconds * 1e9);
+	do {
+		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
+		ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+		it++;
+		if (pause_us)
+			usleep((useconds_t)pause_us);
+	} while (now_ns() < until);
+	printf("iterations %lu\nend_ns %llu\n", it, (unsigned long long)now_ns());
+	fflush(stdout);
+	if (!strcmp(end, "segv"))
+		*(volatile int *)(uintptr_t)(argc < 0) = 1; /* a write to address 0 */
+	if (!strcmp(end, "abort"))
+		abort();
+	if (!strcmp(end, "exit3"))
+		exit(3);
+	return 0;
+}
