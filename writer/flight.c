@@ -7,9 +7,9 @@
  * room, so memory stays below the bound for any run length. Row names ("M"
  * events) go to a buffer of their own that is never dropped: a dump names
  * every row it draws. A dump writes the names, then the events of the kept
- * segments that reach into the window (the last SEC seconds, and after
- * anything dropped), with an arrow only where both its ends are in the
- * file. What is dropped is counted, not lost:
+ * segments that reach into the window (the last SEC seconds), with an
+ * arrow only where both its ends are in the file, on the slices they bind
+ * to. What is dropped is counted, not lost:
  * events_kept + events_aged_out is every event formatted.
  */
 #define _GNU_SOURCE
@@ -36,9 +36,6 @@ static struct {
 	size_t bytes; /* segments' allocated bytes + the names' */
 	struct jbuf names;
 	uint64_t aged_events, aged_flows; /* in dropped segments */
-	/* the newest time a dropped segment may hold: a later segment's event
-	 * that ends by then may be tied to one dropped (its arrow's start) */
-	uint64_t horizon;
 	uint64_t dumps;
 } F;
 
@@ -53,6 +50,64 @@ static bool is_flow(const char *ev, size_t n)
 	       ev[8] == '"';
 }
 
+/* The next event of a formatted buffer at *q (NULL at end): its line, less
+ * the "," between events and the spaces a paged file pads with. */
+static const char *next_event(const char **q, const char *end, size_t *n)
+{
+	while (*q < end) {
+		const char *nl = memchr(*q, '\n', (size_t)(end - *q)), *stop = nl ? nl : end;
+		const char *ev = *q;
+
+		*q = stop + 1;
+		while (ev < stop && *ev == ' ')
+			ev++;
+		*n = (size_t)(stop - ev);
+		if (*n && ev[*n - 1] == ',')
+			(*n)--;
+		if (*n)
+			return ev;
+	}
+	return NULL;
+}
+
+/* The number after "key": in ev (0 when absent); ts in ns. */
+static uint64_t field_u64(const char *ev, size_t n, const char *key, bool us)
+{
+	size_t kn = strlen(key);
+	const char *at = memmem(ev, n, key, kn), *end = ev + n;
+	uint64_t v = 0;
+	unsigned frac = 0;
+
+	if (!at)
+		return 0;
+	for (at += kn; at < end && *at >= '0' && *at <= '9'; at++)
+		v = v * 10 + (uint64_t)(*at - '0');
+	if (!us)
+		return v;
+	if (at < end && *at == '.')
+		for (at++; frac < 3; frac++, at++)
+			v = v * 10 + (at < end && *at >= '0' && *at <= '9' ? (uint64_t)(*at - '0') : 0);
+	else
+		v *= 1000;
+	return v;
+}
+
+/* Where an event ends: a slice's ts + dur, anything else's ts (ns). */
+static uint64_t event_end(const char *ev, size_t n)
+{
+	uint64_t ts = field_u64(ev, n, "\"ts\":", true);
+
+	if (ev[7] == 'X')
+		ts += field_u64(ev, n, "\"dur\":", true);
+	return ts;
+}
+
+/* In the window: a slice that ends after the cutoff, anything else after it. */
+static bool in_window(const char *ev, size_t n, uint64_t cutoff)
+{
+	return !cutoff || event_end(ev, n) > cutoff;
+}
+
 static void drop_oldest(void)
 {
 	struct seg *s = F.head;
@@ -62,8 +117,6 @@ static void drop_oldest(void)
 		F.tail = NULL;
 	F.aged_events += s->events;
 	F.aged_flows += s->flows;
-	if (s->last_ns > F.horizon)
-		F.horizon = s->last_ns;
 	F.bytes -= s->cap;
 	free(s);
 }
@@ -100,7 +153,6 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 			/* counted all the same */
 			F.aged_events += !is_flow(ev, n);
 			F.aged_flows += is_flow(ev, n);
-			F.horizon = now;
 			return;
 		}
 		*s = (struct seg){ .cap = cap };
@@ -121,26 +173,6 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 		s->events++;
 }
 
-/* The next event of a formatted buffer at *q (NULL at end): its line, less
- * the "," between events and the spaces a paged file pads with. */
-static const char *next_event(const char **q, const char *end, size_t *n)
-{
-	while (*q < end) {
-		const char *nl = memchr(*q, '\n', (size_t)(end - *q)), *stop = nl ? nl : end;
-		const char *ev = *q;
-
-		*q = stop + 1;
-		while (ev < stop && *ev == ' ')
-			ev++;
-		*n = (size_t)(stop - ev);
-		if (*n && ev[*n - 1] == ',')
-			(*n)--;
-		if (*n)
-			return ev;
-	}
-	return NULL;
-}
-
 void flight__add(const char *p, size_t len, uint64_t now)
 {
 	const char *ev, *end = p + len;
@@ -152,94 +184,133 @@ void flight__add(const char *p, size_t len, uint64_t now)
 	age(now, 0);
 }
 
-/* The number after "key": in ev (0 when absent); ts in ns. */
-static uint64_t field_u64(const char *ev, size_t n, const char *key, bool us)
-{
-	size_t kn = strlen(key);
-	const char *at = memmem(ev, n, key, kn), *end = ev + n;
-	uint64_t v = 0;
-	unsigned frac = 0;
-
-	if (!at)
-		return 0;
-	for (at += kn; at < end && *at >= '0' && *at <= '9'; at++)
-		v = v * 10 + (uint64_t)(*at - '0');
-	if (!us)
-		return v;
-	if (at < end && *at == '.')
-		for (at++; frac < 3; frac++, at++)
-			v = v * 10 + (at < end && *at >= '0' && *at <= '9' ? (uint64_t)(*at - '0') : 0);
-	else
-		v *= 1000;
-	return v;
-}
-
-/* Open addressing over arrow ids: bit 0 a start seen, bit 1 an end. */
-struct idset {
-	uint64_t *id;
-	uint8_t *seen;
-	size_t mask;
+/* A slice of the dump (X or i), for the arrows that end on it. */
+struct fslice {
+	uint64_t row; /* pid << 32 | tid */
+	uint64_t ts, end, corr, corr2;
 };
 
-static uint8_t *idset_slot(struct idset *s, uint64_t id)
-{
-	size_t i = (size_t)(id * 0x9e3779b97f4a7c15ull) & s->mask;
+/* An arrow of the dump: what holds each of its ends. */
+struct farrow {
+	uint64_t id;
+	const struct fslice *s, *f;
+	bool used;
+};
 
-	while (s->seen[i] && s->id[i] != id)
-		i = (i + 1) & s->mask;
-	s->id[i] = id;
-	return &s->seen[i];
+static uint64_t row_of(const char *ev, size_t n)
+{
+	return field_u64(ev, n, "\"pid\":", false) << 32 | field_u64(ev, n, "\"tid\":", false);
 }
 
-/* A slice that ends after the cutoff, anything else at or after it: a kept
- * arrow end (a point inside its slice) keeps its slice. */
-static bool in_window(const char *ev, size_t n, uint64_t cutoff)
+static int slice_cmp(const void *a, const void *b)
 {
-	uint64_t ts;
+	const struct fslice *x = a, *y = b;
 
-	if (!cutoff)
-		return true;
-	ts = field_u64(ev, n, "\"ts\":", true);
-	if (ev[7] == 'X')
-		ts += field_u64(ev, n, "\"dur\":", true);
-	return ts > cutoff;
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end; /* the outer first */
+}
+
+/* The innermost slice of row holding t (slices sorted, properly nested:
+ * the latest to start that still holds it), or NULL. */
+static const struct fslice *holding(const struct fslice *v, size_t nv, uint64_t row, uint64_t t)
+{
+	size_t lo = 0, hi = nv;
+
+	while (lo < hi) { /* the first past (row, t) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].row < row || (v[mid].row == row && v[mid].ts <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, steps = 0; k-- > 0 && v[k].row == row && steps < 256; steps++)
+		if (v[k].end >= t)
+			return &v[k];
+	return NULL;
+}
+
+static struct farrow *arrow_slot(struct farrow *a, size_t mask, uint64_t id)
+{
+	size_t i = (size_t)(id * 0x9e3779b97f4a7c15ull) & mask;
+
+	while (a[i].used && a[i].id != id)
+		i = (i + 1) & mask;
+	a[i].used = true;
+	a[i].id = id;
+	return &a[i];
+}
+
+/* An arrow is kept when both its ends are in the window and each is held
+ * by a slice kept in the dump, the launch's correlation on the work's
+ * slice for ac2g (what a viewer binds it to): whatever was dropped, no
+ * arrow dangles or lands on another slice. */
+static bool arrow_kept(const struct farrow *a, bool ac2g)
+{
+	if (!a->s || !a->f)
+		return false;
+	return !ac2g || (a->s->corr && (a->s->corr == a->f->corr || a->s->corr == a->f->corr2));
 }
 
 void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 {
 	uint64_t cutoff = gt_cfg.flight_ns && now > gt_cfg.flight_ns ? now - gt_cfg.flight_ns : 0;
-
-	if (F.horizon > cutoff)
-		cutoff = F.horizon;
-	uint64_t flows = 0;
-	struct idset ids = { 0 };
+	size_t nflows = 0, nslices = 0, ns = 0, mask = 0;
+	struct fslice *sl = NULL;
+	struct farrow *arrows = NULL;
 	const char *q, *ev;
 	size_t n;
 	bool first = true;
 
 	*c = (struct flight_counts){ .aged_events = F.aged_events, .aged_flows = F.aged_flows };
-	for (struct seg *s = F.head; s; s = s->next)
-		flows += s->flows;
-	if (flows) {
+	for (struct seg *s = F.head; s; s = s->next) {
+		nflows += s->flows;
+		nslices += s->events;
+	}
+	if (nflows) {
 		size_t cap = 64;
 
-		while (cap < flows * 2)
+		while (cap < nflows * 2)
 			cap *= 2;
-		ids.id = malloc(cap * sizeof(*ids.id));
-		ids.seen = calloc(cap, 1);
-		ids.mask = cap - 1;
-		if (!ids.id || !ids.seen) {
-			free(ids.id);
-			free(ids.seen);
-			ids = (struct idset){ 0 };
+		arrows = calloc(cap, sizeof(*arrows));
+		sl = malloc(nslices * sizeof(*sl) + 1);
+		mask = cap - 1;
+		if (!arrows || !sl) { /* no arrows then, rather than unchecked ones */
+			free(arrows);
+			free(sl);
+			arrows = NULL;
 		}
 	}
-	/* arrows: which ids have both ends inside the window */
-	for (struct seg *s = F.head; s && ids.seen; s = s->next)
+	/* the slices of the window, sorted by row and start */
+	for (struct seg *s = F.head; s && arrows; s = s->next)
 		for (q = s->data; (ev = next_event(&q, s->data + s->len, &n));)
-			if (is_flow(ev, n) && in_window(ev, n, cutoff))
-				*idset_slot(&ids, field_u64(ev, n, "\"id\":", false)) |=
-					ev[7] == 's' ? 1 : 2;
+			if ((ev[7] == 'X' || ev[7] == 'i') && in_window(ev, n, cutoff) && ns < nslices)
+				sl[ns++] = (struct fslice){
+					.row = row_of(ev, n),
+					.ts = field_u64(ev, n, "\"ts\":", true),
+					.end = event_end(ev, n),
+					.corr = field_u64(ev, n, "\"correlation\":", false),
+					.corr2 = field_u64(ev, n, "\"correlation2\":", false),
+				};
+	if (arrows)
+		qsort(sl, ns, sizeof(*sl), slice_cmp);
+	/* what holds each arrow end */
+	for (struct seg *s = F.head; s && arrows; s = s->next)
+		for (q = s->data; (ev = next_event(&q, s->data + s->len, &n));)
+			if (is_flow(ev, n) && in_window(ev, n, cutoff)) {
+				struct farrow *a = arrow_slot(arrows, mask,
+							      field_u64(ev, n, "\"id\":", false));
+				const struct fslice *h = holding(sl, ns, row_of(ev, n),
+								 field_u64(ev, n, "\"ts\":", true));
+
+				if (ev[7] == 's')
+					a->s = h;
+				else
+					a->f = h;
+			}
 	for (q = F.names.p; q && (ev = next_event(&q, F.names.p + F.names.len, &n));) {
 		if (!first)
 			jbuf__lit(out, ",\n");
@@ -251,8 +322,10 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 			bool flow = is_flow(ev, n);
 
 			if (!in_window(ev, n, cutoff) ||
-			    (flow && (!ids.seen ||
-				      *idset_slot(&ids, field_u64(ev, n, "\"id\":", false)) != 3))) {
+			    (flow && (!arrows ||
+				      !arrow_kept(arrow_slot(arrows, mask,
+							     field_u64(ev, n, "\"id\":", false)),
+						  memmem(ev, n, "\"cat\":\"ac2g\"", 12) != NULL)))) {
 				if (flow)
 					c->aged_flows++;
 				else
@@ -268,8 +341,8 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 			first = false;
 			jbuf__put(out, ev, n);
 		}
-	free(ids.id);
-	free(ids.seen);
+	free(arrows);
+	free(sl);
 	F.dumps++;
 }
 

@@ -109,6 +109,9 @@ static void summarize(struct run *r)
 	}
 	if (!n && r->unreachable)
 		; /* said before CMD ran: nothing more */
+	else if (!n && run__flight_recorder(r))
+		fprintf(stderr, WHO ": flight recorder: no process crashed, failed or was asked "
+			"for its window: no trace written\n");
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows): no trace written\n");

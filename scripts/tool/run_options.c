@@ -350,6 +350,15 @@ char **run__command_env(struct run *r, const char *lib)
 	return env;
 }
 
+bool run__flight_recorder(const struct run *r)
+{
+	const char *v = option_value(r, "GPUTRACE_FLIGHT_RECORDER");
+
+	if (!v)
+		v = getenv("GPUTRACE_FLIGHT_RECORDER");
+	return v && !config__check("GPUTRACE_FLIGHT_RECORDER", v, NULL);
+}
+
 unsigned long run__buffer_kb(const struct run *r)
 {
 	const char *v = option_value(r, "GPUTRACE_BUFFER_KB");

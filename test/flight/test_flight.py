@@ -1,0 +1,191 @@
+"""The flight recorder (issue 17, point 3): --flight-recorder SEC|MB keeps the
+last window of a run in bounded memory and writes it, as one valid trace, when
+the process crashes or exits with a non-zero status; nothing otherwise. The
+program (test/apps/ze_flight) runs kernels on the simulated Level Zero device
+for a while, prints when it ends (CLOCK_MONOTONIC_RAW, the trace's clock) and
+then ends as asked."""
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (APPS, PRELOAD, ROOT, clean_env, default_signals, load_trace, need, run,
+                      sim_env)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
+from viewer_rules import check_flows  # noqa: E402
+
+APP = APPS / "ze_flight"
+GPUTRACE = ROOT / "scripts" / "gputrace"
+
+
+def flight(tmp_path, seconds, end, window, pause_us=100, extra=None):
+    need(APP)
+    env = sim_env({"GPUTRACE_FLIGHT_RECORDER": window})
+    env.update(extra or {})
+    r = run([APP, seconds, end, pause_us], env=env, tmp_path=tmp_path)
+    out = dict(line.split() for line in r.stdout.decode().splitlines())
+    return r, int(out["end_ns"])
+
+
+def check_window(tmp_path, r, end_ns, window_s, reason):
+    """The dump: valid, named rows, only the window's events, the newest there,
+    arrows whole and bound to their slices, every event formatted accounted."""
+    t = load_trace(r.trace_path)
+    g = t["gputrace"]
+    fr = g["flight_recorder"]
+    assert fr["reason"] == reason
+    assert g["complete"] is True
+    ev = t["traceEvents"]
+    by_ph = collections.Counter(e["ph"] for e in ev)
+    # exact accounting: what is in the file, and what aged out, is every event recorded
+    assert fr["events_kept"] == sum(n for ph, n in by_ph.items() if ph not in "Msf")
+    assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
+    assert fr["events_aged_out"] > 0 and fr["events_kept"] > 0
+    assert fr["flows_kept"] == by_ph["s"] + by_ph["f"]
+    # the rows are named: process, its thread, the device's rows
+    names = {(e["name"], e["pid"]) for e in ev if e["ph"] == "M"}
+    pid = r_pid = next(e["pid"] for e in ev if e["ph"] == "M" and e["name"] == "process_name")
+    assert ("thread_name", r_pid) in names
+    dev_pids = {e["pid"] for e in ev if e["ph"] == "X" and e.get("cat") == "kernel"}
+    assert dev_pids and all(("process_name", p) in names for p in dev_pids)
+    # only the last window: every slice reaches into it (the dump came after end_ns)
+    start_us = (end_ns - window_s * 1e9) / 1e3
+    slices = [e for e in ev if e["ph"] == "X"]
+    assert all(e["ts"] + e["dur"] > start_us for e in slices), min(e["ts"] for e in slices)
+    assert all(e["ts"] > start_us for e in ev if e["ph"] in "sfiC")
+    # ... and it is the newest: the last synchronize ended just before end_ns
+    syncs = [e for e in slices if e["name"] == "zeCommandQueueSynchronize" and e["pid"] == pid]
+    newest = max(e["ts"] + e["dur"] for e in syncs)
+    assert end_ns / 1e3 - 100e3 < newest <= end_ns / 1e3
+    # arrows: both ends in the file, bound to their launch and its kernel
+    ends = collections.defaultdict(set)
+    for e in ev:
+        if e["ph"] in "sf":
+            ends[e["id"]].add(e["ph"])
+    assert ends and all(v == {"s", "f"} for v in ends.values())
+    assert check_flows(t) == by_ph["s"]
+    return t
+
+
+@pytest.mark.sanitize
+def test_flight_recorder_after_sigsegv(tmp_path):
+    r, end_ns = flight(tmp_path, 1.5, "segv", "0.4s")
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    check_window(tmp_path, r, end_ns, 0.4, "signal SIGSEGV")
+    assert os.listdir(tmp_path) == ["trace.json"]
+
+
+def test_flight_recorder_after_abort(tmp_path):
+    r, end_ns = flight(tmp_path, 1, "abort", "300ms")
+    assert r.returncode == -signal.SIGABRT, r.stderr
+    check_window(tmp_path, r, end_ns, 0.3, "signal SIGABRT")
+
+
+def test_flight_recorder_after_nonzero_exit(tmp_path):
+    r, end_ns = flight(tmp_path, 1, "exit3", "0.3")
+    assert r.returncode == 3, r.stderr
+    check_window(tmp_path, r, end_ns, 0.3, "exit status not 0")
+    line = [ln for ln in r.stderr.decode().splitlines() if "flight recorder" in ln]
+    assert line == [f"gputrace: flight recorder (exit status not 0): "
+                    f"{load_trace(r.trace_path)['gputrace']['flight_recorder']['events_kept']} "
+                    f"events of the last window in {r.trace_path}"]
+
+
+def test_flight_recorder_writes_nothing_on_success(tmp_path):
+    r, _ = flight(tmp_path, 0.3, "ok", "0.1s")
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(tmp_path) == []
+    assert b"gputrace" not in r.stderr
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_flight_recorder_memory_flat_over_a_long_run(tmp_path):
+    """A run 20x the window: the traced process's RSS late is where it was early."""
+    need(APP)
+    out = tmp_path / "trace.json"
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(out),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLIGHT_RECORDER": "0.2s"}))
+    p = subprocess.Popen([str(APP), "4", "exit3", "50"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    time.sleep(1.0)  # 5 windows in: the recorder is full
+    early = rss_kib(p.pid)
+    time.sleep(2.5)
+    late = rss_kib(p.pid)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 3, stderr
+    assert early and late - early < 2048, (early, late)
+    end_ns = int(dict(ln.split() for ln in stdout.decode().splitlines())["end_ns"])
+    r = type("R", (), {"trace_path": str(out)})
+    t = check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
+    fr = t["gputrace"]["flight_recorder"]
+    # 20 windows and more went by: most of the run aged out
+    assert fr["events_aged_out"] > 10 * fr["events_kept"]
+
+
+def test_flight_recorder_mb_bound(tmp_path):
+    r, end_ns = flight(tmp_path, 1.5, "exit3", "1MB", pause_us=0)
+    assert r.returncode == 3, r.stderr
+    t = load_trace(r.trace_path)
+    fr = t["gputrace"]["flight_recorder"]
+    assert fr["window_s"] is None and fr["max_bytes"] == 1 << 20
+    assert 0 < fr["bytes"] <= 1 << 20
+    assert os.path.getsize(r.trace_path) < (1 << 20) + 8192  # events, names, head, trailer
+    assert fr["events_kept"] + fr["events_aged_out"] == t["gputrace"]["events_recorded"]
+    assert fr["events_aged_out"] > fr["events_kept"] > 0
+    ends = collections.defaultdict(set)
+    for e in t["traceEvents"]:
+        if e["ph"] in "sf":
+            ends[e["id"]].add(e["ph"])
+    assert all(v == {"s", "f"} for v in ends.values())
+    assert check_flows(t) == len(ends)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "5MBx", "1.5MB", "0.001s", "-3"])
+def test_flight_recorder_bad_value_one_line(tmp_path, value):
+    r, _ = flight(tmp_path, 0.1, "ok", value)
+    assert r.returncode == 0
+    lines = r.stderr.decode().splitlines()
+    assert lines == [f"gputrace: GPUTRACE_FLIGHT_RECORDER='{value}' is not valid: expected "
+                     "seconds (30, 30s, 0.5s or 500ms; 10ms to 86400s) or megabytes "
+                     "(64MB; 1 to 65536); using the default"]
+    # the default: no flight recorder, the whole run in the trace
+    assert "flight_recorder" not in load_trace(r.trace_path)["gputrace"]
+
+
+def test_gputrace_run_flight_recorder(tmp_path):
+    need(APP)
+    env = clean_env(sim_env())
+    bad = subprocess.run([str(GPUTRACE), "run", "--flight-recorder", "30x", "--", "true"],
+                         env=env, capture_output=True)
+    assert bad.returncode == 2
+    assert bad.stderr.decode().splitlines()[0] == (
+        "gputrace: --flight-recorder '30x' is not valid: expected seconds (30, 30s, 0.5s or "
+        "500ms; 10ms to 86400s) or megabytes (64MB; 1 to 65536)")
+    out = tmp_path / "run.json"
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(out),
+                        "--flight-recorder", "300ms", "--", str(APP), "1", "exit3", "100"],
+                       env=env, capture_output=True, preexec_fn=default_signals)
+    assert r.returncode == 3, r.stderr
+    end_ns = int(dict(ln.split() for ln in r.stdout.decode().splitlines())["end_ns"])
+    check_window(tmp_path, type("R", (), {"trace_path": str(out)}), end_ns, 0.3,
+                 "exit status not 0")
+    ok = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "ok.json"),
+                         "--flight-recorder", "300ms", "--", str(APP), "0.2", "ok", "100"],
+                        env=env, capture_output=True, preexec_fn=default_signals)
+    assert ok.returncode == 0
+    assert not (tmp_path / "ok.json").exists()
+    assert ok.stderr.decode().splitlines() == [
+        "gputrace: flight recorder: no process crashed, failed or was asked for its window: "
+        "no trace written"]
