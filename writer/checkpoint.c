@@ -565,15 +565,17 @@ static void flight_dump(const char *reason, bool final)
 	flight__dump(&events, gt_clock_ns(), &c);
 	c.reason = reason;
 	build_head(&head);
+	/* named once it holds a skeleton (complete: false), then finished: a
+	 * reader never sees a complete dump without its events */
+	build_trailer(false);
+	err = out__open(&o, W.path);
+	if (!err)
+		err = out__begin(&o, head.p, head.len, W.trailer.p, W.trailer.len);
 	W.flight = &c;
 	build_trailer(true);
 	W.flight = NULL;
-	err = out__open(&o, W.path);
-	if (!err) {
-		err = out__begin(&o, head.p, head.len, W.trailer.p, W.trailer.len);
-		if (!err)
-			err = out__finish(&o, events.p, events.len, W.trailer.p, W.trailer.len);
-	}
+	if (!err)
+		err = out__finish(&o, events.p, events.len, W.trailer.p, W.trailer.len);
 	if (err) {
 		pr_err("cannot write the flight recorder's window to '%s': %s", W.path,
 		       strerror(-err));

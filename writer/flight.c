@@ -372,6 +372,13 @@ void flight__trailer(struct jbuf *b, const struct flight_counts *c)
 	jbuf__ch(b, '}');
 }
 
+void flight__forget(void)
+{
+	/* a fork child: the parent's window is not ours, and its memory may be
+	 * mid-update (the parent's drain thread): dropped, not freed */
+	memset(&F, 0, sizeof(F));
+}
+
 void flight__free(void)
 {
 	while (F.head)

@@ -289,6 +289,8 @@ GT_HIDDEN void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts
 /* ,"flight_recorder":{...} for the trailer of a dump. */
 GT_HIDDEN void flight__trailer(struct jbuf *b, const struct flight_counts *c);
 GT_HIDDEN void flight__free(void);
+/* In a fork child: start with an empty recorder. */
+GT_HIDDEN void flight__forget(void);
 
 /* ---- checkpoint.c ---- */
 

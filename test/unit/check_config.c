@@ -90,6 +90,38 @@ START_TEST(test_good_values)
 }
 END_TEST
 
+START_TEST(test_flight_recorder_values)
+{
+	static const struct {
+		const char *env;
+		uint64_t ns;
+		size_t mb;
+	} good[] = {
+		{ "GPUTRACE_FLIGHT_RECORDER=30", 30000000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=30s", 30000000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=0.25s", 250000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=1.5", 1500000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=200ms", 200000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=86400s", 86400000000000ull, GT_FLIGHT_MB_DEFAULT },
+		{ "GPUTRACE_FLIGHT_RECORDER=64MB", 0, 64 },
+		{ "GPUTRACE_FLIGHT_RECORDER=1M", 0, 1 },
+		{ "GPUTRACE_FLIGHT_RECORDER=512MiB", 0, 512 },
+	};
+	struct gt_config cfg;
+	char *none[] = { NULL };
+
+	ck_assert_int_eq(parse(&cfg, none), 0);
+	ck_assert_uint_eq(cfg.flight_bytes, 0); /* off by default */
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *env[] = { (char *)good[i].env, NULL };
+
+		ck_assert_int_eq(parse(&cfg, env), 0);
+		ck_assert_uint_eq(cfg.flight_ns, good[i].ns);
+		ck_assert_uint_eq(cfg.flight_bytes, good[i].mb << 20);
+	}
+}
+END_TEST
+
 START_TEST(test_backends_none_and_stacks_on)
 {
 	struct gt_config cfg;
@@ -146,6 +178,15 @@ static const struct {
 	{ "GPUTRACE_CAPTURE_COUNT=-1", "GPUTRACE_CAPTURE_COUNT" },
 	{ "GPUTRACE_CAPTURE_SIGNAL=SEGV", "GPUTRACE_CAPTURE_SIGNAL" },
 	{ "GPUTRACE_CAPTURE_SIGNAL=RTMIN+99", "GPUTRACE_CAPTURE_SIGNAL" },
+	{ "GPUTRACE_FLIGHT_RECORDER=", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=0", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=5ms", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=86401s", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=1.5MB", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=65537MB", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=30 s", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=.s", "GPUTRACE_FLIGHT_RECORDER" },
+	{ "GPUTRACE_FLIGHT_RECORDER=99999999999999999999999", "GPUTRACE_FLIGHT_RECORDER" },
 	{ "GPUTRACE_BOGUS=1", "GPUTRACE_BOGUS" },
 	{ "GPUTRACE_=1", "GPUTRACE_" },
 };
@@ -299,6 +340,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_good_values);
 	tcase_add_test(tc, test_backends_none_and_stacks_on);
+	tcase_add_test(tc, test_flight_recorder_values);
 	tcase_add_loop_test(tc, test_bad_value, 0, sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_test(tc, test_huge_value);
 	tcase_add_test(tc, test_metrics_and_telemetry);

@@ -18,6 +18,7 @@
 #include "unit.h"
 
 void gt_test_start(char *const *envp);
+int gt_flight_dump(const char *reason);
 
 static char trace_path[256];
 
@@ -106,6 +107,75 @@ static void *emit_many(void *arg)
 	}
 	return NULL;
 }
+
+/* A dump being written is valid but not complete: wait for its end. */
+static struct json_object *load_dump(const char *path)
+{
+	struct json_object *root = NULL, *g, *c;
+
+	for (int i = 0; i < 1000; i++, usleep(5000)) {
+		if (root)
+			json_object_put(root);
+		root = access(path, F_OK) ? NULL : json_object_from_file(path);
+		if (root && json_object_object_get_ex(root, "gputrace", &g) &&
+		    json_object_object_get_ex(g, "complete", &c) && json_object_get_boolean(c))
+			return root;
+	}
+	ck_abort_msg("no complete dump in %s", path);
+	return NULL;
+}
+
+static void emit_spans(int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = gt_clock_ns();
+		struct gt_event ev = { .start_ns = t0, .end_ns = t0 + 100, .name = names[0],
+				       .cat = cat, .type = GT_EV_HOST_SPAN };
+
+		ck_assert_int_eq(gt_emit(&ev, NULL, 0), 0);
+	}
+}
+
+/* A dump on request (what the capture trigger calls): the drain thread writes the
+ * window to a file of its own, the recorder goes on; a second dump takes the next
+ * name; a clean exit writes nothing more. */
+START_TEST(test_flight_dump_on_request)
+{
+	static char out[300];
+	char *env[] = { out, "GPUTRACE_SUMMARY=0", "GPUTRACE_FLIGHT_RECORDER=64MB", NULL };
+	char second[300];
+	struct json_object *root, *fr;
+
+	snprintf(trace_path, sizeof(trace_path), "/tmp/gputrace-unit-fr-%d.json", getpid());
+	snprintf(second, sizeof(second), "/tmp/gputrace-unit-fr-%d.1.json", getpid());
+	unlink(trace_path);
+	unlink(second);
+	snprintf(out, sizeof(out), "GPUTRACE_OUTPUT=%s", trace_path);
+	gt_test_start(env);
+	names[0] = gt_str_intern("flightSpan");
+	cat = gt_str_intern("test");
+	emit_spans(1000);
+	ck_assert_int_eq(gt_flight_dump("request"), 0);
+	root = load_dump(trace_path);
+	fr = get(get(root, "gputrace"), "flight_recorder");
+	ck_assert_str_eq(str(fr, "reason"), "request");
+	ck_assert_int_eq(json_object_get_int(get(fr, "events_kept")), 1000);
+	ck_assert_int_eq(json_object_get_int(get(fr, "events_aged_out")), 0);
+	json_object_put(root);
+	emit_spans(10);
+	ck_assert_int_eq(gt_flight_dump("request"), 0);
+	root = load_dump(second);
+	fr = get(get(root, "gputrace"), "flight_recorder");
+	ck_assert_int_eq(json_object_get_int(get(fr, "events_kept")), 1010);
+	ck_assert_int_eq(json_object_get_int(get(fr, "dump")), 2);
+	json_object_put(root);
+	unlink(second);
+	gt_finish("exit", 10000); /* status 0: no third file */
+	snprintf(second, sizeof(second), "/tmp/gputrace-unit-fr-%d.2.json", getpid());
+	ck_assert_msg(access(second, F_OK), "a clean exit wrote %s", second);
+	unlink(trace_path);
+}
+END_TEST
 
 START_TEST(test_threads_exact_counts)
 {
@@ -319,6 +389,7 @@ static Suite *pipeline_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_exact_counts);
+	tcase_add_test(tc, test_flight_dump_on_request);
 	tcase_add_test(tc, test_lost_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
