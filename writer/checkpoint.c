@@ -671,7 +671,8 @@ void checkpoint__summary(void)
 		err = config__expand_output(gt_cfg.summary_json, json, sizeof(json), gt_st.pid,
 					    gt_exe(), gt_st.anchor_realtime_ns);
 		if (!err)
-			err = summary__write_json(W.sum, json, W.opened ? W.out.path : NULL,
+			err = summary__write_json(W.sum, json,
+						  W.opened && W.out.path[0] ? W.out.path : NULL,
 						  W.out.size);
 		if (err)
 			pr_err("cannot write the summary to '%s': %s", err == -ENAMETOOLONG ?

@@ -215,6 +215,28 @@ class Bench:
             row["ltrace_calls"] = nl
             row["ltrace_ratio"] = row["ltrace_added_ns"] / ours if ours > 0 else None
         self.results["1_host_call"] = row
+        self.row_flight(ze, base, min(traced))
+
+    def row_flight(self, ze, untraced, traced):
+        """Row 1 with --flight-recorder 30s: the calls are recorded as ever (into
+        memory); a clean exit writes no trace, its summary JSON counts the losses."""
+        times, lost = [], 0
+        for _ in range(self.reps):
+            js = self.trace_path("flight-summary.json")
+            res = self.run(ze, self.env(True, {"GPUTRACE_FLIGHT_RECORDER": "30s",
+                                               "GPUTRACE_OUTPUT": str(self.work / "flight.json"),
+                                               "GPUTRACE_SUMMARY_JSON": str(js)}))
+            times.append(f(res, "med_ns"))
+            with open(js) as fj:
+                lost += json.load(fj)["lost"]["total"]
+            remove(js)
+        self.results["1c_flight"] = {
+            "workload": "row 1's calls, traced with GPUTRACE_FLIGHT_RECORDER=30s (clean exit: "
+                        "no trace written)",
+            "flight_ns_per_call": min(times), "added_ns_per_call": min(times) - untraced,
+            "vs_traced": (min(times) - untraced) / (traced - untraced) if traced > untraced
+            else None,
+            "events_lost": lost}
 
     def row_threads(self):
         n = self.size("thread_calls")
@@ -641,6 +663,12 @@ def table(res, m, reps):
                      f"{s['recorded_per_s'] / 1e6:.1f} M/s" +
                      (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""), "", "",
                      "by design"))
+    r = res.get("1c_flight")
+    if r:
+        rows.append(("1c flight recorder (30s)", "row 1's calls, into memory",
+                     f"{sns(r['added_ns_per_call'])}/call, {r['events_lost']} lost", "",
+                     (f"{r['vs_traced']:.2f}x row 1" if r["vs_traced"] else ""),
+                     "as row 1", ""))
     r = res.get("3_drain")
     if r:
         rows.append(("3 drain + JSON, one core", "2 threads' rings -> JSON file",
