@@ -33,7 +33,10 @@ struct seg {
 
 static struct {
 	struct seg *head, *tail;
-	size_t bytes; /* segments' allocated bytes + the names' */
+	struct seg *pool; /* dropped segments, for the next ones: memory is reused,
+			   * never handed back and forth (flat RSS, any allocator) */
+	size_t bytes; /* segments' allocated bytes (live and pooled) + the names' */
+	size_t pooled;
 	struct jbuf names;
 	uint64_t aged_events, aged_flows; /* in dropped segments */
 	uint64_t dumps;
@@ -108,6 +111,12 @@ static bool in_window(const char *ev, size_t n, uint64_t cutoff)
 	return !cutoff || event_end(ev, n) > cutoff;
 }
 
+/* Segments are this size, bar an event longer than one. */
+static size_t seg_cap(void)
+{
+	return SEG_MAX < gt_cfg.flight_bytes / 4 ? SEG_MAX : gt_cfg.flight_bytes / 4;
+}
+
 static void drop_oldest(void)
 {
 	struct seg *s = F.head;
@@ -117,8 +126,40 @@ static void drop_oldest(void)
 		F.tail = NULL;
 	F.aged_events += s->events;
 	F.aged_flows += s->flows;
-	F.bytes -= s->cap;
-	free(s);
+	if (s->cap == seg_cap()) {
+		s->next = F.pool;
+		F.pool = s;
+		F.pooled += s->cap;
+	} else {
+		F.bytes -= s->cap;
+		free(s);
+	}
+}
+
+/* A fresh segment of cap bytes (the pool's, or a new one that keeps all
+ * segments within the bound), or NULL. */
+static struct seg *new_seg(size_t cap)
+{
+	struct seg *s = F.pool;
+
+	if (s && cap == s->cap) {
+		F.pool = s->next;
+		F.pooled -= cap;
+	} else {
+		while (F.pool && F.bytes + cap > gt_cfg.flight_bytes) {
+			s = F.pool;
+			F.pool = s->next;
+			F.pooled -= s->cap;
+			F.bytes -= s->cap;
+			free(s);
+		}
+		s = malloc(sizeof(*s) + cap);
+		if (!s)
+			return NULL;
+		F.bytes += cap;
+	}
+	*s = (struct seg){ .cap = cap };
+	return s;
 }
 
 /* Drop what the window has passed, and room for `need` more bytes. */
@@ -126,7 +167,7 @@ static void age(uint64_t now, size_t need)
 {
 	uint64_t window = gt_cfg.flight_ns;
 
-	while (F.head && (F.bytes + need > gt_cfg.flight_bytes ||
+	while (F.head && (F.bytes - F.pooled + need > gt_cfg.flight_bytes ||
 			  (window && now > window && F.head->last_ns < now - window)))
 		drop_oldest();
 }
@@ -134,7 +175,7 @@ static void age(uint64_t now, size_t need)
 static void add_event(const char *ev, size_t n, uint64_t now)
 {
 	struct seg *s = F.tail;
-	size_t cap = SEG_MAX < gt_cfg.flight_bytes / 4 ? SEG_MAX : gt_cfg.flight_bytes / 4;
+	size_t cap = seg_cap();
 
 	if (is_meta(ev, n)) {
 		size_t before = F.names.cap;
@@ -148,20 +189,18 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 		if (n + 1 > cap)
 			cap = n + 1; /* an event longer than a segment gets its own */
 		age(now, cap);
-		s = malloc(sizeof(*s) + cap);
+		s = new_seg(cap);
 		if (!s) {
 			/* counted all the same */
 			F.aged_events += !is_flow(ev, n);
 			F.aged_flows += is_flow(ev, n);
 			return;
 		}
-		*s = (struct seg){ .cap = cap };
 		if (F.tail)
 			F.tail->next = s;
 		else
 			F.head = s;
 		F.tail = s;
-		F.bytes += cap;
 	}
 	memcpy(s->data + s->len, ev, n);
 	s->data[s->len + n] = '\n';
@@ -383,6 +422,12 @@ void flight__free(void)
 {
 	while (F.head)
 		drop_oldest();
+	while (F.pool) {
+		struct seg *s = F.pool;
+
+		F.pool = s->next;
+		free(s);
+	}
 	jbuf__free(&F.names);
 	memset(&F, 0, sizeof(F));
 }
