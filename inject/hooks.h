@@ -38,6 +38,11 @@ struct gt_lifecycle_hooks {
 	bool (*is_own_thread)(void);
 	/* The process's first event: it has something to record now. */
 	void (*recording)(void);
+	/* The flight recorder's window, written now (reason: a literal, in
+	 * its trailer). Async-signal-safe: it asks, the writer's thread
+	 * writes. 0, -ENOTSUP without a flight recorder, -EAGAIN before
+	 * anything was recorded. */
+	int (*flight_dump)(const char *reason);
 };
 
 /* One writer registers; the shim takes the first it finds. */

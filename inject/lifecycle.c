@@ -69,6 +69,11 @@ static void no_writer_recording(void)
 {
 }
 
+static int no_writer_dump(const char *reason)
+{
+	return -ENOTSUP;
+}
+
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -78,6 +83,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.forget = no_writer,
 	.is_own_thread = no_writer_thread,
 	.recording = no_writer_recording,
+	.flight_dump = no_writer_dump,
 };
 
 const struct gt_lifecycle_hooks *lifecycle__hooks(void)
@@ -156,6 +162,11 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool 
 void gt_finish(const char *why, unsigned timeout_ms)
 {
 	finish(why, timeout_ms, false, false);
+}
+
+int gt_flight_dump(const char *reason)
+{
+	return lifecycle__hooks()->flight_dump(reason);
 }
 
 void gt_flush_sync(unsigned timeout_ms)

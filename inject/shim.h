@@ -30,6 +30,13 @@ GT_HIDDEN void gt_flush_sync(unsigned timeout_ms);
 /* The process is going away (exit, fatal signal, _exit, exec): stop
  * backends, final drain, close the trace. Idempotent, bounded. */
 GT_HIDDEN void gt_finish(const char *why, unsigned timeout_ms);
+/* Ask the flight recorder (GPUTRACE_FLIGHT_RECORDER) to write its window
+ * now, as a file of its own (the next name: .1, .2, ...), the recorder going
+ * on; reason (a literal) goes in its trailer. Async-signal-safe: for the
+ * capture trigger, `gputrace capture --dump` and the hang watchdog. 0,
+ * -ENOTSUP without a flight recorder, -EAGAIN before anything was recorded
+ * (nothing to write). */
+GT_HIDDEN int gt_flight_dump(const char *reason);
 
 /* The calling thread's ring, created at its first use; NULL once the
  * thread has exited (or without memory). */

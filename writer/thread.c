@@ -312,7 +312,7 @@ void writer__forget(void)
 	pthread_mutex_init(&W.cycle_lock, NULL);
 }
 
-int gt_flight_dump(const char *reason)
+static int writer__flight_dump(const char *reason)
 {
 	if (!gt_cfg.flight_bytes)
 		return -ENOTSUP;
@@ -341,5 +341,6 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.forget = writer__forget,
 	.is_own_thread = writer__is_drain_thread,
 	.recording = writer__recording,
+	.flight_dump = writer__flight_dump,
 };
 GT_LIFECYCLE_HOOKS(writer_hooks);

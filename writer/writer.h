@@ -39,13 +39,6 @@ GT_HIDDEN bool writer__is_drain_thread(void);
  * next window's. Called in a drain cycle's place (the cycle lock held). */
 GT_HIDDEN void writer__window_end(void);
 
-/* Ask the flight recorder (GPUTRACE_FLIGHT_RECORDER) to write its window
- * now, as a file of its own (reason: in its trailer, a literal); the drain
- * thread writes it within a cycle. Async-signal-safe: for the capture
- * trigger and `gputrace capture --dump`. 0, -ENOTSUP without a flight
- * recorder, -EAGAIN before anything was recorded. */
-GT_HIDDEN int gt_flight_dump(const char *reason);
-
 /* For unit tests: run one drain cycle in the calling thread. */
 GT_HIDDEN void writer__cycle(bool final);
 
