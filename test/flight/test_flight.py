@@ -131,13 +131,15 @@ def test_flight_recorder_memory_flat_over_a_long_run(tmp_path):
     late = rss_kib(p.pid)
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 3, stderr
-    assert early and late - early < 2048, (early, late)
+    if SANITIZE != "thread":  # TSan's shadow and history grow with the run, not ours
+        assert early and late - early < 2048, (early, late)
     end_ns = int(dict(ln.split() for ln in stdout.decode().splitlines())["end_ns"])
     r = type("R", (), {"trace_path": str(out)})
     t = check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
     fr = t["gputrace"]["flight_recorder"]
-    # 20 windows and more went by: most of the run aged out
+    # 20 windows and more went by: most of the run aged out; the recorder kept its bound
     assert fr["events_aged_out"] > 10 * fr["events_kept"]
+    assert fr["bytes"] <= fr["max_bytes"] == 64 << 20
 
 
 def test_flight_recorder_mb_bound(tmp_path):
