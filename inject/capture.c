@@ -26,6 +26,15 @@ int capture__start(uint64_t now_ns)
 {
 	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
 			    gt_cfg.capture_range;
+	if (gt_cap.controlled && gt_cfg.flight_bytes) {
+		/* a recorder that records only inside windows would keep less than
+		 * its window just when it is asked for it: it records all along and
+		 * the trigger writes its window */
+		pr_warn("--flight-recorder records the whole run and writes its window on the "
+			"trigger: --start paused, --delay, --duration and --capture-range are "
+			"ignored with it");
+		gt_cap.controlled = false;
+	}
 	pthread_mutex_init(&cap_lock, NULL); /* a fork child's, fresh */
 	atomic_store(&closes, 0);
 	atomic_store(&ended, 0);

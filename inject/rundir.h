@@ -12,6 +12,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* sigqueue values gputrace capture sends with the trigger signal: a
+ * window's length in ms (>= 0), or one of these. */
+#define RUNDIR_REQ_STOP (-1) /* end the open window */
+#define RUNDIR_REQ_DUMP (-2) /* write the flight recorder's window */
+
 /* The directory's path. 0 or -ENAMETOOLONG. */
 int rundir__path(char *out, size_t len);
 

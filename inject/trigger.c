@@ -13,6 +13,7 @@
 #include "capture.h"
 #include "config.h"
 #include "rundir.h"
+#include "shim.h"
 #include "state.h"
 #include "trigger.h"
 
@@ -31,7 +32,18 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 
 	(void)sig;
 	(void)uc;
+	if (gt_cfg.flight_bytes) {
+		/* a flight recorder records all along: any trigger asks for its
+		 * window (async-signal-safe: the drain thread writes it) */
+		gt_flight_dump(si && si->si_code == SI_QUEUE &&
+				       si->si_value.sival_int == RUNDIR_REQ_DUMP
+				       ? "capture --dump"
+				       : "trigger");
+		return;
+	}
 	if (si && si->si_code == SI_QUEUE) {
+		if (si->si_value.sival_int == RUNDIR_REQ_DUMP)
+			return; /* no flight recorder here: capture said so */
 		int ms = si->si_value.sival_int;
 
 		open = ms >= 0;
@@ -96,7 +108,8 @@ void trigger__announce(void)
 		return;
 	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
 		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
-		     gt_cap.controlled ? "windows" : "whole", gt_exe());
+		     gt_cfg.flight_bytes ? "flight" : gt_cap.controlled ? "windows" : "whole",
+		     gt_exe());
 	ok = write(fd, text, (size_t)n) == n;
 	close(fd);
 	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());

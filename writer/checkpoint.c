@@ -562,8 +562,15 @@ static void flight_dump(const char *reason, bool final)
 	struct out o;
 	int err;
 
-	flight__dump(&events, gt_clock_ns(), &c);
+	uint64_t now = gt_clock_ns();
+	bool any = W.any_event;
+
+	flight__dump(&events, now, &c);
 	c.reason = reason;
+	/* marked as a capture window is: a run's trace tells its dumps apart */
+	W.any_event = events.len > 0;
+	events__capture_mark(&events, "dump", c.dump, c.from_ns, now);
+	W.any_event = any;
 	build_head(&head);
 	/* named once it holds a skeleton (complete: false), then finished: a
 	 * reader never sees a complete dump without its events */

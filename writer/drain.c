@@ -258,7 +258,8 @@ static void cycle(bool final, bool closing)
 		/* a window still open (UINT64_MAX) ends with the process */
 		uint64_t close = atomic_load(&gt_cap.close_ns);
 
-		events__window(W.files + 1, atomic_load(&gt_cap.open_ns), close < now ? close : now);
+		events__capture_mark(&W.buf, "window", W.files + 1, atomic_load(&gt_cap.open_ns),
+				     close < now ? close : now);
 	}
 	if (W.opened || writing_window())
 		checkpoint__write(closing);

@@ -130,29 +130,34 @@ void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
 	jbuf__lit(b, "}}");
 }
 
-/* The capture window this file holds, a slice on a row of its own above
- * the process's threads (tid 0, no thread's): it stays visible, and tells
- * the windows apart, once a run merges the files of every window. */
-void events__window(uint32_t n, uint64_t open_ns, uint64_t close_ns)
+/* The capture window this file holds (what: "window"), or the span a
+ * flight recorder's dump holds (what: "dump"), a slice on a row of its own
+ * above the process's threads (tid 0, no thread's): it stays visible, and
+ * tells them apart, once a run merges the files of every window or dump. */
+void events__capture_mark(struct jbuf *b, const char *what, uint32_t n, uint64_t open_ns,
+			  uint64_t close_ns)
 {
 	uint32_t pid = (uint32_t)gt_st.pid;
 	char name[48];
-	int len = snprintf(name, sizeof(name), "capture window %u", n);
+	int len = snprintf(name, sizeof(name), "%s %u",
+			   strcmp(what, "dump") ? "capture window" : "flight recorder dump", n);
 
-	events__meta(&W.buf, "thread_name", pid, 0, "name", "capture windows", 15, 0);
-	events__meta(&W.buf, "thread_sort_index", pid, 0, "sort_index", NULL, 0, -1);
-	begin_event(&W.buf);
-	jbuf__lit(&W.buf, "{\"ph\":\"X\",\"cat\":\"gputrace\",\"name\":");
-	json__str(&W.buf, name, (size_t)len);
-	jbuf__lit(&W.buf, ",\"pid\":");
-	json__u64(&W.buf, pid);
-	jbuf__lit(&W.buf, ",\"tid\":0,\"ts\":");
-	json__us(&W.buf, open_ns);
-	jbuf__lit(&W.buf, ",\"dur\":");
-	json__us(&W.buf, close_ns > open_ns ? close_ns - open_ns : 0);
-	jbuf__lit(&W.buf, ",\"args\":{\"window\":");
-	json__u64(&W.buf, n);
-	jbuf__lit(&W.buf, "}}");
+	events__meta(b, "thread_name", pid, 0, "name", "capture windows", 15, 0);
+	events__meta(b, "thread_sort_index", pid, 0, "sort_index", NULL, 0, -1);
+	begin_event(b);
+	jbuf__lit(b, "{\"ph\":\"X\",\"cat\":\"gputrace\",\"name\":");
+	json__str(b, name, (size_t)len);
+	jbuf__lit(b, ",\"pid\":");
+	json__u64(b, pid);
+	jbuf__lit(b, ",\"tid\":0,\"ts\":");
+	json__us(b, open_ns);
+	jbuf__lit(b, ",\"dur\":");
+	json__us(b, close_ns > open_ns ? close_ns - open_ns : 0);
+	jbuf__lit(b, ",\"args\":{\"");
+	jbuf__put(b, what, strlen(what));
+	jbuf__lit(b, "\":");
+	json__u64(b, n);
+	jbuf__lit(b, "}}");
 }
 
 void events__put_sid(struct jbuf *b, uint32_t id)

@@ -28,6 +28,7 @@ struct seg {
 	uint64_t last_ns; /* when its newest event was added */
 	size_t len, cap;
 	uint64_t events, flows;
+	uint64_t seq0; /* the recorder's number of its first event */
 	char data[];
 };
 
@@ -40,7 +41,18 @@ static struct {
 	struct jbuf names;
 	uint64_t aged_events, aged_flows; /* in dropped segments */
 	uint64_t dumps;
+	uint64_t seq;       /* events and arrow ends added so far */
+	uint64_t dumped;    /* under gputrace run: the events before it are in a dump */
+	uint64_t dumped_ns; /* ... and when that dump was taken */
+	uint64_t earlier_events, earlier_flows; /* in dropped segments, and dumped */
 } F;
+
+/* Under gputrace run a dump holds what no earlier dump of the process
+ * held: the run's trace merges them all, each event once. */
+static bool dumped_before(const struct seg *s, uint64_t i)
+{
+	return s->seq0 + i < F.dumped;
+}
 
 static bool is_meta(const char *ev, size_t n)
 {
@@ -124,8 +136,23 @@ static void drop_oldest(void)
 	F.head = s->next;
 	if (!F.head)
 		F.tail = NULL;
-	F.aged_events += s->events;
-	F.aged_flows += s->flows;
+	if (s->seq0 < F.dumped) {
+		const char *q = s->data, *ev;
+		uint64_t i = 0;
+		size_t n;
+
+		for (; (ev = next_event(&q, s->data + s->len, &n)); i++) {
+			bool flow = is_flow(ev, n), dumped = dumped_before(s, i);
+
+			F.earlier_flows += flow && dumped;
+			F.earlier_events += !flow && dumped;
+			F.aged_flows += flow && !dumped;
+			F.aged_events += !flow && !dumped;
+		}
+	} else {
+		F.aged_events += s->events;
+		F.aged_flows += s->flows;
+	}
 	if (s->cap == seg_cap()) {
 		s->next = F.pool;
 		F.pool = s;
@@ -158,7 +185,7 @@ static struct seg *new_seg(size_t cap)
 			return NULL;
 		F.bytes += cap;
 	}
-	*s = (struct seg){ .cap = cap };
+	*s = (struct seg){ .cap = cap, .seq0 = F.seq };
 	return s;
 }
 
@@ -206,6 +233,7 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	s->data[s->len + n] = '\n';
 	s->len += n + 1;
 	s->last_ns = now;
+	F.seq++;
 	if (is_flow(ev, n))
 		s->flows++;
 	else
@@ -304,7 +332,9 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	size_t n;
 	bool first = true;
 
-	*c = (struct flight_counts){ .aged_events = F.aged_events, .aged_flows = F.aged_flows };
+	*c = (struct flight_counts){ .aged_events = F.aged_events, .aged_flows = F.aged_flows,
+				     .earlier_events = F.earlier_events,
+				     .earlier_flows = F.earlier_flows };
 	for (struct seg *s = F.head; s; s = s->next) {
 		nflows += s->flows;
 		nslices += s->events;
@@ -325,8 +355,9 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	}
 	/* the slices of the window, sorted by row and start */
 	for (struct seg *s = F.head; s && arrows; s = s->next)
-		for (q = s->data; (ev = next_event(&q, s->data + s->len, &n));)
-			if ((ev[7] == 'X' || ev[7] == 'i') && in_window(ev, n, cutoff) && ns < nslices)
+		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++)
+			if ((ev[7] == 'X' || ev[7] == 'i') && in_window(ev, n, cutoff) &&
+			    !dumped_before(s, i) && ns < nslices)
 				sl[ns++] = (struct fslice){
 					.row = row_of(ev, n),
 					.ts = field_u64(ev, n, "\"ts\":", true),
@@ -338,8 +369,8 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 		qsort(sl, ns, sizeof(*sl), slice_cmp);
 	/* what holds each arrow end */
 	for (struct seg *s = F.head; s && arrows; s = s->next)
-		for (q = s->data; (ev = next_event(&q, s->data + s->len, &n));)
-			if (is_flow(ev, n) && in_window(ev, n, cutoff)) {
+		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++)
+			if (is_flow(ev, n) && in_window(ev, n, cutoff) && !dumped_before(s, i)) {
 				struct farrow *a = arrow_slot(arrows, mask,
 							      field_u64(ev, n, "\"id\":", false));
 				const struct fslice *h = holding(sl, ns, row_of(ev, n),
@@ -357,9 +388,14 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 		jbuf__put(out, ev, n);
 	}
 	for (struct seg *s = F.head; s; s = s->next)
-		for (q = s->data; (ev = next_event(&q, s->data + s->len, &n));) {
+		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n);
 
+			if (dumped_before(s, i)) {
+				c->earlier_flows += flow;
+				c->earlier_events += !flow;
+				continue;
+			}
 			if (!in_window(ev, n, cutoff) ||
 			    (flow && (!arrows ||
 				      !arrow_kept(arrow_slot(arrows, mask,
@@ -383,6 +419,12 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	free(arrows);
 	free(sl);
 	F.dumps++;
+	c->from_ns = cutoff > F.dumped_ns ? cutoff : F.dumped_ns;
+	c->dump = (uint32_t)F.dumps;
+	if (gt_cfg.run_state[0]) {
+		F.dumped = F.seq;
+		F.dumped_ns = now;
+	}
 }
 
 void flight__trailer(struct jbuf *b, const struct flight_counts *c)
@@ -408,6 +450,11 @@ void flight__trailer(struct jbuf *b, const struct flight_counts *c)
 	json__u64(b, c->kept_flows);
 	jbuf__lit(b, ",\"flows_aged_out\":");
 	json__u64(b, c->aged_flows);
+	/* under gputrace run: held by this process's earlier dumps */
+	jbuf__lit(b, ",\"events_in_earlier_dumps\":");
+	json__u64(b, c->earlier_events);
+	jbuf__lit(b, ",\"flows_in_earlier_dumps\":");
+	json__u64(b, c->earlier_flows);
 	jbuf__ch(b, '}');
 }
 

@@ -260,7 +260,8 @@ GT_HIDDEN void events__flow(uint64_t id, const struct corr_entry *host, uint32_t
 /* Names and sort order of the device rows registered since the last call. */
 GT_HIDDEN void events__name_rows(void);
 /* A slice marking capture window n on its own row (written as it ends). */
-GT_HIDDEN void events__window(uint32_t n, uint64_t open_ns, uint64_t close_ns);
+GT_HIDDEN void events__capture_mark(struct jbuf *b, const char *what, uint32_t n,
+				     uint64_t open_ns, uint64_t close_ns);
 /* A metadata ("M") event: sval (slen bytes), or ival when sval is NULL. */
 GT_HIDDEN void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
 			    const char *key, const char *sval, size_t slen, long long ival);
@@ -279,6 +280,9 @@ GT_HIDDEN void events__fit(void);
 struct flight_counts {
 	const char *reason;
 	uint64_t kept_events, aged_events, kept_flows, aged_flows;
+	uint64_t earlier_events, earlier_flows; /* in an earlier dump (gputrace run) */
+	uint64_t from_ns; /* the span it holds starts here (0: the recorder's start) */
+	uint32_t dump;    /* its number, from 1 */
 };
 
 /* Formatted events (as W.buf holds them) into the recorder at time now;

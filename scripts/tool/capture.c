@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * gputrace capture [--duration SEC | --stop] PID... | --all
+ * gputrace capture [--duration SEC | --stop | --dump] PID... | --all
  *
- * Opens (or ends) a capture window in traced processes of the calling user:
- * each announces itself and its trigger signal in the run directory
- * (inject/rundir.h); the window's length in ms travels as sigqueue's value.
+ * Opens (or ends) a capture window in traced processes of the calling user,
+ * or has their flight recorder write its window (--dump; any trigger does,
+ * in a process that has one): each announces itself and its trigger signal
+ * in the run directory (inject/rundir.h); the window's length in ms, or
+ * RUNDIR_REQ_*, travels as sigqueue's value.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -87,6 +89,11 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 					"reused)\n", pid);
 		goto stale;
 	}
+	if (ms == RUNDIR_REQ_DUMP && strcmp(a.mode, "flight")) {
+		fprintf(stderr, WHO ": %d (%s) has no flight recorder (--flight-recorder): "
+				"nothing to dump\n", pid, a.exe);
+		return 1;
+	}
 	if (!strcmp(a.mode, "whole")) {
 		printf(WHO ": %d (%s): records its whole run already (started without --start "
 			      "paused, --delay or --duration): nothing to do\n", pid, a.exe);
@@ -96,7 +103,9 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		fprintf(stderr, WHO ": cannot signal %d: %s\n", pid, strerror(errno));
 		return 1;
 	}
-	if (ms < 0)
+	if (!strcmp(a.mode, "flight"))
+		printf(WHO ": %d (%s): flight recorder writes its window\n", pid, a.exe);
+	else if (ms < 0)
 		printf(WHO ": %d (%s): window ends\n", pid, a.exe);
 	else if (ms)
 		printf(WHO ": %d (%s): window of %d.%03d s\n", pid, a.exe, ms / 1000, ms % 1000);
@@ -125,7 +134,7 @@ static int parse_ms(const char *s, int *ms)
 int cmd_capture(int argc, char **argv)
 {
 	char dir[PATH_MAX];
-	bool all = false, bad = false, stop = false;
+	bool all = false, bad = false, stop = false, dump = false;
 	int ms = 0, rc = 0, n = 0, err;
 	const char *v;
 
@@ -140,10 +149,16 @@ int cmd_capture(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--stop")) {
 			stop = true;
+		} else if (!strcmp(argv[i], "--dump")) {
+			dump = true;
 		} else if (!strcmp(argv[i], "--all")) {
 			all = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: gputrace capture [--duration SEC | --stop] PID... | --all\n");
+			printf("usage: gputrace capture [--duration SEC | --stop | --dump] PID... | --all\n"
+			       "  --duration SEC  the window lasts SEC seconds (default: until --stop)\n"
+			       "  --stop          end the open window\n"
+			       "  --dump          write the flight recorder's window (--flight-recorder)\n"
+			       "  --all           every traced process of yours (the run directory's)\n");
 			return 0;
 		} else if (argv[i][0] == '-' || strspn(argv[i], "0123456789") != strlen(argv[i])) {
 			fprintf(stderr, WHO ": '%s' is not a pid; use PID..., --all, --duration SEC "
@@ -151,12 +166,14 @@ int cmd_capture(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (stop && ms) {
-		fprintf(stderr, WHO ": --stop and --duration do not go together\n");
+	if (stop + dump + !!ms > 1) {
+		fprintf(stderr, WHO ": --stop, --duration and --dump do not go together\n");
 		return 2;
 	}
 	if (stop)
-		ms = -1;
+		ms = RUNDIR_REQ_STOP;
+	if (dump)
+		ms = RUNDIR_REQ_DUMP;
 	if ((err = rundir__path(dir, sizeof(dir)))) {
 		fprintf(stderr, WHO ": the run directory's path is too long\n");
 		return 1;

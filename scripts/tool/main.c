@@ -20,7 +20,7 @@ void tool__usage(FILE *f)
 	      "       gputrace diff [options] BASE... -- NEW...\n"
 	      "       gputrace report [-o OUT] TRACE\n"
 	      "       gputrace metrics\n"
-	      "       gputrace capture [--duration SEC | --stop] PID... | --all\n"
+	      "       gputrace capture [--duration SEC | --stop | --dump] PID... | --all\n"
 	      "       gputrace --help | --version\n"
 	      "\n"
 	      "run: runs CMD, and every process it starts, with the tracer preloaded, then\n"

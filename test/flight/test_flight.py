@@ -41,7 +41,14 @@ def check_window(tmp_path, r, end_ns, window_s, reason):
     assert fr["reason"] == reason
     assert g["complete"] is True
     ev = t["traceEvents"]
-    by_ph = collections.Counter(e["ph"] for e in ev)
+    # the dump is marked as a capture window is: one slice of the span it holds,
+    # on the process's "capture windows" row (gputrace's, not a recorded event)
+    marks = [e for e in ev if e["ph"] == "X" and e.get("cat") == "gputrace" and e["tid"] == 0]
+    assert [(m["name"], m["args"]) for m in marks] == [
+        (f"flight recorder dump {fr['dump']}", {"dump": fr["dump"]})]
+    assert marks[0]["ts"] + marks[0]["dur"] >= end_ns / 1e3
+    assert marks[0]["ts"] >= (end_ns - window_s * 1e9) / 1e3
+    by_ph = collections.Counter(e["ph"] for e in ev if e not in marks)
     # exact accounting: what is in the file, and what aged out, is every event recorded
     assert fr["events_kept"] == sum(n for ph, n in by_ph.items() if ph not in "Msf")
     assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
