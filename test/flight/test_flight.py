@@ -204,3 +204,190 @@ def test_gputrace_run_flight_recorder(tmp_path):
     assert ok.stderr.decode().splitlines() == [
         "gputrace: flight recorder: no process crashed, failed or was asked for its window: "
         "no trace written"]
+
+
+def capture(tmp_path, *args):
+    """gputrace capture from another process (its own environment: only the run directory)."""
+    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    return subprocess.run([str(GPUTRACE), "capture"] + [str(a) for a in args], env=env,
+                          capture_output=True, timeout=30)
+
+
+def wait_dump(path, timeout=10.0):
+    """A dump once it is complete on disk (it is named while still a skeleton)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                t = load_trace(path)
+            except (AssertionError, ValueError):
+                t = None
+            if t and t["gputrace"].get("complete"):
+                return t
+        time.sleep(0.05)
+    raise AssertionError(f"no complete dump at {path}")
+
+
+def check_dump(t, window_s, reason, number):
+    """A dump taken while the program runs on: the last window_s before it, marked."""
+    g = t["gputrace"]
+    fr = g["flight_recorder"]
+    assert (fr["reason"], fr["dump"]) == (reason, number)
+    ev = t["traceEvents"]
+    marks = [e for e in ev if e["ph"] == "X" and e.get("cat") == "gputrace" and e["tid"] == 0]
+    assert [(m["name"], m["args"]) for m in marks] == [
+        (f"flight recorder dump {number}", {"dump": number})]
+    start, taken = marks[0]["ts"], marks[0]["ts"] + marks[0]["dur"]
+    assert abs(marks[0]["dur"] - window_s * 1e6) < 2  # the whole window, in µs
+    recorded = [e for e in ev if e not in marks and e["ph"] not in "M"]
+    slices = [e for e in recorded if e["ph"] == "X"]
+    assert all(start < e["ts"] + e["dur"] <= taken for e in slices)
+    assert all(start < e["ts"] <= taken for e in recorded if e["ph"] in "sfiC")
+    # the newest: the program synchronizes every ~50 µs up to the dump
+    syncs = [e["ts"] + e["dur"] for e in slices if e["name"] == "zeCommandQueueSynchronize"]
+    assert taken - 100e3 < max(syncs)
+    by_ph = collections.Counter(e["ph"] for e in recorded)
+    assert fr["events_kept"] == sum(n for ph, n in by_ph.items() if ph not in "sf") > 0
+    assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
+    assert fr["flows_kept"] == by_ph["s"] + by_ph["f"]
+    assert check_flows(t) == by_ph["s"]
+
+
+@pytest.mark.sanitize
+def test_flight_recorder_dumps_on_the_trigger_from_another_process(tmp_path):
+    """A run 20x the window: `gputrace capture --dump PID`, `--dump --all` and the bare
+    trigger signal each write the last window, the program runs on, memory stays flat."""
+    need(APP)
+    out = tmp_path / "trace.json"
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(out),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLIGHT_RECORDER": "0.2s",
+                             "GPUTRACE_BUFFER_KB": "256",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    if SANITIZE == "address":
+        env["ASAN_OPTIONS"] += ":quarantine_size_mb=0"  # see the memory test above
+    p = subprocess.Popen([str(APP), "4.5", "ok", "50"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        time.sleep(1.0)  # 5 windows in: the recorder is full
+        early = rss_kib(p.pid)
+        c = capture(tmp_path, "--dump", p.pid)
+        assert c.returncode == 0, c.stderr
+        assert c.stdout.decode().splitlines() == [
+            f"gputrace capture: {p.pid} (ze_flight): flight recorder writes its window"]
+        first = wait_dump(out)
+        time.sleep(1.0)
+        c = capture(tmp_path, "--dump", "--all")
+        assert c.returncode == 0, c.stderr
+        second = wait_dump(tmp_path / "trace.1.json")
+        time.sleep(0.5)
+        os.kill(p.pid, signal.SIGRTMIN + 7)  # the bare trigger signal: kill -s RTMIN+7
+        third = wait_dump(tmp_path / "trace.2.json")
+        time.sleep(1.0)
+        late = rss_kib(p.pid)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, stderr  # the program ran on, and ended well: no fourth dump
+    if SANITIZE != "thread":  # TSan's shadow grows with the run, not ours
+        assert early and late - early < 2048, (early, late)
+    check_dump(first, 0.2, "capture --dump", 1)
+    check_dump(second, 0.2, "capture --dump", 2)
+    check_dump(third, 0.2, "trigger", 3)
+    # 20 windows went by: most of the run aged out of each dump
+    fr = third["gputrace"]["flight_recorder"]
+    assert fr["events_aged_out"] > 5 * fr["events_kept"]
+    assert sorted(os.listdir(tmp_path)) == ["run", "trace.1.json", "trace.2.json", "trace.json"]
+    lines = [ln for ln in stderr.decode().splitlines() if ln.startswith("gputrace")]
+    assert [ln.split(":")[1] for ln in lines] == [
+        " flight recorder (capture --dump)", " flight recorder (capture --dump)",
+        " flight recorder (trigger)"], lines
+    assert os.listdir(tmp_path / "run") == []  # the announcement went with the process
+
+
+def test_capture_dump_refused_without_a_flight_recorder(tmp_path):
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "t.json"),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_START": "paused",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    p = subprocess.Popen([str(APP), "1", "ok", "100"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "run" / str(p.pid)).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        c = capture(tmp_path, "--dump", p.pid)
+        assert c.returncode == 1
+        assert c.stderr.decode().splitlines() == [
+            f"gputrace capture: {p.pid} (ze_flight) has no flight recorder (--flight-recorder): "
+            "nothing to dump"]
+        bad = capture(tmp_path, "--dump", "--stop", p.pid)
+        assert bad.returncode == 2
+        assert bad.stderr.decode().splitlines() == [
+            "gputrace capture: --stop, --duration and --dump do not go together"]
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0
+    assert not (tmp_path / "t.json").exists()  # still paused: nothing was opened
+
+
+def test_flight_recorder_ignores_windows_options_with_one_line(tmp_path):
+    r, end_ns = flight(tmp_path, 0.6, "exit3", "0.2s", extra={"GPUTRACE_START": "paused"})
+    assert r.returncode == 3
+    assert r.stderr.decode().splitlines()[0] == (
+        "gputrace: --flight-recorder records the whole run and writes its window on the "
+        "trigger: --start paused, --delay, --duration and --capture-range are ignored with it")
+    check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
+
+
+def test_gputrace_run_dump_then_failure_each_event_once(tmp_path):
+    """Under gputrace run a process dumps on request, then fails: the run's trace holds both
+    dumps, each marked like a capture window, and every event once (the later dump holds
+    what the earlier did not; its trailer counts the rest as in earlier dumps)."""
+    need(APP)
+    env = clean_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    out = tmp_path / "run.json"
+    p = subprocess.Popen([str(GPUTRACE), "run", "--no-summary", "-o", str(out),
+                          "--flight-recorder", "1s", "--", str(APP), "2", "exit3", "100"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any((tmp_path / "run").glob("[0-9]*")):
+            time.sleep(0.02)
+        time.sleep(1.2)
+        c = capture(tmp_path, "--dump", "--all")
+        assert c.returncode == 0, c.stderr
+    finally:
+        stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 3, stderr
+    t = load_trace(out)
+    inputs = t["gputrace"]["inputs"]
+    frs = [i["gputrace"]["flight_recorder"] for i in inputs]
+    assert [(f["dump"], f["reason"]) for f in frs] == [(1, "capture --dump"),
+                                                       (2, "exit status not 0")]
+    first, second = (i["gputrace"] for i in inputs)
+    # dump 1 held all it had; dump 2 the rest of its window (1 s over a dump 0.8 s before)
+    assert first["flight_recorder"]["events_in_earlier_dumps"] == 0
+    assert second["flight_recorder"]["events_in_earlier_dumps"] > 0
+    for g in (first, second):
+        fr = g["flight_recorder"]
+        assert fr["events_kept"] + fr["events_aged_out"] + fr["events_in_earlier_dumps"] == \
+            g["events_recorded"]
+    ev = t["traceEvents"]
+    marks = sorted((e for e in ev if e["ph"] == "X" and e.get("cat") == "gputrace"),
+                   key=lambda e: e["ts"])
+    assert [m["name"] for m in marks] == ["flight recorder dump 1", "flight recorder dump 2"]
+    assert marks[0]["dur"] == pytest.approx(1e6, abs=2)
+    # the second starts where the first ended: they tile the run, no overlap
+    assert marks[1]["ts"] == pytest.approx(marks[0]["ts"] + marks[0]["dur"], abs=1)
+    # every event once: no host call or kernel appears twice
+    seen = collections.Counter((e["name"], e["ts"], e.get("tid")) for e in ev
+                               if e["ph"] == "X" and e.get("cat") != "gputrace")
+    assert seen and max(seen.values()) == 1
+    kept = sum(f["events_kept"] for f in frs)
+    assert kept == sum(1 for e in ev if e["ph"] not in "Msf" and e.get("cat") != "gputrace")
