@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include "../inject/event.h"
 
+struct gt_pending_work; /* inject/watchdog.h */
+
 struct gt_backend {
 	const char *name; /* as named in GPUTRACE_BACKENDS: "cupti", "ze", "plugins" */
 	/* Constructor time, when enabled by configuration. Cheap: must not
@@ -44,6 +46,11 @@ struct gt_backend {
 	 * signal or a deadline; a closed one, before its file is ended); never
 	 * from a signal handler. May come more than once for one change. */
 	void (*window)(bool open);
+	/* The hang watchdog's thread (inject/watchdog.h), with --watchdog only:
+	 * call fn for each piece of device work submitted and not finished yet
+	 * (ask the device, not only what was collected), oldest first. Bounded
+	 * in time: a backend lock held too long means none listed. */
+	void (*pending)(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg);
 };
 
 #define GT_BACKEND_REGISTER(b)                                                     \

@@ -405,6 +405,51 @@ static void set_flush_ms(struct gt_config *cfg, const char *var, const char *val
 		cfg->flush_ms = v;
 }
 
+/* Seconds, with up to three decimals (0.5, 30, 1.25): parsed by hand, not
+ * strtod, whose decimal point follows the program's locale. */
+static int parse_seconds_ms(const char *s, unsigned long long *ms)
+{
+	unsigned long long v = 0;
+	unsigned frac = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if ((v = v * 10 + (unsigned long long)(*p - '0')) > GT_WATCHDOG_MAX_S)
+			return -ERANGE;
+	v *= 1000;
+	if (*p == '.') {
+		unsigned scale = 100;
+
+		if (p[1] < '0' || p[1] > '9')
+			return -EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10) {
+			if (!scale)
+				return -EINVAL; /* finer than a millisecond */
+			frac += (unsigned)(*p - '0') * scale;
+		}
+	}
+	if (*p)
+		return -EINVAL;
+	*ms = v + frac;
+	return *ms > GT_WATCHDOG_MAX_S * 1000ull ? -ERANGE : 0;
+}
+
+static void set_watchdog(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long ms;
+
+	if (!strcmp(val, "off")) {
+		cfg->watchdog_ms = 0;
+	} else if (parse_seconds_ms(val, &ms) || (ms && ms < 100)) {
+		bad(cfg, var, val, "off or 0, or seconds from 0.1 to 86400 (up to 3 decimals, e.g. 30 "
+			      "or 2.5)");
+	} else {
+		cfg->watchdog_ms = (unsigned)ms;
+	}
+}
+
 /* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
 static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -643,6 +688,7 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_CAPTURE_COUNT", set_capture_count)                             \
 	X("GPUTRACE_RUN_DIR", set_ignore)                                          \
 	X("GPUTRACE_FLIGHT_RECORDER", set_flight_recorder)                         \
+	X("GPUTRACE_WATCHDOG", set_watchdog)                                       \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \
@@ -718,8 +764,8 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
 			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
-			       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _LIB, _TOOL, _INJECTED (and "
-			       "_RUN_STATE, set by gputrace run)",
+			       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _FLIGHT_RECORDER, _WATCHDOG, "
+			       "_LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

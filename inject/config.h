@@ -51,6 +51,7 @@ enum gt_kind_bit {
 #define GT_CAPTURE_SIGNAL_DEFAULT 7 /* SIGRTMIN+7 */
 #define GT_RANGE_PROFILER 1 /* cudaProfilerStart/Stop, ITT __itt_resume/__itt_pause */
 #define GT_RANGE_NVTX     2
+#define GT_WATCHDOG_MAX_S       86400
 
 /* Hardware metrics (GPUTRACE_METRICS_MODE): off, sampled over time, or per kernel. */
 /* nvtx: per NVTX push/pop range (CUDA's range profiler, user ranges) */
@@ -75,6 +76,7 @@ struct gt_config {
 	unsigned flush_ms;           /* GPUTRACE_FLUSH_MS: drain/checkpoint interval */
 	unsigned kineto_cycle_ms;    /* GPUTRACE_KINETO_CYCLE_MS: 0, or Kineto plug-ins'
 				      * stop/processEvents/start period */
+	unsigned watchdog_ms;        /* GPUTRACE_WATCHDOG: 0 off, else the hang threshold */
 	char metrics[256];           /* GPUTRACE_METRICS: group or metric names, "" = default group */
 	unsigned metrics_mode;       /* GPUTRACE_METRICS_MODE: enum gt_metrics_mode */
 	unsigned metrics_hz;         /* GPUTRACE_METRICS_HZ: time mode sampling rate */

@@ -34,6 +34,12 @@ struct ring {
 	struct ring *next; /* registry list, pushed lock-free */
 	size_t map_bytes;
 	struct gt_event *slots;
+	/* --watchdog (watchdog.h): the device wait the thread is inside, written
+	 * by it without a lock (call and handle first, then since, release) */
+	_Atomic uint64_t wait_since;  /* trace clock ns at entry; 0: in no wait */
+	_Atomic uint64_t wait_handle; /* the queue, event, fence or stream waited on */
+	_Atomic uint32_t wait_call;   /* string id of the call */
+	uint64_t wait_reported;       /* the watchdog's: the wait_since it reported */
 	/* producer-owned: the thread's open push/pop ranges (ranges.c) */
 	struct gt_range_stack ranges;
 };

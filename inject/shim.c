@@ -36,6 +36,7 @@
 #include "ring.h"
 #include "shim.h"
 #include "stacks.h"
+#include "watchdog.h"
 #include "state.h"
 #include "trigger.h"
 
@@ -468,6 +469,7 @@ void gt_start_writer(void)
 	lifecycle__arm_signals();
 	if (lifecycle__hooks()->start())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
+	watchdog__start();
 }
 
 /* ---- backends ---- */
@@ -717,6 +719,7 @@ static void gt_init(void)
 	if (inherited_injection())
 		return;
 	config__parse(&gt_cfg, environ);
+	gt_watchdog_on = gt_cfg.watchdog_ms != 0;
 	pthread_key_create(&ring_key, ring_release);
 	lifecycle__init();
 	/* libunwind is opened now, not inside the program's first call */

@@ -293,6 +293,36 @@ uint64_t stacks__capture_depth(unsigned depth)
 	return intern(t, (const uintptr_t *)&frames[first], (unsigned)n);
 }
 
+int stacks__backtrace_now(void **pcs, int max)
+{
+	struct table *t = atomic_load_explicit(&S.table, memory_order_acquire);
+	int n, first = 0;
+
+	if (!t || max <= 0)
+		return 0;
+	n = t->backtrace(pcs, max);
+	/* our handler's frames, and the signal trampoline after them */
+	while (first < n && (uintptr_t)pcs[first] >= t->self_lo &&
+	       (uintptr_t)pcs[first] < t->self_hi)
+		first++;
+	if (first > 0 && first < n)
+		first++;
+	if (first >= n)
+		return 0;
+	for (int i = first; i < n; i++)
+		pcs[i - first] = pcs[i];
+	return n - first;
+}
+
+uint64_t stacks__intern_pcs(const uintptr_t *pcs, unsigned n)
+{
+	struct table *t = table();
+
+	if (!t || !n)
+		return 0;
+	return intern(t, pcs, n > GT_STACKS_MAX_DEPTH ? GT_STACKS_MAX_DEPTH : n);
+}
+
 uint64_t gt_stack_capture(void)
 {
 	return gt_cfg.stacks ? stacks__capture_depth(gt_cfg.stacks) : 0;

@@ -35,6 +35,14 @@ GT_HIDDEN uint64_t stacks__capture_depth(unsigned depth);
  * gt_stack_capture. */
 GT_HIDDEN uint64_t gt_stack_capture_api(uint32_t api_name);
 
+/* The calling thread's return addresses, innermost first, from inside a
+ * signal handler of ours: async-signal-safe (no set-up, no allocation; 0
+ * before stacks__init), our frames and the signal trampoline left out. */
+GT_HIDDEN int stacks__backtrace_now(void **pcs, int max);
+/* Intern a stack taken elsewhere (innermost first) for stacks__format;
+ * its id, 0 when the table is full or missing. */
+GT_HIDDEN uint64_t stacks__intern_pcs(const uintptr_t *pcs, unsigned n);
+
 /* Cold: the loaded libraries whose file names start with one of prefixes
  * (NULL-terminated, e.g. "libcupti.so") are vendor code for
  * gt_stack_capture_api; call again when more may have been loaded. */

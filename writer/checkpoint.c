@@ -24,6 +24,7 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 #include "internal.h"
+#include "writer.h"
 #include "summary.h"
 
 #ifndef GPUTRACE_VERSION
@@ -37,6 +38,18 @@
 static const char *out_name(void)
 {
 	return W.out.want[0] ? W.out.want : W.out.path[0] ? W.out.path : W.path;
+}
+
+int writer__trace_name(char *buf, size_t len)
+{
+	int ret = -ENOENT;
+
+	if (writer__lock_rings(500))
+		return -ETIMEDOUT;
+	if (W.opened && snprintf(buf, len, "%s", out_name()) < (int)len)
+		ret = 0;
+	writer__unlock_rings();
+	return ret;
 }
 
 static void output_failed(int err)

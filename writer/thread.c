@@ -200,6 +200,22 @@ int writer__start_thread(void)
 	return -err;
 }
 
+int writer__lock_rings(unsigned timeout_ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000l;
+	until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000l;
+	until.tv_nsec %= 1000000000l;
+	return -pthread_mutex_timedlock(&W.cycle_lock, &until);
+}
+
+void writer__unlock_rings(void)
+{
+	pthread_mutex_unlock(&W.cycle_lock);
+}
+
 bool writer__is_drain_thread(void)
 {
 	return atomic_load(&W.drain_tid) == gt_gettid();

@@ -34,6 +34,13 @@ GT_HIDDEN void writer__fork_parent(void);
 GT_HIDDEN void writer__forget(void);
 /* True when the calling thread is the drain thread. */
 GT_HIDDEN bool writer__is_drain_thread(void);
+/* Keep the drain thread from freeing rings (it does between cycles) while
+ * another thread walks gt_st.rings: 0, or -ETIMEDOUT. */
+GT_HIDDEN int writer__lock_rings(unsigned timeout_ms);
+GT_HIDDEN void writer__unlock_rings(void);
+/* The trace's file name (the one asked for while it is still being made);
+ * 0, or -ENOENT before the file is opened. Takes the cycle lock. */
+GT_HIDDEN int writer__trace_name(char *buf, size_t len);
 
 /* A capture window ended: end its file (complete and valid), ready for the
  * next window's. Called in a drain cycle's place (the cycle lock held). */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include "backends/backend.h"
 #include "backends/levelzero/internal.h"
+#include "inject/watchdog.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/emit.h"
@@ -118,7 +119,7 @@ void ze__strings_init_slow(void)
 
 /* ---- the host span ---- */
 
-static uint32_t ze__name(enum ze_fn_id id)
+uint32_t ze__name(enum ze_fn_id id)
 {
 	uint32_t n = atomic_load_explicit(&ze_name_ids[id], memory_order_relaxed);
 
@@ -197,6 +198,7 @@ static void ze__unwound(struct ze_unwind *u)
 	if (gt_likely(!u->armed))
 		return;
 	gt_unwound_stack();
+	gt_wait_leave(); /* cancelled inside a device wait: in it no more */
 	if (ze__want(GT_KIND(RUNTIME)))
 		gt_emit_cancelled(u->t0, u->corr, ze__name(u->id), GT_S_CAT_ZE_API);
 	gt_guard_leave();
@@ -400,5 +402,6 @@ static const struct gt_backend ze_backend = {
 	.atfork_child = ze_atfork_child,
 	.wrapper_for = ze__wrapper_for,
 	.sample = ze_telemetry__sample,
+	.pending = ze_track__pending,
 };
 GT_BACKEND_REGISTER(ze_backend);

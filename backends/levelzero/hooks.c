@@ -10,6 +10,7 @@
 #include <string.h>
 #include "backends/levelzero/internal.h"
 #include "inject/extcorr.h"
+#include "inject/watchdog.h"
 
 #define ZE_LAUNCH_FLAG GT_EVF_LAUNCH
 
@@ -504,12 +505,19 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 	 numWaitEvents, phWaitEvents))
 
 /* A wait that returned success means the work it waited for is done: read
- * the device times of everything finished (one shape for every wait). */
-#define ZE_COLLECT_ON_SUCCESS(name, params, args)                                          \
+ * the device times of everything finished (one shape for every wait and
+ * query). A wait that may block (waited: the handle) is marked for the hang
+ * watchdog while inside the real call; a query (waited 0) never blocks. */
+#define ZE_COLLECT_ON_SUCCESS(name, params, args, waited)                                  \
 	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
 	{                                                                                  \
-		ze_result_t r = real args;                                                 \
+		ze_result_t r;                                                             \
                                                                                            \
+		if (waited)                                                                \
+			gt_wait_enter(ze__name(ZE_ID_##name), (uintptr_t)(waited));        \
+		r = real args;                                                             \
+		if (waited)                                                                \
+			gt_wait_leave();                                                   \
 		if (r == ZE_RESULT_SUCCESS)                                                \
 			ze_track__collect();                                               \
 		return r;                                                                  \
@@ -517,13 +525,13 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 
 ZE_COLLECT_ON_SUCCESS(zeCommandQueueSynchronize,
 	(ze_command_queue_handle_t hCommandQueue, uint64_t timeout),
-	(hCommandQueue, timeout))
+	(hCommandQueue, timeout), hCommandQueue)
 
 ZE_COLLECT_ON_SUCCESS(zeCommandListHostSynchronize,
 	(ze_command_list_handle_t hCommandList, uint64_t timeout),
-	(hCommandList, timeout))
+	(hCommandList, timeout), hCommandList)
 
-ZE_COLLECT_ON_SUCCESS(zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice))
+ZE_COLLECT_ON_SUCCESS(zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice), hDevice)
 
 ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommandListCreate) real,
 					ze_context_handle_t hContext, ze_device_handle_t hDevice,
@@ -634,15 +642,15 @@ ze_result_t ze_body_zeEventHostReset(struct ze_call *c, __typeof__(&zeEventHostR
 
 ZE_COLLECT_ON_SUCCESS(zeEventHostSynchronize,
 	(ze_event_handle_t hEvent, uint64_t timeout),
-	(hEvent, timeout))
+	(hEvent, timeout), hEvent)
 
-ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent))
+ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent), 0)
 
 ZE_COLLECT_ON_SUCCESS(zeFenceHostSynchronize,
 	(ze_fence_handle_t hFence, uint64_t timeout),
-	(hFence, timeout))
+	(hFence, timeout), hFence)
 
-ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence))
+ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 0)
 
 /* ---- init, contexts, memory ---- */
 

@@ -71,6 +71,9 @@ static inline void *ze__real(enum ze_fn_id id)
 /* The loader's function, never our wrapper (NULL when the loader lacks it). */
 #define ZE_REAL(name) ((__typeof__(&name))ze__real(ZE_ID_##name))
 
+/* The function's name as a string id (interned at its first use). */
+GT_HIDDEN uint32_t ze__name(enum ze_fn_id id);
+
 
 /* ---- host span of one call ---- */
 
@@ -317,6 +320,8 @@ GT_HIDDEN void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, 
 GT_HIDDEN void ze_track__collect(void);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */
 GT_HIDDEN void ze_track__final(void);
+struct gt_pending_work;
+GT_HIDDEN void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg);
 GT_HIDDEN void ze_track__forget(void);
 
 /* ---- kernels (hooks.c) ---- */

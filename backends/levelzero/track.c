@@ -42,6 +42,8 @@
 #include "backends/levelzero/internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/watchdog.h"
+#include <time.h>
 
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */
 #define ZE_CTX_EVENTS_MAX (1 << 16) /* ours per context: beyond, work goes untimed */
@@ -607,6 +609,31 @@ void ze_track__collect(void)
 {
 	pthread_mutex_lock(&ze_lock);
 	ze__collect_mode_locked(true);
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* The watchdog's question (backend.h pending): what is still running or
+ * waiting, asked of the device; bounded: a lock held long answers nothing. */
+void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 200000000l;
+	until.tv_sec += until.tv_nsec / 1000000000l;
+	until.tv_nsec %= 1000000000l;
+	if (atomic_load(&ze_closed) || pthread_mutex_timedlock(&ze_lock, &until))
+		return;
+	for (struct ze_pending *p = ze_pend_head; p; p = p->next) {
+		ze_event_handle_t ev = p->gate ? p->gate->event : p->event;
+		struct gt_pending_work w = {
+			.track = p->track, .name = p->w.name, .corr = p->corr,
+			.submitted_ns = p->submitted ? p->submitted : p->ref_host,
+		};
+
+		if (ev && ZE_REAL(zeEventQueryStatus)(ev) == ZE_RESULT_NOT_READY)
+			fn(arg, &w);
+	}
 	pthread_mutex_unlock(&ze_lock);
 }
 

@@ -6,6 +6,8 @@ ZE_APPS := ze_basic ze_hammer ze_threads ze_multiqueue ze_errors ze_window
 ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong ze_flight
 # SYCL graphs (mutable lists) and Intel's zex functions, from zeDriverGetExtensionFunctionAddress.
 ZE_APPS += ze_graph
+# Waits on a kernel that waits on an event nobody signals (the --watchdog tests).
+ZE_APPS += ze_hang
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

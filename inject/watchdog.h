@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hang watchdog (GPUTRACE_WATCHDOG=SEC, gputrace run --watchdog SEC).
+ *
+ * Device waits (zeCommandQueueSynchronize, cudaStreamSynchronize, ...) mark
+ * their thread's ring while inside the real call: an entry time, the call
+ * and the handle, no allocation, no lock. A small thread of ours looks at
+ * the marks every few hundred ms; a thread blocked longer than SEC, or
+ * device work that has not finished for SEC, gets one report
+ * (<trace>.watchdog.json, watchdog.c says why JSON) with each blocked
+ * thread's call, arguments and host stack, and the device work still
+ * pending per queue or stream. The program is not stopped. Off: the wait
+ * wrappers pay a load and a branch.
+ */
+#ifndef GPUTRACE_WATCHDOG_H
+#define GPUTRACE_WATCHDOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "event.h"
+#include "ring.h"
+
+/* Set once from the configuration, before any wrapper runs; read-only after. */
+extern GT_HIDDEN bool gt_watchdog_on;
+
+GT_HIDDEN void watchdog__enter_slow(uint32_t call, uintptr_t handle);
+GT_HIDDEN void watchdog__leave_slow(void);
+
+/* Around the real call of a device wait. call: an expression giving the
+ * API's string id, evaluated only when the watchdog is on. */
+#define gt_wait_enter(call, handle)                                                        \
+	do {                                                                               \
+		if (gt_unlikely(gt_watchdog_on))                                           \
+			watchdog__enter_slow((call), (uintptr_t)(handle));                 \
+	} while (0)
+
+static inline void gt_wait_leave(void)
+{
+	if (gt_unlikely(gt_watchdog_on))
+		watchdog__leave_slow();
+}
+
+/* Start the watchdog thread (with the writer: a process that records
+ * nothing has nothing to watch). Idempotent; cold. */
+GT_HIDDEN void watchdog__start(void);
+/* In a fork child: the parent's thread is not there. */
+GT_HIDDEN void watchdog__forget(void);
+
+/* Device work submitted and not finished, for the report: a backend's
+ * pending() calls fn once per item, oldest first per row. */
+struct gt_pending_work {
+	uint32_t track;        /* the queue or stream row (gt_device_track) */
+	uint32_t name;         /* string id: kernel name, "Memcpy HtoD", ... */
+	uint64_t corr;         /* the host call that submitted it */
+	uint64_t submitted_ns; /* trace clock */
+};
+typedef void (*gt_pending_fn)(void *arg, const struct gt_pending_work *w);
+
+/*
+ * The flight recorder's window (issue 17, point 3), written with each
+ * report when the recorder is built in: a weak reference, so the watchdog
+ * works without it. Returns 0 and the file's path in path, or -errno.
+ */
+GT_HIDDEN int flight__dump_for_watchdog(const char *reason, char *path, size_t len)
+	__attribute__((weak));
+
+#endif

@@ -1,0 +1,60 @@
+/* ze_hang forever | ze_hang MS: a kernel that waits for an event nobody signals (the
+ * Level Zero spec: such work never completes), and the host waiting for its queue.
+ * forever: nothing ever signals it (a hang; the caller kills us). MS: a second thread
+ * signals the event from the host after MS milliseconds, the wait returns, exit 0. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+#include "ze_app.h"
+
+static ze_event_handle_t gate;
+static unsigned long signal_after_ms;
+
+static void *signal_later(void *arg)
+{
+	struct timespec ts = { (time_t)(signal_after_ms / 1000), (long)(signal_after_ms % 1000) * 1000000l };
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	ZE_CHECK(zeEventHostSignal(gate));
+	return NULL;
+}
+
+/* Named, not inlined: the watchdog's report must show who waits. */
+__attribute__((noinline)) static void wait_for_device(ze_command_queue_handle_t q)
+{
+	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+}
+
+int main(int argc, char **argv)
+{
+	struct app_ze z;
+	ze_group_count_t groups = { 4, 1, 1 };
+	pthread_t t;
+	bool forever = argc > 1 && !strcmp(argv[1], "forever");
+
+	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1], NULL, 10)))) {
+		fprintf(stderr, "usage: ze_hang forever|MS\n");
+		return 2;
+	}
+	app_ze_setup(&z);
+	ze_command_queue_handle_t queue = app_queue(&z, 0, 0);
+	ze_command_list_handle_t list = app_list(&z, 0);
+	ze_kernel_handle_t kernel = app_kernel(app_module(&z), "stuck_kernel", 64, 1, 1);
+	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
+
+	gate = app_event(pool, 0);
+	ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, NULL, 1, &gate));
+	ZE_CHECK(zeCommandListClose(list));
+	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
+	if (!forever)
+		APP_EXPECT(!pthread_create(&t, NULL, signal_later, NULL), "pthread_create");
+	printf("waiting\n");
+	fflush(stdout);
+	wait_for_device(queue);
+	if (!forever)
+		pthread_join(t, NULL);
+	printf("done\n");
+	return 0;
+}
