@@ -43,7 +43,8 @@
 	X("--capture-range", "GPUTRACE_CAPTURE_RANGE", true)                               \
 	X("--capture-count", "GPUTRACE_CAPTURE_COUNT", true)                               \
 	X("--capture-signal", "GPUTRACE_CAPTURE_SIGNAL", true)                             \
-	X("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER", true)
+	X("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER", true)                         \
+	X("--watchdog", "GPUTRACE_WATCHDOG", true)
 
 enum {
 #define RUN_OPT_COUNT(name, var, value) +1
