@@ -20,6 +20,7 @@
 #include "inject/extcorr.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
+#include "inject/watchdog.h"
 
 /* ---- per call-id facts, learned at the first call of each ---- */
 
@@ -338,6 +339,53 @@ void cupti__name_devices(void)
 	cupti_self--;
 }
 
+/* Driver API device waits, marked for the hang watchdog (inject/watchdog.h):
+ * X(function, whether its first parameter is the handle waited on). The
+ * runtime's waits are marked by their wrappers (runtime.c, RT_WAIT). */
+#define DRV_WAITS(X)                                                               \
+	X(cuStreamSynchronize, 1)                                                  \
+	X(cuStreamSynchronize_ptsz, 1)                                             \
+	X(cuEventSynchronize, 1)                                                   \
+	X(cuCtxSynchronize, 0)                                                     \
+	X(cuCtxSynchronize_v2, 0)
+
+static const struct {
+	CUpti_CallbackId cbid;
+	bool has_handle;
+	const char *name;
+} drv_waits[] = {
+#define DRV_WAIT_ENTRY(fn, h) { CUPTI_DRIVER_TRACE_CBID_##fn, h, #fn },
+	DRV_WAITS(DRV_WAIT_ENTRY)
+#undef DRV_WAIT_ENTRY
+};
+
+/* Entering (or leaving) a driver API call: the watchdog's mark, when it is a wait. */
+static void drv_wait_mark(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, bool enter)
+{
+	static _Atomic uint32_t names[sizeof(drv_waits) / sizeof(drv_waits[0])];
+
+	for (unsigned i = 0; i < sizeof(drv_waits) / sizeof(drv_waits[0]); i++) {
+		uintptr_t handle = 0;
+		uint32_t name;
+
+		if (drv_waits[i].cbid != cbid)
+			continue;
+		if (!enter) {
+			gt_wait_leave();
+			return;
+		}
+		if (!(name = atomic_load_explicit(&names[i], memory_order_relaxed))) {
+			name = gt_str_intern(drv_waits[i].name);
+			atomic_store_explicit(&names[i], name, memory_order_relaxed);
+		}
+		/* the parameter struct's first member: the stream or event */
+		if (drv_waits[i].has_handle && cb->functionParams)
+			memcpy(&handle, cb->functionParams, sizeof(handle));
+		gt_wait_enter(name, handle);
+		return;
+	}
+}
+
 void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data)
 {
@@ -365,6 +413,8 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		return;
 	if (gt_unlikely(cupti_range_launches) && !rt)
 		cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
+	if (gt_unlikely(gt_watchdog_on) && !rt && !t->rt_depth)
+		drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!rt && t->rt_depth)
 			return; /* the runtime call around it has the span */

@@ -28,6 +28,7 @@
 #include "inject/extcorr.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
+#include "inject/watchdog.h"
 
 typedef int cuda_err;        /* enum cudaError */
 struct gt_dim3 {             /* dim3: passed by value */
@@ -39,6 +40,10 @@ enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
 #define RT_FOLD 0x1
 #define RT_RANGE_BEGIN 0x2 /* --capture-range cudaProfilerApi: a window opens before it */
 #define RT_RANGE_END   0x4 /* and closes after it */
+#define RT_WAIT 0x8 /* a device wait: marked for the hang watchdog (inject/watchdog.h) */
+/* The handle a wait waits on: its first argument (none for cudaDeviceSynchronize) */
+#define RT_FIRST_(a, ...) a
+#define RT_WAITED(...) ((uintptr_t)(RT_FIRST_(__VA_ARGS__ __VA_OPT__(,) NULL)))
 
 /* inject/dlsym.c: what the real dlsym found, while wrapper_for is asked */
 extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
@@ -67,7 +72,7 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaGetDeviceProperties, (void *prop, int d), (prop, d), 0)                       \
 	X(cudaGetDeviceProperties_v2, (void *prop, int d), (prop, d), 0)                    \
 	X(cudaDeviceGetAttribute, (int *v, int attr, int d), (v, attr, d), RT_FOLD)         \
-	X(cudaDeviceSynchronize, (void), (), 0)                                             \
+	X(cudaDeviceSynchronize, (void), (), RT_WAIT)                                       \
 	X(cudaDeviceReset, (void), (), 0)                                                   \
 	X(cudaSetDeviceFlags, (unsigned f), (f), 0)                                         \
 	X(cudaGetLastError, (void), (), RT_FOLD)                                            \
@@ -78,8 +83,8 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaStreamCreateWithFlags, (void **s, unsigned f), (s, f), 0)                     \
 	X(cudaStreamCreateWithPriority, (void **s, unsigned f, int p), (s, f, p), 0)        \
 	X(cudaStreamDestroy, (void *s), (s), 0)                                             \
-	X(cudaStreamSynchronize, (void *s), (s), 0)                                         \
-	X(cudaStreamSynchronize_ptsz, (void *s), (s), 0)                                    \
+	X(cudaStreamSynchronize, (void *s), (s), RT_WAIT)                                   \
+	X(cudaStreamSynchronize_ptsz, (void *s), (s), RT_WAIT)                              \
 	X(cudaStreamQuery, (void *s), (s), 0)                                               \
 	X(cudaStreamQuery_ptsz, (void *s), (s), 0)                                          \
 	X(cudaStreamWaitEvent, (void *s, void *e, unsigned f), (s, e, f), 0)                \
@@ -95,7 +100,7 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaEventRecord, (void *e, void *s), (e, s), 0)                                   \
 	X(cudaEventRecord_ptsz, (void *e, void *s), (e, s), 0)                              \
 	X(cudaEventQuery, (void *e), (e), 0)                                                \
-	X(cudaEventSynchronize, (void *e), (e), 0)                                          \
+	X(cudaEventSynchronize, (void *e), (e), RT_WAIT)                                    \
 	X(cudaEventElapsedTime, (float *ms, void *a, void *b), (ms, a, b), 0)               \
 	X(cudaEventDestroy, (void *e), (e), 0)                                              \
 	X(cudaGraphDestroy, (void *g), (g), 0)                                              \
@@ -337,6 +342,7 @@ static void rt_end(struct rt_call *c, cuda_err r)
  */
 static void rt_unwound(struct rt_call *c)
 {
+	gt_wait_leave(); /* cancelled inside a wait (or in no wait: the same) */
 	if (gt_likely(!c->armed))
 		return;
 	gt_unwound_stack();
@@ -495,12 +501,16 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			return RT_NO_RUNTIME;                                               \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, false);                                             \
+		if ((flags) & RT_WAIT)                                                      \
+			gt_wait_enter(api_name(&name##_name, #name), RT_WAITED args);       \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
 		} else {                                                                    \
 			gt_r = gt_fn args;                                                  \
 		}                                                                           \
+		if ((flags) & RT_WAIT)                                                      \
+			gt_wait_leave();                                                    \
 		rt_after(&gt_c);                                                            \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, true);                                              \

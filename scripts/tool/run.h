@@ -43,7 +43,7 @@
 	X("--capture-range", "GPUTRACE_CAPTURE_RANGE", true)                               \
 	X("--capture-count", "GPUTRACE_CAPTURE_COUNT", true)                               \
 	X("--capture-signal", "GPUTRACE_CAPTURE_SIGNAL", true)                             \
-	X("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER", true)                         \
+	X("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER", true)                           \
 	X("--watchdog", "GPUTRACE_WATCHDOG", true)
 
 enum {
