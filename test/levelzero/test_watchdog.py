@@ -1,0 +1,106 @@
+"""The hang watchdog (--watchdog SEC, GPUTRACE_WATCHDOG) on the simulated Level Zero
+device: a kernel waits for an event nobody signals (the spec: it never completes) and
+the host waits for its queue. What a user checks: one report, soon after SEC, naming
+the blocked call, its thread and the program's function that called it, with the
+kernel still pending on its queue; the program is not stopped; nothing is said about
+a wait that ends in time; a bad value is one line."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (APPS, PRELOAD, ROOT, clean_env, gputrace_lines, load_trace, need, run,
+                      sim_env, ZE_SIM)
+
+HANG = APPS / "ze_hang"
+
+
+def start_hang(tmp_path, seconds, arg="forever"):
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": seconds,
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(HANG), arg], env=env, stdout=subprocess.PIPE, stderr=err)
+    err.close()
+    assert proc.stdout.readline() == b"waiting\n"
+    return proc
+
+
+def reports(tmp_path):
+    return sorted(p for p in tmp_path.iterdir() if ".watchdog" in p.name)
+
+
+@pytest.mark.sanitize
+def test_watchdog_reports_a_wait_that_never_ends(tmp_path):
+    proc = start_hang(tmp_path, "1")
+    try:
+        deadline = time.monotonic() + 20
+        while not reports(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
+        assert proc.poll() is None, "the watchdog must not stop the program"
+        # the same blockage is not reported again (the watchdog looks every 0.25 s)
+        time.sleep(1.5)
+        assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    report = json.loads((tmp_path / "trace.watchdog.json").read_text())
+    assert report["pid"] == proc.pid
+    assert report["threshold_s"] == 1
+    (blocked,) = report["blocked_threads"]
+    assert blocked["call"] == "zeCommandQueueSynchronize"
+    assert blocked["tid"] == proc.pid and blocked["thread"] == "ze_hang"
+    assert int(blocked["handle"], 16) != 0
+    # written soon after the threshold, by the process's own clock
+    assert 1.0 <= blocked["blocked_s"] < 2.0, blocked
+    stack = blocked["stack"]
+    assert "zeCommandQueueSynchronize" in stack
+    caller = stack.index("wait_for_device")
+    assert stack.index("zeCommandQueueSynchronize") < caller < stack.index("main"), stack
+    (pending,) = report["pending"]
+    assert pending["name"] == "stuck_kernel"
+    assert pending["row"] == "queue 0.0" and "simulated" in pending["device"]
+    assert report["pending_not_listed"] == 0
+    # one line on stderr names the file
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    assert len(lines) == 1 and lines[0].endswith("report in " + str(tmp_path / "trace.watchdog.json")), lines
+    assert "zeCommandQueueSynchronize" in lines[0]
+    # the trace was checkpointed with the report: killed afterwards, it holds the launch
+    trace = load_trace(tmp_path / "trace.json")
+    names = [e.get("name") for e in trace["traceEvents"]]
+    assert "zeCommandListAppendLaunchKernel" in names
+    assert "zeCommandQueueExecuteCommandLists" in names
+
+
+def test_watchdog_quiet_when_the_wait_ends_in_time(tmp_path):
+    proc = start_hang(tmp_path, "3", arg="1500")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == b"done\n"
+    assert reports(tmp_path) == []
+    assert not [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    trace = load_trace(tmp_path / "trace.json")
+    (sync,) = [e for e in trace["traceEvents"] if e.get("name") == "zeCommandQueueSynchronize"]
+    assert sync["dur"] >= 1400e3  # it did wait, 1.5 s, under the 3 s threshold
+
+
+@pytest.mark.parametrize("value", ["soon", "0.05", "-1", "1.2345", "86401"])
+def test_watchdog_bad_value_is_one_line(tmp_path, value):
+    need(HANG)
+    r = run([HANG, "20"], env=sim_env({"GPUTRACE_WATCHDOG": value}), tmp_path=tmp_path)
+    assert r.returncode == 0 and r.stdout == b"waiting\ndone\n"
+    (line,) = gputrace_lines(r.stderr)
+    assert f"GPUTRACE_WATCHDOG='{value}' is not valid" in line
+    assert "seconds from 0.1 to 86400" in line
+    tool = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--watchdog", value, "--",
+                           "true"], env=clean_env(), capture_output=True)
+    assert tool.returncode == 2
+    assert tool.stderr.decode().splitlines()[0] == (
+        f"gputrace: --watchdog '{value}' is not valid: expected off or 0, or seconds from 0.1 "
+        "to 86400 (up to 3 decimals, e.g. 30 or 2.5)")
