@@ -30,7 +30,6 @@
 #include "shim.h"
 #include "state.h"
 #include "trigger.h"
-#include "watchdog.h"
 
 extern char **environ;
 
@@ -360,7 +359,6 @@ static void atfork_child(void)
 	atomic_store(&gt_phase, GT_PHASE_OFF);
 	lifecycle__hooks()->forget();
 	shim__forget_rings();
-	watchdog__forget();
 	atomic_store(&finish_claimed, 0);
 	atomic_store(&gt_end_reason, NULL);
 	shim__backends_call(GT_HOOK_FORK_CHILD, NULL, NULL);

@@ -469,7 +469,6 @@ void gt_start_writer(void)
 	lifecycle__arm_signals();
 	if (lifecycle__hooks()->start())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
-	watchdog__start();
 }
 
 /* ---- backends ---- */
@@ -488,6 +487,15 @@ bool gt_backend_enabled(const char *name)
 		return (gt_cfg.kinds & GT_KIND(ANNOTATION)) ||
 		       gt_cfg.capture_range == GT_RANGE_PROFILER;
 	return false;
+}
+
+void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b)
+		if (b->pending && gt_backend_enabled(b->name))
+			b->pending(fn, arg);
 }
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)

@@ -57,6 +57,10 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
  * time of them all (UINT64_MAX: none wants more). */
 GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns);
 GT_HIDDEN void *shim__wrapper_for(const char *symbol);
+/* Every backend's device work submitted and not finished (the watchdog's). */
+struct gt_pending_work;
+GT_HIDDEN void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *w),
+				      void *arg);
 GT_HIDDEN void shim__forget_rings(void);
 GT_HIDDEN void shim__start_process(void);
 /* This library's path as the loader named it (NULL if unknown). */

@@ -40,8 +40,8 @@ static inline void gt_wait_leave(void)
 		watchdog__leave_slow();
 }
 
-/* Start the watchdog thread (with the writer: a process that records
- * nothing has nothing to watch). Idempotent; cold. */
+/* Its thread (writer/watchdog.c) starts with the drain thread: a process
+ * that records nothing has nothing to watch. Idempotent; cold. */
 GT_HIDDEN void watchdog__start(void);
 /* In a fork child: the parent's thread is not there. */
 GT_HIDDEN void watchdog__forget(void);

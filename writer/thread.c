@@ -26,6 +26,7 @@
 #include "inject/config.h"
 #include "inject/hooks.h"
 #include "inject/shim.h"
+#include "inject/watchdog.h"
 #include "internal.h"
 #include "writer.h"
 
@@ -197,6 +198,8 @@ int writer__start_thread(void)
 	pthread_attr_destroy(&attr);
 	if (err)
 		atomic_store(&W.thread_running, false);
+	else
+		watchdog__start();
 	return -err;
 }
 
@@ -326,6 +329,7 @@ void writer__forget(void)
 	memset(&W, 0, sizeof(W));
 	flight__forget();
 	pthread_mutex_init(&W.cycle_lock, NULL);
+	watchdog__forget();
 }
 
 static int writer__flight_dump(const char *reason)

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The hang watchdog's thread and report (inject/watchdog.h). One small thread of ours, started with
+ * the writer, wakes every quarter of SEC (0.1 s to 1 s) and looks at
+ * - every thread's wait mark (ring.h): one inside a device wait for longer
+ *   than SEC is blocked;
+ * - the backends' pending device work (submitted, not finished): the same
+ *   oldest item unfinished for SEC is work that made no progress.
+ * Either writes one report, once per blockage (a wait is known by its
+ * entry time, pending work by its correlation id).
+ *
+ * A blocked thread's host stack: it is sent a real-time signal of ours and
+ * its handler unwinds itself (libunwind, loaded at start) into one
+ * preallocated buffer; async-signal-safe, errno kept, SA_RESTART so the
+ * program's wait goes on (a futex or condition wait restarts on its own).
+ * The signal is one the program left at SIG_DFL when we started; if the
+ * program installs its own handler on it later, we step aside (no stacks,
+ * said in the report) and never chain into its handler with our signal.
+ *
+ * The report is JSON (the trace's name, .watchdog.json for .json): tools
+ * and CI read it back like the trace and the summary, strings are escaped
+ * exactly by the writer's own json__str, and a person reads it as easily
+ * as text. It is written to a temporary name and renamed: a reader never
+ * sees half of it. The regular trace is checkpointed first (everything up
+ * to the hang is on disk), and the flight recorder's window is written when
+ * the recorder is built in (flight__dump_for_watchdog, weak).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject/clock.h"
+#include "inject/config.h"
+#include "inject/registry.h"
+#include "inject/shim.h"
+#include "inject/stacks.h"
+#include "inject/state.h"
+#include "inject/watchdog.h"
+#include "json.h"
+#include "writer.h"
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+#define WD_THREADS_MAX 64  /* blocked threads in one report */
+#define WD_PENDING_MAX 256 /* pending items in one report */
+#define WD_STACK_MAX   GT_STACKS_MAX_DEPTH
+#define WD_UNWIND_WAIT_MS 200
+
+/* ---- unwinding another thread: it unwinds itself in our handler ---- */
+
+static struct {
+	int sig;                 /* 0: none free, no stacks */
+	_Atomic pid_t target;    /* the thread asked to unwind itself */
+	_Atomic int done;
+	int n;
+	void *pcs[WD_STACK_MAX];
+} U;
+
+static void on_unwind_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)sig;
+	(void)uc;
+	/* only our own request (sent by tgkill from this process) is ours */
+	if (si->si_code == SI_TKILL && si->si_pid == gt_st.pid &&
+	    atomic_load_explicit(&U.target, memory_order_acquire) == (pid_t)syscall(SYS_gettid)) {
+		U.n = stacks__backtrace_now(U.pcs, WD_STACK_MAX);
+		atomic_store_explicit(&U.done, 1, memory_order_release);
+	}
+	errno = saved;
+}
+
+/* A real-time signal the program has left alone, from the top (programs
+ * and libraries that use one tend to take SIGRTMIN upwards). */
+static void pick_signal(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_unwind_signal,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+
+	sigfillset(&sa.sa_mask);
+	for (int sig = SIGRTMAX - 1; sig > SIGRTMIN + 2; sig--) {
+		struct sigaction cur;
+
+		if (__sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		if (!__sigaction(sig, &sa, NULL)) {
+			U.sig = sig;
+			return;
+		}
+	}
+}
+
+/* Still ours (the program may have installed its own handler since). */
+static bool signal_still_ours(void)
+{
+	struct sigaction cur;
+
+	return U.sig && !__sigaction(U.sig, NULL, &cur) && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == on_unwind_signal;
+}
+
+static uint64_t unwind_thread(pid_t tid, const char **why)
+{
+	struct timespec ms = { 0, 1000000 };
+	uintptr_t pcs[WD_STACK_MAX];
+	int n;
+
+	if (!signal_still_ours()) {
+		*why = U.sig ? "the program installed its own handler on our signal"
+			     : "no real-time signal was free";
+		return 0;
+	}
+	atomic_store(&U.done, 0);
+	U.n = 0;
+	atomic_store_explicit(&U.target, tid, memory_order_release);
+	if (syscall(SYS_tgkill, gt_st.pid, tid, U.sig)) {
+		atomic_store(&U.target, 0);
+		*why = "the thread is gone";
+		return 0;
+	}
+	for (int i = 0; i < WD_UNWIND_WAIT_MS && !atomic_load_explicit(&U.done, memory_order_acquire); i++)
+		nanosleep(&ms, NULL);
+	atomic_store(&U.target, 0);
+	if (!atomic_load_explicit(&U.done, memory_order_acquire)) {
+		/* late: its handler may still write U; the next request waits */
+		*why = "the thread did not answer (signal blocked?)";
+		return 0;
+	}
+	n = U.n;
+	for (int i = 0; i < n; i++)
+		pcs[i] = (uintptr_t)U.pcs[i];
+	if (n <= 0) {
+		*why = "libunwind found no frames";
+		return 0;
+	}
+	return stacks__intern_pcs(pcs, (unsigned)n);
+}
+
+/* ---- what is blocked ---- */
+
+struct blocked {
+	pid_t tid;
+	uint32_t serial, call;
+	uint64_t since, handle;
+	char name[16];
+};
+
+/* The threads in a wait longer than the threshold; fresh: one of them
+ * not reported yet. Under the ring lock (rings are freed by the drain). */
+static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bool *fresh)
+{
+	unsigned n = 0;
+
+	*fresh = false;
+	if (writer__lock_rings(200))
+		return 0;
+	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r && n < WD_THREADS_MAX;
+	     r = r->next) {
+		uint64_t since = atomic_load_explicit(&r->wait_since, memory_order_acquire);
+
+		if (!since || now - since < limit || atomic_load(&r->dead))
+			continue;
+		b[n].call = atomic_load_explicit(&r->wait_call, memory_order_relaxed);
+		b[n].handle = atomic_load_explicit(&r->wait_handle, memory_order_relaxed);
+		/* the same wait still (not a newer one half-written) */
+		if (atomic_load_explicit(&r->wait_since, memory_order_acquire) != since)
+			continue;
+		b[n].since = since;
+		b[n].tid = r->tid;
+		b[n].serial = r->serial;
+		memcpy(b[n].name, r->name_start, sizeof(b[n].name));
+		b[n].name[sizeof(b[n].name) - 1] = 0;
+		if (r->wait_reported != since) {
+			*fresh = true;
+			r->wait_reported = since;
+		}
+		n++;
+	}
+	writer__unlock_rings();
+	return n;
+}
+
+struct pending_list {
+	struct gt_pending_work w[WD_PENDING_MAX];
+	unsigned n;
+	uint64_t more;
+};
+
+static void pending_add(void *arg, const struct gt_pending_work *w)
+{
+	struct pending_list *p = arg;
+
+	if (p->n < WD_PENDING_MAX)
+		p->w[p->n++] = *w;
+	else
+		p->more++;
+}
+
+static void find_pending(struct pending_list *p)
+{
+	p->n = 0;
+	p->more = 0;
+	shim__backends_pending(pending_add, p);
+}
+
+/* ---- the report ---- */
+
+static void put_str(struct jbuf *b, const char *s)
+{
+	json__str(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void put_key(struct jbuf *b, const char *key)
+{
+	put_str(b, key);
+	jbuf__ch(b, ':');
+}
+
+static void put_stack(struct jbuf *b, uint64_t id)
+{
+	char text[4096];
+	char *frames[WD_STACK_MAX + 1];
+	unsigned n = 0;
+
+	jbuf__ch(b, '[');
+	if (stacks__format(id, text, sizeof(text)) > 0) {
+		for (char *p = text; p && n < WD_STACK_MAX + 1; n++) {
+			frames[n] = p;
+			if ((p = strchr(p, ';')) != NULL)
+				*p++ = 0;
+		}
+		/* stored outermost first: innermost first here, as debuggers print */
+		for (unsigned i = n; i-- > 0;) {
+			put_str(b, frames[i]);
+			if (i)
+				jbuf__ch(b, ',');
+		}
+	}
+	jbuf__ch(b, ']');
+}
+
+static void put_row(struct jbuf *b, uint32_t track)
+{
+	const struct gt_row *row = registry__track(track);
+	const char *name = row ? gt_str_get(atomic_load(&row->name), NULL) : NULL;
+
+	put_key(b, "row");
+	put_str(b, name ? name : "?");
+	if (row) {
+		jbuf__lit(b, ",\"device\":");
+		put_str(b, gt_str_get(registry__device_name(row->device), NULL));
+	}
+}
+
+/* <trace without .json[.gz]>.watchdog[.N].json; beside the run's trace
+ * when this process writes into a gputrace run's OUT.parts/ (merged and
+ * removed at the end of the run). */
+static int report_path(char *out, size_t len, unsigned nth)
+{
+	char trace[PATH_MAX], base[PATH_MAX];
+	char *slash, *dot;
+
+	if (writer__trace_name(trace, sizeof(trace)))
+		snprintf(trace, sizeof(trace), "gputrace-%s-%d.json", gt_exe(), (int)gt_st.pid);
+	snprintf(base, sizeof(base), "%s", trace);
+	slash = strrchr(base, '/');
+	if (slash && slash - base > 6 && !strncmp(slash - 6, ".parts", 6)) {
+		/* run.json.parts/app-123.json -> run.app-123 */
+		char part[PATH_MAX];
+
+		snprintf(part, sizeof(part), "%s", slash + 1);
+		slash[-6] = 0;
+		if ((dot = strstr(base, ".json")) && (!dot[5] || !strcmp(dot + 5, ".gz")))
+			*dot = 0;
+		if ((dot = strstr(part, ".json")))
+			*dot = 0;
+		if (strlen(base) + 1 + strlen(part) + 1 > sizeof(base))
+			return -ENAMETOOLONG;
+		strcat(base, ".");
+		strcat(base, part);
+	} else if ((dot = strrchr(base, '.')) && (!strcmp(dot, ".json") || !strcmp(dot, ".gz"))) {
+		*dot = 0;
+		if ((dot = strrchr(base, '.')) && !strcmp(dot, ".json"))
+			*dot = 0;
+	}
+	if ((nth ? snprintf(out, len, "%s.watchdog.%u.json", base, nth)
+		 : snprintf(out, len, "%s.watchdog.json", base)) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int write_file(const char *path, const struct jbuf *b)
+{
+	char tmp[PATH_MAX + 8];
+	size_t off = 0;
+	int fd, err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	while (off < b->len) {
+		ssize_t w = write(fd, b->p + off, b->len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+static unsigned reports_written;
+
+static void report(const char *reason, const struct blocked *bl, unsigned nbl,
+		   const struct pending_list *pend, uint64_t now)
+{
+	struct jbuf b = { 0 };
+	char path[PATH_MAX], flight[PATH_MAX] = "";
+	bool have_flight = false;
+	int err;
+
+	/* everything up to the hang on disk first */
+	gt_flush_sync(1000);
+	if (flight__dump_for_watchdog)
+		have_flight = !flight__dump_for_watchdog(reason, flight, sizeof(flight));
+	jbuf__lit(&b, "{\"gputrace_watchdog\":1,");
+	put_key(&b, "reason");
+	put_str(&b, reason);
+	jbuf__lit(&b, ",\"threshold_s\":");
+	json__f64(&b, gt_cfg.watchdog_ms / 1000.0);
+	jbuf__lit(&b, ",\"pid\":");
+	json__u64(&b, (uint64_t)gt_st.pid);
+	jbuf__lit(&b, ",\"program\":");
+	put_str(&b, gt_exe());
+	jbuf__lit(&b, ",\"time_us\":");
+	json__us(&b, now);
+	jbuf__lit(&b, ",\"flight_recorder\":");
+	if (have_flight)
+		put_str(&b, flight);
+	else
+		jbuf__lit(&b, "null");
+	jbuf__lit(&b, ",\"blocked_threads\":[");
+	for (unsigned i = 0; i < nbl; i++) {
+		const char *why = NULL;
+		uint64_t stack = unwind_thread(bl[i].tid, &why);
+
+		if (i)
+			jbuf__ch(&b, ',');
+		jbuf__lit(&b, "{\"tid\":");
+		json__u64(&b, (uint64_t)bl[i].tid);
+		jbuf__lit(&b, ",\"thread\":");
+		put_str(&b, bl[i].name);
+		jbuf__lit(&b, ",\"call\":");
+		put_str(&b, gt_str_get(bl[i].call, NULL));
+		jbuf__lit(&b, ",\"handle\":");
+		json__hex(&b, bl[i].handle);
+		jbuf__lit(&b, ",\"since_us\":");
+		json__us(&b, bl[i].since & ~1ull);
+		jbuf__lit(&b, ",\"blocked_s\":");
+		json__f64(&b, (double)(now - bl[i].since) / 1e9);
+		jbuf__lit(&b, ",\"stack\":");
+		put_stack(&b, stack);
+		if (!stack) {
+			jbuf__lit(&b, ",\"no_stack\":");
+			put_str(&b, why ? why : "the stack table is full");
+		}
+		jbuf__ch(&b, '}');
+	}
+	jbuf__lit(&b, "],\"pending\":[");
+	for (unsigned i = 0; i < pend->n; i++) {
+		const struct gt_pending_work *w = &pend->w[i];
+
+		if (i)
+			jbuf__ch(&b, ',');
+		jbuf__ch(&b, '{');
+		put_row(&b, w->track);
+		jbuf__lit(&b, ",\"name\":");
+		put_str(&b, gt_str_get(w->name, NULL));
+		jbuf__lit(&b, ",\"correlation\":");
+		json__u64(&b, w->corr);
+		jbuf__lit(&b, ",\"submitted_us\":");
+		json__us(&b, w->submitted_ns);
+		jbuf__lit(&b, ",\"pending_s\":");
+		json__f64(&b, now > w->submitted_ns ? (double)(now - w->submitted_ns) / 1e9 : 0);
+		jbuf__ch(&b, '}');
+	}
+	jbuf__lit(&b, "],\"pending_not_listed\":");
+	json__u64(&b, pend->more);
+	jbuf__lit(&b, "}\n");
+	if (b.oom) {
+		pr_err("watchdog: %s, but no memory for the report", reason);
+	} else if ((err = report_path(path, sizeof(path), reports_written)) ||
+		   (err = write_file(path, &b))) {
+		pr_err("watchdog: %s; could not write the report: %s", reason, strerror(-err));
+	} else {
+		reports_written++;
+		gt_log(GT_LOG_ERROR, "watchdog: %s; report in %s%s%s", reason, path,
+		       have_flight ? ", flight recorder window in " : "", have_flight ? flight : "");
+	}
+	jbuf__free(&b);
+}
+
+/* ---- the thread ---- */
+
+static struct {
+	uint64_t oldest_corr, oldest_seen, reported_corr;
+} P;
+
+static void check(uint64_t limit)
+{
+	static struct blocked bl[WD_THREADS_MAX];
+	static struct pending_list pend;
+	uint64_t now = gt_clock_ns();
+	bool fresh, stalled = false;
+	unsigned nbl = find_blocked(bl, now, limit, &fresh);
+	const struct gt_pending_work *oldest = NULL;
+	char reason[160];
+
+	find_pending(&pend);
+	for (unsigned i = 0; i < pend.n; i++)
+		if (!oldest || pend.w[i].submitted_ns < oldest->submitted_ns)
+			oldest = &pend.w[i];
+	if (!oldest) {
+		P.oldest_corr = 0;
+	} else if (oldest->corr != P.oldest_corr) {
+		P.oldest_corr = oldest->corr;
+		P.oldest_seen = now;
+	} else if (now - P.oldest_seen >= limit && P.reported_corr != oldest->corr) {
+		stalled = true;
+		P.reported_corr = oldest->corr;
+	}
+	if (!fresh && !stalled)
+		return;
+	if (fresh)
+		snprintf(reason, sizeof(reason), "%u thread%s blocked in %s for over %.3g s", nbl,
+			 nbl > 1 ? "s" : "", gt_str_get(bl[0].call, NULL), limit / 1e9);
+	else
+		snprintf(reason, sizeof(reason), "device work not finished for over %.3g s (%s)",
+			 limit / 1e9, gt_str_get(oldest->name, NULL));
+	report(reason, bl, nbl, &pend, now);
+	/* the pending work is part of the hang just reported */
+	if (oldest)
+		P.reported_corr = oldest->corr;
+}
+
+static void *watchdog_main(void *arg)
+{
+	uint64_t limit = gt_cfg.watchdog_ms * 1000000ull;
+	uint64_t period = limit / 4;
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	gt_in_tracer = 1; /* our vendor queries are not the program's */
+	if (period < 100000000ull)
+		period = 100000000ull;
+	if (period > 1000000000ull)
+		period = 1000000000ull;
+	while (gt_tracing() && !atomic_load(&gt_end_reason)) {
+		struct timespec ts = { (time_t)(period / 1000000000ull), (long)(period % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+		if (!gt_tracing() || atomic_load(&gt_end_reason))
+			break;
+		check(limit);
+	}
+	return NULL;
+}
+
+static _Atomic bool started;
+
+void watchdog__start(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (!gt_watchdog_on || atomic_exchange(&started, true))
+		return;
+	if (stacks__init())
+		pr_warn("watchdog: no libunwind: reports will have no host stacks");
+	if (!U.sig)
+		pick_signal();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, watchdog_main, NULL)) {
+		pr_warn("watchdog: could not start its thread; no hang reports");
+		atomic_store(&started, false);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+void watchdog__forget(void)
+{
+	atomic_store(&started, false);
+	memset(&P, 0, sizeof(P));
+	reports_written = 0;
+}
