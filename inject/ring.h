@@ -39,6 +39,8 @@ struct ring {
 	_Atomic uint64_t wait_since;  /* trace clock ns at entry; 0: in no wait */
 	_Atomic uint64_t wait_handle; /* the queue, event, fence or stream waited on */
 	_Atomic uint32_t wait_call;   /* string id of the call */
+	uint32_t wait_depth;          /* the thread's: waits nested (cudaStreamSynchronize
+				       * inside, cuStreamSynchronize: the outer one counts) */
 	uint64_t wait_reported;       /* the watchdog's: the wait_since it reported */
 	/* producer-owned: the thread's open push/pop ranges (ranges.c) */
 	struct gt_range_stack ranges;

@@ -20,18 +20,22 @@ void watchdog__enter_slow(uint32_t call, uintptr_t handle)
 
 	if (!r)
 		r = shim__thread_ring();
-	if ((uintptr_t)r <= 1)
+	if ((uintptr_t)r <= 1 || r->wait_depth++)
 		return;
 	atomic_store_explicit(&r->wait_handle, handle, memory_order_relaxed);
 	atomic_store_explicit(&r->wait_call, call, memory_order_relaxed);
 	atomic_store_explicit(&r->wait_since, gt_clock_ns() | 1, memory_order_release);
 }
 
-void watchdog__leave_slow(void)
+void watchdog__leave_slow(bool all)
 {
 	struct ring *r = gt_tls_ring;
 
-	if ((uintptr_t)r > 1)
+	if ((uintptr_t)r <= 1 || !r->wait_depth)
+		return;
+	if (all || !--r->wait_depth) {
+		r->wait_depth = 0;
 		atomic_store_explicit(&r->wait_since, 0, memory_order_release);
+	}
 }
 

@@ -24,7 +24,7 @@
 extern GT_HIDDEN bool gt_watchdog_on;
 
 GT_HIDDEN void watchdog__enter_slow(uint32_t call, uintptr_t handle);
-GT_HIDDEN void watchdog__leave_slow(void);
+GT_HIDDEN void watchdog__leave_slow(bool all);
 
 /* Around the real call of a device wait. call: an expression giving the
  * API's string id, evaluated only when the watchdog is on. */
@@ -37,7 +37,14 @@ GT_HIDDEN void watchdog__leave_slow(void);
 static inline void gt_wait_leave(void)
 {
 	if (gt_unlikely(gt_watchdog_on))
-		watchdog__leave_slow();
+		watchdog__leave_slow(false);
+}
+
+/* A forced unwind (pthread_cancel) left whatever wait the thread was in. */
+static inline void gt_wait_unwound(void)
+{
+	if (gt_unlikely(gt_watchdog_on))
+		watchdog__leave_slow(true);
 }
 
 /* Its thread (writer/watchdog.c) starts with the drain thread: a process

@@ -246,6 +246,7 @@ struct rt_call {
 	bool launch, events;
 	bool armed; /* inside the real call: see rt_unwound */
 	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
+	bool waiting; /* inside a device wait, marked for the watchdog */
 };
 
 static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
@@ -342,7 +343,8 @@ static void rt_end(struct rt_call *c, cuda_err r)
  */
 static void rt_unwound(struct rt_call *c)
 {
-	gt_wait_leave(); /* cancelled inside a wait (or in no wait: the same) */
+	if (gt_unlikely(c->waiting))
+		gt_wait_unwound(); /* cancelled inside a device wait: in it no more */
 	if (gt_likely(!c->armed))
 		return;
 	gt_unwound_stack();
@@ -501,16 +503,20 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			return RT_NO_RUNTIME;                                               \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, false);                                             \
-		if ((flags) & RT_WAIT)                                                      \
+		if ((flags) & RT_WAIT) {                                                    \
 			gt_wait_enter(api_name(&name##_name, #name), RT_WAITED args);       \
+			gt_c.waiting = true;                                                \
+		}                                                                           \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
 		} else {                                                                    \
 			gt_r = gt_fn args;                                                  \
 		}                                                                           \
-		if ((flags) & RT_WAIT)                                                      \
+		if ((flags) & RT_WAIT) {                                                    \
+			gt_c.waiting = false;                                               \
 			gt_wait_leave();                                                    \
+		}                                                                           \
 		rt_after(&gt_c);                                                            \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, true);                                              \

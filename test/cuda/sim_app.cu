@@ -19,6 +19,8 @@
 //                  "worker" range on each of two threads, one after the other (1024 and
 //                  2048 ns)
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
+//   wait MS        a kernel of MS ms on a stream of its own, waited for by
+//                  wait_for_stream() (cudaStreamSynchronize)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -390,6 +392,27 @@ static int threads_mode(void)
 	return 0;
 }
 
+// Named, not inlined: the watchdog's report must show who waits.
+__attribute__((noinline)) static void wait_for_stream(cudaStream_t s)
+{
+	CHECK(cudaStreamSynchronize(s));
+	__asm__ volatile("" ::: "memory"); // no tail call: this frame stays
+}
+
+static int wait_mode(int ms)
+{
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreate(&s));
+	spin<<<ms * 1000, 1000, 0, s>>>(NULL); // ms milliseconds
+	printf("waiting\n");
+	fflush(stdout);
+	wait_for_stream(s);
+	CHECK(cudaStreamDestroy(s));
+	printf("done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
@@ -424,6 +447,8 @@ int main(int argc, char **argv)
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
+	if (!strcmp(mode, "wait"))
+		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);
 	return 2;
 }

@@ -638,3 +638,32 @@ def test_another_tool_holds_cupti(tmp_path):
     assert sorted(k["name"] for k in kernels) == sorted([SCALE] * 3 + [AXPY])
     assert all(k["args"]["timing"] == "cuda_events" for k in kernels)
     assert "gaps" not in trace["gputrace"]
+
+
+# ---- the hang watchdog ----
+
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
+    """--watchdog 1 with a 2 s kernel: one report while cudaStreamSynchronize waits,
+    with the program's function that called it; the program runs on, its wait not
+    cut short by the signal that unwound it (it restarts)."""
+    env = {"GPUTRACE_WATCHDOG": "1"}
+    if cupti == "events":
+        env["GPUTRACE_DISABLE_CUPTI"] = "1"
+    r = sim_run([APP, "wait", "2000"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"waiting\ndone\n"), r.stderr
+    path = tmp_path / "trace.watchdog.json"
+    (line,) = [l for l in gputrace_lines(r.stderr) if "watchdog" in l]
+    assert line.endswith(f"report in {path}") and "cudaStreamSynchronize" in line
+    assert sorted(p.name for p in tmp_path.iterdir() if "watchdog" in p.name) == [path.name]
+    (blocked,) = json.loads(path.read_text())["blocked_threads"]
+    assert blocked["call"] == "cudaStreamSynchronize"
+    assert 1.0 <= blocked["blocked_s"] < 2.0
+    stack = blocked["stack"]
+    assert stack.index("cudaStreamSynchronize") < stack.index("wait_for_stream(CUstream_st*)") \
+        < stack.index("main"), stack
+    trace = load_exact(r.trace_path)
+    (sync,) = xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+    (launch,) = xs(trace, "cuda_runtime", "__cudaLaunchKernel")
+    # the wait went on until the 2 s kernel was done
+    assert end(sync) - start(launch) >= 2000000000
