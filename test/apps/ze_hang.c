@@ -1,10 +1,12 @@
-/* ze_hang forever | ze_hang MS: a kernel that waits for an event nobody signals (the
- * Level Zero spec: such work never completes), and the host waiting for its queue.
- * forever: nothing ever signals it (a hang; the caller kills us). MS: a second thread
- * signals the event from the host after MS milliseconds, the wait returns, exit 0. */
+/* ze_hang forever | ze_hang MS | ze_hang busy: a kernel that waits for an event nobody
+ * signals (the Level Zero spec: such work never completes), and the host waiting for its
+ * queue. forever: nothing ever signals it (a hang; the caller kills us). MS: a second
+ * thread signals the event from the host after MS milliseconds, the wait returns, exit 0.
+ * busy: the host never waits, it works on (sleeps) forever, the kernel stays stuck. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 #include "ze_app.h"
 
 static ze_event_handle_t gate;
@@ -32,10 +34,11 @@ int main(int argc, char **argv)
 	struct app_ze z;
 	ze_group_count_t groups = { 4, 1, 1 };
 	pthread_t t;
-	bool forever = argc > 1 && !strcmp(argv[1], "forever");
+	bool busy = argc > 1 && !strcmp(argv[1], "busy");
+	bool forever = busy || (argc > 1 && !strcmp(argv[1], "forever"));
 
 	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS\n");
+		fprintf(stderr, "usage: ze_hang forever|MS|busy\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -52,6 +55,8 @@ int main(int argc, char **argv)
 		APP_EXPECT(!pthread_create(&t, NULL, signal_later, NULL), "pthread_create");
 	printf("waiting\n");
 	fflush(stdout);
+	while (busy)
+		sleep(1);
 	wait_for_device(queue);
 	if (!forever)
 		pthread_join(t, NULL);

@@ -79,6 +79,28 @@ def test_watchdog_reports_a_wait_that_never_ends(tmp_path):
     assert "zeCommandQueueExecuteCommandLists" in names
 
 
+def test_watchdog_reports_device_work_that_never_finishes(tmp_path):
+    """No thread waits (the program works on), but the kernel it submitted has not
+    finished for SEC: that is a hang too, reported once, with no blocked thread."""
+    proc = start_hang(tmp_path, "0.5", arg="busy")
+    try:
+        deadline = time.monotonic() + 20
+        while not reports(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # twice SEC: not reported again
+        assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    report = json.loads((tmp_path / "trace.watchdog.json").read_text())
+    assert report["reason"] == "device work not finished for over 0.5 s (stuck_kernel)"
+    assert report["blocked_threads"] == []
+    (pending,) = report["pending"]
+    assert pending["name"] == "stuck_kernel" and pending["row"] == "queue 0.0"
+    assert pending["pending_s"] >= 0.5
+
+
 def test_watchdog_quiet_when_the_wait_ends_in_time(tmp_path):
     proc = start_hang(tmp_path, "3", arg="1500")
     out, _ = proc.communicate(timeout=60)
