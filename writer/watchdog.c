@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * The hang watchdog's thread and report (inject/watchdog.h). One small thread of ours, started with
- * the writer, wakes every quarter of SEC (0.1 s to 1 s) and looks at
+ * The hang watchdog's thread and report (inject/watchdog.h). One small
+ * thread of ours, started with the drain thread, wakes every quarter of SEC
+ * (0.1 s to 1 s) and looks at
  * - every thread's wait mark (ring.h): one inside a device wait for longer
  *   than SEC is blocked;
  * - the backends' pending device work (submitted, not finished): the same
  *   oldest item unfinished for SEC is work that made no progress.
  * Either writes one report, once per blockage (a wait is known by its
- * entry time, pending work by its correlation id).
+ * entry time, pending work by its correlation id). Not the drain thread
+ * itself: in a hang its cycle may be the thing stuck (a backend's flush
+ * inside the vendor's library), and a report must not wait for it.
  *
  * A blocked thread's host stack: it is sent a real-time signal of ours and
  * its handler unwinds itself (libunwind, loaded at start) into one
@@ -151,7 +154,7 @@ static uint64_t unwind_thread(pid_t tid, const char **why)
 
 struct blocked {
 	pid_t tid;
-	uint32_t serial, call;
+	uint32_t call;
 	uint64_t since, handle;
 	char name[16];
 };
@@ -165,11 +168,12 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 	*fresh = false;
 	if (writer__lock_rings(200))
 		return 0;
-	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r && n < WD_THREADS_MAX;
-	     r = r->next) {
+	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
+	     r && n < WD_THREADS_MAX; r = r->next) {
 		uint64_t since = atomic_load_explicit(&r->wait_since, memory_order_acquire);
 
-		if (!since || now - since < limit || atomic_load(&r->dead))
+		/* since > now: a wait that began after we read the clock */
+		if (!since || since > now || now - since < limit || atomic_load(&r->dead))
 			continue;
 		b[n].call = atomic_load_explicit(&r->wait_call, memory_order_relaxed);
 		b[n].handle = atomic_load_explicit(&r->wait_handle, memory_order_relaxed);
@@ -178,7 +182,6 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 			continue;
 		b[n].since = since;
 		b[n].tid = r->tid;
-		b[n].serial = r->serial;
 		memcpy(b[n].name, r->name_start, sizeof(b[n].name));
 		b[n].name[sizeof(b[n].name) - 1] = 0;
 		if (r->wait_reported != since) {
@@ -215,6 +218,26 @@ static void find_pending(struct pending_list *p)
 }
 
 /* ---- the report ---- */
+
+/* The thread's name now (programs name their threads after they start),
+ * else as it was at its first event. */
+static const char *thread_name(pid_t tid, char *first)
+{
+	static char now[32];
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return first;
+	n = read(fd, now, sizeof(now) - 1);
+	close(fd);
+	if (n <= 1)
+		return first;
+	now[n - (now[n - 1] == '\n')] = 0;
+	return now;
+}
 
 static void put_str(struct jbuf *b, const char *s)
 {
@@ -371,7 +394,7 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 		jbuf__lit(&b, "{\"tid\":");
 		json__u64(&b, (uint64_t)bl[i].tid);
 		jbuf__lit(&b, ",\"thread\":");
-		put_str(&b, bl[i].name);
+		put_str(&b, thread_name(bl[i].tid, bl[i].name));
 		jbuf__lit(&b, ",\"call\":");
 		put_str(&b, gt_str_get(bl[i].call, NULL));
 		jbuf__lit(&b, ",\"handle\":");
