@@ -51,8 +51,6 @@
 #include "json.h"
 #include "writer.h"
 
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
-
 #define WD_THREADS_MAX 64  /* blocked threads in one report */
 #define WD_PENDING_MAX 256 /* pending items in one report */
 #define WD_STACK_MAX   GT_STACKS_MAX_DEPTH
@@ -84,7 +82,10 @@ static void on_unwind_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* A real-time signal the program has left alone, from the top (programs
- * and libraries that use one tend to take SIGRTMIN upwards). */
+ * and libraries that use one tend to take SIGRTMIN upwards). sigaction by
+ * its global name: a sanitizer's interceptor, when there is one, must know
+ * the handler (ThreadSanitizer runs handlers itself, where they are safe),
+ * else it is ours (lifecycle.c), which passes this signal straight on. */
 static void pick_signal(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_unwind_signal,
@@ -94,10 +95,10 @@ static void pick_signal(void)
 	for (int sig = SIGRTMAX - 1; sig > SIGRTMIN + 2; sig--) {
 		struct sigaction cur;
 
-		if (__sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
+		if (sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
 		    (cur.sa_flags & SA_SIGINFO))
 			continue;
-		if (!__sigaction(sig, &sa, NULL)) {
+		if (!sigaction(sig, &sa, NULL)) {
 			U.sig = sig;
 			return;
 		}
@@ -109,7 +110,7 @@ static bool signal_still_ours(void)
 {
 	struct sigaction cur;
 
-	return U.sig && !__sigaction(U.sig, NULL, &cur) && (cur.sa_flags & SA_SIGINFO) &&
+	return U.sig && !sigaction(U.sig, NULL, &cur) && (cur.sa_flags & SA_SIGINFO) &&
 	       cur.sa_sigaction == on_unwind_signal;
 }
 
@@ -221,7 +222,7 @@ static void find_pending(struct pending_list *p)
 
 /* The thread's name now (programs name their threads after they start),
  * else as it was at its first event. */
-static const char *thread_name(pid_t tid, char *first)
+static const char *thread_name(pid_t tid, const char *first)
 {
 	static char now[32];
 	char path[64];
