@@ -35,23 +35,29 @@ def reports(tmp_path):
     return sorted(p for p in tmp_path.iterdir() if ".watchdog" in p.name)
 
 
-@pytest.mark.sanitize
-def test_watchdog_reports_a_wait_that_never_ends(tmp_path):
-    proc = start_hang(tmp_path, "1")
+def report_once(proc, tmp_path, then):
+    """Wait for the report; `then` seconds later there is still one, and the
+    program still runs. The program is killed at the end."""
     try:
         deadline = time.monotonic() + 20
         while not reports(tmp_path) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
         assert proc.poll() is None, "the watchdog must not stop the program"
-        # the same blockage is not reported again (the watchdog looks every 0.25 s)
-        time.sleep(1.5)
+        time.sleep(then)
         assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
         assert proc.poll() is None
     finally:
         proc.kill()
         proc.wait()
-    report = json.loads((tmp_path / "trace.watchdog.json").read_text())
+    return json.loads((tmp_path / "trace.watchdog.json").read_text())
+
+
+@pytest.mark.sanitize
+def test_watchdog_reports_a_wait_that_never_ends(tmp_path):
+    proc = start_hang(tmp_path, "1")
+    # the same blockage is not reported again (the watchdog looks every 0.25 s)
+    report = report_once(proc, tmp_path, then=1.5)
     assert report["pid"] == proc.pid
     assert report["threshold_s"] == 1
     (blocked,) = report["blocked_threads"]
@@ -83,17 +89,7 @@ def test_watchdog_reports_device_work_that_never_finishes(tmp_path):
     """No thread waits (the program works on), but the kernel it submitted has not
     finished for SEC: that is a hang too, reported once, with no blocked thread."""
     proc = start_hang(tmp_path, "0.5", arg="busy")
-    try:
-        deadline = time.monotonic() + 20
-        while not reports(tmp_path) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # twice SEC: not reported again
-        assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
-        assert proc.poll() is None
-    finally:
-        proc.kill()
-        proc.wait()
-    report = json.loads((tmp_path / "trace.watchdog.json").read_text())
+    report = report_once(proc, tmp_path, then=1.0)  # twice SEC: not reported again
     assert report["reason"] == "device work not finished for over 0.5 s (stuck_kernel)"
     assert report["blocked_threads"] == []
     (pending,) = report["pending"]
