@@ -63,12 +63,4 @@ struct gt_pending_work {
 };
 typedef void (*gt_pending_fn)(void *arg, const struct gt_pending_work *w);
 
-/*
- * The flight recorder's window (issue 17, point 3), written with each
- * report when the recorder is built in: a weak reference, so the watchdog
- * works without it. Returns 0 and the file's path in path, or -errno.
- */
-GT_HIDDEN int flight__dump_for_watchdog(const char *reason, char *path, size_t len)
-	__attribute__((weak));
-
 #endif

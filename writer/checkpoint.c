@@ -603,6 +603,8 @@ static void flight_dump(const char *reason, bool final)
 		pr_warn("flight recorder (%s): %llu events of the last window in %s", reason,
 			(unsigned long long)c.kept_events, o.path);
 		checkpoint__list('+', o.path);
+		snprintf(W.flight_path, sizeof(W.flight_path), "%s", o.path);
+		atomic_fetch_add(&W.flight_written, 1);
 		if (final) {
 			/* the summary names it */
 			snprintf(W.out.path, sizeof(W.out.path), "%s", o.path);

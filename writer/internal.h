@@ -133,6 +133,8 @@ struct writer {
 	_Atomic bool req_final;
 	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
 	const char *_Atomic flight_request; /* a dump asked for (its reason) */
+	_Atomic uint32_t flight_written;    /* dumps written so far */
+	char flight_path[PATH_MAX];         /* ... the last one's file (the cycle lock) */
 	const struct flight_counts *flight; /* the dump being written, for its trailer */
 	pthread_mutex_t cycle_lock;
 };

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -342,6 +343,25 @@ static int writer__flight_dump(const char *reason)
 		return -EAGAIN; /* nothing recorded yet, nothing to write */
 	atomic_store(&W.kick, 1);
 	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+	return 0;
+}
+
+int writer__flight_dump_now(const char *reason, char *path, size_t len)
+{
+	uint32_t before = atomic_load(&W.flight_written);
+	int err = writer__flight_dump(reason);
+
+	if (err)
+		return err;
+	/* a cycle asked for after the request: the dump is in it */
+	err = writer__sync(false, 2000);
+	if (err)
+		return err;
+	if (atomic_load(&W.flight_written) == before)
+		return -EIO; /* it could not be written: the drain thread said why */
+	pthread_mutex_lock(&W.cycle_lock);
+	snprintf(path, len, "%s", W.flight_path);
+	pthread_mutex_unlock(&W.cycle_lock);
 	return 0;
 }
 

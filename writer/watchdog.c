@@ -26,7 +26,7 @@
  * as text. It is written to a temporary name and renamed: a reader never
  * sees half of it. The regular trace is checkpointed first (everything up
  * to the hang is on disk), and the flight recorder's window is written when
- * the recorder is built in (flight__dump_for_watchdog, weak).
+ * the recorder is on (writer__flight_dump_now).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,7 +82,8 @@ static void on_unwind_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* A real-time signal the program has left alone, from the top (programs
- * and libraries that use one tend to take SIGRTMIN upwards). sigaction by
+ * and libraries that use one tend to take SIGRTMIN upwards), other than
+ * the capture trigger's (GPUTRACE_CAPTURE_SIGNAL). sigaction by
  * its global name: a sanitizer's interceptor, when there is one, must know
  * the handler (ThreadSanitizer runs handlers itself, where they are safe),
  * else it is ours (lifecycle.c), which passes this signal straight on. */
@@ -95,6 +96,10 @@ static void pick_signal(void)
 	for (int sig = SIGRTMAX - 1; sig > SIGRTMIN + 2; sig--) {
 		struct sigaction cur;
 
+		/* never the capture trigger's: our sigaction shows it at SIG_DFL
+		 * (the program's view), and taking it would unhook gputrace capture */
+		if (sig == gt_cfg.capture_signal)
+			continue;
 		if (sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
 		    (cur.sa_flags & SA_SIGINFO))
 			continue;
@@ -367,8 +372,8 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 
 	/* everything up to the hang on disk first */
 	gt_flush_sync(1000);
-	if (flight__dump_for_watchdog)
-		have_flight = !flight__dump_for_watchdog(reason, flight, sizeof(flight));
+	/* with the recorder on, its window as the hang began (--flight-recorder) */
+	have_flight = !writer__flight_dump_now("watchdog", flight, sizeof(flight));
 	jbuf__lit(&b, "{\"gputrace_watchdog\":1,");
 	put_key(&b, "reason");
 	put_str(&b, reason);

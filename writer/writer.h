@@ -11,6 +11,7 @@
 #define GPUTRACE_WRITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "inject/event.h"
 
@@ -45,6 +46,11 @@ GT_HIDDEN int writer__trace_name(char *buf, size_t len);
 /* A capture window ended: end its file (complete and valid), ready for the
  * next window's. Called in a drain cycle's place (the cycle lock held). */
 GT_HIDDEN void writer__window_end(void);
+
+/* The flight recorder's window now, for the hang watchdog's report: asks
+ * the drain thread for a dump (reason: a literal, in its trailer) and waits
+ * for it. 0 and its file's path in path, or -errno (-ENOTSUP: no recorder). */
+GT_HIDDEN int writer__flight_dump_now(const char *reason, char *path, size_t len);
 
 /* For unit tests: run one drain cycle in the calling thread. */
 GT_HIDDEN void writer__cycle(bool final);

@@ -18,12 +18,12 @@ from conftest import (APPS, PRELOAD, ROOT, clean_env, gputrace_lines, load_trace
 HANG = APPS / "ze_hang"
 
 
-def start_hang(tmp_path, seconds, arg="forever"):
+def start_hang(tmp_path, seconds, arg="forever", extra=None):
     need(HANG)
     need(ZE_SIM)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": seconds,
                              "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                             "GPUTRACE_SUMMARY": "0"}))
+                             "GPUTRACE_SUMMARY": "0", **(extra or {})}))
     err = open(tmp_path / "stderr", "wb")
     proc = subprocess.Popen([str(HANG), arg], env=env, stdout=subprocess.PIPE, stderr=err)
     err.close()
@@ -122,3 +122,92 @@ def test_watchdog_bad_value_is_one_line(tmp_path, value):
     assert tool.stderr.decode().splitlines()[0] == (
         f"gputrace: --watchdog '{value}' is not valid: expected off or 0, or seconds from 0.1 "
         "to 86400 (up to 3 decimals, e.g. 30 or 2.5)")
+
+
+def check_stuck_launch_dump(path, reason, report):
+    """A flight recorder dump taken while the program hangs: complete, and it holds the
+    launch of the kernel that never finishes (the report's pending correlation)."""
+    t = load_trace(path)
+    fr = t["gputrace"]["flight_recorder"]
+    assert t["gputrace"]["complete"] is True and fr["reason"] == reason
+    (launch,) = [e for e in t["traceEvents"]
+                 if e["ph"] == "X" and e["name"] == "zeCommandListAppendLaunchKernel"]
+    assert launch["args"]["kernel"] == "stuck_kernel"
+    # ... and the submission the report names as the pending kernel's (its correlation)
+    (pending,) = report["pending"]
+    (submit,) = [e for e in t["traceEvents"]
+                 if e["ph"] == "X" and e["name"] == "zeCommandQueueExecuteCommandLists"]
+    assert submit["args"]["correlation"] == pending["correlation"]
+    assert submit["ts"] > launch["ts"]
+    assert fr["events_kept"] + fr["events_aged_out"] == t["gputrace"]["events_recorded"]
+
+
+@pytest.mark.sanitize
+def test_watchdog_report_names_the_flight_recorder_window(tmp_path):
+    proc = start_hang(tmp_path, "1", extra={"GPUTRACE_FLIGHT_RECORDER": "30s"})
+    report = report_once(proc, tmp_path, then=0.5)
+    path = tmp_path / "trace.json"
+    assert report["flight_recorder"] == str(path)
+    check_stuck_launch_dump(path, "watchdog", report)
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gputrace: flight recorder (watchdog): ")
+    assert lines[1].endswith(f"report in {tmp_path / 'trace.watchdog.json'}, flight recorder "
+                             f"window in {path}"), lines
+    # with the recorder off the report says so (the other tests): null
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "stderr", "trace.json", "trace.watchdog.json"]
+
+
+def capture(tmp_path, *args):
+    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    return subprocess.run([str(ROOT / "scripts" / "gputrace"), "capture"] + [str(a) for a in args],
+                          env=env, capture_output=True, timeout=30)
+
+
+def wait_complete(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                if load_trace(path)["gputrace"].get("complete"):
+                    return
+            except (AssertionError, ValueError):
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no complete trace at {path}")
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("capture_signal", [None, "RTMAX-1"])
+def test_watchdog_and_capture_trigger_in_one_process(tmp_path, capture_signal):
+    """The watchdog's unwind signal is never the capture trigger's, even where the trigger
+    is the signal the watchdog would take first (RTMAX-1): both work in one hung process."""
+    extra = {"GPUTRACE_FLIGHT_RECORDER": "30s", "GPUTRACE_RUN_DIR": str(tmp_path / "run")}
+    if capture_signal:
+        extra["GPUTRACE_CAPTURE_SIGNAL"] = capture_signal
+    proc = start_hang(tmp_path, "1", extra=extra)
+    try:
+        c = capture(tmp_path, "--dump", proc.pid)
+        assert c.returncode == 0, c.stderr
+        wait_complete(tmp_path / "trace.json")
+        deadline = time.monotonic() + 20
+        while not reports(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report = json.loads((tmp_path / "trace.watchdog.json").read_text())
+        # the trigger still reaches the process after the watchdog took its signal
+        c = capture(tmp_path, "--dump", "--all")
+        assert c.returncode == 0, c.stderr
+        wait_complete(tmp_path / "trace.2.json")
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    (blocked,) = report["blocked_threads"]
+    assert "wait_for_device" in blocked["stack"], blocked  # unwound: the signal was ours
+    assert report["flight_recorder"] == str(tmp_path / "trace.1.json")
+    check_stuck_launch_dump(tmp_path / "trace.json", "capture --dump", report)
+    check_stuck_launch_dump(tmp_path / "trace.1.json", "watchdog", report)
+    check_stuck_launch_dump(tmp_path / "trace.2.json", "capture --dump", report)
+    err = (tmp_path / "stderr").read_bytes().decode()
+    assert "steps aside" not in err and "already has a handler" not in err, err
