@@ -10,6 +10,7 @@ import re
 import resource
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -349,3 +350,29 @@ def pytest_sessionfinish(session, exitstatus):
     if exitstatus == 0 and (runner_peak_rss_mib() > RUNNER_PEAK_RSS_LIMIT_MIB or
                             session.config._gt_left_behind):
         session.exitstatus = 1
+
+
+def gputrace_capture(tmp_path, *args, shell=False):
+    """`gputrace capture ARGS` from another process (or, shell: another shell), whose
+    environment names only the run directory (tmp_path/run)."""
+    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    cmd = [str(ROOT / "scripts" / "gputrace"), "capture"] + [str(a) for a in args]
+    if shell:
+        cmd = ["/bin/sh", "-c", " ".join(cmd)]
+    return subprocess.run(cmd, env=env, capture_output=True, timeout=30)
+
+
+def wait_trace(path, done, what, timeout=10.0):
+    """The trace at path once done(its "gputrace" object) holds: a file the process
+    writes while it runs on (a window's, a flight recorder's dump)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                t = load_trace(path)
+            except (AssertionError, ValueError):
+                t = None  # read while a checkpoint was being written: read it again
+            if t and done(t["gputrace"]):
+                return t
+        time.sleep(0.05)
+    raise AssertionError(f"{path}: no {what}")

@@ -442,19 +442,20 @@ void flight__trailer(struct jbuf *b, const struct flight_counts *c)
 	json__u64(b, F.dumps);
 	jbuf__lit(b, ",\"reason\":");
 	json__str(b, c->reason, strlen(c->reason));
-	jbuf__lit(b, ",\"events_kept\":");
-	json__u64(b, c->kept_events);
-	jbuf__lit(b, ",\"events_aged_out\":");
-	json__u64(b, c->aged_events);
-	jbuf__lit(b, ",\"flows_kept\":");
-	json__u64(b, c->kept_flows);
-	jbuf__lit(b, ",\"flows_aged_out\":");
-	json__u64(b, c->aged_flows);
-	/* under gputrace run: held by this process's earlier dumps */
-	jbuf__lit(b, ",\"events_in_earlier_dumps\":");
-	json__u64(b, c->earlier_events);
-	jbuf__lit(b, ",\"flows_in_earlier_dumps\":");
-	json__u64(b, c->earlier_flows);
+	/* in_earlier_dumps: under gputrace run, held by this process's earlier dumps */
+	const struct { const char *key; uint64_t n; } counts[] = {
+		{ ",\"events_kept\":", c->kept_events },
+		{ ",\"events_aged_out\":", c->aged_events },
+		{ ",\"flows_kept\":", c->kept_flows },
+		{ ",\"flows_aged_out\":", c->aged_flows },
+		{ ",\"events_in_earlier_dumps\":", c->earlier_events },
+		{ ",\"flows_in_earlier_dumps\":", c->earlier_flows },
+	};
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		jbuf__put(b, counts[i].key, strlen(counts[i].key));
+		json__u64(b, counts[i].n);
+	}
 	jbuf__ch(b, '}');
 }
 

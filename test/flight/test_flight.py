@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ROOT, SANITIZE, clean_env, default_signals, load_trace, need, run,
-                      sim_env)
+                      gputrace_capture, sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
 from viewer_rules import check_flows  # noqa: E402
@@ -206,26 +206,9 @@ def test_gputrace_run_flight_recorder(tmp_path):
         "no trace written"]
 
 
-def capture(tmp_path, *args):
-    """gputrace capture from another process (its own environment: only the run directory)."""
-    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
-    return subprocess.run([str(GPUTRACE), "capture"] + [str(a) for a in args], env=env,
-                          capture_output=True, timeout=30)
-
-
-def wait_dump(path, timeout=10.0):
+def wait_dump(path):
     """A dump once it is complete on disk (it is named while still a skeleton)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            try:
-                t = load_trace(path)
-            except (AssertionError, ValueError):
-                t = None
-            if t and t["gputrace"].get("complete"):
-                return t
-        time.sleep(0.05)
-    raise AssertionError(f"no complete dump at {path}")
+    return wait_trace(path, lambda g: g.get("complete"), "complete dump")
 
 
 def check_dump(t, window_s, reason, number):
@@ -270,13 +253,13 @@ def test_flight_recorder_dumps_on_the_trigger_from_another_process(tmp_path):
     try:
         time.sleep(1.0)  # 5 windows in: the recorder is full
         early = rss_kib(p.pid)
-        c = capture(tmp_path, "--dump", p.pid)
+        c = gputrace_capture(tmp_path, "--dump", p.pid)
         assert c.returncode == 0, c.stderr
         assert c.stdout.decode().splitlines() == [
             f"gputrace capture: {p.pid} (ze_flight): flight recorder writes its window"]
         first = wait_dump(out)
         time.sleep(1.0)
-        c = capture(tmp_path, "--dump", "--all")
+        c = gputrace_capture(tmp_path, "--dump", "--all")
         assert c.returncode == 0, c.stderr
         second = wait_dump(tmp_path / "trace.1.json")
         time.sleep(0.5)
@@ -317,12 +300,12 @@ def test_capture_dump_refused_without_a_flight_recorder(tmp_path):
         deadline = time.monotonic() + 10
         while not (tmp_path / "run" / str(p.pid)).exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        c = capture(tmp_path, "--dump", p.pid)
+        c = gputrace_capture(tmp_path, "--dump", p.pid)
         assert c.returncode == 1
         assert c.stderr.decode().splitlines() == [
             f"gputrace capture: {p.pid} (ze_flight) has no flight recorder (--flight-recorder): "
             "nothing to dump"]
-        bad = capture(tmp_path, "--dump", "--stop", p.pid)
+        bad = gputrace_capture(tmp_path, "--dump", "--stop", p.pid)
         assert bad.returncode == 2
         assert bad.stderr.decode().splitlines() == [
             "gputrace capture: --stop, --duration and --dump do not go together"]
@@ -360,7 +343,7 @@ def test_gputrace_run_dump_then_failure_each_event_once(tmp_path):
         while time.monotonic() < deadline and not any((tmp_path / "run").glob("[0-9]*")):
             time.sleep(0.02)
         time.sleep(1.2)
-        c = capture(tmp_path, "--dump", "--all")
+        c = gputrace_capture(tmp_path, "--dump", "--all")
         assert c.returncode == 0, c.stderr
     finally:
         stdout, stderr = p.communicate(timeout=60)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, load_trace,
-                      need, run, sim_env)
+                      gputrace_capture, need, run, sim_env, wait_trace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -158,24 +158,12 @@ def drain_threads(pid):
 
 def capture(tmp_path, *args):
     """gputrace capture from another shell (its own environment: only the run directory)."""
-    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
-    cmd = " ".join([str(GPUTRACE), "capture"] + [str(a) for a in args])
-    return subprocess.run(["/bin/sh", "-c", cmd], env=env, capture_output=True, timeout=30)
+    return gputrace_capture(tmp_path, *args, shell=True)
 
 
 def wait_window_file(path, timeout=10.0):
     """The trace of a window, once its end is on disk (the process runs on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            try:
-                t = load_trace(path)
-            except (AssertionError, ValueError):
-                t = None  # read while a checkpoint was being written: read it again
-            if t and t["gputrace"].get("end") == "window":
-                return t
-        time.sleep(0.05)
-    raise AssertionError(f"{path}: no complete window")
+    return wait_trace(path, lambda g: g.get("end") == "window", "complete window", timeout)
 
 
 def check_window(trace, seconds=None):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ROOT, clean_env, gputrace_lines, load_trace, need, run,
-                      sim_env, ZE_SIM)
+                      gputrace_capture, sim_env, wait_trace, ZE_SIM)
 
 HANG = APPS / "ze_hang"
 
@@ -159,23 +159,8 @@ def test_watchdog_report_names_the_flight_recorder_window(tmp_path):
         "stderr", "trace.json", "trace.watchdog.json"]
 
 
-def capture(tmp_path, *args):
-    env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
-    return subprocess.run([str(ROOT / "scripts" / "gputrace"), "capture"] + [str(a) for a in args],
-                          env=env, capture_output=True, timeout=30)
-
-
-def wait_complete(path, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            try:
-                if load_trace(path)["gputrace"].get("complete"):
-                    return
-            except (AssertionError, ValueError):
-                pass
-        time.sleep(0.05)
-    raise AssertionError(f"no complete trace at {path}")
+def wait_complete(path):
+    wait_trace(path, lambda g: g.get("complete"), "complete trace")
 
 
 @pytest.mark.sanitize
@@ -188,7 +173,7 @@ def test_watchdog_and_capture_trigger_in_one_process(tmp_path, capture_signal):
         extra["GPUTRACE_CAPTURE_SIGNAL"] = capture_signal
     proc = start_hang(tmp_path, "1", extra=extra)
     try:
-        c = capture(tmp_path, "--dump", proc.pid)
+        c = gputrace_capture(tmp_path, "--dump", proc.pid)
         assert c.returncode == 0, c.stderr
         wait_complete(tmp_path / "trace.json")
         deadline = time.monotonic() + 20
@@ -196,7 +181,7 @@ def test_watchdog_and_capture_trigger_in_one_process(tmp_path, capture_signal):
             time.sleep(0.05)
         report = json.loads((tmp_path / "trace.watchdog.json").read_text())
         # the trigger still reaches the process after the watchdog took its signal
-        c = capture(tmp_path, "--dump", "--all")
+        c = gputrace_capture(tmp_path, "--dump", "--all")
         assert c.returncode == 0, c.stderr
         wait_complete(tmp_path / "trace.2.json")
         assert proc.poll() is None
