@@ -193,6 +193,7 @@ static void register_exit_handler(void)
 }
 
 /* The process has had a first event (a first ring). */
+static bool announce_late; /* trigger__announce at the first recording */
 static _Atomic bool recording GT_STARTUP_STATE;
 
 static struct ring *ring_for_thread(void)
@@ -212,8 +213,11 @@ static struct ring *ring_for_thread(void)
 	pthread_setspecific(ring_key, r);
 	ring_register(r);
 	register_exit_handler();
-	if (!atomic_exchange(&recording, true))
+	if (!atomic_exchange(&recording, true)) {
 		lifecycle__hooks()->recording();
+		if (announce_late)
+			trigger__announce();
+	}
 	gt_start_writer();
 	gt_range_fork_adopt(r);
 	return r;
@@ -636,7 +640,12 @@ GT_HIDDEN void shim__start_process(void)
 	memset(sample_due_at, 0, sizeof(sample_due_at));
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
-	trigger__announce();
+	/* a process that records its whole run is told of a trigger only to say
+	 * so: it announces itself with its first recording, so the many that
+	 * never record (shells, compilers) make no file in the run directory */
+	announce_late = !gt_cap.controlled && !gt_cfg.flight_bytes;
+	if (!announce_late)
+		trigger__announce();
 	/* a --delay window opens on the drain thread, at its time: that process
 	 * needs one before its first event (a paused one gets it with its
 	 * first window, capture__unwritten_request) */
