@@ -23,7 +23,10 @@ static int trig_sig;                 /* 0: none */
 static _Atomic bool trig_ours;       /* our handler is installed */
 static struct sigaction trig_app;    /* what the program believes is installed */
 static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
-static char trig_file[PATH_MAX];     /* our announcement; "" when none */
+static char trig_file[PATH_MAX];     /* our announcement, once trig_announced */
+/* trig_file is written, then published: the first recording may announce on
+ * any thread (the drain thread's telemetry included) while another exits */
+static _Atomic bool trig_announced;
 
 static void on_trigger(int sig, siginfo_t *si, void *uc)
 {
@@ -88,7 +91,7 @@ void trigger__announce(void)
 	int fd, n, err;
 	bool ok;
 
-	trig_file[0] = 0;
+	atomic_store(&trig_announced, false);
 	if (!atomic_load(&trig_ours))
 		return;
 	err = rundir__path(dir, sizeof(dir));
@@ -116,14 +119,15 @@ void trigger__announce(void)
 	if (!ok || rename(tmp, trig_file)) {
 		pr_dbg("could not write %s", trig_file);
 		unlink(tmp);
-		trig_file[0] = 0;
+		return;
 	}
+	atomic_store_explicit(&trig_announced, true, memory_order_release);
 }
 
 void trigger__withdraw(void)
 {
-	if (trig_file[0] && !unlink(trig_file))
-		trig_file[0] = 0;
+	if (atomic_exchange_explicit(&trig_announced, false, memory_order_acquire))
+		unlink(trig_file);
 }
 
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)
