@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include "event.h"
 
+struct ring;
+
 struct gt_lifecycle_hooks {
 	/* Fresh state for this process (also in a fork child, after forget). */
 	void (*init)(void);
@@ -43,6 +45,12 @@ struct gt_lifecycle_hooks {
 	 * writes. 0, -ENOTSUP without a flight recorder, -EAGAIN before
 	 * anything was recorded. */
 	int (*flight_dump)(const char *reason);
+	/* The calling thread's ring r has no room for its next event. True
+	 * when the writer drained r at once: it does so when the caller is
+	 * the thread running a drain cycle, whose backends turn a whole
+	 * vendor buffer of device records into events there (a 4 MiB CUPTI
+	 * buffer is more than its ring holds). Never called by others. */
+	bool (*own_ring_full)(struct ring *r);
 };
 
 /* One writer registers; the shim takes the first it finds. */

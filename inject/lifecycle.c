@@ -74,6 +74,11 @@ static int no_writer_dump(const char *reason)
 	return -ENOTSUP;
 }
 
+static bool no_writer_ring_full(struct ring *r)
+{
+	return false;
+}
+
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -84,6 +89,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.is_own_thread = no_writer_thread,
 	.recording = no_writer_recording,
 	.flight_dump = no_writer_dump,
+	.own_ring_full = no_writer_ring_full,
 };
 
 const struct gt_lifecycle_hooks *lifecycle__hooks(void)

@@ -274,6 +274,8 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 						       GT_ARGS_PER_EXT
 					     : 0);
 	seq = ring__reserve(r, nslots);
+	if (gt_unlikely(seq < 0) && lifecycle__hooks()->own_ring_full(r))
+		seq = ring__reserve(r, nslots);
 	if (gt_unlikely(seq < 0)) {
 		/* single writer: plain load/store, no locked instruction */
 		atomic_store_explicit(&r->lost,

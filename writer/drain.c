@@ -136,6 +136,21 @@ static void drain_ring(struct ring *r)
 	W.draining = NULL;
 }
 
+/* Set while this thread runs a cycle (the drain thread, or a thread
+ * syncing before the writer's thread runs). */
+static __thread bool in_cycle;
+
+bool drain__own_ring_full(struct ring *r)
+{
+	/* not in the middle of another ring's drain: one at a time */
+	if (!in_cycle || W.draining)
+		return false;
+	if (!W.opened && !W.failed && writing_window())
+		checkpoint__open();
+	drain_ring(r);
+	return true;
+}
+
 static void remember_dead(struct ring *r)
 {
 	if (W.ndead == W.dead_cap) {
@@ -223,6 +238,7 @@ static void cycle(bool final, bool closing)
 	uint64_t now = gt_clock_ns();
 
 	gt_in_tracer++;
+	in_cycle = true;
 	if (now - W.last_dlopen_poll_ns > DLOPEN_POLL_NS) {
 		W.last_dlopen_poll_ns = now;
 		lifecycle__poll_dlopen();
@@ -235,6 +251,7 @@ static void cycle(bool final, bool closing)
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {
+		in_cycle = false;
 		gt_in_tracer--;
 		return;
 	}
@@ -272,6 +289,7 @@ static void cycle(bool final, bool closing)
 	}
 	if (final)
 		gt_phase_set(GT_PHASE_DONE);
+	in_cycle = false;
 	gt_in_tracer--;
 }
 

@@ -152,6 +152,7 @@ static inline uint32_t device_pid(uint32_t device)
 
 /* A ring is past its high-water mark: drain now. */
 GT_HIDDEN bool drain__rings_high(void);
+GT_HIDDEN bool drain__own_ring_full(struct ring *r);
 
 /* ---- place.c ---- */
 

@@ -382,5 +382,6 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.is_own_thread = writer__is_drain_thread,
 	.recording = writer__recording,
 	.flight_dump = writer__flight_dump,
+	.own_ring_full = drain__own_ring_full,
 };
 GT_LIFECYCLE_HOOKS(writer_hooks);
