@@ -406,6 +406,7 @@ def test_clock_drift_followed(tmp_path, knobs):
     assert "clamped" not in trace["gputrace"].get("adjusted", {})
 
 
+@pytest.mark.sanitize
 def test_a_whole_cupti_buffer_at_once_loses_nothing(tmp_path):
     """CUPTI returns an activity buffer only when it is full (or at a forced flush):
     the drain thread gets thousands of records at once, more than its own ring holds
