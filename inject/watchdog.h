@@ -60,7 +60,12 @@ struct gt_pending_work {
 	uint32_t name;         /* string id: kernel name, "Memcpy HtoD", ... */
 	uint64_t corr;         /* the host call that submitted it */
 	uint64_t submitted_ns; /* trace clock */
+	/* track 0: the row and device by name (a row the drain has not made yet) */
+	uint32_t row_name, device_name;
 };
+/* Submitted work a backend could not keep track of (its table full): the
+ * report's pending_not_tracked. */
+extern GT_HIDDEN _Atomic uint64_t gt_pending_untracked;
 typedef void (*gt_pending_fn)(void *arg, const struct gt_pending_work *w);
 
 #endif

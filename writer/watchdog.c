@@ -279,18 +279,22 @@ static void put_stack(struct jbuf *b, uint64_t id)
 	jbuf__ch(b, ']');
 }
 
-static void put_row(struct jbuf *b, uint32_t track)
+static void put_row(struct jbuf *b, const struct gt_pending_work *w)
 {
-	const struct gt_row *row = registry__track(track);
-	const char *name = row ? gt_str_get(atomic_load(&row->name), NULL) : NULL;
+	const struct gt_row *row = w->track ? registry__track(w->track) : NULL;
+	const char *name = row ? gt_str_get(atomic_load(&row->name), NULL)
+			       : w->row_name ? gt_str_get(w->row_name, NULL) : NULL;
+	uint32_t device = row ? registry__device_name(row->device) : w->device_name;
 
 	put_key(b, "row");
 	put_str(b, name ? name : "?");
-	if (row) {
+	if (device) {
 		jbuf__lit(b, ",\"device\":");
-		put_str(b, gt_str_get(registry__device_name(row->device), NULL));
+		put_str(b, gt_str_get(device, NULL));
 	}
 }
+
+_Atomic uint64_t gt_pending_untracked;
 
 /* <trace without .json[.gz]>.watchdog[.N].json; beside the run's trace
  * when this process writes into a gputrace run's OUT.parts/ (merged and
@@ -424,7 +428,7 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 		if (i)
 			jbuf__ch(&b, ',');
 		jbuf__ch(&b, '{');
-		put_row(&b, w->track);
+		put_row(&b, w);
 		jbuf__lit(&b, ",\"name\":");
 		put_str(&b, gt_str_get(w->name, NULL));
 		jbuf__lit(&b, ",\"correlation\":");
@@ -437,6 +441,8 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	}
 	jbuf__lit(&b, "],\"pending_not_listed\":");
 	json__u64(&b, pend->more);
+	jbuf__lit(&b, ",\"pending_not_tracked\":");
+	json__u64(&b, atomic_load(&gt_pending_untracked));
 	jbuf__lit(&b, "}\n");
 	if (b.oom) {
 		pr_err("watchdog: %s, but no memory for the report", reason);
@@ -546,4 +552,5 @@ void watchdog__forget(void)
 	atomic_store(&started, false);
 	memset(&P, 0, sizeof(P));
 	reports_written = 0;
+	atomic_store(&gt_pending_untracked, 0);
 }

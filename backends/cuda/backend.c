@@ -486,6 +486,7 @@ static void cupti_atfork_child(void)
 	atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED);
 	atomic_store(&cupti_rt_callbacks_on, false);
 	cupti__buffers_forget();
+	cupti__pending_forget();
 	cupti__events_forget();
 	cupti__share_forget();
 	cupti__nvtx_forget();
@@ -508,6 +509,7 @@ static const struct gt_backend cupti_backend = {
 	.flush = cupti_flush,
 	.stop = cupti_stop,
 	.atfork_child = cupti_atfork_child,
+	.pending = cupti__pending,
 	.wrapper_for = cupti_wrapper_for,
 };
 

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/internal.h"
 #include "inject/shim.h"
+#include "inject/watchdog.h"
 
 /* Sits in front of the part CUPTI sees; CUPTI wants 8-byte alignment. */
 struct buf_hdr {
@@ -87,6 +88,9 @@ void CUPTIAPI cupti__buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	}
 	/* now: the names' memory may go before the drain thread reads them */
 	cupti__pin_names(buffer, valid);
+	/* on this thread: a watchdog's flush sees its launches retired on return */
+	if (gt_unlikely(gt_watchdog_on))
+		cupti__retire_records(buffer, valid);
 	h->valid = valid;
 	h->next = NULL;
 	pthread_mutex_lock(&buf_lock);

@@ -399,6 +399,8 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		return;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
 		if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+			if (gt_unlikely(gt_watchdog_on))
+				cupti__pending_module_unloading();
 			cupti__module_unloading();
 			return;
 		}
@@ -413,8 +415,15 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		return;
 	if (gt_unlikely(cupti_range_launches) && !rt)
 		cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
-	if (gt_unlikely(gt_watchdog_on) && !rt && !t->rt_depth)
-		drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);
+	if (gt_unlikely(gt_watchdog_on) && !rt) {
+		if (!t->rt_depth)
+			drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);
+		/* also inside a runtime call: the driver queues the work */
+		if (!gt_in_tracer)
+			cupti__pending_api(cbid, cb,
+					   (uint32_t)(info_of(false, cbid, cb->functionName) &
+						      INFO_NAME_MASK));
+	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!rt && t->rt_depth)
 			return; /* the runtime call around it has the span */

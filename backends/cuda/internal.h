@@ -233,6 +233,22 @@ GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
 GT_HIDDEN void *cupti__share_wrapper_for(const char *symbol);
 GT_HIDDEN void cupti__share_forget(void);
 
+/* ---- work in flight, for the hang watchdog (pending.c) ---- */
+
+struct gt_pending_work;
+/* backend.h pending: the watchdog's thread */
+GT_HIDDEN void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg);
+/* A device record of this correlation id was handed over by CUPTI. */
+GT_HIDDEN void cupti__pending_retire(uint32_t corr);
+GT_HIDDEN void cupti__pending_module_unloading(void);
+GT_HIDDEN void cupti__pending_forget(void);
+/* records.c: a kernel's name as its spans show it (demangled); any thread */
+GT_HIDDEN uint32_t cupti__kernel_name_id(const char *name);
+/* records.c: a device's label as its row shows it, "GPU 0 (name)"; any thread */
+GT_HIDDEN uint32_t cupti__device_label(uint32_t device);
+/* records.c: retire the launches whose records a buffer holds (any thread) */
+GT_HIDDEN void cupti__retire_records(uint8_t *buf, size_t valid);
+
 /* ---- NVTX (nvtx.c) ---- */
 GT_HIDDEN void cupti__nvtx_forget(void);
 
@@ -263,7 +279,8 @@ GT_HIDDEN void cupti__nvtx_forget(void);
 	X(cuptiActivityFlushAll, 0)                                                         \
 	X(cuptiActivityRegisterTimestampCallback, 1)                                        \
 	X(cuptiActivityEnableAllSyncRecords, 1)                                             \
-	X(cuptiSetThreadIdType, 1)
+	X(cuptiSetThreadIdType, 1)                                                          \
+	X(cuptiGetStreamIdEx, 1)
 
 struct cupti_funcs {
 #define CUPTI_FN_MEMBER(name, opt) __typeof__(name) *name;
@@ -279,6 +296,10 @@ GT_HIDDEN const char *cupti__result_string(CUptiResult r);
 /* callbacks.c: runtime, driver and resource callbacks */
 GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain,
 					CUpti_CallbackId cbid, const void *cbdata);
+
+/* pending.c: a driver API's entry or exit (--watchdog): launches, waits */
+GT_HIDDEN void cupti__pending_api(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
+				  uint32_t api_name);
 
 /* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel|nvtx): kernel
  * launches are measured by a range profiler session around them (kernel), or start

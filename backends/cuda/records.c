@@ -334,6 +334,22 @@ static uint64_t row_key(enum row_kind kind, uint32_t device, uint32_t stream)
 	return ((uint64_t)(kind + 1) << 60) | ((uint64_t)(device & 0xfffffff) << 32) | stream;
 }
 
+static void device_label(uint32_t device, char *name, size_t len)
+{
+	if (device < DEV_NAMED_MAX && atomic_load(&dev_named[device]))
+		snprintf(name, len, "GPU %u (%s)", device, dev_names[device]);
+	else
+		snprintf(name, len, "GPU %u", device);
+}
+
+uint32_t cupti__device_label(uint32_t device)
+{
+	char name[200];
+
+	device_label(device, name, sizeof(name));
+	return gt_str_intern(name);
+}
+
 static uint32_t device_id_row(uint32_t device)
 {
 	uint64_t key = row_key(ROW_DEVICE, device, 0);
@@ -345,10 +361,7 @@ static uint32_t device_id_row(uint32_t device)
 		if (r->key == key)
 			return r->id;
 		if (!r->key) {
-			if (device < DEV_NAMED_MAX && atomic_load(&dev_named[device]))
-				snprintf(name, sizeof(name), "GPU %u (%s)", device, dev_names[device]);
-			else
-				snprintf(name, sizeof(name), "GPU %u", device);
+			device_label(device, name, sizeof(name));
 			r->id = gt_device_row(name);
 			device_properties(r->id, device);
 			r->key = key;
@@ -501,6 +514,48 @@ void cupti__pin_names(uint8_t *buf, size_t valid)
 		}
 		if (ours)
 			k->name = ours;
+	}
+}
+
+uint32_t cupti__kernel_name_id(const char *name)
+{
+	char *pretty = name && *name ? demangle(name) : NULL;
+	uint32_t id = pretty ? gt_str_intern(pretty) : name && *name ? gt_str_intern(name)
+								    : cupti__key("kernel");
+
+	free(pretty);
+	return id;
+}
+
+/* The launches of a buffer's device records are done (pending.c). */
+void cupti__retire_records(uint8_t *buf, size_t valid)
+{
+	CUpti_Activity *r = NULL;
+
+	if (!cupti_fn.cuptiActivityGetNextRecord)
+		return;
+	while (cupti_fn.cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+		switch (r->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			cupti__pending_retire(((const rec_kernel *)r)->correlationId);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY:
+			cupti__pending_retire(((const rec_memcpy *)r)->correlationId);
+			cupti__pending_retire(((const rec_memcpy *)r)->runtimeCorrelationId);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY2:
+			cupti__pending_retire(((const rec_p2p *)r)->correlationId);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			cupti__pending_retire(((const rec_memset *)r)->correlationId);
+			break;
+		case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+			cupti__pending_retire(((const rec_graph *)r)->correlationId);
+			break;
+		default:
+			break;
+		}
 	}
 }
 

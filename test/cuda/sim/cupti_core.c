@@ -503,6 +503,20 @@ EXPORT CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t *id)
 						       : CUPTI_SUCCESS;
 }
 
+/* Callback-safe, like the context and device ids: no driver call. The
+ * per-thread stream is the calling thread's. */
+EXPORT CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext context, CUstream stream,
+					       uint8_t per_thread, uint32_t *id)
+{
+	cs_entry(__func__, false);
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (init())
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	return C.tools->stream_id(context, stream, per_thread != 0, id) ? CUPTI_ERROR_INVALID_STREAM
+									: CUPTI_SUCCESS;
+}
+
 EXPORT CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
 {
 	cs_entry(__func__, true);

@@ -211,6 +211,7 @@ DRV_HIDDEN CUresult drv_stream_create(CUstream *out, unsigned flags);
 DRV_HIDDEN CUresult drv_stream_destroy(CUstream h);
 DRV_HIDDEN CUresult drv_stream_synchronize(CUstream h, bool per_thread);
 DRV_HIDDEN CUresult drv_stream_query(CUstream h, bool per_thread);
+DRV_HIDDEN int drv_stream_cupti_id(CUcontext ctx, CUstream h, bool per_thread, uint32_t *id);
 DRV_HIDDEN CUresult drv_stream_get_id(CUstream h, unsigned long long *id, bool per_thread);
 DRV_HIDDEN CUresult drv_stream_wait_event(CUstream s, CUevent e, unsigned flags, bool per_thread);
 DRV_HIDDEN CUresult drv_begin_capture(CUstream h, CUstreamCaptureMode mode, bool per_thread);

@@ -292,6 +292,24 @@ CUresult drv_stream_get_id(CUstream h, unsigned long long *id, bool per_thread)
 	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* cuptiGetStreamIdEx's question: a stream of ctx (NULL: the calling thread's
+ * current), the legacy or the calling thread's per-thread one included. */
+int drv_stream_cupti_id(CUcontext c, CUstream h, bool per_thread, uint32_t *id)
+{
+	struct drv_ctx *ctx = c ? (struct drv_ctx *)c : drv_ctx_current();
+	struct drv_stream *s = NULL;
+
+	if (drv_initialized())
+		return -1;
+	pthread_mutex_lock(&drv_lock);
+	if (ctx && drv_handle_ok(ctx, MAGIC_CTX))
+		s = drv_stream_of(ctx, h, per_thread);
+	if (s)
+		*id = s->id;
+	pthread_mutex_unlock(&drv_lock);
+	return s ? 0 : -1;
+}
+
 CUresult drv_ctx_synchronize(void)
 {
 	CUresult r = CUDA_SUCCESS;

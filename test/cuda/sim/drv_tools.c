@@ -173,6 +173,7 @@ const struct sim_tools *drv_tools(void)
 		.device_ns = drv_device_ns,
 		.realtime_ns = drv_realtime_ns,
 		.context_ids = drv_context_ids,
+		.stream_id = drv_stream_cupti_id,
 		.current_context = current_context,
 		.current_call = drv_current_call,
 		.report = drv_report,

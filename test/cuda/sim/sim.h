@@ -127,6 +127,8 @@ struct sim_tools {
 	uint64_t (*realtime_ns)(uint64_t host_ns); /* the host's CLOCK_REALTIME at a host time */
 	/* objects */
 	int (*context_ids)(CUcontext ctx, uint32_t *context_id, uint32_t *device_id);
+	/* a stream's id (cuptiGetStreamIdEx): ctx NULL for the current one */
+	int (*stream_id)(CUcontext ctx, CUstream stream, bool per_thread, uint32_t *id);
 	CUcontext (*current_context)(void);
 	/* libcudart: the calling thread's innermost call, NULL if none */
 	struct sim_call *(*current_call)(void);
