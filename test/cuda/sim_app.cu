@@ -21,6 +21,11 @@
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
 //   wait MS        a kernel of MS ms on a stream of its own, waited for by
 //                  wait_for_stream() (cudaStreamSynchronize)
+//   hang           kernels that finish (2 axpy on stream A and a scale on B,
+//                  synchronized; then an axpy on A, not), then a spin of 18
+//                  minutes on B with an axpy queued behind it, and a scale of
+//                  18 minutes on a third stream C; waits for B in
+//                  wait_for_stream() (the watchdog's CUDA hang)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -413,6 +418,31 @@ static int wait_mode(int ms)
 	return 0;
 }
 
+// Kernels of 2^30 blocks of 1024 threads: 18 minutes on the simulator,
+// longer than any test runs (it is killed): work that never finishes.
+static int hang_mode(void)
+{
+	cudaStream_t a, b, c;
+	float *d;
+
+	CHECK(cudaStreamCreate(&a));
+	CHECK(cudaStreamCreate(&b));
+	CHECK(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&d, 4096));
+	axpy<<<1, 256, 0, a>>>(d, d, 256);
+	axpy<<<1, 256, 0, a>>>(d, d, 256);
+	sim::scale<float><<<1, 128, 0, b>>>(d, 2.0f, 128);
+	CHECK(cudaDeviceSynchronize());
+	axpy<<<2, 256, 0, a>>>(d, d, 512); // finished, but nobody waits for it
+	spin<<<1u << 30, 1024, 0, b>>>(NULL);
+	axpy<<<1, 64, 0, b>>>(d, d, 64); // queued behind the spin
+	sim::scale<float><<<1u << 30, 1024, 0, c>>>(d, 3.0f, 0);
+	printf("waiting\n");
+	fflush(stdout);
+	wait_for_stream(b);
+	return 1; // not reached
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
@@ -447,6 +477,8 @@ int main(int argc, char **argv)
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
+	if (!strcmp(mode, "hang"))
+		return hang_mode();
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);

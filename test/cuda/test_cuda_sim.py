@@ -10,6 +10,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -687,3 +688,78 @@ def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
     (launch,) = xs(trace, "cuda_runtime", "__cudaLaunchKernel")
     # the wait went on until the 2 s kernel was done
     assert end(sync) - start(launch) >= 2000000000
+    # the kernel still running is listed with CUPTI (CUDA-event timing lists none)
+    pending = json.loads(path.read_text())["pending"]
+    if cupti == "cupti":
+        (kernel,) = pending
+        assert kernel["name"] == "spin(int*)"
+        assert kernel["correlation"] == launch["args"]["correlation"]
+        assert 1.0 <= kernel["pending_s"] < 2.0
+    else:
+        assert pending == []
+
+
+def row_names(trace):
+    """(pid, tid) -> (device row, stream row) as a viewer names them."""
+    procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    return {(e["pid"], e["tid"]): (procs.get(e["pid"]), e["args"]["name"])
+            for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "thread_name"}
+
+
+@pytest.mark.sanitize
+def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path):
+    """sim_app hang: kernels that finished (two synchronized on stream A, one on B, and
+    one on A nobody waits for, whose record CUPTI holds back in the buffer of the stuck
+    ones), then a kernel that never finishes on B with one queued behind it, another on
+    C, and the program waits for B. The report lists exactly the three unfinished ones,
+    oldest first, on their streams' rows as the trace names them, with the correlation
+    of the launch that submitted each, and none of the four that finished."""
+    need(SIM / "libcudart.so.13")
+    need(APP)
+    env = clean_env({**sim_env(), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "1",
+                     "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"), "GPUTRACE_SUMMARY": "0"})
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(APP), "hang"], env=env, stdout=subprocess.PIPE, stderr=err)
+    err.close()
+    path = tmp_path / "trace.watchdog.json"
+    try:
+        assert proc.stdout.readline() == b"waiting\n"
+        deadline = time.monotonic() + 20
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.exists()
+        assert proc.poll() is None, "the watchdog must not stop the program"
+    finally:
+        proc.terminate()  # the trace ends: the finished kernels' records come in
+        proc.wait(timeout=60)
+    report = json.loads(path.read_text())
+    (blocked,) = report["blocked_threads"]
+    assert blocked["call"] == "cudaStreamSynchronize"
+    assert "wait_for_stream(CUstream_st*)" in blocked["stack"]
+    pending = report["pending"]
+    assert [p["name"] for p in pending] == ["spin(int*)", AXPY, SCALE], pending
+    assert report["pending_not_listed"] == report["pending_not_tracked"] == 0
+    assert all(1.0 <= p["pending_s"] < 3.0 for p in pending), pending
+    assert [p["submitted_us"] for p in pending] == sorted(p["submitted_us"] for p in pending)
+
+    trace = load_exact(tmp_path / "trace.json")
+    rows = row_names(trace)
+    launches = sorted(xs(trace, "cuda_runtime", "__cudaLaunchKernel"), key=start)
+    assert len(launches) == 7
+    # pending: the last three launches, by the correlation the trace's arrows use
+    assert [p["correlation"] for p in pending] == [l["args"]["correlation"]
+                                                   for l in launches[4:]]
+    finished = sorted((k for k in xs(trace, "kernel")), key=start)
+    assert [k["name"] for k in finished] == [AXPY, AXPY, SCALE, AXPY]
+    assert [k["args"]["correlation"] for k in finished] == [l["args"]["correlation"]
+                                                           for l in launches[:4]]
+    (dev_a, row_a), (dev_b, row_b) = rows[finished[0]["pid"], finished[0]["tid"]], \
+        rows[finished[2]["pid"], finished[2]["tid"]]
+    assert rows[finished[3]["pid"], finished[3]["tid"]] == (dev_a, row_a)
+    # the stuck and the queued kernel on B's row, where its finished kernel ran; C another
+    assert [(p["device"], p["row"]) for p in pending[:2]] == [(dev_b, row_b)] * 2
+    assert pending[2]["device"] == dev_b and pending[2]["row"] not in (row_a, row_b)
+    assert pending[2]["row"].startswith("stream ")
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    assert len(lines) == 1 and lines[0].endswith(f"report in {path}"), lines
