@@ -16,10 +16,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
 #include "inject/shim.h"
+#include "inject/watchdog.h"
 
 #define SLOTS       4096
 #define DEVICES_MAX 16
@@ -402,6 +404,40 @@ void cupti__events_poll(bool final)
 	pthread_mutex_unlock(&poll_lock);
 	if ((lost = atomic_exchange(&dropped, 0)))
 		gt_lost_add(cupti__key("cuda_event_timing"), lost);
+}
+
+/* The watchdog's question (pending.c): launches whose after-event the device
+ * has not reached, asked of it; bounded: a poll that holds the lock long
+ * (the drain stuck in CUDA) answers nothing. */
+unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max)
+{
+	struct timespec until;
+	unsigned n = 0;
+
+	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 200000000l;
+	until.tv_sec += until.tv_nsec / 1000000000l;
+	until.tv_nsec %= 1000000000l;
+	if (pthread_mutex_timedlock(&poll_lock, &until))
+		return 0;
+	int mode = our_calls_begin();
+	for (unsigned i = 0; i < SLOTS && n < max; i++) {
+		struct ev_slot *s = &slots[i];
+
+		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING ||
+		    rt.event_query(s->ev1) != NOT_READY)
+			continue;
+		out[n++] = (struct gt_pending_work){
+			.name = s->li.name, .corr = s->corr, .submitted_ns = s->host_start,
+			.row_name = cupti__stream_label((uint32_t)s->stream_id),
+			.device_name = cupti__device_label((uint32_t)s->device),
+		};
+	}
+	our_calls_end(mode);
+	pthread_mutex_unlock(&poll_lock);
+	return n;
 }
 
 void cupti__events_forget(void)

@@ -223,6 +223,9 @@ GT_HIDDEN void cupti__events_after(void *token, void *stream, bool per_thread, i
 /* Drain thread: turn finished event pairs into device spans. */
 GT_HIDDEN void cupti__events_poll(bool final);
 GT_HIDDEN void cupti__events_forget(void);
+/* The watchdog's thread: launches still unfinished, up to max; how many. */
+struct gt_pending_work;
+GT_HIDDEN unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max);
 
 /* ---- libcudart interposition (runtime.c) ---- */
 
@@ -244,8 +247,10 @@ GT_HIDDEN void cupti__pending_module_unloading(void);
 GT_HIDDEN void cupti__pending_forget(void);
 /* records.c: a kernel's name as its spans show it (demangled); any thread */
 GT_HIDDEN uint32_t cupti__kernel_name_id(const char *name);
-/* records.c: a device's label as its row shows it, "GPU 0 (name)"; any thread */
+/* records.c: a device's and a stream's labels as their rows show them,
+ * "GPU 0 (name)", "stream 7"; any thread */
 GT_HIDDEN uint32_t cupti__device_label(uint32_t device);
+GT_HIDDEN uint32_t cupti__stream_label(uint32_t stream_id);
 /* records.c: retire the launches whose records a buffer holds (any thread) */
 GT_HIDDEN void cupti__retire_records(uint8_t *buf, size_t valid);
 

@@ -74,25 +74,62 @@ static unsigned kv_index(uint64_t key, unsigned n)
 	return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 40) % n;
 }
 
+/* A key lives in one of KV_WAYS slots from its home; a new one takes a free
+ * slot of those, else its home. */
+#define KV_WAYS 4
+
 static bool kv_get(struct kv *t, unsigned n, uint64_t key, uint64_t *val)
 {
-	struct kv *s = &t[kv_index(key, n)];
+	unsigned h = kv_index(key, n);
 
-	if (atomic_load_explicit(&s->key, memory_order_acquire) != key)
-		return false;
-	*val = atomic_load_explicit(&s->val, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&s->key, memory_order_relaxed) == key;
+	for (unsigned i = 0; i < KV_WAYS; i++) {
+		struct kv *s = &t[(h + i) % n];
+
+		if (atomic_load_explicit(&s->key, memory_order_acquire) != key)
+			continue;
+		*val = atomic_load_explicit(&s->val, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->key, memory_order_relaxed) == key)
+			return true;
+	}
+	return false;
 }
 
-static void kv_put(struct kv *t, unsigned n, uint64_t key, uint64_t val)
+static void kv_store(struct kv *s, uint64_t key, uint64_t val)
 {
-	struct kv *s = &t[kv_index(key, n)];
-
 	atomic_store_explicit(&s->key, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&s->val, val, memory_order_relaxed);
 	atomic_store_explicit(&s->key, key, memory_order_release);
+}
+
+static void kv_put(struct kv *t, unsigned n, uint64_t key, uint64_t val)
+{
+	unsigned h = kv_index(key, n), pick = h;
+
+	for (unsigned i = 0; i < KV_WAYS; i++) {
+		uint64_t k = atomic_load_explicit(&t[(h + i) % n].key, memory_order_relaxed);
+
+		if (k == key) {
+			pick = (h + i) % n;
+			break;
+		}
+		if (!k && pick == h)
+			pick = (h + i) % n;
+	}
+	kv_store(&t[pick], key, val);
+}
+
+static void kv_del(struct kv *t, unsigned n, uint64_t key)
+{
+	unsigned h = kv_index(key, n);
+
+	for (unsigned i = 0; i < KV_WAYS; i++) {
+		struct kv *s = &t[(h + i) % n];
+		uint64_t k = key;
+
+		atomic_compare_exchange_strong(&s->key, &k, 0);
+	}
 }
 
 /* One key per stream: its handle; the legacy stream per context (ctx|1);
@@ -198,7 +235,8 @@ static struct pend_slot *slot_of(uint32_t corr)
 }
 
 /* CUPTI's id of the stream, asked once per stream (cuptiGetStreamIdEx is
- * callback-safe; the per-thread stream is the calling thread's). */
+ * callback-safe; the per-thread stream is the calling thread's). Kept
+ * until the stream is destroyed: while it is here, its handle is valid. */
 static uint64_t stream_ident(CUcontext ctx, CUstream h, bool ptsz, uint64_t key)
 {
 	uint64_t v;
@@ -207,9 +245,10 @@ static uint64_t stream_ident(CUcontext ctx, CUstream h, bool ptsz, uint64_t key)
 	if (kv_get(stream_ids, STREAM_SLOTS, key, &v))
 		return v;
 	if (!cupti_fn.cuptiGetStreamIdEx ||
-	    cupti_fn.cuptiGetStreamIdEx(ctx, h, ptsz, &sid) != CUPTI_SUCCESS ||
-	    cupti_fn.cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
-		return (uint64_t)NO_STREAM; /* not cached: asked again next time */
+	    cupti_fn.cuptiGetStreamIdEx(ctx, h, ptsz, &sid) != CUPTI_SUCCESS)
+		sid = NO_STREAM; /* an older libcupti: rows unnamed */
+	if (cupti_fn.cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+		dev = 0;
 	v = (uint64_t)dev << 32 | sid;
 	kv_put(stream_ids, STREAM_SLOTS, key, v);
 	return v;
@@ -273,10 +312,8 @@ void cupti__pending_api(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
 		uint64_t key = stream_key(cb->context,
 					  ((const cuStreamDestroy_v2_params *)cb->functionParams)->hStream,
 					  false);
-		uint64_t v;
 
-		if (kv_get(stream_ids, STREAM_SLOTS, key, &v))
-			kv_put(stream_ids, STREAM_SLOTS, key, (uint64_t)NO_STREAM);
+		kv_del(stream_ids, STREAM_SLOTS, key);
 	}
 }
 
@@ -386,7 +423,7 @@ static unsigned idle_streams(uint64_t *idle, uint64_t *asked_at)
 		unsigned j;
 
 		if (!atomic_load_explicit(&s->corr, memory_order_acquire) || (key & 7) ||
-		    !kv_get(stream_ids, STREAM_SLOTS, key, &v) || (uint32_t)v == NO_STREAM)
+		    !kv_get(stream_ids, STREAM_SLOTS, key, &v))
 			continue;
 		for (j = 0; j < nasked && asked[j] != key; j++)
 			;
@@ -408,7 +445,14 @@ void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void
 	uint64_t idle[QUERY_MAX], asked_at = 0;
 	unsigned n = 0, nidle;
 
-	if (!gt_watchdog_on || atomic_load(&cupti_state) != CUPTI_ON)
+	if (!gt_watchdog_on)
+		return;
+	if (cupti__event_timing()) {
+		/* CUPTI is not ours: the launches' own CUDA events say */
+		n = cupti__events_pending(list, PEND_SLOTS);
+		goto out;
+	}
+	if (atomic_load(&cupti_state) != CUPTI_ON)
 		return;
 	flush_cupti();
 	nidle = idle_streams(idle, &asked_at);
@@ -427,7 +471,6 @@ void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void
 		};
 		uint32_t sid = atomic_load_explicit(&s->stream_id, memory_order_relaxed);
 		uint32_t dev = atomic_load_explicit(&s->device, memory_order_relaxed);
-		char row[32];
 		unsigned j;
 
 		atomic_thread_fence(memory_order_acquire);
@@ -444,13 +487,13 @@ void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void
 				unknown_stream = gt_str_intern("stream ?");
 			w.row_name = unknown_stream;
 		} else {
-			snprintf(row, sizeof(row), "stream %u", sid);
-			w.row_name = gt_str_intern(row);
+			w.row_name = cupti__stream_label(sid);
 			w.device_name = cupti__device_label(dev);
 		}
 		list[n++] = w;
 	}
 	pthread_mutex_unlock(&name_lock);
+out:
 	qsort(list, n, sizeof(list[0]), by_submitted);
 	for (unsigned i = 0; i < n; i++)
 		fn(arg, &list[i]);

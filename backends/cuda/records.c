@@ -350,6 +350,14 @@ uint32_t cupti__device_label(uint32_t device)
 	return gt_str_intern(name);
 }
 
+uint32_t cupti__stream_label(uint32_t stream_id)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "stream %u", stream_id);
+	return gt_str_intern(name);
+}
+
 static uint32_t device_id_row(uint32_t device)
 {
 	uint64_t key = row_key(ROW_DEVICE, device, 0);

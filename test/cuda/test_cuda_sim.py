@@ -688,15 +688,14 @@ def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
     (launch,) = xs(trace, "cuda_runtime", "__cudaLaunchKernel")
     # the wait went on until the 2 s kernel was done
     assert end(sync) - start(launch) >= 2000000000
-    # the kernel still running is listed with CUPTI (CUDA-event timing lists none)
-    pending = json.loads(path.read_text())["pending"]
-    if cupti == "cupti":
-        (kernel,) = pending
-        assert kernel["name"] == "spin(int*)"
-        assert kernel["correlation"] == launch["args"]["correlation"]
-        assert 1.0 <= kernel["pending_s"] < 2.0
-    else:
-        assert pending == []
+    # the kernel still running is listed, from CUPTI's records or from the CUDA events
+    # around the launch, on the row its span has in the trace
+    (kernel,) = json.loads(path.read_text())["pending"]
+    assert kernel["name"] == "spin(int*)"
+    assert kernel["correlation"] == launch["args"]["correlation"]
+    assert 1.0 <= kernel["pending_s"] < 2.0
+    (span,) = xs(trace, "kernel")
+    assert (kernel["device"], kernel["row"]) == row_names(trace)[span["pid"], span["tid"]]
 
 
 def row_names(trace):
@@ -708,17 +707,21 @@ def row_names(trace):
 
 
 @pytest.mark.sanitize
-def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path):
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):
     """sim_app hang: kernels that finished (two synchronized on stream A, one on B, and
     one on A nobody waits for, whose record CUPTI holds back in the buffer of the stuck
     ones), then a kernel that never finishes on B with one queued behind it, another on
     C, and the program waits for B. The report lists exactly the three unfinished ones,
     oldest first, on their streams' rows as the trace names them, with the correlation
-    of the launch that submitted each, and none of the four that finished."""
+    of the launch that submitted each, and none of the four that finished. Without
+    CUPTI (CUDA-event timing) the same, asked of the events around each launch."""
     need(SIM / "libcudart.so.13")
     need(APP)
     env = clean_env({**sim_env(), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "1",
                      "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"), "GPUTRACE_SUMMARY": "0"})
+    if cupti == "events":
+        env["GPUTRACE_DISABLE_CUPTI"] = "1"
     err = open(tmp_path / "stderr", "wb")
     proc = subprocess.Popen([str(APP), "hang"], env=env, stdout=subprocess.PIPE, stderr=err)
     err.close()
