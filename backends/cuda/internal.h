@@ -9,6 +9,7 @@
  *   runtime.c        libcudart interposition: host spans when CUPTI is not active
  *   event_timing.c   CUDA-event device times when CUPTI belongs to another tool
  *   share.c          the program's own CUPTI session: gputrace steps aside, then back
+ *   pending.c        work in flight, for the hang watchdog's report
  *   nvtx.c           NVTX injection: ranges and marks -> user_annotation
  *   nvml.c           NVML telemetry (its own backend entry, no CUPTI needed)
  *   pm_sampling.c    hardware metrics over time: CUPTI PM sampling, the host profiler
