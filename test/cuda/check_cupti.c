@@ -18,6 +18,7 @@
 #include "inject/clock.h"
 #include "inject/event.h"
 #include "inject/shim.h"
+#include "inject/watchdog.h"
 #include "test/unit/unit.h"
 
 void gt_test_start(char *const *envp);
@@ -723,6 +724,120 @@ START_TEST(test_one_span_per_call)
 }
 END_TEST
 
+/* ---- the hang watchdog's launch table (pending.c) ---- */
+
+/* A driver call with its parameters, as CUPTI's driver callbacks give it. */
+static void drv_call(CUpti_CallbackId cbid, const char *name, uint32_t corr, const void *params,
+		     const char *symbol, int result)
+{
+	CUpti_CallbackData d = { .callbackSite = CUPTI_API_ENTER, .functionName = name,
+				 .functionParams = params, .functionReturnValue = &result,
+				 .correlationId = corr, .symbolName = symbol,
+				 .context = (CUcontext)0x7000 };
+
+	cupti__callback(NULL, DRV, cbid, &d);
+	usleep(20);
+	d.callbackSite = CUPTI_API_EXIT;
+	cupti__callback(NULL, DRV, cbid, &d);
+}
+
+static void launch_on(uint32_t corr, CUstream s, int result)
+{
+	cuLaunchKernel_params p = { .gridDimX = 1, .blockDimX = 1, .hStream = s };
+
+	drv_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", corr, &p, "_Z4spinPi",
+		 result);
+}
+
+struct listed {
+	unsigned n;
+	uint64_t corr[16];
+	const char *name[16], *row[16];
+};
+
+static void note_listed(void *arg, const struct gt_pending_work *w)
+{
+	struct listed *l = arg;
+
+	if (l->n < 16) {
+		l->corr[l->n] = w->corr;
+		l->name[l->n] = gt_str_get(w->name, NULL);
+		l->row[l->n] = gt_str_get(w->row_name, NULL);
+	}
+	l->n++;
+}
+
+/* The correlation ids listed, as "11 12": what the report would name. */
+static const char *listed(void)
+{
+	static char out[256];
+	struct listed l = { 0 };
+	size_t len = 0;
+
+	cupti__pending(note_listed, &l);
+	out[0] = 0;
+	for (unsigned i = 0; i < l.n && i < 16; i++)
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%llu", i ? " " : "",
+					(unsigned long long)(l.corr[i] - gt_corr_foreign(GT_CORR_NS_CUPTI, 0)));
+	return out;
+}
+
+START_TEST(test_watchdog_launch_table)
+{
+	CUstream s1 = (CUstream)0x1000, s2 = (CUstream)0x2000;
+	cuMemcpyHtoDAsync_v2_params copy = { .ByteCount = 64, .hStream = s2 };
+	cuStreamSynchronize_params sync1 = { .hStream = s1 };
+	struct listed l = { 0 };
+	struct buf b;
+
+	start();
+	gt_watchdog_on = true;
+	atomic_store(&cupti_state, CUPTI_ON);
+	launch_on(11, s1, 0);
+	launch_on(12, s1, 0);
+	launch_on(13, s2, 1); /* failed: nothing was queued */
+	drv_call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2", 14, &copy,
+		 NULL, 0);
+	ck_assert_str_eq(listed(), "11 12 14");
+	cupti__pending(note_listed, &l);
+	/* demangled where the program has a C++ runtime (not this C test) */
+	ck_assert(!strcmp(l.name[0], "spin(int*)") || !strcmp(l.name[0], "_Z4spinPi"));
+	ck_assert_str_eq(l.name[2], "cuMemcpyHtoDAsync");
+
+	/* the kernel's record, handed over on any thread, retires it */
+	new_buf(&b);
+	CUpti_ActivityKernel10 k = kernel(11, gt_clock_ns(), 100, "_Z4spinPi", 7);
+	add(&b, &k, sizeof(k));
+	cupti__retire_records(b.p, b.len);
+	ck_assert_str_eq(listed(), "12 14");
+
+	/* a stream synchronize that began after 12 returned: all of s1 before it is done,
+	 * not what is launched after it, nor another stream's work */
+	drv_call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize", 15, &sync1,
+		 NULL, 0);
+	launch_on(16, s1, 0);
+	ck_assert_str_eq(listed(), "14 16");
+	/* a failed one says nothing */
+	drv_call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize", 17, &sync1,
+		 NULL, 999);
+	ck_assert_str_eq(listed(), "14 16");
+	/* a context synchronize: everything of the context */
+	drv_call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", 18, NULL, NULL, 0);
+	ck_assert_str_eq(listed(), "");
+
+	/* full: a launch whose slot holds one never retired replaces it, counted */
+	ck_assert_uint_eq(atomic_load(&gt_pending_untracked), 0);
+	launch_on(20, s2, 0);
+	launch_on(20 + 4096, s2, 0);
+	ck_assert_str_eq(listed(), "4116");
+	ck_assert_uint_eq(atomic_load(&gt_pending_untracked), 1);
+
+	gt_watchdog_on = false;
+	atomic_store(&cupti_state, CUPTI_UNAVAILABLE);
+	json_object_put(finish_and_load());
+}
+END_TEST
+
 static Suite *cupti_suite(void)
 {
 	Suite *s = suite_create("cupti");
@@ -742,6 +857,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_never_before_its_launch);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
+	tcase_add_test(tc, test_watchdog_launch_table);
 	suite_add_tcase(s, tc);
 	return s;
 }
