@@ -153,78 +153,67 @@ static uint64_t stream_key(CUcontext ctx, CUstream h, bool ptsz)
 
 /* ---- which driver calls ---- */
 
-/* Calls that queue device work: X(function, the stream, _ptsz flavour,
- * a kernel: named after it). A
- * runtime call reaches the driver through one of them (static cudart too),
- * under the runtime call's correlation id, the one its records carry. */
+enum pend_call {
+	PEND_NONE,
+	PEND_WORK,     /* queues a copy, a fill or a graph */
+	PEND_KERNEL,   /* queues a kernel: named after it */
+	PEND_MARK,     /* once it returns 0, the stream's earlier work is done */
+	PEND_CTX_MARK, /* the same for the whole context */
+};
+
+/*
+ * X(function, the stream it names, _ptsz flavour, what). A runtime call
+ * reaches the driver through these (static cudart too), under the runtime
+ * call's correlation id, the one its device records carry.
+ */
 #define CFG_STREAM(p) ((p)->config ? (p)->config->hStream : NULL)
-#define PEND_LAUNCHES(X)                                                            \
-	X(cuLaunchKernel, p->hStream, 0, 1)                                                  \
-	X(cuLaunchKernel_ptsz, p->hStream, 1, 1)                                             \
-	X(cuLaunchKernelEx, CFG_STREAM(p), 0, 1)                                             \
-	X(cuLaunchKernelEx_ptsz, CFG_STREAM(p), 1, 1)                                        \
-	X(cuLaunchCooperativeKernel, p->hStream, 0, 1)                                       \
-	X(cuLaunchCooperativeKernel_ptsz, p->hStream, 1, 1)                                  \
-	X(cuMemcpyAsync, p->hStream, 0, 0)                                                   \
-	X(cuMemcpyAsync_ptsz, p->hStream, 1, 0)                                              \
-	X(cuMemcpyHtoDAsync_v2, p->hStream, 0, 0)                                            \
-	X(cuMemcpyHtoDAsync_v2_ptsz, p->hStream, 1, 0)                                       \
-	X(cuMemcpyDtoHAsync_v2, p->hStream, 0, 0)                                            \
-	X(cuMemcpyDtoHAsync_v2_ptsz, p->hStream, 1, 0)                                       \
-	X(cuMemcpyDtoDAsync_v2, p->hStream, 0, 0)                                            \
-	X(cuMemcpyDtoDAsync_v2_ptsz, p->hStream, 1, 0)                                       \
-	X(cuMemsetD8Async, p->hStream, 0, 0)                                                 \
-	X(cuMemsetD8Async_ptsz, p->hStream, 1, 0)                                            \
-	X(cuMemsetD32Async, p->hStream, 0, 0)                                                \
-	X(cuMemsetD32Async_ptsz, p->hStream, 1, 0)                                           \
-	X(cuGraphLaunch, p->hStream, 0, 0)                                                   \
-	X(cuGraphLaunch_ptsz, p->hStream, 1, 0)
+#define PEND_CALLS(X)                                                               \
+	X(cuLaunchKernel, p->hStream, 0, PEND_KERNEL)                               \
+	X(cuLaunchKernel_ptsz, p->hStream, 1, PEND_KERNEL)                          \
+	X(cuLaunchKernelEx, CFG_STREAM(p), 0, PEND_KERNEL)                          \
+	X(cuLaunchKernelEx_ptsz, CFG_STREAM(p), 1, PEND_KERNEL)                     \
+	X(cuLaunchCooperativeKernel, p->hStream, 0, PEND_KERNEL)                    \
+	X(cuLaunchCooperativeKernel_ptsz, p->hStream, 1, PEND_KERNEL)               \
+	X(cuMemcpyAsync, p->hStream, 0, PEND_WORK)                                  \
+	X(cuMemcpyAsync_ptsz, p->hStream, 1, PEND_WORK)                             \
+	X(cuMemcpyHtoDAsync_v2, p->hStream, 0, PEND_WORK)                           \
+	X(cuMemcpyHtoDAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                      \
+	X(cuMemcpyDtoHAsync_v2, p->hStream, 0, PEND_WORK)                           \
+	X(cuMemcpyDtoHAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                      \
+	X(cuMemcpyDtoDAsync_v2, p->hStream, 0, PEND_WORK)                           \
+	X(cuMemcpyDtoDAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                      \
+	X(cuMemsetD8Async, p->hStream, 0, PEND_WORK)                                \
+	X(cuMemsetD8Async_ptsz, p->hStream, 1, PEND_WORK)                           \
+	X(cuMemsetD32Async, p->hStream, 0, PEND_WORK)                               \
+	X(cuMemsetD32Async_ptsz, p->hStream, 1, PEND_WORK)                          \
+	X(cuGraphLaunch, p->hStream, 0, PEND_WORK)                                  \
+	X(cuGraphLaunch_ptsz, p->hStream, 1, PEND_WORK)                             \
+	X(cuStreamSynchronize, p->hStream, 0, PEND_MARK)                            \
+	X(cuStreamSynchronize_ptsz, p->hStream, 1, PEND_MARK)                       \
+	X(cuStreamQuery, p->hStream, 0, PEND_MARK)                                  \
+	X(cuStreamQuery_ptsz, p->hStream, 1, PEND_MARK)                             \
+	X(cuCtxSynchronize_v2, NULL, 0, PEND_CTX_MARK)
 
-/* Waits after which a stream's earlier work is finished: X(function, the
- * stream, _ptsz flavour, 0); a context synchronize: all of the context's. */
-#define PEND_MARKS(X)                                                               \
-	X(cuStreamSynchronize, p->hStream, 0, 0)                                             \
-	X(cuStreamSynchronize_ptsz, p->hStream, 1, 0)                                        \
-	X(cuStreamQuery, p->hStream, 0, 0)                                                   \
-	X(cuStreamQuery_ptsz, p->hStream, 1, 0)
-
-/* The launch's stream, or false when this is no launch. */
-static bool launch_stream(CUpti_CallbackId cbid, const void *params, CUstream *s, bool *ptsz,
-			  bool *kernel)
+static enum pend_call classify(CUpti_CallbackId cbid, const void *params, CUstream *s, bool *ptsz)
 {
+	*s = NULL;
+	*ptsz = false;
 	switch (cbid) {
-#define PEND_CASE(fn, stream, pt, k)                                                \
+#define PEND_CASE(fn, stream, pt, what)                                             \
 	case CUPTI_DRIVER_TRACE_CBID_##fn: {                                        \
 		const fn##_params *p = params;                                      \
+		(void)p;                                                            \
 		*s = p ? (stream) : NULL;                                           \
 		*ptsz = pt;                                                         \
-		*kernel = k;                                                        \
-		return true;                                                        \
+		return what;                                                        \
 	}
-		PEND_LAUNCHES(PEND_CASE)
-	default:
-		return false;
-	}
-}
-
-static bool mark_stream(CUpti_CallbackId cbid, const void *params, CUstream *s, bool *ptsz,
-			bool *whole_ctx)
-{
-	bool unused;
-
-	*whole_ctx = false;
-	switch (cbid) {
-#define kernel (&unused)
-		PEND_MARKS(PEND_CASE)
-#undef kernel
-	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
-	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
-		*whole_ctx = true;
-		return true;
-	default:
-		return false;
-	}
+		PEND_CALLS(PEND_CASE)
 #undef PEND_CASE
+	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize: /* no parameters */
+		return PEND_CTX_MARK;
+	default:
+		return PEND_NONE;
+	}
 }
 
 /* ---- the launch path ---- */
@@ -256,64 +245,74 @@ static uint64_t stream_ident(CUcontext ctx, CUstream h, bool ptsz, uint64_t key)
 
 static GT_TLS uint64_t wait_began; /* the mark-giving call's entry */
 
+/* At the launch's entry, before its work can run (and its record come). */
+static void note_launch(struct pend_slot *s, const CUpti_CallbackData *cb, CUstream h, bool ptsz,
+			const char *kernel, uint32_t api_name)
+{
+	uint64_t key = stream_key(cb->context, h, ptsz);
+	uint64_t ident = stream_ident(cb->context, h, ptsz, key);
+
+	if (atomic_exchange_explicit(&s->corr, 0, memory_order_relaxed))
+		atomic_fetch_add_explicit(&gt_pending_untracked, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&s->submitted, gt_clock_ns(), memory_order_relaxed);
+	atomic_store_explicit(&s->returned, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->stream, key, memory_order_relaxed);
+	atomic_store_explicit(&s->ctx, (uint64_t)(uintptr_t)cb->context, memory_order_relaxed);
+	atomic_store_explicit(&s->symbol, (uintptr_t)kernel, memory_order_relaxed);
+	atomic_store_explicit(&s->name, api_name, memory_order_relaxed);
+	atomic_store_explicit(&s->stream_id, (uint32_t)ident, memory_order_relaxed);
+	atomic_store_explicit(&s->device, (uint32_t)(ident >> 32), memory_order_relaxed);
+	atomic_store_explicit(&s->corr, cb->correlationId, memory_order_release);
+}
+
 void cupti__pending_api(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint32_t api_name)
 {
-	bool enter = cb->callbackSite == CUPTI_API_ENTER, ptsz, whole, kernel;
+	bool enter = cb->callbackSite == CUPTI_API_ENTER, ptsz;
 	int result = !enter && cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
 	struct pend_slot *s = slot_of(cb->correlationId);
-	CUstream h = NULL;
+	CUstream h;
+	enum pend_call what = classify(cbid, cb->functionParams, &h, &ptsz);
 
-	if (launch_stream(cbid, cb->functionParams, &h, &ptsz, &kernel)) {
-		if (!cb->correlationId || (enter && !gt_tracing()))
+	switch (what) {
+	case PEND_WORK:
+	case PEND_KERNEL:
+		if (!cb->correlationId)
 			return;
 		if (!enter) {
 			if (atomic_load_explicit(&s->corr, memory_order_relaxed) != cb->correlationId)
 				return;
 			if (result) /* nothing was queued */
-				atomic_compare_exchange_strong(&s->corr, &(uint64_t){ cb->correlationId }, 0);
+				cupti__pending_retire(cb->correlationId);
 			else
 				atomic_store_explicit(&s->returned, gt_clock_ns(), memory_order_release);
 			return;
 		}
-		uint64_t key = stream_key(cb->context, h, ptsz);
-		uint64_t ident = stream_ident(cb->context, h, ptsz, key);
-
-		kernel = kernel && cb->symbolName;
-
-		if (atomic_exchange_explicit(&s->corr, 0, memory_order_relaxed))
-			atomic_fetch_add_explicit(&gt_pending_untracked, 1, memory_order_relaxed);
-		atomic_thread_fence(memory_order_release);
-		atomic_store_explicit(&s->submitted, gt_clock_ns(), memory_order_relaxed);
-		atomic_store_explicit(&s->returned, 0, memory_order_relaxed);
-		atomic_store_explicit(&s->stream, key, memory_order_relaxed);
-		atomic_store_explicit(&s->ctx, (uint64_t)(uintptr_t)cb->context, memory_order_relaxed);
-		atomic_store_explicit(&s->symbol, kernel ? (uintptr_t)cb->symbolName : 0,
-				      memory_order_relaxed);
-		atomic_store_explicit(&s->name, api_name, memory_order_relaxed);
-		atomic_store_explicit(&s->stream_id, (uint32_t)ident, memory_order_relaxed);
-		atomic_store_explicit(&s->device, (uint32_t)(ident >> 32), memory_order_relaxed);
-		atomic_store_explicit(&s->corr, cb->correlationId, memory_order_release);
+		if (!gt_tracing())
+			return;
+		note_launch(s, cb, h, ptsz, what == PEND_KERNEL ? cb->symbolName : NULL, api_name);
 		return;
-	}
-	if (mark_stream(cbid, cb->functionParams, &h, &ptsz, &whole)) {
+	case PEND_MARK:
+	case PEND_CTX_MARK:
 		if (enter) {
 			wait_began = gt_clock_ns();
 		} else if (!result && wait_began) {
 			kv_put(marks, MARK_SLOTS,
-			       whole ? CTX_KEY(cb->context) : stream_key(cb->context, h, ptsz),
+			       what == PEND_CTX_MARK ? CTX_KEY(cb->context)
+						     : stream_key(cb->context, h, ptsz),
 			       wait_began);
 			wait_began = 0;
 		}
 		return;
+	case PEND_NONE:
+		break;
 	}
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2 && !enter && !result &&
 	    cb->functionParams) {
 		/* its handle may come back as another stream */
-		uint64_t key = stream_key(cb->context,
-					  ((const cuStreamDestroy_v2_params *)cb->functionParams)->hStream,
-					  false);
+		const cuStreamDestroy_v2_params *p = cb->functionParams;
 
-		kv_del(stream_ids, STREAM_SLOTS, key);
+		kv_del(stream_ids, STREAM_SLOTS, stream_key(cb->context, p->hStream, false));
 	}
 }
 
