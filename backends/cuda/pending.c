@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * CUDA work submitted and not finished, for the hang watchdog (backend.h
- * pending, inject/watchdog.h). Only with --watchdog and CUPTI ours.
+ * pending, inject/watchdog.h). Only with --watchdog; without CUPTI the
+ * CUDA events around each launch answer instead (event_timing.c).
  *
  * The launch table: a driver call that queues device work (kernel launch,
  * async copy or fill, graph launch) takes the slot of its CUPTI
  * correlation id at its entry (before the work can run) and marks it
- * returned at its exit; a failed call frees it. Fixed size, indexed by the
+ * returned at its exit; a failed call frees it (nothing was queued). Fixed size, indexed by the
  * id, every field atomic: no allocation, no lock on the launch path. A
  * launch whose slot still holds a live entry (PEND_SLOTS newer launches
  * and the old one never retired: its record dropped, or that much in
  * flight) replaces it, counted (the report's pending_not_tracked). An entry
  * is retired
  *  - when CUPTI hands over the device record of its correlation id (any
- *    thread: the buffer-completed callback, cupti__buffer_handed_over);
+ *    thread: the buffer-completed callback, cupti__retire_records);
  *  - or, when listed, if a stream synchronize or a successful stream query
  *    on its stream, or a context synchronize of its context, began after
  *    the launch returned: CUDA says all of that work had finished. This
@@ -391,8 +392,9 @@ static void flush_cupti(void)
  * Ask the device: a stream with nothing left to run (cuStreamQuery) has
  * finished everything queued on it, whatever CUPTI still holds. Only
  * streams the program made and has not destroyed (their handle is still
- * valid: the id cache keeps it until cuStreamDestroy), each once, with
- * the launch's context current on this thread of ours.
+ * valid: the id cache keeps it until cuStreamDestroy; a destroy racing
+ * with this query is not excluded), each once, with the launch's context
+ * current on this thread of ours.
  */
 #define QUERY_MAX 64
 static unsigned idle_streams(uint64_t *idle, uint64_t *asked_at)
@@ -432,7 +434,8 @@ static unsigned idle_streams(uint64_t *idle, uint64_t *asked_at)
 		if (!set_ctx((CUcontext)(uintptr_t)ctx) && !query((CUstream)(uintptr_t)key))
 			idle[nidle++] = key;
 	}
-	set_ctx(NULL);
+	if (nasked)
+		set_ctx(NULL);
 	cupti_self--;
 	return nidle;
 }
