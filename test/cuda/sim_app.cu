@@ -420,7 +420,7 @@ static int wait_mode(int ms)
 
 // Kernels of 2^30 blocks of 1024 threads: 18 minutes on the simulator,
 // longer than any test runs (it is killed): work that never finishes.
-static int hang_mode(void)
+static int hang_mode(bool busy)
 {
 	cudaStream_t a, b, c;
 	float *d;
@@ -439,6 +439,8 @@ static int hang_mode(void)
 	sim::scale<float><<<1u << 30, 1024, 0, c>>>(d, 3.0f, 0);
 	printf("waiting\n");
 	fflush(stdout);
+	while (busy)
+		sleep_ms(100);
 	wait_for_stream(b);
 	return 1; // not reached
 }
@@ -478,7 +480,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))
-		return hang_mode();
+		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);

@@ -698,6 +698,33 @@ def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
     assert (kernel["device"], kernel["row"]) == row_names(trace)[span["pid"], span["tid"]]
 
 
+def hang_report(tmp_path, cupti, seconds, *args):
+    """sim_app hang under --watchdog SEC: its report once written, then the program is
+    ended by SIGTERM (its trace then holds the records of the kernels that finished)."""
+    need(SIM / "libcudart.so.13")
+    need(APP)
+    env = clean_env({**sim_env(), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": seconds,
+                     "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"), "GPUTRACE_SUMMARY": "0"})
+    if cupti == "events":
+        env["GPUTRACE_DISABLE_CUPTI"] = "1"
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(APP), "hang", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=err)
+    err.close()
+    path = tmp_path / "trace.watchdog.json"
+    try:
+        assert proc.stdout.readline() == b"waiting\n"
+        deadline = time.monotonic() + 20
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.exists()
+        assert proc.poll() is None, "the watchdog must not stop the program"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return json.loads(path.read_text())
+
+
 def row_names(trace):
     """(pid, tid) -> (device row, stream row) as a viewer names them."""
     procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
@@ -716,27 +743,7 @@ def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):
     oldest first, on their streams' rows as the trace names them, with the correlation
     of the launch that submitted each, and none of the four that finished. Without
     CUPTI (CUDA-event timing) the same, asked of the events around each launch."""
-    need(SIM / "libcudart.so.13")
-    need(APP)
-    env = clean_env({**sim_env(), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "1",
-                     "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"), "GPUTRACE_SUMMARY": "0"})
-    if cupti == "events":
-        env["GPUTRACE_DISABLE_CUPTI"] = "1"
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([str(APP), "hang"], env=env, stdout=subprocess.PIPE, stderr=err)
-    err.close()
-    path = tmp_path / "trace.watchdog.json"
-    try:
-        assert proc.stdout.readline() == b"waiting\n"
-        deadline = time.monotonic() + 20
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert path.exists()
-        assert proc.poll() is None, "the watchdog must not stop the program"
-    finally:
-        proc.terminate()  # the trace ends: the finished kernels' records come in
-        proc.wait(timeout=60)
-    report = json.loads(path.read_text())
+    report = hang_report(tmp_path, cupti, "1")
     (blocked,) = report["blocked_threads"]
     assert blocked["call"] == "cudaStreamSynchronize"
     assert "wait_for_stream(CUstream_st*)" in blocked["stack"]
@@ -765,4 +772,14 @@ def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):
     assert pending[2]["device"] == dev_b and pending[2]["row"] not in (row_a, row_b)
     assert pending[2]["row"].startswith("stream ")
     lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
-    assert len(lines) == 1 and lines[0].endswith(f"report in {path}"), lines
+    assert len(lines) == 1 and lines[0].endswith(f"report in {tmp_path / 'trace.watchdog.json'}")
+
+
+def test_watchdog_reports_cuda_work_that_never_finishes(tmp_path):
+    """No thread waits (the host works on), but the kernel submitted first of those
+    still unfinished has not finished for SEC: reported once, no blocked thread."""
+    report = hang_report(tmp_path, "cupti", "0.5", "busy")
+    assert report["reason"] == "device work not finished for over 0.5 s (spin(int*))"
+    assert report["blocked_threads"] == []
+    assert [p["name"] for p in report["pending"]] == ["spin(int*)", AXPY, SCALE]
+    assert all(p["pending_s"] >= 0.5 for p in report["pending"])
