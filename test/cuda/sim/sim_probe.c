@@ -250,6 +250,79 @@ static int buffers(void)
 	return 0;
 }
 
+/* ---- stream ids ---- */
+
+static uint32_t launch_stream_ids[4];
+static int nlaunch_ids, id_errors;
+
+/* cuptiGetStreamIdEx from inside a launch's callback, as a tool asks it */
+static void CUPTIAPI stream_id_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				  const void *p)
+{
+	const CUpti_CallbackData *cb = p;
+	uint32_t sid;
+
+	if (d != CUPTI_CB_DOMAIN_DRIVER_API || id != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+	    cb->callbackSite != CUPTI_API_ENTER)
+		return;
+	if (cuptiGetStreamIdEx(cb->context, ((const cuLaunchKernel_params *)cb->functionParams)->hStream,
+			       0, &sid) != CUPTI_SUCCESS)
+		id_errors++;
+	else if (nlaunch_ids < 4)
+		launch_stream_ids[nlaunch_ids++] = sid;
+}
+
+static CUcontext probe_ctx;
+static uint32_t other_pts;
+
+static void *other_per_thread(void *arg)
+{
+	other_pts = UINT32_MAX;
+	cuptiGetStreamIdEx(probe_ctx, CU_STREAM_PER_THREAD, 1, &other_pts);
+	return NULL;
+}
+
+static int stream_ids(void)
+{
+	CUpti_SubscriberHandle sub;
+	cudaStream_t s;
+	uint32_t legacy = 0, mine = 0, pts = 0, again = 0, bad = 0;
+	CUpti_Activity *r = NULL;
+	pthread_t th;
+
+	register_kernel();
+	cuptiSubscribe(&sub, stream_id_cb, NULL);
+	cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cudaStreamCreate(&s);
+	launch(1, 10, s);
+	launch(1, 10, NULL);
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	cuCtxGetCurrent(&probe_ctx);
+	cuptiGetStreamIdEx(NULL, (CUstream)s, 0, &mine);
+	cuptiGetStreamIdEx(probe_ctx, NULL, 0, &legacy);
+	cuptiGetStreamIdEx(probe_ctx, NULL, 1, &pts);
+	cuptiGetStreamIdEx(probe_ctx, CU_STREAM_PER_THREAD, 1, &again);
+	pthread_create(&th, NULL, other_per_thread, NULL);
+	pthread_join(th, NULL);
+	/* the records' stream ids, in launch order */
+	printf("records=");
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS)
+		if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			printf("%u,", ((const CUpti_ActivityKernel10 *)r)->streamId);
+	printf("\ncallback=%u,%u, errors=%d\n", launch_stream_ids[0], launch_stream_ids[1],
+	       id_errors);
+	printf("stream=%u legacy=%u per_thread_twice=%d other_thread_differs=%d\n", mine, legacy,
+	       pts == again, other_pts != pts && other_pts != UINT32_MAX);
+	cudaStreamDestroy(s);
+	printf("destroyed=%d null_out=%d\n",
+	       cuptiGetStreamIdEx(probe_ctx, (CUstream)s, 0, &bad) == CUPTI_ERROR_INVALID_STREAM,
+	       cuptiGetStreamIdEx(probe_ctx, NULL, 0, NULL) == CUPTI_ERROR_INVALID_PARAMETER);
+	return 0;
+}
+
 /* ---- forbidden calls ---- */
 
 static void CUPTIAPI done_flushing(CUcontext c, uint32_t st, uint8_t *b, size_t s, size_t v)
@@ -644,6 +717,8 @@ int main(int argc, char **argv)
 		return forbidden(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "capture"))
 		return capture();
+	if (!strcmp(what, "streams"))
+		return stream_ids();
 	if (!strcmp(what, "fork"))
 		return fork_child();
 	if (!strcmp(what, "walk"))
@@ -658,6 +733,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|clock [callback]|init\n");
+			"walk LIBCUPTI|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -75,6 +75,19 @@ def test_buffers_flushes_and_threads():
     assert f["dropped"] == "0"
 
 
+def test_stream_ids_as_the_records_carry_them():
+    """cuptiGetStreamIdEx (callback-safe: asked inside the launch callbacks here) names
+    a stream as its kernels' records do; the per-thread stream is the calling thread's;
+    a destroyed stream is CUPTI_ERROR_INVALID_STREAM."""
+    f = fields(probe("streams"))
+    assert f["errors"] == "0"
+    stream, legacy = f["stream"], f["legacy"]
+    assert stream != legacy
+    assert f["records"] == f["callback"] == f"{stream},{legacy},"
+    assert (f["per_thread_twice"], f["other_thread_differs"]) == ("1", "1")
+    assert (f["destroyed"], f["null_out"]) == ("1", "1")
+
+
 def test_nvidia_libcupti_reads_the_simulated_buffers():
     if not REAL_CUPTI.exists():
         pytest.skip(f"{REAL_CUPTI} not installed")
