@@ -485,6 +485,9 @@ static void cupti_atfork_child(void)
 	 * The child's runtime calls (they fail) are traced through libcudart. */
 	atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED);
 	atomic_store(&cupti_rt_callbacks_on, false);
+	/* the hang watchdog's thread may have held it (pending.c flushes CUPTI),
+	 * and it is not coordinated with fork as the drain thread is */
+	pthread_mutex_init(&cupti_share_lock, NULL);
 	cupti__buffers_forget();
 	cupti__pending_forget();
 	cupti__events_forget();
