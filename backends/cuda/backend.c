@@ -407,16 +407,32 @@ void cupti__module_unloading(void)
 	if (cupti_self || atomic_load(&cupti_state) != CUPTI_ON ||
 	    (flush_every_ns > FLUSH_MIN_NS && now - atomic_load(&last_flush_ns) < flush_every_ns))
 		return;
-	/* complete buffers come back now, their names copied (records.c);
-	 * not while CUPTI changes hands (share.c) */
-	if (pthread_mutex_trylock(&cupti_share_lock))
-		return;
+	/* complete buffers come back now, their names copied (records.c) */
+	cupti__flush_complete(0);
+}
+
+bool cupti__flush_complete(unsigned wait_ms)
+{
+	struct timespec until;
+	bool done = false;
+
+	if (wait_ms) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)wait_ms * 1000000l;
+		until.tv_sec += until.tv_nsec / 1000000000l;
+		until.tv_nsec %= 1000000000l;
+	}
+	/* not while CUPTI changes hands (share.c) */
+	if (wait_ms ? pthread_mutex_timedlock(&cupti_share_lock, &until)
+		    : pthread_mutex_trylock(&cupti_share_lock))
+		return false;
 	if (atomic_load(&cupti_state) == CUPTI_ON) {
 		cupti_self++;
-		cupti_fn.cuptiActivityFlushAll(0);
+		done = cupti_fn.cuptiActivityFlushAll(0) == CUPTI_SUCCESS;
 		cupti_self--;
 	}
 	pthread_mutex_unlock(&cupti_share_lock);
+	return done;
 }
 
 static void cupti_on_dlopen(const char *path, void *handle)

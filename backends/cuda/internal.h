@@ -73,6 +73,11 @@ extern GT_HIDDEN pthread_mutex_t cupti_share_lock;
  * ON, if nobody holds it). True when done. */
 GT_HIDDEN bool cupti__yield(void);
 GT_HIDDEN bool cupti__take_back(void);
+/* Any thread but the drain's (which flushes in its cycle), outside CUPTI's
+ * callbacks: complete buffers handed over now (cuptiActivityFlushAll(0)),
+ * under cupti_share_lock; wait_ms 0 tries it once, else waits that long at
+ * most. True when CUPTI flushed. */
+GT_HIDDEN bool cupti__flush_complete(unsigned wait_ms);
 /* Drain thread: the instants that mark CUPTI handed over and taken back. */
 GT_HIDDEN void cupti__share_marks(void);
 /* Drain thread: an instant on every CUDA device's row. */

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -368,26 +367,6 @@ static int by_submitted(const void *a, const void *b)
 	return x->submitted_ns < y->submitted_ns ? -1 : x->submitted_ns > y->submitted_ns;
 }
 
-/* Hand over what CUPTI has, as the drain thread does, bounded: a drain
- * stuck inside CUPTI holds this lock, and then the table answers alone. */
-static void flush_cupti(void)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 200000000l;
-	until.tv_sec += until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
-	if (pthread_mutex_timedlock(&cupti_share_lock, &until))
-		return;
-	if (atomic_load(&cupti_state) == CUPTI_ON) {
-		cupti_self++;
-		cupti_fn.cuptiActivityFlushAll(0);
-		cupti_self--;
-	}
-	pthread_mutex_unlock(&cupti_share_lock);
-}
-
 /*
  * Ask the device: a stream with nothing left to run (cuStreamQuery) has
  * finished everything queued on it, whatever CUPTI still holds. Only
@@ -456,7 +435,9 @@ void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void
 	}
 	if (atomic_load(&cupti_state) != CUPTI_ON)
 		return;
-	flush_cupti();
+	/* what CUPTI has, bounded: a drain stuck inside CUPTI holds its lock,
+	 * and then the table answers alone */
+	cupti__flush_complete(200);
 	nidle = idle_streams(idle, &asked_at);
 	pthread_mutex_lock(&name_lock);
 	resolve_names_locked();
