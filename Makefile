@@ -93,7 +93,7 @@ tools: $(TOOLS)
 test-build: $(TEST_BUILD)
 
 # --- packages -----------------------------------------------------------
-DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev python3 python3-pytest \
+DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev libisal-dev python3 python3-pytest \
 	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev \
 	    chromium python3-jsonschema libdnnl-dev
 deps:

@@ -10,8 +10,8 @@
  * gzm__add() compresses bytes and flushes them with Z_SYNC_FLUSH, so what it
  * returns never changes again; gzm__end_copy() compresses the last bytes in a
  * copy of the stream (deflateCopy) and finishes that copy, so the stream goes
- * on as if they had never been given. All output is appended to a jbuf; a
- * faster compressor, or one on its own thread, fits behind these calls.
+ * on as if they had never been given. All output is appended to a jbuf.
+ * ISA-L compresses when libisal.so.2 is there, zlib otherwise (gzip.c).
  */
 #ifndef GPUTRACE_GZIP_H
 #define GPUTRACE_GZIP_H
@@ -22,8 +22,12 @@
 
 #include "json.h"
 
+struct gzm_isal;
+
 struct gzm {
-	z_stream z;
+	z_stream z;                   /* zlib, where ISA-L is missing */
+	struct gzm_isal *isal;        /* ISA-L (writer/isal.h) */
+	struct gzm_isal *isal_copy;   /* scratch for gzm__end_copy */
 	bool open;
 };
 
