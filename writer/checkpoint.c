@@ -282,12 +282,10 @@ static void trailer_thread(struct jbuf *b, bool *first, uint32_t tid, uint64_t e
 /* Events dropped because their thread's ring was full: live and gone threads. */
 static uint64_t ring_lost(void)
 {
-	uint64_t n = 0;
+	uint64_t n = W.dead_lost;
 
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
 		n += atomic_load(&r->lost);
-	for (size_t i = 0; i < W.ndead; i++)
-		n += W.dead[i].lost;
 	return n;
 }
 
@@ -486,15 +484,16 @@ static void build_trailer(bool final)
 	json__u64(b, stacks__dropped());
 	/* checkpoints list the first threads only: their footer must fit in
 	 * one page to be rewritten in one uncut write; the last lists all */
-	size_t listed = 0, total = W.ndead, limit = final ? SIZE_MAX : TRAILER_THREADS;
+	size_t listed = 0, limit = final ? SIZE_MAX : TRAILER_THREADS;
+	uint64_t total = W.dead_threads;
 	jbuf__lit(b, "},\"threads\":[");
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next, total++)
 		if (listed++ < limit)
 			trailer_thread(b, &first, (uint32_t)r->tid, r->recorded,
 				       atomic_load(&r->lost));
-	for (size_t i = 0; i < W.ndead; i++)
-		if (listed++ < limit)
-			trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
+	/* the exited threads: never walked whole but at the end */
+	for (size_t i = 0; i < W.ndead && listed < limit; i++, listed++)
+		trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
 	jbuf__lit(b, "],\"threads_total\":");
 	json__u64(b, total);
 	if (W.flight)

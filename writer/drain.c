@@ -151,8 +151,15 @@ bool drain__own_ring_full(struct ring *r)
 	return true;
 }
 
+/* An exited thread's counts. Its losses and the count of threads are
+ * kept apart from the list, so a checkpoint costs the same however many
+ * threads have exited, and a list that cannot grow loses no count. */
 static void remember_dead(struct ring *r)
 {
+	uint64_t lost = atomic_load(&r->lost);
+
+	W.dead_threads++;
+	W.dead_lost += lost;
 	if (W.ndead == W.dead_cap) {
 		size_t cap = W.dead_cap ? W.dead_cap * 2 : 64;
 		struct thread_stat *d = realloc(W.dead, cap * sizeof(*d));
@@ -165,7 +172,7 @@ static void remember_dead(struct ring *r)
 		.tid = (uint32_t)r->tid,
 		.serial = r->serial,
 		.events = r->recorded,
-		.lost = atomic_load(&r->lost),
+		.lost = lost,
 	};
 }
 

@@ -107,8 +107,9 @@ struct writer {
 	uint32_t devices_named, tracks_named, names_gen;
 	uint32_t *tids; /* host tids given a thread_name, open addressing */
 	size_t tids_mask, ntids;
-	struct thread_stat *dead;
+	struct thread_stat *dead;  /* exited threads, for the last trailer's list */
 	size_t ndead, dead_cap;
+	uint64_t dead_threads, dead_lost; /* their count and losses: O(1) per checkpoint */
 
 	struct gt_rank rank; /* read when the file is opened */
 

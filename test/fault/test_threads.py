@@ -14,6 +14,8 @@ def test_ten_thousand_short_threads(tmp_path):
     check_exact(t, printed(r.traced.stdout))
     # every thread that traced is in the trailer's thread list
     assert len(t["gputrace"]["threads"]) >= 10001
+    # counted apart from the list (a checkpoint never walks the exited threads)
+    assert t["gputrace"]["threads_total"] == len(t["gputrace"]["threads"])
 
 
 def test_threads_exit_while_drain_runs(tmp_path):
