@@ -247,6 +247,8 @@ bool checkpoint__open(void)
 		output_failed(err);
 		return false;
 	}
+	W.paged = W.out.paged;
+	W.buf_at = W.out.events_end;
 	/* The host process first, above its devices; then whatever the cycle
 	 * formatted before the file existed. */
 	events__meta(&W.buf, "process_name", (uint32_t)gt_st.pid, 0, "name", gt_exe(), strlen(gt_exe()), 0);
@@ -648,14 +650,22 @@ void checkpoint__write(bool final)
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
 	events__fit();
 	build_trailer(final);
-	err = (final ? out__finish : out__commit)(&W.out, W.buf.p, W.buf.len, W.trailer.p,
-						  W.trailer.len);
+	W.buf_at += W.buf.len; /* a paged file takes the events as they are */
+	err = outq__submit(&W.buf, &W.trailer, final);
 	W.buf.len = 0;
 	W.ev_start = 0;
 	if (err)
 		output_failed(err);
-	else
-		checkpoint_done();
+}
+
+void checkpoint__settle(void)
+{
+	int err = outq__wait();
+
+	if (err)
+		output_failed(err);
+	else if (W.opened && !W.failed && !flight_mode())
+		checkpoint_done(); /* a flight recorder's files are its dumps' */
 }
 
 void checkpoint__summary(void)

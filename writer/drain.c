@@ -287,6 +287,7 @@ static void cycle(bool final, bool closing)
 	}
 	if (W.opened || writing_window())
 		checkpoint__write(closing);
+	checkpoint__settle(); /* the file complete after every cycle */
 	W.last_checkpoint_ns = now;
 	if (final || is_exec())
 		checkpoint__list('=', NULL); /* a run need not wait for us now */

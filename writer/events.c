@@ -85,10 +85,10 @@ void events__fit(void)
 	size_t s = W.ev_start, e = W.buf.len, pad;
 	uint64_t fs, fe;
 
-	if (!W.out.paged || e <= s || e - s > OUT_PAGE)
+	if (!W.paged || e <= s || e - s > OUT_PAGE)
 		return;
-	fs = W.out.events_end + s;
-	fe = W.out.events_end + e - 1;
+	fs = W.buf_at + s;
+	fe = W.buf_at + e - 1;
 	if (fs / OUT_PAGE == fe / OUT_PAGE)
 		return;
 	pad = OUT_PAGE - fs % OUT_PAGE;

@@ -85,8 +85,22 @@ struct thread_stat {
 	uint64_t lost;
 };
 
+/* The thread that writes the file (outq.c). */
+struct outq {
+	pthread_t thread;
+	bool started, no_thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done;
+	bool busy, final; /* a job in flight; it ends the file */
+	int err;          /* the last job's result */
+	struct jbuf ev, trailer; /* the job: swapped with W.buf and W.trailer */
+};
+
 struct writer {
-	struct out out;
+	struct out out;    /* the output thread's while a job is in flight */
+	struct outq q;
+	bool paged;        /* W.out.paged, for the drain */
+	uint64_t buf_at;   /* where W.buf will start in a paged file */
 	char path[PATH_MAX]; /* the output template, expanded */
 	bool listed;         /* named in the run's list of traces (GPUTRACE_RUN_STATE) */
 	bool opened, failed;
@@ -300,6 +314,15 @@ GT_HIDDEN void flight__free(void);
 /* In a fork child: start with an empty recorder. */
 GT_HIDDEN void flight__forget(void);
 
+/* ---- outq.c: the file written on its own thread ---- */
+
+/* Hand ev and trailer (swapped for empty buffers) to the output thread,
+ * after the previous job is written; final: out__finish. 0 or -errno (of
+ * the previous job, or of this one when written here). */
+GT_HIDDEN int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final);
+/* Wait until the file is written; the result of the last job. */
+GT_HIDDEN int outq__wait(void);
+
 /* ---- checkpoint.c ---- */
 
 /* Open the file now (head and trailer written). false: it cannot be. */
@@ -308,6 +331,8 @@ GT_HIDDEN bool checkpoint__open(void);
 GT_HIDDEN bool checkpoint__anything(bool final);
 /* Append what W.buf holds and rewrite the trailer; final: close the JSON. */
 GT_HIDDEN void checkpoint__write(bool final);
+/* Wait for the checkpoint in flight: the file is complete (or failed). */
+GT_HIDDEN void checkpoint__settle(void);
 /* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,
  * '+' with the trace's path, '=' recording over. Nothing outside a run. */
 GT_HIDDEN void checkpoint__list(char what, const char *path);

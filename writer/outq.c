@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file is written on a thread of its own, so the drain formats the next
+ * events (and empties the rings) while the previous ones are written or
+ * compressed: a checkpoint hands its events and trailer over by swapping
+ * buffers, one checkpoint in flight at most (memory: two event buffers).
+ * Every cycle ends with the file written (outq__wait), so the file is
+ * complete after a cycle as before, a fork() finds the thread idle, and the
+ * file's state is read by the drain only then. Where the thread cannot be
+ * started, the drain writes itself.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+
+#include "inject/shim.h"
+#include "internal.h"
+
+static void swap(struct jbuf *a, struct jbuf *b)
+{
+	struct jbuf t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static int write_job(void)
+{
+	struct outq *q = &W.q;
+
+	return (q->final ? out__finish : out__commit)(&W.out, q->ev.p, q->ev.len, q->trailer.p,
+						      q->trailer.len);
+}
+
+static void *outq_main(void *arg)
+{
+	struct outq *q = &W.q;
+	sigset_t all;
+
+	/* signals meant for the program go to its threads, not ours */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	gt_in_tracer = 1;
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (!q->busy)
+			pthread_cond_wait(&q->wake, &q->lock);
+		pthread_mutex_unlock(&q->lock);
+		int err = write_job();
+		pthread_mutex_lock(&q->lock);
+		q->err = err;
+		q->busy = false;
+		pthread_cond_broadcast(&q->done);
+	}
+	return NULL;
+}
+
+int outq__wait(void)
+{
+	struct outq *q = &W.q;
+	int err;
+
+	if (!q->started)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	while (q->busy)
+		pthread_cond_wait(&q->done, &q->lock);
+	err = q->err;
+	q->err = 0;
+	pthread_mutex_unlock(&q->lock);
+	return err;
+}
+
+int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final)
+{
+	struct outq *q = &W.q;
+	int err = outq__wait();
+
+	if (err)
+		return err;
+	if (!q->started && !q->no_thread) {
+		pthread_attr_t attr;
+
+		pthread_mutex_init(&q->lock, NULL);
+		pthread_cond_init(&q->wake, NULL);
+		pthread_cond_init(&q->done, NULL);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		q->started = !pthread_create(&q->thread, &attr, outq_main, NULL);
+		q->no_thread = !q->started;
+		pthread_attr_destroy(&attr);
+	}
+	swap(&q->ev, ev);
+	swap(&q->trailer, trailer);
+	ev->len = 0;
+	q->final = final;
+	if (!q->started)
+		return write_job();
+	pthread_mutex_lock(&q->lock);
+	q->busy = true;
+	pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
