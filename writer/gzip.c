@@ -104,7 +104,7 @@ static int gzm_open(struct gzm *g)
 {
 	if (g->open)
 		return 0;
-	if (isal__available()) {
+	if (!g->zlib_only && isal__available()) {
 		int err = isal_open(g);
 
 		if (!err)

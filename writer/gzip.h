@@ -29,6 +29,7 @@ struct gzm {
 	struct gzm_isal *isal;        /* ISA-L (writer/isal.h) */
 	struct gzm_isal *isal_copy;   /* scratch for gzm__end_copy */
 	bool open;
+	bool zlib_only; /* zlib even where ISA-L is there (tests) */
 };
 
 /* Compress p (n bytes) into out, flushed to a byte boundary. 0 or -errno. */

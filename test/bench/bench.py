@@ -78,6 +78,8 @@ TARGETS = {
     "run_loop_ratio": 1.2,   # gputrace run -- a shell loop of /bin/true / untraced, at most
     "exit_added_ns": 1e6,    # a traced process's exit beyond writing its events, at most
     "paused_added_ns": 2.0,  # paused (GPUTRACE_START=paused) over untraced, per call, at most
+    "tmpfs_vs_format": 1.5,  # drain + JSON into a tmpfs file / formatting alone, at most
+    "gz_events_per_s": 4e6,  # drain + .json.gz into a tmpfs file, at least
 }
 
 
@@ -297,6 +299,45 @@ class Bench:
             "gz_json_mb_per_s": bytes_ / gz_ms / 1e3,
             "gz_bytes_per_event": int(gz["round_bytes"]) / n,
             "gz_vs_write": gz_ms / raw_ms,
+        }
+
+    def row_writer(self):
+        """The writer end to end into a file on tmpfs (the disk decides nothing),
+        crash-safe layout and gzip included, against formatting alone (a
+        stream to /dev/null), interleaved, best of the repetitions."""
+        tmp = tmpfs_dir()
+        if not tmp:
+            self.results["3_writer"] = {"status": "n/a (no tmpfs at /dev/shm)"}
+            return
+        n = self.size("drain_events")
+        rounds = max(1, self.size("drain_rounds") - 1)
+        fmt, plain, gz, raw, lost = [], [], [], [], 0
+        with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=tmp) as d:
+            for _ in range(self.reps):
+                res = self.run([BIN / "bench_core", "drain", "/dev/null", 2, n, rounds],
+                               self.env())
+                fmt.append(f(res, "drain_ms"))
+                for name, times in (("w.json", plain), ("w.json.gz", gz)):
+                    path = pathlib.Path(d) / name
+                    res = self.run([BIN / "bench_core", "drain", path, 2, n, rounds], self.env())
+                    times.append(f(res, "drain_ms"))
+                    if name == "w.json":  # write() of the same bytes, same tmpfs
+                        raw.append(f(res, "raw_write_ms"))
+                    lost += read_trailer(path)[0].get("events_lost", 0)
+                    remove(path)
+        self.results["3_writer"] = {
+            "workload": f"bench_core drain: {n} host spans from 2 threads' rings in one cycle, "
+                        f"into a file on tmpfs ({tmp}) as .json and .json.gz, and into /dev/null "
+                        f"(formatting alone); end to end (the cycle ends with the file "
+                        f"complete); best of {self.reps} interleaved runs of {rounds} round(s)",
+            "events": n, "tmpfs": tmp,
+            "format_events_per_s": n / min(fmt) * 1e3,
+            "tmpfs_events_per_s": n / min(plain) * 1e3,
+            "tmpfs_vs_format": min(plain) / min(fmt),
+            "raw_write_vs_format": min(raw) / min(fmt),
+            "gz_events_per_s": n / min(gz) * 1e3,
+            "gz_vs_format": min(gz) / min(fmt),
+            "events_lost": lost,
         }
 
     def row_memory(self):
@@ -544,6 +585,18 @@ def remove(p):
         p.unlink()
 
 
+def tmpfs_dir():
+    """/dev/shm where it is a tmpfs, else None."""
+    try:
+        for line in open("/proc/mounts"):
+            dev, mnt, fstype = line.split()[:3]
+            if mnt == "/dev/shm" and fstype == "tmpfs" and os.access(mnt, os.W_OK):
+                return mnt
+    except OSError:
+        pass
+    return None
+
+
 def read_trailer(path):
     """The trace's "gputrace" trailer (counts, lost) without parsing all events."""
     path = pathlib.Path(path)
@@ -685,6 +738,21 @@ def table(res, m, reps):
                      f"{r['gz_events_per_s'] / 1e6:.2f} M events/s, "
                      f"{r['gz_json_mb_per_s']:.0f} MB/s of JSON", "",
                      f"{r['gz_vs_write']:.2f}x write time", "", ""))
+    r = res.get("3_writer")
+    if r and "status" in r:
+        rows.append(("3t writer into tmpfs", "", r["status"], "", "", "", "n/a"))
+    elif r:
+        rows.append(("3t writer into tmpfs", "2 threads' rings -> JSON file on tmpfs",
+                     f"{r['tmpfs_events_per_s'] / 1e6:.2f} M events/s, {r['events_lost']} lost",
+                     f"formatting alone {r['format_events_per_s'] / 1e6:.2f} M/s",
+                     f"{r['tmpfs_vs_format']:.2f}x formatting", "<= 1.5x",
+                     ok(r["tmpfs_vs_format"] <= TARGETS["tmpfs_vs_format"])))
+        rows.append(("", "", "", "plain write() of its bytes alone",
+                     f"{r['raw_write_vs_format']:.2f}x formatting", "", ""))
+        rows.append(("", "same, .json.gz (one gzip member)",
+                     f"{r['gz_events_per_s'] / 1e6:.2f} M events/s, {r['events_lost']} lost", "",
+                     f"{r['gz_vs_format']:.2f}x formatting", ">= 4 M/s",
+                     ok(r["gz_events_per_s"] >= TARGETS["gz_events_per_s"])))
     r = res.get("4_memory")
     if r and "status" in r:
         rows.append(("4 memory (peak RSS)", "", r["status"], "", "", "", "n/a"))
@@ -788,7 +856,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
     ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--only", default="", help="comma list of rows to run (1-7)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-7, 3t)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
     for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor",
@@ -798,7 +866,7 @@ def main():
     m = machine()
     with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=str(BUILD)) as work:
         b = Bench(args.quick, reps, work)
-        steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain),
+        steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain), ("3t", b.row_writer),
                  ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks),
                  ("7", b.row_processes), ("8", b.row_metrics)]
         only = set(filter(None, args.only.split(",")))

@@ -157,6 +157,7 @@ static bool inflate_one_member(const char *name, char *text, size_t len)
 	return ret == Z_STREAM_END && z.avail_in == 0;
 }
 
+/* _i: 0 ISA-L (where libisal.so.2 is), 1 zlib */
 START_TEST(test_gzip_is_one_member_at_every_checkpoint)
 {
 	static char text[1 << 16], want[1 << 16], ev[256];
@@ -165,6 +166,7 @@ START_TEST(test_gzip_is_one_member_at_every_checkpoint)
 
 	make_dir();
 	open_in_dir(&o, "t.json.gz");
+	o.gz_member.zlib_only = _i == 1;
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
 	ck_assert_str_eq(text, "{\"traceEvents\":[]}");
@@ -198,7 +200,7 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_unnamed_until_published);
 	tcase_add_test(tc, test_closed_before_publishing_leaves_nothing);
 	tcase_add_test(tc, test_never_replaces_an_earlier_trace);
-	tcase_add_test(tc, test_gzip_is_one_member_at_every_checkpoint);
+	tcase_add_loop_test(tc, test_gzip_is_one_member_at_every_checkpoint, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
