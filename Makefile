@@ -30,7 +30,7 @@ endif
 
 WARN      := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
-BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\"
+BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\" $(GT_ISAL_CFLAGS)
 # -fexceptions: a wrapper's cleanup runs when pthread_cancel() unwinds the
 # thread through it (backends/levelzero/backend.c, ze__unwound).
 LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -fexceptions -I.
@@ -41,6 +41,7 @@ HAVE_ZE    := $(shell test -f /usr/include/level_zero/ze_api.h && echo 1)
 HAVE_CUPTI := $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1)
 HAVE_CHECK := $(shell test -f /usr/include/check.h && echo 1)
 HAVE_NVCC  := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo 1)
+HAVE_ISAL  := $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)
 
 LIB_SRCS := $(wildcard inject/*.c writer/*.c backends/plugins/*.c backends/itt/*.c)
 ifeq ($(HAVE_ZE),1)
@@ -53,6 +54,11 @@ LIB_SRCS += $(wildcard backends/cuda/*.c)
 CUPTI_CFLAGS := -I$(CUDA_HOME)/include -Ibackends/cuda/compat -DGT_CUDA_HOME=\"$(CUDA_HOME)\"
 else
 $(info gputrace: CUPTI headers not found under CUDA_HOME=$(CUDA_HOME): building without the CUDA backend)
+endif
+ifneq ($(HAVE_ISAL),1)
+$(info gputrace: ISA-L headers (libisal-dev) not found: .gz traces are compressed with zlib only)
+LIB_EXCLUDE += writer/isal.c
+GT_ISAL_CFLAGS := -DGT_NO_ISAL
 endif
 # A sanitizer runtime loads libgcc_s itself: the unwinder stubs that spare a
 # plain build loading it (inject/unwind.c) stay out.

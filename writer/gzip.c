@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "gzip.h"
+#ifndef GT_NO_ISAL
 #include "isal.h"
+#endif
 #include "zlib.h"
 
 /*
@@ -14,11 +16,13 @@
  * ~150 MB/s (level 6 gave 19:1 at a third of that speed).
  */
 #define GZM_ZLIB_LEVEL 1
-#define GZM_ISAL_LEVEL 1
-#define GZM_ISAL_BUF   ISAL_DEF_LVL1_DEFAULT
 #define GZM_CHUNK      (64u << 10)
 
 /* ---- ISA-L ---- */
+
+#ifndef GT_NO_ISAL
+#define GZM_ISAL_LEVEL 1
+#define GZM_ISAL_BUF   ISAL_DEF_LVL1_DEFAULT
 
 /* A stream and its level buffer in one block: a copy is one memcpy
  * (the stream holds no pointer into itself between calls). */
@@ -77,6 +81,39 @@ static int isal_run(struct isal_zstream *s, const char *p, size_t n, bool end, s
 	return 0;
 }
 
+static bool isal_usable(const struct gzm *g)
+{
+	return !g->zlib_only && isal__available();
+}
+
+static int isal_add(struct gzm *g, const char *p, size_t n, struct jbuf *out)
+{
+	/* nothing new: everything given so far is flushed already */
+	return !n && g->isal->s.total_in ? 0 : isal_run(&g->isal->s, p, n, false, out);
+}
+
+static int isal_end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out)
+{
+	/* one scratch copy, kept: ~100 KB copied per checkpoint */
+	if (!g->isal_copy && !(g->isal_copy = malloc(sizeof(*g->isal_copy))))
+		return -ENOMEM;
+	memcpy(g->isal_copy, g->isal, sizeof(*g->isal));
+	isal_fix(g->isal_copy);
+	return isal_run(&g->isal_copy->s, p, n, true, out);
+}
+
+static int isal_finish(struct gzm *g, const char *p, size_t n, struct jbuf *out)
+{
+	return isal_run(&g->isal->s, p, n, true, out);
+}
+#else /* built without ISA-L's header (libisal-dev): zlib only */
+static bool isal_usable(const struct gzm *g) { return false; }
+static int isal_open(struct gzm *g) { return -ENOSYS; }
+static int isal_add(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
+static int isal_end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
+static int isal_finish(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
+#endif
+
 /* ---- zlib ---- */
 
 /* Run deflate over p until it is consumed and flushed (or the member ends). */
@@ -104,7 +141,7 @@ static int gzm_open(struct gzm *g)
 {
 	if (g->open)
 		return 0;
-	if (!g->zlib_only && isal__available()) {
+	if (isal_usable(g)) {
 		int err = isal_open(g);
 
 		if (!err)
@@ -130,8 +167,8 @@ int gzm__add(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 	if (err)
 		return err;
 	if (g->isal)
-		/* nothing new: everything given so far is flushed already */
-		return !n && g->isal->s.total_in ? 0 : isal_run(&g->isal->s, p, n, false, out);
+		return isal_add(g, p, n, out);
+	/* nothing new: everything given so far is flushed already */
 	if (!n && g->z.total_in)
 		return 0;
 	return zlib_run(&g->z, p, n, Z_SYNC_FLUSH, out);
@@ -144,14 +181,8 @@ int gzm__end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 
 	if (err)
 		return err;
-	if (g->isal) {
-		/* one scratch copy, kept: ~100 KB copied per checkpoint */
-		if (!g->isal_copy && !(g->isal_copy = malloc(sizeof(*g->isal_copy))))
-			return -ENOMEM;
-		memcpy(g->isal_copy, g->isal, sizeof(*g->isal));
-		isal_fix(g->isal_copy);
-		return isal_run(&g->isal_copy->s, p, n, true, out);
-	}
+	if (g->isal)
+		return isal_end_copy(g, p, n, out);
 	if (deflateCopy(&copy, &g->z) != Z_OK)
 		return -ENOMEM;
 	err = zlib_run(&copy, p, n, Z_FINISH, out);
@@ -164,7 +195,7 @@ int gzm__finish(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 	int err = gzm_open(g);
 
 	if (!err)
-		err = g->isal ? isal_run(&g->isal->s, p, n, true, out)
+		err = g->isal ? isal_finish(g, p, n, out)
 			      : zlib_run(&g->z, p, n, Z_FINISH, out);
 	gzm__free(g);
 	return err;
