@@ -633,7 +633,7 @@ static void flight_checkpoint(bool final)
 		flight__free();
 }
 
-void checkpoint__write(bool final)
+static void checkpoint_write(bool final, bool behind)
 {
 	int err;
 
@@ -651,11 +651,21 @@ void checkpoint__write(bool final)
 	events__fit();
 	build_trailer(final);
 	W.buf_at += W.buf.len; /* a paged file takes the events as they are */
-	err = outq__submit(&W.buf, &W.trailer, final);
+	err = outq__submit(&W.buf, &W.trailer, final, behind);
 	W.buf.len = 0;
 	W.ev_start = 0;
 	if (err)
 		output_failed(err);
+}
+
+void checkpoint__write(bool final)
+{
+	checkpoint_write(final, false);
+}
+
+void checkpoint__write_behind(void)
+{
+	checkpoint_write(false, true);
 }
 
 void checkpoint__settle(void)

@@ -130,7 +130,7 @@ static void drain_ring(struct ring *r)
 			break;
 		/* with its trailer: a file cut here (SIGKILL) is still complete JSON */
 		if (W.buf.len > FLUSH_BYTES && W.opened && !W.failed)
-			checkpoint__write(false);
+			checkpoint__write_behind(); /* the next events formatted meanwhile */
 	}
 	ring__consume(r, tail);
 	W.draining = NULL;

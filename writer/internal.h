@@ -316,10 +316,11 @@ GT_HIDDEN void flight__forget(void);
 
 /* ---- outq.c: the file written on its own thread ---- */
 
-/* Hand ev and trailer (swapped for empty buffers) to the output thread,
- * after the previous job is written; final: out__finish. 0 or -errno (of
- * the previous job, or of this one when written here). */
-GT_HIDDEN int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final);
+/* Write ev and trailer (swapped for empty buffers) after the job in flight;
+ * behind: on the output thread, the caller goes on; else here, now.
+ * final: out__finish. 0 or -errno (of the job in flight, or of this one
+ * when written here). */
+GT_HIDDEN int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind);
 /* Wait until the file is written; the result of the last job. */
 GT_HIDDEN int outq__wait(void);
 
@@ -331,6 +332,8 @@ GT_HIDDEN bool checkpoint__open(void);
 GT_HIDDEN bool checkpoint__anything(bool final);
 /* Append what W.buf holds and rewrite the trailer; final: close the JSON. */
 GT_HIDDEN void checkpoint__write(bool final);
+/* The same in the middle of a cycle: written behind the drain's back. */
+GT_HIDDEN void checkpoint__write_behind(void);
 /* Wait for the checkpoint in flight: the file is complete (or failed). */
 GT_HIDDEN void checkpoint__settle(void);
 /* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,

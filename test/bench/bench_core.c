@@ -18,6 +18,12 @@
  *	the raw write of the uncompressed run's bytes. A device (/dev/null) as
  *	<trace> measures the formatting alone (nothing is unlinked or written
  *	beside it).
+ *
+ *   bench_core dead <trace> <exited> [cycles]
+ *	<exited> threads record one event each and exit, and are drained;
+ *	then the median time of <cycles> drain cycles of one event each (a
+ *	checkpoint every cycle). Compare 0 with many: a cycle must not cost
+ *	more for the threads that have gone.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -245,15 +251,45 @@ static int bench_drain(const char *trace, unsigned nthreads, uint64_t events, un
 	return 0;
 }
 
+static int bench_dead(const char *trace, unsigned exited, unsigned cycles)
+{
+	struct bench_time t = { 0 };
+	uint64_t span = bench_wall();
+
+	start_tracer(trace, 64, 60000);
+	calls = 1;
+	for (unsigned done = 0; done < exited; done += 64)
+		run_threads(exited - done < 64 ? exited - done : 64, fill_thread);
+	if (writer__sync(false, 60000) || writer__sync(false, 60000))
+		BENCH_DIE("bench_core: the drain cycle did not finish");
+	for (unsigned i = 0; i < cycles; i++) {
+		uint64_t w;
+
+		record_call(name_ids[0]);
+		w = bench_wall();
+		if (writer__sync(false, 60000))
+			BENCH_DIE("bench_core: the drain cycle did not finish");
+		bench_burst(&t, bench_wall() - w, 0, 1);
+	}
+	gt_finish("exit", 60000);
+	printf("bench=dead exited=%u cycles=%u med_cycle_ns=%.0f dropped=%llu wall_ms=%.1f\n",
+	       exited, cycles, bench_median(&t, 1, false),
+	       (unsigned long long)atomic_load(&dropped), (bench_wall() - span) / 1e6);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	const char *trace = argc > 2 ? argv[2] : "";
 	unsigned nthreads = (unsigned)test_arg(argc, argv, 3, 1);
 
+	if (*trace && !strcmp(mode, "dead")) /* argument 3: exited threads, 0 too */
+		return bench_dead(trace, nthreads, (unsigned)test_arg(argc, argv, 4, 200));
 	if (!*trace || !nthreads)
 		BENCH_DIE("usage: bench_core emit <trace> <threads> <calls> [burst] [pause_us]\n"
-			  "       bench_core drain <trace> <threads> <events> [rounds]");
+			  "       bench_core drain <trace> <threads> <events> [rounds]\n"
+			  "       bench_core dead <trace> <exited> [cycles]");
 	if (!strcmp(mode, "emit")) {
 		calls = test_arg(argc, argv, 4, 1000000);
 		burst = test_arg(argc, argv, 5, BENCH_BURST_DEFAULT);
@@ -265,5 +301,5 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "drain"))
 		return bench_drain(trace, nthreads, test_arg(argc, argv, 4, 1000000),
 				   (unsigned)test_arg(argc, argv, 5, 3));
-	BENCH_DIE("bench_core: unknown mode '%s': use emit or drain", mode);
+	BENCH_DIE("bench_core: unknown mode '%s': use emit, drain or dead", mode);
 }
