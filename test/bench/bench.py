@@ -48,6 +48,7 @@ SIZES = {
     "drain_events": (1_000_000, 20_000),
     "drain_rounds": (3, 1),
     "rss_events": ((100_000, 1_000_000, 10_000_000), (1_000, 3_000)),
+    "exited_threads": (10_000, 100),
     "launches": (20_000, 256),
     "cuda_launches": (20_000, 256),
     "stack_calls": (200_000, 1_000),
@@ -80,6 +81,7 @@ TARGETS = {
     "paused_added_ns": 2.0,  # paused (GPUTRACE_START=paused) over untraced, per call, at most
     "tmpfs_vs_format": 1.5,  # drain + JSON into a tmpfs file / formatting alone, at most
     "gz_events_per_s": 4e6,  # drain + .json.gz into a tmpfs file, at least
+    "exited_cycle_ratio": 1.25,  # a drain cycle after 10^4 exited threads / after none, at most
 }
 
 
@@ -313,6 +315,8 @@ class Bench:
         n = self.size("drain_events")
         rounds = max(1, self.size("drain_rounds") - 1)
         fmt, plain, gz, raw, lost = [], [], [], [], 0
+        k = self.size("exited_threads")
+        cycle = {0: [], k: []}
         with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=tmp) as d:
             for _ in range(self.reps):
                 res = self.run([BIN / "bench_core", "drain", "/dev/null", 2, n, rounds],
@@ -326,6 +330,13 @@ class Bench:
                         raw.append(f(res, "raw_write_ms"))
                     lost += read_trailer(path)[0].get("events_lost", 0)
                     remove(path)
+                # a drain cycle (one event, a checkpoint) after 0 and after k threads exited
+                for exited, times in cycle.items():
+                    path = pathlib.Path(d) / "dead.json"
+                    res = self.run([BIN / "bench_core", "dead", path, exited, 300], self.env())
+                    times.append(f(res, "med_cycle_ns"))
+                    lost += int(res["dropped"])
+                    remove(path)
         self.results["3_writer"] = {
             "workload": f"bench_core drain: {n} host spans from 2 threads' rings in one cycle, "
                         f"into a file on tmpfs ({tmp}) as .json and .json.gz, and into /dev/null "
@@ -338,6 +349,10 @@ class Bench:
             "raw_write_vs_format": min(raw) / min(fmt),
             "gz_events_per_s": n / min(gz) * 1e3,
             "gz_vs_format": min(gz) / min(fmt),
+            "exited_threads": k,
+            "cycle_ns": min(cycle[0]),
+            "cycle_after_exited_ns": min(cycle[k]),
+            "exited_cycle_ratio": min(cycle[k]) / min(cycle[0]),
             "events_lost": lost,
         }
 
@@ -754,6 +769,11 @@ def table(res, m, reps):
                      f"{r['gz_events_per_s'] / 1e6:.2f} M events/s, {r['events_lost']} lost", "",
                      f"{r['gz_vs_format']:.2f}x formatting", ">= 4 M/s",
                      ok(r["gz_events_per_s"] >= TARGETS["gz_events_per_s"])))
+        rows.append(("", f"a drain cycle after {r['exited_threads']} threads exited",
+                     f"{ns(r['cycle_after_exited_ns'])}/cycle, {r['events_lost']} lost",
+                     f"after none: {ns(r['cycle_ns'])}/cycle",
+                     f"{r['exited_cycle_ratio']:.2f}x", "<= 1.25x",
+                     ok(r["exited_cycle_ratio"] <= TARGETS["exited_cycle_ratio"])))
     r = res.get("4_memory")
     if r and "status" in r:
         rows.append(("4 memory (peak RSS)", "", r["status"], "", "", "", "n/a"))

@@ -171,13 +171,16 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     text = proc.stdout.decode()
     for measure in ("1 added cost per host call", "1c flight recorder (30s)",
                     "2 scaling with threads",
-                    "3 drain + JSON, one core", "4 memory (peak RSS)",
+                    "3 drain + JSON", "3t writer into tmpfs", "4 memory (peak RSS)",
                     "5 device path, per launch", "6 stacks (--stacks)", "7 processes"):
         assert measure in text
     assert "CUDA kernel mode, simulated stack" in text
     figures = json.loads(out.read_text())
-    assert sorted(figures["results"]) == ["1_host_call", "1c_flight", "2_threads", "3_drain", "4_memory",
-                                          "5_device", "6_stacks", "7_processes", "8_metrics"]
+    assert sorted(figures["results"]) == ["1_host_call", "1c_flight", "2_threads", "3_drain",
+                                          "3_writer", "4_memory", "5_device", "6_stacks",
+                                          "7_processes", "8_metrics"]
+    writer = figures["results"]["3_writer"]
+    assert "status" in writer or (writer["events_lost"] == 0 and writer["cycle_ns"] > 0)
     assert figures["quick"] is True
     assert figures["results"]["1_host_call"]["events_lost"] == 0
     assert figures["results"]["1c_flight"]["events_lost"] == 0
