@@ -877,7 +877,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
     ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--only", default="", help="comma list of rows to run (1-7, 3t)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-8, 3t)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
     for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor",
