@@ -190,6 +190,7 @@ void checkpoint__forget_file(void)
 		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
 	W.ntids = 0;
 	W.ndead = 0;
+	W.dead_threads = W.dead_lost = 0;
 	flows__forget();
 	/* the next file's summary is made when it opens, as the first's was */
 	summary__free(W.sum);
