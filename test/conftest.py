@@ -1,6 +1,7 @@
 """Shared helpers for the end-to-end tests: run a program with and without
 the tracer, read the trace back with a real JSON parser (Python's json)."""
 import collections
+import contextlib
 import gzip
 import json
 import os
@@ -89,12 +90,28 @@ class Run:
 
 
 def default_signals():
-    """preexec_fn: the program starts with SIGINT and SIGQUIT at their
-    defaults, as from a terminal. A shell that runs the suite in the
-    background (without job control) has them ignored, and children inherit
-    that."""
-    for sig in (signal.SIGINT, signal.SIGQUIT):
+    """preexec_fn: the program starts with the signals that end a process
+    at their defaults, as from a terminal. A shell that runs the suite in
+    the background (without job control) has SIGINT and SIGQUIT ignored,
+    nohup has SIGHUP ignored, and children inherit that: a traced program
+    keeps an inherited SIG_IGN (as it must), so a test sending it the
+    signal would wait for an end that never comes."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def reaped(p):
+    """The Popen p killed (if it still runs) and reaped when the block ends,
+    whatever ends it: a traced program calling flat out writes hundreds of
+    MB of trace a second for as long as it runs, so a failed test must not
+    leave it running."""
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
 
 
 def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, input=None,

@@ -2,6 +2,7 @@
 (Level Zero on the simulated device): every way a process can end leaves a
 valid trace with every recorded call, and the program ends exactly as it
 would untraced."""
+import contextlib
 import glob
 import json
 import os
@@ -12,7 +13,8 @@ import time
 import pytest
 
 from conftest import (APPS, BUILD, PRELOAD, clean_env, count_events, default_signals,
-                      gputrace_lines, load_trace, need, run, scan_trace, sim_env, strip_gputrace)
+                      gputrace_lines, load_trace, need, reaped, run, scan_trace, sim_env,
+                      strip_gputrace)
 
 APP = BUILD / "test" / "core" / "lifecycle_app"
 
@@ -104,25 +106,28 @@ def test_exit_from_worker_while_others_trace(tmp_path):
     assert count_events(trace, "X", name="zeDriverGetApiVersion") >= 1100
 
 
-def start_loop(tmp_path, extra=None):
+@contextlib.contextmanager
+def looping(tmp_path, extra=None):
+    """ze_api loop, ready; killed when the test ends, whatever ends it."""
     need(APP)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "t.json"),
                              "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50", **(extra or {})}))
     # unbuffered: communicate() reads the fd, so nothing may sit in a buffer
     p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, bufsize=0, preexec_fn=default_signals)
-    assert p.stdout.readline().startswith(b"calls")
-    assert p.stdout.readline() == b"ready\n"
-    time.sleep(0.5)
-    return p
+    with reaped(p):
+        assert p.stdout.readline().startswith(b"calls")
+        assert p.stdout.readline() == b"ready\n"
+        time.sleep(0.5)
+        yield p
 
 
 @pytest.mark.sanitize
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_terminated_mid_run(tmp_path, sig):
-    p = start_loop(tmp_path)
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=30)
+    with looping(tmp_path) as p:
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
     assert p.returncode == -sig
     trace = scan_trace(tmp_path / "t.json")  # millions of events: streamed
     made = 1000 + printed_calls(out)
@@ -135,9 +140,9 @@ def test_terminated_mid_run(tmp_path, sig):
 
 
 def test_sigkill_leaves_last_checkpoint(tmp_path):
-    p = start_loop(tmp_path)
-    p.kill()
-    p.communicate(timeout=30)
+    with looping(tmp_path) as p:
+        p.kill()
+        p.communicate(timeout=30)
     assert p.returncode == -signal.SIGKILL
     trace = scan_trace(tmp_path / "t.json")  # parses: the checkpoint is complete JSON
     assert trace["gputrace"]["complete"] is False

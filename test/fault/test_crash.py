@@ -1,12 +1,13 @@
 """Crashes and signals: the program dies (or survives) exactly as it does
 untraced, and the trace holds every call it reported."""
+import contextlib
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import PRELOAD, clean_env, default_signals, load_trace
+from conftest import PRELOAD, clean_env, default_signals, load_trace, reaped
 from faultkit import (check_bounded, check_exact, compare, env_for, printed, prog, read_shm,
                       valid_trace, wait_for)
 
@@ -97,7 +98,11 @@ def test_inherited_sig_ign_holds(tmp_path, kind):
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-def start_loop(tmp_path, threads=3, paced=False):
+@contextlib.contextmanager
+def looping(tmp_path, threads=3, paced=False):
+    """fault_crash loop, ready: killed when the test ends, whatever ends it
+    (threads calling flat out write a trace of hundreds of MB a second
+    for as long as they run)."""
     env = clean_env(env_for(tmp_path, "traced", {
         "LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
         "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
@@ -105,10 +110,11 @@ def start_loop(tmp_path, threads=3, paced=False):
                          (["paced"] if paced else []), env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=default_signals)
-    assert p.stdout.readline() == b"main calls 1002\n"
-    assert p.stdout.readline() == b"ready\n"
-    time.sleep(0.3)
-    return p
+    with reaped(p):
+        assert p.stdout.readline() == b"main calls 1002\n"
+        assert p.stdout.readline() == b"ready\n"
+        time.sleep(0.3)
+        yield p
 
 
 @pytest.mark.sanitize
@@ -116,10 +122,10 @@ def start_loop(tmp_path, threads=3, paced=False):
 def test_signal_from_outside_mid_run(tmp_path, sig):
     """Three threads calling flat out; every call finished before the signal
     was sent is in the trace."""
-    p = start_loop(tmp_path)
-    before = read_shm(tmp_path / "traced.shm")["completed"]
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=30)
+    with looping(tmp_path) as p:
+        before = read_shm(tmp_path / "traced.shm")["completed"]
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
     assert p.returncode == -sig
     assert not err, err
     trace = valid_trace(tmp_path / "trace.json", keep_events=False)  # millions of events
@@ -133,11 +139,11 @@ def test_sigkill_mid_run(tmp_path):
     holds every call finished two flush intervals before the kill. (A
     checkpoint is one write: the kill can cut only that write, which a
     program of ordinary pace almost never meets.)"""
-    p = start_loop(tmp_path, paced=True)
-    before = read_shm(tmp_path / "traced.shm")["completed"]
-    time.sleep(0.25)  # > 2 x GPUTRACE_FLUSH_MS
-    p.kill()
-    p.communicate(timeout=30)
+    with looping(tmp_path, paced=True) as p:
+        before = read_shm(tmp_path / "traced.shm")["completed"]
+        time.sleep(0.25)  # > 2 x GPUTRACE_FLUSH_MS
+        p.kill()
+        p.communicate(timeout=30)
     assert p.returncode == -signal.SIGKILL
     trace = valid_trace(tmp_path / "trace.json", keep_events=False)
     meta = trace["gputrace"]
