@@ -10,14 +10,17 @@
  * (~15 us here) to every small cycle. So the thread starts with the first
  * cycle of more than 1 MiB, and every cycle ends with the file written, a
  * fork() finding the thread idle and the drain reading the file's state
- * only then. Where the thread cannot be started, the drain writes itself.
+ * only then. Where the thread cannot be started, the drain writes itself;
+ * a cycle on another thread writes itself too, unless the thread runs.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include "inject/shim.h"
 #include "internal.h"
+#include "writer.h"
 
 static void swap(struct jbuf *a, struct jbuf *b)
 {
@@ -43,6 +46,8 @@ static void *outq_main(void *arg)
 	/* signals meant for the program go to its threads, not ours */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* its own name (a thread starts with its creator's: the drain's) */
+	prctl(PR_SET_NAME, "gputrace-write", 0, 0, 0);
 	gt_in_tracer = 1;
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
@@ -81,7 +86,11 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 
 	if (err)
 		return err;
-	if (behind && !q->started && !q->no_thread) {
+	/* started by the drain thread only: it inherits the drain's mask (no
+	 * signal of the program's ever lands on it), and a cycle run by a
+	 * program's thread (no drain thread yet, a fatal signal's handler)
+	 * starts no thread */
+	if (behind && !q->started && !q->no_thread && writer__is_drain_thread()) {
 		pthread_attr_t attr;
 
 		pthread_mutex_init(&q->lock, NULL);
