@@ -72,11 +72,16 @@ GT_HIDDEN void capture__ended(void);
 GT_HIDDEN void capture__range_begin(uint64_t now_ns);
 GT_HIDDEN void capture__range_end(uint64_t now_ns);
 
-/* Writer: is [start, end] inside the window being written? */
+/* Writer: is [start, end] inside the window being written? A planned end
+ * (--duration) bounds it before the drain thread closes the window: a
+ * cycle that runs past that end leaves out what came after it. */
 static inline bool capture__inside(uint64_t start_ns, uint64_t end_ns)
 {
+	uint64_t stop = atomic_load_explicit(&gt_cap.stop_at_ns, memory_order_relaxed);
+
 	return start_ns >= atomic_load_explicit(&gt_cap.open_ns, memory_order_relaxed) &&
-	       end_ns <= atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed);
+	       end_ns <= atomic_load_explicit(&gt_cap.close_ns, memory_order_relaxed) &&
+	       (!stop || end_ns <= stop);
 }
 
 /* True while recording or paused between windows: the tracer is alive. */
