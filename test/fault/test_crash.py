@@ -1,6 +1,7 @@
 """Crashes and signals: the program dies (or survives) exactly as it does
 untraced, and the trace holds every call it reported."""
 import contextlib
+import pathlib
 import signal
 import subprocess
 import time
@@ -99,13 +100,13 @@ def test_inherited_sig_ign_holds(tmp_path, kind):
 
 
 @contextlib.contextmanager
-def looping(tmp_path, threads=3, paced=False):
+def looping(tmp_path, threads=3, paced=False, extra=None):
     """fault_crash loop, ready: killed when the test ends, whatever ends it
     (threads calling flat out write a trace of hundreds of MB a second
     for as long as they run)."""
     env = clean_env(env_for(tmp_path, "traced", {
         "LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-        "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
+        "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50", **(extra or {})}))
     p = subprocess.Popen([str(prog("fault_crash")), "loop", str(threads)] +
                          (["paced"] if paced else []), env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -132,6 +133,65 @@ def test_signal_from_outside_mid_run(tmp_path, sig):
     ended_by(trace["gputrace"], sig)
     shm = read_shm(tmp_path / "traced.shm")
     check_bounded(trace, 1002, dict(shm, snapshot=before))
+
+
+def thread_names(pid):
+    names = set()
+    for t in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names.add((t / "comm").read_text().strip())
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return names
+
+
+def trailer_tail(path):
+    """The last bytes of a trace the process may still be writing."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - 8192))
+        return f.read()
+
+
+def test_window_ends_while_the_output_thread_writes(tmp_path):
+    """A capture window over three threads calling in bursts: each cycle
+    hands megabytes to the output thread (gputrace-write); the window's file
+    ends complete and exact when the window does, and nothing more is
+    written while the program calls on (the output stays bounded)."""
+    trace = tmp_path / "trace.json"
+    with looping(tmp_path, paced=True, extra={"GPUTRACE_DELAY": "0.1", "GPUTRACE_DURATION": "0.3",
+                                              "GPUTRACE_FLUSH_MS": "200"}) as p:
+        assert wait_for(lambda: trace.exists() and b'"end":"window"' in trailer_tail(trace))
+        assert "gputrace-write" in thread_names(p.pid)
+        time.sleep(0.2)  # the file's last cycle compacts it after that trailer
+        size = trace.stat().st_size
+        calls = read_shm(tmp_path / "traced.shm")["completed"]
+        time.sleep(0.5)  # the program calls on, outside any window
+        assert read_shm(tmp_path / "traced.shm")["completed"] > calls + 10000
+        assert trace.stat().st_size == size
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM
+    assert sorted(f.name for f in tmp_path.glob("trace*.json*")) == ["trace.json"]
+    assert trace.stat().st_size == size > 4 << 20
+    ns = []
+    mark = []
+
+    def inside(ev):
+        if ev["ph"] == "X":
+            start = round(ev["ts"] * 1000)
+            ns.append((start, start + round(ev["dur"] * 1000)))
+            if ev.get("cat") == "gputrace":
+                mark.append((ev["name"], ev["tid"], ns[-1]))
+    t = valid_trace(trace, keep_events=False, each=inside)
+    info = t["gputrace"]
+    assert info["complete"] is True and info["end"] == "window"
+    lo, hi = info["capture"]["start_ns"], info["capture"]["end_ns"]
+    assert 0.29e9 <= hi - lo <= 0.35e9
+    assert mark == [("capture window 1", 0, (lo, hi))]
+    assert [(a, b) for a, b in ns if not lo <= a <= b <= hi] == []
+    # every recorded call is in the file (the mark is no recorded call)
+    assert len(ns) - 1 == info["events_recorded"] > 10000
 
 
 def test_sigkill_mid_run(tmp_path):
