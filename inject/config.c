@@ -450,6 +450,22 @@ static void set_watchdog(struct gt_config *cfg, const char *var, const char *val
 	}
 }
 
+/* A full ring makes the producer wait for the drain (ring_wait.c), at most
+ * this long per stall: on/1 (GT_LOSSLESS_MS_DEFAULT), off/0, or seconds. */
+static void set_lossless(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long ms;
+	int b = parse_bool(val);
+
+	if (b >= 0)
+		cfg->lossless_ms = b ? GT_LOSSLESS_MS_DEFAULT : 0;
+	else if (parse_seconds_ms(val, &ms) || ms < 1 || ms > GT_LOSSLESS_MS_MAX)
+		bad(cfg, var, val, "1/on, 0/off, or the longest wait in seconds, 0.001 to 60 (e.g. "
+			      "2.5)");
+	else
+		cfg->lossless_ms = (unsigned)ms;
+}
+
 /* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
 static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -689,6 +705,7 @@ static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 	X("GPUTRACE_RUN_DIR", set_ignore)                                          \
 	X("GPUTRACE_FLIGHT_RECORDER", set_flight_recorder)                         \
 	X("GPUTRACE_WATCHDOG", set_watchdog)                                       \
+	X("GPUTRACE_LOSSLESS", set_lossless)                                       \
 	X("GPUTRACE_PLUGIN_CONFIG", set_ignore)                                    \
 	X("GPUTRACE_LIB", set_ignore)                                              \
 	X("GPUTRACE_TOOL", set_ignore)                                             \
@@ -765,7 +782,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
 			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
 			       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _FLIGHT_RECORDER, _WATCHDOG, "
-			       "_LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
+			       "_LOSSLESS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
 			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
 			continue;
 		}

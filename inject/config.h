@@ -52,6 +52,8 @@ enum gt_kind_bit {
 #define GT_RANGE_PROFILER 1 /* cudaProfilerStart/Stop, ITT __itt_resume/__itt_pause */
 #define GT_RANGE_NVTX     2
 #define GT_WATCHDOG_MAX_S       86400
+#define GT_LOSSLESS_MS_DEFAULT  1000  /* --lossless: the longest wait for a full ring */
+#define GT_LOSSLESS_MS_MAX      60000
 
 /* Hardware metrics (GPUTRACE_METRICS_MODE): off, sampled over time, or per kernel. */
 /* nvtx: per NVTX push/pop range (CUDA's range profiler, user ranges) */
@@ -77,6 +79,8 @@ struct gt_config {
 	unsigned kineto_cycle_ms;    /* GPUTRACE_KINETO_CYCLE_MS: 0, or Kineto plug-ins'
 				      * stop/processEvents/start period */
 	unsigned watchdog_ms;        /* GPUTRACE_WATCHDOG: 0 off, else the hang threshold */
+	unsigned lossless_ms;        /* GPUTRACE_LOSSLESS: 0 off (a full ring drops), else the
+				      * longest a producer waits for room (ring_wait.c) */
 	char metrics[256];           /* GPUTRACE_METRICS: group or metric names, "" = default group */
 	unsigned metrics_mode;       /* GPUTRACE_METRICS_MODE: enum gt_metrics_mode */
 	unsigned metrics_hz;         /* GPUTRACE_METRICS_HZ: time mode sampling rate */

@@ -51,6 +51,10 @@ struct gt_lifecycle_hooks {
 	 * vendor buffer of device records into events there (a 4 MiB CUPTI
 	 * buffer is more than its ring holds). Never called by others. */
 	bool (*own_ring_full)(struct ring *r);
+	/* A ring is past its wake mark (or full): run a cycle soon, waking the
+	 * writer's thread if it sleeps. Lock-free, async-signal-safe. False
+	 * when no writer thread runs (nothing would empty a ring). */
+	bool (*wake)(void);
 };
 
 /* One writer registers; the shim takes the first it finds. */

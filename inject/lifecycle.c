@@ -90,6 +90,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.recording = no_writer_recording,
 	.flight_dump = no_writer_dump,
 	.own_ring_full = no_writer_ring_full,
+	.wake = no_writer_thread,
 };
 
 const struct gt_lifecycle_hooks *lifecycle__hooks(void)

@@ -22,6 +22,7 @@ struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 	_Static_assert(sizeof(struct ring) <= 4096, "the ring's header fits its page");
 	r = mem;
 	r->mask = slots - 1;
+	r->limit = slots / RING_WAKE_DIV; /* the first refresh wakes the drain */
 	r->tid = tid;
 	r->serial = serial;
 	r->map_bytes = header + slots * sizeof(struct gt_event);

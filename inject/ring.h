@@ -2,28 +2,41 @@
 /*
  * Single-producer/single-consumer ring of 64-byte slots, one per thread.
  * The producer (the traced thread) never blocks: when there is no room the
- * event is dropped and counted. The consumer is the drain thread.
+ * event is dropped and counted, unless --lossless asked it to wait for the
+ * drain (ring_wait.c). The consumer is the drain thread.
  * head/tail are free-running slot counters; capacity is a power of two.
  */
 #ifndef GPUTRACE_RING_H
 #define GPUTRACE_RING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "event.h"
 #include "ranges.h"
 
+/* The drain is woken when a ring is this fraction full (its high-water mark,
+ * writer/drain.c): it starts on a ring long before the ring fills. */
+#define RING_WAKE_DIV 4
+
 struct ring {
 	/* producer-owned line */
 	_Atomic uint64_t head;   /* next slot to write; published with release */
-	uint64_t cached_tail;    /* producer's last view of tail */
+	uint64_t limit;          /* the head at which the producer takes the slow path:
+				  * the wake mark, or full as of the tail last seen */
 	_Atomic uint64_t lost;   /* events dropped because the ring was full */
-	char pad0[64 - 24];
+	_Atomic uint64_t waits;  /* --lossless: stalls waited out (ring_wait.c) */
+	_Atomic uint64_t wait_ns; /* ... and their total time */
+	uint64_t gave_up_tail;   /* a wait timed out at this tail, + 1 (0: none): no
+				  * more waits until the drain moves */
+	char pad0[64 - 48];
 	/* consumer-owned line */
 	_Atomic uint64_t tail; /* next slot to read; published with release */
 	uint64_t recorded;     /* events the drain thread wrote out */
-	char pad1[64 - 16];
+	_Atomic uint32_t room;    /* futex word: bumped when a waiting producer has room */
+	_Atomic uint32_t waiting; /* the producer waits on room (written only then) */
+	char pad1[64 - 24];
 	/* shared, read-mostly */
 	uint64_t mask;     /* capacity - 1 */
 	pid_t tid;         /* OS thread id of the producer */
@@ -48,34 +61,49 @@ struct ring {
 
 GT_HIDDEN struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial);
 GT_HIDDEN void ring__free(struct ring *r);
+/* --lossless (ring_wait.c): the calling producer waits until nslots are free
+ * in its full ring, at most gt_cfg.lossless_ms: 0, -ETIMEDOUT (the event is
+ * lost; no more waits until the drain moves), -EAGAIN (not a thread or a
+ * moment that may wait). */
+GT_HIDDEN int ring__wait_room(struct ring *r, unsigned nslots);
+/* Consumer: wake the producer waiting in ring__wait_room. */
+GT_HIDDEN void ring__wake_waiter(struct ring *r);
 
 static inline struct gt_event *ring__slot(struct ring *r, uint64_t seq)
 {
 	return &r->slots[seq & r->mask];
 }
 
-/* Producer: returns the first sequence number of n free slots, or -1. */
-static inline int64_t ring__reserve(struct ring *r, unsigned n)
+/*
+ * Producer: the first sequence number of n free slots, or -1 (full). *wake:
+ * the ring is past its wake mark (the caller wakes the drain). The view of
+ * the consumer is refreshed only when head reaches limit: once at the wake
+ * mark, then when the ring looks full.
+ */
+static inline int64_t ring__reserve(struct ring *r, unsigned n, bool *wake)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	uint64_t cap = r->mask + 1;
+	uint64_t cap = r->mask + 1, tail, mark;
 
-	if (gt_unlikely(head + n - r->cached_tail > cap)) {
-		r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head + n - r->cached_tail > cap)
-			return -1;
-	}
+	*wake = false;
+	if (gt_likely(head + n <= r->limit))
+		return (int64_t)head;
+	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	mark = tail + cap / RING_WAKE_DIV;
+	*wake = head + n > mark;
+	if (head + n - tail > cap)
+		return -1;
+	r->limit = *wake ? tail + cap : mark;
 	return (int64_t)head;
 }
 
-/* Producer fast path: the next slot if the cached view of the consumer
- * shows room for one (no shared load); NULL sends the caller to
- * ring__reserve(), which refreshes that view. */
+/* Producer fast path: the next slot if head is below the limit (no shared
+ * load); NULL sends the caller to ring__reserve(), which refreshes it. */
 static inline struct gt_event *ring__try_one(struct ring *r, uint64_t *head)
 {
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 
-	if (gt_unlikely(h - r->cached_tail > r->mask))
+	if (gt_unlikely(h >= r->limit))
 		return NULL;
 	*head = h;
 	return ring__slot(r, h);
@@ -93,9 +121,14 @@ static inline uint64_t ring__readable(struct ring *r, uint64_t *tail)
 	return atomic_load_explicit(&r->head, memory_order_acquire) - *tail;
 }
 
+/* Consumer: slots before new_tail are read; a producer waiting for room
+ * (--lossless) is woken once a useful share of the ring is free. */
 static inline void ring__consume(struct ring *r, uint64_t new_tail)
 {
-	atomic_store_explicit(&r->tail, new_tail, memory_order_release);
+	/* seq_cst: ordered before the load of waiting (ring__wait_room's pair) */
+	atomic_store_explicit(&r->tail, new_tail, memory_order_seq_cst);
+	if (gt_unlikely(atomic_load_explicit(&r->waiting, memory_order_seq_cst)))
+		ring__wake_waiter(r);
 }
 
 /* Fill level in slots, for the high-water check. */

@@ -265,6 +265,7 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	struct gt_event *slot;
 	unsigned nslots, a;
 	int64_t seq;
+	bool wake;
 
 	if (gt_unlikely(!r))
 		return -ECANCELED;
@@ -273,9 +274,13 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	nslots = 1 + (nargs > GT_ARGS_INLINE ? (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) /
 						       GT_ARGS_PER_EXT
 					     : 0);
-	seq = ring__reserve(r, nslots);
+	seq = ring__reserve(r, nslots, &wake);
+	if (wake)
+		lifecycle__hooks()->wake();
 	if (gt_unlikely(seq < 0) && lifecycle__hooks()->own_ring_full(r))
-		seq = ring__reserve(r, nslots);
+		seq = ring__reserve(r, nslots, &wake);
+	if (gt_unlikely(seq < 0) && gt_cfg.lossless_ms && !ring__wait_room(r, nslots))
+		seq = ring__reserve(r, nslots, &wake);
 	if (gt_unlikely(seq < 0)) {
 		/* single writer: plain load/store, no locked instruction */
 		atomic_store_explicit(&r->lost,

@@ -190,7 +190,7 @@ void checkpoint__forget_file(void)
 		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
 	W.ntids = 0;
 	W.ndead = 0;
-	W.dead_threads = W.dead_lost = 0;
+	W.dead_threads = W.dead_lost = W.dead_waits = W.dead_wait_ns = 0;
 	flows__forget();
 	/* the next file's summary is made when it opens, as the first's was */
 	summary__free(W.sum);
@@ -290,6 +290,21 @@ static uint64_t ring_lost(void)
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
 		n += atomic_load(&r->lost);
 	return n;
+}
+
+/* --lossless: the waits of live and gone threads, and their time (the
+ * gone ones' as totals: O(1) in their number, as their losses). */
+static uint64_t ring_waits(uint64_t *wait_ns)
+{
+	uint64_t n = 0;
+
+	*wait_ns = 0;
+	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next) {
+		n += atomic_load(&r->waits);
+		*wait_ns += atomic_load(&r->wait_ns);
+	}
+	*wait_ns += W.dead_wait_ns;
+	return n + W.dead_waits;
 }
 
 static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
@@ -469,6 +484,17 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"lost_by_reason\":");
 	jbuf__put(b, reasons.p, reasons.len);
 	jbuf__free(&reasons);
+	if (gt_cfg.lossless_ms) {
+		uint64_t wait_ns, waits = ring_waits(&wait_ns);
+
+		jbuf__lit(b, ",\"lossless\":{\"waits\":");
+		json__u64(b, waits);
+		jbuf__lit(b, ",\"wait_ns\":");
+		json__u64(b, wait_ns);
+		jbuf__lit(b, ",\"timeout_ms\":");
+		json__u64(b, gt_cfg.lossless_ms);
+		jbuf__ch(b, '}');
+	}
 	trailer_adjusted(b);
 	trailer_gaps(b);
 	jbuf__lit(b, ",\"devices\":[");
@@ -701,6 +727,11 @@ void checkpoint__summary(void)
 		if (atomic_load(&gt_st.lost_count[i]))
 			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
 				      atomic_load(&gt_st.lost_count[i]));
+	if (gt_cfg.lossless_ms) {
+		uint64_t wait_ns, waits = ring_waits(&wait_ns);
+
+		summary__waits(W.sum, waits, wait_ns);
+	}
 	/* the process's row gets its losses too (the same process: added) */
 	me = this_process(host, sizeof(host), rank, sizeof(rank));
 	me.lost = lost_total(false, NULL);

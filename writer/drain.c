@@ -70,13 +70,37 @@ static bool outside_window(const struct gt_event *ev)
 	return true;
 }
 
+/* Read slots are handed back this often, not once per visit: the producer
+ * finds room while the drain formats the rest (a drain that published only
+ * at the end kept a fast thread's ring full, and dropping, for the whole
+ * batch). */
+#define PUBLISH_SLOTS    512
+
 static void drain_ring(struct ring *r)
 {
 	struct gt_arg args[GT_ARGS_MAX];
-	uint64_t tail, n = ring__readable(r, &tail), end = tail + n;
+	uint64_t tail, n = ring__readable(r, &tail), end = tail + n, published = tail;
+	/* what a thread adds while it is drained is read in the same visit, up
+	 * to two rings' worth: one fast thread does not hold the cycle (other
+	 * rings, the backends' records, the checkpoint) for long */
+	uint64_t stop = tail + 2 * (r->mask + 1);
 
 	W.draining = r;
-	while (tail < end) {
+	for (;;) {
+		if (tail >= end) {
+			if (tail >= stop || gt_unlikely(atomic_load_explicit(&W.fork_pending,
+									 memory_order_relaxed)))
+				break;
+			ring__consume(r, tail);
+			published = tail;
+			end = tail + ring__readable(r, &tail);
+			if (tail >= end)
+				break;
+		}
+		if (tail - published >= PUBLISH_SLOTS) {
+			ring__consume(r, tail);
+			published = tail;
+		}
 		const struct gt_event *ev = ring__slot(r, tail);
 		unsigned nargs = ev->nargs, nslots = 1;
 
@@ -160,6 +184,8 @@ static void remember_dead(struct ring *r)
 
 	W.dead_threads++;
 	W.dead_lost += lost;
+	W.dead_waits += atomic_load(&r->waits);
+	W.dead_wait_ns += atomic_load(&r->wait_ns);
 	if (W.ndead == W.dead_cap) {
 		size_t cap = W.dead_cap ? W.dead_cap * 2 : 64;
 		struct thread_stat *d = realloc(W.dead, cap * sizeof(*d));

@@ -124,6 +124,7 @@ struct writer {
 	struct thread_stat *dead;  /* exited threads, for the last trailer's list */
 	size_t ndead, dead_cap;
 	uint64_t dead_threads, dead_lost; /* their count and losses: O(1) per checkpoint */
+	uint64_t dead_waits, dead_wait_ns; /* ... and their --lossless waits */
 
 	struct gt_rank rank; /* read when the file is opened */
 
@@ -142,6 +143,9 @@ struct writer {
 	_Atomic bool thread_running;
 	_Atomic int drain_tid;
 	_Atomic uint32_t kick;
+	/* a producer's ring passed its wake mark (ring.h): a cycle is due; and
+	 * the drain thread is about to sleep (the two sides of the wake-up) */
+	_Atomic bool ring_woke, sleeping;
 	_Atomic uint64_t req_seq, done_seq;
 	_Atomic uint32_t done_word; /* futex: bumped when a cycle ends */
 	_Atomic uint32_t waiters;   /* threads waiting in sync() */

@@ -77,6 +77,8 @@ struct summary {
 	uint64_t first_ns, last_ns; /* window over all spans */
 	uint64_t overhead_count, overhead_ns;
 	uint64_t lost_total;
+	bool lossless;              /* a process recorded with --lossless */
+	uint64_t waits, wait_ns;    /* ... and waited this often, this long */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -465,6 +467,15 @@ void summary__lost(struct summary *s, const char *reason, uint64_t n)
 	r = table__get(s, &s->t[T_LOST], reason && *reason ? reason : "unknown");
 	if (r)
 		r->count += n;
+}
+
+void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
+{
+	if (!s)
+		return;
+	s->lossless = true;
+	s->waits += waits;
+	s->wait_ns += wait_ns;
 }
 
 /* ---- reporting ---- */
@@ -986,6 +997,9 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 			plural(s->overhead_count, "span", "spans"),
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
+	if (s->lossless)
+		fprintf(f, "  waits for a full buffer (--lossless): %" PRIu64 ", %s in all\n", s->waits,
+			fmt_ns(a, sizeof(a), s->wait_ns));
 	if (s->oom)
 		fprintf(f, "  (out of memory while summarizing: numbers are partial)\n");
 	fflush(f);
@@ -1205,7 +1219,12 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		fprintf(f, ":%" PRIu64, v[i]->count);
 	}
 	free(v);
-	fputs("}},\n\"processes\":[", f);
+	fputs("}},\n\"lossless\":", f);
+	if (s->lossless)
+		fprintf(f, "{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", s->waits, s->wait_ns);
+	else
+		fputs("null", f);
+	fputs(",\n\"processes\":[", f);
 	json_processes(f, s, window);
 	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");
 

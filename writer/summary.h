@@ -63,6 +63,9 @@ struct summary *summary__new(void);
 void summary__free(struct summary *s);
 void summary__add(struct summary *s, const struct summary_span *span);
 void summary__lost(struct summary *s, const char *reason, uint64_t n);
+/* --lossless: stalls a full ring made a thread wait, and their total time
+ * (added up; the summary says them once any process recorded losslessly). */
+void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);
 /* A process; returns its number (>= 1) for summary_span.process, or 0
  * without memory. Same pid, host and rank: the same number (an exec'd
  * image is the same process; it takes the newer name). */

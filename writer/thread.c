@@ -143,16 +143,21 @@ static void *drain_main(void *arg)
 		/* a window's planned start or end is kept to the millisecond, not POLL_MS */
 		if (window_in < (uint64_t)ts.tv_nsec)
 			ts.tv_nsec = (long)(window_in > 1000000 ? window_in : 1000000);
-		/* no sleep while a ring is still past its high-water mark */
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high() && ts.tv_nsec &&
-		    !atomic_load(&W.flight_request))
+		/* no sleep while a ring is still past its high-water mark; sleeping
+		 * is said first: a producer that passes its wake mark after the
+		 * check below sees it and wakes us (writer__wake) */
+		atomic_store(&W.sleeping, true);
+		if (req == atomic_load(&W.done_seq) && !atomic_load(&W.ring_woke) &&
+		    !drain__rings_high() && ts.tv_nsec && !atomic_load(&W.flight_request))
 			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
+		atomic_store(&W.sleeping, false);
 		atomic_store(&W.kick, 0);
+		bool woke = atomic_exchange(&W.ring_woke, false);
 		if (gt_unlikely(due != UINT64_MAX))
 			due = sample_due(due);
 		req = atomic_load(&W.req_seq);
 		final = atomic_load(&W.req_final);
-		if (req == atomic_load(&W.done_seq) && !drain__rings_high() &&
+		if (req == atomic_load(&W.done_seq) && !woke && !drain__rings_high() &&
 		    !atomic_load(&W.flight_request) &&
 		    gt_clock_ns() - W.last_checkpoint_ns < gt_cfg.flush_ms * 1000000ull)
 			continue;
@@ -365,6 +370,24 @@ int writer__flight_dump_now(const char *reason, char *path, size_t len)
 	return 0;
 }
 
+/* A producer's ring passed its wake mark: a cycle now, not at the next
+ * poll. Two loads while the drain thread is busy; a futex wake only when
+ * it sleeps. */
+static bool writer__wake(void)
+{
+	if (!atomic_load_explicit(&W.thread_running, memory_order_relaxed))
+		return false;
+	if (!atomic_load_explicit(&W.ring_woke, memory_order_relaxed))
+		atomic_store(&W.ring_woke, true);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&W.sleeping)) {
+		atomic_store(&W.kick, 1);
+		futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+	}
+	return true;
+}
+
 /* Under gputrace run, the run waits for processes that record (checkpoint.c). */
 static void writer__recording(void)
 {
@@ -383,5 +406,6 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.recording = writer__recording,
 	.flight_dump = writer__flight_dump,
 	.own_ring_full = drain__own_ring_full,
+	.wake = writer__wake,
 };
 GT_LIFECYCLE_HOOKS(writer_hooks);

@@ -561,7 +561,8 @@ static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
 	struct reason_sum rs = { 0 };
-	uint64_t lost = 0, recorded = 0;
+	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0;
+	bool lossless = false;
 	const char *host = NULL;
 	bool one_host = true;
 
@@ -570,6 +571,9 @@ static void write_meta(struct merge *m, int64_t base)
 
 		lost += mt->events_lost;
 		recorded += mt->events_recorded;
+		lossless |= mt->lossless;
+		waits += mt->waits;
+		wait_ns += mt->wait_ns;
 		meta__each_lost(mt, add_reason, &rs);
 		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
 			one_host = false;
@@ -604,7 +608,11 @@ static void write_meta(struct merge *m, int64_t base)
 	}
 	free(rs.names);
 	free(rs.counts);
-	buf__adds(o, "},\"inputs\":[");
+	buf__addc(o, '}');
+	if (lossless)
+		buf__printf(o, ",\"lossless\":{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", waits,
+			    wait_ns);
+	buf__adds(o, ",\"inputs\":[");
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];
 		bool any = false;

@@ -61,6 +61,14 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {
 			jv_u64(mb.v, mb.e, &m->events_recorded);
+		} else if (jv_key_is(&mb, "lossless") && !jv_is_null(mb.v, mb.e)) {
+			const char *wv, *we;
+
+			m->lossless = true;
+			if (jv_get(mb.v, mb.e, "waits", &wv, &we))
+				jv_u64(wv, we, &m->waits);
+			if (jv_get(mb.v, mb.e, "wait_ns", &wv, &we))
+				jv_u64(wv, we, &m->wait_ns);
 		} else if (jv_key_is(&mb, "host_pids")) {
 			const char *p = mb.v, *ev, *ee;
 

@@ -44,7 +44,8 @@
 	X("--capture-count", "GPUTRACE_CAPTURE_COUNT", true)                               \
 	X("--capture-signal", "GPUTRACE_CAPTURE_SIGNAL", true)                             \
 	X("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER", true)                           \
-	X("--watchdog", "GPUTRACE_WATCHDOG", true)
+	X("--watchdog", "GPUTRACE_WATCHDOG", true)                                         \
+	X("--lossless", "GPUTRACE_LOSSLESS", false)
 
 enum {
 #define RUN_OPT_COUNT(name, var, value) +1

@@ -408,6 +408,8 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	meta__each_lost(&c->out->meta, add_lost, c);
 	if (c->out->meta.events_lost > c->lost_by_reason)
 		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
+	if (c->out->meta.lossless)
+		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	return 0;
 }

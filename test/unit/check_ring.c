@@ -19,7 +19,8 @@ static struct ring *small_ring(void)
 
 static int produce(struct ring *r, uint64_t value, unsigned nslots)
 {
-	int64_t seq = ring__reserve(r, nslots);
+	bool wake;
+	int64_t seq = ring__reserve(r, nslots, &wake);
 
 	if (seq < 0)
 		return -1;
