@@ -193,6 +193,7 @@ void checkpoint__forget_file(void)
 	W.dead_threads = W.dead_lost = W.dead_waits = W.dead_wait_ns = 0;
 	flows__forget();
 	/* the next file's summary is made when it opens, as the first's was */
+	memset(W.sum_batch, 0, sizeof(W.sum_batch));
 	summary__free(W.sum);
 	W.sum = NULL;
 }
@@ -720,6 +721,7 @@ void checkpoint__summary(void)
 	if (!W.sum)
 		return; /* GPUTRACE_SUMMARY=0, no JSON: nothing at all (gputrace run
 			 * --no-summary says it when events were lost) */
+	events__summary_flush();
 	full = ring_lost();
 	if (full)
 		summary__lost(W.sum, "ring_full", full);

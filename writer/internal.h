@@ -78,6 +78,8 @@ struct pending {
 };
 
 /* A thread that has exited, for the trailer (drain.c frees its ring). */
+#define SUM_BATCHES 64
+
 struct thread_stat {
 	uint32_t tid;
 	uint32_t serial;
@@ -137,6 +139,11 @@ struct writer {
 
 	struct summary *sum;
 	int sum_process; /* this process's row in sum */
+	/* host calls gathered by name before they reach sum (events.c) */
+	struct sum_batch {
+		uint32_t name, cat; /* 0: empty */
+		uint64_t n, total_ns, min_ns, max_ns, first_ns, last_end_ns;
+	} sum_batch[SUM_BATCHES];
 	uint64_t last_checkpoint_ns, last_dlopen_poll_ns;
 
 	pthread_t thread;
@@ -260,7 +267,9 @@ struct device_row {
 
 /* A host span or instant on row tid of the process; returns its arrow point
  * (it has one if it is a launch, or ends a flow: GT_EVF_FLOW_END). */
-GT_HIDDEN uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
+GT_HIDDEN /* The host calls gathered for the summary, into it (before it is read). */
+void events__summary_flush(void);
+uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
 				unsigned nargs, uint32_t tid);
 /* The ranges of a device span's causing calls: ctx from the call that
  * recorded it (an append), exec from the one that ran it when it differs. */

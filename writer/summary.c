@@ -151,15 +151,21 @@ static struct row *table__get(struct summary *s, struct table *t, const char *na
 	return r;
 }
 
+static void row__account_calls(struct row *r, const struct summary_calls *c)
+{
+	r->count += c->count;
+	r->total_ns += c->total_ns;
+	if (c->min_ns < r->min_ns)
+		r->min_ns = c->min_ns;
+	if (c->max_ns > r->max_ns)
+		r->max_ns = c->max_ns;
+}
+
 static void row__account(struct row *r, uint64_t dur_ns, uint64_t bytes)
 {
-	r->count++;
-	r->total_ns += dur_ns;
 	r->bytes += bytes;
-	if (dur_ns < r->min_ns)
-		r->min_ns = dur_ns;
-	if (dur_ns > r->max_ns)
-		r->max_ns = dur_ns;
+	row__account_calls(r, &(struct summary_calls){ .count = 1, .total_ns = dur_ns,
+						       .min_ns = dur_ns, .max_ns = dur_ns });
 }
 
 /* Add [start, end) to the device's union of busy intervals. */
@@ -455,6 +461,29 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 	}
 	if (r)
 		row__account(r, sp->dur_ns, 0);
+}
+
+void summary__add_calls(struct summary *s, const struct summary_span *sp,
+			const struct summary_calls *c)
+{
+	struct row *r;
+
+	if (!s || !c->count)
+		return;
+	if (sp->process > 0 && (size_t)sp->process <= s->nprocs) {
+		s->procs[sp->process - 1].spans += c->count;
+		row__account_calls(&s->procs[sp->process - 1].api, c);
+	}
+	if (!s->spans || sp->start_ns < s->first_ns)
+		s->first_ns = sp->start_ns;
+	if (c->last_end_ns > s->last_ns)
+		s->last_ns = c->last_end_ns;
+	s->spans += c->count;
+	r = table__get(s, &s->t[T_API], sp->name);
+	if (r && !r->cat && sp->cat)
+		r->cat = strdup(sp->cat);
+	if (r)
+		row__account_calls(r, c);
 }
 
 void summary__lost(struct summary *s, const char *reason, uint64_t n)

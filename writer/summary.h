@@ -62,6 +62,13 @@ struct summary_hints {
 struct summary *summary__new(void);
 void summary__free(struct summary *s);
 void summary__add(struct summary *s, const struct summary_span *span);
+/* Host calls of one name, added at once (sp: the first's start, its name,
+ * category and process; the rest from c): as many summary__add calls. */
+struct summary_calls {
+	uint64_t count, total_ns, min_ns, max_ns, last_end_ns;
+};
+void summary__add_calls(struct summary *s, const struct summary_span *sp,
+			const struct summary_calls *c);
 void summary__lost(struct summary *s, const char *reason, uint64_t n);
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */

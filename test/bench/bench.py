@@ -45,6 +45,7 @@ SIZES = {
     "thread_calls": (131_072, 1_000),
     "threads": ((1, 2, 4, 8, 16), (1, 2)),
     "sustained_calls": (1_000_000, 2_000),
+    "sustained_ms": (10_000, 100),
     "drain_events": (1_000_000, 20_000),
     "drain_rounds": (3, 1),
     "rss_events": ((100_000, 1_000_000, 10_000_000), (1_000, 3_000)),
@@ -82,7 +83,9 @@ TARGETS = {
     "tmpfs_vs_format": 1.5,  # drain + JSON into a tmpfs file / formatting alone, at most
     "gz_events_per_s": 4e6,  # drain + .json.gz into a tmpfs file, at least
     "exited_cycle_ratio": 1.25,  # a drain cycle after 10^4 exited threads / after none, at most
+    "sustained_per_s": 8e6,  # one thread, 10 s, nothing lost: recorded per second, at least
 }
+SUSTAINED_RATE = 8_000_000  # calls per second offered by the paced run of row 2
 
 
 class Bench:
@@ -259,19 +262,57 @@ class Bench:
                         "untraced_cpu_ns": min(untraced), "traced_cpu_ns": min(traced),
                         "added_ns_per_call": min(traced) - min(untraced),
                         "events_lost": lost, "events_recorded": recorded})
-        # The same calls without pauses: more events per second than the drain
-        # formats; the ring overflows and the excess is counted lost, never waited for.
-        ns = self.size("sustained_calls")
-        res, trailer, _ = self.traced([BIN / "bench_ze", "calls", 1, ns, 0, 0])
-        wall_s = f(res, "wall_ns") * ns / 1e9
-        sustained = {"calls": ns, "events_lost": trailer.get("events_lost", 0),
-                     "events_recorded": trailer.get("events_recorded", 0),
-                     "offered_per_s": ns / wall_s,
-                     "recorded_per_s": trailer.get("events_recorded", 0) / wall_s}
         self.results["2_threads"] = {
             "workload": f"bench_ze calls: T threads x {n} zeDriverGetApiVersion, bursts of "
                         f"{BURST}, pause 10 ms + 10 ms x T; CPU time per call of each thread",
-            "rows": out, "sustained_1_thread_no_pause": sustained}
+            "rows": out, "sustained": self.sustained()}
+
+    def summary_run(self, cmd, extra=None):
+        """A traced run into /dev/null (formatting and writing it, without a disk:
+        10 s at 8 M calls/s is ~12 GB of JSON); its counts from the summary JSON."""
+        js = self.trace_path("sustained-summary.json")
+        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT="/dev/null",
+                                                GPUTRACE_SUMMARY_JSON=str(js))))
+        with open(js) as fh:
+            summary = json.load(fh)
+        remove(js)
+        calls = [a["count"] for a in summary.get("api_calls", [])
+                 if a["name"] == "zeDriverGetApiVersion"]
+        return res, {"recorded": calls[0] if calls else 0,
+                     "lost": summary["lost"]["total"], "lossless": summary.get("lossless")}
+
+    def sustained(self):
+        """One thread calling without pauses: at a sustained 8 M calls/s for 10 s at
+        default settings (the drain must keep up: nothing lost), flat out at default
+        settings (more than any drain formats: the excess is counted lost, exactly),
+        and flat out with --lossless (the thread waits for the drain: nothing lost)."""
+        ms, out = self.size("sustained_ms"), {}
+        res, c = self.summary_run([BIN / "bench_ze", "rate", SUSTAINED_RATE, ms])
+        offered = int(res["calls"]) + 100  # and the 100 that made the ring
+        wall_s = f(res, "wall_ns") / 1e9
+        out["paced"] = {"asked_per_s": SUSTAINED_RATE, "ms": ms, "offered": offered,
+                        "offered_per_s": f(res, "offered_per_s"), "recorded": c["recorded"],
+                        "events_lost": c["lost"], "recorded_per_s": c["recorded"] / wall_s}
+        # flat out, into a file: the trailer's exact counts
+        ns = self.size("sustained_calls")
+        res, trailer, _ = self.traced([BIN / "bench_ze", "calls", 1, ns, 0, 0])
+        wall_s = f(res, "wall_ns") * ns / 1e9
+        recorded = trailer.get("events_recorded", 0)
+        out["flat"] = {"calls": ns, "events_lost": trailer.get("events_lost", 0),
+                       "events_recorded": recorded, "offered_per_s": ns / wall_s,
+                       "recorded_per_s": recorded / wall_s}
+        res, c = self.summary_run([BIN / "bench_ze", "rate", 0, ms], {"GPUTRACE_LOSSLESS": "1"})
+        wall_s = f(res, "wall_ns") / 1e9
+        waits = c["lossless"] or {}
+        out["lossless"] = {"ms": ms, "offered": int(res["calls"]) + 100,
+                           "recorded": c["recorded"], "events_lost": c["lost"],
+                           "recorded_per_s": c["recorded"] / wall_s,
+                           "untraced_per_s": None, "waits": waits.get("waits", 0),
+                           "wait_ns": waits.get("wait_ns", 0)}
+        # the same loop untraced: what the waits cost the program
+        res = self.run([BIN / "bench_ze", "rate", 0, min(ms, 1000)], self.env())
+        out["lossless"]["untraced_per_s"] = f(res, "offered_per_s")
+        return out
 
     def row_drain(self):
         n, rounds = self.size("drain_events"), self.size("drain_rounds")
@@ -724,14 +765,35 @@ def table(res, m, reps):
                          f"untraced {ns(t['untraced_cpu_ns'])}/call",
                          f"{t['added_ns_per_call'] / res['1_host_call']['floor_ns']:.2f}x floor"
                          if "1_host_call" in res else "", "0 lost", ok(t["events_lost"] == 0)))
-        s = r["sustained_1_thread_no_pause"]
+        s = r["sustained"]
         cap = res.get("3_drain", {}).get("events_per_s")
-        rows.append(("", f"1 thread, {s['calls']} calls, no pauses",
-                     f"{s['events_lost']} of {s['calls']} lost",
-                     f"offered {s['offered_per_s'] / 1e6:.1f} M calls/s, recorded "
-                     f"{s['recorded_per_s'] / 1e6:.1f} M/s" +
-                     (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""), "", "",
+        p = s["paced"]
+        rows.append(("2b sustained, 1 thread",
+                     f"{p['asked_per_s'] / 1e6:.0f} M calls/s for {p['ms'] / 1000:g} s, defaults",
+                     f"{p['recorded']} of {p['offered']} recorded, {p['events_lost']} lost",
+                     f"offered {p['offered_per_s'] / 1e6:.1f} M/s, recorded "
+                     f"{p['recorded_per_s'] / 1e6:.1f} M/s",
+                     f"{p['recorded'] / p['offered']:.3f} recorded", ">= 8 M/s, 0 lost",
+                     ok(p["events_lost"] == 0 and
+                        p["recorded_per_s"] >= TARGETS["sustained_per_s"])))
+        x = s["flat"]
+        rows.append(("", f"flat out, {x['calls']} calls, defaults (into a file)",
+                     f"{x['events_recorded']} of {x['calls']} recorded, "
+                     f"{x['events_lost']} lost",
+                     f"offered {x['offered_per_s'] / 1e6:.1f} M/s, recorded "
+                     f"{x['recorded_per_s'] / 1e6:.1f} M/s" +
+                     (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""),
+                     f"{x['events_recorded'] / x['calls']:.3f} recorded", "lost counted",
                      "by design"))
+        x = s["lossless"]
+        rows.append(("", f"flat out for {x['ms'] / 1000:g} s, --lossless",
+                     f"{x['recorded']} of {x['offered']} recorded, {x['events_lost']} lost, "
+                     f"{x['waits']} waits ({x['wait_ns'] / 1e9:.2f} s)",
+                     f"recorded {x['recorded_per_s'] / 1e6:.1f} M/s; untraced loop "
+                     f"{x['untraced_per_s'] / 1e6:.1f} M calls/s",
+                     f"{x['recorded'] / x['offered']:.3f} recorded", ">= 8 M/s, 0 lost",
+                     ok(x["events_lost"] == 0 and
+                        x["recorded_per_s"] >= TARGETS["sustained_per_s"])))
     r = res.get("1c_flight")
     if r:
         rows.append(("1c flight recorder (30s)", "row 1's calls, into memory",

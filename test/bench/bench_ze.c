@@ -19,6 +19,11 @@
  *	an immediate list, the last signalling an event the host waits for.
  *	The time per launch covers the whole cycle: what the program waits.
  *	A pause after every <burst> launches lets the tracer drain.
+ *   bench_ze rate <calls_per_s> <ms>
+ *	One thread calls zeDriverGetApiVersion at <calls_per_s> for <ms>, in
+ *	chunks of 1000 paced by the clock (no sleep: a sustained rate, not
+ *	bursts); 0 calls per second: flat out. Prints the calls made and the
+ *	rate offered (a program the tracer slows offers less than asked).
  *   bench_ze exit <calls> [pause_us]
  *	<calls> calls, a pause (the tracer writes them meanwhile), then exit:
  *	prints the CLOCK_MONOTONIC time right before exit(), for the harness
@@ -286,6 +291,36 @@ static int bench_idle(unsigned long ms)
 	return 0;
 }
 
+/* ---- a sustained rate ---- */
+
+#define RATE_CHUNK 1000
+
+static int bench_rate(unsigned long per_s, unsigned long ms)
+{
+	uint64_t start, end, now, made = 0, cpu;
+	double ns_per_call = per_s ? 1e9 / (double)per_s : 0;
+
+	setup();
+	call_loop(100); /* the ring exists */
+	start = bench_wall();
+	end = start + ms * 1000000ull;
+	cpu = bench_cpu();
+	for (now = start; now < end; now = bench_wall()) {
+		/* the schedule: chunk k is due at start + k x chunk time */
+		if (per_s && now < start + (uint64_t)(made * ns_per_call))
+			continue;
+		if (call_loop(RATE_CHUNK) != RATE_CHUNK)
+			BENCH_DIE("bench_ze: calls failed");
+		made += RATE_CHUNK;
+	}
+	cpu = bench_cpu() - cpu;
+	printf("bench=rate calls=%llu wall_ns=%llu cpu_ns=%llu asked_per_s=%lu offered_per_s=%.0f\n",
+	       (unsigned long long)made, (unsigned long long)(now - start),
+	       (unsigned long long)cpu, per_s, made * 1e9 / (double)(now - start));
+	ZE_CHECK(zeContextDestroy(context));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -321,9 +356,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "idle"))
 		return bench_idle(test_arg(argc, argv, 2, 1000));
+	if (!strcmp(mode, "rate"))
+		return bench_rate(test_arg(argc, argv, 2, 8000000), test_arg(argc, argv, 3, 1000));
 	BENCH_DIE("usage: bench_ze calls <threads> <calls> [burst] [pause_us] [nest]\n"
 		  "       bench_ze launch <regular|immediate> <launches> [batch] [burst] [pause_us] "
 		  "[ranges]\n"
+		  "       bench_ze rate <calls_per_s> <ms>\n"
 		  "       bench_ze exit <calls> [pause_us]\n"
 		  "       bench_ze idle <ms>");
 }
