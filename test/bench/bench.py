@@ -778,12 +778,13 @@ def table(res, m, reps):
                         p["recorded_per_s"] >= TARGETS["sustained_per_s"])))
         x = s["flat"]
         rows.append(("", f"flat out, {x['calls']} calls, defaults (into a file)",
-                     f"{x['events_recorded']} of {x['calls']} recorded, "
-                     f"{x['events_lost']} lost",
+                     f"{x['events_recorded']} of {x['events_recorded'] + x['events_lost']} "
+                     f"recorded, {x['events_lost']} lost",
                      f"offered {x['offered_per_s'] / 1e6:.1f} M/s, recorded "
                      f"{x['recorded_per_s'] / 1e6:.1f} M/s" +
                      (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""),
-                     f"{x['events_recorded'] / x['calls']:.3f} recorded", "lost counted",
+                     f"{x['events_recorded'] / (x['events_recorded'] + x['events_lost']):.3f} "
+                     "recorded", "lost counted",
                      "by design"))
         x = s["lossless"]
         rows.append(("", f"flat out for {x['ms'] / 1000:g} s, --lossless",
