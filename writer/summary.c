@@ -867,6 +867,10 @@ static void lost_advice(const struct summary *s, char *buf, size_t len)
 	else
 		snprintf(buf, len, "a thread recorded faster than gputrace wrote: rerun with a larger "
 			 "%s(the default is 4096 KiB per thread)", s->hint_buffer ? flag : "--buffer-kb ");
+	/* the way to lose nothing, spelled as the buffer's hint is (option or variable) */
+	if (!s->lossless && strlen(buf) + 64 < len)
+		strcat(buf, strncmp(flag, "--", 2) ? ", or GPUTRACE_LOSSLESS=1 to make it wait"
+						   : ", or --lossless to make it wait");
 }
 
 static void put_reasons(FILE *f, const struct summary *s)

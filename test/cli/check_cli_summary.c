@@ -360,12 +360,14 @@ START_TEST(test_lost_events_advice)
 	fclose(f);
 	ck_assert_str_eq(text, "gputrace: 6 events lost (cupti_dropped 1, ring_full 5) in t.json; "
 			       "a thread recorded faster than gputrace wrote: rerun with "
-			       "--buffer-kb 16384 (now 4096 KiB per thread)\n");
+			       "--buffer-kb 16384 (now 4096 KiB per thread), or --lossless to make "
+			       "it wait\n");
 	free(text);
 	text = print_to_text(s);
 	ck_assert_ptr_nonnull(strstr(text, "  lost events: 6 (cupti_dropped 1, ring_full 5)\n    a "
 					   "thread recorded faster than gputrace wrote: rerun with "
-					   "--buffer-kb 16384 (now 4096 KiB per thread)\n"));
+					   "--buffer-kb 16384 (now 4096 KiB per thread), or "
+					   "--lossless to make it wait\n"));
 	free(text);
 	summary__free(s);
 	/* nothing lost: no line */

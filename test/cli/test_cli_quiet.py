@@ -147,8 +147,9 @@ def test_lost_events_say_what_to_do_also_without_summary(tmp_path):
     # one line, the loss and the remedy, though the summary is off
     assert gputrace_lines(p.stderr) == [
         f"gputrace: {lost} events lost (ring_full {lost}) in {tmp_path}/t.json; a thread "
-        "recorded faster than gputrace wrote: rerun with --buffer-kb 16 (now 4 KiB per thread)"]
+        "recorded faster than gputrace wrote: rerun with --buffer-kb 16 (now 4 KiB per thread), "
+        "or --lossless to make it wait"]
     p = gputrace(["run", "-o", "u.json", "--buffer-kb", "4", "--plugin-path", PLUGIN_DIR, "--",
                   SPAWN, "leaf", "0"], tmp_path, env=env)
     assert "    a thread recorded faster than gputrace wrote: rerun with --buffer-kb 16 " \
-        "(now 4 KiB per thread)\n" in p.stderr.decode()
+        "(now 4 KiB per thread), or --lossless to make it wait\n" in p.stderr.decode()
