@@ -122,6 +122,34 @@ START_TEST(test_flight_recorder_values)
 }
 END_TEST
 
+/* --lossless: on/off, or the longest wait for a full ring in seconds. */
+START_TEST(test_lossless_values)
+{
+	static const struct {
+		const char *env;
+		unsigned ms;
+	} good[] = {
+		{ "GPUTRACE_LOSSLESS=1", GT_LOSSLESS_MS_DEFAULT },
+		{ "GPUTRACE_LOSSLESS=on", GT_LOSSLESS_MS_DEFAULT },
+		{ "GPUTRACE_LOSSLESS=off", 0 },
+		{ "GPUTRACE_LOSSLESS=0", 0 },
+		{ "GPUTRACE_LOSSLESS=2.5", 2500 },
+		{ "GPUTRACE_LOSSLESS=0.001", 1 },
+		{ "GPUTRACE_LOSSLESS=60", 60000 },
+	};
+	struct gt_config cfg;
+
+	ck_assert_int_eq(parse(&cfg, (char *[]){ NULL }), 0);
+	ck_assert_uint_eq(cfg.lossless_ms, 0); /* off by default */
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *env[] = { (char *)good[i].env, NULL };
+
+		ck_assert_int_eq(parse(&cfg, env), 0);
+		ck_assert_uint_eq(cfg.lossless_ms, good[i].ms);
+	}
+}
+END_TEST
+
 START_TEST(test_backends_none_and_stacks_on)
 {
 	struct gt_config cfg;
@@ -173,6 +201,11 @@ static const struct {
 	{ "GPUTRACE_DURATION=nan", "GPUTRACE_DURATION" },
 	{ "GPUTRACE_DURATION=9e9", "GPUTRACE_DURATION" },
 	{ "GPUTRACE_CAPTURE_RANGE=nvtx:", "GPUTRACE_CAPTURE_RANGE" },
+	{ "GPUTRACE_LOSSLESS=", "GPUTRACE_LOSSLESS" },
+	{ "GPUTRACE_LOSSLESS=maybe", "GPUTRACE_LOSSLESS" },
+	{ "GPUTRACE_LOSSLESS=61", "GPUTRACE_LOSSLESS" },
+	{ "GPUTRACE_LOSSLESS=0.0005", "GPUTRACE_LOSSLESS" },
+	{ "GPUTRACE_LOSSLESS=2s", "GPUTRACE_LOSSLESS" },
 	{ "GPUTRACE_CAPTURE_RANGE=nvtx:a@", "GPUTRACE_CAPTURE_RANGE" },
 	{ "GPUTRACE_CAPTURE_RANGE=cudaprofilerapi", "GPUTRACE_CAPTURE_RANGE" },
 	{ "GPUTRACE_CAPTURE_COUNT=-1", "GPUTRACE_CAPTURE_COUNT" },
@@ -340,6 +373,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_good_values);
 	tcase_add_test(tc, test_backends_none_and_stacks_on);
+	tcase_add_test(tc, test_lossless_values);
 	tcase_add_test(tc, test_flight_recorder_values);
 	tcase_add_loop_test(tc, test_bad_value, 0, sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_test(tc, test_huge_value);
