@@ -53,7 +53,8 @@ struct gt_lifecycle_hooks {
 	bool (*own_ring_full)(struct ring *r);
 	/* A ring is past its wake mark (or full): run a cycle soon, waking the
 	 * writer's thread if it sleeps. Lock-free, async-signal-safe. False
-	 * when no writer thread runs (nothing would empty a ring). */
+	 * when no writer thread is there to empty a ring now: none runs, or
+	 * it is inside a backend's hook, which may be waiting for the caller. */
 	bool (*wake)(void);
 };
 

@@ -71,6 +71,10 @@ static bool may_wait(const struct ring *r)
 
 	if (!gt_tracing() || atomic_load_explicit(&gt_st.crashing, memory_order_relaxed))
 		return false;
+	/* the process's start-up (a plug-in's events as it starts): the drain
+	 * runs no cycle before it is over (writer/thread.c) */
+	if (atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2)
+		return false;
 	/* nested in our own code (a backend's flush, a callback inside a
 	 * wrapper's vendor call): it may hold what the drain needs */
 	if (gt_in_tracer > 1 || lifecycle__hooks()->is_own_thread())

@@ -256,6 +256,14 @@ bool drain__rings_high(void)
 	return false;
 }
 
+/* A backends' hook from the drain thread (see W.in_backend). */
+void drain__backends_call(enum gt_backend_hook hook)
+{
+	atomic_store(&W.in_backend, true);
+	shim__backends_call(hook, NULL, NULL);
+	atomic_store(&W.in_backend, false);
+}
+
 /* This cycle is the last before an exec replaces the image. */
 static bool is_exec(void)
 {
@@ -280,7 +288,7 @@ static void cycle(bool final, bool closing)
 	 * A window's end is no final flush (that ends plug-ins for good): they
 	 * were stopped by the window hook (writer__window_end). */
 	if (!atomic_load(&gt_st.crashing))
-		shim__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH, NULL, NULL);
+		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {
@@ -336,7 +344,7 @@ void writer__window_end(void)
 {
 	/* plug-ins stopped and handed over (waiting for one still doing so on
 	 * the thread that closed the window): their events are in this file */
-	shim__backends_call(GT_HOOK_WINDOW_CLOSE, NULL, NULL);
+	drain__backends_call(GT_HOOK_WINDOW_CLOSE);
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;

@@ -153,6 +153,10 @@ struct writer {
 	/* a producer's ring passed its wake mark (ring.h): a cycle is due; and
 	 * the drain thread is about to sleep (the two sides of the wake-up) */
 	_Atomic bool ring_woke, sleeping;
+	/* the drain thread is inside a backend's hook (a flush, a window's
+	 * start or end, a sample): it may wait for a thread of the backend's
+	 * that is waiting for room (--lossless), so none waits meanwhile */
+	_Atomic bool in_backend;
 	_Atomic uint64_t req_seq, done_seq;
 	_Atomic uint32_t done_word; /* futex: bumped when a cycle ends */
 	_Atomic uint32_t waiters;   /* threads waiting in sync() */
@@ -267,7 +271,9 @@ struct device_row {
 
 /* A host span or instant on row tid of the process; returns its arrow point
  * (it has one if it is a launch, or ends a flow: GT_EVF_FLOW_END). */
-GT_HIDDEN /* The host calls gathered for the summary, into it (before it is read). */
+GT_HIDDEN /* A backends' hook called from the drain thread's cycle (drain.c). */
+void drain__backends_call(enum gt_backend_hook hook);
+/* The host calls gathered for the summary, into it (before it is read). */
 void events__summary_flush(void);
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args,
 				unsigned nargs, uint32_t tid);

@@ -65,7 +65,9 @@ static uint64_t sample_due(uint64_t due)
 	for (unsigned spins = 0; atomic_load(&W.fork_pending) && spins < 1000; spins++)
 		sched_yield();
 	pthread_mutex_lock(&W.cycle_lock);
+	atomic_store(&W.in_backend, true);
 	due = shim__backends_sample(now);
+	atomic_store(&W.in_backend, false);
 	pthread_mutex_unlock(&W.cycle_lock);
 	return due;
 }
@@ -85,7 +87,7 @@ static void window_changed(bool open)
 		return;
 	pthread_mutex_lock(&W.cycle_lock);
 	gt_in_tracer = 0;
-	shim__backends_call(open ? GT_HOOK_WINDOW_OPEN : GT_HOOK_WINDOW_CLOSE, NULL, NULL);
+	drain__backends_call(open ? GT_HOOK_WINDOW_OPEN : GT_HOOK_WINDOW_CLOSE);
 	gt_in_tracer = 1;
 	pthread_mutex_unlock(&W.cycle_lock);
 }
@@ -377,6 +379,8 @@ static bool writer__wake(void)
 {
 	if (!atomic_load_explicit(&W.thread_running, memory_order_relaxed))
 		return false;
+	if (atomic_load_explicit(&W.in_backend, memory_order_relaxed))
+		return false; /* it may be waiting for the caller: see in_backend */
 	if (!atomic_load_explicit(&W.ring_woke, memory_order_relaxed))
 		atomic_store(&W.ring_woke, true);
 	else

@@ -24,7 +24,8 @@ def test_help(tmp_path, args, status):
     out = p.stdout.decode()
     assert out.startswith("usage: gputrace run [options] [--] CMD [ARGS...]")
     for word in ("merge -o OUT", "summary", "--output", "--stacks", "--no-summary",
-                 "--summary-json", "--plugin-path", "--buffer-kb", "--backends", "--graph-trace"):
+                 "--summary-json", "--plugin-path", "--buffer-kb", "--backends", "--graph-trace",
+                 "--lossless"):
         assert word in out
     assert p.stderr == b""
 

@@ -1,0 +1,41 @@
+"""gputrace run --lossless: the option reaches every process, the run's summary
+(stderr and --summary-json) counts the waits, and a plug-in handing over
+events while the process starts (before main: the drain runs no cycle yet)
+is never made to wait for a drain that cannot come."""
+import json
+
+from cli_helpers import PLUGIN_DIR, SPAWN, gputrace, gt_env, load_exact
+from conftest import need
+
+
+def test_run_lossless_counts_waits_and_never_waits_at_start_up(tmp_path):
+    need(SPAWN)
+    (tmp_path / "tmp").mkdir()
+    env = gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000", "TMPDIR": str(tmp_path / "tmp")})
+    p = gputrace(["run", "-o", "t.json", "--lossless", "--buffer-kb", "4", "--summary-json",
+                  "s.json", "--plugin-path", PLUGIN_DIR, "--", SPAWN, "leaf", "0"], tmp_path,
+                 env=env)
+    assert p.returncode == 0, p.stderr
+    meta = load_exact(tmp_path / "t.json")["gputrace"]
+    lost = int(meta["events_lost"])
+    # the plug-in's 16000 events at its start, into a 64-event ring: lost,
+    # counted, and not waited for (a wait there would time out after 1 s)
+    assert lost > 0 and meta["lost_by_reason"] == {"ring_full": lost}
+    assert (meta["lossless"]["waits"], meta["lossless"]["wait_ns"]) == (0, 0)
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["lost"]["total"] == lost
+    assert s["lossless"] == {"waits": 0, "wait_ns": 0}
+    err = p.stderr.decode()
+    assert "  waits for a full buffer (--lossless): 0, 0 ns in all\n" in err
+    # lossless already: the advice is the buffer's alone
+    assert "rerun with --buffer-kb 16 (now 4 KiB per thread)\n" in err
+
+
+def test_run_without_lossless_has_no_waits_in_its_summary(tmp_path):
+    need(SPAWN)
+    p = gputrace(["run", "-o", "t.json", "--summary-json", "s.json", "--", SPAWN, "leaf", "0"],
+                 tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["lossless"] is None
+    assert "--lossless" not in p.stderr.decode()
