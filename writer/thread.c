@@ -373,18 +373,19 @@ int writer__flight_dump_now(const char *reason, char *path, size_t len)
 }
 
 /* A producer's ring passed its wake mark: a cycle now, not at the next
- * poll. Two loads while the drain thread is busy; a futex wake only when
- * it sleeps. */
+ * poll. A few loads while the drain thread is busy; a futex wake only when
+ * it sleeps. (A wake missed in a race costs one poll, POLL_MS.) */
 static bool writer__wake(void)
 {
 	if (!atomic_load_explicit(&W.thread_running, memory_order_relaxed))
 		return false;
 	if (atomic_load_explicit(&W.in_backend, memory_order_relaxed))
 		return false; /* it may be waiting for the caller: see in_backend */
-	if (!atomic_load_explicit(&W.ring_woke, memory_order_relaxed))
-		atomic_store(&W.ring_woke, true);
-	else
-		atomic_thread_fence(memory_order_seq_cst);
+	/* already asked, and not yet seen: the drain sees it before it sleeps
+	 * (a full ring drops every call here: no fence for each) */
+	if (atomic_load_explicit(&W.ring_woke, memory_order_acquire))
+		return true;
+	atomic_store(&W.ring_woke, true);
 	if (atomic_load(&W.sleeping)) {
 		atomic_store(&W.kick, 1);
 		futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
