@@ -15,6 +15,8 @@
 
 struct ring;
 
+enum { GT_WAKE_NONE, GT_WAKE_OK, GT_WAKE_BUSY };
+
 struct gt_lifecycle_hooks {
 	/* Fresh state for this process (also in a fork child, after forget). */
 	void (*init)(void);
@@ -52,10 +54,11 @@ struct gt_lifecycle_hooks {
 	 * buffer is more than its ring holds). Never called by others. */
 	bool (*own_ring_full)(struct ring *r);
 	/* A ring is past its wake mark (or full): run a cycle soon, waking the
-	 * writer's thread if it sleeps. Lock-free, async-signal-safe. False
-	 * when no writer thread is there to empty a ring now: none runs, or
-	 * it is inside a backend's hook, which may be waiting for the caller. */
-	bool (*wake)(void);
+	 * writer's thread if it sleeps. Lock-free, async-signal-safe. Returns
+	 * GT_WAKE_NONE when no writer thread runs (nothing would empty a
+	 * ring), GT_WAKE_BUSY while it is inside a backend's hook (which may
+	 * be waiting for the caller), else GT_WAKE_OK. */
+	int (*wake)(void);
 };
 
 /* One writer registers; the shim takes the first it finds. */

@@ -65,6 +65,11 @@ static bool no_writer_thread(void)
 	return false;
 }
 
+static int no_writer_wake(void)
+{
+	return GT_WAKE_NONE;
+}
+
 static void no_writer_recording(void)
 {
 }
@@ -90,7 +95,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.recording = no_writer_recording,
 	.flight_dump = no_writer_dump,
 	.own_ring_full = no_writer_ring_full,
-	.wake = no_writer_thread,
+	.wake = no_writer_wake,
 };
 
 const struct gt_lifecycle_hooks *lifecycle__hooks(void)

@@ -29,6 +29,7 @@
 #define SPINS        64       /* polls before sleeping: the drain may be mid-batch */
 #define SLICE_NS     1000000  /* conditions (the process ending) are looked at this often */
 #define ROOM_DIV     8        /* a waiter wakes with this share of the ring free */
+#define BUSY_MAX_NS  100000000 /* the longest wait for a drain inside a backend's hook */
 
 static inline void cpu_relax(void)
 {
@@ -91,7 +92,7 @@ static bool may_wait(const struct ring *r)
 int ring__wait_room(struct ring *r, unsigned nslots)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed), cap = r->mask + 1;
-	uint64_t want = room_wanted(r, nslots), start, now, tail;
+	uint64_t want = room_wanted(r, nslots), start, now, tail, busy_since = 0;
 	int ret = -ETIMEDOUT;
 
 	if (nslots > cap || !may_wait(r))
@@ -109,15 +110,26 @@ int ring__wait_room(struct ring *r, unsigned nslots)
 		}
 		/* the drain gone (the process ends, a fork child before its
 		 * drain starts), or recording stopped (paused, finishing) */
-		if (!lifecycle__hooks()->wake() || !gt_tracing()) {
+		int drain = lifecycle__hooks()->wake();
+		if (drain == GT_WAKE_NONE || !gt_tracing()) {
 			ret = -EAGAIN;
 			break;
 		}
+		/* in a backend's hook: a flush is short, but one that waits for
+		 * this very thread (a plug-in's lock) would be waited out to the
+		 * timeout: a short hook is waited for, a long one given up as a
+		 * timeout is (no waits until the drain moves) */
+		now = gt_clock_ns();
+		if (drain != GT_WAKE_BUSY)
+			busy_since = 0;
+		else if (!busy_since)
+			busy_since = now;
+		else if (now - busy_since > BUSY_MAX_NS)
+			break;
 		if (spin < SPINS) {
 			cpu_relax();
 			continue;
 		}
-		now = gt_clock_ns();
 		if (now - start >= gt_cfg.lossless_ms * 1000000ull)
 			break;
 		struct timespec ts = { 0, SLICE_NS };

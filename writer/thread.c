@@ -375,22 +375,22 @@ int writer__flight_dump_now(const char *reason, char *path, size_t len)
 /* A producer's ring passed its wake mark: a cycle now, not at the next
  * poll. A few loads while the drain thread is busy; a futex wake only when
  * it sleeps. (A wake missed in a race costs one poll, POLL_MS.) */
-static bool writer__wake(void)
+static int writer__wake(void)
 {
 	if (!atomic_load_explicit(&W.thread_running, memory_order_relaxed))
-		return false;
+		return GT_WAKE_NONE;
 	if (atomic_load_explicit(&W.in_backend, memory_order_relaxed))
-		return false; /* it may be waiting for the caller: see in_backend */
+		return GT_WAKE_BUSY; /* it may be waiting for the caller: see in_backend */
 	/* already asked, and not yet seen: the drain sees it before it sleeps
 	 * (a full ring drops every call here: no fence for each) */
 	if (atomic_load_explicit(&W.ring_woke, memory_order_acquire))
-		return true;
+		return GT_WAKE_OK;
 	atomic_store(&W.ring_woke, true);
 	if (atomic_load(&W.sleeping)) {
 		atomic_store(&W.kick, 1);
 		futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
 	}
-	return true;
+	return GT_WAKE_OK;
 }
 
 /* Under gputrace run, the run waits for processes that record (checkpoint.c). */
