@@ -731,6 +731,14 @@ def sns(v):
     return ("+" if v >= 0 else "-") + ns(abs(v))
 
 
+def rate_row(measure, workload, x, rates, extra=""):
+    """A row 2b line of a run that must record every call at >= 8 M/s."""
+    return (measure, workload,
+            f"{x['recorded']} of {x['offered']} recorded, {x['events_lost']} lost{extra}",
+            rates, f"{x['recorded'] / x['offered']:.3f} recorded", ">= 8 M/s, 0 lost",
+            ok(x["events_lost"] == 0 and x["recorded_per_s"] >= TARGETS["sustained_per_s"]))
+
+
 def table(res, m, reps):
     """Rows of (measure, workload, gputrace, floor/peer, ratio, target, verdict)."""
     rows = []
@@ -771,14 +779,10 @@ def table(res, m, reps):
         s = r["sustained"]
         cap = res.get("3_drain", {}).get("events_per_s")
         p = s["paced"]
-        rows.append(("2b sustained, 1 thread",
-                     f"{p['asked_per_s'] / 1e6:.0f} M calls/s for {p['ms'] / 1000:g} s, defaults",
-                     f"{p['recorded']} of {p['offered']} recorded, {p['events_lost']} lost",
-                     f"offered {p['offered_per_s'] / 1e6:.1f} M/s, recorded "
-                     f"{p['recorded_per_s'] / 1e6:.1f} M/s",
-                     f"{p['recorded'] / p['offered']:.3f} recorded", ">= 8 M/s, 0 lost",
-                     ok(p["events_lost"] == 0 and
-                        p["recorded_per_s"] >= TARGETS["sustained_per_s"])))
+        rows.append(rate_row("2b sustained, 1 thread",
+                             f"{p['asked_per_s'] / 1e6:.0f} M calls/s for {p['ms'] / 1000:g} s, "
+                             "defaults", p, f"offered {p['offered_per_s'] / 1e6:.1f} M/s, "
+                             f"recorded {p['recorded_per_s'] / 1e6:.1f} M/s"))
         x = s["flat"]
         rows.append(("", f"flat out, {x['calls']} calls, defaults (into a file)",
                      f"{x['events_recorded']} of {x['events_recorded'] + x['events_lost']} "
@@ -790,14 +794,10 @@ def table(res, m, reps):
                      "recorded", "lost counted",
                      "by design"))
         x = s["lossless"]
-        rows.append(("", f"flat out for {x['ms'] / 1000:g} s, --lossless",
-                     f"{x['recorded']} of {x['offered']} recorded, {x['events_lost']} lost, "
-                     f"{x['waits']} waits ({x['wait_ns'] / 1e9:.2f} s)",
-                     f"recorded {x['recorded_per_s'] / 1e6:.1f} M/s; untraced loop "
-                     f"{x['untraced_per_s'] / 1e6:.1f} M calls/s",
-                     f"{x['recorded'] / x['offered']:.3f} recorded", ">= 8 M/s, 0 lost",
-                     ok(x["events_lost"] == 0 and
-                        x["recorded_per_s"] >= TARGETS["sustained_per_s"])))
+        rows.append(rate_row("", f"flat out for {x['ms'] / 1000:g} s, --lossless", x,
+                             f"recorded {x['recorded_per_s'] / 1e6:.1f} M/s; untraced loop "
+                             f"{x['untraced_per_s'] / 1e6:.1f} M calls/s",
+                             f", {x['waits']} waits ({x['wait_ns'] / 1e9:.2f} s)"))
     r = res.get("1c_flight")
     if r:
         rows.append(("1c flight recorder (30s)", "row 1's calls, into memory",

@@ -200,3 +200,35 @@ def wait_for(pred, timeout=10.0):
             return True
         time.sleep(0.05)
     return pred()
+
+
+def run_with_slow_reader(tmp_path, env, cmd, pause_s=0.0):
+    """Run cmd traced into a pipe that nobody reads until the program's loop
+    is over (its "loop_ns" note appears): the drain thread is stuck writing
+    meanwhile. Returns (process, stdout, stderr, its notes as a dict, the
+    trace's bytes), the reader sleeping pause_s after each chunk."""
+    import threading
+    fifo = tmp_path / "slow.fifo"
+    os.mkfifo(fifo)
+    got = bytearray()
+    go = threading.Event()
+
+    def reader():
+        with open(fifo, "rb") as f:
+            go.wait(60)
+            for chunk in iter(lambda: f.read(65536), b""):
+                got.extend(chunk)
+                time.sleep(pause_s)
+    th = threading.Thread(target=reader)
+    th.start()
+    e = run_env(tmp_path, "traced", env, True, fifo)
+    p = subprocess.Popen([str(c) for c in cmd], env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=tmp_path)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(k == "loop_ns" for _, k, _ in
+                                             notes(tmp_path / "traced.notes")):
+        time.sleep(0.02)
+    go.set()
+    out, err = p.communicate(timeout=60)
+    th.join(30)
+    return p, out, err, {k: v for _, k, v in notes(tmp_path / "traced.notes")}, bytes(got)

@@ -7,9 +7,14 @@ from faultkit import check_bounded, check_exact, compare, printed, prog
 
 @pytest.mark.sanitize
 @pytest.mark.parametrize("mode", ["quiet", "hot"])
-def test_exit_from_worker(tmp_path, mode):
+@pytest.mark.parametrize("lossless", [False, True])
+def test_exit_from_worker(tmp_path, mode, lossless):
+    """lossless: the other threads call into small rings that wait for the
+    drain (--lossless): nothing waits for a drain that is finishing."""
     r = compare(tmp_path, [prog("fault_exit"), "worker-exit", mode],
-                env={"GPUTRACE_FLUSH_MS": "1000"})
+                env={"GPUTRACE_FLUSH_MS": "1000"},
+                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4"} if lossless
+                else None)
     assert r.traced.returncode == 3
     meta = r.counted["gputrace"]
     assert meta["complete"] is True and meta["end"] == "exit"

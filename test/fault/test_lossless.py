@@ -5,15 +5,11 @@ where no drain will come (the process ends, a pipe nobody reads, a paused
 capture, a fork)."""
 import json
 import os
-import subprocess
-import threading
-import time
 
 import pytest
 
-from conftest import gputrace_lines
-from faultkit import (check_bounded, check_exact, compare, notes, printed, prog, run_env,
-                      trace_files, valid_trace)
+from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, trace_files,
+                      valid_trace)
 
 SPAN = b'"name":"zeDriverGetApiVersion"'
 
@@ -98,57 +94,19 @@ def test_lossless_wait_is_bounded_when_the_drain_is_stuck(tmp_path):
     over: the drain thread is stuck in a write. A lossless thread waits at
     most GPUTRACE_LOSSLESS seconds for it, once, then drops (counted) until
     the drain moves again; the program is never hung."""
-    fifo = tmp_path / "slow.fifo"
-    os.mkfifo(fifo)
-    got = bytearray()
-    go = threading.Event()
-
-    def reader():
-        with open(fifo, "rb") as f:
-            go.wait(60)
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                got.extend(chunk)
-    th = threading.Thread(target=reader)
-    th.start()
-    e = run_env(tmp_path, "traced", {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "64",
-                                     "GPUTRACE_LOSSLESS": "0.2"}, True, fifo)
-    p = subprocess.Popen([str(prog("fault_threads")), "slow", "300000"], env=e,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(k == "loop_ns" for _, k, _ in
-                                             notes(tmp_path / "traced.notes")):
-        time.sleep(0.02)
-    go.set()
-    out, err = p.communicate(timeout=60)
-    th.join(30)
+    p, out, err, n, got = run_with_slow_reader(
+        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "64",
+                   "GPUTRACE_LOSSLESS": "0.2"}, [prog("fault_threads"), "slow", "300000"])
     assert p.returncode == 0, err
-    n = {k: v for _, k, v in notes(tmp_path / "traced.notes")}
     # one stall of 0.2 s at most, not one per call (nor a hang)
     assert n["worst_ns"] < 1_000_000_000, n
     assert n["loop_ns"] < 10_000_000_000, n
-    meta = json.loads(bytes(got))["gputrace"]
+    meta = json.loads(got)["gputrace"]
     assert meta["complete"] is True
     assert meta["events_recorded"] + meta["events_lost"] == printed(out)
     assert meta["events_lost"] > 0
     assert meta["lossless"]["waits"] >= 1
     assert meta["lossless"]["wait_ns"] >= 200_000_000
-
-
-@pytest.mark.parametrize("mode", ["quiet", "hot"])
-def test_lossless_exit_with_threads_calling(tmp_path, mode):
-    """exit() from a worker while others call flat out into small rings: the
-    process ends with its own status; nothing waits for a drain that is
-    finishing."""
-    r = compare(tmp_path, [prog("fault_exit"), "worker-exit", mode],
-                env={"GPUTRACE_FLUSH_MS": "1000"},
-                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4"})
-    assert r.traced.returncode == 3
-    meta = r.counted["gputrace"]
-    assert meta["complete"] is True and meta["end"] == "exit"
-    if mode == "hot":
-        check_bounded(r.counted, printed(r.traced.stdout), r.shm)
-    else:
-        check_exact(r.counted, printed(r.traced.stdout))
 
 
 def test_lossless_paused_capture_records_nothing_and_never_waits(tmp_path):

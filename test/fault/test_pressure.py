@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import gputrace_lines
-from faultkit import (check_exact, compare, notes, printed, prog, valid_trace)
+from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
 @pytest.mark.sanitize
@@ -79,44 +79,17 @@ def test_slow_output_never_blocks_the_program(tmp_path):
     """The trace goes to a pipe that nobody reads while the program runs:
     its calls are never slowed by it (the rings fill and count their
     losses); then the reader drains it and gets a complete trace."""
-    fifo = tmp_path / "slow.fifo"
-    os.mkfifo(fifo)
-    got = bytearray()
-    go = threading.Event()
-
-    def reader():
-        with open(fifo, "rb") as f:
-            go.wait(30)
-            while True:
-                chunk = f.read(65536)
-                if not chunk:
-                    break
-                got.extend(chunk)
-                time.sleep(0.002)
-    th = threading.Thread(target=reader)
-    th.start()
     # the reader opens the pipe but reads nothing until the program's loop is done
-    env = {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "256"}
-    from faultkit import run_env
-    e = run_env(tmp_path, "traced", env, True, fifo)
-    p = subprocess.Popen([str(prog("fault_threads")), "slow", "300000"], env=e,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    # wait for the loop to finish (its notes appear), then let the reader go
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(k == "loop_ns" for _, k, _ in
-                                             notes(tmp_path / "traced.notes")):
-        time.sleep(0.02)
-    go.set()
-    out, err = p.communicate(timeout=60)
-    th.join(30)
+    p, out, err, n, got = run_with_slow_reader(
+        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "256"},
+        [prog("fault_threads"), "slow", "300000"], pause_s=0.002)
     assert p.returncode == 0, err
-    n = {k: v for _, k, v in notes(tmp_path / "traced.notes")}
     # 300k calls: microseconds each untraced; a call blocked on the pipe
     # would take as long as the reader sleeps (until the loop is over)
     assert n["worst_ns"] < 50_000_000, n
     assert n["loop_ns"] < 10_000_000_000, n
     import json
-    t = json.loads(bytes(got))
+    t = json.loads(got)
     meta = t["gputrace"]
     assert meta["complete"] is True
     assert meta["events_recorded"] + meta["events_lost"] == printed(out)
