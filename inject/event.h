@@ -109,7 +109,9 @@ _Static_assert(sizeof(struct gt_event) == 64, "one ring slot");
  * are ignored; the args come from `args` (at most GT_ARGS_MAX; more are
  * dropped). Lock-free, allocation-free, no system call except on the
  * thread's very first event (its ring is created then). Never blocks: a
- * full ring drops the event and counts it lost.
+ * full ring drops the event and counts it lost; with --lossless, a full
+ * ring makes the caller wait for the drain first, each stall bounded
+ * (inject/ring_wait.c).
  * Returns 0, or -ENOSPC when dropped, -ECANCELED when tracing is off.
  */
 GT_HIDDEN int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs);
