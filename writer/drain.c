@@ -88,8 +88,12 @@ static void drain_ring(struct ring *r)
 	W.draining = r;
 	for (;;) {
 		if (tail >= end) {
+			/* a fork, an exit or a sync waits for this cycle: what was
+			 * there when it began, not what keeps coming */
 			if (tail >= stop || gt_unlikely(atomic_load_explicit(&W.fork_pending,
-									 memory_order_relaxed)))
+									 memory_order_relaxed)) ||
+			    atomic_load_explicit(&W.req_seq, memory_order_relaxed) !=
+				    atomic_load_explicit(&W.done_seq, memory_order_relaxed))
 				break;
 			ring__consume(r, tail);
 			published = tail;
