@@ -322,6 +322,7 @@ static void set_plugin_path(struct gt_config *cfg, const char *var, const char *
 {
 	set_path(var, val, cfg->plugin_path, sizeof(cfg->plugin_path), cfg,
 		 "a colon-separated list of directories");
+	cfg->has_plugin_path = cfg->plugin_path[0] != 0;
 }
 
 static void set_summary_json(struct gt_config *cfg, const char *var, const char *val)

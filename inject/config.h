@@ -98,6 +98,7 @@ struct gt_config {
 	uint64_t flight_ns;          /* GPUTRACE_FLIGHT_RECORDER SEC: the window kept (0: no limit) */
 	size_t flight_bytes;         /* ... MB, or the cap of a SEC window; 0: no flight recorder */
 	unsigned errors;             /* how many bad values were reported */
+	bool has_plugin_path;        /* plugin_path is set: its page is read only then */
 	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
 	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
 	char summary_json[PATH_MAX]; /* GPUTRACE_SUMMARY_JSON, a template as GPUTRACE_OUTPUT */

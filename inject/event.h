@@ -187,6 +187,9 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_STREAM, "stream")                                                 \
 	X(ARG_STACK, "stack")                                                   \
 	X(ARG_CANCELLED, "cancelled")                                           \
+	X(ARG_DOMAIN, "domain")                                                 \
+	X(ARG_SCOPE, "scope")                                                   \
+	X(ARG_VALUE, "value")                                                   \
 	X(LOST_RING_FULL, "ring_full")                                          \
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
 	X(ADJUST_CLAMPED, "clamped")                                            \

@@ -5,11 +5,13 @@
 #include <link.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "injection.h"
+#include "state.h"
 
 static const char *const var_names[GT_INJ__COUNT] = {
 #define GT_INJ_NAME(id, var) var,
@@ -17,57 +19,39 @@ static const char *const var_names[GT_INJ__COUNT] = {
 #undef GT_INJ_NAME
 };
 
-static char self[PATH_MAX];
+/* This library's absolute path: the loader's own string when it is one
+ * (the library is never unloaded), else resolved once; NULL until known.
+ * A pointer, not a copy: a process that records nothing touches no page of
+ * .bss for it. */
+static const char *_Atomic self GT_STARTUP_STATE;
 
-/* This library's first byte (the linker's symbol): its link map entry is
- * the one loaded there. */
-extern const char __ehdr_start[] GT_HIDDEN;
-
-static int find_self(struct dl_phdr_info *info, size_t size, void *name)
+const char *injection__self_path(void)
 {
-	if ((const char *)info->dlpi_addr != __ehdr_start)
-		return 0;
-	*(const char **)name = info->dlpi_name;
-	return 1;
-}
+	const char *path = atomic_load(&self), *name, *expect = NULL;
 
-int injection__self_path(char *out, size_t len)
-{
-	if (!self[0]) {
-		const char *name = NULL;
-		char real[PATH_MAX];
-
-		/* not dladdr(): it scans every symbol of the library for the
-		 * nearest one, in every process at start, GPU or not */
-		if (!dl_iterate_phdr(find_self, &name) || !name || !*name)
-			return -ENOENT;
-		/* absolute: children may run elsewhere (LD_PRELOAD from gputrace
-		 * run already is; resolving it would cost every process four
-		 * readlinks) */
-		if (name[0] == '/') {
-			if (strlen(name) >= sizeof(self))
-				return -ENAMETOOLONG;
-			strcpy(self, name);
-		} else {
-			if (!realpath(name, real))
-				return -errno;
-			memcpy(self, real, sizeof(self));
-		}
+	if (path)
+		return path;
+	name = shim__self_name();
+	if (!name)
+		return NULL;
+	/* absolute: children may run elsewhere (LD_PRELOAD from gputrace run
+	 * already is; resolving it would cost every process four readlinks) */
+	path = name[0] == '/' ? name : realpath(name, NULL);
+	if (path && !atomic_compare_exchange_strong(&self, &expect, path)) {
+		if (path != name)
+			free((char *)path); /* another thread resolved it first */
+		path = expect;
 	}
-	if (snprintf(out, len, "%s", self) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
+	return path;
 }
 
 int injection__claim(enum gt_injection which, const char **other)
 {
-	char path[PATH_MAX];
-	const char *cur;
-	int err = injection__self_path(path, sizeof(path));
+	const char *path = injection__self_path(), *cur;
 
 	*other = NULL;
-	if (err)
-		return err;
+	if (!path)
+		return -ENOENT;
 	/* only if unset (a child that inherited ours allocates nothing here) */
 	cur = getenv(var_names[which]);
 	if (!cur) {
@@ -87,21 +71,21 @@ int injection__claim(enum gt_injection which, const char **other)
 	return 0;
 }
 
-/* "NAME=value" of envp names this library: the value is our path. */
-static bool names_us(const char *entry, const char *var)
+/* "NAME=value" of envp names this library: the value is our path, lib. */
+static bool names_us(const char *entry, const char *var, const char *lib)
 {
 	size_t n = strlen(var);
 
-	return !strncmp(entry, var, n) && entry[n] == '=' && self[0] && !strcmp(entry + n + 1, self);
+	return !strncmp(entry, var, n) && entry[n] == '=' && !strcmp(entry + n + 1, lib);
 }
 
 /* LD_PRELOAD of envp lists this library (by path or by its file name, as
  * the loader would find it). */
-static bool preloads_us(char *const *envp)
+static bool preloads_us(char *const *envp, const char *lib)
 {
-	const char *base = strrchr(self, '/');
+	const char *base = strrchr(lib, '/');
 
-	base = base ? base + 1 : self;
+	base = base ? base + 1 : lib;
 	for (char *const *e = envp; *e; e++) {
 		if (strncmp(*e, "LD_PRELOAD=", 11))
 			continue;
@@ -110,7 +94,7 @@ static bool preloads_us(char *const *envp)
 			const char *slash = memrchr(p, '/', n);
 			const char *file = slash ? slash + 1 : p;
 
-			if (n && ((n == strlen(self) && !memcmp(p, self, n)) ||
+			if (n && ((n == strlen(lib) && !memcmp(p, lib, n)) ||
 				  ((size_t)(p + n - file) == strlen(base) &&
 				   !memcmp(file, base, strlen(base)))))
 				return true;
@@ -132,21 +116,22 @@ size_t injection__env_len(char *const *envp)
 
 char *const *injection__child_env(char *const *envp, char **buf, size_t cap)
 {
+	const char *path = atomic_load(&self);
 	size_t n = 0;
 	bool drop = false;
 
-	if (!envp || !self[0] || preloads_us(envp))
+	if (!envp || !path || preloads_us(envp, path))
 		return envp;
 	for (char *const *e = envp; *e && !drop; e++)
 		for (int v = 0; v < GT_INJ__COUNT; v++)
-			drop |= names_us(*e, var_names[v]);
+			drop |= names_us(*e, var_names[v], path);
 	if (!drop || injection__env_len(envp) > cap)
 		return envp;
 	for (char *const *e = envp; *e; e++) {
 		bool ours = false;
 
 		for (int v = 0; v < GT_INJ__COUNT; v++)
-			ours |= names_us(*e, var_names[v]);
+			ours |= names_us(*e, var_names[v], path);
 		if (!ours)
 			buf[n++] = *e;
 	}

@@ -34,8 +34,8 @@ enum gt_injection {
 	GT_INJ__COUNT
 };
 
-/* This library's absolute path (children may run elsewhere). 0 or -errno. */
-GT_HIDDEN int injection__self_path(char *out, size_t len);
+/* This library's absolute path (children may run elsewhere); NULL if unknown. */
+GT_HIDDEN const char *injection__self_path(void);
 
 /* Name this library in the variable unless it is set already. Returns 1
  * when it names us now, 0 when it names another tool (*other is its

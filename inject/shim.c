@@ -193,7 +193,7 @@ static void register_exit_handler(void)
 }
 
 /* The process has had a first event (a first ring). */
-static bool announce_late; /* trigger__announce at the first recording */
+static bool announce_late GT_STARTUP_STATE; /* trigger__announce at the first recording */
 static _Atomic bool recording GT_STARTUP_STATE;
 
 static struct ring *ring_for_thread(void)
@@ -551,6 +551,7 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
  * drain thread's own, started afresh with each process (a fork child's
  * backends sample anew). */
 static uint64_t sample_due_at[64];
+static bool sampled GT_STARTUP_STATE; /* sample_due_at is not all zero */
 
 GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns)
 {
@@ -559,6 +560,7 @@ GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns)
 	uint64_t next = UINT64_MAX;
 	unsigned i = 0;
 
+	sampled = true;
 	for_each_backend(b) {
 		if (i >= sizeof(sample_due_at) / sizeof(sample_due_at[0]))
 			break;
@@ -644,7 +646,10 @@ GT_HIDDEN void shim__start_process(void)
 	 * the GPUs' telemetry all the same): asked for, it starts now (in a
 	 * paused process, with the first window). Its first sample, once the
 	 * backends are initialized, makes the file. */
-	memset(sample_due_at, 0, sizeof(sample_due_at));
+	if (sampled) { /* a fork child of a sampling parent */
+		memset(sample_due_at, 0, sizeof(sample_due_at));
+		sampled = false;
+	}
 	if (gt_sampling_wanted(&gt_cfg))
 		gt_start_writer();
 	/* a process that records its whole run is told of a trigger only to say
@@ -684,14 +689,16 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *name)
 }
 
 /* Not dladdr(): it scans every symbol of the library for the nearest one,
- * in every process at start, GPU or not. */
+ * in every process at start, GPU or not. Looked up once: the loader's
+ * string lives as long as the library, which is never unloaded. */
 const char *shim__self_name(void)
 {
-	const char *name = NULL;
+	static const char *_Atomic self_name GT_STARTUP_STATE;
+	const char *name = atomic_load_explicit(&self_name, memory_order_relaxed);
 
-	if (!dl_iterate_phdr(find_self, &name) || !name || !*name)
-		return NULL;
-	return name;
+	if (!name && dl_iterate_phdr(find_self, &name) && name && *name)
+		atomic_store_explicit(&self_name, name, memory_order_relaxed);
+	return name && *name ? name : NULL;
 }
 
 /* Whether an LD_PRELOAD entry (split by spaces or colons) is this library:

@@ -19,14 +19,15 @@
 
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
-static int trig_sig;                 /* 0: none */
-static _Atomic bool trig_ours;       /* our handler is installed */
+/* set at every start: in the page start-up writes anyway */
+static int trig_sig GT_STARTUP_STATE;             /* 0: none */
+static _Atomic bool trig_ours GT_STARTUP_STATE;   /* our handler is installed */
 static struct sigaction trig_app;    /* what the program believes is installed */
 static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
 static char trig_file[PATH_MAX];     /* our announcement, once trig_announced */
 /* trig_file is written, then published: the first recording may announce on
  * any thread (the drain thread's telemetry included) while another exits */
-static _Atomic bool trig_announced;
+static _Atomic bool trig_announced GT_STARTUP_STATE; /* read at every exit */
 
 static void on_trigger(int sig, siginfo_t *si, void *uc)
 {
@@ -79,7 +80,10 @@ void trigger__init(void)
 		trig_sig = 0;
 		return;
 	}
-	trig_app = cur;
+	/* the default, all zero, is what trig_app holds already: a process
+	 * that records nothing writes no page of .bss */
+	if (memcmp(&cur, &(struct sigaction){ 0 }, sizeof(cur)))
+		trig_app = cur;
 	sigemptyset(&sa.sa_mask);
 	if (!__sigaction(trig_sig, &sa, NULL))
 		atomic_store(&trig_ours, true);

@@ -8,7 +8,7 @@
 #include "inject/shim.h"
 #include "inject/watchdog.h"
 
-GT_HIDDEN bool gt_watchdog_on;
+GT_HIDDEN bool gt_watchdog_on GT_STARTUP_STATE; /* set at every start */
 
 extern GT_HIDDEN GT_TLS struct ring *gt_tls_ring;
 

@@ -235,6 +235,8 @@ static uint64_t nv_sample(uint64_t now_ns)
 
 static void nv_stop(void)
 {
+	if (!nv_wanted())
+		return; /* never opened (nv_sample neither) */
 	pthread_mutex_lock(&nv_lock);
 	/* a program that ended before the drain thread's first sample still gets one */
 	if (nv_state == NV_NEW && nv_wanted())

@@ -614,12 +614,18 @@ static void pm_decode(struct pm_dev *d)
 	pm_image_init(d);
 }
 
+/* Time-based CUDA metrics asked for: PM sampling may start. */
+static bool pm_wanted(void)
+{
+	return gt_cfg.metrics_mode == GT_METRICS_TIME && gt_backend_enabled("cupti") &&
+	       (gt_cfg.kinds & GT_KIND(COUNTER));
+}
+
 static uint64_t pm_sample(uint64_t now_ns)
 {
 	bool on;
 
-	if (gt_cfg.metrics_mode != GT_METRICS_TIME || !gt_backend_enabled("cupti") ||
-	    !(gt_cfg.kinds & GT_KIND(COUNTER)))
+	if (!pm_wanted())
 		return 0;
 	switch (atomic_load(&cupti_state)) {
 	case CUPTI_ON:
@@ -651,6 +657,8 @@ static uint64_t pm_sample(uint64_t now_ns)
 
 static void pm_stop(void)
 {
+	if (!pm_wanted())
+		return; /* never started (pm_sample neither) */
 	pthread_mutex_lock(&pm_lock);
 	cupti_self++;
 	if (pm_state == PM_ON) {

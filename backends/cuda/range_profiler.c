@@ -70,9 +70,10 @@ static struct {
 #undef RANGE_FN
 } rf;
 
-GT_HIDDEN bool cupti_range_kernel;
-GT_HIDDEN bool cupti_range_nvtx;
-GT_HIDDEN bool cupti_range_launches; /* either: the launch callback calls us */
+/* set at start-up in every process: in the page start-up writes anyway */
+GT_HIDDEN bool cupti_range_kernel GT_STARTUP_STATE;
+GT_HIDDEN bool cupti_range_nvtx GT_STARTUP_STATE;
+GT_HIDDEN bool cupti_range_launches GT_STARTUP_STATE; /* either: the launch callback calls us */
 
 /* One context's range profiler. */
 struct range_ctx {
@@ -614,6 +615,8 @@ static void range_flush(bool final)
 
 static void range_stop(void)
 {
+	if (!cupti_range_launches)
+		return; /* no session was ever begun */
 	/* a launch still in its session keeps its profiler (the process is ending) */
 	if (pthread_mutex_trylock(&range_lock))
 		return;

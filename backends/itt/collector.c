@@ -43,8 +43,6 @@
 
 #define ITT_API GT_EXPORT
 
-static uint32_t key_domain, key_scope, key_value;
-
 /* ---- handles: fixed tables, calloc()ed past them (creation is rare) ---- */
 
 #define DOMAINS_MAX 1024
@@ -158,7 +156,7 @@ out:
 
 static struct gt_arg domain_arg(const struct itt_domain *d)
 {
-	return (struct gt_arg){ .key = key_domain, .type = GT_ARG_STR, .v.u = domain_name(d) };
+	return (struct gt_arg){ .key = GT_S_ARG_DOMAIN, .type = GT_ARG_STR, .v.u = domain_name(d) };
 }
 
 static void task_begin(const struct itt_domain *d, struct itt_id id, struct itt_id parent,
@@ -353,7 +351,7 @@ static void marker(const struct itt_domain *d, struct itt_id id, struct itt_stri
 	uint64_t now = gt_clock_ns();
 	struct gt_arg args[2] = {
 		domain_arg(d),
-		{ .key = key_scope, .type = GT_ARG_STR,
+		{ .key = GT_S_ARG_SCOPE, .type = GT_ARG_STR,
 		  .v.u = gt_range_str(scope >= 0 && scope <= ITT_SCOPE_MARKER ? scopes[scope]
 									     : "unknown") },
 	};
@@ -418,7 +416,7 @@ static bool counter_signed(const struct itt_counter *c)
 
 static void counter_emit(const struct itt_counter *c, uint64_t bits)
 {
-	struct gt_arg arg = { .key = key_value };
+	struct gt_arg arg = { .key = GT_S_ARG_VALUE };
 	uint64_t now = gt_clock_ns();
 	struct gt_event ev = { .start_ns = now, .end_ns = now, .name = c->name,
 			       .cat = GT_S_CAT_COUNTER, .type = GT_EV_COUNTER };
@@ -712,9 +710,6 @@ static int itt_init(void)
 	const char *other;
 	int ours;
 
-	key_domain = gt_str_intern("domain");
-	key_scope = gt_str_intern("scope");
-	key_value = gt_str_intern("value");
 	ours = injection__claim(GT_INJ_ITT, &other);
 	if (!ours)
 		pr_warn("INTEL_LIBITTNOTIFY64 names another ITT collector (%s): ITT annotations go "

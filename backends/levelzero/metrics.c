@@ -99,7 +99,7 @@ static struct zm_dev zm_devs[ZM_DEVS_MAX];
 static unsigned zm_ndevs;
 static struct zm_ctx *zm_ctxs;
 /* started: set by the program's zeInit, read by the drain thread unlocked */
-static atomic_bool zm_started;
+static atomic_bool zm_started GT_STARTUP_STATE; /* read at every exit */
 static bool zm_stopped;
 static uint32_t zm_lost_unread;
 

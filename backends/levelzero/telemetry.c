@@ -58,7 +58,7 @@ struct zt_dev {
 static pthread_mutex_t zt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct zt_dev zt_devs[ZT_DEVS_MAX];
 static unsigned zt_ndevs;
-static _Atomic bool zt_started;
+static _Atomic bool zt_started GT_STARTUP_STATE; /* read at every exit */
 static bool zt_stopped;
 
 static struct {

@@ -414,10 +414,10 @@ static int plugins_init(void)
 {
 	const char *kineto = getenv(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
 
-	if (!gt_cfg.plugin_path[0] && !(kineto && kineto[0]))
+	if (!gt_cfg.has_plugin_path && !(kineto && kineto[0]))
 		return 0;
 	pthread_mutex_lock(&calls_lock);
-	if (gt_cfg.plugin_path[0])
+	if (gt_cfg.has_plugin_path)
 		plugins__scan_list("GPUTRACE_PLUGIN_PATH", gt_cfg.plugin_path, false);
 	if (kineto && kineto[0])
 		plugins__scan_list(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE, kineto, true);
