@@ -22,7 +22,7 @@ static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t closes, ended; /* windows closed; their files ended */
 static uint32_t ranges;                /* range windows opened */
 
-int capture__start(uint64_t now_ns)
+GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
 	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
 			    gt_cfg.capture_range;

@@ -18,18 +18,13 @@
 
 GT_HIDDEN struct gt_config gt_cfg;
 
-static void config_defaults(struct gt_config *cfg)
+GT_STARTUP_CODE static void config_defaults(struct gt_config *cfg)
 {
-	/* the process's own configuration is zero the first time: its path
-	 * buffers are not even read (each is a page fault in every process) */
-	static bool fresh = true;
-
-	memset(cfg, 0, offsetof(struct gt_config, output));
-	if (cfg != &gt_cfg || !fresh)
-		cfg->plugin_path[0] = cfg->summary_json[0] = cfg->run_state[0] = 0;
-	if (cfg == &gt_cfg)
-		fresh = false;
-	strcpy(cfg->output, "gputrace-%e-%p.json");
+	/* not the path pool: the pages a process is not given paths for stay
+	 * untouched (each is a page fault in every process) */
+	memset(cfg, 0, offsetof(struct gt_config, paths));
+	cfg->output = "gputrace-%e-%p.json";
+	cfg->plugin_path = cfg->summary_json = cfg->run_state = "";
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
 	cfg->backends = GT_BACKEND_ALL;
 	cfg->summary = true;
@@ -225,7 +220,7 @@ static int parse_backends(const char *s, unsigned *out)
 
 /* The output template must expand; checked here so the error is reported
  * with the variable's name at start, not when the file is opened. */
-static int check_template(const char *s)
+GT_STARTUP_CODE static int check_template(const char *s)
 {
 	char buf[PATH_MAX];
 
@@ -254,13 +249,39 @@ static int check_template(const char *s)
 
 typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *val);
 
-static void set_output(struct gt_config *cfg, const char *var, const char *val)
+/* A copy of val in cfg's path pool; NULL when it is longer than a path
+ * (or the pool is full: the same variable many times over). */
+GT_STARTUP_CODE static const char *keep_path(struct gt_config *cfg, const char *val)
 {
-	if (!*val || strlen(val) >= sizeof(cfg->output) || check_template(val))
-		bad(cfg, var, val,
-		    "a file path template (codes %p pid, %e program, %h host, %r rank, %t start time, %%)");
+	size_t n = strlen(val) + 1;
+	char *dst = cfg->paths + cfg->paths_used;
+
+	if (n > PATH_MAX || n > sizeof(cfg->paths) - cfg->paths_used)
+		return NULL;
+	memcpy(dst, val, n);
+	cfg->paths_used += n;
+	return dst;
+}
+
+/* A path or template into *dst: not empty, checked by valid (if any). */
+GT_STARTUP_CODE static void set_path(struct gt_config *cfg, const char *var, const char *val,
+				     const char **dst, int (*valid)(const char *),
+				     const char *accepted)
+{
+	const char *kept = NULL;
+
+	if (*val && (!valid || !valid(val)))
+		kept = keep_path(cfg, val);
+	if (kept)
+		*dst = kept;
 	else
-		strcpy(cfg->output, val);
+		bad(cfg, var, val, accepted);
+}
+
+GT_STARTUP_CODE static void set_output(struct gt_config *cfg, const char *var, const char *val)
+{
+	set_path(cfg, var, val, &cfg->output, check_template,
+		 "a file path template (codes %p pid, %e program, %h host, %r rank, %t start time, %%)");
 }
 
 static void set_buffer_kb(struct gt_config *cfg, const char *var, const char *val)
@@ -309,30 +330,16 @@ static void set_stacks_all(struct gt_config *cfg, const char *var, const char *v
 	set_bool(cfg, var, val, &cfg->stacks_all);
 }
 
-static void set_path(const char *var, const char *val, char *dst, size_t len,
-		     struct gt_config *cfg, const char *accepted)
-{
-	if (!*val || strlen(val) >= len)
-		bad(cfg, var, val, accepted);
-	else
-		strcpy(dst, val);
-}
-
 static void set_plugin_path(struct gt_config *cfg, const char *var, const char *val)
 {
-	set_path(var, val, cfg->plugin_path, sizeof(cfg->plugin_path), cfg,
-		 "a colon-separated list of directories");
-	cfg->has_plugin_path = cfg->plugin_path[0] != 0;
+	set_path(cfg, var, val, &cfg->plugin_path, NULL, "a colon-separated list of directories");
 }
 
 static void set_summary_json(struct gt_config *cfg, const char *var, const char *val)
 {
-	if (!*val || strlen(val) >= sizeof(cfg->summary_json) || check_template(val))
-		bad(cfg, var, val,
-		    "a file path template (codes as GPUTRACE_OUTPUT: %p pid, %e program, %h host, "
-		    "%r rank, %t start time, %%)");
-	else
-		strcpy(cfg->summary_json, val);
+	set_path(cfg, var, val, &cfg->summary_json, check_template,
+		 "a file path template (codes as GPUTRACE_OUTPUT: %p pid, %e program, %h host, "
+		 "%r rank, %t start time, %%)");
 }
 
 /*
@@ -341,9 +348,9 @@ static void set_summary_json(struct gt_config *cfg, const char *var, const char 
  * one for all of them), list the traces they write there, and print each
  * distinct warning once per run, not once per process.
  */
-static void set_run_state(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_CODE static void set_run_state(struct gt_config *cfg, const char *var, const char *val)
 {
-	set_path(var, val, cfg->run_state, sizeof(cfg->run_state), cfg, "a directory");
+	set_path(cfg, var, val, &cfg->run_state, NULL, "a directory");
 }
 
 /* A number is always the depth (1 is one frame); on/yes/true is the
@@ -672,7 +679,7 @@ static void set_flight_recorder(struct gt_config *cfg, const char *var, const ch
 }
 
 /* Variables read by other parts (plug-ins, the CLI) that are valid but not ours to parse. */
-static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_CODE static void set_ignore(struct gt_config *cfg, const char *var, const char *val)
 {
 }
 
@@ -743,7 +750,7 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 		cfg->telemetry = true;
 }
 
-void config__parse(struct gt_config *cfg, char *const *envp)
+GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 {
 	config_defaults(cfg);
 	if (!envp)
@@ -797,7 +804,7 @@ void config__parse(struct gt_config *cfg, char *const *envp)
 
 int config__check(const char *var, const char *val, const char **accepted)
 {
-	static struct gt_config tmp; /* 16 KiB of paths: not on the stack */
+	static struct gt_config tmp; /* 16 KiB of path pool: not on the stack */
 	size_t i;
 
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)

@@ -98,11 +98,15 @@ struct gt_config {
 	uint64_t flight_ns;          /* GPUTRACE_FLIGHT_RECORDER SEC: the window kept (0: no limit) */
 	size_t flight_bytes;         /* ... MB, or the cap of a SEC window; 0: no flight recorder */
 	unsigned errors;             /* how many bad values were reported */
-	bool has_plugin_path;        /* plugin_path is set: its page is read only then */
-	char output[PATH_MAX];       /* GPUTRACE_OUTPUT template */
-	char plugin_path[PATH_MAX];  /* GPUTRACE_PLUGIN_PATH */
-	char summary_json[PATH_MAX]; /* GPUTRACE_SUMMARY_JSON, a template as GPUTRACE_OUTPUT */
-	char run_state[PATH_MAX];    /* GPUTRACE_RUN_STATE: set by gputrace run (see config.c) */
+	const char *output;          /* GPUTRACE_OUTPUT template */
+	const char *plugin_path;     /* GPUTRACE_PLUGIN_PATH; "" when unset, as the next two */
+	const char *summary_json;    /* GPUTRACE_SUMMARY_JSON, a template as GPUTRACE_OUTPUT */
+	const char *run_state;       /* GPUTRACE_RUN_STATE: set by gputrace run (see config.c) */
+	/* The paths above, each copied once after the other (the environment
+	 * is the program's to change): the few bytes a process is given share
+	 * one page, which it writes at start whether it records or not. */
+	size_t paths_used;
+	char paths[4 * PATH_MAX];
 };
 
 extern GT_HIDDEN struct gt_config gt_cfg;

@@ -25,6 +25,11 @@
  * neighbour), so a process that records nothing (a shell, a compiler under
  * gputrace run) faults in no page of .bss for it. Small variables only. */
 #define GT_STARTUP_STATE __attribute__((section(".data.gt_startup")))
+/* Code every process runs at start and exit, whether it records or not:
+ * kept together in the linker's .text.startup (where the compiler puts
+ * constructors), so a process that records nothing faults in one stretch
+ * of this library's text, not a page in each file it passes through. */
+#define GT_STARTUP_CODE __attribute__((section(".text.startup")))
 #define gt_likely(x)   __builtin_expect(!!(x), 1)
 #define gt_unlikely(x) __builtin_expect(!!(x), 0)
 

@@ -25,7 +25,7 @@ static const char *const var_names[GT_INJ__COUNT] = {
  * .bss for it. */
 static const char *_Atomic self GT_STARTUP_STATE;
 
-const char *injection__self_path(void)
+GT_STARTUP_CODE const char *injection__self_path(void)
 {
 	const char *path = atomic_load(&self), *name, *expect = NULL;
 
@@ -45,7 +45,7 @@ const char *injection__self_path(void)
 	return path;
 }
 
-int injection__claim(enum gt_injection which, const char **other)
+GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other)
 {
 	const char *path = injection__self_path(), *cur;
 

@@ -98,7 +98,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.wake = no_writer_wake,
 };
 
-const struct gt_lifecycle_hooks *lifecycle__hooks(void)
+GT_STARTUP_CODE const struct gt_lifecycle_hooks *lifecycle__hooks(void)
 {
 	const struct gt_lifecycle_hooks *const *first = __start_gt_lifecycle_hooks;
 
@@ -114,7 +114,7 @@ static int (*const real_sigaction)(int, const struct sigaction *, struct sigacti
 
 /* False in a vfork child: it shares our memory, but the trace is the
  * parent's to write and close. */
-static bool own_process(void)
+GT_STARTUP_CODE static bool own_process(void)
 {
 	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
 }
@@ -127,7 +127,7 @@ static bool own_process(void)
  * the handler, still flushes them (a GPU's last records), within the time
  * the handler waits.
  */
-static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
+GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
 	if (!own_process())
 		return;
@@ -171,7 +171,7 @@ static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool 
 	gt_in_tracer--;
 }
 
-void gt_finish(const char *why, unsigned timeout_ms)
+GT_STARTUP_CODE void gt_finish(const char *why, unsigned timeout_ms)
 {
 	finish(why, timeout_ms, false, false);
 }
@@ -596,7 +596,7 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 	dl_iterate_phdr(phdr_notify, NULL);
 }
 
-void lifecycle__init(void)
+GT_STARTUP_CODE void lifecycle__init(void)
 {
 	/* gputrace capture's signal from the start: a paused process has
 	 * recorded nothing, and waits for it */

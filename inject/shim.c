@@ -76,7 +76,8 @@ static bool said_in_run(const char *line, size_t n)
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
 	int fd;
 
-	if (!gt_cfg.run_state[0])
+	/* NULL before the configuration is read (a process not traced) */
+	if (!gt_cfg.run_state || !gt_cfg.run_state[0])
 		return false;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
@@ -127,7 +128,7 @@ void gt_log(int level, const char *fmt, ...)
  * signal stack are nested whatever their address. Only wrappers set
  * gt_guard_sp: our own code never loses the guard.
  */
-bool gt_guard_stale(uintptr_t sp)
+GT_STARTUP_CODE bool gt_guard_stale(uintptr_t sp)
 {
 	stack_t ss;
 
@@ -422,7 +423,7 @@ static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
 }
 
-void gt_phase_set(int phase)
+GT_STARTUP_CODE void gt_phase_set(int phase)
 {
 	atomic_store(&gt_phase, phase);
 	/* a second exit() waits for the first one's finish (lifecycle.c) */
@@ -484,7 +485,7 @@ void gt_start_writer(void)
 
 /* ---- backends ---- */
 
-bool gt_backend_enabled(const char *name)
+GT_STARTUP_CODE bool gt_backend_enabled(const char *name)
 {
 	if (!strcmp(name, "cupti"))
 		return gt_cfg.backends & GT_BACKEND_CUPTI;
@@ -509,7 +510,7 @@ void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *
 			b->pending(fn, arg);
 }
 
-GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
+GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
 {
 	const struct gt_backend *b;
 
@@ -628,7 +629,7 @@ const char *gt_exe(void)
 }
 
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
-GT_HIDDEN void shim__start_process(void)
+GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 {
 	gt_st.pid = getpid();
 	/* the raw clock itself: the TSC line is measured at the first event */
@@ -666,12 +667,12 @@ GT_HIDDEN void shim__start_process(void)
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 
-bool shim__has_events(void)
+GT_STARTUP_CODE bool shim__has_events(void)
 {
 	return atomic_load(&recording) || atomic_load(&gt_st.lost_reason[0]);
 }
 
-bool shim__recorded_anything(void)
+GT_STARTUP_CODE bool shim__recorded_anything(void)
 {
 	return atomic_load(&writer_started) || shim__has_events();
 }
@@ -680,7 +681,7 @@ bool shim__recorded_anything(void)
  * the one loaded there. */
 extern const char __ehdr_start[] GT_HIDDEN;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *name)
+GT_STARTUP_CODE static int find_self(struct dl_phdr_info *info, size_t size, void *name)
 {
 	if ((const char *)info->dlpi_addr != __ehdr_start)
 		return 0;
@@ -691,7 +692,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *name)
 /* Not dladdr(): it scans every symbol of the library for the nearest one,
  * in every process at start, GPU or not. Looked up once: the loader's
  * string lives as long as the library, which is never unloaded. */
-const char *shim__self_name(void)
+GT_STARTUP_CODE const char *shim__self_name(void)
 {
 	static const char *_Atomic self_name GT_STARTUP_STATE;
 	const char *name = atomic_load_explicit(&self_name, memory_order_relaxed);
@@ -704,7 +705,7 @@ const char *shim__self_name(void)
 /* Whether an LD_PRELOAD entry (split by spaces or colons) is this library:
  * the loader names a preloaded library by its entry, so the same text
  * answers without a syscall; else (a link, a relative path) by realpath. */
-static bool preloaded(void)
+GT_STARTUP_CODE static bool preloaded(void)
 {
 	const char *list = getenv("LD_PRELOAD"), *name = shim__self_name(), *p;
 	char self[PATH_MAX], entry[PATH_MAX], real[PATH_MAX];
@@ -738,14 +739,14 @@ static bool preloaded(void)
  * loads us into it anyway: such a child was not meant to be traced, and is
  * not (no file, no thread; the injection entry points only answer).
  */
-static bool inherited_injection(void)
+GT_STARTUP_CODE static bool inherited_injection(void)
 {
 	const char *mark = getenv("GPUTRACE_INJECTED");
 
 	return mark && !strcmp(mark, "1") && !preloaded();
 }
 
-static void gt_init(void)
+GT_STARTUP_CODE static void gt_init(void)
 {
 	if (inherited_injection())
 		return;
@@ -760,7 +761,7 @@ static void gt_init(void)
 	shim__backends_call(GT_HOOK_INIT, NULL, NULL);
 }
 
-void gt_ensure_init_slow(void)
+GT_STARTUP_CODE void gt_ensure_init_slow(void)
 {
 	int expect = 0;
 

@@ -63,10 +63,11 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 		capture__post_close();
 }
 
-void trigger__init(void)
+GT_STARTUP_CODE void trigger__init(void)
 {
-	struct sigaction cur, sa = { .sa_sigaction = on_trigger,
-				     .sa_flags = SA_SIGINFO | SA_RESTART };
+	/* cur zeroed: the kernel fills only the first word of its mask */
+	struct sigaction cur = { 0 }, sa = { .sa_sigaction = on_trigger,
+					     .sa_flags = SA_SIGINFO | SA_RESTART };
 
 	trig_sig = gt_cfg.capture_signal;
 	if (!trig_sig)
@@ -84,7 +85,6 @@ void trigger__init(void)
 	 * that records nothing writes no page of .bss */
 	if (memcmp(&cur, &(struct sigaction){ 0 }, sizeof(cur)))
 		trig_app = cur;
-	sigemptyset(&sa.sa_mask);
 	if (!__sigaction(trig_sig, &sa, NULL))
 		atomic_store(&trig_ours, true);
 }
@@ -128,7 +128,7 @@ void trigger__announce(void)
 	atomic_store_explicit(&trig_announced, true, memory_order_release);
 }
 
-void trigger__withdraw(void)
+GT_STARTUP_CODE void trigger__withdraw(void)
 {
 	if (atomic_exchange_explicit(&trig_announced, false, memory_order_acquire))
 		unlink(trig_file);

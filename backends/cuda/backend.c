@@ -200,7 +200,7 @@ static void enable_callbacks(void)
 
 /* Runs before libcudart's own exit handlers (registered earlier) and before
  * libcupti's destructors: the last moment CUPTI can hand over its buffers. */
-static void cupti_atexit(void)
+GT_STARTUP_CODE static void cupti_atexit(void)
 {
 	int expect = CUPTI_ON;
 
@@ -376,7 +376,7 @@ GT_EXPORT int InitializeInjection(void)
 	return 1;
 }
 
-static int cupti_init(void)
+GT_STARTUP_CODE static int cupti_init(void)
 {
 	const char *other, *other_nvtx;
 	int ours;
@@ -487,7 +487,7 @@ static void cupti_flush(bool final)
 		cupti__events_poll(final);
 }
 
-static void cupti_stop(void)
+GT_STARTUP_CODE static void cupti_stop(void)
 {
 	cupti_atexit();
 	cupti__emit_folded();

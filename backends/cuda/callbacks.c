@@ -150,7 +150,7 @@ void cupti__fold_count(uint32_t name_id)
 	}
 }
 
-void cupti__emit_folded(void)
+GT_STARTUP_CODE void cupti__emit_folded(void)
 {
 	static _Atomic bool done GT_STARTUP_STATE;
 	struct gt_arg args[GT_ARGS_MAX];

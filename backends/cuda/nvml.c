@@ -233,7 +233,7 @@ static uint64_t nv_sample(uint64_t now_ns)
 	return on ? now_ns + 1000000000ull / gt_cfg.telemetry_hz : 0;
 }
 
-static void nv_stop(void)
+GT_STARTUP_CODE static void nv_stop(void)
 {
 	if (!nv_wanted())
 		return; /* never opened (nv_sample neither) */

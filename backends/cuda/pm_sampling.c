@@ -655,7 +655,7 @@ static uint64_t pm_sample(uint64_t now_ns)
 	return on ? now_ns + DECODE_NS : 0;
 }
 
-static void pm_stop(void)
+GT_STARTUP_CODE static void pm_stop(void)
 {
 	if (!pm_wanted())
 		return; /* never started (pm_sample neither) */

@@ -579,7 +579,7 @@ unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsig
 
 /* ---- the backend's hooks ---- */
 
-static int range_init(void)
+GT_STARTUP_CODE static int range_init(void)
 {
 	cupti_range_kernel = gt_cfg.metrics_mode == GT_METRICS_KERNEL;
 	cupti_range_nvtx = gt_cfg.metrics_mode == GT_METRICS_NVTX &&
@@ -613,7 +613,7 @@ static void range_flush(bool final)
 	}
 }
 
-static void range_stop(void)
+GT_STARTUP_CODE static void range_stop(void)
 {
 	if (!cupti_range_launches)
 		return; /* no session was ever begun */

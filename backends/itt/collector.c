@@ -705,7 +705,7 @@ ITT_API void __itt_api_init(struct itt_global *g, int groups)
 
 /* ---- life cycle ---- */
 
-static int itt_init(void)
+GT_STARTUP_CODE static int itt_init(void)
 {
 	const char *other;
 	int ours;

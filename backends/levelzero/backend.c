@@ -350,7 +350,7 @@ void *const ze_xwrappers[ZE_ID__COUNT] = { ZE_API(ZE_XADDR) };
 
 /* ---- life cycle ---- */
 
-static int ze_init(void)
+GT_STARTUP_CODE static int ze_init(void)
 {
 	ze_enabled = true;
 	ze_metrics__setenv();
@@ -370,7 +370,7 @@ static void ze_flush(bool final)
 		gt_guard_leave();
 }
 
-static void ze_stop(void)
+GT_STARTUP_CODE static void ze_stop(void)
 {
 	bool g = gt_guard_enter();
 

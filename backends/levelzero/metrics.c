@@ -115,7 +115,7 @@ static bool zm_wanted(void)
 /* The driver reads these at its first zeInit; set only when asked for (telemetry.c
  * needs Sysman's). Asked for by name: a value the environment had (0) is not what the
  * user wants now. */
-void ze_metrics__setenv(void)
+GT_STARTUP_CODE void ze_metrics__setenv(void)
 {
 	if (gt_cfg.telemetry && gt_backend_enabled("ze"))
 		setenv("ZES_ENABLE_SYSMAN", "1", 1);
@@ -728,7 +728,7 @@ void ze_metrics__flush(bool final)
 		gt_guard_leave();
 }
 
-void ze_metrics__stop(void)
+GT_STARTUP_CODE void ze_metrics__stop(void)
 {
 	if (!atomic_load(&zm_started))
 		return;

@@ -457,7 +457,7 @@ uint64_t ze_telemetry__sample(uint64_t now_ns)
 	return stopped ? 0 : now_ns + period;
 }
 
-void ze_telemetry__stop(void)
+GT_STARTUP_CODE void ze_telemetry__stop(void)
 {
 	if (!atomic_load(&zt_started))
 		return;

@@ -575,7 +575,7 @@ done:
 
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
  * everything after it) until a later collect; otherwise it goes without. */
-static void ze__collect_mode_locked(bool patient)
+GT_STARTUP_CODE static void ze__collect_mode_locked(bool patient)
 {
 	struct ze_pending *p, *next;
 
@@ -637,7 +637,7 @@ void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), v
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__final(void)
+GT_STARTUP_CODE void ze_track__final(void)
 {
 	pthread_mutex_lock(&ze_lock);
 	ze__collect_locked();

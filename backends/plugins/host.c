@@ -410,15 +410,17 @@ void plugins__unlock_calls(void)
 
 /* ---- the backend ---- */
 
-static int plugins_init(void)
+GT_STARTUP_CODE static int plugins_init(void)
 {
 	const char *kineto = getenv(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
+	const char *path = gt_cfg.plugin_path;
+	bool listed = path && path[0];
 
-	if (!gt_cfg.has_plugin_path && !(kineto && kineto[0]))
+	if (!listed && !(kineto && kineto[0]))
 		return 0;
 	pthread_mutex_lock(&calls_lock);
-	if (gt_cfg.has_plugin_path)
-		plugins__scan_list("GPUTRACE_PLUGIN_PATH", gt_cfg.plugin_path, false);
+	if (listed)
+		plugins__scan_list("GPUTRACE_PLUGIN_PATH", path, false);
 	if (kineto && kineto[0])
 		plugins__scan_list(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE, kineto, true);
 	pthread_mutex_unlock(&calls_lock);
@@ -496,7 +498,7 @@ static void plugins_window(bool open)
 	pthread_mutex_unlock(&calls_lock);
 }
 
-static void plugins_stop(void)
+GT_STARTUP_CODE static void plugins_stop(void)
 {
 	if (!nplugins)
 		return;

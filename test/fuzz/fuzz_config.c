@@ -49,9 +49,11 @@ static void check_config(const struct gt_config *cfg)
 {
 	char path[PATH_MAX];
 
-	CHECK(memchr(cfg->output, 0, sizeof(cfg->output)) && cfg->output[0]);
-	CHECK(memchr(cfg->plugin_path, 0, sizeof(cfg->plugin_path)));
-	CHECK(memchr(cfg->summary_json, 0, sizeof(cfg->summary_json)));
+	CHECK(memchr(cfg->output, 0, PATH_MAX) && cfg->output[0]);
+	CHECK(memchr(cfg->plugin_path, 0, PATH_MAX));
+	CHECK(memchr(cfg->summary_json, 0, PATH_MAX));
+	CHECK(memchr(cfg->run_state, 0, PATH_MAX));
+	CHECK(cfg->paths_used <= sizeof(cfg->paths));
 	CHECK(cfg->buffer_kb >= GT_BUFFER_KB_MIN && cfg->buffer_kb <= GT_BUFFER_KB_MAX);
 	CHECK(cfg->log_level >= GT_LOG_ERROR && cfg->log_level <= GT_LOG_DEBUG);
 	CHECK(cfg->flush_ms >= 10 && cfg->flush_ms <= 60000);

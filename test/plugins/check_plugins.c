@@ -270,7 +270,7 @@ static const char *plugin_dir(const char *const *files)
 
 static void start_plugins(const char *path, unsigned kinds)
 {
-	snprintf(gt_cfg.plugin_path, sizeof(gt_cfg.plugin_path), "%s", path);
+	gt_cfg.plugin_path = path;
 	gt_cfg.kinds = kinds;
 	ck_assert_int_eq(backend()->init(), 0);
 }

@@ -256,6 +256,42 @@ START_TEST(test_huge_value)
 }
 END_TEST
 
+/* The four paths share one pool: each may be as long as a path can be, all
+ * at once; one byte more is refused with one line, and the default stays. */
+START_TEST(test_longest_paths)
+{
+	static char vals[4][PATH_MAX + 64];
+	static const char *const names[4] = { "GPUTRACE_OUTPUT=", "GPUTRACE_PLUGIN_PATH=",
+					       "GPUTRACE_SUMMARY_JSON=", "GPUTRACE_RUN_STATE=" };
+	struct gt_config cfg;
+	char *env[5] = { NULL };
+	const char *got[4];
+
+	for (int i = 0; i < 4; i++) {
+		size_t n = strlen(names[i]);
+
+		memcpy(vals[i], names[i], n);
+		memset(vals[i] + n, 'a' + i, PATH_MAX - 1);
+		vals[i][n + PATH_MAX - 1] = 0;
+		env[i] = vals[i];
+	}
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	got[0] = cfg.output;
+	got[1] = cfg.plugin_path;
+	got[2] = cfg.summary_json;
+	got[3] = cfg.run_state;
+	for (int i = 0; i < 4; i++)
+		ck_assert_str_eq(got[i], vals[i] + strlen(names[i]));
+	/* one more byte is not a path */
+	memset(vals[3] + strlen(names[3]), 'x', PATH_MAX);
+	vals[3][strlen(names[3]) + PATH_MAX] = 0;
+	ck_assert_int_eq(parse(&cfg, env), 1);
+	ck_assert_ptr_nonnull(strstr(stderr_text, "GPUTRACE_RUN_STATE="));
+	ck_assert_str_eq(cfg.run_state, "");
+	ck_assert_str_eq(cfg.output, vals[0] + strlen(names[0]));
+}
+END_TEST
+
 /* Metrics and telemetry: off by default; a part of a feature asks for it. */
 START_TEST(test_metrics_and_telemetry)
 {
@@ -377,6 +413,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_flight_recorder_values);
 	tcase_add_loop_test(tc, test_bad_value, 0, sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_test(tc, test_huge_value);
+	tcase_add_test(tc, test_longest_paths);
 	tcase_add_test(tc, test_metrics_and_telemetry);
 	tcase_add_test(tc, test_kind_aliases);
 	tcase_add_test(tc, test_expand_output);
