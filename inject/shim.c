@@ -55,6 +55,9 @@ GT_HIDDEN GT_TLS uint64_t gt_tls_corr_next, gt_tls_corr_end;
 #define CORR_BLOCK 1024
 
 static pthread_key_t ring_key GT_STARTUP_STATE;
+/* made with the first ring: a process that records nothing makes none */
+static pthread_once_t ring_key_once GT_STARTUP_STATE = PTHREAD_ONCE_INIT;
+static _Atomic bool ring_key_made GT_STARTUP_STATE;
 
 extern const struct gt_backend *const __start_gt_backends[] __attribute__((weak, visibility("hidden")));
 extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, visibility("hidden")));
@@ -161,6 +164,12 @@ static void ring_release(void *arg)
 	gt_tls_ring = RING_GONE;
 }
 
+static void ring_key_make(void)
+{
+	if (!pthread_key_create(&ring_key, ring_release))
+		atomic_store(&ring_key_made, true);
+}
+
 static void ring_register(struct ring *r)
 {
 	struct ring *head = atomic_load_explicit(&gt_st.rings, memory_order_relaxed);
@@ -211,7 +220,9 @@ static struct ring *ring_for_thread(void)
 	}
 	prctl(PR_GET_NAME, r->name_start, 0, 0, 0);
 	gt_tls_ring = r;
-	pthread_setspecific(ring_key, r);
+	pthread_once(&ring_key_once, ring_key_make);
+	if (atomic_load(&ring_key_made))
+		pthread_setspecific(ring_key, r);
 	ring_register(r);
 	register_exit_handler();
 	if (!atomic_exchange(&recording, true)) {
@@ -253,7 +264,8 @@ GT_HIDDEN void shim__forget_rings(void)
 		atomic_store(&gt_st.gaps[i].reason, 0);
 	atomic_store(&gt_st.ngaps, 0);
 	/* else this thread's exit would mark the unmapped ring dead */
-	pthread_setspecific(ring_key, NULL);
+	if (atomic_load(&ring_key_made))
+		pthread_setspecific(ring_key, NULL);
 }
 
 
@@ -752,7 +764,6 @@ GT_STARTUP_CODE static void gt_init(void)
 		return;
 	config__parse(&gt_cfg, environ);
 	gt_watchdog_on = gt_cfg.watchdog_ms != 0;
-	pthread_key_create(&ring_key, ring_release);
 	lifecycle__init();
 	/* libunwind is opened now, not inside the program's first call */
 	if (gt_cfg.stacks)
@@ -789,7 +800,6 @@ __attribute__((constructor(101))) static void gt_constructor(void)
 GT_HIDDEN void gt_test_start(char *const *envp)
 {
 	config__parse(&gt_cfg, envp);
-	pthread_key_create(&ring_key, ring_release);
 	gt_str_intern("");
 	shim__start_process();
 	atomic_store(&gt_st.init_state, 2);

@@ -612,31 +612,33 @@ static int major_of(const void *fn)
 	return -1;
 }
 
+/* The wrapper of the runtime the program's dlsym found (one per major). */
+static void *rt_pick(void *const fn[RT_NMAJORS])
+{
+	int m = major_of(gt_dlsym_found);
+
+	return m >= 0 ? fn[m] : NULL;
+}
+
 /* dlsym(libcudart handle, "cudaXxx") by the program: the wrapper of that
- * libcudart's runtime. The gt_rtN_* names are local (inject/exports.map), so
- * this table's pointers are resolved at load without a symbol lookup each
- * (paid by every process, GPU or not). */
+ * libcudart's runtime. Compares, not a table of pointers: such a table is
+ * relocated by the loader in every process at start, GPU or not (a page
+ * copied per 4 KiB); the gt_rtN_* names are local (inject/exports.map), so
+ * taking their address needs no relocation at all. */
 void *cupti__rt_wrapper_for(const char *symbol)
 {
-	static const struct {
-		const char *name;
-		void *fn[RT_NMAJORS];
-	} table[] = {
-#define RT_ENTRY(name, ...) { #name, { (void *)gt_rt0_##name, (void *)gt_rt1_##name, \
-				       (void *)gt_rt2_##name } },
-		RT_CALLS(RT_ENTRY) RT_LAUNCHES(RT_ENTRY)
-#undef RT_ENTRY
-		{ "__cudaGetKernel", { NULL, NULL, (void *)gt_rt2___cudaGetKernel } },
-	};
-	int m;
-
 	if (!symbol || (strncmp(symbol, "cuda", 4) && strncmp(symbol, "__cuda", 6)))
 		return NULL;
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (strcmp(table[i].name, symbol))
-			continue;
-		m = major_of(gt_dlsym_found);
-		return m >= 0 ? table[i].fn[m] : NULL;
-	}
+#define RT_ENTRY(name, ...)                                                                \
+	if (!strcmp(symbol, #name))                                                        \
+		return rt_pick((void *const[RT_NMAJORS]){ (void *)gt_rt0_##name,           \
+							  (void *)gt_rt1_##name,           \
+							  (void *)gt_rt2_##name });
+	RT_CALLS(RT_ENTRY)
+	RT_LAUNCHES(RT_ENTRY)
+#undef RT_ENTRY
+	if (!strcmp(symbol, "__cudaGetKernel"))
+		return rt_pick((void *const[RT_NMAJORS]){ NULL, NULL,
+							  (void *)gt_rt2___cudaGetKernel });
 	return NULL;
 }

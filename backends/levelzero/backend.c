@@ -125,7 +125,7 @@ uint32_t ze__name(enum ze_fn_id id)
 
 	if (gt_unlikely(!n)) {
 		/* Once per function: interning takes the string lock. */
-		n = gt_str_intern(ze_fn_names[id]);
+		n = gt_str_intern(ze__fn_name(id));
 		atomic_store_explicit(&ze_name_ids[id], n, memory_order_relaxed);
 	}
 	return n;
@@ -328,24 +328,40 @@ ZE_API(ZE_XWRAP)
 ZE_API(ZE_EXPORT)
 #undef ZE_EXPORT
 
-#define ZE_ADDR_PLAIN(name) (void *)ze_wrap_##name,
+/* Switches, not tables of pointers (internal.h): the compiler's jump
+ * table holds offsets, which need no relocation. */
+#define ZE_ADDR_PLAIN(name) case ZE_ID_##name: return (void *)ze_wrap_##name;
 #define ZE_ADDR_HOOK ZE_ADDR_PLAIN
 #define ZE_ADDR_NEW_PLAIN ZE_ADDR_PLAIN
 #define ZE_ADDR_NEW_HOOK ZE_ADDR_PLAIN
-#define ZE_ADDR_EXT_PLAIN(name) NULL,
+#define ZE_ADDR_EXT_PLAIN(name)
 #define ZE_ADDR_EXT_HOOK ZE_ADDR_EXT_PLAIN
 #define ZE_ADDR(kind, ret, name, params, args) ZE_ADDR_##kind(name)
-void *const ze_wrappers[ZE_ID__COUNT] = { ZE_API(ZE_ADDR) };
+void *ze__wrapper(enum ze_fn_id id)
+{
+	switch (id) {
+	ZE_API(ZE_ADDR)
+	default:
+		return NULL;
+	}
+}
 #undef ZE_ADDR
 
-#define ZE_XADDR_PLAIN(name) NULL,
+#define ZE_XADDR_PLAIN(name)
 #define ZE_XADDR_HOOK ZE_XADDR_PLAIN
-#define ZE_XADDR_NEW_PLAIN(name) (void *)ze_xwrap_##name,
+#define ZE_XADDR_NEW_PLAIN(name) case ZE_ID_##name: return (void *)ze_xwrap_##name;
 #define ZE_XADDR_NEW_HOOK ZE_XADDR_NEW_PLAIN
 #define ZE_XADDR_EXT_PLAIN ZE_XADDR_NEW_PLAIN
 #define ZE_XADDR_EXT_HOOK ZE_XADDR_NEW_PLAIN
 #define ZE_XADDR(kind, ret, name, params, args) ZE_XADDR_##kind(name)
-void *const ze_xwrappers[ZE_ID__COUNT] = { ZE_API(ZE_XADDR) };
+void *ze__xwrapper(enum ze_fn_id id)
+{
+	switch (id) {
+	ZE_API(ZE_XADDR)
+	default:
+		return NULL;
+	}
+}
 #undef ZE_XADDR
 
 /* ---- life cycle ---- */

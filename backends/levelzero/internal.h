@@ -45,14 +45,21 @@ enum ze_fn_id {
 
 /* ---- real functions (real.c) ---- */
 
-/* Each function's name, in table order (sorted: bsearch finds an id). */
-extern GT_HIDDEN const char *const ze_fn_names[ZE_ID__COUNT];
-/* Our wrapper of each function, in table order (backend.c); NULL: a driver's own. */
-extern GT_HIDDEN void *const ze_wrappers[ZE_ID__COUNT];
+/*
+ * Names and wrappers by id, without tables of pointers: such a table is
+ * relocated by the loader in every process at start (a page copied per 4
+ * KiB of it), also in the many processes that never call Level Zero.
+ */
+/* Each function's name (the ids are in sorted name order: ze__fn_id finds one). */
+GT_HIDDEN const char *ze__fn_name(enum ze_fn_id id);
+/* The id of a function's name; ZE_ID__COUNT if none. */
+GT_HIDDEN enum ze_fn_id ze__fn_id(const char *name);
+/* Our wrapper of each function (backend.c); NULL: a driver's own. */
+GT_HIDDEN void *ze__wrapper(enum ze_fn_id id);
 extern GT_HIDDEN _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
 /* The wrapper zeDriverGetExtensionFunctionAddress hands out for a newer loader's or a
  * driver's function (NULL: none), and the driver's function it calls. */
-extern GT_HIDDEN void *const ze_xwrappers[ZE_ID__COUNT];
+GT_HIDDEN void *ze__xwrapper(enum ze_fn_id id);
 extern GT_HIDDEN _Atomic(void *) ze_xreal_tab[ZE_ID__COUNT];
 GT_HIDDEN void *ze__resolve(enum ze_fn_id id);
 /* gt_backend.wrapper_for: our wrapper for a program's dlsym of a loader function. */

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +23,48 @@ _Atomic(void *) ze_xreal_tab[ZE_ID__COUNT];
 
 static _Atomic(void *) ze_loader_handle;
 
-const char *const ze_fn_names[ZE_ID__COUNT] = {
-#define ZE_NAME(kind, ret, name, params, args) #name,
-	ZE_API(ZE_NAME)
-#undef ZE_NAME
+/* The names one after the other, found by offset (internal.h: no pointers
+ * to relocate): a struct of one char array per name. */
+static const struct ze_names {
+#define ZE_NAME_FIELD(kind, ret, name, params, args) char name[sizeof(#name)];
+	ZE_API(ZE_NAME_FIELD)
+#undef ZE_NAME_FIELD
+} ze_names = {
+#define ZE_NAME_TEXT(kind, ret, name, params, args) #name,
+	ZE_API(ZE_NAME_TEXT)
+#undef ZE_NAME_TEXT
 };
+
+static const uint16_t ze_name_at[ZE_ID__COUNT] = {
+#define ZE_NAME_AT(kind, ret, name, params, args) offsetof(struct ze_names, name),
+	ZE_API(ZE_NAME_AT)
+#undef ZE_NAME_AT
+};
+
+_Static_assert(sizeof(struct ze_names) <= UINT16_MAX, "ze_name_at holds 16-bit offsets");
+
+const char *ze__fn_name(enum ze_fn_id id)
+{
+	return (const char *)&ze_names + ze_name_at[id];
+}
+
+enum ze_fn_id ze__fn_id(const char *name)
+{
+	unsigned lo = 0, hi = ZE_ID__COUNT;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, ze__fn_name((enum ze_fn_id)mid));
+
+		if (!c)
+			return (enum ze_fn_id)mid;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return ZE_ID__COUNT;
+}
 
 /* The loader, when the program dlopen()ed it privately (RTLD_LOCAL): RTLD_NEXT misses it. */
 static void *ze__loader(void)
@@ -46,8 +85,8 @@ static void *ze__loader(void)
 
 void *ze__resolve(enum ze_fn_id id)
 {
-	const char *name = ze_fn_names[id];
-	void *self = ze_wrappers[id];
+	const char *name = ze__fn_name(id);
+	void *self = ze__wrapper(id);
 	void *p = gt_real(name);
 	void *h;
 
@@ -78,15 +117,10 @@ void ze__lacks(enum ze_fn_id id, void *caller)
 	if (!obj)
 		obj = program_invocation_name;
 	pr_err("ze: %s is a newer Level Zero loader's function and this process's loader "
-	       "lacks it: the program stops as it would without gputrace", ze_fn_names[id]);
+	       "lacks it: the program stops as it would without gputrace", ze__fn_name(id));
 	fprintf(stderr, "%s: symbol lookup error: %s: undefined symbol: %s\n",
-		program_invocation_name, obj, ze_fn_names[id]);
+		program_invocation_name, obj, ze__fn_name(id));
 	_exit(127);
-}
-
-static int ze__cmp_name(const void *key, const void *elem)
-{
-	return strcmp(key, *(const char *const *)elem);
 }
 
 /* Is p a function of the Level Zero loader (not of a driver, nor ours)? */
@@ -113,23 +147,22 @@ static bool ze__from_loader(void *p)
 /* dlsym(handle, symbol) found gt_dlsym_found: give our wrapper instead. */
 void *ze__wrapper_for(const char *symbol)
 {
-	const char *const *hit;
-	void *found = gt_dlsym_found;
+	void *found = gt_dlsym_found, *wrapper;
 	void *expected = NULL;
 	enum ze_fn_id id;
 
 	if (!symbol || symbol[0] != 'z' || symbol[1] != 'e' || !found)
 		return NULL;
-	hit = bsearch(symbol, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
-	if (!hit)
+	id = ze__fn_id(symbol);
+	if (id == ZE_ID__COUNT)
 		return NULL;
-	id = (enum ze_fn_id)(hit - ze_fn_names);
+	wrapper = ze__wrapper(id);
 	/* (a driver's own function has no wrapper a dlsym could get) */
-	if (!ze_wrappers[id] || found == ze_wrappers[id] || !ze__from_loader(found))
+	if (!wrapper || found == wrapper || !ze__from_loader(found))
 		return NULL;
 	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
 	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
-	return ze_wrappers[id];
+	return wrapper;
 }
 
 /*
@@ -143,21 +176,20 @@ ze_result_t ze_body_zeDriverGetExtensionFunctionAddress(
 	ze_driver_handle_t hDriver, const char *name, void **ppFunctionAddress)
 {
 	ze_result_t r = real(hDriver, name, ppFunctionAddress);
-	const char *const *hit;
-	void *found, *expected = NULL;
+	void *found, *wrapper, *expected = NULL;
 	enum ze_fn_id id;
 
 	if (r != ZE_RESULT_SUCCESS || !name || !ppFunctionAddress || !*ppFunctionAddress)
 		return r;
-	hit = bsearch(name, ze_fn_names, ZE_ID__COUNT, sizeof(ze_fn_names[0]), ze__cmp_name);
-	if (!hit)
+	id = ze__fn_id(name);
+	if (id == ZE_ID__COUNT)
 		return r;
-	id = (enum ze_fn_id)(hit - ze_fn_names);
 	found = *ppFunctionAddress;
-	if (!ze_xwrappers[id] || found == ze_xwrappers[id])
+	wrapper = ze__xwrapper(id);
+	if (!wrapper || found == wrapper)
 		return r;
 	if (atomic_compare_exchange_strong(&ze_xreal_tab[id], &expected, found) ||
 	    expected == found)
-		*ppFunctionAddress = ze_xwrappers[id];
+		*ppFunctionAddress = wrapper;
 	return r;
 }

@@ -567,7 +567,11 @@ class Bench:
         traced process's exit."""
         n, loop_n, calls = self.size("procs"), self.size("loop"), self.size("exit_calls")
         spawn = [BIN / "bench_spawn", n, "/bin/true"]
+        # each run: the median spawn-to-reaped (wall), the median CPU time of
+        # a child (its own rusage) and its page faults (the same every run)
         plain, quiet, empty = [], [], []
+        cpu = {"plain": [], "quiet": [], "empty": []}
+        faults = {}
         loop = f"for i in $(seq {loop_n}); do /bin/true; done"
         run_env = self.env(False, {"GPUTRACE_LIB": str(LIB),
                                    "GPUTRACE_TOOL": str(BUILD / "gputrace-tool"),
@@ -576,10 +580,13 @@ class Bench:
         ze = [BIN / "bench_ze", "exit", calls]
         exit_plain, exit_drained, exit_now, lost = [], [], [], 0
         for _ in range(self.reps):
-            plain.append(f(self.run(spawn, self.env(), cwd=self.work), "med_ns"))
-            quiet.append(f(self.run(spawn, self.env(True), cwd=self.work), "med_ns"))
-            empty.append(f(self.run(spawn, self.env(False, {"LD_PRELOAD": str(
-                BIN / "libempty.so")}), cwd=self.work), "med_ns"))
+            for key, times, env in (
+                    ("plain", plain, self.env()), ("quiet", quiet, self.env(True)),
+                    ("empty", empty, self.env(False, {"LD_PRELOAD": str(BIN / "libempty.so")}))):
+                res = self.run(spawn, env, cwd=self.work)
+                times.append(f(res, "med_ns"))
+                cpu[key].append(f(res, "cpu_med_ns"))
+                faults[key] = f(res, "faults")
             # a whole run is short and the machine's other work moves it:
             # twice the repetitions, interleaved; the CPU time of the whole
             # process tree too (getrusage of the waited-for children), which the
@@ -616,6 +623,12 @@ class Bench:
             "procs": n, "untraced_ns_per_process": min(plain),
             "quiet_ns_per_process": min(quiet), "quiet_added_ns": min(quiet) - min(plain),
             "empty_preload_added_ns": min(empty) - min(plain),
+            "quiet_beyond_empty_ns": min(quiet) - min(empty),
+            "untraced_cpu_ns": min(cpu["plain"]),
+            "quiet_cpu_added_ns": min(cpu["quiet"]) - min(cpu["plain"]),
+            "empty_cpu_added_ns": min(cpu["empty"]) - min(cpu["plain"]),
+            "untraced_faults": faults["plain"], "quiet_faults": faults["quiet"],
+            "empty_faults": faults["empty"],
             "loop_procs": loop_n, "loop_untraced_ns": min(loop_plain),
             "loop_run_ns": min(loop_run), "loop_ratio": min(loop_run) / min(loop_plain),
             "loop_untraced_cpu_ns": min(cpu_plain), "loop_run_cpu_ns": min(cpu_run),
@@ -884,7 +897,16 @@ def table(res, m, reps):
                      f"untraced {ns(r['untraced_ns_per_process'])}/process", "",
                      "< 0.2 ms", ok(r["quiet_added_ns"] < TARGETS["quiet_added_ns"])))
         rows.append(("", "", "", f"floor: an empty preloaded library "
-                     f"{sns(r['empty_preload_added_ns'])}/process", "", "", ""))
+                     f"{sns(r['empty_preload_added_ns'])}/process",
+                     f"{sns(r['quiet_beyond_empty_ns'])} beyond it", "", ""))
+        rows.append(("", "same, CPU time of the process",
+                     f"{sns(r['quiet_cpu_added_ns'])}/process",
+                     f"untraced {ns(r['untraced_cpu_ns'])}, empty library "
+                     f"{sns(r['empty_cpu_added_ns'])}", "", "(context)", ""))
+        rows.append(("", "same, page faults of the process",
+                     f"{r['quiet_faults']:.0f}/process",
+                     f"untraced {r['untraced_faults']:.0f}, empty library "
+                     f"{r['empty_faults']:.0f}", "", "(context)", ""))
         rows.append(("", f"run -- sh -c '{r['loop_procs']} x /bin/true'",
                      f"{r['loop_run_ns'] / 1e6:.1f} ms wall",
                      f"untraced {r['loop_untraced_ns'] / 1e6:.1f} ms",

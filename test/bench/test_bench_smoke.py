@@ -113,7 +113,7 @@ def test_spawn_reports_its_processes(tmp_path):
     need(BIN / "bench_spawn")
     r = report(run([BIN / "bench_spawn", 5, "/bin/true"]).stdout)
     assert (r["bench"], r["procs"]) == ("spawn", "5")
-    assert int(r["med_ns"]) > 0
+    assert int(r["med_ns"]) > 0 and int(r["cpu_med_ns"]) >= 0 and float(r["faults"]) > 0
     # under the library, a process that records nothing leaves no file
     proc = subprocess.run([str(BIN / "bench_spawn"), "5", "/bin/true"], cwd=tmp_path,
                           env=clean_env({"LD_PRELOAD": str(LIB)}), capture_output=True,
@@ -187,4 +187,8 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     procs = figures["results"]["7_processes"]
     assert "floor: an empty preloaded library" in text
     assert procs["loop_run_cpu_ns"] > 0 and procs["loop_untraced_cpu_ns"] > 0
+    # page faults of a process that records nothing: the library's own pages
+    # come on top of an empty preload's, which come on top of none
+    assert procs["quiet_faults"] > procs["empty_faults"] > procs["untraced_faults"] > 0
+    assert procs["untraced_cpu_ns"] > 0
     assert procs["events_lost"] == 0
