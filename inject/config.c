@@ -70,7 +70,7 @@ static int parse_uint(const char *s, unsigned long long min, unsigned long long 
 }
 
 /* 1/0 spellings people use. Returns 1, 0 or -1. */
-static int parse_bool(const char *s)
+GT_STARTUP_CODE static int parse_bool(const char *s)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on" };
 	static const char *const no[] = { "0", "no", "false", "off" };
@@ -300,7 +300,7 @@ static void set_backends(struct gt_config *cfg, const char *var, const char *val
 		bad(cfg, var, val, "a comma list of cupti, ze, plugins, all, or none");
 }
 
-static void set_bool(struct gt_config *cfg, const char *var, const char *val, bool *dst)
+GT_STARTUP_CODE static void set_bool(struct gt_config *cfg, const char *var, const char *val, bool *dst)
 {
 	int b = parse_bool(val);
 
@@ -315,7 +315,7 @@ static void set_disable_cupti(struct gt_config *cfg, const char *var, const char
 	set_bool(cfg, var, val, &cfg->disable_cupti);
 }
 
-static void set_summary(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_CODE static void set_summary(struct gt_config *cfg, const char *var, const char *val)
 {
 	set_bool(cfg, var, val, &cfg->summary);
 }

@@ -714,26 +714,32 @@ GT_STARTUP_CODE const char *shim__self_name(void)
 	return name && *name ? name : NULL;
 }
 
-/* Whether an LD_PRELOAD entry (split by spaces or colons) is this library:
- * the loader names a preloaded library by its entry, so the same text
- * answers without a syscall; else (a link, a relative path) by realpath. */
-GT_STARTUP_CODE static bool preloaded(void)
+/* The length of an LD_PRELOAD entry (they are split by spaces or colons).
+ * Not strcspn: its code and tables are two pages of libc that a process
+ * which records nothing would fault in for this alone. */
+GT_STARTUP_CODE static size_t preload_entry_len(const char *p)
 {
-	const char *list = getenv("LD_PRELOAD"), *name = shim__self_name(), *p;
+	size_t n = 0;
+
+	while (p[n] && p[n] != ' ' && p[n] != ':')
+		n++;
+	return n;
+}
+
+/* Whether an entry of list names the library name by another path (a
+ * link, a relative path). Apart, not inlined: its 12 KiB of buffers would
+ * put the common case's calls three pages down a stack that has not been
+ * touched there yet. */
+static __attribute__((noinline)) bool preloaded_by_realpath(const char *list, const char *name)
+{
 	char self[PATH_MAX], entry[PATH_MAX], real[PATH_MAX];
+	const char *p;
 	size_t n;
 
-	if (!list || !name)
-		return false;
-	for (p = list; *p; p += n + (p[n] != 0)) {
-		n = strcspn(p, " :");
-		if (n && n == strlen(name) && !strncmp(p, name, n))
-			return true;
-	}
 	if (!realpath(name, self))
 		return false;
 	for (p = list; *p; p += n + (p[n] != 0)) {
-		n = strcspn(p, " :");
+		n = preload_entry_len(p);
 		if (n && n < sizeof(entry)) {
 			memcpy(entry, p, n);
 			entry[n] = 0;
@@ -742,6 +748,24 @@ GT_STARTUP_CODE static bool preloaded(void)
 		}
 	}
 	return false;
+}
+
+/* Whether an LD_PRELOAD entry is this library: the loader names a preloaded
+ * library by its entry, so the same text answers without a syscall; else by
+ * realpath. */
+GT_STARTUP_CODE static bool preloaded(void)
+{
+	const char *list = getenv("LD_PRELOAD"), *name = shim__self_name(), *p;
+	size_t n;
+
+	if (!list || !name)
+		return false;
+	for (p = list; *p; p += n + (p[n] != 0)) {
+		n = preload_entry_len(p);
+		if (n && n == strlen(name) && !strncmp(p, name, n))
+			return true;
+	}
+	return preloaded_by_realpath(list, name);
 }
 
 /*

@@ -248,6 +248,13 @@ GT_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 	return r;
 }
 
+/* Local names of the wrappers: the table below takes their addresses without
+ * a symbol lookup each at load (the exported names would cost every process
+ * one). */
+#define SHARE_SELF(fn) static __typeof__(fn) share_self_##fn __attribute__((alias(#fn)));
+SHARE_FUNCS(SHARE_SELF)
+#undef SHARE_SELF
+
 /* dlsym(libcupti handle, ...) by the program: the same wrappers. */
 void *cupti__share_wrapper_for(const char *symbol)
 {
@@ -255,7 +262,7 @@ void *cupti__share_wrapper_for(const char *symbol)
 		const char *name;
 		void *fn;
 	} table[] = {
-#define SHARE_ENTRY(fn) { #fn, (void *)fn },
+#define SHARE_ENTRY(fn) { #fn, (void *)share_self_##fn },
 		SHARE_FUNCS(SHARE_ENTRY)
 #undef SHARE_ENTRY
 	};

@@ -642,13 +642,16 @@ static const char *api_version(void)
 #define resume                 control_resume
 #define pause                  control_pause
 
-/* __itt_<name>, exported: a version-1 static part finds them with dlsym. */
+/* __itt_<name>, exported: a version-1 static part finds them with dlsym.
+ * The table below takes each one's address through a local alias: the
+ * exported name would cost every process a symbol lookup at load. */
 #define ITT_EXPORTED(name, ret, params, args)                                              \
 	ITT_API ret __itt_##name params;                                                   \
 	ret __itt_##name params                                                            \
 	{                                                                                  \
 		return name args;                                                          \
-	}
+	}                                                                                  \
+	static __typeof__(__itt_##name) itt_self_##name __attribute__((alias("__itt_" #name)));
 ITT_FUNCTIONS(ITT_EXPORTED)
 #undef ITT_EXPORTED
 
@@ -656,7 +659,7 @@ static const struct {
 	const char *name;
 	void *fn;
 } itt_table[] = {
-#define ITT_ROW(name, ret, params, args) { "__itt_" #name, (void *)__itt_##name },
+#define ITT_ROW(name, ret, params, args) { "__itt_" #name, (void *)itt_self_##name },
 	ITT_FUNCTIONS(ITT_ROW)
 #undef ITT_ROW
 };
@@ -694,7 +697,7 @@ ITT_API void __itt_api_init(struct itt_global *g, int groups)
 	for (struct itt_api_info *a = g->api_list_ptr; a->name; a++) {
 		void *fn = itt_lookup(a->name);
 
-		if (!on && !(control && (fn == (void *)__itt_resume || fn == (void *)__itt_pause)))
+		if (!on && !(control && (fn == (void *)itt_self_resume || fn == (void *)itt_self_pause)))
 			fn = NULL;
 
 		if (a->func_ptr)

@@ -570,7 +570,7 @@ class Bench:
         # each run: the median spawn-to-reaped (wall), the median CPU time of
         # a child (its own rusage) and its page faults (the same every run)
         plain, quiet, empty = [], [], []
-        cpu = {"plain": [], "quiet": [], "empty": []}
+        spawn_cpu = {"plain": [], "quiet": [], "empty": []}
         faults = {}
         loop = f"for i in $(seq {loop_n}); do /bin/true; done"
         run_env = self.env(False, {"GPUTRACE_LIB": str(LIB),
@@ -585,7 +585,7 @@ class Bench:
                     ("empty", empty, self.env(False, {"LD_PRELOAD": str(BIN / "libempty.so")}))):
                 res = self.run(spawn, env, cwd=self.work)
                 times.append(f(res, "med_ns"))
-                cpu[key].append(f(res, "cpu_med_ns"))
+                spawn_cpu[key].append(f(res, "cpu_med_ns"))
                 faults[key] = f(res, "faults")
             # a whole run is short and the machine's other work moves it:
             # twice the repetitions, interleaved; the CPU time of the whole
@@ -624,9 +624,9 @@ class Bench:
             "quiet_ns_per_process": min(quiet), "quiet_added_ns": min(quiet) - min(plain),
             "empty_preload_added_ns": min(empty) - min(plain),
             "quiet_beyond_empty_ns": min(quiet) - min(empty),
-            "untraced_cpu_ns": min(cpu["plain"]),
-            "quiet_cpu_added_ns": min(cpu["quiet"]) - min(cpu["plain"]),
-            "empty_cpu_added_ns": min(cpu["empty"]) - min(cpu["plain"]),
+            "untraced_cpu_ns": min(spawn_cpu["plain"]),
+            "quiet_cpu_added_ns": min(spawn_cpu["quiet"]) - min(spawn_cpu["plain"]),
+            "empty_cpu_added_ns": min(spawn_cpu["empty"]) - min(spawn_cpu["plain"]),
             "untraced_faults": faults["plain"], "quiet_faults": faults["quiet"],
             "empty_faults": faults["empty"],
             "loop_procs": loop_n, "loop_untraced_ns": min(loop_plain),
