@@ -522,13 +522,20 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			rt_range(flags, true);                                              \
 		return gt_r;                                                                \
 	}
+/* A local name for one runtime's wrapper: its address is then taken with no
+ * relocation at all (cupti__rt_wrapper_for), not through the GOT as the
+ * exported name's would be. */
+#define RT_SELF(m, name)                                                                    \
+	static __typeof__(gt_rt##m##_##name) rt_self##m##_##name                            \
+		__attribute__((alias("gt_rt" #m "_" #name)));
 #define RT_WRAP(name, params, args, flags)                                                  \
 	typedef cuda_err(*name##_fn) params;                                                \
 	static _Atomic(void *) name##_real[RT_NMAJORS];                                     \
 	static _Atomic uint32_t name##_name;                                                \
 	RT_WRAP_ONE(0, "libcudart.so.11.0", name, params, args, flags)                      \
 	RT_WRAP_ONE(1, "libcudart.so.12", name, params, args, flags)                        \
-	RT_WRAP_ONE(2, "libcudart.so.13", name, params, args, flags)
+	RT_WRAP_ONE(2, "libcudart.so.13", name, params, args, flags)                        \
+	RT_SELF(0, name) RT_SELF(1, name) RT_SELF(2, name)
 
 #define RT_WRAP_LAUNCH_ONE(m, ver, name, params, args, work, per_thread, stream, bytes, kind, func) \
 	__attribute__((symver(#name "@" ver))) GT_EXPORT cuda_err gt_rt##m##_##name params  \
@@ -567,7 +574,8 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 	static _Atomic uint32_t name##_name;                                                \
 	RT_WRAP_LAUNCH_ONE(0, "libcudart.so.11.0", name, params, __VA_ARGS__)               \
 	RT_WRAP_LAUNCH_ONE(1, "libcudart.so.12", name, params, __VA_ARGS__)                 \
-	RT_WRAP_LAUNCH_ONE(2, "libcudart.so.13", name, params, __VA_ARGS__)
+	RT_WRAP_LAUNCH_ONE(2, "libcudart.so.13", name, params, __VA_ARGS__)               \
+	RT_SELF(0, name) RT_SELF(1, name) RT_SELF(2, name)
 
 RT_CALLS(RT_WRAP)
 RT_LAUNCHES(RT_WRAP_LAUNCH)
@@ -595,6 +603,7 @@ static _Atomic(void *) __cudaGetKernel_real[RT_NMAJORS];
 static _Atomic uint32_t __cudaGetKernel_name;
 RT_WRAP_GET_KERNEL(2, "libcudart.so.13", __cudaGetKernel, (void **k, const void *f), (k, f),
 		   RT_FOLD)
+RT_SELF(2, __cudaGetKernel)
 
 /* Which runtime a function of the program's dlsym() belongs to. */
 static int major_of(const void *fn)
@@ -623,22 +632,21 @@ static void *rt_pick(void *const fn[RT_NMAJORS])
 /* dlsym(libcudart handle, "cudaXxx") by the program: the wrapper of that
  * libcudart's runtime. Compares, not a table of pointers: such a table is
  * relocated by the loader in every process at start, GPU or not (a page
- * copied per 4 KiB); the gt_rtN_* names are local (inject/exports.map), so
- * taking their address needs no relocation at all. */
+ * copied per 4 KiB), and the wrappers' local names (RT_SELF) need none. */
 void *cupti__rt_wrapper_for(const char *symbol)
 {
 	if (!symbol || (strncmp(symbol, "cuda", 4) && strncmp(symbol, "__cuda", 6)))
 		return NULL;
 #define RT_ENTRY(name, ...)                                                                \
 	if (!strcmp(symbol, #name))                                                        \
-		return rt_pick((void *const[RT_NMAJORS]){ (void *)gt_rt0_##name,           \
-							  (void *)gt_rt1_##name,           \
-							  (void *)gt_rt2_##name });
+		return rt_pick((void *const[RT_NMAJORS]){ (void *)rt_self0_##name,         \
+							  (void *)rt_self1_##name,         \
+							  (void *)rt_self2_##name });
 	RT_CALLS(RT_ENTRY)
 	RT_LAUNCHES(RT_ENTRY)
 #undef RT_ENTRY
 	if (!strcmp(symbol, "__cudaGetKernel"))
 		return rt_pick((void *const[RT_NMAJORS]){ NULL, NULL,
-							  (void *)gt_rt2___cudaGetKernel });
+							  (void *)rt_self2___cudaGetKernel });
 	return NULL;
 }
