@@ -35,7 +35,9 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 			"ignored with it");
 		gt_cap.controlled = false;
 	}
-	pthread_mutex_init(&cap_lock, NULL); /* a fork child's, fresh */
+	/* a fork child's, fresh (an assignment: no call into libc to bind at
+	 * start, in every process) */
+	cap_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	atomic_store(&closes, 0);
 	atomic_store(&ended, 0);
 	ranges = 0;

@@ -82,9 +82,13 @@ GT_STARTUP_CODE void trigger__init(void)
 		return;
 	}
 	/* the default, all zero, is what trig_app holds already: a process
-	 * that records nothing writes no page of .bss */
-	if (memcmp(&cur, &(struct sigaction){ 0 }, sizeof(cur)))
-		trig_app = cur;
+	 * that records nothing writes no page of .bss (checked by a loop: no
+	 * call into libc to bind at start) */
+	for (size_t i = 0; i < sizeof(cur); i++)
+		if (((const unsigned char *)&cur)[i]) {
+			trig_app = cur;
+			break;
+		}
 	if (!__sigaction(trig_sig, &sa, NULL))
 		atomic_store(&trig_ours, true);
 }

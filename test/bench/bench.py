@@ -588,10 +588,11 @@ class Bench:
                 spawn_cpu[key].append(f(res, "cpu_med_ns"))
                 faults[key] = f(res, "faults")
             # a whole run is short and the machine's other work moves it:
-            # twice the repetitions, interleaved; the CPU time of the whole
-            # process tree too (getrusage of the waited-for children), which the
-            # machine's other work moves far less than the wall time
-            for _ in range(2):
+            # four times the repetitions, interleaved (the best of each is
+            # compared); the CPU time of the whole process tree too (getrusage
+            # of the waited-for children), which the machine's other work moves
+            # far less than the wall time
+            for _ in range(1 if self.quick else 4):
                 for cmd, times, cpu, env in (
                         (["sh", "-c", loop], loop_plain, cpu_plain, self.env()),
                         ([ROOT / "scripts" / "gputrace", "run", "--no-summary", "--", "sh",
