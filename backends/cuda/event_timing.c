@@ -66,7 +66,8 @@ static struct {
 	int (*stream_id_ptsz)(void *, unsigned long long *);
 	int (*exchange_mode)(int *); /* cudaThreadExchangeStreamCaptureMode */
 } rt;
-static _Atomic int rt_state; /* 0 unknown, 1 loaded, -1 missing */
+/* 0 unknown, 1 loaded, -1 missing; read by every fork child */
+static _Atomic int rt_state GT_STARTUP_STATE;
 static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool load_rt(void)
@@ -442,7 +443,11 @@ unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max)
 
 void cupti__events_forget(void)
 {
-	/* fork child: CUDA objects of the parent are gone */
+	/* fork child: CUDA objects of the parent are gone. None without the
+	 * runtime loaded for events: nothing to forget, no page to touch (a
+	 * shell forks for every command). */
+	if (atomic_load(&rt_state) <= 0)
+		return;
 	pthread_mutex_init(&poll_lock, NULL);
 	memset(stream_ends, 0, sizeof(stream_ends));
 	for (unsigned i = 0; i < SLOTS; i++) {

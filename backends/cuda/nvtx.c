@@ -414,13 +414,20 @@ static struct open_range {
 	struct nvtx_attrs attrs;
 } open_ranges[OPEN_MAX];
 static _Atomic uint64_t next_range_id;
+/* A range was ever started here: else a fork child has none to forget, and
+ * leaves the table's pages untouched (a shell forks for every command). */
+static _Atomic bool ranges_used GT_STARTUP_STATE;
 
 static nvtxRangeId_t start_range(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a,
 				 uint32_t name)
 {
 	uint64_t id = atomic_fetch_add(&next_range_id, 1) + 1;
 	struct open_range *r = &open_ranges[id % OPEN_MAX];
-	uint64_t old = atomic_exchange(&r->id, 0);
+	uint64_t old;
+
+	if (!atomic_load_explicit(&ranges_used, memory_order_relaxed))
+		atomic_store(&ranges_used, true);
+	old = atomic_exchange(&r->id, 0);
 
 	if (old)
 		gt_lost_add(cupti__key("nvtx_open_ranges"), 1); /* 4096 ranges were open */
@@ -549,6 +556,8 @@ GT_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 void cupti__nvtx_forget(void)
 {
 	/* the fork child keeps its thread's stack; other threads are gone */
+	if (!atomic_load(&ranges_used))
+		return;
 	for (unsigned i = 0; i < OPEN_MAX; i++)
 		atomic_store(&open_ranges[i].id, 0);
 }

@@ -222,6 +222,9 @@ static struct open_range {
 	const struct itt_domain *domain;
 	uint16_t flags;
 } open_ranges[OPEN_MAX];
+/* A range was ever opened here: else a fork child has none to forget, and
+ * leaves the table's pages untouched (a shell forks for every command). */
+static _Atomic bool ranges_used GT_STARTUP_STATE;
 
 enum { KIND_TASK = 1, KIND_REGION, KIND_FRAME };
 
@@ -240,6 +243,8 @@ static void open_begin(int kind, const struct itt_domain *d, const struct itt_id
 {
 	uint64_t key = open_key(kind, d, id), now = gt_clock_ns();
 
+	if (!atomic_load_explicit(&ranges_used, memory_order_relaxed))
+		atomic_store(&ranges_used, true);
 	for (unsigned i = 0; i < OPEN_PROBE; i++) {
 		struct open_range *r = &open_ranges[(key + i) % OPEN_MAX];
 		uint64_t expect = 0;
@@ -724,6 +729,8 @@ static void itt_atfork_child(void)
 {
 	/* ranges ended by id that the parent opened: gone with its threads,
 	 * except the forking thread's, whose begin records are the parent's */
+	if (!atomic_load(&ranges_used))
+		return;
 	for (unsigned i = 0; i < OPEN_MAX; i++)
 		atomic_store(&open_ranges[i].key, 0);
 }

@@ -551,6 +551,8 @@ static void plugins_flush(bool final)
 static void plugins_atfork_child(void)
 {
 	pthread_mutex_init(&calls_lock, NULL);
+	if (!nplugins)
+		return; /* none was loaded: nothing of theirs to forget, no page to touch */
 	kineto__atfork_child();
 	for (unsigned i = 0; i < nplugins; i++) {
 		atomic_store_explicit(&plugins[i].builder.open, false, memory_order_release);
