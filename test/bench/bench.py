@@ -57,6 +57,7 @@ SIZES = {
     "procs": (400, 10),
     "loop": (200, 10),
     "exit_calls": (1_000, 100),
+    "exit_events": (1_000_000, 2_000),
     "idle_ms": (2000, 200),
 }
 # Calls per burst: over the drain's high-water mark (a quarter of the default
@@ -70,6 +71,12 @@ LAUNCH_PAUSE_US = 50_000
 STACK_NEST = 70        # frames under the call site in the stacks row
 TIME = "/usr/bin/time"  # peak RSS of the program itself (not of a forked Python)
 
+# Row 7w: a ring that holds 10^6 events under its high-water mark (a quarter of
+# 8 Mi 64-byte slots) and a flush interval longer than the run, so every event
+# is still in the ring when the process calls exit() and the exit writes them all.
+EXIT_RING_KB = 524_288
+EXIT_WRITE_RATIO, EXIT_WRITE_SLACK_NS = 1.1, 1e6  # exit <= 1.1x its write time + 1 ms
+
 TARGETS = {
     "floor_ratio": 1.25,     # added cost / floor, at most
     "uftrace_ratio": 4.0,    # uftrace's added cost / ours, at least
@@ -79,6 +86,8 @@ TARGETS = {
     "quiet_added_ns": 200e3, # a process that records nothing, added, at most
     "run_loop_ratio": 1.2,   # gputrace run -- a shell loop of /bin/true / untraced, at most
     "exit_added_ns": 1e6,    # a traced process's exit beyond writing its events, at most
+    "exit_write_ratio": EXIT_WRITE_RATIO,  # exit after 10^6 events / their write time,
+    "exit_write_slack_ns": EXIT_WRITE_SLACK_NS,  # ... plus this, at most
     "paused_added_ns": 2.0,  # paused (GPUTRACE_START=paused) over untraced, per call, at most
     "tmpfs_vs_format": 1.5,  # drain + JSON into a tmpfs file / formatting alone, at most
     "gz_events_per_s": 4e6,  # drain + .json.gz into a tmpfs file, at least
@@ -567,6 +576,8 @@ class Bench:
         traced process's exit."""
         n, loop_n, calls = self.size("procs"), self.size("loop"), self.size("exit_calls")
         spawn = [BIN / "bench_spawn", n, "/bin/true"]
+        split_cmd = [BIN / "bench_spawn", "--split", n, BIN / "bench_true"]
+        split = {k: {"start": [], "exit": []} for k in ("plain", "quiet", "empty")}
         # each run: the median spawn-to-reaped (wall), the median CPU time of
         # a child (its own rusage) and its page faults (the same every run)
         plain, quiet, empty = [], [], []
@@ -587,6 +598,10 @@ class Bench:
                 times.append(f(res, "med_ns"))
                 spawn_cpu[key].append(f(res, "cpu_med_ns"))
                 faults[key] = f(res, "faults")
+                # the same process split at main() and at exit() (bench_true)
+                res = self.run(split_cmd, env, cwd=self.work)
+                split[key]["start"].append(f(res, "start_med_ns"))
+                split[key]["exit"].append(f(res, "exit_med_ns"))
             # a whole run is short and the machine's other work moves it:
             # four times the repetitions, interleaved (the best of each is
             # compared); the CPU time of the whole process tree too (getrusage
@@ -640,10 +655,135 @@ class Bench:
             "exit_at_once_ns": min(exit_now),
             "exit_at_once_added_ns": min(exit_now) - min(exit_plain),
             "events_lost": lost,
+            "split": split_figures(split, n),
+            "exit_written": self.exit_written(),
         }
+
+    def exit_written(self):
+        """The exit of a process that recorded 10^6 events, all still to write
+        (calls made, then exit(): nothing else pending), against the time the
+        writer takes to drain, format and write as many events in one cycle
+        (bench_core drain, one thread, a file in the same folder), interleaved,
+        best of the repetitions; then the same exit under strace: nothing on
+        it may sleep on a timer."""
+        n, rounds = self.size("exit_events"), self.size("drain_rounds")
+        ze = [BIN / "bench_ze", "exit", n, 0]
+        big = {"GPUTRACE_BUFFER_KB": str(EXIT_RING_KB), "GPUTRACE_FLUSH_MS": "60000"}
+        plain, traced, write, lost = [], [], [], 0
+        recorded = size = core_bytes = 0
+        for _ in range(self.reps):
+            plain.append(self.exit_ns(ze, self.env()))
+            path = self.trace_path("exit-written.json")
+            traced.append(self.exit_ns(ze, self.env(True, dict(big, GPUTRACE_OUTPUT=str(path)))))
+            trailer, size = read_trailer(path)
+            lost += trailer.get("events_lost", 0)
+            recorded = trailer.get("events_recorded", 0)
+            remove(path)
+            core = self.trace_path("exit-write.json")
+            res = self.run([BIN / "bench_core", "drain", core, 1, n, rounds], self.env())
+            remove(core)
+            write.append(f(res, "drain_ms") * 1e6)
+            core_bytes = int(res["round_bytes"])
+        added = min(traced) - min(plain)
+        out = {
+            "workload": f"bench_ze exit {n} 0: {n} zeDriverGetApiVersion, then exit() until "
+                        f"reaped, traced with GPUTRACE_BUFFER_KB={EXIT_RING_KB} and "
+                        "GPUTRACE_FLUSH_MS=60000 (every event still in the ring at exit) vs "
+                        f"untraced; write time: bench_core drain PATH 1 {n} {rounds} (one "
+                        "cycle: drain, format, write into a file in the same folder)",
+            "events": n, "events_recorded": recorded, "events_lost": lost,
+            "untraced_exit_ns": min(plain), "traced_exit_ns": min(traced), "added_ns": added,
+            "write_ns": min(write), "ratio": added / min(write),
+            "allowed_ns": EXIT_WRITE_RATIO * min(write) + EXIT_WRITE_SLACK_NS,
+            "trace_bytes_per_event": size / recorded if recorded else None,
+            "write_bytes_per_event": core_bytes / n,
+        }
+        out.update(self.exit_sleeps(ze, dict(big)))
+        out["pass"] = (added <= out["allowed_ns"] and lost == 0 and
+                       out.get("sleeps", 0) == 0 and out.get("timed_out_waits", 0) == 0 and
+                       out.get("marker_seen", True))
+        return out
+
+    def exit_sleeps(self, cmd, extra):
+        """Run cmd traced under strace -f (timed sleeps, futex waits and writes);
+        from its report line on (the write of "bench=exit", right before exit()),
+        count the sleeps on a timer and the waits that ended by their timeout
+        (a futex wait the writer wakes is fine), in every thread."""
+        if not shutil.which("strace"):
+            return {"strace": "n/a (strace not installed)"}
+        log = self.work / "exit.strace"
+        path = self.trace_path("exit-strace.json")
+        env = self.env(True, dict(extra, GPUTRACE_OUTPUT=str(path)))
+        pre = ["-E", f"LD_PRELOAD={env.pop('LD_PRELOAD')}"]  # the program's, not strace's
+        self.run(["strace", "-f", "-qq", "-o", log, "-e",
+                  "trace=nanosleep,clock_nanosleep,futex,write"] + pre + cmd, env)
+        remove(path)
+        got = exit_syscalls(log.read_text())
+        remove(log)
+        got["strace"] = ("strace -f -e trace=nanosleep,clock_nanosleep,futex,write "
+                         "bench_ze exit ...")
+        return got
 
 
 # ---- helpers ----
+
+def split_figures(split, n):
+    """Row 7's start-up and exit of a process that records nothing (bench_true):
+    the best of the runs' medians, untraced, with an empty preloaded library and
+    with ours."""
+    best = {k: {part: min(v) for part, v in parts.items()} for k, parts in split.items()}
+    out = {"procs": n}
+    for part in ("start", "exit"):
+        base = best["plain"][part]
+        out[f"{part}_untraced_ns"] = base
+        out[f"{part}_added_ns"] = best["quiet"][part] - base
+        out[f"{part}_empty_added_ns"] = best["empty"][part] - base
+        out[f"{part}_ratio"] = best["quiet"][part] / base if base else None
+    out["total_added_ns"] = out["start_added_ns"] + out["exit_added_ns"]
+    out["total_empty_added_ns"] = out["start_empty_added_ns"] + out["exit_empty_added_ns"]
+    return out
+
+
+def exit_syscalls(log):
+    """From strace -f output: the nanosleep/clock_nanosleep calls started after
+    the program's "bench=exit" line was written, and the futex waits started
+    after it that returned ETIMEDOUT (a poll), and all futex calls after it."""
+    after, pending = False, {}
+    sleeps, timed_out, futexes = [], [], 0
+    for line in log.splitlines():
+        m = re.match(r"(\d+)\s+(.*)", line)
+        if not m:
+            continue
+        pid, rest = m.groups()
+        resumed = re.match(r"<\.\.\. (\w+) resumed>", rest)
+        if resumed:
+            name, started_after = pending.pop(pid, (resumed.group(1), after))
+        else:
+            call = re.match(r"(\w+)\(", rest)
+            if not call:
+                continue
+            name, started_after = call.group(1), after
+            if rest.endswith("<unfinished ...>"):
+                pending[pid] = (name, after)
+                if name != "write":
+                    continue
+            if name == "write" and rest.startswith('write(1, "bench=exit'):
+                after = True
+                continue
+        if not started_after or name == "write":
+            continue
+        if name in ("nanosleep", "clock_nanosleep"):
+            sleeps.append(line)
+        elif name == "futex":
+            futexes += 1
+            if "ETIMEDOUT" in rest:
+                timed_out.append(line)
+    # an unfinished call at the end: still sleeping when the process ended
+    for pid, (name, started_after) in pending.items():
+        if started_after and name in ("nanosleep", "clock_nanosleep"):
+            sleeps.append(f"{pid} {name} <unfinished>")
+    return {"sleeps": len(sleeps), "timed_out_waits": len(timed_out), "futex_calls": futexes,
+            "sleep_lines": (sleeps + timed_out)[:10], "marker_seen": after}
 
 def f(res, key):
     return float(res[key])
@@ -923,6 +1063,37 @@ def table(res, m, reps):
                      ok(r["exit_added_ns"] < TARGETS["exit_added_ns"])))
         rows.append(("", f"exit right after {r['exit_calls']} calls",
                      f"{sns(r['exit_at_once_added_ns'])} (writes them)", "", "", "", ""))
+        s = r["split"]
+        quiet = s["total_added_ns"] < TARGETS["quiet_added_ns"]
+        for part, measure, what in (("start", "7s start-up, records nothing", "spawn to main()"),
+                                    ("exit", "7e exit, records nothing", "exit() to reaped")):
+            rows.append((measure, f"bench_true x{s['procs']}, {what}",
+                         f"{sns(s[part + '_added_ns'])}/process (lost n/a)",
+                         f"untraced {ns(s[part + '_untraced_ns'])}, empty library "
+                         f"{sns(s[part + '_empty_added_ns'])}",
+                         f"{s[part + '_ratio']:.2f}x untraced" if s[part + "_ratio"] else "",
+                         "start + exit < 0.2 ms", ok(quiet)))
+        rows.append(("", "start-up + exit", f"{sns(s['total_added_ns'])}/process",
+                     f"empty library {sns(s['total_empty_added_ns'])}", "", "< 0.2 ms",
+                     ok(quiet)))
+        x = r["exit_written"]
+        rows.append(("7w exit writing 10^6 events",
+                     f"{x['events']} calls, then exit() (all to write)",
+                     f"+{x['added_ns'] / 1e6:.1f} ms, {x['events_recorded']} recorded, "
+                     f"{x['events_lost']} lost",
+                     f"write time {x['write_ns'] / 1e6:.1f} ms (bench_core drain, same "
+                     f"count); untraced exit {ns(x['untraced_exit_ns'])}",
+                     f"{x['ratio']:.2f}x write time",
+                     f"<= {EXIT_WRITE_RATIO}x + {EXIT_WRITE_SLACK_NS / 1e6:g} ms, no sleep",
+                     ok(x["pass"])))
+        if "sleeps" in x:
+            rows.append(("", "strace -f on that exit",
+                         f"{x['sleeps']} timed sleeps, {x['timed_out_waits']} timed-out waits",
+                         f"{x['futex_calls']} futex calls (woken)", "", "0 and 0",
+                         ok(x["sleeps"] == 0 and x["timed_out_waits"] == 0 and
+                            x["marker_seen"])))
+        else:
+            rows.append(("", "strace -f on that exit", x["strace"], "", "", "0 and 0", "n/a"))
     r = res.get("8_metrics")
     if r:
         for i, kind in enumerate(("regular", "immediate")):

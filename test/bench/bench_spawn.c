@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_spawn <n> <program> [args...]: starts the program n times, one after
- * the other (posix_spawn, then wait), and reports the median time from
- * spawn to reaped: what a process costs, start to exit, as a shell or make
- * sees it; and, from each child's own resource usage (wait4), the median
- * CPU time it took (user and system: start, run, exit) and its page faults
- * (minor, the same every run). Run untraced and with the library preloaded
- * (the environment passes on), for the cost of the library in a process
- * that records nothing (bench.py, row 7).
+ * bench_spawn [--split] <n> <program> [args...]: starts the program n times,
+ * one after the other (posix_spawn, then wait), and reports the median time
+ * from spawn to reaped: what a process costs, start to exit, as a shell or
+ * make sees it; and, from each child's own resource usage (wait4), the
+ * median CPU time it took (user and system: start, run, exit) and its page
+ * faults (minor, the same every run). Run untraced and with the library
+ * preloaded (the environment passes on), for the cost of the library in a
+ * process that records nothing (bench.py, row 7).
+ *
+ * --split: the program is bench_true, which writes the CLOCK_MONOTONIC times
+ * it reached main and called exit() to descriptor 3 (a pipe): the medians of
+ * start-up (spawn to main) and exit (exit() to reaped) are reported too.
  */
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -24,37 +30,68 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static uint64_t *sorted(uint64_t *v, unsigned long n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v;
+}
+
 int main(int argc, char **argv)
 {
-	unsigned long n = test_arg(argc, argv, 1, 100);
-	uint64_t *took, *cpu, total = 0, faults = 0;
+	bool split = argc > 1 && !strcmp(argv[1], "--split");
+	unsigned long n;
+	uint64_t *took, *cpu, *start, *quit, total = 0, faults = 0;
+	posix_spawn_file_actions_t fa;
+	int pipefd[2] = { -1, -1 };
 
+	argv += split;
+	argc -= split;
+	n = test_arg(argc, argv, 1, 100);
 	if (argc < 3 || !n)
-		BENCH_DIE("usage: bench_spawn <n> <program> [args...]");
+		BENCH_DIE("usage: bench_spawn [--split] <n> <program> [args...]");
 	took = calloc(n, sizeof(*took));
 	cpu = calloc(n, sizeof(*cpu));
-	if (!took || !cpu)
+	start = calloc(n, sizeof(*start));
+	quit = calloc(n, sizeof(*quit));
+	if (!took || !cpu || !start || !quit)
 		BENCH_DIE("bench_spawn: out of memory");
+	posix_spawn_file_actions_init(&fa);
+	if (split) {
+		/* the child's times wait in the pipe until it is reaped: no wake-up in between */
+		if (pipe2(pipefd, O_CLOEXEC))
+			BENCH_DIE("bench_spawn: pipe failed");
+		posix_spawn_file_actions_adddup2(&fa, pipefd[1], 3);
+	}
 	for (unsigned long i = 0; i < n; i++) {
-		uint64_t t = bench_wall();
+		uint64_t t = bench_wall(), at[2];
 		struct rusage ru;
 		pid_t pid;
 		int st;
 
-		if (posix_spawn(&pid, argv[2], NULL, NULL, argv + 2, environ))
+		if (posix_spawn(&pid, argv[2], &fa, NULL, argv + 2, environ))
 			BENCH_DIE("bench_spawn: cannot run %s", argv[2]);
 		if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 			BENCH_DIE("bench_spawn: %s failed", argv[2]);
 		took[i] = bench_wall() - t;
+		if (split) {
+			if (read(pipefd[0], at, sizeof(at)) != (ssize_t)sizeof(at))
+				BENCH_DIE("bench_spawn: %s wrote no times (is it bench_true?)",
+					  argv[2]);
+			start[i] = at[0] - t;
+			quit[i] = t + took[i] - at[1];
+		}
 		total += took[i];
 		cpu[i] = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
 			 (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
 		faults += (uint64_t)ru.ru_minflt;
 	}
-	qsort(took, n, sizeof(*took), cmp_u64);
-	qsort(cpu, n, sizeof(*cpu), cmp_u64);
-	printf("bench=spawn procs=%lu med_ns=%llu mean_ns=%.1f cpu_med_ns=%llu faults=%.1f\n", n,
-	       (unsigned long long)took[n / 2], (double)total / (double)n,
-	       (unsigned long long)cpu[n / 2], (double)faults / (double)n);
+	printf("bench=spawn procs=%lu med_ns=%llu mean_ns=%.1f cpu_med_ns=%llu faults=%.1f", n,
+	       (unsigned long long)sorted(took, n)[n / 2], (double)total / (double)n,
+	       (unsigned long long)sorted(cpu, n)[n / 2], (double)faults / (double)n);
+	if (split)
+		printf(" start_med_ns=%llu exit_med_ns=%llu",
+		       (unsigned long long)sorted(start, n)[n / 2],
+		       (unsigned long long)sorted(quit, n)[n / 2]);
+	printf("\n");
 	return 0;
 }

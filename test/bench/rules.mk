@@ -17,12 +17,16 @@ $(BENCH_DIR)/bench_spawn: test/bench/bench_spawn.c test/bench/bench.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 
+$(BENCH_DIR)/bench_true: test/bench/bench_true.c test/bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+
 $(BENCH_DIR)/libempty.so: test/bench/empty.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
 
 BENCH_BUILD += $(BENCH_DIR)/bench_floor $(BENCH_DIR)/bench_core $(BENCH_DIR)/bench_spawn \
-	       $(BENCH_DIR)/libempty.so
+	       $(BENCH_DIR)/bench_true $(BENCH_DIR)/libempty.so
 
 ifeq ($(HAVE_ZE),1)
 $(BENCH_DIR)/bench_ze: test/bench/bench_ze.c test/bench/bench.h test/annotations/itt_static.c \

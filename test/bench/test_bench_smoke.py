@@ -3,12 +3,14 @@ a tiny size and its report line is read back; nothing is timed or compared
 (make bench measures, make test does not)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import BUILD, LIB, ROOT, ZE_SIM, clean_env, load_trace, events, need, sim_env
+from conftest import (BUILD, LIB, ROOT, ZE_SIM, clean_env, count_events, events, load_trace, need,
+                      scan_trace, sim_env)
 
 BIN = BUILD / "test" / "bench"
 HAVE_ZE = os.path.exists("/usr/include/level_zero/ze_api.h")
@@ -109,6 +111,82 @@ def test_ze_launches_untraced_and_traced(tmp_path, kind):
     assert len(events(t, ph="X", name="zeCommandListAppendLaunchKernel")) == 48
 
 
+def test_spawn_splits_start_up_from_exit():
+    """bench_spawn --split over bench_true (row 7s/7e): both halves measured, each
+    shorter than the whole, for every process."""
+    need(BIN / "bench_spawn")
+    need(BIN / "bench_true")
+    for env in (None, {"LD_PRELOAD": str(LIB)}):
+        r = report(run([BIN / "bench_spawn", "--split", 5, BIN / "bench_true"], env).stdout)
+        assert (r["bench"], r["procs"]) == ("spawn", "5")
+        start, exit_, whole = int(r["start_med_ns"]), int(r["exit_med_ns"]), int(r["med_ns"])
+        assert 0 < start < whole and 0 < exit_ < whole
+
+
+def test_spawn_split_needs_a_program_that_says_when():
+    need(BIN / "bench_spawn")
+    proc = subprocess.run([str(BIN / "bench_spawn"), "--split", "2", "/bin/true"],
+                          capture_output=True, env=clean_env())
+    assert proc.returncode == 1
+    assert b"wrote no times" in proc.stderr
+
+
+def test_exit_syscalls_reads_only_the_exit():
+    """Row 7w's strace reader: only calls started after the report line count;
+    a wait the writer wakes is fine, a timed-out one and any timed sleep are not."""
+    sys.path.insert(0, str(ROOT / "test" / "bench"))
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    log = "\n".join([
+        '100 nanosleep({tv_sec=0, tv_nsec=1000000}, NULL) = 0',  # before exit: ignored
+        '101 futex(0x7f, FUTEX_WAIT_PRIVATE, 0, {tv_sec=0, tv_nsec=10000000} <unfinished ...>',
+        '100 write(1, "bench=exit calls=5 exit_at_ns=1"..., 40) = 40',
+        '101 <... futex resumed>) = 0',  # began before: not the exit's
+        '100 futex(0x7e, FUTEX_WAIT_PRIVATE, 1, {tv_sec=5, tv_nsec=0} <unfinished ...>',
+        '101 futex(0x7e, FUTEX_WAKE_PRIVATE, 2147483647) = 1',
+        '100 <... futex resumed>) = 0',
+        '101 write(5, "{", 1) = 1',
+    ])
+    got = bench.exit_syscalls(log)
+    assert (got["sleeps"], got["timed_out_waits"], got["futex_calls"], got["marker_seen"]) == \
+        (0, 0, 2, True)
+    got = bench.exit_syscalls(log + "\n".join([
+        "", '102 clock_nanosleep(CLOCK_MONOTONIC, 0, {tv_sec=0, tv_nsec=1000000}, NULL) = 0',
+        '101 futex(0x7d, FUTEX_WAIT_PRIVATE, 0, {tv_sec=0, tv_nsec=1000000}) = -1 ETIMEDOUT '
+        '(Connection timed out)',
+        '103 nanosleep({tv_sec=1, tv_nsec=0},  <unfinished ...>']))
+    assert (got["sleeps"], got["timed_out_waits"]) == (2, 1)
+    assert not bench.exit_syscalls(log.replace("bench=exit", "bench=x"))["marker_seen"]
+
+
+@pytest.mark.skipif(not HAVE_ZE, reason="no Level Zero headers")
+def test_exit_after_recording_sleeps_on_nothing(tmp_path):
+    """The exit of a process whose events are all still to write (row 7w) waits
+    for the writer only: under strace -f, no thread starts a timed sleep after
+    the program calls exit(), and no wait ends by its timeout; every event is
+    in the file."""
+    need(BIN / "bench_ze")
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    trace, log = tmp_path / "exit.json", tmp_path / "exit.strace"
+    env = sim_env({"GPUTRACE_OUTPUT": str(trace), "GPUTRACE_SUMMARY": "0",
+                   "GPUTRACE_BUFFER_KB": "65536", "GPUTRACE_FLUSH_MS": "60000"})
+    run(["strace", "-f", "-qq", "-o", log, "-e", "trace=nanosleep,clock_nanosleep,futex,write",
+         "-E", f"LD_PRELOAD={LIB}", BIN / "bench_ze", "exit", 50000, 0], env)
+    sys.path.insert(0, str(ROOT / "test" / "bench"))
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    got = bench.exit_syscalls(log.read_text())
+    assert got["marker_seen"] and got["sleeps"] == 0 and got["timed_out_waits"] == 0, got
+    t = scan_trace(trace)
+    assert count_events(t, ph="X", name="zeDriverGetApiVersion") == 50000
+    assert t["gputrace"]["events_lost"] == 0 and t["gputrace"]["complete"] is True
+
+
 def test_spawn_reports_its_processes(tmp_path):
     need(BIN / "bench_spawn")
     r = report(run([BIN / "bench_spawn", 5, "/bin/true"]).stdout)
@@ -192,3 +270,13 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     assert procs["quiet_faults"] > procs["empty_faults"] > procs["untraced_faults"] > 0
     assert procs["untraced_cpu_ns"] > 0
     assert procs["events_lost"] == 0
+    for measure in ("7s start-up, records nothing", "7e exit, records nothing",
+                    "7w exit writing 10^6 events", "strace -f on that exit"):
+        assert measure in text
+    split = procs["split"]
+    assert split["start_untraced_ns"] > 0 and split["exit_untraced_ns"] > 0
+    assert split["total_added_ns"] == split["start_added_ns"] + split["exit_added_ns"]
+    written = procs["exit_written"]
+    assert written["events_lost"] == 0 and written["events_recorded"] >= 2000
+    assert written["write_ns"] > 0 and written["untraced_exit_ns"] > 0
+    assert written.get("marker_seen", True)
