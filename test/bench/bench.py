@@ -576,7 +576,10 @@ class Bench:
         traced process's exit."""
         n, loop_n, calls = self.size("procs"), self.size("loop"), self.size("exit_calls")
         spawn = [BIN / "bench_spawn", n, "/bin/true"]
-        split_cmd = [BIN / "bench_spawn", "--split", n, BIN / "bench_true"]
+        # start-up and exit apart (bench_true): untraced, an empty library and
+        # ours, interleaved process by process, so the machine's drift moves all three
+        split_cmd = [BIN / "bench_spawn", "--split", "--preloads",
+                     f"none,{BIN / 'libempty.so'},{LIB}", n, BIN / "bench_true"]
         split = {k: {"start": [], "exit": []} for k in ("plain", "quiet", "empty")}
         # each run: the median spawn-to-reaped (wall), the median CPU time of
         # a child (its own rusage) and its page faults (the same every run)
@@ -598,10 +601,10 @@ class Bench:
                 times.append(f(res, "med_ns"))
                 spawn_cpu[key].append(f(res, "cpu_med_ns"))
                 faults[key] = f(res, "faults")
-                # the same process split at main() and at exit() (bench_true)
-                res = self.run(split_cmd, env, cwd=self.work)
-                split[key]["start"].append(f(res, "start_med_ns"))
-                split[key]["exit"].append(f(res, "exit_med_ns"))
+            res = self.run(split_cmd, self.env(), cwd=self.work)
+            for i, key in enumerate(("plain", "empty", "quiet")):
+                split[key]["start"].append(f(res, f"v{i}_start_med_ns"))
+                split[key]["exit"].append(f(res, f"v{i}_exit_med_ns"))
             # a whole run is short and the machine's other work moves it:
             # four times the repetitions, interleaved (the best of each is
             # compared); the CPU time of the whole process tree too (getrusage
@@ -631,7 +634,10 @@ class Bench:
         self.results["7_processes"] = {
             "workload": f"bench_spawn: /bin/true {n} times (median spawn-to-reaped), untraced, "
                         "with the library preloaded (it records nothing) and with an empty "
-                        "library preloaded (the floor of any preload); sh -c 'for i in "
+                        "library preloaded (the floor of any preload); bench_spawn --split "
+                        f"--preloads none,libempty.so,libgputrace.so {n} bench_true: the same "
+                        "three interleaved process by process, each split into start-up (spawn "
+                        "to main()) and exit (exit() to reaped), medians; sh -c 'for i in "
                         f"$(seq {loop_n}); do /bin/true; done', untraced and under gputrace run "
                         f"--no-summary (wall); bench_ze exit: {calls} calls, then exit() until "
                         "reaped, after a 100 ms pause with GPUTRACE_FLUSH_MS=20 (the calls are "
@@ -671,7 +677,8 @@ class Bench:
         big = {"GPUTRACE_BUFFER_KB": str(EXIT_RING_KB), "GPUTRACE_FLUSH_MS": "60000"}
         plain, traced, write, lost = [], [], [], 0
         recorded = size = core_bytes = 0
-        for _ in range(self.reps):
+        # at least 5: one exit is a single sample, which the machine's other work moves
+        for _ in range(self.reps if self.quick else max(self.reps, 5)):
             plain.append(self.exit_ns(ze, self.env()))
             path = self.trace_path("exit-written.json")
             traced.append(self.exit_ns(ze, self.env(True, dict(big, GPUTRACE_OUTPUT=str(path)))))
