@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cstr.h"
 
 GT_HIDDEN struct gt_config gt_cfg;
 
@@ -253,12 +254,15 @@ typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *va
  * (or the pool is full: the same variable many times over). */
 GT_STARTUP_CODE static const char *keep_path(struct gt_config *cfg, const char *val)
 {
-	size_t n = strlen(val) + 1;
+	size_t n = gt_cstr_len(val) + 1;
 	char *dst = cfg->paths + cfg->paths_used;
 
 	if (n > PATH_MAX || n > sizeof(cfg->paths) - cfg->paths_used)
 		return NULL;
-	memcpy(dst, val, n);
+	for (size_t i = 0; i < n; i++) { /* a loop: cstr.h */
+		dst[i] = val[i];
+		GT_CSTR_OPAQUE(i);
+	}
 	cfg->paths_used += n;
 	return dst;
 }
@@ -743,10 +747,11 @@ static bool env_has(char *const *envp, const char *name)
  * (unless it was turned off by name). A bad value asks for nothing. */
 static void config__imply(struct gt_config *cfg, char *const *envp)
 {
-	if (!cfg->metrics_mode && !env_has(envp, "GPUTRACE_METRICS_MODE") &&
-	    (cfg->metrics[0] || cfg->metrics_hz_set))
+	/* the settings first: the environment is scanned only when they ask */
+	if (!cfg->metrics_mode && (cfg->metrics[0] || cfg->metrics_hz_set) &&
+	    !env_has(envp, "GPUTRACE_METRICS_MODE"))
 		cfg->metrics_mode = GT_METRICS_TIME;
-	if (!cfg->telemetry && !env_has(envp, "GPUTRACE_TELEMETRY") && cfg->telemetry_hz_set)
+	if (!cfg->telemetry && cfg->telemetry_hz_set && !env_has(envp, "GPUTRACE_TELEMETRY"))
 		cfg->telemetry = true;
 }
 
@@ -756,29 +761,30 @@ GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 	if (!envp)
 		return;
 	/* GPUTRACE_LOG and _RUN_STATE first: they govern the messages about
-	 * the others. */
+	 * the others. Plain loops (cstr.h): every process parses this. */
 	for (char *const *e = envp; *e; e++) {
-		/* most of an environment is not ours: one byte tells, no call */
-		if ((*e)[0] != 'G' || strncmp(*e, "GPUTRACE_", 9))
+		/* most of an environment is not ours: one byte tells */
+		if ((*e)[0] != 'G' || !gt_cstr_starts(*e, "GPUTRACE_"))
 			continue;
-		if (!strncmp(*e, "GPUTRACE_LOG=", 13))
+		if (gt_cstr_starts(*e, "GPUTRACE_LOG="))
 			set_log(cfg, "GPUTRACE_LOG", *e + 13);
-		else if (!strncmp(*e, "GPUTRACE_RUN_STATE=", 19))
+		else if (gt_cstr_starts(*e, "GPUTRACE_RUN_STATE="))
 			set_run_state(cfg, "GPUTRACE_RUN_STATE", *e + 19);
 	}
 	for (char *const *e = envp; *e; e++) {
-		const char *kv = *e, *eq;
+		const char *kv = *e, *eq = kv;
 		size_t i;
 
-		if (kv[0] != 'G' || strncmp(kv, "GPUTRACE_", 9))
+		if (kv[0] != 'G' || !gt_cstr_starts(kv, "GPUTRACE_"))
 			continue;
-		eq = strchr(kv, '=');
-		if (!eq)
+		while (*eq && *eq != '=')
+			eq++;
+		if (!*eq)
 			continue;
 		for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-			size_t n = strlen(vars[i].name);
+			size_t n = gt_cstr_len(vars[i].name);
 
-			if ((size_t)(eq - kv) == n && !strncmp(kv, vars[i].name, n))
+			if ((size_t)(eq - kv) == n && gt_cstr_eq_n(kv, vars[i].name, n))
 				break;
 		}
 		if (i == sizeof(vars) / sizeof(vars[0])) {

@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cstr.h"
 #include "injection.h"
 #include "state.h"
+
+extern char **environ;
 
 static const char *const var_names[GT_INJ__COUNT] = {
 #define GT_INJ_NAME(id, var) var,
@@ -52,18 +55,19 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 	*other = NULL;
 	if (!path)
 		return -ENOENT;
-	/* only if unset (a child that inherited ours allocates nothing here) */
-	cur = getenv(var_names[which]);
+	/* only if unset (a child that inherited ours allocates nothing here,
+	 * and calls nothing in libc: cstr.h) */
+	cur = gt_cstr_env(environ, var_names[which]);
 	if (!cur) {
 		setenv(var_names[which], path, 0);
 		cur = getenv(var_names[which]);
 	}
-	if (cur && !strcmp(cur, path)) {
+	if (cur && gt_cstr_eq(cur, path)) {
 		/* children that lose LD_PRELOAD but keep this variable know
 		 * from the mark that it was ours, and stay untraced (shim.c) */
-		const char *mark = getenv("GPUTRACE_INJECTED");
+		const char *mark = gt_cstr_env(environ, "GPUTRACE_INJECTED");
 
-		if (!mark || strcmp(mark, "1"))
+		if (!mark || !gt_cstr_eq(mark, "1"))
 			setenv("GPUTRACE_INJECTED", "1", 1);
 		return 1;
 	}
@@ -71,35 +75,43 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 	return 0;
 }
 
-/* "NAME=value" of envp names this library: the value is our path, lib. */
+/* "NAME=value" of envp names this library: the value is our path, lib.
+ * These run in every fork child that execs (cstr.h: no libc calls). */
 static bool names_us(const char *entry, const char *var, const char *lib)
 {
-	size_t n = strlen(var);
+	size_t n = gt_cstr_len(var);
 
-	return !strncmp(entry, var, n) && entry[n] == '=' && !strcmp(entry + n + 1, lib);
+	return gt_cstr_eq_n(entry, var, n) && entry[n] == '=' && gt_cstr_eq(entry + n + 1, lib);
 }
 
 /* LD_PRELOAD of envp lists this library (by path or by its file name, as
  * the loader would find it). */
 static bool preloads_us(char *const *envp, const char *lib)
 {
-	const char *base = strrchr(lib, '/');
+	const char *base = lib;
+	size_t lib_len = gt_cstr_len(lib), base_len;
 
-	base = base ? base + 1 : lib;
+	for (const char *c = lib; *c; c++)
+		if (*c == '/')
+			base = c + 1;
+	base_len = gt_cstr_len(base);
 	for (char *const *e = envp; *e; e++) {
-		if (strncmp(*e, "LD_PRELOAD=", 11))
+		if (!gt_cstr_starts(*e, "LD_PRELOAD="))
 			continue;
 		for (const char *p = *e + 11; *p;) {
-			size_t n = strcspn(p, " :");
-			const char *slash = memrchr(p, '/', n);
-			const char *file = slash ? slash + 1 : p;
+			size_t n = gt_cstr_preload_entry_len(p);
+			const char *file = p;
 
-			if (n && ((n == strlen(lib) && !memcmp(p, lib, n)) ||
-				  ((size_t)(p + n - file) == strlen(base) &&
-				   !memcmp(file, base, strlen(base)))))
+			for (size_t i = 0; i < n; i++)
+				if (p[i] == '/')
+					file = p + i + 1;
+			if (n && ((n == lib_len && gt_cstr_eq_n(p, lib, n)) ||
+				  ((size_t)(p + n - file) == base_len &&
+				   gt_cstr_eq_n(file, base, base_len))))
 				return true;
 			p += n;
-			p += strspn(p, " :");
+			while (*p == ' ' || *p == ':')
+				p++;
 		}
 	}
 	return false;

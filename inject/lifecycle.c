@@ -34,8 +34,9 @@
 extern char **environ;
 
 static _Atomic int finish_claimed GT_STARTUP_STATE;
-/* the thread finishing, while it stops the backends */
-static _Atomic long finish_tid GT_STARTUP_STATE;
+/* this thread is finishing, while it stops the backends (thread-local: no
+ * gettid at every exit) */
+static GT_TLS bool finishing_here;
 GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
 GT_HIDDEN _Atomic int gt_exit_status GT_STARTUP_STATE;
 
@@ -116,7 +117,7 @@ static int (*const real_sigaction)(int, const struct sigaction *, struct sigacti
  * parent's to write and close. */
 GT_STARTUP_CODE static bool own_process(void)
 {
-	return gt_st.pid && syscall(SYS_getpid) == gt_st.pid;
+	return gt_st.pid && getpid() == gt_st.pid;
 }
 
 /*
@@ -135,8 +136,7 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 		/* A fault inside our own exit path (a plug-in crashing while it
 		 * hands over its events at exit): the exit never gets to the
 		 * final drain, so the signal closes the trace, as for any crash. */
-		if (!from_signal || atomic_load(&finish_tid) != syscall(SYS_gettid) ||
-		    !gt_live()) {
+		if (!from_signal || !finishing_here || !gt_live()) {
 			/* another thread's exit() is finishing the trace: wait
 			 * for it (a futex wake when it is done, not a sleep loop) */
 			gt_phase_wait_done(timeout_ms);
@@ -153,9 +153,11 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	/* Backends read what the device finished while recording still runs.
 	 * Not from a signal handler: vendor libraries are not signal-safe. */
 	if (!from_signal) {
-		atomic_store(&finish_tid, syscall(SYS_gettid));
+		finishing_here = true;
+		atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
-		atomic_store(&finish_tid, 0);
+		atomic_signal_fence(memory_order_seq_cst);
+		finishing_here = false;
 	}
 	if (!shim__recorded_anything() || (from_signal && !shim__has_events())) {
 		/* no traced call, nothing lost, no backend at work (or, from a
@@ -346,9 +348,33 @@ GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 
 /* ---- fork ---- */
 
+/*
+ * The real exec functions and _exit. A shell forks for every command and the
+ * child execs at once, or exits (a subshell): looked up there, each child
+ * would pay the lookups (two dlsym, ~5 us) and lose them with its image. The
+ * parent looks them up before its first fork, once, and its children
+ * inherit them.
+ */
+static __typeof__(execve) *_Atomic real_exec_execve;
+static __typeof__(execvpe) *_Atomic real_exec_execvpe;
+static __typeof__(fexecve) *_Atomic real_exec_fexecve;
+static __typeof__(_exit) *_Atomic real_exec__exit;
+
+static void exec_resolve(void)
+{
+	/* execve last, released: the others are there once it is */
+	if (atomic_load_explicit(&real_exec_execve, memory_order_acquire))
+		return;
+	atomic_store_explicit(&real_exec__exit, gt_real("_exit"), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_fexecve, gt_real("fexecve"), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_execvpe, gt_real("execvpe"), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_execve, gt_real("execve"), memory_order_release);
+}
+
 /* Lock order as in the drain cycle: the cycle first, then the registry. */
 static void atfork_prepare(void)
 {
+	exec_resolve();
 	lifecycle__hooks()->fork_prepare();
 	registry__lock_all();
 }
@@ -425,9 +451,9 @@ static void after_failed_exec(void)
 		size_t n_ = injection__env_len(source);                                    \
 		char *buf_[n_ <= CHILD_ENV_MAX ? n_ : 1];                                  \
 		char *const *env = injection__child_env(source, buf_, sizeof(buf_) / sizeof(*buf_)); \
-		REAL(real);                                                                \
+		exec_resolve();                                                            \
 		before_exec();                                                             \
-		int ret = real_##real args;                                                \
+		int ret = atomic_load_explicit(&real_exec_##real, memory_order_relaxed) args; \
 		after_failed_exec();                                                       \
 		return ret;                                                                \
 	}
@@ -507,7 +533,10 @@ GT_EXPORT int execle(const char *path, const char *arg, ...)
 
 GT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
-	REAL(_exit);
+	__typeof__(_exit) *real__exit = atomic_load_explicit(&real_exec__exit, memory_order_relaxed);
+
+	if (!real__exit)
+		real__exit = gt_real("_exit");
 	atomic_store(&gt_exit_status, status & 0xff);
 	gt_finish("_exit", 3000);
 	if (real__exit)

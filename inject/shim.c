@@ -29,6 +29,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
+#include "cstr.h"
 #include "hooks.h"
 #include "ranges.h"
 #include "registry.h"
@@ -435,30 +436,42 @@ static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
 }
 
+/* threads in gt_phase_wait_done: a phase change wakes them only when there
+ * are any (most exits have none: no futex call, nothing to bind) */
+static _Atomic int phase_waiters GT_STARTUP_STATE;
+
 GT_STARTUP_CODE void gt_phase_set(int phase)
 {
 	atomic_store(&gt_phase, phase);
-	/* a second exit() waits for the first one's finish (lifecycle.c) */
-	futex(&gt_phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	/* a second exit() waits for the first one's finish (lifecycle.c); the
+	 * waiter counts itself before it reads the phase, we read the count
+	 * after the store: one of us sees the other */
+	if (atomic_load(&phase_waiters))
+		futex(&gt_phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 bool gt_phase_wait_done(unsigned timeout_ms)
 {
 	uint64_t end = gt_clock_ns() + timeout_ms * 1000000ull;
+	bool done = true;
 	int phase;
 
+	atomic_fetch_add(&phase_waiters, 1);
 	while ((phase = atomic_load(&gt_phase)) == GT_PHASE_RUNNING || phase == GT_PHASE_PAUSED ||
 	       phase == GT_PHASE_FINISHING) {
 		uint64_t now = gt_clock_ns();
 		struct timespec ts;
 
-		if (now >= end)
-			return false;
+		if (now >= end) {
+			done = false;
+			break;
+		}
 		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
 		ts.tv_nsec = (long)((end - now) % 1000000000ull);
 		futex(&gt_phase, FUTEX_WAIT_PRIVATE, phase, &ts);
 	}
-	return true;
+	atomic_fetch_sub(&phase_waiters, 1);
+	return done;
 }
 
 /*
@@ -499,15 +512,15 @@ void gt_start_writer(void)
 
 GT_STARTUP_CODE bool gt_backend_enabled(const char *name)
 {
-	if (!strcmp(name, "cupti"))
+	if (gt_cstr_eq(name, "cupti"))
 		return gt_cfg.backends & GT_BACKEND_CUPTI;
-	if (!strcmp(name, "ze"))
+	if (gt_cstr_eq(name, "ze"))
 		return gt_cfg.backends & GT_BACKEND_ZE;
-	if (!strcmp(name, "plugins"))
+	if (gt_cstr_eq(name, "plugins"))
 		return gt_cfg.backends & GT_BACKEND_PLUGINS;
 	/* the ITT collector records annotations whatever the GPU backends, and
 	 * its __itt_resume/__itt_pause mark capture ranges */
-	if (!strcmp(name, "itt"))
+	if (gt_cstr_eq(name, "itt"))
 		return (gt_cfg.kinds & GT_KIND(ANNOTATION)) ||
 		       gt_cfg.capture_range == GT_RANGE_PROFILER;
 	return false;
@@ -714,18 +727,6 @@ GT_STARTUP_CODE const char *shim__self_name(void)
 	return name && *name ? name : NULL;
 }
 
-/* The length of an LD_PRELOAD entry (they are split by spaces or colons).
- * Not strcspn: its code and tables are two pages of libc that a process
- * which records nothing would fault in for this alone. */
-GT_STARTUP_CODE static size_t preload_entry_len(const char *p)
-{
-	size_t n = 0;
-
-	while (p[n] && p[n] != ' ' && p[n] != ':')
-		n++;
-	return n;
-}
-
 /* Whether an entry of list names the library name by another path (a
  * link, a relative path). Apart, not inlined: its 12 KiB of buffers would
  * put the common case's calls three pages down a stack that has not been
@@ -739,7 +740,7 @@ static __attribute__((noinline)) bool preloaded_by_realpath(const char *list, co
 	if (!realpath(name, self))
 		return false;
 	for (p = list; *p; p += n + (p[n] != 0)) {
-		n = preload_entry_len(p);
+		n = gt_cstr_preload_entry_len(p);
 		if (n && n < sizeof(entry)) {
 			memcpy(entry, p, n);
 			entry[n] = 0;
@@ -752,17 +753,18 @@ static __attribute__((noinline)) bool preloaded_by_realpath(const char *list, co
 
 /* Whether an LD_PRELOAD entry is this library: the loader names a preloaded
  * library by its entry, so the same text answers without a syscall; else by
- * realpath. */
+ * realpath. Plain loops (cstr.h), as in all of start-up. */
 GT_STARTUP_CODE static bool preloaded(void)
 {
-	const char *list = getenv("LD_PRELOAD"), *name = shim__self_name(), *p;
-	size_t n;
+	const char *list = gt_cstr_env(environ, "LD_PRELOAD"), *name = shim__self_name(), *p;
+	size_t n, name_len;
 
 	if (!list || !name)
 		return false;
+	name_len = gt_cstr_len(name);
 	for (p = list; *p; p += n + (p[n] != 0)) {
-		n = preload_entry_len(p);
-		if (n && n == strlen(name) && !strncmp(p, name, n))
+		n = gt_cstr_preload_entry_len(p);
+		if (n && n == name_len && gt_cstr_eq_n(p, name, n))
 			return true;
 	}
 	return preloaded_by_realpath(list, name);
@@ -777,9 +779,9 @@ GT_STARTUP_CODE static bool preloaded(void)
  */
 GT_STARTUP_CODE static bool inherited_injection(void)
 {
-	const char *mark = getenv("GPUTRACE_INJECTED");
+	const char *mark = gt_cstr_env(environ, "GPUTRACE_INJECTED");
 
-	return mark && !strcmp(mark, "1") && !preloaded();
+	return mark && gt_cstr_eq(mark, "1") && !preloaded();
 }
 
 GT_STARTUP_CODE static void gt_init(void)

@@ -162,6 +162,7 @@ struct writer {
 	_Atomic uint32_t waiters;   /* threads waiting in sync() */
 	_Atomic bool req_final;
 	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
+	_Atomic bool used;         /* anything ever done (thread.c, mark_used) */
 	const char *_Atomic flight_request; /* a dump asked for (its reason) */
 	_Atomic uint32_t flight_written;    /* dumps written so far */
 	char flight_path[PATH_MAX];         /* ... the last one's file (the cycle lock) */

@@ -193,11 +193,23 @@ void writer__init(void)
 	 * pay even for a malloc. */
 }
 
+/* The writer was started, or asked for a cycle or a dump: until then W, the
+ * flight recorder and the watchdog are as they started (all zero), there is
+ * no cycle for a fork to wait for, and a fork child has nothing of them to
+ * forget. A shell forks for every command: in a process that records
+ * nothing, neither side of a fork writes a page of them. */
+static void mark_used(void)
+{
+	if (!atomic_load_explicit(&W.used, memory_order_relaxed))
+		atomic_store(&W.used, true);
+}
+
 int writer__start_thread(void)
 {
 	pthread_attr_t attr;
 	int err;
 
+	mark_used();
 	W.last_checkpoint_ns = gt_clock_ns();
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -215,6 +227,7 @@ int writer__lock_rings(unsigned timeout_ms)
 {
 	struct timespec until;
 
+	mark_used();
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000l;
 	until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000l;
@@ -275,6 +288,7 @@ int writer__sync(bool final, unsigned timeout_ms)
 {
 	uint64_t my;
 
+	mark_used();
 	if (final)
 		atomic_store(&W.req_final, true);
 	my = atomic_fetch_add(&W.req_seq, 1) + 1;
@@ -309,6 +323,10 @@ void writer__fork_prepare(void)
 {
 	struct timespec until;
 
+	fork_holds_cycle = false;
+	/* a writer that starts meanwhile is forgotten whole in the child */
+	if (!atomic_load(&W.used))
+		return;
 	/* the drain thread, busy, would take the lock back at once */
 	atomic_store(&W.fork_pending, true);
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -323,7 +341,8 @@ void writer__fork_parent(void)
 	if (fork_holds_cycle)
 		pthread_mutex_unlock(&W.cycle_lock);
 	fork_holds_cycle = false;
-	atomic_store(&W.fork_pending, false);
+	if (atomic_load(&W.fork_pending))
+		atomic_store(&W.fork_pending, false);
 }
 
 void writer__forget(void)
@@ -332,6 +351,8 @@ void writer__forget(void)
 	 * descriptor and start over. Nothing is freed: the parent's drain
 	 * thread may have been inside a realloc of these buffers when fork()
 	 * copied them, so their pointers are not to be trusted. */
+	if (!atomic_load(&W.used))
+		return; /* all as it started (mark_used) */
 	if (W.opened && W.out.fd >= 0)
 		close(W.out.fd);
 	memset(&W, 0, sizeof(W));
@@ -344,7 +365,8 @@ static int writer__flight_dump(const char *reason)
 {
 	if (!gt_cfg.flight_bytes)
 		return -ENOTSUP;
-	/* async-signal-safe: a store and a wake; the drain thread writes it */
+	/* async-signal-safe: stores and a wake; the drain thread writes it */
+	mark_used();
 	atomic_store(&W.flight_request, reason ? reason : "request");
 	if (!atomic_load(&W.thread_running))
 		return -EAGAIN; /* nothing recorded yet, nothing to write */

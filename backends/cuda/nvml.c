@@ -254,7 +254,10 @@ GT_STARTUP_CODE static void nv_stop(void)
 
 static void nv_atfork_child(void)
 {
-	/* the child opens its own NVML session (the library stays loaded) */
+	/* the child opens its own NVML session (the library stays loaded);
+	 * without telemetry none was ever opened: nothing to write */
+	if (!nv_wanted())
+		return;
 	pthread_mutex_init(&nv_lock, NULL);
 	nv_state = NV_NEW;
 	nv_ndevs = 0;

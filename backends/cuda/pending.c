@@ -68,6 +68,16 @@ struct kv {
 };
 static struct kv stream_ids[STREAM_SLOTS]; /* stream key -> device << 32 | CUPTI id */
 static struct kv marks[MARK_SLOTS];        /* stream or context key -> finished up to */
+/* Something was written into the tables above: until then they are all zero,
+ * and a fork child need not clear them (258 KiB: 66 pages each fork child of
+ * a shell would fault in, zeroing them for nothing). */
+static _Atomic bool tables_used;
+
+static void tables_touch(void)
+{
+	if (!atomic_load_explicit(&tables_used, memory_order_relaxed))
+		atomic_store_explicit(&tables_used, true, memory_order_relaxed);
+}
 
 static unsigned kv_index(uint64_t key, unsigned n)
 {
@@ -105,6 +115,7 @@ static void kv_store(struct kv *s, uint64_t key, uint64_t val)
 
 static void kv_put(struct kv *t, unsigned n, uint64_t key, uint64_t val)
 {
+	tables_touch();
 	unsigned h = kv_index(key, n), pick = h;
 
 	for (unsigned i = 0; i < KV_WAYS; i++) {
@@ -252,6 +263,7 @@ static void note_launch(struct pend_slot *s, const CUpti_CallbackData *cb, CUstr
 	uint64_t key = stream_key(cb->context, h, ptsz);
 	uint64_t ident = stream_ident(cb->context, h, ptsz, key);
 
+	tables_touch();
 	if (atomic_exchange_explicit(&s->corr, 0, memory_order_relaxed))
 		atomic_fetch_add_explicit(&gt_pending_untracked, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -485,8 +497,11 @@ out:
 void cupti__pending_forget(void)
 {
 	/* the fork child: the parent's launches are not its own */
-	memset(slots, 0, sizeof(slots));
-	memset(stream_ids, 0, sizeof(stream_ids));
-	memset(marks, 0, sizeof(marks));
+	if (atomic_load(&tables_used)) {
+		memset(slots, 0, sizeof(slots));
+		memset(stream_ids, 0, sizeof(stream_ids));
+		memset(marks, 0, sizeof(marks));
+		atomic_store(&tables_used, false);
+	}
 	pthread_mutex_init(&name_lock, NULL);
 }

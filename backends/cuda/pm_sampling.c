@@ -675,7 +675,11 @@ GT_STARTUP_CODE static void pm_stop(void)
 
 static void pm_atfork_child(void)
 {
-	/* the parent's sampling sessions are not the child's (CUDA does not survive fork) */
+	/* the parent's sampling sessions are not the child's (CUDA does not survive
+	 * fork); none without PM sampling asked for: nothing to write (a shell's
+	 * child writes no page for it) */
+	if (!pm_wanted())
+		return;
 	pthread_mutex_init(&pm_lock, NULL);
 	memset(pm_devs, 0, sizeof(pm_devs));
 	pm_ndevs = 0;

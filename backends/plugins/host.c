@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "backends/plugins/internal.h"
+#include "inject/cstr.h"
 #include "backends/plugins/kineto_plugin.h"
 
 /* The least a plug-in may pass: ABI 1's table size (later versions only append). */
@@ -412,7 +413,8 @@ void plugins__unlock_calls(void)
 
 GT_STARTUP_CODE static int plugins_init(void)
 {
-	const char *kineto = getenv(KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
+	/* no getenv: nothing of libc to bind at every start (cstr.h) */
+	const char *kineto = gt_cstr_env(environ, KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
 	const char *path = gt_cfg.plugin_path;
 	bool listed = path && path[0];
 
