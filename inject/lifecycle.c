@@ -554,7 +554,7 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
  * at_quick_exit handlers, whose calls are traced too. */
 static bool quick_exit_hooked GT_STARTUP_STATE;
 
-static void on_quick_exit(void)
+static void on_quick_exit(void *unused)
 {
 	gt_finish("quick_exit", 3000);
 }
@@ -625,11 +625,19 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 	dl_iterate_phdr(phdr_notify, NULL);
 }
 
+/* What glibc's at_quick_exit and pthread_atfork do (their stubs, linked into
+ * this library from libc_nonshared, sit on a page of text of their own that
+ * every process would fault in): libc's entries, with our handle. */
+extern int __cxa_at_quick_exit(void (*fn)(void *), void *dso);
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso);
+extern void *__dso_handle __attribute__((visibility("hidden")));
+
 GT_STARTUP_CODE void lifecycle__init(void)
 {
 	/* gputrace capture's signal from the start: a paused process has
 	 * recorded nothing, and waits for it */
 	trigger__init();
-	quick_exit_hooked = !at_quick_exit(on_quick_exit);
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	quick_exit_hooked = !__cxa_at_quick_exit(on_quick_exit, &__dso_handle);
+	__register_atfork(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
 }
