@@ -202,8 +202,11 @@ static void enable_callbacks(void)
  * libcupti's destructors: the last moment CUPTI can hand over its buffers. */
 GT_STARTUP_CODE static void cupti_atexit(void)
 {
-	int expect = CUPTI_ON;
+	int expect = CUPTI_ON, state = atomic_load(&cupti_state);
 
+	/* CUPTI never came up (most processes): no lock to take at every exit */
+	if (state != CUPTI_ON && state != CUPTI_STARTING)
+		return;
 	pthread_mutex_lock(&cupti_share_lock);
 	if (atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED)) {
 		cupti_self++;

@@ -102,7 +102,7 @@ static void ze__strings_intern(void)
 	ze_str.write_memory = gt_str_intern("Write to memory");
 }
 
-atomic_bool ze_str_ready;
+atomic_bool ze_str_ready GT_STARTUP_STATE; /* read at every exit (ze_track__final) */
 
 static void ze__strings_once(void)
 {

@@ -639,6 +639,12 @@ void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), v
 
 GT_STARTUP_CODE void ze_track__final(void)
 {
+	/* no Level Zero call was ever tracked (the strings come first): nothing
+	 * pending, and no lock to take at every exit */
+	if (!atomic_load(&ze_str_ready) && !ze_pend_head) {
+		atomic_store(&ze_closed, true);
+		return;
+	}
 	pthread_mutex_lock(&ze_lock);
 	ze__collect_locked();
 	while (ze_pend_head)
