@@ -13,15 +13,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
+#include "futex.h"
 #include "hooks.h"
 #include "ring.h"
 #include "state.h"
@@ -40,10 +39,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
 
 /* Room for the waiter: nslots, and a share of the ring so that it does not
  * wake once per slot the drain frees. */
@@ -62,7 +57,7 @@ void ring__wake_waiter(struct ring *r)
 	if (r->mask + 1 - used < room_wanted(r, 1) && used)
 		return; /* not yet worth a wake: the drain goes on */
 	atomic_fetch_add_explicit(&r->room, 1, memory_order_release);
-	futex(&r->room, FUTEX_WAKE_PRIVATE, 1, NULL);
+	gt_futex(&r->room, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 /* A moment and a thread that may wait. */
@@ -133,7 +128,7 @@ int ring__wait_room(struct ring *r, unsigned nslots)
 		if (now - start >= gt_cfg.lossless_ms * 1000000ull)
 			break;
 		struct timespec ts = { 0, SLICE_NS };
-		futex(&r->room, FUTEX_WAIT_PRIVATE, seen, &ts);
+		gt_futex(&r->room, FUTEX_WAIT_PRIVATE, seen, &ts);
 	}
 	atomic_store_explicit(&r->waiting, 0, memory_order_relaxed);
 	now = gt_clock_ns();

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,6 +29,7 @@
 #include "clock.h"
 #include "config.h"
 #include "cstr.h"
+#include "futex.h"
 #include "hooks.h"
 #include "ranges.h"
 #include "registry.h"
@@ -431,10 +431,6 @@ void gt_gap_end(int gap, uint64_t end_ns)
 
 GT_HIDDEN _Atomic int gt_phase GT_STARTUP_STATE;
 
-static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
 
 /* threads in gt_phase_wait_done: a phase change wakes them only when there
  * are any (most exits have none: no futex call, nothing to bind) */
@@ -447,7 +443,7 @@ GT_STARTUP_CODE void gt_phase_set(int phase)
 	 * waiter counts itself before it reads the phase, we read the count
 	 * after the store: one of us sees the other */
 	if (atomic_load(&phase_waiters))
-		futex(&gt_phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+		gt_futex(&gt_phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 bool gt_phase_wait_done(unsigned timeout_ms)
@@ -468,7 +464,7 @@ bool gt_phase_wait_done(unsigned timeout_ms)
 		}
 		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
 		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		futex(&gt_phase, FUTEX_WAIT_PRIVATE, phase, &ts);
+		gt_futex(&gt_phase, FUTEX_WAIT_PRIVATE, phase, &ts);
 	}
 	atomic_fetch_sub(&phase_waiters, 1);
 	return done;

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,13 +17,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/futex.h"
 #include "inject/hooks.h"
 #include "inject/shim.h"
 #include "inject/watchdog.h"
@@ -34,10 +33,6 @@
 #define POLL_MS          10   /* how often rings are looked at */
 #define WINDOW_GRACE_NS  10000000ull /* a closed window's file is ended this much later */
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
 
 /* How long to sleep: the poll interval, or less when a sample is due sooner. */
 static long wait_ns(uint64_t due)
@@ -77,7 +72,7 @@ static void cycle_done(void)
 {
 	atomic_fetch_add(&W.done_word, 1);
 	if (atomic_load(&W.waiters))
-		futex(&W.done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+		gt_futex(&W.done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 /* Backends follow a capture window's open or close (backend.h, window). */
@@ -151,7 +146,7 @@ static void *drain_main(void *arg)
 		atomic_store(&W.sleeping, true);
 		if (req == atomic_load(&W.done_seq) && !atomic_load(&W.ring_woke) &&
 		    !drain__rings_high() && ts.tv_nsec && !atomic_load(&W.flight_request))
-			futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
+			gt_futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
 		atomic_store(&W.sleeping, false);
 		atomic_store(&W.kick, 0);
 		bool woke = atomic_exchange(&W.ring_woke, false);
@@ -278,7 +273,7 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 			break;
 		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
 		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		futex(&W.done_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+		gt_futex(&W.done_word, FUTEX_WAIT_PRIVATE, seen, &ts);
 	}
 	atomic_fetch_sub(&W.waiters, 1);
 	return ret;
@@ -307,7 +302,7 @@ int writer__sync(bool final, unsigned timeout_ms)
 		return -ETIMEDOUT;
 	}
 	atomic_store(&W.kick, 1);
-	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+	gt_futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
 	return wait_cycle(my, timeout_ms);
 }
 
@@ -371,7 +366,7 @@ static int writer__flight_dump(const char *reason)
 	if (!atomic_load(&W.thread_running))
 		return -EAGAIN; /* nothing recorded yet, nothing to write */
 	atomic_store(&W.kick, 1);
-	futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+	gt_futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
 	return 0;
 }
 
@@ -410,7 +405,7 @@ static int writer__wake(void)
 	atomic_store(&W.ring_woke, true);
 	if (atomic_load(&W.sleeping)) {
 		atomic_store(&W.kick, 1);
-		futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
+		gt_futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
 	}
 	return GT_WAKE_OK;
 }
