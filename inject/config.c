@@ -732,16 +732,6 @@ static const struct {
 #undef GT_VAR_ENTRY
 };
 
-static bool env_has(char *const *envp, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (char *const *e = envp; *e; e++)
-		if (!strncmp(*e, name, n) && (*e)[n] == '=')
-			return true;
-	return false;
-}
-
 /* Asking for a part of a feature asks for the feature: metric names or a
  * rate without a mode mean the time mode; a telemetry rate means telemetry
  * (unless it was turned off by name). A bad value asks for nothing. */
@@ -749,9 +739,9 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 {
 	/* the settings first: the environment is scanned only when they ask */
 	if (!cfg->metrics_mode && (cfg->metrics[0] || cfg->metrics_hz_set) &&
-	    !env_has(envp, "GPUTRACE_METRICS_MODE"))
+	    !gt_cstr_env(envp, "GPUTRACE_METRICS_MODE"))
 		cfg->metrics_mode = GT_METRICS_TIME;
-	if (!cfg->telemetry && cfg->telemetry_hz_set && !env_has(envp, "GPUTRACE_TELEMETRY"))
+	if (!cfg->telemetry && cfg->telemetry_hz_set && !gt_cstr_env(envp, "GPUTRACE_TELEMETRY"))
 		cfg->telemetry = true;
 }
 
