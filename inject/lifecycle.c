@@ -164,10 +164,15 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 		 * fatal signal, none asked for a last flush): no file to close,
 		 * no cycle to wait for */
 		gt_phase_set(GT_PHASE_DONE);
-	} else if (lifecycle__hooks()->is_own_thread() ||
-		   lifecycle__hooks()->sync(true, timeout_ms) < 0) {
-		/* The drain thread is us (it crashed) or stuck: what the last
-		 * checkpoint holds is what the file keeps. */
+	} else if (lifecycle__hooks()->is_own_thread()) {
+		/* The drain thread is us (it crashed): what the last checkpoint
+		 * holds is what the file keeps. */
+		gt_phase_set(GT_PHASE_DONE);
+	} else if (lifecycle__hooks()->sync(true, timeout_ms) < 0) {
+		/* ... and so when it is stuck, which the user is told: the
+		 * trailer cannot say it */
+		pr_warn("the last drain (%s) made no progress for %u ms: the trace keeps its last "
+			"checkpoint, without the events recorded after it", why, timeout_ms);
 		gt_phase_set(GT_PHASE_DONE);
 	}
 	gt_in_tracer--;

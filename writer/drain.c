@@ -104,6 +104,7 @@ static void drain_ring(struct ring *r)
 		if (tail - published >= PUBLISH_SLOTS) {
 			ring__consume(r, tail);
 			published = tail;
+			atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 		}
 		const struct gt_event *ev = ring__slot(r, tail);
 		unsigned nargs = ev->nargs, nslots = 1;

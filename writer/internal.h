@@ -160,6 +160,9 @@ struct writer {
 	_Atomic uint64_t req_seq, done_seq;
 	_Atomic uint32_t done_word; /* futex: bumped when a cycle ends */
 	_Atomic uint32_t waiters;   /* threads waiting in sync() */
+	/* bumped as the drain hands slots back and as checkpoints are written:
+	 * a sync's deadline runs from the last progress, not from its start */
+	_Atomic uint64_t progress;
 	_Atomic bool req_final;
 	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
 	_Atomic bool used;         /* anything ever done (thread.c, mark_used) */

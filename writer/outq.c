@@ -33,9 +33,11 @@ static void swap(struct jbuf *a, struct jbuf *b)
 static int write_job(void)
 {
 	struct outq *q = &W.q;
+	int err = (q->final ? out__finish : out__commit)(&W.out, q->ev.p, q->ev.len, q->trailer.p,
+							 q->trailer.len);
 
-	return (q->final ? out__finish : out__commit)(&W.out, q->ev.p, q->ev.len, q->trailer.p,
-						      q->trailer.len);
+	atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
+	return err;
 }
 
 static void *outq_main(void *arg)

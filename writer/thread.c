@@ -249,10 +249,17 @@ static void sleep_1ms(void)
 
 /* Wait for cycle `my` to be done: a futex wait on done_word, woken by the
  * drain thread when a cycle ends (no sleep loop: an exit costs the cycle,
- * not a polling interval). */
+ * not a polling interval). The timeout counts from the drain's last
+ * progress (slots handed back, a checkpoint written): a drain that is
+ * slow, not stuck (a starved machine, a slow disk), is waited for, up to
+ * SYNC_PROGRESS_CAP timeouts in all. */
+#define SYNC_PROGRESS_CAP 10
+
 static int wait_cycle(uint64_t my, unsigned timeout_ms)
 {
-	uint64_t end = gt_clock_ns() + timeout_ms * 1000000ull;
+	uint64_t start = gt_clock_ns(), timeout = timeout_ms * 1000000ull;
+	uint64_t end = start + timeout, cap = start + SYNC_PROGRESS_CAP * timeout;
+	uint64_t progress = atomic_load_explicit(&W.progress, memory_order_relaxed);
 	int ret = -ETIMEDOUT;
 
 	atomic_fetch_add(&W.waiters, 1);
@@ -269,8 +276,14 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 			ret = atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
 			break;
 		}
-		if (now >= end)
-			break;
+		if (now >= end) {
+			uint64_t moved = atomic_load_explicit(&W.progress, memory_order_relaxed);
+
+			if (moved == progress || now >= cap)
+				break;
+			progress = moved;
+			end = now + timeout < cap ? now + timeout : cap;
+		}
 		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
 		ts.tv_nsec = (long)((end - now) % 1000000000ull);
 		gt_futex(&W.done_word, FUTEX_WAIT_PRIVATE, seen, &ts);

@@ -130,9 +130,10 @@ def test_terminated_mid_run(tmp_path, sig):
         out, err = p.communicate(timeout=30)
     assert p.returncode == -sig
     trace = scan_trace(tmp_path / "t.json")  # millions of events: streamed
-    # the handler waits 3 s at most for the last drain: past that the file is
-    # the last checkpoint's, and what the ring still held is counted nowhere
-    assert trace["gputrace"]["complete"] is True, "the final drain took over 3 s"
+    # the handler waits for the last drain while it progresses (3 s without
+    # progress at most): past that the file is the last checkpoint's, what
+    # the ring still held is counted nowhere, and stderr says so
+    assert trace["gputrace"]["complete"] is True, err.decode(errors="replace")
     made = 1000 + printed_calls(out)
     got = count_events(trace, "X", name="zeDriverGetApiVersion")
     lost = trace["gputrace"]["events_lost"]

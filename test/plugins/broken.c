@@ -6,12 +6,14 @@
  *   create_fails  create() returns -ENODEV
  *   start_fails   start() returns -EIO
  *   flush_fails   flush() returns -EPROTO
+ *   final_hangs   flush(final) never returns (a vendor library stuck at exit)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <gputrace/gputrace_plugin.h>
 
@@ -81,6 +83,10 @@ static int broken_flush(void *state, int final)
 	(void)state;
 #ifdef BROKEN_flush_fails
 	return -EPROTO;
+#elif defined(BROKEN_final_hangs)
+	while (final)
+		pause();
+	return 0;
 #else
 	return 0;
 #endif

@@ -7,6 +7,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -235,6 +236,24 @@ def test_flush_failure_in_drain_cycle(tmp_path):
     assert len(plugin_lines(r.stderr)) == 1
     assert log.read_text().split("\n")[:-1] == [
         f"flush_fails {c}" for c in ["register", "query", "create", "start", "flush"]]
+
+
+def test_final_flush_that_never_returns(tmp_path):
+    """A plug-in stuck in its last flush holds the drain: the exit waits
+    while the drain makes no progress for 5 s, no longer, says so in one
+    line, and leaves the last checkpoint, valid, with what it recorded."""
+    d = broken_dir(tmp_path, ["final_hangs"], with_good=True)
+    start = time.monotonic()
+    r = run_host(tmp_path, d, env={"GPUTRACE_FLUSH_MS": "10"}, sleep_ms=300)
+    took = time.monotonic() - start
+    lines = gputrace_lines(r.stderr)
+    assert [l for l in lines if "progress" in l] == [
+        "gputrace: the last drain (exit) made no progress for 5000 ms: the trace keeps its "
+        "last checkpoint, without the events recorded after it"], lines
+    assert 5 <= took < 20, took
+    t = r.trace
+    assert t["gputrace"]["complete"] is False
+    assert len(events(t, ph="X", cat="kernel")) > 0
 
 
 def test_broken_next_to_good(tmp_path):
