@@ -880,7 +880,23 @@ def machine():
 
 
 def ok(flag):
-    return "ok" if flag else "MISS"
+    """A row's verdict against its target, as the table prints it."""
+    return "PASS" if flag else "FAIL"
+
+
+def verdicts(text):
+    """Each table line that carries a verdict: its row, workload, target and
+    PASS or FAIL (a row's name stands on its first line only)."""
+    out, row = [], ""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) < 3:
+            continue
+        row = cells[0] or row
+        if cells[-1] in ("PASS", "FAIL"):
+            out.append({"row": row, "workload": cells[1], "target": cells[-2],
+                        "verdict": cells[-1]})
+    return out
 
 
 def ns(v):
@@ -1168,8 +1184,13 @@ def main():
     # The table reads the drain's capacity (row 3) into row 2: print after all.
     text = table(b.results, m, reps)
     print(text)
+    checked = verdicts(text)
+    failed = [f"{v['row']} ({v['workload']})" for v in checked if v["verdict"] == "FAIL"]
+    print(f"\ntargets: {len(checked) - len(failed)} PASS, {len(failed)} FAIL"
+          + (": " + "; ".join(failed) if failed else ""))
     out = {"machine": m, "reps": reps, "quick": args.quick, "targets": TARGETS,
-           "seconds": time.monotonic() - start, "results": b.results, "table": text}
+           "seconds": time.monotonic() - start, "results": b.results, "verdicts": checked,
+           "table": text}
     pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     with open(args.json, "w") as fh:
         json.dump(out, fh, indent=1)
