@@ -17,6 +17,7 @@
 
 /* How far the driver's host timestamp may lie outside our own reading of the clock. */
 #define ZE_HOST_SLACK_NS 50000
+#define ZE_PAIR_REUSE_NS 1000000ull /* at most, see ze_dev__reuse_ns */
 
 static struct ze_map ze_devs; /* handle -> struct ze_dev * */
 static struct ze_dev *ze_dev_first;
@@ -136,6 +137,18 @@ static void ze_dev__properties(struct ze_dev *d, const ze_device_properties_t *p
 						.v.u = gt_str_intern(vendor) });
 }
 
+/*
+ * How long a (host, ticks) pair converts new work well enough: the two clocks drift
+ * apart by some ppm (1 ms: tens of ns at most), and work must start within a wrap of
+ * the pair's ticks (a 16-bit counter of 52 ns ticks wraps every 3.4 ms).
+ */
+static uint64_t ze_dev__reuse_ns(const struct ze_dev *d)
+{
+	double wrap = d->ns_per_tick * ((double)d->mask + 1.0);
+
+	return wrap / 16 < ZE_PAIR_REUSE_NS ? (uint64_t)(wrap / 16) : ZE_PAIR_REUSE_NS;
+}
+
 struct ze_dev *ze_dev__get(ze_device_handle_t h)
 {
 	ze_device_properties_t props = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
@@ -166,6 +179,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	d->ns_per_tick = ze_dev__tick(h, &props);
 	bits = props.kernelTimestampValidBits;
 	d->mask = (bits == 0 || bits >= 64) ? ~0ull : (1ull << bits) - 1;
+	d->pair_reuse_ns = ze_dev__reuse_ns(d);
 	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
 		free(d);
 		return NULL;
@@ -180,6 +194,38 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 struct ze_dev *ze_dev__first(void)
 {
 	return ze_dev_first;
+}
+
+/*
+ * zeDeviceGetGlobalTimestamps is a driver call (on a GPU an ioctl, microseconds) that
+ * an immediate append would otherwise make every time: appends a moment apart share one.
+ */
+int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks)
+{
+	uint64_t seq = atomic_load_explicit(&d->pair_seq, memory_order_acquire), host, dev;
+
+	if (!(seq & 1) && seq) {
+		host = atomic_load_explicit(&d->pair_host, memory_order_relaxed);
+		dev = atomic_load_explicit(&d->pair_ticks, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&d->pair_seq, memory_order_relaxed) == seq &&
+		    (int64_t)(now - host) < (int64_t)d->pair_reuse_ns) {
+			*host_ns = host;
+			*ticks = dev;
+			return 0;
+		}
+	}
+	if (ze_dev__sync(d, &host, &dev))
+		return -EIO;
+	/* Published by one writer at a time; a writer that loses the race keeps its own. */
+	if (!(seq & 1) && atomic_compare_exchange_strong(&d->pair_seq, &seq, seq + 1)) {
+		atomic_store_explicit(&d->pair_host, host, memory_order_relaxed);
+		atomic_store_explicit(&d->pair_ticks, dev, memory_order_relaxed);
+		atomic_store_explicit(&d->pair_seq, seq + 2, memory_order_release);
+	}
+	*host_ns = host;
+	*ticks = dev;
+	return 0;
 }
 
 int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)

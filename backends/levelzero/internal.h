@@ -165,6 +165,10 @@ struct ze_dev {
 	uint64_t mask;       /* kernelTimestampValidBits */
 	uint64_t mem_in_use; /* device and shared allocations on it */
 	unsigned immediate_lists; /* rows "immediate list <n>" made so far */
+	/* The last (host ns, ticks) pair, reused by immediate appends while younger than
+	 * pair_reuse_ns (a seqlock: odd while written). */
+	_Atomic uint64_t pair_seq, pair_host, pair_ticks;
+	uint64_t pair_reuse_ns;
 };
 
 /* The device's record, discovered on first sight (lock held). NULL: unknown. */
@@ -173,6 +177,9 @@ GT_HIDDEN struct ze_dev *ze_dev__get(ze_device_handle_t h);
 GT_HIDDEN struct ze_dev *ze_dev__first(void);
 /* A (host ns, device ticks) pair taken now. 0 or -EIO. */
 GT_HIDDEN int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks);
+/* A pair for converting work submitted at now: the last one while it is recent, else a
+ * new one (lock-free). 0 or -EIO. */
+GT_HIDDEN int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks);
 GT_HIDDEN void ze_dev__forget(void);
 
 /* ---- the program's events (event.c) ---- */
@@ -244,6 +251,7 @@ struct ze_append {
 	bool host_domain;        /* its timestamps are host ns */
 	uint32_t wait_name, wait_event;
 	uint64_t ref_host, ref_ticks;
+	uint64_t at; /* host time before the call */
 };
 
 /* Before the real append: which signal event to pass (ours when the program gave none). */

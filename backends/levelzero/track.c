@@ -153,7 +153,8 @@ struct ze_pending {
 	uint64_t corr, corr2;
 	struct ze_dev *dev;
 	struct ze_anchor *anchor;
-	uint64_t ref_host, ref_ticks;
+	uint64_t ref_host, ref_ticks; /* the pair converting its ticks */
+	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 };
 
@@ -501,29 +502,20 @@ static uint64_t ze__ticks_ns(const struct ze_dev *d, uint64_t ticks)
 	return (uint64_t)((double)ticks * d->ns_per_tick + 0.5);
 }
 
-/* The event signaled: read its timestamps and emit the device span. */
-static void ze_pend__read(struct ze_pending *p)
+/* The event signaled, its timestamps in ts: emit the device span. */
+static void ze_pend__read(struct ze_pending *p, ze_kernel_timestamp_result_t ts)
 {
-	ze_kernel_timestamp_result_t ts;
 	const struct ze_dev *d = p->dev;
 	struct ze_anchor *a = p->anchor, fresh;
 	uint64_t s, e, off, dist, half = d->mask / 2, start, end, idle;
 	bool chained = false;
 
-	memset(&ts, 0, sizeof(ts));
-	if (p->slot) {
-		/* Written by the device before our event signaled. */
-		ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
-	} else if (ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts) != ZE_RESULT_SUCCESS) {
-		ze_pend__drop(p, ze_str.lost_unread);
-		return;
-	}
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
 	if (p->host_domain) {
 		/* Host time already (a counter-based event with host timestamps); the row's
 		 * chain of ticks is left as it was. */
-		ze_pend__emit(p, p->ref_host < s ? p->ref_host : s, s, e > s ? e : s,
+		ze_pend__emit(p, p->at < s ? p->at : s, s, e > s ? e : s,
 			      (uint64_t)d->ns_per_tick + 1);
 		goto done;
 	}
@@ -533,11 +525,11 @@ static void ze_pend__read(struct ze_pending *p)
 	}
 	/* When the row became free for it: submitted (the call had returned: a command
 	 * that started later was held), and the one before it done. */
-	idle = p->submitted ? p->submitted : p->ref_host;
+	idle = p->submitted ? p->submitted : p->at;
 	if (a->valid && a->end_host > idle)
 		idle = a->end_host;
 	/* Masked differences handle a counter that wrapped in between (or during). */
-	if (a->valid && p->ref_host < a->end_host) {
+	if (a->valid && p->at < a->end_host) {
 		if ((dist = (s - a->end_raw) & d->mask) < half) {
 			off = a->end_off + dist;
 			chained = true;
@@ -582,18 +574,28 @@ GT_STARTUP_CODE static void ze__collect_mode_locked(bool patient)
 	if (atomic_load(&ze_closed))
 		return;
 	for (p = ze_pend_head; p; p = next) {
+		ze_kernel_timestamp_result_t ts;
 		ze_result_t st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event)
 					 : ZE_RESULT_SUCCESS;
 
-		/* A run's copy is done with its gate; its event may be a later run's now. */
-		if (st == ZE_RESULT_SUCCESS && !p->run_copy)
-			st = ZE_REAL(zeEventQueryStatus)(p->event);
 		next = p->next;
+		if (st != ZE_RESULT_SUCCESS)
+			;
+		else if (p->slot && !p->run_copy)
+			/* Our event signals once the query wrote the slot. */
+			st = ZE_REAL(zeEventQueryStatus)(p->event);
+		else if (!p->slot)
+			/* One call, not two: NOT_READY until the event is signaled. */
+			st = ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts);
+		/* (A run's copy is done with its gate; its event may be a later run's now.) */
 		if (st == ZE_RESULT_SUCCESS) {
 			if (gt_unlikely(p->w.mq != NULL) && patient &&
 			    !ze_metrics__kernel_ready(p->w.mq))
 				break;
-			ze_pend__read(p);
+			if (p->slot)
+				/* Written by the device before our event (or gate) signaled. */
+				ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
+			ze_pend__read(p, ts);
 		} else if (st != ZE_RESULT_NOT_READY) {
 			ze_pend__drop(p, ze_str.lost_unread);
 		}
@@ -628,7 +630,7 @@ void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), v
 		ze_event_handle_t ev = p->gate ? p->gate->event : p->event;
 		struct gt_pending_work w = {
 			.track = p->track, .name = p->w.name, .corr = p->corr,
-			.submitted_ns = p->submitted ? p->submitted : p->ref_host,
+			.submitted_ns = p->submitted ? p->submitted : p->at,
 		};
 
 		if (ev && ZE_REAL(zeEventQueryStatus)(ev) == ZE_RESULT_NOT_READY)
@@ -742,7 +744,8 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	}
 	if (!a->event)
 		goto out;
-	if (L->immediate && ze_dev__sync(L->dev, &a->ref_host, &a->ref_ticks)) {
+	if (L->immediate &&
+	    ze_dev__pair(L->dev, a->at = gt_clock_ns(), &a->ref_host, &a->ref_ticks)) {
 		if (a->own)
 			L->ctx->free[L->ctx->nfree++] = a->event;
 		a->event = NULL;
@@ -872,6 +875,7 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->anchor = L->anchor;
 		p->ref_host = a->ref_host;
 		p->ref_ticks = a->ref_ticks;
+		p->at = a->at;
 		if (gt_unlikely((uintptr_t)a->query | a->waits)) {
 			ze__work_waits(&p->w, a);
 			p->slot = a->query ? a->slot : NULL;
@@ -1141,6 +1145,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.anchor = x->anchor,
 				.ref_host = x->ref_host,
 				.ref_ticks = x->ref_ticks,
+				.at = x->ref_host,
 				.gate = gate,
 			};
 			if (gate)
