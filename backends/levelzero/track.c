@@ -32,7 +32,10 @@
  * past them. They show as instants, and waits (explicit, or of a command
  * that waited for events) as gpu_sync spans from when the row was free.
  *
- * Everything here runs under ze_lock.
+ * Everything here runs under ze_lock, except the common append (below: no
+ * program event, no wait events to name), which touches only its list: the
+ * program may not use one list from two threads at once (the spec's rule), so
+ * its list's own state needs no lock.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -46,6 +49,8 @@
 #include <time.h>
 
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */
+#define ZE_LIST_STASH     16      /* events of ours a list holds for its appends */
+#define ZE_TLS_LISTS      4       /* lists a thread finds without the lock */
 #define ZE_CTX_EVENTS_MAX (1 << 16) /* ours per context: beyond, work goes untimed */
 
 /*
@@ -108,6 +113,10 @@ struct ze_list {
 	bool mut_pending;
 	uint32_t mut_flags; /* ze_mutable_command_exp_flags_t asked for it */
 	uint64_t mut_id;
+	/* Unsignaled events of ours, taken from its context ZE_LIST_STASH at a time
+	 * (its appends' own: no lock). */
+	unsigned nstash;
+	ze_event_handle_t stash[ZE_LIST_STASH];
 };
 
 struct ze_queue {
@@ -164,6 +173,19 @@ static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
 static struct ze_map ze_slots;   /* event of ours -> its timestamp slot */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
 static struct ze_pending *ze_pend_head GT_STARTUP_STATE, *ze_pend_tail, *ze_pend_spare;
+
+/*
+ * The lists a thread appended to last, found without the lock. Any list destroyed (or
+ * a context: its lists lose it) moves the epoch on, which empties every thread's cache
+ * before the memory is freed: a list still cached is alive, unless the program destroys
+ * it while appending to it.
+ */
+static _Atomic uint64_t ze_list_epoch;
+static GT_TLS struct ze_tls_list {
+	ze_command_list_handle_t handle;
+	struct ze_list *list;
+	uint64_t epoch;
+} ze_tls_lists[ZE_TLS_LISTS];
 
 /* ---- our events ---- */
 
@@ -268,6 +290,69 @@ static void ze_ctx__put(struct ze_ctx *c, ze_event_handle_t ev)
 		return;
 	if (ZE_REAL(zeEventHostReset)(ev) == ZE_RESULT_SUCCESS)
 		c->free[c->nfree++] = ev;
+}
+
+/* A list's own unsignaled event of ours: no lock but when its stash is empty. */
+static ze_event_handle_t ze_list__event(struct ze_list *L)
+{
+	if (gt_unlikely(!L->nstash)) {
+		pthread_mutex_lock(&ze_lock);
+		while (L->ctx && L->nstash < ZE_LIST_STASH && !atomic_load(&ze_closed)) {
+			ze_event_handle_t ev = ze_ctx__event(L->ctx);
+
+			if (!ev)
+				break;
+			L->stash[L->nstash++] = ev;
+		}
+		pthread_mutex_unlock(&ze_lock);
+		if (!L->nstash)
+			return NULL;
+	}
+	return L->stash[--L->nstash];
+}
+
+/* An event from ze_list__event the device never saw: back to the list. */
+static void ze_list__unevent(struct ze_list *L, ze_event_handle_t ev)
+{
+	if (L->nstash < ZE_LIST_STASH)
+		L->stash[L->nstash++] = ev;
+	else if (L->ctx) {
+		pthread_mutex_lock(&ze_lock);
+		L->ctx->free[L->ctx->nfree++] = ev;
+		pthread_mutex_unlock(&ze_lock);
+	}
+}
+
+/* The list's stash back to its context (lock held). */
+static void ze_list__unstash_locked(struct ze_list *L)
+{
+	while (L->nstash && L->ctx)
+		L->ctx->free[L->ctx->nfree++] = L->stash[--L->nstash];
+	L->nstash = 0;
+}
+
+/* Lists are about to be freed or changed: no thread may find one in its cache (lock held). */
+static void ze_list__epoch_locked(void)
+{
+	atomic_fetch_add_explicit(&ze_list_epoch, 1, memory_order_release);
+}
+
+/* The list of handle l, or NULL; lock-free when this thread used it lately. */
+static struct ze_list *ze_list__find(ze_command_list_handle_t l)
+{
+	struct ze_tls_list *c = &ze_tls_lists[((uintptr_t)l >> 4) % ZE_TLS_LISTS];
+	uint64_t epoch = atomic_load_explicit(&ze_list_epoch, memory_order_acquire);
+	struct ze_list *L;
+
+	if (gt_likely(c->handle == l && c->epoch == epoch && l))
+		return c->list;
+	pthread_mutex_lock(&ze_lock);
+	L = (struct ze_list *)ze_map__get(&ze_lists, l);
+	epoch = atomic_load_explicit(&ze_list_epoch, memory_order_relaxed);
+	pthread_mutex_unlock(&ze_lock);
+	if (L)
+		*c = (struct ze_tls_list){ .handle = l, .list = L, .epoch = epoch };
+	return L;
 }
 
 static struct ze_anchor *ze_anchor__get(uint32_t track)
@@ -690,14 +775,25 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 
 	/* The hot path of every launch: only the fields read whatever happens. */
 	memset(a, 0, offsetof(struct ze_append, slot));
-	pthread_mutex_lock(&ze_lock);
-	L = (struct ze_list *)ze_map__get(&ze_lists, l);
-	if (!L || atomic_load(&ze_closed))
-		goto out;
+	if (gt_unlikely(atomic_load_explicit(&ze_closed, memory_order_relaxed)) ||
+	    !(L = ze_list__find(l)))
+		return program_event;
 	a->list = L;
 	a->ctx = L->ctx ? L->ctx->handle : NULL;
 	if (!L->ctx)
-		goto out;
+		return program_event;
+	if (gt_likely(!program_event && !(nwait && ze__want(GT_KIND(SYNC))))) {
+		/* The common launch: an event of the list's, nothing to chain, no lock. */
+		a->event = ze_list__event(L);
+		if (a->event && L->immediate &&
+		    ze_dev__pair(L->dev, a->at = gt_clock_ns(), &a->ref_host, &a->ref_ticks)) {
+			ze_list__unevent(L, a->event);
+			a->event = NULL;
+		}
+		a->own = a->event != NULL;
+		return a->event;
+	}
+	pthread_mutex_lock(&ze_lock);
 	info = program_event ? ze_event__get(program_event) : NULL;
 	if (gt_unlikely(L->mut_pending) && program_event &&
 	    (L->mut_flags & ZE_MUTABLE_COMMAND_EXP_FLAG_SIGNAL_EVENT) &&
@@ -706,7 +802,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 		 * after it would not follow: the driver gets the program's, untimed. */
 		goto out;
 	if (!program_event) {
-		/* The common launch: ours, nothing to chain. */
+		/* Ours, nothing to chain (with wait events to name). */
 		a->event = ze_ctx__event(L->ctx);
 		a->own = a->event != NULL;
 	} else if (info && (info->flags & ZE_EV_COUNTER_BASED)) {
@@ -817,9 +913,7 @@ static void ze__after_command(struct ze_append *a, struct ze_list *L)
 							       NULL, a->event, 0, NULL) !=
 		    ZE_RESULT_SUCCESS) {
 		/* Never signaled: ours goes back. */
-		pthread_mutex_lock(&ze_lock);
-		L->ctx->free[L->ctx->nfree++] = a->event;
-		pthread_mutex_unlock(&ze_lock);
+		ze_list__unevent(L, a->event);
 		a->own = false;
 		a->event = NULL;
 	}
@@ -842,7 +936,6 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	/* A command of ours after the program's (rare on the hot path: one test for both). */
 	if (gt_unlikely((uintptr_t)a->query | (uintptr_t)a->chain) && r == ZE_RESULT_SUCCESS)
 		ze__after_command(a, L);
-	pthread_mutex_lock(&ze_lock);
 	/* A mutable launch is recorded even so: a new signal event may make it timed. */
 	if (!a->event && r == ZE_RESULT_SUCCESS &&
 	    (L->immediate || !L->mut_pending || w->kind != ZE_CMD_KERNEL))
@@ -850,17 +943,20 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	if (r != ZE_RESULT_SUCCESS) {
 		/* Never submitted: ours is still unsignaled. */
 		if (a->own && a->event)
-			L->ctx->free[L->ctx->nfree++] = a->event;
-		goto out;
+			ze_list__unevent(L, a->event);
+		return;
 	}
 	if (L->immediate) {
+		pthread_mutex_lock(&ze_lock);
 		if (!a->own) {
 			ze__collect_locked();
 			ze__retire_event_locked(a->event, ze_str.lost_overwritten);
 		}
 		p = ze_pend__new();
-		if (!p)
+		if (!p) {
+			pthread_mutex_unlock(&ze_lock);
 			goto untimed;
+		}
 		memset(p, 0, sizeof(*p));
 		p->w = *w;
 		p->event = a->event;
@@ -886,8 +982,10 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		ze_pend__push(p);
 		if (L->synchronous)
 			ze__collect_locked();
-		goto out;
+		pthread_mutex_unlock(&ze_lock);
+		return;
 	}
+	/* A regular list's commands are its own (no lock, see the top). */
 	if (L->ncmds == L->cap) {
 		size_t cap = L->cap ? 2 * L->cap : 16;
 		struct ze_cmd *cmds = realloc(L->cmds, cap * sizeof(*cmds));
@@ -911,13 +1009,11 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	cmd->mut_id = cmd->mutable ? L->mut_id : 0;
 	if (cmd->mutable)
 		L->mut_pending = false;
-	goto out;
+	return;
 untimed:
 	gt_lost_add(ze_str.lost_no_event, 1);
 	if (!L->immediate && w->kind == ZE_CMD_KERNEL && r == ZE_RESULT_SUCCESS)
 		L->mut_pending = false;
-out:
-	pthread_mutex_unlock(&ze_lock);
 }
 
 /*
@@ -1293,6 +1389,8 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 	L->ncmds = 0;
 	L->executed = false;
 	if (destroy) {
+		ze_list__unstash_locked(L);
+		ze_list__epoch_locked();
 		ze_map__del(&ze_lists, l);
 		free(L->cmds);
 		free(L->parked);
@@ -1505,8 +1603,10 @@ static void ze__orphan_list(const void *key, uintptr_t val, void *arg)
 {
 	struct ze_list *L = (struct ze_list *)val;
 
-	if (L->ctx == arg)
+	if (L->ctx == arg) {
 		L->ctx = NULL;
+		L->nstash = 0; /* destroyed with it */
+	}
 }
 
 void ze_track__context_destroy(ze_context_handle_t ctx)
@@ -1537,6 +1637,7 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 		}
 	}
 	/* Lists outliving their context (the program's mistake) keep no pointer to it. */
+	ze_list__epoch_locked();
 	ze_map__each(&ze_lists, ze__orphan_list, c);
 	free(c->all);
 	free(c->free);
@@ -1551,6 +1652,7 @@ void ze_track__forget(void)
 {
 	ze_map__forget(&ze_ctxs);
 	ze_map__forget(&ze_lists);
+	atomic_fetch_add(&ze_list_epoch, 1);
 	ze_map__forget(&ze_queues);
 	ze_map__forget(&ze_slots);
 	ze_event__forget();
