@@ -390,6 +390,48 @@ def test_many_short_lived_threads(tmp_path):
     assert trace["gputrace"]["events_lost"] == 0
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("bits", [32, 16])
+def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
+    """Appends take no lock: each thread finds its lists in a cache of its own, and each
+    list holds events for its appends. Four threads make, fill, run and destroy lists at
+    once (immediate and regular, in turn): every kernel is timed on its thread's row, from
+    its own append, inside the host calls around it; with 16-bit timestamps (a wrap every
+    3.4 ms) too, where immediate appends share clock pairs."""
+    threads, rounds, kernels = 4, 20, 16
+    trace = traced_like_untraced([APPS / "ze_lists", threads, rounds, kernels], tmp_path,
+                                 env={"ZE_SIM_VALID_BITS": str(bits)})
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    names = collections.Counter(d["name"] for d in dev)
+    assert names == {f"k{t}": rounds * kernels for t in range(threads)}
+    appends = [h for h in host if h["name"] == "zeCommandListAppendLaunchKernel"]
+    tid_of = {}
+    for h in appends:
+        assert tid_of.setdefault(h["args"]["kernel"], h["tid"]) == h["tid"], h
+    assert len(set(tid_of.values())) == threads
+    causes = assert_flows(trace, [d for d in device_spans(trace)], host)
+    waits = {t: sorted((h for h in host if h["tid"] == t and h["name"] in SYNC_CALLS),
+                       key=start) for t in tid_of.values()}
+    for d in dev:
+        src = causes[id(d)]
+        append = [h for h in src if h["name"] == "zeCommandListAppendLaunchKernel"]
+        assert len(append) == 1, (d, src)
+        ap = append[0]
+        assert ap["args"]["kernel"] == d["name"]
+        # Its own append's correlation (immediate) or the execute's with the append's flow.
+        assert start(d) >= start(ap), (d, ap)
+        if len(src) == 1:
+            assert d["args"]["correlation"] == ap["args"]["correlation"]
+        else:
+            ex, = [h for h in src if h["name"] == "zeCommandQueueExecuteCommandLists"]
+            assert ex["tid"] == ap["tid"] and start(d) >= start(ex)
+        after = [w for w in waits[ap["tid"]] if start(w) >= end(ap)]
+        assert after and end(d) <= end(after[0]), (d, after[:1])
+    assert_no_overlap(device_spans(trace))
+
+
 # ---- dlsym --------------------------------------------------------------------------------
 
 def test_dlsym_next_and_handles(tmp_path):
