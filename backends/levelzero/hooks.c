@@ -20,6 +20,13 @@
  * reader may hold one); a new kernel at the same handle updates its record. */
 static struct ze_map ze_kernels = { .lockfree_reads = true };
 
+/* The kernel this thread launched last: its record never goes away (a new kernel at the
+ * same handle updates it), so the pointer stays good without asking the map again. */
+static GT_TLS struct {
+	ze_kernel_handle_t handle;
+	struct ze_kernel *K;
+} ze_tls_kernel;
+
 struct ze_kernel *ze_kernel__get(ze_kernel_handle_t k)
 {
 	return (struct ze_kernel *)ze_map__get(&ze_kernels, k);
@@ -68,6 +75,7 @@ static struct ze_kernel *ze_kernel__lookup(ze_kernel_handle_t k)
 void ze_kernel__forget(void)
 {
 	ze_map__forget(&ze_kernels);
+	ze_tls_kernel.handle = NULL;
 }
 
 ze_result_t ze_body_zeKernelCreate(struct ze_call *c, __typeof__(&zeKernelCreate) real,
@@ -116,7 +124,12 @@ ze_result_t ze_body_zeKernelSetGroupSize(struct ze_call *c, __typeof__(&zeKernel
 static void ze__work_kernel(struct ze_call *c, struct ze_work *w, ze_kernel_handle_t k,
 			    const ze_group_count_t *groups)
 {
-	struct ze_kernel *K = ze_kernel__lookup(k);
+	struct ze_kernel *K = ze_tls_kernel.handle == k && k ? ze_tls_kernel.K : NULL;
+
+	if (!K && (K = ze_kernel__lookup(k)) != NULL) {
+		ze_tls_kernel.handle = k;
+		ze_tls_kernel.K = K;
+	}
 
 	memset(w, 0, sizeof(*w));
 	w->kind = ZE_CMD_KERNEL;
