@@ -178,6 +178,29 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 	c->flags |= ZE_LAUNCH_FLAG;
 }
 
+/* The activity an append's work is recorded under (a constant for each wrapper). */
+static inline unsigned ze__append_kind(enum ze_fn_id id)
+{
+	switch (id) {
+	case ZE_ID_zeCommandListAppendMemoryFill:
+	case ZE_ID_zeCommandListAppendMemoryFillWithParameters:
+		return GT_KIND(MEMSET);
+	case ZE_ID_zeCommandListAppendMemoryCopy:
+	case ZE_ID_zeCommandListAppendMemoryCopyWithParameters:
+	case ZE_ID_zeCommandListAppendMemoryCopyRegion:
+	case ZE_ID_zeCommandListAppendMemoryCopyFromContext:
+	case ZE_ID_zeCommandListAppendImageCopy:
+	case ZE_ID_zeCommandListAppendImageCopyRegion:
+	case ZE_ID_zeCommandListAppendImageCopyToMemory:
+	case ZE_ID_zeCommandListAppendImageCopyFromMemory:
+	case ZE_ID_zeCommandListAppendImageCopyToMemoryExt:
+	case ZE_ID_zeCommandListAppendImageCopyFromMemoryExt:
+		return GT_KIND(MEMCPY);
+	default:
+		return GT_KIND(KERNEL);
+	}
+}
+
 /*
  * Every append that puts work on a device, one shape: give the command a
  * timestamped signal event where the program gave none, describe the work
@@ -197,6 +220,9 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
                                                                                            \
 		/* paused: work on an immediate list runs now, outside any window */     \
 		if (gt_unlikely(ze__paused()) && ze_track__list_is_immediate(hCommandList)) \
+			return real args;                                                  \
+		/* a kind left out of the activities: a plain call, nothing timed */      \
+		if (gt_unlikely(!ze__want(ze__append_kind(ZE_ID_##name))))                 \
 			return real args;                                                  \
 		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
 						      numWaitEvents, phWaitEvents);        \

@@ -493,6 +493,17 @@ def test_activities_and_backend_selection(tmp_path):
     assert {e["cat"] for e in device_spans(only)} == {"kernel"}
     assert len(device_spans(only)) == 5
     assert not events(only, ph="C")
+    # Kernels left out: launches are plain calls (no event of ours, nothing read, no
+    # description), copies are timed as before.
+    (tmp_path / "nokernels").mkdir()
+    some = traced_like_untraced([APPS / "ze_basic", 2], tmp_path / "nokernels",
+                                env={"GPUTRACE_ACTIVITIES": "runtime,memcpy"})
+    assert collections.Counter(d["name"] for d in device_spans(some)) == {
+        "Memcpy HtoD": 2, "Memcpy DtoH": 3}
+    launches = events(some, ph="X", name="zeCommandListAppendLaunchKernel")
+    assert len(launches) == 3 and all(set(e["args"]) == {"result", "correlation"}
+                                      for e in launches)
+    assert some["gputrace"]["events_lost"] == 0
     (tmp_path / "off").mkdir()
     # nothing recorded: no trace file at all
     traced_like_untraced([APPS / "ze_dlopen"], tmp_path / "off",
