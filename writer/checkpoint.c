@@ -189,6 +189,7 @@ void checkpoint__forget_file(void)
 	if (W.tids)
 		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
 	W.ntids = 0;
+	W.tid_named_last = 0;
 	W.ndead = 0;
 	W.dead_threads = W.dead_lost = W.dead_waits = W.dead_wait_ns = 0;
 	flows__forget();

@@ -223,6 +223,9 @@ static void name_thread(uint32_t tid)
 	char name[64];
 	ssize_t n = -1;
 
+	if (tid == W.tid_named_last)
+		return; /* a ring's events come in a run: no lookup each */
+	W.tid_named_last = tid;
 	if (tid_seen(tid))
 		return;
 	if (r && atomic_load_explicit(&r->dead, memory_order_acquire) && r->name_exit[0])
@@ -298,16 +301,47 @@ static bool has_int_arg(const struct gt_arg *args, unsigned nargs, uint32_t key)
 	return false;
 }
 
-static void put_extra(struct jbuf *b, bool *first, const char *key, size_t klen, int64_t v)
+/* Inlined: the key's length is a constant, its copy a move or two. */
+static inline __attribute__((always_inline)) void put_extra(struct jbuf *b, bool *first,
+							    const char *key, size_t klen)
 {
 	if (!*first)
 		jbuf__ch(b, ',');
 	*first = false;
 	jbuf__put(b, key, klen);
-	json__i64(b, v);
 }
 
-#define PUT_EXTRA(b, first, key, v) put_extra((b), (first), "\"" key "\":", sizeof(key) + 2, (v))
+#define PUT_EXTRA(b, first, key, v) \
+	(put_extra((b), (first), "\"" key "\":", sizeof(key) + 2), json__i64((b), (v)))
+
+/* A thread's correlation ids count up by one, call after call: the digits of
+ * the last one written are kept, and the next is made from them by adding
+ * one to the last digit (a carry, one time in ten, formats it anew). */
+static struct {
+	uint64_t v;
+	size_t len; /* 0: none kept */
+	char text[32];
+} corr_text;
+
+static inline void put_corr(struct jbuf *b, uint64_t v)
+{
+	size_t start = b->len;
+
+	if (gt_likely(v == corr_text.v + 1 && corr_text.len &&
+		      corr_text.text[corr_text.len - 1] != '9')) {
+		corr_text.text[corr_text.len - 1]++;
+		corr_text.v = v;
+		put_cached(b, corr_text.text, corr_text.len);
+		return;
+	}
+	json__u64(b, v);
+	corr_text.len = 0;
+	if (!b->oom && b->len - start < sizeof(corr_text.text)) {
+		corr_text.v = v;
+		corr_text.len = b->len - start;
+		memcpy(corr_text.text, b->p + start, corr_text.len);
+	}
+}
 
 /* args as JSON members, "key":value,...; true if hardware metrics were left
  * for put_metrics. x: the writer's own device and stream, if it writes them; a
@@ -449,7 +483,7 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	if (x.stream >= 0)
 		PUT_EXTRA(b, &first, "stream", x.stream);
 	if (x.corr)
-		PUT_EXTRA(b, &first, "correlation", (int64_t)x.corr);
+		put_extra(b, &first, "\"correlation\":", 14), put_corr(b, x.corr);
 	if (x.corr2 && x.corr2 != x.corr)
 		PUT_EXTRA(b, &first, "correlation2", (int64_t)x.corr2);
 	if (x.ranges) {
@@ -548,6 +582,9 @@ static __attribute__((noinline)) void put_head_slow(struct jbuf *b, const char *
 	}
 }
 
+/* The timestamps' leading digits (the cycle's own, as the caches above). */
+static struct json_ts_prefix ts_prefix;
+
 static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, uint32_t pid,
 		     uint32_t tid, uint64_t ts)
 {
@@ -559,7 +596,7 @@ static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, 
 		put_cached(b, c->text, c->len);
 	else
 		put_head_slow(b, ph, ev, pid, tid);
-	json__us(b, ts);
+	json__ts(b, ts, &ts_prefix);
 }
 
 static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
@@ -623,30 +660,31 @@ void events__summary_flush(void)
  * thread calling one API flat out; the batch is found by the name's id.
  * Counts, totals, minima and maxima add up the same in any order.
  */
-static bool summarize_call(const struct gt_event *ev, struct placed at)
+static __attribute__((noinline)) void summary_batch_start(struct sum_batch *b,
+							  const struct gt_event *ev)
+{
+	summary_batch_flush(b);
+	/* every figure anew: a batch's slot is shared by the names it hashes to */
+	*b = (struct sum_batch){ .name = ev->name, .cat = ev->cat, .min_ns = UINT64_MAX,
+				 .first_ns = UINT64_MAX };
+}
+
+static inline bool summarize_call(const struct gt_event *ev, struct placed at)
 {
 	struct sum_batch *b;
+	uint64_t end = at.ts + at.dur;
 
 	if (ev->cat == GT_S_CAT_USER_ANNOTATION || ev->cat == GT_S_CAT_OVERHEAD || !ev->name)
 		return false;
 	b = &W.sum_batch[(ev->name * 2654435761u) >> 26];
-	if (b->name != ev->name || b->cat != ev->cat) {
-		summary_batch_flush(b);
-		b->name = ev->name;
-		b->cat = ev->cat;
-		b->min_ns = UINT64_MAX;
-		b->first_ns = at.ts;
-	}
+	if (gt_unlikely(b->name != ev->name || b->cat != ev->cat))
+		summary_batch_start(b, ev);
 	b->n++;
 	b->total_ns += at.dur;
-	if (at.dur < b->min_ns)
-		b->min_ns = at.dur;
-	if (at.dur > b->max_ns)
-		b->max_ns = at.dur;
-	if (at.ts < b->first_ns)
-		b->first_ns = at.ts;
-	if (at.ts + at.dur > b->last_end_ns)
-		b->last_end_ns = at.ts + at.dur;
+	b->min_ns = at.dur < b->min_ns ? at.dur : b->min_ns;
+	b->max_ns = at.dur > b->max_ns ? at.dur : b->max_ns;
+	b->first_ns = at.ts < b->first_ns ? at.ts : b->first_ns;
+	b->last_end_ns = end > b->last_end_ns ? end : b->last_end_ns;
 	return true;
 }
 
@@ -733,7 +771,9 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"dur\":");
 		json__us(&W.buf, at.dur);
-		summarize(ev, args, nargs, 0, at, NULL);
+		/* a call goes to its batch here: summarize's frame is for the rest */
+		if (W.sum && !summarize_call(ev, at))
+			summarize(ev, args, nargs, 0, at, NULL);
 	}
 	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
 	jbuf__ch(&W.buf, '}');
@@ -754,7 +794,7 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 	jbuf__lit(&W.buf, ",\"tid\":");
 	json__u64(&W.buf, host->tid);
 	jbuf__lit(&W.buf, ",\"ts\":");
-	json__us(&W.buf, host->point_ns);
+	json__ts(&W.buf, host->point_ns, &ts_prefix);
 	jbuf__lit(&W.buf, "}");
 	begin_event(&W.buf);
 	if (fwdbwd)

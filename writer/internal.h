@@ -119,10 +119,14 @@ struct writer {
 
 	struct row_cursor *cursors; /* place.c: one per row, open addressing */
 	size_t cursors_mask, ncursors;
+	/* the row written last, found without a lookup: a thread's spans come
+	 * in runs (a ring is drained at once); NULL when the table moves */
+	struct row_cursor *last_cursor;
 
 	uint32_t devices_named, tracks_named, names_gen;
 	uint32_t *tids; /* host tids given a thread_name, open addressing */
 	size_t tids_mask, ntids;
+	uint32_t tid_named_last; /* in tids: no lookup (0: none) */
 	struct thread_stat *dead;  /* exited threads, for the last trailer's list */
 	size_t ndead, dead_cap;
 	uint64_t dead_threads, dead_lost; /* their count and losses: O(1) per checkpoint */

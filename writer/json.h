@@ -36,13 +36,58 @@ static inline void jbuf__ch(struct jbuf *b, char c)
 	b->p[b->len++] = c;
 }
 
-GT_HIDDEN void json__u64(struct jbuf *b, uint64_t v);
-GT_HIDDEN void json__i64(struct jbuf *b, int64_t v);
+GT_HIDDEN void json__u64_digits(struct jbuf *b, uint64_t v);
+GT_HIDDEN void json__us_digits(struct jbuf *b, uint64_t ns);
+
+/* Most integers written are one digit (results, flags): no call for those. */
+static inline void json__u64(struct jbuf *b, uint64_t v)
+{
+	if (gt_likely(v < 10 && b->len < b->cap))
+		b->p[b->len++] = (char)('0' + v);
+	else
+		json__u64_digits(b, v);
+}
+
+static inline void json__i64(struct jbuf *b, int64_t v)
+{
+	if (v < 0) {
+		jbuf__ch(b, '-');
+		json__u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		json__u64(b, (uint64_t)v);
+	}
+}
+
 GT_HIDDEN void json__f64(struct jbuf *b, double v);
 /* "0x1f": a quoted hexadecimal string (handles, addresses) */
 GT_HIDDEN void json__hex(struct jbuf *b, uint64_t v);
-/* ns as microseconds with three decimals: 1234567 -> 1234.567 */
-GT_HIDDEN void json__us(struct jbuf *b, uint64_t ns);
+/* ns as microseconds with three decimals: 1234567 -> 1234.567; a duration
+ * under a microsecond (most host calls) without a call */
+static inline void json__us(struct jbuf *b, uint64_t ns)
+{
+	if (gt_likely(ns < 1000 && b->len + 5 <= b->cap)) {
+		char *p = b->p + b->len;
+
+		p[0] = '0';
+		p[1] = '.';
+		p[2] = (char)('0' + ns / 100);
+		p[3] = (char)('0' + ns / 10 % 10);
+		p[4] = (char)('0' + ns % 10);
+		b->len += 5;
+	} else {
+		json__us_digits(b, ns);
+	}
+}
+
+/* A timestamp: its microseconds above the last four digits change every
+ * 10 ms, so they are kept formatted in prefix (the caller's: one per
+ * thread that writes), and a timestamp writes seven digits, not fifteen. */
+struct json_ts_prefix {
+	uint64_t hi; /* us / 10000 (0: none kept) */
+	unsigned len;
+	char text[24];
+};
+GT_HIDDEN void json__ts(struct jbuf *b, uint64_t ns, struct json_ts_prefix *prefix);
 /* A quoted JSON string of any bytes: valid UTF-8 is kept, control
  * characters are escaped, and each byte that is not part of valid UTF-8 is
  * written as \u00XX (the byte's value), so nothing is lost or invalid. */

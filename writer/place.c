@@ -47,9 +47,8 @@ struct row_cursor {
 	bool any;
 };
 
-static struct row_cursor *cursor(uint32_t pid, uint32_t tid)
+static struct row_cursor *cursor_find(uint64_t key)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid | 1ull << 63;
 	size_t h;
 
 	if (W.ncursors * 2 >= W.cursors_mask) {
@@ -69,6 +68,7 @@ static struct row_cursor *cursor(uint32_t pid, uint32_t tid)
 		free(W.cursors);
 		W.cursors = t;
 		W.cursors_mask = cap - 1;
+		W.last_cursor = NULL;
 	}
 	h = (key * 0x9e3779b97f4a7c15ull) >> 32 & W.cursors_mask;
 	while (W.cursors[h].key && W.cursors[h].key != key)
@@ -77,7 +77,16 @@ static struct row_cursor *cursor(uint32_t pid, uint32_t tid)
 		W.cursors[h].key = key;
 		W.ncursors++;
 	}
-	return &W.cursors[h];
+	return W.last_cursor = &W.cursors[h];
+}
+
+static inline struct row_cursor *cursor(uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid | 1ull << 63;
+
+	if (gt_likely(W.last_cursor && W.last_cursor->key == key))
+		return W.last_cursor;
+	return cursor_find(key);
 }
 
 /* The frontier follows every slice, parents written late included; of two

@@ -2,6 +2,7 @@
 /* The JSON pieces, read back by a real parser (json-c). */
 #include <json-c/json.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "writer/json.h"
@@ -113,6 +114,57 @@ START_TEST(test_numbers)
 }
 END_TEST
 
+/* json__ts writes what json__us writes, whatever it kept from the last
+ * timestamp: across its 10 ms prefix, below it, back and forth, and into a
+ * buffer with no room left. */
+START_TEST(test_timestamps_as_us)
+{
+	static const uint64_t base[] = { 0, 999, 1000, 9999999, 10000000, 10000001,
+					 53493915527934ull, 53493919999999ull, 53493920000000ull,
+					 728041949917ull, 1ull << 40, UINT64_MAX / 2, UINT64_MAX };
+	struct json_ts_prefix prefix = { 0 };
+	struct jbuf ts = { 0 }, us = { 0 };
+
+	for (unsigned rep = 0; rep < 2; rep++)
+		for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+			for (uint64_t d = 0; d < 3000; d += 7) {
+				uint64_t v = base[i] > UINT64_MAX - d ? base[i] - d : base[i] + d;
+
+				json__ts(&ts, v, &prefix);
+				json__us(&us, v);
+				jbuf__ch(&ts, ',');
+				jbuf__ch(&us, ',');
+			}
+	ck_assert(!ts.oom && !us.oom);
+	ck_assert_uint_eq(ts.len, us.len);
+	ck_assert(!memcmp(ts.p, us.p, us.len));
+	ck_assert_str_eq(fmt(json__us, 999), "0.999");
+	ck_assert_str_eq(fmt(json__us, 1000), "1.000");
+	/* no room left: the inline paths grow the buffer as the others do */
+	for (uint64_t v = 0; v < 12; v++) {
+		struct jbuf b = { 0 };
+		char want[64];
+
+		ck_assert_int_eq(jbuf__reserve(&b, 1), 0);
+		b.len = b.cap;
+		memset(b.p, 'x', b.len);
+		json__u64(&b, v);
+		jbuf__ch(&b, ' ');
+		b.len = b.cap; /* full again */
+		json__us(&b, v * 100);
+		b.len = b.cap;
+		json__ts(&b, 53493915527934ull + v, &prefix);
+		jbuf__ch(&b, 0);
+		ck_assert(!b.oom);
+		snprintf(want, sizeof(want), "53493915527.%03u", (unsigned)(934 + v));
+		ck_assert_str_eq(b.p + b.len - 1 - strlen(want), want);
+		jbuf__free(&b);
+	}
+	jbuf__free(&ts);
+	jbuf__free(&us);
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
 	Suite *s = suite_create("json");
@@ -121,6 +173,7 @@ static Suite *json_suite(void)
 	tcase_add_test(tc, test_every_byte_value);
 	tcase_add_test(tc, test_utf8_kept_and_invalid_escaped);
 	tcase_add_test(tc, test_numbers);
+	tcase_add_test(tc, test_timestamps_as_us);
 	suite_add_tcase(s, tc);
 	return s;
 }
