@@ -493,6 +493,28 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	jbuf__ch(b, '}');
 }
 
+/* Most host calls: one integer arg (the call's result) and a correlation
+ * id, written as put_args writes them (and the event's closing brace),
+ * without its walk of every case. */
+static inline bool put_args_call(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
+				 uint64_t corr)
+{
+	if (nargs != 1 || !corr || (args[0].type != GT_ARG_I64 && args[0].type != GT_ARG_U64) ||
+	    args[0].key == GT_S_ARG_STACK)
+		return false;
+	jbuf__lit(b, ",\"args\":{");
+	put_sid(b, args[0].key);
+	jbuf__ch(b, ':');
+	if (args[0].type == GT_ARG_I64)
+		json__i64(b, args[0].v.i);
+	else
+		json__u64(b, args[0].v.u);
+	jbuf__lit(b, ",\"correlation\":");
+	put_corr(b, corr);
+	jbuf__lit(b, "}}");
+	return true;
+}
+
 void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool comma)
 {
 	bool first = !comma;
@@ -775,8 +797,10 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 		if (W.sum && !summarize_call(ev, at))
 			summarize(ev, args, nargs, 0, at, NULL);
 	}
-	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
-	jbuf__ch(&W.buf, '}');
+	if (!put_args_call(&W.buf, args, nargs, ev->corr)) {
+		put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
+		jbuf__ch(&W.buf, '}');
+	}
 	return at.point;
 }
 
