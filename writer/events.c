@@ -329,9 +329,15 @@ static inline void put_corr(struct jbuf *b, uint64_t v)
 
 	if (gt_likely(v == corr_text.v + 1 && corr_text.len &&
 		      corr_text.text[corr_text.len - 1] != '9')) {
-		corr_text.text[corr_text.len - 1]++;
-		corr_text.v = v;
+		char last = (char)(corr_text.text[corr_text.len - 1] + 1);
+
+		/* copied before the kept digit is stored: a block loaded right
+		 * after a byte stored into it would wait for the store */
 		put_cached(b, corr_text.text, corr_text.len);
+		if (b->len != start)
+			b->p[b->len - 1] = last;
+		corr_text.text[corr_text.len - 1] = last;
+		corr_text.v = v;
 		return;
 	}
 	json__u64(b, v);
