@@ -217,14 +217,12 @@ static ssize_t proc_comm(uint32_t tid, char *name, size_t len)
 
 /* A thread's row is named at its first event: from /proc while it lives,
  * else from what its ring kept (as it exited, or at its first event). */
-static void name_thread(uint32_t tid)
+static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 {
 	const struct ring *r = W.draining && (uint32_t)W.draining->tid == tid ? W.draining : NULL;
 	char name[64];
 	ssize_t n = -1;
 
-	if (tid == W.tid_named_last)
-		return; /* a ring's events come in a run: no lookup each */
 	W.tid_named_last = tid;
 	if (tid_seen(tid))
 		return;
@@ -243,6 +241,12 @@ static void name_thread(uint32_t tid)
 	events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name, (size_t)n, 0);
 	events__meta(&W.buf, "thread_sort_index", (uint32_t)gt_st.pid, tid, "sort_index", NULL, 0,
 	     tid == (uint32_t)gt_st.pid ? 0 : (long long)tid);
+}
+
+static inline void name_thread(uint32_t tid)
+{
+	if (tid != W.tid_named_last) /* a ring's events come in a run: no lookup each */
+		name_new_thread(tid);
 }
 
 void events__name_rows(void)
