@@ -6,6 +6,7 @@ its thread with its result code; every kernel, copy and fill is a span on its
 queue row with the simulated duration, inside the window between the host call
 that submitted it and the one that waited for it; flows join them."""
 import collections
+import json
 import pathlib
 import re
 
@@ -186,6 +187,28 @@ def test_basic_counts_results_and_memory(tmp_path):
           if c["name"] == "host USM"]
     assert dm == [65536, 0]
     assert hm == [65536, 131072, 196608, 131072, 65536, 0]
+
+
+def test_summary_json_api_calls_are_the_traces_sums(tmp_path):
+    """The exit-time summary's row of each call (gathered in batches found by
+    the name's id: ze_basic's 33 names share some of the 64 batches) holds
+    the trace's own count, total, min and max of that call: a batch reused by
+    another name starts every figure anew."""
+    js = tmp_path / "s.json"
+    trace = traced_like_untraced([APPS / "ze_basic"], tmp_path,
+                                 env={"GPUTRACE_SUMMARY_JSON": str(js)})
+    want = {}
+    for e in host_spans(trace):
+        d = round(e["dur"] * 1000)
+        w = want.setdefault(e["name"], {"count": 0, "total_ns": 0, "min_ns": d, "max_ns": d})
+        w["count"] += 1
+        w["total_ns"] += d
+        w["min_ns"], w["max_ns"] = min(w["min_ns"], d), max(w["max_ns"], d)
+    got = {a["name"]: {k: a[k] for k in ("count", "total_ns", "min_ns", "max_ns")}
+           for a in json.loads(js.read_text())["api_calls"] if a["cat"] == "ze_api"}
+    assert len(want) > 20
+    assert got == want
+    js.unlink()
 
 
 def test_basic_alignment_and_flows(tmp_path):
