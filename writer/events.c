@@ -51,6 +51,14 @@ static inline void put_cached(struct jbuf *b, const char *text, size_t len)
 	b->len += len;
 }
 
+/* The same through a cursor, into room reserved before. */
+static inline char *cur_cached(char *p, const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i += 32)
+		memcpy(p + i, text + i, 32);
+	return p + len;
+}
+
 static __attribute__((noinline)) void put_sid_slow(struct jbuf *b, uint32_t id)
 {
 	struct sid_json *c = &sid_cache[id & (SID_CACHE - 1)];
@@ -327,9 +335,11 @@ static struct {
 	char text[32];
 } corr_text;
 
-static inline void put_corr(struct jbuf *b, uint64_t v)
+#define CORR_ROOM 32 /* what cur_corr writes at most, its block's slack included */
+
+static inline char *cur_corr(char *p, uint64_t v)
 {
-	size_t start = b->len;
+	char *start = p;
 
 	if (gt_likely(v == corr_text.v + 1 && corr_text.len &&
 		      corr_text.text[corr_text.len - 1] != '9')) {
@@ -337,20 +347,23 @@ static inline void put_corr(struct jbuf *b, uint64_t v)
 
 		/* copied before the kept digit is stored: a block loaded right
 		 * after a byte stored into it would wait for the store */
-		put_cached(b, corr_text.text, corr_text.len);
-		if (b->len != start)
-			b->p[b->len - 1] = last;
+		p = cur_cached(p, corr_text.text, corr_text.len);
+		p[-1] = last;
 		corr_text.text[corr_text.len - 1] = last;
 		corr_text.v = v;
-		return;
+		return p;
 	}
-	json__u64(b, v);
-	corr_text.len = 0;
-	if (!b->oom && b->len - start < sizeof(corr_text.text)) {
-		corr_text.v = v;
-		corr_text.len = b->len - start;
-		memcpy(corr_text.text, b->p + start, corr_text.len);
-	}
+	p = json__put_u64(p, v);
+	corr_text.v = v;
+	corr_text.len = (size_t)(p - start);
+	memcpy(corr_text.text, start, corr_text.len);
+	return p;
+}
+
+static inline void put_corr(struct jbuf *b, uint64_t v)
+{
+	if (gt_likely(b->len + CORR_ROOM <= b->cap) || !jbuf__reserve(b, CORR_ROOM))
+		b->len = (size_t)(cur_corr(b->p + b->len, v) - b->p);
 }
 
 /* args as JSON members, "key":value,...; true if hardware metrics were left
@@ -501,28 +514,6 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 		put_ranges(b, &first, x.ranges->exec, true);
 	}
 	jbuf__ch(b, '}');
-}
-
-/* Most host calls: one integer arg (the call's result) and a correlation
- * id, written as put_args writes them (and the event's closing brace),
- * without its walk of every case. */
-static inline bool put_args_call(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
-				 uint64_t corr)
-{
-	if (nargs != 1 || !corr || (args[0].type != GT_ARG_I64 && args[0].type != GT_ARG_U64) ||
-	    args[0].key == GT_S_ARG_STACK)
-		return false;
-	jbuf__lit(b, ",\"args\":{");
-	put_sid(b, args[0].key);
-	jbuf__ch(b, ':');
-	if (args[0].type == GT_ARG_I64)
-		json__i64(b, args[0].v.i);
-	else
-		json__u64(b, args[0].v.u);
-	jbuf__lit(b, ",\"correlation\":");
-	put_corr(b, corr);
-	jbuf__lit(b, "}}");
-	return true;
 }
 
 void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool comma)
@@ -786,6 +777,52 @@ static void summarize_counter(const struct gt_event *ev, const struct gt_arg *ar
 	}
 }
 
+/* What put_host_call writes at most: a cached head and key (their blocks'
+ * slack included), three numbers, a correlation id and the literals. */
+#define HOST_CALL_ROOM (HEAD_CACHE_MAX + SID_CACHE_MAX + 3 * JSON_NUM_ROOM + CORR_ROOM + 64)
+
+/*
+ * Most host calls: a span whose head is cached, with one integer arg (the
+ * call's result, its key cached) and a correlation id. Written as
+ * put_head, put_args and events__host write it, through a cursor into room
+ * reserved once: each jbuf helper checked for room and, as its stores may
+ * alias W.buf itself, reloaded the buffer's pointer and length. False:
+ * written by the general path.
+ */
+static bool put_host_call(const struct gt_event *ev, const struct gt_arg *a, unsigned nargs,
+			  uint32_t pid, uint32_t tid, struct placed at)
+{
+	const struct head_json *h;
+	const struct sid_json *k;
+	struct jbuf *b = &W.buf;
+	char *p;
+
+	if (nargs != 1 || !ev->corr || (a->type != GT_ARG_I64 && a->type != GT_ARG_U64) ||
+	    a->key == GT_S_ARG_STACK)
+		return false;
+	h = head_slot('X', ev, pid, tid);
+	k = &sid_cache[a->key & (SID_CACHE - 1)];
+	if (k->id != a->key || !k->len || !h->len || h->name != ev->name || h->tid != tid ||
+	    h->cat != ev->cat || h->pid != pid || h->ph != 'X')
+		return false;
+	begin_event(b);
+	if (gt_unlikely(b->len + HOST_CALL_ROOM > b->cap) && jbuf__reserve(b, HOST_CALL_ROOM))
+		return true; /* out of memory: the file is cut here (b->oom) */
+	p = cur_cached(b->p + b->len, h->text, h->len);
+	p = json__put_ts(p, at.ts, &ts_prefix);
+	memcpy(p, ",\"dur\":", 7);
+	p = json__put_us(p + 7, at.dur);
+	memcpy(p, ",\"args\":{", 9);
+	p = cur_cached(p + 9, k->text, k->len);
+	*p++ = ':';
+	p = a->type == GT_ARG_I64 ? json__put_i64(p, a->v.i) : json__put_u64(p, a->v.u);
+	memcpy(p, ",\"correlation\":", 15);
+	p = cur_corr(p + 15, ev->corr);
+	memcpy(p, "}}", 2);
+	b->len = (size_t)(p + 2 - b->p);
+	return true;
+}
+
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t tid)
 {
@@ -796,6 +833,12 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 					arrow ? PLACE_ARROW : 0);
 
 	name_thread(tid);
+	if (ev->type == GT_EV_HOST_SPAN &&
+	    put_host_call(ev, args, nargs, (uint32_t)gt_st.pid, tid, at)) {
+		if (W.sum && !summarize_call(ev, at))
+			summarize(ev, args, nargs, 0, at, NULL);
+		return at.point;
+	}
 	if (ev->type == GT_EV_INSTANT) {
 		put_head(&W.buf, "i", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"s\":\"t\"");
@@ -807,10 +850,8 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 		if (W.sum && !summarize_call(ev, at))
 			summarize(ev, args, nargs, 0, at, NULL);
 	}
-	if (!put_args_call(&W.buf, args, nargs, ev->corr)) {
-		put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
-		jbuf__ch(&W.buf, '}');
-	}
+	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
+	jbuf__ch(&W.buf, '}');
 	return at.point;
 }
 

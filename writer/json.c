@@ -86,15 +86,12 @@ static inline void put_digits(char *end, uint64_t v)
 		end[-1] = (char)('0' + w);
 }
 
-/* Written in place: one bounds check, no copy through a scratch buffer. */
-void json__u64_digits(struct jbuf *b, uint64_t v)
+char *json__put_u64_digits(char *p, uint64_t v)
 {
 	unsigned n = u64_digits(v);
 
-	if (gt_unlikely(b->len + n > b->cap) && jbuf__reserve(b, n))
-		return;
-	put_digits(b->p + b->len + n, v);
-	b->len += n;
+	put_digits(p + n, v);
+	return p + n;
 }
 
 void json__f64(struct jbuf *b, double v)
@@ -127,48 +124,38 @@ void json__hex(struct jbuf *b, uint64_t v)
 	jbuf__put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
-void json__us_digits(struct jbuf *b, uint64_t ns)
+char *json__put_us_digits(char *p, uint64_t ns)
 {
 	uint64_t us = ns / 1000;
 	unsigned frac = (unsigned)(ns - us * 1000), n = u64_digits(us);
-	char *p;
 
-	if (gt_unlikely(b->len + n + 4 > b->cap) && jbuf__reserve(b, n + 4))
-		return;
-	p = b->p + b->len;
 	put_digits(p + n, us);
 	p[n] = '.';
 	p[n + 1] = (char)('0' + frac / 100);
 	put_pair(p + n + 2, frac % 100);
-	b->len += n + 4;
+	return p + n + 4;
 }
 
-void json__ts(struct jbuf *b, uint64_t ns, struct json_ts_prefix *c)
+char *json__put_ts(char *p, uint64_t ns, struct json_ts_prefix *c)
 {
 	uint64_t us = ns / 1000, hi = us / 10000;
 	unsigned frac = (unsigned)(ns - us * 1000), lo = (unsigned)(us - hi * 10000);
-	char *p;
 
-	if (gt_unlikely(!hi)) { /* under 10 ms: no prefix, few digits */
-		json__us_digits(b, ns);
-		return;
-	}
+	if (gt_unlikely(!hi)) /* under 10 ms: no prefix, few digits */
+		return json__put_us_digits(p, ns);
 	if (gt_unlikely(hi != c->hi)) {
 		c->len = u64_digits(hi); /* at most 13: 2^64 ns is 1.8e12 x 10 ms */
 		put_digits(c->text + c->len, hi);
 		c->hi = hi;
 	}
-	if (gt_unlikely(b->len + sizeof(c->text) > b->cap) && jbuf__reserve(b, sizeof(c->text)))
-		return;
-	p = b->p + b->len;
 	memcpy(p, c->text, 16); /* a fixed-size copy; what is past len is overwritten */
-	b->len += c->len + 8;
 	p += c->len;
 	put_pair(p, lo / 100);
 	put_pair(p + 2, lo % 100);
 	p[4] = '.';
 	p[5] = (char)('0' + frac / 100);
 	put_pair(p + 6, frac % 100);
+	return p + 8;
 }
 
 void json__str(struct jbuf *b, const char *str, size_t n)

@@ -36,47 +36,48 @@ static inline void jbuf__ch(struct jbuf *b, char c)
 	b->p[b->len++] = c;
 }
 
-GT_HIDDEN void json__u64_digits(struct jbuf *b, uint64_t v);
-GT_HIDDEN void json__us_digits(struct jbuf *b, uint64_t ns);
+/*
+ * Numbers through a cursor: p has room (JSON_NUM_ROOM), the end is returned.
+ * A formatter that reserves its room once writes a whole event this way;
+ * the jbuf forms below check for room each.
+ */
+#define JSON_NUM_ROOM 24
+
+GT_HIDDEN char *json__put_u64_digits(char *p, uint64_t v);
+GT_HIDDEN char *json__put_us_digits(char *p, uint64_t ns);
 
 /* Most integers written are one digit (results, flags): no call for those. */
-static inline void json__u64(struct jbuf *b, uint64_t v)
+static inline char *json__put_u64(char *p, uint64_t v)
 {
-	if (gt_likely(v < 10 && b->len < b->cap))
-		b->p[b->len++] = (char)('0' + v);
-	else
-		json__u64_digits(b, v);
+	if (gt_likely(v < 10)) {
+		*p = (char)('0' + v);
+		return p + 1;
+	}
+	return json__put_u64_digits(p, v);
 }
 
-static inline void json__i64(struct jbuf *b, int64_t v)
+static inline char *json__put_i64(char *p, int64_t v)
 {
 	if (v < 0) {
-		jbuf__ch(b, '-');
-		json__u64(b, (uint64_t)0 - (uint64_t)v);
-	} else {
-		json__u64(b, (uint64_t)v);
+		*p++ = '-';
+		return json__put_u64(p, (uint64_t)0 - (uint64_t)v);
 	}
+	return json__put_u64(p, (uint64_t)v);
 }
 
-GT_HIDDEN void json__f64(struct jbuf *b, double v);
-/* "0x1f": a quoted hexadecimal string (handles, addresses) */
-GT_HIDDEN void json__hex(struct jbuf *b, uint64_t v);
 /* ns as microseconds with three decimals: 1234567 -> 1234.567; a duration
  * under a microsecond (most host calls) without a call */
-static inline void json__us(struct jbuf *b, uint64_t ns)
+static inline char *json__put_us(char *p, uint64_t ns)
 {
-	if (gt_likely(ns < 1000 && b->len + 5 <= b->cap)) {
-		char *p = b->p + b->len;
-
+	if (gt_likely(ns < 1000)) {
 		p[0] = '0';
 		p[1] = '.';
 		p[2] = (char)('0' + ns / 100);
 		p[3] = (char)('0' + ns / 10 % 10);
 		p[4] = (char)('0' + ns % 10);
-		b->len += 5;
-	} else {
-		json__us_digits(b, ns);
+		return p + 5;
 	}
+	return json__put_us_digits(p, ns);
 }
 
 /* A timestamp: its microseconds above the last four digits change every
@@ -87,7 +88,41 @@ struct json_ts_prefix {
 	unsigned len;
 	char text[24];
 };
-GT_HIDDEN void json__ts(struct jbuf *b, uint64_t ns, struct json_ts_prefix *prefix);
+GT_HIDDEN char *json__put_ts(char *p, uint64_t ns, struct json_ts_prefix *prefix);
+
+/* Room for one number at the end of b, or false (b->oom). */
+static inline int json__room(struct jbuf *b)
+{
+	return gt_likely(b->len + JSON_NUM_ROOM <= b->cap) || !jbuf__reserve(b, JSON_NUM_ROOM);
+}
+
+static inline void json__u64(struct jbuf *b, uint64_t v)
+{
+	if (json__room(b))
+		b->len = (size_t)(json__put_u64(b->p + b->len, v) - b->p);
+}
+
+static inline void json__i64(struct jbuf *b, int64_t v)
+{
+	if (json__room(b))
+		b->len = (size_t)(json__put_i64(b->p + b->len, v) - b->p);
+}
+
+static inline void json__us(struct jbuf *b, uint64_t ns)
+{
+	if (json__room(b))
+		b->len = (size_t)(json__put_us(b->p + b->len, ns) - b->p);
+}
+
+static inline void json__ts(struct jbuf *b, uint64_t ns, struct json_ts_prefix *prefix)
+{
+	if (json__room(b))
+		b->len = (size_t)(json__put_ts(b->p + b->len, ns, prefix) - b->p);
+}
+
+GT_HIDDEN void json__f64(struct jbuf *b, double v);
+/* "0x1f": a quoted hexadecimal string (handles, addresses) */
+GT_HIDDEN void json__hex(struct jbuf *b, uint64_t v);
 /* A quoted JSON string of any bytes: valid UTF-8 is kept, control
  * characters are escaped, and each byte that is not part of valid UTF-8 is
  * written as \u00XX (the byte's value), so nothing is lost or invalid. */
