@@ -12,13 +12,24 @@ programs alternate, each figure is the best of --reps:
                     100k launches back to back, start-up and the tool's exit included
   host call         bench_ze calls 1 1000000 20000 25000 (row 1), in loop
 
+Columns: the program's in-loop ns per launch (or call) and what the tool adds to
+it; whole-process wall ms and what the tool adds per launch (or call) over the
+untraced process. gputrace runs at defaults and, for the whole-process launches,
+with a 256 MiB ring (gputrace-256M) that loses nothing.
+
 Losses: gputrace's come from its trailer (events_lost); unitrace reports none, so
 the script counts the kernels its output holds against the kernels launched.
 
-  unitrace_compare.py --unitrace [LABEL=]PATH ... [--preload LIB] [--reps N] [--quick]
+  unitrace_compare.py --unitrace [LABEL=]PATH ... [--pci-shim] [--preload LIB] [--reps N]
+                      [--only loop,process,calls] [--quick]
 
 --unitrace may be given more than once (several builds side by side); each build
 runs in its default mode and with --chrome-call-logging --chrome-kernel-logging.
+--pci-shim: unitrace (2.0.1) aborts unless zeDevicePciGetPropertiesExt succeeds,
+and that call belongs to an optional extension the simulated device does not offer;
+this builds a small LD_PRELOAD shim (PCI_SHIM below, with cc) that answers it with a
+zero PCI address when the loader says unsupported, for unitrace's runs only.
+--preload LIB: any other library for unitrace's runs only.
 """
 import argparse
 import os
@@ -32,6 +43,26 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench import BIN, LIB, ZE_SIM, read_trailer  # noqa: E402
+
+PCI_SHIM = r"""
+#include <dlfcn.h>
+#include <string.h>
+#include <level_zero/ze_api.h>
+/* Called once per device at unitrace's start, never per launch. */
+ze_result_t zeDevicePciGetPropertiesExt(ze_device_handle_t d, ze_pci_ext_properties_t *p)
+{
+	ze_result_t (*next)(ze_device_handle_t, ze_pci_ext_properties_t *) =
+		(ze_result_t (*)(ze_device_handle_t, ze_pci_ext_properties_t *))
+		dlsym(RTLD_NEXT, "zeDevicePciGetPropertiesExt");
+	ze_result_t r = next ? next(d, p) : ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+
+	if (r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+		return r;
+	memset(&p->address, 0, sizeof(p->address));
+	memset(&p->maxSpeed, 0, sizeof(p->maxSpeed));
+	return ZE_RESULT_SUCCESS;
+}
+"""
 
 UNITRACE_MODES = {
     "": [],  # its default: host API and kernel time summaries on stderr
@@ -66,18 +97,28 @@ class Runner:
             label, path = u.split("=", 1) if "=" in u else (f"unitrace{i or ''}", u)
             if "-" in label:
                 raise SystemExit(f"--unitrace {u}: a label without '-', please")
+            if not shutil.which(path):
+                raise SystemExit(f"--unitrace {u}: no executable {path} (build it as the "
+                                 "README's Overhead section says)")
             self.unitrace[label] = path
-        self.work = pathlib.Path(tempfile.mkdtemp(prefix="unitrace-compare-"))
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="unitrace-compare-"))
+        self.work = self.tmp / "run"
+        self.work.mkdir()
+        self.preload = [args.preload] if args.preload else []
+        if args.pci_shim:
+            src, lib = self.tmp / "pci_shim.c", self.tmp / "libpci_shim.so"
+            src.write_text(PCI_SHIM)
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, src, "-ldl"],
+                           check=True)
+            self.preload.insert(0, str(lib))
 
     def close(self):
-        shutil.rmtree(self.work, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def env(self, extra=None):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GPUTRACE_", "UNITRACE_")) and k != "LD_PRELOAD"}
         env["ZE_ENABLE_ALT_DRIVERS"] = str(ZE_SIM)
-        if self.args.valid_bits:
-            env["ZE_SIM_VALID_BITS"] = str(self.args.valid_bits)
         env.update(extra or {})
         return env
 
@@ -94,16 +135,18 @@ class Runner:
                 extra["GPUTRACE_BUFFER_KB"] = "262144"
         elif tool != "untraced":
             label, mode = tool.split("-", 1) if "-" in tool else (tool, "")
-            if self.args.preload:
-                extra["LD_PRELOAD"] = self.args.preload
+            if self.preload:
+                extra["LD_PRELOAD"] = ":".join(self.preload)
             cmd = [self.unitrace[label]] + UNITRACE_MODES[mode and "-" + mode] + cmd
         t = time.monotonic()
         p = subprocess.run(cmd, env=self.env(extra), cwd=self.work, capture_output=True,
                            text=True, timeout=600)
         wall = time.monotonic() - t
         if p.returncode:
+            hint = ("\n(unitrace needs zeDevicePciGetPropertiesExt: try --pci-shim)"
+                    if "EnumerateAndSetupDevices" in p.stderr else "")
             raise SystemExit(f"{tool}: {' '.join(cmd)} exited {p.returncode}:\n"
-                             f"{p.stderr[-3000:]}")
+                             f"{p.stderr[-3000:]}{hint}")
         res, lost, kernels = bench_line(p.stdout), 0, None
         if tool.startswith("gputrace"):
             lost = read_trailer(self.work / "trace.json")[0].get("events_lost", 0)
@@ -157,13 +200,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--unitrace", action="append",
                     help="[LABEL=]PATH of a unitrace build (repeatable; default: unitrace)")
+    ap.add_argument("--pci-shim", action="store_true",
+                    help="answer zeDevicePciGetPropertiesExt for unitrace (see above)")
     ap.add_argument("--preload", default="", help="LD_PRELOAD for unitrace's runs")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--valid-bits", type=int, default=0,
-                    help="ZE_SIM_VALID_BITS for every run (default: the simulator's)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one rep")
     ap.add_argument("--only", default="loop,process,calls")
     args = ap.parse_args()
+    only = args.only.split(",")
+    if not only or not set(only) <= {"loop", "process", "calls"}:
+        ap.error(f"--only {args.only}: a comma-separated list of loop, process, calls")
     if args.quick:
         args.reps = 1
     loop_n, proc_n, calls_n = (2048, 4096, 20000) if args.quick else (20000, 100000, 1000000)
@@ -172,9 +218,7 @@ def main():
     tools = ["untraced", "gputrace"] + [label + mode for label in r.unitrace
                                         for mode in UNITRACE_MODES]
     try:
-        print(f"load average {os.getloadavg()[0]:.1f}, reps {args.reps}, "
-              f"ZE_SIM_VALID_BITS={args.valid_bits or 'default'}")
-        only = args.only.split(",")
+        print(f"load average {os.getloadavg()[0]:.1f}, reps {args.reps}")
         for kind in ("regular", "immediate"):
             # each run launches one warm-up batch before its timed ones
             if "loop" in only:
