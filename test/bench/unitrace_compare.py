@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # leave nothing in the checkout
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench import BIN, LIB, ZE_SIM, read_trailer  # noqa: E402
 
