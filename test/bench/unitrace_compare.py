@@ -15,7 +15,8 @@ programs alternate, each figure is the best of --reps:
 Columns: the program's in-loop ns per launch (or call) and what the tool adds to
 it; whole-process wall ms and what the tool adds per launch (or call) over the
 untraced process. gputrace runs at defaults and, for the whole-process launches,
-with a 256 MiB ring (gputrace-256M) that loses nothing.
+also with a 256 MiB ring (gputrace-256M) and with GPUTRACE_LOSSLESS=1
+(gputrace-lossless), either of which loses nothing.
 
 Losses: gputrace's come from its trailer (events_lost); unitrace reports none, so
 the script counts the kernels its output holds against the kernels launched.
@@ -134,6 +135,8 @@ class Runner:
                      "GPUTRACE_OUTPUT": str(self.work / "trace.json")}
             if tool == "gputrace-256M":
                 extra["GPUTRACE_BUFFER_KB"] = "262144"
+            elif tool == "gputrace-lossless":
+                extra["GPUTRACE_LOSSLESS"] = "1"
         elif tool != "untraced":
             label, mode = tool.split("-", 1) if "-" in tool else (tool, "")
             if self.preload:
@@ -229,7 +232,8 @@ def main():
             if "process" in only:
                 r.compare(f"launch {kind}, whole process, back to back",
                           [BIN / "bench_ze", "launch", kind, proc_n, batch, 0],
-                          tools[:2] + ["gputrace-256M"] + tools[2:], proc_n + batch)
+                          tools[:2] + ["gputrace-256M", "gputrace-lossless"] + tools[2:],
+                          proc_n + batch)
         if "calls" in only:
             r.compare("host call zeDriverGetApiVersion, in loop (row 1)",
                       [BIN / "bench_ze", "calls", 1, calls_n, 20000, 25000], tools, 0)
