@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "gzip.h"
@@ -225,19 +226,33 @@ static int pwrite_all(int fd, const char *p, size_t n, uint64_t at)
 	return 0;
 }
 
+/* Spaces over [from, to): one pwritev per 4 MiB (64 KiB of spaces, repeated),
+ * not a pwrite per 64 KiB: a move writes up to 1 MiB of them. */
 static int write_spaces(int fd, uint64_t from, uint64_t to)
 {
 	static char spaces[OUT_PAGE * 16];
-	int err = 0;
+	struct iovec iov[64];
 
 	if (spaces[0] != ' ')
 		memset(spaces, ' ', sizeof(spaces));
-	while (from < to && !err) {
-		size_t n = to - from < sizeof(spaces) ? (size_t)(to - from) : sizeof(spaces);
-		err = pwrite_all(fd, spaces, n, from);
-		from += n;
+	while (from < to) {
+		size_t n = 0;
+		int k = 0;
+
+		for (; k < 64 && from + n < to; k++) {
+			size_t part = to - from - n < sizeof(spaces) ? (size_t)(to - from - n)
+								     : sizeof(spaces);
+			iov[k] = (struct iovec){ .iov_base = spaces, .iov_len = part };
+			n += part;
+		}
+		ssize_t w = pwritev(fd, iov, k, (off_t)from);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		from += (uint64_t)w; /* a short write: the rest in the next round */
 	}
-	return err;
+	return 0;
 }
 
 static uint64_t page_up(uint64_t x)

@@ -225,6 +225,34 @@ def test_sigkill_at_any_moment_leaves_valid_json(tmp_path):
             assert trace["gputrace"]["complete"] is False
 
 
+@pytest.mark.parametrize("at_mb", [2, 5, 10, 16, 24])
+def test_sigkill_during_a_big_write_counts_only_what_is_in_the_file(tmp_path, at_mb):
+    """A kill while the writer's own thread writes cycles of many MiB (a big
+    ring, a call storm): the file is complete JSON, and its trailer counts no
+    event that is not in it, at most one checkpoint (1 MiB of JSON) fewer."""
+    need(APP)
+    out = tmp_path / "t.json"
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_OUTPUT": str(out), "GPUTRACE_BUFFER_KB": "16384",
+                             "GPUTRACE_FLUSH_MS": "60000"}))
+    p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    with reaped(p):
+        deadline = time.monotonic() + 30
+        while (not out.exists() or out.stat().st_size < at_mb << 20) and \
+                time.monotonic() < deadline:
+            time.sleep(0.001)
+        p.kill()
+        p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    trace = scan_trace(out)
+    meta = trace["gputrace"]
+    assert meta["complete"] is False
+    in_file = sum(n for (ph, _, _), n in trace["counts"].items() if ph != "M")
+    assert meta["events_recorded"] <= in_file <= meta["events_recorded"] + (1 << 20) // 100
+    assert meta["events_recorded"] > 0
+
+
 def test_library_needs_libc_only():
     """The preload may be the first library of any program: everything it calls
     comes from libc (a libm function would fail to bind in a program that has no

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The trace file's birth: it has no name, hidden or not, until it holds a
- * valid skeleton; then it takes the wanted name, or the next free one. */
+ * valid skeleton; then it takes the wanted name, or the next free one. Its
+ * paged layout: valid JSON after every call, a full file system included. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -192,6 +199,126 @@ START_TEST(test_gzip_is_one_member_at_every_checkpoint)
 }
 END_TEST
 
+/*
+ * The paged file as a reader finds it: want (the head and every event
+ * committed, byte for byte), then whitespace, the trailer, whitespace to
+ * its end (no NUL: a hole is no JSON whitespace). What a kill leaves.
+ */
+static void check_paged(const char *name, const char *want, size_t have, const char *trailer)
+{
+	static char text[8 << 20];
+	size_t n, i, tn = strlen(trailer);
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof(text), f);
+	fclose(f);
+	ck_assert_uint_lt(n, sizeof(text));
+	ck_assert_uint_ge(n, have + tn);
+	ck_assert_int_eq(memcmp(text, want, have), 0);
+	for (i = have; i < n && strchr(" \n", text[i]) && text[i]; i++)
+		;
+	ck_assert_uint_le(i + tn, n);
+	ck_assert_int_eq(memcmp(text + i, trailer, tn), 0);
+	/* one assertion (each writes Check a message) */
+	for (i += tn; i < n && (text[i] == ' ' || text[i] == '\n'); i++)
+		;
+	ck_assert_msg(i == n, "byte %d at %zu after the trailer", i < n ? text[i] : 0, i);
+}
+
+START_TEST(test_paged_is_valid_after_every_call)
+{
+	static char want[4 << 20], ev[8192];
+	struct out o;
+	size_t have;
+	struct stat st;
+	char path[128];
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	check_paged("t.json", want, have, "]}");
+	for (int i = 0; i < 300; i++) {
+		/* events of 1 to 7 KiB: footer moves at every size of step */
+		const char *trailer = i % 3 ? "],\"n\":1}" : "],\"n\":1000000}";
+		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ph\":\"X\",\"ts\":%d,\"pad\":\"",
+					    i ? "," : "", i);
+		size_t len = 1000 + (size_t)(i * 997) % 6000;
+
+		memset(ev + n, 'a' + i % 26, len);
+		n += len;
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
+		ck_assert_int_eq(out__commit(&o, ev, n, trailer, strlen(trailer)), 0);
+		memcpy(want + have, ev, n);
+		have += n;
+		check_paged("t.json", want, have, trailer);
+	}
+	ck_assert_int_eq(out__finish(&o, "", 0, "]}", 2), 0);
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)(have + 2)); /* compact: no whitespace left */
+	check_paged("t.json", want, have, "]}");
+	out__close(&o);
+	remove_dir();
+}
+END_TEST
+
+/*
+ * A full file system (RLIMIT_FSIZE: writes past it fail with EFBIG once
+ * SIGXFSZ is ignored): the commit that does not fit fails, and the file
+ * stays the last checkpoint.
+ */
+START_TEST(test_paged_full_disk_keeps_last_checkpoint)
+{
+	static char want[1 << 20], ev[4096];
+	struct rlimit lim = { .rlim_cur = 256 << 10, .rlim_max = RLIM_INFINITY };
+	const char *trailer = "],\"n\":1}";
+	struct out o;
+	size_t have;
+	int err = 0, i;
+
+	make_dir();
+	pid_t child = fork();
+
+	ck_assert_int_ge(child, 0);
+	if (child) {
+		int status;
+
+		ck_assert_int_eq(waitpid(child, &status, 0), child);
+		ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "the limited child failed");
+		remove_dir();
+		return;
+	}
+	/* a child of its own: Check's messages go through a file the limit
+	 * would cut too */
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (i = 0; i < 200 && !err; i++) {
+		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+
+		memset(ev + n, 'x', 3000);
+		n += 3000;
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
+		err = out__commit(&o, ev, n, trailer, strlen(trailer));
+		if (!err) {
+			memcpy(want + have, ev, n);
+			have += n;
+		}
+		check_paged("t.json", want, have, i || !err ? trailer : "]}");
+	}
+	out__close(&o);
+	/* most of the 256 KiB held events */
+	_exit(err == -EFBIG && i > 40 ? 0 : (fprintf(stderr, "err %d after %d\n", err, i), 1));
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("output");
@@ -201,6 +328,11 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_closed_before_publishing_leaves_nothing);
 	tcase_add_test(tc, test_never_replaces_an_earlier_trace);
 	tcase_add_loop_test(tc, test_gzip_is_one_member_at_every_checkpoint, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("paged");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_paged_is_valid_after_every_call);
+	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
 }
