@@ -385,10 +385,14 @@ class Bench:
                         cpu["plain"].append((f(res, "drain_ms"), f(res, "cpu_ms")))
                     lost += read_trailer(path)[0].get("events_lost", 0)
                     remove(path)
-                # a drain cycle (one event, a checkpoint) after 0 and after k threads exited
+                # a drain cycle (one event, a checkpoint) after 0 and after k threads exited,
+                # on one CPU: a wake-up across the VM's vCPUs (30-40 us when the other one
+                # idles) would otherwise decide which side of the ratio is slow, run by run
+                one_cpu = ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
                 for exited, times in cycle.items():
                     path = pathlib.Path(d) / "dead.json"
-                    res = self.run([BIN / "bench_core", "dead", path, exited, 300], self.env())
+                    res = self.run(one_cpu + [BIN / "bench_core", "dead", path, exited, 300],
+                                   self.env())
                     times.append(f(res, "med_cycle_ns"))
                     lost += int(res["dropped"])
                     remove(path)
