@@ -218,21 +218,25 @@ static void ze__unwound(struct ze_unwind *u)
 	if (!(gate) || !gt_guard_enter())                                                  \
 		return real args;
 
+/* The unwind guard lives in the traced block only: a call that is not traced
+ * (paused, outside a window) is a tail call, with no cleanup to run after it. */
 #define ZE_WRAP_TIMED(START, fn, ret, name, params, args)                                  \
 	GT_HIDDEN ret fn params                                                            \
 	{                                                                                  \
-		ZE_UNWIND;                                                                 \
-		ret r;                                                                     \
 		START(name, args, ze__active())                                            \
-		u.id = ZE_ID_##name;                                                       \
-		u.corr = gt_corr_next_fast();                                              \
-		u.t0 = gt_clock_ns();                                                      \
-		u.armed = true;                                                            \
-		r = real args;                                                             \
-		u.armed = false;                                                           \
-		ze__span(ZE_ID_##name, u.t0, u.corr, r, NULL);                             \
-		gt_guard_leave();                                                          \
-		return r;                                                                  \
+		{                                                                          \
+			ZE_UNWIND;                                                         \
+			ret r;                                                             \
+			u.id = ZE_ID_##name;                                               \
+			u.corr = gt_corr_next_fast();                                      \
+			u.t0 = gt_clock_ns();                                              \
+			u.armed = true;                                                    \
+			r = real args;                                                     \
+			u.armed = false;                                                   \
+			ze__span(ZE_ID_##name, u.t0, u.corr, r, NULL);                     \
+			gt_guard_leave();                                                  \
+			return r;                                                          \
+		}                                                                          \
 	}
 
 #define ZE_WRAP_PLAIN(ret, name, ...) \
@@ -261,25 +265,27 @@ static void ze__unwound(struct ze_unwind *u)
 #define ZE_WRAP_BODY(START, fn, ret, name, params, args)                                   \
 	GT_HIDDEN ret fn params                                                            \
 	{                                                                                  \
-		ZE_UNWIND;                                                                 \
-		struct ze_call c;                                                          \
-		ret r;                                                                     \
 		bool rec; /* recording; else paused, keeping only the books */           \
 		START(name, args, (rec = ze__active()) || ze__keeping())                   \
-		ze__strings_init();                                                        \
-		c.corr = gt_corr_next_fast();                                              \
-		c.flags = 0;                                                               \
-		c.nargs = 0;                                                               \
-		u.id = ZE_ID_##name;                                                       \
-		u.corr = c.corr;                                                           \
-		u.t0 = gt_clock_ns();                                                      \
-		u.armed = true;                                                            \
-		r = ze_body_##name(&c, real, ZE_UNPAREN args);                             \
-		u.armed = false;                                                           \
-		if (rec)                                                                   \
-			ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);                       \
-		gt_guard_leave();                                                          \
-		return r;                                                                  \
+		{                                                                          \
+			ZE_UNWIND;                                                         \
+			struct ze_call c;                                                  \
+			ret r;                                                             \
+			ze__strings_init();                                                \
+			c.corr = gt_corr_next_fast();                                      \
+			c.flags = 0;                                                       \
+			c.nargs = 0;                                                       \
+			u.id = ZE_ID_##name;                                               \
+			u.corr = c.corr;                                                   \
+			u.t0 = gt_clock_ns();                                              \
+			u.armed = true;                                                    \
+			r = ze_body_##name(&c, real, ZE_UNPAREN args);                     \
+			u.armed = false;                                                   \
+			if (rec)                                                           \
+				ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);               \
+			gt_guard_leave();                                                  \
+			return r;                                                          \
+		}                                                                          \
 	}
 
 #define ZE_WRAP(kind, ...) ZE_WRAP_##kind(__VA_ARGS__)
