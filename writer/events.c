@@ -711,17 +711,17 @@ static inline bool summarize_call(const struct gt_event *ev, struct placed at)
 	return true;
 }
 
-/* With the times as written: `gputrace summary FILE` gives the same numbers. */
-static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
-		      uint32_t device, struct placed at, const struct rctx *ctx)
+/* A span the batches do not take, to the summary itself (out of line: its
+ * frame is big, and most spans are host calls, batched). */
+static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
+						     const struct gt_arg *args, unsigned nargs,
+						     uint32_t device, struct placed at,
+						     const struct rctx *ctx)
 {
 	struct summary_metric metrics[GT_ARGS_MAX];
 	const char *names[SUMMARY_RANGES_MAX];
 	unsigned nnames = 0;
 
-	/* nobody reads the summary (see writer__init): skip its lookups */
-	if (!W.sum || (!device && !ctx && summarize_call(ev, at)))
-		return;
 	for (unsigned i = 0; ctx && i < ctx->n && nnames < SUMMARY_RANGES_MAX; i++)
 		names[nnames++] = gt_str_get(ranges__name(ctx->r[i]), NULL);
 	struct summary_span s = {
@@ -742,6 +742,17 @@ static void summarize(const struct gt_event *ev, const struct gt_arg *args, unsi
 	};
 
 	summary__add(W.sum, &s);
+}
+
+/* With the times as written: `gputrace summary FILE` gives the same numbers. */
+static inline void summarize(const struct gt_event *ev, const struct gt_arg *args,
+			     unsigned nargs, uint32_t device, struct placed at,
+			     const struct rctx *ctx)
+{
+	/* nobody reads the summary (see writer__init): skip its lookups */
+	if (!W.sum || (!device && !ctx && summarize_call(ev, at)))
+		return;
+	summarize_span(ev, args, nargs, device, at, ctx);
 }
 
 /* Every counter sample (ours, the plug-ins', vendors' telemetry): one path,
@@ -835,8 +846,7 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 	name_thread(tid);
 	if (ev->type == GT_EV_HOST_SPAN &&
 	    put_host_call(ev, args, nargs, (uint32_t)gt_st.pid, tid, at)) {
-		if (W.sum && !summarize_call(ev, at))
-			summarize(ev, args, nargs, 0, at, NULL);
+		summarize(ev, args, nargs, 0, at, NULL);
 		return at.point;
 	}
 	if (ev->type == GT_EV_INSTANT) {
@@ -846,9 +856,7 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 		put_head(&W.buf, "X", ev, (uint32_t)gt_st.pid, tid, at.ts);
 		jbuf__lit(&W.buf, ",\"dur\":");
 		json__us(&W.buf, at.dur);
-		/* a call goes to its batch here: summarize's frame is for the rest */
-		if (W.sum && !summarize_call(ev, at))
-			summarize(ev, args, nargs, 0, at, NULL);
+		summarize(ev, args, nargs, 0, at, NULL);
 	}
 	put_args(&W.buf, args, nargs, NO_EXTRA(ev->corr));
 	jbuf__ch(&W.buf, '}');
