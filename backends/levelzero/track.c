@@ -283,13 +283,19 @@ static ze_event_handle_t ze_ctx__event(struct ze_ctx *c)
 	return c->nfree ? c->free[--c->nfree] : NULL;
 }
 
+/* Back to the free list as it is: an event the device never saw (lock held). */
+static void ze_ctx__unused(struct ze_ctx *c, ze_event_handle_t ev)
+{
+	c->free[c->nfree++] = ev;
+}
+
 /* Back to the free list, unsignaled (only once the device is done with it). */
 static void ze_ctx__put(struct ze_ctx *c, ze_event_handle_t ev)
 {
 	if (!c || !ev || atomic_load(&ze_closed))
 		return;
 	if (ZE_REAL(zeEventHostReset)(ev) == ZE_RESULT_SUCCESS)
-		c->free[c->nfree++] = ev;
+		ze_ctx__unused(c, ev);
 }
 
 /* A list's own unsignaled event of ours: no lock but when its stash is empty. */
@@ -318,7 +324,7 @@ static void ze_list__unevent(struct ze_list *L, ze_event_handle_t ev)
 		L->stash[L->nstash++] = ev;
 	else if (L->ctx) {
 		pthread_mutex_lock(&ze_lock);
-		L->ctx->free[L->ctx->nfree++] = ev;
+		ze_ctx__unused(L->ctx, ev);
 		pthread_mutex_unlock(&ze_lock);
 	}
 }
@@ -327,7 +333,7 @@ static void ze_list__unevent(struct ze_list *L, ze_event_handle_t ev)
 static void ze_list__unstash_locked(struct ze_list *L)
 {
 	while (L->nstash && L->ctx)
-		L->ctx->free[L->ctx->nfree++] = L->stash[--L->nstash];
+		ze_ctx__unused(L->ctx, L->stash[--L->nstash]);
 	L->nstash = 0;
 }
 
@@ -819,7 +825,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 			a->query = program_event;
 			a->host_domain = info->flags & ZE_EV_HOST_DOMAIN;
 			if (!a->slot) {
-				L->ctx->free[L->ctx->nfree++] = a->event;
+				ze_ctx__unused(L->ctx, a->event);
 				a->event = NULL;
 				a->own = false;
 				a->query = NULL;
@@ -843,7 +849,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	if (L->immediate &&
 	    ze_dev__pair(L->dev, a->at = gt_clock_ns(), &a->ref_host, &a->ref_ticks)) {
 		if (a->own)
-			L->ctx->free[L->ctx->nfree++] = a->event;
+			ze_ctx__unused(L->ctx, a->event);
 		a->event = NULL;
 		a->own = false;
 		a->chain = NULL;
@@ -1184,7 +1190,7 @@ static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 	if (r == ZE_RESULT_SUCCESS)
 		return g;
 	pthread_mutex_lock(&ze_lock);
-	g->ctx->free[g->ctx->nfree++] = g->event;
+	ze_ctx__unused(g->ctx, g->event);
 	pthread_mutex_unlock(&ze_lock);
 	/* The query (if any) is in the list: its memory stays the device's. */
 	free(g);
