@@ -211,14 +211,26 @@ static int write_all(struct out *o, const char *p, size_t n)
 #define OUT_GROW_MIN (64u << 10)
 #define OUT_GROW_MAX (1u << 20)
 
+/* What one pwritev wrote (> 0, maybe short), or -errno (-ENOSPC when it wrote
+ * nothing); an interrupted one is tried again. */
+static ssize_t pwritev_some(int fd, const struct iovec *iov, int n, uint64_t at)
+{
+	ssize_t w;
+
+	do
+		w = pwritev(fd, iov, n, (off_t)at);
+	while (w < 0 && errno == EINTR);
+	return w > 0 ? w : w < 0 ? -errno : -ENOSPC;
+}
+
 static int pwrite_all(int fd, const char *p, size_t n, uint64_t at)
 {
 	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t)at);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -ENOSPC;
+		struct iovec iov = { .iov_base = (void *)p, .iov_len = n };
+		ssize_t w = pwritev_some(fd, &iov, 1, at);
+
+		if (w < 0)
+			return (int)w;
 		p += w;
 		n -= (size_t)w;
 		at += (uint64_t)w;
@@ -245,11 +257,9 @@ static int write_spaces(int fd, uint64_t from, uint64_t to)
 			iov[k] = (struct iovec){ .iov_base = spaces, .iov_len = part };
 			n += part;
 		}
-		ssize_t w = pwritev(fd, iov, k, (off_t)from);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -ENOSPC;
+		ssize_t w = pwritev_some(fd, iov, k, from);
+		if (w < 0)
+			return (int)w;
 		from += (uint64_t)w; /* a short write: the rest in the next round */
 	}
 	return 0;
