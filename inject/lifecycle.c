@@ -640,8 +640,8 @@ extern void *__dso_handle __attribute__((visibility("hidden")));
 
 GT_STARTUP_CODE void lifecycle__init(void)
 {
-	/* gputrace capture's signal from the start: a paused process has
-	 * recorded nothing, and waits for it */
+	/* gputrace capture's signal: installed when the process announces
+	 * itself (trigger.c), at once for a paused one, which waits for it */
 	trigger__init();
 	quick_exit_hooked = !__cxa_at_quick_exit(on_quick_exit, &__dso_handle);
 	__register_atfork(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);

@@ -20,7 +20,7 @@
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 /* set at every start: in the page start-up writes anyway */
-static int trig_sig GT_STARTUP_STATE;             /* 0: none */
+static _Atomic int trig_sig GT_STARTUP_STATE;     /* 0: none, or given up */
 static _Atomic bool trig_ours GT_STARTUP_STATE;   /* our handler is installed */
 static struct sigaction trig_app;    /* what the program believes is installed */
 static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
@@ -65,32 +65,46 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 
 GT_STARTUP_CODE void trigger__init(void)
 {
+	trig_sig = gt_cfg.capture_signal;
+}
+
+/*
+ * The handler goes in when the process announces itself: at start for a
+ * paused or recorder process, at the first recording for one that records
+ * its whole run. A process that never records (a shell, a compiler) is
+ * never announced, so `gputrace capture` never signals it, and it pays for
+ * no sigaction at start. Tried once: a program's own handler, found here or
+ * installed later (trigger__sigaction), ends it for good (trig_sig 0, also
+ * in fork children).
+ */
+static void trigger__install(void)
+{
 	/* cur zeroed: the kernel fills only the first word of its mask */
 	struct sigaction cur = { 0 }, sa = { .sa_sigaction = on_trigger,
 					     .sa_flags = SA_SIGINFO | SA_RESTART };
+	int sig = atomic_load(&trig_sig);
+	bool refused;
 
-	trig_sig = gt_cfg.capture_signal;
-	if (!trig_sig)
+	if (!sig || atomic_load(&trig_ours))
 		return;
-	if (__sigaction(trig_sig, NULL, &cur))
-		return;
-	if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
+	/* the program's sigaction() may run meanwhile in another thread */
+	while (atomic_flag_test_and_set(&trig_lock))
+		;
+	if (trig_sig && !__sigaction(sig, NULL, &cur) && !(cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_handler == SIG_DFL) {
+		trig_app = cur;
+		if (!__sigaction(sig, &sa, NULL))
+			atomic_store(&trig_ours, true);
+	}
+	/* the program's own handler, or one we cannot install: it wins */
+	refused = !atomic_load(&trig_ours) && trig_sig;
+	if (!atomic_load(&trig_ours))
+		trig_sig = 0;
+	atomic_flag_clear(&trig_lock);
+	if (refused)
 		pr_warn("signal %d already has a handler in this program: gputrace capture "
 			"cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL picks another)",
-			trig_sig, (int)getpid());
-		trig_sig = 0;
-		return;
-	}
-	/* the default, all zero, is what trig_app holds already: a process
-	 * that records nothing writes no page of .bss (checked by a loop: no
-	 * call into libc to bind at start) */
-	for (size_t i = 0; i < sizeof(cur); i++)
-		if (((const unsigned char *)&cur)[i]) {
-			trig_app = cur;
-			break;
-		}
-	if (!__sigaction(trig_sig, &sa, NULL))
-		atomic_store(&trig_ours, true);
+			sig, (int)getpid());
 }
 
 void trigger__announce(void)
@@ -100,6 +114,7 @@ void trigger__announce(void)
 	bool ok;
 
 	atomic_store(&trig_announced, false);
+	trigger__install();
 	if (!atomic_load(&trig_ours))
 		return;
 	err = rundir__path(dir, sizeof(dir));
@@ -140,10 +155,22 @@ GT_STARTUP_CODE void trigger__withdraw(void)
 
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)
 {
-	if (!trig_sig || sig != trig_sig || !atomic_load(&trig_ours))
+	if (!trig_sig || sig != trig_sig)
 		return false;
 	while (atomic_flag_test_and_set(&trig_lock))
 		;
+	if (!atomic_load(&trig_ours)) {
+		/* not installed yet (a process that records its whole run installs
+		 * it with its first recording): the program's call goes through
+		 * here, under the lock, and a handler of its own keeps ours out */
+		*ret = __sigaction(sig, act, oldact);
+		if (!*ret && act &&
+		    ((act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
+						  : act->sa_handler != SIG_DFL))
+			trig_sig = 0;
+		atomic_flag_clear(&trig_lock);
+		return true;
+	}
 	struct sigaction old = trig_app;
 
 	*ret = 0;
@@ -157,6 +184,7 @@ bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *
 			*ret = __sigaction(sig, act, NULL);
 			if (!*ret) {
 				atomic_store(&trig_ours, false);
+				trig_sig = 0;
 				trigger__withdraw();
 				pr_warn("the program handles signal %d itself: gputrace steps aside, "
 					"gputrace capture cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL "

@@ -15,9 +15,11 @@
 #include <stdbool.h>
 #include "event.h"
 
-/* At start-up: install the handler where the signal is at SIG_DFL. */
+/* At start-up: which signal (GPUTRACE_CAPTURE_SIGNAL). Its handler goes in
+ * with the announcement, where the signal is at SIG_DFL. */
 GT_HIDDEN void trigger__init(void);
-/* This process's announcement (also a fork child's, and an exec'd image's). */
+/* This process's handler and announcement (also a fork child's, and an
+ * exec'd image's). */
 GT_HIDDEN void trigger__announce(void);
 /* The process is ending: its announcement goes. */
 GT_HIDDEN void trigger__withdraw(void);

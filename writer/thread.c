@@ -181,7 +181,9 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-void writer__init(void)
+/* In the start-up text: every process calls it, and a page of its own
+ * would be a page fault at every start. */
+GT_STARTUP_CODE void writer__init(void)
 {
 	/* Nothing to do until the first event: W is zero (also in a fork
 	 * child, after forget), and a process that records nothing should not

@@ -8,9 +8,11 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PRELOAD, clean_env, default_signals, gputrace_lines, need
+from conftest import (BUILD, PRELOAD, clean_env, default_signals, gputrace_lines, need, reaped,
+                      sim_env)
 
 APP = BUILD / "test" / "core" / "sig_own"
+LOOP = BUILD / "test" / "core" / "lifecycle_app"
 GPUTRACE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gputrace"
 SIG = signal.SIGRTMIN + 7  # the default capture signal
 
@@ -93,3 +95,36 @@ def test_bad_capture_signal_one_line(tmp_path):
     lines = gputrace_lines(err)
     assert len(lines) == 1 and "GPUTRACE_CAPTURE_SIGNAL='SIGSEGV'" in lines[0]
     assert out == b"handled 0\n"
+
+
+def catches(pid, sig):
+    """Whether the process has a handler for sig (the kernel's SigCgt mask)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    raise AssertionError("no SigCgt line")
+
+
+def test_whole_run_handler_comes_with_the_first_recording(tmp_path):
+    """A process that records its whole run gets the capture signal's handler
+    with its first recording, when it announces itself; one that never
+    records (a shell, a compiler: most processes of a job) is never
+    announced, so never signalled, and makes no sigaction at start."""
+    need(LOOP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json"),
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    quiet = subprocess.Popen(["sh", "-c", "echo ready; read x"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, preexec_fn=default_signals)
+    busy = subprocess.Popen([str(LOOP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(quiet), reaped(busy):
+        assert quiet.stdout.readline() == b"ready\n"
+        assert busy.stdout.readline().startswith(b"calls")
+        assert busy.stdout.readline() == b"ready\n"
+        assert not catches(quiet.pid, SIG)
+        assert catches(busy.pid, SIG)
+        assert sorted(os.listdir(tmp_path / "run")) == [str(busy.pid)]
+        r = capture(tmp_path, busy.pid)
+        assert r.returncode == 0 and b"records its whole run already" in r.stdout, r
