@@ -85,7 +85,7 @@ $(BUILD)/obj/inject/dlsym.o $(BUILD)/obj/inject/lifecycle.o: SANFLAGS :=
 
 $(LIB): $(LIB_OBJS) inject/exports.map
 	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $(filter %.o,$^) $(LDLIBS) -Wl,-z,nodelete \
-	  -Wl,--version-script=inject/exports.map
+	  -Wl,--version-script=inject/exports.map -Wl,-fini=gt_fini
 
 -include $(LIB_OBJS:.o=.d)
 

@@ -34,7 +34,7 @@ GT_STARTUP_CODE static void config_defaults(struct gt_config *cfg)
 	cfg->flush_ms = 200;
 	cfg->metrics_hz = GT_METRICS_HZ_DEFAULT;
 	cfg->telemetry_hz = GT_TELEMETRY_HZ_DEFAULT;
-	cfg->capture_signal = SIGRTMIN + GT_CAPTURE_SIGNAL_DEFAULT;
+	cfg->capture_signal = GT_CAPTURE_SIGNAL_RTMIN_DEFAULT;
 	cfg->capture_count = 1;
 }
 
@@ -606,6 +606,13 @@ static void set_capture_signal(struct gt_config *cfg, const char *var, const cha
 		bad(cfg, var, val, "RTMIN+N, RTMAX-N, USR1, USR2, a real-time signal number, or off");
 	else
 		cfg->capture_signal = sig;
+}
+
+int config__capture_signal(const struct gt_config *cfg)
+{
+	return cfg->capture_signal == GT_CAPTURE_SIGNAL_RTMIN_DEFAULT
+		       ? SIGRTMIN + GT_CAPTURE_SIGNAL_DEFAULT
+		       : cfg->capture_signal;
 }
 
 static void set_capture_range(struct gt_config *cfg, const char *var, const char *val)

@@ -49,6 +49,10 @@ enum gt_kind_bit {
 #define GT_FLIGHT_SEC_MAX    86400
 #define GT_STACKS_DEFAULT_DEPTH 16
 #define GT_CAPTURE_SIGNAL_DEFAULT 7 /* SIGRTMIN+7 */
+/* capture_signal's default, kept as this mark until a number is needed
+ * (config__capture_signal): SIGRTMIN is a call into libc, a binding and a
+ * page of its text at every start of every process */
+#define GT_CAPTURE_SIGNAL_RTMIN_DEFAULT (-1)
 #define GT_RANGE_PROFILER 1 /* cudaProfilerStart/Stop, ITT __itt_resume/__itt_pause */
 #define GT_RANGE_NVTX     2
 #define GT_WATCHDOG_MAX_S       86400
@@ -94,7 +98,8 @@ struct gt_config {
 	char capture_nvtx[256];      /* nvtx:NAME[@DOMAIN]: NAME */
 	char capture_nvtx_domain[256]; /* and DOMAIN ("": the default domain) */
 	unsigned capture_count;      /* GPUTRACE_CAPTURE_COUNT: ranges recorded, 0 every one */
-	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off */
+	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off;
+	                                GT_CAPTURE_SIGNAL_RTMIN_DEFAULT: the default */
 	uint64_t flight_ns;          /* GPUTRACE_FLIGHT_RECORDER SEC: the window kept (0: no limit) */
 	size_t flight_bytes;         /* ... MB, or the cap of a SEC window; 0: no flight recorder */
 	unsigned errors;             /* how many bad values were reported */
@@ -121,6 +126,8 @@ static inline bool gt_sampling_wanted(const struct gt_config *cfg)
 /* Defaults, then every GPUTRACE_* of envp (NULL-terminated "K=V" list).
  * Bad values and unknown names are reported (one line each) and counted. */
 GT_HIDDEN void config__parse(struct gt_config *cfg, char *const *envp);
+/* The capture signal's number (0: none). */
+GT_HIDDEN int config__capture_signal(const struct gt_config *cfg);
 
 /* One variable's value, checked as config__parse would, without a message:
  * 0; -EINVAL with *accepted set to what is accepted (the text of the

@@ -20,7 +20,7 @@
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 /* set at every start: in the page start-up writes anyway */
-static _Atomic int trig_sig GT_STARTUP_STATE;     /* 0: none, or given up */
+static _Atomic int trig_sig GT_STARTUP_STATE;     /* 0: none, or given up; or config.h's mark */
 static _Atomic bool trig_ours GT_STARTUP_STATE;   /* our handler is installed */
 static struct sigaction trig_app;    /* what the program believes is installed */
 static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
@@ -65,7 +65,22 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 
 GT_STARTUP_CODE void trigger__init(void)
 {
+	/* the default stays a mark until needed (config.h) */
 	trig_sig = gt_cfg.capture_signal;
+}
+
+static int trig_signal(void)
+{
+	int sig = atomic_load_explicit(&trig_sig, memory_order_relaxed);
+
+	if (sig == GT_CAPTURE_SIGNAL_RTMIN_DEFAULT) {
+		int num = config__capture_signal(&gt_cfg);
+
+		/* lost to a thread that gave up on it (0): that stands */
+		if (atomic_compare_exchange_strong(&trig_sig, &sig, num))
+			sig = num;
+	}
+	return sig;
 }
 
 /*
@@ -82,7 +97,7 @@ static void trigger__install(void)
 	/* cur zeroed: the kernel fills only the first word of its mask */
 	struct sigaction cur = { 0 }, sa = { .sa_sigaction = on_trigger,
 					     .sa_flags = SA_SIGINFO | SA_RESTART };
-	int sig = atomic_load(&trig_sig);
+	int sig = trig_signal();
 	bool refused;
 
 	if (!sig || atomic_load(&trig_ours))
@@ -155,7 +170,9 @@ GT_STARTUP_CODE void trigger__withdraw(void)
 
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)
 {
-	if (!trig_sig || sig != trig_sig)
+	int want = trig_signal();
+
+	if (!want || sig != want)
 		return false;
 	while (atomic_flag_test_and_set(&trig_lock))
 		;

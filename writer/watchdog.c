@@ -98,7 +98,7 @@ static void pick_signal(void)
 
 		/* never the capture trigger's: our sigaction shows it at SIG_DFL
 		 * (the program's view), and taking it would unhook gputrace capture */
-		if (sig == gt_cfg.capture_signal)
+		if (sig == config__capture_signal(&gt_cfg))
 			continue;
 		if (sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
 		    (cur.sa_flags & SA_SIGINFO))
