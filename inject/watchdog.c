@@ -25,6 +25,10 @@ void watchdog__enter_slow(uint32_t call, uintptr_t handle)
 	atomic_store_explicit(&r->wait_handle, handle, memory_order_relaxed);
 	atomic_store_explicit(&r->wait_call, call, memory_order_relaxed);
 	atomic_store_explicit(&r->wait_since, gt_clock_ns() | 1, memory_order_release);
+	/* a paused process has no drain thread (nor watchdog) before its first
+	 * window: its first wait starts the watchdog (once; a load after that) */
+	if (gt_unlikely(!watchdog__started()))
+		watchdog__start();
 }
 
 void watchdog__leave_slow(bool all)

@@ -47,9 +47,13 @@ static inline void gt_wait_unwound(void)
 		watchdog__leave_slow(true);
 }
 
-/* Its thread (writer/watchdog.c) starts with the drain thread: a process
- * that records nothing has nothing to watch. Idempotent; cold. */
+/* Its thread (writer/watchdog.c) starts with the drain thread, or with the
+ * first device wait of a process that has none yet (paused before its
+ * first capture window): a process that neither records nor waits has
+ * nothing to watch. It runs until the process ends, in capture windows and
+ * between them. Idempotent; cold. */
 GT_HIDDEN void watchdog__start(void);
+GT_HIDDEN bool watchdog__started(void);
 /* In a fork child: the parent's thread is not there. */
 GT_HIDDEN void watchdog__forget(void);
 

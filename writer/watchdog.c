@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The hang watchdog's thread and report (inject/watchdog.h). One small
- * thread of ours, started with the drain thread, wakes every quarter of SEC
- * (0.1 s to 1 s) and looks at
+ * thread of ours, started with the drain thread (or, in a process paused
+ * before its first capture window, with its first device wait), wakes
+ * every quarter of SEC (0.1 s to 1 s), in capture windows and between
+ * them, and looks at
  * - every thread's wait mark (ring.h): one inside a device wait for longer
  *   than SEC is blocked;
  * - the backends' pending device work (submitted, not finished): the same
@@ -37,10 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/registry.h"
@@ -374,8 +378,11 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	bool have_flight = false;
 	int err;
 
-	/* everything up to the hang on disk first */
-	gt_flush_sync(1000);
+	/* everything up to the hang on disk first; between capture windows
+	 * every window's file is complete already (and a checkpoint would
+	 * make none) */
+	if (gt_tracing())
+		gt_flush_sync(1000);
 	/* with the recorder on, its window as the hang began (--flight-recorder) */
 	have_flight = !writer__flight_dump_now("watchdog", flight, sizeof(flight));
 	jbuf__lit(&b, "{\"gputrace_watchdog\":1,");
@@ -509,16 +516,27 @@ static void *watchdog_main(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "gputrace-wdog", 0, 0, 0);
 	gt_in_tracer = 1; /* our vendor queries are not the program's */
+	/* here, not in watchdog__start: that may run inside the program's
+	 * first device wait (a paused process), which should not dlopen */
+	if (stacks__init())
+		pr_warn("watchdog: no libunwind: reports will have no host stacks");
+	if (!U.sig)
+		pick_signal();
 	if (period < 100000000ull)
 		period = 100000000ull;
 	if (period > 1000000000ull)
 		period = 1000000000ull;
-	while (gt_tracing() && !atomic_load(&gt_end_reason)) {
+	/* Between capture windows too (gt_live: recording or paused): the wait
+	 * marks are kept while paused, and a hang does not wait for a window
+	 * (nor does a wait that began in one end when it closes). Paused, this
+	 * is one wake every `period`, nothing on the program's calls. */
+	while (gt_live() && !atomic_load(&gt_end_reason)) {
 		struct timespec ts = { (time_t)(period / 1000000000ull), (long)(period % 1000000000ull) };
 
 		nanosleep(&ts, NULL);
-		if (!gt_tracing() || atomic_load(&gt_end_reason))
+		if (!gt_live() || atomic_load(&gt_end_reason))
 			break;
 		check(limit);
 	}
@@ -527,17 +545,19 @@ static void *watchdog_main(void *arg)
 
 static _Atomic bool started;
 
+bool watchdog__started(void)
+{
+	return atomic_load_explicit(&started, memory_order_relaxed);
+}
+
 void watchdog__start(void)
 {
 	pthread_attr_t attr;
 	pthread_t t;
 
-	if (!gt_watchdog_on || atomic_exchange(&started, true))
+	if (!gt_watchdog_on || !gt_live() || atomic_load(&gt_end_reason) ||
+	    atomic_exchange(&started, true))
 		return;
-	if (stacks__init())
-		pr_warn("watchdog: no libunwind: reports will have no host stacks");
-	if (!U.sig)
-		pick_signal();
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, watchdog_main, NULL)) {

@@ -39,8 +39,9 @@ GT_HIDDEN bool writer__is_drain_thread(void);
  * another thread walks gt_st.rings: 0, or -ETIMEDOUT. */
 GT_HIDDEN int writer__lock_rings(unsigned timeout_ms);
 GT_HIDDEN void writer__unlock_rings(void);
-/* The trace's file name (the one asked for while it is still being made);
- * 0, or -ENOENT before the file is opened. Takes the cycle lock. */
+/* The trace's file name (the one asked for while it is still being made;
+ * between capture windows, the last window's, before the first the name
+ * it will have); 0, or -ENOENT. Takes the cycle lock. */
 GT_HIDDEN int writer__trace_name(char *buf, size_t len);
 
 /* A capture window ended: end its file (complete and valid), ready for the

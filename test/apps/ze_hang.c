@@ -1,8 +1,11 @@
-/* ze_hang forever | ze_hang MS | ze_hang busy: a kernel that waits for an event nobody
- * signals (the Level Zero spec: such work never completes), and the host waiting for its
- * queue. forever: nothing ever signals it (a hang; the caller kills us). MS: a second
- * thread signals the event from the host after MS milliseconds, the wait returns, exit 0.
- * busy: the host never waits, it works on (sleeps) forever, the kernel stays stuck. */
+/* ze_hang forever | ze_hang MS | ze_hang busy | ze_hang stdin: a kernel that waits for an
+ * event nobody signals (the Level Zero spec: such work never completes), and the host
+ * waiting for its queue. forever: nothing ever signals it (a hang; the caller kills us).
+ * MS: a second thread signals the event from the host after MS milliseconds, the wait
+ * returns, exit 0. busy: the host never waits, it works on (sleeps) forever, the kernel
+ * stays stuck. stdin: prints "ready", then per line read: "ok" runs a kernel that
+ * finishes and waits for it (prints "ok"), "hang" submits the stuck one and waits
+ * forever (prints "waiting"): a hang at a time the caller picks (a capture window). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
@@ -35,10 +38,11 @@ int main(int argc, char **argv)
 	ze_group_count_t groups = { 4, 1, 1 };
 	pthread_t t;
 	bool busy = argc > 1 && !strcmp(argv[1], "busy");
-	bool forever = busy || (argc > 1 && !strcmp(argv[1], "forever"));
+	bool lines = argc > 1 && !strcmp(argv[1], "stdin");
+	bool forever = busy || lines || (argc > 1 && !strcmp(argv[1], "forever"));
 
 	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS|busy\n");
+		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -48,6 +52,22 @@ int main(int argc, char **argv)
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
 
 	gate = app_event(pool, 0);
+	if (lines) {
+		ze_command_list_handle_t ok = app_list(&z, 0);
+		ze_kernel_handle_t quick = app_kernel(app_module(&z), "quick_kernel", 64, 1, 1);
+		char line[64];
+
+		ZE_CHECK(zeCommandListAppendLaunchKernel(ok, quick, &groups, NULL, 0, NULL));
+		ZE_CHECK(zeCommandListClose(ok));
+		printf("ready\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin) && strcmp(line, "hang\n")) {
+			ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &ok, NULL));
+			ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+			printf("ok\n");
+			fflush(stdout);
+		}
+	}
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, NULL, 1, &gate));
 	ZE_CHECK(zeCommandListClose(list));
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));

@@ -196,3 +196,96 @@ def test_watchdog_and_capture_trigger_in_one_process(tmp_path, capture_signal):
     check_stuck_launch_dump(tmp_path / "trace.2.json", "capture --dump", report)
     err = (tmp_path / "stderr").read_bytes().decode()
     assert "steps aside" not in err and "already has a handler" not in err, err
+
+
+# ---- with capture windows: the watchdog watches in every window, and between them ----
+
+def wait_report(tmp_path, name, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not (tmp_path / name).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reports(tmp_path) == [tmp_path / name], reports(tmp_path)
+    return json.loads((tmp_path / name).read_text())
+
+
+@pytest.mark.sanitize
+def test_watchdog_with_delay(tmp_path):
+    """--delay starts the process paused (its drain thread with it, which once started
+    a watchdog that quit at once, paused): the program hangs before the window opens, at
+    0.5 s, and is still blocked in it; the watchdog reports it."""
+    proc = start_hang(tmp_path, "1", extra={"GPUTRACE_DELAY": "0.5"})
+    try:
+        report = wait_report(tmp_path, "trace.watchdog.json")
+        assert proc.poll() is None, "the watchdog must not stop the program"
+    finally:
+        proc.kill()
+        proc.wait()
+    (blocked,) = report["blocked_threads"]
+    assert blocked["call"] == "zeCommandQueueSynchronize"
+    assert "wait_for_device" in blocked["stack"], blocked
+    assert 1.0 <= blocked["blocked_s"] < 3.0, blocked
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("closed", [False, True], ids=["in-window", "window-closed"])
+def test_watchdog_in_a_second_capture_window(tmp_path, closed):
+    """--start paused, two windows from `gputrace capture`: the first records a kernel
+    that finishes, the second the hang. The watchdog reports it in the second window;
+    closed: the second window ends before SEC has passed, and the wait that began in it,
+    still blocked, is reported all the same (README: the watchdog runs between windows)."""
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "1",
+                             "GPUTRACE_START": "paused",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run"),
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(HANG), "stdin"], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=err)
+    err.close()
+
+    def say(line, answer):
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == answer
+
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        # window 1: a kernel that finishes; its file ends complete
+        assert gputrace_capture(tmp_path, proc.pid).returncode == 0
+        time.sleep(0.1)
+        say(b"ok", b"ok\n")
+        assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
+        wait_trace(tmp_path / "trace.json", lambda g: g.get("end") == "window", "window 1")
+        time.sleep(1.5)  # longer than SEC: paused, with nothing blocked, nothing is said
+        assert reports(tmp_path) == []
+        # window 2: the hang
+        assert gputrace_capture(tmp_path, proc.pid).returncode == 0
+        time.sleep(0.1)
+        say(b"ok", b"ok\n")
+        say(b"hang", b"waiting\n")
+        if closed:
+            assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
+            w2 = wait_trace(tmp_path / "trace-w2.json", lambda g: g.get("end") == "window",
+                            "window 2")
+        report = wait_report(tmp_path, "trace-w2.watchdog.json")
+        assert proc.poll() is None, "the watchdog must not stop the program"
+        if not closed:
+            # checkpointed with the report: the window's file holds the stuck launch
+            w2 = load_trace(tmp_path / "trace-w2.json")
+    finally:
+        proc.kill()
+        proc.wait()
+    (blocked,) = report["blocked_threads"]
+    assert blocked["call"] == "zeCommandQueueSynchronize"
+    assert "wait_for_device" in blocked["stack"], blocked
+    assert 1.0 <= blocked["blocked_s"] < 3.0, blocked
+    (pending,) = report["pending"]
+    assert pending["name"] == "stuck_kernel"
+    kernels = [e["args"]["kernel"] for e in w2["traceEvents"]
+               if e.get("name") == "zeCommandListAppendLaunchKernel"]
+    assert "stuck_kernel" in kernels
+    assert w2["gputrace"]["capture"]["window"] == 2
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    assert len(lines) == 1 and lines[0].endswith(str(tmp_path / "trace-w2.watchdog.json")), lines
