@@ -36,6 +36,7 @@ GT_HIDDEN bool cupti_backend_on GT_STARTUP_STATE;
 GT_HIDDEN _Atomic bool cupti_rt_callbacks_on;
 GT_HIDDEN GT_TLS int cupti_self;
 GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+GT_HIDDEN GT_TLS unsigned cupti_profiler_depth;
 
 /* Their frames inside CUPTI's callbacks are not the program's (--stacks). */
 static const char *const vendor_libs[] = { "libcupti.so", "libcuda.so", "libcudart.so",
@@ -196,6 +197,15 @@ static void enable_callbacks(void)
 	/* modules: their kernels' names go with them */
 	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				     CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	/* --capture-range cudaProfilerApi, whatever the activities: a program
+	 * that links cudart statically is seen only here (its cudaProfilerStart
+	 * and Stop call the driver's) */
+	if (gt_cfg.capture_range == GT_RANGE_PROFILER) {
+		cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+					     CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+		cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+					     CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+	}
 }
 
 /* Runs before libcudart's own exit handlers (registered earlier) and before

@@ -15,6 +15,7 @@
 #include <cupti.h>
 
 #include "backends/cuda/internal.h"
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/extcorr.h"
@@ -386,10 +387,57 @@ static void drv_wait_mark(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, b
 	}
 }
 
+/*
+ * --capture-range cudaProfilerApi through CUPTI: cudaProfilerStart/Stop of a
+ * runtime gputrace does not interpose (linked statically: nvcc's default),
+ * which call the driver's cuProfilerStart/Stop, or those called directly. A
+ * start opens the window as its callback enters (before its span begins),
+ * a stop closes it once its span is emitted: both calls are in it, as with
+ * the libcudart wrapper (runtime.c, rt_range). The outermost of the calls
+ * gputrace sees on the thread decides (cupti_profiler_depth: the wrapper,
+ * then the runtime callback, then the driver's): one window per call. True:
+ * close the window after this exit's span.
+ */
+static bool profiler_range(bool rt, CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	bool start = rt ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+			: cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+	bool stop = rt ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000
+		       : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+
+	if (!start && !stop)
+		return false;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (!cupti_profiler_depth++ && start)
+			capture__range_begin(gt_clock_ns());
+		return false;
+	}
+	if (!cupti_profiler_depth)
+		return false; /* its entry was not seen (subscribed in between) */
+	return !--cupti_profiler_depth && stop;
+}
+
+static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			 const CUpti_CallbackData *cb);
+
 void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data)
 {
 	const CUpti_CallbackData *cb = data;
+	bool range_end = false;
+
+	if (gt_unlikely(gt_cfg.capture_range == GT_RANGE_PROFILER) && cb && !cupti_self &&
+	    (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API))
+		range_end = profiler_range(domain == CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb);
+	api_callback(domain, cbid, cb);
+	if (gt_unlikely(range_end))
+		capture__range_end(gt_clock_ns());
+}
+
+static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			 const CUpti_CallbackData *cb)
+{
+	const void *data = cb;
 	struct api_thread *t = &api_t;
 	bool rt = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
 	uint64_t info, now, start;

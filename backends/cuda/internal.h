@@ -56,6 +56,11 @@ extern GT_HIDDEN GT_TLS int cupti_self;
 /* Set while a libcudart wrapper (runtime.c) emits the runtime call itself:
  * the runtime callback leaves that call alone. */
 extern GT_HIDDEN GT_TLS int cupti_rt_wrapper_owns;
+/* --capture-range cudaProfilerApi: how deep this thread is in profiler
+ * start/stop calls (the libcudart wrapper's, then CUPTI's runtime and
+ * driver callbacks of the same call): only the outermost one that
+ * gputrace sees opens or closes the window (callbacks.c, runtime.c). */
+extern GT_HIDDEN GT_TLS unsigned cupti_profiler_depth;
 /* CUDA_INJECTION64_PATH names this library: cuInit will start CUPTI (set at
  * init, read by the drain thread too). */
 extern GT_HIDDEN _Atomic bool cupti_injection_ours;

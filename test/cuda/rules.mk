@@ -122,6 +122,17 @@ $(CUDA_OUT)/libother_tool.so: test/cuda/other_tool.c
 	  -L$(CUDA_HOME)/lib64 -lcupti
 
 TEST_BUILD += $(CUDA_OUT)/librt12.so $(CUDA_OUT)/libother_tool.so
+
+# --capture-range cudaProfilerApi: driver API only (as a static cudart), and the shared runtime
+$(CUDA_OUT)/profiler_drv: test/cuda/profiler_ranges.c $(CUDA_SIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) -l:libcuda.so.1
+$(CUDA_OUT)/profiler_rt: test/cuda/profiler_ranges.c $(CUDA_SIM)/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DPROFILER_RT -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) \
+	  -l:libcudart.so.13
+
+TEST_BUILD += $(CUDA_OUT)/profiler_drv $(CUDA_OUT)/profiler_rt
 endif
 
 ifeq ($(HAVE_NVCC),1)

@@ -113,3 +113,44 @@ def test_cuda_profiler_api_count_then_untraced(tmp_path):
     assert r.returncode == 0, r.stderr
     assert [f.name for f in window_files(tmp_path)] == ["trace.json"]
     check_window(load_trace(tmp_path / "trace.json"), 1)
+
+
+SIM = BUILD / "cuda-sim"
+
+
+def host_names(trace):
+    return [n for n, e in zip(names(trace), sorted(
+        (e for e in events(trace) if e.get("ph") in ("X", "i", "I") and e.get("cat") != "gputrace"),
+        key=lambda e: (e.get("ts", 0), -e.get("dur", 0))))
+        if e.get("cat") in ("cuda_driver", "cuda_runtime")]
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
+    """driver: a program that has no libcudart.so (what a statically linked cudart looks
+    like to gputrace: its cudaProfilerStart/Stop call the driver's) marks its ranges with
+    cuProfilerStart/Stop, seen through CUPTI's driver callbacks only; CUPTI found through
+    CUDA_HOME, as for such a program. runtime: the shared libcudart, interposed, whose
+    markers call the driver's too: still one window per marker pair, holding both calls."""
+    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    r = run([exe], tmp_path=tmp_path,
+            env={"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
+                 "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"profiler_ranges: done\n"
+    assert gputrace_lines(r.stderr) == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    want = (["cuProfilerStart", "cuMemsetD8Async", "cuStreamSynchronize", "cuProfilerStop"]
+            if how == "driver" else
+            ["cudaProfilerStart", "cudaMemsetAsync", "cudaStreamSynchronize", "cudaProfilerStop"])
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        assert host_names(t) == want

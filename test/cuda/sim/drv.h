@@ -191,6 +191,7 @@ DRV_HIDDEN CUresult drv_ctx_set_current(CUcontext c);
 DRV_HIDDEN CUresult drv_ctx_get_current(CUcontext *c);
 DRV_HIDDEN CUresult drv_ctx_get_device(CUdevice *d);
 DRV_HIDDEN CUresult drv_ctx_synchronize(void);
+DRV_HIDDEN CUresult drv_profiler(void);
 DRV_HIDDEN CUresult drv_error_name(CUresult e, const char **s);
 DRV_HIDDEN CUresult drv_error_string(CUresult e, const char **s);
 DRV_HIDDEN CUresult drv_export_table(const void **table, const CUuuid *id);

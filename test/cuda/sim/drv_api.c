@@ -14,6 +14,7 @@
 #define __CUDA_API_VERSION_INTERNAL
 #include <string.h>
 
+#include <cudaProfiler.h>
 #include <cupti_driver_cbid.h>
 #include <generated_cuda_meta.h>
 
@@ -187,6 +188,25 @@ SIM_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 	return r;
 }
 
+/* No parameter struct (CUPTI's functionParams is NULL for them). */
+#define DRV_NOPARAMS(N)                                                                     \
+	N(cuProfilerStart, drv_profiler())                                                  \
+	N(cuProfilerStop, drv_profiler())
+#define DRV_ENTRY_NOPARAMS(fn, call)                                                        \
+	SIM_EXPORT CUresult CUDAAPI fn(void)                                                \
+	{                                                                                   \
+		struct sim_call c_ = { .domain = SIM_DOMAIN_DRIVER,                         \
+				       .cbid = CUPTI_DRIVER_TRACE_CBID_##fn, .name = #fn }; \
+		CUresult r_;                                                                \
+                                                                                            \
+		drv_enter(&c_);                                                             \
+		r_ = call;                                                                  \
+		c_.ret = (const int *)&r_;                                                  \
+		drv_exit(&c_);                                                              \
+		return r_;                                                                  \
+	}
+DRV_NOPARAMS(DRV_ENTRY_NOPARAMS)
+
 /* Written out: the callbacks see the kernel's name from the entry on. */
 SIM_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
 				       unsigned int gridDimZ, unsigned int blockDimX,
@@ -218,6 +238,9 @@ static const struct {
 	DRV_CALLS(DRV_PROC)
 #undef DRV_PROC
 	{ "cuCtxSynchronize", (void *)cuCtxSynchronize },
+#define DRV_PROC_NOPARAMS(fn, call) { #fn, (void *)fn },
+	DRV_NOPARAMS(DRV_PROC_NOPARAMS)
+#undef DRV_PROC_NOPARAMS
 	{ "cuLaunchKernel", (void *)cuLaunchKernel },
 	/* renamed in CUDA 12: the old name asked for with a new version */
 	{ "cuGraphInstantiate", (void *)cuGraphInstantiateWithFlags },

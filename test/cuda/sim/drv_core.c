@@ -362,6 +362,19 @@ CUresult drv_ctx_get_current(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+/* cuProfilerStart/Stop (cudaProfiler.h): "enables (disables) profile
+ * collection by the active profiling tool for the current context"; no
+ * tool of the simulator collects, so beyond their CUPTI callbacks (which
+ * the hub delivers, as for every driver call) they only check for one. */
+CUresult drv_profiler(void)
+{
+	CUresult r = drv_initialized();
+
+	if (r)
+		return r;
+	return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 CUresult drv_ctx_get_device(CUdevice *d)
 {
 	CUresult r = drv_initialized();

@@ -13,6 +13,7 @@
 #ifndef CUDA_SIM_RT_H
 #define CUDA_SIM_RT_H
 
+#include <cudaProfiler.h>
 #include <cuda_runtime_api.h>
 
 #include "sim.h"
@@ -38,7 +39,8 @@
 	X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)            \
 	X(cuEventElapsedTime) X(cuModuleLoadFatBinary) X(cuModuleUnload)                    \
 	X(cuModuleGetFunction) X(cuLaunchKernel) X(cuGraphInstantiate) X(cuGraphLaunch)      \
-	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)
+	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)         \
+	X(cuProfilerStart) X(cuProfilerStop)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 
+#include <cuda_profiler_api.h>
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
 
@@ -27,6 +28,7 @@ cudaError_t rt_set_device(int d);
 cudaError_t rt_get_device(int *d);
 cudaError_t rt_device_attribute(int *v, enum cudaDeviceAttr a, int d);
 cudaError_t rt_device_synchronize(void);
+cudaError_t rt_profiler(bool start);
 cudaError_t rt_mem_get_info(size_t *free_bytes, size_t *total);
 #if SIM_RT_MAJOR >= 13
 cudaError_t rt_device_properties(struct cudaDeviceProp *out, int d);
@@ -208,7 +210,9 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 #define RT_CALLS_NOPARAMS(N)                                                                \
 	N(cudaDeviceSynchronize, cudaDeviceSynchronize_v3020, rt_device_synchronize())      \
 	N(cudaGetLastError, cudaGetLastError_v3020, rt_get_last_error())                    \
-	N(cudaPeekAtLastError, cudaPeekAtLastError_v3020, rt_peek_last_error())
+	N(cudaPeekAtLastError, cudaPeekAtLastError_v3020, rt_peek_last_error())            \
+	N(cudaProfilerStart, cudaProfilerStart_v4000, rt_profiler(true))                    \
+	N(cudaProfilerStop, cudaProfilerStop_v4000, rt_profiler(false))
 
 #define RT_ENTRY(fn, id, decl, args, call)                                                  \
 	SIM_EXPORT cudaError_t CUDARTAPI fn decl                                            \

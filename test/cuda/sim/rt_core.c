@@ -414,6 +414,18 @@ cudaError_t rt_device_synchronize(void)
 	return e ? e : rt_result(rt_drv.cuCtxSynchronize());
 }
 
+/* As NVIDIA's runtime: the driver's cuProfilerStart/Stop for the current
+ * context (a statically linked runtime makes the same driver calls, which
+ * is all a tool sees of it). */
+cudaError_t rt_profiler(bool start)
+{
+	cudaError_t e = rt_context();
+
+	if (e)
+		return e;
+	return rt_result(start ? rt_drv.cuProfilerStart() : rt_drv.cuProfilerStop());
+}
+
 cudaError_t rt_mem_get_info(size_t *free_bytes, size_t *total)
 {
 	cudaError_t e = rt_context();

@@ -1,0 +1,73 @@
+/* profiler_ranges: six steps of a memset of 1000 * step bytes and a sync; steps 3 and 5
+ * are inside profiler start/stop (--capture-range cudaProfilerApi), as fake_app's
+ * "profiler". Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
+ * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
+ *   libcudart.so at all: what gputrace sees of a program that links cudart statically
+ *   (its cudaProfilerStart/Stop call the driver's), through CUPTI's callbacks alone;
+ * - profiler_rt: the runtime API through the shared libcudart.so.13, whose calls
+ *   gputrace interposes, and whose cudaProfilerStart/Stop call the driver's too (each
+ *   marker must open or close one window, not two). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef PROFILER_RT
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+#define CHECK(call)                                                                       \
+	do {                                                                              \
+		int r_ = (int)(call);                                                     \
+		if (r_) {                                                                 \
+			fprintf(stderr, "profiler_ranges: %s: %d\n", #call, r_);          \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+#else
+#include <cuda.h>
+#include <cudaProfiler.h>
+#define CHECK(call)                                                                       \
+	do {                                                                              \
+		CUresult r_ = (call);                                                     \
+		if (r_) {                                                                 \
+			fprintf(stderr, "profiler_ranges: %s: %d\n", #call, (int)r_);     \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+#endif
+
+int main(void)
+{
+#ifdef PROFILER_RT
+	void *d = NULL;
+	cudaStream_t s;
+
+	CHECK(cudaMalloc(&d, 1 << 16));
+	CHECK(cudaStreamCreate(&s));
+#define START() CHECK(cudaProfilerStart())
+#define STOP() CHECK(cudaProfilerStop())
+#define STEP(n) do { CHECK(cudaMemsetAsync(d, 0, 1000 * (size_t)(n), s)); CHECK(cudaStreamSynchronize(s)); } while (0)
+#else
+	CUdevice dev;
+	CUcontext ctx;
+	CUdeviceptr d;
+	CUstream s;
+
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(cuMemAlloc(&d, 1 << 16));
+	CHECK(cuStreamCreate(&s, 0));
+#define START() CHECK(cuProfilerStart())
+#define STOP() CHECK(cuProfilerStop())
+#define STEP(n) do { CHECK(cuMemsetD8Async(d, 0, 1000 * (size_t)(n), s)); CHECK(cuStreamSynchronize(s)); } while (0)
+#endif
+	for (int step = 1; step <= 6; step++) {
+		if (step == 3 || step == 5)
+			START();
+		STEP(step);
+		if (step == 3 || step == 5)
+			STOP();
+	}
+	printf("profiler_ranges: done\n");
+	return 0;
+}
