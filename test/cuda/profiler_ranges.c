@@ -44,7 +44,11 @@ int main(void)
 	CHECK(cudaStreamCreate(&s));
 #define START() CHECK(cudaProfilerStart())
 #define STOP() CHECK(cudaProfilerStop())
-#define STEP(n) do { CHECK(cudaMemsetAsync(d, 0, 1000 * (size_t)(n), s)); CHECK(cudaStreamSynchronize(s)); } while (0)
+#define STEP(n)                                                                           \
+	do {                                                                              \
+		CHECK(cudaMemsetAsync(d, 0, 1000 * (size_t)(n), s));                      \
+		CHECK(cudaStreamSynchronize(s));                                          \
+	} while (0)
 #else
 	CUdevice dev;
 	CUcontext ctx;
@@ -59,7 +63,11 @@ int main(void)
 	CHECK(cuStreamCreate(&s, 0));
 #define START() CHECK(cuProfilerStart())
 #define STOP() CHECK(cuProfilerStop())
-#define STEP(n) do { CHECK(cuMemsetD8Async(d, 0, 1000 * (size_t)(n), s)); CHECK(cuStreamSynchronize(s)); } while (0)
+#define STEP(n)                                                                           \
+	do {                                                                              \
+		CHECK(cuMemsetD8Async(d, 0, 1000 * (size_t)(n), s));                      \
+		CHECK(cuStreamSynchronize(s));                                            \
+	} while (0)
 #endif
 	for (int step = 1; step <= 6; step++) {
 		if (step == 3 || step == 5)
