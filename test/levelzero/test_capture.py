@@ -326,3 +326,40 @@ def test_capture_all_inside_one_gputrace_run(tmp_path):
         ("capture window 1", e["pid"]) for e in {e["pid"]: e for e in launches}.values())
     assert not (tmp_path / "trace.json.parts").exists()
     assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_many_nodes_recipe(tmp_path):
+    """The README's 1000-rank job script (recipe_nodes.sh: two fake nodes of two ranks,
+    srun a shell function, a run directory per node): each rank under its own gputrace
+    run, paused; one capture --all per node reaches that node's ranks only (each once);
+    every rank writes its window's file on the "shared" folder; one merge after the job
+    holds them all, each process named by its rank."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    trace, rundir = tmp_path / "trace", tmp_path / "run"
+    rundir.mkdir()
+    r = subprocess.run(["/bin/sh", str(pathlib.Path(__file__).parent / "recipe_nodes.sh"),
+                        str(GPUTRACE), str(trace), str(rundir), str(WINDOW_APP), "1500",
+                        str(BATCH)], env=clean_env(sim_env()), capture_output=True, timeout=120,
+                       preexec_fn=default_signals)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().splitlines()
+    assert out.count("ze_window: ready") == 4 and len([l for l in out if "iterations=" in l]) == 4
+    # 4 ranks, each triggered once: with one run directory for both nodes each would be twice
+    lines = [l for l in out if l.startswith("gputrace capture: ")]
+    assert len(lines) == 4 and all(l.endswith("(ze_window): window of 0.300 s") for l in lines)
+    pids = sorted(int(l.split()[2]) for l in lines)
+    files = sorted(trace.iterdir())
+    assert sorted(int(f.name.split("-")[1].split(".")[0]) for f in files) == pids
+    for f in files:
+        info = check_window(load_trace(f), 0.3)
+        assert f.name == f"rank{info['rank']}-{info['pid']}.json"
+        assert info["capture"]["window"] == 1
+    merged = load_trace(tmp_path / "trace.json")
+    assert sorted(i["gputrace"]["pid"] for i in merged["gputrace"]["inputs"]) == pids
+    names = {e["args"]["name"] for e in events(merged, ph="M", name="process_name")}
+    assert {n.split(": ")[0].split(" ", 1)[1] for n in names if n.endswith(": ze_window")} == {
+        f"rank {i}" for i in range(4)}
+    # the ranks withdrew their announcements, on each node
+    assert sorted(p.name for p in rundir.iterdir()) == ["node0", "node1"]
+    assert [list(p.iterdir()) for p in sorted(rundir.iterdir())] == [[], []]
