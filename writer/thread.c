@@ -26,6 +26,7 @@
 #include "inject/futex.h"
 #include "inject/hooks.h"
 #include "inject/shim.h"
+#include "inject/state.h"
 #include "inject/watchdog.h"
 #include "internal.h"
 #include "writer.h"
@@ -112,7 +113,13 @@ static void *drain_main(void *arg)
 		 * window's file is ended WINDOW_GRACE_NS later: a call that read
 		 * its end time just before the close still reaches its ring. */
 		now = gt_clock_ns();
-		if (capture__tick(now, &window_in) != GT_CAPTURE_CLOSED) {
+		enum gt_capture_event cap = capture__tick(now, &window_in);
+		/* a --delay process's thread started with it, before its first
+		 * recording (gt_start_writer, which arms them, had nothing to
+		 * start): the fatal-signal handlers go in as its window opens */
+		if (cap == GT_CAPTURE_OPENED)
+			lifecycle__arm_signals();
+		if (cap != GT_CAPTURE_CLOSED) {
 			closed_at = 0;
 		} else if (!closed_at) {
 			closed_at = now;

@@ -5,6 +5,7 @@ inside it is there (or counted lost), the file is complete when the window
 ends, and work appended before a window but run inside it is recorded."""
 import os
 import pathlib
+import signal
 import subprocess
 import time
 
@@ -90,6 +91,33 @@ def test_delay_duration_window_cuts_exactly(tmp_path):
         per_exec.pop(executes[-1]["args"]["correlation"], None)
     # a batch executed just before the window whose kernels ran inside it (microseconds)
     assert sum(len(v) for v in per_exec.values()) <= BATCH
+
+
+@pytest.mark.sanitize
+def test_delay_window_ended_by_sigterm(tmp_path):
+    """--delay starts the drain thread with the process, before anything is recorded: the
+    fatal-signal handlers go in as its window opens, so a SIGTERM inside the window still
+    leaves the window's trace complete (it left none)."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_DELAY": "0.2",
+                             "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json")}))
+    p = subprocess.Popen([str(WINDOW_APP), "20000", str(BATCH)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        assert p.stdout.readline() == b"ze_window: ready\n"
+        time.sleep(0.8)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGTERM, err
+    info = load_trace(tmp_path / "trace.json")["gputrace"]
+    assert info["complete"] is True and info["end"] == "signal SIGTERM"
+    assert info["capture"]["window"] == 1 and info["events_recorded"] > 0
 
 
 def test_work_appended_while_paused_runs_in_window(tmp_path):
