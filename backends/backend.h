@@ -46,6 +46,13 @@ struct gt_backend {
 	 * signal or a deadline; a closed one, before its file is ended); never
 	 * from a signal handler. May come more than once for one change. */
 	void (*window)(bool open);
+	/* Drain thread only, once per closed window, just before its file is
+	 * ended (after the grace that lets late calls in): hand over every
+	 * vendor record that may belong to it now, for the cycle that follows
+	 * writes that file (a record handed over later is outside it). Also
+	 * for a window closed by a range marker inside a vendor callback: the
+	 * vendor's flush runs here, never on that callback's thread. */
+	void (*window_end)(void);
 	/* The hang watchdog's thread (inject/watchdog.h), with --watchdog only:
 	 * call fn for each piece of device work submitted and not finished yet
 	 * (ask the device, not only what was collected), oldest first. Bounded

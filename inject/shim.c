@@ -565,6 +565,10 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 			if (b->window)
 				b->window(hook == GT_HOOK_WINDOW_OPEN);
 			break;
+		case GT_HOOK_WINDOW_END:
+			if (b->window_end)
+				b->window_end();
+			break;
 		}
 	}
 }

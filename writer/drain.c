@@ -350,6 +350,8 @@ void writer__window_end(void)
 	/* plug-ins stopped and handed over (waiting for one still doing so on
 	 * the thread that closed the window): their events are in this file */
 	drain__backends_call(GT_HOOK_WINDOW_CLOSE);
+	/* the backends' vendor records of it (CUPTI's buffers): into this file */
+	drain__backends_call(GT_HOOK_WINDOW_END);
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;

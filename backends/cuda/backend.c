@@ -500,6 +500,39 @@ static void cupti_flush(bool final)
 		cupti__events_poll(final);
 }
 
+/*
+ * A capture window's file is ended next (drain thread, GT_HOOK_WINDOW_END):
+ * CUPTI delivers records only when a buffer is full or flushed, so without
+ * a flush now the window's device work would reach us after its file ended.
+ * Forced, as at exit: a flag-0 flush withholds every buffer that holds one
+ * unfinished record, and each thread's buffer goes on filling with work
+ * launched after the close. What a forced flush takes unfinished is work
+ * still running 10 ms after the close (across the window's edge: not in it
+ * anyway) or launched after it (records.c, no_time). Never on the thread of
+ * a CUPTI callback: a window closed by cuProfilerStop's callback, or the
+ * next one's cuProfilerStart waiting there for this file, is flushed here.
+ */
+static void cupti_window_end(void)
+{
+	pthread_mutex_lock(&cupti_share_lock);
+	uint64_t now = gt_clock_ns();
+
+	/* CUPTI 13.0 GA's crash (flush_every_ns): not more often even here; a
+	 * record that comes later is outside the window (window_late) */
+	if (atomic_load(&cupti_state) == CUPTI_ON &&
+	    (flush_every_ns == FLUSH_MIN_NS || now - last_flush_ns >= flush_every_ns)) {
+		last_flush_ns = now;
+		cupti_self++;
+		cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		cupti_self--;
+		cupti__count_dropped();
+		if (!clock_is_ours)
+			cupti__clock_refit();
+	}
+	pthread_mutex_unlock(&cupti_share_lock);
+	/* the cycle that ends the file turns them into events (cupti_flush) */
+}
+
 GT_STARTUP_CODE static void cupti_stop(void)
 {
 	cupti_atexit();
@@ -542,6 +575,7 @@ static const struct gt_backend cupti_backend = {
 	.stop = cupti_stop,
 	.atfork_child = cupti_atfork_child,
 	.pending = cupti__pending,
+	.window_end = cupti_window_end,
 	.wrapper_for = cupti_wrapper_for,
 };
 

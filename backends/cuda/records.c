@@ -21,6 +21,7 @@
 #include <cupti.h>
 
 #include "backends/cuda/internal.h"
+#include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/shim.h"
 
@@ -801,8 +802,14 @@ static bool no_time(uint64_t start, uint64_t end)
 	if (start && end)
 		return false;
 	/* device memory for timestamps ran out, or a forced flush took the
-	 * record before its work ended: not a drop, but not drawable */
-	gt_lost_add(cupti__key("cupti_no_timestamp"), 1);
+	 * record before its work ended: not a drop, but not drawable. With
+	 * capture windows, counted only for work that may be in one: begun in
+	 * the window being written, or not begun while one is open. A window's
+	 * end flush (backend.c) also takes work launched after the close, and
+	 * work that had not begun then runs outside it. */
+	if (!gt_cap.controlled ||
+	    (start ? capture__inside(cupti__to_host(start), cupti__to_host(start)) : gt_tracing()))
+		gt_lost_add(cupti__key("cupti_no_timestamp"), 1);
 	return true;
 }
 

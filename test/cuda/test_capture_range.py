@@ -124,6 +124,20 @@ def host_names(trace):
             if e.get("cat") in ("cuda_driver", "cuda_runtime")]
 
 
+def device_records(trace):
+    """CUPTI's device records in a file, in order: (name, bytes) of memsets, copies and
+    kernels, (name, None) of syncs."""
+    return [(e["name"], e["args"].get("bytes"))
+            for e in sorted(events(trace, ph="X"), key=lambda e: e["ts"])
+            if e.get("cat") in ("gpu_memset", "gpu_memcpy", "kernel", "cuda_sync")]
+
+
+def profiler_window_work(n):
+    """profiler_ranges' window n (its step 2n + 1): that step's memset and sync, and
+    nothing of the steps run while paused."""
+    return [("Memset (Device)", 1000 * (2 * n + 1)), ("Stream Sync", None)]
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("how", ["driver", "runtime"])
 def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
@@ -131,7 +145,9 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
     like to gputrace: its cudaProfilerStart/Stop call the driver's) marks its ranges with
     cuProfilerStart/Stop, seen through CUPTI's driver callbacks only; CUPTI found through
     CUDA_HOME, as for such a program. runtime: the shared libcudart, interposed, whose
-    markers call the driver's too: still one window per marker pair, holding both calls."""
+    markers call the driver's too: still one window per marker pair, holding both calls.
+    Each window's file holds exactly its step's device work (CUPTI's records, flushed as
+    the window ends), none of the steps run while paused, and nothing lost."""
     exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
     need(exe)
     need(SIM / "libcupti.so.13")
@@ -153,3 +169,6 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
         t = load_trace(f)
         check_window(t, n)
         assert host_names(t) == want
+        # CUPTI hands its records over when flushed: window n's device work is in
+        # window n's file (flushed as the window ends), not later in none
+        assert device_records(t) == profiler_window_work(n), f.name
