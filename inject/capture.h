@@ -62,6 +62,9 @@ GT_HIDDEN bool capture__unwritten_request(bool open, uint64_t duration_ns);
 /* Writer: a window closed whose file is not ended yet (its events are
  * still written). */
 GT_HIDDEN bool capture__unended(void);
+/* [start, end] lies inside one of the windows closed so far (the last 63):
+ * an event of a window whose file may be ended already. */
+GT_HIDDEN bool capture__in_closed_window(uint64_t start_ns, uint64_t end_ns);
 /* Writer: the file of the window that closed last is ended. */
 GT_HIDDEN void capture__ended(void);
 

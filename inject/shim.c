@@ -328,11 +328,18 @@ int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t 
 
 /* Paused, but the event lies in the window that just closed (a device span
  * read at the window's end, a call that ended just before it): it belongs
- * to that window's file, which the writer has not ended yet. */
-static bool late_inside_window(const struct gt_event *ev)
+ * to that window's file, which the writer has not ended yet (or has: the
+ * writer counts it late). One of an older window, whose file is ended for
+ * sure, is counted lost here; anything else is outside every window. */
+static __attribute__((noinline)) bool late_inside_window(const struct gt_event *ev)
 {
-	return atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_PAUSED &&
-	       capture__inside(ev->start_ns, ev->end_ns);
+	if (atomic_load_explicit(&gt_phase, memory_order_relaxed) != GT_PHASE_PAUSED)
+		return false;
+	if (capture__inside(ev->start_ns, ev->end_ns))
+		return true;
+	if (capture__in_closed_window(ev->start_ns, ev->end_ns))
+		gt_lost_add(GT_S_LOST_WINDOW_LATE, 1);
+	return false;
 }
 
 int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)

@@ -58,14 +58,14 @@ static bool writing_window(void)
 	       capture__unended();
 }
 
-/* Outside the window being written: not recorded. A call of an earlier
- * window that reached its ring after that window's file was ended is
- * counted lost. */
+/* Outside the window being written: not recorded. A call or device
+ * record of an earlier window that reached its ring after that window's
+ * file was ended is counted lost. */
 static bool outside_window(const struct gt_event *ev)
 {
 	if (writing_window() && capture__inside(ev->start_ns, ev->end_ns))
 		return false;
-	if (ev->start_ns >= W.prev_open_ns && ev->end_ns <= W.prev_close_ns)
+	if (capture__in_closed_window(ev->start_ns, ev->end_ns))
 		gt_lost_add(GT_S_LOST_WINDOW_LATE, 1);
 	return true;
 }
@@ -355,8 +355,6 @@ void writer__window_end(void)
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;
-	W.prev_open_ns = atomic_load(&gt_cap.open_ns);
-	W.prev_close_ns = atomic_load(&gt_cap.close_ns);
 	checkpoint__forget_file();
 	capture__ended();
 }

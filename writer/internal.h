@@ -138,7 +138,6 @@ struct writer {
 	struct arow **arows; /* annotate.c: by device track */
 	size_t narows;
 	bool window_ending; /* a capture window's file is being ended */
-	uint64_t prev_open_ns, prev_close_ns; /* the window ended last */
 	uint32_t files; /* files ended so far (capture windows) */
 
 	struct summary *sum;
