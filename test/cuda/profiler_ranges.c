@@ -1,6 +1,8 @@
 /* profiler_ranges: six steps of a memset of 1000 * step bytes and a sync; steps 3 and 5
  * are inside profiler start/stop (--capture-range cudaProfilerApi), as fake_app's
- * "profiler". Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
+ * "profiler". With the argument "stdin", no markers: it says "ready", then runs each step
+ * when a line comes on stdin and says "step N" after it (a test opens and ends windows
+ * from outside between steps: gputrace capture). Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
  * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
  *   libcudart.so at all: what gputrace sees of a program that links cudart statically
  *   (its cudaProfilerStart/Stop call the driver's), through CUPTI's callbacks alone;
@@ -9,6 +11,7 @@
  *   marker must open or close one window, not two). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef PROFILER_RT
 #include <cuda_profiler_api.h>
@@ -34,8 +37,11 @@
 	} while (0)
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int stdin_steps = argc > 1 && !strcmp(argv[1], "stdin");
+	char line[16];
+
 #ifdef PROFILER_RT
 	void *d = NULL;
 	cudaStream_t s;
@@ -69,7 +75,19 @@ int main(void)
 		CHECK(cuStreamSynchronize(s));                                            \
 	} while (0)
 #endif
+	if (stdin_steps) {
+		printf("ready\n");
+		fflush(stdout);
+	}
 	for (int step = 1; step <= 6; step++) {
+		if (stdin_steps) {
+			if (!fgets(line, sizeof(line), stdin))
+				return 1;
+			STEP(step);
+			printf("step %d\n", step);
+			fflush(stdout);
+			continue;
+		}
 		if (step == 3 || step == 5)
 			START();
 		STEP(step);

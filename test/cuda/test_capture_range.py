@@ -3,10 +3,13 @@ each matching NVTX range is one capture window with its own complete file,
 holding that range and what happened inside it, and nothing else."""
 import os
 import pathlib
+import subprocess
+import time
 
 import pytest
 
-from conftest import BUILD, events, gputrace_lines, load_trace, need, run
+from conftest import (BUILD, PRELOAD, clean_env, default_signals, events, gputrace_capture,
+                      gputrace_lines, load_trace, need, reaped, run, wait_trace)
 
 APP = BUILD / "test" / "cuda" / "nvtx_steps"
 HAVE_CUPTI = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include",
@@ -171,4 +174,53 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
         assert host_names(t) == want
         # CUPTI hands its records over when flushed: window n's device work is in
         # window n's file (flushed as the window ends), not later in none
+        assert device_records(t) == profiler_window_work(n), f.name
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_cuda_windows_from_outside_hold_their_device_work(tmp_path, how):
+    """--start paused and two windows opened and ended from another shell (gputrace capture,
+    --stop) around profiler_ranges' steps 3 and 5: each window's file holds its step's calls
+    and exactly its device work (CUPTI flushed as its file is ended), nothing of the steps
+    run while paused, nothing lost. The first window is opened by the signal handler (no
+    drain thread yet), the second by the drain thread."""
+    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    env = clean_env({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
+                     "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
+                     "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        for step in range(1, 7):
+            window = step in (3, 5)
+            if window:
+                assert gputrace_capture(tmp_path, p.pid).returncode == 0
+                time.sleep(0.3)  # the trigger's handler, or the drain thread, opens it
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+            assert p.stdout.readline() == f"step {step}\n".encode()
+            if window:
+                r = gputrace_capture(tmp_path, "--stop", p.pid)
+                assert r.returncode == 0, r.stderr
+                name = "trace.json" if step == 3 else "trace-w2.json"
+                wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
+        _, err = p.communicate(timeout=60)  # it ends after step 6
+    assert p.returncode == 0, err
+    assert gputrace_lines(err) == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    want = ["cuMemsetD8Async", "cuStreamSynchronize"] if how == "driver" else \
+        ["cudaMemsetAsync", "cudaStreamSynchronize"]
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        assert host_names(t) == want
         assert device_records(t) == profiler_window_work(n), f.name
