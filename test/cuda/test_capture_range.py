@@ -177,6 +177,43 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
         assert device_records(t) == profiler_window_work(n), f.name
 
 
+def windows_from_outside(tmp_path, exe, windows, env=None):
+    """profiler_ranges, started paused, run step by step; a window opened from another
+    shell (gputrace capture) before each step in windows, ended (--stop) after it, except
+    one in windows that is "open": that one runs on until the process ends. Returns its
+    stderr."""
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    env = clean_env(dict({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
+                          "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                          "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                          "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(env or {})))
+    p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        ended = 0
+        for step in range(1, 7):
+            if step in windows:
+                assert gputrace_capture(tmp_path, p.pid).returncode == 0
+                time.sleep(0.3)  # the trigger's handler, or the drain thread, opens it
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+            assert p.stdout.readline() == f"step {step}\n".encode()
+            if step in windows and windows[step] != "open":
+                r = gputrace_capture(tmp_path, "--stop", p.pid)
+                assert r.returncode == 0, r.stderr
+                ended += 1
+                name = "trace.json" if ended == 1 else f"trace-w{ended}.json"
+                wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
+        _, err = p.communicate(timeout=60)  # it ends after step 6
+    assert p.returncode == 0, err
+    return err
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("how", ["driver", "runtime"])
 def test_cuda_windows_from_outside_hold_their_device_work(tmp_path, how):
@@ -186,34 +223,7 @@ def test_cuda_windows_from_outside_hold_their_device_work(tmp_path, how):
     run while paused, nothing lost. The first window is opened by the signal handler (no
     drain thread yet), the second by the drain thread."""
     exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
-    need(exe)
-    need(SIM / "libcupti.so.13")
-    home = tmp_path / "cuda"
-    home.mkdir()
-    (home / "lib64").symlink_to(SIM)
-    env = clean_env({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
-                     "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
-                     "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
-    p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
-    with reaped(p):
-        assert p.stdout.readline() == b"ready\n"
-        for step in range(1, 7):
-            window = step in (3, 5)
-            if window:
-                assert gputrace_capture(tmp_path, p.pid).returncode == 0
-                time.sleep(0.3)  # the trigger's handler, or the drain thread, opens it
-            p.stdin.write(b"\n")
-            p.stdin.flush()
-            assert p.stdout.readline() == f"step {step}\n".encode()
-            if window:
-                r = gputrace_capture(tmp_path, "--stop", p.pid)
-                assert r.returncode == 0, r.stderr
-                name = "trace.json" if step == 3 else "trace-w2.json"
-                wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
-        _, err = p.communicate(timeout=60)  # it ends after step 6
-    assert p.returncode == 0, err
+    err = windows_from_outside(tmp_path, exe, {3: "ended", 5: "ended"})
     assert gputrace_lines(err) == []
     files = window_files(tmp_path)
     assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
@@ -224,3 +234,27 @@ def test_cuda_windows_from_outside_hold_their_device_work(tmp_path, how):
         check_window(t, n)
         assert host_names(t) == want
         assert device_records(t) == profiler_window_work(n), f.name
+
+
+def test_cuda_records_after_their_windows_file_counted_late(tmp_path):
+    """CUPTI 13.0 GA (its flush crash: gputrace flushes it at most every 10 s, not as a
+    window ends): the device records of windows 1 and 2 (steps 3 and 5) come only with
+    the exit's flush, inside window 3 (step 6, open until the exit). They are not written
+    there and not dropped silently: counted window_late in window 3's trailer, two records
+    each (a memset and its sync); the paused steps' records count nothing."""
+    exe = BUILD / "test" / "cuda" / "profiler_drv"
+    err = windows_from_outside(tmp_path, exe, {3: "ended", 5: "ended", 6: "open"},
+                               env={"CUDA_SIM_CUPTI_VERSION": "130000"})
+    assert [l for l in gputrace_lines(err) if "13.0" not in l] == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json", "trace-w3.json"]
+    for n, f in enumerate(files[:2], 1):
+        t = load_trace(f)
+        check_window(t, n)
+        assert device_records(t) == []  # CUPTI held them past the file's end
+    info = load_trace(files[2])["gputrace"]
+    assert info["capture"]["window"] == 3 and info["end"] == "exit"
+    assert device_records(load_trace(files[2])) == [("Memset (Device)", 6000),
+                                                    ("Stream Sync", None)]
+    assert info["events_lost"] == 4
+    assert {k: v for k, v in info["lost_by_reason"].items() if v} == {"window_late": 4}
