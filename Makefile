@@ -1,6 +1,7 @@
 # gputrace — see README.md. `make`, `make test`, `make demo`, `make bench`,
 # `make install`, `make deps`. SANITIZE=address|undefined|thread builds into
-# build/san-<name> and runs the suite there.
+# build/san-<name> and runs the suite there; METRICS=0 builds the library
+# without metrics support into <build>/no-metrics (`make METRICS=0 lib`).
 CC        ?= gcc
 CXX       ?= g++
 PREFIX    ?= /usr/local
@@ -28,9 +29,19 @@ else
 $(error SANITIZE must be address, undefined or thread, not '$(SANITIZE)')
 endif
 
+# METRICS=0: hardware metrics and telemetry compiled out (-DGT_NO_METRICS: no test of
+# them on the call and launch paths, no metric queries' pointer in a command), built
+# into its own folder: the build `make bench` row 8n compares the default one with.
+ifeq ($(METRICS),0)
+override BUILD := $(BUILD)/no-metrics
+METRICS_FLAGS := -DGT_NO_METRICS
+else ifneq ($(filter-out 1,$(METRICS)),)
+$(error METRICS must be 0 or 1, not '$(METRICS)')
+endif
+
 WARN      := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
-BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\" $(GT_ISAL_CFLAGS)
+BASEFLAGS = -std=gnu11 -pthread -fPIC $(WARN) $(SANFLAGS) $(METRICS_FLAGS) -DGPUTRACE_VERSION=\"$(VERSION)\" $(GT_ISAL_CFLAGS)
 # -fexceptions: a wrapper's cleanup runs when pthread_cancel() unwinds the
 # thread through it (backends/levelzero/backend.c, ze__unwound).
 LIBFLAGS  = $(BASEFLAGS) -fvisibility=hidden -ftls-model=initial-exec -fexceptions -I.
@@ -73,6 +84,7 @@ LIB      := $(BUILD)/libgputrace.so
 GT_PRELOAD := $(strip $(SAN_RT) $(abspath $(LIB)))
 
 all: $(LIB) tools test-build
+lib: $(LIB)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -140,4 +152,4 @@ install: $(LIB) tools
 clean:
 	rm -rf build
 
-.PHONY: all tools test-build deps test demo bench install clean
+.PHONY: all lib tools test-build deps test demo bench install clean

@@ -750,6 +750,17 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 		cfg->metrics_mode = GT_METRICS_TIME;
 	if (!cfg->telemetry && cfg->telemetry_hz_set && !gt_cstr_env(envp, "GPUTRACE_TELEMETRY"))
 		cfg->telemetry = true;
+#ifdef GT_NO_METRICS
+	/* METRICS=0: what would start them is compiled out; say so rather than trace without. */
+	if (cfg->metrics_mode || cfg->telemetry) {
+		gt_log(GT_LOG_WARN, "this library was built without metrics support (make METRICS=0): "
+		       "%s%s%s not recorded", cfg->metrics_mode ? "metrics" : "",
+		       cfg->metrics_mode && cfg->telemetry ? " and " : "",
+		       cfg->telemetry ? "telemetry" : "");
+		cfg->metrics_mode = GT_METRICS_OFF;
+		cfg->telemetry = false;
+	}
+#endif
 }
 
 GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)

@@ -461,16 +461,19 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		return;
 	if (rt && cupti_rt_wrapper_owns)
 		return;
-	if (gt_unlikely(cupti_range_launches) && !rt)
-		cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
-	if (gt_unlikely(gt_watchdog_on) && !rt) {
-		if (!t->rt_depth)
-			drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);
-		/* also inside a runtime call: the driver queues the work */
-		if (!gt_in_tracer)
-			cupti__pending_api(cbid, cb,
-					   (uint32_t)(info_of(false, cbid, cb->functionName) &
-						      INFO_NAME_MASK));
+	/* one test when neither the range profiler nor the watchdog hooks driver calls */
+	if (gt_unlikely(cupti_drv_hooks) && !rt) {
+		if (gt_metrics_on(cupti_range_launches))
+			cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
+		if (gt_watchdog_on) {
+			if (!t->rt_depth)
+				drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);
+			/* also inside a runtime call: the driver queues the work */
+			if (!gt_in_tracer)
+				cupti__pending_api(cbid, cb,
+						   (uint32_t)(info_of(false, cbid, cb->functionName) &
+							      INFO_NAME_MASK));
+		}
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!rt && t->rt_depth)

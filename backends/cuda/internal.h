@@ -137,6 +137,14 @@ extern GT_HIDDEN bool cupti_range_kernel;
 extern GT_HIDDEN bool cupti_range_nvtx;
 /* Either: the launch callback calls cupti__range_launch. */
 extern GT_HIDDEN bool cupti_range_launches;
+/* Driver calls are hooked (cupti_range_launches or the watchdog, set at init): the
+ * callback tests this one byte, as it tested the watchdog's alone before metrics. A
+ * METRICS=0 build has the watchdog's byte only. */
+#ifdef GT_NO_METRICS
+#define cupti_drv_hooks gt_watchdog_on
+#else
+extern GT_HIDDEN bool cupti_drv_hooks;
+#endif
 /* nvtx.c: a push/pop range opened at level (0: outermost) ... */
 GT_HIDDEN void cupti__range_nvtx_push(int level, uint32_t name);
 /* ... and closed: its metrics (if it launched kernels) appended to args[n..max) as

@@ -339,7 +339,7 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 		else /* a range too deep to be kept has no end to wait for */
 			capture__range_end(gt_clock_ns());
 	}
-	if (gt_unlikely(cupti_range_nvtx))
+	if (gt_metrics_on(cupti_range_nvtx))
 		cupti__range_nvtx_push(level, name);
 	return level;
 }
@@ -358,7 +358,7 @@ static int pop(nvtxDomainHandle_t d)
 		return level;
 	has_attrs = attrs_take((uint16_t)f.aux, &at);
 	n = attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1));
-	if (gt_unlikely(cupti_range_nvtx))
+	if (gt_metrics_on(cupti_range_nvtx))
 		n = cupti__range_nvtx_pop(level, args, n, GT_ARGS_MAX);
 	gt_range_end(f.id, f.start_ns, end, f.name, 0, 0, args, n);
 	/* after the range's own span: it is in the window it ends (an inner

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "inject/watchdog.h"
 #include <cupti.h>
 #include <cupti_profiler_host.h>
 #include <cupti_range_profiler.h>
@@ -74,6 +75,9 @@ static struct {
 GT_HIDDEN bool cupti_range_kernel GT_STARTUP_STATE;
 GT_HIDDEN bool cupti_range_nvtx GT_STARTUP_STATE;
 GT_HIDDEN bool cupti_range_launches GT_STARTUP_STATE; /* either: the launch callback calls us */
+#ifndef GT_NO_METRICS
+GT_HIDDEN bool cupti_drv_hooks GT_STARTUP_STATE;
+#endif
 
 /* One context's range profiler. */
 struct range_ctx {
@@ -585,6 +589,10 @@ GT_STARTUP_CODE static int range_init(void)
 	cupti_range_nvtx = gt_cfg.metrics_mode == GT_METRICS_NVTX &&
 			   (gt_cfg.kinds & GT_KIND(ANNOTATION));
 	cupti_range_launches = cupti_range_kernel || cupti_range_nvtx;
+#ifndef GT_NO_METRICS
+	/* the watchdog's flag is set before any backend starts (gt_init) */
+	cupti_drv_hooks = cupti_range_launches || gt_watchdog_on;
+#endif
 	if (gt_cfg.metrics_mode == GT_METRICS_NVTX && !cupti_range_nvtx)
 		pr_warn("CUDA metrics: --metrics-mode nvtx needs the annotation kind (NVTX is "
 			"not traced): no per-range metrics");

@@ -853,7 +853,7 @@ static void on_kernel(const rec_kernel *k)
 		       (uint64_t)k->staticSharedMemory + k->dynamicSharedMemory);
 	if (has_graph_ids())
 		n = graph_args(a, n, k->graphId, k->graphNodeId);
-	if (gt_unlikely(cupti_range_kernel))
+	if (gt_metrics_on(cupti_range_kernel))
 		n = cupti__range_args(k->correlationId, a, n, GT_ARGS_MAX - 2);
 	emit(&(struct span){ .start = k->start, .end = k->end, .corr = k->correlationId,
 			     .name = kernel_name(k->name), .cat = GT_S_CAT_KERNEL,

@@ -227,11 +227,21 @@ static inline unsigned ze__append_kind(enum ze_fn_id id)
 		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
 						      numWaitEvents, phWaitEvents);        \
 		__VA_ARGS__                                                                \
-		ze_metrics__append_begin(&a, &w, hCommandList, numWaitEvents, phWaitEvents); \
-		pushed = gt_ext_corr_push(c->corr);                                        \
-		r = real args;                                                             \
-		gt_ext_corr_pop(pushed);                                                   \
-		ze_metrics__append_end(&w, hCommandList, r);                               \
+		/* one test with metrics off: the call is made in either branch, the     \
+		 * plain one as it was before metrics */                                 \
+		if (ze_metrics__measured(&a, &w)) {                                        \
+			ze_metrics__kernel_begin(&a, &w, hCommandList, numWaitEvents,      \
+						 phWaitEvents);                            \
+			pushed = gt_ext_corr_push(c->corr);                                \
+			r = real args;                                                     \
+			gt_ext_corr_pop(pushed);                                           \
+			if (ze_work_mq(&w))                                                \
+				ze_metrics__kernel_end(&w, hCommandList, r);               \
+		} else {                                                                   \
+			pushed = gt_ext_corr_push(c->corr);                                \
+			r = real args;                                                     \
+			gt_ext_corr_pop(pushed);                                           \
+		}                                                                          \
 		ze_track__append_end(&a, r, &w, c->corr);                                  \
 		return r;                                                                  \
 	}

@@ -222,9 +222,13 @@ enum ze_cmd_kind {
 };
 #define ZE_CMD_MARKS ZE_CMD_BARRIER
 
+struct ze_mq; /* metrics.c */
+
 struct ze_work {
 	uint64_t bytes;      /* copies and fills */
+#ifndef GT_NO_METRICS
 	struct ze_mq *mq;    /* kernels, --metrics-mode kernel: the queries around it (metrics.c) */
+#endif
 	uint32_t name;       /* span or instant name */
 	uint32_t copy_kind;  /* "HtoD"..., copies */
 	uint32_t groups[3];  /* kernels: group count */
@@ -376,12 +380,20 @@ GT_HIDDEN void ze_metrics__stop(void);
 GT_HIDDEN void ze_metrics__forget(void);
 
 /* Around a kernel append (kernel mode): queries begin before it (after its waits) and end
- * after it; w->mq holds them. */
+ * after it; w->mq holds them. Never called in a METRICS=0 build (no w->mq there). */
+#ifdef GT_NO_METRICS
+static inline void ze_metrics__kernel_begin(struct ze_append *a, struct ze_work *w,
+					    ze_command_list_handle_t l, uint32_t nwait,
+					    ze_event_handle_t *waits) {}
+static inline void ze_metrics__kernel_end(struct ze_work *w, ze_command_list_handle_t l,
+					  ze_result_t r) {}
+#else
 GT_HIDDEN void ze_metrics__kernel_begin(struct ze_append *a, struct ze_work *w,
 					ze_command_list_handle_t l, uint32_t nwait,
 					ze_event_handle_t *waits);
 GT_HIDDEN void ze_metrics__kernel_end(struct ze_work *w, ze_command_list_handle_t l,
 				      ze_result_t r);
+#endif
 /* The kernel's metrics can be read (they come a moment after its end). */
 GT_HIDDEN bool ze_metrics__kernel_ready(struct ze_mq *mq);
 /* Its metrics as GT_ARG_METRIC args (at most max); how many. */
@@ -393,20 +405,24 @@ GT_HIDDEN void ze_metrics__kernel_release(struct ze_mq *mq);
 /* Before the program destroys a context: our pools on it go first. */
 GT_HIDDEN void ze_metrics__context_destroy(ze_context_handle_t ctx);
 
-/* Appends of kernels, inline: one load and a branch when metrics are off. */
-static inline void ze_metrics__append_begin(struct ze_append *a, struct ze_work *w,
-					    ze_command_list_handle_t l, uint32_t nwait,
-					    ze_event_handle_t *waits)
-{
-	if (gt_unlikely(ze_metrics_kernel_mode) && w->kind == ZE_CMD_KERNEL && a->list)
-		ze_metrics__kernel_begin(a, w, l, nwait, waits);
-}
+/* A command's metric queries (NULL: none). A METRICS=0 build has no such field: its
+ * commands are the size they were before metrics, and every test of it is constant. */
+#ifdef GT_NO_METRICS
+#define ze_work_mq(w) ((void)(w), (struct ze_mq *)NULL)
+#else
+#define ze_work_mq(w) ((w)->mq)
+#endif
 
-static inline void ze_metrics__append_end(struct ze_work *w, ze_command_list_handle_t l,
-					  ze_result_t r)
+/* An append measures its kernel (kernel mode): one load and a branch when metrics are
+ * off; a constant false in a METRICS=0 build. */
+static inline bool ze_metrics__measured(const struct ze_append *a, const struct ze_work *w)
 {
-	if (gt_unlikely(w->mq != NULL))
-		ze_metrics__kernel_end(w, l, r);
+#ifdef GT_NO_METRICS
+	(void)a, (void)w;
+	return false;
+#else
+	return gt_unlikely(ze_metrics_kernel_mode) && w->kind == ZE_CMD_KERNEL && a->list;
+#endif
 }
 
 /* The program's zeInit succeeded: find the devices' Sysman domains. */

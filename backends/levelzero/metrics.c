@@ -752,6 +752,9 @@ void ze_metrics__forget(void)
 
 /* ---- kernel mode: queries ---- */
 
+/* A METRICS=0 build has no queries on its commands (ze_work_mq): it never appends them. */
+#ifndef GT_NO_METRICS
+
 static struct zm_dev *zm_dev_of(const struct ze_dev *d)
 {
 	for (unsigned i = 0; i < zm_ndevs; i++)
@@ -930,6 +933,8 @@ void ze_metrics__kernel_end(struct ze_work *w, ze_command_list_handle_t l, ze_re
 	if (r != ZE_RESULT_SUCCESS)
 		w->mq = NULL;
 }
+
+#endif
 
 bool ze_metrics__kernel_ready(struct ze_mq *mq)
 {

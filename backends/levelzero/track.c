@@ -468,9 +468,11 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 	gt_emit(&ev, args, n);
 }
 
-/* The command's device record: from the row's free time (idle) to its start and end. */
-static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
-			  uint64_t tick_ns)
+/* The command's device record: from the row's free time (idle) to its start and end;
+ * measured: a kernel with metric queries (its metrics become args). */
+static inline __attribute__((always_inline)) void
+ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
+		 uint64_t tick_ns, bool measured)
 {
 	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 0, kind;
@@ -510,8 +512,12 @@ static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, u
 			args[n++] = (struct gt_arg){ .key = ze_str.size[i], .type = GT_ARG_U64,
 						     .v.u = p->w.size[i] };
 		}
-		if (p->w.mq)
-			n += ze_metrics__kernel_args(p->w.mq, args + n, GT_ARGS_MAX - n);
+		if (measured) {
+			n += ze_metrics__kernel_args(ze_work_mq(&p->w), args + n, GT_ARGS_MAX - n);
+			/* an immediate list's command is read once: its queries are free now */
+			if (p->imm)
+				ze_metrics__kernel_release(ze_work_mq(&p->w));
+		}
 		break;
 	case ZE_CMD_COPY:
 		kind = GT_KIND(MEMCPY);
@@ -541,6 +547,24 @@ static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, u
 		.type = GT_EV_DEVICE_SPAN,
 	};
 	gt_emit(&ev, args, n);
+}
+
+/* Out of line: the common record keeps its registers (a call in the middle of it
+ * cost the plain path two saved registers, four instructions, with metrics off). */
+static __attribute__((noinline, cold)) void
+ze_pend__emit_measured(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
+		       uint64_t tick_ns)
+{
+	ze_pend__emit_as(p, idle, start, end, tick_ns, true);
+}
+
+static void ze_pend__emit(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t end,
+			  uint64_t tick_ns)
+{
+	if (gt_metrics_on(ze_work_mq(&p->w) != NULL))
+		ze_pend__emit_measured(p, idle, start, end, tick_ns);
+	else
+		ze_pend__emit_as(p, idle, start, end, tick_ns, false);
 }
 
 static void ze_list__park(struct ze_list *L, ze_event_handle_t ev, uint64_t seq)
@@ -577,7 +601,7 @@ static void ze_list__unpark(struct ze_list *L, uint64_t seq, bool all)
  * a reset now would hang the program's event. It waits until the program's
  * event is signaled or later work on the same (in-order) list is done.
  */
-static void ze_pend__recycle(struct ze_pending *p)
+static inline __attribute__((always_inline)) void ze_pend__recycle(struct ze_pending *p)
 {
 	struct ze_list *L = p->imm;
 
@@ -593,8 +617,10 @@ static uint64_t ze__ticks_ns(const struct ze_dev *d, uint64_t ticks)
 	return (uint64_t)((double)ticks * d->ns_per_tick + 0.5);
 }
 
-/* The event signaled, its timestamps in ts: emit the device span. */
-static void ze_pend__read(struct ze_pending *p, ze_kernel_timestamp_result_t ts)
+/* The event signaled, its timestamps in ts: emit the device span. Inlined into each
+ * copy of the collect loop, as it was into the one loop before kernel mode had its own. */
+static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pending *p,
+								ze_kernel_timestamp_result_t ts)
 {
 	const struct ze_dev *d = p->dev;
 	struct ze_anchor *a = p->anchor, fresh;
@@ -647,8 +673,6 @@ static void ze_pend__read(struct ze_pending *p, ze_kernel_timestamp_result_t ts)
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
 				   ze_str.fence, end, end);
 done:
-	if (p->imm && p->w.mq)
-		ze_metrics__kernel_release(p->w.mq);
 	if (p->recycle)
 		ze_pend__recycle(p);
 	if (p->imm)
@@ -658,7 +682,7 @@ done:
 
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
  * everything after it) until a later collect; otherwise it goes without. */
-GT_STARTUP_CODE static void ze__collect_mode_locked(bool patient)
+static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool patient)
 {
 	struct ze_pending *p, *next;
 
@@ -680,8 +704,8 @@ GT_STARTUP_CODE static void ze__collect_mode_locked(bool patient)
 			st = ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts);
 		/* (A run's copy is done with its gate; its event may be a later run's now.) */
 		if (st == ZE_RESULT_SUCCESS) {
-			if (gt_unlikely(p->w.mq != NULL) && patient &&
-			    !ze_metrics__kernel_ready(p->w.mq))
+			if (patient && ze_work_mq(&p->w) != NULL &&
+			    !ze_metrics__kernel_ready(ze_work_mq(&p->w)))
 				break;
 			if (p->slot)
 				/* Written by the device before our event (or gate) signaled. */
@@ -693,15 +717,24 @@ GT_STARTUP_CODE static void ze__collect_mode_locked(bool patient)
 	}
 }
 
-static void ze__collect_locked(void)
+GT_STARTUP_CODE static void ze__collect_locked(void)
 {
 	ze__collect_mode_locked(false);
+}
+
+/* Kernel mode's copy of the loop: the one without metrics tests no query. */
+GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_patient_locked(void)
+{
+	ze__collect_mode_locked(true);
 }
 
 void ze_track__collect(void)
 {
 	pthread_mutex_lock(&ze_lock);
-	ze__collect_mode_locked(true);
+	if (gt_metrics_on(ze_metrics_kernel_mode))
+		ze__collect_patient_locked();
+	else
+		ze__collect_locked();
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -1098,9 +1131,13 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			 * copy waits for its gate, never for the event). */
 			if (cmd->own && L->executed && !copying)
 				ZE_REAL(zeEventHostReset)(cmd->event);
-			if (cmd->w.mq && L->executed)
-				ze_metrics__kernel_rearm(cmd->w.mq);
 		}
+		/* Queries exist only in kernel mode, set for the process at start: one test
+		 * per list, not one per command, when it is off. */
+		if (gt_metrics_on(ze_metrics_kernel_mode) && L->executed)
+			for (size_t j = 0; j < L->ncmds; j++)
+				if (ze_work_mq(&L->cmds[j].w))
+					ze_metrics__kernel_rearm(ze_work_mq(&L->cmds[j].w));
 	}
 	x->imm = I;
 	x->dev = Q ? Q->dev : I->dev;
@@ -1389,9 +1426,11 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 
 		if (cmd->own)
 			ze_ctx__put(L->ctx, cmd->event);
-		if (cmd->w.mq)
-			ze_metrics__kernel_release(cmd->w.mq);
 	}
+	if (gt_metrics_on(ze_metrics_kernel_mode)) /* as above: one test per list */
+		for (size_t j = 0; j < L->ncmds; j++)
+			if (ze_work_mq(&L->cmds[j].w))
+				ze_metrics__kernel_release(ze_work_mq(&L->cmds[j].w));
 	L->ncmds = 0;
 	L->executed = false;
 	if (destroy) {

@@ -46,6 +46,16 @@ $(BENCH_DIR)/bench_cuda: test/bench/bench_cuda.c test/bench/bench.h test/cuda/si
 BENCH_BUILD += $(BENCH_DIR)/bench_cuda
 endif
 
+# Row 8n's library without metrics support (METRICS=0): its objects need other flags,
+# so a make of its own builds it, whenever the plain build's programs are built.
+ifeq ($(SANITIZE)$(METRICS),)
+NOMETRICS_LIB := $(BUILD)/no-metrics/libgputrace.so
+$(NOMETRICS_LIB): bench-nometrics-always
+	+$(MAKE) METRICS=0 lib
+.PHONY: bench-nometrics-always
+BENCH_BUILD += $(NOMETRICS_LIB)
+endif
+
 # The smoke test (test_bench_smoke.py) runs each program once at tiny sizes.
 TEST_BUILD += $(BENCH_BUILD)
 

@@ -5,11 +5,12 @@ same trace: a kernel-only stretch is busy 100%, an idle one 0%, a kernel's GpuTi
 span. The program behaves as untraced; nothing is called or set when nothing is asked."""
 import collections
 import json
+import os
 import pathlib
 
 import pytest
 
-from conftest import (BUILD, ZE_SIM, events, gputrace_lines, need, run, sim_env,
+from conftest import (BUILD, ZE_SIM, events, gputrace_lines, load_trace, need, run, sim_env,
                       strip_gputrace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
@@ -325,6 +326,34 @@ def test_driver_environment_set_only_when_asked(tmp_path, env, expect):
     r = run(["sh", "-c", 'echo "[$ZET_ENABLE_METRICS][$ZES_ENABLE_SYSMAN]"'], env=env,
             tmp_path=tmp_path)
     assert r.returncode == 0 and r.stdout.decode().strip() == expect
+
+
+NOMETRICS_LIB = BUILD / "no-metrics" / "libgputrace.so"  # make METRICS=0 (bench row 8n)
+
+
+@pytest.mark.skipif(bool(os.environ.get("SANITIZE")),
+                    reason="the METRICS=0 library is built beside the plain build only")
+def test_a_build_without_metrics_support_says_so(tmp_path):
+    """make METRICS=0: metrics and telemetry asked for cost one line; nothing of them runs
+    (no variable for the driver, and the simulator aborts at a zet or zes call), and the
+    trace is whole."""
+    need(NOMETRICS_LIB)
+    trace = tmp_path / "t.json"
+    env = sim_env({"LD_PRELOAD": str(NOMETRICS_LIB), "GPUTRACE_OUTPUT": str(trace),
+                   "GPUTRACE_SUMMARY": "0",
+                   "GPUTRACE_METRICS_MODE": "kernel", "GPUTRACE_TELEMETRY": "1",
+                   "ZE_SIM_FORBID_TOOLS": "1"})
+    r = run([BASIC, 2], traced=False, env=env)
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == [
+        "gputrace: this library was built without metrics support (make METRICS=0): "
+        "metrics and telemetry not recorded"]
+    t = load_trace(trace)
+    kernels = device_spans(t, ("kernel",))
+    assert len(kernels) == 5 and all("metrics" not in k["args"] for k in kernels)
+    r = run(["sh", "-c", 'echo "[$ZET_ENABLE_METRICS][$ZES_ENABLE_SYSMAN]"'], traced=False,
+            env=dict(env, GPUTRACE_OUTPUT=str(tmp_path / "sh.json")))
+    assert r.stdout.decode().strip() == "[][]"
 
 
 # ---- what cannot be measured: one line each, the program unharmed ------------------------------
