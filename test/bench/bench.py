@@ -35,6 +35,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 BUILD = (ROOT / os.environ.get("BUILD", "build")).resolve()
 BIN = BUILD / "test" / "bench"
 LIB = BUILD / "libgputrace.so"
+NOMETRICS_LIB = BUILD / "no-metrics" / "libgputrace.so"  # make METRICS=0 (row 8n)
 ZE_SIM = BUILD / "libze_sim.so"
 CUDA_SIM = BUILD / "cuda-sim"  # the simulated CUDA stack (test/cuda/sim)
 
@@ -94,6 +95,7 @@ TARGETS = {
     "exited_cycle_ratio": 1.25,  # a drain cycle after 10^4 exited threads / after none, at most
     "sustained_per_s": 8e6,  # one thread, 10 s, nothing lost: recorded per second, at least
     "launch_added_ns": 400,  # row 5: added per launch, regular and immediate list, 0 lost, at most
+    "metrics_support_ns": 1.0,  # row 8n: metrics off, with support against without, at most
 }
 SUSTAINED_RATE = 8_000_000  # calls per second offered by the paced run of row 2
 
@@ -110,12 +112,12 @@ class Bench:
 
     # ---- running programs ----
 
-    def env(self, traced=False, extra=None):
+    def env(self, traced=False, extra=None, lib=None):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("GPUTRACE_") and k != "LD_PRELOAD"}
         env["ZE_ENABLE_ALT_DRIVERS"] = str(ZE_SIM)
         if traced:
-            env["LD_PRELOAD"] = str(LIB)
+            env["LD_PRELOAD"] = str(lib or LIB)
             env["GPUTRACE_SUMMARY"] = "0"
         if extra:
             env.update(extra)
@@ -163,10 +165,10 @@ class Bench:
             fields["_rss_kb"] = int(m[-1]) if m else 0
         return fields
 
-    def traced(self, cmd, extra=None, name="trace.json", rss=False):
+    def traced(self, cmd, extra=None, name="trace.json", rss=False, lib=None):
         """A traced run writing a fresh trace; returns (result, trailer, trace bytes)."""
         path = self.trace_path(name)
-        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path))),
+        res = self.run(cmd, self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path)), lib),
                        rss=rss)
         trailer, size = read_trailer(path)
         remove(path)
@@ -176,7 +178,7 @@ class Bench:
 
     def row_calls(self):
         n = self.size("calls")
-        ze = [BIN / "bench_ze", "calls", 1, n, BURST, PAUSE_US]
+        ze = self.calls_cmd()
         floor, floor_tsc, untraced, traced, paused, lost = [], [], [], [], [], 0
         pause_out = self.trace_path("paused.json")
         for _ in range(self.reps):
@@ -440,32 +442,49 @@ class Bench:
                         "(/usr/bin/time %M)",
             "rows": out, "rss_spread": (max(rss) - min(rss)) / min(rss)}
 
-    def compare(self, cmd, env, base_env=None, base_traced=True):
-        """Interleaved: the best ns per launch of the base (traced with base_env, or
-        untraced) and of a traced run with base_env and env; events the latter lost."""
-        base, traced, lost = [], [], 0
-        for _ in range(self.reps):
-            if base_traced:
-                base.append(f(self.traced(cmd, base_env)[0], "med_ns"))
-            else:
-                base.append(f(self.run(cmd, self.env(False, base_env)), "med_ns"))
-            res, trailer, _ = self.traced(cmd, dict(base_env or {}, **(env or {})))
-            traced.append(f(res, "med_ns"))
-            lost += trailer.get("events_lost", 0)
-        return {"base": min(base), "traced": min(traced),
-                "added_ns_per_launch": min(traced) - min(base),
-                "ratio": min(traced) / min(base), "events_lost": lost}
+    def compare(self, cmd, env, base_env=None, base_traced=True, base_lib=None):
+        """Interleaved: the best ns per launch of the base (traced with base_env by
+        base_lib or the library, or untraced) and of a traced run with base_env and env;
+        events the latter lost (and the base, traced). The two swap places every other
+        repetition, so neither always runs on the machine the other left."""
+        base, traced, lost, base_lost = [], [], 0, 0
+        for i in range(self.reps):
+            for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                if which == 1:
+                    res, trailer, _ = self.traced(cmd, dict(base_env or {}, **(env or {})))
+                    traced.append(f(res, "med_ns"))
+                    lost += trailer.get("events_lost", 0)
+                elif base_traced:
+                    res, trailer, _ = self.traced(cmd, base_env, lib=base_lib)
+                    base.append(f(res, "med_ns"))
+                    base_lost += trailer.get("events_lost", 0)
+                else:
+                    base.append(f(self.run(cmd, self.env(False, base_env)), "med_ns"))
+        out = {"base": min(base), "traced": min(traced),
+               "added_ns_per_launch": min(traced) - min(base),
+               "ratio": min(traced) / min(base), "events_lost": lost}
+        if base_traced:
+            out["base_events_lost"] = base_lost
+        return out
+
+    def launch_cmd(self, kind, n=None, burst=LAUNCH_BURST, pause=LAUNCH_PAUSE_US):
+        """Row 5's program for a launch kind (regular, immediate, immediate_ranged)."""
+        return [BIN / "bench_ze", "launch", kind.split("_")[0], n or self.size("launches"), 64,
+                burst, pause, int(kind.endswith("_ranged"))]
+
+    def cuda_cmd(self, ranged, n=None, burst=LAUNCH_BURST, pause=LAUNCH_PAUSE_US):
+        """Row 8's CUDA program (run on the simulated stack: cuda_sim_env())."""
+        return [BIN / "bench_cuda", n or self.size("cuda_launches"), burst, pause, int(ranged)]
+
+    def calls_cmd(self, n=None, burst=BURST, pause=PAUSE_US):
+        """Row 1's program: one thread's calls."""
+        return [BIN / "bench_ze", "calls", 1, n or self.size("calls"), burst, pause]
 
     def launches(self, env, base_traced):
         """Per launch kind, interleaved: the best ns per launch of the base (untraced, or
         traced with defaults when base_traced) and of a traced run with env."""
-        n = self.size("launches")
-        out = {}
-        for kind in ("regular", "immediate", "immediate_ranged"):
-            cmd = [BIN / "bench_ze", "launch", kind.split("_")[0], n, 64, LAUNCH_BURST,
-                   LAUNCH_PAUSE_US, int(kind.endswith("_ranged"))]
-            out[kind] = self.compare(cmd, env, None, base_traced)
-        return out
+        return {kind: self.compare(self.launch_cmd(kind), env, None, base_traced)
+                for kind in ("regular", "immediate", "immediate_ranged")}
 
     def row_device(self):
         n = self.size("launches")
@@ -522,20 +541,82 @@ class Bench:
         metrics, per synchronized launch, on the simulated CUDA stack: gputrace's own part
         (callbacks, sessions, decoding, evaluation) with the simulator's profiler calls,
         which cost nothing like a GPU's; traced with defaults vs with the mode."""
-        if not (BIN / "bench_cuda").exists() or not (CUDA_SIM / "libcupti.so.13").exists():
+        if not have_cuda_sim():
             return {"status": "not built (no CUPTI headers: HAVE_CUPTI)"}
         n = self.size("cuda_launches")
-        sim = {"LD_LIBRARY_PATH": str(CUDA_SIM)}
+        sim = cuda_sim_env()
         out = {"workload": f"bench_cuda: {n} launches of a 1-thread kernel, each "
                            f"synchronized, {LAUNCH_BURST} per burst, "
                            f"{LAUNCH_PAUSE_US // 1000} ms pauses; nvtx: each launch in its own "
                            "NVTX range; on the simulated CUDA stack"}
         for mode, ranged in (("kernel", 0), ("nvtx", 1)):
-            cmd = [BIN / "bench_cuda", n, LAUNCH_BURST, LAUNCH_PAUSE_US, ranged]
-            x = self.compare(cmd, {"GPUTRACE_METRICS_MODE": mode}, sim)
+            x = self.compare(self.cuda_cmd(ranged), {"GPUTRACE_METRICS_MODE": mode}, sim)
             out[mode] = {"traced_ns_per_launch": x.pop("base"),
                          "metrics_ns_per_launch": x.pop("traced"), **x}
         return out
+
+    def row_no_metrics(self):
+        """Metrics off: the default library against one built without metrics support
+        (make METRICS=0), both traced with defaults, interleaved: row 1's host call,
+        row 5's launches (regular and immediate lists) and row 8's CUDA launch on the
+        simulated stack. Wall time cannot resolve a nanosecond of a launch on a busy
+        machine; callgrind's instruction counts of the same paths (where valgrind is
+        installed) do, and do not move with the load."""
+        if not NOMETRICS_LIB.exists():
+            self.results["8n_no_metrics"] = {"status": f"{NOMETRICS_LIB} not built "
+                                                       "(make METRICS=0 lib)"}
+            return
+        # (name, program for n calls in bursts of b with pauses of p, environment, the
+        # function whose instructions callgrind counts)
+        cases = [("host_call", self.calls_cmd, None, "call_loop"),
+                 ("regular", lambda *a: self.launch_cmd("regular", *a), None, "bench_launch"),
+                 ("immediate", lambda *a: self.launch_cmd("immediate", *a), None,
+                  "bench_launch")]
+        if have_cuda_sim():
+            cases.append(("cuda", lambda *a: self.cuda_cmd(False, *a), cuda_sim_env(),
+                          "main"))
+        out = {"workload": "traced with defaults by the library (metrics off) and by "
+                           "build/no-metrics/libgputrace.so (make METRICS=0): row 1's calls, "
+                           "row 5's launches, row 8's CUDA launches (simulated stack); "
+                           "callgrind: the library's own instructions per call or launch "
+                           "in the loop's function (main for CUDA), 2N minus N, median of 3"}
+        for name, cmd, base_env, fn in cases:
+            x = self.compare(cmd(), None, base_env, True, NOMETRICS_LIB)
+            out[name] = {"without_ns": x["base"], "with_ns": x["traced"],
+                         "added_ns": x["added_ns_per_launch"], "events_lost": x["events_lost"],
+                         "without_events_lost": x["base_events_lost"]}
+            if shutil.which("valgrind") and not self.quick:
+                out[name]["instructions"] = {
+                    which: self.callgrind_per(cmd, base_env, fn, lib)
+                    for which, lib in (("with", LIB), ("without", NOMETRICS_LIB))}
+        self.results["8n_no_metrics"] = out
+
+    def callgrind_per(self, cmd, extra, fn, lib, n=4096):
+        """The library's own instructions per iteration inside fn (callgrind): a run of
+        2n iterations minus one of n, in one burst each (start-up and exit cancel),
+        median of 3 runs of each. The ring holds every event and the drain thread
+        sleeps through the loop, and the driver's and libc's instructions are left out:
+        what they do varies with the threads' interleaving, the library's code does not.
+        None when fn was never entered (inlined away)."""
+        quiet = {"GPUTRACE_BUFFER_KB": "131072", "GPUTRACE_FLUSH_MS": "600000"}
+
+        def ir(count):
+            got = []
+            for _ in range(3):
+                out = self.work / "cg.out"
+                path = self.trace_path("cg.json")
+                env = self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path), **quiet), lib)
+                subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={fn}",
+                                f"--callgrind-out-file={out}"] +
+                               [str(c) for c in cmd(count, count, 0)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               check=True, timeout=600)
+                got.append(callgrind_object_ir(out, pathlib.Path(lib).name))
+                remove(out)
+                remove(path)
+            return sorted(got)[1]
+        a, b = ir(n), ir(2 * n)
+        return (b - a) / n if a and b else None
 
     def row_stacks(self):
         n = self.size("stack_calls")
@@ -803,6 +884,37 @@ def exit_syscalls(log):
             sleeps.append(f"{pid} {name} <unfinished>")
     return {"sleeps": len(sleeps), "timed_out_waits": len(timed_out), "futex_calls": futexes,
             "sleep_lines": (sleeps + timed_out)[:10], "marker_seen": after}
+
+def callgrind_object_ir(path, obj):
+    """Instructions callgrind counted in the code of one shared object (its file name):
+    the self cost of its functions, from the raw profile (names are compressed: "(id)
+    name" the first time, "(id)" after)."""
+    names, cur, total, skip = {}, None, 0, False
+    for line in open(path):
+        if line.startswith(("ob=", "cob=")):
+            m = re.match(r"c?ob=\((\d+)\)\s*(.*)", line.strip())
+            if m and m.group(2):
+                names[m.group(1)] = m.group(2)
+            if line.startswith("ob=") and m:
+                cur = names.get(m.group(1), "")
+        elif line.startswith("calls="):
+            skip = True  # the next cost line is the call's inclusive cost
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            if skip:
+                skip = False
+            elif cur and os.path.basename(cur) == obj:
+                total += int(line.split()[-1])
+    return total
+
+
+def have_cuda_sim():
+    return (BIN / "bench_cuda").exists() and (CUDA_SIM / "libcupti.so.13").exists()
+
+
+def cuda_sim_env():
+    """What runs a CUDA program on the simulated CUDA stack."""
+    return {"LD_LIBRARY_PATH": str(CUDA_SIM)}
+
 
 def f(res, key):
     return float(res[key])
@@ -1165,6 +1277,29 @@ def table(res, m, reps):
             rows.append(("", f"sampling: {name}", f"+{v / 1e6:.2f} ms CPU per s",
                          f"traced, idle {r['idle_cpu_ns_per_s'] / 1e6:.2f} ms/s",
                          f"{v / 1e7:.3f}% of a core", "", ""))
+    r = res.get("8n_no_metrics")
+    if r and "status" in r:
+        rows.append(("8n metrics compiled out", "METRICS=0 build", r["status"], "", "",
+                     f"<= +{TARGETS['metrics_support_ns']:g} ns", "n/a"))
+    elif r:
+        first = True
+        for key, what, unit in (("host_call", "row 1's host call", "call"),
+                                ("regular", "row 5's launch, regular list", "launch"),
+                                ("immediate", "row 5's launch, immediate list", "launch"),
+                                ("cuda", "row 8's CUDA launch, simulated stack", "launch")):
+            x = r.get(key)
+            if not x:
+                continue
+            ins = x.get("instructions") or {}
+            cg = (f"callgrind {ins['with'] - ins['without']:+.0f} instr ({ins['with']:.0f} vs {ins['without']:.0f})"
+                  if ins.get("with") is not None and ins.get("without") is not None else "")
+            rows.append(("8n metrics off vs compiled out" if first else "", what,
+                         f"{sns(x['added_ns'])}/{unit}, {x['events_lost']} lost",
+                         f"METRICS=0 build {ns(x['without_ns'])}/{unit} traced, "
+                         f"{x['without_events_lost']} lost", cg,
+                         f"<= +{TARGETS['metrics_support_ns']:g} ns",
+                         ok(x["added_ns"] <= TARGETS["metrics_support_ns"])))
+            first = False
     head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")
     widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
     lines = [f"gputrace overhead (make bench) on {m['cpu']}, {m['cores']} cores, Linux "
@@ -1183,7 +1318,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
     ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--only", default="", help="comma list of rows to run (1-8, 3t)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-8, 3t, 8n)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
     for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor",
@@ -1195,7 +1330,7 @@ def main():
         b = Bench(args.quick, reps, work)
         steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain), ("3t", b.row_writer),
                  ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks),
-                 ("7", b.row_processes), ("8", b.row_metrics)]
+                 ("7", b.row_processes), ("8", b.row_metrics), ("8n", b.row_no_metrics)]
         only = set(filter(None, args.only.split(",")))
         start = time.monotonic()
         for key, fn in steps:

@@ -256,7 +256,13 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "1c_flight", "2_threads", "3_drain",
                                           "3_writer", "4_memory", "5_device", "6_stacks",
-                                          "7_processes", "8_metrics"]
+                                          "7_processes", "8_metrics", "8n_no_metrics"]
+    # row 8n: the METRICS=0 library against this one, both tracing every call and launch
+    nm = figures["results"]["8n_no_metrics"]
+    assert "8n metrics off vs compiled out" in text
+    for key in ("host_call", "regular", "immediate") + (("cuda",) if "cuda" in nm else ()):
+        assert nm[key]["events_lost"] == nm[key]["without_events_lost"] == 0
+        assert nm[key]["with_ns"] > 0 and nm[key]["without_ns"] > 0
     writer = figures["results"]["3_writer"]
     assert "status" in writer or (writer["events_lost"] == 0 and writer["cycle_ns"] > 0)
     assert figures["quick"] is True
