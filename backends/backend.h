@@ -64,6 +64,10 @@ struct gt_backend {
 	static const struct gt_backend *const gt_backend_ptr_##b                   \
 		__attribute__((used, section("gt_backends"), aligned(sizeof(void *)))) = &(b)
 
+/* Devices whose telemetry a backend samples (--telemetry), counted as each starts: a
+ * missing source (no NVML) is worth a warning only when no backend samples any. */
+extern GT_HIDDEN _Atomic unsigned gt_telemetry_devices;
+
 /* Iterate registered backends that configuration enables. */
 GT_HIDDEN bool gt_backend_enabled(const char *name);
 

@@ -513,6 +513,8 @@ void gt_start_writer(void)
 
 /* ---- backends ---- */
 
+_Atomic unsigned gt_telemetry_devices;
+
 GT_STARTUP_CODE bool gt_backend_enabled(const char *name)
 {
 	if (gt_cstr_eq(name, "cupti"))

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +53,9 @@ static struct nv_dev nv_devs[NV_DEVS_MAX];
 static unsigned nv_ndevs;
 static void *nv_lib;
 static enum { NV_NEW, NV_ON, NV_OFF } nv_state;
+/* libnvidia-ml.so.1 not found, no NVIDIA driver either: said at exit, once it is known
+ * whether another backend (Level Zero's Sysman) sampled telemetry instead. */
+static bool nv_absent;
 /* the drain thread samples while an exiting thread may stop */
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -99,11 +103,12 @@ static bool nv_open(void)
 
 	nv_lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!nv_lib) {
-		/* an NVIDIA driver without its NVML is worth a warning; no NVIDIA at all is not */
+		/* an NVIDIA driver without its NVML is worth a warning now; no NVIDIA at all
+		 * is, at exit, only if nothing else gave telemetry (nv_said_absent) */
 		if (access("/dev/nvidiactl", F_OK) == 0)
 			pr_warn("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry");
 		else
-			pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry");
+			nv_absent = true;
 		return false;
 	}
 #define NVML_SYM(ret, name, params)                                                       \
@@ -143,6 +148,7 @@ static bool nv_open(void)
 		nv_ndevs++;
 	}
 	pr_info("NVML: telemetry of %u GPU(s)", nv_ndevs);
+	atomic_fetch_add(&gt_telemetry_devices, nv_ndevs);
 	return nv_ndevs > 0;
 }
 
@@ -233,6 +239,23 @@ static uint64_t nv_sample(uint64_t now_ns)
 	return on ? now_ns + 1000000000ull / gt_cfg.telemetry_hz : 0;
 }
 
+/* No NVML and no NVIDIA driver: one line. A warning when no backend sampled any
+ * telemetry (the user asked for it and gets none); where Level Zero's Sysman gave it,
+ * NVML's absence is no news (info). */
+static void nv_said_absent(void)
+{
+	if (!nv_absent)
+		return;
+	nv_absent = false;
+	if (atomic_load(&gt_telemetry_devices))
+		pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry (the Level Zero "
+			"devices' is recorded)");
+	else
+		pr_warn("--telemetry: nothing recorded: libnvidia-ml.so.1 (NVML, which the NVIDIA "
+			"driver installs) could not be opened, and no Level Zero device gave Sysman "
+			"telemetry (read from the program's zeInit on); telemetry needs one of them");
+}
+
 GT_STARTUP_CODE static void nv_stop(void)
 {
 	if (!nv_wanted())
@@ -249,6 +272,7 @@ GT_STARTUP_CODE static void nv_stop(void)
 		nv.nvmlShutdown();
 	}
 	nv_state = NV_OFF;
+	nv_said_absent();
 	pthread_mutex_unlock(&nv_lock);
 }
 
@@ -261,6 +285,7 @@ static void nv_atfork_child(void)
 	pthread_mutex_init(&nv_lock, NULL);
 	nv_state = NV_NEW;
 	nv_ndevs = 0;
+	nv_absent = false;
 }
 
 static const struct gt_backend nvml_backend = {

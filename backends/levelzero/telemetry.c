@@ -273,6 +273,7 @@ static void zt_add_device(ze_device_handle_t core)
 		gt_str_get(registry__device_name(d->row), NULL), t->nfreq, t->npwr, t->ntemp,
 		t->nmem, t->neng);
 	zt_ndevs++;
+	atomic_fetch_add(&gt_telemetry_devices, 1);
 }
 
 void ze_telemetry__init(void)

@@ -120,18 +120,48 @@ def test_nvml_that_does_not_start_is_one_line(tmp_path):
     assert not os.path.exists(r.trace_path)
 
 
+NO_TELEMETRY = ("gputrace: --telemetry: nothing recorded: libnvidia-ml.so.1 (NVML, which the "
+                "NVIDIA driver installs) could not be opened, and no Level Zero device gave "
+                "Sysman telemetry (read from the program's zeInit on); telemetry needs one of "
+                "them")
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
 def test_no_nvml(tmp_path):
-    """Without libnvidia-ml.so.1 (and no NVIDIA driver): nothing on stderr by default,
-    one line at --log info, the program as it was."""
+    """Telemetry asked for, no libnvidia-ml.so.1 (and no NVIDIA driver), nothing else
+    sampling telemetry: one line saying what was missing and what telemetry needs, at
+    any log level; the program as it was."""
     need(IDLE)
-    for log, lines in (("warn", 0), ("info", 1)):
+    for log in ("warn", "info"):
         r = run([IDLE, 50], env={"LD_LIBRARY_PATH": "", "GPUTRACE_TELEMETRY": "1",
                                  "GPUTRACE_LOG": log}, tmp_path=tmp_path)
         assert r.returncode == 0
-        got = [l for l in gputrace_lines(r.stderr) if "NVML" in l]
-        assert len(got) == lines, got
+        got = [l for l in gputrace_lines(r.stderr) if "NVML" in l or "telemetry" in l]
+        assert got == [NO_TELEMETRY], got
         # the drain thread ran for telemetry, found nothing to sample: no file
         assert not os.path.exists(r.trace_path)
+    # not asked for: not a word
+    r = run([IDLE, 50], env={"LD_LIBRARY_PATH": ""}, tmp_path=tmp_path)
+    assert r.returncode == 0 and gputrace_lines(r.stderr) == []
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
+@pytest.mark.skipif(not (BUILD / "libze_sim.so").exists(), reason="no Level Zero backend")
+def test_no_nvml_where_level_zero_gives_telemetry(tmp_path):
+    """A Level Zero device whose Sysman telemetry is sampled: NVML's absence is no news
+    (a line at info only), the device's tracks are there."""
+    app = BUILD / "test" / "apps" / "ze_basic"
+    need(app)
+    for log, want in (("warn", []), ("info", [
+            "gputrace: NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry (the "
+            "Level Zero devices' is recorded)"])):
+        r = run([app, 2], env={"LD_LIBRARY_PATH": "", "GPUTRACE_TELEMETRY": "1",
+                               "GPUTRACE_LOG": log,
+                               "ZE_ENABLE_ALT_DRIVERS": str(BUILD / "libze_sim.so")},
+                tmp_path=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert [l for l in gputrace_lines(r.stderr) if "NVML" in l or "--telemetry" in l] == want
+        assert [e for e in events(r.trace, ph="C") if e["name"] == "frequency"]
 
 
 def test_off_means_no_nvml_call(tmp_path):
