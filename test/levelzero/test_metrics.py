@@ -369,12 +369,30 @@ def test_a_build_without_metrics_support_says_so(tmp_path):
      "no permission to read performance counters"),
     ({"GPUTRACE_METRICS_MODE": "kernel", "ZE_SIM_METRICS_PARANOID": "1"},
      "no permission to read performance counters"),
+    # a device whose driver offers no metric groups
+    ({"GPUTRACE_METRICS_MODE": "kernel", "ZE_SIM_METRIC_GROUPS": "0"},
+     "ze: GPU 0: gputrace simulated GPU offers no metric groups"),
+    ({"GPUTRACE_METRICS_MODE": "time", "ZE_SIM_METRIC_GROUPS": "0"},
+     "ze: GPU 0: gputrace simulated GPU offers no metric groups"),
+    # the driver initialized before ZET_ENABLE_METRICS was set (zeInit ran earlier)
+    ({"GPUTRACE_METRICS_MODE": "kernel", "ZE_SIM_INITIALIZED_EARLIER": "1"},
+     "ze: metrics of GPU 0: gputrace simulated GPU: listing metric groups: the driver has "
+     "metrics off (ZET_ENABLE_METRICS=1 must be in the environment before the first zeInit; "
+     "gputrace sets it at start-up, so zeInit ran earlier"),
+    ({"GPUTRACE_METRICS_MODE": "time", "ZE_SIM_INITIALIZED_EARLIER": "1"},
+     "the driver has metrics off (ZET_ENABLE_METRICS=1 must be in the environment before"),
+    # ... and Sysman off with it (Level Zero alone: no NVML line, see test_nvml.py)
+    ({"GPUTRACE_TELEMETRY": "1", "GPUTRACE_BACKENDS": "ze",
+      "ZE_SIM_INITIALIZED_EARLIER": "1"},
+     "ze: no telemetry from GPU 0: gputrace simulated GPU: Sysman is off in the driver "
+     "(ZES_ENABLE_SYSMAN=1 must be in the environment before the first zeInit"),
 ])
 def test_refusals_are_one_line(tmp_path, env, needle):
     t, r = traced(tmp_path, [BASIC, 2], env)
     lines = gputrace_lines(r.stderr)
     assert len(lines) == 1 and needle in lines[0], lines
     assert not samples(t, "ComputeBasic")
+    assert not telemetry_series(t)
     assert all("metrics" not in k["args"] for k in device_spans(t, ("kernel",)))
     assert len(device_spans(t, ("kernel",))) == 5  # the trace is whole otherwise
 

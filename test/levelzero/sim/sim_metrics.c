@@ -21,6 +21,9 @@
 #include "sim.h"
 
 bool sim_metrics_enabled;
+/* Groups the device offers (ZE_SIM_METRIC_GROUPS: the first N of the table; 0, a GPU whose
+ * driver has no metrics for it). */
+static uint32_t offered_groups;
 
 /* ---- metric groups: static, so their handles are addresses in these tables ---- */
 enum sim_metric_id {
@@ -333,11 +336,11 @@ static ze_result_t group_get(zet_device_handle_t dev, uint32_t *count,
 		return r;
 	SIM_NOT_NULL(count);
 	if (*count == 0 || !out) {
-		*count = NGROUPS;
+		*count = offered_groups;
 		return ZE_RESULT_SUCCESS;
 	}
-	if (*count > NGROUPS)
-		*count = NGROUPS;
+	if (*count > offered_groups)
+		*count = offered_groups;
 	for (uint32_t i = 0; i < *count; i++)
 		out[i] = (zet_metric_group_handle_t)&groups[i];
 	return ZE_RESULT_SUCCESS;
@@ -850,11 +853,19 @@ static bool tools_forbidden;
 static void tools_setup_once(void)
 {
 	const char *m = getenv("ZET_ENABLE_METRICS"), *s = getenv("ZES_ENABLE_SYSMAN");
-	const char *f = getenv("ZE_SIM_FORBID_TOOLS");
+	const char *f = getenv("ZE_SIM_FORBID_TOOLS"), *e = getenv("ZE_SIM_INITIALIZED_EARLIER");
+	const char *g = getenv("ZE_SIM_METRIC_GROUPS");
+	/* A driver some other component initialized before the variables were set (a
+	 * library's constructor calling zeInit past the tool): what the environment says
+	 * now comes too late, metrics and Sysman stay off. */
+	bool earlier = e && !strcmp(e, "1");
 
-	sim_metrics_enabled = m && !strcmp(m, "1");
-	sim_sysman_enabled = s && !strcmp(s, "1");
+	sim_metrics_enabled = !earlier && m && !strcmp(m, "1");
+	sim_sysman_enabled = !earlier && s && !strcmp(s, "1");
 	tools_forbidden = f && !strcmp(f, "1");
+	offered_groups = NGROUPS;
+	if (g && *g >= '0' && *g <= '9' && (uint32_t)atoi(g) < NGROUPS)
+		offered_groups = (uint32_t)atoi(g);
 }
 
 /* ZE_SIM_FORBID_TOOLS=1: a test's proof that nobody called zet or zes. */

@@ -74,7 +74,7 @@ int main(void)
 	n = 0;
 	r = zetMetricGroupGet(dev, &n, NULL);
 	printf("metrics=0x%x groups=%u\n", (unsigned)r, n);
-	if (r != ZE_RESULT_SUCCESS)
+	if (r != ZE_RESULT_SUCCESS || !n)
 		return 0;
 
 	zet_metric_group_handle_t basic = group_named(dev, "ComputeBasic");

@@ -52,6 +52,18 @@ def test_contract_with_the_environment():
     assert out["probe"] == "ok"
 
 
+def test_knobs_a_device_without_metrics_and_a_driver_initialized_earlier():
+    """ZE_SIM_METRIC_GROUPS=0: a device whose driver offers no metric groups (a count of
+    0, not an error). ZE_SIM_INITIALIZED_EARLIER=1: metrics and Sysman refused as when
+    the variables came after the driver's first zeInit, whatever the environment says."""
+    on = {"ZET_ENABLE_METRICS": "1", "ZES_ENABLE_SYSMAN": "1"}
+    out = probe(dict(on, ZE_SIM_METRIC_GROUPS="0"))
+    assert out["metrics"] == "0x0" and out["groups"] == "0" and out["domains"] == "1"
+    out = probe(dict(on, ZE_SIM_INITIALIZED_EARLIER="1"))
+    assert int(out["metrics"], 16) == UNINITIALIZED and out["groups"] == "0"
+    assert int(out["sysman"], 16) == UNINITIALIZED and out["domains"] == "0"
+
+
 def test_forbidden_tools_abort(tmp_path):
     """ZE_SIM_FORBID_TOOLS=1 (the proof tests use that nothing called zet or zes) aborts
     loudly at the first call."""
