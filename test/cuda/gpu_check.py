@@ -2,13 +2,19 @@
 
   vec TRACE                          vec_add on a GPU: 3 kernels, copies, a memset, arrows
   metrics TRACE STDERR               NVML telemetry tracks, PM sampling (or its one-line refusal)
+  range-metrics kernel|nvtx TRACE SUMMARY.json STDERR
+                                     CUPTI range profiler: args.metrics on every kernel (kernel)
+                                     or on the NVTX ranges that launch kernels (nvtx), the
+                                     summary's metrics section; exit status 3 and one line
+                                     when the driver refused profiling
   multi TRACE STDOUT [--graph-trace] [--events]
                                      multi_stream: every launch, copy, memset, graph, NVTX
   compare GPUTRACE_TRACE KINETO_TRACE PLAIN.json GPUTRACE.json KINETO.json
                                      PyTorch steps: gputrace and torch.profiler side by side
   self-test                          the checks and the table on synthetic traces (no GPU)
 
-Each check prints PASS/FAIL lines; the exit status is 1 when one failed.
+Each check prints PASS/FAIL lines; the exit status is 1 when one failed (3: range-metrics
+could not measure because profiling was refused: nothing to check).
 """
 import gzip
 import json
@@ -183,6 +189,92 @@ def cmd_metrics(path, err_path):
         check(len(lines) == 1, f"no PM sampling: one line says why ({lines})")
 
 
+# ---- per-kernel and per-NVTX-range metrics: CUPTI's range profiler ----
+
+REFUSED = 3  # exit status: the driver refused profiling, nothing was measured
+PERMISSION = "no permission to profile the GPU"
+
+
+def metric_values_ok(m, what):
+    """A span's args.metrics: gpu time > 0, percentages within [0, 100]."""
+    ok = check(isinstance(m, dict) and m.get("gpu time ns", 0) > 0,
+               f"{what}: gpu time ns > 0 ({(m or {}).get('gpu time ns')})")
+    pcts = {k: v for k, v in (m or {}).items() if k.endswith("%")}
+    ok &= check(pcts and all(0 <= v <= 100.5 for v in pcts.values()),
+                f"{what}: percentages in [0, 100] ({pcts})")
+    return ok
+
+
+def summary_rows(summary, section, key):
+    """The summary JSON's metrics.<section> rows by (name, metric)."""
+    return {(r[key], r["metric"]): r for r in (summary.get("metrics") or {}).get(section, [])}
+
+
+def range_metrics(mode, trace, summary, err_lines):
+    """The checks of cmd_range_metrics on loaded inputs; REFUSED, 1 or 0."""
+    said = [l.rstrip("\n") for l in err_lines if l.startswith("gputrace: CUDA metrics")]
+    refused = [l for l in said if PERMISSION in l]
+    if refused:
+        # the one clear line: what the driver said and how to allow it
+        print("SKIPPED  profiling refused by the driver (NVreg_RestrictProfilingToAdminUsers=1"
+              " or not root): " + refused[0])
+        return REFUSED
+    before = len(failures)
+    if mode == "kernel":
+        kernels = spans(trace, "kernel")
+        check(kernels, f"kernels traced ({len(kernels)})")
+        measured = [k for k in kernels if "metrics" in (k.get("args") or {})]
+        check(kernels and len(measured) == len(kernels),
+              f"every kernel has args.metrics ({len(measured)} of {len(kernels)})")
+        for k in measured:
+            m = k["args"]["metrics"]
+            if not metric_values_ok(m, f"kernel {k['name'][:40]} at {k['ts']}"):
+                break
+            dur_ns = k["dur"] * 1000
+            # the profiler's duration of the kernel and the activity record's are one
+            # kernel's: alike, give or take the launch overhead the profiler counts
+            check(0.5 * dur_ns - 1000 <= m["gpu time ns"] <= 2 * dur_ns + 20000,
+                  f"kernel at {k['ts']}: gpu time ns {m['gpu time ns']} near its span "
+                  f"({dur_ns:.0f} ns)")
+        rows = summary_rows(summary, "kernels", "kernel")
+        for name in sorted({k["name"] for k in measured}):
+            r = rows.get((name, "gpu time ns"))
+            n = sum(1 for k in measured if k["name"] == name)
+            check(r and r["count"] == n and r["mean"] > 0,
+                  f"summary metrics.kernels: {name[:40]}: gpu time ns over {n} kernels "
+                  f"({r and (r['count'], r['mean'])})")
+    else:
+        # multi_stream's outermost ranges: compute launches kernels and carries their
+        # metrics; setup and readback (copies, memsets) carry none; graph's launches are
+        # graph launches, which the range profiler may or may not start on: not judged
+        ranges = {e["name"]: e for e in spans(trace, "user_annotation")}
+        if check("compute" in ranges, "NVTX range 'compute' traced"):
+            metric_values_ok((ranges["compute"].get("args") or {}).get("metrics"),
+                             "NVTX range compute")
+        for name in ("setup", "readback"):
+            if name in ranges:
+                check("metrics" not in (ranges[name].get("args") or {}),
+                      f"NVTX range {name} (no kernels): no metrics")
+        rows = summary_rows(summary, "ranges", "range")
+        r = rows.get(("compute", "gpu time ns"))
+        m = (ranges.get("compute", {}).get("args") or {}).get("metrics") or {}
+        check(r and r["count"] == 1 and r["mean"] == m.get("gpu time ns"),
+              f"summary metrics.ranges: compute's gpu time ns ({r and (r['count'], r['mean'])})")
+    unexplained = [l for l in said if "range profiler on GPU" not in l and "has no" not in l]
+    check(not unexplained, f"no refusal from the CUDA metrics ({unexplained})")
+    return 1 if len(failures) > before else 0
+
+
+def cmd_range_metrics(mode, path, summary_path, err_path):
+    if mode not in ("kernel", "nvtx"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    err = open(err_path, errors="replace").readlines()
+    if any(PERMISSION in l for l in err):
+        return range_metrics(mode, {"traceEvents": []}, {}, err)
+    return range_metrics(mode, load(path), json.load(open(summary_path)), err)
+
+
 # ---- PyTorch: gputrace vs torch.profiler ----
 
 def kernel_stats(trace, window=None):
@@ -340,6 +432,51 @@ def cmd_self_test():
     ]}
     check(kernel_stats(clamped)["after"] == 0.5,
           "self-test: alignment judged before clamping (args.clamped_ns)")
+    self_test_range_metrics()
+
+
+def self_test_range_metrics():
+    """range-metrics on synthetic traces: what passes, what fails, the refusal."""
+    def ev(**kw):
+        kw.setdefault("pid", 9)
+        kw.setdefault("tid", 2)
+        return kw
+
+    good = {"gpu time ns": 9000, "gpu busy %": 90, "sm active %": 80.5}
+    trace = {"traceEvents": [ev(ph="X", cat="kernel", name="k", ts=10 * i, dur=9,
+                                args={"metrics": dict(good)}) for i in range(3)]}
+    summary = {"metrics": {"kernels": [{"kernel": "k", "metric": "gpu time ns", "count": 3,
+                                        "mean": 9000, "min": 9000, "max": 9000}]}}
+    err = ["gputrace: CUDA metrics: range profiler on GPU 0 (GH100), 5 metrics per kernel\n"]
+    n = len(failures)
+    got = range_metrics("kernel", trace, summary, err)
+    check(got == 0 and len(failures) == n, "self-test: range-metrics kernel passes good metrics")
+    # a kernel without metrics, one with a zero time: both fail (and are taken back)
+    bad = json.loads(json.dumps(trace))
+    del bad["traceEvents"][0]["args"]["metrics"]
+    bad["traceEvents"][1]["args"]["metrics"]["gpu time ns"] = 0
+    got = range_metrics("kernel", bad, summary, err)
+    caught = len(failures) - n
+    del failures[n:]
+    check(got == 1 and caught >= 2, "self-test: range-metrics kernel fails missing and zero "
+          f"metrics ({caught} failures)")
+    refused = ["gputrace: CUDA metrics: per-kernel metrics on GPU 0: no permission to profile "
+               "the GPU (load the driver with NVreg_RestrictProfilingToAdminUsers=0, or run as "
+               "root)\n"]
+    check(range_metrics("kernel", {"traceEvents": []}, {}, refused) == REFUSED,
+          "self-test: range-metrics says profiling was refused (exit status 3)")
+    ranges = {"traceEvents": [
+        ev(ph="X", cat="user_annotation", name="setup", ts=0, dur=5, pid=1, tid=1, args={}),
+        ev(ph="X", cat="user_annotation", name="compute", ts=10, dur=50, pid=1, tid=1,
+           args={"metrics": dict(good)}),
+        ev(ph="X", cat="kernel", name="k", ts=20, dur=9, args={}),
+        ev(ph="X", cat="user_annotation", name="readback", ts=70, dur=5, pid=1, tid=1,
+           args={}),
+    ]}
+    rsum = {"metrics": {"ranges": [{"range": "compute", "metric": "gpu time ns", "count": 1,
+                                    "mean": 9000, "min": 9000, "max": 9000}]}}
+    check(range_metrics("nvtx", ranges, rsum, []) == 0 and len(failures) == n,
+          "self-test: range-metrics nvtx passes a measured range")
 
 
 def main(argv):
@@ -353,6 +490,10 @@ def main(argv):
         cmd_multi(rest[0], rest[1], "--graph-trace" in rest, "--events" in rest)
     elif cmd == "metrics" and len(rest) == 2:
         cmd_metrics(*rest)
+    elif cmd == "range-metrics" and len(rest) == 4:
+        got = cmd_range_metrics(*rest)
+        if got in (2, REFUSED):
+            return got
     elif cmd == "compare" and len(rest) == 5:
         cmd_compare(*rest)
     elif cmd == "self-test" and not rest:

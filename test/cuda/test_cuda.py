@@ -286,6 +286,11 @@ def test_gpu_check_dry_run():
         for prog in ("vec_static", "vec_shared", "multi_static", "multi_shared"):
             assert f"{prog} without a GPU: same output and status, valid trace" in report
         assert "checker self-test" in report
+        # the range profiler's checks ran end to end on the simulated CUDA stack
+        if (BUILD / "cuda-sim" / "libcupti.so.13").exists():
+            for what in ("vec_add --metrics-mode kernel, simulated CUDA stack",
+                         "multi_stream --metrics-mode nvtx, simulated CUDA stack"):
+                assert f"{what}" in report and "SKIPPED: profiling" not in report
     assert (out / "bin" / "multi_shared").exists()
 
 

@@ -6,10 +6,12 @@ import collections
 import json
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
-from conftest import BUILD, gputrace_lines, need, run, load_trace
+from conftest import BUILD, ROOT, gputrace_lines, need, run, load_trace
 
 CUDA = BUILD / "test" / "cuda"
 SIM = BUILD / "cuda-sim"
@@ -250,3 +252,33 @@ def test_nvtx_refusal_is_one_line_and_the_program_runs(tmp_path, env, line):
     assert metric_lines(r.stderr) == [line]
     assert len(kernels(t)) == 11
     assert all("metrics" not in (e.get("args") or {}) for e in host_ranges(t))
+
+
+# ---- scripts/gpu-check's range profiler check, on the simulated stack ----
+
+@pytest.mark.parametrize("env, status, says", [
+    ({}, 0, "PASS  every kernel has args.metrics (3 of 3)"),
+    ({"CUDA_SIM_PROFILING_RESTRICTED": "1"}, 3,
+     "SKIPPED  profiling refused by the driver (NVreg_RestrictProfilingToAdminUsers=1 or not "
+     "root): gputrace: CUDA metrics: per-kernel metrics on GPU 0: no permission to profile"),
+], ids=["measured", "refused"])
+def test_gpu_check_range_metrics(tmp_path, env, status, says):
+    """gpu_check.py range-metrics, as scripts/gpu-check runs it on a GPU, against vec_add
+    (nvcc) on the simulated stack: measured kernels pass; a refusal of profiling is one
+    line and exit status 3 (gpu-check's SKIPPED row), not a failure."""
+    vec = CUDA / "vec_shared"
+    need(vec)
+    need(SIM / "libcupti.so.13")
+    summary, err = tmp_path / "s.json", tmp_path / "err.txt"
+    r = run([vec, 3], tmp_path=tmp_path,
+            env=dict({"LD_LIBRARY_PATH": str(SIM), "GPUTRACE_METRICS_MODE": "kernel",
+                      "GPUTRACE_SUMMARY_JSON": str(summary)}, **env))
+    assert r.returncode == 0, r.stderr
+    err.write_bytes(r.stderr)
+    c = subprocess.run([sys.executable, str(ROOT / "test" / "cuda" / "gpu_check.py"),
+                        "range-metrics", "kernel", str(r.trace_path), str(summary), str(err)],
+                       capture_output=True, timeout=60)
+    out = c.stdout.decode()
+    assert c.returncode == status, out
+    assert says in out
+    assert "FAIL" not in out
