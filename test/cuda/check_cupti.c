@@ -792,6 +792,7 @@ START_TEST(test_watchdog_launch_table)
 
 	start();
 	gt_watchdog_on = true;
+	cupti_drv_hooks = true; /* as the backend's init sets it from the watchdog's flag */
 	atomic_store(&cupti_state, CUPTI_ON);
 	launch_on(11, s1, 0);
 	launch_on(12, s1, 0);
@@ -833,6 +834,7 @@ START_TEST(test_watchdog_launch_table)
 	ck_assert_uint_eq(atomic_load(&gt_pending_untracked), 1);
 
 	gt_watchdog_on = false;
+	cupti_drv_hooks = false;
 	atomic_store(&cupti_state, CUPTI_UNAVAILABLE);
 	json_object_put(finish_and_load());
 }
