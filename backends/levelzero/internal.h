@@ -225,10 +225,14 @@ enum ze_cmd_kind {
 struct ze_mq; /* metrics.c */
 
 struct ze_work {
-	uint64_t bytes;      /* copies and fills */
+	/* One word for either: a kernel has no bytes, a copy no queries. So a command is the
+	 * same size with metrics built in or not (METRICS=0), and its records are too. */
+	union {
+		uint64_t bytes;      /* copies and fills */
 #ifndef GT_NO_METRICS
-	struct ze_mq *mq;    /* kernels, --metrics-mode kernel: the queries around it (metrics.c) */
+		struct ze_mq *mq;    /* kernels, --metrics-mode kernel: the queries around it */
 #endif
+	};
 	uint32_t name;       /* span or instant name */
 	uint32_t copy_kind;  /* "HtoD"..., copies */
 	uint32_t groups[3];  /* kernels: group count */
@@ -405,12 +409,12 @@ GT_HIDDEN void ze_metrics__kernel_release(struct ze_mq *mq);
 /* Before the program destroys a context: our pools on it go first. */
 GT_HIDDEN void ze_metrics__context_destroy(ze_context_handle_t ctx);
 
-/* A command's metric queries (NULL: none). A METRICS=0 build has no such field: its
- * commands are the size they were before metrics, and every test of it is constant. */
+/* A command's metric queries (NULL: none; only kernels have them, the word is a copy's
+ * bytes otherwise). A METRICS=0 build has no such field: every test of it is constant. */
 #ifdef GT_NO_METRICS
 #define ze_work_mq(w) ((void)(w), (struct ze_mq *)NULL)
 #else
-#define ze_work_mq(w) ((w)->mq)
+#define ze_work_mq(w) ((w)->kind == ZE_CMD_KERNEL ? (w)->mq : NULL)
 #endif
 
 /* An append measures its kernel (kernel mode): one load and a branch when metrics are
