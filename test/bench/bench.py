@@ -1291,7 +1291,8 @@ def table(res, m, reps):
             if not x:
                 continue
             ins = x.get("instructions") or {}
-            cg = (f"callgrind {ins['with'] - ins['without']:+.0f} instr ({ins['with']:.0f} vs {ins['without']:.0f})"
+            cg = (f"callgrind {round(ins['with'] - ins['without']):+d} instr "
+                  f"({ins['with']:.0f} vs {ins['without']:.0f})"
                   if ins.get("with") is not None and ins.get("without") is not None else "")
             rows.append(("8n metrics off vs compiled out" if first else "", what,
                          f"{sns(x['added_ns'])}/{unit}, {x['events_lost']} lost",
