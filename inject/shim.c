@@ -308,10 +308,19 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	slot->flags = ev->flags;
 	if (nargs)
 		slot->args[0] = args[0];
-	for (a = GT_ARGS_INLINE; a < nargs; a++) {
-		unsigned k = a - GT_ARGS_INLINE;
-		struct gt_event *ext = ring__slot(r, (uint64_t)seq + 1 + k / GT_ARGS_PER_EXT);
-		((struct gt_arg *)ext)[k % GT_ARGS_PER_EXT] = args[a];
+	/* Continuation slots a whole slot at a time: its place once, not per argument. */
+	for (a = GT_ARGS_INLINE; a < nargs; a += GT_ARGS_PER_EXT) {
+		struct gt_arg *ext = (struct gt_arg *)ring__slot(
+			r, (uint64_t)seq + 1 + (a - GT_ARGS_INLINE) / GT_ARGS_PER_EXT);
+		const struct gt_arg *from = &args[a];
+
+		_Static_assert(GT_ARGS_PER_EXT == 4, "one case per argument of a slot");
+		switch (nargs - a) {
+		default: ext[3] = from[3]; /* fall through */
+		case 3: ext[2] = from[2]; /* fall through */
+		case 2: ext[1] = from[1]; /* fall through */
+		case 1: ext[0] = from[0];
+		}
 	}
 	ring__publish(r, (uint64_t)seq + nslots);
 	return 0;
