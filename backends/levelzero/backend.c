@@ -151,8 +151,12 @@ static void ze__span(enum ze_fn_id id, uint64_t t0, uint64_t corr, int64_t resul
 	args[0].type = GT_ARG_I64;
 	args[0].v.i = result;
 	if (c) {
-		for (unsigned i = 0; i < c->nargs && n < GT_ARGS_MAX - 1; i++)
-			args[n++] = c->args[i];
+		/* (room for a stack left: at most GT_ARGS_MAX - 2 of them) */
+		unsigned m = c->nargs < GT_ARGS_MAX - 2 ? c->nargs : GT_ARGS_MAX - 2;
+
+		for (unsigned i = 0; i < m; i++)
+			args[1 + i] = c->args[i];
+		n += m;
 	}
 	/* Where the program made the call: launches, or every call when asked. */
 	if (gt_unlikely(gt_cfg.stacks) &&

@@ -133,18 +133,22 @@ static void ze__work_kernel(struct ze_call *c, struct ze_work *w, ze_kernel_hand
 
 	memset(w, 0, sizeof(*w));
 	w->kind = ZE_CMD_KERNEL;
-	w->name = K ? atomic_load_explicit(&K->name, memory_order_relaxed) : ze_str.unknown_kernel;
-	for (int i = 0; i < 3; i++)
-		w->size[i] = K ? atomic_load_explicit(&K->size[i], memory_order_relaxed) : 0;
+	w->name = ze_str.unknown_kernel;
+	if (K) {
+		/* (written out: a loop of atomic loads is not unrolled) */
+		w->name = atomic_load_explicit(&K->name, memory_order_relaxed);
+		w->size[0] = atomic_load_explicit(&K->size[0], memory_order_relaxed);
+		w->size[1] = atomic_load_explicit(&K->size[1], memory_order_relaxed);
+		w->size[2] = atomic_load_explicit(&K->size[2], memory_order_relaxed);
+	}
+	ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, w->name);
 	if (groups) {
 		w->groups[0] = groups->groupCountX;
 		w->groups[1] = groups->groupCountY;
 		w->groups[2] = groups->groupCountZ;
-	}
-	ze_call__arg(c, GT_S_ARG_KERNEL, GT_ARG_STR, w->name);
-	if (groups) {
-		for (int i = 0; i < 3; i++)
-			ze_call__arg(c, ze_str.groups[i], GT_ARG_U64, w->groups[i]);
+		ze_call__arg(c, ze_str.groups[0], GT_ARG_U64, w->groups[0]);
+		ze_call__arg(c, ze_str.groups[1], GT_ARG_U64, w->groups[1]);
+		ze_call__arg(c, ze_str.groups[2], GT_ARG_U64, w->groups[2]);
 	}
 	c->flags |= ZE_LAUNCH_FLAG;
 }
