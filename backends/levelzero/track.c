@@ -675,7 +675,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 done:
 	if (p->recycle)
 		ze_pend__recycle(p);
-	if (p->imm)
+	if (p->imm && p->imm->nparked) /* (a call per read for nothing, else) */
 		ze_list__unpark(p->imm, p->seq, false);
 	ze_pend__free(p);
 }
