@@ -282,6 +282,7 @@ static void ze__unwound(struct ze_unwind *u)
 			u.id = ZE_ID_##name;                                               \
 			u.corr = c.corr;                                                   \
 			u.t0 = gt_clock_ns();                                              \
+			c.t0 = u.t0;                                                       \
 			u.armed = true;                                                    \
 			r = ze_body_##name(&c, real, ZE_UNPAREN args);                     \
 			u.armed = false;                                                   \

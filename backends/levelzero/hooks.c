@@ -228,7 +228,7 @@ static inline unsigned ze__append_kind(enum ze_fn_id id)
 		/* a kind left out of the activities: a plain call, nothing timed */      \
 		if (gt_unlikely(!ze__want(ze__append_kind(ZE_ID_##name))))                 \
 			return real args;                                                  \
-		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
+		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      numWaitEvents, phWaitEvents);        \
 		__VA_ARGS__                                                                \
 		/* one test with metrics off: the call is made in either branch, the     \
@@ -419,7 +419,7 @@ ZE_APPEND(zeCommandListAppendImageCopyFromMemoryExt,
                                                                                            \
 		if (!ze__want(GT_KIND(SYNC)))                                              \
 			return real args;                                                  \
-		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent,      \
+		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      numWaitEvents, phWaitEvents);        \
 		r = real args;                                                             \
 		ze_track__append_end(&a, r, &w, c->corr);                                  \
@@ -445,7 +445,7 @@ ze_result_t ze_body_zeCommandListAppendSignalEvent(struct ze_call *c,
 	struct ze_mark m;
 	ze_result_t r;
 
-	ze_track__mark_begin(&m, hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL);
+	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
 	ze_track__mark_end(&m, r, c->corr);
 	return r;
@@ -459,7 +459,7 @@ ze_result_t ze_body_zeCommandListAppendWaitOnEvents(struct ze_call *c,
 	struct ze_mark m;
 	ze_result_t r;
 
-	ze_track__mark_begin(&m, hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents);
+	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents);
 	r = real(hCommandList, numEvents, phEvents);
 	ze_track__mark_end(&m, r, c->corr);
 	return r;
@@ -476,7 +476,7 @@ ze_result_t ze_body_zeCommandListAppendEventReset(
 	 * A regular list resets it when executed, which reads it first. */
 	if (ze_track__list_is_immediate(hCommandList))
 		ze_track__event_retire(hEvent, false);
-	ze_track__mark_begin(&m, hCommandList, ZE_CMD_RESET, hEvent, 0, NULL);
+	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_RESET, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
 	ze_track__mark_end(&m, r, c->corr);
 	return r;
@@ -865,8 +865,8 @@ ZE_CB_EVENT_CREATE(zexCounterBasedEventCreate2, zex_counter_based_event_desc_t)
                                                                                            \
 		if (!ze__want(GT_KIND(SYNC)))                                              \
 			return real args;                                                  \
-		hSignalEvent = ze_track__append_begin(&a, hCommandList, hSignalEvent, 0,   \
-						      NULL);                               \
+		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
+						      0, NULL);                            \
 		r = real args;                                                             \
 		ze_track__append_end(&a, r, &w, c->corr);                                  \
 		return r;                                                                  \
@@ -891,7 +891,7 @@ ze_result_t ze_body_zexCommandListAppendWriteToMemory(
 	struct ze_mark m;
 	ze_result_t r;
 
-	ze_track__mark_begin(&m, hCommandList, ZE_CMD_SIGNAL, NULL, 0, NULL);
+	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_SIGNAL, NULL, 0, NULL);
 	m.w.name = ze_str.write_memory;
 	r = real(hCommandList, desc, ptr, data);
 	ze_track__mark_end(&m, r, c->corr);

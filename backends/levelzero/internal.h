@@ -87,6 +87,7 @@ GT_HIDDEN uint32_t ze__name(enum ze_fn_id id);
 /* What a hooked body adds to the span of its call: args after "result", flags. */
 struct ze_call {
 	uint64_t corr;
+	uint64_t t0; /* host time before the call (its span's start) */
 	uint16_t flags;
 	uint8_t nargs;
 	struct gt_arg args[GT_ARGS_MAX];
@@ -263,7 +264,9 @@ struct ze_append {
 };
 
 /* Before the real append: which signal event to pass (ours when the program gave none). */
-GT_HIDDEN ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
+/* at: host time before the call (ze_call's t0). */
+GT_HIDDEN ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
+						   ze_command_list_handle_t l,
 						   ze_event_handle_t program_event, uint32_t nwait,
 						   const ze_event_handle_t *waits);
 /* What a list is (fixed at its creation): its device, immediate, synchronous. */
@@ -281,7 +284,7 @@ struct ze_mark {
 	struct ze_work w;
 	ze_result_t barrier;
 };
-GT_HIDDEN void ze_track__mark_begin(struct ze_mark *m, ze_command_list_handle_t l,
+GT_HIDDEN void ze_track__mark_begin(struct ze_mark *m, uint64_t at, ze_command_list_handle_t l,
 				    enum ze_cmd_kind kind, ze_event_handle_t ev, uint32_t nwait,
 				    const ze_event_handle_t *waits);
 /* After the command: r, its result (a failed one marks nothing). */

@@ -107,6 +107,7 @@ struct ze_list {
 	struct ze_cmd *cmds; /* regular lists */
 	size_t ncmds, cap;
 	uint64_t next_seq;        /* immediate lists: appends so far */
+	uint64_t pair_host, pair_ticks; /* immediate lists: their appends' last clock pair */
 	struct ze_parked *parked; /* immediate lists */
 	size_t nparked, cap_parked;
 	/* A mutable list: the id GetNextCommandIdExp gave for the next kernel launch. */
@@ -805,15 +806,36 @@ static void ze__waits_locked(struct ze_append *a, uint32_t nwait, const ze_event
 	a->wait_event = info->name;
 }
 
-ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_handle_t l,
-					 ze_event_handle_t program_event, uint32_t nwait,
-					 const ze_event_handle_t *waits)
+/*
+ * The pair converting an immediate list's work submitted at a->at: the one its appends
+ * took last while it is recent (the appending thread's own: read without the device's
+ * seqlock), else the device's (ze_dev__pair). 0 or -EIO.
+ */
+static inline int ze_list__pair(struct ze_list *L, struct ze_append *a)
+{
+	if (gt_likely(L->pair_host &&
+		      (int64_t)(a->at - L->pair_host) < (int64_t)L->dev->pair_reuse_ns)) {
+		a->ref_host = L->pair_host;
+		a->ref_ticks = L->pair_ticks;
+		return 0;
+	}
+	if (ze_dev__pair(L->dev, a->at, &a->ref_host, &a->ref_ticks))
+		return -EIO;
+	L->pair_host = a->ref_host;
+	L->pair_ticks = a->ref_ticks;
+	return 0;
+}
+
+ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
+					 ze_command_list_handle_t l, ze_event_handle_t program_event,
+					 uint32_t nwait, const ze_event_handle_t *waits)
 {
 	struct ze_event_info *info;
 	struct ze_list *L;
 
 	/* The hot path of every launch: only the fields read whatever happens. */
 	memset(a, 0, offsetof(struct ze_append, slot));
+	a->at = at; /* (the call's start: no clock read of our own) */
 	if (gt_unlikely(atomic_load_explicit(&ze_closed, memory_order_relaxed)) ||
 	    !(L = ze_list__find(l)))
 		return program_event;
@@ -824,8 +846,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	if (gt_likely(!program_event && !(nwait && ze__want(GT_KIND(SYNC))))) {
 		/* The common launch: an event of the list's, nothing to chain, no lock. */
 		a->event = ze_list__event(L);
-		if (a->event && L->immediate &&
-		    ze_dev__pair(L->dev, a->at = gt_clock_ns(), &a->ref_host, &a->ref_ticks)) {
+		if (a->event && L->immediate && ze_list__pair(L, a)) {
 			ze_list__unevent(L, a->event);
 			a->event = NULL;
 		}
@@ -879,8 +900,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, ze_command_list_ha
 	}
 	if (!a->event)
 		goto out;
-	if (L->immediate &&
-	    ze_dev__pair(L->dev, a->at = gt_clock_ns(), &a->ref_host, &a->ref_ticks)) {
+	if (L->immediate && ze_list__pair(L, a)) {
 		if (a->own)
 			ze_ctx__unused(L->ctx, a->event);
 		a->event = NULL;
@@ -1060,13 +1080,14 @@ untimed:
  * its event read like any other: it passes when the row got there (and, for a wait,
  * when the events were signaled), which is when the command takes effect.
  */
-void ze_track__mark_begin(struct ze_mark *m, ze_command_list_handle_t l, enum ze_cmd_kind kind,
-			  ze_event_handle_t ev, uint32_t nwait, const ze_event_handle_t *waits)
+void ze_track__mark_begin(struct ze_mark *m, uint64_t at, ze_command_list_handle_t l,
+			  enum ze_cmd_kind kind, ze_event_handle_t ev, uint32_t nwait,
+			  const ze_event_handle_t *waits)
 {
 	struct ze_event_info *info;
 
 	memset(m, 0, sizeof(*m));
-	if (!ze__want(GT_KIND(SYNC)) || !ze_track__append_begin(&m->a, l, NULL, nwait, waits)) {
+	if (!ze__want(GT_KIND(SYNC)) || !ze_track__append_begin(&m->a, at, l, NULL, nwait, waits)) {
 		m->a.list = NULL;
 		return;
 	}
