@@ -97,6 +97,9 @@ TARGETS = {
     "launch_added_ns": 400,  # row 5: added per launch, regular and immediate list, 0 lost, at most
     "metrics_support_ns": 1.0,  # row 8n: metrics off, with support against without, at most
 }
+# Row 8n judges 1 ns by callgrind where it ran: instructions the library may add
+# per ns, a strict count (row 1: its 180 instructions run in ~17 ns here, ~10 per ns)
+INSTR_PER_NS = 3
 SUSTAINED_RATE = 8_000_000  # calls per second offered by the paced run of row 2
 
 
@@ -1294,12 +1297,21 @@ def table(res, m, reps):
             cg = (f"callgrind {round(ins['with'] - ins['without']):+d} instr "
                   f"({ins['with']:.0f} vs {ins['without']:.0f})"
                   if ins.get("with") is not None and ins.get("without") is not None else "")
+            # 1 ns beside a launch of ~1 us is below this VM's run-to-run spread
+            # (+-100 ns): where callgrind counted both builds, its count decides,
+            # at ~3 instructions per ns; the wall figure stays as context
+            if cg:
+                extra = ins["with"] - ins["without"]
+                verdict = ok(extra <= TARGETS["metrics_support_ns"] * INSTR_PER_NS)
+                target = (f"<= +{TARGETS['metrics_support_ns']:g} ns "
+                          f"(<= +{TARGETS['metrics_support_ns'] * INSTR_PER_NS:g} instr)")
+            else:
+                verdict = ok(x["added_ns"] <= TARGETS["metrics_support_ns"])
+                target = f"<= +{TARGETS['metrics_support_ns']:g} ns"
             rows.append(("8n metrics off vs compiled out" if first else "", what,
                          f"{sns(x['added_ns'])}/{unit}, {x['events_lost']} lost",
                          f"METRICS=0 build {ns(x['without_ns'])}/{unit} traced, "
-                         f"{x['without_events_lost']} lost", cg,
-                         f"<= +{TARGETS['metrics_support_ns']:g} ns",
-                         ok(x["added_ns"] <= TARGETS["metrics_support_ns"])))
+                         f"{x['without_events_lost']} lost", cg, target, verdict))
             first = False
     head = ("measure", "workload", "gputrace", "floor / peer", "ratio", "target", "")
     widths = [max(len(str(row[i])) for row in rows + [head]) for i in range(len(head))]
