@@ -175,21 +175,9 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	}
 DRV_CALLS(DRV_ENTRY)
 
-SIM_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
-{
-	struct sim_call c = { .domain = SIM_DOMAIN_DRIVER, .cbid = CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-			      .name = "cuCtxSynchronize" };
-	CUresult r;
-
-	drv_enter(&c);
-	r = drv_ctx_synchronize();
-	c.ret = (const int *)&r;
-	drv_exit(&c);
-	return r;
-}
-
 /* No parameter struct (CUPTI's functionParams is NULL for them). */
 #define DRV_NOPARAMS(N)                                                                     \
+	N(cuCtxSynchronize, drv_ctx_synchronize())                                          \
 	N(cuProfilerStart, drv_profiler())                                                  \
 	N(cuProfilerStop, drv_profiler())
 #define DRV_ENTRY_NOPARAMS(fn, call)                                                        \
