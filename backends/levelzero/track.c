@@ -657,9 +657,18 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		}
 	}
 	if (!chained) {
-		a->base_host = p->ref_host;
-		a->base_ticks = p->ref_ticks;
+		uint64_t base = p->ref_host;
+
 		off = (s - p->ref_ticks) & d->mask;
+		/* A fresh clock pair can disagree with the row's last one by its own
+		 * error (a pair read under load, the device's drift): where the ticks
+		 * say this command started after the row's last one ended, it starts
+		 * no earlier in host time either (else the two overlap on the row). */
+		if (a->valid && ((s - a->end_raw) & d->mask) < half &&
+		    base + ze__ticks_ns(d, off) < a->end_host)
+			base = a->end_host - ze__ticks_ns(d, off);
+		a->base_host = base;
+		a->base_ticks = p->ref_ticks;
 	}
 	a->valid = true;
 	a->start_off = off;
