@@ -466,6 +466,19 @@ static void cupti_on_dlopen(const char *path, void *handle)
 		cupti__start("libcuda loaded");
 }
 
+/* The drain thread's flush, at now (cupti_share_lock held, CUPTI on). */
+static void flush_locked(uint64_t now, uint32_t flags)
+{
+	last_flush_ns = now;
+	cupti_self++;
+	cupti_fn.cuptiActivityFlushAll(flags);
+	cupti_self--;
+	cupti__count_dropped();
+	/* after the flush: its records fall between the last two fits */
+	if (!clock_is_ours)
+		cupti__clock_refit();
+}
+
 /* Drain thread, every cycle. */
 static void cupti_flush(bool final)
 {
@@ -475,16 +488,8 @@ static void cupti_flush(bool final)
 	if (st == CUPTI_ON) {
 		uint64_t now = gt_clock_ns();
 
-		if (final || now - last_flush_ns >= flush_every_ns) {
-			last_flush_ns = now;
-			cupti_self++;
-			cupti_fn.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-			cupti_self--;
-			cupti__count_dropped();
-			/* after the flush: its records fall between the last two fits */
-			if (!clock_is_ours)
-				cupti__clock_refit();
-		}
+		if (final || now - last_flush_ns >= flush_every_ns)
+			flush_locked(now, final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	}
 	/* also after the exit flush (STOPPED): a short program's rows get their
 	 * device's name, and the clock a fit after its last records */
@@ -520,15 +525,8 @@ static void cupti_window_end(void)
 	/* CUPTI 13.0 GA's crash (flush_every_ns): not more often even here; a
 	 * record that comes later is outside the window (window_late) */
 	if (atomic_load(&cupti_state) == CUPTI_ON &&
-	    (flush_every_ns == FLUSH_MIN_NS || now - last_flush_ns >= flush_every_ns)) {
-		last_flush_ns = now;
-		cupti_self++;
-		cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		cupti_self--;
-		cupti__count_dropped();
-		if (!clock_is_ours)
-			cupti__clock_refit();
-	}
+	    (flush_every_ns == FLUSH_MIN_NS || now - last_flush_ns >= flush_every_ns))
+		flush_locked(now, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_unlock(&cupti_share_lock);
 	/* the cycle that ends the file turns them into events (cupti_flush) */
 }
