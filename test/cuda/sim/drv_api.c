@@ -158,13 +158,12 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes),          \
 	  (hGraph, nodes, numNodes), drv_graph_get_nodes(hGraph, nodes, numNodes))
 
-#define DRV_ENTRY(fn, decl, args, call)                                                 \
-	SIM_EXPORT CUresult CUDAAPI fn decl                                               \
+/* Every entry: its callbacks around the call, the result as CUPTI shows it. */
+#define DRV_BODY(fn, params_, call)                                                        \
 	{                                                                                   \
-		fn##_params p_ = { UNPAREN args };                                        \
 		struct sim_call c_ = { .domain = SIM_DOMAIN_DRIVER,                         \
 				       .cbid = CUPTI_DRIVER_TRACE_CBID_##fn,              \
-				       .name = #fn, .params = &p_ };                      \
+				       .name = #fn, .params = (params_) };                \
 		CUresult r_;                                                                \
                                                                                             \
 		drv_enter(&c_);                                                             \
@@ -172,6 +171,12 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 		c_.ret = (const int *)&r_;                                                  \
 		drv_exit(&c_);                                                              \
 		return r_;                                                                  \
+	}
+#define DRV_ENTRY(fn, decl, args, call)                                                 \
+	SIM_EXPORT CUresult CUDAAPI fn decl                                               \
+	{                                                                                   \
+		fn##_params p_ = { UNPAREN args };                                        \
+		DRV_BODY(fn, &p_, call)                                                     \
 	}
 DRV_CALLS(DRV_ENTRY)
 
@@ -180,19 +185,7 @@ DRV_CALLS(DRV_ENTRY)
 	N(cuCtxSynchronize, drv_ctx_synchronize())                                          \
 	N(cuProfilerStart, drv_profiler())                                                  \
 	N(cuProfilerStop, drv_profiler())
-#define DRV_ENTRY_NOPARAMS(fn, call)                                                        \
-	SIM_EXPORT CUresult CUDAAPI fn(void)                                                \
-	{                                                                                   \
-		struct sim_call c_ = { .domain = SIM_DOMAIN_DRIVER,                         \
-				       .cbid = CUPTI_DRIVER_TRACE_CBID_##fn, .name = #fn }; \
-		CUresult r_;                                                                \
-                                                                                            \
-		drv_enter(&c_);                                                             \
-		r_ = call;                                                                  \
-		c_.ret = (const int *)&r_;                                                  \
-		drv_exit(&c_);                                                              \
-		return r_;                                                                  \
-	}
+#define DRV_ENTRY_NOPARAMS(fn, call) SIM_EXPORT CUresult CUDAAPI fn(void) DRV_BODY(fn, NULL, call)
 DRV_NOPARAMS(DRV_ENTRY_NOPARAMS)
 
 /* Written out: the callbacks see the kernel's name from the entry on. */
