@@ -50,11 +50,10 @@ int writer__trace_name(char *buf, size_t len)
 		ret = 0;
 	/* between capture windows there is no file: the last window's name
 	 * (before the first, the name it will have) */
-	else if (!W.opened && !W.failed && W.path[0] && snprintf(buf, len, "%s", W.path) < (int)len)
-		ret = 0;
-	else if (!W.opened && !W.failed && !W.path[0] &&
-		 !config__expand_output(gt_cfg.output, buf, len, gt_st.pid, gt_exe(),
-					gt_st.anchor_realtime_ns))
+	else if (!W.opened && !W.failed &&
+		 (W.path[0] ? snprintf(buf, len, "%s", W.path) < (int)len
+			    : !config__expand_output(gt_cfg.output, buf, len, gt_st.pid, gt_exe(),
+						     gt_st.anchor_realtime_ns)))
 		ret = 0;
 	writer__unlock_rings();
 	return ret;

@@ -368,10 +368,13 @@ void writer__forget(void)
 	 * descriptor and start over. Nothing is freed: the parent's drain
 	 * thread may have been inside a realloc of these buffers when fork()
 	 * copied them, so their pointers are not to be trusted. */
-	if (watchdog__started())
-		watchdog__forget(); /* the parent's thread, maybe started by a wait before any cycle */
-	if (!atomic_load(&W.used))
-		return; /* all as it started (mark_used) */
+	if (!atomic_load(&W.used)) {
+		/* all as it started (mark_used), but for a watchdog the parent's
+		 * first device wait started before any cycle */
+		if (watchdog__started())
+			watchdog__forget();
+		return;
+	}
 	if (W.opened && W.out.fd >= 0)
 		close(W.out.fd);
 	memset(&W, 0, sizeof(W));

@@ -455,12 +455,9 @@ static void rt_range(unsigned flags, bool after)
 {
 	if (gt_likely(gt_cfg.capture_range != GT_RANGE_PROFILER))
 		return;
-	/* the driver's cuProfilerStart/Stop inside (CUPTI's callbacks) are this call's */
-	if (after && cupti_profiler_depth)
-		cupti_profiler_depth--;
-	if (!after && cupti_profiler_depth++)
-		return;
-	if (after && cupti_profiler_depth)
+	/* the driver's cuProfilerStart/Stop inside (CUPTI's callbacks) are this
+	 * call's: only the outermost acts */
+	if (!after ? cupti_profiler_depth++ : cupti_profiler_depth && --cupti_profiler_depth)
 		return;
 	if ((flags & RT_RANGE_BEGIN) && !after)
 		capture__range_begin(gt_clock_ns());
