@@ -95,9 +95,13 @@ $(BUILD)/obj/%.o: %.c
 # wrappers run then, so they must not be instrumented.
 $(BUILD)/obj/inject/dlsym.o $(BUILD)/obj/inject/lifecycle.o: SANFLAGS :=
 
+# noseparate-code: headers, text and read-only data in one mapping, not three:
+# two mmaps fewer and a page fault fewer in every process the library is
+# preloaded into, GPU or not (10 us of ~80 per /bin/true, make bench row 7s);
+# read-only data becomes executable, as it was before binutils 2.31.
 $(LIB): $(LIB_OBJS) inject/exports.map
 	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $(filter %.o,$^) $(LDLIBS) -Wl,-z,nodelete \
-	  -Wl,--version-script=inject/exports.map -Wl,-fini=gt_fini
+	  -Wl,--version-script=inject/exports.map -Wl,-fini=gt_fini -Wl,-z,noseparate-code
 
 -include $(LIB_OBJS:.o=.d)
 
