@@ -1277,7 +1277,7 @@ def table(res, m, reps):
                              f"traced, no metrics {ns(x['traced_ns_per_launch'])}/launch",
                              f"{x['ratio']:.2f}x", "", ""))
         for name, v in r["sampling_cpu_ns_per_s"].items():
-            rows.append(("", f"sampling: {name}", f"+{v / 1e6:.2f} ms CPU per s",
+            rows.append(("", f"sampling: {name}", f"{v / 1e6:+.2f} ms CPU per s",
                          f"traced, idle {r['idle_cpu_ns_per_s'] / 1e6:.2f} ms/s",
                          f"{v / 1e7:.3f}% of a core", "", ""))
     r = res.get("8n_no_metrics")
