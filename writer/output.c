@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,11 +186,48 @@ static int check_fd(struct out *o)
 	return 0;
 }
 
+/*
+ * The file's system calls in flight and done, for a final drain's waiter
+ * (writer__sync): a write the kernel holds (dirty-page throttling on a busy
+ * disk holds one for seconds) is a slow disk, not a stuck drain.
+ */
+static _Atomic uint32_t calls_in_flight;
+static _Atomic uint64_t calls_done;
+
+static void call_begin(void)
+{
+	atomic_fetch_add_explicit(&calls_in_flight, 1, memory_order_relaxed);
+}
+
+static void call_end(void)
+{
+	atomic_fetch_add_explicit(&calls_done, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&calls_in_flight, 1, memory_order_relaxed);
+}
+
+uint64_t out__activity(bool *in_flight)
+{
+	*in_flight = atomic_load_explicit(&calls_in_flight, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&calls_done, memory_order_relaxed);
+}
+
+static int truncate_to(int fd, uint64_t len)
+{
+	int ret;
+
+	call_begin();
+	ret = ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
+	call_end();
+	return ret;
+}
+
 /* A stream (pipe, device): written front to back, once. */
 static int write_all(struct out *o, const char *p, size_t n)
 {
 	while (n) {
+		call_begin();
 		ssize_t w = write(o->fd, p, n);
+		call_end();
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -217,9 +255,11 @@ static ssize_t pwritev_some(int fd, const struct iovec *iov, int n, uint64_t at)
 {
 	ssize_t w;
 
-	do
+	do {
+		call_begin();
 		w = pwritev(fd, iov, n, (off_t)at);
-	while (w < 0 && errno == EINTR);
+		call_end();
+	} while (w < 0 && errno == EINTR);
 	return w > 0 ? w : w < 0 ? -errno : -ENOSPC;
 }
 
@@ -319,7 +359,7 @@ static int footer_move(struct out *o, uint64_t new_pos, const char *footer, size
 	if (!err) {
 		err = pwrite_all(o->fd, footer, fn, new_pos);
 		if (err) /* a full disk: drop the partial footer, keep the old one */
-			(void)!ftruncate(o->fd, (off_t)new_pos);
+			(void)truncate_to(o->fd, new_pos);
 	}
 	if (err)
 		return err;
@@ -385,8 +425,8 @@ static int paged_finish(struct out *o, const char *ev, size_t n, const char *foo
 	if (o->footer_pos > o->events_end) {
 		if ((err = pwrite_all(o->fd, footer, fn, o->events_end)))
 			return err;
-		if (ftruncate(o->fd, (off_t)(o->events_end + fn)) < 0)
-			return -errno;
+		if ((err = truncate_to(o->fd, o->events_end + fn)))
+			return err;
 		o->footer_pos = o->events_end;
 		o->footer_len = fn;
 	}
@@ -417,8 +457,8 @@ static int gz_commit(struct out *o, const char *ev, size_t n, const char *traile
 	    (err = pwrite_all(o->fd, o->zout.p, o->zout.len, o->events_end)))
 		return err;
 	end = o->events_end + o->zout.len;
-	if (end < o->size && ftruncate(o->fd, (off_t)end) < 0)
-		return -errno;
+	if (end < o->size && (err = truncate_to(o->fd, end)))
+		return err;
 	o->events_end += kept;
 	o->size = end;
 	return out__publish(o);

@@ -56,6 +56,9 @@ GT_HIDDEN int out__commit(struct out *o, const char *ev, size_t n, const char *t
 GT_HIDDEN int out__finish(struct out *o, const char *ev, size_t n, const char *trailer,
 			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
+/* System calls on output files so far (all of them, every out); *in_flight:
+ * one has not returned yet. */
+GT_HIDDEN uint64_t out__activity(bool *in_flight);
 /* Give the file its name (the wanted one, or .1, .2... after it). */
 GT_HIDDEN int out__publish(struct out *o);
 

@@ -259,16 +259,25 @@ static void sleep_1ms(void)
 /* Wait for cycle `my` to be done: a futex wait on done_word, woken by the
  * drain thread when a cycle ends (no sleep loop: an exit costs the cycle,
  * not a polling interval). The timeout counts from the drain's last
- * progress (slots handed back, a checkpoint written): a drain that is
- * slow, not stuck (a starved machine, a slow disk), is waited for, up to
- * SYNC_PROGRESS_CAP timeouts in all. */
+ * progress (drain_progress): a drain that is slow, not stuck (a starved
+ * machine, a slow disk), is waited for, up to SYNC_PROGRESS_CAP timeouts in
+ * all. */
 #define SYNC_PROGRESS_CAP 10
+
+/* The drain's progress: slots handed back, checkpoints written, and system
+ * calls on the file returned; *writing: one has not returned (the kernel
+ * holds a write while a busy disk catches up: slow, not stuck). */
+static uint64_t drain_progress(bool *writing)
+{
+	return atomic_load_explicit(&W.progress, memory_order_relaxed) + out__activity(writing);
+}
 
 static int wait_cycle(uint64_t my, unsigned timeout_ms)
 {
 	uint64_t start = gt_clock_ns(), timeout = timeout_ms * 1000000ull;
 	uint64_t end = start + timeout, cap = start + SYNC_PROGRESS_CAP * timeout;
-	uint64_t progress = atomic_load_explicit(&W.progress, memory_order_relaxed);
+	bool writing;
+	uint64_t progress = drain_progress(&writing);
 	int ret = -ETIMEDOUT;
 
 	atomic_fetch_add(&W.waiters, 1);
@@ -286,9 +295,9 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 			break;
 		}
 		if (now >= end) {
-			uint64_t moved = atomic_load_explicit(&W.progress, memory_order_relaxed);
+			uint64_t moved = drain_progress(&writing);
 
-			if (moved == progress || now >= cap)
+			if ((moved == progress && !writing) || now >= cap)
 				break;
 			progress = moved;
 			end = now + timeout < cap ? now + timeout : cap;

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -141,6 +142,54 @@ def test_terminated_mid_run(tmp_path, sig):
     # for everything the program reported and at most one batch more
     assert made <= got + lost <= made + 1000
     assert trace["gputrace"]["complete"] is True
+
+
+@pytest.mark.sanitize
+def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
+    """A write the kernel holds is a slow output, not a stuck drain: here a
+    reader that stops reading a FIFO (dirty-page throttling on a busy disk
+    holds a file's writes the same way, for seconds). SIGTERM's last drain
+    waits for it past the 3 s a drain may go without progress, and the
+    stream ends complete once the reader reads again."""
+    need(APP)
+    fifo, copy = tmp_path / "t.json", tmp_path / "copy.json"
+    os.mkfifo(fifo)
+    reading = threading.Event()
+    reading.set()
+
+    def reader():
+        with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
+            while True:
+                reading.wait()
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    return
+                dst.write(chunk)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(fifo),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
+    p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, bufsize=0, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline().startswith(b"calls")
+        assert p.stdout.readline() == b"ready\n"
+        time.sleep(0.3)
+        reading.clear()  # the pipe fills: the drain's next write blocks
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        time.sleep(4.5)
+        still_waiting = p.poll() is None
+        reading.set()
+        out, err = p.communicate(timeout=60)
+    t.join(60)
+    assert still_waiting, err.decode(errors="replace")
+    assert p.returncode == -signal.SIGTERM
+    assert b"made no progress" not in err, err.decode(errors="replace")
+    trace = scan_trace(copy)
+    assert trace["gputrace"]["complete"] is True
+    assert count_events(trace, "X", name="zeDriverGetApiVersion") >= 1000
 
 
 def test_sigkill_leaves_last_checkpoint(tmp_path):
