@@ -19,12 +19,19 @@
 /* The drain is woken when a ring is this fraction full (its high-water mark,
  * writer/drain.c): it starts on a ring long before the ring fills. */
 #define RING_WAKE_DIV 4
+/* Past the wake mark the producer looks at the tail again every this
+ * fraction of the ring: a drain that caught up and went back to sleep is
+ * woken the next time the backlog reaches the mark (three quarters of the
+ * ring still free), not only once the ring looks full from the tail seen at
+ * the last wake (then a quarter was left: 2 ms at 8 M calls/s, 64 B a call,
+ * the default 4 MiB; make bench row 2b lost events to that). */
+#define RING_RECHECK_DIV 8
 
 struct ring {
 	/* producer-owned line */
 	_Atomic uint64_t head;   /* next slot to write; published with release */
 	uint64_t limit;          /* the head at which the producer takes the slow path:
-				  * the wake mark, or full as of the tail last seen */
+				  * the wake mark, or past it its next look at the tail */
 	_Atomic uint64_t lost;   /* events dropped because the ring was full */
 	_Atomic uint64_t waits;  /* --lossless: stalls waited out (ring_wait.c) */
 	_Atomic uint64_t wait_ns; /* ... and their total time */
@@ -77,8 +84,8 @@ static inline struct gt_event *ring__slot(struct ring *r, uint64_t seq)
 /*
  * Producer: the first sequence number of n free slots, or -1 (full). *wake:
  * the ring is past its wake mark (the caller wakes the drain). The view of
- * the consumer is refreshed only when head reaches limit: once at the wake
- * mark, then when the ring looks full.
+ * the consumer is refreshed only when head reaches limit: at the wake mark,
+ * then every RING_RECHECK_DIV-th of the ring while past it.
  */
 static inline int64_t ring__reserve(struct ring *r, unsigned n, bool *wake)
 {
@@ -93,7 +100,13 @@ static inline int64_t ring__reserve(struct ring *r, unsigned n, bool *wake)
 	*wake = head + n > mark;
 	if (head + n - tail > cap)
 		return -1;
-	r->limit = *wake ? tail + cap : mark;
+	if (*wake) {
+		uint64_t recheck = head + cap / RING_RECHECK_DIV;
+
+		r->limit = recheck < tail + cap ? recheck : tail + cap;
+	} else {
+		r->limit = mark;
+	}
 	return (int64_t)head;
 }
 

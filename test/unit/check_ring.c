@@ -75,6 +75,45 @@ START_TEST(test_full_ring_drops)
 }
 END_TEST
 
+/* The producer's seq of its next event, and whether it is to wake the drain. */
+static uint64_t produce_one(struct ring *r, bool *wake)
+{
+	int64_t seq = ring__reserve(r, 1, wake);
+
+	ck_assert_int_ge(seq, 0);
+	ring__publish(r, (uint64_t)seq + 1);
+	return (uint64_t)seq;
+}
+
+/* The drain is woken when a quarter of the ring waits for it: at first, and
+ * again after it caught up and went back to sleep (not only once the ring
+ * looks full from the tail seen at the last wake, with a quarter left). */
+START_TEST(test_wake_when_a_quarter_waits)
+{
+	struct ring *r = ring__new(1024 * sizeof(struct gt_event), 1, 1);
+	uint64_t seq, tail, woke_at = 0;
+	bool wake;
+
+	ck_assert_ptr_nonnull(r);
+	for (int i = 0; i < 300; i++) {
+		seq = produce_one(r, &wake);
+		if (wake && !woke_at)
+			woke_at = seq + 1;
+	}
+	ck_assert_uint_eq(woke_at, 257); /* the event past a quarter */
+	/* the drain catches up, and sleeps */
+	ring__consume(r, tail = 300);
+	woke_at = 0;
+	for (int i = 0; i < 1000 && !woke_at; i++) {
+		seq = produce_one(r, &wake);
+		if (wake)
+			woke_at = seq + 1;
+	}
+	ck_assert_uint_eq(woke_at, tail + 256 + 1);
+	ring__free(r);
+}
+END_TEST
+
 #define PRODUCERS 16
 #define PER_PRODUCER 1000000
 
@@ -161,6 +200,7 @@ static Suite *ring_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_wraparound_keeps_order);
 	tcase_add_test(tc, test_full_ring_drops);
+	tcase_add_test(tc, test_wake_when_a_quarter_waits);
 	tcase_add_test(tc, test_conservation_16_threads);
 	suite_add_tcase(s, tc);
 	return s;
