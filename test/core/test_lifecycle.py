@@ -108,10 +108,11 @@ def test_exit_from_worker_while_others_trace(tmp_path):
 
 
 @contextlib.contextmanager
-def looping(tmp_path, extra=None):
+def looping(tmp_path, extra=None, output=None):
     """ze_api loop, ready; killed when the test ends, whatever ends it."""
     need(APP)
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "t.json"),
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD,
+                             "GPUTRACE_OUTPUT": str(output or tmp_path / "t.json"),
                              "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50", **(extra or {})}))
     # unbuffered: communicate() reads the fd, so nothing may sit in a buffer
     p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
@@ -154,8 +155,7 @@ def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
     need(APP)
     fifo, copy = tmp_path / "t.json", tmp_path / "copy.json"
     os.mkfifo(fifo)
-    reading = threading.Event()
-    reading.set()
+    reading = threading.Event()  # not yet: the drain's first writes fill the FIFO
 
     def reader():
         with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
@@ -168,21 +168,18 @@ def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(fifo),
-                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "50"}))
-    p = subprocess.Popen([str(APP), "loop", "1000"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, bufsize=0, preexec_fn=default_signals)
-    with reaped(p):
-        assert p.stdout.readline().startswith(b"calls")
-        assert p.stdout.readline() == b"ready\n"
-        time.sleep(0.3)
-        reading.clear()  # the pipe fills: the drain's next write blocks
-        time.sleep(0.5)
+    with looping(tmp_path, output=fifo) as p:
+        # its progress lines read as they come: a full stdout would stop its
+        # calls, and with them the drain's writes
+        lines = threading.Thread(target=p.stdout.read, daemon=True)
+        lines.start()
         p.send_signal(signal.SIGTERM)
         time.sleep(4.5)
         still_waiting = p.poll() is None
         reading.set()
-        out, err = p.communicate(timeout=60)
+        p.wait(timeout=60)
+        lines.join(60)
+        err = p.stderr.read()
     t.join(60)
     assert still_waiting, err.decode(errors="replace")
     assert p.returncode == -signal.SIGTERM
