@@ -59,6 +59,9 @@ GT_HIDDEN void out__close(struct out *o);
 /* System calls on output files so far (all of them, every out); *in_flight:
  * one has not returned yet. */
 GT_HIDDEN uint64_t out__activity(bool *in_flight);
+/* In a fork child: no thread of its own is inside such a call (the parent's
+ * output thread may have been at fork time, and would look stuck in one). */
+GT_HIDDEN void out__forget_calls(void);
 /* Give the file its name (the wanted one, or .1, .2... after it). */
 GT_HIDDEN int out__publish(struct out *o);
 

@@ -386,6 +386,7 @@ void writer__forget(void)
 	}
 	if (W.opened && W.out.fd >= 0)
 		close(W.out.fd);
+	out__forget_calls();
 	memset(&W, 0, sizeof(W));
 	flight__forget();
 	pthread_mutex_init(&W.cycle_lock, NULL);
