@@ -664,9 +664,12 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		 * error (a pair read under load, the device's drift): where the ticks
 		 * say this command started after the row's last one ended, it starts
 		 * no earlier in host time either (else the two overlap on the row). */
-		if (a->valid && ((s - a->end_raw) & d->mask) < half &&
-		    base + ze__ticks_ns(d, off) < a->end_host)
-			base = a->end_host - ze__ticks_ns(d, off);
+		if (a->valid && ((s - a->end_raw) & d->mask) < half) {
+			uint64_t off_ns = ze__ticks_ns(d, off);
+
+			if (base + off_ns < a->end_host)
+				base = a->end_host - off_ns;
+		}
 		a->base_host = base;
 		a->base_ticks = p->ref_ticks;
 	}
