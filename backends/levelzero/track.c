@@ -67,6 +67,7 @@ struct ze_anchor {
 	uint64_t start_off, end_off;    /* last command, in ticks after base_ticks */
 	uint64_t start_raw, end_raw;    /* the same as device timestamps */
 	uint64_t end_host;
+	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 };
 
 struct ze_ctx {
@@ -694,19 +695,28 @@ done:
 }
 
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
- * everything after it) until a later collect; otherwise it goes without. */
-static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool patient)
+ * everything after it) until a later collect; otherwise it goes without.
+ * row_order: a row's commands are read in order. The device may finish one between
+ * the queries of two (those after it seen done, it not yet): read first, a later
+ * command would set the row's chain ahead of the earlier one's times. (Not at the
+ * end: a command that never ends leaves those after it read, not lost.) */
+static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool patient,
+									  bool row_order)
 {
+	static uint64_t pass;
 	struct ze_pending *p, *next;
 
 	if (atomic_load(&ze_closed))
 		return;
+	pass++;
 	for (p = ze_pend_head; p; p = next) {
 		ze_kernel_timestamp_result_t ts;
-		ze_result_t st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event)
-					 : ZE_RESULT_SUCCESS;
+		ze_result_t st;
 
 		next = p->next;
+		if (row_order && p->anchor && p->anchor->blocked_pass == pass)
+			continue;
+		st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event) : ZE_RESULT_SUCCESS;
 		if (st != ZE_RESULT_SUCCESS)
 			;
 		else if (p->slot && !p->run_copy)
@@ -724,7 +734,10 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 				/* Written by the device before our event (or gate) signaled. */
 				ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
 			ze_pend__read(p, ts);
-		} else if (st != ZE_RESULT_NOT_READY) {
+		} else if (st == ZE_RESULT_NOT_READY) {
+			if (row_order && p->anchor)
+				p->anchor->blocked_pass = pass;
+		} else {
 			ze_pend__drop(p, ze_str.lost_unread);
 		}
 	}
@@ -732,13 +745,19 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 
 GT_STARTUP_CODE static void ze__collect_locked(void)
 {
-	ze__collect_mode_locked(false);
+	ze__collect_mode_locked(false, true);
 }
 
 /* Kernel mode's copy of the loop: the one without metrics tests no query. */
 GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_patient_locked(void)
 {
-	ze__collect_mode_locked(true);
+	ze__collect_mode_locked(true, true);
+}
+
+/* The last collect: whatever is done, in any order. */
+GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_last_locked(void)
+{
+	ze__collect_mode_locked(false, false);
 }
 
 void ze_track__collect(void)
@@ -785,7 +804,7 @@ GT_STARTUP_CODE void ze_track__final(void)
 		return;
 	}
 	pthread_mutex_lock(&ze_lock);
-	ze__collect_locked();
+	ze__collect_last_locked();
 	while (ze_pend_head)
 		ze_pend__drop(ze_pend_head, ze_str.lost_unread);
 	atomic_store(&ze_closed, true);
