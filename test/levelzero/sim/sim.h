@@ -19,6 +19,8 @@
 #define SIM_FILL_PATTERN_MAX 128
 #define SIM_COPY_MIN_NS 1000
 #define SIM_MEM_POLL_NS 20000	/* how often an engine held by a wait on memory looks */
+#define SIM_NAP_NS 100000	/* how often an engine that ran something lately looks */
+#define SIM_NAP_WINDOW_NS 1000000 /* how long after its last command it keeps looking */
 #define SIM_QUEUE_GROUPS 2	/* ordinal 0: compute, ordinal 1: copy */
 #define SIM_ENGINES 3		/* compute 0.0 and 0.1, copy 1.0 */
 
@@ -64,6 +66,10 @@ void sim_lock_setup(void);
 /* Waits on sim_cond (sim_lock held) until `deadline_host_ns` (UINT64_MAX = forever);
  * returns false once the deadline has passed. */
 bool sim_cond_wait_until(uint64_t deadline_host_ns);
+/* The same without waking napping engines first (the engines' own waits). */
+bool sim_cond_nap_until(uint64_t deadline_host_ns);
+extern unsigned sim_napping;	/* sim_lock: engines napping */
+bool sim_engines_run_due_locked(void);
 uint64_t sim_deadline(uint64_t timeout_ns);
 
 void sim_obj_register(struct sim_obj *o, enum sim_kind kind);
@@ -212,7 +218,9 @@ struct sim_engine {
 	pthread_t thread;
 	bool running;			/* its worker exists in this process */
 	bool busy;			/* the worker runs a command ending at busy_end */
+	bool napping;			/* looks at its streams by itself soon */
 	uint64_t busy_end;
+	uint64_t last_done_ns;		/* host time its last command completed */
 };
 
 struct sim_queue {

@@ -27,7 +27,8 @@
  *   Simulated start = max(runnable, end of the previous command on that engine);
  *   end = start + duration. Copies and fills really move the bytes; a command completes
  *   (its signal event and a batch fence become signalled) no earlier in real time than its
- *   simulated end (CLOCK_MONOTONIC_RAW). Wait events block the worker.
+ *   simulated end (CLOCK_MONOTONIC_RAW), maybe later (pick-up: README.md). Wait events
+ *   block the worker.
  * - Device clock: tick = ZE_SIM_TICK_NS ns (default 52.083, fractional), with
  *   ZE_SIM_VALID_BITS valid bits (default 32, 8..64; with 16 timestamps wrap every ~3.4 ms)
  *   and an offset ZE_SIM_CLOCK_OFFSET_NS (default 7777777777777):

@@ -31,7 +31,17 @@ uint64_t sim_deadline(uint64_t timeout_ns)
 	return now + timeout_ns;
 }
 
+/* A host thread's wait: first what is due on idle engines, then napping engines look. */
 bool sim_cond_wait_until(uint64_t deadline)
+{
+	if (sim_engines_run_due_locked())
+		return true;
+	if (sim_napping)
+		pthread_cond_broadcast(&sim_cond);
+	return sim_cond_nap_until(deadline);
+}
+
+bool sim_cond_nap_until(uint64_t deadline)
 {
 	struct timespec ts;
 	uint64_t now, rel;

@@ -12,6 +12,7 @@
 static const uint32_t queues_per_group[SIM_QUEUE_GROUPS] = { 2, 1 };
 static struct sim_engine engines[SIM_ENGINES];	/* sim_lock */
 static uint64_t submit_seq;			/* sim_lock */
+unsigned sim_napping;				/* sim_lock: engines napping */
 
 static struct sim_engine *engine_of(uint32_t ordinal, uint32_t index)
 {
@@ -243,6 +244,8 @@ static struct sim_stream *engine_pick_locked(struct sim_engine *e, uint64_t *rea
 	struct sim_stream *best = NULL;
 	uint64_t best_ready = 0;
 
+	if (e->busy)	/* (a host thread runs one of its commands) */
+		return NULL;
 	for (struct sim_stream *s = e->streams; s; s = s->next) {
 		uint64_t ready;
 
@@ -270,61 +273,122 @@ static bool engine_polls_memory_locked(const struct sim_engine *e)
 	return false;
 }
 
+/*
+ * sim_lock held. Runs stream s's head on engine e (the lock is let go meanwhile),
+ * as the engine's worker or as a host thread that waits (sim_engines_run_due_locked).
+ * Returns once the command has completed; waiters are not told yet.
+ */
+static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64_t ready)
+{
+	struct sim_cmd *c = s->head;
+	uint64_t start, end;
+
+	s->busy = true;
+	start = ready > e->last_end_ns ? ready : e->last_end_ns;
+	end = start + c->duration_ns;
+	e->last_end_ns = end;
+	e->busy = true;
+	e->busy_end = end;
+	if (sim_metrics_enabled || sim_sysman_enabled)
+		sim_metrics_started_locked(c, start, end);
+	pthread_mutex_unlock(&sim_lock);
+
+	cmd_execute(c, start);
+	sim_sleep_until(end);
+
+	pthread_mutex_lock(&sim_lock);
+	s->busy = false;
+	e->busy = false;
+	e->last_done_ns = sim_host_ns();
+	if (c->op == SIM_OP_QUERY_BEGIN || c->op == SIM_OP_QUERY_END)
+		sim_metrics_done_locked(c, start, end);
+	s->head = c->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->completed++;
+	if (c->reset && sim_obj_alive_locked(c->reset, SIM_K_EVENT))
+		c->reset->signaled = false;
+	if (c->signal_cb) {
+		c->signal_cb->done = true;
+		c->signal_cb->start_ns = start;
+		c->signal_cb->end_ns = end;
+	} else if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT)) {
+		sim_event_signal_locked(c->signal, start, end);
+	}
+	if (c->fence && sim_obj_alive_locked(c->fence, SIM_K_FENCE))
+		c->fence->signaled = true;
+	cmd_free_locked(c);
+}
+
+/*
+ * sim_lock held. An engine that ran something lately naps instead of sleeping until
+ * woken, as a GPU's command streamer polls its ring for a while after work (Intel's
+ * direct submission) before it idles and needs a doorbell: an append while it naps
+ * wakes nobody. (A wake-up per append made each nanosecond a host thread spent
+ * between appends cost it about three on a virtual machine: the wake's interrupt and
+ * the worker taking the lock from under the next append.)
+ */
+static void engine_idle_locked(struct sim_engine *e)
+{
+	uint64_t now = sim_host_ns();
+
+	if (engine_polls_memory_locked(e)) {
+		sim_cond_nap_until(now + SIM_MEM_POLL_NS);
+	} else if (now - e->last_done_ns < SIM_NAP_WINDOW_NS) {
+		e->napping = true;
+		sim_napping++;
+		sim_cond_nap_until(now + SIM_NAP_NS);
+		sim_napping--;
+		e->napping = false;
+	} else {
+		pthread_cond_wait(&sim_cond, &sim_lock);
+	}
+}
+
 static void *engine_worker(void *arg)
 {
 	struct sim_engine *e = arg;
 
 	pthread_mutex_lock(&sim_lock);
 	for (;;) {
-		uint64_t ready, start, end;
+		uint64_t ready;
 		struct sim_stream *s = engine_pick_locked(e, &ready);
-		struct sim_cmd *c;
 
 		if (!s) {
-			if (engine_polls_memory_locked(e))
-				sim_cond_wait_until(sim_host_ns() + SIM_MEM_POLL_NS);
-			else
-				pthread_cond_wait(&sim_cond, &sim_lock);
+			engine_idle_locked(e);
 			continue;
 		}
-		c = s->head;
-		s->busy = true;
-		start = ready > e->last_end_ns ? ready : e->last_end_ns;
-		end = start + c->duration_ns;
-		e->last_end_ns = end;
-		e->busy = true;
-		e->busy_end = end;
-		if (sim_metrics_enabled || sim_sysman_enabled)
-			sim_metrics_started_locked(c, start, end);
-		pthread_mutex_unlock(&sim_lock);
-
-		cmd_execute(c, start);
-		sim_sleep_until(end);
-
-		pthread_mutex_lock(&sim_lock);
-		s->busy = false;
-		e->busy = false;
-		if (c->op == SIM_OP_QUERY_BEGIN || c->op == SIM_OP_QUERY_END)
-			sim_metrics_done_locked(c, start, end);
-		s->head = c->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->completed++;
-		if (c->reset && sim_obj_alive_locked(c->reset, SIM_K_EVENT))
-			c->reset->signaled = false;
-		if (c->signal_cb) {
-			c->signal_cb->done = true;
-			c->signal_cb->start_ns = start;
-			c->signal_cb->end_ns = end;
-		} else if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT)) {
-			sim_event_signal_locked(c->signal, start, end);
-		}
-		if (c->fence && sim_obj_alive_locked(c->fence, SIM_K_FENCE))
-			c->fence->signaled = true;
+		engine_run_locked(e, s, ready);
 		pthread_cond_broadcast(&sim_cond);
-		cmd_free_locked(c);
 	}
 	return NULL;
+}
+
+/*
+ * sim_lock held, by a host thread about to wait: it runs the commands of idle engines
+ * that are due (their simulated end has passed) itself, as a napping engine would on
+ * its next look, rather than wait for that look. True when it completed any (the
+ * caller looks at what it waits for again).
+ */
+bool sim_engines_run_due_locked(void)
+{
+	bool ran = false;
+
+	for (unsigned i = 0; i < SIM_ENGINES; i++) {
+		struct sim_engine *e = &engines[i];
+		uint64_t ready;
+		struct sim_stream *s;
+
+		while (e->running && (s = engine_pick_locked(e, &ready)) &&
+		       (ready > e->last_end_ns ? ready : e->last_end_ns) + s->head->duration_ns <=
+			       sim_host_ns()) {
+			engine_run_locked(e, s, ready);
+			ran = true;
+		}
+	}
+	if (ran)
+		pthread_cond_broadcast(&sim_cond);
+	return ran;
 }
 
 /* sim_lock held. Workers start lazily: after fork() the child has none. */
@@ -367,7 +431,8 @@ static ze_result_t stream_submit_locked(struct sim_stream *s, struct sim_cmd *fi
 		s->head = first;
 	s->tail = last;
 	s->submitted += n;
-	pthread_cond_broadcast(&sim_cond);
+	if (!s->engine->napping)	/* (a napping engine looks by itself) */
+		pthread_cond_broadcast(&sim_cond);
 	return engine_ensure_worker_locked(s->engine);
 }
 
@@ -446,8 +511,10 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	sim_lock_setup();
+	sim_napping = 0;
 	for (int i = 0; i < SIM_ENGINES; i++) {
 		engines[i].running = false;	/* recreated on the next submit or synchronize */
+		engines[i].napping = false;
 		for (struct sim_stream *s = engines[i].streams; s; s = s->next)
 			s->busy = false;	/* a head the parent's worker ran starts over */
 	}
