@@ -67,7 +67,6 @@ struct ze_anchor {
 	uint64_t start_off, end_off;    /* last command, in ticks after base_ticks */
 	uint64_t start_raw, end_raw;    /* the same as device timestamps */
 	uint64_t end_host;
-	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 };
 
 struct ze_ctx {
@@ -108,6 +107,7 @@ struct ze_list {
 	struct ze_cmd *cmds; /* regular lists */
 	size_t ncmds, cap;
 	uint64_t next_seq;        /* immediate lists: appends so far */
+	uint64_t blocked_pass;    /* immediate lists: the collect that found one not done */
 	uint64_t pair_host, pair_ticks; /* immediate lists: their appends' last clock pair */
 	struct ze_parked *parked; /* immediate lists */
 	size_t nparked, cap_parked;
@@ -696,10 +696,11 @@ done:
 
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
  * everything after it) until a later collect; otherwise it goes without.
- * row_order: a row's commands are read in order. The device may finish one between
- * the queries of two (those after it seen done, it not yet): read first, a later
- * command would set the row's chain ahead of the earlier one's times. (Not at the
- * end: a command that never ends leaves those after it read, not lost.) */
+ * row_order: an immediate list's commands are read in order. The device may finish one
+ * between the queries of two (those after it seen done, it not yet): read first, a later
+ * command would set the row's chain ahead of the earlier one's times. (Not at the end: a
+ * command that never ends leaves those after it read, not lost. A queue's row is shared
+ * by the queues on its engine, whose lists are read when the program resets them.) */
 static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool patient,
 									  bool row_order)
 {
@@ -714,7 +715,7 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 		ze_result_t st;
 
 		next = p->next;
-		if (row_order && p->anchor && p->anchor->blocked_pass == pass)
+		if (row_order && p->imm && p->imm->blocked_pass == pass)
 			continue;
 		st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event) : ZE_RESULT_SUCCESS;
 		if (st != ZE_RESULT_SUCCESS)
@@ -735,8 +736,8 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 				ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
 			ze_pend__read(p, ts);
 		} else if (st == ZE_RESULT_NOT_READY) {
-			if (row_order && p->anchor)
-				p->anchor->blocked_pass = pass;
+			if (row_order && p->imm)
+				p->imm->blocked_pass = pass;
 		} else {
 			ze_pend__drop(p, ze_str.lost_unread);
 		}
