@@ -217,6 +217,8 @@ static void drain_rings(void)
 
 		/* dead is read before the last drain: nothing can follow it */
 		bool dead = atomic_load_explicit(&r->dead, memory_order_acquire);
+		if (!dead)
+			ring__populate(r);
 		drain_ring(r);
 		if (dead && !ring__readable(r, &tail)) {
 			struct ring *expect = r;
