@@ -44,17 +44,33 @@ void ring__free(struct ring *r)
 /*
  * A busy thread's first lap through its ring took a page fault every 64 events on its
  * own time (160 ns per launch in make bench row 5: five slots each). The drain thread
- * takes them instead, all at once, once the thread has written RING_POPULATE_AFTER
- * slots; a quiet thread's ring stays as small as it used. MADV_POPULATE_WRITE leaves
- * the contents alone, so the producer may write meanwhile. Older kernels: as before.
+ * takes them instead, once the thread has written RING_POPULATE_AFTER slots: a quiet
+ * thread's ring stays as small as it used, and a big ring (GPUTRACE_RING_KB) is faulted
+ * in as it fills, RING_POPULATE_AHEAD slots ahead, not all at once. MADV_POPULATE_WRITE
+ * leaves the contents alone, so the producer may write meanwhile. Older kernels: as
+ * before.
  */
 int ring__populate(struct ring *r)
 {
-	if (r->populated ||
-	    atomic_load_explicit(&r->head, memory_order_relaxed) < RING_POPULATE_AFTER)
+	uint64_t cap = r->mask + 1, head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t want = head + RING_POPULATE_AHEAD;
+	uintptr_t from, to, page = 4096;
+
+	if (r->populated >= cap || head < RING_POPULATE_AFTER)
 		return 0;
-	r->populated = 1;
-	if (madvise(r->slots, (r->mask + 1) * sizeof(struct gt_event), MADV_POPULATE_WRITE))
+	if (want > cap)
+		want = cap;
+	if (want <= r->populated)
+		return 0;
+	/* whole pages: the slots start on one (the header is a page) */
+	from = (uintptr_t)r->slots + r->populated * sizeof(struct gt_event);
+	to = (uintptr_t)r->slots + want * sizeof(struct gt_event);
+	from &= ~(page - 1);
+	to = (to + page - 1) & ~(page - 1);
+	if (madvise((void *)from, to - from, MADV_POPULATE_WRITE)) {
+		r->populated = cap;
 		return -errno;
+	}
+	r->populated = want;
 	return 1;
 }

@@ -43,8 +43,8 @@ struct ring {
 	uint64_t recorded;     /* events the drain thread wrote out */
 	_Atomic uint32_t room;    /* futex word: bumped when a waiting producer has room */
 	_Atomic uint32_t waiting; /* the producer waits on room (written only then) */
-	uint32_t populated;       /* ring__populate: its pages are in (or cannot be) */
-	char pad1[64 - 28];
+	uint64_t populated;       /* ring__populate: slots faulted in from 0 (or cannot be) */
+	char pad1[64 - 32];
 	/* shared, read-mostly */
 	uint64_t mask;     /* capacity - 1 */
 	pid_t tid;         /* OS thread id of the producer */
@@ -70,9 +70,11 @@ struct ring {
 GT_HIDDEN struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial);
 GT_HIDDEN void ring__free(struct ring *r);
 /* Consumer: once its thread has written RING_POPULATE_AFTER slots, the ring's pages
- * are faulted in by the caller (the drain thread), not by the producer's writes.
- * 1 when it did now, 0 when not now, -errno when the kernel could not. */
+ * are faulted in by the caller (the drain thread), RING_POPULATE_AHEAD slots (4 MiB)
+ * ahead of the producer at most, not by the producer's writes. 1 when it did now, 0
+ * when not now, -errno when the kernel could not (then never again). */
 #define RING_POPULATE_AFTER 1024
+#define RING_POPULATE_AHEAD 65536
 GT_HIDDEN int ring__populate(struct ring *r);
 /* --lossless (ring_wait.c): the calling producer waits until nslots are free
  * in its full ring, at most gt_cfg.lossless_ms: 0, -ETIMEDOUT (the event is

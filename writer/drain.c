@@ -207,7 +207,8 @@ static void remember_dead(struct ring *r)
 	};
 }
 
-static void drain_rings(void)
+/* populate: busy threads' rings are faulted in ahead of them (not in a last cycle). */
+static void drain_rings(bool populate)
 {
 	struct ring *prev = NULL, *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
 
@@ -217,7 +218,7 @@ static void drain_rings(void)
 
 		/* dead is read before the last drain: nothing can follow it */
 		bool dead = atomic_load_explicit(&r->dead, memory_order_acquire);
-		if (!dead)
+		if (populate && !dead)
 			ring__populate(r);
 		drain_ring(r);
 		if (dead && !ring__readable(r, &tail)) {
@@ -310,7 +311,7 @@ static void cycle(bool final, bool closing)
 		checkpoint__open();
 	if (W.opened)
 		events__name_rows();
-	drain_rings();
+	drain_rings(!closing);
 	flows__pending(closing);
 	/* the process ends (exit, exec, a signal), or the window's file does:
 	 * open annotations are over (in this file) */

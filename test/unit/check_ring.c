@@ -150,7 +150,7 @@ static size_t resident_pages(struct ring *r)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t n = (r->mask + 1) * sizeof(struct gt_event) / page, in = 0;
-	unsigned char vec[1024];
+	unsigned char vec[4096];
 
 	ck_assert_uint_le(n, sizeof(vec));
 	ck_assert_int_eq(mincore(r->slots, n * page, vec), 0);
@@ -186,6 +186,30 @@ START_TEST(test_busy_ring_populated_by_the_drain)
 	ck_assert_int_eq(ring__populate(r), 0);
 	/* the contents are the producer's still */
 	ck_assert_uint_eq(ring__slot(r, 5)->start_ns, 5);
+	ring__free(r);
+}
+END_TEST
+
+/* A big ring is faulted in as it fills, RING_POPULATE_AHEAD slots ahead, not at once. */
+START_TEST(test_big_ring_populated_ahead_only)
+{
+	struct ring *r = ring__new(16u << 20, 1, 1);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), per_page = page / sizeof(struct gt_event);
+	size_t ahead = RING_POPULATE_AHEAD / per_page;
+
+	ck_assert_ptr_nonnull(r);
+	for (unsigned i = 0; i < RING_POPULATE_AFTER; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	if (ring__populate(r) == -EINVAL) {
+		ring__free(r);
+		return;
+	}
+	ck_assert_uint_eq(resident_pages(r), RING_POPULATE_AFTER / per_page + ahead);
+	for (unsigned i = 0; i < 2 * RING_POPULATE_AHEAD; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ck_assert_int_eq(ring__populate(r), 1);
+	ck_assert_uint_eq(resident_pages(r), (RING_POPULATE_AFTER + 3 * RING_POPULATE_AHEAD) /
+						     per_page);
 	ring__free(r);
 }
 END_TEST
@@ -250,6 +274,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_full_ring_drops);
 	tcase_add_test(tc, test_wake_when_a_quarter_waits);
 	tcase_add_test(tc, test_busy_ring_populated_by_the_drain);
+	tcase_add_test(tc, test_big_ring_populated_ahead_only);
 	tcase_add_test(tc, test_conservation_16_threads);
 	suite_add_tcase(s, tc);
 	return s;
