@@ -325,7 +325,7 @@ static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64
  * woken, as a GPU's command streamer polls its ring for a while after work (Intel's
  * direct submission) before it idles and needs a doorbell: an append while it naps
  * wakes nobody. (A wake-up per append made each nanosecond a host thread spent
- * between appends cost it about three on a virtual machine: the wake's interrupt and
+ * between appends cost it about 2.6 on a virtual machine: the wake's interrupt and
  * the worker taking the lock from under the next append.)
  */
 static void engine_idle_locked(struct sim_engine *e)
