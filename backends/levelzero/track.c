@@ -67,6 +67,7 @@ struct ze_anchor {
 	uint64_t start_off, end_off;    /* last command, in ticks after base_ticks */
 	uint64_t start_raw, end_raw;    /* the same as device timestamps */
 	uint64_t end_host;
+	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 };
 
 struct ze_ctx {
@@ -107,7 +108,6 @@ struct ze_list {
 	struct ze_cmd *cmds; /* regular lists */
 	size_t ncmds, cap;
 	uint64_t next_seq;        /* immediate lists: appends so far */
-	uint64_t blocked_pass;    /* immediate lists: the collect that found one not done */
 	uint64_t pair_host, pair_ticks; /* immediate lists: their appends' last clock pair */
 	struct ze_parked *parked; /* immediate lists */
 	size_t nparked, cap_parked;
@@ -694,13 +694,51 @@ done:
 	ze_pend__free(p);
 }
 
+/* Has p's command finished? Its times in *ts when it has. */
+static inline __attribute__((always_inline)) ze_result_t
+ze_pend__query(const struct ze_pending *p, ze_kernel_timestamp_result_t *ts)
+{
+	ze_result_t st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event)
+				 : ZE_RESULT_SUCCESS;
+
+	if (st != ZE_RESULT_SUCCESS)
+		return st;
+	if (p->slot && !p->run_copy)
+		/* Our event signals once the query wrote the slot. */
+		st = ZE_REAL(zeEventQueryStatus)(p->event);
+	else if (!p->slot)
+		/* One call, not two: NOT_READY until the event is signaled. */
+		return ZE_REAL(zeEventQueryKernelTimestamp)(p->event, ts);
+	/* (A run's copy is done with its gate; its event may be a later run's now.) */
+	if (st == ZE_RESULT_SUCCESS)
+		/* Written by the device before our event (or gate) signaled. */
+		*ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
+	return st;
+}
+
+/*
+ * The program's word that p's work is done or over (its list reset or run again, its
+ * event or context going): read it if it finished, whatever waits before it on its row
+ * (row_order below), else count it lost for reason.
+ */
+static void ze_pend__settle(struct ze_pending *p, uint32_t reason)
+{
+	ze_kernel_timestamp_result_t ts;
+
+	if (!atomic_load(&ze_closed) && ze_pend__query(p, &ts) == ZE_RESULT_SUCCESS)
+		ze_pend__read(p, ts);
+	else
+		ze_pend__drop(p, reason);
+}
+
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
  * everything after it) until a later collect; otherwise it goes without.
- * row_order: an immediate list's commands are read in order. The device may finish one
- * between the queries of two (those after it seen done, it not yet): read first, a later
- * command would set the row's chain ahead of the earlier one's times. (Not at the end: a
- * command that never ends leaves those after it read, not lost. A queue's row is shared
- * by the queues on its engine, whose lists are read when the program resets them.) */
+ * row_order: a row's commands are read in order. The device may finish one between
+ * the queries of two (those after it seen done, it not yet): read first, a later
+ * command would set the row's chain ahead of the earlier one's times (an overlap on
+ * the row, or a wait drawn as an instant at its end). A command held back so is read
+ * at a later collect, or when the program says it is done (ze_pend__settle). The last
+ * collect reads whatever is done: one that never ends holds nothing back there. */
 static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool patient,
 									  bool row_order)
 {
@@ -715,29 +753,17 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 		ze_result_t st;
 
 		next = p->next;
-		if (row_order && p->imm && p->imm->blocked_pass == pass)
+		if (row_order && p->anchor && p->anchor->blocked_pass == pass)
 			continue;
-		st = p->gate ? ZE_REAL(zeEventQueryStatus)(p->gate->event) : ZE_RESULT_SUCCESS;
-		if (st != ZE_RESULT_SUCCESS)
-			;
-		else if (p->slot && !p->run_copy)
-			/* Our event signals once the query wrote the slot. */
-			st = ZE_REAL(zeEventQueryStatus)(p->event);
-		else if (!p->slot)
-			/* One call, not two: NOT_READY until the event is signaled. */
-			st = ZE_REAL(zeEventQueryKernelTimestamp)(p->event, &ts);
-		/* (A run's copy is done with its gate; its event may be a later run's now.) */
+		st = ze_pend__query(p, &ts);
 		if (st == ZE_RESULT_SUCCESS) {
 			if (patient && ze_work_mq(&p->w) != NULL &&
 			    !ze_metrics__kernel_ready(ze_work_mq(&p->w)))
 				break;
-			if (p->slot)
-				/* Written by the device before our event (or gate) signaled. */
-				ts = *(volatile ze_kernel_timestamp_result_t *)p->slot;
 			ze_pend__read(p, ts);
 		} else if (st == ZE_RESULT_NOT_READY) {
-			if (row_order && p->imm)
-				p->imm->blocked_pass = pass;
+			if (row_order && p->anchor)
+				p->anchor->blocked_pass = pass;
 		} else {
 			ze_pend__drop(p, ze_str.lost_unread);
 		}
@@ -955,14 +981,19 @@ struct ze_dev *ze_track__list_kind(const struct ze_list *L, bool *immediate, boo
 	return L->dev;
 }
 
-/* An older read of the same program event would take this command's times. */
-static void ze__retire_event_locked(ze_event_handle_t ev, uint32_t reason)
+/* An older read of the same program event would take this command's times. read:
+ * the event still holds them (it is not reused yet): read what finished first. */
+static void ze__retire_event_locked(ze_event_handle_t ev, uint32_t reason, bool read)
 {
 	struct ze_pending *p, *next;
 
 	for (p = ze_pend_head; p; p = next) {
 		next = p->next;
-		if (p->event == ev)
+		if (p->event != ev)
+			continue;
+		if (read)
+			ze_pend__settle(p, reason);
+		else
 			ze_pend__drop(p, reason);
 	}
 }
@@ -1041,7 +1072,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		pthread_mutex_lock(&ze_lock);
 		if (!a->own) {
 			ze__collect_locked();
-			ze__retire_event_locked(a->event, ze_str.lost_overwritten);
+			/* (appended again already: its times may be the new command's) */
+			ze__retire_event_locked(a->event, ze_str.lost_overwritten, false);
 		}
 		p = ze_pend__new();
 		if (!p) {
@@ -1176,7 +1208,7 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			bool copying = cmd->pend && cmd->pend->run_copy;
 
 			if (cmd->pend && !copying)
-				ze_pend__drop(cmd->pend, ze_str.lost_overwritten);
+				ze_pend__settle(cmd->pend, ze_str.lost_overwritten);
 			cmd->pend = NULL;
 			/* Ours must be unsignaled again to tell this run's end. Not while the
 			 * last run's copy is still to be made: the device may not have
@@ -1472,7 +1504,7 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 	for (struct ze_pending *p = ze_pend_head, *next; p; p = next) {
 		next = p->next;
 		if (p->list == L)
-			ze_pend__drop(p, ze_str.lost_unread);
+			ze_pend__settle(p, ze_str.lost_unread);
 	}
 	for (size_t j = 0; j < L->ncmds; j++) {
 		struct ze_cmd *cmd = &L->cmds[j];
@@ -1582,7 +1614,7 @@ void ze_track__mutable_signal(ze_command_list_handle_t l, uint64_t id, ze_event_
 	 * now, then the command's times come from its new event, if we can read it. */
 	ze__collect_locked();
 	if (cmd->pend) {
-		ze_pend__drop(cmd->pend, ze_str.lost_overwritten);
+		ze_pend__settle(cmd->pend, ze_str.lost_overwritten);
 		cmd->pend = NULL;
 	}
 	if (cmd->own)
@@ -1624,7 +1656,7 @@ void ze_track__pool_created(ze_event_pool_handle_t p, const ze_event_pool_desc_t
  * signaling it must not ask about it any more. */
 static void ze__forget_event_locked(ze_event_handle_t ev)
 {
-	ze__retire_event_locked(ev, ze_str.lost_unread);
+	ze__retire_event_locked(ev, ze_str.lost_unread, true);
 	for (struct ze_pending *p = ze_pend_head; p; p = p->next) {
 		if (p->chain == ev) {
 			p->chain = NULL;
@@ -1664,7 +1696,7 @@ void ze_track__event_retire(ze_event_handle_t e, bool destroy)
 	if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
 		/* Its timestamps may be a command's of ours: read them before they go. */
 		ze__collect_locked();
-		ze__retire_event_locked(e, ze_str.lost_unread);
+		ze__retire_event_locked(e, ze_str.lost_unread, true);
 	}
 	if (destroy) {
 		ze__forget_event_locked(e);
@@ -1720,7 +1752,7 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 	for (p = ze_pend_head; p; p = next) {
 		next = p->next;
 		if (p->ctx == c || (p->gate && p->gate->ctx == c))
-			ze_pend__drop(p, ze_str.lost_unread);
+			ze_pend__settle(p, ze_str.lost_unread);
 	}
 	for (unsigned i = 0; i < c->nall; i++)
 		ze_map__del(&ze_slots, c->all[i]);
