@@ -45,7 +45,7 @@ void ring__free(struct ring *r)
  * A busy thread's first lap through its ring took a page fault every 64 events on its
  * own time (160 ns per launch in make bench row 5: five slots each). The drain thread
  * takes them instead, once the thread has written RING_POPULATE_AFTER slots: a quiet
- * thread's ring stays as small as it used, and a big ring (GPUTRACE_RING_KB) is faulted
+ * thread's ring stays as small as it used, and a big ring (GPUTRACE_BUFFER_KB) is faulted
  * in as it fills, RING_POPULATE_AHEAD slots ahead, not all at once. MADV_POPULATE_WRITE
  * leaves the contents alone, so the producer may write meanwhile. Older kernels: as
  * before.
