@@ -273,6 +273,12 @@ static bool engine_polls_memory_locked(const struct sim_engine *e)
 	return false;
 }
 
+/* sim_lock held. When a head runnable from `ready` starts on e: after e's last command. */
+static uint64_t engine_start_ns(const struct sim_engine *e, uint64_t ready)
+{
+	return ready > e->last_end_ns ? ready : e->last_end_ns;
+}
+
 /*
  * sim_lock held. Runs stream s's head on engine e (the lock is let go meanwhile),
  * as the engine's worker or as a host thread that waits (sim_engines_run_due_locked).
@@ -284,7 +290,7 @@ static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64
 	uint64_t start, end;
 
 	s->busy = true;
-	start = ready > e->last_end_ns ? ready : e->last_end_ns;
+	start = engine_start_ns(e, ready);
 	end = start + c->duration_ns;
 	e->last_end_ns = end;
 	e->busy = true;
@@ -380,8 +386,7 @@ bool sim_engines_run_due_locked(void)
 		struct sim_stream *s;
 
 		while (e->running && (s = engine_pick_locked(e, &ready)) &&
-		       (ready > e->last_end_ns ? ready : e->last_end_ns) + s->head->duration_ns <=
-			       sim_host_ns()) {
+		       engine_start_ns(e, ready) + s->head->duration_ns <= sim_host_ns()) {
 			engine_run_locked(e, s, ready);
 			ran = true;
 		}
@@ -1308,8 +1313,7 @@ uint64_t sim_engines_horizon_locked(uint64_t now)
 				 * engine (no earlier than that engine's horizon) */
 				if (!cmd_waits_done_locked(s->head, &ready))
 					continue;
-				if (ready < e->last_end_ns)
-					ready = e->last_end_ns;
+				ready = engine_start_ns(e, ready);
 				if (ready < eh)
 					eh = ready;
 			}
