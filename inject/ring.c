@@ -74,3 +74,31 @@ int ring__populate(struct ring *r)
 	r->populated = want;
 	return 1;
 }
+
+/*
+ * The last cycle reads a big ring's backlog while the exiting thread waits; the kernel
+ * then frees its pages in exit_group, after the cycle: ~5.5 ms per 64 MiB on this KVM
+ * guest (make bench row 7w: 10^6 events). Released here, on the drain thread, while the
+ * output thread writes: the drain formats faster than the page cache takes the bytes, so
+ * most of it is hidden (row 7w's exit, best of 16 to 40 interleaved runs in three
+ * sittings: 3-4 ms less; exit_group to reaped: 4.6-6.5 ms before, 0.9 ms after).
+ * Only slots not yet handed back: the producer cannot write there until the tail moves.
+ * A page the producer writes again later is a fresh zero page, as on its first lap.
+ */
+uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to)
+{
+	const uint64_t per_page = 4096 / sizeof(struct gt_event);
+	uint64_t cap = r->mask + 1, first = (from + per_page - 1) & ~(per_page - 1);
+	uint64_t end = to & ~(per_page - 1), at, n, run;
+
+	if (cap < per_page || end <= first)
+		return to;
+	at = first & r->mask;
+	n = end - first;
+	/* the slots wrap at the ring's end: two runs at most */
+	run = n < cap - at ? n : cap - at;
+	madvise(ring__slot(r, first), run * sizeof(struct gt_event), MADV_DONTNEED);
+	if (n > run)
+		madvise(r->slots, (n - run) * sizeof(struct gt_event), MADV_DONTNEED);
+	return end;
+}

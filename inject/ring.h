@@ -76,6 +76,17 @@ GT_HIDDEN void ring__free(struct ring *r);
 #define RING_POPULATE_AFTER 1024
 #define RING_POPULATE_AHEAD 65536
 GT_HIDDEN int ring__populate(struct ring *r);
+/* Consumer, in a process's last cycle, before handing read slots [from, to) back: the
+ * whole pages they fill are given back to the kernel (the exit then has that much less
+ * to free). Returns where to hand back up to: the end of the last page given back, or
+ * to when no whole page was. The drain does it RING_RELEASE_SLOTS (4 MiB) at a time,
+ * for rings of at least RING_RELEASE_MIN slots (32 MiB; the default ring is 4 MiB):
+ * each call stops the other CPUs running the program for a TLB flush (64 pages a call
+ * gained nothing in make bench row 7w, 4 MiB a call 3-4 ms of its ~72), and a smaller
+ * ring's chunks would hold back a live producer's room for nothing much. */
+#define RING_RELEASE_SLOTS 65536
+#define RING_RELEASE_MIN (8 * RING_RELEASE_SLOTS)
+GT_HIDDEN uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to);
 /* --lossless (ring_wait.c): the calling producer waits until nslots are free
  * in its full ring, at most gt_cfg.lossless_ms: 0, -ETIMEDOUT (the event is
  * lost; no more waits until the drain moves), -EAGAIN (not a thread or a

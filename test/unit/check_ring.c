@@ -214,6 +214,55 @@ START_TEST(test_big_ring_populated_ahead_only)
 }
 END_TEST
 
+/* A last cycle gives the pages it read back to the kernel before the slots go back to
+ * the producer (ring__release): whole pages only, across the ring's end, and the slots
+ * still to read keep their contents. */
+START_TEST(test_release_gives_read_pages_back)
+{
+	struct ring *r = ring__new(64 * 4096, 1, 1); /* 4096 slots, 64 pages */
+	size_t per_page = (size_t)sysconf(_SC_PAGESIZE) / sizeof(struct gt_event);
+	uint64_t cap = r->mask + 1, tail, n;
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(per_page, 64);
+	/* a lap and a half: the last 2048 slots written sit in pages 0-31 */
+	for (uint64_t i = 0; i < cap; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ring__consume(r, cap);
+	for (uint64_t i = cap; i < cap + cap / 2; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ck_assert_uint_eq(resident_pages(r), 64);
+	n = ring__readable(r, &tail);
+	ck_assert_uint_eq(n, cap / 2);
+	/* nothing whole to give back: hand back what was read */
+	ck_assert_uint_eq(ring__release(r, tail, tail + 63), tail + 63);
+	ck_assert_uint_eq(ring__release(r, tail + 10, tail + 100), tail + 100);
+	ck_assert_uint_eq(resident_pages(r), 64);
+	/* from mid-page: that page stays (the producer may write its first part) */
+	ck_assert_uint_eq(ring__release(r, tail + 10, tail + 1000), tail + 960);
+	ck_assert_uint_eq(resident_pages(r), 64 - 14);
+	ck_assert_uint_eq(ring__slot(r, tail + 5)->start_ns, tail + 5);
+	ck_assert_uint_eq(ring__slot(r, tail + 960)->start_ns, tail + 960);
+	ck_assert_uint_eq(ring__slot(r, tail + 2047)->start_ns, tail + 2047);
+	ring__free(r);
+
+	/* across the ring's end: the pages at its end and at its start */
+	r = ring__new(64 * 4096, 1, 1);
+	for (uint64_t i = 0; i < cap / 2; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ring__consume(r, cap / 2);
+	for (uint64_t i = cap / 2; i < cap + cap / 4; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ck_assert_uint_eq(ring__release(r, cap - 128, cap + 128), cap + 128);
+	ck_assert_uint_eq(resident_pages(r), 64 - 4);
+	ck_assert_uint_eq(ring__slot(r, cap - 129)->start_ns, cap - 129);
+	ck_assert_uint_eq(ring__slot(r, cap + 128)->start_ns, cap + 128);
+	/* a page given back reads as zeros, and the producer's next lap writes it anew */
+	ck_assert_uint_eq(ring__slot(r, cap)->start_ns, 0);
+	ring__free(r);
+}
+END_TEST
+
 START_TEST(test_conservation_16_threads)
 {
 	static struct producer prod[PRODUCERS];
@@ -275,6 +324,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_wake_when_a_quarter_waits);
 	tcase_add_test(tc, test_busy_ring_populated_by_the_drain);
 	tcase_add_test(tc, test_big_ring_populated_ahead_only);
+	tcase_add_test(tc, test_release_gives_read_pages_back);
 	tcase_add_test(tc, test_conservation_16_threads);
 	suite_add_tcase(s, tc);
 	return s;
