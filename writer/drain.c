@@ -76,7 +76,7 @@ static bool outside_window(const struct gt_event *ev)
  * batch). */
 #define PUBLISH_SLOTS    512
 
-static void drain_ring(struct ring *r)
+static void drain_ring(struct ring *r, bool release)
 {
 	struct gt_arg args[GT_ARGS_MAX];
 	uint64_t tail, n = ring__readable(r, &tail), end = tail + n, published = tail;
@@ -84,6 +84,11 @@ static void drain_ring(struct ring *r)
 	 * to two rings' worth: one fast thread does not hold the cycle (other
 	 * rings, the backends' records, the checkpoint) for long */
 	uint64_t stop = tail + 2 * (r->mask + 1);
+	uint64_t chunk;
+
+	/* a big ring in a last cycle: its pages are given back as they are read */
+	release = release && r->mask + 1 >= RING_RELEASE_MIN;
+	chunk = release ? RING_RELEASE_SLOTS : PUBLISH_SLOTS;
 
 	W.draining = r;
 	for (;;) {
@@ -101,9 +106,10 @@ static void drain_ring(struct ring *r)
 			if (tail >= end)
 				break;
 		}
-		if (tail - published >= PUBLISH_SLOTS) {
-			ring__consume(r, tail);
-			published = tail;
+		if (tail - published >= chunk) {
+			/* released: up to a page's end; the rest of the page next time */
+			published = release ? ring__release(r, published, tail) : tail;
+			ring__consume(r, published);
 			atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 		}
 		const struct gt_event *ev = ring__slot(r, tail);
@@ -176,7 +182,7 @@ bool drain__own_ring_full(struct ring *r)
 		return false;
 	if (!W.opened && !W.failed && writing_window())
 		checkpoint__open();
-	drain_ring(r);
+	drain_ring(r, false);
 	return true;
 }
 
@@ -207,8 +213,9 @@ static void remember_dead(struct ring *r)
 	};
 }
 
-/* populate: busy threads' rings are faulted in ahead of them (not in a last cycle). */
-static void drain_rings(bool populate)
+/* populate: busy threads' rings are faulted in ahead of them (not in a last cycle);
+ * release: the process is ending, the pages read are given back as they are read. */
+static void drain_rings(bool populate, bool release)
 {
 	struct ring *prev = NULL, *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
 
@@ -220,7 +227,7 @@ static void drain_rings(bool populate)
 		bool dead = atomic_load_explicit(&r->dead, memory_order_acquire);
 		if (populate && !dead)
 			ring__populate(r);
-		drain_ring(r);
+		drain_ring(r, release);
 		if (dead && !ring__readable(r, &tail)) {
 			struct ring *expect = r;
 
@@ -311,7 +318,7 @@ static void cycle(bool final, bool closing)
 		checkpoint__open();
 	if (W.opened)
 		events__name_rows();
-	drain_rings(!closing);
+	drain_rings(!closing, final);
 	flows__pending(closing);
 	/* the process ends (exit, exec, a signal), or the window's file does:
 	 * open annotations are over (in this file) */
