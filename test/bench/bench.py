@@ -648,7 +648,25 @@ class Bench:
             "traced_ns_per_call": min(plain),
             "rows": [{"depth": d, "traced_ns_per_call": min(v),
                       "added_ns_per_call": min(v) - min(plain),
-                      "ratio": min(v) / min(plain)} for d, v in by_depth.items()]}
+                      "ratio": min(v) / min(plain)} for d, v in by_depth.items()],
+            "launches": self.launches_with_stacks()}
+
+    def launches_with_stacks(self):
+        """What --stacks costs a launch (by default only launches are captured, at
+        the default depth): row 5's programs traced with GPUTRACE_STACKS=1 against the
+        same traced without stacks, interleaved; first, that their launches carry one."""
+        probe = self.trace_path("stacklaunch.json")
+        self.run(self.launch_cmd("immediate", 128, 0, 0),
+                 self.env(True, {"GPUTRACE_OUTPUT": str(probe), "GPUTRACE_STACKS": "1"}))
+        has = trace_has_arg(probe, "zeCommandListAppendLaunchKernel", "stack")
+        remove(probe)
+        if not has:
+            return {"status": "n/a (no stack arg on launches)"}
+        out = {kind: self.compare(self.launch_cmd(kind), {"GPUTRACE_STACKS": "1"})
+               for kind in ("regular", "immediate")}
+        out["workload"] = ("bench_ze launch as row 5, traced with GPUTRACE_STACKS=1 (launches "
+                           "only, default depth) vs traced without stacks")
+        return out
 
 
     def exit_ns(self, cmd, env):
@@ -1192,6 +1210,16 @@ def table(res, m, reps):
                          f"{sns(x['added_ns_per_call'])}/call",
                          f"traced, no stacks {ns(r['traced_ns_per_call'])}/call",
                          f"{x['ratio']:.2f}x", "", ""))
+        launches = r.get("launches", {})
+        if "status" in launches:
+            rows.append(("", "launches, --stacks", launches["status"], "", "", "", ""))
+        for kind in ("regular", "immediate"):
+            x = launches.get(kind)
+            if x:
+                rows.append(("", f"launches, {kind} list, --stacks",
+                             f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                             f"traced, no stacks {ns(x['base'])}/launch, "
+                             f"{x['base_events_lost']} lost", f"{x['ratio']:.2f}x", "", ""))
     r = res.get("7_processes")
     if r:
         rows.append(("7 processes", f"/bin/true x{r['procs']}, records nothing",

@@ -263,6 +263,14 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     for key in ("host_call", "regular", "immediate") + (("cuda",) if "cuda" in nm else ()):
         assert nm[key]["events_lost"] == nm[key]["without_events_lost"] == 0
         assert nm[key]["with_ns"] > 0 and nm[key]["without_ns"] > 0
+    # row 6: launches with --stacks carry a stack and lose nothing
+    stacked = figures["results"]["6_stacks"]
+    if "rows" in stacked:
+        assert "launches, immediate list, --stacks" in text
+        for kind in ("regular", "immediate"):
+            x = stacked["launches"][kind]
+            assert x["events_lost"] == x["base_events_lost"] == 0
+            assert x["base"] > 0 and x["traced"] > 0
     writer = figures["results"]["3_writer"]
     assert "status" in writer or (writer["events_lost"] == 0 and writer["cycle_ns"] > 0)
     assert figures["quick"] is True
