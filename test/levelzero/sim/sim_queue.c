@@ -365,7 +365,14 @@ static void *engine_worker(void *arg)
 			continue;
 		}
 		engine_run_locked(e, s, ready);
+		/* Outside the lock: glibc's broadcast waits for the waiters it already woke
+		 * to leave, and a host thread woken inside pthread_cond_wait may be in a
+		 * signal handler that waits for a thread that needs this lock (gputrace's
+		 * last cycle after a SIGTERM, querying the program's events): under the
+		 * lock that was a deadlock until the handler gave up. */
+		pthread_mutex_unlock(&sim_lock);
 		pthread_cond_broadcast(&sim_cond);
+		pthread_mutex_lock(&sim_lock);
 	}
 	return NULL;
 }
