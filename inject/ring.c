@@ -8,13 +8,17 @@
 
 #include "ring.h"
 
+/* The page the slots start on and are faulted in and given back by (the header's
+ * size: the slots start on a page of their own). */
+#define RING_PAGE 4096
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
 struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 {
-	size_t slots = 64, header = 4096;
+	size_t slots = 64, header = RING_PAGE;
 	struct ring *r;
 	void *mem;
 
@@ -24,7 +28,7 @@ struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
-	_Static_assert(sizeof(struct ring) <= 4096, "the ring's header fits its page");
+	_Static_assert(sizeof(struct ring) <= RING_PAGE, "the ring's header fits its page");
 	r = mem;
 	r->mask = slots - 1;
 	r->limit = slots / RING_WAKE_DIV; /* the first refresh wakes the drain */
@@ -54,7 +58,7 @@ int ring__populate(struct ring *r)
 {
 	uint64_t cap = r->mask + 1, head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t want = head + RING_POPULATE_AHEAD;
-	uintptr_t from, to, page = 4096;
+	uintptr_t from, to, page = RING_PAGE;
 
 	if (r->populated >= cap || head < RING_POPULATE_AFTER)
 		return 0;
@@ -87,7 +91,7 @@ int ring__populate(struct ring *r)
  */
 uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to)
 {
-	const uint64_t per_page = 4096 / sizeof(struct gt_event);
+	const uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
 	uint64_t cap = r->mask + 1, first = (from + per_page - 1) & ~(per_page - 1);
 	uint64_t end = to & ~(per_page - 1), at, n, run;
 
