@@ -129,16 +129,21 @@ static inline int64_t ring__reserve(struct ring *r, unsigned n, bool *wake)
 	return (int64_t)head;
 }
 
-/* Producer fast path: the next slot if head is below the limit (no shared
+/* Producer fast path: the first of n slots if they end by the limit (no shared
  * load); NULL sends the caller to ring__reserve(), which refreshes it. */
-static inline struct gt_event *ring__try_one(struct ring *r, uint64_t *head)
+static inline struct gt_event *ring__try(struct ring *r, unsigned n, uint64_t *head)
 {
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 
-	if (gt_unlikely(h >= r->limit))
+	if (gt_unlikely(h + n > r->limit))
 		return NULL;
 	*head = h;
 	return ring__slot(r, h);
+}
+
+static inline struct gt_event *ring__try_one(struct ring *r, uint64_t *head)
+{
+	return ring__try(r, 1, head);
 }
 
 static inline void ring__publish(struct ring *r, uint64_t new_head)

@@ -286,9 +286,9 @@ static inline void record_write(struct ring *r, uint64_t seq, unsigned nslots,
 	struct gt_event *slot = ring__slot(r, seq);
 	unsigned a;
 
-	memcpy(slot, ev, offsetof(struct gt_event, nargs));
+	/* the whole head (flags included), then this call's arg count over the caller's */
+	memcpy(slot, ev, offsetof(struct gt_event, args));
 	slot->nargs = (uint8_t)nargs;
-	slot->flags = ev->flags;
 	if (nargs)
 		slot->args[0] = args[0];
 	/* Continuation slots a whole slot at a time: its place once, not per argument. */
@@ -369,24 +369,17 @@ static __attribute__((noinline)) bool late_inside_window(const struct gt_event *
 int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
 	struct ring *r = gt_tls_ring;
-	struct gt_event *slot;
 	uint64_t head;
 
 	if (gt_unlikely(!gt_tracing()) && !late_inside_window(ev))
 		return -ECANCELED;
-	/* the common case in one slot: a ring, at most the inline argument, room */
 	if (gt_unlikely((uintptr_t)r <= 1))
 		return emit_slow(ev, args, nargs);
+	/* the common case in one slot: at most the inline argument, room */
 	if (gt_likely(nargs <= GT_ARGS_INLINE)) {
-		slot = ring__try_one(r, &head);
-		if (gt_unlikely(!slot))
+		if (gt_unlikely(!ring__try_one(r, &head)))
 			return emit_slow(ev, args, nargs);
-		/* the whole record, then this call's arg count over the caller's */
-		memcpy(slot, ev, offsetof(struct gt_event, args));
-		slot->nargs = (uint8_t)nargs;
-		if (nargs)
-			slot->args[0] = args[0];
-		ring__publish(r, head + 1);
+		record_write(r, head, 1, ev, args, nargs);
 		return 0;
 	}
 	/* continuation slots (a launch's arguments), below the ring's limit: no
@@ -395,8 +388,7 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 	if (gt_likely(nargs <= GT_ARGS_MAX)) {
 		unsigned nslots = record_slots(nargs);
 
-		head = atomic_load_explicit(&r->head, memory_order_relaxed);
-		if (gt_likely(head + nslots <= r->limit)) {
+		if (gt_likely(ring__try(r, nslots, &head))) {
 			record_write(r, head, nslots, ev, args, nargs);
 			return 0;
 		}
