@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The trace file's birth: it has no name, hidden or not, until it holds a
  * valid skeleton; then it takes the wanted name, or the next free one. Its
- * paged layout: valid JSON after every call, a full file system included. */
+ * paged layout: valid JSON after every call and every system call it makes,
+ * a full file system included. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,8 +13,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <json-c/json.h>
 #include <zlib.h>
 
 #include "writer/output.h"
@@ -268,6 +272,104 @@ START_TEST(test_paged_is_valid_after_every_call)
 END_TEST
 
 /*
+ * What a kill can leave is the file between two system calls. This static
+ * link binds output.c's pwritev and ftruncate to the two below, which read
+ * the watched file back after each call: one JSON value (json-c, strict),
+ * then whitespace only.
+ */
+static int watched_fd = -1;
+static int calls_seen, first_invalid_call = -1;
+
+static bool one_json_value(const char *p, size_t n)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *v;
+	size_t end;
+	bool ok;
+
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	v = json_tokener_parse_ex(tok, p, (int)n);
+	ok = v && json_tokener_get_error(tok) == json_tokener_success;
+	for (end = json_tokener_get_parse_end(tok); ok && end < n; end++)
+		ok = p[end] == ' ' || p[end] == '\n';
+	json_object_put(v);
+	json_tokener_free(tok);
+	return ok;
+}
+
+static void after_call(int fd)
+{
+	static char text[4 << 20];
+	struct stat st;
+
+	if (fd != watched_fd || fstat(fd, &st) || (size_t)st.st_size > sizeof(text))
+		return;
+	if ((size_t)pread(fd, text, (size_t)st.st_size, 0) != (size_t)st.st_size ||
+	    !one_json_value(text, (size_t)st.st_size)) {
+		if (first_invalid_call < 0)
+			first_invalid_call = calls_seen;
+	}
+	calls_seen++;
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t at)
+{
+	static ssize_t (*real)(int, const struct iovec *, int, off_t);
+	ssize_t w;
+
+	if (!real)
+		real = (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev");
+	w = real(fd, iov, n, at);
+	after_call(fd);
+	return w;
+}
+
+int ftruncate(int fd, off_t len)
+{
+	static int (*real)(int, off_t);
+	int ret;
+
+	if (!real)
+		real = (int (*)(int, off_t))dlsym(RTLD_NEXT, "ftruncate");
+	ret = real(fd, len);
+	after_call(fd);
+	return ret;
+}
+
+/* Footer moves at 64, 192 and 448 KiB, then the last cycle's compaction:
+ * no call leaves two footers, or none, behind. */
+START_TEST(test_paged_is_valid_after_every_system_call)
+{
+	static char ev[4096];
+	struct out o;
+	int i;
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	/* named from here on: before, a kill leaves no file */
+	watched_fd = o.fd;
+	for (i = 0; i < 200; i++) {
+		const char *trailer = i % 3 ? "],\"n\":1}" : "],\"n\":1000000}";
+		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+		size_t len = 1000 + (size_t)(i * 997) % 2000;
+
+		memset(ev + n, 'a' + i % 26, len);
+		n += len;
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
+		ck_assert_int_eq(out__commit(&o, ev, n, trailer, strlen(trailer)), 0);
+	}
+	ck_assert_int_eq(out__finish(&o, "", 0, "],\"n\":2}", 8), 0);
+	watched_fd = -1;
+	out__close(&o);
+	remove_dir();
+	ck_assert_int_gt(calls_seen, 400);
+	ck_assert_msg(first_invalid_call < 0, "system call %d of %d left no valid JSON",
+		      first_invalid_call, calls_seen);
+}
+END_TEST
+
+/*
  * A full file system (RLIMIT_FSIZE: writes past it fail with EFBIG once
  * SIGXFSZ is ignored): the commit that does not fit fails, and the file
  * stays the last checkpoint.
@@ -332,6 +434,7 @@ static Suite *output_suite(void)
 	tc = tcase_create("paged");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_paged_is_valid_after_every_call);
+	tcase_add_test(tc, test_paged_is_valid_after_every_system_call);
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
