@@ -27,7 +27,9 @@ struct gt_lifecycle_hooks {
 	/* Write out everything recorded so far and wait, at most timeout_ms.
 	 * final: the last time; the trace is closed afterwards. Fatal-signal
 	 * handlers call it too: while the writer's thread runs, it only asks
-	 * and waits on a futex. 0 when done in time, -ETIMEDOUT otherwise. */
+	 * and waits on a futex. 0 when done in time, -ETIMEDOUT otherwise;
+	 * -EINPROGRESS: final, stuck in the device's last read, the host's
+	 * events written. */
 	int (*sync)(bool final, unsigned timeout_ms);
 	/* Around fork(): prepare before it (the writer's locks first, then the
 	 * registry's); parent after it, in the parent and, first thing, in

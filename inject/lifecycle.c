@@ -130,6 +130,8 @@ GT_STARTUP_CODE static bool own_process(void)
  */
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
+	int err;
+
 	if (!own_process())
 		return;
 	if (atomic_exchange(&finish_claimed, 1)) {
@@ -168,11 +170,15 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 		/* The drain thread is us (it crashed): what the last checkpoint
 		 * holds is what the file keeps. */
 		gt_phase_set(GT_PHASE_DONE);
-	} else if (lifecycle__hooks()->sync(true, timeout_ms) < 0) {
-		/* ... and so when it is stuck, which the user is told: the
-		 * trailer cannot say it */
-		pr_warn("the last drain (%s) made no progress for %u ms: the trace keeps its last "
-			"checkpoint, without the events recorded after it", why, timeout_ms);
+	} else if ((err = lifecycle__hooks()->sync(true, timeout_ms)) < 0) {
+		/* ... and so when it is stuck, which the user is told */
+		if (err == -EINPROGRESS)
+			pr_warn("the device's last records (%s) were not read: the driver did not "
+				"answer for %u ms; the trace holds every host call up to then, its "
+				"trailer says \"device_flush\":\"unfinished\"", why, timeout_ms);
+		else
+			pr_warn("the last drain (%s) made no progress for %u ms: the trace keeps its "
+				"last checkpoint, without the events recorded after it", why, timeout_ms);
 		gt_phase_set(GT_PHASE_DONE);
 	}
 	gt_in_tracer--;

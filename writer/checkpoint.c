@@ -459,10 +459,12 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"clock_ns\":");
 	json__u64(b, gt_st.anchor_clock_ns);
 	jbuf__lit(b, "},\"complete\":");
-	if (final)
+	if (final || W.device_flush_pending)
 		jbuf__lit(b, "true");
 	else
 		jbuf__lit(b, "false");
+	if (W.device_flush_pending)
+		jbuf__lit(b, ",\"device_flush\":\"unfinished\"");
 	if (gt_cap.controlled) {
 		/* the capture window this file holds (close: null while open) */
 		uint64_t close = atomic_load(&gt_cap.close_ns);

@@ -287,6 +287,42 @@ static bool is_exec(void)
 	return why && !strcmp(why, "exec");
 }
 
+/* A request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), not a crash. */
+static bool ending_on_request(void)
+{
+	const char *why = atomic_load(&gt_end_reason);
+
+	return why && !strncmp(why, "signal ", 7) && !atomic_load(&gt_st.crashing);
+}
+
+/*
+ * The handler of a request to end runs on a program thread, which may hold
+ * the driver's own lock (or sit in a condition wait whose broadcaster holds
+ * it): the device's last read, through that driver, then waits for a thread
+ * that waits for us. So what the host recorded goes to the file first, under
+ * a trailer that says the device's last read is still to come; if that read
+ * never returns, the handler gives up and this is the trace.
+ */
+static void host_pass(void)
+{
+	if (!W.opened && !W.failed && writing_window() &&
+	    (rings_have_data() || checkpoint__anything(true)))
+		checkpoint__open();
+	if (!W.opened || W.failed)
+		return;
+	events__name_rows();
+	drain_rings(true, false);
+	flows__pending(false); /* device records waiting for their launch stay */
+	annotate__close_all();
+	events__name_rows();
+	W.device_flush_pending = true;
+	checkpoint__write(false);
+	checkpoint__settle();
+	W.device_flush_pending = false;
+	atomic_store(&W.host_written_before_device, true);
+	writer__wake_waiters();
+}
+
 /* One cycle; closing: the file is ended (final: for good, the process is
  * ending; else a capture window ended and the next one gets a new file). */
 static void cycle(bool final, bool closing)
@@ -302,8 +338,11 @@ static void cycle(bool final, bool closing)
 	/* After a crash, vendor libraries may hold locks the dead thread took.
 	 * A window's end is no final flush (that ends plug-ins for good): they
 	 * were stopped by the window hook (writer__window_end). */
-	if (!atomic_load(&gt_st.crashing))
+	if (!atomic_load(&gt_st.crashing)) {
+		if (final && ending_on_request())
+			host_pass();
 		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
+	}
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {

@@ -138,6 +138,10 @@ struct writer {
 	struct arow **arows; /* annotate.c: by device track */
 	size_t narows;
 	bool window_ending; /* a capture window's file is being ended */
+	/* a request to end: the host's events are in the file, under a trailer
+	 * that says the device's last read is still to come (drain.c host_pass) */
+	bool device_flush_pending;
+	_Atomic bool host_written_before_device;
 	uint32_t files; /* files ended so far (capture windows) */
 
 	struct summary *sum;

@@ -68,8 +68,9 @@ static uint64_t sample_due(uint64_t due)
 	return due;
 }
 
-/* A cycle ended (or the thread did): wake the threads waiting in sync(). */
-static void cycle_done(void)
+/* A cycle ended (or the thread did, or a request to end's host pass):
+ * wake the threads waiting in sync(). */
+void writer__wake_waiters(void)
 {
 	atomic_fetch_add(&W.done_word, 1);
 	if (atomic_load(&W.waiters))
@@ -181,10 +182,10 @@ static void *drain_main(void *arg)
 		atomic_store(&W.done_seq, req);
 		if (final || atomic_load(&gt_phase) == GT_PHASE_DONE)
 			break;
-		cycle_done();
+		writer__wake_waiters();
 	}
 	atomic_store(&W.thread_running, false);
-	cycle_done();
+	writer__wake_waiters();
 	return NULL;
 }
 
@@ -279,6 +280,7 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 	bool writing;
 	uint64_t progress = drain_progress(&writing);
 	int ret = -ETIMEDOUT;
+	bool host_seen = false;
 
 	atomic_fetch_add(&W.waiters, 1);
 	for (;;) {
@@ -289,6 +291,12 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 		if (atomic_load(&W.done_seq) >= my) {
 			ret = 0;
 			break;
+		}
+		if (!host_seen && atomic_load(&W.host_written_before_device)) {
+			/* the device's last read gets the whole timeout of its own */
+			host_seen = true;
+			progress = drain_progress(&writing);
+			end = now + timeout < cap ? now + timeout : cap;
 		}
 		if (!atomic_load(&W.thread_running)) {
 			ret = atomic_load(&gt_phase) == GT_PHASE_DONE ? 0 : -ETIMEDOUT;
@@ -334,7 +342,9 @@ int writer__sync(bool final, unsigned timeout_ms)
 	}
 	atomic_store(&W.kick, 1);
 	gt_futex(&W.kick, FUTEX_WAKE_PRIVATE, 1, NULL);
-	return wait_cycle(my, timeout_ms);
+	int err = wait_cycle(my, timeout_ms);
+	/* stuck in the device's last read, the host's events written */
+	return err && final && atomic_load(&W.host_written_before_device) ? -EINPROGRESS : err;
 }
 
 /* The longest fork() waits for a drain cycle to end. A cycle is normally

@@ -39,6 +39,8 @@ GT_HIDDEN bool writer__is_drain_thread(void);
  * another thread walks gt_st.rings: 0, or -ETIMEDOUT. */
 GT_HIDDEN int writer__lock_rings(unsigned timeout_ms);
 GT_HIDDEN void writer__unlock_rings(void);
+/* Wake the threads waiting in sync() to look again. */
+GT_HIDDEN void writer__wake_waiters(void);
 /* The trace's file name (the one asked for while it is still being made;
  * between capture windows, the last window's, before the first the name
  * it will have); 0, or -ENOENT. Takes the cycle lock. */

@@ -516,6 +516,7 @@ def test_signal_keeps_the_last_gpu_records(tmp_path, sig):
     trace = load_exact(r.trace_path)
     g = trace["gputrace"]
     assert g["end"] == f"signal SIG{sig}" and g["complete"] is True
+    assert "device_flush" not in g  # the last read returned
     assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(SCALE, 25600)] * 3
     assert g["lost_by_reason"].get("cupti_no_timestamp") == 1
 

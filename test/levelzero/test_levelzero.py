@@ -583,6 +583,34 @@ def test_two_drivers_two_devices(tmp_path):
         ("GPU 1: gputrace simulated GPU", 0), ("GPU 1: gputrace simulated GPU", 4096)]
 
 
+def test_sigterm_inside_the_driver_keeps_every_host_call(tmp_path):
+    """A SIGTERM that lands while the program's thread holds the driver's lock (the
+    simulator sends it from inside the first synchronize): the device's last read,
+    through that driver, cannot return while the handler runs. The trace still holds
+    every call made before the signal, under a trailer that says the device's last read
+    did not finish; one line on stderr says so; the program dies by the signal."""
+    import signal
+    r = run([APPS / "ze_basic", 1], tmp_path=tmp_path, timeout=60,
+            env=sim_env({"ZE_SIM_SIGNAL_IN_WAIT": str(int(signal.SIGTERM))}))
+    assert r.returncode == -signal.SIGTERM
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert len(lines) == 1 and "device's last records (signal SIGTERM) were not read" in lines[0]
+    trace = r.trace
+    info = trace["gputrace"]
+    assert info["complete"] is True and info["end"] == "signal SIGTERM"
+    assert info["device_flush"] == "unfinished" and info["events_lost"] == 0
+    # every call up to the list's execution; the synchronize never returned
+    before = {"zeInit": 1, "zeDriverGet": 1, "zeDeviceGet": 1, "zeContextCreate": 1,
+              "zeDeviceGetProperties": 1, "zeCommandQueueCreate": 1, "zeCommandListCreate": 1,
+              "zeModuleCreate": 1, "zeKernelCreate": 2, "zeKernelSetGroupSize": 2,
+              "zeMemAllocHost": 2, "zeMemAllocDevice": 1, "zeKernelSetArgumentValue": 3,
+              "zeCommandListAppendMemoryCopy": 2, "zeCommandListAppendLaunchKernel": 2,
+              "zeCommandListAppendMemoryFill": 1, "zeCommandListAppendBarrier": 1,
+              "zeCommandListClose": 1, "zeCommandQueueExecuteCommandLists": 1}
+    assert collections.Counter(h["name"] for h in host_spans(trace)) == before
+    assert all(h["args"]["result"] == 0 for h in host_spans(trace))
+
+
 def test_fork_child_traces_its_own_work(tmp_path):
     need(LZ / "ze_fork")
     plain = run([LZ / "ze_fork"], traced=False, env=sim_env())

@@ -1,6 +1,9 @@
 /* Handles of the simulated device: a registry of live objects (so a stale, foreign or
  * garbage handle is rejected without being dereferenced), contexts, memory, modules,
  * kernels, event pools, events and fences. Queues and command lists are in sim_queue.c. */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +14,34 @@
 pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sim_cond;
 
+/* ZE_SIM_SIGNAL_IN_WAIT: a signal sent once, to the first host thread that
+ * waits, while it holds the driver's lock (0: none) */
+static int signal_in_wait;
+static atomic_bool signal_in_wait_sent;
+
+static void parse_signal_in_wait(void)
+{
+	const char *s = getenv("ZE_SIM_SIGNAL_IN_WAIT");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v >= NSIG) {
+		fprintf(stderr, "ze_sim: ZE_SIM_SIGNAL_IN_WAIT='%s' is not a signal number from 1 "
+			"to %d; sending none\n", s, NSIG - 1);
+		return;
+	}
+	signal_in_wait = (int)v;
+}
+
 void sim_lock_setup(void)
 {
 	pthread_condattr_t attr;
+
+	parse_signal_in_wait();
 
 	pthread_mutex_init(&sim_lock, NULL);
 	pthread_condattr_init(&attr);
@@ -34,6 +62,10 @@ uint64_t sim_deadline(uint64_t timeout_ns)
 /* A host thread's wait: first what is due on idle engines, then napping engines look. */
 bool sim_cond_wait_until(uint64_t deadline)
 {
+	/* a real driver's lock is held where a signal lands too: its handler
+	 * then runs with the lock held, on this thread */
+	if (signal_in_wait && !atomic_exchange(&signal_in_wait_sent, true))
+		pthread_kill(pthread_self(), signal_in_wait);
 	if (sim_engines_run_due_locked())
 		return true;
 	if (sim_napping)
