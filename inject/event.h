@@ -203,6 +203,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ARG_DOMAIN, "domain")                                                 \
 	X(ARG_SCOPE, "scope")                                                   \
 	X(ARG_VALUE, "value")                                                   \
+	X(ARG_CLAMPED_NS, "clamped_ns")                                         \
 	X(LOST_RING_FULL, "ring_full")                                          \
 	X(LOST_CUPTI_DROPPED, "cupti_dropped")                                  \
 	X(ADJUST_CLAMPED, "clamped")                                            \

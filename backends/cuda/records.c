@@ -772,7 +772,7 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 				/* counted, and kept on the span for checks of alignment */
 				gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, launch - start);
 				if (nargs < GT_ARGS_MAX)
-					args[nargs++] = ARG_U(cupti__key("clamped_ns"), launch - start);
+					args[nargs++] = ARG_U(GT_S_ARG_CLAMPED_NS, launch - start);
 				end += launch - start;
 				start = launch;
 			}

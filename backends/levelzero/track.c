@@ -167,6 +167,7 @@ struct ze_pending {
 	uint64_t ref_host, ref_ticks; /* the pair converting its ticks */
 	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
+	uint64_t clamped_ns; /* set by the read: moved this much later, to its call */
 };
 
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
@@ -538,6 +539,9 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 	}
 	if (!ze__want(kind))
 		return;
+	if (gt_unlikely(p->clamped_ns) && n < GT_ARGS_MAX)
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
+					     .v.u = p->clamped_ns };
 	struct gt_event ev = {
 		.start_ns = start,
 		.end_ns = end,
@@ -631,6 +635,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
+	p->clamped_ns = 0;
 	if (p->host_domain) {
 		/* Host time already (a counter-based event with host timestamps); the row's
 		 * chain of ticks is left as it was. */
@@ -680,6 +685,15 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	a->start_raw = s;
 	a->end_raw = e;
 	start = a->base_host + ze__ticks_ns(d, a->start_off);
+	if (gt_unlikely(start < p->at)) {
+		/* Before the call that submitted it began: the pair erred by a tick's
+		 * rounding and the clocks' own error. The chain moves to the call, as
+		 * CUDA's spans do (counted, and kept on the span: args.clamped_ns). */
+		p->clamped_ns = p->at - start;
+		a->base_host += p->clamped_ns;
+		start = p->at;
+		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, p->clamped_ns);
+	}
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);

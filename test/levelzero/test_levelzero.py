@@ -453,6 +453,40 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
         after = [w for w in waits[ap["tid"]] if start(w) >= end(ap)]
         assert after and end(d) <= end(after[0]), (d, after[:1])
     assert_no_overlap(device_spans(trace))
+    # a kernel converted to before its append (a tick's rounding, the clocks' error: the
+    # TSC line may stray 2 us from the raw clock before it is given up) was moved to it,
+    # by little, and counted
+    assert_clamps(trace, 5000)
+
+
+def assert_clamps(trace, bound_ns):
+    """Device spans moved later to their call's start: each carries args.clamped_ns, at
+    most bound_ns; the trailer's adjusted.clamped counts them all and their largest."""
+    moved = [d["args"]["clamped_ns"] for d in device_spans(trace) if "clamped_ns" in d["args"]]
+    clamped = trace["gputrace"].get("adjusted", {}).get("clamped", {"count": 0, "max_ns": 0})
+    assert clamped["count"] == len(moved)
+    assert int(clamped["max_ns"]) == max(moved, default=0) <= bound_ns
+    return moved
+
+
+def test_device_clock_drift_never_draws_work_before_its_call(tmp_path):
+    """The device's clock runs 1000 ppm slow (a real one: a few ppm): a clock pair reused
+    for 1 ms then converts a kernel up to 1 us early, before the append that launched it,
+    which starts it ~60 ns earlier. Such a kernel is moved to its append and counted (as
+    CUDA's are); none is moved by more than the drift over a pair's life."""
+    trace = traced_like_untraced([APPS / "ze_lists", 4, 20, 16], tmp_path,
+                                 env={"ZE_SIM_DRIFT_PPM": "-1000"})
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(dev) == 4 * 20 * 16
+    causes = assert_flows(trace, device_spans(trace), host)
+    for d in dev:
+        ap, = [h for h in causes[id(d)] if h["name"] == "zeCommandListAppendLaunchKernel"]
+        assert start(d) >= start(ap), (d, ap)
+    moved = assert_clamps(trace, 1000 + 2 * 53 + 400)  # the drift, two ticks, the clocks
+    assert len(moved) > 0
+    assert_no_overlap(device_spans(trace))
 
 
 # ---- dlsym --------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ struct sim_clock {
 	unsigned valid_bits;	/* ZE_SIM_VALID_BITS */
 	uint64_t mask;
 	uint64_t offset_ns;	/* ZE_SIM_CLOCK_OFFSET_NS */
+	long double rate;	/* 1 + ZE_SIM_DRIFT_PPM / 1e6: device ns per host ns */
 };
 extern struct sim_clock sim_clock;
 void sim_clock_setup(void);	/* part of sim_setup */

@@ -17,6 +17,7 @@ struct sim_clock sim_clock = {
 	.valid_bits = SIM_DEFAULT_VALID_BITS,
 	.mask = (1ULL << SIM_DEFAULT_VALID_BITS) - 1,
 	.offset_ns = SIM_DEFAULT_OFFSET_NS,
+	.rate = 1.0L,
 };
 
 static void parse_tick(void)
@@ -75,11 +76,32 @@ static void parse_offset(void)
 	sim_clock.offset_ns = v;
 }
 
+/* A device clock that runs fast or slow against the host's, as a GPU's crystal does
+ * (real ones: a few ppm); the tick the properties report stays the nominal one. */
+static void parse_drift(void)
+{
+	const char *s = getenv("ZE_SIM_DRIFT_PPM");
+	char *end;
+	long double v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtold(s, &end);
+	if (errno || *end || !(v >= -1000.0L && v <= 1000.0L)) {
+		fprintf(stderr, "ze_sim: ZE_SIM_DRIFT_PPM='%s' is not a number from -1000 to 1000; "
+			"using 0\n", s);
+		return;
+	}
+	sim_clock.rate = 1.0L + v / 1e6L;
+}
+
 static void clock_setup_once(void)
 {
 	parse_tick();
 	parse_bits();
 	parse_offset();
+	parse_drift();
 }
 
 void sim_clock_setup(void)
@@ -99,7 +121,8 @@ uint64_t sim_host_ns(void)
 
 uint64_t sim_dev_ticks(uint64_t host_ns)
 {
-	long double t = floorl((long double)(host_ns + sim_clock.offset_ns) / sim_clock.tick_ns);
+	long double t = floorl((long double)(host_ns + sim_clock.offset_ns) * sim_clock.rate /
+			       sim_clock.tick_ns);
 
 	return (uint64_t)t & sim_clock.mask;
 }

@@ -32,7 +32,9 @@
  * - Device clock: tick = ZE_SIM_TICK_NS ns (default 52.083, fractional), with
  *   ZE_SIM_VALID_BITS valid bits (default 32, 8..64; with 16 timestamps wrap every ~3.4 ms)
  *   and an offset ZE_SIM_CLOCK_OFFSET_NS (default 7777777777777):
- *     device_ticks(host_ns) = floor((host_ns + offset) / tick_ns) & (2^bits - 1)
+ *     device_ticks(host_ns) = floor((host_ns + offset) * rate / tick_ns) & (2^bits - 1)
+ *   where rate = 1 + ZE_SIM_DRIFT_PPM / 1e6 (default 0; -1000..1000): the device clock
+ *   runs fast or slow against the host's, the reported tick staying the nominal one.
  *   zeEventQueryKernelTimestamp gives device_ticks(simulated start/end) in both `global`
  *   and `context` (so a kernel may start before a wrap and end after it).
  *   zeDeviceGetGlobalTimestamps gives host = CLOCK_MONOTONIC_RAW ns and
