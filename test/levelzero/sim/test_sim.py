@@ -112,13 +112,16 @@ def test_bad_clock_settings_get_one_line_each_and_defaults():
     need(PROBE)
     r = run([PROBE, "props"], traced=False,
             env=sim_env({"ZE_SIM_TICK_NS": "fast", "ZE_SIM_VALID_BITS": "99",
-                         "ZE_SIM_CLOCK_OFFSET_NS": "-5"}))
+                         "ZE_SIM_CLOCK_OFFSET_NS": "-5", "ZE_SIM_DRIFT_PPM": "2000",
+                         "ZE_SIM_SIGNAL_IN_WAIT": "TERM"}))
     assert r.returncode == 0
-    lines = r.stderr.decode().splitlines()
-    assert len(lines) == 3, lines
-    assert "ZE_SIM_TICK_NS='fast'" in lines[0] and "52.083" in lines[0]
-    assert "ZE_SIM_VALID_BITS='99'" in lines[1] and "8 to 64" in lines[1]
-    assert "ZE_SIM_CLOCK_OFFSET_NS='-5'" in lines[2]
+    lines = sorted(r.stderr.decode().splitlines())
+    assert len(lines) == 5, lines
+    assert "ZE_SIM_CLOCK_OFFSET_NS='-5'" in lines[0]
+    assert "ZE_SIM_DRIFT_PPM='2000'" in lines[1] and "-1000 to 1000" in lines[1]
+    assert "ZE_SIM_SIGNAL_IN_WAIT='TERM'" in lines[2] and "signal number" in lines[2]
+    assert "ZE_SIM_TICK_NS='fast'" in lines[3] and "52.083" in lines[3]
+    assert "ZE_SIM_VALID_BITS='99'" in lines[4] and "8 to 64" in lines[4]
     assert "timer_ns=52" in r.stdout.decode()
 
 
@@ -133,6 +136,16 @@ def test_global_timestamps_pair_monotonic_raw_with_device_ticks():
         for f in rows:
             assert int(f["before"]) <= int(f["host"]) <= int(f["after"])
             assert int(f["dev"]) == ticks_of(int(f["host"]), tick, offset, bits)
+
+
+def test_device_clock_drift():
+    """ZE_SIM_DRIFT_PPM: the device's ticks run that much slow against the host clock,
+    the tick the properties report unchanged (a tracer's nominal rate errs by it)."""
+    out = probe("global", env={"ZE_SIM_DRIFT_PPM": "-250"})
+    for f in (fields(l) for l in out.splitlines()):
+        want = int((int(f["host"]) + OFFSET) * (1 - Fraction(250, 10**6)) // TICK) & 0xffffffff
+        assert abs(int(f["dev"]) - want) <= 1  # long double against exact: a rounding
+    assert "timer_ns=52" in probe("props", env={"ZE_SIM_DRIFT_PPM": "-250"})
 
 
 # ---- the timing model ----
