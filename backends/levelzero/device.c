@@ -149,6 +149,17 @@ static uint64_t ze_dev__reuse_ns(const struct ze_dev *d)
 	return wrap / 16 < ZE_PAIR_REUSE_NS ? (uint64_t)(wrap / 16) : ZE_PAIR_REUSE_NS;
 }
 
+/* The clocks' error on a start (a tick's rounding, drift over a pair's life, the TSC
+ * line's own: microseconds), well under a wrap: 20 us, or 1/64 of a short wrap. */
+#define ZE_EARLY_SLACK_NS 20000ull
+
+static uint64_t ze_dev__early_slack_ns(const struct ze_dev *d)
+{
+	double wrap = d->ns_per_tick * ((double)d->mask + 1.0);
+
+	return wrap / 64 < ZE_EARLY_SLACK_NS ? (uint64_t)(wrap / 64) : ZE_EARLY_SLACK_NS;
+}
+
 struct ze_dev *ze_dev__get(ze_device_handle_t h)
 {
 	ze_device_properties_t props = { .stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES };
@@ -180,6 +191,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	bits = props.kernelTimestampValidBits;
 	d->mask = (bits == 0 || bits >= 64) ? ~0ull : (1ull << bits) - 1;
 	d->pair_reuse_ns = ze_dev__reuse_ns(d);
+	d->early_slack_ns = ze_dev__early_slack_ns(d);
 	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
 		free(d);
 		return NULL;

@@ -444,9 +444,10 @@ static void ze_pend__drop(struct ze_pending *p, uint32_t reason)
 	ze_pend__free(p);
 }
 
-/* A mark on the row at `at` (an instant), or a wait from `from` (a gpu_sync span). */
+/* A mark on the row at `at` (an instant), or a wait from `from` (a gpu_sync span);
+ * clamped_ns: the command's own record, moved that much later (args.clamped_ns). */
 static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64_t from,
-			       uint64_t at)
+			       uint64_t at, uint64_t clamped_ns)
 {
 	struct gt_arg args[3];
 	unsigned n = 0;
@@ -467,6 +468,12 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 					     .v.u = p->w.wait_event };
 		args[n++] = (struct gt_arg){ .key = ze_str.waits, .type = GT_ARG_U64,
 					     .v.u = p->w.waits };
+	}
+	if (clamped_ns) {
+		/* counted where drawn: the trailer's count is the records marked */
+		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, clamped_ns);
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
+					     .v.u = clamped_ns };
 	}
 	gt_emit(&ev, args, n);
 }
@@ -489,20 +496,20 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 		switch (p->w.kind) {
 		case ZE_CMD_WAIT:
 			/* Its events were signaled at `end`: waiting since the row was free. */
-			ze_pend__emit_sync(p, p->w.name, idle < end ? idle : end, end);
+			ze_pend__emit_sync(p, p->w.name, idle < end ? idle : end, end, p->clamped_ns);
 			return;
 		case ZE_CMD_BARRIER:
 			if (p->w.waits && start > idle + tick_ns)
-				ze_pend__emit_sync(p, p->w.wait_name, idle, start);
+				ze_pend__emit_sync(p, p->w.wait_name, idle, start, 0);
 			break;
 		default:
 			break;
 		}
-		ze_pend__emit_sync(p, p->w.name, end, end);
+		ze_pend__emit_sync(p, p->w.name, end, end, p->clamped_ns);
 		return;
 	}
 	if (p->w.waits && start > idle + tick_ns && ze__want(GT_KIND(SYNC)))
-		ze_pend__emit_sync(p, p->w.wait_name, idle, start);
+		ze_pend__emit_sync(p, p->w.wait_name, idle, start, 0);
 	switch (p->w.kind) {
 	case ZE_CMD_KERNEL:
 		kind = GT_KIND(KERNEL);
@@ -539,9 +546,11 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 	}
 	if (!ze__want(kind))
 		return;
-	if (gt_unlikely(p->clamped_ns) && n < GT_ARGS_MAX)
+	if (gt_unlikely(p->clamped_ns) && n < GT_ARGS_MAX) {
+		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, p->clamped_ns);
 		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
 					     .v.u = p->clamped_ns };
+	}
 	struct gt_event ev = {
 		.start_ns = start,
 		.end_ns = end,
@@ -666,6 +675,15 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		uint64_t base = p->ref_host;
 
 		off = (s - p->ref_ticks) & d->mask;
+		/* Work never starts before its call. One that seems to, by more than the
+		 * clocks' error, started a wrap later in ticks: the call stalled inside
+		 * the driver (a preempted thread) between the pair and the submission,
+		 * and the pair, up to pair_reuse_ns older than the call, is now more
+		 * than a wrap behind. (A stall of a whole wrap stays ambiguous.) */
+		for (int wraps = 0; wraps < 4 && d->mask != ~0ull &&
+				    base + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
+		     wraps++)
+			off += d->mask + 1;
 		/* A fresh clock pair can disagree with the row's last one by its own
 		 * error (a pair read under load, the device's drift): where the ticks
 		 * say this command started after the row's last one ended, it starts
@@ -688,18 +706,17 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	if (gt_unlikely(start < p->at)) {
 		/* Before the call that submitted it began: the pair erred by a tick's
 		 * rounding and the clocks' own error. The chain moves to the call, as
-		 * CUDA's spans do (counted, and kept on the span: args.clamped_ns). */
+		 * CUDA's spans do (counted where drawn, args.clamped_ns). */
 		p->clamped_ns = p->at - start;
 		a->base_host += p->clamped_ns;
 		start = p->at;
-		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, p->clamped_ns);
 	}
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
 	if (p->fence && ze__want(GT_KIND(SYNC)))
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
-				   ze_str.fence, end, end);
+				   ze_str.fence, end, end, 0);
 done:
 	if (p->recycle)
 		ze_pend__recycle(p);

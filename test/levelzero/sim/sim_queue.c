@@ -3,6 +3,8 @@
  * (ordinal, index). An engine runs one command at a time, as hardware does: streams on
  * the same engine take turns, streams on different engines run side by side (see the
  * contract in sim_driver.c). */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +235,34 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 	case SIM_OP_QUERY_END:
 		break;
 	}
+}
+
+/* ZE_SIM_SUBMIT_STALL_US=US[/N]: every Nth (default every) kernel launched on an
+ * immediate list is submitted US later than asked, as by a thread preempted inside the
+ * driver's call (0: none). The host thread spins meanwhile: a sleep would overshoot by
+ * tens of microseconds, and the stall is to land where the test puts it. */
+static uint64_t submit_stall_ns, submit_stall_every = 1;
+static atomic_ulong kernel_submissions;
+
+static void parse_submit_stall(void)
+{
+	const char *s = getenv("ZE_SIM_SUBMIT_STALL_US");
+	char *end;
+	unsigned long v, every = 1;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!errno && *end == '/' && end[1] != '-')
+		every = strtoul(end + 1, &end, 10);
+	if (errno || *end || *s == '-' || v > 1000000 || every < 1 || every > 1000000) {
+		fprintf(stderr, "ze_sim: ZE_SIM_SUBMIT_STALL_US='%s' is not US[/N], US from 0 to "
+			"1000000 and N from 1 to 1000000; no stall\n", s);
+		return;
+	}
+	submit_stall_ns = v * 1000ull;
+	submit_stall_every = every;
 }
 
 /* ---- engines ---- */
@@ -534,6 +564,7 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void sim_queue_setup(void)
 {
+	parse_submit_stall();
 	sim_lock_setup();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
@@ -861,6 +892,10 @@ static ze_result_t list_submit(struct sim_list *l, struct sim_cmd *first, uint64
 		l->tail = last;
 		return ZE_RESULT_SUCCESS;
 	}
+	if (submit_stall_ns && first->op == SIM_OP_KERNEL &&
+	    (atomic_fetch_add(&kernel_submissions, 1) + 1) % submit_stall_every == 0)
+		for (uint64_t until = sim_host_ns() + submit_stall_ns; sim_host_ns() < until;)
+			;
 	pthread_mutex_lock(&sim_lock);
 	r = stream_submit_locked(&l->stream, first, n, sim_host_ns());
 	if (!r && l->synchronous)
