@@ -2,6 +2,7 @@
  * the host clock, so a tracer that converts timestamps naively is visibly wrong. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,22 +21,32 @@ struct sim_clock sim_clock = {
 	.rate = 1.0L,
 };
 
-static void parse_tick(void)
+/* A number from the environment within [lo, hi]: true; unset: false; anything else gets
+ * one line naming what is accepted, and false (the fallback stays). */
+static bool env_real(const char *name, long double lo, long double hi, const char *fallback,
+		     long double *v)
 {
-	const char *s = getenv("ZE_SIM_TICK_NS");
+	const char *s = getenv(name);
 	char *end;
-	long double v;
 
 	if (!s || !*s)
-		return;
+		return false;
 	errno = 0;
-	v = strtold(s, &end);
-	if (errno || *end || !(v >= 0.001L && v <= 1e9L)) {
-		fprintf(stderr, "ze_sim: ZE_SIM_TICK_NS='%s' is not a number of ns between 0.001 and "
-			"1e9; using %.3Lf\n", s, SIM_DEFAULT_TICK_NS);
-		return;
+	*v = strtold(s, &end);
+	if (errno || *end || !(*v >= lo && *v <= hi)) {
+		fprintf(stderr, "ze_sim: %s='%s' is not a number from %Lg to %Lg; using %s\n", name,
+			s, lo, hi, fallback);
+		return false;
 	}
-	sim_clock.tick_ns = v;
+	return true;
+}
+
+static void parse_tick(void)
+{
+	long double v;
+
+	if (env_real("ZE_SIM_TICK_NS", 0.001L, 1e9L, "52.083", &v))
+		sim_clock.tick_ns = v;
 }
 
 static void parse_bits(void)
@@ -80,20 +91,10 @@ static void parse_offset(void)
  * (real ones: a few ppm); the tick the properties report stays the nominal one. */
 static void parse_drift(void)
 {
-	const char *s = getenv("ZE_SIM_DRIFT_PPM");
-	char *end;
 	long double v;
 
-	if (!s || !*s)
-		return;
-	errno = 0;
-	v = strtold(s, &end);
-	if (errno || *end || !(v >= -1000.0L && v <= 1000.0L)) {
-		fprintf(stderr, "ze_sim: ZE_SIM_DRIFT_PPM='%s' is not a number from -1000 to 1000; "
-			"using 0\n", s);
-		return;
-	}
-	sim_clock.rate = 1.0L + v / 1e6L;
+	if (env_real("ZE_SIM_DRIFT_PPM", -1000.0L, 1000.0L, "0", &v))
+		sim_clock.rate = 1.0L + v / 1e6L;
 }
 
 static void clock_setup_once(void)
