@@ -31,8 +31,11 @@ def start_hang(tmp_path, seconds, arg="forever", extra=None):
     return proc
 
 
-def reports(tmp_path):
-    return sorted(p for p in tmp_path.iterdir() if ".watchdog" in p.name)
+def reports(tmp_path, written=True):
+    """The watchdog's reports; written: only those done (one is written under a .tmp
+    name, then renamed), else the ones being written too."""
+    return sorted(p for p in tmp_path.iterdir()
+                  if ".watchdog" in p.name and not (written and p.name.endswith(".tmp")))
 
 
 def report_once(proc, tmp_path, then):
@@ -45,7 +48,7 @@ def report_once(proc, tmp_path, then):
         assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
         assert proc.poll() is None, "the watchdog must not stop the program"
         time.sleep(then)
-        assert reports(tmp_path) == [tmp_path / "trace.watchdog.json"]
+        assert reports(tmp_path, written=False) == [tmp_path / "trace.watchdog.json"]
         assert proc.poll() is None
     finally:
         proc.kill()
@@ -101,7 +104,7 @@ def test_watchdog_quiet_when_the_wait_ends_in_time(tmp_path):
     proc = start_hang(tmp_path, "3", arg="1500")
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and out == b"done\n"
-    assert reports(tmp_path) == []
+    assert reports(tmp_path, written=False) == []
     assert not [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
     trace = load_trace(tmp_path / "trace.json")
     (sync,) = [e for e in trace["traceEvents"] if e.get("name") == "zeCommandQueueSynchronize"]
@@ -265,7 +268,7 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
         assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
         wait_trace(tmp_path / "trace.json", lambda g: g.get("end") == "window", "window 1")
         time.sleep(1.5)  # longer than SEC: paused, with nothing blocked, nothing is said
-        assert reports(tmp_path) == []
+        assert reports(tmp_path, written=False) == []
         # window 2: the hang
         assert gputrace_capture(tmp_path, proc.pid).returncode == 0
         time.sleep(0.1)
