@@ -305,13 +305,16 @@ static bool ending_on_request(void)
  */
 static void host_pass(void)
 {
+	/* a flight recorder writes its dump in the last cycle, as before */
+	if (gt_cfg.flight_bytes)
+		return;
 	if (!W.opened && !W.failed && writing_window() &&
 	    (rings_have_data() || checkpoint__anything(true)))
 		checkpoint__open();
 	if (!W.opened || W.failed)
 		return;
 	events__name_rows();
-	drain_rings(true, false);
+	drain_rings(false, false);
 	flows__pending(false); /* device records waiting for their launch stay */
 	annotate__close_all();
 	events__name_rows();
