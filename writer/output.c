@@ -368,8 +368,14 @@ static int footer_swap(struct out *o, uint64_t new_pos, const char *footer, size
 	uint64_t old = o->footer_pos, old_end = old + o->footer_len, new_end = new_pos + fn;
 	int err = pwrite_all(o->fd, footer, fn, new_pos);
 
+	if (err) {
+		/* a failing disk: the old footer stands, what was written of the new
+		 * blanked (short of the old one, which the compaction's may reach) */
+		(void)write_spaces(o->fd, new_pos, new_pos < old && new_end > old ? old : new_end);
+		return err;
+	}
 	/* the old footer's bytes the new one did not cover */
-	if (!err && old < new_pos)
+	if (old < new_pos)
 		err = write_spaces(o->fd, old, old_end < new_pos ? old_end : new_pos);
 	if (!err && old_end > new_end)
 		err = write_spaces(o->fd, old > new_end ? old : new_end, old_end);
