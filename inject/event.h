@@ -219,6 +219,14 @@ enum gt_static_string {
 	GT_S__COUNT
 };
 
+/* A device record moved ns later, to the start of the call that launched it: counted
+ * in the trailer's adjusted.clamped, and the record's argument saying so. */
+static inline struct gt_arg gt_clamped_arg(uint64_t ns)
+{
+	gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, ns);
+	return (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64, .v.u = ns };
+}
+
 /* One sample of a counter track (a device row's `track`): each arg is one series. Every
  * counter (memory, metrics, telemetry, plug-ins') takes this one path to the writer. */
 static inline int gt_emit_counter(uint32_t track, uint32_t name, uint64_t time_ns,

@@ -323,9 +323,7 @@ static void emit_slot(struct ev_slot *s)
 	uint64_t end = start + s->dur;
 	if (start < s->host_start) {
 		/* the reference's uncertainty: never before the launch began (counted) */
-		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, s->host_start - start);
-		a[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
-					  .v.u = s->host_start - start };
+		a[n++] = gt_clamped_arg(s->host_start - start);
 		end += s->host_start - start;
 		start = s->host_start;
 	}

@@ -770,9 +770,10 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 				launch += span;
 			if (start < launch) {
 				/* counted, and kept on the span for checks of alignment */
-				gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, launch - start);
 				if (nargs < GT_ARGS_MAX)
-					args[nargs++] = ARG_U(GT_S_ARG_CLAMPED_NS, launch - start);
+					args[nargs++] = gt_clamped_arg(launch - start);
+				else
+					gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, launch - start);
 				end += launch - start;
 				start = launch;
 			}

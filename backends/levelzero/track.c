@@ -469,12 +469,8 @@ static void ze_pend__emit_sync(const struct ze_pending *p, uint32_t name, uint64
 		args[n++] = (struct gt_arg){ .key = ze_str.waits, .type = GT_ARG_U64,
 					     .v.u = p->w.waits };
 	}
-	if (clamped_ns) {
-		/* counted where drawn: the trailer's count is the records marked */
-		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, clamped_ns);
-		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
-					     .v.u = clamped_ns };
-	}
+	if (clamped_ns) /* counted where drawn: the trailer's count is the records marked */
+		args[n++] = gt_clamped_arg(clamped_ns);
 	gt_emit(&ev, args, n);
 }
 
@@ -546,11 +542,8 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 	}
 	if (!ze__want(kind))
 		return;
-	if (gt_unlikely(p->clamped_ns) && n < GT_ARGS_MAX) {
-		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, p->clamped_ns);
-		args[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_U64,
-					     .v.u = p->clamped_ns };
-	}
+	if (gt_unlikely(p->clamped_ns) && n < GT_ARGS_MAX)
+		args[n++] = gt_clamped_arg(p->clamped_ns);
 	struct gt_event ev = {
 		.start_ns = start,
 		.end_ns = end,
