@@ -287,6 +287,16 @@ static bool is_exec(void)
 	return why && !strcmp(why, "exec");
 }
 
+/* The file exists before anything is formatted: events are placed for their
+ * offsets in it. Between capture windows there is none, and a process that
+ * recorded nothing gets none. */
+static void open_when_due(bool final)
+{
+	if (!W.opened && !W.failed && writing_window() &&
+	    (rings_have_data() || checkpoint__anything(final)))
+		checkpoint__open();
+}
+
 /* A request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), not a crash. */
 static bool ending_on_request(void)
 {
@@ -308,9 +318,7 @@ static void host_pass(void)
 	/* a flight recorder writes its dump in the last cycle, as before */
 	if (gt_cfg.flight_bytes)
 		return;
-	if (!W.opened && !W.failed && writing_window() &&
-	    (rings_have_data() || checkpoint__anything(true)))
-		checkpoint__open();
+	open_when_due(true);
 	if (!W.opened || W.failed)
 		return;
 	events__name_rows();
@@ -353,11 +361,7 @@ static void cycle(bool final, bool closing)
 		gt_in_tracer--;
 		return;
 	}
-	/* the file exists before anything is formatted: events are placed for
-	 * their offsets in it; between capture windows there is none */
-	if (!W.opened && !W.failed && writing_window() &&
-	    (rings_have_data() || checkpoint__anything(final)))
-		checkpoint__open();
+	open_when_due(final);
 	if (W.opened)
 		events__name_rows();
 	drain_rings(!closing, final);
