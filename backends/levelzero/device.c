@@ -17,7 +17,7 @@
 
 /* How far the driver's host timestamp may lie outside our own reading of the clock. */
 #define ZE_HOST_SLACK_NS 50000
-#define ZE_PAIR_REUSE_NS 1000000ull /* at most, see ze_dev__reuse_ns */
+#define ZE_PAIR_REUSE_NS 1000000ull /* at most, see ZE_PAIR_REUSE_DIV */
 
 static struct ze_map ze_devs; /* handle -> struct ze_dev * */
 static struct ze_dev *ze_dev_first;
@@ -137,28 +137,25 @@ static void ze_dev__properties(struct ze_dev *d, const ze_device_properties_t *p
 						.v.u = gt_str_intern(vendor) });
 }
 
+/* 1/div of a timestamp wrap, at most cap ns. */
+static uint64_t ze_dev__wrap_share(const struct ze_dev *d, unsigned div, uint64_t cap)
+{
+	double part = d->ns_per_tick * ((double)d->mask + 1.0) / div;
+
+	return part < (double)cap ? (uint64_t)part : cap;
+}
+
 /*
- * How long a (host, ticks) pair converts new work well enough: the two clocks drift
- * apart by some ppm (1 ms: tens of ns at most), and work must start within a wrap of
- * the pair's ticks (a 16-bit counter of 52 ns ticks wraps every 3.4 ms).
+ * How long a (host, ticks) pair converts new work well enough (pair_reuse_ns): the
+ * two clocks drift apart by some ppm (1 ms: tens of ns at most), and work must start
+ * within a wrap of the pair's ticks (a 16-bit counter of 52 ns ticks wraps every
+ * 3.4 ms): 1/16 of a wrap, at most 1 ms.
  */
-static uint64_t ze_dev__reuse_ns(const struct ze_dev *d)
-{
-	double wrap = d->ns_per_tick * ((double)d->mask + 1.0);
-
-	return wrap / 16 < ZE_PAIR_REUSE_NS ? (uint64_t)(wrap / 16) : ZE_PAIR_REUSE_NS;
-}
-
-/* The clocks' error on a start (a tick's rounding, drift over a pair's life, the TSC
- * line's own: microseconds), well under a wrap: 20 us, or 1/64 of a short wrap. */
+#define ZE_PAIR_REUSE_DIV 16
+/* The clocks' error on a start (early_slack_ns: a tick's rounding, drift over a pair's
+ * life, the TSC line's own: microseconds), well under a wrap: 1/64 of it, at most 20 us. */
+#define ZE_EARLY_SLACK_DIV 64
 #define ZE_EARLY_SLACK_NS 20000ull
-
-static uint64_t ze_dev__early_slack_ns(const struct ze_dev *d)
-{
-	double wrap = d->ns_per_tick * ((double)d->mask + 1.0);
-
-	return wrap / 64 < ZE_EARLY_SLACK_NS ? (uint64_t)(wrap / 64) : ZE_EARLY_SLACK_NS;
-}
 
 struct ze_dev *ze_dev__get(ze_device_handle_t h)
 {
@@ -190,8 +187,8 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	d->ns_per_tick = ze_dev__tick(h, &props);
 	bits = props.kernelTimestampValidBits;
 	d->mask = (bits == 0 || bits >= 64) ? ~0ull : (1ull << bits) - 1;
-	d->pair_reuse_ns = ze_dev__reuse_ns(d);
-	d->early_slack_ns = ze_dev__early_slack_ns(d);
+	d->pair_reuse_ns = ze_dev__wrap_share(d, ZE_PAIR_REUSE_DIV, ZE_PAIR_REUSE_NS);
+	d->early_slack_ns = ze_dev__wrap_share(d, ZE_EARLY_SLACK_DIV, ZE_EARLY_SLACK_NS);
 	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
 		free(d);
 		return NULL;
