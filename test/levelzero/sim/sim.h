@@ -64,6 +64,8 @@ struct sim_obj {
 extern pthread_mutex_t sim_lock;
 extern pthread_cond_t sim_cond;
 void sim_lock_setup(void);
+/* ZE_SIM_SIGNAL_IN_WAIT, read once at load (not again in a fork child) */
+void sim_signal_in_wait_setup(void);
 /* Waits on sim_cond (sim_lock held) until `deadline_host_ns` (UINT64_MAX = forever);
  * returns false once the deadline has passed. */
 bool sim_cond_wait_until(uint64_t deadline_host_ns);

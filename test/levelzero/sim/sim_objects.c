@@ -19,7 +19,7 @@ pthread_cond_t sim_cond;
 static int signal_in_wait;
 static atomic_bool signal_in_wait_sent;
 
-static void parse_signal_in_wait(void)
+void sim_signal_in_wait_setup(void)
 {
 	const char *s = getenv("ZE_SIM_SIGNAL_IN_WAIT");
 	char *end;
@@ -40,8 +40,6 @@ static void parse_signal_in_wait(void)
 void sim_lock_setup(void)
 {
 	pthread_condattr_t attr;
-
-	parse_signal_in_wait();
 
 	pthread_mutex_init(&sim_lock, NULL);
 	pthread_condattr_init(&attr);

@@ -565,6 +565,7 @@ static void fork_child(void)
 __attribute__((constructor)) static void sim_queue_setup(void)
 {
 	parse_submit_stall();
+	sim_signal_in_wait_setup();
 	sim_lock_setup();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
