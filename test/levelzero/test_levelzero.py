@@ -9,6 +9,7 @@ import collections
 import json
 import pathlib
 import re
+import signal
 
 import pytest
 
@@ -662,7 +663,6 @@ def test_sigterm_inside_the_driver_keeps_every_host_call(tmp_path):
     through that driver, cannot return while the handler runs. The trace still holds
     every call made before the signal, under a trailer that says the device's last read
     did not finish; one line on stderr says so; the program dies by the signal."""
-    import signal
     r = run([APPS / "ze_basic", 1], tmp_path=tmp_path, timeout=60,
             env=sim_env({"ZE_SIM_SIGNAL_IN_WAIT": str(int(signal.SIGTERM))}))
     assert r.returncode == -signal.SIGTERM
