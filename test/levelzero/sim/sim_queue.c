@@ -239,14 +239,23 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 
 /* ZE_SIM_SUBMIT_STALL_US=US[/N]: every Nth (default every) kernel launched on an
  * immediate list is submitted US later than asked, as by a thread preempted inside the
- * driver's call (0: none). The host thread spins meanwhile: a sleep would overshoot by
- * tens of microseconds, and the stall is to land where the test puts it. */
-static uint64_t submit_stall_ns, submit_stall_every = 1;
-static atomic_ulong kernel_submissions;
+ * driver's call (0: none). ZE_SIM_EXECUTE_STALL_US=US[/N]: every Nth run of command lists
+ * on a queue returns US after it submitted them, as by a thread preempted on its way out
+ * of the driver: a run submitted later on the same engine can return first. The host
+ * thread spins meanwhile: a sleep would overshoot by tens of microseconds, and the stall
+ * is to land where the test puts it. */
+struct sim_stall {
+	const char *env;
+	uint64_t ns, every;
+	atomic_ulong calls;
+};
 
-static void parse_submit_stall(void)
+static struct sim_stall submit_stall = { "ZE_SIM_SUBMIT_STALL_US", 0, 1 },
+			execute_stall = { "ZE_SIM_EXECUTE_STALL_US", 0, 1 };
+
+static void stall_parse(struct sim_stall *st)
 {
-	const char *s = getenv("ZE_SIM_SUBMIT_STALL_US");
+	const char *s = getenv(st->env);
 	char *end;
 	unsigned long v, every = 1;
 
@@ -257,12 +266,20 @@ static void parse_submit_stall(void)
 	if (!errno && *end == '/' && end[1] != '-')
 		every = strtoul(end + 1, &end, 10);
 	if (errno || *end || *s == '-' || v > 1000000 || every < 1 || every > 1000000) {
-		fprintf(stderr, "ze_sim: ZE_SIM_SUBMIT_STALL_US='%s' is not US[/N], US from 0 to "
-			"1000000 and N from 1 to 1000000; no stall\n", s);
+		fprintf(stderr, "ze_sim: %s='%s' is not US[/N], US from 0 to 1000000 and N from "
+			"1 to 1000000; no stall\n", st->env, s);
 		return;
 	}
-	submit_stall_ns = v * 1000ull;
-	submit_stall_every = every;
+	st->ns = v * 1000ull;
+	st->every = every;
+}
+
+/* Counts the call, and spins if it is an Nth. */
+static void stall_maybe(struct sim_stall *st)
+{
+	if (st->ns && (atomic_fetch_add(&st->calls, 1) + 1) % st->every == 0)
+		for (uint64_t until = sim_host_ns() + st->ns; sim_host_ns() < until;)
+			;
 }
 
 /* ---- engines ---- */
@@ -564,7 +581,8 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void sim_queue_setup(void)
 {
-	parse_submit_stall();
+	stall_parse(&submit_stall);
+	stall_parse(&execute_stall);
 	sim_signal_in_wait_setup();
 	sim_lock_setup();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -701,6 +719,8 @@ static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
 	if (!r && q->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS)
 		r = stream_wait_locked(&q->stream, UINT64_MAX);
 	pthread_mutex_unlock(&sim_lock);
+	if (!r)
+		stall_maybe(&execute_stall);
 	return r;
 }
 
@@ -893,10 +913,8 @@ static ze_result_t list_submit(struct sim_list *l, struct sim_cmd *first, uint64
 		l->tail = last;
 		return ZE_RESULT_SUCCESS;
 	}
-	if (submit_stall_ns && first->op == SIM_OP_KERNEL &&
-	    (atomic_fetch_add(&kernel_submissions, 1) + 1) % submit_stall_every == 0)
-		for (uint64_t until = sim_host_ns() + submit_stall_ns; sim_host_ns() < until;)
-			;
+	if (first->op == SIM_OP_KERNEL)
+		stall_maybe(&submit_stall);
 	pthread_mutex_lock(&sim_lock);
 	r = stream_submit_locked(&l->stream, first, n, sim_host_ns());
 	if (!r && l->synchronous)

@@ -113,16 +113,18 @@ def test_bad_clock_settings_get_one_line_each_and_defaults():
     r = run([PROBE, "props"], traced=False,
             env=sim_env({"ZE_SIM_TICK_NS": "fast", "ZE_SIM_VALID_BITS": "99",
                          "ZE_SIM_CLOCK_OFFSET_NS": "-5", "ZE_SIM_DRIFT_PPM": "2000",
-                         "ZE_SIM_SIGNAL_IN_WAIT": "TERM", "ZE_SIM_SUBMIT_STALL_US": "100/0"}))
+                         "ZE_SIM_SIGNAL_IN_WAIT": "TERM", "ZE_SIM_SUBMIT_STALL_US": "100/0",
+                         "ZE_SIM_EXECUTE_STALL_US": "2ms"}))
     assert r.returncode == 0
     lines = sorted(r.stderr.decode().splitlines())
-    assert len(lines) == 6, lines
+    assert len(lines) == 7, lines
     assert "ZE_SIM_CLOCK_OFFSET_NS='-5'" in lines[0]
     assert "ZE_SIM_DRIFT_PPM='2000'" in lines[1] and "-1000 to 1000" in lines[1]
-    assert "ZE_SIM_SIGNAL_IN_WAIT='TERM'" in lines[2] and "signal number" in lines[2]
-    assert "ZE_SIM_SUBMIT_STALL_US='100/0'" in lines[3] and "US[/N]" in lines[3]
-    assert "ZE_SIM_TICK_NS='fast'" in lines[4] and "52.083" in lines[4]
-    assert "ZE_SIM_VALID_BITS='99'" in lines[5] and "8 to 64" in lines[5]
+    assert "ZE_SIM_EXECUTE_STALL_US='2ms'" in lines[2] and "US[/N]" in lines[2]
+    assert "ZE_SIM_SIGNAL_IN_WAIT='TERM'" in lines[3] and "signal number" in lines[3]
+    assert "ZE_SIM_SUBMIT_STALL_US='100/0'" in lines[4] and "US[/N]" in lines[4]
+    assert "ZE_SIM_TICK_NS='fast'" in lines[5] and "52.083" in lines[5]
+    assert "ZE_SIM_VALID_BITS='99'" in lines[6] and "8 to 64" in lines[6]
     assert "timer_ns=52" in r.stdout.decode()
 
 
