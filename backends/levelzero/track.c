@@ -625,6 +625,38 @@ static uint64_t ze__ticks_ns(const struct ze_dev *d, uint64_t ticks)
 	return (uint64_t)((double)ticks * d->ns_per_tick + 0.5);
 }
 
+/* An offset before the chain's base too; rounded the same way either side of it, so
+ * equal offsets stay equal times and later ones never earlier. */
+static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
+{
+	return ticks < 0 ? -(int64_t)ze__ticks_ns(d, (uint64_t)-ticks)
+			 : (int64_t)ze__ticks_ns(d, (uint64_t)ticks);
+}
+
+/*
+ * p ran before the row's last command but is read after it: two threads' runs on one
+ * queue, read in the order their calls returned, not the order the queue took them (or
+ * a list's end read one ahead of the other). Converted on that command's chain, back from
+ * it by the ticks between them, it ends where the device says, never inside it (its own
+ * pair would place it by the pairs' difference, an overlap or a gap). The chain stays
+ * with the later command.
+ */
+static void ze_pend__read_earlier(struct ze_pending *p, const struct ze_anchor *a,
+				  uint64_t s, uint64_t e, uint64_t *start, uint64_t *end)
+{
+	const struct ze_dev *d = p->dev;
+	int64_t end_off = (int64_t)a->start_off - (int64_t)((a->start_raw - e) & d->mask);
+	int64_t start_off = end_off - (int64_t)((e - s) & d->mask);
+
+	*start = a->base_host + (uint64_t)ze__ticks_ns_signed(d, start_off);
+	*end = a->base_host + (uint64_t)ze__ticks_ns_signed(d, end_off);
+	if (gt_unlikely(*start < p->at)) {
+		p->clamped_ns = p->at - *start;
+		*start += p->clamped_ns;
+		*end += p->clamped_ns;
+	}
+}
+
 /* The event signaled, its timestamps in ts: emit the device span. Inlined into each
  * copy of the collect loop, as it was into the one loop before kernel mode had its own. */
 static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pending *p,
@@ -677,6 +709,15 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 				    base + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
 		     wraps++)
 			off += d->mask + 1;
+		/* Ended before the row's last command started, by its ticks and (within
+		 * the clocks' error) by its own pair: an earlier run read late. */
+		if (a->valid && ((a->start_raw - e) & d->mask) < half &&
+		    base + ze__ticks_ns(d, off + ((e - s) & d->mask)) <=
+			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns) {
+			ze_pend__read_earlier(p, a, s, e, &start, &end);
+			idle = p->submitted ? p->submitted : p->at;
+			goto emit;
+		}
 		/* A fresh clock pair can disagree with the row's last one by its own
 		 * error (a pair read under load, the device's drift): where the ticks
 		 * say this command started after the row's last one ended, it starts
@@ -706,6 +747,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	}
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
+emit:
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
 	if (p->fence && ze__want(GT_KIND(SYNC)))
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },

@@ -465,6 +465,51 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
     assert_clamps(trace, 5000, undecidable)
 
 
+@pytest.mark.sanitize
+def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path):
+    """Two threads' queues on one engine. Thread A's run returns 10 ms after it submitted
+    (the simulator holds every even run on its way out of the driver), after thread B's
+    run, submitted 0.3 ms after A's and run after it: B's kernels are read first. A's, read
+    after them, are placed back from B's by the device's ticks, on B's chain: no two
+    overlap on the row, each is inside its run's call and the synchronize after it. Read
+    from its own clock pair, A's last kernel overlapped B's first by the pairs' difference
+    (a CI failure under UBSan)."""
+    rounds, kernels = 6, 16
+    trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels], tmp_path,
+                                 env={"ZE_SIM_EXECUTE_STALL_US": "10000/2"})
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert collections.Counter(d["name"] for d in dev) == {"ka": (rounds + 1) * kernels,
+                                                           "kb": rounds * kernels}
+    assert len({(d["pid"], d["tid"]) for d in dev}) == 1
+    causes = assert_flows(trace, device_spans(trace), host)
+    runs = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    assert len(runs) == 2 * rounds + 1
+    syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    kernels_of = collections.defaultdict(list)
+    for d in dev:
+        run_, = [h for h in causes[id(d)] if h["name"] == "zeCommandQueueExecuteCommandLists"]
+        assert start(d) >= start(run_), (d, run_)
+        sync = min((w for w in syncs if w["tid"] == run_["tid"] and start(w) >= end(run_)),
+                   key=start)
+        assert end(d) <= end(sync), (d, sync)
+        kernels_of[run_["args"]["correlation"]].append(d)
+    assert_no_overlap(device_spans(trace))
+    assert_clamps(trace, 5000)
+    # The case itself: A's call (the earlier) returned after B's, and the engine ran A's
+    # kernels first (a thread late by a time slice on this 2-core machine may miss a round).
+    a_tid = runs[1]["tid"]
+    a_runs = [h for h in runs[1:] if h["tid"] == a_tid]
+    b_runs = [h for h in runs[1:] if h["tid"] != a_tid]
+    reordered = 0
+    for a, b in zip(a_runs, b_runs):
+        ka = min(kernels_of[a["args"]["correlation"]], key=start)
+        kb = min(kernels_of[b["args"]["correlation"]], key=start)
+        reordered += start(a) < start(b) and end(a) > end(b) and start(ka) < start(kb)
+    assert reordered >= rounds // 2, reordered
+
+
 def assert_clamps(trace, bound_ns, undecidable=frozenset()):
     """Device records (spans and marks) moved later to their call's start: each carries
     args.clamped_ns, at most bound_ns (but for the correlations in undecidable); the

@@ -1,0 +1,97 @@
+/* ze_shared_engine [rounds] [kernels]: two threads, each with its own queue on the same
+ * engine (ordinal 0, index 0), as two parts of a program that know nothing of each other.
+ * Each round thread A runs a list of `kernels` launches of "ka" and, while A is still in
+ * its call, thread B runs one of "kb": the engine takes their kernels in turns. A main
+ * thread's run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every run of A's is
+ * an even one: its call returns late, after B's, which was submitted after it. Prints
+ * the launches made. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "ze_app.h"
+
+#define B_DELAY_NS 300000 /* B submits this long after A starts its call */
+
+static struct app_ze z;
+static unsigned long rounds, kernels;
+static ze_command_queue_handle_t queue_a, queue_b;
+static ze_command_list_handle_t list_a, list_b;
+static pthread_barrier_t round_start;
+static atomic_ulong a_calling; /* the round whose run A is starting */
+
+static ze_command_list_handle_t kernels_list(ze_module_handle_t m, const char *name,
+					     ze_kernel_handle_t *k_out)
+{
+	ze_kernel_handle_t k = *k_out = app_kernel(m, name, 256, 1, 1);
+	ze_group_count_t groups = { 1000, 1, 1 }; /* 256 us each: B's run comes in A's */
+	ze_command_list_handle_t l = app_list(&z, 0);
+
+	for (unsigned long i = 0; i < kernels; i++)
+		ZE_CHECK(zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL));
+	ZE_CHECK(zeCommandListClose(l));
+	return l;
+}
+
+static void *thread_a(void *arg)
+{
+	(void)arg;
+	for (unsigned long r = 1; r <= rounds; r++) {
+		pthread_barrier_wait(&round_start);
+		atomic_store(&a_calling, r);
+		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_a, NULL));
+		ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));
+	}
+	return NULL;
+}
+
+static void *thread_b(void *arg)
+{
+	struct timespec delay = { 0, B_DELAY_NS };
+
+	(void)arg;
+	for (unsigned long r = 1; r <= rounds; r++) {
+		pthread_barrier_wait(&round_start);
+		while (atomic_load(&a_calling) != r)
+			;
+		nanosleep(&delay, NULL);
+		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_b, 1, &list_b, NULL));
+		ZE_CHECK(zeCommandQueueSynchronize(queue_b, UINT64_MAX));
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	ze_module_handle_t m;
+	ze_kernel_handle_t ka, kb;
+	pthread_t a, b;
+
+	rounds = test_arg(argc, argv, 1, 8);
+	kernels = test_arg(argc, argv, 2, 16);
+	app_ze_setup(&z);
+	m = app_module(&z);
+	queue_a = app_queue(&z, 0, 0);
+	queue_b = app_queue(&z, 0, 0);
+	list_a = kernels_list(m, "ka", &ka);
+	list_b = kernels_list(m, "kb", &kb);
+	/* The process's first run (an odd one): A's are the even ones after it. */
+	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_a, NULL));
+	ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));
+	APP_EXPECT(pthread_barrier_init(&round_start, NULL, 2) == 0, "pthread_barrier_init");
+	APP_EXPECT(pthread_create(&a, NULL, thread_a, NULL) == 0, "pthread_create");
+	APP_EXPECT(pthread_create(&b, NULL, thread_b, NULL) == 0, "pthread_create");
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_barrier_destroy(&round_start);
+	ZE_CHECK(zeCommandListDestroy(list_a));
+	ZE_CHECK(zeCommandListDestroy(list_b));
+	ZE_CHECK(zeCommandQueueDestroy(queue_a));
+	ZE_CHECK(zeCommandQueueDestroy(queue_b));
+	ZE_CHECK(zeKernelDestroy(ka));
+	ZE_CHECK(zeKernelDestroy(kb));
+	ZE_CHECK(zeModuleDestroy(m));
+	ZE_CHECK(zeContextDestroy(z.context));
+	printf("launched %lu\n", (2 * rounds + 1) * kernels);
+	return 0;
+}
