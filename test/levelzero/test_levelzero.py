@@ -543,14 +543,19 @@ def test_kernel_of_a_stalled_append_is_placed_a_wrap_on(tmp_path):
                if h["name"] == "zeCommandListAppendLaunchKernel"}
     kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
     assert len(kernels) == len(appends) == 11  # a first round warms up
-    stalled = 0
+    # An append the machine's load held past the spin to a whole wrap but the clocks'
+    # slack is undecidable (as in come_and_go): inside its call, maybe a wrap early.
+    wrap_ns = (1 << 20) * TICK_NS
+    stalled = decided = 0
     for d in kernels:
         ap = appends[d["args"]["correlation"]]
         assert start(ap) <= start(d) <= end(ap), (d, ap)
         if ns(ap["dur"]) > 54113000:
             stalled += 1
-            assert start(d) - start(ap) >= 54113000
-    assert stalled == 5
+            if ns(ap["dur"]) <= wrap_ns - 20000:
+                decided += 1
+                assert start(d) - start(ap) >= 54113000
+    assert stalled == 5 and decided >= 1
     assert_clamps(trace, 5000)
 
 
