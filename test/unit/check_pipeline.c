@@ -361,6 +361,81 @@ START_TEST(test_device_rows_flows_counters)
 }
 END_TEST
 
+/* A regular list replayed after 131071 other launches: its append's arrow is still drawn
+ * (the table of launches holds the last 2^17 correlation ids; a hash of them lost one
+ * entry in three by then). */
+START_TEST(test_arrow_from_a_launch_131071_launches_back)
+{
+	start("65536");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q = gt_queue_row(dev, "queue 0", 0);
+	uint32_t name = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns(), append = 0, run = 0;
+
+	for (int i = 0; i < 131072; i++) {
+		struct gt_event host = { .start_ns = t + i * 100ull, .end_ns = t + i * 100ull + 50,
+					 .corr = gt_corr_next(), .name = name,
+					 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
+					 .flags = GT_EVF_LAUNCH };
+
+		if (i == 0)
+			append = host.corr;
+		run = host.corr;
+		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+		if (i % 16384 == 0)
+			gt_flush_sync(5000);
+	}
+	ck_assert_uint_eq(run - append, 131071);
+	struct gt_event work = { .start_ns = t + 131072 * 100ull + 10,
+				 .end_ns = t + 131072 * 100ull + 20, .corr = run, .corr2 = append,
+				 .name = kern, .cat = GT_S_CAT_KERNEL, .track = q,
+				 .type = GT_EV_DEVICE_SPAN };
+	ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	int kernels = 0, finishes = 0;
+	int64_t from_append = -1, from_run = -1;
+	double append_ts = -1, run_ts = -1;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i), *a;
+		const char *ph = str(e, "ph");
+
+		if (!strcmp(ph, "X") && !strcmp(str(e, "cat"), "kernel")) {
+			kernels++;
+		} else if (!strcmp(ph, "f")) {
+			finishes++;
+		} else if (!strcmp(ph, "X") && json_object_object_get_ex(e, "args", &a)) {
+			uint64_t c = (uint64_t)json_object_get_int64(get(a, "correlation"));
+
+			if (c == append)
+				append_ts = json_object_get_double(get(e, "ts"));
+			if (c == run)
+				run_ts = json_object_get_double(get(e, "ts"));
+		}
+	}
+	/* each arrow starts inside its own launch */
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+		double ts;
+
+		if (strcmp(str(e, "ph"), "s"))
+			continue;
+		ts = json_object_get_double(get(e, "ts"));
+		if (ts >= append_ts && ts <= append_ts + 0.05)
+			from_append = json_object_get_int64(get(e, "id"));
+		if (ts >= run_ts && ts <= run_ts + 0.05)
+			from_run = json_object_get_int64(get(e, "id"));
+	}
+	ck_assert_int_eq(kernels, 1);
+	ck_assert_int_eq(finishes, 2);
+	ck_assert_int_ge(from_append, 1);
+	ck_assert_int_ge(from_run, 1);
+	ck_assert_int_ne(from_append, from_run);
+	json_object_put(root);
+}
+END_TEST
+
 START_TEST(test_gzip_output_checkpointed)
 {
 	uint32_t name;
@@ -459,6 +534,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_flight_dump_on_request);
 	tcase_add_test(tc, test_lost_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
+	tcase_add_test(tc, test_arrow_from_a_launch_131071_launches_back);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
 	suite_add_tcase(s, tc);
