@@ -661,6 +661,7 @@ static void summary_batch_flush(struct sum_batch *b)
 		.name = gt_str_get(b->name, NULL),
 		.start_ns = b->first_ns,
 		.process = W.sum_process,
+		.interned = true,
 	};
 
 	if (b->n)
@@ -739,6 +740,7 @@ static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
 		.nmetrics = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_USER_ANNOTATION
 				    ? metric_args(args, nargs, metrics)
 				    : 0,
+		.interned = true,
 	};
 
 	summary__add(W.sum, &s);

@@ -47,11 +47,19 @@ struct row {
 	uint64_t device_ns, device_spans, kernels;
 };
 
+#define TABLE_HINTS 16
+
 struct table {
 	struct row *rows;  /* open addressing, name == NULL is empty */
 	size_t cap;        /* power of two */
 	size_t used;
 	bool full;         /* SUMMARY_MAX_ROWS reached: new names go to OTHER_ROW */
+	/* rows of interned names lately looked up, by the name's address (emptied when
+	 * the rows move) */
+	struct {
+		const char *name;
+		struct row *row;
+	} hint[TABLE_HINTS];
 };
 
 /* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
@@ -117,6 +125,7 @@ static int table__grow(struct table *t)
 	free(t->rows);
 	t->rows = nrows;
 	t->cap = ncap;
+	memset(t->hint, 0, sizeof(t->hint));
 	return 0;
 }
 
@@ -148,6 +157,23 @@ static struct row *table__get(struct summary *s, struct table *t, const char *na
 	}
 	r->min_ns = UINT64_MAX;
 	t->used++;
+	return r;
+}
+
+/* table__get for a name the caller interned (an address that holds its text for good): the
+ * drain's device spans, one or two lookups each, found without hashing the name. */
+static struct row *table__get_interned(struct summary *s, struct table *t, const char *name)
+{
+	size_t i = ((uintptr_t)name >> 3) & (TABLE_HINTS - 1);
+	struct row *r;
+
+	if (name && t->hint[i].name == name)
+		return t->hint[i].row;
+	r = table__get(s, t, name);
+	if (r && name) {
+		t->hint[i].name = name;
+		t->hint[i].row = r;
+	}
 	return r;
 }
 
@@ -332,7 +358,8 @@ static void proc__add(struct summary *s, struct proc *p, const struct summary_sp
 
 	p->spans++;
 	if (sp->device) {
-		r = table__get(s, &p->devices, sp->device);
+		r = sp->interned ? table__get_interned(s, &p->devices, sp->device)
+				 : table__get(s, &p->devices, sp->device);
 		if (r) {
 			r->count++;
 			r->total_ns += sp->dur_ns;
@@ -417,14 +444,16 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		return;
 	if (sp->device) {
 		add_to_ranges(s, sp);
-		r = table__get(s, &s->t[T_DEVICES], sp->device);
+		r = sp->interned ? table__get_interned(s, &s->t[T_DEVICES], sp->device)
+				 : table__get(s, &s->t[T_DEVICES], sp->device);
 		if (r) {
 			r->count++;
 			r->total_ns += sp->dur_ns;
 			row__busy(s, r, sp->start_ns, end);
 		}
 		if (is_cat(sp->cat, "kernel")) {
-			r = table__get(s, &s->t[T_KERNELS], sp->name);
+			r = sp->interned ? table__get_interned(s, &s->t[T_KERNELS], sp->name)
+					 : table__get(s, &s->t[T_KERNELS], sp->name);
 		} else if (is_cat(sp->cat, "gpu_memcpy")) {
 			r = table__get(s, &s->t[T_COPIES], sp->copy_kind && *sp->copy_kind ?
 							      sp->copy_kind : "copy");
@@ -479,7 +508,8 @@ void summary__add_calls(struct summary *s, const struct summary_span *sp,
 	if (c->last_end_ns > s->last_ns)
 		s->last_ns = c->last_end_ns;
 	s->spans += c->count;
-	r = table__get(s, &s->t[T_API], sp->name);
+	r = sp->interned ? table__get_interned(s, &s->t[T_API], sp->name)
+			 : table__get(s, &s->t[T_API], sp->name);
 	if (r && !r->cat && sp->cat)
 		r->cat = strdup(sp->cat);
 	if (r)

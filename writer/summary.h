@@ -34,6 +34,7 @@ struct summary_span {
 	/* device spans: the user ranges open at their launch (args.ranges) */
 	const char *const *ranges;
 	unsigned nranges;
+	bool interned; /* name and device: addresses that hold their text to the end */
 };
 
 /* A traced process, for the per-process rows (devices by process). Strings
