@@ -189,6 +189,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	d->mask = (bits == 0 || bits >= 64) ? ~0ull : (1ull << bits) - 1;
 	d->pair_reuse_ns = ze_dev__wrap_share(d, ZE_PAIR_REUSE_DIV, ZE_PAIR_REUSE_NS);
 	d->early_slack_ns = ze_dev__wrap_share(d, ZE_EARLY_SLACK_DIV, ZE_EARLY_SLACK_NS);
+	d->same_wrap_ns = ze_dev__wrap_share(d, 4, 1000000000ull);
 	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
 		free(d);
 		return NULL;

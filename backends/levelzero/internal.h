@@ -173,6 +173,9 @@ struct ze_dev {
 	/* How far before its call a start converted from a pair may land by the clocks'
 	 * error alone; further, it is a timestamp wrap too early (track.c). */
 	uint64_t early_slack_ns;
+	/* How far two placements of one command, by its own pair and by the ticks from
+	 * another command, may differ and still be the same wrap: a quarter of one. */
+	uint64_t same_wrap_ns;
 };
 
 /* The device's record, discovered on first sight (lock held). NULL: unknown. */

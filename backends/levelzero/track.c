@@ -638,23 +638,43 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
  * queue, read in the order their calls returned, not the order the queue took them (or
  * a list's end read one ahead of the other). Converted on that command's chain, back from
  * it by the ticks between them, it ends where the device says, never inside it (its own
- * pair would place it by the pairs' difference, an overlap or a gap). The chain stays
- * with the later command.
+ * pair would place it by the pairs' difference, an overlap or a gap). False where that
+ * disagrees with its own pair's placement (fresh_start) by more than a quarter wrap: the
+ * two ran more than a wrap apart, and the ticks cannot say how far. The chain stays with
+ * the later command.
  */
-static void ze_pend__read_earlier(struct ze_pending *p, const struct ze_anchor *a,
-				  uint64_t s, uint64_t e, uint64_t *start, uint64_t *end)
+static bool ze_pend__place_earlier(struct ze_pending *p, const struct ze_anchor *a,
+				   uint64_t s, uint64_t e, uint64_t fresh_start,
+				   uint64_t *start, uint64_t *end)
 {
 	const struct ze_dev *d = p->dev;
 	int64_t end_off = (int64_t)a->start_off - (int64_t)((a->start_raw - e) & d->mask);
 	int64_t start_off = end_off - (int64_t)((e - s) & d->mask);
 
+	if (end_off > (int64_t)a->start_off) /* 64-bit ticks: after it, by the ticks */
+		return false;
 	*start = a->base_host + (uint64_t)ze__ticks_ns_signed(d, start_off);
 	*end = a->base_host + (uint64_t)ze__ticks_ns_signed(d, end_off);
+	if (*start + d->same_wrap_ns < fresh_start || *start > fresh_start + d->same_wrap_ns)
+		return false;
 	if (gt_unlikely(*start < p->at)) {
 		p->clamped_ns = p->at - *start;
 		*start += p->clamped_ns;
 		*end += p->clamped_ns;
 	}
+	return true;
+}
+
+/* A command read now ended by now: true if end is no later (within the clocks' slack).
+ * The clock is read again only for an end later than the last reading (lock held). */
+static bool ze__ended_by_now(const struct ze_dev *d, uint64_t end)
+{
+	static uint64_t seen;
+
+	if (end <= seen + d->early_slack_ns)
+		return true;
+	seen = gt_clock_ns();
+	return end <= seen + d->early_slack_ns;
 }
 
 /* The event signaled, its timestamps in ts: emit the device span. Inlined into each
@@ -695,6 +715,11 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 			off = a->start_off + dist; /* overlaps the last one: not in order */
 			chained = true;
 		}
+		/* Ending after it was seen done, it is not after the row's last command but
+		 * more than half a wrap before it (an earlier run, read late). */
+		if (chained && !ze__ended_by_now(d, a->base_host +
+							  ze__ticks_ns(d, off + ((e - s) & d->mask))))
+			chained = false;
 	}
 	if (!chained) {
 		uint64_t base = p->ref_host;
@@ -709,12 +734,13 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 				    base + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
 		     wraps++)
 			off += d->mask + 1;
-		/* Ended before the row's last command started, by its ticks and (within
-		 * the clocks' error) by its own pair: an earlier run read late. */
-		if (a->valid && ((a->start_raw - e) & d->mask) < half &&
+		/* Ended before the row's last command started, by its own pair (within
+		 * the clocks' error): an earlier run read late. */
+		if (a->valid &&
 		    base + ze__ticks_ns(d, off + ((e - s) & d->mask)) <=
-			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns) {
-			ze_pend__read_earlier(p, a, s, e, &start, &end);
+			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns &&
+		    ze_pend__place_earlier(p, a, s, e, base + ze__ticks_ns(d, off), &start,
+					   &end)) {
 			idle = p->submitted ? p->submitted : p->at;
 			goto emit;
 		}

@@ -1,10 +1,10 @@
-/* ze_shared_engine [rounds] [kernels]: two threads, each with its own queue on the same
- * engine (ordinal 0, index 0), as two parts of a program that know nothing of each other.
- * Each round thread A runs a list of `kernels` launches of "ka" and, while A is still in
- * its call, thread B runs one of "kb": the engine takes their kernels in turns. A main
- * thread's run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every run of A's is
- * an even one: its call returns late, after B's, which was submitted after it. Prints
- * the launches made. */
+/* ze_shared_engine [rounds] [kernels] [groups_a] [groups_b]: two threads, each with its
+ * own queue on the same engine (ordinal 0, index 0), as two parts of a program that know
+ * nothing of each other. Each round thread A runs a list of `kernels` launches of "ka"
+ * (groups_a groups of 256: 256 ns each on the simulated device) and, while A is still in
+ * its call, thread B runs one of "kb" (groups_b groups), which the engine takes after
+ * A's. A main thread's run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every
+ * run of A's is an even one: its call returns late, after B's. Prints the launches made. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -14,17 +14,17 @@
 #define B_DELAY_NS 300000 /* B submits this long after A starts its call */
 
 static struct app_ze z;
-static unsigned long rounds, kernels;
+static unsigned long rounds, kernels, groups_a, groups_b;
 static ze_command_queue_handle_t queue_a, queue_b;
 static ze_command_list_handle_t list_a, list_b;
 static pthread_barrier_t round_start;
 static atomic_ulong a_calling; /* the round whose run A is starting */
 
 static ze_command_list_handle_t kernels_list(ze_module_handle_t m, const char *name,
-					     ze_kernel_handle_t *k_out)
+					     uint32_t ngroups, ze_kernel_handle_t *k_out)
 {
 	ze_kernel_handle_t k = *k_out = app_kernel(m, name, 256, 1, 1);
-	ze_group_count_t groups = { 1000, 1, 1 }; /* 256 us each: B's run comes in A's */
+	ze_group_count_t groups = { ngroups, 1, 1 };
 	ze_command_list_handle_t l = app_list(&z, 0);
 
 	for (unsigned long i = 0; i < kernels; i++)
@@ -69,12 +69,14 @@ int main(int argc, char **argv)
 
 	rounds = test_arg(argc, argv, 1, 8);
 	kernels = test_arg(argc, argv, 2, 16);
+	groups_a = test_arg(argc, argv, 3, 1000); /* 256 us: B's run comes in A's */
+	groups_b = test_arg(argc, argv, 4, 1000);
 	app_ze_setup(&z);
 	m = app_module(&z);
 	queue_a = app_queue(&z, 0, 0);
 	queue_b = app_queue(&z, 0, 0);
-	list_a = kernels_list(m, "ka", &ka);
-	list_b = kernels_list(m, "kb", &kb);
+	list_a = kernels_list(m, "ka", (uint32_t)groups_a, &ka);
+	list_b = kernels_list(m, "kb", (uint32_t)groups_b, &kb);
 	/* The process's first run (an odd one): A's are the even ones after it. */
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_a, NULL));
 	ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));

@@ -466,17 +466,24 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
 
 
 @pytest.mark.sanitize
-def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path):
-    """Two threads' queues on one engine. Thread A's run returns 10 ms after it submitted
-    (the simulator holds every even run on its way out of the driver), after thread B's
-    run, submitted 0.3 ms after A's and run after it: B's kernels are read first. A's, read
-    after them, are placed back from B's by the device's ticks, on B's chain: no two
-    overlap on the row, each is inside its run's call and the synchronize after it. Read
-    from its own clock pair, A's last kernel overlapped B's first by the pairs' difference
-    (a CI failure under UBSan)."""
+@pytest.mark.parametrize("bits,groups_a,groups_b,stall_us", [(32, 1000, 1000, 10000),
+                                                              (20, 200, 8000, 40000)])
+def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, groups_a,
+                                                                 groups_b, stall_us):
+    """Two threads' queues on one engine. Thread A's run returns late (the simulator holds
+    every even run on its way out of the driver), after thread B's run, submitted 0.3 ms
+    after A's and run after it: B's kernels are read first. A's, read after them, are
+    placed back from B's by the device's ticks, on B's chain: no two overlap on the row,
+    each is inside its run's call and the synchronize after it. Read from its own clock
+    pair, A's last kernel overlapped B's first by the pairs' difference (a CI failure
+    under UBSan). With 20-bit timestamps (a 54.6 ms wrap) B's last kernel starts 31 ms
+    after A's, more than half a wrap: its ticks alone would chain A's a wrap after B's,
+    ending after A's synchronize saw them done (a CI failure under TSan, 16 bits)."""
     rounds, kernels = 6, 16
-    trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels], tmp_path,
-                                 env={"ZE_SIM_EXECUTE_STALL_US": "10000/2"})
+    trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels, groups_a,
+                                  groups_b], tmp_path,
+                                 env={"ZE_SIM_EXECUTE_STALL_US": f"{stall_us}/2",
+                                      "ZE_SIM_VALID_BITS": str(bits)})
     assert trace["gputrace"]["events_lost"] == 0
     host = host_spans(trace)
     dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
