@@ -21,11 +21,15 @@
 /* By the id's low bits: ids come from per-thread blocks of consecutive ones, so a
  * thread's launches fill neighbouring slots, written and read back in the order they
  * come (a hash scattered them over the table's 5 MiB: a cache and TLB miss each way, 40%
- * of the drain's time on back-to-back launches), and the last 2^17 ids of a block never
- * collide. */
+ * of the drain's time on back-to-back launches), and gputrace's own ids less than 2^17
+ * apart never collide. The bits above 32 (a foreign id's namespace, a Kineto flow's
+ * batch and type) move the run to a place of its own: ids alike in their low bits from
+ * two namespaces or batches do not take each other's slots. */
 static struct corr_entry *corr_slot(uint64_t corr)
 {
-	return &W.corr[corr & ((1u << CORR_TABLE_BITS) - 1)];
+	uint64_t offset = ((corr >> 32) * 0x9e3779b97f4a7c15ull) >> 32;
+
+	return &W.corr[(corr + offset) & ((1u << CORR_TABLE_BITS) - 1)];
 }
 
 void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
