@@ -52,6 +52,7 @@ SIZES = {
     "rss_events": ((100_000, 1_000_000, 10_000_000), (1_000, 3_000)),
     "exited_threads": (10_000, 100),
     "launches": (20_000, 256),
+    "whole_launches": (100_000, 1_000),
     "cuda_launches": (20_000, 256),
     "stack_calls": (200_000, 1_000),
     "stack_depths": ((4, 16, 64), (4,)),
@@ -506,6 +507,42 @@ class Bench:
                         "each launch in its own; wall time per launch (median "
                         f"batch); {LAUNCH_PAUSE_US // 1000} ms pause every {LAUNCH_BURST}",
             **out}
+
+    def row_device_whole(self):
+        """Point 2's whole-process figure: launches back to back (no pause: the drain
+        keeps up or the ring fills) at default settings, the process's wall time from
+        spawn to reaped, traced and untraced in turn; added per launch and lost."""
+        n = self.size("whole_launches")
+        out = {"workload": f"bench_ze launch KIND {n} 64 0: {n} launches back to back, 64 "
+                           "per batch, no pause; the whole process (start, loop, exit), "
+                           "default settings"}
+        for kind in ("regular", "immediate"):
+            cmd = [str(c) for c in (BIN / "bench_ze", "launch", kind, n, 64, 0)]
+            base, traced, lost = [], [], []
+            for i in range(self.reps):
+                for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                    path = self.trace_path("whole.json")
+                    env = (self.env(True, {"GPUTRACE_OUTPUT": str(path)}) if which
+                           else self.env(False))
+                    t0 = time.perf_counter()
+                    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, timeout=600)
+                    wall = (time.perf_counter() - t0) * 1e9
+                    if r.returncode:
+                        raise SystemExit(f"bench: {cmd} exited {r.returncode}")
+                    if which:
+                        trailer, _ = read_trailer(path)
+                        remove(path)
+                        traced.append(wall)
+                        lost.append(trailer.get("events_lost", 0))
+                    else:
+                        base.append(wall)
+            best = traced.index(min(traced))
+            out[kind] = {"untraced_ns_per_launch": min(base) / n,
+                         "traced_ns_per_launch": min(traced) / n,
+                         "added_ns_per_launch": (min(traced) - min(base)) / n,
+                         "events_lost": lost[best], "events_lost_all_runs": lost}
+        self.results["5w_device_whole"] = out
 
     def row_metrics(self):
         """What metrics cost when asked for: per launch in kernel mode (a query around
@@ -1200,6 +1237,18 @@ def table(res, m, reps):
         x = r["immediate_ranged"]
         rows.append(("", "  ranges' own part (traced, vs without)",
                      f"{sns(x['vs_traced_plain_ns'])}/launch", "", "", "", ""))
+    r = res.get("5w_device_whole")
+    if r:
+        for i, kind in enumerate(("regular", "immediate")):
+            x = r[kind]
+            rows.append(("5w launches, whole process" if i == 0 else "",
+                         f"{kind} list, back to back, defaults",
+                         f"{sns(x['added_ns_per_launch'])}/launch, {x['events_lost']} lost",
+                         f"untraced {ns(x['untraced_ns_per_launch'])}/launch",
+                         f"{x['traced_ns_per_launch'] / x['untraced_ns_per_launch']:.2f}x",
+                         f"<= +{TARGETS['launch_added_ns']} ns, 0 lost",
+                         ok(x["added_ns_per_launch"] <= TARGETS["launch_added_ns"] and
+                            not x["events_lost"])))
     r = res.get("6_stacks")
     if r:
         if "rows" not in r:
@@ -1359,7 +1408,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the harness only")
     ap.add_argument("--json", default=str(BUILD / "bench.json"), help="where to write the figures")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--only", default="", help="comma list of rows to run (1-8, 3t, 8n)")
+    ap.add_argument("--only", default="", help="comma list of rows to run (1-8, 3t, 5w, 8n)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
     for p in (LIB, ZE_SIM, BIN / "bench_ze", BIN / "bench_core", BIN / "bench_floor",
@@ -1370,7 +1419,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gputrace-bench-", dir=str(BUILD)) as work:
         b = Bench(args.quick, reps, work)
         steps = [("1", b.row_calls), ("2", b.row_threads), ("3", b.row_drain), ("3t", b.row_writer),
-                 ("4", b.row_memory), ("5", b.row_device), ("6", b.row_stacks),
+                 ("4", b.row_memory), ("5", b.row_device), ("5w", b.row_device_whole),
+                 ("6", b.row_stacks),
                  ("7", b.row_processes), ("8", b.row_metrics), ("8n", b.row_no_metrics)]
         only = set(filter(None, args.only.split(",")))
         start = time.monotonic()
