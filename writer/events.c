@@ -865,20 +865,45 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 	return at.point;
 }
 
+/* One end of an arrow's row, as text: ,"pid":P,"tid":T,"ts": (the same row arrow after
+ * arrow: a launching thread's, a queue's). */
+struct flow_row {
+	uint32_t pid, tid;
+	size_t len; /* 0: none yet */
+	char text[64];
+};
+
+static void put_flow_row(struct jbuf *b, struct flow_row *r, uint32_t pid, uint32_t tid)
+{
+	if (gt_unlikely(!r->len || r->pid != pid || r->tid != tid)) {
+		char *p = r->text;
+
+		memcpy(p, ",\"pid\":", 7);
+		p = json__put_u64(p + 7, pid);
+		memcpy(p, ",\"tid\":", 7);
+		p = json__put_u64(p + 7, tid);
+		memcpy(p, ",\"ts\":", 6);
+		r->len = (size_t)(p + 6 - r->text);
+		r->pid = pid;
+		r->tid = tid;
+	}
+	jbuf__put(b, r->text, r->len);
+}
+
 void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint32_t tid,
 		  uint64_t ts, bool fwdbwd)
 {
+	static struct flow_row from, to;
+	char idt[JSON_NUM_ROOM];
+	size_t idn = (size_t)(json__put_u64(idt, id) - idt); /* once for both ends */
+
 	begin_event(&W.buf);
 	if (fwdbwd)
 		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"id\":");
 	else
 		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
-	json__u64(&W.buf, id);
-	jbuf__lit(&W.buf, ",\"pid\":");
-	json__u64(&W.buf, (uint32_t)gt_st.pid);
-	jbuf__lit(&W.buf, ",\"tid\":");
-	json__u64(&W.buf, host->tid);
-	jbuf__lit(&W.buf, ",\"ts\":");
+	jbuf__put(&W.buf, idt, idn);
+	put_flow_row(&W.buf, &from, (uint32_t)gt_st.pid, host->tid);
 	json__ts(&W.buf, host->point_ns, &ts_prefix);
 	jbuf__lit(&W.buf, "}");
 	begin_event(&W.buf);
@@ -887,12 +912,8 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 				  "\"id\":");
 	else
 		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
-	json__u64(&W.buf, id);
-	jbuf__lit(&W.buf, ",\"pid\":");
-	json__u64(&W.buf, pid);
-	jbuf__lit(&W.buf, ",\"tid\":");
-	json__u64(&W.buf, tid);
-	jbuf__lit(&W.buf, ",\"ts\":");
+	jbuf__put(&W.buf, idt, idn);
+	put_flow_row(&W.buf, &to, pid, tid);
 	json__us(&W.buf, ts);
 	jbuf__lit(&W.buf, "}");
 }
