@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -187,8 +188,13 @@ static uint64_t update(void)
 		double err, allowed, slope;
 		uint64_t line;
 
-		if (!read_line(&l) || !anchor(&tsc, &ns) || tsc <= first_tsc)
+		if (!read_line(&l))
 			return raw_ns();
+		/* No tight pair this time (a read preempted, on a loaded machine): the
+		 * line goes on, past its period, to the next try. The raw clock could
+		 * be a few ns behind what the line handed out. */
+		if (!anchor(&tsc, &ns) || tsc <= first_tsc)
+			return line_at(&l, gt_rdtsc());
 		line = line_at(&l, tsc);
 		err = (double)ns - (double)line;
 		allowed = ERR_FIXED_NS + ERR_RATE * (double)(ns - last_ns);
@@ -230,9 +236,16 @@ uint64_t gt_clock_slow(void)
 		return raw_ns();
 	if (atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
 		uint64_t tsc;
+		int tries = 0;
 
-		if (!read_line(&l))
-			return raw_ns();
+		/* The writer preempted halfway through (a few stores): let it finish
+		 * rather than answer from the raw clock, which may be a few ns behind
+		 * what the line handed out. */
+		while (!read_line(&l)) {
+			if (++tries == 100)
+				return raw_ns();
+			sched_yield();
+		}
 		tsc = gt_rdtsc();
 		/* behind tsc0, or raced with a fresh line: the line still holds */
 		if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
