@@ -644,12 +644,12 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
  * the later command.
  */
 static bool ze_pend__place_earlier(struct ze_pending *p, const struct ze_anchor *a,
-				   uint64_t s, uint64_t e, uint64_t fresh_start,
+				   uint64_t e, uint64_t ticks, uint64_t fresh_start,
 				   uint64_t *start, uint64_t *end)
 {
 	const struct ze_dev *d = p->dev;
 	int64_t end_off = (int64_t)a->start_off - (int64_t)((a->start_raw - e) & d->mask);
-	int64_t start_off = end_off - (int64_t)((e - s) & d->mask);
+	int64_t start_off = end_off - (int64_t)ticks;
 
 	if (end_off > (int64_t)a->start_off) /* 64-bit ticks: after it, by the ticks */
 		return false;
@@ -684,11 +684,12 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 {
 	const struct ze_dev *d = p->dev;
 	struct ze_anchor *a = p->anchor, fresh;
-	uint64_t s, e, off, dist, half = d->mask / 2, start, end, idle;
+	uint64_t s, e, ticks, off, dist, half = d->mask / 2, start, end, submitted, idle;
 	bool chained = false;
 
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
+	ticks = (e - s) & d->mask; /* its length (masked: a counter that wrapped during it) */
 	p->clamped_ns = 0;
 	if (p->host_domain) {
 		/* Host time already (a counter-based event with host timestamps); the row's
@@ -703,9 +704,8 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	}
 	/* When the row became free for it: submitted (the call had returned: a command
 	 * that started later was held), and the one before it done. */
-	idle = p->submitted ? p->submitted : p->at;
-	if (a->valid && a->end_host > idle)
-		idle = a->end_host;
+	submitted = p->submitted ? p->submitted : p->at;
+	idle = a->valid && a->end_host > submitted ? a->end_host : submitted;
 	/* Masked differences handle a counter that wrapped in between (or during). */
 	if (a->valid && p->at < a->end_host) {
 		if ((dist = (s - a->end_raw) & d->mask) < half) {
@@ -717,8 +717,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		}
 		/* Ending after it was seen done, it is not after the row's last command but
 		 * more than half a wrap before it (an earlier run, read late). */
-		if (chained && !ze__ended_by_now(d, a->base_host +
-							  ze__ticks_ns(d, off + ((e - s) & d->mask))))
+		if (chained && !ze__ended_by_now(d, a->base_host + ze__ticks_ns(d, off + ticks)))
 			chained = false;
 	}
 	if (!chained) {
@@ -737,11 +736,11 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		/* Ended before the row's last command started, by its own pair (within
 		 * the clocks' error): an earlier run read late. */
 		if (a->valid &&
-		    base + ze__ticks_ns(d, off + ((e - s) & d->mask)) <=
+		    base + ze__ticks_ns(d, off + ticks) <=
 			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns &&
-		    ze_pend__place_earlier(p, a, s, e, base + ze__ticks_ns(d, off), &start,
+		    ze_pend__place_earlier(p, a, e, ticks, base + ze__ticks_ns(d, off), &start,
 					   &end)) {
-			idle = p->submitted ? p->submitted : p->at;
+			idle = submitted; /* the row's last command came after it */
 			goto emit;
 		}
 		/* A fresh clock pair can disagree with the row's last one by its own
@@ -759,7 +758,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	}
 	a->valid = true;
 	a->start_off = off;
-	a->end_off = off + ((e - s) & d->mask);
+	a->end_off = off + ticks;
 	a->start_raw = s;
 	a->end_raw = e;
 	start = a->base_host + ze__ticks_ns(d, a->start_off);
