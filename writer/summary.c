@@ -160,17 +160,21 @@ static struct row *table__get(struct summary *s, struct table *t, const char *na
 	return r;
 }
 
-/* table__get for a name the caller interned (an address that holds its text for good): the
- * drain's device spans, one or two lookups each, found without hashing the name. */
-static struct row *table__get_interned(struct summary *s, struct table *t, const char *name)
+/* table__get for a span's name or device: where the caller interned them (an address
+ * that holds its text for good: the drain's device spans, one or two lookups each), found
+ * by the address without hashing the name. */
+static struct row *table__get_for(struct summary *s, struct table *t,
+				  const struct summary_span *sp, const char *name)
 {
 	size_t i = ((uintptr_t)name >> 3) & (TABLE_HINTS - 1);
 	struct row *r;
 
-	if (name && t->hint[i].name == name)
+	if (!sp->interned || !name)
+		return table__get(s, t, name);
+	if (t->hint[i].name == name)
 		return t->hint[i].row;
 	r = table__get(s, t, name);
-	if (r && name) {
+	if (r) {
 		t->hint[i].name = name;
 		t->hint[i].row = r;
 	}
@@ -358,8 +362,7 @@ static void proc__add(struct summary *s, struct proc *p, const struct summary_sp
 
 	p->spans++;
 	if (sp->device) {
-		r = sp->interned ? table__get_interned(s, &p->devices, sp->device)
-				 : table__get(s, &p->devices, sp->device);
+		r = table__get_for(s, &p->devices, sp, sp->device);
 		if (r) {
 			r->count++;
 			r->total_ns += sp->dur_ns;
@@ -444,16 +447,14 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		return;
 	if (sp->device) {
 		add_to_ranges(s, sp);
-		r = sp->interned ? table__get_interned(s, &s->t[T_DEVICES], sp->device)
-				 : table__get(s, &s->t[T_DEVICES], sp->device);
+		r = table__get_for(s, &s->t[T_DEVICES], sp, sp->device);
 		if (r) {
 			r->count++;
 			r->total_ns += sp->dur_ns;
 			row__busy(s, r, sp->start_ns, end);
 		}
 		if (is_cat(sp->cat, "kernel")) {
-			r = sp->interned ? table__get_interned(s, &s->t[T_KERNELS], sp->name)
-					 : table__get(s, &s->t[T_KERNELS], sp->name);
+			r = table__get_for(s, &s->t[T_KERNELS], sp, sp->name);
 		} else if (is_cat(sp->cat, "gpu_memcpy")) {
 			r = table__get(s, &s->t[T_COPIES], sp->copy_kind && *sp->copy_kind ?
 							      sp->copy_kind : "copy");
@@ -508,8 +509,7 @@ void summary__add_calls(struct summary *s, const struct summary_span *sp,
 	if (c->last_end_ns > s->last_ns)
 		s->last_ns = c->last_end_ns;
 	s->spans += c->count;
-	r = sp->interned ? table__get_interned(s, &s->t[T_API], sp->name)
-			 : table__get(s, &s->t[T_API], sp->name);
+	r = table__get_for(s, &s->t[T_API], sp, sp->name);
 	if (r && !r->cat && sp->cat)
 		r->cat = strdup(sp->cat);
 	if (r)
