@@ -656,10 +656,12 @@ static void flight_dump(const char *reason, bool final)
 }
 
 /* A checkpoint of a flight recorder: the cycle's events into memory, and a
- * dump when one was asked for or the process ends badly. */
-static void flight_checkpoint(bool final)
+ * dump when one was asked for or the process ends badly. Not in the middle
+ * of a cycle (behind): device work read from the rings may still wait for
+ * its launch there, counted as recorded and not yet in the window. */
+static void flight_checkpoint(bool final, bool behind)
 {
-	const char *asked = atomic_exchange(&W.flight_request, NULL);
+	const char *asked = behind ? NULL : atomic_exchange(&W.flight_request, NULL);
 	const char *reason = final ? flight_end_reason() : NULL;
 
 	flight__add(W.buf.p, W.buf.len, gt_clock_ns());
@@ -682,7 +684,7 @@ static void checkpoint_write(bool final, bool behind)
 	if (!checkpoint__open())
 		return;
 	if (flight_mode()) {
-		flight_checkpoint(final);
+		flight_checkpoint(final, behind);
 		return;
 	}
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
@@ -703,7 +705,7 @@ void checkpoint__write(bool final)
 
 void checkpoint__write_behind(void)
 {
-	checkpoint_write(false, true);
+	checkpoint_write(false, true); /* the next events formatted meanwhile */
 }
 
 void checkpoint__settle(void)

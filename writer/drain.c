@@ -21,7 +21,6 @@
 #include "writer.h"
 
 #define HIGH_WATER_DIV   4    /* a ring a quarter full is drained now */
-#define FLUSH_BYTES      (1 << 20)
 #define DLOPEN_POLL_NS   100000000ull
 
 GT_HIDDEN struct writer W = { .cycle_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -163,9 +162,10 @@ static void drain_ring(struct ring *r, bool release)
 		/* a fork() is waiting for this cycle: the rest is for the next one */
 		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
 			break;
-		/* with its trailer: a file cut here (SIGKILL) is still complete JSON */
-		if (W.buf.len > FLUSH_BYTES && W.opened && !W.failed)
-			checkpoint__write_behind(); /* the next events formatted meanwhile */
+		/* a ring's device work waits in W.pend: written as it piles up */
+		if (gt_unlikely(W.npend >= W.pend_kept + PENDING_FLUSH))
+			flows__pending_ready();
+		checkpoint__write_behind_when_full();
 	}
 	ring__consume(r, tail);
 	W.draining = NULL;

@@ -189,7 +189,9 @@ void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned
 	p->age = 0;
 }
 
-void flows__pending(bool final)
+/* age: a cycle's end, the waiting grow older. The file is written as the JSON
+ * grows (a ring's worth of kernels, written at once, grew the buffer to 16 MiB). */
+static void pending_pass(bool final, bool age)
 {
 	size_t keep = 0;
 
@@ -198,10 +200,27 @@ void flows__pending(bool final)
 
 		if (device_ready(p, final)) {
 			write_linked(&p->ev, p->args, p->ev.nargs);
+			checkpoint__write_behind_when_full();
 		} else {
-			p->age++;
-			W.pend[keep++] = *p;
+			p->age += age;
+			if (keep != i)
+				W.pend[keep] = *p;
+			keep++;
 		}
 	}
-	W.npend = keep;
+	W.npend = W.pend_kept = keep;
+}
+
+void flows__pending(bool final)
+{
+	pending_pass(final, true);
+}
+
+void flows__pending_ready(void)
+{
+	/* timed or process ranges are complete only once every ring of the
+	 * cycle was read (ranges.c): then the work waits for the cycle's end */
+	if (!W.ur.any_timed && !W.ur.any_process)
+		pending_pass(false, false);
+	W.pend_kept = W.npend; /* the next pass when as many more wait */
 }

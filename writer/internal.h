@@ -123,6 +123,7 @@ struct writer {
 	uint64_t next_flow_id;
 	struct pending *pend;
 	size_t npend, pend_cap;
+	size_t pend_kept; /* what waited on after the last pass over them */
 
 	struct row_cursor *cursors; /* place.c: one per row, open addressing */
 	size_t cursors_mask, ncursors;
@@ -238,6 +239,11 @@ GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args
 GT_HIDDEN void flows__forget(void);
 /* Write the device spans that are ready; final: all of them. */
 GT_HIDDEN void flows__pending(bool final);
+/* The device work waiting whose launches are written, in the middle of a
+ * cycle, once PENDING_FLUSH more wait than after the last pass: the rest
+ * waits on, its age unchanged. */
+GT_HIDDEN void flows__pending_ready(void);
+#define PENDING_FLUSH 4096
 
 /* ---- ranges.c ---- */
 
@@ -371,6 +377,16 @@ GT_HIDDEN bool checkpoint__anything(bool final);
 GT_HIDDEN void checkpoint__write(bool final);
 /* The same in the middle of a cycle: written behind the drain's back. */
 GT_HIDDEN void checkpoint__write_behind(void);
+
+#define FLUSH_BYTES (1 << 20)
+
+/* That, once W.buf holds FLUSH_BYTES: a cycle's JSON is written as it grows,
+ * with its trailer (a file cut here by SIGKILL is still complete JSON). */
+static inline void checkpoint__write_behind_when_full(void)
+{
+	if (gt_unlikely(W.buf.len > FLUSH_BYTES) && W.opened && !W.failed)
+		checkpoint__write_behind();
+}
 /* Wait for the checkpoint in flight: the file is complete (or failed). */
 GT_HIDDEN void checkpoint__settle(void);
 /* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,

@@ -18,6 +18,7 @@
 #include "inject/ring.h"
 #include "inject/shim.h"
 #include "unit.h"
+#include "writer/internal.h"
 
 void gt_test_start(char *const *envp);
 int gt_flight_dump(const char *reason);
@@ -436,6 +437,75 @@ START_TEST(test_arrow_from_a_launch_131071_launches_back)
 }
 END_TEST
 
+/* Count the lines of text that start with prefix (one event a line; a hand-written scan:
+ * a sanitizer checks the whole rest of the text on every strstr()). */
+static size_t count_lines(const char *text, size_t len, const char *prefix)
+{
+	size_t n = 0, plen = strlen(prefix);
+
+	for (const char *at = text; at < text + len; at++)
+		if ((at == text || at[-1] == '\n') && !memcmp(at, prefix, plen))
+			n++;
+	return n;
+}
+
+/* A ring's worth of launches and their kernels, read in one cycle: every kernel and arrow
+ * is written, and the writer's memory stays bounded: the JSON is written as it grows, and
+ * the kernels waiting for their launches are written as they pile up (both grew with
+ * the cycle before: 16 MiB of JSON buffer for 100k launches). */
+START_TEST(test_a_ring_of_kernels_written_in_bounded_memory)
+{
+	const int launches = 40000;
+	static char text[40 << 20];
+	uint32_t dev, q, name, kern;
+	struct ring *r;
+	uint64_t t;
+	size_t len;
+	FILE *f;
+
+	start_env("65536", ".json", "GPUTRACE_FLUSH_MS=60000");
+	dev = gt_device_row("GPU 0: unit device");
+	q = gt_queue_row(dev, "queue 0", 0);
+	name = gt_str_intern("launch");
+	kern = gt_str_intern("my_kernel");
+	t = gt_clock_ns();
+	for (int i = 0; i < launches; i++) {
+		uint64_t at = t + i * 1000ull;
+		struct gt_event host = { .start_ns = at, .end_ns = at + 100, .corr = gt_corr_next(),
+					 .name = name, .cat = GT_S_CAT_ZE_API,
+					 .type = GT_EV_HOST_SPAN, .flags = GT_EVF_LAUNCH };
+		struct gt_event work = { .start_ns = at + 200, .end_ns = at + 300,
+					 .corr = host.corr, .name = kern, .cat = GT_S_CAT_KERNEL,
+					 .track = q, .type = GT_EV_DEVICE_SPAN };
+
+		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+	}
+	r = shim__thread_ring();
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_ge(ring__used(r), 2 * (uint64_t)launches); /* none read yet */
+	gt_finish("exit", 10000);
+
+	ck_assert_uint_le(W.buf.cap, 4u << 20);
+	ck_assert_uint_le(W.q.ev.cap, 4u << 20);
+	ck_assert_uint_le(W.pend_cap, 2 * PENDING_FLUSH);
+
+	f = fopen(trace_path, "r");
+	ck_assert_ptr_nonnull(f);
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	ck_assert_uint_lt(len, sizeof(text) - 1);
+	text[len] = 0;
+	ck_assert_uint_eq(count_lines(text, len, "{\"ph\":\"X\",\"cat\":\"kernel\""), launches);
+	ck_assert_uint_eq(count_lines(text, len, "{\"ph\":\"X\",\"cat\":\"ze_api\""), launches);
+	ck_assert_uint_eq(count_lines(text, len, "{\"ph\":\"s\",\"cat\":\"ac2g\""), launches);
+	ck_assert_uint_eq(count_lines(text, len, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\""),
+			  launches);
+	ck_assert_ptr_nonnull(strstr(text, "\"events_lost\":0,"));
+	unlink(trace_path);
+}
+END_TEST
+
 START_TEST(test_gzip_output_checkpointed)
 {
 	uint32_t name;
@@ -535,6 +605,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_lost_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
 	tcase_add_test(tc, test_arrow_from_a_launch_131071_launches_back);
+	tcase_add_test(tc, test_a_ring_of_kernels_written_in_bounded_memory);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
 	suite_add_tcase(s, tc);
