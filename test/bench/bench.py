@@ -1462,6 +1462,10 @@ def main():
         for key, fn in steps:
             if only and key not in only:
                 continue
+            # the files of the rows before are on the disk before this one runs: their
+            # writeback took CPU from row 5w's processes after row 4 (3 of 5 runs lost
+            # events, against none of 5 alone)
+            os.sync()
             t = time.monotonic()
             fn()
             print(f"bench: row {key} took {time.monotonic() - t:.1f} s", file=sys.stderr)
