@@ -914,7 +914,7 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
 	jbuf__put(&W.buf, idt, idn);
 	put_flow_row(&W.buf, &to, pid, tid);
-	json__us(&W.buf, ts);
+	json__ts(&W.buf, ts, &ts_prefix); /* the leading digits as the start's */
 	jbuf__lit(&W.buf, "}");
 }
 
