@@ -506,6 +506,51 @@ START_TEST(test_a_ring_of_kernels_written_in_bounded_memory)
 }
 END_TEST
 
+/* Spans whose args differ in one value only, in the middle (the same first key, the same
+ * last value, so the same slot of the writer's kept args text): each is written with its
+ * own, in the order they were made. */
+START_TEST(test_args_alike_but_one_each_written_with_its_own)
+{
+	const int spans = 3000;
+	uint32_t name, kern;
+
+	start("4096");
+	name = gt_str_intern("alike");
+	kern = gt_str_intern("same_kernel");
+	for (int i = 0; i < spans; i++) {
+		uint64_t t0 = gt_clock_ns();
+		struct gt_event ev = { .start_ns = t0, .end_ns = t0 + 100, .corr = gt_corr_next(),
+				       .name = name, .cat = GT_S_CAT_ZE_API,
+				       .type = GT_EV_HOST_SPAN };
+		struct gt_arg args[3] = {
+			{ GT_S_ARG_RESULT, GT_ARG_I64, { .i = 0 } },
+			{ GT_S_ARG_BYTES, GT_ARG_U64, { .u = (uint64_t)(i % 3) * 1000 + 7 } },
+			{ GT_S_ARG_KERNEL, GT_ARG_STR, { .u = kern } },
+		};
+		ck_assert_int_eq(gt_emit(&ev, args, 3), 0);
+		if (i % 1000 == 999)
+			gt_flush_sync(5000);
+	}
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	int seen = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i), *a;
+
+		if (strcmp(str(e, "ph"), "X") || strcmp(str(e, "name"), "alike"))
+			continue;
+		a = get(e, "args");
+		ck_assert_int_eq(json_object_get_int64(get(a, "bytes")), (seen % 3) * 1000 + 7);
+		ck_assert_str_eq(str(a, "kernel"), "same_kernel");
+		ck_assert_int_eq(json_object_get_int64(get(a, "result")), 0);
+		seen++;
+	}
+	ck_assert_int_eq(seen, spans);
+	json_object_put(root);
+}
+END_TEST
+
 START_TEST(test_gzip_output_checkpointed)
 {
 	uint32_t name;
@@ -606,6 +651,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_device_rows_flows_counters);
 	tcase_add_test(tc, test_arrow_from_a_launch_131071_launches_back);
 	tcase_add_test(tc, test_a_ring_of_kernels_written_in_bounded_memory);
+	tcase_add_test(tc, test_args_alike_but_one_each_written_with_its_own);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
 	suite_add_tcase(s, tc);
