@@ -326,38 +326,45 @@ static inline __attribute__((always_inline)) void put_extra(struct jbuf *b, bool
 #define PUT_EXTRA(b, first, key, v) \
 	(put_extra((b), (first), "\"" key "\":", sizeof(key) + 2), json__i64((b), (v)))
 
-/* A thread's correlation ids count up by one, call after call: the digits of
- * the last one written are kept, and the next is made from them by adding
- * one to the last digit (a carry, one time in ten, formats it anew). */
-static struct {
+/* Ids that count up by one (a thread's correlation ids, call after call; the
+ * arrows' ids): the digits of the last one written are kept, and the next is
+ * made from them by adding one to the last digit (a carry, one time in ten,
+ * formats it anew). */
+struct counter_text {
 	uint64_t v;
 	size_t len; /* 0: none kept */
 	char text[32];
-} corr_text;
+};
 
-#define CORR_ROOM 32 /* what cur_corr writes at most, its block's slack included */
+static struct counter_text corr_text;
 
-static inline char *cur_corr(char *p, uint64_t v)
+#define CORR_ROOM 32 /* what cur_counter writes at most, its block's slack included */
+
+static inline char *cur_counter(struct counter_text *t, char *p, uint64_t v)
 {
 	char *start = p;
 
-	if (gt_likely(v == corr_text.v + 1 && corr_text.len &&
-		      corr_text.text[corr_text.len - 1] != '9')) {
-		char last = (char)(corr_text.text[corr_text.len - 1] + 1);
+	if (gt_likely(v == t->v + 1 && t->len && t->text[t->len - 1] != '9')) {
+		char last = (char)(t->text[t->len - 1] + 1);
 
 		/* copied before the kept digit is stored: a block loaded right
 		 * after a byte stored into it would wait for the store */
-		p = cur_cached(p, corr_text.text, corr_text.len);
+		p = cur_cached(p, t->text, t->len);
 		p[-1] = last;
-		corr_text.text[corr_text.len - 1] = last;
-		corr_text.v = v;
+		t->text[t->len - 1] = last;
+		t->v = v;
 		return p;
 	}
 	p = json__put_u64(p, v);
-	corr_text.v = v;
-	corr_text.len = (size_t)(p - start);
-	memcpy(corr_text.text, start, corr_text.len);
+	t->v = v;
+	t->len = (size_t)(p - start);
+	memcpy(t->text, start, t->len);
 	return p;
+}
+
+static inline char *cur_corr(char *p, uint64_t v)
+{
+	return cur_counter(&corr_text, p, v);
 }
 
 static inline void put_corr(struct jbuf *b, uint64_t v)
@@ -968,8 +975,9 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 		  uint64_t ts, bool fwdbwd)
 {
 	static struct flow_row from, to;
-	char idt[JSON_NUM_ROOM];
-	size_t idn = (size_t)(json__put_u64(idt, id) - idt); /* once for both ends */
+	static struct counter_text ids; /* arrows are numbered one after another */
+	char idt[CORR_ROOM];
+	size_t idn = (size_t)(cur_counter(&ids, idt, id) - idt); /* once for both ends */
 
 	begin_event(&W.buf);
 	if (fwdbwd)
