@@ -162,9 +162,6 @@ static void drain_ring(struct ring *r, bool release)
 		/* a fork() is waiting for this cycle: the rest is for the next one */
 		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
 			break;
-		/* a ring's device work waits in W.pend: written as it piles up */
-		if (gt_unlikely(W.npend >= W.pend_kept + PENDING_FLUSH))
-			flows__pending_ready();
 		checkpoint__write_behind_when_full();
 	}
 	ring__consume(r, tail);

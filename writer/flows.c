@@ -170,25 +170,6 @@ static bool device_ready(const struct pending *p, bool final)
 	       (!p->ev.corr2 || corr_find(p->ev.corr2));
 }
 
-void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
-{
-	if (W.npend == W.pend_cap) {
-		size_t cap = W.pend_cap ? W.pend_cap * 2 : 1024;
-		struct pending *p = realloc(W.pend, cap * sizeof(*p));
-		if (!p) {
-			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
-			return;
-		}
-		W.pend = p;
-		W.pend_cap = cap;
-	}
-	struct pending *p = &W.pend[W.npend++];
-	p->ev = *ev;
-	p->ev.nargs = (uint8_t)nargs;
-	memcpy(p->args, args, nargs * sizeof(*args));
-	p->age = 0;
-}
-
 /* age: a cycle's end, the waiting grow older. The file is written as the JSON
  * grows (a ring's worth of kernels, written at once, grew the buffer to 16 MiB). */
 static void pending_pass(bool final, bool age)
@@ -216,11 +197,35 @@ void flows__pending(bool final)
 	pending_pass(final, true);
 }
 
-void flows__pending_ready(void)
+/* The work waiting whose launches are written, in the middle of a cycle: the rest
+ * waits on, its age unchanged. Timed or process ranges are complete only once every
+ * ring of the cycle was read (ranges.c): then the work waits for the cycle's end. */
+static void pending_ready(void)
 {
-	/* timed or process ranges are complete only once every ring of the
-	 * cycle was read (ranges.c): then the work waits for the cycle's end */
 	if (!W.ur.any_timed && !W.ur.any_process)
 		pending_pass(false, false);
 	W.pend_kept = W.npend; /* the next pass when as many more wait */
 }
+
+void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	if (W.npend == W.pend_cap) {
+		size_t cap = W.pend_cap ? W.pend_cap * 2 : 1024;
+		struct pending *p = realloc(W.pend, cap * sizeof(*p));
+		if (!p) {
+			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
+			return;
+		}
+		W.pend = p;
+		W.pend_cap = cap;
+	}
+	struct pending *p = &W.pend[W.npend++];
+	p->ev = *ev;
+	p->ev.nargs = (uint8_t)nargs;
+	memcpy(p->args, args, nargs * sizeof(*args));
+	p->age = 0;
+	/* a ring's device work is written as it piles up, not all at the cycle's end */
+	if (gt_unlikely(W.npend >= W.pend_kept + PENDING_FLUSH))
+		pending_ready();
+}
+

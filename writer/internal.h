@@ -239,10 +239,8 @@ GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args
 GT_HIDDEN void flows__forget(void);
 /* Write the device spans that are ready; final: all of them. */
 GT_HIDDEN void flows__pending(bool final);
-/* The device work waiting whose launches are written, in the middle of a
- * cycle, once PENDING_FLUSH more wait than after the last pass: the rest
- * waits on, its age unchanged. */
-GT_HIDDEN void flows__pending_ready(void);
+/* flows__defer writes the ready ones, too, once this many more wait than after the
+ * last pass: in the middle of a cycle, with the rest waiting on. */
 #define PENDING_FLUSH 4096
 
 /* ---- ranges.c ---- */
