@@ -504,7 +504,8 @@ static void put_ranges(struct jbuf *b, bool *first, const struct rctx *c, bool e
  * back to back). Direct-mapped; only args whose text their values decide: no
  * stack (an id of a stack, formatted anew) and no hardware metric.
  */
-#define ARGS_MEMO      64
+#define ARGS_MEMO_BITS 6
+#define ARGS_MEMO      (1 << ARGS_MEMO_BITS)
 #define ARGS_MEMO_ARGS 8
 #define ARGS_MEMO_TEXT 192 /* whole 32-byte blocks (put_cached) */
 
@@ -523,7 +524,7 @@ static struct args_memo *args_memo_slot(const struct gt_arg *args, unsigned narg
 		     (args[nargs - 1].v.u ^ (uint64_t)x->stream << 20 ^ (uint64_t)x->device << 40) *
 			     0xc2b2ae3d27d4eb4full;
 
-	return &args_memo[k >> 58]; /* the top bits mix every input */
+	return &args_memo[k >> (64 - ARGS_MEMO_BITS)]; /* the top bits mix every input */
 }
 
 static bool args_memo_hit(const struct args_memo *m, const struct gt_arg *args,
