@@ -36,44 +36,38 @@ static struct corr_entry *corr_slot(uint64_t corr)
 	return &W.corr[(corr + offset) & ((1u << CORR_TABLE_BITS) - 1)];
 }
 
-static size_t corr_chunk(const struct corr_entry *e)
-{
-	return (size_t)((const char *)e - (const char *)W.corr) / CORR_CHUNK_BYTES;
-}
-
 /*
- * The table's pages are made in 64 KiB chunks, written before anything reads
- * them: a slot read first (its old ranges) mapped the shared zero page, and the
- * write after it copied that page and flushed the other CPU's TLB by an
- * interrupt, 17% of the drain's time on 100k launches back to back on this VM.
- * A chunk never made holds no launch, so a lookup there does not read it.
+ * The whole table is made, its pages written, at the first launch of a file:
+ * - a slot read first (its old ranges) mapped the shared zero page, and the
+ *   write after it copied that page and flushed the other CPU's TLB by an
+ *   interrupt, 17% of the drain's time on 100k launches back to back on this VM;
+ * - made as launches filled it, the table grew the process by 5 MiB over its
+ *   first 131072 launches: a flight recorder's memory was not flat (512 KiB a
+ *   second at 16k launches a second).
+ * Until it is made, it holds no launch, and a lookup does not read it.
  */
-static void corr_make_chunk(const struct corr_entry *e)
-{
-	size_t c = corr_chunk(e);
-	char *at = (char *)W.corr + c * CORR_CHUNK_BYTES;
-	size_t n = CORR_TABLE_BYTES - c * CORR_CHUNK_BYTES;
-
-	if (n > CORR_CHUNK_BYTES)
-		n = CORR_CHUNK_BYTES;
-	if (madvise(at, n, MADV_POPULATE_WRITE))
-		memset(at, 0, n); /* an older kernel: the same writes, a fault a page */
-	W.corr_made[c] = true;
-}
-
-void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
+static void corr_make(void)
 {
 	if (!W.corr) {
 		void *t = mmap(NULL, CORR_TABLE_BYTES, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		W.corr = t == MAP_FAILED ? NULL : t;
+		if (t == MAP_FAILED)
+			return;
+		W.corr = t;
 	}
-	if (W.corr) {
+	if (madvise(W.corr, CORR_TABLE_BYTES, MADV_POPULATE_WRITE))
+		memset(W.corr, 0, CORR_TABLE_BYTES); /* an older kernel: a fault a page */
+	W.corr_made = true;
+}
+
+void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
+{
+	if (gt_unlikely(!W.corr_made))
+		corr_make();
+	if (W.corr_made) {
 		struct corr_entry *e = corr_slot(ev->corr);
 
-		if (gt_unlikely(!W.corr_made[corr_chunk(e)]))
-			corr_make_chunk(e);
 		ranges__ctx_put(e->ctx);
 		*e = (struct corr_entry){ .corr = ev->corr, .point_ns = point_ns, .tid = tid,
 					  .foreign = foreign, .start_ns = ev->start_ns,
@@ -83,9 +77,9 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, b
 
 void flows__forget(void)
 {
-	/* given back: the next file's launches make their chunks again */
+	/* given back: the next file's first launch makes it again */
 	if (W.corr && !madvise(W.corr, CORR_TABLE_BYTES, MADV_DONTNEED))
-		memset(W.corr_made, 0, sizeof(W.corr_made));
+		W.corr_made = false;
 	else if (W.corr)
 		memset(W.corr, 0, CORR_TABLE_BYTES);
 }
@@ -94,10 +88,10 @@ static struct corr_entry *corr_find(uint64_t corr)
 {
 	struct corr_entry *e;
 
-	if (!corr || !W.corr)
+	if (!corr || !W.corr_made)
 		return NULL;
 	e = corr_slot(corr);
-	return W.corr_made[corr_chunk(e)] && e->corr == corr ? e : NULL;
+	return e->corr == corr ? e : NULL;
 }
 
 /* A host span ends arrows only from the launch in corr2 (corr is its own);

@@ -51,11 +51,9 @@ struct corr_entry {
 	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
 
-/* flows.c's table of launches, by correlation id, made in chunks as it fills */
+/* flows.c's table of launches, by correlation id, made whole at a file's first launch */
 #define CORR_TABLE_BITS  17
 #define CORR_TABLE_BYTES (sizeof(struct corr_entry) << CORR_TABLE_BITS)
-#define CORR_CHUNK_BYTES (64u << 10)
-#define CORR_CHUNKS      ((CORR_TABLE_BYTES + CORR_CHUNK_BYTES - 1) / CORR_CHUNK_BYTES)
 
 /* ranges.c's state: ranges by id, threads' stacks, the process's ranges. */
 struct tstack;
@@ -119,7 +117,7 @@ struct writer {
 	uint64_t recorded;
 
 	struct corr_entry *corr;
-	bool corr_made[CORR_CHUNKS]; /* flows.c: which chunks of the table are made */
+	bool corr_made; /* flows.c: the table's pages are written (none read the zero page) */
 	uint64_t next_flow_id;
 	struct pending *pend;
 	size_t npend, pend_cap;
