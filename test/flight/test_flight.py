@@ -139,7 +139,8 @@ def test_flight_recorder_memory_flat_over_a_long_run(tmp_path):
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 3, stderr
     if SANITIZE != "thread":  # TSan's shadow and history grow with the run, not ours
-        assert early and late - early < 2048, (early, late)
+        # the launch table made as launches filled it grew 512 KiB a second here
+        assert early and late - early < 1024, (early, late)
     end_ns = int(dict(ln.split() for ln in stdout.decode().splitlines())["end_ns"])
     r = type("R", (), {"trace_path": str(out)})
     t = check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
