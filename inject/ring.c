@@ -6,15 +6,13 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "pages.h"
 #include "ring.h"
 
 /* The page the slots start on and are faulted in and given back by (the header's
  * size: the slots start on a page of their own). */
 #define RING_PAGE 4096
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 
 struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 {
@@ -59,6 +57,7 @@ int ring__populate(struct ring *r)
 	uint64_t cap = r->mask + 1, head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t want = head + RING_POPULATE_AHEAD;
 	uintptr_t from, to, page = RING_PAGE;
+	int err;
 
 	if (r->populated >= cap || head < RING_POPULATE_AFTER)
 		return 0;
@@ -71,9 +70,10 @@ int ring__populate(struct ring *r)
 	to = (uintptr_t)r->slots + want * sizeof(struct gt_event);
 	from &= ~(page - 1);
 	to = (to + page - 1) & ~(page - 1);
-	if (madvise((void *)from, to - from, MADV_POPULATE_WRITE)) {
+	err = gt_pages_make((void *)from, to - from);
+	if (err) {
 		r->populated = cap;
-		return -errno;
+		return err;
 	}
 	r->populated = want;
 	return 1;

@@ -14,11 +14,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "inject/pages.h"
 #include "internal.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 
 #define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
 
@@ -56,7 +53,7 @@ static void corr_make(void)
 			return;
 		W.corr = t;
 	}
-	if (madvise(W.corr, CORR_TABLE_BYTES, MADV_POPULATE_WRITE))
+	if (gt_pages_make(W.corr, CORR_TABLE_BYTES))
 		memset(W.corr, 0, CORR_TABLE_BYTES); /* an older kernel: a fault a page */
 	W.corr_made = true;
 }
