@@ -27,6 +27,7 @@ GT_STARTUP_CODE static void config_defaults(struct gt_config *cfg)
 	cfg->output = "gputrace-%e-%p.json";
 	cfg->plugin_path = cfg->summary_json = cfg->run_state = "";
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
+	cfg->overflow_mb = GT_OVERFLOW_MB_DEFAULT;
 	cfg->backends = GT_BACKEND_ALL;
 	cfg->summary = true;
 	cfg->log_level = GT_LOG_WARN;
@@ -286,6 +287,16 @@ GT_STARTUP_CODE static void set_output(struct gt_config *cfg, const char *var, c
 {
 	set_path(cfg, var, val, &cfg->output, check_template,
 		 "a file path template (codes %p pid, %e program, %h host, %r rank, %t start time, %%)");
+}
+
+static void set_overflow_mb(struct gt_config *cfg, const char *var, const char *val)
+{
+	unsigned long long v;
+
+	if (parse_uint(val, 0, GT_OVERFLOW_MB_MAX, &v))
+		bad(cfg, var, val, "megabytes for the whole process, an integer from 0 (off) to 65536");
+	else
+		cfg->overflow_mb = v;
 }
 
 static void set_buffer_kb(struct gt_config *cfg, const char *var, const char *val)
@@ -697,6 +708,7 @@ GT_STARTUP_CODE static void set_ignore(struct gt_config *cfg, const char *var, c
 #define GT_VARS(X)                                                                 \
 	X("GPUTRACE_OUTPUT", set_output)                                           \
 	X("GPUTRACE_BUFFER_KB", set_buffer_kb)                                     \
+	X("GPUTRACE_OVERFLOW_MB", set_overflow_mb)                                 \
 	X("GPUTRACE_BACKENDS", set_backends)                                       \
 	X("GPUTRACE_DISABLE_CUPTI", set_disable_cupti)                             \
 	X("GPUTRACE_PLUGIN_PATH", set_plugin_path)                                 \
@@ -798,7 +810,7 @@ GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 		if (i == sizeof(vars) / sizeof(vars[0])) {
 			cfg->errors++;
 			gt_log(GT_LOG_ERROR,
-			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, "
+			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, _OVERFLOW_MB, "
 			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "

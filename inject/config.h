@@ -42,6 +42,9 @@ enum gt_kind_bit {
 #define GT_BUFFER_KB_DEFAULT 4096
 #define GT_BUFFER_KB_MIN     4
 #define GT_BUFFER_KB_MAX     (1024 * 1024)
+/* A full ring's overflow segments, all threads together (ring_overflow.c) */
+#define GT_OVERFLOW_MB_DEFAULT 64
+#define GT_OVERFLOW_MB_MAX     65536
 #define GT_STACKS_MAX_DEPTH  64
 /* The flight recorder's memory: MB asked for, else this cap on a SEC window. */
 #define GT_FLIGHT_MB_DEFAULT 64
@@ -71,6 +74,7 @@ enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL, G
  * them never touches their pages (config_defaults). */
 struct gt_config {
 	size_t buffer_kb;            /* GPUTRACE_BUFFER_KB, per-thread ring */
+	size_t overflow_mb;          /* GPUTRACE_OVERFLOW_MB, full rings' overflow, per process */
 	unsigned backends;           /* GPUTRACE_BACKENDS, GT_BACKEND_* mask */
 	bool disable_cupti;          /* GPUTRACE_DISABLE_CUPTI */
 	unsigned stacks;             /* GPUTRACE_STACKS: 0 off, else depth */

@@ -39,8 +39,10 @@ struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 
 void ring__free(struct ring *r)
 {
-	if (r)
+	if (r) {
+		ring__overflow_free(r);
 		munmap(r, r->map_bytes);
+	}
 }
 
 /*

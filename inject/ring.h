@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Single-producer/single-consumer ring of 64-byte slots, one per thread.
- * The producer (the traced thread) never blocks: when there is no room the
- * event is dropped and counted, unless --lossless asked it to wait for the
- * drain (ring_wait.c). The consumer is the drain thread.
+ * The producer (the traced thread) never blocks: when there is no room it
+ * goes on in overflow segments (ring_overflow.c) while the process's
+ * overflow budget lasts; past it the event is dropped and counted, unless
+ * --lossless asked it to wait for the drain (ring_wait.c). The consumer is
+ * the drain thread.
  * head/tail are free-running slot counters; capacity is a power of two.
  */
 #ifndef GPUTRACE_RING_H
@@ -27,6 +29,23 @@
  * the default 4 MiB; make bench row 2b lost events to that). */
 #define RING_RECHECK_DIV 8
 
+/*
+ * An overflow segment: a full ring's producer writes on here, in order, until the
+ * drain has read it all; then it goes back to the ring. Linear (no wrap), so a
+ * record's continuation slots follow it; single producer, single consumer.
+ */
+struct ring_seg {
+	_Atomic uint64_t head;  /* slots written; published with release (producer) */
+	char pad0[64 - 8];
+	_Atomic uint64_t tail;  /* slots read; published with release (consumer) */
+	char pad1[64 - 8];
+	uint64_t cap;                       /* slots */
+	_Atomic(struct ring_seg *) next;    /* the producer's next one, once this is full */
+	size_t map_bytes;
+	struct gt_event *slots;
+	uint64_t released;  /* consumer: slots before this given back to the kernel */
+};
+
 struct ring {
 	/* producer-owned line */
 	_Atomic uint64_t head;   /* next slot to write; published with release */
@@ -37,14 +56,22 @@ struct ring {
 	_Atomic uint64_t wait_ns; /* ... and their total time */
 	uint64_t gave_up_tail;   /* a wait timed out at this tail, + 1 (0: none): no
 				  * more waits until the drain moves */
-	char pad0[64 - 48];
+	struct ring_seg *seg_write; /* the newest overflow segment (NULL: none yet) */
+	_Atomic bool overflowing; /* events go to seg_write, not the ring, until it is read */
+	char pad0[64 - 57];
 	/* consumer-owned line */
 	_Atomic uint64_t tail; /* next slot to read; published with release */
 	uint64_t recorded;     /* events the drain thread wrote out */
 	_Atomic uint32_t room;    /* futex word: bumped when a waiting producer has room */
 	_Atomic uint32_t waiting; /* the producer waits on room (written only then) */
 	uint64_t populated;       /* ring__populate: slots faulted in from 0 (or cannot be) */
-	char pad1[64 - 32];
+	/* overflow: the oldest segment not yet freed, published once by the producer,
+	 * then moved on by the consumer only (never past the newest) */
+	_Atomic(struct ring_seg *) seg_read;
+	/* the ring's head when the producer last began to overflow: ring slots before
+	 * it are older than any unread overflow slot, those from it newer */
+	_Atomic uint64_t overflow_from;
+	char pad1[64 - 48];
 	/* shared, read-mostly */
 	uint64_t mask;     /* capacity - 1 */
 	pid_t tid;         /* OS thread id of the producer */
@@ -87,6 +114,41 @@ GT_HIDDEN int ring__populate(struct ring *r);
 #define RING_RELEASE_SLOTS 65536
 #define RING_RELEASE_MIN (8 * RING_RELEASE_SLOTS)
 GT_HIDDEN uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to);
+/*
+ * Overflow (ring_overflow.c). Producer: a full ring's next record goes to nslots
+ * contiguous slots of an overflow segment while the process's budget
+ * (gt_cfg.overflow_mb) lasts: the first of them, or NULL (no budget left, or none
+ * asked for). *wake: the drain should be woken. Once it overflowed, every record
+ * goes there (ring__overflow_reserve) until the drain has read all of it.
+ */
+/* A segment holds the ring's slots, and no fewer than these (256 KiB): a tiny
+ * ring's overflow is not a page at a time */
+#define RING_SEG_MIN_SLOTS 4096
+GT_HIDDEN struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *wake);
+/* Producer: the slots reserved above are written. */
+static inline void ring__overflow_publish(struct ring *r, unsigned nslots)
+{
+	struct ring_seg *s = r->seg_write;
+
+	atomic_store_explicit(&s->head, atomic_load_explicit(&s->head, memory_order_relaxed) + nslots,
+			      memory_order_release);
+}
+/* Consumer: the oldest unread overflow slots, [*at, *at + n) of *seg, that may be
+ * read now (the ring's older slots all read: its tail at overflow_from); 0 when
+ * none. Fully read segments that the producer has left are freed on the way. */
+GT_HIDDEN uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail,
+					   struct ring_seg **seg, uint64_t *at);
+/* Consumer: slots of seg before tail are read. */
+GT_HIDDEN void ring__overflow_consume(struct ring *r, struct ring_seg *seg, uint64_t tail);
+/* Overflow slots written and not yet read (consumer or any reader: approximate). */
+GT_HIDDEN uint64_t ring__overflow_used(struct ring *r);
+/* Every segment's memory back (ring__free, a fork child's rings). */
+GT_HIDDEN void ring__overflow_free(struct ring *r);
+/* The process's overflow memory now and at its most (bytes), and segments made. */
+GT_HIDDEN void ring__overflow_stats(uint64_t *now, uint64_t *peak, uint64_t *segments);
+/* A fork child starts with none in use (the parent's rings are freed). */
+GT_HIDDEN void ring__overflow_forget(void);
+
 /* --lossless (ring_wait.c): the calling producer waits until nslots are free
  * in its full ring, at most gt_cfg.lossless_ms: 0, -ETIMEDOUT (the event is
  * lost; no more waits until the drain moves), -EAGAIN (not a thread or a

@@ -54,7 +54,9 @@ void ring__wake_waiter(struct ring *r)
 	uint64_t used = atomic_load_explicit(&r->head, memory_order_relaxed) -
 			atomic_load_explicit(&r->tail, memory_order_relaxed);
 
-	if (r->mask + 1 - used < room_wanted(r, 1) && used)
+	/* (overflowing, the waiter waits for the overflow to be read: it looks itself) */
+	if (r->mask + 1 - used < room_wanted(r, 1) && used &&
+	    !atomic_load_explicit(&r->overflowing, memory_order_relaxed))
 		return; /* not yet worth a wake: the drain goes on */
 	atomic_fetch_add_explicit(&r->room, 1, memory_order_release);
 	gt_futex(&r->room, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -99,7 +101,16 @@ int ring__wait_room(struct ring *r, unsigned nslots)
 
 		/* seq_cst: after the store of waiting (ring__consume's pair) */
 		tail = atomic_load_explicit(&r->tail, memory_order_seq_cst);
-		if (cap - (head - tail) >= want) {
+		if (atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
+			/* the overflow read to its end: the producer goes back to the ring */
+			struct ring_seg *s = r->seg_write;
+
+			if (atomic_load_explicit(&s->tail, memory_order_seq_cst) ==
+			    atomic_load_explicit(&s->head, memory_order_relaxed)) {
+				ret = 0;
+				break;
+			}
+		} else if (cap - (head - tail) >= want) {
 			ret = 0;
 			break;
 		}

@@ -252,6 +252,7 @@ GT_HIDDEN void shim__forget_rings(void)
 		ring__free(r);
 		r = next;
 	}
+	ring__overflow_forget();
 	gt_tls_ring = NULL;
 	tls_tid = 0;
 	gt_tls_corr_next = gt_tls_corr_end = 0;
@@ -278,12 +279,12 @@ static inline unsigned record_slots(unsigned nargs)
 					   : 0);
 }
 
-/* A record into its nslots reserved slots from seq, then published. */
-static inline void record_write(struct ring *r, uint64_t seq, unsigned nslots,
-				const struct gt_event *ev, const struct gt_arg *args,
-				unsigned nargs)
+/* A record into nslots slots from seq of slots (mask: where they wrap; ~0 where they
+ * do not), not yet published. */
+static inline void record_fill(struct gt_event *slots, uint64_t mask, uint64_t seq,
+			       const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
-	struct gt_event *slot = ring__slot(r, seq);
+	struct gt_event *slot = &slots[seq & mask];
 	unsigned a;
 
 	/* the whole head (flags included), then this call's arg count over the caller's */
@@ -293,8 +294,8 @@ static inline void record_write(struct ring *r, uint64_t seq, unsigned nslots,
 		slot->args[0] = args[0];
 	/* Continuation slots a whole slot at a time: its place once, not per argument. */
 	for (a = GT_ARGS_INLINE; a < nargs; a += GT_ARGS_PER_EXT) {
-		struct gt_arg *ext = (struct gt_arg *)ring__slot(
-			r, seq + 1 + (a - GT_ARGS_INLINE) / GT_ARGS_PER_EXT);
+		struct gt_arg *ext =
+			(struct gt_arg *)&slots[(seq + 1 + (a - GT_ARGS_INLINE) / GT_ARGS_PER_EXT) & mask];
 		const struct gt_arg *from = &args[a];
 
 		_Static_assert(GT_ARGS_PER_EXT == 4, "one case per argument of a slot");
@@ -305,31 +306,71 @@ static inline void record_write(struct ring *r, uint64_t seq, unsigned nslots,
 		case 1: ext[0] = from[0];
 		}
 	}
+}
+
+/* A record into its nslots reserved slots of the ring from seq, then published. */
+static inline void record_write(struct ring *r, uint64_t seq, unsigned nslots,
+				const struct gt_event *ev, const struct gt_arg *args,
+				unsigned nargs)
+{
+	record_fill(r->slots, r->mask, seq, ev, args, nargs);
 	ring__publish(r, seq + nslots);
 }
 
+/* A full ring's record into its overflow (ring_overflow.c): 0, or -ENOSPC when
+ * there is none to be had (the caller waits or drops). */
+static int overflow_write(struct ring *r, unsigned nslots, const struct gt_event *ev,
+			  const struct gt_arg *args, unsigned nargs)
+{
+	bool wake;
+	struct gt_event *slot = ring__overflow_reserve(r, nslots, &wake);
+
+	if (wake)
+		lifecycle__hooks()->wake();
+	if (!slot)
+		return -ENOSPC;
+	record_fill(slot, ~0ull, 0, ev, args, nargs);
+	ring__overflow_publish(r, nslots);
+	return 0;
+}
+
 /* Everything but the common cases: the thread's first event, a thread that
- * has exited, a ring at its limit (the drain to wake, a full ring). */
+ * has exited, a ring at its limit (the drain to wake, a full ring, its overflow). */
 static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 					       const struct gt_arg *args, unsigned nargs)
 {
 	struct ring *r = ring_for_thread();
 	unsigned nslots;
-	int64_t seq;
-	bool wake;
+	int64_t seq = -1;
+	bool wake = false;
 
 	if (gt_unlikely(!r))
 		return -ECANCELED;
 	if (nargs > GT_ARGS_MAX)
 		nargs = GT_ARGS_MAX;
 	nslots = record_slots(nargs);
-	seq = ring__reserve(r, nslots, &wake);
-	if (wake)
-		lifecycle__hooks()->wake();
-	if (gt_unlikely(seq < 0) && lifecycle__hooks()->own_ring_full(r))
+	/* overflowing: on in the overflow until the drain has read it all (order) */
+	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
+	    !overflow_write(r, nslots, ev, args, nargs))
+		return 0;
+	if (!atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
 		seq = ring__reserve(r, nslots, &wake);
-	if (gt_unlikely(seq < 0) && gt_cfg.lossless_ms && !ring__wait_room(r, nslots))
-		seq = ring__reserve(r, nslots, &wake);
+		if (wake)
+			lifecycle__hooks()->wake();
+		if (gt_unlikely(seq < 0) && lifecycle__hooks()->own_ring_full(r))
+			seq = ring__reserve(r, nslots, &wake);
+		if (gt_unlikely(seq < 0) && !overflow_write(r, nslots, ev, args, nargs))
+			return 0;
+	}
+	/* no overflow left: --lossless waits for the drain (for the ring, or for the
+	 * overflow to be read), then the record goes where there is room */
+	if (gt_unlikely(seq < 0) && gt_cfg.lossless_ms && !ring__wait_room(r, nslots)) {
+		if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
+		    !overflow_write(r, nslots, ev, args, nargs))
+			return 0;
+		if (!atomic_load_explicit(&r->overflowing, memory_order_relaxed))
+			seq = ring__reserve(r, nslots, &wake);
+	}
 	if (gt_unlikely(seq < 0)) {
 		/* single writer: plain load/store, no locked instruction */
 		atomic_store_explicit(&r->lost,
@@ -400,7 +441,10 @@ void gt_emit_wait_room(unsigned timeout_ms)
 {
 	struct ring *r = gt_tls_ring;
 
-	if ((uintptr_t)r <= 1 || ring__used(r) <= (r->mask + 1) / 2 || !gt_tracing() ||
+	if ((uintptr_t)r <= 1 ||
+	    (ring__used(r) <= (r->mask + 1) / 2 &&
+	     !atomic_load_explicit(&r->overflowing, memory_order_relaxed)) ||
+	    !gt_tracing() ||
 	    lifecycle__hooks()->is_own_thread())
 		return;
 	gt_flush_sync(timeout_ms);

@@ -506,6 +506,18 @@ static void build_trailer(bool final)
 		json__u64(b, gt_cfg.lossless_ms);
 		jbuf__ch(b, '}');
 	}
+	uint64_t ovf_now, ovf_peak, ovf_segments;
+	ring__overflow_stats(&ovf_now, &ovf_peak, &ovf_segments);
+	if (ovf_segments) {
+		/* full rings went on in overflow segments (inject/ring_overflow.c) */
+		jbuf__lit(b, ",\"overflow\":{\"segments\":");
+		json__u64(b, ovf_segments);
+		jbuf__lit(b, ",\"peak_bytes\":");
+		json__u64(b, ovf_peak);
+		jbuf__lit(b, ",\"limit_bytes\":");
+		json__u64(b, (uint64_t)gt_cfg.overflow_mb << 20);
+		jbuf__ch(b, '}');
+	}
 	trailer_adjusted(b);
 	trailer_gaps(b);
 	jbuf__lit(b, ",\"devices\":[");
@@ -752,7 +764,9 @@ void checkpoint__summary(void)
 	summary__process(W.sum, &me);
 	summary__set_hints(W.sum, &(struct summary_hints){ .more = "GPUTRACE_SUMMARY_JSON",
 							   .buffer = "GPUTRACE_BUFFER_KB=",
-							   .buffer_kb = gt_cfg.buffer_kb });
+							   .buffer_kb = gt_cfg.buffer_kb,
+							   .overflow = "GPUTRACE_OVERFLOW_MB=",
+							   .overflow_mb = gt_cfg.overflow_mb });
 	if (gt_cfg.summary_json[0]) {
 		/* a template too: s-%p.json gives each process its own */
 		err = config__expand_output(gt_cfg.summary_json, json, sizeof(json), gt_st.pid,

@@ -75,16 +75,117 @@ static bool outside_window(const struct gt_event *ev)
  * batch). */
 #define PUBLISH_SLOTS    512
 
-static void drain_ring(struct ring *r, bool release)
+/* One record at slots[at & mask] (its continuation slots after it, wrapping with
+ * mask) into the trace: the slots it took. */
+static unsigned drain_record(struct ring *r, const struct gt_event *slots, uint64_t mask,
+			     uint64_t at)
 {
 	struct gt_arg args[GT_ARGS_MAX];
+	const struct gt_event *ev = &slots[at & mask];
+	unsigned nargs = ev->nargs, nslots = 1;
+
+	if (nargs > GT_ARGS_MAX)
+		nargs = GT_ARGS_MAX;
+	if (nargs)
+		args[0] = ev->args[0];
+	for (unsigned a = GT_ARGS_INLINE; a < nargs; a++) {
+		unsigned k = a - GT_ARGS_INLINE;
+		const struct gt_event *ext = &slots[(at + 1 + k / GT_ARGS_PER_EXT) & mask];
+		args[a] = ((const struct gt_arg *)ext)[k % GT_ARGS_PER_EXT];
+	}
+	if (nargs > GT_ARGS_INLINE)
+		nslots += (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) / GT_ARGS_PER_EXT;
+	if (gt_unlikely(gt_cap.controlled) && outside_window(ev))
+		return nslots;
+	switch (ev->type) {
+	case GT_EV_HOST_SPAN:
+		write_host(ev, args, nargs, (uint32_t)r->tid);
+		break;
+	case GT_EV_INSTANT:
+		/* a device instant waits its turn with the row's spans: rows are
+		 * written in time order (writer/place.c) */
+		if (ev->flags & GT_EVF_DEVICE)
+			flows__defer(ev, args, nargs);
+		else
+			write_host(ev, args, nargs, (uint32_t)r->tid);
+		break;
+	case GT_EV_COUNTER:
+		events__device(ev, args, nargs, false, NULL);
+		break;
+	case GT_EV_DEVICE_SPAN:
+		flows__defer(ev, args, nargs);
+		break;
+	case GT_EV_RANGE_BEGIN:
+		ranges__begin(ev, (uint32_t)r->tid);
+		break;
+	default:
+		break;
+	}
+	/* a begin record is no event of the trace */
+	if (ev->type != GT_EV_RANGE_BEGIN) {
+		r->recorded++;
+		W.recorded++;
+	}
+	return nslots;
+}
+
+/* A fork, an exit or a sync waits for this cycle: what was there when it began,
+ * not what keeps coming. */
+static bool cycle_wanted_elsewhere(void)
+{
+	return gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)) ||
+	       atomic_load_explicit(&W.req_seq, memory_order_relaxed) !=
+		       atomic_load_explicit(&W.done_seq, memory_order_relaxed);
+}
+
+/* The ring's overflow, once the ring's older slots are read (ring_overflow.c), up to
+ * budget slots: the slots read. */
+static uint64_t drain_overflow(struct ring *r, uint64_t ring_tail, uint64_t budget)
+{
+	struct ring_seg *seg;
+	uint64_t at, done = 0, n;
+
+	while (done < budget && (n = ring__overflow_readable(r, ring_tail, &seg, &at))) {
+		uint64_t end = at + n, published = at, start = at;
+
+		while (at < end) {
+			if (at - published >= PUBLISH_SLOTS) {
+				ring__overflow_consume(r, seg, at);
+				published = at;
+				atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
+			}
+			at += drain_record(r, seg->slots, ~0ull, at);
+			if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
+				break;
+			checkpoint__write_behind_when_full();
+		}
+		ring__overflow_consume(r, seg, at);
+		done += at - start;
+		if (at < end)
+			break; /* a fork waits */
+	}
+	return done;
+}
+
+/* whole: everything the ring and its overflow hold now is read (the file ends) */
+static void drain_ring(struct ring *r, bool release, bool whole)
+{
 	uint64_t tail, n = ring__readable(r, &tail), end = tail + n, published = tail;
 	/* what a thread adds while it is drained is read in the same visit, up
 	 * to two rings' worth: one fast thread does not hold the cycle (other
-	 * rings, the backends' records, the checkpoint) for long */
-	uint64_t stop = tail + 2 * (r->mask + 1);
+	 * rings, the backends' records, the checkpoint) for long; its overflow's
+	 * backlog (ring_overflow.c) up to two of its segments' worth, or, when the
+	 * file ends, what it holds now (a thread still calling flat out would
+	 * otherwise keep the last cycle going) */
+	uint64_t stop = tail + 2 * (r->mask + 1), read_over = 0;
+	uint64_t budget = 2 * (r->mask + 1 > RING_SEG_MIN_SLOTS ? r->mask + 1 : RING_SEG_MIN_SLOTS);
 	uint64_t chunk;
 
+	if (whole && atomic_load_explicit(&r->seg_read, memory_order_relaxed)) {
+		uint64_t held = ring__overflow_used(r);
+
+		budget = held > budget ? held : budget;
+	}
 	/* a big ring in a last cycle: its pages are given back as they are read */
 	release = release && r->mask + 1 >= RING_RELEASE_MIN;
 	chunk = release ? RING_RELEASE_SLOTS : PUBLISH_SLOTS;
@@ -92,15 +193,24 @@ static void drain_ring(struct ring *r, bool release)
 	W.draining = r;
 	for (;;) {
 		if (tail >= end) {
-			/* a fork, an exit or a sync waits for this cycle: what was
-			 * there when it began, not what keeps coming */
-			if (tail >= stop || gt_unlikely(atomic_load_explicit(&W.fork_pending,
-									 memory_order_relaxed)) ||
-			    atomic_load_explicit(&W.req_seq, memory_order_relaxed) !=
-				    atomic_load_explicit(&W.done_seq, memory_order_relaxed))
-				break;
 			ring__consume(r, tail);
 			published = tail;
+			/* the ring read to its end: its overflow, if it has one, comes next
+			 * (what was there when the cycle began, as for the ring) */
+			if (gt_unlikely(atomic_load_explicit(&r->seg_read, memory_order_relaxed) != NULL)) {
+				uint64_t got = drain_overflow(r, tail, budget > read_over ? budget - read_over : 0);
+
+				read_over += got;
+				if (got && !gt_unlikely(atomic_load_explicit(&W.fork_pending,
+									  memory_order_relaxed)) &&
+				    read_over < budget) {
+					/* back on the ring: the producer may be too */
+					end = tail + ring__readable(r, &tail);
+					continue;
+				}
+			}
+			if (tail >= stop || cycle_wanted_elsewhere())
+				break;
 			end = tail + ring__readable(r, &tail);
 			if (tail >= end)
 				break;
@@ -111,54 +221,7 @@ static void drain_ring(struct ring *r, bool release)
 			ring__consume(r, published);
 			atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 		}
-		const struct gt_event *ev = ring__slot(r, tail);
-		unsigned nargs = ev->nargs, nslots = 1;
-
-		if (nargs > GT_ARGS_MAX)
-			nargs = GT_ARGS_MAX;
-		if (nargs)
-			args[0] = ev->args[0];
-		for (unsigned a = GT_ARGS_INLINE; a < nargs; a++) {
-			unsigned k = a - GT_ARGS_INLINE;
-			const struct gt_event *ext = ring__slot(r, tail + 1 + k / GT_ARGS_PER_EXT);
-			args[a] = ((const struct gt_arg *)ext)[k % GT_ARGS_PER_EXT];
-		}
-		if (nargs > GT_ARGS_INLINE)
-			nslots += (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) / GT_ARGS_PER_EXT;
-		if (gt_unlikely(gt_cap.controlled) && outside_window(ev)) {
-			tail += nslots;
-			continue;
-		}
-		switch (ev->type) {
-		case GT_EV_HOST_SPAN:
-			write_host(ev, args, nargs, (uint32_t)r->tid);
-			break;
-		case GT_EV_INSTANT:
-			/* a device instant waits its turn with the row's spans: rows are
-			 * written in time order (writer/place.c) */
-			if (ev->flags & GT_EVF_DEVICE)
-				flows__defer(ev, args, nargs);
-			else
-				write_host(ev, args, nargs, (uint32_t)r->tid);
-			break;
-		case GT_EV_COUNTER:
-			events__device(ev, args, nargs, false, NULL);
-			break;
-		case GT_EV_DEVICE_SPAN:
-			flows__defer(ev, args, nargs);
-			break;
-		case GT_EV_RANGE_BEGIN:
-			ranges__begin(ev, (uint32_t)r->tid);
-			break;
-		default:
-			break;
-		}
-		/* a begin record is no event of the trace */
-		if (ev->type != GT_EV_RANGE_BEGIN) {
-			r->recorded++;
-			W.recorded++;
-		}
-		tail += nslots;
+		tail += drain_record(r, r->slots, r->mask, tail);
 		/* a fork() is waiting for this cycle: the rest is for the next one */
 		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
 			break;
@@ -179,7 +242,7 @@ bool drain__own_ring_full(struct ring *r)
 		return false;
 	if (!W.opened && !W.failed && writing_window())
 		checkpoint__open();
-	drain_ring(r, false);
+	drain_ring(r, false, false);
 	return true;
 }
 
@@ -211,8 +274,9 @@ static void remember_dead(struct ring *r)
 }
 
 /* populate: busy threads' rings are faulted in ahead of them (not in a last cycle);
- * release: the process is ending, the pages read are given back as they are read. */
-static void drain_rings(bool populate, bool release)
+ * release: the process is ending, the pages read are given back as they are read;
+ * whole: the file ends, everything recorded is read. */
+static void drain_rings(bool populate, bool release, bool whole)
 {
 	struct ring *prev = NULL, *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
 
@@ -224,8 +288,8 @@ static void drain_rings(bool populate, bool release)
 		bool dead = atomic_load_explicit(&r->dead, memory_order_acquire);
 		if (populate && !dead)
 			ring__populate(r);
-		drain_ring(r, release);
-		if (dead && !ring__readable(r, &tail)) {
+		drain_ring(r, release, whole);
+		if (dead && !ring__readable(r, &tail) && !ring__overflow_used(r)) {
 			struct ring *expect = r;
 
 			remember_dead(r);
@@ -254,7 +318,7 @@ static bool rings_have_data(void)
 
 	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r;
 	     r = r->next)
-		if (ring__readable(r, &tail))
+		if (ring__readable(r, &tail) || ring__overflow_used(r))
 			return true;
 	return false;
 }
@@ -263,7 +327,7 @@ bool drain__rings_high(void)
 {
 	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r;
 	     r = r->next)
-		if (ring__used(r) > (r->mask + 1) / HIGH_WATER_DIV)
+		if (ring__used(r) > (r->mask + 1) / HIGH_WATER_DIV || ring__overflow_used(r))
 			return true;
 	return false;
 }
@@ -319,7 +383,7 @@ static void host_pass(void)
 	if (!W.opened || W.failed)
 		return;
 	events__name_rows();
-	drain_rings(false, false);
+	drain_rings(false, false, true);
 	flows__pending(false); /* device records waiting for their launch stay */
 	annotate__close_all();
 	events__name_rows();
@@ -361,7 +425,7 @@ static void cycle(bool final, bool closing)
 	open_when_due(final);
 	if (W.opened)
 		events__name_rows();
-	drain_rings(!closing, final);
+	drain_rings(!closing, final, closing);
 	flows__pending(closing);
 	/* the process ends (exit, exec, a signal), or the window's file does:
 	 * open annotations are over (in this file) */

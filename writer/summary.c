@@ -90,8 +90,8 @@ struct summary {
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
-	char *hint_more, *hint_buffer;
-	unsigned long hint_buffer_kb;
+	char *hint_more, *hint_buffer, *hint_overflow;
+	unsigned long hint_buffer_kb, hint_overflow_mb;
 };
 
 static uint64_t hash_name(const char *s)
@@ -280,6 +280,7 @@ void summary__free(struct summary *s)
 	free(s->procs);
 	free(s->hint_more);
 	free(s->hint_buffer);
+	free(s->hint_overflow);
 	free(s);
 }
 
@@ -345,9 +346,12 @@ void summary__set_hints(struct summary *s, const struct summary_hints *h)
 		return;
 	free(s->hint_more);
 	free(s->hint_buffer);
+	free(s->hint_overflow);
 	s->hint_more = dup_or_null(s, h->more);
 	s->hint_buffer = dup_or_null(s, h->buffer);
 	s->hint_buffer_kb = h->buffer_kb;
+	s->hint_overflow = dup_or_null(s, h->overflow);
+	s->hint_overflow_mb = h->overflow_mb;
 }
 
 static bool is_cat(const char *cat, const char *want)
@@ -888,7 +892,19 @@ static void lost_advice(const struct summary *s, char *buf, size_t len)
 		return;
 	if (next > 1048576)
 		next = 1048576;
-	if (now && next > now)
+	if (s->hint_overflow && s->hint_overflow_mb) {
+		/* the ring overflowed and the process's overflow ran out too */
+		unsigned long mb = s->hint_overflow_mb, more = mb * 4 > 65536 ? 65536 : mb * 4;
+
+		if (more > mb)
+			snprintf(buf, len, "a thread recorded faster than gputrace wrote, past its ring "
+				 "and the overflow: rerun with %s%lu (now %lu MiB for the process)",
+				 s->hint_overflow, more, mb);
+		else
+			snprintf(buf, len, "a thread recorded faster than gputrace wrote, past the "
+				 "largest overflow (%s%lu): record fewer kinds (--activities)",
+				 s->hint_overflow, mb);
+	} else if (now && next > now)
 		snprintf(buf, len, "a thread recorded faster than gputrace wrote: rerun with %s%lu "
 			 "(now %lu KiB per thread)", flag, next, now);
 	else if (now)

@@ -55,6 +55,8 @@ struct summary_hints {
 	const char *more;
 	const char *buffer;
 	unsigned long buffer_kb;
+	const char *overflow;      /* the overflow's knob, spelled as buffer's is */
+	unsigned long overflow_mb; /* its setting: 0, off */
 };
 
 /* Ranges of one span counted (deeper ones are not). */

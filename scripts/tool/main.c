@@ -40,6 +40,8 @@ void tool__usage(FILE *f)
 	      "  --activities LIST       kinds to record: runtime,driver,kernel,memcpy,memset,\n"
 	      "                          sync,annotation,counter,overhead or all\n"
 	      "  --buffer-kb N           per-thread event buffer in KiB (default 4096)\n"
+	      "  --overflow-mb N         memory threads with a full buffer write on into,\n"
+	      "                          all together, in MiB (default 64, 0 off)\n"
 	      "  --flush-ms N            how often trace files are brought up to date\n"
 	      "  --lossless              a thread whose buffer is full waits for gputrace to\n"
 	      "                          empty it (at most 1 s, then the event is lost), so\n"

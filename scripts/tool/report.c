@@ -543,8 +543,8 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 	if (!total)
 		fputs("No event was lost: the trace holds everything gputrace recorded.</p>", f);
 	else
-		fprintf(f, "%.0f events were lost (counted, not in the trace). A bigger buffer "
-			   "(--buffer-kb) keeps ring_full losses away.</p>",
+		fprintf(f, "%.0f events were lost (counted, not in the trace). A bigger overflow "
+			   "(--overflow-mb) or buffer (--buffer-kb) keeps ring_full losses away.</p>",
 			total);
 	if (total && sumdoc__get(d, "lost.by_reason", &v, &e) && jv_iter_init(&it, v, e)) {
 		fputs("<table class=\"lost\"><thead><tr><th>reason</th><th>events</th></tr></thead>"

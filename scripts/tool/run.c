@@ -99,7 +99,9 @@ static void summarize(struct run *r)
 		return;
 	summary__set_hints(r->sum, &(struct summary_hints){ .more = "--summary-json",
 							    .buffer = "--buffer-kb ",
-							    .buffer_kb = run__buffer_kb(r) });
+							    .buffer_kb = run__buffer_kb(r),
+							    .overflow = "--overflow-mb ",
+							    .overflow_mb = run__overflow_mb(r) });
 	if (n == 1) {
 		buf__adds(&label, files[0]);
 	} else {

@@ -25,6 +25,7 @@
 	X("--backends", "GPUTRACE_BACKENDS", true)                                         \
 	X("--activities", "GPUTRACE_ACTIVITIES", true)                                     \
 	X("--buffer-kb", "GPUTRACE_BUFFER_KB", true)                                       \
+	X("--overflow-mb", "GPUTRACE_OVERFLOW_MB", true)                                   \
 	X("--flush-ms", "GPUTRACE_FLUSH_MS", true)                                         \
 	X("--plugin-path", "GPUTRACE_PLUGIN_PATH", true)                                   \
 	X("--kineto-cycle-ms", "GPUTRACE_KINETO_CYCLE_MS", true)                           \
@@ -99,6 +100,7 @@ void run__env_defaults(struct run *r, const struct gt_config *env);
 char **run__command_env(struct run *r, const char *lib);
 /* The per-thread buffer the processes have, in KiB. */
 unsigned long run__buffer_kb(const struct run *r);
+unsigned long run__overflow_mb(const struct run *r);
 /* A flight recorder was asked for (and is valid): processes write only on dumps. */
 bool run__flight_recorder(const struct run *r);
 

@@ -359,6 +359,15 @@ bool run__flight_recorder(const struct run *r)
 	return v && !config__check("GPUTRACE_FLIGHT_RECORDER", v, NULL);
 }
 
+unsigned long run__overflow_mb(const struct run *r)
+{
+	const char *v = option_value(r, "GPUTRACE_OVERFLOW_MB");
+
+	if (!v)
+		v = getenv("GPUTRACE_OVERFLOW_MB");
+	return v && is_number(v) ? strtoul(v, NULL, 10) : GT_OVERFLOW_MB_DEFAULT;
+}
+
 unsigned long run__buffer_kb(const struct run *r)
 {
 	const char *v = option_value(r, "GPUTRACE_BUFFER_KB");

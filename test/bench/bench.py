@@ -302,8 +302,9 @@ class Bench:
     def sustained(self):
         """One thread calling without pauses: at a sustained 8 M calls/s for 10 s at
         default settings (the drain must keep up: nothing lost), flat out at default
-        settings (more than any drain formats: the excess is counted lost, exactly),
-        and flat out with --lossless (the thread waits for the drain: nothing lost)."""
+        settings (more than any drain formats: the ring overflows, within its budget),
+        the same with the overflow off (the excess is counted lost, exactly), and flat
+        out with --lossless (the thread waits for the drain: nothing lost)."""
         ms, out = self.size("sustained_ms"), {}
         res, c = self.summary_run([BIN / "bench_ze", "rate", SUSTAINED_RATE, ms])
         offered = int(res["calls"]) + 100  # and the 100 that made the ring
@@ -311,14 +312,17 @@ class Bench:
         out["paced"] = {"asked_per_s": SUSTAINED_RATE, "ms": ms, "offered": offered,
                         "offered_per_s": f(res, "offered_per_s"), "recorded": c["recorded"],
                         "events_lost": c["lost"], "recorded_per_s": c["recorded"] / wall_s}
-        # flat out, into a file: the trailer's exact counts
+        # flat out, into a file: the trailer's exact counts; at default settings (the
+        # ring overflows) and with the overflow off (the ring alone: drops)
         ns = self.size("sustained_calls")
-        res, trailer, _ = self.traced([BIN / "bench_ze", "calls", 1, ns, 0, 0])
-        wall_s = f(res, "wall_ns") * ns / 1e9
-        recorded = trailer.get("events_recorded", 0)
-        out["flat"] = {"calls": ns, "events_lost": trailer.get("events_lost", 0),
-                       "events_recorded": recorded, "offered_per_s": ns / wall_s,
-                       "recorded_per_s": recorded / wall_s}
+        for key, extra in (("flat", {}), ("flat_drop", {"GPUTRACE_OVERFLOW_MB": "0"})):
+            res, trailer, _ = self.traced([BIN / "bench_ze", "calls", 1, ns, 0, 0], extra)
+            wall_s = f(res, "wall_ns") * ns / 1e9
+            recorded = trailer.get("events_recorded", 0)
+            out[key] = {"calls": ns, "events_lost": trailer.get("events_lost", 0),
+                        "events_recorded": recorded, "offered_per_s": ns / wall_s,
+                        "recorded_per_s": recorded / wall_s,
+                        "overflow_peak_bytes": trailer.get("overflow", {}).get("peak_bytes", 0)}
         res, c = self.summary_run([BIN / "bench_ze", "rate", 0, ms], {"GPUTRACE_LOSSLESS": "1"})
         wall_s = f(res, "wall_ns") / 1e9
         waits = c["lossless"] or {}
@@ -1182,16 +1186,21 @@ def table(res, m, reps):
                              f"{p['asked_per_s'] / 1e6:.0f} M calls/s for {p['ms'] / 1000:g} s, "
                              "defaults", p, f"offered {p['offered_per_s'] / 1e6:.1f} M/s, "
                              f"recorded {p['recorded_per_s'] / 1e6:.1f} M/s"))
-        x = s["flat"]
-        rows.append(("", f"flat out, {x['calls']} calls, defaults (into a file)",
-                     f"{x['events_recorded']} of {x['events_recorded'] + x['events_lost']} "
-                     f"recorded, {x['events_lost']} lost",
-                     f"offered {x['offered_per_s'] / 1e6:.1f} M/s, recorded "
-                     f"{x['recorded_per_s'] / 1e6:.1f} M/s" +
-                     (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""),
-                     f"{x['events_recorded'] / (x['events_recorded'] + x['events_lost']):.3f} "
-                     "recorded", "lost counted",
-                     "by design"))
+        for key, how, target in (("flat", "defaults (into a file)", "context"),
+                                 ("flat_drop", "--overflow-mb 0", "by design")):
+            x = s.get(key)
+            if not x:
+                continue
+            peak = (f", overflow peak {x['overflow_peak_bytes'] / 2**20:.1f} MiB"
+                    if x.get("overflow_peak_bytes") else "")
+            rows.append(("", f"flat out, {x['calls']} calls, {how}",
+                         f"{x['events_recorded']} of {x['events_recorded'] + x['events_lost']} "
+                         f"recorded, {x['events_lost']} lost{peak}",
+                         f"offered {x['offered_per_s'] / 1e6:.1f} M/s, recorded "
+                         f"{x['recorded_per_s'] / 1e6:.1f} M/s" +
+                         (f" (drain alone: {cap / 1e6:.1f} M/s)" if cap else ""),
+                         f"{x['events_recorded'] / (x['events_recorded'] + x['events_lost']):.3f} "
+                         "recorded", "lost counted", target))
         x = s["lossless"]
         rows.append(rate_row("", f"flat out for {x['ms'] / 1000:g} s, --lossless", x,
                              f"recorded {x['recorded_per_s'] / 1e6:.1f} M/s; untraced loop "

@@ -12,7 +12,7 @@ def test_run_lossless_counts_waits_and_never_waits_at_start_up(tmp_path):
     need(SPAWN)
     (tmp_path / "tmp").mkdir()
     env = gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000", "TMPDIR": str(tmp_path / "tmp")})
-    p = gputrace(["run", "-o", "t.json", "--lossless", "--buffer-kb", "4", "--summary-json",
+    p = gputrace(["run", "-o", "t.json", "--lossless", "--buffer-kb", "4", "--overflow-mb", "0", "--summary-json",
                   "s.json", "--plugin-path", PLUGIN_DIR, "--", SPAWN, "leaf", "0"], tmp_path,
                  env=env)
     assert p.returncode == 0, p.stderr

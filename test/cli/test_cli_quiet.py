@@ -139,7 +139,7 @@ def test_lost_events_say_what_to_do_also_without_summary(tmp_path):
     need(SPAWN)
     (tmp_path / "tmp").mkdir()
     env = gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000", "TMPDIR": str(tmp_path / "tmp")})
-    p = gputrace(["run", "-o", "t.json", "--no-summary", "--buffer-kb", "4", "--plugin-path",
+    p = gputrace(["run", "-o", "t.json", "--no-summary", "--buffer-kb", "4", "--overflow-mb", "0", "--plugin-path",
                   PLUGIN_DIR, "--", SPAWN, "leaf", "0"], tmp_path, env=env)
     assert p.returncode == 0, p.stderr
     lost = int(load_exact(tmp_path / "t.json")["gputrace"]["events_lost"])
@@ -149,7 +149,7 @@ def test_lost_events_say_what_to_do_also_without_summary(tmp_path):
         f"gputrace: {lost} events lost (ring_full {lost}) in {tmp_path}/t.json; a thread "
         "recorded faster than gputrace wrote: rerun with --buffer-kb 16 (now 4 KiB per thread), "
         "or --lossless to make it wait"]
-    p = gputrace(["run", "-o", "u.json", "--buffer-kb", "4", "--plugin-path", PLUGIN_DIR, "--",
+    p = gputrace(["run", "-o", "u.json", "--buffer-kb", "4", "--overflow-mb", "0", "--plugin-path", PLUGIN_DIR, "--",
                   SPAWN, "leaf", "0"], tmp_path, env=env)
     assert "    a thread recorded faster than gputrace wrote: rerun with --buffer-kb 16 " \
         "(now 4 KiB per thread), or --lossless to make it wait\n" in p.stderr.decode()

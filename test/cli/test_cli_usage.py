@@ -24,7 +24,8 @@ def test_help(tmp_path, args, status):
     out = p.stdout.decode()
     assert out.startswith("usage: gputrace run [options] [--] CMD [ARGS...]")
     for word in ("merge -o OUT", "summary", "--output", "--stacks", "--no-summary",
-                 "--summary-json", "--plugin-path", "--buffer-kb", "--backends", "--graph-trace",
+                 "--summary-json", "--plugin-path", "--buffer-kb", "--overflow-mb", "--backends",
+                 "--graph-trace",
                  "--lossless"):
         assert word in out
     assert p.stderr == b""
@@ -51,6 +52,9 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--buffer-kb", "lots", "--", "true"],
      "--buffer-kb 'lots' is not valid: expected kilobytes per thread, an integer from 4 to "
      "1048576"),
+    (["run", "--overflow-mb", "-1", "--", "true"],
+     "--overflow-mb '-1' is not valid: expected megabytes for the whole process, an integer "
+     "from 0 (off) to 65536"),
     (["run", "--backends", "opencl", "--", "true"],
      "--backends 'opencl' is not valid: expected a comma list of cupti, ze, plugins, all, or"),
     (["run", "--flush-ms=5", "--", "true"], "--flush-ms '5' is not valid"),

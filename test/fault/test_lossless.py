@@ -39,7 +39,7 @@ def test_lossless_records_every_call_of_a_thread_calling_flat_out(tmp_path):
     slots: without --lossless nearly all would be lost)."""
     summary = tmp_path / "s.json"
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "1", "2000000"],
-                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "16",
+                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "16", "GPUTRACE_OVERFLOW_MB": "0",
                             "GPUTRACE_SUMMARY_JSON": str(summary)}, timeout=300)
     assert r.traced.returncode == 0
     made = printed(r.traced.stdout)
@@ -61,7 +61,7 @@ def test_lossless_small_ring_exact_trace_and_summary(tmp_path):
     """The same, smaller, parsed whole: every call a span, none lost, and the
     summary on stderr says how often the thread waited."""
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "1", "100000"],
-                traced_env={"GPUTRACE_LOSSLESS": "on", "GPUTRACE_BUFFER_KB": "4",
+                traced_env={"GPUTRACE_LOSSLESS": "on", "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0",
                             "GPUTRACE_SUMMARY": "1"}, timeout=300)
     assert r.traced.returncode == 0
     t = r.counted
@@ -76,7 +76,7 @@ def test_lossless_small_ring_exact_trace_and_summary(tmp_path):
 def test_without_lossless_lost_is_offered_minus_recorded(tmp_path):
     summary = tmp_path / "s.json"
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "1", "300000"],
-                traced_env={"GPUTRACE_BUFFER_KB": "16", "GPUTRACE_SUMMARY_JSON": str(summary)})
+                traced_env={"GPUTRACE_BUFFER_KB": "16", "GPUTRACE_OVERFLOW_MB": "0", "GPUTRACE_SUMMARY_JSON": str(summary)})
     assert r.traced.returncode == 0
     made = printed(r.traced.stdout)
     meta = trailer(r.trace_path)
@@ -95,7 +95,7 @@ def test_lossless_wait_is_bounded_when_the_drain_is_stuck(tmp_path):
     most GPUTRACE_LOSSLESS seconds for it, once, then drops (counted) until
     the drain moves again; the program is never hung."""
     p, out, err, n, got = run_with_slow_reader(
-        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "64",
+        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "64", "GPUTRACE_OVERFLOW_MB": "0",
                    "GPUTRACE_LOSSLESS": "0.2"}, [prog("fault_threads"), "slow", "300000"])
     assert p.returncode == 0, err
     # one stall of 0.2 s at most, not one per call (nor a hang)
@@ -111,7 +111,7 @@ def test_lossless_wait_is_bounded_when_the_drain_is_stuck(tmp_path):
 
 def test_lossless_paused_capture_records_nothing_and_never_waits(tmp_path):
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "1", "300000"],
-                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4",
+                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0",
                             "GPUTRACE_START": "paused"}, timeout=60)
     assert r.traced.returncode == 0
     assert not r.trace_path.exists()
@@ -123,7 +123,7 @@ def test_lossless_flight_recorder_keeps_its_window_without_loss(tmp_path):
     the newest events by design) is complete up to its size."""
     summary = tmp_path / "s.json"
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "1", "300000"],
-                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4",
+                traced_env={"GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0",
                             "GPUTRACE_FLIGHT_RECORDER": "64MB",
                             "GPUTRACE_SUMMARY_JSON": str(summary)}, timeout=120)
     assert r.traced.returncode == 0
@@ -138,7 +138,7 @@ def test_lossless_fork_children_lose_nothing(tmp_path):
     each child's drain starts with its first call."""
     r = compare(tmp_path, [prog("fault_proc"), "fork-mt", "3000"],
                 traced_env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json"),
-                            "GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4"}, timeout=120)
+                            "GPUTRACE_LOSSLESS": "1", "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0"}, timeout=120)
     assert r.traced.returncode == 0
     files = trace_files(tmp_path)
     assert len(files) == 4

@@ -14,7 +14,7 @@ from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader,
 @pytest.mark.sanitize
 def test_tiny_rings_count_every_loss(tmp_path):
     r = compare(tmp_path, [prog("fault_threads"), "hammer", "4", "50000"],
-                env={"GPUTRACE_BUFFER_KB": "4", "GPUTRACE_FLUSH_MS": "1000"})
+                env={"GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0", "GPUTRACE_FLUSH_MS": "1000"})
     assert r.traced.returncode == 0
     t = r.trace
     meta = t["gputrace"]
@@ -81,7 +81,7 @@ def test_slow_output_never_blocks_the_program(tmp_path):
     losses); then the reader drains it and gets a complete trace."""
     # the reader opens the pipe but reads nothing until the program's loop is done
     p, out, err, n, got = run_with_slow_reader(
-        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "256"},
+        tmp_path, {"GPUTRACE_FLUSH_MS": "10", "GPUTRACE_BUFFER_KB": "256", "GPUTRACE_OVERFLOW_MB": "0"},
         [prog("fault_threads"), "slow", "300000"], pause_s=0.002)
     assert p.returncode == 0, err
     # 300k calls: microseconds each untraced; a call blocked on the pipe

@@ -3,11 +3,13 @@
  * conservation (recorded + lost = produced) with 16 producers. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "inject/config.h"
 #include "inject/ring.h"
 #include "unit.h"
 
@@ -27,8 +29,10 @@ static int produce(struct ring *r, uint64_t value, unsigned nslots)
 
 	if (seq < 0)
 		return -1;
-	for (unsigned i = 0; i < nslots; i++)
+	for (unsigned i = 0; i < nslots; i++) {
 		ring__slot(r, (uint64_t)seq + i)->start_ns = value;
+		ring__slot(r, (uint64_t)seq + i)->corr = nslots;
+	}
 	ring__publish(r, (uint64_t)seq + nslots);
 	return 0;
 }
@@ -313,6 +317,187 @@ START_TEST(test_conservation_16_threads)
 }
 END_TEST
 
+
+/* The producer's order of trying, as emit_slow (inject/shim.c) has it: the
+ * overflow while overflowing, else the ring, else the overflow. Each slot of a
+ * record holds the record's value. */
+static int produce_any(struct ring *r, uint64_t value, unsigned nslots)
+{
+	struct gt_event *e;
+	bool wake;
+
+	if (atomic_load(&r->overflowing)) {
+		if ((e = ring__overflow_reserve(r, nslots, &wake))) {
+			for (unsigned i = 0; i < nslots; i++)
+				e[i] = (struct gt_event){ .start_ns = value, .corr = nslots };
+			ring__overflow_publish(r, nslots);
+			return 0;
+		}
+		if (atomic_load(&r->overflowing))
+			return -1;
+	}
+	if (!produce(r, value, nslots))
+		return 0;
+	if (!(e = ring__overflow_reserve(r, nslots, &wake)))
+		return -1;
+	for (unsigned i = 0; i < nslots; i++)
+		e[i] = (struct gt_event){ .start_ns = value, .corr = nslots };
+	ring__overflow_publish(r, nslots);
+	return 0;
+}
+
+struct ovf_state {
+	uint64_t next, received, bad;
+};
+
+/* One record at slots[at & mask]: its value must be the next one. */
+static unsigned take(struct ovf_state *st, const struct gt_event *slots, uint64_t mask,
+		     uint64_t at)
+{
+	uint64_t v = slots[at & mask].start_ns;
+	unsigned nslots = (unsigned)slots[at & mask].corr;
+
+	for (unsigned k = 1; k < nslots; k++)
+		if (slots[(at + k) & mask].start_ns != v)
+			st->bad++;
+	if (v != st->next)
+		st->bad++;
+	st->next = v + 1;
+	st->received++;
+	return nslots;
+}
+
+/* The consumer's order, as drain_ring (writer/drain.c) has it: the ring to its
+ * end, then what of the overflow may be read, then the ring again. */
+static void consume_any(struct ring *r, struct ovf_state *st)
+{
+	for (;;) {
+		uint64_t tail, n = ring__readable(r, &tail), end = tail + n, at;
+		struct ring_seg *seg;
+
+		while (tail < end)
+			tail += take(st, r->slots, r->mask, tail);
+		ring__consume(r, tail);
+		n = ring__overflow_readable(r, tail, &seg, &at);
+		if (!n)
+			return;
+		for (end = at + n; at < end;)
+			at += take(st, seg->slots, ~0ull, at);
+		ring__overflow_consume(r, seg, at);
+	}
+}
+
+START_TEST(test_overflow_keeps_order_and_loses_nothing)
+{
+	struct ring *r = small_ring();
+	struct ovf_state st = { 0 };
+	uint64_t now, peak, segs;
+
+	gt_cfg.overflow_mb = 64;
+	/* 3 bursts of 20000 records into a 64-slot ring, read after each: the ring
+	 * fills, the rest goes to segments (several: 4096 slots each), all read in
+	 * order; between bursts the producer is back on the ring */
+	for (uint64_t v = 0, burst = 0; burst < 3; burst++) {
+		for (int i = 0; i < 20000; i++, v++)
+			ck_assert_int_eq(produce_any(r, v, v % 5 ? 1 : 3), 0);
+		ck_assert(atomic_load(&r->overflowing));
+		consume_any(r, &st);
+		ck_assert_uint_eq(st.received, v);
+		/* read to its end: the next record goes to the ring again */
+		ck_assert_int_eq(produce_any(r, v, v % 5 ? 1 : 3), 0);
+		ck_assert(!atomic_load(&r->overflowing));
+		v++;
+		consume_any(r, &st);
+	}
+	ck_assert_uint_eq(st.bad, 0);
+	ck_assert_uint_eq(st.received, 60003);
+	/* read segments are given back; the newest stays, its read pages returned */
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_ge(segs, 6);
+	ck_assert_uint_eq(now, 4096 + 4096 * sizeof(struct gt_event));
+	ck_assert_uint_le(peak, 64u << 20);
+	ring__free(r);
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(now, 0);
+	ring__overflow_forget();
+}
+END_TEST
+
+START_TEST(test_overflow_budget_then_drops)
+{
+	struct ring *r = small_ring();
+	struct ovf_state st = { 0 };
+	uint64_t stored = 0, dropped = 0, now, peak, segs;
+
+	gt_cfg.overflow_mb = 1; /* 3 segments of 4096 slots (and their header pages) */
+	for (uint64_t v = 0; v < 20000; v++) {
+		if (produce_any(r, stored, 1))
+			dropped++;
+		else
+			stored++;
+	}
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(segs, 3);
+	ck_assert_uint_le(peak, 1u << 20);
+	ck_assert_uint_eq(stored, 64 + 3 * 4096);
+	ck_assert_uint_eq(dropped, 20000 - stored);
+	consume_any(r, &st);
+	ck_assert_uint_eq(st.received, stored);
+	ck_assert_uint_eq(st.bad, 0);
+	/* off: a full ring drops at once */
+	gt_cfg.overflow_mb = 0;
+	ring__free(r);
+	ring__overflow_forget();
+	r = small_ring();
+	for (uint64_t v = 0; v < 100; v++)
+		produce_any(r, v, 1);
+	ck_assert_ptr_null(atomic_load(&r->seg_read));
+	ring__free(r);
+}
+END_TEST
+
+#define OVF_RECORDS 2000000
+
+static void *overflow_producer(void *arg)
+{
+	struct ring *r = arg;
+
+	for (uint64_t v = 0; v < OVF_RECORDS;)
+		if (!produce_any(r, v, v % 5 ? 1 : 3))
+			v++;
+		else
+			sched_yield(); /* the budget is out: the consumer frees some */
+	return NULL;
+}
+
+/* A producer and a consumer at once: the ring, the overflow and the way back
+ * race, and order and count still hold (run under ThreadSanitizer too). */
+START_TEST(test_overflow_concurrent_order)
+{
+	struct ring *r = small_ring();
+	struct ovf_state st = { 0 };
+	uint64_t now, peak, segs;
+	pthread_t th;
+
+	gt_cfg.overflow_mb = 4;
+	pthread_create(&th, NULL, overflow_producer, r);
+	while (st.received < OVF_RECORDS) {
+		consume_any(r, &st);
+		if (st.bad)
+			break;
+	}
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(st.bad, 0);
+	ck_assert_uint_eq(st.received, OVF_RECORDS);
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_gt(segs, 0); /* it overflowed */
+	ck_assert_uint_le(peak, 4u << 20);
+	ring__free(r);
+	ring__overflow_forget();
+	gt_cfg.overflow_mb = GT_OVERFLOW_MB_DEFAULT;
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -326,6 +511,9 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_big_ring_populated_ahead_only);
 	tcase_add_test(tc, test_release_gives_read_pages_back);
 	tcase_add_test(tc, test_conservation_16_threads);
+	tcase_add_test(tc, test_overflow_keeps_order_and_loses_nothing);
+	tcase_add_test(tc, test_overflow_budget_then_drops);
+	tcase_add_test(tc, test_overflow_concurrent_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
