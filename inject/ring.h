@@ -71,7 +71,10 @@ struct ring {
 	/* the ring's head when the producer last began to overflow: ring slots before
 	 * it are older than any unread overflow slot, those from it newer */
 	_Atomic uint64_t overflow_from;
-	char pad1[64 - 48];
+	/* a read segment kept for the producer's next one while it overflows: its
+	 * pages are faulted in already (exchanged, so one side has it at a time) */
+	_Atomic(struct ring_seg *) seg_spare;
+	char pad1[64 - 56];
 	/* shared, read-mostly */
 	uint64_t mask;     /* capacity - 1 */
 	pid_t tid;         /* OS thread id of the producer */

@@ -68,6 +68,35 @@ static void seg_free(struct ring_seg *s)
 	atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 }
 
+/* A segment for the producer: the spare the drain kept (its pages faulted in: a
+ * thread that overflows for long writes into warm pages, not fresh ones), else a new
+ * one within the budget. */
+static struct ring_seg *seg_take(struct ring *r, uint64_t slots)
+{
+	struct ring_seg *s = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire);
+
+	if (!s)
+		return seg_new(slots);
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
+	s->released = 0;
+	return s;
+}
+
+/* A segment read to its end and left by the producer: kept as the spare while the
+ * producer still overflows (one at most), else given back. */
+static void seg_retire(struct ring *r, struct ring_seg *s)
+{
+	struct ring_seg *none = NULL;
+
+	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
+	    atomic_compare_exchange_strong_explicit(&r->seg_spare, &none, s, memory_order_release,
+						    memory_order_relaxed))
+		return;
+	seg_free(s);
+}
+
 struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *wake)
 {
 	struct ring_seg *s = r->seg_write, *n;
@@ -78,6 +107,9 @@ struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *w
 		/* all of it read (and the ring's older slots before it): back to the ring */
 		if (atomic_load_explicit(&s->tail, memory_order_acquire) == head) {
 			atomic_store_explicit(&r->overflowing, false, memory_order_relaxed);
+			/* the spare, if the drain kept one, goes back with the overflow */
+			if ((n = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire)))
+				seg_free(n);
 			return NULL;
 		}
 	} else if (!gt_cfg.overflow_mb) {
@@ -85,7 +117,7 @@ struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *w
 	}
 	if (!s || s->cap - head < nslots) {
 		slots = r->mask + 1 > SEG_MIN_SLOTS ? r->mask + 1 : SEG_MIN_SLOTS;
-		if (!(n = seg_new(slots)))
+		if (!(n = seg_take(r, slots)))
 			return NULL; /* no budget left: dropped (or waited for) as before */
 		if (s)
 			/* s is written to its end (its head published): the drain frees it once read */
@@ -147,7 +179,7 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 		if (atomic_load_explicit(&s->head, memory_order_acquire) != tail)
 			continue;
 		atomic_store_explicit(&r->seg_read, next, memory_order_release);
-		seg_free(s);
+		seg_retire(r, s);
 		s = next;
 	}
 	return 0;
@@ -180,6 +212,8 @@ void ring__overflow_free(struct ring *r)
 		next = atomic_load_explicit(&s->next, memory_order_acquire);
 		seg_free(s);
 	}
+	if ((s = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire)))
+		seg_free(s);
 	atomic_store_explicit(&r->seg_read, NULL, memory_order_relaxed);
 	r->seg_write = NULL;
 }
