@@ -116,6 +116,7 @@ struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *w
 		return NULL;
 	}
 	if (!s || s->cap - head < nslots) {
+		/* the ring's size (a power of two), so a quarter is a mask */
 		slots = r->mask + 1 > SEG_MIN_SLOTS ? r->mask + 1 : SEG_MIN_SLOTS;
 		if (!(n = seg_take(r, slots)))
 			return NULL; /* no budget left: dropped (or waited for) as before */
@@ -138,7 +139,8 @@ struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *w
 		r->limit = 0; /* the ring's fast path stays shut: order is kept */
 		*wake = true;
 	}
-	if ((head + nslots) / (s->cap / SEG_WAKE_DIV) != head / (s->cap / SEG_WAKE_DIV))
+	/* a quarter crossed (cap a power of two: no division on this path) */
+	if ((head & (s->cap / SEG_WAKE_DIV - 1)) + nslots >= s->cap / SEG_WAKE_DIV)
 		*wake = true;
 	return &s->slots[head];
 }
