@@ -466,8 +466,11 @@ def test_clamped_records_counted(tmp_path):
     assert 200000 < int(c["max_ns"]) <= 400000
     for k in kernels:
         assert start(k) >= start(host[k["args"]["correlation"]])
-        # CUPTI's slope across the jump stretches them a little
-        assert abs(ns(k["dur"]) - 20000) <= 200
+    # CUPTI's slope across the jump stretches them a little; a kernel that ran across
+    # the jump itself (1 run in ~250: 20 us of every 5 ms) ends 400 us later on the
+    # device's clock, and says so
+    stretched = [ns(k["dur"]) for k in kernels if abs(ns(k["dur"]) - 20000) > 200]
+    assert len(stretched) <= 1 and all(abs(d - 420000) <= 200 for d in stretched), stretched
     for k in clamped:
         assert start(k) == start(host[k["args"]["correlation"]])
 
