@@ -9,10 +9,6 @@
 #include "pages.h"
 #include "ring.h"
 
-/* The page the slots start on and are faulted in and given back by (the header's
- * size: the slots start on a page of their own). */
-#define RING_PAGE 4096
-
 
 struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 {

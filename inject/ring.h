@@ -18,6 +18,10 @@
 #include "event.h"
 #include "ranges.h"
 
+/* The page a ring's or an overflow segment's slots start on (its header is one
+ * page), and are faulted in and given back by. */
+#define RING_PAGE 4096
+
 /* The drain is woken when a ring is this fraction full (its high-water mark,
  * writer/drain.c): it starts on a ring long before the ring fills. */
 #define RING_WAKE_DIV 4
@@ -117,6 +121,26 @@ GT_HIDDEN int ring__populate(struct ring *r);
 #define RING_RELEASE_SLOTS 65536
 #define RING_RELEASE_MIN (8 * RING_RELEASE_SLOTS)
 GT_HIDDEN uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to);
+/* A segment holds the ring's slots, and no fewer than these (256 KiB): a tiny
+ * ring's overflow is not a page at a time */
+#define RING_SEG_MIN_SLOTS 4096
+
+/* The slots of each of r's overflow segments (a power of two, as the ring's). */
+static inline uint64_t ring__seg_slots(const struct ring *r)
+{
+	return r->mask + 1 > RING_SEG_MIN_SLOTS ? r->mask + 1 : RING_SEG_MIN_SLOTS;
+}
+
+/* Producer, while overflowing: its newest segment is read to its end (and so is
+ * everything before it), so it may go back to the ring. */
+static inline bool ring__overflow_read_all(const struct ring *r)
+{
+	const struct ring_seg *s = r->seg_write;
+
+	return atomic_load_explicit(&s->tail, memory_order_seq_cst) ==
+	       atomic_load_explicit(&s->head, memory_order_relaxed);
+}
+
 /*
  * Overflow (ring_overflow.c). Producer: a full ring's next record goes to nslots
  * contiguous slots of an overflow segment while the process's budget
@@ -124,9 +148,6 @@ GT_HIDDEN uint64_t ring__release(struct ring *r, uint64_t from, uint64_t to);
  * asked for). *wake: the drain should be woken. Once it overflowed, every record
  * goes there (ring__overflow_reserve) until the drain has read all of it.
  */
-/* A segment holds the ring's slots, and no fewer than these (256 KiB): a tiny
- * ring's overflow is not a page at a time */
-#define RING_SEG_MIN_SLOTS 4096
 GT_HIDDEN struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *wake);
 /* Producer: the slots reserved above are written. */
 static inline void ring__overflow_publish(struct ring *r, unsigned nslots)
@@ -143,7 +164,8 @@ GT_HIDDEN uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail,
 					   struct ring_seg **seg, uint64_t *at);
 /* Consumer: slots of seg before tail are read. */
 GT_HIDDEN void ring__overflow_consume(struct ring *r, struct ring_seg *seg, uint64_t tail);
-/* Overflow slots written and not yet read (consumer or any reader: approximate). */
+/* Consumer: overflow slots written and not yet read (it walks the segments, which
+ * only the consumer frees). */
 GT_HIDDEN uint64_t ring__overflow_used(struct ring *r);
 /* Every segment's memory back (ring__free, a fork child's rings). */
 GT_HIDDEN void ring__overflow_free(struct ring *r);

@@ -21,8 +21,6 @@
 #include "config.h"
 #include "ring.h"
 
-#define SEG_PAGE      4096
-#define SEG_MIN_SLOTS RING_SEG_MIN_SLOTS
 #define SEG_WAKE_DIV  4      /* the drain is woken each quarter of a segment */
 #define SEG_RELEASE_SLOTS 1024 /* read pages of the newest segment given back 64 KiB or more at a time */
 
@@ -30,7 +28,7 @@ static _Atomic uint64_t ovf_bytes, ovf_peak, ovf_segments;
 
 static struct ring_seg *seg_new(uint64_t slots)
 {
-	size_t bytes = SEG_PAGE + slots * sizeof(struct gt_event);
+	size_t bytes = RING_PAGE + slots * sizeof(struct gt_event);
 	uint64_t budget = (uint64_t)gt_cfg.overflow_mb << 20, now, peak;
 	struct ring_seg *s;
 	void *mem;
@@ -46,11 +44,11 @@ static struct ring_seg *seg_new(uint64_t slots)
 		atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 		return NULL;
 	}
-	_Static_assert(sizeof(struct ring_seg) <= SEG_PAGE, "the header fits its page");
+	_Static_assert(sizeof(struct ring_seg) <= RING_PAGE, "the header fits its page");
 	s = mem;
 	s->cap = slots;
 	s->map_bytes = bytes;
-	s->slots = (struct gt_event *)((char *)mem + SEG_PAGE);
+	s->slots = (struct gt_event *)((char *)mem + RING_PAGE);
 	peak = atomic_load_explicit(&ovf_peak, memory_order_relaxed);
 	while (now > peak && !atomic_compare_exchange_weak_explicit(&ovf_peak, &peak, now,
 								     memory_order_relaxed,
@@ -71,12 +69,12 @@ static void seg_free(struct ring_seg *s)
 /* A segment for the producer: the spare the drain kept (its pages faulted in: a
  * thread that overflows for long writes into warm pages, not fresh ones), else a new
  * one within the budget. */
-static struct ring_seg *seg_take(struct ring *r, uint64_t slots)
+static struct ring_seg *seg_take(struct ring *r)
 {
 	struct ring_seg *s = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire);
 
 	if (!s)
-		return seg_new(slots);
+		return seg_new(ring__seg_slots(r));
 	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
@@ -100,12 +98,12 @@ static void seg_retire(struct ring *r, struct ring_seg *s)
 struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *wake)
 {
 	struct ring_seg *s = r->seg_write, *n;
-	uint64_t head = s ? atomic_load_explicit(&s->head, memory_order_relaxed) : 0, slots;
+	uint64_t head = s ? atomic_load_explicit(&s->head, memory_order_relaxed) : 0;
 
 	*wake = false;
 	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
 		/* all of it read (and the ring's older slots before it): back to the ring */
-		if (atomic_load_explicit(&s->tail, memory_order_acquire) == head) {
+		if (ring__overflow_read_all(r)) {
 			atomic_store_explicit(&r->overflowing, false, memory_order_relaxed);
 			/* the spare, if the drain kept one, goes back with the overflow */
 			if ((n = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire)))
@@ -116,9 +114,7 @@ struct gt_event *ring__overflow_reserve(struct ring *r, unsigned nslots, bool *w
 		return NULL;
 	}
 	if (!s || s->cap - head < nslots) {
-		/* the ring's size (a power of two), so a quarter is a mask */
-		slots = r->mask + 1 > SEG_MIN_SLOTS ? r->mask + 1 : SEG_MIN_SLOTS;
-		if (!(n = seg_take(r, slots)))
+		if (!(n = seg_take(r)))
 			return NULL; /* no budget left: dropped (or waited for) as before */
 		if (s)
 			/* s is written to its end (its head published): the drain frees it once read */
@@ -167,7 +163,7 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 			/* the newest: the producer may write on in it, from its head on; the
 			 * whole pages read before that go back, so an overflow that is over
 			 * keeps no memory (one call for all of them, not one per visit) */
-			uint64_t per_page = SEG_PAGE / sizeof(struct gt_event);
+			uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
 			uint64_t end = tail / per_page * per_page;
 
 			if (end - s->released >= SEG_RELEASE_SLOTS) {

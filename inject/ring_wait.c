@@ -103,10 +103,7 @@ int ring__wait_room(struct ring *r, unsigned nslots)
 		tail = atomic_load_explicit(&r->tail, memory_order_seq_cst);
 		if (atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
 			/* the overflow read to its end: the producer goes back to the ring */
-			struct ring_seg *s = r->seg_write;
-
-			if (atomic_load_explicit(&s->tail, memory_order_seq_cst) ==
-			    atomic_load_explicit(&s->head, memory_order_relaxed)) {
+			if (ring__overflow_read_all(r)) {
 				ret = 0;
 				break;
 			}

@@ -334,6 +334,27 @@ static int overflow_write(struct ring *r, unsigned nslots, const struct gt_event
 	return 0;
 }
 
+/* The record where order puts it: into the overflow while the thread overflows (on
+ * until the drain has read it all), else into the ring. True: written; else *seq is
+ * the first of the ring's slots reserved for it, or -1 (no room in either). */
+static bool place(struct ring *r, unsigned nslots, const struct gt_event *ev,
+		  const struct gt_arg *args, unsigned nargs, int64_t *seq)
+{
+	bool wake;
+
+	*seq = -1;
+	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
+	    !overflow_write(r, nslots, ev, args, nargs))
+		return true;
+	/* (the overflow read to its end, the thread is back on the ring) */
+	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed))
+		return false;
+	*seq = ring__reserve(r, nslots, &wake);
+	if (wake)
+		lifecycle__hooks()->wake();
+	return false;
+}
+
 /* Everything but the common cases: the thread's first event, a thread that
  * has exited, a ring at its limit (the drain to wake, a full ring, its overflow). */
 static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
@@ -341,36 +362,28 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 {
 	struct ring *r = ring_for_thread();
 	unsigned nslots;
-	int64_t seq = -1;
-	bool wake = false;
+	int64_t seq;
 
 	if (gt_unlikely(!r))
 		return -ECANCELED;
 	if (nargs > GT_ARGS_MAX)
 		nargs = GT_ARGS_MAX;
 	nslots = record_slots(nargs);
-	/* overflowing: on in the overflow until the drain has read it all (order) */
-	if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
-	    !overflow_write(r, nslots, ev, args, nargs))
+	if (place(r, nslots, ev, args, nargs, &seq))
 		return 0;
-	if (!atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
-		seq = ring__reserve(r, nslots, &wake);
-		if (wake)
-			lifecycle__hooks()->wake();
-		if (gt_unlikely(seq < 0) && lifecycle__hooks()->own_ring_full(r))
-			seq = ring__reserve(r, nslots, &wake);
-		if (gt_unlikely(seq < 0) && !overflow_write(r, nslots, ev, args, nargs))
+	/* the ring full: the drain thread's own ring is drained there and then, any
+	 * other thread's goes on in its overflow */
+	if (seq < 0 && !atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {
+		if (lifecycle__hooks()->own_ring_full(r))
+			place(r, nslots, ev, args, nargs, &seq);
+		if (seq < 0 && !overflow_write(r, nslots, ev, args, nargs))
 			return 0;
 	}
 	/* no overflow left: --lossless waits for the drain (for the ring, or for the
 	 * overflow to be read), then the record goes where there is room */
-	if (gt_unlikely(seq < 0) && gt_cfg.lossless_ms && !ring__wait_room(r, nslots)) {
-		if (atomic_load_explicit(&r->overflowing, memory_order_relaxed) &&
-		    !overflow_write(r, nslots, ev, args, nargs))
-			return 0;
-		if (!atomic_load_explicit(&r->overflowing, memory_order_relaxed))
-			seq = ring__reserve(r, nslots, &wake);
-	}
+	if (gt_unlikely(seq < 0) && gt_cfg.lossless_ms && !ring__wait_room(r, nslots) &&
+	    place(r, nslots, ev, args, nargs, &seq))
+		return 0;
 	if (gt_unlikely(seq < 0)) {
 		/* single writer: plain load/store, no locked instruction */
 		atomic_store_explicit(&r->lost,

@@ -178,10 +178,9 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 	 * file ends, what it holds now (a thread still calling flat out would
 	 * otherwise keep the last cycle going) */
 	uint64_t stop = tail + 2 * (r->mask + 1), read_over = 0;
-	uint64_t budget = 2 * (r->mask + 1 > RING_SEG_MIN_SLOTS ? r->mask + 1 : RING_SEG_MIN_SLOTS);
-	uint64_t chunk;
+	uint64_t budget = 2 * ring__seg_slots(r), chunk;
 
-	if (whole && atomic_load_explicit(&r->seg_read, memory_order_relaxed)) {
+	if (whole) {
 		uint64_t held = ring__overflow_used(r);
 
 		budget = held > budget ? held : budget;

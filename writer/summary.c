@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "inject/config.h"
 #include "writer/summary.h"
 
 #define SUMMARY_MAX_ROWS 65536  /* distinct names per table */
@@ -890,11 +891,12 @@ static void lost_advice(const struct summary *s, char *buf, size_t len)
 	buf[0] = 0;
 	if (!lost_of(s, "ring_full"))
 		return;
-	if (next > 1048576)
-		next = 1048576;
+	if (next > GT_BUFFER_KB_MAX)
+		next = GT_BUFFER_KB_MAX;
 	if (s->hint_overflow && s->hint_overflow_mb) {
 		/* the ring overflowed and the process's overflow ran out too */
-		unsigned long mb = s->hint_overflow_mb, more = mb * 4 > 65536 ? 65536 : mb * 4;
+		unsigned long mb = s->hint_overflow_mb;
+		unsigned long more = mb * 4 > GT_OVERFLOW_MB_MAX ? GT_OVERFLOW_MB_MAX : mb * 4;
 
 		if (more > mb)
 			snprintf(buf, len, "a thread recorded faster than gputrace wrote, past its ring "

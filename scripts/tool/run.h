@@ -100,6 +100,7 @@ void run__env_defaults(struct run *r, const struct gt_config *env);
 char **run__command_env(struct run *r, const char *lib);
 /* The per-thread buffer the processes have, in KiB. */
 unsigned long run__buffer_kb(const struct run *r);
+/* ... and the overflow all their threads share, in MiB (0: off). */
 unsigned long run__overflow_mb(const struct run *r);
 /* A flight recorder was asked for (and is valid): processes write only on dumps. */
 bool run__flight_recorder(const struct run *r);

@@ -350,29 +350,35 @@ char **run__command_env(struct run *r, const char *lib)
 	return env;
 }
 
+/* What the processes get for var: the run's option, else the environment's. */
+static const char *setting(const struct run *r, const char *var)
+{
+	const char *v = option_value(r, var);
+
+	return v ? v : getenv(var);
+}
+
+/* ... as a number, or dflt where it is none. */
+static unsigned long number_setting(const struct run *r, const char *var, unsigned long dflt)
+{
+	const char *v = setting(r, var);
+
+	return v && is_number(v) ? strtoul(v, NULL, 10) : dflt;
+}
+
 bool run__flight_recorder(const struct run *r)
 {
-	const char *v = option_value(r, "GPUTRACE_FLIGHT_RECORDER");
+	const char *v = setting(r, "GPUTRACE_FLIGHT_RECORDER");
 
-	if (!v)
-		v = getenv("GPUTRACE_FLIGHT_RECORDER");
 	return v && !config__check("GPUTRACE_FLIGHT_RECORDER", v, NULL);
 }
 
 unsigned long run__overflow_mb(const struct run *r)
 {
-	const char *v = option_value(r, "GPUTRACE_OVERFLOW_MB");
-
-	if (!v)
-		v = getenv("GPUTRACE_OVERFLOW_MB");
-	return v && is_number(v) ? strtoul(v, NULL, 10) : GT_OVERFLOW_MB_DEFAULT;
+	return number_setting(r, "GPUTRACE_OVERFLOW_MB", GT_OVERFLOW_MB_DEFAULT);
 }
 
 unsigned long run__buffer_kb(const struct run *r)
 {
-	const char *v = option_value(r, "GPUTRACE_BUFFER_KB");
-
-	if (!v)
-		v = getenv("GPUTRACE_BUFFER_KB");
-	return v && is_number(v) ? strtoul(v, NULL, 10) : GT_BUFFER_KB_DEFAULT;
+	return number_setting(r, "GPUTRACE_BUFFER_KB", GT_BUFFER_KB_DEFAULT);
 }
