@@ -13,6 +13,7 @@
 #define GPUTRACE_EMIT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include "event.h"
 #include "ring.h"
 #include "state.h"
@@ -31,8 +32,11 @@ static inline uint64_t gt_corr_next_fast(void)
  * A host span (GT_EV_HOST_SPAN on the calling thread) with at most one
  * argument (arg may be NULL). Returns as gt_emit() does.
  */
-static inline int gt_emit_span(uint64_t start_ns, uint64_t end_ns, uint64_t corr, uint32_t name,
-			       uint32_t cat, uint16_t flags, const struct gt_arg *arg)
+/* Its fast half alone: true when the span went into the thread's ring; false
+ * leaves everything else (no ring yet, not tracing, the ring full) to gt_emit(). */
+static inline bool gt_emit_span_fast(uint64_t start_ns, uint64_t end_ns, uint64_t corr,
+				     uint32_t name, uint32_t cat, uint16_t flags,
+				     const struct gt_arg *arg)
 {
 	struct ring *r = gt_tls_ring;
 
@@ -54,9 +58,17 @@ static inline int gt_emit_span(uint64_t start_ns, uint64_t end_ns, uint64_t corr
 			if (arg)
 				e->args[0] = *arg;
 			ring__publish(r, head + 1);
-			return 0;
+			return true;
 		}
 	}
+	return false;
+}
+
+static inline int gt_emit_span(uint64_t start_ns, uint64_t end_ns, uint64_t corr, uint32_t name,
+			       uint32_t cat, uint16_t flags, const struct gt_arg *arg)
+{
+	if (gt_likely(gt_emit_span_fast(start_ns, end_ns, corr, name, cat, flags, arg)))
+		return 0;
 	struct gt_event ev = { .start_ns = start_ns, .end_ns = end_ns, .corr = corr, .name = name,
 			       .cat = cat, .type = GT_EV_HOST_SPAN, .flags = flags };
 	return gt_emit(&ev, arg, arg != NULL);
