@@ -76,10 +76,11 @@ GT_HIDDEN int out__publish(struct out *o);
  * straddle a page boundary (it pads instead), so a cut write leaves whole
  * events, whitespace and the footer: valid JSON. The footer is rewritten in
  * place with a single-page write, which is not cut. Only moving the footer
- * when the whitespace runs out (every 64 KiB to 1 MiB) leaves a window of two
- * small system calls. A footer never counts events that are not on disk
- * before it: a move carries the old footer, the new one follows the events.
- * So a kill between the two leaves the trailer one cycle behind the events.
+ * when the whitespace runs out (every 64 KiB to 1 MiB) leaves a window: two
+ * stores into a shared mapping (footer_swap). A footer never counts events
+ * that are not on disk before it: a move carries the old footer, the new one
+ * follows the events. So a kill between the move and the events' write leaves
+ * the trailer one cycle behind the events.
  */
 
 #endif
