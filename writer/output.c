@@ -355,6 +355,29 @@ static int footer_rewrite(struct out *o, const char *footer, size_t fn)
 	return err;
 }
 
+/* footer_swap for a file system without shared mappings: two calls, with a
+ * system call's window between them. */
+static int footer_swap_by_writes(struct out *o, uint64_t new_pos, const char *footer, size_t fn)
+{
+	uint64_t old = o->footer_pos, old_end = old + o->footer_len, new_end = new_pos + fn;
+	int err = pwrite_all(o->fd, footer, fn, new_pos);
+
+	if (err) {
+		/* a failing disk: the old footer stands, what was written of the new
+		 * blanked (short of the old one, which the compaction's may reach) */
+		(void)write_spaces(o->fd, new_pos, new_pos < old && new_end > old ? old : new_end);
+		return err;
+	}
+	/* the old footer's bytes the new one did not cover */
+	if (old < new_pos)
+		err = write_spaces(o->fd, old, old_end < new_pos ? old_end : new_pos);
+	if (!err && old_end > new_end)
+		err = write_spaces(o->fd, old > new_end ? old : new_end, old_end);
+	o->footer_pos = new_pos;
+	o->footer_len = fn;
+	return err;
+}
+
 /*
  * Put the footer at new_pos and blank the old one. Between the two the file
  * holds two closing braces, which no JSON parser takes (README "SIGKILL"), and
@@ -372,39 +395,31 @@ static int footer_swap(struct out *o, uint64_t new_pos, const char *footer, size
 	uint64_t old = o->footer_pos, old_end = old + o->footer_len, new_end = new_pos + fn;
 	uint64_t lo = (old < new_pos ? old : new_pos) / OUT_PAGE * OUT_PAGE;
 	uint64_t hi = page_up(old_end > new_end ? old_end : new_end);
-	int err = 0;
 
 	call_begin();
 	char *map = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, (off_t)lo);
 	call_end();
-	if (map != MAP_FAILED) {
-		/* fault both ends' pages in before the first store: a byte
-		 * stored over itself, so the window holds no page fault */
-		for (uint64_t at = new_pos; at < new_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
-			((volatile char *)map)[at - lo] = map[at - lo];
-		for (uint64_t at = old; at < old_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
-			((volatile char *)map)[at - lo] = map[at - lo];
-		memcpy(map + (new_pos - lo), footer, fn);
-		/* the old footer's bytes the new one did not cover */
-		if (old < new_pos)
-			memset(map + (old - lo), ' ', (old_end < new_pos ? old_end : new_pos) - old);
-		if (old_end > new_end)
-			memset(map + ((old > new_end ? old : new_end) - lo), ' ',
-			       old_end - (old > new_end ? old : new_end));
-		call_begin();
-		munmap(map, hi - lo);
-		call_end();
-	} else {
-		/* a file system without shared mappings: two calls */
-		err = pwrite_all(o->fd, footer, fn, new_pos);
-		if (!err && old < new_pos)
-			err = write_spaces(o->fd, old, old_end < new_pos ? old_end : new_pos);
-		if (!err && old_end > new_end)
-			err = write_spaces(o->fd, old > new_end ? old : new_end, old_end);
-	}
+	if (map == MAP_FAILED)
+		return footer_swap_by_writes(o, new_pos, footer, fn);
+	/* fault both ends' pages in before the first store: a byte
+	 * stored over itself, so the window holds no page fault */
+	for (uint64_t at = new_pos; at < new_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
+		((volatile char *)map)[at - lo] = map[at - lo];
+	for (uint64_t at = old; at < old_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
+		((volatile char *)map)[at - lo] = map[at - lo];
+	memcpy(map + (new_pos - lo), footer, fn);
+	/* the old footer's bytes the new one did not cover */
+	if (old < new_pos)
+		memset(map + (old - lo), ' ', (old_end < new_pos ? old_end : new_pos) - old);
+	if (old_end > new_end)
+		memset(map + ((old > new_end ? old : new_end) - lo), ' ',
+		       old_end - (old > new_end ? old : new_end));
+	call_begin();
+	munmap(map, hi - lo);
+	call_end();
 	o->footer_pos = new_pos;
 	o->footer_len = fn;
-	return err;
+	return 0;
 }
 
 /* Move the footer forward to new_pos: whitespace after the file's end up

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -233,6 +234,24 @@ static void check_paged(const char *name, const char *want, size_t have, const c
 	ck_assert_msg(i == n, "byte %d at %zu after the trailer", i < n ? text[i] : 0, i);
 }
 
+/* Set by a test: mmap of this descriptor fails, as on a file system without
+ * shared mappings, and the footer moves by pwrites. */
+static int unmappable_fd = -1;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t at)
+{
+	static void *(*real)(void *, size_t, int, int, int, off_t);
+
+	if (fd >= 0 && fd == unmappable_fd) {
+		errno = ENODEV;
+		return MAP_FAILED;
+	}
+	if (!real)
+		real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+	return real(addr, len, prot, flags, fd, at);
+}
+
+/* _i 1: the file cannot be mapped */
 START_TEST(test_paged_is_valid_after_every_call)
 {
 	static char want[4 << 20], ev[8192];
@@ -243,6 +262,7 @@ START_TEST(test_paged_is_valid_after_every_call)
 
 	make_dir();
 	open_in_dir(&o, "t.json");
+	unmappable_fd = _i ? o.fd : -1;
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
 	check_paged("t.json", want, have, "]}");
@@ -266,6 +286,7 @@ START_TEST(test_paged_is_valid_after_every_call)
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)(have + 2)); /* compact: no whitespace left */
 	check_paged("t.json", want, have, "]}");
+	unmappable_fd = -1;
 	out__close(&o);
 	remove_dir();
 }
@@ -312,6 +333,11 @@ static void after_call(int fd)
 	calls_seen++;
 }
 
+/* Set by a test: the write of a footer to a new place (a move) writes half,
+ * then the disk fails (EIO). */
+static const struct out *failing_moves_of;
+static int disk_failed_fd = -1;
+
 ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t at)
 {
 	static ssize_t (*real)(int, const struct iovec *, int, off_t);
@@ -319,6 +345,18 @@ ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t at)
 
 	if (!real)
 		real = (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev");
+	if (fd == disk_failed_fd) {
+		disk_failed_fd = -1;
+		errno = EIO;
+		return -1;
+	}
+	if (failing_moves_of && fd == failing_moves_of->fd && n == 1 &&
+	    (uint64_t)at > failing_moves_of->footer_pos && iov[0].iov_len > 1 &&
+	    *(const char *)iov[0].iov_base == ']') {
+		failing_moves_of = NULL;
+		disk_failed_fd = fd;
+		return real(fd, &(struct iovec){ iov[0].iov_base, iov[0].iov_len / 2 }, 1, at);
+	}
 	w = real(fd, iov, n, at);
 	after_call(fd);
 	return w;
@@ -421,6 +459,49 @@ START_TEST(test_paged_full_disk_keeps_last_checkpoint)
 }
 END_TEST
 
+/*
+ * No shared mappings, and the disk fails halfway through a footer's move: the
+ * commit fails, the old footer stands, and what was written of the new one is
+ * blanked, so the file is the last checkpoint.
+ */
+START_TEST(test_unmappable_failing_move_keeps_last_checkpoint)
+{
+	static char want[1 << 20], ev[4096];
+	struct out o;
+	size_t have;
+	int err = 0, i;
+	const char *trailer = "],\"n\":1}", *last = "]}";
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	unmappable_fd = o.fd;
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, last, 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (i = 0; i < 100 && !err; i++) {
+		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+
+		memset(ev + n, 'x', 3000);
+		n += 3000;
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
+		/* a move after the first few fails */
+		if (i == 40)
+			failing_moves_of = &o;
+		err = out__commit(&o, ev, n, trailer, strlen(trailer));
+		if (!err) {
+			memcpy(want + have, ev, n);
+			have += n;
+			last = trailer;
+		}
+		check_paged("t.json", want, have, last);
+	}
+	ck_assert_int_eq(err, -EIO);
+	ck_assert_ptr_null(failing_moves_of);
+	unmappable_fd = -1;
+	out__close(&o);
+	remove_dir();
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("output");
@@ -433,9 +514,10 @@ static Suite *output_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("paged");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_paged_is_valid_after_every_call);
+	tcase_add_loop_test(tc, test_paged_is_valid_after_every_call, 0, 2);
 	tcase_add_test(tc, test_paged_is_valid_after_every_system_call);
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
+	tcase_add_test(tc, test_unmappable_failing_move_keeps_last_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
 }
