@@ -265,12 +265,32 @@ static bool is_fatal(int sig)
 	return false;
 }
 
+/*
+ * ThreadSanitizer's sigaction, when its runtime is in the process: our handler
+ * goes in through it, and it delivers a signal sent by kill() at a safe point.
+ * Handed to us by the kernel directly, such a signal can land inside the
+ * runtime while it holds the lock of an atomic's shadow state; the last drain,
+ * reading the same atomic, then waits for the handler that waits for it (the
+ * drain made no progress for 3 s, test_terminated_mid_run under TSan).
+ */
+static int (*sanitizer_sigaction)(int, const struct sigaction *, struct sigaction *);
+/* installing through it: its call of the next sigaction (ours) goes to the kernel */
+static GT_TLS bool installing_ours;
+
 static void install_ours(int sig)
 {
 	struct sigaction sa = { .sa_sigaction = on_fatal_signal, .sa_flags = SA_SIGINFO };
+	int ret;
 
 	sigemptyset(&sa.sa_mask);
-	if (!real_sigaction(sig, &sa, NULL))
+	if (sanitizer_sigaction) {
+		installing_ours = true;
+		ret = sanitizer_sigaction(sig, &sa, NULL);
+		installing_ours = false;
+	} else {
+		ret = real_sigaction(sig, &sa, NULL);
+	}
+	if (!ret)
 		atomic_store(&ours[sig], true);
 }
 
@@ -278,6 +298,9 @@ void lifecycle__arm_signals(void)
 {
 	if (atomic_load_explicit(&signals_armed, memory_order_relaxed))
 		return;
+	if (gt_dlsym_real(RTLD_DEFAULT, "__tsan_init"))
+		sanitizer_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+			gt_dlsym_real(RTLD_DEFAULT, "__interceptor_sigaction");
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
 		int sig = fatal_signals[i];
 		struct sigaction cur;
@@ -303,6 +326,8 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
 	int ret = 0;
 
+	if (installing_ours)
+		return real_sigaction(sig, act, oldact);
 	if (trigger__sigaction(sig, act, oldact, &ret))
 		return ret;
 	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid ||

@@ -21,6 +21,8 @@ static inline void gt_ensure_init(void)
 /* Resolve the next definition of a symbol after this library (the real
  * function of a wrapper). Safe to call early; never returns our own wrapper. */
 GT_HIDDEN void *gt_real(const char *symbol);
+/* The real dlsym's answer, not through our wrapper of it. */
+GT_HIDDEN void *gt_dlsym_real(void *handle, const char *symbol);
 
 /* Drain everything recorded so far and checkpoint the trace file now (the
  * file is valid and complete up to here). Used before exec and at exit.
