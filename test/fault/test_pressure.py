@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import gputrace_lines
+from conftest import SANITIZE, gputrace_lines
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -64,6 +64,14 @@ def test_file_size_limit(tmp_path):
     """ulimit -f: a write past it would raise SIGXFSZ, killing the program;
     ours must fail quietly instead."""
     import resource
+
+    if SANITIZE == "thread":
+        # ThreadSanitizer's runtime writes /tmp/tsan.rodata.PID at start and maps
+        # it as the shadow of read-only segments; the limit cuts that file short
+        # and the first instrumented read of our constants is a SIGBUS (gdb: in
+        # our constructor's first read of a string; a plain TSan program reads
+        # none past the cut)
+        pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f 64")
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
