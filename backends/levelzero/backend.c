@@ -42,7 +42,7 @@ static _Atomic uint32_t ze_name_ids[ZE_ID__COUNT];
 
 static inline bool ze__active(void)
 {
-	return ze_enabled && gt_tracing();
+	return gt_tracing() && ze_enabled;
 }
 
 /* Between capture windows, calls with a body (kind HOOK) still keep the
