@@ -407,6 +407,16 @@ START_TEST(test_paged_is_valid_after_every_system_call)
 }
 END_TEST
 
+/* Event i of a list, 3000 bytes of padding in it: its length. */
+static size_t event_of_3k(char *ev, size_t cap, int i)
+{
+	size_t n = (size_t)snprintf(ev, cap, "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+
+	memset(ev + n, 'x', 3000);
+	n += 3000;
+	return n + (size_t)snprintf(ev + n, cap - n, "\"}");
+}
+
 /*
  * A full file system (RLIMIT_FSIZE: writes past it fail with EFBIG once
  * SIGXFSZ is ignored): the commit that does not fit fails, and the file
@@ -441,11 +451,8 @@ START_TEST(test_paged_full_disk_keeps_last_checkpoint)
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
 	for (i = 0; i < 200 && !err; i++) {
-		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+		size_t n = event_of_3k(ev, sizeof(ev), i);
 
-		memset(ev + n, 'x', 3000);
-		n += 3000;
-		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
 		err = out__commit(&o, ev, n, trailer, strlen(trailer));
 		if (!err) {
 			memcpy(want + have, ev, n);
@@ -478,11 +485,8 @@ START_TEST(test_unmappable_failing_move_keeps_last_checkpoint)
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, last, 2), 0);
 	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
 	for (i = 0; i < 100 && !err; i++) {
-		size_t n = (size_t)snprintf(ev, sizeof(ev), "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+		size_t n = event_of_3k(ev, sizeof(ev), i);
 
-		memset(ev + n, 'x', 3000);
-		n += 3000;
-		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "\"}");
 		/* a move after the first few fails */
 		if (i == 40)
 			failing_moves_of = &o;
