@@ -200,6 +200,11 @@ void gt_flush_sync(unsigned timeout_ms)
 		lifecycle__hooks()->sync(false, timeout_ms);
 }
 
+bool gt_wake_writer(void)
+{
+	return own_process() && gt_tracing() && lifecycle__hooks()->wake() != GT_WAKE_NONE;
+}
+
 /* ---- fatal signals ---- */
 
 #define FATAL_SIGNALS(X) X(SIGSEGV) X(SIGBUS) X(SIGILL) X(SIGFPE) X(SIGABRT) X(SIGTERM) \

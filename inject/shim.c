@@ -241,6 +241,13 @@ struct ring *shim__thread_ring(void)
 	return ring_for_thread();
 }
 
+struct ring *shim__thread_ring_made(void)
+{
+	struct ring *r = gt_tls_ring;
+
+	return (uintptr_t)r > 1 ? r : NULL;
+}
+
 /* Called in a fork child: the parent's rings are not ours to drain. */
 GT_HIDDEN void shim__forget_rings(void)
 {

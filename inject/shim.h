@@ -28,6 +28,10 @@ GT_HIDDEN void *gt_dlsym_real(void *handle, const char *symbol);
  * file is valid and complete up to here). Used before exec and at exit.
  * Bounded: gives up after timeout_ms. */
 GT_HIDDEN void gt_flush_sync(unsigned timeout_ms);
+/* Ask the writer's thread for a cycle soon, not waiting for it (lock-free, one futex
+ * wake at most). False when no writer thread runs: no cycle will come of it. (Inside a
+ * backend's hook, the thread is not asked again: the next wake does.) */
+GT_HIDDEN bool gt_wake_writer(void);
 
 /* The process is going away (exit, fatal signal, _exit, exec): stop
  * backends, final drain, close the trace. Idempotent, bounded. */
@@ -44,6 +48,8 @@ GT_HIDDEN int gt_flight_dump(const char *reason);
  * thread has exited (or without memory). */
 struct ring;
 GT_HIDDEN struct ring *shim__thread_ring(void);
+/* The same if the thread has made one already (NULL: none, or it is gone). */
+GT_HIDDEN struct ring *shim__thread_ring_made(void);
 
 /* The OS tid of the calling thread, cached. */
 GT_HIDDEN int gt_gettid(void);

@@ -278,7 +278,13 @@ static void remember_dead(struct ring *r)
 static void drain_rings(bool populate, bool release, bool whole)
 {
 	struct ring *prev = NULL, *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
+	/* Our own first: what a backend read here, at the cycle's start, came before
+	 * what a program's thread reads of the same row from now on (a row's device
+	 * spans are written in the order read: a tie at one time keeps that order). */
+	struct ring *own = shim__thread_ring_made();
 
+	if (own)
+		drain_ring(own, release, whole);
 	while (r) {
 		struct ring *next = r->next;
 		uint64_t tail;
@@ -287,7 +293,8 @@ static void drain_rings(bool populate, bool release, bool whole)
 		bool dead = atomic_load_explicit(&r->dead, memory_order_acquire);
 		if (populate && !dead)
 			ring__populate(r);
-		drain_ring(r, release, whole);
+		if (r != own)
+			drain_ring(r, release, whole);
 		if (dead && !ring__readable(r, &tail) && !ring__overflow_used(r)) {
 			struct ring *expect = r;
 
