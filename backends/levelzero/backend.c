@@ -439,10 +439,11 @@ static void ze_flush(bool final)
 	bool g;
 
 	ze_metrics__flush(final);
-	if (!final)
-		return;
 	g = gt_guard_enter();
-	ze_track__collect();
+	if (final)
+		ze_track__collect();
+	else
+		ze_track__collect_behind();
 	if (g)
 		gt_guard_leave();
 }

@@ -572,7 +572,7 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 		if (waited)                                                                \
 			gt_wait_leave();                                                   \
 		if (r == ZE_RESULT_SUCCESS)                                                \
-			ze_track__collect();                                               \
+			ze_track__synced();                                                \
 		return r;                                                                  \
 	}
 

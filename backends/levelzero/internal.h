@@ -350,6 +350,10 @@ GT_HIDDEN void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, 
 				       const ze_event_handle_t *waits);
 /* A sync point succeeded: read every pending command that is complete. */
 GT_HIDDEN void ze_track__collect(void);
+/* The drain thread's share of the reads, at each cycle (the program's waits leave them). */
+GT_HIDDEN void ze_track__collect_behind(void);
+/* A program's wait returned: read what is done, or leave it to the drain thread. */
+GT_HIDDEN void ze_track__synced(void);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */
 GT_HIDDEN void ze_track__final(void);
 struct gt_pending_work;

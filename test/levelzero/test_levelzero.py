@@ -566,6 +566,49 @@ def test_kernel_of_a_stalled_append_is_placed_a_wrap_on(tmp_path):
     assert_clamps(trace, 5000)
 
 
+@pytest.mark.parametrize("kind,launches,batch", [
+    ("regular", 70000, 64), ("immediate", 70000, 64), ("regular", 60000, 10000),
+    # the drain thread reading while the program appends, under the sanitizers too
+    pytest.param("regular", 5000, 64, marks=pytest.mark.sanitize),
+    pytest.param("immediate", 5000, 64, marks=pytest.mark.sanitize)])
+def test_reads_left_to_the_drain_thread_are_all_made(tmp_path, kind, launches, batch):
+    """A program's waits leave the reads of its finished kernels to the drain thread,
+    which they wake once 512 wait: with a flush interval of a minute and rings that hold
+    everything, no cycle would come otherwise. More launches back to back than a
+    context has events of ours (65536): each is read and its event reused, and every
+    kernel is in the trace, after the call that launched it, in launch order on its
+    row, nothing lost (without the wake, 4528 were). A batch longer than the 1024 reads
+    a wait leaves is read by the wait itself. (Streamed: ~30 MB of JSON.) 5000 launches
+    are the sanitizers' share: the drain's reads while the program appends."""
+    bench = BUILD / "test" / "bench" / "bench_ze"
+    need(bench)
+    r = run([bench, "launch", kind, launches, batch, 0], tmp_path=tmp_path,
+            env=sim_env({"GPUTRACE_FLUSH_MS": "60000", "GPUTRACE_BUFFER_KB": "262144"}),
+            timeout=300)
+    assert r.returncode == 0, r.stderr
+    appends, kernels = {}, []
+
+    def note(e):
+        if e.get("ph") != "X":
+            return
+        if e.get("cat") == "ze_api" and e["name"] == "zeCommandListAppendLaunchKernel":
+            appends[e["args"]["correlation"]] = start(e)
+        elif e.get("cat") == "kernel":
+            # (a regular list's kernel: its run's call, and its append's as correlation2)
+            kernels.append((start(e), e["tid"],
+                            e["args"].get("correlation2", e["args"]["correlation"])))
+
+    trace = scan_trace(tmp_path / "trace.json", each=note)
+    assert trace["gputrace"]["events_lost"] == 0
+    assert len(kernels) == len(appends) == launches + batch  # a first round warms up
+    assert len({tid for _, tid, _ in kernels}) == 1
+    last = 0
+    for at, _, launched in sorted(kernels):
+        assert appends[launched] <= at, (at, launched)
+        assert launched > last, (at, launched)
+        last = launched
+
+
 def test_device_clock_drift_never_draws_work_before_its_call(tmp_path):
     """The device's clock runs 1000 ppm slow (a real one: a few ppm): a clock pair reused
     for 1 ms then converts a kernel up to 1 us early, before the append that launched it,
