@@ -161,7 +161,8 @@ struct ze_pending {
 	struct ze_gate *gate; /* run on an immediate list: read after its end */
 	struct ze_work w;
 	ze_event_handle_t event;
-	bool recycle;        /* our event of an immediate list: back to ctx->free once read */
+	bool recycle;        /* our event, back to ctx->free once read (an immediate list's,
+			      * or a regular list's left by its reset) */
 	bool fence;          /* last of a batch with a fence: an instant after it */
 	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
 	bool host_domain;    /* the slot has host ns, not ticks */
@@ -635,7 +636,8 @@ static void ze_list__unpark(struct ze_list *L, uint64_t seq, bool all)
 }
 
 /*
- * Our event of an immediate list, read. Without a chain nothing else uses it.
+ * Our event, read (an immediate list's, or a reset regular list's, which has no
+ * chain). Without a chain nothing else uses it.
  * With one, the barrier after the command may not have seen it signaled yet:
  * a reset now would hang the program's event. It waits until the program's
  * event is signaled or later work on the same (in-order) list is done.
