@@ -46,16 +46,21 @@ void ring__free(struct ring *r)
  * own time (160 ns per launch in make bench row 5: five slots each). The drain thread
  * takes them instead, once the thread has written RING_POPULATE_AFTER slots: a quiet
  * thread's ring stays as small as it used, and a big ring (GPUTRACE_BUFFER_KB) is faulted
- * in as it fills, RING_POPULATE_AHEAD slots ahead, not all at once. MADV_POPULATE_WRITE
- * leaves the contents alone, so the producer may write meanwhile. Older kernels: as
- * before.
+ * in as it fills, RING_POPULATE_AHEAD slots ahead, not all at once.
+ *
+ * It writes each page: its first word, or'ed with 0, so that what the producer may have
+ * written there stays. A fault takes the lock of its own mapping only (Linux 6.4 on).
+ * MADV_POPULATE_WRITE held the lock of the whole address space for the call, and a
+ * program's thread whose malloc moved the heap (brk), or any mmap, waited for it: calls
+ * of 2-8 ms on the CI VM, in the middle of a launch. Under ThreadSanitizer it is still
+ * MADV_POPULATE_WRITE: nothing orders the drain's write before the producer's later one,
+ * which TSan would report.
  */
 int ring__populate(struct ring *r)
 {
+	const uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
 	uint64_t cap = r->mask + 1, head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t want = head + RING_POPULATE_AHEAD;
-	uintptr_t from, to, page = RING_PAGE;
-	int err;
 
 	if (r->populated >= cap || head < RING_POPULATE_AFTER)
 		return 0;
@@ -63,16 +68,26 @@ int ring__populate(struct ring *r)
 		want = cap;
 	if (want <= r->populated)
 		return 0;
-	/* whole pages: the slots start on one (the header is a page) */
-	from = (uintptr_t)r->slots + r->populated * sizeof(struct gt_event);
-	to = (uintptr_t)r->slots + want * sizeof(struct gt_event);
-	from &= ~(page - 1);
-	to = (to + page - 1) & ~(page - 1);
-	err = gt_pages_make((void *)from, to - from);
-	if (err) {
-		r->populated = cap;
-		return err;
+#if defined(__SANITIZE_THREAD__)
+	{
+		/* whole pages: the slots start on one (the header is a page) */
+		uintptr_t from = (uintptr_t)&r->slots[r->populated & ~(per_page - 1)];
+		uintptr_t to = ((uintptr_t)&r->slots[want] + RING_PAGE - 1) & ~(uintptr_t)(RING_PAGE - 1);
+		int err = gt_pages_make((void *)from, to - from);
+
+		if (err) {
+			r->populated = cap;
+			return err;
+		}
 	}
+#else
+	for (uint64_t s = r->populated & ~(per_page - 1); s < want; s += per_page) {
+		/* written by the producer: faulted in by its own writes */
+		if (s < atomic_load_explicit(&r->head, memory_order_relaxed))
+			continue;
+		__atomic_fetch_or((uint64_t *)&r->slots[s], 0, __ATOMIC_RELAXED);
+	}
+#endif
 	r->populated = want;
 	return 1;
 }

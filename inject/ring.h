@@ -106,7 +106,8 @@ GT_HIDDEN void ring__free(struct ring *r);
 /* Consumer: once its thread has written RING_POPULATE_AFTER slots, the ring's pages
  * are faulted in by the caller (the drain thread), RING_POPULATE_AHEAD slots (4 MiB)
  * ahead of the producer at most, not by the producer's writes. 1 when it did now, 0
- * when not now, -errno when the kernel could not (then never again). */
+ * when not now, -errno when the kernel could not (ThreadSanitizer builds: then never
+ * again). */
 #define RING_POPULATE_AFTER 1024
 #define RING_POPULATE_AHEAD 65536
 GT_HIDDEN int ring__populate(struct ring *r);

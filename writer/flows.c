@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "inject/pages.h"
 #include "internal.h"
 
 #define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
@@ -53,8 +52,11 @@ static void corr_make(void)
 			return;
 		W.corr = t;
 	}
-	if (gt_pages_make(W.corr, CORR_TABLE_BYTES))
-		memset(W.corr, 0, CORR_TABLE_BYTES); /* an older kernel: a fault a page */
+	/* Written, a fault a page, not MADV_POPULATE_WRITE: its one call held the address
+	 * space's lock for the whole table (8 ms on the CI VM), and a program's thread
+	 * whose malloc moved the heap (brk) waited as long, in the middle of a launch. A
+	 * fault takes the lock of its own mapping only (Linux 6.4 on). */
+	memset(W.corr, 0, CORR_TABLE_BYTES);
 	W.corr_made = true;
 }
 
