@@ -442,8 +442,10 @@ static void ze_flush(bool final)
 	g = gt_guard_enter();
 	if (final)
 		ze_track__collect();
-	else
+	else {
 		ze_track__collect_behind();
+		ze_track__grow_ahead();
+	}
 	if (g)
 		gt_guard_leave();
 }

@@ -352,6 +352,8 @@ GT_HIDDEN void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, 
 GT_HIDDEN void ze_track__collect(void);
 /* The drain thread's share of the reads, at each cycle (the program's waits leave them). */
 GT_HIDDEN void ze_track__collect_behind(void);
+/* The drain thread's pool more for a context running low on events of ours. */
+GT_HIDDEN void ze_track__grow_ahead(void);
 /* A program's wait returned: read what is done, or leave it to the drain thread. */
 GT_HIDDEN void ze_track__synced(void);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */

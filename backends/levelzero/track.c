@@ -54,6 +54,7 @@
 #include <time.h>
 
 #define ZE_POOL_EVENTS    256     /* events per pool of ours */
+#define ZE_POOL_LOW       (ZE_POOL_EVENTS / 2) /* free events left when the drain grows a pool */
 #define ZE_LIST_STASH     16      /* events of ours a list holds for its appends */
 #define ZE_TLS_LISTS      4       /* lists a thread finds without the lock */
 #define ZE_CTX_EVENTS_MAX (1 << 16) /* ours per context: beyond, work goes untimed */
@@ -90,6 +91,7 @@ struct ze_ctx {
 	ze_event_handle_t *free; /* reset and ready */
 	unsigned nall, nfree;
 	ze_kernel_timestamp_result_t **slots; /* per pool: host memory the queries write */
+	bool want_pool; /* its free events ran low: the drain thread makes a pool */
 };
 
 struct ze_cmd {
@@ -195,6 +197,12 @@ static _Atomic unsigned ze_pend_count;
 /* Reads made by the program's threads (lock held), and whether this thread is the drain's
  * collect (ze_track__collect_behind). */
 static uint64_t ze_prog_reads;
+/* A context ran low on free events of ours (ze_track__grow_ahead); the one the drain
+ * thread makes a pool for, without the lock; and the wait for that pool (a context's
+ * destroy, and the exit's last reads: no loader call may follow them). */
+static atomic_bool ze_pools_low;
+static struct ze_ctx *ze_growing;
+static pthread_cond_t ze_grown = PTHREAD_COND_INITIALIZER;
 static GT_TLS bool ze_tls_behind;
 
 /*
@@ -212,7 +220,115 @@ static GT_TLS struct ze_tls_list {
 
 /* ---- our events ---- */
 
-static int ze_ctx__grow_pool(struct ze_ctx *c);
+/*
+ * A pool of ours, all its events made at once, so appends never allocate driver
+ * objects one by one. (An object of ours made later could take the address of one
+ * the program destroyed, and a stale handle of the program's would then look valid.)
+ * Made without the lock (driver calls only), then joined to its context under it.
+ */
+struct ze_new_pool {
+	ze_event_pool_handle_t pool;
+	ze_kernel_timestamp_result_t *slot; /* host memory the queries write, or NULL */
+	unsigned n;
+	ze_event_handle_t ev[ZE_POOL_EVENTS]; /* the first made last: handed out first */
+};
+
+static int ze_pool__make(ze_context_handle_t ctx, struct ze_new_pool *np)
+{
+	ze_event_pool_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+		.flags = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
+		.count = ZE_POOL_EVENTS,
+	};
+	ze_event_desc_t edesc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
+		/* Host scope: the timestamps are read by the host. */
+		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
+		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
+	};
+	ze_host_mem_alloc_desc_t hdesc = { .stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC };
+
+	np->pool = NULL;
+	np->slot = NULL;
+	np->n = 0;
+	if (ZE_REAL(zeEventPoolCreate)(ctx, &desc, 0, NULL, &np->pool) != ZE_RESULT_SUCCESS)
+		return -EIO;
+	/* Without it, counter-based events with timestamps go untimed. */
+	if (ZE_REAL(zeMemAllocHost)(ctx, &hdesc, ZE_POOL_EVENTS * sizeof(*np->slot), 64,
+				    (void **)&np->slot) != ZE_RESULT_SUCCESS)
+		np->slot = NULL;
+	for (edesc.index = ZE_POOL_EVENTS; edesc.index-- > 0;) {
+		ze_event_handle_t ev = NULL;
+
+		if (ZE_REAL(zeEventCreate)(np->pool, &edesc, &ev) == ZE_RESULT_SUCCESS)
+			np->ev[np->n++] = ev;
+	}
+	return 0;
+}
+
+/* A pool no context took (the context went, or memory ran out). */
+static void ze_pool__unmake(ze_context_handle_t ctx, struct ze_new_pool *np)
+{
+	for (unsigned i = 0; i < np->n; i++)
+		ZE_REAL(zeEventDestroy)(np->ev[i]);
+	ZE_REAL(zeEventPoolDestroy)(np->pool);
+	if (np->slot)
+		ZE_REAL(zeMemFree)(ctx, np->slot);
+}
+
+/* The events of np join c's free list (lock held). 0 or -ENOMEM (np untouched). */
+static int ze_ctx__add_pool_locked(struct ze_ctx *c, struct ze_new_pool *np)
+{
+	size_t n = c->npools + 1;
+	ze_event_pool_handle_t *pools;
+	ze_kernel_timestamp_result_t **slots;
+	ze_event_handle_t *all, *fr;
+
+	pools = realloc(c->pools, n * sizeof(*pools));
+	if (!pools)
+		return -ENOMEM;
+	c->pools = pools;
+	all = realloc(c->all, (c->nall + ZE_POOL_EVENTS) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	c->all = all;
+	fr = realloc(c->free, (c->nall + ZE_POOL_EVENTS) * sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	c->free = fr;
+	slots = realloc(c->slots, n * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	c->slots = slots;
+	c->slots[c->npools] = np->slot;
+	c->pools[c->npools++] = np->pool;
+	for (unsigned i = 0; i < np->n; i++) {
+		ze_event_handle_t ev = np->ev[i];
+		/* made from the last index down */
+		unsigned index = ZE_POOL_EVENTS - 1 - i;
+
+		if (np->slot)
+			ze_map__put(&ze_slots, ev, (uintptr_t)&np->slot[index]);
+		c->all[c->nall++] = ev;
+		c->free[c->nfree++] = ev;
+	}
+	return 0;
+}
+
+/* A pool more for c, made by the caller's thread with the lock held: when none is
+ * free (the drain thread grows a pool ahead of need, ze_track__grow_ahead). */
+static int ze_ctx__grow_pool(struct ze_ctx *c)
+{
+	struct ze_new_pool np;
+	int err;
+
+	if (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX)
+		return -ENOSPC;
+	err = ze_pool__make(c->handle, &np);
+	if (!err && (err = ze_ctx__add_pool_locked(c, &np)))
+		ze_pool__unmake(c->handle, &np);
+	return err;
+}
 
 static struct ze_ctx *ze_ctx__get(ze_context_handle_t h)
 {
@@ -228,82 +344,26 @@ static struct ze_ctx *ze_ctx__get(ze_context_handle_t h)
 		free(c);
 		return NULL;
 	}
+	/* when a context's first list is created */
 	ze_ctx__grow_pool(c);
 	return c;
-}
-
-/*
- * A pool of ours, all its events made at once: when a context's first list
- * is created, so appends never allocate driver objects. (An object of ours
- * made later could take the address of one the program destroyed, and a
- * stale handle of the program's would then look valid.)
- */
-static int ze_ctx__grow_pool(struct ze_ctx *c)
-{
-	ze_event_pool_desc_t desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
-		.flags = ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-		.count = ZE_POOL_EVENTS,
-	};
-	ze_event_desc_t edesc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
-		/* Host scope: the timestamps are read by the host. */
-		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
-		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
-	};
-	ze_host_mem_alloc_desc_t hdesc = { .stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC };
-	ze_event_pool_handle_t pool = NULL, *pools;
-	ze_kernel_timestamp_result_t **slots, *slot = NULL;
-	ze_event_handle_t *all, *fr;
-	size_t n = c->npools + 1;
-
-	if (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX)
-		return -ENOSPC;
-	pools = realloc(c->pools, n * sizeof(*pools));
-	if (!pools)
-		return -ENOMEM;
-	c->pools = pools;
-	all = realloc(c->all, n * ZE_POOL_EVENTS * sizeof(*all));
-	if (!all)
-		return -ENOMEM;
-	c->all = all;
-	fr = realloc(c->free, n * ZE_POOL_EVENTS * sizeof(*fr));
-	if (!fr)
-		return -ENOMEM;
-	c->free = fr;
-	slots = realloc(c->slots, n * sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	c->slots = slots;
-	if (ZE_REAL(zeEventPoolCreate)(c->handle, &desc, 0, NULL, &pool) != ZE_RESULT_SUCCESS)
-		return -EIO;
-	/* Without it, counter-based events with timestamps go untimed. */
-	if (ZE_REAL(zeMemAllocHost)(c->handle, &hdesc, ZE_POOL_EVENTS * sizeof(*slot), 64,
-				    (void **)&slot) != ZE_RESULT_SUCCESS)
-		slot = NULL;
-	c->slots[c->npools] = slot;
-	c->pools[c->npools++] = pool;
-	/* Handed out from the end of the free list: the first made goes first. */
-	for (edesc.index = ZE_POOL_EVENTS; edesc.index-- > 0;) {
-		ze_event_handle_t ev = NULL;
-
-		if (ZE_REAL(zeEventCreate)(pool, &edesc, &ev) != ZE_RESULT_SUCCESS)
-			continue;
-		if (slot)
-			ze_map__put(&ze_slots, ev, (uintptr_t)&slot[edesc.index]);
-		c->all[c->nall++] = ev;
-		c->free[c->nfree++] = ev;
-	}
-	return 0;
 }
 
 static ze_event_handle_t ze_ctx__event(struct ze_ctx *c)
 {
 	if (!c)
 		return NULL;
-	if (!c->nfree && ze_ctx__grow_pool(c))
+	if (!c->nfree && (ze_ctx__grow_pool(c) || !c->nfree))
 		return NULL;
-	return c->nfree ? c->free[--c->nfree] : NULL;
+	if (gt_unlikely(c->nfree == ZE_POOL_LOW) && !c->want_pool && ze_growing != c &&
+	    c->nall + ZE_POOL_EVENTS <= ZE_CTX_EVENTS_MAX) {
+		/* Running low: the drain thread makes a pool before the program's thread must
+		 * (even if reads give events back before it runs: the next peak needs them). */
+		c->want_pool = true;
+		atomic_store_explicit(&ze_pools_low, true, memory_order_relaxed);
+		gt_wake_writer();
+	}
+	return c->free[--c->nfree];
 }
 
 /* Back to the free list as it is: an event the device never saw (lock held). */
@@ -973,6 +1033,49 @@ void ze_track__collect_behind(void)
 	ze_tls_behind = false;
 }
 
+static void ze__find_low_ctx(const void *key, uintptr_t val, void *arg)
+{
+	struct ze_ctx *c = (struct ze_ctx *)val, **low = arg;
+
+	(void)key;
+	if (!*low && c->want_pool)
+		*low = c;
+}
+
+/*
+ * At a cycle's start, on the drain thread: a pool more for a context that ran low, made
+ * without the lock. Made on the program's thread, with the lock held, 256 event creations
+ * made one of its calls take milliseconds, and any other call that needed the lock wait.
+ */
+void ze_track__grow_ahead(void)
+{
+	struct ze_new_pool np;
+	struct ze_ctx *c = NULL;
+	int err;
+
+	if (!atomic_load_explicit(&ze_pools_low, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&ze_lock);
+	if (!atomic_load(&ze_closed))
+		ze_map__each(&ze_ctxs, ze__find_low_ctx, &c);
+	if (c)
+		c->want_pool = false;
+	else
+		atomic_store_explicit(&ze_pools_low, false, memory_order_relaxed);
+	ze_growing = c;
+	pthread_mutex_unlock(&ze_lock);
+	if (!c)
+		return;
+	err = ze_pool__make(c->handle, &np);
+	pthread_mutex_lock(&ze_lock);
+	ze_growing = NULL;
+	/* (the program's thread may have grown it to its bound meanwhile) */
+	if (!err && (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX || ze_ctx__add_pool_locked(c, &np)))
+		ze_pool__unmake(c->handle, &np);
+	pthread_cond_broadcast(&ze_grown);
+	pthread_mutex_unlock(&ze_lock);
+}
+
 void ze_track__synced(void)
 {
 	unsigned n = atomic_load_explicit(&ze_pend_count, memory_order_relaxed);
@@ -1015,6 +1118,8 @@ GT_STARTUP_CODE void ze_track__final(void)
 		return;
 	}
 	pthread_mutex_lock(&ze_lock);
+	while (ze_growing)
+		pthread_cond_wait(&ze_grown, &ze_lock);
 	ze__collect_last_locked();
 	while (ze_pend_head)
 		ze_pend__drop(ze_pend_head, ze_str.lost_unread);
@@ -1967,6 +2072,10 @@ void ze_track__context_destroy(ze_context_handle_t ctx)
 	struct ze_ctx *c;
 
 	pthread_mutex_lock(&ze_lock);
+	c = (struct ze_ctx *)ze_map__get(&ze_ctxs, ctx);
+	/* The drain thread is making a pool in it: the context must outlive that. */
+	while (c && ze_growing == c)
+		pthread_cond_wait(&ze_grown, &ze_lock);
 	c = (struct ze_ctx *)ze_map__del(&ze_ctxs, ctx);
 	if (!c)
 		goto out;
@@ -2012,4 +2121,7 @@ void ze_track__forget(void)
 	ze_pend_head = ze_pend_tail = ze_pend_spare = NULL;
 	atomic_store(&ze_pend_count, 0);
 	ze_prog_reads = 0;
+	atomic_store(&ze_pools_low, false);
+	ze_growing = NULL;
+	pthread_cond_init(&ze_grown, NULL);
 }

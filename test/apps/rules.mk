@@ -6,6 +6,8 @@ ZE_APPS := ze_basic ze_hammer ze_threads ze_lists ze_shared_engine ze_multiqueue
 ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong ze_flight
 # SYCL graphs (mutable lists) and Intel's zex functions, from zeDriverGetExtensionFunctionAddress.
 ZE_APPS += ze_graph
+# Contexts destroyed right after their launches (while gputrace may grow its pools in them).
+ZE_APPS += ze_contexts
 # Waits on a kernel that waits on an event nobody signals (the --watchdog tests).
 ZE_APPS += ze_hang
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))

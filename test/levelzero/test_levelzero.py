@@ -609,6 +609,27 @@ def test_reads_left_to_the_drain_thread_are_all_made(tmp_path, kind, launches, b
         last = launched
 
 
+@pytest.mark.parametrize("rounds", [40, pytest.param(10, marks=pytest.mark.sanitize)])
+def test_contexts_destroyed_while_their_pools_grow(tmp_path, rounds):
+    """Each round's 200 launches leave fewer than 128 of a context's first 256 events of
+    ours free, so the drain thread is woken to make the next pool, without the lock, while
+    the program goes on and destroys the context at once: the destroy waits for that pool
+    and takes it down with the context. Every kernel is in the trace, named for its round,
+    after the call that launched it, nothing lost; the program's output and status are its
+    own (and, under the sanitizers, no race or leak)."""
+    kernels = 200
+    trace = traced_like_untraced([APPS / "ze_contexts", rounds, kernels], tmp_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
+               if h["name"] == "zeCommandListAppendLaunchKernel"}
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(appends) == len(dev) == rounds * kernels
+    assert collections.Counter(d["name"] for d in dev) == {f"r{r}": kernels for r in range(rounds)}
+    for d in dev:
+        assert start(d) >= start(appends[d["args"]["correlation"]]), d
+    assert len([h for h in host_spans(trace) if h["name"] == "zeContextDestroy"]) == rounds + 1
+
+
 def test_device_clock_drift_never_draws_work_before_its_call(tmp_path):
     """The device's clock runs 1000 ppm slow (a real one: a few ppm): a clock pair reused
     for 1 ms then converts a kernel up to 1 us early, before the append that launched it,
