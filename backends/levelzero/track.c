@@ -1804,6 +1804,7 @@ static void ze_list__defer_locked(struct ze_list *L)
 void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 {
 	struct ze_list *L;
+	bool read_now;
 
 	pthread_mutex_lock(&ze_lock);
 	L = (struct ze_list *)ze_map__get(&ze_lists, l);
@@ -1813,7 +1814,8 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 	 * (a regular list's reads, as they are) on the drain thread. */
 	if (!L->immediate && ze__defers())
 		ze_list__defer_locked(L);
-	if (L->immediate || L->npend || !ze__defers())
+	read_now = L->immediate || L->npend || !ze__defers();
+	if (read_now)
 		ze__collect_locked();
 	if (L->immediate) {
 		/* What the program waited for is done, but our commands after its last one (a
@@ -1826,9 +1828,7 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 		ze_list__unpark(L, 0, true);
 	}
 	/* Earlier runs' copies too (an immediate list may hold several runs). */
-	for (struct ze_pending *p = L->immediate || L->npend || !ze__defers() ? ze_pend_head : NULL,
-			       *next;
-	     p; p = next) {
+	for (struct ze_pending *p = read_now ? ze_pend_head : NULL, *next; p; p = next) {
 		next = p->next;
 		if (p->list == L)
 			ze_pend__settle(p, ze_str.lost_unread);
