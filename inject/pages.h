@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pages made ahead of their first use (the rings' slots, the writer's launch
- * table): written by the kernel now, so that a read before the first write
- * does not map the shared zero page, which the write would then copy (and
- * flush the other CPUs' TLBs for). MADV_POPULATE_WRITE leaves what the pages
- * hold alone.
+ * Pages made ahead of their first use: written by the kernel now, so that a
+ * read before the first write does not map the shared zero page, which the
+ * write would then copy (and flush the other CPUs' TLBs for).
+ * MADV_POPULATE_WRITE leaves what the pages hold alone, but holds the address
+ * space's lock for the whole call: only ThreadSanitizer builds' rings use it
+ * (inject/ring.c, ring__populate, says why the others write their pages).
  */
 #ifndef GPUTRACE_PAGES_H
 #define GPUTRACE_PAGES_H

@@ -315,6 +315,12 @@ static int ze_ctx__add_pool_locked(struct ze_ctx *c, struct ze_new_pool *np)
 	return 0;
 }
 
+/* May c have a pool more? (Beyond ZE_CTX_EVENTS_MAX, work goes untimed.) */
+static inline bool ze_ctx__room(const struct ze_ctx *c)
+{
+	return c->nall + ZE_POOL_EVENTS <= ZE_CTX_EVENTS_MAX;
+}
+
 /* A pool more for c, made by the caller's thread with the lock held: when none is
  * free (the drain thread grows a pool ahead of need, ze_track__grow_ahead). */
 static int ze_ctx__grow_pool(struct ze_ctx *c)
@@ -322,7 +328,7 @@ static int ze_ctx__grow_pool(struct ze_ctx *c)
 	struct ze_new_pool np;
 	int err;
 
-	if (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX)
+	if (!ze_ctx__room(c))
 		return -ENOSPC;
 	err = ze_pool__make(c->handle, &np);
 	if (!err && (err = ze_ctx__add_pool_locked(c, &np)))
@@ -356,7 +362,7 @@ static ze_event_handle_t ze_ctx__event(struct ze_ctx *c)
 	if (!c->nfree && (ze_ctx__grow_pool(c) || !c->nfree))
 		return NULL;
 	if (gt_unlikely(c->nfree == ZE_POOL_LOW) && !c->want_pool && ze_growing != c &&
-	    c->nall + ZE_POOL_EVENTS <= ZE_CTX_EVENTS_MAX) {
+	    ze_ctx__room(c)) {
 		/* Running low: the drain thread makes a pool before the program's thread must
 		 * (even if reads give events back before it runs: the next peak needs them). */
 		c->want_pool = true;
@@ -1070,7 +1076,7 @@ void ze_track__grow_ahead(void)
 	pthread_mutex_lock(&ze_lock);
 	ze_growing = NULL;
 	/* (the program's thread may have grown it to its bound meanwhile) */
-	if (!err && (c->nall + ZE_POOL_EVENTS > ZE_CTX_EVENTS_MAX || ze_ctx__add_pool_locked(c, &np)))
+	if (!err && (!ze_ctx__room(c) || ze_ctx__add_pool_locked(c, &np)))
 		ze_pool__unmake(c->handle, &np);
 	pthread_cond_broadcast(&ze_grown);
 	pthread_mutex_unlock(&ze_lock);
