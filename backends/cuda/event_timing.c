@@ -193,6 +193,7 @@ static struct ev_slot *grab(void)
 void *cupti__events_before(void *stream, bool per_thread)
 {
 	struct ev_slot *s = NULL;
+	unsigned long long sid;
 	int dev = -1, capturing = 0;
 
 	if (!load_rt())
@@ -222,34 +223,44 @@ void *cupti__events_before(void *stream, bool per_thread)
 	if (record(s->ev0, stream, per_thread)) {
 		atomic_store(&s->state, SLOT_FREE);
 		s = NULL;
+		goto out;
 	}
+	/* here, in the calls already made capture-safe, not after the launch */
+	sid = 0;
+	if (per_thread && rt.stream_id_ptsz)
+		rt.stream_id_ptsz(stream, &sid);
+	else if (rt.stream_id)
+		rt.stream_id(stream, &sid);
+	s->stream_id = sid;
 out:
 	our_calls_end(mode);
 	return s;
 }
 
-void cupti__events_after(void *token, void *stream, bool per_thread, int result, uint64_t corr,
-			 uint64_t host_start, const struct cupti_launch_info *info)
+void *cupti__events_end(void *token, void *stream, bool per_thread, int result)
 {
 	struct ev_slot *s = token;
-	unsigned long long sid = 0;
 
 	if (!s)
-		return;
+		return NULL;
 	int mode = our_calls_begin();
 	if (result || record(s->ev1, stream, per_thread)) {
 		atomic_store(&s->state, SLOT_FREE);
-		our_calls_end(mode);
-		return;
+		s = NULL;
 	}
-	if (per_thread && rt.stream_id_ptsz)
-		rt.stream_id_ptsz(stream, &sid);
-	else if (rt.stream_id)
-		rt.stream_id(stream, &sid);
 	our_calls_end(mode);
+	return s;
+}
+
+void cupti__events_after(void *token, uint64_t corr, uint64_t host_start,
+			 const struct cupti_launch_info *info)
+{
+	struct ev_slot *s = token;
+
+	if (!s)
+		return;
 	s->corr = corr;
 	s->host_start = host_start;
-	s->stream_id = sid;
 	s->li = *info;
 	atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
 }

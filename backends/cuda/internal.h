@@ -233,11 +233,14 @@ struct cupti_launch_info {
 	uint32_t kind;  /* copy kind string id ("HtoD"), or 0 */
 	uint64_t bytes; /* copies and fills */
 };
-/* Around a launch on `stream` (per_thread: the _ptsz flavour). */
+/* Around a launch on `stream` (per_thread: the _ptsz flavour): before it,
+ * and at once after it, inside the host call's span, so that the end event is
+ * no later than the call's end; result: the launch's cudaError_t (its events
+ * are dropped when it failed). NULL: nothing to time. */
 GT_HIDDEN void *cupti__events_before(void *stream, bool per_thread);
-/* result: the launch's cudaError_t (its events are dropped when it failed) */
-GT_HIDDEN void cupti__events_after(void *token, void *stream, bool per_thread, int result,
-				   uint64_t corr, uint64_t host_start,
+GT_HIDDEN void *cupti__events_end(void *token, void *stream, bool per_thread, int result);
+/* Once the call is recorded: hand the pair to the drain thread. */
+GT_HIDDEN void cupti__events_after(void *token, uint64_t corr, uint64_t host_start,
 				   const struct cupti_launch_info *info);
 /* Drain thread: turn finished event pairs into device spans. */
 GT_HIDDEN void cupti__events_poll(bool final);

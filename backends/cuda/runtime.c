@@ -562,12 +562,12 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
 		gt_pushed = gt_ext_corr_push(gt_c.corr);                                    \
 		gt_r = gt_fn args;                                                          \
+		gt_token = cupti__events_end(gt_token, (void *)(stream), per_thread, gt_r); \
 		gt_ext_corr_pop(gt_pushed);                                                 \
 		rt_end(&gt_c, gt_r);                                                        \
 		if (gt_token) {                                                             \
 			work_info(&gt_li, work, bytes, kind, func);                         \
-			cupti__events_after(gt_token, (void *)(stream), per_thread, gt_r,   \
-					    gt_c.corr, gt_c.start, &gt_li);                 \
+			cupti__events_after(gt_token, gt_c.corr, gt_c.start, &gt_li);       \
 		}                                                                           \
 		rt_after(&gt_c);                                                            \
 		return gt_r;                                                                \
