@@ -451,6 +451,7 @@ uint64_t ze_telemetry__sample(uint64_t now_ns)
 	if (!atomic_load(&zt_started))
 		return now_ns + period; /* the program has not called zeInit yet */
 	pthread_mutex_lock(&zt_lock);
+	now_ns = gt_clock_ns(); /* the round's time: the lock may have been held a while */
 	stopped = zt_stopped; /* read under the lock: an exiting thread sets it */
 	if (!stopped && !atomic_load(&ze_closed))
 		zt_round();
