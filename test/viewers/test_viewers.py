@@ -67,9 +67,37 @@ def test_gz_is_one_member_at_exit(tmp_path):
     assert sum(n for (ph, cat, name), n in t["counts"].items() if name == "busyLaunch") == 50 * 8
 
 
+def settled_after_a_checkpoint(path, quiet_s=0.004, limit_s=10):
+    """Returns once a checkpoint has changed the file and its write is over: size and
+    mtime unchanged for quiet_s. The next checkpoint is then a whole flush interval
+    away, so a kill now lands between two (the README's "Limits": a kill inside the
+    ~0.1 ms write itself may cut the member)."""
+    def look():
+        try:
+            st = os.stat(path)
+            return st.st_size, st.st_mtime_ns
+        except FileNotFoundError:
+            return None
+    deadline = time.monotonic() + limit_s
+    seen = look()
+    while time.monotonic() < deadline:
+        time.sleep(0.0005)
+        now = look()
+        if now != seen:
+            seen, since = now, time.monotonic()
+            while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+                time.sleep(0.0002)
+                now = look()
+                if now != seen:
+                    seen, since = now, time.monotonic()
+            return
+    raise AssertionError(f"{path}: no checkpoint in {limit_s} s")
+
+
 def test_gz_is_one_member_after_sigkill(tmp_path):
-    """SIGKILL between checkpoints (flush every 20 ms, calls every 0.5 ms):
-    the file is one complete member, the last checkpoint."""
+    """SIGKILL between checkpoints (flush every 20 ms, calls every 0.5 ms; the kill
+    follows a checkpoint's write by ~4 ms, at a different point in the run each
+    time): the file is one complete member, the last checkpoint."""
     prog = BUILD / "test" / "fault" / "fault_crash"
     need(prog)
     for n in range(3):
@@ -82,6 +110,7 @@ def test_gz_is_one_member_after_sigkill(tmp_path):
         assert p.stdout.readline() == b"main calls 1002\n"
         assert p.stdout.readline() == b"ready\n"
         time.sleep(0.2 + 0.07 * n)
+        settled_after_a_checkpoint(gz)
         p.kill()
         p.communicate(timeout=30)
         t = one_gzip_member(gz)
