@@ -193,7 +193,7 @@ static struct ev_slot *grab(void)
 void *cupti__events_before(void *stream, bool per_thread)
 {
 	struct ev_slot *s = NULL;
-	unsigned long long sid;
+	unsigned long long sid = 0;
 	int dev = -1, capturing = 0;
 
 	if (!load_rt())
@@ -226,7 +226,6 @@ void *cupti__events_before(void *stream, bool per_thread)
 		goto out;
 	}
 	/* here, in the calls already made capture-safe, not after the launch */
-	sid = 0;
 	if (per_thread && rt.stream_id_ptsz)
 		rt.stream_id_ptsz(stream, &sid);
 	else if (rt.stream_id)

@@ -224,7 +224,7 @@ static void nv_sample_dev(struct nv_dev *d, uint64_t now)
 /* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
 static uint64_t nv_sample(uint64_t now_ns)
 {
-	uint64_t first = 0;
+	uint64_t at = now_ns; /* the round's first reading, once NVML is open */
 	bool on;
 
 	if (!nv_wanted())
@@ -236,14 +236,15 @@ static uint64_t nv_sample(uint64_t now_ns)
 	if (on && (gt_cfg.kinds & GT_KIND(COUNTER)))
 		for (unsigned i = 0; i < nv_ndevs; i++) {
 			uint64_t t = gt_clock_ns();
-			first = first ? first : t;
+			if (!i)
+				at = t;
 			nv_sample_dev(&nv_devs[i], t);
 		}
 	pthread_mutex_unlock(&nv_lock);
 	/* a period after this round's reading, not after now_ns: opening NVML
 	 * (tens of ms on a loaded machine) would bring the second round close
 	 * behind the first, a rate above the one asked for */
-	return on ? (first ? first : now_ns) + 1000000000ull / gt_cfg.telemetry_hz : 0;
+	return on ? at + 1000000000ull / gt_cfg.telemetry_hz : 0;
 }
 
 /* No NVML and no NVIDIA driver: one line. A warning when no backend sampled any
