@@ -103,6 +103,8 @@ static void *drain_main(void *arg)
 	/* named, so that top -H and the tests tell it from the program's */
 	prctl(PR_SET_NAME, "gputrace-drain", 0, 0, 0);
 	atomic_store(&W.drain_tid, gt_gettid());
+	/* a fork() may be waiting for this thread to be past its start-up */
+	gt_futex(&W.drain_tid, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 	gt_in_tracer = 1;
 	uint64_t closed_at = 0;
 	for (;;) {
@@ -355,6 +357,31 @@ int writer__sync(bool final, unsigned timeout_ms)
  * run on the thread that called it */
 static GT_TLS bool fork_holds_cycle;
 
+/*
+ * A drain thread just created may still be in the thread start-up of the C
+ * library or of a sanitizer, which allocates: ASan's (GCC 12) does not lock
+ * its allocator across fork(), so a child forked then inherits a lock that
+ * no thread of its own will release, and its own drain thread hangs on it.
+ * fork() lets the thread get to its own code first (within FORK_WAIT_MS).
+ */
+static void wait_thread_started(const struct timespec *until)
+{
+	while (atomic_load(&W.thread_running) && !atomic_load(&W.drain_tid)) {
+		struct timespec now, left;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		left.tv_sec = until->tv_sec - now.tv_sec;
+		left.tv_nsec = until->tv_nsec - now.tv_nsec;
+		if (left.tv_nsec < 0) {
+			left.tv_nsec += 1000000000l;
+			left.tv_sec--;
+		}
+		if (left.tv_sec < 0)
+			return;
+		gt_futex(&W.drain_tid, FUTEX_WAIT_PRIVATE, 0, &left);
+	}
+}
+
 void writer__fork_prepare(void)
 {
 	struct timespec until;
@@ -369,6 +396,7 @@ void writer__fork_prepare(void)
 	until.tv_nsec += FORK_WAIT_MS * 1000000l;
 	until.tv_sec += until.tv_nsec / 1000000000l;
 	until.tv_nsec %= 1000000000l;
+	wait_thread_started(&until);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 
