@@ -62,8 +62,8 @@ struct cs_pending {
 
 static struct cs_buf *bufs;
 static struct cs_pending *pending;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static bool worker_running, worker_stop;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, worker_up = PTHREAD_COND_INITIALIZER;
+static bool worker_running, worker_stop, worker_started;
 static pthread_t worker_thread;
 
 bool cs_kind_on(CUpti_ActivityKind k)
@@ -289,9 +289,22 @@ static void deliver_buffers(int how)
 	}
 }
 
+/*
+ * A fork child must not inherit the worker caught halfway through its
+ * start-up or through freeing records: under ASan, whose GCC 12 runtime
+ * does not lock its allocator across fork(), that leaves an allocator lock
+ * taken for good in the child. So the worker is running before
+ * start_worker() returns, and it works holding worker_busy, which fork()
+ * takes (cs_worker_fork_*). The worker only tries it: fork() may come from
+ * a thread holding a lock that C.lock waits behind (a client's flush).
+ */
+static pthread_mutex_t worker_busy = PTHREAD_MUTEX_INITIALIZER;
+
 static void *worker(void *arg)
 {
 	pthread_mutex_lock(&C.lock);
+	worker_started = true;
+	pthread_cond_signal(&worker_up);
 	for (;;) {
 		struct timespec until;
 		uint32_t period = C.flush_period_ms ? C.flush_period_ms : WORKER_TICK_MS;
@@ -303,10 +316,11 @@ static void *worker(void *arg)
 		pthread_cond_timedwait(&wake, &C.lock, &until);
 		if (worker_stop)
 			break;
-		if (!C.tools)
+		if (!C.tools || pthread_mutex_trylock(&worker_busy))
 			continue;
 		cs_calibrate();
 		deliver_buffers(DELIVER_FULL);
+		pthread_mutex_unlock(&worker_busy);
 	}
 	pthread_mutex_unlock(&C.lock);
 	return NULL;
@@ -332,18 +346,32 @@ static void start_worker(void)
 
 	if (worker_running)
 		return;
+	worker_started = false;
 	if (pthread_create(&worker_thread, NULL, worker, NULL))
 		cs_die("cannot start the worker thread");
 	worker_running = true;
+	while (!worker_started)
+		pthread_cond_wait(&worker_up, &C.lock);
 	if (!registered)
 		atexit(stop_worker);
 	registered = true;
+}
+
+void cs_worker_fork_prepare(void)
+{
+	pthread_mutex_lock(&worker_busy);
+}
+
+void cs_worker_fork_parent(void)
+{
+	pthread_mutex_unlock(&worker_busy);
 }
 
 void cs_worker_forget(void)
 {
 	/* a fork child: the worker stayed in the parent */
 	worker_running = false;
+	pthread_mutex_init(&worker_busy, NULL);
 }
 
 void cs_activity_forget(void)

@@ -583,5 +583,5 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void cs_fork_handlers(void)
 {
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(cs_worker_fork_prepare, cs_worker_fork_parent, atfork_child);
 }

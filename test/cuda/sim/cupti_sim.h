@@ -77,6 +77,8 @@ CS_HIDDEN void cs_activity_graph(const struct sim_graph_run *g);
 CS_HIDDEN void cs_activity_sync(struct sim_sync *s, int site);
 CS_HIDDEN void cs_activity_forget(void); /* finalize: drop buffers and records */
 CS_HIDDEN void cs_worker_forget(void);   /* fork child: no worker thread */
+CS_HIDDEN void cs_worker_fork_prepare(void); /* fork: the worker is idle throughout */
+CS_HIDDEN void cs_worker_fork_parent(void);
 CS_HIDDEN bool cs_kind_on(CUpti_ActivityKind k);
 
 /* ---- cupti_profiler.c ---- */
