@@ -45,6 +45,7 @@ static void *outq_main(void *arg)
 	struct outq *q = &W.q;
 	sigset_t all;
 
+	writer__thread_up();
 	/* signals meant for the program go to its threads, not ours */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -93,16 +94,11 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 	 * program's thread (no drain thread yet, a fatal signal's handler)
 	 * starts no thread */
 	if (behind && !q->started && !q->no_thread && writer__is_drain_thread()) {
-		pthread_attr_t attr;
-
 		pthread_mutex_init(&q->lock, NULL);
 		pthread_cond_init(&q->wake, NULL);
 		pthread_cond_init(&q->done, NULL);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		q->started = !pthread_create(&q->thread, &attr, outq_main, NULL);
+		q->started = !writer__spawn(&q->thread, outq_main);
 		q->no_thread = !q->started;
-		pthread_attr_destroy(&attr);
 	}
 	swap(&q->ev, ev);
 	swap(&q->trailer, trailer);

@@ -514,6 +514,7 @@ static void *watchdog_main(void *arg)
 	sigset_t all;
 
 	(void)arg;
+	writer__thread_up();
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "gputrace-wdog", 0, 0, 0);
@@ -552,19 +553,15 @@ bool watchdog__started(void)
 
 void watchdog__start(void)
 {
-	pthread_attr_t attr;
 	pthread_t t;
 
 	if (!gt_watchdog_on || !gt_live() || atomic_load(&gt_end_reason) ||
 	    atomic_exchange(&started, true))
 		return;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, watchdog_main, NULL)) {
+	if (writer__spawn(&t, watchdog_main)) {
 		pr_warn("watchdog: could not start its thread; no hang reports");
 		atomic_store(&started, false);
 	}
-	pthread_attr_destroy(&attr);
 }
 
 void watchdog__forget(void)
