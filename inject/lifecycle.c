@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "clock.h"
 #include "config.h"
+#include "futex.h"
 #include "hooks.h"
 #include "injection.h"
 #include "registry.h"
@@ -412,10 +414,56 @@ static void exec_resolve(void)
 	atomic_store_explicit(&real_exec_execve, gt_real("execve"), memory_order_release);
 }
 
+/*
+ * Our threads. One just made may still be in the thread start-up of the C
+ * library or of a sanitizer, which allocates: ASan's (GCC 12) does not lock
+ * its allocator across fork(), so a child forked then inherits a lock no
+ * thread of its own releases, and its own drain thread hangs on it (CI saw
+ * it: a fork right after the first traced call). fork() waits until each
+ * has reached its own code, for at most THREAD_START_WAIT_MS.
+ */
+#define THREAD_START_WAIT_MS 200
+static _Atomic uint32_t threads_starting;
+
+int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
+{
+	pthread_attr_t attr;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	atomic_fetch_add(&threads_starting, 1);
+	err = pthread_create(thread, &attr, main_fn, NULL);
+	pthread_attr_destroy(&attr);
+	if (err)
+		lifecycle__thread_up();
+	return -err;
+}
+
+void lifecycle__thread_up(void)
+{
+	if (atomic_fetch_sub(&threads_starting, 1) == 1)
+		gt_futex(&threads_starting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+static void wait_threads_started(void)
+{
+	uint64_t until = gt_clock_gettime_ns() + THREAD_START_WAIT_MS * 1000000ull, now;
+	uint32_t n;
+
+	while ((n = atomic_load(&threads_starting)) && (now = gt_clock_gettime_ns()) < until) {
+		struct timespec left = { (time_t)((until - now) / 1000000000u),
+					 (long)((until - now) % 1000000000u) };
+
+		gt_futex(&threads_starting, FUTEX_WAIT_PRIVATE, n, &left);
+	}
+}
+
 /* Lock order as in the drain cycle: the cycle first, then the registry. */
 static void atfork_prepare(void)
 {
 	exec_resolve();
+	wait_threads_started();
 	lifecycle__hooks()->fork_prepare();
 	registry__lock_all();
 }
@@ -428,6 +476,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	atomic_store(&threads_starting, 0); /* those were the parent's */
 	registry__unlock_all();
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */

@@ -3,6 +3,7 @@
 #ifndef GPUTRACE_STATE_H
 #define GPUTRACE_STATE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -77,6 +78,11 @@ GT_HIDDEN bool shim__recorded_anything(void);
 /* The drain thread was started (gt_start_writer), or is not to be. */
 GT_HIDDEN bool shim__writer_started(void);
 GT_HIDDEN void lifecycle__init(void);
+/* Our threads (drain, watchdog, output, Kineto cycles): made detached, 0 or
+ * -errno. Each calls lifecycle__thread_up first thing: a fork() waits for
+ * threads still in their start-up (lifecycle.c). */
+GT_HIDDEN int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *));
+GT_HIDDEN void lifecycle__thread_up(void);
 /* Put our fatal-signal handlers in (once; with the first recording). */
 GT_HIDDEN void lifecycle__arm_signals(void);
 /* Tell the backends of libraries loaded since the last call (the writer's

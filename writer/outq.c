@@ -45,7 +45,7 @@ static void *outq_main(void *arg)
 	struct outq *q = &W.q;
 	sigset_t all;
 
-	writer__thread_up();
+	lifecycle__thread_up();
 	/* signals meant for the program go to its threads, not ours */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -97,7 +97,7 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 		pthread_mutex_init(&q->lock, NULL);
 		pthread_cond_init(&q->wake, NULL);
 		pthread_cond_init(&q->done, NULL);
-		q->started = !writer__spawn(&q->thread, outq_main);
+		q->started = !lifecycle__spawn(&q->thread, outq_main);
 		q->no_thread = !q->started;
 	}
 	swap(&q->ev, ev);

@@ -103,7 +103,7 @@ static void *drain_main(void *arg)
 	/* named, so that top -H and the tests tell it from the program's */
 	prctl(PR_SET_NAME, "gputrace-drain", 0, 0, 0);
 	atomic_store(&W.drain_tid, gt_gettid());
-	writer__thread_up();
+	lifecycle__thread_up();
 	gt_in_tracer = 1;
 	uint64_t closed_at = 0;
 	for (;;) {
@@ -210,36 +210,6 @@ static void mark_used(void)
 		atomic_store(&W.used, true);
 }
 
-/*
- * Our threads, made detached. A thread just made may still be in the start-up
- * of the C library or of a sanitizer, which allocates: ASan's (GCC 12) does
- * not lock its allocator across fork(), so a child forked then inherits a
- * lock no thread of its own releases, and its own drain thread hangs on it.
- * fork() waits until each has reached its own code (writer__thread_up).
- */
-static _Atomic uint32_t threads_starting;
-
-int writer__spawn(pthread_t *thread, void *(*main_fn)(void *))
-{
-	pthread_attr_t attr;
-	int err;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	atomic_fetch_add(&threads_starting, 1);
-	err = pthread_create(thread, &attr, main_fn, NULL);
-	pthread_attr_destroy(&attr);
-	if (err)
-		writer__thread_up();
-	return -err;
-}
-
-void writer__thread_up(void)
-{
-	if (atomic_fetch_sub(&threads_starting, 1) == 1)
-		gt_futex(&threads_starting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-}
-
 int writer__start_thread(void)
 {
 	int err;
@@ -247,7 +217,7 @@ int writer__start_thread(void)
 	mark_used();
 	W.last_checkpoint_ns = gt_clock_ns();
 	atomic_store(&W.thread_running, true);
-	err = writer__spawn(&W.thread, drain_main);
+	err = lifecycle__spawn(&W.thread, drain_main);
 	if (err)
 		atomic_store(&W.thread_running, false);
 	else
@@ -382,27 +352,6 @@ int writer__sync(bool final, unsigned timeout_ms)
  * run on the thread that called it */
 static GT_TLS bool fork_holds_cycle;
 
-/* Within FORK_WAIT_MS: see writer__spawn. */
-static void wait_threads_started(const struct timespec *until)
-{
-	uint32_t n;
-
-	while ((n = atomic_load(&threads_starting))) {
-		struct timespec now, left;
-
-		clock_gettime(CLOCK_REALTIME, &now);
-		left.tv_sec = until->tv_sec - now.tv_sec;
-		left.tv_nsec = until->tv_nsec - now.tv_nsec;
-		if (left.tv_nsec < 0) {
-			left.tv_nsec += 1000000000l;
-			left.tv_sec--;
-		}
-		if (left.tv_sec < 0)
-			return;
-		gt_futex(&threads_starting, FUTEX_WAIT_PRIVATE, n, &left);
-	}
-}
-
 void writer__fork_prepare(void)
 {
 	struct timespec until;
@@ -417,7 +366,6 @@ void writer__fork_prepare(void)
 	until.tv_nsec += FORK_WAIT_MS * 1000000l;
 	until.tv_sec += until.tv_nsec / 1000000000l;
 	until.tv_nsec %= 1000000000l;
-	wait_threads_started(&until);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 
@@ -432,8 +380,6 @@ void writer__fork_parent(void)
 
 void writer__forget(void)
 {
-	/* threads the parent was making are not ours */
-	atomic_store(&threads_starting, 0);
 	/* The parent's file and thread are not ours: close our copy of the
 	 * descriptor and start over. Nothing is freed: the parent's drain
 	 * thread may have been inside a realloc of these buffers when fork()

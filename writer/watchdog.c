@@ -514,7 +514,7 @@ static void *watchdog_main(void *arg)
 	sigset_t all;
 
 	(void)arg;
-	writer__thread_up();
+	lifecycle__thread_up();
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "gputrace-wdog", 0, 0, 0);
@@ -558,7 +558,7 @@ void watchdog__start(void)
 	if (!gt_watchdog_on || !gt_live() || atomic_load(&gt_end_reason) ||
 	    atomic_exchange(&started, true))
 		return;
-	if (writer__spawn(&t, watchdog_main)) {
+	if (lifecycle__spawn(&t, watchdog_main)) {
 		pr_warn("watchdog: could not start its thread; no hang reports");
 		atomic_store(&started, false);
 	}

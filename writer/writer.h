@@ -10,7 +10,6 @@
 #ifndef GPUTRACE_WRITER_H
 #define GPUTRACE_WRITER_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,16 +26,11 @@ GT_HIDDEN int writer__start_thread(void);
  * cycle ends). Without a drain thread (nothing recorded yet) the cycle runs
  * in the caller. Returns 0 when done in time, -ETIMEDOUT otherwise. */
 GT_HIDDEN int writer__sync(bool final, unsigned timeout_ms);
-/* Around fork(): hold the drain thread between cycles, and let our threads
- * just made reach their own code, so no lock inside the C library or a
- * sanitizer runtime (malloc, stdio) is held by them when the child is made.
- * Waits at most one cycle, bounded by a timeout. */
+/* Around fork(): hold the drain thread between cycles, so no lock inside
+ * the C library or a sanitizer runtime (malloc, stdio) is held by it when
+ * the child is made. Waits at most one cycle, bounded by a timeout. */
 GT_HIDDEN void writer__fork_prepare(void);
 GT_HIDDEN void writer__fork_parent(void);
-/* Our threads: made detached by writer__spawn (0 or negative errno), each
- * calls writer__thread_up first, which lets a waiting fork() go on. */
-GT_HIDDEN int writer__spawn(pthread_t *thread, void *(*main_fn)(void *));
-GT_HIDDEN void writer__thread_up(void);
 /* In a fork child: forget the parent's file and thread without touching them. */
 GT_HIDDEN void writer__forget(void);
 /* True when the calling thread is the drain thread. */

@@ -46,6 +46,7 @@
 
 #include "backends/plugins/kineto_internal.h"
 #include "inject/config.h"
+#include "inject/state.h"
 #include "inject/extcorr.h"
 
 GT_HIDDEN struct kineto_prof kineto_profs[PLUGINS_MAX];
@@ -622,6 +623,7 @@ static void *cycle_main(void *arg)
 	sigset_t all;
 
 	(void)arg;
+	lifecycle__thread_up();
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	while (cycle_wait()) {
@@ -642,7 +644,6 @@ static void *cycle_main(void *arg)
 
 void kineto__started(void)
 {
-	pthread_attr_t attr;
 	pthread_condattr_t cattr;
 	pthread_t thread;
 	bool any = false;
@@ -655,12 +656,9 @@ void kineto__started(void)
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&cycle_cond, &cattr);
 	pthread_condattr_destroy(&cattr);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, cycle_main, NULL))
+	if (lifecycle__spawn(&thread, cycle_main))
 		pr_err("GPUTRACE_KINETO_CYCLE_MS: cannot start its thread; Kineto plug-ins hand "
 		       "over their events at exit only");
-	pthread_attr_destroy(&attr);
 }
 
 void kineto__stopping(void)

@@ -200,6 +200,23 @@ bool gt_backend_enabled(const char *name)
 	return true;
 }
 
+/* The Kineto cycle thread: a plain detached one (no fork here to wait). */
+int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
+{
+	pthread_attr_t attr;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(thread, &attr, main_fn, NULL);
+	pthread_attr_destroy(&attr);
+	return -err;
+}
+
+void lifecycle__thread_up(void)
+{
+}
+
 #define LOG_MAX 64
 static char *log_lines[LOG_MAX];
 static int log_levels[LOG_MAX];
