@@ -17,4 +17,13 @@ static inline long gt_futex(void *word, int op, uint32_t val, const struct times
 	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
 }
 
+/* Sleep while *word is val, for at most ns (a wake, a change or a signal
+ * ends it sooner): the callers' deadlines are ns of their own clock. */
+static inline long gt_futex_wait_ns(void *word, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	return gt_futex(word, FUTEX_WAIT_PRIVATE, val, &ts);
+}
+
 #endif

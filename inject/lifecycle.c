@@ -448,14 +448,15 @@ void lifecycle__thread_up(void)
 
 static void wait_threads_started(void)
 {
-	uint64_t until = gt_clock_gettime_ns() + THREAD_START_WAIT_MS * 1000000ull, now;
-	uint32_t n;
+	uint32_t n = atomic_load(&threads_starting);
+	uint64_t until, now;
 
-	while ((n = atomic_load(&threads_starting)) && (now = gt_clock_gettime_ns()) < until) {
-		struct timespec left = { (time_t)((until - now) / 1000000000u),
-					 (long)((until - now) % 1000000000u) };
-
-		gt_futex(&threads_starting, FUTEX_WAIT_PRIVATE, n, &left);
+	if (!n) /* nearly every fork: no clock read */
+		return;
+	until = gt_clock_gettime_ns() + THREAD_START_WAIT_MS * 1000000ull;
+	while (n && (now = gt_clock_gettime_ns()) < until) {
+		gt_futex_wait_ns(&threads_starting, n, until - now);
+		n = atomic_load(&threads_starting);
 	}
 }
 

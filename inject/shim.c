@@ -558,15 +558,12 @@ bool gt_phase_wait_done(unsigned timeout_ms)
 	while ((phase = atomic_load(&gt_phase)) == GT_PHASE_RUNNING || phase == GT_PHASE_PAUSED ||
 	       phase == GT_PHASE_FINISHING) {
 		uint64_t now = gt_clock_ns();
-		struct timespec ts;
 
 		if (now >= end) {
 			done = false;
 			break;
 		}
-		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
-		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		gt_futex(&gt_phase, FUTEX_WAIT_PRIVATE, phase, &ts);
+		gt_futex_wait_ns(&gt_phase, phase, end - now);
 	}
 	atomic_fetch_sub(&phase_waiters, 1);
 	return done;

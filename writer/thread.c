@@ -283,7 +283,6 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 	for (;;) {
 		uint32_t seen = atomic_load(&W.done_word);
 		uint64_t now = gt_clock_ns();
-		struct timespec ts;
 
 		if (atomic_load(&W.done_seq) >= my) {
 			ret = 0;
@@ -307,9 +306,7 @@ static int wait_cycle(uint64_t my, unsigned timeout_ms)
 			progress = moved;
 			end = now + timeout < cap ? now + timeout : cap;
 		}
-		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
-		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		gt_futex(&W.done_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+		gt_futex_wait_ns(&W.done_word, seen, end - now);
 	}
 	atomic_fetch_sub(&W.waiters, 1);
 	return ret;

@@ -46,8 +46,8 @@
 
 #include "backends/plugins/kineto_internal.h"
 #include "inject/config.h"
-#include "inject/state.h"
 #include "inject/extcorr.h"
+#include "inject/state.h"
 
 GT_HIDDEN struct kineto_prof kineto_profs[PLUGINS_MAX];
 
