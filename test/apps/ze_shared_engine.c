@@ -1,11 +1,15 @@
-/* ze_shared_engine [rounds] [kernels] [groups_a] [groups_b]: two threads, each with its
+/* ze_shared_engine [rounds] [kernels] [groups_a] [groups_b] [pause_us]: two threads, each with its
  * own queue on the same engine (ordinal 0, index 0), as two parts of a program that know
  * nothing of each other. Each round thread A runs a list of `kernels` launches of "ka"
  * (groups_a groups of 256: 256 ns each on the simulated device) and, while A is still in
  * its call, thread B runs one of "kb" (groups_b groups), which the engine takes after
  * A's. A main thread's run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every
- * run of A's is an even one: its call returns late, after B's. Prints the launches made. */
+ * run of A's is an even one: its call returns late, after B's. B pauses pause_us after
+ * each of its synchronizes (the next round, whose runs read the last, starts that late).
+ * Prints the launches made. */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -14,11 +18,40 @@
 #define B_DELAY_NS 300000 /* B submits this long after A starts its call */
 
 static struct app_ze z;
-static unsigned long rounds, kernels, groups_a, groups_b;
+static unsigned long rounds, kernels, groups_a, groups_b, pause_us;
 static ze_command_queue_handle_t queue_a, queue_b;
 static ze_command_list_handle_t list_a, list_b;
 static pthread_barrier_t round_start;
 static atomic_ulong a_calling; /* the round whose run A is starting */
+static atomic_ullong a_called_ns; /* when (CLOCK_MONOTONIC) */
+
+/* Each of A and B on a CPU of its own where there are two: on one, the spinning
+ * simulator's stall of A's call kept B from its own call until A's returned (whole runs,
+ * every round). */
+static void pin_to(unsigned nth)
+{
+	cpu_set_t allowed, one;
+	unsigned seen = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) || CPU_COUNT(&allowed) < 2)
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &allowed) && seen++ == nth) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+			return;
+		}
+	}
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static ze_command_list_handle_t kernels_list(ze_module_handle_t m, const char *name,
 					     uint32_t ngroups, ze_kernel_handle_t *k_out)
@@ -36,8 +69,10 @@ static ze_command_list_handle_t kernels_list(ze_module_handle_t m, const char *n
 static void *thread_a(void *arg)
 {
 	(void)arg;
+	pin_to(0);
 	for (unsigned long r = 1; r <= rounds; r++) {
 		pthread_barrier_wait(&round_start);
+		atomic_store(&a_called_ns, now_ns());
 		atomic_store(&a_calling, r);
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_a, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));
@@ -47,16 +82,24 @@ static void *thread_a(void *arg)
 
 static void *thread_b(void *arg)
 {
-	struct timespec delay = { 0, B_DELAY_NS };
-
 	(void)arg;
+	pin_to(1);
 	for (unsigned long r = 1; r <= rounds; r++) {
 		pthread_barrier_wait(&round_start);
 		while (atomic_load(&a_calling) != r)
 			;
-		nanosleep(&delay, NULL);
+		/* spun, not slept: a sleep's wake-up came up to 2 ms late here, after A's
+		 * call had returned */
+		while (now_ns() < atomic_load(&a_called_ns) + B_DELAY_NS)
+			;
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_b, 1, &list_b, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue_b, UINT64_MAX));
+		if (pause_us) {
+			struct timespec pause = { (time_t)(pause_us / 1000000),
+						  (long)(pause_us % 1000000) * 1000 };
+
+			nanosleep(&pause, NULL);
+		}
 	}
 	return NULL;
 }
@@ -71,6 +114,7 @@ int main(int argc, char **argv)
 	kernels = test_arg(argc, argv, 2, 16);
 	groups_a = test_arg(argc, argv, 3, 1000); /* 256 us: B's run comes in A's */
 	groups_b = test_arg(argc, argv, 4, 1000);
+	pause_us = test_arg(argc, argv, 5, 0);
 	app_ze_setup(&z);
 	m = app_module(&z);
 	queue_a = app_queue(&z, 0, 0);
