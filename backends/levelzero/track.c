@@ -80,6 +80,7 @@ struct ze_anchor {
 	uint64_t start_off, end_off;    /* last command, in ticks after base_ticks */
 	uint64_t start_raw, end_raw;    /* the same as device timestamps */
 	uint64_t end_host;
+	uint64_t last_at;      /* when the last command's call began (its pending's at) */
 	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 };
 
@@ -776,6 +777,25 @@ static bool ze__ended_by_now(const struct ze_dev *d, uint64_t end)
 	return end <= seen + d->early_slack_ns;
 }
 
+/*
+ * s (a start in ticks) as ticks after p's own pair. Work never starts before its call. One
+ * that seems to, by more than the clocks' error, started a wrap later in ticks: the call
+ * stalled inside the driver (a preempted thread) between the pair and the submission, and
+ * the pair, up to pair_reuse_ns older than the call, is now more than a wrap behind. (A
+ * stall of a whole wrap stays ambiguous.)
+ */
+static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
+{
+	const struct ze_dev *d = p->dev;
+	uint64_t off = (s - p->ref_ticks) & d->mask;
+
+	for (int wraps = 0; wraps < 4 && d->mask != ~0ull &&
+			    p->ref_host + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
+	     wraps++)
+		off += d->mask + 1;
+	return off;
+}
+
 /* The event signaled, its timestamps in ts: emit the device span. Inlined into each
  * copy of the collect loop, as it was into the one loop before kernel mode had its own. */
 static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pending *p,
@@ -818,20 +838,24 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		 * more than half a wrap before it (an earlier run, read late). */
 		if (chained && !ze__ended_by_now(d, a->base_host + ze__ticks_ns(d, off + ticks)))
 			chained = false;
+		/* Submitted before the row's last command (another thread's run, whose call
+		 * returned first) and read late, it may have run more than half a wrap before
+		 * it: then the masked ticks put it a wrap late, and the read came too late for
+		 * the test above to tell (a CI failure under TSan, 16 bits). Chained only where
+		 * its own pair places it in the same wrap; else it is placed back from that
+		 * command below, or by its own pair. */
+		if (chained && p->at < a->last_at) {
+			uint64_t own = p->ref_host + ze__ticks_ns(d, ze_pend__own_off(p, s));
+			uint64_t by_chain = a->base_host + ze__ticks_ns(d, off);
+
+			if (by_chain > own + d->same_wrap_ns || by_chain + d->same_wrap_ns < own)
+				chained = false;
+		}
 	}
 	if (!chained) {
 		uint64_t base = p->ref_host;
 
-		off = (s - p->ref_ticks) & d->mask;
-		/* Work never starts before its call. One that seems to, by more than the
-		 * clocks' error, started a wrap later in ticks: the call stalled inside
-		 * the driver (a preempted thread) between the pair and the submission,
-		 * and the pair, up to pair_reuse_ns older than the call, is now more
-		 * than a wrap behind. (A stall of a whole wrap stays ambiguous.) */
-		for (int wraps = 0; wraps < 4 && d->mask != ~0ull &&
-				    base + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
-		     wraps++)
-			off += d->mask + 1;
+		off = ze_pend__own_off(p, s);
 		/* Ended before the row's last command started, by its own pair (within
 		 * the clocks' error): an earlier run read late. */
 		if (a->valid &&
@@ -849,13 +873,18 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		if (a->valid && ((s - a->end_raw) & d->mask) < half) {
 			uint64_t off_ns = ze__ticks_ns(d, off);
 
-			if (base + off_ns < a->end_host)
+			/* (Not by more than a quarter wrap for one submitted before that
+			 * command: a clock pair errs by microseconds, and the masked ticks
+			 * cannot tell which of the two ran first.) */
+			if (base + off_ns < a->end_host &&
+			    !(p->at < a->last_at && base + off_ns + d->same_wrap_ns < a->end_host))
 				base = a->end_host - off_ns;
 		}
 		a->base_host = base;
 		a->base_ticks = p->ref_ticks;
 	}
 	a->valid = true;
+	a->last_at = p->at;
 	a->start_off = off;
 	a->end_off = off + ticks;
 	a->start_raw = s;
