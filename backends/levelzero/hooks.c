@@ -560,8 +560,10 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 /* A wait that returned success means the work it waited for is done: read
  * the device times of everything finished (one shape for every wait and
  * query). A wait that may block (waited: the handle) is marked for the hang
- * watchdog while inside the real call; a query (waited 0) never blocks. */
-#define ZE_COLLECT_ON_SUCCESS(name, params, args, waited)                                  \
+ * watchdog while inside the real call; a query (waited 0) never blocks. A queue's
+ * synchronize (queue) also bounds when its earlier runs ended. */
+#define ZE_NO_QUEUE ((ze_command_queue_handle_t)NULL)
+#define ZE_COLLECT_ON_SUCCESS(name, params, args, waited, queue)                           \
 	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
 	{                                                                                  \
 		ze_result_t r;                                                             \
@@ -571,20 +573,24 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 		r = real args;                                                             \
 		if (waited)                                                                \
 			gt_wait_leave();                                                   \
-		if (r == ZE_RESULT_SUCCESS)                                                \
+		if (r == ZE_RESULT_SUCCESS) {                                              \
+			if (queue)                                                         \
+				ze_track__queue_synced(queue, c->t0);                      \
 			ze_track__synced();                                                \
+		}                                                                          \
 		return r;                                                                  \
 	}
 
 ZE_COLLECT_ON_SUCCESS(zeCommandQueueSynchronize,
 	(ze_command_queue_handle_t hCommandQueue, uint64_t timeout),
-	(hCommandQueue, timeout), hCommandQueue)
+	(hCommandQueue, timeout), hCommandQueue, hCommandQueue)
 
 ZE_COLLECT_ON_SUCCESS(zeCommandListHostSynchronize,
 	(ze_command_list_handle_t hCommandList, uint64_t timeout),
-	(hCommandList, timeout), hCommandList)
+	(hCommandList, timeout), hCommandList, ZE_NO_QUEUE)
 
-ZE_COLLECT_ON_SUCCESS(zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice), hDevice)
+ZE_COLLECT_ON_SUCCESS(zeDeviceSynchronize, (ze_device_handle_t hDevice), (hDevice), hDevice,
+		      ZE_NO_QUEUE)
 
 ze_result_t ze_body_zeCommandListCreate(struct ze_call *c, __typeof__(&zeCommandListCreate) real,
 					ze_context_handle_t hContext, ze_device_handle_t hDevice,
@@ -695,15 +701,15 @@ ze_result_t ze_body_zeEventHostReset(struct ze_call *c, __typeof__(&zeEventHostR
 
 ZE_COLLECT_ON_SUCCESS(zeEventHostSynchronize,
 	(ze_event_handle_t hEvent, uint64_t timeout),
-	(hEvent, timeout), hEvent)
+	(hEvent, timeout), hEvent, ZE_NO_QUEUE)
 
-ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent), 0)
+ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent), 0, ZE_NO_QUEUE)
 
 ZE_COLLECT_ON_SUCCESS(zeFenceHostSynchronize,
 	(ze_fence_handle_t hFence, uint64_t timeout),
-	(hFence, timeout), hFence)
+	(hFence, timeout), hFence, ZE_NO_QUEUE)
 
-ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 0)
+ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 0, ZE_NO_QUEUE)
 
 /* ---- init, contexts, memory ---- */
 

@@ -304,6 +304,7 @@ struct ze_exec {
 	struct ze_dev *dev;
 	uint32_t track;
 	struct ze_anchor *anchor;
+	struct ze_queue *queue; /* run on a queue (else NULL) */
 	uint32_t n;
 	ze_command_list_handle_t *lists;
 	uint64_t ref_host, ref_ticks;
@@ -356,6 +357,9 @@ GT_HIDDEN void ze_track__collect_behind(void);
 GT_HIDDEN void ze_track__grow_ahead(void);
 /* A program's wait returned: read what is done, or leave it to the drain thread. */
 GT_HIDDEN void ze_track__synced(void);
+/* A zeCommandQueueSynchronize that began at t0 returned success: what the queue ran
+ * before it began ended by now. */
+GT_HIDDEN void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */
 GT_HIDDEN void ze_track__final(void);
 struct gt_pending_work;

@@ -142,6 +142,9 @@ struct ze_queue {
 	struct ze_dev *dev;
 	uint32_t track;
 	struct ze_anchor *anchor;
+	/* Its last zeCommandQueueSynchronize that returned success: the runs whose calls
+	 * had returned when it began ended by its return (lock held). */
+	uint64_t sync_begin, sync_end;
 };
 
 /*
@@ -182,6 +185,8 @@ struct ze_pending {
 	struct ze_dev *dev;
 	struct ze_anchor *anchor;
 	uint64_t ref_host, ref_ticks; /* the pair converting its ticks */
+	struct ze_queue *queue; /* run on this queue (NULL once it is destroyed) */
+	uint64_t returned;  /* a queue's run: host time after its call returned */
 	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 	uint64_t clamped_ns; /* set by the read: moved this much later, to its call */
@@ -837,6 +842,13 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		/* Ending after it was seen done, it is not after the row's last command but
 		 * more than half a wrap before it (an earlier run, read late). */
 		if (chained && !ze__ended_by_now(d, a->base_host + ze__ticks_ns(d, off + ticks)))
+			chained = false;
+		/* The same against a tighter bound where there is one: a synchronize of its
+		 * queue that began after its run's call returned, and returned itself before
+		 * this read (a read long after both says little). */
+		if (chained && p->queue && p->returned && p->returned <= p->queue->sync_begin &&
+		    a->base_host + ze__ticks_ns(d, off + ticks) >
+			    p->queue->sync_end + d->early_slack_ns)
 			chained = false;
 		/* Submitted before the row's last command (another thread's run, whose call
 		 * returned first) and read late, it may have run more than half a wrap before
@@ -1562,6 +1574,7 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 					ze_metrics__kernel_rearm(ze_work_mq(&L->cmds[j].w));
 	}
 	x->imm = I;
+	x->queue = Q;
 	x->dev = Q ? Q->dev : I->dev;
 	x->track = Q ? Q->track : I->track;
 	x->anchor = Q ? Q->anchor : I->anchor;
@@ -1660,11 +1673,12 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
-	uint64_t submitted = 0;
+	uint64_t submitted = 0, returned;
 	uint32_t copied = 0; /* the gate's copies taken, in the query's order */
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
+	returned = x->queue ? gt_clock_ns() : 0;
 	if (x->imm && !(gate = ze__gate(x->imm, x))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
@@ -1707,6 +1721,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.ref_host = x->ref_host,
 				.ref_ticks = x->ref_ticks,
 				.at = x->ref_host,
+				.queue = x->queue,
+				.returned = returned,
 				.gate = gate,
 			};
 			if (gate)
@@ -1777,9 +1793,27 @@ void ze_track__queue_destroy(ze_command_queue_handle_t q)
 	pthread_mutex_lock(&ze_lock);
 	ze__collect_locked();
 	Q = (struct ze_queue *)ze_map__del(&ze_queues, q);
-	pthread_mutex_unlock(&ze_lock);
 	/* Pending reads keep their row and anchor, not the queue. */
+	for (struct ze_pending *p = ze_pend_head; Q && p; p = p->next)
+		if (p->queue == Q)
+			p->queue = NULL;
+	pthread_mutex_unlock(&ze_lock);
 	free(Q);
+}
+
+void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
+{
+	struct ze_queue *Q;
+	uint64_t now = gt_clock_ns();
+
+	pthread_mutex_lock(&ze_lock);
+	Q = (struct ze_queue *)ze_map__get(&ze_queues, q);
+	/* (two threads' synchronizes may return in either order: the later-begun one's) */
+	if (Q && t0 >= Q->sync_begin) {
+		Q->sync_begin = t0;
+		Q->sync_end = now;
+	}
+	pthread_mutex_unlock(&ze_lock);
 }
 
 void ze_track__list_created(ze_command_list_handle_t l, ze_context_handle_t ctx,
