@@ -1,10 +1,11 @@
-/* ze_shared_engine [rounds] [kernels] [groups_a] [groups_b] [pause_us]: two threads, each with its
- * own queue on the same engine (ordinal 0, index 0), as two parts of a program that know
- * nothing of each other. Each round thread A runs a list of `kernels` launches of "ka"
- * (groups_a groups of 256: 256 ns each on the simulated device) and, while A is still in
- * its call, thread B runs one of "kb" (groups_b groups), which the engine takes after
- * A's. A main thread's run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every
- * run of A's is an even one: its call returns late, after B's. B pauses pause_us after
+/* ze_shared_engine [rounds] [kernels] [groups_a] [groups_b] [pause_us] [b_delay_us]: two
+ * threads, each with its own queue on the same engine (ordinal 0, index 0), as two parts of
+ * a program that know nothing of each other. Each round thread A runs a list of `kernels`
+ * launches of "ka" (groups_a groups of 256: 256 ns each on the simulated device) and,
+ * while A is still in its call, thread B runs one of "kb" (groups_b groups) b_delay_us
+ * after A's call began (default 1000), which the engine takes after A's. A main thread's
+ * run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every run of A's is an even
+ * one: its call returns late, after B's. B pauses pause_us after
  * each of its synchronizes (the next round, whose runs read the last, starts that late).
  * Prints the launches made. */
 #define _GNU_SOURCE
@@ -15,10 +16,10 @@
 
 #include "ze_app.h"
 
-#define B_DELAY_NS 300000 /* B submits this long after A starts its call */
 
 static struct app_ze z;
 static unsigned long rounds, kernels, groups_a, groups_b, pause_us;
+static unsigned long b_delay_us; /* B submits this long after A starts its call */
 static ze_command_queue_handle_t queue_a, queue_b;
 static ze_command_list_handle_t list_a, list_b;
 static pthread_barrier_t round_start;
@@ -90,7 +91,7 @@ static void *thread_b(void *arg)
 			;
 		/* spun, not slept: a sleep's wake-up came up to 2 ms late here, after A's
 		 * call had returned */
-		while (now_ns() < atomic_load(&a_called_ns) + B_DELAY_NS)
+		while (now_ns() < atomic_load(&a_called_ns) + b_delay_us * 1000)
 			;
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_b, 1, &list_b, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue_b, UINT64_MAX));
@@ -115,6 +116,7 @@ int main(int argc, char **argv)
 	groups_a = test_arg(argc, argv, 3, 1000); /* 256 us: B's run comes in A's */
 	groups_b = test_arg(argc, argv, 4, 1000);
 	pause_us = test_arg(argc, argv, 5, 0);
+	b_delay_us = test_arg(argc, argv, 6, 1000);
 	app_ze_setup(&z);
 	m = app_module(&z);
 	queue_a = app_queue(&z, 0, 0);

@@ -466,31 +466,36 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("bits,groups_a,groups_b,stall_us,pause_us",
-                         [(32, 1000, 1000, 10000, 0), (20, 200, 8000, 40000, 0),
-                          (16, 20, 400, 2000, 5000)])
+@pytest.mark.parametrize("bits,groups_a,groups_b,stall_us,pause_us,b_delay_us",
+                         [(32, 1000, 1000, 10000, 0, 1000), (20, 200, 8000, 40000, 0, 1000),
+                          (16, 20, 400, 2000, 5000, 1000)])
 def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, groups_a,
-                                                                 groups_b, stall_us, pause_us):
+                                                                 groups_b, stall_us, pause_us,
+                                                                 b_delay_us):
     """Two threads' queues on one engine. Thread A's run returns late (the simulator holds
-    every even run on its way out of the driver), after thread B's run, submitted 0.3 ms
-    after A's and run after it: B's kernels are read first. A's, read after them, are
+    every even run on its way out of the driver), after thread B's run, submitted 1 ms
+    after A's call began (0.3 ms left A's call under TSan reaching the driver after B's
+    in some rounds) and run after it: B's kernels are read first. A's, read after them, are
     placed back from B's by the device's ticks, on B's chain: no two overlap on the row,
     each is inside its run's call and the synchronize after it. Read from its own clock
     pair, A's last kernel overlapped B's first by the pairs' difference (a CI failure
     under UBSan). With 20-bit timestamps (a 54.6 ms wrap) B's last kernel starts 31 ms
     after A's, more than half a wrap: its ticks alone would chain A's a wrap after B's,
     ending after A's synchronize saw them done (a CI failure under TSan, 16 bits).
-    With 16-bit timestamps (3.4 ms) B's run ends ~1.9 ms after A's kernels ran, and each
-    round is read only when the next begins, 5 ms later (the drain thread's cycles are
-    60 s apart): a read that late no longer tells a wrap late from the truth, and A's
-    kernels, submitted before B's, were chained a wrap after B's in every run (a CI
-    failure under TSan in test_threads_appending_to_lists_that_come_and_go[16])."""
+    With 16-bit timestamps (3.4 ms), B submitting 1 ms after A's call began, B's run ends
+    ~2.6 ms after A's kernels ran, and each round is read only when the next begins, 5 ms
+    later (the drain thread's cycles are 60 s apart): a read that late no longer tells a
+    wrap late from the truth. A's kernels, submitted before B's, were chained a wrap after
+    B's in every run (a CI failure under TSan in
+    test_threads_appending_to_lists_that_come_and_go[16]); and under TSan, where A's call
+    may reach the driver after B's, B's kernels were chained a wrap after A's, ending after
+    B's synchronize returned (1 run in 8)."""
     rounds, kernels = 6, 16
     env = {"ZE_SIM_EXECUTE_STALL_US": f"{stall_us}/2", "ZE_SIM_VALID_BITS": str(bits)}
     if pause_us:
         env["GPUTRACE_FLUSH_MS"] = "60000"
     trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels, groups_a,
-                                  groups_b, pause_us], tmp_path, env=env)
+                                  groups_b, pause_us, b_delay_us], tmp_path, env=env)
     assert trace["gputrace"]["events_lost"] == 0
     host = host_spans(trace)
     dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
