@@ -839,17 +839,19 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 			off = a->start_off + dist; /* overlaps the last one: not in order */
 			chained = true;
 		}
-		/* Ending after it was seen done, it is not after the row's last command but
-		 * more than half a wrap before it (an earlier run, read late). */
-		if (chained && !ze__ended_by_now(d, a->base_host + ze__ticks_ns(d, off + ticks)))
-			chained = false;
-		/* The same against a tighter bound where there is one: a synchronize of its
-		 * queue that began after its run's call returned, and returned itself before
-		 * this read (a read long after both says little). */
-		if (chained && p->queue && p->returned && p->returned <= p->queue->sync_begin &&
-		    a->base_host + ze__ticks_ns(d, off + ticks) >
-			    p->queue->sync_end + d->early_slack_ns)
-			chained = false;
+		if (chained) {
+			uint64_t chained_end = a->base_host + ze__ticks_ns(d, off + ticks);
+
+			/* Ending after it was seen done, it is not after the row's last command
+			 * but more than half a wrap before it (an earlier run, read late). The
+			 * same against a tighter bound where there is one: a synchronize of its
+			 * queue that began after its run's call returned, and returned itself
+			 * before this read (a read long after both says little). */
+			if (!ze__ended_by_now(d, chained_end) ||
+			    (p->queue && p->returned <= p->queue->sync_begin &&
+			     chained_end > p->queue->sync_end + d->early_slack_ns))
+				chained = false;
+		}
 		/* Submitted before the row's last command (another thread's run, whose call
 		 * returned first) and read late, it may have run more than half a wrap before
 		 * it: then the masked ticks put it a wrap late, and the read came too late for
@@ -1673,12 +1675,14 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
-	uint64_t submitted = 0, returned;
+	uint64_t submitted;
 	uint32_t copied = 0; /* the gate's copies taken, in the query's order */
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
-	returned = x->queue ? gt_clock_ns() : 0;
+	/* The call returned: read once for a queue's run (its synchronizes' bound), else
+	 * only if a command has wait events */
+	submitted = x->queue ? gt_clock_ns() : 0;
 	if (x->imm && !(gate = ze__gate(x->imm, x))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
@@ -1722,7 +1726,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.ref_ticks = x->ref_ticks,
 				.at = x->ref_host,
 				.queue = x->queue,
-				.returned = returned,
+				.returned = submitted,
 				.gate = gate,
 			};
 			if (gate)
