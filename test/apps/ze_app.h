@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <level_zero/ze_api.h>
 #include "../arg.h"
@@ -30,6 +31,15 @@
 			exit(1);						\
 		}								\
 	} while (0)
+
+/* CLOCK_MONOTONIC_RAW in ns: the clock gputrace's timestamps are in. */
+static inline uint64_t app_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* FNV-1a: a checksum that catches misplaced bytes, not only wrong sums. */
 static inline uint64_t app_checksum(const void *p, size_t n)

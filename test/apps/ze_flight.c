@@ -9,14 +9,6 @@
 
 #include "ze_app.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The fault is the point: UBSan must not report it first. */
 __attribute__((no_sanitize_undefined, noinline)) static void segv(uintptr_t zero)
 {
@@ -45,15 +37,15 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, dev, src, n, NULL, 0, NULL));
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, NULL, 0, NULL));
 	ZE_CHECK(zeCommandListClose(list));
-	until = now_ns() + (uint64_t)(seconds * 1e9);
+	until = app_now_ns() + (uint64_t)(seconds * 1e9);
 	do {
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
 		it++;
 		if (pause_us)
 			usleep((useconds_t)pause_us);
-	} while (now_ns() < until);
-	printf("iterations %lu\nend_ns %llu\n", it, (unsigned long long)now_ns());
+	} while (app_now_ns() < until);
+	printf("iterations %lu\nend_ns %llu\n", it, (unsigned long long)app_now_ns());
 	fflush(stdout);
 	if (!strcmp(end, "segv"))
 		segv(argc < 0);

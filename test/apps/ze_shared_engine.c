@@ -5,17 +5,16 @@
  * while A is still in its call, thread B runs one of "kb" (groups_b groups) b_delay_us
  * after A's call began (default 1000), which the engine takes after A's. A main thread's
  * run comes first, so that with ZE_SIM_EXECUTE_STALL_US=US/2 every run of A's is an even
- * one: its call returns late, after B's. B pauses pause_us after
- * each of its synchronizes (the next round, whose runs read the last, starts that late).
- * Prints the launches made. */
+ * one: its call returns late, after B's. B pauses pause_us after each of its
+ * synchronizes (the next round, whose runs read the last, starts that late). Prints the
+ * launches made. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "ze_app.h"
-
 
 static struct app_ze z;
 static unsigned long rounds, kernels, groups_a, groups_b, pause_us;
@@ -24,7 +23,7 @@ static ze_command_queue_handle_t queue_a, queue_b;
 static ze_command_list_handle_t list_a, list_b;
 static pthread_barrier_t round_start;
 static atomic_ulong a_calling; /* the round whose run A is starting */
-static atomic_ullong a_called_ns; /* when (CLOCK_MONOTONIC) */
+static atomic_ullong a_called_ns; /* when (app_now_ns) */
 
 /* Each of A and B on a CPU of its own where there are two: on one, the spinning
  * simulator's stall of A's call kept B from its own call until A's returned (whole runs,
@@ -46,14 +45,6 @@ static void pin_to(unsigned nth)
 	}
 }
 
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
 static ze_command_list_handle_t kernels_list(ze_module_handle_t m, const char *name,
 					     uint32_t ngroups, ze_kernel_handle_t *k_out)
 {
@@ -73,7 +64,7 @@ static void *thread_a(void *arg)
 	pin_to(0);
 	for (unsigned long r = 1; r <= rounds; r++) {
 		pthread_barrier_wait(&round_start);
-		atomic_store(&a_called_ns, now_ns());
+		atomic_store(&a_called_ns, app_now_ns());
 		atomic_store(&a_calling, r);
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_a, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));
@@ -91,16 +82,12 @@ static void *thread_b(void *arg)
 			;
 		/* spun, not slept: a sleep's wake-up came up to 2 ms late here, after A's
 		 * call had returned */
-		while (now_ns() < atomic_load(&a_called_ns) + b_delay_us * 1000)
+		while (app_now_ns() < atomic_load(&a_called_ns) + b_delay_us * 1000)
 			;
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_b, 1, &list_b, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue_b, UINT64_MAX));
-		if (pause_us) {
-			struct timespec pause = { (time_t)(pause_us / 1000000),
-						  (long)(pause_us % 1000000) * 1000 };
-
-			nanosleep(&pause, NULL);
-		}
+		if (pause_us)
+			usleep((useconds_t)pause_us);
 	}
 	return NULL;
 }
