@@ -3,18 +3,20 @@
  * A stand-in libcudart.so for CPU-only tests: the runtime functions a
  * simple program and gputrace's event-timing fallback use, over a simulated
  * device. Work queued on a stream runs after the stream's previous work
- * (kernels take FAKE_KERNEL_US, copies run at 10 GB/s); an event recorded
+ * (kernels take 300 us, or FAKE_CUDART_KERNEL_US, copies run at 10 GB/s);
+ * an event recorded
  * on a stream completes when the work before it does. Nothing is copied.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define FAKE_KERNEL_US 300
+#define FAKE_KERNEL_US_DEFAULT 300
 #define EXPORT __attribute__((visibility("default")))
 
 struct fake_stream {
@@ -31,6 +33,26 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long next_stream_id = 13;
 static __thread int current_device;
 static __thread int last_error;
+static uint64_t kernel_ns = FAKE_KERNEL_US_DEFAULT * 1000ull;
+
+/* Tests whose premise is "the host is done long before the work runs" set
+ * a longer kernel, so that a sanitizer build on a loaded host cannot break
+ * the premise. A bad value aborts: a test must not run on a guess. */
+__attribute__((constructor)) static void read_kernel_us(void)
+{
+	const char *v = getenv("FAKE_CUDART_KERNEL_US");
+	char *end;
+	unsigned long us;
+
+	if (!v)
+		return;
+	us = strtoul(v, &end, 10);
+	if (!*v || *end || !us || us > 10000000) {
+		fprintf(stderr, "fake libcudart: FAKE_CUDART_KERNEL_US=%s: want 1..10000000 (us)\n", v);
+		abort();
+	}
+	kernel_ns = us * 1000ull;
+}
 
 /* Tests may run code inside a call (as CUPTI's callbacks would). */
 EXPORT void (*fake_cudart_hook)(const char *fn);
@@ -246,7 +268,7 @@ EXPORT int cudaLaunchKernel(const void *f, struct dim3 g, struct dim3 b, void **
 	hook(__func__);
 	if (!f || !g.x || !b.x)
 		return ret(1); /* cudaErrorInvalidValue: nothing queued */
-	enqueue(st, FAKE_KERNEL_US * 1000ull);
+	enqueue(st, kernel_ns);
 	return 0;
 }
 

@@ -2,8 +2,8 @@
 /*
  * NVTX ranges around asynchronous CUDA launches (fake libcudart, CUDA
  * events timing them): every range has ended long before the queued
- * "kernels" (300 us each) run, so only the launch-time record can tell the
- * device work which ranges caused it. A process range (start/end) spans a
+ * "kernels" (FAKE_CUDART_KERNEL_US each) run, so only the launch-time
+ * record can tell the device work which ranges caused it. A process range (start/end) spans a
  * second thread's launch on its own stream.
  */
 #include <nvtx3/nvToolsExt.h>
