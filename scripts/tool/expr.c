@@ -1160,11 +1160,16 @@ static double eval_rows(struct eval *ev, const struct node *n)
 	const struct stable *t = table_of(ev, n->table, n);
 	const struct field *f = n->field;
 	double sum = 0, count = 0, bytes = 0, best = 0, busy = 0, window = 0;
-	size_t matched = 0;
+	size_t matched = 0, first = 0, end;
 	bool any = false, found;
 
 	if (!t)
 		return 0;
+	end = t->n;
+	/* One row named or numbered goes through the same arithmetic as a glob
+	 * of one: its busy share from busy_ns over the window, not the
+	 * summary's utilization rounded to six places, so device[0].busy and
+	 * device.busy agree on a one-device run. */
 	if (n->sel == SEL_INDEX) {
 		if (n->index < 0 || (size_t)n->index >= t->n) {
 			eval_fail(ev, n->sel_pos, n->sel_len,
@@ -1172,9 +1177,9 @@ static double eval_rows(struct eval *ev, const struct node *n)
 				  row_noun[n->table], n->index, t->n);
 			return 0;
 		}
-		return f->agg == A_ROWS ? 1 : row_field(&t->rows[n->index], f);
-	}
-	if (n->sel == SEL_NAME && !n->glob) {
+		first = (size_t)n->index;
+		end = first + 1;
+	} else if (n->sel == SEL_NAME && !n->glob) {
 		const struct srow *r = stable__find(t, n->name);
 		char hint[300];
 
@@ -1186,13 +1191,14 @@ static double eval_rows(struct eval *ev, const struct node *n)
 				  row_noun[n->table], n->name, hint, n->name);
 			return 0;
 		}
-		return f->agg == A_ROWS ? 1 : row_field(r, f);
+		first = (size_t)(r - t->rows);
+		end = first + 1;
 	}
-	for (size_t i = 0; i < t->n; i++) {
+	for (size_t i = first; i < end; i++) {
 		const struct srow *r = &t->rows[i];
 		double v;
 
-		if (n->sel == SEL_NAME && fnmatch(n->name, r->name, 0))
+		if (n->sel == SEL_NAME && n->glob && fnmatch(n->name, r->name, 0))
 			continue;
 		matched++;
 		switch (f->agg) {
