@@ -10,6 +10,7 @@
 #ifndef GPUTRACE_BACKEND_H
 #define GPUTRACE_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "../inject/event.h"
@@ -67,6 +68,17 @@ struct gt_backend {
 /* Devices whose telemetry a backend samples (--telemetry), counted as each starts: a
  * missing source (no NVML) is worth a warning only when no backend samples any. */
 extern GT_HIDDEN _Atomic unsigned gt_telemetry_devices;
+
+/*
+ * A backend's lock, taken on the drain thread. A signal that ends the process
+ * (SIGTERM, SIGINT, ...) is handled on a program thread that may hold that
+ * lock, interrupted inside it (ThreadSanitizer hands a signal over as its lock
+ * interceptor returns), and the handler waits for the drain's last cycle. So
+ * once the process ends on a signal, the drain waits for the lock a bounded
+ * time (GT_DRAIN_LOCK_GIVE_UP_MS) and then does without it. false: not taken.
+ */
+#define GT_DRAIN_LOCK_GIVE_UP_MS 100
+GT_HIDDEN bool gt_drain_lock(pthread_mutex_t *lock);
 
 /* Iterate registered backends that configuration enables. */
 GT_HIDDEN bool gt_backend_enabled(const char *name);

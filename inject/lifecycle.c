@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
@@ -205,6 +206,36 @@ void gt_flush_sync(unsigned timeout_ms)
 bool gt_wake_writer(void)
 {
 	return own_process() && gt_tracing() && lifecycle__hooks()->wake() != GT_WAKE_NONE;
+}
+
+bool gt_drain_lock(pthread_mutex_t *lock)
+{
+	uint64_t give_up = 0;
+
+	for (;;) {
+		struct timespec until;
+		const char *why;
+
+		if (!pthread_mutex_trylock(lock))
+			return true;
+		why = atomic_load(&gt_end_reason);
+		if (why && !strncmp(why, "signal ", 7)) {
+			uint64_t now = gt_clock_ns();
+
+			if (!give_up)
+				give_up = now + GT_DRAIN_LOCK_GIVE_UP_MS * 1000000ull;
+			else if (now >= give_up)
+				return false;
+		}
+		/* a holder that lets go wakes us at once; the millisecond is
+		 * only how often the signal is looked for */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000l;
+		until.tv_sec += until.tv_nsec / 1000000000l;
+		until.tv_nsec %= 1000000000l;
+		if (!pthread_mutex_timedlock(lock, &until))
+			return true;
+	}
 }
 
 /* ---- fatal signals ---- */

@@ -441,7 +441,7 @@ static void ze_flush(bool final)
 	ze_metrics__flush(final);
 	g = gt_guard_enter();
 	if (final)
-		ze_track__collect();
+		ze_track__collect_drain(true);
 	else {
 		ze_track__collect_behind();
 		ze_track__grow_ahead();

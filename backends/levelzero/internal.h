@@ -351,6 +351,10 @@ GT_HIDDEN void ze_track__mutable_waits(ze_command_list_handle_t l, uint64_t id, 
 				       const ze_event_handle_t *waits);
 /* A sync point succeeded: read every pending command that is complete. */
 GT_HIDDEN void ze_track__collect(void);
+/* The same on the drain thread (last: the process's last read), which does without
+ * ze_lock once the process ends on a signal and the lock stays held (gt_drain_lock);
+ * what its last read leaves is counted lost. */
+GT_HIDDEN void ze_track__collect_drain(bool last);
 /* The drain thread's share of the reads, at each cycle (the program's waits leave them). */
 GT_HIDDEN void ze_track__collect_behind(void);
 /* The drain thread's pool more for a context running low on events of ours. */

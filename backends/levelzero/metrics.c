@@ -722,7 +722,7 @@ void ze_metrics__flush(bool final)
 		pthread_mutex_unlock(&zm_lock);
 	} else {
 		/* kernels whose metrics came in after the program's last sync */
-		ze_track__collect();
+		ze_track__collect_drain(false);
 	}
 	if (g)
 		gt_guard_leave();

@@ -1025,13 +1025,36 @@ GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_last_locked(vo
 	ze__collect_mode_locked(false, false, NULL);
 }
 
-void ze_track__collect(void)
+static void ze__collect_done_locked(void)
 {
-	pthread_mutex_lock(&ze_lock);
 	if (gt_metrics_on(ze_metrics_kernel_mode))
 		ze__collect_patient_locked();
 	else
 		ze__collect_locked();
+}
+
+void ze_track__collect(void)
+{
+	pthread_mutex_lock(&ze_lock);
+	ze__collect_done_locked();
+	pthread_mutex_unlock(&ze_lock);
+}
+
+void ze_track__collect_drain(bool last)
+{
+	if (!gt_drain_lock(&ze_lock)) {
+		unsigned n = atomic_load_explicit(&ze_pend_count, memory_order_relaxed);
+
+		if (!last)
+			return;
+		if (n)
+			gt_lost_add(ze_str.lost_unread, n);
+		pr_warn("the device's last records were not read: a thread stopped by the signal "
+			"holds the Level Zero backend's lock; %u commands counted lost (ze_unread)",
+			n);
+		return;
+	}
+	ze__collect_done_locked();
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -1065,7 +1088,8 @@ void ze_track__collect_behind(void)
 
 	if (!ze__defers() || !atomic_load_explicit(&ze_pend_count, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&ze_lock);
+	if (!gt_drain_lock(&ze_lock))
+		return;
 	program_read = ze_prog_reads != prog_reads_seen;
 	prog_reads_seen = ze_prog_reads;
 	pthread_mutex_unlock(&ze_lock);
@@ -1073,9 +1097,9 @@ void ze_track__collect_behind(void)
 		return;
 	ze_tls_behind = true;
 	for (unsigned rounds = 0; more && rounds < ZE_CTX_EVENTS_MAX / ZE_BEHIND_ROUND; rounds++) {
-		if (!atomic_load_explicit(&ze_pend_count, memory_order_relaxed))
+		if (!atomic_load_explicit(&ze_pend_count, memory_order_relaxed) ||
+		    !gt_drain_lock(&ze_lock))
 			break;
-		pthread_mutex_lock(&ze_lock);
 		more = ze__collect_round_locked();
 		pthread_mutex_unlock(&ze_lock);
 	}
@@ -1102,9 +1126,8 @@ void ze_track__grow_ahead(void)
 	struct ze_ctx *c = NULL;
 	int err;
 
-	if (!atomic_load_explicit(&ze_pools_low, memory_order_relaxed))
+	if (!atomic_load_explicit(&ze_pools_low, memory_order_relaxed) || !gt_drain_lock(&ze_lock))
 		return;
-	pthread_mutex_lock(&ze_lock);
 	if (!atomic_load(&ze_closed))
 		ze_map__each(&ze_ctxs, ze__find_low_ctx, &c);
 	if (c)
@@ -1116,7 +1139,12 @@ void ze_track__grow_ahead(void)
 	if (!c)
 		return;
 	err = ze_pool__make(c->handle, &np);
-	pthread_mutex_lock(&ze_lock);
+	if (!gt_drain_lock(&ze_lock)) {
+		/* the process ends on a signal: the pool is not needed */
+		if (!err)
+			ze_pool__unmake(c->handle, &np);
+		return;
+	}
 	ze_growing = NULL;
 	/* (the program's thread may have grown it to its bound meanwhile) */
 	if (!err && (!ze_ctx__room(c) || ze_ctx__add_pool_locked(c, &np)))

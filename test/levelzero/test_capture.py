@@ -116,7 +116,7 @@ def test_delay_window_ended_by_sigterm(tmp_path):
             p.wait()
     assert p.returncode == -signal.SIGTERM, err
     info = load_trace(tmp_path / "trace.json")["gputrace"]
-    assert info["complete"] is True and info["end"] == "signal SIGTERM"
+    assert info["complete"] is True and info["end"] == "signal SIGTERM", (info, err)
     assert info["capture"]["window"] == 1 and info["events_recorded"] > 0
 
 

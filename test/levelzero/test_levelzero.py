@@ -817,6 +817,40 @@ def test_sigterm_inside_the_driver_keeps_every_host_call(tmp_path):
     assert all(h["args"]["result"] == 0 for h in host_spans(trace))
 
 
+@pytest.mark.sanitize
+def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
+    """A SIGTERM that lands while the program's thread is inside gputrace's own read of
+    the device, holding the backend's lock (the simulator sends it from inside the first
+    kernel timestamp read on a thread that does not block it: the program's, at its first
+    immediate launch, which reads the regular list's 6 kernels and its own). The drain
+    thread, whose last read needs that lock, does without it: the trace ends complete,
+    at once, and the 7 commands it could not read are counted lost, in one stderr line.
+    (It waited 3 s for the lock, then left the trace with no loss counted and a trailer
+    blaming the driver.)"""
+    need(LZ / "ze_chain")
+    r = run([LZ / "ze_chain", 6, 20000, 1, 1], tmp_path=tmp_path, timeout=60,
+            env=sim_env({"ZE_SIM_SIGNAL_IN_QUERY": str(int(signal.SIGTERM))}))
+    assert r.returncode == -signal.SIGTERM, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == ["gputrace: the device's last records were not read: a thread stopped by "
+                     "the signal holds the Level Zero backend's lock; 7 commands counted lost "
+                     "(ze_unread)"], r.stderr
+    trace = r.trace
+    info = trace["gputrace"]
+    assert info["complete"] is True and info["end"] == "signal SIGTERM"
+    assert "device_flush" not in info  # the last cycle ran to its end
+    assert info["events_lost"] == 7 and info["lost_by_reason"]["ze_unread"] == 7
+    assert device_spans(trace) == []
+    # every call before the signal; the first immediate launch never returned
+    assert collections.Counter(h["name"] for h in host_spans(trace)) == {
+        "zeInit": 1, "zeDriverGet": 1, "zeDeviceGet": 1, "zeContextCreate": 1,
+        "zeCommandQueueCreate": 1, "zeCommandListCreate": 1, "zeModuleCreate": 1,
+        "zeKernelCreate": 1, "zeKernelSetGroupSize": 1, "zeCommandListAppendLaunchKernel": 6,
+        "zeCommandListClose": 1, "zeCommandQueueExecuteCommandLists": 1,
+        "zeCommandQueueSynchronize": 1, "zeEventPoolCreate": 1, "zeEventCreate": 1,
+        "zeCommandListCreateImmediate": 1}
+
+
 def test_fork_child_traces_its_own_work(tmp_path):
     need(LZ / "ze_fork")
     plain = run([LZ / "ze_fork"], traced=False, env=sim_env())

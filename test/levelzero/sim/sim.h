@@ -64,7 +64,7 @@ struct sim_obj {
 extern pthread_mutex_t sim_lock;
 extern pthread_cond_t sim_cond;
 void sim_lock_setup(void);
-/* ZE_SIM_SIGNAL_IN_WAIT, read once at load (not again in a fork child) */
+/* ZE_SIM_SIGNAL_IN_WAIT and _IN_QUERY, read once at load (not again in a fork child) */
 void sim_signal_in_wait_setup(void);
 /* Waits on sim_cond (sim_lock held) until `deadline_host_ns` (UINT64_MAX = forever);
  * returns false once the deadline has passed. */

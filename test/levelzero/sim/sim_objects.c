@@ -18,23 +18,45 @@ pthread_cond_t sim_cond;
  * waits, while it holds the driver's lock (0: none) */
 static int signal_in_wait;
 static atomic_bool signal_in_wait_sent;
+/* ZE_SIM_SIGNAL_IN_QUERY: a signal sent once, to the first host thread that
+ * reads a kernel timestamp and does not block it, before the driver's lock is
+ * taken: a tool's read of the device is where it holds its own lock */
+static int signal_in_query;
+static atomic_bool signal_in_query_sent;
 
-void sim_signal_in_wait_setup(void)
+static int signal_parse(const char *name)
 {
-	const char *s = getenv("ZE_SIM_SIGNAL_IN_WAIT");
+	const char *s = getenv(name);
 	char *end;
 	long v;
 
 	if (!s || !*s)
-		return;
+		return 0;
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || *end || v < 1 || v >= NSIG) {
-		fprintf(stderr, "ze_sim: ZE_SIM_SIGNAL_IN_WAIT='%s' is not a signal number from 1 "
-			"to %d; sending none\n", s, NSIG - 1);
-		return;
+		fprintf(stderr, "ze_sim: %s='%s' is not a signal number from 1 to %d; sending "
+			"none\n", name, s, NSIG - 1);
+		return 0;
 	}
-	signal_in_wait = (int)v;
+	return (int)v;
+}
+
+void sim_signal_in_wait_setup(void)
+{
+	signal_in_wait = signal_parse("ZE_SIM_SIGNAL_IN_WAIT");
+	signal_in_query = signal_parse("ZE_SIM_SIGNAL_IN_QUERY");
+}
+
+static void signal_in_query_maybe(void)
+{
+	sigset_t blocked;
+
+	if (!signal_in_query || atomic_load(&signal_in_query_sent) ||
+	    pthread_sigmask(SIG_BLOCK, NULL, &blocked) || sigismember(&blocked, signal_in_query) ||
+	    atomic_exchange(&signal_in_query_sent, true))
+		return;
+	pthread_kill(pthread_self(), signal_in_query);
 }
 
 void sim_lock_setup(void)
@@ -940,6 +962,7 @@ static ze_result_t event_query_kernel_timestamp(ze_event_handle_t h,
 	bool done;
 
 	SIM_NOT_NULL(out);
+	signal_in_query_maybe();
 	pthread_mutex_lock(&sim_lock);
 	if (ev->counter_based) {
 		/* Never signalled: no times yet. */
