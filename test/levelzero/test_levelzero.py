@@ -490,10 +490,26 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
     test_threads_appending_to_lists_that_come_and_go[16]); and under TSan, where A's call
     may reach the driver after B's, B's kernels were chained a wrap after A's, ending after
     B's synchronize returned (1 run in 8)."""
-    rounds, kernels = 6, 16
+    rounds = 6
     env = {"ZE_SIM_EXECUTE_STALL_US": f"{stall_us}/2", "ZE_SIM_VALID_BITS": str(bits)}
     if pause_us:
         env["GPUTRACE_FLUSH_MS"] = "60000"
+    # The case is made by timing: a machine too loaded to make it in half the rounds
+    # (under TSan on 2 cores, one run made it in 1 of 6: A's call is late to the driver
+    # when other threads take its CPU) runs the program again. Every run's trace is
+    # checked in full.
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        reordered = shared_engine_run(tmp_path / str(attempt), env, rounds, groups_a,
+                                      groups_b, pause_us, b_delay_us)
+        if reordered >= rounds // 2:
+            break
+    assert reordered >= rounds // 2, reordered
+
+
+def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_delay_us):
+    """One run of ze_shared_engine, its trace checked; how many rounds made the case."""
+    kernels = 16
     trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels, groups_a,
                                   groups_b, pause_us, b_delay_us], tmp_path, env=env)
     assert trace["gputrace"]["events_lost"] == 0
@@ -526,7 +542,7 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
         ka = min(kernels_of[a["args"]["correlation"]], key=start)
         kb = min(kernels_of[b["args"]["correlation"]], key=start)
         reordered += start(a) < start(b) and end(a) > end(b) and start(ka) < start(kb)
-    assert reordered >= rounds // 2, reordered
+    return reordered
 
 
 def assert_clamps(trace, bound_ns, undecidable=frozenset()):
