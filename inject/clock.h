@@ -104,6 +104,22 @@ static inline uint64_t gt_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The deadline of a timed wait ms from now, on the wait's clock (CLOCK_REALTIME
+ * for pthread_mutex_timedlock; a condition variable's own). */
+static inline struct timespec gt_timespec_after_ms(clockid_t id, unsigned long ms)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	t.tv_sec += (time_t)(ms / 1000);
+	t.tv_nsec += (long)(ms % 1000) * 1000000l;
+	if (t.tv_nsec >= 1000000000l) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000l;
+	}
+	return t;
+}
+
 /*
  * One (clock, realtime) pair for converting between the two: the tightest of
  * a few clock-realtime-clock reads, so a preemption in between (common on a

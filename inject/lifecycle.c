@@ -214,12 +214,10 @@ bool gt_drain_lock(pthread_mutex_t *lock)
 
 	for (;;) {
 		struct timespec until;
-		const char *why;
 
 		if (!pthread_mutex_trylock(lock))
 			return true;
-		why = atomic_load(&gt_end_reason);
-		if (why && !strncmp(why, "signal ", 7)) {
+		if (gt_ending_on_signal()) {
 			/* (not gt_clock_ns: this file is built without the sanitizers,
 			 * whose builds have no TSC line) */
 			uint64_t now = gt_clock_gettime_ns();
@@ -231,10 +229,7 @@ bool gt_drain_lock(pthread_mutex_t *lock)
 		}
 		/* a holder that lets go wakes us at once; the millisecond is
 		 * only how often the signal is looked for */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 1000000l;
-		until.tv_sec += until.tv_nsec / 1000000000l;
-		until.tv_nsec %= 1000000000l;
+		until = gt_timespec_after_ms(CLOCK_REALTIME, 1);
 		if (!pthread_mutex_timedlock(lock, &until))
 			return true;
 	}

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include "event.h"
 
@@ -91,6 +92,14 @@ GT_HIDDEN void lifecycle__poll_dlopen(void);
 /* Why the process is ending ("exit", "signal SIGTERM", "exec", ...), for
  * the trailer; NULL while it runs. */
 extern GT_HIDDEN const char *_Atomic gt_end_reason;
+
+/* The process ends on a signal: a request (SIGTERM, ...) or a crash. */
+static inline bool gt_ending_on_signal(void)
+{
+	const char *why = atomic_load(&gt_end_reason);
+
+	return why && !strncmp(why, "signal ", 7);
+}
 /* The status exit(), _exit() or quick_exit() was called with (its low byte,
  * as the parent sees it); 0 until then. */
 extern GT_HIDDEN _Atomic int gt_exit_status;

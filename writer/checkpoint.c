@@ -612,7 +612,7 @@ static const char *flight_end_reason(void)
 
 	if (!why || !strcmp(why, "exec"))
 		return NULL;
-	if (!strncmp(why, "signal", 6))
+	if (gt_ending_on_signal())
 		return why;
 	return status ? "exit status not 0" : NULL;
 }

@@ -367,9 +367,7 @@ static void open_when_due(bool final)
 /* A request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), not a crash. */
 static bool ending_on_request(void)
 {
-	const char *why = atomic_load(&gt_end_reason);
-
-	return why && !strncmp(why, "signal ", 7) && !atomic_load(&gt_st.crashing);
+	return gt_ending_on_signal() && !atomic_load(&gt_st.crashing);
 }
 
 /*

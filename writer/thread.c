@@ -230,10 +230,7 @@ int writer__lock_rings(unsigned timeout_ms)
 	struct timespec until;
 
 	mark_used();
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000l;
-	until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
+	until = gt_timespec_after_ms(CLOCK_REALTIME, timeout_ms);
 	return -pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 
@@ -359,10 +356,7 @@ void writer__fork_prepare(void)
 		return;
 	/* the drain thread, busy, would take the lock back at once */
 	atomic_store(&W.fork_pending, true);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += FORK_WAIT_MS * 1000000l;
-	until.tv_sec += until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
+	until = gt_timespec_after_ms(CLOCK_REALTIME, FORK_WAIT_MS);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 

@@ -429,12 +429,8 @@ bool cupti__flush_complete(unsigned wait_ms)
 	struct timespec until;
 	bool done = false;
 
-	if (wait_ms) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)wait_ms * 1000000l;
-		until.tv_sec += until.tv_nsec / 1000000000l;
-		until.tv_nsec %= 1000000000l;
-	}
+	if (wait_ms)
+		until = gt_timespec_after_ms(CLOCK_REALTIME, wait_ms);
 	/* not while CUPTI changes hands (share.c) */
 	if (wait_ms ? pthread_mutex_timedlock(&cupti_share_lock, &until)
 		    : pthread_mutex_trylock(&cupti_share_lock))

@@ -425,10 +425,7 @@ unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max)
 
 	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 200000000l;
-	until.tv_sec += until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
+	until = gt_timespec_after_ms(CLOCK_REALTIME, 200);
 	if (pthread_mutex_timedlock(&poll_lock, &until))
 		return 0;
 	int mode = our_calls_begin();

@@ -1165,12 +1165,8 @@ void ze_track__synced(void)
  * waiting, asked of the device; bounded: a lock held long answers nothing. */
 void ze_track__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg)
 {
-	struct timespec until;
+	struct timespec until = gt_timespec_after_ms(CLOCK_REALTIME, 200);
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 200000000l;
-	until.tv_sec += until.tv_nsec / 1000000000l;
-	until.tv_nsec %= 1000000000l;
 	if (atomic_load(&ze_closed) || pthread_mutex_timedlock(&ze_lock, &until))
 		return;
 	for (struct ze_pending *p = ze_pend_head; p; p = p->next) {

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "backends/plugins/internal.h"
+#include "inject/clock.h"
 #include "inject/cstr.h"
 #include "backends/plugins/kineto_plugin.h"
 
@@ -392,15 +393,8 @@ bool plugins__paused(void)
 
 bool plugins__lock_calls(unsigned timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = gt_timespec_after_ms(CLOCK_REALTIME, timeout_ms);
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	return !pthread_mutex_timedlock(&calls_lock, &until);
 }
 

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "backends/plugins/kineto_internal.h"
+#include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/extcorr.h"
 #include "inject/state.h"
@@ -599,16 +600,9 @@ static bool cycle_stopping;
 
 static bool cycle_wait(void)
 {
-	struct timespec until;
+	struct timespec until = gt_timespec_after_ms(CLOCK_MONOTONIC, gt_cfg.kineto_cycle_ms);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += gt_cfg.kineto_cycle_ms / 1000;
-	until.tv_nsec += (long)(gt_cfg.kineto_cycle_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&cycle_lock);
 	while (!cycle_stopping && pthread_cond_timedwait(&cycle_cond, &cycle_lock, &until) != ETIMEDOUT)
 		;
