@@ -4,8 +4,8 @@
  * simple program and gputrace's event-timing fallback use, over a simulated
  * device. Work queued on a stream runs after the stream's previous work
  * (kernels take 300 us, or FAKE_CUDART_KERNEL_US, copies run at 10 GB/s);
- * an event recorded
- * on a stream completes when the work before it does. Nothing is copied.
+ * an event recorded on a stream completes when the work before it does.
+ * Nothing is copied.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
