@@ -93,13 +93,18 @@ GT_HIDDEN void lifecycle__poll_dlopen(void);
  * the trailer; NULL while it runs. */
 extern GT_HIDDEN const char *_Atomic gt_end_reason;
 
-/* The process ends on a signal: a request (SIGTERM, ...) or a crash. */
+/* A reason of gt_end_reason's that is a signal: a request (SIGTERM, ...) or a
+ * crash ("signal SIGTERM"; "signal" alone for one without a name, lifecycle.c). */
+static inline bool gt_reason_is_signal(const char *why)
+{
+	return why && !strncmp(why, "signal", 6) && (why[6] == '\0' || why[6] == ' ');
+}
+
 static inline bool gt_ending_on_signal(void)
 {
-	const char *why = atomic_load(&gt_end_reason);
-
-	return why && !strncmp(why, "signal ", 7);
+	return gt_reason_is_signal(atomic_load(&gt_end_reason));
 }
+
 /* The status exit(), _exit() or quick_exit() was called with (its low byte,
  * as the parent sees it); 0 until then. */
 extern GT_HIDDEN _Atomic int gt_exit_status;

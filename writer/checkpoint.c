@@ -612,7 +612,7 @@ static const char *flight_end_reason(void)
 
 	if (!why || !strcmp(why, "exec"))
 		return NULL;
-	if (gt_ending_on_signal())
+	if (gt_reason_is_signal(why))
 		return why;
 	return status ? "exit status not 0" : NULL;
 }
