@@ -66,6 +66,8 @@ extern pthread_cond_t sim_cond;
 void sim_lock_setup(void);
 /* ZE_SIM_SIGNAL_IN_WAIT and _IN_QUERY, read once at load (not again in a fork child) */
 void sim_signal_in_wait_setup(void);
+/* A host synchronize (timeout_ns: its timeout; 0 is a query) starts, sim_lock held. */
+void sim_signal_in_wait_locked(uint64_t timeout_ns);
 /* Waits on sim_cond (sim_lock held) until `deadline_host_ns` (UINT64_MAX = forever);
  * returns false once the deadline has passed. */
 bool sim_cond_wait_until(uint64_t deadline_host_ns);

@@ -15,7 +15,7 @@ pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sim_cond;
 
 /* ZE_SIM_SIGNAL_IN_WAIT: a signal sent once, to the first host thread that
- * waits, while it holds the driver's lock (0: none) */
+ * synchronizes, while it holds the driver's lock (0: none) */
 static int signal_in_wait;
 static atomic_bool signal_in_wait_sent;
 /* ZE_SIM_SIGNAL_IN_QUERY: a signal sent once, to the first host thread that
@@ -46,6 +46,19 @@ void sim_signal_in_wait_setup(void)
 {
 	signal_in_wait = signal_parse("ZE_SIM_SIGNAL_IN_WAIT");
 	signal_in_query = signal_parse("ZE_SIM_SIGNAL_IN_QUERY");
+}
+
+/*
+ * At a synchronize's start, sim_lock held. Not where it comes to wait: whether work is
+ * still running then depends on the threads' timing, and a query (a synchronize with
+ * timeout 0, which a tool makes under its own lock) is not a wait. A real driver's lock
+ * is held where a signal lands too: its handler then runs with the lock held, on this
+ * thread.
+ */
+void sim_signal_in_wait_locked(uint64_t timeout_ns)
+{
+	if (signal_in_wait && timeout_ns && !atomic_exchange(&signal_in_wait_sent, true))
+		pthread_kill(pthread_self(), signal_in_wait);
 }
 
 static void signal_in_query_maybe(void)
@@ -82,10 +95,6 @@ uint64_t sim_deadline(uint64_t timeout_ns)
 /* A host thread's wait: first what is due on idle engines, then napping engines look. */
 bool sim_cond_wait_until(uint64_t deadline)
 {
-	/* a real driver's lock is held where a signal lands too: its handler
-	 * then runs with the lock held, on this thread */
-	if (signal_in_wait && !atomic_exchange(&signal_in_wait_sent, true))
-		pthread_kill(pthread_self(), signal_in_wait);
 	if (sim_engines_run_due_locked())
 		return true;
 	if (sim_napping)
@@ -923,6 +932,7 @@ static ze_result_t event_host_synchronize(ze_event_handle_t h, uint64_t timeout_
 	struct sim_cb_state *st = NULL;
 
 	pthread_mutex_lock(&sim_lock);
+	sim_signal_in_wait_locked(timeout_ns);
 	if (ev->counter_based)
 		st = sim_cb_ref_locked(ev->cb);
 	while (ev->counter_based ? (st && !st->done) : !ev->signaled) {
@@ -1053,6 +1063,7 @@ static ze_result_t fence_host_synchronize(ze_fence_handle_t h, uint64_t timeout_
 	ze_result_t r = ZE_RESULT_SUCCESS;
 
 	pthread_mutex_lock(&sim_lock);
+	sim_signal_in_wait_locked(timeout_ns);
 	while (!f->signaled) {
 		if (!sim_cond_wait_until(deadline)) {
 			r = ZE_RESULT_NOT_READY;

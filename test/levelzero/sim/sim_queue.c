@@ -548,6 +548,7 @@ ze_result_t sim_device_synchronize(ze_device_handle_t h)
 	if (r)
 		return r;
 	pthread_mutex_lock(&sim_lock);
+	sim_signal_in_wait_locked(UINT64_MAX);
 	for (int i = 0; i < SIM_ENGINES && !r; i++) {
 		for (struct sim_stream *s = engines[i].streams; s && !r; s = s->next)
 			r = stream_wait_locked(s, UINT64_MAX);
@@ -644,6 +645,7 @@ static ze_result_t queue_synchronize(ze_command_queue_handle_t h, uint64_t timeo
 	ze_result_t r;
 
 	pthread_mutex_lock(&sim_lock);
+	sim_signal_in_wait_locked(timeout_ns);
 	r = stream_wait_locked(&q->stream, deadline);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
@@ -836,6 +838,7 @@ static ze_result_t list_host_synchronize(ze_command_list_handle_t h, uint64_t ti
 	if (!l->immediate)
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 	pthread_mutex_lock(&sim_lock);
+	sim_signal_in_wait_locked(timeout_ns);
 	r = stream_wait_locked(&l->stream, deadline);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
