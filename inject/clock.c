@@ -40,11 +40,14 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 #define ERR_FIXED_NS  2000.0       /* the line off by more (+ ERR_RATE of the gap) */
 #define ERR_RATE      20e-6        /* means the TSC does not follow the raw clock */
 
-/* check_clock's stand-in for a loaded machine: an anchor's raw reading off
- * the line (within the pair's width), and an updater preempted before it
- * publishes the new line */
+/* check_clock's stand-ins for a loaded machine: an anchor's raw reading off
+ * the line (within the pair's width), an updater preempted before it
+ * publishes the new line, and a reader preempted while the line comes on */
 #ifndef GT_CLOCK_AFTER_ANCHOR
 #define GT_CLOCK_AFTER_ANCHOR(l, tsc, ns) ((void)0)
+#endif
+#ifndef GT_CLOCK_BEFORE_CALIBRATING_READ
+#define GT_CLOCK_BEFORE_CALIBRATING_READ() ((void)0)
 #endif
 
 static _Atomic int state;
@@ -270,54 +273,93 @@ static uint64_t update(void)
  * must not wait for it. */
 static __thread __attribute__((tls_model("initial-exec"))) int in_update;
 
+#define WRITER_WAIT_NS 20000000ull /* then the writer is taken to be stopped */
+
+/*
+ * A consistent line, waiting for a writer preempted halfway through its few
+ * stores rather than answering from the raw clock, which the line may be off
+ * by up to half an anchor's window (hundreds of ns on a loaded machine):
+ * either way, a raw answer could go back. Yields first, then sleeps, so a
+ * writer waiting for a CPU gets one. A writer that never finishes (stopped
+ * by a debugger; another thread's, caught mid-rewrite by fork) is given up
+ * on after WRITER_WAIT_NS, once per rewrite: then false.
+ */
+static bool read_line_waiting(struct line *l)
+{
+	static _Atomic uint32_t abandoned_seq; /* odd: that rewrite is given up on */
+	uint64_t until = 0;
+
+	for (int tries = 0; !read_line(l); tries++) {
+		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed);
+		uint64_t now;
+
+		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_relaxed))
+			return false;
+		if (tries < 16) {
+			sched_yield();
+			continue;
+		}
+		now = raw_ns();
+		if (!until) {
+			until = now + WRITER_WAIT_NS;
+		} else if (now > until) {
+			atomic_store_explicit(&abandoned_seq, seq, memory_order_relaxed);
+			return false;
+		}
+		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	}
+	return true;
+}
+
 uint64_t gt_clock_slow(void)
 {
 	struct line l;
-	uint64_t ns;
+	uint64_t ns, tsc;
 
-	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE || in_update)
+	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE)
 		return raw_ns();
-	if (atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
-		uint64_t tsc;
-		int tries = 0;
+	/* a signal handler on the updater's thread: the old line, unless it
+	 * came in the middle of the rewrite or there is none yet */
+	if (in_update)
+		return atomic_load_explicit(&gt_tsc.on, memory_order_acquire) && read_line(&l)
+			       ? line_at(&l, gt_rdtsc())
+			       : raw_ns();
+	if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
+		if (!atomic_flag_test_and_set_explicit(&updating, memory_order_acquire))
+			goto update;
+		/* calibrating: the raw clock, unless the line came on since
+		 * this thread looked (preempted in between): by then the line
+		 * may be behind the raw clock, and the next reading would go
+		 * back */
+		GT_CLOCK_BEFORE_CALIBRATING_READ();
+		ns = raw_ns();
+		if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire))
+			return ns;
+	}
+	if (!read_line_waiting(&l))
+		return raw_ns();
+	tsc = gt_rdtsc();
+	/* behind tsc0, or raced with a fresh line: the line still holds */
+	if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
+		return line_at(&l, tsc);
+	/* the period is over: one reader renews it, the others go on with the
+	 * old line (off by a few ns at most) while it is still the line: a
+	 * reader preempted after reading it may find a newer one, which starts
+	 * past the old line at tsc */
+	while (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire)) {
+		struct line again;
 
-		/* The writer preempted halfway through (a few stores): let it finish
-		 * rather than answer from the raw clock, which may be a few ns behind
-		 * what the line handed out. */
-		while (!read_line(&l)) {
-			if (++tries == 100)
-				return raw_ns();
-			sched_yield();
-		}
+		if (read_line(&again) && again.seq == l.seq)
+			return line_at(&l, tsc);
+		/* replaced, or being replaced: the new line */
+		if (!read_line_waiting(&again))
+			return raw_ns();
+		l = again;
 		tsc = gt_rdtsc();
-		/* behind tsc0, or raced with a fresh line: the line still holds */
 		if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
 			return line_at(&l, tsc);
-		/* the period is over: one reader renews it, the others go on
-		 * with the old line (off by a few ns at most) while it is still
-		 * the line: a reader preempted after reading it may find a newer
-		 * one, which starts past the old line at tsc */
-		while (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire)) {
-			struct line again;
-			bool read = read_line(&again);
-
-			if (read && again.seq == l.seq)
-				return line_at(&l, tsc);
-			/* replaced, or being replaced: the new line */
-			while (!read) {
-				if (++tries == 100)
-					return raw_ns();
-				sched_yield();
-				read = read_line(&again);
-			}
-			l = again;
-			tsc = gt_rdtsc();
-			if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
-				return line_at(&l, tsc);
-		}
-	} else if (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire)) {
-		return raw_ns();
 	}
+update:
 	in_update = 1;
 	ns = update();
 	in_update = 0;
