@@ -56,14 +56,6 @@ static atomic_flag updating = ATOMIC_FLAG_INIT;
 static uint64_t first_tsc, first_ns, last_ns;
 static double ns_per_tick;
 
-static uint64_t raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(GT_CLOCK_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The tightest of a few (rdtsc, clock_gettime, rdtsc) triples. */
 static uint64_t window; /* its width in ticks */
 
@@ -72,7 +64,7 @@ static bool anchor(uint64_t *tsc, uint64_t *ns)
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < TRIES; i++) {
-		uint64_t a = gt_rdtsc(), n = raw_ns(), b = gt_rdtsc();
+		uint64_t a = gt_rdtsc(), n = gt_clock_gettime_ns(), b = gt_rdtsc();
 
 		if (b > a && b - a < best) {
 			best = b - a;
@@ -157,6 +149,12 @@ static uint64_t line_at(const struct line *l, uint64_t tsc)
 	return l->ns0 - (uint64_t)(((unsigned __int128)(l->tsc0 - tsc) * l->mult) >> 32);
 }
 
+/* A reading at tsc can take the line: behind tsc0 (as line_at), or within its span. */
+static bool line_holds(const struct line *l, uint64_t tsc)
+{
+	return tsc < l->tsc0 || tsc - l->tsc0 < l->span;
+}
+
 /*
  * A new line from the anchor (tsc, ns), starting where the old line is at the
  * moment it is replaced, never where it was at the anchor: until then readers
@@ -218,12 +216,12 @@ static uint64_t update(void)
 	case TSC_UNKNOWN:
 		if (!tsc_usable() || !anchor(&first_tsc, &first_ns)) {
 			give_up();
-			return raw_ns();
+			return gt_clock_gettime_ns();
 		}
 		atomic_store_explicit(&state, TSC_CALIBRATING, memory_order_relaxed);
 		return first_ns;
 	case TSC_CALIBRATING:
-		now = raw_ns();
+		now = gt_clock_gettime_ns();
 		if (now - first_ns < CALIBRATE_NS || !anchor(&tsc, &ns))
 			return now;
 		if (tsc <= first_tsc || ns <= first_ns) {
@@ -244,7 +242,7 @@ static uint64_t update(void)
 		double err, allowed;
 
 		if (!read_line(&l))
-			return raw_ns();
+			return gt_clock_gettime_ns();
 		/* No tight pair this time (a read preempted, on a loaded machine): the
 		 * line goes on, past its period, to the next try. The raw clock could
 		 * be a few ns behind what the line handed out. */
@@ -255,7 +253,7 @@ static uint64_t update(void)
 		allowed = ERR_FIXED_NS + ERR_RATE * (double)(ns - last_ns);
 		if (err > allowed || -err > allowed) {
 			give_up(); /* the TSC no longer follows the raw clock */
-			return raw_ns();
+			return gt_clock_gettime_ns();
 		}
 		ns_per_tick = (double)(ns - first_ns) / (double)(tsc - first_tsc);
 		last_ns = ns;
@@ -265,7 +263,7 @@ static uint64_t update(void)
 		return publish_from(&l, tsc, ns, p, err > 0 && tsc - l.tsc0 > l.span + p);
 	}
 	default:
-		return raw_ns();
+		return gt_clock_gettime_ns();
 	}
 }
 
@@ -299,7 +297,7 @@ static bool read_line_waiting(struct line *l)
 			sched_yield();
 			continue;
 		}
-		now = raw_ns();
+		now = gt_clock_gettime_ns();
 		if (!until) {
 			until = now + WRITER_WAIT_NS;
 		} else if (now > until) {
@@ -317,13 +315,13 @@ uint64_t gt_clock_slow(void)
 	uint64_t ns, tsc;
 
 	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE)
-		return raw_ns();
+		return gt_clock_gettime_ns();
 	/* a signal handler on the updater's thread: the old line, unless it
 	 * came in the middle of the rewrite or there is none yet */
 	if (in_update)
 		return atomic_load_explicit(&gt_tsc.on, memory_order_acquire) && read_line(&l)
 			       ? line_at(&l, gt_rdtsc())
-			       : raw_ns();
+			       : gt_clock_gettime_ns();
 	if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
 		if (!atomic_flag_test_and_set_explicit(&updating, memory_order_acquire))
 			goto update;
@@ -332,15 +330,15 @@ uint64_t gt_clock_slow(void)
 		 * may be behind the raw clock, and the next reading would go
 		 * back */
 		GT_CLOCK_BEFORE_CALIBRATING_READ();
-		ns = raw_ns();
+		ns = gt_clock_gettime_ns();
 		if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire))
 			return ns;
 	}
 	if (!read_line_waiting(&l))
-		return raw_ns();
+		return gt_clock_gettime_ns();
 	tsc = gt_rdtsc();
 	/* behind tsc0, or raced with a fresh line: the line still holds */
-	if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
+	if (line_holds(&l, tsc))
 		return line_at(&l, tsc);
 	/* the period is over: one reader renews it, the others go on with the
 	 * old line (off by a few ns at most) while it is still the line: a
@@ -353,10 +351,10 @@ uint64_t gt_clock_slow(void)
 			return line_at(&l, tsc);
 		/* replaced, or being replaced: the new line */
 		if (!read_line_waiting(&again))
-			return raw_ns();
+			return gt_clock_gettime_ns();
 		l = again;
 		tsc = gt_rdtsc();
-		if (tsc < l.tsc0 || tsc - l.tsc0 < l.span)
+		if (line_holds(&l, tsc))
 			return line_at(&l, tsc);
 	}
 update:
