@@ -19,15 +19,15 @@
  * that every other new line bends down from a line bent up, then a stall before
  * it publishes the new line. */
 static _Atomic unsigned updater_pause_us;
-/* Or every anchor 500 ns below the line, no stall: the line falls behind the
+#include "inject/clock.h"
+#ifdef GT_CLOCK_TSC /* (no line to renew without it: ThreadSanitizer builds, not x86) */
+/* Instead of that, every anchor 500 ns below the line, no stall: the line falls behind the
  * raw clock by 500 ns more at each renewal. */
 static _Atomic int anchors_below;
 /* A reader stopped where it has found the line off and the updater busy,
  * until let go. */
 static _Atomic int late_reader_held, late_reader_go;
 static __thread int late_reader;
-#include "inject/clock.h"
-#ifdef GT_CLOCK_TSC /* (no line to renew without it: ThreadSanitizer builds, not x86) */
 static int updater_below, updater_stalls;
 #define GT_CLOCK_AFTER_ANCHOR(l, tsc, ns)                                               \
 	do {                                                                           \
