@@ -347,11 +347,11 @@ uint64_t gt_clock_slow(void)
 	while (atomic_flag_test_and_set_explicit(&updating, memory_order_acquire)) {
 		struct line again;
 
-		if (read_line(&again) && again.seq == l.seq)
-			return line_at(&l, tsc);
-		/* replaced, or being replaced: the new line */
 		if (!read_line_waiting(&again))
 			return gt_clock_gettime_ns();
+		if (again.seq == l.seq)
+			return line_at(&l, tsc);
+		/* replaced (once the rewrite under way ends): the new line */
 		l = again;
 		tsc = gt_rdtsc();
 		if (line_holds(&l, tsc))

@@ -4,7 +4,6 @@
 set -u
 : "${BUILD:=build}" "${PYTHON:=python3}"
 export BUILD GT_PRELOAD SANITIZE PYTHON
-fail=0
 failed=""
 ran=0
 log=$(mktemp) why=$(mktemp)
@@ -21,7 +20,6 @@ for t in "$BUILD"/test/check_*; do
 	address:*check_cupti | address:*check_pm) san_env="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0" ;;
 	esac
 	if ! env $san_env CK_DEFAULT_TIMEOUT="${CK_DEFAULT_TIMEOUT:-120}" "$t" >"$log" 2>&1; then
-		fail=$((fail + 1))
 		failed="$failed $t"
 		grep -E '^[^ ]+:[0-9]+:[FE]:' "$log" >>"$why"
 	fi
@@ -29,13 +27,13 @@ for t in "$BUILD"/test/check_*; do
 done
 echo "== pytest"
 if ! "$PYTHON" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} test; then
-	fail=$((fail + 1))
 	failed="$failed pytest"
 fi
 # named last, with the Check failures' own lines: a CI log keeps only its tail
-if [ "$fail" -ne 0 ]; then
+if [ -n "$failed" ]; then
 	cat "$why"
-	echo "gputrace tests: $fail suite(s) failed:$failed"
+	set -- $failed
+	echo "gputrace tests: $# suite(s) failed:$failed"
 	exit 1
 fi
 echo "gputrace tests: all $((ran + 1)) suites passed"
