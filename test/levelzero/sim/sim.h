@@ -43,6 +43,17 @@ void sim_clock_setup(void);	/* part of sim_setup */
 uint64_t sim_host_ns(void);	/* CLOCK_MONOTONIC_RAW */
 uint64_t sim_dev_ticks(uint64_t host_ns);
 void sim_sleep_until(uint64_t host_ns);
+/* A thread held up inside a driver call, every Nth call (env: "US[/N]"). It spins
+ * meanwhile: a sleep would overshoot by tens of microseconds, and the stall is to land
+ * where the test puts it. */
+struct sim_stall {
+	const char *env;
+	uint64_t ns, every;
+	_Atomic unsigned long calls;
+};
+void sim_stall_parse(struct sim_stall *st);	/* a bad value: one line, no stall */
+bool sim_stall_maybe(struct sim_stall *st);	/* counts the call; true if it spun */
+extern struct sim_stall sim_pair_split;		/* ZE_SIM_PAIR_SPLIT_US */
 
 /* ---- sim_objects.c: handles, validated through a registry so that a stale or foreign
  * handle yields an error code instead of a crash ---- */

@@ -2,6 +2,7 @@
  * the host clock, so a tracer that converts timestamps naively is visibly wrong. */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +98,16 @@ static void parse_drift(void)
 		sim_clock.rate = 1.0L + v / 1e6L;
 }
 
+/* ZE_SIM_PAIR_SPLIT_US=US[/N]: every Nth zeDeviceGetGlobalTimestamps reads the host clock,
+ * is held US, then reads the device counter: a driver preempted between its two reads, or
+ * one whose reads are microseconds apart (i915's engine-cycles query reads the CPU clock
+ * first and reports the read's length beside it). The call still returns inside the
+ * caller's own bracket; the pair just says the device was US behind where it was. */
+struct sim_stall sim_pair_split = { "ZE_SIM_PAIR_SPLIT_US", 0, 1 };
+
 static void clock_setup_once(void)
 {
+	sim_stall_parse(&sim_pair_split);
 	parse_tick();
 	parse_bits();
 	parse_offset();
@@ -141,4 +150,34 @@ void sim_sleep_until(uint64_t host_ns)
 		ts.tv_nsec = (host_ns - now) % 1000000000ULL;
 		nanosleep(&ts, NULL);
 	}
+}
+
+void sim_stall_parse(struct sim_stall *st)
+{
+	const char *s = getenv(st->env);
+	char *end;
+	unsigned long v, every = 1;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!errno && *end == '/' && end[1] != '-')
+		every = strtoul(end + 1, &end, 10);
+	if (errno || *end || *s == '-' || v > 1000000 || every < 1 || every > 1000000) {
+		fprintf(stderr, "ze_sim: %s='%s' is not US[/N], US from 0 to 1000000 and N from "
+			"1 to 1000000; no stall\n", st->env, s);
+		return;
+	}
+	st->ns = v * 1000ull;
+	st->every = every;
+}
+
+bool sim_stall_maybe(struct sim_stall *st)
+{
+	if (!st->ns || (atomic_fetch_add(&st->calls, 1) + 1) % st->every)
+		return false;
+	for (uint64_t until = sim_host_ns() + st->ns; sim_host_ns() < until;)
+		;
+	return true;
 }

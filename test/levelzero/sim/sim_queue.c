@@ -241,46 +241,9 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
  * immediate list is submitted US later than asked, as by a thread preempted inside the
  * driver's call (0: none). ZE_SIM_EXECUTE_STALL_US=US[/N]: every Nth run of command lists
  * on a queue returns US after it submitted them, as by a thread preempted on its way out
- * of the driver: a run submitted later on the same engine can return first. The host
- * thread spins meanwhile: a sleep would overshoot by tens of microseconds, and the stall
- * is to land where the test puts it. */
-struct sim_stall {
-	const char *env;
-	uint64_t ns, every;
-	atomic_ulong calls;
-};
-
+ * of the driver: a run submitted later on the same engine can return first. */
 static struct sim_stall submit_stall = { "ZE_SIM_SUBMIT_STALL_US", 0, 1 },
 			execute_stall = { "ZE_SIM_EXECUTE_STALL_US", 0, 1 };
-
-static void stall_parse(struct sim_stall *st)
-{
-	const char *s = getenv(st->env);
-	char *end;
-	unsigned long v, every = 1;
-
-	if (!s || !*s)
-		return;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!errno && *end == '/' && end[1] != '-')
-		every = strtoul(end + 1, &end, 10);
-	if (errno || *end || *s == '-' || v > 1000000 || every < 1 || every > 1000000) {
-		fprintf(stderr, "ze_sim: %s='%s' is not US[/N], US from 0 to 1000000 and N from "
-			"1 to 1000000; no stall\n", st->env, s);
-		return;
-	}
-	st->ns = v * 1000ull;
-	st->every = every;
-}
-
-/* Counts the call, and spins if it is an Nth. */
-static void stall_maybe(struct sim_stall *st)
-{
-	if (st->ns && (atomic_fetch_add(&st->calls, 1) + 1) % st->every == 0)
-		for (uint64_t until = sim_host_ns() + st->ns; sim_host_ns() < until;)
-			;
-}
 
 /* ---- engines ---- */
 
@@ -582,8 +545,8 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void sim_queue_setup(void)
 {
-	stall_parse(&submit_stall);
-	stall_parse(&execute_stall);
+	sim_stall_parse(&submit_stall);
+	sim_stall_parse(&execute_stall);
 	sim_signal_in_wait_setup();
 	sim_lock_setup();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -722,7 +685,7 @@ static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
 		r = stream_wait_locked(&q->stream, UINT64_MAX);
 	pthread_mutex_unlock(&sim_lock);
 	if (!r)
-		stall_maybe(&execute_stall);
+		sim_stall_maybe(&execute_stall);
 	return r;
 }
 
@@ -917,7 +880,7 @@ static ze_result_t list_submit(struct sim_list *l, struct sim_cmd *first, uint64
 		return ZE_RESULT_SUCCESS;
 	}
 	if (first->op == SIM_OP_KERNEL)
-		stall_maybe(&submit_stall);
+		sim_stall_maybe(&submit_stall);
 	pthread_mutex_lock(&sim_lock);
 	r = stream_submit_locked(&l->stream, first, n, sim_host_ns());
 	if (!r && l->synchronous)

@@ -114,17 +114,18 @@ def test_bad_clock_settings_get_one_line_each_and_defaults():
             env=sim_env({"ZE_SIM_TICK_NS": "fast", "ZE_SIM_VALID_BITS": "99",
                          "ZE_SIM_CLOCK_OFFSET_NS": "-5", "ZE_SIM_DRIFT_PPM": "2000",
                          "ZE_SIM_SIGNAL_IN_WAIT": "TERM", "ZE_SIM_SUBMIT_STALL_US": "100/0",
-                         "ZE_SIM_EXECUTE_STALL_US": "2ms"}))
+                         "ZE_SIM_EXECUTE_STALL_US": "2ms", "ZE_SIM_PAIR_SPLIT_US": "-1"}))
     assert r.returncode == 0
     lines = sorted(r.stderr.decode().splitlines())
-    assert len(lines) == 7, lines
+    assert len(lines) == 8, lines
     assert "ZE_SIM_CLOCK_OFFSET_NS='-5'" in lines[0]
     assert "ZE_SIM_DRIFT_PPM='2000'" in lines[1] and "-1000 to 1000" in lines[1]
     assert "ZE_SIM_EXECUTE_STALL_US='2ms'" in lines[2] and "US[/N]" in lines[2]
-    assert "ZE_SIM_SIGNAL_IN_WAIT='TERM'" in lines[3] and "signal number" in lines[3]
-    assert "ZE_SIM_SUBMIT_STALL_US='100/0'" in lines[4] and "US[/N]" in lines[4]
-    assert "ZE_SIM_TICK_NS='fast'" in lines[5] and "52.083" in lines[5]
-    assert "ZE_SIM_VALID_BITS='99'" in lines[6] and "8 to 64" in lines[6]
+    assert "ZE_SIM_PAIR_SPLIT_US='-1'" in lines[3] and "US[/N]" in lines[3]
+    assert "ZE_SIM_SIGNAL_IN_WAIT='TERM'" in lines[4] and "signal number" in lines[4]
+    assert "ZE_SIM_SUBMIT_STALL_US='100/0'" in lines[5] and "US[/N]" in lines[5]
+    assert "ZE_SIM_TICK_NS='fast'" in lines[6] and "52.083" in lines[6]
+    assert "ZE_SIM_VALID_BITS='99'" in lines[7] and "8 to 64" in lines[7]
     assert "timer_ns=52" in r.stdout.decode()
 
 
@@ -139,6 +140,23 @@ def test_global_timestamps_pair_monotonic_raw_with_device_ticks():
         for f in rows:
             assert int(f["before"]) <= int(f["host"]) <= int(f["after"])
             assert int(f["dev"]) == ticks_of(int(f["host"]), tick, offset, bits)
+
+
+def test_split_pair_reads_the_device_counter_later():
+    """ZE_SIM_PAIR_SPLIT_US=300/2: the second of three pairs holds 300 us between its host
+    read and its device read (the pair still inside the call); the others are exact."""
+    out = probe("global", env={"ZE_SIM_PAIR_SPLIT_US": "300/2"})
+    rows = [fields(l) for l in out.splitlines()]
+    assert len(rows) == 3
+    for i, f in enumerate(rows):
+        host, dev, after = int(f["host"]), int(f["dev"]), int(f["after"])
+        assert int(f["before"]) <= host <= after
+        if i != 1:
+            assert dev == ticks_of(host, TICK, OFFSET, 32)
+        else:  # read at least 300 us after the host half, and before the call returned
+            assert ticks_of(host + 300000, TICK, OFFSET, 32) <= dev
+            assert dev <= ticks_of(after, TICK, OFFSET, 32)
+        assert after - int(f["before"]) >= (300000 if i == 1 else 0)
 
 
 def test_device_clock_drift():
