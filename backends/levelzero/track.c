@@ -763,9 +763,14 @@ static bool ze_pend__place_earlier(struct ze_pending *p, const struct ze_anchor 
 	if (*start + d->same_wrap_ns < fresh_start || *start > fresh_start + d->same_wrap_ns)
 		return false;
 	if (gt_unlikely(*start < p->at)) {
+		/* The later command's pair erred early (read split by a preempted driver),
+		 * and it is drawn already. Moved whole, this one would overlap the command
+		 * after it (its run's next, placed back the same way, or that later one):
+		 * its start moves to its call and its end stays, shorter by the move. */
 		p->clamped_ns = p->at - *start;
-		*start += p->clamped_ns;
-		*end += p->clamped_ns;
+		*start = p->at;
+		if (*end < *start)
+			*end = *start;
 	}
 	return true;
 }

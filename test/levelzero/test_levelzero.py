@@ -466,12 +466,14 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits):
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("bits,groups_a,groups_b,stall_us,pause_us,b_delay_us",
-                         [(32, 1000, 1000, 10000, 0, 1000), (20, 200, 8000, 40000, 0, 1000),
-                          (16, 20, 400, 2000, 5000, 1000)])
+@pytest.mark.parametrize("bits,groups_a,groups_b,stall_us,pause_us,b_delay_us,split",
+                         [(32, 1000, 1000, 10000, 0, 1000, None),
+                          (20, 200, 8000, 40000, 0, 1000, None),
+                          (16, 20, 400, 2000, 5000, 1000, None),
+                          (32, 1000, 1000, 10000, 0, 1000, "200/3")])
 def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, groups_a,
                                                                  groups_b, stall_us, pause_us,
-                                                                 b_delay_us):
+                                                                 b_delay_us, split):
     """Two threads' queues on one engine. Thread A's run returns late (the simulator holds
     every even run on its way out of the driver), after thread B's run, submitted 1 ms
     after A's call began (0.3 ms left A's call under TSan reaching the driver after B's
@@ -489,26 +491,37 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
     B's in every run (a CI failure under TSan in
     test_threads_appending_to_lists_that_come_and_go[16]); and under TSan, where A's call
     may reach the driver after B's, B's kernels were chained a wrap after A's, ending after
-    B's synchronize returned (1 run in 8)."""
+    B's synchronize returned (1 run in 8).
+    With every third clock pair split (the simulator reads the host clock, then the device
+    counter 200 us later, as a driver preempted between its reads), B's run read on a split
+    pair is drawn 200 us early, and A's first kernel, placed back from it, starts ~199 us
+    before A's call: moved whole to the call, it overlapped A's next kernel by that much
+    (2 of 2 such rounds in every run). Its start moves to the call and its end stays."""
     rounds = 6
     env = {"ZE_SIM_EXECUTE_STALL_US": f"{stall_us}/2", "ZE_SIM_VALID_BITS": str(bits)}
     if pause_us:
         env["GPUTRACE_FLUSH_MS"] = "60000"
+    if split:
+        env["ZE_SIM_PAIR_SPLIT_US"] = split
     # The case is made by timing: a machine too loaded to make it in half the rounds
     # (under TSan on 2 cores, one run made it in 1 of 6: A's call is late to the driver
     # when other threads take its CPU) runs the program again. Every run's trace is
     # checked in full.
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
-        reordered = shared_engine_run(tmp_path / str(attempt), env, rounds, groups_a,
-                                      groups_b, pause_us, b_delay_us)
-        if reordered >= rounds // 2:
+        reordered, split_moved = shared_engine_run(tmp_path / str(attempt), env, rounds,
+                                                   groups_a, groups_b, pause_us, b_delay_us,
+                                                   200000 if split else 5000)
+        if reordered >= rounds // 2 and (not split or split_moved):
             break
     assert reordered >= rounds // 2, reordered
+    assert not split or split_moved
 
 
-def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_delay_us):
-    """One run of ze_shared_engine, its trace checked; how many rounds made the case."""
+def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_delay_us,
+                      clamp_bound_ns):
+    """One run of ze_shared_engine, its trace checked; how many rounds made the case, and
+    how many kernels were moved to their call by more than half a split pair's error."""
     kernels = 16
     trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels, groups_a,
                                   groups_b, pause_us, b_delay_us], tmp_path, env=env)
@@ -531,7 +544,13 @@ def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_del
         assert end(d) <= end(sync), (d, sync)
         kernels_of[run_["args"]["correlation"]].append(d)
     assert_no_overlap(device_spans(trace))
-    assert_clamps(trace, 5000)
+    moved = assert_clamps(trace, clamp_bound_ns)
+    # A's kernel placed back from B's split-pair run: moved to its call but ending where
+    # the device says, shorter by the move (256 ns a group).
+    for d in dev:
+        if d["args"].get("clamped_ns", 0) > 100000:
+            assert d["name"] == "ka"
+            assert abs(ns(d["dur"]) + d["args"]["clamped_ns"] - 256 * groups_a) < 1000, d
     # The case itself: A's call (the earlier) returned after B's, and the engine ran A's
     # kernels first (a thread late by a time slice on this 2-core machine may miss a round).
     a_tid = runs[1]["tid"]
@@ -542,7 +561,7 @@ def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_del
         ka = min(kernels_of[a["args"]["correlation"]], key=start)
         kb = min(kernels_of[b["args"]["correlation"]], key=start)
         reordered += start(a) < start(b) and end(a) > end(b) and start(ka) < start(kb)
-    return reordered
+    return reordered, sum(m > 100000 for m in moved)
 
 
 def assert_clamps(trace, bound_ns, undecidable=frozenset()):
