@@ -18,6 +18,9 @@
 /* How far the driver's host timestamp may lie outside our own reading of the clock. */
 #define ZE_HOST_SLACK_NS 50000
 #define ZE_PAIR_REUSE_NS 1000000ull /* at most, see ZE_PAIR_REUSE_DIV */
+/* A pair read in a call this short is kept (ze_dev__sync); an ioctl takes microseconds. */
+#define ZE_PAIR_TIGHT_NS 20000
+#define ZE_PAIR_TRIES 4
 
 static struct ze_map ze_devs; /* handle -> struct ze_dev * */
 static struct ze_dev *ze_dev_first;
@@ -238,28 +241,47 @@ int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ti
 	return 0;
 }
 
+/*
+ * A pair is as good as the call that read it is short: the driver reads the host clock and
+ * the device counter at two moments inside the call (i915's engine-cycles query reads the
+ * CPU clock first), and a thread preempted between them pairs a host time with ticks read
+ * later. Everything converted on that pair lands early by the gap, and a command placed
+ * back from one so converted lands before its own call. A call longer than
+ * ZE_PAIR_TIGHT_NS is made again, up to ZE_PAIR_TRIES times, and the shortest kept.
+ */
 int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 {
 	static atomic_bool warned;
-	uint64_t before = gt_clock_ns(), host = 0, dev = 0, after;
+	uint64_t best_width = UINT64_MAX;
 
-	if (ZE_REAL(zeDeviceGetGlobalTimestamps)(d->handle, &host, &dev) != ZE_RESULT_SUCCESS)
-		return -EIO;
-	after = gt_clock_ns();
-	/*
-	 * The driver's host half should be CLOCK_MONOTONIC_RAW, our clock (read
-	 * directly or extrapolated: allow some slack). If it is not (it falls well
-	 * outside the call), use the middle of the call instead.
-	 */
-	if (host + ZE_HOST_SLACK_NS < before || host > after + ZE_HOST_SLACK_NS) {
-		if (!atomic_exchange(&warned, true))
-			pr_warn("ze: the driver's host timestamps are not %s; device times are "
-				"aligned to within the cost of zeDeviceGetGlobalTimestamps",
-				GT_CLOCK_NAME);
-		host = before + (after - before) / 2;
+	for (int try = 0; try < ZE_PAIR_TRIES && best_width > ZE_PAIR_TIGHT_NS; try++) {
+		uint64_t before = gt_clock_ns(), host = 0, dev = 0, after;
+
+		if (ZE_REAL(zeDeviceGetGlobalTimestamps)(d->handle, &host, &dev) !=
+		    ZE_RESULT_SUCCESS) {
+			if (!try)
+				return -EIO;
+			break;
+		}
+		after = gt_clock_ns();
+		/*
+		 * The driver's host half should be CLOCK_MONOTONIC_RAW, our clock (read
+		 * directly or extrapolated: allow some slack). If it is not (it falls well
+		 * outside the call), use the middle of the call instead.
+		 */
+		if (host + ZE_HOST_SLACK_NS < before || host > after + ZE_HOST_SLACK_NS) {
+			if (!atomic_exchange(&warned, true))
+				pr_warn("ze: the driver's host timestamps are not %s; device times "
+					"are aligned to within the cost of "
+					"zeDeviceGetGlobalTimestamps", GT_CLOCK_NAME);
+			host = before + (after - before) / 2;
+		}
+		if (after - before < best_width) {
+			best_width = after - before;
+			*host_ns = host;
+			*ticks = dev;
+		}
 	}
-	*host_ns = host;
-	*ticks = dev;
 	return 0;
 }
 

@@ -81,6 +81,13 @@ struct ze_anchor {
 	uint64_t start_raw, end_raw;    /* the same as device timestamps */
 	uint64_t end_host;
 	uint64_t last_at;      /* when the last command's call began (its pending's at) */
+	/* The last command placed back from this one (ze_pend__place_earlier): its end in
+	 * ticks and as drawn, which a command after it, placed back too, starts no earlier
+	 * than. 0: none since the chain moved to this command. */
+	uint64_t back_end_raw, back_end_host;
+	/* The command the chain began with, placed by its own pair: its start in ticks and
+	 * as drawn (the commands from it to the last are drawn on the chain). */
+	uint64_t first_start_raw, first_start_host;
 	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 };
 
@@ -747,14 +754,22 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
  * disagrees with its own pair's placement (fresh_start) by more than a quarter wrap: the
  * two ran more than a wrap apart, and the ticks cannot say how far. The chain stays with
  * the later command.
+ *
+ * That command's pair may have erred early (a driver preempted between its two reads, by
+ * less than ZE_PAIR_TIGHT_NS), and it is drawn already: p then lands before its own call.
+ * It moves to the call whole, and the commands placed back after it move as far as they
+ * must to start after it (a run's back-to-back kernels all do; its gaps absorb the move);
+ * one that would then reach the command drawn next ends 1 ns short of it, shorter. (Each
+ * clipped to its call instead, a run of short kernels became a pile of empty spans.)
  */
-static bool ze_pend__place_earlier(struct ze_pending *p, const struct ze_anchor *a,
+static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, uint64_t s,
 				   uint64_t e, uint64_t ticks, uint64_t fresh_start,
 				   uint64_t *start, uint64_t *end)
 {
 	const struct ze_dev *d = p->dev;
 	int64_t end_off = (int64_t)a->start_off - (int64_t)((a->start_raw - e) & d->mask);
 	int64_t start_off = end_off - (int64_t)ticks;
+	uint64_t floor, later;
 
 	if (end_off > (int64_t)a->start_off) /* 64-bit ticks: after it, by the ticks */
 		return false;
@@ -762,16 +777,25 @@ static bool ze_pend__place_earlier(struct ze_pending *p, const struct ze_anchor 
 	*end = a->base_host + (uint64_t)ze__ticks_ns_signed(d, end_off);
 	if (*start + d->same_wrap_ns < fresh_start || *start > fresh_start + d->same_wrap_ns)
 		return false;
-	if (gt_unlikely(*start < p->at)) {
-		/* The later command's pair erred early (read split by a preempted driver),
-		 * and it is drawn already. Moved whole, this one would overlap the command
-		 * after it (its run's next, placed back the same way, or that later one):
-		 * its start moves to its call and its end stays, shorter by the move. */
-		p->clamped_ns = p->at - *start;
-		*start = p->at;
-		if (*end < *start)
-			*end = *start;
+	floor = p->at;
+	if (a->back_end_host && ((s - a->back_end_raw) & d->mask) <= d->mask / 2 &&
+	    a->back_end_host > floor)
+		floor = a->back_end_host; /* after the last one placed back */
+	if (gt_unlikely(*start < floor)) {
+		p->clamped_ns = floor - *start;
+		*start += p->clamped_ns;
+		*end += p->clamped_ns;
+		/* The next command drawn: the chain's first, if p ended before it began. It
+		 * ends a nanosecond short of it: viewers bind an arrow end to either of two
+		 * slices that touch, and this one is written after it (writer/place.c). */
+		later = ((a->first_start_raw - e) & d->mask) <= d->mask / 2
+				? a->first_start_host
+				: a->base_host + ze__ticks_ns(d, a->start_off);
+		if (*end >= later)
+			*end = later - 1 > *start ? later - 1 : *start;
 	}
+	a->back_end_raw = e;
+	a->back_end_host = *end;
 	return true;
 }
 
@@ -880,7 +904,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		if (a->valid &&
 		    base + ze__ticks_ns(d, off + ticks) <=
 			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns &&
-		    ze_pend__place_earlier(p, a, e, ticks, base + ze__ticks_ns(d, off), &start,
+		    ze_pend__place_earlier(p, a, s, e, ticks, base + ze__ticks_ns(d, off), &start,
 					   &end)) {
 			idle = submitted; /* the row's last command came after it */
 			goto emit;
@@ -901,8 +925,11 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		}
 		a->base_host = base;
 		a->base_ticks = p->ref_ticks;
+		a->first_start_raw = s;
+		a->first_start_host = 0; /* (drawn below) */
 	}
 	a->valid = true;
+	a->back_end_host = 0;
 	a->last_at = p->at;
 	a->start_off = off;
 	a->end_off = off + ticks;
@@ -919,6 +946,8 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	}
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
+	if (!a->first_start_host)
+		a->first_start_host = start;
 emit:
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
 	if (p->fence && ze__want(GT_KIND(SYNC)))
