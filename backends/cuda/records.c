@@ -738,6 +738,40 @@ uint64_t cupti__launch_start(uint32_t corr)
 
 /* ---- emitting ---- */
 
+/*
+ * A span moved later, to its launch (the clock conversion erred early, as across a step
+ * of the device's clock), would overlap the next on its stream row, which was launched
+ * earlier and queued: a burst of launches are each moved to their own launch, microseconds
+ * apart, while each runs for longer. So the spans after a moved one on its row start no
+ * earlier than it ends (moved too, as far, counted the same) until one does by itself.
+ * A record of work that began before the moved one (read late) is left where it is.
+ */
+#define MOVED_ROWS_MAX 16
+static struct moved_row {
+	uint32_t track;
+	uint64_t from, end; /* the moved span's start before the move, its end after it */
+} moved[MOVED_ROWS_MAX];
+static unsigned nmoved;
+
+static struct moved_row *moved_find(uint32_t track)
+{
+	for (unsigned i = 0; i < nmoved; i++)
+		if (moved[i].track == track)
+			return &moved[i];
+	return NULL;
+}
+
+/* m: the row's entry, or NULL to make one (the first goes when all are taken). */
+static void moved_note(struct moved_row *m, uint32_t track, uint64_t from, uint64_t end)
+{
+	if (!m) {
+		if (nmoved == MOVED_ROWS_MAX)
+			memmove(moved, moved + 1, --nmoved * sizeof(*moved));
+		m = &moved[nmoved++];
+	}
+	*m = (struct moved_row){ .track = track, .from = from, .end = end };
+}
+
 struct span {
 	uint64_t start, end;
 	uint32_t corr, corr2;
@@ -757,7 +791,10 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 		end = start;
 	if (s->clamp) {
 		/* the launch's start, by either id (copies carry the runtime's too) */
-		uint64_t low = cupti__launch_start(s->corr);
+		uint64_t low = cupti__launch_start(s->corr), move = 0;
+		struct moved_row *m = NULL;
+		bool earlier = false;
+
 		if (!low && s->corr2)
 			low = cupti__launch_start(s->corr2);
 		if (low) {
@@ -768,15 +805,29 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 				launch -= span;
 			else if (launch + span / 2 < start)
 				launch += span;
-			if (start < launch) {
-				/* counted, and kept on the span for checks of alignment */
-				if (nargs < GT_ARGS_MAX)
-					args[nargs++] = gt_clamped_arg(launch - start);
-				else
-					gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, launch - start);
-				end += launch - start;
-				start = launch;
+			if (start < launch)
+				move = launch - start;
+		}
+		if (nmoved && (m = moved_find(s->track))) {
+			if (start < m->from)
+				earlier = true;
+			else if (start + move < m->end)
+				move = m->end - start;
+			else if (!move) { /* the row caught up */
+				*m = moved[--nmoved];
+				m = NULL;
 			}
+		}
+		if (move) {
+			/* counted, and kept on the span for checks of alignment */
+			if (nargs < GT_ARGS_MAX)
+				args[nargs++] = gt_clamped_arg(move);
+			else
+				gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, move);
+			if (!earlier)
+				moved_note(m, s->track, start, end + move);
+			start += move;
+			end += move;
 		}
 	}
 	uint64_t ext = ext_find(s->corr);
@@ -1076,5 +1127,6 @@ void cupti__records_reset(void)
 	memset(rows, 0, sizeof(rows));
 	memset(knames, 0, sizeof(knames));
 	memset(ext_map, 0, sizeof(ext_map));
+	nmoved = 0;
 	atomic_store(&nfits, 0);
 }

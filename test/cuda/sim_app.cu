@@ -11,7 +11,8 @@
 //   capture        a global-mode capture while earlier work is still running
 //   stacks         launches from nested functions
 //   runtimes       CUDA 13 here, CUDA 12 in librt12.so (dlopen'ed)
-//   clock [N [MS]] N (30) kernels of 20 us, each synchronized, MS (40) ms apart
+//   clock [N [MS [B]]] N (30) bursts of B (1) kernels of 20 us, each burst synchronized,
+//                  MS (40) ms apart
 //   reload [N]     N (25000) kernels of libreload.so (dlopen'ed), then dlclose
 //   threads        4 threads, each 5 kernels of its own shape on its own stream
 //   nvtx           3 NVTX "step" ranges (nested "fwd": 2 kernels of 256 ns, "bwd": one of
@@ -296,17 +297,18 @@ static int runtimes_mode(const char *self)
 	return bad;
 }
 
-static int clock_mode(int n, int gap_ms)
+static int clock_mode(int n, int gap_ms, int burst)
 {
 	float *d;
 
 	CHECK(cudaMalloc(&d, MiB));
 	for (int i = 0; i < n; i++) {
-		sim::scale<float><<<100, 200>>>(d, 1.0f, 1000); // 20000 ns
+		for (int k = 0; k < burst; k++) // launched microseconds apart, run back to back
+			sim::scale<float><<<100, 200>>>(d, 1.0f, 1000); // 20000 ns
 		CHECK(cudaStreamSynchronize(0));
 		sleep_ms(gap_ms);
 	}
-	printf("clock: %d kernels\n", n);
+	printf("clock: %d kernels\n", n * burst);
 	return 0;
 }
 
@@ -472,7 +474,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "runtimes"))
 		return runtimes_mode(argv[0]);
 	if (!strcmp(mode, "clock"))
-		return clock_mode(argc > 2 ? atoi(argv[2]) : 30, argc > 3 ? atoi(argv[3]) : 40);
+		return clock_mode(argc > 2 ? atoi(argv[2]) : 30, argc > 3 ? atoi(argv[3]) : 40,
+				  argc > 4 ? atoi(argv[4]) : 1);
 	if (!strcmp(mode, "threads"))
 		return threads_mode();
 	if (!strcmp(mode, "nvtx"))

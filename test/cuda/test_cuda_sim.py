@@ -475,6 +475,35 @@ def test_clamped_records_counted(tmp_path):
         assert start(k) == start(host[k["args"]["correlation"]])
 
 
+def test_clamped_burst_keeps_its_stream_in_order(tmp_path):
+    """The same jump, the kernels launched 8 at a time (microseconds apart) and run back to
+    back (20 us each): those the conversion puts before their launch move to it, and the
+    kernels after a moved one on its stream start where it ends, moved as far and counted
+    the same, each keeping its length. Each moved to its own launch alone, a burst's
+    kernels overlapped each other on the row (50 pairs in 100 bursts)."""
+    r = sim_run([APP, "clock", "100", "10", "8"], tmp_path,
+                env={"CUDA_SIM_DEVICE_STEP_NS": "400000", "CUDA_SIM_DEVICE_STEP_AT_MS": "500"})
+    assert (r.returncode, r.stdout) == (0, b"clock: 800 kernels\n"), r.stderr
+    trace = load_exact(r.trace_path)  # asserts that no two overlap on a row
+    host = host_by_corr(trace)
+    kernels = sorted(xs(trace, "kernel"), key=start)
+    assert len(kernels) == 800
+    clamped = [k for k in kernels if "clamped_ns" in k["args"]]
+    c = trace["gputrace"]["adjusted"]["clamped"]
+    assert c["count"] == len(clamped)
+    assert int(c["max_ns"]) == max(int(k["args"]["clamped_ns"]) for k in clamped)
+    for k in kernels:
+        assert start(k) >= start(host[k["args"]["correlation"]])
+    # every kernel keeps its length, but one that ran across the jump (ends 400 us later)
+    stretched = [k for k in kernels if abs(ns(k["dur"]) - 20000) > 200]
+    assert len(stretched) <= 1, stretched
+    # the case: kernels moved after a moved one, starting where it ends
+    moved_after = sum(1 for a, b in zip(kernels, kernels[1:])
+                      if "clamped_ns" in a["args"] and "clamped_ns" in b["args"]
+                      and start(b) == end(a))
+    assert moved_after >= 2, moved_after
+
+
 # ---- stream capture and gputrace's own CUDA calls ----
 
 @pytest.mark.sanitize
