@@ -18,7 +18,8 @@
 /* How far the driver's host timestamp may lie outside our own reading of the clock. */
 #define ZE_HOST_SLACK_NS 50000
 #define ZE_PAIR_REUSE_NS 1000000ull /* at most, see ZE_PAIR_REUSE_DIV */
-/* A pair read in a call this short is kept (ze_dev__sync); an ioctl takes microseconds. */
+/* A pair read in a call this short (or at most twice the device's shortest) is kept
+ * (ze_dev__sync); an ioctl takes microseconds. */
 #define ZE_PAIR_TIGHT_NS 20000
 #define ZE_PAIR_TRIES 4
 
@@ -247,14 +248,17 @@ int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ti
  * CPU clock first), and a thread preempted between them pairs a host time with ticks read
  * later. Everything converted on that pair lands early by the gap, and a command placed
  * back from one so converted lands before its own call. A call longer than
- * ZE_PAIR_TIGHT_NS is made again, up to ZE_PAIR_TRIES times, and the shortest kept.
+ * ZE_PAIR_TIGHT_NS is made again, up to ZE_PAIR_TRIES times, and the shortest kept; on a
+ * driver whose every call is that slow, one longer than twice its shortest.
  */
 int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 {
 	static atomic_bool warned;
-	uint64_t best_width = UINT64_MAX;
+	uint64_t best_width = UINT64_MAX, min = atomic_load_explicit(&d->pair_call_min_ns,
+								      memory_order_relaxed);
+	uint64_t tight = min && 2 * min > ZE_PAIR_TIGHT_NS ? 2 * min : ZE_PAIR_TIGHT_NS;
 
-	for (int try = 0; try < ZE_PAIR_TRIES && best_width > ZE_PAIR_TIGHT_NS; try++) {
+	for (int try = 0; try < ZE_PAIR_TRIES && best_width > tight; try++) {
 		uint64_t before = gt_clock_ns(), host = 0, dev = 0, after;
 
 		if (ZE_REAL(zeDeviceGetGlobalTimestamps)(d->handle, &host, &dev) !=
@@ -282,6 +286,9 @@ int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 			*ticks = dev;
 		}
 	}
+	if (!min || best_width < min) /* (a race loses a minimum: another call finds it) */
+		atomic_store_explicit(&d->pair_call_min_ns, best_width ? best_width : 1,
+				      memory_order_relaxed);
 	return 0;
 }
 

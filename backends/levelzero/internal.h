@@ -170,6 +170,8 @@ struct ze_dev {
 	 * pair_reuse_ns (a seqlock: odd while written). */
 	_Atomic uint64_t pair_seq, pair_host, pair_ticks;
 	uint64_t pair_reuse_ns;
+	/* The shortest zeDeviceGetGlobalTimestamps seen (ze_dev__sync; 0: none yet). */
+	_Atomic uint64_t pair_call_min_ns;
 	/* How far before its call a start converted from a pair may land by the clocks'
 	 * error alone; further, it is a timestamp wrap too early (track.c). */
 	uint64_t early_slack_ns;

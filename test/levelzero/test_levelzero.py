@@ -530,6 +530,22 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
     assert split != "15/3" or split_moved or SANITIZE
 
 
+def test_clock_pairs_read_again_only_when_slower_than_the_drivers_usual(tmp_path):
+    """A driver whose every zeDeviceGetGlobalTimestamps takes 200 us (the simulator splits
+    each pair's reads by that much): the first is read 4 times (longer than 20 us: maybe
+    preempted), the later ones once each (not longer than twice the shortest seen), so
+    a slow driver costs one call per run, not four; each run's kernels stay inside it."""
+    trace = traced_like_untraced([APPS / "ze_basic", 10], tmp_path,
+                                 env={"ZE_SIM_PAIR_SPLIT_US": "200"})
+    runs = [h for h in host_spans(trace) if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    assert len(runs) == 10
+    durations = sorted(ns(r["dur"]) for r in runs)
+    assert durations[-1] >= 4 * 200000  # the first pair read
+    assert all(200000 <= d < 2 * 200000 for d in durations[:-1]), durations
+    assert_no_overlap(device_spans(trace))
+    assert trace["gputrace"]["events_lost"] == 0
+
+
 def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_delay_us,
                       clamp_bound_ns):
     """One run of ze_shared_engine, its trace checked; how many rounds made the case, and
