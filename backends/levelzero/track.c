@@ -791,7 +791,7 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 		later = ((a->first_start_raw - e) & d->mask) <= d->mask / 2
 				? a->first_start_host
 				: a->base_host + ze__ticks_ns(d, a->start_off);
-		if (*end >= later)
+		if (later && *end >= later) /* (0: never drawn) */
 			*end = later - 1 > *start ? later - 1 : *start;
 	}
 	a->back_end_raw = e;
