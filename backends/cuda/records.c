@@ -741,7 +741,7 @@ uint64_t cupti__launch_start(uint32_t corr)
 /*
  * A span moved later, to its launch (the clock conversion erred early, as across a step
  * of the device's clock), would overlap the next on its stream row, which was launched
- * earlier and queued: a burst of launches are each moved to their own launch, microseconds
+ * earlier and queued: a burst's launches are each moved to their own launch, microseconds
  * apart, while each runs for longer. So the spans after a moved one on its row start no
  * earlier than it ends (moved too, as far, counted the same) until one does by itself.
  * A record of work that began before the moved one (read late) is left where it is.
