@@ -253,7 +253,7 @@ int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ti
  */
 int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 {
-	static atomic_bool warned;
+	static atomic_bool warned, warned_slow;
 	uint64_t best_width = UINT64_MAX, min = atomic_load_explicit(&d->pair_call_min_ns,
 								      memory_order_relaxed);
 	uint64_t tight = min && 2 * min > ZE_PAIR_TIGHT_NS ? 2 * min : ZE_PAIR_TIGHT_NS;
@@ -286,6 +286,10 @@ int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 			*ticks = dev;
 		}
 	}
+	if (best_width > ZE_PAIR_TIGHT_NS && !atomic_exchange(&warned_slow, true))
+		pr_warn("ze: zeDeviceGetGlobalTimestamps took %llu us (the shortest of up to %d "
+			"calls): device times may be off by up to that much",
+			(unsigned long long)(best_width / 1000), ZE_PAIR_TRIES);
 	if (!min || best_width < min) /* (a race loses a minimum: another call finds it) */
 		atomic_store_explicit(&d->pair_call_min_ns, best_width ? best_width : 1,
 				      memory_order_relaxed);
