@@ -414,6 +414,11 @@ def test_many_short_lived_threads(tmp_path):
     assert trace["gputrace"]["events_lost"] == 0
 
 
+# A pair read split by 15 us is kept (its call is under 20 us): what it converts may be off
+# by up to its call's length, 20 us, and the clocks' error (the TSC line, 2 us).
+SPLIT_CLAMP_NS = 25000
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("bits,split", [(32, None), (16, None), (32, "15/3")])
 def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits, split):
@@ -469,7 +474,7 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits, split):
     wrap_ns = (1 << bits) * TICK_NS
     undecidable = {h["args"]["correlation"] for h in host  # appends and executes
                    if ns(h["dur"]) > wrap_ns - min(wrap_ns / 64, 20000)}
-    assert_clamps(trace, 16000 if split else 5000, undecidable)
+    assert_clamps(trace, SPLIT_CLAMP_NS if split else 5000, undecidable)
 
 
 @pytest.mark.sanitize
@@ -522,7 +527,7 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
         (tmp_path / str(attempt)).mkdir()
         reordered, split_moved = shared_engine_run(tmp_path / str(attempt), env, rounds,
                                                    groups_a, groups_b, pause_us, b_delay_us,
-                                                   16000 if split == "15/3" else 5000)
+                                                   SPLIT_CLAMP_NS if split == "15/3" else 5000)
         if reordered >= rounds // 2 and (split != "15/3" or split_moved or SANITIZE):
             break
     assert reordered >= rounds // 2, reordered
@@ -609,8 +614,9 @@ def assert_clamps(trace, bound_ns, undecidable=frozenset()):
     clamped = trace["gputrace"].get("adjusted", {}).get("clamped", {"count": 0, "max_ns": 0})
     assert clamped["count"] == len(moved)
     assert int(clamped["max_ns"]) == max(moved, default=0)
-    assert all(e["args"]["clamped_ns"] <= bound_ns for e in marked
-               if e["args"]["correlation"] not in undecidable), marked
+    over = [e for e in marked
+            if e["args"]["clamped_ns"] > bound_ns and e["args"]["correlation"] not in undecidable]
+    assert not over, (len(over), max(e["args"]["clamped_ns"] for e in over), over[:3])
     return moved
 
 
