@@ -744,12 +744,14 @@ uint64_t cupti__launch_start(uint32_t corr)
  * earlier and queued: a burst's launches are each moved to their own launch, microseconds
  * apart, while each runs for longer. So the spans after a moved one on its row start no
  * earlier than it ends (moved too, as far, counted the same) until one does by itself.
- * A record of work that began before the moved one (read late) is left where it is.
+ * Only work that began after the moved one had ended follows it: a record of work that
+ * began before that (read late, or run beside it) is left where the clock put it.
  */
 #define MOVED_ROWS_MAX 16
 static struct moved_row {
 	uint32_t track;
-	uint64_t from, end; /* the moved span's start before the move, its end after it */
+	uint64_t ended; /* the moved span's end before the move */
+	uint64_t end;   /* and after it */
 } moved[MOVED_ROWS_MAX];
 static unsigned nmoved;
 
@@ -762,14 +764,14 @@ static struct moved_row *moved_find(uint32_t track)
 }
 
 /* m: the row's entry, or NULL to make one (the first goes when all are taken). */
-static void moved_note(struct moved_row *m, uint32_t track, uint64_t from, uint64_t end)
+static void moved_note(struct moved_row *m, uint32_t track, uint64_t ended, uint64_t end)
 {
 	if (!m) {
 		if (nmoved == MOVED_ROWS_MAX)
 			memmove(moved, moved + 1, --nmoved * sizeof(*moved));
 		m = &moved[nmoved++];
 	}
-	*m = (struct moved_row){ .track = track, .from = from, .end = end };
+	*m = (struct moved_row){ .track = track, .ended = ended, .end = end };
 }
 
 struct span {
@@ -793,7 +795,7 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 		/* the launch's start, by either id (copies carry the runtime's too) */
 		uint64_t low = cupti__launch_start(s->corr), move = 0;
 		struct moved_row *m = NULL;
-		bool earlier = false;
+		bool beside = false;
 
 		if (!low && s->corr2)
 			low = cupti__launch_start(s->corr2);
@@ -809,8 +811,8 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 				move = launch - start;
 		}
 		if (nmoved && (m = moved_find(s->track))) {
-			if (start < m->from)
-				earlier = true;
+			if (start < m->ended)
+				beside = true; /* began before the moved one ended */
 			else if (start + move < m->end)
 				move = m->end - start;
 			else if (!move) { /* the row caught up */
@@ -824,8 +826,8 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 				args[nargs++] = gt_clamped_arg(move);
 			else
 				gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, move);
-			if (!earlier)
-				moved_note(m, s->track, start, end + move);
+			if (!beside)
+				moved_note(m, s->track, end, end + move);
 			start += move;
 			end += move;
 		}

@@ -648,6 +648,45 @@ START_TEST(test_never_before_its_launch)
 }
 END_TEST
 
+START_TEST(test_work_after_a_moved_one_follows_it)
+{
+	struct json_object *k[4], *h[4];
+	struct buf b;
+
+	start();
+	uint64_t before = gt_clock_ns();
+	api(RT, CB_LAUNCH, "cudaLaunchKernel", 91, 0, NULL);
+	api(RT, CB_LAUNCH, "cudaLaunchKernel", 92, 0, NULL);
+	api(RT, CB_LAUNCH, "cudaLaunchKernel", 93, 0, NULL);
+	new_buf(&b);
+	/* 30 us before its launch: moved to it. 92 ran right after it (queued, launched
+	 * before that moved end): it follows, as far. 93 began while 91 ran: left alone. */
+	CUpti_ActivityKernel10 k1 = kernel(91, before - 30000, 1000000, "first", 7);
+	CUpti_ActivityKernel10 k3 = kernel(93, before + 500000, 100000, "beside", 7);
+	CUpti_ActivityKernel10 k2 = kernel(92, before + 970000, 4000, "next", 7);
+	add(&b, &k1, sizeof(k1));
+	add(&b, &k3, sizeof(k3));
+	add(&b, &k2, sizeof(k2));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 3);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 3);
+	ck_assert_int_eq(find(root, "X", "cuda_runtime", h, 4), 3);
+	struct json_object *first = by_name(k, 3, "first"), *next = by_name(k, 3, "next");
+	struct json_object *beside = by_name(k, 3, "beside");
+	double first_end = num(first, "ts") + num(first, "dur");
+
+	ck_assert_double_eq_tol(num(first, "dur"), 1000.0, 0.001);
+	ck_assert(num(next, "ts") >= first_end);
+	ck_assert_double_eq_tol(num(next, "ts"), first_end, 0.002); /* (or 1 ns on) */
+	ck_assert_double_eq_tol(num(next, "dur"), 4.0, 0.002);
+	ck_assert(i64(get(next, "args"), "clamped_ns") > 30000);
+	ck_assert_double_eq_tol(num(beside, "ts"), (double)(before + 500000) / 1000, 0.002);
+	ck_assert(!has(get(beside, "args"), "clamped_ns"));
+	json_object_put(root);
+}
+END_TEST
+
 static void driver_launch_inside(void)
 {
 	api(DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", 101, 0, NULL);
@@ -857,6 +896,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_calibrated_clock);
 	tcase_add_test(tc, test_read_noise_never_stretches_durations);
 	tcase_add_test(tc, test_never_before_its_launch);
+	tcase_add_test(tc, test_work_after_a_moved_one_follows_it);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
 	tcase_add_test(tc, test_watchdog_launch_table);
