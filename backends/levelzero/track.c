@@ -791,7 +791,7 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 		later = ((a->first_start_raw - e) & d->mask) <= d->mask / 2
 				? a->first_start_host
 				: a->base_host + ze__ticks_ns(d, a->start_off);
-		if (later && *end >= later) /* (0: never drawn) */
+		if (*end >= later)
 			*end = later - 1 > *start ? later - 1 : *start;
 	}
 	a->back_end_raw = e;
@@ -838,7 +838,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	const struct ze_dev *d = p->dev;
 	struct ze_anchor *a = p->anchor, fresh;
 	uint64_t s, e, ticks, off, dist, half = d->mask / 2, start, end, submitted, idle;
-	bool chained = false;
+	bool chained = false, chain_begins = false;
 
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
@@ -926,7 +926,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		a->base_host = base;
 		a->base_ticks = p->ref_ticks;
 		a->first_start_raw = s;
-		a->first_start_host = 0; /* (drawn below) */
+		chain_begins = true;
 	}
 	a->valid = true;
 	a->back_end_host = 0;
@@ -946,7 +946,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	}
 	end = a->base_host + ze__ticks_ns(d, a->end_off);
 	a->end_host = end;
-	if (!a->first_start_host)
+	if (chain_begins)
 		a->first_start_host = start;
 emit:
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
