@@ -261,6 +261,22 @@ def events(trace, ph=None, cat=None, name=None, pid=None):
     return out
 
 
+def assert_clamps(trace, bound_ns, undecidable=frozenset()):
+    """Device records (spans and marks) moved later to their call's start: each carries
+    args.clamped_ns, at most bound_ns (but for the correlations in undecidable); the
+    trailer's adjusted.clamped counts them all and their largest. Returns the moves."""
+    marked = [e for e in trace["traceEvents"]
+              if e.get("ph") in ("X", "i") and "clamped_ns" in e.get("args", {})]
+    moved = [e["args"]["clamped_ns"] for e in marked]
+    clamped = trace["gputrace"].get("adjusted", {}).get("clamped", {"count": 0, "max_ns": 0})
+    assert clamped["count"] == len(moved)
+    assert int(clamped["max_ns"]) == max(moved, default=0)
+    over = [e for e in marked
+            if e["args"]["clamped_ns"] > bound_ns and e["args"]["correlation"] not in undecidable]
+    assert not over, (len(over), max(e["args"]["clamped_ns"] for e in over), over[:3])
+    return moved
+
+
 def gputrace_lines(stderr):
     """gputrace's own stderr lines (notices and summary)."""
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
