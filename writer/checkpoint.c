@@ -753,6 +753,10 @@ void checkpoint__summary(void)
 		if (atomic_load(&gt_st.lost_count[i]))
 			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
 				      atomic_load(&gt_st.lost_count[i]));
+	for (int i = 0; i < GT_ADJUST_REASONS && atomic_load(&gt_st.adjust_reason[i]); i++)
+		summary__adjusted(W.sum, gt_str_get(atomic_load(&gt_st.adjust_reason[i]), NULL),
+				  atomic_load(&gt_st.adjust_count[i]),
+				  atomic_load(&gt_st.adjust_max_ns[i]));
 	if (gt_cfg.lossless_ms) {
 		uint64_t wait_ns, waits = ring_waits(&wait_ns);
 

@@ -66,8 +66,8 @@ struct table {
 /* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
  * rows "kernel\x1fmetric", T_RANGE_METRICS "range\x1fmetric": sorted by name, they
  * come out grouped. */
-enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_COUNTERS,
-       T_KERNEL_METRICS, T_RANGE_METRICS, T__COUNT };
+enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_ADJUSTED,
+       T_COUNTERS, T_KERNEL_METRICS, T_RANGE_METRICS, T__COUNT };
 #define KEY_SEP '\x1f'
 
 
@@ -533,6 +533,20 @@ void summary__lost(struct summary *s, const char *reason, uint64_t n)
 		r->count += n;
 }
 
+void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64_t max_ns)
+{
+	struct row *r;
+
+	if (!s || !n)
+		return;
+	r = table__get(s, &s->t[T_ADJUSTED], reason && *reason ? reason : "unknown");
+	if (!r)
+		return;
+	r->count += n;
+	if (max_ns > r->max_ns)
+		r->max_ns = max_ns;
+}
+
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
 {
 	if (!s)
@@ -950,6 +964,26 @@ static void print_lost(FILE *f, const struct summary *s)
 		fprintf(f, "    %s\n", advice);
 }
 
+/* Device times a backend moved (the trailer's "adjusted"): how many, why, the
+ * largest move; no line when none was. */
+static void print_adjusted(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_ADJUSTED];
+	uint64_t count, total;
+	const struct row **v;
+	char a[32];
+
+	if (!t->used)
+		return;
+	v = table__sorted(t, true, &count, &total, NULL);
+	fputs("  device times adjusted:", f);
+	for (size_t i = 0; v && i < t->used; i++)
+		fprintf(f, "%s %" PRIu64 " %s (largest %s)", i ? "," : "", v[i]->count, v[i]->name,
+			fmt_ns(a, sizeof(a), v[i]->max_ns));
+	fputc('\n', f);
+	free(v);
+}
+
 void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path)
 {
 	char advice[256];
@@ -1078,6 +1112,7 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 			plural(s->overhead_count, "span", "spans"),
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
+	print_adjusted(f, s);
 	if (s->lossless)
 		fprintf(f, "  waits for a full buffer (--lossless): %" PRIu64 ", %s in all\n", s->waits,
 			fmt_ns(a, sizeof(a), s->wait_ns));
@@ -1236,6 +1271,25 @@ static void json_metrics(FILE *f, const struct summary *s)
 	fputs("},\n", f);
 }
 
+/* "adjusted":{"total":N,"by_reason":{"clamped":{"count":N,"max_ns":N}}}, always
+ * there (a gate reads 0, not a missing member, when nothing moved) */
+static void json_adjusted(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_ADJUSTED];
+	uint64_t count, total;
+	const struct row **v = table__sorted(t, true, &count, &total, NULL);
+
+	fprintf(f, "\"adjusted\":{\"total\":%" PRIu64 ",\"by_reason\":{", count);
+	for (size_t i = 0; v && i < t->used; i++) {
+		fputs(i ? "," : "", f);
+		json_str(f, v[i]->name);
+		fprintf(f, ":{\"count\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}", v[i]->count,
+			v[i]->max_ns);
+	}
+	fputs("}},\n", f);
+	free(v);
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -1300,7 +1354,9 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		fprintf(f, ":%" PRIu64, v[i]->count);
 	}
 	free(v);
-	fputs("}},\n\"lossless\":", f);
+	fputs("}},\n", f);
+	json_adjusted(f, s);
+	fputs("\"lossless\":", f);
 	if (s->lossless)
 		fprintf(f, "{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", s->waits, s->wait_ns);
 	else

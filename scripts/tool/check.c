@@ -176,7 +176,8 @@ static void usage_check(FILE *f)
 		"  --check-lines FILE  checks as if given as arguments, one per line (for run)\n"
 		"Checks: device.kernels >= 1, lost == 0, kernel[\"gemm*\"].count == 40,\n"
 		"  kernel[\"*\"].total <= 25ms, api[\"zeCommandQueueSynchronize\"].mean < 200us,\n"
-		"  device[0].busy >= 60%%, copy[\"HtoD\"].bytes <= 1GiB (README \"Checks\").\n"
+		"  device[0].busy >= 60%%, copy[\"HtoD\"].bytes <= 1GiB,\n"
+		"  adjusted.clamped.max <= 5us (README \"Checks\").\n"
 		"Exit status: 0 all pass, 1 a check failed, 2 usage, a malformed check, a name\n"
 		"that matches nothing, or an unreadable input.\n");
 }

@@ -152,11 +152,31 @@ static const char *const lost_reasons[] = {
 	"unknown",
 };
 
+/* ... and device times corrected (the trailer's "adjusted"), the same way. */
+static const char *const adjusted_reasons[] = { "clamped", "clock_step" };
+
+/* The summary's counts by reason: lost.by_reason {"r": N} and adjusted.by_reason
+ * {"r": {"count": N, "max_ns": N}}. */
+struct reasons {
+	const char *name;  /* in a check: lost.REASON, adjusted.REASON */
+	const char *path;  /* the summary's object of reasons */
+	const char *noun;  /* in messages */
+	const char *const *known;
+	size_t nknown;
+	bool objects;      /* members are {"count", "max_ns"}, not a count */
+};
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct reasons reason_tables[] = {
+	{ "lost", "lost.by_reason", "loss reason", lost_reasons, NELEM(lost_reasons), false },
+	{ "adjusted", "adjusted.by_reason", "adjustment reason", adjusted_reasons,
+	  NELEM(adjusted_reasons), true },
+};
 
 /* ---- tree ---- */
 
-enum ntype { N_NUM, N_ROWS, N_SCALAR, N_LOST, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CMP };
+enum ntype { N_NUM, N_ROWS, N_SCALAR, N_REASON, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CMP };
 enum cmp { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE };
 static const char *const cmp_text[] = { "<", "<=", ">", ">=", "==", "!=" };
 
@@ -175,10 +195,13 @@ struct node {
 	enum stab table;
 	enum sel sel;
 	long index;
-	char *name;    /* N_ROWS and N_LOST: the selector; N_SCALAR: the JSON path */
+	char *name;    /* N_ROWS and N_REASON: the selector; N_SCALAR: the JSON path */
 	bool glob;
 	int sel_pos, sel_len;
 	const struct field *field;
+	/* N_REASON: which counts, and the largest correction instead of the count */
+	const struct reasons *reasons;
+	bool max;
 };
 
 struct expr {
@@ -298,6 +321,14 @@ static void near_name(const char *name, char *out, size_t len)
 		if (d < bd) {
 			bd = d;
 			best = scalar_aliases[i].alias;
+		}
+	}
+	for (size_t i = 0; i < NELEM(reason_tables); i++) {
+		size_t d = edit_distance(name, reason_tables[i].name);
+
+		if (d < bd) {
+			bd = d;
+			best = reason_tables[i].name;
 		}
 	}
 	if (best && bd <= 2)
@@ -463,10 +494,10 @@ static bool has_glob(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
-static bool known_reason(const char *r)
+static bool known_reason(const struct reasons *t, const char *r)
 {
-	for (size_t i = 0; i < NELEM(lost_reasons); i++)
-		if (!strcmp(r, lost_reasons[i]))
+	for (size_t i = 0; i < t->nknown; i++)
+		if (!strcmp(r, t->known[i]))
 			return true;
 	return false;
 }
@@ -547,38 +578,69 @@ static struct node *parse_path(struct parser *ps)
 		goto done;
 	}
 
-	if (!strcmp(segs[0].name, "lost")) {
+	for (size_t t = 0; t < NELEM(reason_tables); t++) {
+		const struct reasons *rt = &reason_tables[t];
 		const char *reason = NULL;
-		int rpos = 0, rlen = 0;
+		int rpos = 0, rlen = 0, next = 1;
+		bool max = false;
 
+		if (strcmp(segs[0].name, rt->name))
+			continue;
 		if (segs[0].has_sel) {
-			if (segs[0].sel_is_index || nseg > 1) {
+			if (segs[0].sel_is_index || (!rt->objects && nseg > 1)) {
 				fail_at(ps, segs[0].sel_pos, segs[0].sel_len,
-					"lost[\"reason\"] takes a quoted reason and no field");
+					"%s[\"reason\"] takes a quoted reason%s", rt->name,
+					rt->objects ? " (then .count or .max)" : " and no field");
 				goto out;
 			}
 			reason = segs[0].sel;
 			rpos = segs[0].sel_pos;
 			rlen = segs[0].sel_len;
-		} else if (nseg == 2 && strcmp(segs[1].name, "total")) {
-			reason = segs[1].name;
-			rpos = segs[1].pos;
-			rlen = segs[1].len;
-		} else if (nseg == 3 && !strcmp(segs[1].name, "by_reason")) {
+		} else if (nseg >= 3 && !strcmp(segs[1].name, "by_reason")) {
 			reason = segs[2].name;
 			rpos = segs[2].pos;
 			rlen = segs[2].len;
+			next = 3;
+		} else if (nseg >= 2 && strcmp(segs[1].name, "total") &&
+			   (!rt->objects || (strcmp(segs[1].name, "max") &&
+					     strcmp(segs[1].name, "max_ns") &&
+					     strcmp(segs[1].name, "count")))) {
+			reason = segs[1].name;
+			rpos = segs[1].pos;
+			rlen = segs[1].len;
+			next = 2;
+		} else if (rt->objects) {
+			/* adjusted, adjusted.total, adjusted.max: over every reason
+			 * (0 from a summary older than "adjusted") */
+			reason = "*";
+			rpos = segs[0].pos;
+			rlen = segs[0].len;
 		}
-		if (reason) {
-			n = new_node(ps, N_LOST, start);
-			if (!n)
-				goto out;
-			n->name = strdup(reason);
-			n->glob = has_glob(reason);
-			n->sel_pos = rpos;
-			n->sel_len = rlen;
-			goto done;
+		if (!reason)
+			break; /* lost, lost.total: the scalar */
+		if (rt->objects && next < nseg && next + 1 == nseg &&
+		    (!strcmp(segs[next].name, "max") || !strcmp(segs[next].name, "max_ns") ||
+		     !strcmp(segs[next].name, "count") || !strcmp(segs[next].name, "total"))) {
+			max = segs[next].name[1] == 'a';
+			next++;
 		}
+		if (next < nseg) {
+			fail_at(ps, segs[next].pos, ps->p - segs[next].pos,
+				"%s%s", rt->name,
+				rt->objects ? ".REASON takes .count or .max (the largest correction)"
+					    : ".REASON has no field");
+			goto out;
+		}
+		n = new_node(ps, N_REASON, start);
+		if (!n)
+			goto out;
+		n->reasons = rt;
+		n->max = max;
+		n->name = strdup(reason);
+		n->glob = has_glob(reason);
+		n->sel_pos = rpos;
+		n->sel_len = rlen;
+		goto done;
 	}
 
 	/* A scalar: dotted JSON path or an alias of one. */
@@ -588,7 +650,7 @@ static struct node *parse_path(struct parser *ps)
 		near_name(segs[0].name, hint, sizeof(hint));
 		fail_at(ps, segs[0].pos, segs[0].len,
 			"unknown name '%s': rows are kernel[...], api[...], annotation[...], "
-			"range[...], copy[...], device[...], lost[...]%s",
+			"range[...], copy[...], device[...], lost[...], adjusted[...]%s",
 			segs[0].name, hint);
 		goto out;
 	}
@@ -615,6 +677,7 @@ static struct node *parse_path(struct parser *ps)
 		fail_at(ps, start, ps->p - start,
 			"unknown name '%s'%s (rows: kernel[...], api[...], annotation[...], range[...], "
 			"copy[...], device[...]; values: device.kernels, device.copies, lost, lost.REASON, "
+			"adjusted, adjusted.REASON, "
 			"spans, window, trace.bytes, totals.*: see README \"Checks\")",
 			path, hint);
 		goto out;
@@ -921,8 +984,8 @@ static bool type_node(struct parser *ps, struct node *n)
 		n->d = n->field->d;
 		n->pct = n->field->pct;
 		return true;
-	case N_LOST:
-		n->d = DIM_COUNT;
+	case N_REASON:
+		n->d = n->max ? DIM_TIME : DIM_COUNT;
 		return true;
 	case N_SCALAR:
 		for (size_t i = 0; i < NELEM(scalars); i++)
@@ -1249,9 +1312,10 @@ static double eval_rows(struct eval *ev, const struct node *n)
 	return 0;
 }
 
-static double eval_lost(struct eval *ev, const struct node *n)
+static double eval_reason(struct eval *ev, const struct node *n)
 {
-	const char *v, *e;
+	const struct reasons *rt = n->reasons;
+	const char *v, *e, *xv, *xe;
 	struct jv_iter it;
 	struct jv_member m;
 	struct buf key = { 0 };
@@ -1259,29 +1323,35 @@ static double eval_lost(struct eval *ev, const struct node *n)
 	bool seen = false;
 	char tmp[64];
 
-	if (sumdoc__get(ev->d, "lost.by_reason", &v, &e) && jv_iter_init(&it, v, e)) {
+	if (sumdoc__get(ev->d, rt->path, &v, &e) && jv_iter_init(&it, v, e)) {
 		while (jv_iter_next(&it, &m)) {
 			jv_str(m.key - 1, m.key + m.klen + 1, &key);
 			if (n->glob ? fnmatch(n->name, key.p, 0) : strcmp(n->name, key.p))
 				continue;
-			snprintf(tmp, sizeof(tmp), "%.*s", (int)(m.e - m.v < 63 ? m.e - m.v : 63), m.v);
+			xv = m.v;
+			xe = m.e;
+			if (rt->objects && !jv_get(m.v, m.e, n->max ? "max_ns" : "count", &xv, &xe))
+				continue;
+			snprintf(tmp, sizeof(tmp), "%.*s", (int)(xe - xv < 63 ? xe - xv : 63), xv);
 			x = strtod(tmp, NULL);
-			sum += x;
+			if (!n->max)
+				sum += x;
+			else if (x > sum)
+				sum = x;
 			seen = true;
 		}
 	}
 	buf__free(&key);
-	if (!seen && !n->glob && !known_reason(n->name)) {
+	if (!seen && !n->glob && !known_reason(rt, n->name)) {
 		char list[400];
 		size_t l = 0;
 
-		for (size_t i = 0; i < NELEM(lost_reasons); i++)
+		for (size_t i = 0; i < rt->nknown; i++)
 			l += (size_t)snprintf(list + l, l < sizeof(list) ? sizeof(list) - l : 0, "%s%s",
-					      i ? ", " : "", lost_reasons[i]);
+					      i ? ", " : "", rt->known[i]);
 		eval_fail(ev, n->sel_pos, n->sel_len,
-			  "no loss reason \"%s\" in the summary, and gputrace records none by that "
-			  "name (%s)",
-			  n->name, list);
+			  "no %s \"%s\" in the summary, and gputrace records none by that name (%s)",
+			  rt->noun, n->name, list);
 	}
 	return sum;
 }
@@ -1298,8 +1368,8 @@ static double eval_node(struct eval *ev, const struct node *n)
 		return n->num;
 	case N_ROWS:
 		return eval_rows(ev, n);
-	case N_LOST:
-		return eval_lost(ev, n);
+	case N_REASON:
+		return eval_reason(ev, n);
 	case N_SCALAR:
 		l = scalar_value(ev, n->name, &found);
 		if (!found)
@@ -1331,7 +1401,7 @@ static double eval_node(struct eval *ev, const struct node *n)
 
 static bool has_name(const struct node *n)
 {
-	return n && (n->t == N_ROWS || n->t == N_SCALAR || n->t == N_LOST || has_name(n->l) ||
+	return n && (n->t == N_ROWS || n->t == N_SCALAR || n->t == N_REASON || has_name(n->l) ||
 		     has_name(n->r));
 }
 

@@ -523,30 +523,55 @@ static void name_processes(struct merge *m, struct input *in)
 
 /* ---- the merged "gputrace" object ---- */
 
+/* Counts by reason over the inputs (lost events; adjusted times, with the
+ * largest correction of each reason). */
 struct reason_sum {
 	char **names;
-	uint64_t *counts;
+	uint64_t *counts, *maxes;
 	size_t n;
 };
 
-static void add_reason(void *ctx, const char *reason, uint64_t n)
+static void sum_reason(struct reason_sum *r, const char *reason, uint64_t n, uint64_t max)
 {
-	struct reason_sum *r = ctx;
-
 	for (size_t i = 0; i < r->n; i++) {
 		if (!strcmp(r->names[i], reason)) {
 			r->counts[i] += n;
+			if (max > r->maxes[i])
+				r->maxes[i] = max;
 			return;
 		}
 	}
 	char **nn = realloc(r->names, (r->n + 1) * sizeof(*nn));
 	uint64_t *nc = nn ? realloc(r->counts, (r->n + 1) * sizeof(*nc)) : NULL;
+	uint64_t *nm = nc ? realloc(r->maxes, (r->n + 1) * sizeof(*nm)) : NULL;
 	if (nn)
 		r->names = nn;
-	if (!nc || !(r->names[r->n] = strdup(reason)))
+	if (nc)
+		r->counts = nc;
+	if (!nm || !(r->names[r->n] = strdup(reason)))
 		return;
-	r->counts = nc;
-	r->counts[r->n++] = n;
+	r->maxes = nm;
+	r->counts[r->n] = n;
+	r->maxes[r->n++] = max;
+}
+
+static void add_reason(void *ctx, const char *reason, uint64_t n)
+{
+	sum_reason(ctx, reason, n, 0);
+}
+
+static void add_adjusted(void *ctx, const char *reason, uint64_t n, uint64_t max_ns)
+{
+	sum_reason(ctx, reason, n, max_ns);
+}
+
+static void reason_sum__free(struct reason_sum *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->names[i]);
+	free(r->names);
+	free(r->counts);
+	free(r->maxes);
 }
 
 static void put_opt_str(struct buf *o, const char *s)
@@ -560,7 +585,7 @@ static void put_opt_str(struct buf *o, const char *s)
 static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
-	struct reason_sum rs = { 0 };
+	struct reason_sum rs = { 0 }, adj = { 0 };
 	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0;
 	bool lossless = false;
 	const char *host = NULL;
@@ -575,6 +600,7 @@ static void write_meta(struct merge *m, int64_t base)
 		waits += mt->waits;
 		wait_ns += mt->wait_ns;
 		meta__each_lost(mt, add_reason, &rs);
+		meta__each_adjusted(mt, add_adjusted, &adj);
 		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
 			one_host = false;
 		else
@@ -604,11 +630,16 @@ static void write_meta(struct merge *m, int64_t base)
 			buf__addc(o, ',');
 		json_escape(o, rs.names[i], strlen(rs.names[i]));
 		buf__printf(o, ":%" PRIu64, rs.counts[i]);
-		free(rs.names[i]);
 	}
-	free(rs.names);
-	free(rs.counts);
+	reason_sum__free(&rs);
 	buf__addc(o, '}');
+	for (size_t i = 0; i < adj.n; i++) {
+		buf__adds(o, i ? "," : ",\"adjusted\":{");
+		json_escape(o, adj.names[i], strlen(adj.names[i]));
+		buf__printf(o, ":{\"count\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}%s", adj.counts[i],
+			    adj.maxes[i], i + 1 == adj.n ? "}" : "");
+	}
+	reason_sum__free(&adj);
 	if (lossless)
 		buf__printf(o, ",\"lossless\":{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", waits,
 			    wait_ns);

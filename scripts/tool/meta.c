@@ -116,6 +116,32 @@ void meta__each_lost(const struct trace_meta *m,
 	buf__free(&key);
 }
 
+void meta__each_adjusted(const struct trace_meta *m,
+			 void (*fn)(void *ctx, const char *reason, uint64_t n, uint64_t max_ns),
+			 void *ctx)
+{
+	const char *v, *e, *cv, *ce;
+	struct jv_iter it;
+	struct jv_member mb;
+	struct buf key = { 0 };
+	uint64_t n, max_ns;
+
+	if (!m->present || !jv_get(m->raw.p, m->raw.p + m->raw.len, "adjusted", &v, &e) ||
+	    !jv_iter_init(&it, v, e))
+		return;
+	while (jv_iter_next(&it, &mb)) {
+		if (!jv_get(mb.v, mb.e, "count", &cv, &ce) || !jv_u64(cv, ce, &n))
+			continue;
+		max_ns = 0;
+		if (jv_get(mb.v, mb.e, "max_ns", &cv, &ce))
+			jv_u64(cv, ce, &max_ns);
+		buf__reset(&key);
+		jv_str(mb.key - 1, mb.key + mb.klen + 1, &key);
+		fn(ctx, key.p ? key.p : "", n, max_ns);
+	}
+	buf__free(&key);
+}
+
 /* ---- pidmap ---- */
 
 static size_t slot_of(int64_t key, size_t cap)

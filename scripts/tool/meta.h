@@ -38,6 +38,11 @@ void meta__free(struct trace_meta *m);
 void meta__each_lost(const struct trace_meta *m, void (*fn)(void *ctx, const char *reason,
 							    uint64_t n),
 		     void *ctx);
+/* Call fn for each member of "adjusted" (device times a backend corrected:
+ * reason, how many, the largest correction). */
+void meta__each_adjusted(const struct trace_meta *m,
+			 void (*fn)(void *ctx, const char *reason, uint64_t n, uint64_t max_ns),
+			 void *ctx);
 
 /* pid -> (pid, name) map, open addressing. */
 struct pidmap {

@@ -386,6 +386,13 @@ static void add_lost(void *ctx, const char *reason, uint64_t n)
 	c->lost_by_reason += n;
 }
 
+static void add_adjusted(void *ctx, const char *reason, uint64_t n, uint64_t max_ns)
+{
+	struct sum_ctx *c = ctx;
+
+	summary__adjusted(c->s, reason, n, max_ns);
+}
+
 /* One trace into c->s (its "gputrace" object into c->out->meta). */
 static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 {
@@ -408,6 +415,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	meta__each_lost(&c->out->meta, add_lost, c);
 	if (c->out->meta.events_lost > c->lost_by_reason)
 		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
+	meta__each_adjusted(&c->out->meta, add_adjusted, c);
 	if (c->out->meta.lossless)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;

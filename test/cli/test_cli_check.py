@@ -3,6 +3,7 @@ simulated Level Zero device (10 steps: gemm_f32 and bias_add, a copy each
 way). Each check prints PASS/FAIL with the value measured in the summary;
 exit 0 all pass, 1 one failed, 2 a check that cannot be evaluated (a typo
 never passes)."""
+import json
 import math
 import re
 from fractions import Fraction
@@ -179,6 +180,38 @@ def test_lost_events_fail_lost_checks(tmp_path):
                                'PASS lost["ring*"] == 3: 3',
                                "PASS lost.by_reason.ring_full == 3: 3",
                                "PASS lost.total == 3: 3"]
+
+
+def test_adjusted_device_times_checks(tmp_path):
+    """Device times a backend corrected (the trailer's "adjusted": proc_a has 2 kernels
+    clamped to their launch, the largest by 1.5 us): counted by reason, with the largest
+    correction as a time; a reason gputrace has that did not happen reads 0."""
+    p = gt(["check", FIXTURE, "adjusted == 0", "adjusted.clamped <= 2",
+            'adjusted["clamp*"].max == 1.5us', "adjusted.by_reason.clamped.count == 2",
+            "adjusted.clock_step == 0", "adjusted.max < 1us", "adjusted.total == 2"], tmp_path)
+    assert p.returncode == 1
+    assert result_lines(p) == ["FAIL adjusted == 0: 2", "PASS adjusted.clamped <= 2: 2",
+                               'PASS adjusted["clamp*"].max == 1.5us: 1.5 us',
+                               "PASS adjusted.by_reason.clamped.count == 2: 2",
+                               "PASS adjusted.clock_step == 0: 0",
+                               "FAIL adjusted.max < 1us: 1.5 us",
+                               "PASS adjusted.total == 2: 2"]
+    # a typo never passes; a count is not a time
+    p = gt(["check", FIXTURE, "adjusted.clampd == 0"], tmp_path)
+    assert p.returncode == 2
+    assert 'no adjustment reason "clampd" in the summary' in p.stdout.decode() + p.stderr.decode()
+    for bad, says in (("adjusted.clamped.min < 1us", "adjusted.REASON takes .count or .max"),
+                      ("adjusted.max < 3", "adjusted.max is a time"),
+                      ("adjustd == 0", "did you mean 'adjusted'?")):
+        p = gt(["check", FIXTURE, bad], tmp_path)
+        assert p.returncode == 2 and says in p.stderr.decode(), (bad, p.stderr)
+    # a summary written before "adjusted" existed: nothing was adjusted
+    old = tmp_path / "old.json"
+    s = json.loads(gt(["summary", "--json", "-", FIXTURE], tmp_path).stdout)
+    del s["adjusted"]
+    old.write_text(json.dumps(s))
+    p = gt(["check", old, "adjusted == 0", "adjusted.clamped.max == 0ns"], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
 
 
 def test_junit_and_markdown_reports(tmp_path):

@@ -177,15 +177,20 @@ def test_merge_hand_written_traces(tmp_path):
     assert (int(g["events_lost"]), int(g["events_recorded"])) == (5, 17)
     assert {k: int(v) for k, v in g["lost_by_reason"].items()} == \
         {"ring_full": 4, "cupti_dropped": 1}
+    # device times corrected: counts summed, the largest correction kept, by reason
+    assert g["adjusted"] == {"clamped": {"count": 3, "max_ns": 4000},
+                             "clock_step": {"count": 1, "max_ns": 250000}}
     # flow 7 exists in both inputs: two distinct flows now
     ids = {(e["id"], int(e["pid"])) for e in merged["traceEvents"] if e.get("ph") == "s"}
     assert len({i for i, _ in ids}) == 3
     # a merged trace merges again, and its summary has the lost events
     again = check_merge(tmp_path, [tmp_path / "merged.json", a], out_name="again.json")
     assert int(again["gputrace"]["events_lost"]) == 8
+    assert again["gputrace"]["adjusted"]["clamped"] == {"count": 5, "max_ns": 4000}
     s = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
     summary = json.loads(s.stdout)
     assert summary["lost"] == {"total": 5, "by_reason": {"cupti_dropped": 1, "ring_full": 4}}
+    assert summary["adjusted"] == {"total": 4, "by_reason": g["adjusted"]}
     assert [d["name"] for d in summary["devices"]] == ["node1 [rank 0] GPU 0",
                                                       "node2 [rank 1] GPU 0"]
 

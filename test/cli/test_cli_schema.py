@@ -45,6 +45,9 @@ def test_every_summary_validates(summaries):
         assert errors(s) == [], name
     merged = summaries["merged, lost events"]
     assert merged["lost"] == {"total": 5, "by_reason": {"ring_full": 4, "cupti_dropped": 1}}
+    assert merged["adjusted"] == {"total": 4, "by_reason": {
+        "clamped": {"count": 3, "max_ns": 4000}, "clock_step": {"count": 1, "max_ns": 250000}}}
+    assert summaries["at exit"]["adjusted"] == {"total": 0, "by_reason": {}}
     assert merged["kernels"] and merged["copies"] and merged["api_calls"]
     # devices by process: the two hand-written processes and the traced one
     assert len(merged["processes"]) == 3 and summaries["at exit"]["processes"]
@@ -59,6 +62,9 @@ def test_every_summary_validates(summaries):
     (("copies", 0, "kind"), None),
     (("api_calls", 0, "cat"), 7),
     (("lost", "by_reason", "ring_full"), "3"),
+    (("adjusted", "total"), -1),
+    (("adjusted", "by_reason"), {"clamped": 3}),
+    (("adjusted", "by_reason"), {"clamped": {"count": 3}}),
     (("partial",), 0),
     (("processes", 0, "spans"), -1),
     (("processes", 0, "rank"), 0),

@@ -141,6 +141,13 @@ def gputrace_run(args, tmp_path, env=None):
                           cwd=str(tmp_path))
 
 
+def gputrace_tool(args):
+    """scripts/gputrace ARGS (summary, check: no program run) with this build's tool."""
+    return subprocess.run([str(ROOT / "scripts" / "gputrace")] + [str(a) for a in args],
+                          env=clean_env({"GPUTRACE_TOOL": str(BUILD / "gputrace-tool")}),
+                          capture_output=True, timeout=60)
+
+
 # ---- the basic program, exactly ----
 
 # `gputrace run` is a shell script: a sanitizer runtime cannot be preloaded into sh
@@ -453,8 +460,11 @@ def test_clamped_records_counted(tmp_path):
     apart: those after the first pair past the jump are early by 400 us times
     their distance from it over the pairs' distance (~100 ms), so the largest
     correction is near 400 us however the kernels fall against the pairs."""
+    summary = tmp_path / "summary.json"
     r = sim_run([APP, "clock", "160", "5"], tmp_path, env={"CUDA_SIM_DEVICE_STEP_NS": "400000",
-                                               "CUDA_SIM_DEVICE_STEP_AT_MS": "500"})
+                                               "CUDA_SIM_DEVICE_STEP_AT_MS": "500",
+                                               "GPUTRACE_SUMMARY": "1",
+                                               "GPUTRACE_SUMMARY_JSON": str(summary)})
     assert r.returncode == 0, r.stderr
     trace = load_exact(r.trace_path)
     host = host_by_corr(trace)
@@ -462,6 +472,20 @@ def test_clamped_records_counted(tmp_path):
     clamped = [k for k in kernels if "clamped_ns" in k["args"]]
     moved = assert_clamps(trace, 400000)
     assert len(moved) == len(clamped) >= 1 and max(moved) > 200000
+    # a CI gate sees the same: the summaries (at exit, and the tool's of the trace), the
+    # table on stderr and the checks over the trace
+    adjusted = {k: {"count": int(v["count"]), "max_ns": int(v["max_ns"])}
+                for k, v in trace["gputrace"]["adjusted"].items()}
+    expect = {"total": sum(v["count"] for v in adjusted.values()), "by_reason": adjusted}
+    assert json.loads(summary.read_text())["adjusted"] == expect
+    tool = gputrace_tool(["summary", "--json", "-", r.trace_path])
+    assert json.loads(tool.stdout)["adjusted"] == expect, tool.stderr
+    (line,) = [l for l in r.stderr.decode().splitlines() if "device times adjusted" in l]
+    assert f" {len(moved)} clamped (largest " in line, line
+    checks = [f"adjusted.clamped == {len(moved)}", f"adjusted.clamped.max == {max(moved)}ns",
+              f"adjusted == {expect['total']}"]
+    tool = gputrace_tool(["check", r.trace_path, *checks])
+    assert tool.returncode == 0, tool.stdout + tool.stderr
     for k in kernels:
         assert start(k) >= start(host[k["args"]["correlation"]])
     # CUPTI's slope across the jump stretches them a little; a kernel that ran across
