@@ -502,6 +502,16 @@ static bool known_reason(const struct reasons *t, const char *r)
 	return false;
 }
 
+/* A field after adjusted[.REASON]: 0 the count, 1 the largest correction, -1 none. */
+static int reason_field(const char *name)
+{
+	if (!strcmp(name, "count") || !strcmp(name, "total"))
+		return 0;
+	if (!strcmp(name, "max") || !strcmp(name, "max_ns"))
+		return 1;
+	return -1;
+}
+
 /* path := NAME ['[' SEL ']'] ('.' NAME)* — resolved here into a row
  * reference, a loss reason or one of the scalars. */
 static struct node *parse_path(struct parser *ps)
@@ -602,9 +612,7 @@ static struct node *parse_path(struct parser *ps)
 			rlen = segs[2].len;
 			next = 3;
 		} else if (nseg >= 2 && strcmp(segs[1].name, "total") &&
-			   (!rt->objects || (strcmp(segs[1].name, "max") &&
-					     strcmp(segs[1].name, "max_ns") &&
-					     strcmp(segs[1].name, "count")))) {
+			   (!rt->objects || reason_field(segs[1].name) < 0)) {
 			reason = segs[1].name;
 			rpos = segs[1].pos;
 			rlen = segs[1].len;
@@ -618,10 +626,8 @@ static struct node *parse_path(struct parser *ps)
 		}
 		if (!reason)
 			break; /* lost, lost.total: the scalar */
-		if (rt->objects && next < nseg && next + 1 == nseg &&
-		    (!strcmp(segs[next].name, "max") || !strcmp(segs[next].name, "max_ns") ||
-		     !strcmp(segs[next].name, "count") || !strcmp(segs[next].name, "total"))) {
-			max = segs[next].name[1] == 'a';
+		if (rt->objects && next + 1 == nseg && reason_field(segs[next].name) >= 0) {
+			max = reason_field(segs[next].name) == 1;
 			next++;
 		}
 		if (next < nseg) {
