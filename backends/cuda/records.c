@@ -996,12 +996,13 @@ static void on_sync(const rec_sync *s)
 			    : (struct gt_arg){ .key = GT_S_ARG_STREAM, .type = GT_ARG_I64, .v.i = -1 };
 	if (s->cudaEventId != CUPTI_SYNCHRONIZATION_INVALID_VALUE)
 		a[n++] = ARG_U(cupti__key("event"), s->cudaEventId);
-	/* its own row: a wait overlaps the stream's kernels */
+	/* its own row: a wait overlaps the stream's kernels; it waits inside its call,
+	 * so a clock error that puts it earlier is clamped as device work is */
 	emit(&(struct span){ .start = s->start, .end = s->end, .corr = s->correlationId,
 			     .name = sync_name(s->type), .cat = GT_S_CAT_GPU_SYNC,
 			     .track = has_stream ? row(ROW_STREAM_SYNC, dev, s->streamId)
 						 : row(ROW_DEVICE_SYNC, dev, 0),
-			     .type = GT_EV_DEVICE_SPAN },
+			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
 
