@@ -326,6 +326,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 {
 	uint64_t cutoff = gt_cfg.flight_ns && now > gt_cfg.flight_ns ? now - gt_cfg.flight_ns : 0;
 	size_t nflows = 0, nslices = 0, ns = 0, mask = 0;
+	uint64_t first_kept = now; /* the earliest event kept: a byte budget's window opens there */
 	struct fslice *sl = NULL;
 	struct farrow *arrows = NULL;
 	const char *q, *ev;
@@ -407,10 +408,15 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 					c->aged_events++;
 				continue;
 			}
-			if (flow)
+			if (flow) {
 				c->kept_flows++;
-			else
+			} else {
+				uint64_t ts = field_u64(ev, n, "\"ts\":", true);
+
 				c->kept_events++;
+				if (ts && ts < first_kept)
+					first_kept = ts;
+			}
 			if (!first)
 				jbuf__lit(out, ",\n");
 			first = false;
@@ -419,7 +425,9 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	free(arrows);
 	free(sl);
 	F.dumps++;
-	c->from_ns = cutoff > F.dumped_ns ? cutoff : F.dumped_ns;
+	/* a time window opens at its cutoff; a byte budget's at what it kept */
+	uint64_t from = cutoff ? cutoff : first_kept;
+	c->from_ns = from > F.dumped_ns ? from : F.dumped_ns;
 	c->dump = (uint32_t)F.dumps;
 	if (gt_cfg.run_state[0]) {
 		F.dumped = F.seq;

@@ -437,7 +437,9 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 	uint64_t end = sp->start_ns + sp->dur_ns;
 	struct row *r;
 
-	if (!s)
+	/* gputrace's own marks (a capture window's or a dump's slice) are not the
+	 * program's: no API call, no span, and they do not stretch the window */
+	if (!s || (!sp->device && is_cat(sp->cat, "gputrace")))
 		return;
 	if (sp->process > 0 && (size_t)sp->process <= s->nprocs)
 		proc__add(s, &s->procs[sp->process - 1], sp);

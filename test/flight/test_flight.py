@@ -5,6 +5,7 @@ program (test/apps/ze_flight) runs kernels on the simulated Level Zero device
 for a while, prints when it ends (CLOCK_MONOTONIC_RAW, the trace's clock) and
 then ends as asked."""
 import collections
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import (APPS, PRELOAD, ROOT, SANITIZE, clean_env, default_signals, load_trace, need, run,
+from conftest import (APPS, BUILD, PRELOAD, ROOT, SANITIZE, clean_env, default_signals, load_trace, need, run,
                       gputrace_capture, sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
@@ -166,6 +167,18 @@ def test_flight_recorder_mb_bound(tmp_path):
             ends[e["id"]].add(e["ph"])
     assert all(v == {"s", "f"} for v in ends.values())
     assert check_flows(t) == len(ends)
+    # the dump's mark spans what it kept (a byte budget has no cutoff: it opened at 0,
+    # the machine's uptime before the first event), and the summary leaves it out
+    (mark,) = [e for e in t["traceEvents"] if e["ph"] == "X" and e.get("cat") == "gputrace"]
+    kept = [e for e in t["traceEvents"] if e["ph"] in "XiC" and e is not mark]
+    assert mark["ts"] == min(e["ts"] for e in kept)
+    assert mark["ts"] + mark["dur"] >= max(e["ts"] + e.get("dur", 0) for e in kept) - 0.001
+    s = json.loads(subprocess.run([str(GPUTRACE), "summary", "--json", "-", r.trace_path],
+                                  env=clean_env({"GPUTRACE_TOOL": str(BUILD / "gputrace-tool")}),
+                                  capture_output=True, timeout=60, check=True).stdout)
+    assert s["spans"] == sum(e["ph"] == "X" for e in kept)
+    assert s["window"]["duration_ns"] <= round(mark["dur"] * 1000) + 1
+    assert not [a for a in s["api_calls"] if a["name"].startswith("flight recorder")]
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "5MBx", "1.5MB", "0.001s", "-3"])
