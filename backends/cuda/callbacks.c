@@ -434,6 +434,18 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		capture__range_end(gt_clock_ns());
 }
 
+/*
+ * A driver call the runtime makes inside a runtime call that gputrace's wrapper traces
+ * (before CUPTI's runtime callbacks are on: CUPTI starts inside a thread's first runtime
+ * call, at cuInit) is that call's own work, as inside one CUPTI reports. A launch keeps
+ * its span: the work's arrow starts there (the wrapper's span has no CUPTI id).
+ */
+static bool in_wrapped_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	return gt_unlikely(cupti_rt_wrapper_owns) &&
+	       !(info_of(false, cbid, cb->functionName) & INFO_LAUNCH);
+}
+
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			 const CUpti_CallbackData *cb)
 {
@@ -476,7 +488,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		}
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
-		if (!rt && t->rt_depth)
+		if (!rt && (t->rt_depth || in_wrapped_call(cbid, cb)))
 			return; /* the runtime call around it has the span */
 		if (rt)
 			t->rt_depth++;
@@ -512,7 +524,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		gt_ext_corr_pop(t->rt_pushed);
 		t->rt_pushed = 0;
 	} else {
-		if (t->rt_depth)
+		if (t->rt_depth || in_wrapped_call(cbid, cb))
 			return;
 		start = t->drv_corr == cb->correlationId ? t->drv_start : 0;
 		t->drv_start = 0;

@@ -27,6 +27,8 @@
 //                  minutes on B with an axpy queued behind it, and a scale of
 //                  18 minutes on a third stream C; waits for B in
 //                  wait_for_stream() (the watchdog's CUDA hang)
+//   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
+//                  kernel on pinned memory, synchronized
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -447,10 +449,26 @@ static int hang_mode(bool busy)
 	return 1; // not reached
 }
 
+// The process's first CUDA call allocates pinned memory: CUPTI starts inside it (at
+// cuInit), and the driver calls the runtime makes after that are its own.
+static int cold_mode(void)
+{
+	float *h;
+
+	CHECK(cudaMallocHost(&h, MiB));
+	sim::scale<float><<<1, 64>>>(h, 1.0f, 0);
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaFreeHost(h));
+	printf("cold: ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
 	const char *mode = argc > 1 ? argv[1] : "basic";
+	if (!strcmp(mode, "cold"))
+		return cold_mode(); // before any other CUDA call
 	cudaError_t e = cudaGetDeviceCount(&count);
 
 	if (e != cudaSuccess || count == 0) {

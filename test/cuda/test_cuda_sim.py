@@ -148,6 +148,23 @@ def gputrace_tool(args):
                           capture_output=True, timeout=60)
 
 
+def test_driver_calls_of_the_first_runtime_call_are_its_own(tmp_path):
+    """CUPTI starts inside the process's first runtime call (cudaMallocHost, at cuInit):
+    the driver calls the runtime makes after that are the call's own, as inside any
+    other runtime call (they were drawn as cuDevicePrimaryCtxRetain and cuMemHostAlloc
+    spans of their own inside it); the kernel after it is linked to its launch."""
+    r = sim_run([APP, "cold"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, b"cold: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert xs(trace, "cuda_driver") == []
+    # (cudaMallocHost is the header's inline call of cudaHostAlloc)
+    assert [e["name"] for e in sorted(xs(trace, "cuda_runtime"), key=start)][:1] == \
+        ["cudaHostAlloc"]
+    (kernel,) = xs(trace, "kernel")
+    launch = host_by_corr(trace)[kernel["args"]["correlation"]]
+    assert linked(trace, launch, kernel) and start(kernel) >= start(launch)
+
+
 # ---- the basic program, exactly ----
 
 # `gputrace run` is a shell script: a sanitizer runtime cannot be preloaded into sh
@@ -166,6 +183,8 @@ def test_program_traced_exactly(tmp_path, how):
     g = trace["gputrace"]
     assert g["complete"] is True and g["events_lost"] == 0
     host = host_by_corr(trace)
+    # the program calls the runtime only: the driver calls are the runtime's own
+    assert xs(trace, "cuda_driver") == []
     # the device as the driver describes it, in Kineto's keys
     assert trace["deviceProperties"] == [{
         "id": 0, "name": "gputrace simulated GPU", "totalGlobalMem": 80 << 30,
