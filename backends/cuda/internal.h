@@ -224,6 +224,9 @@ GT_HIDDEN void cupti__clock_identity(void);
 GT_HIDDEN void cupti__clock_refit(void);
 /* A CUPTI timestamp on the host clock. */
 GT_HIDDEN uint64_t cupti__to_host(uint64_t cupti_ns);
+/* The same, for a time that follows not_before (a host time: its launch, 0 if unknown):
+ * after a step back of CUPTI's clock, a time can be read on either side of it. */
+GT_HIDDEN uint64_t cupti__to_host_near(uint64_t cupti_ns, uint64_t not_before);
 
 /* ---- CUDA-event timing fallback (event_timing.c) ---- */
 

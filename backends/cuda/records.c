@@ -96,19 +96,25 @@ static bool has_graph_ids(void)
  * since its last measured point. A read off by more than the reads' noise
  * and NTP's slewing allow is a step of CUPTI's clock (counted as
  * "clock_step"): the segment across it has no line, and a time in it is
- * placed by the fit on the side that can hold it, erring early (clamped to
+ * placed by the fit on the side that can hold it; where both can, on the
+ * side not before its launch, and without a launch erring early (clamped to
  * its launch, and counted) rather than late.
  */
 #define FIT_MAX        256
 #define FIT_MIN_GAP_NS (10ull * 1000000)
 #define STEP_NOISE_NS  20000
 #define RATE_MAX_DEV   0.002 /* NTP slews 500 ppm at most */
+#define FUTURE_SLACK_NS 1000000 /* a line's error over the time since its last fit */
+#define NEAR_SLACK_NS  STEP_NOISE_NS /* a converted time's error against our clock */
 static struct fit {
 	uint64_t cupti, host;
 	double rate;      /* host ns per CUPTI ns since the previous fit; 0: a step */
 	double line_rate; /* the line's rate here, to go on with past it */
 } fits[FIT_MAX];
 static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
+/* the latest CUPTI time read before a step back: a time past the last fit up to here
+ * may be one from before the step (0: no step back in the fits) */
+static uint64_t before_step_back_max;
 /* the line's last measured point; host is within width/2 of the truth */
 static struct {
 	uint64_t cupti, host, width;
@@ -199,21 +205,37 @@ void cupti__clock_refit(void)
 		n = FIT_MAX - 1;
 	}
 	fits[n] = f;
+	/* a step's segment holds the old line's times up to the step's fit */
+	before_step_back_max = 0;
+	for (unsigned i = 1; i <= n; i++) {
+		uint64_t old_end = fits[i - 1].cupti + (fits[i].host - fits[i - 1].host);
+
+		if (!fits[i].rate && fits[i].cupti < old_end && old_end > before_step_back_max)
+			before_step_back_max = old_end;
+	}
 	atomic_store(&nfits, n + 1);
 }
 
 /* A time in the segment across a step, placed by the side that can hold
- * it: for a step forward (CUPTI jumped ahead) the later fit's line unless
- * that puts it before the segment; for a step back, the earlier fit's
- * line unless that puts it past the segment. */
+ * it: when both can, the earlier that does not come before what it follows
+ * (not_before: its launch), and without one, for a step forward (CUPTI
+ * jumped ahead) the later fit's line unless that puts it before the
+ * segment; for a step back, the earlier fit's line unless that puts it past
+ * the segment. */
 static bool across_step(const struct fit *a, const struct fit *b, double rate, uint64_t c,
-			uint64_t *host)
+			uint64_t not_before, uint64_t *host)
 {
 	int64_t step = (int64_t)(b->cupti - a->cupti) - (int64_t)(b->host - a->host);
 	uint64_t old = along(a, c, rate), now = along(b, c, rate);
 	bool in_old = (int64_t)(c - a->cupti) >= 0 && old <= b->host;
 	bool in_new = (int64_t)(b->cupti - c) >= 0 && now >= a->host;
 
+	if (in_old && in_new && not_before) {
+		uint64_t lo = old < now ? old : now, hi = old < now ? now : old;
+
+		*host = lo + NEAR_SLACK_NS >= not_before ? lo : hi;
+		return true;
+	}
 	if (step > 0 ? in_new : !in_old && in_new) {
 		*host = now;
 		return true;
@@ -225,24 +247,49 @@ static bool across_step(const struct fit *a, const struct fit *b, double rate, u
 	return false;
 }
 
-uint64_t cupti__to_host(uint64_t t)
+/* A time no later than the last fit: the segment that holds it. False when none does. */
+static bool segment_to_host(uint64_t t, unsigned n, uint64_t not_before, uint64_t *host)
+{
+	for (unsigned i = n - 1; i >= 1; i--) {
+		const struct fit *a = &fits[i - 1], *b = &fits[i];
+		if (b->rate > 0 && t >= a->cupti && t <= b->cupti) {
+			*host = along(a, t, b->rate);
+			return true;
+		}
+		if (!b->rate && across_step(a, b, last_rate(i), t, not_before, host))
+			return true;
+	}
+	return false;
+}
+
+uint64_t cupti__to_host_near(uint64_t t, uint64_t not_before)
 {
 	unsigned n = atomic_load(&nfits);
-	uint64_t host;
+	uint64_t host, older;
 
 	if (!n || !t)
 		return t;
-	if (t >= fits[n - 1].cupti)
-		return along(&fits[n - 1], t, last_rate(n));
-	for (unsigned i = n - 1; i >= 1; i--) {
-		const struct fit *a = &fits[i - 1], *b = &fits[i];
-		if (b->rate > 0 && t >= a->cupti && t <= b->cupti)
-			return along(a, t, b->rate);
-		if (!b->rate && across_step(a, b, last_rate(i), t, &host))
-			return host;
+	if (t >= fits[n - 1].cupti) {
+		host = along(&fits[n - 1], t, last_rate(n));
+		/* After CUPTI's clock stepped back, a time from before the step is
+		 * above the last fit too, and its own segment puts it |step| earlier.
+		 * Of the two, the earlier unless that is before what it follows (the
+		 * work's launch), and without one, unless the later is no future. */
+		if (t <= before_step_back_max && segment_to_host(t, n, not_before, &older) &&
+		    (not_before ? older + NEAR_SLACK_NS >= not_before
+				: host > gt_clock_ns() + FUTURE_SLACK_NS))
+			return older;
+		return host;
 	}
+	if (segment_to_host(t, n, not_before, &host))
+		return host;
 	/* before the first fit (or in no segment): the oldest line */
 	return along(&fits[0], t, n > 1 && fits[1].rate > 0 ? fits[1].rate : 1.0);
+}
+
+uint64_t cupti__to_host(uint64_t t)
+{
+	return cupti__to_host_near(t, 0);
 }
 
 /* ---- contexts and devices ---- */
@@ -785,31 +832,41 @@ struct span {
 #define ARG_U(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_U64, .v.u = (val) })
 #define ARG_S(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_STR, .v.u = (val) })
 
+/* The launch's start (host ns) of device work, by either id (copies carry the
+ * runtime's too); 0 when unknown. near: a host time within hours of it. */
+static uint64_t launch_of(const struct span *s, uint64_t near)
+{
+	const uint64_t span = 1ull << 46;
+	uint64_t low = cupti__launch_start(s->corr), launch;
+
+	if (!low && s->corr2)
+		low = cupti__launch_start(s->corr2);
+	if (!low)
+		return 0;
+	/* rebuild the bits the launch table does not keep */
+	launch = (near & ~(span - 1)) | low;
+	if (launch > near + span / 2)
+		launch -= span;
+	else if (launch + span / 2 < near)
+		launch += span;
+	return launch;
+}
+
 static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 {
-	uint64_t start = cupti__to_host(s->start), end = cupti__to_host(s->end);
+	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns()) : 0;
+	uint64_t start = cupti__to_host_near(s->start, launch);
+	uint64_t end = cupti__to_host_near(s->end, start);
 
 	if (end < start)
 		end = start;
 	if (s->clamp) {
-		/* the launch's start, by either id (copies carry the runtime's too) */
-		uint64_t low = cupti__launch_start(s->corr), move = 0;
+		uint64_t move = 0;
 		struct moved_row *m = NULL;
 		bool beside = false;
 
-		if (!low && s->corr2)
-			low = cupti__launch_start(s->corr2);
-		if (low) {
-			/* rebuild the bits the launch table does not keep, near start */
-			const uint64_t span = 1ull << 46;
-			uint64_t launch = (start & ~(span - 1)) | low;
-			if (launch > start + span / 2)
-				launch -= span;
-			else if (launch + span / 2 < start)
-				launch += span;
-			if (start < launch)
-				move = launch - start;
-		}
+		if (launch && start < launch)
+			move = launch - start;
 		if (nmoved && (m = moved_find(s->track))) {
 			if (start < m->ended)
 				beside = true; /* began before the moved one ended */
