@@ -437,8 +437,9 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 /*
  * A driver call the runtime makes inside a runtime call that gputrace's wrapper traces
  * (before CUPTI's runtime callbacks are on: CUPTI starts inside a thread's first runtime
- * call, at cuInit) is that call's own work, as inside one CUPTI reports. A launch keeps
- * its span: the work's arrow starts there (the wrapper's span has no CUPTI id).
+ * call, at cuInit) is that call's own work, as it is inside a runtime call CUPTI reports.
+ * A launch keeps its span: the work's arrow starts there (the wrapper's span has no
+ * CUPTI id).
  */
 static bool in_wrapped_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
