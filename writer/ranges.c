@@ -45,6 +45,7 @@ struct tstack {
 	uint64_t cached_version, cached_pversion;
 	struct urange **timed; /* ranges handed over whole, in the order read */
 	uint32_t ntimed;
+	bool gone; /* the thread ended: kept while its timed ranges are */
 	struct tstack *hnext;
 };
 
@@ -176,8 +177,11 @@ static struct tstack *thread(uint32_t tid, bool create)
 		R.threads_mask = 255;
 	}
 	for (t = R.threads[tid_hash(tid, R.threads_mask)]; t; t = t->hnext)
-		if (t->tid == tid)
+		if (t->tid == tid) {
+			if (create)
+				t->gone = false; /* a thread of that id records (again) */
 			return t;
+		}
 	if (!create || !(t = calloc(1, sizeof(*t))))
 		return NULL;
 	t->tid = tid;
@@ -213,6 +217,15 @@ static void stack_remove(struct tstack *t, struct urange *u)
 		}
 }
 
+static void thread_free(struct tstack *t)
+{
+	for (uint32_t i = 0; i < t->ntimed; i++)
+		ranges__urange_put(t->timed[i]);
+	free(t->timed);
+	free(t->r);
+	free(t);
+}
+
 void ranges__thread_gone(uint32_t tid)
 {
 	struct tstack **p, *t;
@@ -224,19 +237,25 @@ void ranges__thread_gone(uint32_t tid)
 			break;
 	if (!t)
 		return;
-	*p = t->hnext;
 	/* ranges it never ended stay in the map no longer */
 	for (uint32_t i = 0; i < t->n; i++) {
 		if (map_find(t->r[i]->id) == t->r[i])
 			map_remove(t->r[i]);
 		ranges__urange_put(t->r[i]);
 	}
+	t->n = 0;
+	t->version++;
 	ranges__ctx_put(t->cached);
-	for (uint32_t i = 0; i < t->ntimed; i++)
-		ranges__urange_put(t->timed[i]);
-	free(t->timed);
-	free(t->r);
-	free(t);
+	t->cached = NULL;
+	/* a plug-in's annotations reach the work launched inside them a cycle after
+	 * they are read, when the thread may have ended: they stay as long as any
+	 * thread's would (timed_prune frees the rest) */
+	if (t->ntimed) {
+		t->gone = true;
+		return;
+	}
+	*p = t->hnext;
+	thread_free(t);
 }
 
 /* ---- process ranges ---- */
@@ -497,7 +516,7 @@ void ranges__complete(struct corr_entry *e)
 static void timed_prune(void)
 {
 	for (size_t h = 0; R.threads && h <= R.threads_mask; h++)
-		for (struct tstack *t = R.threads[h]; t; t = t->hnext) {
+		for (struct tstack **p = &R.threads[h], *t; (t = *p);) {
 			uint32_t drop = 0;
 
 			while (drop < t->ntimed &&
@@ -507,6 +526,12 @@ static void timed_prune(void)
 				memmove(t->timed, t->timed + drop,
 					(t->ntimed - drop) * sizeof(*t->timed));
 				t->ntimed -= drop;
+			}
+			if (t->gone && !t->ntimed) {
+				*p = t->hnext;
+				thread_free(t);
+			} else {
+				p = &t->hnext;
 			}
 		}
 }

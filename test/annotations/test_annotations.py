@@ -337,15 +337,18 @@ def test_no_ranges_no_annotations(tmp_path):
     assert not annotations(t)
 
 
-def test_plugin_annotations_are_ranges(tmp_path):
+@pytest.mark.parametrize("config", ["busy:20", "busy:20,thread"])
+def test_plugin_annotations_are_ranges(tmp_path, config):
     """A plug-in's host annotations are ranges of their thread, handed over
     whole after the work inside them: the busy plug-in's "step" around 8
     launches (zero-length and back-to-back device spans, a device-side
-    "phase" slice at the same start as the first) projects onto its work."""
+    "phase" slice at the same start as the first) projects onto its work.
+    Also when the thread that recorded them ended before they were read (its
+    ranges went with it, and the work, written a cycle later, had none)."""
     busy = BUILD / "test" / "viewers" / "plugin"
     need(busy / "libbusy.so")
     r = run(["/bin/true"], tmp_path=tmp_path,
-            env={"GPUTRACE_PLUGIN_PATH": str(busy), "GPUTRACE_PLUGIN_CONFIG": "busy:20",
+            env={"GPUTRACE_PLUGIN_PATH": str(busy), "GPUTRACE_PLUGIN_CONFIG": config,
                  "GPUTRACE_SUMMARY_JSON": str(tmp_path / "s.json")})
     assert r.returncode == 0, r.stderr
     t = viewer_rules.load_exact(r.trace_path)

@@ -12,9 +12,13 @@
  *    "phase" annotation around the first seven of every other step,
  *    written before them;
  * times at odd nanoseconds far from zero, so their decimals round in every
- * way a double can.
+ * way a double can. "busy:N,thread" records all of it on a thread of its own,
+ * which ends before the drain reads it.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <gputrace/gputrace_plugin.h>
 
@@ -22,6 +26,7 @@ struct state {
 	const struct gputrace_builder_api *api;
 	gputrace_builder *b;
 	unsigned steps;
+	bool thread;
 };
 
 static int query(struct gputrace_plugin_info *info)
@@ -41,6 +46,7 @@ static int create(const struct gputrace_plugin_setup *setup, void **out)
 	s->api = setup->api;
 	s->b = setup->builder;
 	s->steps = setup->config && *setup->config ? (unsigned)atoi(setup->config) : 100;
+	s->thread = setup->config && strstr(setup->config, "thread");
 	*out = s;
 	return 0;
 }
@@ -65,7 +71,7 @@ static void span(struct state *s, uint32_t kind, int32_t row, const char *name, 
 static const uint64_t host_dur[8] = { 731, 0, 1209, 1, 2, 3313, 517, 2 };
 static const uint64_t dev_dur[8] = { 2777, 0, 0, 1, 2, 3, 123457, 999 };
 
-static int start(void *p)
+static void *record_steps(void *p)
 {
 	struct state *s = p;
 	int32_t dev = s->api->device(s->b, "BusyDev 0");
@@ -112,6 +118,21 @@ static int start(void *p)
 		span(s, GPUTRACE_KIND_ANNOTATION, GPUTRACE_ROW_HOST, "step", step, t - step, 0, NULL, 0);
 		t += 1001;
 	}
+	return NULL;
+}
+
+static int start(void *p)
+{
+	struct state *s = p;
+	pthread_t th;
+
+	if (!s->thread) {
+		record_steps(s);
+		return 0;
+	}
+	if (pthread_create(&th, NULL, record_steps, s))
+		return -1;
+	pthread_join(th, NULL);
 	return 0;
 }
 
