@@ -118,6 +118,22 @@ stale:
 	return quiet_stale ? -1 : 1;
 }
 
+/* A pid: digits only, 1 to INT_MAX (a larger number would wrap to another process's). */
+static bool parse_pid(const char *s, int *pid)
+{
+	char *end;
+	long long v;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < 1 || v > INT_MAX)
+		return false;
+	*pid = (int)v;
+	return true;
+}
+
 static int parse_ms(const char *s, int *ms)
 {
 	char *end;
@@ -135,7 +151,7 @@ int cmd_capture(int argc, char **argv)
 {
 	char dir[PATH_MAX];
 	bool all = false, bad = false, stop = false, dump = false;
-	int ms = 0, rc = 0, n = 0, err;
+	int ms = 0, rc = 0, n = 0, err, pid;
 	const char *v;
 
 	for (int i = 1; i < argc; i++) {
@@ -160,9 +176,9 @@ int cmd_capture(int argc, char **argv)
 			       "  --dump          write the flight recorder's window (--flight-recorder)\n"
 			       "  --all           every traced process of yours (the run directory's)\n");
 			return 0;
-		} else if (argv[i][0] == '-' || strspn(argv[i], "0123456789") != strlen(argv[i])) {
-			fprintf(stderr, WHO ": '%s' is not a pid; use PID..., --all, --duration SEC "
-					"or --stop\n", argv[i]);
+		} else if (!parse_pid(argv[i], &pid)) {
+			fprintf(stderr, WHO ": '%s' is not a pid (1 to %d); use PID..., --all, "
+					"--duration SEC or --stop\n", argv[i], INT_MAX);
 			return 2;
 		}
 	}
@@ -185,10 +201,9 @@ int cmd_capture(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (strspn(argv[i], "0123456789") == strlen(argv[i]) && *argv[i] &&
-		    (i == 1 || strcmp(argv[i - 1], "--duration"))) {
+		if ((i == 1 || strcmp(argv[i - 1], "--duration")) && parse_pid(argv[i], &pid)) {
 			n++;
-			rc |= trigger_one(dir, atoi(argv[i]), ms, false);
+			rc |= trigger_one(dir, pid, ms, false);
 		}
 	}
 	if (all) {

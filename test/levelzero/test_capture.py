@@ -257,6 +257,11 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     assert b"not traced by gputrace" in r.stderr
     r = capture(tmp_path, "--duration", "soon", "1")
     assert r.returncode == 2 and b"--duration wants seconds" in r.stderr
+    # a pid that would wrap to another process's (2^32 + ours), or 0 (kill(0): our group)
+    for bad in (os.getpid() + (1 << 32), 0, "99999999999"):
+        r = capture(tmp_path, bad)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, (bad, r.stderr)
+        assert f"'{bad}' is not a pid (1 to 2147483647)".encode() in r.stderr
     # a run directory open to others is not trusted
     (tmp_path / "run").mkdir(mode=0o755)
     os.chmod(tmp_path / "run", 0o755)
