@@ -209,11 +209,17 @@ struct expr {
 	struct node *root;
 };
 
+/* Bounds on a check's tree, which every pass walks recursively: nesting ('(' and
+ * unary '-') and values and operators in all (a left-deep sum is as deep as it is long). */
+#define EXPR_DEPTH_MAX 200
+#define EXPR_NODES_MAX 10000
+
 struct parser {
 	const char *s;
 	int p;
 	struct expr_err *err;
 	bool failed;
+	int depth, nodes;
 };
 
 static void node_free(struct node *n)
@@ -252,8 +258,14 @@ __attribute__((format(printf, 4, 5))) static void fail_at(struct parser *ps, int
 
 static struct node *new_node(struct parser *ps, enum ntype t, int pos)
 {
-	struct node *n = calloc(1, sizeof(*n));
+	struct node *n;
 
+	if (++ps->nodes > EXPR_NODES_MAX) {
+		fail_at(ps, pos, 1, "too long: a check has at most %d values and operators",
+			EXPR_NODES_MAX);
+		return NULL;
+	}
+	n = calloc(1, sizeof(*n));
 	if (!n) {
 		fail_at(ps, pos, 1, "out of memory");
 		return NULL;
@@ -772,8 +784,14 @@ static struct node *parse_atom(struct parser *ps)
 		return parse_number(ps);
 	if (c == '(') {
 		int start = ps->p++;
-		struct node *n = parse_sum(ps);
+		struct node *n;
 
+		if (++ps->depth > EXPR_DEPTH_MAX) {
+			fail_at(ps, start, 1, "nested too deep: at most %d levels", EXPR_DEPTH_MAX);
+			return NULL;
+		}
+		n = parse_sum(ps);
+		ps->depth--;
 		if (!n)
 			return NULL;
 		skip_ws(ps);
@@ -815,11 +833,19 @@ static struct node *parse_unary(struct parser *ps)
 	skip_ws(ps);
 	if (ps->s[ps->p] == '-') {
 		int start = ps->p++;
-		struct node *n = new_node(ps, N_NEG, start), *x;
+		struct node *n, *x;
 
-		if (!n)
+		if (++ps->depth > EXPR_DEPTH_MAX) {
+			fail_at(ps, start, 1, "nested too deep: at most %d levels", EXPR_DEPTH_MAX);
 			return NULL;
+		}
+		n = new_node(ps, N_NEG, start);
+		if (!n) {
+			ps->depth--;
+			return NULL;
+		}
 		x = parse_unary(ps);
+		ps->depth--;
 		if (!x) {
 			free(n);
 			return NULL;

@@ -214,6 +214,19 @@ def test_adjusted_device_times_checks(tmp_path):
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
 
 
+def test_checks_too_deep_or_too_long_are_refused(tmp_path):
+    """Every pass over a check recurses: 50000 '(' crashed the tool (SIGSEGV), also
+    under `gputrace run --check`. Nesting and length are bounded, with a column."""
+    deep = "(" * 50000 + "1" + ")" * 50000 + " > 0"
+    for check, says in ((deep, "column 201: nested too deep: at most 200 levels"),
+                        ("0 < " + "-" * 300 + "1", "nested too deep"),
+                        ("1+" * 20000 + "1 > 0", "too long: a check has at most 10000")):
+        p = gt(["check", FIXTURE, check], tmp_path)
+        assert p.returncode == 2 and says in p.stderr.decode(), p.stderr[:300]
+    nested = "(" * 150 + "1" + ")" * 150 + " > 0"
+    assert gt(["check", FIXTURE, nested], tmp_path).returncode == 0
+
+
 def test_junit_and_markdown_reports(tmp_path):
     _, sj, s = traced(tmp_path, "run", 10, 64)
     total = rows(s, "kernels")["gemm_f32"]["total_ns"]
