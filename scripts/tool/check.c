@@ -86,9 +86,15 @@ static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 			break;
 		}
 	}
+	/* a folder opens, and then reads as an error, not as no checks */
+	int err = ferror(f) ? errno : 0;
 	free(line);
 	if (f != stdin)
 		fclose(f);
+	if (err) {
+		fprintf(stderr, WHO ": cannot read %s: %s\n", path, strerror(err));
+		return -1;
+	}
 	return 0;
 }
 
@@ -215,11 +221,15 @@ int cmd_check(int argc, char **argv)
 			markdown = v;
 		} else if ((v = arg__value(argc, argv, &i, "--checks", WHO, &bad)) ||
 			   (v = arg__value(argc, argv, &i, "-f", WHO, &bad))) {
-			if (bad || read_checks_file(v, &cs, false))
+			if (bad)
 				goto usage;
+			if (read_checks_file(v, &cs, false))
+				goto out; /* its line says what is wrong */
 		} else if ((v = arg__value(argc, argv, &i, "--check-lines", WHO, &bad))) {
-			if (bad || read_checks_file(v, &cs, true))
+			if (bad)
 				goto usage;
+			if (read_checks_file(v, &cs, true))
+				goto out;
 		} else if (!strcmp(a, "--syntax-only")) {
 			syntax_only = true;
 			if (input) { /* it was a check after all */

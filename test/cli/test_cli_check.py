@@ -264,6 +264,14 @@ def test_checks_from_a_file(tmp_path):
     assert p.returncode == 0, p.stdout.decode()
     assert [l.split(":")[0] for l in result_lines(p)] == \
         ["PASS lost >= 0", "PASS kernel.count >= 1", "PASS spans > 0"]
+    # a checks file that cannot be read is one line and exit 2: a folder opened, read as
+    # no checks, and the other checks passed (exit 0); a missing one added the usage text
+    for bad, line in ((tmp_path, f"cannot read {tmp_path}: Is a directory"),
+                      (tmp_path / "none", f"cannot open {tmp_path}/none: No such file or "
+                                          "directory")):
+        p = gt(["check", FIXTURE, "lost >= 0", "-f", bad], tmp_path)
+        assert p.returncode == 2 and not p.stdout, p.stdout
+        assert p.stderr.decode().splitlines() == ["gputrace check: " + line], p.stderr
 
 
 def test_usage_errors(tmp_path):
