@@ -728,7 +728,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	m.first_event = true;
 	for (unsigned i = 0; i < nfiles; i++) {
 		struct pass2_ctx c = { .m = &m, .in = &m.in[i] };
-		struct trace_ops ops = { .ctx = &c, .event = pass2_event };
+		struct trace_ops ops = { .ctx = &c, .event = pass2_event, .quiet = true };
 		int r;
 
 		name_processes(&m, &m.in[i]);

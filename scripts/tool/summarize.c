@@ -397,7 +397,7 @@ static void add_adjusted(void *ctx, const char *reason, uint64_t n, uint64_t max
 static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 {
 	struct trace_ops ops1 = { .ctx = c, .event = pass1_event, .meta = pass1_meta };
-	struct trace_ops ops2 = { .ctx = c, .event = pass2_event };
+	struct trace_ops ops2 = { .ctx = c, .event = pass2_event, .quiet = true };
 	struct stat st;
 
 	meta__free(&c->out->meta);

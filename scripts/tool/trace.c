@@ -77,7 +77,11 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 			goto fail;
 		}
 		jr_take(&r);
-		if (!strcmp(key.p, "\"traceEvents\"") && jr_peek(&r) == '[') {
+		if (!strcmp(key.p, "\"traceEvents\"") && jr_peek(&r) != '[') {
+			jr_fail(&r, "traceEvents is not an array");
+			goto fail;
+		}
+		if (!strcmp(key.p, "\"traceEvents\"")) {
 			in_events = seen_events = true;
 			if (scan_events(&r, ops, &val, &nev))
 				goto fail;
@@ -104,14 +108,15 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 		}
 	}
 done:
-	if (!seen_events)
+	if (!seen_events && !ops->quiet)
 		fprintf(stderr, "%s: %s: no traceEvents array (an empty trace?)\n", who, path);
 	goto out;
 fail:
 	if (in_events && nev > 0 && strstr(r.err, "end of input")) {
 		/* A process that died mid-write: keep what is complete. */
-		fprintf(stderr, "%s: %s: truncated after %" PRIu64 " events (%s); using those\n", who,
-			path, nev, r.err);
+		if (!ops->quiet)
+			fprintf(stderr, "%s: %s: truncated after %" PRIu64 " events (%s); using those\n",
+				who, path, nev, r.err);
 		ret = TRACE_TRUNCATED;
 	} else {
 		fprintf(stderr, "%s: %s: not a readable trace: %s\n", who, path, r.err);

@@ -9,6 +9,7 @@
 #define GPUTRACE_TOOL_TRACE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 
 struct trace_ops {
 	void *ctx;
@@ -16,6 +17,8 @@ struct trace_ops {
 	int (*event)(void *ctx, const char *v, const char *e);
 	/* The top-level "gputrace" object. */
 	int (*meta)(void *ctx, const char *v, const char *e);
+	/* a second pass over the file: its warnings (cut short, no events) said once */
+	bool quiet;
 };
 
 enum trace_scan_result {

@@ -202,21 +202,27 @@ def test_merge_keeps_a_truncated_input(tmp_path):
     p = gputrace(["merge", "-o", "m.json", cut, FIXTURES / "proc_b.json"], tmp_path)
     assert p.returncode == 0, p.stderr
     err = p.stderr.decode()
-    assert f"gputrace merge: {cut}: truncated after 10 events" in err
+    assert err.count(f"gputrace merge: {cut}: truncated after 10 events") == 1  # once, not per pass
     assert "no clock anchor" in err  # its gputrace object was after the cut
+    p = gputrace(["summary", cut], tmp_path)
+    assert p.returncode == 0 and p.stderr.decode().count("truncated after 10 events") == 1
     merged = load_exact(tmp_path / "m.json")
     assert merged["gputrace"]["inputs"][0]["truncated"] is True
     assert merged["gputrace"]["inputs"][0]["events"] == 10
 
 
-def test_merge_refuses_what_is_not_a_trace(tmp_path):
+@pytest.mark.parametrize("text, why", [("hello", "'{' or '[' expected"),
+                                       ('{"traceEvents": 5}', "traceEvents is not an array")])
+def test_merge_refuses_what_is_not_a_trace(tmp_path, text, why):
     bad = tmp_path / "notes.txt"
-    bad.write_text("hello")
+    bad.write_text(text)
     p = gputrace(["merge", "-o", "m.json", FIXTURES / "proc_a.json", bad], tmp_path)
     assert p.returncode == 1
-    assert f"gputrace merge: {bad}: not a readable trace" in p.stderr.decode()
+    assert f"gputrace merge: {bad}: not a readable trace: {why}" in p.stderr.decode()
     assert not (tmp_path / "m.json").exists()
     assert list(tmp_path.iterdir()) == [bad]  # no temporary file left behind
+    p = gputrace(["check", bad, "lost == 0"], tmp_path)  # traceEvents 5: PASS, an empty trace
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and not p.stdout, p
 
 
 def write_big_trace(path, pid, events, realtime):
