@@ -764,6 +764,9 @@ GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
 	gt_st.anchor_clock_ns = anchor.clock_ns;
 	gt_st.exe[0] = 0; /* gt_exe(), when the trace first needs it */
+	/* the file is opened later, maybe after the program changed directory */
+	if (!getcwd(gt_st.cwd, sizeof(gt_st.cwd)))
+		gt_st.cwd[0] = 0;
 	lifecycle__hooks()->init();
 	atomic_store(&writer_started, false);
 	atomic_store(&recording, false);

@@ -3,6 +3,7 @@
 #ifndef GPUTRACE_STATE_H
 #define GPUTRACE_STATE_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -39,6 +40,7 @@ struct gt_state {
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
 	char exe[256]; /* read it with gt_exe() */
+	char cwd[PATH_MAX]; /* where the process started: a relative output goes there */
 };
 
 extern GT_HIDDEN struct gt_state gt_st;

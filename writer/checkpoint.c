@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inject/capture.h"
@@ -40,6 +41,21 @@ static const char *out_name(void)
 	return W.out.want[0] ? W.out.want : W.out.path[0] ? W.out.path : W.path;
 }
 
+/* An output template expanded, a relative one in the folder the process started in:
+ * the file is opened with the first cycle, maybe after the program changed folder. */
+static int expand_path(const char *tmpl, char *out, size_t len)
+{
+	size_t n = tmpl[0] == '/' ? 0 : strlen(gt_st.cwd);
+
+	if (n + 2 > len)
+		return -ENAMETOOLONG;
+	memcpy(out, gt_st.cwd, n);
+	if (n && out[n - 1] != '/')
+		out[n++] = '/';
+	return config__expand_output(tmpl, out + n, len - n, gt_st.pid, gt_exe(),
+				     gt_st.anchor_realtime_ns);
+}
+
 int writer__trace_name(char *buf, size_t len)
 {
 	int ret = -ENOENT;
@@ -52,8 +68,7 @@ int writer__trace_name(char *buf, size_t len)
 	 * (before the first, the name it will have) */
 	else if (!W.opened && !W.failed &&
 		 (W.path[0] ? snprintf(buf, len, "%s", W.path) < (int)len
-			    : !config__expand_output(gt_cfg.output, buf, len, gt_st.pid, gt_exe(),
-						     gt_st.anchor_realtime_ns)))
+			    : !expand_path(gt_cfg.output, buf, len)))
 		ret = 0;
 	writer__unlock_rings();
 	return ret;
@@ -209,12 +224,12 @@ void checkpoint__forget_file(void)
 bool checkpoint__open(void)
 {
 	char *path = W.path;
+	struct stat st;
 	int err;
 
 	if (W.opened || W.failed)
 		return W.opened;
-	err = config__expand_output(gt_cfg.output, path, sizeof(W.path), gt_st.pid, gt_exe(),
-				    gt_st.anchor_realtime_ns);
+	err = expand_path(gt_cfg.output, path, sizeof(W.path));
 	if (err) {
 		/* checked at start-up, but the real program name or pid can make
 		 * it too long; the default is always valid */
@@ -222,6 +237,18 @@ bool checkpoint__open(void)
 				      gt_exe(), gt_st.anchor_realtime_ns);
 		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
 		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
+	} else if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		/* a folder: the trace goes in it, under the default name */
+		size_t n = strlen(path);
+
+		if (n && path[n - 1] != '/' && n + 1 < sizeof(W.path))
+			path[n++] = '/';
+		if (config__expand_output("gputrace-%e-%p.json", path + n, sizeof(W.path) - n,
+					  gt_st.pid, gt_exe(), gt_st.anchor_realtime_ns))
+			config__expand_output("gputrace-%p.json", path, sizeof(W.path), gt_st.pid,
+					      gt_exe(), gt_st.anchor_realtime_ns);
+		pr_warn("GPUTRACE_OUTPUT='%.100s' is a folder, not a file name or template (such "
+			"as trace-%%p.json): writing %s", gt_cfg.output, path);
 	}
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
@@ -773,8 +800,7 @@ void checkpoint__summary(void)
 							   .overflow_mb = gt_cfg.overflow_mb });
 	if (gt_cfg.summary_json[0]) {
 		/* a template too: s-%p.json gives each process its own */
-		err = config__expand_output(gt_cfg.summary_json, json, sizeof(json), gt_st.pid,
-					    gt_exe(), gt_st.anchor_realtime_ns);
+		err = expand_path(gt_cfg.summary_json, json, sizeof(json));
 		if (!err)
 			err = summary__write_json(W.sum, json,
 						  W.opened && W.out.path[0] ? W.out.path : NULL,

@@ -1,6 +1,9 @@
-/* ze_basic [iterations] [bytes]: a regular command list (2 kernels, copies, a fill, a
- * barrier) executed `iterations` times on a compute queue, then an immediate list with one
- * kernel and one copy synchronized on an event from a pool without timestamps. */
+/* ze_basic [iterations] [bytes] [dir]: a regular command list (2 kernels, copies, a fill,
+ * a barrier) executed `iterations` times on a compute queue, then an immediate list with
+ * one kernel and one copy synchronized on an event from a pool without timestamps; then,
+ * with dir, changes to that directory before it exits. */
+#include <unistd.h>
+
 #include "ze_app.h"
 
 static const uint8_t fill_pattern[4] = { 0xde, 0xad, 0xbe, 0xef };
@@ -95,6 +98,10 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeCommandQueueDestroy(queue));
 	ZE_CHECK(zeContextDestroy(z.context));
 	free(expect);
+	if (argc > 3 && chdir(argv[3])) {
+		perror("ze_basic: chdir");
+		return 1;
+	}
 	printf("ze_basic: ok\n");
 	return 0;
 }

@@ -10,11 +10,12 @@ import json
 import pathlib
 import re
 import signal
+import subprocess
 
 import pytest
 
-from conftest import (APPS, BUILD, SANITIZE, ZE_SIM, assert_clamps, count_events, events,
-                      need, run, scan_trace, sim_env, strip_gputrace)
+from conftest import (APPS, BUILD, PRELOAD, SANITIZE, ZE_SIM, assert_clamps, clean_env,
+                      count_events, events, need, run, scan_trace, sim_env, strip_gputrace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -911,6 +912,43 @@ def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
         "zeCommandListClose": 1, "zeCommandQueueExecuteCommandLists": 1,
         "zeCommandQueueSynchronize": 1, "zeEventPoolCreate": 1, "zeEventCreate": 1,
         "zeCommandListCreateImmediate": 1}
+
+
+@pytest.mark.sanitize
+def test_relative_output_goes_where_the_process_started(tmp_path):
+    """A relative GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON are in the folder the process
+    started in: the trace is opened with the first drain cycle, and a program that
+    changed folder before then had its trace written there (chdir("/") put it in /)."""
+    start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
+    start.mkdir()
+    elsewhere.mkdir()
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": "t-%p.json",
+                             "GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(APPS / "ze_basic"), "3", "65536", str(elsewhere)], cwd=start,
+                       env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.endswith(b"ze_basic: ok\n"), r.stderr
+    assert list(elsewhere.iterdir()) == []
+    (trace,) = start.glob("t-*.json")
+    summary = json.loads((start / "s.json").read_text())
+    assert summary["trace"]["path"] == str(trace)
+    assert summary["kernels"] and json.loads(trace.read_text())["gputrace"]["complete"]
+
+
+def test_output_naming_a_folder_writes_in_it(tmp_path):
+    """GPUTRACE_OUTPUT naming a folder: one line, and the trace in it under the default
+    name (it was written beside it, as FOLDER.1, without a word)."""
+    out = tmp_path / "traces"
+    out.mkdir()
+    r = run([APPS / "ze_basic"], env=sim_env({"GPUTRACE_OUTPUT": str(out)}), trace="unused")
+    assert r.returncode == 0, r.stderr
+    (trace,) = out.iterdir()
+    assert re.fullmatch(r"gputrace-ze_basic-\d+\.json", trace.name)
+    assert [p.name for p in tmp_path.iterdir()] == ["traces"]
+    assert strip_gputrace(r.stderr) == ""
+    assert [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")] == [
+        f"gputrace: GPUTRACE_OUTPUT='{out}' is a folder, not a file name or template (such "
+        f"as trace-%p.json): writing {trace}"]
+    assert json.loads(trace.read_text())["gputrace"]["complete"]
 
 
 def test_fork_child_traces_its_own_work(tmp_path):
