@@ -301,11 +301,18 @@ static void describe_next(struct parser *ps, char *out, size_t len)
 		snprintf(out, len, "the end");
 		return;
 	}
-	if (name_start(*s) || isdigit((unsigned char)*s))
+	if (name_start(*s) || isdigit((unsigned char)*s)) {
 		while (name_char(s[n]) || s[n] == '.')
 			n++;
-	else
+	} else if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+		snprintf(out, len, "a control character (0x%02x)", (unsigned char)*s);
+		return;
+	} else {
+		/* the whole UTF-8 character (its continuation bytes are 10xxxxxx) */
 		n = 1;
+		while ((s[n] & 0xc0) == 0x80 && n < 4)
+			n++;
+	}
 	snprintf(out, len, "'%.*s'", n, s);
 }
 

@@ -216,7 +216,8 @@ def test_adjusted_device_times_checks(tmp_path):
 
 def test_checks_too_deep_or_too_long_are_refused(tmp_path):
     """Every pass over a check recurses: 50000 '(' crashed the tool (SIGSEGV), also
-    under `gputrace run --check`. Nesting and length are bounded, with a column."""
+    under `gputrace run --check`. Nesting and length are bounded, with a column; an
+    unexpected character is named whole."""
     deep = "(" * 50000 + "1" + ")" * 50000 + " > 0"
     for check, says in ((deep, "column 201: nested too deep: at most 200 levels"),
                         ("0 < " + "-" * 300 + "1", "nested too deep"),
@@ -225,6 +226,10 @@ def test_checks_too_deep_or_too_long_are_refused(tmp_path):
         assert p.returncode == 2 and says in p.stderr.decode(), p.stderr[:300]
     nested = "(" * 150 + "1" + ")" * 150 + " > 0"
     assert gt(["check", FIXTURE, nested], tmp_path).returncode == 0
+    # what was found is named whole: a UTF-8 character, not its first byte
+    for check, found in (("lost ≥ 0", "found '≥'"), ("lost \x01 0", "a control character (0x01)")):
+        p = gt(["check", FIXTURE, check], tmp_path)
+        assert p.returncode == 2 and found in p.stderr.decode(), p.stderr
 
 
 def test_junit_and_markdown_reports(tmp_path):
