@@ -138,6 +138,17 @@ void run__plan_outputs(struct run *r)
 		absolute(r->summary_path, sizeof(r->summary_path), json);
 		check_folder("--summary-json", r->summary_path);
 	}
+	/* the checks' reports are written after CMD: a folder that cannot take them
+	 * is said before it runs, not after */
+	for (int i = 0; i < 2; i++) {
+		const char *report = i ? r->markdown : r->junit;
+		char report_path[PATH_MAX];
+
+		if (report) {
+			absolute(report_path, sizeof(report_path), report);
+			check_folder(i ? "--markdown" : "--junit", report_path);
+		}
+	}
 	if (r->per_process) {
 		/* each process names its own file: the template, absolute */
 		absolute(r->child_output, sizeof(r->child_output), r->tmpl);

@@ -84,6 +84,15 @@ def test_usage(tmp_path):
                  ["--check"]):
         p = gt(["run", *opts, "--", "true"], tmp_path)
         assert p.returncode == 2, opts
+    # a report that cannot be written is said before CMD runs (it ran, then the run
+    # exited 4): exit 2, and the command never started
+    marker = tmp_path / "ran"
+    for opt in ("--junit", "--markdown"):
+        p = gt(["run", "--check", "lost == 0", opt, tmp_path / "none" / "r.xml", "--",
+                "touch", marker], tmp_path)
+        assert p.returncode == 2 and not marker.exists(), p.stderr
+        assert f"{opt} {tmp_path}/none/r.xml: cannot write in {tmp_path}/none" in \
+            p.stderr.decode()
     checks = tmp_path / "checks.txt"
     checks.write_text("# gate\nlost == 0\ndevice.kernels >= 1\n")
     p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--checks", checks, "--",
