@@ -530,6 +530,9 @@ static void before_exec(void)
 		return;
 	gt_in_tracer++;
 	atomic_store(&gt_end_reason, "exec");
+	/* two cycles: device work a backend reads only in a cycle after the program's
+	 * last read of it (Level Zero's, deferred to the drain thread) is in the file too */
+	lifecycle__hooks()->sync(false, 3000);
 	lifecycle__hooks()->sync(false, 3000);
 	gt_in_tracer--;
 }

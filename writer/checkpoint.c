@@ -486,7 +486,9 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"clock_ns\":");
 	json__u64(b, gt_st.anchor_clock_ns);
 	jbuf__lit(b, "},\"complete\":");
-	if (final || W.device_flush_pending)
+	/* the image an exec replaces has its file finished (a failed exec goes on) */
+	const char *why = atomic_load(&gt_end_reason);
+	if (final || W.device_flush_pending || (why && !strcmp(why, "exec")))
 		jbuf__lit(b, "true");
 	else
 		jbuf__lit(b, "false");
