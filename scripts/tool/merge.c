@@ -223,6 +223,9 @@ static void build_prefix(struct input *in)
 	struct buf rank = { 0 };
 	const struct trace_meta *mt = &in->meta;
 
+	/* an earlier merge named its rows with their host and rank already */
+	if (mt->merged)
+		return;
 	if (mt->rank.len) {
 		/* a rank may be a number or a string */
 		if (!jv_str(mt->rank.p, mt->rank.p + mt->rank.len, &rank)) {

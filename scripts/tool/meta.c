@@ -57,6 +57,8 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			    jv_get(mb.v, mb.e, "clock_ns", &cv, &ce) &&
 			    jv_i64(av, ae, &m->realtime_ns) && jv_i64(cv, ce, &m->clock_ns))
 				m->has_anchor = true;
+		} else if (jv_key_is(&mb, "merged")) {
+			m->merged = mb.e - mb.v == 4 && !memcmp(mb.v, "true", 4);
 		} else if (jv_key_is(&mb, "events_lost")) {
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {

@@ -25,6 +25,7 @@ struct trace_meta {
 	int64_t clock_ns;      /* ... taken with this value of the ts clock */
 	uint64_t events_lost;
 	uint64_t events_recorded;
+	bool merged;           /* "merged": true, a merge's output: its rows are named */
 	bool lossless;         /* "lossless": recorded with --lossless ... */
 	uint64_t waits, wait_ns; /* ... its threads waited this often, this long */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */

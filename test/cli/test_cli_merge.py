@@ -187,6 +187,12 @@ def test_merge_hand_written_traces(tmp_path):
     again = check_merge(tmp_path, [tmp_path / "merged.json", a], out_name="again.json")
     assert int(again["gputrace"]["events_lost"]) == 8
     assert again["gputrace"]["adjusted"]["clamped"] == {"count": 5, "max_ns": 4000}
+    # a merge of one host's traces names that host; merged again, its rows keep their
+    # names (they gained the host twice: "node1: node1 rank 0: app (4242)")
+    check_merge(tmp_path, [a], out_name="only_a.json")
+    both = check_merge(tmp_path, [tmp_path / "only_a.json", b], out_name="both.json")
+    assert sorted(e["args"]["name"] for e in both["traceEvents"]
+                  if e.get("name") == "process_name") == names
     s = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
     summary = json.loads(s.stdout)
     assert summary["lost"] == {"total": 5, "by_reason": {"cupti_dropped": 1, "ring_full": 4}}
