@@ -92,7 +92,8 @@ void run__parse_options(struct run *r, int argc, char **argv)
 #define NEXT_VALUE()                                                                       \
 	do {                                                                               \
 		if (!val) {                                                                \
-			if (i + 1 >= argc)                                                 \
+			/* "--" ends the options: it is no value */                        \
+			if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))                   \
 				run__usage_error("option '%s' needs a value", name);            \
 			val = argv[++i];                                                   \
 		}                                                                          \

@@ -49,6 +49,7 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--"], "no command given"),
     (["run", "--bogus", "--", "true"], "unknown option '--bogus'"),
     (["run", "-o"], "option '-o' needs a value"),
+    (["run", "--metrics-mode", "--", "true"], "option '--metrics-mode' needs a value"),
     (["run", "--buffer-kb", "lots", "--", "true"],
      "--buffer-kb 'lots' is not valid: expected kilobytes per thread, an integer from 4 to "
      "1048576"),
