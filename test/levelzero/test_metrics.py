@@ -7,11 +7,12 @@ import collections
 import json
 import os
 import pathlib
+import subprocess
 
 import pytest
 
-from conftest import (BUILD, ZE_SIM, events, gputrace_lines, load_trace, need, run, sim_env,
-                      strip_gputrace)
+from conftest import (BUILD, PRELOAD, ZE_SIM, clean_env, events, gputrace_lines, load_trace, need,
+                      run, sim_env, strip_gputrace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -245,6 +246,25 @@ def test_telemetry_tracks(tmp_path):
     assert all(20 - 0.5 <= e["args"]["W"] <= 101 for e in samples(t, "power"))
     assert all(300 <= e["args"]["gpu MHz"] <= 1600 for e in samples(t, "frequency"))
     assert all(35 <= e["args"]["gpu °C"] <= 85 for e in samples(t, "temperature"))
+
+
+def test_telemetry_of_a_program_shorter_than_its_period(tmp_path):
+    """The first reading comes near the program's zeInit, not a period after the drain
+    thread first looked (before zeInit, as under `gputrace run`): ze_pingpong (~90 ms)
+    ends within a 5 Hz period, and got one reading, at its exit, so no rate (power,
+    engine utilization, bandwidth)."""
+    out = tmp_path / "t.json"
+    r = subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+                        "--telemetry", "--telemetry-hz", "5", "-o", str(out), "--",
+                        str(BUILD / "test" / "apps" / "ze_pingpong"), "150"],
+                       env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1]})),
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    t = load_trace(out)
+    (init,) = [e for e in events(t, ph="X") if e["name"] == "zeInit"]
+    first = min(ns(e["ts"]) for e in events(t, ph="C") if e["name"] in TELEMETRY_SERIES)
+    assert first - span(init)[1] < 50000000  # 10 ms, and a loaded machine's margin
+    assert telemetry_series(t) == TELEMETRY_SERIES
 
 
 def test_telemetry_follows_the_work(tmp_path):
