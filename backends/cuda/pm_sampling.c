@@ -38,6 +38,7 @@
 #include "inject/config.h"
 
 #define DECODE_NS       (100ull * 1000000)  /* how often the hardware buffer is decoded */
+#define BEFORE_CUDA_NS  (10ull * 1000000)   /* before CUDA starts: looked for this often */
 #define HW_BUFFER_BYTES (64u << 20)
 #define MAX_SAMPLES     4096                /* per decode: DECODE_NS at 40 kHz */
 #define PM_DEVS_MAX     16
@@ -632,7 +633,10 @@ static uint64_t pm_sample(uint64_t now_ns)
 		break;
 	case CUPTI_OFF:
 	case CUPTI_STARTING:
-		return now_ns + DECODE_NS; /* CUDA has not started yet */
+		/* CUDA has not started yet: looked for again within the drain's tick, so
+		 * sampling starts near it (a program shorter than DECODE_NS was not sampled,
+		 * nor told why not) */
+		return now_ns + BEFORE_CUDA_NS;
 	case CUPTI_HELD:
 		pr_warn("CUDA metrics: CUPTI belongs to another tool (see above): no PM sampling");
 		return 0;
@@ -661,6 +665,10 @@ GT_STARTUP_CODE static void pm_stop(void)
 		return; /* never started (pm_sample neither) */
 	pthread_mutex_lock(&pm_lock);
 	cupti_self++;
+	/* CUPTI was loaded, but the program ended before a sample was due: what the
+	 * start would have said (CUPTI may be stopped by now: symbols only, no call) */
+	if (pm_state == PM_NEW && cupti_fn.cuptiGetVersion && pm_load())
+		pr_warn("CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)");
 	if (pm_state == PM_ON) {
 		for (unsigned i = 0; i < pm_ndevs; i++) {
 			pm_decode(&pm_devs[i]);

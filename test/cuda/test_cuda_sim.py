@@ -863,3 +863,16 @@ def test_watchdog_reports_cuda_work_that_never_finishes(tmp_path):
     assert report["blocked_threads"] == []
     assert [p["name"] for p in report["pending"]] == ["spin(int*)", AXPY, SCALE]
     assert all(p["pending_s"] >= 0.5 for p in report["pending"])
+
+
+@pytest.mark.parametrize("app", [["nvtx"], ["clock", "10", "40"]])
+def test_time_metrics_without_pm_sampling_say_so_once(tmp_path, app):
+    """--metrics-mode time under a libcupti without PM sampling (the simulator's, as CUDA
+    before 12.6): one line says so, for a program of a few ms too (its first check came
+    100 ms after CUDA started: nothing was said, and a libcupti with PM sampling would not
+    have sampled it); the program's output and status are its own."""
+    r = gputrace_run(["--metrics-mode", "time", "-o", tmp_path / "t.json", "--", APP, *app],
+                     tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [l for l in notices(r.stderr) if "PM sampling" in l] == [
+        "gputrace: CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)"]
