@@ -30,6 +30,10 @@
  * constructors), so a process that records nothing faults in one stretch
  * of this library's text, not a page in each file it passes through. */
 #define GT_STARTUP_CODE __attribute__((section(".text.startup")))
+
+/* The drain thread looks at the rings (and at what a backend's sample() asked
+ * for) this often; a source not started yet is looked for as often. */
+#define GT_DRAIN_POLL_MS 10
 #define gt_likely(x)   __builtin_expect(!!(x), 1)
 #define gt_unlikely(x) __builtin_expect(!!(x), 0)
 /* A hot path's test of a metrics or telemetry flag. A METRICS=0 build

@@ -31,7 +31,7 @@
 #include "internal.h"
 #include "writer.h"
 
-#define POLL_MS          10   /* how often rings are looked at */
+#define POLL_MS          GT_DRAIN_POLL_MS /* how often rings are looked at */
 #define WINDOW_GRACE_NS  10000000ull /* a closed window's file is ended this much later */
 
 

@@ -38,7 +38,6 @@
 #include "inject/config.h"
 
 #define DECODE_NS       (100ull * 1000000)  /* how often the hardware buffer is decoded */
-#define BEFORE_CUDA_NS  (10ull * 1000000)   /* before CUDA starts: looked for this often */
 #define HW_BUFFER_BYTES (64u << 20)
 #define MAX_SAMPLES     4096                /* per decode: DECODE_NS at 40 kHz */
 #define PM_DEVS_MAX     16
@@ -636,7 +635,7 @@ static uint64_t pm_sample(uint64_t now_ns)
 		/* CUDA has not started yet: looked for again within the drain's tick, so
 		 * sampling starts near it (a program shorter than DECODE_NS was not sampled,
 		 * nor told why not) */
-		return now_ns + BEFORE_CUDA_NS;
+		return now_ns + GT_DRAIN_POLL_MS * 1000000ull;
 	case CUPTI_HELD:
 		pr_warn("CUDA metrics: CUPTI belongs to another tool (see above): no PM sampling");
 		return 0;

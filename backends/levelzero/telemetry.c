@@ -29,7 +29,6 @@
 #define ZT_DOMAINS  4  /* per kind of resource */
 #define ZT_ENGINES  8
 #define ZT_RATE_MIN_US 1000 /* a rate over less is mostly the counters' rounding */
-#define ZT_BEFORE_INIT_NS (10ull * 1000000) /* before zeInit: looked for this often */
 
 struct zt_dev {
 	ze_device_handle_t core;
@@ -453,7 +452,8 @@ uint64_t ze_telemetry__sample(uint64_t now_ns)
 	 * tick, so the first reading is near it, not a period later (a program shorter
 	 * than the period got one reading, at its exit: no rates) */
 	if (!atomic_load(&zt_started))
-		return now_ns + (period < ZT_BEFORE_INIT_NS ? period : ZT_BEFORE_INIT_NS);
+		return now_ns + (period < GT_DRAIN_POLL_MS * 1000000ull ? period
+									: GT_DRAIN_POLL_MS * 1000000ull);
 	pthread_mutex_lock(&zt_lock);
 	now_ns = gt_clock_ns(); /* the round's time: the lock may have been held a while */
 	stopped = zt_stopped; /* read under the lock: an exiting thread sets it */

@@ -725,6 +725,15 @@ out:
 	return ps->failed ? (node_free(n), NULL) : n;
 }
 
+/* One level deeper ('(' or unary '-' at pos), or false past EXPR_DEPTH_MAX (said). */
+static bool nest(struct parser *ps, int pos)
+{
+	if (++ps->depth <= EXPR_DEPTH_MAX)
+		return true;
+	fail_at(ps, pos, 1, "nested too deep: at most %d levels", EXPR_DEPTH_MAX);
+	return false;
+}
+
 static struct node *parse_number(struct parser *ps)
 {
 	const char *s = ps->s;
@@ -793,10 +802,8 @@ static struct node *parse_atom(struct parser *ps)
 		int start = ps->p++;
 		struct node *n;
 
-		if (++ps->depth > EXPR_DEPTH_MAX) {
-			fail_at(ps, start, 1, "nested too deep: at most %d levels", EXPR_DEPTH_MAX);
+		if (!nest(ps, start))
 			return NULL;
-		}
 		n = parse_sum(ps);
 		ps->depth--;
 		if (!n)
@@ -842,10 +849,8 @@ static struct node *parse_unary(struct parser *ps)
 		int start = ps->p++;
 		struct node *n, *x;
 
-		if (++ps->depth > EXPR_DEPTH_MAX) {
-			fail_at(ps, start, 1, "nested too deep: at most %d levels", EXPR_DEPTH_MAX);
+		if (!nest(ps, start))
 			return NULL;
-		}
 		n = new_node(ps, N_NEG, start);
 		if (!n) {
 			ps->depth--;
