@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <zlib.h>
+
 #include "run.h"
 #include "tool.h"
 
@@ -388,28 +390,76 @@ static int deliver(struct run *r, const char *tmp)
 	return err;
 }
 
+/* One process's trace, byte for byte, into DST: compressed when DST is
+ * .gz (one gzip member, as the writer's own) and SRC is not. */
+static int copy_trace(const char *src, const char *dst)
+{
+	char buf[1 << 16];
+	bool gz = ends_with(dst, ".gz") && !ends_with(src, ".gz");
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, err = 0;
+	gzFile z = NULL;
+	ssize_t n = 0;
+
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0 || (gz && !(z = gzdopen(out, "wb6")))) {
+		err = out < 0 ? -errno : -ENOMEM;
+		if (out >= 0)
+			close(out);
+		close(in);
+		return err;
+	}
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
+		if (z) {
+			if (gzwrite(z, buf, (unsigned)n) != (int)n)
+				err = -EIO;
+			continue;
+		}
+		for (ssize_t done = 0, w; done < n && !err; done += w)
+			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
+				err = -errno;
+	}
+	if (n < 0)
+		err = -errno;
+	if (z ? gzclose(z) != Z_OK : close(out))
+		err = err ? err : -EIO;
+	close(in);
+	if (err)
+		unlink(dst);
+	return err;
+}
+
 int run__make_trace(struct run *r)
 {
 	char tmp[PATH_MAX];
 	struct merge_opts opts = { .by_start = true, .quiet = true };
+	bool out_gz = ends_with(r->out, ".gz");
 	int err;
 
 	if (!r->ntraces)
 		return 0;
-	/* one process, same format: its own trace is the run's (moved, or
-	 * linked when kept: nothing is copied) */
+	/* one process: its own trace is the run's, not a merge of one (which
+	 * names rows after the host and pid): moved, or linked when kept, and
+	 * only copied where OUT is a device or a pipe or is compressed (its
+	 * part was written plain, which costs the process less) */
 	if (r->ntraces == 1 && !r->out_special &&
-	    ends_with(r->traces[0], ".gz") == ends_with(r->out, ".gz") &&
+	    ends_with(r->traces[0], ".gz") == out_gz &&
 	    !publish(r, r->traces[0], r->keep_dir != NULL))
 		return 0;
+	if (r->ntraces == 1 && r->out_special && ends_with(r->traces[0], ".gz") == out_gz)
+		return deliver(r, r->traces[0]);
 	if (r->out_special)
-		snprintf(tmp, sizeof(tmp), "%s/trace%s", r->state,
-			 ends_with(r->out, ".gz") ? ".json.gz" : ".json");
+		snprintf(tmp, sizeof(tmp), "%s/trace%s", r->state, out_gz ? ".json.gz" : ".json");
 	else if (snprintf(tmp, sizeof(tmp), "%s.gputrace-%d%s", r->out, (int)getpid(),
-			  ends_with(r->out, ".gz") ? ".gz" : "") >= (int)sizeof(tmp))
+			  out_gz ? ".gz" : "") >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	if (tool__merge(tmp, r->traces, (unsigned)r->ntraces, &opts))
+	if (r->ntraces == 1 && (out_gz || !ends_with(r->traces[0], ".gz"))) {
+		if ((err = copy_trace(r->traces[0], tmp)))
+			return err;
+	} else if (tool__merge(tmp, r->traces, (unsigned)r->ntraces, &opts)) {
 		return -EIO;
+	}
 	err = r->out_special ? deliver(r, tmp) : publish(r, tmp, false);
 	if (err || r->out_special)
 		unlink(tmp);

@@ -4,6 +4,7 @@ the trace; `gputrace summary FILE` agrees with the exit-time summary;
 .gz traces round-trip. Events come from test/cli/cliplug.c, a plug-in that
 records a known set of spans in every process it is loaded into."""
 import gzip
+import zlib
 import json
 import os
 import re
@@ -142,6 +143,18 @@ def test_gzip_round_trip(tmp_path):
     assert raw[:2] == b"\x1f\x8b"
     trace = json.loads(gzip.decompress(raw))
     assert len([e for e in trace["traceEvents"] if e.get("name") == "cli_kernel"]) == 3
+    # one process: its own trace, compressed (one member), not a merge of one,
+    # so its rows keep the names a plain -o gives (checks name them)
+    one = zlib.decompressobj(31)
+    one.decompress(raw)
+    assert one.eof and one.unused_data == b""
+    own = trace["gputrace"]
+    assert "merged" not in own and own["complete"] is True and own["end"]
+    assert own["pid"] > 0 and own["exe"]
+    _, plain_run = run_plugin(tmp_path, "--no-summary", name="v.json")
+    rows = lambda t: sorted(e["args"]["name"] for e in t["traceEvents"]
+                            if e.get("ph") == "M" and e.get("name") == "process_name")
+    assert rows(trace) == rows(load_exact(plain_run))
     # summary and merge read .gz; merge writes .gz for an OUT ending in .gz
     p2, plain = run_plugin(tmp_path, "--no-summary", name="u.json", n=2)
     s = gputrace(["summary", "--json", "-", gz], tmp_path)
