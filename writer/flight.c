@@ -10,7 +10,8 @@
  * segments that reach into the window (the last SEC seconds), with an
  * arrow only where both its ends are in the file, on the slices they bind
  * to. What is dropped is counted, not lost:
- * events_kept + events_aged_out is every event formatted.
+ * events_kept + events_aged_out is every event recorded (the annotation
+ * slices the writer derives from ranges are drawn, not counted).
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -28,6 +29,7 @@ struct seg {
 	uint64_t last_ns; /* when its newest event was added */
 	size_t len, cap;
 	uint64_t events, flows;
+	uint64_t derived; /* annotation slices: drawn, not recorded */
 	uint64_t seq0; /* the recorder's number of its first event */
 	char data[];
 };
@@ -63,6 +65,30 @@ static bool is_flow(const char *ev, size_t n)
 {
 	return n > 10 && !memcmp(ev, "{\"ph\":\"", 7) && (ev[7] == 's' || ev[7] == 'f') &&
 	       ev[8] == '"';
+}
+
+/* A gpu_user_annotation slice the writer derived from the ranges around
+ * device work (events__annotation, args device, spans, tid): no event was
+ * recorded for it, so it counts neither kept nor aged out, and
+ * events_kept + events_aged_out stays events_recorded. A plug-in's own
+ * annotation (recorded) has other args. */
+static bool is_derived(const char *ev, size_t n)
+{
+	static const char cat[] = "\"cat\":\"gpu_user_annotation\"";
+	static const char args[] = ",\"args\":{\"device\":";
+	const char *a, *end = ev + n;
+
+	if (n < 10 || ev[7] != 'X' || !memmem(ev, n, cat, sizeof(cat) - 1))
+		return false;
+	a = memmem(ev, n, args, sizeof(args) - 1);
+	if (!a)
+		return false;
+	a += sizeof(args) - 1;
+	if (a < end && *a == '-')
+		a++;
+	while (a < end && *a >= '0' && *a <= '9')
+		a++;
+	return end - a > 9 && !memcmp(a, ",\"spans\":", 9);
 }
 
 /* The next event of a formatted buffer at *q (NULL at end): its line, less
@@ -143,11 +169,12 @@ static void drop_oldest(void)
 
 		for (; (ev = next_event(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n), dumped = dumped_before(s, i);
+			bool event = !flow && !is_derived(ev, n);
 
 			F.earlier_flows += flow && dumped;
-			F.earlier_events += !flow && dumped;
+			F.earlier_events += event && dumped;
 			F.aged_flows += flow && !dumped;
-			F.aged_events += !flow && !dumped;
+			F.aged_events += event && !dumped;
 		}
 	} else {
 		F.aged_events += s->events;
@@ -219,7 +246,7 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 		s = new_seg(cap);
 		if (!s) {
 			/* counted all the same */
-			F.aged_events += !is_flow(ev, n);
+			F.aged_events += !is_flow(ev, n) && !is_derived(ev, n);
 			F.aged_flows += is_flow(ev, n);
 			return;
 		}
@@ -236,6 +263,8 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	F.seq++;
 	if (is_flow(ev, n))
 		s->flows++;
+	else if (is_derived(ev, n))
+		s->derived++;
 	else
 		s->events++;
 }
@@ -338,7 +367,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 				     .earlier_flows = F.earlier_flows };
 	for (struct seg *s = F.head; s; s = s->next) {
 		nflows += s->flows;
-		nslices += s->events;
+		nslices += s->events + s->derived;
 	}
 	if (nflows) {
 		size_t cap = 64;
@@ -390,11 +419,11 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	}
 	for (struct seg *s = F.head; s; s = s->next)
 		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++) {
-			bool flow = is_flow(ev, n);
+			bool flow = is_flow(ev, n), event = !flow && !is_derived(ev, n);
 
 			if (dumped_before(s, i)) {
 				c->earlier_flows += flow;
-				c->earlier_events += !flow;
+				c->earlier_events += event;
 				continue;
 			}
 			if (!in_window(ev, n, cutoff) ||
@@ -402,10 +431,8 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 				      !arrow_kept(arrow_slot(arrows, mask,
 							     field_u64(ev, n, "\"id\":", false)),
 						  memmem(ev, n, "\"cat\":\"ac2g\"", 12) != NULL)))) {
-				if (flow)
-					c->aged_flows++;
-				else
-					c->aged_events++;
+				c->aged_flows += flow;
+				c->aged_events += event;
 				continue;
 			}
 			if (flow) {
@@ -413,7 +440,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 			} else {
 				uint64_t ts = field_u64(ev, n, "\"ts\":", true);
 
-				c->kept_events++;
+				c->kept_events += event;
 				if (ts && ts < first_kept)
 					first_kept = ts;
 			}

@@ -20,6 +20,7 @@
 //                  "worker" range on each of two threads, one after the other (1024 and
 //                  2048 ns)
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
+//   nvtx exit N    nvtx, then exit status N (a flight recorder's dump)
 //   wait MS        a kernel of MS ms on a stream of its own, waited for by
 //                  wait_for_stream() (cudaStreamSynchronize)
 //   hang           kernels that finish (2 axpy on stream A and a scale on B,
@@ -496,6 +497,8 @@ int main(int argc, char **argv)
 				  argc > 4 ? atoi(argv[4]) : 1);
 	if (!strcmp(mode, "threads"))
 		return threads_mode();
+	if (!strcmp(mode, "nvtx") && argc > 3 && !strcmp(argv[2], "exit"))
+		return nvtx_mode(false) ? 1 : atoi(argv[3]);
 	if (!strcmp(mode, "nvtx"))
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "reload"))

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import (BUILD, LIB, PRELOAD, ROOT, assert_clamps, clean_env, gputrace_lines,
-                      need, run, scan_trace)
+                      load_trace, need, run, scan_trace)
 
 CUDA = BUILD / "test" / "cuda"
 SIM = BUILD / "cuda-sim"
@@ -598,6 +598,25 @@ def test_signal_keeps_the_last_gpu_records(tmp_path, sig):
     assert "device_flush" not in g  # the last read returned
     assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(SCALE, 25600)] * 3
     assert g["lost_by_reason"].get("cupti_no_timestamp") == 1
+
+
+def test_flight_recorder_counts_recorded_events_not_annotations(tmp_path):
+    """A flight recorder's dump of a CUDA program with NVTX ranges: the device's
+    gpu_user_annotation slices are drawn from the ranges (the writer's, no event
+    recorded), so the dump's events_kept counts the file's other events, and
+    events_kept + events_aged_out is events_recorded, exactly."""
+    r = sim_run([APP, "nvtx", "exit", "3"], tmp_path, env={"GPUTRACE_FLIGHT_RECORDER": "10s"})
+    assert r.returncode == 3 and r.stdout == b"nvtx: 3 steps\n"
+    trace = load_trace(r.trace_path)
+    g = trace["gputrace"]
+    fr = g["flight_recorder"]
+    assert fr["reason"] == "exit status not 0"
+    ev = [e for e in trace["traceEvents"] if e["ph"] not in "Msf" and e.get("cat") != "gputrace"]
+    annotations = [e["name"] for e in ev if e.get("cat") == "gpu_user_annotation"]
+    assert annotations == ["worker", "worker"]
+    assert fr["events_kept"] == len(ev) - 2
+    assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
+    assert sum(t["events"] for t in g["threads"]) == g["events_recorded"]
 
 
 # ---- children ----
