@@ -65,7 +65,7 @@ struct ring {
 	char pad0[64 - 57];
 	/* consumer-owned line */
 	_Atomic uint64_t tail; /* next slot to read; published with release */
-	uint64_t recorded;     /* events the drain thread wrote out */
+	uint64_t recorded;     /* events the drain thread wrote out (to this file) */
 	_Atomic uint32_t room;    /* futex word: bumped when a waiting producer has room */
 	_Atomic uint32_t waiting; /* the producer waits on room (written only then) */
 	uint64_t populated;       /* ring__populate: slots faulted in from 0 (or cannot be) */

@@ -214,6 +214,9 @@ void checkpoint__forget_file(void)
 	W.tid_named_last = 0;
 	W.ndead = 0;
 	W.dead_threads = W.dead_lost = W.dead_waits = W.dead_wait_ns = 0;
+	/* threads[].events counts the file's events, as events_recorded does */
+	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
+		r->recorded = 0;
 	flows__forget();
 	/* the next file's summary is made when it opens, as the first's was */
 	memset(W.sum_batch, 0, sizeof(W.sum_batch));

@@ -248,6 +248,29 @@ def test_capture_paused_processes_from_another_shell(tmp_path):
     assert list((tmp_path / "run").iterdir()) == []
 
 
+def test_each_window_counts_its_own_events(tmp_path):
+    """Two windows of one process, two files: each trailer counts that file's events,
+    in all (events_recorded) and per thread (threads[].events), not the process's since
+    it started (README "Long runs")."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 1500)
+    try:
+        for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
+            r = capture(tmp_path, "--duration", "0.2", proc.pid)
+            assert r.returncode == 0, r.stderr
+            info = check_window(wait_window_file(tmp_path / path), 0.2)
+            assert info["capture"]["window"] == n
+            t = load_trace(tmp_path / path)
+            recorded = sum(1 for e in t["traceEvents"]
+                           if e["ph"] not in "Msf" and e.get("cat") != "gputrace")
+            assert info["events_recorded"] == recorded
+            assert sum(th["events"] for th in info["threads"]) == recorded, info["threads"]
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 def test_capture_refuses_what_it_cannot_reach(tmp_path):
     r = capture(tmp_path, "--all")
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
