@@ -527,18 +527,23 @@ static void name_processes(struct merge *m, struct input *in)
 /* ---- the merged "gputrace" object ---- */
 
 /* Counts by reason over the inputs (lost events; adjusted times, with the
- * largest correction of each reason). */
+ * largest correction of each reason); keep_max: the largest count, not
+ * the sum (the files of one process, each with its running total). */
 struct reason_sum {
 	char **names;
 	uint64_t *counts, *maxes;
 	size_t n;
+	bool keep_max;
 };
 
 static void sum_reason(struct reason_sum *r, const char *reason, uint64_t n, uint64_t max)
 {
 	for (size_t i = 0; i < r->n; i++) {
 		if (!strcmp(r->names[i], reason)) {
-			r->counts[i] += n;
+			if (!r->keep_max)
+				r->counts[i] += n;
+			else if (n > r->counts[i])
+				r->counts[i] = n;
 			if (max > r->maxes[i])
 				r->maxes[i] = max;
 			return;
@@ -585,6 +590,65 @@ static void put_opt_str(struct buf *o, const char *s)
 		buf__adds(o, "null");
 }
 
+/* Two files of one process: its capture windows, its flight recorder's
+ * dumps (one host, pid and clock anchor; a merge's output is none). */
+static bool same_process(const struct trace_meta *a, const struct trace_meta *b)
+{
+	return a->has_pid && b->has_pid && a->has_anchor && b->has_anchor && !a->merged &&
+	       !b->merged && a->pid == b->pid && a->realtime_ns == b->realtime_ns &&
+	       a->clock_ns == b->clock_ns && !a->hostname == !b->hostname &&
+	       (!a->hostname || !strcmp(a->hostname, b->hostname));
+}
+
+static void fold_reasons(struct reason_sum *into, struct reason_sum *from)
+{
+	for (size_t i = 0; i < from->n; i++)
+		sum_reason(into, from->names[i], from->counts[i], from->maxes[i]);
+	reason_sum__free(from);
+}
+
+/* The counts of the inputs: summed over processes, once per process. A
+ * trailer's lost, adjusted and lossless counts are its process's since it
+ * started, and so is a dump's events_recorded: of a process's files the
+ * largest (the latest) is taken; each window's events_recorded is its own,
+ * and they add up. */
+static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
+			 uint64_t *waits, uint64_t *wait_ns, struct reason_sum *rs,
+			 struct reason_sum *adj)
+{
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct reason_sum grs = { .keep_max = true }, gadj = { .keep_max = true };
+		uint64_t glost = 0, grec = 0, gwaits = 0, gwait_ns = 0;
+		unsigned j;
+
+		for (j = 0; j < i && !same_process(&m->in[j].meta, &m->in[i].meta); j++)
+			;
+		if (j < i)
+			continue; /* counted with the process's first file */
+		for (j = i; j < m->nin; j++) {
+			struct trace_meta *mt = &m->in[j].meta;
+
+			if (j > i && !same_process(mt, &m->in[i].meta))
+				continue;
+			glost = mt->events_lost > glost ? mt->events_lost : glost;
+			if (!mt->flight)
+				grec += mt->events_recorded;
+			else if (mt->events_recorded > grec)
+				grec = mt->events_recorded;
+			gwaits = mt->waits > gwaits ? mt->waits : gwaits;
+			gwait_ns = mt->wait_ns > gwait_ns ? mt->wait_ns : gwait_ns;
+			meta__each_lost(mt, add_reason, &grs);
+			meta__each_adjusted(mt, add_adjusted, &gadj);
+		}
+		*lost += glost;
+		*recorded += grec;
+		*waits += gwaits;
+		*wait_ns += gwait_ns;
+		fold_reasons(rs, &grs);
+		fold_reasons(adj, &gadj);
+	}
+}
+
 static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
@@ -594,16 +658,11 @@ static void write_meta(struct merge *m, int64_t base)
 	const char *host = NULL;
 	bool one_host = true;
 
+	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &rs, &adj);
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct trace_meta *mt = &m->in[i].meta;
 
-		lost += mt->events_lost;
-		recorded += mt->events_recorded;
 		lossless |= mt->lossless;
-		waits += mt->waits;
-		wait_ns += mt->wait_ns;
-		meta__each_lost(mt, add_reason, &rs);
-		meta__each_adjusted(mt, add_adjusted, &adj);
 		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
 			one_host = false;
 		else

@@ -59,6 +59,8 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 				m->has_anchor = true;
 		} else if (jv_key_is(&mb, "merged")) {
 			m->merged = mb.e - mb.v == 4 && !memcmp(mb.v, "true", 4);
+		} else if (jv_key_is(&mb, "flight_recorder")) {
+			m->flight = !jv_is_null(mb.v, mb.e);
 		} else if (jv_key_is(&mb, "events_lost")) {
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {

@@ -26,6 +26,8 @@ struct trace_meta {
 	uint64_t events_lost;
 	uint64_t events_recorded;
 	bool merged;           /* "merged": true, a merge's output: its rows are named */
+	bool flight;           /* a flight recorder's dump: events_recorded is the
+				* process's running total, not the file's */
 	bool lossless;         /* "lossless": recorded with --lossless ... */
 	uint64_t waits, wait_ns; /* ... its threads waited this often, this long */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */

@@ -201,6 +201,43 @@ def test_merge_hand_written_traces(tmp_path):
                                                       "node2 [rank 1] GPU 0"]
 
 
+def one_process_files(tmp_path, kind, counts):
+    """proc_a.json as files of one process (same pid and anchor): its capture windows
+    (kind "capture") or its flight recorder's dumps ("flight_recorder"), each trailer
+    with the counts given: (events_recorded, lost_by_reason, adjusted clamped count)."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    paths = []
+    for n, (recorded, lost, clamped) in enumerate(counts, 1):
+        t = json.loads(text)
+        g = t["gputrace"]
+        g[kind] = {"window": n} if kind == "capture" else {"dump": n}
+        g["events_recorded"] = recorded
+        g["lost_by_reason"] = lost
+        g["events_lost"] = sum(lost.values())
+        g["adjusted"] = {"clamped": {"count": clamped, "max_ns": 1000 * n}}
+        paths.append(tmp_path / f"{kind}-{n}.json")
+        paths[-1].write_text(json.dumps(t))
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["capture", "flight_recorder"])
+def test_merge_counts_each_process_once(tmp_path, kind):
+    """Files of one process (its capture windows, its flight recorder's dumps): their lost
+    and adjusted counts are the process's since it started, and so is a dump's
+    events_recorded (a window's is its own): the merge counts the process once, with
+    its latest figures, and adds the other processes' (proc_b)."""
+    files = one_process_files(tmp_path, kind, [(12, {"ring_full": 3}, 2),
+                                               (20, {"ring_full": 3, "window_late": 1}, 5)])
+    merged = check_merge(tmp_path, files + [FIXTURES / "proc_b.json"])
+    g = merged["gputrace"]
+    recorded = 12 + 20 if kind == "capture" else 20
+    assert (int(g["events_lost"]), int(g["events_recorded"])) == (4 + 2, recorded + 5)
+    assert {k: int(v) for k, v in g["lost_by_reason"].items()} == \
+        {"ring_full": 3 + 1, "window_late": 1, "cupti_dropped": 1}
+    assert g["adjusted"] == {"clamped": {"count": 5 + 1, "max_ns": 4000},
+                             "clock_step": {"count": 1, "max_ns": 250000}}
+
+
 def test_merge_keeps_a_truncated_input(tmp_path):
     text = (FIXTURES / "proc_a.json").read_text()
     cut = tmp_path / "cut.json"

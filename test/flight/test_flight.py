@@ -380,6 +380,11 @@ def test_gputrace_run_dump_then_failure_each_event_once(tmp_path):
         fr = g["flight_recorder"]
         assert fr["events_kept"] + fr["events_aged_out"] + fr["events_in_earlier_dumps"] == \
             g["events_recorded"]
+    # each dump's events_recorded is the process's running total: the run's trace counts
+    # the process once, with its last dump's (not their sum)
+    assert first["events_recorded"] < second["events_recorded"]
+    assert t["gputrace"]["events_recorded"] == second["events_recorded"]
+    assert t["gputrace"]["events_lost"] == second["events_lost"]
     ev = t["traceEvents"]
     marks = sorted((e for e in ev if e["ph"] == "X" and e.get("cat") == "gputrace"),
                    key=lambda e: e["ts"])
