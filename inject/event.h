@@ -250,11 +250,15 @@ static inline int gt_emit_counter(uint32_t track, uint32_t name, uint64_t time_n
 
 /* ---- device rows ---- */
 
+#define GT_DEVICES_MAX 64   /* devices of a process */
+#define GT_TRACKS_MAX  4096 /* rows of a process: devices' own and queues */
 /* Declare (or find, by name) a device: one process row in the trace.
- * Returns a device id >= 1. Cold path (takes a lock). */
+ * Returns a device id >= 1, 0 when the process has no room for another
+ * (GT_DEVICES_MAX, GT_TRACKS_MAX). Cold path (takes a lock). */
 GT_HIDDEN uint32_t gt_device_row(const char *name);
 /* Declare (or find, by device and name) a queue/stream row on a device.
- * Returns a track id >= 1 for GT_EV_DEVICE_SPAN/INSTANT.track.
+ * Returns a track id >= 1 for GT_EV_DEVICE_SPAN/INSTANT.track, 0 for an
+ * unknown device or when the process has no room (GT_TRACKS_MAX).
  * sort: rows are ordered by it within the device. Cold path. */
 GT_HIDDEN uint32_t gt_queue_row(uint32_t device, const char *name, int sort);
 /* The device row's own track (for counters): */

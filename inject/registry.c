@@ -166,25 +166,22 @@ const char *gt_str_get(uint32_t id, size_t *len)
 
 /* ---- device rows ---- */
 
-#define MAX_DEVICES 64
-#define MAX_TRACKS  4096
-
 static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Names may change (gt_device_rename) while the drain thread reads them. */
-static _Atomic uint32_t device_names[MAX_DEVICES + 1];
+static _Atomic uint32_t device_names[GT_DEVICES_MAX + 1];
 static _Atomic uint32_t names_gen;
-static uint32_t device_tracks[MAX_DEVICES + 1];
-static struct gt_row tracks[MAX_TRACKS + 1];
-static uint32_t device_next_tid[MAX_DEVICES + 1];
-static struct gt_arg device_props[MAX_DEVICES + 1][GT_DEVICE_PROPS_MAX];
-static _Atomic uint32_t device_nprops[MAX_DEVICES + 1];
+static uint32_t device_tracks[GT_DEVICES_MAX + 1];
+static struct gt_row tracks[GT_TRACKS_MAX + 1];
+static uint32_t device_next_tid[GT_DEVICES_MAX + 1];
+static struct gt_arg device_props[GT_DEVICES_MAX + 1][GT_DEVICE_PROPS_MAX];
+static _Atomic uint32_t device_nprops[GT_DEVICES_MAX + 1];
 static _Atomic uint32_t ndevices, ntracks;
 
 static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint32_t tid)
 {
 	uint32_t n = atomic_load_explicit(&ntracks, memory_order_relaxed);
 
-	if (n >= MAX_TRACKS)
+	if (n >= GT_TRACKS_MAX)
 		return 0;
 	n++;
 	tracks[n].device = device;
@@ -204,7 +201,9 @@ uint32_t gt_device_row(const char *name)
 	for (uint32_t d = 1; d <= n; d++)
 		if (device_names[d] == id)
 			dev = d;
-	if (!dev && n < MAX_DEVICES) {
+	/* a device needs its own row too: none is made without it */
+	if (!dev && n < GT_DEVICES_MAX &&
+	    atomic_load_explicit(&ntracks, memory_order_relaxed) < GT_TRACKS_MAX) {
 		dev = n + 1;
 		device_names[dev] = id;
 		device_next_tid[dev] = 2;

@@ -192,8 +192,31 @@ static uint64_t builder_now_ns(void)
 	return gt_clock_ns();
 }
 
+/* A row refused for want of room: -ENOSPC, and one line per plug-in and
+ * limit, naming it (the plug-in may well ignore the return). Under rows_lock. */
+static int32_t builder__no_room(struct gputrace_builder *b, enum plugin_limit limit,
+				const char *what, const char *name)
+{
+	if (!(b->limits_said & 1u << limit)) {
+		b->limits_said |= 1u << limit;
+		if (limit == PLUGIN_LIMIT_ROWS)
+			pr_err("plug-in %s: %s \"%s\" refused (-ENOSPC): at most %d rows "
+			       "(devices and queues) per plug-in; said once",
+			       b->name, what, name, PLUGIN_ROWS_MAX);
+		else if (limit == PLUGIN_LIMIT_DEVICES)
+			pr_err("plug-in %s: %s \"%s\" refused (-ENOSPC): at most %d devices "
+			       "(and %d rows) per process; said once",
+			       b->name, what, name, GT_DEVICES_MAX, GT_TRACKS_MAX);
+		else
+			pr_err("plug-in %s: %s \"%s\" refused (-ENOSPC): at most %d rows "
+			       "(devices and queues) per process; said once",
+			       b->name, what, name, GT_TRACKS_MAX);
+	}
+	return -ENOSPC;
+}
+
 static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uint32_t track,
-				bool queue)
+				bool queue, const char *name)
 {
 	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_relaxed);
 
@@ -201,7 +224,7 @@ static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uin
 		if (b->rows[i].track == track && b->rows[i].queue == queue)
 			return (int32_t)i + 1;
 	if (n == PLUGIN_ROWS_MAX)
-		return -ENOSPC;
+		return builder__no_room(b, PLUGIN_LIMIT_ROWS, queue ? "queue" : "device", name);
 	b->rows[n] = (struct plugin_row){ .device = device, .track = track, .queue = queue };
 	atomic_store_explicit(&b->nrows, n + 1, memory_order_release);
 	return (int32_t)n + 1;
@@ -219,7 +242,11 @@ static int32_t builder_device(gputrace_builder *handle, const char *name)
 		return -EINVAL;
 	pthread_mutex_lock(&b->rows_lock);
 	device = gt_device_row(name);
-	row = builder__add_row(b, device, gt_device_track(device), false);
+	/* no device 0: its events would land on another row */
+	if (!device)
+		row = builder__no_room(b, PLUGIN_LIMIT_DEVICES, "device", name);
+	else
+		row = builder__add_row(b, device, gt_device_track(device), false, name);
 	pthread_mutex_unlock(&b->rows_lock);
 	return row;
 }
@@ -229,6 +256,7 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 {
 	struct gputrace_builder *b = builder__get(handle);
 	const struct plugin_row *dev;
+	uint32_t track;
 	int32_t row;
 
 	if (!b)
@@ -237,7 +265,11 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 	if (!dev || dev->queue || !name || !name[0])
 		return -EINVAL;
 	pthread_mutex_lock(&b->rows_lock);
-	row = builder__add_row(b, dev->device, gt_queue_row(dev->device, name, sort), true);
+	track = gt_queue_row(dev->device, name, sort);
+	if (!track)
+		row = builder__no_room(b, PLUGIN_LIMIT_TRACKS, "queue", name);
+	else
+		row = builder__add_row(b, dev->device, track, true, name);
 	pthread_mutex_unlock(&b->rows_lock);
 	return row;
 }
@@ -367,6 +399,7 @@ void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds,
 
 	pthread_mutex_init(&b->rows_lock, NULL);
 	atomic_store_explicit(&b->nrows, 0, memory_order_relaxed);
+	b->limits_said = 0;
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->kinds = kinds;
 	b->corr_ns = GT_CORR_NS_PLUGIN(index);

@@ -161,8 +161,13 @@ enum gputrace_log_level {
  * when the call is refused: -EINVAL (bad row, missing name, end < start,
  * a size smaller than ABI 1's), -E2BIG (too many args), -ECANCELED (the
  * plug-in failed or was destroyed, or tracing has ended), -ENOSPC (no room:
- * the event was dropped and counted as lost). An event whose kind is not
- * enabled is dropped and the call returns 1.
+ * the event was dropped and counted as lost; a device or queue past the
+ * limits below, said once per plug-in on stderr). An event whose kind is
+ * not enabled is dropped and the call returns 1.
+ *
+ * Rows: a plug-in has at most 256 (devices and queues together); a process
+ * at most 64 devices and 4096 rows, whoever declares them. A device or
+ * queue past them gets -ENOSPC (and an event given that as its row, -EINVAL).
  */
 struct gputrace_builder_api {
 	uint32_t size;        /* sizeof(struct gputrace_builder_api) in gputrace */
@@ -170,10 +175,12 @@ struct gputrace_builder_api {
 	/* gputrace's clock: CLOCK_MONOTONIC_RAW now, in ns. */
 	uint64_t (*now_ns)(void);
 	/* Declare (or find, by name) a device: one process row in the trace,
-	 * where its queues and counters go. Returns a row id >= 1. */
+	 * where its queues and counters go. Returns a row id >= 1, or
+	 * -ENOSPC past the limits on rows above. */
 	int32_t (*device)(gputrace_builder *b, const char *name);
 	/* Declare (or find, by device and name) a queue/stream row of a
-	 * device; rows are ordered by sort. Returns a row id >= 1. */
+	 * device; rows are ordered by sort. Returns a row id >= 1, or
+	 * -ENOSPC past the limits on rows above. */
 	int32_t (*queue)(gputrace_builder *b, int32_t device, const char *name, int32_t sort);
 	/* A span on a queue row (device work) or on a host thread. */
 	int (*span)(gputrace_builder *b, const struct gputrace_event *ev);

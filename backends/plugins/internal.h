@@ -29,6 +29,13 @@
 #define PLUGIN_ROWS_MAX  256 /* devices and queues per plug-in */
 #define PLUGIN_NAME_MAX  32
 
+/* The limits a declaration can meet: each is said once per plug-in. */
+enum plugin_limit {
+	PLUGIN_LIMIT_ROWS,    /* PLUGIN_ROWS_MAX of the plug-in */
+	PLUGIN_LIMIT_DEVICES, /* GT_DEVICES_MAX of the process */
+	PLUGIN_LIMIT_TRACKS,  /* GT_TRACKS_MAX of the process */
+};
+
 struct plugin_row {
 	uint32_t device; /* gputrace's device id */
 	uint32_t track;  /* the queue's track, or the device's own track */
@@ -43,6 +50,7 @@ struct gputrace_builder {
 	char name[PLUGIN_NAME_MAX];
 	pthread_mutex_t rows_lock; /* declarations only; lookups read rows lock-free */
 	_Atomic uint32_t nrows;
+	uint32_t limits_said; /* 1 << enum plugin_limit: its line was written */
 	struct plugin_row rows[PLUGIN_ROWS_MAX];
 };
 

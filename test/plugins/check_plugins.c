@@ -128,21 +128,24 @@ static const char *str(uint32_t id)
 	return s;
 }
 
-/* Devices are 1.., their own tracks 500 + device; queues are tracks 1000.. */
-static char *devices[64];
+/* Devices are 1.., their own tracks 500 + device; queues are tracks 1000..
+ * When full, both answer 0, as the registry does. */
+static char *devices[GT_DEVICES_MAX];
 static unsigned ndevices;
 static struct {
 	uint32_t device;
 	char *name;
 	int sort;
-} queues[64];
-static unsigned nqueues;
+} queues[512];
+static unsigned nqueues, queues_room = 512;
 
 uint32_t gt_device_row(const char *name)
 {
 	for (unsigned i = 0; i < ndevices; i++)
 		if (!strcmp(devices[i], name))
 			return i + 1;
+	if (ndevices == GT_DEVICES_MAX)
+		return 0;
 	devices[ndevices] = strdup(name);
 	return ++ndevices;
 }
@@ -152,6 +155,8 @@ uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
 	for (unsigned i = 0; i < nqueues; i++)
 		if (queues[i].device == device && !strcmp(queues[i].name, name))
 			return 1000 + i;
+	if (nqueues == queues_room)
+		return 0;
 	queues[nqueues].device = device;
 	queues[nqueues].name = strdup(name);
 	queues[nqueues].sort = sort;
@@ -741,6 +746,82 @@ START_TEST(builder_rows)
 }
 END_TEST
 
+/* Past the process's 64 devices, its rows, or the plug-in's 256 rows:
+ * -ENOSPC and one line per limit, nothing filed on another row. */
+START_TEST(builder_rows_full)
+{
+	struct gputrace_event ev;
+	struct gputrace_counter c;
+	struct gputrace_arg v = gputrace_arg_f64("v", 1.0);
+	char name[32];
+	int32_t d0, q0;
+
+	start_capture(GT_KIND_ALL);
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "Dev%d", i);
+		ck_assert_int_eq(api->device(b, name), i + 1);
+	}
+	ck_assert_int_eq(api->device(b, "Extra A"), -ENOSPC);
+	ck_assert_int_eq(api->device(b, "Extra B"), -ENOSPC);
+	ck_assert_int_eq(api->device(b, "Extra A"), -ENOSPC);
+	ck_assert_int_eq(api->device(b, "Dev0"), 1); /* known ones still found */
+	ck_assert_uint_eq(ndevices, 64);
+	ck_assert_uint_eq(nlog, 1);
+	ck_assert_str_eq(log_lines[0], "plug-in capture: device \"Extra A\" refused (-ENOSPC): "
+				       "at most 64 devices (and 4096 rows) per process; said once");
+	ck_assert_int_eq(log_levels[0], GT_LOG_ERROR);
+
+	/* nothing lands anywhere through the refused rows */
+	ck_assert_int_eq(api->queue(b, -ENOSPC, "qa", 0), -EINVAL);
+	ev = event(GPUTRACE_KIND_KERNEL, -ENOSPC, "on_extra_A");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ck_assert_int_eq(api->instant(b, &ev), -EINVAL);
+	GPUTRACE_INIT(c);
+	c.row = -ENOSPC;
+	c.name = "temp";
+	c.values = &v;
+	c.nvalues = 1;
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	ck_assert_uint_eq(nrecs, 0);
+
+	/* the process's rows full: queues refused, said once */
+	queues_room = 3;
+	d0 = 1;
+	q0 = api->queue(b, d0, "q0", 0);
+	ck_assert_int_eq(q0, 65);
+	ck_assert_int_eq(api->queue(b, d0, "q1", 1), 66);
+	ck_assert_int_eq(api->queue(b, 2, "q0", 0), 67);
+	ck_assert_int_eq(api->queue(b, 2, "q1", 1), -ENOSPC);
+	ck_assert_int_eq(api->queue(b, 3, "q0", 0), -ENOSPC);
+	ck_assert_int_eq(api->queue(b, d0, "q0", 0), q0);
+	ck_assert_uint_eq(nlog, 2);
+	ck_assert_str_eq(log_lines[1], "plug-in capture: queue \"q1\" refused (-ENOSPC): "
+				       "at most 4096 rows (devices and queues) per process; said once");
+}
+END_TEST
+
+/* A plug-in's own 256 rows: the 257th is refused, said once. */
+START_TEST(builder_plugin_rows_full)
+{
+	char name[32];
+	int32_t dev, row = 0;
+
+	start_capture(GT_KIND_ALL);
+	dev = api->device(b, "NPU 0");
+	for (int i = 1; i < 256; i++) {
+		snprintf(name, sizeof(name), "q%d", i);
+		row = api->queue(b, dev, name, i);
+		ck_assert_int_eq(row, i + 1);
+	}
+	ck_assert_int_eq(api->queue(b, dev, "q256", 256), -ENOSPC);
+	ck_assert_int_eq(api->device(b, "NPU 1"), -ENOSPC);
+	ck_assert_int_eq(api->queue(b, dev, "q1", 1), 2);
+	ck_assert_uint_eq(nlog, 1);
+	ck_assert_str_eq(log_lines[0], "plug-in capture: queue \"q256\" refused (-ENOSPC): "
+				       "at most 256 rows (devices and queues) per plug-in; said once");
+}
+END_TEST
+
 START_TEST(builder_refusals)
 {
 	struct gputrace_event ev;
@@ -1211,6 +1292,8 @@ static Suite *plugins_suite(void)
 	tcase_add_test(broken, missing_directory);
 	tcase_add_test(load, path_file_entries);
 	tcase_add_test(builder, builder_rows);
+	tcase_add_test(builder, builder_rows_full);
+	tcase_add_test(builder, builder_plugin_rows_full);
 	tcase_add_test(builder, builder_refusals);
 	tcase_add_test(builder, builder_counter_kind_off);
 	tcase_add_test(builder, builder_sizes);

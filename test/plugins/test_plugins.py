@@ -385,3 +385,122 @@ def test_readme_example_works(tmp_path):
     assert len(events(t, ph="s", cat="ac2g")) == 2
     temps = events(t, ph="C", name="temperature")
     assert [c["args"] for c in temps] == [{"celsius": 40.0}, {"celsius": 41.5}]
+
+
+# ---- limits ----
+
+# 64 devices fill the process; "Extra A" and "Extra B" find no room. What
+# each call returned goes to the file the config names.
+PLUGIN_PAST_DEVICES = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <gputrace/gputrace_plugin.h>
+static const struct gputrace_builder_api *api;
+static gputrace_builder *b;
+static int32_t dev0, q0, extra_a, extra_b, qa;
+static char results[256];
+static int q(struct gputrace_plugin_info *info)
+{
+	info->name = "full";
+	info->kinds = GPUTRACE_KIND_KERNEL | GPUTRACE_KIND_COUNTER;
+	return 0;
+}
+static int c(const struct gputrace_plugin_setup *setup, void **state)
+{
+	char name[16];
+	int i;
+
+	api = setup->api;
+	b = setup->builder;
+	snprintf(results, sizeof(results), "%s", setup->config);
+	for (i = 0; i < 64; i++) {
+		sprintf(name, "Dev%d", i);
+		if (api->device(b, name) != i + 1)
+			return -EIO;
+	}
+	dev0 = api->device(b, "Dev0");
+	q0 = api->queue(b, dev0, "q", 0);
+	extra_a = api->device(b, "Extra A");
+	extra_b = api->device(b, "Extra B");
+	qa = api->queue(b, extra_a, "qa", 0);
+	*state = 0;
+	return 0;
+}
+static int counter(int32_t row, double v)
+{
+	struct gputrace_counter cs;
+	struct gputrace_arg a = gputrace_arg_f64("v", v);
+
+	GPUTRACE_INIT(cs);
+	cs.row = row;
+	cs.name = "temp";
+	cs.time_ns = api->now_ns();
+	cs.values = &a;
+	cs.nvalues = 1;
+	return api->counter(b, &cs);
+}
+static int span(int32_t row, const char *name)
+{
+	struct gputrace_event ev;
+
+	GPUTRACE_INIT(ev);
+	ev.kind = GPUTRACE_KIND_KERNEL;
+	ev.row = row;
+	ev.name = name;
+	ev.start_ns = api->now_ns();
+	ev.end_ns = ev.start_ns + 10;
+	return api->span(b, &ev);
+}
+static int f(void *state, int final)
+{
+	FILE *out;
+	int s0, sa, c0, ca;
+
+	(void)state;
+	if (!final)
+		return 0;
+	s0 = span(q0, "on_dev0");
+	sa = span(qa, "on_extra_a");
+	c0 = counter(dev0, 1.0);
+	ca = counter(extra_a, 2.0);
+	out = fopen(results, "w");
+	if (!out)
+		return -EIO;
+	fprintf(out, "%d %d %d %d %d %d %d %d\n", q0, extra_a, extra_b, qa, s0, sa, c0, ca);
+	return fclose(out) ? -EIO : 0;
+}
+static const struct gputrace_plugin table = { GPUTRACE_PLUGIN_TABLE_HEAD, q, c, 0, 0, f, 0 };
+GPUTRACE_PLUGIN_EXPORT(table)
+"""
+
+
+def test_devices_past_the_limit_refused(tmp_path):
+    """A plug-in's 65th device gets -ENOSPC and one line naming the limit;
+    nothing meant for it is filed on another row (a device row 0 once put
+    its spans on "Dev0" and its counters on the host's row)."""
+    need(INCLUDE / "gputrace" / "gputrace_plugin.h")
+    src = tmp_path / "full.c"
+    src.write_text(PLUGIN_PAST_DEVICES)
+    d = tmp_path / "plugins"
+    d.mkdir()
+    san = ["-fsanitize=address"] if SANITIZE == "address" else []
+    subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
+                    "-shared", "-fvisibility=hidden", f"-I{INCLUDE}", *san, str(src), "-o",
+                    str(d / "libfull.so")], check=True, capture_output=True)
+    results = tmp_path / "results"
+    r = run_host(tmp_path, d, f"full:{results}")
+    assert gputrace_lines(r.stderr) == [
+        'gputrace: plug-in full: device "Extra A" refused (-ENOSPC): at most 64 devices '
+        '(and 4096 rows) per process; said once']
+    q0, extra_a, extra_b, qa, s0, sa, c0, ca = map(int, results.read_text().split())
+    enospc, einval = -28, -22
+    assert (q0, extra_a, extra_b, qa) == (65, enospc, enospc, einval)
+    assert (s0, sa, c0, ca) == (0, einval, 0, einval)
+    t = r.trace
+    names = meta(t, "process_name")
+    devices = sorted(n for n in names.values() if n.startswith(("Dev", "Extra")))
+    assert devices == sorted(f"Dev{i}" for i in range(64))
+    dev0 = device_pid(t, "Dev0")
+    assert [(e["name"], e["pid"]) for e in events(t, ph="X")] == [("on_dev0", dev0)]
+    assert [(e["pid"], e["args"]) for e in events(t, ph="C", name="temp")] == \
+        [(dev0, {"v": 1.0})]
