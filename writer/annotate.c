@@ -29,8 +29,6 @@
 #include "inject/registry.h"
 #include "internal.h"
 
-#define ANN_DEPTH 16 /* annotations open on one row; deeper ranges are not drawn */
-
 struct open_ann {
 	struct urange *r;
 	uint64_t ts, end; /* as written: ts from place__parent, end of its last span */
@@ -42,7 +40,9 @@ struct arow {
 	uint64_t last_start; /* recorded start of the row's latest span */
 	bool skip;           /* the span between before() and after() is not annotated */
 	unsigned n;
-	struct open_ann a[ANN_DEPTH];
+	/* every thread range a launch's context holds: 2 KiB a row that has
+	 * annotated work */
+	struct open_ann a[RCTX_MAX];
 };
 
 static struct arow *arow(uint32_t track, bool create)
@@ -93,8 +93,6 @@ void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start
 	row->skip = row->n && start < row->last_start;
 	if (row->skip)
 		return;
-	if (nt > ANN_DEPTH)
-		nt = ANN_DEPTH;
 	row->last_start = start;
 	while (common < row->n && common < nt && row->a[common].r == th[common])
 		common++;

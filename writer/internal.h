@@ -32,7 +32,10 @@
 
 /* The user ranges open at a launch (ranges.c), outermost first: the
  * process's, then the launching thread's (the last nthread). Shared and
- * reference-counted. */
+ * reference-counted. At most RCTX_MAX (deeper ones are left out): room for
+ * every level a thread's stack keeps (GT_RANGE_DEPTH) and more; annotate.c
+ * draws every thread level a context holds. */
+#define RCTX_MAX 64
 struct urange;
 struct rctx {
 	uint32_t refs;

@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inject/ranges.h"
 #include "internal.h"
 
 #define PROCESS_KEEP_CYCLES 4 /* cycles an ended process range is kept */
 #define TIMED_KEEP_CYCLES   8 /* ... and a timed one (launches are read before it) */
 #define TIMED_MAX           1024 /* timed ranges kept per thread */
-#define CTX_MAX             64 /* ranges in one context; deeper ones are left out */
+
+_Static_assert(RCTX_MAX >= GT_RANGE_DEPTH, "a context holds every level a thread keeps");
 
 struct urange {
 	uint64_t id;
@@ -368,8 +370,8 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 {
 	struct rctx *c;
 
-	if (np + nt > CTX_MAX)
-		nt = CTX_MAX - np;
+	if (np + nt > RCTX_MAX)
+		nt = RCTX_MAX - np;
 	c = malloc(sizeof(*c) + (np + nt) * sizeof(c->r[0]));
 	if (!c)
 		return NULL;
@@ -385,10 +387,10 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 
 struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool foreign)
 {
-	struct urange *p[CTX_MAX], *th[CTX_MAX];
+	struct urange *p[RCTX_MAX], *th[RCTX_MAX];
 	struct tstack *t = R.threads ? thread(tid, false) : NULL;
 	bool all_open = true;
-	unsigned np = R.nprocess ? process_at(ev->start_ns, p, CTX_MAX, &all_open) : 0;
+	unsigned np = R.nprocess ? process_at(ev->start_ns, p, RCTX_MAX, &all_open) : 0;
 	unsigned nt = t ? t->n : 0;
 	/* the thread's context is shared while it holds every open range */
 	bool shared = t && all_open && !foreign;
@@ -399,7 +401,7 @@ struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool for
 		/* read off the thread's ring: its stack now, as far as it was
 		 * open at the launch (ranges that ended since are not known) */
 		nt = 0;
-		for (uint32_t i = 0; i < t->n && nt < CTX_MAX; i++)
+		for (uint32_t i = 0; i < t->n && nt < RCTX_MAX; i++)
 			if (t->r[i]->start_ns <= ev->start_ns)
 				th[nt++] = t->r[i];
 		return np || nt ? ctx_new(p, np, th, nt) : NULL;
@@ -452,8 +454,8 @@ static unsigned process_again(uint64_t t, const struct rctx *c, struct urange **
 	unsigned n = 0, old = c ? c->n - c->nthread : 0;
 	bool all_open;
 
-	n = process_at(t, p, CTX_MAX, &all_open);
-	for (unsigned i = 0; i < old && n < CTX_MAX; i++) {
+	n = process_at(t, p, RCTX_MAX, &all_open);
+	for (unsigned i = 0; i < old && n < RCTX_MAX; i++) {
 		unsigned k;
 
 		for (k = 0; k < R.nprocess && R.process[k] != c->r[i]; k++)
@@ -474,7 +476,7 @@ static unsigned process_again(uint64_t t, const struct rctx *c, struct urange **
 void ranges__complete(struct corr_entry *e)
 {
 	struct tstack *t = e->completed ? NULL : thread(e->tid, false);
-	struct urange *p[CTX_MAX], *th[CTX_MAX], *timed[CTX_MAX];
+	struct urange *p[RCTX_MAX], *th[RCTX_MAX], *timed[RCTX_MAX];
 	const struct rctx *c = e->ctx;
 	unsigned np, nt = 0, nb = 0, i = 0, j = 0, old_np = c ? c->n - c->nthread : 0;
 	unsigned nstack = c ? c->nthread : 0;
@@ -485,7 +487,7 @@ void ranges__complete(struct corr_entry *e)
 	np = R.any_process ? process_again(e->start_ns, c, p) : old_np;
 	if (!R.any_process && old_np)
 		memcpy(p, c->r, old_np * sizeof(*p));
-	for (uint32_t k = 0; t && k < t->ntimed && nt < CTX_MAX; k++) {
+	for (uint32_t k = 0; t && k < t->ntimed && nt < RCTX_MAX; k++) {
 		struct urange *u = t->timed[k];
 
 		if (u->start_ns <= e->start_ns && e->start_ns < u->end_ns)
@@ -500,7 +502,7 @@ void ranges__complete(struct corr_entry *e)
 			timed[b] = timed[b - 1];
 			timed[b - 1] = x;
 		}
-	while ((i < nstack || j < nt) && nb < CTX_MAX - np) {
+	while ((i < nstack || j < nt) && nb < RCTX_MAX - np) {
 		if (j >= nt || (i < nstack && outer_of(c->r[old_np + i], timed[j])))
 			th[nb++] = c->r[old_np + i++];
 		else

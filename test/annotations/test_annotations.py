@@ -320,6 +320,35 @@ def test_nvtx_ranges_on_cuda_device(tmp_path):
         {n: (x["count"], x["host_ns"], x["device_ns"], x["kernels"]) for n, x in rows.items()}
 
 
+@pytest.mark.parametrize("depth", [17, 32])
+def test_nvtx_deep_nesting_every_level_drawn(tmp_path, depth):
+    """Every level the range tracker keeps (32 on a thread) gets its
+    gpu_user_annotation on the device row, the kernel's own range (the
+    innermost) included: deeper than 16 once went undrawn, silently."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    r = run([app, "deep", str(depth)], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: deep done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    levels = [f"r{i}" for i in range(depth)]
+    [kernel] = device_spans(t)
+    assert (kernel["args"]["range"], kernel["args"]["ranges"]) == (levels[-1], levels)
+    anns = annotations(t)
+    assert sorted((a["name"], a["args"]["spans"]) for a in anns) == sorted(
+        (n, 1) for n in levels)
+    assert all((a["pid"], a["tid"]) == (kernel["pid"], kernel["tid"]) for a in anns)
+    # around the kernel, each level opening 1 ns before the next inner one
+    start, end = span_ns(kernel)
+    by = {a["name"]: span_ns(a) for a in anns}
+    assert [by[n] for n in levels] == [(start - depth + i, end) for i in range(depth)]
+    lost = json.loads((tmp_path / "summary.json").read_text())["lost"]
+    assert lost == {"total": 0, "by_reason": {}}  # none too deep to keep
+    assert viewer_rules.check_flows(t) == 1
+
+
 def test_itt_protocol_1_on_device(tmp_path):
     r = ranged_run(tmp_path, "itt", {"ITT_TEST_PROTOCOL": "1"})
     assert "itt protocol: 1" in r.stdout.decode()

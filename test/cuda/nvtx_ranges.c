@@ -5,11 +5,15 @@
  * "kernels" (FAKE_CUDART_KERNEL_US each) run, so only the launch-time
  * record can tell the device work which ranges caused it. A process range (start/end) spans a
  * second thread's launch on its own stream.
+ *
+ * `nvtx_ranges deep N`: one kernel (k_fwd1) inside N nested ranges r0..rN-1.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct dim3 {
 	unsigned x, y, z;
@@ -43,11 +47,33 @@ static void *worker(void *s)
 	return NULL;
 }
 
-int main(void)
+static int deep(int depth)
+{
+	void *s = NULL;
+	char name[16];
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	for (int i = 0; i < depth; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		nvtxRangePushA(name);
+	}
+	launch(k_fwd1, s);
+	for (int i = 0; i < depth; i++)
+		nvtxRangePop();
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: deep done\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	void *s = NULL, *s2 = NULL;
 	pthread_t t;
 
+	if (argc == 3 && !strcmp(argv[1], "deep"))
+		return deep(atoi(argv[2]));
 	cudaSetDevice(0);
 	cudaStreamCreate(&s);
 	cudaStreamCreate(&s2);
