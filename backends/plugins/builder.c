@@ -215,17 +215,34 @@ static int32_t builder__no_room(struct gputrace_builder *b, enum plugin_limit li
 	return -ENOSPC;
 }
 
-static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uint32_t track,
-				bool queue, const char *name)
+/* The plug-in's row of that name (a queue: on that device), 0 if none.
+ * Looked up before the process's rows are asked, which would make a row
+ * the plug-in may have no room for. Under rows_lock. */
+static int32_t builder__find_row(struct gputrace_builder *b, uint32_t device, uint32_t name,
+				 bool queue)
 {
 	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_relaxed);
 
 	for (uint32_t i = 0; i < n; i++)
-		if (b->rows[i].track == track && b->rows[i].queue == queue)
+		if (b->rows[i].name == name && b->rows[i].queue == queue &&
+		    (!queue || b->rows[i].device == device))
 			return (int32_t)i + 1;
-	if (n == PLUGIN_ROWS_MAX)
-		return builder__no_room(b, PLUGIN_LIMIT_ROWS, queue ? "queue" : "device", name);
-	b->rows[n] = (struct plugin_row){ .device = device, .track = track, .queue = queue };
+	return 0;
+}
+
+static bool builder__rows_full(struct gputrace_builder *b)
+{
+	return atomic_load_explicit(&b->nrows, memory_order_relaxed) == PLUGIN_ROWS_MAX;
+}
+
+static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uint32_t track,
+				uint32_t name, bool queue)
+{
+	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_relaxed);
+
+	b->rows[n] = (struct plugin_row){
+		.device = device, .track = track, .name = name, .queue = queue
+	};
 	atomic_store_explicit(&b->nrows, n + 1, memory_order_release);
 	return (int32_t)n + 1;
 }
@@ -233,20 +250,26 @@ static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uin
 static int32_t builder_device(gputrace_builder *handle, const char *name)
 {
 	struct gputrace_builder *b = builder__get(handle);
-	uint32_t device;
+	uint32_t device, id;
 	int32_t row;
 
 	if (!b)
 		return -ECANCELED;
 	if (!name || !name[0])
 		return -EINVAL;
+	id = builder__str(name);
 	pthread_mutex_lock(&b->rows_lock);
-	device = gt_device_row(name);
-	/* no device 0: its events would land on another row */
-	if (!device)
-		row = builder__no_room(b, PLUGIN_LIMIT_DEVICES, "device", name);
-	else
-		row = builder__add_row(b, device, gt_device_track(device), false, name);
+	row = builder__find_row(b, 0, id, false);
+	if (!row && builder__rows_full(b))
+		row = builder__no_room(b, PLUGIN_LIMIT_ROWS, "device", name);
+	if (!row) {
+		device = gt_device_row(name);
+		/* no device 0: its events would land on other rows */
+		if (!device)
+			row = builder__no_room(b, PLUGIN_LIMIT_DEVICES, "device", name);
+		else
+			row = builder__add_row(b, device, gt_device_track(device), id, false);
+	}
 	pthread_mutex_unlock(&b->rows_lock);
 	return row;
 }
@@ -256,7 +279,7 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 {
 	struct gputrace_builder *b = builder__get(handle);
 	const struct plugin_row *dev;
-	uint32_t track;
+	uint32_t track, id;
 	int32_t row;
 
 	if (!b)
@@ -264,12 +287,18 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 	dev = builder__row(b, device_row);
 	if (!dev || dev->queue || !name || !name[0])
 		return -EINVAL;
+	id = builder__str(name);
 	pthread_mutex_lock(&b->rows_lock);
-	track = gt_queue_row(dev->device, name, sort);
-	if (!track)
-		row = builder__no_room(b, PLUGIN_LIMIT_TRACKS, "queue", name);
-	else
-		row = builder__add_row(b, dev->device, track, true, name);
+	row = builder__find_row(b, dev->device, id, true);
+	if (!row && builder__rows_full(b))
+		row = builder__no_room(b, PLUGIN_LIMIT_ROWS, "queue", name);
+	if (!row) {
+		track = gt_queue_row(dev->device, name, sort);
+		if (!track)
+			row = builder__no_room(b, PLUGIN_LIMIT_TRACKS, "queue", name);
+		else
+			row = builder__add_row(b, dev->device, track, id, true);
+	}
 	pthread_mutex_unlock(&b->rows_lock);
 	return row;
 }

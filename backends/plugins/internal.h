@@ -39,6 +39,7 @@ enum plugin_limit {
 struct plugin_row {
 	uint32_t device; /* gputrace's device id */
 	uint32_t track;  /* the queue's track, or the device's own track */
+	uint32_t name;   /* string id of the name it was declared by */
 	bool queue;
 };
 

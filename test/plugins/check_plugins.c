@@ -800,7 +800,8 @@ START_TEST(builder_rows_full)
 }
 END_TEST
 
-/* A plug-in's own 256 rows: the 257th is refused, said once. */
+/* A plug-in's own 256 rows: the 257th is refused, said once, and makes no
+ * row of the process's (an empty row in the trace). */
 START_TEST(builder_plugin_rows_full)
 {
 	char name[32];
@@ -816,6 +817,9 @@ START_TEST(builder_plugin_rows_full)
 	ck_assert_int_eq(api->queue(b, dev, "q256", 256), -ENOSPC);
 	ck_assert_int_eq(api->device(b, "NPU 1"), -ENOSPC);
 	ck_assert_int_eq(api->queue(b, dev, "q1", 1), 2);
+	ck_assert_int_eq(api->device(b, "NPU 0"), dev);
+	ck_assert_uint_eq(ndevices, 1);
+	ck_assert_uint_eq(nqueues, 255);
 	ck_assert_uint_eq(nlog, 1);
 	ck_assert_str_eq(log_lines[0], "plug-in capture: queue \"q256\" refused (-ENOSPC): "
 				       "at most 256 rows (devices and queues) per plug-in; said once");
