@@ -387,6 +387,16 @@ static bool compare(double v, enum op op, double bound)
 	return false;
 }
 
+/*
+ * A median count exactly: the median of an even number of runs may end in
+ * .5, and rounding it would print a count no run had (10.5 as "10").
+ */
+static const char *fmt_count(char *out, size_t len, double count, bool sign)
+{
+	snprintf(out, len, sign ? "%+.17g" : "%.17g", count);
+	return out;
+}
+
 static const char *fmt_pct(char *out, size_t len, double p)
 {
 	if (isinf(p))
@@ -436,7 +446,7 @@ static bool rule_breaks(const struct rule *r, int ti, const struct item *it, cha
 	} else {
 		change = now - base;
 		if (r->metric == M_COUNT)
-			snprintf(what, len, "%+.0f", change);
+			fmt_count(what, len, change, true);
 		else
 			snprintf(what, len, "%s%s", change >= 0 ? "+" : "-",
 				 unit__fmt_short(a, sizeof(a), fabs(change), DIM_TIME, false));
@@ -594,11 +604,12 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 		}
 		shown++;
 		snprintf(c[0], sizeof(c[0]), "%s", it->name);
-		snprintf(c[1], sizeof(c[1]), "%.0f -> %.0f", b->med_count, nw->med_count);
+		snprintf(c[1], sizeof(c[1]), "%s -> %s", fmt_count(x, sizeof(x), b->med_count, false),
+			 fmt_count(y, sizeof(y), nw->med_count, false));
 		if (b->med_count == nw->med_count)
 			snprintf(c[2], sizeof(c[2]), "0");
 		else
-			snprintf(c[2], sizeof(c[2]), "%+.0f", nw->med_count - b->med_count);
+			fmt_count(c[2], sizeof(c[2]), nw->med_count - b->med_count, true);
 		snprintf(c[3], sizeof(c[3]), "%s -> %s", fmt_time(x, sizeof(x), b->med_total, b->present),
 			 fmt_time(y, sizeof(y), nw->med_total, nw->present));
 		if (b->present && nw->present)
@@ -730,7 +741,8 @@ static void md_table(FILE *f, const struct diff *df, int ti, size_t top)
 		shown++;
 		fputs("| ", f);
 		md__code(f, it->name);
-		fprintf(f, " | %.0f → %.0f", b->med_count, nw->med_count);
+		fprintf(f, " | %s → %s", fmt_count(x, sizeof(x), b->med_count, false),
+			fmt_count(y, sizeof(y), nw->med_count, false));
 		fprintf(f, " | %s → %s", fmt_time(x, sizeof(x), b->med_total, b->present),
 			fmt_time(y, sizeof(y), nw->med_total, nw->present));
 		fprintf(f, " | %s", b->present && nw->present

@@ -165,6 +165,29 @@ def test_medians_and_spread_decide_noise(tmp_path):
     assert p.returncode == 0
 
 
+def test_median_counts_are_exact(tmp_path):
+    """The median of an even number of runs may end in .5: it is printed as
+    is (README: count (exact)), not rounded to a count no run had."""
+    us = 1000
+    base = [write(tmp_path, f"b{i}.json", summary([("k", c, 100 * us)])) for i, c in
+            enumerate((10, 11))]
+    new = [write(tmp_path, f"n{i}.json", summary([("k", c, 100 * us), ("j", c, us)])) for i, c in
+           enumerate((11, 12))]
+    same = [write(tmp_path, f"s{i}.json", summary([("k", 10, 100 * us)])) for i in range(2)]
+    md = tmp_path / "d.md"
+    p = gt(["diff", *base, "--", *new, "--markdown", md], tmp_path)
+    row = next(l for l in out_lines(p) if l.strip().startswith("k "))
+    assert row.split()[:5] == ["k", "10.5", "->", "11.5", "+1"], row
+    row = next(l for l in out_lines(p) if l.strip().startswith("j "))
+    assert row.split()[:5] == ["j", "0", "->", "11.5", "+11.5"], row
+    assert "| `k` | 10.5 → 11.5 |" in md.read_text()
+    p = gt(["diff", *base, "--", *same, "--fail-on", "count < 0"], tmp_path)
+    assert p.returncode == 1
+    row = next(l for l in out_lines(p) if l.strip().startswith("k "))
+    assert row.split()[:5] == ["k", "10.5", "->", "10", "-0.5"], row
+    assert "FAIL count < 0: kernel k -0.5" in out_lines(p)
+
+
 def test_ranges_are_compared_by_their_device_time(tmp_path):
     """A user range's time is the device time of the work launched inside
     it: "forward" slower on the device is flagged by a range rule, a range
