@@ -759,8 +759,11 @@ int cmd_report(int argc, char **argv)
 		.ctx = &rp, .event1 = meta_event, .span = span, .want_window = true,
 	};
 	/* the window is known after pass 1; span() buckets in pass 2 */
-	if (summarize__trace(WHO, path, &hooks, &rp.r))
+	/* an input that is not a readable trace: 2, as check and diff say it */
+	if (summarize__trace(WHO, path, &hooks, &rp.r)) {
+		ret = 2;
 		goto out;
+	}
 	if (!rp.r.s) {
 		fprintf(stderr, WHO ": %s: nothing to report\n", path);
 		goto out;

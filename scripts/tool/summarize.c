@@ -510,8 +510,9 @@ int cmd_summary(int argc, char **argv)
 		goto usage;
 	}
 
+	/* an input that is not a readable trace: 2, as check and diff say it */
 	if (summarize__trace(WHO, path, NULL, &r))
-		return 1;
+		return 2;
 	summary__set_hints(r.s, &(struct summary_hints){ .more = "--json" });
 	if (!json || strcmp(json, "-"))
 		summary__print(r.s, stdout, path, r.bytes);

@@ -39,7 +39,7 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 	struct jr r;
 	struct buf key = { 0 }, val = { 0 };
 	uint64_t nev = 0;
-	bool in_events = false, seen_events = false;
+	bool in_events = false, seen_events = false, summary_json = false;
 	int c, ret = TRACE_OK, err;
 
 	err = jr_open(&r, path);
@@ -94,6 +94,12 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 				jr_fail(&r, "stopped");
 				goto fail;
 			}
+		} else if (!strcmp(key.p, "\"schema\"")) {
+			/* a summary JSON given for its trace: say so, not just "no events" */
+			buf__reset(&val);
+			if (jr_value(&r, &val))
+				goto fail;
+			summary_json = !strcmp(val.p, "\"gputrace-summary\"");
 		} else if (jr_value(&r, NULL)) {
 			goto fail;
 		}
@@ -108,8 +114,16 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 		}
 	}
 done:
-	if (!seen_events && !ops->quiet)
-		fprintf(stderr, "%s: %s: no traceEvents array (an empty trace?)\n", who, path);
+	/* an empty trace has "traceEvents":[]; a JSON without it is something else */
+	if (!seen_events) {
+		if (summary_json)
+			fprintf(stderr, "%s: %s: a gputrace summary JSON, not a trace (give the trace "
+					"it summarizes; check and diff read summary JSONs)\n", who, path);
+		else
+			fprintf(stderr, "%s: %s: not a readable trace: no traceEvents array\n", who,
+				path);
+		ret = TRACE_ERROR;
+	}
 	goto out;
 fail:
 	if (in_events && nev > 0 && strstr(r.err, "end of input")) {

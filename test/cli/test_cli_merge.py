@@ -255,7 +255,8 @@ def test_merge_keeps_a_truncated_input(tmp_path):
 
 
 @pytest.mark.parametrize("text, why", [("hello", "'{' or '[' expected"),
-                                       ('{"traceEvents": 5}', "traceEvents is not an array")])
+                                       ('{"traceEvents": 5}', "traceEvents is not an array"),
+                                       ('{"foo": 1}', "no traceEvents array")])
 def test_merge_refuses_what_is_not_a_trace(tmp_path, text, why):
     bad = tmp_path / "notes.txt"
     bad.write_text(text)

@@ -242,5 +242,5 @@ def test_report_of_a_merged_trace_and_errors(tmp_path):
     notrace = tmp_path / "x.json"
     notrace.write_text("hello")
     r = gt(["report", notrace, "-o", tmp_path / "x.html"], tmp_path)
-    assert r.returncode == 1 and "not a readable trace" in r.stderr.decode()
+    assert r.returncode == 2 and "not a readable trace" in r.stderr.decode()
     assert not (tmp_path / "x.html").exists()

@@ -170,14 +170,38 @@ def test_gzip_round_trip(tmp_path):
     check_summary_json(json.loads(s.stdout), expected_summary(merged))
 
 
+def test_summary_and_report_refuse_what_is_not_a_trace(tmp_path):
+    """A summary JSON, or any JSON without traceEvents, is not an empty trace:
+    summary and report say what it is in one line and exit 2, as check and
+    diff do; {"traceEvents": []} is an empty trace and summarizes."""
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    summ = tmp_path / "s.json"
+    assert gputrace(["summary", "--json", summ, empty], tmp_path).returncode == 0
+    p = gputrace(["summary", empty], tmp_path)
+    assert p.returncode == 0 and b"0 spans" in p.stdout and not p.stderr, p
+    other = tmp_path / "other.json"
+    other.write_text('{"foo": 1}')
+    for cmd in ("summary", "report"):
+        p = gputrace([cmd, summ, *(["-o", tmp_path / "s.html"] if cmd == "report" else [])],
+                     tmp_path)
+        assert (p.returncode, p.stdout, p.stderr.decode()) == (
+            2, b"", f"gputrace {cmd}: {summ}: a gputrace summary JSON, not a trace (give the "
+            "trace it summarizes; check and diff read summary JSONs)\n")
+        p = gputrace([cmd, other], tmp_path)
+        assert (p.returncode, p.stdout, p.stderr.decode()) == (
+            2, b"", f"gputrace {cmd}: {other}: not a readable trace: no traceEvents array\n")
+    assert not (tmp_path / "s.html").exists() and not (tmp_path / "other.html").exists()
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
     p = gputrace(["summary", bad], tmp_path)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.decode().startswith(f"gputrace summary: {bad}: not a readable trace")
     p = gputrace(["summary", tmp_path / "missing.json"], tmp_path)
-    assert p.returncode == 1 and b"cannot open" in p.stderr
+    assert p.returncode == 2 and b"cannot open" in p.stderr
     # the bare array form, no gputrace object: device spans known by category
     arr = tmp_path / "array.json"
     arr.write_text(json.dumps([
