@@ -619,6 +619,13 @@ def test_metadata_not_json(tmp_path):
     assert got["deep"]["deep"] == json.loads("[" * 64 + "]" * 64)
     assert got["deep"]["too_deep"] == "[" * 65 + "]" * 65
     assert got["many"] == {f"k{i}": i for i in range(17)}  # GT_ARGS_MAX
+    # the ids the writer adds are not entries: 17 and the device's and the stream's
+    many = next(e for e in events(t, ph="X", cat="kernel") if e["name"] == "many")
+    assert sorted(many["args"]) == sorted([f"k{i}" for i in range(17)] + ["device", "stream"])
+    # the README says the same cap
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "JSON text (17 entries at most)" in readme
+    assert "17 entries per event at most" in readme
     assert plugin_lines(r.stderr) == [
         f"gputrace: plug-in {d}/bad_json.so (KinetoSim): 0 "
         "events refused, 3 metadata entries beyond 17 per event, 0 flows that do not start at a "
