@@ -262,7 +262,6 @@ static void emit_last(struct kineto_prof *k)
 	enum kineto_place place = t->place;
 	struct gt_event ev = { .name = l->name, .cat = builder__str(t->cat) };
 	bool fwdbwd = l->flow_type == KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_FWD_BWD;
-	uint64_t start;
 	int64_t dur;
 	unsigned n = l->nargs;
 
@@ -271,16 +270,11 @@ static void emit_last(struct kineto_prof *k)
 		return;
 	}
 	l->have = false;
-	if (utc__to_clock(l->start_utc, &start)) {
-		refuse(k, "addEvent", "a time before this machine started (UTC %" PRId64 " ns)",
-		       l->start_utc);
-		return;
-	}
 	/* the duration as the plug-in measured it; none when negative, as Kineto */
 	if (__builtin_sub_overflow(l->end_utc, l->start_utc, &dur) || dur < 0)
 		dur = 0;
-	ev.start_ns = start;
-	ev.end_ns = start + (uint64_t)dur;
+	ev.start_ns = l->start_ns;
+	ev.end_ns = l->start_ns + (uint64_t)dur;
 	if (place == K_EITHER)
 		place = is_this_process(l->device) ? K_HOST : K_DEVICE;
 	switch (place) {
@@ -371,6 +365,13 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 		.name = GT_S_EMPTY,
 	};
 	l->skip = !(gt_cfg.kinds & kineto_types[l->type].kind);
+	/* placed now, so the return code tells the profiler its event is dropped */
+	if (!l->skip && utc__to_clock(l->start_utc, &l->start_ns)) {
+		l->skip = true; /* what follows describes nothing */
+		return leave(k, refuse(k, "addEvent",
+				       "a time before this machine started (UTC %" PRId64 " ns)",
+				       l->start_utc));
+	}
 	return leave(k, 0);
 }
 

@@ -82,6 +82,7 @@ struct kineto_last {
 	bool skip;   /* ...but is not recorded (kind off, or refused) */
 	int type;    /* latest numbering */
 	int64_t start_utc, end_utc;
+	uint64_t start_ns; /* start_utc on gputrace's clock */
 	int32_t device, resource; /* or process, thread */
 	uint32_t name;
 	int flow_type; /* KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_*, 0: none */

@@ -640,7 +640,7 @@ def test_builder_misused(tmp_path):
     rcs = dict(l.split()[1:3] for l in calls(tmp_path) if l.startswith("rc "))
     assert rcs == {"name-first": "-1", "meta-first": "-1", "null-event": "-1",
                    "small-event": "-1", "ok-event": "0", "null-name": "-1", "null-meta": "-1",
-                   "small-flow": "-1", "null-device": "-1", "zero-time": "0", "backwards": "0",
+                   "small-flow": "-1", "null-device": "-1", "zero-time": "-1", "backwards": "0",
                    "unknown-type": "0", "stale-builder": "-1"}
     assert plugin_lines(r.stderr) == [
         f"gputrace: plug-in {d}/bad_calls.so (KinetoSim): setLastEventName() refused: no event "
