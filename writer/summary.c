@@ -640,22 +640,99 @@ static const char *hint_more(const struct summary *s)
 	return s->hint_more ? s->hint_more : "--json";
 }
 
+size_t summary__ctl_escape(unsigned char c, char out[5])
+{
+	if (c >= 0x20 && c != 0x7f)
+		return 0;
+	if (c == '\n' || c == '\t' || c == '\r') {
+		out[0] = '\\';
+		out[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		out[2] = 0;
+		return 2;
+	}
+	snprintf(out, 5, "\\x%02x", c);
+	return 4;
+}
+
+/* Columns byte c takes once printed: escaped control characters take more. */
+static size_t text_width(unsigned char c)
+{
+	char e[5];
+	size_t n = summary__ctl_escape(c, e);
+
+	return n ? n : 1;
+}
+
+/* Bytes [p, e) into o, control characters escaped; the end of o returned. */
+static char *put_escaped(char *o, const char *p, const char *e)
+{
+	for (; p < e; p++) {
+		size_t n = summary__ctl_escape((unsigned char)*p, o);
+
+		if (!n)
+			*o = *p, n = 1;
+		o += n;
+	}
+	*o = 0;
+	return o;
+}
+
+const char *summary__text(char *buf, size_t len, const char *s)
+{
+	const char *p = s, *end;
+	size_t w = 0;
+
+	while (*p && !summary__ctl_escape((unsigned char)*p, (char[5]){ 0 }))
+		p++;
+	if (!*p || !len)
+		return s;
+	for (end = s; *end && w + text_width((unsigned char)*end) < len; end++)
+		w += text_width((unsigned char)*end);
+	put_escaped(buf, s, end);
+	return buf;
+}
+
+void summary__put_text(FILE *f, const char *s)
+{
+	char e[5];
+
+	for (; *s; s++) {
+		if (summary__ctl_escape((unsigned char)*s, e))
+			fputs(e, f);
+		else
+			fputc(*s, f);
+	}
+}
+
 /*
  * Long (templated) names are shortened in the middle, keeping their start
  * and their end (template arguments and parameter lists, where kernels of
  * one family differ); the JSON has them whole. print_timed_table prints a
  * name whole, on a line of its own, where shortening would make two rows
- * of the table look alike.
+ * of the table look alike. Control characters are escaped (their escapes
+ * count in the width).
  */
 #define NAME_HEAD 18
 
 static const char *fmt_name(char *buf, size_t len, const char *name)
 {
-	size_t n = strlen(name), tail = NAME_COLUMNS - NAME_HEAD - 3;
+	size_t n = strlen(name), tail = NAME_COLUMNS - NAME_HEAD - 3, w = 0, hw = 0, tw = 0;
+	const char *head, *from;
+	char *o;
 
-	if (n <= NAME_COLUMNS || len < NAME_COLUMNS + 1)
+	if (len < NAME_COLUMNS + 1)
 		return name;
-	snprintf(buf, len, "%.*s...%s", NAME_HEAD, name, name + n - tail);
+	for (const char *p = name; *p; p++)
+		w += text_width((unsigned char)*p);
+	if (w <= NAME_COLUMNS)
+		return w == n ? name : summary__text(buf, len, name);
+	for (head = name; hw + text_width((unsigned char)*head) <= NAME_HEAD; head++)
+		hw += text_width((unsigned char)*head);
+	for (from = name + n; tw + text_width((unsigned char)from[-1]) <= tail; from--)
+		tw += text_width((unsigned char)from[-1]);
+	o = put_escaped(buf, name, head);
+	memcpy(o, "...", 3);
+	put_escaped(o + 3, from, name + n);
 	return buf;
 }
 
@@ -700,7 +777,9 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 
 		if (name_collides(v, shown, i)) {
 			/* whole, above its numbers: never two rows that look the same */
-			fprintf(f, "    %s\n", r->name);
+			fputs("    ", f);
+			summary__put_text(f, r->name);
+			fputc('\n', f);
 			name = "";
 		}
 		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s %12s %5.1f%%\n", NAME_COLUMNS,
@@ -771,7 +850,7 @@ static void print_copies(FILE *f, const struct table *t)
 {
 	uint64_t count, total, bytes;
 	const struct row **v = table__sorted(t, false, &count, &total, &bytes);
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], name[256];
 
 	if (!v || !t->used) {
 		free(v);
@@ -784,7 +863,8 @@ static void print_copies(FILE *f, const struct table *t)
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
 		const struct row *r = v[i];
 
-		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %12s\n", r->name, r->count,
+		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %12s\n",
+			summary__text(name, sizeof(name), r->name), r->count,
 			fmt_bytes(a, sizeof(a), r->bytes), fmt_ns(b, sizeof(b), r->total_ns),
 			fmt_rate(c, sizeof(c), bandwidth(r->bytes, r->total_ns)));
 	}
@@ -796,14 +876,15 @@ static void print_device_rows(FILE *f, const struct summary *s, const struct tab
 {
 	uint64_t count, total, window = s->last_ns - s->first_ns;
 	const struct row **v = table__sorted(t, true, &count, &total, NULL);
-	char a[32], b[32];
+	char a[32], b[32], name[256];
 
 	for (size_t i = 0; v && i < t->used; i++) {
 		const struct row *r = v[i];
 		uint64_t busy = row__busy_ns(r);
 
 		fprintf(f, "%s%-*s busy %s of %s (%.1f%%), %" PRIu64 " %s\n", indent,
-			NAME_COLUMNS - 14, r->name, fmt_ns(a, sizeof(a), busy),
+			NAME_COLUMNS - 14, summary__text(name, sizeof(name), r->name),
+			fmt_ns(a, sizeof(a), busy),
 			fmt_ns(b, sizeof(b), window), 100.0 * share(busy, window), r->count,
 			plural(r->count, "span", "spans"));
 	}
@@ -869,7 +950,7 @@ static void print_processes(FILE *f, const struct summary *s)
 {
 	const struct proc **v;
 	bool hosts = many_hosts(s);
-	char label[320], a[32], b[32];
+	char label[320], shown[320], a[32], b[32];
 
 	if (s->nprocs < 2 || !(v = procs_sorted(s)))
 		return;
@@ -878,7 +959,8 @@ static void print_processes(FILE *f, const struct summary *s)
 		const struct proc *p = v[i];
 
 		proc_label(label, sizeof(label), p, hosts);
-		fprintf(f, "    %s: %" PRIu64 " %s %s, %" PRIu64 " %s %s, %" PRIu64 " lost\n", label,
+		fprintf(f, "    %s: %" PRIu64 " %s %s, %" PRIu64 " %s %s, %" PRIu64 " lost\n",
+			summary__text(shown, sizeof(shown), label),
 			p->kernels.count, plural(p->kernels.count, "kernel", "kernels"),
 			fmt_ns(a, sizeof(a), p->kernels.total_ns), p->api.count,
 			plural(p->api.count, "call", "calls"), fmt_ns(b, sizeof(b), p->api.total_ns),
@@ -944,8 +1026,11 @@ static void put_reasons(FILE *f, const struct summary *s)
 	const struct row **v = table__sorted(t, true, &count, &total, NULL);
 
 	fputc('(', f);
-	for (size_t i = 0; v && i < t->used; i++)
-		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", v[i]->name, v[i]->count);
+	for (size_t i = 0; v && i < t->used; i++) {
+		fputs(i ? ", " : "", f);
+		summary__put_text(f, v[i]->name);
+		fprintf(f, " %" PRIu64, v[i]->count);
+	}
 	fputc(')', f);
 	free(v);
 }
@@ -979,9 +1064,11 @@ static void print_adjusted(FILE *f, const struct summary *s)
 		return;
 	v = table__sorted(t, true, &count, &total, NULL);
 	fputs("  device times adjusted:", f);
-	for (size_t i = 0; v && i < t->used; i++)
-		fprintf(f, "%s %" PRIu64 " %s (largest %s)", i ? "," : "", v[i]->count, v[i]->name,
-			fmt_ns(a, sizeof(a), v[i]->max_ns));
+	for (size_t i = 0; v && i < t->used; i++) {
+		fprintf(f, "%s %" PRIu64 " ", i ? "," : "", v[i]->count);
+		summary__put_text(f, v[i]->name);
+		fprintf(f, " (largest %s)", fmt_ns(a, sizeof(a), v[i]->max_ns));
+	}
 	fputc('\n', f);
 	free(v);
 }
@@ -995,8 +1082,10 @@ void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path
 	fprintf(f, "gputrace: %" PRIu64 " %s lost ", s->lost_total,
 		plural(s->lost_total, "event", "events"));
 	put_reasons(f, s);
-	if (trace_path)
-		fprintf(f, " in %s", trace_path);
+	if (trace_path) {
+		fputs(" in ", f);
+		summary__put_text(f, trace_path);
+	}
 	lost_advice(s, advice, sizeof(advice));
 	fprintf(f, "%s%s\n", advice[0] ? "; " : "", advice);
 	fflush(f);
@@ -1051,7 +1140,9 @@ static void print_named_metrics(FILE *f, const struct table *k, const char *titl
 		} else {
 			fputc(',', f);
 		}
-		fprintf(f, " %s %.6g", key_part(r->name, 1, a, sizeof(a)), row__mean(r));
+		fputc(' ', f);
+		summary__put_text(f, key_part(r->name, 1, a, sizeof(a)));
+		fprintf(f, " %.6g", row__mean(r));
 	}
 	fputc('\n', f);
 	free(v);
@@ -1068,11 +1159,13 @@ static void print_metrics(FILE *f, const struct summary *s)
 		fprintf(f, "  metrics (counter tracks, over their samples):\n");
 		for (size_t i = 0; i < t->used; i++) {
 			const struct row *r = v[i];
-			char series[2 * sizeof(a) + 2];
+			char series[2 * sizeof(a) + 2], shown[sizeof(series)];
 
 			key_part(r->name, 0, dev, sizeof(dev));
 			if (i == 0 || strcmp(dev, prev)) {
-				fprintf(f, "    %s\n", *dev ? dev : "(no device)");
+				fputs("    ", f);
+				summary__put_text(f, *dev ? dev : "(no device)");
+				fputc('\n', f);
 				fprintf(f, "      %-*s %9s %12s %12s %12s\n", NAME_COLUMNS - 2, "series",
 					"samples", "mean", "min", "max");
 				snprintf(prev, sizeof(prev), "%s", dev);
@@ -1080,7 +1173,8 @@ static void print_metrics(FILE *f, const struct summary *s)
 			snprintf(series, sizeof(series), "%s %s", key_part(r->name, 1, a, sizeof(a)),
 				 key_part(r->name, 2, b, sizeof(b)));
 			fprintf(f, "      %-*s %9" PRIu64 " %12.6g %12.6g %12.6g\n", NAME_COLUMNS - 2,
-				series, r->count, row__mean(r), r->fmin, r->fmax);
+				summary__text(shown, sizeof(shown), series), r->count, row__mean(r),
+				r->fmin, r->fmax);
 		}
 		free(v);
 	}
@@ -1097,7 +1191,9 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 		return;
 	/* The first line is the marker tests and users split stderr on; every
 	 * other line of the block is indented. */
-	fprintf(f, "gputrace summary: %s\n", trace_path ? trace_path : "(no trace file)");
+	fputs("gputrace summary: ", f);
+	summary__put_text(f, trace_path ? trace_path : "(no trace file)");
+	fputc('\n', f);
 	fprintf(f, "  trace: %s, %" PRIu64 " %s over %s\n", fmt_bytes(a, sizeof(a), trace_bytes),
 		s->spans, plural(s->spans, "span", "spans"),
 		fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));

@@ -91,6 +91,15 @@ void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path
  * the metrics section keeps samples, mean, min and max per series. */
 void summary__counter(struct summary *s, const char *device, const char *counter,
 		      const char *series, double value);
+/* A control character (C0 or DEL) as the summary prints it, so a name
+ * cannot break its table's lines: "\n", "\t", "\r", else "\xNN" (out: 5
+ * bytes, NUL-terminated). 0 for any other byte, which prints as it is. */
+size_t summary__ctl_escape(unsigned char c, char out[5]);
+/* s printed with its control characters escaped. */
+void summary__put_text(FILE *f, const char *s);
+/* s as printed: itself, or escaped into buf (cut short, never inside an
+ * escape, when buf is too small). */
+const char *summary__text(char *buf, size_t len, const char *s);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
 /* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno. */

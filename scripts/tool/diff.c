@@ -30,6 +30,7 @@
 #include "sumdoc.h"
 #include "tool.h"
 #include "units.h"
+#include "writer/summary.h"
 
 #define WHO "gputrace diff"
 #define DEFAULT_TOP 20
@@ -576,13 +577,23 @@ static void note_of(const struct item *it, const struct diff *df, char *out, siz
 	(void)df;
 }
 
+/* A cell of the text table: control characters escaped, as the summary
+ * prints names (a line break would split the row). */
+static void cell_text(char *cell, size_t len, const char *s)
+{
+	const char *shown = summary__text(cell, len, s);
+
+	if (shown != cell)
+		snprintf(cell, len, "%s", shown);
+}
+
 static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool all)
 {
 	const struct dtable *t = &df->t[ti];
 	struct tbl tb = { .ncols = df->nruns[0] > 1 || df->nruns[1] > 1 ? 9 : 8 };
 	bool spread = tb.ncols == 9;
 	size_t shown = 0, hidden = 0;
-	char c[9][160];
+	char c[9][160], note[160];
 
 	if (!t->n)
 		return;
@@ -603,7 +614,7 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 			continue;
 		}
 		shown++;
-		snprintf(c[0], sizeof(c[0]), "%s", it->name);
+		cell_text(c[0], sizeof(c[0]), it->name);
 		snprintf(c[1], sizeof(c[1]), "%s -> %s", fmt_count(x, sizeof(x), b->med_count, false),
 			 fmt_count(y, sizeof(y), nw->med_count, false));
 		if (b->med_count == nw->med_count)
@@ -624,7 +635,8 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 			strcpy(c[6], "");
 		snprintf(c[7], sizeof(c[7]), "%s / %s", fmt_spread(sb, sizeof(sb), b, df->nruns[0]),
 			 fmt_spread(sn, sizeof(sn), nw, df->nruns[1]));
-		note_of(it, df, c[spread ? 8 : 7], sizeof(c[8]));
+		note_of(it, df, note, sizeof(note));
+		cell_text(c[spread ? 8 : 7], sizeof(c[8]), note);
 		for (int k = 0; k < 9; k++)
 			cells[k] = c[k];
 		tbl_row(&tb, cells);
@@ -996,9 +1008,11 @@ int cmd_diff(int argc, char **argv)
 			print_table(stdout, &df, ti, all ? SIZE_MAX : top, all);
 		putchar('\n');
 		for (size_t k = 0; k < nrules; k++) {
-			if (rules[k].nbroken)
-				printf("FAIL %s: %s\n", rules[k].text, rules[k].broken.p);
-			else
+			if (rules[k].nbroken) {
+				printf("FAIL %s: ", rules[k].text);
+				summary__put_text(stdout, rules[k].broken.p);
+				putchar('\n');
+			} else
 				printf("PASS %s\n", rules[k].text);
 		}
 		if (nrules)

@@ -1,18 +1,32 @@
 // SPDX-License-Identifier: MIT
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
 #include "markdown.h"
 #include "units.h"
+#include "writer/summary.h"
+
+/* A control character as the summary prints it (a line break would end the
+ * table's row): true when c was one. */
+static bool put_ctl(FILE *f, char c)
+{
+	char e[5];
+
+	if (!summary__ctl_escape((unsigned char)c, e))
+		return false;
+	fputs(e, f);
+	return true;
+}
 
 void md__text(FILE *f, const char *s)
 {
 	for (const char *p = s ? s : ""; *p; p++) {
 		if (*p == '|')
 			fputs("\\|", f);
-		else if (*p == '\n' || *p == '\r')
-			fputc(' ', f);
+		else if (put_ctl(f, *p))
+			continue;
 		else if (*p == '<')
 			fputs("&lt;", f);
 		else
@@ -29,9 +43,7 @@ void md__code(FILE *f, const char *s)
 	for (const char *p = s ? s : ""; *p; p++) {
 		if (*p == '|')
 			fputs("\\|", f);
-		else if (*p == '\n' || *p == '\r')
-			fputc(' ', f);
-		else
+		else if (!put_ctl(f, *p))
 			fputc(*p, f);
 	}
 	fputs(fence[1] ? " ``" : "`", f);

@@ -10,7 +10,8 @@
 
 #include "sumdoc.h"
 
-/* Text for a table cell: '|' escaped, line breaks as spaces. */
+/* Text for a table cell: '|' escaped, control characters as the summary
+ * prints them (\n, \x1b). */
 void md__text(FILE *f, const char *s);
 /* The same as an inline code span. */
 void md__code(FILE *f, const char *s);

@@ -188,6 +188,26 @@ def test_median_counts_are_exact(tmp_path):
     assert "FAIL count < 0: kernel k -0.5" in out_lines(p)
 
 
+def test_control_characters_in_names_are_escaped(tmp_path):
+    """A name with a line break cannot split a row of the table, a FAIL line
+    or the Markdown table: control characters print as the summary prints
+    them (\\n, \\x1b)."""
+    name = "evil\nFAIL fake\x1b[0m"
+    b = write(tmp_path, "b.json", summary([(name, 1, 1000)]))
+    n = write(tmp_path, "n.json", summary([(name, 2, 1000)]))
+    md = tmp_path / "d.md"
+    p = gt(["diff", b, "--", n, "--fail-on", "count != 0", "--markdown", md], tmp_path)
+    assert p.returncode == 1
+    out = p.stdout.decode()
+    assert "\x1b" not in out and not any(l.startswith("FAIL fake") for l in out_lines(p)), out
+    shown = "evil\\nFAIL fake\\x1b[0m"
+    row = next(l for l in out_lines(p) if l.strip().startswith("evil"))
+    assert row.split()[:6] == ["evil\\nFAIL", "fake\\x1b[0m", "1", "->", "2", "+1"], row
+    assert f"FAIL count != 0: kernel {shown} +1" in out_lines(p)
+    assert f"| `{shown}` | 1 → 2 |" in md.read_text()
+    assert "\x1b" not in md.read_text()
+
+
 def test_ranges_are_compared_by_their_device_time(tmp_path):
     """A user range's time is the device time of the work launched inside
     it: "forward" slower on the device is flagged by a range rule, a range

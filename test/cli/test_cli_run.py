@@ -194,6 +194,31 @@ def test_summary_and_report_refuse_what_is_not_a_trace(tmp_path):
     assert not (tmp_path / "s.html").exists() and not (tmp_path / "other.html").exists()
 
 
+def test_summary_escapes_control_characters(tmp_path):
+    """A name with a line break or an escape sequence cannot break the
+    summary's layout (or fake a line of it): control characters are printed
+    as C escapes, \\n, \\t, \\r and \\xNN; the JSON keeps the name."""
+    evil = "evil\nFAKE LINE: lost events: 0"
+    color = "k\x1b[31mred\x1b[0m" + "x" * 60 + "\tend"
+    trace = tmp_path / "ctl.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": evil, "pid": 1, "tid": 2, "ts": 1, "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": color, "pid": 1, "tid": 2, "ts": 3, "dur": 2},
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "dev\rice"}}]}))
+    p = gputrace(["summary", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.decode().splitlines()
+    assert not any(l.startswith("FAKE") for l in lines), lines
+    assert not any(c in p.stdout.decode() for c in "\x1b\r\t"), lines
+    rows = [l.split() for l in lines if l.startswith("    ") and "ns" in l]
+    # shortened in the middle, as any long name, the escapes counted in its width
+    assert rows[0][:2] == ["k\\x1b[31mred\\x1b[0...xxxxxxxxxxxxxxxxxx\\tend", "1"], rows
+    assert rows[1][:3] == ["evil\\nFAKE", "LINE:", "lost"], rows
+    assert rows[2][:2] == ["dev\\rice", "busy"], rows
+    s = json.loads(gputrace(["summary", "--json", "-", trace], tmp_path).stdout)
+    assert {k["name"] for k in s["kernels"]} == {evil, color}
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
