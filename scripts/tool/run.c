@@ -128,7 +128,10 @@ static void summarize(struct run *r)
 		snprintf(r->summary_path, sizeof(r->summary_path), "%s/summary.json", r->state);
 	if (!r->summary_path[0])
 		return;
-	err = summary__write_json(r->sum, r->summary_path, n == 1 ? files[0] : NULL, bytes);
+	char *abs = n == 1 ? summarize__json_path(files[0]) : NULL;
+
+	err = summary__write_json(r->sum, r->summary_path, abs, bytes);
+	free(abs);
 	if (err) {
 		fprintf(stderr, WHO ": cannot write the summary to %s: %s\n", r->summary_path,
 			strerror(-err));

@@ -100,7 +100,10 @@ static int summary_json(const char *who, const char *path, const struct summariz
 			dir && *dir ? dir : "/tmp", strerror(errno));
 		goto out;
 	}
-	err = summary__write_json(r->s, tmp.p, path, r->bytes);
+	char *abs = summarize__json_path(path);
+
+	err = abs ? summary__write_json(r->s, tmp.p, abs, r->bytes) : -ENOMEM;
+	free(abs);
 	unlink(tmp.p);
 	if (err) {
 		fprintf(stderr, "%s: cannot write the summary of %s: %s\n", who, path, strerror(-err));

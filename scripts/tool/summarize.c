@@ -10,6 +10,7 @@
  * object: a plain trace is one process with its device rows; a merged one
  * lists its inputs, each with its own object and pid renumbering.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,6 +476,13 @@ static void usage_summary(FILE *f)
 		   "--json OUT also writes it as JSON (OUT '-': JSON on stdout, no table).\n");
 }
 
+char *summarize__json_path(const char *path)
+{
+	char *abs = realpath(path, NULL);
+
+	return abs ? abs : strdup(path);
+}
+
 int cmd_summary(int argc, char **argv)
 {
 	struct summarized r;
@@ -517,7 +525,10 @@ int cmd_summary(int argc, char **argv)
 	if (!json || strcmp(json, "-"))
 		summary__print(r.s, stdout, path, r.bytes);
 	if (json) {
-		int err = summary__write_json(r.s, json, path, r.bytes);
+		char *abs = summarize__json_path(path);
+		int err = abs ? summary__write_json(r.s, json, abs, r.bytes) : -ENOMEM;
+
+		free(abs);
 
 		if (err) {
 			fprintf(stderr, WHO ": cannot write %s: %s\n", json, strerror(-err));

@@ -42,5 +42,9 @@ int summarize__trace(const char *who, const char *path, const struct summarize_h
 int summarize__traces(const char *who, char *const *paths, size_t n,
 		      const struct summarize_hooks *hooks, struct summarized *out);
 void summarized__free(struct summarized *r);
+/* A trace's path as a summary JSON gives it (trace.path): absolute, the
+ * same whichever command wrote it and wherever it was run. Caller frees;
+ * NULL without memory. */
+char *summarize__json_path(const char *path);
 
 #endif

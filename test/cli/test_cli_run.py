@@ -124,6 +124,12 @@ def test_summary_json_equals_sums_over_the_trace(tmp_path):
                 "window", "spans"):
         assert again[key] == s[key], key
     assert again["trace"] == {"path": str(out), "bytes": out.stat().st_size}
+    # a relative path: the same absolute trace.path as the run's, as the README shows it
+    (tmp_path / "sub").mkdir()
+    for rel in ("t.json", "sub/../t.json"):
+        q = gputrace(["summary", "--json", "rel.json", rel], tmp_path)
+        assert q.returncode == 0, q.stderr
+        assert json.loads((tmp_path / "rel.json").read_text())["trace"]["path"] == str(out)
 
 
 def test_summary_command_table(tmp_path):
