@@ -206,9 +206,10 @@ static int parse_rule(const char *text, struct rule *r)
 	int ul = unit__parse(p, &scale, &d, &pct);
 	if (ul < 0)
 		return rule_error(text, p, (int)strlen(p), "unknown unit (%, or ns us ms s for times)");
+	/* a wrong change is pointed at whole (its number and its unit), not past it */
 	if (ul == 0) {
 		if (r->metric != M_COUNT || v != floor(v))
-			return rule_error(text, end, 1,
+			return rule_error(text, start, (int)(end - start),
 					  r->metric == M_COUNT
 						  ? "a count change is a whole number or a percentage"
 						  : "give the change as a percentage (+10%) or a time (+2ms)");
@@ -219,7 +220,7 @@ static int parse_rule(const char *text, struct rule *r)
 	} else if (dim__eq(d, DIM_TIME) && r->metric != M_COUNT) {
 		r->bound = v * scale;
 	} else {
-		return rule_error(text, p, ul,
+		return rule_error(text, start, (int)(p + ul - start),
 				  r->metric == M_COUNT ? "a count change is a number or a percentage"
 						       : "a time change is a percentage or a time");
 	}
@@ -915,7 +916,11 @@ int cmd_diff(int argc, char **argv)
 			bool pct;
 			int ul = bad ? -1 : unit__parse(end, &scale, &d, &pct);
 
-			if (bad || end == v || x < 0 || ul <= 0 || end[ul] || !dim__eq(d, DIM_TIME)) {
+			/* 0 needs no unit, as a bound of check's */
+			bool zero = !bad && end != v && x == 0 && !*end;
+
+			if (!zero && (bad || end == v || x < 0 || ul <= 0 || end[ul] ||
+				      !dim__eq(d, DIM_TIME))) {
 				fprintf(stderr, WHO ": --min-change wants a time (500ns, 1us, 2ms), "
 						"not '%s'\n", v);
 				goto usage;

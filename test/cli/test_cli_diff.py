@@ -156,8 +156,9 @@ def test_medians_and_spread_decide_noise(tmp_path):
     tiny_b = write(tmp_path, "tb.json", summary([("k", 1, 300)]))
     tiny_n = write(tmp_path, "tn.json", summary([("k", 1, 600)]))
     assert gt(["diff", tiny_b, "--", tiny_n, "--fail-on", "time > +10%"], tmp_path).returncode == 0
-    assert gt(["diff", tiny_b, "--", tiny_n, "--fail-on", "time > +10%", "--min-change", "0ns"],
-              tmp_path).returncode == 1
+    for zero in ("0ns", "0"):  # 0 needs no unit
+        assert gt(["diff", tiny_b, "--", tiny_n, "--fail-on", "time > +10%", "--min-change", zero],
+                  tmp_path).returncode == 1, zero
     # absolute changes and scoped globs
     p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["k*"] time > +50us'], tmp_path)
     assert p.returncode == 1 and 'FAIL kernel["k*"] time > +50us: kernel k +100 us' in out_lines(p)
@@ -269,8 +270,11 @@ def test_markdown_and_junit(tmp_path):
 @pytest.mark.parametrize("rule, column, message", [
     ("tim > +10%", 1, "unknown metric"),
     ("time >> +10%", 7, "a change is expected"),
-    ("time > +10", 11, "give the change as a percentage"),
-    ("count > +1.5", 13, "a count change is a whole number"),
+    ("time > +10", 8, "give the change as a percentage"),
+    ("time > 10", 8, "give the change as a percentage"),
+    ("count > +1.5", 9, "a count change is a whole number"),
+    ("count > +2ms", 9, "a count change is a number or a percentage"),
+    ("mean > 5 GB", 8, "a time change is a percentage or a time"),
     ("time = +10%", 6, "a comparison"),
     ('kernel["gemm" time > 1%', 15, "']' expected"),
     ("time > +10% and more", 13, "unexpected text after the rule"),
@@ -282,6 +286,8 @@ def test_bad_rules_are_usage_errors(tmp_path, rule, column, message):
     err = p.stderr.decode()
     assert p.returncode == 2, err
     assert f"--fail-on '{rule}', column {column}: {message}" in err, err
+    lines = err.splitlines()  # the rule, and a mark under the column
+    assert lines[lines.index(f"  {rule}") + 1].index("^") == 2 + column - 1, err
 
 
 def test_usage(tmp_path):
