@@ -103,7 +103,7 @@ static void summarize(struct run *r)
 							    .overflow = "--overflow-mb ",
 							    .overflow_mb = run__overflow_mb(r) });
 	if (n == 1) {
-		buf__adds(&label, files[0]);
+		buf__adds(&label, r->out_special && !parts ? r->out : files[0]);
 	} else {
 		buf__printf(&label, "%zu traces:", n);
 		for (size_t i = 0; i < n; i++)
@@ -128,7 +128,8 @@ static void summarize(struct run *r)
 		snprintf(r->summary_path, sizeof(r->summary_path), "%s/summary.json", r->state);
 	if (!r->summary_path[0])
 		return;
-	char *abs = n == 1 ? summarize__json_path(files[0]) : NULL;
+	char *abs = n != 1 ? NULL : r->out_special && !parts ? strdup(r->out)
+						   : summarize__json_path(files[0]);
 
 	err = summary__write_json(r->sum, r->summary_path, abs, bytes);
 	free(abs);
@@ -235,6 +236,9 @@ int cmd_run(int argc, char **argv)
 		run__remove_parts(&r);
 	}
 	summarize(&r);
+	if ((err = run__deliver_trace(&r)))
+		fprintf(stderr, WHO ": could not write the trace to %s: %s\n", r.out,
+			strerror(-err));
 	/*
 	 * Here the run is over and all of it is on disk: r.trace is its trace
 	 * ("" if nothing was recorded; r.traces with -o %p), r.sum its summary,

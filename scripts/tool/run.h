@@ -115,6 +115,7 @@ void run__wait_for_stragglers(struct run *r);
 void run__collect_traces(struct run *r);
 /* The run's trace at OUT: 0 or -errno (-EIO: the merge said why). */
 int run__make_trace(struct run *r);
+int run__deliver_trace(struct run *r);
 void run__remove_parts(struct run *r);
 
 #endif

@@ -385,8 +385,6 @@ static int deliver(struct run *r, const char *tmp)
 		close(in);
 	if (out >= 0)
 		close(out);
-	if (!err)
-		snprintf(r->trace, sizeof(r->trace), "%s", r->out);
 	return err;
 }
 
@@ -447,8 +445,6 @@ int run__make_trace(struct run *r)
 	    ends_with(r->traces[0], ".gz") == out_gz &&
 	    !publish(r, r->traces[0], r->keep_dir != NULL))
 		return 0;
-	if (r->ntraces == 1 && r->out_special && ends_with(r->traces[0], ".gz") == out_gz)
-		return deliver(r, r->traces[0]);
 	if (r->out_special)
 		snprintf(tmp, sizeof(tmp), "%s/trace%s", r->state, out_gz ? ".json.gz" : ".json");
 	else if (snprintf(tmp, sizeof(tmp), "%s.gputrace-%d%s", r->out, (int)getpid(),
@@ -460,10 +456,22 @@ int run__make_trace(struct run *r)
 	} else if (tool__merge(tmp, r->traces, (unsigned)r->ntraces, &opts)) {
 		return -EIO;
 	}
-	err = r->out_special ? deliver(r, tmp) : publish(r, tmp, false);
-	if (err || r->out_special)
+	if (r->out_special) {
+		/* read for the summary first: OUT may not be readable (a pipe's
+		 * read end is our own stdout's; reading it waited forever) */
+		snprintf(r->trace, sizeof(r->trace), "%s", tmp);
+		return 0;
+	}
+	err = publish(r, tmp, false);
+	if (err)
 		unlink(tmp);
 	return err;
+}
+
+/* OUT is a device or a pipe: the run's trace, summarized, goes into it. */
+int run__deliver_trace(struct run *r)
+{
+	return r->out_special && r->trace[0] ? deliver(r, r->trace) : 0;
 }
 
 /* The parts are merged: they go, and their folder if we made it. */

@@ -245,3 +245,19 @@ def test_summary_of_a_foreign_or_broken_file(tmp_path):
     s = json.loads(p.stdout)
     assert s["kernels"][0]["total_ns"] == 2000 and s["devices"][0]["name"] == "pid 9"
     assert s["api_calls"][0]["total_ns"] == 250
+
+
+def test_output_to_a_pipe(tmp_path):
+    """-o /dev/stdout into a pipe: the trace comes whole, after its summary
+    (the summary read OUT back, which waited forever on its own pipe)."""
+    need(PLUGIN_DIR / "libclitest.so")
+    p = subprocess.run([str(SCRIPT), "run", "-o", "/dev/stdout", "--summary-json", "s.json",
+                        "--plugin-path", str(PLUGIN_DIR), "--", "true"],
+                       cwd=str(tmp_path), env=plugin_env(3), capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    trace = json.loads(p.stdout)
+    assert len([e for e in trace["traceEvents"] if e.get("name") == "cli_kernel"]) == 3
+    assert "merged" not in trace["gputrace"]
+    assert "gputrace summary: /dev/stdout" in p.stderr.decode()
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["trace"]["path"] == "/dev/stdout" and s["kernels"][0]["count"] == 3
