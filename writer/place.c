@@ -26,11 +26,16 @@
  *  - A parent written after its children (place__parent) opens 1 ns before
  *    the slice it starts with, where the row has room for it; otherwise
  *    that slice starts 1 ns after it.
- * Those are the only changes: a nanosecond, on touching slices. A slice that
- * starts before the previous one written (a parent written after its
- * children) is written as it is.
+ *  - On a device's rows, and once a row gets a slice that starts before the
+ *    previous one written (a queue's earlier work read late, behind another
+ *    thread's later work), ends and starts are kept, and a slice in order or not is checked
+ *    against any of them: one that ends where a slice written before it
+ *    starts, adding up past it, ends 1 ns sooner.
+ * Those are the only changes: a nanosecond, on touching slices. A parent
+ * written after its children is written as it is.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "times.h"
@@ -44,8 +49,67 @@ struct row_cursor {
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
 	uint64_t parent_next; /* the next slice starts here at the earliest: inside a
 				 parent opened before it (place__parent; 0: none) */
+	uint64_t *ends; /* once the row got a slice out of order: ends written,
+			   then starts (seen_add) */
 	bool any;
 };
+
+/*
+ * The ends and starts a row's slices were written with, on a device's rows
+ * (32 KiB each) and on a row that got a slice out of order: a queue's
+ * earlier work may be read late, behind another thread's later work, so the
+ * slice a new one touches need not be the last or the latest, and may have
+ * been written after it. Sets of four, the oldest forgotten first (which
+ * only ever misses a move): end << 1 | (the end adds up past itself), and
+ * start << 1 | 1.
+ */
+#define SEEN_WAYS 4
+#define SEEN_SETS 512
+
+static uint64_t *seen_set(uint64_t *table, uint64_t t)
+{
+	return &table[((t * 0x9e3779b97f4a7c15ull) >> 55 & (SEEN_SETS - 1)) * SEEN_WAYS];
+}
+
+static void seen_put(uint64_t *set, uint64_t v)
+{
+	for (unsigned i = 0; i < SEEN_WAYS; i++)
+		if (set[i] == v)
+			return;
+	memmove(set + 1, set, (SEEN_WAYS - 1) * sizeof(*set));
+	set[0] = v;
+}
+
+static uint64_t seen_get(uint64_t *table, uint64_t t)
+{
+	uint64_t *set = seen_set(table, t);
+
+	for (unsigned i = 0; i < SEEN_WAYS; i++)
+		if (set[i] && set[i] >> 1 == t)
+			return set[i];
+	return 0;
+}
+
+static void seen_add(struct row_cursor *c, uint64_t ts, uint64_t dur)
+{
+	if (!c->ends)
+		return;
+	seen_put(seen_set(c->ends, ts + dur), (ts + dur) << 1 | gt_ends_after(ts, dur, ts + dur));
+	seen_put(seen_set(c->ends + SEEN_SETS * SEEN_WAYS, ts), ts << 1 | 1);
+}
+
+/* 0: no slice written ends at t; 1: one does; 2: and adds up past t */
+static int ends_at(const struct row_cursor *c, uint64_t t)
+{
+	uint64_t v = c->ends ? seen_get(c->ends, t) : 0;
+
+	return v ? 1 + (int)(v & 1) : 0;
+}
+
+static bool starts_at(const struct row_cursor *c, uint64_t t)
+{
+	return c->ends && seen_get(c->ends + SEEN_SETS * SEEN_WAYS, t);
+}
 
 static struct row_cursor *cursor_find(uint64_t key)
 {
@@ -111,7 +175,14 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 
 	struct placed p;
 	bool in_order = c && c->any && s >= c->last_start;
+	int touch;
 
+	if (c && !c->ends && (pid != (uint32_t)gt_st.pid || (c->any && !in_order)) &&
+	    (c->ends = calloc(2 * SEEN_SETS * SEEN_WAYS, sizeof(*c->ends))) && c->any) {
+		/* from here on any slice may be touched: the ones so far */
+		seen_add(c, c->last_ts, c->last_dur);
+		seen_add(c, c->end_ts, c->end_dur);
+	}
 	if (in_order) {
 		frontier = c->end_ts + c->end_dur;
 		if (s == c->last_start && c->last_ts != s) {
@@ -123,19 +194,31 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		if (s < c->parent_next)
 			s = c->parent_next;
 		e = e > s ? e : s;
-		if ((s == frontier || s == c->last_ts + c->last_dur) &&
-		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) ||
+		touch = ends_at(c, s);
+		if ((s == frontier || s == c->last_ts + c->last_dur || touch) &&
+		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2 ||
 		     (s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
 		     (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))) {
 			/* a short arrow target moves whole; a longer slice loses 1 ns */
 			e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
 			s++;
 		}
+	} else if (c && c->any && (touch = ends_at(c, s)) &&
+		   ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2)) {
+		e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
+		s++;
+	}
+	if (c && c->any && e - s > (arrow ? 3u : 1u) && starts_at(c, e) &&
+	    gt_ends_after(s, e - s, e)) {
+		/* the slice after it was written first: this one ends 1 ns
+		 * sooner instead (its start, and its arrow, stay) */
+		e--;
 	}
 	p = (struct placed){ .ts = s, .dur = e - s, .point = e - s >= 3 ? s + 1 : s };
 	if (!c)
 		return p;
 	c->parent_next = 0;
+	seen_add(c, s, p.dur);
 	if (!c->any || in_order) {
 		c->last_start = start;
 		c->last_ts = s;
