@@ -88,6 +88,7 @@ struct summary {
 	uint64_t lost_total;
 	bool lossless;              /* a process recorded with --lossless */
 	uint64_t waits, wait_ns;    /* ... and waited this often, this long */
+	uint64_t incomplete;        /* traces not closed (summary__incomplete) */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -547,6 +548,12 @@ void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64
 	r->count += n;
 	if (max_ns > r->max_ns)
 		r->max_ns = max_ns;
+}
+
+void summary__incomplete(struct summary *s, uint64_t n)
+{
+	if (s)
+		s->incomplete += n;
 }
 
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
@@ -1211,6 +1218,10 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
 	print_adjusted(f, s);
+	if (s->incomplete)
+		fprintf(f, "  incomplete: %" PRIu64 " %s not closed (killed, or still running): the "
+			"last interval may be missing\n", s->incomplete,
+			plural(s->incomplete, "trace", "traces"));
 	if (s->lossless)
 		fprintf(f, "  waits for a full buffer (--lossless): %" PRIu64 ", %s in all\n", s->waits,
 			fmt_ns(a, sizeof(a), s->wait_ns));
@@ -1459,6 +1470,7 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		fprintf(f, "{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", s->waits, s->wait_ns);
 	else
 		fputs("null", f);
+	fprintf(f, ",\n\"incomplete\":%" PRIu64, s->incomplete);
 	fputs(",\n\"processes\":[", f);
 	json_processes(f, s, window);
 	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");

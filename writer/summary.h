@@ -76,6 +76,9 @@ void summary__lost(struct summary *s, const char *reason, uint64_t n);
 /* Device times a backend corrected (the trailer's "adjusted"): n more for
  * reason, the largest correction max_ns (added up over processes; max kept). */
 void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64_t max_ns);
+/* n more traces that were not closed ("complete": false: the process was
+ * killed, or still runs): their last interval may be missing. */
+void summary__incomplete(struct summary *s, uint64_t n);
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);

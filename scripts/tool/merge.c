@@ -657,12 +657,15 @@ static void write_meta(struct merge *m, int64_t base)
 	bool lossless = false;
 	const char *host = NULL;
 	bool one_host = true;
+	uint64_t incomplete = 0;
 
 	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &rs, &adj);
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct trace_meta *mt = &m->in[i].meta;
 
 		lossless |= mt->lossless;
+		/* a file not closed (killed, still running) or cut short */
+		incomplete += mt->incomplete ? mt->incomplete : m->in[i].scan == TRACE_TRUNCATED;
 		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
 			one_host = false;
 		else
@@ -705,6 +708,7 @@ static void write_meta(struct merge *m, int64_t base)
 	if (lossless)
 		buf__printf(o, ",\"lossless\":{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", waits,
 			    wait_ns);
+	buf__printf(o, ",\"incomplete\":%" PRIu64, incomplete);
 	buf__adds(o, ",\"inputs\":[");
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];

@@ -61,6 +61,10 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			m->merged = mb.e - mb.v == 4 && !memcmp(mb.v, "true", 4);
 		} else if (jv_key_is(&mb, "flight_recorder")) {
 			m->flight = !jv_is_null(mb.v, mb.e);
+		} else if (jv_key_is(&mb, "complete")) {
+			m->incomplete = mb.e - mb.v == 5 && !memcmp(mb.v, "false", 5);
+		} else if (jv_key_is(&mb, "incomplete")) {
+			jv_u64(mb.v, mb.e, &m->incomplete);
 		} else if (jv_key_is(&mb, "events_lost")) {
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {

@@ -30,6 +30,8 @@ struct trace_meta {
 				* process's running total, not the file's */
 	bool lossless;         /* "lossless": recorded with --lossless ... */
 	uint64_t waits, wait_ns; /* ... its threads waited this often, this long */
+	uint64_t incomplete;   /* traces not closed: 1 for "complete": false, a
+				* merge's "incomplete" */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
 	size_t nhost_pids;
 };

@@ -419,6 +419,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	meta__each_adjusted(&c->out->meta, add_adjusted, c);
 	if (c->out->meta.lossless)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
+	summary__incomplete(c->s, c->out->meta.incomplete);
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	return 0;
 }

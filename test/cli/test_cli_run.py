@@ -261,3 +261,32 @@ def test_output_to_a_pipe(tmp_path):
     assert "gputrace summary: /dev/stdout" in p.stderr.decode()
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["trace"]["path"] == "/dev/stdout" and s["kernels"][0]["count"] == 3
+
+
+def test_incomplete_traces_are_said(tmp_path):
+    """A trace whose process was killed (trailer "complete": false) is counted
+    in the summary, its JSON, check, merge and the report: its last interval
+    may be missing, which nothing said."""
+    p, out = run_plugin(tmp_path, "--no-summary")
+    assert p.returncode == 0, p.stderr
+    t = json.loads(out.read_text())
+    t["gputrace"]["complete"] = False
+    killed = tmp_path / "killed.json"
+    killed.write_text(json.dumps(t))
+    line = "  incomplete: 1 trace not closed (killed, or still running): the last interval may be missing"
+    q = gputrace(["summary", "--json", "s.json", killed], tmp_path)
+    assert q.returncode == 0, q.stderr
+    assert line in q.stdout.decode().splitlines()
+    assert json.loads((tmp_path / "s.json").read_text())["incomplete"] == 1
+    c = gputrace(["check", "s.json", "incomplete == 0"], tmp_path)
+    assert c.returncode == 1 and "FAIL incomplete == 0: 1" in c.stdout.decode() + c.stderr.decode()
+    q = gputrace(["summary", out], tmp_path)
+    assert "  incomplete:" not in q.stdout.decode()
+    m = gputrace(["merge", "-o", "m.json", killed, out], tmp_path)
+    assert m.returncode == 0, m.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["gputrace"]["incomplete"] == 1
+    q = gputrace(["summary", "m.json"], tmp_path)
+    assert line in q.stdout.decode().splitlines()
+    r = gputrace(["report", "-o", "r.html", killed], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1 of the traces summarized was not closed" in (tmp_path / "r.html").read_text()
