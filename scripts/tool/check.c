@@ -55,7 +55,36 @@ static int add_check(struct checks *cs, const char *text, const char *where)
 	return 0;
 }
 
-/* One check per line; blank lines and lines starting with '#' are skipped.
+/* Cut a line's '#' comment: '#' outside a quoted name ("..." or '...',
+ * where \" and \\ escape) starts one; a name may hold '#'. The blanks
+ * before the comment go too, so that an error points into the check. */
+static void cut_comment(char *s)
+{
+	char *end = NULL;
+
+	for (char *p = s; *p; p++) {
+		if (*p == '#') {
+			end = p;
+			break;
+		}
+		if (*p == '"' || *p == '\'') {
+			char q = *p;
+
+			while (*++p && *p != q)
+				if (*p == '\\' && (p[1] == q || p[1] == '\\'))
+					p++;
+			if (!*p)
+				return; /* unterminated: the parser says so */
+		}
+	}
+	if (!end)
+		return;
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	*end = 0;
+}
+
+/* One check per line; blank lines and '#' comments are skipped.
  * as_args: the lines are checks given on a command line (`gputrace run
  * --check` hands them over so), and messages count them as such. */
 static int read_checks_file(const char *path, struct checks *cs, bool as_args)
@@ -78,7 +107,8 @@ static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 			line[--len] = 0;
 		while (*s == ' ' || *s == '\t')
 			s++;
-		if (!*s || *s == '#')
+		cut_comment(s);
+		if (!*s)
 			continue;
 		snprintf(where, sizeof(where), "%s:%u", path, lineno);
 		if (add_check(cs, s, as_args ? NULL : where)) {

@@ -279,6 +279,27 @@ def test_checks_from_a_file(tmp_path):
         assert p.stderr.decode().splitlines() == ["gputrace check: " + line], p.stderr
 
 
+def test_a_hash_starts_a_comment_anywhere_outside_a_quoted_name(tmp_path):
+    # README: "one per line (`#` starts a comment)"; a trailing comment was
+    # "unexpected '#' after the check" (exit 2)
+    f = tmp_path / "checks.txt"
+    f.write_text("# comment\nlost >= 0  # trailing\nspans > 0#no blank\n"
+                 "  # indented\nkernel.count >= 1\t# tab\n")
+    p = gt(["check", "-f", f, FIXTURE], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert [l.split(":")[0] for l in result_lines(p)] == \
+        ["PASS lost >= 0", "PASS spans > 0", "PASS kernel.count >= 1"]
+    # a quoted name keeps its '#' (and an escaped quote does not end it)
+    f.write_text('kernel["a#b"].count == 0 # no such kernel\n'
+                 'kernel["c\\"#"].count == 0\n')
+    p = gt(["check", "-f", f, FIXTURE], tmp_path)
+    assert p.returncode == 2
+    assert [l.split(":")[0] for l in result_lines(p)] == \
+        ['ERROR kernel["a#b"].count == 0', 'ERROR kernel["c\\"#"].count == 0']
+    assert 'no kernel named "a#b"' in p.stdout.decode()
+    assert 'no kernel named "c"#"' in p.stdout.decode()
+
+
 def test_usage_errors(tmp_path):
     for args in (["check"], ["check", FIXTURE], ["check", "--bogus", FIXTURE, "lost == 0"],
                  ["check", tmp_path / "missing.json", "lost == 0"]):

@@ -94,7 +94,7 @@ def test_usage(tmp_path):
         assert f"{opt} {tmp_path}/none/r.xml: cannot write in {tmp_path}/none" in \
             p.stderr.decode()
     checks = tmp_path / "checks.txt"
-    checks.write_text("# gate\nlost == 0\ndevice.kernels >= 1\n")
+    checks.write_text("# gate\nlost == 0  # nothing dropped\ndevice.kernels >= 1\n")
     p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--checks", checks, "--",
             CI_APP, 1], tmp_path)
     assert p.returncode == 0, p.stderr.decode()
