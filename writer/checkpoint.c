@@ -609,8 +609,15 @@ void checkpoint__list(char what, const char *path)
 	    snprintf(list, sizeof(list), "%s/traces", gt_cfg.run_state) >= (int)sizeof(list))
 		return;
 	fd = open(list, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		/* (EMFILE under a low RLIMIT_NOFILE) the run takes what is in
+		 * its parts folder, but a trace elsewhere (-o with %p) it
+		 * cannot find: the user is told where it is */
+		if (path)
+			pr_warn("cannot list this process's trace with gputrace run (%s: %s); "
+				"the trace is %s", list, strerror(errno), path);
 		return;
+	}
 	jbuf__ch(&line, what);
 	jbuf__ch(&line, '\t');
 	json__u64(&line, (uint32_t)gt_st.pid);

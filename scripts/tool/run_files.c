@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -307,11 +308,54 @@ void run__wait_for_stragglers(struct run *r)
 			"end at their last checkpoint\n");
 }
 
+static int trace_name(const struct dirent *d)
+{
+	/* a hidden .gputrace-PID-XXXXXX is a trace not yet named: no input */
+	return d->d_name[0] != '.' &&
+	       (ends_with(d->d_name, ".json") || ends_with(d->d_name, ".json.gz"));
+}
+
+/*
+ * A process that could not add its trace to the list (no file descriptor
+ * left for it: RLIMIT_NOFILE) still wrote it into the parts folder. A
+ * folder this run made holds only the run's traces: the unlisted ones are
+ * taken too, after the listed.
+ */
+static void take_unlisted(const struct run *r, struct run_list *l)
+{
+	struct dirent **names;
+	int n;
+
+	if (r->per_process || !r->parts_made)
+		return;
+	n = scandir(r->parts, &names, trace_name, alphasort);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		size_t k;
+
+		if (snprintf(path, sizeof(path), "%s/%s", r->parts, names[i]->d_name) <
+			    (int)sizeof(path) &&
+		    !stat(path, &st) && S_ISREG(st.st_mode)) {
+			for (k = 0; k < l->npaths && strcmp(l->paths[k], path); k++)
+				;
+			if (k == l->npaths) {
+				l->paths = grow(l->paths, l->npaths, sizeof(char *));
+				l->paths[l->npaths++] = strdup(path);
+			}
+		}
+		free(names[i]);
+	}
+	if (n > 0)
+		free(names);
+}
+
 void run__collect_traces(struct run *r)
 {
 	struct run_list l;
 
 	read_list(r, &l);
+	take_unlisted(r, &l);
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {
 		/* a file that is gone (deleted by the program) is no input */

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * ci_app [steps=10] [gemm_groups=64] [extra=0]: what a CI job smoke-profiles.
+ * ci_app [steps=10] [gemm_groups=64] [extra=0] [nofile=0]: what a CI job
+ * smoke-profiles.
  * Each step runs a regular list on a compute queue: copy 64 KiB HtoD, kernel
  * gemm_f32 (gemm_groups x 1 x 1 groups of 256: gemm_groups x 256 ns on the
  * simulated device), kernel bias_add (16 groups of 64: 1024 ns), copy DtoH,
  * then synchronizes. extra=1 adds a kernel softmax per step (a new kernel
- * for diffs). Plain Level Zero, so the tests can make a kernel slower with a
- * bigger launch and nothing else changed.
+ * for diffs). nofile=1: after the setup, one more descriptor can be opened
+ * (RLIMIT_NOFILE just above the lowest free one): the trace takes it, and
+ * the process cannot list its trace with gputrace run. Plain Level Zero, so
+ * the tests can make a kernel slower with a bigger launch and nothing else
+ * changed.
  */
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "test/apps/ze_app.h"
 
 int main(int argc, char **argv)
@@ -15,6 +22,7 @@ int main(int argc, char **argv)
 	unsigned long steps = test_arg(argc, argv, 1, 10);
 	unsigned long groups = test_arg(argc, argv, 2, 64);
 	unsigned long extra = test_arg(argc, argv, 3, 0);
+	unsigned long nofile = test_arg(argc, argv, 4, 0);
 	size_t n = 65536;
 	struct app_ze z;
 	ze_group_count_t gemm_groups = { (uint32_t)groups, 1, 1 }, bias_groups = { 16, 1, 1 };
@@ -32,6 +40,13 @@ int main(int argc, char **argv)
 	ze_kernel_handle_t softmax = app_kernel(module, "softmax", 32, 1, 1);
 	uint8_t *host = app_host_alloc(&z, n), *dev = app_device_alloc(&z, n);
 
+	if (nofile) {
+		int lowest = dup(0);
+		struct rlimit lim = { (rlim_t)lowest + 1, (rlim_t)lowest + 1 };
+
+		close(lowest);
+		APP_EXPECT(lowest > 0 && !setrlimit(RLIMIT_NOFILE, &lim), "setrlimit");
+	}
 	memset(host, 7, n);
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, dev, host, n, NULL, 0, NULL));
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, gemm, &gemm_groups, NULL, 0, NULL));

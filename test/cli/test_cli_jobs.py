@@ -298,3 +298,28 @@ def test_broken_plugin_said_once_per_run(tmp_path):
     lines = gputrace_lines(p.stderr)
     # every one of the 4 processes loads the plug-ins; the run says it once
     assert len([l for l in lines if "text.so" in l]) == 1, lines
+
+
+@needs_ze
+def test_a_process_that_cannot_list_its_trace_is_in_the_run(tmp_path):
+    # ci_app's nofile=1 leaves one descriptor after its setup: the trace
+    # takes it, and the open of the run's list fails (EMFILE). The run said
+    # "no process of the run recorded anything" and left the trace in
+    # t.json.parts/; now the library names its trace in one line, and the
+    # run takes the unlisted file of its own parts folder.
+    from ci_helpers import CI_APP
+    need(CI_APP)
+    out, sj = tmp_path / "t.json", tmp_path / "s.json"
+    p = gputrace(["run", "--no-summary", "--summary-json", sj, "-o", out, "--", CI_APP,
+                  "2", "64", "0", "1"], tmp_path, env=run_env(tmp_path))
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout == b"ci_app: 2 steps, gemm_f32 64 groups: ok\n"
+    lines = gputrace_lines(p.stderr)
+    assert len(lines) == 1, lines
+    assert re.fullmatch(r"gputrace: cannot list this process's trace with gputrace run "
+                        rf"\({tmp_path}/tmp/gputrace-run-\w+/traces: Too many open files\); "
+                        rf"the trace is {out}\.parts/ci_app-\d+\.json", lines[0]), lines[0]
+    check_clean(tmp_path, ["t.json", "s.json"])
+    kernels = [e["name"] for e in load_exact(out)["traceEvents"] if e.get("cat") == "kernel"]
+    assert sorted(kernels) == ["bias_add"] * 2 + ["gemm_f32"] * 2
+    assert json.loads(sj.read_text())["totals"]["kernels"]["count"] == 4
