@@ -213,7 +213,8 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(ADJUST_CLAMPED, "clamped")                                            \
 	X(LOST_PLUGIN, "plugin_dropped")                                        \
 	X(LOST_REENTRANT, "reentrant")                                          \
-	X(LOST_WINDOW_LATE, "window_late")
+	X(LOST_WINDOW_LATE, "window_late")                                      \
+	X(CAT_ZE_SYNC, "gpu_sync")
 
 enum gt_static_string {
 	GT_S__NONE = 0,

@@ -629,7 +629,8 @@ static struct args_extra device_extra(const struct gt_event *ev, const struct gt
 {
 	struct args_extra x = { ev->corr, ev->corr2, -1, -1, NULL };
 	bool work = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_GPU_MEMCPY ||
-		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC;
+		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC ||
+		    ev->cat == GT_S_CAT_ZE_SYNC;
 
 	if (!work || !row)
 		return x;

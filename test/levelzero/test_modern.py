@@ -291,6 +291,26 @@ def test_fences_and_one_engine_for_two_queues(tmp_path):
     assert all(min(abs(start(f) - e) for e in copy_ends) <= 1 for f in fences)
 
 
+@pytest.mark.parametrize("app,args,names", [
+    ("ze_event_reset", [2], {"Wait event 1.0", "Reset event 1.0", "Signal event 1.1"}),
+    ("ze_pingpong", [6], {"Wait event 1.0"}),
+    ("ze_basic", [2], {"Barrier"}),
+    ("ze_bandwidth", [1 << 18, 2], {"Fence signaled"})])
+def test_sync_marks_carry_their_rows_device_and_stream(tmp_path, app, args, names):
+    """README: "kernels, copies, fills and syncs carry integer args.device and args.stream"
+    (Kineto's, as CUDA's cuda_sync records do): a mark has its row's, as the row's work."""
+    trace = traced_and_plain([APPS / app, *args], tmp_path).trace
+    ids = collections.defaultdict(set)
+    for d in device_spans(trace):
+        ids[(d["pid"], d["tid"])].add((d["args"]["device"], d["args"]["stream"]))
+    marks = sync_marks(trace)
+    assert {m["name"] for m in marks} == names
+    for m in marks:
+        a = m["args"]
+        assert type(a.get("device")) is int and type(a.get("stream")) is int, m
+        assert ids[(m["pid"], m["tid"])] == {(a["device"], a["stream"])}, m
+
+
 def test_sync_marks_follow_the_activities(tmp_path):
     """Without the "sync" activity, no marks and no barrier of ours in the program's lists."""
     env = {"GPUTRACE_ACTIVITIES": "runtime,kernel,memcpy,memset"}
