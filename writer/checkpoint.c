@@ -775,6 +775,9 @@ void checkpoint__summary(void)
 	struct summary_process me;
 	uint64_t full;
 	int err;
+	/* a file that failed before it held anything (/dev/full) is no trace,
+	 * as one that never opened: no summary names it */
+	bool written = W.opened && !(W.failed && !W.out.size);
 
 	/* nothing recorded: no summary anywhere (the shells of a job are not
 	 * worth a line); under gputrace run, the run sums up every process */
@@ -815,12 +818,12 @@ void checkpoint__summary(void)
 		err = expand_path(gt_cfg.summary_json, json, sizeof(json));
 		if (!err)
 			err = summary__write_json(W.sum, json,
-						  W.opened && W.out.path[0] ? W.out.path : NULL,
+						  written && W.out.path[0] ? W.out.path : NULL,
 						  W.out.size);
 		if (err)
 			pr_err("cannot write the summary to '%s': %s", err == -ENAMETOOLONG ?
 			       gt_cfg.summary_json : json, strerror(-err));
 	}
-	if (gt_cfg.summary && W.opened)
+	if (gt_cfg.summary && written)
 		summary__print(W.sum, stderr, W.out.path[0] ? W.out.path : NULL, W.out.size);
 }

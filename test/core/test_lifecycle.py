@@ -250,6 +250,19 @@ def test_unwritable_output_one_line(tmp_path, path):
     lines = gputrace_lines(r.stderr)
     assert len(lines) == 1, lines
     assert path in lines[0]
+    # with the summary on: still that one line; no "gputrace summary: /dev/full" of a
+    # "trace: 0 B" after it, as none for a missing folder (where nothing was recorded:
+    # no summary JSON either); /dev/full's summary JSON names no trace
+    sj = tmp_path / "s.json"
+    r = run([APP, "exit", "1000"], env=sim_env({"GPUTRACE_SUMMARY": "1",
+                                                "GPUTRACE_SUMMARY_JSON": str(sj)}), trace=path)
+    assert r.returncode == 0
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and path in lines[0], lines
+    if path == "/dev/full":
+        assert json.loads(sj.read_text())["trace"] == {"path": None, "bytes": 0}
+    else:
+        assert not sj.exists()
 
 
 def test_sigkill_at_any_moment_leaves_valid_json(tmp_path):
