@@ -96,6 +96,28 @@ static bool said_in_run(const char *line, size_t n)
 	return errno == EEXIST;
 }
 
+/*
+ * The program closed its stderr (coreutils' programs do at exit): under
+ * gputrace run the line goes to the run's state folder, and gputrace run
+ * prints it at the end; one write, appended.
+ */
+static void tell_the_run(const char *line, size_t n)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!gt_cfg.run_state || !gt_cfg.run_state[0] ||
+	    snprintf(path, sizeof(path), "%s/unsaid", gt_cfg.run_state) >= (int)sizeof(path))
+		return;
+	fd = open(path, O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, n) < 0) {
+		/* nowhere left to say it */
+	}
+	close(fd);
+}
+
 void gt_log(int level, const char *fmt, ...)
 {
 	char buf[1024];
@@ -115,8 +137,8 @@ void gt_log(int level, const char *fmt, ...)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
 	/* one write: the line stays whole among the program's own output */
-	if (!said_in_run(buf, (size_t)n) && write(STDERR_FILENO, buf, n) < 0)
-		errno = saved;
+	if (!said_in_run(buf, (size_t)n) && write(STDERR_FILENO, buf, n) < 0 && errno == EBADF)
+		tell_the_run(buf, (size_t)n);
 	errno = saved;
 }
 

@@ -226,6 +226,7 @@ int cmd_run(int argc, char **argv)
 	}
 	sup__wait_command(&r.sup);
 	run__wait_for_stragglers(&r);
+	run__print_unsaid(&r);
 
 	run__collect_traces(&r);
 	if (!r.per_process && (err = run__make_trace(&r))) {

@@ -116,6 +116,8 @@ void run__collect_traces(struct run *r);
 /* The run's trace at OUT: 0 or -errno (-EIO: the merge said why). */
 int run__make_trace(struct run *r);
 int run__deliver_trace(struct run *r);
+/* The lines processes could not print (their stderr closed), printed here. */
+void run__print_unsaid(struct run *r);
 void run__remove_parts(struct run *r);
 
 #endif

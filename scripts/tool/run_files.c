@@ -512,6 +512,20 @@ int run__make_trace(struct run *r)
 	return err;
 }
 
+void run__print_unsaid(struct run *r)
+{
+	char path[PATH_MAX], buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/unsaid", r->state) >= (int)sizeof(path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)n, stderr);
+	close(fd);
+}
+
 /* OUT is a device or a pipe: the run's trace, summarized, goes into it. */
 int run__deliver_trace(struct run *r)
 {

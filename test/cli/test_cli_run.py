@@ -290,3 +290,15 @@ def test_incomplete_traces_are_said(tmp_path):
     r = gputrace(["report", "-o", "r.html", killed], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "1 of the traces summarized was not closed" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
+def test_lines_of_a_process_whose_stderr_is_closed(tmp_path):
+    """A program that closes its stderr (coreutils' do at exit) still gets
+    its one line: gputrace run prints it (it was lost)."""
+    p = gputrace(["run", "--telemetry", "--", "sh", "-c", "exec 2>&-; sleep 0.05"], tmp_path,
+                 env=gt_env({"LD_LIBRARY_PATH": ""}))
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.decode().splitlines()
+    assert len([l for l in lines if l.startswith("gputrace: --telemetry: nothing recorded: "
+                                                 "libnvidia-ml.so.1")]) == 1, lines
