@@ -223,6 +223,7 @@ int cmd_check(int argc, char **argv)
 	struct checks cs = { 0 };
 	struct sumdoc d = { 0 };
 	const char *input = NULL, *junit = NULL, *markdown = NULL, *v;
+	const char *label = NULL; /* gputrace run's: its summary is a file it removes */
 	bool syntax_only = false, dashdash = false, loaded = false, bad = false;
 	size_t passed = 0, failed = 0, errors = 0;
 	int ret = ST_ERROR;
@@ -255,6 +256,10 @@ int cmd_check(int argc, char **argv)
 				goto usage;
 			if (read_checks_file(v, &cs, false))
 				goto out; /* its line says what is wrong */
+		} else if ((v = arg__value(argc, argv, &i, "--label", WHO, &bad))) {
+			if (bad)
+				goto usage;
+			label = v;
 		} else if ((v = arg__value(argc, argv, &i, "--check-lines", WHO, &bad))) {
 			if (bad)
 				goto usage;
@@ -289,6 +294,8 @@ int cmd_check(int argc, char **argv)
 	if (sumdoc__load(WHO, input, &d))
 		goto out;
 	loaded = true;
+	if (label)
+		input = d.path = label;
 
 	for (size_t i = 0; i < cs.n; i++) {
 		struct check *c = &cs.v[i];

@@ -165,6 +165,15 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = "--checks";
 		argv[argc++] = (char *)r->checks_file;
 	}
+	if (!syntax_only && !r->summary_json) {
+		/* the summary in the state folder is removed: name what it summarizes */
+		static char label[PATH_MAX + 16];
+
+		snprintf(label, sizeof(label), "summary of %s",
+			 !r->trace[0] ? "the run" : r->out_special ? r->out : r->trace);
+		argv[argc++] = "--label";
+		argv[argc++] = label;
+	}
 	if (!syntax_only)
 		argv[argc++] = r->summary_path;
 	argv[argc++] = "--";

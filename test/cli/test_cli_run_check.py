@@ -32,6 +32,9 @@ def test_checks_pass_and_cmd_output_is_its_own(tmp_path):
     assert p.stdout == b"ci_app: 4 steps, gemm_f32 64 groups: ok\n"  # stdout stays CMD's
     assert check_lines(p) == ["PASS device.kernels >= 1: 8", "PASS lost == 0: 0",
                               'PASS kernel["gemm*"].count == 4: 4']
+    # the summary is a file of the run's state folder, gone now: named for its trace
+    last = p.stderr.decode().splitlines()[-1]
+    assert last == f"gputrace check: 3 passed, 0 failed (summary of {tmp_path / 't.json'})", last
 
 
 def test_a_failed_check_after_a_successful_cmd_is_status_3(tmp_path):
