@@ -840,13 +840,15 @@ static const char *fmt_rate(char *buf, size_t len, double bps)
 	static const char *const units[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
 	unsigned u = 0;
 
-	while (bps >= 1000.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+	/* the thresholds are where the printed value rounds up: 9.996 is "10.0",
+	 * not "10.00", and 999.6 KB/s is "1.00 MB/s" */
+	while (bps >= 999.5 && u + 1 < sizeof(units) / sizeof(units[0])) {
 		bps /= 1000.0;
 		u++;
 	}
-	if (bps >= 100.0 || bps == 0.0)
+	if (bps >= 99.95 || bps == 0.0)
 		snprintf(buf, len, "%.0f %s", bps, units[u]);
-	else if (bps >= 10.0)
+	else if (bps >= 9.995)
 		snprintf(buf, len, "%.1f %s", bps, units[u]);
 	else
 		snprintf(buf, len, "%.2f %s", bps, units[u]);

@@ -216,14 +216,19 @@ START_TEST(test_bandwidth_units)
 	add(s, "gpu_memcpy", "Memcpy DtoH", 0, 1000000, "GPU 0", 512000, "DtoH"); /* 512 MB/s */
 	add(s, "gpu_memcpy", "Memcpy DtoD", 0, 1000000000, "GPU 0", 12345, "DtoD"); /* 12.3 KB/s */
 	add(s, "gpu_memset", "Memset", 0, 4000000000, "GPU 0", 12, NULL);         /* 3.00 B/s */
+	/* three digits where the value rounds up into the next format or unit */
+	add(s, "gpu_memcpy", "Memcpy HtoH", 0, 1000, "GPU 0", 9996, "HtoH");      /* 10.0 GB/s */
+	add(s, "gpu_memcpy", "Memcpy PtoP", 0, 1000000, "GPU 0", 999600, "PtoP"); /* 1.00 GB/s */
 	add(s, "gpu_sync", "Wait event 1.0", 5000000000, 1000, "GPU 0", 0, NULL);
 	text = print_to_text(s);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, " 8.19 GB/s\n") && strstr(text, " 512 MB/s\n") &&
 		      strstr(text, " 12.3 KB/s\n") && strstr(text, " 3.00 B/s\n"), "%s", text);
 	ck_assert_msg(!strstr(text, "0.00 GB/s"), "%s", text);
+	ck_assert_msg(strstr(text, " 10.0 GB/s\n") && strstr(text, " 1.00 GB/s\n") &&
+		      !strstr(text, "1000 MB/s"), "%s", text);
 	/* the wait after the copies is no busy time, and no span of the device */
-	ck_assert_msg(strstr(text, "busy 4000.000 ms of 5000.001 ms (80.0%), 4 spans"), "%s", text);
+	ck_assert_msg(strstr(text, "busy 4000.000 ms of 5000.001 ms (80.0%), 6 spans"), "%s", text);
 	free(text);
 	summary__free(s);
 }
