@@ -147,11 +147,61 @@ static void list_levelzero(void)
 }
 #endif
 
+/* What --telemetry samples of an NVIDIA GPU (backends/cuda/nvml.c), asked of
+ * this one: a series its NVML does not give is left out, as the trace does. */
+static void list_nvidia_series(void *lib, nvmlDevice_t d)
+{
+	struct {
+#define NVML_FN(ret, name, params) ret(*name) params;
+		NVML_FUNCS(NVML_FN)
+#undef NVML_FN
+	} nv;
+	nvmlUtilization_t u;
+	nvmlMemory_t m;
+	unsigned v, v2;
+	const char *sep = "";
+
+#define NVML_SYM(ret, name, params) nv.name = (ret(*) params)dlsym(lib, #name);
+	NVML_FUNCS(NVML_SYM)
+#undef NVML_SYM
+	const struct {
+		bool ok;
+		const char *text;
+	} series[] = {
+		{ nv.nvmlDeviceGetUtilizationRates &&
+			  nv.nvmlDeviceGetUtilizationRates(d, &u) == NVML_SUCCESS,
+		  "utilization (gpu %, memory %)" },
+		{ nv.nvmlDeviceGetClockInfo &&
+			  nv.nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS &&
+			  nv.nvmlDeviceGetClockInfo(d, NVML_CLOCK_MEM, &v2) == NVML_SUCCESS,
+		  "frequency (sm MHz, memory MHz)" },
+		{ nv.nvmlDeviceGetPowerUsage && nv.nvmlDeviceGetPowerUsage(d, &v) == NVML_SUCCESS,
+		  "power (W)" },
+		{ nv.nvmlDeviceGetTemperature &&
+			  nv.nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS,
+		  "temperature (gpu °C)" },
+		{ nv.nvmlDeviceGetMemoryInfo && nv.nvmlDeviceGetMemoryInfo(d, &m) == NVML_SUCCESS,
+		  "memory (used bytes)" },
+		{ nv.nvmlDeviceGetPcieThroughput &&
+			  nv.nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_TX_BYTES, &v) ==
+				  NVML_SUCCESS &&
+			  nv.nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_RX_BYTES, &v2) ==
+				  NVML_SUCCESS,
+		  "pcie (tx KB/s, rx KB/s)" },
+	};
+
+	printf("    telemetry (--telemetry): ");
+	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
+		if (!series[i].ok)
+			continue;
+		printf("%s%s", sep, series[i].text);
+		sep = ", ";
+	}
+	printf("%s\n", *sep ? "" : "none (its NVML gives none of them)");
+}
+
 static void list_nvidia(void)
 {
-	static const char *const series =
-		"utilization (gpu %, memory %), frequency (sm MHz, memory MHz), power (W), "
-		"temperature (gpu °C), memory (used bytes), pcie (tx KB/s, rx KB/s)";
 	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	nvmlReturn_t (*init)(void), (*count)(unsigned *), (*handle)(unsigned, nvmlDevice_t *),
 		(*name)(nvmlDevice_t, char *, unsigned), (*shutdown)(void);
@@ -187,9 +237,13 @@ static void list_nvidia(void)
 		nvmlDevice_t d;
 		char buf[NVML_DEVICE_NAME_BUFFER_SIZE] = "";
 
-		if (handle(i, &d) == NVML_SUCCESS)
-			name(d, buf, sizeof(buf));
-		printf("  GPU %u (%s)\n    telemetry (--telemetry): %s\n", i, buf, series);
+		if (handle(i, &d) != NVML_SUCCESS) {
+			printf("  GPU %u: NVML gives no handle\n", i);
+			continue;
+		}
+		name(d, buf, sizeof(buf));
+		printf("  GPU %u (%s)\n", i, buf);
+		list_nvidia_series(lib, d);
 	}
 	printf("  PM sampling, the basic set (--metrics NAME,... takes any CUPTI metric, "
 	       "`ncu --query-metrics`):\n");

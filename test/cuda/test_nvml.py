@@ -175,3 +175,25 @@ def test_off_means_no_nvml_call(tmp_path):
     r = run([IDLE, 100], env=nvml_env({"FAKE_NVML_LOG": str(log)}), tmp_path=tmp_path)
     calls = log.read_text().splitlines()
     assert calls[0] == "nvmlInit_v2" and calls[-1] == "nvmlShutdown"
+
+
+def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
+    """`gputrace metrics` lists, per GPU, the telemetry series its NVML gives:
+    the fake's GPU 1 has no PCIe throughput and is listed without it (it was
+    listed with every series), as its trace has no pcie track."""
+    tool = BUILD / "gputrace-tool"
+    need(tool)
+    need(FAKE / "libnvidia-ml.so.1")
+    r = run([BUILD.parent / "scripts" / "gputrace", "metrics"], traced=False,
+            env={"GPUTRACE_TOOL": str(tool), "LD_LIBRARY_PATH": str(FAKE),
+                 "FAKE_NVML_DENY": "power"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    everything = ("utilization (gpu %, memory %), frequency (sm MHz, memory MHz), "
+                  "temperature (gpu °C), memory (used bytes)")
+    gpu0 = lines.index("  GPU 0 (Fake GPU A)")
+    gpu1 = lines.index("  GPU 1 (Fake GPU B)")
+    # power refused (no permission) on both, PCIe not supported on GPU 1
+    assert lines[gpu0 + 1] == ("    telemetry (--telemetry): " + everything +
+                               ", pcie (tx KB/s, rx KB/s)")
+    assert lines[gpu1 + 1] == "    telemetry (--telemetry): " + everything
