@@ -254,6 +254,11 @@ static struct ring *ring_for_thread(void)
 			trigger__announce();
 	}
 	gt_start_writer();
+	/* made while paused (an NVTX range keeps its stack here): no drain
+	 * thread yet, and a window's first event, on this ring too, must start
+	 * it. A limit of 0 sends the thread's next record to emit_slow. */
+	if (!shim__writer_started())
+		r->limit = 0;
 	gt_range_fork_adopt(r);
 	return r;
 }
@@ -395,6 +400,8 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 
 	if (gt_unlikely(!r))
 		return -ECANCELED;
+	/* a ring made while paused: this is the window's first event here */
+	gt_start_writer();
 	if (nargs > GT_ARGS_MAX)
 		nargs = GT_ARGS_MAX;
 	nslots = record_slots(nargs);

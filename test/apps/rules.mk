@@ -43,4 +43,16 @@ $(BUILD)/test/apps/ze_modern: test/apps/ze_modern.c test/apps/ze_app.h \
 
 TEST_BUILD += $(ZE_APP_BINS) $(BUILD)/test/apps/ze_dlopen $(BUILD)/test/apps/ze_hello \
 	      $(BUILD)/test/apps/ze_modern $(BUILD)/test/apps/ze_itt
+
+# ze_window that marks one NVTX range before it runs (NVTX is header-only: the toolkit's
+# headers, no CUDA library)
+ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
+$(BUILD)/test/apps/ze_window_nvtx: test/apps/ze_window.c test/apps/ze_app.h \
+		backends/levelzero/ze_newer.h backends/levelzero/ze_intel_ext.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -I$(CUDA_HOME)/include -DZE_WINDOW_NVTX -o $@ $< \
+	  -lze_loader -lpthread -ldl
+
+TEST_BUILD += $(BUILD)/test/apps/ze_window_nvtx
+endif
 endif

@@ -3,10 +3,14 @@
  * gx = i + 1 on an immediate list, one iteration every ~200 us; prints how many iterations
  * ran. Launch i is told apart by its group count: a capture window must hold a contiguous
  * run of them. With late = 1: appends one batch, sleeps `ms`, executes it and waits, sleeps
- * `ms` again (work appended in one window of time, run in another). */
+ * `ms` again (work appended in one window of time, run in another). Built also as
+ * ze_window_nvtx, which first pushes and pops one NVTX range "init". */
 #include <time.h>
 
 #include "ze_app.h"
+#ifdef ZE_WINDOW_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 static double now_ms(void)
 {
@@ -32,6 +36,11 @@ int main(int argc, char **argv)
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
 	ze_event_handle_t done = app_event(pool, 0);
 
+#ifdef ZE_WINDOW_NVTX
+	/* ze_window_nvtx: one NVTX range before it is ready (a paused process's) */
+	nvtxRangePushA("init");
+	nvtxRangePop();
+#endif
 	printf("ze_window: ready\n");
 	fflush(stdout);
 	t0 = now_ms();

@@ -2,13 +2,15 @@
  * are inside profiler start/stop (--capture-range cudaProfilerApi), as fake_app's
  * "profiler". With the argument "stdin", no markers: it says "ready", then runs each step
  * when a line comes on stdin and says "step N" after it (a test opens and ends windows
- * from outside between steps: gputrace capture). Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
+ * from outside between steps: gputrace capture); "stdin-nvtx" does so after one NVTX
+ * range "init" (pushed and popped while a paused process records nothing). Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
  * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
  *   libcudart.so at all: what gputrace sees of a program that links cudart statically
  *   (its cudaProfilerStart/Stop call the driver's), through CUPTI's callbacks alone;
  * - profiler_rt: the runtime API through the shared libcudart.so.13, whose calls
  *   gputrace interposes, and whose cudaProfilerStart/Stop call the driver's too (each
  *   marker must open or close one window, not two). */
+#include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@
 
 int main(int argc, char **argv)
 {
-	int stdin_steps = argc > 1 && !strcmp(argv[1], "stdin");
+	int stdin_steps = argc > 1 && !strncmp(argv[1], "stdin", 5);
 	char line[16];
 
 #ifdef PROFILER_RT
@@ -76,6 +78,10 @@ int main(int argc, char **argv)
 	} while (0)
 #endif
 	if (stdin_steps) {
+		if (!strcmp(argv[1], "stdin-nvtx")) {
+			nvtxRangePushA("init");
+			nvtxRangePop();
+		}
 		printf("ready\n");
 		fflush(stdout);
 	}

@@ -126,11 +126,11 @@ TEST_BUILD += $(CUDA_OUT)/librt12.so $(CUDA_OUT)/libother_tool.so
 # --capture-range cudaProfilerApi: driver API only (as a static cudart), and the shared runtime
 $(CUDA_OUT)/profiler_drv: test/cuda/profiler_ranges.c $(CUDA_SIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) -l:libcuda.so.1
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) -l:libcuda.so.1 -ldl
 $(CUDA_OUT)/profiler_rt: test/cuda/profiler_ranges.c $(CUDA_SIM)/libcudart.so.13
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -DPROFILER_RT -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) \
-	  -l:libcudart.so.13
+	  -l:libcudart.so.13 -ldl
 
 TEST_BUILD += $(CUDA_OUT)/profiler_drv $(CUDA_OUT)/profiler_rt
 endif

@@ -258,3 +258,51 @@ def test_cuda_records_after_their_windows_file_counted_late(tmp_path):
                                                     ("Stream Sync", None)]
     assert info["events_lost"] == 4
     assert {k: v for k, v in info["lost_by_reason"].items() if v} == {"window_late": 4}
+
+
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_cuda_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path, how):
+    """--start paused, and the program pushed and popped one NVTX range while paused (its
+    thread's ring made then, with no drain thread): a window opened from outside with
+    --duration still starts the drain thread with its first event, ends at its deadline
+    with a complete file ("end": "window", its end_ns), while the process runs on; and a
+    second trigger opens a second window, ended the same way."""
+    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    env = clean_env({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
+                     "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    p = subprocess.Popen([str(exe), "stdin-nvtx"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        for n in (1, 2):
+            r = gputrace_capture(tmp_path, "--duration", "0.3", p.pid)
+            assert r.returncode == 0, r.stderr
+            time.sleep(0.05)  # the handler, or the drain thread, opens it
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+            assert p.stdout.readline() == f"step {2 * n - 1}\n".encode()
+            name = "trace.json" if n == 1 else f"trace-w{n}.json"
+            # ended at its deadline while the process waits for its next step
+            t = wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
+            check_window(t, n)
+            cap = t["gputrace"]["capture"]
+            assert cap["end_ns"] - cap["start_ns"] == 300_000_000
+            assert device_records(t) == [("Memset (Device)", 1000 * (2 * n - 1)),
+                                         ("Stream Sync", None)]
+            p.stdin.write(b"\n")  # a step while paused: in no window
+            p.stdin.flush()
+            assert p.stdout.readline() == f"step {2 * n}\n".encode()
+        p.stdin.write(b"\n\n")
+        p.stdin.flush()
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert gputrace_lines(err) == []
+    assert [f.name for f in window_files(tmp_path)] == ["trace.json", "trace-w2.json"]

@@ -160,13 +160,13 @@ def test_bad_window_values_one_line_each(tmp_path):
 GPUTRACE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gputrace"
 
 
-def start_paused(tmp_path, ms, extra=None):
+def start_paused(tmp_path, ms, extra=None, app=WINDOW_APP):
     """ze_window started paused, as a job script would; returns (proc, pid) once it runs."""
     env = clean_env(sim_env(dict({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
                                   "GPUTRACE_SUMMARY": "0",
                                   "GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.json"),
                                   "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(extra or {}))))
-    p = subprocess.Popen([str(WINDOW_APP), str(ms), str(BATCH)], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(app), str(ms), str(BATCH)], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=default_signals)
     assert p.stdout.readline() == b"ze_window: ready\n"
     assert (tmp_path / "run" / str(p.pid)).exists()
@@ -269,6 +269,31 @@ def test_each_window_counts_its_own_events(tmp_path):
     finally:
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
+
+
+def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
+    """ze_window_nvtx pushes and pops one NVTX range while paused (its thread's ring is
+    made then, with no drain thread). A window from outside (--duration) still starts the
+    drain thread with its first event, and ends at its deadline with a complete file while
+    the process runs on; a second trigger opens a second window, ended the same way."""
+    app = APPS / "ze_window_nvtx"
+    for p in (ZE_SIM, app):
+        need(p)
+    proc = start_paused(tmp_path, 1500, app=app)
+    try:
+        assert drain_threads(proc.pid) == 0
+        for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
+            r = capture(tmp_path, "--duration", "0.2", proc.pid)
+            assert r.returncode == 0, r.stderr
+            info = check_window(wait_window_file(tmp_path / path), 0.2)
+            assert info["capture"]["window"] == n
+            assert drain_threads(proc.pid) == 1
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert b"iterations=" in out
+    assert sorted(f.name for f in tmp_path.glob("trace-*.json")) == [
+        f"trace-{proc.pid}-w2.json", f"trace-{proc.pid}.json"]
 
 
 def test_capture_refuses_what_it_cannot_reach(tmp_path):
