@@ -152,7 +152,7 @@ void capture__ended(void)
 	atomic_fetch_add(&ended, 1);
 }
 
-void capture__range_begin(uint64_t now_ns)
+uint32_t capture__range_begin(uint64_t now_ns)
 {
 	pthread_mutex_lock(&cap_lock);
 	/* the last window's file is ended (after its grace) before the next one opens */
@@ -166,7 +166,7 @@ void capture__range_begin(uint64_t now_ns)
 		pthread_mutex_lock(&cap_lock);
 		now_ns = gt_clock_ns();
 	}
-	bool opened = false;
+	uint32_t opened = 0;
 
 	if (atomic_load(&closes) == atomic_load(&ended) &&
 	    (!gt_cfg.capture_count || ranges < gt_cfg.capture_count) &&
@@ -175,7 +175,7 @@ void capture__range_begin(uint64_t now_ns)
 		/* this thread starts the plug-ins for it, not the drain thread */
 		atomic_store(&gt_cap.plugins_window, atomic_load(&gt_cap.windows) + 1);
 		open_window(now_ns, gt_cfg.duration_ns);
-		opened = true;
+		opened = atomic_load(&gt_cap.windows);
 	}
 	pthread_mutex_unlock(&cap_lock);
 	/* a paused process has no drain thread until a window opens: this
@@ -185,19 +185,27 @@ void capture__range_begin(uint64_t now_ns)
 	 * calls may wait for the drain thread) */
 	if (opened)
 		shim__backends_call(GT_HOOK_WINDOW_OPEN, NULL, NULL);
+	return opened;
 }
 
-void capture__range_end(uint64_t now_ns)
+/* The range's window is the one open now (window 0: whichever is). */
+static bool range_window_open(uint32_t window)
+{
+	return ranges && gt_tracing() && (!window || atomic_load(&gt_cap.windows) == window);
+}
+
+void capture__range_end(uint64_t now_ns, uint32_t window)
 {
 	/* plug-ins stop and hand over what they recorded while the window is
 	 * still open: all of it is inside (not under the lock: their calls may
 	 * wait for the drain thread) */
-	if (ranges && gt_tracing()) {
+	if (range_window_open(window)) {
 		shim__backends_call(GT_HOOK_WINDOW_CLOSE, NULL, NULL);
 		now_ns = gt_clock_ns();
 	}
 	pthread_mutex_lock(&cap_lock);
-	if (ranges)
+	/* a window that ended (--duration) is not followed by another range's */
+	if (ranges && (!window || atomic_load(&gt_cap.windows) == window))
 		close_window(now_ns);
 	pthread_mutex_unlock(&cap_lock);
 }

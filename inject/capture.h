@@ -71,9 +71,11 @@ GT_HIDDEN void capture__ended(void);
 /* --capture-range markers, on the calling thread (not from a signal
  * handler): a range begins (a window opens now, if paused and the
  * --capture-count allows; waits, bounded, for the last window's file to be
- * ended) or ends (its window closes now). */
-GT_HIDDEN void capture__range_begin(uint64_t now_ns);
-GT_HIDDEN void capture__range_end(uint64_t now_ns);
+ * ended; returns the number of the window it opened, 0 none) or ends (its
+ * window closes now: window, as begin returned it, or 0 for the open one,
+ * whichever opened it). */
+GT_HIDDEN uint32_t capture__range_begin(uint64_t now_ns);
+GT_HIDDEN void capture__range_end(uint64_t now_ns, uint32_t window);
 
 /* Writer: is [start, end] inside the window being written? A planned end
  * (--duration) bounds it before the drain thread closes the window: a

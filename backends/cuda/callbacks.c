@@ -431,7 +431,7 @@ void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		range_end = profiler_range(domain == CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb);
 	api_callback(domain, cbid, cb);
 	if (gt_unlikely(range_end))
-		capture__range_end(gt_clock_ns());
+		capture__range_end(gt_clock_ns(), 0);
 }
 
 /*

@@ -295,9 +295,11 @@ static bool attrs_take(uint16_t slot, struct nvtx_attrs *out)
 
 /* ---- push/pop: the thread's range stack (inject/ranges.h) ---- */
 
-/* The level of the push that opened a capture window (one int: static
- * TLS is scarce, see above). */
+/* The level of the push that opened a capture window, and that window's
+ * number (two ints: static TLS is scarce, see above): its pop closes that
+ * window, not one opened since by another thread's range. */
 static GT_TLS int capture_level = -1;
+static GT_TLS uint32_t capture_window;
 
 /* --capture-range nvtx:NAME[@DOMAIN]: is this the range? (no @DOMAIN: the
  * default domain, as Nsight Systems reads it) */
@@ -322,22 +324,25 @@ static bool capture_match(uint32_t name, uint8_t dom)
 static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t name)
 {
 	struct nvtx_attrs at;
-	bool opens = false;
+	uint32_t opens = 0;
 	int level;
 
 	if (gt_unlikely(capture_match(name, domain_index(d))) && capture_level < 0 &&
 	    !gt_in_tracer) {
-		/* the window opens before the range starts: the range is in it */
-		capture__range_begin(gt_clock_ns());
-		opens = gt_tracing();
+		/* the window opens before the range starts: the range is in it.
+		 * Only the push that opened it closes it: a range of that name on
+		 * another thread, inside the window, is just recorded */
+		opens = capture__range_begin(gt_clock_ns());
 	}
 	level = gt_range_push((uintptr_t)domain_index(d) + 1, name,
 			      attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0);
 	if (gt_unlikely(opens)) {
-		if (level < GT_RANGE_DEPTH)
+		if (level < GT_RANGE_DEPTH) {
 			capture_level = level;
-		else /* a range too deep to be kept has no end to wait for */
-			capture__range_end(gt_clock_ns());
+			capture_window = opens;
+		} else { /* a range too deep to be kept has no end to wait for */
+			capture__range_end(gt_clock_ns(), opens);
+		}
 	}
 	if (gt_metrics_on(cupti_range_nvtx))
 		cupti__range_nvtx_push(level, name);
@@ -366,7 +371,7 @@ static int pop(nvtxDomainHandle_t d)
 	if (gt_unlikely(capture_level >= 0) && level <= capture_level &&
 	    capture_match(f.name, (uint8_t)(f.key - 1))) {
 		capture_level = -1;
-		capture__range_end(gt_clock_ns());
+		capture__range_end(gt_clock_ns(), capture_window);
 	}
 	return level;
 }

@@ -462,7 +462,7 @@ static void rt_range(unsigned flags, bool after)
 	if ((flags & RT_RANGE_BEGIN) && !after)
 		capture__range_begin(gt_clock_ns());
 	else if ((flags & RT_RANGE_END) && after)
-		capture__range_end(gt_clock_ns());
+		capture__range_end(gt_clock_ns(), 0);
 }
 
 /*

@@ -559,7 +559,7 @@ static void control_pause(void)
 {
 	gt_ensure_init();
 	if (control_wanted())
-		capture__range_end(gt_clock_ns());
+		capture__range_end(gt_clock_ns(), 0);
 }
 
 static const char *api_version(void)

@@ -6,10 +6,17 @@
  * wrapped in "capture" of domain "trainer". Every range and mark carries
  * its step number in its payload... as a distinct name suffix: "fwd 3".
  * For --capture-range nvtx:... tests: which steps land in which window.
+ *
+ * nvtx_steps threads [duration_us]: one "step" on the main thread holding
+ * "fwd 1", then a thread's own "step" holding "worker" (the main thread
+ * waits for it), then "bwd 1" after duration_us; then "idle" and another
+ * main "step" holding "fwd 2".
  */
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static void work(long us)
@@ -18,8 +25,44 @@ static void work(long us)
 	nanosleep(&t, NULL);
 }
 
+static void range(const char *name, long us)
+{
+	nvtxRangePushA(name);
+	work(us);
+	nvtxRangePop();
+}
+
+static void *worker(void *arg)
+{
+	nvtxRangePushA("step");
+	range("worker", 200);
+	nvtxRangePop();
+	return arg;
+}
+
+static int threads(long us)
+{
+	pthread_t t;
+
+	nvtxRangePushA("step");
+	range("fwd 1", 200);
+	if (pthread_create(&t, NULL, worker, NULL) || pthread_join(t, NULL))
+		return 1;
+	work(us);
+	range("bwd 1", 200);
+	nvtxRangePop();
+	range("idle", 300);
+	nvtxRangePushA("step");
+	range("fwd 2", 200);
+	nvtxRangePop();
+	printf("nvtx_steps: threads\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return threads(argc > 2 ? atol(argv[2]) : 0);
 	int steps = argc > 1 ? atoi(argv[1]) : 5;
 	nvtxDomainHandle_t dom = nvtxDomainCreateA("trainer");
 	nvtxEventAttributes_t a = { 0 };

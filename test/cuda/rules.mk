@@ -63,7 +63,7 @@ TEST_BUILD += $(CUDA_OUT)/nvtx_ranges
 
 $(CUDA_OUT)/nvtx_steps: test/cuda/nvtx_steps.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -ldl
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -ldl -lpthread
 
 TEST_BUILD += $(CUDA_OUT)/nvtx_steps
 

@@ -79,6 +79,31 @@ def test_nvtx_range_name_in_another_domain_does_not_match(tmp_path):
     assert window_files(tmp_path) == []
 
 
+def test_nvtx_range_window_belongs_to_the_thread_that_opened_it(tmp_path):
+    """The main thread's "step" opens the window; a "step" of another thread inside it is
+    recorded, and its pop does not close the window: the main thread's pop does, after
+    its own range (README: a push opens a window on the calling thread, its pop closes
+    it). The next main "step" is the second window."""
+    need(APP)
+    r = run([APP, "threads"], tmp_path=tmp_path,
+            env={"GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0"})
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    t = load_trace(files[0])
+    check_window(t, 1)
+    assert names(t) == ["step", "fwd 1", "step", "worker", "bwd 1"]
+    steps = events(t, ph="X", name="step")
+    assert len({e["tid"] for e in steps}) == 2
+    main = [e for e in steps if e["tid"] == events(t, ph="X", name="bwd 1")[0]["tid"]]
+    assert len(main) == 1 and t["gputrace"]["capture"]["end_ns"] >= round(
+        (main[0]["ts"] + main[0]["dur"]) * 1000)
+    t = load_trace(files[1])
+    check_window(t, 2)
+    assert names(t) == ["step", "fwd 2"]
+
+
 def test_bad_capture_range_one_line(tmp_path):
     need(APP)
     r = run([APP, 1], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:",
