@@ -132,6 +132,11 @@ _Static_assert(sizeof(struct gt_event) == 64, "one ring slot");
  * Returns 0, or -ENOSPC when dropped, -ECANCELED when tracing is off.
  */
 GT_HIDDEN int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs);
+/* gt_emit, also while paused between capture windows (not once the process
+ * is ending): a record the writer needs for its books whether or not it is
+ * in a window (the end of a range whose begin was recorded). */
+GT_HIDDEN int gt_emit_paused_too(const struct gt_event *ev, const struct gt_arg *args,
+				 unsigned nargs);
 /* For producers that may wait (a plug-in handing over a batch, never a
  * wrapper): when the calling thread's ring is over half full, have the drain
  * thread empty it, waiting at most timeout_ms. Not on the drain thread. */

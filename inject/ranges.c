@@ -85,12 +85,18 @@ uint64_t gt_range_begin(uint32_t name, uint64_t start_ns, uint16_t flags)
 void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name, uint32_t track,
 		  uint16_t flags, const struct gt_arg *args, unsigned n)
 {
-	if (!gt_range_recording())
-		return;
 	struct gt_event ev = { .start_ns = start_ns, .end_ns = end_ns, .corr2 = id, .name = name,
 			       .cat = GT_S_CAT_USER_ANNOTATION, .track = track,
 			       .type = GT_EV_HOST_SPAN, .flags = flags | GT_EVF_RANGE };
-	gt_emit(&ev, args, n);
+
+	if (gt_range_recording())
+		gt_emit(&ev, args, n);
+	else if (id && !gt_in_tracer)
+		/* its begin was recorded (in a window that ended since): the
+		 * writer still hears of its end, or it would stay open on the
+		 * thread's stack in every later window (the writer writes it
+		 * only where it lies inside a window) */
+		gt_emit_paused_too(&ev, args, n);
 }
 
 /* ---- the thread's stack ---- */

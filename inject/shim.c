@@ -486,6 +486,15 @@ int gt_emit(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs
 	return emit_slow(ev, args, nargs);
 }
 
+int gt_emit_paused_too(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+{
+	if (gt_tracing())
+		return gt_emit(ev, args, nargs);
+	if (atomic_load_explicit(&gt_phase, memory_order_relaxed) != GT_PHASE_PAUSED)
+		return -ECANCELED;
+	return emit_slow(ev, args, nargs);
+}
+
 void gt_emit_wait_room(unsigned timeout_ms)
 {
 	struct ring *r = gt_tls_ring;

@@ -95,8 +95,14 @@ static unsigned drain_record(struct ring *r, const struct gt_event *slots, uint6
 	}
 	if (nargs > GT_ARGS_INLINE)
 		nslots += (nargs - GT_ARGS_INLINE + GT_ARGS_PER_EXT - 1) / GT_ARGS_PER_EXT;
-	if (gt_unlikely(gt_cap.controlled) && outside_window(ev))
+	if (gt_unlikely(gt_cap.controlled) && outside_window(ev)) {
+		/* not in this file, but a range that began in a window ends here:
+		 * off the thread's stack, or later windows' launches carry it */
+		if (ev->type == GT_EV_HOST_SPAN &&
+		    (ev->flags & (GT_EVF_RANGE | GT_EVF_TIMED)) == GT_EVF_RANGE)
+			ranges__end(ev, (uint32_t)r->tid);
 		return nslots;
+	}
 	switch (ev->type) {
 	case GT_EV_HOST_SPAN:
 		write_host(ev, args, nargs, (uint32_t)r->tid);

@@ -3,7 +3,8 @@
  * "profiler". With the argument "stdin", no markers: it says "ready", then runs each step
  * when a line comes on stdin and says "step N" after it (a test opens and ends windows
  * from outside between steps: gputrace capture); "stdin-nvtx" does so after one NVTX
- * range "init" (pushed and popped while a paused process records nothing). Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
+ * range "init" (pushed and popped while a paused process records nothing). With
+ * "nvtx-steps": steps 1 to 3, each in an NVTX range "step" of ~30 ms. Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
  * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
  *   libcudart.so at all: what gputrace sees of a program that links cudart statically
  *   (its cudaProfilerStart/Stop call the driver's), through CUPTI's callbacks alone;
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef PROFILER_RT
 #include <cuda_profiler_api.h>
@@ -77,6 +79,19 @@ int main(int argc, char **argv)
 		CHECK(cuStreamSynchronize(s));                                            \
 	} while (0)
 #endif
+	if (argc > 1 && !strcmp(argv[1], "nvtx-steps")) {
+		/* three NVTX ranges "step" of ~30 ms, each a memset at its start */
+		struct timespec ms30 = { 0, 30000000 };
+
+		for (int step = 1; step <= 3; step++) {
+			nvtxRangePushA("step");
+			STEP(step);
+			nanosleep(&ms30, NULL);
+			nvtxRangePop();
+		}
+		printf("profiler_ranges: done\n");
+		return 0;
+	}
 	if (stdin_steps) {
 		if (!strcmp(argv[1], "stdin-nvtx")) {
 			nvtxRangePushA("init");

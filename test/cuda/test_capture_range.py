@@ -202,6 +202,36 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
         assert device_records(t) == profiler_window_work(n), f.name
 
 
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_nvtx_range_windows_shorter_than_their_ranges(tmp_path, how):
+    """--capture-range nvtx:step with a --duration (5 ms) shorter than each "step" (30 ms):
+    each range's pop comes while paused, and still ends the range. Every window's device
+    work is inside one "step" only (the earlier windows' ranges are over), and each device
+    row has one "step" annotation, not one more per earlier window."""
+    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    r = run([exe, "nvtx-steps"], tmp_path=tmp_path,
+            env={"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
+                 "GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0",
+                 "GPUTRACE_DURATION": "0.005"})
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == []
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json", "trace-w3.json"]
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        assert device_records(t) == [("Memset (Device)", 1000 * n), ("Stream Sync", None)]
+        assert [e["args"]["ranges"] for e in events(t, ph="X")
+                if e.get("cat") in ("gpu_memset", "cuda_sync")] == [["step"], ["step"]], f.name
+        rows = [(e["pid"], e["tid"]) for e in events(t, ph="X", cat="gpu_user_annotation")]
+        assert len(rows) == 2 and len(set(rows)) == 2, f.name
+
+
 def windows_from_outside(tmp_path, exe, windows, env=None):
     """profiler_ranges, started paused, run step by step; a window opened from another
     shell (gputrace capture) before each step in windows, ended (--stop) after it, except
