@@ -16,6 +16,7 @@
 #include "config.h"
 #include "hooks.h"
 #include "state.h"
+#include "trigger.h"
 
 GT_HIDDEN struct gt_capture gt_cap;
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,6 +106,7 @@ static void open_window(uint64_t now_ns, uint64_t duration_ns)
 	atomic_store(&gt_cap.stop_at_ns, duration_ns ? now_ns + duration_ns : 0);
 	atomic_fetch_add(&gt_cap.windows, 1);
 	atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_RUNNING);
+	trigger__window_mark(true);
 }
 
 static bool close_window(uint64_t now_ns)
@@ -116,6 +118,7 @@ static bool close_window(uint64_t now_ns)
 		return false;
 	/* a call whose end was read before the flip is still inside (gt_emit) */
 	atomic_store(&gt_cap.close_ns, now_ns);
+	trigger__window_mark(false);
 	uint32_t n = atomic_load_explicit(&nclosed, memory_order_relaxed);
 	atomic_store_explicit(&closed_windows[n % CLOSED_KEPT].open_ns,
 			      atomic_load(&gt_cap.open_ns), memory_order_relaxed);
@@ -224,8 +227,10 @@ bool capture__unwritten_request(bool open, uint64_t duration_ns)
 		/* nothing was recorded in it (no event starts the drain thread
 		 * without starting it): no file to end, so no close to count */
 		atomic_store(&gt_cap.stop_at_ns, 0);
-		if (atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED))
+		if (atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED)) {
 			atomic_store(&gt_cap.close_ns, now);
+			trigger__window_mark(false);
+		}
 	}
 	return true;
 }

@@ -17,6 +17,11 @@
 #define RUNDIR_REQ_STOP (-1) /* end the open window */
 #define RUNDIR_REQ_DUMP (-2) /* write the flight recorder's window */
 
+/* Beside a process's file, PID.window is there while a capture window is
+ * open (or asked for): gputrace capture --stop tells a process with no
+ * window from one it can end. */
+#define RUNDIR_WINDOW_SUFFIX ".window"
+
 /* The directory's path. 0 or -ENAMETOOLONG. */
 int rundir__path(char *out, size_t len);
 

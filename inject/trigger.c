@@ -25,6 +25,7 @@ static _Atomic bool trig_ours GT_STARTUP_STATE;   /* our handler is installed */
 static struct sigaction trig_app;    /* what the program believes is installed */
 static atomic_flag trig_lock = ATOMIC_FLAG_INIT;
 static char trig_file[PATH_MAX];     /* our announcement, once trig_announced */
+static char trig_window_file[PATH_MAX + 8]; /* its PID.window mark, as trig_file */
 /* trig_file is written, then published: the first recording may announce on
  * any thread (the drain thread's telemetry included) while another exits */
 static _Atomic bool trig_announced GT_STARTUP_STATE; /* read at every exit */
@@ -53,14 +54,18 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 		open = ms >= 0;
 		duration_ns = open ? (uint64_t)ms * 1000000ull : 0;
 	}
-	/* only atomic stores: the drain thread does the work, or there is none
-	 * yet and nothing to write (capture__unwritten_request) */
+	/* atomic stores (and the window's mark): the drain thread does the
+	 * work, or there is none yet and nothing to write
+	 * (capture__unwritten_request) */
 	if (capture__unwritten_request(open, duration_ns))
 		return;
-	if (open)
+	if (open) {
+		/* asked for: a --stop right after finds it open */
+		trigger__window_mark(true);
 		capture__post_open(duration_ns);
-	else
+	} else {
 		capture__post_close();
+	}
 }
 
 GT_STARTUP_CODE void trigger__init(void)
@@ -154,18 +159,40 @@ void trigger__announce(void)
 	ok = write(fd, text, (size_t)n) == n;
 	close(fd);
 	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());
+	snprintf(trig_window_file, sizeof(trig_window_file), "%s%s", trig_file,
+		 RUNDIR_WINDOW_SUFFIX);
 	if (!ok || rename(tmp, trig_file)) {
 		pr_dbg("could not write %s", trig_file);
 		unlink(tmp);
 		return;
 	}
 	atomic_store_explicit(&trig_announced, true, memory_order_release);
+	if (gt_tracing())
+		trigger__window_mark(true); /* a --duration window open from the start */
+}
+
+void trigger__window_mark(bool opened)
+{
+	int saved = errno, fd;
+
+	/* a process that records its whole run has no windows to mark */
+	if (!gt_cap.controlled || !atomic_load_explicit(&trig_announced, memory_order_acquire))
+		return;
+	if (!opened) {
+		unlink(trig_window_file);
+	} else if ((fd = open(trig_window_file, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			      0600)) >= 0) {
+		close(fd);
+	}
+	errno = saved;
 }
 
 GT_STARTUP_CODE void trigger__withdraw(void)
 {
-	if (atomic_exchange_explicit(&trig_announced, false, memory_order_acquire))
+	if (atomic_exchange_explicit(&trig_announced, false, memory_order_acquire)) {
+		unlink(trig_window_file);
 		unlink(trig_file);
+	}
 }
 
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)

@@ -21,6 +21,9 @@ GT_HIDDEN void trigger__init(void);
 /* This process's handler and announcement (also a fork child's, and an
  * exec'd image's). */
 GT_HIDDEN void trigger__announce(void);
+/* Async-signal-safe: a window opens (or is asked for) or closes; the
+ * announcement's PID.window mark says so (rundir.h). */
+GT_HIDDEN void trigger__window_mark(bool open);
 /* The process is ending: its announcement goes. */
 GT_HIDDEN void trigger__withdraw(void);
 /* The program's sigaction for sig: true when it was the capture signal

@@ -99,6 +99,12 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 			      "paused, --delay or --duration): nothing to do\n", pid, a.exe);
 		return 0;
 	}
+	snprintf(path, sizeof(path), "%s/%d%s", dir, pid, RUNDIR_WINDOW_SUFFIX);
+	if (ms == RUNDIR_REQ_STOP && access(path, F_OK)) {
+		/* the process marks its open window (inject/trigger.c) */
+		fprintf(stderr, WHO ": %d (%s): no window is open: nothing to end\n", pid, a.exe);
+		return 1;
+	}
 	if (sigqueue(pid, a.sig, v)) {
 		fprintf(stderr, WHO ": cannot signal %d: %s\n", pid, strerror(errno));
 		return 1;
@@ -113,6 +119,8 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		printf(WHO ": %d (%s): window opens (until --stop or exit)\n", pid, a.exe);
 	return 0;
 stale:
+	snprintf(path, sizeof(path), "%s/%d%s", dir, pid, RUNDIR_WINDOW_SUFFIX);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/%d", dir, pid);
 	unlink(path); /* a process that is gone left its announcement (SIGKILL) */
 	return quiet_stale ? -1 : 1;

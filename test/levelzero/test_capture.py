@@ -296,6 +296,33 @@ def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
         f"trace-{proc.pid}-w2.json", f"trace-{proc.pid}.json"]
 
 
+def test_capture_stop_with_no_window_open(tmp_path):
+    """--stop on a paused process with no window open says so in one line and exits 1 (no
+    signal sent: nothing is written); once a window is open, --stop ends it (exit 0, its
+    file complete); a second --stop finds none open again."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 1500)
+    try:
+        no_window = f"gputrace capture: {proc.pid} (ze_window): no window is open: nothing to end"
+        r = capture(tmp_path, "--stop", proc.pid)
+        assert (r.returncode, r.stdout, r.stderr.decode().splitlines()) == (1, b"", [no_window])
+        assert capture(tmp_path, proc.pid).returncode == 0
+        time.sleep(0.2)
+        r = capture(tmp_path, "--stop", proc.pid)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.decode().splitlines() == [
+            f"gputrace capture: {proc.pid} (ze_window): window ends"]
+        check_window(wait_window_file(tmp_path / f"trace-{proc.pid}.json"))
+        r = capture(tmp_path, "--stop", proc.pid)
+        assert (r.returncode, r.stdout, r.stderr.decode().splitlines()) == (1, b"", [no_window])
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert not (tmp_path / f"trace-{proc.pid}-w2.json").exists()
+    assert list((tmp_path / "run").iterdir()) == []
+
+
 def test_capture_refuses_what_it_cannot_reach(tmp_path):
     r = capture(tmp_path, "--all")
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
