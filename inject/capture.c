@@ -6,10 +6,14 @@
  * so the window starts and ends exactly there. All under one lock, which
  * signal handlers never take.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "clock.h"
@@ -287,3 +291,51 @@ enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
 	return what;
 }
 
+/* Why no window opened, as the user set it (capture__start's order: a
+ * range, else paused, else the delay). */
+static void no_window_reason(char *out, size_t len, uint64_t now_ns)
+{
+	if (gt_cfg.capture_range == GT_RANGE_NVTX && gt_cfg.capture_nvtx_domain[0])
+		snprintf(out, len, "no NVTX range \"%.180s\" of domain \"%.180s\" was pushed "
+			 "(--capture-range nvtx:%.180s@%.180s)", gt_cfg.capture_nvtx,
+			 gt_cfg.capture_nvtx_domain, gt_cfg.capture_nvtx, gt_cfg.capture_nvtx_domain);
+	else if (gt_cfg.capture_range == GT_RANGE_NVTX)
+		snprintf(out, len, "no NVTX range \"%.250s\" was pushed (--capture-range nvtx:%.250s)",
+			 gt_cfg.capture_nvtx, gt_cfg.capture_nvtx);
+	else if (gt_cfg.capture_range)
+		snprintf(out, len, "cudaProfilerStart (or __itt_resume) was never called "
+			 "(--capture-range cudaProfilerApi)");
+	else if (gt_cfg.start_paused)
+		snprintf(out, len, "started with --start paused, and no gputrace capture opened "
+			 "one");
+	else
+		snprintf(out, len, "--delay %g s is longer than the run (it ended after %.3f s)",
+			 gt_cfg.delay_ns / 1e9, (now_ns - gt_st.anchor_clock_ns) / 1e9);
+	/* one line of the list: no tab, no newline */
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < ' ')
+			*c = '?';
+}
+
+void capture__report_at_exit(void)
+{
+	char path[PATH_MAX], line[1024], why[900];
+	int fd, n;
+
+	if (!gt_cap.controlled || !gt_cfg.run_state || !gt_cfg.run_state[0] ||
+	    snprintf(path, sizeof(path), "%s/traces", gt_cfg.run_state) >= (int)sizeof(path))
+		return;
+	if (atomic_load(&gt_cap.windows)) {
+		n = snprintf(line, sizeof(line), "w\t%d\n", (int)gt_st.pid);
+	} else {
+		no_window_reason(why, sizeof(why), gt_clock_ns());
+		n = snprintf(line, sizeof(line), "!\t%d\t%s\n", (int)gt_st.pid, why);
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	/* one write: O_APPEND keeps the lines of concurrent processes whole */
+	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		pr_dbg("cannot add to %s", path);
+	close(fd);
+}

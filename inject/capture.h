@@ -77,6 +77,11 @@ GT_HIDDEN void capture__ended(void);
 GT_HIDDEN uint32_t capture__range_begin(uint64_t now_ns);
 GT_HIDDEN void capture__range_end(uint64_t now_ns, uint32_t window);
 
+/* At exit (not from a signal handler), under gputrace run: a process with
+ * windows tells the run whether any opened ("w PID"), or why none did ("!
+ * PID WHY", the setting that held it: scripts/tool/run_files.c). */
+GT_HIDDEN void capture__report_at_exit(void);
+
 /* Writer: is [start, end] inside the window being written? A planned end
  * (--duration) bounds it before the drain thread closes the window: a
  * cycle that runs past that end leaves out what came after it. */

@@ -152,6 +152,8 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	}
 	atomic_store(&gt_end_reason, why);
 	trigger__withdraw();
+	if (!from_signal)
+		capture__report_at_exit();
 	if (fault)
 		atomic_store(&gt_st.crashing, true);
 	gt_in_tracer++;

@@ -114,6 +114,10 @@ static void summarize(struct run *r)
 	else if (!n && run__flight_recorder(r))
 		fprintf(stderr, WHO ": flight recorder: no process crashed, failed or was asked "
 			"for its window: no trace written\n");
+	else if (!n && !r->window_opened && r->no_window[0])
+		/* its processes made calls, maybe, but only windows record them */
+		fprintf(stderr, WHO ": no capture window opened: %s; no trace written\n",
+			r->no_window);
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows): no trace written\n");

@@ -80,6 +80,8 @@ struct run {
 	struct supervisor sup;
 	char **traces;               /* the run's traces (listed by its processes) */
 	size_t ntraces;
+	bool window_opened;          /* a process with capture windows opened one */
+	char no_window[1024];        /* why a process's never opened ("" none said) */
 	char trace[PATH_MAX];        /* the run's one trace, once made ("" if none) */
 	char summary_path[PATH_MAX]; /* the run's summary JSON, once written */
 	struct summary *sum;

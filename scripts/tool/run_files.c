@@ -204,14 +204,17 @@ void run__make_folders(struct run *r)
 /*
  * The list its processes keep in the state folder (writer/checkpoint.c):
  * "* PID" a process records, "+ PID PATH" its trace has a name, "= PID"
- * its recording is over. Read whole each time: it is a few lines per
- * process that recorded something.
+ * its recording is over; at its exit, a process with capture windows adds
+ * "w PID" when one opened, or "! PID WHY" (inject/capture.c). Read whole
+ * each time: it is a few lines per process.
  */
 struct run_list {
 	char **paths;       /* the traces, each once, in the order named */
 	size_t npaths;
 	pid_t *recording;   /* processes that started recording and did not end */
 	size_t nrecording;
+	bool window_opened;
+	char no_window[1024]; /* the first process's reason for none */
 };
 
 static void list__free(struct run_list *l)
@@ -251,7 +254,7 @@ static void read_list(const struct run *r, struct run_list *l)
 		pid_t pid;
 		size_t i;
 
-		if (!nl || !strchr("*+=", line[0]) || line[1] != '\t')
+		if (!nl || !strchr("*+=w!", line[0]) || line[1] != '\t')
 			continue;
 		*nl = 0;
 		pid = (pid_t)atol(line + 2);
@@ -263,6 +266,10 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->recording[l->nrecording++] = pid;
 		} else if (line[0] == '=' && i < l->nrecording) {
 			l->recording[i] = l->recording[--l->nrecording];
+		} else if (line[0] == 'w') {
+			l->window_opened = true;
+		} else if (line[0] == '!' && file && !l->no_window[0]) {
+			snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
 		} else if (line[0] == '+' && file) {
 			for (i = 0; i < l->npaths && strcmp(l->paths[i], file + 1); i++)
 				;
@@ -356,6 +363,8 @@ void run__collect_traces(struct run *r)
 
 	read_list(r, &l);
 	take_unlisted(r, &l);
+	r->window_opened = l.window_opened;
+	memcpy(r->no_window, l.no_window, sizeof(r->no_window));
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {
 		/* a file that is gone (deleted by the program) is no input */

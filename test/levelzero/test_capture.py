@@ -4,6 +4,7 @@ What a user checks: nothing outside a window is in its file, every call made
 inside it is there (or counted lost), the file is complete when the window
 ends, and work appended before a window but run inside it is recorded."""
 import os
+import re
 import pathlib
 import signal
 import subprocess
@@ -471,3 +472,33 @@ def test_many_nodes_recipe(tmp_path):
     # the ranks withdrew their announcements, on each node
     assert sorted(p.name for p in rundir.iterdir()) == ["node0", "node1"]
     assert [list(p.iterdir()) for p in sorted(rundir.iterdir())] == [[], []]
+
+
+# ---- gputrace run: no window ever opened ----
+
+@pytest.mark.parametrize("setting,why", [
+    (["--capture-range", "nvtx:stpe"],
+     r'no NVTX range "stpe" was pushed \(--capture-range nvtx:stpe\)'),
+    (["--capture-range", "cudaProfilerApi"],
+     r"cudaProfilerStart \(or __itt_resume\) was never called "
+     r"\(--capture-range cudaProfilerApi\)"),
+    (["--delay", "100"], r"--delay 100 s is longer than the run \(it ended after \d+\.\d{3} s\)"),
+    (["--start", "paused"], r"started with --start paused, and no gputrace capture opened one"),
+])
+def test_run_says_no_window_opened(tmp_path, setting, why):
+    """ze_window makes Level Zero calls all along, but no capture window ever opened: the
+    run says so in one line, naming the setting (not that nothing made a GPU call), and
+    writes nothing."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    env = clean_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    r = subprocess.run([str(GPUTRACE), "run"] + setting + ["-o", str(tmp_path / "t.json"), "--",
+                                                            str(WINDOW_APP), "50", str(BATCH)],
+                       env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert b"iterations=" in r.stdout
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert len(lines) == 1, lines
+    assert re.fullmatch(f"gputrace: no capture window opened: {why}; no trace written",
+                        lines[0]), lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
