@@ -11,6 +11,11 @@
  * "fwd 1", then a thread's own "step" holding "worker" (the main thread
  * waits for it), then "bwd 1" after duration_us; then "idle" and another
  * main "step" holding "fwd 2".
+ *
+ * nvtx_steps handover: the main thread's "step" lasts 350 ms; at 250 ms a
+ * thread pushes its own "step" (300 ms, holding "worker"), and at 350 ms the
+ * main thread marks "main-late" and pops its "step" while the thread's is
+ * still open.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -59,8 +64,35 @@ static int threads(long us)
 	return 0;
 }
 
+static void *late_worker(void *arg)
+{
+	nvtxRangePushA("step");
+	range("worker", 300000);
+	nvtxRangePop();
+	return arg;
+}
+
+static int handover(void)
+{
+	pthread_t t;
+
+	nvtxRangePushA("step");
+	work(250000);
+	if (pthread_create(&t, NULL, late_worker, NULL))
+		return 1;
+	work(100000);
+	range("main-late", 0);
+	nvtxRangePop();
+	if (pthread_join(t, NULL))
+		return 1;
+	printf("nvtx_steps: handover\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "handover"))
+		return handover();
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return threads(argc > 2 ? atol(argv[2]) : 0);
 	int steps = argc > 1 ? atoi(argv[1]) : 5;

@@ -104,6 +104,25 @@ def test_nvtx_range_window_belongs_to_the_thread_that_opened_it(tmp_path):
     assert names(t) == ["step", "fwd 2"]
 
 
+def test_nvtx_range_pop_ends_only_its_own_window(tmp_path):
+    """--duration 0.2 cuts the main thread's "step" (350 ms); a thread's "step" pushed at
+    250 ms opens the second window, and the main thread's pop at 350 ms, inside it, does
+    not end it: it lasts its 0.2 s, and holds "main-late"."""
+    need(APP)
+    r = run([APP, "handover"], tmp_path=tmp_path,
+            env={"GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0",
+                 "GPUTRACE_DURATION": "0.2"})
+    assert r.returncode == 0, r.stderr
+    files = window_files(tmp_path)
+    assert [f.name for f in files] == ["trace.json", "trace-w2.json"]
+    for n, f in enumerate(files, 1):
+        t = load_trace(f)
+        check_window(t, n)
+        cap = t["gputrace"]["capture"]
+        assert cap["end_ns"] - cap["start_ns"] == 200_000_000, f.name
+    assert names(t) == ["main-late"]
+
+
 def test_bad_capture_range_one_line(tmp_path):
     need(APP)
     r = run([APP, 1], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:",
