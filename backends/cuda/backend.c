@@ -475,6 +475,14 @@ static void flush_locked(uint64_t now, uint32_t flags)
 		cupti__clock_refit();
 }
 
+/* The cycles an exec waits for (lifecycle.c): the image's last ones. */
+static bool exec_pending(void)
+{
+	const char *why = atomic_load(&gt_end_reason);
+
+	return why && !strcmp(why, "exec");
+}
+
 /* Drain thread, every cycle. */
 static void cupti_flush(bool final)
 {
@@ -483,9 +491,14 @@ static void cupti_flush(bool final)
 
 	if (st == CUPTI_ON) {
 		uint64_t now = gt_clock_ns();
+		/* An exec ends the image as an exit does: CUPTI hands over its
+		 * buffers now, forced (a buffer holding one unfinished record
+		 * would withhold the synchronized work beside it), or the
+		 * image's device work is never read (the exec drops them). */
+		bool last = final || exec_pending();
 
-		if (final || now - last_flush_ns >= flush_every_ns)
-			flush_locked(now, final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+		if (last || now - last_flush_ns >= flush_every_ns)
+			flush_locked(now, last ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	}
 	/* also after the exit flush (STOPPED): a short program's rows get their
 	 * device's name, and the clock a fit after its last records */

@@ -30,6 +30,9 @@
 //                  wait_for_stream() (the watchdog's CUDA hang)
 //   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
 //                  kernel on pinned memory, synchronized
+//   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
+//                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
+//                  (of itself, mode "ended": returns 0), segv or abort
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -464,6 +467,28 @@ static int cold_mode(void)
 	return 0;
 }
 
+static int end_mode(const char *self, const char *how, int n)
+{
+	float *d, h[1024] = { 0 };
+
+	CHECK(cudaMalloc(&d, sizeof(h)));
+	for (int i = 0; i < n; i++) {
+		CHECK(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice)); // 409 ns
+		axpy<<<4, 256>>>(d, d, 1024);                               // 1024 ns
+		CHECK(cudaDeviceSynchronize());
+	}
+	printf("did %d\n", n);
+	fflush(stdout);
+	if (!strcmp(how, "exec"))
+		execl(self, self, "ended", (char *)NULL);
+	if (!strcmp(how, "segv"))
+		*(volatile int *)0 = 1;
+	if (!strcmp(how, "abort"))
+		abort();
+	printf("end %s did not end the image\n", how);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	int count = 0;
@@ -505,6 +530,12 @@ int main(int argc, char **argv)
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))
 		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
+	if (!strcmp(mode, "end") && argc > 3)
+		return end_mode(argv[0], argv[2], atoi(argv[3]));
+	if (!strcmp(mode, "ended")) {
+		printf("ended\n");
+		return 0;
+	}
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);

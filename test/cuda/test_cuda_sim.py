@@ -638,6 +638,27 @@ def test_child_without_preload_is_not_traced(tmp_path):
     assert not xs(trace, "user_annotation")  # the child's NVTX range
 
 
+@pytest.mark.sanitize
+def test_exec_writes_the_images_device_work(tmp_path):
+    """50 rounds of {cudaMemcpy, kernel, cudaDeviceSynchronize}, then an exec of itself: the
+    replaced image's file has every copy and kernel it synchronized (CUPTI's buffers are
+    flushed before the file is finished). It had none of them: CUPTI was flushed at most
+    every 100 ms, and the exec came first."""
+    r = sim_run([APP, "end", "exec", 50], tmp_path,
+                env={"GPUTRACE_OUTPUT": str(tmp_path / "t.json")})
+    assert (r.returncode, r.stdout) == (0, b"did 50\nended\n"), r.stderr
+    files = sorted(tmp_path.glob("t*.json"), key=lambda f: (len(f.name), f.name))
+    assert [f.name for f in files] == ["t.json", "t.1.json"]
+    trace = load_exact(files[0])
+    g = trace["gputrace"]
+    assert (g["complete"], g["end"], g["events_lost"]) == (True, "exec", 0), g
+    assert "device_flush" not in g
+    assert len(xs(trace, "cuda_runtime", "__cudaLaunchKernel")) == 50
+    assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(AXPY, 1024)] * 50
+    assert [ns(c["dur"]) for c in xs(trace, "gpu_memcpy")] == [409] * 50
+    assert device_work(load_exact(files[1])) == []
+
+
 # ---- kernel names and CUPTI 13.0 GA ----
 
 def test_kernel_names_outlive_their_module(tmp_path):
