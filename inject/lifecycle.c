@@ -125,11 +125,11 @@ GT_STARTUP_CODE static bool own_process(void)
 
 /*
  * from_signal: in a fatal signal's handler. fault: that signal is a crash
- * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), after which vendor libraries
- * may hold locks the dead thread took: their records are left alone. After
- * a request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT) the drain thread, not
- * the handler, still flushes them (a GPU's last records), within the time
- * the handler waits.
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT). After any fatal signal the
+ * drain thread, not the handler, reads the device's last records (a GPU's
+ * finished work), within the time the handler waits: the host's calls are
+ * in the file before (writer/drain.c, host_pass), since the signalled
+ * thread may hold a lock of the vendor library's that the read waits for.
  */
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
@@ -137,6 +137,16 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 
 	if (!own_process())
 		return;
+	if (fault && atomic_load(&finish_claimed) && gt_ending_on_signal() &&
+	    lifecycle__hooks()->is_own_thread()) {
+		/* The drain thread faulted in the last read that another thread's
+		 * signal asked for (memory a crash corrupted): it stops here; that
+		 * handler's wait runs out, the file keeps what was written before
+		 * (every host call), and the process dies by the first signal, with
+		 * its core, not by ours. */
+		for (;;)
+			pause();
+	}
 	if (atomic_exchange(&finish_claimed, 1)) {
 		/* A fault inside our own exit path (a plug-in crashing while it
 		 * hands over its events at exit): the exit never gets to the

@@ -20,7 +20,7 @@ struct ring;
 
 struct gt_state {
 	_Atomic int init_state; /* 0 none, 1 running, 2 done */
-	_Atomic bool crashing;  /* finishing after a crash (SIGSEGV, ...): vendors left alone */
+	_Atomic bool crashing;  /* finishing after a crash (SIGSEGV, ...): no thread waits for room */
 	struct ring *_Atomic rings;
 	_Atomic uint32_t thread_serial;
 	_Atomic uint64_t corr_blocks;

@@ -370,19 +370,15 @@ static void open_when_due(bool final)
 		checkpoint__open();
 }
 
-/* A request to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), not a crash. */
-static bool ending_on_request(void)
-{
-	return gt_ending_on_signal() && !atomic_load(&gt_st.crashing);
-}
-
 /*
- * The handler of a request to end runs on a program thread, which may hold
- * the driver's own lock (or sit in a condition wait whose broadcaster holds
- * it): the device's last read, through that driver, then waits for a thread
- * that waits for us. So what the host recorded goes to the file first, under
- * a trailer that says the device's last read is still to come; if that read
- * never returns, the handler gives up and this is the trace.
+ * The handler of a fatal signal (a request to end or a crash) runs on a
+ * program thread, which may hold the driver's own lock (or sit in a
+ * condition wait whose broadcaster holds it): the device's last read,
+ * through that driver, then waits for a thread that waits for us. So what
+ * the host recorded goes to the file first, under a trailer that says the
+ * device's last read is still to come; if that read never returns (or
+ * faults, on memory a crash corrupted: lifecycle.c), the handler gives up
+ * and this is the trace.
  */
 static void host_pass(void)
 {
@@ -417,14 +413,14 @@ static void cycle(bool final, bool closing)
 		W.last_dlopen_poll_ns = now;
 		lifecycle__poll_dlopen();
 	}
-	/* After a crash, vendor libraries may hold locks the dead thread took.
-	 * A window's end is no final flush (that ends plug-ins for good): they
-	 * were stopped by the window hook (writer__window_end). */
-	if (!atomic_load(&gt_st.crashing)) {
-		if (final && ending_on_request())
-			host_pass();
-		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
-	}
+	/* After a crash too the device's finished work is read, here, not in
+	 * the handler: the host's part is in the file before (host_pass), as
+	 * a crashed thread may hold a lock the read needs. A window's end is
+	 * no final flush (that ends plug-ins for good): they were stopped by
+	 * the window hook (writer__window_end). */
+	if (final && gt_ending_on_signal())
+		host_pass();
+	drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {

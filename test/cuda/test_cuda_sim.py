@@ -600,6 +600,25 @@ def test_signal_keeps_the_last_gpu_records(tmp_path, sig):
     assert g["lost_by_reason"].get("cupti_no_timestamp") == 1
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)])
+def test_crash_keeps_the_gpu_work_it_synchronized(tmp_path, how, sig):
+    """20 rounds of {cudaMemcpy, kernel, cudaDeviceSynchronize}, then a crash: the drain
+    thread still flushes CUPTI (the handler waits for it): 20 kernels and 20 copies. Both
+    were dropped (0 of 20; CUPTI was left alone after a crash) under a trailer that said
+    complete, nothing lost."""
+    r = sim_run([APP, "end", how, 20], tmp_path)
+    assert (r.returncode, r.stdout) == (-sig, b"did 20\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    g = trace["gputrace"]
+    assert (g["complete"], g["end"], g["events_lost"]) == (
+        True, f"signal {signal.Signals(sig).name}", 0)
+    assert "device_flush" not in g
+    assert len(xs(trace, "cuda_runtime", "__cudaLaunchKernel")) == 20
+    assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(AXPY, 1024)] * 20
+    assert [ns(c["dur"]) for c in xs(trace, "gpu_memcpy")] == [409] * 20
+
+
 def test_flight_recorder_counts_recorded_events_not_annotations(tmp_path):
     """A flight recorder's dump of a CUDA program with NVTX ranges: the device's
     gpu_user_annotation slices are drawn from the ranges (the writer's, no event

@@ -915,6 +915,47 @@ def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
 
 
 @pytest.mark.sanitize
+@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)])
+def test_crash_keeps_the_device_work_it_synchronized(tmp_path, how, sig):
+    """20 rounds of {copy, kernel, synchronize}, then a crash: the drain thread still reads
+    the device's finished work (the handler waits for it): 20 kernels and 20 copies, each
+    with its launch. Both were dropped (0 of 20) under a trailer that said complete, nothing
+    lost."""
+    need(LZ / "ze_end")
+    r = run([LZ / "ze_end", how, 20], tmp_path=tmp_path, timeout=60, env=sim_env())
+    assert (r.returncode, r.stdout) == (-sig, b"did 20\n"), r.stderr
+    assert [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")] == []
+    info = r.trace["gputrace"]
+    assert (info["complete"], info["end"], info["events_lost"]) == (
+        True, f"signal {signal.Signals(sig).name}", 0)
+    assert "device_flush" not in info
+    dev = device_spans(r.trace)
+    assert collections.Counter(d["name"] for d in dev) == {"end_kernel": 20, "Memcpy HtoD": 20}
+    launches = [h for h in host_spans(r.trace) if h["name"] == "zeCommandListAppendLaunchKernel"]
+    assert len(launches) == 20
+    assert_durations(dev)
+
+
+def test_crash_inside_the_driver_keeps_every_host_call(tmp_path):
+    """A SIGSEGV inside the driver, its lock held (the simulator raises it inside the first
+    synchronize): the device's last read cannot return. The trace holds every host call,
+    under a trailer that says the device's last read did not finish, one line on stderr
+    says so, and the process dies by its SIGSEGV. (The trailer said nothing of it.)"""
+    need(LZ / "ze_end")
+    r = run([LZ / "ze_end", "segv", 20], tmp_path=tmp_path, timeout=60,
+            env=sim_env({"ZE_SIM_SIGNAL_IN_WAIT": str(int(signal.SIGSEGV))}))
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert len(lines) == 1 and "device's last records (signal SIGSEGV) were not read" in lines[0]
+    info = r.trace["gputrace"]
+    assert (info["complete"], info["end"], info["events_lost"]) == (True, "signal SIGSEGV", 0)
+    assert info["device_flush"] == "unfinished"
+    calls = collections.Counter(h["name"] for h in host_spans(r.trace))
+    assert (calls["zeCommandListAppendMemoryCopy"], calls["zeCommandListAppendLaunchKernel"],
+            calls["zeEventHostSynchronize"]) == (1, 1, 0)
+
+
+@pytest.mark.sanitize
 def test_relative_output_goes_where_the_process_started(tmp_path):
     """A relative GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON are in the folder the process
     started in: the trace is opened with the first drain cycle, and a program that
