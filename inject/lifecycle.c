@@ -161,6 +161,10 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 		return;
 	}
 	atomic_store(&gt_end_reason, why);
+	/* Other threads may go on calling while the trace is finished: what
+	 * they start from now on is after the trace's end, as the device's
+	 * last read cannot follow it (their launches had no device work). */
+	shim__end_host();
 	trigger__withdraw();
 	if (!from_signal)
 		capture__report_at_exit();
@@ -528,6 +532,7 @@ static void atfork_child(void)
 	atomic_store(&gt_phase, GT_PHASE_OFF);
 	lifecycle__hooks()->forget();
 	shim__forget_rings();
+	atomic_store(&gt_st.host_end_ns, 0);
 	atomic_store(&finish_claimed, 0);
 	atomic_store(&gt_end_reason, NULL);
 	shim__backends_call(GT_HOOK_FORK_CHILD, NULL, NULL);

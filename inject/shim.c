@@ -276,6 +276,16 @@ struct ring *shim__thread_ring_made(void)
 }
 
 /* Called in a fork child: the parent's rings are not ours to drain. */
+/* (here, not in lifecycle.c: that file is built without the sanitizers,
+ * whose builds have no TSC line for gt_clock_ns) */
+GT_HIDDEN void shim__end_host(void)
+{
+	uint64_t expect = 0;
+
+	atomic_store(&gt_st.host_end_tid, gt_gettid());
+	atomic_compare_exchange_strong(&gt_st.host_end_ns, &expect, gt_clock_ns());
+}
+
 GT_HIDDEN void shim__forget_rings(void)
 {
 	struct ring *r = atomic_exchange(&gt_st.rings, NULL);

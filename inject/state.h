@@ -36,6 +36,10 @@ struct gt_state {
 		_Atomic uint64_t start_ns, end_ns; /* end 0: still open */
 	} gaps[GT_GAPS_MAX];
 	_Atomic unsigned ngaps;
+	/* when the process began to end (exit, a fatal signal): host calls that
+	 * start later are not in the trace (writer/drain.c); 0 while it runs */
+	_Atomic uint64_t host_end_ns;
+	_Atomic int host_end_tid; /* the thread that began the end */
 	pid_t pid;
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
@@ -67,6 +71,8 @@ struct gt_pending_work;
 GT_HIDDEN void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *w),
 				      void *arg);
 GT_HIDDEN void shim__forget_rings(void);
+/* The process begins to end now: the trace's host calls end here. */
+GT_HIDDEN void shim__end_host(void);
 GT_HIDDEN void shim__start_process(void);
 /* This library's path as the loader named it (NULL if unknown). */
 GT_HIDDEN const char *shim__self_name(void);

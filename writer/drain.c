@@ -69,6 +69,28 @@ static bool outside_window(const struct gt_event *ev)
 	return true;
 }
 
+/* A host call another thread had not returned from when the process began to
+ * end (exit, a fatal signal), or made later: after the trace's end. The
+ * device's last read is taken from then on, and a launch then may not be
+ * followed any more (the backend closed): its device work is left out too.
+ * What the ending thread and the drain thread record at the end (the
+ * backends' last events, folded counts) is the trace's own. */
+static bool after_the_end(const struct gt_event *ev, const struct ring *r)
+{
+	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed);
+
+	if (gt_likely(!end) || (int)r->tid == atomic_load(&gt_st.host_end_tid) ||
+	    (int)r->tid == atomic_load(&W.drain_tid))
+		return false;
+	if (ev->type == GT_EV_HOST_SPAN && ev->end_ns > end) {
+		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
+			flows__launch_after_end(ev);
+		return true;
+	}
+	return ev->start_ns > end && (ev->type == GT_EV_RANGE_BEGIN ||
+				      (ev->type == GT_EV_INSTANT && !(ev->flags & GT_EVF_DEVICE)));
+}
+
 /* Read slots are handed back this often, not once per visit: the producer
  * finds room while the drain formats the rest (a drain that published only
  * at the end kept a fast thread's ring full, and dropping, for the whole
@@ -103,6 +125,8 @@ static unsigned drain_record(struct ring *r, const struct gt_event *slots, uint6
 			ranges__end(ev, (uint32_t)r->tid);
 		return nslots;
 	}
+	if (after_the_end(ev, r))
+		return nslots;
 	switch (ev->type) {
 	case GT_EV_HOST_SPAN:
 		write_host(ev, args, nargs, (uint32_t)r->tid);

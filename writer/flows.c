@@ -74,6 +74,18 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, b
 	}
 }
 
+void flows__launch_after_end(const struct gt_event *ev)
+{
+	if (gt_unlikely(!W.corr_made))
+		corr_make();
+	if (W.corr_made) {
+		struct corr_entry *e = corr_slot(ev->corr);
+
+		ranges__ctx_put(e->ctx);
+		*e = (struct corr_entry){ .corr = ev->corr, .after_end = true };
+	}
+}
+
 void flows__forget(void)
 {
 	/* given back: the next file's first launch makes it again */
@@ -163,6 +175,16 @@ static bool device_ready(const struct pending *p, bool final)
 	       (!p->ev.corr2 || corr_find(p->ev.corr2));
 }
 
+/* Device work of a launch left out of the trace (it returned after the
+ * process began to end): left out with it. */
+static bool launched_after_the_end(const struct pending *p)
+{
+	struct corr_entry *h1 = host_end(&p->ev) ? NULL : corr_find(p->ev.corr);
+	struct corr_entry *h2 = corr_find(p->ev.corr2);
+
+	return (h1 && h1->after_end) || (h2 && h2->after_end);
+}
+
 /* age: a cycle's end, the waiting grow older. The file is written as the JSON
  * grows (a ring's worth of kernels, written at once, grew the buffer to 16 MiB). */
 static void pending_pass(bool final, bool age)
@@ -173,7 +195,8 @@ static void pending_pass(bool final, bool age)
 		struct pending *p = &W.pend[i];
 
 		if (device_ready(p, final)) {
-			write_linked(&p->ev, p->args, p->ev.nargs);
+			if (!launched_after_the_end(p))
+				write_linked(&p->ev, p->args, p->ev.nargs);
 			checkpoint__write_behind_when_full();
 		} else {
 			p->age += age;

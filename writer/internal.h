@@ -50,6 +50,7 @@ struct corr_entry {
 	uint32_t tid;
 	bool foreign;      /* recorded on another thread's ring (a plug-in's) */
 	bool completed;    /* ctx completed once its rings were read (ranges.c) */
+	bool after_end;    /* not in the trace: it ended after the process began to end */
 	uint64_t start_ns;
 	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
@@ -234,6 +235,8 @@ GT_HIDDEN void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t p
 			    bool foreign);
 /* A device span, or a host span ending a flow (GT_EVF_FLOW_END, its row in
  * track): written once its launches are (or after a few cycles). */
+/* A launch left out of the trace (drain.c, after_the_end): its device work is too. */
+GT_HIDDEN void flows__launch_after_end(const struct gt_event *ev);
 GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args,
 			    unsigned nargs);
 /* A new file: launches written to the last one link nothing in it. */

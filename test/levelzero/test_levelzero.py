@@ -956,6 +956,36 @@ def test_crash_inside_the_driver_keeps_every_host_call(tmp_path):
 
 
 @pytest.mark.sanitize
+@pytest.mark.parametrize("how,status", [("exitthread", 3), ("nojoin", 9)])
+def test_exit_while_threads_launch_shows_only_work_it_follows(tmp_path, how, status):
+    """exit() on one thread (or a return from main) while three others loop {copy, kernel,
+    synchronize}: the trace ends when the exit begins. Every launch and copy in it has its
+    device work, linked to it, or is counted (ze_unread: still running then, at most one
+    copy and one kernel a thread); a call another thread had not returned from by then is
+    not in it, nor is its work. There were hundreds of launches without device work (the
+    exit's last drain recorded them after the device's last read), uncounted."""
+    need(LZ / "ze_end")
+    r = run([LZ / "ze_end", how, 20], tmp_path=tmp_path, timeout=60, env=sim_env())
+    assert (r.returncode, r.stdout) == (status, b"did 20\n"), r.stderr
+    info = r.trace["gputrace"]
+    assert (info["complete"], info["end"]) == (True, "exit")
+    unread = info["lost_by_reason"].get("ze_unread", 0)
+    assert info["events_lost"] == unread <= 6, info
+    host = host_spans(r.trace)
+    dev = device_spans(r.trace)
+    corrs = {name: collections.Counter(e["args"]["correlation"] for e in host + dev
+                                       if e["name"] == name)
+             for name in ("zeCommandListAppendLaunchKernel", "zeCommandListAppendMemoryCopy",
+                          "end_kernel", "Memcpy HtoD")}
+    launches, copies = corrs["zeCommandListAppendLaunchKernel"], corrs["zeCommandListAppendMemoryCopy"]
+    assert sum(launches.values()) >= 20 and max(launches.values()) == 1
+    # no device work without its call in the trace; none of the calls without it, uncounted
+    assert not corrs["end_kernel"] - launches and not corrs["Memcpy HtoD"] - copies
+    missing = (launches - corrs["end_kernel"]) + (copies - corrs["Memcpy HtoD"])
+    assert sum(missing.values()) <= unread
+
+
+@pytest.mark.sanitize
 def test_relative_output_goes_where_the_process_started(tmp_path):
     """A relative GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON are in the folder the process
     started in: the trace is opened with the first drain cycle, and a program that
