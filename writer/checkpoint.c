@@ -212,8 +212,10 @@ void checkpoint__forget_file(void)
 		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
 	W.ntids = 0;
 	W.tid_named_last = 0;
+	/* threads[] lists the file's threads: those gone in an earlier one are
+	 * not; their losses and waits stay, counted since the process started */
 	W.ndead = 0;
-	W.dead_threads = W.dead_lost = W.dead_waits = W.dead_wait_ns = 0;
+	W.dead_threads = 0;
 	/* threads[].events counts the file's events, as events_recorded does */
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next)
 		r->recorded = 0;

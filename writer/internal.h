@@ -137,10 +137,12 @@ struct writer {
 	uint32_t *tids; /* host tids given a thread_name, open addressing */
 	size_t tids_mask, ntids;
 	uint32_t tid_named_last; /* in tids: no lookup (0: none) */
-	struct thread_stat *dead;  /* exited threads, for the last trailer's list */
+	struct thread_stat *dead;  /* threads exited in this file, for its last trailer's list */
 	size_t ndead, dead_cap;
-	uint64_t dead_threads, dead_lost; /* their count and losses: O(1) per checkpoint */
-	uint64_t dead_waits, dead_wait_ns; /* ... and their --lossless waits */
+	uint64_t dead_threads;     /* their count: O(1) per checkpoint */
+	/* the losses and --lossless waits of every exited thread since the
+	 * process started (a window's file does not reset them) */
+	uint64_t dead_lost, dead_waits, dead_wait_ns;
 
 	struct gt_rank rank; /* read when the file is opened */
 

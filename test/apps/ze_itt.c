@@ -1,20 +1,36 @@
-/* ze_itt [steps [ms]]: an Intel program that marks what to profile with ITT's collection
- * control, through the suite's static ITT part (test/annotations/itt_static.c: it loads the
- * collector named by INTEL_LIBITTNOTIFY64, protocol 2 or, with ITT_TEST_PROTOCOL=1, 1).
- * Each step launches kernel "step" with gx = step on an immediate list and waits; steps 3
- * and 5 run between __itt_resume() and __itt_pause(), each also sleeping ms (0) there. */
+/* ze_itt [steps [ms [calls]]]: an Intel program that marks what to profile with ITT's
+ * collection control, through the suite's static ITT part (test/annotations/itt_static.c: it
+ * loads the collector named by INTEL_LIBITTNOTIFY64, protocol 2 or, with ITT_TEST_PROTOCOL=1,
+ * 1). Each step launches kernel "step" with gx = step on an immediate list and waits; steps
+ * 3 and 5 run between __itt_resume() and __itt_pause(), each also sleeping ms (0) there. In
+ * step 3 a thread also calls zeDriverGetApiVersion `calls` (0) times and exits, joined
+ * before the pause (a thread gone in the first window); then it prints the calls made. */
+#include <pthread.h>
 #include <time.h>
 
 #include "../annotations/itt_static.h"
 #include "ze_app.h"
+
+static struct app_ze z;
+static unsigned long calls;
+
+static void *call_driver(void *arg)
+{
+	for (unsigned long i = 0; i < calls; i++) {
+		ze_api_version_t v = 0;
+
+		ZE_CHECK(zeDriverGetApiVersion(z.driver, &v));
+	}
+	return arg;
+}
 
 int main(int argc, char **argv)
 {
 	unsigned long steps = test_arg(argc, argv, 1, 6);
 	unsigned long ms = test_arg(argc, argv, 2, 0);
 	struct timespec nap = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-	struct app_ze z;
 
+	calls = test_arg(argc, argv, 3, 0);
 	app_ze_setup(&z);
 	ze_command_list_handle_t imm = app_immediate_list(&z, 0, 0);
 	ze_module_handle_t m = app_module(&z);
@@ -27,6 +43,12 @@ int main(int argc, char **argv)
 
 		if (s == 3 || s == 5)
 			itt_resume();
+		if (s == 3 && calls) {
+			pthread_t t;
+
+			APP_EXPECT(pthread_create(&t, NULL, call_driver, NULL) == 0, "pthread_create");
+			pthread_join(t, NULL);
+		}
 		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &g, done, 0, NULL));
 		ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
 		ZE_CHECK(zeEventHostReset(done));
@@ -37,6 +59,8 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("ze_itt: %lu steps, ITT protocol %d\n", steps, itt_test_protocol());
+	if (calls)
+		printf("ze_itt: a thread made %lu calls in step 3\n", calls);
 	ZE_CHECK(zeEventDestroy(done));
 	ZE_CHECK(zeEventPoolDestroy(pool));
 	ZE_CHECK(zeKernelDestroy(k));

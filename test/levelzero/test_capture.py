@@ -3,6 +3,7 @@
 What a user checks: nothing outside a window is in its file, every call made
 inside it is there (or counted lost), the file is complete when the window
 ends, and work appended before a window but run inside it is recorded."""
+import json
 import os
 import re
 import pathlib
@@ -389,6 +390,55 @@ def test_itt_pause_resume_ranges(tmp_path, how, protocol, activities):
         assert {e["args"]["gx"] for e in spans if "gx" in e.get("args", {})} == {step}
         for e in spans:
             assert lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi
+
+
+@pytest.mark.parametrize("lossless", [False, True])
+def test_lost_counts_of_a_thread_gone_in_window_1_stay_in_window_2(tmp_path, lossless):
+    """A thread calls flat out into a 4 KiB ring (64 events, no overflow) in the first ITT
+    window and exits there: its losses (or, with --lossless, its waits) are the process's
+    since it started, so the second window's trailer, which loses nothing more, says the
+    same counts as the first's, and so does its summary; the thread, gone before the second
+    window, is listed only in the first's threads."""
+    app = APPS / "ze_itt"
+    for p in (ZE_SIM, app):
+        need(p)
+    calls = 20000 if lossless else 200000
+    summary = tmp_path / "s.json"
+    env = clean_env(sim_env({"GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0",
+                             "GPUTRACE_SUMMARY_JSON": str(summary)}))
+    if lossless:
+        env["GPUTRACE_LOSSLESS"] = "1"
+    env.update({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"})
+    r = subprocess.run([str(app), "6", "0", str(calls)], env=env, capture_output=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (b"ze_itt: 6 steps, ITT protocol 2\n"
+                        b"ze_itt: a thread made %d calls in step 3\n" % calls)
+    w1 = load_trace(tmp_path / "trace.json")["gputrace"]
+    w2 = load_trace(tmp_path / "trace-w2.json")["gputrace"]
+    assert (w1["capture"]["window"], w2["capture"]["window"]) == (1, 2)
+    # the thread: listed in the first window only, every call it made recorded or lost
+    tids = [{t["tid"] for t in w["threads"]} for w in (w1, w2)]
+    assert len(tids[0] - tids[1]) == 1 and tids[1] < tids[0]
+    gone = [t for t in w1["threads"] if t["tid"] not in tids[1]][0]
+    assert gone["events"] + gone["lost"] == calls
+    for w in (w1, w2):
+        assert w["threads_total"] == len(w["threads"])
+        assert w["events_recorded"] == sum(t["events"] for t in w["threads"])
+    if lossless:
+        assert w1["events_lost"] == 0 and w1["lossless"]["waits"] > 0
+        assert gone["events"] == calls
+    else:
+        assert w1["events_lost"] == gone["lost"] > 0
+        assert w1["lost_by_reason"] == {"ring_full": w1["events_lost"]}
+    # the second window lost nothing and waited for nothing: the counts since the start
+    for key in ("events_lost", "lost_by_reason", "lossless"):
+        assert w2.get(key) == w1.get(key), key
+    s = json.loads(summary.read_text())  # the last window's
+    assert s["lost"]["total"] == w1["events_lost"]
+    if lossless:
+        assert s["lossless"] == {k: w1["lossless"][k] for k in ("waits", "wait_ns")}
 
 
 # ---- gputrace run: capture --all in a multi-process run ----
