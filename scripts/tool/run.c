@@ -114,6 +114,12 @@ static void summarize(struct run *r)
 	else if (!n && run__flight_recorder(r))
 		fprintf(stderr, WHO ": flight recorder: no process crashed, failed or was asked "
 			"for its window: no trace written\n");
+	else if (!n && r->unwritten)
+		fprintf(stderr, WHO ": %zu %s of the run recorded GPU calls but ended before "
+			"writing %s trace (killed, or cut short while exiting, as when several "
+			"threads call exit() at once): no trace written\n", r->unwritten,
+			r->unwritten == 1 ? "process" : "processes",
+			r->unwritten == 1 ? "its" : "their");
 	else if (!n && !r->window_opened && r->no_window[0])
 		/* its processes made calls, maybe, but only windows record them */
 		fprintf(stderr, WHO ": no capture window opened: %s; no trace written\n",
@@ -125,6 +131,11 @@ static void summarize(struct run *r)
 		summary__print(r->sum, stderr, label.p, bytes);
 	else
 		summary__print_lost_line(r->sum, stderr, label.p);
+	if (n && r->unwritten)
+		fprintf(stderr, WHO ": %zu more %s recorded GPU calls but ended before writing "
+			"%s trace (killed, or cut short while exiting)\n", r->unwritten,
+			r->unwritten == 1 ? "process" : "processes",
+			r->unwritten == 1 ? "its" : "their");
 	buf__free(&label);
 	/* the run's summary JSON: asked for (planned), or for the checks in the
 	 * state folder */

@@ -213,6 +213,8 @@ struct run_list {
 	size_t npaths;
 	pid_t *recording;   /* processes that started recording and did not end */
 	size_t nrecording;
+	pid_t *named;       /* processes whose trace has a name */
+	size_t nnamed;
 	bool window_opened;
 	char no_window[1024]; /* the first process's reason for none */
 };
@@ -223,6 +225,7 @@ static void list__free(struct run_list *l)
 		free(l->paths[i]);
 	free(l->paths);
 	free(l->recording);
+	free(l->named);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -271,6 +274,8 @@ static void read_list(const struct run *r, struct run_list *l)
 		} else if (line[0] == '!' && file && !l->no_window[0]) {
 			snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
 		} else if (line[0] == '+' && file) {
+			l->named = grow(l->named, l->nnamed, sizeof(pid_t));
+			l->named[l->nnamed++] = pid;
 			for (i = 0; i < l->npaths && strcmp(l->paths[i], file + 1); i++)
 				;
 			if (i == l->npaths) {
@@ -365,6 +370,16 @@ void run__collect_traces(struct run *r)
 	take_unlisted(r, &l);
 	r->window_opened = l.window_opened;
 	memcpy(r->no_window, l.no_window, sizeof(r->no_window));
+	/* recording, never ended, no trace named: died before its first file
+	 * (SIGKILL, or an exit cut short, as by exit() from two threads) */
+	r->unwritten = 0;
+	for (size_t i = 0; i < l.nrecording; i++) {
+		size_t k = 0;
+
+		while (k < l.nnamed && l.named[k] != l.recording[i])
+			k++;
+		r->unwritten += k == l.nnamed;
+	}
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {
 		/* a file that is gone (deleted by the program) is no input */

@@ -302,3 +302,17 @@ def test_lines_of_a_process_whose_stderr_is_closed(tmp_path):
     lines = p.stderr.decode().splitlines()
     assert len([l for l in lines if l.startswith("gputrace: --telemetry: nothing recorded: "
                                                  "libnvidia-ml.so.1")]) == 1, lines
+
+
+def test_a_process_killed_before_its_trace_is_said(tmp_path):
+    """A process that recorded and was killed before its first file (or while
+    its exit was written, as by exit() from two threads at once): the run
+    says so, not that nothing recorded anything."""
+    p, out = run_plugin(tmp_path, program=["sh", "-c", "kill -9 $$"])
+    err = p.stderr.decode()
+    assert "no process of the run recorded anything" not in err, err
+    # killed before the drain's first file, or just after it opened one
+    assert ("gputrace: 1 process of the run recorded GPU calls but ended before writing its "
+            "trace (killed, or cut short while exiting, as when several threads call exit() "
+            "at once): no trace written" in err.splitlines()
+            or "  incomplete: 1 trace not closed" in err), err
