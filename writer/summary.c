@@ -774,8 +774,13 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 		free(v);
 		return;
 	}
-	fprintf(f, "  %s: %zu distinct, %" PRIu64 " %s, %s total\n", title, t->used, count,
-		plural(count, one, many), fmt_ns(a, sizeof(a), total));
+	if (t->full) /* the names past the limit are one "(other)" row, not one name */
+		fprintf(f, "  %s: over %d distinct (the rest in \"" OTHER_ROW "\"), %" PRIu64
+			" %s, %s total\n", title, SUMMARY_MAX_ROWS, count, plural(count, one, many),
+			fmt_ns(a, sizeof(a), total));
+	else
+		fprintf(f, "  %s: %zu distinct, %" PRIu64 " %s, %s total\n", title, t->used,
+			count, plural(count, one, many), fmt_ns(a, sizeof(a), total));
 	fprintf(f, "    %-*s %9s %12s %12s %12s %12s %6s\n", NAME_COLUMNS, "name", "count",
 		"total", "mean", "min", "max", "share");
 	for (size_t i = 0; i < shown; i++) {

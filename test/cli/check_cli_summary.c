@@ -142,6 +142,8 @@ START_TEST(test_busy_is_a_union)
 }
 END_TEST
 
+static char *print_to_text(struct summary *s);
+
 START_TEST(test_rows_are_bounded)
 {
 	struct summary *s = summary__new();
@@ -161,6 +163,11 @@ START_TEST(test_rows_are_bounded)
 	ck_assert_int_eq(geti(first, "count"), 70000 - 65536);
 	ck_assert_int_eq(geti(get(get(o, "totals"), "kernels"), "count"), 70000);
 	json_object_put(o);
+	/* the text does not count "(other)" as one more name */
+	char *text = print_to_text(s);
+	ck_assert_msg(strstr(text, "  kernels: over 65536 distinct (the rest in \"(other)\"), "
+			      "70000 launches"), "%.300s", text);
+	free(text);
 	summary__free(s);
 }
 END_TEST
