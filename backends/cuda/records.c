@@ -369,13 +369,20 @@ void cupti__device_name(uint32_t device_id, const char *name)
 
 /* ---- rows: one per stream, plus sync and overhead rows per device ---- */
 
-enum row_kind { ROW_DEVICE, ROW_STREAM, ROW_STREAM_SYNC, ROW_DEVICE_SYNC, ROW_OVERHEAD };
+enum row_kind { ROW_DEVICE, ROW_STREAM, ROW_STREAM_SYNC, ROW_DEVICE_SYNC, ROW_OVERHEAD,
+		ROW_OTHER, ROW_OTHER_SYNC };
 
-#define ROWS_MAX 2048
+#define ROWS_MAX 4096
+/* A stream's rows live as long as the process (a trace's row is never
+ * another's): past this many, streams share their device's "other streams"
+ * rows, each span still naming its stream (args.stream). Room is left for
+ * the devices' own rows. */
+#define STREAM_ROWS_MAX 2048
 static struct row_slot {
 	uint64_t key; /* 0: empty */
 	uint32_t id;
 } rows[ROWS_MAX];
+static unsigned nstream_rows;
 
 static uint64_t row_key(enum row_kind kind, uint32_t device, uint32_t stream)
 {
@@ -440,6 +447,17 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 			return r->id;
 		if (r->key)
 			continue;
+		if ((kind == ROW_STREAM || kind == ROW_STREAM_SYNC) &&
+		    nstream_rows >= STREAM_ROWS_MAX) {
+			static bool said;
+
+			if (!said)
+				pr_warn("more than %u CUDA streams: the work of later ones is on its "
+					"device's row \"other streams\" (args.stream names its stream)",
+					STREAM_ROWS_MAX / 2);
+			said = true;
+			return row(kind == ROW_STREAM ? ROW_OTHER : ROW_OTHER_SYNC, device, 0);
+		}
 		switch (kind) {
 		case ROW_STREAM:
 			snprintf(name, sizeof(name), "stream %u", stream);
@@ -453,13 +471,32 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 			snprintf(name, sizeof(name), "sync");
 			sort = INT_MAX - 1;
 			break;
+		case ROW_OTHER:
+			snprintf(name, sizeof(name), "other streams");
+			sort = INT_MAX - 3;
+			break;
+		case ROW_OTHER_SYNC:
+			snprintf(name, sizeof(name), "other streams sync");
+			sort = INT_MAX - 2;
+			break;
 		default:
 			snprintf(name, sizeof(name), "CUPTI overhead");
 			sort = INT_MAX;
 			break;
 		}
 		r->id = gt_queue_row(device_id_row(device), name, sort);
+		if (!r->id) {
+			/* the process's rows are all taken (4096): its device's own */
+			static bool said;
+
+			if (!said)
+				pr_warn("no room for CUDA row \"%s\" (4096 rows per process): its "
+					"work is on its device's own row", name);
+			said = true;
+			r->id = gt_device_track(device_id_row(device));
+		}
 		r->key = key;
+		nstream_rows += kind == ROW_STREAM || kind == ROW_STREAM_SYNC;
 		return r->id;
 	}
 	return gt_device_track(device_id_row(device));
@@ -1185,6 +1222,7 @@ int cupti__process_buffer(uint8_t *buf, size_t valid)
 void cupti__records_reset(void)
 {
 	memset(rows, 0, sizeof(rows));
+	nstream_rows = 0;
 	memset(knames, 0, sizeof(knames));
 	memset(ext_map, 0, sizeof(ext_map));
 	nmoved = 0;

@@ -30,6 +30,8 @@
 //                  wait_for_stream() (the watchdog's CUDA hang)
 //   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
 //                  kernel on pinned memory, synchronized
+//   streams N      N times: a stream created, a 64 ns kernel on it, synchronized,
+//                  destroyed (a server's stream per request)
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -467,6 +469,23 @@ static int cold_mode(void)
 	return 0;
 }
 
+static int streams_mode(int n)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, 64 * sizeof(float)));
+	for (int i = 0; i < n; i++) {
+		cudaStream_t s;
+
+		CHECK(cudaStreamCreate(&s));
+		sim::scale<float><<<1, 64, 0, s>>>(d, 1.0f, 64);
+		CHECK(cudaStreamSynchronize(s));
+		CHECK(cudaStreamDestroy(s));
+	}
+	printf("streams: %d\n", n);
+	return 0;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -530,6 +549,8 @@ int main(int argc, char **argv)
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))
 		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
+	if (!strcmp(mode, "streams"))
+		return streams_mode(argc > 2 ? atoi(argv[2]) : 10);
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -3,6 +3,7 @@ programs (-cudart shared) run under gputrace with LD_LIBRARY_PATH at the simulat
 kernels last grid*block ns and copies bytes/10 ns, so the trace can be checked exactly:
 names, durations, bytes and kinds, alignment of device work inside the host calls that
 caused and waited for it, arrows, NVTX, graphs, processes, signals, other CUPTI users."""
+import collections
 import decimal
 import json
 import os
@@ -676,6 +677,33 @@ def test_exec_writes_the_images_device_work(tmp_path):
     assert [(k["name"], ns(k["dur"])) for k in xs(trace, "kernel")] == [(AXPY, 1024)] * 50
     assert [ns(c["dur"]) for c in xs(trace, "gpu_memcpy")] == [409] * 50
     assert device_work(load_exact(files[1])) == []
+
+
+def test_streams_past_their_rows_share_other_streams(tmp_path):
+    """A stream per request: 1500 streams, each made, used, synchronized and
+    destroyed. The first 1024 get rows of their own; the rest share their
+    device's "other streams" rows, each span naming its stream, with one line
+    (their kernels went to the device's own unnamed row, silently)."""
+    r = sim_run([APP, "streams", 1500], tmp_path, env={"GPUTRACE_OUTPUT": str(tmp_path / "t.json")})
+    assert (r.returncode, r.stdout) == (0, b"streams: 1500\n"), r.stderr
+    assert gputrace_lines(r.stderr) == [
+        'gputrace: more than 1024 CUDA streams: the work of later ones is on its device\'s '
+        'row "other streams" (args.stream names its stream)']
+    trace = load_exact(tmp_path / "t.json")
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    kernels = xs(trace, "kernel")
+    assert len(kernels) == 1500 and trace["gputrace"]["events_lost"] == 0
+    rows = collections.Counter(names.get((k["pid"], k["tid"])) for k in kernels)
+    assert rows["other streams"] == 1500 - 1024, rows
+    assert len(rows) == 1024 + 1 and None not in rows
+    # each kernel still names its own stream, on its own row or on "other streams"
+    assert len({int(k["args"]["stream"]) for k in kernels}) == 1500
+    for k in kernels:
+        row = names[(k["pid"], k["tid"])]
+        assert row in (f"stream {k['args']['stream']}", "other streams"), (row, k["args"])
+    syncs = [e for e in trace["traceEvents"] if e.get("cat") == "cuda_sync"]
+    assert syncs and all(names.get((e["pid"], e["tid"])) for e in syncs)
 
 
 # ---- kernel names and CUPTI 13.0 GA ----
