@@ -185,6 +185,28 @@ def profiler_window_work(n):
     return [("Memset (Device)", 1000 * (2 * n + 1)), ("Stream Sync", None)]
 
 
+def profiler_exe(how):
+    """profiler_ranges without libcudart (driver: what a statically linked cudart
+    looks like) or with the shared one (runtime)."""
+    return BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+
+
+def sim_cuda_env(tmp_path, exe):
+    """The simulated stack for exe, CUPTI found through CUDA_HOME (as a program
+    without libcudart finds it)."""
+    need(exe)
+    need(SIM / "libcupti.so.13")
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    return {"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home)}
+
+
+def run_profiler_app(tmp_path, how, args, env):
+    exe = profiler_exe(how)
+    return run([exe, *args], tmp_path=tmp_path, env=dict(sim_cuda_env(tmp_path, exe), **env))
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("how", ["driver", "runtime"])
 def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
@@ -195,15 +217,8 @@ def test_cuda_profiler_api_ranges_on_the_simulated_stack(tmp_path, how):
     markers call the driver's too: still one window per marker pair, holding both calls.
     Each window's file holds exactly its step's device work (CUPTI's records, flushed as
     the window ends), none of the steps run while paused, and nothing lost."""
-    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
-    need(exe)
-    need(SIM / "libcupti.so.13")
-    home = tmp_path / "cuda"
-    home.mkdir()
-    (home / "lib64").symlink_to(SIM)
-    r = run([exe], tmp_path=tmp_path,
-            env={"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
-                 "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi", "GPUTRACE_CAPTURE_COUNT": "0"})
+    r = run_profiler_app(tmp_path, how, [], {"GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi",
+                                             "GPUTRACE_CAPTURE_COUNT": "0"})
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"profiler_ranges: done\n"
     assert gputrace_lines(r.stderr) == []
@@ -227,16 +242,9 @@ def test_nvtx_range_windows_shorter_than_their_ranges(tmp_path, how):
     each range's pop comes while paused, and still ends the range. Every window's device
     work is inside one "step" only (the earlier windows' ranges are over), and each device
     row has one "step" annotation, not one more per earlier window."""
-    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
-    need(exe)
-    need(SIM / "libcupti.so.13")
-    home = tmp_path / "cuda"
-    home.mkdir()
-    (home / "lib64").symlink_to(SIM)
-    r = run([exe, "nvtx-steps"], tmp_path=tmp_path,
-            env={"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
-                 "GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0",
-                 "GPUTRACE_DURATION": "0.005"})
+    r = run_profiler_app(tmp_path, how, ["nvtx-steps"], {
+        "GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0",
+        "GPUTRACE_DURATION": "0.005"})
     assert r.returncode == 0, r.stderr
     assert gputrace_lines(r.stderr) == []
     files = window_files(tmp_path)
@@ -256,15 +264,10 @@ def windows_from_outside(tmp_path, exe, windows, env=None):
     shell (gputrace capture) before each step in windows, ended (--stop) after it, except
     one in windows that is "open": that one runs on until the process ends. Returns its
     stderr."""
-    need(exe)
-    need(SIM / "libcupti.so.13")
-    home = tmp_path / "cuda"
-    home.mkdir()
-    (home / "lib64").symlink_to(SIM)
-    env = clean_env(dict({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
-                          "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
-                          "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                          "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(env or {})))
+    env = clean_env(dict(sim_cuda_env(tmp_path, exe), **{
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
+        "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+        "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(env or {})))
     p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
     with reaped(p):
@@ -296,7 +299,7 @@ def test_cuda_windows_from_outside_hold_their_device_work(tmp_path, how):
     and exactly its device work (CUPTI flushed as its file is ended), nothing of the steps
     run while paused, nothing lost. The first window is opened by the signal handler (no
     drain thread yet), the second by the drain thread."""
-    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
+    exe = profiler_exe(how)
     err = windows_from_outside(tmp_path, exe, {3: "ended", 5: "ended"})
     assert gputrace_lines(err) == []
     files = window_files(tmp_path)
@@ -341,16 +344,11 @@ def test_cuda_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path, ho
     --duration still starts the drain thread with its first event, ends at its deadline
     with a complete file ("end": "window", its end_ns), while the process runs on; and a
     second trigger opens a second window, ended the same way."""
-    exe = BUILD / "test" / "cuda" / ("profiler_drv" if how == "driver" else "profiler_rt")
-    need(exe)
-    need(SIM / "libcupti.so.13")
-    home = tmp_path / "cuda"
-    home.mkdir()
-    (home / "lib64").symlink_to(SIM)
-    env = clean_env({"LD_LIBRARY_PATH": str(SIM), "CUDA_HOME": str(home),
-                     "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
-                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    exe = profiler_exe(how)
+    env = clean_env(dict(sim_cuda_env(tmp_path, exe), **{
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
+        "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+        "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
     p = subprocess.Popen([str(exe), "stdin-nvtx"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=default_signals)

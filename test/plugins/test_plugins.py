@@ -362,17 +362,24 @@ def readme_example():
     pytest.fail("no 'Writing a plug-in' section with a ```c block")
 
 
-def test_readme_example_works(tmp_path):
-    """The README's example compiles as documented and shows up in the trace."""
-    doc, code = readme_example()
-    src = tmp_path / "tinynpu.c"
+def build_plugin(tmp_path, name, code):
+    """A plug-in's C source built as a user would (strict C99, the installed
+    header only) into tmp_path/plugins/libNAME.so; returns that folder."""
+    src = tmp_path / f"{name}.c"
     src.write_text(code)
     d = tmp_path / "plugins"
     d.mkdir()
     san = ["-fsanitize=address"] if SANITIZE == "address" else []
     subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
                     "-shared", "-fvisibility=hidden", f"-I{INCLUDE}", *san, str(src), "-o",
-                    str(d / "libtinynpu.so")], check=True, capture_output=True)
+                    str(d / f"lib{name}.so")], check=True, capture_output=True)
+    return d
+
+
+def test_readme_example_works(tmp_path):
+    """The README's example compiles as documented and shows up in the trace."""
+    doc, code = readme_example()
+    d = build_plugin(tmp_path, "tinynpu", code)
     r = run_host(tmp_path, d, "tinynpu:kernels=2")
     assert plugin_lines(r.stderr) == []
     t = r.trace
@@ -479,14 +486,7 @@ def test_devices_past_the_limit_refused(tmp_path):
     nothing meant for it is filed on another row (a device row 0 once put
     its spans on "Dev0" and its counters on the host's row)."""
     need(INCLUDE / "gputrace" / "gputrace_plugin.h")
-    src = tmp_path / "full.c"
-    src.write_text(PLUGIN_PAST_DEVICES)
-    d = tmp_path / "plugins"
-    d.mkdir()
-    san = ["-fsanitize=address"] if SANITIZE == "address" else []
-    subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
-                    "-shared", "-fvisibility=hidden", f"-I{INCLUDE}", *san, str(src), "-o",
-                    str(d / "libfull.so")], check=True, capture_output=True)
+    d = build_plugin(tmp_path, "full", PLUGIN_PAST_DEVICES)
     results = tmp_path / "results"
     r = run_host(tmp_path, d, f"full:{results}")
     assert gputrace_lines(r.stderr) == [
