@@ -275,7 +275,6 @@ struct ring *shim__thread_ring_made(void)
 	return (uintptr_t)r > 1 ? r : NULL;
 }
 
-/* Called in a fork child: the parent's rings are not ours to drain. */
 /* (here, not in lifecycle.c: that file is built without the sanitizers,
  * whose builds have no TSC line for gt_clock_ns) */
 GT_HIDDEN void shim__end_host(void)
@@ -286,6 +285,7 @@ GT_HIDDEN void shim__end_host(void)
 	atomic_compare_exchange_strong(&gt_st.host_end_ns, &expect, gt_clock_ns());
 }
 
+/* Called in a fork child: the parent's rings are not ours to drain. */
 GT_HIDDEN void shim__forget_rings(void)
 {
 	struct ring *r = atomic_exchange(&gt_st.rings, NULL);
@@ -417,6 +417,10 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	nslots = record_slots(nargs);
 	if (place(r, nslots, ev, args, nargs, &seq))
 		return 0;
+	/* no drain thread yet (an event while paused: a range's end, a late one
+	 * of a window that never started it): the next event comes here too */
+	if (gt_unlikely(!shim__writer_started()))
+		r->limit = 0;
 	/* the ring full: the drain thread's own ring is drained there and then, any
 	 * other thread's goes on in its overflow */
 	if (seq < 0 && !atomic_load_explicit(&r->overflowing, memory_order_relaxed)) {

@@ -77,7 +77,8 @@ static bool outside_window(const struct gt_event *ev)
  * backends' last events, folded counts) is the trace's own. */
 static bool after_the_end(const struct gt_event *ev, const struct ring *r)
 {
-	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed);
+	/* acquire: the ending thread's tid, stored before, is seen with it */
+	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
 
 	if (gt_likely(!end) || (int)r->tid == atomic_load(&gt_st.host_end_tid) ||
 	    (int)r->tid == atomic_load(&W.drain_tid))
@@ -444,7 +445,11 @@ static void cycle(bool final, bool closing)
 	 * the window hook (writer__window_end). */
 	if (final && gt_ending_on_signal())
 		host_pass();
-	drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
+	/* a flight recorder writes its dump in this cycle only, after the read:
+	 * after a crash the read is left out, or a read that waits for a lock
+	 * the crashed thread holds would leave no dump at all */
+	if (!(final && gt_cfg.flight_bytes && atomic_load(&gt_st.crashing)))
+		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);
 	if (atomic_load(&gt_phase) == GT_PHASE_OFF) {

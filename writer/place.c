@@ -26,11 +26,11 @@
  *  - A parent written after its children (place__parent) opens 1 ns before
  *    the slice it starts with, where the row has room for it; otherwise
  *    that slice starts 1 ns after it.
- *  - On a device's rows, and once a row gets a slice that starts before the
- *    previous one written (a queue's earlier work read late, behind another
- *    thread's later work), ends and starts are kept, and a slice in order or not is checked
- *    against any of them: one that ends where a slice written before it
- *    starts, adding up past it, ends 1 ns sooner.
+ *  - On a device's rows, where a queue's earlier work may be read late,
+ *    behind another thread's later work, starts and ends are kept, and a
+ *    slice in order or not is checked against any of them: one that ends
+ *    where a slice written before it starts, adding up past it, ends 1 ns
+ *    sooner.
  * Those are the only changes: a nanosecond, on touching slices. A parent
  * written after its children is written as it is.
  */
@@ -49,66 +49,81 @@ struct row_cursor {
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
 	uint64_t parent_next; /* the next slice starts here at the earliest: inside a
 				 parent opened before it (place__parent; 0: none) */
-	uint64_t *ends; /* once the row got a slice out of order: ends written,
-			   then starts (seen_add) */
+	bool device; /* a device's row: its starts and ends are kept (seen_add) */
 	bool any;
 };
 
 /*
- * The ends and starts a row's slices were written with, on a device's rows
- * (32 KiB each) and on a row that got a slice out of order: a queue's
- * earlier work may be read late, behind another thread's later work, so the
- * slice a new one touches need not be the last or the latest, and may have
- * been written after it. Sets of four, the oldest forgotten first (which
- * only ever misses a move): end << 1 | (the end adds up past itself), and
- * start << 1 | 1.
+ * The starts and ends written on the devices' rows: a queue's earlier work
+ * may be read late, behind another thread's later work, so the slice a new
+ * one touches need not be the last or the latest of its row, and may have
+ * been written after it. One table for all rows (1 MiB, made with the first
+ * device slice; the drain thread's alone), keyed by row and time: sets of
+ * four, the oldest forgotten first, which only ever misses a move. An entry
+ * is the key's hash, its low bit whether that end adds up past itself.
  */
 #define SEEN_WAYS 4
-#define SEEN_SETS 512
+#define SEEN_SETS 16384
 
-static uint64_t *seen_set(uint64_t *table, uint64_t t)
+static uint64_t *seen; /* ends, then starts */
+
+static uint64_t seen_hash(const struct row_cursor *c, uint64_t t, bool start)
 {
-	return &table[((t * 0x9e3779b97f4a7c15ull) >> 55 & (SEEN_SETS - 1)) * SEEN_WAYS];
+	uint64_t h = (t ^ c->key * 0xff51afd7ed558ccdull ^ (start ? 0x9e3779b97f4a7c15ull : 0));
+
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return h | 2; /* never 0 (empty), the low bit free */
 }
 
-static void seen_put(uint64_t *set, uint64_t v)
+static uint64_t *seen_set(uint64_t h, bool start)
 {
+	return &seen[((start ? SEEN_SETS : 0) + (h >> 50 & (SEEN_SETS - 1))) * SEEN_WAYS];
+}
+
+static void seen_put(uint64_t h, bool start, bool past)
+{
+	uint64_t *set = seen_set(h, start), v = (h & ~1ull) | past;
+
 	for (unsigned i = 0; i < SEEN_WAYS; i++)
-		if (set[i] == v)
+		if ((set[i] & ~1ull) == (h & ~1ull)) {
+			set[i] = v;
 			return;
+		}
 	memmove(set + 1, set, (SEEN_WAYS - 1) * sizeof(*set));
 	set[0] = v;
 }
 
-static uint64_t seen_get(uint64_t *table, uint64_t t)
+static uint64_t seen_get(uint64_t h, bool start)
 {
-	uint64_t *set = seen_set(table, t);
+	uint64_t *set = seen_set(h, start);
 
 	for (unsigned i = 0; i < SEEN_WAYS; i++)
-		if (set[i] && set[i] >> 1 == t)
+		if ((set[i] & ~1ull) == (h & ~1ull))
 			return set[i];
 	return 0;
 }
 
-static void seen_add(struct row_cursor *c, uint64_t ts, uint64_t dur)
+static void seen_add(const struct row_cursor *c, uint64_t ts, uint64_t dur)
 {
-	if (!c->ends)
+	if (!c->device || !seen)
 		return;
-	seen_put(seen_set(c->ends, ts + dur), (ts + dur) << 1 | gt_ends_after(ts, dur, ts + dur));
-	seen_put(seen_set(c->ends + SEEN_SETS * SEEN_WAYS, ts), ts << 1 | 1);
+	seen_put(seen_hash(c, ts + dur, false), false, gt_ends_after(ts, dur, ts + dur));
+	seen_put(seen_hash(c, ts, true), true, false);
 }
 
-/* 0: no slice written ends at t; 1: one does; 2: and adds up past t */
+/* 0: no slice written on c's row ends at t; 1: one does; 2: and adds up past t */
 static int ends_at(const struct row_cursor *c, uint64_t t)
 {
-	uint64_t v = c->ends ? seen_get(c->ends, t) : 0;
+	uint64_t v = c->device && seen ? seen_get(seen_hash(c, t, false), false) : 0;
 
 	return v ? 1 + (int)(v & 1) : 0;
 }
 
 static bool starts_at(const struct row_cursor *c, uint64_t t)
 {
-	return c->ends && seen_get(c->ends + SEEN_SETS * SEEN_WAYS, t);
+	return c->device && seen && seen_get(seen_hash(c, t, true), true);
 }
 
 static struct row_cursor *cursor_find(uint64_t key)
@@ -177,11 +192,12 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	bool in_order = c && c->any && s >= c->last_start;
 	int touch;
 
-	if (c && !c->ends && (pid != (uint32_t)gt_st.pid || (c->any && !in_order)) &&
-	    (c->ends = calloc(2 * SEEN_SETS * SEEN_WAYS, sizeof(*c->ends))) && c->any) {
-		/* from here on any slice may be touched: the ones so far */
-		seen_add(c, c->last_ts, c->last_dur);
-		seen_add(c, c->end_ts, c->end_dur);
+	if (c && !c->device && pid != (uint32_t)gt_st.pid) {
+		/* a device's row (a thread's are written in order, but for the
+		 * ranges written at their end, around their calls) */
+		c->device = true;
+		if (!seen)
+			seen = calloc(2 * SEEN_SETS * SEEN_WAYS, sizeof(*seen));
 	}
 	if (in_order) {
 		frontier = c->end_ts + c->end_dur;

@@ -416,7 +416,7 @@ uint32_t cupti__stream_label(uint32_t stream_id)
 static uint32_t device_id_row(uint32_t device)
 {
 	uint64_t key = row_key(ROW_DEVICE, device, 0);
-	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 53) % ROWS_MAX;
+	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 52) % ROWS_MAX;
 	char name[200];
 
 	for (unsigned i = 0; i < ROWS_MAX; i++) {
@@ -437,7 +437,7 @@ static uint32_t device_id_row(uint32_t device)
 static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 {
 	uint64_t key = row_key(kind, device, stream);
-	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 53) % ROWS_MAX;
+	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 52) % ROWS_MAX;
 	char name[64];
 	int sort;
 

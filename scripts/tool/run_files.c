@@ -349,6 +349,14 @@ static void take_unlisted(const struct run *r, struct run_list *l)
 		if (snprintf(path, sizeof(path), "%s/%s", r->parts, names[i]->d_name) <
 			    (int)sizeof(path) &&
 		    !stat(path, &st) && S_ISREG(st.st_mode)) {
+			/* named %e-%p.json: its process wrote it, listed or not */
+			const char *dash = strrchr(names[i]->d_name, '-');
+			pid_t pid = dash ? (pid_t)atol(dash + 1) : 0;
+
+			if (pid > 0) {
+				l->named = grow(l->named, l->nnamed, sizeof(pid_t));
+				l->named[l->nnamed++] = pid;
+			}
 			for (k = 0; k < l->npaths && strcmp(l->paths[k], path); k++)
 				;
 			if (k == l->npaths) {

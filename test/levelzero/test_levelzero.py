@@ -955,6 +955,22 @@ def test_crash_inside_the_driver_keeps_every_host_call(tmp_path):
             calls["zeEventHostSynchronize"]) == (1, 1, 0)
 
 
+def test_crash_inside_the_driver_still_dumps_a_flight_recorder(tmp_path):
+    """The same crash with a flight recorder: its dump is written in the last cycle,
+    whose device read would wait for the lock the crashed thread holds, so after a
+    crash the read is left out and the dump holds every host call (it left no file)."""
+    need(LZ / "ze_end")
+    r = run([LZ / "ze_end", "segv", 20], tmp_path=tmp_path, timeout=60,
+            env=sim_env({"ZE_SIM_SIGNAL_IN_WAIT": str(int(signal.SIGSEGV)),
+                         "GPUTRACE_FLIGHT_RECORDER": "30s"}))
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    info = r.trace["gputrace"]
+    assert (info["complete"], info["end"], info["events_lost"]) == (True, "signal SIGSEGV", 0)
+    calls = collections.Counter(h["name"] for h in host_spans(r.trace))
+    assert (calls["zeCommandListAppendMemoryCopy"], calls["zeCommandListAppendLaunchKernel"],
+            calls["zeEventHostSynchronize"]) == (1, 1, 0)
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("how,status", [("exitthread", 3), ("nojoin", 9)])
 def test_exit_while_threads_launch_shows_only_work_it_follows(tmp_path, how, status):
