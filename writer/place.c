@@ -57,73 +57,85 @@ struct row_cursor {
  * The starts and ends written on the devices' rows: a queue's earlier work
  * may be read late, behind another thread's later work, so the slice a new
  * one touches need not be the last or the latest of its row, and may have
- * been written after it. One table for all rows (1 MiB, made with the first
- * device slice; the drain thread's alone), keyed by row and time: sets of
- * four, the oldest forgotten first, which only ever misses a move. An entry
- * is the key's hash, its low bit whether that end adds up past itself.
+ * been written after it. One table for all rows (128 KiB, made with the
+ * first device slice; the drain thread's alone), keyed by row and time, so
+ * an end and the start that touches it share a set: a slice looks at two
+ * sets, its start's and its end's. Sets of four, the oldest forgotten first,
+ * which only ever misses a move. An entry is the key's hash with, in its
+ * low bits, whether it is a start and whether that end adds up past itself.
  */
 #define SEEN_WAYS 4
-#define SEEN_SETS 16384
+#define SEEN_SETS 4096
+#define SEEN_START 2ull
+#define SEEN_PAST 1ull
 
-static uint64_t *seen; /* ends, then starts */
+static uint64_t *seen;
 
-static uint64_t seen_hash(const struct row_cursor *c, uint64_t t, bool start)
+static uint64_t seen_hash(const struct row_cursor *c, uint64_t t)
 {
-	uint64_t h = (t ^ c->key * 0xff51afd7ed558ccdull ^ (start ? 0x9e3779b97f4a7c15ull : 0));
+	uint64_t h = t ^ c->key * 0xff51afd7ed558ccdull;
 
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
-	return h | 2; /* never 0 (empty), the low bit free */
+	return (h & ~3ull) | 4; /* never 0 (empty) */
 }
 
-static uint64_t *seen_set(uint64_t h, bool start)
+static uint64_t *seen_set(uint64_t h)
 {
-	return &seen[((start ? SEEN_SETS : 0) + (h >> 50 & (SEEN_SETS - 1))) * SEEN_WAYS];
+	return &seen[(h >> 52 & (SEEN_SETS - 1)) * SEEN_WAYS];
+}
+
+/* The entry for (h, start), or NULL. */
+static uint64_t *seen_find(uint64_t *set, uint64_t h, bool start)
+{
+	for (unsigned i = 0; i < SEEN_WAYS; i++)
+		if ((set[i] & ~SEEN_PAST) == (h | (start ? SEEN_START : 0)))
+			return &set[i];
+	return NULL;
 }
 
 static void seen_put(uint64_t h, bool start, bool past)
 {
-	uint64_t *set = seen_set(h, start), v = (h & ~1ull) | past;
+	uint64_t *set = seen_set(h), *at = seen_find(set, h, start);
+	uint64_t v = h | (start ? SEEN_START : 0) | (past ? SEEN_PAST : 0);
 
-	for (unsigned i = 0; i < SEEN_WAYS; i++)
-		if ((set[i] & ~1ull) == (h & ~1ull)) {
-			set[i] = v;
-			return;
-		}
+	if (at) {
+		*at = v;
+		return;
+	}
 	memmove(set + 1, set, (SEEN_WAYS - 1) * sizeof(*set));
 	set[0] = v;
-}
-
-static uint64_t seen_get(uint64_t h, bool start)
-{
-	uint64_t *set = seen_set(h, start);
-
-	for (unsigned i = 0; i < SEEN_WAYS; i++)
-		if ((set[i] & ~1ull) == (h & ~1ull))
-			return set[i];
-	return 0;
 }
 
 static void seen_add(const struct row_cursor *c, uint64_t ts, uint64_t dur)
 {
 	if (!c->device || !seen)
 		return;
-	seen_put(seen_hash(c, ts + dur, false), false, gt_ends_after(ts, dur, ts + dur));
-	seen_put(seen_hash(c, ts, true), true, false);
+	seen_put(seen_hash(c, ts + dur), false, gt_ends_after(ts, dur, ts + dur));
+	seen_put(seen_hash(c, ts), true, false);
 }
 
 /* 0: no slice written on c's row ends at t; 1: one does; 2: and adds up past t */
 static int ends_at(const struct row_cursor *c, uint64_t t)
 {
-	uint64_t v = c->device && seen ? seen_get(seen_hash(c, t, false), false) : 0;
+	uint64_t h, *at;
 
-	return v ? 1 + (int)(v & 1) : 0;
+	if (!c->device || !seen)
+		return 0;
+	h = seen_hash(c, t);
+	at = seen_find(seen_set(h), h, false);
+	return at ? 1 + (int)(*at & SEEN_PAST) : 0;
 }
 
 static bool starts_at(const struct row_cursor *c, uint64_t t)
 {
-	return c->device && seen && seen_get(seen_hash(c, t, true), true);
+	uint64_t h;
+
+	if (!c->device || !seen)
+		return false;
+	h = seen_hash(c, t);
+	return seen_find(seen_set(h), h, true);
 }
 
 static struct row_cursor *cursor_find(uint64_t key)
@@ -197,7 +209,7 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		 * ranges written at their end, around their calls) */
 		c->device = true;
 		if (!seen)
-			seen = calloc(2 * SEEN_SETS * SEEN_WAYS, sizeof(*seen));
+			seen = calloc(SEEN_SETS * SEEN_WAYS, sizeof(*seen));
 	}
 	if (in_order) {
 		frontier = c->end_ts + c->end_dur;
