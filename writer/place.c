@@ -31,6 +31,9 @@
  *    slice in order or not is checked against any of them: one that ends
  *    where a slice written before it starts, adding up past it, ends 1 ns
  *    sooner.
+ *  - On a device's rows, slices written behind a later one (work read
+ *    late) are placed among themselves by the rules above, as they would
+ *    have been in order, from the first not in order with the last.
  * Those are the only changes: a nanosecond, on touching slices. A parent
  * written after its children is written as it is.
  */
@@ -40,17 +43,27 @@
 #include "internal.h"
 #include "times.h"
 
-struct row_cursor {
-	uint64_t key; /* pid << 32 | tid | 1 << 63, 0: free */
+/* A row's slices as written one after another: the last one and the latest end. */
+struct lane {
 	uint64_t last_start; /* as recorded: moving a slice keeps the row in order */
 	uint64_t last_ts;    /* ... and as written */
 	uint64_t last_dur;
 	uint64_t end_ts, end_dur; /* the slice with the latest end written */
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
+	bool any;
+};
+
+struct row_cursor {
+	uint64_t key; /* pid << 32 | tid | 1 << 63, 0: free */
+	struct lane now;
+	/* Device rows: work read late, written behind later work, placed
+	 * among itself as it would have been in order (a run of zero-length
+	 * kernels on one tick and a longer one from the same tick: else drawn
+	 * around them). Starts again at each slice earlier than its last. */
+	struct lane late;
 	uint64_t parent_next; /* the next slice starts here at the earliest: inside a
 				 parent opened before it (place__parent; 0: none) */
 	bool device; /* a device's row: its starts and ends are kept (seen_add) */
-	bool any;
 };
 
 /*
@@ -182,16 +195,16 @@ static inline struct row_cursor *cursor(uint32_t pid, uint32_t tid)
 
 /* The frontier follows every slice, parents written late included; of two
  * that end together, the one whose end adds up past it. */
-static void follow_frontier(struct row_cursor *c, uint64_t s, uint64_t dur)
+static void follow_frontier(struct lane *l, uint64_t s, uint64_t dur)
 {
-	uint64_t e = s + dur, frontier = c->any ? c->end_ts + c->end_dur : 0;
+	uint64_t e = s + dur, frontier = l->any ? l->end_ts + l->end_dur : 0;
 
-	if (!c->any || e > frontier ||
-	    (e == frontier && gt_ends_after(s, dur, e) && !gt_ends_after(c->end_ts, c->end_dur, e))) {
-		c->end_ts = s;
-		c->end_dur = dur;
+	if (!l->any || e > frontier ||
+	    (e == frontier && gt_ends_after(s, dur, e) && !gt_ends_after(l->end_ts, l->end_dur, e))) {
+		l->end_ts = s;
+		l->end_dur = dur;
 	}
-	c->any = true;
+	l->any = true;
 }
 
 struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, unsigned how)
@@ -199,9 +212,8 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	struct row_cursor *c = cursor(pid, tid);
 	bool arrow = how & PLACE_ARROW;
 	uint64_t s = start, e = end > start ? end : start, frontier;
-
+	struct lane *l = NULL;
 	struct placed p;
-	bool in_order = c && c->any && s >= c->last_start;
 	int touch;
 
 	if (c && !c->device && pid != (uint32_t)gt_st.pid) {
@@ -211,32 +223,42 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		if (!seen)
 			seen = calloc(SEEN_SETS * SEEN_WAYS, sizeof(*seen));
 	}
-	if (in_order) {
-		frontier = c->end_ts + c->end_dur;
-		if (s == c->last_start && c->last_ts != s) {
+	if (c) {
+		if (!c->now.any || s >= c->now.last_start) {
+			l = &c->now;
+		} else if (c->device) {
+			l = &c->late;
+			if (l->any && s < l->last_start)
+				*l = (struct lane){ 0 };
+		}
+	}
+	if (l && l->any) {
+		/* in order on its lane */
+		frontier = l->end_ts + l->end_dur;
+		if (s == l->last_start && l->last_ts != s) {
 			/* a child after its parent, from the same start: moved alike */
-			s = c->last_ts;
-		} else if (s < c->min_next) {
-			s = c->min_next;
+			s = l->last_ts;
+		} else if (s < l->min_next) {
+			s = l->min_next;
 		}
 		if (s < c->parent_next)
 			s = c->parent_next;
 		e = e > s ? e : s;
 		touch = ends_at(c, s);
-		if ((s == frontier || s == c->last_ts + c->last_dur || touch) &&
+		if ((s == frontier || s == l->last_ts + l->last_dur || touch) &&
 		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2 ||
-		     (s == frontier && gt_ends_after(c->end_ts, c->end_dur, s)) ||
-		     (s == c->last_ts + c->last_dur && gt_ends_after(c->last_ts, c->last_dur, s)))) {
+		     (s == frontier && gt_ends_after(l->end_ts, l->end_dur, s)) ||
+		     (s == l->last_ts + l->last_dur && gt_ends_after(l->last_ts, l->last_dur, s)))) {
 			/* a short arrow target moves whole; a longer slice loses 1 ns */
 			e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
 			s++;
 		}
-	} else if (c && c->any && (touch = ends_at(c, s)) &&
+	} else if (c && c->now.any && (touch = ends_at(c, s)) &&
 		   ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2)) {
 		e = arrow && e - s < 3 ? e + 1 : (e > s + 1 ? e : s + 1);
 		s++;
 	}
-	if (c && c->any && e - s > (arrow ? 3u : 1u) && starts_at(c, e) &&
+	if (c && c->now.any && e - s > (arrow ? 3u : 1u) && starts_at(c, e) &&
 	    gt_ends_after(s, e - s, e)) {
 		/* the slice after it was written first: this one ends 1 ns
 		 * sooner instead (its start, and its arrow, stay) */
@@ -247,17 +269,19 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		return p;
 	c->parent_next = 0;
 	seen_add(c, s, p.dur);
-	if (!c->any || in_order) {
-		c->last_start = start;
-		c->last_ts = s;
-		c->last_dur = p.dur;
+	if (l) {
+		l->last_start = start;
+		l->last_ts = s;
+		l->last_dur = p.dur;
 		/* keep a short arrow target's point, and a moved slice's end, free */
 		if (arrow && p.dur < 3)
-			c->min_next = s + (p.dur ? p.dur : 1);
+			l->min_next = s + (p.dur ? p.dur : 1);
 		else if (s != start)
-			c->min_next = s + p.dur;
+			l->min_next = s + p.dur;
+		follow_frontier(l, s, p.dur);
 	}
-	follow_frontier(c, s, p.dur);
+	if (l != &c->now)
+		follow_frontier(&c->now, s, p.dur);
 	return p;
 }
 
@@ -271,26 +295,26 @@ uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned dept
 	if (c->parent_next) {
 		/* nested in the parent just opened for the same slice */
 		s = c->parent_next;
-	} else if (!c->any) {
+	} else if (!c->now.any) {
 		/* the depth parents open 1 ns apart before the slice, which keeps
 		 * its start (its exact times) */
 		s = start >= depth ? start - depth : s;
-	} else if (s >= c->last_start) {
-		uint64_t frontier = c->end_ts + c->end_dur, last_end = c->last_ts + c->last_dur;
+	} else if (s >= c->now.last_start) {
+		uint64_t frontier = c->now.end_ts + c->now.end_dur, last_end = c->now.last_ts + c->now.last_dur;
 
-		if (s == c->last_start) {
+		if (s == c->now.last_start) {
 			/* around a slice written before from the same start (a
 			 * device annotation of the program's): with it, as it was
 			 * placed */
-			s = c->last_ts;
+			s = c->now.last_ts;
 		} else {
 			uint64_t lo = frontier > last_end ? frontier : last_end;
 
-			if (s < c->min_next)
-				s = c->min_next;
+			if (s < c->now.min_next)
+				s = c->now.min_next;
 			/* room before the slice, strictly after every end: it
 			 * keeps its start */
-			if (s >= depth && s - depth > lo && s - depth >= c->min_next)
+			if (s >= depth && s - depth > lo && s - depth >= c->now.min_next)
 				s -= depth;
 		}
 		/* it is written after the slices inside it, where `gputrace
@@ -303,7 +327,7 @@ uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned dept
 	/* the next parent, or the slice that opens it, starts 1 ns in at the
 	 * earliest */
 	c->parent_next = s + 1;
-	c->any = true;
+	c->now.any = true;
 	return s;
 }
 
@@ -312,5 +336,5 @@ void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
 	struct row_cursor *c = cursor(pid, tid);
 
 	if (c)
-		follow_frontier(c, ts, dur);
+		follow_frontier(&c->now, ts, dur);
 }

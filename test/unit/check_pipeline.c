@@ -6,6 +6,7 @@
  * lost-event accounting.
  */
 #include <json-c/json.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -474,6 +475,103 @@ START_TEST(test_arrow_from_a_launch_131071_launches_back)
 }
 END_TEST
 
+/* Device times of one run of kernels, relative to t0: fifteen that take no time on one
+ * tick, one from that tick to the next, three on the next (a device tick of 52 ns). */
+#define RUN_KERNELS 19
+
+static uint64_t run_kernel_start(int i)
+{
+	return i < 16 ? 0 : 52;
+}
+
+static uint64_t run_kernel_end(int i)
+{
+	return i < 15 ? 0 : 52;
+}
+
+/* Each kernel of the run with corr first..., its slice's ts and dur in the file (us). */
+static void run_slices(struct json_object *evs, uint64_t first, double *ts, double *dur)
+{
+	int found = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+		int64_t k;
+
+		if (strcmp(str(e, "ph"), "X") || strcmp(str(e, "cat"), "kernel"))
+			continue;
+		k = json_object_get_int64(get(get(e, "args"), "correlation")) - (int64_t)first;
+		if (k < 0 || k >= RUN_KERNELS)
+			continue;
+		ts[k] = json_object_get_double(get(e, "ts"));
+		dur[k] = json_object_get_double(get(e, "dur"));
+		found++;
+	}
+	ck_assert_int_eq(found, RUN_KERNELS);
+}
+
+/* A run of kernels read late, written after a later run on its row (two threads' runs,
+ * or a wait's reads and the drain thread's): drawn as it is drawn in order, each kernel
+ * after the one launched before it, none around another (a CI failure under ASan: the
+ * longer kernel was drawn from the tick's start, around the zero-length ones moved 1 ns
+ * off it). */
+START_TEST(test_a_run_written_late_is_drawn_as_in_order)
+{
+	start("4096");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q = gt_queue_row(dev, "queue 0", 0);
+	uint32_t launch = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns(), first[2];
+	double ts[2][RUN_KERNELS], dur[2][RUN_KERNELS];
+
+	for (int run = 0; run < 2; run++)
+		for (int i = 0; i < RUN_KERNELS; i++) {
+			struct gt_event host = { .start_ns = t + (run * RUN_KERNELS + i) * 100ull,
+						 .end_ns = t + (run * RUN_KERNELS + i) * 100ull + 50,
+						 .corr = gt_corr_next(), .name = launch,
+						 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
+						 .flags = GT_EVF_LAUNCH };
+
+			if (i == 0)
+				first[run] = host.corr;
+			ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+		}
+	gt_flush_sync(5000);
+	/* the later run (1) first */
+	for (int run = 1; run >= 0; run--) {
+		uint64_t t0 = t + 100000 + run * 100000ull;
+
+		for (int i = 0; i < RUN_KERNELS; i++) {
+			struct gt_event work = { .start_ns = t0 + run_kernel_start(i),
+						 .end_ns = t0 + run_kernel_end(i),
+						 .corr = first[run] + i, .name = kern,
+						 .cat = GT_S_CAT_KERNEL, .track = q,
+						 .type = GT_EV_DEVICE_SPAN };
+
+			ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+		}
+		gt_flush_sync(5000);
+	}
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+
+	run_slices(evs, first[0], ts[0], dur[0]);
+	run_slices(evs, first[1], ts[1], dur[1]);
+	for (int i = 0; i < RUN_KERNELS; i++) {
+		/* placed alike, to the nanosecond */
+		ck_assert_int_eq(llround((ts[0][i] - ts[0][0]) * 1000),
+				 llround((ts[1][i] - ts[1][0]) * 1000));
+		ck_assert_int_eq(llround(dur[0][i] * 1000), llround(dur[1][i] * 1000));
+		/* as viewers add them: each ends where the next starts at the latest */
+		if (i)
+			ck_assert_msg(ts[0][i - 1] + dur[0][i - 1] <= ts[0][i],
+				      "kernel %d: %.3f+%.3f after %.3f", i - 1, ts[0][i - 1],
+				      dur[0][i - 1], ts[0][i]);
+	}
+	json_object_put(root);
+}
+END_TEST
+
 /* Count the lines of text that start with prefix (one event a line; a hand-written scan:
  * a sanitizer checks the whole rest of the text on every strstr()). */
 static size_t count_lines(const char *text, size_t len, const char *prefix)
@@ -688,6 +786,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_overflow_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
 	tcase_add_test(tc, test_arrow_from_a_launch_131071_launches_back);
+	tcase_add_test(tc, test_a_run_written_late_is_drawn_as_in_order);
 	tcase_add_test(tc, test_a_ring_of_kernels_written_in_bounded_memory);
 	tcase_add_test(tc, test_args_alike_but_one_each_written_with_its_own);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
