@@ -1134,6 +1134,13 @@ void ze_track__collect_behind(void)
 		if (!atomic_load_explicit(&ze_pend_count, memory_order_relaxed) ||
 		    !gt_drain_lock(&ze_lock))
 			break;
+		/* The program read between two rounds: into its ring, drained after
+		 * ours, so what we read now, later work, would be written first (a
+		 * wait that took the 1024 oldest: 16 runs drawn behind the next 14). */
+		if (ze_prog_reads != prog_reads_seen) {
+			pthread_mutex_unlock(&ze_lock);
+			break;
+		}
 		more = ze__collect_round_locked();
 		pthread_mutex_unlock(&ze_lock);
 	}
