@@ -441,22 +441,35 @@ static int publish(struct run *r, const char *tmp, bool keep)
 	return -EEXIST;
 }
 
-/* OUT is a device or a pipe: the bytes go into it. */
-static int deliver(struct run *r, const char *tmp)
+/* All of in into out, or into z (its gzip stream) where given. */
+static int pump(int in, int out, gzFile z)
 {
 	char buf[1 << 16];
-	int in = open(tmp, O_RDONLY | O_CLOEXEC), out = open(r->out, O_WRONLY | O_CLOEXEC);
-	ssize_t n = 0;
+	ssize_t n;
 	int err = 0;
 
-	if (in < 0 || out < 0)
-		err = -errno;
-	while (!err && (n = read(in, buf, sizeof(buf))) > 0)
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
+		if (z) {
+			if (gzwrite(z, buf, (unsigned)n) != (int)n)
+				err = -EIO;
+			continue;
+		}
 		for (ssize_t done = 0, w; done < n && !err; done += w)
 			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
 				err = -errno;
-	if (n < 0)
+	}
+	if (!err && n < 0)
 		err = -errno;
+	return err;
+}
+
+/* OUT is a device or a pipe: the bytes go into it (not created, truncated or
+ * removed on failure, as a file would be). */
+static int deliver(struct run *r, const char *tmp)
+{
+	int in = open(tmp, O_RDONLY | O_CLOEXEC), out = open(r->out, O_WRONLY | O_CLOEXEC);
+	int err = in < 0 || out < 0 ? -errno : pump(in, out, NULL);
+
 	if (in >= 0)
 		close(in);
 	if (out >= 0)
@@ -468,11 +481,9 @@ static int deliver(struct run *r, const char *tmp)
  * .gz (one gzip member, as the writer's own) and SRC is not. */
 static int copy_trace(const char *src, const char *dst)
 {
-	char buf[1 << 16];
 	bool gz = ends_with(dst, ".gz") && !ends_with(src, ".gz");
 	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, err = 0;
 	gzFile z = NULL;
-	ssize_t n = 0;
 
 	if (in < 0)
 		return -errno;
@@ -484,18 +495,7 @@ static int copy_trace(const char *src, const char *dst)
 		close(in);
 		return err;
 	}
-	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
-		if (z) {
-			if (gzwrite(z, buf, (unsigned)n) != (int)n)
-				err = -EIO;
-			continue;
-		}
-		for (ssize_t done = 0, w; done < n && !err; done += w)
-			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
-				err = -errno;
-	}
-	if (n < 0)
-		err = -errno;
+	err = pump(in, out, z);
 	if (z ? gzclose(z) != Z_OK : close(out))
 		err = err ? err : -EIO;
 	close(in);
