@@ -1482,7 +1482,11 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	json_processes(f, s, window);
 	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");
 
-	if (fflush(f) || ferror(f))
+	/* the write's own reason where it has one (ENOSPC on a full disk) */
+	errno = 0;
+	if (fflush(f))
+		err = -(errno ? errno : EIO);
+	else if (ferror(f))
 		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;

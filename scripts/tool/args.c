@@ -27,7 +27,11 @@ int out__close(FILE *f)
 {
 	int err = 0;
 
-	if (fflush(f) || ferror(f))
+	/* the write's own reason where it has one (ENOSPC on a full disk) */
+	errno = 0;
+	if (fflush(f))
+		err = -(errno ? errno : EIO);
+	else if (ferror(f))
 		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;

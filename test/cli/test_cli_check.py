@@ -258,6 +258,20 @@ def test_junit_and_markdown_reports(tmp_path):
     assert "| `gemm_f32` | 10 |" in text
 
 
+def test_reports_on_a_full_disk_say_so(tmp_path):
+    """A report that cannot be written says why in the write's own words: a full disk
+    is "No space left on device", not "Input/output error"; the check exits 2."""
+    trace, sj, _ = traced(tmp_path, "run", 2, 64)
+    for opt in ("--junit", "--markdown"):
+        p = gt(["check", opt, "/dev/full", sj, "device.kernels >= 1"], tmp_path)
+        assert p.returncode == 2, p.stderr
+        assert "gputrace check: cannot write /dev/full: No space left on device" in \
+            p.stderr.decode().splitlines(), p.stderr
+    p = gt(["summary", "--json", "/dev/full", trace], tmp_path)
+    assert "gputrace summary: cannot write /dev/full: No space left on device" in \
+        p.stderr.decode().splitlines(), p.stderr
+
+
 def test_checks_from_a_file(tmp_path):
     f = tmp_path / "checks.txt"
     f.write_text("# smoke checks\n\nlost == 0\n  kernel.count >= 1\nkernel.totl > 0ns\n")
