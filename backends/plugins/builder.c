@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -303,6 +304,30 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 	return row;
 }
 
+/*
+ * Times the trace can draw: CLOCK_MONOTONIC_RAW ns from an hour before the
+ * plug-in started to an hour from now. 0, a device's own ticks or an end of
+ * UINT64_MAX would stretch the trace over hours (or days) and take its sums
+ * past their range. -ERANGE, and one line per plug-in naming the first.
+ */
+#define TIMES_SLACK_NS (3600ull * 1000000000ull)
+
+static int builder__times(struct gputrace_builder *b, const char *name, uint64_t start,
+			  uint64_t end)
+{
+	uint64_t lo = b->opened_ns > TIMES_SLACK_NS ? b->opened_ns - TIMES_SLACK_NS : 1;
+	uint64_t hi = builder_now_ns() + TIMES_SLACK_NS;
+
+	if (start >= lo && end <= hi)
+		return 0;
+	if (!atomic_exchange(&b->times_said, true))
+		pr_err("plug-in %s: \"%s\" refused (-ERANGE): its time %" PRIu64 " ns (to %"
+		       PRIu64 ") is not CLOCK_MONOTONIC_RAW ns of this run (accepted: %" PRIu64
+		       " to %" PRIu64 ", api->now_ns() is the clock); said once",
+		       b->name, name, start, end, lo, hi);
+	return -ERANGE;
+}
+
 static int builder__event(gputrace_builder *handle, const struct gputrace_event *in, bool span)
 {
 	struct gputrace_builder *b = builder__get(handle);
@@ -320,6 +345,9 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 		return -EINVAL;
 	if (!(e.kind & b->kinds))
 		return 1;
+	rc = builder__times(b, e.name, e.start_ns, span ? e.end_ns : e.start_ns);
+	if (rc)
+		return rc;
 	if (e.row == GPUTRACE_ROW_HOST) {
 		if (e.tid < 0)
 			return -EINVAL;
@@ -380,6 +408,9 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 		return -EINVAL;
 	if (!(b->kinds & GPUTRACE_KIND_COUNTER))
 		return 1;
+	rc = builder__times(b, c.name, c.time_ns, c.time_ns);
+	if (rc)
+		return rc;
 	n = builder__args(c.values, c.nvalues, true, values);
 	if (n < 0)
 		return n;
@@ -429,6 +460,8 @@ void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds,
 	pthread_mutex_init(&b->rows_lock, NULL);
 	atomic_store_explicit(&b->nrows, 0, memory_order_relaxed);
 	b->limits_said = 0;
+	atomic_store(&b->times_said, false);
+	b->opened_ns = builder_now_ns();
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->kinds = kinds;
 	b->corr_ns = GT_CORR_NS_PLUGIN(index);

@@ -52,6 +52,8 @@ struct gputrace_builder {
 	pthread_mutex_t rows_lock; /* declarations only; lookups read rows lock-free */
 	_Atomic uint32_t nrows;
 	uint32_t limits_said; /* 1 << enum plugin_limit: its line was written */
+	_Atomic bool times_said; /* the line for times out of range was written */
+	uint64_t opened_ns; /* times an hour before are not the plug-in's */
 	struct plugin_row rows[PLUGIN_ROWS_MAX];
 };
 

@@ -714,8 +714,8 @@ static struct gputrace_event event(uint32_t kind, int32_t row, const char *name)
 	ev.kind = kind;
 	ev.row = row;
 	ev.name = name;
-	ev.start_ns = 1000;
-	ev.end_ns = 2000;
+	ev.start_ns = gt_clock_ns();
+	ev.end_ns = ev.start_ns + 1000;
 	return ev;
 }
 
@@ -889,6 +889,7 @@ START_TEST(builder_refusals)
 	c.name = "c";
 	c.values = args;
 	c.nvalues = 1;
+	c.time_ns = gt_clock_ns();
 	args[0] = gputrace_arg_u64("v", 1);
 	ck_assert_int_eq(api->counter(b, &c), 0);
 	c.row = q;
@@ -912,6 +913,54 @@ START_TEST(builder_refusals)
 	ck_assert_uint_eq(recs[1].ev.track, gt_device_track(1));
 	ck_assert_uint_eq(recs[2].ev.end_ns, recs[2].ev.start_ns);
 	ck_assert_uint_eq(errors_logged(), 0);
+}
+END_TEST
+
+/* Times that are not this run's CLOCK_MONOTONIC_RAW (0, a device's own ticks, an end
+ * of UINT64_MAX) are refused with -ERANGE and one line per plug-in, naming the first:
+ * accepted, they stretched the trace over hours and the summary's sums overflowed
+ * (a span from 1 to UINT64_MAX summed as 1000 ns). */
+START_TEST(builder_times_out_of_range)
+{
+	struct gputrace_event ev;
+	struct gputrace_counter c;
+	struct gputrace_arg v = gputrace_arg_u64("v", 1);
+	uint64_t now;
+	int32_t dev, q;
+
+	start_capture(GT_KIND_ALL);
+	dev = api->device(b, "NPU 0");
+	q = api->queue(b, dev, "q", 0);
+	now = gt_clock_ns();
+	ev = event(GPUTRACE_KIND_KERNEL, q, "zero");
+	ev.start_ns = 0;
+	ck_assert_int_eq(api->span(b, &ev), -ERANGE);
+	ck_assert_int_eq(api->instant(b, &ev), -ERANGE);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "to the end of time");
+	ev.end_ns = UINT64_MAX;
+	ck_assert_int_eq(api->span(b, &ev), -ERANGE);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "a day ahead");
+	ev.start_ns = now + 86400ull * 1000000000ull;
+	ev.end_ns = ev.start_ns + 10;
+	ck_assert_int_eq(api->span(b, &ev), -ERANGE);
+	GPUTRACE_INIT(c);
+	c.row = dev;
+	c.name = "c";
+	c.values = &v;
+	c.nvalues = 1;
+	ck_assert_int_eq(api->counter(b, &c), -ERANGE);
+	/* a minute ago and now are this run's */
+	ev = event(GPUTRACE_KIND_KERNEL, q, "ok");
+	ev.start_ns = now - 60ull * 1000000000ull;
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	c.time_ns = now;
+	ck_assert_int_eq(api->counter(b, &c), 0);
+	ck_assert_uint_eq(nrecs, 2);
+	if (log_count("refused (-ERANGE)", NULL) != 1)
+		dump_log();
+	ck_assert_uint_eq(log_count("refused (-ERANGE)", NULL), 1);
+	ck_assert_uint_eq(log_count("plug-in capture: \"zero\" refused (-ERANGE): its time 0 ns (to ",
+				    "is not CLOCK_MONOTONIC_RAW ns of this run (accepted: "), 1);
 }
 END_TEST
 
@@ -1299,6 +1348,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(builder, builder_rows_full);
 	tcase_add_test(builder, builder_plugin_rows_full);
 	tcase_add_test(builder, builder_refusals);
+	tcase_add_test(builder, builder_times_out_of_range);
 	tcase_add_test(builder, builder_counter_kind_off);
 	tcase_add_test(builder, builder_sizes);
 	tcase_add_test(builder, builder_host_and_categories);
