@@ -562,7 +562,8 @@ static void set_start(struct gt_config *cfg, const char *var, const char *val)
 		bad(cfg, var, val, "paused or running");
 }
 
-/* Seconds, a decimal number (0.5, 30, 1e3) up to 30 days, to ns. */
+/* Seconds, a decimal number (0.5, 30, 1e3) up to 30 days, to ns; a time
+ * that is not 0 is 1 ns at least (1e-12 read as 0 meant "to the end"). */
 static int parse_seconds(const char *s, uint64_t *ns)
 {
 	char *end;
@@ -572,7 +573,7 @@ static int parse_seconds(const char *s, uint64_t *ns)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || *end || !(v >= 0) || v > 30.0 * 86400)
+	if (errno || *end || !(v >= 0) || v > 30.0 * 86400 || (v > 0 && v < 1e-9))
 		return -ERANGE;
 	*ns = (uint64_t)(v * 1e9 + 0.5);
 	return 0;
@@ -581,13 +582,13 @@ static int parse_seconds(const char *s, uint64_t *ns)
 static void set_delay(struct gt_config *cfg, const char *var, const char *val)
 {
 	if (parse_seconds(val, &cfg->delay_ns))
-		bad(cfg, var, val, "seconds from process start, a number from 0 to 2592000");
+		bad(cfg, var, val, "seconds from process start, 0 or a number from 1e-9 to 2592000");
 }
 
 static void set_duration(struct gt_config *cfg, const char *var, const char *val)
 {
 	if (parse_seconds(val, &cfg->duration_ns))
-		bad(cfg, var, val, "seconds a window lasts, a number from 0 (to the end) to 2592000");
+		bad(cfg, var, val, "seconds a window lasts, 0 (to the end) or a number from 1e-9 to 2592000");
 }
 
 /* A signal by name or number: RTMIN+N, RTMAX-N, USR1, USR2 (SIG prefix
