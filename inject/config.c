@@ -410,7 +410,7 @@ static void set_kineto_cycle_ms(struct gt_config *cfg, const char *var, const ch
 {
 	unsigned long long v;
 
-	if (!strcmp(val, "0") || !strcmp(val, "off"))
+	if (!strcmp(val, "0") || !strcasecmp(val, "off"))
 		cfg->kineto_cycle_ms = 0;
 	else if (parse_uint(val, 100, 3600000, &v))
 		bad(cfg, var, val, "0/off, or milliseconds from 100 to 3600000");
@@ -463,7 +463,7 @@ static void set_watchdog(struct gt_config *cfg, const char *var, const char *val
 {
 	unsigned long long ms;
 
-	if (!strcmp(val, "off")) {
+	if (!strcasecmp(val, "off")) {
 		cfg->watchdog_ms = 0;
 	} else if (parse_seconds_ms(val, &ms) || (ms && ms < 100)) {
 		bad(cfg, var, val, "off or 0, or seconds from 0.1 to 86400 (up to 3 decimals, e.g. 30 "
@@ -492,12 +492,15 @@ static void set_lossless(struct gt_config *cfg, const char *var, const char *val
 /* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
 static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 {
-	bool ok = *val && strlen(val) < sizeof(cfg->metrics);
+	bool ok = *val && strlen(val) < sizeof(cfg->metrics), named = false;
 
-	for (const char *p = val; ok && *p; p++)
+	for (const char *p = val; ok && *p; p++) {
 		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 		     strchr("_.-/:, ", *p);
-	if (!ok)
+		named |= !strchr(", ", *p);
+	}
+	/* "," or " ": no name at all, which asked for nothing */
+	if (!ok || !named)
 		bad(cfg, var, val,
 		    "a comma list of metric group or metric names (`gputrace metrics` lists them)");
 	else
@@ -554,9 +557,9 @@ static void set_telemetry_hz(struct gt_config *cfg, const char *var, const char 
 
 static void set_start(struct gt_config *cfg, const char *var, const char *val)
 {
-	if (!strcmp(val, "paused"))
+	if (!strcasecmp(val, "paused"))
 		cfg->start_paused = true;
-	else if (!strcmp(val, "running"))
+	else if (!strcasecmp(val, "running"))
 		cfg->start_paused = false;
 	else
 		bad(cfg, var, val, "paused or running");
@@ -600,7 +603,7 @@ static void set_capture_signal(struct gt_config *cfg, const char *var, const cha
 	unsigned long long n;
 	int sig = -1;
 
-	if (!strcmp(val, "off") || !strcmp(val, "0"))
+	if (!strcasecmp(val, "off") || !strcmp(val, "0"))
 		sig = 0;
 	else if (!strcasecmp(v, "USR1"))
 		sig = SIGUSR1;

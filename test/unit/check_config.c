@@ -201,6 +201,8 @@ static const struct {
 	{ "GPUTRACE_DURATION=nan", "GPUTRACE_DURATION" },
 	{ "GPUTRACE_DURATION=9e9", "GPUTRACE_DURATION" },
 	{ "GPUTRACE_DURATION=1e-12", "GPUTRACE_DURATION" }, /* not 0: "to the end" */
+	{ "GPUTRACE_METRICS=,", "GPUTRACE_METRICS" }, /* no name: nothing asked for */
+	{ "GPUTRACE_METRICS= , ", "GPUTRACE_METRICS" },
 	{ "GPUTRACE_DELAY=4e-10", "GPUTRACE_DELAY" },
 	{ "GPUTRACE_CAPTURE_RANGE=nvtx:", "GPUTRACE_CAPTURE_RANGE" },
 	{ "GPUTRACE_LOSSLESS=", "GPUTRACE_LOSSLESS" },
@@ -403,6 +405,25 @@ START_TEST(test_capture_values)
 }
 END_TEST
 
+/* Words in any case, as ON, YES and KERNEL always were: OFF, PAUSED and RUNNING
+ * were refused. */
+START_TEST(test_words_in_any_case)
+{
+	struct gt_config cfg;
+	char *env[] = { "GPUTRACE_START=PAUSED", "GPUTRACE_WATCHDOG=OFF",
+			"GPUTRACE_KINETO_CYCLE_MS=Off", "GPUTRACE_CAPTURE_SIGNAL=OFF", NULL };
+	char *env2[] = { "GPUTRACE_START=Running", NULL };
+
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert(cfg.start_paused);
+	ck_assert_uint_eq(cfg.watchdog_ms, 0);
+	ck_assert_uint_eq(cfg.kineto_cycle_ms, 0);
+	ck_assert_int_eq(cfg.capture_signal, 0);
+	ck_assert_int_eq(parse(&cfg, env2), 0);
+	ck_assert(!cfg.start_paused);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -410,6 +431,7 @@ static Suite *config_suite(void)
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_good_values);
+	tcase_add_test(tc, test_words_in_any_case);
 	tcase_add_test(tc, test_backends_none_and_stacks_on);
 	tcase_add_test(tc, test_lossless_values);
 	tcase_add_test(tc, test_flight_recorder_values);
