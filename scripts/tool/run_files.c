@@ -39,6 +39,37 @@ static void absolute(char *out, size_t len, const char *path)
 		run__usage_error("'%s': the path is too long", path);
 }
 
+/* path with each '%' doubled: a literal part of a template the library
+ * expands (a folder named "run%pdir" is no pid code) */
+static int escape_percent(char *out, size_t len, const char *path)
+{
+	size_t n = 0;
+
+	for (const char *p = path; *p; p++) {
+		if (n + 2 + (*p == '%') > len)
+			return -ENAMETOOLONG;
+		if (*p == '%')
+			out[n++] = '%';
+		out[n++] = *p;
+	}
+	if (!len)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return 0;
+}
+
+/* A template made absolute: the current folder's path, escaped, before it. */
+static void absolute_template(char *out, size_t len, const char *tmpl)
+{
+	char cwd[PATH_MAX], escaped[2 * PATH_MAX];
+
+	if (tmpl[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", tmpl);
+	else if (escape_percent(escaped, sizeof(escaped), cwd) ||
+		 snprintf(out, len, "%s/%s", escaped, tmpl) >= (int)len)
+		run__usage_error("'%s': the path is too long", tmpl);
+}
+
 static bool has_pid_code(const char *tmpl)
 {
 	for (const char *p = tmpl; *p; p++)
@@ -154,7 +185,7 @@ void run__plan_outputs(struct run *r)
 	}
 	if (r->per_process) {
 		/* each process names its own file: the template, absolute */
-		absolute(r->child_output, sizeof(r->child_output), r->tmpl);
+		absolute_template(r->child_output, sizeof(r->child_output), r->tmpl);
 		absolute(r->out, sizeof(r->out), expanded);
 		check_folder("-o", r->out);
 		r->out[0] = 0;
@@ -178,6 +209,8 @@ void run__plan_outputs(struct run *r)
 /* The folders: the state (private), and where the processes write. */
 void run__make_folders(struct run *r)
 {
+	char parts[2 * PATH_MAX];
+
 	make_state(r);
 	if (r->per_process)
 		return;
@@ -191,9 +224,10 @@ void run__make_folders(struct run *r)
 		r->parts_made = false; /* the user's: kept */
 	/* kept files follow OUT's compression; parts merged away stay plain
 	 * (writing gzip costs the traced process's writer 10x more) */
-	if (snprintf(r->child_output, sizeof(r->child_output), "%s/%%e-%%p.json%s", r->parts,
+	if (escape_percent(parts, sizeof(parts), r->parts) ||
+	    snprintf(r->child_output, sizeof(r->child_output), "%s/%%e-%%p.json%s", parts,
 		     r->keep_dir && ends_with(r->out, ".gz") ? ".gz" : "") >=
-	    (int)sizeof(r->child_output)) {
+		    (int)sizeof(r->child_output)) {
 		run__remove_state(r);
 		run__usage_error("%s: the path is too long", r->parts);
 	}

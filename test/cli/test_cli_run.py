@@ -316,3 +316,27 @@ def test_a_process_killed_before_its_trace_is_said(tmp_path):
             "trace (killed, or cut short while exiting, as when several threads call exit() "
             "at once): no trace written" in err.splitlines()
             or "  incomplete: 1 trace not closed" in err), err
+
+
+def cli_kernels(path):
+    return len([e for e in load_exact(path)["traceEvents"] if e.get("name") == "cli_kernel"])
+
+
+@pytest.mark.parametrize("folder", ["run%pdir", "pct%dir"])
+def test_a_percent_in_the_folder_is_no_code(tmp_path, folder):
+    """The current folder's '%' is part of the path the processes get as their
+    GPUTRACE_OUTPUT template, escaped: it was expanded (run%pdir became
+    run1234dir: the trace lost) or refused (pct%dir: the default used)."""
+    need(PLUGIN_DIR / "libclitest.so")
+    cwd = tmp_path / folder
+    cwd.mkdir()
+    for opts in (["-o", "t.json"], ["-o", "p-%p.json"], ["-o", "k.json", "--per-process", "k"]):
+        p = gputrace(["run", "--no-summary", *opts, "--plugin-path", PLUGIN_DIR, "--", "true"],
+                     cwd, env=plugin_env(3))
+        assert p.returncode == 0 and gputrace_lines(p.stderr) == [], (opts, p.stderr)
+    per_process = [f.name for f in cwd.glob("p-*.json")]
+    kept = list((cwd / "k").iterdir())
+    assert len(per_process) == 1 and len(kept) == 1, sorted(os.listdir(cwd))
+    assert [cli_kernels(f) for f in (cwd / "t.json", cwd / per_process[0], cwd / "k.json",
+                                     kept[0])] == [3, 3, 3, 3]
+    assert sorted(os.listdir(cwd)) == sorted(["t.json", per_process[0], "k.json", "k"])
