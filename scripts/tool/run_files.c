@@ -94,6 +94,17 @@ static void check_folder(const char *opt, const char *path)
 		run__usage_error("%s %s: cannot write in %s: %s", opt, path, dir, strerror(errno));
 }
 
+/* A folder to write in: itself where it is there, else the one it is made in. */
+static void check_dir(const char *opt, const char *given, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		check_folder(opt, dir);
+	else if (access(dir, W_OK | X_OK))
+		run__usage_error("%s %s: cannot write in %s: %s", opt, given, dir, strerror(errno));
+}
+
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) && errno != ENOENT;
@@ -199,7 +210,7 @@ void run__plan_outputs(struct run *r)
 		check_folder("-o", r->out);
 	if (r->keep_dir) {
 		absolute(r->parts, sizeof(r->parts), r->keep_dir);
-		check_folder("--per-process", r->parts);
+		check_dir("--per-process", r->keep_dir, r->parts);
 	} else if (!r->out_special &&
 		   snprintf(r->parts, sizeof(r->parts), "%s.parts", r->out) >= (int)sizeof(r->parts)) {
 		run__usage_error("-o %s: the path is too long", r->out);

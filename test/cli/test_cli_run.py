@@ -8,7 +8,10 @@ import zlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -340,3 +343,32 @@ def test_a_percent_in_the_folder_is_no_code(tmp_path, folder):
     assert [cli_kernels(f) for f in (cwd / "t.json", cwd / per_process[0], cwd / "k.json",
                                      kept[0])] == [3, 3, 3, 3]
     assert sorted(os.listdir(cwd)) == sorted(["t.json", per_process[0], "k.json", "k"])
+
+
+def test_per_process_folder_that_takes_no_files_is_refused(tmp_path):
+    """--per-process DIR that is there but not writable is refused before CMD
+    runs, as -o and --summary-json in such a folder are: each process failed
+    to write its trace into it, and the whole run's trace was lost."""
+    need(PLUGIN_DIR / "libclitest.so")
+    as_user = []
+    if os.geteuid() == 0:  # root writes in a mode 555 folder: run as nobody
+        need("/usr/bin/setpriv")
+        as_user = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        tmp_path = Path(tempfile.mkdtemp(prefix="gt-ro-", dir="/tmp"))
+        tmp_path.chmod(0o777)
+    try:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        p = subprocess.run(as_user + [str(SCRIPT), "run", "--no-summary", "-o", "x.json",
+                                      "--per-process", "ro", "--plugin-path", str(PLUGIN_DIR),
+                                      "--", "touch", "ran"],
+                           cwd=str(tmp_path), env=plugin_env(3), capture_output=True, timeout=30)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.decode().splitlines() == [
+            f"gputrace: --per-process ro: cannot write in {ro}: Permission denied",
+            "Try 'gputrace --help'."], p.stderr
+        assert sorted(os.listdir(tmp_path)) == ["ro"] and os.listdir(ro) == []
+    finally:
+        if as_user:
+            shutil.rmtree(tmp_path)
