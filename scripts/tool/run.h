@@ -58,6 +58,7 @@ struct run {
 	bool unreachable;            /* CMD preload cannot reach: said before it ran */
 	/* what was asked */
 	const char *tmpl;            /* -o */
+	bool tmpl_from_env;          /* ... given as GPUTRACE_OUTPUT, not -o */
 	const char *keep_dir;        /* --per-process */
 	const char *summary_json;    /* --summary-json */
 	const char *stacks;          /* --stacks depth, "on" or "off" */

@@ -78,9 +78,11 @@ static bool has_pid_code(const char *tmpl)
 	return false;
 }
 
-/* The folder of path must exist and take new files. */
+/* The folder of path must exist and take new files; opt names what gave
+ * path: an option ("-o"), or a variable ("GPUTRACE_OUTPUT=") */
 static void check_folder(const char *opt, const char *path)
 {
+	const char *sep = opt[strlen(opt) - 1] == '=' ? "" : " ";
 	char dir[PATH_MAX];
 	char *slash;
 
@@ -91,7 +93,8 @@ static void check_folder(const char *opt, const char *path)
 	else if (slash)
 		*slash = 0;
 	if (access(dir, W_OK | X_OK))
-		run__usage_error("%s %s: cannot write in %s: %s", opt, path, dir, strerror(errno));
+		run__usage_error("%s%s%s: cannot write in %s: %s", opt, sep, path, dir,
+				 strerror(errno));
 }
 
 /* A folder to write in: itself where it is there, else the one it is made in. */
@@ -156,8 +159,28 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* GPUTRACE_OUTPUT is a folder: the run's trace in it, under the run's default
+ * name, said in one line, as the library takes a folder under LD_PRELOAD */
+static void in_folder(struct run *r, uint64_t start)
+{
+	char name[PATH_MAX];
+	size_t n = strlen(r->out);
+
+	while (n > 1 && r->out[n - 1] == '/')
+		n--;
+	if (config__expand_output(DEFAULT_OUTPUT, name, sizeof(name), (int)getpid(),
+				  base_name(r->cmd[0]), start) ||
+	    snprintf(r->out + n, sizeof(r->out) - n, "%s%s", n > 1 ? "/" : "", name) >=
+		    (int)(sizeof(r->out) - n))
+		run__usage_error("GPUTRACE_OUTPUT=%s: the path is too long", r->tmpl);
+	fprintf(stderr, WHO ": GPUTRACE_OUTPUT='%s' is a folder, not a file name or template "
+		"(such as trace-%%t.json): writing %s\n", r->tmpl, r->out);
+}
+
 void run__plan_outputs(struct run *r)
 {
+	/* a GPUTRACE_OUTPUT of the environment is named as such, not as an -o never given */
+	const char *opt = r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o ";
 	const char *accepted = NULL;
 	char expanded[PATH_MAX], json[PATH_MAX];
 	uint64_t start = (uint64_t)time(NULL) * 1000000000ull;
@@ -165,7 +188,7 @@ void run__plan_outputs(struct run *r)
 	int err;
 
 	if (config__check("GPUTRACE_OUTPUT", r->tmpl, &accepted))
-		run__usage_error("-o '%s' is not valid: expected %s", r->tmpl, accepted);
+		run__usage_error("%s'%s' is not valid: expected %s", opt, r->tmpl, accepted);
 	r->per_process = has_pid_code(r->tmpl);
 	if (r->per_process && r->keep_dir)
 		run__usage_error("give either --per-process DIR or an -o template with %%p, not both");
@@ -173,7 +196,7 @@ void run__plan_outputs(struct run *r)
 	err = config__expand_output(r->tmpl, expanded, sizeof(expanded), (int)getpid(),
 				    base_name(r->cmd[0]), start);
 	if (err)
-		run__usage_error("-o '%s': %s", r->tmpl, strerror(-err));
+		run__usage_error("%s'%s': %s", opt, r->tmpl, strerror(-err));
 	if (r->summary_json) {
 		/* a template too, expanded as OUT is */
 		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
@@ -198,22 +221,25 @@ void run__plan_outputs(struct run *r)
 		/* each process names its own file: the template, absolute */
 		absolute_template(r->child_output, sizeof(r->child_output), r->tmpl);
 		absolute(r->out, sizeof(r->out), expanded);
-		check_folder("-o", r->out);
+		check_folder(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out);
 		r->out[0] = 0;
 		return;
 	}
 	absolute(r->out, sizeof(r->out), expanded);
-	if (!stat(r->out, &st) && S_ISDIR(st.st_mode))
-		run__usage_error("-o %s: is a folder; give a file name", r->out);
+	if (!stat(r->out, &st) && S_ISDIR(st.st_mode)) {
+		if (!r->tmpl_from_env)
+			run__usage_error("-o %s: is a folder; give a file name", r->out);
+		in_folder(r, start);
+	}
 	r->out_special = !stat(r->out, &st) && !S_ISREG(st.st_mode);
 	if (!r->out_special)
-		check_folder("-o", r->out);
+		check_folder(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out);
 	if (r->keep_dir) {
 		absolute(r->parts, sizeof(r->parts), r->keep_dir);
 		check_dir("--per-process", r->keep_dir, r->parts);
 	} else if (!r->out_special &&
 		   snprintf(r->parts, sizeof(r->parts), "%s.parts", r->out) >= (int)sizeof(r->parts)) {
-		run__usage_error("-o %s: the path is too long", r->out);
+		run__usage_error("%s%s: the path is too long", opt, r->out);
 	}
 }
 

@@ -236,8 +236,10 @@ void run__read_env(struct run *r, struct gt_config *env)
 void run__env_defaults(struct run *r, const struct gt_config *env)
 {
 	if (!r->tmpl && getenv("GPUTRACE_OUTPUT") &&
-	    !config__check("GPUTRACE_OUTPUT", getenv("GPUTRACE_OUTPUT"), NULL))
+	    !config__check("GPUTRACE_OUTPUT", getenv("GPUTRACE_OUTPUT"), NULL)) {
 		r->tmpl = getenv("GPUTRACE_OUTPUT");
+		r->tmpl_from_env = true;
+	}
 	if (!r->tmpl)
 		r->tmpl = DEFAULT_OUTPUT;
 	if (!env->summary)

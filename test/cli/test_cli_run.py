@@ -372,3 +372,32 @@ def test_per_process_folder_that_takes_no_files_is_refused(tmp_path):
     finally:
         if as_user:
             shutil.rmtree(tmp_path)
+
+
+def test_output_variable_naming_a_folder(tmp_path):
+    """GPUTRACE_OUTPUT in run's environment is taken as the library takes it:
+    a folder gets the trace in it under the default name, with one line (it
+    was refused as "-o DIR: is a folder", an -o never given, and CMD not run);
+    a folder that is not there is refused naming the variable."""
+    need(PLUGIN_DIR / "libclitest.so")
+    for value in ("outdir", "slash/"):
+        (tmp_path / value).mkdir()
+        p = gputrace(["run", "--no-summary", "--plugin-path", PLUGIN_DIR, "--", "true"],
+                     tmp_path, env=plugin_env(3, {"GPUTRACE_OUTPUT": value}))
+        assert p.returncode == 0, p.stderr
+        lines = gputrace_lines(p.stderr)
+        assert len(lines) == 1 and re.fullmatch(
+            re.escape(f"gputrace: GPUTRACE_OUTPUT='{value}' is a folder, not a file name or "
+                      f"template (such as trace-%t.json): writing {tmp_path}/{value.rstrip('/')}/") +
+            r"gputrace-true-\d{8}T\d{6}Z\.json", lines[0]), lines
+        written = lines[0].rsplit(" ", 1)[1]
+        assert os.listdir(tmp_path / value) == [os.path.basename(written)]
+        assert cli_kernels(written) == 3
+    assert sorted(os.listdir(tmp_path)) == ["outdir", "slash"]
+    p = gputrace(["run", "--no-summary", "--plugin-path", PLUGIN_DIR, "--", "touch", "ran"],
+                 tmp_path, env=plugin_env(3, {"GPUTRACE_OUTPUT": "missing/t.json"}))
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines()[0] == (
+        f"gputrace: GPUTRACE_OUTPUT={tmp_path}/missing/t.json: cannot write in "
+        f"{tmp_path}/missing: No such file or directory")
+    assert sorted(os.listdir(tmp_path)) == ["outdir", "slash"]
