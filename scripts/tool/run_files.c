@@ -177,6 +177,21 @@ static void in_folder(struct run *r, uint64_t start)
 		"(such as trace-%%t.json): writing %s\n", r->tmpl, r->out);
 }
 
+/* OUT's name with suffix, beside it; where that name is too long for a
+ * folder (NAME_MAX), short instead: a valid OUT must not fail for it. */
+static int beside_out(const struct run *r, const char *suffix, const char *short_name,
+		      char *out, size_t len)
+{
+	const char *base = base_name(r->out);
+	int n;
+
+	if (strlen(base) + strlen(suffix) <= NAME_MAX)
+		n = snprintf(out, len, "%s%s", r->out, suffix);
+	else
+		n = snprintf(out, len, "%.*s%s", (int)(base - r->out), r->out, short_name);
+	return n >= (int)len ? -ENAMETOOLONG : 0;
+}
+
 void run__plan_outputs(struct run *r)
 {
 	/* a GPUTRACE_OUTPUT of the environment is named as such, not as an -o never given */
@@ -237,9 +252,12 @@ void run__plan_outputs(struct run *r)
 	if (r->keep_dir) {
 		absolute(r->parts, sizeof(r->parts), r->keep_dir);
 		check_dir("--per-process", r->keep_dir, r->parts);
-	} else if (!r->out_special &&
-		   snprintf(r->parts, sizeof(r->parts), "%s.parts", r->out) >= (int)sizeof(r->parts)) {
-		run__usage_error("%s%s: the path is too long", opt, r->out);
+	} else if (!r->out_special) {
+		char short_name[64];
+
+		snprintf(short_name, sizeof(short_name), "gputrace-%d.parts", (int)getpid());
+		if (beside_out(r, ".parts", short_name, r->parts, sizeof(r->parts)))
+			run__usage_error("%s%s: the path is too long", opt, r->out);
 	}
 }
 
@@ -594,9 +612,16 @@ int run__make_trace(struct run *r)
 		return 0;
 	if (r->out_special)
 		snprintf(tmp, sizeof(tmp), "%s/trace%s", r->state, out_gz ? ".json.gz" : ".json");
-	else if (snprintf(tmp, sizeof(tmp), "%s.gputrace-%d%s", r->out, (int)getpid(),
-			  out_gz ? ".gz" : "") >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
+	else {
+		char suffix[64], short_name[64];
+
+		snprintf(suffix, sizeof(suffix), ".gputrace-%d%s", (int)getpid(),
+			 out_gz ? ".gz" : "");
+		snprintf(short_name, sizeof(short_name), ".gputrace-%d.json%s", (int)getpid(),
+			 out_gz ? ".gz" : "");
+		if ((err = beside_out(r, suffix, short_name, tmp, sizeof(tmp))))
+			return err;
+	}
 	if (r->ntraces == 1 && (out_gz || !ends_with(r->traces[0], ".gz"))) {
 		if ((err = copy_trace(r->traces[0], tmp)))
 			return err;

@@ -401,3 +401,18 @@ def test_output_variable_naming_a_folder(tmp_path):
         f"gputrace: GPUTRACE_OUTPUT={tmp_path}/missing/t.json: cannot write in "
         f"{tmp_path}/missing: No such file or directory")
     assert sorted(os.listdir(tmp_path)) == ["outdir", "slash"]
+
+
+def test_a_long_output_name_is_not_refused_for_its_parts_folder(tmp_path):
+    """An -o name of 251 bytes is valid, but OUT.parts (and the merge's
+    OUT.gputrace-PID) is not: the run used to refuse it ("cannot make the
+    folder ...: File name too long"); the parts go in a short-named folder."""
+    need(PLUGIN_DIR / "libclitest.so")
+    name = "y" * 246 + ".json"
+    p = gputrace(["run", "--no-summary", "-o", name, "--plugin-path", PLUGIN_DIR, "--",
+                  "sh", "-c", "sh -c true; sh -c true"], tmp_path, env=plugin_env(3))
+    assert p.returncode == 0 and gputrace_lines(p.stderr) == [], p.stderr
+    assert os.listdir(tmp_path) == [name]  # no parts folder, no temporary file left
+    t = load_exact(tmp_path / name)
+    assert t["gputrace"]["merged"] is True and len(t["gputrace"]["inputs"]) == 3
+    assert cli_kernels(tmp_path / name) == 9
