@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -240,9 +241,16 @@ int cmd_run(int argc, char **argv)
 	r.unreachable = reach__warn(r.cmd[0]);
 	err = sup__spawn(&r.sup, r.cmd, cmd_env);
 	if (err) {
-		/* as a shell says it: 127 not found, 126 found but not runnable */
+		struct stat st;
+
+		/* as a shell says it: 127 not found, 126 found but not runnable
+		 * (a folder: EACCES, which said "Permission denied") */
 		fprintf(stderr, WHO ": %s: %s\n", r.cmd[0],
-			err == -ENOENT ? "not found" : strerror(-err));
+			err == -ENOENT ? "not found"
+			: err == -EACCES && strchr(r.cmd[0], '/') && !stat(r.cmd[0], &st) &&
+					S_ISDIR(st.st_mode)
+				? "is a folder, not a program"
+				: strerror(-err));
 		if (r.parts_made)
 			rmdir(r.parts);
 		run__remove_state(&r);

@@ -114,14 +114,16 @@ def test_library_found_next_to_the_script(tmp_path):
 
 @pytest.mark.parametrize("cmd,status,reason", [("/nonexistent", 127, "not found"),
                                                ("no-such-program-anywhere", 127, "not found"),
-                                               ("./not-executable", 126, "Permission denied")])
+                                               ("./not-executable", 126, "Permission denied"),
+                                               ("./folder", 126, "is a folder, not a program")])
 def test_command_not_found(tmp_path, cmd, status, reason):
     (tmp_path / "not-executable").write_text("echo hi\n")
+    (tmp_path / "folder").mkdir()
     p = gputrace(["run", "--", cmd, "arg"], tmp_path, env=gt_env({"TMPDIR": str(tmp_path)}))
     assert p.returncode == status
     # as a shell says it, and nothing else: no script path, no line number
     assert p.stderr.decode() == f"gputrace: {cmd}: {reason}\n"
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["not-executable"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["folder", "not-executable"]
 
 
 def test_symlinked_command_finds_its_library(tmp_path):
