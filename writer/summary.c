@@ -361,12 +361,19 @@ static bool is_cat(const char *cat, const char *want)
 	return cat && !strcmp(cat, want);
 }
 
+bool summary__is_wait(const struct summary_span *sp)
+{
+	return sp->device && (is_cat(sp->cat, "cuda_sync") || is_cat(sp->cat, "gpu_sync"));
+}
+
 /* The process's own rows: its kernels, calls, copies and devices. */
 static void proc__add(struct summary *s, struct proc *p, const struct summary_span *sp)
 {
 	struct row *r;
 
 	p->spans++;
+	if (summary__is_wait(sp))
+		return;
 	if (sp->device) {
 		r = table__get_for(s, &p->devices, sp, sp->device);
 		if (r) {
@@ -450,8 +457,8 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		s->last_ns = end;
 	s->spans++;
 
-	/* A queue waiting on an event (a gpu_sync span) is not busy. */
-	if (sp->device && is_cat(sp->cat, "gpu_sync"))
+	/* A queue waiting on an event, a host waiting on a stream: not busy. */
+	if (summary__is_wait(sp))
 		return;
 	if (sp->device) {
 		add_to_ranges(s, sp);

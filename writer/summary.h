@@ -8,6 +8,7 @@
 #ifndef GPUTRACE_SUMMARY_H
 #define GPUTRACE_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -65,6 +66,9 @@ struct summary_hints {
 struct summary *summary__new(void);
 void summary__free(struct summary *s);
 void summary__add(struct summary *s, const struct summary_span *span);
+/* A device span that is a wait (CUDA's cuda_sync, Level Zero's gpu_sync
+ * spans), not work: no busy time, no span of its device. */
+bool summary__is_wait(const struct summary_span *span);
 /* Host calls of one name, added at once (sp: the first's start, its name,
  * category and process; the rest from c): as many summary__add calls. */
 struct summary_calls {

@@ -166,7 +166,7 @@ static void span(void *ctx, const struct summary_span *sp)
 	struct rep *rp = ctx;
 	struct tl_dev *d = NULL;
 
-	if (!sp->device || !sp->dur_ns)
+	if (!sp->device || !sp->dur_ns || summary__is_wait(sp))
 		return;
 	if (!rp->bucket_ns) /* pass 1 has found the window by now */
 		rp->bucket_ns = (double)(rp->r.window_end_ns - rp->r.window_start_ns) / BUCKETS;

@@ -126,6 +126,8 @@ def expected_summary(trace):
         pid = int(e["pid"])
         args = e.get("args") or {}
         proc = procs[owners[pid]] if pid in owners else None
+        if pid not in hosts and e.get("cat") in ("cuda_sync", "gpu_sync"):
+            continue  # a wait on a device row: not work, not busy
         if pid not in hosts:
             devices[names.get(pid, f"pid {pid}")].append((start, start + dur))
             if proc is not None:

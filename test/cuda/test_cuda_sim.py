@@ -479,6 +479,32 @@ def test_clock_step_detected(tmp_path, step):
     assert "clamped" not in adjusted
 
 
+def test_device_busy_is_work_not_sync_waits(tmp_path):
+    """10 kernels of 20 us, each waited for by cudaStreamSynchronize, 2 ms apart: the
+    device was busy 200 us in 10 spans. The host's waits (cuda_sync spans on the
+    device's sync row) are not device work: they had added their time (the
+    summaries at exit and of the trace, the process's row, the report's timeline)."""
+    summary = tmp_path / "summary.json"
+    r = sim_run([APP, "clock", "10", "2"], tmp_path, env={"GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.returncode == 0, r.stderr
+    trace = load_exact(r.trace_path)
+    assert [ns(k["dur"]) for k in xs(trace, "kernel")] == [20000] * 10
+    assert len(xs(trace, "cuda_sync")) == 10
+    tool = gputrace_tool(["summary", "--json", "-", r.trace_path])
+    assert tool.returncode == 0, tool.stderr
+    for s in (json.loads(summary.read_text()), json.loads(tool.stdout)):
+        (dev,) = s["devices"]
+        assert (dev["spans"], dev["busy_ns"], dev["span_total_ns"]) == (10, 200000, 200000)
+        assert [d["busy_ns"] for p in s["processes"] for d in p["devices"]] == [200000]
+    html = tmp_path / "report.html"
+    tool = gputrace_tool(["report", r.trace_path, "-o", html])
+    assert tool.returncode == 0, tool.stderr
+    text = html.read_text()
+    assert re.findall(r'data-busy-ns="(\d+)"', text) == ["200000"]
+    buckets = [float(b) for b in re.findall(r' data-busy="([0-9.]+)"', text)]
+    assert sum(buckets) == pytest.approx(200000, abs=1.0)
+
+
 def test_clamped_records_counted(tmp_path):
     """The device clock jumps 400 us ahead: CUPTI's own conversion (through its
     latest calibration pairs) puts the kernels before the jump up to 400 us early,
