@@ -330,12 +330,31 @@ static void emit_slot(struct ev_slot *s)
 
 	if (start < *last_end && *last_end - start <= s->slack)
 		start = *last_end;
-	uint64_t end = start + s->dur;
+	uint64_t end = start + s->dur, late = 0;
+	int64_t moved = 0; /* the start's correction: later > 0, earlier < 0 */
 	if (start < s->host_start) {
-		/* the reference's uncertainty: never before the launch began (counted) */
-		a[n++] = gt_clamped_arg(s->host_start - start);
+		/* the reference's uncertainty: never before the launch began */
+		moved = (int64_t)(s->host_start - start);
 		end += s->host_start - start;
 		start = s->host_start;
+	}
+	if (s->li.done_by && end > s->li.done_by) {
+		/* nor after the synchronous call it ended in returned: moved back,
+		 * not before the call began, and cut there if still longer */
+		uint64_t back = start - s->host_start;
+
+		late = end - s->li.done_by;
+		back = back < late ? back : late;
+		start -= back;
+		end = end - back < s->li.done_by ? end - back : s->li.done_by;
+		moved -= (int64_t)back;
+	}
+	if (moved || late) { /* counted, and marked on the span */
+		uint64_t most = moved > 0 && (uint64_t)moved > late ? (uint64_t)moved : late;
+
+		gt_adjust_add(GT_S_ADJUST_CLAMPED, 1, most);
+		a[n++] = (struct gt_arg){ .key = GT_S_ARG_CLAMPED_NS, .type = GT_ARG_I64,
+					  .v.i = moved };
 	}
 	if (end > *last_end)
 		*last_end = end;

@@ -36,7 +36,7 @@ struct gt_dim3 {             /* dim3: passed by value */
 };
 #define RT_NO_RUNTIME 35     /* cudaErrorInsufficientDriver: no libcudart behind us */
 
-enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER };
+enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER, W_COPY_SYNC };
 #define RT_FOLD 0x1
 #define RT_RANGE_BEGIN 0x2 /* --capture-range cudaProfilerApi: a window opens before it */
 #define RT_RANGE_END   0x4 /* and closes after it */
@@ -129,19 +129,19 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	  W_KERNEL, 0, launch_config_stream(cfg), 0, 0, f)                                  \
 	L(cudaLaunchKernelExC_ptsz, (const void *cfg, const void *f, void **a), (cfg, f, a), \
 	  W_KERNEL, 1, launch_config_stream(cfg), 0, 0, f)                                  \
-	L(cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY, 0, NULL, \
-	  n, k, NULL)                                                                       \
-	L(cudaMemcpy_ptds, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY, 1, \
+	L(cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY_SYNC, 0, \
 	  NULL, n, k, NULL)                                                                 \
+	L(cudaMemcpy_ptds, (void *d, const void *s, size_t n, int k), (d, s, n, k),         \
+	  W_COPY_SYNC, 1, NULL, n, k, NULL)                                                 \
 	L(cudaMemcpyAsync, (void *d, const void *s, size_t n, int k, void *st),             \
 	  (d, s, n, k, st), W_COPY, 0, st, n, k, NULL)                                      \
 	L(cudaMemcpyAsync_ptsz, (void *d, const void *s, size_t n, int k, void *st),        \
 	  (d, s, n, k, st), W_COPY, 1, st, n, k, NULL)                                      \
 	L(cudaMemcpy2D, (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k), \
-	  (d, dp, s, sp, w, h, k), W_COPY, 0, NULL, w * h, k, NULL)                         \
+	  (d, dp, s, sp, w, h, k), W_COPY_SYNC, 0, NULL, w * h, k, NULL)                    \
 	L(cudaMemcpy2D_ptds,                                                                \
 	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k),        \
-	  (d, dp, s, sp, w, h, k), W_COPY, 1, NULL, w * h, k, NULL)                         \
+	  (d, dp, s, sp, w, h, k), W_COPY_SYNC, 1, NULL, w * h, k, NULL)                    \
 	L(cudaMemcpy2DAsync,                                                                \
 	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k, void *st), \
 	  (d, dp, s, sp, w, h, k, st), W_COPY, 0, st, w * h, k, NULL)                       \
@@ -153,13 +153,13 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	L(cudaMemcpyPeerAsync, (void *d, int dd, const void *s, int sd, size_t n, void *st), \
 	  (d, dd, s, sd, n, st), W_COPY_PEER, 0, st, n, 3, NULL)                            \
 	L(cudaMemcpyToSymbol, (const void *y, const void *s, size_t n, size_t o, int k),    \
-	  (y, s, n, o, k), W_COPY, 0, NULL, n, k, NULL)                                     \
+	  (y, s, n, o, k), W_COPY_SYNC, 0, NULL, n, k, NULL)                                \
 	L(cudaMemcpyToSymbol_ptds, (const void *y, const void *s, size_t n, size_t o, int k), \
-	  (y, s, n, o, k), W_COPY, 1, NULL, n, k, NULL)                                     \
+	  (y, s, n, o, k), W_COPY_SYNC, 1, NULL, n, k, NULL)                                \
 	L(cudaMemcpyFromSymbol, (void *d, const void *y, size_t n, size_t o, int k),        \
-	  (d, y, n, o, k), W_COPY, 0, NULL, n, k, NULL)                                     \
+	  (d, y, n, o, k), W_COPY_SYNC, 0, NULL, n, k, NULL)                                \
 	L(cudaMemcpyFromSymbol_ptds, (void *d, const void *y, size_t n, size_t o, int k),   \
-	  (d, y, n, o, k), W_COPY, 1, NULL, n, k, NULL)                                     \
+	  (d, y, n, o, k), W_COPY_SYNC, 1, NULL, n, k, NULL)                                \
 	L(cudaMemcpyToSymbolAsync,                                                          \
 	  (const void *y, const void *s, size_t n, size_t o, int k, void *st),              \
 	  (y, s, n, o, k, st), W_COPY, 0, st, n, k, NULL)                                   \
@@ -241,7 +241,7 @@ static const void *kernel_host(const void *kernel)
 /* ---- the span of one call ---- */
 
 struct rt_call {
-	uint64_t start, corr;
+	uint64_t start, end, corr;
 	uint32_t name;
 	bool launch, events;
 	bool armed; /* inside the real call: see rt_unwound */
@@ -304,7 +304,7 @@ static void rt_after(struct rt_call *c)
 
 static void rt_end(struct rt_call *c, cuda_err r)
 {
-	uint64_t end = gt_clock_ns();
+	uint64_t end = c->end = gt_clock_ns();
 	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
 	unsigned n = 1;
 
@@ -359,7 +359,7 @@ static void rt_unwound(struct rt_call *c)
 static uint32_t kernel_name_of(const void *func);
 
 static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t bytes, int kind,
-		      const void *func)
+		      const void *func, uint64_t call_end)
 {
 	static const char *const kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
 	static _Atomic uint32_t kind_ids[5], copy_ids[5];
@@ -373,7 +373,14 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 		break;
 	case W_COPY:
 	case W_COPY_PEER:
+	case W_COPY_SYNC:
 		kind = kind >= 0 && kind < 5 ? kind : 4;
+		/* A synchronous copy into host memory has completed when its call
+		 * returns (CUDA's "API synchronization behavior"); one into device
+		 * memory may return before its DMA ends, as a memset of it may
+		 * before it runs: theirs can end later. */
+		if (work == W_COPY_SYNC && (kind == 0 || kind == 2))
+			li->done_by = call_end;
 		li->cat = GT_S_CAT_GPU_MEMCPY;
 		if (!atomic_load(&kind_ids[kind])) {
 			snprintf(s, sizeof(s), "Memcpy %s", kinds[kind]);
@@ -566,7 +573,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 		gt_ext_corr_pop(gt_pushed);                                                 \
 		rt_end(&gt_c, gt_r);                                                        \
 		if (gt_token) {                                                             \
-			work_info(&gt_li, work, bytes, kind, func);                         \
+			work_info(&gt_li, work, bytes, kind, func, gt_c.end);               \
 			cupti__events_after(gt_token, gt_c.corr, gt_c.start, &gt_li);       \
 		}                                                                           \
 		rt_after(&gt_c);                                                            \

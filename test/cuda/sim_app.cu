@@ -32,6 +32,9 @@
 //                  kernel on pinned memory, synchronized
 //   streams N      N times: a stream created, a 64 ns kernel on it, synchronized,
 //                  destroyed (a server's stream per request)
+//   copies N       N rounds of synchronous calls: cudaMemcpy HtoD from pinned memory
+//                  (100000 bytes: 10000 ns), cudaMemset (50000 bytes: 5000 ns),
+//                  cudaMemcpy DtoH into pinned and into pageable memory (10000 ns each)
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -486,6 +489,23 @@ static int streams_mode(int n)
 	return 0;
 }
 
+static int copies_mode(int n)
+{
+	float *d, *pinned, *pageable = (float *)calloc(1, 100000);
+
+	CHECK(cudaMalloc(&d, 100000));
+	CHECK(cudaMallocHost(&pinned, 100000));
+	for (int i = 0; i < n; i++) {
+		CHECK(cudaMemcpy(d, pinned, 100000, cudaMemcpyHostToDevice));   // 10000 ns
+		CHECK(cudaMemset(d, 0, 50000));                                 // 5000 ns
+		CHECK(cudaMemcpy(pinned, d, 100000, cudaMemcpyDeviceToHost));   // 10000 ns
+		CHECK(cudaMemcpy(pageable, d, 100000, cudaMemcpyDeviceToHost)); // 10000 ns
+	}
+	printf("copies: %d rounds\n", n);
+	free(pageable);
+	return 0;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -551,6 +571,8 @@ int main(int argc, char **argv)
 		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "streams"))
 		return streams_mode(argc > 2 ? atoi(argv[2]) : 10);
+	if (!strcmp(mode, "copies"))
+		return copies_mode(argc > 2 ? atoi(argv[2]) : 3);
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

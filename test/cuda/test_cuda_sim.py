@@ -351,6 +351,33 @@ def test_without_cupti_events_time_the_launches(tmp_path):
     assert [e["name"] for e in xs(trace, "cuda_runtime")].count("__cudaLaunchKernel") == 5
 
 
+def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
+    """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
+    returns (CUDA's API synchronization behavior), but the events' reference put
+    every one 44 to 190 ns past its call's end. Each is now inside its call, the
+    move counted (adjusted.clamped) and marked (a negative args.clamped_ns); work
+    that may run past its call (HtoD, a memset of device memory) is not touched."""
+    r = sim_run([APP, "copies", "20"], tmp_path, env={"GPUTRACE_DISABLE_CUPTI": "1"})
+    assert (r.returncode, r.stdout) == (0, b"copies: 20 rounds\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    host = host_by_corr(trace)
+    work = device_work(trace)
+    assert collections.Counter(d["name"] for d in work) == \
+        {"Memcpy HtoD": 20, "Memset": 20, "Memcpy DtoH": 40}
+    # on an idle stream a span includes its call's host time before the work
+    expect = {"Memcpy HtoD": 10000, "Memset": 5000, "Memcpy DtoH": 10000}
+    assert all(ns(d["dur"]) >= expect[d["name"]] - 1 for d in work)
+    to_host = [d for d in work if d["name"] == "Memcpy DtoH"]
+    for d in to_host:
+        call = host[d["args"]["correlation"]]
+        assert call["name"] == "cudaMemcpy"
+        assert start(call) <= start(d) and end(d) <= end(call), (call, d)
+    moved = [d for d in work if "clamped_ns" in d["args"]]
+    assert all(d["name"] == "Memcpy DtoH" and d["args"]["clamped_ns"] < 0 for d in moved)
+    clamped = trace["gputrace"].get("adjusted", {}).get("clamped", {"count": 0})
+    assert int(clamped["count"]) == len(moved)
+
+
 # ---- two CUDA runtimes in one process ----
 
 @pytest.mark.sanitize
