@@ -771,11 +771,46 @@ void checkpoint__settle(void)
 		checkpoint_done(); /* a flight recorder's files are its dumps' */
 }
 
+/* The losses, by reason, into a summary. */
+static void summary_losses(struct summary *s)
+{
+	uint64_t full = ring_lost();
+
+	if (full)
+		summary__lost(s, "ring_full", full);
+	for (int i = 0; i < GT_LOST_REASONS && atomic_load(&gt_st.lost_reason[i]); i++)
+		if (atomic_load(&gt_st.lost_count[i]))
+			summary__lost(s, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
+				      atomic_load(&gt_st.lost_count[i]));
+}
+
+static void summary_hints(struct summary *s)
+{
+	summary__set_hints(s, &(struct summary_hints){ .more = "GPUTRACE_SUMMARY_JSON",
+						       .buffer = "GPUTRACE_BUFFER_KB=",
+						       .buffer_kb = gt_cfg.buffer_kb,
+						       .overflow = "GPUTRACE_OVERFLOW_MB=",
+						       .overflow_mb = gt_cfg.overflow_mb });
+}
+
+/* No summary kept (GPUTRACE_SUMMARY=0): a summary of the losses alone, made
+ * at exit, for their one line; none when nothing was lost. */
+static void print_lost_line_only(bool written)
+{
+	struct summary *s;
+
+	if (!lost_total(false, NULL) || !(s = summary__new()))
+		return;
+	summary_losses(s);
+	summary_hints(s);
+	summary__print_lost_line(s, stderr, written && W.out.path[0] ? W.out.path : NULL);
+	summary__free(s);
+}
+
 void checkpoint__summary(void)
 {
 	char json[PATH_MAX], host[256], rank[32];
 	struct summary_process me;
-	uint64_t full;
 	int err;
 	/* a file that failed before it held anything (/dev/full) is no trace,
 	 * as one that never opened: no summary names it */
@@ -786,17 +821,14 @@ void checkpoint__summary(void)
 	if (!checkpoint__anything(true) || gt_cfg.run_state[0] ||
 	    (gt_cap.controlled && !W.opened))
 		return;
-	if (!W.sum)
-		return; /* GPUTRACE_SUMMARY=0, no JSON: nothing at all (gputrace run
-			 * --no-summary says it when events were lost) */
+	if (!W.sum) {
+		/* GPUTRACE_SUMMARY=0, no JSON: one line all the same if events were
+		 * lost, as gputrace run --no-summary says it */
+		print_lost_line_only(written);
+		return;
+	}
 	events__summary_flush();
-	full = ring_lost();
-	if (full)
-		summary__lost(W.sum, "ring_full", full);
-	for (int i = 0; i < GT_LOST_REASONS && atomic_load(&gt_st.lost_reason[i]); i++)
-		if (atomic_load(&gt_st.lost_count[i]))
-			summary__lost(W.sum, gt_str_get(atomic_load(&gt_st.lost_reason[i]), NULL),
-				      atomic_load(&gt_st.lost_count[i]));
+	summary_losses(W.sum);
 	for (int i = 0; i < GT_ADJUST_REASONS && atomic_load(&gt_st.adjust_reason[i]); i++)
 		summary__adjusted(W.sum, gt_str_get(atomic_load(&gt_st.adjust_reason[i]), NULL),
 				  atomic_load(&gt_st.adjust_count[i]),
@@ -810,11 +842,7 @@ void checkpoint__summary(void)
 	me = this_process(host, sizeof(host), rank, sizeof(rank));
 	me.lost = lost_total(false, NULL);
 	summary__process(W.sum, &me);
-	summary__set_hints(W.sum, &(struct summary_hints){ .more = "GPUTRACE_SUMMARY_JSON",
-							   .buffer = "GPUTRACE_BUFFER_KB=",
-							   .buffer_kb = gt_cfg.buffer_kb,
-							   .overflow = "GPUTRACE_OVERFLOW_MB=",
-							   .overflow_mb = gt_cfg.overflow_mb });
+	summary_hints(W.sum);
 	if (gt_cfg.summary_json[0]) {
 		/* a template too: s-%p.json gives each process its own */
 		err = expand_path(gt_cfg.summary_json, json, sizeof(json));
@@ -828,4 +856,7 @@ void checkpoint__summary(void)
 	}
 	if (gt_cfg.summary && written)
 		summary__print(W.sum, stderr, W.out.path[0] ? W.out.path : NULL, W.out.size);
+	else if (!gt_cfg.summary) /* only the JSON: the losses' line all the same */
+		summary__print_lost_line(W.sum, stderr,
+					 written && W.out.path[0] ? W.out.path : NULL);
 }

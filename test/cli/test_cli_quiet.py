@@ -153,3 +153,30 @@ def test_lost_events_say_what_to_do_also_without_summary(tmp_path):
                   SPAWN, "leaf", "0"], tmp_path, env=env)
     assert "    a thread recorded faster than gputrace wrote: rerun with --buffer-kb 16 " \
         "(now 4 KiB per thread), or --lossless to make it wait\n" in p.stderr.decode()
+
+
+def test_lost_events_said_under_summary_0(tmp_path):
+    """Plain LD_PRELOAD with GPUTRACE_SUMMARY=0 (what gputrace run --no-summary
+    sets): one line all the same when events were lost, as the run's (it was
+    silent), with a summary JSON or without; nothing when none were."""
+    need(SPAWN)
+    for n, extra in enumerate(({}, {"GPUTRACE_SUMMARY_JSON": str(tmp_path / "s.json")})):
+        trace = tmp_path / f"t{n}.json"
+        env = traced_env({"GPUTRACE_OUTPUT": str(trace), "GPUTRACE_SUMMARY": "0",
+                          "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0", **extra},
+                         plugin="4000")
+        p = subprocess.run([SPAWN, "leaf", "0"], cwd=tmp_path, env=env, capture_output=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        lost = int(load_exact(trace)["gputrace"]["events_lost"])
+        assert lost > 0
+        assert gputrace_lines(p.stderr) == [
+            f"gputrace: {lost} events lost (ring_full {lost}) in {trace}; a thread recorded "
+            "faster than gputrace wrote: rerun with GPUTRACE_BUFFER_KB=16 (now 4 KiB per "
+            "thread), or GPUTRACE_LOSSLESS=1 to make it wait"], extra
+    trace = tmp_path / "t.json"
+    env = traced_env({"GPUTRACE_OUTPUT": str(trace), "GPUTRACE_SUMMARY": "0"}, plugin="4000")
+    p = subprocess.run([SPAWN, "leaf", "0"], cwd=tmp_path, env=env, capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0 and load_exact(trace)["gputrace"]["events_lost"] == 0
+    assert gputrace_lines(p.stderr) == []

@@ -894,7 +894,7 @@ def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
     r = sim_run([APP, "wait", "2000"], tmp_path, env=env)
     assert (r.returncode, r.stdout) == (0, b"waiting\ndone\n"), r.stderr
     path = tmp_path / "trace.watchdog.json"
-    (line,) = [l for l in gputrace_lines(r.stderr) if "watchdog" in l]
+    (line,) = [l for l in gputrace_lines(r.stderr) if l.startswith("gputrace: watchdog:")]
     assert line.endswith(f"report in {path}") and "cudaStreamSynchronize" in line
     assert sorted(p.name for p in tmp_path.iterdir() if "watchdog" in p.name) == [path.name]
     (blocked,) = json.loads(path.read_text())["blocked_threads"]
@@ -991,7 +991,9 @@ def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):
     assert [(p["device"], p["row"]) for p in pending[:2]] == [(dev_b, row_b)] * 2
     assert pending[2]["device"] == dev_b and pending[2]["row"] not in (row_a, row_b)
     assert pending[2]["row"].startswith("stream ")
-    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    # the watchdog's line, not the lost events' (the tmp folder's name says "watchdog" too)
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes())
+             if l.startswith("gputrace: watchdog:")]
     assert len(lines) == 1 and lines[0].endswith(f"report in {tmp_path / 'trace.watchdog.json'}")
 
 

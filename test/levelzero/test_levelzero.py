@@ -892,9 +892,9 @@ def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
     kernel timestamp read on a thread that does not block it: the program's, at its first
     immediate launch, which reads the regular list's 6 kernels and its own). The drain
     thread, whose last read needs that lock, does without it: the trace ends complete,
-    at once, and the 7 commands it could not read are counted lost, in one stderr line.
-    (It waited 3 s for the lock, then left the trace with no loss counted and a trailer
-    blaming the driver.)"""
+    at once, and the 7 commands it could not read are counted lost, in one stderr line,
+    then the line on lost events GPUTRACE_SUMMARY=0 prints. (It waited 3 s for the lock,
+    then left the trace with no loss counted and a trailer blaming the driver.)"""
     need(LZ / "ze_chain")
     r = run([LZ / "ze_chain", 6, 20000, 1, 1], tmp_path=tmp_path, timeout=60,
             env=sim_env({"ZE_SIM_SIGNAL_IN_QUERY": str(int(signal.SIGTERM))}))
@@ -902,7 +902,8 @@ def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
     lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
     assert lines == ["gputrace: the device's last records were not read: a thread stopped by "
                      "the signal holds the Level Zero backend's lock; 7 commands counted lost "
-                     "(ze_unread)"], r.stderr
+                     "(ze_unread)",
+                     f"gputrace: 7 events lost (ze_unread 7) in {r.trace_path}"], r.stderr
     trace = r.trace
     info = trace["gputrace"]
     assert info["complete"] is True and info["end"] == "signal SIGTERM"
