@@ -616,29 +616,36 @@ def test_kernel_of_a_stalled_append_is_placed_a_wrap_on(tmp_path):
     it (before, 4 of the 5 were drawn ~0.5 ms early and clamped)."""
     bench = BUILD / "test" / "bench" / "bench_ze"
     need(bench)
-    r = run([bench, "launch", "immediate", 10, 1, 1, 600], tmp_path=tmp_path,
-            env=sim_env({"ZE_SIM_VALID_BITS": "20", "ZE_SIM_SUBMIT_STALL_US": "54113/2"}))
-    assert r.returncode == 0, r.stderr
-    trace = r.trace
-    assert trace["gputrace"]["events_lost"] == 0
-    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
-               if h["name"] == "zeCommandListAppendLaunchKernel"}
-    kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
-    assert len(kernels) == len(appends) == 11  # a first round warms up
     # An append the machine's load held past the spin to a whole wrap but the clocks'
     # slack is undecidable (as in come_and_go): inside its call, maybe a wrap early.
+    # The case is made by a stall the load did not stretch by 0.5 ms more: a loaded
+    # machine may stretch all 5 of a run (a CI failure), so up to 8 runs make it.
     wrap_ns = (1 << 20) * TICK_NS
-    stalled = decided = 0
-    for d in kernels:
-        ap = appends[d["args"]["correlation"]]
-        assert start(ap) <= start(d) <= end(ap), (d, ap)
-        if ns(ap["dur"]) > 54113000:
-            stalled += 1
-            if ns(ap["dur"]) <= wrap_ns - 20000:
-                decided += 1
-                assert start(d) - start(ap) >= 54113000
-    assert stalled == 5 and decided >= 1
-    assert_clamps(trace, 5000)
+    for attempt in range(8):
+        (tmp_path / str(attempt)).mkdir()
+        r = run([bench, "launch", "immediate", 10, 1, 1, 600], tmp_path=tmp_path / str(attempt),
+                env=sim_env({"ZE_SIM_VALID_BITS": "20", "ZE_SIM_SUBMIT_STALL_US": "54113/2"}))
+        assert r.returncode == 0, r.stderr
+        trace = r.trace
+        assert trace["gputrace"]["events_lost"] == 0
+        appends = {h["args"]["correlation"]: h for h in host_spans(trace)
+                   if h["name"] == "zeCommandListAppendLaunchKernel"}
+        kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+        assert len(kernels) == len(appends) == 11  # a first round warms up
+        stalled = decided = 0
+        for d in kernels:
+            ap = appends[d["args"]["correlation"]]
+            assert start(ap) <= start(d) <= end(ap), (d, ap)
+            if ns(ap["dur"]) > 54113000:
+                stalled += 1
+                if ns(ap["dur"]) <= wrap_ns - 20000:
+                    decided += 1
+                    assert start(d) - start(ap) >= 54113000
+        assert stalled == 5
+        assert_clamps(trace, 5000)
+        if decided:
+            break
+    assert decided >= 1
 
 
 @pytest.mark.parametrize("kind,launches,batch", [
