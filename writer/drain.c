@@ -92,6 +92,31 @@ static bool after_the_end(const struct gt_event *ev, const struct ring *r)
 				      (ev->type == GT_EV_INSTANT && !(ev->flags & GT_EVF_DEVICE)));
 }
 
+/* The file ends: the user ranges still open are drawn up to where it ends,
+ * the window's close or where the process began to end (later calls of
+ * other threads are not in it), and only those begun in the window. */
+static void draw_unended_ranges(uint64_t now)
+{
+	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
+	uint64_t from = 0;
+
+	if (!writing_window())
+		return;
+	if (!end || end > now)
+		end = now;
+	if (gt_cap.controlled) {
+		uint64_t close = atomic_load(&gt_cap.close_ns);
+		uint64_t stop = atomic_load(&gt_cap.stop_at_ns);
+
+		from = atomic_load(&gt_cap.open_ns);
+		if (close < end)
+			end = close;
+		if (stop && stop < end)
+			end = stop;
+	}
+	ranges__draw_unended(from, end);
+}
+
 /* Read slots are handed back this often, not once per visit: the producer
  * finds room while the drain formats the rest (a drain that published only
  * at the end kept a fast thread's ring full, and dropping, for the whole
@@ -417,6 +442,7 @@ static void host_pass(void)
 	drain_rings(false, false, true);
 	flows__pending(false); /* device records waiting for their launch stay */
 	annotate__close_all();
+	draw_unended_ranges(gt_clock_ns());
 	events__name_rows();
 	W.device_flush_pending = true;
 	checkpoint__write(false);
@@ -466,6 +492,8 @@ static void cycle(bool final, bool closing)
 	 * open annotations are over (in this file) */
 	if (closing || atomic_load(&gt_end_reason))
 		annotate__close_all();
+	if (closing)
+		draw_unended_ranges(now);
 	ranges__cycle_end();
 	if (W.opened)
 		events__name_rows();

@@ -68,17 +68,25 @@ static bool is_flow(const char *ev, size_t n)
 }
 
 /* A gpu_user_annotation slice the writer derived from the ranges around
- * device work (events__annotation, args device, spans, tid): no event was
- * recorded for it, so it counts neither kept nor aged out, and
- * events_kept + events_aged_out stays events_recorded. A plug-in's own
- * annotation (recorded) has other args. */
+ * device work (events__annotation, args device, spans, tid), or a range
+ * still open where the trace ended drawn up to there (args unended only,
+ * ranges__draw_unended): no event was recorded for it, so it counts
+ * neither kept nor aged out, and events_kept + events_aged_out stays
+ * events_recorded. A plug-in's own annotation (recorded) has other args. */
 static bool is_derived(const char *ev, size_t n)
 {
 	static const char cat[] = "\"cat\":\"gpu_user_annotation\"";
 	static const char args[] = ",\"args\":{\"device\":";
+	static const char unended[] = ",\"args\":{\"unended\":true}}";
 	const char *a, *end = ev + n;
 
-	if (n < 10 || ev[7] != 'X' || !memmem(ev, n, cat, sizeof(cat) - 1))
+	if (n < 10 || ev[7] != 'X')
+		return false;
+	if (n > sizeof(unended) && !memcmp(end - (sizeof(unended) - 1), unended,
+					   sizeof(unended) - 1) &&
+	    memmem(ev, n, "\"cat\":\"user_annotation\"", 23))
+		return true;
+	if (!memmem(ev, n, cat, sizeof(cat) - 1))
 		return false;
 	a = memmem(ev, n, args, sizeof(args) - 1);
 	if (!a)

@@ -228,6 +228,8 @@ GT_HIDDEN struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start,
 GT_HIDDEN uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned depth);
 /* A slice written as it is (that parent, once its end is known). */
 GT_HIDDEN void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur);
+/* The latest end written on a row so far (0: nothing). */
+GT_HIDDEN uint64_t place__row_end(uint32_t pid, uint32_t tid);
 
 /* ---- flows.c ---- */
 
@@ -273,6 +275,10 @@ GT_HIDDEN void ranges__urange_get(struct urange *u);
 GT_HIDDEN void ranges__urange_put(struct urange *u);
 /* A thread's ring is gone: its stack too. */
 GT_HIDDEN void ranges__thread_gone(uint32_t tid);
+/* The file ends at end_ns (the process began to end, or the capture window
+ * closed): every range still open that began at from_ns or later is drawn
+ * on its thread's row up to there, args.unended, once. */
+GT_HIDDEN void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns);
 /* End of a drain cycle: ended process ranges age. */
 GT_HIDDEN void ranges__cycle_end(void);
 

@@ -338,3 +338,10 @@ void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
 	if (c)
 		follow_frontier(&c->now, ts, dur);
 }
+
+uint64_t place__row_end(uint32_t pid, uint32_t tid)
+{
+	struct row_cursor *c = cursor(pid, tid);
+
+	return c && c->now.any ? c->now.end_ts + c->now.end_dur : 0;
+}

@@ -34,6 +34,7 @@ struct urange {
 	uint32_t refs;
 	bool process;
 	bool begun; /* its begin record was read (an end may come first) */
+	bool drawn_unended; /* drawn where the trace ended, still open (ranges__draw_unended) */
 	uint64_t ended_cycle;
 	struct urange *hnext;
 };
@@ -536,6 +537,43 @@ static void timed_prune(void)
 				p = &t->hnext;
 			}
 		}
+}
+
+/* One range still open where the file ends, on its thread's row: it holds
+ * the calls made inside it, so it ends no sooner than the row's last. */
+static void draw_unended(struct urange *u, uint64_t from_ns, uint64_t end_ns)
+{
+	static uint32_t key, yes;
+	uint64_t row_end;
+
+	if (u->drawn_unended || !u->begun || u->start_ns < from_ns)
+		return;
+	if (!key) {
+		key = gt_str_intern("unended");
+		yes = gt_str_intern("true");
+	}
+	struct gt_arg arg = { .key = key, .type = GT_ARG_JSON, .v.u = yes };
+	row_end = place__row_end((uint32_t)gt_st.pid, u->tid);
+	if (row_end > end_ns)
+		end_ns = row_end;
+	struct gt_event ev = { .start_ns = u->start_ns,
+			       .end_ns = end_ns > u->start_ns ? end_ns : u->start_ns,
+			       .name = u->name, .cat = GT_S_CAT_USER_ANNOTATION,
+			       .type = GT_EV_HOST_SPAN };
+	events__host(&ev, &arg, 1, u->tid);
+	u->drawn_unended = true;
+}
+
+void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns)
+{
+	/* innermost first, as their ends would have come */
+	for (size_t h = 0; R.threads && h <= R.threads_mask; h++)
+		for (struct tstack *t = R.threads[h]; t; t = t->hnext)
+			for (uint32_t i = t->n; i-- > 0;)
+				draw_unended(t->r[i], from_ns, end_ns);
+	for (size_t i = R.nprocess; i-- > 0;)
+		if (!R.process[i]->end_ns)
+			draw_unended(R.process[i], from_ns, end_ns);
 }
 
 void ranges__cycle_end(void)

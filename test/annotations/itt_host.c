@@ -5,9 +5,12 @@
  * submitted whole, a marker, a u64 counter stepped up and a double one
  * set, tasks on a second thread. Handles made before the collector loads
  * are the static part's own. Prints the protocol the collector spoke.
+ * `itt_host unended`: a task, an overlapped task and a frame begun and
+ * never ended, around a task that ends, until main returns.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "itt_static.h"
@@ -30,13 +33,32 @@ static void *second(void *arg)
 	return NULL;
 }
 
-int main(void)
+static int unended(void)
+{
+	itt_domain *frames = itt_domain_create("frames");
+	itt_id pending = { 3, 0, 0 };
+
+	dom = itt_domain_create("host");
+	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("whole_program"));
+	itt_task_begin_overlapped(dom, pending, itt_null, itt_string_handle_create("pending"));
+	itt_frame_begin_v3(frames, NULL);
+	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("step"));
+	work(200);
+	itt_task_end(dom);
+	work(100);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
 	itt_domain *frames = itt_domain_create("frames");
 	itt_string_handle *outer = itt_string_handle_create("outer");
 	pthread_t t;
 
+	if (argc == 2 && !strcmp(argv[1], "unended"))
+		return unended();
 	dom = itt_domain_create("host");
 	itt_task_begin(dom, itt_null, itt_null, outer);
 	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("inner"));

@@ -69,6 +69,63 @@ def test_itt_host_every_call(tmp_path, protocol):
     assert counters == [("items", 5, pid), ("items", 7, pid), ("load", 0.75, pid)]
 
 
+def unended_checks(t, pid, unended):
+    """The ranges still open when main returned, on the main thread's row:
+    each from its call to where the process began to end, no sooner than
+    the row's last call, around every call made inside it, args.unended."""
+    row = [e for e in events(t, pid=pid) if e["tid"] == pid and e["ph"] in ("X", "i")]
+    drawn = {e["name"]: e for e in row if e["cat"] == "user_annotation" and
+             e["args"].get("unended")}
+    assert sorted(drawn) == sorted(unended)
+    assert all(e["args"] == {"unended": True} for e in drawn.values())
+    ends = {span_ns(e)[1] for e in drawn.values()}
+    assert len(ends) == 1  # the trace's end, for all of them
+    [end] = ends
+    others = [e for e in row if e["name"] not in drawn]
+    assert others and all(span_ns(e)[1] <= end if e["ph"] == "X" else ns(e["ts"]) <= end
+                          for e in others)
+    for e in drawn.values():
+        start = span_ns(e)[0]
+        # nothing on the row straddles its start: calls before it ended
+        # before, calls after it are inside it
+        assert all(span_ns(o)[1] <= start or span_ns(o)[0] >= start
+                   for o in others if o["ph"] == "X" and o["cat"] != "user_annotation")
+    return {n: span_ns(e) for n, e in drawn.items()}
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_tasks_never_ended(tmp_path, protocol):
+    """A task, an overlapped task and a frame begun and never ended (the
+    program returns from main): each is drawn up to the trace's end on the
+    thread that began it, around the task that did end, marked unended,
+    and counted in the summary's ranges with the time drawn."""
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app, "unended"], tmp_path=tmp_path,
+            env={"ITT_TEST_PROTOCOL": protocol, "GPUTRACE_SUMMARY": "1",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == f"itt protocol: {protocol}"
+    t = viewer_rules.load_exact(r.trace_path)
+    pid = t["gputrace"]["pid"]
+    spans = events(t, ph="X", cat="user_annotation")
+    assert sorted(e["name"] for e in spans) == ["frames", "pending", "step", "whole_program"]
+    drawn = unended_checks(t, pid, ["whole_program", "pending", "frames"])
+    [step] = [e for e in spans if e["name"] == "step"]
+    assert step["args"] == {"domain": "host"} and step["tid"] == pid
+    st = span_ns(step)
+    assert drawn["whole_program"][0] <= drawn["pending"][0] <= drawn["frames"][0] <= st[0]
+    assert st[1] + 100000 <= drawn["whole_program"][1]  # the program worked on 100 us
+    viewer_rules.check_rounding(t)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    rows = {x["name"]: (x["count"], x["host_ns"]) for x in s["ranges"]}
+    assert rows == {n: (1, ns(e["dur"])) for n, e in ((e["name"], e) for e in spans)}
+    assert s["totals"]["ranges"] == {"distinct": 4, "count": 4,
+                                     "host_ns": sum(ns(e["dur"]) for e in spans)}
+    assert "  ranges: 4 distinct, 4 ranges, " in r.stderr.decode()
+
+
 def test_itt_annotations_off_fills_nothing(tmp_path):
     """With annotations off the collector leaves the program's pointers
     null: no span, and the program runs as untraced."""
@@ -318,6 +375,55 @@ def test_nvtx_ranges_on_cuda_device(tmp_path):
                              int(a["data-device-ns"]), int(a["data-kernels"]))
             for a in page.rows} == \
         {n: (x["count"], x["host_ns"], x["device_ns"], x["kernels"]) for n, x in rows.items()}
+
+
+@pytest.mark.sanitize
+def test_nvtx_ranges_never_ended(tmp_path):
+    """A range pushed and one started, never popped or ended, around three
+    kernels and their sync until main returns (a common pattern): each is
+    drawn on the main thread's row from its call to the trace's end,
+    around the calls made inside it, args.unended, and counted in the
+    summary's ranges (count and time as drawn), as on the device side."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    r = run([app, "unended"], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000",
+                 "GPUTRACE_SUMMARY": "1",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: unended done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    pid = t["gputrace"]["pid"]
+    host = events(t, ph="X", cat="user_annotation")
+    assert sorted(e["name"] for e in host) == ["started_not_ended", "whole_program"]
+    drawn = unended_checks(t, pid, ["whole_program", "started_not_ended"])
+    calls = sorted((e for e in events(t, ph="X", cat="cuda_runtime") if e["tid"] == pid),
+                   key=lambda e: ns(e["ts"]))
+    assert [e["name"] for e in calls] == ["cudaSetDevice", "cudaStreamCreate"] + \
+        ["cudaLaunchKernel"] * 3 + ["cudaStreamSynchronize"]
+    # pushed, then started, between the stream's creation and the first launch
+    assert span_ns(calls[1])[1] <= drawn["whole_program"][0] <= drawn["started_not_ended"][0] \
+        <= span_ns(calls[2])[0]
+    assert span_ns(calls[-1])[1] <= drawn["whole_program"][1]
+    kernels = device_spans(t)
+    assert [(e["args"]["range"], e["args"]["ranges"]) for e in kernels] == \
+        [("whole_program", ["started_not_ended", "whole_program"])] * 3
+    assert [(a["name"], a["args"]["spans"]) for a in annotations(t)] == [("whole_program", 3)]
+    assert viewer_rules.check_flows(t) == 3
+    viewer_rules.check_rounding(t)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    device_ns = sum(ns(e["dur"]) for e in kernels)
+    rows = {x["name"]: (x["count"], x["host_ns"], x["device_ns"], x["kernels"])
+            for x in s["ranges"]}
+    assert rows == {e["name"]: (1, ns(e["dur"]), device_ns, 3) for e in host}
+    total = sum(ns(e["dur"]) for e in host)
+    assert s["totals"]["ranges"] == {"distinct": 2, "count": 2, "host_ns": total}
+    assert "  ranges: 2 distinct, 2 ranges, " in r.stderr.decode()
+    # `gputrace summary FILE` counts them the same
+    out = subprocess.run([BUILD / "gputrace-tool", "summary", "--json", "-", r.trace_path],
+                         capture_output=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["ranges"] == s["ranges"]
 
 
 @pytest.mark.parametrize("depth", [17, 32])

@@ -7,6 +7,8 @@
  * second thread's launch on its own stream.
  *
  * `nvtx_ranges deep N`: one kernel (k_fwd1) inside N nested ranges r0..rN-1.
+ * `nvtx_ranges unended`: a pushed range and a started one never ended, around
+ * three kernels and the stream's sync, until main returns.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -67,6 +69,22 @@ static int deep(int depth)
 	return 0;
 }
 
+static int unended(void)
+{
+	void *s = NULL;
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	nvtxRangePushA("whole_program");
+	nvtxRangeStartA("started_not_ended");
+	launch(k_fwd1, s);
+	launch(k_fwd2, s);
+	launch(k_bwd, s);
+	cudaStreamSynchronize(s);
+	printf("nvtx_ranges: unended done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *s = NULL, *s2 = NULL;
@@ -74,6 +92,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "deep"))
 		return deep(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "unended"))
+		return unended();
 	cudaSetDevice(0);
 	cudaStreamCreate(&s);
 	cudaStreamCreate(&s2);

@@ -107,7 +107,9 @@ def test_nvtx_range_window_belongs_to_the_thread_that_opened_it(tmp_path):
 def test_nvtx_range_pop_ends_only_its_own_window(tmp_path):
     """--duration 0.2 cuts the main thread's "step" (350 ms); a thread's "step" pushed at
     250 ms opens the second window, and the main thread's pop at 350 ms, inside it, does
-    not end it: it lasts its 0.2 s, and holds "main-late"."""
+    not end it: it lasts its 0.2 s, and holds "main-late". The ranges still open when a
+    window ends are drawn up to its end, unended: the main thread's "step" in the first,
+    the thread's "step" and "worker" (300 ms) in the second."""
     need(APP)
     r = run([APP, "handover"], tmp_path=tmp_path,
             env={"GPUTRACE_CAPTURE_RANGE": "nvtx:step", "GPUTRACE_CAPTURE_COUNT": "0",
@@ -120,7 +122,15 @@ def test_nvtx_range_pop_ends_only_its_own_window(tmp_path):
         check_window(t, n)
         cap = t["gputrace"]["capture"]
         assert cap["end_ns"] - cap["start_ns"] == 200_000_000, f.name
-    assert names(t) == ["main-late"]
+        unended = [(e["name"], e["tid"], round((e["ts"] + e["dur"]) * 1000))
+                   for e in events(t, ph="X", cat="user_annotation")
+                   if e.get("args") == {"unended": True}]
+        assert sorted(unended) == sorted(
+            (name, tid, cap["end_ns"]) for name, tid in
+            ([("step", t["gputrace"]["pid"])] if n == 1 else
+             [("step", unended[0][1]), ("worker", unended[0][1])])), f.name
+    assert unended[0][1] != t["gputrace"]["pid"]  # the thread's
+    assert names(t) == ["step", "worker", "main-late"]
 
 
 def test_bad_capture_range_one_line(tmp_path):
