@@ -84,6 +84,7 @@ struct ring {
 	pid_t tid;         /* OS thread id of the producer */
 	uint32_t serial;   /* gputrace's own thread number (never reused) */
 	_Atomic int dead;  /* producer thread has exited: free once drained */
+	_Atomic uint64_t dead_ns; /* when it exited (trace clock), stored before dead */
 	char name_start[16]; /* the thread's name at its first event (TASK_COMM_LEN) */
 	char name_exit[16];  /* ... and as it exited: written before dead is set */
 	struct ring *next; /* registry list, pushed lock-free */

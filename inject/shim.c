@@ -182,6 +182,8 @@ static void ring_release(void *arg)
 	 * goes with it (/proc/self/task/TID is gone by the time it is drained). */
 	if (r && r != RING_GONE) {
 		prctl(PR_GET_NAME, r->name_exit, 0, 0, 0);
+		/* its ranges never ended are drawn up to here */
+		atomic_store_explicit(&r->dead_ns, gt_clock_ns(), memory_order_relaxed);
 		atomic_store_explicit(&r->dead, 1, memory_order_release);
 	}
 	gt_tls_ring = RING_GONE;

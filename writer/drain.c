@@ -117,6 +117,23 @@ static void draw_unended_ranges(uint64_t now)
 	ranges__draw_unended(from, end);
 }
 
+/* A thread ended with ranges of its stack open: drawn up to its end, where
+ * that is in this file (a thread that outlived the process's end: to that). */
+static void draw_thread_unended(const struct ring *r)
+{
+	uint64_t end = atomic_load_explicit(&r->dead_ns, memory_order_relaxed);
+	uint64_t host_end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
+
+	if (!end || !writing_window())
+		return;
+	if (host_end && host_end < end)
+		end = host_end;
+	if (gt_cap.controlled && !capture__inside(end, end))
+		return;
+	ranges__draw_thread_unended((uint32_t)r->tid,
+				    gt_cap.controlled ? atomic_load(&gt_cap.open_ns) : 0, end);
+}
+
 /* Read slots are handed back this often, not once per visit: the producer
  * finds room while the drain formats the rest (a drain that published only
  * at the end kept a fast thread's ring full, and dropping, for the whole
@@ -355,6 +372,7 @@ static void drain_rings(bool populate, bool release, bool whole)
 			struct ring *expect = r;
 
 			remember_dead(r);
+			draw_thread_unended(r);
 			ranges__thread_gone((uint32_t)r->tid);
 			if (prev) {
 				prev->next = next;

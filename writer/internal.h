@@ -279,6 +279,8 @@ GT_HIDDEN void ranges__thread_gone(uint32_t tid);
  * closed): every range still open that began at from_ns or later is drawn
  * on its thread's row up to there, args.unended, once. */
 GT_HIDDEN void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns);
+/* ... and those of thread tid's stack, the thread having ended at end_ns. */
+GT_HIDDEN void ranges__draw_thread_unended(uint32_t tid, uint64_t from_ns, uint64_t end_ns);
 /* End of a drain cycle: ended process ranges age. */
 GT_HIDDEN void ranges__cycle_end(void);
 

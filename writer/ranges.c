@@ -564,13 +564,26 @@ static void draw_unended(struct urange *u, uint64_t from_ns, uint64_t end_ns)
 	u->drawn_unended = true;
 }
 
+/* innermost first, as their ends would have come */
+static void draw_stack_unended(struct tstack *t, uint64_t from_ns, uint64_t end_ns)
+{
+	for (uint32_t i = t->n; i-- > 0;)
+		draw_unended(t->r[i], from_ns, end_ns);
+}
+
+void ranges__draw_thread_unended(uint32_t tid, uint64_t from_ns, uint64_t end_ns)
+{
+	struct tstack *t = R.threads ? thread(tid, false) : NULL;
+
+	if (t)
+		draw_stack_unended(t, from_ns, end_ns);
+}
+
 void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns)
 {
-	/* innermost first, as their ends would have come */
 	for (size_t h = 0; R.threads && h <= R.threads_mask; h++)
 		for (struct tstack *t = R.threads[h]; t; t = t->hnext)
-			for (uint32_t i = t->n; i-- > 0;)
-				draw_unended(t->r[i], from_ns, end_ns);
+			draw_stack_unended(t, from_ns, end_ns);
 	for (size_t i = R.nprocess; i-- > 0;)
 		if (!R.process[i]->end_ns)
 			draw_unended(R.process[i], from_ns, end_ns);

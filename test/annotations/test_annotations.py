@@ -382,7 +382,8 @@ def test_nvtx_ranges_never_ended(tmp_path):
     """A range pushed and one started, never popped or ended, around three
     kernels and their sync until main returns (a common pattern): each is
     drawn on the main thread's row from its call to the trace's end,
-    around the calls made inside it, args.unended, and counted in the
+    around the calls made inside it, args.unended; a thread that ends with
+    a range pushed has it drawn up to its end. All are counted in the
     summary's ranges (count and time as drawn), as on the device side."""
     app = BUILD / "test" / "cuda" / "nvtx_ranges"
     need(app)
@@ -395,7 +396,8 @@ def test_nvtx_ranges_never_ended(tmp_path):
     t = viewer_rules.load_exact(r.trace_path)
     pid = t["gputrace"]["pid"]
     host = events(t, ph="X", cat="user_annotation")
-    assert sorted(e["name"] for e in host) == ["started_not_ended", "whole_program"]
+    assert sorted(e["name"] for e in host) == ["started_not_ended", "whole_program",
+                                               "worker_not_popped"]
     drawn = unended_checks(t, pid, ["whole_program", "started_not_ended"])
     calls = sorted((e for e in events(t, ph="X", cat="cuda_runtime") if e["tid"] == pid),
                    key=lambda e: ns(e["ts"]))
@@ -405,20 +407,32 @@ def test_nvtx_ranges_never_ended(tmp_path):
     assert span_ns(calls[1])[1] <= drawn["whole_program"][0] <= drawn["started_not_ended"][0] \
         <= span_ns(calls[2])[0]
     assert span_ns(calls[-1])[1] <= drawn["whole_program"][1]
-    kernels = device_spans(t)
-    assert [(e["args"]["range"], e["args"]["ranges"]) for e in kernels] == \
-        [("whole_program", ["started_not_ended", "whole_program"])] * 3
-    assert [(a["name"], a["args"]["spans"]) for a in annotations(t)] == [("whole_program", 3)]
-    assert viewer_rules.check_flows(t) == 3
+    # the thread's, on its row: around its launch, up to its end (before main's sync)
+    [worker] = [e for e in host if e["name"] == "worker_not_popped"]
+    [wcall] = [e for e in events(t, ph="X", cat="cuda_runtime") if e["tid"] != pid]
+    assert worker["tid"] == wcall["tid"] and worker["args"] == {"unended": True}
+    w, c = span_ns(worker), span_ns(wcall)
+    assert span_ns(calls[4])[1] <= w[0] <= c[0] and c[1] <= w[1] <= span_ns(calls[5])[0]
+    kernels = {e["name"]: e for e in device_spans(t)}
+    assert {n: (e["args"]["range"], e["args"]["ranges"]) for n, e in kernels.items()} == {
+        **{k: ("whole_program", ["started_not_ended", "whole_program"])
+           for k in ("k_fwd1", "k_fwd2", "k_bwd")},
+        "k_worker": ("worker_not_popped", ["started_not_ended", "worker_not_popped"])}
+    assert sorted((a["name"], a["args"]["spans"]) for a in annotations(t)) == \
+        [("whole_program", 3), ("worker_not_popped", 1)]
+    assert viewer_rules.check_flows(t) == 4
     viewer_rules.check_rounding(t)
     s = json.loads((tmp_path / "summary.json").read_text())
-    device_ns = sum(ns(e["dur"]) for e in kernels)
     rows = {x["name"]: (x["count"], x["host_ns"], x["device_ns"], x["kernels"])
             for x in s["ranges"]}
-    assert rows == {e["name"]: (1, ns(e["dur"]), device_ns, 3) for e in host}
+    work = {"whole_program": ("k_fwd1", "k_fwd2", "k_bwd"), "worker_not_popped": ("k_worker",),
+            "started_not_ended": tuple(kernels)}
+    assert rows == {e["name"]: (1, ns(e["dur"]),
+                                sum(ns(kernels[k]["dur"]) for k in work[e["name"]]),
+                                len(work[e["name"]])) for e in host}
     total = sum(ns(e["dur"]) for e in host)
-    assert s["totals"]["ranges"] == {"distinct": 2, "count": 2, "host_ns": total}
-    assert "  ranges: 2 distinct, 2 ranges, " in r.stderr.decode()
+    assert s["totals"]["ranges"] == {"distinct": 3, "count": 3, "host_ns": total}
+    assert "  ranges: 3 distinct, 3 ranges, " in r.stderr.decode()
     # `gputrace summary FILE` counts them the same
     out = subprocess.run([BUILD / "gputrace-tool", "summary", "--json", "-", r.trace_path],
                          capture_output=True)

@@ -8,7 +8,8 @@
  *
  * `nvtx_ranges deep N`: one kernel (k_fwd1) inside N nested ranges r0..rN-1.
  * `nvtx_ranges unended`: a pushed range and a started one never ended, around
- * three kernels and the stream's sync, until main returns.
+ * three kernels, a thread that pushes a range of its own, launches k_worker
+ * and ends without popping it, and the stream's sync, until main returns.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -69,9 +70,17 @@ static int deep(int depth)
 	return 0;
 }
 
+static void *worker_unended(void *s)
+{
+	nvtxRangePushA("worker_not_popped");
+	launch(k_worker, s);
+	return NULL;
+}
+
 static int unended(void)
 {
 	void *s = NULL;
+	pthread_t t;
 
 	cudaSetDevice(0);
 	cudaStreamCreate(&s);
@@ -80,6 +89,8 @@ static int unended(void)
 	launch(k_fwd1, s);
 	launch(k_fwd2, s);
 	launch(k_bwd, s);
+	if (pthread_create(&t, NULL, worker_unended, s) || pthread_join(t, NULL))
+		return 1;
 	cudaStreamSynchronize(s);
 	printf("nvtx_ranges: unended done\n");
 	return 0;
