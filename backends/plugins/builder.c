@@ -113,6 +113,19 @@ static struct gputrace_builder *builder__get(gputrace_builder *handle)
 	return handle;
 }
 
+/* A record for a closed builder: counted lost when its plug-in was given up
+ * on in a call that never returned (it cannot know it was). */
+static int builder__closed(gputrace_builder *handle)
+{
+	uintptr_t p = (uintptr_t)handle, base = (uintptr_t)&plugins[0].builder;
+	size_t i = (p - base) / sizeof(plugins[0]);
+
+	if (p >= base && i < PLUGINS_MAX && handle == &plugins[i].builder &&
+	    atomic_load(&plugins[i].hung))
+		gt_lost_add(GT_S_LOST_PLUGIN, 1);
+	return -ECANCELED;
+}
+
 static const struct plugin_row *builder__row(struct gputrace_builder *b, int32_t row)
 {
 	uint32_t n = atomic_load_explicit(&b->nrows, memory_order_acquire);
@@ -337,7 +350,8 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	int nargs, rc;
 
 	if (!b)
-		return -ECANCELED;
+		return builder__closed(handle);
+	plugin__progress();
 	rc = sized_copy(&e, sizeof(e), in, ABI1_EVENT_SIZE);
 	if (rc)
 		return rc;
@@ -399,7 +413,8 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 	int n, rc;
 
 	if (!b)
-		return -ECANCELED;
+		return builder__closed(handle);
+	plugin__progress();
 	rc = sized_copy(&c, sizeof(c), in, ABI1_COUNTER_SIZE);
 	if (rc)
 		return rc;

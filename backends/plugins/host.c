@@ -10,9 +10,10 @@
  *
  * A broken plug-in costs one stderr line and nothing else: every failure
  * (load, symbol, ABI, a call returning an error) marks it failed, and a
- * failed plug-in is never called again. Builders live in a static array
- * and are never freed, so a failed plug-in's stray thread calling its
- * builder finds a closed builder, not freed memory.
+ * failed plug-in is never called again. A call that never returns is given
+ * up on (bounded calls, below) and fails the plug-in the same way. Builders
+ * live in a static array and are never freed, so a failed plug-in's stray
+ * thread calling its builder finds a closed builder, not freed memory.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 #include "backends/plugins/internal.h"
 #include "inject/clock.h"
 #include "inject/cstr.h"
+#include "inject/state.h"
 #include "backends/plugins/kineto_plugin.h"
 
 /* The least a plug-in may pass: ABI 1's table size (later versions only append). */
@@ -40,6 +43,9 @@
 
 #define PLUGIN_CONFIG_MAX 4096
 #define PLUGIN_LOCK_MS   2000 /* exit never waits longer on a plug-in call */
+/* A call the drain thread waits for (a drain cycle's flush): the trace's
+ * drain stands still meanwhile, so it is given up soon. */
+#define PLUGIN_DRAIN_QUIET_MS 1000
 
 struct plugin plugins[PLUGINS_MAX];
 static unsigned nplugins GT_STARTUP_STATE;
@@ -114,7 +120,7 @@ void plugin__fail(struct plugin *p, const char *call, int rc)
 	p->live = false;
 	if (!p->reported)
 		pr_err("plug-in %s (%s): %s() failed: %d (%s); plug-in disabled, tracing goes on",
-		       p->path, p->builder.name, call, rc, rc_text(rc));
+		       p->path, p->label, call, rc, rc_text(rc));
 	p->reported = true;
 }
 
@@ -223,6 +229,7 @@ struct plugin *plugin__add(const char *path, void *dl, const struct gputrace_plu
 		return NULL;
 	}
 	builder__open(&p->builder, name, kinds, nplugins);
+	p->label = p->builder.name;
 	nplugins++;
 	return p;
 }
@@ -403,6 +410,183 @@ void plugins__unlock_calls(void)
 	pthread_mutex_unlock(&calls_lock);
 }
 
+/* ---- bounded calls ---- */
+
+/*
+ * A call the drain thread or the exit waits for runs on a caller thread of
+ * ours, so that a plug-in stuck in it costs that plug-in, not the trace: the
+ * waiter gives up once the call has handed nothing over for a while, says so
+ * in one line, disables the plug-in, and leaves the thread stuck there (a
+ * new one serves the next call).
+ */
+struct plugin_caller {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	int (*fn)(struct plugin *p, int arg);
+	struct plugin *p;
+	int arg, rc;
+	bool posted, done, abandoned, for_drain;
+	_Atomic uint64_t progress; /* records handed over by the call under way */
+};
+
+GT_TLS struct plugin_caller *plugin_caller_here;
+static struct plugin_caller *caller; /* under calls_lock: the one that serves */
+/* to the thread being started (lifecycle__spawn passes no argument) */
+static struct plugin_caller *_Atomic caller_handoff;
+
+void plugin__progress(void)
+{
+	struct plugin_caller *c = plugin_caller_here;
+
+	if (c)
+		atomic_fetch_add_explicit(&c->progress, 1, memory_order_relaxed);
+}
+
+bool plugin__for_drain(void)
+{
+	return plugin_caller_here && plugin_caller_here->for_drain;
+}
+
+static void *caller_main(void *arg)
+{
+	struct plugin_caller *c = atomic_exchange(&caller_handoff, NULL);
+	sigset_t all;
+
+	(void)arg;
+	lifecycle__thread_up();
+	/* the program's signals are not ours; a plug-in's fault or abort is
+	 * handled here as it was on the thread that waits */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGABRT);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (!c)
+		return NULL; /* a later thread took it */
+	plugin_caller_here = c;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		int rc;
+
+		while (!c->posted && !c->abandoned)
+			pthread_cond_wait(&c->cond, &c->lock);
+		if (c->abandoned)
+			break;
+		c->posted = false;
+		pthread_mutex_unlock(&c->lock);
+		rc = c->fn(c->p, c->arg);
+		pthread_mutex_lock(&c->lock);
+		c->rc = rc;
+		c->done = true;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* given up on while in a call that returned at last: nobody else
+	 * holds it now */
+	plugin_caller_here = NULL;
+	free(c);
+	return NULL;
+}
+
+/* Under calls_lock. NULL: no thread (calls are then made unbounded). */
+static struct plugin_caller *caller_get(void)
+{
+	struct plugin_caller *c = caller;
+	pthread_condattr_t cattr;
+	pthread_t thread;
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &cattr);
+	pthread_condattr_destroy(&cattr);
+	atomic_store(&caller_handoff, c);
+	if (lifecycle__spawn(&thread, caller_main)) {
+		if (atomic_exchange(&caller_handoff, NULL) == c)
+			free(c);
+		return NULL;
+	}
+	caller = c;
+	return c;
+}
+
+/* The call never returned: one line naming it, and the plug-in is never
+ * called again; what it hands over later is counted lost (builder.c). */
+static void plugin__hung(struct plugin *p, unsigned quiet_ms)
+{
+	const char *call = atomic_load(&p->calling);
+
+	atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
+	if (!p->reported)
+		pr_err("plug-in %s (%s): %s() did not return: nothing handed over for %u ms; "
+		       "plug-in disabled, tracing goes on", p->path, p->label, call, quiet_ms);
+	p->reported = true;
+	plugin__fail(p, call, -ETIMEDOUT);
+}
+
+/*
+ * fn(p, arg) on the caller thread, under calls_lock; call names it for the
+ * line. Its rc, or -ETIMEDOUT (p disabled, its line said) once it handed
+ * nothing over for quiet_ms. for_drain: the drain thread is the waiter.
+ */
+static int plugin__call_bounded(struct plugin *p, const char *call,
+				int (*fn)(struct plugin *p, int arg), int arg, unsigned quiet_ms,
+				bool for_drain)
+{
+	struct plugin_caller *c = caller_get();
+	struct timespec until;
+	uint64_t seen;
+	int rc;
+
+	atomic_store(&p->calling, call);
+	if (!c)
+		return fn(p, arg);
+	pthread_mutex_lock(&c->lock);
+	c->fn = fn;
+	c->p = p;
+	c->arg = arg;
+	c->for_drain = for_drain;
+	c->done = false;
+	c->posted = true;
+	pthread_cond_broadcast(&c->cond);
+	seen = atomic_load(&c->progress);
+	until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
+	while (!c->done) {
+		uint64_t now;
+
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)
+			continue;
+		now = atomic_load(&c->progress);
+		if (now == seen)
+			break;
+		/* a big batch streaming in: not stuck */
+		seen = now;
+		until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
+	}
+	if (c->done) {
+		rc = c->rc;
+		pthread_mutex_unlock(&c->lock);
+		return rc;
+	}
+	c->abandoned = true; /* its thread frees it, if the call ever returns */
+	pthread_mutex_unlock(&c->lock);
+	caller = NULL;
+	plugin__hung(p, quiet_ms);
+	return -ETIMEDOUT;
+}
+
+static int call_flush(struct plugin *p, int final)
+{
+	return PLUGIN_CALL(p->ops.flush(p->state, final));
+}
+
 /* ---- the backend ---- */
 
 GT_STARTUP_CODE static int plugins_init(void)
@@ -523,7 +707,13 @@ static void plugins_flush(bool final)
 
 		if (!p->live || !p->ops.flush)
 			continue;
-		rc = PLUGIN_CALL(p->ops.flush(p->state, final));
+		/* The final flush is the last drain's, bounded by it (lifecycle.c);
+		 * a cycle's must not stop the drain of everything else. */
+		if (final)
+			rc = PLUGIN_CALL(p->ops.flush(p->state, final));
+		else
+			rc = plugin__call_bounded(p, "flush", call_flush, 0,
+						  PLUGIN_DRAIN_QUIET_MS, true);
 		if (rc < 0)
 			plugin__fail(p, "flush", rc);
 	}
@@ -547,6 +737,7 @@ static void plugins_flush(bool final)
 static void plugins_atfork_child(void)
 {
 	pthread_mutex_init(&calls_lock, NULL);
+	caller = NULL; /* its thread is the parent's */
 	if (!nplugins)
 		return; /* none was loaded: nothing of theirs to forget, no page to touch */
 	kineto__atfork_child();

@@ -65,6 +65,11 @@ struct plugin {
 	bool live;    /* may be called: created, not failed, not destroyed */
 	bool stopped;  /* not recording: between capture windows, or for good at exit */
 	bool reported; /* its failure has had its line already (Kineto's calls) */
+	_Atomic bool hung; /* a call of it never returned: its later records are lost */
+	const char *label; /* its name in lines: the builder's, a Kineto profiler's */
+	/* the call under way, for the line if it never returns (Kineto's
+	 * adapters name the profiler's own call) */
+	const char *_Atomic calling;
 	struct gputrace_builder builder;
 };
 
@@ -92,6 +97,15 @@ GT_HIDDEN struct plugin *plugin__add(const char *path, void *dl, const struct gp
 				     const char *name, uint32_t kinds);
 /* A call failed: one line (unless p->reported), never called again. */
 GT_HIDDEN void plugin__fail(struct plugin *p, const char *call, int rc);
+/* Inside a bounded plug-in call (host.c): what it hands over counts as
+ * progress; NULL on every other thread. */
+struct plugin_caller;
+extern GT_HIDDEN GT_TLS struct plugin_caller *plugin_caller_here;
+/* The bounded call on this thread hands something over (it is alive). */
+GT_HIDDEN void plugin__progress(void);
+/* This bounded call was made for the drain thread, which waits for it:
+ * waiting for the drain's room would only wait out the bound. */
+GT_HIDDEN bool plugin__for_drain(void);
 /* Paused between capture windows now: a plug-in created now is not
  * started (its start comes with the first window, host.c). */
 GT_HIDDEN bool plugins__paused(void);

@@ -7,12 +7,17 @@
  *   start_fails   start() returns -EIO
  *   flush_fails   flush() returns -EPROTO
  *   final_hangs   flush(final) never returns (a vendor library stuck at exit)
+ *   flush_hangs   its second flush(0) never returns (stuck in a drain cycle);
+ *                 a thread of its own then hands over 5 instants
+ *                 "after_hang", 1.5 s after the hang began
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gputrace/gputrace_plugin.h>
@@ -48,10 +53,52 @@ static int broken_query(struct gputrace_plugin_info *info)
 	return 0;
 }
 
+#ifdef BROKEN_flush_hangs
+static const struct gputrace_builder_api *api;
+static gputrace_builder *builder;
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
+static int hanging;
+
+/* Records of the plug-in's own thread, made after gputrace gave up on it. */
+static void *after_hang(void *arg)
+{
+	struct timespec later = { 1, 500000000L };
+	struct gputrace_event ev;
+	int i;
+
+	(void)arg;
+	pthread_mutex_lock(&hang_lock);
+	while (!hanging)
+		pthread_cond_wait(&hang_cond, &hang_lock);
+	pthread_mutex_unlock(&hang_lock);
+	nanosleep(&later, NULL);
+	for (i = 0; i < 5; i++) {
+		GPUTRACE_INIT(ev);
+		ev.kind = GPUTRACE_KIND_KERNEL;
+		ev.row = GPUTRACE_ROW_HOST;
+		ev.name = "after_hang";
+		ev.start_ns = api->now_ns();
+		api->instant(builder, &ev);
+	}
+	return NULL;
+}
+#endif
+
 static int broken_create(const struct gputrace_plugin_setup *setup, void **state)
 {
 	note("create");
 	*state = setup->builder;
+#ifdef BROKEN_flush_hangs
+	{
+		pthread_t thread;
+
+		api = setup->api;
+		builder = setup->builder;
+		pthread_create(&thread, NULL, after_hang, NULL);
+		pthread_detach(thread);
+	}
+#endif
 #ifdef BROKEN_create_fails
 	return -ENODEV;
 #else
@@ -86,6 +133,18 @@ static int broken_flush(void *state, int final)
 #elif defined(BROKEN_final_hangs)
 	while (final)
 		pause();
+	return 0;
+#elif defined(BROKEN_flush_hangs)
+	static int flushes;
+
+	if (!final && ++flushes == 2) {
+		pthread_mutex_lock(&hang_lock);
+		hanging = 1;
+		pthread_cond_signal(&hang_cond);
+		pthread_mutex_unlock(&hang_lock);
+		for (;;)
+			pause();
+	}
 	return 0;
 #else
 	return 0;

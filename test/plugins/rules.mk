@@ -6,7 +6,7 @@ PLUGINS_INC   := $(PLUGINS_OUT)/prefix/include
 PLUGINS_HDR   := $(PLUGINS_INC)/gputrace/gputrace_plugin.h
 PLUGIN_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -pedantic -Wall -Wextra -Werror \
 		 -fPIC -fvisibility=hidden -O2 -g $(SANFLAGS) -I$(PLUGINS_INC)
-PLUGINS_BROKEN := bad_abi no_symbol create_fails start_fails flush_fails final_hangs
+PLUGINS_BROKEN := bad_abi no_symbol create_fails start_fails flush_fails final_hangs flush_hangs
 
 # The same line as the install target's, into a private prefix.
 $(PLUGINS_HDR): backends/plugins/gputrace_plugin.h
@@ -19,7 +19,7 @@ $(PLUGINS_OUT)/good/libsimaccel.so: test/plugins/simaccel.c $(PLUGINS_HDR)
 
 $(PLUGINS_OUT)/broken/%.so: test/plugins/broken.c $(PLUGINS_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(PLUGIN_CFLAGS) -DBROKEN_VARIANT=\"$*\" -DBROKEN_$* -shared -o $@ $<
+	$(CC) $(PLUGIN_CFLAGS) -DBROKEN_VARIANT=\"$*\" -DBROKEN_$* -shared -o $@ $< -pthread
 
 $(PLUGINS_OUT)/host_app: test/plugins/host_app.c
 	@mkdir -p $(dir $@)

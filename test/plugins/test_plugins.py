@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, SANITIZE, events, gputrace_lines, need, run
+from conftest import (APPS, BUILD, ROOT, SANITIZE, ZE_SIM, events, gputrace_lines, need, run,
+                      sim_env)
 
 PLUG = BUILD / "test" / "plugins"
 HOST_APP = PLUG / "host_app"
@@ -254,6 +255,33 @@ def test_final_flush_that_never_returns(tmp_path):
     t = r.trace
     assert t["gputrace"]["complete"] is False
     assert len(events(t, ph="X", cat="kernel")) > 0
+
+
+def test_flush_that_never_returns(tmp_path):
+    """A plug-in stuck in a drain cycle's flush costs that plug-in, not the
+    trace: one line naming it and the call once it handed nothing over for
+    1 s, it is never called again, what its own thread hands over later is
+    counted lost, and the drain goes on: every Level Zero launch is kept."""
+    app = APPS / "ze_window"
+    for p in (ZE_SIM, app):
+        need(p)
+    d = broken_dir(tmp_path, ["flush_hangs"])
+    log = tmp_path / "calls"
+    r = run([app, "2500"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d),
+                                        "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/flush_hangs.so (flush_hangs): flush() did not return: "
+        "nothing handed over for 1000 ms; plug-in disabled, tracing goes on"]
+    assert log.read_text().split("\n")[:-1] == [
+        f"flush_hangs {c}" for c in ["register", "query", "create", "start", "flush", "flush"]]
+    iterations = int(re.search(rb"iterations=(\d+)", r.stdout).group(1))
+    t = r.trace
+    info = t["gputrace"]
+    assert info["complete"] is True and info["end"] == "exit"
+    assert len(events(t, ph="X", cat="kernel")) == 2 * iterations
+    assert events(t, name="after_hang") == []
+    assert info["events_lost"] == 5 and info["lost_by_reason"]["plugin_dropped"] == 5
 
 
 def test_broken_next_to_good(tmp_path):
