@@ -203,6 +203,20 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	gt_in_tracer--;
 }
 
+bool lifecycle__finishing_here(void)
+{
+	return finishing_here;
+}
+
+void lifecycle__finish_for(bool on)
+{
+	/* what it records for the ending thread is the trace's own (drain.c) */
+	if (on)
+		atomic_store(&gt_st.host_end_helper_tid, gt_gettid());
+	finishing_here = on;
+	atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
+}
+
 GT_STARTUP_CODE void gt_finish(const char *why, unsigned timeout_ms)
 {
 	finish(why, timeout_ms, false, false);

@@ -40,6 +40,8 @@ struct gt_state {
 	 * start later are not in the trace (writer/drain.c); 0 while it runs */
 	_Atomic uint64_t host_end_ns;
 	_Atomic int host_end_tid; /* the thread that began the end */
+	/* a thread making a call for it (a plug-in's last batch, host.c) */
+	_Atomic int host_end_helper_tid;
 	pid_t pid;
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
@@ -92,6 +94,11 @@ GT_HIDDEN void lifecycle__init(void);
  * threads still in their start-up (lifecycle.c). */
 GT_HIDDEN int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *));
 GT_HIDDEN void lifecycle__thread_up(void);
+/* This thread is finishing the trace (stopping the backends at exit). */
+GT_HIDDEN bool lifecycle__finishing_here(void);
+/* This thread makes a call for the one finishing (a plug-in's, bounded):
+ * a fault in it closes the trace as one in the exit path does. */
+GT_HIDDEN void lifecycle__finish_for(bool on);
 /* Put our fatal-signal handlers in (once; with the first recording). */
 GT_HIDDEN void lifecycle__arm_signals(void);
 /* Tell the backends of libraries loaded since the last call (the writer's

@@ -73,14 +73,16 @@ static bool outside_window(const struct gt_event *ev)
  * end (exit, a fatal signal), or made later: after the trace's end. The
  * device's last read is taken from then on, and a launch then may not be
  * followed any more (the backend closed): its device work is left out too.
- * What the ending thread and the drain thread record at the end (the
- * backends' last events, folded counts) is the trace's own. */
+ * What the ending thread, a thread making a plug-in's call for it, and the
+ * drain thread record at the end (the backends' last events, folded counts)
+ * is the trace's own. */
 static bool after_the_end(const struct gt_event *ev, const struct ring *r)
 {
 	/* acquire: the ending thread's tid, stored before, is seen with it */
 	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
 
 	if (gt_likely(!end) || (int)r->tid == atomic_load(&gt_st.host_end_tid) ||
+	    (int)r->tid == atomic_load(&gt_st.host_end_helper_tid) ||
 	    (int)r->tid == atomic_load(&W.drain_tid))
 		return false;
 	if (ev->type == GT_EV_HOST_SPAN && ev->end_ns > end) {

@@ -46,6 +46,9 @@
 /* A call the drain thread waits for (a drain cycle's flush): the trace's
  * drain stands still meanwhile, so it is given up soon. */
 #define PLUGIN_DRAIN_QUIET_MS 1000
+/* A call the exit waits for (stop; a Kineto profiler's last batch): as the
+ * last drain, given up after this long without anything handed over. */
+#define PLUGIN_EXIT_QUIET_MS  5000
 
 struct plugin plugins[PLUGINS_MAX];
 static unsigned nplugins GT_STARTUP_STATE;
@@ -425,7 +428,7 @@ struct plugin_caller {
 	int (*fn)(struct plugin *p, int arg);
 	struct plugin *p;
 	int arg, rc;
-	bool posted, done, abandoned, for_drain;
+	bool posted, done, abandoned, for_drain, for_exit;
 	_Atomic uint64_t progress; /* records handed over by the call under way */
 };
 
@@ -476,7 +479,9 @@ static void *caller_main(void *arg)
 			break;
 		c->posted = false;
 		pthread_mutex_unlock(&c->lock);
+		lifecycle__finish_for(c->for_exit);
 		rc = c->fn(c->p, c->arg);
+		lifecycle__finish_for(false);
 		pthread_mutex_lock(&c->lock);
 		c->rc = rc;
 		c->done = true;
@@ -553,6 +558,7 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	c->p = p;
 	c->arg = arg;
 	c->for_drain = for_drain;
+	c->for_exit = lifecycle__finishing_here();
 	c->done = false;
 	c->posted = true;
 	pthread_cond_broadcast(&c->cond);
@@ -580,6 +586,12 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	caller = NULL;
 	plugin__hung(p, quiet_ms);
 	return -ETIMEDOUT;
+}
+
+static int call_stop(struct plugin *p, int arg)
+{
+	(void)arg;
+	return PLUGIN_CALL(p->ops.stop(p->state));
 }
 
 static int call_flush(struct plugin *p, int final)
@@ -626,7 +638,8 @@ static bool calls_lock_bounded(void)
 	return false;
 }
 
-static void plugins__stop_locked(void)
+/* for_drain: the drain thread stops them (the final flush), not the exit. */
+static void plugins__stop_locked(bool for_drain)
 {
 	for (unsigned i = 0; i < nplugins; i++) {
 		struct plugin *p = &plugins[i];
@@ -637,7 +650,7 @@ static void plugins__stop_locked(void)
 		p->stopped = true;
 		if (!p->ops.stop)
 			continue;
-		rc = PLUGIN_CALL(p->ops.stop(p->state));
+		rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_EXIT_QUIET_MS, for_drain);
 		if (rc < 0)
 			plugin__fail(p, "stop", rc);
 	}
@@ -685,7 +698,7 @@ GT_STARTUP_CODE static void plugins_stop(void)
 	kineto__stopping();
 	if (!calls_lock_bounded())
 		return;
-	plugins__stop_locked();
+	plugins__stop_locked(false);
 	pthread_mutex_unlock(&calls_lock);
 }
 
@@ -697,7 +710,7 @@ static void plugins_flush(bool final)
 		if (!calls_lock_bounded())
 			return;
 		/* Stop first if the exit path did not: the final flush must be last. */
-		plugins__stop_locked();
+		plugins__stop_locked(true);
 	} else if (pthread_mutex_trylock(&calls_lock)) {
 		return; /* stopping now; the final flush follows */
 	}

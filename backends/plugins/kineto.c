@@ -22,8 +22,9 @@
  *     plug-in has both);
  *   only with GPUTRACE_KINETO_CYCLE_MS=N: every N ms, on a thread of
  *     gputrace's: profilerStop, profilerProcessEvents, profilerStart;
- *   at exit, on the exiting thread, while the drain thread still writes:
- *     profilerStop, profilerProcessEvents;
+ *   at exit, on host.c's caller thread, which the exiting thread waits
+ *   for (bounded: a call stuck there costs the profiler, not the exit),
+ *   while the drain thread still writes: profilerStop, profilerProcessEvents;
  *   in the final drain cycle: profilerDestroy.
  * Every call is made under the host's calls lock except push/pop. A call
  * that fails costs one line naming the file and the call, and the
@@ -261,6 +262,7 @@ static int call_stop(struct kineto_prof *k)
 	int rc;
 
 	corr_off(k);
+	atomic_store(&k->p->calling, "profilerStop");
 	rc = PLUGIN_CALL(k->ops.profilerStop(&params));
 	if (rc)
 		kineto__fail(k, "profilerStop", rc, NULL);
@@ -272,7 +274,10 @@ static int call_start(struct kineto_prof *k)
 	struct KinetoPlugin_ProfilerStart_Params params = {
 		KINETO_PLUGIN_PROFILER_START_PARAMS_UNPADDED_STRUCT_SIZE, k->handle
 	};
-	int rc = PLUGIN_CALL(k->ops.profilerStart(&params));
+	int rc;
+
+	atomic_store(&k->p->calling, "profilerStart");
+	rc = PLUGIN_CALL(k->ops.profilerStart(&params));
 
 	if (rc)
 		kineto__fail(k, "profilerStart", rc, NULL);
@@ -292,6 +297,7 @@ static int call_process(struct kineto_prof *k)
 
 	utc__sample();
 	params.pTraceBuilder = kbuilder__open(k);
+	atomic_store(&k->p->calling, "profilerProcessEvents");
 	rc = PLUGIN_CALL(k->ops.profilerProcessEvents(&params));
 	kbuilder__close(k);
 	if (rc)
@@ -530,6 +536,7 @@ static void profiler_start(const char *path, void *dl, const struct KinetoPlugin
 	k->ops = *ops;
 	k->rev1 = rev1;
 	memcpy(k->name, name, sizeof(k->name));
+	p->label = k->name;
 	for (int t = 1; t < KINETO_TYPES; t++)
 		k->enabled[t] = supported[t] && (gt_cfg.kinds & kineto_types[t].kind);
 	kbuilder__init(k);

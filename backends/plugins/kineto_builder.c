@@ -67,7 +67,7 @@ static struct kineto_prof *enter(KinetoPlugin_TraceBuilderHandle *handle)
 	if (!k)
 		return NULL;
 	pthread_mutex_lock(&k->lock);
-	if (k->open && !atomic_load(&k->failed))
+	if (k->open && !atomic_load(&k->failed) && !atomic_load(&k->p->hung))
 		return k;
 	pthread_mutex_unlock(&k->lock);
 	return NULL;
@@ -332,8 +332,10 @@ static void emit_last(struct kineto_prof *k)
 		gt_lost_add(GT_S_LOST_PLUGIN, 1);
 		return;
 	}
-	/* the batch streams out: room is made in this thread's ring as it goes */
-	gt_emit_wait_room(1000);
+	/* the batch streams out: room is made in this thread's ring as it goes
+	 * (not when the drain waits for this call: it cannot make room) */
+	if (!plugin__for_drain())
+		gt_emit_wait_room(1000);
 	gt_emit(&ev, l->args, n);
 }
 
@@ -346,8 +348,13 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 	struct KinetoPlugin_ProfileEvent e;
 	struct kineto_last *l;
 
-	if (!k)
+	if (!k) {
+		k = prof_of(handle);
+		if (k && k->p && atomic_load(&k->p->hung))
+			gt_lost_add(GT_S_LOST_PLUGIN, 1); /* given up on: cannot know */
 		return -1;
+	}
+	plugin__progress();
 	emit_last(k);
 	l = &k->last;
 	if (!TAKE(k, "addEvent", KinetoPlugin_ProfileEvent, &e, in,

@@ -222,6 +222,15 @@ void lifecycle__thread_up(void)
 {
 }
 
+bool lifecycle__finishing_here(void)
+{
+	return false;
+}
+
+void lifecycle__finish_for(bool on)
+{
+}
+
 #define LOG_MAX 64
 static char *log_lines[LOG_MAX];
 static int log_levels[LOG_MAX];

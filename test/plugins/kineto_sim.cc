@@ -28,7 +28,8 @@
  *   events), push_fails, wrong_size (a 40-byte interface), no_stop (no
  *   profilerStop), null_handle, bad_json (metadata that is not JSON, and
  *   JSON's edge cases), bad_calls (the builder misused), crash (a fault in
- *   processEvents after 5 kernels)
+ *   processEvents after 5 kernels), process_hangs (processEvents never
+ *   returns after 3 kernels)
  *
  * Every profiler call appends "<call> <details>" to $KSIM_LOG; "main" or
  * "other": whether the program's main thread made it.
@@ -579,6 +580,13 @@ int process(KinetoPlugin_ProfilerProcessEvents_Params *p)
 	o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, s->base + 20 * US,
 		s->base + 30 * US, NPU, COMPUTE, "before_failure_1");
 	return 7;
+#elif defined(KSIM_process_hangs)
+	rows(o);
+	for (int i = 0; i < 3; i++)
+		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, s->base + i * 10 * US,
+			s->base + i * 10 * US + 5 * US, NPU, COMPUTE, "before_hang");
+	for (;;)
+		pause(); /* a vendor library stuck at exit */
 #elif defined(KSIM_crash)
 	rows(o);
 	for (int i = 0; i < 5; i++)

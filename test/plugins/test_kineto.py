@@ -113,8 +113,8 @@ def test_reference_profiler(tmp_path):
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"))
     assert plugin_lines(r.stderr) == []
     assert lifecycle(tmp_path) == ["register main", "registerProfiler main", "query main",
-                                   "create main", "query main", "start main", "stop main",
-                                   "process main", "destroy other"]
+                                   "create main", "query main", "start main", "stop other",
+                                   "process other", "destroy other"]
     log = calls(tmp_path)
     assert log[2].startswith("query handle=null size=48")
     assert log[3] == f"create size=32 types= {ALL_TYPES} main"
@@ -374,7 +374,7 @@ def test_cycle_setting(tmp_path):
     seq = lifecycle(tmp_path)
     assert seq[:6] == ["register main", "registerProfiler main", "query main", "create main",
                        "query main", "start main"]
-    assert seq[-3:] == ["stop main", "process main", "destroy other"]
+    assert seq[-3:] == ["stop other", "process other", "destroy other"]
     middle = seq[6:-3]
     batches = len(middle) // 3
     assert batches >= 2 and middle == ["stop other", "process other", "start other"] * batches
@@ -394,7 +394,7 @@ def test_cycle_setting_checked(tmp_path):
     assert gputrace_lines(r.stderr) == [
         "gputrace: GPUTRACE_KINETO_CYCLE_MS='50' is not valid: expected 0/off, or milliseconds "
         "from 100 to 3600000; using the default"]
-    assert lifecycle(tmp_path).count("process main") == 1
+    assert lifecycle(tmp_path).count("process other") == 1
 
 
 # ---- capture windows ----
@@ -659,6 +659,26 @@ def test_crash_in_process_events(tmp_path):
     assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "signal SIGSEGV"
     # the fifth was still being described when it crashed
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_crash"] * 4
+
+
+def test_process_events_that_never_returns(tmp_path):
+    """processEvents stuck at exit is given up on as the last drain is: after
+    5 s without an event handed over, one line naming the profiler and the
+    call; the program exits with its own status, its trace complete."""
+    d = kdir(tmp_path, "process_hangs")
+    start = time.monotonic()
+    r = run_kineto(tmp_path, d)
+    took = time.monotonic() - start
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/process_hangs.so (KinetoSim): profilerProcessEvents() did not "
+        "return: nothing handed over for 5000 ms; plug-in disabled, tracing goes on"]
+    assert 5 <= took < 20, took
+    assert [l.split()[0] for l in lifecycle(tmp_path)] == [
+        "register", "registerProfiler", "query", "create", "query", "start", "stop", "process"]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
+    # the third was still being described when it hung
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
 
 
 # ---- the header ----
