@@ -413,6 +413,17 @@ void plugins__unlock_calls(void)
 	pthread_mutex_unlock(&calls_lock);
 }
 
+/* the plug-in of the last call made under calls_lock, for the line of a
+ * wait for that lock that ran out */
+static struct plugin *_Atomic plugin_in_call;
+
+bool plugin__calling(struct plugin *p, const char *call)
+{
+	atomic_store(&p->calling, call);
+	atomic_store(&plugin_in_call, p);
+	return true;
+}
+
 /* ---- bounded calls ---- */
 
 /*
@@ -550,7 +561,7 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	uint64_t seen;
 	int rc;
 
-	atomic_store(&p->calling, call);
+	plugin__calling(p, call);
 	if (!c)
 		return fn(p, arg);
 	pthread_mutex_lock(&c->lock);
@@ -631,10 +642,22 @@ GT_STARTUP_CODE static int plugins_init(void)
 /* Exit must not hang on a plug-in stuck in a call: wait a bounded time. */
 static bool calls_lock_bounded(void)
 {
+	static bool said; /* the exit and the final flush wait for the same call */
+	struct plugin *p;
+
 	if (plugins__lock_calls(PLUGIN_LOCK_MS))
 		return true;
-	pr_err("plug-ins: a plug-in call is still running after %d ms; "
-	       "the others are not stopped", PLUGIN_LOCK_MS);
+	p = atomic_load(&plugin_in_call);
+	if (said)
+		;
+	else if (p)
+		pr_err("plug-ins: plug-in %s (%s): %s() is still running after %d ms; "
+		       "the others are not stopped", p->path, p->label, atomic_load(&p->calling),
+		       PLUGIN_LOCK_MS);
+	else
+		pr_err("plug-ins: a plug-in call is still running after %d ms; "
+		       "the others are not stopped", PLUGIN_LOCK_MS);
+	said = true;
 	return false;
 }
 
@@ -677,15 +700,18 @@ static void plugins_window(bool open)
 		if (!p->live || p->stopped == !recording)
 			continue;
 		p->stopped = !recording;
-		if (recording && p->ops.start && (rc = PLUGIN_CALL(p->ops.start(p->state))) < 0) {
+		if (recording && p->ops.start && plugin__calling(p, "start") &&
+		    (rc = PLUGIN_CALL(p->ops.start(p->state))) < 0) {
 			plugin__fail(p, "start", rc);
 			continue;
 		}
-		if (!recording && p->ops.stop && (rc = PLUGIN_CALL(p->ops.stop(p->state))) < 0) {
+		if (!recording && p->ops.stop && plugin__calling(p, "stop") &&
+		    (rc = PLUGIN_CALL(p->ops.stop(p->state))) < 0) {
 			plugin__fail(p, "stop", rc);
 			continue;
 		}
-		if (!recording && p->ops.flush && (rc = PLUGIN_CALL(p->ops.flush(p->state, 0))) < 0)
+		if (!recording && p->ops.flush && plugin__calling(p, "flush") &&
+		    (rc = PLUGIN_CALL(p->ops.flush(p->state, 0))) < 0)
 			plugin__fail(p, "flush", rc);
 	}
 	pthread_mutex_unlock(&calls_lock);
@@ -722,7 +748,7 @@ static void plugins_flush(bool final)
 			continue;
 		/* The final flush is the last drain's, bounded by it (lifecycle.c);
 		 * a cycle's must not stop the drain of everything else. */
-		if (final)
+		if (final && plugin__calling(p, "flush"))
 			rc = PLUGIN_CALL(p->ops.flush(p->state, final));
 		else
 			rc = plugin__call_bounded(p, "flush", call_flush, 0,
@@ -738,7 +764,7 @@ static void plugins_flush(bool final)
 				continue;
 			p->live = false;
 			atomic_store_explicit(&p->builder.open, false, memory_order_release);
-			if (p->ops.destroy)
+			if (p->ops.destroy && plugin__calling(p, "destroy"))
 				PLUGIN_CALL((p->ops.destroy(p->state), 0));
 		}
 	}

@@ -97,6 +97,8 @@ GT_HIDDEN struct plugin *plugin__add(const char *path, void *dl, const struct gp
 				     const char *name, uint32_t kinds);
 /* A call failed: one line (unless p->reported), never called again. */
 GT_HIDDEN void plugin__fail(struct plugin *p, const char *call, int rc);
+/* p's call named call is made now (for the lines that name it); true. */
+GT_HIDDEN bool plugin__calling(struct plugin *p, const char *call);
 /* Inside a bounded plug-in call (host.c): what it hands over counts as
  * progress; NULL on every other thread. */
 struct plugin_caller;

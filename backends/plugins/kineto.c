@@ -262,7 +262,7 @@ static int call_stop(struct kineto_prof *k)
 	int rc;
 
 	corr_off(k);
-	atomic_store(&k->p->calling, "profilerStop");
+	plugin__calling(k->p, "profilerStop");
 	rc = PLUGIN_CALL(k->ops.profilerStop(&params));
 	if (rc)
 		kineto__fail(k, "profilerStop", rc, NULL);
@@ -276,7 +276,7 @@ static int call_start(struct kineto_prof *k)
 	};
 	int rc;
 
-	atomic_store(&k->p->calling, "profilerStart");
+	plugin__calling(k->p, "profilerStart");
 	rc = PLUGIN_CALL(k->ops.profilerStart(&params));
 
 	if (rc)
@@ -297,7 +297,7 @@ static int call_process(struct kineto_prof *k)
 
 	utc__sample();
 	params.pTraceBuilder = kbuilder__open(k);
-	atomic_store(&k->p->calling, "profilerProcessEvents");
+	plugin__calling(k->p, "profilerProcessEvents");
 	rc = PLUGIN_CALL(k->ops.profilerProcessEvents(&params));
 	kbuilder__close(k);
 	if (rc)
