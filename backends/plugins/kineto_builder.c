@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "backends/plugins/kineto_internal.h"
+#include "inject/clock.h"
 #include "inject/config.h"
 
 #define METADATA_MAX 4096 /* longer values are cut, and kept as strings */
@@ -341,6 +342,21 @@ static void emit_last(struct kineto_prof *k)
 
 /* ---- the builder's calls ---- */
 
+/* Over an hour from now, start or end (INT64_MAX: the trace stretched over
+ * thousands of years and its sums overflowed); placed, start_ns is ours. */
+static bool utc_far_ahead(const struct kineto_last *l)
+{
+	uint64_t ahead = gt_clock_ns() + 3600ull * 1000000000ull;
+	int64_t dur;
+
+	if (l->start_ns > ahead)
+		return true;
+	if (l->end_utc <= l->start_utc)
+		return false; /* no duration, as Kineto draws it */
+	return __builtin_sub_overflow(l->end_utc, l->start_utc, &dur) ||
+	       (uint64_t)dur > ahead - l->start_ns;
+}
+
 static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 		     const struct KinetoPlugin_ProfileEvent *in)
 {
@@ -378,6 +394,12 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 		return leave(k, refuse(k, "addEvent",
 				       "a time before this machine started (UTC %" PRId64 " ns)",
 				       l->start_utc));
+	}
+	if (!l->skip && utc_far_ahead(l)) {
+		l->skip = true;
+		return leave(k, refuse(k, "addEvent",
+				       "a time over an hour from now (UTC %" PRId64 " to %" PRId64
+				       " ns)", l->start_utc, l->end_utc));
 	}
 	return leave(k, 0);
 }

@@ -545,6 +545,11 @@ void bad_calls_batch(Out &o, Sim *s)
 	/* a type no revision has: a kernel, as Kineto takes it */
 	note("rc unknown-type %d", o.event(99, s->base + 60 * US, s->base + 70 * US, NPU, COMPUTE,
 					  "unknown_type"));
+	/* times that are no time of this run: INT64_MAX, and an end there */
+	note("rc far-start %d", o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL,
+				       INT64_MAX - 10, INT64_MAX, NPU, COMPUTE, "far_start"));
+	note("rc far-end %d", o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL,
+				     s->base + 80 * US, INT64_MAX, NPU, COMPUTE, "far_end"));
 }
 #endif
 

@@ -641,12 +641,15 @@ def test_builder_misused(tmp_path):
     assert rcs == {"name-first": "-1", "meta-first": "-1", "null-event": "-1",
                    "small-event": "-1", "ok-event": "0", "null-name": "-1", "null-meta": "-1",
                    "small-flow": "-1", "null-device": "-1", "zero-time": "-1", "backwards": "0",
-                   "unknown-type": "0", "stale-builder": "-1"}
+                   "unknown-type": "0", "far-start": "-1", "far-end": "-1",
+                   "stale-builder": "-1"}
     assert plugin_lines(r.stderr) == [
         f"gputrace: plug-in {d}/bad_calls.so (KinetoSim): setLastEventName() refused: no event "
         "added yet (the first refusal; the others are counted)"]
     ks = {k["name"]: k for k in events(r.trace, ph="X", cat="kernel")}
-    assert set(ks) == {"good", "backwards", "unknown_type"}  # at_zero: before the clock's zero
+    # at_zero: before the clock's zero; far_start, far_end: INT64_MAX (the trace stretched
+    # over 7427248875 s)
+    assert set(ks) == {"good", "backwards", "unknown_type"}
     assert ks["backwards"]["dur"] == 0
 
 
