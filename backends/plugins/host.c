@@ -93,10 +93,11 @@ static void plugin_config_check(void)
 			all = *end ? end + 1 : end;
 			continue;
 		}
-		if (!colon) {
-			pr_err("GPUTRACE_PLUGIN_CONFIG: entry '%.*s' lacks a plug-in name; "
-			       "accepted: name:text;name:text",
-			       (int)(end - all), all);
+		if (!colon || colon == all) {
+			pr_err("GPUTRACE_PLUGIN_CONFIG: entry '%.*s' %s; accepted: name:text;name:text",
+			       (int)(end - all), all,
+			       colon ? "names no plug-in before its ':'"
+				     : "has no ':' after a plug-in's name");
 		} else {
 			for (unsigned i = 0; i < nplugins && !found; i++)
 				found = strlen(plugins[i].builder.name) == (size_t)(colon - all) &&

@@ -1129,13 +1129,16 @@ END_TEST
 
 START_TEST(config_entries)
 {
-	setenv("GPUTRACE_PLUGIN_CONFIG", "nosuch:x;capture:a=1,b=2;;stray", 1);
+	setenv("GPUTRACE_PLUGIN_CONFIG", "nosuch:x;capture:a=1,b=2;;stray;:x", 1);
 	start_capture(GT_KIND_ALL);
 	ck_assert_str_eq((char *)dlsym(capture, "capture_config"), "a=1,b=2");
-	ck_assert_uint_eq(nlog, 2);
+	ck_assert_uint_eq(nlog, 3);
 	ck_assert_str_eq(log_lines[0], "GPUTRACE_PLUGIN_CONFIG: no plug-in named 'nosuch' was loaded");
-	ck_assert_str_eq(log_lines[1], "GPUTRACE_PLUGIN_CONFIG: entry 'stray' lacks a plug-in name; "
-				       "accepted: name:text;name:text");
+	/* each says what is missing (both said "lacks a plug-in name", and ':x' named '') */
+	ck_assert_str_eq(log_lines[1], "GPUTRACE_PLUGIN_CONFIG: entry 'stray' has no ':' after a "
+				       "plug-in's name; accepted: name:text;name:text");
+	ck_assert_str_eq(log_lines[2], "GPUTRACE_PLUGIN_CONFIG: entry ':x' names no plug-in before "
+				       "its ':'; accepted: name:text;name:text");
 }
 END_TEST
 
