@@ -210,9 +210,9 @@ bool lifecycle__finishing_here(void)
 
 void lifecycle__finish_for(bool on)
 {
-	/* what it records for the ending thread is the trace's own (drain.c) */
-	if (on)
-		atomic_store(&gt_st.host_end_helper_tid, gt_gettid());
+	/* what the plug-ins' caller records, for the ending thread or for the
+	 * drain (whose own records were), is the trace's own (drain.c) */
+	atomic_store(&gt_st.host_end_helper_tid, gt_gettid());
 	finishing_here = on;
 	atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
 }

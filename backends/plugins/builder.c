@@ -113,6 +113,12 @@ static struct gputrace_builder *builder__get(gputrace_builder *handle)
 	return handle;
 }
 
+/* The plug-in a builder (builder__get's) belongs to. */
+static struct plugin *builder__plugin(struct gputrace_builder *b)
+{
+	return &plugins[((uintptr_t)b - (uintptr_t)&plugins[0].builder) / sizeof(plugins[0])];
+}
+
 /* A record for a closed builder: counted lost when its plug-in was given up
  * on in a call that never returned (it cannot know it was). */
 static int builder__closed(gputrace_builder *handle)
@@ -351,7 +357,7 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 
 	if (!b)
 		return builder__closed(handle);
-	plugin__progress();
+	plugin__progress(builder__plugin(b));
 	rc = sized_copy(&e, sizeof(e), in, ABI1_EVENT_SIZE);
 	if (rc)
 		return rc;
@@ -414,7 +420,7 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 
 	if (!b)
 		return builder__closed(handle);
-	plugin__progress();
+	plugin__progress(builder__plugin(b));
 	rc = sized_copy(&c, sizeof(c), in, ABI1_COUNTER_SIZE);
 	if (rc)
 		return rc;

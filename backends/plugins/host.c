@@ -441,7 +441,6 @@ struct plugin_caller {
 	struct plugin *p;
 	int arg, rc;
 	bool posted, done, abandoned, for_drain, for_exit;
-	_Atomic uint64_t progress; /* records handed over by the call under way */
 };
 
 GT_TLS struct plugin_caller *plugin_caller_here;
@@ -449,12 +448,9 @@ static struct plugin_caller *caller; /* under calls_lock: the one that serves */
 /* to the thread being started (lifecycle__spawn passes no argument) */
 static struct plugin_caller *_Atomic caller_handoff;
 
-void plugin__progress(void)
+void plugin__progress(struct plugin *p)
 {
-	struct plugin_caller *c = plugin_caller_here;
-
-	if (c)
-		atomic_fetch_add_explicit(&c->progress, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->progress, 1, memory_order_relaxed);
 }
 
 bool plugin__for_drain(void)
@@ -481,6 +477,9 @@ static void *caller_main(void *arg)
 	if (!c)
 		return NULL; /* a later thread took it */
 	plugin_caller_here = c;
+	/* as on the drain thread: what the plug-in calls through our wrappers
+	 * is our own work, not the program's (nor counted lost) */
+	gt_in_tracer = 1;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		int rc;
@@ -492,7 +491,11 @@ static void *caller_main(void *arg)
 		c->posted = false;
 		pthread_mutex_unlock(&c->lock);
 		lifecycle__finish_for(c->for_exit);
+		/* the drain waits for this call: no wait for room in a ring
+		 * (ring_wait.c), which only the drain makes */
+		gt_in_tracer = c->for_drain ? 2 : 1;
 		rc = c->fn(c->p, c->arg);
+		gt_in_tracer = 1;
 		lifecycle__finish_for(false);
 		pthread_mutex_lock(&c->lock);
 		c->rc = rc;
@@ -574,14 +577,14 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	c->done = false;
 	c->posted = true;
 	pthread_cond_broadcast(&c->cond);
-	seen = atomic_load(&c->progress);
+	seen = atomic_load(&p->progress);
 	until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
 	while (!c->done) {
 		uint64_t now;
 
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)
 			continue;
-		now = atomic_load(&c->progress);
+		now = atomic_load(&p->progress);
 		if (now == seen)
 			break;
 		/* a big batch streaming in: not stuck */

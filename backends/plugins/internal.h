@@ -70,6 +70,9 @@ struct plugin {
 	/* the call under way, for the line if it never returns (Kineto's
 	 * adapters name the profiler's own call) */
 	const char *_Atomic calling;
+	/* records handed over, from any of its threads: a bounded call that
+	 * waits for its own worker to hand a batch over is not stuck */
+	_Atomic uint64_t progress;
 	struct gputrace_builder builder;
 };
 
@@ -104,7 +107,7 @@ GT_HIDDEN bool plugin__calling(struct plugin *p, const char *call);
 struct plugin_caller;
 extern GT_HIDDEN GT_TLS struct plugin_caller *plugin_caller_here;
 /* The bounded call on this thread hands something over (it is alive). */
-GT_HIDDEN void plugin__progress(void);
+GT_HIDDEN void plugin__progress(struct plugin *p);
 /* This bounded call was made for the drain thread, which waits for it:
  * waiting for the drain's room would only wait out the bound. */
 GT_HIDDEN bool plugin__for_drain(void);

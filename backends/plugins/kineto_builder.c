@@ -370,7 +370,7 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 			gt_lost_add(GT_S_LOST_PLUGIN, 1); /* given up on: cannot know */
 		return -1;
 	}
-	plugin__progress();
+	plugin__progress(k->p);
 	emit_last(k);
 	l = &k->last;
 	if (!TAKE(k, "addEvent", KinetoPlugin_ProfileEvent, &e, in,

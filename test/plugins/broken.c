@@ -10,11 +10,21 @@
  *   flush_hangs   its second flush(0) never returns (stuck in a drain cycle);
  *                 a thread of its own then hands over 5 instants
  *                 "after_hang", 1.5 s after the hang began
+ *   flush_calls_ze   each flush(0) and stop calls zeDriverGet, as a Level
+ *                 Zero plug-in reads its device (our work, not the program's)
+ *   flush_waits      its second flush(0) waits for a thread of its own, which
+ *                 hands over 30 instants "from_worker", one every 70 ms
+ *                 (2.1 s: no call is stuck that hands records over)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
+#ifdef BROKEN_flush_calls_ze
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -85,10 +95,51 @@ static void *after_hang(void *arg)
 }
 #endif
 
+#ifdef BROKEN_flush_calls_ze
+/* zeDriverGet as the program's loader has it: through gputrace's wrapper */
+static void call_ze(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, "zeDriverGet");
+	int (*driver_get)(unsigned *, void **);
+	unsigned n = 0;
+
+	memcpy(&driver_get, &sym, sizeof(sym)); /* (ISO C has no cast for it) */
+	if (sym)
+		driver_get(&n, NULL);
+}
+#endif
+
+#ifdef BROKEN_flush_waits
+static const struct gputrace_builder_api *api;
+static gputrace_builder *builder;
+
+static void *worker(void *arg)
+{
+	struct timespec step = { 0, 70000000L };
+	struct gputrace_event ev;
+
+	(void)arg;
+	for (int i = 0; i < 30; i++) {
+		nanosleep(&step, NULL);
+		GPUTRACE_INIT(ev);
+		ev.kind = GPUTRACE_KIND_KERNEL;
+		ev.row = GPUTRACE_ROW_HOST;
+		ev.name = "from_worker";
+		ev.start_ns = api->now_ns();
+		api->instant(builder, &ev);
+	}
+	return NULL;
+}
+#endif
+
 static int broken_create(const struct gputrace_plugin_setup *setup, void **state)
 {
 	note("create");
 	*state = setup->builder;
+#ifdef BROKEN_flush_waits
+	api = setup->api;
+	builder = setup->builder;
+#endif
 #ifdef BROKEN_flush_hangs
 	{
 		pthread_t thread;
@@ -121,6 +172,9 @@ static int broken_stop(void *state)
 {
 	note("stop");
 	(void)state;
+#ifdef BROKEN_flush_calls_ze
+	call_ze();
+#endif
 	return 0;
 }
 
@@ -133,6 +187,20 @@ static int broken_flush(void *state, int final)
 #elif defined(BROKEN_final_hangs)
 	while (final)
 		pause();
+	return 0;
+#elif defined(BROKEN_flush_calls_ze)
+	if (!final)
+		call_ze();
+	return 0;
+#elif defined(BROKEN_flush_waits)
+	static int flushes;
+
+	if (!final && ++flushes == 2) {
+		pthread_t thread;
+
+		pthread_create(&thread, NULL, worker, NULL);
+		pthread_join(thread, NULL);
+	}
 	return 0;
 #elif defined(BROKEN_flush_hangs)
 	static int flushes;

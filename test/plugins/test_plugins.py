@@ -257,6 +257,43 @@ def test_final_flush_that_never_returns(tmp_path):
     assert len(events(t, ph="X", cat="kernel")) > 0
 
 
+def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
+    """A Level Zero plug-in's flush and stop call the API (zeDriverGet) through our
+    wrapper, on the thread that makes its calls: our own work, neither traced as the
+    program's nor counted lost (it was counted lost once the calls moved off the drain
+    thread)."""
+    app = APPS / "ze_basic"
+    for p in (ZE_SIM, app):
+        need(p)
+    d = broken_dir(tmp_path, ["flush_calls_ze"])
+    r = run([app], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d)}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert gputrace_lines(r.stderr) == []
+    info = r.trace["gputrace"]
+    assert info["complete"] is True
+    assert info["events_lost"] == 0, info["lost_by_reason"]
+    assert [e for e in events(r.trace, ph="X") if e.get("name") == "zeDriverGet"
+            and e["args"].get("count") == 0] == []
+
+
+def test_flush_waiting_for_its_own_worker_is_not_stuck(tmp_path):
+    """A flush that waits 2.1 s for a thread of its own handing over a batch (one
+    record every 70 ms) is not stuck: the records come from another thread of the
+    plug-in, and they count as its progress. Every one is in the trace, no line."""
+    app = APPS / "ze_window"
+    for p in (ZE_SIM, app):
+        need(p)
+    d = broken_dir(tmp_path, ["flush_waits"])
+    log = tmp_path / "calls"
+    r = run([app, "2800"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d),
+                                        "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert gputrace_lines(r.stderr) == []
+    assert len(events(r.trace, name="from_worker")) == 30
+    assert r.trace["gputrace"]["events_lost"] == 0
+    assert log.read_text().split("\n")[-2] == "flush_waits destroy"
+
+
 def test_flush_that_never_returns(tmp_path):
     """A plug-in stuck in a drain cycle's flush costs that plug-in, not the
     trace: one line naming it and the call once it handed nothing over for
