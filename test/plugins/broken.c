@@ -9,7 +9,8 @@
  *   final_hangs   flush(final) never returns (a vendor library stuck at exit)
  *   flush_hangs   its second flush(0) never returns (stuck in a drain cycle);
  *                 a thread of its own then hands over 5 instants
- *                 "after_hang", 1.5 s after the hang began
+ *                 "after_hang" once gputrace gave up on it (its builder
+ *                 refuses calls), at least 1.5 s after the hang began
  *   flush_calls_ze   each flush(0) and stop calls zeDriverGet, as a Level
  *                 Zero plug-in reads its device (our work, not the program's)
  *   flush_waits      its second flush(0) waits for a thread of its own, which
@@ -70,10 +71,12 @@ static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
 static int hanging;
 
-/* Records of the plug-in's own thread, made after gputrace gave up on it. */
+/* Records of the plug-in's own thread, made after gputrace gave up on it:
+ * a queue on no device is refused -EINVAL while the builder is open (and
+ * adds nothing), -ECANCELED once it is closed; however slow the machine. */
 static void *after_hang(void *arg)
 {
-	struct timespec later = { 1, 500000000L };
+	struct timespec later = { 1, 500000000L }, step = { 0, 20000000L };
 	struct gputrace_event ev;
 	int i;
 
@@ -83,6 +86,8 @@ static void *after_hang(void *arg)
 		pthread_cond_wait(&hang_cond, &hang_lock);
 	pthread_mutex_unlock(&hang_lock);
 	nanosleep(&later, NULL);
+	for (i = 0; i < 1500 && api->queue(builder, 9999, "probe", 0) != -ECANCELED; i++)
+		nanosleep(&step, NULL);
 	for (i = 0; i < 5; i++) {
 		GPUTRACE_INIT(ev);
 		ev.kind = GPUTRACE_KIND_KERNEL;
