@@ -646,13 +646,14 @@ GT_STARTUP_CODE static int plugins_init(void)
 /* Exit must not hang on a plug-in stuck in a call: wait a bounded time. */
 static bool calls_lock_bounded(void)
 {
-	static bool said; /* the exit and the final flush wait for the same call */
+	/* the exit and the final flush (the drain thread) wait for the same call */
+	static atomic_bool said;
 	struct plugin *p;
 
 	if (plugins__lock_calls(PLUGIN_LOCK_MS))
 		return true;
 	p = atomic_load(&plugin_in_call);
-	if (said)
+	if (atomic_exchange(&said, true))
 		;
 	else if (p)
 		pr_err("plug-ins: plug-in %s (%s): %s() is still running after %d ms; "
@@ -661,7 +662,6 @@ static bool calls_lock_bounded(void)
 	else
 		pr_err("plug-ins: a plug-in call is still running after %d ms; "
 		       "the others are not stopped", PLUGIN_LOCK_MS);
-	said = true;
 	return false;
 }
 
