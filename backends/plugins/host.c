@@ -473,7 +473,7 @@ static void *caller_main(void *arg)
 	sigdelset(&all, SIGILL);
 	sigdelset(&all, SIGFPE);
 	sigdelset(&all, SIGABRT);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	if (!c)
 		return NULL; /* a later thread took it */
 	plugin_caller_here = c;
@@ -515,7 +515,9 @@ static struct plugin_caller *caller_get(void)
 {
 	struct plugin_caller *c = caller;
 	pthread_condattr_t cattr;
+	sigset_t all, old;
 	pthread_t thread;
+	int err;
 
 	if (c)
 		return c;
@@ -528,7 +530,13 @@ static struct plugin_caller *caller_get(void)
 	pthread_cond_init(&c->cond, &cattr);
 	pthread_condattr_destroy(&cattr);
 	atomic_store(&caller_handoff, c);
-	if (lifecycle__spawn(&thread, caller_main)) {
+	/* made from a program thread at exit: no signal of the program's may
+	 * run its handler on ours before its own mask is set (caller_main) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = lifecycle__spawn(&thread, caller_main);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
 		if (atomic_exchange(&caller_handoff, NULL) == c)
 			free(c);
 		return NULL;
