@@ -64,9 +64,25 @@ static int broken_query(struct gputrace_plugin_info *info)
 	return 0;
 }
 
-#ifdef BROKEN_flush_hangs
+#if defined(BROKEN_flush_hangs) || defined(BROKEN_flush_waits)
 static const struct gputrace_builder_api *api;
 static gputrace_builder *builder;
+
+/* One instant of the plug-in's own thread, on that thread's row. */
+static void hand_over(const char *name)
+{
+	struct gputrace_event ev;
+
+	GPUTRACE_INIT(ev);
+	ev.kind = GPUTRACE_KIND_KERNEL;
+	ev.row = GPUTRACE_ROW_HOST;
+	ev.name = name;
+	ev.start_ns = api->now_ns();
+	api->instant(builder, &ev);
+}
+#endif
+
+#ifdef BROKEN_flush_hangs
 static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
 static int hanging;
@@ -77,7 +93,6 @@ static int hanging;
 static void *after_hang(void *arg)
 {
 	struct timespec later = { 1, 500000000L }, step = { 0, 20000000L };
-	struct gputrace_event ev;
 	int i;
 
 	(void)arg;
@@ -88,14 +103,8 @@ static void *after_hang(void *arg)
 	nanosleep(&later, NULL);
 	for (i = 0; i < 1500 && api->queue(builder, 9999, "probe", 0) != -ECANCELED; i++)
 		nanosleep(&step, NULL);
-	for (i = 0; i < 5; i++) {
-		GPUTRACE_INIT(ev);
-		ev.kind = GPUTRACE_KIND_KERNEL;
-		ev.row = GPUTRACE_ROW_HOST;
-		ev.name = "after_hang";
-		ev.start_ns = api->now_ns();
-		api->instant(builder, &ev);
-	}
+	for (i = 0; i < 5; i++)
+		hand_over("after_hang");
 	return NULL;
 }
 #endif
@@ -115,23 +124,14 @@ static void call_ze(void)
 #endif
 
 #ifdef BROKEN_flush_waits
-static const struct gputrace_builder_api *api;
-static gputrace_builder *builder;
-
 static void *worker(void *arg)
 {
 	struct timespec step = { 0, 70000000L };
-	struct gputrace_event ev;
 
 	(void)arg;
 	for (int i = 0; i < 30; i++) {
 		nanosleep(&step, NULL);
-		GPUTRACE_INIT(ev);
-		ev.kind = GPUTRACE_KIND_KERNEL;
-		ev.row = GPUTRACE_ROW_HOST;
-		ev.name = "from_worker";
-		ev.start_ns = api->now_ns();
-		api->instant(builder, &ev);
+		hand_over("from_worker");
 	}
 	return NULL;
 }

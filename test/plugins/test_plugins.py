@@ -276,22 +276,28 @@ def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
             and e["args"].get("count") == 0] == []
 
 
+def run_broken_ze_window(tmp_path, variant, ms):
+    """ze_window MS with the broken plug-in VARIANT: (run, its folder, its calls)."""
+    app = APPS / "ze_window"
+    for p in (ZE_SIM, app):
+        need(p)
+    d = broken_dir(tmp_path, [variant])
+    log = tmp_path / "calls"
+    r = run([app, str(ms)], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d),
+                                         "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    return r, d, log.read_text().split("\n")[:-1]
+
+
 def test_flush_waiting_for_its_own_worker_is_not_stuck(tmp_path):
     """A flush that waits 2.1 s for a thread of its own handing over a batch (one
     record every 70 ms) is not stuck: the records come from another thread of the
     plug-in, and they count as its progress. Every one is in the trace, no line."""
-    app = APPS / "ze_window"
-    for p in (ZE_SIM, app):
-        need(p)
-    d = broken_dir(tmp_path, ["flush_waits"])
-    log = tmp_path / "calls"
-    r = run([app, "2800"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d),
-                                        "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
-    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    r, _, calls = run_broken_ze_window(tmp_path, "flush_waits", 2800)
     assert gputrace_lines(r.stderr) == []
     assert len(events(r.trace, name="from_worker")) == 30
     assert r.trace["gputrace"]["events_lost"] == 0
-    assert log.read_text().split("\n")[-2] == "flush_waits destroy"
+    assert calls[-1] == "flush_waits destroy"
 
 
 def test_flush_that_never_returns(tmp_path):
@@ -299,19 +305,12 @@ def test_flush_that_never_returns(tmp_path):
     trace: one line naming it and the call once it handed nothing over for
     1 s, it is never called again, what its own thread hands over later is
     counted lost, and the drain goes on: every Level Zero launch is kept."""
-    app = APPS / "ze_window"
-    for p in (ZE_SIM, app):
-        need(p)
-    d = broken_dir(tmp_path, ["flush_hangs"])
-    log = tmp_path / "calls"
-    r = run([app, "2500"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d),
-                                        "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
-    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    r, d, calls = run_broken_ze_window(tmp_path, "flush_hangs", 2500)
     assert gputrace_lines(r.stderr) == [
         f"gputrace: plug-in {d}/flush_hangs.so (flush_hangs): flush() did not return: "
         "nothing handed over for 1000 ms; plug-in disabled, tracing goes on",
         f"gputrace: 5 events lost (plugin_dropped 5) in {r.trace_path}"]
-    assert log.read_text().split("\n")[:-1] == [
+    assert calls == [
         f"flush_hangs {c}" for c in ["register", "query", "create", "start", "flush", "flush"]]
     iterations = int(re.search(rb"iterations=(\d+)", r.stdout).group(1))
     t = r.trace
