@@ -100,34 +100,32 @@ uint32_t builder__str(const char *s)
 
 /* ---- the builder ---- */
 
-/* The builder behind a handle, if the handle is one of ours and open. */
-static struct gputrace_builder *builder__get(gputrace_builder *handle)
+/* The plug-in whose builder the handle is, if it is one of ours. */
+static struct plugin *builder__plugin(gputrace_builder *handle)
 {
 	uintptr_t p = (uintptr_t)handle, base = (uintptr_t)&plugins[0].builder;
 	size_t i = (p - base) / sizeof(plugins[0]);
 
-	if (p < base || i >= PLUGINS_MAX || handle != &plugins[i].builder)
-		return NULL;
-	if (!atomic_load_explicit(&handle->open, memory_order_acquire))
-		return NULL;
-	return handle;
+	return p >= base && i < PLUGINS_MAX && handle == &plugins[i].builder ? &plugins[i]
+									     : NULL;
 }
 
-/* The plug-in a builder (builder__get's) belongs to. */
-static struct plugin *builder__plugin(struct gputrace_builder *b)
+/* The builder behind a handle, if the handle is one of ours and open. */
+static struct gputrace_builder *builder__get(gputrace_builder *handle)
 {
-	return &plugins[((uintptr_t)b - (uintptr_t)&plugins[0].builder) / sizeof(plugins[0])];
+	if (!builder__plugin(handle) ||
+	    !atomic_load_explicit(&handle->open, memory_order_acquire))
+		return NULL;
+	return handle;
 }
 
 /* A record for a closed builder: counted lost when its plug-in was given up
  * on in a call that never returned (it cannot know it was). */
 static int builder__closed(gputrace_builder *handle)
 {
-	uintptr_t p = (uintptr_t)handle, base = (uintptr_t)&plugins[0].builder;
-	size_t i = (p - base) / sizeof(plugins[0]);
+	struct plugin *p = builder__plugin(handle);
 
-	if (p >= base && i < PLUGINS_MAX && handle == &plugins[i].builder &&
-	    atomic_load(&plugins[i].hung))
+	if (p && atomic_load(&p->hung))
 		gt_lost_add(GT_S_LOST_PLUGIN, 1);
 	return -ECANCELED;
 }
