@@ -519,7 +519,9 @@ void gt_emit_wait_room(unsigned timeout_ms)
 	    (ring__used(r) <= (r->mask + 1) / 2 &&
 	     !atomic_load_explicit(&r->overflowing, memory_order_relaxed)) ||
 	    !gt_tracing() ||
-	    lifecycle__hooks()->is_own_thread())
+	    /* nested in our own code (a plug-in's call the drain waits for):
+	     * the drain cannot make room, as for a full ring (ring_wait.c) */
+	    gt_in_tracer > 1 || lifecycle__hooks()->is_own_thread())
 		return;
 	gt_flush_sync(timeout_ms);
 }

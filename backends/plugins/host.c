@@ -443,7 +443,6 @@ struct plugin_caller {
 	bool posted, done, abandoned, for_drain, for_exit;
 };
 
-GT_TLS struct plugin_caller *plugin_caller_here;
 static struct plugin_caller *caller; /* under calls_lock: the one that serves */
 /* to the thread being started (lifecycle__spawn passes no argument) */
 static struct plugin_caller *_Atomic caller_handoff;
@@ -453,10 +452,6 @@ void plugin__progress(struct plugin *p)
 	atomic_fetch_add_explicit(&p->progress, 1, memory_order_relaxed);
 }
 
-bool plugin__for_drain(void)
-{
-	return plugin_caller_here && plugin_caller_here->for_drain;
-}
 
 static void *caller_main(void *arg)
 {
@@ -476,7 +471,6 @@ static void *caller_main(void *arg)
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	if (!c)
 		return NULL; /* a later thread took it */
-	plugin_caller_here = c;
 	/* as on the drain thread: what the plug-in calls through our wrappers
 	 * is our own work, not the program's (nor counted lost) */
 	gt_in_tracer = 1;
@@ -505,7 +499,6 @@ static void *caller_main(void *arg)
 	pthread_mutex_unlock(&c->lock);
 	/* given up on while in a call that returned at last: nobody else
 	 * holds it now */
-	plugin_caller_here = NULL;
 	free(c);
 	return NULL;
 }

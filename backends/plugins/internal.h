@@ -102,15 +102,9 @@ GT_HIDDEN struct plugin *plugin__add(const char *path, void *dl, const struct gp
 GT_HIDDEN void plugin__fail(struct plugin *p, const char *call, int rc);
 /* p's call named call is made now (for the lines that name it); true. */
 GT_HIDDEN bool plugin__calling(struct plugin *p, const char *call);
-/* Inside a bounded plug-in call (host.c): what it hands over counts as
- * progress; NULL on every other thread. */
-struct plugin_caller;
-extern GT_HIDDEN GT_TLS struct plugin_caller *plugin_caller_here;
-/* The bounded call on this thread hands something over (it is alive). */
+/* p handed something over, from any of its threads: a bounded call of it
+ * is alive (host.c). */
 GT_HIDDEN void plugin__progress(struct plugin *p);
-/* This bounded call was made for the drain thread, which waits for it:
- * waiting for the drain's room would only wait out the bound. */
-GT_HIDDEN bool plugin__for_drain(void);
 /* Paused between capture windows now: a plug-in created now is not
  * started (its start comes with the first window, host.c). */
 GT_HIDDEN bool plugins__paused(void);

@@ -334,9 +334,8 @@ static void emit_last(struct kineto_prof *k)
 		return;
 	}
 	/* the batch streams out: room is made in this thread's ring as it goes
-	 * (not when the drain waits for this call: it cannot make room) */
-	if (!plugin__for_drain())
-		gt_emit_wait_room(1000);
+	 * (not when the drain waits for this call: gt_emit_wait_room knows) */
+	gt_emit_wait_room(1000);
 	gt_emit(&ev, l->args, n);
 }
 
