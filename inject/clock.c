@@ -89,6 +89,9 @@ static bool tsc_usable(void)
 
 	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
 		return false;
+	/* RDTSCP, for reads ordered after earlier loads (gt_rdtsc) */
+	if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & (1u << 27)))
+		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -162,8 +165,8 @@ static bool line_holds(const struct line *l, uint64_t tsc)
  * (this 2-core VM). A line bent down from the anchor's reading gave, after the
  * delay, values the old line had handed out already: a thread read 1647 ns
  * behind another's (check_clock, once in 35 runs). Its TSC is read once no
- * reader can take the old line any more (odd seq, then MFENCE; LFENCE: RDTSC
- * waits for no earlier store). It bends to meet the raw clock a period on, or
+ * reader can take the old line any more (odd seq, then MFENCE: RDTSCP waits
+ * for earlier loads, not stores). It bends to meet the raw clock a period on, or
  * jumps to it (catch_up: behind, and unread since its period ended).
  * Returns where it starts.
  */
@@ -176,7 +179,6 @@ static uint64_t publish_from(const struct line *old, uint64_t tsc, uint64_t ns, 
 
 	atomic_store_explicit(&gt_tsc.seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	_mm_lfence();
 	now = gt_rdtsc();
 	raw = ns + (uint64_t)((double)(now > tsc ? now - tsc : 0) * ns_per_tick);
 	start = line_at(old, now);

@@ -5,7 +5,9 @@
  * 32-byte record into a thread-local buffer. Nothing is called in between.
  *
  * raw (the default): clock_gettime(CLOCK_MONOTONIC_RAW), the clock gputrace
- * uses; tsc: the bare rdtsc instruction, for what a TSC clock would save.
+ * uses; tsc: the TSC read as gputrace's line reads it, RDTSCP (ordered after
+ * earlier loads, as clock_gettime() is: a bare RDTSC is not a clock a tracer
+ * may use across threads), for the least a TSC clock can cost.
  */
 #include "bench.h"
 
@@ -32,7 +34,9 @@ static inline uint64_t raw_ns(void)
 static inline uint64_t tsc(void)
 {
 #ifdef HAVE_TSC
-	return __rdtsc();
+	unsigned int cpu;
+
+	return __rdtscp(&cpu);
 #else
 	return raw_ns();
 #endif
