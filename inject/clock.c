@@ -26,7 +26,6 @@
 #include "clock.h"
 
 #ifdef GT_CLOCK_TSC
-#include <cpuid.h>
 
 GT_HIDDEN struct gt_tsc_clock gt_tsc;
 
@@ -89,8 +88,10 @@ static bool tsc_usable(void)
 
 	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
 		return false;
-	/* RDTSCP, for reads ordered after earlier loads (gt_rdtsc) */
-	if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & (1u << 27)))
+	/* reads ordered after earlier loads (gt_rdtsc): LFENCE, or RDTSCP */
+	gt_tsc.lfence_orders = gt_lfence_orders_rdtsc();
+	if (!gt_tsc.lfence_orders &&
+	    (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & (1u << 27))))
 		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -5,15 +5,16 @@
  * 32-byte record into a thread-local buffer. Nothing is called in between.
  *
  * raw (the default): clock_gettime(CLOCK_MONOTONIC_RAW), the clock gputrace
- * uses; tsc: the TSC read as gputrace's line reads it, RDTSCP (ordered after
- * earlier loads, as clock_gettime() is: a bare RDTSC is not a clock a tracer
- * may use across threads), for the least a TSC clock can cost.
+ * uses; tsc: the TSC read as gputrace's line reads it, LFENCE + RDTSC or
+ * RDTSCP (ordered after earlier loads, as clock_gettime() is: a bare RDTSC is
+ * not a clock a tracer may use across threads), the least a TSC clock costs.
  */
 #include "bench.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
+#include "inject/clock.h"
+#ifdef GT_CLOCK_TSC
 #define HAVE_TSC 1
+static int lfence_orders; /* as gt_rdtsc() chooses */
 #endif
 
 struct rec {
@@ -36,6 +37,10 @@ static inline uint64_t tsc(void)
 #ifdef HAVE_TSC
 	unsigned int cpu;
 
+	if (lfence_orders) {
+		_mm_lfence();
+		return __rdtsc();
+	}
 	return __rdtscp(&cpu);
 #else
 	return raw_ns();
@@ -68,6 +73,9 @@ int main(int argc, char **argv)
 	struct bench_time t = { 0 };
 	uint64_t sum = 0, span = bench_wall();
 
+#ifdef HAVE_TSC
+	lfence_orders = gt_lfence_orders_rdtsc();
+#endif
 	if (!use_tsc && strcmp(clock, "raw"))
 		BENCH_DIE("bench_floor: clock '%s': use raw or tsc", clock);
 	if (!burst)

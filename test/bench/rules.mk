@@ -5,9 +5,9 @@
 BENCH_DIR := $(BUILD)/test/bench
 BENCH_CORE_OBJS := $(filter-out $(BUILD)/obj/backends/%,$(LIB_OBJS))
 
-$(BENCH_DIR)/bench_floor: test/bench/bench_floor.c test/bench/bench.h
+$(BENCH_DIR)/bench_floor: test/bench/bench_floor.c test/bench/bench.h inject/clock.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lpthread
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lpthread
 
 $(BENCH_DIR)/bench_core: test/bench/bench_core.c test/bench/bench.h $(BENCH_CORE_OBJS)
 	@mkdir -p $(dir $@)
