@@ -319,23 +319,14 @@ static void no_window_reason(char *out, size_t len, uint64_t now_ns)
 
 void capture__report_at_exit(void)
 {
-	char path[PATH_MAX], line[1024], why[900];
-	int fd, n;
+	char why[900];
 
-	if (!gt_cap.controlled || !gt_cfg.run_state || !gt_cfg.run_state[0] ||
-	    snprintf(path, sizeof(path), "%s/traces", gt_cfg.run_state) >= (int)sizeof(path))
+	if (!gt_cap.controlled || !gt_under_run())
 		return;
 	if (atomic_load(&gt_cap.windows)) {
-		n = snprintf(line, sizeof(line), "w\t%d\n", (int)gt_st.pid);
+		gt_run_note('w', NULL);
 	} else {
 		no_window_reason(why, sizeof(why), gt_clock_ns());
-		n = snprintf(line, sizeof(line), "!\t%d\t%s\n", (int)gt_st.pid, why);
+		gt_run_note('!', why);
 	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	/* one write: O_APPEND keeps the lines of concurrent processes whole */
-	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		pr_dbg("cannot add to %s", path);
-	close(fd);
 }

@@ -120,6 +120,13 @@ struct gt_config {
 
 extern GT_HIDDEN struct gt_config gt_cfg;
 
+/* A process of gputrace run (its state folder set; NULL before the
+ * configuration is read) */
+static inline bool gt_under_run(void)
+{
+	return gt_cfg.run_state && gt_cfg.run_state[0];
+}
+
 /* Sampled device counters (telemetry, time-based metrics): the drain thread
  * reads them, so it runs from the start when they are asked for. */
 static inline bool gt_sampling_wanted(const struct gt_config *cfg)

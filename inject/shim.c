@@ -118,6 +118,34 @@ static void tell_the_run(const char *line, size_t n)
 	close(fd);
 }
 
+/*
+ * A line of the run's list ("<what>\t<pid>[\t<text>]"), read by gputrace run
+ * at the end (scripts/tool/run_files.c): the traces written, capture windows,
+ * telemetry. 0 when not under gputrace run.
+ */
+int gt_run_note(char what, const char *text)
+{
+	char path[PATH_MAX], line[PATH_MAX + 64];
+	int fd, n, err = 0;
+
+	if (!gt_under_run())
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/traces", gt_cfg.run_state) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	n = text ? snprintf(line, sizeof(line), "%c\t%d\t%s\n", what, (int)gt_st.pid, text)
+		 : snprintf(line, sizeof(line), "%c\t%d\n", what, (int)gt_st.pid);
+	if (n < 0 || n >= (int)sizeof(line))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	/* one write: O_APPEND keeps the lines of concurrent processes whole */
+	if (write(fd, line, (size_t)n) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 void gt_log(int level, const char *fmt, ...)
 {
 	char buf[1024];

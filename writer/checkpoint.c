@@ -603,36 +603,14 @@ bool checkpoint__anything(bool final)
  */
 void checkpoint__list(char what, const char *path)
 {
-	char list[PATH_MAX];
-	struct jbuf line = { 0 };
-	int fd;
+	int err = gt_run_note(what, path);
 
-	if (!gt_cfg.run_state[0] ||
-	    snprintf(list, sizeof(list), "%s/traces", gt_cfg.run_state) >= (int)sizeof(list))
-		return;
-	fd = open(list, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		/* (EMFILE under a low RLIMIT_NOFILE) the run takes what is in
-		 * its parts folder, but a trace elsewhere (-o with %p) it
-		 * cannot find: the user is told where it is */
-		if (path)
-			pr_warn("cannot list this process's trace with gputrace run (%s: %s); "
-				"the trace is %s", list, strerror(errno), path);
-		return;
-	}
-	jbuf__ch(&line, what);
-	jbuf__ch(&line, '\t');
-	json__u64(&line, (uint32_t)gt_st.pid);
-	if (path) {
-		jbuf__ch(&line, '\t');
-		jbuf__put(&line, path, strlen(path));
-	}
-	jbuf__ch(&line, '\n');
-	/* one write: O_APPEND keeps the lines of concurrent processes whole */
-	if (write(fd, line.p, line.len) < 0)
-		pr_dbg("cannot add to %s: %s", list, strerror(errno));
-	jbuf__free(&line);
-	close(fd);
+	/* (EMFILE under a low RLIMIT_NOFILE) the run takes what is in its parts
+	 * folder, but a trace elsewhere (-o with %p) it cannot find: the user is
+	 * told where it is */
+	if (err && path)
+		pr_warn("cannot list this process's trace with gputrace run (%s/traces: %s); "
+			"the trace is %s", gt_cfg.run_state, strerror(-err), path);
 }
 
 /* After a checkpoint that worked: the file has its name now. */

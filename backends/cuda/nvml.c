@@ -247,21 +247,30 @@ static uint64_t nv_sample(uint64_t now_ns)
 	return on ? at + 1000000000ull / gt_cfg.telemetry_hz : 0;
 }
 
+#define NO_TELEMETRY_WHY                                                                   \
+	"libnvidia-ml.so.1 (NVML, which the NVIDIA driver installs) could not be opened, and " \
+	"no Level Zero device gave Sysman telemetry (read from the program's zeInit on); "     \
+	"telemetry needs one of them"
+
 /* No NVML and no NVIDIA driver: one line. A warning when no backend sampled any
  * telemetry (the user asked for it and gets none); where Level Zero's Sysman gave it,
- * NVML's absence is no news (info). */
+ * NVML's absence is no news (info). Under gputrace run, the run says it, once, and
+ * only if no process of it recorded telemetry: a shell around the GPU program has
+ * none of its own ('T' and '?' lines of the run's list). */
 static void nv_said_absent(void)
 {
+	bool any = atomic_load(&gt_telemetry_devices);
+
+	if (gt_under_run() && (any || nv_absent))
+		gt_run_note(any ? 'T' : '?', any ? NULL : NO_TELEMETRY_WHY);
 	if (!nv_absent)
 		return;
 	nv_absent = false;
-	if (atomic_load(&gt_telemetry_devices))
+	if (any)
 		pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry (the Level Zero "
 			"devices' is recorded)");
-	else
-		pr_warn("--telemetry: nothing recorded: libnvidia-ml.so.1 (NVML, which the NVIDIA "
-			"driver installs) could not be opened, and no Level Zero device gave Sysman "
-			"telemetry (read from the program's zeInit on); telemetry needs one of them");
+	else if (!gt_under_run())
+		pr_warn("--telemetry: nothing recorded: " NO_TELEMETRY_WHY);
 }
 
 GT_STARTUP_CODE static void nv_stop(void)

@@ -261,6 +261,10 @@ int cmd_run(int argc, char **argv)
 	run__print_unsaid(&r);
 
 	run__collect_traces(&r);
+	/* a process that had no telemetry leaves the line to the run (nvml.c):
+	 * said once, and only when no process of the run recorded any */
+	if (r.no_telemetry[0])
+		fprintf(stderr, WHO ": --telemetry: nothing recorded: %s\n", r.no_telemetry);
 	if (!r.per_process && (err = run__make_trace(&r))) {
 		fprintf(stderr, WHO ": could not make %s%s%s; the traces of the run are in %s "
 			"(gputrace merge -o %s %s/*.json)\n", r.out, err == -EIO ? "" : ": ",

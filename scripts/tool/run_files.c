@@ -294,8 +294,10 @@ void run__make_folders(struct run *r)
  * The list its processes keep in the state folder (writer/checkpoint.c):
  * "* PID" a process records, "+ PID PATH" its trace has a name, "= PID"
  * its recording is over; at its exit, a process with capture windows adds
- * "w PID" when one opened, or "! PID WHY" (inject/capture.c). Read whole
- * each time: it is a few lines per process.
+ * "w PID" when one opened, or "! PID WHY" (inject/capture.c); with
+ * --telemetry, "T PID" when it recorded telemetry, or "? PID WHY" when it
+ * would have said it had none (backends/cuda/nvml.c). Read whole each time:
+ * it is a few lines per process.
  */
 struct run_list {
 	char **paths;       /* the traces, each once, in the order named */
@@ -306,6 +308,8 @@ struct run_list {
 	size_t nnamed;
 	bool window_opened;
 	char no_window[1024]; /* the first process's reason for none */
+	bool telemetry;
+	char no_telemetry[1024]; /* the first process's reason for none */
 };
 
 static void list__free(struct run_list *l)
@@ -346,7 +350,7 @@ static void read_list(const struct run *r, struct run_list *l)
 		pid_t pid;
 		size_t i;
 
-		if (!nl || !strchr("*+=w!", line[0]) || line[1] != '\t')
+		if (!nl || !strchr("*+=w!T?", line[0]) || line[1] != '\t')
 			continue;
 		*nl = 0;
 		pid = (pid_t)atol(line + 2);
@@ -362,6 +366,10 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->window_opened = true;
 		} else if (line[0] == '!' && file && !l->no_window[0]) {
 			snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
+		} else if (line[0] == 'T') {
+			l->telemetry = true;
+		} else if (line[0] == '?' && file && !l->no_telemetry[0]) {
+			snprintf(l->no_telemetry, sizeof(l->no_telemetry), "%s", file + 1);
 		} else if (line[0] == '+' && file) {
 			l->named = grow(l->named, l->nnamed, sizeof(pid_t));
 			l->named[l->nnamed++] = pid;
@@ -467,6 +475,8 @@ void run__collect_traces(struct run *r)
 	take_unlisted(r, &l);
 	r->window_opened = l.window_opened;
 	memcpy(r->no_window, l.no_window, sizeof(r->no_window));
+	if (!l.telemetry)
+		memcpy(r->no_telemetry, l.no_telemetry, sizeof(r->no_telemetry));
 	/* recording, never ended, no trace named: died before its first file
 	 * (SIGKILL, or an exit cut short, as by exit() from two threads) */
 	r->unwritten = 0;

@@ -267,6 +267,33 @@ def test_telemetry_of_a_program_shorter_than_its_period(tmp_path):
     assert telemetry_series(t) == TELEMETRY_SERIES
 
 
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
+def test_telemetry_of_a_wrapped_program_is_not_said_missing(tmp_path):
+    """gputrace run --telemetry -- sh -c 'ze_pingpong; true': the shell has no telemetry of
+    its own (no NVML here, no Level Zero device), the GPU program has. The run said
+    "--telemetry: nothing recorded" (the shell's line) over a trace full of telemetry; it
+    says it only when no process of the run recorded any, and then once."""
+    def gputrace_run(out, script):
+        return subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+                               "--telemetry", "-o", str(out), "--", "sh", "-c", script],
+                              env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1],
+                                                     "LD_LIBRARY_PATH": ""})),
+                              capture_output=True, timeout=60)
+    pingpong = BUILD / "test" / "apps" / "ze_pingpong"
+    r = gputrace_run(tmp_path / "t.json", f"{pingpong} 20; true")
+    assert r.returncode == 0, r.stderr
+    assert not [l for l in gputrace_lines(r.stderr) if "telemetry" in l], r.stderr
+    assert telemetry_series(load_trace(tmp_path / "t.json")) == TELEMETRY_SERIES
+    # three processes, none with telemetry: one line, from the run
+    r = gputrace_run(tmp_path / "none.json", "sh -c true; sh -c true")
+    assert r.returncode == 0, r.stderr
+    said = [l for l in gputrace_lines(r.stderr) if "telemetry" in l]
+    assert said == ["gputrace: --telemetry: nothing recorded: libnvidia-ml.so.1 (NVML, which "
+                    "the NVIDIA driver installs) could not be opened, and no Level Zero device "
+                    "gave Sysman telemetry (read from the program's zeInit on); telemetry "
+                    "needs one of them"], r.stderr
+
+
 def test_telemetry_follows_the_work(tmp_path):
     t, _ = traced(tmp_path, [LOAD, 150, 120, 4],
                   {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "100"})
