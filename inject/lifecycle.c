@@ -208,6 +208,11 @@ bool lifecycle__finishing_here(void)
 	return finishing_here;
 }
 
+bool lifecycle__on_drain_thread(void)
+{
+	return lifecycle__hooks()->is_own_thread();
+}
+
 void lifecycle__finish_for(bool on)
 {
 	/* what the plug-ins' caller records, for the ending thread or for the

@@ -96,6 +96,8 @@ GT_HIDDEN int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *));
 GT_HIDDEN void lifecycle__thread_up(void);
 /* This thread is finishing the trace (stopping the backends at exit). */
 GT_HIDDEN bool lifecycle__finishing_here(void);
+/* This thread is the drain thread. */
+GT_HIDDEN bool lifecycle__on_drain_thread(void);
 /* This thread makes a call for the one finishing (a plug-in's, bounded):
  * a fault in it closes the trace as one in the exit path does. */
 GT_HIDDEN void lifecycle__finish_for(bool on);

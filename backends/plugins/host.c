@@ -604,6 +604,12 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	return -ETIMEDOUT;
 }
 
+static int call_start(struct plugin *p, int arg)
+{
+	(void)arg;
+	return PLUGIN_CALL(p->ops.start(p->state));
+}
+
 static int call_stop(struct plugin *p, int arg)
 {
 	(void)arg;
@@ -689,15 +695,19 @@ static void plugins__stop_locked(bool for_drain)
  * A window closing: each running plug-in is stopped and hands over what it
  * recorded (ours: stop, then flush(0); Kineto's: profilerStop, then
  * profilerProcessEvents), into the file of that window. A window opened
- * (and still open): each is started again. Idempotent.
+ * (and still open): each is started again. Idempotent. Each call bounded as
+ * a drain cycle's flush is: one stuck there held the drain thread (or the
+ * program's thread that closed the window) for good, and the trace lost its
+ * end.
  */
 static void plugins_window(bool open)
 {
-	bool recording;
+	bool recording, for_drain;
 
 	if (!nplugins || !calls_lock_bounded())
 		return;
 	recording = open && gt_tracing();
+	for_drain = lifecycle__on_drain_thread();
 	for (unsigned i = 0; i < nplugins; i++) {
 		struct plugin *p = &plugins[i];
 		int rc = 0;
@@ -705,18 +715,21 @@ static void plugins_window(bool open)
 		if (!p->live || p->stopped == !recording)
 			continue;
 		p->stopped = !recording;
-		if (recording && p->ops.start && plugin__calling(p, "start") &&
-		    (rc = PLUGIN_CALL(p->ops.start(p->state))) < 0) {
+		if (recording && p->ops.start &&
+		    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_DRAIN_QUIET_MS,
+					       for_drain)) < 0) {
 			plugin__fail(p, "start", rc);
 			continue;
 		}
-		if (!recording && p->ops.stop && plugin__calling(p, "stop") &&
-		    (rc = PLUGIN_CALL(p->ops.stop(p->state))) < 0) {
+		if (!recording && p->ops.stop &&
+		    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_DRAIN_QUIET_MS,
+					       for_drain)) < 0) {
 			plugin__fail(p, "stop", rc);
 			continue;
 		}
-		if (!recording && p->ops.flush && plugin__calling(p, "flush") &&
-		    (rc = PLUGIN_CALL(p->ops.flush(p->state, 0))) < 0)
+		if (!recording && p->ops.flush &&
+		    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_DRAIN_QUIET_MS,
+					       for_drain)) < 0)
 			plugin__fail(p, "flush", rc);
 	}
 	pthread_mutex_unlock(&calls_lock);

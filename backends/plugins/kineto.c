@@ -15,8 +15,8 @@
  *     profilerStart (while paused between capture windows: not yet);
  *   with capture windows: as each closes, profilerStop, profilerProcessEvents
  *     (its events land in that window's file), and as the next opens,
- *     profilerStart; on the thread that marks a range window, else on the
- *     drain thread (host.c, plugins_window);
+ *     profilerStart; for the thread that marks a range window, else for
+ *     the drain thread, on host.c's caller thread (plugins_window);
  *   while the program runs: profilerPushCorrelationId / Pop around every
  *     launch-class call gputrace traces, on the calling thread (when the
  *     plug-in has both);

@@ -13,6 +13,7 @@
  *                 refuses calls), at least 1.5 s after the hang began
  *   flush_calls_ze   each flush(0) and stop calls zeDriverGet, as a Level
  *                 Zero plug-in reads its device (our work, not the program's)
+ *   stop_hangs    stop() never returns (stuck as a capture window closes)
  *   flush_waits      its second flush(0) waits for a thread of its own, which
  *                 hands over 30 instants "from_worker", one every 70 ms
  *                 (2.1 s: no call is stuck that hands records over)
@@ -179,6 +180,10 @@ static int broken_stop(void *state)
 	(void)state;
 #ifdef BROKEN_flush_calls_ze
 	call_ze();
+#endif
+#ifdef BROKEN_stop_hangs
+	for (;;)
+		pause();
 #endif
 	return 0;
 }

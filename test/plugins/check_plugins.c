@@ -227,6 +227,11 @@ bool lifecycle__finishing_here(void)
 	return false;
 }
 
+bool lifecycle__on_drain_thread(void)
+{
+	return false;
+}
+
 void lifecycle__finish_for(bool on)
 {
 }

@@ -427,9 +427,10 @@ def itt_window_traces(tmp_path):
 def test_capture_windows_start_and_stop_profiler(tmp_path):
     """--capture-range cudaProfilerApi over a Level Zero program whose ITT resume/pause mark
     steps 3 and 5 (ze_itt, 30 ms in each window): the profiler is created at start but
-    started only as each window opens, stopped and processed as it closes (on the thread
-    that marks the range), so each window's own file holds exactly one batch of its events,
-    all inside that window, and nothing of it is recorded outside."""
+    started only as each window opens, stopped and processed as it closes (on a caller
+    thread of gputrace's, which the thread that marks the range waits for, bounded), so
+    each window's own file holds exactly one batch of its events, all inside that window,
+    and nothing of it is recorded outside."""
     app = APPS / "ze_itt"
     need(ZE_SIM)
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[app, "6", "30"], expect_rc=0,
@@ -438,8 +439,8 @@ def test_capture_windows_start_and_stop_profiler(tmp_path):
     assert plugin_lines(r.stderr) == [] and r.stdout == b"ze_itt: 6 steps, ITT protocol 2\n"
     assert lifecycle(tmp_path) == [
         "register main", "registerProfiler main", "query main", "create main", "query main",
-        "start main", "stop main", "process main",
-        "start main", "stop main", "process main", "destroy other"]
+        "start other", "stop other", "process other",
+        "start other", "stop other", "process other", "destroy other"]
     # each window: its own step, and the profiler's batch of this window's start
     for (t, spans), base in zip(itt_window_traces(tmp_path), start_utc(tmp_path)):
         kernels = sorted(e["name"] for e in spans if e["cat"] == "kernel")

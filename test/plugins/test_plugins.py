@@ -321,6 +321,36 @@ def test_flush_that_never_returns(tmp_path):
     assert info["events_lost"] == 5 and info["lost_by_reason"]["plugin_dropped"] == 5
 
 
+def test_stop_that_never_returns_as_a_window_closes(tmp_path):
+    """A plug-in stuck in stop() as a capture window closes (--duration 0.5: the
+    drain thread closes it) costs that plug-in, not the trace: one line naming it
+    and the call once it handed nothing over for 1 s, and the window's file is
+    ended, with every launch of the window. It held the drain thread for good: the
+    file kept its last checkpoint, not complete, and the exit waited 5 s more."""
+    app = APPS / "ze_window"
+    for p in (ZE_SIM, app):
+        need(p)
+    d = broken_dir(tmp_path, ["stop_hangs"])
+    log = tmp_path / "calls"
+    r = run([app, "1500"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d), "GPUTRACE_DURATION": "0.5",
+                                        "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/stop_hangs.so (stop_hangs): stop() did not return: "
+        "nothing handed over for 1000 ms; plug-in disabled, tracing goes on"]
+    calls = log.read_text().split("\n")[:-1]
+    # the window's periodic flushes, then the stop, and never a call again
+    assert calls[:4] == [f"stop_hangs {c}" for c in ["register", "query", "create", "start"]]
+    assert set(calls[4:-1]) <= {"stop_hangs flush"} and calls[-1] == "stop_hangs stop", calls
+    info = r.trace["gputrace"]
+    assert info["complete"] is True, info
+    # the window's launches: a run of consecutive iterations, each launch's kernel there
+    steps = sorted(e["args"]["gx"] for e in events(r.trace, ph="X", cat="kernel")
+                   if e["name"] == "step")
+    assert steps and steps == list(range(steps[0], steps[0] + len(steps)))
+    assert info["events_lost"] == 0
+
+
 def test_broken_next_to_good(tmp_path):
     """All broken kinds at once, next to the example: one line each, the
     example's trace as complete as alone, the program's output untouched."""
