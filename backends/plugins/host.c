@@ -621,6 +621,18 @@ static int call_flush(struct plugin *p, int final)
 	return PLUGIN_CALL(p->ops.flush(p->state, final));
 }
 
+/* Under calls_lock: p stopped (handing over what it recorded), then started
+ * again, each call bounded as a window's are: a Kineto profiler's cycle
+ * (kineto.c). 0, or the first call's error (said, p disabled). */
+int plugins__restart_locked(struct plugin *p)
+{
+	int rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_DRAIN_QUIET_MS, false);
+
+	if (!rc)
+		rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_DRAIN_QUIET_MS, false);
+	return rc;
+}
+
 /* ---- the backend ---- */
 
 GT_STARTUP_CODE static int plugins_init(void)

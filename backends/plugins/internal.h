@@ -111,6 +111,7 @@ GT_HIDDEN bool plugins__paused(void);
 /* The lock every plug-in call is made under (one call at a time). */
 GT_HIDDEN bool plugins__lock_calls(unsigned timeout_ms);
 GT_HIDDEN void plugins__unlock_calls(void);
+GT_HIDDEN int plugins__restart_locked(struct plugin *p);
 
 /* ---- Kineto's plug-ins (kineto.c) ---- */
 

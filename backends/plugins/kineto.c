@@ -618,7 +618,9 @@ static bool cycle_wait(void)
 	return !stop;
 }
 
-/* stop, processEvents, start: the profiler's memory handed over. */
+/* stop, processEvents, start: the profiler's memory handed over; each call
+ * bounded (host.c): one stuck there held the calls lock, and at exit the
+ * other plug-ins were not stopped nor flushed. */
 static void *cycle_main(void *arg)
 {
 	sigset_t all;
@@ -635,8 +637,7 @@ static void *cycle_main(void *arg)
 
 			if (!k->p || !k->p->live || k->p->stopped || gone(k))
 				continue;
-			if (!call_stop(k) && !call_process(k))
-				call_start(k);
+			plugins__restart_locked(k->p);
 		}
 		plugins__unlock_calls();
 	}

@@ -685,17 +685,23 @@ def test_process_events_that_never_returns(tmp_path):
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
 
 
-def test_cycle_that_never_returns_is_named(tmp_path):
-    """processEvents stuck in a GPUTRACE_KINETO_CYCLE_MS cycle holds the calls
-    lock: the exit waits for it 2 s, no longer, in one line naming the
-    profiler and the call, and the program exits with its own status."""
+def test_cycle_that_never_returns_costs_its_plugin(tmp_path):
+    """processEvents stuck in a GPUTRACE_KINETO_CYCLE_MS cycle costs that plug-in,
+    as a stuck drain-cycle flush does: one line naming the profiler and the call
+    once it handed nothing over for 1 s, never called again, and the trace
+    complete with what it handed over before. (It held the calls lock: the exit
+    waited 2 s for it and stopped no other plug-in.)"""
     d = kdir(tmp_path, "process_hangs")
     r = run_kineto(tmp_path, d, sleep_ms=300, env={"GPUTRACE_KINETO_CYCLE_MS": "100"})
     assert plugin_lines(r.stderr) == [
-        f"gputrace: plug-ins: plug-in {d}/process_hangs.so (KinetoSim): profilerProcessEvents() "
-        "is still running after 2000 ms; the others are not stopped"]
+        f"gputrace: plug-in {d}/process_hangs.so (KinetoSim): profilerProcessEvents() did not "
+        "return: nothing handed over for 1000 ms; plug-in disabled, tracing goes on"]
     assert [l.split()[0] for l in lifecycle(tmp_path)] == [
         "register", "registerProfiler", "query", "create", "query", "start", "stop", "process"]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
+    # the third was still being described when it hung
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
 
 
 # ---- the header ----
