@@ -440,7 +440,7 @@ struct plugin_caller {
 	int (*fn)(struct plugin *p, int arg);
 	struct plugin *p;
 	int arg, rc;
-	bool posted, done, abandoned, for_drain, for_exit;
+	bool posted, taken, done, abandoned, for_drain, for_exit;
 };
 
 static struct plugin_caller *caller; /* under calls_lock: the one that serves */
@@ -483,6 +483,8 @@ static void *caller_main(void *arg)
 		if (c->abandoned)
 			break;
 		c->posted = false;
+		c->taken = true;
+		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
 		lifecycle__finish_for(c->for_exit);
 		/* the drain waits for this call: no wait for room in a ring
@@ -552,10 +554,15 @@ static void plugin__hung(struct plugin *p, unsigned quiet_ms)
 	plugin__fail(p, call, -ETIMEDOUT);
 }
 
+/* A caller thread just made may take this long to run (a loaded machine, a
+ * sanitizer's thread start): until it takes the call, the call has not begun. */
+#define CALLER_START_MS 5000
+
 /*
  * fn(p, arg) on the caller thread, under calls_lock; call names it for the
  * line. Its rc, or -ETIMEDOUT (p disabled, its line said) once it handed
- * nothing over for quiet_ms. for_drain: the drain thread is the waiter.
+ * nothing over for quiet_ms from when the caller took it. for_drain: the
+ * drain thread is the waiter.
  */
 static int plugin__call_bounded(struct plugin *p, const char *call,
 				int (*fn)(struct plugin *p, int arg), int arg, unsigned quiet_ms,
@@ -576,11 +583,17 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	c->for_drain = for_drain;
 	c->for_exit = lifecycle__finishing_here();
 	c->done = false;
+	c->taken = false;
 	c->posted = true;
 	pthread_cond_broadcast(&c->cond);
 	seen = atomic_load(&p->progress);
+	/* the quiet time runs from when the caller takes the call */
+	until = gt_timespec_after_ms(CLOCK_MONOTONIC, CALLER_START_MS);
+	while (!c->taken && !c->done &&
+	       pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT)
+		;
 	until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
-	while (!c->done) {
+	while (c->taken && !c->done) {
 		uint64_t now;
 
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)

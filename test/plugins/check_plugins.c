@@ -205,7 +205,18 @@ bool gt_backend_enabled(const char *name)
 	return true;
 }
 
-/* The Kineto cycle thread: a plain detached one (no fork here to wait). */
+/* How long a thread made by lifecycle__spawn takes to start running (a loaded
+ * machine's, a sanitizer's): 0 here, but in the test of that. */
+static unsigned spawn_delay_ms;
+
+static void *start_late(void *main_fn)
+{
+	usleep(spawn_delay_ms * 1000);
+	return ((void *(*)(void *))main_fn)(NULL);
+}
+
+/* The Kineto cycle thread, host.c's caller: a plain detached one (no fork
+ * here to wait). */
 int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 {
 	pthread_attr_t attr;
@@ -213,7 +224,7 @@ int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(thread, &attr, main_fn, NULL);
+	err = pthread_create(thread, &attr, start_late, (void *)main_fn);
 	pthread_attr_destroy(&attr);
 	return -err;
 }
@@ -643,6 +654,23 @@ START_TEST(broken_flush)
 			      "(Protocol error); plug-in disabled, tracing goes on");
 	ck_assert_str_eq(calls(), "flush_fails register\nflush_fails query\nflush_fails create\n"
 				  "flush_fails start\nflush_fails flush\n");
+}
+END_TEST
+
+/* A caller thread that starts 1.5 s late has not begun the call: its flush,
+ * which returns at once, is not taken for one that never returns (it was, once
+ * 1 s had gone by with nothing handed over). */
+START_TEST(caller_slow_to_start)
+{
+	const char *files[] = { "broken/flush_fails.so", NULL };
+
+	spawn_delay_ms = 1500;
+	start_broken(files);
+	backend()->flush(false);
+	finish_plugins();
+	ck_assert_uint_eq(nlog, 1);
+	expect_plugin_line(0, "/flush_fails.so (flush_fails): flush() failed: -71 "
+			      "(Protocol error); plug-in disabled, tracing goes on");
 }
 END_TEST
 
@@ -1359,6 +1387,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(broken, broken_create);
 	tcase_add_test(broken, broken_start);
 	tcase_add_test(broken, broken_flush);
+	tcase_add_test(broken, caller_slow_to_start);
 	tcase_add_test(broken, broken_all_together);
 	tcase_add_test(broken, missing_directory);
 	tcase_add_test(load, path_file_entries);
