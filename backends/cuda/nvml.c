@@ -14,10 +14,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -221,6 +224,42 @@ static void nv_sample_dev(struct nv_dev *d, uint64_t now)
 	nv_emit(d, nv_str.pcie, now, a, n);
 }
 
+/*
+ * NVML's telemetry is the machine's, not the process's: under gputrace run,
+ * one process of the run samples it at a time, the holder of a lock in the
+ * run's state folder (released at its exit, or its crash), so the run's trace
+ * has one set of rows per GPU, not one per process (a shell around the CUDA
+ * program had its own). The others ask again every period. Under nv_lock.
+ */
+static int nv_run_lock_fd = -1;
+
+static bool nv_sampler(void)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!gt_under_run() || nv_run_lock_fd >= 0)
+		return true;
+	if (snprintf(path, sizeof(path), "%s/nvml.lock", gt_cfg.run_state) >= (int)sizeof(path))
+		return true;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return true; /* rows twice rather than none */
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		return false;
+	}
+	nv_run_lock_fd = fd;
+	return true;
+}
+
+static void nv_sampler_done(void)
+{
+	if (nv_run_lock_fd >= 0)
+		close(nv_run_lock_fd); /* the next process of the run samples */
+	nv_run_lock_fd = -1;
+}
+
 /* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
 static uint64_t nv_sample(uint64_t now_ns)
 {
@@ -230,6 +269,10 @@ static uint64_t nv_sample(uint64_t now_ns)
 	if (!nv_wanted())
 		return 0;
 	pthread_mutex_lock(&nv_lock);
+	if (nv_state == NV_NEW && !nv_sampler()) {
+		pthread_mutex_unlock(&nv_lock);
+		return now_ns + 1000000000ull / gt_cfg.telemetry_hz;
+	}
 	if (nv_state == NV_NEW)
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	on = nv_state == NV_ON;
@@ -279,7 +322,7 @@ GT_STARTUP_CODE static void nv_stop(void)
 		return; /* never opened (nv_sample neither) */
 	pthread_mutex_lock(&nv_lock);
 	/* a program that ended before the drain thread's first sample still gets one */
-	if (nv_state == NV_NEW && nv_wanted())
+	if (nv_state == NV_NEW && nv_sampler())
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	if (nv_state == NV_ON) {
 		/* the rates of the last stretch, then no more NVML calls */
@@ -289,6 +332,7 @@ GT_STARTUP_CODE static void nv_stop(void)
 		nv.nvmlShutdown();
 	}
 	nv_state = NV_OFF;
+	nv_sampler_done();
 	nv_said_absent();
 	pthread_mutex_unlock(&nv_lock);
 }
@@ -303,6 +347,11 @@ static void nv_atfork_child(void)
 	nv_state = NV_NEW;
 	nv_ndevs = 0;
 	nv_absent = false;
+	/* the parent's lock, shared with it: the parent samples on, the child
+	 * asks for the lock as any process does */
+	if (nv_run_lock_fd >= 0)
+		close(nv_run_lock_fd);
+	nv_run_lock_fd = -1;
 }
 
 static const struct gt_backend nvml_backend = {

@@ -5,10 +5,12 @@ process that never touches CUDA, and nothing asks NVML anything unless --telemet
 import collections
 import os
 import pathlib
+import subprocess
 
 import pytest
 
-from conftest import BUILD, events, gputrace_lines, need, run, strip_gputrace
+from conftest import (BUILD, PRELOAD, clean_env, events, gputrace_lines, load_trace, need, run,
+                      strip_gputrace)
 
 CUDA = BUILD / "test" / "cuda"
 FAKE = CUDA / "nvml"
@@ -197,3 +199,35 @@ def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
     assert lines[gpu0 + 1] == ("    telemetry (--telemetry): " + everything +
                                ", pcie (tx KB/s, rx KB/s)")
     assert lines[gpu1 + 1] == "    telemetry (--telemetry): " + everything
+
+
+def test_one_set_of_rows_per_gpu_in_a_run(tmp_path):
+    """NVML's telemetry is the machine's: under gputrace run one process samples it at a
+    time, so `run --telemetry -- sh -c 'idle_app; true'` has one series per GPU, not one
+    in the shell's trace and another in the program's side by side (the run's trace had
+    GPU 0 and GPU 1 twice, sampled at the same times). When the sampling process ends,
+    another takes over: the series may then go on in its rows, after the first's."""
+    need(FAKE / "libnvidia-ml.so.1")
+    need(IDLE)
+    out = tmp_path / "t.json"
+    r = subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+                        "--telemetry", "--telemetry-hz", str(HZ), "-o", str(out), "--",
+                        "sh", "-c", f"{IDLE} 300; true"],
+                       env=clean_env({"GPUTRACE_LIB": PRELOAD.split()[-1],
+                                      "LD_LIBRARY_PATH": str(FAKE)}),
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert b"idle: slept 300 ms" in r.stdout
+    t = load_trace(out)
+    rows = {e["pid"]: e["args"]["name"] for e in events(t, ph="M", name="process_name")}
+    by_gpu = collections.defaultdict(list)
+    for e in events(t, ph="C", name="power"):
+        # "GPU 0 (...)", or "sh [pid N] GPU 0 (...)" where two processes have rows
+        gpu = rows[e["pid"]][rows[e["pid"]].index("GPU "):]
+        by_gpu[gpu].append((e["ts"], e["pid"]))
+    assert sorted(by_gpu) == ["GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"], rows
+    for gpu, samples in by_gpu.items():
+        # each process's samples one stretch of the series: none between another's
+        order = [pid for _, pid in sorted(samples)]
+        stretches = [p for i, p in enumerate(order) if not i or p != order[i - 1]]
+        assert len(stretches) == len(set(order)), (gpu, order)
