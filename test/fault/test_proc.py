@@ -1,6 +1,8 @@
 """Processes: every process that inherits the preload traces on its own into
 its own file (GPUTRACE_OUTPUT with %p), with exactly its own calls; a child
 given an environment without LD_PRELOAD runs untraced and unharmed."""
+import os
+
 import pytest
 
 from faultkit import (ZE_API, check_exact, compare, notes, printed, prog, trace_files,
@@ -39,17 +41,29 @@ def per_pid(tmp_path):
     return out
 
 
+def story(made, traces):
+    """What a failure needs: the calls each process noted, and every file
+    with its trailer's pid, the pids of its host spans, its counts and its
+    end (a missing or mixed-up file then tells which process it was)."""
+    files = [f"{os.path.basename(f)}: pid {pid} host_pids {sorted(t['host_pids'])} "
+             f"recorded {t['gputrace']['events_recorded']} lost {t['gputrace']['events_lost']} "
+             f"complete {t['gputrace']['complete']} end {t['gputrace'].get('end')}"
+             for pid, lst in sorted(traces.items()) for f, t in lst]
+    return "\n".join([f"noted calls by pid: {made}"] + files)
+
+
 def check_each(tmp_path, traces, expect_pids=None):
     made = per_pid(tmp_path)
     if expect_pids is not None:
-        assert len(made) == expect_pids, made
+        assert len(made) == expect_pids, story(made, traces)
     for pid, n in made.items():
-        assert pid in traces, (pid, sorted(traces))
+        assert pid in traces, (pid, story(made, traces))
+        assert len(traces[pid]) == 1, (pid, story(made, traces))
         (f, t), = traces[pid]
-        assert t["gputrace"]["complete"] is True, f
+        assert t["gputrace"]["complete"] is True, (f, story(made, traces))
         check_exact(t, n)
         # every host span on its own process
-        assert t["host_pids"] == {pid}
+        assert t["host_pids"] == {pid}, (pid, story(made, traces))
     return made
 
 
