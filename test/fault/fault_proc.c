@@ -5,7 +5,7 @@
  * every trace file to the process that made it.
  *   leaf N          init + N calls (the program others start)
  *   fork-mt N       3 hot threads call while main forks 3 children (N calls each)
- *   fork-race N     4 threads fork 5 children each, at once (N calls each)
+ *   fork-race N [T F]  T threads (4) fork F children (5) each, at once (N calls each)
  *   chain D N       N calls, fork, the child execs "chain D-1 N"... to depth 0
  *   exec-self D N   N calls, then exec itself ("exec-self D-1 N") in the same pid
  *   spawn N         posix_spawn of "leaf N"
@@ -84,8 +84,8 @@ static int fork_mt(int n)
 	return bad;
 }
 
-static int race_calls;
-static pthread_barrier_t race_start;
+static int race_calls, race_forks;
+static pthread_barrier_t race_start, race_end;
 
 static void *forker(void *arg)
 {
@@ -96,26 +96,34 @@ static void *forker(void *arg)
 	 * AddressSanitizer a thread allocates as it starts, and a fork made
 	 * meanwhile leaves the child's allocator locked */
 	pthread_barrier_wait(&race_start);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < race_forks; i++) {
 		pid_t pid = fork();
 
 		if (pid == 0)
 			child(race_calls);
 		bad |= wait_child(pid) != 0;
 	}
+	/* nor does one end while another forks: an ending thread hands its
+	 * allocator cache back under the allocator's locks, and a child forked
+	 * then had no trace (CI): its drain thread, new, waited for one forever */
+	pthread_barrier_wait(&race_end);
 	return (void *)bad;
 }
 
-static int fork_race(int n)
+static int fork_race(int n, int threads, int forks)
 {
-	pthread_t t[4];
+	pthread_t t[64];
 	int bad = 0;
 
+	if (threads < 1 || threads > 64)
+		return 2;
 	race_calls = n;
-	pthread_barrier_init(&race_start, NULL, 4);
-	for (int i = 0; i < 4; i++)
+	race_forks = forks;
+	pthread_barrier_init(&race_start, NULL, threads);
+	pthread_barrier_init(&race_end, NULL, threads);
+	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, forker, NULL);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < threads; i++) {
 		void *ret;
 
 		pthread_join(t[i], &ret);
@@ -184,7 +192,7 @@ int main(int argc, char **argv)
 	if (!strcmp(action, "fork-mt"))
 		return fork_mt(n);
 	if (!strcmp(action, "fork-race"))
-		return fork_race(n);
+		return fork_race(n, arg_int(argc, argv, 3, 4), arg_int(argc, argv, 4, 5));
 	if (!strcmp(action, "spawn")) {
 		if (posix_spawn(&pid, self, NULL, NULL, leaf_args, environ))
 			return 3;
