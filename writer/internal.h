@@ -183,7 +183,7 @@ struct writer {
 	 * a sync's deadline runs from the last progress, not from its start */
 	_Atomic uint64_t progress;
 	_Atomic bool req_final;
-	_Atomic bool fork_pending; /* a fork() waits for the cycle to end */
+	_Atomic uint32_t fork_pending; /* fork()s waiting for the cycle to end */
 	_Atomic bool used;         /* anything ever done (thread.c, mark_used) */
 	const char *_Atomic flight_request; /* a dump asked for (its reason) */
 	_Atomic uint32_t flight_written;    /* dumps written so far */

@@ -344,18 +344,20 @@ int writer__sync(bool final, unsigned timeout_ms)
 
 /* per thread: two threads may fork at once, and the handlers of one fork
  * run on the thread that called it */
-static GT_TLS bool fork_holds_cycle;
+static GT_TLS bool fork_holds_cycle, fork_counted;
 
 void writer__fork_prepare(void)
 {
 	struct timespec until;
 
-	fork_holds_cycle = false;
+	fork_holds_cycle = fork_counted = false;
 	/* a writer that starts meanwhile is forgotten whole in the child */
 	if (!atomic_load(&W.used))
 		return;
-	/* the drain thread, busy, would take the lock back at once */
-	atomic_store(&W.fork_pending, true);
+	/* the drain thread, busy, would take the lock back at once; counted:
+	 * the first fork done must not stop it yielding to the others */
+	atomic_fetch_add(&W.fork_pending, 1);
+	fork_counted = true;
 	until = gt_timespec_after_ms(CLOCK_REALTIME, FORK_WAIT_MS);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
@@ -364,9 +366,9 @@ void writer__fork_parent(void)
 {
 	if (fork_holds_cycle)
 		pthread_mutex_unlock(&W.cycle_lock);
-	fork_holds_cycle = false;
-	if (atomic_load(&W.fork_pending))
-		atomic_store(&W.fork_pending, false);
+	if (fork_counted)
+		atomic_fetch_sub(&W.fork_pending, 1);
+	fork_holds_cycle = fork_counted = false;
 }
 
 void writer__forget(void)
