@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -227,15 +228,20 @@ static void nv_sample_dev(struct nv_dev *d, uint64_t now)
 /*
  * NVML's telemetry is the machine's, not the process's: under gputrace run,
  * one process of the run samples it at a time, the holder of a lock in the
- * run's state folder (released at its exit, or its crash), so the run's trace
- * has one set of rows per GPU, not one per process (a shell around the CUDA
- * program had its own). The others ask again every period. Under nv_lock.
+ * run's state folder, so the run's trace has one set of rows per GPU, not one
+ * per process (a shell around the CUDA program had its own). The holder lets
+ * it go when it stops sampling (its capture window closed, NVML did not open
+ * there, its exit; its crash lets go of it too); the others ask every period.
+ * Under nv_lock.
  */
 static int nv_run_lock_fd = -1;
+static dev_t nv_run_lock_dev;
+static ino_t nv_run_lock_ino;
 
 static bool nv_sampler(void)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	int fd;
 
 	if (!gt_under_run() || nv_run_lock_fd >= 0)
@@ -245,19 +251,30 @@ static bool nv_sampler(void)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return true; /* rows twice rather than none */
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
+	if (flock(fd, LOCK_EX | LOCK_NB) || fstat(fd, &st)) {
 		close(fd);
 		return false;
 	}
 	nv_run_lock_fd = fd;
+	nv_run_lock_dev = st.st_dev;
+	nv_run_lock_ino = st.st_ino;
 	return true;
+}
+
+/* Our descriptor, unless the program closed it and has another there. */
+static void nv_sampler_forget(bool release)
+{
+	struct stat st;
+
+	if (nv_run_lock_fd >= 0 && release && !fstat(nv_run_lock_fd, &st) &&
+	    st.st_dev == nv_run_lock_dev && st.st_ino == nv_run_lock_ino)
+		close(nv_run_lock_fd); /* the next process of the run samples */
+	nv_run_lock_fd = -1;
 }
 
 static void nv_sampler_done(void)
 {
-	if (nv_run_lock_fd >= 0)
-		close(nv_run_lock_fd); /* the next process of the run samples */
-	nv_run_lock_fd = -1;
+	nv_sampler_forget(true);
 }
 
 /* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
@@ -269,13 +286,15 @@ static uint64_t nv_sample(uint64_t now_ns)
 	if (!nv_wanted())
 		return 0;
 	pthread_mutex_lock(&nv_lock);
-	if (nv_state == NV_NEW && !nv_sampler()) {
+	if (nv_state != NV_OFF && !nv_sampler()) {
 		pthread_mutex_unlock(&nv_lock);
 		return now_ns + 1000000000ull / gt_cfg.telemetry_hz;
 	}
 	if (nv_state == NV_NEW)
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	on = nv_state == NV_ON;
+	if (!on)
+		nv_sampler_done(); /* another process of the run may have NVML */
 	if (on && (gt_cfg.kinds & GT_KIND(COUNTER)))
 		for (unsigned i = 0; i < nv_ndevs; i++) {
 			uint64_t t = gt_clock_ns();
@@ -325,8 +344,9 @@ GT_STARTUP_CODE static void nv_stop(void)
 	if (nv_state == NV_NEW && nv_sampler())
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	if (nv_state == NV_ON) {
-		/* the rates of the last stretch, then no more NVML calls */
-		if (gt_cfg.kinds & GT_KIND(COUNTER))
+		/* the rates of the last stretch (where this process samples), then
+		 * no more NVML calls */
+		if ((gt_cfg.kinds & GT_KIND(COUNTER)) && nv_sampler())
 			for (unsigned i = 0; i < nv_ndevs; i++)
 				nv_sample_dev(&nv_devs[i], gt_clock_ns());
 		nv.nvmlShutdown();
@@ -349,14 +369,24 @@ static void nv_atfork_child(void)
 	nv_absent = false;
 	/* the parent's lock, shared with it: the parent samples on, the child
 	 * asks for the lock as any process does */
-	if (nv_run_lock_fd >= 0)
-		close(nv_run_lock_fd);
-	nv_run_lock_fd = -1;
+	nv_sampler_forget(true);
+}
+
+/* A capture window closing: this process samples no more until the next
+ * opens; under gputrace run another process of the run may meanwhile. */
+static void nv_window(bool open)
+{
+	if (open || !nv_wanted())
+		return;
+	pthread_mutex_lock(&nv_lock);
+	nv_sampler_done();
+	pthread_mutex_unlock(&nv_lock);
 }
 
 static const struct gt_backend nvml_backend = {
 	.name = "cupti", /* NVIDIA's: on with the CUDA backend, with or without CUPTI */
 	.sample = nv_sample,
+	.window = nv_window,
 	.stop = nv_stop,
 	.atfork_child = nv_atfork_child,
 };
