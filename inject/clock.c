@@ -166,8 +166,8 @@ static bool line_holds(const struct line *l, uint64_t tsc)
  * (this 2-core VM). A line bent down from the anchor's reading gave, after the
  * delay, values the old line had handed out already: a thread read 1647 ns
  * behind another's (check_clock, once in 35 runs). Its TSC is read once no
- * reader can take the old line any more (odd seq, then MFENCE: RDTSCP waits
- * for earlier loads, not stores). It bends to meet the raw clock a period on, or
+ * reader can take the old line any more (odd seq, then MFENCE and LFENCE:
+ * neither read waits for earlier stores alone). It bends to meet the raw clock a period on, or
  * jumps to it (catch_up: behind, and unread since its period ended).
  * Returns where it starts.
  */
@@ -180,6 +180,7 @@ static uint64_t publish_from(const struct line *old, uint64_t tsc, uint64_t ns, 
 
 	atomic_store_explicit(&gt_tsc.seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
+	_mm_lfence(); /* RDTSCP waits for no store: MFENCE, LFENCE, as the SDM has it */
 	now = gt_rdtsc();
 	raw = ns + (uint64_t)((double)(now > tsc ? now - tsc : 0) * ns_per_tick);
 	start = line_at(old, now);
@@ -310,6 +311,13 @@ static bool read_line_waiting(struct line *l)
 		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 	}
 	return true;
+}
+
+uint64_t gt_clock_ns_unstarted(void)
+{
+	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNKNOWN)
+		return gt_clock_gettime_ns();
+	return gt_clock_ns();
 }
 
 uint64_t gt_clock_slow(void)
