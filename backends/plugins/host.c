@@ -49,6 +49,10 @@
 /* A call the exit waits for (stop; a Kineto profiler's last batch): as the
  * last drain, given up after this long without anything handed over. */
 #define PLUGIN_EXIT_QUIET_MS  5000
+/* A capture window's start, stop and hand-over, a Kineto cycle's: a stop may
+ * rightly take seconds (a profiler flushing its device buffers, waiting for
+ * long kernels) and hands nothing over meanwhile. */
+#define PLUGIN_WINDOW_QUIET_MS 5000
 
 struct plugin plugins[PLUGINS_MAX];
 static unsigned nplugins GT_STARTUP_STATE;
@@ -570,7 +574,7 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 {
 	struct plugin_caller *c = caller_get();
 	struct timespec until;
-	uint64_t seen;
+	uint64_t seen, quiet_since;
 	int rc;
 
 	plugin__calling(p, call);
@@ -592,27 +596,44 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	while (!c->taken && !c->done &&
 	       pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT)
 		;
-	until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
+	/* looked at five times a quiet time: given up on within 1.2 of it
+	 * after the last record handed over (a big batch streaming in is not
+	 * stuck) */
+	quiet_since = gt_clock_gettime_ns();
 	while (c->taken && !c->done) {
 		uint64_t now;
 
+		until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms / 5 ? quiet_ms / 5 : 1);
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)
 			continue;
 		now = atomic_load(&p->progress);
-		if (now == seen)
+		if (now != seen) {
+			seen = now;
+			quiet_since = gt_clock_gettime_ns();
+		} else if (gt_clock_gettime_ns() - quiet_since >= quiet_ms * 1000000ull) {
 			break;
-		/* a big batch streaming in: not stuck */
-		seen = now;
-		until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms);
+		}
 	}
 	if (c->done) {
 		rc = c->rc;
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
+	bool taken = c->taken;
+
 	c->abandoned = true; /* its thread frees it, if the call ever returns */
 	pthread_mutex_unlock(&c->lock);
 	caller = NULL;
+	if (!taken) {
+		/* never made: not the plug-in's fault, but no call is possible */
+		if (!p->reported)
+			pr_err("plug-in %s (%s): %s() not made: gputrace's thread for plug-in calls "
+			       "did not start in %d ms; plug-in disabled, tracing goes on",
+			       p->path, p->label, call, CALLER_START_MS);
+		p->reported = true;
+		plugin__fail(p, call, -ETIMEDOUT);
+		return -ETIMEDOUT;
+	}
 	plugin__hung(p, quiet_ms);
 	return -ETIMEDOUT;
 }
@@ -639,10 +660,10 @@ static int call_flush(struct plugin *p, int final)
  * (kineto.c). 0, or the first call's error (said, p disabled). */
 int plugins__restart_locked(struct plugin *p)
 {
-	int rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_DRAIN_QUIET_MS, false);
+	int rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS, false);
 
 	if (!rc)
-		rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_DRAIN_QUIET_MS, false);
+		rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS, false);
 	return rc;
 }
 
@@ -741,19 +762,19 @@ static void plugins_window(bool open)
 			continue;
 		p->stopped = !recording;
 		if (recording && p->ops.start &&
-		    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_DRAIN_QUIET_MS,
+		    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS,
 					       for_drain)) < 0) {
 			plugin__fail(p, "start", rc);
 			continue;
 		}
 		if (!recording && p->ops.stop &&
-		    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_DRAIN_QUIET_MS,
+		    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS,
 					       for_drain)) < 0) {
 			plugin__fail(p, "stop", rc);
 			continue;
 		}
 		if (!recording && p->ops.flush &&
-		    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_DRAIN_QUIET_MS,
+		    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_WINDOW_QUIET_MS,
 					       for_drain)) < 0)
 			plugin__fail(p, "flush", rc);
 	}
