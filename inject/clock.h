@@ -55,6 +55,10 @@ struct gt_tsc_clock {
 extern GT_HIDDEN struct gt_tsc_clock gt_tsc;
 /* clock_gettime(), and the line's upkeep when it is due. */
 GT_HIDDEN uint64_t gt_clock_slow(void);
+/* gt_clock_ns(), but where nothing has read it yet the raw clock, without
+ * starting the line (whose start reads sysfs and CPUID): the end of a
+ * process that recorded nothing. */
+GT_HIDDEN uint64_t gt_clock_ns_unstarted(void);
 
 /* LFENCE waits for every earlier instruction on Intel, and on AMD where CPUID
  * says it always does (Fn8000_0021 EAX bit 2): the kernel's own test. */
@@ -117,6 +121,11 @@ static inline uint64_t gt_clock_ns(void)
 
 	clock_gettime(GT_CLOCK_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t gt_clock_ns_unstarted(void)
+{
+	return gt_clock_ns();
 }
 #endif
 

@@ -125,22 +125,24 @@ static void tell_the_run(const char *line, size_t n)
  */
 int gt_run_note(char what, const char *text)
 {
-	char path[PATH_MAX], line[PATH_MAX + 64];
+	char buf[PATH_MAX + 64]; /* the list's path, then the line: one frame */
 	int fd, n, err = 0;
 
 	if (!gt_under_run())
 		return 0;
-	if (snprintf(path, sizeof(path), "%s/traces", gt_cfg.run_state) >= (int)sizeof(path))
+	if (snprintf(buf, sizeof(buf), "%s/traces", gt_cfg.run_state) >= PATH_MAX)
 		return -ENAMETOOLONG;
-	n = text ? snprintf(line, sizeof(line), "%c\t%d\t%s\n", what, (int)gt_st.pid, text)
-		 : snprintf(line, sizeof(line), "%c\t%d\n", what, (int)gt_st.pid);
-	if (n < 0 || n >= (int)sizeof(line))
-		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(buf, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	n = text ? snprintf(buf, sizeof(buf), "%c\t%d\t%s\n", what, (int)gt_st.pid, text)
+		 : snprintf(buf, sizeof(buf), "%c\t%d\n", what, (int)gt_st.pid);
+	if (n < 0 || n >= (int)sizeof(buf)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
 	/* one write: O_APPEND keeps the lines of concurrent processes whole */
-	if (write(fd, line, (size_t)n) < 0)
+	if (write(fd, buf, (size_t)n) < 0)
 		err = -errno;
 	close(fd);
 	return err;
@@ -312,7 +314,8 @@ GT_HIDDEN void shim__end_host(void)
 	uint64_t expect = 0;
 
 	atomic_store(&gt_st.host_end_tid, gt_gettid());
-	atomic_compare_exchange_strong(&gt_st.host_end_ns, &expect, gt_clock_ns());
+	/* a process that never read the clock does not start its line to end */
+	atomic_compare_exchange_strong(&gt_st.host_end_ns, &expect, gt_clock_ns_unstarted());
 }
 
 /* Called in a fork child: the parent's rings are not ours to drain. */

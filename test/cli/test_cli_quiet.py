@@ -42,6 +42,16 @@ def test_process_that_records_nothing_leaves_nothing(tmp_path):
     assert status_of(p.stdout.decode(), "Threads") == "1"
 
 
+def test_process_that_records_nothing_reads_no_clock_setup(tmp_path):
+    """Nor does its exit start the TSC clock line it never used: reading sysfs's clock
+    source (an open, a read, a close) and CPUID is work for a process that records;
+    the end of one that records nothing reads the raw clock once."""
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open", "/bin/true"],
+                       cwd=tmp_path, env=traced_env(), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert b"current_clocksource" not in p.stderr, p.stderr.decode()
+
+
 def test_process_that_records_has_its_thread_and_file(tmp_path):
     p = subprocess.run(["sh", "-c", "cat /proc/self/status"], cwd=tmp_path,
                        env=traced_env({"GPUTRACE_SUMMARY": "0"}, plugin="3,exe=cat"),
