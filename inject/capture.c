@@ -317,7 +317,7 @@ static void no_window_reason(char *out, size_t len, uint64_t now_ns)
 			*c = '?';
 }
 
-void capture__report_at_exit(void)
+GT_STARTUP_CODE void capture__report_at_exit(void)
 {
 	char why[900];
 

@@ -313,7 +313,8 @@ static bool read_line_waiting(struct line *l)
 	return true;
 }
 
-uint64_t gt_clock_ns_unstarted(void)
+/* (with the start and exit code: a process that records nothing runs it) */
+GT_STARTUP_CODE uint64_t gt_clock_ns_unstarted(void)
 {
 	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNKNOWN)
 		return gt_clock_gettime_ns();

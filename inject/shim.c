@@ -309,7 +309,7 @@ struct ring *shim__thread_ring_made(void)
 
 /* (here, not in lifecycle.c: that file is built without the sanitizers,
  * whose builds have no TSC line for gt_clock_ns) */
-GT_HIDDEN void shim__end_host(void)
+GT_STARTUP_CODE GT_HIDDEN void shim__end_host(void)
 {
 	uint64_t expect = 0;
 
