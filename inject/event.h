@@ -376,7 +376,8 @@ GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(pri
 #define pr_info(...) gt_log(GT_LOG_INFO, __VA_ARGS__)
 #define pr_dbg(...)  gt_log(GT_LOG_DEBUG, __VA_ARGS__)
 
-/* Under gputrace run (GPUTRACE_RUN_STATE): a line of the run's list. */
+/* Under gputrace run (GPUTRACE_RUN_STATE): a line of the run's list; 0
+ * (also when not under it) or -errno. */
 GT_HIDDEN int gt_run_note(char what, const char *text);
 
 #endif

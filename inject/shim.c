@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,55 +98,52 @@ static bool said_in_run(const char *line, size_t n)
 }
 
 /*
+ * One write appended to a file of the run's state folder (O_APPEND keeps the
+ * lines of concurrent processes whole). 0, also when not under gputrace run,
+ * or -errno.
+ */
+static int run_append(const char *name, const struct iovec *iov, int iovcnt)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	if (!gt_under_run())
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/%s", gt_cfg.run_state, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (writev(fd, iov, iovcnt) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/*
  * The program closed its stderr (coreutils' programs do at exit): under
  * gputrace run the line goes to the run's state folder, and gputrace run
- * prints it at the end; one write, appended.
+ * prints it at the end (nowhere left to say it if that fails).
  */
 static void tell_the_run(const char *line, size_t n)
 {
-	char path[PATH_MAX];
-	int fd;
-
-	if (!gt_cfg.run_state || !gt_cfg.run_state[0] ||
-	    snprintf(path, sizeof(path), "%s/unsaid", gt_cfg.run_state) >= (int)sizeof(path))
-		return;
-	fd = open(path, O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, n) < 0) {
-		/* nowhere left to say it */
-	}
-	close(fd);
+	run_append("unsaid", &(struct iovec){ (void *)line, n }, 1);
 }
 
 /*
  * A line of the run's list ("<what>\t<pid>[\t<text>]"), read by gputrace run
  * at the end (scripts/tool/run_files.c): the traces written, capture windows,
- * telemetry. 0 when not under gputrace run.
+ * telemetry.
  */
 int gt_run_note(char what, const char *text)
 {
-	char buf[PATH_MAX + 64]; /* the list's path, then the line: one frame */
-	int fd, n, err = 0;
+	char head[32];
+	int n = snprintf(head, sizeof(head), "%c\t%d%s", what, (int)gt_st.pid, text ? "\t" : "");
+	struct iovec line[] = { { head, (size_t)n },
+				{ (void *)(text ? text : ""), text ? strlen(text) : 0 },
+				{ "\n", 1 } };
 
-	if (!gt_under_run())
-		return 0;
-	if (snprintf(buf, sizeof(buf), "%s/traces", gt_cfg.run_state) >= PATH_MAX)
-		return -ENAMETOOLONG;
-	fd = open(buf, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	n = text ? snprintf(buf, sizeof(buf), "%c\t%d\t%s\n", what, (int)gt_st.pid, text)
-		 : snprintf(buf, sizeof(buf), "%c\t%d\n", what, (int)gt_st.pid);
-	if (n < 0 || n >= (int)sizeof(buf)) {
-		close(fd);
-		return -ENAMETOOLONG;
-	}
-	/* one write: O_APPEND keeps the lines of concurrent processes whole */
-	if (write(fd, buf, (size_t)n) < 0)
-		err = -errno;
-	close(fd);
-	return err;
+	return run_append("traces", line, 3);
 }
 
 void gt_log(int level, const char *fmt, ...)
