@@ -261,20 +261,16 @@ static bool nv_sampler(void)
 	return true;
 }
 
-/* Our descriptor, unless the program closed it and has another there. */
-static void nv_sampler_forget(bool release)
+/* The lock let go: our descriptor closed, unless the program closed it and
+ * has another there. */
+static void nv_sampler_done(void)
 {
 	struct stat st;
 
-	if (nv_run_lock_fd >= 0 && release && !fstat(nv_run_lock_fd, &st) &&
+	if (nv_run_lock_fd >= 0 && !fstat(nv_run_lock_fd, &st) &&
 	    st.st_dev == nv_run_lock_dev && st.st_ino == nv_run_lock_ino)
 		close(nv_run_lock_fd); /* the next process of the run samples */
 	nv_run_lock_fd = -1;
-}
-
-static void nv_sampler_done(void)
-{
-	nv_sampler_forget(true);
 }
 
 /* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
@@ -369,7 +365,7 @@ static void nv_atfork_child(void)
 	nv_absent = false;
 	/* the parent's lock, shared with it: the parent samples on, the child
 	 * asks for the lock as any process does */
-	nv_sampler_forget(true);
+	nv_sampler_done();
 }
 
 /* A capture window closing: this process samples no more until the next
