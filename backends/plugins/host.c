@@ -544,23 +544,30 @@ static struct plugin_caller *caller_get(void)
 	return c;
 }
 
-/* The call never returned: one line naming it, and the plug-in is never
- * called again; what it hands over later is counted lost (builder.c). */
-static void plugin__hung(struct plugin *p, unsigned quiet_ms)
-{
-	const char *call = atomic_load(&p->calling);
-
-	atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
-	if (!p->reported)
-		pr_err("plug-in %s (%s): %s() did not return: nothing handed over for %u ms; "
-		       "plug-in disabled, tracing goes on", p->path, p->label, call, quiet_ms);
-	p->reported = true;
-	plugin__fail(p, call, -ETIMEDOUT);
-}
-
 /* A caller thread just made may take this long to run (a loaded machine, a
  * sanitizer's thread start): until it takes the call, the call has not begun. */
 #define CALLER_START_MS 5000
+
+/* A call given up on: one line naming it, and the plug-in is never called
+ * again. One that began and never returned: what the plug-in hands over
+ * later is counted lost (builder.c). One never made (our caller thread did
+ * not start): not the plug-in's fault, but no call is possible. */
+static void plugin__hung(struct plugin *p, bool began, unsigned quiet_ms)
+{
+	const char *call = atomic_load(&p->calling);
+
+	if (began)
+		atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
+	if (!p->reported && began)
+		pr_err("plug-in %s (%s): %s() did not return: nothing handed over for %u ms; "
+		       "plug-in disabled, tracing goes on", p->path, p->label, call, quiet_ms);
+	else if (!p->reported)
+		pr_err("plug-in %s (%s): %s() not made: gputrace's thread for plug-in calls "
+		       "did not start in %d ms; plug-in disabled, tracing goes on",
+		       p->path, p->label, call, CALLER_START_MS);
+	p->reported = true;
+	plugin__fail(p, call, -ETIMEDOUT);
+}
 
 /*
  * fn(p, arg) on the caller thread, under calls_lock; call names it for the
@@ -619,22 +626,12 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
-	bool taken = c->taken;
+	bool began = c->taken;
 
 	c->abandoned = true; /* its thread frees it, if the call ever returns */
 	pthread_mutex_unlock(&c->lock);
 	caller = NULL;
-	if (!taken) {
-		/* never made: not the plug-in's fault, but no call is possible */
-		if (!p->reported)
-			pr_err("plug-in %s (%s): %s() not made: gputrace's thread for plug-in calls "
-			       "did not start in %d ms; plug-in disabled, tracing goes on",
-			       p->path, p->label, call, CALLER_START_MS);
-		p->reported = true;
-		plugin__fail(p, call, -ETIMEDOUT);
-		return -ETIMEDOUT;
-	}
-	plugin__hung(p, quiet_ms);
+	plugin__hung(p, began, quiet_ms);
 	return -ETIMEDOUT;
 }
 
