@@ -13,8 +13,9 @@
 
 #include "inject/clock.h"
 #ifdef GT_CLOCK_TSC
-#define HAVE_TSC 1
-static int lfence_orders; /* as gt_rdtsc() chooses */
+/* gt_rdtsc() itself reads it: only the line's flag of how to order the read
+ * (set as the library's tsc_usable() sets it), no line */
+GT_HIDDEN struct gt_tsc_clock gt_tsc;
 #endif
 
 struct rec {
@@ -24,26 +25,12 @@ struct rec {
 #define REC_SLOTS 1024 /* 32 KiB: stays in cache, as a ring being drained does */
 static __thread struct rec buf[REC_SLOTS];
 
-static inline uint64_t raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint64_t tsc(void)
 {
-#ifdef HAVE_TSC
-	unsigned int cpu;
-
-	if (lfence_orders) {
-		_mm_lfence();
-		return __rdtsc();
-	}
-	return __rdtscp(&cpu);
+#ifdef GT_CLOCK_TSC
+	return gt_rdtsc();
 #else
-	return raw_ns();
+	return gt_clock_gettime_ns();
 #endif
 }
 
@@ -55,7 +42,7 @@ static inline uint64_t tsc(void)
 
 static __attribute__((noinline)) void floor_raw(uint64_t n)
 {
-	FLOOR_LOOP(raw_ns)
+	FLOOR_LOOP(gt_clock_gettime_ns)
 }
 
 static __attribute__((noinline)) void floor_tsc(uint64_t n)
@@ -73,8 +60,8 @@ int main(int argc, char **argv)
 	struct bench_time t = { 0 };
 	uint64_t sum = 0, span = bench_wall();
 
-#ifdef HAVE_TSC
-	lfence_orders = gt_lfence_orders_rdtsc();
+#ifdef GT_CLOCK_TSC
+	gt_tsc.lfence_orders = gt_lfence_orders_rdtsc();
 #endif
 	if (!use_tsc && strcmp(clock, "raw"))
 		BENCH_DIE("bench_floor: clock '%s': use raw or tsc", clock);
