@@ -78,13 +78,14 @@ static bool is_derived(const char *ev, size_t n)
 	static const char cat[] = "\"cat\":\"gpu_user_annotation\"";
 	static const char args[] = ",\"args\":{\"device\":";
 	static const char unended[] = ",\"args\":{\"unended\":true}}";
+	static const char user_cat[] = "\"cat\":\"user_annotation\"";
 	const char *a, *end = ev + n;
 
 	if (n < 10 || ev[7] != 'X')
 		return false;
 	if (n > sizeof(unended) && !memcmp(end - (sizeof(unended) - 1), unended,
 					   sizeof(unended) - 1) &&
-	    memmem(ev, n, "\"cat\":\"user_annotation\"", 23))
+	    memmem(ev, n, user_cat, sizeof(user_cat) - 1))
 		return true;
 	if (!memmem(ev, n, cat, sizeof(cat) - 1))
 		return false;
