@@ -380,4 +380,23 @@ GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(pri
  * (also when not under it) or -errno. */
 GT_HIDDEN int gt_run_note(char what, const char *text);
 
+/*
+ * A lock of the run's (a flock on <run state>/NAME), held by one process of
+ * it at a time: telemetry is the machine's, so one process samples each GPU
+ * and the run's trace has one series of it, not one per process. Its holder
+ * lets it go when it stops sampling (a crash lets go too); the others ask
+ * again each period. Not under gputrace run, every process holds it.
+ */
+struct gt_run_lock {
+	int fd; /* -1: not held */
+	unsigned long long dev, ino; /* the descriptor's file, for the drop */
+};
+#define GT_RUN_LOCK_FREE { .fd = -1 }
+/* true: this process holds it now (or is not under gputrace run, or could not
+ * open the lock's file: the series twice rather than none). */
+GT_HIDDEN bool gt_run_lock_hold(struct gt_run_lock *l, const char *name);
+/* Let it go: our descriptor closed, unless the program closed it and has
+ * another there. In a fork child: the parent's, shared, stays the parent's. */
+GT_HIDDEN void gt_run_lock_drop(struct gt_run_lock *l);
+
 #endif

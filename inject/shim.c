@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -144,6 +146,45 @@ int gt_run_note(char what, const char *text)
 				{ "\n", 1 } };
 
 	return run_append("traces", line, 3);
+}
+
+bool gt_run_lock_hold(struct gt_run_lock *l, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!gt_under_run() || l->fd >= 0)
+		return true;
+	if (snprintf(path, sizeof(path), "%s/%s", gt_cfg.run_state, name) >= (int)sizeof(path))
+		return true;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return true;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return true;
+	}
+	/* known before it is locked: a fork child from here on closes its copy
+	 * (gt_run_lock_drop), which would otherwise hold the lock it shares */
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->fd = fd;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		l->fd = -1;
+		return false;
+	}
+	return true;
+}
+
+void gt_run_lock_drop(struct gt_run_lock *l)
+{
+	struct stat st;
+
+	if (l->fd >= 0 && !fstat(l->fd, &st) && st.st_dev == l->dev && st.st_ino == l->ino)
+		close(l->fd); /* the next process of the run samples */
+	l->fd = -1;
 }
 
 void gt_log(int level, const char *fmt, ...)

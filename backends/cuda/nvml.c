@@ -14,14 +14,10 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -226,52 +222,13 @@ static void nv_sample_dev(struct nv_dev *d, uint64_t now)
 }
 
 /*
- * NVML's telemetry is the machine's, not the process's: under gputrace run,
- * one process of the run samples it at a time, the holder of a lock in the
- * run's state folder, so the run's trace has one set of rows per GPU, not one
- * per process (a shell around the CUDA program had its own). The holder lets
- * it go when it stops sampling (its capture window closed, NVML did not open
- * there, its exit; its crash lets go of it too); the others ask every period.
- * Under nv_lock.
+ * NVML's telemetry is the machine's: under gputrace run one process samples
+ * it at a time (gt_run_lock; a shell around the CUDA program had its own
+ * rows). The holder lets go when it stops sampling: its capture window
+ * closed, NVML did not open there, its exit. Under nv_lock.
  */
-static int nv_run_lock_fd = -1;
-static dev_t nv_run_lock_dev;
-static ino_t nv_run_lock_ino;
-
-static bool nv_sampler(void)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int fd;
-
-	if (!gt_under_run() || nv_run_lock_fd >= 0)
-		return true;
-	if (snprintf(path, sizeof(path), "%s/nvml.lock", gt_cfg.run_state) >= (int)sizeof(path))
-		return true;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return true; /* rows twice rather than none */
-	if (flock(fd, LOCK_EX | LOCK_NB) || fstat(fd, &st)) {
-		close(fd);
-		return false;
-	}
-	nv_run_lock_fd = fd;
-	nv_run_lock_dev = st.st_dev;
-	nv_run_lock_ino = st.st_ino;
-	return true;
-}
-
-/* The lock let go: our descriptor closed, unless the program closed it and
- * has another there. */
-static void nv_sampler_done(void)
-{
-	struct stat st;
-
-	if (nv_run_lock_fd >= 0 && !fstat(nv_run_lock_fd, &st) &&
-	    st.st_dev == nv_run_lock_dev && st.st_ino == nv_run_lock_ino)
-		close(nv_run_lock_fd); /* the next process of the run samples */
-	nv_run_lock_fd = -1;
-}
+#define NV_RUN_LOCK "nvml.lock"
+static struct gt_run_lock nv_run_lock = GT_RUN_LOCK_FREE;
 
 /* Drain thread, every 1/GPUTRACE_TELEMETRY_HZ s. */
 static uint64_t nv_sample(uint64_t now_ns)
@@ -282,7 +239,7 @@ static uint64_t nv_sample(uint64_t now_ns)
 	if (!nv_wanted())
 		return 0;
 	pthread_mutex_lock(&nv_lock);
-	if (nv_state != NV_OFF && !nv_sampler()) {
+	if (nv_state != NV_OFF && !gt_run_lock_hold(&nv_run_lock, NV_RUN_LOCK)) {
 		pthread_mutex_unlock(&nv_lock);
 		return now_ns + 1000000000ull / gt_cfg.telemetry_hz;
 	}
@@ -290,7 +247,7 @@ static uint64_t nv_sample(uint64_t now_ns)
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	on = nv_state == NV_ON;
 	if (!on)
-		nv_sampler_done(); /* another process of the run may have NVML */
+		gt_run_lock_drop(&nv_run_lock); /* another process of the run may have NVML */
 	if (on && (gt_cfg.kinds & GT_KIND(COUNTER)))
 		for (unsigned i = 0; i < nv_ndevs; i++) {
 			uint64_t t = gt_clock_ns();
@@ -337,18 +294,18 @@ GT_STARTUP_CODE static void nv_stop(void)
 		return; /* never opened (nv_sample neither) */
 	pthread_mutex_lock(&nv_lock);
 	/* a program that ended before the drain thread's first sample still gets one */
-	if (nv_state == NV_NEW && nv_sampler())
+	if (nv_state == NV_NEW && gt_run_lock_hold(&nv_run_lock, NV_RUN_LOCK))
 		nv_state = nv_open() ? NV_ON : NV_OFF;
 	if (nv_state == NV_ON) {
 		/* the rates of the last stretch (where this process samples), then
 		 * no more NVML calls */
-		if ((gt_cfg.kinds & GT_KIND(COUNTER)) && nv_sampler())
+		if ((gt_cfg.kinds & GT_KIND(COUNTER)) && gt_run_lock_hold(&nv_run_lock, NV_RUN_LOCK))
 			for (unsigned i = 0; i < nv_ndevs; i++)
 				nv_sample_dev(&nv_devs[i], gt_clock_ns());
 		nv.nvmlShutdown();
 	}
 	nv_state = NV_OFF;
-	nv_sampler_done();
+	gt_run_lock_drop(&nv_run_lock);
 	nv_said_absent();
 	pthread_mutex_unlock(&nv_lock);
 }
@@ -365,7 +322,7 @@ static void nv_atfork_child(void)
 	nv_absent = false;
 	/* the parent's lock, shared with it: the parent samples on, the child
 	 * asks for the lock as any process does */
-	nv_sampler_done();
+	gt_run_lock_drop(&nv_run_lock);
 }
 
 /* A capture window closing: this process samples no more until the next
@@ -375,7 +332,7 @@ static void nv_window(bool open)
 	if (open || !nv_wanted())
 		return;
 	pthread_mutex_lock(&nv_lock);
-	nv_sampler_done();
+	gt_run_lock_drop(&nv_run_lock);
 	pthread_mutex_unlock(&nv_lock);
 }
 

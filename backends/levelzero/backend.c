@@ -482,6 +482,7 @@ static const struct gt_backend ze_backend = {
 	.atfork_child = ze_atfork_child,
 	.wrapper_for = ze__wrapper_for,
 	.sample = ze_telemetry__sample,
+	.window = ze_telemetry__window,
 	.pending = ze_track__pending,
 };
 GT_BACKEND_REGISTER(ze_backend);

@@ -460,6 +460,8 @@ GT_HIDDEN void ze_telemetry__init(void);
 GT_HIDDEN uint64_t ze_telemetry__sample(uint64_t now_ns);
 /* Exit: a last round, then no more Sysman calls. */
 GT_HIDDEN void ze_telemetry__stop(void);
+/* A capture window opening or closing (backend.h's window). */
+GT_HIDDEN void ze_telemetry__window(bool open);
 GT_HIDDEN void ze_telemetry__forget(void);
 
 #endif

@@ -51,6 +51,8 @@ struct zt_dev {
 	uint32_t eng_key[ZT_ENGINES];
 	zes_engine_stats_t stats[ZT_ENGINES];
 	unsigned neng;
+	struct gt_run_lock sampler; /* under gputrace run: this process samples it */
+	char sampler_name[48];      /* "sysman-UUID.lock": a GPU's, whichever its index */
 	bool have_prev;    /* the rates have an earlier reading */
 	uint64_t prev_ns[3]; /* its host time: power, bandwidth, engines */
 };
@@ -267,6 +269,11 @@ static void zt_add_device(ze_device_handle_t core)
 				: "the driver does not offer Sysman");
 		return;
 	}
+	t->sampler = (struct gt_run_lock)GT_RUN_LOCK_FREE;
+	memcpy(t->sampler_name, "sysman-", 7);
+	for (unsigned i = 0; i < sizeof(p.core.uuid.id); i++)
+		snprintf(t->sampler_name + 7 + 2 * i, 3, "%02x", p.core.uuid.id[i]);
+	strcat(t->sampler_name, ".lock");
 	zt_find_domains(t);
 	pr_info("ze: telemetry of %s: %u frequency, %u power, %u temperature, %u memory, "
 		"%u engine domains",
@@ -433,12 +440,35 @@ static void zt_sample_dev(struct zt_dev *t)
 	t->have_prev = true;
 }
 
+/*
+ * A GPU's telemetry is the machine's: under gputrace run one process samples
+ * each GPU at a time (gt_run_lock), so two Level Zero programs of one run do
+ * not draw the same series twice, side by side. One that takes a GPU over
+ * starts its rates afresh.
+ */
 static void zt_round(void)
 {
 	if (!(gt_cfg.kinds & GT_KIND(COUNTER)))
 		return;
-	for (unsigned d = 0; d < zt_ndevs; d++)
-		zt_sample_dev(&zt_devs[d]);
+	for (unsigned d = 0; d < zt_ndevs; d++) {
+		struct zt_dev *t = &zt_devs[d];
+
+		if (gt_run_lock_hold(&t->sampler, t->sampler_name))
+			zt_sample_dev(t);
+		else
+			t->have_prev = false;
+	}
+}
+
+/* This process samples no GPU until its next round: at its end, in a fork
+ * child (the parent's locks stay the parent's), as a capture window closes.
+ * Under zt_lock. */
+static void zt_let_go(void)
+{
+	for (unsigned d = 0; d < zt_ndevs; d++) {
+		gt_run_lock_drop(&zt_devs[d].sampler);
+		zt_devs[d].have_prev = false;
+	}
 }
 
 uint64_t ze_telemetry__sample(uint64_t now_ns)
@@ -471,12 +501,23 @@ GT_STARTUP_CODE void ze_telemetry__stop(void)
 	if (!zt_stopped && !atomic_load(&ze_closed))
 		zt_round(); /* the rates up to the end */
 	zt_stopped = true;
+	zt_let_go();
+	pthread_mutex_unlock(&zt_lock);
+}
+
+void ze_telemetry__window(bool open)
+{
+	if (open || !atomic_load(&zt_started))
+		return;
+	pthread_mutex_lock(&zt_lock);
+	zt_let_go();
 	pthread_mutex_unlock(&zt_lock);
 }
 
 void ze_telemetry__forget(void)
 {
 	pthread_mutex_init(&zt_lock, NULL);
+	zt_let_go();
 	zt_ndevs = 0;
 	atomic_store(&zt_started, false);
 	zt_stopped = false;

@@ -294,6 +294,37 @@ def test_telemetry_of_a_wrapped_program_is_not_said_missing(tmp_path):
                     "needs one of them"], r.stderr
 
 
+def test_one_series_per_gpu_in_a_run_of_two_gpu_programs(tmp_path):
+    """A GPU's telemetry is the machine's: under gputrace run one process samples each GPU
+    at a time, as with NVML. Two Level Zero programs side by side in one run drew the same
+    GPU's power, frequency... twice, in their two device rows, sampled at the same
+    moments; now each series goes on in one process's row, then maybe in the other's once
+    the first ends, never back and forth."""
+    out = tmp_path / "t.json"
+    pingpong = BUILD / "test" / "apps" / "ze_pingpong"
+    r = subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+                        "--telemetry", "--telemetry-hz", "50", "-o", str(out), "--", "sh", "-c",
+                        f"{pingpong} 300 & {pingpong} 300; wait"],
+                       env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1]})),
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    t = load_trace(out)
+    rows = {e["pid"]: e["args"]["name"] for e in events(t, ph="M", name="process_name")}
+    assert len({p for p, name in rows.items() if name.endswith(": ze_pingpong")}) == 2, rows
+    for series in TELEMETRY_SERIES:
+        by_gpu = collections.defaultdict(list)
+        for e in events(t, ph="C", name=series):
+            # "vm [pid N] GPU 0: ...": the two programs' rows of one GPU
+            name = rows[e["pid"]]
+            by_gpu[name[name.index("GPU "):]].append((e["ts"], e["pid"]))
+        assert list(by_gpu) == ["GPU 0: gputrace simulated GPU"], (series, rows)
+        for gpu, samples in by_gpu.items():
+            order = [pid for _, pid in sorted(samples)]
+            stretches = [p for i, p in enumerate(order) if not i or p != order[i - 1]]
+            assert len(stretches) == len(set(order)), (series, order)
+            assert len(order) >= 3, (series, order)
+
+
 def test_telemetry_follows_the_work(tmp_path):
     t, _ = traced(tmp_path, [LOAD, 150, 120, 4],
                   {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "100"})
