@@ -71,6 +71,19 @@ __attribute__((format(printf, 2, 3))) static void fault_write(int fd, const char
 
 #define say(...) fault_write(1, __VA_ARGS__)
 
+/* A thread, or exit 2 with one line: a join of a thread never made would
+ * fail far from the cause. */
+static __attribute__((unused)) void fault_thread(pthread_t *t, const pthread_attr_t *attr,
+						 void *(*fn)(void *), void *arg)
+{
+	int err = pthread_create(t, attr, fn, arg);
+
+	if (err) {
+		fault_write(2, "pthread_create failed: %s\n", strerror(err));
+		exit(2);
+	}
+}
+
 /* Side channel for the test: "<pid> <key> <value>" lines, not on stdout. */
 static __attribute__((unused)) void note(const char *key, unsigned long long value)
 {
@@ -142,10 +155,7 @@ static __attribute__((unused)) void start_hot(int n)
 {
 	for (int i = 0; i < n; i++) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, hot_thread, NULL)) {
-			fault_write(2, "pthread_create failed\n");
-			exit(2);
-		}
+		fault_thread(&t, NULL, hot_thread, NULL);
 		pthread_detach(t);
 	}
 	/* Every hot thread runs, and calls, before the program goes on. Their
@@ -227,10 +237,7 @@ static __attribute__((unused)) void start_quiet(int n, int ncalls)
 {
 	for (int i = 0; i < n; i++) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, quiet_thread, (void *)(intptr_t)ncalls)) {
-			fault_write(2, "pthread_create failed\n");
-			exit(2);
-		}
+		fault_thread(&t, NULL, quiet_thread, (void *)(intptr_t)ncalls);
 		pthread_detach(t);
 		pthread_mutex_lock(&quiet_lock);
 		while (quiet_done <= i)

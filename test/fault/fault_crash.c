@@ -115,7 +115,7 @@ static int do_crash(const char *kind, const char *where)
 		start_hot(3);
 	if (!strncmp(where, "worker", 6)) {
 		pthread_t t;
-		pthread_create(&t, NULL, crash_worker, &a);
+		fault_thread(&t, NULL, crash_worker, &a);
 		pthread_join(t, NULL);
 		return 1;
 	}
@@ -167,7 +167,7 @@ static int do_loop(int threads, bool paced)
 	if (paced) {
 		for (int i = 0; i < threads; i++) {
 			pthread_t t;
-			pthread_create(&t, NULL, paced_thread, NULL);
+			fault_thread(&t, NULL, paced_thread, NULL);
 		}
 		while (FAULT_GET(&fault_shm->completed) < 100u * threads)
 			sched_yield();

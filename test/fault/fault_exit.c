@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		pthread_t t;
-		pthread_create(&t, NULL, exit_worker, NULL);
+		fault_thread(&t, NULL, exit_worker, NULL);
 		pthread_join(t, NULL);
 		return 1;
 	}

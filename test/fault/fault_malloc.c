@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	calls(n);
 	report();
 	for (int i = 0; i < 4; i++) {
-		pthread_create(&t[i], NULL, worker, (void *)(intptr_t)n);
+		fault_thread(&t[i], NULL, worker, (void *)(intptr_t)n);
 		pthread_join(t[i], NULL);
 	}
 	sleep_ms(50);

@@ -122,7 +122,7 @@ static int fork_race(int n, int threads, int forks)
 	pthread_barrier_init(&race_start, NULL, threads);
 	pthread_barrier_init(&race_end, NULL, threads);
 	for (int i = 0; i < threads; i++)
-		pthread_create(&t[i], NULL, forker, NULL);
+		fault_thread(&t[i], NULL, forker, NULL);
 	for (int i = 0; i < threads; i++) {
 		void *ret;
 

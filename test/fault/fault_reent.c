@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		sigaddset(&block, SIGALRM);
 		pthread_sigmask(SIG_BLOCK, &block, NULL);
 		for (; nthreads < 2; nthreads++)
-			pthread_create(&t[nthreads], NULL, busy_thread, (void *)(intptr_t)n);
+			fault_thread(&t[nthreads], NULL, busy_thread, (void *)(intptr_t)n);
 		pthread_sigmask(SIG_UNBLOCK, &block, NULL);
 	}
 	memset(&sa, 0, sizeof(sa));

@@ -49,10 +49,7 @@ static int waves(int total, int batch, int k)
 	for (int done = 0; done < total; done += batch) {
 		int n = total - done < batch ? total - done : batch;
 		for (int i = 0; i < n; i++)
-			if (pthread_create(&t[i], &attr, short_thread, (void *)(intptr_t)k)) {
-				fault_write(2, "pthread_create failed\n");
-				return 2;
-			}
+			fault_thread(&t[i], &attr, short_thread, (void *)(intptr_t)k);
 		for (int i = 0; i < n; i++)
 			pthread_join(t[i], NULL);
 	}
@@ -152,7 +149,7 @@ static int queue_wait(void)
 		return 2;
 	}
 	report();
-	pthread_create(&t, NULL, queue_waiter, NULL);
+	fault_thread(&t, NULL, queue_waiter, NULL);
 	await_waiter();
 	calls(100);
 	report();
@@ -185,7 +182,7 @@ static int cancel(void)
 	pthread_t t;
 	void *ret;
 
-	pthread_create(&t, NULL, cancel_waiter, NULL);
+	fault_thread(&t, NULL, cancel_waiter, NULL);
 	await_waiter();
 	pthread_cancel(t);
 	pthread_join(t, &ret);
@@ -230,7 +227,7 @@ static int hammer(int threads, int k)
 	if (threads > 64)
 		threads = 64;
 	for (int i = 0; i < threads; i++)
-		pthread_create(&t[i], NULL, hammer_thread, (void *)(intptr_t)k);
+		fault_thread(&t[i], NULL, hammer_thread, (void *)(intptr_t)k);
 	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	say("threads calls %llu\n", (unsigned long long)atomic_load(&thread_calls));
@@ -258,7 +255,7 @@ int main(int argc, char **argv)
 	report();
 	if (!strcmp(action, "device-wait")) {
 		pthread_t t;
-		pthread_create(&t, NULL, event_waiter, NULL);
+		fault_thread(&t, NULL, event_waiter, NULL);
 		await_waiter();
 		calls(100);
 		report();
