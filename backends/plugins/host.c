@@ -528,7 +528,9 @@ static struct plugin_caller *caller_get(void)
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &cattr);
 	pthread_condattr_destroy(&cattr);
-	atomic_store(&caller_handoff, c);
+	/* one still there was given up on before any thread took it (its thread
+	 * did not start in time): nobody else will free it */
+	free(atomic_exchange(&caller_handoff, c));
 	/* made from a program thread at exit: no signal of the program's may
 	 * run its handler on ours before its own mask is set (caller_main) */
 	sigfillset(&all);
