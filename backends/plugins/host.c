@@ -126,10 +126,9 @@ void plugin__fail(struct plugin *p, const char *call, int rc)
 {
 	atomic_store_explicit(&p->builder.open, false, memory_order_release);
 	p->live = false;
-	if (!p->reported)
+	if (!atomic_exchange(&p->reported, true))
 		pr_err("plug-in %s (%s): %s() failed: %d (%s); plug-in disabled, tracing goes on",
 		       p->path, p->label, call, rc, rc_text(rc));
-	p->reported = true;
 }
 
 static bool valid_name(const char *name)
@@ -560,14 +559,15 @@ static void plugin__hung(struct plugin *p, bool began, unsigned quiet_ms)
 
 	if (began)
 		atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
-	if (!p->reported && began)
+	if (atomic_exchange(&p->reported, true))
+		; /* the call failed on its thread meanwhile, and said so */
+	else if (began)
 		pr_err("plug-in %s (%s): %s() did not return: nothing handed over for %u ms; "
 		       "plug-in disabled, tracing goes on", p->path, p->label, call, quiet_ms);
-	else if (!p->reported)
+	else
 		pr_err("plug-in %s (%s): %s() not made: gputrace's thread for plug-in calls "
 		       "did not start in %d ms; plug-in disabled, tracing goes on",
 		       p->path, p->label, call, CALLER_START_MS);
-	p->reported = true;
 	plugin__fail(p, call, -ETIMEDOUT);
 }
 

@@ -62,9 +62,12 @@ struct plugin {
 	char *path;
 	void *dl;
 	void *state;
-	bool live;    /* may be called: created, not failed, not destroyed */
+	_Atomic bool live; /* may be called: created, not failed, not destroyed */
 	bool stopped;  /* not recording: between capture windows, or for good at exit */
-	bool reported; /* its failure has had its line already (Kineto's calls) */
+	/* its failure has had its line already: a call given up on may fail on
+	 * its caller thread later, beside the waiter's own line (atomic_exchange
+	 * decides who says it) */
+	_Atomic bool reported;
 	_Atomic bool hung; /* a call of it never returned: its later records are lost */
 	const char *label; /* its name in lines: the builder's, a Kineto profiler's */
 	/* the call under way, for the line if it never returns (Kineto's

@@ -124,15 +124,14 @@ static void kineto__fail(struct kineto_prof *k, const char *call, int rc, const 
 	struct plugin *p = k->p;
 
 	atomic_store(&k->corr_on, false);
-	if (!p->reported) {
-		if (why)
-			pr_err("plug-in %s (%s): %s() %s; plug-in disabled, tracing goes on",
-			       p->path, k->name, call, why);
-		else
-			pr_err("plug-in %s (%s): %s() returned %d; plug-in disabled, tracing goes on",
-			       p->path, k->name, call, rc);
-	}
-	p->reported = true;
+	if (atomic_exchange(&p->reported, true))
+		; /* said already: a call given up on that failed later */
+	else if (why)
+		pr_err("plug-in %s (%s): %s() %s; plug-in disabled, tracing goes on", p->path,
+		       k->name, call, why);
+	else
+		pr_err("plug-in %s (%s): %s() returned %d; plug-in disabled, tracing goes on",
+		       p->path, k->name, call, rc);
 	plugin__fail(p, call, -EIO);
 }
 
