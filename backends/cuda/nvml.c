@@ -145,6 +145,19 @@ static bool nv_open(void)
 			snprintf(row, sizeof(row), "GPU %u", i);
 		}
 		d->track = gt_device_track(gt_device_row(row));
+		if (!d->track) {
+			/* past the process's devices: its telemetry would land on the
+			 * process's row */
+			static bool said;
+
+			if (!said)
+				pr_warn("NVML: device \"%s\" has no row: at most %d devices (and %d "
+					"rows) per process, taken by other backends' and plug-ins' "
+					"devices; its telemetry is not drawn; said once", row,
+					GT_DEVICES_MAX, GT_TRACKS_MAX);
+			said = true;
+			continue;
+		}
 		nv_ndevs++;
 	}
 	pr_info("NVML: telemetry of %u GPU(s)", nv_ndevs);

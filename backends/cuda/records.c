@@ -413,11 +413,25 @@ uint32_t cupti__stream_label(uint32_t stream_id)
 	return gt_str_intern(name);
 }
 
+/* A device past the process's limit: its work is not drawn (emit), rather
+ * than on device 1's row, which took work of no row. */
+static void no_device_row(const char *name)
+{
+	static bool said;
+
+	if (!said)
+		pr_warn("cuda: device \"%s\" has no row: at most %d devices (and %d rows) per "
+			"process, taken by other backends' and plug-ins' devices; its work is not "
+			"drawn; said once", name, GT_DEVICES_MAX, GT_TRACKS_MAX);
+	said = true;
+}
+
 static uint32_t device_id_row(uint32_t device)
 {
 	uint64_t key = row_key(ROW_DEVICE, device, 0);
 	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 52) % ROWS_MAX;
 	char name[200];
+	uint32_t id;
 
 	for (unsigned i = 0; i < ROWS_MAX; i++) {
 		struct row_slot *r = &rows[(h + i) % ROWS_MAX];
@@ -426,12 +440,18 @@ static uint32_t device_id_row(uint32_t device)
 		if (!r->key) {
 			device_label(device, name, sizeof(name));
 			r->id = gt_device_row(name);
-			device_properties(r->id, device);
+			if (r->id)
+				device_properties(r->id, device);
+			else
+				no_device_row(name);
 			r->key = key;
 			return r->id;
 		}
 	}
-	return gt_device_row("GPU");
+	id = gt_device_row("GPU");
+	if (!id)
+		no_device_row("GPU");
+	return id;
 }
 
 static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
@@ -484,6 +504,8 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 			sort = INT_MAX;
 			break;
 		}
+		if (!device_id_row(device))
+			return 0; /* no row for its device: nothing of it is drawn */
 		r->id = gt_queue_row(device_id_row(device), name, sort);
 		if (!r->id) {
 			/* the process's rows are all taken (4096): its device's own */
@@ -514,6 +536,8 @@ void cupti__mark_devices(uint64_t at, uint32_t name, uint32_t reason)
 		if (dev >= 64 || (done >> dev) & 1)
 			continue;
 		done |= 1ull << dev;
+		if (!device_id_row(dev))
+			continue; /* no row for it (no_device_row) */
 		struct gt_arg a = { .key = cupti__key("reason"), .type = GT_ARG_STR, .v.u = reason };
 		struct gt_event ev = {
 			.start_ns = at, .end_ns = at, .name = name, .cat = cupti__key("gputrace"),
@@ -891,6 +915,8 @@ static uint64_t launch_of(const struct span *s, uint64_t near)
 
 static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 {
+	if (s->type != GT_EV_HOST_SPAN && !s->track)
+		return; /* its device has no row (no_device_row) */
 	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns()) : 0;
 	uint64_t start = cupti__to_host_near(s->start, launch);
 	uint64_t end = cupti__to_host_near(s->end, start);

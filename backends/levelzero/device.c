@@ -186,6 +186,18 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	props.name[sizeof(props.name) - 1] = 0;
 	snprintf(row, sizeof(row), "GPU %s: %s", pos, props.name);
 	d->row = gt_device_row(row);
+	if (!d->row) {
+		/* as a device we cannot name: its work untracked, not on another's row */
+		static bool said;
+
+		if (!said)
+			pr_warn("ze: device \"%s\" has no row: at most %d devices (and %d rows) per "
+				"process, taken by other backends' and plug-ins' devices; its work is "
+				"not drawn; said once", row, GT_DEVICES_MAX, GT_TRACKS_MAX);
+		said = true;
+		free(d);
+		return NULL;
+	}
 	ze_dev__properties(d, &props);
 	d->counter = gt_device_track(d->row);
 	d->ns_per_tick = ze_dev__tick(h, &props);

@@ -601,3 +601,78 @@ def test_devices_past_the_limit_refused(tmp_path):
     assert [(e["name"], e["pid"]) for e in events(t, ph="X")] == [("on_dev0", dev0)]
     assert [(e["pid"], e["args"]) for e in events(t, ph="C", name="temp")] == \
         [(dev0, {"v": 1.0})]
+
+
+PLUGIN_64_DEVICES = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <gputrace/gputrace_plugin.h>
+static int q(struct gputrace_plugin_info *info)
+{
+	info->name = "full";
+	info->kinds = GPUTRACE_KIND_KERNEL;
+	return 0;
+}
+static int c(const struct gputrace_plugin_setup *setup, void **state)
+{
+	char name[16];
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		sprintf(name, "Dev%d", i);
+		if (setup->api->device(setup->builder, name) != i + 1)
+			return -EIO;
+	}
+	*state = 0;
+	return 0;
+}
+static const struct gputrace_plugin table = { GPUTRACE_PLUGIN_TABLE_HEAD, q, c, 0, 0, 0, 0 };
+GPUTRACE_PLUGIN_EXPORT(table)
+"""
+
+
+@pytest.mark.parametrize("vendor", ["ze", "cuda", "nvml"])
+def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor):
+    """A plug-in takes the process's 64 device rows at start-up; the program's own GPU
+    (Level Zero or CUDA) then has none. Its kernels, copies and syncs were drawn on the
+    plug-in's "Dev0" row, as if that device ran them (NVML's telemetry of it: on the
+    process's row); now one line says the GPU has no row, the host calls are traced, and
+    no row holds work or readings of another device."""
+    need(INCLUDE / "gputrace" / "gputrace_plugin.h")
+    cuda = BUILD / "test" / "cuda"
+    if vendor == "ze":
+        cmd, env, api = [APPS / "ze_pingpong", "5"], sim_env(), "ze_api"
+        gpu = 'ze: device "GPU 0: gputrace simulated GPU"'
+    elif vendor == "cuda":
+        sim = BUILD / "cuda-sim"
+        need(sim / "libcudart.so.13")
+        cmd, env, api = [cuda / "sim_app"], {"LD_LIBRARY_PATH": str(sim)}, "cuda_runtime"
+        gpu = 'cuda: device "GPU 0 (gputrace simulated GPU)"'
+    else:  # the fake NVML's two GPUs, sampled by a program that never touches CUDA
+        need(cuda / "nvml" / "libnvidia-ml.so.1")
+        cmd, api = [cuda / "idle_app", "100"], "nvml"
+        env = {"LD_LIBRARY_PATH": str(cuda / "nvml"), "GPUTRACE_TELEMETRY": "1",
+               "GPUTRACE_TELEMETRY_HZ": "50"}
+        gpu = 'NVML: device "GPU 0 (Fake GPU A)"'
+    need(cmd[0])
+    env["GPUTRACE_PLUGIN_PATH"] = str(build_plugin(tmp_path, "full", PLUGIN_64_DEVICES))
+    r = run(cmd, env=env, tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: {gpu} has no row: at most 64 devices (and 4096 rows) per process, taken "
+        "by other backends' and plug-ins' devices; its "
+        f"{'telemetry' if vendor == 'nvml' else 'work'} is not drawn; said once"]
+    if vendor == "nvml":
+        # no CUDA call, no telemetry: a process that recorded nothing writes no file
+        assert not (tmp_path / "trace.json").exists()
+        return
+    t = r.trace
+    names = meta(t, "process_name")
+    assert sorted(n for n in names.values() if n.startswith("Dev")) == \
+        sorted(f"Dev{i}" for i in range(64))
+    assert not [n for n in names.values() if "GPU" in n], names
+    assert len(events(t, ph="X", cat=api)) >= 10
+    # the plug-in draws nothing: every event but the rows' names is the program's own
+    program = {pid for (pid, _), n in names.items() if not n.startswith("Dev")}
+    assert [e for e in t["traceEvents"] if e.get("ph") != "M" and e["pid"] not in program] \
+        == []
