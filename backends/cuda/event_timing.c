@@ -377,7 +377,8 @@ static void emit_slot(struct ev_slot *s)
 		.track = cupti__stream_row((uint32_t)s->device, (uint32_t)s->stream_id),
 		.type = GT_EV_DEVICE_SPAN,
 	};
-	gt_emit(&ev, a, n);
+	if (ev.track) /* 0: its device has no row (records.c, no_device_row) */
+		gt_emit(&ev, a, n);
 }
 
 /* Completed spans in stream order, so each meets the one before it. */

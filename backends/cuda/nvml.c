@@ -160,9 +160,13 @@ static bool nv_open(void)
 		}
 		nv_ndevs++;
 	}
+	if (!nv_ndevs) {
+		nv.nvmlShutdown(); /* none to sample (none has a row) */
+		return false;
+	}
 	pr_info("NVML: telemetry of %u GPU(s)", nv_ndevs);
 	atomic_fetch_add(&gt_telemetry_devices, nv_ndevs);
-	return nv_ndevs > 0;
+	return true;
 }
 
 /* A query's result: true if it gave a value. Unsupported: never asked again;

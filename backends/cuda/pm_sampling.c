@@ -608,7 +608,9 @@ static void pm_decode(struct pm_dev *d)
 			args[i] = (struct gt_arg){ .key = pm_keys[i], .type = GT_ARG_F64,
 						   .v.f = values[i] };
 		when = cupti__to_host(si.startTimestamp);
-		gt_emit_counter(d->track, pm_counter_name, when, args, (unsigned)pm_nchosen);
+		if (d->track) /* 0: its device has no row (records.c, no_device_row) */
+			gt_emit_counter(d->track, pm_counter_name, when, args,
+					(unsigned)pm_nchosen);
 	}
 	/* consumed: the image starts over for the next decode */
 	pm_image_init(d);

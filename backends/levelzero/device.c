@@ -170,7 +170,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	int index;
 
 	if (d || !h || atomic_load(&ze_closed))
-		return d;
+		return d && d->row ? d : NULL; /* row 0: known to have none */
 	if (ZE_REAL(zeDeviceGetProperties)(h, &props) != ZE_RESULT_SUCCESS)
 		return NULL;
 	d = calloc(1, sizeof(*d));
@@ -195,7 +195,9 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 				"process, taken by other backends' and plug-ins' devices; its work is "
 				"not drawn; said once", row, GT_DEVICES_MAX, GT_TRACKS_MAX);
 		said = true;
-		free(d);
+		/* remembered as such: not looked up again at each list or allocation */
+		if (ze_map__put(&ze_devs, h, (uintptr_t)d))
+			free(d);
 		return NULL;
 	}
 	ze_dev__properties(d, &props);

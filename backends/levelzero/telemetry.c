@@ -446,6 +446,16 @@ static void zt_sample_dev(struct zt_dev *t)
  * not draw the same series twice, side by side. One that takes a GPU over
  * starts its rates afresh.
  */
+/* Devices of one UUID (a driver that gives none, or one GPU seen twice) share
+ * the first one's lock: two of ours on one file would shut each other out. */
+static struct gt_run_lock *zt_sampler(struct zt_dev *t)
+{
+	for (struct zt_dev *u = zt_devs; u < t; u++)
+		if (!strcmp(u->sampler_name, t->sampler_name))
+			return &u->sampler;
+	return &t->sampler;
+}
+
 static void zt_round(void)
 {
 	if (!(gt_cfg.kinds & GT_KIND(COUNTER)))
@@ -453,7 +463,7 @@ static void zt_round(void)
 	for (unsigned d = 0; d < zt_ndevs; d++) {
 		struct zt_dev *t = &zt_devs[d];
 
-		if (gt_run_lock_hold(&t->sampler, t->sampler_name))
+		if (gt_run_lock_hold(zt_sampler(t), t->sampler_name))
 			zt_sample_dev(t);
 		else
 			t->have_prev = false;

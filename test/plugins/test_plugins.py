@@ -631,7 +631,7 @@ GPUTRACE_PLUGIN_EXPORT(table)
 """
 
 
-@pytest.mark.parametrize("vendor", ["ze", "cuda", "nvml"])
+@pytest.mark.parametrize("vendor", ["ze", "cuda", "cuda-events", "nvml"])
 def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor):
     """A plug-in takes the process's 64 device rows at start-up; the program's own GPU
     (Level Zero or CUDA) then has none. Its kernels, copies and syncs were drawn on the
@@ -643,11 +643,14 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
     if vendor == "ze":
         cmd, env, api = [APPS / "ze_pingpong", "5"], sim_env(), "ze_api"
         gpu = 'ze: device "GPU 0: gputrace simulated GPU"'
-    elif vendor == "cuda":
+    elif vendor.startswith("cuda"):
         sim = BUILD / "cuda-sim"
         need(sim / "libcudart.so.13")
         cmd, env, api = [cuda / "sim_app"], {"LD_LIBRARY_PATH": str(sim)}, "cuda_runtime"
         gpu = 'cuda: device "GPU 0 (gputrace simulated GPU)"'
+        if vendor == "cuda-events":  # timed by CUDA events, not CUPTI's records
+            env["GPUTRACE_DISABLE_CUPTI"] = "1"
+            gpu = 'cuda: device "GPU 0"'  # its name comes from CUPTI
     else:  # the fake NVML's two GPUs, sampled by a program that never touches CUDA
         need(cuda / "nvml" / "libnvidia-ml.so.1")
         cmd, api = [cuda / "idle_app", "100"], "nvml"
