@@ -530,10 +530,12 @@ static void atfork_prepare(void)
 	wait_threads_started();
 	lifecycle__hooks()->fork_prepare();
 	registry__lock_all();
+	shim__run_locks_fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	shim__run_locks_fork_done();
 	registry__unlock_all();
 	lifecycle__hooks()->fork_parent();
 }
@@ -541,6 +543,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	atomic_store(&threads_starting, 0); /* those were the parent's */
+	shim__run_locks_fork_done();
 	registry__unlock_all();
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */

@@ -148,6 +148,19 @@ int gt_run_note(char what, const char *text)
 	return run_append("traces", line, 3);
 }
 
+/* From a lock file's open to its descriptor's record; and across fork() */
+static pthread_mutex_t run_lock_opening = PTHREAD_MUTEX_INITIALIZER;
+
+void shim__run_locks_fork_prepare(void)
+{
+	pthread_mutex_lock(&run_lock_opening);
+}
+
+void shim__run_locks_fork_done(void)
+{
+	pthread_mutex_unlock(&run_lock_opening);
+}
+
 bool gt_run_lock_hold(struct gt_run_lock *l, const char *name)
 {
 	char path[PATH_MAX];
@@ -158,18 +171,23 @@ bool gt_run_lock_hold(struct gt_run_lock *l, const char *name)
 		return true;
 	if (snprintf(path, sizeof(path), "%s/%s", gt_cfg.run_state, name) >= (int)sizeof(path))
 		return true;
+	/* known before it is locked, and before a fork can copy it: the child
+	 * closes its copy (gt_run_lock_drop), which would otherwise hold the
+	 * lock it shares with ours once we let go */
+	pthread_mutex_lock(&run_lock_opening);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return true;
-	if (fstat(fd, &st)) {
+	if (fd >= 0 && fstat(fd, &st)) {
 		close(fd);
-		return true;
+		fd = -1;
 	}
-	/* known before it is locked: a fork child from here on closes its copy
-	 * (gt_run_lock_drop), which would otherwise hold the lock it shares */
-	l->dev = st.st_dev;
-	l->ino = st.st_ino;
-	l->fd = fd;
+	if (fd >= 0) {
+		l->dev = st.st_dev;
+		l->ino = st.st_ino;
+		l->fd = fd;
+	}
+	pthread_mutex_unlock(&run_lock_opening);
+	if (fd < 0)
+		return true; /* the series twice rather than none */
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		close(fd);
 		l->fd = -1;

@@ -73,6 +73,10 @@ struct gt_pending_work;
 GT_HIDDEN void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *w),
 				      void *arg);
 GT_HIDDEN void shim__forget_rings(void);
+/* Held across fork() (lifecycle.c): a run lock's file is never open without
+ * its descriptor known (gt_run_lock_hold), so a child closes every copy it has. */
+GT_HIDDEN void shim__run_locks_fork_prepare(void);
+GT_HIDDEN void shim__run_locks_fork_done(void);
 /* The process begins to end now: the trace's host calls end here. */
 GT_HIDDEN void shim__end_host(void);
 GT_HIDDEN void shim__start_process(void);
