@@ -262,6 +262,11 @@ static inline int gt_emit_counter(uint32_t track, uint32_t name, uint64_t time_n
  * Returns a device id >= 1, 0 when the process has no room for another
  * (GT_DEVICES_MAX, GT_TRACKS_MAX). Cold path (takes a lock). */
 GT_HIDDEN uint32_t gt_device_row(const char *name);
+/* A vendor backend's GPU that gt_device_row refused: one line, the first
+ * time *said is false, and `what` of it ("work", "telemetry") is not drawn:
+ * never on another device's row. */
+GT_HIDDEN void gt_device_row_refused(bool *said, const char *backend, const char *name,
+				     const char *what);
 /* Declare (or find, by device and name) a queue/stream row on a device.
  * Returns a track id >= 1 for GT_EV_DEVICE_SPAN/INSTANT.track, 0 for an
  * unknown device or when the process has no room (GT_TRACKS_MAX).

@@ -215,6 +215,15 @@ uint32_t gt_device_row(const char *name)
 	return dev;
 }
 
+void gt_device_row_refused(bool *said, const char *backend, const char *name, const char *what)
+{
+	if (!*said)
+		pr_warn("%s: device \"%s\" has no row: at most %d devices (and %d rows) per "
+			"process, taken by other backends' and plug-ins' devices; its %s is not "
+			"drawn; said once", backend, name, GT_DEVICES_MAX, GT_TRACKS_MAX, what);
+	*said = true;
+}
+
 uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
 {
 	uint32_t id = gt_str_intern(name), n, track = 0;

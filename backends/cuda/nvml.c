@@ -150,12 +150,7 @@ static bool nv_open(void)
 			 * process's row */
 			static bool said;
 
-			if (!said)
-				pr_warn("NVML: device \"%s\" has no row: at most %d devices (and %d "
-					"rows) per process, taken by other backends' and plug-ins' "
-					"devices; its telemetry is not drawn; said once", row,
-					GT_DEVICES_MAX, GT_TRACKS_MAX);
-			said = true;
+			gt_device_row_refused(&said, "NVML", row, "telemetry");
 			continue;
 		}
 		nv_ndevs++;

@@ -419,11 +419,7 @@ static void no_device_row(const char *name)
 {
 	static bool said;
 
-	if (!said)
-		pr_warn("cuda: device \"%s\" has no row: at most %d devices (and %d rows) per "
-			"process, taken by other backends' and plug-ins' devices; its work is not "
-			"drawn; said once", name, GT_DEVICES_MAX, GT_TRACKS_MAX);
-	said = true;
+	gt_device_row_refused(&said, "cuda", name, "work");
 }
 
 static uint32_t device_id_row(uint32_t device)

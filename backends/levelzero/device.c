@@ -190,11 +190,7 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 		/* as a device we cannot name: its work untracked, not on another's row */
 		static bool said;
 
-		if (!said)
-			pr_warn("ze: device \"%s\" has no row: at most %d devices (and %d rows) per "
-				"process, taken by other backends' and plug-ins' devices; its work is "
-				"not drawn; said once", row, GT_DEVICES_MAX, GT_TRACKS_MAX);
-		said = true;
+		gt_device_row_refused(&said, "ze", row, "work");
 		/* remembered as such: not looked up again at each list or allocation */
 		if (ze_map__put(&ze_devs, h, (uintptr_t)d))
 			free(d);
