@@ -455,6 +455,7 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 	uint64_t key = row_key(kind, device, stream);
 	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 52) % ROWS_MAX;
 	char name[64];
+	uint32_t dev_row;
 	int sort;
 
 	for (unsigned i = 0; i < ROWS_MAX; i++) {
@@ -500,9 +501,10 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 			sort = INT_MAX;
 			break;
 		}
-		if (!device_id_row(device))
+		dev_row = device_id_row(device);
+		if (!dev_row)
 			return 0; /* no row for its device: nothing of it is drawn */
-		r->id = gt_queue_row(device_id_row(device), name, sort);
+		r->id = gt_queue_row(dev_row, name, sort);
 		if (!r->id) {
 			/* the process's rows are all taken (4096): its device's own */
 			static bool said;
@@ -511,7 +513,7 @@ static uint32_t row(enum row_kind kind, uint32_t device, uint32_t stream)
 				pr_warn("no room for CUDA row \"%s\" (4096 rows per process): its "
 					"work is on its device's own row", name);
 			said = true;
-			r->id = gt_device_track(device_id_row(device));
+			r->id = gt_device_track(dev_row);
 		}
 		r->key = key;
 		nstream_rows += kind == ROW_STREAM || kind == ROW_STREAM_SYNC;
@@ -532,12 +534,13 @@ void cupti__mark_devices(uint64_t at, uint32_t name, uint32_t reason)
 		if (dev >= 64 || (done >> dev) & 1)
 			continue;
 		done |= 1ull << dev;
-		if (!device_id_row(dev))
+		uint32_t dev_row = device_id_row(dev);
+		if (!dev_row)
 			continue; /* no row for it (no_device_row) */
 		struct gt_arg a = { .key = cupti__key("reason"), .type = GT_ARG_STR, .v.u = reason };
 		struct gt_event ev = {
 			.start_ns = at, .end_ns = at, .name = name, .cat = cupti__key("gputrace"),
-			.track = gt_device_track(device_id_row(dev)), .type = GT_EV_INSTANT,
+			.track = gt_device_track(dev_row), .type = GT_EV_INSTANT,
 			.flags = GT_EVF_DEVICE,
 		};
 		gt_emit(&ev, &a, 1);
