@@ -72,6 +72,14 @@ extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, 
 
 /* ---- logging ---- */
 
+/* <the run's state folder>/name into path[PATH_MAX]; false when not under
+ * gputrace run or the path is too long */
+static bool run_path(char *path, const char *name)
+{
+	return gt_under_run() &&
+	       snprintf(path, PATH_MAX, "%s/%s", gt_cfg.run_state, name) < PATH_MAX;
+}
+
 /*
  * Under gputrace run, a line that every process of the run would print (a
  * broken plug-in, a library that is missing) is printed by the first one
@@ -79,17 +87,17 @@ extern const struct gt_backend *const __stop_gt_backends[] __attribute__((weak, 
  */
 static bool said_in_run(const char *line, size_t n)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[32];
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
 	int fd;
 
-	/* NULL before the configuration is read (a process not traced) */
-	if (!gt_cfg.run_state || !gt_cfg.run_state[0])
+	/* not under it also before the configuration is read (a process not traced) */
+	if (!gt_under_run())
 		return false;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
-	if (snprintf(path, sizeof(path), "%s/said-%016llx", gt_cfg.run_state,
-		     (unsigned long long)h) >= (int)sizeof(path))
+	snprintf(name, sizeof(name), "said-%016llx", (unsigned long long)h);
+	if (!run_path(path, name))
 		return false;
 	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd >= 0) {
@@ -111,7 +119,7 @@ static int run_append(const char *name, const struct iovec *iov, int iovcnt)
 
 	if (!gt_under_run())
 		return 0;
-	if (snprintf(path, sizeof(path), "%s/%s", gt_cfg.run_state, name) >= (int)sizeof(path))
+	if (!run_path(path, name))
 		return -ENAMETOOLONG;
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -167,9 +175,7 @@ bool gt_run_lock_hold(struct gt_run_lock *l, const char *name)
 	struct stat st;
 	int fd;
 
-	if (!gt_under_run() || l->fd >= 0)
-		return true;
-	if (snprintf(path, sizeof(path), "%s/%s", gt_cfg.run_state, name) >= (int)sizeof(path))
+	if (!gt_under_run() || l->fd >= 0 || !run_path(path, name))
 		return true;
 	/* known before it is locked, and before a fork can copy it: the child
 	 * closes its copy (gt_run_lock_drop), which would otherwise hold the
