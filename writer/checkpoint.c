@@ -268,7 +268,7 @@ bool checkpoint__open(void)
 	W.opened = true;
 	/* the summary is built as events are written, only if someone reads
 	 * it; under gputrace run the run makes one of all its processes */
-	if (!gt_cfg.run_state[0] && (gt_cfg.summary || gt_cfg.summary_json[0])) {
+	if (!gt_under_run() && (gt_cfg.summary || gt_cfg.summary_json[0])) {
 		char host[256], rank[32];
 		struct summary_process me = this_process(host, sizeof(host), rank, sizeof(rank));
 
@@ -796,7 +796,7 @@ void checkpoint__summary(void)
 
 	/* nothing recorded: no summary anywhere (the shells of a job are not
 	 * worth a line); under gputrace run, the run sums up every process */
-	if (!checkpoint__anything(true) || gt_cfg.run_state[0] ||
+	if (!checkpoint__anything(true) || gt_under_run() ||
 	    (gt_cap.controlled && !W.opened))
 		return;
 	if (!W.sum) {

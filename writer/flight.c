@@ -465,7 +465,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	uint64_t from = cutoff ? cutoff : first_kept;
 	c->from_ns = from > F.dumped_ns ? from : F.dumped_ns;
 	c->dump = (uint32_t)F.dumps;
-	if (gt_cfg.run_state[0]) {
+	if (gt_under_run()) {
 		F.dumped = F.seq;
 		F.dumped_ns = now;
 	}
