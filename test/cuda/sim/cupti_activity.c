@@ -14,8 +14,10 @@
  *    buffer whose records are all complete (full or not), FORCED delivers
  *    every buffer, incomplete records with zero timestamps (and never
  *    again: their work's end is lost);
- *  - records use the CUDA 13.0 structs (Kernel10, Memcpy6, Memset4, API,
- *    Synchronization2, ExternalCorrelation, Overhead3, GraphTrace2);
+ *  - records use the CUDA 13.0 structs (Kernel10, Memcpy6, MemcpyPtoP4,
+ *    Memset4, API, Synchronization2, ExternalCorrelation, Overhead3,
+ *    GraphTrace2); a copy between two devices' memory is a MEMCPY2 record
+ *    (PTOP), never a MEMCPY one;
  *    the kinds it cannot simulate are refused with NOT_COMPATIBLE;
  *  - registering the timestamp callback while a kind is enabled is a
  *    fatal client error (the documentation asks for it before any kind).
@@ -36,6 +38,7 @@
 
 _Static_assert(sizeof(CUpti_ActivityKernel10) == 216, "Kernel10");
 _Static_assert(sizeof(CUpti_ActivityMemcpy6) == 96, "Memcpy6");
+_Static_assert(sizeof(CUpti_ActivityMemcpyPtoP4) == 96, "MemcpyPtoP4");
 _Static_assert(sizeof(CUpti_ActivityMemset4) == 88, "Memset4");
 _Static_assert(sizeof(CUpti_ActivityAPI) == 40, "API");
 _Static_assert(sizeof(CUpti_ActivitySynchronization2) == 56, "Synchronization2");
@@ -82,6 +85,8 @@ static size_t record_size(CUpti_ActivityKind k)
 		return sizeof(CUpti_ActivityKernel10);
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		return sizeof(CUpti_ActivityMemcpyPtoP4);
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		return sizeof(CUpti_ActivityMemset4);
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
@@ -97,10 +102,10 @@ static size_t record_size(CUpti_ActivityKind k)
 	}
 }
 
-/* What can be enabled (MEMCPY2: peer copies, none with one device). */
+/* What can be enabled. */
 static bool simulated(CUpti_ActivityKind k)
 {
-	return record_size(k) || k == CUPTI_ACTIVITY_KIND_MEMCPY2;
+	return record_size(k) != 0;
 }
 
 /* ---- buffers (lock held throughout) ---- */
@@ -220,6 +225,10 @@ static void set_times(struct cs_pending *e, uint64_t start, uint64_t end)
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		((CUpti_ActivityMemcpy6 *)r)->start = start;
 		((CUpti_ActivityMemcpy6 *)r)->end = end;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		((CUpti_ActivityMemcpyPtoP4 *)r)->start = start;
+		((CUpti_ActivityMemcpyPtoP4 *)r)->end = end;
 		break;
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		((CUpti_ActivityMemset4 *)r)->start = start;
@@ -470,7 +479,8 @@ void cs_activity_work(const struct sim_work *w)
 			       : CUPTI_ACTIVITY_KIND_KERNEL;
 		break;
 	case SIM_WORK_MEMCPY:
-		kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+		kind = w->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP ? CUPTI_ACTIVITY_KIND_MEMCPY2
+								       : CUPTI_ACTIVITY_KIND_MEMCPY;
 		break;
 	default:
 		kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -498,6 +508,24 @@ void cs_activity_work(const struct sim_work *w)
 		m->streamId = w->stream;
 		m->correlationId = w->corr;
 		m->runtimeCorrelationId = w->runtime_corr;
+		m->graphNodeId = w->graph_node_id;
+		m->graphId = w->graph_id;
+	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
+		/* no runtime correlation id: the driver call's is the runtime call's */
+		CUpti_ActivityMemcpyPtoP4 *m = r;
+		m->kind = kind;
+		m->copyKind = w->copy_kind;
+		m->srcKind = w->src_kind;
+		m->dstKind = w->dst_kind;
+		m->bytes = w->bytes;
+		m->deviceId = w->device;
+		m->contextId = w->context;
+		m->streamId = w->stream;
+		m->srcDeviceId = w->src_device;
+		m->srcContextId = w->src_context;
+		m->dstDeviceId = w->dst_device;
+		m->dstContextId = w->dst_context;
+		m->correlationId = w->corr;
 		m->graphNodeId = w->graph_node_id;
 		m->graphId = w->graph_id;
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {

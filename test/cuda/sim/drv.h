@@ -39,6 +39,7 @@ struct drv_ctx {
 	int device;
 	struct drv_stream *legacy; /* the NULL stream */
 	struct drv_stream *streams; /* every stream of the context, legacy included */
+	uint32_t peers;             /* bit d: peer access to device d's memory enabled */
 };
 
 struct drv_capture {
@@ -91,6 +92,8 @@ struct drv_node {
 	const void *src;
 	size_t bytes;
 	uint8_t copy_kind, src_kind, dst_kind;
+	/* peer copies: the devices and contexts whose memory it moves */
+	uint32_t src_device, dst_device, src_context, dst_context;
 	unsigned char value;
 };
 
@@ -206,6 +209,11 @@ DRV_HIDDEN CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream 
 			     bool per_thread);
 DRV_HIDDEN CUresult drv_copy_checked(void *dst, const void *src, size_t bytes, CUstream h,
 				     bool sync, bool dst_device, bool src_device);
+DRV_HIDDEN CUresult drv_copy_peer(void *dst, CUcontext dst_ctx, const void *src, CUcontext src_ctx,
+				  size_t bytes, CUstream h, bool sync);
+DRV_HIDDEN CUresult drv_can_access_peer(int *can, CUdevice dev, CUdevice peer);
+DRV_HIDDEN CUresult drv_enable_peer(CUcontext peer, unsigned flags);
+DRV_HIDDEN CUresult drv_disable_peer(CUcontext peer);
 DRV_HIDDEN CUresult drv_fill(void *dst, unsigned char value, size_t bytes, CUstream h, bool sync,
 			     bool per_thread);
 DRV_HIDDEN CUresult drv_stream_create(CUstream *out, unsigned flags);

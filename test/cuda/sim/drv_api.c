@@ -107,6 +107,24 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	  (dstDevice, srcDevice, ByteCount, hStream),                                       \
 	  drv_copy_checked((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream,  \
 			   false, true, true))                                              \
+	D(cuMemcpyPeer,                                                                     \
+	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,              \
+	   CUcontext srcContext, size_t ByteCount),                                         \
+	  (dstDevice, dstContext, srcDevice, srcContext, ByteCount),                        \
+	  drv_copy_peer((void *)dstDevice, dstContext, (const void *)srcDevice, srcContext, \
+			ByteCount, NULL, true))                                             \
+	D(cuMemcpyPeerAsync,                                                                \
+	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,              \
+	   CUcontext srcContext, size_t ByteCount, CUstream hStream),                       \
+	  (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),               \
+	  drv_copy_peer((void *)dstDevice, dstContext, (const void *)srcDevice, srcContext, \
+			ByteCount, hStream, false))                                         \
+	D(cuDeviceCanAccessPeer, (int *canAccessPeer, CUdevice dev, CUdevice peerDev),      \
+	  (canAccessPeer, dev, peerDev), drv_can_access_peer(canAccessPeer, dev, peerDev))  \
+	D(cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags),               \
+	  (peerContext, Flags), drv_enable_peer(peerContext, Flags))                        \
+	D(cuCtxDisablePeerAccess, (CUcontext peerContext), (peerContext),                   \
+	  drv_disable_peer(peerContext))                                                    \
 	D(cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N),               \
 	  (dstDevice, uc, N), drv_fill((void *)dstDevice, uc, N, NULL, true, false))        \
 	D(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), \

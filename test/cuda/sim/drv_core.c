@@ -389,6 +389,60 @@ CUresult drv_ctx_get_device(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
+/* ---- peer access (cuCtxEnablePeerAccess's documented errors) ---- */
+
+CUresult drv_can_access_peer(int *can, CUdevice dev, CUdevice peer)
+{
+	CUresult r = check_device(dev);
+
+	if (!r)
+		r = check_device(peer);
+	if (r)
+		return r;
+	if (!can)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* the simulated GPUs share one fabric; no device is its own peer */
+	*can = dev != peer;
+	return CUDA_SUCCESS;
+}
+
+/* The current context's access to peer's memory: on (enable) or off. */
+static CUresult peer_access(CUcontext h, bool enable)
+{
+	struct drv_ctx *peer = (struct drv_ctx *)h;
+	CUresult r = drv_initialized();
+	uint32_t bit;
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	if (!current || !drv_handle_ok(peer, MAGIC_CTX) || peer == current) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if (peer->device == current->device) {
+		r = CUDA_ERROR_INVALID_DEVICE;
+	} else {
+		bit = 1u << peer->device;
+		if (enable && (current->peers & bit))
+			r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+		else if (!enable && !(current->peers & bit))
+			r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+		else
+			current->peers ^= bit;
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return r;
+}
+
+CUresult drv_enable_peer(CUcontext peer, unsigned flags)
+{
+	return flags ? CUDA_ERROR_INVALID_VALUE : peer_access(peer, true);
+}
+
+CUresult drv_disable_peer(CUcontext peer)
+{
+	return peer_access(peer, false);
+}
+
 int drv_context_ids(CUcontext c, uint32_t *context_id, uint32_t *device_id)
 {
 	struct drv_ctx *ctx = c ? (struct drv_ctx *)c : current;
@@ -419,6 +473,9 @@ int drv_context_ids(CUcontext c, uint32_t *context_id, uint32_t *device_id)
 	X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                             \
 	X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                   \
 	X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                             \
+	X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,                                           \
+	  "peer access is already enabled")                                                 \
+	X(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled")           \
 	X(CUDA_ERROR_NOT_READY, "device not ready")                                         \
 	X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                              \
 	X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \

@@ -6,6 +6,10 @@
  * copy knows its direction and memory kinds (pageable host memory is any
  * pointer the driver did not hand out). A copy or fill of B bytes takes
  * B/10 ns of device time; the synchronous ones return when it is done.
+ * Device memory belongs to the device of the context that allocated it: a
+ * copy between two devices' memory is a peer copy (PTOP), whichever call
+ * made it (cuMemcpyPeer, or cuMemcpy through unified addressing), and
+ * needs no peer access (the driver stages it, as NVIDIA's does).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -19,6 +23,8 @@ struct alloc {
 	uintptr_t base;
 	size_t size;
 	uint8_t kind; /* CUpti_ActivityMemoryKind */
+	int device;   /* of the context that allocated it */
+	uint32_t context;
 };
 
 static struct alloc *allocs;
@@ -42,7 +48,7 @@ uint8_t drv_memory_kind(const void *p)
 	return a ? a->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
 }
 
-static CUresult remember(void *p, size_t size, uint8_t kind)
+static CUresult remember(void *p, size_t size, uint8_t kind, const struct drv_ctx *ctx)
 {
 	if (nallocs == cap_allocs) {
 		size_t cap = cap_allocs ? cap_allocs * 2 : 64;
@@ -52,7 +58,7 @@ static CUresult remember(void *p, size_t size, uint8_t kind)
 		allocs = a;
 		cap_allocs = cap;
 	}
-	allocs[nallocs++] = (struct alloc){ (uintptr_t)p, size, kind };
+	allocs[nallocs++] = (struct alloc){ (uintptr_t)p, size, kind, ctx->device, ctx->id };
 	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
 		device_used += size;
 	return CUDA_SUCCESS;
@@ -61,13 +67,14 @@ static CUresult remember(void *p, size_t size, uint8_t kind)
 static CUresult allocate(void **out, size_t size, uint8_t kind)
 {
 	CUresult r = drv_initialized();
+	struct drv_ctx *ctx = drv_ctx_current();
 	void *p;
 
 	if (r)
 		return r;
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!drv_ctx_current())
+	if (!ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&drv_lock);
 	r = drv_capture_check(OP_UNSAFE, NULL);
@@ -77,7 +84,7 @@ static CUresult allocate(void **out, size_t size, uint8_t kind)
 		p = aligned_alloc(256, size ? (size + 255) / 256 * 256 : 256);
 		if (!p)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
-		else if ((r = remember(p, size, kind)))
+		else if ((r = remember(p, size, kind, ctx)))
 			free(p);
 		else
 			*out = p;
@@ -202,6 +209,10 @@ void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t gra
 		w->copy_kind = n->copy_kind;
 		w->src_kind = n->src_kind;
 		w->dst_kind = n->dst_kind;
+		w->src_device = n->src_device;
+		w->src_context = n->src_context;
+		w->dst_device = n->dst_device;
+		w->dst_context = n->dst_context;
 		memmove(n->dst, n->src, n->bytes);
 		break;
 	case NODE_MEMSET:
@@ -267,15 +278,53 @@ CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread)
 CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream h, bool sync, bool per_thread)
 {
 	struct drv_node n = { .kind = NODE_MEMCPY, .dst = dst, .src = src, .bytes = bytes };
+	const struct alloc *from, *to;
 
 	if (bytes && (!dst || !src))
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&drv_lock);
-	n.src_kind = drv_memory_kind(src);
-	n.dst_kind = drv_memory_kind(dst);
-	pthread_mutex_unlock(&drv_lock);
+	from = find((uintptr_t)src);
+	to = find((uintptr_t)dst);
+	n.src_kind = from ? from->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+	n.dst_kind = to ? to->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
 	n.copy_kind = copy_kind(n.src_kind, n.dst_kind);
+	if (n.src_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+	    n.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && from->device != to->device) {
+		n.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+		n.src_device = (uint32_t)from->device;
+		n.src_context = from->context;
+		n.dst_device = (uint32_t)to->device;
+		n.dst_context = to->context;
+	}
+	pthread_mutex_unlock(&drv_lock);
 	return drv_submit(&n, h, sync, per_thread);
+}
+
+/* cuMemcpyPeer(Async): device memory of one context's device into another's
+ * (each pointer must be its context's), queued on a stream of the current
+ * context. */
+CUresult drv_copy_peer(void *dst, CUcontext dst_ctx, const void *src, CUcontext src_ctx,
+		       size_t bytes, CUstream h, bool sync)
+{
+	const struct drv_ctx *dc = (const struct drv_ctx *)dst_ctx, *sc = (const struct drv_ctx *)src_ctx;
+	CUresult r = drv_initialized();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	if (!drv_handle_ok(dc, MAGIC_CTX) || !drv_handle_ok(sc, MAGIC_CTX)) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if (bytes) {
+		const struct alloc *from = find((uintptr_t)src), *to = find((uintptr_t)dst);
+
+		if (!from || !to || from->kind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
+		    to->kind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || from->device != sc->device ||
+		    to->device != dc->device || (uintptr_t)src + bytes > from->base + from->size ||
+		    (uintptr_t)dst + bytes > to->base + to->size)
+			r = CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return r ? r : drv_copy(dst, src, bytes, h, sync, false);
 }
 
 /* The explicit-direction copies: the device side must be device memory. */

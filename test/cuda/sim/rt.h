@@ -40,7 +40,8 @@
 	X(cuEventElapsedTime) X(cuModuleLoadFatBinary) X(cuModuleUnload)                    \
 	X(cuModuleGetFunction) X(cuLaunchKernel) X(cuGraphInstantiate) X(cuGraphLaunch)      \
 	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)         \
-	X(cuProfilerStart) X(cuProfilerStop)
+	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
+	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;

@@ -53,6 +53,10 @@ cudaError_t rt_free_host(void *p);
 cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 		      cudaStream_t s, bool async, bool per_thread);
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
+			   cudaStream_t s, bool async);
+cudaError_t rt_can_access_peer(int *can, int device, int peer);
+cudaError_t rt_peer_access(int peer, unsigned flags, bool enable);
 cudaError_t rt_stream_create(cudaStream_t *s, unsigned flags);
 cudaError_t rt_stream_destroy(cudaStream_t s);
 cudaError_t rt_stream_synchronize(cudaStream_t s, bool per_thread);
@@ -117,6 +121,22 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	R(cudaMemcpyAsync_ptsz, cudaMemcpyAsync_ptsz_v7000,                                 \
 	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, S stream),   \
 	  (dst, src, count, kind, stream), rt_memcpy(dst, src, count, kind, stream, true, true)) \
+	R(cudaMemcpyPeer, cudaMemcpyPeer_v4000,                                             \
+	  (void *dst, int dstDevice, const void *src, int srcDevice, size_t count),         \
+	  (dst, dstDevice, src, srcDevice, count),                                          \
+	  rt_memcpy_peer(dst, dstDevice, src, srcDevice, count, NULL, false))               \
+	R(cudaMemcpyPeerAsync, cudaMemcpyPeerAsync_v4000,                                   \
+	  (void *dst, int dstDevice, const void *src, int srcDevice, size_t count, S stream), \
+	  (dst, dstDevice, src, srcDevice, count, stream),                                  \
+	  rt_memcpy_peer(dst, dstDevice, src, srcDevice, count, stream, true))              \
+	R(cudaDeviceCanAccessPeer, cudaDeviceCanAccessPeer_v4000,                           \
+	  (int *canAccessPeer, int device, int peerDevice), (canAccessPeer, device, peerDevice), \
+	  rt_can_access_peer(canAccessPeer, device, peerDevice))                            \
+	R(cudaDeviceEnablePeerAccess, cudaDeviceEnablePeerAccess_v4000,                     \
+	  (int peerDevice, unsigned int flags), (peerDevice, flags),                        \
+	  rt_peer_access(peerDevice, flags, true))                                          \
+	R(cudaDeviceDisablePeerAccess, cudaDeviceDisablePeerAccess_v4000, (int peerDevice), \
+	  (peerDevice), rt_peer_access(peerDevice, 0, false))                               \
 	R(cudaMemset, cudaMemset_v3020, (void *devPtr, int value, size_t count),            \
 	  (devPtr, value, count), rt_memset(devPtr, value, count, NULL, false, false))      \
 	R(cudaMemset_ptds, cudaMemset_ptds_v7000, (void *devPtr, int value, size_t count),  \

@@ -166,6 +166,8 @@ SIM_NOINLINE void rt_exit(struct sim_call *c, const void *ret)
 	X(cudaErrorCapturedEvent, "operation not permitted on an event last recorded in a capturing stream") \
 	X(cudaErrorStreamCaptureWrongThread,                                                \
 	  "attempt to terminate a thread-local capture sequence from another thread")       \
+	X(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled")              \
+	X(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled")                \
 	X(cudaErrorUnknown, "unknown error")
 
 const char *rt_error_name(cudaError_t e)

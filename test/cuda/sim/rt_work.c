@@ -116,6 +116,49 @@ cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool
 	return rt_result(r);
 }
 
+/* ---- peers: devices named by ordinal, reached through their primary contexts ---- */
+
+static cudaError_t primary_of(int device, CUcontext *ctx)
+{
+	return rt_result(rt_drv.cuDevicePrimaryCtxRetain(ctx, device));
+}
+
+/* cudaMemcpyPeer "exhibits synchronous behavior" (the driver's cuMemcpyPeer). */
+cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
+			   cudaStream_t s, bool async)
+{
+	CUcontext to, from;
+	cudaError_t e;
+
+	CTX_OR_FAIL();
+	if ((e = primary_of(dst_device, &to)) || (e = primary_of(src_device, &from)))
+		return e;
+	return rt_result(async ? rt_drv.cuMemcpyPeerAsync((CUdeviceptr)dst, to, (CUdeviceptr)src,
+							  from, n, (CUstream)s)
+			       : rt_drv.cuMemcpyPeer((CUdeviceptr)dst, to, (CUdeviceptr)src, from, n));
+}
+
+cudaError_t rt_can_access_peer(int *can, int device, int peer)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuDeviceCanAccessPeer(can, device, peer));
+}
+
+/* The current device's access to peer's memory. */
+cudaError_t rt_peer_access(int peer, unsigned flags, bool enable)
+{
+	CUcontext ctx;
+	cudaError_t e;
+
+	CTX_OR_FAIL();
+	if (peer == rt_current_device())
+		return rt_error(cudaErrorInvalidDevice);
+	if ((e = primary_of(peer, &ctx)))
+		return e;
+	return rt_result(enable ? rt_drv.cuCtxEnablePeerAccess(ctx, flags)
+				: rt_drv.cuCtxDisablePeerAccess(ctx));
+}
+
 /* ---- streams ---- */
 
 cudaError_t rt_stream_create(cudaStream_t *s, unsigned flags)

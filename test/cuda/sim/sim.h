@@ -82,6 +82,8 @@ struct sim_work {
 	uint64_t bytes;
 	uint8_t copy_kind, src_kind, dst_kind; /* CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind */
 	uint8_t memory_kind;
+	/* peer copies (copy_kind PTOP): whose memory it moves */
+	uint32_t src_device, src_context, dst_device, dst_context;
 	uint32_t value;
 };
 

@@ -492,6 +492,62 @@ static int walk(const char *real_cupti)
 	return 0;
 }
 
+/* ---- two devices: peer access and the copies between them (CUDA_SIM_DEVICES=2) ---- */
+
+static int peer(const char *real_cupti)
+{
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+	CUpti_Activity *r = NULL;
+	CUcontext c0 = NULL, c1 = NULL;
+	void *a = NULL, *b = NULL, *h;
+	int can[2] = { -1, -1 };
+
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+	cudaSetDevice(1);
+	cudaMalloc(&b, 8192);
+	cudaSetDevice(0);
+	cudaMalloc(&a, 8192);
+	cuCtxGetCurrent(&c0);
+	cuDevicePrimaryCtxRetain(&c1, 1);
+	cuDeviceCanAccessPeer(&can[0], 0, 1);
+	cuDeviceCanAccessPeer(&can[1], 0, 0);
+	printf("can=%d,%d\n", can[0], can[1]);
+	printf("enable_self=%d\n", cuCtxEnablePeerAccess(c0, 0));
+	printf("enable_flags=%d\n", cuCtxEnablePeerAccess(c1, 1));
+	printf("disable_unset=%d\n", cuCtxDisablePeerAccess(c1));
+	printf("enable=%d\n", cuCtxEnablePeerAccess(c1, 0));
+	printf("enable_again=%d\n", cuCtxEnablePeerAccess(c1, 0));
+	/* a is device 0's, not c1's */
+	printf("wrong_context=%d\n", cuMemcpyPeer((CUdeviceptr)a, c1, (CUdeviceptr)b, c1, 4096));
+	printf("copy=%d\n", cuMemcpyPeer((CUdeviceptr)a, c0, (CUdeviceptr)b, c1, 4096));
+	printf("unified=%d\n", cudaMemcpy(b, a, 1000, cudaMemcpyDefault));
+	printf("same_device=%d\n", cudaMemcpy(a, (char *)a + 4096, 100, cudaMemcpyDefault));
+	cuptiActivityFlushAll(0);
+	h = dlopen(real_cupti, RTLD_NOW | RTLD_LOCAL);
+	next = h ? (__typeof__(next))dlsym(h, "cuptiActivityGetNextRecord") : NULL;
+	if (!next) {
+		printf("real=unavailable %s\n", dlerror());
+		return 0;
+	}
+	/* kind:copyKind:device:src:dst:bytes, as NVIDIA's libcupti walks them */
+	printf("records=");
+	while (next(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
+			const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
+			printf("%d:%u:%u:%u:%u:%llu,", r->kind, m->copyKind, m->deviceId,
+			       m->srcDeviceId, m->dstDeviceId, (unsigned long long)m->bytes);
+		} else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+			const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+			printf("%d:%u:%u:%llu,", r->kind, m->copyKind, m->deviceId,
+			       (unsigned long long)m->bytes);
+		}
+	}
+	printf("\n");
+	return 0;
+}
+
 /* ---- clocks ---- */
 
 static uint64_t CUPTIAPI host_clock(void)
@@ -723,6 +779,8 @@ int main(int argc, char **argv)
 		return fork_child();
 	if (!strcmp(what, "walk"))
 		return walk(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "peer"))
+		return peer(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -733,6 +791,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|clock [callback]|init|streams\n");
 	return 2;
 }

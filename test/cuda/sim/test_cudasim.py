@@ -98,6 +98,22 @@ def test_nvidia_libcupti_reads_the_simulated_buffers():
     assert sorted(set(kinds)) == [1, 2, 5, 10, 38]
 
 
+def test_two_devices_peer_access_and_copies():
+    """cuCtxEnablePeerAccess's documented errors, cuMemcpyPeer's check of each pointer
+    against its context, and a copy between two devices' memory (by cuMemcpyPeer or by
+    cudaMemcpy through unified addressing) as a MEMCPY2 record (PTOP, naming both
+    devices) that NVIDIA's libcupti walks; within one device, a MEMCPY DtoD."""
+    if not REAL_CUPTI.exists():
+        pytest.skip(f"{REAL_CUPTI} not installed")
+    f = fields(probe("peer", str(REAL_CUPTI), env={"CUDA_SIM_DEVICES": "2"}))
+    assert f["can"] == "1,0"
+    assert (f["enable_self"], f["enable_flags"], f["disable_unset"]) == ("201", "1", "705")
+    assert (f["enable"], f["enable_again"]) == ("0", "704")
+    assert (f["wrong_context"], f["copy"], f["unified"], f["same_device"]) == ("1", "0", "0", "0")
+    # kind 22 (MEMCPY2), copy kind 10 (PTOP) from device 1 to 0 and back; 8 DtoD
+    assert f["records"] == "22:10:0:1:0:4096,22:10:0:0:1:1000,1:8:0:100,"
+
+
 @pytest.mark.parametrize("what,message", [
     ("flush_in_callback", "cuptiActivityFlushAll called from inside a buffer callback"),
     ("timestamp_late", "cuptiActivityRegisterTimestampCallback called while activity kinds "
