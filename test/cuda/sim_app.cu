@@ -35,6 +35,12 @@
 //   copies N       N rounds of synchronous calls: cudaMemcpy HtoD from pinned memory
 //                  (100000 bytes: 10000 ns), cudaMemset (50000 bytes: 5000 ns),
 //                  cudaMemcpy DtoH into pinned and into pageable memory (10000 ns each)
+//   peer           two GPUs (CUDA_SIM_DEVICES=2): peer access enabled each way (and
+//                  once more: the documented error), a fill and an axpy of 2048 ns on
+//                  each one's stream, then peer copies of 512 KiB (52428 ns): device 1
+//                  into device 0 on device 0's stream (cudaMemcpyPeerAsync), device 0
+//                  into device 1 (cudaMemcpyPeer), and 4096 bytes (409 ns) by
+//                  cudaMemcpy through unified addressing; the bytes read back
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -506,6 +512,57 @@ static int copies_mode(int n)
 	return 0;
 }
 
+static int peer_mode(void)
+{
+	const size_t half = MiB / 2;
+	unsigned char *buf[2], *host;
+	cudaStream_t s[2];
+	int n = 0, can = 0;
+
+	CHECK(cudaGetDeviceCount(&n));
+	CHECK(cudaDeviceCanAccessPeer(&can, 0, 1));
+	if (n < 2 || !can) {
+		printf("peer: %d devices, peer access %d\n", n, can);
+		return 2;
+	}
+	CHECK(cudaMallocHost(&host, MiB));
+	for (int d = 0; d < 2; d++) {
+		CHECK(cudaSetDevice(d));
+		CHECK(cudaDeviceEnablePeerAccess(1 - d, 0));
+		CHECK(cudaMalloc(&buf[d], MiB));
+		CHECK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
+		CHECK(cudaMemsetAsync(buf[d], 0x10 + d, MiB, s[d]));                 // 104857 ns
+		axpy<<<8, 256, 0, s[d]>>>((float *)buf[d], (float *)buf[d], 2048); // 2048 ns
+	}
+	if (cudaDeviceEnablePeerAccess(0, 0) != cudaErrorPeerAccessAlreadyEnabled ||
+	    cudaGetLastError() != cudaErrorPeerAccessAlreadyEnabled) {
+		printf("peer: enabling twice did not fail as documented\n");
+		return 1;
+	}
+	CHECK(cudaStreamSynchronize(s[1]));
+	CHECK(cudaSetDevice(0));
+	CHECK(cudaMemcpyPeerAsync(buf[0] + half, 0, buf[1], 1, half, s[0])); // 52428 ns
+	CHECK(cudaStreamSynchronize(s[0]));
+	CHECK(cudaSetDevice(1));
+	CHECK(cudaMemcpyPeer(buf[1] + half, 1, buf[0], 0, half));            // 52428 ns
+	CHECK(cudaMemcpy(buf[1], buf[0] + half, 4096, cudaMemcpyDefault));   // 409 ns
+	CHECK(cudaMemcpy(host, buf[0], MiB, cudaMemcpyDeviceToHost));
+	bool ok = host[0] == 0x10 && host[half - 1] == 0x10 && host[half] == 0x11 &&
+		  host[MiB - 1] == 0x11;
+	CHECK(cudaMemcpy(host, buf[1], MiB, cudaMemcpyDeviceToHost));
+	ok = ok && host[0] == 0x11 && host[4096] == 0x11 && host[half] == 0x10 &&
+	     host[MiB - 1] == 0x10;
+	for (int d = 0; d < 2; d++) {
+		CHECK(cudaSetDevice(d));
+		CHECK(cudaDeviceDisablePeerAccess(1 - d));
+		CHECK(cudaStreamDestroy(s[d]));
+		CHECK(cudaFree(buf[d]));
+	}
+	CHECK(cudaFreeHost(host));
+	printf("peer: %s\n", ok ? "ok" : "wrong bytes");
+	return ok ? 0 : 1;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -573,6 +630,8 @@ int main(int argc, char **argv)
 		return streams_mode(argc > 2 ? atoi(argv[2]) : 10);
 	if (!strcmp(mode, "copies"))
 		return copies_mode(argc > 2 ? atoi(argv[2]) : 3);
+	if (!strcmp(mode, "peer"))
+		return peer_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

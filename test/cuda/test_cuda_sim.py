@@ -274,6 +274,59 @@ def test_program_traced_exactly(tmp_path, how):
     assert names[(axpy["pid"], axpy["tid"])] == "stream 14"
 
 
+@pytest.mark.sanitize
+def test_two_gpus_and_the_copies_between_them(tmp_path):
+    """Two GPUs in one process (CUDA_SIM_DEVICES=2): each one's work on its own device's
+    rows, and the copies between their memories (cudaMemcpyPeerAsync, cudaMemcpyPeer and
+    a cudaMemcpy through unified addressing), which CUPTI reports as MEMCPY2 records
+    only: each drawn once, on the row of the stream that ran it, naming both devices,
+    linked to its call, inside the call when it is synchronous; the call that failed as
+    documented (peer access enabled twice) keeps its error."""
+    r = sim_run([APP, "peer"], tmp_path, env={"CUDA_SIM_DEVICES": "2"})
+    assert (r.returncode, r.stdout) == (0, b"peer: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    assert [d["id"] for d in trace["deviceProperties"]] == [0, 1]
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
+    gpu = {0: "GPU 0 (gputrace simulated GPU)", 1: "GPU 1 (gputrace simulated GPU)"}
+    host = host_by_corr(trace)
+
+    def on(e):  # the device row and the stream row an event is drawn on
+        return names[(e["pid"], 0)], names[(e["pid"], e["tid"])]
+
+    # each device's fill and kernel on its own stream's row
+    for cat, name, dur in (("kernel", AXPY, 2048), ("gpu_memset", "Memset (Device)", 104857)):
+        work = sorted(xs(trace, cat, name), key=lambda e: int(e["args"]["device"]))
+        assert [(int(e["args"]["device"]), on(e)[0], ns(e["dur"])) for e in work] == \
+            [(0, gpu[0], dur), (1, gpu[1], dur)]
+    # the three copies between them, and no copy drawn twice (as a DtoD too)
+    copies = sorted(xs(trace, "gpu_memcpy"), key=start)
+    assert [e["args"]["kind"] for e in copies] == ["PtoP", "PtoP", "PtoP", "DtoH", "DtoH"]
+    calls = ["cudaMemcpyPeerAsync", "cudaMemcpyPeer", "cudaMemcpy"]
+    want = [(gpu[0], 0, 1, 0, 524288, 52428), (gpu[1], 1, 0, 1, 524288, 52428),
+            (gpu[1], 1, 0, 1, 4096, 409)]
+    for e, call, (row, dev, src, dst, size, dur) in zip(copies, calls, want):
+        a = e["args"]
+        assert e["name"] == "Memcpy PtoP (Device -> Device)"
+        assert (on(e)[0], int(a["device"]), int(a["src_device"]), int(a["dst_device"]),
+                int(a["bytes"]), ns(e["dur"])) == (row, dev, src, dst, size, dur)
+        launch = host[a["correlation"]]
+        assert launch["name"] == call and linked(trace, launch, e), (e, launch)
+        assert start(e) >= start(launch)
+        if call != "cudaMemcpyPeerAsync":
+            assert end(e) <= end(launch), (e, launch)
+    # the asynchronous one ends within the stream synchronize after its call
+    sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                if start(e) >= end(host[copies[0]["args"]["correlation"]])), key=start)
+    assert end(copies[0]) <= end(sync)
+    enables = xs(trace, "cuda_runtime", "cudaDeviceEnablePeerAccess")
+    assert [(int(e["args"]["result"]), e["args"].get("error")) for e in enables] == \
+        [(0, None), (0, None), (704, "cudaErrorPeerAccessAlreadyEnabled")]
+    assert len(xs(trace, "cuda_runtime", "cudaDeviceDisablePeerAccess")) == 2
+
+
 def test_graph_trace_mode(tmp_path):
     r = sim_run([APP, "basic"], tmp_path, env={"GPUTRACE_GRAPH_TRACE": "1"})
     assert r.returncode == 0, r.stderr
