@@ -325,7 +325,7 @@ static uint64_t *stream_end(int device, uint64_t stream_id)
 static void emit_slot(struct ev_slot *s)
 {
 	uint64_t start = s->start, *last_end = stream_end(s->device, s->stream_id);
-	struct gt_arg a[6];
+	struct gt_arg a[8];
 	unsigned n = 0;
 
 	if (start < *last_end && *last_end - start <= s->slack)
@@ -366,6 +366,12 @@ static void emit_slot(struct ev_slot *s)
 	if (s->li.kind)
 		a[n++] = (struct gt_arg){ .key = GT_S_ARG_KIND, .type = GT_ARG_STR,
 					  .v.u = s->li.kind };
+	if (s->li.peer) {
+		a[n++] = (struct gt_arg){ .key = cupti__key("src_device"), .type = GT_ARG_U64,
+					  .v.u = (uint64_t)s->li.src_device };
+		a[n++] = (struct gt_arg){ .key = cupti__key("dst_device"), .type = GT_ARG_U64,
+					  .v.u = (uint64_t)s->li.dst_device };
+	}
 	a[n++] = (struct gt_arg){ .key = cupti__key("timing"), .type = GT_ARG_STR,
 				  .v.u = cupti__key("cuda_events") };
 	struct gt_event ev = {

@@ -236,6 +236,8 @@ struct cupti_launch_info {
 	uint32_t kind;  /* copy kind string id ("HtoD"), or 0 */
 	uint64_t bytes; /* copies and fills */
 	uint64_t done_by; /* host time the work had ended by (its synchronous call's end), or 0 */
+	bool peer;        /* a copy between two devices: */
+	int src_device, dst_device;
 };
 /* Around a launch on `stream` (per_thread: the _ptsz flavour): before it,
  * and at once after it, inside the host call's span, so that the end event is

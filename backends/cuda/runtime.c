@@ -149,9 +149,9 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int k, void *st), \
 	  (d, dp, s, sp, w, h, k, st), W_COPY, 1, st, w * h, k, NULL)                       \
 	L(cudaMemcpyPeer, (void *d, int dd, const void *s, int sd, size_t n), (d, dd, s, sd, n), \
-	  W_COPY_PEER, 0, NULL, n, 3, NULL)                                                 \
+	  W_COPY_PEER, 0, NULL, n, PEER_KIND(sd, dd), NULL)                                 \
 	L(cudaMemcpyPeerAsync, (void *d, int dd, const void *s, int sd, size_t n, void *st), \
-	  (d, dd, s, sd, n, st), W_COPY_PEER, 0, st, n, 3, NULL)                            \
+	  (d, dd, s, sd, n, st), W_COPY_PEER, 0, st, n, PEER_KIND(sd, dd), NULL)            \
 	L(cudaMemcpyToSymbol, (const void *y, const void *s, size_t n, size_t o, int k),    \
 	  (y, s, n, o, k), W_COPY_SYNC, 0, NULL, n, k, NULL)                                \
 	L(cudaMemcpyToSymbol_ptds, (const void *y, const void *s, size_t n, size_t o, int k), \
@@ -188,6 +188,9 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	  (p, pitch, v, w, h, s), W_SET, 1, s, w * h, 0, NULL)                              \
 	L(cudaGraphLaunch, (void *g, void *s), (g, s), W_GRAPH, 0, s, 0, 0, NULL)           \
 	L(cudaGraphLaunch_ptsz, (void *g, void *s), (g, s), W_GRAPH, 1, s, 0, 0, NULL)
+
+/* A peer copy's kind column: its source and destination devices */
+#define PEER_KIND(src, dst) ((int)(((unsigned)(src) & 0xffff) << 16 | ((unsigned)(dst) & 0xffff)))
 
 /* cudaLaunchConfig_t: dim3 grid, dim3 block, size_t dynamicSmemBytes, then the stream */
 static void *launch_config_stream(const void *cfg)
@@ -371,8 +374,16 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 		li->cat = GT_S_CAT_KERNEL;
 		li->name = kernel_name_of(func);
 		break;
-	case W_COPY:
 	case W_COPY_PEER:
+		/* named as CUPTI's records of them are, with both devices */
+		li->cat = GT_S_CAT_GPU_MEMCPY;
+		li->kind = cupti__key("PtoP");
+		li->name = cupti__key("Memcpy PtoP");
+		li->peer = true;
+		li->src_device = (int)((unsigned)kind >> 16);
+		li->dst_device = kind & 0xffff;
+		break;
+	case W_COPY:
 	case W_COPY_SYNC:
 		kind = kind >= 0 && kind < 5 ? kind : 4;
 		/* A synchronous copy into host memory has completed when its call

@@ -404,6 +404,32 @@ def test_without_cupti_events_time_the_launches(tmp_path):
     assert [e["name"] for e in xs(trace, "cuda_runtime")].count("__cudaLaunchKernel") == 5
 
 
+def test_without_cupti_peer_copies_name_both_devices(tmp_path):
+    """CUDA-event timing names a cudaMemcpyPeer[Async] copy as CUPTI's records do: kind
+    PtoP, with its source and destination devices, on the row of the stream it ran on
+    (it was "Memcpy DtoD", naming neither)."""
+    r = sim_run([APP, "peer"], tmp_path,
+                env={"CUDA_SIM_DEVICES": "2", "GPUTRACE_DISABLE_CUPTI": "1"})
+    assert (r.returncode, r.stdout) == (0, b"peer: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["lost_by_reason"].get("cuda_event_timing", 0) == 0
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e["name"] == "process_name"}
+    host = host_by_corr(trace)
+    peer = sorted((e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "PtoP"),
+                  key=start)
+    assert [(e["name"], names[e["pid"]], int(e["args"]["device"]),
+             int(e["args"]["src_device"]), int(e["args"]["dst_device"]),
+             int(e["args"]["bytes"]), host[e["args"]["correlation"]]["name"]) for e in peer] == [
+        ("Memcpy PtoP", "GPU 0", 0, 1, 0, 524288, "cudaMemcpyPeerAsync"),
+        ("Memcpy PtoP", "GPU 1", 1, 0, 1, 524288, "cudaMemcpyPeer")]
+    for e in peer:
+        launch = host[e["args"]["correlation"]]
+        assert e["args"]["timing"] == "cuda_events" and ns(e["dur"]) >= 52428 - 1
+        assert start(e) >= start(launch) and linked(trace, launch, e)
+    assert not [e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "DtoD"]
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put
