@@ -180,18 +180,20 @@ static SIM_NOINLINE void on_api(struct sim_call *c, int site)
 
 static void on_context(CUcontext ctx, int created)
 {
+	CUpti_CallbackId id = created ? CUPTI_CBID_RESOURCE_CONTEXT_CREATED
+				      : CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING;
 	CUpti_CallbackFunc cb = NULL;
 	void *userdata = NULL;
 
 	pthread_mutex_lock(&C.lock);
-	if (C.subscribed && enabled(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED)) {
+	if (C.subscribed && enabled(CUPTI_CB_DOMAIN_RESOURCE, id)) {
 		cb = C.callback;
 		userdata = C.userdata;
 	}
 	pthread_mutex_unlock(&C.lock);
-	if (cb && created) {
+	if (cb) {
 		CUpti_ResourceData data = { .context = ctx };
-		cb(userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &data);
+		cb(userdata, CUPTI_CB_DOMAIN_RESOURCE, id, &data);
 	}
 }
 

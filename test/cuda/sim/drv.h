@@ -40,6 +40,7 @@ struct drv_ctx {
 	struct drv_stream *legacy; /* the NULL stream */
 	struct drv_stream *streams; /* every stream of the context, legacy included */
 	uint32_t peers;             /* bit d: peer access to device d's memory enabled */
+	bool destroyed;             /* by cuDevicePrimaryCtxReset, until retained again */
 };
 
 struct drv_capture {
@@ -64,6 +65,8 @@ struct drv_stream {
 
 struct drv_event {
 	uint32_t magic, id;
+	struct drv_ctx *ctx;
+	uint32_t ctx_id; /* the context's id when it was created: a reset ends it */
 	unsigned flags;
 	bool recorded, captured;
 	uint64_t at; /* host ns: when the work before it is done */
@@ -78,7 +81,9 @@ struct drv_func {
 
 struct drv_module {
 	uint32_t magic, id;
+	struct drv_ctx *ctx;
 	struct drv_func *funcs;
+	struct drv_module *next; /* every loaded module */
 };
 
 enum drv_node_kind { NODE_KERNEL = 1, NODE_MEMCPY, NODE_MEMSET };
@@ -113,8 +118,10 @@ struct drv_exec {
 /* ---- drv_core.c ---- */
 extern DRV_HIDDEN pthread_mutex_t drv_lock;
 /* The current context of the calling thread, made current if none (the
- * primary context of device 0); NULL before cuInit. */
+ * primary context of device 0); NULL before cuInit, or when it was destroyed. */
 DRV_HIDDEN struct drv_ctx *drv_ctx_current(void);
+/* Why there is none: CUDA_ERROR_CONTEXT_IS_DESTROYED or CUDA_ERROR_INVALID_CONTEXT. */
+DRV_HIDDEN CUresult drv_no_context(void);
 DRV_HIDDEN CUresult drv_initialized(void);
 /* Abort: a contract the caller broke, named on one line. */
 DRV_HIDDEN void drv_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -142,8 +149,8 @@ DRV_HIDDEN uint32_t drv_runtime_corr(void);
 DRV_HIDDEN void drv_tool_work(const struct sim_work *w);
 DRV_HIDDEN void drv_tool_graph(const struct sim_graph_run *g);
 DRV_HIDDEN void drv_tool_sync(struct sim_sync *s, int site);
-DRV_HIDDEN void drv_tool_context(struct drv_ctx *ctx);
-DRV_HIDDEN void drv_tool_module(uint32_t module_id, int loaded);
+DRV_HIDDEN void drv_tool_context(struct drv_ctx *ctx, int created);
+DRV_HIDDEN void drv_tool_module(struct drv_ctx *ctx, uint32_t module_id, int loaded);
 DRV_HIDDEN const struct sim_tools *drv_tools(void);
 
 /* ---- drv_stream.c ---- */
@@ -166,9 +173,18 @@ DRV_HIDDEN CUresult drv_capture_check(enum drv_op op, struct drv_stream *s);
 /* The stream is capturing: work goes into its graph. */
 DRV_HIDDEN struct drv_capture *drv_capturing(struct drv_stream *s);
 DRV_HIDDEN bool drv_any_capture(void);
+/* A context's reset (drv_lock held): when its streams' work is done; its streams
+ * freed (its events then fail with CUDA_ERROR_CONTEXT_IS_DESTROYED). */
+DRV_HIDDEN uint64_t drv_streams_busy_until(const struct drv_ctx *ctx);
+DRV_HIDDEN bool drv_streams_capturing(const struct drv_ctx *ctx);
+DRV_HIDDEN void drv_streams_release(struct drv_ctx *ctx);
+/* An event's state: CUDA_SUCCESS, or why it cannot be used (drv_lock held). */
+DRV_HIDDEN CUresult drv_event_live(const struct drv_event *e);
 
 /* ---- drv_mem.c ---- */
 DRV_HIDDEN uint8_t drv_memory_kind(const void *p); /* CUpti_ActivityMemoryKind */
+/* A context's reset: its allocations freed (drv_lock held). */
+DRV_HIDDEN void drv_mem_release_context(uint32_t context_id);
 /* Run (or capture) a kernel, copy or fill on a stream; sync: wait for it. */
 DRV_HIDDEN CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread);
 /* Queue a node's work on a stream, submitted at `now` (the bytes of copies
@@ -176,6 +192,10 @@ DRV_HIDDEN CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool p
  * the device runs them back to back however slow the host is. */
 DRV_HIDDEN void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t graph_id,
 			       uint64_t now, struct sim_work *w);
+
+/* ---- drv_launch.c ---- */
+/* A context's reset: each of its modules unloaded (tools hear of each first). */
+DRV_HIDDEN void drv_modules_unload_context(struct drv_ctx *ctx);
 
 /* ---- drv_graph.c ---- */
 DRV_HIDDEN struct drv_node *drv_graph_add(struct drv_graph *g);
@@ -190,6 +210,7 @@ DRV_HIDDEN CUresult drv_device_total_mem(size_t *bytes, CUdevice d);
 DRV_HIDDEN CUresult drv_device_attribute(int *v, CUdevice_attribute a, CUdevice d);
 DRV_HIDDEN CUresult drv_primary_retain(CUcontext *out, CUdevice d);
 DRV_HIDDEN CUresult drv_primary_release(CUdevice d);
+DRV_HIDDEN CUresult drv_primary_reset(CUdevice d);
 DRV_HIDDEN CUresult drv_ctx_set_current(CUcontext c);
 DRV_HIDDEN CUresult drv_ctx_get_current(CUcontext *c);
 DRV_HIDDEN CUresult drv_ctx_get_device(CUdevice *d);

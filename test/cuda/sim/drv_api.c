@@ -52,6 +52,7 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev), (pctx, dev),           \
 	  drv_primary_retain(pctx, dev))                                                    \
 	D(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev), drv_primary_release(dev))    \
+	D(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev), drv_primary_reset(dev))        \
 	D(cuCtxGetCurrent, (CUcontext *pctx), (pctx), drv_ctx_get_current(pctx))            \
 	D(cuCtxSetCurrent, (CUcontext ctx), (ctx), drv_ctx_set_current(ctx))                \
 	D(cuCtxGetDevice, (CUdevice *device), (device), drv_ctx_get_device(device))         \

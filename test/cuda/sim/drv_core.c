@@ -31,7 +31,10 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int initialized;
 static int ndevices = 1;
 static bool forked; /* a fork child of a process that initialized CUDA */
+/* A primary context's handle lives on through resets (as NVIDIA's does); each
+ * creation gets a new id */
 static struct drv_ctx *primary[DEVICES_MAX];
+static uint32_t next_context_id = DEVICES_MAX + 1;
 static __thread struct drv_ctx *current;
 
 void drv_report(const char *fmt, ...)
@@ -292,7 +295,13 @@ CUresult drv_device_attribute(int *v, CUdevice_attribute a, CUdevice d)
 
 struct drv_ctx *drv_ctx_current(void)
 {
-	return current;
+	return current && !current->destroyed ? current : NULL;
+}
+
+CUresult drv_no_context(void)
+{
+	return current && current->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+					     : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 CUresult drv_primary_retain(CUcontext *out, CUdevice d)
@@ -317,13 +326,22 @@ CUresult drv_primary_retain(CUcontext *out, CUdevice d)
 		ctx->id = (uint32_t)d + 1;
 		ctx->device = d;
 		drv_handle_add(ctx);
-		ctx->legacy = drv_stream_new(ctx, 0, true);
 		primary[d] = ctx;
 		created = true;
+	} else if (ctx->destroyed) {
+		/* made anew after a reset: the same handle, a new context */
+		ctx->id = next_context_id++;
+		ctx->destroyed = false;
+		created = true;
+	}
+	if (created && !(ctx->legacy = drv_stream_new(ctx, 0, true))) {
+		ctx->destroyed = true;
+		pthread_mutex_unlock(&drv_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_unlock(&drv_lock);
 	if (created)
-		drv_tool_context(ctx);
+		drv_tool_context(ctx, 1);
 	*out = (CUcontext)ctx;
 	return CUDA_SUCCESS;
 }
@@ -331,6 +349,50 @@ CUresult drv_primary_retain(CUcontext *out, CUdevice d)
 CUresult drv_primary_release(CUdevice d)
 {
 	return check_device(d);
+}
+
+/*
+ * cuDevicePrimaryCtxReset: "destroys all allocations and resets all state on
+ * the primary context". Its work is waited for (a context's destruction lets
+ * it end), tools hear of each module's unload and then of the context's
+ * destruction; its modules, streams and memory are freed, and its events
+ * fail with CUDA_ERROR_CONTEXT_IS_DESTROYED, as does every call made in it
+ * until cuDevicePrimaryCtxRetain makes it anew. A reset while one of its
+ * streams captures is the caller's error (the documentation makes the device
+ * the caller's to quiesce): it aborts.
+ */
+CUresult drv_primary_reset(CUdevice d)
+{
+	CUresult r = check_device(d);
+	struct drv_ctx *ctx;
+	uint64_t until;
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	ctx = primary[d];
+	if (!ctx || ctx->destroyed) {
+		pthread_mutex_unlock(&drv_lock);
+		return CUDA_SUCCESS;
+	}
+	if (drv_streams_capturing(ctx))
+		drv_die("cuDevicePrimaryCtxReset(%d) while a stream of its context captures", d);
+	until = drv_streams_busy_until(ctx);
+	pthread_mutex_unlock(&drv_lock);
+	drv_sleep_until(until);
+	drv_modules_unload_context(ctx);
+	drv_tool_context(ctx, 0);
+	pthread_mutex_lock(&drv_lock);
+	drv_streams_release(ctx);
+	drv_mem_release_context(ctx->id);
+	ctx->peers = 0;
+	ctx->destroyed = true;
+	/* other contexts' access to this one ends with it */
+	for (int i = 0; i < ndevices; i++)
+		if (primary[i])
+			primary[i]->peers &= ~(1u << d);
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
 }
 
 CUresult drv_ctx_set_current(CUcontext c)
@@ -372,7 +434,7 @@ CUresult drv_profiler(void)
 
 	if (r)
 		return r;
-	return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	return drv_ctx_current() ? CUDA_SUCCESS : drv_no_context();
 }
 
 CUresult drv_ctx_get_device(CUdevice *d)
@@ -383,8 +445,8 @@ CUresult drv_ctx_get_device(CUdevice *d)
 		return r;
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!current)
-		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!drv_ctx_current())
+		return drv_no_context();
 	*d = current->device;
 	return CUDA_SUCCESS;
 }
@@ -416,7 +478,9 @@ static CUresult peer_access(CUcontext h, bool enable)
 	if (r)
 		return r;
 	pthread_mutex_lock(&drv_lock);
-	if (!current || !drv_handle_ok(peer, MAGIC_CTX) || peer == current) {
+	if (!drv_ctx_current()) {
+		r = drv_no_context();
+	} else if (!drv_handle_ok(peer, MAGIC_CTX) || peer->destroyed || peer == current) {
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	} else if (peer->device == current->device) {
 		r = CUDA_ERROR_INVALID_DEVICE;
@@ -449,7 +513,7 @@ int drv_context_ids(CUcontext c, uint32_t *context_id, uint32_t *device_id)
 	bool ok;
 
 	pthread_mutex_lock(&drv_lock);
-	ok = drv_handle_ok(ctx, MAGIC_CTX);
+	ok = drv_handle_ok(ctx, MAGIC_CTX) && !ctx->destroyed;
 	pthread_mutex_unlock(&drv_lock);
 	if (!ok)
 		return -1;
@@ -473,6 +537,7 @@ int drv_context_ids(CUcontext c, uint32_t *context_id, uint32_t *device_id)
 	X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                             \
 	X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                   \
 	X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                             \
+	X(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed")                          \
 	X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,                                           \
 	  "peer access is already enabled")                                                 \
 	X(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled")           \

@@ -90,7 +90,7 @@ CUresult drv_graph_launch(CUgraphExec h, CUstream sh)
 	if (r)
 		return r;
 	if (!ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return drv_no_context();
 	pthread_mutex_lock(&drv_lock);
 	s = drv_stream_of(ctx, sh, false);
 	if (!s || !drv_handle_ok(x, MAGIC_EXEC))

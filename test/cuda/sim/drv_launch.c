@@ -31,6 +31,7 @@ struct name_block {
 };
 static struct name_block *free_names;
 static uint32_t next_module_id = 1;
+static struct drv_module *modules; /* every loaded module, of every context */
 
 static const char *name_store(const char *name)
 {
@@ -69,14 +70,15 @@ CUresult drv_module_load_fatbin(CUmodule *out, const void *image)
 {
 	struct drv_module *m;
 	uint32_t magic;
+	struct drv_ctx *ctx = drv_ctx_current();
 	CUresult r = drv_initialized();
 
 	if (r)
 		return r;
 	if (!out || !image)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!drv_ctx_current())
-		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!ctx)
+		return drv_no_context();
 	memcpy(&magic, image, sizeof(magic));
 	if (magic != FATBIN_MAGIC)
 		return CUDA_ERROR_INVALID_IMAGE;
@@ -84,11 +86,14 @@ CUresult drv_module_load_fatbin(CUmodule *out, const void *image)
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	m->magic = MAGIC_MODULE;
+	m->ctx = ctx;
 	pthread_mutex_lock(&drv_lock);
 	m->id = next_module_id++;
+	m->next = modules;
+	modules = m;
 	drv_handle_add(m);
 	pthread_mutex_unlock(&drv_lock);
-	drv_tool_module(m->id, 1);
+	drv_tool_module(ctx, m->id, 1);
 	*out = (CUmodule)m;
 	return CUDA_SUCCESS;
 }
@@ -107,7 +112,7 @@ CUresult drv_module_unload(CUmodule h)
 	id = m->id;
 	pthread_mutex_unlock(&drv_lock);
 	/* the last moment a tool can read what points into the module */
-	drv_tool_module(id, 0);
+	drv_tool_module(m->ctx, id, 0);
 	pthread_mutex_lock(&drv_lock);
 	if (!drv_handle_ok(m, MAGIC_MODULE)) {
 		pthread_mutex_unlock(&drv_lock);
@@ -120,11 +125,31 @@ CUresult drv_module_unload(CUmodule h)
 		f->magic = 0;
 		free(f);
 	}
+	for (struct drv_module **p = &modules; *p; p = &(*p)->next) {
+		if (*p == m) {
+			*p = m->next;
+			break;
+		}
+	}
 	drv_handle_del(m);
 	m->magic = 0;
 	pthread_mutex_unlock(&drv_lock);
 	free(m);
 	return CUDA_SUCCESS;
+}
+
+void drv_modules_unload_context(struct drv_ctx *ctx)
+{
+	for (;;) {
+		struct drv_module *m;
+
+		pthread_mutex_lock(&drv_lock);
+		for (m = modules; m && m->ctx != ctx; m = m->next)
+			;
+		pthread_mutex_unlock(&drv_lock);
+		if (!m || drv_module_unload((CUmodule)m))
+			return;
+	}
 }
 
 CUresult drv_module_get_function(CUfunction *out, CUmodule h, const char *name)

@@ -75,7 +75,7 @@ static CUresult allocate(void **out, size_t size, uint8_t kind)
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return drv_no_context();
 	pthread_mutex_lock(&drv_lock);
 	r = drv_capture_check(OP_UNSAFE, NULL);
 	if (!r && kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && device_used + size > DEVICE_MEMORY)
@@ -118,6 +118,20 @@ static CUresult release(void *p, uint8_t kind)
 	if (!r)
 		free(p);
 	return r;
+}
+
+void drv_mem_release_context(uint32_t context_id)
+{
+	for (size_t i = 0; i < nallocs;) {
+		if (allocs[i].context != context_id) {
+			i++;
+			continue;
+		}
+		if (allocs[i].kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+			device_used -= allocs[i].size;
+		free((void *)allocs[i].base);
+		allocs[i] = allocs[--nallocs];
+	}
 }
 
 CUresult drv_mem_alloc(CUdeviceptr *p, size_t size)
@@ -237,7 +251,7 @@ CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread)
 	if (r)
 		return r;
 	if (!ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return drv_no_context();
 	pthread_mutex_lock(&drv_lock);
 	s = drv_stream_of(ctx, h, per_thread);
 	if (!s) {
@@ -312,7 +326,8 @@ CUresult drv_copy_peer(void *dst, CUcontext dst_ctx, const void *src, CUcontext 
 	if (r)
 		return r;
 	pthread_mutex_lock(&drv_lock);
-	if (!drv_handle_ok(dc, MAGIC_CTX) || !drv_handle_ok(sc, MAGIC_CTX)) {
+	if (!drv_handle_ok(dc, MAGIC_CTX) || !drv_handle_ok(sc, MAGIC_CTX) || dc->destroyed ||
+	    sc->destroyed) {
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	} else if (bytes) {
 		const struct alloc *from = find((uintptr_t)src), *to = find((uintptr_t)dst);

@@ -37,7 +37,11 @@
 static uint32_t next_stream_id = 13, next_event_id = 1;
 static unsigned long long next_capture_id = 1;
 static struct drv_capture *captures;
-static __thread struct drv_stream *per_thread_streams[8];
+/* a thread's per-thread stream of each device, while that context lives */
+static __thread struct {
+	struct drv_stream *stream;
+	uint32_t ctx_id;
+} per_thread_streams[8];
 static __thread CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 /* ---- streams ---- */
@@ -66,13 +70,15 @@ struct drv_stream *drv_stream_of(struct drv_ctx *ctx, CUstream h, bool per_threa
 	if (!ctx)
 		return NULL;
 	if (h == CU_STREAM_PER_THREAD || (!h && per_thread)) {
-		struct drv_stream **pts = &per_thread_streams[ctx->device & 7];
+		__typeof__(per_thread_streams[0]) *pts = &per_thread_streams[ctx->device & 7];
 		/* blocking: it synchronizes with the legacy stream */
-		if (!*pts || (*pts)->ctx != ctx)
-			*pts = drv_stream_new(ctx, 0, false);
-		if (*pts)
-			(*pts)->per_thread = true;
-		return *pts;
+		if (!pts->stream || pts->ctx_id != ctx->id) {
+			pts->stream = drv_stream_new(ctx, 0, false);
+			pts->ctx_id = ctx->id;
+		}
+		if (pts->stream)
+			pts->stream->per_thread = true;
+		return pts->stream;
 	}
 	if (!h || h == CU_STREAM_LEGACY)
 		return ctx->legacy;
@@ -198,7 +204,7 @@ static void wait_recorded(int type, uint32_t ctx, uint32_t stream, uint32_t even
 	if (r_init_)                                                                        \
 		return r_init_;                                                             \
 	if (!ctx)                                                                           \
-		return CUDA_ERROR_INVALID_CONTEXT;                                          \
+		return drv_no_context();                                                    \
 	pthread_mutex_lock(&drv_lock)
 
 CUresult drv_stream_create(CUstream *out, unsigned flags)
@@ -302,7 +308,7 @@ int drv_stream_cupti_id(CUcontext c, CUstream h, bool per_thread, uint32_t *id)
 	if (drv_initialized())
 		return -1;
 	pthread_mutex_lock(&drv_lock);
-	if (ctx && drv_handle_ok(ctx, MAGIC_CTX))
+	if (ctx && drv_handle_ok(ctx, MAGIC_CTX) && !ctx->destroyed)
 		s = drv_stream_of(ctx, h, per_thread);
 	if (s)
 		*id = s->id;
@@ -337,7 +343,47 @@ CUresult drv_ctx_synchronize(void)
 	return CUDA_SUCCESS;
 }
 
+/* ---- a context's reset ---- */
+
+uint64_t drv_streams_busy_until(const struct drv_ctx *ctx)
+{
+	uint64_t until = 0;
+
+	for (const struct drv_stream *s = ctx->streams; s; s = s->next)
+		until = max64(until, s->busy_until);
+	return until;
+}
+
+bool drv_streams_capturing(const struct drv_ctx *ctx)
+{
+	for (const struct drv_stream *s = ctx->streams; s; s = s->next)
+		if (s->capture)
+			return true;
+	return false;
+}
+
+void drv_streams_release(struct drv_ctx *ctx)
+{
+	while (ctx->streams) {
+		struct drv_stream *s = ctx->streams;
+
+		ctx->streams = s->next;
+		drv_handle_del(s);
+		s->magic = 0;
+		free(s);
+	}
+	ctx->legacy = NULL;
+}
+
 /* ---- events ---- */
+
+CUresult drv_event_live(const struct drv_event *e)
+{
+	if (!drv_handle_ok(e, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return e->ctx->destroyed || e->ctx->id != e->ctx_id ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+							    : CUDA_SUCCESS;
+}
 
 CUresult drv_event_create(CUevent *out, unsigned flags)
 {
@@ -349,12 +395,14 @@ CUresult drv_event_create(CUevent *out, unsigned flags)
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!drv_ctx_current())
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return drv_no_context();
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	e->magic = MAGIC_EVENT;
 	e->flags = flags;
+	e->ctx = drv_ctx_current();
+	e->ctx_id = e->ctx->id;
 	pthread_mutex_lock(&drv_lock);
 	e->id = next_event_id++;
 	drv_handle_add(e);
@@ -368,17 +416,20 @@ CUresult drv_event_destroy(CUevent h)
 	struct drv_event *e = (struct drv_event *)h;
 	bool ok;
 
+	CUresult r;
+
 	pthread_mutex_lock(&drv_lock);
 	ok = drv_handle_ok(e, MAGIC_EVENT);
+	r = ok ? drv_event_live(e) : CUDA_ERROR_INVALID_HANDLE;
 	if (ok) {
+		/* one of a reset context: gone already, as the error says */
 		drv_handle_del(e);
 		e->magic = 0;
 	}
 	pthread_mutex_unlock(&drv_lock);
-	if (!ok)
-		return CUDA_ERROR_INVALID_HANDLE;
-	free(e);
-	return CUDA_SUCCESS;
+	if (ok)
+		free(e);
+	return r;
 }
 
 CUresult drv_event_record(CUevent h, CUstream sh, bool per_thread)
@@ -389,8 +440,9 @@ CUresult drv_event_record(CUevent h, CUstream sh, bool per_thread)
 
 	LOCKED_CTX(ctx);
 	s = drv_stream_of(ctx, sh, per_thread);
-	if (!s || !drv_handle_ok(e, MAGIC_EVENT)) {
+	if (!s) {
 		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if ((r = drv_event_live(e))) {
 	} else if (s->capture) {
 		e->captured = e->recorded = true;
 	} else if (!(r = drv_capture_check(OP_USE_STREAM, s))) {
@@ -407,8 +459,8 @@ static CUresult event_check(struct drv_event *e, uint64_t *at)
 {
 	CUresult r;
 
-	if (!drv_handle_ok(e, MAGIC_EVENT))
-		return CUDA_ERROR_INVALID_HANDLE;
+	if ((r = drv_event_live(e)))
+		return r;
 	if (e->captured)
 		return CUDA_ERROR_CAPTURED_EVENT;
 	if ((r = unsafe_check()))
@@ -459,8 +511,9 @@ CUresult drv_event_elapsed(float *ms, CUevent ha, CUevent hb)
 	if (!ms)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&drv_lock);
-	if (!drv_handle_ok(a, MAGIC_EVENT) || !drv_handle_ok(b, MAGIC_EVENT) ||
-	    ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
+	if ((r = drv_event_live(a)) || (r = drv_event_live(b)))
+		;
+	else if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
 		r = CUDA_ERROR_INVALID_HANDLE;
 	else if (a->captured || b->captured)
 		r = CUDA_ERROR_CAPTURED_EVENT;
@@ -481,8 +534,9 @@ CUresult drv_stream_wait_event(CUstream sh, CUevent h, unsigned flags, bool per_
 
 	LOCKED_CTX(ctx);
 	s = drv_stream_of(ctx, sh, per_thread);
-	if (!s || !drv_handle_ok(e, MAGIC_EVENT)) {
+	if (!s) {
 		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if ((r = drv_event_live(e))) {
 	} else if (s->capture) {
 		/* a dependency from outside the capture sequence */
 		if (!e->captured) {

@@ -134,24 +134,24 @@ void drv_tool_sync(struct sim_sync *s, int site)
 		ops->sync(s, site);
 }
 
-void drv_tool_context(struct drv_ctx *ctx)
+void drv_tool_context(struct drv_ctx *ctx, int created)
 {
 	const struct sim_tool_ops *ops = atomic_load_explicit(&tool, memory_order_acquire);
 
 	if (ops && ops->context) {
 		in_tool++;
-		ops->context((CUcontext)ctx, 1);
+		ops->context((CUcontext)ctx, created);
 		in_tool--;
 	}
 }
 
-void drv_tool_module(uint32_t module_id, int loaded)
+void drv_tool_module(struct drv_ctx *ctx, uint32_t module_id, int loaded)
 {
 	const struct sim_tool_ops *ops = atomic_load_explicit(&tool, memory_order_acquire);
 
 	if (ops && ops->module) {
 		in_tool++;
-		ops->module((CUcontext)drv_ctx_current(), module_id, loaded);
+		ops->module((CUcontext)ctx, module_id, loaded);
 		in_tool--;
 	}
 }

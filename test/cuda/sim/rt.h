@@ -23,6 +23,7 @@
 #endif
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_DEVICES 8 /* more than the simulated driver has */
 
 /* The driver entry points the runtime uses, looked up by base name. */
 #define RT_DRIVER(X)                                                                        \
@@ -41,7 +42,8 @@
 	X(cuModuleGetFunction) X(cuLaunchKernel) X(cuGraphInstantiate) X(cuGraphLaunch)      \
 	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)         \
 	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
-	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)
+	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
+	X(cuDevicePrimaryCtxReset)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;
@@ -69,6 +71,8 @@ struct rt_function;
 RT_HIDDEN struct rt_function *rt_function_of(const void *host_fun);
 RT_HIDDEN const char *rt_function_name(const struct rt_function *f);
 RT_HIDDEN const void *rt_function_host(const struct rt_function *f);
+/* cudaDeviceReset: the device's modules are gone, loaded again at next launch */
+RT_HIDDEN void rt_forget_modules(int device);
 RT_HIDDEN cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args,
 				size_t shared, cudaStream_t stream, bool per_thread);
 

@@ -28,6 +28,7 @@ cudaError_t rt_set_device(int d);
 cudaError_t rt_get_device(int *d);
 cudaError_t rt_device_attribute(int *v, enum cudaDeviceAttr a, int d);
 cudaError_t rt_device_synchronize(void);
+cudaError_t rt_device_reset(void);
 cudaError_t rt_profiler(bool start);
 cudaError_t rt_mem_get_info(size_t *free_bytes, size_t *total);
 #if SIM_RT_MAJOR >= 13
@@ -229,6 +230,7 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 /* Entry points without a parameter struct. */
 #define RT_CALLS_NOPARAMS(N)                                                                \
 	N(cudaDeviceSynchronize, cudaDeviceSynchronize_v3020, rt_device_synchronize())      \
+	N(cudaDeviceReset, cudaDeviceReset_v3020, rt_device_reset())                        \
 	N(cudaGetLastError, cudaGetLastError_v3020, rt_get_last_error())                    \
 	N(cudaPeekAtLastError, cudaPeekAtLastError_v3020, rt_peek_last_error())            \
 	N(cudaProfilerStart, cudaProfilerStart_v4000, rt_profiler(true))                    \

@@ -166,6 +166,7 @@ SIM_NOINLINE void rt_exit(struct sim_call *c, const void *ret)
 	X(cudaErrorCapturedEvent, "operation not permitted on an event last recorded in a capturing stream") \
 	X(cudaErrorStreamCaptureWrongThread,                                                \
 	  "attempt to terminate a thread-local capture sequence from another thread")       \
+	X(cudaErrorContextIsDestroyed, "context is destroyed")                              \
 	X(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled")              \
 	X(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled")                \
 	X(cudaErrorUnknown, "unknown error")
@@ -414,6 +415,22 @@ cudaError_t rt_device_synchronize(void)
 	cudaError_t e = rt_context();
 
 	return e ? e : rt_result(rt_drv.cuCtxSynchronize());
+}
+
+/* "Explicitly destroys and cleans up all resources associated with the current
+ * device in the current process": the driver's cuDevicePrimaryCtxReset, as
+ * NVIDIA's runtime calls it; the next call on the device makes it anew. */
+cudaError_t rt_device_reset(void)
+{
+	cudaError_t e = initialized();
+	CUresult r;
+
+	if (e)
+		return rt_error(e);
+	r = rt_drv.cuDevicePrimaryCtxReset(thread_device);
+	if (!r)
+		rt_forget_modules(thread_device);
+	return rt_result(r);
 }
 
 /* As NVIDIA's runtime: the driver's cuProfilerStart/Stop for the current

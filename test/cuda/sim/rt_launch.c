@@ -10,7 +10,7 @@
  *
  * As in the real runtime, modules are loaded into the driver lazily, at
  * the first launch of one of their kernels, in the launching thread's
- * context.
+ * context: once per device, and again after its cudaDeviceReset.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,7 +30,7 @@ struct fatbin_wrapper { /* __fatBinC_Wrapper_t, as nvcc emits it */
 
 struct rt_module {
 	const struct fatbin_wrapper *wrapper;
-	CUmodule module; /* loaded lazily */
+	CUmodule module[RT_DEVICES]; /* loaded lazily, per device */
 	bool ended;      /* __cudaRegisterFatBinaryEnd seen */
 	struct rt_function *functions;
 };
@@ -39,7 +39,7 @@ struct rt_function {
 	const void *host_fun;
 	char *name;
 	struct rt_module *module;
-	CUfunction function;
+	CUfunction function[RT_DEVICES];
 	struct rt_function *next;      /* of the module */
 	struct rt_function *next_all;
 };
@@ -107,9 +107,10 @@ void rt_unregister_fatbin(void **handle)
 			p = &(*p)->next_all;
 	}
 	pthread_mutex_unlock(&lock);
-	/* the driver unloads its module (and its kernels' names) */
-	if (m->module && !rt_context())
-		rt_drv.cuModuleUnload(m->module);
+	/* the driver unloads its modules (and its kernels' names) */
+	for (int d = 0; d < RT_DEVICES; d++)
+		if (m->module[d] && !rt_context())
+			rt_drv.cuModuleUnload(m->module[d]);
 	for (f = m->functions; f; f = next) {
 		next = f->next;
 		free(f->name);
@@ -139,19 +140,33 @@ const void *rt_function_host(const struct rt_function *f)
 	return f->host_fun;
 }
 
-/* The module in the driver, and the kernel in it; the context is current. */
-static cudaError_t load(struct rt_function *f)
+/* The module in the device's context, and the kernel in it; the context is current. */
+static cudaError_t load(struct rt_function *f, int d)
 {
 	struct rt_module *m = f->module;
 	CUresult r = CUDA_SUCCESS;
 
+	if (d < 0 || d >= RT_DEVICES)
+		return rt_error(cudaErrorInvalidDevice);
 	pthread_mutex_lock(&lock);
-	if (!m->module)
-		r = rt_drv.cuModuleLoadFatBinary(&m->module, m->wrapper->data);
-	if (!r && !f->function)
-		r = rt_drv.cuModuleGetFunction(&f->function, m->module, f->name);
+	if (!m->module[d])
+		r = rt_drv.cuModuleLoadFatBinary(&m->module[d], m->wrapper->data);
+	if (!r && !f->function[d])
+		r = rt_drv.cuModuleGetFunction(&f->function[d], m->module[d], f->name);
 	pthread_mutex_unlock(&lock);
 	return r == CUDA_ERROR_INVALID_IMAGE ? rt_error(cudaErrorInvalidKernelImage) : rt_result(r);
+}
+
+void rt_forget_modules(int d)
+{
+	if (d < 0 || d >= RT_DEVICES)
+		return;
+	pthread_mutex_lock(&lock);
+	for (struct rt_function *f = all_functions; f; f = f->next_all) {
+		f->function[d] = NULL;
+		f->module->module[d] = NULL;
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args, size_t shared,
@@ -163,11 +178,11 @@ cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args,
 		return e;
 	if (!f)
 		return rt_error(cudaErrorInvalidDeviceFunction);
-	if ((e = load(f)))
+	if ((e = load(f, rt_current_device())))
 		return e;
 	if (!stream && per_thread)
 		stream = cudaStreamPerThread;
-	CUresult r = rt_drv.cuLaunchKernel(f->function, grid.x, grid.y, grid.z, block.x, block.y,
+	CUresult r = rt_drv.cuLaunchKernel(f->function[rt_current_device()], grid.x, grid.y, grid.z, block.x, block.y,
 					   block.z, (unsigned)shared, (CUstream)stream, args, NULL);
 	return r == CUDA_ERROR_INVALID_VALUE ? rt_error(cudaErrorInvalidConfiguration) : rt_result(r);
 }

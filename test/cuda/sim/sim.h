@@ -109,6 +109,7 @@ struct sim_tool_ops {
 	void (*work)(const struct sim_work *w);
 	void (*graph)(const struct sim_graph_run *g);
 	void (*sync)(struct sim_sync *s, int site);
+	/* a context was created (created 1), or is about to be destroyed (0) */
 	void (*context)(CUcontext ctx, int created);
 	/* a module was loaded (loaded 1), or is about to be unloaded (0) */
 	void (*module)(CUcontext ctx, uint32_t module_id, int loaded);

@@ -548,6 +548,60 @@ static int peer(const char *real_cupti)
 	return 0;
 }
 
+/* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
+
+static char resources[256];
+
+/* Resource callbacks as C<context id> (created), D (destroy starting), L (module
+ * loaded), U (module unload starting). */
+static void CUPTIAPI resource_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				 const void *p)
+{
+	const CUpti_ResourceData *r = p;
+	const char *what = id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED	     ? "C"
+			   : id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING ? "D"
+			   : id == CUPTI_CBID_RESOURCE_MODULE_LOADED	     ? "L"
+			   : id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING   ? "U"
+									     : NULL;
+	uint32_t ctx = 0;
+	size_t n = strlen(resources);
+
+	if (d != CUPTI_CB_DOMAIN_RESOURCE || !what)
+		return;
+	cuptiGetContextId(r->context, &ctx);
+	snprintf(resources + n, sizeof(resources) - n, "%s%u,", what, ctx);
+}
+
+static int reset(void)
+{
+	CUpti_SubscriberHandle sub;
+	size_t free0 = 0, free1 = 1, total;
+	cudaStream_t s;
+	cudaEvent_t e;
+	void *d = NULL;
+
+	cuptiSubscribe(&sub, resource_cb, NULL);
+	cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE);
+	register_kernel();
+	cudaMemGetInfo(&free0, &total);
+	cudaMalloc(&d, 1 << 20);
+	cudaStreamCreate(&s);
+	cudaEventCreate(&e);
+	launch(1000, 1000, s); /* 1 ms */
+	uint64_t queued = raw_ns();
+	printf("reset=%d\n", cudaDeviceReset());
+	printf("waited=%d\n", raw_ns() - queued >= 1000000);
+	printf("event=%d\n", cudaEventQuery(e));
+	printf("event_destroy=%d\n", cudaEventDestroy(e));
+	printf("stream=%d\n", cudaStreamSynchronize(s));
+	cudaMemGetInfo(&free1, &total);
+	printf("freed=%d\n", free1 == free0);
+	printf("launch_again=%d\n", launch(1, 1, NULL));
+	printf("sync=%d\n", cudaDeviceSynchronize());
+	printf("resources=%s\n", resources);
+	return 0;
+}
+
 /* ---- clocks ---- */
 
 static uint64_t CUPTIAPI host_clock(void)
@@ -779,6 +833,8 @@ int main(int argc, char **argv)
 		return fork_child();
 	if (!strcmp(what, "walk"))
 		return walk(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "reset"))
+		return reset();
 	if (!strcmp(what, "peer"))
 		return peer(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "clock"))
@@ -791,6 +847,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -114,6 +114,19 @@ def test_two_devices_peer_access_and_copies():
     assert f["records"] == "22:10:0:1:0:4096,22:10:0:0:1:1000,1:8:0:100,"
 
 
+def test_device_reset():
+    """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
+    work, tells CUPTI's subscriber of its module's unload and then of the context's
+    destruction, frees its memory; its event then fails with 709
+    (cudaErrorContextIsDestroyed), its stream no longer exists, and the next launch
+    makes the context anew (a new id) and loads the module again."""
+    f = fields(probe("reset"))
+    assert (f["reset"], f["waited"], f["freed"]) == ("0", "1", "1")
+    assert (f["event"], f["event_destroy"], f["stream"]) == ("709", "709", "400")
+    assert (f["launch_again"], f["sync"]) == ("0", "0")
+    assert f["resources"] == "C1,L1,U1,D1,C5,L5,"
+
+
 @pytest.mark.parametrize("what,message", [
     ("flush_in_callback", "cuptiActivityFlushAll called from inside a buffer callback"),
     ("timestamp_late", "cuptiActivityRegisterTimestampCallback called while activity kinds "
