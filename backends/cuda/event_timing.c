@@ -43,7 +43,7 @@ static struct ev_slot slots[SLOTS];
 static _Atomic unsigned cursor;
 static _Atomic uint64_t dropped;
 
-enum { DEV_NEW, DEV_INIT, DEV_READY, DEV_FAILED };
+enum { DEV_NEW, DEV_INIT, DEV_READY, DEV_FAILED, DEV_RESET /* in cudaDeviceReset */ };
 static struct ev_dev {
 	_Atomic int state;
 	void *stream, *ref;
@@ -399,26 +399,21 @@ static int by_stream_then_start(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-void cupti__events_poll(bool final)
+/* The finished slots (of one device, or of every device not being reset),
+ * timed and drawn; final: unfinished ones are dropped. poll_lock held. */
+static void poll_slots(int only, bool final)
 {
-	uint64_t now = gt_clock_ns(), lost;
-
-	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
-		return;
-	pthread_mutex_lock(&poll_lock);
-	int mode = our_calls_begin();
-	for (int d = 0; d < DEVICES_MAX && !final; d++) {
-		if (atomic_load_explicit(&devs[d].state, memory_order_acquire) == DEV_READY &&
-		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
-			refit(d);
-	}
 	static struct ev_slot *done[SLOTS];
 	unsigned ndone = 0;
+
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct ev_slot *s = &slots[i];
 		int q;
 
-		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING)
+		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING ||
+		    (only >= 0 ? s->device != only
+			       : atomic_load_explicit(&devs[s->device].state,
+						      memory_order_acquire) == DEV_RESET))
 			continue;
 		q = rt.event_query(s->ev1);
 		if (q == NOT_READY && !final)
@@ -435,10 +430,81 @@ void cupti__events_poll(bool final)
 		emit_slot(done[i]);
 		atomic_store_explicit(&done[i]->state, SLOT_FREE, memory_order_release);
 	}
+}
+
+static void count_dropped(void)
+{
+	uint64_t lost = atomic_exchange(&dropped, 0);
+
+	if (lost)
+		gt_lost_add(cupti__key("cuda_event_timing"), lost);
+}
+
+void cupti__events_poll(bool final)
+{
+	uint64_t now = gt_clock_ns();
+
+	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
+		return;
+	pthread_mutex_lock(&poll_lock);
+	int mode = our_calls_begin();
+	for (int d = 0; d < DEVICES_MAX && !final; d++) {
+		if (atomic_load_explicit(&devs[d].state, memory_order_acquire) == DEV_READY &&
+		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
+			refit(d);
+	}
+	poll_slots(-1, final);
 	our_calls_end(mode);
 	pthread_mutex_unlock(&poll_lock);
-	if ((lost = atomic_exchange(&dropped, 0)))
-		gt_lost_add(cupti__key("cuda_event_timing"), lost);
+	count_dropped();
+}
+
+/*
+ * cudaDeviceReset destroys the device's events, ours with them. Before it,
+ * on the calling thread, the launches timed on the device are waited for
+ * (the reset waits for their work anyway) and drawn; after it, the device's
+ * events, stream and reference are made anew at its next timed launch. The
+ * drain leaves the device alone meanwhile; the program's other threads do too
+ * (the reset's documented contract).
+ */
+int cupti__events_reset_begin(void)
+{
+	int dev = -1, expect = DEV_READY;
+
+	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
+		return -1;
+	int mode = our_calls_begin();
+	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX ||
+	    !atomic_compare_exchange_strong(&devs[dev].state, &expect, DEV_RESET)) {
+		our_calls_end(mode);
+		return -1;
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		if (atomic_load_explicit(&slots[i].state, memory_order_acquire) == SLOT_PENDING &&
+		    slots[i].device == dev)
+			rt.event_sync(slots[i].ev1);
+	pthread_mutex_lock(&poll_lock);
+	poll_slots(dev, true);
+	pthread_mutex_unlock(&poll_lock);
+	our_calls_end(mode);
+	count_dropped();
+	return dev;
+}
+
+void cupti__events_reset_end(int dev, int result)
+{
+	if (dev < 0)
+		return;
+	pthread_mutex_lock(&poll_lock);
+	if (!result) {
+		for (unsigned i = 0; i < SLOTS; i++)
+			if (slots[i].device == dev)
+				slots[i].ev0 = slots[i].ev1 = NULL;
+		devs[dev].stream = devs[dev].ref = NULL;
+	}
+	atomic_store_explicit(&devs[dev].state, result ? DEV_READY : DEV_NEW,
+			      memory_order_release);
+	pthread_mutex_unlock(&poll_lock);
 }
 
 /* The watchdog's question (pending.c): launches whose after-event the device

@@ -251,6 +251,10 @@ GT_HIDDEN void cupti__events_after(void *token, uint64_t corr, uint64_t host_sta
 /* Drain thread: turn finished event pairs into device spans. */
 GT_HIDDEN void cupti__events_poll(bool final);
 GT_HIDDEN void cupti__events_forget(void);
+/* Around cudaDeviceReset: the device's timed launches drawn before it, its
+ * events made anew after it; begin's result goes to end with the call's. */
+GT_HIDDEN int cupti__events_reset_begin(void);
+GT_HIDDEN void cupti__events_reset_end(int device, int result);
 /* The watchdog's thread: launches still unfinished, up to max; how many. */
 struct gt_pending_work;
 GT_HIDDEN unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max);

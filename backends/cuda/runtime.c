@@ -41,6 +41,7 @@ enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER, W_COPY_SYNC };
 #define RT_RANGE_BEGIN 0x2 /* --capture-range cudaProfilerApi: a window opens before it */
 #define RT_RANGE_END   0x4 /* and closes after it */
 #define RT_WAIT 0x8 /* a device wait: marked for the hang watchdog (inject/watchdog.h) */
+#define RT_RESET 0x10 /* cudaDeviceReset: the CUDA-event timing's events die with the device */
 /* The handle a wait waits on: its first argument (none for cudaDeviceSynchronize) */
 #define RT_FIRST_(a, ...) a
 #define RT_WAITED(...) ((uintptr_t)(RT_FIRST_(__VA_ARGS__ __VA_OPT__(,) NULL)))
@@ -73,7 +74,7 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaGetDeviceProperties_v2, (void *prop, int d), (prop, d), 0)                    \
 	X(cudaDeviceGetAttribute, (int *v, int attr, int d), (v, attr, d), RT_FOLD)         \
 	X(cudaDeviceSynchronize, (void), (), RT_WAIT)                                       \
-	X(cudaDeviceReset, (void), (), 0)                                                   \
+	X(cudaDeviceReset, (void), (), RT_RESET)                                            \
 	X(cudaSetDeviceFlags, (unsigned f), (f), 0)                                         \
 	X(cudaGetLastError, (void), (), RT_FOLD)                                            \
 	X(cudaPeekAtLastError, (void), (), RT_FOLD)                                         \
@@ -529,6 +530,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_wait_enter(api_name(&name##_name, #name), RT_WAITED args);       \
 			gt_c.waiting = true;                                                \
 		}                                                                           \
+		int gt_reset = (flags) & RT_RESET ? cupti__events_reset_begin() : -1;      \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
@@ -539,6 +541,8 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_c.waiting = false;                                               \
 			gt_wait_leave();                                                    \
 		}                                                                           \
+		if ((flags) & RT_RESET)                                                     \
+			cupti__events_reset_end(gt_reset, gt_r);                            \
 		rt_after(&gt_c);                                                            \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, true);                                              \

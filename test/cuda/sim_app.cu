@@ -41,6 +41,10 @@
 //                  into device 0 on device 0's stream (cudaMemcpyPeerAsync), device 0
 //                  into device 1 (cudaMemcpyPeer), and 4096 bytes (409 ns) by
 //                  cudaMemcpy through unified addressing; the bytes read back
+//   reset          twice: a fill (104857 ns), a scale (1024 ns) and an axpy (512 ns) on a
+//                  stream, an event recorded after them, then cudaDeviceReset with no
+//                  synchronize before it; the event then fails with
+//                  cudaErrorContextIsDestroyed
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -563,6 +567,32 @@ static int peer_mode(void)
 	return ok ? 0 : 1;
 }
 
+static int reset_mode(void)
+{
+	for (int round = 0; round < 2; round++) {
+		cudaStream_t s;
+		cudaEvent_t ev;
+		float *d;
+
+		CHECK(cudaMalloc(&d, MiB));
+		CHECK(cudaStreamCreate(&s));
+		CHECK(cudaEventCreate(&ev));
+		CHECK(cudaMemsetAsync(d, 0, MiB, s));                // 104857 ns
+		sim::scale<float><<<4, 256, 0, s>>>(d, 2.0f, 1024); // 1024 ns
+		axpy<<<2, 256, 0, s>>>(d, d, 512);                  // 512 ns
+		CHECK(cudaEventRecord(ev, s));
+		CHECK(cudaDeviceReset());
+		if (cudaEventQuery(ev) != cudaErrorContextIsDestroyed ||
+		    cudaEventDestroy(ev) != cudaErrorContextIsDestroyed) {
+			printf("reset: the event outlived its context\n");
+			return 1;
+		}
+		(void)cudaGetLastError();
+	}
+	printf("reset: ok\n");
+	return 0;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -632,6 +662,8 @@ int main(int argc, char **argv)
 		return copies_mode(argc > 2 ? atoi(argv[2]) : 3);
 	if (!strcmp(mode, "peer"))
 		return peer_mode();
+	if (!strcmp(mode, "reset"))
+		return reset_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -430,6 +430,44 @@ def test_without_cupti_peer_copies_name_both_devices(tmp_path):
     assert not [e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "DtoD"]
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
+    """cudaDeviceReset twice, with no synchronize before it, each time after a fill and
+    two kernels: every piece of work is drawn, by its name (the reset unloads the
+    kernels' module), inside the reset call that waited for it (CUPTI) or before it
+    (CUDA-event timing reads its events before the reset destroys them), with nothing
+    lost; after the first reset the device is made anew and timed again. With CUDA
+    events, the events of gputrace died with the device: the six were all lost."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "reset"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"reset: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    host = host_by_corr(trace)
+    resets = sorted(xs(trace, "cuda_runtime", "cudaDeviceReset"), key=start)
+    assert [int(e["args"]["result"]) for e in resets] == [0, 0]
+    work = sorted(device_work(trace), key=start)
+    fill = "Memset (Device)" if cupti else "Memset"
+    assert [e["name"] for e in work] == [fill, SCALE, AXPY] * 2
+    expect = {fill: 104857, SCALE: 1024, AXPY: 512}
+    for i, e in enumerate(work):
+        # CUDA events: no shorter than the work (a float of ms; the host time between)
+        assert ns(e["dur"]) == expect[e["name"]] if cupti else \
+            ns(e["dur"]) >= expect[e["name"]] - 1, e
+        launch = host[e["args"]["correlation"]]
+        assert linked(trace, launch, e) and start(e) >= start(launch)
+        reset = resets[i // 3]
+        assert start(e) >= (end(resets[0]) if i >= 3 else 0)
+        assert end(e) <= (end(reset) if cupti else start(reset)), (e, reset)
+    stale = [e for e in xs(trace, "cuda_runtime") if e["name"] in ("cudaEventQuery",
+                                                                   "cudaEventDestroy")]
+    assert [(e["name"], e["args"].get("error")) for e in sorted(stale, key=start)] == \
+        [("cudaEventQuery", "cudaErrorContextIsDestroyed"),
+         ("cudaEventDestroy", "cudaErrorContextIsDestroyed")] * 2
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put
