@@ -10,6 +10,8 @@ ZE_APPS += ze_graph
 ZE_APPS += ze_contexts
 # Waits on a kernel that waits on an event nobody signals (the --watchdog tests).
 ZE_APPS += ze_hang
+# Copies of 2D and 3D regions, a cooperative kernel.
+ZE_APPS += ze_shapes
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

@@ -173,7 +173,14 @@ ze_result_t sim_cb_misuse(const char *call, const char *rule);
 enum sim_cmd_op {
 	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP,
 	SIM_OP_QUERY_BEGIN, SIM_OP_QUERY_END,	/* metric queries: dst is the query */
-	SIM_OP_WAIT_MEM, SIM_OP_WRITE_MEM	/* Intel's zex wait on / write to memory at dst */
+	SIM_OP_WAIT_MEM, SIM_OP_WRITE_MEM,	/* Intel's zex wait on / write to memory at dst */
+	SIM_OP_COPY_REGION			/* zeCommandListAppendMemoryCopyRegion */
+};
+
+/* One side of a region copy: where it starts, and how rows and slices are laid out. */
+struct sim_region {
+	ze_copy_region_t r;
+	uint32_t pitch, slice_pitch;
 };
 
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
@@ -215,6 +222,7 @@ struct sim_cmd {
 	uint64_t mem_data;
 	uint32_t mem_action;
 	bool mem_64;			/* 8 bytes at dst, else 4 */
+	struct sim_region dst_region, src_region; /* SIM_OP_COPY_REGION */
 	struct sim_cmd *next;
 };
 
@@ -304,6 +312,8 @@ bool sim_list_desc_mutable(const ze_command_list_desc_t *desc);
 void sim_mutable_take_id(struct sim_list *l, struct sim_cmd *c);
 void sim_mutable_forget(struct sim_list *l);
 uint64_t sim_kernel_duration(const ze_group_count_t *count, const uint32_t size[3]);
+/* The most groups of this size a cooperative launch may have: all resident at once. */
+uint32_t sim_cooperative_groups(const uint32_t size[3]);
 ze_result_t sim_check_cb_signal(const struct sim_list *l, const struct sim_event *ev,
 				const char *call);
 ze_result_t sim_event_counter_based_create(ze_context_handle_t ctx, ze_device_handle_t dev,

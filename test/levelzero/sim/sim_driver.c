@@ -9,11 +9,11 @@
  *   version and the played one both have it (see README.md, "Versions": zeInitDrivers,
  *   zeCommandListHostSynchronize, in-order lists, counter-based events, launches with
  *   arguments, regular lists run on immediate lists, zeDeviceSynchronize...).
- *   Command queue groups: ordinal 0 = compute (COMPUTE|COPY flags, 2 queues),
+ *   Command queue groups: ordinal 0 = compute (COMPUTE|COPY|COOPERATIVE_KERNELS, 2 queues),
  *   ordinal 1 = copy (COPY flag, 1 queue). Fill patterns up to 128 bytes (power of two).
  * - Durations: a kernel launch runs groupCountX·Y·Z × groupSizeX·Y·Z ns (group size is
  *   1·1·1 until zeKernelSetGroupSize; it is captured at append time). A copy or fill of
- *   B bytes runs max(1000, B/10) ns. Barriers, signal, wait and event-reset commands take
+ *   B bytes (a region copy: width·height·depth) runs max(1000, B/10) ns. Barriers, signal, wait and event-reset commands take
  *   0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
  *   device_ticks(its simulated start).
  * - Three engines (compute 0.0 and 0.1, copy 1.0), one worker thread each. Every queue and
@@ -329,7 +329,8 @@ static ze_result_t device_get_command_queue_group_properties(ze_device_handle_t 
 	static const struct { ze_command_queue_group_property_flags_t flags; uint32_t queues; }
 	groups[SIM_QUEUE_GROUPS] = {
 		{ ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE |
-		  ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY, 2 },
+		  ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY |
+		  ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS, 2 },
 		{ ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY, 1 },
 	};
 	SIM_HANDLE(obj, d, h, SIM_K_DEVICE);

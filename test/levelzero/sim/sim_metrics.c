@@ -148,8 +148,10 @@ void sim_metrics_started_locked(const struct sim_cmd *c, uint64_t start, uint64_
 	s->start = start;
 	s->end = end;
 	s->op = (uint8_t)c->op;
-	s->bytes_read = c->op == SIM_OP_COPY ? c->size : 0;
-	s->bytes_written = c->op == SIM_OP_COPY || c->op == SIM_OP_FILL ? c->size : 0;
+	bool copy = c->op == SIM_OP_COPY || c->op == SIM_OP_COPY_REGION;
+
+	s->bytes_read = copy ? c->size : 0;
+	s->bytes_written = copy || c->op == SIM_OP_FILL ? c->size : 0;
 	if (end - start > span_max_ns)
 		span_max_ns = end - start;
 }
@@ -231,7 +233,8 @@ void sim_window_locked(uint64_t a, uint64_t b, struct sim_window *w)
 			krn[nk][0] = cs;
 			krn[nk++][1] = ce;
 			w->occupancy += (ce - cs) * (items < SIM_EU_LANES ? items : SIM_EU_LANES);
-		} else if (s->op == SIM_OP_COPY || s->op == SIM_OP_FILL) {
+		} else if (s->op == SIM_OP_COPY || s->op == SIM_OP_COPY_REGION ||
+			   s->op == SIM_OP_FILL) {
 			cpy[nc][0] = cs;
 			cpy[nc++][1] = ce;
 			w->bytes_read += prorate(s->bytes_read, cs, ce, s->start, s->end);

@@ -641,6 +641,16 @@ static ze_result_t kernel_suggest_group_size(ze_kernel_handle_t h, uint32_t gx, 
 	return ZE_RESULT_SUCCESS;
 }
 
+static ze_result_t kernel_suggest_max_cooperative_group_count(ze_kernel_handle_t h,
+							     uint32_t *total)
+{
+	SIM_HANDLE(kernel, k, h, SIM_K_KERNEL);
+
+	SIM_NOT_NULL(total);
+	*total = sim_cooperative_groups(k->group_size);
+	return ZE_RESULT_SUCCESS;
+}
+
 static ze_result_t kernel_set_argument_value(ze_kernel_handle_t h, uint32_t index, size_t size,
 					     const void *value)
 {
@@ -698,6 +708,7 @@ void sim_fill_kernel(ze_kernel_dditable_t *t)
 	t->pfnDestroy = kernel_destroy;
 	t->pfnSetGroupSize = kernel_set_group_size;
 	t->pfnSuggestGroupSize = kernel_suggest_group_size;
+	t->pfnSuggestMaxCooperativeGroupCount = kernel_suggest_max_cooperative_group_count;
 	t->pfnSetArgumentValue = kernel_set_argument_value;
 	t->pfnSetIndirectAccess = kernel_set_indirect_access;
 	t->pfnGetProperties = kernel_get_properties;

@@ -221,6 +221,20 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 	case SIM_OP_COPY:
 		memmove(c->dst, c->src, c->size);
 		break;
+	case SIM_OP_COPY_REGION: {
+		const struct sim_region *d = &c->dst_region, *s = &c->src_region;
+		uint32_t depth = s->r.depth ? s->r.depth : 1;
+
+		for (uint32_t z = 0; z < depth; z++)
+			for (uint32_t y = 0; y < s->r.height; y++)
+				memcpy((uint8_t *)c->dst + (uint64_t)(d->r.originZ + z) * d->slice_pitch +
+					       (uint64_t)(d->r.originY + y) * d->pitch + d->r.originX,
+				       (const uint8_t *)c->src +
+					       (uint64_t)(s->r.originZ + z) * s->slice_pitch +
+					       (uint64_t)(s->r.originY + y) * s->pitch + s->r.originX,
+				       s->r.width);
+		break;
+	}
 	case SIM_OP_FILL:
 		for (size_t off = 0; off < c->size; off += c->pattern_size) {
 			size_t n = c->size - off < c->pattern_size ? c->size - off : c->pattern_size;
@@ -937,6 +951,45 @@ static ze_result_t list_append_launch_kernel(ze_command_list_handle_t h, ze_kern
 	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendLaunchKernel");
 }
 
+uint32_t sim_cooperative_groups(const uint32_t size[3])
+{
+	uint64_t lanes = (uint64_t)size[0] * size[1] * size[2];
+
+	return (uint32_t)(SIM_EU_LANES / (lanes < SIM_EU_LANES ? lanes : SIM_EU_LANES));
+}
+
+/* Every group resident at once, on an engine that runs cooperative kernels (ordinal 0's
+ * group has the flag): else one "ze_sim:" line and ZE_RESULT_ERROR_INVALID_ARGUMENT. */
+static ze_result_t list_append_launch_cooperative_kernel(ze_command_list_handle_t h,
+							 ze_kernel_handle_t kh,
+							 const ze_group_count_t *count,
+							 ze_event_handle_t signal, uint32_t nwait,
+							 ze_event_handle_t *waits)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+	struct sim_kernel *k = (struct sim_kernel *)kh;
+	ze_result_t r = sim_obj_check(kh, SIM_K_KERNEL);
+
+	if (r)
+		return r;
+	SIM_NOT_NULL(count);
+	if (l->ordinal != 0) {
+		fprintf(stderr, "ze_sim: zeCommandListAppendLaunchCooperativeKernel: a list of "
+				"ordinal %u, whose group has no COOPERATIVE_KERNELS flag\n", l->ordinal);
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	}
+	if ((uint64_t)count->groupCountX * count->groupCountY * count->groupCountZ >
+	    sim_cooperative_groups(k->group_size)) {
+		fprintf(stderr, "ze_sim: zeCommandListAppendLaunchCooperativeKernel: %llu groups, "
+				"more than zeKernelSuggestMaxCooperativeGroupCount's %u\n",
+			(unsigned long long)count->groupCountX * count->groupCountY *
+				count->groupCountZ,
+			sim_cooperative_groups(k->group_size));
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	}
+	return list_append_launch_kernel(h, kh, count, signal, nwait, waits);
+}
+
 /* 1.14: the extension chain (cooperative launch, ...) changes nothing here. */
 static ze_result_t list_append_launch_kernel_with_parameters(
 	ze_command_list_handle_t h, ze_kernel_handle_t kh, const ze_group_count_t *count,
@@ -992,6 +1045,70 @@ static ze_result_t list_append_memory_copy_with_parameters(
 	ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
 {
 	return list_append_memory_copy(h, dst, src, size, signal, nwait, waits);
+}
+
+/* A region copy's rule (the specification's: the same width, height and depth on both
+ * sides, no overlap; rows no wider than their pitch, slices no taller than theirs): one
+ * "ze_sim:" line and the error. */
+static ze_result_t region_misuse(const char *rule, ze_result_t r)
+{
+	fprintf(stderr, "ze_sim: zeCommandListAppendMemoryCopyRegion: %s\n", rule);
+	return r;
+}
+
+/* The bytes a region spans from ptr: [first, last). */
+static void region_span(const void *ptr, const struct sim_region *g, uintptr_t *first,
+			uintptr_t *last)
+{
+	uint32_t depth = g->r.depth ? g->r.depth : 1;
+
+	*first = (uintptr_t)ptr + (uint64_t)g->r.originZ * g->slice_pitch +
+		 (uint64_t)g->r.originY * g->pitch + g->r.originX;
+	*last = (uintptr_t)ptr + (uint64_t)(g->r.originZ + depth - 1) * g->slice_pitch +
+		(uint64_t)(g->r.originY + g->r.height - 1) * g->pitch + g->r.originX + g->r.width;
+}
+
+static ze_result_t list_append_memory_copy_region(
+	ze_command_list_handle_t h, void *dst, const ze_copy_region_t *dst_region,
+	uint32_t dst_pitch, uint32_t dst_slice_pitch, const void *src,
+	const ze_copy_region_t *src_region, uint32_t src_pitch, uint32_t src_slice_pitch,
+	ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits)
+{
+	struct sim_cmd proto = { .op = SIM_OP_COPY_REGION, .dst = dst, .src = src };
+	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
+	uintptr_t d0, d1, s0, s1;
+
+	if (r)
+		return r;
+	SIM_NOT_NULL(dst);
+	SIM_NOT_NULL(src);
+	SIM_NOT_NULL(dst_region);
+	SIM_NOT_NULL(src_region);
+	proto.dst_region = (struct sim_region){ *dst_region, dst_pitch, dst_slice_pitch };
+	proto.src_region = (struct sim_region){ *src_region, src_pitch, src_slice_pitch };
+	if (dst_region->width != src_region->width || dst_region->height != src_region->height ||
+	    dst_region->depth != src_region->depth)
+		return region_misuse("the two regions differ in width, height or depth",
+				     ZE_RESULT_ERROR_INVALID_SIZE);
+	if (!src_region->width || !src_region->height)
+		return region_misuse("an empty region", ZE_RESULT_ERROR_INVALID_SIZE);
+	for (int i = 0; i < 2; i++) {
+		const struct sim_region *g = i ? &proto.src_region : &proto.dst_region;
+
+		if ((uint64_t)g->r.originX + g->r.width > g->pitch ||
+		    ((g->r.depth > 1 || g->r.originZ) &&
+		     (uint64_t)(g->r.originY + g->r.height) * g->pitch > g->slice_pitch))
+			return region_misuse("a row wider than its pitch, or a slice taller than "
+					     "its slice pitch", ZE_RESULT_ERROR_INVALID_SIZE);
+	}
+	region_span(dst, &proto.dst_region, &d0, &d1);
+	region_span(src, &proto.src_region, &s0, &s1);
+	if (d0 < s1 && s0 < d1)
+		return region_misuse("the regions overlap", ZE_RESULT_ERROR_OVERLAPPING_REGIONS);
+	proto.size = (size_t)src_region->width * src_region->height *
+		     (src_region->depth ? src_region->depth : 1);
+	proto.duration_ns = copy_duration_ns(proto.size);
+	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendMemoryCopyRegion");
 }
 
 static ze_result_t list_append_memory_fill(ze_command_list_handle_t h, void *ptr,
@@ -1256,6 +1373,8 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnAppendBarrier = list_append_barrier;
 	t->pfnAppendMemoryRangesBarrier = list_append_memory_ranges_barrier;
 	t->pfnAppendMemoryCopy = list_append_memory_copy;
+	t->pfnAppendMemoryCopyRegion = list_append_memory_copy_region;
+	t->pfnAppendLaunchCooperativeKernel = list_append_launch_cooperative_kernel;
 	t->pfnAppendMemoryFill = list_append_memory_fill;
 	t->pfnAppendSignalEvent = list_append_signal_event;
 	t->pfnAppendWaitOnEvents = list_append_wait_on_events;

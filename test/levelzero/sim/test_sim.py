@@ -96,7 +96,7 @@ def test_properties_and_queue_groups():
     assert p["timer_hz"] == str(round(Fraction(10**9) / TICK))  # 1_2 stype: Hz, exact tick
     assert p["valid_bits"] == p["kernel_valid_bits"] == "32"
     assert "groups=2" in out
-    assert "group0 flags=0x3 queues=2 fill_max=128" in out
+    assert "group0 flags=0x7 queues=2 fill_max=128" in out
     assert "group1 flags=0x2 queues=1 fill_max=128" in out
 
 
