@@ -200,6 +200,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(CAT_TEST, "test_api")                                                 \
 	X(CAT_SIGNAL, "gputrace")                                               \
 	X(ARG_RESULT, "result")                                                 \
+	X(ARG_ERROR, "error")                                                   \
 	X(ARG_CORRELATION, "correlation")                                       \
 	X(ARG_KERNEL, "kernel")                                                 \
 	X(ARG_BYTES, "bytes")                                                   \

@@ -551,7 +551,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (result) {
 		uint32_t err = rt ? cupti__rt_error_name(result) : drv_error_name(result);
 		if (err)
-			args[nargs++] = (struct gt_arg){ .key = cupti__key("error"),
+			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_ERROR,
 							 .type = GT_ARG_STR, .v.u = err };
 	}
 	struct gt_event ev = {

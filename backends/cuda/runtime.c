@@ -323,7 +323,7 @@ static void rt_end(struct rt_call *c, cuda_err r)
 	if (r) {
 		uint32_t err = cupti__rt_error_name(r);
 		if (err)
-			args[n++] = (struct gt_arg){ .key = cupti__key("error"), .type = GT_ARG_STR,
+			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
 						     .v.u = err };
 	}
 	struct gt_event ev = {

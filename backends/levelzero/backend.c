@@ -131,16 +131,46 @@ uint32_t ze__name(enum ze_fn_id id)
 	return n;
 }
 
+/* A failed call's result by its name (the headers' ze_result_t), 0 for a code they
+ * do not name: interned once per code. */
+static const struct {
+	int64_t code;
+	const char *name;
+} ze_results[] = {
+#define ZE_RESULT_ENTRY(name) { name, #name },
+	ZE_RESULTS(ZE_RESULT_ENTRY)
+#undef ZE_RESULT_ENTRY
+};
+static _Atomic uint32_t ze_result_ids[sizeof(ze_results) / sizeof(ze_results[0])];
+
+static uint32_t ze__result_name(int64_t result)
+{
+	for (size_t i = 0; i < sizeof(ze_results) / sizeof(ze_results[0]); i++) {
+		if (ze_results[i].code != result)
+			continue;
+		uint32_t id = atomic_load_explicit(&ze_result_ids[i], memory_order_relaxed);
+		if (!id) {
+			id = gt_str_intern(ze_results[i].name);
+			atomic_store_explicit(&ze_result_ids[i], id, memory_order_relaxed);
+		}
+		return id;
+	}
+	return 0;
+}
+
 static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t corr,
 			int64_t result, const struct ze_call *c)
 {
 	struct gt_arg args[GT_ARGS_MAX];
+	uint32_t error = result ? ze__result_name(result) : 0;
 	unsigned n = 1;
 
 	if (!ze__want(GT_KIND(RUNTIME)))
 		return;
 	args[0] = (struct gt_arg){ .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result };
-	if (!c && gt_likely(!gt_cfg.stacks)) {
+	if (error)
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR, .v.u = error };
+	if (!c && !error && gt_likely(!gt_cfg.stacks)) {
 		/* a plain wrapper whose inline write failed (a full ring, no ring
 		 * yet) tries the slot again here: going to gt_emit directly cost
 		 * every traced call 3 instructions (callgrind, 157 -> 160) */
@@ -148,11 +178,11 @@ static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t cor
 		return;
 	}
 	if (c) {
-		/* (room for a stack left: at most GT_ARGS_MAX - 2 of them) */
-		unsigned m = c->nargs < GT_ARGS_MAX - 2 ? c->nargs : GT_ARGS_MAX - 2;
+		/* (room for a stack left: at most GT_ARGS_MAX - 1 - n of them) */
+		unsigned m = c->nargs < GT_ARGS_MAX - 1 - n ? c->nargs : GT_ARGS_MAX - 1 - n;
 
 		for (unsigned i = 0; i < m; i++)
-			args[1 + i] = c->args[i];
+			args[n + i] = c->args[i];
 		n += m;
 	}
 	/* Where the program made the call: launches, or every call when asked. */
@@ -192,7 +222,7 @@ static inline __attribute__((always_inline)) void ze__span_plain(enum ze_fn_id i
 {
 	uint64_t t1 = gt_clock_ns();
 
-	if (gt_likely(!gt_cfg.stacks) && ze__want(GT_KIND(RUNTIME))) {
+	if (gt_likely(!gt_cfg.stacks && !result) && ze__want(GT_KIND(RUNTIME))) {
 		struct gt_arg res = { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result };
 
 		if (gt_likely(gt_emit_span_fast(t0, t1, corr, ze__name(id), GT_S_CAT_ZE_API, 0,

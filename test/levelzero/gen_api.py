@@ -2,7 +2,8 @@
 """Generate backends/levelzero/api.h: the one X-macro table of every Level Zero
 function the loader exports for programs (core ze*, tools zet*, sysman zes*,
 loader zel*), read from the installed headers and the loader's dynamic symbols,
-and of the newer loaders' functions declared in backends/levelzero/ze_newer.h.
+and of the newer loaders' functions declared in backends/levelzero/ze_newer.h;
+and the table of ze_result_t's names, from ze_api.h.
 
     test/levelzero/gen_api.py [--loader LIB] [--include DIR] [--newer H] > backends/levelzero/api.h
 
@@ -85,6 +86,14 @@ def declarations(path, marker="ZE_APIEXPORT"):
         yield ret, name, plist, args
 
 
+def results(path):
+    """The names of ze_result_t's values but ZE_RESULT_SUCCESS and the enum's size."""
+    text = open(path).read()
+    body = re.search(r"typedef enum _ze_result_t\s*\{(.*?)\}", text, flags=re.S).group(1)
+    return [n for n in re.findall(r"^\s*(ZE_RESULT_\w+)\s*=", body, flags=re.M)
+            if n not in ("ZE_RESULT_SUCCESS", "ZE_RESULT_FORCE_UINT32")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loader", default="/usr/lib/x86_64-linux-gnu/libze_loader.so.1")
@@ -140,6 +149,12 @@ def main():
         elif name in intel:
             kind = "EXT_" + kind
         print(f"\tX({kind}, {ret}, {name}, ({', '.join(plist)}), ({', '.join(args)})) \\")
+    print()
+    print("/* ZE_RESULTS(X) calls X(name) for each ze_result_t of ze_api.h but success: the")
+    print(" * \"error\" argument of a call that returned it. */")
+    print("#define ZE_RESULTS(X) \\")
+    for name in results(f"{o.include}/ze_api.h"):
+        print(f"\tX({name}) \\")
     print()
     print("#endif")
 

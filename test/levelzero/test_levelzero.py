@@ -143,6 +143,53 @@ def assert_flows(trace, dev, host):
     return causes
 
 
+# ---- ze_shapes: region copies, a cooperative kernel ---------------------------------------
+
+@pytest.mark.sanitize
+def test_region_copies_and_cooperative_kernel(tmp_path):
+    """zeCommandListAppendMemoryCopyRegion (2D, 3D) and ...LaunchCooperativeKernel on the
+    simulated device: each is a span with the region's bytes (width x height x depth) or
+    the kernel's groups, and its device work a span of the simulated duration on the
+    queue's row, linked to the append and the execute; the two appends the specification
+    forbids (overlapping regions, more groups than the device can hold at once) keep
+    their results, named."""
+    trace = traced_like_untraced([APPS / "ze_shapes"], tmp_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    regions = [h for h in host if h["name"] == "zeCommandListAppendMemoryCopyRegion"]
+    assert [(h["args"]["result"], h["args"].get("error"), h["args"]["bytes"],
+             h["args"]["kind"]) for h in regions] == [
+        (0, None, 16384, "HtoD"),
+        (0x7800001a, "ZE_RESULT_ERROR_OVERLAPPING_REGIONS", 16384, "DtoD"),
+        (0, None, 12800, "DtoD"), (0, None, 16384, "DtoH")]
+    coop = [h for h in host if h["name"] == "zeCommandListAppendLaunchCooperativeKernel"]
+    assert [(h["args"]["result"], h["args"].get("error"), h["args"]["kernel"],
+             h["args"]["gx"]) for h in coop] == [
+        (0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT", "grid_sync", 33),
+        (0, None, "grid_sync", 32)]
+    # the failures are the program's only ones
+    assert [h for h in host if h["args"]["result"] != 0] == [regions[1], coop[0]]
+
+    dev = device_spans(trace)
+    assert [(e["name"], e["args"].get("bytes")) for e in dev] == [
+        ("Memcpy HtoD", 16384), ("Memcpy DtoD", 12800), ("grid_sync", None),
+        ("Memcpy DtoH", 16384), ("Memcpy DtoH", 65536)]
+    assert_durations(dev)  # 1638, 1280, 2048, 1638 and 6553 ns, within a tick
+    kernel = dev[2]
+    assert (kernel["args"]["gx"], kernel["args"]["lx"]) == (32, 64)
+    causes = assert_flows(trace, dev, host)
+    execute, = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    sync, = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    copy, = [h for h in host if h["name"] == "zeCommandListAppendMemoryCopy"]
+    appends = [regions[0], regions[2], coop[1], regions[3], copy]
+    for d, append in zip(dev, appends):
+        assert sorted(h["name"] for h in causes[id(d)]) == sorted([append["name"],
+                                                                    execute["name"]])
+        assert append in causes[id(d)]
+        assert start(d) >= start(execute) and end(d) <= end(sync)
+    assert_no_overlap(dev)
+
+
 # ---- ze_basic ----------------------------------------------------------------------------
 
 @pytest.mark.sanitize
@@ -378,11 +425,12 @@ def test_errors_reach_the_program_untouched(tmp_path):
     for line in plain.splitlines():
         m = re.match(r"(ze\w+)\(.*\): (\w+) \((0x[0-9a-f]+)\)$", line)
         if m:
-            printed.append((m.group(1), int(m.group(3), 16)))
+            printed.append((m.group(1), int(m.group(3), 16), m.group(2)))
     assert len(printed) >= 20
-    failing = [(h["name"], h["args"]["result"]) for h in host_spans(trace)
-               if h["args"]["result"] != 0]
-    # Setup calls all succeed: the failing spans are exactly the printed failures.
+    failing = [(h["name"], h["args"]["result"], h["args"]["error"])
+               for h in host_spans(trace) if h["args"]["result"] != 0]
+    # Setup calls all succeed: the failing spans are exactly the printed failures, each
+    # result by its name (as ze_api.h spells it)
     assert failing == [p for p in printed if p[1] != 0]
 
 
