@@ -829,11 +829,28 @@ static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
 	summary__add(W.sum, &s);
 }
 
+/* A failed call's error, counted apart from its time (which its batch takes). */
+static __attribute__((noinline)) void summarize_error(const struct gt_event *ev,
+						      const struct gt_arg *args, unsigned nargs)
+{
+	struct summary_span s = {
+		.cat = gt_str_get(ev->cat, NULL),
+		.name = gt_str_get(ev->name, NULL),
+		.process = W.sum_process,
+		.error = arg_str(args, nargs, GT_S_ARG_ERROR),
+		.interned = true,
+	};
+
+	summary__add_error(W.sum, &s);
+}
+
 /* With the times as written: `gputrace summary FILE` gives the same numbers. */
 static inline void summarize(const struct gt_event *ev, const struct gt_arg *args,
 			     unsigned nargs, uint32_t device, struct placed at,
 			     const struct rctx *ctx)
 {
+	if (gt_unlikely(ev->flags & GT_EVF_FAILED) && W.sum && !device)
+		summarize_error(ev, args, nargs);
 	/* nobody reads the summary (see writer__init): skip its lookups */
 	if (!W.sum || (!device && !ctx && summarize_call(ev, at)))
 		return;

@@ -64,10 +64,10 @@ struct table {
 };
 
 /* T_COUNTERS rows are keyed "device\x1fcounter\x1fseries", T_KERNEL_METRICS
- * rows "kernel\x1fmetric", T_RANGE_METRICS "range\x1fmetric": sorted by name, they
- * come out grouped. */
+ * rows "kernel\x1fmetric", T_RANGE_METRICS "range\x1fmetric", T_ERRORS "call\x1ferror":
+ * sorted by name, they come out grouped. */
 enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_ADJUSTED,
-       T_COUNTERS, T_KERNEL_METRICS, T_RANGE_METRICS, T__COUNT };
+       T_COUNTERS, T_KERNEL_METRICS, T_RANGE_METRICS, T_ERRORS, T__COUNT };
 #define KEY_SEP '\x1f'
 
 
@@ -86,6 +86,7 @@ struct summary {
 	uint64_t first_ns, last_ns; /* window over all spans */
 	uint64_t overhead_count, overhead_ns;
 	uint64_t lost_total;
+	uint64_t errors;            /* host calls that failed (T_ERRORS) */
 	bool lossless;              /* a process recorded with --lossless */
 	uint64_t waits, wait_ns;    /* ... and waited this often, this long */
 	uint64_t incomplete;        /* traces not closed (summary__incomplete) */
@@ -503,9 +504,33 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		r = table__get(s, &s->t[T_API], sp->name);
 		if (r && !r->cat && sp->cat)
 			r->cat = strdup(sp->cat);
+		if (sp->error)
+			summary__add_error(s, sp);
 	}
 	if (r)
 		row__account(r, sp->dur_ns, 0);
+}
+
+/* The answers of a poll whose work has not ended (cudaEventQuery, zeEventQueryStatus,
+ * a synchronize with timeout 0): what the program asked to know, not a failure. */
+static bool not_ready(const char *error)
+{
+	return !strcmp(error, "cudaErrorNotReady") || !strcmp(error, "CUDA_ERROR_NOT_READY") ||
+	       !strcmp(error, "ZE_RESULT_NOT_READY");
+}
+
+void summary__add_error(struct summary *s, const struct summary_span *sp)
+{
+	char key[512];
+	struct row *r;
+
+	if (!s || !sp->error || !*sp->error || not_ready(sp->error))
+		return;
+	snprintf(key, sizeof(key), "%s%c%s", sp->name ? sp->name : "", KEY_SEP, sp->error);
+	r = table__get(s, &s->t[T_ERRORS], key);
+	if (r)
+		r->count++;
+	s->errors++;
 }
 
 void summary__add_calls(struct summary *s, const struct summary_span *sp,
@@ -805,6 +830,34 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 			name, r->count, fmt_ns(a, sizeof(a), r->total_ns),
 			fmt_ns(b, sizeof(b), r->total_ns / r->count), fmt_ns(c, sizeof(c), r->min_ns),
 			fmt_ns(d, sizeof(d), r->max_ns), 100.0 * share(r->total_ns, total));
+	}
+	if (t->used > SUMMARY_TOP)
+		fprintf(f, "    ... %zu more (see %s)\n", t->used - SUMMARY_TOP, hint_more(s));
+	free(v);
+}
+
+static const char *key_part(const char *key, int n, char *buf, size_t len);
+
+/* The calls that failed, by call and error: the most frequent first. */
+static void print_errors(FILE *f, const struct summary *s)
+{
+	const struct table *t = &s->t[T_ERRORS];
+	uint64_t count, total;
+	const struct row **v;
+	char call[256], error[256], shown[NAME_COLUMNS + 8];
+
+	/* (no time in these rows: by count, then name) */
+	if (!s->errors || !(v = table__sorted(t, false, &count, &total, NULL)))
+		return;
+	fprintf(f, "  API errors: %" PRIu64 " %s failed\n", s->errors,
+		plural(s->errors, "call", "calls"));
+	fprintf(f, "    %-*s %9s  %s\n", NAME_COLUMNS, "name", "count", "error");
+	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
+		key_part(v[i]->name, 0, call, sizeof(call));
+		fprintf(f, "    %-*s %9" PRIu64 "  ", NAME_COLUMNS,
+			fmt_name(shown, sizeof(shown), call), v[i]->count);
+		summary__put_text(f, key_part(v[i]->name, 1, error, sizeof(error)));
+		fputc('\n', f);
 	}
 	if (t->used > SUMMARY_TOP)
 		fprintf(f, "    ... %zu more (see %s)\n", t->used - SUMMARY_TOP, hint_more(s));
@@ -1220,6 +1273,7 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 		fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
 	print_timed_table(f, s, &s->t[T_KERNELS], "kernels", "launch", "launches");
 	print_timed_table(f, s, &s->t[T_API], "API calls", "call", "calls");
+	print_errors(f, s);
 	/* the annotations' table, with the device work of each range */
 	print_ranges(f, s, &s->t[T_RANGES]);
 	print_copies(f, &s->t[T_COPIES]);
@@ -1468,6 +1522,22 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		nt, s->t[T_RANGES].used, rc, rt, cc, cb, ct, s->overhead_count, s->overhead_ns);
 
 	json_metrics(f, s);
+
+	/* "errors":{"total":N,"calls":[{"name","error","count"}]}, always there (a gate
+	 * reads 0 when none failed) */
+	v = table__sorted(&s->t[T_ERRORS], true, &dc, &dt, NULL);
+	fprintf(f, "\"errors\":{\"total\":%" PRIu64 ",\"calls\":[", s->errors);
+	for (size_t i = 0; v && i < s->t[T_ERRORS].used; i++) {
+		char call[256], error[256];
+
+		fprintf(f, "%s\n {\"name\":", i ? "," : "");
+		json_str(f, key_part(v[i]->name, 0, call, sizeof(call)));
+		fputs(",\"error\":", f);
+		json_str(f, key_part(v[i]->name, 1, error, sizeof(error)));
+		fprintf(f, ",\"count\":%" PRIu64 "}", v[i]->count);
+	}
+	free(v);
+	fputs("]},\n", f);
 
 	v = table__sorted(&s->t[T_LOST], true, &dc, &dt, NULL);
 	fprintf(f, "\"lost\":{\"total\":%" PRIu64 ",\"by_reason\":{", s->lost_total);

@@ -36,6 +36,7 @@ struct summary_span {
 	const char *const *ranges;
 	unsigned nranges;
 	bool interned; /* name and device: addresses that hold their text to the end */
+	const char *error; /* host calls that failed: the result's name (args.error), or NULL */
 };
 
 /* A traced process, for the per-process rows (devices by process). Strings
@@ -76,6 +77,9 @@ struct summary_calls {
 };
 void summary__add_calls(struct summary *s, const struct summary_span *sp,
 			const struct summary_calls *c);
+/* A host call that failed (span->error set; its time is added apart): counted per
+ * call and error name, unless the error only says "not ready" (a poll's answer). */
+void summary__add_error(struct summary *s, const struct summary_span *span);
 void summary__lost(struct summary *s, const char *reason, uint64_t n);
 /* Device times a backend corrected (the trailer's "adjusted"): n more for
  * reason, the largest correction max_ns (added up over processes; max kept). */

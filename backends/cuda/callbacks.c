@@ -542,6 +542,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		{ .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result },
 	};
 	unsigned nargs = 1;
+	uint16_t flags = (info & INFO_LAUNCH) ? GT_EVF_LAUNCH : 0;
 	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all)) {
 		uint64_t stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
 		if (stack)
@@ -550,9 +551,11 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	}
 	if (result) {
 		uint32_t err = rt ? cupti__rt_error_name(result) : drv_error_name(result);
-		if (err)
+		if (err) {
 			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_ERROR,
 							 .type = GT_ARG_STR, .v.u = err };
+			flags |= GT_EVF_FAILED;
+		}
 	}
 	struct gt_event ev = {
 		.start_ns = start,
@@ -561,7 +564,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		.name = (uint32_t)(info & INFO_NAME_MASK),
 		.cat = rt ? GT_S_CAT_CUDA_RUNTIME : GT_S_CAT_CUDA_DRIVER,
 		.type = GT_EV_HOST_SPAN,
-		.flags = (info & INFO_LAUNCH) ? GT_EVF_LAUNCH : 0,
+		.flags = flags,
 	};
 	gt_emit(&ev, args, nargs);
 }

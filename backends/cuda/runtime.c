@@ -320,11 +320,14 @@ static void rt_end(struct rt_call *c, cuda_err r)
 			args[n++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
 						     .v.u = stack };
 	}
+	uint16_t flags = c->launch ? GT_EVF_LAUNCH : 0;
 	if (r) {
 		uint32_t err = cupti__rt_error_name(r);
-		if (err)
+		if (err) {
 			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
 						     .v.u = err };
+			flags |= GT_EVF_FAILED;
+		}
 	}
 	struct gt_event ev = {
 		.start_ns = c->start,
@@ -333,7 +336,7 @@ static void rt_end(struct rt_call *c, cuda_err r)
 		.name = c->name,
 		.cat = GT_S_CAT_CUDA_RUNTIME,
 		.type = GT_EV_HOST_SPAN,
-		.flags = c->launch ? GT_EVF_LAUNCH : 0,
+		.flags = flags,
 	};
 	gt_emit(&ev, args, n);
 }

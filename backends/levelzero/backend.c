@@ -203,7 +203,7 @@ static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t cor
 		.name = ze__name(id),
 		.cat = GT_S_CAT_ZE_API,
 		.type = GT_EV_HOST_SPAN,
-		.flags = c ? c->flags : 0,
+		.flags = (uint16_t)((c ? c->flags : 0) | (error ? GT_EVF_FAILED : 0)),
 	};
 	gt_emit(&ev, args, n);
 }

@@ -128,6 +128,7 @@ static const struct {
 	{ "totals.overhead.count", DIM_COUNT },
 	{ "totals.overhead.total_ns", DIM_TIME },
 	{ "lost.total", DIM_COUNT },
+	{ "errors.total", DIM_COUNT },
 	{ "partial", DIM_COUNT },
 	{ "incomplete", DIM_COUNT },
 	{ "version", DIM_COUNT },
@@ -137,6 +138,7 @@ static const struct {
 	const char *alias, *path;
 } scalar_aliases[] = {
 	{ "lost", "lost.total" },
+	{ "errors", "errors.total" },
 	{ "window", "window.duration_ns" },
 	{ "device.kernels", "totals.kernels.count" },
 	{ "device.copies", "totals.copies.count" },
@@ -1418,7 +1420,7 @@ static double eval_node(struct eval *ev, const struct node *n)
 	case N_SCALAR:
 		l = scalar_value(ev, n->name, &found);
 		/* added within version 1: an older summary reads 0, as adjusted */
-		if (!found && strcmp(n->name, "incomplete"))
+		if (!found && strcmp(n->name, "incomplete") && strcmp(n->name, "errors.total"))
 			eval_fail(ev, n->pos, n->len, "the summary %s has no %s", ev->d->path,
 				  n->name);
 		return l;

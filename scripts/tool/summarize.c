@@ -33,7 +33,7 @@ struct sum_ctx {
 	struct pidmap hosts;  /* pids of traced processes */
 	struct pidmap procs;  /* pid (host or device row) -> summary__process number */
 	struct summary *s;
-	struct buf cat, name, kind, tmp, ranges;
+	struct buf cat, name, kind, error, tmp, ranges;
 	const char *range_names[SUMMARY_RANGES_MAX];
 	uint64_t lost_by_reason;
 };
@@ -353,6 +353,8 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			jv_u64(pv, pe, &sp.bytes);
 		if (jv_get(av, ae, "kind", &pv, &pe) && jv_str(pv, pe, &c->kind))
 			sp.copy_kind = c->kind.p;
+		if (jv_get(av, ae, "error", &pv, &pe) && jv_str(pv, pe, &c->error))
+			sp.error = c->error.p;
 		sp.metrics = metrics;
 		sp.nmetrics = kernel_metrics(av, ae, metrics, metric_names);
 		if (jv_get(av, ae, "ranges", &pv, &pe) && pv < pe && *pv == '[') {
@@ -450,6 +452,7 @@ out:
 	buf__free(&c.cat);
 	buf__free(&c.name);
 	buf__free(&c.kind);
+	buf__free(&c.error);
 	buf__free(&c.tmp);
 	buf__free(&c.ranges);
 	return ret;

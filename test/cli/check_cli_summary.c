@@ -213,6 +213,64 @@ static const char *row_with(const char *text, const char *tail)
 	return p;
 }
 
+/* Failed calls, by call and error name; a poll's "not ready" is not one. Their time is
+ * the API table's as any call's. */
+START_TEST(test_failed_calls)
+{
+	static const struct {
+		const char *cat, *name, *error;
+	} calls[] = {
+		{ "cuda_runtime", "cudaMalloc", "cudaErrorMemoryAllocation" },
+		{ "cuda_runtime", "cudaMalloc", "cudaErrorMemoryAllocation" },
+		{ "cuda_runtime", "cudaMalloc", NULL },
+		{ "cuda_runtime", "cudaEventQuery", "cudaErrorNotReady" },
+		{ "cuda_driver", "cuEventQuery", "CUDA_ERROR_NOT_READY" },
+		{ "ze_api", "zeEventQueryStatus", "ZE_RESULT_NOT_READY" },
+		{ "ze_api", "zeCommandListClose", "ZE_RESULT_ERROR_INVALID_ARGUMENT" },
+	};
+	struct summary *s = summary__new();
+	json_object *o, *e, *row;
+	char *text;
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		struct summary_span sp = { .cat = calls[i].cat, .name = calls[i].name,
+					   .start_ns = i, .dur_ns = 10, .error = calls[i].error };
+		summary__add(s, &sp);
+	}
+	o = to_json(s);
+	ck_assert_int_eq(geti(get(get(o, "totals"), "api_calls"), "count"), 7);
+	e = get(o, "errors");
+	ck_assert_int_eq(geti(e, "total"), 3);
+	ck_assert_int_eq(json_object_array_length(get(e, "calls")), 2);
+	row = json_object_array_get_idx(get(e, "calls"), 0);
+	ck_assert_str_eq(json_object_get_string(get(row, "name")), "cudaMalloc");
+	ck_assert_str_eq(json_object_get_string(get(row, "error")), "cudaErrorMemoryAllocation");
+	ck_assert_int_eq(geti(row, "count"), 2);
+	row = json_object_array_get_idx(get(e, "calls"), 1);
+	ck_assert_str_eq(json_object_get_string(get(row, "name")), "zeCommandListClose");
+	ck_assert_int_eq(geti(row, "count"), 1);
+	json_object_put(o);
+	text = print_to_text(s);
+	ck_assert_ptr_nonnull(strstr(text, "  API errors: 3 calls failed\n"));
+	ck_assert_msg(strstr(text, "cudaMalloc") < strstr(text, "zeCommandListClose"), "%s", text);
+	ck_assert_ptr_null(strstr(text, "NOT_READY"));
+	ck_assert_ptr_null(strstr(text, "cudaErrorNotReady"));
+	free(text);
+	summary__free(s);
+
+	/* none failed: the member is there, 0; no line */
+	s = summary__new();
+	add(s, "ze_api", "zeX", 0, 10, NULL, 0, NULL);
+	o = to_json(s);
+	ck_assert_int_eq(geti(get(o, "errors"), "total"), 0);
+	json_object_put(o);
+	text = print_to_text(s);
+	ck_assert_ptr_null(strstr(text, "API errors"));
+	free(text);
+	summary__free(s);
+}
+END_TEST
+
 /* Bandwidth in a unit that never prints a slow copy as 0.00 GB/s; waits are not busy. */
 START_TEST(test_bandwidth_units)
 {
@@ -559,6 +617,7 @@ int main(void)
 	tcase_add_test(tc, test_rows_are_bounded);
 	tcase_add_test(tc, test_print_block_is_indented);
 	tcase_add_test(tc, test_bandwidth_units);
+	tcase_add_test(tc, test_failed_calls);
 	tcase_add_test(tc, test_one_call_two_calls);
 	tcase_add_test(tc, test_long_names_never_look_alike);
 	tcase_add_test(tc, test_devices_by_process);

@@ -214,6 +214,34 @@ def test_adjusted_device_times_checks(tmp_path):
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
 
 
+def test_failed_calls_fail_errors_checks(tmp_path):
+    """errors: the calls whose result was an error (args.error), but a poll's "not
+    ready"; 0 in a summary written before it existed."""
+    trace = tmp_path / "t.json"
+    calls = [("cuda_runtime", "cudaMalloc", "cudaErrorMemoryAllocation"),
+             ("cuda_runtime", "cudaMalloc", None),
+             ("cuda_runtime", "cudaStreamQuery", "cudaErrorNotReady"),
+             ("ze_api", "zeCommandListClose", "ZE_RESULT_ERROR_INVALID_ARGUMENT")]
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": i, "dur": 1,
+         "args": {"result": 0 if error is None else 2, **({"error": error} if error else {})}}
+        for i, (cat, name, error) in enumerate(calls)]}))
+    p = gt(["check", trace, "errors == 0", "errors == 2", "errors.total <= 2"], tmp_path)
+    assert p.returncode == 1
+    assert result_lines(p) == ["FAIL errors == 0: 2", "PASS errors == 2: 2",
+                               "PASS errors.total <= 2: 2"]
+    s = json.loads(gt(["summary", "--json", "-", trace], tmp_path).stdout)
+    assert s["errors"] == {"total": 2, "calls": [
+        {"name": "cudaMalloc", "error": "cudaErrorMemoryAllocation", "count": 1},
+        {"name": "zeCommandListClose", "error": "ZE_RESULT_ERROR_INVALID_ARGUMENT",
+         "count": 1}]}
+    del s["errors"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(s))
+    p = gt(["check", old, "errors == 0"], tmp_path)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+
+
 def test_checks_too_deep_or_too_long_are_refused(tmp_path):
     """Every pass over a check recurses: 50000 '(' crashed the tool (SIGSEGV), also
     under `gputrace run --check`. Nesting and length are bounded, with a column; an

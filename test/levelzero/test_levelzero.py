@@ -419,7 +419,9 @@ def test_multiqueue_rows(tmp_path):
 
 
 def test_errors_reach_the_program_untouched(tmp_path):
-    trace = traced_like_untraced([APPS / "ze_errors"], tmp_path)
+    summary = tmp_path / "summary.json"
+    trace = traced_like_untraced([APPS / "ze_errors"], tmp_path,
+                                 env={"GPUTRACE_SUMMARY_JSON": str(summary)})
     plain = run([APPS / "ze_errors"], traced=False, env=sim_env()).stdout.decode()
     printed = []
     for line in plain.splitlines():
@@ -432,6 +434,14 @@ def test_errors_reach_the_program_untouched(tmp_path):
     # Setup calls all succeed: the failing spans are exactly the printed failures, each
     # result by its name (as ze_api.h spells it)
     assert failing == [p for p in printed if p[1] != 0]
+    # ... and the summary counts them, by call and error (a CI gate: errors == 0), but a
+    # poll's "not ready" (a fence synchronized with timeout 0)
+    failed = [(name, error) for name, _, error in failing if error != "ZE_RESULT_NOT_READY"]
+    assert len(failed) == len(failing) - 1
+    errors = json.loads(summary.read_text())["errors"]
+    assert errors["total"] == len(failed)
+    assert {(c["name"], c["error"]): c["count"] for c in errors["calls"]} == \
+        collections.Counter(failed)
 
 
 def test_hammer_every_call_recorded(tmp_path):
