@@ -4,7 +4,7 @@
  * CSS, SVG and a little script; no network, no external font) for a person
  * who opens a CI artifact before deciding to download the trace: command
  * line and host, a device-utilisation timeline per device, the top kernels
- * and API calls as bar charts, copies by kind, lost events. The numbers are
+ * and API calls as bar charts, copies by kind, API errors, lost events. The numbers are
  * the summary's (the same aggregator as `gputrace summary`); the page also
  * carries that summary JSON, and every row its exact values as data-*
  * attributes, so a script can read the page as well as a person.
@@ -564,6 +564,49 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 	fputs("</section>", f);
 }
 
+/* The calls that failed, by call and error (the summary's errors.calls): none, one line. */
+static void section_errors(FILE *f, const struct sumdoc *d)
+{
+	const char *v, *e, *p, *rv, *re, *fv, *fe;
+	struct buf name = { 0 }, error = { 0 };
+	double total = sumdoc__num(d, "errors.total");
+	uint64_t count;
+
+	fprintf(f, "<section id=\"errors\"><h2>API errors</h2><p id=\"errors-total\" "
+		   "data-value=\"%.0f\" class=\"%s\">",
+		total, total ? "lostbad" : "");
+	if (!total)
+		fputs("No call returned an error (a poll's \"not ready\" is not one).</p>", f);
+	else
+		fprintf(f, "%.0f %s returned an error, which the program may have ignored.</p>",
+			total, total == 1 ? "call" : "calls");
+	if (total && sumdoc__get(d, "errors.calls", &v, &e) && v < e && *v == '[') {
+		fputs("<table class=\"errors\"><thead><tr><th>call</th><th>error</th>"
+		      "<th>count</th></tr></thead><tbody>",
+		      f);
+		p = v;
+		while (jv_array_next(&p, e, &rv, &re)) {
+			if (!jv_get(rv, re, "name", &fv, &fe) || !jv_str(fv, fe, &name) ||
+			    !jv_get(rv, re, "error", &fv, &fe) || !jv_str(fv, fe, &error) ||
+			    !jv_get(rv, re, "count", &fv, &fe) || !jv_u64(fv, fe, &count))
+				continue;
+			fputs("<tr class=\"row\" data-name=\"", f);
+			xml__text(f, name.p);
+			fputs("\" data-error=\"", f);
+			xml__text(f, error.p);
+			fprintf(f, "\" data-count=\"%" PRIu64 "\"><td>", count);
+			xml__text(f, name.p);
+			fputs("</td><td>", f);
+			xml__text(f, error.p);
+			fprintf(f, "</td><td>%" PRIu64 "</td></tr>", count);
+		}
+		fputs("</tbody></table>", f);
+	}
+	buf__free(&name);
+	buf__free(&error);
+	fputs("</section>", f);
+}
+
 static bool is_host(const struct rep *rp, int64_t pid)
 {
 	for (size_t i = 0; i < rp->r.meta.nhost_pids; i++)
@@ -678,6 +721,9 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	card(f, "copy-bytes", "bytes moved",
 	     fmt(a, sizeof(a), sumdoc__num(d, "totals.copies.bytes"), DIM_BYTES, false),
 	     sumdoc__num(d, "totals.copies.bytes"), false);
+	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "errors.total"));
+	card(f, "n-errors", "API errors", a, sumdoc__num(d, "errors.total"),
+	     sumdoc__num(d, "errors.total") > 0);
 	snprintf(a, sizeof(a), "%.0f", lost);
 	card(f, "n-lost", "lost events", a, lost, lost > 0);
 	fputs("</dl>", f);
@@ -697,6 +743,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	section_timed(f, d, ST_API, "apis", "Top API calls by host time", "API calls", "#c2620c");
 	section_copies(f, d);
 	section_ranges(f, d);
+	section_errors(f, d);
 	section_lost(f, d);
 	section_processes(f, rp);
 	fputs("</main><div id=\"tip\"></div>", f);

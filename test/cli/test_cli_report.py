@@ -145,6 +145,8 @@ def test_report_renders_with_the_summary_numbers(tmp_path):
     assert float(dom.by_id("copy-bytes")[1]["data-value"]) == s["totals"]["copies"]["bytes"]
     assert float(dom.by_id("kernel-time")[1]["data-value"]) == s["totals"]["kernels"]["total_ns"]
     assert int(dom.by_id("lost-total")[1]["data-value"]) == s["lost"]["total"] == 0
+    assert int(dom.by_id("errors-total")[1]["data-value"]) == s["errors"]["total"] == 0
+    assert dom.by_id("n-errors")[2] == "0"
 
     def table(cls, key):
         body = [e for e in dom.elements if e[0] == "table" and cls in e[1].get("class", "")]
@@ -205,6 +207,27 @@ def test_report_renders_with_the_summary_numbers(tmp_path):
     sampled = (h // 2) * (w // 2)
     assert white < 0.9 * sampled and len(colors) > 50
     assert blue > 200 and orange > 200, (blue, orange)
+
+
+def test_report_lists_the_calls_that_failed(tmp_path):
+    """A trace with failed calls: the overview's "API errors" card is marked bad and the
+    section lists each call and error with its count, as the summary's errors.calls."""
+    trace = tmp_path / "t.json"
+    calls = [("cudaMalloc", "cudaErrorMemoryAllocation")] * 2 + \
+        [("cudaStreamQuery", "cudaErrorNotReady"), ("zeCommandListClose", "ZE_<&>")]
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": 1, "ts": i, "dur": 1,
+         "args": {"result": 2, "error": err}} for i, (n, err) in enumerate(calls)]}))
+    out = tmp_path / "r.html"
+    assert gt(["report", trace, "-o", out], tmp_path).returncode == 0
+    dom = Dom(out.read_text())
+    card = dom.by_id("n-errors")
+    assert (card[1]["data-value"], card[2]) == ("3", "3")
+    assert dom.by_id("errors-total")[1]["data-value"] == "3"
+    rows = [(e[1]["data-name"], e[1]["data-error"], e[1]["data-count"]) for e in dom.elements
+            if e[0] == "tr" and "data-error" in e[1]]
+    assert rows == [("cudaMalloc", "cudaErrorMemoryAllocation", "2"),
+                    ("zeCommandListClose", "ZE_<&>", "1")]
 
 
 def test_console_errors_are_seen(tmp_path):
