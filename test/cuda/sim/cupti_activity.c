@@ -465,6 +465,22 @@ static void add_pending(struct cs_buf *b, void *rec, CUpti_ActivityKind kind, ui
 	pthread_cond_signal(&wake);
 }
 
+/* What a copy's record has in either struct (Memcpy6, MemcpyPtoP4). */
+#define COPY_FIELDS(m, w)                                                                   \
+	do {                                                                                \
+		(m)->kind = kind;                                                           \
+		(m)->copyKind = (w)->copy_kind;                                             \
+		(m)->srcKind = (w)->src_kind;                                               \
+		(m)->dstKind = (w)->dst_kind;                                               \
+		(m)->bytes = (w)->bytes;                                                    \
+		(m)->deviceId = (w)->device;                                                \
+		(m)->contextId = (w)->context;                                              \
+		(m)->streamId = (w)->stream;                                                \
+		(m)->correlationId = (w)->corr;                                             \
+		(m)->graphNodeId = (w)->graph_node_id;                                      \
+		(m)->graphId = (w)->graph_id;                                               \
+	} while (0)
+
 void cs_activity_work(const struct sim_work *w)
 {
 	CUpti_ActivityKind kind;
@@ -498,36 +514,16 @@ void cs_activity_work(const struct sim_work *w)
 	}
 	if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
 		CUpti_ActivityMemcpy6 *m = r;
-		m->kind = kind;
-		m->copyKind = w->copy_kind;
-		m->srcKind = w->src_kind;
-		m->dstKind = w->dst_kind;
-		m->bytes = w->bytes;
-		m->deviceId = w->device;
-		m->contextId = w->context;
-		m->streamId = w->stream;
-		m->correlationId = w->corr;
+		COPY_FIELDS(m, w);
 		m->runtimeCorrelationId = w->runtime_corr;
-		m->graphNodeId = w->graph_node_id;
-		m->graphId = w->graph_id;
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
 		/* no runtime correlation id: the driver call's is the runtime call's */
 		CUpti_ActivityMemcpyPtoP4 *m = r;
-		m->kind = kind;
-		m->copyKind = w->copy_kind;
-		m->srcKind = w->src_kind;
-		m->dstKind = w->dst_kind;
-		m->bytes = w->bytes;
-		m->deviceId = w->device;
-		m->contextId = w->context;
-		m->streamId = w->stream;
+		COPY_FIELDS(m, w);
 		m->srcDeviceId = w->src_device;
 		m->srcContextId = w->src_context;
 		m->dstDeviceId = w->dst_device;
 		m->dstContextId = w->dst_context;
-		m->correlationId = w->corr;
-		m->graphNodeId = w->graph_node_id;
-		m->graphId = w->graph_id;
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
 		CUpti_ActivityMemset4 *m = r;
 		m->kind = kind;
