@@ -511,12 +511,20 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		row__account(r, sp->dur_ns, 0);
 }
 
-/* The answers of a poll whose work has not ended (cudaEventQuery, zeEventQueryStatus,
- * a synchronize with timeout 0): what the program asked to know, not a failure. */
-static bool not_ready(const char *error)
+/* A failed call of the CUDA or Level Zero API (the backends' rule, GT_EVF_FAILED):
+ * not a poll's answer that its work has not ended (cudaEventQuery,
+ * zeEventQueryStatus, a synchronize with timeout 0), not a warning (the call did
+ * its work), not a plug-in's span that happens to have an "error" argument. */
+static bool failed_call(const struct summary_span *sp)
 {
-	return !strcmp(error, "cudaErrorNotReady") || !strcmp(error, "CUDA_ERROR_NOT_READY") ||
-	       !strcmp(error, "ZE_RESULT_NOT_READY");
+	const char *e = sp->error;
+
+	if (!e || !*e || !sp->cat ||
+	    (strcmp(sp->cat, "cuda_runtime") && strcmp(sp->cat, "cuda_driver") &&
+	     strcmp(sp->cat, "ze_api")))
+		return false;
+	return strcmp(e, "cudaErrorNotReady") && strcmp(e, "CUDA_ERROR_NOT_READY") &&
+	       strcmp(e, "ZE_RESULT_NOT_READY") && strncmp(e, "ZE_RESULT_WARNING_", 18);
 }
 
 void summary__add_error(struct summary *s, const struct summary_span *sp)
@@ -524,7 +532,7 @@ void summary__add_error(struct summary *s, const struct summary_span *sp)
 	char key[512];
 	struct row *r;
 
-	if (!s || !sp->error || !*sp->error || not_ready(sp->error))
+	if (!s || !failed_call(sp))
 		return;
 	snprintf(key, sizeof(key), "%s%c%s", sp->name ? sp->name : "", KEY_SEP, sp->error);
 	r = table__get(s, &s->t[T_ERRORS], key);

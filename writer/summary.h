@@ -78,7 +78,8 @@ struct summary_calls {
 void summary__add_calls(struct summary *s, const struct summary_span *sp,
 			const struct summary_calls *c);
 /* A host call that failed (span->error set; its time is added apart): counted per
- * call and error name, unless the error only says "not ready" (a poll's answer). */
+ * call and error name, if it is a CUDA or Level Zero call and the error neither says
+ * "not ready" (a poll's answer) nor is a warning. */
 void summary__add_error(struct summary *s, const struct summary_span *span);
 void summary__lost(struct summary *s, const char *reason, uint64_t n);
 /* Device times a backend corrected (the trailer's "adjusted"): n more for

@@ -254,6 +254,17 @@ static uint32_t drv_error_name(int code)
 	return id;
 }
 
+uint32_t cupti__error_name(bool runtime, int code)
+{
+	uint32_t id = runtime ? cupti__rt_error_name(code) : drv_error_name(code);
+	char s[32];
+
+	if (id || code == CUDA_NOT_READY)
+		return id;
+	snprintf(s, sizeof(s), runtime ? "cudaError %d" : "CUresult %d", code);
+	return gt_str_intern(s);
+}
+
 /* ---- the callback ---- */
 
 struct api_thread {
@@ -550,12 +561,12 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							 .v.u = stack };
 	}
 	if (result) {
-		uint32_t err = rt ? cupti__rt_error_name(result) : drv_error_name(result);
-		if (err) {
+		uint32_t err = cupti__error_name(rt, result);
+		if (err)
 			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_ERROR,
 							 .type = GT_ARG_STR, .v.u = err };
+		if (result != CUDA_NOT_READY)
 			flags |= GT_EVF_FAILED;
-		}
 	}
 	struct gt_event ev = {
 		.start_ns = start,

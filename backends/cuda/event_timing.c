@@ -28,7 +28,8 @@
 #define REFIT_NS    (2000ull * 1000000)
 #define NOT_READY   600 /* cudaErrorNotReady */
 
-enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
+/* SLOT_TIMED: read before a cudaDeviceReset destroyed its events, for the drain to draw */
+enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING, SLOT_TIMED };
 
 struct ev_slot {
 	_Atomic int state;
@@ -408,9 +409,13 @@ static void poll_slots(int only, bool final)
 
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct ev_slot *s = &slots[i];
-		int q;
+		int q, state = atomic_load_explicit(&s->state, memory_order_acquire);
 
-		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING ||
+		if (state == SLOT_TIMED && only < 0) {
+			done[ndone++] = s;
+			continue;
+		}
+		if (state != SLOT_PENDING ||
 		    (only >= 0 ? s->device != only
 			       : atomic_load_explicit(&devs[s->device].state,
 						      memory_order_acquire) == DEV_RESET))
@@ -419,7 +424,10 @@ static void poll_slots(int only, bool final)
 		if (q == NOT_READY && !final)
 			continue;
 		if (!q && time_slot(s)) {
-			done[ndone++] = s;
+			if (only >= 0) /* timed for the reset: the drain draws it */
+				atomic_store_explicit(&s->state, SLOT_TIMED, memory_order_release);
+			else
+				done[ndone++] = s;
 			continue;
 		}
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -462,14 +470,19 @@ void cupti__events_poll(bool final)
 /*
  * cudaDeviceReset destroys the device's events, ours with them. Before it,
  * on the calling thread, the launches timed on the device are waited for
- * (the reset waits for their work anyway) and drawn; after it, the device's
- * events, stream and reference are made anew at its next timed launch. The
- * drain leaves the device alone meanwhile; the program's other threads do too
- * (the reset's documented contract).
+ * (at most RESET_WAIT_NS in all: a reset may be how a program gives up on a
+ * kernel that never ends) and read; the drain draws them. After it, the
+ * device's events, stream and reference are made anew at its next timed
+ * launch, whatever the reset returned (it may report an earlier launch's
+ * error, and reset all the same). The drain leaves the device alone
+ * meanwhile; the program's other threads do too (the reset's contract).
  */
+#define RESET_WAIT_NS (2000ull * 1000000)
+
 int cupti__events_reset_begin(void)
 {
 	int dev = -1, expect = DEV_READY;
+	uint64_t until;
 
 	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
 		return -1;
@@ -479,10 +492,14 @@ int cupti__events_reset_begin(void)
 		our_calls_end(mode);
 		return -1;
 	}
-	for (unsigned i = 0; i < SLOTS; i++)
-		if (atomic_load_explicit(&slots[i].state, memory_order_acquire) == SLOT_PENDING &&
-		    slots[i].device == dev)
-			rt.event_sync(slots[i].ev1);
+	until = gt_clock_ns() + RESET_WAIT_NS;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		if (atomic_load_explicit(&slots[i].state, memory_order_acquire) != SLOT_PENDING ||
+		    slots[i].device != dev)
+			continue;
+		while (rt.event_query(slots[i].ev1) == NOT_READY && gt_clock_ns() < until)
+			nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+	}
 	pthread_mutex_lock(&poll_lock);
 	poll_slots(dev, true);
 	pthread_mutex_unlock(&poll_lock);
@@ -493,17 +510,15 @@ int cupti__events_reset_begin(void)
 
 void cupti__events_reset_end(int dev, int result)
 {
+	(void)result;
 	if (dev < 0)
 		return;
 	pthread_mutex_lock(&poll_lock);
-	if (!result) {
-		for (unsigned i = 0; i < SLOTS; i++)
-			if (slots[i].device == dev)
-				slots[i].ev0 = slots[i].ev1 = NULL;
-		devs[dev].stream = devs[dev].ref = NULL;
-	}
-	atomic_store_explicit(&devs[dev].state, result ? DEV_READY : DEV_NEW,
-			      memory_order_release);
+	for (unsigned i = 0; i < SLOTS; i++)
+		if (slots[i].device == dev)
+			slots[i].ev0 = slots[i].ev1 = NULL;
+	devs[dev].stream = devs[dev].ref = NULL;
+	atomic_store_explicit(&devs[dev].state, DEV_NEW, memory_order_release);
 	pthread_mutex_unlock(&poll_lock);
 }
 

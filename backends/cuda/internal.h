@@ -171,6 +171,10 @@ GT_HIDDEN void cupti__emit_folded(void);
 GT_HIDDEN bool cupti__is_launch_name(const char *api_name);
 /* The string id of "cudaErrorXxx"/"CUDA_ERROR_XXX" for a result, or 0. */
 GT_HIDDEN uint32_t cupti__rt_error_name(int code);
+#define CUDA_NOT_READY 600 /* cudaErrorNotReady, CUDA_ERROR_NOT_READY: a poll's answer */
+/* A call's error for args.error: its name, else "cudaError N" ("CUresult N" for the
+ * driver); 0 for a not-ready answer with no name to give. */
+GT_HIDDEN uint32_t cupti__error_name(bool runtime, int code);
 GT_HIDDEN void cupti__api_reset(void);
 /* Drain thread: name the devices of contexts created since the last call. */
 GT_HIDDEN void cupti__name_devices(void);

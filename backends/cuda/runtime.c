@@ -322,12 +322,12 @@ static void rt_end(struct rt_call *c, cuda_err r)
 	}
 	uint16_t flags = c->launch ? GT_EVF_LAUNCH : 0;
 	if (r) {
-		uint32_t err = cupti__rt_error_name(r);
-		if (err) {
+		uint32_t err = cupti__error_name(true, r);
+		if (err)
 			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
 						     .v.u = err };
+		if (r != CUDA_NOT_READY)
 			flags |= GT_EVF_FAILED;
-		}
 	}
 	struct gt_event ev = {
 		.start_ns = c->start,
@@ -379,14 +379,19 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 		li->name = kernel_name_of(func);
 		break;
 	case W_COPY_PEER:
-		/* named as CUPTI's records of them are, with both devices */
-		li->cat = GT_S_CAT_GPU_MEMCPY;
-		li->kind = cupti__key("PtoP");
-		li->name = cupti__key("Memcpy PtoP");
-		li->peer = true;
-		li->src_device = (int)((unsigned)kind >> 16);
-		li->dst_device = kind & 0xffff;
-		break;
+		/* named as CUPTI's records of them are, with both devices; within one
+		 * device, a DtoD copy */
+		if ((int)((unsigned)kind >> 16) != (kind & 0xffff)) {
+			li->cat = GT_S_CAT_GPU_MEMCPY;
+			li->kind = cupti__key("PtoP");
+			li->name = cupti__key("Memcpy PtoP");
+			li->peer = true;
+			li->src_device = (int)((unsigned)kind >> 16);
+			li->dst_device = kind & 0xffff;
+			break;
+		}
+		kind = 3;
+		__attribute__((fallthrough));
 	case W_COPY:
 	case W_COPY_SYNC:
 		kind = kind >= 0 && kind < 5 ? kind : 4;

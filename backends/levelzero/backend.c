@@ -131,8 +131,8 @@ uint32_t ze__name(enum ze_fn_id id)
 	return n;
 }
 
-/* A failed call's result by its name (the headers' ze_result_t), 0 for a code they
- * do not name: interned once per code. */
+/* A call's result other than success or "not ready" by its name (the headers'
+ * ze_result_t, interned once per code; "ZE_RESULT_0x..." for a code they do not name). */
 static const struct {
 	int64_t code;
 	const char *name;
@@ -155,14 +155,26 @@ static uint32_t ze__result_name(int64_t result)
 		}
 		return id;
 	}
-	return 0;
+	char hex[32];
+
+	snprintf(hex, sizeof(hex), "ZE_RESULT_0x%llx", (unsigned long long)(uint32_t)result);
+	return gt_str_intern(hex);
+}
+
+/* A failure, not a poll's "not ready" (kept off the fast path's budget: polls are
+ * frequent) nor a warning (ZE_RESULT_WARNING_*: the call did its work). */
+static bool ze__failed(int64_t result)
+{
+	return result != ZE_RESULT_SUCCESS && result != ZE_RESULT_NOT_READY &&
+	       result != ZE_RESULT_WARNING_DROPPED_DATA &&
+	       result != ZE_RESULT_WARNING_ACTION_REQUIRED;
 }
 
 static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t corr,
 			int64_t result, const struct ze_call *c)
 {
 	struct gt_arg args[GT_ARGS_MAX];
-	uint32_t error = result ? ze__result_name(result) : 0;
+	uint32_t error = result && result != ZE_RESULT_NOT_READY ? ze__result_name(result) : 0;
 	unsigned n = 1;
 
 	if (!ze__want(GT_KIND(RUNTIME)))
@@ -203,7 +215,7 @@ static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t cor
 		.name = ze__name(id),
 		.cat = GT_S_CAT_ZE_API,
 		.type = GT_EV_HOST_SPAN,
-		.flags = (uint16_t)((c ? c->flags : 0) | (error ? GT_EVF_FAILED : 0)),
+		.flags = (uint16_t)((c ? c->flags : 0) | (ze__failed(result) ? GT_EVF_FAILED : 0)),
 	};
 	gt_emit(&ev, args, n);
 }
@@ -222,7 +234,8 @@ static inline __attribute__((always_inline)) void ze__span_plain(enum ze_fn_id i
 {
 	uint64_t t1 = gt_clock_ns();
 
-	if (gt_likely(!gt_cfg.stacks && !result) && ze__want(GT_KIND(RUNTIME))) {
+	if (gt_likely(!gt_cfg.stacks && (!result || result == ZE_RESULT_NOT_READY)) &&
+	    ze__want(GT_KIND(RUNTIME))) {
 		struct gt_arg res = { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result };
 
 		if (gt_likely(gt_emit_span_fast(t0, t1, corr, ze__name(id), GT_S_CAT_ZE_API, 0,

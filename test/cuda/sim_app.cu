@@ -40,7 +40,8 @@
 //                  each one's stream, then peer copies of 512 KiB (52428 ns): device 1
 //                  into device 0 on device 0's stream (cudaMemcpyPeerAsync), device 0
 //                  into device 1 (cudaMemcpyPeer), and 4096 bytes (409 ns) by
-//                  cudaMemcpy through unified addressing; the bytes read back
+//                  cudaMemcpy through unified addressing, then cudaMemcpyPeer within
+//                  device 1 (4096 bytes); the bytes read back
 //   reset          twice: a fill (104857 ns), a scale (1024 ns) and an axpy (512 ns) on a
 //                  stream, an event recorded after them, then cudaDeviceReset with no
 //                  synchronize before it; the event then fails with
@@ -550,6 +551,8 @@ static int peer_mode(void)
 	CHECK(cudaSetDevice(1));
 	CHECK(cudaMemcpyPeer(buf[1] + half, 1, buf[0], 0, half));            // 52428 ns
 	CHECK(cudaMemcpy(buf[1], buf[0] + half, 4096, cudaMemcpyDefault));   // 409 ns
+	// within one device: a copy there, not between two
+	CHECK(cudaMemcpyPeer(buf[1] + 8192, 1, buf[1] + 4096, 1, 4096));     // 409 ns
 	CHECK(cudaMemcpy(host, buf[0], MiB, cudaMemcpyDeviceToHost));
 	bool ok = host[0] == 0x10 && host[half - 1] == 0x10 && host[half] == 0x11 &&
 		  host[MiB - 1] == 0x11;

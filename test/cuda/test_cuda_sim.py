@@ -282,10 +282,16 @@ def test_two_gpus_and_the_copies_between_them(tmp_path):
     only: each drawn once, on the row of the stream that ran it, naming both devices,
     linked to its call, inside the call when it is synchronous; the call that failed as
     documented (peer access enabled twice) keeps its error."""
-    r = sim_run([APP, "peer"], tmp_path, env={"CUDA_SIM_DEVICES": "2"})
+    summary = tmp_path / "summary.json"
+    r = sim_run([APP, "peer"], tmp_path,
+                env={"CUDA_SIM_DEVICES": "2", "GPUTRACE_SUMMARY_JSON": str(summary)})
     assert (r.returncode, r.stdout) == (0, b"peer: ok\n"), r.stderr
     assert notices(r.stderr) == []
     trace = load_exact(r.trace_path)
+    # the one call that failed, in the summary (a CI gate's errors == 0 catches it)
+    assert json.loads(summary.read_text())["errors"] == {"total": 1, "calls": [
+        {"name": "cudaDeviceEnablePeerAccess", "error": "cudaErrorPeerAccessAlreadyEnabled",
+         "count": 1}]}
     assert trace["gputrace"]["events_lost"] == 0
     assert [d["id"] for d in trace["deviceProperties"]] == [0, 1]
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
@@ -303,7 +309,13 @@ def test_two_gpus_and_the_copies_between_them(tmp_path):
             [(0, gpu[0], dur), (1, gpu[1], dur)]
     # the three copies between them, and no copy drawn twice (as a DtoD too)
     copies = sorted(xs(trace, "gpu_memcpy"), key=start)
-    assert [e["args"]["kind"] for e in copies] == ["PtoP", "PtoP", "PtoP", "DtoH", "DtoH"]
+    assert [e["args"]["kind"] for e in copies] == ["PtoP", "PtoP", "PtoP", "DtoD", "DtoH",
+                                                   "DtoH"]
+    # cudaMemcpyPeer within one device: a copy on it, as CUPTI records it
+    within = copies[3]
+    assert (host[within["args"]["correlation"]]["name"], on(within)[0],
+            int(within["args"]["bytes"])) == ("cudaMemcpyPeer", gpu[1], 4096)
+    assert "src_device" not in within["args"]
     calls = ["cudaMemcpyPeerAsync", "cudaMemcpyPeer", "cudaMemcpy"]
     want = [(gpu[0], 0, 1, 0, 524288, 52428), (gpu[1], 1, 0, 1, 524288, 52428),
             (gpu[1], 1, 0, 1, 4096, 409)]
@@ -427,7 +439,10 @@ def test_without_cupti_peer_copies_name_both_devices(tmp_path):
         launch = host[e["args"]["correlation"]]
         assert e["args"]["timing"] == "cuda_events" and ns(e["dur"]) >= 52428 - 1
         assert start(e) >= start(launch) and linked(trace, launch, e)
-    assert not [e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "DtoD"]
+    # within one device: DtoD, as CUPTI names it
+    (within,) = [e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "DtoD"]
+    assert (within["name"], host[within["args"]["correlation"]]["name"],
+            "src_device" in within["args"]) == ("Memcpy DtoD", "cudaMemcpyPeer", False)
 
 
 @pytest.mark.sanitize
@@ -437,8 +452,8 @@ def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
     two kernels: every piece of work is drawn, by its name (the reset unloads the
     kernels' module), inside the reset call that waited for it (CUPTI) or before it
     (CUDA-event timing reads its events before the reset destroys them), with nothing
-    lost; after the first reset the device is made anew and timed again. With CUDA
-    events, the events of gputrace died with the device: the six were all lost."""
+    lost; after the first reset the device is made anew and timed again. (With CUDA
+    events, gputrace's own events used to die with the device, and all six were lost.)"""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
     r = sim_run([APP, "reset"], tmp_path, env=env)
     assert (r.returncode, r.stdout) == (0, b"reset: ok\n"), r.stderr

@@ -161,7 +161,7 @@ def test_region_copies_and_cooperative_kernel(tmp_path):
              h["args"]["kind"]) for h in regions] == [
         (0, None, 16384, "HtoD"),
         (0x7800001a, "ZE_RESULT_ERROR_OVERLAPPING_REGIONS", 16384, "DtoD"),
-        (0, None, 12800, "DtoD"), (0, None, 16384, "DtoH")]
+        (0, None, 8192, "DtoD"), (0, None, 12800, "DtoD"), (0, None, 16384, "DtoH")]
     coop = [h for h in host if h["name"] == "zeCommandListAppendLaunchCooperativeKernel"]
     assert [(h["args"]["result"], h["args"].get("error"), h["args"]["kernel"],
              h["args"]["gx"]) for h in coop] == [
@@ -169,19 +169,20 @@ def test_region_copies_and_cooperative_kernel(tmp_path):
         (0, None, "grid_sync", 32)]
     # the failures are the program's only ones
     assert [h for h in host if h["args"]["result"] != 0] == [regions[1], coop[0]]
+    assert [h["args"]["result"] for h in host].count(0) == len(host) - 2
 
     dev = device_spans(trace)
     assert [(e["name"], e["args"].get("bytes")) for e in dev] == [
-        ("Memcpy HtoD", 16384), ("Memcpy DtoD", 12800), ("grid_sync", None),
-        ("Memcpy DtoH", 16384), ("Memcpy DtoH", 65536)]
-    assert_durations(dev)  # 1638, 1280, 2048, 1638 and 6553 ns, within a tick
-    kernel = dev[2]
+        ("Memcpy HtoD", 16384), ("Memcpy DtoD", 8192), ("Memcpy DtoD", 12800),
+        ("grid_sync", None), ("Memcpy DtoH", 16384), ("Memcpy DtoH", 65536)]
+    assert_durations(dev)  # 1638, 1000, 1280, 2048, 1638 and 6553 ns, within a tick
+    kernel = dev[3]
     assert (kernel["args"]["gx"], kernel["args"]["lx"]) == (32, 64)
     causes = assert_flows(trace, dev, host)
     execute, = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
     sync, = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
     copy, = [h for h in host if h["name"] == "zeCommandListAppendMemoryCopy"]
-    appends = [regions[0], regions[2], coop[1], regions[3], copy]
+    appends = [regions[0], regions[2], regions[3], coop[1], regions[4], copy]
     for d, append in zip(dev, appends):
         assert sorted(h["name"] for h in causes[id(d)]) == sorted([append["name"],
                                                                     execute["name"]])
@@ -429,13 +430,17 @@ def test_errors_reach_the_program_untouched(tmp_path):
         if m:
             printed.append((m.group(1), int(m.group(3), 16), m.group(2)))
     assert len(printed) >= 20
-    failing = [(h["name"], h["args"]["result"], h["args"]["error"])
+    failing = [(h["name"], h["args"]["result"], h["args"].get("error", "ZE_RESULT_NOT_READY"))
                for h in host_spans(trace) if h["args"]["result"] != 0]
     # Setup calls all succeed: the failing spans are exactly the printed failures, each
-    # result by its name (as ze_api.h spells it)
+    # result by its name (as ze_api.h spells it), but a poll's "not ready" (a fence
+    # synchronized with timeout 0), which keeps the fast path: its result says it
     assert failing == [p for p in printed if p[1] != 0]
-    # ... and the summary counts them, by call and error (a CI gate: errors == 0), but a
-    # poll's "not ready" (a fence synchronized with timeout 0)
+    assert [h["args"] for h in host_spans(trace) if h["args"]["result"] == 1] == \
+        [{"result": 1, "correlation": h["args"]["correlation"]}
+         for h in host_spans(trace) if h["args"]["result"] == 1]
+    # ... and the summary counts them, by call and error (a CI gate: errors == 0), but
+    # that "not ready"
     failed = [(name, error) for name, _, error in failing if error != "ZE_RESULT_NOT_READY"]
     assert len(failed) == len(failing) - 1
     errors = json.loads(summary.read_text())["errors"]

@@ -104,12 +104,16 @@ struct drv_node {
 
 struct drv_graph {
 	uint32_t magic, id;
+	struct drv_ctx *ctx; /* of the stream captured; a reset of it ends the graph */
+	uint32_t ctx_id;
 	struct drv_node *nodes;
 	unsigned n, cap;
 };
 
 struct drv_exec {
 	uint32_t magic, id;
+	struct drv_ctx *ctx; /* its graph's */
+	uint32_t ctx_id;
 	uint32_t graph_id;
 	struct drv_node *nodes;
 	unsigned n;
@@ -199,7 +203,7 @@ DRV_HIDDEN void drv_modules_unload_context(struct drv_ctx *ctx);
 
 /* ---- drv_graph.c ---- */
 DRV_HIDDEN struct drv_node *drv_graph_add(struct drv_graph *g);
-DRV_HIDDEN struct drv_graph *drv_graph_new(void);
+DRV_HIDDEN struct drv_graph *drv_graph_new(struct drv_ctx *ctx);
 
 /* ---- what the entry points call (drv_api.c) ---- */
 DRV_HIDDEN CUresult drv_init(unsigned flags);

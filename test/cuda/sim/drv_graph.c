@@ -5,7 +5,9 @@
  * a launch queues them one after another on the launch stream, each with
  * the graph's id and its node id, under the launch's correlation id.
  * Launching a graph into a capturing stream (a child graph) is not
- * simulated: CUDA_ERROR_NOT_SUPPORTED.
+ * simulated: CUDA_ERROR_NOT_SUPPORTED. A graph and its instances belong to
+ * the context captured: after its reset, instantiating or launching them
+ * fails with CUDA_ERROR_CONTEXT_IS_DESTROYED (their nodes' memory is gone).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -16,13 +18,15 @@
 static uint32_t next_graph_id = 1;
 static uint64_t next_node_id = 1;
 
-struct drv_graph *drv_graph_new(void)
+struct drv_graph *drv_graph_new(struct drv_ctx *ctx)
 {
 	struct drv_graph *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
 	g->magic = MAGIC_GRAPH;
+	g->ctx = ctx;
+	g->ctx_id = ctx->id;
 	g->id = next_graph_id++;
 	drv_handle_add(g);
 	return g;
@@ -57,6 +61,8 @@ CUresult drv_graph_instantiate(CUgraphExec *out, CUgraph h, unsigned long long f
 	pthread_mutex_lock(&drv_lock);
 	if (!drv_handle_ok(g, MAGIC_GRAPH)) {
 		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (g->ctx->destroyed || g->ctx->id != g->ctx_id) {
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	} else if (g->n && !(x->nodes = malloc(g->n * sizeof(*x->nodes)))) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
@@ -66,6 +72,8 @@ CUresult drv_graph_instantiate(CUgraphExec *out, CUgraph h, unsigned long long f
 		x->magic = MAGIC_EXEC;
 		x->id = next_graph_id++;
 		x->graph_id = g->id;
+		x->ctx = g->ctx;
+		x->ctx_id = g->ctx_id;
 		drv_handle_add(x);
 	}
 	pthread_mutex_unlock(&drv_lock);
@@ -95,6 +103,8 @@ CUresult drv_graph_launch(CUgraphExec h, CUstream sh)
 	s = drv_stream_of(ctx, sh, false);
 	if (!s || !drv_handle_ok(x, MAGIC_EXEC))
 		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (x->ctx->destroyed || x->ctx->id != x->ctx_id)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	else if (drv_capturing(s))
 		r = CUDA_ERROR_NOT_SUPPORTED;
 	else if (!(r = drv_capture_check(OP_USE_STREAM, s)) && x->n &&

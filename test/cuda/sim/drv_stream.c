@@ -578,7 +578,7 @@ CUresult drv_begin_capture(CUstream h, CUstreamCaptureMode mode, bool per_thread
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	else if (s->capture)
 		r = CUDA_ERROR_ILLEGAL_STATE;
-	else if (!(c = calloc(1, sizeof(*c))) || !(c->graph = drv_graph_new())) {
+	else if (!(c = calloc(1, sizeof(*c))) || !(c->graph = drv_graph_new(s->ctx))) {
 		free(c);
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {

@@ -576,8 +576,10 @@ static int reset(void)
 {
 	CUpti_SubscriberHandle sub;
 	size_t free0 = 0, free1 = 1, total;
+	cudaGraphExec_t x, x2;
 	cudaStream_t s;
 	cudaEvent_t e;
+	cudaGraph_t g;
 	void *d = NULL;
 
 	cuptiSubscribe(&sub, resource_cb, NULL);
@@ -587,6 +589,11 @@ static int reset(void)
 	cudaMalloc(&d, 1 << 20);
 	cudaStreamCreate(&s);
 	cudaEventCreate(&e);
+	/* a graph of a fill of that memory, instantiated */
+	cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+	cudaMemsetAsync(d, 0, 4096, s);
+	cudaStreamEndCapture(s, &g);
+	cudaGraphInstantiate(&x, g, 0);
 	launch(1000, 1000, s); /* 1 ms */
 	uint64_t queued = raw_ns();
 	printf("reset=%d\n", cudaDeviceReset());
@@ -594,6 +601,10 @@ static int reset(void)
 	printf("event=%d\n", cudaEventQuery(e));
 	printf("event_destroy=%d\n", cudaEventDestroy(e));
 	printf("stream=%d\n", cudaStreamSynchronize(s));
+	printf("graph_launch=%d\n", cudaGraphLaunch(x, NULL));
+	printf("graph_instantiate=%d\n", cudaGraphInstantiate(&x2, g, 0));
+	cudaGraphExecDestroy(x);
+	cudaGraphDestroy(g);
 	cudaMemGetInfo(&free1, &total);
 	printf("freed=%d\n", free1 == free0);
 	printf("launch_again=%d\n", launch(1, 1, NULL));

@@ -182,6 +182,8 @@ struct sim_region {
 	ze_copy_region_t r;
 	uint32_t pitch, slice_pitch;
 };
+uint64_t sim_region_rows(const struct sim_region *g);
+uintptr_t sim_region_row(const void *ptr, const struct sim_region *g, uint64_t i);
 
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
 struct sim_wait {

@@ -221,20 +221,12 @@ static void cmd_execute(const struct sim_cmd *c, uint64_t start_ns)
 	case SIM_OP_COPY:
 		memmove(c->dst, c->src, c->size);
 		break;
-	case SIM_OP_COPY_REGION: {
-		const struct sim_region *d = &c->dst_region, *s = &c->src_region;
-		uint32_t depth = s->r.depth ? s->r.depth : 1;
-
-		for (uint32_t z = 0; z < depth; z++)
-			for (uint32_t y = 0; y < s->r.height; y++)
-				memcpy((uint8_t *)c->dst + (uint64_t)(d->r.originZ + z) * d->slice_pitch +
-					       (uint64_t)(d->r.originY + y) * d->pitch + d->r.originX,
-				       (const uint8_t *)c->src +
-					       (uint64_t)(s->r.originZ + z) * s->slice_pitch +
-					       (uint64_t)(s->r.originY + y) * s->pitch + s->r.originX,
-				       s->r.width);
+	case SIM_OP_COPY_REGION:
+		for (uint64_t i = 0; i < sim_region_rows(&c->src_region); i++)
+			memcpy((void *)sim_region_row(c->dst, &c->dst_region, i),
+			       (const void *)sim_region_row(c->src, &c->src_region, i),
+			       c->src_region.r.width);
 		break;
-	}
 	case SIM_OP_FILL:
 		for (size_t off = 0; off < c->size; off += c->pattern_size) {
 			size_t n = c->size - off < c->pattern_size ? c->size - off : c->pattern_size;
@@ -1056,16 +1048,41 @@ static ze_result_t region_misuse(const char *rule, ze_result_t r)
 	return r;
 }
 
-/* The bytes a region spans from ptr: [first, last). */
-static void region_span(const void *ptr, const struct sim_region *g, uintptr_t *first,
-			uintptr_t *last)
+uint64_t sim_region_rows(const struct sim_region *g)
 {
-	uint32_t depth = g->r.depth ? g->r.depth : 1;
+	return (uint64_t)g->r.height * (g->r.depth ? g->r.depth : 1);
+}
 
-	*first = (uintptr_t)ptr + (uint64_t)g->r.originZ * g->slice_pitch +
-		 (uint64_t)g->r.originY * g->pitch + g->r.originX;
-	*last = (uintptr_t)ptr + (uint64_t)(g->r.originZ + depth - 1) * g->slice_pitch +
-		(uint64_t)(g->r.originY + g->r.height - 1) * g->pitch + g->r.originX + g->r.width;
+/* Row i's first byte: rows of height rows a slice; depth 0 (a 2D copy) ignores
+ * originZ and the slice pitch, as the specification says. In address order, once
+ * rows fit their pitch and slices their slice pitch. */
+uintptr_t sim_region_row(const void *ptr, const struct sim_region *g, uint64_t i)
+{
+	uint64_t h = g->r.height;
+	uint64_t z = g->r.depth ? (uint64_t)g->r.originZ + i / h : 0;
+
+	return (uintptr_t)ptr + z * g->slice_pitch + ((uint64_t)g->r.originY + i % h) * g->pitch +
+	       g->r.originX;
+}
+
+/* Whether any byte is in both (rows of the same width, each region's in address
+ * order: one walk over both). */
+static bool regions_overlap(const void *dst, const struct sim_region *d, const void *src,
+			    const struct sim_region *s)
+{
+	uint64_t n = sim_region_rows(s), w = s->r.width, i = 0, j = 0;
+
+	while (i < n && j < n) {
+		uintptr_t a = sim_region_row(dst, d, i), b = sim_region_row(src, s, j);
+
+		if (a < b + w && b < a + w)
+			return true;
+		if (a < b)
+			i++;
+		else
+			j++;
+	}
+	return false;
 }
 
 static ze_result_t list_append_memory_copy_region(
@@ -1076,7 +1093,6 @@ static ze_result_t list_append_memory_copy_region(
 {
 	struct sim_cmd proto = { .op = SIM_OP_COPY_REGION, .dst = dst, .src = src };
 	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
-	uintptr_t d0, d1, s0, s1;
 
 	if (r)
 		return r;
@@ -1096,14 +1112,12 @@ static ze_result_t list_append_memory_copy_region(
 		const struct sim_region *g = i ? &proto.src_region : &proto.dst_region;
 
 		if ((uint64_t)g->r.originX + g->r.width > g->pitch ||
-		    ((g->r.depth > 1 || g->r.originZ) &&
-		     (uint64_t)(g->r.originY + g->r.height) * g->pitch > g->slice_pitch))
+		    (g->r.depth &&
+		     ((uint64_t)g->r.originY + g->r.height) * g->pitch > g->slice_pitch))
 			return region_misuse("a row wider than its pitch, or a slice taller than "
 					     "its slice pitch", ZE_RESULT_ERROR_INVALID_SIZE);
 	}
-	region_span(dst, &proto.dst_region, &d0, &d1);
-	region_span(src, &proto.src_region, &s0, &s1);
-	if (d0 < s1 && s0 < d1)
+	if (regions_overlap(dst, &proto.dst_region, src, &proto.src_region))
 		return region_misuse("the regions overlap", ZE_RESULT_ERROR_OVERLAPPING_REGIONS);
 	proto.size = (size_t)src_region->width * src_region->height *
 		     (src_region->depth ? src_region->depth : 1);
