@@ -634,14 +634,17 @@ START_TEST(test_never_before_its_launch)
 	api(RT, CB_LAUNCH, "cudaLaunchKernel", 90, 0, NULL);
 	api(RT, CB_LAUNCH, "cudaLaunchKernel", 91, 0, NULL);
 	api(RT, CB_LAUNCH, "cudaLaunchKernel", 92, 0, NULL);
+	uint64_t after = gt_clock_ns();
 	new_buf(&b);
 	/* A clock error would put the first 30 us before the call began: moved to it. The
 	 * next ran right after it (queued, launched before that moved end): it follows, as
-	 * far. The third began while the first ran: left where the clock put it. (20 ms
-	 * long: the launches end well before it does, under ThreadSanitizer too.) */
-	CUpti_ActivityKernel10 k1 = kernel(90, before - 30000, 20000000, "early", 7);
-	CUpti_ActivityKernel10 k3 = kernel(92, before + 10000000, 100000, "beside", 7);
-	CUpti_ActivityKernel10 k2 = kernel(91, before + 19970000, 4000, "next", 7);
+	 * far. The third began while the first ran, after its own launch: left where the
+	 * clock put it. (The first lasts 20 ms past the launches, however long they took:
+	 * under ThreadSanitizer on a busy machine they took over 10 ms.) */
+	uint64_t long_ns = (after - before) + 20000000;
+	CUpti_ActivityKernel10 k1 = kernel(90, before - 30000, long_ns, "early", 7);
+	CUpti_ActivityKernel10 k3 = kernel(92, after + 1000000, 100000, "beside", 7);
+	CUpti_ActivityKernel10 k2 = kernel(91, before - 30000 + long_ns, 4000, "next", 7);
 	add(&b, &k1, sizeof(k1));
 	add(&b, &k3, sizeof(k3));
 	add(&b, &k2, sizeof(k2));
@@ -660,12 +663,12 @@ START_TEST(test_never_before_its_launch)
 			launch = h[i];
 	ck_assert(num(early, "ts") >= num(launch, "ts"));
 	ck_assert_double_eq_tol(num(early, "ts"), num(launch, "ts"), 0.002);
-	ck_assert_double_eq_tol(num(early, "dur"), 20000.0, 0.001);
+	ck_assert_double_eq_tol(num(early, "dur"), (double)long_ns / 1000, 0.001);
 	ck_assert(num(next, "ts") >= early_end);
 	ck_assert_double_eq_tol(num(next, "ts"), early_end, 0.002); /* (or 1 ns on) */
 	ck_assert_double_eq_tol(num(next, "dur"), 4.0, 0.002);
 	ck_assert(i64(get(next, "args"), "clamped_ns") > 30000);
-	ck_assert_double_eq_tol(num(beside, "ts"), (double)(before + 10000000) / 1000, 0.002);
+	ck_assert_double_eq_tol(num(beside, "ts"), (double)(after + 1000000) / 1000, 0.002);
 	ck_assert(!has(get(beside, "args"), "clamped_ns"));
 	json_object_put(root);
 }
