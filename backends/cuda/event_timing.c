@@ -508,9 +508,8 @@ int cupti__events_reset_begin(void)
 	return dev;
 }
 
-void cupti__events_reset_end(int dev, int result)
+void cupti__events_reset_end(int dev)
 {
-	(void)result;
 	if (dev < 0)
 		return;
 	pthread_mutex_lock(&poll_lock);

@@ -256,9 +256,10 @@ GT_HIDDEN void cupti__events_after(void *token, uint64_t corr, uint64_t host_sta
 GT_HIDDEN void cupti__events_poll(bool final);
 GT_HIDDEN void cupti__events_forget(void);
 /* Around cudaDeviceReset: the device's timed launches drawn before it, its
- * events made anew after it; begin's result goes to end with the call's. */
+ * events made anew after it (whatever the reset returned); begin's result
+ * is end's device. */
 GT_HIDDEN int cupti__events_reset_begin(void);
-GT_HIDDEN void cupti__events_reset_end(int device, int result);
+GT_HIDDEN void cupti__events_reset_end(int device);
 /* The watchdog's thread: launches still unfinished, up to max; how many. */
 struct gt_pending_work;
 GT_HIDDEN unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max);

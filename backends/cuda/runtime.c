@@ -550,7 +550,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_wait_leave();                                                    \
 		}                                                                           \
 		if ((flags) & RT_RESET)                                                     \
-			cupti__events_reset_end(gt_reset, gt_r);                            \
+			cupti__events_reset_end(gt_reset);                                  \
 		rt_after(&gt_c);                                                            \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, true);                                              \

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,30 @@ static void timed_table(FILE *f, const struct sumdoc *d, enum stab which, const 
 	stable__free(&t);
 }
 
+/* The calls that failed: a user fixing a CI run looks here first. */
+static void errors_table(FILE *f, const struct sumdoc *d, int top)
+{
+	double total = sumdoc__num(d, "errors.total");
+	struct serror_iter it = { 0 };
+	int rows = 0;
+
+	if (!total)
+		return;
+	fprintf(f, "\n%.0f API %s returned an error:\n\n| call | error | count |\n|---|---|--:|\n",
+		total, total == 1 ? "call" : "calls");
+	while (sumdoc__error_next(d, &it)) {
+		if (rows++ >= top)
+			continue;
+		fputs("| ", f);
+		md__code(f, it.name.p);
+		fputs(" | ", f);
+		md__code(f, it.error.p);
+		fprintf(f, " | %" PRIu64 " |\n", it.count);
+	}
+	if (rows > top)
+		fprintf(f, "| %d more | | |\n", rows - top);
+}
+
 void md__summary(FILE *f, const struct sumdoc *d, int top)
 {
 	struct stable t;
@@ -98,6 +123,7 @@ void md__summary(FILE *f, const struct sumdoc *d, int top)
 		unit__fmt_short(c, sizeof(c), sumdoc__num(d, "window.duration_ns"), DIM_TIME, false));
 	timed_table(f, d, ST_KERNELS, "kernel", top);
 	timed_table(f, d, ST_API, "API call", top);
+	errors_table(f, d, top);
 	if (!sumdoc__table("gputrace", d, ST_COPIES, &t) && t.n) {
 		fputs("\n| copy | count | bytes | total | bandwidth |\n|---|--:|--:|--:|--:|\n", f);
 		for (size_t i = 0; i < t.n; i++) {

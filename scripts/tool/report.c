@@ -565,12 +565,9 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 }
 
 /* The calls that failed, by call and error (the summary's errors.calls): none, one line. */
-static void section_errors(FILE *f, const struct sumdoc *d)
+static void section_errors(FILE *f, const struct sumdoc *d, double total)
 {
-	const char *v, *e, *p, *rv, *re, *fv, *fe;
-	struct buf name = { 0 }, error = { 0 };
-	double total = sumdoc__num(d, "errors.total");
-	uint64_t count;
+	struct serror_iter it = { 0 };
 
 	fprintf(f, "<section id=\"errors\"><h2>API errors</h2><p id=\"errors-total\" "
 		   "data-value=\"%.0f\" class=\"%s\">",
@@ -580,31 +577,25 @@ static void section_errors(FILE *f, const struct sumdoc *d)
 	else
 		fprintf(f, "%.0f %s returned an error, which the program may have ignored.</p>",
 			total, total == 1 ? "call" : "calls");
-	if (total && sumdoc__get(d, "errors.calls", &v, &e) && v < e && *v == '[') {
-		fputs("<table class=\"errors\"><thead><tr><th>call</th><th>error</th>"
-		      "<th>count</th></tr></thead><tbody>",
-		      f);
-		p = v;
-		while (jv_array_next(&p, e, &rv, &re)) {
-			if (!jv_get(rv, re, "name", &fv, &fe) || !jv_str(fv, fe, &name) ||
-			    !jv_get(rv, re, "error", &fv, &fe) || !jv_str(fv, fe, &error) ||
-			    !jv_get(rv, re, "count", &fv, &fe) || !jv_u64(fv, fe, &count))
-				continue;
-			fputs("<tr class=\"row\" data-name=\"", f);
-			xml__text(f, name.p);
-			fputs("\" data-error=\"", f);
-			xml__text(f, error.p);
-			fprintf(f, "\" data-count=\"%" PRIu64 "\"><td>", count);
-			xml__text(f, name.p);
-			fputs("</td><td>", f);
-			xml__text(f, error.p);
-			fprintf(f, "</td><td>%" PRIu64 "</td></tr>", count);
-		}
-		fputs("</tbody></table>", f);
+	if (!total) {
+		fputs("</section>", f);
+		return;
 	}
-	buf__free(&name);
-	buf__free(&error);
-	fputs("</section>", f);
+	fputs("<table class=\"errors\"><thead><tr><th>call</th><th>error</th>"
+	      "<th>count</th></tr></thead><tbody>",
+	      f);
+	while (sumdoc__error_next(d, &it)) {
+		fputs("<tr class=\"row\" data-name=\"", f);
+		xml__text(f, it.name.p);
+		fputs("\" data-error=\"", f);
+		xml__text(f, it.error.p);
+		fprintf(f, "\" data-count=\"%" PRIu64 "\"><td>", it.count);
+		xml__text(f, it.name.p);
+		fputs("</td><td>", f);
+		xml__text(f, it.error.p);
+		fprintf(f, "</td><td>%" PRIu64 "</td></tr>", it.count);
+	}
+	fputs("</tbody></table></section>", f);
 }
 
 static bool is_host(const struct rep *rp, int64_t pid)
@@ -671,7 +662,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	const struct proc *host = first_host(rp);
 	const struct trace_meta *mt = &rp->r.meta;
 	char a[64], b[64], when[64] = "";
-	double lost = sumdoc__num(d, "lost.total");
+	double lost = sumdoc__num(d, "lost.total"), errors = sumdoc__num(d, "errors.total");
 
 	if (!f)
 		return -errno;
@@ -721,9 +712,8 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	card(f, "copy-bytes", "bytes moved",
 	     fmt(a, sizeof(a), sumdoc__num(d, "totals.copies.bytes"), DIM_BYTES, false),
 	     sumdoc__num(d, "totals.copies.bytes"), false);
-	snprintf(a, sizeof(a), "%.0f", sumdoc__num(d, "errors.total"));
-	card(f, "n-errors", "API errors", a, sumdoc__num(d, "errors.total"),
-	     sumdoc__num(d, "errors.total") > 0);
+	snprintf(a, sizeof(a), "%.0f", errors);
+	card(f, "n-errors", "API errors", a, errors, errors > 0);
 	snprintf(a, sizeof(a), "%.0f", lost);
 	card(f, "n-lost", "lost events", a, lost, lost > 0);
 	fputs("</dl>", f);
@@ -743,7 +733,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	section_timed(f, d, ST_API, "apis", "Top API calls by host time", "API calls", "#c2620c");
 	section_copies(f, d);
 	section_ranges(f, d);
-	section_errors(f, d);
+	section_errors(f, d, errors);
 	section_lost(f, d);
 	section_processes(f, rp);
 	fputs("</main><div id=\"tip\"></div>", f);

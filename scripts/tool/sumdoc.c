@@ -21,7 +21,7 @@ static bool summary_key(const char *quoted)
 					    "\"window\"", "\"spans\"", "\"kernels\"",
 					    "\"api_calls\"", "\"annotations\"", "\"copies\"",
 					    "\"devices\"", "\"ranges\"", "\"totals\"", "\"lost\"",
-					    "\"partial\"" };
+					    "\"errors\"", "\"partial\"" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(quoted, keys[i]))
@@ -312,4 +312,20 @@ const struct srow *stable__find(const struct stable *t, const char *name)
 		if (!strcmp(t->rows[i].name, name))
 			return &t->rows[i];
 	return NULL;
+}
+
+bool sumdoc__error_next(const struct sumdoc *d, struct serror_iter *it)
+{
+	const char *rv, *re, *fv, *fe;
+
+	if (!it->p && (!sumdoc__get(d, "errors.calls", &it->p, &it->e) || *it->p != '['))
+		it->p = it->e = NULL;
+	while (it->p && jv_array_next(&it->p, it->e, &rv, &re))
+		if (jv_get(rv, re, "name", &fv, &fe) && jv_str(fv, fe, &it->name) &&
+		    jv_get(rv, re, "error", &fv, &fe) && jv_str(fv, fe, &it->error) &&
+		    jv_get(rv, re, "count", &fv, &fe) && jv_u64(fv, fe, &it->count))
+			return true;
+	buf__free(&it->name);
+	buf__free(&it->error);
+	return false;
 }

@@ -57,4 +57,13 @@ void stable__free(struct stable *t);
 /* The row named exactly name, or NULL. */
 const struct srow *stable__find(const struct stable *t, const char *name);
 
+/* The calls that failed (errors.calls), one row a call: set it->p to NULL to
+ * start; false at the end (it->name and it->error then freed). */
+struct serror_iter {
+	const char *p, *e;
+	struct buf name, error;
+	uint64_t count;
+};
+bool sumdoc__error_next(const struct sumdoc *d, struct serror_iter *it);
+
 #endif

@@ -226,10 +226,20 @@ def test_failed_calls_fail_errors_checks(tmp_path):
         {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": i, "dur": 1,
          "args": {"result": 0 if error is None else 2, **({"error": error} if error else {})}}
         for i, (cat, name, error) in enumerate(calls)]}))
-    p = gt(["check", trace, "errors == 0", "errors == 2", "errors.total <= 2"], tmp_path)
+    md = tmp_path / "checks.md"
+    p = gt(["check", f"--markdown={md}", trace, "errors == 0", "errors == 2",
+            "errors.total <= 2"], tmp_path)
     assert p.returncode == 1
     assert result_lines(p) == ["FAIL errors == 0: 2", "PASS errors == 2: 2",
                                "PASS errors.total <= 2: 2"]
+    # the Markdown report names them, under the API calls
+    text = md.read_text().splitlines()
+    at = text.index("2 API calls returned an error:")
+    assert text[at + 2:at + 7] == [
+        "| call | error | count |", "|---|---|--:|",
+        "| `cudaMalloc` | `cudaErrorMemoryAllocation` | 1 |",
+        "| `zeCommandListClose` | `ZE_RESULT_ERROR_INVALID_ARGUMENT` | 1 |", ""]
+    assert text.index("| API call | count | total | mean | share |") < at
     s = json.loads(gt(["summary", "--json", "-", trace], tmp_path).stdout)
     assert s["errors"] == {"total": 2, "calls": [
         {"name": "cudaMalloc", "error": "cudaErrorMemoryAllocation", "count": 1},
@@ -238,8 +248,20 @@ def test_failed_calls_fail_errors_checks(tmp_path):
     del s["errors"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(s))
-    p = gt(["check", old, "errors == 0"], tmp_path)
+    p = gt(["check", f"--markdown={md}", old, "errors == 0"], tmp_path)
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+    assert "returned an error" not in md.read_text()
+    # as the other tables, ten rows and a count of the rest
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": f"cudaCall{i:02}", "pid": 1, "tid": 1,
+         "ts": i, "dur": 1, "args": {"result": 2, "error": "cudaErrorMemoryAllocation"}}
+        for i in range(12)]}))
+    gt(["check", f"--markdown={md}", trace, "errors == 0"], tmp_path)
+    text = md.read_text().splitlines()
+    at = text.index("12 API calls returned an error:")
+    assert text[at + 4] == "| `cudaCall00` | `cudaErrorMemoryAllocation` | 1 |"
+    assert text[at + 13:at + 15] == ["| `cudaCall09` | `cudaErrorMemoryAllocation` | 1 |",
+                                     "| 2 more | | |"]
 
 
 def test_checks_too_deep_or_too_long_are_refused(tmp_path):
