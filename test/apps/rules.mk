@@ -12,6 +12,8 @@ ZE_APPS += ze_contexts
 ZE_APPS += ze_hang
 # Copies of 2D and 3D regions, a cooperative kernel.
 ZE_APPS += ze_shapes
+# Indirect launches (group counts written after the append), a copy from another context.
+ZE_APPS += ze_indirect
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

@@ -191,6 +191,61 @@ def test_region_copies_and_cooperative_kernel(tmp_path):
     assert_no_overlap(dev)
 
 
+# ---- ze_indirect: group counts known only when the work runs; a copy between contexts ------
+
+@pytest.mark.sanitize
+def test_indirect_launches_and_a_copy_from_another_context(tmp_path):
+    """zeCommandListAppendLaunchKernelIndirect and ...MultipleKernelsIndirect, whose group
+    counts the program writes after appending them, and ...MemoryCopyFromContext, on the
+    simulated device (which reads the counts when the work runs, and answers for memory
+    only in its own context). A kernel span lasts what the counts of that execution made
+    it (4 groups, then 8; the two kernels of three that the count buffer names) and has no
+    group counts, which the tracer could not know; the copy's kind is the source
+    context's (device memory: DtoD, not the HtoD of memory the list's context does not
+    know); the two forbidden appends keep their results, named."""
+    trace = traced_like_untraced([APPS / "ze_indirect"], tmp_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    appends = [h for h in host if "Indirect" in h["name"] or "FromContext" in h["name"]]
+    assert [(h["name"], h["args"]["result"], h["args"].get("error"), h["args"].get("kernel"),
+             h["args"].get("bytes"), h["args"].get("kind"), "gx" in h["args"])
+            for h in appends] == [
+        ("zeCommandListAppendLaunchKernelIndirect", 0, None, "indirect_a", None, None, False),
+        ("zeCommandListAppendLaunchKernelIndirect", 0x78000004,
+         "ZE_RESULT_ERROR_INVALID_ARGUMENT", "indirect_a", None, None, False),
+        ("zeCommandListAppendLaunchMultipleKernelsIndirect", 0, None, "indirect_b", None, None,
+         False),
+        ("zeCommandListAppendMemoryCopyFromContext", 0, None, None, 65536, "DtoD", False),
+        ("zeCommandListAppendMemoryCopyFromContext", 0x78000004,
+         "ZE_RESULT_ERROR_INVALID_ARGUMENT", None, 65536, "HtoD", False)]
+    assert [h for h in host if h["args"]["result"] != 0] == [appends[1], appends[4]]
+
+    dev = device_spans(trace)
+    one_run = [("indirect_a", None), ("indirect_b", None), ("Memcpy DtoD", 65536),
+               ("Memcpy DtoH", 65536)]
+    # first the other context's fill, on its own row; then the list, run twice
+    assert [(e["name"], e["args"].get("bytes")) for e in dev] == \
+        [("Memcpy HtoD", 65536)] + one_run * 2
+    kernels = [e for e in dev if e["cat"] == "kernel"]
+    for e, simulated in zip(kernels, (4 * 64, 2 * 32 + 8 * 16, 8 * 64, 2 * 32 + 8 * 16)):
+        assert "gx" not in e["args"] and e["args"]["lx"] in (64, 32), e
+        assert abs(ns(e["dur"]) - simulated) <= TICK_NS + 1, (e, simulated)
+    assert_durations([e for e in dev if e["cat"] != "kernel"])
+    causes = assert_flows(trace, dev, host)
+    executes = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
+    fill, back = [h for h in host if h["name"] == "zeCommandListAppendMemoryCopy"]
+    assert causes[id(dev[0])] == [fill]
+    for run, (execute, sync) in enumerate(zip(executes, syncs)):
+        ran = dev[1 + 4 * run:5 + 4 * run]
+        for d, append in zip(ran, [appends[0], appends[2], appends[3], back]):
+            assert sorted(h["name"] for h in causes[id(d)]) == sorted([append["name"],
+                                                                        execute["name"]])
+            assert append in causes[id(d)] and execute in causes[id(d)]
+            assert start(d) >= start(execute) and end(d) <= end(sync)
+    assert_no_overlap(dev)
+
+
 # ---- ze_basic ----------------------------------------------------------------------------
 
 @pytest.mark.sanitize

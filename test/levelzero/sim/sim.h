@@ -170,6 +170,9 @@ void sim_event_signal_locked(struct sim_event *ev, uint64_t start_ns, uint64_t e
 ze_result_t sim_cb_misuse(const char *call, const char *rule);
 
 /* ---- sim_queue.c: engines shared by the queues and immediate lists on them ---- */
+/* zeCommandListAppendLaunchMultipleKernelsIndirect: the kernels one command holds */
+#define SIM_INDIRECT_MAX 8
+
 enum sim_cmd_op {
 	SIM_OP_KERNEL, SIM_OP_COPY, SIM_OP_FILL, SIM_OP_TIMESTAMP, SIM_OP_QUERY, SIM_OP_NOP,
 	SIM_OP_QUERY_BEGIN, SIM_OP_QUERY_END,	/* metric queries: dst is the query */
@@ -225,6 +228,13 @@ struct sim_cmd {
 	uint32_t mem_action;
 	bool mem_64;			/* 8 bytes at dst, else 4 */
 	struct sim_region dst_region, src_region; /* SIM_OP_COPY_REGION */
+	/* Indirect launches: group counts (and for several kernels their number) read
+	 * from device memory when the command starts, so the duration is decided then. */
+	const ze_group_count_t *indirect_counts;
+	const uint32_t *indirect_num;	/* NULL: one kernel */
+	uint32_t nkernels;		/* kernels and their group sizes, as appended */
+	struct sim_kernel *kernels[SIM_INDIRECT_MAX];
+	uint32_t sizes[SIM_INDIRECT_MAX][3];
 	struct sim_cmd *next;
 };
 
@@ -314,6 +324,8 @@ bool sim_list_desc_mutable(const ze_command_list_desc_t *desc);
 void sim_mutable_take_id(struct sim_list *l, struct sim_cmd *c);
 void sim_mutable_forget(struct sim_list *l);
 uint64_t sim_kernel_duration(const ze_group_count_t *count, const uint32_t size[3]);
+/* sim_lock held: is [p, p + size) inside one allocation made in ctx (any ctx: NULL)? */
+bool sim_mem_owned_locked(const void *p, size_t size, const struct sim_context *ctx);
 /* The most groups of this size a cooperative launch may have: all resident at once. */
 uint32_t sim_cooperative_groups(const uint32_t size[3]);
 ze_result_t sim_check_cb_signal(const struct sim_list *l, const struct sim_event *ev,

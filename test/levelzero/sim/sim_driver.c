@@ -12,9 +12,10 @@
  *   Command queue groups: ordinal 0 = compute (COMPUTE|COPY|COOPERATIVE_KERNELS, 2 queues),
  *   ordinal 1 = copy (COPY flag, 1 queue). Fill patterns up to 128 bytes (power of two).
  * - Durations: a kernel launch runs groupCountX·Y·Z × groupSizeX·Y·Z ns (group size is
- *   1·1·1 until zeKernelSetGroupSize; it is captured at append time). A copy or fill of
- *   B bytes (a region copy: width·height·depth) runs max(1000, B/10) ns. Barriers, signal, wait and event-reset commands take
- *   0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
+ *   1·1·1 until zeKernelSetGroupSize; it is captured at append time; an indirect launch's
+ *   counts are read from memory when it starts, and several kernels run one after another).
+ *   A copy or fill of B bytes (a region copy: width·height·depth) runs max(1000, B/10) ns.
+ *   Barriers, signal, wait and event-reset commands take 0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
  *   device_ticks(its simulated start).
  * - Three engines (compute 0.0 and 0.1, copy 1.0), one worker thread each. Every queue and
  *   immediate list runs its commands in order on the engine of its (ordinal, index); an

@@ -303,6 +303,7 @@ struct sim_alloc {
 	uintptr_t base;
 	size_t size;
 	ze_memory_type_t type;
+	const struct sim_context *ctx;	/* allocations belong to their context */
 	uint64_t id;
 	struct sim_alloc *next;
 };
@@ -316,7 +317,6 @@ static ze_result_t mem_alloc(ze_context_handle_t ctx, ze_memory_type_t type, siz
 	struct sim_alloc *a;
 	void *p;
 
-	(void)c;
 	if (type != ZE_MEMORY_TYPE_HOST) {
 		ze_result_t r = sim_obj_check(dev, SIM_K_DEVICE);
 
@@ -343,6 +343,7 @@ static ze_result_t mem_alloc(ze_context_handle_t ctx, ze_memory_type_t type, siz
 	a->base = (uintptr_t)p;
 	a->size = size;
 	a->type = type;
+	a->ctx = c;
 	pthread_mutex_lock(&sim_lock);
 	a->id = ++alloc_ids;
 	a->next = allocs;
@@ -378,16 +379,24 @@ static ze_result_t mem_alloc_shared(ze_context_handle_t ctx, const ze_device_mem
 	return mem_alloc(ctx, ZE_MEMORY_TYPE_SHARED, size, alignment, dev, out);
 }
 
-/* sim_lock held. Finds the allocation containing p. */
-static struct sim_alloc **alloc_find_locked(const void *p)
+/* sim_lock held. Finds the allocation containing p, made in ctx (any: NULL): another
+ * context's memory is not this one's to describe or free. */
+static struct sim_alloc **alloc_find_locked(const void *p, const struct sim_context *ctx)
 {
 	struct sim_alloc **a;
 
 	for (a = &allocs; *a; a = &(*a)->next) {
 		if ((uintptr_t)p >= (*a)->base && (uintptr_t)p < (*a)->base + (*a)->size)
-			return a;
+			return !ctx || (*a)->ctx == ctx ? a : NULL;
 	}
 	return NULL;
+}
+
+bool sim_mem_owned_locked(const void *p, size_t size, const struct sim_context *ctx)
+{
+	struct sim_alloc **a = alloc_find_locked(p, ctx);
+
+	return a && size <= (*a)->base + (*a)->size - (uintptr_t)p;
 }
 
 static ze_result_t mem_free(ze_context_handle_t ctx, void *p)
@@ -395,10 +404,9 @@ static ze_result_t mem_free(ze_context_handle_t ctx, void *p)
 	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
 	struct sim_alloc **link, *a = NULL;
 
-	(void)c;
 	SIM_NOT_NULL(p);
 	pthread_mutex_lock(&sim_lock);
-	link = alloc_find_locked(p);
+	link = alloc_find_locked(p, c);
 	if (link && (*link)->base == (uintptr_t)p) {
 		a = *link;
 		*link = a->next;
@@ -418,7 +426,6 @@ static ze_result_t mem_get_alloc_properties(ze_context_handle_t ctx, const void 
 	SIM_HANDLE(context, c, ctx, SIM_K_CONTEXT);
 	struct sim_alloc **a;
 
-	(void)c;
 	SIM_NOT_NULL(p);
 	SIM_NOT_NULL(props);
 	props->type = ZE_MEMORY_TYPE_UNKNOWN;
@@ -427,7 +434,7 @@ static ze_result_t mem_get_alloc_properties(ze_context_handle_t ctx, const void 
 	if (dev)
 		*dev = NULL;
 	pthread_mutex_lock(&sim_lock);
-	a = alloc_find_locked(p);
+	a = alloc_find_locked(p, c);
 	if (a) {
 		props->type = (*a)->type;
 		props->id = (*a)->id;
@@ -446,10 +453,9 @@ static ze_result_t mem_get_address_range(ze_context_handle_t ctx, const void *p,
 	struct sim_alloc **a;
 	ze_result_t r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
 
-	(void)c;
 	SIM_NOT_NULL(p);
 	pthread_mutex_lock(&sim_lock);
-	a = alloc_find_locked(p);
+	a = alloc_find_locked(p, c);
 	if (a) {
 		if (base)
 			*base = (void *)(*a)->base;

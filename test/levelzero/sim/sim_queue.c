@@ -295,6 +295,24 @@ static uint64_t engine_start_ns(const struct sim_engine *e, uint64_t ready)
 	return ready > e->last_end_ns ? ready : e->last_end_ns;
 }
 
+/* An indirect launch's duration, from the group counts in device memory now: a number of
+ * kernels past those appended is a program's bug no device survives. */
+static uint64_t indirect_duration(const struct sim_cmd *c)
+{
+	uint32_t n = c->indirect_num ? __atomic_load_n(c->indirect_num, __ATOMIC_ACQUIRE) : 1;
+	uint64_t ns = 0;
+
+	if (n > c->nkernels) {
+		fprintf(stderr, "ze_sim: FATAL: zeCommandListAppendLaunchMultipleKernelsIndirect: "
+				"its count buffer says %u kernels, more than the %u appended\n",
+			n, c->nkernels);
+		abort();
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ns += sim_kernel_duration(&c->indirect_counts[i], c->sizes[i]);
+	return ns;
+}
+
 /*
  * sim_lock held. Runs stream s's head on engine e (the lock is let go meanwhile),
  * as the engine's worker or as a host thread that waits (sim_engines_run_due_locked).
@@ -307,6 +325,8 @@ static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64
 
 	s->busy = true;
 	start = engine_start_ns(e, ready);
+	if (c->indirect_counts)
+		c->duration_ns = indirect_duration(c);
 	end = start + c->duration_ns;
 	e->last_end_ns = end;
 	e->busy = true;
@@ -912,7 +932,7 @@ static ze_result_t list_append(ze_command_list_handle_t h, struct sim_cmd *proto
 		return r;
 	if (!(c = cmd_make(proto, signal, nwait, waits)))
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-	if (!l->immediate && c->op == SIM_OP_KERNEL)
+	if (!l->immediate && c->op == SIM_OP_KERNEL && !c->indirect_counts)
 		sim_mutable_take_id(l, c);
 	return list_submit(l, c, 1);
 }
@@ -982,6 +1002,71 @@ static ze_result_t list_append_launch_cooperative_kernel(ze_command_list_handle_
 	return list_append_launch_kernel(h, kh, count, signal, nwait, waits);
 }
 
+/* Indirect launches (from the specification): the arguments buffer, and the count buffer
+ * of several kernels, are device memory of the list's context, read when the command runs
+ * (so the program may write them after appending); each kernel's group size is taken now.
+ * Memory the device cannot read, or more kernels than SIM_INDIRECT_MAX: one "ze_sim:" line
+ * and ZE_RESULT_ERROR_INVALID_ARGUMENT. */
+static ze_result_t indirect_misuse(const char *call, const char *rule)
+{
+	fprintf(stderr, "ze_sim: %s: %s\n", call, rule);
+	return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+}
+
+static ze_result_t list_append_indirect(ze_command_list_handle_t h, uint32_t nkernels,
+					ze_kernel_handle_t *kernels, const uint32_t *num,
+					const ze_group_count_t *counts, ze_event_handle_t signal,
+					uint32_t nwait, ze_event_handle_t *waits, const char *call)
+{
+	SIM_HANDLE(list, l, h, SIM_K_LIST);
+	struct sim_cmd proto = { .op = SIM_OP_KERNEL, .indirect_counts = counts,
+				 .indirect_num = num, .nkernels = nkernels };
+	bool readable;
+	ze_result_t r;
+
+	SIM_NOT_NULL(counts);
+	SIM_NOT_NULL(kernels);
+	if (!nkernels || nkernels > SIM_INDIRECT_MAX)
+		return indirect_misuse(call, "no kernel, or more than this simulator's 8");
+	for (uint32_t i = 0; i < nkernels; i++) {
+		if ((r = sim_obj_check(kernels[i], SIM_K_KERNEL)))
+			return r;
+		proto.kernels[i] = (struct sim_kernel *)kernels[i];
+		memcpy(proto.sizes[i], proto.kernels[i]->group_size, sizeof(proto.sizes[i]));
+	}
+	proto.kernel = proto.kernels[0];
+	memcpy(proto.group_size, proto.sizes[0], sizeof(proto.group_size));
+	pthread_mutex_lock(&sim_lock);
+	readable = sim_mem_owned_locked(counts, nkernels * sizeof(*counts), l->context) &&
+		   (!num || sim_mem_owned_locked(num, sizeof(*num), l->context));
+	pthread_mutex_unlock(&sim_lock);
+	if (!readable)
+		return indirect_misuse(call, "a launch-arguments or count buffer that is not "
+					     "memory allocated in the list's context");
+	return list_append(h, &proto, signal, nwait, waits, call);
+}
+
+static ze_result_t list_append_launch_kernel_indirect(ze_command_list_handle_t h,
+						      ze_kernel_handle_t kh,
+						      const ze_group_count_t *counts,
+						      ze_event_handle_t signal, uint32_t nwait,
+						      ze_event_handle_t *waits)
+{
+	return list_append_indirect(h, 1, &kh, NULL, counts, signal, nwait, waits,
+				    "zeCommandListAppendLaunchKernelIndirect");
+}
+
+/* One command, one signal event for all the kernels: they run one after another. */
+static ze_result_t list_append_launch_multiple_kernels_indirect(
+	ze_command_list_handle_t h, uint32_t nkernels, ze_kernel_handle_t *kernels,
+	const uint32_t *num, const ze_group_count_t *counts, ze_event_handle_t signal,
+	uint32_t nwait, ze_event_handle_t *waits)
+{
+	SIM_NOT_NULL(num);
+	return list_append_indirect(h, nkernels, kernels, num, counts, signal, nwait, waits,
+				    "zeCommandListAppendLaunchMultipleKernelsIndirect");
+}
+
 /* 1.14: the extension chain (cooperative launch, ...) changes nothing here. */
 static ze_result_t list_append_launch_kernel_with_parameters(
 	ze_command_list_handle_t h, ze_kernel_handle_t kh, const ze_group_count_t *count,
@@ -1030,6 +1115,30 @@ static ze_result_t list_append_memory_copy(ze_command_list_handle_t h, void *dst
 	SIM_NOT_NULL(src);
 	proto.duration_ns = copy_duration_ns(size);
 	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendMemoryCopy");
+}
+
+/* The source is memory of another context (the specification's copy between contexts):
+ * a source allocated in neither context named is one "ze_sim:" line and
+ * ZE_RESULT_ERROR_INVALID_ARGUMENT; host memory the program allocated itself is read. */
+static ze_result_t list_append_memory_copy_from_context(ze_command_list_handle_t h, void *dst,
+							ze_context_handle_t src_ctx,
+							const void *src, size_t size,
+							ze_event_handle_t signal, uint32_t nwait,
+							ze_event_handle_t *waits)
+{
+	SIM_HANDLE(context, from, src_ctx, SIM_K_CONTEXT);
+	bool foreign;
+
+	SIM_NOT_NULL(src);
+	pthread_mutex_lock(&sim_lock);
+	foreign = sim_mem_owned_locked(src, 1, NULL) && !sim_mem_owned_locked(src, size, from);
+	pthread_mutex_unlock(&sim_lock);
+	if (foreign) {
+		fprintf(stderr, "ze_sim: zeCommandListAppendMemoryCopyFromContext: the source is "
+				"not memory of the source context (or runs past its allocation)\n");
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	}
+	return list_append_memory_copy(h, dst, src, size, signal, nwait, waits);
 }
 
 static ze_result_t list_append_memory_copy_with_parameters(
@@ -1389,6 +1498,9 @@ void sim_fill_command_list(ze_command_list_dditable_t *t)
 	t->pfnAppendMemoryCopy = list_append_memory_copy;
 	t->pfnAppendMemoryCopyRegion = list_append_memory_copy_region;
 	t->pfnAppendLaunchCooperativeKernel = list_append_launch_cooperative_kernel;
+	t->pfnAppendLaunchKernelIndirect = list_append_launch_kernel_indirect;
+	t->pfnAppendLaunchMultipleKernelsIndirect = list_append_launch_multiple_kernels_indirect;
+	t->pfnAppendMemoryCopyFromContext = list_append_memory_copy_from_context;
 	t->pfnAppendMemoryFill = list_append_memory_fill;
 	t->pfnAppendSignalEvent = list_append_signal_event;
 	t->pfnAppendWaitOnEvents = list_append_wait_on_events;

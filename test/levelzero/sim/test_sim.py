@@ -462,3 +462,17 @@ def test_equivalents_of_level_zero_samples(app):
         "ze_pingpong": ["8 rounds of ping and pong"],
     }
     assert launch([APPS / app]).splitlines() == expect[app]
+
+
+def test_indirect_launches_and_memory_of_other_contexts():
+    """Indirect launches read their counts when they run; memory belongs to its context;
+    the forbidden appends get one line each (ze_indirect checks the rest itself)."""
+    need(APPS / "ze_indirect")
+    p = run([APPS / "ze_indirect"], traced=False, env=sim_env())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().splitlines() == ["ze_indirect: ok"]
+    assert p.stderr.decode().splitlines() == [
+        "ze_sim: zeCommandListAppendLaunchKernelIndirect: a launch-arguments or count buffer "
+        "that is not memory allocated in the list's context",
+        "ze_sim: zeCommandListAppendMemoryCopyFromContext: the source is not memory of the "
+        "source context (or runs past its allocation)"]
