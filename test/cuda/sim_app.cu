@@ -46,6 +46,12 @@
 //                  stream, an event recorded after them, then cudaDeviceReset with no
 //                  synchronize before it; the event then fails with
 //                  cudaErrorContextIsDestroyed
+//   copy2d         2D copies on a non-blocking stream's device: cudaMemcpy2D of 50 rows of
+//                  1000 bytes from pinned memory into device rows of pitch 1024 (50000
+//                  bytes: 5000 ns), cudaMemcpy2DAsync of 50 rows of 800 bytes device to
+//                  device on the stream (4000 ns), synchronized, then cudaMemcpy2D of 25
+//                  of those rows back into pinned memory (20000 bytes: 2000 ns); the
+//                  bytes read back
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -596,6 +602,37 @@ static int reset_mode(void)
 	return 0;
 }
 
+static int copy2d_mode(void)
+{
+	const size_t pitch = 1024, rows = 50;
+	unsigned char *host, *back, *d, *d2;
+	cudaStream_t s;
+	bool ok = true;
+
+	CHECK(cudaMallocHost(&host, 1000 * rows));
+	CHECK(cudaMallocHost(&back, 800 * rows));
+	CHECK(cudaMalloc(&d, pitch * rows));
+	CHECK(cudaMalloc(&d2, 800 * rows));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (size_t i = 0; i < 1000 * rows; i++)
+		host[i] = (unsigned char)(i % 251);
+	CHECK(cudaMemcpy2D(d, pitch, host, 1000, 1000, rows, cudaMemcpyHostToDevice)); // 5000 ns
+	CHECK(cudaMemcpy2DAsync(d2, 800, d, pitch, 800, rows, cudaMemcpyDeviceToDevice,
+				s)); // 4000 ns
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaMemcpy2D(back, 800, d2, 800, 800, rows / 2, cudaMemcpyDeviceToHost)); // 2000 ns
+	for (size_t y = 0; y < rows / 2; y++)
+		for (size_t x = 0; x < 800; x++)
+			ok = ok && back[y * 800 + x] == host[y * 1000 + x];
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFree(d));
+	CHECK(cudaFree(d2));
+	CHECK(cudaFreeHost(host));
+	CHECK(cudaFreeHost(back));
+	printf("copy2d: %s\n", ok ? "ok" : "wrong bytes");
+	return ok ? 0 : 1;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -667,6 +704,8 @@ int main(int argc, char **argv)
 		return peer_mode();
 	if (!strcmp(mode, "reset"))
 		return reset_mode();
+	if (!strcmp(mode, "copy2d"))
+		return copy2d_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -483,6 +483,39 @@ def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
          ("cudaEventDestroy", "cudaErrorContextIsDestroyed")] * 2
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
+    """cudaMemcpy2D and cudaMemcpy2DAsync: each copy drawn once, with the bytes it moved
+    (width x height, not the pitches), its kind and (CUPTI) exact duration, on the row of
+    its stream, linked to its call; the synchronous ones inside their call (with CUDA
+    events only the copy into host memory is known to end there), the asynchronous one
+    inside the stream synchronize after it."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "copy2d"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"copy2d: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    host = host_by_corr(trace)
+    copies = sorted(xs(trace, "gpu_memcpy"), key=start)
+    calls = [host[e["args"]["correlation"]] for e in copies]
+    assert [(c["name"], e["args"]["kind"], int(e["args"]["bytes"])) for c, e in
+            zip(calls, copies)] == [("cudaMemcpy2D", "HtoD", 50000),
+                                    ("cudaMemcpy2DAsync", "DtoD", 40000),
+                                    ("cudaMemcpy2D", "DtoH", 20000)]
+    for e, call, dur in zip(copies, calls, (5000, 4000, 2000)):
+        assert ns(e["dur"]) == dur if cupti else ns(e["dur"]) >= dur - 1, e
+        assert linked(trace, call, e) and start(e) >= start(call), (call, e)
+    rows = [(e["pid"], e["tid"]) for e in copies]
+    assert rows[0] == rows[2] != rows[1]
+    for i in ((0, 2) if cupti else (2,)):
+        assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
+    sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                if start(e) >= end(calls[1])), key=start)
+    assert end(copies[1]) <= end(sync)
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put

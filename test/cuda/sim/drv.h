@@ -96,6 +96,8 @@ struct drv_node {
 	void *dst;
 	const void *src;
 	size_t bytes;
+	/* 2D copies: `height` rows of bytes/height, each `pitch` apart (0: one row) */
+	size_t height, src_pitch, dst_pitch;
 	uint8_t copy_kind, src_kind, dst_kind;
 	/* peer copies: the devices and contexts whose memory it moves */
 	uint32_t src_device, dst_device, src_context, dst_context;
@@ -234,6 +236,7 @@ DRV_HIDDEN CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream 
 			     bool per_thread);
 DRV_HIDDEN CUresult drv_copy_checked(void *dst, const void *src, size_t bytes, CUstream h,
 				     bool sync, bool dst_device, bool src_device);
+DRV_HIDDEN CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync);
 DRV_HIDDEN CUresult drv_copy_peer(void *dst, CUcontext dst_ctx, const void *src, CUcontext src_ctx,
 				  size_t bytes, CUstream h, bool sync);
 DRV_HIDDEN CUresult drv_can_access_peer(int *can, CUdevice dev, CUdevice peer);

@@ -108,6 +108,9 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	  (dstDevice, srcDevice, ByteCount, hStream),                                       \
 	  drv_copy_checked((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream,  \
 			   false, true, true))                                              \
+	D(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy), (pCopy), drv_copy_2d(pCopy, NULL, true)) \
+	D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCopy, hStream), \
+	  drv_copy_2d(pCopy, hStream, false))                                               \
 	D(cuMemcpyPeer,                                                                     \
 	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,              \
 	   CUcontext srcContext, size_t ByteCount),                                         \

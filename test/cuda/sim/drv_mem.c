@@ -9,7 +9,8 @@
  * Device memory belongs to the device of the context that allocated it: a
  * copy between two devices' memory is a peer copy (PTOP), whichever call
  * made it (cuMemcpyPeer, or cuMemcpy through unified addressing), and
- * needs no peer access (the driver stages it, as NVIDIA's does).
+ * needs no peer access (the driver stages it, as NVIDIA's does). A 2D copy
+ * (cuMemcpy2D) moves Height rows of WidthInBytes: one copy of their sum.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -191,6 +192,16 @@ static uint8_t copy_kind(uint8_t src, uint8_t dst)
 	return on_device(dst) ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
+/* A copy's bytes: one row, or a 2D copy's rows from pitch to pitch. */
+static void move_rows(const struct drv_node *n)
+{
+	size_t rows = n->height ? n->height : 1, width = n->bytes / rows;
+
+	for (size_t i = 0; i < rows; i++)
+		memmove((char *)n->dst + i * n->dst_pitch, (const char *)n->src + i * n->src_pitch,
+			width);
+}
+
 /* The work of a copy or fill node, queued now on `s` (drv_lock held); the
  * bytes move at once (only the timing is simulated). */
 void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t graph_id,
@@ -227,7 +238,7 @@ void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t gra
 		w->src_context = n->src_context;
 		w->dst_device = n->dst_device;
 		w->dst_context = n->dst_context;
-		memmove(n->dst, n->src, n->bytes);
+		move_rows(n);
 		break;
 	case NODE_MEMSET:
 		w->kind = SIM_WORK_MEMSET;
@@ -289,29 +300,92 @@ CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread)
 	return CUDA_SUCCESS;
 }
 
+/* A copy's direction and memory kinds, from the memory it reads and writes:
+ * device memory of two devices makes it a peer copy. drv_lock held. */
+static void copy_kinds(struct drv_node *n)
+{
+	const struct alloc *from = find((uintptr_t)n->src), *to = find((uintptr_t)n->dst);
+
+	n->src_kind = from ? from->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+	n->dst_kind = to ? to->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+	n->copy_kind = copy_kind(n->src_kind, n->dst_kind);
+	if (n->src_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+	    n->dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && from->device != to->device) {
+		n->copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+		n->src_device = (uint32_t)from->device;
+		n->src_context = from->context;
+		n->dst_device = (uint32_t)to->device;
+		n->dst_context = to->context;
+	}
+}
+
 CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream h, bool sync, bool per_thread)
 {
 	struct drv_node n = { .kind = NODE_MEMCPY, .dst = dst, .src = src, .bytes = bytes };
-	const struct alloc *from, *to;
 
 	if (bytes && (!dst || !src))
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&drv_lock);
-	from = find((uintptr_t)src);
-	to = find((uintptr_t)dst);
-	n.src_kind = from ? from->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-	n.dst_kind = to ? to->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-	n.copy_kind = copy_kind(n.src_kind, n.dst_kind);
-	if (n.src_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
-	    n.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && from->device != to->device) {
-		n.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-		n.src_device = (uint32_t)from->device;
-		n.src_context = from->context;
-		n.dst_device = (uint32_t)to->device;
-		n.dst_context = to->context;
-	}
+	copy_kinds(&n);
 	pthread_mutex_unlock(&drv_lock);
 	return drv_submit(&n, h, sync, per_thread);
+}
+
+/* One side of a 2D copy: its first byte, or NULL if the side is not one the
+ * simulator has (arrays) or its rows do not fit in the memory the driver
+ * knows it to be (drv_lock held). */
+static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr device,
+				size_t x, size_t y, size_t pitch, size_t width, size_t height)
+{
+	const char *base;
+	const struct alloc *a;
+
+	switch (type) {
+	case CU_MEMORYTYPE_HOST:
+		base = host;
+		break;
+	case CU_MEMORYTYPE_DEVICE:
+	case CU_MEMORYTYPE_UNIFIED:
+		base = (const char *)device;
+		break;
+	default: /* arrays are not simulated: no CUarray is valid */
+		return NULL;
+	}
+	if (!base || x + width > pitch)
+		return NULL;
+	a = find((uintptr_t)base);
+	if (type == CU_MEMORYTYPE_DEVICE && (!a || !on_device(a->kind)))
+		return NULL;
+	if (a && (uintptr_t)base + (y + height - 1) * pitch + x + width > a->base + a->size)
+		return NULL;
+	return base + y * pitch + x;
+}
+
+/* cuMemcpy2D(Async): Height rows of WidthInBytes, each side's rows its pitch apart. */
+CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
+{
+	struct drv_node n = { .kind = NODE_MEMCPY };
+
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	n.bytes = c->WidthInBytes * c->Height;
+	n.height = c->Height;
+	n.src_pitch = c->srcPitch;
+	n.dst_pitch = c->dstPitch;
+	if (n.bytes) {
+		pthread_mutex_lock(&drv_lock);
+		n.src = copy_2d_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes,
+				     c->srcY, c->srcPitch, c->WidthInBytes, c->Height);
+		n.dst = (void *)copy_2d_side(c->dstMemoryType, c->dstHost, c->dstDevice,
+					     c->dstXInBytes, c->dstY, c->dstPitch, c->WidthInBytes,
+					     c->Height);
+		if (n.src && n.dst)
+			copy_kinds(&n);
+		pthread_mutex_unlock(&drv_lock);
+		if (!n.src || !n.dst)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return drv_submit(&n, h, sync, false);
 }
 
 /* cuMemcpyPeer(Async): device memory of one context's device into another's

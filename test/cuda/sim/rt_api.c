@@ -53,6 +53,9 @@ cudaError_t rt_host_alloc(void **p, size_t n, unsigned flags);
 cudaError_t rt_free_host(void *p);
 cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 		      cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+			 size_t height, enum cudaMemcpyKind kind, cudaStream_t s, bool async,
+			 bool per_thread);
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
 cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
 			   cudaStream_t s, bool async);
@@ -83,6 +86,13 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 #define UNPAREN(...) __VA_ARGS__
 #define S cudaStream_t
 #define E cudaEvent_t
+
+#define MEMCPY_2D_PARAMS_                                                                   \
+	void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, \
+		enum cudaMemcpyKind kind
+#define MEMCPY_2D_ARGS_ dst, dpitch, src, spitch, width, height, kind
+#define MEMCPY_2D_PARAMS (MEMCPY_2D_PARAMS_)
+#define MEMCPY_2D_ARGS (MEMCPY_2D_ARGS_)
 
 /* R(name, CUPTI id and params name, (params), (args), implementation call) */
 #define RT_CALLS(R)                                                                         \
@@ -122,6 +132,14 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	R(cudaMemcpyAsync_ptsz, cudaMemcpyAsync_ptsz_v7000,                                 \
 	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, S stream),   \
 	  (dst, src, count, kind, stream), rt_memcpy(dst, src, count, kind, stream, true, true)) \
+	R(cudaMemcpy2D, cudaMemcpy2D_v3020, MEMCPY_2D_PARAMS, MEMCPY_2D_ARGS,              \
+	  rt_memcpy_2d(MEMCPY_2D_ARGS_, NULL, false, false))                                \
+	R(cudaMemcpy2D_ptds, cudaMemcpy2D_ptds_v7000, MEMCPY_2D_PARAMS, MEMCPY_2D_ARGS,    \
+	  rt_memcpy_2d(MEMCPY_2D_ARGS_, NULL, false, true))                                 \
+	R(cudaMemcpy2DAsync, cudaMemcpy2DAsync_v3020, (MEMCPY_2D_PARAMS_, S stream),       \
+	  (MEMCPY_2D_ARGS_, stream), rt_memcpy_2d(MEMCPY_2D_ARGS_, stream, true, false))    \
+	R(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync_ptsz_v7000, (MEMCPY_2D_PARAMS_, S stream), \
+	  (MEMCPY_2D_ARGS_, stream), rt_memcpy_2d(MEMCPY_2D_ARGS_, stream, true, true))     \
 	R(cudaMemcpyPeer, cudaMemcpyPeer_v4000,                                             \
 	  (void *dst, int dstDevice, const void *src, int srcDevice, size_t count),         \
 	  (dst, dstDevice, src, srcDevice, count),                                          \

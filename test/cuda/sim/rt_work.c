@@ -101,6 +101,55 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 	return rt_result(r);
 }
 
+/* The driver's memory types for a direction; false for no direction. */
+static bool copy_sides(enum cudaMemcpyKind kind, CUmemorytype *src, CUmemorytype *dst)
+{
+	switch (kind) {
+	case cudaMemcpyHostToHost:
+		*src = *dst = CU_MEMORYTYPE_HOST;
+		return true;
+	case cudaMemcpyHostToDevice:
+		*src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_DEVICE;
+		return true;
+	case cudaMemcpyDeviceToHost:
+		*src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_HOST;
+		return true;
+	case cudaMemcpyDeviceToDevice:
+		*src = *dst = CU_MEMORYTYPE_DEVICE;
+		return true;
+	case cudaMemcpyDefault: /* unified addressing: the pointers tell */
+		*src = *dst = CU_MEMORYTYPE_UNIFIED;
+		return true;
+	}
+	return false;
+}
+
+/* cudaMemcpy2D(Async): "width must not exceed either dpitch or spitch". */
+cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+			 size_t height, enum cudaMemcpyKind kind, cudaStream_t s, bool async,
+			 bool per_thread)
+{
+	CUDA_MEMCPY2D c = { .srcHost = src, .srcDevice = (CUdeviceptr)src, .srcPitch = spitch,
+			    .dstHost = dst, .dstDevice = (CUdeviceptr)dst, .dstPitch = dpitch,
+			    .WidthInBytes = width, .Height = height };
+	CUresult r;
+
+	CTX_OR_FAIL();
+	if (width > dpitch || width > spitch)
+		return rt_error(cudaErrorInvalidPitchValue);
+	if (!copy_sides(kind, &c.srcMemoryType, &c.dstMemoryType))
+		return rt_error(cudaErrorInvalidMemcpyDirection);
+	if (async || per_thread) {
+		r = rt_drv.cuMemcpy2DAsync(&c, stream_of(s, per_thread));
+		/* a synchronous copy on the thread's stream still returns when done */
+		if (!r && !async)
+			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+	} else {
+		r = rt_drv.cuMemcpy2D(&c);
+	}
+	return rt_result(r);
+}
+
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread)
 {
 	CUresult r;

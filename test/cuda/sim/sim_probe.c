@@ -548,6 +548,82 @@ static int peer(const char *real_cupti)
 	return 0;
 }
 
+/* ---- 2D copies (cudaMemcpy2D, cuMemcpy2D) ---- */
+
+static int copy2d_calls;
+static size_t copy2d_width;
+
+static void CUPTIAPI copy2d_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *p)
+{
+	const CUpti_CallbackData *cb = p;
+
+	if (d != CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != CUPTI_API_ENTER ||
+	    (id != CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2 &&
+	     id != CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2))
+		return;
+	copy2d_calls++;
+	/* cuMemcpy2D_v2_params and cuMemcpy2DAsync_v2_params begin with pCopy */
+	copy2d_width = (*(const CUDA_MEMCPY2D *const *)cb->functionParams)->WidthInBytes;
+}
+
+/* Rows of 100 bytes: 4 from host memory of pitch 128 into device memory of pitch
+ * 256 (whose gaps keep their 0xee), back into a tight host array, and device to
+ * device on a stream; then the documented errors. */
+static int copy2d(void)
+{
+	unsigned char src[4 * 128], back[4 * 100], whole[1024];
+	CUDA_MEMCPY2D array = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .dstMemoryType =
+					CU_MEMORYTYPE_HOST, .dstHost = back, .dstPitch = 100,
+				.WidthInBytes = 100, .Height = 1 };
+	CUpti_SubscriberHandle sub;
+	CUpti_Activity *r = NULL;
+	void *d = NULL, *d2 = NULL;
+	cudaStream_t s;
+	bool rows = true, gaps = true;
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)(i * 7 + 1);
+	cuptiSubscribe(&sub, copy2d_cb, NULL);
+	cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cudaMalloc(&d, 1024);
+	cudaMalloc(&d2, 400);
+	cudaStreamCreate(&s);
+	cudaMemset(d, 0xee, 1024);
+	printf("htod=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 4, cudaMemcpyHostToDevice));
+	printf("dtoh=%d\n", cudaMemcpy2D(back, 100, d, 256, 100, 4, cudaMemcpyDeviceToHost));
+	printf("dtod=%d\n", cudaMemcpy2DAsync(d2, 100, d, 256, 100, 4, cudaMemcpyDeviceToDevice, s));
+	cudaStreamSynchronize(s);
+	cudaMemcpy(whole, d, sizeof(whole), cudaMemcpyDeviceToHost);
+	for (int y = 0; y < 4; y++)
+		for (int x = 0; x < 256; x++) {
+			if (x < 100)
+				rows = rows && back[y * 100 + x] == src[y * 128 + x] &&
+				       whole[y * 256 + x] == src[y * 128 + x];
+			else
+				gaps = gaps && whole[y * 256 + x] == 0xee;
+		}
+	printf("rows=%d gaps=%d\n", rows, gaps);
+	printf("callbacks=%d width=%zu\n", copy2d_calls, copy2d_width);
+	printf("wide=%d\n", cudaMemcpy2D(d, 64, src, 128, 100, 4, cudaMemcpyHostToDevice));
+	printf("direction=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 4, (enum cudaMemcpyKind)7));
+	printf("past_end=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 5, cudaMemcpyHostToDevice));
+	printf("array=%d\n", cuMemcpy2D(&array));
+	cudaDeviceSynchronize();
+	cuptiActivityFlushAll(0);
+	/* copyKind:bytes:duration of each copy */
+	printf("records=");
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+			printf("%u:%llu:%llu,", m->copyKind, (unsigned long long)m->bytes,
+			       (unsigned long long)(m->end - m->start));
+	}
+	printf("\n");
+	return 0;
+}
+
 /* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
 
 static char resources[256];
@@ -848,6 +924,8 @@ int main(int argc, char **argv)
 		return reset();
 	if (!strcmp(what, "peer"))
 		return peer(argc > 2 ? argv[2] : "");
+	if (!strcmp(what, "copy2d"))
+		return copy2d();
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -858,6 +936,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -115,6 +115,20 @@ def test_two_devices_peer_access_and_copies():
         assert f["records"] == "22:10:0:1:0:4096,22:10:0:0:1:1000,1:8:0:100,"
 
 
+def test_2d_copies():
+    """cudaMemcpy2D(Async) through the driver's cuMemcpy2D_v2 / cuMemcpy2DAsync_v2 (their
+    callbacks see the CUDA_MEMCPY2D): the rows really move, pitch to pitch, leaving the
+    gaps between them; width past a pitch is cudaErrorInvalidPitchValue (12), no
+    direction cudaErrorInvalidMemcpyDirection (21), rows past the allocation and arrays
+    (not simulated) invalid values; one MEMCPY record per copy, of width x height bytes
+    and width x height / 10 ns (HtoD 1, DtoH 2, DtoD 8), none for the failed ones."""
+    f = fields(probe("copy2d"))
+    assert (f["htod"], f["dtoh"], f["dtod"], f["rows"], f["gaps"]) == ("0", "0", "0", "1", "1")
+    assert (f["callbacks"], f["width"]) == ("3", "100")
+    assert (f["wide"], f["direction"], f["past_end"], f["array"]) == ("12", "21", "1", "1")
+    assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,"
+
+
 def test_device_reset():
     """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
     work, tells CUPTI's subscriber of its module's unload and then of the context's
