@@ -143,6 +143,8 @@ SIM_NOINLINE void rt_exit(struct sim_call *c, const void *ret)
 	X(cudaErrorMemoryAllocation, "out of memory")                                       \
 	X(cudaErrorInitializationError, "initialization error")                             \
 	X(cudaErrorInvalidConfiguration, "invalid configuration argument")                  \
+	X(cudaErrorInvalidPitchValue, "invalid pitch argument")                              \
+	X(cudaErrorInvalidSymbol, "invalid device symbol")                                   \
 	X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy")             \
 	X(cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version") \
 	X(cudaErrorInvalidDeviceFunction, "invalid device function")                        \

@@ -607,6 +607,7 @@ static int copy2d(void)
 	printf("rows=%d gaps=%d\n", rows, gaps);
 	printf("callbacks=%d width=%zu\n", copy2d_calls, copy2d_width);
 	printf("wide=%d\n", cudaMemcpy2D(d, 64, src, 128, 100, 4, cudaMemcpyHostToDevice));
+	printf("wide_name=%s\n", cudaGetErrorName(cudaErrorInvalidPitchValue));
 	printf("direction=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 4, (enum cudaMemcpyKind)7));
 	printf("past_end=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 5, cudaMemcpyHostToDevice));
 	printf("array=%d\n", cuMemcpy2D(&array));

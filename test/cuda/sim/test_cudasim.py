@@ -126,6 +126,7 @@ def test_2d_copies():
     assert (f["htod"], f["dtoh"], f["dtod"], f["rows"], f["gaps"]) == ("0", "0", "0", "1", "1")
     assert (f["callbacks"], f["width"]) == ("3", "100")
     assert (f["wide"], f["direction"], f["past_end"], f["array"]) == ("12", "21", "1", "1")
+    assert f["wide_name"] == "cudaErrorInvalidPitchValue"
     assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,"
 
 
