@@ -52,6 +52,11 @@
 //                  device on the stream (4000 ns), synchronized, then cudaMemcpy2D of 25
 //                  of those rows back into pinned memory (20000 bytes: 2000 ns); the
 //                  bytes read back
+//   symbols        a __device__ float[1024] and a __constant__ int[256]: cudaMemcpyToSymbol
+//                  of all 4096 bytes (409 ns), cudaMemcpyToSymbolAsync of 1000 bytes at
+//                  offset 24 on a non-blocking stream (100 ns), synchronized,
+//                  cudaMemcpyFromSymbol of 2048 bytes at offset 1024 (204 ns), and one
+//                  past the end (cudaErrorInvalidValue, nothing copied); the bytes read back
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -633,6 +638,40 @@ static int copy2d_mode(void)
 	return ok ? 0 : 1;
 }
 
+__device__ float coeffs[1024];
+__constant__ int lut[256];
+
+__global__ void use_symbols(float *out)
+{
+	out[threadIdx.x] = coeffs[threadIdx.x] * (float)lut[threadIdx.x];
+}
+
+static int symbols_mode(void)
+{
+	unsigned char *host, back[2048];
+	cudaStream_t s;
+	bool ok = true;
+
+	CHECK(cudaMallocHost(&host, 4096));
+	for (int i = 0; i < 4096; i++)
+		host[i] = (unsigned char)(i % 253);
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMemcpyToSymbol(coeffs, host, 4096));                                 // 409 ns
+	CHECK(cudaMemcpyToSymbolAsync(lut, host, 1000, 24, cudaMemcpyHostToDevice, s)); // 100 ns
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaMemcpyFromSymbol(back, coeffs, 2048, 1024));                           // 204 ns
+	ok = !memcmp(back, host + 1024, 2048);
+	if (cudaMemcpyToSymbol(lut, host, 8, 1020) != cudaErrorInvalidValue ||
+	    cudaGetLastError() != cudaErrorInvalidValue) {
+		printf("symbols: a copy past the end did not fail as documented\n");
+		return 1;
+	}
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFreeHost(host));
+	printf("symbols: %s\n", ok ? "ok" : "wrong bytes");
+	return ok ? 0 : 1;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -706,6 +745,8 @@ int main(int argc, char **argv)
 		return reset_mode();
 	if (!strcmp(mode, "copy2d"))
 		return copy2d_mode();
+	if (!strcmp(mode, "symbols"))
+		return symbols_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -516,6 +516,41 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert end(copies[1]) <= end(sync)
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
+    """cudaMemcpyToSymbol, cudaMemcpyToSymbolAsync and cudaMemcpyFromSymbol of nvcc's
+    __device__ and __constant__ variables: each copy drawn once with its kind and the
+    bytes asked (not the variable's size), (CUPTI) its exact duration, on its stream's
+    row, linked to its call, the synchronous ones inside it; the copy past the end
+    fails with cudaErrorInvalidValue and draws nothing."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "symbols"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"symbols: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    host = host_by_corr(trace)
+    copies = sorted(xs(trace, "gpu_memcpy"), key=start)
+    calls = [host[e["args"]["correlation"]] for e in copies]
+    assert [(c["name"], e["args"]["kind"], int(e["args"]["bytes"])) for c, e in
+            zip(calls, copies)] == [("cudaMemcpyToSymbol", "HtoD", 4096),
+                                    ("cudaMemcpyToSymbolAsync", "HtoD", 1000),
+                                    ("cudaMemcpyFromSymbol", "DtoH", 2048)]
+    for e, call, dur in zip(copies, calls, (409, 100, 204)):
+        assert ns(e["dur"]) == dur if cupti else ns(e["dur"]) >= dur - 1, e
+        assert linked(trace, call, e) and start(e) >= start(call), (call, e)
+    rows = [(e["pid"], e["tid"]) for e in copies]
+    assert rows[0] == rows[2] != rows[1]
+    for i in ((0, 2) if cupti else (2,)):
+        assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
+    sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                if start(e) >= end(calls[1])), key=start)
+    assert end(copies[1]) <= end(sync)
+    to = sorted(xs(trace, "cuda_runtime", "cudaMemcpyToSymbol"), key=start)
+    assert [e["args"].get("error") for e in to] == [None, "cudaErrorInvalidValue"]
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put

@@ -79,10 +79,19 @@ struct drv_func {
 	struct drv_func *next;
 };
 
+/* A module's __device__ variable: device memory of its context. */
+struct drv_global {
+	char *name;
+	size_t size;
+	void *storage;
+	struct drv_global *next;
+};
+
 struct drv_module {
 	uint32_t magic, id;
 	struct drv_ctx *ctx;
 	struct drv_func *funcs;
+	struct drv_global *globals;
 	struct drv_module *next; /* every loaded module */
 };
 
@@ -191,6 +200,10 @@ DRV_HIDDEN CUresult drv_event_live(const struct drv_event *e);
 DRV_HIDDEN uint8_t drv_memory_kind(const void *p); /* CUpti_ActivityMemoryKind */
 /* A context's reset: its allocations freed (drv_lock held). */
 DRV_HIDDEN void drv_mem_release_context(uint32_t context_id);
+/* A module's globals: zeroed device memory of ctx, freed with the module
+ * (drv_lock held). */
+DRV_HIDDEN void *drv_storage_new(const struct drv_ctx *ctx, size_t size);
+DRV_HIDDEN void drv_storage_free(void *p);
 /* Run (or capture) a kernel, copy or fill on a stream; sync: wait for it. */
 DRV_HIDDEN CUresult drv_submit(struct drv_node *n, CUstream h, bool sync, bool per_thread);
 /* Queue a node's work on a stream, submitted at `now` (the bytes of copies
@@ -202,6 +215,7 @@ DRV_HIDDEN void drv_queue_node(struct drv_stream *s, const struct drv_node *n, u
 /* ---- drv_launch.c ---- */
 /* A context's reset: each of its modules unloaded (tools hear of each first). */
 DRV_HIDDEN void drv_modules_unload_context(struct drv_ctx *ctx);
+DRV_HIDDEN int drv_module_declare_global(CUmodule m, const char *name, size_t size);
 
 /* ---- drv_graph.c ---- */
 DRV_HIDDEN struct drv_node *drv_graph_add(struct drv_graph *g);
@@ -264,6 +278,8 @@ DRV_HIDDEN CUresult drv_event_elapsed(float *ms, CUevent a, CUevent b);
 DRV_HIDDEN CUresult drv_module_load_fatbin(CUmodule *out, const void *image);
 DRV_HIDDEN CUresult drv_module_unload(CUmodule m);
 DRV_HIDDEN CUresult drv_module_get_function(CUfunction *out, CUmodule m, const char *name);
+DRV_HIDDEN CUresult drv_module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule m,
+					  const char *name);
 DRV_HIDDEN CUresult drv_func_get_name(const char **name, CUfunction f);
 DRV_HIDDEN const char *drv_func_symbol(CUfunction f);
 DRV_HIDDEN CUresult drv_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

@@ -167,6 +167,8 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuModuleUnload, (CUmodule hmod), (hmod), drv_module_unload(hmod))                 \
 	D(cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name),        \
 	  (hfunc, hmod, name), drv_module_get_function(hfunc, hmod, name))                  \
+	D(cuModuleGetGlobal_v2, (CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name), \
+	  (dptr, bytes, hmod, name), drv_module_get_global(dptr, bytes, hmod, name))        \
 	D(cuFuncGetName, (const char **name, CUfunction hfunc), (name, hfunc),              \
 	  drv_func_get_name(name, hfunc))                                                   \
 	D(cuGraphInstantiateWithFlags,                                                      \

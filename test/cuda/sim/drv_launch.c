@@ -11,6 +11,11 @@
  * (CUPTI before 13.4 Update 1 hands out such stale names in activity
  * records: a tool must copy a name when the record reaches it). Tools hear
  * of a module's load and, before it goes, of its unload.
+ *
+ * A module's __device__ variables are what the runtime declares from nvcc's
+ * __cudaRegisterVar (a real driver reads the cubin's symbol table): each is
+ * zeroed device memory of the module's context, found by cuModuleGetGlobal
+ * and freed with the module.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -125,6 +130,14 @@ CUresult drv_module_unload(CUmodule h)
 		f->magic = 0;
 		free(f);
 	}
+	while (m->globals) {
+		struct drv_global *g = m->globals;
+
+		m->globals = g->next;
+		drv_storage_free(g->storage);
+		free(g->name);
+		free(g);
+	}
 	for (struct drv_module **p = &modules; *p; p = &(*p)->next) {
 		if (*p == m) {
 			*p = m->next;
@@ -183,6 +196,70 @@ CUresult drv_module_get_function(CUfunction *out, CUmodule h, const char *name)
 	}
 	*out = (CUfunction)f;
 out:
+	pthread_mutex_unlock(&drv_lock);
+	return r;
+}
+
+/* drv_lock held */
+static struct drv_global *global_of(const struct drv_module *m, const char *name)
+{
+	struct drv_global *g;
+
+	for (g = m->globals; g && strcmp(g->name, name); g = g->next)
+		;
+	return g;
+}
+
+int drv_module_declare_global(CUmodule h, const char *name, size_t size)
+{
+	struct drv_module *m = (struct drv_module *)h;
+	struct drv_global *g;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	if (!drv_handle_ok(m, MAGIC_MODULE))
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (global_of(m, name))
+		; /* declared once per module */
+	else if (!(g = calloc(1, sizeof(*g))) || !(g->name = strdup(name)) ||
+		 !(g->storage = drv_storage_new(m->ctx, size))) {
+		if (g)
+			free(g->name);
+		free(g);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		g->size = size;
+		g->next = m->globals;
+		m->globals = g;
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return r;
+}
+
+/* "One of the parameters dptr or bytes (not both) can be NULL" */
+CUresult drv_module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name)
+{
+	struct drv_module *m = (struct drv_module *)h;
+	struct drv_global *g = NULL;
+	CUresult r = drv_initialized();
+
+	if (r)
+		return r;
+	if ((!dptr && !bytes) || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	if (!drv_handle_ok(m, MAGIC_MODULE))
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (!(g = global_of(m, name)))
+		r = CUDA_ERROR_NOT_FOUND;
+	else {
+		if (dptr)
+			*dptr = (CUdeviceptr)g->storage;
+		if (bytes)
+			*bytes = g->size;
+	}
 	pthread_mutex_unlock(&drv_lock);
 	return r;
 }

@@ -121,6 +121,32 @@ static CUresult release(void *p, uint8_t kind)
 	return r;
 }
 
+void *drv_storage_new(const struct drv_ctx *ctx, size_t size)
+{
+	size_t rounded = size ? (size + 255) / 256 * 256 : 256;
+	void *p = aligned_alloc(256, rounded);
+
+	if (!p)
+		return NULL;
+	memset(p, 0, rounded);
+	if (remember(p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ctx)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void drv_storage_free(void *p)
+{
+	struct alloc *a = find((uintptr_t)p);
+
+	if (a && a->base == (uintptr_t)p) {
+		device_used -= a->size;
+		*a = allocs[--nallocs];
+		free(p);
+	}
+}
+
 void drv_mem_release_context(uint32_t context_id)
 {
 	for (size_t i = 0; i < nallocs;) {

@@ -176,6 +176,7 @@ const struct sim_tools *drv_tools(void)
 		.stream_id = drv_stream_cupti_id,
 		.current_context = current_context,
 		.current_call = drv_current_call,
+		.module_global = drv_module_declare_global,
 		.report = drv_report,
 	};
 	return &t;

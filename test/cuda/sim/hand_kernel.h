@@ -22,6 +22,19 @@ void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
 			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
 			    dim3 *bDim, dim3 *gDim, int *wSize);
 
+void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName,
+		       int ext, size_t size, int constant, int global);
+
+/* A __device__ variable of `size` bytes named `name`, in a module of its own,
+ * known to the program by its host shadow (what cudaMemcpyToSymbol is given). */
+static inline void hand_register_var(void *shadow, const char *name, size_t size)
+{
+	void **h = __cudaRegisterFatBinary((void *)&hand_wrapper);
+
+	__cudaRegisterVar(h, (char *)shadow, (char *)name, name, 0, size, 0, 0);
+	__cudaRegisterFatBinaryEnd(h);
+}
+
 /* host_fn: the stub launched; mangled: the kernel's symbol ("_Z12probe_kernelv") */
 static inline void hand_register(void (*host_fn)(void), const char *mangled)
 {

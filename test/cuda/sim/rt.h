@@ -43,7 +43,8 @@
 	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)         \
 	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
-	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync)
+	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) \
+	X(cuModuleGetGlobal)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;
@@ -73,6 +74,9 @@ RT_HIDDEN const char *rt_function_name(const struct rt_function *f);
 RT_HIDDEN const void *rt_function_host(const struct rt_function *f);
 /* cudaDeviceReset: the device's modules are gone, loaded again at next launch */
 RT_HIDDEN void rt_forget_modules(int device);
+/* A __device__ variable by its host shadow (what cudaMemcpyToSymbol is given):
+ * its storage on the current device, through its module's cuModuleGetGlobal. */
+RT_HIDDEN cudaError_t rt_symbol(const void *symbol, CUdeviceptr *dptr, size_t *size);
 RT_HIDDEN cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args,
 				size_t shared, cudaStream_t stream, bool per_thread);
 

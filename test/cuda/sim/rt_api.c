@@ -56,6 +56,13 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 			 size_t height, enum cudaMemcpyKind kind, cudaStream_t s, bool async,
 			 bool per_thread);
+cudaError_t rt_memcpy_symbol(void *dst, const void *src, const void *symbol, bool to_symbol,
+			     size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t s,
+			     bool async, bool per_thread);
+cudaError_t rt_symbol_address(void **p, const void *symbol);
+cudaError_t rt_symbol_size(size_t *size, const void *symbol);
+void rt_register_var(void **handle, char *host_var, char *device_address, const char *device_name,
+		     size_t size);
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
 cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
 			   cudaStream_t s, bool async);
@@ -92,6 +99,16 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 		enum cudaMemcpyKind kind
 #define MEMCPY_2D_ARGS_ dst, dpitch, src, spitch, width, height, kind
 #define MEMCPY_2D_PARAMS (MEMCPY_2D_PARAMS_)
+#define TO_SYMBOL_PARAMS_                                                                   \
+	const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind
+#define TO_SYMBOL_ARGS_ symbol, src, count, offset, kind
+#define TO_SYMBOL(s, async, pt) rt_memcpy_symbol(NULL, src, symbol, true, count, offset, kind, \
+						 s, async, pt)
+#define FROM_SYMBOL_PARAMS_                                                                 \
+	void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind
+#define FROM_SYMBOL_ARGS_ dst, symbol, count, offset, kind
+#define FROM_SYMBOL(s, async, pt) rt_memcpy_symbol(dst, NULL, symbol, false, count, offset, \
+						   kind, s, async, pt)
 #define MEMCPY_2D_ARGS (MEMCPY_2D_ARGS_)
 
 /* R(name, CUPTI id and params name, (params), (args), implementation call) */
@@ -140,6 +157,28 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  (MEMCPY_2D_ARGS_, stream), rt_memcpy_2d(MEMCPY_2D_ARGS_, stream, true, false))    \
 	R(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync_ptsz_v7000, (MEMCPY_2D_PARAMS_, S stream), \
 	  (MEMCPY_2D_ARGS_, stream), rt_memcpy_2d(MEMCPY_2D_ARGS_, stream, true, true))     \
+	R(cudaMemcpyToSymbol, cudaMemcpyToSymbol_v3020, (TO_SYMBOL_PARAMS_), (TO_SYMBOL_ARGS_), \
+	  TO_SYMBOL(NULL, false, false))                                                    \
+	R(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol_ptds_v7000, (TO_SYMBOL_PARAMS_),      \
+	  (TO_SYMBOL_ARGS_), TO_SYMBOL(NULL, false, true))                                  \
+	R(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_v3020, (TO_SYMBOL_PARAMS_, S stream), \
+	  (TO_SYMBOL_ARGS_, stream), TO_SYMBOL(stream, true, false))                        \
+	R(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync_ptsz_v7000,                 \
+	  (TO_SYMBOL_PARAMS_, S stream), (TO_SYMBOL_ARGS_, stream), TO_SYMBOL(stream, true, true)) \
+	R(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_v3020, (FROM_SYMBOL_PARAMS_),          \
+	  (FROM_SYMBOL_ARGS_), FROM_SYMBOL(NULL, false, false))                             \
+	R(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol_ptds_v7000, (FROM_SYMBOL_PARAMS_), \
+	  (FROM_SYMBOL_ARGS_), FROM_SYMBOL(NULL, false, true))                              \
+	R(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_v3020,                       \
+	  (FROM_SYMBOL_PARAMS_, S stream), (FROM_SYMBOL_ARGS_, stream),                     \
+	  FROM_SYMBOL(stream, true, false))                                                 \
+	R(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync_ptsz_v7000,             \
+	  (FROM_SYMBOL_PARAMS_, S stream), (FROM_SYMBOL_ARGS_, stream),                     \
+	  FROM_SYMBOL(stream, true, true))                                                  \
+	R(cudaGetSymbolAddress, cudaGetSymbolAddress_v3020, (void **devPtr, const void *symbol), \
+	  (devPtr, symbol), rt_symbol_address(devPtr, symbol))                              \
+	R(cudaGetSymbolSize, cudaGetSymbolSize_v3020, (size_t *size, const void *symbol),   \
+	  (size, symbol), rt_symbol_size(size, symbol))                                     \
 	R(cudaMemcpyPeer, cudaMemcpyPeer_v4000,                                             \
 	  (void *dst, int dstDevice, const void *src, int srcDevice, size_t count),         \
 	  (dst, dstDevice, src, srcDevice, count),                                          \
@@ -446,6 +485,17 @@ SIM_EXPORT void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const ch
 
 	rt_enter(&c);
 	rt_register_function(fatCubinHandle, hostFun, deviceFun, deviceName);
+	rt_exit(&c, NULL);
+}
+
+SIM_EXPORT void CUDARTAPI __cudaRegisterVar(void **fatCubinHandle, char *hostVar,
+					char *deviceAddress, const char *deviceName, int ext,
+					size_t size, int constant, int global)
+{
+	struct sim_call c = CALL13(__cudaRegisterVar_v13000, NULL);
+
+	rt_enter(&c);
+	rt_register_var(fatCubinHandle, hostVar, deviceAddress, deviceName, size);
 	rt_exit(&c, NULL);
 }
 

@@ -10,7 +10,10 @@
  *
  * As in the real runtime, modules are loaded into the driver lazily, at
  * the first launch of one of their kernels, in the launching thread's
- * context: once per device, and again after its cudaDeviceReset.
+ * context: once per device, and again after its cudaDeviceReset. A
+ * __device__ variable (__cudaRegisterVar: its host shadow, device name and
+ * size) is declared to the driver when its module is loaded, and found by
+ * cuModuleGetGlobal, as the real runtime finds it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,6 +36,16 @@ struct rt_module {
 	CUmodule module[RT_DEVICES]; /* loaded lazily, per device */
 	bool ended;      /* __cudaRegisterFatBinaryEnd seen */
 	struct rt_function *functions;
+	struct rt_var *vars;
+};
+
+struct rt_var {
+	const void *host_var; /* the host shadow: the symbol the program names */
+	char *name;           /* the device variable's (mangled) name */
+	size_t size;
+	struct rt_module *module;
+	struct rt_var *next;     /* of the module */
+	struct rt_var *next_all;
 };
 
 struct rt_function {
@@ -46,6 +59,7 @@ struct rt_function {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rt_function *all_functions;
+static struct rt_var *all_vars;
 
 struct call_config {
 	dim3 grid, block;
@@ -94,13 +108,39 @@ void rt_register_function(void **handle, const char *host_fun, char *device_fun,
 	pthread_mutex_unlock(&lock);
 }
 
+void rt_register_var(void **handle, char *host_var, char *device_address, const char *device_name,
+		     size_t size)
+{
+	struct rt_module *m = (struct rt_module *)handle;
+	struct rt_var *v = calloc(1, sizeof(*v));
+
+	if (!v || !(v->name = strdup(device_address ? device_address : device_name)))
+		sim_die_rt("out of memory registering a variable");
+	v->host_var = host_var;
+	v->size = size;
+	v->module = m;
+	pthread_mutex_lock(&lock);
+	v->next = m->vars;
+	m->vars = v;
+	v->next_all = all_vars;
+	all_vars = v;
+	pthread_mutex_unlock(&lock);
+}
+
 void rt_unregister_fatbin(void **handle)
 {
 	struct rt_module *m = (struct rt_module *)handle;
 	struct rt_function *f, *next;
+	struct rt_var *v, *next_var;
 
 	pthread_mutex_lock(&lock);
 	for (struct rt_function **p = &all_functions; *p;) {
+		if ((*p)->module == m)
+			*p = (*p)->next_all;
+		else
+			p = &(*p)->next_all;
+	}
+	for (struct rt_var **p = &all_vars; *p;) {
 		if ((*p)->module == m)
 			*p = (*p)->next_all;
 		else
@@ -115,6 +155,11 @@ void rt_unregister_fatbin(void **handle)
 		next = f->next;
 		free(f->name);
 		free(f);
+	}
+	for (v = m->vars; v; v = next_var) {
+		next_var = v->next;
+		free(v->name);
+		free(v);
 	}
 	free(m);
 }
@@ -140,17 +185,31 @@ const void *rt_function_host(const struct rt_function *f)
 	return f->host_fun;
 }
 
+/* The module in the device's context, its variables declared; lock held. */
+static CUresult load_module(struct rt_module *m, int d)
+{
+	CUresult r;
+
+	if (m->module[d])
+		return CUDA_SUCCESS;
+	if ((r = rt_drv.cuModuleLoadFatBinary(&m->module[d], m->wrapper->data)))
+		return r;
+	for (struct rt_var *v = m->vars; v && !r; v = v->next)
+		r = rt_drv.tools ? (CUresult)rt_drv.tools->module_global(m->module[d], v->name, v->size)
+				 : CUDA_ERROR_NOT_SUPPORTED;
+	return r;
+}
+
 /* The module in the device's context, and the kernel in it; the context is current. */
 static cudaError_t load(struct rt_function *f, int d)
 {
 	struct rt_module *m = f->module;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r;
 
 	if (d < 0 || d >= RT_DEVICES)
 		return rt_error(cudaErrorInvalidDevice);
 	pthread_mutex_lock(&lock);
-	if (!m->module[d])
-		r = rt_drv.cuModuleLoadFatBinary(&m->module[d], m->wrapper->data);
+	r = load_module(m, d);
 	if (!r && !f->function[d])
 		r = rt_drv.cuModuleGetFunction(&f->function[d], m->module[d], f->name);
 	pthread_mutex_unlock(&lock);
@@ -166,7 +225,32 @@ void rt_forget_modules(int d)
 		f->function[d] = NULL;
 		f->module->module[d] = NULL;
 	}
+	for (struct rt_var *v = all_vars; v; v = v->next_all)
+		v->module->module[d] = NULL;
 	pthread_mutex_unlock(&lock);
+}
+
+cudaError_t rt_symbol(const void *symbol, CUdeviceptr *dptr, size_t *size)
+{
+	int d = rt_current_device();
+	struct rt_var *v;
+	cudaError_t e = rt_context();
+	CUresult r;
+
+	if (e)
+		return e;
+	if (d < 0 || d >= RT_DEVICES)
+		return rt_error(cudaErrorInvalidDevice);
+	pthread_mutex_lock(&lock);
+	for (v = all_vars; v && v->host_var != symbol; v = v->next_all)
+		;
+	r = v ? load_module(v->module, d) : CUDA_SUCCESS;
+	if (v && !r)
+		r = rt_drv.cuModuleGetGlobal(dptr, size, v->module->module[d], v->name);
+	pthread_mutex_unlock(&lock);
+	if (!v || r == CUDA_ERROR_NOT_FOUND)
+		return rt_error(cudaErrorInvalidSymbol);
+	return r == CUDA_ERROR_INVALID_IMAGE ? rt_error(cudaErrorInvalidKernelImage) : rt_result(r);
 }
 
 cudaError_t rt_launch(struct rt_function *f, dim3 grid, dim3 block, void **args, size_t shared,

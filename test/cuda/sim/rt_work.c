@@ -165,6 +165,57 @@ cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool
 	return rt_result(r);
 }
 
+/* ---- symbols: a __device__ variable's storage, copied through the driver ---- */
+
+/* The bytes [offset, offset + count) of the symbol's storage, or why not. */
+static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset, CUdeviceptr *at)
+{
+	size_t size = 0;
+	cudaError_t e = rt_symbol(symbol, at, &size);
+
+	if (e)
+		return e;
+	if (offset > size || count > size - offset)
+		return rt_error(cudaErrorInvalidValue);
+	*at += offset;
+	return cudaSuccess;
+}
+
+/* "kind can be either cudaMemcpyHostToDevice, cudaMemcpyDeviceToDevice, or
+ * cudaMemcpyDefault" (from a symbol: DeviceToHost for HostToDevice). */
+cudaError_t rt_memcpy_symbol(void *dst, const void *src, const void *symbol, bool to_symbol,
+			     size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t s,
+			     bool async, bool per_thread)
+{
+	enum cudaMemcpyKind host_side = to_symbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+	CUdeviceptr at;
+	cudaError_t e;
+
+	CTX_OR_FAIL();
+	if (kind != host_side && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+		return rt_error(cudaErrorInvalidMemcpyDirection);
+	if ((e = symbol_range(symbol, count, offset, &at)))
+		return e;
+	return to_symbol ? rt_memcpy((void *)at, src, count, kind, s, async, per_thread)
+			 : rt_memcpy(dst, (const void *)at, count, kind, s, async, per_thread);
+}
+
+cudaError_t rt_symbol_address(void **p, const void *symbol)
+{
+	CTX_OR_FAIL();
+	if (!p)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_symbol(symbol, (CUdeviceptr *)p, NULL);
+}
+
+cudaError_t rt_symbol_size(size_t *size, const void *symbol)
+{
+	CTX_OR_FAIL();
+	if (!size)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_symbol(symbol, NULL, size);
+}
+
 /* ---- peers: devices named by ordinal, reached through their primary contexts ---- */
 
 static cudaError_t primary_of(int device, CUcontext *ctx)

@@ -135,6 +135,10 @@ struct sim_tools {
 	CUcontext (*current_context)(void);
 	/* libcudart: the calling thread's innermost call, NULL if none */
 	struct sim_call *(*current_call)(void);
+	/* libcudart: a __device__ variable of a module, as nvcc registered it
+	 * (__cudaRegisterVar), for cuModuleGetGlobal: what a cubin's symbol table
+	 * tells a real driver (the simulator does not read the code); a CUresult */
+	int (*module_global)(CUmodule module, const char *name, size_t size);
 	/* one "cuda_sim: ..." line on stderr */
 	void (*report)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 };

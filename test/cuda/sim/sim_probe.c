@@ -625,6 +625,74 @@ static int copy2d(void)
 	return 0;
 }
 
+/* ---- __device__ variables (__cudaRegisterVar, cudaMemcpyToSymbol, ...) ---- */
+
+static int get_global_calls;
+
+static void CUPTIAPI get_global_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				   const void *p)
+{
+	const CUpti_CallbackData *cb = p;
+
+	get_global_calls += d == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER &&
+			    id == CUPTI_DRIVER_TRACE_CBID_cuModuleGetGlobal_v2;
+}
+
+/* A variable of 256 bytes: written whole, read in part, copied device to device
+ * on a stream, read through its address; the documented errors; after a reset
+ * it is the module's again (zeroed). */
+static int symbols(void)
+{
+	static unsigned char shadow[256], unknown;
+	unsigned char src[256], back[256], whole[256], copied[256];
+	CUpti_SubscriberHandle sub;
+	CUpti_Activity *r = NULL;
+	void *at = NULL, *d = NULL;
+	size_t size = 0;
+	cudaStream_t s;
+
+	for (int i = 0; i < 256; i++)
+		src[i] = (unsigned char)(i * 3 + 1);
+	hand_register_var(shadow, "probe_table", sizeof(shadow));
+	cuptiSubscribe(&sub, get_global_cb, NULL);
+	cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cudaMalloc(&d, 256);
+	cudaStreamCreate(&s);
+	printf("to=%d\n", cudaMemcpyToSymbol(shadow, src, 256, 0, cudaMemcpyHostToDevice));
+	printf("from=%d\n", cudaMemcpyFromSymbol(back, shadow, 128, 64, cudaMemcpyDeviceToHost));
+	printf("address=%d\n", cudaGetSymbolAddress(&at, shadow));
+	int got_size = cudaGetSymbolSize(&size, shadow);
+	printf("size=%d:%zu\n", got_size, size);
+	printf("dtod=%d\n", cudaMemcpyFromSymbolAsync(d, shadow, 256, 0, cudaMemcpyDeviceToDevice, s));
+	cudaStreamSynchronize(s);
+	cudaMemcpy(whole, at, 256, cudaMemcpyDeviceToHost);
+	cudaMemcpy(copied, d, 256, cudaMemcpyDeviceToHost);
+	printf("bytes=%d\n", !memcmp(back, src + 64, 128) && !memcmp(whole, src, 256) &&
+				      !memcmp(copied, src, 256));
+	printf("get_global=%d\n", get_global_calls);
+	printf("past_end=%d\n", cudaMemcpyToSymbol(shadow, src, 200, 100, cudaMemcpyHostToDevice));
+	printf("unknown=%d,%d\n", cudaMemcpyToSymbol(&unknown, src, 1, 0, cudaMemcpyHostToDevice),
+	       cudaGetSymbolAddress(&at, &unknown));
+	printf("direction=%d\n", cudaMemcpyToSymbol(shadow, src, 4, 0, cudaMemcpyDeviceToHost));
+	cuptiActivityFlushAll(0);
+	/* copyKind:bytes:duration of each copy */
+	printf("records=");
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+			printf("%u:%llu:%llu,", m->copyKind, (unsigned long long)m->bytes,
+			       (unsigned long long)(m->end - m->start));
+	}
+	printf("\n");
+	cudaDeviceReset();
+	back[0] = 1;
+	int reread = cudaMemcpyFromSymbol(back, shadow, 1, 0, cudaMemcpyDeviceToHost);
+	printf("after_reset=%d:%d\n", reread, back[0]);
+	return 0;
+}
+
 /* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
 
 static char resources[256];
@@ -927,6 +995,8 @@ int main(int argc, char **argv)
 		return peer(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "copy2d"))
 		return copy2d();
+	if (!strcmp(what, "symbols"))
+		return symbols();
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -937,6 +1007,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -130,6 +130,25 @@ def test_2d_copies():
     assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,"
 
 
+def test_symbols():
+    """A __device__ variable registered as nvcc's code does (__cudaRegisterVar): the
+    runtime finds it through the driver's cuModuleGetGlobal in its module (loaded at
+    first use, and again after cudaDeviceReset: zeroed); its storage is device memory
+    of the size registered, at the address cudaGetSymbolAddress gives; copies to and
+    from it are ordinary MEMCPY records (HtoD 1, DtoH 2, DtoD 8) of the bytes asked;
+    offset + count past its end is cudaErrorInvalidValue (1), an unregistered symbol
+    cudaErrorInvalidSymbol (13), a direction not into (out of) device memory
+    cudaErrorInvalidMemcpyDirection (21)."""
+    f = fields(probe("symbols"))
+    assert (f["to"], f["from"], f["address"], f["size"], f["dtod"], f["bytes"]) == \
+        ("0", "0", "0", "0:256", "0", "1")
+    assert int(f["get_global"]) >= 1
+    assert (f["past_end"], f["unknown"], f["direction"]) == ("1", "13,13", "21")
+    # the three symbol copies, then the two cudaMemcpy reading back
+    assert f["records"] == "1:256:25,2:128:12,8:256:25,2:256:25,2:256:25,"
+    assert f["after_reset"] == "0:0"
+
+
 def test_device_reset():
     """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
     work, tells CUPTI's subscriber of its module's unload and then of the context's
