@@ -59,6 +59,7 @@ struct drv_stream {
 	bool legacy, per_thread;
 	struct drv_ctx *ctx;
 	uint64_t busy_until;     /* host ns: the end of the last work queued */
+	unsigned host_fns;       /* host functions queued that have not returned */
 	struct drv_capture *capture;
 	struct drv_stream *next;
 };
@@ -162,6 +163,8 @@ DRV_HIDDEN struct sim_call *drv_current_call(void);
 DRV_HIDDEN uint32_t drv_current_corr(void);
 DRV_HIDDEN uint32_t drv_runtime_corr(void);
 DRV_HIDDEN void drv_tool_work(const struct sim_work *w);
+/* set on the driver's thread while it runs a host function */
+extern DRV_HIDDEN __thread bool drv_in_host_fn;
 DRV_HIDDEN void drv_tool_graph(const struct sim_graph_run *g);
 DRV_HIDDEN void drv_tool_sync(struct sim_sync *s, int site);
 DRV_HIDDEN void drv_tool_context(struct drv_ctx *ctx, int created);
@@ -264,6 +267,10 @@ DRV_HIDDEN CUresult drv_stream_synchronize(CUstream h, bool per_thread);
 DRV_HIDDEN CUresult drv_stream_query(CUstream h, bool per_thread);
 DRV_HIDDEN int drv_stream_cupti_id(CUcontext ctx, CUstream h, bool per_thread, uint32_t *id);
 DRV_HIDDEN CUresult drv_stream_get_id(CUstream h, unsigned long long *id, bool per_thread);
+/* cuLaunchHostFunc (fn) and cuStreamAddCallback (cb): run on a thread of the
+ * driver's, in stream order. */
+DRV_HIDDEN CUresult drv_host_fn(CUstream h, CUhostFn fn, CUstreamCallback cb, void *user,
+				unsigned flags);
 DRV_HIDDEN CUresult drv_stream_wait_event(CUstream s, CUevent e, unsigned flags, bool per_thread);
 DRV_HIDDEN CUresult drv_begin_capture(CUstream h, CUstreamCaptureMode mode, bool per_thread);
 DRV_HIDDEN CUresult drv_end_capture(CUstream h, CUgraph *out, bool per_thread);

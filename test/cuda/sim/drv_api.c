@@ -143,6 +143,11 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuStreamQuery, (CUstream hStream), (hStream), drv_stream_query(hStream, false))   \
 	D(cuStreamGetId, (CUstream hStream, unsigned long long *streamId), (hStream, streamId), \
 	  drv_stream_get_id(hStream, streamId, false))                                      \
+	D(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData), (hStream, fn, userData), \
+	  drv_host_fn(hStream, fn, NULL, userData, 0))                                      \
+	D(cuStreamAddCallback,                                                              \
+	  (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags), \
+	  (hStream, callback, userData, flags), drv_host_fn(hStream, NULL, callback, userData, flags)) \
 	D(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),        \
 	  (hStream, hEvent, Flags), drv_stream_wait_event(hStream, hEvent, Flags, false))   \
 	D(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), \

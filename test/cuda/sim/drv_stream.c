@@ -23,6 +23,14 @@
  *  - synchronizing or querying a capturing stream, or the context of one,
  *    is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates it; an event
  *    last recorded in a capture cannot be waited for or queried (907).
+ *
+ * Host functions (cuLaunchHostFunc, cuStreamAddCallback) run on a thread of
+ * the driver's once the work before them has ended; work after them starts
+ * when they return. Their length is not known until then, so a call that
+ * queues work behind one still running (or synchronizes with it) waits for
+ * it to return before it schedules: the device times are a GPU's, the host
+ * time of that call is longer than a real one's (which returns at once).
+ * They cannot be captured here (CUDA_ERROR_NOT_SUPPORTED).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -91,6 +99,74 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* ---- host functions ---- */
+
+static pthread_cond_t host_fn_returned = PTHREAD_COND_INITIALIZER;
+
+/* A host function that has not returned holds back work queued on `s` now
+ * (the streams `s` waits for as ready_at says); drv_lock held. */
+static bool held_by_host_fn(const struct drv_stream *s)
+{
+	if (s->host_fns)
+		return true;
+	if (s->legacy) {
+		for (const struct drv_stream *b = s->ctx->streams; b; b = b->next)
+			if (!(b->flags & CU_STREAM_NON_BLOCKING) && b->host_fns)
+				return true;
+	} else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
+		return s->ctx->legacy->host_fns;
+	}
+	return false;
+}
+
+/* drv_lock held, released while waiting */
+static void wait_host_fns(const struct drv_stream *s)
+{
+	while (held_by_host_fn(s))
+		pthread_cond_wait(&host_fn_returned, &drv_lock);
+}
+
+static void wait_context_host_fns(const struct drv_ctx *ctx)
+{
+	for (const struct drv_stream *s = ctx->streams; s;) {
+		if (s->host_fns) {
+			pthread_cond_wait(&host_fn_returned, &drv_lock);
+			s = ctx->streams; /* the list may have changed meanwhile */
+		} else {
+			s = s->next;
+		}
+	}
+}
+
+struct host_fn {
+	CUhostFn fn;
+	CUstreamCallback cb;
+	CUstream handle; /* as given: what the callback is passed */
+	void *user;
+	struct drv_stream *stream;
+	uint64_t at; /* when the work before it ends */
+};
+
+static void *run_host_fn(void *arg)
+{
+	struct host_fn *h = arg;
+
+	drv_sleep_until(h->at);
+	drv_in_host_fn = true;
+	if (h->fn)
+		h->fn(h->user);
+	else
+		h->cb(h->handle, CUDA_SUCCESS, h->user);
+	drv_in_host_fn = false;
+	pthread_mutex_lock(&drv_lock);
+	h->stream->busy_until = max64(h->stream->busy_until, drv_host_ns());
+	h->stream->host_fns--;
+	pthread_cond_broadcast(&host_fn_returned);
+	pthread_mutex_unlock(&drv_lock);
+	free(h);
+	return NULL;
+}
+
 /* When work queued on `s` now could start. */
 static uint64_t ready_at(const struct drv_stream *s)
 {
@@ -108,7 +184,10 @@ static uint64_t ready_at(const struct drv_stream *s)
 
 uint64_t drv_schedule(struct drv_stream *s, uint64_t ns, uint64_t now)
 {
-	uint64_t start = max64(now, ready_at(s));
+	uint64_t start;
+
+	wait_host_fns(s);
+	start = max64(now, ready_at(s));
 
 	s->busy_until = start + ns;
 	return start;
@@ -233,6 +312,9 @@ CUresult drv_stream_destroy(CUstream h)
 		pthread_mutex_unlock(&drv_lock);
 		return s ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
 	}
+	/* its host functions still use it */
+	while (s->host_fns)
+		pthread_cond_wait(&host_fn_returned, &drv_lock);
 	for (struct drv_stream **p = &ctx->streams; *p; p = &(*p)->next) {
 		if (*p == s) {
 			*p = s->next;
@@ -256,6 +338,8 @@ CUresult drv_stream_synchronize(CUstream h, bool per_thread)
 	LOCKED_CTX(ctx);
 	s = drv_stream_of(ctx, h, per_thread);
 	r = s ? drv_capture_check(OP_SYNC_STREAM, s) : CUDA_ERROR_INVALID_HANDLE;
+	if (!r)
+		wait_host_fns(s);
 	until = s ? ready_at(s) : 0;
 	cid = ctx->id;
 	sid = s ? s->id : 0;
@@ -277,7 +361,7 @@ CUresult drv_stream_query(CUstream h, bool per_thread)
 	s = drv_stream_of(ctx, h, per_thread);
 	r = s ? drv_capture_check(OP_SYNC_STREAM, s) : CUDA_ERROR_INVALID_HANDLE;
 	if (s)
-		until = ready_at(s);
+		until = held_by_host_fn(s) ? UINT64_MAX : ready_at(s);
 	pthread_mutex_unlock(&drv_lock);
 	if (r)
 		return r;
@@ -332,6 +416,8 @@ CUresult drv_ctx_synchronize(void)
 	}
 	if (!r)
 		r = unsafe_check();
+	if (!r)
+		wait_context_host_fns(ctx);
 	for (struct drv_stream *s = ctx->streams; s; s = s->next)
 		until = max64(until, s->busy_until);
 	cid = ctx->id;
@@ -349,6 +435,7 @@ uint64_t drv_streams_busy_until(const struct drv_ctx *ctx)
 {
 	uint64_t until = 0;
 
+	wait_context_host_fns(ctx);
 	for (const struct drv_stream *s = ctx->streams; s; s = s->next)
 		until = max64(until, s->busy_until);
 	return until;
@@ -556,6 +643,43 @@ CUresult drv_stream_wait_event(CUstream sh, CUevent h, unsigned flags, bool per_
 	pthread_mutex_unlock(&drv_lock);
 	if (!r && s && !drv_capturing(s))
 		wait_recorded(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, cid, sid, eid, 0);
+	return r;
+}
+
+CUresult drv_host_fn(CUstream sh, CUhostFn fn, CUstreamCallback cb, void *user, unsigned flags)
+{
+	struct host_fn *h;
+	struct drv_stream *s;
+	pthread_t thread;
+	pthread_attr_t attr;
+	CUresult r = CUDA_SUCCESS;
+
+	/* cuStreamAddCallback: "flags: Reserved for future use, must be 0" */
+	if ((!fn && !cb) || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCKED_CTX(ctx);
+	s = drv_stream_of(ctx, sh, false);
+	if (!s)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (s->capture)
+		r = CUDA_ERROR_NOT_SUPPORTED; /* host nodes are not simulated */
+	else if (!(r = drv_capture_check(OP_USE_STREAM, s)) &&
+		 !(h = malloc(sizeof(*h))))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r) {
+		*h = (struct host_fn){ .fn = fn, .cb = cb, .handle = sh, .user = user, .stream = s,
+				       .at = drv_schedule(s, 0, drv_host_ns()) };
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&thread, &attr, run_host_fn, h)) {
+			free(h);
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			s->host_fns++;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_unlock(&drv_lock);
 	return r;
 }
 

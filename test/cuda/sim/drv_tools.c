@@ -10,7 +10,9 @@
  * device made from inside a CUPTI callback (CUPTI documents
  * cuptiGetDeviceId/cuptiGetContextId as the callback-safe way), and any
  * driver call made from inside InitializeInjection (the driver holds its
- * initialization lock there).
+ * initialization lock there), and any CUDA call from inside a host function
+ * (cuLaunchHostFunc: it "must not make any CUDA API calls"; a real driver may
+ * deadlock).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -24,6 +26,7 @@ static _Atomic uint32_t next_corr = 1;
 static __thread struct sim_call *calls;
 static __thread int in_tool;
 __thread int drv_in_injection;
+__thread bool drv_in_host_fn;
 
 /* Driver calls that never touch a device: allowed anywhere. */
 static bool harmless(const char *name)
@@ -52,6 +55,9 @@ SIM_NOINLINE void drv_enter(struct sim_call *c)
 {
 	struct sim_call *rt = NULL;
 
+	if (drv_in_host_fn)
+		drv_die("%s called from inside a host function (cuLaunchHostFunc, "
+			"cuStreamAddCallback), which \"must not make any CUDA API calls\"", c->name);
 	if (c->domain == SIM_DOMAIN_DRIVER && !harmless(c->name)) {
 		if (drv_in_injection)
 			drv_die("%s called from inside InitializeInjection: the driver holds its "

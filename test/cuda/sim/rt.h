@@ -44,7 +44,7 @@
 	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
 	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) \
-	X(cuModuleGetGlobal)
+	X(cuModuleGetGlobal) X(cuLaunchHostFunc) X(cuStreamAddCallback)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;

@@ -73,6 +73,9 @@ cudaError_t rt_stream_destroy(cudaStream_t s);
 cudaError_t rt_stream_synchronize(cudaStream_t s, bool per_thread);
 cudaError_t rt_stream_query(cudaStream_t s, bool per_thread);
 cudaError_t rt_stream_get_id(cudaStream_t s, unsigned long long *id, bool per_thread);
+cudaError_t rt_launch_host_fn(cudaStream_t s, cudaHostFn_t fn, void *user, bool per_thread);
+cudaError_t rt_stream_add_callback(cudaStream_t s, cudaStreamCallback_t cb, void *user,
+				   unsigned flags, bool per_thread);
 cudaError_t rt_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, bool per_thread);
 cudaError_t rt_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode mode, bool per_thread);
 cudaError_t rt_end_capture(cudaStream_t s, cudaGraph_t *g, bool per_thread);
@@ -227,6 +230,19 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	R(cudaStreamGetId_ptsz, cudaStreamGetId_ptsz_v12000,                                \
 	  (S hStream, unsigned long long *streamId), (hStream, streamId),                   \
 	  rt_stream_get_id(hStream, streamId, true))                                        \
+	R(cudaLaunchHostFunc, cudaLaunchHostFunc_v10000, (S stream, cudaHostFn_t fn, void *userData), \
+	  (stream, fn, userData), rt_launch_host_fn(stream, fn, userData, false))           \
+	R(cudaLaunchHostFunc_ptsz, cudaLaunchHostFunc_ptsz_v10000,                          \
+	  (S stream, cudaHostFn_t fn, void *userData), (stream, fn, userData),              \
+	  rt_launch_host_fn(stream, fn, userData, true))                                    \
+	R(cudaStreamAddCallback, cudaStreamAddCallback_v5000,                               \
+	  (S stream, cudaStreamCallback_t callback, void *userData, unsigned int flags),    \
+	  (stream, callback, userData, flags),                                              \
+	  rt_stream_add_callback(stream, callback, userData, flags, false))                 \
+	R(cudaStreamAddCallback_ptsz, cudaStreamAddCallback_ptsz_v7000,                     \
+	  (S stream, cudaStreamCallback_t callback, void *userData, unsigned int flags),    \
+	  (stream, callback, userData, flags),                                              \
+	  rt_stream_add_callback(stream, callback, userData, flags, true))                  \
 	R(cudaStreamWaitEvent, cudaStreamWaitEvent_v3020, (S stream, E event, unsigned int flags), \
 	  (stream, event, flags), rt_stream_wait_event(stream, event, flags, false))        \
 	R(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent_ptsz_v7000,                         \

@@ -6,6 +6,8 @@
  * (_ptsz/_ptds) differ only in what the NULL stream means.
  */
 #define _GNU_SOURCE
+#include <stdlib.h>
+
 #include "rt.h"
 
 #define CTX_OR_FAIL()                                                                      \
@@ -291,6 +293,47 @@ cudaError_t rt_stream_get_id(cudaStream_t s, unsigned long long *id, bool per_th
 {
 	CTX_OR_FAIL();
 	return rt_result(rt_drv.cuStreamGetId(stream_of(s, per_thread), id));
+}
+
+/* ---- host functions: the driver runs them in stream order ---- */
+
+cudaError_t rt_launch_host_fn(cudaStream_t s, cudaHostFn_t fn, void *user, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuLaunchHostFunc(stream_of(s, per_thread), fn, user));
+}
+
+/* A runtime callback: passed the stream it was added to and a runtime status. */
+struct rt_callback {
+	cudaStreamCallback_t fn;
+	cudaStream_t stream;
+	void *user;
+};
+
+static void CUDA_CB run_callback(CUstream h, CUresult status, void *arg)
+{
+	struct rt_callback c = *(struct rt_callback *)arg;
+
+	free(arg);
+	c.fn(c.stream, (cudaError_t)status, c.user);
+}
+
+cudaError_t rt_stream_add_callback(cudaStream_t s, cudaStreamCallback_t cb, void *user,
+				   unsigned flags, bool per_thread)
+{
+	struct rt_callback *c;
+	CUresult r;
+
+	CTX_OR_FAIL();
+	if (!cb)
+		return rt_error(cudaErrorInvalidValue);
+	if (!(c = malloc(sizeof(*c))))
+		return rt_error(cudaErrorMemoryAllocation);
+	*c = (struct rt_callback){ cb, s, user };
+	r = rt_drv.cuStreamAddCallback(stream_of(s, per_thread), run_callback, c, flags);
+	if (r)
+		free(c);
+	return rt_result(r);
 }
 
 cudaError_t rt_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, bool per_thread)

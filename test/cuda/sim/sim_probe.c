@@ -336,6 +336,13 @@ static void CUPTIAPI sync_in_callback(void *u, CUpti_CallbackDomain d, CUpti_Cal
 	cuCtxSynchronize();
 }
 
+static void CUDART_CB calls_cuda(void *arg)
+{
+	int d;
+
+	cudaGetDevice(&d);
+}
+
 static int forbidden(const char *what)
 {
 	register_kernel();
@@ -353,6 +360,9 @@ static int forbidden(const char *what)
 		CUpti_SubscriberHandle s;
 		cuptiSubscribe(&s, sync_in_callback, NULL);
 		cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API);
+		cudaDeviceSynchronize();
+	} else if (!strcmp(what, "cuda_in_host_fn")) {
+		cudaLaunchHostFunc(NULL, calls_cuda, NULL);
 		cudaDeviceSynchronize();
 	}
 	printf("not stopped\n");
@@ -693,6 +703,79 @@ static int symbols(void)
 	return 0;
 }
 
+/* ---- host functions (cudaLaunchHostFunc, cudaStreamAddCallback) ---- */
+
+static struct {
+	uint64_t start, end;
+	long thread, cb_thread;
+	cudaStream_t cb_stream;
+	int cb_status, cb_calls;
+} host_fns;
+
+static void CUDART_CB slow_host_fn(void *arg)
+{
+	host_fns.start = raw_ns();
+	host_fns.thread = tid();
+	sleep_ms(20);
+	host_fns.end = raw_ns();
+}
+
+static void CUDART_CB stream_callback(cudaStream_t s, cudaError_t status, void *arg)
+{
+	host_fns.cb_stream = s;
+	host_fns.cb_status = status;
+	host_fns.cb_thread = tid();
+	host_fns.cb_calls += arg == &host_fns;
+}
+
+/* A kernel of 1 ms, a host function of 20 ms, a kernel, a callback: each in
+ * stream order, the host functions on a thread of the driver's; no activity
+ * record but the kernels' and the API's. */
+static int host_functions(void)
+{
+	cudaEvent_t before, after;
+	cudaStream_t s;
+	uint64_t queued;
+	float ms = 0;
+	CUpti_Activity *r = NULL;
+	int kinds[64] = { 0 };
+
+	register_kernel();
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+	cudaStreamCreate(&s);
+	cudaEventCreate(&before);
+	cudaEventCreate(&after);
+	queued = raw_ns();
+	launch(1000, 1000, s); /* 1 ms */
+	cudaEventRecord(before, s);
+	printf("host_fn=%d\n", cudaLaunchHostFunc(s, slow_host_fn, NULL));
+	cudaEventRecord(after, s);
+	launch(1, 1, s);
+	printf("callback=%d\n", cudaStreamAddCallback(s, stream_callback, &host_fns, 0));
+	printf("flags=%d\n", cudaStreamAddCallback(s, stream_callback, &host_fns, 1));
+	printf("no_fn=%d\n", cudaLaunchHostFunc(s, NULL, NULL));
+	cudaStreamSynchronize(s);
+	cudaEventElapsedTime(&ms, before, after);
+	printf("after_kernel=%d\n", host_fns.start >= queued + 1000000);
+	printf("waited=%d\n", ms >= 20.0f);
+	printf("other_thread=%d\n", host_fns.thread && host_fns.thread != tid() &&
+					     host_fns.cb_thread && host_fns.cb_thread != tid());
+	printf("cb=%d:%d:%d\n", host_fns.cb_calls, host_fns.cb_stream == s, host_fns.cb_status);
+	cuptiActivityFlushAll(0);
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS)
+		if (r->kind < 64)
+			kinds[r->kind] = 1;
+	printf("kinds=");
+	for (int k = 0; k < 64; k++)
+		if (kinds[k])
+			printf("%d,", k);
+	printf("\n");
+	return 0;
+}
+
 /* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
 
 static char resources[256];
@@ -997,6 +1080,8 @@ int main(int argc, char **argv)
 		return copy2d();
 	if (!strcmp(what, "symbols"))
 		return symbols();
+	if (!strcmp(what, "hostfn"))
+		return host_functions();
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -1007,6 +1092,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|clock [callback]|init|streams\n");
 	return 2;
 }

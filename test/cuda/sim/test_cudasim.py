@@ -149,6 +149,21 @@ def test_symbols():
     assert f["after_reset"] == "0:0"
 
 
+def test_host_functions_in_stream_order():
+    """cudaLaunchHostFunc and cudaStreamAddCallback (the driver's cuLaunchHostFunc and
+    cuStreamAddCallback): the host function starts once the kernel before it has ended
+    and the work after it waits for it to return (the events around a host function of
+    20 ms are 20 ms or more apart); both run on a thread of the driver's; the callback
+    is passed its stream and cudaSuccess; flags other than 0 and no function are
+    cudaErrorInvalidValue; CUPTI records nothing for them (kinds: DRIVER 4, RUNTIME 5,
+    CONCURRENT_KERNEL 10)."""
+    f = fields(probe("hostfn"))
+    assert (f["host_fn"], f["callback"], f["flags"], f["no_fn"]) == ("0", "0", "1", "1")
+    assert (f["after_kernel"], f["waited"], f["other_thread"]) == ("1", "1", "1")
+    assert f["cb"] == "1:1:0"
+    assert f["kinds"] == "4,5,10,"
+
+
 def test_device_reset():
     """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
     work, tells CUPTI's subscriber of its module's unload and then of the context's
@@ -170,6 +185,7 @@ def test_device_reset():
     ("timestamp_late", "cuptiActivityRegisterTimestampCallback called while activity kinds "
                        "are enabled"),
     ("driver_in_callback", "cuCtxSynchronize called from inside a CUPTI callback"),
+    ("cuda_in_host_fn", "cudaGetDevice_v3020 called from inside a host function"),
 ])
 def test_forbidden_calls_abort_loudly(what, message):
     r = sim_run([PROBE, "forbidden", what], check=False)
