@@ -89,6 +89,10 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaStreamQuery, (void *s), (s), 0)                                               \
 	X(cudaStreamQuery_ptsz, (void *s), (s), 0)                                          \
 	X(cudaStreamWaitEvent, (void *s, void *e, unsigned f), (s, e, f), 0)                \
+	X(cudaLaunchHostFunc, (void *s, void *fn, void *u), (s, fn, u), 0)                  \
+	X(cudaLaunchHostFunc_ptsz, (void *s, void *fn, void *u), (s, fn, u), 0)             \
+	X(cudaStreamAddCallback, (void *s, void *cb, void *u, unsigned f), (s, cb, u, f), 0) \
+	X(cudaStreamAddCallback_ptsz, (void *s, void *cb, void *u, unsigned f), (s, cb, u, f), 0) \
 	X(cudaStreamWaitEvent_ptsz, (void *s, void *e, unsigned f), (s, e, f), 0)           \
 	X(cudaStreamIsCapturing, (void *s, int *st), (s, st), RT_FOLD)                      \
 	X(cudaStreamIsCapturing_ptsz, (void *s, int *st), (s, st), RT_FOLD)                 \

@@ -57,6 +57,9 @@
 //                  offset 24 on a non-blocking stream (100 ns), synchronized,
 //                  cudaMemcpyFromSymbol of 2048 bytes at offset 1024 (204 ns), and one
 //                  past the end (cudaErrorInvalidValue, nothing copied); the bytes read back
+//   hostfn         on a non-blocking stream: an axpy (2048 ns), cudaLaunchHostFunc of a
+//                  host function sleeping 30 ms, a scale (1024 ns), cudaStreamAddCallback
+//                  (checks its stream and status), synchronized
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -672,6 +675,37 @@ static int symbols_mode(void)
 	return ok ? 0 : 1;
 }
 
+static void CUDART_CB sleep_30ms(void *)
+{
+	struct timespec t = { 0, 30000000 };
+
+	nanosleep(&t, NULL);
+}
+
+static void CUDART_CB check_callback(cudaStream_t s, cudaError_t status, void *arg)
+{
+	*(bool *)arg = status == cudaSuccess && s != NULL;
+}
+
+static int hostfn_mode(void)
+{
+	cudaStream_t s;
+	float *d;
+	bool called = false;
+
+	CHECK(cudaMalloc(&d, 8 * 256 * sizeof(float)));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	axpy<<<8, 256, 0, s>>>(d, d, 2048);                  // 2048 ns
+	CHECK(cudaLaunchHostFunc(s, sleep_30ms, NULL));      // 30 ms
+	sim::scale<float><<<4, 256, 0, s>>>(d, 2.0f, 1024); // 1024 ns
+	CHECK(cudaStreamAddCallback(s, check_callback, &called, 0));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFree(d));
+	printf("hostfn: %s\n", called ? "ok" : "callback not called as documented");
+	return called ? 0 : 1;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -747,6 +781,8 @@ int main(int argc, char **argv)
 		return copy2d_mode();
 	if (!strcmp(mode, "symbols"))
 		return symbols_mode();
+	if (!strcmp(mode, "hostfn"))
+		return hostfn_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

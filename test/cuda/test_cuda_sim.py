@@ -551,6 +551,40 @@ def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert [e["args"].get("error") for e in to] == [None, "cudaErrorInvalidValue"]
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_host_function_holds_back_the_work_after_it(tmp_path, cupti):
+    """cudaLaunchHostFunc of a host function sleeping 30 ms between two kernels on one
+    stream, then cudaStreamAddCallback: the kernel after it starts no earlier than 30 ms
+    after the kernel before it ended (the host function runs in stream order and the
+    stream waits for it to return); both calls are cuda_runtime spans, with CUDA-event
+    timing too (gputrace did not wrap them: without CUPTI they were not drawn); the
+    host function itself draws no device work; nothing lost."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "hostfn"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"hostfn: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    work = sorted(device_work(trace), key=start)
+    assert [e["name"] for e in work] == [AXPY, SCALE]
+    assert [(e["pid"], e["tid"]) for e in work][0] == (work[1]["pid"], work[1]["tid"])
+    assert start(work[1]) >= end(work[0]) + 30_000_000, work
+    host = host_by_corr(trace)
+    for e in work:
+        launch = host[e["args"]["correlation"]]
+        assert linked(trace, launch, e) and start(e) >= start(launch)
+    calls = {}
+    for name in ("cudaLaunchHostFunc", "cudaStreamAddCallback"):
+        (call,) = xs(trace, "cuda_runtime", name)
+        assert int(call["args"]["result"]) == 0
+        calls[name] = call
+    # in program order: axpy, the host function, scale, the callback
+    launches = [host[e["args"]["correlation"]] for e in work]
+    assert start(launches[0]) < start(calls["cudaLaunchHostFunc"]) < start(launches[1]) < \
+        start(calls["cudaStreamAddCallback"])
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put
