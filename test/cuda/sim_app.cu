@@ -60,6 +60,9 @@
 //   hostfn         on a non-blocking stream: an axpy (2048 ns), cudaLaunchHostFunc of a
 //                  host function sleeping 30 ms, a scale (1024 ns), cudaStreamAddCallback
 //                  (checks its stream and status), synchronized
+//   mallocasync    on a non-blocking stream: cudaMallocAsync of 1 MiB, a fill of it
+//                  (104857 ns), an axpy (2048 ns), cudaMemcpyAsync of 4096 bytes into
+//                  pinned memory (409 ns), cudaFreeAsync, synchronized; the bytes read back
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -706,6 +709,28 @@ static int hostfn_mode(void)
 	return called ? 0 : 1;
 }
 
+static int mallocasync_mode(void)
+{
+	cudaStream_t s;
+	unsigned char *d, *host;
+	bool ok = true;
+
+	CHECK(cudaMallocHost(&host, 4096));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMallocAsync(&d, MiB, s));
+	CHECK(cudaMemsetAsync(d, 0x5a, MiB, s));                                  // 104857 ns
+	axpy<<<8, 256, 0, s>>>((float *)d, (float *)d + 4096, 2048);              // 2048 ns
+	CHECK(cudaMemcpyAsync(host, d, 4096, cudaMemcpyDeviceToHost, s));         // 409 ns
+	CHECK(cudaFreeAsync(d, s));
+	CHECK(cudaStreamSynchronize(s));
+	for (int i = 0; i < 4096; i++)
+		ok = ok && host[i] == 0x5a;
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFreeHost(host));
+	printf("mallocasync: %s\n", ok ? "ok" : "wrong bytes");
+	return ok ? 0 : 1;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -783,6 +808,8 @@ int main(int argc, char **argv)
 		return symbols_mode();
 	if (!strcmp(mode, "hostfn"))
 		return hostfn_mode();
+	if (!strcmp(mode, "mallocasync"))
+		return mallocasync_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

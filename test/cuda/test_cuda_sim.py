@@ -585,6 +585,35 @@ def test_host_function_holds_back_the_work_after_it(tmp_path, cupti):
         start(calls["cudaStreamAddCallback"])
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_stream_ordered_allocation_calls_drawn(tmp_path, cupti):
+    """cudaMallocAsync and cudaFreeAsync around a fill, a kernel and a copy on one stream:
+    each call one cuda_runtime span that succeeded, the allocation before the work that
+    uses it and the free after it was queued; the work drawn on the stream's row in
+    order, linked to its calls; nothing lost."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "mallocasync"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"mallocasync: ok\n"), r.stderr
+    assert notices(r.stderr) == []
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    (alloc,) = xs(trace, "cuda_runtime", "cudaMallocAsync")
+    (free,) = xs(trace, "cuda_runtime", "cudaFreeAsync")
+    assert [int(e["args"]["result"]) for e in (alloc, free)] == [0, 0]
+    host = host_by_corr(trace)
+    work = sorted(device_work(trace), key=start)
+    assert [(e["cat"], int(e["args"].get("bytes", 0))) for e in work] == \
+        [("gpu_memset", 1048576), ("kernel", 0), ("gpu_memcpy", 4096)]
+    assert len({(e["pid"], e["tid"]) for e in work}) == 1
+    calls = [host[e["args"]["correlation"]] for e in work]
+    assert [c["name"] for c in calls] == ["cudaMemsetAsync", "__cudaLaunchKernel",
+                                          "cudaMemcpyAsync"]
+    for e, call in zip(work, calls):
+        assert linked(trace, call, e) and start(e) >= start(call)
+    assert end(alloc) <= start(calls[0]) and end(calls[2]) <= start(free)
+
+
 def test_without_cupti_copies_into_host_memory_end_in_their_call(tmp_path):
     """GPUTRACE_DISABLE_CUPTI=1: a cudaMemcpy into host memory has completed when it
     returns (CUDA's API synchronization behavior), but the events' reference put

@@ -245,6 +245,8 @@ DRV_HIDDEN CUresult drv_export_table(const void **table, const CUuuid *id);
 DRV_HIDDEN CUresult drv_mem_alloc(CUdeviceptr *p, size_t size);
 DRV_HIDDEN CUresult drv_mem_alloc_managed(CUdeviceptr *p, size_t size, unsigned flags);
 DRV_HIDDEN CUresult drv_mem_free(CUdeviceptr p);
+DRV_HIDDEN CUresult drv_mem_alloc_async(CUdeviceptr *p, size_t size, CUstream h);
+DRV_HIDDEN CUresult drv_mem_free_async(CUdeviceptr p, CUstream h);
 DRV_HIDDEN CUresult drv_mem_alloc_host(void **p, size_t size);
 DRV_HIDDEN CUresult drv_mem_host_alloc(void **p, size_t size, unsigned flags);
 DRV_HIDDEN CUresult drv_mem_free_host(void *p);

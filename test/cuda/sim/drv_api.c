@@ -72,6 +72,10 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags),      \
 	  (dptr, bytesize, flags), drv_mem_alloc_managed(dptr, bytesize, flags))            \
 	D(cuMemFree_v2, (CUdeviceptr dptr), (dptr), drv_mem_free(dptr))                     \
+	D(cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),          \
+	  (dptr, bytesize, hStream), drv_mem_alloc_async(dptr, bytesize, hStream))          \
+	D(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),            \
+	  drv_mem_free_async(dptr, hStream))                                                \
 	D(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize),                  \
 	  drv_mem_alloc_host(pp, bytesize))                                                 \
 	D(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags),                 \

@@ -11,6 +11,12 @@
  * made it (cuMemcpyPeer, or cuMemcpy through unified addressing), and
  * needs no peer access (the driver stages it, as NVIDIA's does). A 2D copy
  * (cuMemcpy2D) moves Height rows of WidthInBytes: one copy of their sum.
+ *
+ * Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync) is ordinary
+ * device memory, queued on a stream rather than "potentially unsafe" while
+ * capturing: it is usable by the stream's later work at once, and a free
+ * returns it at once too (the work queued before it has moved its bytes
+ * already: use after a stream-ordered free is not modelled).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -65,7 +71,23 @@ static CUresult remember(void *p, size_t size, uint8_t kind, const struct drv_ct
 	return CUDA_SUCCESS;
 }
 
-static CUresult allocate(void **out, size_t size, uint8_t kind)
+/* What the capture rules say of an allocation or free (drv_lock held): one
+ * ordered on stream h uses h (host nodes of memory are not simulated: not on
+ * a capturing stream); any other is potentially unsafe. */
+static CUresult may_allocate(struct drv_ctx *ctx, bool ordered, CUstream h)
+{
+	struct drv_stream *s;
+
+	if (!ordered)
+		return drv_capture_check(OP_UNSAFE, NULL);
+	if (!(s = drv_stream_of(ctx, h, false)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (drv_capturing(s))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return drv_capture_check(OP_USE_STREAM, s);
+}
+
+static CUresult allocate(void **out, size_t size, uint8_t kind, bool ordered, CUstream h)
 {
 	CUresult r = drv_initialized();
 	struct drv_ctx *ctx = drv_ctx_current();
@@ -78,7 +100,7 @@ static CUresult allocate(void **out, size_t size, uint8_t kind)
 	if (!ctx)
 		return drv_no_context();
 	pthread_mutex_lock(&drv_lock);
-	r = drv_capture_check(OP_UNSAFE, NULL);
+	r = may_allocate(ctx, ordered, h);
 	if (!r && kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && device_used + size > DEVICE_MEMORY)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r) {
@@ -94,17 +116,24 @@ static CUresult allocate(void **out, size_t size, uint8_t kind)
 	return r;
 }
 
-static CUresult release(void *p, uint8_t kind)
+static CUresult release(void *p, uint8_t kind, bool ordered, CUstream h)
 {
 	CUresult r = drv_initialized();
+	struct drv_ctx *ctx = drv_ctx_current();
 	struct alloc *a;
 
 	if (r)
 		return r;
-	if (!p)
+	if (ordered && !ctx)
+		return drv_no_context();
+	if (!p && !ordered)
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&drv_lock);
-	r = drv_capture_check(OP_UNSAFE, NULL);
+	r = may_allocate(ctx, ordered, h);
+	if (!r && !p) {
+		pthread_mutex_unlock(&drv_lock);
+		return CUDA_SUCCESS;
+	}
 	a = find((uintptr_t)p);
 	if (!r && (!a || a->base != (uintptr_t)p ||
 		   (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) !=
@@ -163,32 +192,42 @@ void drv_mem_release_context(uint32_t context_id)
 
 CUresult drv_mem_alloc(CUdeviceptr *p, size_t size)
 {
-	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, false, NULL);
+}
+
+CUresult drv_mem_alloc_async(CUdeviceptr *p, size_t size, CUstream h)
+{
+	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, h);
 }
 
 CUresult drv_mem_alloc_managed(CUdeviceptr *p, size_t size, unsigned flags)
 {
-	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
+	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, false, NULL);
 }
 
 CUresult drv_mem_free(CUdeviceptr p)
 {
-	return release((void *)p, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+	return release((void *)p, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, false, NULL);
+}
+
+CUresult drv_mem_free_async(CUdeviceptr p, CUstream h)
+{
+	return release((void *)p, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, h);
 }
 
 CUresult drv_mem_alloc_host(void **p, size_t size)
 {
-	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false, NULL);
 }
 
 CUresult drv_mem_host_alloc(void **p, size_t size, unsigned flags)
 {
-	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+	return allocate(p, size, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false, NULL);
 }
 
 CUresult drv_mem_free_host(void *p)
 {
-	return release(p, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+	return release(p, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false, NULL);
 }
 
 CUresult drv_mem_get_info(size_t *free_bytes, size_t *total)

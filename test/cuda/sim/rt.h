@@ -44,7 +44,8 @@
 	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
 	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) \
-	X(cuModuleGetGlobal) X(cuLaunchHostFunc) X(cuStreamAddCallback)
+	X(cuModuleGetGlobal) X(cuLaunchHostFunc) X(cuStreamAddCallback) \
+	X(cuMemAllocAsync) X(cuMemFreeAsync)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;

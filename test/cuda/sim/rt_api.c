@@ -46,6 +46,8 @@ unsigned rt_push_config(dim3 grid, dim3 block, size_t shared, void *stream);
 cudaError_t rt_pop_config(dim3 *grid, dim3 *block, size_t *shared, void *stream);
 cudaError_t rt_func_get_name(const char **name, const void *func);
 cudaError_t rt_malloc(void **p, size_t n);
+cudaError_t rt_malloc_async(void **p, size_t n, cudaStream_t s, bool per_thread);
+cudaError_t rt_free_async(void *p, cudaStream_t s, bool per_thread);
 cudaError_t rt_malloc_managed(void **p, size_t n, unsigned flags);
 cudaError_t rt_free(void *p);
 cudaError_t rt_malloc_host(void **p, size_t n);
@@ -131,6 +133,15 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  rt_mem_get_info(free, total))                                                     \
 	R(cudaMalloc, cudaMalloc_v3020, (void **devPtr, size_t size), (devPtr, size),       \
 	  rt_malloc(devPtr, size))                                                          \
+	R(cudaMallocAsync, cudaMallocAsync_v11020, (void **devPtr, size_t size, S hStream), \
+	  (devPtr, size, hStream), rt_malloc_async(devPtr, size, hStream, false))           \
+	R(cudaMallocAsync_ptsz, cudaMallocAsync_ptsz_v11020,                                \
+	  (void **devPtr, size_t size, S hStream), (devPtr, size, hStream),                 \
+	  rt_malloc_async(devPtr, size, hStream, true))                                     \
+	R(cudaFreeAsync, cudaFreeAsync_v11020, (void *devPtr, S hStream), (devPtr, hStream), \
+	  rt_free_async(devPtr, hStream, false))                                            \
+	R(cudaFreeAsync_ptsz, cudaFreeAsync_ptsz_v11020, (void *devPtr, S hStream),         \
+	  (devPtr, hStream), rt_free_async(devPtr, hStream, true))                          \
 	R(cudaMallocManaged, cudaMallocManaged_v6000,                                       \
 	  (void **devPtr, size_t size, unsigned int flags), (devPtr, size, flags),          \
 	  rt_malloc_managed(devPtr, size, flags))                                           \

@@ -32,6 +32,20 @@ cudaError_t rt_malloc(void **p, size_t n)
 	return rt_result(rt_drv.cuMemAlloc((CUdeviceptr *)p, n));
 }
 
+cudaError_t rt_malloc_async(void **p, size_t n, cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	if (!p)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuMemAllocAsync((CUdeviceptr *)p, n, stream_of(s, per_thread)));
+}
+
+cudaError_t rt_free_async(void *p, cudaStream_t s, bool per_thread)
+{
+	CTX_OR_FAIL();
+	return rt_result(rt_drv.cuMemFreeAsync((CUdeviceptr)p, stream_of(s, per_thread)));
+}
+
 cudaError_t rt_malloc_managed(void **p, size_t n, unsigned flags)
 {
 	CTX_OR_FAIL();

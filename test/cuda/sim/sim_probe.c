@@ -776,6 +776,47 @@ static int host_functions(void)
 	return 0;
 }
 
+/* ---- stream-ordered allocation (cudaMallocAsync, cudaFreeAsync) ---- */
+
+/* Memory allocated on a stream, filled and read back there, freed there; a
+ * capture goes on around an allocation on another stream (not potentially
+ * unsafe, unlike cudaMalloc); the errors; CUPTI's memory kinds refused. */
+static int malloc_async(void)
+{
+	unsigned char host[4096];
+	void *p = NULL, *q = NULL, *r = NULL;
+	cudaStream_t s, c;
+	cudaGraph_t g = NULL;
+	bool filled = true;
+
+	cuptiActivityRegisterCallbacks(req, done);
+	printf("memory2=%d pool=%d\n", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2),
+	       cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL));
+	cudaStreamCreate(&s);
+	cudaStreamCreate(&c);
+	printf("alloc=%d\n", cudaMallocAsync(&p, sizeof(host), s));
+	cudaMemsetAsync(p, 7, sizeof(host), s);
+	cudaMemcpyAsync(host, p, sizeof(host), cudaMemcpyDeviceToHost, s);
+	printf("free=%d\n", cudaFreeAsync(p, s));
+	cudaStreamSynchronize(s);
+	for (size_t i = 0; i < sizeof(host); i++)
+		filled = filled && host[i] == 7;
+	printf("filled=%d\n", filled);
+	printf("null=%d\n", cudaMallocAsync(NULL, 16, s));
+	printf("bad_stream=%d\n", cudaMallocAsync(&q, 16, (cudaStream_t)host));
+	printf("unknown=%d\n", cudaFreeAsync(host, s));
+	printf("twice=%d\n", cudaFreeAsync(p, s));
+	cudaMallocAsync(&q, 16, s);
+	printf("plain_free=%d\n", cudaFree(q));
+	cudaStreamBeginCapture(c, cudaStreamCaptureModeGlobal);
+	printf("during_capture=%d\n", cudaMallocAsync(&r, 16, s));
+	printf("on_capturing=%d\n", cudaMallocAsync(&q, 16, c));
+	printf("end_capture=%d\n", cudaStreamEndCapture(c, &g));
+	cudaFreeAsync(r, s);
+	cudaStreamSynchronize(s);
+	return 0;
+}
+
 /* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
 
 static char resources[256];
@@ -1082,6 +1123,8 @@ int main(int argc, char **argv)
 		return symbols();
 	if (!strcmp(what, "hostfn"))
 		return host_functions();
+	if (!strcmp(what, "mallocasync"))
+		return malloc_async();
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -1092,6 +1135,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|mallocasync|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -164,6 +164,23 @@ def test_host_functions_in_stream_order():
     assert f["kinds"] == "4,5,10,"
 
 
+def test_stream_ordered_allocation():
+    """cudaMallocAsync / cudaFreeAsync (the driver's cuMemAllocAsync / cuMemFreeAsync):
+    the memory is usable by the stream's later work (filled and read back there);
+    a NULL pointer, a garbage stream (cudaErrorInvalidResourceHandle, 400), a pointer
+    not allocated or freed twice are errors; cudaFree frees it too; unlike cudaMalloc
+    it is not potentially unsafe during another stream's global capture (the capture
+    ends with its graph), but it cannot go into a capture here (host memory nodes are
+    not simulated: cudaErrorNotSupported, 801); CUPTI refuses MEMORY2 and MEMORY_POOL
+    (CUPTI_ERROR_NOT_COMPATIBLE, 14): the simulator produces no such records."""
+    f = fields(probe("mallocasync"))
+    assert (f["memory2"], f["pool"]) == ("14", "14")
+    assert (f["alloc"], f["free"], f["filled"]) == ("0", "0", "1")
+    assert (f["null"], f["bad_stream"], f["unknown"], f["twice"]) == ("1", "400", "1", "1")
+    assert f["plain_free"] == "0"
+    assert (f["during_capture"], f["on_capturing"], f["end_capture"]) == ("0", "801", "0")
+
+
 def test_device_reset():
     """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
     work, tells CUPTI's subscriber of its module's unload and then of the context's
