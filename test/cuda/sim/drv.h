@@ -5,9 +5,9 @@
  *   drv_core.c    cuInit and injection, devices, contexts, errors, export tables
  *   drv_clock.c   host, device and realtime clocks (CUDA_SIM_* knobs)
  *   drv_tools.c   the tools hub: API enter/exit, correlation ids, libcupti's ops
- *   drv_stream.c  streams, events, scheduling, waits, capture rules
+ *   drv_stream.c  streams, host functions, events, scheduling, waits, capture rules
  *   drv_mem.c     memory, copies, fills
- *   drv_launch.c  modules, functions, kernel launches
+ *   drv_launch.c  modules, functions, globals, kernel launches
  *   drv_graph.c   stream capture into graphs, instantiation, graph launches
  * One lock guards all objects; waits sleep outside it.
  */

@@ -6,7 +6,7 @@
  *   rt_api.c     the exported entry points, generated from one table
  *   rt_core.c    the driver (dlopen + cuGetProcAddress), lazy init, errors, devices
  *   rt_launch.c  fatbinary/function registration, call configurations, launches
- *   rt_work.c    memory, copies, streams, events, capture, graphs
+ *   rt_work.c    memory, copies, symbols, streams, host functions, events, capture, graphs
  * Like the real runtime, it reaches libcuda.so.1 only through dlopen and
  * cuGetProcAddress: preloaded cu* symbols never see its calls.
  */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The runtime calls that map one-to-one onto the driver: memory, copies,
- * fills, streams, events, capture and graphs. Handles are the driver's
+ * The runtime calls that map one-to-one onto the driver: memory (stream-
+ * ordered too), copies (2D, to and from __device__ symbols), fills, streams,
+ * host functions, events, capture and graphs. Handles are the driver's
  * (cudaStream_t is a CUstream). The per-thread-default-stream flavours
  * (_ptsz/_ptds) differ only in what the NULL stream means.
  */
