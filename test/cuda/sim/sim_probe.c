@@ -817,6 +817,66 @@ static int malloc_async(void)
 	return 0;
 }
 
+/* ---- the per-thread-default-stream forms (what nvcc's --default-stream per-thread calls) ---- */
+
+cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+			      size_t width, size_t height, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+				   size_t width, size_t height, enum cudaMemcpyKind kind,
+				   cudaStream_t stream);
+cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count,
+				    size_t offset, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count,
+					   size_t offset, enum cudaMemcpyKind kind,
+					   cudaStream_t stream);
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+
+static void CUDART_CB set_flag(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+/* Each on the calling thread's stream (not the legacy one, id 7): the copies'
+ * records name one stream. */
+static int per_thread(void)
+{
+	static unsigned char shadow[64];
+	unsigned char src[4096], back[4096], part[16];
+	uint32_t streams[8];
+	int n = 0, ran = 0;
+	void *p = NULL;
+	CUpti_Activity *r = NULL;
+
+	for (int i = 0; i < 4096; i++)
+		src[i] = (unsigned char)(i * 5 + 3);
+	hand_register_var(shadow, "probe_pt", sizeof(shadow));
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	printf("results=%d,", cudaMallocAsync_ptsz(&p, 4096, NULL));
+	printf("%d,", cudaMemcpy2DAsync_ptsz(p, 64, src, 64, 64, 64, cudaMemcpyHostToDevice, NULL));
+	printf("%d,", cudaMemcpy2D_ptds(back, 64, p, 64, 64, 64, cudaMemcpyDeviceToHost));
+	printf("%d,", cudaMemcpyToSymbol_ptds(shadow, src, 64, 0, cudaMemcpyHostToDevice));
+	printf("%d,", cudaMemcpyFromSymbolAsync_ptsz(part, shadow, 16, 8, cudaMemcpyDeviceToHost,
+						      NULL));
+	printf("%d,", cudaLaunchHostFunc_ptsz(NULL, set_flag, &ran));
+	printf("%d\n", cudaFreeAsync_ptsz(p, NULL));
+	cudaStreamSynchronize(cudaStreamPerThread);
+	printf("bytes=%d ran=%d\n", !memcmp(back, src, 4096) && !memcmp(part, src + 8, 16), ran);
+	cuptiActivityFlushAll(0);
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY && n < 8)
+			streams[n++] = m->streamId;
+	}
+	bool one = n == 4;
+	for (int i = 1; i < n; i++)
+		one = one && streams[i] == streams[0];
+	printf("copies=%d one_stream=%d legacy=%d\n", n, one, n && streams[0] == 7);
+	return 0;
+}
+
 /* ---- cudaDeviceReset (cuDevicePrimaryCtxReset) ---- */
 
 static char resources[256];
@@ -1125,6 +1185,8 @@ int main(int argc, char **argv)
 		return host_functions();
 	if (!strcmp(what, "mallocasync"))
 		return malloc_async();
+	if (!strcmp(what, "per_thread"))
+		return per_thread();
 	if (!strcmp(what, "clock"))
 		return clocks(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "range"))
@@ -1135,6 +1197,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|mallocasync|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|mallocasync|per_thread|clock [callback]|init|streams\n");
 	return 2;
 }

@@ -181,6 +181,16 @@ def test_stream_ordered_allocation():
     assert (f["during_capture"], f["on_capturing"], f["end_capture"]) == ("0", "801", "0")
 
 
+def test_per_thread_default_stream_forms():
+    """The _ptds/_ptsz forms of the 2D, symbol, host-function and stream-ordered calls
+    (what nvcc's --default-stream per-thread code calls) act on the calling thread's
+    stream: the four copies' records name one stream, not the legacy one (7)."""
+    f = fields(probe("per_thread"))
+    assert f["results"] == "0,0,0,0,0,0,0"
+    assert (f["bytes"], f["ran"]) == ("1", "1")
+    assert (f["copies"], f["one_stream"], f["legacy"]) == ("4", "1", "0")
+
+
 def test_device_reset():
     """cudaDeviceReset (the driver's cuDevicePrimaryCtxReset) waits for the context's
     work, tells CUPTI's subscriber of its module's unload and then of the context's
