@@ -15,7 +15,7 @@
  * A module's __device__ variables are what the runtime declares from nvcc's
  * __cudaRegisterVar (a real driver reads the cubin's symbol table): each is
  * zeroed device memory of the module's context, found by cuModuleGetGlobal
- * and freed with the module.
+ * and freed with the module (not by cuMemFree).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

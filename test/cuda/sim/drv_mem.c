@@ -32,6 +32,7 @@ struct alloc {
 	uint8_t kind; /* CUpti_ActivityMemoryKind */
 	int device;   /* of the context that allocated it */
 	uint32_t context;
+	bool global;  /* a module's variable: freed with the module only */
 };
 
 static struct alloc *allocs;
@@ -65,7 +66,7 @@ static CUresult remember(void *p, size_t size, uint8_t kind, const struct drv_ct
 		allocs = a;
 		cap_allocs = cap;
 	}
-	allocs[nallocs++] = (struct alloc){ (uintptr_t)p, size, kind, ctx->device, ctx->id };
+	allocs[nallocs++] = (struct alloc){ (uintptr_t)p, size, kind, ctx->device, ctx->id, false };
 	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
 		device_used += size;
 	return CUDA_SUCCESS;
@@ -135,7 +136,7 @@ static CUresult release(void *p, uint8_t kind, bool ordered, CUstream h)
 		return CUDA_SUCCESS;
 	}
 	a = find((uintptr_t)p);
-	if (!r && (!a || a->base != (uintptr_t)p ||
+	if (!r && (!a || a->base != (uintptr_t)p || a->global ||
 		   (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) !=
 			   (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED)))
 		r = CUDA_ERROR_INVALID_VALUE;
@@ -162,6 +163,7 @@ void *drv_storage_new(const struct drv_ctx *ctx, size_t size)
 		free(p);
 		return NULL;
 	}
+	allocs[nallocs - 1].global = true;
 	return p;
 }
 

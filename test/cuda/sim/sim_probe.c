@@ -686,6 +686,8 @@ static int symbols(void)
 	printf("unknown=%d,%d\n", cudaMemcpyToSymbol(&unknown, src, 1, 0, cudaMemcpyHostToDevice),
 	       cudaGetSymbolAddress(&at, &unknown));
 	printf("direction=%d\n", cudaMemcpyToSymbol(shadow, src, 4, 0, cudaMemcpyDeviceToHost));
+	cudaGetSymbolAddress(&at, shadow);
+	printf("free_symbol=%d\n", cudaFree(at));
 	cuptiActivityFlushAll(0);
 	/* copyKind:bytes:duration of each copy */
 	printf("records=");

@@ -144,6 +144,8 @@ def test_symbols():
         ("0", "0", "0", "0:256", "0", "1")
     assert int(f["get_global"]) >= 1
     assert (f["past_end"], f["unknown"], f["direction"]) == ("1", "13,13", "21")
+    # the module's, not cudaMalloc's: cudaFree refuses it
+    assert f["free_symbol"] == "1"
     # the three symbol copies, then the two cudaMemcpy reading back
     assert f["records"] == "1:256:25,2:128:12,8:256:25,2:256:25,2:256:25,"
     assert f["after_reset"] == "0:0"
