@@ -490,7 +490,10 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     (width x height, not the pitches), its kind and (CUPTI) exact duration, on the row of
     its stream, linked to its call; the synchronous ones inside their call (with CUDA
     events only the copy into host memory is known to end there), the asynchronous one
-    inside the stream synchronize after it."""
+    (CUPTI) inside the stream synchronize after it: CUDA-event timing places it through
+    a reference event whose host time is known only within the window of its record and
+    synchronize (up to tens of us when cold), and may draw it ending after that
+    synchronize."""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
     r = sim_run([APP, "copy2d"], tmp_path, env=env)
     assert (r.returncode, r.stdout) == (0, b"copy2d: ok\n"), r.stderr
@@ -511,9 +514,10 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert rows[0] == rows[2] != rows[1]
     for i in ((0, 2) if cupti else (2,)):
         assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
-    sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
-                if start(e) >= end(calls[1])), key=start)
-    assert end(copies[1]) <= end(sync)
+    if cupti:  # CUDA events place work only within their reference's window (a few us)
+        sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                    if start(e) >= end(calls[1])), key=start)
+        assert end(copies[1]) <= end(sync)
 
 
 @pytest.mark.sanitize
@@ -522,8 +526,10 @@ def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
     """cudaMemcpyToSymbol, cudaMemcpyToSymbolAsync and cudaMemcpyFromSymbol of nvcc's
     __device__ and __constant__ variables: each copy drawn once with its kind and the
     bytes asked (not the variable's size), (CUPTI) its exact duration, on its stream's
-    row, linked to its call, the synchronous ones inside it; the copy past the end
-    fails with cudaErrorInvalidValue and draws nothing."""
+    row, linked to its call, the synchronous ones inside it (with CUDA events only the
+    one into host memory), the asynchronous one (CUPTI) inside the stream synchronize
+    after it (see test_2d_copies_drawn_with_their_bytes); the copy past the end fails
+    with cudaErrorInvalidValue and draws nothing."""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
     r = sim_run([APP, "symbols"], tmp_path, env=env)
     assert (r.returncode, r.stdout) == (0, b"symbols: ok\n"), r.stderr
@@ -544,9 +550,10 @@ def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert rows[0] == rows[2] != rows[1]
     for i in ((0, 2) if cupti else (2,)):
         assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
-    sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
-                if start(e) >= end(calls[1])), key=start)
-    assert end(copies[1]) <= end(sync)
+    if cupti:  # CUDA events place work only within their reference's window (a few us)
+        sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                    if start(e) >= end(calls[1])), key=start)
+        assert end(copies[1]) <= end(sync)
     to = sorted(xs(trace, "cuda_runtime", "cudaMemcpyToSymbol"), key=start)
     assert [e["args"].get("error") for e in to] == [None, "cudaErrorInvalidValue"]
 
