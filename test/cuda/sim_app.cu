@@ -47,9 +47,10 @@
 //                  synchronize before it; the event then fails with
 //                  cudaErrorContextIsDestroyed
 //   copy2d         2D copies on a non-blocking stream's device: cudaMemcpy2D of 50 rows of
-//                  1000 bytes from pinned memory into device rows of pitch 1024 (50000
-//                  bytes: 5000 ns), cudaMemcpy2DAsync of 50 rows of 800 bytes device to
-//                  device on the stream (4000 ns), synchronized, then cudaMemcpy2D of 25
+//                  1000 bytes from pinned memory into device rows of pitch 1024
+//                  (cudaMallocPitch's; 50000 bytes: 5000 ns), cudaMemset2DAsync of 50 rows
+//                  of 800 bytes on the stream (4000 ns), cudaMemcpy2DAsync of 50 rows of 800
+//                  bytes device to device there (4000 ns), synchronized, then cudaMemcpy2D of 25
 //                  of those rows back into pinned memory (20000 bytes: 2000 ns); the
 //                  bytes read back
 //   symbols        a __device__ float[1024] and a __constant__ int[256]: cudaMemcpyToSymbol
@@ -615,19 +616,23 @@ static int reset_mode(void)
 
 static int copy2d_mode(void)
 {
-	const size_t pitch = 1024, rows = 50;
+	const size_t rows = 50;
+	size_t pitch = 0;
 	unsigned char *host, *back, *d, *d2;
 	cudaStream_t s;
 	bool ok = true;
 
 	CHECK(cudaMallocHost(&host, 1000 * rows));
 	CHECK(cudaMallocHost(&back, 800 * rows));
-	CHECK(cudaMalloc(&d, pitch * rows));
+	CHECK(cudaMallocPitch(&d, &pitch, 1000, rows));
+	if (pitch != 1024)
+		printf("copy2d: cudaMallocPitch gave a pitch of %zu, not 1024\n", pitch);
 	CHECK(cudaMalloc(&d2, 800 * rows));
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (size_t i = 0; i < 1000 * rows; i++)
 		host[i] = (unsigned char)(i % 251);
 	CHECK(cudaMemcpy2D(d, pitch, host, 1000, 1000, rows, cudaMemcpyHostToDevice)); // 5000 ns
+	CHECK(cudaMemset2DAsync(d2, 800, 0xff, 800, rows, s)); // 4000 ns, overwritten next
 	CHECK(cudaMemcpy2DAsync(d2, 800, d, pitch, 800, rows, cudaMemcpyDeviceToDevice,
 				s)); // 4000 ns
 	CHECK(cudaStreamSynchronize(s));

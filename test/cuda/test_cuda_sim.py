@@ -486,7 +486,9 @@ def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
 @pytest.mark.sanitize
 @pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
 def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
-    """cudaMemcpy2D and cudaMemcpy2DAsync: each copy drawn once, with the bytes it moved
+    """cudaMallocPitch, cudaMemset2DAsync (a fill of width x height bytes on the stream,
+    before the copy there), cudaMemcpy2D and cudaMemcpy2DAsync: each copy drawn once,
+    with the bytes it moved
     (width x height, not the pitches), its kind and (CUPTI) exact duration, on the row of
     its stream, linked to its call; the synchronous ones inside their call (with CUDA
     events only the copy into host memory is known to end there), the asynchronous one
@@ -512,6 +514,14 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
         assert linked(trace, call, e) and start(e) >= start(call), (call, e)
     rows = [(e["pid"], e["tid"]) for e in copies]
     assert rows[0] == rows[2] != rows[1]
+    fill, = xs(trace, "gpu_memset")
+    fill_call = host[fill["args"]["correlation"]]
+    assert (fill_call["name"], int(fill["args"]["bytes"])) == ("cudaMemset2DAsync", 40000)
+    assert ns(fill["dur"]) == 4000 if cupti else ns(fill["dur"]) >= 3999, fill
+    assert (fill["pid"], fill["tid"]) == rows[1] and end(fill) <= start(copies[1])
+    assert linked(trace, fill_call, fill)
+    alloc, = xs(trace, "cuda_runtime", "cudaMallocPitch")
+    assert end(alloc) <= start(calls[0])
     for i in ((0, 2) if cupti else (2,)):
         assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
     if cupti:  # CUDA events place work only within their reference's window (a few us)

@@ -245,6 +245,10 @@ DRV_HIDDEN CUresult drv_export_table(const void **table, const CUuuid *id);
 DRV_HIDDEN CUresult drv_mem_alloc(CUdeviceptr *p, size_t size);
 DRV_HIDDEN CUresult drv_mem_alloc_managed(CUdeviceptr *p, size_t size, unsigned flags);
 DRV_HIDDEN CUresult drv_mem_free(CUdeviceptr p);
+DRV_HIDDEN CUresult drv_fill_2d(void *dst, size_t pitch, unsigned char value, size_t width,
+				size_t height, CUstream h, bool sync, bool per_thread);
+DRV_HIDDEN CUresult drv_mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t width,
+					size_t height, unsigned element_size);
 DRV_HIDDEN CUresult drv_mem_alloc_async(CUdeviceptr *p, size_t size, CUstream h);
 DRV_HIDDEN CUresult drv_mem_free_async(CUdeviceptr p, CUstream h);
 DRV_HIDDEN CUresult drv_mem_alloc_host(void **p, size_t size);

@@ -72,6 +72,11 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags),      \
 	  (dptr, bytesize, flags), drv_mem_alloc_managed(dptr, bytesize, flags))            \
 	D(cuMemFree_v2, (CUdeviceptr dptr), (dptr), drv_mem_free(dptr))                     \
+	D(cuMemAllocPitch_v2,                                                               \
+	  (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,           \
+	   unsigned int ElementSizeBytes),                                                  \
+	  (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes),                           \
+	  drv_mem_alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))        \
 	D(cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),          \
 	  (dptr, bytesize, hStream), drv_mem_alloc_async(dptr, bytesize, hStream))          \
 	D(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),            \
@@ -137,6 +142,15 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	  (dstDevice, uc, N), drv_fill((void *)dstDevice, uc, N, NULL, true, false))        \
 	D(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), \
 	  (dstDevice, uc, N, hStream), drv_fill((void *)dstDevice, uc, N, hStream, false, false)) \
+	D(cuMemsetD2D8_v2,                                                                  \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height), \
+	  (dstDevice, dstPitch, uc, Width, Height),                                         \
+	  drv_fill_2d((void *)dstDevice, dstPitch, uc, Width, Height, NULL, true, false))   \
+	D(cuMemsetD2D8Async,                                                                \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, \
+	   CUstream hStream),                                                               \
+	  (dstDevice, dstPitch, uc, Width, Height, hStream),                                \
+	  drv_fill_2d((void *)dstDevice, dstPitch, uc, Width, Height, hStream, false, false)) \
 	D(cuStreamCreate, (CUstream *phStream, unsigned int Flags), (phStream, Flags),      \
 	  drv_stream_create(phStream, Flags))                                               \
 	D(cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority), \

@@ -197,6 +197,28 @@ CUresult drv_mem_alloc(CUdeviceptr *p, size_t size)
 	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, false, NULL);
 }
 
+/* cuMemAllocPitch: rows of width bytes, PITCH_ALIGN apart (the "pitch" the 2D copies
+ * take); an element size other than 4, 8 or 16, an empty side, or a pitch past
+ * CU_DEVICE_ATTRIBUTE_MAX_PITCH is CUDA_ERROR_INVALID_VALUE. */
+#define PITCH_ALIGN 512
+#define PITCH_MAX   2147483647u
+
+CUresult drv_mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+			     unsigned element_size)
+{
+	size_t row;
+
+	if (!p || !pitch || !width || !height ||
+	    (element_size != 4 && element_size != 8 && element_size != 16) ||
+	    width > PITCH_MAX - PITCH_ALIGN + 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	row = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+	if (height > SIZE_MAX / row)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*pitch = row;
+	return drv_mem_alloc(p, row * height);
+}
+
 CUresult drv_mem_alloc_async(CUdeviceptr *p, size_t size, CUstream h)
 {
 	return allocate((void **)p, size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, h);
@@ -312,7 +334,8 @@ void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t gra
 		w->bytes = n->bytes;
 		w->value = n->value;
 		w->memory_kind = n->dst_kind;
-		memset(n->dst, n->value, n->bytes);
+		for (size_t i = 0, rows = n->height ? n->height : 1; i < rows; i++)
+			memset((char *)n->dst + i * n->dst_pitch, n->value, n->bytes / rows);
 		break;
 	}
 }
@@ -426,6 +449,26 @@ static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr
 	if (a && (uintptr_t)base + (y + height - 1) * pitch + x + width > a->base + a->size)
 		return NULL;
 	return base + y * pitch + x;
+}
+
+/* cuMemsetD2D8(Async): height rows of width bytes, pitch apart, in device memory;
+ * rows past the allocation, or wider than the pitch: CUDA_ERROR_INVALID_VALUE. */
+CUresult drv_fill_2d(void *dst, size_t pitch, unsigned char value, size_t width, size_t height,
+		     CUstream h, bool sync, bool per_thread)
+{
+	struct drv_node n = { .kind = NODE_MEMSET, .value = value, .bytes = width * height,
+			      .height = height, .dst_pitch = pitch };
+
+	if (n.bytes) {
+		pthread_mutex_lock(&drv_lock);
+		n.dst = (void *)copy_2d_side(CU_MEMORYTYPE_DEVICE, NULL, (CUdeviceptr)dst, 0, 0,
+					     pitch, width, height);
+		n.dst_kind = drv_memory_kind(dst);
+		pthread_mutex_unlock(&drv_lock);
+		if (!n.dst)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return drv_submit(&n, h, sync, per_thread);
 }
 
 /* cuMemcpy2D(Async): Height rows of WidthInBytes, each side's rows its pitch apart. */

@@ -45,7 +45,8 @@
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
 	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) \
 	X(cuModuleGetGlobal) X(cuLaunchHostFunc) X(cuStreamAddCallback) \
-	X(cuMemAllocAsync) X(cuMemFreeAsync)
+	X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocPitch) \
+	X(cuMemsetD2D8) X(cuMemsetD2D8Async)
 
 struct rt_driver {
 #define RT_DRV_FIELD(fn) __typeof__(fn) *fn;

@@ -46,6 +46,7 @@ unsigned rt_push_config(dim3 grid, dim3 block, size_t shared, void *stream);
 cudaError_t rt_pop_config(dim3 *grid, dim3 *block, size_t *shared, void *stream);
 cudaError_t rt_func_get_name(const char **name, const void *func);
 cudaError_t rt_malloc(void **p, size_t n);
+cudaError_t rt_malloc_pitch(void **p, size_t *pitch, size_t width, size_t height);
 cudaError_t rt_malloc_async(void **p, size_t n, cudaStream_t s, bool per_thread);
 cudaError_t rt_free_async(void *p, cudaStream_t s, bool per_thread);
 cudaError_t rt_malloc_managed(void **p, size_t n, unsigned flags);
@@ -66,6 +67,8 @@ cudaError_t rt_symbol_size(size_t *size, const void *symbol);
 void rt_register_var(void **handle, char *host_var, char *device_address, const char *device_name,
 		     size_t size);
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_memset_2d(void *p, size_t pitch, int v, size_t width, size_t height,
+			 cudaStream_t s, bool async, bool per_thread);
 cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
 			   cudaStream_t s, bool async);
 cudaError_t rt_can_access_peer(int *can, int device, int peer);
@@ -133,6 +136,9 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  rt_mem_get_info(free, total))                                                     \
 	R(cudaMalloc, cudaMalloc_v3020, (void **devPtr, size_t size), (devPtr, size),       \
 	  rt_malloc(devPtr, size))                                                          \
+	R(cudaMallocPitch, cudaMallocPitch_v3020,                                           \
+	  (void **devPtr, size_t *pitch, size_t width, size_t height),                      \
+	  (devPtr, pitch, width, height), rt_malloc_pitch(devPtr, pitch, width, height))    \
 	R(cudaMallocAsync, cudaMallocAsync_v11020, (void **devPtr, size_t size, S hStream), \
 	  (devPtr, size, hStream), rt_malloc_async(devPtr, size, hStream, false))           \
 	R(cudaMallocAsync_ptsz, cudaMallocAsync_ptsz_v11020,                                \
@@ -219,6 +225,22 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	R(cudaMemsetAsync_ptsz, cudaMemsetAsync_ptsz_v7000,                                 \
 	  (void *devPtr, int value, size_t count, S stream), (devPtr, value, count, stream), \
 	  rt_memset(devPtr, value, count, stream, true, true))                              \
+	R(cudaMemset2D, cudaMemset2D_v3020,                                                 \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height),             \
+	  (devPtr, pitch, value, width, height),                                            \
+	  rt_memset_2d(devPtr, pitch, value, width, height, NULL, false, false))            \
+	R(cudaMemset2D_ptds, cudaMemset2D_ptds_v7000,                                       \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height),             \
+	  (devPtr, pitch, value, width, height),                                            \
+	  rt_memset_2d(devPtr, pitch, value, width, height, NULL, false, true))             \
+	R(cudaMemset2DAsync, cudaMemset2DAsync_v3020,                                       \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height, S stream),   \
+	  (devPtr, pitch, value, width, height, stream),                                    \
+	  rt_memset_2d(devPtr, pitch, value, width, height, stream, true, false))           \
+	R(cudaMemset2DAsync_ptsz, cudaMemset2DAsync_ptsz_v7000,                             \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height, S stream),   \
+	  (devPtr, pitch, value, width, height, stream),                                    \
+	  rt_memset_2d(devPtr, pitch, value, width, height, stream, true, true))            \
 	R(cudaStreamCreate, cudaStreamCreate_v3020, (S *pStream), (pStream),                \
 	  rt_stream_create(pStream, 0))                                                     \
 	R(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags_v5000,                       \

@@ -33,6 +33,15 @@ cudaError_t rt_malloc(void **p, size_t n)
 	return rt_result(rt_drv.cuMemAlloc((CUdeviceptr *)p, n));
 }
 
+/* The runtime asks the driver for rows its largest loads can use (16 bytes). */
+cudaError_t rt_malloc_pitch(void **p, size_t *pitch, size_t width, size_t height)
+{
+	CTX_OR_FAIL();
+	if (!p || !pitch)
+		return rt_error(cudaErrorInvalidValue);
+	return rt_result(rt_drv.cuMemAllocPitch((CUdeviceptr *)p, pitch, width, height, 16));
+}
+
 cudaError_t rt_malloc_async(void **p, size_t n, cudaStream_t s, bool per_thread)
 {
 	CTX_OR_FAIL();
@@ -178,6 +187,24 @@ cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool
 			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
 	} else {
 		r = rt_drv.cuMemsetD8((CUdeviceptr)p, (unsigned char)v, n);
+	}
+	return rt_result(r);
+}
+
+/* cudaMemset2D(Async): the driver's 2D fill, queued as cudaMemset queues its own. */
+cudaError_t rt_memset_2d(void *p, size_t pitch, int v, size_t width, size_t height,
+			 cudaStream_t s, bool async, bool per_thread)
+{
+	CUresult r;
+
+	CTX_OR_FAIL();
+	if (async || per_thread) {
+		r = rt_drv.cuMemsetD2D8Async((CUdeviceptr)p, pitch, (unsigned char)v, width, height,
+					     stream_of(s, per_thread));
+		if (!r && !async)
+			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+	} else {
+		r = rt_drv.cuMemsetD2D8((CUdeviceptr)p, pitch, (unsigned char)v, width, height);
 	}
 	return rt_result(r);
 }

@@ -621,6 +621,37 @@ static int copy2d(void)
 	printf("direction=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 4, (enum cudaMemcpyKind)7));
 	printf("past_end=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 5, cudaMemcpyHostToDevice));
 	printf("array=%d\n", cuMemcpy2D(&array));
+	/* pitched allocations: rows rounded up to 512 bytes, the documented element sizes */
+	{
+		void *p = NULL;
+		CUdeviceptr dp = 0;
+		size_t pitch = 0, dpitch = 0;
+		int ok = cudaMallocPitch(&p, &pitch, 1000, 3);
+		int bad_element = cuMemAllocPitch(&dp, &dpitch, 100, 2, 3);
+		int empty = cuMemAllocPitch(&dp, &dpitch, 0, 2, 4);
+		int drv = cuMemAllocPitch(&dp, &dpitch, 513, 2, 16);
+		unsigned char img[3 * 1024];
+		bool filled = true;
+
+		printf("pitch=%d:%zu:%d bad_element=%d empty=%d drv=%d:%zu:%d\n", ok, pitch,
+		       cudaMemset2D(p, pitch, 1, 1000, 3), bad_element, empty, drv, dpitch,
+		       cudaMemset2D((void *)dp, dpitch, 1, 513, 2));
+		/* 2D fills: each row's width, not the gap after it */
+		cudaMemset(p, 0, 3 * pitch);
+		printf("fill2d=%d", cudaMemset2D(p, pitch, 7, 100, 3));
+		printf(",%d", cudaMemset2DAsync(p, pitch, 9, 50, 2, s));
+		printf(",%d", cudaStreamSynchronize(s));
+		cudaMemcpy(img, p, sizeof(img), cudaMemcpyDeviceToHost);
+		for (size_t y = 0; y < 3; y++)
+			for (size_t x = 0; x < 1024; x++)
+				filled = filled && img[y * 1024 + x] ==
+						   (x < 50 && y < 2 ? 9 : x < 100 ? 7 : 0);
+		printf(" fill_rows=%d", filled);
+		printf(" fill_wide=%d", cudaMemset2D(p, 64, 7, 100, 3));
+		printf(" fill_past_end=%d\n", cudaMemset2D(p, pitch, 7, 100, 4));
+		cudaFree(p);
+		cuMemFree(dp);
+	}
 	cudaDeviceSynchronize();
 	cuptiActivityFlushAll(0);
 	/* copyKind:bytes:duration of each copy */

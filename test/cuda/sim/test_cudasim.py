@@ -120,14 +120,23 @@ def test_2d_copies():
     callbacks see the CUDA_MEMCPY2D): the rows really move, pitch to pitch, leaving the
     gaps between them; width past a pitch is cudaErrorInvalidPitchValue (12), no
     direction cudaErrorInvalidMemcpyDirection (21), rows past the allocation and arrays
-    (not simulated) invalid values; one MEMCPY record per copy, of width x height bytes
+    (not simulated) invalid values; pitched allocations as the driver documents them; one
+    MEMCPY record per copy, of width x height bytes
     and width x height / 10 ns (HtoD 1, DtoH 2, DtoD 8), none for the failed ones."""
     f = fields(probe("copy2d"))
     assert (f["htod"], f["dtoh"], f["dtod"], f["rows"], f["gaps"]) == ("0", "0", "0", "1", "1")
     assert (f["callbacks"], f["width"]) == ("3", "100")
     assert (f["wide"], f["direction"], f["past_end"], f["array"]) == ("12", "21", "1", "1")
     assert f["wide_name"] == "cudaErrorInvalidPitchValue"
-    assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,"
+    # cudaMallocPitch / cuMemAllocPitch: rows of 512-byte multiples, filled whole by
+    # cudaMemset2D; an element size not 4, 8 or 16, or an empty side: invalid value
+    assert (f["pitch"], f["bad_element"], f["empty"], f["drv"]) == \
+        ("0:1024:0", "1", "1", "0:1024:0")
+    # cudaMemset2D(Async): each row's width filled, the rest of its pitch untouched; a
+    # width past the pitch or rows past the allocation: invalid value
+    assert (f["fill2d"], f["fill_rows"], f["fill_wide"], f["fill_past_end"]) == \
+        ("0,0,0", "1", "1", "1")
+    assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,2:3072:307,"
 
 
 def test_symbols():
