@@ -483,22 +483,19 @@ def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
          ("cudaEventDestroy", "cudaErrorContextIsDestroyed")] * 2
 
 
-@pytest.mark.sanitize
-@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
-def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
-    """cudaMallocPitch, cudaMemset2DAsync (a fill of width x height bytes on the stream,
-    before the copy there), cudaMemcpy2D and cudaMemcpy2DAsync: each copy drawn once,
-    with the bytes it moved
-    (width x height, not the pitches), its kind and (CUPTI) exact duration, on the row of
-    its stream, linked to its call; the synchronous ones inside their call (with CUDA
-    events only the copy into host memory is known to end there), the asynchronous one
-    (CUPTI) inside the stream synchronize after it: CUDA-event timing places it through
-    a reference event whose host time is known only within the window of its record and
-    synchronize (up to tens of us when cold), and may draw it ending after that
-    synchronize."""
+def three_copies_traced(mode, tmp_path, cupti, expect):
+    """sim_app MODE's three copies (synchronous, asynchronous on a stream of its own,
+    synchronous into host memory), each expect's (call, kind, bytes, simulated ns):
+    each drawn once with them ((CUPTI) exactly that long), linked to its call, the first
+    and last on one row and the other on its stream's; the synchronous ones inside
+    their call (with CUDA events only the copy into host memory is known to end there),
+    the asynchronous one (CUPTI) inside the stream synchronize after it: CUDA-event
+    timing places it through a reference event whose host time is known only within
+    the window of its record and synchronize, and may draw it ending after that
+    synchronize. The trace, its host spans by correlation, the copies and their calls."""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
-    r = sim_run([APP, "copy2d"], tmp_path, env=env)
-    assert (r.returncode, r.stdout) == (0, b"copy2d: ok\n"), r.stderr
+    r = sim_run([APP, mode], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, f"{mode}: ok\n".encode()), r.stderr
     assert notices(r.stderr) == []
     trace = load_exact(r.trace_path)
     assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
@@ -506,14 +503,33 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     copies = sorted(xs(trace, "gpu_memcpy"), key=start)
     calls = [host[e["args"]["correlation"]] for e in copies]
     assert [(c["name"], e["args"]["kind"], int(e["args"]["bytes"])) for c, e in
-            zip(calls, copies)] == [("cudaMemcpy2D", "HtoD", 50000),
-                                    ("cudaMemcpy2DAsync", "DtoD", 40000),
-                                    ("cudaMemcpy2D", "DtoH", 20000)]
-    for e, call, dur in zip(copies, calls, (5000, 4000, 2000)):
+            zip(calls, copies)] == [x[:3] for x in expect]
+    for e, call, (*_, dur) in zip(copies, calls, expect):
         assert ns(e["dur"]) == dur if cupti else ns(e["dur"]) >= dur - 1, e
         assert linked(trace, call, e) and start(e) >= start(call), (call, e)
     rows = [(e["pid"], e["tid"]) for e in copies]
     assert rows[0] == rows[2] != rows[1]
+    for i in ((0, 2) if cupti else (2,)):
+        assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
+    if cupti:
+        sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
+                    if start(e) >= end(calls[1])), key=start)
+        assert end(copies[1]) <= end(sync)
+    return trace, host, copies, calls
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
+    """cudaMallocPitch, cudaMemset2DAsync (a fill of width x height bytes on the stream,
+    before the copy there), cudaMemcpy2D and cudaMemcpy2DAsync: each copy drawn as
+    three_copies_traced says, with the bytes it moved (width x height, not the
+    pitches)."""
+    trace, host, copies, calls = three_copies_traced(
+        "copy2d", tmp_path, cupti, [("cudaMemcpy2D", "HtoD", 50000, 5000),
+                                    ("cudaMemcpy2DAsync", "DtoD", 40000, 4000),
+                                    ("cudaMemcpy2D", "DtoH", 20000, 2000)])
+    rows = [(e["pid"], e["tid"]) for e in copies]
     fill, = xs(trace, "gpu_memset")
     fill_call = host[fill["args"]["correlation"]]
     assert (fill_call["name"], int(fill["args"]["bytes"])) == ("cudaMemset2DAsync", 40000)
@@ -522,48 +538,19 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert linked(trace, fill_call, fill)
     alloc, = xs(trace, "cuda_runtime", "cudaMallocPitch")
     assert end(alloc) <= start(calls[0])
-    for i in ((0, 2) if cupti else (2,)):
-        assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
-    if cupti:  # CUDA events place work only within their reference's window (a few us)
-        sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
-                    if start(e) >= end(calls[1])), key=start)
-        assert end(copies[1]) <= end(sync)
 
 
 @pytest.mark.sanitize
 @pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
 def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
     """cudaMemcpyToSymbol, cudaMemcpyToSymbolAsync and cudaMemcpyFromSymbol of nvcc's
-    __device__ and __constant__ variables: each copy drawn once with its kind and the
-    bytes asked (not the variable's size), (CUPTI) its exact duration, on its stream's
-    row, linked to its call, the synchronous ones inside it (with CUDA events only the
-    one into host memory), the asynchronous one (CUPTI) inside the stream synchronize
-    after it (see test_2d_copies_drawn_with_their_bytes); the copy past the end fails
-    with cudaErrorInvalidValue and draws nothing."""
-    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
-    r = sim_run([APP, "symbols"], tmp_path, env=env)
-    assert (r.returncode, r.stdout) == (0, b"symbols: ok\n"), r.stderr
-    assert notices(r.stderr) == []
-    trace = load_exact(r.trace_path)
-    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
-    host = host_by_corr(trace)
-    copies = sorted(xs(trace, "gpu_memcpy"), key=start)
-    calls = [host[e["args"]["correlation"]] for e in copies]
-    assert [(c["name"], e["args"]["kind"], int(e["args"]["bytes"])) for c, e in
-            zip(calls, copies)] == [("cudaMemcpyToSymbol", "HtoD", 4096),
-                                    ("cudaMemcpyToSymbolAsync", "HtoD", 1000),
-                                    ("cudaMemcpyFromSymbol", "DtoH", 2048)]
-    for e, call, dur in zip(copies, calls, (409, 100, 204)):
-        assert ns(e["dur"]) == dur if cupti else ns(e["dur"]) >= dur - 1, e
-        assert linked(trace, call, e) and start(e) >= start(call), (call, e)
-    rows = [(e["pid"], e["tid"]) for e in copies]
-    assert rows[0] == rows[2] != rows[1]
-    for i in ((0, 2) if cupti else (2,)):
-        assert end(copies[i]) <= end(calls[i]), (copies[i], calls[i])
-    if cupti:  # CUDA events place work only within their reference's window (a few us)
-        sync = min((e for e in xs(trace, "cuda_runtime", "cudaStreamSynchronize")
-                    if start(e) >= end(calls[1])), key=start)
-        assert end(copies[1]) <= end(sync)
+    __device__ and __constant__ variables: each copy drawn as three_copies_traced says,
+    with the bytes asked (not the variable's size); the copy past the end fails with
+    cudaErrorInvalidValue and draws nothing."""
+    trace, _, _, _ = three_copies_traced(
+        "symbols", tmp_path, cupti, [("cudaMemcpyToSymbol", "HtoD", 4096, 409),
+                                     ("cudaMemcpyToSymbolAsync", "HtoD", 1000, 100),
+                                     ("cudaMemcpyFromSymbol", "DtoH", 2048, 204)])
     to = sorted(xs(trace, "cuda_runtime", "cudaMemcpyToSymbol"), key=start)
     assert [e["args"].get("error") for e in to] == [None, "cudaErrorInvalidValue"]
 

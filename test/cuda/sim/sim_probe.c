@@ -558,6 +558,22 @@ static int peer(const char *real_cupti)
 	return 0;
 }
 
+/* Flushes, then "records=" copyKind:bytes:duration of each copy delivered. */
+static void print_copy_records(void)
+{
+	CUpti_Activity *r = NULL;
+
+	cuptiActivityFlushAll(0);
+	printf("records=");
+	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
+		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+			printf("%u:%llu:%llu,", m->copyKind, (unsigned long long)m->bytes,
+			       (unsigned long long)(m->end - m->start));
+	}
+	printf("\n");
+}
+
 /* ---- 2D copies (cudaMemcpy2D, cuMemcpy2D) ---- */
 
 static int copy2d_calls;
@@ -586,7 +602,6 @@ static int copy2d(void)
 					CU_MEMORYTYPE_HOST, .dstHost = back, .dstPitch = 100,
 				.WidthInBytes = 100, .Height = 1 };
 	CUpti_SubscriberHandle sub;
-	CUpti_Activity *r = NULL;
 	void *d = NULL, *d2 = NULL;
 	cudaStream_t s;
 	bool rows = true, gaps = true;
@@ -653,16 +668,7 @@ static int copy2d(void)
 		cuMemFree(dp);
 	}
 	cudaDeviceSynchronize();
-	cuptiActivityFlushAll(0);
-	/* copyKind:bytes:duration of each copy */
-	printf("records=");
-	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
-		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
-			printf("%u:%llu:%llu,", m->copyKind, (unsigned long long)m->bytes,
-			       (unsigned long long)(m->end - m->start));
-	}
-	printf("\n");
+	print_copy_records();
 	return 0;
 }
 
@@ -687,7 +693,6 @@ static int symbols(void)
 	static unsigned char shadow[256], unknown;
 	unsigned char src[256], back[256], whole[256], copied[256];
 	CUpti_SubscriberHandle sub;
-	CUpti_Activity *r = NULL;
 	void *at = NULL, *d = NULL;
 	size_t size = 0;
 	cudaStream_t s;
@@ -719,16 +724,7 @@ static int symbols(void)
 	printf("direction=%d\n", cudaMemcpyToSymbol(shadow, src, 4, 0, cudaMemcpyDeviceToHost));
 	cudaGetSymbolAddress(&at, shadow);
 	printf("free_symbol=%d\n", cudaFree(at));
-	cuptiActivityFlushAll(0);
-	/* copyKind:bytes:duration of each copy */
-	printf("records=");
-	while (last_buf && cuptiActivityGetNextRecord(last_buf, last_valid, &r) == CUPTI_SUCCESS) {
-		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-		if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
-			printf("%u:%llu:%llu,", m->copyKind, (unsigned long long)m->bytes,
-			       (unsigned long long)(m->end - m->start));
-	}
-	printf("\n");
+	print_copy_records();
 	cudaDeviceReset();
 	back[0] = 1;
 	int reread = cudaMemcpyFromSymbol(back, shadow, 1, 0, cudaMemcpyDeviceToHost);
