@@ -149,6 +149,8 @@ static void ze__work_kernel(struct ze_call *c, struct ze_work *w, ze_kernel_hand
 		ze_call__arg(c, ze_str.groups[0], GT_ARG_U64, w->groups[0]);
 		ze_call__arg(c, ze_str.groups[1], GT_ARG_U64, w->groups[1]);
 		ze_call__arg(c, ze_str.groups[2], GT_ARG_U64, w->groups[2]);
+	} else {
+		w->indirect = true;
 	}
 	c->flags |= ZE_LAUNCH_FLAG;
 }

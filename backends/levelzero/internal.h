@@ -250,6 +250,7 @@ struct ze_work {
 	uint32_t wait_name;  /* "Wait event 1.2", after the first of them */
 	uint32_t wait_event; /* "event 1.2" */
 	uint8_t kind;        /* enum ze_cmd_kind (last: no padding before the words) */
+	bool indirect;       /* kernels: the group counts are in device memory, unknown */
 };
 
 /* State carried from an append's start to its end. */

@@ -621,8 +621,8 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 	case ZE_CMD_KERNEL:
 		kind = GT_KIND(KERNEL);
 		cat = GT_S_CAT_KERNEL;
-		/* no groups: an indirect launch's counts, in device memory, were not known */
-		for (int i = 0; i < 3 && p->w.groups[0]; i++) {
+		/* an indirect launch's counts, in device memory, were not known */
+		for (int i = 0; i < 3 && !p->w.indirect; i++) {
 			args[n++] = (struct gt_arg){ .key = ze_str.groups[i], .type = GT_ARG_U64,
 						     .v.u = p->w.groups[i] };
 		}

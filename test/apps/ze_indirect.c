@@ -3,14 +3,15 @@
  * context's memory. On one regular list, on queue 0.0:
  *   - zeCommandListAppendLaunchKernelIndirect of "indirect_a" (64-item groups), its counts
  *     in host memory written after the append: 4 groups on the first execution (256 ns
- *     simulated), 8 on the second (512 ns);
+ *     simulated), 8 on the second (512 ns), 200000 on the third (12.8 ms: a
+ *     zeCommandQueueSynchronize with timeout 0 says not ready);
  *   - zeCommandListAppendLaunchMultipleKernelsIndirect of "indirect_b" (32), "indirect_c"
  *     (16) and "indirect_a", the count buffer saying 2 (the third never runs): 2 and 8
  *     groups, 64 + 128 = 192 ns, one command and one span;
  *   - zeCommandListAppendMemoryCopyFromContext: 65536 bytes of device memory of a second
  *     context (filled from its host memory by a synchronous immediate list of its own,
  *     6553 ns) into device memory of the first (6553 ns), then copied back, byte for byte.
- * The list runs twice. Two appends the specification forbids fail and change nothing: an
+ * The list runs three times. Two appends the specification forbids fail and change nothing: an
  * indirect launch whose arguments are not device-readable memory (the program's own
  * malloc), and a copy naming the first context for the second's memory. */
 #include <stdlib.h>
@@ -97,6 +98,27 @@ int main(void)
 	one->groupCountX = 8;
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
 	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
+	/* a long one: a wait of 0 answers at once, as for any other kernel */
+	one->groupCountX = 200000;
+	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
+	APP_EXPECT(zeCommandQueueSynchronize(q, 0) == ZE_RESULT_NOT_READY,
+		   "a 12.8 ms indirect kernel was done at once");
+	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
+	/* a context made after another's end never owns that one's memory, even at its
+	 * address (the specification lets a driver free it with its context) */
+	for (int i = 0; i < 8; i++) {
+		ze_context_handle_t gone, next;
+		void *left;
+
+		ZE_CHECK(zeContextCreate(z.driver, &cdesc, &gone));
+		ZE_CHECK(zeMemAllocDevice(gone, &ddesc, 64, 64, z.device, &left));
+		ZE_CHECK(zeContextDestroy(gone));
+		ZE_CHECK(zeContextCreate(z.driver, &cdesc, &next));
+		ZE_CHECK(zeMemGetAllocProperties(next, left, &props, NULL));
+		APP_EXPECT(props.type == ZE_MEMORY_TYPE_UNKNOWN,
+			   "a new context owns a destroyed one's memory");
+		ZE_CHECK(zeContextDestroy(next));
+	}
 	printf("ze_indirect: ok\n");
 	free(plain);
 	ZE_CHECK(zeCommandListDestroy(l));

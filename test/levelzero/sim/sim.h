@@ -113,7 +113,10 @@ bool sim_obj_alive_locked(const void *handle, enum sim_kind kind);
 			return ZE_RESULT_ERROR_INVALID_NULL_POINTER;		\
 	} while (0)
 
-struct sim_context { struct sim_obj obj; };
+struct sim_context {
+	struct sim_obj obj;
+	uint64_t id;	/* its memory's owner: a later context may get its address */
+};
 struct sim_module { struct sim_obj obj; };
 struct sim_build_log { struct sim_obj obj; };
 struct sim_kernel {
@@ -232,6 +235,7 @@ struct sim_cmd {
 	 * from device memory when the command starts, so the duration is decided then. */
 	const ze_group_count_t *indirect_counts;
 	const uint32_t *indirect_num;	/* NULL: one kernel */
+	bool indirect_read;		/* duration_ns is theirs now */
 	uint32_t nkernels;		/* kernels and their group sizes, as appended */
 	struct sim_kernel *kernels[SIM_INDIRECT_MAX];
 	uint32_t sizes[SIM_INDIRECT_MAX][3];

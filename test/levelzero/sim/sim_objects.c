@@ -237,9 +237,12 @@ static ze_result_t context_create(ze_driver_handle_t drv, const ze_context_desc_
 	(void)d;
 	SIM_NOT_NULL(desc);
 	SIM_NOT_NULL(out);
+	static _Atomic uint64_t ids;
+
 	c = obj_new(sizeof(*c), SIM_K_CONTEXT);
 	if (!c)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	c->id = ++ids;
 	*out = (ze_context_handle_t)c;
 	return ZE_RESULT_SUCCESS;
 }
@@ -303,7 +306,7 @@ struct sim_alloc {
 	uintptr_t base;
 	size_t size;
 	ze_memory_type_t type;
-	const struct sim_context *ctx;	/* allocations belong to their context */
+	uint64_t context;	/* allocations belong to their context (its id) */
 	uint64_t id;
 	struct sim_alloc *next;
 };
@@ -343,7 +346,7 @@ static ze_result_t mem_alloc(ze_context_handle_t ctx, ze_memory_type_t type, siz
 	a->base = (uintptr_t)p;
 	a->size = size;
 	a->type = type;
-	a->ctx = c;
+	a->context = c->id;
 	pthread_mutex_lock(&sim_lock);
 	a->id = ++alloc_ids;
 	a->next = allocs;
@@ -387,7 +390,7 @@ static struct sim_alloc **alloc_find_locked(const void *p, const struct sim_cont
 
 	for (a = &allocs; *a; a = &(*a)->next) {
 		if ((uintptr_t)p >= (*a)->base && (uintptr_t)p < (*a)->base + (*a)->size)
-			return !ctx || (*a)->ctx == ctx ? a : NULL;
+			return !ctx || (*a)->context == ctx->id ? a : NULL;
 	}
 	return NULL;
 }

@@ -313,6 +313,17 @@ static uint64_t indirect_duration(const struct sim_cmd *c)
 	return ns;
 }
 
+/* sim_lock held. A command's duration; an indirect one's read once, when it is first
+ * asked for (at its start, or when a waiting thread asks whether it is due). */
+static uint64_t cmd_duration_locked(struct sim_cmd *c)
+{
+	if (c->indirect_counts && !c->indirect_read) {
+		c->duration_ns = indirect_duration(c);
+		c->indirect_read = true;
+	}
+	return c->duration_ns;
+}
+
 /*
  * sim_lock held. Runs stream s's head on engine e (the lock is let go meanwhile),
  * as the engine's worker or as a host thread that waits (sim_engines_run_due_locked).
@@ -325,9 +336,7 @@ static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64
 
 	s->busy = true;
 	start = engine_start_ns(e, ready);
-	if (c->indirect_counts)
-		c->duration_ns = indirect_duration(c);
-	end = start + c->duration_ns;
+	end = start + cmd_duration_locked(c);
 	e->last_end_ns = end;
 	e->busy = true;
 	e->busy_end = end;
@@ -429,7 +438,7 @@ bool sim_engines_run_due_locked(void)
 		struct sim_stream *s;
 
 		while (e->running && (s = engine_pick_locked(e, &ready)) &&
-		       engine_start_ns(e, ready) + s->head->duration_ns <= sim_host_ns()) {
+		       engine_start_ns(e, ready) + cmd_duration_locked(s->head) <= sim_host_ns()) {
 			engine_run_locked(e, s, ready);
 			ran = true;
 		}
@@ -1002,17 +1011,19 @@ static ze_result_t list_append_launch_cooperative_kernel(ze_command_list_handle_
 	return list_append_launch_kernel(h, kh, count, signal, nwait, waits);
 }
 
+/* An append the specification forbids: one "ze_sim:" line naming the call and the rule
+ * broken, and the error. */
+static ze_result_t append_misuse(const char *call, const char *rule, ze_result_t r)
+{
+	fprintf(stderr, "ze_sim: %s: %s\n", call, rule);
+	return r;
+}
+
 /* Indirect launches (from the specification): the arguments buffer, and the count buffer
  * of several kernels, are device memory of the list's context, read when the command runs
  * (so the program may write them after appending); each kernel's group size is taken now.
  * Memory the device cannot read, or more kernels than SIM_INDIRECT_MAX: one "ze_sim:" line
  * and ZE_RESULT_ERROR_INVALID_ARGUMENT. */
-static ze_result_t indirect_misuse(const char *call, const char *rule)
-{
-	fprintf(stderr, "ze_sim: %s: %s\n", call, rule);
-	return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-}
-
 static ze_result_t list_append_indirect(ze_command_list_handle_t h, uint32_t nkernels,
 					ze_kernel_handle_t *kernels, const uint32_t *num,
 					const ze_group_count_t *counts, ze_event_handle_t signal,
@@ -1027,7 +1038,8 @@ static ze_result_t list_append_indirect(ze_command_list_handle_t h, uint32_t nke
 	SIM_NOT_NULL(counts);
 	SIM_NOT_NULL(kernels);
 	if (!nkernels || nkernels > SIM_INDIRECT_MAX)
-		return indirect_misuse(call, "no kernel, or more than this simulator's 8");
+		return append_misuse(call, "no kernel, or more than this simulator's 8",
+				     ZE_RESULT_ERROR_INVALID_ARGUMENT);
 	for (uint32_t i = 0; i < nkernels; i++) {
 		if ((r = sim_obj_check(kernels[i], SIM_K_KERNEL)))
 			return r;
@@ -1041,8 +1053,9 @@ static ze_result_t list_append_indirect(ze_command_list_handle_t h, uint32_t nke
 		   (!num || sim_mem_owned_locked(num, sizeof(*num), l->context));
 	pthread_mutex_unlock(&sim_lock);
 	if (!readable)
-		return indirect_misuse(call, "a launch-arguments or count buffer that is not "
-					     "memory allocated in the list's context");
+		return append_misuse(call, "a launch-arguments or count buffer that is not "
+					   "memory allocated in the list's context",
+				     ZE_RESULT_ERROR_INVALID_ARGUMENT);
 	return list_append(h, &proto, signal, nwait, waits, call);
 }
 
@@ -1102,9 +1115,10 @@ static uint64_t copy_duration_ns(size_t bytes)
 	return bytes / 10 > SIM_COPY_MIN_NS ? bytes / 10 : SIM_COPY_MIN_NS;
 }
 
-static ze_result_t list_append_memory_copy(ze_command_list_handle_t h, void *dst, const void *src,
-					   size_t size, ze_event_handle_t signal, uint32_t nwait,
-					   ze_event_handle_t *waits)
+/* A copy appended by `call` (named in what it says of a misuse). */
+static ze_result_t append_copy(ze_command_list_handle_t h, void *dst, const void *src,
+			       size_t size, ze_event_handle_t signal, uint32_t nwait,
+			       ze_event_handle_t *waits, const char *call)
 {
 	struct sim_cmd proto = { .op = SIM_OP_COPY, .dst = dst, .src = src, .size = size };
 	ze_result_t r = sim_obj_check(h, SIM_K_LIST);
@@ -1114,12 +1128,21 @@ static ze_result_t list_append_memory_copy(ze_command_list_handle_t h, void *dst
 	SIM_NOT_NULL(dst);
 	SIM_NOT_NULL(src);
 	proto.duration_ns = copy_duration_ns(size);
-	return list_append(h, &proto, signal, nwait, waits, "zeCommandListAppendMemoryCopy");
+	return list_append(h, &proto, signal, nwait, waits, call);
+}
+
+static ze_result_t list_append_memory_copy(ze_command_list_handle_t h, void *dst, const void *src,
+					   size_t size, ze_event_handle_t signal, uint32_t nwait,
+					   ze_event_handle_t *waits)
+{
+	return append_copy(h, dst, src, size, signal, nwait, waits,
+			   "zeCommandListAppendMemoryCopy");
 }
 
 /* The source is memory of another context (the specification's copy between contexts):
  * a source allocated in neither context named is one "ze_sim:" line and
  * ZE_RESULT_ERROR_INVALID_ARGUMENT; host memory the program allocated itself is read. */
+#define FROM_CONTEXT "zeCommandListAppendMemoryCopyFromContext"
 static ze_result_t list_append_memory_copy_from_context(ze_command_list_handle_t h, void *dst,
 							ze_context_handle_t src_ctx,
 							const void *src, size_t size,
@@ -1133,12 +1156,11 @@ static ze_result_t list_append_memory_copy_from_context(ze_command_list_handle_t
 	pthread_mutex_lock(&sim_lock);
 	foreign = sim_mem_owned_locked(src, 1, NULL) && !sim_mem_owned_locked(src, size, from);
 	pthread_mutex_unlock(&sim_lock);
-	if (foreign) {
-		fprintf(stderr, "ze_sim: zeCommandListAppendMemoryCopyFromContext: the source is "
-				"not memory of the source context (or runs past its allocation)\n");
-		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-	}
-	return list_append_memory_copy(h, dst, src, size, signal, nwait, waits);
+	if (foreign)
+		return append_misuse(FROM_CONTEXT, "the source is not memory of the source context "
+						   "(or runs past its allocation)",
+				     ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	return append_copy(h, dst, src, size, signal, nwait, waits, FROM_CONTEXT);
 }
 
 static ze_result_t list_append_memory_copy_with_parameters(
@@ -1148,14 +1170,9 @@ static ze_result_t list_append_memory_copy_with_parameters(
 	return list_append_memory_copy(h, dst, src, size, signal, nwait, waits);
 }
 
-/* A region copy's rule (the specification's: the same width, height and depth on both
- * sides, no overlap; rows no wider than their pitch, slices no taller than theirs): one
- * "ze_sim:" line and the error. */
-static ze_result_t region_misuse(const char *rule, ze_result_t r)
-{
-	fprintf(stderr, "ze_sim: zeCommandListAppendMemoryCopyRegion: %s\n", rule);
-	return r;
-}
+/* A region copy's rules (the specification's: the same width, height and depth on both
+ * sides, no overlap; rows no wider than their pitch, slices no taller than theirs). */
+#define region_misuse(rule, r) append_misuse("zeCommandListAppendMemoryCopyRegion", rule, r)
 
 uint64_t sim_region_rows(const struct sim_region *g)
 {
