@@ -89,9 +89,10 @@ static void errors_table(FILE *f, const struct sumdoc *d, int top)
 
 	if (!total)
 		return;
-	fprintf(f, "\n%.0f API %s returned an error:\n\n| call | error | count |\n|---|---|--:|\n",
-		total, total == 1 ? "call" : "calls");
+	fprintf(f, "\n%.0f API %s returned an error", total, total == 1 ? "call" : "calls");
 	while (sumdoc__error_next(d, &it)) {
+		if (!rows)
+			fputs(":\n\n| call | error | count |\n|---|---|--:|\n", f);
 		if (rows++ >= top)
 			continue;
 		fputs("| ", f);
@@ -102,6 +103,8 @@ static void errors_table(FILE *f, const struct sumdoc *d, int top)
 	}
 	if (rows > top)
 		fprintf(f, "| %d more | | |\n", rows - top);
+	if (!rows) /* a summary that counts them without naming them */
+		fputs(".\n", f);
 }
 
 void md__summary(FILE *f, const struct sumdoc *d, int top)

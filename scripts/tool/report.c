@@ -568,6 +568,7 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 static void section_errors(FILE *f, const struct sumdoc *d, double total)
 {
 	struct serror_iter it = { 0 };
+	bool table = false;
 
 	fprintf(f, "<section id=\"errors\"><h2>API errors</h2><p id=\"errors-total\" "
 		   "data-value=\"%.0f\" class=\"%s\">",
@@ -577,14 +578,11 @@ static void section_errors(FILE *f, const struct sumdoc *d, double total)
 	else
 		fprintf(f, "%.0f %s returned an error, which the program may have ignored.</p>",
 			total, total == 1 ? "call" : "calls");
-	if (!total) {
-		fputs("</section>", f);
-		return;
-	}
-	fputs("<table class=\"errors\"><thead><tr><th>call</th><th>error</th>"
-	      "<th>count</th></tr></thead><tbody>",
-	      f);
-	while (sumdoc__error_next(d, &it)) {
+	while (total && sumdoc__error_next(d, &it)) {
+		if (!table)
+			fputs("<table class=\"errors\"><thead><tr><th>call</th><th>error</th>"
+			      "<th>count</th></tr></thead><tbody>",
+			      f);
 		fputs("<tr class=\"row\" data-name=\"", f);
 		xml__text(f, it.name.p);
 		fputs("\" data-error=\"", f);
@@ -594,8 +592,9 @@ static void section_errors(FILE *f, const struct sumdoc *d, double total)
 		fputs("</td><td>", f);
 		xml__text(f, it.error.p);
 		fprintf(f, "</td><td>%" PRIu64 "</td></tr>", it.count);
+		table = true;
 	}
-	fputs("</tbody></table></section>", f);
+	fputs(table ? "</tbody></table></section>" : "</section>", f);
 }
 
 static bool is_host(const struct rep *rp, int64_t pid)

@@ -251,6 +251,11 @@ def test_failed_calls_fail_errors_checks(tmp_path):
     p = gt(["check", f"--markdown={md}", old, "errors == 0"], tmp_path)
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
     assert "returned an error" not in md.read_text()
+    # counted but not named (a summary cut short by hand): the count, no empty table
+    old.write_text(json.dumps({**s, "errors": {"total": 2}}))
+    gt(["check", f"--markdown={md}", old, "errors == 0"], tmp_path)
+    assert "2 API calls returned an error." in md.read_text().splitlines()
+    assert "| call | error | count |" not in md.read_text()
     # as the other tables, ten rows and a count of the rest
     trace.write_text(json.dumps({"traceEvents": [
         {"ph": "X", "cat": "cuda_runtime", "name": f"cudaCall{i:02}", "pid": 1, "tid": 1,

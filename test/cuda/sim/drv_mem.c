@@ -201,7 +201,6 @@ CUresult drv_mem_alloc(CUdeviceptr *p, size_t size)
  * take); an element size other than 4, 8 or 16, an empty side, or a pitch past
  * CU_DEVICE_ATTRIBUTE_MAX_PITCH is CUDA_ERROR_INVALID_VALUE. */
 #define PITCH_ALIGN 512
-#define PITCH_MAX   2147483647u
 
 CUresult drv_mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
 			     unsigned element_size)
@@ -210,7 +209,7 @@ CUresult drv_mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t
 
 	if (!p || !pitch || !width || !height ||
 	    (element_size != 4 && element_size != 8 && element_size != 16) ||
-	    width > PITCH_MAX - PITCH_ALIGN + 1)
+	    width > SIM_PITCH_MAX - PITCH_ALIGN + 1)
 		return CUDA_ERROR_INVALID_VALUE;
 	row = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
 	if (height > SIZE_MAX / row)
@@ -429,6 +428,7 @@ static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr
 {
 	const char *base;
 	const struct alloc *a;
+	size_t end;
 
 	switch (type) {
 	case CU_MEMORYTYPE_HOST:
@@ -441,12 +441,15 @@ static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr
 	default: /* arrays are not simulated: no CUarray is valid */
 		return NULL;
 	}
-	if (!base || x + width > pitch)
+	/* the end of the last row, from base: in 64 bits, never wrapped */
+	if (!base || pitch > SIM_PITCH_MAX || width > pitch || x > pitch - width ||
+	    __builtin_add_overflow(y, height - 1, &end) || __builtin_mul_overflow(end, pitch, &end) ||
+	    __builtin_add_overflow(end, x + width, &end))
 		return NULL;
 	a = find((uintptr_t)base);
 	if (type == CU_MEMORYTYPE_DEVICE && (!a || !on_device(a->kind)))
 		return NULL;
-	if (a && (uintptr_t)base + (y + height - 1) * pitch + x + width > a->base + a->size)
+	if (a && end > a->base + a->size - (uintptr_t)base)
 		return NULL;
 	return base + y * pitch + x;
 }
@@ -456,9 +459,11 @@ static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr
 CUresult drv_fill_2d(void *dst, size_t pitch, unsigned char value, size_t width, size_t height,
 		     CUstream h, bool sync, bool per_thread)
 {
-	struct drv_node n = { .kind = NODE_MEMSET, .value = value, .bytes = width * height,
-			      .height = height, .dst_pitch = pitch };
+	struct drv_node n = { .kind = NODE_MEMSET, .value = value, .height = height,
+			      .dst_pitch = pitch };
 
+	if (__builtin_mul_overflow(width, height, &n.bytes))
+		return CUDA_ERROR_INVALID_VALUE;
 	if (n.bytes) {
 		pthread_mutex_lock(&drv_lock);
 		n.dst = (void *)copy_2d_side(CU_MEMORYTYPE_DEVICE, NULL, (CUdeviceptr)dst, 0, 0,
@@ -476,9 +481,8 @@ CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
 {
 	struct drv_node n = { .kind = NODE_MEMCPY };
 
-	if (!c)
+	if (!c || __builtin_mul_overflow(c->WidthInBytes, c->Height, &n.bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	n.bytes = c->WidthInBytes * c->Height;
 	n.height = c->Height;
 	n.src_pitch = c->srcPitch;
 	n.dst_pitch = c->dstPitch;

@@ -90,6 +90,20 @@ cudaError_t rt_free_host(void *p)
 
 /* ---- copies and fills ---- */
 
+/*
+ * A copy or fill as the runtime queues it: the async form on the stream, or
+ * (a synchronous call of a per-thread-default-stream program) on the thread's
+ * stream, then waited for there, as the call "exhibits synchronous behavior";
+ * else the driver's synchronous form.
+ */
+#define QUEUED(async, per_thread, async_call, sync_call)                                    \
+	((async) || (per_thread) ? then_waited(async_call, async) : (sync_call))
+
+static CUresult then_waited(CUresult r, bool async)
+{
+	return r || async ? r : rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+}
+
 cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 		      cudaStream_t s, bool async, bool per_thread)
 {
@@ -101,29 +115,27 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 		h = CU_STREAM_PER_THREAD; /* the synchronous copy goes to the thread's stream */
 	switch (kind) {
 	case cudaMemcpyHostToDevice:
-		r = async || per_thread ? rt_drv.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, n, h)
-					: rt_drv.cuMemcpyHtoD((CUdeviceptr)dst, src, n);
+		r = QUEUED(async, per_thread, rt_drv.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, n, h),
+			   rt_drv.cuMemcpyHtoD((CUdeviceptr)dst, src, n));
 		break;
 	case cudaMemcpyDeviceToHost:
-		r = async || per_thread ? rt_drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, n, h)
-					: rt_drv.cuMemcpyDtoH(dst, (CUdeviceptr)src, n);
+		r = QUEUED(async, per_thread, rt_drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, n, h),
+			   rt_drv.cuMemcpyDtoH(dst, (CUdeviceptr)src, n));
 		break;
 	case cudaMemcpyDeviceToDevice:
-		r = async || per_thread ? rt_drv.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
-								   n, h)
-					: rt_drv.cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n);
+		r = QUEUED(async, per_thread,
+			   rt_drv.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, h),
+			   rt_drv.cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n));
 		break;
 	case cudaMemcpyHostToHost:
 	case cudaMemcpyDefault:
-		r = async || per_thread ? rt_drv.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, h)
-					: rt_drv.cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, n);
+		r = QUEUED(async, per_thread,
+			   rt_drv.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, h),
+			   rt_drv.cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, n));
 		break;
 	default:
 		return rt_error(cudaErrorInvalidMemcpyDirection);
 	}
-	/* a synchronous copy on the thread's stream still returns when done */
-	if (!r && !async && per_thread)
-		r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
 	return rt_result(r);
 }
 
@@ -158,55 +170,37 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 	CUDA_MEMCPY2D c = { .srcHost = src, .srcDevice = (CUdeviceptr)src, .srcPitch = spitch,
 			    .dstHost = dst, .dstDevice = (CUdeviceptr)dst, .dstPitch = dpitch,
 			    .WidthInBytes = width, .Height = height };
-	CUresult r;
 
 	CTX_OR_FAIL();
-	if (width > dpitch || width > spitch)
+	/* "width must not exceed either dpitch or spitch", nor a pitch the maximum */
+	if (width > dpitch || width > spitch || dpitch > SIM_PITCH_MAX || spitch > SIM_PITCH_MAX)
 		return rt_error(cudaErrorInvalidPitchValue);
 	if (!copy_sides(kind, &c.srcMemoryType, &c.dstMemoryType))
 		return rt_error(cudaErrorInvalidMemcpyDirection);
-	if (async || per_thread) {
-		r = rt_drv.cuMemcpy2DAsync(&c, stream_of(s, per_thread));
-		/* a synchronous copy on the thread's stream still returns when done */
-		if (!r && !async)
-			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
-	} else {
-		r = rt_drv.cuMemcpy2D(&c);
-	}
-	return rt_result(r);
+	return rt_result(QUEUED(async, per_thread,
+				rt_drv.cuMemcpy2DAsync(&c, stream_of(s, per_thread)),
+				rt_drv.cuMemcpy2D(&c)));
 }
 
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread)
 {
-	CUresult r;
-
 	CTX_OR_FAIL();
-	if (async || per_thread) {
-		r = rt_drv.cuMemsetD8Async((CUdeviceptr)p, (unsigned char)v, n, stream_of(s, per_thread));
-		if (!r && !async)
-			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
-	} else {
-		r = rt_drv.cuMemsetD8((CUdeviceptr)p, (unsigned char)v, n);
-	}
-	return rt_result(r);
+	return rt_result(QUEUED(async, per_thread,
+				rt_drv.cuMemsetD8Async((CUdeviceptr)p, (unsigned char)v, n,
+						       stream_of(s, per_thread)),
+				rt_drv.cuMemsetD8((CUdeviceptr)p, (unsigned char)v, n)));
 }
 
 /* cudaMemset2D(Async): the driver's 2D fill, queued as cudaMemset queues its own. */
 cudaError_t rt_memset_2d(void *p, size_t pitch, int v, size_t width, size_t height,
 			 cudaStream_t s, bool async, bool per_thread)
 {
-	CUresult r;
-
 	CTX_OR_FAIL();
-	if (async || per_thread) {
-		r = rt_drv.cuMemsetD2D8Async((CUdeviceptr)p, pitch, (unsigned char)v, width, height,
-					     stream_of(s, per_thread));
-		if (!r && !async)
-			r = rt_drv.cuStreamSynchronize(CU_STREAM_PER_THREAD);
-	} else {
-		r = rt_drv.cuMemsetD2D8((CUdeviceptr)p, pitch, (unsigned char)v, width, height);
-	}
-	return rt_result(r);
+	return rt_result(QUEUED(async, per_thread,
+				rt_drv.cuMemsetD2D8Async((CUdeviceptr)p, pitch, (unsigned char)v,
+							 width, height, stream_of(s, per_thread)),
+				rt_drv.cuMemsetD2D8((CUdeviceptr)p, pitch, (unsigned char)v, width,
+						    height)));
 }
 
 /* ---- symbols: a __device__ variable's storage, copied through the driver ---- */

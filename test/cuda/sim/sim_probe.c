@@ -636,6 +636,20 @@ static int copy2d(void)
 	printf("direction=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 4, (enum cudaMemcpyKind)7));
 	printf("past_end=%d\n", cudaMemcpy2D(d, 256, src, 128, 100, 5, cudaMemcpyHostToDevice));
 	printf("array=%d\n", cuMemcpy2D(&array));
+	/* sizes whose sums and products wrap in 64 bits: refused, nothing written */
+	{
+		CUDA_MEMCPY2D far = { .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src,
+				      .srcPitch = 128, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				      .dstDevice = (CUdeviceptr)d, .dstPitch = 256,
+				      .dstXInBytes = SIZE_MAX - 5, .WidthInBytes = 10, .Height = 1 };
+
+		printf("huge_pitch=%d", cudaMemcpy2D(d, (size_t)1 << 63, src, 128, 16, 3,
+						      cudaMemcpyHostToDevice));
+		printf(" wrapped_x=%d", cuMemcpy2D(&far));
+		printf(" fill_huge_pitch=%d", cudaMemset2D(d, (size_t)1 << 63, 1, 16, 3));
+		printf(" fill_wrapped_size=%d\n",
+		       cudaMemset2D(d, 2147483647u, 1, 2147483647u, (size_t)1 << 40));
+	}
 	/* pitched allocations: rows rounded up to 512 bytes, the documented element sizes */
 	{
 		void *p = NULL;

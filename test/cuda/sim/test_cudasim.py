@@ -128,6 +128,9 @@ def test_2d_copies():
     assert (f["callbacks"], f["width"]) == ("3", "100")
     assert (f["wide"], f["direction"], f["past_end"], f["array"]) == ("12", "21", "1", "1")
     assert f["wide_name"] == "cudaErrorInvalidPitchValue"
+    # past CU_DEVICE_ATTRIBUTE_MAX_PITCH, or offsets and sizes that wrap: refused
+    assert (f["huge_pitch"], f["wrapped_x"], f["fill_huge_pitch"], f["fill_wrapped_size"]) == \
+        ("12", "1", "1", "1")
     # cudaMallocPitch / cuMemAllocPitch: rows of 512-byte multiples, filled whole by
     # cudaMemset2D; an element size not 4, 8 or 16, or an empty side: invalid value
     assert (f["pitch"], f["bad_element"], f["empty"], f["drv"]) == \
