@@ -403,8 +403,10 @@ static void emit_slot(struct ev_slot *s)
 		.track = cupti__stream_row((uint32_t)s->device, (uint32_t)s->stream_id),
 		.type = GT_EV_DEVICE_SPAN,
 	};
-	if (ev.track) /* 0: its device has no row (records.c, no_device_row) */
+	if (ev.track)
 		gt_emit(&ev, a, n);
+	else /* its device has no row (records.c, no_device_row) */
+		gt_lost_add(cupti__key("no_device_row"), 1);
 }
 
 /* Completed spans in stream order, so each meets the one before it. */

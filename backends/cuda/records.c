@@ -914,8 +914,11 @@ static uint64_t launch_of(const struct span *s, uint64_t near)
 
 static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 {
-	if (s->type != GT_EV_HOST_SPAN && !s->track)
-		return; /* its device has no row (no_device_row) */
+	if (s->type != GT_EV_HOST_SPAN && !s->track) {
+		/* its device has no row (no_device_row): not drawn, so counted */
+		gt_lost_add(cupti__key("no_device_row"), 1);
+		return;
+	}
 	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns()) : 0;
 	uint64_t start = cupti__to_host_near(s->start, launch);
 	uint64_t end = cupti__to_host_near(s->end, start);

@@ -150,7 +150,7 @@ static const struct {
 static const char *const lost_reasons[] = {
 	"ring_full",	     "cupti_dropped",	 "cupti_no_timestamp", "cuda_event_timing",
 	"nvtx_too_deep",     "nvtx_open_ranges", "nvtx_attributes",    "plugin_dropped",
-	"ranges_too_deep",   "itt_open_ranges",
+	"ranges_too_deep",   "itt_open_ranges",	 "no_device_row",
 	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",
 	"unknown",
 };

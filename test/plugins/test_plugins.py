@@ -637,7 +637,9 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
     (Level Zero or CUDA) then has none. Its kernels, copies and syncs were drawn on the
     plug-in's "Dev0" row, as if that device ran them (NVML's telemetry of it: on the
     process's row); now one line says the GPU has no row, the host calls are traced, and
-    no row holds work or readings of another device."""
+    no row holds work or readings of another device. CUDA work not drawn is counted
+    lost (no_device_row), exactly what the same program draws without the plug-in;
+    Level Zero's lists on such a device are not tracked, so its work is not counted."""
     need(INCLUDE / "gputrace" / "gputrace_plugin.h")
     cuda = BUILD / "test" / "cuda"
     if vendor == "ze":
@@ -658,13 +660,21 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
                "GPUTRACE_TELEMETRY_HZ": "50"}
         gpu = 'NVML: device "GPU 0 (Fake GPU A)"'
     need(cmd[0])
+    device_work = 0
+    if vendor.startswith("cuda"):  # what it draws on its GPU's rows with room for them
+        alone = run(cmd, env=env, trace=str(tmp_path / "alone.json"))
+        device_work = len([e for e in events(alone.trace, ph="X") if e.get("cat") in (
+            "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "cuda_graph")])
+        assert device_work >= 10
     env["GPUTRACE_PLUGIN_PATH"] = str(build_plugin(tmp_path, "full", PLUGIN_64_DEVICES))
     r = run(cmd, env=env, tmp_path=tmp_path)
     assert r.returncode == 0, r.stderr
     assert gputrace_lines(r.stderr) == [
         f"gputrace: {gpu} has no row: at most 64 devices (and 4096 rows) per process, taken "
         "by other backends' and plug-ins' devices; its "
-        f"{'telemetry' if vendor == 'nvml' else 'work'} is not drawn; said once"]
+        f"{'telemetry' if vendor == 'nvml' else 'work'} is not drawn; said once"] + ([
+        f"gputrace: {device_work} events lost (no_device_row {device_work}) in "
+        f"{r.trace_path}"] if device_work else [])
     if vendor == "nvml":
         # no CUDA call, no telemetry: a process that recorded nothing writes no file
         assert not (tmp_path / "trace.json").exists()
