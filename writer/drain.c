@@ -515,6 +515,10 @@ static void cycle(bool final, bool closing)
 	if (closing)
 		draw_unended_ranges(now);
 	ranges__cycle_end();
+	/* what this cycle drained may be the file's first events (a window's, read only
+	 * in its closing cycle): the file opens now, so its rows and its window's mark go
+	 * into it (checkpoint__write would open it after them) */
+	open_when_due(final);
 	if (W.opened)
 		events__name_rows();
 	if (closing && W.opened && gt_cap.controlled) {
