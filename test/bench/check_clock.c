@@ -78,7 +78,7 @@ static int kernel_uses_tsc(void)
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = 0;
 	fclose(f);
-	return !strcmp(buf, "tsc\n");
+	return !strcmp(buf, "tsc\n") || !strcmp(buf, "kvm-clock\n");
 }
 #endif
 
