@@ -48,6 +48,64 @@ GT_STARTUP_CODE const char *injection__self_path(void)
 	return path;
 }
 
+/*
+ * Our variables go into a copy of environ in pages of our own, not through
+ * setenv: setenv's first call in a process is malloc's first use there
+ * (getrandom, two brk, a fresh heap page, malloc's text), ~120 us on a VM
+ * whose page faults cost ~20 us, paid by every process a shell that exported
+ * LD_PRELOAD starts (children of a traced process inherit the variables and
+ * set none). The program may assign environ itself (POSIX), and glibc's
+ * setenv, putenv and unsetenv work on an array they did not allocate (a
+ * later setenv copies it). An environment or a value that does not fit goes
+ * to setenv.
+ */
+#define ENV_TEXT 1024 /* our "NAME=value" strings */
+#define ENV_VARS ((16384 - ENV_TEXT - sizeof(size_t)) / sizeof(char *))
+
+/* in .lbss, after all of .bss: its page alignment moves no other variable */
+static struct {
+	size_t text_used;
+	char text[ENV_TEXT];
+	char *vars[ENV_VARS];
+} env_copy __attribute__((aligned(4096), section(".lbss")));
+
+GT_STARTUP_CODE static void env_put(const char *name, const char *value)
+{
+	size_t name_len = gt_cstr_len(name), value_len = gt_cstr_len(value), n = 0;
+	char *entry = env_copy.text + env_copy.text_used;
+
+	if (environ != env_copy.vars) {
+		n = injection__env_len(environ);
+		if (n + GT_INJ__COUNT + 1 > ENV_VARS)
+			goto libc;
+		for (size_t i = 0; i < n; i++)
+			env_copy.vars[i] = environ[i];
+		environ = env_copy.vars;
+	}
+	if (env_copy.text_used + name_len + value_len + 2 > ENV_TEXT)
+		goto libc;
+	for (size_t i = 0; i < name_len; i++)
+		entry[i] = name[i];
+	entry[name_len] = '=';
+	for (size_t i = 0; i <= value_len; i++)
+		entry[name_len + 1 + i] = value[i];
+	env_copy.text_used += name_len + value_len + 2;
+	for (n = 0; environ[n]; n++)
+		if (gt_cstr_eq_n(environ[n], name, name_len) && environ[n][name_len] == '=') {
+			environ[n] = entry;
+			return;
+		}
+	if (n + 2 > ENV_VARS)
+		goto libc;
+	/* the new end first: a reader in another thread sees the old end or both */
+	environ[n + 1] = NULL;
+	atomic_signal_fence(memory_order_release);
+	environ[n] = entry;
+	return;
+libc:
+	setenv(name, value, 1);
+}
+
 GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other)
 {
 	const char *path = injection__self_path(), *cur;
@@ -59,8 +117,8 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 	 * and calls nothing in libc: cstr.h) */
 	cur = gt_cstr_env(environ, var_names[which]);
 	if (!cur) {
-		setenv(var_names[which], path, 0);
-		cur = getenv(var_names[which]);
+		env_put(var_names[which], path);
+		cur = gt_cstr_env(environ, var_names[which]);
 	}
 	if (cur && gt_cstr_eq(cur, path)) {
 		/* children that lose LD_PRELOAD but keep this variable know
@@ -68,7 +126,7 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 		const char *mark = gt_cstr_env(environ, "GPUTRACE_INJECTED");
 
 		if (!mark || !gt_cstr_eq(mark, "1"))
-			setenv("GPUTRACE_INJECTED", "1", 1);
+			env_put("GPUTRACE_INJECTED", "1");
 		return 1;
 	}
 	*other = cur ? cur : "";

@@ -11,3 +11,9 @@ $(BUILD)/test/core/sig_own: test/core/sig_own.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 TEST_BUILD += $(BUILD)/test/core/sig_own
+
+# A program that works its environment after the constructor set ours.
+$(BUILD)/test/core/env_app: test/core/env_app.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
+TEST_BUILD += $(BUILD)/test/core/env_app

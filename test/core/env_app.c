@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * env_app: a program that uses its environment hard after gputrace's
+ * constructor has named the library in its injection variables (which it
+ * does without setenv, inject/injection.c): it prints whether anything
+ * used malloc before main, what it sees, sets
+ * argv[1] variables of its own (glibc then copies and grows the array),
+ * unsets one of ours, putenv()s one, checks every value it set, and execs
+ * a shell that prints what a child inherits (a traced child names the
+ * library again in a variable its parent unset).
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *show(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? v : "-";
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 0, ours = 0;
+	static char put[] = "ENV_APP_PUT=put";
+	char name[32], value[32];
+	/* before stdio's first buffer: did anything before main use malloc? */
+	int heap = mallinfo2().arena != 0;
+
+	printf("heap %s\n", heap ? "used" : "untouched");
+	printf("cuda %s\nnvtx %s\nitt %s\ninjected %s\n", show("CUDA_INJECTION64_PATH"),
+	       show("NVTX_INJECTION64_PATH"), show("INTEL_LIBITTNOTIFY64"),
+	       show("GPUTRACE_INJECTED"));
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "ENV_APP_%d", i);
+		snprintf(value, sizeof(value), "v%d", i);
+		if (setenv(name, value, 1))
+			return 2;
+	}
+	if (unsetenv("NVTX_INJECTION64_PATH") || putenv(put))
+		return 3;
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "ENV_APP_%d", i);
+		snprintf(value, sizeof(value), "v%d", i);
+		if (!getenv(name) || strcmp(getenv(name), value)) {
+			printf("%s lost\n", name);
+			return 4;
+		}
+	}
+	for (char **e = environ; *e; e++)
+		ours += !strncmp(*e, "ENV_APP_", 8);
+	printf("set %d\nnvtx after unset %s\n", ours, show("NVTX_INJECTION64_PATH"));
+	fflush(stdout);
+	execl("/bin/sh", "sh", "-c",
+	      "echo child \"${CUDA_INJECTION64_PATH--}\" \"${ENV_APP_PUT--}\" \"${ENV_APP_0--}\"",
+	      (char *)NULL);
+	return 5;
+}
