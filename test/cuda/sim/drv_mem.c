@@ -117,6 +117,18 @@ static CUresult allocate(void **out, size_t size, uint8_t kind, bool ordered, CU
 	return r;
 }
 
+/* Drops a from the table (the last entry takes its slot); drv_lock held.
+ * Returns its memory, for the caller to free. */
+static void *forget(struct alloc *a)
+{
+	void *base = (void *)a->base;
+
+	if (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+		device_used -= a->size;
+	*a = allocs[--nallocs];
+	return base;
+}
+
 static CUresult release(void *p, uint8_t kind, bool ordered, CUstream h)
 {
 	CUresult r = drv_initialized();
@@ -140,11 +152,8 @@ static CUresult release(void *p, uint8_t kind, bool ordered, CUstream h)
 		   (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) !=
 			   (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED)))
 		r = CUDA_ERROR_INVALID_VALUE;
-	if (!r) {
-		if (a->kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
-			device_used -= a->size;
-		*a = allocs[--nallocs];
-	}
+	if (!r)
+		forget(a);
 	pthread_mutex_unlock(&drv_lock);
 	if (!r)
 		free(p);
@@ -171,11 +180,8 @@ void drv_storage_free(void *p)
 {
 	struct alloc *a = find((uintptr_t)p);
 
-	if (a && a->base == (uintptr_t)p) {
-		device_used -= a->size;
-		*a = allocs[--nallocs];
-		free(p);
-	}
+	if (a && a->base == (uintptr_t)p)
+		free(forget(a));
 }
 
 void drv_mem_release_context(uint32_t context_id)
@@ -185,10 +191,7 @@ void drv_mem_release_context(uint32_t context_id)
 			i++;
 			continue;
 		}
-		if (allocs[i].kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
-			device_used -= allocs[i].size;
-		free((void *)allocs[i].base);
-		allocs[i] = allocs[--nallocs];
+		free(forget(&allocs[i]));
 	}
 }
 

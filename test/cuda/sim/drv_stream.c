@@ -103,20 +103,38 @@ static uint64_t max64(uint64_t a, uint64_t b)
 
 static pthread_cond_t host_fn_returned = PTHREAD_COND_INITIALIZER;
 
-/* A host function that has not returned holds back work queued on `s` now
- * (the streams `s` waits for as ready_at says); drv_lock held. */
-static bool held_by_host_fn(const struct drv_stream *s)
+/*
+ * What work queued on `s` now waits for, with the legacy stream's implicit
+ * synchronization: `s` itself, and every blocking stream (s is the legacy
+ * stream) or the legacy stream (s is blocking). Returns when the latest of
+ * them is done; *host_fn says whether one has a host function that has not
+ * returned (which holds back that work). drv_lock held.
+ */
+static uint64_t waited_for(const struct drv_stream *s, bool *host_fn)
 {
-	if (s->host_fns)
-		return true;
+	uint64_t t = s->busy_until;
+	bool held = s->host_fns;
+
 	if (s->legacy) {
 		for (const struct drv_stream *b = s->ctx->streams; b; b = b->next)
-			if (!(b->flags & CU_STREAM_NON_BLOCKING) && b->host_fns)
-				return true;
+			if (!(b->flags & CU_STREAM_NON_BLOCKING)) {
+				t = max64(t, b->busy_until);
+				held |= b->host_fns;
+			}
 	} else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
-		return s->ctx->legacy->host_fns;
+		t = max64(t, s->ctx->legacy->busy_until);
+		held |= s->ctx->legacy->host_fns;
 	}
-	return false;
+	*host_fn = held;
+	return t;
+}
+
+static bool held_by_host_fn(const struct drv_stream *s)
+{
+	bool held;
+
+	waited_for(s, &held);
+	return held;
 }
 
 /* drv_lock held, released while waiting */
@@ -170,16 +188,9 @@ static void *run_host_fn(void *arg)
 /* When work queued on `s` now could start. */
 static uint64_t ready_at(const struct drv_stream *s)
 {
-	uint64_t t = s->busy_until;
+	bool held;
 
-	if (s->legacy) {
-		for (const struct drv_stream *b = s->ctx->streams; b; b = b->next)
-			if (!(b->flags & CU_STREAM_NON_BLOCKING))
-				t = max64(t, b->busy_until);
-	} else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
-		t = max64(t, s->ctx->legacy->busy_until);
-	}
-	return t;
+	return waited_for(s, &held);
 }
 
 uint64_t drv_schedule(struct drv_stream *s, uint64_t ns, uint64_t now)
@@ -356,12 +367,15 @@ CUresult drv_stream_query(CUstream h, bool per_thread)
 	struct drv_stream *s;
 	CUresult r;
 	uint64_t until = 0;
+	bool held = false;
 
 	LOCKED_CTX(ctx);
 	s = drv_stream_of(ctx, h, per_thread);
 	r = s ? drv_capture_check(OP_SYNC_STREAM, s) : CUDA_ERROR_INVALID_HANDLE;
 	if (s)
-		until = held_by_host_fn(s) ? UINT64_MAX : ready_at(s);
+		until = waited_for(s, &held);
+	if (held)
+		until = UINT64_MAX;
 	pthread_mutex_unlock(&drv_lock);
 	if (r)
 		return r;
