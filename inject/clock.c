@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,9 +42,13 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 
 /* check_clock's stand-ins for a loaded machine: an anchor's raw reading off
  * the line (within the pair's width), an updater preempted before it
- * publishes the new line, and a reader preempted while the line comes on */
+ * publishes the new line, and a reader preempted while the line comes on;
+ * and for a raw clock that went back (the line given up) */
 #ifndef GT_CLOCK_AFTER_ANCHOR
 #define GT_CLOCK_AFTER_ANCHOR(l, tsc, ns) ((void)0)
+#endif
+#ifndef GT_CLOCK_RAW_AFTER_GIVE_UP
+#define GT_CLOCK_RAW_AFTER_GIVE_UP(ns) ((void)0)
 #endif
 #ifndef GT_CLOCK_BEFORE_CALIBRATING_READ
 #define GT_CLOCK_BEFORE_CALIBRATING_READ() ((void)0)
@@ -75,11 +80,72 @@ static bool anchor(uint64_t *tsc, uint64_t *ns)
 	return best < WINDOW_MAX;
 }
 
-/* The kernel keeps the raw clock on the TSC, and the TSC ticks at one rate
- * in every power state: then, and only then, the line can follow it. A KVM
- * guest's kvm-clock is the host's scaling of that same TSC (pvclock): on this
- * VM the line stayed within 5 ns of it over 10 s, and update() gives the line
- * up should the host ever make it stop following. */
+/*
+ * A KVM guest's kvm-clock is the host's scaling of the TSC (pvclock), one
+ * function of it on every vCPU while the host keeps its master clock: it
+ * says so with PVCLOCK_TSC_STABLE_BIT in the page the vDSO reads, which
+ * clock_gettime then reads without a system call. Without the bit each
+ * vCPU has its own scaling, and no one line fits them all. The page:
+ * [vvar_vclock] (Linux 6.x), else the page after [vvar]. Probed through a
+ * pipe (a page that is not there gives EFAULT, where a load would raise
+ * SIGBUS), then read as the vDSO reads it, at every renewal of the line.
+ */
+#define PVCLOCK_FLAGS_AT       29 /* struct pvclock_vcpu_time_info.flags */
+#define PVCLOCK_TSC_STABLE_BIT 1
+static const volatile uint8_t *pvclock_flags;
+
+/* Where the pvclock page is mapped, from /proc/self/maps; 0: nowhere. */
+static uintptr_t pvclock_page(void)
+{
+	char buf[4096], line[256];
+	size_t len = 0;
+	uintptr_t vvar = 0, vclock = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != '\n') {
+				if (len < sizeof(line) - 1)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			if (strstr(line, " [vvar_vclock]"))
+				vclock = (uintptr_t)strtoull(line, NULL, 16);
+			else if (strstr(line, " [vvar]"))
+				vvar = (uintptr_t)strtoull(line, NULL, 16) + 4096;
+		}
+	}
+	close(fd);
+	return vclock ? vclock : vvar;
+}
+
+static bool kvm_clock_stable(void)
+{
+	uintptr_t page = pvclock_page();
+	uint8_t flags = 0;
+	int fds[2];
+	bool readable;
+
+	if (!page || pipe2(fds, O_CLOEXEC))
+		return false;
+	readable = write(fds[1], (const void *)(page + PVCLOCK_FLAGS_AT), 1) == 1 &&
+		   read(fds[0], &flags, 1) == 1;
+	close(fds[0]);
+	close(fds[1]);
+	if (!readable || !(flags & PVCLOCK_TSC_STABLE_BIT))
+		return false;
+	pvclock_flags = (const volatile uint8_t *)(page + PVCLOCK_FLAGS_AT);
+	return true;
+}
+
+/* The kernel keeps the raw clock on the TSC (itself, or a KVM host's stable
+ * kvm-clock), and the TSC ticks at one rate in every power state: then, and
+ * only then, the line can follow it. */
 static bool tsc_usable(void)
 {
 	static const char path[] = "/sys/devices/system/clocksource/clocksource0/"
@@ -104,7 +170,7 @@ static bool tsc_usable(void)
 	if (n <= 0)
 		return false;
 	buf[buf[n - 1] == '\n' ? n - 1 : n] = 0;
-	return !strcmp(buf, "tsc") || !strcmp(buf, "kvm-clock");
+	return !strcmp(buf, "tsc") || (!strcmp(buf, "kvm-clock") && kvm_clock_stable());
 }
 
 static void store_line(uint64_t tsc0, uint64_t ns0, double slope, uint64_t span)
@@ -210,10 +276,39 @@ static uint64_t period_ticks(uint64_t baseline_ns)
 	return (uint64_t)((double)p / ns_per_tick);
 }
 
+/*
+ * Once the line is given up, no reading is below what it handed out (the
+ * raw clock may be behind it by what made us give it up): readings stay
+ * there until the raw clock passes it, as pvclock's own last value. The
+ * floor is the line where it is given up: its sequence is made odd for
+ * good first, and a reader's value counts only if the sequence was even
+ * after its TSC read (the fast path's check; the slow path checks again),
+ * so none is past the floor.
+ */
+static _Atomic uint64_t given_up_floor;
+
 static void give_up(void)
 {
-	atomic_store_explicit(&state, TSC_UNUSABLE, memory_order_relaxed);
+	struct line l;
+
+	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_ON && read_line(&l)) {
+		atomic_store_explicit(&gt_tsc.seq, l.seq + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		_mm_lfence();
+		atomic_store_explicit(&given_up_floor, line_at(&l, gt_rdtsc()),
+				      memory_order_relaxed);
+	}
 	atomic_store_explicit(&gt_tsc.on, 0, memory_order_relaxed);
+	atomic_store_explicit(&state, TSC_UNUSABLE, memory_order_release);
+}
+
+static uint64_t raw_after_give_up(void)
+{
+	uint64_t ns = gt_clock_gettime_ns(),
+		 floor = atomic_load_explicit(&given_up_floor, memory_order_relaxed);
+
+	GT_CLOCK_RAW_AFTER_GIVE_UP(ns);
+	return ns > floor ? ns : floor;
 }
 
 /* Under updating. Returns the time to hand the caller. */
@@ -261,9 +356,12 @@ static uint64_t update(void)
 		GT_CLOCK_AFTER_ANCHOR(l, tsc, ns);
 		err = (double)ns - (double)line_at(&l, tsc);
 		allowed = ERR_FIXED_NS + ERR_RATE * (double)(ns - last_ns);
-		if (err > allowed || -err > allowed) {
-			give_up(); /* the TSC no longer follows the raw clock */
-			return gt_clock_gettime_ns();
+		/* the TSC no longer follows the raw clock, or a KVM host says
+		 * it may not */
+		if (err > allowed || -err > allowed ||
+		    (pvclock_flags && !(*pvclock_flags & PVCLOCK_TSC_STABLE_BIT))) {
+			give_up();
+			return raw_after_give_up();
 		}
 		ns_per_tick = (double)(ns - first_ns) / (double)(tsc - first_tsc);
 		last_ns = ns;
@@ -273,7 +371,7 @@ static uint64_t update(void)
 		return publish_from(&l, tsc, ns, p, err > 0 && tsc - l.tsc0 > l.span + p);
 	}
 	default:
-		return gt_clock_gettime_ns();
+		return raw_after_give_up();
 	}
 }
 
@@ -301,7 +399,8 @@ static bool read_line_waiting(struct line *l)
 		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed);
 		uint64_t now;
 
-		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_relaxed))
+		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_relaxed) ||
+		    atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE)
 			return false;
 		if (tries < 16) {
 			sched_yield();
@@ -332,8 +431,8 @@ uint64_t gt_clock_slow(void)
 	struct line l;
 	uint64_t ns, tsc;
 
-	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE)
-		return gt_clock_gettime_ns();
+	if (atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE)
+		return raw_after_give_up();
 	/* a signal handler on the updater's thread: the old line, unless it
 	 * came in the middle of the rewrite or there is none yet */
 	if (in_update)
@@ -352,9 +451,14 @@ uint64_t gt_clock_slow(void)
 		if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire))
 			return ns;
 	}
+again:
 	if (!read_line_waiting(&l))
-		return gt_clock_gettime_ns();
+		return raw_after_give_up();
 	tsc = gt_rdtsc();
+	/* rewritten or given up since: read again (give_up's floor) */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed) != l.seq)
+		goto again;
 	/* behind tsc0, or raced with a fresh line: the line still holds */
 	if (line_holds(&l, tsc))
 		return line_at(&l, tsc);
@@ -366,7 +470,7 @@ uint64_t gt_clock_slow(void)
 		struct line again;
 
 		if (!read_line_waiting(&again))
-			return gt_clock_gettime_ns();
+			return raw_after_give_up();
 		if (again.seq == l.seq)
 			return line_at(&l, tsc);
 		/* replaced (once the rewrite under way ends): the new line */

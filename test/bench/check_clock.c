@@ -4,6 +4,7 @@
  * itself uses the TSC (inject/clock.c), it must stay on the raw clock,
  * never go back on a thread, and be in use where it can be.
  */
+#define _GNU_SOURCE
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,8 @@ static _Atomic unsigned updater_pause_us;
 /* Instead of that, every anchor 500 ns below the line, no stall: the line falls behind the
  * raw clock by 500 ns more at each renewal. */
 static _Atomic int anchors_below;
+/* Or, once set, every anchor this far below the line: the line is given up. */
+static _Atomic int64_t anchors_far_below_ns;
 /* A reader stopped where it has found the line off and the updater busy,
  * until let go. */
 static _Atomic int late_reader_held, late_reader_go;
@@ -32,7 +35,9 @@ static int updater_below, updater_stalls;
 #define GT_CLOCK_AFTER_ANCHOR(l, tsc, ns)                                               \
 	do {                                                                           \
 		unsigned us_ = atomic_load(&updater_pause_us);                          \
-		if (atomic_load(&anchors_below)) {                                     \
+		if (atomic_load(&anchors_far_below_ns)) {                              \
+			(ns) = line_at(&(l), (tsc)) - atomic_load(&anchors_far_below_ns); \
+		} else if (atomic_load(&anchors_below)) {                              \
 			(ns) = line_at(&(l), (tsc)) - 500;                              \
 		} else if (us_) {                                                      \
 			updater_below = !updater_below;                                \
@@ -41,6 +46,8 @@ static int updater_below, updater_stalls;
 			usleep(us_);                                                   \
 		}                                                                      \
 	} while (0)
+/* the raw clock as those anchors had it */
+#define GT_CLOCK_RAW_AFTER_GIVE_UP(ns) ((ns) -= (uint64_t)atomic_load(&anchors_far_below_ns))
 #define GT_CLOCK_BEFORE_CALIBRATING_READ()                                              \
 	do {                                                                           \
 		if (late_reader) {                                                     \
@@ -68,6 +75,9 @@ static uint64_t raw_now(void)
 }
 
 #ifdef GT_CLOCK_TSC
+/* The kernel keeps the raw clock on the TSC: its clocksource is the TSC, or
+ * kvm-clock where the library finds the line usable (an invariant TSC and
+ * a host that keeps one clock for every vCPU, clock.c). */
 static int kernel_uses_tsc(void)
 {
 	char buf[32] = "";
@@ -78,7 +88,7 @@ static int kernel_uses_tsc(void)
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = 0;
 	fclose(f);
-	return !strcmp(buf, "tsc\n") || !strcmp(buf, "kvm-clock\n");
+	return !strcmp(buf, "tsc\n") || (!strcmp(buf, "kvm-clock\n") && tsc_usable());
 }
 #endif
 
@@ -262,6 +272,33 @@ START_TEST(test_never_goes_back_when_a_reader_sleeps_through_the_start)
 		      (unsigned long long)got[1], (unsigned long long)got[0], (long long)behind);
 }
 END_TEST
+
+/* The line given up while threads read it (its anchors 50 us below it: as
+ * if the raw clock had stepped back, or a KVM host had dropped its stable
+ * TSC): readings stay at the line's last value until the raw clock passes
+ * it, rather than going back by 50 us. */
+static void *fall_back_later(void *arg)
+{
+	usleep(50000); /* the readers on the line by then */
+	atomic_store(&anchors_far_below_ns, 50000);
+	return arg;
+}
+
+START_TEST(test_giving_up_the_line_never_goes_back)
+{
+	pthread_t th;
+
+	if (!kernel_uses_tsc())
+		return;
+	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
+		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
+			      "the TSC line was not taken into use");
+	ck_assert_int_eq(pthread_create(&th, NULL, fall_back_later, NULL), 0);
+	read_on_four_threads(); /* on the line, then past it */
+	pthread_join(th, NULL);
+	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
+}
+END_TEST
 #endif
 
 int main(void)
@@ -276,6 +313,7 @@ int main(void)
 	tcase_add_test(tc, test_never_goes_back_while_the_updater_is_preempted);
 #ifdef GT_CLOCK_TSC
 	tcase_add_test(tc, test_never_goes_back_when_a_reader_sleeps_through_the_start);
+	tcase_add_test(tc, test_giving_up_the_line_never_goes_back);
 #endif
 	suite_add_tcase(s, tc);
 	return check_run(s);
