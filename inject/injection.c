@@ -71,25 +71,27 @@ static struct {
 
 GT_STARTUP_CODE static void env_put(const char *name, const char *value)
 {
-	size_t name_len = gt_cstr_len(name), value_len = gt_cstr_len(value), n = 0;
+	size_t name_len = gt_cstr_len(name), value_len = gt_cstr_len(value), n;
+	size_t size = name_len + value_len + 2; /* "NAME=value\0" */
 	char *entry = env_copy.text + env_copy.text_used;
 
+	if (env_copy.text_used + size > ENV_TEXT)
+		goto libc;
 	if (environ != env_copy.vars) {
-		n = injection__env_len(environ);
-		if (n + GT_INJ__COUNT + 1 > ENV_VARS)
+		n = injection__env_len(environ) - 1; /* none: NULL after clearenv() */
+		if (n + GT_INJ__COUNT + 2 > ENV_VARS)
 			goto libc;
 		for (size_t i = 0; i < n; i++)
 			env_copy.vars[i] = environ[i];
+		env_copy.vars[n] = NULL;
 		environ = env_copy.vars;
 	}
-	if (env_copy.text_used + name_len + value_len + 2 > ENV_TEXT)
-		goto libc;
 	for (size_t i = 0; i < name_len; i++)
 		entry[i] = name[i];
 	entry[name_len] = '=';
 	for (size_t i = 0; i <= value_len; i++)
 		entry[name_len + 1 + i] = value[i];
-	env_copy.text_used += name_len + value_len + 2;
+	env_copy.text_used += size;
 	for (n = 0; environ[n]; n++)
 		if (gt_cstr_eq_n(environ[n], name, name_len) && environ[n][name_len] == '=') {
 			environ[n] = entry;

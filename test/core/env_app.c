@@ -8,8 +8,12 @@
  * unsets one of ours, putenv()s one, checks every value it set, and execs
  * a shell that prints what a child inherits (a traced child names the
  * library again in a variable its parent unset).
+ *
+ * env_app --clear-then-load LIB: clearenv() (environ is NULL), then dlopen
+ * the library, whose constructor names it in an environment of none.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,16 @@ static const char *show(const char *name)
 	return v ? v : "-";
 }
 
+static int clear_then_load(const char *lib)
+{
+	if (clearenv() || !dlopen(lib, RTLD_NOW)) {
+		printf("dlopen: %s\n", dlerror());
+		return 6;
+	}
+	printf("cuda %s\nitt %s\n", show("CUDA_INJECTION64_PATH"), show("INTEL_LIBITTNOTIFY64"));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 0, ours = 0;
@@ -32,6 +46,9 @@ int main(int argc, char **argv)
 	char name[32], value[32];
 	/* before stdio's first buffer: did anything before main use malloc? */
 	int heap = mallinfo2().arena != 0;
+
+	if (argc > 2 && !strcmp(argv[1], "--clear-then-load"))
+		return clear_then_load(argv[2]);
 
 	printf("heap %s\n", heap ? "used" : "untouched");
 	printf("cuda %s\nnvtx %s\nitt %s\ninjected %s\n", show("CUDA_INJECTION64_PATH"),
@@ -58,7 +75,8 @@ int main(int argc, char **argv)
 	printf("set %d\nnvtx after unset %s\n", ours, show("NVTX_INJECTION64_PATH"));
 	fflush(stdout);
 	execl("/bin/sh", "sh", "-c",
-	      "echo child \"${CUDA_INJECTION64_PATH--}\" \"${ENV_APP_PUT--}\" \"${ENV_APP_0--}\"",
+	      "echo child \"${CUDA_INJECTION64_PATH--}\" \"${NVTX_INJECTION64_PATH--}\" "
+	      "\"${ENV_APP_PUT--}\" \"${ENV_APP_0--}\"",
 	      (char *)NULL);
 	return 5;
 }
