@@ -292,6 +292,10 @@ static void give_up(void)
 	struct line l;
 
 	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_ON && read_line(&l)) {
+		/* for a reader that stops waiting for this rewrite (preempted
+		 * here for 20 ms): a floor already, a few ns short at most */
+		atomic_store_explicit(&given_up_floor, line_at(&l, gt_rdtsc()),
+				      memory_order_release);
 		atomic_store_explicit(&gt_tsc.seq, l.seq + 1, memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
 		_mm_lfence();
@@ -305,7 +309,7 @@ static void give_up(void)
 static uint64_t raw_after_give_up(void)
 {
 	uint64_t ns = gt_clock_gettime_ns(),
-		 floor = atomic_load_explicit(&given_up_floor, memory_order_relaxed);
+		 floor = atomic_load_explicit(&given_up_floor, memory_order_acquire);
 
 	GT_CLOCK_RAW_AFTER_GIVE_UP(ns);
 	return ns > floor ? ns : floor;
@@ -400,7 +404,7 @@ static bool read_line_waiting(struct line *l)
 		uint64_t now;
 
 		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_relaxed) ||
-		    atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNUSABLE)
+		    atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE)
 			return false;
 		if (tries < 16) {
 			sched_yield();

@@ -6,6 +6,7 @@ putenv and getenv work as untraced, and its children inherit the result,
 also when the environment or the library's path does not fit that copy and
 setenv takes over, or when there is no environment at all. A process whose
 environment fits uses no malloc before main."""
+import functools
 import os
 import pathlib
 import subprocess
@@ -42,6 +43,7 @@ def named(lib):
 OUR_LIB = named(PRELOAD.split()[-1])
 
 
+@functools.lru_cache(maxsize=None)
 def heap_untraced():
     """What an untraced env_app says of its heap before main: "untouched",
     except where a sanitizer's runtime itself allocates with glibc (UBSan)."""
@@ -50,7 +52,8 @@ def heap_untraced():
 
 def expect(lib, n, heap="heap untouched"):
     # a traced process can do no better than an untraced one
-    heap = heap_untraced() if heap_untraced() != "heap untouched" else heap
+    if heap_untraced() != "heap untouched":
+        heap = heap_untraced()
     # (ASan and TSan replace malloc: glibc's heap stays untouched under them)
     if os.environ.get("SANITIZE") in ("address", "thread"):
         heap = "heap untouched"
