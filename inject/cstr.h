@@ -53,6 +53,12 @@ static inline bool gt_cstr_eq_n(const char *a, const char *b, size_t n)
 	return true;
 }
 
+/* The environment entry ("NAME=value") is the variable name (n bytes). */
+static inline bool gt_cstr_env_entry_is(const char *entry, const char *name, size_t n)
+{
+	return gt_cstr_eq_n(entry, name, n) && entry[n] == '=';
+}
+
 /* The value of name in envp ("NAME=value"), or NULL: getenv over a given
  * environment. */
 static inline const char *gt_cstr_env(char *const *envp, const char *name)
@@ -60,7 +66,7 @@ static inline const char *gt_cstr_env(char *const *envp, const char *name)
 	size_t n = gt_cstr_len(name);
 
 	for (char *const *e = envp; e && *e; e++)
-		if (gt_cstr_eq_n(*e, name, n) && (*e)[n] == '=')
+		if (gt_cstr_env_entry_is(*e, name, n))
 			return *e + n + 1;
 	return NULL;
 }

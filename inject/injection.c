@@ -93,7 +93,7 @@ GT_STARTUP_CODE static void env_put(const char *name, const char *value)
 		entry[name_len + 1 + i] = value[i];
 	env_copy.text_used += size;
 	for (n = 0; environ[n]; n++)
-		if (gt_cstr_eq_n(environ[n], name, name_len) && environ[n][name_len] == '=') {
+		if (gt_cstr_env_entry_is(environ[n], name, name_len)) {
 			environ[n] = entry;
 			return;
 		}
@@ -141,7 +141,7 @@ static bool names_us(const char *entry, const char *var, const char *lib)
 {
 	size_t n = gt_cstr_len(var);
 
-	return gt_cstr_eq_n(entry, var, n) && entry[n] == '=' && gt_cstr_eq(entry + n + 1, lib);
+	return gt_cstr_env_entry_is(entry, var, n) && gt_cstr_eq(entry + n + 1, lib);
 }
 
 /* LD_PRELOAD of envp lists this library (by path or by its file name, as

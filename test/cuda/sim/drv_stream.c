@@ -129,19 +129,16 @@ static uint64_t waited_for(const struct drv_stream *s, bool *host_fn)
 	return t;
 }
 
-static bool held_by_host_fn(const struct drv_stream *s)
+/* When work queued on `s` now could start, once no host function holds it
+ * back; drv_lock held, released while waiting. */
+static uint64_t ready_at(const struct drv_stream *s)
 {
+	uint64_t t;
 	bool held;
 
-	waited_for(s, &held);
-	return held;
-}
-
-/* drv_lock held, released while waiting */
-static void wait_host_fns(const struct drv_stream *s)
-{
-	while (held_by_host_fn(s))
+	while (t = waited_for(s, &held), held)
 		pthread_cond_wait(&host_fn_returned, &drv_lock);
+	return t;
 }
 
 static void wait_context_host_fns(const struct drv_ctx *ctx)
@@ -185,19 +182,10 @@ static void *run_host_fn(void *arg)
 	return NULL;
 }
 
-/* When work queued on `s` now could start. */
-static uint64_t ready_at(const struct drv_stream *s)
-{
-	bool held;
-
-	return waited_for(s, &held);
-}
-
 uint64_t drv_schedule(struct drv_stream *s, uint64_t ns, uint64_t now)
 {
 	uint64_t start;
 
-	wait_host_fns(s);
 	start = max64(now, ready_at(s));
 
 	s->busy_until = start + ns;
@@ -349,9 +337,7 @@ CUresult drv_stream_synchronize(CUstream h, bool per_thread)
 	LOCKED_CTX(ctx);
 	s = drv_stream_of(ctx, h, per_thread);
 	r = s ? drv_capture_check(OP_SYNC_STREAM, s) : CUDA_ERROR_INVALID_HANDLE;
-	if (!r)
-		wait_host_fns(s);
-	until = s ? ready_at(s) : 0;
+	until = r ? 0 : ready_at(s);
 	cid = ctx->id;
 	sid = s ? s->id : 0;
 	pthread_mutex_unlock(&drv_lock);
