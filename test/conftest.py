@@ -148,17 +148,25 @@ def open_trace(path):
     return open(path, "r", encoding="utf-8")
 
 
-def load_trace(path):
+def read_trace_bytes(path):
     path = str(path)
     with open(path, "rb") as f:
         data = f.read(LOAD_WHOLE_MAX + 1)
         assert len(data) <= LOAD_WHOLE_MAX and not f.read(1), (
             f"{path}: over {LOAD_WHOLE_MAX >> 20} MiB; read it with scan_trace() so the test "
             "runner stays small")
+    return data
+
+
+def parse_trace(path, data):
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
         assert len(data) <= 8 * LOAD_WHOLE_MAX, f"{path}: too big to read whole; use scan_trace()"
     return json.loads(data)
+
+
+def load_trace(path):
+    return parse_trace(path, read_trace_bytes(path))
 
 
 _JSON_SPACE = re.compile(r"[ \t\r\n]*")
@@ -397,15 +405,27 @@ def gputrace_capture(tmp_path, *args, shell=False):
 
 def wait_trace(path, done, what, timeout=10.0):
     """The trace at path once done(its "gputrace" object) holds: a file the process
-    writes while it runs on (a window's, a flight recorder's dump)."""
+    writes while it runs on (a window's, a flight recorder's dump). A read that
+    overlaps the writes can mix two checkpoints: new events on pages it had read past
+    are missing, those on pages it reached later are there, and every event lies within a page (the layout
+    that keeps a killed process's file valid), so it parses, with a run of events
+    missing (CI: 139 launches of a window gone from the middle, all there on disk).
+    So the trace counts once a second read finds the same bytes."""
     deadline = time.monotonic() + timeout
+    seen = None
     while time.monotonic() < deadline:
         if path.exists():
             try:
-                t = load_trace(path)
+                data = read_trace_bytes(path)
+                t = parse_trace(path, data)
             except (AssertionError, ValueError):
                 t = None  # read while a checkpoint was being written: read it again
             if t and done(t["gputrace"]):
-                return t
+                if data == seen:
+                    return t
+                seen = data
+                time.sleep(0.02)
+                continue
+        seen = None
         time.sleep(0.05)
     raise AssertionError(f"{path}: no {what}")
