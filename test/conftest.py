@@ -406,11 +406,11 @@ def gputrace_capture(tmp_path, *args, shell=False):
 def wait_trace(path, done, what, timeout=10.0):
     """The trace at path once done(its "gputrace" object) holds: a file the process
     writes while it runs on (a window's, a flight recorder's dump). A read that
-    overlaps the writes can mix two checkpoints: new events on pages it had read past
-    are missing, those on pages it reached later are there, and every event lies within a page (the layout
-    that keeps a killed process's file valid), so it parses, with a run of events
-    missing (CI: 139 launches of a window gone from the middle, all there on disk).
-    So the trace counts once a second read finds the same bytes."""
+    overlaps the writes can mix checkpoints: new events on pages it had read past are
+    missing, those on pages it reached later are there, and as every event lies within
+    a page (the layout that keeps a killed process's file valid), it parses, with a run
+    of events missing (CI: 139 launches gone from the middle of a window). So the trace
+    counts once a second read finds the same bytes."""
     deadline = time.monotonic() + timeout
     seen = None
     while time.monotonic() < deadline:

@@ -295,7 +295,8 @@ def windows_from_outside(tmp_path, exe, windows, env=None):
                 assert r.returncode == 0, r.stderr
                 ended += 1
                 name = "trace.json" if ended == 1 else f"trace-w{ended}.json"
-                wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
+                wait_trace(tmp_path / name, lambda g: g.get("end") == "window" and g["complete"],
+                           "window")
         _, err = p.communicate(timeout=60)  # it ends after step 6
     assert p.returncode == 0, err
     return err
@@ -375,7 +376,8 @@ def test_cuda_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path, ho
             assert p.stdout.readline() == f"step {2 * n - 1}\n".encode()
             name = "trace.json" if n == 1 else f"trace-w{n}.json"
             # ended at its deadline while the process waits for its next step
-            t = wait_trace(tmp_path / name, lambda g: g.get("end") == "window", "window")
+            t = wait_trace(tmp_path / name, lambda g: g.get("end") == "window" and g["complete"],
+                           "window")
             check_window(t, n)
             cap = t["gputrace"]["capture"]
             assert cap["end_ns"] - cap["start_ns"] == 300_000_000

@@ -164,7 +164,9 @@ def test_window_ends_while_the_output_thread_writes(tmp_path):
     trace = tmp_path / "trace.json"
     with looping(tmp_path, paced=True, extra={"GPUTRACE_DELAY": "0.1", "GPUTRACE_DURATION": "0.3",
                                               "GPUTRACE_FLUSH_MS": "200"}) as p:
-        assert wait_for(lambda: trace.exists() and b'"end":"window"' in trailer_tail(trace))
+        assert wait_for(lambda: trace.exists() and
+                        b'"complete":true' in trailer_tail(trace) and
+                        b'"end":"window"' in trailer_tail(trace))
         assert "gputrace-write" in thread_names(p.pid)
         time.sleep(0.2)  # the file's last cycle compacts it after that trailer
         size = trace.stat().st_size

@@ -266,7 +266,8 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
         time.sleep(0.1)
         say(b"ok", b"ok\n")
         assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
-        wait_trace(tmp_path / "trace.json", lambda g: g.get("end") == "window", "window 1")
+        wait_trace(tmp_path / "trace.json", lambda g: g.get("end") == "window" and g["complete"],
+                   "window 1")
         time.sleep(1.5)  # longer than SEC: paused, with nothing blocked, nothing is said
         assert reports(tmp_path, written=False) == []
         # window 2: the hang
@@ -276,13 +277,14 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
         say(b"hang", b"waiting\n")
         if closed:
             assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
-            w2 = wait_trace(tmp_path / "trace-w2.json", lambda g: g.get("end") == "window",
-                            "window 2")
+            w2 = wait_trace(tmp_path / "trace-w2.json",
+                            lambda g: g.get("end") == "window" and g["complete"], "window 2")
         report = wait_report(tmp_path, "trace-w2.watchdog.json")
         assert proc.poll() is None, "the watchdog must not stop the program"
         if not closed:
-            # checkpointed with the report: the window's file holds the stuck launch
-            w2 = load_trace(tmp_path / "trace-w2.json")
+            # checkpointed with the report: the window's file holds the stuck launch (read
+            # as its checkpoints are: the same bytes twice)
+            w2 = wait_trace(tmp_path / "trace-w2.json", lambda g: True, "window 2 checkpoint")
     finally:
         proc.kill()
         proc.wait()
