@@ -204,6 +204,9 @@ void checkpoint__forget_file(void)
 	W.any_event = false;
 	W.recorded = 0;
 	W.files++;
+	/* events formatted before the next file opens are placed when it does */
+	W.paged = false;
+	W.buf_at = 0;
 	memset(&W.out, 0, sizeof(W.out));
 	W.out.fd = -1;
 	/* the next file names its rows and threads again, links only its own launches */
@@ -224,6 +227,34 @@ void checkpoint__forget_file(void)
 	memset(W.sum_batch, 0, sizeof(W.sum_batch));
 	summary__free(W.sum);
 	W.sum = NULL;
+}
+
+/*
+ * What a cycle formatted before the file existed (a window's first events,
+ * drained in the cycle that opens its file), placed event by event for
+ * their offsets in it (events__fit), as every later event is: put in as
+ * formatted, for no file, they crossed pages, which a kill that cuts the
+ * write leaves half-written. An event runs from its ",\n" to the next
+ * one's: begin_event writes the only newlines in events (strings escape
+ * theirs); the first has none, any says whether it needs one.
+ */
+static void put_pending(const struct jbuf *pending, bool any)
+{
+	size_t at = 0, end;
+
+	while (at < pending->len) {
+		const char *nl = pending->len - at > 2
+					 ? memchr(pending->p + at + 2, '\n', pending->len - at - 2)
+					 : NULL;
+
+		end = nl ? (size_t)(nl - pending->p) - 1 : pending->len;
+		events__fit(); /* the event before it */
+		W.ev_start = W.buf.len;
+		if (!at && any)
+			jbuf__lit(&W.buf, ",\n");
+		jbuf__put(&W.buf, pending->p + at, end - at);
+		at = end;
+	}
 }
 
 bool checkpoint__open(void)
@@ -299,11 +330,7 @@ bool checkpoint__open(void)
 	size_t cmd_len = command_line(cmd, sizeof(cmd));
 	if (cmd_len)
 		events__meta(&W.buf, "process_labels", (uint32_t)gt_st.pid, 0, "labels", cmd, cmd_len, 0);
-	if (pending.len) {
-		if (any)
-			jbuf__lit(&W.buf, ",\n");
-		jbuf__put(&W.buf, pending.p, pending.len);
-	}
+	put_pending(&pending, any);
 	jbuf__free(&pending);
 	return true;
 }

@@ -774,6 +774,59 @@ START_TEST(test_last_cycle_gives_big_ring_back)
 }
 END_TEST
 
+/* Events formatted before the file exists (drained in the cycle that opens it: a
+ * window's first) are placed for their offsets in it as every other is: none crosses a
+ * page, which a kill that cuts the write would leave half-written (put in as they were
+ * formatted, for no file, 5 of these 200 crossed one). */
+START_TEST(test_events_formatted_before_the_file_are_placed_in_it)
+{
+	const int spans = 200;
+	struct gt_arg arg = { GT_S_ARG_RESULT, GT_ARG_I64, { .i = 0 } };
+	int crossing = 0, events = 0, seen = 0;
+	uint32_t name;
+
+	start("1024");
+	name = gt_str_intern("before_the_file");
+	ck_assert(!W.opened);
+	for (int i = 0; i < spans; i++) {
+		struct gt_event ev = { .start_ns = 1000000 + 1000 * (uint64_t)i,
+				       .end_ns = 1000500 + 1000 * (uint64_t)i, .name = name,
+				       .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN };
+
+		events__host(&ev, &arg, 1, 7);
+	}
+	ck_assert(checkpoint__open() && W.paged);
+	events__fit(); /* the last one, as a checkpoint does */
+	/* every event, its ",\n" to its "}", within one page of the file */
+	for (size_t at = 0, end; at < W.buf.len; at = end) {
+		const char *nl = memchr(W.buf.p + at + 2, '\n', W.buf.len - at - 2);
+		size_t last;
+
+		end = nl ? (size_t)(nl - W.buf.p) - 1 : W.buf.len;
+		for (last = end - 1; W.buf.p[last] == ' '; last--)
+			;
+		ck_assert_int_eq(W.buf.p[last], '}');
+		crossing += (W.buf_at + at) / OUT_PAGE != (W.buf_at + last) / OUT_PAGE;
+		events++;
+	}
+	ck_assert_int_eq(crossing, 0);
+	ck_assert_int_ge(events, spans);
+
+	/* and the file holds them all, once each: the first recorded event starts the
+	 * drain thread (the writer's state is its own from then on), the exit writes them */
+	struct gt_event one = { .start_ns = gt_clock_ns(), .end_ns = gt_clock_ns() + 1,
+				.name = name, .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN };
+
+	ck_assert_int_eq(gt_emit(&one, &arg, 1), 0);
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++)
+		seen += !strcmp(str(json_object_array_get_idx(evs, i), "name"), "before_the_file");
+	ck_assert_int_eq(seen, spans + 1);
+	json_object_put(root);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -791,6 +844,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_args_alike_but_one_each_written_with_its_own);
 	tcase_add_test(tc, test_gzip_output_checkpointed);
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
+	tcase_add_test(tc, test_events_formatted_before_the_file_are_placed_in_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
