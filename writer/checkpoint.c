@@ -236,7 +236,8 @@ void checkpoint__forget_file(void)
  * formatted, for no file, they crossed pages, which a kill that cuts the
  * write leaves half-written. An event runs from its ",\n" to the next
  * one's: begin_event writes the only newlines in events (strings escape
- * theirs); the first has none, any says whether it needs one.
+ * theirs, JSON args have theirs made spaces); the first has none, any says
+ * whether it needs one.
  */
 static void put_pending(const struct jbuf *pending, bool any)
 {

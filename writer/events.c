@@ -421,13 +421,19 @@ static bool put_members(struct jbuf *b, const struct gt_arg *args, unsigned narg
 			json__hex(b, a->v.u);
 			break;
 		case GT_ARG_JSON: { /* checked by whoever made it: copied as it is */
-			size_t n;
+			size_t n, from = b->len;
 			const char *s = gt_str_get((uint32_t)a->v.u, &n);
 
 			if (n)
 				jbuf__put(b, s, n);
 			else
 				jbuf__lit(b, "null");
+			/* but on one line: begin_event's ",\n" is the only newline in
+			 * events (the file's placement and the flight recorder split
+			 * events there); in valid JSON a raw one is only whitespace */
+			for (size_t i = from; i < b->len; i++)
+				if (b->p[i] == '\n' || b->p[i] == '\r')
+					b->p[i] = ' ';
 			break;
 		}
 		case GT_ARG_DIM3:
