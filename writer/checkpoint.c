@@ -229,35 +229,6 @@ void checkpoint__forget_file(void)
 	W.sum = NULL;
 }
 
-/*
- * What a cycle formatted before the file existed (a window's first events,
- * drained in the cycle that opens its file), placed event by event for
- * their offsets in it (events__fit), as every later event is: put in as
- * formatted, for no file, they crossed pages, which a kill that cuts the
- * write leaves half-written. An event runs from its ",\n" to the next
- * one's: begin_event writes the only newlines in events (strings escape
- * theirs, JSON args have theirs made spaces); the first has none, any says
- * whether it needs one.
- */
-static void put_pending(const struct jbuf *pending, bool any)
-{
-	size_t at = 0, end;
-
-	while (at < pending->len) {
-		const char *nl = pending->len - at > 2
-					 ? memchr(pending->p + at + 2, '\n', pending->len - at - 2)
-					 : NULL;
-
-		end = nl ? (size_t)(nl - pending->p) - 1 : pending->len;
-		events__fit(); /* the event before it */
-		W.ev_start = W.buf.len;
-		if (!at && any)
-			jbuf__lit(&W.buf, ",\n");
-		jbuf__put(&W.buf, pending->p + at, end - at);
-		at = end;
-	}
-}
-
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -308,7 +279,8 @@ bool checkpoint__open(void)
 		W.sum_process = summary__process(W.sum, &me); /* its one row */
 	}
 	struct jbuf head = { 0 }, pending = W.buf;
-	bool any = W.any_event;
+	size_t n;
+
 	W.buf = (struct jbuf){ 0 };
 	W.any_event = false;
 	W.ev_start = 0;
@@ -331,7 +303,11 @@ bool checkpoint__open(void)
 	size_t cmd_len = command_line(cmd, sizeof(cmd));
 	if (cmd_len)
 		events__meta(&W.buf, "process_labels", (uint32_t)gt_st.pid, 0, "labels", cmd, cmd_len, 0);
-	put_pending(&pending, any);
+	/* placed event by event for their offsets in it, as every later event is:
+	 * put in as formatted, for no file, they crossed pages, which a kill that
+	 * cuts the write leaves half-written */
+	for (const char *q = pending.p, *ev; (ev = events__next(&q, pending.p + pending.len, &n));)
+		events__put_formatted(ev, n);
 	jbuf__free(&pending);
 	return true;
 }

@@ -118,6 +118,30 @@ static void begin_event(struct jbuf *b)
 	W.any_event = true;
 }
 
+const char *events__next(const char **q, const char *end, size_t *n)
+{
+	while (*q < end) {
+		const char *nl = memchr(*q, '\n', (size_t)(end - *q)), *stop = nl ? nl : end;
+		const char *ev = *q;
+
+		*q = stop + 1;
+		while (ev < stop && *ev == ' ')
+			ev++;
+		*n = (size_t)(stop - ev);
+		if (*n && ev[*n - 1] == ',')
+			(*n)--;
+		if (*n)
+			return ev;
+	}
+	return NULL;
+}
+
+void events__put_formatted(const char *ev, size_t n)
+{
+	begin_event(&W.buf);
+	jbuf__put(&W.buf, ev, n);
+}
+
 void events__meta(struct jbuf *b, const char *what, uint32_t pid, uint32_t tid,
 		  const char *key, const char *sval, size_t slen, long long ival)
 {

@@ -100,26 +100,6 @@ static bool is_derived(const char *ev, size_t n)
 	return end - a > 9 && !memcmp(a, ",\"spans\":", 9);
 }
 
-/* The next event of a formatted buffer at *q (NULL at end): its line, less
- * the "," between events and the spaces a paged file pads with. */
-static const char *next_event(const char **q, const char *end, size_t *n)
-{
-	while (*q < end) {
-		const char *nl = memchr(*q, '\n', (size_t)(end - *q)), *stop = nl ? nl : end;
-		const char *ev = *q;
-
-		*q = stop + 1;
-		while (ev < stop && *ev == ' ')
-			ev++;
-		*n = (size_t)(stop - ev);
-		if (*n && ev[*n - 1] == ',')
-			(*n)--;
-		if (*n)
-			return ev;
-	}
-	return NULL;
-}
-
 /* The number after "key": in ev (0 when absent); ts in ns. */
 static uint64_t field_u64(const char *ev, size_t n, const char *key, bool us)
 {
@@ -176,7 +156,7 @@ static void drop_oldest(void)
 		uint64_t i = 0;
 		size_t n;
 
-		for (; (ev = next_event(&q, s->data + s->len, &n)); i++) {
+		for (; (ev = events__next(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n), dumped = dumped_before(s, i);
 			bool event = !flow && !is_derived(ev, n);
 
@@ -284,7 +264,7 @@ void flight__add(const char *p, size_t len, uint64_t now)
 	size_t n;
 
 
-	while ((ev = next_event(&p, end, &n)))
+	while ((ev = events__next(&p, end, &n)))
 		add_event(ev, n, now);
 	age(now, 0);
 }
@@ -394,7 +374,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	}
 	/* the slices of the window, sorted by row and start */
 	for (struct seg *s = F.head; s && arrows; s = s->next)
-		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++)
+		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++)
 			if ((ev[7] == 'X' || ev[7] == 'i') && in_window(ev, n, cutoff) &&
 			    !dumped_before(s, i) && ns < nslices)
 				sl[ns++] = (struct fslice){
@@ -408,7 +388,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 		qsort(sl, ns, sizeof(*sl), slice_cmp);
 	/* what holds each arrow end */
 	for (struct seg *s = F.head; s && arrows; s = s->next)
-		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++)
+		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++)
 			if (is_flow(ev, n) && in_window(ev, n, cutoff) && !dumped_before(s, i)) {
 				struct farrow *a = arrow_slot(arrows, mask,
 							      field_u64(ev, n, "\"id\":", false));
@@ -420,14 +400,14 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 				else
 					a->f = h;
 			}
-	for (q = F.names.p; q && (ev = next_event(&q, F.names.p + F.names.len, &n));) {
+	for (q = F.names.p; q && (ev = events__next(&q, F.names.p + F.names.len, &n));) {
 		if (!first)
 			jbuf__lit(out, ",\n");
 		first = false;
 		jbuf__put(out, ev, n);
 	}
 	for (struct seg *s = F.head; s; s = s->next)
-		for (uint64_t i = (q = s->data, 0); (ev = next_event(&q, s->data + s->len, &n)); i++) {
+		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n), event = !flow && !is_derived(ev, n);
 
 			if (dumped_before(s, i)) {

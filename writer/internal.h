@@ -345,6 +345,13 @@ GT_HIDDEN void events__put_sid(struct jbuf *b, uint32_t id);
 /* Move the event just formatted to the next page of a paged file if it
  * would straddle a page boundary (see output.h). */
 GT_HIDDEN void events__fit(void);
+/* The next event of a formatted buffer at *q (NULL at end): its line, less the ","
+ * between events and the spaces a paged file pads with (begin_event's ",\n" is the
+ * only newline in events: strings escape theirs, JSON args have theirs made spaces). */
+GT_HIDDEN const char *events__next(const char **q, const char *end, size_t *n);
+/* One event formatted elsewhere (events__next's), into W.buf as events are written:
+ * after its separator, placed for its offset in the file. */
+GT_HIDDEN void events__put_formatted(const char *ev, size_t n);
 
 /* ---- flight.c: the flight recorder (GPUTRACE_FLIGHT_RECORDER) ---- */
 
