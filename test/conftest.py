@@ -403,6 +403,12 @@ def gputrace_capture(tmp_path, *args, shell=False):
     return subprocess.run(cmd, env=env, capture_output=True, timeout=30)
 
 
+def window_ended(g):
+    """For wait_trace: a window's file whose last trailer is on disk (the writes of
+    the window's last cycle say end: window on the way, complete only at its end)."""
+    return g.get("end") == "window" and g.get("complete")
+
+
 def wait_trace(path, done, what, timeout=10.0):
     """The trace at path once done(its "gputrace" object) holds: a file the process
     writes while it runs on (a window's, a flight recorder's dump). A read that

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from conftest import (BUILD, PRELOAD, clean_env, default_signals, events, gputrace_capture,
-                      gputrace_lines, load_trace, need, reaped, run, wait_trace)
+                      gputrace_lines, load_trace, need, reaped, run, wait_trace,
+                      window_ended)
 
 APP = BUILD / "test" / "cuda" / "nvtx_steps"
 HAVE_CUPTI = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include",
@@ -295,8 +296,7 @@ def windows_from_outside(tmp_path, exe, windows, env=None):
                 assert r.returncode == 0, r.stderr
                 ended += 1
                 name = "trace.json" if ended == 1 else f"trace-w{ended}.json"
-                wait_trace(tmp_path / name, lambda g: g.get("end") == "window" and g["complete"],
-                           "window")
+                wait_trace(tmp_path / name, window_ended, "window")
         _, err = p.communicate(timeout=60)  # it ends after step 6
     assert p.returncode == 0, err
     return err
@@ -376,8 +376,7 @@ def test_cuda_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path, ho
             assert p.stdout.readline() == f"step {2 * n - 1}\n".encode()
             name = "trace.json" if n == 1 else f"trace-w{n}.json"
             # ended at its deadline while the process waits for its next step
-            t = wait_trace(tmp_path / name, lambda g: g.get("end") == "window" and g["complete"],
-                           "window")
+            t = wait_trace(tmp_path / name, window_ended, "window")
             check_window(t, n)
             cap = t["gputrace"]["capture"]
             assert cap["end_ns"] - cap["start_ns"] == 300_000_000

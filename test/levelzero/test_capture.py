@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, load_trace,
-                      gputrace_capture, need, run, sim_env, wait_trace)
+                      gputrace_capture, need, run, sim_env, wait_trace, window_ended)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -193,8 +193,7 @@ def capture(tmp_path, *args):
 
 def wait_window_file(path, timeout=10.0):
     """The trace of a window, once its end is on disk (the process runs on)."""
-    return wait_trace(path, lambda g: g.get("end") == "window" and g.get("complete"),
-                      "complete window", timeout)
+    return wait_trace(path, window_ended, "complete window", timeout)
 
 
 def launch_gaps(trace, kernel):

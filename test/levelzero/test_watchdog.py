@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ROOT, clean_env, gputrace_lines, load_trace, need, run,
-                      gputrace_capture, sim_env, wait_trace, ZE_SIM)
+                      gputrace_capture, sim_env, wait_trace, window_ended, ZE_SIM)
 
 HANG = APPS / "ze_hang"
 
@@ -266,8 +266,7 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
         time.sleep(0.1)
         say(b"ok", b"ok\n")
         assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
-        wait_trace(tmp_path / "trace.json", lambda g: g.get("end") == "window" and g["complete"],
-                   "window 1")
+        wait_trace(tmp_path / "trace.json", window_ended, "window 1")
         time.sleep(1.5)  # longer than SEC: paused, with nothing blocked, nothing is said
         assert reports(tmp_path, written=False) == []
         # window 2: the hang
@@ -277,8 +276,7 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
         say(b"hang", b"waiting\n")
         if closed:
             assert gputrace_capture(tmp_path, "--stop", proc.pid).returncode == 0
-            w2 = wait_trace(tmp_path / "trace-w2.json",
-                            lambda g: g.get("end") == "window" and g["complete"], "window 2")
+            w2 = wait_trace(tmp_path / "trace-w2.json", window_ended, "window 2")
         report = wait_report(tmp_path, "trace-w2.watchdog.json")
         assert proc.poll() is None, "the watchdog must not stop the program"
         if not closed:
