@@ -50,6 +50,12 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 #ifndef GT_CLOCK_RAW_AFTER_GIVE_UP
 #define GT_CLOCK_RAW_AFTER_GIVE_UP(ns) ((void)0)
 #endif
+#ifndef GT_CLOCK_GIVING_UP
+#define GT_CLOCK_GIVING_UP(made_odd) ((void)0)
+#endif
+#ifndef GT_CLOCK_AFTER_STATE_READ
+#define GT_CLOCK_AFTER_STATE_READ() ((void)0)
+#endif
 #ifndef GT_CLOCK_BEFORE_CALIBRATING_READ
 #define GT_CLOCK_BEFORE_CALIBRATING_READ() ((void)0)
 #endif
@@ -279,31 +285,50 @@ static uint64_t period_ticks(uint64_t baseline_ns)
 /*
  * Once the line is given up, no reading is below what it handed out (the
  * raw clock may be behind it by what made us give it up): readings stay
- * there until the raw clock passes it, as pvclock's own last value. The
- * floor is the line where it is given up: its sequence is made odd for
- * good first, and a reader's value counts only if the sequence was even
- * after its TSC read (the fast path's check; the slow path checks again),
- * so none is past the floor.
+ * there until the raw clock passes it, as pvclock's own last value. That
+ * floor is the given-up line at a TSC read after its sequence was made odd
+ * for good: a reader's value counts only if the sequence was still even after
+ * its TSC read (the fast path's check; the slow path checks again), so none
+ * is past it. A reader that stops waiting for the give-up (its thread
+ * preempted for WRITER_WAIT_NS; gone, in a child of fork) finishes it from
+ * its own TSC read, later still: a floor taken before the sequence went odd
+ * was short by what the line handed out meanwhile (5 ms, check_clock).
  */
-static _Atomic uint64_t given_up_floor;
+static struct line given_up_line;       /* written once, before given_up_seq */
+static _Atomic uint32_t given_up_seq;   /* odd: the sequence that gives the line up */
+static _Atomic uint64_t given_up_floor; /* only rises */
+
+static void finish_give_up(void)
+{
+	if (atomic_load_explicit(&given_up_seq, memory_order_acquire)) { /* the line was on */
+		uint64_t floor = line_at(&given_up_line, gt_rdtsc()),
+			 cur = atomic_load_explicit(&given_up_floor, memory_order_relaxed);
+
+		while (cur < floor && !atomic_compare_exchange_weak_explicit(
+					      &given_up_floor, &cur, floor, memory_order_relaxed,
+					      memory_order_relaxed))
+			;
+	}
+	/* the state first: a reader that finds the line off finds it given up,
+	 * never calibrating (it would answer from the raw clock, below the floor) */
+	atomic_store_explicit(&state, TSC_UNUSABLE, memory_order_release);
+	atomic_store_explicit(&gt_tsc.on, 0, memory_order_release);
+}
 
 static void give_up(void)
 {
 	struct line l;
 
 	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_ON && read_line(&l)) {
-		/* for a reader that stops waiting for this rewrite (preempted
-		 * here for 20 ms): a floor already, a few ns short at most */
-		atomic_store_explicit(&given_up_floor, line_at(&l, gt_rdtsc()),
-				      memory_order_release);
+		given_up_line = l;
+		atomic_store_explicit(&given_up_seq, l.seq + 1, memory_order_release);
+		GT_CLOCK_GIVING_UP(0);
 		atomic_store_explicit(&gt_tsc.seq, l.seq + 1, memory_order_relaxed);
+		GT_CLOCK_GIVING_UP(1);
 		atomic_thread_fence(memory_order_seq_cst);
 		_mm_lfence();
-		atomic_store_explicit(&given_up_floor, line_at(&l, gt_rdtsc()),
-				      memory_order_relaxed);
 	}
-	atomic_store_explicit(&gt_tsc.on, 0, memory_order_relaxed);
-	atomic_store_explicit(&state, TSC_UNUSABLE, memory_order_release);
+	finish_give_up();
 }
 
 static uint64_t raw_after_give_up(void)
@@ -362,7 +387,7 @@ static uint64_t update(void)
 		allowed = ERR_FIXED_NS + ERR_RATE * (double)(ns - last_ns);
 		/* the TSC no longer follows the raw clock, or a KVM host says
 		 * it may not */
-		if (err > allowed || -err > allowed ||
+		if (ns < last_ns || err > allowed || -err > allowed ||
 		    (pvclock_flags && !(*pvclock_flags & PVCLOCK_TSC_STABLE_BIT))) {
 			give_up();
 			return raw_after_give_up();
@@ -414,6 +439,8 @@ static bool read_line_waiting(struct line *l)
 		if (!until) {
 			until = now + WRITER_WAIT_NS;
 		} else if (now > until) {
+			if (seq == atomic_load_explicit(&given_up_seq, memory_order_acquire))
+				finish_give_up();
 			atomic_store_explicit(&abandoned_seq, seq, memory_order_relaxed);
 			return false;
 		}
@@ -437,13 +464,28 @@ uint64_t gt_clock_slow(void)
 
 	if (atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE)
 		return raw_after_give_up();
+	GT_CLOCK_AFTER_STATE_READ();
 	/* a signal handler on the updater's thread: the old line, unless it
 	 * came in the middle of the rewrite or there is none yet */
-	if (in_update)
+	if (in_update) {
+		uint32_t given_up = atomic_load_explicit(&given_up_seq, memory_order_acquire);
+
+		/* mid-give-up: at least the line now, which the floor will be */
+		if (given_up && atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed) == given_up) {
+			uint64_t at = line_at(&given_up_line, gt_rdtsc());
+
+			ns = gt_clock_gettime_ns();
+			return ns > at ? ns : at;
+		}
 		return atomic_load_explicit(&gt_tsc.on, memory_order_acquire) && read_line(&l)
 			       ? line_at(&l, gt_rdtsc())
 			       : gt_clock_gettime_ns();
+	}
 	if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire)) {
+		/* given up since this thread looked (finish_give_up turns the
+		 * state before the line off) */
+		if (atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE)
+			return raw_after_give_up();
 		if (!atomic_flag_test_and_set_explicit(&updating, memory_order_acquire))
 			goto update;
 		/* calibrating: the raw clock, unless the line came on since
@@ -453,7 +495,9 @@ uint64_t gt_clock_slow(void)
 		GT_CLOCK_BEFORE_CALIBRATING_READ();
 		ns = gt_clock_gettime_ns();
 		if (!atomic_load_explicit(&gt_tsc.on, memory_order_acquire))
-			return ns;
+			return atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE
+				       ? raw_after_give_up()
+				       : ns;
 	}
 again:
 	if (!read_line_waiting(&l))

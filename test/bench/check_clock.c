@@ -46,6 +46,25 @@ static int updater_below, updater_stalls;
 			usleep(us_);                                                   \
 		}                                                                      \
 	} while (0)
+/* A give-up stalled: before its thread makes the sequence odd (readers read
+ * the line on), then after it, past the time readers wait for a rewrite. */
+static _Atomic int give_up_stalls;
+#define GT_CLOCK_GIVING_UP(made_odd)                                                   \
+	do {                                                                           \
+		if (atomic_load(&give_up_stalls))                                      \
+			usleep((made_odd) ? 30000 : 5000);                             \
+	} while (0)
+/* A reader stopped in the slow path after it looked at the state, until let go. */
+static _Atomic int state_reader_held, state_reader_go;
+static __thread int state_reader;
+#define GT_CLOCK_AFTER_STATE_READ()                                                     \
+	do {                                                                           \
+		if (state_reader) {                                                    \
+			atomic_store(&state_reader_held, 1);                           \
+			while (!atomic_load(&state_reader_go))                         \
+				usleep(100);                                           \
+		}                                                                      \
+	} while (0)
 /* the raw clock as those anchors had it */
 #define GT_CLOCK_RAW_AFTER_GIVE_UP(ns) ((ns) -= (uint64_t)atomic_load(&anchors_far_below_ns))
 #define GT_CLOCK_BEFORE_CALIBRATING_READ()                                              \
@@ -298,6 +317,75 @@ START_TEST(test_giving_up_the_line_never_goes_back)
 	pthread_join(th, NULL);
 	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
 }
+/* The line given up while its updater's thread is preempted for longer than
+ * readers wait for a rewrite (a loaded machine): the readers that stop waiting
+ * answer from the floor, which must be past what the line handed out until
+ * its sequence went odd, 5 ms on here. The anchors 60 ms below the line, so
+ * the raw clock gives no cover (and the process older than that: a raw
+ * clock behind its first reading is no test). */
+static void *fall_back_stalling(void *arg)
+{
+	usleep(150000);
+	atomic_store(&give_up_stalls, 1);
+	atomic_store(&anchors_far_below_ns, 60000000);
+	return arg;
+}
+
+START_TEST(test_a_give_up_stalled_past_the_readers_wait_never_goes_back)
+{
+	pthread_t th;
+
+	if (!kernel_uses_tsc())
+		return;
+	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
+		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
+			      "the TSC line was not taken into use");
+	ck_assert_int_eq(pthread_create(&th, NULL, fall_back_stalling, NULL), 0);
+	read_on_four_threads();
+	pthread_join(th, NULL);
+	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
+}
+END_TEST
+
+static void *read_across_the_give_up(void *arg)
+{
+	uint64_t *got = arg;
+
+	state_reader = 1;
+	got[0] = gt_clock_slow(); /* stopped after it finds the line in use */
+	state_reader = 0;
+	got[1] = gt_clock_ns();
+	return NULL;
+}
+
+/* A reader in the slow path that finds the state in use, is preempted while
+ * the line is given up, then finds the line off with the updater still busy:
+ * it took that for calibration and answered from the raw clock, past the
+ * floor where its next reading was (50 us back, as the raw clock went). */
+START_TEST(test_a_reader_that_finds_the_line_given_up_late_never_goes_back)
+{
+	uint64_t got[2];
+	pthread_t th;
+
+	if (!kernel_uses_tsc())
+		return;
+	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
+		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
+			      "the TSC line was not taken into use");
+	ck_assert_int_eq(pthread_create(&th, NULL, read_across_the_give_up, got), 0);
+	while (!atomic_load(&state_reader_held))
+		usleep(100);
+	atomic_store(&anchors_far_below_ns, 50000);
+	/* as the updater gives it up, still holding the flag when the reader goes on */
+	ck_assert(!atomic_flag_test_and_set(&updating));
+	give_up();
+	usleep(1000);
+	atomic_store(&state_reader_go, 1);
+	pthread_join(th, NULL);
+	atomic_flag_clear(&updating);
+	ck_assert_msg(got[1] >= got[0], "read %llu after %llu", (unsigned long long)got[1],
+		      (unsigned long long)got[0]);
+}
 END_TEST
 #endif
 
@@ -314,6 +402,8 @@ int main(void)
 #ifdef GT_CLOCK_TSC
 	tcase_add_test(tc, test_never_goes_back_when_a_reader_sleeps_through_the_start);
 	tcase_add_test(tc, test_giving_up_the_line_never_goes_back);
+	tcase_add_test(tc, test_a_give_up_stalled_past_the_readers_wait_never_goes_back);
+	tcase_add_test(tc, test_a_reader_that_finds_the_line_given_up_late_never_goes_back);
 #endif
 	suite_add_tcase(s, tc);
 	return check_run(s);
