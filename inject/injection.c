@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 
 #include "cstr.h"
 #include "injection.h"
@@ -57,7 +58,9 @@ GT_STARTUP_CODE const char *injection__self_path(void)
  * set none). The program may assign environ itself (POSIX), and glibc's
  * setenv, putenv and unsetenv work on an array they did not allocate (a
  * later setenv copies it). An environment or a value that does not fit goes
- * to setenv.
+ * to setenv, and so does everything once the process has had a second thread
+ * (loaded by dlopen, as a CUDA injection is at cuInit): another thread may be
+ * inside setenv, under glibc's lock, while the array is copied.
  */
 #define ENV_TEXT 1024 /* our "NAME=value" strings */
 #define ENV_VARS ((16384 - ENV_TEXT - sizeof(size_t)) / sizeof(char *))
@@ -75,7 +78,7 @@ GT_STARTUP_CODE static void env_put(const char *name, const char *value)
 	size_t size = name_len + value_len + 2; /* "NAME=value\0" */
 	char *entry = env_copy.text + env_copy.text_used;
 
-	if (env_copy.text_used + size > ENV_TEXT)
+	if (!__libc_single_threaded || env_copy.text_used + size > ENV_TEXT)
 		goto libc;
 	if (environ != env_copy.vars) {
 		n = injection__env_len(environ) - 1; /* none: NULL after clearenv() */

@@ -98,3 +98,12 @@ def test_loaded_into_a_process_without_environment():
     # clearenv() leaves environ NULL; the constructor then runs inside dlopen
     assert env_app(["--clear-then-load", LIB.resolve()]) == [
         f"cuda {LIB.resolve()}", f"itt {LIB.resolve()}"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("SANITIZE")),
+                    reason="a sanitized library cannot be dlopened by a plain program")
+def test_loaded_beside_a_thread_using_the_environment():
+    # another thread may be inside setenv (glibc's lock): the library's variables
+    # go through setenv too, not into a copy of environ made beside it
+    assert env_app(["--load-beside-a-thread", LIB.resolve()]) == [
+        "environ in the program", f"cuda {LIB.resolve()}", "kept kept", "thread ok"]
