@@ -53,6 +53,9 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 #ifndef GT_CLOCK_GIVING_UP
 #define GT_CLOCK_GIVING_UP(made_odd) ((void)0)
 #endif
+#ifndef GT_CLOCK_GIVE_UP_FINISHED_BY_READER
+#define GT_CLOCK_GIVE_UP_FINISHED_BY_READER() ((void)0)
+#endif
 #ifndef GT_CLOCK_AFTER_STATE_READ
 #define GT_CLOCK_AFTER_STATE_READ() ((void)0)
 #endif
@@ -323,7 +326,8 @@ static void give_up(void)
 		given_up_line = l;
 		atomic_store_explicit(&given_up_seq, l.seq + 1, memory_order_release);
 		GT_CLOCK_GIVING_UP(0);
-		atomic_store_explicit(&gt_tsc.seq, l.seq + 1, memory_order_relaxed);
+		/* release: a reader that finds it odd finds given_up_seq too */
+		atomic_store_explicit(&gt_tsc.seq, l.seq + 1, memory_order_release);
 		GT_CLOCK_GIVING_UP(1);
 		atomic_thread_fence(memory_order_seq_cst);
 		_mm_lfence();
@@ -425,10 +429,10 @@ static bool read_line_waiting(struct line *l)
 	uint64_t until = 0;
 
 	for (int tries = 0; !read_line(l); tries++) {
-		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed);
+		uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_acquire);
 		uint64_t now;
 
-		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_relaxed) ||
+		if (seq == atomic_load_explicit(&abandoned_seq, memory_order_acquire) ||
 		    atomic_load_explicit(&state, memory_order_acquire) == TSC_UNUSABLE)
 			return false;
 		if (tries < 16) {
@@ -439,14 +443,37 @@ static bool read_line_waiting(struct line *l)
 		if (!until) {
 			until = now + WRITER_WAIT_NS;
 		} else if (now > until) {
-			if (seq == atomic_load_explicit(&given_up_seq, memory_order_acquire))
+			if (seq == atomic_load_explicit(&given_up_seq, memory_order_acquire)) {
+				GT_CLOCK_GIVE_UP_FINISHED_BY_READER();
 				finish_give_up();
-			atomic_store_explicit(&abandoned_seq, seq, memory_order_relaxed);
+			}
+			/* release: who takes this shortcut finds the floor raised */
+			atomic_store_explicit(&abandoned_seq, seq, memory_order_release);
 			return false;
 		}
 		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 	}
 	return true;
+}
+
+/*
+ * A fork child has only the thread that forked: another thread's renewal or
+ * give-up never ends there. Without this its flag stayed held and the line
+ * was never renewed again (drifting off the raw clock), and readers waited
+ * 20 ms for a rewrite left odd. A give-up past its odd sequence is finished
+ * (from this later TSC read); a renewal cut between its stores left no line to
+ * trust, so it is given up too (the raw clock, no floor). A renewal of this
+ * thread's own (a signal handler that forked) goes on in the child as it was.
+ */
+void gt_clock_fork_child(void)
+{
+	uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_acquire);
+
+	if (in_update)
+		return;
+	if (seq & 1)
+		finish_give_up();
+	atomic_flag_clear_explicit(&updating, memory_order_release);
 }
 
 /* (with the start and exit code: a process that records nothing runs it) */
@@ -470,12 +497,11 @@ uint64_t gt_clock_slow(void)
 	if (in_update) {
 		uint32_t given_up = atomic_load_explicit(&given_up_seq, memory_order_acquire);
 
-		/* mid-give-up: at least the line now, which the floor will be */
+		/* mid-give-up, past its odd sequence: finished here, from a TSC read
+		 * later still (the floor only rises; the thread's own finish follows) */
 		if (given_up && atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed) == given_up) {
-			uint64_t at = line_at(&given_up_line, gt_rdtsc());
-
-			ns = gt_clock_gettime_ns();
-			return ns > at ? ns : at;
+			finish_give_up();
+			return raw_after_give_up();
 		}
 		return atomic_load_explicit(&gt_tsc.on, memory_order_acquire) && read_line(&l)
 			       ? line_at(&l, gt_rdtsc())
@@ -521,9 +547,13 @@ again:
 			return raw_after_give_up();
 		if (again.seq == l.seq)
 			return line_at(&l, tsc);
-		/* replaced (once the rewrite under way ends): the new line */
+		/* replaced (once the rewrite under way ends): the new line, unless
+		 * it was rewritten or given up since (as above) */
 		l = again;
 		tsc = gt_rdtsc();
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&gt_tsc.seq, memory_order_relaxed) != l.seq)
+			goto again;
 		if (line_holds(&l, tsc))
 			return line_at(&l, tsc);
 	}
@@ -533,5 +563,9 @@ update:
 	in_update = 0;
 	atomic_flag_clear_explicit(&updating, memory_order_release);
 	return ns;
+}
+#else
+void gt_clock_fork_child(void)
+{
 }
 #endif

@@ -542,6 +542,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	gt_clock_fork_child();
 	atomic_store(&threads_starting, 0); /* those were the parent's */
 	shim__run_locks_fork_done();
 	registry__unlock_all();

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The clock's own source, with what a loaded machine does to an updater put in on
@@ -54,6 +55,9 @@ static _Atomic int give_up_stalls;
 		if (atomic_load(&give_up_stalls))                                      \
 			usleep((made_odd) ? 30000 : 5000);                             \
 	} while (0)
+/* Readers that stopped waiting for a stalled give-up and finished it. */
+static _Atomic int give_ups_finished_by_readers;
+#define GT_CLOCK_GIVE_UP_FINISHED_BY_READER() atomic_fetch_add(&give_ups_finished_by_readers, 1)
 /* A reader stopped in the slow path after it looked at the state, until let go. */
 static _Atomic int state_reader_held, state_reader_go;
 static __thread int state_reader;
@@ -139,12 +143,13 @@ END_TEST
 
 static _Atomic uint64_t latest;
 static _Atomic int backwards;
+static _Atomic int keep_reading; /* readers go on past RUN_NS while set */
 
 static void *reader(void *arg)
 {
 	uint64_t start = raw_now(), prev = 0;
 
-	while (raw_now() - start < RUN_NS) {
+	while (raw_now() - start < RUN_NS || atomic_load(&keep_reading)) {
 		for (int i = 0; i < 1000; i++) {
 			uint64_t t = gt_clock_ns();
 
@@ -328,6 +333,12 @@ static void *fall_back_stalling(void *arg)
 	usleep(150000);
 	atomic_store(&give_up_stalls, 1);
 	atomic_store(&anchors_far_below_ns, 60000000);
+	/* the readers read on until the line is given up (its next renewal: later on
+	 * a loaded machine, where anchors come out too wide to use), and a while after */
+	for (uint64_t start = raw_now(); atomic_load(&gt_tsc.on) && raw_now() - start < 3000000000ull;)
+		usleep(1000);
+	usleep(50000);
+	atomic_store(&keep_reading, 0);
 	return arg;
 }
 
@@ -340,10 +351,45 @@ START_TEST(test_a_give_up_stalled_past_the_readers_wait_never_goes_back)
 	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
 		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
 			      "the TSC line was not taken into use");
+	atomic_store(&keep_reading, 1);
 	ck_assert_int_eq(pthread_create(&th, NULL, fall_back_stalling, NULL), 0);
 	read_on_four_threads();
 	pthread_join(th, NULL);
 	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
+	ck_assert_msg(atomic_load(&give_ups_finished_by_readers) >= 1,
+		      "no reader stopped waiting for the stalled give-up");
+}
+END_TEST
+
+/* A fork while another thread renews the line: the child has no such thread,
+ * and the line must go on being renewed there (it drifts off the raw clock
+ * otherwise). The test's thread holds the flag as that thread would. */
+START_TEST(test_a_fork_child_renews_the_line_another_thread_was_renewing)
+{
+	int status;
+	pid_t pid;
+
+	if (!kernel_uses_tsc())
+		return;
+	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
+		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
+			      "the TSC line was not taken into use");
+	ck_assert(!atomic_flag_test_and_set(&updating));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		uint32_t seq = atomic_load(&gt_tsc.seq);
+		uint64_t start = raw_now();
+
+		gt_clock_fork_child(); /* lifecycle.c's fork handler */
+		while (atomic_load(&gt_tsc.seq) == seq && raw_now() - start < 2000000000ull)
+			gt_clock_ns();
+		_exit(atomic_load(&gt_tsc.seq) != seq ? 0 : 3);
+	}
+	atomic_flag_clear(&updating);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the fork child never renewed the line in 2 s (status %d)", status);
 }
 END_TEST
 
@@ -404,6 +450,7 @@ int main(void)
 	tcase_add_test(tc, test_giving_up_the_line_never_goes_back);
 	tcase_add_test(tc, test_a_give_up_stalled_past_the_readers_wait_never_goes_back);
 	tcase_add_test(tc, test_a_reader_that_finds_the_line_given_up_late_never_goes_back);
+	tcase_add_test(tc, test_a_fork_child_renews_the_line_another_thread_was_renewing);
 #endif
 	suite_add_tcase(s, tc);
 	return check_run(s);
