@@ -12,6 +12,7 @@ import resource
 import signal
 import subprocess
 import time
+import zlib
 
 import pytest
 
@@ -424,8 +425,10 @@ def wait_trace(path, done, what, timeout=10.0):
             try:
                 data = read_trace_bytes(path)
                 t = parse_trace(path, data)
-            except (AssertionError, ValueError):
-                t = None  # read while a checkpoint was being written: read it again
+            except (AssertionError, ValueError, EOFError, gzip.BadGzipFile, zlib.error):
+                # read while a checkpoint was being written (a .gz member cut short, or
+                # with a corrupt end: gzip's own errors): read it again
+                t = None
             if t and done(t["gputrace"]):
                 if data == seen:
                     return t
