@@ -58,26 +58,27 @@ static _Atomic int give_up_stalls;
 /* Readers that stopped waiting for a stalled give-up and finished it. */
 static _Atomic int give_ups_finished_by_readers;
 #define GT_CLOCK_GIVE_UP_FINISHED_BY_READER() atomic_fetch_add(&give_ups_finished_by_readers, 1)
+/* A reader held where a hook stops it, until let go. */
+static void hold_until_let_go(_Atomic int *held, _Atomic int *go)
+{
+	atomic_store(held, 1);
+	while (!atomic_load(go))
+		usleep(100);
+}
 /* A reader stopped in the slow path after it looked at the state, until let go. */
 static _Atomic int state_reader_held, state_reader_go;
 static __thread int state_reader;
 #define GT_CLOCK_AFTER_STATE_READ()                                                     \
 	do {                                                                           \
-		if (state_reader) {                                                    \
-			atomic_store(&state_reader_held, 1);                           \
-			while (!atomic_load(&state_reader_go))                         \
-				usleep(100);                                           \
-		}                                                                      \
+		if (state_reader)                                                      \
+			hold_until_let_go(&state_reader_held, &state_reader_go);       \
 	} while (0)
 /* the raw clock as those anchors had it */
 #define GT_CLOCK_RAW_AFTER_GIVE_UP(ns) ((ns) -= (uint64_t)atomic_load(&anchors_far_below_ns))
 #define GT_CLOCK_BEFORE_CALIBRATING_READ()                                              \
 	do {                                                                           \
-		if (late_reader) {                                                     \
-			atomic_store(&late_reader_held, 1);                            \
-			while (!atomic_load(&late_reader_go))                          \
-				usleep(100);                                           \
-		}                                                                      \
+		if (late_reader)                                                       \
+			hold_until_let_go(&late_reader_held, &late_reader_go);         \
 	} while (0)
 #endif
 #include "inject/clock.c"
@@ -297,6 +298,14 @@ START_TEST(test_never_goes_back_when_a_reader_sleeps_through_the_start)
 }
 END_TEST
 
+/* Reads the clock until the TSC line is in use (calibrated at 10 ms). */
+static void wait_for_the_line(void)
+{
+	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
+		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
+			      "the TSC line was not taken into use");
+}
+
 /* The line given up while threads read it (its anchors 50 us below it: as
  * if the raw clock had stepped back, or a KVM host had dropped its stable
  * TSC): readings stay at the line's last value until the raw clock passes
@@ -308,20 +317,25 @@ static void *fall_back_later(void *arg)
 	return arg;
 }
 
-START_TEST(test_giving_up_the_line_never_goes_back)
+/* Four threads read the line, then past it: fall_back makes it given up. */
+static void give_up_while_four_threads_read(void *(*fall_back)(void *))
 {
 	pthread_t th;
 
-	if (!kernel_uses_tsc())
-		return;
-	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
-		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
-			      "the TSC line was not taken into use");
-	ck_assert_int_eq(pthread_create(&th, NULL, fall_back_later, NULL), 0);
-	read_on_four_threads(); /* on the line, then past it */
+	wait_for_the_line();
+	ck_assert_int_eq(pthread_create(&th, NULL, fall_back, NULL), 0);
+	read_on_four_threads();
 	pthread_join(th, NULL);
 	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
 }
+
+START_TEST(test_giving_up_the_line_never_goes_back)
+{
+	if (kernel_uses_tsc())
+		give_up_while_four_threads_read(fall_back_later);
+}
+END_TEST
+
 /* The line given up while its updater's thread is preempted for longer than
  * readers wait for a rewrite (a loaded machine): the readers that stop waiting
  * answer from the floor, which must be past what the line handed out until
@@ -344,18 +358,10 @@ static void *fall_back_stalling(void *arg)
 
 START_TEST(test_a_give_up_stalled_past_the_readers_wait_never_goes_back)
 {
-	pthread_t th;
-
 	if (!kernel_uses_tsc())
 		return;
-	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
-		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
-			      "the TSC line was not taken into use");
 	atomic_store(&keep_reading, 1);
-	ck_assert_int_eq(pthread_create(&th, NULL, fall_back_stalling, NULL), 0);
-	read_on_four_threads();
-	pthread_join(th, NULL);
-	ck_assert_msg(!atomic_load(&gt_tsc.on), "the line was not given up");
+	give_up_while_four_threads_read(fall_back_stalling);
 	ck_assert_msg(atomic_load(&give_ups_finished_by_readers) >= 1,
 		      "no reader stopped waiting for the stalled give-up");
 }
@@ -371,9 +377,7 @@ START_TEST(test_a_fork_child_renews_the_line_another_thread_was_renewing)
 
 	if (!kernel_uses_tsc())
 		return;
-	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
-		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
-			      "the TSC line was not taken into use");
+	wait_for_the_line();
 	ck_assert(!atomic_flag_test_and_set(&updating));
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -415,9 +419,7 @@ START_TEST(test_a_reader_that_finds_the_line_given_up_late_never_goes_back)
 
 	if (!kernel_uses_tsc())
 		return;
-	for (uint64_t start = raw_now(); !atomic_load(&gt_tsc.on);)
-		ck_assert_msg(gt_clock_ns() && raw_now() - start < 3000000000ull,
-			      "the TSC line was not taken into use");
+	wait_for_the_line();
 	ck_assert_int_eq(pthread_create(&th, NULL, read_across_the_give_up, got), 0);
 	while (!atomic_load(&state_reader_held))
 		usleep(100);
