@@ -460,9 +460,10 @@ static bool read_line_waiting(struct line *l)
  * A fork child has only the thread that forked: another thread's renewal or
  * give-up never ends there. Without this its flag stayed held and the line
  * was never renewed again (drifting off the raw clock), and readers waited
- * 20 ms for a rewrite left odd. A give-up past its odd sequence is finished
- * (from this later TSC read); a renewal cut between its stores left no line to
- * trust, so it is given up too (the raw clock, no floor). A renewal of this
+ * 20 ms for a rewrite left odd. A give-up under way is finished (from this
+ * later TSC read); a renewal cut between its stores left no line to trust, so
+ * it is given up too (the raw clock, no floor: the fork took longer than the
+ * few ns the line may have been ahead of it). A renewal of this
  * thread's own (a signal handler that forked) goes on in the child as it was.
  */
 void gt_clock_fork_child(void)
@@ -471,7 +472,9 @@ void gt_clock_fork_child(void)
 
 	if (in_update)
 		return;
-	if (seq & 1)
+	/* not once given up: the line, odd for good then, would be stretched to now */
+	if (atomic_load_explicit(&state, memory_order_acquire) != TSC_UNUSABLE &&
+	    ((seq & 1) || atomic_load_explicit(&given_up_seq, memory_order_acquire)))
 		finish_give_up();
 	atomic_flag_clear_explicit(&updating, memory_order_release);
 }

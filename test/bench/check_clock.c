@@ -435,6 +435,36 @@ START_TEST(test_a_reader_that_finds_the_line_given_up_late_never_goes_back)
 		      (unsigned long long)got[0]);
 }
 END_TEST
+
+/* A fork child of a process that gave the line up long before: the line, odd
+ * for good, is no renewal under way; its floor stays where the parent left it
+ * (it was stretched to the fork: 1.005 s ahead, for a fork 1 s later). */
+START_TEST(test_a_fork_child_keeps_the_floor_of_a_line_given_up_before)
+{
+	uint64_t floor;
+	int status;
+	pid_t pid;
+
+	if (!kernel_uses_tsc())
+		return;
+	wait_for_the_line();
+	ck_assert(!atomic_flag_test_and_set(&updating));
+	give_up();
+	atomic_flag_clear(&updating);
+	floor = atomic_load(&given_up_floor);
+	usleep(100000);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		gt_clock_fork_child();
+		_exit(atomic_load(&given_up_floor) == floor ? 0 : 3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the fork child moved the floor of a line given up before it (status %d)",
+		      status);
+}
+END_TEST
 #endif
 
 int main(void)
@@ -453,6 +483,7 @@ int main(void)
 	tcase_add_test(tc, test_a_give_up_stalled_past_the_readers_wait_never_goes_back);
 	tcase_add_test(tc, test_a_reader_that_finds_the_line_given_up_late_never_goes_back);
 	tcase_add_test(tc, test_a_fork_child_renews_the_line_another_thread_was_renewing);
+	tcase_add_test(tc, test_a_fork_child_keeps_the_floor_of_a_line_given_up_before);
 #endif
 	suite_add_tcase(s, tc);
 	return check_run(s);
