@@ -367,33 +367,45 @@ START_TEST(test_a_give_up_stalled_past_the_readers_wait_never_goes_back)
 }
 END_TEST
 
+/* Runs check in a fork child, after the fork handler: whether it returned 0. */
+static bool in_a_fork_child(int (*check)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		gt_clock_fork_child(); /* lifecycle.c's fork handler */
+		_exit(check());
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int renews_the_line(void)
+{
+	uint32_t seq = atomic_load(&gt_tsc.seq);
+
+	for (uint64_t start = raw_now();
+	     atomic_load(&gt_tsc.seq) == seq && raw_now() - start < 2000000000ull;)
+		gt_clock_ns();
+	return atomic_load(&gt_tsc.seq) != seq ? 0 : 3;
+}
+
 /* A fork while another thread renews the line: the child has no such thread,
  * and the line must go on being renewed there (it drifts off the raw clock
  * otherwise). The test's thread holds the flag as that thread would. */
 START_TEST(test_a_fork_child_renews_the_line_another_thread_was_renewing)
 {
-	int status;
-	pid_t pid;
+	bool renewed;
 
 	if (!kernel_uses_tsc())
 		return;
 	wait_for_the_line();
 	ck_assert(!atomic_flag_test_and_set(&updating));
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		uint32_t seq = atomic_load(&gt_tsc.seq);
-		uint64_t start = raw_now();
-
-		gt_clock_fork_child(); /* lifecycle.c's fork handler */
-		while (atomic_load(&gt_tsc.seq) == seq && raw_now() - start < 2000000000ull)
-			gt_clock_ns();
-		_exit(atomic_load(&gt_tsc.seq) != seq ? 0 : 3);
-	}
+	renewed = in_a_fork_child(renews_the_line);
 	atomic_flag_clear(&updating);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the fork child never renewed the line in 2 s (status %d)", status);
+	ck_assert_msg(renewed, "the fork child never renewed the line in 2 s");
 }
 END_TEST
 
@@ -439,30 +451,25 @@ END_TEST
 /* A fork child of a process that gave the line up long before: the line, odd
  * for good, is no renewal under way; its floor stays where the parent left it
  * (it was stretched to the fork: 1.005 s ahead, for a fork 1 s later). */
+static uint64_t floor_at_fork;
+
+static int keeps_the_floor(void)
+{
+	return atomic_load(&given_up_floor) == floor_at_fork ? 0 : 3;
+}
+
 START_TEST(test_a_fork_child_keeps_the_floor_of_a_line_given_up_before)
 {
-	uint64_t floor;
-	int status;
-	pid_t pid;
-
 	if (!kernel_uses_tsc())
 		return;
 	wait_for_the_line();
 	ck_assert(!atomic_flag_test_and_set(&updating));
 	give_up();
 	atomic_flag_clear(&updating);
-	floor = atomic_load(&given_up_floor);
+	floor_at_fork = atomic_load(&given_up_floor);
 	usleep(100000);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		gt_clock_fork_child();
-		_exit(atomic_load(&given_up_floor) == floor ? 0 : 3);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the fork child moved the floor of a line given up before it (status %d)",
-		      status);
+	ck_assert_msg(in_a_fork_child(keeps_the_floor),
+		      "the fork child moved the floor of a line given up before it");
 }
 END_TEST
 #endif
