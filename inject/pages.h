@@ -24,4 +24,29 @@ static inline int gt_pages_make(void *p, size_t n)
 	return madvise(p, n, MADV_POPULATE_WRITE) ? -errno : 0;
 }
 
+/*
+ * Memory the library writes through for long (a busy thread's ring, overflow
+ * segments, the drain's launch table) in 2 MiB pages where the kernel has
+ * transparent huge pages ("madvise" or "always"): one fault a 2 MiB page, not
+ * one per 4 KiB. A fault costs ~17 us on the KVM guests CI runs on, and 100k
+ * launches took ~8800 of them (inject/pages.c says more).
+ */
+#define GT_HUGE_PAGE ((size_t)2 << 20)
+
+/* An anonymous mapping of head + body bytes (page multiples) whose body from
+ * `small` bytes on starts on a 2 MiB boundary, advised MADV_HUGEPAGE, and is
+ * rounded up to whole 2 MiB pages; the head and the first `small` bytes of the
+ * body stay in 4 KiB pages. A body too short for a 2 MiB page past `small` is
+ * mapped as it is. Returns the mapping (the head's first byte) and its length
+ * in *map_bytes, for munmap; NULL when mmap failed. */
+void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes);
+
+/* Growable memory: malloc's while under GT_GROW_BIG bytes, from there on a mapping in
+ * 2 MiB pages (*map its length, 0 while it is malloc's). Returns memory of `cap` bytes
+ * or more (a mapping: *map of them) holding the first `used` bytes of p, which is
+ * given back; NULL, p kept, when out of memory. gt_grow_free(p, map) gives it back. */
+#define GT_GROW_BIG ((size_t)256 << 10)
+void *gt_grow(void *p, size_t used, size_t cap, size_t *map);
+void gt_grow_free(void *p, size_t map);
+
 #endif

@@ -12,15 +12,16 @@
 
 struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 {
-	size_t slots = 64, header = RING_PAGE;
+	size_t slots = 64, header = RING_PAGE, map_bytes;
 	struct ring *r;
 	void *mem;
 
 	while (slots * sizeof(struct gt_event) < bytes && slots < (1ull << 30))
 		slots <<= 1;
-	mem = mmap(NULL, header + slots * sizeof(struct gt_event), PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
+	/* what a quiet thread writes stays in 4 KiB pages; the rest is in 2 MiB ones */
+	mem = gt_pages_map(header, slots * sizeof(struct gt_event),
+			   RING_POPULATE_AFTER * sizeof(struct gt_event), &map_bytes);
+	if (!mem)
 		return NULL;
 	_Static_assert(sizeof(struct ring) <= RING_PAGE, "the ring's header fits its page");
 	r = mem;
@@ -28,7 +29,7 @@ struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial)
 	r->limit = slots / RING_WAKE_DIV; /* the first refresh wakes the drain */
 	r->tid = tid;
 	r->serial = serial;
-	r->map_bytes = header + slots * sizeof(struct gt_event);
+	r->map_bytes = map_bytes;
 	r->slots = (struct gt_event *)((char *)mem + header);
 	return r;
 }

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "pages.h"
 #include "ring.h"
 
 #define SEG_WAKE_DIV  4      /* the drain is woken each quarter of a segment */
@@ -28,7 +29,7 @@ static _Atomic uint64_t ovf_bytes, ovf_peak, ovf_segments;
 
 static struct ring_seg *seg_new(uint64_t slots)
 {
-	size_t bytes = RING_PAGE + slots * sizeof(struct gt_event);
+	size_t bytes = RING_PAGE + slots * sizeof(struct gt_event), map_bytes;
 	uint64_t budget = (uint64_t)gt_cfg.overflow_mb << 20, now, peak;
 	struct ring_seg *s;
 	void *mem;
@@ -38,16 +39,17 @@ static struct ring_seg *seg_new(uint64_t slots)
 		atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 		return NULL;
 	}
-	/* the slots are faulted in as they are written: a short overflow costs little */
-	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
+	/* the slots are faulted in as they are written, 2 MiB at a time where the kernel
+	 * can: a segment is only made for a thread whose ring is full */
+	mem = gt_pages_map(RING_PAGE, slots * sizeof(struct gt_event), 0, &map_bytes);
+	if (!mem) {
 		atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 		return NULL;
 	}
 	_Static_assert(sizeof(struct ring_seg) <= RING_PAGE, "the header fits its page");
 	s = mem;
 	s->cap = slots;
-	s->map_bytes = bytes;
+	s->map_bytes = map_bytes;
 	s->slots = (struct gt_event *)((char *)mem + RING_PAGE);
 	peak = atomic_load_explicit(&ovf_peak, memory_order_relaxed);
 	while (now > peak && !atomic_compare_exchange_weak_explicit(&ovf_peak, &peak, now,
@@ -58,11 +60,19 @@ static struct ring_seg *seg_new(uint64_t slots)
 	return s;
 }
 
+/* The slots of one of a segment's pages: a 2 MiB one where gt_pages_map asked for them
+ * (a part of one given back would split it, not free it) */
+static uint64_t seg_page_slots(const struct ring_seg *s)
+{
+	return (s->cap * sizeof(struct gt_event) >= GT_HUGE_PAGE ? GT_HUGE_PAGE : RING_PAGE) /
+	       sizeof(struct gt_event);
+}
+
 static void seg_free(struct ring_seg *s)
 {
-	size_t bytes = s->map_bytes;
+	size_t bytes = RING_PAGE + s->cap * sizeof(struct gt_event); /* as seg_new counted */
 
-	munmap(s, bytes);
+	munmap(s, s->map_bytes);
 	atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 }
 
@@ -163,10 +173,9 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 			/* the newest: the producer may write on in it, from its head on; the
 			 * whole pages read before that go back, so an overflow that is over
 			 * keeps no memory (one call for all of them, not one per visit) */
-			uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
-			uint64_t end = tail / per_page * per_page;
+			uint64_t unit = seg_page_slots(s), end = tail / unit * unit;
 
-			if (end - s->released >= SEG_RELEASE_SLOTS) {
+			if (end - s->released >= (unit > SEG_RELEASE_SLOTS ? unit : SEG_RELEASE_SLOTS)) {
 				madvise(&s->slots[s->released], (end - s->released) * sizeof(struct gt_event),
 					MADV_DONTNEED);
 				s->released = end;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "inject/pages.h"
 #include "internal.h"
 
 #define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
@@ -45,14 +46,14 @@ static struct corr_entry *corr_slot(uint64_t corr)
 static void corr_make(void)
 {
 	if (!W.corr) {
-		void *t = mmap(NULL, CORR_TABLE_BYTES, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t map_bytes; /* kept for the process's life: never unmapped */
+		void *t = gt_pages_map(0, CORR_TABLE_BYTES, 0, &map_bytes);
 
-		if (t == MAP_FAILED)
+		if (!t)
 			return;
 		W.corr = t;
 	}
-	/* Written, a fault a page, not MADV_POPULATE_WRITE: its one call held the address
+	/* Written, a fault a page (a 2 MiB one where the kernel can), not MADV_POPULATE_WRITE: its one call held the address
 	 * space's lock for the whole table (8 ms on the CI VM), and a program's thread
 	 * whose malloc moved the heap (brk) waited as long, in the middle of a launch. A
 	 * fault takes the lock of its own mapping only (Linux 6.4 on). */
@@ -227,13 +228,16 @@ void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned
 {
 	if (W.npend == W.pend_cap) {
 		size_t cap = W.pend_cap ? W.pend_cap * 2 : 1024;
-		struct pending *p = realloc(W.pend, cap * sizeof(*p));
+		/* in 2 MiB pages once big (inject/pages.c): 100k launches back to back kept
+		 * ~1 MiB of them waiting */
+		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), cap * sizeof(*p),
+					    &W.pend_map);
 		if (!p) {
 			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
 			return;
 		}
 		W.pend = p;
-		W.pend_cap = cap;
+		W.pend_cap = (W.pend_map ? W.pend_map : cap * sizeof(*p)) / sizeof(*p);
 	}
 	struct pending *p = &W.pend[W.npend++];
 	p->ev = *ev;

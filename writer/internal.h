@@ -124,7 +124,7 @@ struct writer {
 	bool corr_made; /* flows.c: the table's pages are written (none read the zero page) */
 	uint64_t next_flow_id;
 	struct pending *pend;
-	size_t npend, pend_cap;
+	size_t npend, pend_cap, pend_map; /* pend_map: gt_grow's */
 	size_t pend_kept; /* what waited on after the last pass over them */
 
 	struct row_cursor *cursors; /* place.c: one per row, open addressing */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inject/pages.h"
 #include "inject/utf8.h"
 #include "json.h"
 
@@ -16,19 +17,20 @@ int jbuf__reserve(struct jbuf *b, size_t more)
 		return 0;
 	while (cap < b->len + more)
 		cap *= 2;
-	p = realloc(b->p, cap);
+	/* past 256 KiB (the event buffers), 2 MiB pages: inject/pages.c */
+	p = gt_grow(b->p, b->len, cap, &b->map);
 	if (!p) {
 		b->oom = 1;
 		return -1;
 	}
 	b->p = p;
-	b->cap = cap;
+	b->cap = b->map ? b->map : cap;
 	return 0;
 }
 
 void jbuf__free(struct jbuf *b)
 {
-	free(b->p);
+	gt_grow_free(b->p, b->map);
 	*b = (struct jbuf){ 0 };
 }
 

@@ -13,7 +13,8 @@
 struct jbuf {
 	char *p;
 	size_t len, cap;
-	int oom; /* an allocation failed: output was cut */
+	size_t map; /* p is a mapping of this many bytes (a big buffer), 0: malloc's */
+	int oom;    /* an allocation failed: output was cut */
 };
 
 GT_HIDDEN int jbuf__reserve(struct jbuf *b, size_t more);

@@ -15,9 +15,10 @@ $(BUILD)/test/fuzz/fuzz_config $(BUILD)/test/fuzz/fuzz_template: $(BUILD)/test/f
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< inject/config.c
 
-$(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c test/fuzz/balloon.h writer/json.c writer/json.h inject/event.h
+$(BUILD)/test/fuzz/fuzz_json: test/fuzz/fuzz_json.c test/fuzz/balloon.h writer/json.c writer/json.h inject/event.h \
+		inject/pages.c inject/pages.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< writer/json.c inject/pages.c -lm
 
 # The check language of `gputrace check` with the tool's summary reader.
 # the tool without main.c, gputrace run (run*.c, supervise.c: the supervisor)

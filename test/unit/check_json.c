@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "inject/pages.h"
 #include "writer/json.h"
 #include "unit.h"
 
@@ -165,6 +166,45 @@ START_TEST(test_timestamps_as_us)
 }
 END_TEST
 
+/* A buffer that grows past GT_GROW_BIG moves from malloc to a mapping in 2 MiB pages
+ * (inject/pages.c), and on to a bigger one, every byte kept on the way; a small one
+ * stays malloc's. */
+START_TEST(test_a_big_buffer_keeps_its_bytes_as_it_moves)
+{
+	struct jbuf b = { 0 }, small = { 0 };
+	char piece[1000];
+	size_t pieces = (5u << 20) / sizeof(piece), moves = 0, last_map = 0;
+
+	for (size_t i = 0; i < pieces; i++) {
+		memset(piece, 'a' + (int)(i % 26), sizeof(piece));
+		jbuf__put(&b, piece, sizeof(piece));
+		ck_assert_int_eq(b.oom, 0);
+		ck_assert_uint_ge(b.cap, b.len);
+		if (!b.map)
+			ck_assert_uint_lt(b.cap, GT_GROW_BIG);
+		if (b.len >= GT_GROW_BIG)
+			ck_assert_uint_ne(b.map, 0);
+		if (b.map != last_map) {
+			moves++;
+			last_map = b.map;
+			ck_assert_uint_eq(b.map % GT_HUGE_PAGE, 0);
+			ck_assert_uint_eq(b.cap, b.map);
+		}
+	}
+	ck_assert_uint_ge(moves, 2); /* malloc's to 2 MiB, 2 MiB to 8 MiB */
+	ck_assert_uint_eq(b.len, pieces * sizeof(piece));
+	for (size_t i = 0; i < pieces; i++)
+		for (size_t j = 0; j < sizeof(piece); j += 97)
+			ck_assert_int_eq(b.p[i * sizeof(piece) + j], 'a' + (int)(i % 26));
+	jbuf__lit(&small, "{}");
+	ck_assert_uint_eq(small.map, 0);
+	jbuf__free(&small);
+	jbuf__free(&b);
+	ck_assert_ptr_null(b.p);
+	ck_assert_uint_eq(b.map, 0);
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
 	Suite *s = suite_create("json");
@@ -174,6 +214,7 @@ static Suite *json_suite(void)
 	tcase_add_test(tc, test_utf8_kept_and_invalid_escaped);
 	tcase_add_test(tc, test_numbers);
 	tcase_add_test(tc, test_timestamps_as_us);
+	tcase_add_test(tc, test_a_big_buffer_keeps_its_bytes_as_it_moves);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Why 2 MiB pages: on the KVM guests of CI and of many clouds a page fault costs
+ * ~17 us (make bench's machine). A process that made 100k launches back to back
+ * took ~8800 faults for our memory alone (its overflow segments on its own thread,
+ * the ring's populate and the launch table's first write on the drain thread):
+ * ~150 ms, more than the program's own 50 ms. In 2 MiB pages that is a few dozen.
+ *
+ * Why only past `small`: a quiet thread's ring is touched in its first pages only,
+ * and a 2 MiB page there would make every thread that records one call cost 2 MiB.
+ * The ring keeps its first RING_POPULATE_AFTER slots in 4 KiB pages, and the rest
+ * is the drain's to fault in (ring__populate) once the thread is busy.
+ *
+ * The kernel only maps a 2 MiB page where a whole aligned 2 MiB range lies in the
+ * mapping: hence the alignment and the rounding up (the tail past the body is
+ * never touched). Where transparent huge pages are "never", or not built in,
+ * madvise changes nothing (or fails, ignored) and the pages are 4 KiB ones, as a
+ * plain mmap's.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "pages.h"
+
+void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes)
+{
+	const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	size_t lead = head + small, huge, len;
+	char *m, *at;
+
+	if (body < small + GT_HUGE_PAGE) {
+		m = mmap(NULL, head + body, prot, flags, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		*map_bytes = head + body;
+		return m;
+	}
+	huge = (body - small + GT_HUGE_PAGE - 1) & ~(GT_HUGE_PAGE - 1);
+	len = lead + huge;
+	/* a 2 MiB more, to cut an aligned start out of */
+	m = mmap(NULL, len + GT_HUGE_PAGE, prot, flags, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	at = (char *)((((uintptr_t)m + lead + GT_HUGE_PAGE - 1) & ~(uintptr_t)(GT_HUGE_PAGE - 1)) -
+		      lead);
+	if (at > m)
+		munmap(m, (size_t)(at - m));
+	if (at + len < m + len + GT_HUGE_PAGE)
+		munmap(at + len, (size_t)(m + len + GT_HUGE_PAGE - (at + len)));
+	madvise(at + lead, huge, MADV_HUGEPAGE);
+	*map_bytes = len;
+	return at;
+}
+
+/*
+ * The drain's growing buffers (its event buffers reach 1 MiB before each checkpoint,
+ * the launches waiting for their device work): from malloc, every 4 KiB of them was a
+ * page fault and realloc copied them on the way.
+ */
+void *gt_grow(void *p, size_t used, size_t cap, size_t *map)
+{
+	size_t map_bytes;
+	void *n;
+
+	if (!*map && cap < GT_GROW_BIG)
+		return realloc(p, cap);
+	n = gt_pages_map(0, cap < GT_HUGE_PAGE ? GT_HUGE_PAGE : cap, 0, &map_bytes);
+	if (!n)
+		return NULL;
+	if (used)
+		memcpy(n, p, used);
+	gt_grow_free(p, *map);
+	*map = map_bytes;
+	return n;
+}
+
+void gt_grow_free(void *p, size_t map)
+{
+	if (map)
+		munmap(p, map);
+	else
+		free(p);
+}
