@@ -60,14 +60,6 @@ static struct ring_seg *seg_new(uint64_t slots)
 	return s;
 }
 
-/* The slots of one of a segment's pages: a 2 MiB one where gt_pages_map asked for them
- * (a part of one given back would split it, not free it) */
-static uint64_t seg_page_slots(const struct ring_seg *s)
-{
-	return (s->cap * sizeof(struct gt_event) >= GT_HUGE_PAGE ? GT_HUGE_PAGE : RING_PAGE) /
-	       sizeof(struct gt_event);
-}
-
 static void seg_free(struct ring_seg *s)
 {
 	size_t bytes = RING_PAGE + s->cap * sizeof(struct gt_event); /* as seg_new counted */
@@ -173,9 +165,12 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 			/* the newest: the producer may write on in it, from its head on; the
 			 * whole pages read before that go back, so an overflow that is over
 			 * keeps no memory (one call for all of them, not one per visit) */
-			uint64_t unit = seg_page_slots(s), end = tail / unit * unit;
+			uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
+			uint64_t end = tail / per_page * per_page;
 
-			if (end - s->released >= (unit > SEG_RELEASE_SLOTS ? unit : SEG_RELEASE_SLOTS)) {
+			/* a part of a 2 MiB page given back splits it: its other 4 KiB pages stay
+			 * (the producer writes on into them), the read ones go */
+			if (end - s->released >= SEG_RELEASE_SLOTS) {
 				madvise(&s->slots[s->released], (end - s->released) * sizeof(struct gt_event),
 					MADV_DONTNEED);
 				s->released = end;

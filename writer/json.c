@@ -17,7 +17,7 @@ int jbuf__reserve(struct jbuf *b, size_t more)
 		return 0;
 	while (cap < b->len + more)
 		cap *= 2;
-	/* past 256 KiB (the event buffers), 2 MiB pages: inject/pages.c */
+	/* from 2 MiB of room (the event buffers), 2 MiB pages: inject/pages.c */
 	p = gt_grow(b->p, b->len, cap, &b->map);
 	if (!p) {
 		b->oom = 1;

@@ -5,9 +5,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "inject/config.h"
@@ -196,12 +198,13 @@ START_TEST(test_busy_ring_populated_by_the_drain)
 }
 END_TEST
 
-/* The machine's transparent huge pages mode ("always", "madvise", "never"), "" if none. */
-static const char *thp_mode(void)
+/* A transparent huge pages mode ("always", "madvise", "never", "inherit") from one of
+ * the kernel's files, "" if there is none. */
+static const char *thp_mode_in(const char *path)
 {
 	static char mode[16];
 	char line[128], *open, *close;
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	FILE *f = fopen(path, "r");
 
 	mode[0] = 0;
 	if (f && fgets(line, sizeof(line), f) && (open = strchr(line, '[')) &&
@@ -212,6 +215,23 @@ static const char *thp_mode(void)
 	if (f)
 		fclose(f);
 	return mode;
+}
+
+/* "always" or "madvise" when this process may have 2 MiB pages for memory it advises;
+ * else why not. */
+static const char *thp_mode(void)
+{
+	const char *size = thp_mode_in("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/"
+				       "enabled");
+
+	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+		return "off for this process (PR_SET_THP_DISABLE)";
+	/* Linux 6.8 on: each size has its own, which may inherit the top one */
+	if (!strcmp(size, "never"))
+		return "never for 2 MiB";
+	if (!strcmp(size, "always") || !strcmp(size, "madvise"))
+		return size;
+	return thp_mode_in("/sys/kernel/mm/transparent_hugepage/enabled");
 }
 
 /* A line of /proc/self/smaps for the mapping that holds p ("THPeligible:"): its number,
@@ -261,6 +281,12 @@ START_TEST(test_busy_part_of_a_ring_in_huge_pages)
 	if (strcmp(mode, "always") && strcmp(mode, "madvise")) {
 		fprintf(stderr, "check_ring: transparent huge pages are \"%s\" here: the ring's "
 				"2 MiB pages are not checked\n", mode);
+		ring__free(r);
+		return;
+	}
+	if (smaps_field(&r->slots[RING_POPULATE_AFTER], "THPeligible:") < 0) {
+		fprintf(stderr, "check_ring: no THPeligible in /proc/self/smaps (a kernel before "
+				"5.0?): the ring's 2 MiB pages are not checked\n");
 		ring__free(r);
 		return;
 	}
@@ -524,6 +550,54 @@ START_TEST(test_overflow_keeps_order_and_loses_nothing)
 }
 END_TEST
 
+/* An overflow of a big ring is over: its newest segment, in 2 MiB pages where the kernel
+ * has them, keeps none of the pages read (a part of a 2 MiB page is given back too);
+ * what stays is the rest of the 2 MiB page the producer would write on into. */
+START_TEST(test_an_overflow_that_is_over_keeps_no_memory)
+{
+	struct ring *r = ring__new(4u << 20, 1, 1);
+	struct ovf_state st = { 0 };
+	uint64_t cap = r->mask + 1, v = 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), in = 0, n;
+	unsigned char *vec;
+	struct ring_seg *seg;
+
+	ck_assert_ptr_nonnull(r);
+	gt_cfg.overflow_mb = 64;
+	for (; v < cap + 40000; v++)
+		ck_assert_int_eq(produce_any(r, v, 1), 0);
+	ck_assert(atomic_load(&r->overflowing));
+	consume_any(r, &st);
+	/* back to the ring */
+	ck_assert_int_eq(produce_any(r, v++, 1), 0);
+	ck_assert(!atomic_load(&r->overflowing));
+	consume_any(r, &st);
+	ck_assert_uint_eq(st.received, v);
+	ck_assert_uint_eq(st.bad, 0);
+	seg = r->seg_write;
+	ck_assert_ptr_nonnull(seg);
+	n = seg->cap * sizeof(struct gt_event) / page;
+	vec = malloc(n);
+	ck_assert_ptr_nonnull(vec);
+	ck_assert_int_eq(mincore(seg->slots, n * page, vec), 0);
+	/* from the page the last read slot is on to the end of its 2 MiB page at most */
+	for (size_t i = 0; i < n; i++) {
+		size_t at = i * page, from = atomic_load(&seg->tail) * sizeof(struct gt_event) /
+					     page * page;
+
+		if (vec[i] & 1) {
+			in++;
+			ck_assert_uint_ge(at, from);
+			ck_assert_uint_lt(at, (from / GT_HUGE_PAGE + 1) * GT_HUGE_PAGE);
+		}
+	}
+	free(vec);
+	ck_assert_uint_le(in, GT_HUGE_PAGE / page);
+	ring__free(r);
+	ring__overflow_forget();
+}
+END_TEST
+
 START_TEST(test_overflow_budget_then_drops)
 {
 	struct ring *r = small_ring();
@@ -615,6 +689,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_conservation_16_threads);
 	tcase_add_test(tc, test_overflow_keeps_order_and_loses_nothing);
 	tcase_add_test(tc, test_overflow_budget_then_drops);
+	tcase_add_test(tc, test_an_overflow_that_is_over_keeps_no_memory);
 	tcase_add_test(tc, test_overflow_concurrent_order);
 	suite_add_tcase(s, tc);
 	return s;
