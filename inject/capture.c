@@ -26,6 +26,8 @@ GT_HIDDEN struct gt_capture gt_cap;
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t closes, ended; /* windows closed; their files ended */
 static uint32_t ranges;                /* range windows opened */
+static uint32_t ranges_missed;         /* ranges that found the last file unended */
+static uint32_t range_gave_up;         /* closes when one did: not waited for again */
 
 /* The bounds of the windows closed last: an event of one that comes after
  * its file was ended (a device record CUPTI hands over late) is counted
@@ -56,7 +58,7 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 	atomic_store(&closes, 0);
 	atomic_store(&ended, 0);
 	atomic_store(&nclosed, 0);
-	ranges = 0;
+	ranges = ranges_missed = range_gave_up = 0;
 	atomic_store(&gt_cap.windows, 0);
 	atomic_store(&gt_cap.plugins_window, 0);
 	atomic_store(&gt_cap.req_open, 0);
@@ -159,25 +161,41 @@ void capture__ended(void)
 	atomic_fetch_add(&ended, 1);
 }
 
+/* How long a range waits, at most, for the last window's file to be ended
+ * (README: "at most about a second"). */
+#define RANGE_WAIT_NS 1000000000ull
+/* under cap_lock: --capture-count leaves this range a window */
+#define RANGE_WANTED() (!gt_cfg.capture_count || ranges < gt_cfg.capture_count)
+
 uint32_t capture__range_begin(uint64_t now_ns)
 {
+	uint64_t until = now_ns + RANGE_WAIT_NS;
+
 	pthread_mutex_lock(&cap_lock);
-	/* the last window's file is ended (after its grace) before the next one opens */
-	for (int tries = 0; atomic_load(&closes) != atomic_load(&ended) && tries < 100; tries++) {
+	/* the last window's file is ended (after its grace) before the next one
+	 * opens. A sync that times out is a drain cycle slow to progress (a
+	 * loaded machine), not a reason to stop waiting: only the deadline is;
+	 * a file one range already gave up on is not waited for again */
+	while (RANGE_WANTED() && atomic_load(&closes) != atomic_load(&ended) &&
+	       atomic_load(&closes) != range_gave_up && now_ns < until) {
 		struct timespec ms = { 0, 1000000 };
+		uint64_t left_ms = (until - now_ns) / 1000000 + 1;
 
 		pthread_mutex_unlock(&cap_lock);
-		if (lifecycle__hooks()->sync(false, 100) < 0)
-			tries = 100;
+		lifecycle__hooks()->sync(false, left_ms < 100 ? (unsigned)left_ms : 100);
 		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&cap_lock);
 		now_ns = gt_clock_ns();
 	}
-	uint32_t opened = 0;
+	uint32_t opened = 0, missed = 0;
 
-	if (atomic_load(&closes) == atomic_load(&ended) &&
-	    (!gt_cfg.capture_count || ranges < gt_cfg.capture_count) &&
-	    atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
+	if (!RANGE_WANTED()) {
+		/* --capture-count ranges recorded: the program runs on untraced */
+	} else if (atomic_load(&closes) != atomic_load(&ended)) {
+		/* never silently: the range is marked and has no window */
+		range_gave_up = atomic_load(&closes);
+		missed = ++ranges_missed;
+	} else if (atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
 		ranges++;
 		/* this thread starts the plug-ins for it, not the drain thread */
 		atomic_store(&gt_cap.plugins_window, atomic_load(&gt_cap.windows) + 1);
@@ -185,6 +203,11 @@ uint32_t capture__range_begin(uint64_t now_ns)
 		opened = atomic_load(&gt_cap.windows);
 	}
 	pthread_mutex_unlock(&cap_lock);
+	if (missed)
+		pr_warn("a range (cudaProfilerStart, __itt_resume or an NVTX push) began while "
+			"the last capture window's file was still being ended (waited up to "
+			"%.1f s): no window opened for it (%u such range%s)", RANGE_WAIT_NS / 1e9,
+			missed, missed == 1 ? "" : "s");
 	/* a paused process has no drain thread until a window opens: this
 	 * window's file is ended by it, whether or not anything is recorded */
 	gt_start_writer();
