@@ -162,14 +162,17 @@ void capture__ended(void)
 }
 
 /* How long a range waits, at most, for the last window's file to be ended
- * (README: "at most about a second"). */
+ * (README: "at most about a second"). A sync waits up to 10 of its timeouts
+ * while the drain makes progress (writer/thread.c, SYNC_PROGRESS_CAP): each
+ * is given a tenth of what is left. */
 #define RANGE_WAIT_NS 1000000000ull
+#define RANGE_SYNC_SHARE 10
 /* under cap_lock: --capture-count leaves this range a window */
 #define RANGE_WANTED() (!gt_cfg.capture_count || ranges < gt_cfg.capture_count)
 
 uint32_t capture__range_begin(uint64_t now_ns)
 {
-	uint64_t until = now_ns + RANGE_WAIT_NS;
+	uint64_t began = now_ns, until = now_ns + RANGE_WAIT_NS;
 
 	pthread_mutex_lock(&cap_lock);
 	/* the last window's file is ended (after its grace) before the next one
@@ -177,12 +180,13 @@ uint32_t capture__range_begin(uint64_t now_ns)
 	 * loaded machine), not a reason to stop waiting: only the deadline is;
 	 * a file one range already gave up on is not waited for again */
 	while (RANGE_WANTED() && atomic_load(&closes) != atomic_load(&ended) &&
-	       atomic_load(&closes) != range_gave_up && now_ns < until) {
+	       atomic_load(&closes) != range_gave_up && now_ns < until &&
+	       atomic_load(&gt_phase) == GT_PHASE_PAUSED && !atomic_load(&gt_end_reason)) {
 		struct timespec ms = { 0, 1000000 };
-		uint64_t left_ms = (until - now_ns) / 1000000 + 1;
+		uint64_t share_ms = (until - now_ns) / 1000000 / RANGE_SYNC_SHARE + 1;
 
 		pthread_mutex_unlock(&cap_lock);
-		lifecycle__hooks()->sync(false, left_ms < 100 ? (unsigned)left_ms : 100);
+		lifecycle__hooks()->sync(false, share_ms < 100 ? (unsigned)share_ms : 100);
 		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&cap_lock);
 		now_ns = gt_clock_ns();
@@ -203,11 +207,13 @@ uint32_t capture__range_begin(uint64_t now_ns)
 		opened = atomic_load(&gt_cap.windows);
 	}
 	pthread_mutex_unlock(&cap_lock);
-	if (missed)
+	/* the 1st, 2nd, 4th, 8th, ...: a program marking ranges in a loop does not
+	 * flood stderr, and the count is still told */
+	if (missed && !(missed & (missed - 1)))
 		pr_warn("a range (cudaProfilerStart, __itt_resume or an NVTX push) began while "
-			"the last capture window's file was still being ended (waited up to "
-			"%.1f s): no window opened for it (%u such range%s)", RANGE_WAIT_NS / 1e9,
-			missed, missed == 1 ? "" : "s");
+			"the last capture window's file was still being ended (waited %.1f s): no "
+			"window opened for it (%u such range%s so far)",
+			(gt_clock_ns() - began) / 1e9, missed, missed == 1 ? "" : "s");
 	/* a paused process has no drain thread until a window opens: this
 	 * window's file is ended by it, whether or not anything is recorded */
 	gt_start_writer();

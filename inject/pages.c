@@ -25,6 +25,18 @@
 
 #include "pages.h"
 
+/* gcc and clang 22 on define __SANITIZE_ADDRESS__, earlier clangs only the feature */
+#if defined(__SANITIZE_ADDRESS__)
+#define GT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GT_ASAN 1
+#endif
+#endif
+#ifndef GT_ASAN
+#define GT_ASAN 0
+#endif
+
 void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes)
 {
 	const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -69,7 +81,7 @@ void *gt_grow(void *p, size_t used, size_t cap, size_t *map)
 	size_t map_bytes;
 	void *n;
 
-#if defined(__SANITIZE_ADDRESS__)
+#if GT_ASAN
 	/* malloc's, where AddressSanitizer sees an overrun (and libFuzzer the size) */
 	(void)used;
 	return realloc(p, cap);

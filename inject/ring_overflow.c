@@ -170,7 +170,10 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 
 			/* a part of a 2 MiB page given back splits it: its other 4 KiB pages stay
 			 * (the producer writes on into them), the read ones go */
-			if (end - s->released >= SEG_RELEASE_SLOTS) {
+			if (end > s->released &&
+			    (end - s->released >= SEG_RELEASE_SLOTS ||
+			     /* the overflow is over: the rest too */
+			     !atomic_load_explicit(&r->overflowing, memory_order_relaxed))) {
 				madvise(&s->slots[s->released], (end - s->released) * sizeof(struct gt_event),
 					MADV_DONTNEED);
 				s->released = end;
