@@ -76,25 +76,21 @@ void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes)
  * is whole 2 MiB pages, and a smaller buffer (a flight recorder's row names, counted
  * against its budget by their room) would take more than it asked for.
  */
-void *gt_grow(void *p, size_t used, size_t cap, size_t *map)
+void *gt_grow(void *p, size_t used, size_t *cap, size_t *map)
 {
 	size_t map_bytes;
 	void *n;
 
-#if GT_ASAN
 	/* malloc's, where AddressSanitizer sees an overrun (and libFuzzer the size) */
-	(void)used;
-	return realloc(p, cap);
-#endif
-	if (!*map && cap < GT_GROW_BIG)
-		return realloc(p, cap);
-	n = gt_pages_map(0, cap < GT_HUGE_PAGE ? GT_HUGE_PAGE : cap, 0, &map_bytes);
+	if (GT_ASAN || (!*map && *cap < GT_GROW_BIG))
+		return realloc(p, *cap);
+	n = gt_pages_map(0, *cap < GT_HUGE_PAGE ? GT_HUGE_PAGE : *cap, 0, &map_bytes);
 	if (!n)
 		return NULL;
 	if (used)
 		memcpy(n, p, used);
 	gt_grow_free(p, *map);
-	*map = map_bytes;
+	*map = *cap = map_bytes;
 	return n;
 }
 

@@ -27,9 +27,16 @@
 
 static _Atomic uint64_t ovf_bytes, ovf_peak, ovf_segments;
 
+/* What a segment of so many slots counts against the budget: its header and slots
+ * (not the rest of a 2 MiB page its mapping was rounded up to) */
+static size_t seg_budget_bytes(uint64_t slots)
+{
+	return RING_PAGE + slots * sizeof(struct gt_event);
+}
+
 static struct ring_seg *seg_new(uint64_t slots)
 {
-	size_t bytes = RING_PAGE + slots * sizeof(struct gt_event), map_bytes;
+	size_t bytes = seg_budget_bytes(slots), map_bytes;
 	uint64_t budget = (uint64_t)gt_cfg.overflow_mb << 20, now, peak;
 	struct ring_seg *s;
 	void *mem;
@@ -62,7 +69,7 @@ static struct ring_seg *seg_new(uint64_t slots)
 
 static void seg_free(struct ring_seg *s)
 {
-	size_t bytes = RING_PAGE + s->cap * sizeof(struct gt_event); /* as seg_new counted */
+	size_t bytes = seg_budget_bytes(s->cap);
 
 	munmap(s, s->map_bytes);
 	atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);

@@ -53,10 +53,11 @@ static void corr_make(void)
 			return;
 		W.corr = t;
 	}
-	/* Written, a fault a page (a 2 MiB one where the kernel can), not MADV_POPULATE_WRITE: its one call held the address
-	 * space's lock for the whole table (8 ms on the CI VM), and a program's thread
-	 * whose malloc moved the heap (brk) waited as long, in the middle of a launch. A
-	 * fault takes the lock of its own mapping only (Linux 6.4 on). */
+	/* Written, a fault a page (a 2 MiB one where the kernel can), not
+	 * MADV_POPULATE_WRITE: its one call held the address space's lock for the whole
+	 * table (8 ms on the CI VM), and a program's thread whose malloc moved the heap
+	 * (brk) waited as long, in the middle of a launch. A fault takes the lock of its
+	 * own mapping only (Linux 6.4 on). */
 	memset(W.corr, 0, CORR_TABLE_BYTES);
 	W.corr_made = true;
 }
@@ -227,17 +228,16 @@ static void pending_ready(void)
 void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
 	if (W.npend == W.pend_cap) {
-		size_t cap = W.pend_cap ? W.pend_cap * 2 : 1024;
+		size_t bytes = (W.pend_cap ? W.pend_cap * 2 : 1024) * sizeof(struct pending);
 		/* in 2 MiB pages once big (inject/pages.c): 100k launches back to back kept
 		 * ~1 MiB of them waiting */
-		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), cap * sizeof(*p),
-					    &W.pend_map);
+		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), &bytes, &W.pend_map);
 		if (!p) {
 			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
 			return;
 		}
 		W.pend = p;
-		W.pend_cap = (W.pend_map ? W.pend_map : cap * sizeof(*p)) / sizeof(*p);
+		W.pend_cap = bytes / sizeof(*p);
 	}
 	struct pending *p = &W.pend[W.npend++];
 	p->ev = *ev;

@@ -18,13 +18,13 @@ int jbuf__reserve(struct jbuf *b, size_t more)
 	while (cap < b->len + more)
 		cap *= 2;
 	/* from 2 MiB of room (the event buffers), 2 MiB pages: inject/pages.c */
-	p = gt_grow(b->p, b->len, cap, &b->map);
+	p = gt_grow(b->p, b->len, &cap, &b->map);
 	if (!p) {
 		b->oom = 1;
 		return -1;
 	}
 	b->p = p;
-	b->cap = b->map ? b->map : cap;
+	b->cap = cap;
 	return 0;
 }
 
