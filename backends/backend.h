@@ -18,7 +18,11 @@
 struct gt_pending_work; /* inject/watchdog.h */
 
 struct gt_backend {
-	const char *name; /* as named in GPUTRACE_BACKENDS: "cupti", "ze", "plugins" */
+	const char *name; /* for messages: "cupti", "ze", "plugins", "itt" */
+	/* What turns it on: the GT_BACKEND_* bit of its GPUTRACE_BACKENDS word,
+	 * or GT_BACKEND_ITT. A bit, not the name: every process asks at start,
+	 * and a string compare reads pages of .rodata it would not touch. */
+	unsigned enabled_by;
 	/* Constructor time, when enabled by configuration. Cheap: must not
 	 * initialize vendor runtimes (no CUPTI calls). 0 or -errno. */
 	int (*init)(void);
@@ -80,8 +84,8 @@ extern GT_HIDDEN _Atomic unsigned gt_telemetry_devices;
 #define GT_DRAIN_LOCK_GIVE_UP_MS 100
 GT_HIDDEN bool gt_drain_lock(pthread_mutex_t *lock);
 
-/* Iterate registered backends that configuration enables. */
-GT_HIDDEN bool gt_backend_enabled(const char *name);
+/* Whether configuration enables the backends of this GT_BACKEND_* bit. */
+GT_HIDDEN bool gt_backend_enabled(unsigned enabled_by);
 
 /* dlsym() past our own dlsym wrapper (inject/dlsym.c); RTLD_NEXT through it
  * means "after libgputrace". */

@@ -21,12 +21,16 @@ GT_HIDDEN struct gt_config gt_cfg;
 
 GT_STARTUP_CODE static void config_defaults(struct gt_config *cfg)
 {
+	static const char unset[] GT_STARTUP_CONST = "";
+
 	/* not the path pool: the pages a process is not given paths for stay
 	 * untouched (each is a page fault in every process) */
 	memset(cfg, 0, offsetof(struct gt_config, paths));
 	cfg->output = "gputrace-%e-%p.json";
-	cfg->plugin_path = cfg->summary_json = cfg->run_state = "";
+	cfg->plugin_path = cfg->summary_json = cfg->run_state = unset;
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
+	/* two stores, not one of a 16-byte constant the compiler would keep in .rodata */
+	__asm__("" : : : "memory");
 	cfg->overflow_mb = GT_OVERFLOW_MB_DEFAULT;
 	cfg->backends = GT_BACKEND_ALL;
 	cfg->summary = true;
@@ -746,14 +750,40 @@ GT_STARTUP_CODE static void set_ignore(struct gt_config *cfg, const char *var, c
 	X("GPUTRACE_TOOL", set_ignore)                                             \
 	X("GPUTRACE_INJECTED", set_ignore)
 
-static const struct {
-	const char *name;
-	setter_fn set;
-} vars[] = {
-#define GT_VAR_ENTRY(name, fn) { name, fn },
-	GT_VARS(GT_VAR_ENTRY)
-#undef GT_VAR_ENTRY
-};
+/* The names one after the other ("GPUTRACE_OUTPUT\0GPUTRACE_BUFFER_KB\0..."),
+ * with the start-up code: every process looks its GPUTRACE_* up in them. */
+#define GT_VAR_NAME(name, fn) name "\0"
+static const char var_names[] GT_STARTUP_CONST = GT_VARS(GT_VAR_NAME);
+#undef GT_VAR_NAME
+#define GT_VAR_SETTER(name, fn) fn,
+static const setter_fn var_setters[] = { GT_VARS(GT_VAR_SETTER) };
+#undef GT_VAR_SETTER
+#define VAR_COUNT (sizeof(var_setters) / sizeof(var_setters[0]))
+static const char our_prefix[] GT_STARTUP_CONST = "GPUTRACE_";
+
+/* The variable named by the n bytes at name: its index (VAR_COUNT if none)
+ * and its name, NUL-terminated. */
+GT_STARTUP_CODE static size_t var_find(const char *name, size_t n, const char **found)
+{
+	const char *v = var_names;
+	size_t i, len;
+
+	for (i = 0; i < VAR_COUNT; i++, v += len + 1) {
+		len = gt_cstr_len(v);
+		if (len == n && gt_cstr_eq_n(v, name, n))
+			break;
+	}
+	*found = v;
+	return i;
+}
+
+/* An environment entry's name: up to its '=' (NULL when it has none). */
+GT_STARTUP_CODE static const char *env_entry_eq(const char *kv)
+{
+	while (*kv && *kv != '=')
+		kv++;
+	return *kv ? kv : NULL;
+}
 
 /* Asking for a part of a feature asks for the feature: metric names or a
  * rate without a mode mean the time mode; a telemetry rate means telemetry
@@ -779,6 +809,20 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 #endif
 }
 
+static void unknown_var(struct gt_config *cfg, const char *kv, const char *eq)
+{
+	cfg->errors++;
+	gt_log(GT_LOG_ERROR,
+	       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, _OVERFLOW_MB, "
+	       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
+	       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
+	       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
+	       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
+	       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _FLIGHT_RECORDER, _WATCHDOG, "
+	       "_LOSSLESS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
+	       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
+}
+
 GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 {
 	config_defaults(cfg);
@@ -786,47 +830,25 @@ GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 		return;
 	/* GPUTRACE_LOG and _RUN_STATE first: they govern the messages about
 	 * the others. Plain loops (cstr.h): every process parses this. */
-	for (char *const *e = envp; *e; e++) {
-		/* most of an environment is not ours: one byte tells */
-		if ((*e)[0] != 'G' || !gt_cstr_starts(*e, "GPUTRACE_"))
-			continue;
-		if (gt_cstr_starts(*e, "GPUTRACE_LOG="))
-			set_log(cfg, "GPUTRACE_LOG", *e + 13);
-		else if (gt_cstr_starts(*e, "GPUTRACE_RUN_STATE="))
-			set_run_state(cfg, "GPUTRACE_RUN_STATE", *e + 19);
-	}
-	for (char *const *e = envp; *e; e++) {
-		const char *kv = *e, *eq = kv;
-		size_t i;
+	for (int pass = 0; pass < 2; pass++)
+		for (char *const *e = envp; *e; e++) {
+			const char *kv = *e, *eq, *name;
+			size_t i;
 
-		if (kv[0] != 'G' || !gt_cstr_starts(kv, "GPUTRACE_"))
-			continue;
-		while (*eq && *eq != '=')
-			eq++;
-		if (!*eq)
-			continue;
-		for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-			size_t n = gt_cstr_len(vars[i].name);
+			/* most of an environment is not ours: one byte tells */
+			if (kv[0] != 'G' || !gt_cstr_starts(kv, our_prefix) || !(eq = env_entry_eq(kv)))
+				continue;
+			i = var_find(kv, (size_t)(eq - kv), &name);
+			if (i == VAR_COUNT) {
+				if (pass == 1)
+					unknown_var(cfg, kv, eq);
+				continue;
+			}
+			bool governs = var_setters[i] == set_log || var_setters[i] == set_run_state;
 
-			if ((size_t)(eq - kv) == n && gt_cstr_eq_n(kv, vars[i].name, n))
-				break;
+			if (governs == (pass == 0))
+				var_setters[i](cfg, name, eq + 1);
 		}
-		if (i == sizeof(vars) / sizeof(vars[0])) {
-			cfg->errors++;
-			gt_log(GT_LOG_ERROR,
-			       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, _OVERFLOW_MB, "
-			       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
-			       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
-			       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
-			       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
-			       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _FLIGHT_RECORDER, _WATCHDOG, "
-			       "_LOSSLESS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
-			       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
-			continue;
-		}
-		if (vars[i].set != set_log && vars[i].set != set_run_state)
-			vars[i].set(cfg, vars[i].name, eq + 1);
-	}
 	/* The CUPTI backend is off when disabled outright (its fallback path
 	 * lives in the same backend, which reads disable_cupti). */
 	config__imply(cfg, envp);
@@ -835,17 +857,15 @@ GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 int config__check(const char *var, const char *val, const char **accepted)
 {
 	static struct gt_config tmp; /* 16 KiB of path pool: not on the stack */
-	size_t i;
+	const char *name;
+	size_t i = var_find(var, strlen(var), &name);
 
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (!strcmp(vars[i].name, var))
-			break;
-	if (i == sizeof(vars) / sizeof(vars[0]))
+	if (i == VAR_COUNT)
 		return -ENOENT;
 	config_defaults(&tmp);
 	checking = true;
 	checked_accepted = NULL;
-	vars[i].set(&tmp, var, val);
+	var_setters[i](&tmp, var, val);
 	checking = false;
 	if (accepted)
 		*accepted = checked_accepted;

@@ -38,6 +38,9 @@ enum gt_kind_bit {
 #define GT_BACKEND_ZE      0x2
 #define GT_BACKEND_PLUGINS 0x4
 #define GT_BACKEND_ALL     0x7
+/* Not a GPUTRACE_BACKENDS word: the ITT collector, on with what it records
+ * (annotations, a profiler capture range), whatever the GPU backends. */
+#define GT_BACKEND_ITT     0x8
 
 #define GT_BUFFER_KB_DEFAULT 4096
 #define GT_BUFFER_KB_MIN     4

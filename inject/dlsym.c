@@ -76,7 +76,7 @@ static void *dlsym__wrap(void *found, const char *symbol)
 	for (b = __start_gt_backends; b < __stop_gt_backends; b++) {
 		void *w;
 
-		if (!*b || !(*b)->wrapper_for || !gt_backend_enabled((*b)->name))
+		if (!*b || !(*b)->wrapper_for || !gt_backend_enabled((*b)->enabled_by))
 			continue;
 		w = (*b)->wrapper_for(symbol);
 		if (w) {

@@ -30,6 +30,11 @@
  * constructors), so a process that records nothing faults in one stretch
  * of this library's text, not a page in each file it passes through. */
 #define GT_STARTUP_CODE __attribute__((section(".text.startup")))
+/* Constants that code reads there (the names of variables it looks for):
+ * beside it, not in .rodata, a stretch of pages of its own that every
+ * process would fault in for a few bytes. A string literal in code goes to
+ * .rodata whatever its function's section, so these are named arrays. */
+#define GT_STARTUP_CONST __attribute__((section(".text.startup.gt_const")))
 
 /* The drain thread looks at the rings (and at what a backend's sample() asked
  * for) this often; a source not started yet is looked for as often. */

@@ -17,11 +17,17 @@
 
 extern char **environ;
 
+/* with the start-up code (GT_STARTUP_CONST): every process claims them */
+#define GT_INJ_NAME(id, var) static const char var_name_##id[] GT_STARTUP_CONST = var;
+GT_INJECTION_VARS(GT_INJ_NAME)
+#undef GT_INJ_NAME
 static const char *const var_names[GT_INJ__COUNT] = {
-#define GT_INJ_NAME(id, var) var,
+#define GT_INJ_NAME(id, var) var_name_##id,
 	GT_INJECTION_VARS(GT_INJ_NAME)
 #undef GT_INJ_NAME
 };
+GT_STARTUP_CONST const char gt_injected_var[] = "GPUTRACE_INJECTED";
+GT_STARTUP_CONST const char gt_injected_value[] = "1";
 
 /* This library's absolute path: the loader's own string when it is one
  * (the library is never unloaded), else resolved once; NULL until known.
@@ -128,10 +134,10 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 	if (cur && gt_cstr_eq(cur, path)) {
 		/* children that lose LD_PRELOAD but keep this variable know
 		 * from the mark that it was ours, and stay untraced (shim.c) */
-		const char *mark = gt_cstr_env(environ, "GPUTRACE_INJECTED");
+		const char *mark = gt_cstr_env(environ, gt_injected_var);
 
-		if (!mark || !gt_cstr_eq(mark, "1"))
-			env_put("GPUTRACE_INJECTED", "1");
+		if (!mark || !gt_cstr_eq(mark, gt_injected_value))
+			env_put(gt_injected_var, gt_injected_value);
 		return 1;
 	}
 	*other = cur ? cur : "";

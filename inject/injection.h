@@ -34,6 +34,10 @@ enum gt_injection {
 	GT_INJ__COUNT
 };
 
+/* The mark a claim leaves in the environment: GPUTRACE_INJECTED=1 (with
+ * the start-up code, GT_STARTUP_CONST: every process looks for it). */
+extern GT_HIDDEN const char gt_injected_var[], gt_injected_value[];
+
 /* This library's absolute path (children may run elsewhere); NULL if unknown. */
 GT_HIDDEN const char *injection__self_path(void);
 

@@ -34,6 +34,7 @@
 #include "cstr.h"
 #include "futex.h"
 #include "hooks.h"
+#include "injection.h"
 #include "ranges.h"
 #include "registry.h"
 #include "emit.h"
@@ -757,20 +758,14 @@ void gt_start_writer(void)
 
 _Atomic unsigned gt_telemetry_devices;
 
-GT_STARTUP_CODE bool gt_backend_enabled(const char *name)
+GT_STARTUP_CODE bool gt_backend_enabled(unsigned enabled_by)
 {
-	if (gt_cstr_eq(name, "cupti"))
-		return gt_cfg.backends & GT_BACKEND_CUPTI;
-	if (gt_cstr_eq(name, "ze"))
-		return gt_cfg.backends & GT_BACKEND_ZE;
-	if (gt_cstr_eq(name, "plugins"))
-		return gt_cfg.backends & GT_BACKEND_PLUGINS;
 	/* the ITT collector records annotations whatever the GPU backends, and
 	 * its __itt_resume/__itt_pause mark capture ranges */
-	if (gt_cstr_eq(name, "itt"))
+	if (enabled_by == GT_BACKEND_ITT)
 		return (gt_cfg.kinds & GT_KIND(ANNOTATION)) ||
 		       gt_cfg.capture_range == GT_RANGE_PROFILER;
-	return false;
+	return gt_cfg.backends & enabled_by;
 }
 
 void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg)
@@ -778,7 +773,7 @@ void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *
 	const struct gt_backend *b;
 
 	for_each_backend(b)
-		if (b->pending && gt_backend_enabled(b->name))
+		if (b->pending && gt_backend_enabled(b->enabled_by))
 			b->pending(fn, arg);
 }
 
@@ -787,12 +782,23 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 	const struct gt_backend *b;
 
 	for_each_backend(b) {
-		if (!gt_backend_enabled(b->name))
+		if (!gt_backend_enabled(b->enabled_by))
 			continue;
-		switch (hook) {
-		case GT_HOOK_INIT:
+		/* start and exit, every process's: not through the switch's
+		 * table, in .rodata (GT_STARTUP_CONST) */
+		if (hook == GT_HOOK_INIT) {
 			if (b->init && b->init() < 0)
 				pr_dbg("backend %s did not start", b->name);
+			continue;
+		}
+		if (hook == GT_HOOK_STOP) {
+			if (b->stop)
+				b->stop();
+			continue;
+		}
+		switch (hook) {
+		case GT_HOOK_INIT:
+		case GT_HOOK_STOP:
 			break;
 		case GT_HOOK_DLOPEN:
 			if (b->on_dlopen)
@@ -802,10 +808,6 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 		case GT_HOOK_FLUSH_FINAL:
 			if (b->flush)
 				b->flush(hook == GT_HOOK_FLUSH_FINAL);
-			break;
-		case GT_HOOK_STOP:
-			if (b->stop)
-				b->stop();
 			break;
 		case GT_HOOK_FORK_CHILD:
 			if (b->atfork_child)
@@ -841,7 +843,7 @@ GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns)
 	for_each_backend(b) {
 		if (i >= sizeof(sample_due_at) / sizeof(sample_due_at[0]))
 			break;
-		if (b->sample && gt_backend_enabled(b->name) && due[i] != 1 && due[i] <= now_ns) {
+		if (b->sample && gt_backend_enabled(b->enabled_by) && due[i] != 1 && due[i] <= now_ns) {
 			due[i] = b->sample(now_ns);
 			if (!due[i])
 				due[i] = 1; /* never again */
@@ -859,7 +861,7 @@ GT_HIDDEN void *shim__wrapper_for(const char *symbol)
 
 	for_each_backend(b) {
 		void *w;
-		if (gt_backend_enabled(b->name) && b->wrapper_for && (w = b->wrapper_for(symbol)))
+		if (gt_backend_enabled(b->enabled_by) && b->wrapper_for && (w = b->wrapper_for(symbol)))
 			return w;
 	}
 	return NULL;
@@ -1010,7 +1012,8 @@ static __attribute__((noinline)) bool preloaded_by_realpath(const char *list, co
  * realpath. Plain loops (cstr.h), as in all of start-up. */
 GT_STARTUP_CODE static bool preloaded(void)
 {
-	const char *list = gt_cstr_env(environ, "LD_PRELOAD"), *name = shim__self_name(), *p;
+	static const char preload_var[] GT_STARTUP_CONST = "LD_PRELOAD";
+	const char *list = gt_cstr_env(environ, preload_var), *name = shim__self_name(), *p;
 	size_t n, name_len;
 
 	if (!list || !name)
@@ -1033,9 +1036,9 @@ GT_STARTUP_CODE static bool preloaded(void)
  */
 GT_STARTUP_CODE static bool inherited_injection(void)
 {
-	const char *mark = gt_cstr_env(environ, "GPUTRACE_INJECTED");
+	const char *mark = gt_cstr_env(environ, gt_injected_var);
 
-	return mark && gt_cstr_eq(mark, "1") && !preloaded();
+	return mark && gt_cstr_eq(mark, gt_injected_value) && !preloaded();
 }
 
 GT_STARTUP_CODE static void gt_init(void)

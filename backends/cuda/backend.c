@@ -384,7 +384,7 @@ void cupti__start(const char *why)
 GT_EXPORT int InitializeInjection(void)
 {
 	gt_ensure_init();
-	if (gt_backend_enabled("cupti"))
+	if (gt_backend_enabled(GT_BACKEND_CUPTI))
 		cupti__start("cuInit");
 	return 1;
 }
@@ -576,6 +576,7 @@ static void *cupti_wrapper_for(const char *symbol)
 
 static const struct gt_backend cupti_backend = {
 	.name = "cupti",
+	.enabled_by = GT_BACKEND_CUPTI,
 	.init = cupti_init,
 	.on_dlopen = cupti_on_dlopen,
 	.flush = cupti_flush,

@@ -66,7 +66,7 @@ static struct {
 
 static bool nv_wanted(void)
 {
-	return gt_cfg.telemetry && gt_backend_enabled("cupti");
+	return gt_cfg.telemetry && gt_backend_enabled(GT_BACKEND_CUPTI);
 }
 
 static const char *nv_error(nvmlReturn_t r)
@@ -349,7 +349,8 @@ static void nv_window(bool open)
 }
 
 static const struct gt_backend nvml_backend = {
-	.name = "cupti", /* NVIDIA's: on with the CUDA backend, with or without CUPTI */
+	.name = "nvml",
+	.enabled_by = GT_BACKEND_CUPTI, /* NVIDIA's: on with the CUDA backend, with or without CUPTI */
 	.sample = nv_sample,
 	.window = nv_window,
 	.stop = nv_stop,

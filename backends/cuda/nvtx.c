@@ -521,7 +521,7 @@ GT_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 
 	gt_ensure_init();
 	/* 0: NVTX turns itself into no-ops for this module */
-	if (!get_table || !gt_backend_enabled("cupti") || !(gt_cfg.kinds & GT_KIND(ANNOTATION)))
+	if (!get_table || !gt_backend_enabled(GT_BACKEND_CUPTI) || !(gt_cfg.kinds & GT_KIND(ANNOTATION)))
 		return 0;
 	cb = get_table(NVTX_ETID_CALLBACKS);
 	if (!cb || cb->struct_size < sizeof(*cb) || !cb->GetModuleFunctionTable)

@@ -619,7 +619,7 @@ static void pm_decode(struct pm_dev *d)
 /* Time-based CUDA metrics asked for: PM sampling may start. */
 static bool pm_wanted(void)
 {
-	return gt_cfg.metrics_mode == GT_METRICS_TIME && gt_backend_enabled("cupti") &&
+	return gt_cfg.metrics_mode == GT_METRICS_TIME && gt_backend_enabled(GT_BACKEND_CUPTI) &&
 	       (gt_cfg.kinds & GT_KIND(COUNTER));
 }
 
@@ -697,6 +697,7 @@ static void pm_atfork_child(void)
 
 static const struct gt_backend pm_backend = {
 	.name = "cupti",
+	.enabled_by = GT_BACKEND_CUPTI,
 	.sample = pm_sample,
 	.stop = pm_stop,
 	.atfork_child = pm_atfork_child,

@@ -689,8 +689,8 @@ ITT_API void __itt_api_init(struct itt_global *g, int groups)
 	bool on, control;
 
 	gt_ensure_init();
-	on = gt_backend_enabled("itt") && (gt_cfg.kinds & GT_KIND(ANNOTATION));
-	control = gt_backend_enabled("itt") && control_wanted();
+	on = gt_backend_enabled(GT_BACKEND_ITT) && (gt_cfg.kinds & GT_KIND(ANNOTATION));
+	control = gt_backend_enabled(GT_BACKEND_ITT) && control_wanted();
 	if (!g || !g->api_list_ptr)
 		return;
 	if (g->version_build && g->version_build <= ITT_API_INFO_NULL_FUNC_BUILD) {
@@ -737,6 +737,7 @@ static void itt_atfork_child(void)
 
 static const struct gt_backend itt_backend = {
 	.name = "itt",
+	.enabled_by = GT_BACKEND_ITT,
 	.init = itt_init,
 	.atfork_child = itt_atfork_child,
 };

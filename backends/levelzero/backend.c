@@ -519,6 +519,7 @@ static void ze_atfork_child(void)
 
 static const struct gt_backend ze_backend = {
 	.name = "ze",
+	.enabled_by = GT_BACKEND_ZE,
 	.init = ze_init,
 	.flush = ze_flush,
 	.stop = ze_stop,

@@ -109,7 +109,7 @@ static bool zm_wanted(void)
 {
 	/* nvtx is CUDA's (NVTX ranges, CUPTI's range profiler) */
 	return (gt_cfg.metrics_mode == GT_METRICS_TIME || gt_cfg.metrics_mode == GT_METRICS_KERNEL) &&
-	       gt_backend_enabled("ze");
+	       gt_backend_enabled(GT_BACKEND_ZE);
 }
 
 /* The driver reads these at its first zeInit; set only when asked for (telemetry.c
@@ -117,7 +117,7 @@ static bool zm_wanted(void)
  * user wants now. */
 GT_STARTUP_CODE void ze_metrics__setenv(void)
 {
-	if (gt_cfg.telemetry && gt_backend_enabled("ze"))
+	if (gt_cfg.telemetry && gt_backend_enabled(GT_BACKEND_ZE))
 		setenv("ZES_ENABLE_SYSMAN", "1", 1);
 	if (!zm_wanted())
 		return;

@@ -70,7 +70,7 @@ static struct {
 
 static bool zt_wanted(void)
 {
-	return gt_cfg.telemetry && gt_backend_enabled("ze");
+	return gt_cfg.telemetry && gt_backend_enabled(GT_BACKEND_ZE);
 }
 
 /* Names of the tracks and series, once (at the first zeInit). */

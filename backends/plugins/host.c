@@ -671,7 +671,8 @@ int plugins__restart_locked(struct plugin *p)
 GT_STARTUP_CODE static int plugins_init(void)
 {
 	/* no getenv: nothing of libc to bind at every start (cstr.h) */
-	const char *kineto = gt_cstr_env(environ, KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE);
+	static const char kineto_var[] GT_STARTUP_CONST = KINETO_PLUGIN_LIB_DIR_PATH_ENV_VARIABLE;
+	const char *kineto = gt_cstr_env(environ, kineto_var);
 	const char *path = gt_cfg.plugin_path;
 	bool listed = path && path[0];
 
@@ -852,6 +853,7 @@ static void plugins_atfork_child(void)
 
 static const struct gt_backend plugins_backend = {
 	.name = "plugins",
+	.enabled_by = GT_BACKEND_PLUGINS,
 	.init = plugins_init,
 	.flush = plugins_flush,
 	.stop = plugins_stop,

@@ -35,8 +35,13 @@ $(CLI_OUT)/spawn: test/cli/spawn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 
+# Reports reads of libgputrace.so's read-only data (test_cli_quiet.py).
+$(CLI_OUT)/librodataprobe.so: test/cli/rodata_probe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -o $@ $<
+
 TEST_BUILD += $(BUILD)/test/check_cli_summary $(BUILD)/test/check_cli_stacks \
-	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn
+	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn $(CLI_OUT)/librodataprobe.so
 
 ifeq ($(HAVE_ZE),1)
 # -rdynamic: dladdr names run_training/run_step; query_version comes from .symtab.

@@ -7,13 +7,15 @@ process waits for an RCU grace period); GPUTRACE_SUMMARY_JSON is a template
 wording: 'see --json' in gputrace summary, what to do about lost events."""
 import json
 import os
+import pathlib
+import struct
 import subprocess
 import time
 
 import pytest
 
-from cli_helpers import PLUGIN_DIR, SPAWN, gputrace, gt_env, load_exact, trace_files
-from conftest import PRELOAD, clean_env, gputrace_lines, need
+from cli_helpers import CLI, LIB, PLUGIN_DIR, SPAWN, TOOL, gputrace, gt_env, load_exact, trace_files
+from conftest import PRELOAD, SANITIZE, clean_env, gputrace_lines, need
 
 
 def traced_env(extra=None, plugin=None):
@@ -50,6 +52,57 @@ def test_process_that_records_nothing_reads_no_clock_setup(tmp_path):
                        cwd=tmp_path, env=traced_env(), capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert b"current_clocksource" not in p.stderr, p.stderr.decode()
+
+
+def elf_sections(path):
+    """{name: offset} of an ELF64 file's sections, from its section headers."""
+    data = pathlib.Path(path).read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = headers[shstrndx][4]
+    return {data[names_at + h[0]:data.index(b"\0", names_at + h[0])].decode(): h[3]
+            for h in headers}
+
+
+def rodata_reads(tmp_path, cmd, extra):
+    """The code that reads the library's .rodata (to .gcc_except_table) when cmd
+    runs, under the probe (test/cli/rodata_probe.c): {code offset: first data
+    offset it read}."""
+    probe = CLI / "librodataprobe.so"
+    need(probe)
+    sections = elf_sections(LIB)
+    env = traced_env(extra)
+    env.update({"LD_PRELOAD": f"{PRELOAD} {probe}",
+                "GT_PROBE_FROM": hex(sections[".rodata"]),
+                "GT_PROBE_TO": hex(sections[".gcc_except_table"])})
+    p = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.decode().splitlines()
+    assert any(l.startswith("rodata-probe: armed") for l in lines), lines
+    reads = {}
+    for l in lines:
+        if l.startswith("rodata-read"):
+            data, code = l.split()[1:3]
+            reads.setdefault(code, data)
+    return reads
+
+
+@pytest.mark.skipif(SANITIZE != "", reason="the probe single-steps the library: plain builds")
+def test_process_that_records_nothing_reads_no_rodata(tmp_path):
+    """Start-up and exit of a process that records nothing read their constants
+    from beside the start-up code (GT_STARTUP_CONST): .rodata is a stretch of
+    pages of its own, a page fault or two (~20 us each on a VM) in every shell
+    and compiler of a traced job. Plain, and with what gputrace run puts in a
+    child's environment. A reported read names its code: addr2line -f -i -e
+    libgputrace.so CODE_OFFSET."""
+    run_env = {"GPUTRACE_OUTPUT": str(tmp_path / "parts" / "%e-%p.json"),
+               "GPUTRACE_RUN_STATE": str(tmp_path / "state"), "GPUTRACE_INJECTED": "1",
+               "GPUTRACE_LIB": str(LIB), "GPUTRACE_TOOL": str(TOOL)}
+    assert rodata_reads(tmp_path, ["/bin/true"], {}) == {}
+    assert rodata_reads(tmp_path, ["/bin/true"], run_env) == {}
+    # the probe sees reads: a bad value's message is formatted from .rodata
+    assert rodata_reads(tmp_path, ["/bin/true"], {"GPUTRACE_FLUSH_MS": "soon"})
 
 
 def test_process_that_records_has_its_thread_and_file(tmp_path):
