@@ -41,13 +41,14 @@ static inline int gt_pages_make(void *p, size_t n)
  * in *map_bytes, for munmap; NULL when mmap failed. */
 void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes);
 
-/* Growable memory: malloc's while under GT_GROW_BIG bytes, from there on a mapping in
+/* Growable memory: malloc's while under big_from bytes, from there on a mapping in
  * 2 MiB pages (*map its length, 0 while it is malloc's; always malloc's under
  * AddressSanitizer). Returns memory of *cap bytes or more (*cap: how many it has)
  * holding the first `used` bytes of p, which is given back; NULL, p and *cap kept,
- * when out of memory. gt_grow_free(p, map) gives it back. */
-#define GT_GROW_BIG GT_HUGE_PAGE
-void *gt_grow(void *p, size_t used, size_t *cap, size_t *map);
+ * when out of memory. gt_grow_free(p, map) gives it back. big_from: GT_GROW_BIG,
+ * or SIZE_MAX for memory whose room counts against a budget. */
+#define GT_GROW_BIG ((size_t)256 << 10)
+void *gt_grow(void *p, size_t used, size_t *cap, size_t *map, size_t big_from);
 void gt_grow_free(void *p, size_t map);
 
 #endif

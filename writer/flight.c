@@ -223,6 +223,7 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	if (is_meta(ev, n)) {
 		size_t before = F.names.cap;
 
+		F.names.budgeted = true; /* counted by its room: never a 2 MiB mapping */
 		jbuf__put(&F.names, ev, n);
 		jbuf__ch(&F.names, '\n');
 		F.bytes += F.names.cap - before;

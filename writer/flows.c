@@ -231,7 +231,8 @@ void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned
 		size_t bytes = (W.pend_cap ? W.pend_cap * 2 : 1024) * sizeof(struct pending);
 		/* in 2 MiB pages once big (inject/pages.c): 100k launches back to back kept
 		 * ~1 MiB of them waiting */
-		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), &bytes, &W.pend_map);
+		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), &bytes, &W.pend_map,
+					    GT_GROW_BIG);
 		if (!p) {
 			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
 			return;

@@ -17,8 +17,8 @@ int jbuf__reserve(struct jbuf *b, size_t more)
 		return 0;
 	while (cap < b->len + more)
 		cap *= 2;
-	/* from 2 MiB of room (the event buffers), 2 MiB pages: inject/pages.c */
-	p = gt_grow(b->p, b->len, &cap, &b->map);
+	/* from GT_GROW_BIG of room (the event buffers), 2 MiB pages: inject/pages.c */
+	p = gt_grow(b->p, b->len, &cap, &b->map, b->budgeted ? SIZE_MAX : GT_GROW_BIG);
 	if (!p) {
 		b->oom = 1;
 		return -1;

@@ -14,6 +14,7 @@ struct jbuf {
 	char *p;
 	size_t len, cap;
 	size_t map; /* p is a mapping of this many bytes (a big buffer), 0: malloc's */
+	bool budgeted; /* its room counts against a budget: never a mapping (gt_grow) */
 	int oom;    /* an allocation failed: output was cut */
 };
 
