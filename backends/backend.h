@@ -18,7 +18,7 @@
 struct gt_pending_work; /* inject/watchdog.h */
 
 struct gt_backend {
-	const char *name; /* for messages: "cupti", "ze", "plugins", "itt" */
+	const char *name; /* for messages: "cupti", "ze", "plugins", "itt", "nvml", ... */
 	/* What turns it on: the GT_BACKEND_* bit of its GPUTRACE_BACKENDS word,
 	 * or GT_BACKEND_ITT. A bit, not the name: every process asks at start,
 	 * and a string compare reads pages of .rodata it would not touch. */

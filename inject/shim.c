@@ -777,25 +777,35 @@ void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *
 			b->pending(fn, arg);
 }
 
-GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
+/* Start and exit, every process's: a function of their own, with no switch,
+ * whose jump table would be in .rodata (GT_STARTUP_CONST). */
+GT_STARTUP_CODE static __attribute__((noinline)) void backends_start_or_stop(bool start)
 {
 	const struct gt_backend *b;
 
 	for_each_backend(b) {
 		if (!gt_backend_enabled(b->enabled_by))
 			continue;
-		/* start and exit, every process's: not through the switch's
-		 * table, in .rodata (GT_STARTUP_CONST) */
-		if (hook == GT_HOOK_INIT) {
+		if (start) {
 			if (b->init && b->init() < 0)
 				pr_dbg("backend %s did not start", b->name);
-			continue;
+		} else if (b->stop) {
+			b->stop();
 		}
-		if (hook == GT_HOOK_STOP) {
-			if (b->stop)
-				b->stop();
+	}
+}
+
+GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
+{
+	const struct gt_backend *b;
+
+	if (hook == GT_HOOK_INIT || hook == GT_HOOK_STOP) {
+		backends_start_or_stop(hook == GT_HOOK_INIT);
+		return;
+	}
+	for_each_backend(b) {
+		if (!gt_backend_enabled(b->enabled_by))
 			continue;
-		}
 		switch (hook) {
 		case GT_HOOK_INIT:
 		case GT_HOOK_STOP:

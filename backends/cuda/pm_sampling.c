@@ -696,7 +696,7 @@ static void pm_atfork_child(void)
 }
 
 static const struct gt_backend pm_backend = {
-	.name = "cupti",
+	.name = "cupti_pm",
 	.enabled_by = GT_BACKEND_CUPTI,
 	.sample = pm_sample,
 	.stop = pm_stop,

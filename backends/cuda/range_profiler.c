@@ -657,7 +657,7 @@ static void range_atfork_child(void)
 }
 
 static const struct gt_backend range_backend = {
-	.name = "cupti",
+	.name = "cupti_range",
 	.enabled_by = GT_BACKEND_CUPTI,
 	.init = range_init,
 	.flush = range_flush,

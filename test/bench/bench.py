@@ -959,17 +959,18 @@ def exit_syscalls(log):
     return {"sleeps": len(sleeps), "timed_out_waits": len(timed_out), "futex_calls": futexes,
             "sleep_lines": (sleeps + timed_out)[:10], "marker_seen": after}
 
-# Code whose instructions follow the wall time, not the calls: the clock's
-# calibration and re-anchoring (inject/clock.c's functions; its fast path is
-# inlined into the callers), which under valgrind, ~50x slower, run many times
-# more and a different number of times from run to run (115,000 to 329,000
-# instructions in one loop of 8192 calls).
-CALLGRIND_TIME_DRIVEN_FILES = ("inject/clock.c",)
+# Code whose instructions follow the wall time, not the calls: the clock
+# (inject/clock.c's calibration and re-anchoring, and clock.h's reading, inlined
+# into its callers, which takes the line or falls back to clock_gettime by the
+# time). Under valgrind, ~50x slower, the slow ways run many times more, and a
+# different number of times from run to run and with the machine's load (anchor:
+# 115,000 to 329,000 instructions in one loop of 8192 calls).
+CALLGRIND_TIME_DRIVEN_FILES = ("inject/clock.c", "inject/clock.h")
 
 
 def callgrind_object_ir(path, obj):
     """Instructions callgrind counted in the code of one shared object (its file name):
-    the self cost of its functions, less those of CALLGRIND_TIME_DRIVEN_FILES, from the
+    the self cost of its functions, less code of CALLGRIND_TIME_DRIVEN_FILES, from the
     raw profile (names are compressed: "(id) name" the first time, "(id)" after)."""
     names, files, cur, cur_file, total, skip = {}, {}, None, "", 0, False
     for line in open(path):
@@ -979,11 +980,15 @@ def callgrind_object_ir(path, obj):
                 names[m.group(1)] = m.group(2)
             if line.startswith("ob=") and m:
                 cur = names.get(m.group(1), "")
-        elif line.startswith("fl="):
-            m = re.match(r"fl=\((\d+)\)\s*(.*)", line.strip())
+        elif line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=")):
+            # one table of compressed file names, named wherever one first shows
+            # (a callee's cfi= before its own fl=); the cost lines that follow
+            # are in the function's file (fl) or that of code inlined into it (fi, fe)
+            m = re.match(r"c?f[lie]=\((\d+)\)\s*(.*)", line.strip())
             if m and m.group(2):
                 files[m.group(1)] = m.group(2)
-            cur_file = files.get(m.group(1), "") if m else ""
+            if m and not line.startswith("c"):
+                cur_file = files.get(m.group(1), "")
         elif line.startswith("calls="):
             skip = True  # the next cost line is the call's inclusive cost
         elif line[:1].isdigit() or line[:1] in "+-*":

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Preloaded after libgputrace.so (its constructor runs first): reports each
+ * Preloaded after libgputrace.so, whose constructor the loader then calls after
+ * this one's (so start-up is watched from its first instruction): reports each
  * read of the library's read-only data between two offsets (GT_PROBE_FROM,
  * GT_PROBE_TO: .rodata up to .gcc_except_table), one line per read on
  * stderr, "rodata-read DATA_OFFSET CODE_OFFSET" (offsets into the library:

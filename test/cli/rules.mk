@@ -35,13 +35,18 @@ $(CLI_OUT)/spawn: test/cli/spawn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 
-# Reports reads of libgputrace.so's read-only data (test_cli_quiet.py).
+TEST_BUILD += $(BUILD)/test/check_cli_summary $(BUILD)/test/check_cli_stacks \
+	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn
+
+# Reports reads of libgputrace.so's read-only data (test_cli_quiet.py): x86-64's
+# trap flag and registers.
+ifeq ($(shell uname -m),x86_64)
 $(CLI_OUT)/librodataprobe.so: test/cli/rodata_probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -o $@ $<
 
-TEST_BUILD += $(BUILD)/test/check_cli_summary $(BUILD)/test/check_cli_stacks \
-	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn $(CLI_OUT)/librodataprobe.so
+TEST_BUILD += $(CLI_OUT)/librodataprobe.so
+endif
 
 ifeq ($(HAVE_ZE),1)
 # -rdynamic: dladdr names run_training/run_step; query_version comes from .symtab.
