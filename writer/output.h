@@ -38,6 +38,9 @@ struct out {
 	size_t grow;         /* whitespace reserved at the last footer move */
 	char *last_footer;   /* the footer on disk (unpadded), for a move */
 	size_t last_footer_len, last_footer_cap;
+	char *window;        /* a shared mapping of the file from window_at, for footer_swap */
+	uint64_t window_at;
+	size_t window_len;
 };
 
 #define OUT_PAGE 4096
@@ -56,6 +59,9 @@ GT_HIDDEN int out__commit(struct out *o, const char *ev, size_t n, const char *t
 GT_HIDDEN int out__finish(struct out *o, const char *ev, size_t n, const char *trailer,
 			  size_t tn);
 GT_HIDDEN void out__close(struct out *o);
+/* The mapping kept for the footer's moves dropped: the next move maps the
+ * file again, or writes where it cannot be mapped. */
+GT_HIDDEN void out__unmap(struct out *o);
 /* System calls on output files so far (all of them, every out); *in_flight:
  * one has not returned yet. */
 GT_HIDDEN uint64_t out__activity(bool *in_flight);

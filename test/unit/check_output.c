@@ -251,6 +251,7 @@ static void make_unmappable(struct out *o, const char *name)
 	ck_assert_int_eq(dup2(fd, o->fd), o->fd);
 	close(fd);
 	ck_assert_ptr_eq(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, 0), MAP_FAILED);
+	out__unmap(o); /* the one out__begin made */
 }
 
 /* _i 1: the file cannot be mapped */
