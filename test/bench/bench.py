@@ -964,8 +964,11 @@ def exit_syscalls(log):
 # into its callers, which takes the line or falls back to clock_gettime by the
 # time). Under valgrind, ~50x slower, the slow ways run many times more, and a
 # different number of times from run to run and with the machine's load (anchor:
-# 115,000 to 329,000 instructions in one loop of 8192 calls).
-CALLGRIND_TIME_DRIVEN_FILES = ("inject/clock.c", "inject/clock.h")
+# 115,000 to 329,000 instructions in one loop of 8192 calls). Its RDTSC and LFENCE
+# are the compiler's intrinsics, which callgrind puts in the compiler's headers: a
+# CUDA launch read 16 instructions more in runs whose clock took the TSC line than
+# in those that had fallen back (1419 against 1403), the whole of row 8n's modes.
+CALLGRIND_TIME_DRIVEN_FILES = ("inject/clock.c", "inject/clock.h", "ia32intrin.h", "emmintrin.h")
 
 
 def callgrind_object_ir(path, obj):
