@@ -41,15 +41,22 @@ extern const struct gt_backend *const __start_gt_backends[]
 extern const struct gt_backend *const __stop_gt_backends[]
 	__attribute__((weak, visibility("hidden")));
 
+/* The names beside the start-up code (GT_STARTUP_CONST): a shell's first
+ * fork looks up the exec functions through here. */
+static const char dlsym_name[] GT_STARTUP_CONST = "dlsym";
+/* newest first, each ended by a NUL, the list by an empty one */
+static const char dlsym_versions[] GT_STARTUP_CONST = "GLIBC_2.34\0GLIBC_2.2.5\0GLIBC_2.17\0";
+
 DLSYM_EARLY static dlsym_fn dlsym__real(void)
 {
-	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
 	dlsym_fn f = atomic_load_explicit(&gt_dlsym_next, memory_order_acquire);
 
-	for (size_t i = 0; !f && i < sizeof(versions) / sizeof(versions[0]); i++) {
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+	for (const char *v = dlsym_versions; !f && *v;) {
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, dlsym_name, v);
 		if (f)
 			atomic_store_explicit(&gt_dlsym_next, f, memory_order_release);
+		while (*v++) /* a loop of its own: no instrumented call here */
+			;
 	}
 	return f;
 }

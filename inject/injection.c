@@ -28,6 +28,7 @@ static const char *const var_names[GT_INJ__COUNT] = {
 };
 GT_STARTUP_CONST const char gt_injected_var[] = "GPUTRACE_INJECTED";
 GT_STARTUP_CONST const char gt_injected_value[] = "1";
+GT_STARTUP_CONST const char gt_preload_var[] = "LD_PRELOAD";
 
 /* This library's absolute path: the loader's own string when it is one
  * (the library is never unloaded), else resolved once; NULL until known.
@@ -165,9 +166,9 @@ static bool preloads_us(char *const *envp, const char *lib)
 			base = c + 1;
 	base_len = gt_cstr_len(base);
 	for (char *const *e = envp; *e; e++) {
-		if (!gt_cstr_starts(*e, "LD_PRELOAD="))
+		if (!gt_cstr_env_entry_is(*e, gt_preload_var, sizeof("LD_PRELOAD") - 1))
 			continue;
-		for (const char *p = *e + 11; *p;) {
+		for (const char *p = *e + sizeof("LD_PRELOAD"); *p;) {
 			size_t n = gt_cstr_preload_entry_len(p);
 			const char *file = p;
 

@@ -37,6 +37,9 @@ enum gt_injection {
 /* The mark a claim leaves in the environment: GPUTRACE_INJECTED=1 (with
  * the start-up code, GT_STARTUP_CONST: every process looks for it). */
 extern GT_HIDDEN const char gt_injected_var[], gt_injected_value[];
+/* "LD_PRELOAD", there too: a fork child looks for it in the environment it
+ * execs with. */
+extern GT_HIDDEN const char gt_preload_var[];
 
 /* This library's absolute path (children may run elsewhere); NULL if unknown. */
 GT_HIDDEN const char *injection__self_path(void);

@@ -327,12 +327,15 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* A mask, not a look in fatal_signals: a shell's every sigaction() asks, and
+ * the table is in .rodata, a page of its own (GT_STARTUP_CONST). */
 static bool is_fatal(int sig)
 {
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
-		if (fatal_signals[i] == sig)
-			return true;
-	return false;
+#define GT_SIG_BIT(s) | (1ull << (s))
+	const unsigned long long fatal = 0 FATAL_SIGNALS(GT_SIG_BIT);
+#undef GT_SIG_BIT
+
+	return sig > 0 && sig < 64 && ((fatal >> sig) & 1);
 }
 
 /*
@@ -466,15 +469,22 @@ static __typeof__(execvpe) *_Atomic real_exec_execvpe;
 static __typeof__(fexecve) *_Atomic real_exec_fexecve;
 static __typeof__(_exit) *_Atomic real_exec__exit;
 
+/* Their names beside the start-up code (GT_STARTUP_CONST): a shell's first
+ * fork looks them up, and would otherwise fault in a page of .rodata. */
+static const char exit_name[] GT_STARTUP_CONST = "_exit";
+static const char fexecve_name[] GT_STARTUP_CONST = "fexecve";
+static const char execvpe_name[] GT_STARTUP_CONST = "execvpe";
+static const char execve_name[] GT_STARTUP_CONST = "execve";
+
 static void exec_resolve(void)
 {
 	/* execve last, released: the others are there once it is */
 	if (atomic_load_explicit(&real_exec_execve, memory_order_acquire))
 		return;
-	atomic_store_explicit(&real_exec__exit, gt_real("_exit"), memory_order_relaxed);
-	atomic_store_explicit(&real_exec_fexecve, gt_real("fexecve"), memory_order_relaxed);
-	atomic_store_explicit(&real_exec_execvpe, gt_real("execvpe"), memory_order_relaxed);
-	atomic_store_explicit(&real_exec_execve, gt_real("execve"), memory_order_release);
+	atomic_store_explicit(&real_exec__exit, gt_real(exit_name), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_fexecve, gt_real(fexecve_name), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_execvpe, gt_real(execvpe_name), memory_order_relaxed);
+	atomic_store_explicit(&real_exec_execve, gt_real(execve_name), memory_order_release);
 }
 
 /*
@@ -558,7 +568,7 @@ static void atfork_child(void)
 	atomic_store(&gt_st.host_end_ns, 0);
 	atomic_store(&finish_claimed, 0);
 	atomic_store(&gt_end_reason, NULL);
-	shim__backends_call(GT_HOOK_FORK_CHILD, NULL, NULL);
+	shim__backends_fork_child();
 	shim__start_process();
 }
 
@@ -698,7 +708,7 @@ GT_EXPORT __attribute__((noreturn)) void _exit(int status)
 	__typeof__(_exit) *real__exit = atomic_load_explicit(&real_exec__exit, memory_order_relaxed);
 
 	if (!real__exit)
-		real__exit = gt_real("_exit");
+		real__exit = gt_real(exit_name);
 	atomic_store(&gt_exit_status, status & 0xff);
 	gt_finish("_exit", 3000);
 	if (real__exit)

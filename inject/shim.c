@@ -777,8 +777,9 @@ void shim__backends_pending(void (*fn)(void *arg, const struct gt_pending_work *
 			b->pending(fn, arg);
 }
 
-/* Start and exit, every process's: a function of their own, with no switch,
- * whose jump table would be in .rodata (GT_STARTUP_CONST). */
+/* Start and exit, every process's, and a fork child's: functions of their
+ * own, with no switch, whose jump table would be in .rodata
+ * (GT_STARTUP_CONST). */
 GT_STARTUP_CODE static __attribute__((noinline)) void backends_start_or_stop(bool start)
 {
 	const struct gt_backend *b;
@@ -793,6 +794,15 @@ GT_STARTUP_CODE static __attribute__((noinline)) void backends_start_or_stop(boo
 			b->stop();
 		}
 	}
+}
+
+GT_STARTUP_CODE void shim__backends_fork_child(void)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b)
+		if (b->atfork_child && gt_backend_enabled(b->enabled_by))
+			b->atfork_child();
 }
 
 GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
@@ -818,10 +828,6 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 		case GT_HOOK_FLUSH_FINAL:
 			if (b->flush)
 				b->flush(hook == GT_HOOK_FLUSH_FINAL);
-			break;
-		case GT_HOOK_FORK_CHILD:
-			if (b->atfork_child)
-				b->atfork_child();
 			break;
 		case GT_HOOK_WINDOW_OPEN:
 		case GT_HOOK_WINDOW_CLOSE:
@@ -1022,8 +1028,7 @@ static __attribute__((noinline)) bool preloaded_by_realpath(const char *list, co
  * realpath. Plain loops (cstr.h), as in all of start-up. */
 GT_STARTUP_CODE static bool preloaded(void)
 {
-	static const char preload_var[] GT_STARTUP_CONST = "LD_PRELOAD";
-	const char *list = gt_cstr_env(environ, preload_var), *name = shim__self_name(), *p;
+	const char *list = gt_cstr_env(environ, gt_preload_var), *name = shim__self_name(), *p;
 	size_t n, name_len;
 
 	if (!list || !name)

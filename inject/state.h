@@ -57,13 +57,14 @@ enum gt_backend_hook {
 	GT_HOOK_FLUSH,
 	GT_HOOK_FLUSH_FINAL,
 	GT_HOOK_STOP,
-	GT_HOOK_FORK_CHILD,
 	GT_HOOK_WINDOW_OPEN,
 	GT_HOOK_WINDOW_CLOSE,
 	GT_HOOK_WINDOW_END,
 };
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);
+/* Each enabled backend's atfork_child, in a fork child. */
+GT_HIDDEN void shim__backends_fork_child(void);
 /* Every backend's sample() that is due by now_ns; the earliest next due
  * time of them all (UINT64_MAX: none wants more). */
 GT_HIDDEN uint64_t shim__backends_sample(uint64_t now_ns);

@@ -96,10 +96,12 @@ def test_process_that_records_nothing_reads_no_rodata(tmp_path):
     """Start-up and exit of a process that records nothing read their constants
     from beside the start-up code (GT_STARTUP_CONST): .rodata is a stretch of
     pages of its own, a page fault or two (~20 us each on a VM) in every leaf
-    process of a traced job (a shell's own sigaction and fork still read it).
-    Plain, and with what gputrace run puts in a child's environment; a program
-    of ours, which calls nothing the library wraps (a system's /bin/true may:
-    a Rust runtime installs signal handlers). A reported read names its code:
+    process of a traced job. Plain, and with what gputrace run puts in a
+    child's environment; a program of ours, which calls nothing the library
+    wraps (a system's /bin/true may: a Rust runtime installs signal handlers);
+    then shells, whose sigaction() calls go through our wrapper and whose fork
+    children exec through ours (a fork child's first touch of a page faults
+    again: file pages are not copied at fork). A reported read names its code:
     addr2line -f -i -e libgputrace.so CODE_OFFSET."""
     run_env = {"GPUTRACE_OUTPUT": str(tmp_path / "parts" / "%e-%p.json"),
                "GPUTRACE_RUN_STATE": str(tmp_path / "state"), "GPUTRACE_INJECTED": "1",
@@ -108,6 +110,8 @@ def test_process_that_records_nothing_reads_no_rodata(tmp_path):
     need(true)
     assert rodata_reads(tmp_path, [true], {}) == {}
     assert rodata_reads(tmp_path, [true], run_env) == {}
+    for shell in ("sh", "bash"):
+        assert rodata_reads(tmp_path, [shell, "-c", f"{true}; {true}"], run_env) == {}, shell
     # the probe sees reads: a bad value's message is formatted from .rodata
     assert rodata_reads(tmp_path, [true], {"GPUTRACE_FLUSH_MS": "soon"})
 
