@@ -642,7 +642,11 @@ GT_STARTUP_CODE static void range_stop(void)
 
 static void range_atfork_child(void)
 {
-	/* CUDA does not survive fork: the parent's profilers are not the child's */
+	/* CUDA does not survive fork: the parent's profilers are not the child's.
+	 * Without range metrics asked for none was ever begun (range_stop):
+	 * nothing to write (a shell's child wrote 4 pages of zeros here). */
+	if (!cupti_range_launches)
+		return;
 	pthread_mutex_init(&range_lock, NULL);
 	pthread_mutex_init(&slot_lock, NULL);
 	memset(range_ctxs, 0, sizeof(range_ctxs));

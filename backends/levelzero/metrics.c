@@ -741,7 +741,11 @@ GT_STARTUP_CODE void ze_metrics__stop(void)
 
 void ze_metrics__forget(void)
 {
-	/* the parent's streamers and pools are not the child's (it must zeInit) */
+	/* the parent's streamers and pools are not the child's (it must zeInit);
+	 * without metrics asked for there were none (ze_metrics__init): nothing
+	 * to write (a shell's child wrote 6 pages of zeros here) */
+	if (!zm_wanted())
+		return;
 	pthread_mutex_init(&zm_lock, NULL);
 	memset(zm_devs, 0, sizeof(zm_devs));
 	zm_ndevs = 0;
