@@ -399,10 +399,12 @@ void out__unmap(struct out *o)
 }
 
 /* The window's address of file offset lo, [lo, hi) inside it; NULL where
- * the file cannot be mapped. */
+ * the file cannot be mapped. Where 64 MiB cannot be (an mlockall() under
+ * RLIMIT_MEMLOCK, a tight RLIMIT_AS), the move's own pages are, each move:
+ * the two stores still beat two writes. */
 static char *window_over(struct out *o, uint64_t lo, uint64_t hi)
 {
-	size_t len = hi - lo > OUT_WINDOW ? hi - lo : OUT_WINDOW;
+	size_t len = hi - lo > OUT_WINDOW || o->window_small ? hi - lo : OUT_WINDOW;
 	char *map;
 
 	if (o->window && lo >= o->window_at && hi <= o->window_at + o->window_len)
@@ -410,6 +412,11 @@ static char *window_over(struct out *o, uint64_t lo, uint64_t hi)
 	out__unmap(o);
 	call_begin();
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, (off_t)lo);
+	if (map == MAP_FAILED && len > hi - lo) {
+		len = hi - lo;
+		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, (off_t)lo);
+		o->window_small = map != MAP_FAILED;
+	}
 	call_end();
 	if (map == MAP_FAILED)
 		return NULL;
@@ -420,7 +427,8 @@ static char *window_over(struct out *o, uint64_t lo, uint64_t hi)
 	return map;
 }
 
-/* A page of the window made present and writable without reading it: a read
+/* A page of the window made present and writable without reading it (x86's
+ * LOCK OR; where an atomic is a load and a store, it reads first): a read
  * first would fault in the 16 pages around it, which stay mapped. */
 static void window_touch(char *p)
 {

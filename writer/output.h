@@ -41,6 +41,7 @@ struct out {
 	char *window;        /* a shared mapping of the file from window_at, for footer_swap */
 	uint64_t window_at;
 	size_t window_len;
+	bool window_small; /* 64 MiB could not be mapped: only what a move needs */
 };
 
 #define OUT_PAGE 4096

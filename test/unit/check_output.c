@@ -508,6 +508,54 @@ START_TEST(test_unmappable_failing_move_keeps_last_checkpoint)
 }
 END_TEST
 
+/*
+ * Where 64 MiB of address space cannot be had (a tight RLIMIT_AS here; an
+ * mlockall() under RLIMIT_MEMLOCK does the same), the footer's moves still
+ * go through a mapping, of their own pages, not through two writes: the
+ * window falls back to its small size, and the file is valid after every call.
+ */
+START_TEST(test_paged_window_small_when_64_mib_cannot_be_mapped)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return; /* their runtimes reserve terabytes of address space */
+#endif
+	static char want[1 << 20], ev[4096];
+	struct rlimit old, tight;
+	unsigned long pages = 0;
+	size_t have;
+	struct out o;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+	tight = old;
+	tight.rlim_cur = pages * 4096ul + (32ul << 20); /* what runs now, and 32 MiB */
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &tight), 0);
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (int i = 0; i < 200; i++) {
+		size_t n = event_of_3k(ev, sizeof(ev), i);
+
+		ck_assert_int_eq(out__commit(&o, ev, n, "]}", 2), 0);
+		memcpy(want + have, ev, n);
+		have += n;
+		check_paged("t.json", want, have, "]}");
+	}
+	ck_assert(o.window_small);
+	ck_assert_ptr_nonnull(o.window);
+	ck_assert_uint_lt(o.window_len, 1u << 20);
+	ck_assert_int_eq(out__finish(&o, "", 0, "]}", 2), 0);
+	check_paged("t.json", want, have, "]}");
+	setrlimit(RLIMIT_AS, &old);
+	out__close(&o);
+	remove_dir();
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("output");
@@ -521,6 +569,7 @@ static Suite *output_suite(void)
 	tc = tcase_create("paged");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_paged_is_valid_after_every_call, 0, 2);
+	tcase_add_test(tc, test_paged_window_small_when_64_mib_cannot_be_mapped);
 	tcase_add_test(tc, test_paged_is_valid_after_every_system_call);
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
 	tcase_add_test(tc, test_unmappable_failing_move_keeps_last_checkpoint);
