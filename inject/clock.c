@@ -64,7 +64,7 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 #endif
 
 static _Atomic int state;
-static atomic_flag updating = ATOMIC_FLAG_INIT;
+static atomic_flag updating GT_STARTUP_STATE = ATOMIC_FLAG_INIT;
 /* under updating: */
 static uint64_t first_tsc, first_ns, last_ns;
 static double ns_per_tick;
@@ -466,7 +466,7 @@ static bool read_line_waiting(struct line *l)
  * few ns the line may have been ahead of it). A renewal of this
  * thread's own (a signal handler that forked) goes on in the child as it was.
  */
-void gt_clock_fork_child(void)
+GT_FORK_CODE void gt_clock_fork_child(void)
 {
 	uint32_t seq = atomic_load_explicit(&gt_tsc.seq, memory_order_acquire);
 
@@ -568,7 +568,7 @@ update:
 	return ns;
 }
 #else
-void gt_clock_fork_child(void)
+GT_FORK_CODE void gt_clock_fork_child(void)
 {
 }
 #endif

@@ -35,6 +35,12 @@
  * process would fault in for a few bytes. A string literal in code goes to
  * .rodata whatever its function's section, so these are named arrays. */
 #define GT_STARTUP_CONST __attribute__((section(".text.startup.gt_const")))
+/* Code a fork child runs (its atfork handler, the backends' forgetting): a
+ * child's first touch of a page of text is a page fault of its own (the
+ * kernel does not copy file pages' entries at fork), and a shell that forks
+ * for every command pays them in every child. Kept with the start-up code,
+ * which the child runs as well. */
+#define GT_FORK_CODE __attribute__((section(".text.startup.gt_fork")))
 
 /* The drain thread looks at the rings (and at what a backend's sample() asked
  * for) this often; a source not started yet is looked for as often. */

@@ -496,7 +496,7 @@ static void exec_resolve(void)
  * has reached its own code, for at most THREAD_START_WAIT_MS.
  */
 #define THREAD_START_WAIT_MS 200
-static _Atomic uint32_t threads_starting;
+static _Atomic uint32_t threads_starting GT_STARTUP_STATE;
 
 int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 {
@@ -550,7 +550,7 @@ static void atfork_parent(void)
 	lifecycle__hooks()->fork_parent();
 }
 
-static void atfork_child(void)
+GT_FORK_CODE static void atfork_child(void)
 {
 	gt_clock_fork_child();
 	atomic_store(&threads_starting, 0); /* those were the parent's */

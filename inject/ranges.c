@@ -145,18 +145,25 @@ int gt_range_pop(uintptr_t key, struct gt_range_frame *out)
  * their begin records written again (the parent's are in the parent's
  * trace). */
 static struct gt_range_stack carried;
+/* carried holds a stack: a fork child of a thread with no ring has none to
+ * clear, and writes no page of its 1 KiB */
+static bool carrying GT_STARTUP_STATE;
 
-void gt_range_fork_carry(const struct ring *r)
+GT_FORK_CODE void gt_range_fork_carry(const struct ring *r)
 {
+	if (!r && !carrying)
+		return;
 	carried = r ? r->ranges : (struct gt_range_stack){ 0 };
+	carrying = r != NULL;
 }
 
 void gt_range_fork_adopt(struct ring *r)
 {
-	if (!carried.depth)
+	if (!carrying || !carried.depth)
 		return;
 	r->ranges = carried;
 	carried.depth = 0;
+	carrying = false;
 	for (int i = 0; i < r->ranges.depth && i < GT_RANGE_DEPTH; i++) {
 		struct gt_range_frame *f = &r->ranges.f[i];
 		struct gt_event ev = { .start_ns = f->start_ns, .end_ns = f->start_ns,

@@ -337,7 +337,7 @@ void registry__lock_all(void)
 	pthread_mutex_lock(&row_lock);
 }
 
-void registry__unlock_all(void)
+GT_FORK_CODE void registry__unlock_all(void)
 {
 	pthread_mutex_unlock(&row_lock);
 	pthread_mutex_unlock(&str_lock);

@@ -25,7 +25,9 @@
 #define SEG_WAKE_DIV  4      /* the drain is woken each quarter of a segment */
 #define SEG_RELEASE_SLOTS 1024 /* read pages of the newest segment given back 64 KiB or more at a time */
 
-static _Atomic uint64_t ovf_bytes, ovf_peak, ovf_segments;
+/* with the start-up state: a fork child zeroes them (ring__overflow_forget) */
+static _Atomic uint64_t ovf_bytes GT_STARTUP_STATE, ovf_peak GT_STARTUP_STATE,
+	ovf_segments GT_STARTUP_STATE;
 
 /* What a segment of so many slots counts against the budget: its header and slots
  * (not the rest of a 2 MiB page its mapping was rounded up to) */
@@ -237,7 +239,7 @@ void ring__overflow_stats(uint64_t *now, uint64_t *peak, uint64_t *segments)
 	*segments = atomic_load_explicit(&ovf_segments, memory_order_relaxed);
 }
 
-void ring__overflow_forget(void)
+GT_FORK_CODE void ring__overflow_forget(void)
 {
 	atomic_store(&ovf_bytes, 0);
 	atomic_store(&ovf_peak, 0);

@@ -165,7 +165,7 @@ void shim__run_locks_fork_prepare(void)
 	pthread_mutex_lock(&run_lock_opening);
 }
 
-void shim__run_locks_fork_done(void)
+GT_FORK_CODE void shim__run_locks_fork_done(void)
 {
 	pthread_mutex_unlock(&run_lock_opening);
 }
@@ -383,7 +383,7 @@ GT_STARTUP_CODE GT_HIDDEN void shim__end_host(void)
 }
 
 /* Called in a fork child: the parent's rings are not ours to drain. */
-GT_HIDDEN void shim__forget_rings(void)
+GT_FORK_CODE GT_HIDDEN void shim__forget_rings(void)
 {
 	struct ring *r = atomic_exchange(&gt_st.rings, NULL);
 
@@ -796,7 +796,7 @@ GT_STARTUP_CODE static __attribute__((noinline)) void backends_start_or_stop(boo
 	}
 }
 
-GT_STARTUP_CODE void shim__backends_fork_child(void)
+GT_FORK_CODE void shim__backends_fork_child(void)
 {
 	const struct gt_backend *b;
 

@@ -362,7 +362,7 @@ void writer__fork_prepare(void)
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 
-void writer__fork_parent(void)
+GT_FORK_CODE void writer__fork_parent(void)
 {
 	if (fork_holds_cycle)
 		pthread_mutex_unlock(&W.cycle_lock);
@@ -371,7 +371,7 @@ void writer__fork_parent(void)
 	fork_holds_cycle = fork_counted = false;
 }
 
-void writer__forget(void)
+GT_FORK_CODE void writer__forget(void)
 {
 	/* The parent's file and thread are not ours: close our copy of the
 	 * descriptor and start over. Nothing is freed: the parent's drain

@@ -544,9 +544,9 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-static _Atomic bool started;
+static _Atomic bool started GT_STARTUP_STATE;
 
-bool watchdog__started(void)
+GT_FORK_CODE bool watchdog__started(void)
 {
 	return atomic_load_explicit(&started, memory_order_relaxed);
 }
@@ -564,7 +564,7 @@ void watchdog__start(void)
 	}
 }
 
-void watchdog__forget(void)
+GT_FORK_CODE void watchdog__forget(void)
 {
 	atomic_store(&started, false);
 	memset(&P, 0, sizeof(P));

@@ -546,7 +546,7 @@ GT_STARTUP_CODE static void cupti_stop(void)
 	cupti__emit_folded();
 }
 
-static void cupti_atfork_child(void)
+GT_FORK_CODE static void cupti_atfork_child(void)
 {
 	int expect = CUPTI_ON;
 

@@ -138,7 +138,7 @@ void cupti__count_dropped(void)
 	cupti_self--;
 }
 
-void cupti__buffers_forget(void)
+GT_FORK_CODE void cupti__buffers_forget(void)
 {
 	/* the fork child: the parent's buffers are not ours to process */
 	pthread_mutex_init(&buf_lock, NULL);

@@ -580,7 +580,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	gt_emit(&ev, args, nargs);
 }
 
-void cupti__api_reset(void)
+GT_FORK_CODE void cupti__api_reset(void)
 {
 	memset(&api_t, 0, sizeof(api_t));
 }

@@ -573,7 +573,7 @@ unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max)
 	return n;
 }
 
-void cupti__events_forget(void)
+GT_FORK_CODE void cupti__events_forget(void)
 {
 	/* fork child: CUDA objects of the parent are gone. None without the
 	 * runtime loaded for events: nothing to forget, no page to touch (a

@@ -322,7 +322,7 @@ GT_STARTUP_CODE static void nv_stop(void)
 	pthread_mutex_unlock(&nv_lock);
 }
 
-static void nv_atfork_child(void)
+GT_FORK_CODE static void nv_atfork_child(void)
 {
 	/* the child opens its own NVML session (the library stays loaded);
 	 * without telemetry none was ever opened: nothing to write */

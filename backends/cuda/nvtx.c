@@ -558,7 +558,7 @@ GT_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 	return 1;
 }
 
-void cupti__nvtx_forget(void)
+GT_FORK_CODE void cupti__nvtx_forget(void)
 {
 	/* the fork child keeps its thread's stack; other threads are gone */
 	if (!atomic_load(&ranges_used))

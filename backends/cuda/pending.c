@@ -500,7 +500,7 @@ out:
 		fn(arg, &list[i]);
 }
 
-void cupti__pending_forget(void)
+GT_FORK_CODE void cupti__pending_forget(void)
 {
 	/* the fork child: the parent's launches are not its own */
 	if (atomic_load(&tables_used)) {

@@ -682,7 +682,7 @@ GT_STARTUP_CODE static void pm_stop(void)
 	pthread_mutex_unlock(&pm_lock);
 }
 
-static void pm_atfork_child(void)
+GT_FORK_CODE static void pm_atfork_child(void)
 {
 	/* the parent's sampling sessions are not the child's (CUDA does not survive
 	 * fork); none without PM sampling asked for: nothing to write (a shell's

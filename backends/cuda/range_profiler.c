@@ -640,7 +640,7 @@ GT_STARTUP_CODE static void range_stop(void)
 	pthread_mutex_unlock(&range_lock);
 }
 
-static void range_atfork_child(void)
+GT_FORK_CODE static void range_atfork_child(void)
 {
 	/* CUDA does not survive fork: the parent's profilers are not the child's.
 	 * Without range metrics asked for none was ever begun (range_stop):

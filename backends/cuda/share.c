@@ -276,7 +276,7 @@ void *cupti__share_wrapper_for(const char *symbol)
 	return NULL;
 }
 
-void cupti__share_forget(void)
+GT_FORK_CODE void cupti__share_forget(void)
 {
 	/* a fork child: CUPTI was the parent's */
 	pthread_mutex_init(&marks_lock, NULL);

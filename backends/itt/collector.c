@@ -725,7 +725,7 @@ GT_STARTUP_CODE static int itt_init(void)
 	return ours < 0 ? ours : 0;
 }
 
-static void itt_atfork_child(void)
+GT_FORK_CODE static void itt_atfork_child(void)
 {
 	/* ranges ended by id that the parent opened: gone with its threads,
 	 * except the forking thread's, whose begin records are the parent's */

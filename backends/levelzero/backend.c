@@ -504,14 +504,18 @@ GT_STARTUP_CODE static void ze_stop(void)
 		gt_guard_leave();
 }
 
-static void ze_atfork_child(void)
+GT_FORK_CODE static void ze_atfork_child(void)
 {
 	/* The parent's lists, pools and events mean nothing here (the child must zeInit). */
 	pthread_mutex_init(&ze_lock, NULL);
-	ze_track__forget();
-	ze_dev__forget();
-	ze_mem__forget();
-	ze_kernel__forget();
+	/* none if no call of the parent's reached the loader (a shell's child
+	 * wrote 4 pages of our tables for nothing) */
+	if (atomic_load(&ze_reached)) {
+		ze_track__forget();
+		ze_dev__forget();
+		ze_mem__forget();
+		ze_kernel__forget();
+	}
 	ze_metrics__forget();
 	ze_telemetry__forget();
 	atomic_store(&ze_closed, false);

@@ -306,7 +306,7 @@ int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 	return 0;
 }
 
-void ze_dev__forget(void)
+GT_FORK_CODE void ze_dev__forget(void)
 {
 	ze_map__forget(&ze_devs);
 	ze_dev_first = NULL;

@@ -139,7 +139,7 @@ bool ze_event__pool_destroyed(ze_event_pool_handle_t p, void (*fn)(ze_event_hand
 	return true;
 }
 
-void ze_event__forget(void)
+GT_FORK_CODE void ze_event__forget(void)
 {
 	ze_map__forget(&ze_pools);
 	ze_map__forget(&ze_events);

@@ -72,7 +72,7 @@ static struct ze_kernel *ze_kernel__lookup(ze_kernel_handle_t k)
 	return ze_kernel__get(k);
 }
 
-void ze_kernel__forget(void)
+GT_FORK_CODE void ze_kernel__forget(void)
 {
 	ze_map__forget(&ze_kernels);
 	ze_tls_kernel.handle = NULL;

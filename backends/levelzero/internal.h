@@ -154,6 +154,9 @@ static inline bool ze__want(unsigned kind_mask)
 extern GT_HIDDEN pthread_mutex_t ze_lock;
 /* Set once the device side must not call the loader any more (exit). */
 extern GT_HIDDEN atomic_bool ze_closed;
+/* A loader function was found for a wrapper (or handed to the program's
+ * dlsym): before it, no Level Zero state of ours exists to forget. */
+extern GT_HIDDEN atomic_bool ze_reached;
 
 /* ---- devices and clocks (device.c) ---- */
 

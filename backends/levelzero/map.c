@@ -131,7 +131,7 @@ void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, v
 	}
 }
 
-void ze_map__forget(struct ze_map *m)
+GT_FORK_CODE void ze_map__forget(struct ze_map *m)
 {
 	/* After fork: the parent's tables may be mid-change; leave them. */
 	atomic_store_explicit(&m->tab, NULL, memory_order_relaxed);

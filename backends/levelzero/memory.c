@@ -124,7 +124,7 @@ enum ze_mem_kind ze_mem__kind(ze_context_handle_t ctx, const void *ptr)
 	}
 }
 
-void ze_mem__forget(void)
+GT_FORK_CODE void ze_mem__forget(void)
 {
 	ze_map__forget(&ze_allocs);
 	ze_host_in_use = 0;

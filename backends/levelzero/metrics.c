@@ -739,7 +739,7 @@ GT_STARTUP_CODE void ze_metrics__stop(void)
 	pthread_mutex_unlock(&zm_lock);
 }
 
-void ze_metrics__forget(void)
+GT_FORK_CODE void ze_metrics__forget(void)
 {
 	/* the parent's streamers and pools are not the child's (it must zeInit);
 	 * without metrics asked for there were none (ze_metrics__init): nothing

@@ -22,6 +22,7 @@ _Atomic(void *) ze_real_tab[ZE_ID__COUNT];
 _Atomic(void *) ze_xreal_tab[ZE_ID__COUNT];
 
 static _Atomic(void *) ze_loader_handle;
+atomic_bool ze_reached GT_STARTUP_STATE;
 
 /* The names one after the other, found by offset (internal.h: no pointers
  * to relocate): a struct of one char array per name. */
@@ -97,8 +98,10 @@ void *ze__resolve(enum ze_fn_id id)
 		if (p == self)
 			p = NULL;
 	}
-	if (p)
+	if (p) {
+		atomic_store(&ze_reached, true);
 		atomic_store_explicit(&ze_real_tab[id], p, memory_order_release);
+	}
 	return p;
 }
 
@@ -161,6 +164,7 @@ void *ze__wrapper_for(const char *symbol)
 	if (!wrapper || found == wrapper || !ze__from_loader(found))
 		return NULL;
 	/* The program's own lookup is the real function (RTLD_NEXT cannot see a local loader). */
+	atomic_store(&ze_reached, true);
 	atomic_compare_exchange_strong(&ze_real_tab[id], &expected, found);
 	return wrapper;
 }

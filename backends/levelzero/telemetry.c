@@ -524,8 +524,12 @@ void ze_telemetry__window(bool open)
 	pthread_mutex_unlock(&zt_lock);
 }
 
-void ze_telemetry__forget(void)
+GT_FORK_CODE void ze_telemetry__forget(void)
 {
+	/* none without telemetry asked for (ze_telemetry__start, __sample):
+	 * nothing to write */
+	if (!zt_wanted())
+		return;
 	pthread_mutex_init(&zt_lock, NULL);
 	zt_let_go();
 	zt_ndevs = 0;

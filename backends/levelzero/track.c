@@ -2248,7 +2248,7 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__forget(void)
+GT_FORK_CODE void ze_track__forget(void)
 {
 	ze_map__forget(&ze_ctxs);
 	ze_map__forget(&ze_lists);

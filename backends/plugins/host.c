@@ -837,7 +837,7 @@ static void plugins_flush(bool final)
 
 /* The parent's plug-in threads do not exist in the child, and their state
  * may be mid-update: the child records nothing from plug-ins. */
-static void plugins_atfork_child(void)
+GT_FORK_CODE static void plugins_atfork_child(void)
 {
 	pthread_mutex_init(&calls_lock, NULL);
 	caller = NULL; /* its thread is the parent's */
