@@ -26,6 +26,7 @@ import platform
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -635,48 +636,58 @@ class Bench:
                            "build/no-metrics/libgputrace.so (make METRICS=0): row 1's calls, "
                            "row 5's launches, row 8's CUDA launches (simulated stack); "
                            "callgrind: the library's own instructions per call or launch "
-                           "in the loop's function (main for CUDA), 2N minus N, fewest of 3"}
+                           "in the loop's function (main for CUDA), 2N minus N, median of 5, in turns"}
         for name, cmd, base_env, fn in cases:
             x = self.compare(cmd(), None, base_env, True, NOMETRICS_LIB)
             out[name] = {"without_ns": x["base"], "with_ns": x["traced"],
                          "added_ns": x["added_ns_per_launch"], "events_lost": x["events_lost"],
                          "without_events_lost": x["base_events_lost"]}
             if shutil.which("valgrind") and not self.quick:
-                out[name]["instructions"] = {
-                    which: self.callgrind_per(cmd, base_env, fn, lib)
-                    for which, lib in (("with", LIB), ("without", NOMETRICS_LIB))}
+                out[name]["instructions"] = self.callgrind_per(
+                    cmd, base_env, fn, {"with": LIB, "without": NOMETRICS_LIB})
         self.results["8n_no_metrics"] = out
 
-    def callgrind_per(self, cmd, extra, fn, lib, n=4096):
-        """The library's own instructions per iteration inside fn (callgrind): a run of
-        2n iterations minus one of n, in one burst each (start-up and exit cancel),
-        the fewest of 3 runs of each. The ring holds every event and the drain thread
-        sleeps through the loop, and the driver's and libc's instructions are left out:
-        what they do varies with the threads' interleaving. The library's own code varies
-        a little too where it waits on the device (collecting finished work, placing a
-        timestamp that came late: ze__collect_locked, ze_pend__place_earlier), which
-        only ever adds instructions: so the fewest, not the median (4 runs of 4096
-        launches on immediate lists read 1294 to 1342 a launch with one library, and a
-        median once read 1216 against 1293). None when fn was never entered (inlined away)."""
+    def callgrind_per(self, cmd, extra, fn, libs, n=4096, rounds=5):
+        """Each library's own instructions per iteration inside fn (callgrind): a run
+        of 2n iterations minus one of n, in one burst each (start-up and exit cancel),
+        the median of `rounds` runs of each, the libraries taking turns run by run. The
+        ring holds every event and the drain thread sleeps through the loop, and the
+        driver's and libc's instructions are left out: what they do varies with the
+        threads' interleaving. The library's own code varies too where it waits on the
+        device (collecting finished work, placing a timestamp that came late:
+        ze__collect_locked, ze_pend__place_earlier): 4 runs of 4096 launches on
+        immediate lists read 1294 to 1342 a launch with one library. A run's extra
+        shows in 2n minus n either way (in the n run it lowers the difference), so the
+        median of 5, not of 3 (one read 1216 against 1293) nor the fewest (one read
+        1379 against 1287, another 1207 against 1287), and in turns, so that a busy
+        spell of the machine, which makes the device's timestamps late more often,
+        falls on both. {name: count, or None when fn was never entered (inlined
+        away)}."""
         quiet = {"GPUTRACE_BUFFER_KB": "131072", "GPUTRACE_FLUSH_MS": "600000"}
 
-        def ir(count):
-            got = []
-            for _ in range(3):
-                out = self.work / "cg.out"
-                path = self.trace_path("cg.json")
-                env = self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path), **quiet), lib)
-                subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={fn}",
-                                f"--callgrind-out-file={out}"] +
-                               [str(c) for c in cmd(count, count, 0)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               check=True, timeout=600)
-                got.append(callgrind_object_ir(out, pathlib.Path(lib).name))
-                remove(out)
-                remove(path)
-            return min(got)
-        a, b = ir(n), ir(2 * n)
-        return (b - a) / n if a and b else None
+        def ir(count, lib):
+            out = self.work / "cg.out"
+            path = self.trace_path("cg.json")
+            env = self.env(True, dict(extra or {}, GPUTRACE_OUTPUT=str(path), **quiet), lib)
+            subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={fn}",
+                            f"--callgrind-out-file={out}"] +
+                           [str(c) for c in cmd(count, count, 0)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=True, timeout=600)
+            got = callgrind_object_ir(out, pathlib.Path(lib).name)
+            remove(out)
+            remove(path)
+            return got
+        got = {name: {n: [], 2 * n: []} for name in libs}
+        for _ in range(rounds):
+            for name, lib in libs.items():
+                for count in (n, 2 * n):
+                    got[name][count].append(ir(count, lib))
+        res = {}
+        for name, by in got.items():
+            a, b = statistics.median(by[n]), statistics.median(by[2 * n])
+            res[name] = (b - a) / n if a and b else None
+        return res
 
     def row_stacks(self):
         n = self.size("stack_calls")
