@@ -412,7 +412,7 @@ static char *window_over(struct out *o, uint64_t lo, uint64_t hi)
 	out__unmap(o);
 	call_begin();
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, (off_t)lo);
-	if (map == MAP_FAILED && len > hi - lo) {
+	if (map == MAP_FAILED && len > hi - lo && (errno == ENOMEM || errno == EAGAIN)) {
 		len = hi - lo;
 		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, (off_t)lo);
 		o->window_small = map != MAP_FAILED;

@@ -526,7 +526,7 @@ void ze_telemetry__window(bool open)
 
 GT_FORK_CODE void ze_telemetry__forget(void)
 {
-	/* none without telemetry asked for (ze_telemetry__start, __sample):
+	/* none without telemetry asked for (ze_telemetry__init, __sample):
 	 * nothing to write */
 	if (!zt_wanted())
 		return;

@@ -533,7 +533,8 @@ START_TEST(test_paged_window_small_when_64_mib_cannot_be_mapped)
 	open_in_dir(&o, "t.json");
 	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
 	tight = old;
-	tight.rlim_cur = pages * 4096ul + (32ul << 20); /* what runs now, and 32 MiB */
+	/* what runs now, and 32 MiB */
+	tight.rlim_cur = pages * (unsigned long)sysconf(_SC_PAGESIZE) + (32ul << 20);
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &tight), 0);
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
