@@ -75,12 +75,12 @@ void ze_event__created(ze_event_handle_t e, ze_event_pool_handle_t p, uint32_t i
 
 	/* A pool made before tracing began: its events are named, not timed. */
 	snprintf(name, sizeof(name), "event %u.%u", (unsigned)(pool >> 8), index);
-	ze_event__new(e, p, (uint32_t)(pool & 0xff), name);
+	ze_event__new(e, p, (uint32_t)(pool & 0xff) | ZE_EV_MADE, name);
 }
 
 void ze_event__cb_created(ze_event_handle_t e, const ze_event_counter_based_desc_t *desc)
 {
-	uint32_t flags = ZE_EV_COUNTER_BASED;
+	uint32_t flags = ZE_EV_COUNTER_BASED | ZE_EV_MADE;
 	char name[48];
 
 	if (desc && (desc->flags & ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP))
@@ -132,11 +132,12 @@ static void ze_event__pool_each(const void *e, uintptr_t val, void *arg)
 bool ze_event__pool_destroyed(ze_event_pool_handle_t p, void (*fn)(ze_event_handle_t e))
 {
 	struct ze_pool_walk w = { .pool = p, .fn = fn };
+	bool known = ze_map__del(&ze_pools, p) != 0;
 
-	if (!ze_map__del(&ze_pools, p))
-		return false;
+	/* a pool made before tracing began has events made after: forgotten too,
+	 * or a handle the driver reuses would pass for one it made (ZE_EV_MADE) */
 	ze_map__each(&ze_events, ze_event__pool_each, &w);
-	return true;
+	return known;
 }
 
 GT_FORK_CODE void ze_event__forget(void)

@@ -1351,8 +1351,10 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 		}
 	} else if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
 		a->event = program_event;
-	} else if (program_event && !ze__event_valid(program_event)) {
-		/* Passed on untouched: the driver rejects it as before. */
+	} else if (!(info && (info->flags & ZE_EV_MADE)) && !ze__event_valid(program_event)) {
+		/* Passed on untouched: the driver rejects it as before. One it made
+		 * is not asked about (a call per signaled append; the simulated
+		 * device ran its due work on the program's thread for it). */
 		goto out;
 	} else {
 		a->event = ze_ctx__event(L->ctx);
