@@ -356,7 +356,7 @@ static int footer_rewrite(struct out *o, const char *footer, size_t fn)
 }
 
 /* footer_swap for a file system without shared mappings: two calls, with a
- * system call's window between them. */
+ * system call between them. */
 static int footer_swap_by_writes(struct out *o, uint64_t new_pos, const char *footer, size_t fn)
 {
 	uint64_t old = o->footer_pos, old_end = old + o->footer_len, new_end = new_pos + fn;
@@ -456,8 +456,8 @@ static int footer_swap(struct out *o, uint64_t new_pos, const char *footer, size
 
 	if (!map)
 		return footer_swap_by_writes(o, new_pos, footer, fn);
-	/* both ends' pages present before the first store, so the window
-	 * between the two holds no page fault */
+	/* both ends' pages present before the first store, so no page fault
+	 * comes between the two stores */
 	for (uint64_t at = new_pos; at < new_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
 		window_touch(map + (at - lo));
 	for (uint64_t at = old; at < old_end; at = (at / OUT_PAGE + 1) * OUT_PAGE)
