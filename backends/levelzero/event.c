@@ -132,8 +132,11 @@ static void ze_event__pool_each(const void *e, uintptr_t val, void *arg)
 bool ze_event__pool_destroyed(ze_event_pool_handle_t p, void (*fn)(ze_event_handle_t e))
 {
 	struct ze_pool_walk w = { .pool = p, .fn = fn };
-	bool known = ze_map__del(&ze_pools, p) != 0;
+	bool known;
 
+	if (!p) /* the driver refuses it (events without a pool are counter-based) */
+		return false;
+	known = ze_map__del(&ze_pools, p) != 0;
 	/* a pool made before tracing began has events made after: forgotten too,
 	 * or a handle the driver reuses would pass for one it made (ZE_EV_MADE) */
 	ze_map__each(&ze_events, ze_event__pool_each, &w);
