@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The file is written on a thread of its own while the drain has more to
- * format: a checkpoint in the middle of a cycle (every 1 MiB of JSON) hands
- * its events and trailer over by swapping buffers, and the drain formats
- * the next events (and empties the rings) while they are written or
- * compressed; one checkpoint in flight at most (memory: two event
- * buffers). The cycle's last checkpoint is written by the drain itself,
- * after the one in flight: handing it over would only add a wake-up
- * (~15 us here) to every small cycle. So the thread starts with the first
- * cycle of more than 1 MiB, and every cycle ends with the file written, a
- * fork() finding the thread idle and the drain reading the file's state
- * only then. Where the thread cannot be started, the drain writes itself;
- * a cycle on another thread writes itself too, unless the thread runs.
+ * A compressed file is written on a thread of its own while the drain has
+ * more to format: a checkpoint in the middle of a cycle (every 1 MiB of
+ * JSON) hands its events and trailer over by swapping buffers, and the drain
+ * formats the next events (and empties the rings) while they are compressed
+ * and written; one checkpoint in flight at most (memory: two event
+ * buffers). Compression takes about twice the formatting's CPU, so it pays
+ * to run it beside the drain. A plain file's write is a copy into the page
+ * cache: done on another core, that core first pulls the bytes out of the
+ * drain's cache, and the drain then writes into lines the other core holds;
+ * on the 2-core VM that cost more CPU than the copy (10^6 events into tmpfs:
+ * 125-150 ms of CPU in 90-105 ms against 75 ms in 75 ms on the drain alone,
+ * README "Overhead"), so the drain writes those itself. The cycle's last
+ * checkpoint is written by the drain too, after the one in flight: handing
+ * it over would only add a wake-up (~15 us here) to every small cycle. So
+ * the thread starts with the first cycle of more than 1 MiB into a .gz, and
+ * every cycle ends with the file written, a fork() finding the thread idle
+ * and the drain reading the file's state only then. Where the thread cannot
+ * be started, the drain writes itself; a cycle on another thread writes
+ * itself too, unless the thread runs.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -89,6 +96,7 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 
 	if (err)
 		return err;
+	behind = behind && W.out.gz;
 	/* started by the drain thread only: it inherits the drain's mask (no
 	 * signal of the program's ever lands on it), and a cycle run by a
 	 * program's thread (no drain thread yet, a fatal signal's handler)
