@@ -37,11 +37,10 @@ static void swap(struct jbuf *a, struct jbuf *b)
 	*b = t;
 }
 
-static int write_job(void)
+static int write_job(const struct jbuf *ev, const struct jbuf *trailer, bool final)
 {
-	struct outq *q = &W.q;
-	int err = (q->final ? out__finish : out__commit)(&W.out, q->ev.p, q->ev.len, q->trailer.p,
-							 q->trailer.len);
+	int err = (final ? out__finish : out__commit)(&W.out, ev->p, ev->len, trailer->p,
+						       trailer->len);
 
 	atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 	return err;
@@ -64,7 +63,7 @@ static void *outq_main(void *arg)
 		while (!q->busy)
 			pthread_cond_wait(&q->wake, &q->lock);
 		pthread_mutex_unlock(&q->lock);
-		int err = write_job();
+		int err = write_job(&q->ev, &q->trailer, q->final);
 		pthread_mutex_lock(&q->lock);
 		q->err = err;
 		q->busy = false;
@@ -108,12 +107,14 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 		q->started = !lifecycle__spawn(&q->thread, outq_main);
 		q->no_thread = !q->started;
 	}
+	/* written here: from the caller's buffers, so a process whose thread
+	 * never starts (a plain file) holds one JSON buffer, not two */
+	if (!behind || !q->started)
+		return write_job(ev, trailer, final);
 	swap(&q->ev, ev);
 	swap(&q->trailer, trailer);
 	ev->len = 0;
 	q->final = final;
-	if (!behind || !q->started)
-		return write_job();
 	pthread_mutex_lock(&q->lock);
 	q->busy = true;
 	pthread_cond_signal(&q->wake);
