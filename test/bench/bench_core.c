@@ -14,7 +14,7 @@
  *	interval is long), then time the one drain cycle that turns them into
  *	JSON in <trace> (a ".gz" name compresses), then time plain write() of
  *	the same number of bytes to <trace>.raw, in the drain's 1 MiB pieces.
- *	cpu_ms: the CPU the best cycle took, its drain and output threads
+ *	cpu_ms: the CPU the best cycle took, its drain and (a .gz) output threads
  *	together (beside drain_ms: how many cores the machine gave them).
  *	For a .gz trace the bytes are the compressed ones: compare its time with
  *	the raw write of the uncompressed run's bytes. A device (/dev/null) as
