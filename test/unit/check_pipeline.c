@@ -91,6 +91,16 @@ static const char *str(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
 }
 
+/* How many of the events have key equal to value. */
+static int count_events(struct json_object *evs, const char *key, const char *value)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++)
+		n += !strcmp(str(json_object_array_get_idx(evs, i), key), value);
+	return n;
+}
+
 #define THREADS 4
 #define PER_THREAD 20000
 
@@ -273,10 +283,7 @@ START_TEST(test_lost_events_exact)
 			refused++;
 	}
 	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
-	int spans = 0;
-
-	for (size_t i = 0; i < json_object_array_length(evs); i++)
-		spans += !strcmp(str(json_object_array_get_idx(evs, i), "ph"), "X");
+	int spans = count_events(evs, "ph", "X");
 	struct json_object *meta = get(root, "gputrace");
 	int64_t lost = json_object_get_int64(get(meta, "events_lost"));
 	struct json_object *th = json_object_array_get_idx(get(meta, "threads"), 0);
@@ -692,7 +699,6 @@ END_TEST
 START_TEST(test_gzip_output_checkpointed)
 {
 	uint32_t name;
-	int spans = 0;
 
 	start_ext("4096", ".json.gz");
 	name = gt_str_intern("gz_call");
@@ -709,9 +715,7 @@ START_TEST(test_gzip_output_checkpointed)
 		}
 	}
 	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
-	for (size_t i = 0; i < json_object_array_length(evs); i++)
-		spans += !strcmp(str(json_object_array_get_idx(evs, i), "name"), "gz_call");
-	ck_assert_int_eq(spans, 3000);
+	ck_assert_int_eq(count_events(evs, "name", "gz_call"), 3000);
 	ck_assert(json_object_get_boolean(get(get(root, "gputrace"), "complete")));
 	json_object_put(root);
 }
@@ -724,7 +728,6 @@ START_TEST(test_gzip_big_cycle_on_the_output_thread)
 {
 	const int calls = 40000; /* ~6 MiB of JSON in one cycle */
 	uint32_t name;
-	int spans = 0;
 
 	start_env("65536", ".json.gz", "GPUTRACE_FLUSH_MS=60000");
 	name = gt_str_intern("gz_big_call");
@@ -739,9 +742,7 @@ START_TEST(test_gzip_big_cycle_on_the_output_thread)
 	ck_assert_uint_gt(W.q.ev.cap, 0);
 	ck_assert_uint_le(W.q.ev.cap, 4u << 20);
 	ck_assert_uint_le(W.buf.cap, 4u << 20);
-	for (size_t i = 0; i < json_object_array_length(evs); i++)
-		spans += !strcmp(str(json_object_array_get_idx(evs, i), "name"), "gz_big_call");
-	ck_assert_int_eq(spans, calls);
+	ck_assert_int_eq(count_events(evs, "name", "gz_big_call"), calls);
 	ck_assert_int_eq(json_object_get_int64(get(get(root, "gputrace"), "events_lost")), 0);
 	json_object_put(root);
 }
