@@ -95,6 +95,7 @@ int outq__submit(struct jbuf *ev, struct jbuf *trailer, bool final, bool behind)
 
 	if (err)
 		return err;
+	/* only compression pays for the hand-over (see above) */
 	behind = behind && W.out.gz;
 	/* started by the drain thread only: it inherits the drain's mask (no
 	 * signal of the program's ever lands on it), and a cycle run by a
