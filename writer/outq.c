@@ -10,7 +10,7 @@
  * cache: done on another core, that core first pulls the bytes out of the
  * drain's cache, and the drain then writes into lines the other core holds;
  * on the 2-core VM that cost more CPU than the copy (10^6 events into tmpfs:
- * 125-150 ms of CPU in 90-105 ms against 75 ms in 75 ms on the drain alone,
+ * 96-160 ms of CPU in 85-108 ms against 73-82 ms on the drain alone,
  * README "Overhead"), so the drain writes those itself. The cycle's last
  * checkpoint is written by the drain too, after the one in flight: handing
  * it over would only add a wake-up (~15 us here) to every small cycle. So
