@@ -653,7 +653,7 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
     # checked in full.
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
-        reordered, split_moved = shared_engine_run(tmp_path / str(attempt), env, rounds,
+        reordered, split_moved = shared_engine_run(tmp_path / str(attempt), env, bits, rounds,
                                                    groups_a, groups_b, pause_us, b_delay_us,
                                                    SPLIT_CLAMP_NS if kept else 5000)
         if reordered >= rounds // 2 and (not kept or split_moved or SANITIZE):
@@ -688,10 +688,19 @@ def test_clock_pairs_read_again_only_when_slower_than_the_drivers_usual(tmp_path
     assert all(200000 <= d < 2 * 200000 for d in durations[:-1]), durations
 
 
-def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_delay_us,
+def shared_engine_run(tmp_path, env, bits, rounds, groups_a, groups_b, pause_us, b_delay_us,
                       clamp_bound_ns):
     """One run of ze_shared_engine, its trace checked; how many rounds made the case, and
-    how many kernels were moved to their call by more than the clocks' usual error."""
+    how many kernels were moved to their call by more than the clocks' usual error.
+    B's kernels are placed from B's own run call, A's back from B's by the ticks: a B
+    call that lasted a whole wrap but the clocks' slack leaves the wrap of every kernel in
+    its round undecidable. Under TSan on a loaded machine, with 16-bit timestamps (3.4 ms),
+    B's call lasted 4.07 ms: A's kernels were placed between B's, and one of B's ended
+    9.8 us after B's synchronize (a CI failure). Such a round does not make the case, and
+    where its kernels are placed is not checked; what does not hang on the ticks (counts,
+    flows, one row, nothing lost) is. (A's calls outlast a wrap under TSan in most runs,
+    and the warm-up's, alone on the engine, too: their kernels are still placed inside
+    them, and checked.)"""
     kernels = 16
     trace = traced_like_untraced([APPS / "ze_shared_engine", rounds, kernels, groups_a,
                                   groups_b, pause_us, b_delay_us], tmp_path, env=env)
@@ -704,21 +713,35 @@ def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_del
     causes = assert_flows(trace, device_spans(trace), host)
     runs = [h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists"]
     assert len(runs) == 2 * rounds + 1
+    a_tid = runs[1]["tid"]
+    a_runs = [h for h in runs[1:] if h["tid"] == a_tid]
+    b_runs = [h for h in runs[1:] if h["tid"] != a_tid]
+    wrap_ns = (1 << bits) * TICK_NS
+    undecidable_runs = set()
+    for a, b in zip(a_runs, b_runs):
+        if ns(b["dur"]) > wrap_ns - min(wrap_ns / 64, 20000):
+            undecidable_runs |= {a["args"]["correlation"], b["args"]["correlation"]}
     syncs = [h for h in host if h["name"] == "zeCommandQueueSynchronize"]
     kernels_of = collections.defaultdict(list)
+    decided = []  # kernels whose placement is checked
     for d in dev:
         run_, = [h for h in causes[id(d)] if h["name"] == "zeCommandQueueExecuteCommandLists"]
+        kernels_of[run_["args"]["correlation"]].append(d)
+        if run_["args"]["correlation"] in undecidable_runs:
+            continue
+        decided.append(d)
         assert start(d) >= start(run_), (d, run_)
         sync = min((w for w in syncs if w["tid"] == run_["tid"] and start(w) >= end(run_)),
                    key=start)
         assert end(d) <= end(sync), (d, sync)
-        kernels_of[run_["args"]["correlation"]].append(d)
-    assert_no_overlap(device_spans(trace))
-    moved = assert_clamps(trace, clamp_bound_ns)
+    assert_no_overlap(decided + [d for d in device_spans(trace) if d["cat"] != "kernel"])
+    checked = {id(d) for d in decided}
+    moved = assert_clamps(trace, clamp_bound_ns,
+                          {d["args"]["correlation"] for d in dev if id(d) not in checked})
     # A's kernels placed back from B's split-pair run: moved whole to A's call and after
     # each other (256 ns a group), but the last, which ends 1 ns short of B's first.
     row = sorted(device_spans(trace), key=start)
-    for d in dev:
+    for d in decided:
         if d["args"].get("clamped_ns", 0) > 5000:
             assert d["name"] == "ka"
             nxt = min((n for n in row if start(n) >= end(d) and n is not d), key=start)
@@ -726,11 +749,10 @@ def shared_engine_run(tmp_path, env, rounds, groups_a, groups_b, pause_us, b_del
                     (nxt["name"] == "kb" and start(nxt) == end(d) + 1)), (d, nxt)
     # The case itself: A's call (the earlier) returned after B's, and the engine ran A's
     # kernels first (a thread late by a time slice on this 2-core machine may miss a round).
-    a_tid = runs[1]["tid"]
-    a_runs = [h for h in runs[1:] if h["tid"] == a_tid]
-    b_runs = [h for h in runs[1:] if h["tid"] != a_tid]
     reordered = 0
     for a, b in zip(a_runs, b_runs):
+        if b["args"]["correlation"] in undecidable_runs:
+            continue
         ka = min(kernels_of[a["args"]["correlation"]], key=start)
         kb = min(kernels_of[b["args"]["correlation"]], key=start)
         reordered += start(a) < start(b) and end(a) > end(b) and start(ka) < start(kb)
