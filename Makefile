@@ -99,9 +99,10 @@ $(BUILD)/obj/inject/dlsym.o $(BUILD)/obj/inject/lifecycle.o: SANFLAGS :=
 # two mmaps fewer and a page fault fewer in every process the library is
 # preloaded into, GPU or not (10 us of ~80 per /bin/true, make bench row 7s);
 # read-only data becomes executable, as it was before binutils 2.31.
-$(LIB): $(LIB_OBJS) inject/exports.map
+$(LIB): $(LIB_OBJS) inject/exports.map inject/startup.ld
 	$(CC) $(CFLAGS) $(SANFLAGS) -shared -o $@ $(filter %.o,$^) $(LDLIBS) -Wl,-z,nodelete \
-	  -Wl,--version-script=inject/exports.map -Wl,-fini=gt_fini -Wl,-z,noseparate-code
+	  -Wl,--version-script=inject/exports.map -Wl,-fini=gt_fini -Wl,-z,noseparate-code \
+	  -Wl,-T,inject/startup.ld
 
 -include $(LIB_OBJS:.o=.d)
 

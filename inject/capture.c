@@ -22,12 +22,14 @@
 #include "state.h"
 #include "trigger.h"
 
-GT_HIDDEN struct gt_capture gt_cap;
-static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint32_t closes, ended; /* windows closed; their files ended */
-static uint32_t ranges;                /* range windows opened */
-static uint32_t ranges_missed;         /* ranges that found the last file unended */
-static uint32_t range_gave_up;         /* closes when one did: not waited for again */
+GT_HIDDEN struct gt_capture gt_cap GT_STARTUP_BSS;
+/* capture__start sets these in every process */
+static pthread_mutex_t cap_lock GT_STARTUP_BSS = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t closes GT_STARTUP_BSS, ended GT_STARTUP_BSS; /* windows closed; their
+									    * files ended */
+static uint32_t ranges GT_STARTUP_BSS;        /* range windows opened */
+static uint32_t ranges_missed GT_STARTUP_BSS; /* ranges that found the last file unended */
+static uint32_t range_gave_up GT_STARTUP_BSS; /* closes when one did: not waited for again */
 
 /* The bounds of the windows closed last: an event of one that comes after
  * its file was ended (a device record CUPTI hands over late) is counted
@@ -37,7 +39,7 @@ static uint32_t range_gave_up;         /* closes when one did: not waited for ag
 static struct {
 	_Atomic uint64_t open_ns, close_ns;
 } closed_windows[CLOSED_KEPT];
-static _Atomic uint32_t nclosed;
+static _Atomic uint32_t nclosed GT_STARTUP_BSS;
 
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {

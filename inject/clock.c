@@ -63,7 +63,7 @@ enum { TSC_UNKNOWN, TSC_CALIBRATING, TSC_ON, TSC_UNUSABLE };
 #define GT_CLOCK_BEFORE_CALIBRATING_READ() ((void)0)
 #endif
 
-static _Atomic int state;
+static _Atomic int state GT_STARTUP_BSS; /* read at every exit */
 static atomic_flag updating GT_STARTUP_STATE = ATOMIC_FLAG_INIT;
 /* under updating: */
 static uint64_t first_tsc, first_ns, last_ns;

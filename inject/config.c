@@ -17,17 +17,19 @@
 #include "config.h"
 #include "cstr.h"
 
-GT_HIDDEN struct gt_config gt_cfg;
+GT_HIDDEN struct gt_config gt_cfg GT_STARTUP_BSS_LAST;
+
+/* A string variable not given (each such field points here) */
+static const char unset[] GT_STARTUP_CONST = "";
 
 GT_STARTUP_CODE static void config_defaults(struct gt_config *cfg)
 {
-	static const char unset[] GT_STARTUP_CONST = "";
-
 	/* not the path pool: the pages a process is not given paths for stay
 	 * untouched (each is a page fault in every process) */
 	memset(cfg, 0, offsetof(struct gt_config, paths));
 	cfg->output = "gputrace-%e-%p.json";
 	cfg->plugin_path = cfg->summary_json = cfg->run_state = unset;
+	cfg->metrics = cfg->capture_nvtx = cfg->capture_nvtx_domain = unset;
 	cfg->buffer_kb = GT_BUFFER_KB_DEFAULT;
 	/* two stores, not one of a 16-byte constant the compiler would keep in .rodata */
 	__asm__("" : : : "memory");
@@ -255,21 +257,27 @@ GT_STARTUP_CODE static int check_template(const char *s)
 
 typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *val);
 
-/* A copy of val in cfg's path pool; NULL when it is longer than a path
- * (or the pool is full: the same variable many times over). */
-GT_STARTUP_CODE static const char *keep_path(struct gt_config *cfg, const char *val)
+/* A copy of the len bytes at val, ended, in cfg's pool; NULL when longer
+ * than max (or the pool is full: the same variable many times over). */
+GT_STARTUP_CODE static const char *keep_text(struct gt_config *cfg, const char *val, size_t len,
+					      size_t max)
 {
-	size_t n = gt_cstr_len(val) + 1;
 	char *dst = cfg->paths + cfg->paths_used;
 
-	if (n > PATH_MAX || n > sizeof(cfg->paths) - cfg->paths_used)
+	if (len > max || len + 1 > sizeof(cfg->paths) - cfg->paths_used)
 		return NULL;
-	for (size_t i = 0; i < n; i++) { /* a loop: cstr.h */
+	for (size_t i = 0; i < len; i++) { /* a loop: cstr.h */
 		dst[i] = val[i];
 		GT_CSTR_OPAQUE(i);
 	}
-	cfg->paths_used += n;
+	dst[len] = 0;
+	cfg->paths_used += len + 1;
 	return dst;
+}
+
+GT_STARTUP_CODE static const char *keep_path(struct gt_config *cfg, const char *val)
+{
+	return keep_text(cfg, val, gt_cstr_len(val), PATH_MAX - 1);
 }
 
 /* A path or template into *dst: not empty, checked by valid (if any). */
@@ -496,7 +504,8 @@ static void set_lossless(struct gt_config *cfg, const char *var, const char *val
 /* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
 static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 {
-	bool ok = *val && strlen(val) < sizeof(cfg->metrics), named = false;
+	bool ok = *val, named = false;
+	const char *kept = NULL;
 
 	for (const char *p = val; ok && *p; p++) {
 		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
@@ -504,11 +513,13 @@ static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 		named |= !strchr(", ", *p);
 	}
 	/* "," or " ": no name at all, which asked for nothing */
-	if (!ok || !named)
+	if (ok && named)
+		kept = keep_text(cfg, val, strlen(val), GT_CFG_NAME_MAX);
+	if (!kept)
 		bad(cfg, var, val,
 		    "a comma list of metric group or metric names (`gputrace metrics` lists them)");
 	else
-		strcpy(cfg->metrics, val);
+		cfg->metrics = kept;
 }
 
 static void set_metrics_mode(struct gt_config *cfg, const char *var, const char *val)
@@ -636,26 +647,28 @@ int config__capture_signal(const struct gt_config *cfg)
 
 static void set_capture_range(struct gt_config *cfg, const char *var, const char *val)
 {
-	const char *at;
+	const char *at = strrchr(val, '@');
+	bool nvtx = !strncmp(val, "nvtx:", 5);
+	size_t name_len = !nvtx ? 0 : at ? (size_t)(at - val - 5) : strlen(val + 5);
 
-	cfg->capture_nvtx[0] = cfg->capture_nvtx_domain[0] = 0;
 	if (!strcmp(val, "cudaProfilerApi")) {
+		cfg->capture_nvtx = cfg->capture_nvtx_domain = unset;
 		cfg->capture_range = GT_RANGE_PROFILER;
 		return;
 	}
-	at = strrchr(val, '@');
-	if (!strncmp(val, "nvtx:", 5) && val[5] && val[5] != '@' &&
-	    (!at || (at[1] && at - val - 5 < (long)sizeof(cfg->capture_nvtx) &&
-		     strlen(at + 1) < sizeof(cfg->capture_nvtx_domain))) &&
-	    strlen(val + 5) < sizeof(cfg->capture_nvtx)) {
-		size_t n = at ? (size_t)(at - val - 5) : strlen(val + 5);
+	/* checked whole before either name is kept: a bad value leaves the pool */
+	if (nvtx && val[5] && val[5] != '@' &&
+	    (!at || (at[1] && strlen(at + 1) <= GT_CFG_NAME_MAX)) && name_len <= GT_CFG_NAME_MAX) {
+		const char *name = keep_text(cfg, val + 5, name_len, GT_CFG_NAME_MAX),
+			   *domain = at ? keep_text(cfg, at + 1, strlen(at + 1), GT_CFG_NAME_MAX)
+					: unset;
 
-		memcpy(cfg->capture_nvtx, val + 5, n);
-		cfg->capture_nvtx[n] = 0;
-		if (at)
-			strcpy(cfg->capture_nvtx_domain, at + 1);
-		cfg->capture_range = GT_RANGE_NVTX;
-		return;
+		if (name && domain) {
+			cfg->capture_nvtx = name;
+			cfg->capture_nvtx_domain = domain;
+			cfg->capture_range = GT_RANGE_NVTX;
+			return;
+		}
 	}
 	bad(cfg, var, val, "cudaProfilerApi (also ITT __itt_pause/__itt_resume) or nvtx:NAME[@DOMAIN]");
 }

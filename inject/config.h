@@ -73,8 +73,11 @@ enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL, G
 #define GT_TELEMETRY_HZ_DEFAULT 10
 #define GT_TELEMETRY_HZ_MAX     1000
 
-/* Numbers first, the path buffers (16 KiB) last: a process that sets none of
- * them never touches their pages (config_defaults). */
+/* The longest GPUTRACE_METRICS, and NVTX range or domain name, kept */
+#define GT_CFG_NAME_MAX 255
+
+/* Numbers first, the pool of paths and names (16 KiB) last: a process that
+ * sets none of them never touches its pages (config_defaults). */
 struct gt_config {
 	size_t buffer_kb;            /* GPUTRACE_BUFFER_KB, per-thread ring */
 	size_t overflow_mb;          /* GPUTRACE_OVERFLOW_MB, full rings' overflow, per process */
@@ -92,7 +95,7 @@ struct gt_config {
 	unsigned watchdog_ms;        /* GPUTRACE_WATCHDOG: 0 off, else the hang threshold */
 	unsigned lossless_ms;        /* GPUTRACE_LOSSLESS: 0 off (a full ring drops), else the
 				      * longest a producer waits for room (ring_wait.c) */
-	char metrics[256];           /* GPUTRACE_METRICS: group or metric names, "" = default group */
+	const char *metrics;         /* GPUTRACE_METRICS: group or metric names, "" = default group */
 	unsigned metrics_mode;       /* GPUTRACE_METRICS_MODE: enum gt_metrics_mode */
 	unsigned metrics_hz;         /* GPUTRACE_METRICS_HZ: time mode sampling rate */
 	bool telemetry;              /* GPUTRACE_TELEMETRY: sampled device telemetry */
@@ -102,8 +105,8 @@ struct gt_config {
 	uint64_t delay_ns;           /* GPUTRACE_DELAY: the first window opens this long after start */
 	uint64_t duration_ns;        /* GPUTRACE_DURATION: windows last this long (0: to the end) */
 	int capture_range;           /* GPUTRACE_CAPTURE_RANGE: GT_RANGE_*; 0 none */
-	char capture_nvtx[256];      /* nvtx:NAME[@DOMAIN]: NAME */
-	char capture_nvtx_domain[256]; /* and DOMAIN ("": the default domain) */
+	const char *capture_nvtx;    /* nvtx:NAME[@DOMAIN]: NAME */
+	const char *capture_nvtx_domain; /* and DOMAIN ("": the default domain) */
 	unsigned capture_count;      /* GPUTRACE_CAPTURE_COUNT: ranges recorded, 0 every one */
 	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off;
 	                                GT_CAPTURE_SIGNAL_RTMIN_DEFAULT: the default */
@@ -114,9 +117,10 @@ struct gt_config {
 	const char *plugin_path;     /* GPUTRACE_PLUGIN_PATH; "" when unset, as the next two */
 	const char *summary_json;    /* GPUTRACE_SUMMARY_JSON, a template as GPUTRACE_OUTPUT */
 	const char *run_state;       /* GPUTRACE_RUN_STATE: set by gputrace run (see config.c) */
-	/* The paths above, each copied once after the other (the environment
-	 * is the program's to change): the few bytes a process is given share
-	 * one page, which it writes at start whether it records or not. */
+	/* The paths and names above, each copied once after the other (the
+	 * environment is the program's to change): the few bytes a process is
+	 * given follow the fields it writes at start whether it records or not,
+	 * on the same page (GT_STARTUP_BSS_LAST) where they fit. */
 	size_t paths_used;
 	char paths[4 * PATH_MAX];
 };

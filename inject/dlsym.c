@@ -32,7 +32,7 @@ typedef void *(*dlsym_fn)(void *, const char *);
 #define DLSYM_EARLY __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
 
 /* The real dlsym; read by the assembly below. */
-GT_HIDDEN _Atomic(dlsym_fn) gt_dlsym_next;
+GT_HIDDEN _Atomic(dlsym_fn) gt_dlsym_next GT_STARTUP_BSS;
 /* What the real dlsym found, while backends are asked for a wrapper. */
 GT_HIDDEN GT_TLS void *gt_dlsym_found;
 

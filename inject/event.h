@@ -25,6 +25,14 @@
  * neighbour), so a process that records nothing (a shell, a compiler under
  * gputrace run) faults in no page of .bss for it. Small variables only. */
 #define GT_STARTUP_STATE __attribute__((section(".data.gt_startup")))
+/* Larger zero state every process writes at start (the process's identity,
+ * the configuration, the capture's phase): inject/startup.ld puts it first
+ * after .data, on that same page, where it fits (test_cli_quiet.py checks);
+ * in .bss, each of these would be a page of its own, ~15 us in every
+ * process on a VM. _LAST: for a structure with a cold tail (the
+ * configuration's path pool), whose head still lands on that page. */
+#define GT_STARTUP_BSS      __attribute__((section(".bss.gt_startup.0")))
+#define GT_STARTUP_BSS_LAST __attribute__((section(".bss.gt_startup.9")))
 /* Code every process runs at start and exit, whether it records or not:
  * kept together in the linker's .text.startup (where the compiler puts
  * constructors), so a process that records nothing faults in one stretch

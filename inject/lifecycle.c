@@ -464,10 +464,10 @@ GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
  * parent looks them up before its first fork, once, and its children
  * inherit them.
  */
-static __typeof__(execve) *_Atomic real_exec_execve;
-static __typeof__(execvpe) *_Atomic real_exec_execvpe;
-static __typeof__(fexecve) *_Atomic real_exec_fexecve;
-static __typeof__(_exit) *_Atomic real_exec__exit;
+static __typeof__(execve) *_Atomic real_exec_execve GT_STARTUP_BSS;
+static __typeof__(execvpe) *_Atomic real_exec_execvpe GT_STARTUP_BSS;
+static __typeof__(fexecve) *_Atomic real_exec_fexecve GT_STARTUP_BSS;
+static __typeof__(_exit) *_Atomic real_exec__exit GT_STARTUP_BSS;
 
 /* Their names beside the start-up code (GT_STARTUP_CONST): a shell's first
  * fork looks them up, and would otherwise fault in a page of .rodata. */

@@ -49,7 +49,7 @@ extern char **environ;
 
 GT_HIDDEN GT_TLS int gt_in_tracer;
 GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
-GT_HIDDEN struct gt_state gt_st GT_STARTUP_STATE;
+GT_HIDDEN struct gt_state gt_st GT_STARTUP_BSS;
 
 GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inline readers: inject/emit.h */
 static GT_TLS int tls_tid;
@@ -914,12 +914,23 @@ static void exe_name(char *out, size_t len)
 }
 
 /* The program's name, read the first time it is needed (readlink of
- * /proc/self/exe costs ~6 us: not for a process that records nothing). */
+ * /proc/self/exe costs ~6 us: not for a process that records nothing); a
+ * fork child's is its parent's. */
 const char *gt_exe(void)
 {
-	if (!gt_st.exe[0])
-		exe_name(gt_st.exe, sizeof(gt_st.exe));
-	return gt_st.exe;
+	static char exe[256];
+
+	if (!exe[0])
+		exe_name(exe, sizeof(exe));
+	return exe;
+}
+
+/* A start folder longer than gt_st.cwd (rare): on a page of its own. */
+static char long_cwd[PATH_MAX];
+
+const char *gt_start_cwd(void)
+{
+	return gt_st.cwd[0] ? gt_st.cwd : long_cwd;
 }
 
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
@@ -931,10 +942,12 @@ GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 
 	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
 	gt_st.anchor_clock_ns = anchor.clock_ns;
-	gt_st.exe[0] = 0; /* gt_exe(), when the trace first needs it */
 	/* the file is opened later, maybe after the program changed directory */
-	if (!getcwd(gt_st.cwd, sizeof(gt_st.cwd)))
+	if (!getcwd(gt_st.cwd, sizeof(gt_st.cwd))) {
 		gt_st.cwd[0] = 0;
+		if (errno != ERANGE || !getcwd(long_cwd, sizeof(long_cwd)))
+			long_cwd[0] = 0;
+	}
 	lifecycle__hooks()->init();
 	atomic_store(&writer_started, false);
 	atomic_store(&recording, false);

@@ -45,8 +45,9 @@ struct gt_state {
 	pid_t pid;
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
-	char exe[256]; /* read it with gt_exe() */
-	char cwd[PATH_MAX]; /* where the process started: a relative output goes there */
+	/* where the process started (a relative output goes there): read it with
+	 * gt_start_cwd(); a longer one is kept elsewhere, not on this page */
+	char cwd[256];
 };
 
 extern GT_HIDDEN struct gt_state gt_st;
@@ -85,6 +86,8 @@ GT_HIDDEN void shim__start_process(void);
 GT_HIDDEN const char *shim__self_name(void);
 /* The program's name (the executable's file name), read on first use. */
 GT_HIDDEN const char *gt_exe(void);
+/* The folder the process started in ("" if unknown). */
+GT_HIDDEN const char *gt_start_cwd(void);
 /* Events were recorded (or lost). */
 GT_HIDDEN bool shim__has_events(void);
 /* Events, or a backend that may hand some over at the final flush (the

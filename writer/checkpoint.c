@@ -45,11 +45,12 @@ static const char *out_name(void)
  * the file is opened with the first cycle, maybe after the program changed folder. */
 static int expand_path(const char *tmpl, char *out, size_t len)
 {
-	size_t n = tmpl[0] == '/' ? 0 : strlen(gt_st.cwd);
+	const char *cwd = gt_start_cwd();
+	size_t n = tmpl[0] == '/' ? 0 : strlen(cwd);
 
 	if (n + 2 > len)
 		return -ENAMETOOLONG;
-	memcpy(out, gt_st.cwd, n);
+	memcpy(out, cwd, n);
 	if (n && out[n - 1] != '/')
 		out[n++] = '/';
 	return config__expand_output(tmpl, out + n, len - n, gt_st.pid, gt_exe(),

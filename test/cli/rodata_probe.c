@@ -2,11 +2,12 @@
 /*
  * Preloaded after libgputrace.so, whose constructor the loader then calls after
  * this one's (so start-up is watched from its first instruction): reports each
- * read of the library's read-only data between two offsets (GT_PROBE_FROM,
- * GT_PROBE_TO: .rodata up to .gcc_except_table), one line per read on
- * stderr, "rodata-read DATA_OFFSET CODE_OFFSET" (offsets into the library:
+ * access to the library's pages between two offsets (GT_PROBE_FROM,
+ * GT_PROBE_TO: .rodata up to .gcc_except_table; or, with GT_PROBE_WRITABLE
+ * set, .bss past the page the loader writes), one line per access on
+ * stderr, "probe-read DATA_OFFSET CODE_OFFSET" (offsets into the library:
  * addr2line -f -i -e libgputrace.so CODE_OFFSET names the code). The pages
- * are made inaccessible; a read opens its page for one instruction (the
+ * are made inaccessible; an access opens its page for one instruction (the
  * trap flag), the trap closes it again. For test_cli_quiet.py: a process
  * that records nothing should fault in none of those pages.
  */
@@ -24,6 +25,7 @@
 #define TRAP_FLAG 0x100ul
 
 static uintptr_t base, from, to, open_page;
+static int open_prot = PROT_READ | PROT_EXEC;
 
 static int find_library(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -53,9 +55,9 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
 	}
 	/* an instruction fetch from a page shared with the text: not a read */
 	if (at != (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] && at >= from)
-		say("rodata-read %#lx %#lx\n", at - base, uc->uc_mcontext.gregs[REG_RIP] - base);
+		say("probe-read %#lx %#lx\n", at - base, uc->uc_mcontext.gregs[REG_RIP] - base);
 	open_page = at & ~(PAGE - 1);
-	mprotect((void *)open_page, PAGE, PROT_READ | PROT_EXEC);
+	mprotect((void *)open_page, PAGE, open_prot);
 	uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
 }
 
@@ -79,6 +81,8 @@ __attribute__((constructor)) static void probe_arm(void)
 		return;
 	from = base + strtoul(f, NULL, 0);
 	to = base + strtoul(t, NULL, 0);
+	if (getenv("GT_PROBE_WRITABLE"))
+		open_prot = PROT_READ | PROT_WRITE;
 	sa.sa_sigaction = on_fault;
 	sigaction(SIGSEGV, &sa, NULL);
 	sa.sa_sigaction = on_trap;
@@ -86,5 +90,5 @@ __attribute__((constructor)) static void probe_arm(void)
 	if (mprotect((void *)(from & ~(PAGE - 1)), ((to + PAGE - 1) & ~(PAGE - 1)) - (from & ~(PAGE - 1)),
 		     PROT_NONE))
 		return;
-	say("rodata-probe: armed %#lx-%#lx\n", from - base, to - base);
+	say("probe: armed %#lx-%#lx\n", from - base, to - base);
 }

@@ -1169,12 +1169,17 @@ def test_exit_while_threads_launch_shows_only_work_it_follows(tmp_path, how, sta
 
 
 @pytest.mark.sanitize
-def test_relative_output_goes_where_the_process_started(tmp_path):
+@pytest.mark.parametrize("deep", [False, True])
+def test_relative_output_goes_where_the_process_started(tmp_path, deep):
     """A relative GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON are in the folder the process
     started in: the trace is opened with the first drain cycle, and a program that
-    changed folder before then had its trace written there (chdir("/") put it in /)."""
+    changed folder before then had its trace written there (chdir("/") put it in /).
+    Deep: a start folder's path longer than the 255 bytes kept on the start-up page."""
     start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
-    start.mkdir()
+    if deep:
+        start = start / ("d" * 200) / ("e" * 200)
+        assert len(str(start)) > 400
+    start.mkdir(parents=True)
     elsewhere.mkdir()
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": "t-%p.json",
                              "GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_SUMMARY": "0"}))
