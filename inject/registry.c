@@ -27,7 +27,12 @@ static uint32_t str_count; /* next id; under str_lock */
 static uint32_t *str_index;  /* open addressing: ids, 0 = empty; under str_lock */
 static uint32_t str_index_mask;
 
-static const char *const static_strings[] = {
+/* Rows of a fixed width, not pointers: none for the loader to relocate in every
+ * process (README, "Overhead"). */
+#define GT_S_FITS(id, str) _Static_assert(sizeof(str) <= 16, "static string " #id " too long");
+GT_STATIC_STRINGS(GT_S_FITS)
+#undef GT_S_FITS
+static const char static_strings[][16] = {
 	"",
 #define GT_S_STR(id, str) str,
 	GT_STATIC_STRINGS(GT_S_STR)

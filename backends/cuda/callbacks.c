@@ -37,33 +37,35 @@ static _Atomic uint64_t cb_info[2][CBID_MAX]; /* [driver, runtime][cbid] */
  * Getters that programs call in tight loops (PyTorch asks for the current
  * device before most operations): one span each would bury the trace, so
  * they are counted instead (instants "folded CUDA API calls" at the end).
+ * One string, each name ended by NUL, the list by an empty name: no pointers
+ * for the loader to relocate in every process (README, "Overhead").
  */
-static const char *const folded_names[] = {
+static const char folded_names[] =
 	/* runtime */
-	"cudaGetDevice", "cudaGetDeviceCount", "cudaGetLastError", "cudaPeekAtLastError",
-	"cudaDeviceGetAttribute", "cudaPointerGetAttributes", "cudaStreamIsCapturing",
-	"cudaStreamGetCaptureInfo", "cudaThreadExchangeStreamCaptureMode", "cudaGetErrorString",
-	"cudaGetErrorName", "cudaRuntimeGetVersion", "cudaDriverGetVersion",
-	"cudaFuncGetAttributes", "cudaStreamGetPriority", "cudaStreamGetFlags",
-	"cudaStreamGetDevice", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
-	"cudaGetFuncBySymbol", "cudaGetKernel", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-	"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+	"cudaGetDevice\0" "cudaGetDeviceCount\0" "cudaGetLastError\0" "cudaPeekAtLastError\0"
+	"cudaDeviceGetAttribute\0" "cudaPointerGetAttributes\0" "cudaStreamIsCapturing\0"
+	"cudaStreamGetCaptureInfo\0" "cudaThreadExchangeStreamCaptureMode\0" "cudaGetErrorString\0"
+	"cudaGetErrorName\0" "cudaRuntimeGetVersion\0" "cudaDriverGetVersion\0"
+	"cudaFuncGetAttributes\0" "cudaStreamGetPriority\0" "cudaStreamGetFlags\0"
+	"cudaStreamGetDevice\0" "cudaGetDriverEntryPoint\0" "cudaGetDriverEntryPointByVersion\0"
+	"cudaGetFuncBySymbol\0" "cudaGetKernel\0" "cudaOccupancyMaxActiveBlocksPerMultiprocessor\0"
+	"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0"
 	/* what nvcc's code calls around each <<<>>> and at start-up (CUDA 13 reports it) */
-	"__cudaPushCallConfiguration", "__cudaPopCallConfiguration", "__cudaGetKernel",
-	"__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaUnregisterFatBinary",
-	"__cudaRegisterFunction", "__cudaRegisterVar", "__cudaRegisterHostVar",
-	"__cudaRegisterManagedVar", "__cudaRegisterUnifiedTable", "__cudaInitModule",
-	"__cudaGetProcAddress",
+	"__cudaPushCallConfiguration\0" "__cudaPopCallConfiguration\0" "__cudaGetKernel\0"
+	"__cudaRegisterFatBinary\0" "__cudaRegisterFatBinaryEnd\0" "__cudaUnregisterFatBinary\0"
+	"__cudaRegisterFunction\0" "__cudaRegisterVar\0" "__cudaRegisterHostVar\0"
+	"__cudaRegisterManagedVar\0" "__cudaRegisterUnifiedTable\0" "__cudaInitModule\0"
+	"__cudaGetProcAddress\0"
 	/* driver */
-	"cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxPushCurrent",
-	"cuCtxPopCurrent", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute",
-	"cuPointerGetAttribute", "cuPointerGetAttributes", "cuGetProcAddress", "cuDriverGetVersion",
-	"cuGetErrorString", "cuGetErrorName", "cuStreamIsCapturing", "cuStreamGetCaptureInfo",
-	"cuStreamGetCtx", "cuStreamGetFlags", "cuStreamGetPriority", "cuFuncGetAttribute",
-	"cuDevicePrimaryCtxGetState", "cuCtxGetStreamPriorityRange", "cuGetExportTable",
-	"cuKernelGetFunction", "cuLibraryGetKernel", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-};
+	"cuCtxGetCurrent\0" "cuCtxSetCurrent\0" "cuCtxGetDevice\0" "cuCtxPushCurrent\0"
+	"cuCtxPopCurrent\0" "cuDeviceGet\0" "cuDeviceGetCount\0" "cuDeviceGetAttribute\0"
+	"cuPointerGetAttribute\0" "cuPointerGetAttributes\0" "cuGetProcAddress\0" "cuDriverGetVersion\0"
+	"cuGetErrorString\0" "cuGetErrorName\0" "cuStreamIsCapturing\0" "cuStreamGetCaptureInfo\0"
+	"cuStreamGetCtx\0" "cuStreamGetFlags\0" "cuStreamGetPriority\0" "cuFuncGetAttribute\0"
+	"cuDevicePrimaryCtxGetState\0" "cuCtxGetStreamPriorityRange\0" "cuGetExportTable\0"
+	"cuKernelGetFunction\0" "cuLibraryGetKernel\0" "cuOccupancyMaxActiveBlocksPerMultiprocessor\0"
+	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0"
+	"";
 
 size_t cupti__api_base_len(const char *name)
 {
@@ -82,19 +84,19 @@ bool cupti__is_folded(const char *api_name)
 {
 	size_t n = cupti__api_base_len(api_name);
 
-	for (size_t i = 0; i < sizeof(folded_names) / sizeof(folded_names[0]); i++)
-		if (strlen(folded_names[i]) == n && !strncmp(folded_names[i], api_name, n))
+	for (const char *f = folded_names; *f; f += strlen(f) + 1)
+		if (strlen(f) == n && !strncmp(f, api_name, n))
 			return true;
 	return false;
 }
 
 bool cupti__is_launch_name(const char *api_name)
 {
-	static const char *const parts[] = { "Launch", "Memcpy", "Memset", "Synchronize",
-					     "StreamWaitEvent", "Prefetch" };
+	static const char parts[] = "Launch\0Memcpy\0Memset\0Synchronize\0StreamWaitEvent\0"
+				    "Prefetch\0"; /* as folded_names */
 
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		if (strstr(api_name, parts[i]))
+	for (const char *p = parts; *p; p += strlen(p) + 1)
+		if (strstr(api_name, p))
 			return true;
 	return false;
 }
@@ -295,7 +297,7 @@ static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 
 /* Kineto's deviceProperties keys and the driver attributes behind them. */
 static const struct {
-	const char *key;
+	char key[32]; /* text, not a pointer to relocate in every process */
 	int attr;
 } device_attrs[] = {
 	{ "computeMajor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR },

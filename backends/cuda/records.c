@@ -702,10 +702,12 @@ static uint32_t kernel_name(const char *name)
 	return gt_str_intern(name);
 }
 
-static const char *const copy_kinds[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-					  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
-static const char *const mem_kinds[] = { "Unknown", "Pageable", "Pinned",        "Device",
-					 "Array",   "Managed",  "Device Static", "Managed Static" };
+/* Names as rows of text, not pointers: none for the loader to relocate in every
+ * process (README, "Overhead"). */
+static const char copy_kinds[][8] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+				      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
+static const char mem_kinds[][16] = { "Unknown", "Pageable", "Pinned",        "Device",
+				      "Array",   "Managed",  "Device Static", "Managed Static" };
 #define NCOPY (sizeof(copy_kinds) / sizeof(copy_kinds[0]))
 #define NMEM  (sizeof(mem_kinds) / sizeof(mem_kinds[0]))
 
@@ -752,8 +754,8 @@ static uint32_t memset_name(unsigned mem)
 
 static uint32_t sync_name(unsigned type)
 {
-	static const char *const names[] = { "Synchronize", "Event Sync", "Stream Wait Event",
-					     "Stream Sync", "Context Sync" };
+	static const char names[][24] = { "Synchronize", "Event Sync", "Stream Wait Event",
+					  "Stream Sync", "Context Sync" };
 	static uint32_t ids[5];
 
 	type = type < 5 ? type : 0;
@@ -766,7 +768,7 @@ static uint32_t overhead_name(unsigned kind)
 {
 	static const struct {
 		unsigned kind;
-		const char *name;
+		char name[24];
 	} names[] = {
 		{ CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, "Driver compiler" },
 		{ CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, "CUPTI buffer flush" },

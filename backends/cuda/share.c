@@ -258,20 +258,24 @@ SHARE_FUNCS(SHARE_SELF)
 /* dlsym(libcupti handle, ...) by the program: the same wrappers. */
 void *cupti__share_wrapper_for(const char *symbol)
 {
-	static const struct {
-		const char *name;
-		void *fn;
-	} table[] = {
-#define SHARE_ENTRY(fn) { #fn, (void *)share_self_##fn },
+	/* names in one string, each ended by NUL: half the pointers to relocate */
+	static const char names[] =
+#define SHARE_NAME(fn) #fn "\0"
+		SHARE_FUNCS(SHARE_NAME)
+#undef SHARE_NAME
+		;
+	static void *const fns[] = {
+#define SHARE_ENTRY(fn) (void *)share_self_##fn,
 		SHARE_FUNCS(SHARE_ENTRY)
 #undef SHARE_ENTRY
 	};
+	const char *name = names;
 
-	for (size_t i = 0; i < NSHARE; i++) {
-		if (strcmp(table[i].name, symbol))
+	for (size_t i = 0; i < NSHARE; i++, name += strlen(name) + 1) {
+		if (strcmp(name, symbol))
 			continue;
 		atomic_store(&looked_up[i], gt_dlsym_found);
-		return table[i].fn;
+		return fns[i];
 	}
 	return NULL;
 }

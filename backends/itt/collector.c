@@ -660,20 +660,26 @@ static const char *api_version(void)
 ITT_FUNCTIONS(ITT_EXPORTED)
 #undef ITT_EXPORTED
 
-static const struct {
-	const char *name;
-	void *fn;
-} itt_table[] = {
-#define ITT_ROW(name, ret, params, args) { "__itt_" #name, (void *)itt_self_##name },
-	ITT_FUNCTIONS(ITT_ROW)
-#undef ITT_ROW
+/* names in one string, each ended by NUL: half the pointers for the loader to
+ * relocate in every process (README, "Overhead") */
+static const char itt_names[] =
+#define ITT_NAME(name, ret, params, args) "__itt_" #name "\0"
+	ITT_FUNCTIONS(ITT_NAME)
+#undef ITT_NAME
+	;
+static void *const itt_fns[] = {
+#define ITT_FN(name, ret, params, args) (void *)itt_self_##name,
+	ITT_FUNCTIONS(ITT_FN)
+#undef ITT_FN
 };
 
 static void *itt_lookup(const char *name)
 {
-	for (size_t i = 0; i < sizeof(itt_table) / sizeof(itt_table[0]); i++)
-		if (!strcmp(itt_table[i].name, name))
-			return itt_table[i].fn;
+	const char *n = itt_names;
+
+	for (size_t i = 0; i < sizeof(itt_fns) / sizeof(itt_fns[0]); i++, n += strlen(n) + 1)
+		if (!strcmp(n, name))
+			return itt_fns[i];
 	return NULL;
 }
 

@@ -132,25 +132,32 @@ uint32_t ze__name(enum ze_fn_id id)
 }
 
 /* A call's result other than success or "not ready" by its name (the headers'
- * ze_result_t, interned once per code; "ZE_RESULT_0x..." for a code they do not name). */
-static const struct {
-	int64_t code;
-	const char *name;
-} ze_results[] = {
-#define ZE_RESULT_ENTRY(name) { name, #name },
-	ZE_RESULTS(ZE_RESULT_ENTRY)
-#undef ZE_RESULT_ENTRY
+ * ze_result_t, interned once per code; "ZE_RESULT_0x..." for a code they do not name).
+ * The names in one string, each ended by NUL: no pointers for the loader to relocate
+ * in every process (README, "Overhead"). */
+static const int64_t ze_result_codes[] = {
+#define ZE_RESULT_CODE(name) name,
+	ZE_RESULTS(ZE_RESULT_CODE)
+#undef ZE_RESULT_CODE
 };
-static _Atomic uint32_t ze_result_ids[sizeof(ze_results) / sizeof(ze_results[0])];
+static const char ze_result_names[] =
+#define ZE_RESULT_NAME(name) #name "\0"
+	ZE_RESULTS(ZE_RESULT_NAME)
+#undef ZE_RESULT_NAME
+	;
+#define ZE_NRESULTS (sizeof(ze_result_codes) / sizeof(ze_result_codes[0]))
+static _Atomic uint32_t ze_result_ids[ZE_NRESULTS];
 
 static uint32_t ze__result_name(int64_t result)
 {
-	for (size_t i = 0; i < sizeof(ze_results) / sizeof(ze_results[0]); i++) {
-		if (ze_results[i].code != result)
+	const char *name = ze_result_names;
+
+	for (size_t i = 0; i < ZE_NRESULTS; i++, name += strlen(name) + 1) {
+		if (ze_result_codes[i] != result)
 			continue;
 		uint32_t id = atomic_load_explicit(&ze_result_ids[i], memory_order_relaxed);
 		if (!id) {
-			id = gt_str_intern(ze_results[i].name);
+			id = gt_str_intern(name);
 			atomic_store_explicit(&ze_result_ids[i], id, memory_order_relaxed);
 		}
 		return id;

@@ -45,7 +45,8 @@ _Static_assert(sizeof(struct kineto_builder_rev1) == 56, "first revision's build
 enum kineto_place { K_HOST, K_HOST_INSTANT, K_DEVICE, K_EITHER, K_COUNTER };
 
 struct kineto_type {
-	const char *cat;   /* Kineto's own name of the type: the event's category */
+	char cat[24];      /* Kineto's own name of the type: the event's category (text, not
+			    * a pointer the loader would relocate in every process) */
 	uint32_t kind;     /* the GPUTRACE_ACTIVITIES kind it belongs to */
 	enum kineto_place place;
 };
