@@ -129,7 +129,7 @@ static const char *next_word(const char *s, char *word, size_t len, int *toolong
 static int kind_of_word(const char *w)
 {
 	static const struct {
-		const char *alias;
+		char alias[24]; /* text, not a pointer to relocate in every process */
 		int bit;
 	} aliases[] = {
 		/* vendor and Kineto spellings */
@@ -142,7 +142,10 @@ static int kind_of_word(const char *w)
 		{ "pm_counter", GT_KIND_BIT_COUNTER },      { "gpu_pm_counter", GT_KIND_BIT_COUNTER },
 		{ "ze_api", GT_KIND_BIT_RUNTIME },
 	};
-	static const char *const names[] = {
+#define GT_KIND_FITS(id, str) _Static_assert(sizeof(str) <= 16, "kind " #id " too long");
+	GT_KINDS(GT_KIND_FITS)
+#undef GT_KIND_FITS
+	static const char names[][16] = {
 #define GT_KIND_NAME(id, str) str,
 		GT_KINDS(GT_KIND_NAME)
 #undef GT_KIND_NAME
@@ -656,7 +659,7 @@ static void set_capture_range(struct gt_config *cfg, const char *var, const char
 		cfg->capture_range = GT_RANGE_PROFILER;
 		return;
 	}
-	/* checked whole before either name is kept: a bad value leaves the pool */
+	/* both parts checked before either is kept: a bad value leaves the pool as it was */
 	if (nvtx && val[5] && val[5] != '@' &&
 	    (!at || (at[1] && strlen(at + 1) <= GT_CFG_NAME_MAX)) && name_len <= GT_CFG_NAME_MAX) {
 		const char *name = keep_text(cfg, val + 5, name_len, GT_CFG_NAME_MAX),

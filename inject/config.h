@@ -76,7 +76,7 @@ enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL, G
 /* The longest GPUTRACE_METRICS, and NVTX range or domain name, kept */
 #define GT_CFG_NAME_MAX 255
 
-/* Numbers first, the pool of paths and names (16 KiB) last: a process that
+/* Numbers first, the pool of paths and names (~17 KiB) last: a process that
  * sets none of them never touches its pages (config_defaults). */
 struct gt_config {
 	size_t buffer_kb;            /* GPUTRACE_BUFFER_KB, per-thread ring */
@@ -122,7 +122,7 @@ struct gt_config {
 	 * given follow the fields it writes at start whether it records or not,
 	 * on the same page (GT_STARTUP_BSS_LAST) where they fit. */
 	size_t paths_used;
-	char paths[4 * PATH_MAX];
+	char paths[4 * PATH_MAX + 3 * (GT_CFG_NAME_MAX + 1)];
 };
 
 extern GT_HIDDEN struct gt_config gt_cfg;

@@ -378,6 +378,56 @@ START_TEST(test_expand_output)
 }
 END_TEST
 
+/* The metric names and the NVTX range's name and domain share the paths' pool:
+ * all at their longest (255 bytes each) fit beside four paths at theirs; a byte
+ * more of any is refused, and leaves the default. */
+START_TEST(test_longest_names)
+{
+	static char paths[4][PATH_MAX + 64], metrics[300], range[600];
+	static const char *const names[4] = { "GPUTRACE_OUTPUT=", "GPUTRACE_PLUGIN_PATH=",
+					       "GPUTRACE_SUMMARY_JSON=", "GPUTRACE_RUN_STATE=" };
+	char *env[7] = { NULL };
+	struct gt_config cfg;
+	size_t n;
+
+	for (int i = 0; i < 4; i++) {
+		n = strlen(names[i]);
+		memcpy(paths[i], names[i], n);
+		memset(paths[i] + n, 'a' + i, PATH_MAX - 1);
+		env[i] = paths[i];
+	}
+	n = (size_t)sprintf(metrics, "GPUTRACE_METRICS=");
+	memset(metrics + n, 'm', GT_CFG_NAME_MAX);
+	n = (size_t)sprintf(range, "GPUTRACE_CAPTURE_RANGE=nvtx:");
+	memset(range + n, 'n', GT_CFG_NAME_MAX);
+	range[n + GT_CFG_NAME_MAX] = '@';
+	memset(range + n + GT_CFG_NAME_MAX + 1, 'd', GT_CFG_NAME_MAX);
+	env[4] = metrics;
+	env[5] = range;
+	ck_assert_int_eq(parse(&cfg, env), 0);
+	ck_assert_str_eq(cfg.run_state, paths[3] + strlen(names[3]));
+	ck_assert_uint_eq(strlen(cfg.metrics), GT_CFG_NAME_MAX);
+	ck_assert_uint_eq(strlen(cfg.capture_nvtx), GT_CFG_NAME_MAX);
+	ck_assert_uint_eq(strlen(cfg.capture_nvtx_domain), GT_CFG_NAME_MAX);
+	ck_assert(cfg.capture_nvtx[0] == 'n' && cfg.capture_nvtx_domain[0] == 'd');
+	ck_assert_int_eq(cfg.capture_range, GT_RANGE_NVTX);
+	/* a byte more: the metrics, the domain, then the name */
+	metrics[strlen(metrics)] = 'm';
+	ck_assert_int_eq(parse(&cfg, env), 1);
+	ck_assert_str_eq(cfg.metrics, "");
+	range[strlen(range)] = 'd';
+	ck_assert_int_eq(parse(&cfg, env), 2);
+	ck_assert_int_eq(cfg.capture_range, 0);
+	ck_assert_str_eq(cfg.capture_nvtx_domain, "");
+	n = strlen("GPUTRACE_CAPTURE_RANGE=nvtx:");
+	memset(range + n, 'n', GT_CFG_NAME_MAX + 1);
+	range[n + GT_CFG_NAME_MAX + 1] = 0;
+	ck_assert_int_eq(parse(&cfg, env), 2);
+	ck_assert_int_eq(cfg.capture_range, 0);
+	ck_assert_str_eq(cfg.capture_nvtx, "");
+}
+END_TEST
+
 START_TEST(test_capture_values)
 {
 	struct gt_config cfg;
@@ -441,6 +491,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_metrics_and_telemetry);
 	tcase_add_test(tc, test_kind_aliases);
 	tcase_add_test(tc, test_expand_output);
+	tcase_add_test(tc, test_longest_names);
 	tcase_add_test(tc, test_capture_values);
 	suite_add_tcase(s, tc);
 	return s;
