@@ -756,7 +756,7 @@ def shared_engine_run(tmp_path, env, bits, rounds, groups_a, groups_b, pause_us,
         ka = min(kernels_of[a["args"]["correlation"]], key=start)
         kb = min(kernels_of[b["args"]["correlation"]], key=start)
         reordered += start(a) < start(b) and end(a) > end(b) and start(ka) < start(kb)
-    return reordered, sum(m > 5000 for m in moved)
+    return reordered, sum(d["args"].get("clamped_ns", 0) > 5000 for d in decided)
 
 
 def test_kernel_of_a_stalled_append_is_placed_a_wrap_on(tmp_path):
