@@ -138,7 +138,9 @@ def test_process_that_records_nothing_writes_one_page_of_its_data(tmp_path):
     child too (copied after the configuration, on that page while they fit).
     Not probed: .lbss, the copy of the environment a process makes to set the
     injection variables (injection.c), which its children inherit set. (A library
-    built before this change fails the first check: its .data ended a page on.)"""
+    built before this change fails the first check: its .data ended a page on.)
+    And the data the loader relocates, then makes read-only (tables of pointers, the
+    GOT), is one page, not two (names are text, not pointers: README "Overhead")."""
     run_env = {"GPUTRACE_OUTPUT": str(tmp_path / "parts" / "%e-%p.json"),
                "GPUTRACE_RUN_STATE": str(tmp_path / "state"), "GPUTRACE_INJECTED": "1",
                "GPUTRACE_LIB": str(LIB), "GPUTRACE_TOOL": str(TOOL)}
@@ -149,6 +151,10 @@ def test_process_that_records_nothing_writes_one_page_of_its_data(tmp_path):
     hot = sections[".bss.gt_startup"][0]  # right after the file's data
     assert (got_end - 1) // PAGE == hot // PAGE, "the GOT's end and the start-up state: one page"
     start = (hot + PAGE - 1) // PAGE * PAGE  # the first page the loader does not write
+    relro = [sections[s] for s in (".tdata", ".init_array", ".fini_array", ".data.rel.ro",
+                                   ".dynamic", ".got") if s in sections]
+    first, last = min(a for a, n in relro), max(a + n for a, n in relro) - 1
+    assert first // PAGE == last // PAGE, (hex(first), hex(last))
     end = sections[".lbss"][0]
     for extra in ({}, run_env):
         assert probed_reads(tmp_path, [true], extra, start, end, writable=True) == {}, extra
