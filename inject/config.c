@@ -781,15 +781,9 @@ static const char our_prefix[] GT_STARTUP_CONST = "GPUTRACE_";
  * and its name, NUL-terminated. */
 GT_STARTUP_CODE static size_t var_find(const char *name, size_t n, const char **found)
 {
-	const char *v = var_names;
-	size_t i, len;
+	size_t i;
 
-	for (i = 0; i < VAR_COUNT; i++, v += len + 1) {
-		len = gt_cstr_len(v);
-		if (len == n && gt_cstr_eq_n(v, name, n))
-			break;
-	}
-	*found = v;
+	*found = gt_cstr_list_find(var_names, name, n, &i);
 	return i;
 }
 

@@ -71,6 +71,37 @@ static inline const char *gt_cstr_env(char *const *envp, const char *name)
 	return NULL;
 }
 
+/*
+ * Lists of names in one string, each name ended by NUL and the list by an
+ * empty name ("a\0" "b\0" as a literal, whose own NUL ends it): tables with
+ * no pointers for the loader to relocate in every process (the variables'
+ * names here, and the backends' tables of names, looked up cold).
+ */
+
+/* The list's name that is the n bytes at name, or NULL; *index: its place in
+ * the list (the number of names when none is). */
+static inline const char *gt_cstr_list_find(const char *list, const char *name, size_t n,
+					    size_t *index)
+{
+	size_t i = 0, len;
+
+	for (; *list; list += len + 1, i++) {
+		len = gt_cstr_len(list);
+		if (len == n && gt_cstr_eq_n(list, name, n))
+			break;
+	}
+	*index = i;
+	return *list ? list : NULL;
+}
+
+/* The list's name at index i (the list has more than i). */
+static inline const char *gt_cstr_list_at(const char *list, size_t i)
+{
+	for (; i; i--)
+		list += gt_cstr_len(list) + 1;
+	return list;
+}
+
 /* The length of an LD_PRELOAD entry (they are split by spaces or colons). */
 static inline size_t gt_cstr_preload_entry_len(const char *p)
 {

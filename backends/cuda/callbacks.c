@@ -18,6 +18,7 @@
 #include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/cstr.h"
 #include "inject/extcorr.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
@@ -37,8 +38,8 @@ static _Atomic uint64_t cb_info[2][CBID_MAX]; /* [driver, runtime][cbid] */
  * Getters that programs call in tight loops (PyTorch asks for the current
  * device before most operations): one span each would bury the trace, so
  * they are counted instead (instants "folded CUDA API calls" at the end).
- * One string, each name ended by NUL, the list by an empty name: no pointers
- * for the loader to relocate in every process (README, "Overhead").
+ * One list (inject/cstr.h): no pointers for the loader to relocate in every
+ * process (README, "Overhead").
  */
 static const char folded_names[] =
 	/* runtime */
@@ -82,18 +83,15 @@ size_t cupti__api_base_len(const char *name)
 
 bool cupti__is_folded(const char *api_name)
 {
-	size_t n = cupti__api_base_len(api_name);
+	size_t i;
 
-	for (const char *f = folded_names; *f; f += strlen(f) + 1)
-		if (strlen(f) == n && !strncmp(f, api_name, n))
-			return true;
-	return false;
+	return gt_cstr_list_find(folded_names, api_name, cupti__api_base_len(api_name), &i);
 }
 
 bool cupti__is_launch_name(const char *api_name)
 {
 	static const char parts[] = "Launch\0Memcpy\0Memset\0Synchronize\0StreamWaitEvent\0"
-				    "Prefetch\0"; /* as folded_names */
+				    "Prefetch\0"; /* a list, as folded_names */
 
 	for (const char *p = parts; *p; p += strlen(p) + 1)
 		if (strstr(api_name, p))

@@ -25,6 +25,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/internal.h"
 #include "inject/clock.h"
+#include "inject/cstr.h"
 #include "inject/shim.h"
 
 /* What the program holds of CUPTI (cupti_share_lock). */
@@ -258,7 +259,7 @@ SHARE_FUNCS(SHARE_SELF)
 /* dlsym(libcupti handle, ...) by the program: the same wrappers. */
 void *cupti__share_wrapper_for(const char *symbol)
 {
-	/* names in one string, each ended by NUL: half the pointers to relocate */
+	/* the names as one list (inject/cstr.h): half the pointers to relocate */
 	static const char names[] =
 #define SHARE_NAME(fn) #fn "\0"
 		SHARE_FUNCS(SHARE_NAME)
@@ -269,15 +270,12 @@ void *cupti__share_wrapper_for(const char *symbol)
 		SHARE_FUNCS(SHARE_ENTRY)
 #undef SHARE_ENTRY
 	};
-	const char *name = names;
+	size_t i;
 
-	for (size_t i = 0; i < NSHARE; i++, name += strlen(name) + 1) {
-		if (strcmp(name, symbol))
-			continue;
-		atomic_store(&looked_up[i], gt_dlsym_found);
-		return fns[i];
-	}
-	return NULL;
+	if (!gt_cstr_list_find(names, symbol, strlen(symbol), &i))
+		return NULL;
+	atomic_store(&looked_up[i], gt_dlsym_found);
+	return fns[i];
 }
 
 GT_FORK_CODE void cupti__share_forget(void)

@@ -37,6 +37,7 @@
 #include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/cstr.h"
 #include "inject/injection.h"
 #include "inject/ranges.h"
 #include "inject/shim.h"
@@ -660,8 +661,8 @@ static const char *api_version(void)
 ITT_FUNCTIONS(ITT_EXPORTED)
 #undef ITT_EXPORTED
 
-/* names in one string, each ended by NUL: half the pointers for the loader to
- * relocate in every process (README, "Overhead") */
+/* the names as one list (inject/cstr.h): half the pointers for the loader to
+ * relocate in every process */
 static const char itt_names[] =
 #define ITT_NAME(name, ret, params, args) "__itt_" #name "\0"
 	ITT_FUNCTIONS(ITT_NAME)
@@ -675,12 +676,9 @@ static void *const itt_fns[] = {
 
 static void *itt_lookup(const char *name)
 {
-	const char *n = itt_names;
+	size_t i;
 
-	for (size_t i = 0; i < sizeof(itt_fns) / sizeof(itt_fns[0]); i++, n += strlen(n) + 1)
-		if (!strcmp(n, name))
-			return itt_fns[i];
-	return NULL;
+	return gt_cstr_list_find(itt_names, name, strlen(name), &i) ? itt_fns[i] : NULL;
 }
 
 /*

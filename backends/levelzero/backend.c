@@ -28,6 +28,7 @@
 #include "inject/watchdog.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/cstr.h"
 #include "inject/emit.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
@@ -133,8 +134,7 @@ uint32_t ze__name(enum ze_fn_id id)
 
 /* A call's result other than success or "not ready" by its name (the headers'
  * ze_result_t, interned once per code; "ZE_RESULT_0x..." for a code they do not name).
- * The names in one string, each ended by NUL: no pointers for the loader to relocate
- * in every process (README, "Overhead"). */
+ * The names as one list (inject/cstr.h). */
 static const int64_t ze_result_codes[] = {
 #define ZE_RESULT_CODE(name) name,
 	ZE_RESULTS(ZE_RESULT_CODE)
@@ -150,14 +150,12 @@ static _Atomic uint32_t ze_result_ids[ZE_NRESULTS];
 
 static uint32_t ze__result_name(int64_t result)
 {
-	const char *name = ze_result_names;
-
-	for (size_t i = 0; i < ZE_NRESULTS; i++, name += strlen(name) + 1) {
+	for (size_t i = 0; i < ZE_NRESULTS; i++) {
 		if (ze_result_codes[i] != result)
 			continue;
 		uint32_t id = atomic_load_explicit(&ze_result_ids[i], memory_order_relaxed);
 		if (!id) {
-			id = gt_str_intern(name);
+			id = gt_str_intern(gt_cstr_list_at(ze_result_names, i));
 			atomic_store_explicit(&ze_result_ids[i], id, memory_order_relaxed);
 		}
 		return id;
