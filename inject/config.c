@@ -78,7 +78,7 @@ static int parse_uint(const char *s, unsigned long long min, unsigned long long 
 }
 
 /* 1/0 spellings people use. Returns 1, 0 or -1. */
-GT_STARTUP_CODE static int parse_bool(const char *s)
+GT_STARTUP_SELDOM static int parse_bool(const char *s)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on" };
 	static const char *const no[] = { "0", "no", "false", "off" };
@@ -231,7 +231,7 @@ static int parse_backends(const char *s, unsigned *out)
 
 /* The output template must expand; checked here so the error is reported
  * with the variable's name at start, not when the file is opened. */
-GT_STARTUP_CODE static int check_template(const char *s)
+GT_STARTUP_SELDOM static int check_template(const char *s)
 {
 	char buf[PATH_MAX];
 
@@ -262,7 +262,7 @@ typedef void (*setter_fn)(struct gt_config *cfg, const char *var, const char *va
 
 /* A copy of the len bytes at val, ended, in cfg's pool; NULL when longer
  * than max (or the pool is full: the same variable many times over). */
-GT_STARTUP_CODE static const char *keep_text(struct gt_config *cfg, const char *val, size_t len,
+GT_STARTUP_SELDOM static const char *keep_text(struct gt_config *cfg, const char *val, size_t len,
 					      size_t max)
 {
 	char *dst = cfg->paths + cfg->paths_used;
@@ -278,13 +278,13 @@ GT_STARTUP_CODE static const char *keep_text(struct gt_config *cfg, const char *
 	return dst;
 }
 
-GT_STARTUP_CODE static const char *keep_path(struct gt_config *cfg, const char *val)
+GT_STARTUP_SELDOM static const char *keep_path(struct gt_config *cfg, const char *val)
 {
 	return keep_text(cfg, val, gt_cstr_len(val), PATH_MAX - 1);
 }
 
 /* A path or template into *dst: not empty, checked by valid (if any). */
-GT_STARTUP_CODE static void set_path(struct gt_config *cfg, const char *var, const char *val,
+GT_STARTUP_SELDOM static void set_path(struct gt_config *cfg, const char *var, const char *val,
 				     const char **dst, int (*valid)(const char *),
 				     const char *accepted)
 {
@@ -298,7 +298,7 @@ GT_STARTUP_CODE static void set_path(struct gt_config *cfg, const char *var, con
 		bad(cfg, var, val, accepted);
 }
 
-GT_STARTUP_CODE static void set_output(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_SELDOM static void set_output(struct gt_config *cfg, const char *var, const char *val)
 {
 	set_path(cfg, var, val, &cfg->output, check_template,
 		 "a file path template (codes %p pid, %e program, %h host, %r rank, %t start time, %%)");
@@ -330,7 +330,7 @@ static void set_backends(struct gt_config *cfg, const char *var, const char *val
 		bad(cfg, var, val, "a comma list of cupti, ze, plugins, all, or none");
 }
 
-GT_STARTUP_CODE static void set_bool(struct gt_config *cfg, const char *var, const char *val, bool *dst)
+GT_STARTUP_SELDOM static void set_bool(struct gt_config *cfg, const char *var, const char *val, bool *dst)
 {
 	int b = parse_bool(val);
 
@@ -345,7 +345,7 @@ static void set_disable_cupti(struct gt_config *cfg, const char *var, const char
 	set_bool(cfg, var, val, &cfg->disable_cupti);
 }
 
-GT_STARTUP_CODE static void set_summary(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_SELDOM static void set_summary(struct gt_config *cfg, const char *var, const char *val)
 {
 	set_bool(cfg, var, val, &cfg->summary);
 }
@@ -378,7 +378,7 @@ static void set_summary_json(struct gt_config *cfg, const char *var, const char 
  * one for all of them), list the traces they write there, and print each
  * distinct warning once per run, not once per process.
  */
-GT_STARTUP_CODE static void set_run_state(struct gt_config *cfg, const char *var, const char *val)
+GT_STARTUP_SELDOM static void set_run_state(struct gt_config *cfg, const char *var, const char *val)
 {
 	set_path(cfg, var, val, &cfg->run_state, NULL, "a directory");
 }

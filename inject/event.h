@@ -33,22 +33,30 @@
  * configuration's path pool), whose head still lands on that page. */
 #define GT_STARTUP_BSS      __attribute__((section(".bss.gt_startup.0")))
 #define GT_STARTUP_BSS_LAST __attribute__((section(".bss.gt_startup.9")))
-/* Code every process runs at start and exit, whether it records or not:
- * kept together in the linker's .text.startup (where the compiler puts
- * constructors), so a process that records nothing faults in one stretch
- * of this library's text, not a page in each file it passes through. */
-#define GT_STARTUP_CODE __attribute__((section(".text.startup")))
+/* Code every process runs at start and exit, whether it records or not, the
+ * constants it reads, and the code a fork child runs, in that order in one
+ * stretch of this library's text: the linker's default script sorts
+ * .text.sorted.* by name and puts it right after .text.startup (where the
+ * compiler puts constructors). On some VMs every page of text a process
+ * runs costs its first touch (~15 us), even one the kernel mapped around an
+ * earlier fault, so a process that records nothing runs three pages of this
+ * library (shim.c aligns the start), not a page in each file it passes. */
+#define GT_STARTUP_CODE __attribute__((section(".text.sorted.gt_1startup")))
 /* Constants that code reads there (the names of variables it looks for):
  * beside it, not in .rodata, a stretch of pages of its own that every
  * process would fault in for a few bytes. A string literal in code goes to
  * .rodata whatever its function's section, so these are named arrays. */
-#define GT_STARTUP_CONST __attribute__((section(".text.startup.gt_const")))
+#define GT_STARTUP_CONST __attribute__((section(".text.sorted.gt_2const")))
+/* Start-up code a process runs only where one of our variables is set (as
+ * gputrace run sets some) or it claims an injection variable: after the
+ * constants, so that what every process runs stays on the fewest pages. */
+#define GT_STARTUP_SELDOM __attribute__((section(".text.sorted.gt_3seldom")))
 /* Code a fork child runs (its atfork handler, the backends' forgetting): a
  * child's first touch of a page of text is a page fault of its own (the
  * kernel does not copy file pages' entries at fork), and a shell that forks
- * for every command pays them in every child. Kept with the start-up code,
+ * for every command pays them in every child. After the start-up code,
  * which the child runs as well. */
-#define GT_FORK_CODE __attribute__((section(".text.startup.gt_fork")))
+#define GT_FORK_CODE __attribute__((section(".text.sorted.gt_4fork")))
 
 /* The drain thread looks at the rings (and at what a backend's sample() asked
  * for) this often; a source not started yet is looked for as often. */

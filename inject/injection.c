@@ -79,7 +79,7 @@ static struct {
 	char *vars[ENV_VARS];
 } env_copy __attribute__((aligned(4096), section(".lbss")));
 
-GT_STARTUP_CODE static void env_put(const char *name, const char *value)
+GT_STARTUP_SELDOM static void env_put(const char *name, const char *value)
 {
 	size_t name_len = gt_cstr_len(name), value_len = gt_cstr_len(value), n;
 	size_t size = name_len + value_len + 2; /* "NAME=value\0" */

@@ -1043,19 +1043,19 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 	}
 }
 
-GT_STARTUP_CODE static void ze__collect_locked(void)
+static void ze__collect_locked(void)
 {
 	ze__collect_mode_locked(false, true, NULL);
 }
 
 /* Kernel mode's copy of the loop: the one without metrics tests no query. */
-GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_patient_locked(void)
+static __attribute__((noinline)) void ze__collect_patient_locked(void)
 {
 	ze__collect_mode_locked(true, true, NULL);
 }
 
 /* The last collect: whatever is done, in any order. */
-GT_STARTUP_CODE static __attribute__((noinline)) void ze__collect_last_locked(void)
+static __attribute__((noinline)) void ze__collect_last_locked(void)
 {
 	ze__collect_mode_locked(false, false, NULL);
 }
@@ -1102,7 +1102,7 @@ static inline bool ze__defers(void)
 
 /* The drain thread's collect: in rounds of ZE_BEHIND_ROUND reads, the lock let go in
  * between (a program's append waits for one round at most). */
-GT_STARTUP_CODE static __attribute__((noinline)) bool ze__collect_round_locked(void)
+static __attribute__((noinline)) bool ze__collect_round_locked(void)
 {
 	unsigned budget = ZE_BEHIND_ROUND;
 
