@@ -33,9 +33,10 @@
  * configuration's path pool), whose head still lands on that page. */
 #define GT_STARTUP_BSS      __attribute__((section(".bss.gt_startup.0")))
 #define GT_STARTUP_BSS_LAST __attribute__((section(".bss.gt_startup.9")))
-/* Code every process runs at start and exit, whether it records or not, the
- * constants it reads, and the code a fork child runs, in that order in one
- * stretch of this library's text: the linker's default script sorts
+/* Code every process runs at start and exit, whether it records or not, then
+ * the constants it reads, the start-up code few processes run, and the code
+ * a fork child runs, in one stretch of this library's text (these sections'
+ * names give the order): the linker's default script sorts
  * .text.sorted.* by name and puts it right after .text.startup (where the
  * compiler puts constructors). On some VMs every page of text a process
  * runs costs its first touch (~15 us), even one the kernel mapped around an

@@ -1102,7 +1102,9 @@ extern int gt_unit_test __attribute__((weak, visibility("hidden")));
 
 /* The start-up stretch (event.h) begins on a page of its own: the code and
  * constants a process that records nothing runs fill three pages, and,
- * started anywhere in a page, would spread over four (a fault each). */
+ * started anywhere in a page, would spread over four (a first touch each,
+ * which costs on some VMs; the kernel maps the pages around a fault, so the
+ * page faults stay the same). */
 __asm__(".pushsection .text.sorted.gt_0page,\"ax\",@progbits\n\t.balign 4096\n\t.popsection");
 
 GT_STARTUP_CODE __attribute__((constructor(101))) static void gt_constructor(void)
