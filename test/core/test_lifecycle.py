@@ -328,3 +328,21 @@ def test_library_needs_libc_only():
     strays = [l for l in undefined if l.strip() and "@GLIBC_" not in l and
               not l.strip().startswith("w ")]
     assert strays == []
+
+
+def test_startup_code_stays_on_three_pages():
+    """A process that records nothing runs only the start-up stretch of our text
+    (GT_STARTUP_CODE and its constants, inject/event.h), and each page of it costs
+    a first touch: the stretch starts on a page and fills three at most. A function
+    marked start-up code that a plain process never runs (the Level Zero collectors
+    once were: 15 KiB) pushes it over."""
+    if os.environ.get("SANITIZE"):
+        pytest.skip("a sanitizer build's instrumented code is bigger")
+    lib = BUILD / "libgputrace.so"
+    syms = subprocess.run(["nm", str(lib)], capture_output=True, text=True,
+                          check=True).stdout.split("\n")
+    at = {f[2]: int(f[0], 16) for f in (l.split() for l in syms) if len(f) == 3 and
+          f[2] in ("gt_startup_begin", "gt_startup_end")}
+    assert sorted(at) == ["gt_startup_begin", "gt_startup_end"]
+    assert at["gt_startup_begin"] % 4096 == 0
+    assert 0 < at["gt_startup_end"] - at["gt_startup_begin"] <= 3 * 4096
