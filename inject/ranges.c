@@ -13,6 +13,7 @@
 #include "ranges.h"
 #include "ring.h"
 #include "shim.h"
+#include "tables.h"
 
 bool gt_range_recording(void)
 {
@@ -22,10 +23,11 @@ bool gt_range_recording(void)
 /* ---- names ---- */
 
 #define NAME_CACHE 4096
-static struct {
+struct name_entry {
 	_Atomic uint64_t hash; /* 0: free; ~0: being filled */
 	_Atomic uint32_t id;
-} names[NAME_CACHE];
+};
+GT_TABLE(struct name_entry, names, NAME_CACHE);
 
 uint32_t gt_range_str_n(const char *s, size_t len)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "tables.h"
 
 #define STR_CHUNK_BITS 12
 #define STR_CHUNK      (1u << STR_CHUNK_BITS)
@@ -22,7 +23,7 @@ struct str_entry {
 };
 
 static pthread_mutex_t str_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct str_entry *_Atomic str_chunks[STR_CHUNKS];
+GT_TABLE(struct str_entry *_Atomic, str_chunks, STR_CHUNKS);
 static uint32_t str_count; /* next id; under str_lock */
 static uint32_t *str_index;  /* open addressing: ids, 0 = empty; under str_lock */
 static uint32_t str_index_mask;
@@ -176,7 +177,7 @@ static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t device_names[GT_DEVICES_MAX + 1];
 static _Atomic uint32_t names_gen;
 static uint32_t device_tracks[GT_DEVICES_MAX + 1];
-static struct gt_row tracks[GT_TRACKS_MAX + 1];
+GT_TABLE(struct gt_row, tracks, GT_TRACKS_MAX + 1);
 static uint32_t device_next_tid[GT_DEVICES_MAX + 1];
 static struct gt_arg device_props[GT_DEVICES_MAX + 1][GT_DEVICE_PROPS_MAX];
 static _Atomic uint32_t device_nprops[GT_DEVICES_MAX + 1];

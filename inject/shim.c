@@ -43,6 +43,7 @@
 #include "stacks.h"
 #include "watchdog.h"
 #include "state.h"
+#include "tables.h"
 #include "trigger.h"
 
 extern char **environ;
@@ -1071,6 +1072,14 @@ GT_STARTUP_CODE static bool inherited_injection(void)
 
 GT_STARTUP_CODE static void gt_init(void)
 {
+	int err = gt_tables__map();
+
+	/* before anything that may use a table, entry points that only answer too */
+	if (err) {
+		pr_err("cannot map memory for the tracer's tables (%s): this process is not "
+		       "traced", strerror(-err));
+		return;
+	}
 	if (inherited_injection())
 		return;
 	config__parse(&gt_cfg, environ);
@@ -1123,6 +1132,7 @@ GT_STARTUP_CODE __attribute__((constructor(101))) static void gt_constructor(voi
 /* For unit tests: start with this environment instead of the process's. */
 GT_HIDDEN void gt_test_start(char *const *envp)
 {
+	gt_tables__map();
 	config__parse(&gt_cfg, envp);
 	gt_str_intern("");
 	shim__start_process();

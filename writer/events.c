@@ -19,6 +19,7 @@
 #include "inject/stacks.h"
 #include "internal.h"
 #include "summary.h"
+#include "inject/tables.h"
 
 /* ---- small JSON helpers ---- */
 
@@ -28,11 +29,12 @@
 #define SID_CACHE     512
 #define SID_CACHE_MAX 64
 
-static struct sid_json {
+struct sid_json {
 	char text[SID_CACHE_MAX];
 	uint32_t id;
 	uint8_t len;
-} sid_cache[SID_CACHE];
+};
+GT_TABLE(struct sid_json, sid_cache, SID_CACHE);
 
 /* Out of a cache: whole 32-byte blocks, fixed-size copies the compiler turns
  * into vector moves (a variable-length copy becomes "rep movs", slower to
@@ -539,13 +541,14 @@ static void put_ranges(struct jbuf *b, bool *first, const struct rctx *c, bool e
 #define ARGS_MEMO_ARGS 8
 #define ARGS_MEMO_TEXT 192 /* whole 32-byte blocks (put_cached) */
 
-static struct args_memo {
+struct args_memo {
 	struct gt_arg args[ARGS_MEMO_ARGS];
 	int64_t device, stream;
 	unsigned nargs;
 	size_t len; /* 0: empty */
 	char text[ARGS_MEMO_TEXT];
-} args_memo[ARGS_MEMO];
+};
+GT_TABLE(struct args_memo, args_memo, ARGS_MEMO);
 
 static struct args_memo *args_memo_slot(const struct gt_arg *args, unsigned nargs,
 					const struct args_extra *x)
@@ -678,12 +681,13 @@ static struct args_extra device_extra(const struct gt_event *ev, const struct gt
 #define HEAD_CACHE     (1 << HEAD_CACHE_BITS)
 #define HEAD_CACHE_MAX 224
 
-static struct head_json {
+struct head_json {
 	char text[HEAD_CACHE_MAX];
 	uint32_t cat, name, pid, tid;
 	char ph;
 	uint8_t len;
-} head_cache[HEAD_CACHE];
+};
+GT_TABLE(struct head_json, head_cache, HEAD_CACHE);
 
 static struct head_json *head_slot(char ph, const struct gt_event *ev, uint32_t pid, uint32_t tid)
 {

@@ -13,6 +13,7 @@
 
 #include "gzip.h"
 #include "output.h"
+#include "inject/tables.h"
 
 /*
  * Our fd is moved up, away from the small numbers programs dup2 onto, but
@@ -288,18 +289,18 @@ static int pwrite_all(int fd, const char *p, size_t n, uint64_t at)
  * not a pwrite per 64 KiB: a move writes up to 1 MiB of them. */
 static int write_spaces(int fd, uint64_t from, uint64_t to)
 {
-	static char spaces[OUT_PAGE * 16];
+	enum { SPACES = OUT_PAGE * 16 };
+	GT_TABLE(char, spaces, SPACES);
 	struct iovec iov[64];
 
 	if (spaces[0] != ' ')
-		memset(spaces, ' ', sizeof(spaces));
+		memset(spaces, ' ', SPACES);
 	while (from < to) {
 		size_t n = 0;
 		int k = 0;
 
 		for (; k < 64 && from + n < to; k++) {
-			size_t part = to - from - n < sizeof(spaces) ? (size_t)(to - from - n)
-								     : sizeof(spaces);
+			size_t part = to - from - n < SPACES ? (size_t)(to - from - n) : SPACES;
 			iov[k] = (struct iovec){ .iov_base = spaces, .iov_len = part };
 			n += part;
 		}

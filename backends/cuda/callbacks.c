@@ -23,6 +23,7 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 #include "inject/watchdog.h"
+#include "inject/tables.h"
 
 /* ---- per call-id facts, learned at the first call of each ---- */
 
@@ -32,7 +33,8 @@
 #define INFO_FOLDED    (1ull << 33)
 #define INFO_KNOWN     (1ull << 34)
 
-static _Atomic uint64_t cb_info[2][CBID_MAX]; /* [driver, runtime][cbid] */
+typedef _Atomic uint64_t cb_info_row[CBID_MAX];
+GT_TABLE(cb_info_row, cb_info, 2); /* [driver, runtime][cbid] */
 
 /*
  * Getters that programs call in tight loops (PyTorch asks for the current

@@ -22,6 +22,7 @@
 #include "inject/clock.h"
 #include "inject/shim.h"
 #include "inject/watchdog.h"
+#include "inject/tables.h"
 
 #define SLOTS       4096
 #define DEVICES_MAX 16
@@ -40,7 +41,7 @@ struct ev_slot {
 	uint64_t start, dur, slack; /* once complete: from the events */
 };
 
-static struct ev_slot slots[SLOTS];
+GT_TABLE(struct ev_slot, slots, SLOTS);
 static _Atomic unsigned cursor;
 static _Atomic uint64_t dropped;
 
@@ -321,9 +322,10 @@ static bool time_slot(struct ev_slot *s)
 
 /* The end of the last span on each stream (the drain thread's, under poll_lock). */
 #define STREAM_ENDS 512
-static struct {
+struct stream_end_entry {
 	uint64_t key, end; /* key: device and stream + 1; 0: empty */
-} stream_ends[STREAM_ENDS];
+};
+GT_TABLE(struct stream_end_entry, stream_ends, STREAM_ENDS);
 
 static uint64_t *stream_end(int device, uint64_t stream_id)
 {
@@ -425,7 +427,7 @@ static int by_stream_then_start(const void *x, const void *y)
  * timed and drawn; final: unfinished ones are dropped. poll_lock held. */
 static void poll_slots(int only, bool final)
 {
-	static struct ev_slot *done[SLOTS];
+	GT_TABLE(struct ev_slot *, done, SLOTS);
 	unsigned ndone = 0;
 
 	for (unsigned i = 0; i < SLOTS; i++) {
@@ -581,7 +583,7 @@ GT_FORK_CODE void cupti__events_forget(void)
 	if (atomic_load(&rt_state) <= 0)
 		return;
 	pthread_mutex_init(&poll_lock, NULL);
-	memset(stream_ends, 0, sizeof(stream_ends));
+	memset(stream_ends, 0, STREAM_ENDS * sizeof(stream_ends[0]));
 	for (unsigned i = 0; i < SLOTS; i++) {
 		atomic_store(&slots[i].state, SLOT_FREE);
 		slots[i].ev0 = slots[i].ev1 = NULL;

@@ -25,6 +25,7 @@
 #include "inject/config.h"
 #include "inject/ranges.h"
 #include "inject/shim.h"
+#include "inject/tables.h"
 
 /* ---- strings ---- */
 
@@ -262,10 +263,11 @@ static void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttribu
  * range whose thread never pops it keeps its slot; when none is free the
  * range is drawn without its attributes and the loss is counted. */
 #define ATTR_SLOTS 4096
-static struct attr_slot {
+struct attr_slot {
 	_Atomic uint32_t busy;
 	struct nvtx_attrs attrs;
-} attr_slots[ATTR_SLOTS];
+};
+GT_TABLE(struct attr_slot, attr_slots, ATTR_SLOTS);
 static _Atomic uint32_t next_attr_slot;
 
 /* slot number + 1, or 0 for none */
@@ -409,7 +411,7 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 /* ---- start/end: ranges that may end on another thread ---- */
 
 #define OPEN_MAX 4096
-static struct open_range {
+struct open_range {
 	_Atomic uint64_t id; /* 0: free */
 	uint64_t range_id; /* its begin record's (inject/ranges.h) */
 	uint64_t start;
@@ -417,7 +419,8 @@ static struct open_range {
 	uint8_t domain;
 	bool has_attrs;
 	struct nvtx_attrs attrs;
-} open_ranges[OPEN_MAX];
+};
+GT_TABLE(struct open_range, open_ranges, OPEN_MAX);
 static _Atomic uint64_t next_range_id;
 /* A range was ever started here: else a fork child has none to forget, and
  * leaves the table's pages untouched (a shell forks for every command). */

@@ -41,6 +41,7 @@
 #include "inject/clock.h"
 #include "inject/shim.h"
 #include "inject/watchdog.h"
+#include "inject/tables.h"
 
 #if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__)
 /* ThreadSanitizer does not model the fences of the tables' seqlocks; every field
@@ -65,7 +66,7 @@ struct pend_slot {
 	_Atomic uint32_t device;
 };
 
-static struct pend_slot slots[PEND_SLOTS];
+GT_TABLE(struct pend_slot, slots, PEND_SLOTS);
 
 /* Key -> value maps, direct-mapped; a reader checks the key again after
  * the value (the writer clears it first), a collision just replaces. */
@@ -439,7 +440,7 @@ static unsigned idle_streams(uint64_t *idle, uint64_t *asked_at)
 
 void cupti__pending(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg)
 {
-	static struct gt_pending_work list[PEND_SLOTS];
+	GT_TABLE(struct gt_pending_work, list, PEND_SLOTS);
 	static uint32_t unknown_stream;
 	uint64_t idle[QUERY_MAX], asked_at = 0;
 	unsigned n = 0, nidle;
@@ -504,7 +505,7 @@ GT_FORK_CODE void cupti__pending_forget(void)
 {
 	/* the fork child: the parent's launches are not its own */
 	if (atomic_load(&tables_used)) {
-		memset(slots, 0, sizeof(slots));
+		memset(slots, 0, PEND_SLOTS * sizeof(slots[0]));
 		memset(stream_ids, 0, sizeof(stream_ids));
 		memset(marks, 0, sizeof(marks));
 		atomic_store(&tables_used, false);

@@ -43,6 +43,7 @@
 #include "backends/cuda/internal.h"
 #include "backends/cuda/pm_sampling.h"
 #include "inject/config.h"
+#include "inject/tables.h"
 
 #define RANGE_METRICS_MAX 8
 #define RANGE_CTX_MAX     64
@@ -95,7 +96,7 @@ struct range_ctx {
 };
 
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER; /* sessions, contexts */
-static struct range_ctx range_ctxs[RANGE_CTX_MAX];
+GT_TABLE(struct range_ctx, range_ctxs, RANGE_CTX_MAX);
 static unsigned range_nctx;
 static enum { RANGE_NEW, RANGE_READY, RANGE_OFF } range_state;
 static struct cupti_pm_metric range_chosen[RANGE_METRICS_MAX];
@@ -649,7 +650,7 @@ GT_FORK_CODE static void range_atfork_child(void)
 		return;
 	pthread_mutex_init(&range_lock, NULL);
 	pthread_mutex_init(&slot_lock, NULL);
-	memset(range_ctxs, 0, sizeof(range_ctxs));
+	memset(range_ctxs, 0, RANGE_CTX_MAX * sizeof(range_ctxs[0]));
 	if (atomic_load(&range_slots))
 		memset(atomic_load(&range_slots), 0, RANGE_SLOTS * sizeof(struct range_slot));
 	range_nctx = 0;

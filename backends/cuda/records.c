@@ -24,6 +24,7 @@
 #include "inject/capture.h"
 #include "inject/clock.h"
 #include "inject/shim.h"
+#include "inject/tables.h"
 
 /* ---- the stable prefixes ---- */
 
@@ -106,11 +107,12 @@ static bool has_graph_ids(void)
 #define RATE_MAX_DEV   0.002 /* NTP slews 500 ppm at most */
 #define FUTURE_SLACK_NS 1000000 /* a line's error over the time since its last fit */
 #define NEAR_SLACK_NS  STEP_NOISE_NS /* a converted time's error against our clock */
-static struct fit {
+struct fit {
 	uint64_t cupti, host;
 	double rate;      /* host ns per CUPTI ns since the previous fit; 0: a step */
 	double line_rate; /* the line's rate here, to go on with past it */
-} fits[FIT_MAX];
+};
+GT_TABLE(struct fit, fits, FIT_MAX);
 static _Atomic unsigned nfits; /* 0: CUPTI's clock is ours (identity) */
 /* the latest CUPTI time read before a step back: a time past the last fit up to here
  * may be one from before the step (0: no step back in the fits) */
@@ -378,10 +380,11 @@ enum row_kind { ROW_DEVICE, ROW_STREAM, ROW_STREAM_SYNC, ROW_DEVICE_SYNC, ROW_OV
  * rows, each span still naming its stream (args.stream). Room is left for
  * the devices' own rows. */
 #define STREAM_ROWS_MAX 2048
-static struct row_slot {
+struct row_slot {
 	uint64_t key; /* 0: empty */
 	uint32_t id;
-} rows[ROWS_MAX];
+};
+GT_TABLE(struct row_slot, rows, ROWS_MAX);
 static unsigned nstream_rows;
 
 static uint64_t row_key(enum row_kind kind, uint32_t device, uint32_t stream)
@@ -562,11 +565,12 @@ uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id)
 /* Kernel names: CUPTI shares one string per kernel, so the pointer is the
  * key; the text is compared too, in case a module unload reused it. */
 #define KNAME_MAX 4096
-static struct kname_slot {
+struct kname_slot {
 	const char *ptr;
 	uint32_t id;
 	uint32_t raw; /* the mangled name's id, to check the text */
-} knames[KNAME_MAX];
+};
+GT_TABLE(struct kname_slot, knames, KNAME_MAX);
 
 static char *demangle(const char *name)
 {
@@ -797,10 +801,11 @@ static uint32_t overhead_name(unsigned kind)
 /* ---- external correlation: CUPTI id -> the id someone pushed ---- */
 
 #define EXT_MAX 4096
-static struct {
+struct ext_map_entry {
 	uint32_t corr;
 	uint64_t ext;
-} ext_map[EXT_MAX];
+};
+GT_TABLE(struct ext_map_entry, ext_map, EXT_MAX);
 
 static void ext_note(const rec_extcorr *r)
 {
@@ -824,7 +829,7 @@ static uint64_t ext_find(uint32_t corr)
 #define LT_BITS  14
 #define LT_TBITS 46
 #define LT_TMASK ((1ull << LT_TBITS) - 1)
-static _Atomic uint64_t launch_table[1u << LT_BITS];
+GT_TABLE(_Atomic uint64_t, launch_table, 1u << LT_BITS);
 
 void cupti__launch_note(uint32_t corr, uint64_t start_ns)
 {
@@ -1251,10 +1256,10 @@ int cupti__process_buffer(uint8_t *buf, size_t valid)
 
 void cupti__records_reset(void)
 {
-	memset(rows, 0, sizeof(rows));
+	memset(rows, 0, ROWS_MAX * sizeof(rows[0]));
 	nstream_rows = 0;
-	memset(knames, 0, sizeof(knames));
-	memset(ext_map, 0, sizeof(ext_map));
+	memset(knames, 0, KNAME_MAX * sizeof(knames[0]));
+	memset(ext_map, 0, EXT_MAX * sizeof(ext_map[0]));
 	nmoved = 0;
 	atomic_store(&nfits, 0);
 }

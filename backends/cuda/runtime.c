@@ -29,6 +29,7 @@
 #include "inject/shim.h"
 #include "inject/stacks.h"
 #include "inject/watchdog.h"
+#include "inject/tables.h"
 
 typedef int cuda_err;        /* enum cudaError */
 struct gt_dim3 {             /* dim3: passed by value */
@@ -210,10 +211,11 @@ static void *launch_config_stream(const void *cfg)
 /* ---- CUDA 13 kernel handles (cudaKernel_t) and their host stubs ---- */
 
 #define KMAP_MAX 4096
-static struct {
+struct kmap_entry {
 	_Atomic(const void *) kernel;
 	_Atomic(const void *) func;
-} kmap[KMAP_MAX];
+};
+GT_TABLE(struct kmap_entry, kmap, KMAP_MAX);
 
 static unsigned kmap_slot(const void *kernel)
 {
@@ -427,10 +429,11 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 
 /* Kernel names by host stub address: cudaFuncGetName (CUDA 12.3+), cached. */
 #define KFUNC_MAX 2048
-static struct {
+struct kfunc_entry {
 	_Atomic(const void *) func;
 	_Atomic uint32_t id;
-} kfuncs[KFUNC_MAX];
+};
+GT_TABLE(struct kfunc_entry, kfuncs, KFUNC_MAX);
 
 static uint32_t kernel_name_of(const void *func)
 {

@@ -41,6 +41,7 @@
 #include "inject/injection.h"
 #include "inject/ranges.h"
 #include "inject/shim.h"
+#include "inject/tables.h"
 
 #define ITT_API GT_EXPORT
 
@@ -48,8 +49,8 @@
 
 #define DOMAINS_MAX 1024
 #define STRINGS_MAX 16384
-static struct itt_domain domains[DOMAINS_MAX];
-static struct itt_string_handle strings[STRINGS_MAX];
+GT_TABLE(struct itt_domain, domains, DOMAINS_MAX);
+GT_TABLE(struct itt_string_handle, strings, STRINGS_MAX);
 static _Atomic unsigned ndomains, nstrings;
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,10 +59,11 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
  * the program), lock-free. An entry is valid when its address reads the
  * same before and after its id (writers clear it first). */
 #define NAME_CACHE 1024
-static struct {
+struct foreign_name_entry {
 	_Atomic uintptr_t handle;
 	_Atomic uint32_t id;
-} foreign_names[NAME_CACHE];
+};
+GT_TABLE(struct foreign_name_entry, foreign_names, NAME_CACHE);
 
 static uint32_t foreign_name(const void *h, const char *s)
 {
@@ -216,13 +218,14 @@ static void task_end_ex(const struct itt_domain *d, void *clock, unsigned long l
 
 #define OPEN_MAX 4096
 #define OPEN_PROBE 16
-static struct open_range {
+struct open_range {
 	_Atomic uint64_t key; /* 0: free, ~0: being written */
 	uint64_t id, start;
 	uint32_t name, tid;
 	const struct itt_domain *domain;
 	uint16_t flags;
-} open_ranges[OPEN_MAX];
+};
+GT_TABLE(struct open_range, open_ranges, OPEN_MAX);
 /* A range was ever opened here: else a fork child has none to forget, and
  * leaves the table's pages untouched (a shell forks for every command). */
 static _Atomic bool ranges_used GT_STARTUP_STATE;
@@ -383,7 +386,7 @@ struct itt_counter {
 };
 
 #define COUNTERS_MAX 1024
-static struct itt_counter counters[COUNTERS_MAX];
+GT_TABLE(struct itt_counter, counters, COUNTERS_MAX);
 static _Atomic unsigned ncounters;
 
 static struct itt_counter *counter_new(uint32_t name, uint32_t domain, int type)

@@ -34,6 +34,7 @@
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/registry.h"
+#include "inject/tables.h"
 
 #define ZM_DEVS_MAX      16
 #define ZM_GROUPS_MAX    4
@@ -95,7 +96,7 @@ struct ze_mq {
 };
 
 static pthread_mutex_t zm_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct zm_dev zm_devs[ZM_DEVS_MAX];
+GT_TABLE(struct zm_dev, zm_devs, ZM_DEVS_MAX);
 static unsigned zm_ndevs;
 static struct zm_ctx *zm_ctxs;
 /* started: set by the program's zeInit, read by the drain thread unlocked */
@@ -747,7 +748,7 @@ GT_FORK_CODE void ze_metrics__forget(void)
 	if (!zm_wanted())
 		return;
 	pthread_mutex_init(&zm_lock, NULL);
-	memset(zm_devs, 0, sizeof(zm_devs));
+	memset(zm_devs, 0, ZM_DEVS_MAX * sizeof(zm_devs[0]));
 	zm_ndevs = 0;
 	zm_ctxs = NULL;
 	atomic_store(&zm_started, false);

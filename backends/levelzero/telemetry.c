@@ -24,6 +24,7 @@
 #include "inject/config.h"
 #include "inject/registry.h"
 #include "inject/shim.h"
+#include "inject/tables.h"
 
 #define ZT_DEVS_MAX 16
 #define ZT_DOMAINS  4  /* per kind of resource */
@@ -58,7 +59,7 @@ struct zt_dev {
 };
 
 static pthread_mutex_t zt_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct zt_dev zt_devs[ZT_DEVS_MAX];
+GT_TABLE(struct zt_dev, zt_devs, ZT_DEVS_MAX);
 static unsigned zt_ndevs;
 static _Atomic bool zt_started GT_STARTUP_STATE; /* read at every exit */
 static bool zt_stopped;

@@ -17,6 +17,7 @@
 
 #include "backends/plugins/internal.h"
 #include "inject/clock.h"
+#include "inject/tables.h"
 
 /* The ABI mirrors the internal values, so kinds and arg types pass as they are. */
 #define PLUGIN_KIND_SAME(id, str)                                                  \
@@ -44,7 +45,7 @@ _Static_assert(GPUTRACE_ARGS_MAX <= GT_ARGS_MAX, "plug-in args fit an event");
  * (hash << 32 | id) entries, inserted with compare-and-swap. */
 #define STR_CACHE_SLOTS  4096
 #define STR_CACHE_PROBES 8
-static _Atomic uint64_t str_cache[STR_CACHE_SLOTS];
+GT_TABLE(_Atomic uint64_t, str_cache, STR_CACHE_SLOTS);
 
 static uint32_t str_hash(const char *s, size_t len)
 {

@@ -37,6 +37,7 @@
 #include "inject/cstr.h"
 #include "inject/state.h"
 #include "backends/plugins/kineto_plugin.h"
+#include "inject/tables.h"
 
 /* The least a plug-in may pass: ABI 1's table size (later versions only append). */
 #define ABI1_PLUGIN_SIZE  sizeof(struct gputrace_plugin)
@@ -54,7 +55,7 @@
  * long kernels) and hands nothing over meanwhile. */
 #define PLUGIN_WINDOW_QUIET_MS 5000
 
-struct plugin plugins[PLUGINS_MAX];
+GT_TABLE_SHARED(struct plugin, plugins, PLUGINS_MAX);
 static unsigned nplugins GT_STARTUP_STATE;
 /* One plug-in call at a time (drain thread vs. exit); never held while a
  * plug-in thread could need it: builder calls do not take it. */

@@ -80,7 +80,7 @@ struct plugin {
 };
 
 /* Every plug-in loaded (host.c); a builder handle points into this array. */
-extern GT_HIDDEN struct plugin plugins[PLUGINS_MAX];
+extern GT_HIDDEN struct plugin *plugins; /* [PLUGINS_MAX], inject/tables.h */
 
 /* Plug-in code runs inside the guard: what it calls through wrapped APIs
  * is gputrace's own work, not the program's. A call made inside the guard

@@ -50,8 +50,9 @@
 #include "inject/config.h"
 #include "inject/extcorr.h"
 #include "inject/state.h"
+#include "inject/tables.h"
 
-GT_HIDDEN struct kineto_prof kineto_profs[PLUGINS_MAX];
+GT_TABLE_SHARED(struct kineto_prof, kineto_profs, PLUGINS_MAX);
 
 #define CORR_WAIT_MS 100 /* stop waits this long for push/pop calls under way */
 

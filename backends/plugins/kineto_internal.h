@@ -122,7 +122,7 @@ struct kineto_prof {
 };
 
 /* Indexed like plugins[] (host.c). */
-extern GT_HIDDEN struct kineto_prof kineto_profs[PLUGINS_MAX];
+extern GT_HIDDEN struct kineto_prof *kineto_profs; /* [PLUGINS_MAX] */
 
 /* ---- the builder (kineto_builder.c) ---- */
 

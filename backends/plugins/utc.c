@@ -21,12 +21,13 @@
 
 #include "backends/plugins/kineto_internal.h"
 #include "inject/clock.h"
+#include "inject/tables.h"
 
 #define PAIRS_MAX   512
 #define PAIR_GAP_NS 20000000ull
 
 static pthread_mutex_t utc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gt_clock_pair pairs[PAIRS_MAX];
+GT_TABLE(struct gt_clock_pair, pairs, PAIRS_MAX);
 static unsigned npairs;
 
 static void sample_locked(void)

@@ -36,7 +36,7 @@ $(PLUGINS_OUT)/capture/capture.so: test/plugins/capture.c $(PLUGINS_HDR)
 	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $<
 
 CHECK_PLUGINS_OBJS := $(filter $(BUILD)/obj/backends/plugins/%,$(LIB_OBJS)) $(BUILD)/obj/inject/clock.o \
-		      $(BUILD)/obj/inject/extcorr.o
+		      $(BUILD)/obj/inject/extcorr.o $(BUILD)/obj/inject/tables.o
 
 $(BUILD)/test/check_plugins: test/plugins/check_plugins.c $(CHECK_PLUGINS_OBJS) \
 			     $(PLUGINS_OUT)/capture/capture.so $(PLUGINS_OUT)/good/libsimaccel.so \
