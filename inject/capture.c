@@ -41,10 +41,15 @@ static struct {
 } closed_windows[CLOSED_KEPT];
 static _Atomic uint32_t nclosed GT_STARTUP_BSS;
 
+GT_STARTUP_CODE bool capture__wanted(void)
+{
+	return gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
+	       gt_cfg.capture_range;
+}
+
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
-	gt_cap.controlled = gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
-			    gt_cfg.capture_range;
+	gt_cap.controlled = capture__wanted();
 	if (gt_cap.controlled && gt_cfg.flight_bytes) {
 		/* a recorder that records only inside windows would keep less than
 		 * its window just when it is asked for it: it records all along and

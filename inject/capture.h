@@ -38,6 +38,9 @@ enum gt_capture_event {
 	GT_CAPTURE_CLOSED,
 };
 
+/* The configuration asks for capture windows (--start paused, --delay, --duration,
+ * --capture-range). */
+GT_HIDDEN bool capture__wanted(void);
 /* At process start (and in a fork child): the phase to start in, and the
  * planned deadlines from the configuration. */
 GT_HIDDEN int capture__start(uint64_t now_ns);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "event.h"
+#include "rawsys.h"
 
 /* llround() without libm: the library links libc only, and a program (or
  * a vendor library opened RTLD_LOCAL) may be the only holder of libm. */
@@ -149,6 +150,15 @@ static inline uint64_t gt_realtime_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME without libc or the vDSO (rawsys.h): the start time of a
+ * process that may read no other clock. */
+static inline uint64_t gt_realtime_ns_by_syscall(void)
+{
+	uint64_t ns = gt_rawsys_clock_ns(CLOCK_REALTIME);
+
+	return ns ? ns : gt_realtime_ns();
 }
 
 /* The deadline of a timed wait ms from now, on the wait's clock (CLOCK_REALTIME

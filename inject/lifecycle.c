@@ -120,7 +120,7 @@ static int (*const real_sigaction)(int, const struct sigaction *, struct sigacti
  * parent's to write and close. */
 GT_STARTUP_CODE static bool own_process(void)
 {
-	return gt_st.pid && getpid() == gt_st.pid;
+	return gt_st.pid && (pid_t)gt_rawsys(SYS_getpid, 0, 0) == gt_st.pid; /* rawsys.h */
 }
 
 /*

@@ -265,7 +265,7 @@ GT_STARTUP_CODE bool gt_guard_stale(uintptr_t sp)
 int gt_gettid(void)
 {
 	if (gt_unlikely(!tls_tid))
-		tls_tid = (int)syscall(SYS_gettid);
+		tls_tid = (int)gt_rawsys(SYS_gettid, 0, 0); /* at every exit: rawsys.h */
 	return tls_tid;
 }
 
@@ -736,12 +736,32 @@ bool shim__writer_started(void)
 	return atomic_load(&writer_started);
 }
 
+/* The wall clock and ours, read together: the raw clock itself (the TSC line
+ * is measured at the first event). Once a process (and a fork child). */
+GT_STARTUP_SELDOM static void take_anchor(void)
+{
+	struct gt_clock_pair anchor;
+
+	if (gt_st.anchor_clock_ns)
+		return;
+	anchor = gt_clock_pair_of(gt_clock_gettime_ns);
+	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
+	gt_st.anchor_clock_ns = anchor.clock_ns;
+}
+
+/* The drain thread, started once: the anchor is read before its first cycle. */
+static int start_drain(void)
+{
+	take_anchor();
+	return lifecycle__hooks()->start();
+}
+
 void gt_start_writer_paused(void)
 {
 	if (!gt_live() || atomic_load(&gt_end_reason) || atomic_exchange(&writer_started, true))
 		return;
 	lifecycle__arm_signals();
-	if (lifecycle__hooks()->start())
+	if (start_drain())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 
@@ -751,7 +771,7 @@ void gt_start_writer(void)
 	    atomic_load(&gt_end_reason) || !gt_tracing() || atomic_exchange(&writer_started, true))
 		return;
 	lifecycle__arm_signals();
-	if (lifecycle__hooks()->start())
+	if (start_drain())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 
@@ -937,16 +957,22 @@ const char *gt_start_cwd(void)
 /* Also the fork child's re-start: fresh identity, fresh file, fresh thread. */
 GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 {
-	gt_st.pid = getpid();
-	/* the raw clock itself: the TSC line is measured at the first event */
-	struct gt_clock_pair anchor = gt_clock_pair_of(gt_clock_gettime_ns);
-
-	gt_st.anchor_realtime_ns = (uint64_t)anchor.realtime_ns;
-	gt_st.anchor_clock_ns = anchor.clock_ns;
+	/* system calls of our own here (rawsys.h): no page of libc to touch */
+	gt_st.pid = (pid_t)gt_rawsys(SYS_getpid, 0, 0);
+	gt_st.start_realtime_ns = gt_realtime_ns_by_syscall();
+	/* the anchor waits for the drain's start (start_drain): a process that
+	 * records nothing reads no clock through libc and the vDSO, whose pages
+	 * it would fault in for it */
+	gt_st.anchor_realtime_ns = gt_st.anchor_clock_ns = 0;
+	if (capture__wanted())
+		take_anchor();
 	/* the file is opened later, maybe after the program changed directory */
-	if (!getcwd(gt_st.cwd, sizeof(gt_st.cwd))) {
+	long cwd_len = gt_rawsys(SYS_getcwd, (long)gt_st.cwd, sizeof(gt_st.cwd));
+
+	/* (not a path: the kernel's "(unreachable)", which getcwd() refuses) */
+	if (cwd_len <= 0 || gt_st.cwd[0] != '/') {
 		gt_st.cwd[0] = 0;
-		if (errno != ERANGE || !getcwd(long_cwd, sizeof(long_cwd)))
+		if (cwd_len != -ERANGE || !getcwd(long_cwd, sizeof(long_cwd)))
 			long_cwd[0] = 0;
 	}
 	lifecycle__hooks()->init();
@@ -974,7 +1000,7 @@ GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 	 * needs one before its first event (a paused one gets it with its
 	 * first window, capture__unwritten_request) */
 	if (atomic_load(&gt_cap.start_at_ns) && !atomic_exchange(&writer_started, true) &&
-	    lifecycle__hooks()->start())
+	    start_drain())
 		pr_warn("could not start the drain thread; recording what fits in the buffers");
 }
 

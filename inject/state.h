@@ -43,6 +43,9 @@ struct gt_state {
 	/* a thread making a call for it (a plug-in's last batch, host.c) */
 	_Atomic int host_end_helper_tid;
 	pid_t pid;
+	uint64_t start_realtime_ns; /* %t of a trace's name */
+	/* the wall clock and ours read together (0 until the drain starts, or at
+	 * start in a process with capture control, whose windows count from it) */
 	uint64_t anchor_realtime_ns;
 	uint64_t anchor_clock_ns;
 	/* where the process started (a relative output goes there): read it with

@@ -54,7 +54,7 @@ static int expand_path(const char *tmpl, char *out, size_t len)
 	if (n && out[n - 1] != '/')
 		out[n++] = '/';
 	return config__expand_output(tmpl, out + n, len - n, gt_st.pid, gt_exe(),
-				     gt_st.anchor_realtime_ns);
+				     gt_st.start_realtime_ns);
 }
 
 int writer__trace_name(char *buf, size_t len)
@@ -243,7 +243,7 @@ bool checkpoint__open(void)
 		/* checked at start-up, but the real program name or pid can make
 		 * it too long; the default is always valid */
 		config__expand_output("gputrace-%e-%p.json", path, sizeof(W.path), gt_st.pid,
-				      gt_exe(), gt_st.anchor_realtime_ns);
+				      gt_exe(), gt_st.start_realtime_ns);
 		pr_err("GPUTRACE_OUTPUT='%.100s' expands to a path longer than %d bytes; "
 		       "writing %s instead", gt_cfg.output, PATH_MAX - 1, path);
 	} else if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
@@ -253,9 +253,9 @@ bool checkpoint__open(void)
 		if (n && path[n - 1] != '/' && n + 1 < sizeof(W.path))
 			path[n++] = '/';
 		if (config__expand_output("gputrace-%e-%p.json", path + n, sizeof(W.path) - n,
-					  gt_st.pid, gt_exe(), gt_st.anchor_realtime_ns))
+					  gt_st.pid, gt_exe(), gt_st.start_realtime_ns))
 			config__expand_output("gputrace-%p.json", path, sizeof(W.path), gt_st.pid,
-					      gt_exe(), gt_st.anchor_realtime_ns);
+					      gt_exe(), gt_st.start_realtime_ns);
 		pr_warn("GPUTRACE_OUTPUT='%.100s' is a folder, not a file name or template (such "
 			"as trace-%%p.json): writing %s", gt_cfg.output, path);
 	}
