@@ -482,12 +482,10 @@ GT_FORK_CODE void gt_clock_fork_child(void)
 /* (with the start and exit code: a process that records nothing runs it) */
 GT_STARTUP_CODE uint64_t gt_clock_ns_unstarted(void)
 {
-	uint64_t ns;
-
 	/* without libc's wrapper and the vDSO, whose pages such a process
 	 * would touch for this alone (rawsys.h) */
 	if (atomic_load_explicit(&state, memory_order_relaxed) == TSC_UNKNOWN)
-		return (ns = gt_rawsys_clock_ns(GT_CLOCK_ID)) ? ns : gt_clock_gettime_ns();
+		return gt_rawsys_clock_ns(GT_CLOCK_ID);
 	return gt_clock_ns();
 }
 

@@ -152,15 +152,6 @@ static inline uint64_t gt_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* CLOCK_REALTIME without libc or the vDSO (rawsys.h): the start time of a
- * process that may read no other clock. */
-static inline uint64_t gt_realtime_ns_by_syscall(void)
-{
-	uint64_t ns = gt_rawsys_clock_ns(CLOCK_REALTIME);
-
-	return ns ? ns : gt_realtime_ns();
-}
-
 /* The deadline of a timed wait ms from now, on the wait's clock (CLOCK_REALTIME
  * for pthread_mutex_timedlock; a condition variable's own). */
 static inline struct timespec gt_timespec_after_ms(clockid_t id, unsigned long ms)

@@ -959,7 +959,7 @@ GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 {
 	/* system calls of our own here (rawsys.h): no page of libc to touch */
 	gt_st.pid = (pid_t)gt_rawsys(SYS_getpid, 0, 0);
-	gt_st.start_realtime_ns = gt_realtime_ns_by_syscall();
+	gt_st.start_realtime_ns = gt_rawsys_clock_ns(CLOCK_REALTIME);
 	/* the anchor waits for the drain's start (start_drain): a process that
 	 * records nothing reads no clock through libc and the vDSO, whose pages
 	 * it would fault in for it */
@@ -1158,7 +1158,6 @@ GT_STARTUP_CODE __attribute__((constructor(101))) static void gt_constructor(voi
 /* For unit tests: start with this environment instead of the process's. */
 GT_HIDDEN void gt_test_start(char *const *envp)
 {
-	gt_tables__map();
 	config__parse(&gt_cfg, envp);
 	gt_str_intern("");
 	shim__start_process();
