@@ -184,29 +184,6 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 	c->flags |= ZE_LAUNCH_FLAG;
 }
 
-/* The activity an append's work is recorded under (a constant for each wrapper). */
-static inline unsigned ze__append_kind(enum ze_fn_id id)
-{
-	switch (id) {
-	case ZE_ID_zeCommandListAppendMemoryFill:
-	case ZE_ID_zeCommandListAppendMemoryFillWithParameters:
-		return GT_KIND(MEMSET);
-	case ZE_ID_zeCommandListAppendMemoryCopy:
-	case ZE_ID_zeCommandListAppendMemoryCopyWithParameters:
-	case ZE_ID_zeCommandListAppendMemoryCopyRegion:
-	case ZE_ID_zeCommandListAppendMemoryCopyFromContext:
-	case ZE_ID_zeCommandListAppendImageCopy:
-	case ZE_ID_zeCommandListAppendImageCopyRegion:
-	case ZE_ID_zeCommandListAppendImageCopyToMemory:
-	case ZE_ID_zeCommandListAppendImageCopyFromMemory:
-	case ZE_ID_zeCommandListAppendImageCopyToMemoryExt:
-	case ZE_ID_zeCommandListAppendImageCopyFromMemoryExt:
-		return GT_KIND(MEMCPY);
-	default:
-		return GT_KIND(KERNEL);
-	}
-}
-
 /*
  * Every append that puts work on a device, one shape: give the command a
  * timestamped signal event where the program gave none, describe the work
@@ -224,11 +201,12 @@ static inline unsigned ze__append_kind(enum ze_fn_id id)
                                                                                            \
 		uint32_t pushed;                                                           \
                                                                                            \
+		/* a kind left out of the activities: a plain call, nothing timed (an     \
+		 * exported function's front sends it to its plain twin before this) */  \
+		if (gt_unlikely(ze__kind_left_out(ZE_ID_##name)))                          \
+			return real args;                                                  \
 		/* paused: work on an immediate list runs now, outside any window */     \
 		if (gt_unlikely(ze__paused()) && ze_track__list_is_immediate(hCommandList)) \
-			return real args;                                                  \
-		/* a kind left out of the activities: a plain call, nothing timed */      \
-		if (gt_unlikely(!ze__want(ze__append_kind(ZE_ID_##name))))                 \
 			return real args;                                                  \
 		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      numWaitEvents, phWaitEvents);        \
@@ -419,7 +397,7 @@ ZE_APPEND(zeCommandListAppendImageCopyFromMemoryExt,
 		struct ze_work w = { .kind = ZE_CMD_BARRIER, .name = ze_str.barrier };     \
 		ze_result_t r;                                                             \
                                                                                            \
-		if (!ze__want(GT_KIND(SYNC)))                                              \
+		if (ze__kind_left_out(ZE_ID_##fn))                                         \
 			return real args;                                                  \
 		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      numWaitEvents, phWaitEvents);        \
@@ -871,7 +849,7 @@ ZE_CB_EVENT_CREATE(zexCounterBasedEventCreate2, zex_counter_based_event_desc_t)
 		struct ze_work w = { .kind = ZE_CMD_WAIT, .name = ze_str.wait_memory };    \
 		ze_result_t r;                                                             \
                                                                                            \
-		if (!ze__want(GT_KIND(SYNC)))                                              \
+		if (ze__kind_left_out(ZE_ID_##fn))                                         \
 			return real args;                                                  \
 		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      0, NULL);                            \

@@ -149,6 +149,50 @@ static inline bool ze__want(unsigned kind_mask)
 	return (gt_cfg.kinds & kind_mask) != 0;
 }
 
+/* The activity of the work an append puts on the device, for the hooks whose whole
+ * body is that work (a constant for each wrapper); 0 for every other call. */
+static inline __attribute__((always_inline)) unsigned ze__work_kind(enum ze_fn_id id)
+{
+	switch (id) {
+	case ZE_ID_zeCommandListAppendLaunchKernel:
+	case ZE_ID_zeCommandListAppendLaunchKernelWithParameters:
+	case ZE_ID_zeCommandListAppendLaunchKernelWithArguments:
+	case ZE_ID_zeCommandListAppendLaunchCooperativeKernel:
+	case ZE_ID_zeCommandListAppendLaunchKernelIndirect:
+	case ZE_ID_zeCommandListAppendLaunchMultipleKernelsIndirect:
+		return GT_KIND(KERNEL);
+	case ZE_ID_zeCommandListAppendMemoryFill:
+	case ZE_ID_zeCommandListAppendMemoryFillWithParameters:
+		return GT_KIND(MEMSET);
+	case ZE_ID_zeCommandListAppendMemoryCopy:
+	case ZE_ID_zeCommandListAppendMemoryCopyWithParameters:
+	case ZE_ID_zeCommandListAppendMemoryCopyRegion:
+	case ZE_ID_zeCommandListAppendMemoryCopyFromContext:
+	case ZE_ID_zeCommandListAppendImageCopy:
+	case ZE_ID_zeCommandListAppendImageCopyRegion:
+	case ZE_ID_zeCommandListAppendImageCopyToMemory:
+	case ZE_ID_zeCommandListAppendImageCopyFromMemory:
+	case ZE_ID_zeCommandListAppendImageCopyToMemoryExt:
+	case ZE_ID_zeCommandListAppendImageCopyFromMemoryExt:
+		return GT_KIND(MEMCPY);
+	case ZE_ID_zeCommandListAppendBarrier:
+	case ZE_ID_zeCommandListAppendMemoryRangesBarrier:
+	case ZE_ID_zexCommandListAppendWaitOnMemory:
+	case ZE_ID_zexCommandListAppendWaitOnMemory64:
+		return GT_KIND(SYNC);
+	default:
+		return 0;
+	}
+}
+
+/* Such an append with its kind left out of the activities: a plain call, nothing
+ * timed, that costs what a plain traced call costs (backend.c's front sends it to
+ * a plain wrapper of its own). */
+static inline __attribute__((always_inline)) bool ze__kind_left_out(enum ze_fn_id id)
+{
+	return ze__work_kind(id) && !ze__want(ze__work_kind(id));
+}
+
 /* ---- the backend lock: everything below except ze_kernel__get ---- */
 
 extern GT_HIDDEN pthread_mutex_t ze_lock;
@@ -322,8 +366,12 @@ GT_HIDDEN void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handl
 /* fence: the batch signals a fence when done (an instant after its last command). */
 GT_HIDDEN void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence);
 GT_HIDDEN bool ze_track__list_is_immediate(ze_command_list_handle_t l);
-/* Between capture windows: bodies keep books, record nothing (backend.c). */
-GT_HIDDEN bool ze__paused(void);
+/* Between capture windows (bodies keep books, record nothing: backend.c), or not
+ * tracing (yet, or any more). Inline: every append asks. */
+static inline bool ze__paused(void)
+{
+	return !gt_tracing();
+}
 
 GT_HIDDEN void ze_track__queue_created(ze_command_queue_handle_t q, ze_device_handle_t dev,
 				       const ze_command_queue_desc_t *desc);
