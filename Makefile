@@ -140,6 +140,8 @@ demo: deps
 	$(MAKE) all
 	sh test/demo.sh $(BUILD)
 
+# row 8n and row 5k count instructions with callgrind (wall time cannot resolve them here)
+bench: DEB_PKGS += valgrind
 bench: deps
 	$(MAKE) all $(BENCH_BUILD)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) $(PYTHON) test/bench/bench.py

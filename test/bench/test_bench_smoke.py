@@ -250,19 +250,24 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     for measure in ("1 added cost per host call", "1c flight recorder (30s)",
                     "2 scaling with threads",
                     "3 drain + JSON", "3t writer into tmpfs", "4 memory (peak RSS)",
-                    "5 device path, per launch", "5w launches, whole process",
+                    "5 device path, per launch", "5k launch, its kind left out",
+                    "5w launches, whole process",
                     "6 stacks (--stacks)", "7 processes"):
         assert measure in text
     assert "CUDA kernel mode, simulated stack" in text
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "1c_flight", "2_threads", "3_drain",
                                           "3_writer", "4_memory", "5_device",
-                                          "5w_device_whole", "6_stacks", "7_processes",
+                                          "5k_kind_left_out", "5w_device_whole", "6_stacks", "7_processes",
                                           "8_metrics", "8n_no_metrics"]
     # row 5w: the whole process, traced and untraced; 1000 launches lose nothing
     for kind in ("regular", "immediate"):
         x = figures["results"]["5w_device_whole"][kind]
         assert x["events_lost"] == 0 and x["untraced_ns_per_launch"] > 0
+    # row 5k: launches with kernels left out and row 1's call, each traced and untraced
+    left_out = figures["results"]["5k_kind_left_out"]
+    for key in ("plain_call", "regular", "immediate"):
+        assert left_out[key]["events_lost"] == 0 and left_out[key]["untraced_ns"] > 0
     # row 8n: the METRICS=0 library against this one, both tracing every call and launch
     nm = figures["results"]["8n_no_metrics"]
     assert "8n metrics off vs compiled out" in text
