@@ -99,7 +99,7 @@ TARGETS = {
     "sustained_per_s": 8e6,  # one thread, 10 s, nothing lost: recorded per second, at least
     "launch_added_ns": 400,  # row 5: added per launch, regular and immediate list, 0 lost, at most
     "metrics_support_ns": 1.0,  # row 8n: metrics off, with support against without, at most
-    "kind_off_ratio": 1.15,  # row 5k: a launch whose kind is left out / a plain traced call, at most
+    "kind_off_ratio": 1.15,  # row 5k: a launch, its kind left out / a plain traced call, at most
 }
 # Row 8n judges 1 ns by callgrind where it ran: instructions the library may add
 # per ns, a strict count (row 1: its 180 instructions run in ~17 ns here, ~10 per ns)

@@ -258,8 +258,8 @@ def test_harness_quick_run_prints_every_row(tmp_path):
     figures = json.loads(out.read_text())
     assert sorted(figures["results"]) == ["1_host_call", "1c_flight", "2_threads", "3_drain",
                                           "3_writer", "4_memory", "5_device",
-                                          "5k_kind_left_out", "5w_device_whole", "6_stacks", "7_processes",
-                                          "8_metrics", "8n_no_metrics"]
+                                          "5k_kind_left_out", "5w_device_whole", "6_stacks",
+                                          "7_processes", "8_metrics", "8n_no_metrics"]
     # row 5w: the whole process, traced and untraced; 1000 launches lose nothing
     for kind in ("regular", "immediate"):
         x = figures["results"]["5w_device_whole"][kind]
