@@ -333,10 +333,17 @@ def test_telemetry_follows_the_work(tmp_path):
     k0 = span(kernels[0])[0]
     k1 = span([k for k in kernels if k["name"] == "load_kernel"][-1])[1]
 
+    # the last reading, at exit, is drawn from the one before: that rate holds until the
+    # trace's end (the work of a stretch whose readings the device held back lands there)
+    end = max(span(e)[1] if e.get("ph") == "X" else ns(e["ts"])
+              for e in t["traceEvents"] if "ts" in e)
+
     def intervals(name):
-        """(start, end, args) of a rate: each sample holds until the next."""
+        """(start, end, args) of a rate: each sample holds until the next, the last one
+        until the trace's end."""
         s = samples(t, name)
-        return [(ns(a["ts"]), ns(b["ts"]), a["args"]) for a, b in zip(s, s[1:])]
+        return [(ns(a["ts"]), ns(b["ts"]) if b else end, a["args"])
+                for a, b in zip(s, s[1:] + [None])]
 
     # A reading is drawn at the moment gputrace took it, and Sysman reads the device's work
     # up to where it is known; on a loaded machine either may lag by tens of ms: 30 ms of
