@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <pty.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -722,14 +724,141 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 	_exit(status);
 }
 
-/* Registered first, so it runs last: after the program's own
- * at_quick_exit handlers, whose calls are traced too. */
-static bool quick_exit_hooked GT_STARTUP_STATE;
-
 static void on_quick_exit(void *unused)
 {
 	gt_finish("quick_exit", 3000);
 }
+
+/* ---- our fork and quick_exit handlers: in first, at the first need ---- */
+
+/*
+ * glibc runs the fork handlers' prepare halves, and the quick_exit handlers, last
+ * registered first. Ours go in before anyone else's: our prepare (which takes the
+ * registry's and the drain's locks) then runs after every other one, a vendor runtime's
+ * among them (which takes the lock its thread may hold while it calls us back, waiting
+ * for one of ours), our child half first, and our quick_exit handler after the program's
+ * own, whose calls are traced too. Registered from the constructor, they cost every
+ * process two pages of libc (the functions, the lists): 25-45 us a process on a VM, in
+ * the shells, compilers and tools of a job, which mostly never fork nor register a
+ * handler. So ours go in just before the first registration of anyone else's (the
+ * exported entries below, which pthread_atfork and at_quick_exit call from any object,
+ * from a constructor that runs before ours too), and before a fork(), daemon() or
+ * forkpty() (whose fork runs the handlers) finds none of ours in. A quick_exit() with
+ * none of ours in finishes the trace first: no other handler is there to run.
+ */
+enum { HOOK_NONE, HOOK_BUSY, HOOK_DONE };
+static _Atomic int fork_hook GT_STARTUP_STATE;
+static _Atomic int quick_exit_hook GT_STARTUP_STATE;
+static bool quick_exit_hooked GT_STARTUP_STATE;
+/* this thread is registering ours (a registration made meanwhile, by a malloc that
+ * dlsym starts, goes in as it comes) */
+static GT_TLS bool hooking_here;
+
+typedef int register_atfork_fn(void (*)(void), void (*)(void), void (*)(void), void *);
+typedef int cxa_at_quick_exit_fn(void (*)(void *), void *);
+
+static const char register_atfork_name[] GT_STARTUP_CONST = "__register_atfork";
+static const char cxa_at_quick_exit_name[] GT_STARTUP_CONST = "__cxa_at_quick_exit";
+static register_atfork_fn *_Atomic real_register_atfork GT_STARTUP_STATE;
+static cxa_at_quick_exit_fn *_Atomic real_cxa_at_quick_exit GT_STARTUP_STATE;
+
+extern void *__dso_handle __attribute__((visibility("hidden")));
+
+/* Looked up through dlsym itself, not gt_real: a sanitizer runtime registers its own
+ * fork handlers while it starts, before instrumented code (shim.c's) may run, and this
+ * file is built without the sanitizers' flags. */
+GT_FORK_CODE static void *real_once(void *_Atomic *slot, const char *name)
+{
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(slot, f, memory_order_release);
+	}
+	return f;
+}
+
+GT_FORK_CODE static void register_fork_handlers(void)
+{
+	register_atfork_fn *real = real_once((void *_Atomic *)&real_register_atfork,
+					     register_atfork_name);
+
+	if (real)
+		real(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
+}
+
+GT_FORK_CODE static void register_quick_exit_handler(void)
+{
+	cxa_at_quick_exit_fn *real = real_once((void *_Atomic *)&real_cxa_at_quick_exit,
+					       cxa_at_quick_exit_name);
+
+	quick_exit_hooked = real && !real(on_quick_exit, &__dso_handle);
+}
+
+/* Ours in, once, before whatever comes next. */
+GT_FORK_CODE static void hook_first(_Atomic int *state, void (*register_ours)(void))
+{
+	int expect = HOOK_NONE;
+
+	if (atomic_load_explicit(state, memory_order_acquire) == HOOK_DONE || hooking_here)
+		return;
+	if (!atomic_compare_exchange_strong(state, &expect, HOOK_BUSY)) {
+		/* another thread is registering ours: microseconds */
+		while (atomic_load_explicit(state, memory_order_acquire) != HOOK_DONE)
+			sched_yield();
+		return;
+	}
+	hooking_here = true;
+	register_ours();
+	hooking_here = false;
+	atomic_store_explicit(state, HOOK_DONE, memory_order_release);
+}
+
+GT_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void),
+				void (*child)(void), void *dso)
+{
+	register_atfork_fn *real;
+
+	hook_first(&fork_hook, register_fork_handlers);
+	real = real_once((void *_Atomic *)&real_register_atfork, register_atfork_name);
+	return real ? real(prepare, parent, child, dso) : ENOMEM;
+}
+
+GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
+{
+	cxa_at_quick_exit_fn *real;
+
+	hook_first(&quick_exit_hook, register_quick_exit_handler);
+	real = real_once((void *_Atomic *)&real_cxa_at_quick_exit, cxa_at_quick_exit_name);
+	return real ? real(fn, dso) : -1;
+}
+
+/* The calls whose fork runs the fork handlers, one table: ours in, then the real one. */
+#define GT_FORKING(X)                                                                      \
+	X(pid_t, fork, (void), ())                                                         \
+	X(int, daemon, (int nochdir, int noclose), (nochdir, noclose))                     \
+	X(pid_t, forkpty,                                                                  \
+	  (int *amaster, char *name, const struct termios *termp,                          \
+	   const struct winsize *winp),                                                    \
+	  (amaster, name, termp, winp))
+
+#define GT_FORKING_WRAPPER(ret, name, params, args)                                        \
+	static const char name##_fn_name[] GT_STARTUP_CONST = #name;                       \
+	static __typeof__(name) *_Atomic real_fork_##name GT_STARTUP_STATE;                \
+	GT_FORK_CODE GT_EXPORT ret name params                                             \
+	{                                                                                  \
+		__typeof__(name) *real;                                                    \
+                                                                                           \
+		hook_first(&fork_hook, register_fork_handlers);                            \
+		real = real_once((void *_Atomic *)&real_fork_##name, name##_fn_name);      \
+		if (!real) {                                                               \
+			errno = ENOSYS;                                                    \
+			return -1;                                                         \
+		}                                                                          \
+		return real args;                                                          \
+	}
+GT_FORKING(GT_FORKING_WRAPPER)
+#undef GT_FORKING_WRAPPER
 
 GT_EXPORT __attribute__((noreturn)) void quick_exit(int status)
 {
@@ -797,19 +926,10 @@ GT_HIDDEN void lifecycle__poll_dlopen(void)
 	dl_iterate_phdr(phdr_notify, NULL);
 }
 
-/* What glibc's at_quick_exit and pthread_atfork do (their stubs, linked into
- * this library from libc_nonshared, sit on a page of text of their own that
- * every process would fault in): libc's entries, with our handle. */
-extern int __cxa_at_quick_exit(void (*fn)(void *), void *dso);
-extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
-			     void *dso);
-extern void *__dso_handle __attribute__((visibility("hidden")));
-
 GT_STARTUP_CODE void lifecycle__init(void)
 {
 	/* gputrace capture's signal: installed when the process announces
-	 * itself (trigger.c), at once for a paused one, which waits for it */
+	 * itself (trigger.c), at once for a paused one, which waits for it;
+	 * our fork and quick_exit handlers wait for their first need (above) */
 	trigger__init();
-	quick_exit_hooked = !__cxa_at_quick_exit(on_quick_exit, &__dso_handle);
-	__register_atfork(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
 }

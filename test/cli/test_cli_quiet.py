@@ -57,6 +57,39 @@ def test_process_that_records_nothing_reads_no_clock_setup(tmp_path):
     assert b"current_clocksource" not in p.stderr, p.stderr.decode()
 
 
+def bound_by_us(cmd, names):
+    """{pid: the names among these that the loader bound for our library in it}
+    (LD_DEBUG=bindings: lazily, at the first call)."""
+    p = subprocess.run(cmd, env=traced_env({"LD_DEBUG": "bindings"}), capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = {}
+    for line in p.stderr.decode(errors="replace").splitlines():
+        if "binding file" not in line or str(PRELOAD) not in line.split(" to ")[0]:
+            continue
+        pid = int(line.split(":", 1)[0])
+        name = line.rsplit("`", 1)[-1].split("'")[0]
+        out.setdefault(pid, set())
+        if name in names:
+            out[pid].add(name)
+    return out
+
+
+def test_process_that_records_nothing_registers_no_handler(tmp_path):
+    """Our fork and quick_exit handlers go in at their first need, before anyone else's
+    (inject/lifecycle.c): registered at start, they touched two pages of libc in every
+    process (25-45 us on a VM). A process that never forks nor registers one calls
+    neither libc entry; a shell that forks does, once, and its children inherit ours."""
+    names = {"__register_atfork", "__cxa_at_quick_exit"}
+    true = BUILD / "test" / "bench" / "bench_true"
+    need(true)
+    by_pid = bound_by_us([true], names)
+    assert len(by_pid) == 1 and by_pid.popitem()[1] == set()
+    # bash forks for the first (the child execs it), execs the last itself
+    by_pid = bound_by_us(["bash", "-c", f"{true}; {true}"], names)
+    assert sorted(map(sorted, by_pid.values())) == [[], ["__register_atfork"]], by_pid
+
+
 def elf_sections(path):
     """{name: (address, size)} of an ELF64 file's sections, from its section headers."""
     data = pathlib.Path(path).read_bytes()

@@ -13,6 +13,10 @@
  *   exec-env N      fork + execve of "leaf N" with an environment without
  *                   LD_PRELOAD and GPUTRACE_* (the child is not traced)
  *   daemon N        double fork: the grandchild, detached, runs "leaf N"
+ *   daemon-call N   daemon() before any traced call (its fork is libc's own): the
+ *                   daemon makes init + N calls
+ *   atfork-child N  a fork child handler, registered before any traced call, makes N
+ *                   calls in the child of a fork
  *   system N        system("<self> leaf N")
  */
 #include "fault.h"
@@ -50,6 +54,14 @@ static int leaf(int n)
 	calls(n);
 	report();
 	return 0;
+}
+
+/* calls in a fork child's handler (atfork-child): before the child's own code runs */
+static int handler_calls;
+
+static void calls_in_child(void)
+{
+	calls(handler_calls);
 }
 
 /* A fork child: only the forking thread exists here, and it traces on its own. */
@@ -186,6 +198,23 @@ int main(int argc, char **argv)
 		return chain(n, arg_int(argc, argv, 3, 100), argv);
 	if (!strcmp(action, "exec-self"))
 		return exec_self_chain(n, arg_int(argc, argv, 3, 100), argv);
+	if (!strcmp(action, "daemon-call")) {
+		/* nothing recorded before: the parent leaves no trace */
+		if (daemon(1, 0))
+			return 3;
+		sleep_ms(100); /* outlives its parent */
+		fault_role = "daemon";
+		fault_init();
+		calls(n);
+		report();
+		return 0;
+	}
+	if (!strcmp(action, "atfork-child")) {
+		/* as a library's constructor or main() registers, before any traced call */
+		handler_calls = n;
+		if (pthread_atfork(NULL, NULL, calls_in_child))
+			return 3;
+	}
 	fault_init();
 	calls(1000);
 	report();
@@ -193,6 +222,15 @@ int main(int argc, char **argv)
 		return fork_mt(n);
 	if (!strcmp(action, "fork-race"))
 		return fork_race(n, arg_int(argc, argv, 3, 4), arg_int(argc, argv, 4, 5));
+	if (!strcmp(action, "atfork-child")) {
+		pid = fork();
+		if (pid == 0) {
+			fault_role = "child";
+			report(); /* the handler's calls */
+			_exit(0);
+		}
+		return wait_child(pid);
+	}
 	if (!strcmp(action, "spawn")) {
 		if (posix_spawn(&pid, self, NULL, NULL, leaf_args, environ))
 			return 3;

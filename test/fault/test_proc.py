@@ -161,3 +161,34 @@ def test_daemon_double_fork(tmp_path):
     for pid, n in made.items():
         (f, t), = traces[pid]
         check_exact(t, n)
+
+
+@pytest.mark.sanitize
+def test_daemon_call_before_any_traced_call(tmp_path):
+    """daemon() forks inside libc, in a process that has recorded nothing (no fork
+    handler of ours was in yet): the daemon traces on its own, into its own file."""
+    r, traces = run_tree(tmp_path, ["daemon-call", "300"])
+    assert r.traced.returncode == 0
+
+    def daemon_done():
+        done = {pid for pid, ts in read_traces(tmp_path).items()
+                if any(t["gputrace"]["complete"] for f, t in ts)}
+        made = per_pid(tmp_path)
+        return len(made) == 1 and set(made) <= done
+    assert wait_for(daemon_done)
+    traces = read_traces(tmp_path)
+    made = per_pid(tmp_path)
+    assert list(made.values()) == [302]
+    assert set(traces) == set(made)  # the parent, which recorded nothing, made no file
+    check_each(tmp_path, traces, expect_pids=1)
+
+
+@pytest.mark.sanitize
+def test_fork_child_handler_registered_first_is_traced(tmp_path):
+    """The program's fork child handler, registered before any traced call, makes calls:
+    ours ran first (registered before the program's, as it registers), so they are the
+    child's first events, in the child's own trace."""
+    r, traces = run_tree(tmp_path, ["atfork-child", "250"])
+    assert r.traced.returncode == 0
+    made = check_each(tmp_path, traces, expect_pids=2)
+    assert sorted(made.values()) == [250, 1002]
