@@ -144,18 +144,23 @@ def test_exec_with_environment_without_preload(tmp_path):
     check_exact(t, made[pid])
 
 
+def wait_for_daemons(tmp_path, processes):
+    """Until the processes that noted calls (a daemon outlives the run) are that many,
+    and each one's trace is complete: the traces then."""
+    def done():
+        # a daemon notes its calls before its exit writes its trace
+        complete = {pid for pid, ts in read_traces(tmp_path).items()
+                    if any(t["gputrace"]["complete"] for f, t in ts)}
+        made = per_pid(tmp_path)
+        return len(made) >= processes and set(made) <= complete
+    assert wait_for(done)
+    return read_traces(tmp_path)
+
+
 def test_daemon_double_fork(tmp_path):
     r, traces = run_tree(tmp_path, ["daemon", "400"])
     assert r.traced.returncode == 0
-
-    def daemon_done():
-        # the daemon notes its calls before its exit writes its trace
-        done = {pid for pid, ts in read_traces(tmp_path).items()
-                if any(t["gputrace"]["complete"] for f, t in ts)}
-        made = per_pid(tmp_path)
-        return len(made) >= 2 and set(made) <= done
-    assert wait_for(daemon_done)
-    traces = read_traces(tmp_path)
+    traces = wait_for_daemons(tmp_path, 2)
     made = per_pid(tmp_path)
     assert sorted(made.values()) == [402, 1002]
     for pid, n in made.items():
@@ -169,14 +174,7 @@ def test_daemon_call_before_any_traced_call(tmp_path):
     handler of ours was in yet): the daemon traces on its own, into its own file."""
     r, traces = run_tree(tmp_path, ["daemon-call", "300"])
     assert r.traced.returncode == 0
-
-    def daemon_done():
-        done = {pid for pid, ts in read_traces(tmp_path).items()
-                if any(t["gputrace"]["complete"] for f, t in ts)}
-        made = per_pid(tmp_path)
-        return len(made) == 1 and set(made) <= done
-    assert wait_for(daemon_done)
-    traces = read_traces(tmp_path)
+    traces = wait_for_daemons(tmp_path, 1)
     made = per_pid(tmp_path)
     assert list(made.values()) == [302]
     assert set(traces) == set(made)  # the parent, which recorded nothing, made no file
