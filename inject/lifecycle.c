@@ -738,7 +738,7 @@ static void on_quick_exit(void *unused)
  * among them (which takes the lock its thread may hold while it calls us back, waiting
  * for one of ours), our child half first, and our quick_exit handler after the program's
  * own, whose calls are traced too. Registered from the constructor, they cost every
- * process two pages of libc (the functions, the lists): 25-45 us a process on a VM, in
+ * process two pages of libc (the functions, the lists): 29-46 us a process on a VM, in
  * the shells, compilers and tools of a job, which mostly never fork nor register a
  * handler. So ours go in just before the first registration of anyone else's (the
  * exported entries below, which pthread_atfork and at_quick_exit call from any object,

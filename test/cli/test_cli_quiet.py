@@ -78,7 +78,7 @@ def bound_by_us(cmd, names):
 def test_process_that_records_nothing_registers_no_handler(tmp_path):
     """Our fork and quick_exit handlers go in at their first need, before anyone else's
     (inject/lifecycle.c): registered at start, they touched two pages of libc in every
-    process (25-45 us on a VM). A process that never forks nor registers one calls
+    process (29-46 us on a VM). A process that never forks nor registers one calls
     neither libc entry; a shell that forks does, once, and its children inherit ours."""
     names = {"__register_atfork", "__cxa_at_quick_exit"}
     true = BUILD / "test" / "bench" / "bench_true"
