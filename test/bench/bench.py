@@ -104,7 +104,10 @@ TARGETS = {
 # Row 8n judges 1 ns by callgrind where it ran: instructions the library may add
 # per ns, a strict count (row 1: its 180 instructions run in ~17 ns here, ~10 per ns)
 INSTR_PER_NS = 3
-SUSTAINED_RATE = 8_000_000  # calls per second offered by the paced run of row 2
+# Calls per second the paced run of row 2b asks for: 5% above the 8 M/s it must record.
+# Asked at exactly 8 M/s, a run that recorded every call of its 10 s still read 7.99999
+# M/s and failed (the loop's last chunk ends microseconds past 10 s).
+SUSTAINED_RATE = 8_400_000
 
 
 class Bench:
@@ -302,7 +305,7 @@ class Bench:
                      "lost": summary["lost"]["total"], "lossless": summary.get("lossless")}
 
     def sustained(self):
-        """One thread calling without pauses: at a sustained 8 M calls/s for 10 s at
+        """One thread calling without pauses: at a sustained 8.4 M calls/s for 10 s at
         default settings (the drain must keep up: nothing lost), flat out at default
         settings (more than any drain formats: the ring overflows, within its budget),
         the same with the overflow off (the excess is counted lost, exactly), and flat
@@ -1257,7 +1260,7 @@ def table(res, m, reps):
         cap = res.get("3_drain", {}).get("events_per_s")
         p = s["paced"]
         rows.append(rate_row("2b sustained, 1 thread",
-                             f"{p['asked_per_s'] / 1e6:.0f} M calls/s for {p['ms'] / 1000:g} s, "
+                             f"{p['asked_per_s'] / 1e6:g} M calls/s for {p['ms'] / 1000:g} s, "
                              "defaults", p, f"offered {p['offered_per_s'] / 1e6:.1f} M/s, "
                              f"recorded {p['recorded_per_s'] / 1e6:.1f} M/s"))
         for key, how, target in (("flat", "defaults (into a file)", "context"),
