@@ -66,7 +66,11 @@ static const char folded_names[] =
 	"cuGetErrorString\0" "cuGetErrorName\0" "cuStreamIsCapturing\0" "cuStreamGetCaptureInfo\0"
 	"cuStreamGetCtx\0" "cuStreamGetFlags\0" "cuStreamGetPriority\0" "cuFuncGetAttribute\0"
 	"cuDevicePrimaryCtxGetState\0" "cuCtxGetStreamPriorityRange\0" "cuGetExportTable\0"
-	"cuKernelGetFunction\0" "cuLibraryGetKernel\0" "cuOccupancyMaxActiveBlocksPerMultiprocessor\0"
+	"cuKernelGetFunction\0" "cuLibraryGetKernel\0"
+	/* CUDA 13.0's runtime asks for the kernel's name before each <<<>>>, outside the
+	 * launch's runtime call (CUPTI's callbacks on an H200, driver 580.159) */
+	"cuKernelGetName\0"
+	"cuOccupancyMaxActiveBlocksPerMultiprocessor\0"
 	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0"
 	"";
 

@@ -292,7 +292,9 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
 	    !(gt_cfg.kinds & GT_KIND(RUNTIME)))
 		return false;
-	c->name = api_name(name, symbol);
+	/* CUDA 13's <<<>>> calls __cudaLaunchKernel, which CUPTI reports as cudaLaunchKernel
+	 * (cbid 211 on an H200, CUDA 13.0): one name for the call, with CUPTI or without */
+	c->name = api_name(name, launch && symbol[0] == '_' ? symbol + 2 : symbol);
 	if (flags & RT_FOLD) {
 		cupti__fold_count(c->name);
 		return false;

@@ -456,15 +456,16 @@ SIM_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gr
 }
 
 #if SIM_RT_MAJOR >= 13
+/*
+ * What nvcc's code calls for a <<<>>> in CUDA 13. CUDA 13.0's runtime (an H200, driver
+ * 580.159, CUPTI 13.0.1) reports neither entry under its own id: __cudaGetKernel not at all
+ * (the driver calls it makes show with no runtime call around them), __cudaLaunchKernel
+ * as cudaLaunchKernel (CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), though CUPTI's
+ * header lists ids for both.
+ */
 SIM_EXPORT cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t *kernel, const void *func)
 {
-	struct sim_call c = CALL13(__cudaGetKernel_v13000, NULL);
-	cudaError_t r;
-
-	rt_enter(&c);
-	r = rt_get_kernel(kernel, func);
-	rt_exit(&c, &r);
-	return r;
+	return rt_get_kernel(kernel, func);
 }
 
 static struct rt_function *kernel_function(cudaKernel_t k)
@@ -479,20 +480,24 @@ SIM_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gr
 						dim3 blockDim, void **args, size_t sharedMem,
 						cudaStream_t stream)
 {
-	struct sim_call c = CALL13(__cudaLaunchKernel_v13000, NULL);
+	struct rt_function *f = kernel_function(kernel);
+	cudaLaunchKernel_v7000_params p = { f ? rt_function_host(f) : NULL, gridDim, blockDim,
+					    args, sharedMem, stream };
+	struct sim_call c = CALL(cudaLaunchKernel_v7000, &p);
 
-	return launch(&c, kernel_function(kernel), gridDim, blockDim, args, sharedMem, stream,
-		      false);
+	return launch(&c, f, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 SIM_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
 						     dim3 blockDim, void **args,
 						     size_t sharedMem, cudaStream_t stream)
 {
-	struct sim_call c = CALL13(__cudaLaunchKernel_ptsz_v13000, NULL);
+	struct rt_function *f = kernel_function(kernel);
+	cudaLaunchKernel_ptsz_v7000_params p = { f ? rt_function_host(f) : NULL, gridDim,
+						 blockDim, args, sharedMem, stream };
+	struct sim_call c = CALL(cudaLaunchKernel_ptsz_v7000, &p);
 
-	return launch(&c, kernel_function(kernel), gridDim, blockDim, args, sharedMem, stream,
-		      true);
+	return launch(&c, f, gridDim, blockDim, args, sharedMem, stream, true);
 }
 #endif
 

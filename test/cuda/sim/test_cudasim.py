@@ -293,8 +293,9 @@ def test_nvcc_programs_run():
     out = sim_run([CUDA / "sim_app", "runtimes"]).stdout.decode()
     assert out == ("runtime 13: version 13000\nruntime 12: version 12080, 132 SMs, "
                    "gputrace simulated GPU, within its struct, error 0\n")
+    # (__cudaGetKernel is not a runtime call CUPTI hears of: CUDA 13.0 on an H200)
     out = sim_run([CUDA / "cupti_user", "release"]).stdout.decode()
-    assert out.startswith("release: subscribe 0, enable 0, 11 runtime calls, 3 launches seen, "
+    assert out.startswith("release: subscribe 0, enable 0, 10 runtime calls, 3 launches seen, "
                           "3 kernel records (first _Z15while_profilingPi, realtime clock), 0 other "
                           "records, 0 foreign buffers\n")
 
