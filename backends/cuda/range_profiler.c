@@ -109,7 +109,16 @@ static GT_TLS uint32_t range_corr;
  * started by the range's first kernel launch */
 static GT_TLS uint32_t nvtx_name;
 static GT_TLS struct range_ctx *nvtx_open;
-static GT_TLS bool nvtx_crowded; /* its context's session was another thread's */
+static GT_TLS bool nvtx_crowded; /* not measured: another thread's session, a capture */
+/*
+ * Stream captures in progress, from the driver's callbacks. On an H200 (driver 580.159,
+ * CUPTI 13.0.1) a session started at a kernel launch into a capturing stream failed
+ * (CUPTI_ERROR_UNKNOWN) and the capture was invalidated: the program's next captured
+ * call returned cudaErrorStreamCaptureInvalidated. So no session starts while a capture
+ * is in progress, and an NVTX range inside which a capture begins carries no metrics
+ * (its session, if open, ends at the capture's begin, before it).
+ */
+static _Atomic int range_captures;
 
 /* ---- values waiting for their kernel ---- */
 
@@ -467,19 +476,61 @@ static void range_end(void)
 }
 
 static void nvtx_begin(const CUpti_CallbackData *cb);
+static void nvtx_capture_begins(void);
+
+/* cuStreamBeginCapture* and cuStreamEndCapture* (any version, _ptsz): counted in
+ * range_captures. True for those calls. */
+static bool range_capture_call(const CUpti_CallbackData *cb)
+{
+	const char *n = cb->functionName;
+	int r, now;
+	bool begin;
+
+	if (!n || strncmp(n, "cuStream", 8))
+		return false;
+	if (!strncmp(n + 8, "BeginCapture", 12))
+		begin = true;
+	else if (!strncmp(n + 8, "EndCapture", 10))
+		begin = false;
+	else
+		return false;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (begin) {
+			atomic_fetch_add(&range_captures, 1);
+			if (cupti_range_nvtx && nvtx_name)
+				nvtx_capture_begins();
+		}
+		return true;
+	}
+	r = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
+	/* a begin that failed began nothing; an end ends the capture, also with a capture
+	 * error (CUDA_ERROR_STREAM_CAPTURE_*, 900-908), not on a stream not capturing */
+	if (begin ? r != 0 : r == 0 || (r >= 900 && r <= 908))
+		for (now = atomic_load(&range_captures);
+		     now > 0 && !atomic_compare_exchange_weak(&range_captures, &now, now - 1);)
+			;
+	return true;
+}
 
 void cupti__range_launch(const CUpti_CallbackData *cb)
 {
+	if (gt_unlikely(range_capture_call(cb)))
+		return;
 	if (cupti_range_nvtx) {
 		if (cb->callbackSite == CUPTI_API_ENTER && nvtx_name && !nvtx_open &&
 		    !nvtx_crowded && is_kernel_launch(cb->functionName) &&
-		    atomic_load(&cupti_state) == CUPTI_ON)
-			nvtx_begin(cb);
+		    atomic_load(&cupti_state) == CUPTI_ON) {
+			if (atomic_load(&range_captures))
+				nvtx_capture_begins(); /* another thread's capture */
+			else
+				nvtx_begin(cb);
+		}
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
+		/* (a launch into a capture runs no kernel: nothing to measure) */
 		if (!range_open && is_kernel_launch(cb->functionName) &&
-		    atomic_load(&cupti_state) == CUPTI_ON)
+		    atomic_load(&cupti_state) == CUPTI_ON && !atomic_load(&range_captures))
 			range_begin(cb);
 	} else if (range_open && cb->correlationId == range_corr) {
 		range_end();
@@ -542,6 +593,47 @@ static void nvtx_begin(const CUpti_CallbackData *cb)
 		} else {
 			c->owner = &nvtx_open; /* this thread's */
 			nvtx_open = c;
+		}
+	}
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
+}
+
+/* A stream capture begins, or is in progress, inside this thread's outermost NVTX range:
+ * the range carries no metrics (one line, counted), its session ended before the
+ * capture. */
+static void nvtx_capture_begins(void)
+{
+	CUpti_RangeProfiler_PopRange_Params po = {
+		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+	struct range_ctx *c = nvtx_open;
+	double v[RANGE_METRICS_MAX];
+	static bool said;
+	CUptiResult r;
+
+	if (nvtx_crowded)
+		return;
+	nvtx_crowded = true;
+	nvtx_open = NULL;
+	gt_lost_add(cupti__key("cupti_range_capture"), 1);
+	if (!said) {
+		said = true;
+		pr_warn("CUDA metrics: NVTX range '%s' holds a stream capture: a range profiler "
+			"session breaks a capture, so the range carries no metrics (counted as lost "
+			"cupti_range_capture)",
+			gt_str_get(nvtx_name, NULL));
+	}
+	if (!c)
+		return;
+	pthread_mutex_lock(&range_lock);
+	cupti_self++;
+	if (c->owner == &nvtx_open) {
+		po.pRangeProfilerObject = c->obj;
+		if ((r = rf.cuptiRangeProfilerPopRange(&po)) != CUPTI_SUCCESS) {
+			range_give_up(c, "per-range metrics: the range profiler's pop", r);
+		} else {
+			range_collect(c, v); /* a part of the range: its values are dropped */
+			c->owner = NULL;
 		}
 	}
 	cupti_self--;

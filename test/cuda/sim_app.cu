@@ -426,6 +426,40 @@ static int nvtx_mode(bool overlap)
 	return 0;
 }
 
+// multi_stream's "graph" phase (scripts/gpu-check): a stream capture inside an NVTX
+// range, its first kernel launched into the capture; then a range of plain launches.
+static int nvtx_capture_mode(void)
+{
+	cudaStream_t s;
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	nvtxRangePushA("graph");
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	sim::scale<float><<<4, 64, 0, s>>>(d, 1.0f, 1000);
+	axpy<<<2, 32, 0, s>>>(d, d, 1000);
+	CHECK(cudaMemsetAsync(d, 0, 4096, s));
+	CHECK(cudaStreamEndCapture(s, &graph));
+	CHECK(cudaGraphInstantiate(&exec, graph, 0));
+	CHECK(cudaGraphLaunch(exec, s));
+	sim::scale<float><<<4, 64, 0, s>>>(d, 1.0f, 1000); // after the capture, still inside
+	CHECK(cudaStreamSynchronize(s));
+	nvtxRangePop();
+	nvtxRangePushA("after");
+	sim::scale<float><<<4, 64, 0, s>>>(d, 1.0f, 1000); // 256 ns
+	CHECK(cudaStreamSynchronize(s));
+	nvtxRangePop();
+	CHECK(cudaGraphExecDestroy(exec));
+	CHECK(cudaGraphDestroy(graph));
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFree(d));
+	printf("nvtx: capture\n");
+	return 0;
+}
+
 static int threads_mode(void)
 {
 	pthread_t th[4];
@@ -793,6 +827,8 @@ int main(int argc, char **argv)
 		return threads_mode();
 	if (!strcmp(mode, "nvtx") && argc > 3 && !strcmp(argv[2], "exit"))
 		return nvtx_mode(false) ? 1 : atoi(argv[3]);
+	if (!strcmp(mode, "nvtx") && argc > 2 && !strcmp(argv[2], "capture"))
+		return nvtx_capture_mode();
 	if (!strcmp(mode, "nvtx"))
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "reload"))

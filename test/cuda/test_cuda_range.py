@@ -97,6 +97,32 @@ def test_kernels_of_concurrent_threads_keep_their_own_metrics(tmp_path):
     assert shapes == {1: 5, 2: 5, 3: 5, 4: 5}
 
 
+@pytest.mark.sanitize
+def test_nvtx_range_holding_a_stream_capture_leaves_the_capture_whole(tmp_path):
+    """A range profiler session started at a launch into a capturing stream broke the
+    capture on an H200 (the simulated CUPTI does the same): the range that holds a capture
+    carries no metrics, one line, counted; the program's capture, graph and exit status are
+    as untraced; the range after it is measured."""
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["nvtx", "capture"], {"GPUTRACE_METRICS_MODE": "nvtx",
+                                                  "GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.stdout == b"nvtx: capture\n"
+    assert metric_lines(r.stderr) == [
+        "gputrace: CUDA metrics: NVTX range 'graph' holds a stream capture: a range profiler "
+        "session breaks a capture, so the range carries no metrics (counted as lost "
+        "cupti_range_capture)"]
+    calls = [e for e in t["traceEvents"] if e.get("cat") == "cuda_runtime" and e.get("ph") == "X"]
+    assert [e["name"] for e in calls if e["args"].get("result")] == []
+    (graph,) = host_ranges(t, "graph")
+    assert "metrics" not in (graph.get("args") or {})
+    (after,) = host_ranges(t, "after")
+    assert after["args"]["metrics"]["gpu time ns"] == 256
+    # the captured kernels ran once each, from the graph's launch; the ones after, once each
+    assert collections.Counter(k["name"] for k in kernels(t)) == {SCALE: 3, AXPY: 1}
+    lost = json.loads(summary.read_text())["lost"]
+    assert lost["total"] == 1 and lost["by_reason"] == {"cupti_range_capture": 1}
+
+
 @pytest.mark.parametrize("env, line", [
     ({"CUDA_SIM_PROFILING_RESTRICTED": "1"},
      "gputrace: CUDA metrics: per-kernel metrics on GPU 0: no permission to profile the GPU "

@@ -39,6 +39,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,6 +482,7 @@ out:
 EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p)
 {
 	struct CUpti_RangeProfiler_Object *o;
+	uint32_t context_id;
 
 	pthread_mutex_lock(&P_lock);
 	o = object_of(__func__, p ? p->pRangeProfilerObject : NULL);
@@ -488,6 +490,14 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Pa
 		cs_die("%s before cuptiRangeProfilerSetConfig", __func__);
 	if (o->started)
 		cs_die("%s: the range profiler is already started", __func__);
+	context_id = o->context_id;
+	pthread_mutex_unlock(&P_lock);
+	/* A session on a context with a stream capture in progress: what an H200 did (the
+	 * start failed, and the capture was invalidated). The driver's lock, not ours. */
+	if (C.tools && C.tools->size > offsetof(struct sim_tools, profile_breaks_captures) &&
+	    C.tools->profile_breaks_captures(context_id))
+		return CUPTI_ERROR_UNKNOWN;
+	pthread_mutex_lock(&P_lock);
 	o->started = true;
 	o->depth = 0;
 	pthread_mutex_unlock(&P_lock);

@@ -191,6 +191,7 @@ DRV_HIDDEN CUresult drv_capture_check(enum drv_op op, struct drv_stream *s);
 /* The stream is capturing: work goes into its graph. */
 DRV_HIDDEN struct drv_capture *drv_capturing(struct drv_stream *s);
 DRV_HIDDEN bool drv_any_capture(void);
+DRV_HIDDEN bool drv_profile_breaks_captures(uint32_t context_id);
 /* A context's reset (drv_lock held): when its streams' work is done; its streams
  * freed (its events then fail with CUDA_ERROR_CONTEXT_IS_DESTROYED). */
 DRV_HIDDEN uint64_t drv_streams_busy_until(const struct drv_ctx *ctx);

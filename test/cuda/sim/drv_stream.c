@@ -209,6 +209,24 @@ static void invalidate(struct drv_capture *c)
 	c->invalidated = true;
 }
 
+/* CUPTI's range profiler starting a session on a context (sim_tools): on an H200 (driver
+ * 580.159, CUPTI 13.0.1) a start at a launch into a capturing stream failed and the
+ * program's next captured call returned CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. */
+bool drv_profile_breaks_captures(uint32_t context_id)
+{
+	bool broke = false;
+
+	pthread_mutex_lock(&drv_lock);
+	for (struct drv_capture *c = captures; c; c = c->next) {
+		if (c->origin->ctx->id == context_id) {
+			invalidate(c);
+			broke = true;
+		}
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return broke;
+}
+
 static CUresult implicit_check(struct drv_stream *s)
 {
 	CUresult r = CUDA_SUCCESS;

@@ -184,6 +184,7 @@ const struct sim_tools *drv_tools(void)
 		.current_call = drv_current_call,
 		.module_global = drv_module_declare_global,
 		.report = drv_report,
+		.profile_breaks_captures = drv_profile_breaks_captures,
 	};
 	return &t;
 }

@@ -143,6 +143,9 @@ struct sim_tools {
 	int (*module_global)(CUmodule module, const char *name, size_t size);
 	/* one "cuda_sim: ..." line on stderr */
 	void (*report)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+	/* libcupti's range profiler starts a session on a context: the context's stream
+	 * captures in progress are invalidated; true if there was one */
+	bool (*profile_breaks_captures)(uint32_t context_id);
 };
 
 #endif
