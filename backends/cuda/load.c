@@ -12,6 +12,7 @@
 #include <glob.h>
 #include <limits.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,31 @@ GT_HIDDEN struct cupti_funcs cupti_fn;
 void *cupti__dlsym(void *handle, const char *symbol)
 {
 	return gt_dlsym_real(handle, symbol);
+}
+
+/*
+ * The C++ runtime's __cxa_demangle, for kernel names. Also where libstdc++ is not in the
+ * global scope: Python loads its extension modules RTLD_LOCAL, and with them libstdc++,
+ * so a PyTorch process's RTLD_DEFAULT lookup finds none (scripts/gpu-check on an H200:
+ * every aten kernel mangled, torch.profiler's demangled). Never loaded for us: a process
+ * without a C++ runtime keeps its kernels' names as they are. Looked for again until
+ * found (a cold path: a kernel's first name).
+ */
+cupti_demangle_fn cupti__demangler(void)
+{
+	static _Atomic(cupti_demangle_fn) found;
+	cupti_demangle_fn fn = atomic_load_explicit(&found, memory_order_acquire);
+	void *h;
+
+	if (fn)
+		return fn;
+	fn = (cupti_demangle_fn)cupti__dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	/* kept open: the names it makes are freed with free(), its code must stay */
+	if (!fn && (h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD)))
+		fn = (cupti_demangle_fn)cupti__dlsym(h, "__cxa_demangle");
+	if (fn)
+		atomic_store_explicit(&found, fn, memory_order_release);
+	return fn;
 }
 
 struct cudart_find {

@@ -574,19 +574,11 @@ GT_TABLE(struct kname_slot, knames, KNAME_MAX);
 
 static char *demangle(const char *name)
 {
-	static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
-	static bool looked;
+	cupti_demangle_fn cxa_demangle;
 	int status = -1;
 	char *out;
 
-	if (strncmp(name, "_Z", 2))
-		return NULL;
-	if (!looked) {
-		cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))cupti__dlsym(
-			RTLD_DEFAULT, "__cxa_demangle");
-		looked = true;
-	}
-	if (!cxa_demangle)
+	if (strncmp(name, "_Z", 2) || !(cxa_demangle = cupti__demangler()))
 		return NULL;
 	out = cxa_demangle(name, NULL, NULL, &status);
 	if (status) {

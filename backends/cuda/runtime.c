@@ -440,8 +440,8 @@ GT_TABLE(struct kfunc_entry, kfuncs, KFUNC_MAX);
 static uint32_t kernel_name_of(const void *func)
 {
 	static int (*get_name)(const char **, const void *);
-	static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
 	static bool looked;
+	cupti_demangle_fn cxa_demangle;
 	uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull;
 	const char *name = NULL;
 	char buf[64], *pretty = NULL;
@@ -457,8 +457,6 @@ static uint32_t kernel_name_of(const void *func)
 	/* cold: the first launch of this kernel */
 	if (!looked) {
 		get_name = (int (*)(const char **, const void *))cupti__rt_real("cudaFuncGetName");
-		cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))cupti__dlsym(
-			RTLD_DEFAULT, "__cxa_demangle");
 		looked = true;
 	}
 	cupti_self++;
@@ -467,7 +465,7 @@ static uint32_t kernel_name_of(const void *func)
 		name = buf;
 	}
 	cupti_self--;
-	if (cxa_demangle && !strncmp(name, "_Z", 2))
+	if (!strncmp(name, "_Z", 2) && (cxa_demangle = cupti__demangler()))
 		pretty = cxa_demangle(name, NULL, NULL, &status);
 	id = gt_str_intern(pretty && !status ? pretty : name);
 	free(pretty);

@@ -11,6 +11,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -414,6 +415,25 @@ def test_without_cupti_events_time_the_launches(tmp_path):
         assert start(d) >= start(launch)
         assert linked(trace, launch, d)
     assert [e["name"] for e in xs(trace, "cuda_runtime")].count("cudaLaunchKernel") == 5
+
+
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_kernel_names_demangled_where_the_cxx_runtime_is_not_global(tmp_path, cupti):
+    """PyTorch's case: Python loads its extension modules, and with them libstdc++,
+    RTLD_LOCAL, so __cxa_demangle is not in the global scope (on an H200 every aten kernel
+    kept its mangled name where torch.profiler's were demangled). Here python3, which has
+    no libstdc++ of its own, loads a C++ library of kernels with ctypes (RTLD_LOCAL)."""
+    lib = CUDA / "libreload.so"
+    need(lib)
+    code = ("import ctypes, sys\n"
+            "assert not [l for l in open('/proc/self/maps') if 'libstdc++' in l]\n"
+            f"assert ctypes.CDLL('{lib}').reload_run(2) == 0\n"
+            "print('ok')")
+    env = {"GPUTRACE_DISABLE_CUPTI": "1"} if cupti == "events" else {}
+    r = sim_run([sys.executable, "-c", code], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"ok\n"), r.stderr
+    trace = load_trace(r.trace_path)
+    assert [e["name"] for e in xs(trace, "kernel")] == ["reloaded_kernel(int*)"] * 2
 
 
 def test_without_cupti_peer_copies_name_both_devices(tmp_path):
