@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +343,30 @@ void cupti__pm_host_free(void *host, uint8_t *image)
 	free(image);
 }
 
+static void pm_stop(void);
+
+/*
+ * The profiler's host library (libnvperf_host, beside libcupti) has C++ objects that its
+ * exit handlers destroy. On an H200 a short program's exit ran them while the drain
+ * thread was still starting PM sampling in the library: SIGSEGV in libnvperf_host in 3 of
+ * 8 runs of vec_add, and a hang in another (scripts/gpu-check). So it is loaded here
+ * first, and an exit handler registered after it runs before its own: it waits for a
+ * start in progress and stops sampling (pm_stop), while the library is whole.
+ */
+static void host_preload(void)
+{
+	char path[PATH_MAX];
+	const char *slash;
+	Dl_info info;
+
+	if (dladdr((void *)pf.cuptiProfilerInitialize, &info) && info.dli_fname &&
+	    (slash = strrchr(info.dli_fname, '/')) &&
+	    snprintf(path, sizeof(path), "%.*s/libnvperf_host.so", (int)(slash - info.dli_fname),
+		     info.dli_fname) < (int)sizeof(path))
+		dlopen(path, RTLD_NOW | RTLD_LOCAL); /* kept: libcupti loads it anyway */
+	atexit(pm_stop);
+}
+
 int cupti__host_start(void)
 {
 	static int done;
@@ -352,6 +377,7 @@ int cupti__host_start(void)
 		return done < 0 ? done : 0;
 	if (host_load())
 		return done = -ENOSYS;
+	host_preload();
 	if ((r = pf.cuptiProfilerInitialize(&init)) != CUPTI_SUCCESS) {
 		cupti__pm_refused("the profiler", r);
 		return done = -EIO;
