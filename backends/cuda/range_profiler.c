@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,6 +557,25 @@ void cupti__range_nvtx_push(int level, uint32_t name)
 	nvtx_crowded = false;
 }
 
+/* This thread's outermost NVTX range carries no metrics: counted as lost `key`, and said
+ * once (`said`): what (naming the range, %s), then the count. */
+static void __attribute__((format(printf, 3, 4)))
+nvtx_unmeasured(const char *key, bool *said, const char *what, ...)
+{
+	char line[320];
+	va_list ap;
+
+	nvtx_crowded = true;
+	gt_lost_add(cupti__key(key), 1);
+	if (*said)
+		return;
+	*said = true;
+	va_start(ap, what);
+	vsnprintf(line, sizeof(line), what, ap);
+	va_end(ap);
+	pr_warn("CUDA metrics: %s (counted as lost %s)", line, key);
+}
+
 static void nvtx_begin(const CUpti_CallbackData *cb)
 {
 	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
@@ -570,16 +590,11 @@ static void nvtx_begin(const CUpti_CallbackData *cb)
 	cupti_self++;
 	c = range_ctx_of(cb->context);
 	if (c && c->owner) {
-		nvtx_crowded = true;
-		gt_lost_add(cupti__key("cupti_range_overlapped"), 1);
-		if (!said) {
-			said = true;
-			pr_warn("CUDA metrics: NVTX ranges of two threads overlap on one context "
-				"('%s' launched while another thread's range was measured): the range "
-				"profiler measures a context, so the later range carries no metrics "
-				"(counted as lost cupti_range_overlapped)",
+		nvtx_unmeasured("cupti_range_overlapped", &said,
+				"NVTX ranges of two threads overlap on one context ('%s' launched "
+				"while another thread's range was measured): the range profiler "
+				"measures a context, so the later range carries no metrics",
 				gt_str_get(nvtx_name, NULL));
-		}
 	} else if (c) {
 		st.pRangeProfilerObject = c->obj;
 		pu.pRangeProfilerObject = c->obj;
@@ -613,16 +628,11 @@ static void nvtx_capture_begins(void)
 
 	if (nvtx_crowded)
 		return;
-	nvtx_crowded = true;
 	nvtx_open = NULL;
-	gt_lost_add(cupti__key("cupti_range_capture"), 1);
-	if (!said) {
-		said = true;
-		pr_warn("CUDA metrics: NVTX range '%s' holds a stream capture: a range profiler "
-			"session breaks a capture, so the range carries no metrics (counted as lost "
-			"cupti_range_capture)",
+	nvtx_unmeasured("cupti_range_capture", &said,
+			"NVTX range '%s' holds a stream capture: a range profiler session breaks "
+			"a capture, so the range carries no metrics",
 			gt_str_get(nvtx_name, NULL));
-	}
 	if (!c)
 		return;
 	pthread_mutex_lock(&range_lock);

@@ -97,20 +97,29 @@ def test_kernels_of_concurrent_threads_keep_their_own_metrics(tmp_path):
     assert shapes == {1: 5, 2: 5, 3: 5, 4: 5}
 
 
+def nvtx_unmeasured(tmp_path, case, key, line):
+    """sim_app nvtx CASE in nvtx mode, where one range goes unmeasured: its one line, and
+    that range the one counted lost, as KEY. The trace."""
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["nvtx", case], {"GPUTRACE_METRICS_MODE": "nvtx",
+                                             "GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.stdout == f"nvtx: {case}\n".encode()
+    assert metric_lines(r.stderr) == [line]
+    lost = json.loads(summary.read_text())["lost"]
+    assert lost["total"] == 1 and lost["by_reason"] == {key: 1}
+    return t
+
+
 @pytest.mark.sanitize
 def test_nvtx_range_holding_a_stream_capture_leaves_the_capture_whole(tmp_path):
     """A range profiler session started at a launch into a capturing stream broke the
     capture on an H200 (the simulated CUPTI does the same): the range that holds a capture
     carries no metrics, one line, counted; the program's capture, graph and exit status are
     as untraced; the range after it is measured."""
-    summary = tmp_path / "s.json"
-    t, r = traced(tmp_path, ["nvtx", "capture"], {"GPUTRACE_METRICS_MODE": "nvtx",
-                                                  "GPUTRACE_SUMMARY_JSON": str(summary)})
-    assert r.stdout == b"nvtx: capture\n"
-    assert metric_lines(r.stderr) == [
-        "gputrace: CUDA metrics: NVTX range 'graph' holds a stream capture: a range profiler "
-        "session breaks a capture, so the range carries no metrics (counted as lost "
-        "cupti_range_capture)"]
+    t = nvtx_unmeasured(tmp_path, "capture", "cupti_range_capture",
+                        "gputrace: CUDA metrics: NVTX range 'graph' holds a stream capture: a "
+                        "range profiler session breaks a capture, so the range carries no "
+                        "metrics (counted as lost cupti_range_capture)")
     calls = [e for e in t["traceEvents"] if e.get("cat") == "cuda_runtime" and e.get("ph") == "X"]
     assert [e["name"] for e in calls if e["args"].get("result")] == []
     (graph,) = host_ranges(t, "graph")
@@ -119,8 +128,6 @@ def test_nvtx_range_holding_a_stream_capture_leaves_the_capture_whole(tmp_path):
     assert after["args"]["metrics"]["gpu time ns"] == 256
     # the captured kernels ran once each, from the graph's launch; the ones after, once each
     assert collections.Counter(k["name"] for k in kernels(t)) == {SCALE: 3, AXPY: 1}
-    lost = json.loads(summary.read_text())["lost"]
-    assert lost["total"] == 1 and lost["by_reason"] == {"cupti_range_capture": 1}
 
 
 @pytest.mark.parametrize("env, line", [
@@ -245,21 +252,16 @@ def test_nvtx_ranges_carry_the_metrics_of_their_kernels(tmp_path):
 def test_nvtx_ranges_of_two_threads_at_once_on_one_context(tmp_path):
     # the range profiler measures a context: the first thread's range holds the session
     # (and counts both threads' kernels), the other's carries none: one line, counted
-    summary = tmp_path / "s.json"
-    t, r = traced(tmp_path, ["nvtx", "overlap"], {"GPUTRACE_METRICS_MODE": "nvtx",
-                                                  "GPUTRACE_SUMMARY_JSON": str(summary)})
-    assert r.stdout == b"nvtx: overlap\n"
-    assert metric_lines(r.stderr) == [
-        "gputrace: CUDA metrics: NVTX ranges of two threads overlap on one context ('overlap' "
-        "launched while another thread's range was measured): the range profiler measures a "
-        "context, so the later range carries no metrics (counted as lost cupti_range_overlapped)"]
+    t = nvtx_unmeasured(tmp_path, "overlap", "cupti_range_overlapped",
+                        "gputrace: CUDA metrics: NVTX ranges of two threads overlap on one "
+                        "context ('overlap' launched while another thread's range was "
+                        "measured): the range profiler measures a context, so the later range "
+                        "carries no metrics (counted as lost cupti_range_overlapped)")
     rs = host_ranges(t, "overlap")
     assert len(rs) == 2 and rs[0]["tid"] != rs[1]["tid"]
     measured = [e for e in rs if "metrics" in (e.get("args") or {})]
     assert len(measured) == 1
     assert measured[0]["args"]["metrics"]["gpu time ns"] == 2048
-    lost = json.loads(summary.read_text())["lost"]
-    assert lost["total"] == 1 and lost["by_reason"] == {"cupti_range_overlapped": 1}
 
 
 @pytest.mark.parametrize("env, line", [
