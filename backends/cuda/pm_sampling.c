@@ -349,9 +349,9 @@ static void pm_stop(void);
  * The profiler's host library (libnvperf_host, beside libcupti) has C++ objects that its
  * exit handlers destroy. On an H200 a short program's exit ran them while the drain
  * thread was still starting PM sampling in the library: SIGSEGV in libnvperf_host in 3 of
- * 8 runs of vec_add, and a hang in another (scripts/gpu-check). So it is loaded here
- * first, and an exit handler registered after it runs before its own: it waits for a
- * start in progress and stops sampling (pm_stop), while the library is whole.
+ * 8 runs of vec_add, and a hang in another (scripts/gpu-check). So it is loaded before
+ * sampling starts, and an exit handler registered after it runs before its own: it waits
+ * for a start in progress and stops sampling (pm_stop), while the library is whole.
  */
 static void host_preload(void)
 {
@@ -377,7 +377,6 @@ int cupti__host_start(void)
 		return done < 0 ? done : 0;
 	if (host_load())
 		return done = -ENOSYS;
-	host_preload();
 	if ((r = pf.cuptiProfilerInitialize(&init)) != CUPTI_SUCCESS) {
 		cupti__pm_refused("the profiler", r);
 		return done = -EIO;
@@ -578,6 +577,7 @@ static bool pm_start(void)
 		pr_warn("CUDA metrics: no CUDA device");
 		return false;
 	}
+	host_preload(); /* (not where there is no device: the library is large) */
 	pm_counter_name = gt_str_intern("PM sampling");
 	for (size_t i = 0; i < pm_nchosen; i++)
 		pm_keys[i] = gt_str_intern(pm_chosen[i].label);
