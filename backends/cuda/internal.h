@@ -120,9 +120,9 @@ GT_HIDDEN int cupti__load(char *loaded, size_t len);
 GT_HIDDEN bool cupti__cudart_dir(char *dir, size_t len, char *name, size_t name_len);
 /* dlsym that never sees a wrapped dlsym. */
 GT_HIDDEN void *cupti__dlsym(void *handle, const char *symbol);
-/* The C++ runtime's __cxa_demangle wherever the process has one loaded, or NULL. */
-typedef char *(*cupti_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-GT_HIDDEN cupti_demangle_fn cupti__demangler(void);
+/* A mangled C++ name demangled (malloc'ed) by the C++ runtime the process has loaded, or
+ * NULL: not mangled, no runtime, not a name it knows. */
+GT_HIDDEN char *cupti__demangle(const char *name);
 /* The real libcudart function, also from a libcudart loaded RTLD_LOCAL: of
  * the first runtime loaded, or of the one whose symbol version is given
  * ("libcudart.so.12"). */

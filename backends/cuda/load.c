@@ -34,6 +34,8 @@ void *cupti__dlsym(void *handle, const char *symbol)
 	return gt_dlsym_real(handle, symbol);
 }
 
+typedef char *(*cupti_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
 /*
  * The C++ runtime's __cxa_demangle, for kernel names. Also where libstdc++ is not in the
  * global scope: Python loads its extension modules RTLD_LOCAL, and with them libstdc++,
@@ -42,7 +44,7 @@ void *cupti__dlsym(void *handle, const char *symbol)
  * without a C++ runtime keeps its kernels' names as they are. Looked for again until
  * found (a cold path: a kernel's first name).
  */
-cupti_demangle_fn cupti__demangler(void)
+static cupti_demangle_fn demangler(void)
 {
 	static _Atomic(cupti_demangle_fn) found;
 	cupti_demangle_fn fn = atomic_load_explicit(&found, memory_order_acquire);
@@ -57,6 +59,22 @@ cupti_demangle_fn cupti__demangler(void)
 	if (fn)
 		atomic_store_explicit(&found, fn, memory_order_release);
 	return fn;
+}
+
+char *cupti__demangle(const char *name)
+{
+	cupti_demangle_fn cxa_demangle;
+	int status = -1;
+	char *out;
+
+	if (strncmp(name, "_Z", 2) || !(cxa_demangle = demangler()))
+		return NULL;
+	out = cxa_demangle(name, NULL, NULL, &status);
+	if (status) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 struct cudart_find {

@@ -572,22 +572,6 @@ struct kname_slot {
 };
 GT_TABLE(struct kname_slot, knames, KNAME_MAX);
 
-static char *demangle(const char *name)
-{
-	cupti_demangle_fn cxa_demangle;
-	int status = -1;
-	char *out;
-
-	if (strncmp(name, "_Z", 2) || !(cxa_demangle = cupti__demangler()))
-		return NULL;
-	out = cxa_demangle(name, NULL, NULL, &status);
-	if (status) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 /*
  * Kernel names point into CUPTI's (the driver's) memory, which goes with the
  * kernel's module: before CUPTI 13.4 Update 1 a record read after a module
@@ -631,7 +615,7 @@ void cupti__pin_names(uint8_t *buf, size_t valid)
 
 uint32_t cupti__kernel_name_id(const char *name)
 {
-	char *pretty = name && *name ? demangle(name) : NULL;
+	char *pretty = name && *name ? cupti__demangle(name) : NULL;
 	uint32_t id = pretty ? gt_str_intern(pretty) : name && *name ? gt_str_intern(name)
 								    : cupti__key("kernel");
 
@@ -687,7 +671,7 @@ static uint32_t kernel_name(const char *name)
 				return k->id;
 		}
 		if (!k->ptr || k->ptr == name || i == 7) {
-			char *pretty = demangle(name);
+			char *pretty = cupti__demangle(name);
 			k->raw = gt_str_intern(name);
 			k->id = pretty ? gt_str_intern(pretty) : k->raw;
 			k->ptr = name;

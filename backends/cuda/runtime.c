@@ -441,12 +441,10 @@ static uint32_t kernel_name_of(const void *func)
 {
 	static int (*get_name)(const char **, const void *);
 	static bool looked;
-	cupti_demangle_fn cxa_demangle;
 	uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull;
 	const char *name = NULL;
-	char buf[64], *pretty = NULL;
+	char buf[64], *pretty;
 	uint32_t id;
-	int status = -1;
 
 	for (unsigned i = 0; i < 8; i++) {
 		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
@@ -465,9 +463,8 @@ static uint32_t kernel_name_of(const void *func)
 		name = buf;
 	}
 	cupti_self--;
-	if (!strncmp(name, "_Z", 2) && (cxa_demangle = cupti__demangler()))
-		pretty = cxa_demangle(name, NULL, NULL, &status);
-	id = gt_str_intern(pretty && !status ? pretty : name);
+	pretty = cupti__demangle(name);
+	id = gt_str_intern(pretty ? pretty : name);
 	free(pretty);
 	for (unsigned i = 0; i < 8; i++) {
 		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
