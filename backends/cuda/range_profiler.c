@@ -614,17 +614,36 @@ static void nvtx_begin(const CUpti_CallbackData *cb)
 	pthread_mutex_unlock(&range_lock);
 }
 
+/* range_lock held: this thread's session on c ends (its user range popped, decoded,
+ * re-armed) if it is still ours (not given up, not stopped). True with the values in v. */
+static bool nvtx_session_end(struct range_ctx *c, double *v)
+{
+	CUpti_RangeProfiler_PopRange_Params po = {
+		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+	bool measured;
+	CUptiResult r;
+
+	if (c->owner != &nvtx_open)
+		return false;
+	po.pRangeProfilerObject = c->obj;
+	if ((r = rf.cuptiRangeProfilerPopRange(&po)) != CUPTI_SUCCESS) {
+		range_give_up(c, "per-range metrics: the range profiler's pop", r);
+		return false;
+	}
+	/* waits for the range's kernels: decoding needs them done */
+	measured = range_collect(c, v);
+	c->owner = NULL;
+	return measured;
+}
+
 /* A stream capture begins, or is in progress, inside this thread's outermost NVTX range:
  * the range carries no metrics (one line, counted), its session ended before the
  * capture. */
 static void nvtx_capture_begins(void)
 {
-	CUpti_RangeProfiler_PopRange_Params po = {
-		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
 	struct range_ctx *c = nvtx_open;
 	double v[RANGE_METRICS_MAX];
 	static bool said;
-	CUptiResult r;
 
 	if (nvtx_crowded)
 		return;
@@ -637,27 +656,16 @@ static void nvtx_capture_begins(void)
 		return;
 	pthread_mutex_lock(&range_lock);
 	cupti_self++;
-	if (c->owner == &nvtx_open) {
-		po.pRangeProfilerObject = c->obj;
-		if ((r = rf.cuptiRangeProfilerPopRange(&po)) != CUPTI_SUCCESS) {
-			range_give_up(c, "per-range metrics: the range profiler's pop", r);
-		} else {
-			range_collect(c, v); /* a part of the range: its values are dropped */
-			c->owner = NULL;
-		}
-	}
+	nvtx_session_end(c, v); /* a part of the range: its values are dropped */
 	cupti_self--;
 	pthread_mutex_unlock(&range_lock);
 }
 
 unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsigned max)
 {
-	CUpti_RangeProfiler_PopRange_Params po = {
-		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
 	struct range_ctx *c = nvtx_open;
 	double v[RANGE_METRICS_MAX];
-	bool measured = false;
-	CUptiResult r;
+	bool measured;
 
 	if (level)
 		return n;
@@ -667,16 +675,7 @@ unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsig
 		return n; /* no kernel launched inside it (or not measured) */
 	pthread_mutex_lock(&range_lock);
 	cupti_self++;
-	if (c->owner == &nvtx_open) { /* still ours: not given up, not stopped */
-		po.pRangeProfilerObject = c->obj;
-		if ((r = rf.cuptiRangeProfilerPopRange(&po)) != CUPTI_SUCCESS) {
-			range_give_up(c, "per-range metrics: the range profiler's pop", r);
-		} else {
-			/* waits for the range's kernels: decoding needs them done */
-			measured = range_collect(c, v);
-			c->owner = NULL;
-		}
-	}
+	measured = nvtx_session_end(c, v);
 	for (size_t i = 0; measured && i < c->n && n < max; i++)
 		args[n++] = (struct gt_arg){ .key = c->keys[i], .type = GT_ARG_METRIC, .v.f = v[i] };
 	cupti_self--;
