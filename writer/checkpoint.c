@@ -495,6 +495,14 @@ static void build_trailer(bool final)
 	json__u64(b, gt_st.anchor_realtime_ns);
 	jbuf__lit(b, ",\"clock_ns\":");
 	json__u64(b, gt_st.anchor_clock_ns);
+	/* read at every checkpoint: with the anchor, a line through the wall
+	 * clock where NTP slews it (raw clock: the crash path writes this too) */
+	struct gt_clock_pair last = gt_clock_pair_of(gt_clock_gettime_ns);
+
+	jbuf__lit(b, "},\"anchor_last\":{\"realtime_ns\":");
+	json__u64(b, (uint64_t)last.realtime_ns);
+	jbuf__lit(b, ",\"clock_ns\":");
+	json__u64(b, last.clock_ns);
 	jbuf__lit(b, "},\"complete\":");
 	/* the image an exec replaces has its file finished (a failed exec goes on) */
 	const char *why = atomic_load(&gt_end_reason);
