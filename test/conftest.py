@@ -116,8 +116,9 @@ def reaped(p):
 
 
 def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, input=None,
-        check_trace=True):
-    """Run cmd; traced runs write to `trace` (or tmp_path/trace.json)."""
+        check_trace=True, also_preload=()):
+    """Run cmd; traced runs write to `trace` (or tmp_path/trace.json), with
+    the libraries also_preload names preloaded after gputrace."""
     e = clean_env(env)
     trace_path = None
     if traced:
@@ -125,7 +126,7 @@ def run(cmd, *, traced=True, env=None, trace=None, tmp_path=None, timeout=120, i
             assert tmp_path is not None
             trace = str(tmp_path / "trace.json")
         trace_path = trace
-        e["LD_PRELOAD"] = PRELOAD
+        e["LD_PRELOAD"] = " ".join([PRELOAD] + [str(p) for p in also_preload])
         e.setdefault("GPUTRACE_OUTPUT", trace)
         e.setdefault("GPUTRACE_SUMMARY", "0")
     proc = subprocess.run([str(c) for c in cmd], env=e, capture_output=True, timeout=timeout,

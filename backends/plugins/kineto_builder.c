@@ -271,11 +271,14 @@ static void emit_last(struct kineto_prof *k)
 		return;
 	}
 	l->have = false;
-	/* the duration as the plug-in measured it; none when negative, as Kineto */
+	/* none when negative, as Kineto; the end placed as the start was (the
+	 * wall clock slewed between them lengthens the UTC duration), else the
+	 * duration as the plug-in measured it */
 	if (__builtin_sub_overflow(l->end_utc, l->start_utc, &dur) || dur < 0)
 		dur = 0;
 	ev.start_ns = l->start_ns;
-	ev.end_ns = l->start_ns + (uint64_t)dur;
+	if (!dur || utc__to_clock(l->end_utc, &ev.end_ns) || ev.end_ns < ev.start_ns)
+		ev.end_ns = l->start_ns + (uint64_t)dur;
 	if (place == K_EITHER)
 		place = is_this_process(l->device) ? K_HOST : K_DEVICE;
 	switch (place) {

@@ -26,7 +26,13 @@ $(PLUGINS_OUT)/host_app: test/plugins/host_app.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 
+# A wall clock slewed under the traced process (preloaded after gputrace).
+$(PLUGINS_OUT)/wall_slew.so: test/plugins/wall_slew.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+
 TEST_BUILD += $(PLUGINS_HDR) $(PLUGINS_OUT)/good/libsimaccel.so $(PLUGINS_OUT)/host_app \
+	      $(PLUGINS_OUT)/wall_slew.so \
 	      $(patsubst %,$(PLUGINS_OUT)/broken/%.so,$(PLUGINS_BROKEN))
 
 # Unit tests of backends/plugins/ against recording stand-ins of the core;
