@@ -271,14 +271,12 @@ static void emit_last(struct kineto_prof *k)
 		return;
 	}
 	l->have = false;
-	/* none when negative, as Kineto; the end placed as the start was (the
-	 * wall clock slewed between them lengthens the UTC duration), else the
-	 * duration as the plug-in measured it */
+	/* none when negative, as Kineto; in trace ns (a slewed wall clock
+	 * lengthens or shortens the UTC one) */
 	if (__builtin_sub_overflow(l->end_utc, l->start_utc, &dur) || dur < 0)
 		dur = 0;
 	ev.start_ns = l->start_ns;
-	if (!dur || utc__to_clock(l->end_utc, &ev.end_ns) || ev.end_ns < ev.start_ns)
-		ev.end_ns = l->start_ns + (uint64_t)dur;
+	ev.end_ns = l->start_ns + (uint64_t)gt_round((double)dur * l->rate);
 	if (place == K_EITHER)
 		place = is_this_process(l->device) ? K_HOST : K_DEVICE;
 	switch (place) {
@@ -391,7 +389,7 @@ static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 	};
 	l->skip = !(gt_cfg.kinds & kineto_types[l->type].kind);
 	/* placed now, so the return code tells the profiler its event is dropped */
-	if (!l->skip && utc__to_clock(l->start_utc, &l->start_ns)) {
+	if (!l->skip && utc__to_clock(l->start_utc, &l->start_ns, &l->rate)) {
 		l->skip = true; /* what follows describes nothing */
 		return leave(k, refuse(k, "addEvent",
 				       "a time before this machine started (UTC %" PRId64 " ns)",

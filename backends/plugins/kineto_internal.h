@@ -84,6 +84,7 @@ struct kineto_last {
 	int type;    /* latest numbering */
 	int64_t start_utc, end_utc;
 	uint64_t start_ns; /* start_utc on gputrace's clock */
+	double rate;       /* trace ns per UTC ns there (utc__to_clock) */
 	int32_t device, resource; /* or process, thread */
 	uint32_t name;
 	int flow_type; /* KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_*, 0: none */
@@ -138,8 +139,9 @@ GT_HIDDEN void kbuilder__close(struct kineto_prof *k);
 /* Take a (trace clock, CLOCK_REALTIME) pair now. */
 GT_HIDDEN void utc__sample(void);
 /* A UTC time on the trace clock, through the pairs around it; -ERANGE for a
- * time before the clock's zero. */
-GT_HIDDEN int utc__to_clock(int64_t utc_ns, uint64_t *clock_ns);
+ * time before the clock's zero. rate (may be NULL): trace ns per UTC ns
+ * there, 1 where the pairs around differ by no more than their reads' error. */
+GT_HIDDEN int utc__to_clock(int64_t utc_ns, uint64_t *clock_ns, double *rate);
 GT_HIDDEN void utc__forget(void);
 
 /* ---- JSON values (jsoncheck.c) ---- */

@@ -7,7 +7,8 @@
  * every drain cycle, before every processEvents), each the tightest of a few
  * (clock, realtime, clock) reads, and a UTC time is converted through the
  * offsets of the pairs around it, interpolated (exact while the wall clock
- * slews at a steady rate; a step between two pairs is spread over them). The
+ * slews at a steady rate; a step between two pairs is spread over them; past
+ * the newest at the last two's rate), and a duration at that rate. The
  * table is bounded: when full, every other pair is dropped (the first and
  * last stay), so a run of any length keeps pairs all along, further apart as
  * it goes on. Pairs are kept at least PAIR_GAP_NS apart, but the newest
@@ -23,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "backends/plugins/kineto_internal.h"
 #include "inject/clock.h"
@@ -68,8 +70,30 @@ static int64_t offset(const struct gt_clock_pair *p)
 	return p->realtime_ns - (int64_t)p->clock_ns;
 }
 
-int utc__to_clock(int64_t utc, uint64_t *clock_ns)
+/* The offset at utc on the line through a and b (b later), and its slope in
+ * trace ns per UTC ns. A line no steeper than the reads' error is no slew:
+ * flat, so a duration given in ns stays that many ns (and no noise is
+ * extrapolated); one steeper than chrony's fastest slew (8.3%) is a step:
+ * spread between the pairs, flat past them. */
+static int64_t line_offset(const struct gt_clock_pair *a, const struct gt_clock_pair *b,
+			   int64_t utc, double *slope)
 {
+	int64_t moved = offset(b) - offset(a), span = b->realtime_ns - a->realtime_ns;
+	double w = (double)(utc - a->realtime_ns) / (double)span;
+
+	*slope = 1.0 - (double)moved / (double)span;
+	if ((uint64_t)llabs(moved) <= (a->width_ns + b->width_ns) / 2 || *slope < 0.9 ||
+	    *slope > 1.1) {
+		*slope = 1.0;
+		if (w > 1.0)
+			return offset(b);
+	}
+	return offset(a) + (int64_t)(w * (double)moved);
+}
+
+int utc__to_clock(int64_t utc, uint64_t *clock_ns, double *rate)
+{
+	double slope = 1.0;
 	int64_t off, c;
 	unsigned i;
 
@@ -80,20 +104,20 @@ int utc__to_clock(int64_t utc, uint64_t *clock_ns)
 	for (i = npairs; i-- > 0;)
 		if (pairs[i].realtime_ns <= utc)
 			break;
-	if (i == (unsigned)-1) {
+	if (i == (unsigned)-1)
 		off = offset(&pairs[0]); /* before the first pair */
-	} else if (i + 1 < npairs && pairs[i + 1].realtime_ns > pairs[i].realtime_ns) {
-		const struct gt_clock_pair *a = &pairs[i], *b = &pairs[i + 1];
-		double w = (double)(utc - a->realtime_ns) / (double)(b->realtime_ns - a->realtime_ns);
-
-		off = offset(a) + (int64_t)(w * (double)(offset(b) - offset(a)));
-	} else {
-		off = offset(&pairs[i]); /* after the last pair */
-	}
+	else if (i + 1 < npairs && pairs[i + 1].realtime_ns > pairs[i].realtime_ns)
+		off = line_offset(&pairs[i], &pairs[i + 1], utc, &slope);
+	else if (i + 1 == npairs && i && pairs[i].realtime_ns > pairs[i - 1].realtime_ns)
+		off = line_offset(&pairs[i - 1], &pairs[i], utc, &slope); /* past the newest: on */
+	else
+		off = offset(&pairs[i]); /* the wall clock stepped back here */
 	pthread_mutex_unlock(&utc_lock);
 	if (__builtin_sub_overflow(utc, off, &c) || c < 0)
 		return -ERANGE;
 	*clock_ns = (uint64_t)c;
+	if (rate)
+		*rate = slope;
 	return 0;
 }
 

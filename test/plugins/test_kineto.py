@@ -831,3 +831,17 @@ def test_readme_kineto_example_works(tmp_path):
     temps = sorted(events(t, ph="C", name="temperature"), key=lambda e: e["ts"])
     assert [c["args"] for c in temps] == [{"celsius": 40.0}, {"celsius": 41.5}]
     assert all(c["pid"] == pid for c in temps)
+
+
+def test_unit_tests_under_a_slewed_wall_clock():
+    """check_plugins' Kineto cases (the builder and the UTC table, against the
+    reference profiler) with the wall clock slewed 5% fast: each interval is
+    checked at the rate the test itself measures."""
+    check = BUILD / "test" / "check_plugins"
+    need(check)
+    need(WALL_SLEW)
+    for ppm in ("50000", "-30000"):
+        env = clean_env({"LD_PRELOAD": str(WALL_SLEW), "GT_TEST_WALL_SLEW_PPM": ppm,
+                         "CK_RUN_CASE": "kineto", "CK_DEFAULT_TIMEOUT": "120"})
+        r = subprocess.run([str(check)], env=env, capture_output=True, timeout=300)
+        assert r.returncode == 0 and b"Failures: 0, Errors: 0" in r.stdout, r.stdout + r.stderr
