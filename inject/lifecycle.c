@@ -795,13 +795,19 @@ GT_FORK_CODE static void register_quick_exit_handler(void)
 	quick_exit_hooked = real && !real(on_quick_exit, &__dso_handle);
 }
 
-/* Ours in, once, before whatever comes next. */
-GT_FORK_CODE static void hook_first(_Atomic int *state, void (*register_ours)(void))
+/* Ours in, once, before whatever comes next. The real registration (real_slot)
+ * is looked up before the claim: dlsym waits for the loader's lock, and a
+ * thread in dlopen holds it while a constructor there registers its handlers
+ * and waits here for ours (a CI run hung so: the watchdog thread claimed, then
+ * waited in dlsym, while the main thread loaded a Level Zero driver). */
+GT_FORK_CODE static void hook_first(_Atomic int *state, void (*register_ours)(void),
+				    void *_Atomic *real_slot, const char *real_name)
 {
 	int expect = HOOK_NONE;
 
 	if (atomic_load_explicit(state, memory_order_acquire) == HOOK_DONE || hooking_here)
 		return;
+	real_once(real_slot, real_name);
 	if (!atomic_compare_exchange_strong(state, &expect, HOOK_BUSY)) {
 		/* another thread is registering ours: microseconds */
 		while (atomic_load_explicit(state, memory_order_acquire) != HOOK_DONE)
@@ -819,7 +825,8 @@ GT_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void),
 {
 	register_atfork_fn *real;
 
-	hook_first(&fork_hook, register_fork_handlers);
+	hook_first(&fork_hook, register_fork_handlers, (void *_Atomic *)&real_register_atfork,
+		   register_atfork_name);
 	real = real_once((void *_Atomic *)&real_register_atfork, register_atfork_name);
 	return real ? real(prepare, parent, child, dso) : ENOMEM;
 }
@@ -828,7 +835,8 @@ GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
 {
 	cxa_at_quick_exit_fn *real;
 
-	hook_first(&quick_exit_hook, register_quick_exit_handler);
+	hook_first(&quick_exit_hook, register_quick_exit_handler,
+		   (void *_Atomic *)&real_cxa_at_quick_exit, cxa_at_quick_exit_name);
 	real = real_once((void *_Atomic *)&real_cxa_at_quick_exit, cxa_at_quick_exit_name);
 	return real ? real(fn, dso) : -1;
 }
@@ -849,7 +857,8 @@ GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
 	{                                                                                  \
 		__typeof__(name) *real;                                                    \
                                                                                            \
-		hook_first(&fork_hook, register_fork_handlers);                            \
+		hook_first(&fork_hook, register_fork_handlers,                             \
+			   (void *_Atomic *)&real_register_atfork, register_atfork_name);  \
 		real = real_once((void *_Atomic *)&real_fork_##name, name##_fn_name);      \
 		if (!real) {                                                               \
 			errno = ENOSYS;                                                    \

@@ -5,7 +5,8 @@ ifeq ($(HAVE_ZE),1)
 FAULT_C_PROGS := fault_crash fault_exit fault_proc fault_threads fault_reent fault_malloc
 FAULT_BINS := $(patsubst %,$(BUILD)/test/fault/%,$(FAULT_C_PROGS)) \
 	      $(BUILD)/test/fault/fault_cxx $(BUILD)/test/fault/fault_dlopen \
-	      $(BUILD)/test/fault/plugin_noregister.so
+	      $(BUILD)/test/fault/plugin_noregister.so $(BUILD)/test/fault/fault_atfork_dlopen \
+	      $(BUILD)/test/fault/atfork_ctor.so $(BUILD)/test/fault/slow_phdr.so
 
 $(patsubst %,$(BUILD)/test/fault/%,$(FAULT_C_PROGS)): $(BUILD)/test/fault/%: test/fault/%.c test/fault/fault.h
 	@mkdir -p $(dir $@)
@@ -21,6 +22,18 @@ $(BUILD)/test/fault/fault_cxx: test/fault/fault_cxx.cc test/fault/fault.h
 $(BUILD)/test/fault/fault_dlopen: test/fault/fault_dlopen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -ldl
+
+$(BUILD)/test/fault/fault_atfork_dlopen: test/fault/fault_atfork_dlopen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -ldl
+
+$(BUILD)/test/fault/atfork_ctor.so: test/fault/atfork_ctor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -o $@ $< -lpthread
+
+$(BUILD)/test/fault/slow_phdr.so: test/fault/slow_phdr.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 
 # A shared object that is not a gputrace plug-in (no register symbol).
 $(BUILD)/test/fault/plugin_noregister.so: test/fault/plugin_noregister.c

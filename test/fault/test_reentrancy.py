@@ -2,6 +2,7 @@
 and closed again and again, a program whose malloc is its own."""
 import pytest
 
+from conftest import run
 from faultkit import check_exact, compare, notes, printed, prog
 
 
@@ -38,3 +39,16 @@ def test_program_with_its_own_malloc(tmp_path):
     assert r.traced.returncode == 0
     assert b"allocator served" in r.traced.stdout
     check_exact(r.counted, printed(r.traced.stdout))
+
+
+def test_library_registering_fork_handlers_while_the_watchdog_registers_ours(tmp_path):
+    """A library's constructor registers fork handlers inside dlopen (the loader's lock
+    held) just as gputrace's watchdog thread, started by the first traced call, registers
+    ours: the program loads it and goes on. (A CI run hung so, in a Level Zero driver
+    loaded by zeInit: the watchdog had claimed the registration and waited for the lock
+    in dlsym while the constructor waited for the registration.) slow_phdr.so holds the
+    watchdog back until the program's dlopen holds the lock."""
+    r = run([prog("fault_atfork_dlopen"), prog("atfork_ctor.so")], tmp_path=tmp_path,
+            env={"GPUTRACE_WATCHDOG": "1"}, also_preload=[prog("slow_phdr.so")], timeout=30)
+    assert r.returncode == 0 and r.stdout == b"loaded (zeInit failed)\n", r.stderr
+    assert [e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"] == ["zeInit"]

@@ -6,6 +6,7 @@ kernel still pending on its queue; the program is not stopped; nothing is said a
 a wait that ends in time; a bad value is one line."""
 import json
 import os
+import select
 import signal
 import subprocess
 import time
@@ -27,6 +28,12 @@ def start_hang(tmp_path, seconds, arg="forever", extra=None):
     err = open(tmp_path / "stderr", "wb")
     proc = subprocess.Popen([str(HANG), arg], env=env, stdout=subprocess.PIPE, stderr=err)
     err.close()
+    # bounded: a program that hangs before its wait (a CI run did, in zeInit) fails the
+    # test instead of the whole suite
+    if not select.select([proc.stdout], [], [], 60)[0]:
+        proc.kill()
+        proc.wait()
+        pytest.fail("ze_hang never reached its wait (60 s)")
     assert proc.stdout.readline() == b"waiting\n"
     return proc
 
