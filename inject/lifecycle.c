@@ -778,66 +778,60 @@ GT_FORK_CODE static void *real_once(void *_Atomic *slot, const char *name)
 	return f;
 }
 
-GT_FORK_CODE static void register_fork_handlers(void)
+GT_FORK_CODE static void register_fork_handlers(void *real)
 {
-	register_atfork_fn *real = real_once((void *_Atomic *)&real_register_atfork,
-					     register_atfork_name);
-
-	if (real)
-		real(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
+	((register_atfork_fn *)real)(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
 }
 
-GT_FORK_CODE static void register_quick_exit_handler(void)
+GT_FORK_CODE static void register_quick_exit_handler(void *real)
 {
-	cxa_at_quick_exit_fn *real = real_once((void *_Atomic *)&real_cxa_at_quick_exit,
-					       cxa_at_quick_exit_name);
-
-	quick_exit_hooked = real && !real(on_quick_exit, &__dso_handle);
+	quick_exit_hooked = !((cxa_at_quick_exit_fn *)real)(on_quick_exit, &__dso_handle);
 }
 
-/* Ours in, once, before whatever comes next. The real registration (real_slot)
- * is looked up before the claim: dlsym waits for the loader's lock, and a
- * thread in dlopen holds it while a constructor there registers its handlers
- * and waits here for ours (a CI run hung so: the watchdog thread claimed, then
- * waited in dlsym, while the main thread loaded a Level Zero driver). */
-GT_FORK_CODE static void hook_first(_Atomic int *state, void (*register_ours)(void),
-				    void *_Atomic *real_slot, const char *real_name)
+/* Ours in, once, before whatever comes next, through libc's registration
+ * (real_slot, returned; NULL: none, nothing registered). It is looked up
+ * before the claim: dlsym waits for the loader's lock, and a thread in dlopen
+ * holds it while a constructor there registers its handlers and waits here
+ * for ours (a CI run hung so: the watchdog thread claimed, then waited in
+ * dlsym, while the main thread loaded a Level Zero driver). */
+GT_FORK_CODE static void *hook_first(_Atomic int *state, void (*register_ours)(void *real),
+				     void *_Atomic *real_slot, const char *real_name)
 {
+	void *real = real_once(real_slot, real_name);
 	int expect = HOOK_NONE;
 
-	if (atomic_load_explicit(state, memory_order_acquire) == HOOK_DONE || hooking_here)
-		return;
-	real_once(real_slot, real_name);
+	if (!real || atomic_load_explicit(state, memory_order_acquire) == HOOK_DONE ||
+	    hooking_here)
+		return real;
 	if (!atomic_compare_exchange_strong(state, &expect, HOOK_BUSY)) {
 		/* another thread is registering ours: microseconds */
 		while (atomic_load_explicit(state, memory_order_acquire) != HOOK_DONE)
 			sched_yield();
-		return;
+		return real;
 	}
 	hooking_here = true;
-	register_ours();
+	register_ours(real);
 	hooking_here = false;
 	atomic_store_explicit(state, HOOK_DONE, memory_order_release);
+	return real;
 }
 
 GT_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void),
 				void (*child)(void), void *dso)
 {
-	register_atfork_fn *real;
+	register_atfork_fn *real = hook_first(&fork_hook, register_fork_handlers,
+					      (void *_Atomic *)&real_register_atfork,
+					      register_atfork_name);
 
-	hook_first(&fork_hook, register_fork_handlers, (void *_Atomic *)&real_register_atfork,
-		   register_atfork_name);
-	real = real_once((void *_Atomic *)&real_register_atfork, register_atfork_name);
 	return real ? real(prepare, parent, child, dso) : ENOMEM;
 }
 
 GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
 {
-	cxa_at_quick_exit_fn *real;
+	cxa_at_quick_exit_fn *real = hook_first(&quick_exit_hook, register_quick_exit_handler,
+						(void *_Atomic *)&real_cxa_at_quick_exit,
+						cxa_at_quick_exit_name);
 
-	hook_first(&quick_exit_hook, register_quick_exit_handler,
-		   (void *_Atomic *)&real_cxa_at_quick_exit, cxa_at_quick_exit_name);
-	real = real_once((void *_Atomic *)&real_cxa_at_quick_exit, cxa_at_quick_exit_name);
 	return real ? real(fn, dso) : -1;
 }
 
