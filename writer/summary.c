@@ -477,6 +477,10 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		} else if (is_cat(sp->cat, "gpu_memset")) {
 			r = table__get(s, &s->t[T_COPIES], "memset");
 		} else {
+			if (is_cat(sp->cat, "overhead")) { /* CUPTI's, the range profiler's kernels */
+				s->overhead_count++;
+				s->overhead_ns += sp->dur_ns;
+			}
 			return;
 		}
 		if (r)

@@ -494,7 +494,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	/* one test when neither the range profiler nor the watchdog hooks driver calls */
 	if (gt_unlikely(cupti_drv_hooks) && !rt) {
 		if (gt_metrics_on(cupti_range_launches))
-			cupti__range_launch(cb); /* also inside a runtime call: the driver launches */
+			cupti__range_launch(cbid, cb); /* also inside a runtime call: the driver launches */
 		if (gt_watchdog_on) {
 			if (!t->rt_depth)
 				drv_wait_mark(cbid, cb, cb->callbackSite == CUPTI_API_ENTER);

@@ -154,10 +154,11 @@ GT_HIDDEN void cupti__range_nvtx_push(int level, uint32_t name);
  * GT_ARG_METRIC args; the new count. Waits for the range's kernels. */
 GT_HIDDEN unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n,
 					 unsigned max);
-/* Drain thread: the metrics of the kernel launched under corr, as GT_ARG_METRIC args
- * appended to args[n..max); the new count. */
-GT_HIDDEN unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n,
-				     unsigned max);
+/* Drain thread: the metrics of the kernel launched under corr that ran on CUPTI's
+ * stream id `stream`, as GT_ARG_METRIC args appended to args[n..max); the new count.
+ * *profilers: the kernel is the range profiler's own (launch's id, another stream). */
+GT_HIDDEN unsigned cupti__range_args(uint32_t corr, uint32_t stream, struct gt_arg *args,
+				     unsigned n, unsigned max, bool *profilers);
 
 /* ---- host API spans from CUPTI callbacks (callbacks.c) ---- */
 
@@ -346,10 +347,17 @@ GT_HIDDEN void CUPTIAPI cupti__callback(void *userdata, CUpti_CallbackDomain dom
 GT_HIDDEN void cupti__pending_api(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
 				  uint32_t api_name);
 
+#define NO_STREAM UINT32_MAX /* CUPTI did not say which stream */
+
+/* pending.c: the stream a driver call that launches a kernel names (ptsz: its NULL is
+ * the per-thread stream); false when cbid launches no kernel */
+GT_HIDDEN bool cupti__launch_stream(CUpti_CallbackId cbid, const void *params, CUstream *h,
+				    bool *ptsz);
+
 /* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel|nvtx): kernel
  * launches are measured by a range profiler session around them (kernel), or start
  * their NVTX range's session (nvtx) */
-GT_HIDDEN void cupti__range_launch(const CUpti_CallbackData *cb);
+GT_HIDDEN void cupti__range_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
 
 /* buffers.c: CUPTI's buffer callbacks */
 GT_HIDDEN void CUPTIAPI cupti__buffer_requested(uint8_t **buffer, size_t *size,

@@ -52,7 +52,6 @@
 #define PEND_SLOTS   4096 /* launches in flight the table holds */
 #define STREAM_SLOTS 256  /* streams whose CUPTI id is cached */
 #define MARK_SLOTS   256  /* streams and contexts with a "finished up to" */
-#define NO_STREAM    UINT32_MAX
 
 struct pend_slot {
 	_Atomic uint64_t corr;      /* 0: free */
@@ -232,6 +231,13 @@ static enum pend_call classify(CUpti_CallbackId cbid, const void *params, CUstre
 	default:
 		return PEND_NONE;
 	}
+}
+
+/* The stream a kernel launch names, and whether its NULL is the per-thread stream;
+ * false for other calls. */
+bool cupti__launch_stream(CUpti_CallbackId cbid, const void *params, CUstream *h, bool *ptsz)
+{
+	return classify(cbid, params, h, ptsz) == PEND_KERNEL;
 }
 
 /* ---- the launch path ---- */

@@ -2,7 +2,7 @@
 /*
  * Hardware metrics of every CUDA kernel (--metrics-mode kernel): CUPTI's
  * range profiler (cupti_range_profiler.h, CUDA 12.6 and later), auto range,
- * kernel replay, and the host profiler (pm_sampling.c) for the values.
+ * user replay of one pass, and the host profiler (pm_sampling.c) for the values.
  *
  * One session per kernel launch: the driver's launch callback starts the
  * context's range profiler on entry and, on exit, stops it, decodes the one
@@ -12,11 +12,17 @@
  * kernel's activity record arrives (records.c), which puts them on the
  * kernel's span as args.metrics; the summary's per-kernel metrics follow.
  *
+ * Auto range with user replay, not kernel replay: on an H200 (CUPTI 13.0.1)
+ * kernel replay delivered every measured kernel's activity record without
+ * timestamps; with one pass, user replay replays nothing. There, each session
+ * also ran a kernel of the profiler's own (WaitNs, ~80 us, on a stream of its
+ * own) under the launch's correlation id: the launch's stream tells them apart,
+ * and records.c draws it as the profiler's overhead, not as the program's.
+ *
  * The cost, stated in the README: auto range serializes kernel launches,
  * and each launch waits for its kernel (decoding needs the range done). A
  * metric set that fits one pass runs every kernel once; more passes are
- * refused (kernel replay would run each kernel again per pass, restoring
- * its memory between runs).
+ * refused (each further pass would need each kernel run again).
  *
  * --metrics-mode nvtx: user ranges instead, one per thread's outermost NVTX
  * push/pop range (see "per NVTX range" below), values on the range's span.
@@ -106,6 +112,7 @@ static size_t range_nchosen;
 static bool range_default;
 static GT_TLS struct range_ctx *range_open; /* this thread's launch in a session */
 static GT_TLS uint32_t range_corr;
+static GT_TLS uint32_t range_stream; /* CUPTI's id of that launch's stream */
 /* nvtx: this thread's outermost NVTX range (its name; 0: none open), and its session,
  * started by the range's first kernel launch */
 static GT_TLS uint32_t nvtx_name;
@@ -126,6 +133,7 @@ static _Atomic int range_captures;
 enum { SLOT_FREE, SLOT_PENDING, SLOT_READY };
 static struct range_slot {
 	uint32_t corr;
+	uint32_t stream; /* CUPTI's id of the launch's stream; NO_STREAM: unknown */
 	uint8_t state;
 	uint8_t n;
 	const uint32_t *keys;
@@ -133,8 +141,8 @@ static struct range_slot {
 } *_Atomic range_slots;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const double *v,
-		     size_t n)
+static void slot_set(uint32_t corr, uint32_t stream, uint8_t state, const uint32_t *keys,
+		     const double *v, size_t n)
 {
 	struct range_slot *s = &atomic_load(&range_slots)[corr % RANGE_SLOTS];
 
@@ -146,6 +154,7 @@ static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const d
 	if (s->state != SLOT_FREE && s->corr != corr)
 		gt_lost_add(cupti__key("cupti_range_unclaimed"), 1); /* its kernel never came */
 	s->corr = corr;
+	s->stream = stream;
 	s->state = state;
 	s->keys = keys;
 	s->n = (uint8_t)n;
@@ -154,16 +163,24 @@ static void slot_set(uint32_t corr, uint8_t state, const uint32_t *keys, const d
 	pthread_mutex_unlock(&slot_lock);
 }
 
-unsigned cupti__range_args(uint32_t corr, struct gt_arg *args, unsigned n, unsigned max)
+unsigned cupti__range_args(uint32_t corr, uint32_t stream, struct gt_arg *args, unsigned n,
+			   unsigned max, bool *profilers)
 {
 	struct range_slot *slots = atomic_load(&range_slots), *s;
 	uint64_t waited = 0;
 
+	*profilers = false;
 	if (!slots)
 		return n; /* no session yet */
 	s = &slots[corr % RANGE_SLOTS];
 	for (;;) {
 		pthread_mutex_lock(&slot_lock);
+		/* (the stream stays once the values are taken: its kernel may come first) */
+		if (s->corr == corr && s->stream != NO_STREAM && s->stream != stream) {
+			*profilers = true;
+			pthread_mutex_unlock(&slot_lock);
+			return n;
+		}
 		if (s->corr != corr || s->state == SLOT_FREE) {
 			pthread_mutex_unlock(&slot_lock);
 			return n; /* not measured (launched outside a session, or refused) */
@@ -241,11 +258,11 @@ static CUptiResult range_arm(struct range_ctx *c)
 	p.pConfig = c->config;
 	p.counterDataImageSize = c->data_size;
 	p.pCounterDataImage = c->data;
-	/* nvtx: user ranges, one pass, so no replay of the program's code (user replay
-	 * with nothing to replay); one nesting level: each further level is one more
-	 * pass, i.e. running the range's code again */
+	/* one pass, so user replay replays nothing (kernel replay left kernel records
+	 * without timestamps: see the top); nvtx: user ranges, one nesting level, each
+	 * further level being one more pass, i.e. running the range's code again */
 	p.range = cupti_range_nvtx ? CUPTI_UserRange : CUPTI_AutoRange;
-	p.replayMode = cupti_range_nvtx ? CUPTI_UserReplay : CUPTI_KernelReplay;
+	p.replayMode = CUPTI_UserReplay;
 	p.maxRangesPerPass = 1;
 	p.numNestingLevels = 1;
 	p.minNestingLevel = 1;
@@ -397,7 +414,22 @@ static void range_give_up(struct range_ctx *c, const char *what, CUptiResult r)
 	c->refused = true;
 }
 
-static void range_begin(const CUpti_CallbackData *cb)
+/* CUPTI's id of the stream the launch names; NO_STREAM when CUPTI does not say.
+ * Asked each time: a stream's handle may come back as another stream. */
+static uint32_t launch_stream(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	CUstream h;
+	bool ptsz;
+	uint32_t id;
+
+	if (!cupti__launch_stream(cbid, cb->functionParams, &h, &ptsz) ||
+	    !cupti_fn.cuptiGetStreamIdEx ||
+	    cupti_fn.cuptiGetStreamIdEx(cb->context, h, ptsz, &id) != CUPTI_SUCCESS)
+		return NO_STREAM;
+	return id;
+}
+
+static void range_begin(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
 	struct range_ctx *c;
@@ -411,7 +443,8 @@ static void range_begin(const CUpti_CallbackData *cb)
 		if ((r = rf.cuptiRangeProfilerStart(&st)) == CUPTI_SUCCESS) {
 			range_open = c;
 			range_corr = cb->correlationId;
-			slot_set(cb->correlationId, SLOT_PENDING, NULL, NULL, 0);
+			range_stream = launch_stream(cbid, cb);
+			slot_set(range_corr, range_stream, SLOT_PENDING, NULL, NULL, 0);
 		} else {
 			range_give_up(c, "per-kernel metrics: the range profiler's start", r);
 		}
@@ -468,9 +501,9 @@ static void range_end(void)
 	cupti_self++;
 	measured = range_collect(c, v);
 	if (measured)
-		slot_set(range_corr, SLOT_READY, c->keys, v, c->n);
+		slot_set(range_corr, range_stream, SLOT_READY, c->keys, v, c->n);
 	else
-		slot_set(range_corr, SLOT_FREE, NULL, NULL, 0);
+		slot_set(range_corr, range_stream, SLOT_FREE, NULL, NULL, 0);
 	cupti_self--;
 	range_open = NULL;
 	pthread_mutex_unlock(&range_lock);
@@ -513,7 +546,7 @@ static bool range_capture_call(const CUpti_CallbackData *cb)
 	return true;
 }
 
-void cupti__range_launch(const CUpti_CallbackData *cb)
+void cupti__range_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	if (gt_unlikely(range_capture_call(cb)))
 		return;
@@ -532,7 +565,7 @@ void cupti__range_launch(const CUpti_CallbackData *cb)
 		/* (a launch into a capture runs no kernel: nothing to measure) */
 		if (!range_open && is_kernel_launch(cb->functionName) &&
 		    atomic_load(&cupti_state) == CUPTI_ON && !atomic_load(&range_captures))
-			range_begin(cb);
+			range_begin(cbid, cb);
 	} else if (range_open && cb->correlationId == range_corr) {
 		range_end();
 	}

@@ -70,9 +70,27 @@ def test_every_launched_kernel_carries_its_metrics(tmp_path):
         "dram__throughput.avg.pct_of_peak_sustained_elapsed: not sampled" in lines
     assert "gputrace: CUDA metrics: range profiler on GPU 0 (SIM100), 4 metrics per kernel" in lines
     assert len(lines) == 2
+    # the profiler's own kernel after each measured one (the simulator does what an H200
+    # did): drawn as its overhead on the device's overhead row, after the kernel it
+    # follows, with no arrow, and neither a kernel of the program nor lost
+    own = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("name") == "WaitNs"]
+    assert len(own) == len(measured) == 4
+    overhead_row = {(e["pid"], e["tid"]) for e in t["traceEvents"] if e.get("ph") == "M"
+                    and e["name"] == "thread_name" and e["args"]["name"] == "CUPTI overhead"}
+    for o in own:
+        assert o["cat"] == "overhead" and o["args"]["by"] == "CUPTI range profiler"
+        assert o["args"]["stream"] == 6 and "metrics" not in o["args"]
+        assert (o["pid"], o["tid"]) in overhead_row
+        assert any(k["ts"] + k["dur"] <= o["ts"] for k in measured)
+    assert not [e for e in t["traceEvents"] if e.get("ph") in ("s", "t", "f")
+                and (e["pid"], e["tid"]) in overhead_row]
+    sj = json.loads(summary.read_text())
+    assert sj["lost"]["total"] == 0
+    assert "WaitNs" not in {k["name"] for k in sj["kernels"]}
+    assert sj["totals"]["overhead"]["count"] >= 4
     # the summary's per-kernel means: the launches that carry them
     rows = {(k["kernel"], k["metric"]): k
-            for k in json.loads(summary.read_text())["metrics"]["kernels"]}
+            for k in sj["metrics"]["kernels"]}
     assert rows[(SCALE, "gpu time ns")]["count"] == 3
     assert rows[(SCALE, "gpu time ns")]["mean"] == 25600
     assert rows[(AXPY, "warps active %")]["mean"] == 6.25

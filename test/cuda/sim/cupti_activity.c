@@ -60,6 +60,7 @@ struct cs_pending {
 	size_t off;
 	CUpti_ActivityKind kind;
 	uint64_t start, end; /* host ns of the work */
+	bool no_times;       /* completed without timestamps (start = end = 0) */
 	struct cs_pending *next;
 };
 
@@ -253,7 +254,10 @@ static void complete_ready(uint64_t now)
 			p = &e->next;
 			continue;
 		}
-		set_times(e, cs_gpu_time(e->start), cs_gpu_time(e->end));
+		if (e->no_times)
+			set_times(e, 0, 0);
+		else
+			set_times(e, cs_gpu_time(e->start), cs_gpu_time(e->end));
 		e->buf->pending--;
 		*p = e->next;
 		free(e);
@@ -282,7 +286,7 @@ static void deliver_buffers(int how)
 			for (struct cs_pending **p = &pending; *p;) {
 				struct cs_pending *e = *p;
 				if (e->buf == b) {
-					if (e->start <= now)
+					if (e->start <= now && !e->no_times)
 						set_times(e, cs_gpu_time(e->start), 0);
 					*p = e->next;
 					free(e);
@@ -481,7 +485,7 @@ static void add_pending(struct cs_buf *b, void *rec, CUpti_ActivityKind kind, ui
 		(m)->graphId = (w)->graph_id;                                               \
 	} while (0)
 
-void cs_activity_work(const struct sim_work *w)
+void cs_activity_work(const struct sim_work *w, bool no_times)
 {
 	CUpti_ActivityKind kind;
 	struct cs_thread *t;
@@ -558,6 +562,7 @@ void cs_activity_work(const struct sim_work *w)
 		k->graphId = w->graph_id;
 	}
 	add_pending(b, r, kind, w->start, w->end);
+	pending->no_times = no_times;
 	pthread_mutex_unlock(&C.lock);
 }
 

@@ -219,8 +219,15 @@ static void on_module(CUcontext ctx, uint32_t module_id, int loaded)
 
 static void on_work(const struct sim_work *w)
 {
-	cs_range_work(w);
-	cs_activity_work(w);
+	struct sim_work own;
+	bool no_times = false;
+
+	if (cs_range_work(w, &no_times, &own)) {
+		cs_activity_work(w, no_times);
+		cs_activity_work(&own, false);
+	} else {
+		cs_activity_work(w, no_times);
+	}
 }
 
 static const struct sim_tool_ops ops = {

@@ -4,8 +4,14 @@
  * cupti_profiler_target.h, cupti_profiler_host.h and cupti_range_profiler.h:
  * cuptiProfilerInitialize, the host profiler (config images and evaluation,
  * which the real library does in libnvperf_host) and the range profiler in
- * auto range / kernel replay mode and in user range / user replay mode. No
- * PM sampling (a CUPTI without it).
+ * auto range mode (kernel or user replay) and in user range / user replay mode.
+ * No PM sampling (a CUPTI without it).
+ *
+ * As an H200 did (CUPTI 13.0.1): an auto range in kernel replay leaves its
+ * kernel's activity record without timestamps (start = end = 0); in user
+ * replay the profiler runs a kernel of its own ("WaitNs") after each measured
+ * kernel, on a stream of its own (id 6: the driver's ids start at 13), under
+ * the launch's correlation id.
  *
  * The one chip is "SIM100": 8 SMs, one pass holds 5 metrics; it has no
  * DRAM counters. A kernel's range holds its raw counters (duration, blocks,
@@ -55,6 +61,8 @@
 #define EXPORT SIM_EXPORT
 
 #define CHIP             "SIM100"
+#define PROFILER_STREAM    6    /* the profiler's own kernels' stream: none of the driver's */
+#define PROFILER_KERNEL_NS 2000
 #define SMS              8
 #define METRICS_PER_PASS 5
 #define METRICS_MAX      16
@@ -95,7 +103,7 @@ struct CUpti_Profiler_Host_Object {
 
 struct CUpti_RangeProfiler_Object {
 	uint32_t context_id;
-	bool configured, started, user;
+	bool configured, started, user, kernel_replay;
 	uint16_t min_level, levels, target; /* user ranges: the nesting levels measured */
 	unsigned depth;                     /* user ranges pushed */
 	struct raw_range open[USER_DEPTH];  /* ... and what they hold so far */
@@ -459,14 +467,16 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetC
 		cs_die("%s: user range with nesting levels %u from %u, target %u (levels start "
 		       "at 1)",
 		       __func__, p->numNestingLevels, p->minNestingLevel, p->targetNestingLevel);
-	/* played: auto range with kernel replay, user range with user replay */
+	/* played: auto range with kernel or user replay, user range with user replay */
 	if (!p->maxRangesPerPass ||
-	    !((p->range == CUPTI_AutoRange && p->replayMode == CUPTI_KernelReplay) ||
+	    !((p->range == CUPTI_AutoRange &&
+	       (p->replayMode == CUPTI_KernelReplay || p->replayMode == CUPTI_UserReplay)) ||
 	      (p->range == CUPTI_UserRange && p->replayMode == CUPTI_UserReplay))) {
 		r = CUPTI_ERROR_NOT_SUPPORTED;
 		goto out;
 	}
 	o->user = p->range == CUPTI_UserRange;
+	o->kernel_replay = p->replayMode == CUPTI_KernelReplay;
 	o->min_level = p->minNestingLevel;
 	o->levels = p->numNestingLevels;
 	o->target = p->targetNestingLevel;
@@ -652,21 +662,41 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
 
 /* A kernel queued: a range of its context's started profiler (auto), or part of the
  * ranges pushed on it (user). */
-void cs_range_work(const struct sim_work *w)
+bool cs_range_work(const struct sim_work *w, bool *no_times, struct sim_work *own)
 {
+	bool owns = false;
+
 	if (w->kind != SIM_WORK_KERNEL)
-		return;
+		return false;
 	pthread_mutex_lock(&P_lock);
 	for (struct CUpti_RangeProfiler_Object *o = P_objects; o; o = o->next) {
 		if (o->context_id != w->context || !o->started)
 			continue;
-		if (o->user) /* every pushed range holds it; none pushed: no range has it */
+		if (o->user) { /* every pushed range holds it; none pushed: no range has it */
 			for (unsigned i = 0; i < o->depth; i++)
 				range_add(&o->open[i], w);
-		else if (o->nhw < o->max_ranges && o->nhw < RANGES_HW)
+			continue;
+		}
+		if (o->nhw < o->max_ranges && o->nhw < RANGES_HW)
 			range_add(memset(&o->hw[o->nhw++], 0, sizeof(o->hw[0])), w);
 		else
 			o->dropped++;
+		/* what an H200 did (CUPTI 13.0.1): kernel replay delivered the kernel's
+		 * record without timestamps; user replay ran a kernel of the profiler's own
+		 * after it, on a stream of its own, under the launch's correlation id */
+		if (o->kernel_replay) {
+			*no_times = true;
+		} else if (!owns) {
+			owns = true;
+			*own = (struct sim_work){
+				.kind = SIM_WORK_KERNEL, .device = w->device, .context = w->context,
+				.stream = PROFILER_STREAM, .corr = w->corr,
+				.runtime_corr = w->runtime_corr, .name = "WaitNs",
+				.start = w->end + 1000, .end = w->end + 1000 + PROFILER_KERNEL_NS,
+				.grid = { 1, 1, 1 }, .block = { 32, 1, 1 }, .registers = 16,
+			};
+		}
 	}
 	pthread_mutex_unlock(&P_lock);
+	return owns;
 }

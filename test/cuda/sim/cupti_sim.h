@@ -72,7 +72,8 @@ CS_HIDDEN uint32_t cs_thread_id(struct cs_thread *t);
 
 /* ---- cupti_activity.c ---- */
 CS_HIDDEN void cs_activity_api(struct sim_call *c, int site);
-CS_HIDDEN void cs_activity_work(const struct sim_work *w);
+/* no_times: its record is completed with start = end = 0 */
+CS_HIDDEN void cs_activity_work(const struct sim_work *w, bool no_times);
 CS_HIDDEN void cs_activity_graph(const struct sim_graph_run *g);
 CS_HIDDEN void cs_activity_sync(struct sim_sync *s, int site);
 CS_HIDDEN void cs_activity_forget(void); /* finalize: drop buffers and records */
@@ -82,8 +83,10 @@ CS_HIDDEN void cs_worker_fork_parent(void);
 CS_HIDDEN bool cs_kind_on(CUpti_ActivityKind k);
 
 /* ---- cupti_profiler.c ---- */
-/* A kernel queued: a range for its context's started range profiler. */
-CS_HIDDEN void cs_range_work(const struct sim_work *w);
+/* A kernel queued: a range for its context's started range profiler. *no_times: an
+ * auto range in kernel replay holds it, and its record has no timestamps; true when
+ * the profiler runs a kernel of its own after it (*own, for its record). */
+CS_HIDDEN bool cs_range_work(const struct sim_work *w, bool *no_times, struct sim_work *own);
 
 /* ---- cupti_clock.c ---- */
 /* CUPTI's CPU timestamp now: the client's timestamp callback if registered,
