@@ -24,6 +24,7 @@
 #include <cupti.h>
 
 #include "backends/cuda/internal.h"
+#include "backends/cuda/pm_sampling.h"
 #include "inject/clock.h"
 #include "inject/config.h"
 #include "inject/injection.h"
@@ -217,6 +218,9 @@ GT_STARTUP_CODE static void cupti_atexit(void)
 	/* CUPTI never came up (most processes): no lock to take at every exit */
 	if (state != CUPTI_ON && state != CUPTI_STARTING)
 		return;
+	/* registered after libcupti loaded, so run before its exit handlers: PM sampling
+	 * may be starting on the drain thread (pm_sampling.c, host_preload) */
+	cupti__pm_stop();
 	pthread_mutex_lock(&cupti_share_lock);
 	if (atomic_compare_exchange_strong(&cupti_state, &expect, CUPTI_STOPPED)) {
 		cupti_self++;

@@ -343,7 +343,7 @@ void cupti__pm_host_free(void *host, uint8_t *image)
 	free(image);
 }
 
-static void pm_stop(void);
+void cupti__pm_stop(void);
 
 /*
  * The profiler's host library (libnvperf_host, beside libcupti) has C++ objects that its
@@ -351,7 +351,11 @@ static void pm_stop(void);
  * thread was still starting PM sampling in the library: SIGSEGV in libnvperf_host in 3 of
  * 8 runs of vec_add, and a hang in another (scripts/gpu-check). So it is loaded before
  * sampling starts, and an exit handler registered after it runs before its own: it waits
- * for a start in progress and stops sampling (pm_stop), while the library is whole.
+ * for a start in progress and stops sampling (cupti__pm_stop), while the library is whole.
+ * An exit that begins before that registration found the drain thread in the start, and
+ * libcupti's own exit handlers ran under it (std::out_of_range thrown in libcupti's
+ * profiler, 2 of 24 runs there): CUPTI's exit handler, registered after libcupti loaded,
+ * so run before them, stops sampling first (backend.c, cupti_atexit).
  */
 static void host_preload(void)
 {
@@ -364,7 +368,7 @@ static void host_preload(void)
 	    snprintf(path, sizeof(path), "%.*s/libnvperf_host.so", (int)(slash - info.dli_fname),
 		     info.dli_fname) < (int)sizeof(path))
 		dlopen(path, RTLD_NOW | RTLD_LOCAL); /* kept: libcupti loads it anyway */
-	atexit(pm_stop);
+	atexit(cupti__pm_stop);
 }
 
 int cupti__host_start(void)
@@ -686,7 +690,7 @@ static uint64_t pm_sample(uint64_t now_ns)
 	return on ? now_ns + DECODE_NS : 0;
 }
 
-GT_STARTUP_CODE static void pm_stop(void)
+GT_STARTUP_CODE void cupti__pm_stop(void)
 {
 	if (!pm_wanted())
 		return; /* never started (pm_sample neither) */
@@ -725,7 +729,7 @@ static const struct gt_backend pm_backend = {
 	.name = "cupti_pm",
 	.enabled_by = GT_BACKEND_CUPTI,
 	.sample = pm_sample,
-	.stop = pm_stop,
+	.stop = cupti__pm_stop,
 	.atfork_child = pm_atfork_child,
 };
 

@@ -64,6 +64,9 @@ int cupti__chip_name(unsigned device, const char **chip);
 int cupti__device_count(void);
 /* The loaded libcupti, for dlsym (dlclose it), or NULL. */
 void *cupti__loaded_handle(void);
+/* PM sampling stopped, for good: waits for a start or a decode in progress. At exit
+ * before libcupti's own exit handlers, and as the backend's stop hook. */
+void cupti__pm_stop(void);
 /* One line: what was refused and why, in words a user can act on (CUptiResult r). */
 void cupti__pm_refused(const char *what, int r);
 
