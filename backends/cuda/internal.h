@@ -349,10 +349,10 @@ GT_HIDDEN void cupti__pending_api(CUpti_CallbackId cbid, const CUpti_CallbackDat
 
 #define NO_STREAM UINT32_MAX /* CUPTI did not say which stream */
 
-/* pending.c: the stream a driver call that launches a kernel names (ptsz: its NULL is
- * the per-thread stream); false when cbid launches no kernel */
-GT_HIDDEN bool cupti__launch_stream(CUpti_CallbackId cbid, const void *params, CUstream *h,
-				    bool *ptsz);
+/* pending.c: CUPTI's id of the stream a kernel launch (a driver call) names, asked now
+ * (not cached: a destroyed stream's handle may come back as another); NO_STREAM for
+ * other calls, or where CUPTI does not say */
+GT_HIDDEN uint32_t cupti__launch_stream_id(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
 
 /* range_profiler.c: a driver API's entry or exit (--metrics-mode kernel|nvtx): kernel
  * launches are measured by a range profiler session around them (kernel), or start

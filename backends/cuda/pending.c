@@ -233,13 +233,6 @@ static enum pend_call classify(CUpti_CallbackId cbid, const void *params, CUstre
 	}
 }
 
-/* The stream a kernel launch names, and whether its NULL is the per-thread stream;
- * false for other calls. */
-bool cupti__launch_stream(CUpti_CallbackId cbid, const void *params, CUstream *h, bool *ptsz)
-{
-	return classify(cbid, params, h, ptsz) == PEND_KERNEL;
-}
-
 /* ---- the launch path ---- */
 
 static struct pend_slot *slot_of(uint32_t corr)
@@ -247,9 +240,31 @@ static struct pend_slot *slot_of(uint32_t corr)
 	return &slots[corr % PEND_SLOTS];
 }
 
-/* CUPTI's id of the stream, asked once per stream (cuptiGetStreamIdEx is
- * callback-safe; the per-thread stream is the calling thread's). Kept
- * until the stream is destroyed: while it is here, its handle is valid. */
+/* CUPTI's id of a stream (cuptiGetStreamIdEx is callback-safe; the per-thread
+ * stream is the calling thread's); NO_STREAM where it does not say (an older
+ * libcupti). */
+static uint32_t stream_id_of(CUcontext ctx, CUstream h, bool ptsz)
+{
+	uint32_t sid;
+
+	if (!cupti_fn.cuptiGetStreamIdEx ||
+	    cupti_fn.cuptiGetStreamIdEx(ctx, h, ptsz, &sid) != CUPTI_SUCCESS)
+		return NO_STREAM;
+	return sid;
+}
+
+uint32_t cupti__launch_stream_id(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	CUstream h;
+	bool ptsz;
+
+	if (classify(cbid, cb->functionParams, &h, &ptsz) != PEND_KERNEL)
+		return NO_STREAM;
+	return stream_id_of(cb->context, h, ptsz);
+}
+
+/* CUPTI's id of the stream, asked once per stream. Kept until the stream is
+ * destroyed: while it is here, its handle is valid. */
 static uint64_t stream_ident(CUcontext ctx, CUstream h, bool ptsz, uint64_t key)
 {
 	uint64_t v;
@@ -257,9 +272,7 @@ static uint64_t stream_ident(CUcontext ctx, CUstream h, bool ptsz, uint64_t key)
 
 	if (kv_get(stream_ids, STREAM_SLOTS, key, &v))
 		return v;
-	if (!cupti_fn.cuptiGetStreamIdEx ||
-	    cupti_fn.cuptiGetStreamIdEx(ctx, h, ptsz, &sid) != CUPTI_SUCCESS)
-		sid = NO_STREAM; /* an older libcupti: rows unnamed */
+	sid = stream_id_of(ctx, h, ptsz); /* NO_STREAM: rows unnamed */
 	if (cupti_fn.cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
 		dev = 0;
 	v = (uint64_t)dev << 32 | sid;

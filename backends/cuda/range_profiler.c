@@ -414,21 +414,6 @@ static void range_give_up(struct range_ctx *c, const char *what, CUptiResult r)
 	c->refused = true;
 }
 
-/* CUPTI's id of the stream the launch names; NO_STREAM when CUPTI does not say.
- * Asked each time: a stream's handle may come back as another stream. */
-static uint32_t launch_stream(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
-{
-	CUstream h;
-	bool ptsz;
-	uint32_t id;
-
-	if (!cupti__launch_stream(cbid, cb->functionParams, &h, &ptsz) ||
-	    !cupti_fn.cuptiGetStreamIdEx ||
-	    cupti_fn.cuptiGetStreamIdEx(cb->context, h, ptsz, &id) != CUPTI_SUCCESS)
-		return NO_STREAM;
-	return id;
-}
-
 static void range_begin(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
@@ -443,7 +428,7 @@ static void range_begin(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		if ((r = rf.cuptiRangeProfilerStart(&st)) == CUPTI_SUCCESS) {
 			range_open = c;
 			range_corr = cb->correlationId;
-			range_stream = launch_stream(cbid, cb);
+			range_stream = cupti__launch_stream_id(cbid, cb);
 			slot_set(range_corr, range_stream, SLOT_PENDING, NULL, NULL, 0);
 		} else {
 			range_give_up(c, "per-kernel metrics: the range profiler's start", r);

@@ -1016,20 +1016,16 @@ static void on_kernel(const rec_kernel *k)
 	if (gt_metrics_on(cupti_range_kernel))
 		n = cupti__range_args(k->correlationId, k->streamId, a, n, GT_ARGS_MAX - 2,
 				      &profilers);
-	if (profilers) {
-		/* the range profiler's own kernel (range_profiler.c): its cost, on the
-		 * device's overhead row, neither the program's kernel nor its launch's */
+	/* the range profiler's own kernel (range_profiler.c): its cost, on the device's
+	 * overhead row, neither the program's kernel nor its launch's */
+	if (profilers)
 		a[n++] = ARG_S(cupti__key("by"), cupti__key("CUPTI range profiler"));
-		emit(&(struct span){ .start = k->start, .end = k->end,
-				     .name = kernel_name(k->name), .cat = GT_S_CAT_OVERHEAD,
-				     .track = row(ROW_OVERHEAD, k->deviceId, 0),
-				     .type = GT_EV_DEVICE_SPAN, .clamp = true },
-		     a, n);
-		return;
-	}
-	emit(&(struct span){ .start = k->start, .end = k->end, .corr = k->correlationId,
-			     .name = kernel_name(k->name), .cat = GT_S_CAT_KERNEL,
-			     .track = row(ROW_STREAM, k->deviceId, k->streamId),
+	emit(&(struct span){ .start = k->start, .end = k->end,
+			     .corr = profilers ? 0 : k->correlationId,
+			     .name = kernel_name(k->name),
+			     .cat = profilers ? GT_S_CAT_OVERHEAD : GT_S_CAT_KERNEL,
+			     .track = profilers ? row(ROW_OVERHEAD, k->deviceId, 0)
+						: row(ROW_STREAM, k->deviceId, k->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }

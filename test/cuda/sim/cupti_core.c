@@ -220,14 +220,11 @@ static void on_module(CUcontext ctx, uint32_t module_id, int loaded)
 static void on_work(const struct sim_work *w)
 {
 	struct sim_work own;
-	bool no_times = false;
+	bool no_times = false, owns = cs_range_work(w, &no_times, &own);
 
-	if (cs_range_work(w, &no_times, &own)) {
-		cs_activity_work(w, no_times);
+	cs_activity_work(w, no_times);
+	if (owns)
 		cs_activity_work(&own, false);
-	} else {
-		cs_activity_work(w, no_times);
-	}
 }
 
 static const struct sim_tool_ops ops = {
