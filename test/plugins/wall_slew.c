@@ -4,7 +4,10 @@
  * preloaded, it makes CLOCK_REALTIME run GT_TEST_WALL_SLEW_PPM parts per
  * million faster than CLOCK_MONOTONIC_RAW from the process's start, for the
  * process and every library in it (Kineto plug-ins read UTC through libc).
- * The raw clock itself is untouched.
+ * The raw clock itself is untouched. At 0 ppm it is a wall clock that never
+ * steps: the machine's own may (a CI machine's stepped ~1.1 ms in a run, which
+ * no UTC-to-trace mapping can tell from a plug-in's time), so a test that
+ * asserts plug-ins' times to the microsecond runs on this one.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,6 +19,7 @@ typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 
 static clock_gettime_fn real_clock_gettime;
 static int64_t base_raw, base_real, slew_ppm;
+static int active; /* GT_TEST_WALL_SLEW_PPM set, 0 included */
 
 static int64_t ns_of(const struct timespec *t)
 {
@@ -33,6 +37,7 @@ __attribute__((constructor)) static void wall_slew_start(void)
 	base_raw = ns_of(&raw);
 	base_real = ns_of(&real);
 	slew_ppm = ppm ? strtoll(ppm, NULL, 10) : 0;
+	active = ppm != NULL;
 }
 
 __attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct timespec *t)
@@ -42,7 +47,7 @@ __attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct ti
 
 	if (!real_clock_gettime)
 		wall_slew_start();
-	if (id != CLOCK_REALTIME || !slew_ppm)
+	if (id != CLOCK_REALTIME || !active)
 		return real_clock_gettime(id, t);
 	real_clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
 	ns = ns_of(&raw) - base_raw;
