@@ -54,6 +54,7 @@ struct sim_stall {
 void sim_stall_parse(struct sim_stall *st);	/* a bad value: one line, no stall */
 bool sim_stall_maybe(struct sim_stall *st);	/* counts the call; true if it spun */
 extern struct sim_stall sim_pair_split;		/* ZE_SIM_PAIR_SPLIT_US */
+bool sim_pair_split_maybe(void);	/* ... on a thread ZE_SIM_PAIR_SPLIT_THREAD names */
 
 /* ---- sim_objects.c: handles, validated through a registry so that a stale or foreign
  * handle yields an error code instead of a crash ---- */

@@ -1,11 +1,13 @@
 /* The simulated device clock: a non-integer tick, few valid bits and a large offset from
  * the host clock, so a tracer that converts timestamps naively is visibly wrong. */
+#define _GNU_SOURCE /* pthread_getname_np */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "sim.h"
@@ -104,10 +106,17 @@ static void parse_drift(void)
  * first and reports the read's length beside it). The call still returns inside the
  * caller's own bracket; the pair just says the device was US behind where it was. */
 struct sim_stall sim_pair_split = { "ZE_SIM_PAIR_SPLIT_US", 0, 1 };
+/* ZE_SIM_PAIR_SPLIT_THREAD=NAME: only the calls of threads so named count and split (a test
+ * then splits the pairs of one role's calls whatever others read, or read again). */
+static char pair_split_thread[16];
 
 static void clock_setup_once(void)
 {
+	const char *thread = getenv("ZE_SIM_PAIR_SPLIT_THREAD");
+
 	sim_stall_parse(&sim_pair_split);
+	if (thread)
+		snprintf(pair_split_thread, sizeof(pair_split_thread), "%s", thread);
 	parse_tick();
 	parse_bits();
 	parse_offset();
@@ -171,6 +180,17 @@ void sim_stall_parse(struct sim_stall *st)
 	}
 	st->ns = v * 1000ull;
 	st->every = every;
+}
+
+bool sim_pair_split_maybe(void)
+{
+	char name[sizeof(pair_split_thread)];
+
+	if (pair_split_thread[0] &&
+	    (pthread_getname_np(pthread_self(), name, sizeof(name)) ||
+	     strcmp(name, pair_split_thread)))
+		return false;
+	return sim_stall_maybe(&sim_pair_split);
 }
 
 bool sim_stall_maybe(struct sim_stall *st)

@@ -39,7 +39,8 @@
  *   zeEventQueryKernelTimestamp gives device_ticks(simulated start/end) in both `global`
  *   and `context` (so a kernel may start before a wrap and end after it).
  *   zeDeviceGetGlobalTimestamps gives host = CLOCK_MONOTONIC_RAW ns and
- *   device = device_ticks(that same host time), or of a time ZE_SIM_PAIR_SPLIT_US later.
+ *   device = device_ticks(that same host time), or of a time ZE_SIM_PAIR_SPLIT_US later
+ *   (on threads named ZE_SIM_PAIR_SPLIT_THREAD only, when set).
  *   zeDeviceGetProperties: timerResolution = round(tick_ns) ns with the legacy stype
  *   ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES, round(1e9 / tick_ns) Hz with
  *   ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2; timestampValidBits = kernelTimestampValidBits
@@ -461,7 +462,7 @@ static ze_result_t device_get_global_timestamps(ze_device_handle_t h, uint64_t *
 	SIM_NOT_NULL(dev);
 	now = sim_host_ns();
 	*host = now;
-	if (sim_stall_maybe(&sim_pair_split))
+	if (sim_pair_split_maybe())
 		now = sim_host_ns();
 	*dev = sim_dev_ticks(now);
 	return ZE_RESULT_SUCCESS;
