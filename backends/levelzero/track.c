@@ -66,6 +66,15 @@
 #define ZE_DEFER_MAX      1024
 #define ZE_BEHIND_ROUND   64 /* the drain's reads per hold of ze_lock */
 
+/* A call's work drawn on a row lately, in order, as a stretch of ticks and of host time:
+ * what a command placed back from a later chain (ze_pend__place_earlier) fits between. */
+#define ZE_ROW_DRAWN 8
+struct ze_drawn {
+	uint64_t corr;                 /* the call (a run or an append) */
+	uint64_t start_raw, end_raw;   /* as device timestamps */
+	uint64_t start_host, end_host; /* as drawn; end_host 0: none */
+};
+
 /*
  * The last command read on a row (queue or immediate list), as a chain of
  * commands converted from one reference pair. Work submitted while the row
@@ -89,6 +98,8 @@ struct ze_anchor {
 	 * as drawn (the commands from it to the last are drawn on the chain). */
 	uint64_t first_start_raw, first_start_host;
 	uint64_t blocked_pass; /* the collect that found one of its commands not done */
+	struct ze_drawn drawn[ZE_ROW_DRAWN]; /* a ring, drawn[drawn_last] the latest */
+	unsigned drawn_last;
 };
 
 struct ze_ctx {
@@ -746,6 +757,32 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
 			 : (int64_t)ze__ticks_ns(d, (uint64_t)ticks);
 }
 
+/* Is a gap drawn (host ns, maybe negative) the gap in ticks, within a quarter wrap? */
+static bool ze__near(const struct ze_dev *d, uint64_t drawn_ns, uint64_t ticks)
+{
+	int64_t off = (int64_t)(drawn_ns - ze__ticks_ns(d, ticks));
+
+	return (uint64_t)(off < 0 ? -off : off) <= d->same_wrap_ns;
+}
+
+/* A command drawn on the row: it extends the latest stretch where it follows it in the
+ * same call, else begins one, in place of the oldest. */
+static void ze_anchor__drawn(struct ze_anchor *a, const struct ze_dev *d, uint64_t corr,
+			     uint64_t s, uint64_t e, uint64_t start, uint64_t end)
+{
+	struct ze_drawn *w = &a->drawn[a->drawn_last];
+
+	if (w->end_host && w->corr == corr && ((s - w->end_raw) & d->mask) <= d->mask / 2 &&
+	    start >= w->end_host) {
+		w->end_raw = e;
+		w->end_host = end;
+		return;
+	}
+	a->drawn_last = (a->drawn_last + 1) % ZE_ROW_DRAWN;
+	a->drawn[a->drawn_last] = (struct ze_drawn){ .corr = corr, .start_raw = s, .end_raw = e,
+						     .start_host = start, .end_host = end };
+}
+
 /*
  * p ran before the row's last command but is read after it: two threads' runs on one
  * queue, read in the order their calls returned, not the order the queue took them (or
@@ -762,6 +799,12 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
  * must to start after it (a run's back-to-back kernels all do; its gaps absorb the move);
  * one that would then reach the command drawn next ends 1 ns short of it, shorter. (Each
  * clipped to its call instead, a run of short kernels became a pile of empty spans.)
+ *
+ * Work drawn lately on other chains, whose pairs may disagree with this one's by their
+ * error (15 us in the simulator's split reads), is held to the same: p is placed back from
+ * the nearest work the ticks say ran after it, and starts after what ran before it.
+ * (Placed back from the chain alone, a run overlapped another chain's run by the pairs'
+ * difference: the run before the chain, or one placed back from an earlier chain.)
  */
 static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, uint64_t s,
 				   uint64_t e, uint64_t ticks, uint64_t fresh_start,
@@ -770,15 +813,41 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 	const struct ze_dev *d = p->dev;
 	int64_t end_off = (int64_t)a->start_off - (int64_t)((a->start_raw - e) & d->mask);
 	int64_t start_off = end_off - (int64_t)ticks;
-	uint64_t floor, later;
+	uint64_t floor, later, ceiling = UINT64_MAX, after_ticks = (a->start_raw - e) & d->mask;
+	uint64_t before_end = 0, dist;
+	const struct ze_drawn *after = NULL;
 
 	if (end_off > (int64_t)a->start_off) /* 64-bit ticks: after it, by the ticks */
 		return false;
-	*start = a->base_host + (uint64_t)ze__ticks_ns_signed(d, start_off);
-	*end = a->base_host + (uint64_t)ze__ticks_ns_signed(d, end_off);
+	for (unsigned i = 0; i < ZE_ROW_DRAWN; i++) {
+		const struct ze_drawn *w = &a->drawn[i];
+
+		/* The masked ticks say which ran first where p's own pair draws the gap within a
+		 * quarter wrap of them (else the two ran a wrap further apart). */
+		if (!w->end_host)
+			continue;
+		if ((dist = (s - w->end_raw) & d->mask) <= d->mask / 2 &&
+		    ze__near(d, fresh_start - w->end_host, dist)) {
+			if (w->end_host > before_end)
+				before_end = w->end_host;
+		} else if ((dist = (w->start_raw - e) & d->mask) <= d->mask / 2 &&
+			   dist < after_ticks &&
+			   ze__near(d, w->start_host - fresh_start - ze__ticks_ns(d, ticks), dist)) {
+			after = w;
+			after_ticks = dist;
+		}
+	}
+	if (after) {
+		*start = after->start_host - ze__ticks_ns(d, (after->start_raw - s) & d->mask);
+		*end = after->start_host - ze__ticks_ns(d, after_ticks);
+		ceiling = after->start_host;
+	} else {
+		*start = a->base_host + (uint64_t)ze__ticks_ns_signed(d, start_off);
+		*end = a->base_host + (uint64_t)ze__ticks_ns_signed(d, end_off);
+	}
 	if (*start + d->same_wrap_ns < fresh_start || *start > fresh_start + d->same_wrap_ns)
 		return false;
-	floor = p->at;
+	floor = p->at > before_end ? p->at : before_end;
 	if (a->back_end_host && ((s - a->back_end_raw) & d->mask) <= d->mask / 2 &&
 	    a->back_end_host > floor)
 		floor = a->back_end_host; /* after the last one placed back */
@@ -792,9 +861,11 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 		later = ((a->first_start_raw - e) & d->mask) <= d->mask / 2
 				? a->first_start_host
 				: a->base_host + ze__ticks_ns(d, a->start_off);
-		if (*end >= later)
-			*end = later - 1 > *start ? later - 1 : *start;
+		if (later < ceiling)
+			ceiling = later;
 	}
+	if (gt_unlikely(*end >= ceiling))
+		*end = ceiling - 1 > *start ? ceiling - 1 : *start;
 	a->back_end_raw = e;
 	a->back_end_host = *end;
 	return true;
@@ -950,6 +1021,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	if (chain_begins)
 		a->first_start_host = start;
 emit:
+	ze_anchor__drawn(a, d, p->corr, s, e, start, end);
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
 	if (p->fence && ze__want(GT_KIND(SYNC)))
 		ze_pend__emit_sync(&(struct ze_pending){ .track = p->track, .corr = p->corr },
