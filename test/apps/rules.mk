@@ -1,6 +1,6 @@
 # Sample Level Zero programs (plain C, unmodified L0 API users) run on the simulated device.
 ifeq ($(HAVE_ZE),1)
-ZE_APPS := ze_basic ze_hammer ze_threads ze_lists ze_shared_engine ze_multiqueue ze_errors ze_window
+ZE_APPS := ze_basic ze_hammer ze_threads ze_lists ze_shared_engine ze_behind_lead ze_multiqueue ze_errors ze_window
 # Equivalents of third-party programs (the loader's, PTI-GPU's, level-zero-tests'), written
 # here; some use declarations of later specs (backends/levelzero/ze_newer.h).
 ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong ze_flight

@@ -662,6 +662,42 @@ def test_runs_of_two_threads_on_one_engine_read_in_either_order(tmp_path, bits, 
     assert not kept or split_moved or SANITIZE
 
 
+@pytest.mark.sanitize
+def test_run_placed_back_from_an_early_chain_stays_after_the_run_before(tmp_path):
+    """Thread A runs a lead list L (102 us kernels) and, while L runs, a list P of short
+    kernels that the engine takes right after L; P's call returns late (the simulator holds
+    it). Thread B runs Q long after both, on a clock pair split by 15 us (only B's pairs are),
+    and synchronizes first: L is read, then Q, a chain of its own drawn 15 us early, then P,
+    placed back from Q by the ticks. Placed back from Q's chain alone (the chain before
+    Q's not looked at), P was drawn 15 us early, inside L's last kernel, in 5 or 6 rounds of
+    6 (this test failed in 5 runs of 5). P starts after L ends, moved (counted as
+    clamped)."""
+    rounds = 6
+    env = {"ZE_SIM_EXECUTE_STALL_US": "10000/3", "ZE_SIM_PAIR_SPLIT_US": "15",
+           "ZE_SIM_PAIR_SPLIT_THREAD": "pair-split"}
+    trace = traced_like_untraced([APPS / "ze_behind_lead", rounds], tmp_path, env=env)
+    assert trace["gputrace"]["events_lost"] == 0
+    host = host_spans(trace)
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert collections.Counter(d["name"] for d in dev) == {"kl": 4 * rounds, "kp": 16 * rounds,
+                                                           "kq": 16 * (rounds + 1)}
+    assert len({(d["pid"], d["tid"]) for d in dev}) == 1
+    causes = assert_flows(trace, device_spans(trace), host)
+    for d in dev:
+        ex, = [h for h in causes[id(d)] if h["name"] == "zeCommandQueueExecuteCommandLists"]
+        sync = min((h for h in host if h["tid"] == ex["tid"] and
+                    h["name"] == "zeCommandQueueSynchronize" and start(h) >= end(ex)), key=start)
+        assert start(ex) <= start(d) and end(d) <= end(sync), (d, ex, sync)
+    assert_no_overlap(device_spans(trace))
+    moved = assert_clamps(trace, SPLIT_CLAMP_NS)
+    # The case was made: P read after Q and moved (its call returns 10 ms late, Q's comes
+    # 1 ms after A's first call began; a round where A's call of P began after L ended, as
+    # may happen under the sanitizers, needs no move).
+    p_moved = {d["args"]["correlation"] for d in dev if d["name"] == "kp" and
+               "clamped_ns" in d["args"]}
+    assert SANITIZE or len(p_moved) >= rounds // 2, (len(p_moved), moved[:8])
+
+
 def test_clock_pairs_read_again_only_when_slower_than_the_drivers_usual(tmp_path):
     """A driver whose every zeDeviceGetGlobalTimestamps takes 200 us (the simulator splits
     each pair's reads by that much): the first is read 4 times (longer than 20 us: maybe
