@@ -261,6 +261,33 @@ void run__plan_outputs(struct run *r)
 	}
 }
 
+/*
+ * The run's own folder of parts: OUT.parts, or OUT.parts.N where another run
+ * with the same OUT has it now (runs started together, as ranks or CI shards
+ * are: shared, the first to end removed it under the others' processes, and
+ * took their traces as its own). mkdir is the test: atomic.
+ */
+static int own_parts_folder(struct run *r)
+{
+	char base[PATH_MAX];
+
+	snprintf(base, sizeof(base), "%s", r->parts);
+	for (int i = 1; i < 1000; i++) {
+		if (i > 1 && snprintf(r->parts, sizeof(r->parts), "%s.%d", base, i) >=
+				     (int)sizeof(r->parts))
+			break;
+		if (!mkdir(r->parts, 0755)) {
+			r->parts_made = true;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return make_folder(r->parts, &r->parts_made); /* says why, once */
+	}
+	fprintf(stderr, WHO ": cannot make a folder for the run's traces beside %s: %s.2 to "
+		"%s.999 are taken\n", base, base, base);
+	return -1;
+}
+
 /* The folders: the state (private), and where the processes write. */
 void run__make_folders(struct run *r)
 {
@@ -271,7 +298,11 @@ void run__make_folders(struct run *r)
 		return;
 	if (r->out_special) /* a device or a pipe has no folder of its own */
 		snprintf(r->parts, sizeof(r->parts), "%s/parts", r->state);
-	if (make_folder(r->parts, &r->parts_made)) {
+	if (!r->keep_dir && own_parts_folder(r)) {
+		run__remove_state(r);
+		exit(2);
+	}
+	if (r->keep_dir && make_folder(r->parts, &r->parts_made)) {
 		run__remove_state(r);
 		exit(2);
 	}

@@ -51,6 +51,40 @@ def test_default_output_is_one_file_per_run(tmp_path):
     assert len([e for e in t["traceEvents"] if e.get("name") == "cli_kernel"]) == 9
 
 
+def test_runs_started_together_with_one_output_keep_their_own_traces(tmp_path):
+    """Four runs with the same -o at once (ranks, CI shards): each its own folder of
+    parts, each its own trace, .1 .. .3 (one shared folder: the first run to end
+    removed it under the others' processes, and a run merged another's traces)."""
+    need(PLUGIN_DIR / "libclitest.so")
+    # each run's shell records, then waits for all four to have started: they overlap
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    prog = ('sh -c true; : > %s/$$; set -- %s/*; while [ $# -lt 4 ]; do sleep 0.02; '
+            'set -- %s/*; done; sh -c true; echo $$' % (gate, gate, gate))
+    runs = [subprocess.Popen([str(SCRIPT), "run", "--no-summary", "-o", "t.json",
+                              "--plugin-path", str(PLUGIN_DIR), "--", "sh", "-c", prog],
+                             cwd=str(tmp_path), env=plugin_env(3), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE) for _ in range(4)]
+    outs = [r.communicate(timeout=60) for r in runs]
+    assert [r.returncode for r in runs] == [0] * 4, [o[1] for o in outs]
+    files = sorted(f.name for f in tmp_path.iterdir() if f.name != "gate")
+    assert files == ["t.1.json", "t.2.json", "t.3.json", "t.json"], (files, outs)
+    inputs = {}
+    for f in files:
+        t = load_exact(tmp_path / f)
+        inputs[f] = {int(i["gputrace"]["pid"]): Path(i["path"]).parent.name for i in t["gputrace"]["inputs"]}
+        # one run's parts alone, each process's three spans of the plug-in's kernel
+        assert len(set(inputs[f].values())) == 1, (f, inputs[f])
+        assert len([e for e in t["traceEvents"] if e.get("name") == "cli_kernel"]) == \
+            3 * len(inputs[f]), f
+    assert len({d for i in inputs.values() for d in i.values()}) == 4
+    assert sum(map(len, inputs.values())) == len({p for i in inputs.values() for p in i})
+    # each run's own shell in the trace it named
+    for out, err in outs:
+        said = re.findall(r"the trace is \S+/(t\.\d\.json)", err.decode())
+        assert int(out) in inputs[said[0] if said else "t.json"], (out, err)
+
+
 def test_signal_passes_through(tmp_path):
     p = gputrace(["run", "--no-summary", "--", "sh", "-c", "kill -TERM $$"], tmp_path)
     assert p.returncode == -15
