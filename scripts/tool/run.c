@@ -121,6 +121,11 @@ static void summarize(struct run *r)
 			"threads call exit() at once): no trace written\n", r->unwritten,
 			r->unwritten == 1 ? "process" : "processes",
 			r->unwritten == 1 ? "its" : "their");
+	else if (!n && r->unwritable)
+		fprintf(stderr, WHO ": %zu %s of the run recorded GPU calls but could not write "
+			"%s (the reason is above): no trace written\n", r->unwritable,
+			r->unwritable == 1 ? "process" : "processes",
+			r->unwritable == 1 ? "its trace" : "their traces");
 	else if (!n && !r->window_opened && r->no_window[0])
 		/* its processes made calls, maybe, but only windows record them */
 		fprintf(stderr, WHO ": no capture window opened: %s; no trace written\n",
@@ -132,6 +137,11 @@ static void summarize(struct run *r)
 		summary__print(r->sum, stderr, label.p, bytes);
 	else
 		summary__print_lost_line(r->sum, stderr, label.p);
+	if (n && r->unwritable)
+		fprintf(stderr, WHO ": %zu more %s recorded GPU calls but could not write %s "
+			"(the reason is above)\n", r->unwritable,
+			r->unwritable == 1 ? "process" : "processes",
+			r->unwritable == 1 ? "its trace" : "their traces");
 	if (n && r->unwritten)
 		fprintf(stderr, WHO ": %zu more %s recorded GPU calls but ended before writing "
 			"%s trace (killed, or cut short while exiting)\n", r->unwritten,

@@ -83,6 +83,7 @@ struct run {
 	size_t ntraces;
 	bool window_opened;          /* a process with capture windows opened one */
 	size_t unwritten;            /* processes that recorded and died before any file */
+	size_t unwritable;           /* ... that recorded, ended, and could not write it */
 	char no_window[1024];        /* why a process's never opened ("" none said) */
 	char no_telemetry[1024];     /* --telemetry: why none was recorded ("" some was) */
 	char trace[PATH_MAX];        /* the run's one trace, once made ("" if none) */

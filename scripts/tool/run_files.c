@@ -97,15 +97,26 @@ static void check_folder(const char *opt, const char *path)
 				 strerror(errno));
 }
 
-/* A folder to write in: itself where it is there, else the one it is made in. */
+/* A folder to write in: itself where it is there, else the one it is made in.
+ * One that is there is asked by making a file in it: access() says yes to root
+ * on /proc or a read-only mount, where every process's trace then failed. */
 static void check_dir(const char *opt, const char *given, const char *dir)
 {
+	char probe[PATH_MAX];
 	struct stat st;
+	int fd;
 
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 		check_folder(opt, dir);
-	else if (access(dir, W_OK | X_OK))
+		return;
+	}
+	if (snprintf(probe, sizeof(probe), "%s/.gputrace-probe-XXXXXX", dir) >= (int)sizeof(probe))
+		run__usage_error("%s %s: the path is too long", opt, given);
+	fd = mkstemp(probe);
+	if (fd < 0)
 		run__usage_error("%s %s: cannot write in %s: %s", opt, given, dir, strerror(errno));
+	close(fd);
+	unlink(probe);
 }
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -337,6 +348,8 @@ struct run_list {
 	size_t nrecording;
 	pid_t *named;       /* processes whose trace has a name */
 	size_t nnamed;
+	pid_t *ended;       /* processes that recorded and whose recording is over */
+	size_t nended;
 	bool window_opened;
 	char no_window[1024]; /* the first process's reason for none */
 	bool telemetry;
@@ -350,6 +363,7 @@ static void list__free(struct run_list *l)
 	free(l->paths);
 	free(l->recording);
 	free(l->named);
+	free(l->ended);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -393,6 +407,8 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->recording[l->nrecording++] = pid;
 		} else if (line[0] == '=' && i < l->nrecording) {
 			l->recording[i] = l->recording[--l->nrecording];
+			l->ended = grow(l->ended, l->nended, sizeof(pid_t));
+			l->ended[l->nended++] = pid;
 		} else if (line[0] == 'w') {
 			l->window_opened = true;
 		} else if (line[0] == '!' && file && !l->no_window[0]) {
@@ -517,6 +533,15 @@ void run__collect_traces(struct run *r)
 		while (k < l.nnamed && l.named[k] != l.recording[i])
 			k++;
 		r->unwritten += k == l.nnamed;
+	}
+	/* ended, no trace named: its file could not be written (it said why) */
+	r->unwritable = 0;
+	for (size_t i = 0; i < l.nended; i++) {
+		size_t k = 0;
+
+		while (k < l.nnamed && l.named[k] != l.ended[i])
+			k++;
+		r->unwritable += k == l.nnamed;
 	}
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {

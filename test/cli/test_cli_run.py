@@ -85,6 +85,28 @@ def test_runs_started_together_with_one_output_keep_their_own_traces(tmp_path):
         assert int(out) in inputs[said[0] if said else "t.json"], (out, err)
 
 
+def test_a_per_process_folder_that_takes_no_files_is_refused_before_the_run(tmp_path):
+    """/proc: access() says yes to root, but no file can be made there (every process's
+    trace failed, and with them the run's)."""
+    p = gputrace(["run", "-o", "t.json", "--per-process", "/proc", "--", "true"], tmp_path)
+    assert p.returncode == 2
+    assert gputrace_lines(p.stderr)[0].startswith(
+        "gputrace: --per-process /proc: cannot write in /proc: "), p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_processes_that_could_not_write_their_traces_are_counted(tmp_path):
+    """A process that recorded but whose file could not be written (here: ulimit -f) says
+    why; the run then counts it, not "no process recorded anything"."""
+    p, _ = run_plugin(tmp_path, program=["sh", "-c", "ulimit -f 1; exec sh -c 'sh -c true'"])
+    assert p.returncode == 0, p.stderr
+    lines = gputrace_lines(p.stderr)
+    assert any("File too large; tracing stops" in line for line in lines), lines
+    # the shell before its exec, the one after, its child
+    assert lines[-1] == ("gputrace: 3 processes of the run recorded GPU calls but could not "
+                         "write their traces (the reason is above): no trace written"), lines
+
+
 def test_signal_passes_through(tmp_path):
     p = gputrace(["run", "--no-summary", "--", "sh", "-c", "kill -TERM $$"], tmp_path)
     assert p.returncode == -15
