@@ -65,7 +65,16 @@ struct rule {
 	/* results */
 	size_t nbroken;
 	struct buf broken; /* "kernel gemm +25.0%; ..." */
+	size_t nmatched;   /* rows its scope and glob take, on either side */
+	char why[160];     /* why it cannot be evaluated ("": it can) */
 };
+
+/* A rule whose glob takes no row of either side is a typo: it never passes (as a
+ * check's name that matches nothing), else a gate on it would never fire. */
+static bool rule_unmatched(const struct rule *r)
+{
+	return r->glob && !r->nmatched;
+}
 
 static void skip(const char **p)
 {
@@ -409,7 +418,7 @@ static const char *fmt_pct(char *out, size_t len, double p)
 }
 
 /* Does rule r break on item it of table ti? The change it measured in *what. */
-static bool rule_breaks(const struct rule *r, int ti, const struct item *it, char *what,
+static bool rule_breaks(struct rule *r, int ti, const struct item *it, char *what,
 			size_t len)
 {
 	const struct side *b = &it->s[0], *nw = &it->s[1];
@@ -418,6 +427,7 @@ static bool rule_breaks(const struct rule *r, int ti, const struct item *it, cha
 
 	if (!(r->tables & (1u << ti)) || (r->glob && fnmatch(r->glob, it->name, 0)))
 		return false;
+	r->nmatched++;
 	switch (r->metric) {
 	case M_NEW:
 		snprintf(what, len, "new");
@@ -455,6 +465,15 @@ static bool rule_breaks(const struct rule *r, int ti, const struct item *it, cha
 	}
 	(void)c;
 	return compare(change, r->op, r->bound);
+}
+
+/* "kernel", "API call", ... for a rule's scope: its tables, named */
+static const char *scope_noun(unsigned tables)
+{
+	for (int ti = 0; ti < NTABLES; ti++)
+		if (tables == 1u << ti)
+			return table_title[ti];
+	return "kernel or copy";
 }
 
 /* ---- output ---- */
@@ -723,9 +742,14 @@ static int write_json(FILE *f, const struct diff *df, const struct rule *rules, 
 	for (size_t i = 0; i < nrules; i++) {
 		fputs(i ? ",\n {\"rule\":" : "\n {\"rule\":", f);
 		json_string(f, rules[i].text);
-		fprintf(f, ",\"failed\":%s,\"rows\":%zu,\"detail\":", rules[i].nbroken ? "true" : "false",
+		fprintf(f, ",\"failed\":%s,\"rows\":%zu,\"detail\":",
+			rules[i].nbroken || rule_unmatched(&rules[i]) ? "true" : "false",
 			rules[i].nbroken);
 		json_string(f, rules[i].broken.len ? rules[i].broken.p : "");
+		if (rules[i].why[0]) {
+			fputs(",\"error\":", f);
+			json_string(f, rules[i].why);
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "],\n\"failed\":%s}\n", failed ? "true" : "false");
@@ -799,11 +823,15 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 	if (nrules) {
 		fputs("\n", f);
 		for (size_t i = 0; i < nrules; i++) {
-			fprintf(f, "- %s ", rules[i].nbroken ? "\xe2\x9d\x8c" : "\xe2\x9c\x85");
+			fprintf(f, "- %s ", rules[i].nbroken || rule_unmatched(&rules[i])
+						    ? "\xe2\x9d\x8c" : "\xe2\x9c\x85");
 			md__code(f, rules[i].text);
 			if (rules[i].nbroken) {
 				fputs(": ", f);
 				md__text(f, rules[i].broken.p);
+			} else if (rules[i].why[0]) {
+				fputs(": ", f);
+				md__text(f, rules[i].why);
 			}
 			fputc('\n', f);
 		}
@@ -834,7 +862,8 @@ static void usage_diff(FILE *f)
 		"                     (default 1us: timestamps come in device ticks)\n"
 		"  --top N            rows per table in the table (default %d; flagged, new and\n"
 		"                     vanished rows are always shown); --all for every row\n"
-		"Exit status: 0 no rule broken, 1 a rule broken, 2 usage or unreadable input.\n",
+		"Exit status: 0 no rule broken, 1 a rule broken, 2 usage, a rule whose name\n"
+		"matches nothing, or an unreadable input.\n",
 		DEFAULT_TOP);
 }
 
@@ -862,7 +891,7 @@ int cmd_diff(int argc, char **argv)
 {
 	struct diff df = { 0 };
 	struct rule *rules = calloc((size_t)argc, sizeof(*rules));
-	size_t nrules = 0, nbroken = 0, top = DEFAULT_TOP;
+	size_t nrules = 0, nbroken = 0, nunmatched = 0, top = DEFAULT_TOP;
 	const char *junit = NULL, *markdown = NULL, *json = NULL, *v;
 	bool all = false, bad = false, sep = false;
 	int ret = ST_ERROR;
@@ -989,12 +1018,19 @@ int cmd_diff(int argc, char **argv)
 			}
 		}
 	}
-	for (size_t k = 0; k < nrules; k++)
+	for (size_t k = 0; k < nrules; k++) {
 		nbroken += rules[k].nbroken > 0;
+		if (!rule_unmatched(&rules[k]))
+			continue;
+		nunmatched++;
+		snprintf(rules[k].why, sizeof(rules[k].why),
+			 "\"%s\" matches no %s of the base or the new runs (a typo never passes)",
+			 rules[k].glob, scope_noun(rules[k].tables));
+	}
 
 	if (json) {
 		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
-		int err = f ? write_json(f, &df, rules, nrules, nbroken > 0) : -errno;
+		int err = f ? write_json(f, &df, rules, nrules, nbroken + nunmatched > 0) : -errno;
 
 		if (f && f != stdout && fclose(f) && !err)
 			err = -errno;
@@ -1017,16 +1053,19 @@ int cmd_diff(int argc, char **argv)
 				printf("FAIL %s: ", rules[k].text);
 				summary__put_text(stdout, rules[k].broken.p);
 				putchar('\n');
+			} else if (rules[k].why[0]) {
+				printf("ERROR %s: %s\n", rules[k].text, rules[k].why);
 			} else
 				printf("PASS %s\n", rules[k].text);
 		}
 		if (nrules)
-			printf("gputrace diff: %zu of %zu rules broken\n", nbroken, nrules);
+			printf("gputrace diff: %zu of %zu rules broken%s\n", nbroken, nrules,
+			       nunmatched ? ", and a rule matches nothing" : "");
 		else
 			printf("gputrace diff: no --fail-on rules given\n");
 	}
 	fflush(stdout);
-	ret = nbroken ? ST_FAILED : ST_OK;
+	ret = nunmatched ? ST_ERROR : nbroken ? ST_FAILED : ST_OK;
 
 	if (junit) {
 		struct test_case *tc = calloc(nrules ? nrules : 1, sizeof(*tc));
@@ -1036,6 +1075,10 @@ int cmd_diff(int argc, char **argv)
 			tc[k].name = rules[k].text;
 			tc[k].status = rules[k].nbroken ? CASE_FAIL : CASE_PASS;
 			tc[k].message = rules[k].nbroken ? rules[k].broken.p : "holds";
+			if (rules[k].why[0]) {
+				tc[k].status = CASE_ERROR;
+				tc[k].message = rules[k].why;
+			}
 		}
 		if (tc)
 			err = junit__write(junit, WHO, "gputrace.diff", df.paths[1][0], tc, nrules);
@@ -1046,7 +1089,7 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (markdown) {
-		int err = write_markdown(markdown, &df, rules, nrules, nbroken, all ? SIZE_MAX : top);
+		int err = write_markdown(markdown, &df, rules, nrules, nbroken + nunmatched, all ? SIZE_MAX : top);
 
 		if (err) {
 			fprintf(stderr, WHO ": cannot write %s: %s\n", markdown, strerror(-err));

@@ -162,8 +162,9 @@ def test_medians_and_spread_decide_noise(tmp_path):
     # absolute changes and scoped globs
     p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["k*"] time > +50us'], tmp_path)
     assert p.returncode == 1 and 'FAIL kernel["k*"] time > +50us: kernel k +100 us' in out_lines(p)
+    # a glob that matches no row is a typo: an error, never a pass
     p = gt(["diff", base[0], "--", slower[0], "--fail-on", 'kernel["x*"] time > +50us'], tmp_path)
-    assert p.returncode == 0
+    assert p.returncode == 2 and out_lines(p)[-2].startswith('ERROR kernel["x*"] time > +50us')
 
 
 def test_median_counts_are_exact(tmp_path):
@@ -265,6 +266,32 @@ def test_markdown_and_junit(tmp_path):
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert cases["time > +10%"].find("failure").get("message") == "kernel gemm +50.0%"
     assert cases["vanished-copies"].find("failure") is None
+
+
+def test_a_rule_whose_glob_matches_nothing_never_passes(tmp_path):
+    """A typo in a gate ('sclae' for 'scale') matched no row and passed: the gate could
+    never fire. It is an error, as a check's name that matches nothing."""
+    base = write(tmp_path, "b.json", summary([("scale", 10, 10000)], api=[("zeInit", 1, 5000)]))
+    new = write(tmp_path, "n.json", summary([("scale", 20, 20000)], api=[("zeInit", 1, 5000)]))
+    md, junit = tmp_path / "d.md", tmp_path / "d.xml"
+    p = gt(["diff", base, "--", new, "--fail-on", 'kernel["sclae"] count != 0%',
+            "--fail-on", 'api["zeInit"] time > +10%', "--json=d.json", "--markdown", md,
+            "--junit", junit], tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = out_lines(p)
+    assert 'ERROR kernel["sclae"] count != 0%: "sclae" matches no kernel of the base or the ' \
+           'new runs (a typo never passes)' in lines, lines
+    assert 'PASS api["zeInit"] time > +10%' in lines
+    assert lines[-1] == "gputrace diff: 0 of 2 rules broken, and a rule matches nothing"
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert d["failed"] is True
+    assert [(r["failed"], "error" in r) for r in d["rules"]] == [(True, True), (False, False)]
+    assert md.read_text().startswith("### gputrace diff: ❌")
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert "matches no kernel" in cases['kernel["sclae"] count != 0%'].find("error").get("message")
+    # the right name breaks the rule: scale's count doubled
+    p = gt(["diff", base, "--", new, "--fail-on", 'kernel["scale"] count != 0%'], tmp_path)
+    assert p.returncode == 1 and 'FAIL kernel["scale"] count != 0%' in out_lines(p)[-2]
 
 
 @pytest.mark.parametrize("rule, column, message", [
