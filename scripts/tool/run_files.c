@@ -252,6 +252,10 @@ void run__plan_outputs(struct run *r)
 		return;
 	}
 	absolute(r->out, sizeof(r->out), expanded);
+	/* said now, not after CMD ran (the merge could not name its trace) */
+	if (strlen(base_name(r->out)) > NAME_MAX)
+		run__usage_error("%s%s: the file name is %zu bytes long; a name may have %d at most",
+				 opt, r->tmpl, strlen(base_name(r->out)), NAME_MAX);
 	if (!stat(r->out, &st) && S_ISDIR(st.st_mode)) {
 		if (!r->tmpl_from_env)
 			run__usage_error("-o %s: is a folder; give a file name", r->out);

@@ -472,3 +472,14 @@ def test_a_long_output_name_is_not_refused_for_its_parts_folder(tmp_path):
     t = load_exact(tmp_path / name)
     assert t["gputrace"]["merged"] is True and len(t["gputrace"]["inputs"]) == 3
     assert cli_kernels(tmp_path / name) == 9
+
+
+def test_an_output_name_too_long_for_a_file_is_refused_before_the_run(tmp_path):
+    """A 256-byte name was taken, CMD ran, and its trace was left in the parts with a
+    merge command that failed the same way: said before CMD runs now, exit 2."""
+    name = "b" * 251 + ".json"
+    p = gputrace(["run", "-o", name, "--", "sh", "-c", "echo ran"], tmp_path)
+    assert (p.returncode, p.stdout) == (2, b"")
+    assert gputrace_lines(p.stderr)[0] == (
+        f"gputrace: -o {name}: the file name is 256 bytes long; a name may have 255 at most")
+    assert os.listdir(tmp_path) == []
