@@ -50,7 +50,8 @@ void tool__usage(FILE *f)
 	      "                          of events in memory; write them on a crash, a\n"
 	      "                          non-zero exit or a dump request\n"
 	      "  --stacks[=DEPTH]        record the host call stack of each launch, DEPTH\n"
-	      "                          frames (1 to 64, default 16; also --stacks DEPTH)\n"
+	      "                          frames (1 to 64, default 16; on, off; also\n"
+	      "                          --stacks DEPTH)\n"
 	      "  --stacks-all            call stacks for every API call (implies --stacks)\n"
 	      "  --graph-trace           one event per CUDA graph launch, not one per node\n"
 	      "  --plugin-path PATHS     ':'-separated plug-ins (or folders of them) to load\n"
@@ -149,7 +150,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "gputrace: unknown command '%s' (run, merge, summary, check, diff, "
-			"report or metrics)\n", argv[1]);
+			"report, metrics or capture)\n", argv[1]);
 	fprintf(stderr, "Try 'gputrace --help'.\n");
 	return 2;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -51,8 +52,8 @@ static void check_value(const char *opt, const char *var, const char *val)
 			    accepted ? accepted : "another value");
 }
 
-/* --stacks, --stacks=DEPTH, --stacks DEPTH (a number as the next word):
- * always the depth in frames. */
+/* --stacks, --stacks=DEPTH, --stacks DEPTH (a number, on or off as the next
+ * word): what GPUTRACE_STACKS takes, 0 being off there as here. */
 static void set_stacks(struct run *r, const char *val)
 {
 	const char *accepted = NULL;
@@ -61,11 +62,16 @@ static void set_stacks(struct run *r, const char *val)
 		r->stacks = "on";
 		return;
 	}
-	if (config__check("GPUTRACE_STACKS", val, &accepted) ||
-	    (is_number(val) && !strcmp(val, "0")))
-		run__usage_error("--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), "
-			    "not '%s'", val);
+	if (config__check("GPUTRACE_STACKS", val, &accepted))
+		run__usage_error("--stacks DEPTH must be a number of frames from 1 to 64, on, or off "
+				 "(or 0), not '%s'", val);
 	r->stacks = val;
+}
+
+/* The word after --stacks is its value when it can be nothing else. */
+static bool stacks_word(const char *w)
+{
+	return is_number(w) || !strcasecmp(w, "on") || !strcasecmp(w, "off");
 }
 
 void run__parse_options(struct run *r, int argc, char **argv)
@@ -147,7 +153,7 @@ void run__parse_options(struct run *r, int argc, char **argv)
 				run__usage_error("%s needs a file name", name);
 			*(name[2] == 'j' ? &r->junit : &r->markdown) = val;
 		} else if (!strcmp(name, "--stacks")) {
-			if (!val && i + 1 < argc && is_number(argv[i + 1]))
+			if (!val && i + 1 < argc && stacks_word(argv[i + 1]))
 				val = argv[++i];
 			set_stacks(r, val);
 		} else {

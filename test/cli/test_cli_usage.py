@@ -59,10 +59,10 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--backends", "opencl", "--", "true"],
      "--backends 'opencl' is not valid: expected a comma list of cupti, ze, plugins, all, or"),
     (["run", "--flush-ms=5", "--", "true"], "--flush-ms '5' is not valid"),
-    (["run", "--stacks=0", "--", "true"],
-     "--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), not '0'"),
+    (["run", "--stacks=-1", "--", "true"],
+     "--stacks DEPTH must be a number of frames from 1 to 64, on, or off (or 0), not '-1'"),
     (["run", "--stacks=100", "--", "true"],
-     "--stacks DEPTH must be a number of frames from 1 to 64 (or on, off), not '100'"),
+     "--stacks DEPTH must be a number of frames from 1 to 64, on, or off (or 0), not '100'"),
     (["run", "--stacks", "65", "--", "true"], "not '65'"),
     (["run", "-o", "t-%q.json", "--", "true"],
      "-o 't-%q.json' is not valid: expected a file path template"),
@@ -190,6 +190,17 @@ def test_defaults(tmp_path):
     for var in ("GPUTRACE_SUMMARY", "GPUTRACE_STACKS_ALL", "GPUTRACE_SUMMARY_JSON"):
         assert var not in env
     assert list(tmp_path.iterdir()) == []  # env recorded nothing: no parts folder left
+
+
+@pytest.mark.parametrize("args, depth", [(["--stacks", "on"], "16"), (["--stacks", "off"], "off"),
+                                         (["--stacks=0"], "0"), (["--stacks", "8"], "8"),
+                                         (["--stacks=OFF"], "OFF")])
+def test_stacks_takes_what_its_variable_takes(tmp_path, args, depth):
+    """--stacks on / off / 0, as GPUTRACE_STACKS takes them (the next word 'on' was run
+    as the command; --stacks=0 refused where GPUTRACE_STACKS=0 is off)."""
+    p = gputrace(["run", *args, "--", "env"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert parse_env(p.stdout)["GPUTRACE_STACKS"] == depth
 
 
 def test_preload_is_prepended(tmp_path):
