@@ -192,7 +192,13 @@ static int write_markdown(const char *path, const struct checks *cs, const struc
 		fputs(" |\n", f);
 	}
 	fputs("\n<details><summary>Summary of ", f);
-	md__code(f, d->path);
+	/* gputrace run's label already says "summary of" (its summary file is gone) */
+	if (!strncmp(d->path, "summary of ", 11) && strcmp(d->path + 11, "the run"))
+		md__code(f, d->path + 11);
+	else if (!strcmp(d->path, "summary of the run"))
+		fputs("the run", f);
+	else
+		md__code(f, d->path);
 	fputs("</summary>\n\n", f);
 	md__summary(f, d, 10);
 	fputs("\n</details>\n", f);

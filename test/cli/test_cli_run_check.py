@@ -46,6 +46,8 @@ def test_a_failed_check_after_a_successful_cmd_is_status_3(tmp_path):
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
     assert md.read_text().startswith("### gputrace checks: 1 passed, 1 failed")
+    # the summary's heading names the trace once ("Summary of `summary of ...`" before)
+    assert f"<details><summary>Summary of `{tmp_path / 't.json'}`</summary>" in md.read_text()
 
 
 def test_a_malformed_check_stops_before_cmd_runs(tmp_path):
