@@ -990,8 +990,12 @@ static bool bare_vs(struct parser *ps, const struct node *a, const struct node *
 				    : dim__eq(a->d, DIM_BYTES) ? "B, KiB, MiB, GiB, KB, MB, GB"
 				    : dim__eq(a->d, DIM_RATE)  ? "B/s, MB/s, GB/s, MiB/s, GiB/s"
 							       : "";
-		fail_at(ps, b->pos, b->len, "%s is %s: give the bound a unit (%s)", what,
-			dim__what(a->d, false), units);
+		char bare[64];
+
+		/* named: in "1ms + 5" the bare number is an operand, not the bound */
+		show_node(ps->s, b, bare, sizeof(bare));
+		fail_at(ps, b->pos, b->len, "%s is %s: give %s a unit (%s)", what,
+			dim__what(a->d, false), bare, units);
 		return true;
 	}
 	return false;

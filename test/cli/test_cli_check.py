@@ -82,7 +82,8 @@ def test_a_check_that_must_fail(tmp_path):
 @pytest.mark.parametrize("check, column, message", [
     ('kernel["gemm_f32"].totl <= 1ms', 20, "unknown field 'totl' of kernel rows"),
     ('kernal["gemm_f32"].total <= 1ms', 1, "unknown name 'kernal'"),
-    ('kernel["gemm_f32"].total <= 1', 29, "is a time: give the bound a unit"),
+    ('kernel["gemm_f32"].total <= 1', 29, "is a time: give 1 a unit"),
+    ('kernel["gemm_f32"].total <= 1ms + 5', 35, "1ms is a time: give 5 a unit (ns, us, ms, s)"),
     ("device[0].busy >= 60", 19, "is a fraction: write the bound as a percentage"),
     ("kernel.total <= 5 msec", 19, "unknown unit 'msec'"),
     ("lost = 0", 6, "'=' is no comparison: write '=='"),
