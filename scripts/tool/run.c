@@ -132,7 +132,12 @@ static void summarize(struct run *r)
 			r->no_window);
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
-			"gputrace knows): no trace written\n");
+			"gputrace knows%s%s%s%s): no trace written\n",
+			/* what the run's own settings leave out may be why */
+			run__setting(r, "GPUTRACE_BACKENDS") ? ", or none through --backends " : "",
+			run__setting(r, "GPUTRACE_BACKENDS") ?: "",
+			run__setting(r, "GPUTRACE_ACTIVITIES") ? ", or none of the kinds in --activities " : "",
+			run__setting(r, "GPUTRACE_ACTIVITIES") ?: "");
 	else if (!r->no_summary)
 		summary__print(r->sum, stderr, label.p, bytes);
 	else

@@ -110,6 +110,8 @@ unsigned long run__buffer_kb(const struct run *r);
 unsigned long run__overflow_mb(const struct run *r);
 /* A flight recorder was asked for (and is valid): processes write only on dumps. */
 bool run__flight_recorder(const struct run *r);
+/* A GPUTRACE_* setting of the run (an option, or our environment's), or NULL. */
+const char *run__setting(const struct run *r, const char *var);
 
 /* run_files.c */
 /* -o (and --per-process, --summary-json): checked, planned; exit 2 if bad. */

@@ -391,3 +391,8 @@ unsigned long run__buffer_kb(const struct run *r)
 {
 	return number_setting(r, "GPUTRACE_BUFFER_KB", GT_BUFFER_KB_DEFAULT);
 }
+
+const char *run__setting(const struct run *r, const char *var)
+{
+	return setting(r, var);
+}

@@ -107,6 +107,19 @@ def test_processes_that_could_not_write_their_traces_are_counted(tmp_path):
                          "write their traces (the reason is above): no trace written"), lines
 
 
+@pytest.mark.parametrize("opts, why", [
+    (["--backends", "ze"], ", or none through --backends ze"),
+    (["--activities", "overhead"], ", or none of the kinds in --activities overhead")])
+def test_nothing_recorded_names_the_settings_that_may_be_why(tmp_path, opts, why):
+    """The plug-in's calls were made, but the run's own settings left them out: the line
+    says so, not only "no GPU API call gputrace knows"."""
+    p, _ = run_plugin(tmp_path, *opts, program=["sh", "-c", "true"])
+    assert p.returncode == 0, p.stderr
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: no process of the run recorded anything (no GPU API call gputrace knows"
+        f"{why}): no trace written"]
+
+
 def test_signal_passes_through(tmp_path):
     p = gputrace(["run", "--no-summary", "--", "sh", "-c", "kill -TERM $$"], tmp_path)
     assert p.returncode == -15
