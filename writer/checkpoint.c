@@ -683,8 +683,11 @@ static void flight_dump(const char *reason, bool final)
 		pr_err("cannot write the flight recorder's window to '%s': %s", W.path,
 		       strerror(-err));
 	} else {
-		pr_warn("flight recorder (%s): %llu events of the last window in %s", reason,
-			(unsigned long long)c.kept_events, o.path);
+		/* under gputrace run the file is a part, merged into the run's trace
+		 * and removed: that trace is named by the run */
+		pr_warn("flight recorder (%s): %llu events of the last window %s%s", reason,
+			(unsigned long long)c.kept_events, gt_under_run() ? "" : "in ",
+			gt_under_run() ? "written for the run's trace" : o.path);
 		checkpoint__list('+', o.path);
 		snprintf(W.flight_path, sizeof(W.flight_path), "%s", o.path);
 		atomic_fetch_add(&W.flight_written, 1);

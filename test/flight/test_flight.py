@@ -7,6 +7,7 @@ then ends as asked."""
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -207,6 +208,11 @@ def test_gputrace_run_flight_recorder(tmp_path):
                         "--flight-recorder", "300ms", "--", str(APP), "1", "exit3", "100"],
                        env=env, capture_output=True, preexec_fn=default_signals)
     assert r.returncode == 3, r.stderr
+    # the process's file is a part, merged and removed: it is not named as the trace
+    said = [ln for ln in r.stderr.decode().splitlines() if ln.startswith("gputrace")]
+    assert len(said) == 1 and re.fullmatch(
+        r"gputrace: flight recorder \(exit status not 0\): \d+ events of the last window "
+        r"written for the run's trace", said[0]), said
     end_ns = int(dict(ln.split() for ln in r.stdout.decode().splitlines())["end_ns"])
     check_window(tmp_path, type("R", (), {"trace_path": str(out)}), end_ns, 0.3,
                  "exit status not 0")
