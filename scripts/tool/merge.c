@@ -149,28 +149,38 @@ static int pass1_meta(void *ctx, const char *v, const char *e)
 	return 0;
 }
 
+/* The writer's device rows have pids from 2^30 up (writer/internal.h device_pid),
+ * processes theirs below. */
+#define DEVICE_PIDS (1ll << 30)
+
 /* Inputs keep their pids; a pid already taken by an earlier input gets a
- * fresh number above every pid seen. */
+ * fresh number above every pid seen of its kind (a process's stays a small
+ * number, a device row's stays among device rows'). */
 static void assign_pids(struct merge *m)
 {
 	struct pidmap taken = { 0 };
-	int64_t next = 1;
+	int64_t next[2] = { 1, DEVICE_PIDS }; /* a process's, a device row's */
 
 	for (unsigned i = 0; i < m->nin; i++)
-		for (size_t s = 0; s < m->in[i].pids.cap; s++)
-			if (m->in[i].pids.used[s] && m->in[i].pids.keys[s] >= next)
-				next = m->in[i].pids.keys[s] + 1;
+		for (size_t s = 0; s < m->in[i].pids.cap; s++) {
+			int64_t pid = m->in[i].pids.keys[s];
+			int kind = pid >= DEVICE_PIDS;
+
+			if (m->in[i].pids.used[s] && pid >= next[kind])
+				next[kind] = pid + 1;
+		}
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];
 		int64_t *keys = pidmap__sorted_keys(&in->pids);
 
 		for (size_t k = 0; k < in->pids.n; k++) {
 			long s = pidmap__find(&in->pids, keys[k], false);
+			int kind = keys[k] >= DEVICE_PIDS;
 
 			if (pidmap__has(&taken, keys[k])) {
-				while (pidmap__has(&taken, next))
-					next++;
-				in->pids.vals[s] = next;
+				while (pidmap__has(&taken, next[kind]))
+					next[kind]++;
+				in->pids.vals[s] = next[kind];
 			}
 			pidmap__find(&taken, in->pids.vals[s], true);
 		}
@@ -246,7 +256,7 @@ static void build_prefix(struct input *in)
 	if (rank.len)
 		buf__printf(&in->dev_prefix, "[rank %s] ", rank.p);
 	else if (mt->pid > 0)
-		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", (int64_t)mt->pid);
+		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, (int64_t)mt->pid));
 	buf__free(&rank);
 }
 
@@ -773,13 +783,15 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 		in->scan = trace__scan(WHO, in->path, &ops);
 		if (in->scan == TRACE_ERROR)
 			goto out;
-		build_prefix(in);
 	}
 	if (opts && opts->by_start)
 		qsort(m.in, nfiles, sizeof(*m.in), cmp_start);
 	for (unsigned i = 0; i < nfiles; i++)
 		m.in[i].idx = i;
 	assign_pids(&m);
+	/* after the pids: a device row is named after its process's pid as merged */
+	for (unsigned i = 0; i < nfiles; i++)
+		build_prefix(&m.in[i]);
 	base = assign_shifts(&m);
 
 	/* Write next to the output and rename at the end: a failed merge leaves

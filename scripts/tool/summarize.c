@@ -168,11 +168,26 @@ static void map_pid(const char *map_v, const char *map_e, int64_t pid, int64_t *
 			return;
 }
 
+/* The pid_maps of the merges a "gputrace" object is an input of, innermost first. */
+struct map_chain {
+	const char *v, *e;
+	const struct map_chain *up;
+};
+
+static int64_t map_through(const struct map_chain *m, int64_t pid)
+{
+	for (; m; m = m->up)
+		map_pid(m->v, m->e, pid, &pid);
+	return pid;
+}
+
 /* The processes of one "gputrace" object [v, e) and the pids (in its own
  * numbering) that belong to each: its pid and device rows, or, merged, those
- * of its inputs through their pid_map. */
+ * of its inputs through their pid_map. A process is known by its pid as the
+ * trace has it (maps: the merges' renumbering): two inputs of one pid (a trace
+ * merged with itself, or pids of two hosts) stay two processes. */
 static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int depth,
-			   struct owners *out)
+			   const struct map_chain *maps, struct owners *out)
 {
 	const char *mv, *me, *p, *ev, *ee;
 
@@ -186,7 +201,8 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 				continue;
 			if (!jv_get(ev, ee, "pid_map", &map_v, &map_e))
 				map_v = map_e = NULL;
-			collect_owners(c, gv, ge, depth + 1, &in);
+			collect_owners(c, gv, ge, depth + 1,
+				       &(struct map_chain){ .v = map_v, .e = map_e, .up = maps }, &in);
 			for (size_t i = 0; i < in.n; i++) {
 				int64_t to;
 
@@ -206,7 +222,8 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 		jv_u64(mv, me, &lost);
 	char *exe = str_member(v, e, "exe", &c->tmp), *host = str_member(v, e, "hostname", &c->tmp),
 	     *rank = str_member(v, e, "rank", &c->tmp), *base = exe ? strrchr(exe, '/') : NULL;
-	struct summary_process sp = { .pid = pid, .exe = base ? base + 1 : exe, .host = host,
+	struct summary_process sp = { .pid = map_through(maps, pid), .exe = base ? base + 1 : exe,
+				      .host = host,
 				      .rank = rank, .lost = lost };
 	int proc = summary__process(c->s, &sp);
 
@@ -233,7 +250,7 @@ static void attribute_pids(struct sum_ctx *c)
 
 	if (!m->present)
 		return;
-	collect_owners(c, m->raw.p, m->raw.p + m->raw.len, 0, &o);
+	collect_owners(c, m->raw.p, m->raw.p + m->raw.len, 0, NULL, &o);
 	for (size_t i = 0; i < o.n; i++) {
 		long slot;
 

@@ -201,6 +201,30 @@ def test_merge_hand_written_traces(tmp_path):
                                                       "node2 [rank 1] GPU 0"]
 
 
+def test_two_processes_of_one_pid_stay_two(tmp_path):
+    """Two traces of one host with the same pid (pid reuse; a trace merged with itself):
+    the second's process gets the next free pid, its device row the next free device
+    pid, and the row is named after the new pid (it kept the old one: two rows named
+    alike); the summary has both processes and both device rows."""
+    t = json.loads((FIXTURES / "proc_a.json").read_text())
+    dev = 1 << 30 | 4242 << 6  # as the writer numbers a device row (writer/internal.h)
+    for e in t["traceEvents"]:
+        if int(e["pid"]) != 4242:
+            e["pid"] = dev
+    t["gputrace"]["devices"] = [{"pid": dev, "name": "GPU 0"}]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(t))
+    merged = check_merge(tmp_path, [one, one])
+    g = merged["gputrace"]
+    assert g["inputs"][1]["pid_map"] == {"4242": 4243, str(dev): dev + 1}
+    names = sorted((int(e["pid"]), e["args"]["name"]) for e in merged["traceEvents"]
+                   if e.get("name") == "process_name")
+    assert names == [(4242, "node1 rank 0: app (4242)"), (4243, "node1 rank 0: app (4242)"),
+                     (dev, "node1 [rank 0] GPU 0"), (dev + 1, "node1 [rank 0] GPU 0")], names
+    s = json.loads(gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path).stdout)
+    assert sorted(p["pid"] for p in s["processes"]) == [4242, 4243]
+
+
 def one_process_files(tmp_path, kind, counts):
     """proc_a.json as files of one process (same pid and anchor): its capture windows
     (kind "capture") or its flight recorder's dumps ("flight_recorder"), each trailer
