@@ -90,6 +90,7 @@ struct summary {
 	bool lossless;              /* a process recorded with --lossless */
 	uint64_t waits, wait_ns;    /* ... and waited this often, this long */
 	uint64_t incomplete;        /* traces not closed (summary__incomplete) */
+	uint64_t cut;               /* ... of which files cut short */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -594,10 +595,12 @@ void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64
 		r->max_ns = max_ns;
 }
 
-void summary__incomplete(struct summary *s, uint64_t n)
+void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut)
 {
-	if (s)
-		s->incomplete += n;
+	if (!s)
+		return;
+	s->incomplete += n;
+	s->cut += cut < n ? cut : n;
 }
 
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
@@ -1298,10 +1301,21 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
 	print_adjusted(f, s);
-	if (s->incomplete)
-		fprintf(f, "  incomplete: %" PRIu64 " %s not closed (killed, or still running): the "
-			"last interval may be missing\n", s->incomplete,
-			plural(s->incomplete, "trace", "traces"));
+	if (s->incomplete) {
+		/* the reason known: a file cut short may have been closed by its process */
+		char why[96];
+
+		if (!s->cut)
+			snprintf(why, sizeof(why), "killed, or still running");
+		else if (s->cut == s->incomplete)
+			snprintf(why, sizeof(why), "%s cut short", plural(s->cut, "file", "files"));
+		else
+			snprintf(why, sizeof(why), "%" PRIu64 " %s cut short; %" PRIu64
+				 " killed, or still running", s->cut, plural(s->cut, "file", "files"),
+				 s->incomplete - s->cut);
+		fprintf(f, "  incomplete: %" PRIu64 " %s not closed (%s): the last interval may be "
+			"missing\n", s->incomplete, plural(s->incomplete, "trace", "traces"), why);
+	}
 	if (s->lossless)
 		fprintf(f, "  waits for a full buffer (--lossless): %" PRIu64 ", %s in all\n", s->waits,
 			fmt_ns(a, sizeof(a), s->wait_ns));

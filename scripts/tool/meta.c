@@ -28,6 +28,26 @@ static void add_host_pid(struct trace_meta *m, int64_t pid)
 	m->host_pids[m->nhost_pids++] = pid;
 }
 
+/* A merge's inputs (of "gputrace" object [v, e)) whose files were cut short,
+ * those of merges merged included: a merged trace's "incomplete" counts them
+ * with the traces not closed, and only its inputs tell them apart. */
+static uint64_t count_cut(const char *v, const char *e, int depth)
+{
+	const char *mv, *me, *p, *ev, *ee, *tv, *te;
+	uint64_t n = 0;
+
+	if (depth >= META_MERGE_DEPTH || !jv_get(v, e, "inputs", &mv, &me))
+		return 0;
+	p = mv;
+	while (jv_array_next(&p, me, &ev, &ee)) {
+		if (jv_get(ev, ee, "truncated", &tv, &te) && te - tv == 4 && !memcmp(tv, "true", 4))
+			n++;
+		if (jv_get(ev, ee, "gputrace", &tv, &te))
+			n += count_cut(tv, te, depth + 1);
+	}
+	return n;
+}
+
 bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 {
 	struct jv_iter it;
@@ -65,6 +85,8 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			m->incomplete = mb.e - mb.v == 5 && !memcmp(mb.v, "false", 5);
 		} else if (jv_key_is(&mb, "incomplete")) {
 			jv_u64(mb.v, mb.e, &m->incomplete);
+		} else if (jv_key_is(&mb, "inputs")) {
+			m->cut = count_cut(v, e, 0);
 		} else if (jv_key_is(&mb, "events_lost")) {
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {

@@ -12,6 +12,8 @@
 
 #include "buf.h"
 
+#define META_MERGE_DEPTH 16 /* merges of merges followed this deep */
+
 struct trace_meta {
 	bool present;
 	struct buf raw;        /* the whole object, as written */
@@ -32,6 +34,7 @@ struct trace_meta {
 	uint64_t waits, wait_ns; /* ... its threads waited this often, this long */
 	uint64_t incomplete;   /* traces not closed: 1 for "complete": false, a
 				* merge's "incomplete" */
+	uint64_t cut;          /* a merge's inputs cut short ("truncated") */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
 	size_t nhost_pids;
 };

@@ -24,7 +24,6 @@
 #include "trace.h"
 
 #define WHO "gputrace summary"
-#define MERGE_DEPTH 16 /* merges of merges followed this deep */
 
 struct sum_ctx {
 	struct summarized *out;
@@ -191,7 +190,7 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 {
 	const char *mv, *me, *p, *ev, *ee;
 
-	if (jv_get(v, e, "inputs", &mv, &me) && depth < MERGE_DEPTH) {
+	if (jv_get(v, e, "inputs", &mv, &me) && depth < META_MERGE_DEPTH) {
 		p = mv;
 		while (jv_array_next(&p, me, &ev, &ee)) {
 			const char *gv, *ge, *map_v = NULL, *map_e = NULL;
@@ -419,13 +418,15 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	struct trace_ops ops1 = { .ctx = c, .event = pass1_event, .meta = pass1_meta };
 	struct trace_ops ops2 = { .ctx = c, .event = pass2_event, .quiet = true };
 	struct stat st;
+	int scan;
 
 	meta__free(&c->out->meta);
 	pidmap__free(&c->names);
 	pidmap__free(&c->hosts);
 	pidmap__free(&c->procs);
 	c->lost_by_reason = 0;
-	if (trace__scan(who, path, &ops1) == TRACE_ERROR)
+	scan = trace__scan(who, path, &ops1);
+	if (scan == TRACE_ERROR)
 		return -1;
 	for (size_t i = 0; i < c->out->meta.nhost_pids; i++)
 		pidmap__find(&c->hosts, c->out->meta.host_pids[i], true);
@@ -438,7 +439,13 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	meta__each_adjusted(&c->out->meta, add_adjusted, c);
 	if (c->out->meta.lossless)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
-	summary__incomplete(c->s, c->out->meta.incomplete);
+	/* a file cut short is not closed either, whatever its trailer said before
+	 * the cut: counted once, as merge counts it */
+	if (scan == TRACE_TRUNCATED)
+		summary__incomplete(c->s, c->out->meta.incomplete ? c->out->meta.incomplete : 1,
+				    c->out->meta.cut + 1);
+	else
+		summary__incomplete(c->s, c->out->meta.incomplete, c->out->meta.cut);
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	return 0;
 }

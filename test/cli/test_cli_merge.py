@@ -278,6 +278,27 @@ def test_merge_keeps_a_truncated_input(tmp_path):
     assert merged["gputrace"]["inputs"][0]["events"] == 10
 
 
+def test_a_cut_file_counts_as_incomplete(tmp_path):
+    """A file cut short is a trace not closed, whatever its events: summary, check and
+    the report count it (as merge does), and say why: cut, not killed."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[:text.index('{"ph":"X","cat":"gpu_memcpy"') + 30])  # mid-event
+    p = gputrace(["summary", "--json", "s.json", cut], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert ("  incomplete: 1 trace not closed (file cut short): the last interval may be "
+            "missing") in p.stdout.decode().splitlines()
+    assert json.loads((tmp_path / "s.json").read_text())["incomplete"] == 1
+    c = gputrace(["check", cut, "incomplete == 0"], tmp_path)
+    assert c.returncode == 1 and "FAIL incomplete == 0: 1" in c.stdout.decode()
+    r = gputrace(["report", "-o", "r.html", cut], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1 of the traces summarized was not closed" in (tmp_path / "r.html").read_text()
+    # a whole file says nothing
+    q = gputrace(["summary", FIXTURES / "proc_a.json"], tmp_path)
+    assert q.returncode == 0 and "incomplete:" not in q.stdout.decode()
+
+
 @pytest.mark.parametrize("text, why", [("hello", "'{' or '[' expected"),
                                        ('{"traceEvents": 5}', "traceEvents is not an array"),
                                        ('{"foo": 1}', "no traceEvents array")])
