@@ -34,12 +34,39 @@ static int scan_events(struct jr *r, const struct trace_ops *ops, struct buf *ev
 	}
 }
 
+/* The members of a "gputrace" object cut short ([v, e): its bytes up to the
+ * cut) that were read whole, as an object in out; false when none was. A
+ * member cut inside is left out rather than guessed: a number at the cut may
+ * have lost digits, so a scalar counts only with a byte after it. */
+static bool whole_members(const char *v, const char *e, struct buf *out)
+{
+	struct jv_iter it;
+	struct jv_member m;
+	bool any = false;
+
+	buf__reset(out);
+	if (!jv_iter_init(&it, v, e))
+		return false;
+	buf__addc(out, '{');
+	while (jv_iter_next(&it, &m)) {
+		if (m.e == e && *m.v != '{' && *m.v != '[' && *m.v != '"')
+			break;
+		if (any)
+			buf__addc(out, ',');
+		buf__add(out, m.key - 1, (size_t)(m.v - (m.key - 1)));
+		buf__add(out, m.v, (size_t)(m.e - m.v));
+		any = true;
+	}
+	buf__addc(out, '}');
+	return any;
+}
+
 int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 {
 	struct jr r;
 	struct buf key = { 0 }, val = { 0 };
 	uint64_t nev = 0;
-	bool in_events = false, seen_events = false, summary_json = false;
+	bool in_events = false, seen_events = false, summary_json = false, in_meta = false;
 	int c, ret = TRACE_OK, err;
 
 	err = jr_open(&r, path);
@@ -88,8 +115,10 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 			in_events = false;
 		} else if (!strcmp(key.p, "\"gputrace\"")) {
 			buf__reset(&val);
+			in_meta = true;
 			if (jr_value(&r, &val))
 				goto fail;
+			in_meta = false;
 			if (ops->meta && ops->meta(ops->ctx, val.p, val.p + val.len)) {
 				jr_fail(&r, "stopped");
 				goto fail;
@@ -126,8 +155,15 @@ done:
 	}
 	goto out;
 fail:
-	if (in_events && nev > 0 && strstr(r.err, "end of input")) {
-		/* A process that died mid-write: keep what is complete. */
+	/* A process that died mid-write: keep what is complete, wherever the cut
+	 * came once the events began (in the trailer too: then they all are). */
+	if (seen_events && (!in_events || nev > 0) && strstr(r.err, "end of input")) {
+		struct buf whole = { 0 };
+
+		/* the trailer's members read whole are its lost counts, pid, anchor... */
+		if (in_meta && ops->meta && whole_members(val.p, val.p + val.len, &whole))
+			ops->meta(ops->ctx, whole.p, whole.p + whole.len);
+		buf__free(&whole);
 		if (!ops->quiet)
 			fprintf(stderr, "%s: %s: truncated after %" PRIu64 " events (%s); using those\n",
 				who, path, nev, r.err);

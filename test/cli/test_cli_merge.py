@@ -4,6 +4,7 @@ exactly once, pids kept (or remapped when two inputs share one), names
 prefixed with host/rank, clocks lined up on the wall-clock anchors, flow
 ids unique per input, lost counts summed; streaming (bounded memory)."""
 import collections
+import gzip
 import json
 import os
 import resource
@@ -278,6 +279,71 @@ def test_merge_keeps_a_truncated_input(tmp_path):
     assert merged["gputrace"]["inputs"][0]["events"] == 10
 
 
+def cut_in_trailer(tmp_path, after, gz=False):
+    """proc_a.json cut just after the text `after` of its trailer: every event whole."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    data = text[:text.index(after, text.index('"gputrace":')) + len(after)].encode()
+    cut = tmp_path / ("cut.json.gz" if gz else "cut.json")
+    cut.write_bytes(gzip.compress(data) if gz else data)
+    return cut, len(json.loads(text)["traceEvents"])
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_file_cut_in_its_trailer_is_read(tmp_path, gz):
+    """A process killed while writing its trailer left every event whole: the file is
+    read as one cut among its events is (it was refused, by every subcommand), and of
+    the trailer, what was read whole is taken (host, rank, anchor, lost counts), what
+    was cut ("threads", "devices") is absent."""
+    cut, n = cut_in_trailer(tmp_path, '"threads":[{"tid":42', gz)
+    warning = f"{cut}: truncated after {n} events"
+    p = gputrace(["summary", "--json", "s.json", cut], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.decode().count(warning) == 1
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["lost"] == {"total": 3, "by_reason": {"ring_full": 3}}
+    assert s["incomplete"] == 1
+    assert [(q["pid"], q["exe"], q["host"], q["rank"]) for q in s["processes"]] == \
+        [(4242, "app", "node1", "0")]
+    c = gputrace(["check", cut, "incomplete == 1", "lost == 3"], tmp_path)
+    assert c.returncode == 0, c.stdout + c.stderr
+    for cmd in (["report", "-o", "r.html", cut], ["diff", cut, "--", FIXTURES / "proc_a.json"]):
+        assert gputrace(cmd, tmp_path).returncode == 0, cmd
+    p = gputrace(["merge", "-o", "m.json", cut, FIXTURES / "proc_b.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    err = p.stderr.decode()
+    assert err.count(warning) == 1 and "no clock anchor" not in err, err
+    g = load_exact(tmp_path / "m.json")["gputrace"]
+    inp = g["inputs"][0]
+    assert inp["truncated"] is True and inp["events"] == n
+    assert inp["gputrace"]["anchor"] == {"realtime_ns": 1700000000000000000, "clock_ns": 500000000}
+    assert "threads" not in inp["gputrace"] and "devices" not in inp["gputrace"]
+    assert g["incomplete"] == 1 and int(g["events_lost"]) == 3 + 2  # proc_b's 2
+    # its rows named from its host and rank, as the whole file's are
+    assert gputrace(["merge", "-o", "w.json", FIXTURES / "proc_a.json", FIXTURES / "proc_b.json"],
+                    tmp_path).returncode == 0
+    names = [[e["args"]["name"] for e in load_exact(tmp_path / f)["traceEvents"]
+              if e.get("name") == "process_name"] for f in ("m.json", "w.json")]
+    assert names[0] == names[1] and "node1 [rank 0] GPU 0" in names[0], names
+
+
+@pytest.mark.parametrize("after, absent", [('"events_lost":3', "events_lost"),
+                                           ('"realtime_ns":17', "anchor"),
+                                           ('"hostname":"no', "hostname")])
+def test_a_member_cut_in_the_trailer_is_absent(tmp_path, after, absent):
+    """A trailer member cut inside (a number may have lost digits) is left out, not
+    read as what remains of it."""
+    cut, n = cut_in_trailer(tmp_path, after)
+    p = gputrace(["merge", "-o", "m.json", cut, FIXTURES / "proc_b.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    inp = load_exact(tmp_path / "m.json")["gputrace"]["inputs"][0]
+    assert inp["events"] == n and absent not in inp["gputrace"], inp
+    assert inp["gputrace"]["pid"] == 4242
+    p = gputrace(["summary", "--json", "-", cut], tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["lost"]["total"] == 0 and s["incomplete"] == 1
+
+
 def test_a_cut_file_counts_as_incomplete(tmp_path):
     """A file cut short is a trace not closed, whatever its events: summary, check and
     the report count it (as merge does), and say why: cut, not killed."""
@@ -297,6 +363,26 @@ def test_a_cut_file_counts_as_incomplete(tmp_path):
     # a whole file says nothing
     q = gputrace(["summary", FIXTURES / "proc_a.json"], tmp_path)
     assert q.returncode == 0 and "incomplete:" not in q.stdout.decode()
+
+
+def test_a_cut_file_and_a_killed_one_are_told_apart(tmp_path):
+    """A merge of a cut file and a killed one: its summary says which is which (from
+    its inputs' "truncated"), a merge of merges' too."""
+    t = json.loads((FIXTURES / "proc_b.json").read_text())
+    t["gputrace"]["complete"] = False
+    (tmp_path / "killed.json").write_text(json.dumps(t))
+    cut, _ = cut_in_trailer(tmp_path, '"threads":[')
+    m = gputrace(["merge", "-o", "m.json", cut, "killed.json"], tmp_path)
+    assert m.returncode == 0, m.stderr
+    assert load_exact(tmp_path / "m.json")["gputrace"]["incomplete"] == 2
+    m = gputrace(["merge", "-o", "m2.json", "m.json"], tmp_path)
+    assert m.returncode == 0, m.stderr
+    line = ("  incomplete: 2 traces not closed (1 file cut short; 1 killed, or still running): "
+            "the last interval may be missing")
+    q = gputrace(["summary", "m.json"], tmp_path)
+    assert line in q.stdout.decode().splitlines()
+    q = gputrace(["summary", "m2.json"], tmp_path)  # a merge of that merge
+    assert line in q.stdout.decode().splitlines()
 
 
 @pytest.mark.parametrize("text, why", [("hello", "'{' or '[' expected"),
