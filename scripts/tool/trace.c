@@ -93,14 +93,18 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 	}
 	for (;;) {
 		buf__reset(&key);
-		if (jr_peek(&r) != '"') {
-			jr_fail(&r, "member name expected");
+		/* the end of input between members is a cut too (see fail:) */
+		c = jr_peek(&r);
+		if (c != '"') {
+			jr_fail(&r, c < 0 ? "unexpected end of input (truncated file?)"
+					  : "member name expected");
 			goto fail;
 		}
 		if (jr_value(&r, &key))
 			goto fail;
-		if (jr_peek(&r) != ':') {
-			jr_fail(&r, "':' expected");
+		c = jr_peek(&r);
+		if (c != ':') {
+			jr_fail(&r, c < 0 ? "unexpected end of input (truncated file?)" : "':' expected");
 			goto fail;
 		}
 		jr_take(&r);

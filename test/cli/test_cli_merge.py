@@ -326,6 +326,24 @@ def test_a_file_cut_in_its_trailer_is_read(tmp_path, gz):
     assert names[0] == names[1] and "node1 [rank 0] GPU 0" in names[0], names
 
 
+def test_a_file_cut_between_its_last_members_is_read(tmp_path):
+    """Cut anywhere after its events (between top-level members, or before the
+    trailer's first member is whole): all its events, no trailer, incomplete."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    n = len(json.loads(text)["traceEvents"])
+    g = text.index('"gputrace":')
+    end = len(text.rstrip()) - 1  # the last "}"
+    cuts = [text.index("],\n") + k for k in (1, 2, 3)] + [g + 10, g + 11, g + 12, end]
+    for at in cuts:
+        (tmp_path / "cut.json").write_text(text[:at])
+        p = gputrace(["summary", "--json", "-", "cut.json"], tmp_path)
+        assert p.returncode == 0 and f"truncated after {n} events" in p.stderr.decode(), \
+            (text[at - 12:at], p.stderr)
+        s = json.loads(p.stdout)
+        assert s["incomplete"] == 1 and s["spans"] > 0
+        assert s["lost"]["total"] == (3 if at == end else 0), text[at - 12:at]
+
+
 @pytest.mark.parametrize("after, absent", [('"events_lost":3', "events_lost"),
                                            ('"realtime_ns":17', "anchor"),
                                            ('"hostname":"no', "hostname")])
