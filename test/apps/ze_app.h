@@ -4,6 +4,7 @@
 #define ZE_APP_H
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,20 @@
 			exit(1);						\
 		}								\
 	} while (0)
+
+/* Threads a and b, meeting at start (a barrier of two, made here), joined. */
+static inline void app_run_two_threads(pthread_barrier_t *start, void *(*a)(void *),
+				       void *(*b)(void *))
+{
+	pthread_t ta, tb;
+
+	APP_EXPECT(pthread_barrier_init(start, NULL, 2) == 0, "pthread_barrier_init");
+	APP_EXPECT(pthread_create(&ta, NULL, a, NULL) == 0, "pthread_create");
+	APP_EXPECT(pthread_create(&tb, NULL, b, NULL) == 0, "pthread_create");
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	pthread_barrier_destroy(start);
+}
 
 /* CLOCK_MONOTONIC_RAW in ns: the clock gputrace's timestamps are in. */
 static inline uint64_t app_now_ns(void)

@@ -71,7 +71,6 @@ int main(int argc, char **argv)
 {
 	ze_module_handle_t m;
 	ze_kernel_handle_t kl, kp, kq;
-	pthread_t a, b;
 
 	rounds = test_arg(argc, argv, 1, 6);
 	app_ze_setup(&z);
@@ -84,12 +83,7 @@ int main(int argc, char **argv)
 	/* The process's first run: A's runs of P are the third ones after it. */
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue_a, 1, &list_q, NULL));
 	ZE_CHECK(zeCommandQueueSynchronize(queue_a, UINT64_MAX));
-	APP_EXPECT(pthread_barrier_init(&round_start, NULL, 2) == 0, "pthread_barrier_init");
-	APP_EXPECT(pthread_create(&a, NULL, thread_a, NULL) == 0, "pthread_create");
-	APP_EXPECT(pthread_create(&b, NULL, thread_b, NULL) == 0, "pthread_create");
-	pthread_join(a, NULL);
-	pthread_join(b, NULL);
-	pthread_barrier_destroy(&round_start);
+	app_run_two_threads(&round_start, thread_a, thread_b);
 	ZE_CHECK(zeCommandListDestroy(list_l));
 	ZE_CHECK(zeCommandListDestroy(list_p));
 	ZE_CHECK(zeCommandListDestroy(list_q));
