@@ -518,6 +518,21 @@ static void take_unlisted(const struct run *r, struct run_list *l)
 		free(names);
 }
 
+/* How many of pids have no trace named. */
+static size_t unnamed(const struct run_list *l, const pid_t *pids, size_t n)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (k < l->nnamed && l->named[k] != pids[i])
+			k++;
+		count += k == l->nnamed;
+	}
+	return count;
+}
+
 void run__collect_traces(struct run *r)
 {
 	struct run_list l;
@@ -530,23 +545,9 @@ void run__collect_traces(struct run *r)
 		memcpy(r->no_telemetry, l.no_telemetry, sizeof(r->no_telemetry));
 	/* recording, never ended, no trace named: died before its first file
 	 * (SIGKILL, or an exit cut short, as by exit() from two threads) */
-	r->unwritten = 0;
-	for (size_t i = 0; i < l.nrecording; i++) {
-		size_t k = 0;
-
-		while (k < l.nnamed && l.named[k] != l.recording[i])
-			k++;
-		r->unwritten += k == l.nnamed;
-	}
+	r->unwritten = unnamed(&l, l.recording, l.nrecording);
 	/* ended, no trace named: its file could not be written (it said why) */
-	r->unwritable = 0;
-	for (size_t i = 0; i < l.nended; i++) {
-		size_t k = 0;
-
-		while (k < l.nnamed && l.named[k] != l.ended[i])
-			k++;
-		r->unwritable += k == l.nnamed;
-	}
+	r->unwritable = unnamed(&l, l.ended, l.nended);
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {
 		/* a file that is gone (deleted by the program) is no input */
