@@ -18,6 +18,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -274,8 +275,25 @@ bool gt_drain_lock(pthread_mutex_t *lock)
 
 /* ---- fatal signals ---- */
 
+/* Every signal whose default action ends the process: crashes, requests
+ * (SIGTERM, a batch system's SIGUSR1 before a time limit), and what an
+ * everyday program dies of untraced (SIGPIPE under `| head`, an alarm, a
+ * CPU or file-size limit). Real-time signals are added at run time
+ * (SIGRTMIN is not a constant). SIGTRAP and SIGSYS are a debugger's and a
+ * seccomp filter's, and stay theirs. */
+#ifdef SIGSTKFLT
+#define GT_SIG_STKFLT(X) X(SIGSTKFLT)
+#else
+#define GT_SIG_STKFLT(X)
+#endif
+#ifdef SIGPWR
+#define GT_SIG_PWR(X) X(SIGPWR)
+#else
+#define GT_SIG_PWR(X)
+#endif
 #define FATAL_SIGNALS(X) X(SIGSEGV) X(SIGBUS) X(SIGILL) X(SIGFPE) X(SIGABRT) X(SIGTERM) \
-	X(SIGINT) X(SIGHUP) X(SIGQUIT)
+	X(SIGINT) X(SIGHUP) X(SIGQUIT) X(SIGUSR1) X(SIGUSR2) X(SIGPIPE) X(SIGALRM)       \
+	X(SIGVTALRM) X(SIGPROF) X(SIGXCPU) X(SIGXFSZ) X(SIGIO) GT_SIG_PWR(X) GT_SIG_STKFLT(X)
 
 static const int fatal_signals[] = {
 #define GT_SIG_ENTRY(s) s,
@@ -292,6 +310,10 @@ static atomic_flag sig_lock = ATOMIC_FLAG_INIT;
  * no file to close, and a process that never records (most of a job's)
  * pays no sigaction calls at start. */
 static _Atomic bool signals_armed GT_STARTUP_STATE;
+/* The real-time signals' reasons, named as `kill -l` does ("signal
+ * SIGRTMIN+3", "signal SIGRTMAX-2"), written when the handlers go in: the
+ * handler only reads them. */
+static char rt_reason[NSIG][24];
 
 static const char *signal_reason(int sig)
 {
@@ -300,7 +322,23 @@ static const char *signal_reason(int sig)
 		FATAL_SIGNALS(GT_SIG_NAME)
 #undef GT_SIG_NAME
 	}
+	if (sig > 0 && sig < NSIG && rt_reason[sig][0])
+		return rt_reason[sig];
 	return "signal";
+}
+
+static void name_rt_signal(int sig)
+{
+	int lo = SIGRTMIN, hi = SIGRTMAX;
+
+	if (sig == lo)
+		snprintf(rt_reason[sig], sizeof(rt_reason[sig]), "signal SIGRTMIN");
+	else if (sig == hi)
+		snprintf(rt_reason[sig], sizeof(rt_reason[sig]), "signal SIGRTMAX");
+	else if (sig - lo <= (hi - lo) / 2)
+		snprintf(rt_reason[sig], sizeof(rt_reason[sig]), "signal SIGRTMIN+%d", sig - lo);
+	else
+		snprintf(rt_reason[sig], sizeof(rt_reason[sig]), "signal SIGRTMAX-%d", hi - sig);
 }
 
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
@@ -337,7 +375,9 @@ static bool is_fatal(int sig)
 	const unsigned long long fatal = 0 FATAL_SIGNALS(GT_SIG_BIT);
 #undef GT_SIG_BIT
 
-	return sig > 0 && sig < 64 && ((fatal >> sig) & 1);
+	if (sig > 0 && sig < 32)
+		return (fatal >> sig) & 1;
+	return sig >= SIGRTMIN && sig <= SIGRTMAX;
 }
 
 /*
@@ -369,27 +409,42 @@ static void install_ours(int sig)
 		atomic_store(&ours[sig], true);
 }
 
+/* Ours in for sig, only where nobody chose otherwise (nohup's SIG_IGN stays). */
+static void arm_one(int sig)
+{
+	struct sigaction cur;
+
+	/* the program's sigaction() may run meanwhile in another thread */
+	while (atomic_flag_test_and_set(&sig_lock))
+		;
+	if (!real_sigaction(sig, NULL, &cur) && cur.sa_handler == SIG_DFL &&
+	    !(cur.sa_flags & SA_SIGINFO)) {
+		app_action[sig] = cur;
+		install_ours(sig);
+	}
+	atomic_flag_clear(&sig_lock);
+}
+
 void lifecycle__arm_signals(void)
 {
+	int trig;
+
 	if (atomic_load_explicit(&signals_armed, memory_order_relaxed))
 		return;
 	if (gt_dlsym_real(RTLD_DEFAULT, "__tsan_init"))
 		sanitizer_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
 			gt_dlsym_real(RTLD_DEFAULT, "__interceptor_sigaction");
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		int sig = fatal_signals[i];
-		struct sigaction cur;
-
-		/* the program's sigaction() may run meanwhile in another thread */
-		while (atomic_flag_test_and_set(&sig_lock))
-			;
-		/* Only where nobody chose otherwise (nohup's SIG_IGN stays). */
-		if (!real_sigaction(sig, NULL, &cur) && cur.sa_handler == SIG_DFL &&
-		    !(cur.sa_flags & SA_SIGINFO)) {
-			app_action[sig] = cur;
-			install_ours(sig);
-		}
-		atomic_flag_clear(&sig_lock);
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+		arm_one(fatal_signals[i]);
+	/* Not the capture trigger's signal: its handler may go in later, where
+	 * the signal is at SIG_DFL (trigger.c). The hang watchdog takes one of
+	 * these through our sigaction, as a program's handler (watchdog.c). */
+	trig = trigger__signal();
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+		if (sig == trig)
+			continue;
+		name_rt_signal(sig);
+		arm_one(sig);
 	}
 	atomic_store(&signals_armed, true);
 }

@@ -88,6 +88,11 @@ static int trig_signal(void)
 	return sig;
 }
 
+int trigger__signal(void)
+{
+	return trig_signal();
+}
+
 /*
  * The handler goes in when the process announces itself: at start for a
  * paused or recorder process, at the first recording for one that records

@@ -26,6 +26,9 @@ GT_HIDDEN void trigger__announce(void);
 GT_HIDDEN void trigger__window_mark(bool open);
 /* The process is ending: its announcement goes. */
 GT_HIDDEN void trigger__withdraw(void);
+/* The capture signal while gputrace may still take it (0: none, or the
+ * program's own): the fatal-signal handlers leave it alone (lifecycle.c). */
+GT_HIDDEN int trigger__signal(void);
 /* The program's sigaction for sig: true when it was the capture signal
  * (handled here, result in *ret). */
 GT_HIDDEN bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact,

@@ -90,7 +90,8 @@ static void on_unwind_signal(int sig, siginfo_t *si, void *uc)
  * the capture trigger's (GPUTRACE_CAPTURE_SIGNAL). sigaction by
  * its global name: a sanitizer's interceptor, when there is one, must know
  * the handler (ThreadSanitizer runs handlers itself, where they are safe),
- * else it is ours (lifecycle.c), which passes this signal straight on. */
+ * else it is ours (lifecycle.c), which shows SIG_DFL where its fatal-signal
+ * handler stands in and installs ours for real, as a program's. */
 static void pick_signal(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_unwind_signal,
