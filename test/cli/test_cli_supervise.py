@@ -18,7 +18,7 @@ import time
 import pytest
 
 from cli_helpers import PLUGIN_DIR, SCRIPT, SPAWN, gputrace, load_exact, plugin_env, trace_files
-from conftest import SANITIZE, default_signals, gputrace_lines, need
+from conftest import APPS, SANITIZE, default_signals, gputrace_lines, need, sim_env
 
 # These jobs trace shells (sh, bash), which crash at start with ThreadSanitizer's
 # runtime preloaded (the library of a TSan build needs it).
@@ -192,6 +192,61 @@ def test_exit_status_and_signal_death_mirrored(tmp_path, end, status):
     assert p.stderr.decode().startswith(f"gputrace summary: {tmp_path}/t.json\n")
     assert sorted(f.name for f in tmp_path.iterdir()) == ["t.json", "tmp"]
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def closed_by(path, sig):
+    g = load_exact(path)["gputrace"]
+    assert (g["complete"], g["end"]) == (True, "signal " + sig.name)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM],
+                         ids=lambda s: s.name)
+def test_signal_that_ends_the_command_closes_its_trace(tmp_path, sig):
+    """SIGUSR1 before a batch system's time limit (and the others whose
+    default ends a process), sent to gputrace: the command dies by it with
+    its trace closed, gputrace by the same signal, and no trace is counted
+    incomplete."""
+    need(PLUGIN_DIR / "libclitest.so")
+    need(SPAWN)
+    p = subprocess.Popen([str(SCRIPT), "run", "--plugin-path", str(PLUGIN_DIR), "-o", "t.json",
+                          "--", str(SPAWN), "linger", "60000", "ready"],
+                         cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists(), what="the command")
+        os.kill(p.pid, sig)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == -sig, err
+    assert b"incomplete" not in err, err
+    closed_by(tmp_path / "t.json", sig)
+    assert kernels(tmp_path / "t.json") == 3
+
+
+def test_command_writing_into_a_closed_pipe_closes_its_trace(tmp_path):
+    """`gputrace run ... | head`: the command dies by SIGPIPE as untraced, its
+    trace closed first, and gputrace dies by SIGPIPE too."""
+    need(APPS / "ze_basic")
+    p = subprocess.Popen([str(SCRIPT), "run", "-o", "t.json", "--", str(APPS / "ze_basic"),
+                          "3000", "4096"], cwd=tmp_path, env=env_for(tmp_path) | sim_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    try:
+        # more than a pipe holds: the command is still writing when the reader goes
+        assert len(p.stdout.read(10)) == 10
+        p.stdout.close()
+        err = p.stderr.read()
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGPIPE, err
+    assert b"incomplete" not in err, err
+    closed_by(tmp_path / "t.json", signal.SIGPIPE)
 
 
 @pytest.mark.sanitize

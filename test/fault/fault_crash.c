@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Crashes and signals: fault_crash ACTION [ARG] [WHERE]
- *   crash KIND WHERE   KIND: segv bus fpe abort assert ill; WHERE: main, worker
- *                      (quiet workers hold unwritten events), hot (in main while
- *                      hot threads call), worker-hot (in a worker, ditto)
- *   handled SIG        the program's own SA_SIGINFO handler for SIG (segv bus fpe
- *                      abort term int hup quit) runs and _exits 40
+ *   crash KIND WHERE   KIND: segv bus fpe abort assert ill, or a signal that ends
+ *                      a process (pipe: a write to a pipe nobody reads; alrm,
+ *                      vtalrm, prof: a timer; the others raised: usr1 usr2 xcpu
+ *                      xfsz io pwr stkflt rtmin rt3 (SIGRTMIN+3) rtmax term int
+ *                      hup quit); WHERE: main, worker (quiet workers hold
+ *                      unwritten events), hot (in main while hot threads call),
+ *                      worker-hot (in a worker, ditto)
+ *   handled SIG        the program's own SA_SIGINFO handler for SIG (any of the
+ *                      above) runs and _exits 40
  *   resumed SIG        the program's handler for SIG returns; it goes on tracing
  *   chained SIG        a crash reporter: its handler prints, resets SIG_DFL and
  *                      re-raises: the program dies by SIG
- *   ignored SIG        signal(SIG, SIG_IGN), raise: nothing happens
+ *   ignored SIG        signal(SIG, SIG_IGN), raise: nothing happens (pipe: the
+ *                      write to a pipe nobody reads fails with EPIPE)
  *   inherited SIG      SIG_IGN inherited from the parent holds (no signal() call)
  *   loop THREADS [paced]  hot threads (or bursts with pauses) until a signal
  *                      from outside ends it
@@ -19,6 +24,7 @@
 #include <assert.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 
 static const struct {
 	const char *name;
@@ -26,11 +32,20 @@ static const struct {
 } sig_names[] = {
 	{ "segv", SIGSEGV }, { "bus", SIGBUS }, { "fpe", SIGFPE },   { "abort", SIGABRT },
 	{ "term", SIGTERM }, { "int", SIGINT }, { "hup", SIGHUP },   { "quit", SIGQUIT },
-	{ "ill", SIGILL },
+	{ "ill", SIGILL },   { "usr1", SIGUSR1 }, { "usr2", SIGUSR2 }, { "pipe", SIGPIPE },
+	{ "alrm", SIGALRM }, { "vtalrm", SIGVTALRM }, { "prof", SIGPROF }, { "xcpu", SIGXCPU },
+	{ "xfsz", SIGXFSZ }, { "io", SIGIO }, { "pwr", SIGPWR }, { "stkflt", SIGSTKFLT },
 };
 
 static int sig_of(const char *name)
 {
+	/* real-time ones: SIGRTMIN is no constant */
+	if (!strcmp(name, "rtmin"))
+		return SIGRTMIN;
+	if (!strcmp(name, "rt3"))
+		return SIGRTMIN + 3;
+	if (!strcmp(name, "rtmax"))
+		return SIGRTMAX;
 	for (size_t i = 0; i < sizeof(sig_names) / sizeof(sig_names[0]); i++)
 		if (!strcmp(name, sig_names[i].name))
 			return sig_names[i].sig;
@@ -38,10 +53,55 @@ static int sig_of(const char *name)
 	exit(2);
 }
 
+/* A write to a pipe whose reader is gone: SIGPIPE, or EPIPE where it is
+ * ignored (the result). */
+static ssize_t write_to_closed_pipe(void)
+{
+	int fds[2];
+
+	if (pipe(fds))
+		exit(2);
+	close(fds[0]);
+	return write(fds[1], "x", 1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A timer of `which` that fires in 10 ms (a CPU timer's: of CPU time spent
+ * here); 5 s without it is a failure (status 1). */
+static void timer_fires(int which)
+{
+	struct itimerval it = { .it_value = { 0, 10000 } };
+	uint64_t until = now_ns() + 5000000000ull;
+
+	setitimer(which, &it, NULL);
+	while (now_ns() < until)
+		if (which == ITIMER_REAL)
+			pause();
+}
+
 /* Each fault the way real programs hit it, not by raise(). */
 static void fault(int sig)
 {
 	switch (sig) {
+	case SIGPIPE:
+		write_to_closed_pipe();
+		break;
+	case SIGALRM:
+		timer_fires(ITIMER_REAL);
+		break;
+	case SIGVTALRM:
+		timer_fires(ITIMER_VIRTUAL);
+		break;
+	case SIGPROF:
+		timer_fires(ITIMER_PROF);
+		break;
 	case SIGSEGV: {
 		volatile int *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		*p = 1;
@@ -235,6 +295,12 @@ int main(int argc, char **argv)
 			signal(sig, SIG_IGN);
 		sigaction(sig, NULL, &cur);
 		say("reads back %s\n", cur.sa_handler == SIG_IGN ? "SIG_IGN" : "another");
+		if (sig == SIGPIPE) {
+			ssize_t w = write_to_closed_pipe();
+
+			say("write to a closed pipe: %s\n",
+			    w < 0 && errno == EPIPE ? "EPIPE" : "not EPIPE");
+		}
 		raise(sig);
 		kill(getpid(), sig);
 		calls(10);

@@ -17,11 +17,26 @@ from faultkit import (check_bounded, check_exact, compare, env_for, printed, pro
 SIGS = {"segv": signal.SIGSEGV, "bus": signal.SIGBUS, "fpe": signal.SIGFPE,
         "abort": signal.SIGABRT, "assert": signal.SIGABRT, "ill": signal.SIGILL,
         "term": signal.SIGTERM, "int": signal.SIGINT, "hup": signal.SIGHUP,
-        "quit": signal.SIGQUIT}
+        "quit": signal.SIGQUIT, "usr1": signal.SIGUSR1, "usr2": signal.SIGUSR2,
+        "pipe": signal.SIGPIPE, "alrm": signal.SIGALRM, "vtalrm": signal.SIGVTALRM,
+        "prof": signal.SIGPROF, "xcpu": signal.SIGXCPU, "xfsz": signal.SIGXFSZ,
+        "io": signal.SIGIO, "pwr": signal.SIGPWR, "stkflt": signal.SIGSTKFLT,
+        "rtmin": signal.SIGRTMIN, "rt3": signal.SIGRTMIN + 3, "rtmax": signal.SIGRTMAX}
+# the others whose default ends a process: closed the same way
+ENDING = ["usr1", "usr2", "pipe", "alrm", "vtalrm", "prof", "xcpu", "xfsz", "io", "pwr",
+          "stkflt", "rtmin", "rt3", "rtmax"]
+
+
+def signal_name(sig):
+    """As the trailer names it: `kill -l`'s names (SIGRTMIN+3, SIGRTMAX-2)."""
+    lo, hi = signal.SIGRTMIN, signal.SIGRTMAX
+    if lo < sig < hi:
+        return f"SIGRTMIN+{sig - lo}" if sig - lo <= (hi - lo) // 2 else f"SIGRTMAX-{hi - sig}"
+    return signal.Signals(sig).name
 
 
 def ended_by(meta, sig):
-    assert meta["end"] == "signal " + signal.Signals(sig).name
+    assert meta["end"] == "signal " + signal_name(sig)
     assert meta["complete"] is True
 
 
@@ -44,6 +59,17 @@ def test_crash_sanitized(tmp_path, kind, where):
     test_crash(tmp_path, kind, where)
 
 
+@pytest.mark.parametrize("kind", ENDING)
+def test_ending_signal(tmp_path, kind):
+    """Every signal whose default ends the process, as the program meets it
+    (a write to a pipe nobody reads, a timer that fires, raise): it dies by
+    it, as untraced, after the trace is closed."""
+    r = compare(tmp_path, [prog("fault_crash"), "crash", kind, "main"])
+    assert r.traced.returncode == -SIGS[kind]
+    ended_by(r.counted["gputrace"], SIGS[kind])
+    check_exact(r.counted, printed(r.traced.stdout))
+
+
 @pytest.mark.parametrize("where", ["main", "worker", "hot"])
 def test_uncaught_cxx_exception(tmp_path, where):
     r = compare(tmp_path, [prog("fault_cxx"), where])
@@ -56,7 +82,8 @@ def test_uncaught_cxx_exception(tmp_path, where):
         check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("kind", ["segv", "bus", "fpe", "abort", "term", "int", "hup", "quit"])
+@pytest.mark.parametrize("kind", ["segv", "bus", "fpe", "abort", "term", "int", "hup", "quit",
+                                  "usr1", "pipe", "alrm", "prof", "rt3"])
 def test_own_handler_runs(tmp_path, kind):
     r = compare(tmp_path, [prog("fault_crash"), "handled", kind])
     assert r.traced.returncode == 40
@@ -65,7 +92,7 @@ def test_own_handler_runs(tmp_path, kind):
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit"])
+@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit", "usr1", "pipe", "alrm", "rt3"])
 def test_own_handler_resumes(tmp_path, kind):
     r = compare(tmp_path, [prog("fault_crash"), "resumed", kind])
     assert r.traced.returncode == 0
@@ -73,7 +100,7 @@ def test_own_handler_resumes(tmp_path, kind):
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("kind", ["segv", "fpe", "abort", "term"])
+@pytest.mark.parametrize("kind", ["segv", "fpe", "abort", "term", "usr1", "pipe"])
 def test_crash_reporter_reraises(tmp_path, kind):
     r = compare(tmp_path, [prog("fault_crash"), "chained", kind])
     assert r.traced.returncode == -SIGS[kind]
@@ -82,15 +109,17 @@ def test_crash_reporter_reraises(tmp_path, kind):
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit"])
+@pytest.mark.parametrize("kind", ["term", "int", "hup", "quit", "usr1", "pipe", "alrm", "rt3"])
 def test_sig_ign_holds(tmp_path, kind):
     r = compare(tmp_path, [prog("fault_crash"), "ignored", kind])
     assert r.traced.returncode == 0
     assert b"reads back SIG_IGN" in r.traced.stdout
+    if kind == "pipe":  # a program that ignores SIGPIPE gets EPIPE
+        assert b"write to a closed pipe: EPIPE" in r.traced.stdout
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("kind", ["term", "int"])
+@pytest.mark.parametrize("kind", ["term", "int", "pipe"])
 def test_inherited_sig_ign_holds(tmp_path, kind):
     """nohup-style: SIG_IGN set by the parent before exec is never replaced."""
     sig = SIGS[kind]
@@ -98,6 +127,8 @@ def test_inherited_sig_ign_holds(tmp_path, kind):
                 preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
     assert r.traced.returncode == 0
     assert b"reads back SIG_IGN" in r.traced.stdout
+    if kind == "pipe":
+        assert b"write to a closed pipe: EPIPE" in r.traced.stdout
     check_exact(r.counted, printed(r.traced.stdout))
 
 
@@ -121,7 +152,8 @@ def looping(tmp_path, threads=3, paced=False, extra=None):
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1,
+                                 signal.SIGALRM, signal.SIGRTMIN + 3])
 def test_signal_from_outside_mid_run(tmp_path, sig):
     """Three threads calling flat out; every call finished before the signal
     was sent is in the trace. On stderr at most the one line on the events they
