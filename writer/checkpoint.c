@@ -765,6 +765,16 @@ void checkpoint__settle(void)
 		checkpoint_done(); /* a flight recorder's files are its dumps' */
 }
 
+void checkpoint__compact(void)
+{
+	int err;
+
+	if (!W.opened || W.failed || flight_mode())
+		return;
+	if ((err = outq__wait()) || (err = out__compact(&W.out)))
+		output_failed(err);
+}
+
 /* The losses, by reason, into a summary. */
 static void summary_losses(struct summary *s)
 {

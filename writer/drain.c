@@ -531,6 +531,11 @@ static void cycle(bool final, bool closing)
 	if (W.opened || writing_window())
 		checkpoint__write(closing);
 	checkpoint__settle(); /* the file complete after every cycle */
+	/* an exec ends the image with no final cycle: its file loses the
+	 * whitespace reserved ahead of the events here, as at exit (each of
+	 * the exec's cycles: a failed exec's next commit makes room again) */
+	if (!closing && is_exec())
+		checkpoint__compact();
 	W.last_checkpoint_ns = now;
 	if (final || is_exec())
 		checkpoint__list('=', NULL); /* a run need not wait for us now */

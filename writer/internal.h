@@ -408,6 +408,9 @@ static inline void checkpoint__write_behind_when_full(void)
 }
 /* Wait for the checkpoint in flight: the file is complete (or failed). */
 GT_HIDDEN void checkpoint__settle(void);
+/* After a settled checkpoint: the file as its last cycle leaves it, still
+ * open (an exec ends the image without one). */
+GT_HIDDEN void checkpoint__compact(void);
 /* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,
  * '+' with the trace's path, '=' recording over. Nothing outside a run. */
 GT_HIDDEN void checkpoint__list(char what, const char *path);

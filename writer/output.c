@@ -529,20 +529,27 @@ static int paged_commit(struct out *o, const char *ev, size_t n, const char *foo
 	return 0;
 }
 
-static int paged_finish(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+/* A complete file made compact: the footer on disk (the last commit's) right
+ * after the events (the swap), then the whitespace behind it cut off. A
+ * commit after it moves the footer ahead again. */
+static int paged_compact(struct out *o)
 {
-	int err = paged_commit(o, ev, n, footer, fn);
+	size_t fn = o->last_footer_len;
+	int err;
 
-	if (err)
-		return err;
-	/* complete and valid now; make it compact: the footer right after the
-	 * events (the swap), then the whitespace behind it cut off */
 	if (o->footer_pos > o->events_end &&
-	    ((err = footer_swap(o, o->events_end, footer, fn)) ||
+	    ((err = footer_swap(o, o->events_end, o->last_footer, fn)) ||
 	     (err = truncate_to(o->fd, o->events_end + fn))))
 		return err;
 	o->size = o->events_end + fn;
 	return 0;
+}
+
+static int paged_finish(struct out *o, const char *ev, size_t n, const char *footer, size_t fn)
+{
+	int err = paged_commit(o, ev, n, footer, fn);
+
+	return err ? err : paged_compact(o);
 }
 
 /* ---- gzip: one member, its end rewritten at each checkpoint ---- */
@@ -626,6 +633,12 @@ int out__finish(struct out *o, const char *ev, size_t n, const char *trailer, si
 	if (o->seekable)
 		return gz_commit(o, ev, n, trailer, tn);
 	return stream_add(o, ev, n, trailer, tn);
+}
+
+int out__compact(struct out *o)
+{
+	/* right after a commit, which looked at the descriptor */
+	return o->paged ? paged_compact(o) : 0;
 }
 
 void out__close(struct out *o)

@@ -59,6 +59,10 @@ GT_HIDDEN int out__commit(struct out *o, const char *ev, size_t n, const char *t
 /* The last commit: a paged file loses its reserve, a stream gets its trailer. */
 GT_HIDDEN int out__finish(struct out *o, const char *ev, size_t n, const char *trailer,
 			  size_t tn);
+/* A paged file as out__finish leaves it, still open: the reserve of
+ * whitespace ahead of the footer cut off (an exec ends the image; if it
+ * fails, the next commit makes room again). 0 or -errno. */
+GT_HIDDEN int out__compact(struct out *o);
 GT_HIDDEN void out__close(struct out *o);
 /* The mapping kept for the footer's moves dropped: the next move maps the
  * file again, or writes where it cannot be mapped. */
