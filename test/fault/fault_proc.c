@@ -8,6 +8,7 @@
  *   fork-race N [T F]  T threads (4) fork F children (5) each, at once (N calls each)
  *   chain D N       N calls, fork, the child execs "chain D-1 N"... to depth 0
  *   exec-self D N   N calls, then exec itself ("exec-self D-1 N") in the same pid
+ *   exec-fail N     N calls, an exec that fails (no such file), N calls more
  *   spawn N         posix_spawn of "leaf N"
  *   vfork N         vfork + execv of "leaf N"
  *   exec-env N      fork + execve of "leaf N" with an environment without
@@ -198,6 +199,18 @@ int main(int argc, char **argv)
 		return chain(n, arg_int(argc, argv, 3, 100), argv);
 	if (!strcmp(action, "exec-self"))
 		return exec_self_chain(n, arg_int(argc, argv, 3, 100), argv);
+	if (!strcmp(action, "exec-fail")) {
+		char *args[] = { argv[0], NULL };
+
+		fault_init();
+		calls(n);
+		report();
+		if (!execve("/nonexistent/fault_proc", args, environ) || errno != ENOENT)
+			return 3;
+		calls(n);
+		report();
+		return 0;
+	}
 	if (!strcmp(action, "daemon-call")) {
 		/* nothing recorded before: the parent leaves no trace */
 		if (daemon(1, 0))

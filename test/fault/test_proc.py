@@ -2,6 +2,7 @@
 its own file (GPUTRACE_OUTPUT with %p), with exactly its own calls; a child
 given an environment without LD_PRELOAD runs untraced and unharmed."""
 import os
+import re
 
 import pytest
 
@@ -101,10 +102,19 @@ def test_fork_exec_chain(tmp_path):
     check_each(tmp_path, traces, expect_pids=4)
 
 
-def test_exec_chain_same_pid(tmp_path):
+def assert_compact(path):
+    """No bigger than its content needs: the whitespace the kill-safe layout
+    reserves ahead of the events (64 KiB to 1 MiB) is cut off, as at exit."""
+    data = open(path, "rb").read()
+    assert re.search(rb" {4097,}", data) is None, (path, len(data))
+
+
+@pytest.mark.parametrize("n", [150, 5000])
+def test_exec_chain_same_pid(tmp_path, n):
     """exec keeps the pid: each image closes its file (end "exec") and the
-    next writes a new one beside it."""
-    r = compare(tmp_path, [prog("fault_proc"), "exec-self", "2", "150"],
+    next writes a new one beside it. Each file is finished as at exit: the
+    replaced images' were ~93% blank (the reserve ahead of the events)."""
+    r = compare(tmp_path, [prog("fault_proc"), "exec-self", "2", str(n)],
                 traced_env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
     assert r.traced.returncode == 0
     files = trace_files(tmp_path)
@@ -114,7 +124,24 @@ def test_exec_chain_same_pid(tmp_path):
     ends = [valid_trace(f)["gputrace"]["end"] for f in files]
     assert ends == ["exec", "exec", "exit"]
     for f in files:
-        check_exact(valid_trace(f), 152)
+        t = valid_trace(f)
+        assert t["gputrace"]["complete"] is True
+        check_exact(t, n + 2)
+        assert_compact(f)
+
+
+def test_exec_that_fails_goes_on_in_the_same_file(tmp_path):
+    """The exec's cycles compact the file; when the exec fails the program
+    goes on, and the same file takes the rest: one trace, every call."""
+    r = compare(tmp_path, [prog("fault_proc"), "exec-fail", "300"],
+                traced_env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
+    assert r.traced.returncode == 0
+    files = trace_files(tmp_path)
+    assert len(files) == 1, files
+    t = valid_trace(files[0])
+    assert (t["gputrace"]["complete"], t["gputrace"]["end"]) == (True, "exit")
+    check_exact(t, printed(r.traced.stdout))
+    assert_compact(files[0])
 
 
 @pytest.mark.parametrize("how", ["spawn", "vfork", "system"])
