@@ -434,12 +434,14 @@ void lifecycle__arm_signals(void)
 	if (gt_dlsym_real(RTLD_DEFAULT, "__tsan_init"))
 		sanitizer_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
 			gt_dlsym_real(RTLD_DEFAULT, "__interceptor_sigaction");
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
-		arm_one(fatal_signals[i]);
-	/* Not the capture trigger's signal: its handler may go in later, where
-	 * the signal is at SIG_DFL (trigger.c). The hang watchdog takes one of
-	 * these through our sigaction, as a program's handler (watchdog.c). */
+	/* Not the capture trigger's signal (a real-time one, SIGUSR1 or SIGUSR2):
+	 * its handler may go in later, where the signal is at SIG_DFL
+	 * (trigger.c). The hang watchdog takes a real-time one through our
+	 * sigaction, as a program's handler would (watchdog.c). */
 	trig = trigger__signal();
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+		if (fatal_signals[i] != trig)
+			arm_one(fatal_signals[i]);
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
 		if (sig == trig)
 			continue;
