@@ -462,8 +462,10 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 		return real_sigaction(sig, act, oldact);
 	if (trigger__sigaction(sig, act, oldact, &ret))
 		return ret;
-	if (sig <= 0 || sig >= NSIG || !is_fatal(sig) || !gt_st.pid ||
-	    !atomic_load(&signals_armed))
+	/* armed first: a process that never records (a shell) asks no
+	 * SIGRTMIN, a call into libc (a binding, a page of its text) */
+	if (sig <= 0 || sig >= NSIG || !gt_st.pid || !atomic_load(&signals_armed) ||
+	    !is_fatal(sig))
 		return real_sigaction(sig, act, oldact);
 	while (atomic_flag_test_and_set(&sig_lock))
 		;
