@@ -2,6 +2,7 @@
 untraced, and the trace holds every call it reported."""
 import contextlib
 import gzip
+import os
 import pathlib
 import signal
 import subprocess
@@ -170,6 +171,33 @@ def test_signal_from_outside_mid_run(tmp_path, sig):
     ended_by(trace["gputrace"], sig)
     shm = read_shm(tmp_path / "traced.shm")
     check_bounded(trace, 1002, dict(shm, snapshot=before))
+
+
+def test_trace_into_a_pipe_nobody_reads_kills_nothing(tmp_path):
+    """The trace streamed into a pipe whose reader goes away: the writer's
+    threads block every signal, so its write gets EPIPE, not SIGPIPE (and
+    not our SIGPIPE handler): tracing stops with one line, the program goes
+    on, and dies of what it dies of (SIGTERM here), not of SIGPIPE."""
+    rd, wr = os.pipe()
+    env = clean_env(env_for(tmp_path, "traced", {
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": f"/dev/fd/{wr}", "GPUTRACE_SUMMARY": "0",
+        "GPUTRACE_FLUSH_MS": "20"}))
+    p = subprocess.Popen([str(prog("fault_crash")), "loop", "1", "paced"], env=env,
+                         pass_fds=(wr,), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    os.close(wr)
+    with reaped(p):
+        with os.fdopen(rd, "rb") as r:
+            assert r.read(10) == b'{"traceEve'
+        assert p.stdout.readline() == b"main calls 1002\n"
+        assert p.stdout.readline() == b"ready\n"
+        time.sleep(0.5)  # cycles meanwhile write into the closed pipe
+        assert p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM, err
+    assert any(l.startswith(f"gputrace: cannot write the trace to '/dev/fd/{wr}': Broken pipe")
+               for l in err.decode().splitlines()), err
 
 
 def thread_names(pid):
