@@ -531,7 +531,8 @@ static int paged_commit(struct out *o, const char *ev, size_t n, const char *foo
 
 /* A complete file made compact: the footer on disk (the last commit's) right
  * after the events (the swap), then the whitespace behind it cut off. A
- * commit after it moves the footer ahead again. */
+ * commit after it moves the footer ahead again, by the least reserve (an
+ * exec's second cycle, or a failed exec's program going on, adds little). */
 static int paged_compact(struct out *o)
 {
 	size_t fn = o->last_footer_len;
@@ -542,6 +543,7 @@ static int paged_compact(struct out *o)
 	     (err = truncate_to(o->fd, o->events_end + fn))))
 		return err;
 	o->size = o->events_end + fn;
+	o->grow = 0;
 	return 0;
 }
 
