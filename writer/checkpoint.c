@@ -89,6 +89,10 @@ static void output_failed(int err)
 	pr_err("cannot write the trace to '%.*s%s%s': %s; tracing stops, the program goes on",
 	       n > 400 ? 300 : (int)n, name, n > 400 ? "..." : "", n > 400 ? name + n - 80 : "",
 	       strerror(-err));
+	/* a trace that holds checkpoints stops at the last: gputrace run says why
+	 * (read alone, it is a trace not closed, as a killed process's) */
+	if (W.opened && W.out.size && gt_under_run())
+		gt_run_note('x', strerror(-err));
 }
 
 static void build_trailer(bool final);

@@ -142,6 +142,12 @@ static void summarize(struct run *r)
 		summary__print(r->sum, stderr, label.p, bytes);
 	else
 		summary__print_lost_line(r->sum, stderr, label.p);
+	if (n && r->write_failed)
+		fprintf(stderr, WHO ": %zu %s at %s last checkpoint: a write failed (%s); what "
+			"%s recorded after it is not in the trace, nor counted as lost\n",
+			r->write_failed, r->write_failed == 1 ? "trace stops" : "traces stop",
+			r->write_failed == 1 ? "its" : "their", r->write_error,
+			r->write_failed == 1 ? "its process" : "their processes");
 	if (n && r->unwritable)
 		fprintf(stderr, WHO ": %zu more %s recorded GPU calls but could not write %s "
 			"(the reason is above)\n", r->unwritable,

@@ -84,6 +84,8 @@ struct run {
 	bool window_opened;          /* a process with capture windows opened one */
 	size_t unwritten;            /* processes that recorded and died before any file */
 	size_t unwritable;           /* ... that recorded, ended, and could not write it */
+	size_t write_failed;         /* traces that stop where a write of theirs failed */
+	char write_error[256];       /* the first one's reason */
 	char no_window[1024];        /* why a process's never opened ("" none said) */
 	char no_telemetry[1024];     /* --telemetry: why none was recorded ("" some was) */
 	char trace[PATH_MAX];        /* the run's one trace, once made ("" if none) */

@@ -354,6 +354,8 @@ struct run_list {
 	size_t nnamed;
 	pid_t *ended;       /* processes that recorded and whose recording is over */
 	size_t nended;
+	size_t write_failed; /* traces that stop where a write failed ("x PID WHY") */
+	char write_error[256]; /* the first one's reason */
 	bool window_opened;
 	char no_window[1024]; /* the first process's reason for none */
 	bool telemetry;
@@ -399,7 +401,7 @@ static void read_list(const struct run *r, struct run_list *l)
 		pid_t pid;
 		size_t i;
 
-		if (!nl || !strchr("*+=w!T?", line[0]) || line[1] != '\t')
+		if (!nl || !strchr("*+=w!T?x", line[0]) || line[1] != '\t')
 			continue;
 		*nl = 0;
 		pid = (pid_t)atol(line + 2);
@@ -417,6 +419,9 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->window_opened = true;
 		} else if (line[0] == '!' && file && !l->no_window[0]) {
 			snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
+		} else if (line[0] == 'x' && file) {
+			if (!l->write_failed++)
+				snprintf(l->write_error, sizeof(l->write_error), "%s", file + 1);
 		} else if (line[0] == 'T') {
 			l->telemetry = true;
 		} else if (line[0] == '?' && file && !l->no_telemetry[0]) {
@@ -548,6 +553,8 @@ void run__collect_traces(struct run *r)
 	r->unwritten = unnamed(&l, l.recording, l.nrecording);
 	/* ended, no trace named: its file could not be written (it said why) */
 	r->unwritable = unnamed(&l, l.ended, l.nended);
+	r->write_failed = l.write_failed;
+	memcpy(r->write_error, l.write_error, sizeof(r->write_error));
 	r->traces = calloc(l.npaths + 1, sizeof(*r->traces));
 	for (size_t i = 0; r->traces && i < l.npaths; i++) {
 		/* a file that is gone (deleted by the program) is no input */

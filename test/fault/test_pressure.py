@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import SANITIZE, gputrace_lines
+from conftest import ROOT, SANITIZE, clean_env, gputrace_lines, sim_env
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -81,6 +81,27 @@ def test_file_size_limit(tmp_path):
     lines = gputrace_lines(r.traced.stderr)
     assert len(lines) == 1 and "trace.json" in lines[0], lines
     assert valid_trace(r.trace_path)["gputrace"]["events_recorded"] >= 102
+
+
+def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
+    """ulimit -f under gputrace run: the process's trace stops at its last checkpoint
+    (read alone, a trace not closed, as a killed process's); the run says why, and that
+    what came after is neither in the trace nor counted as lost."""
+    if SANITIZE == "thread":
+        pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f (above)")
+    cmd = f"ulimit -f 128; exec {prog('fault_threads')} hammer 2 20000 100"
+    r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "-o", "t.json", "--",
+                        "sh", "-c", cmd], cwd=tmp_path, capture_output=True, timeout=120,
+                       env=clean_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
+    assert r.returncode == 0, r.stderr
+    lines = gputrace_lines(r.stderr)
+    assert lines[0].startswith("gputrace: cannot write the trace to ") and \
+        lines[0].endswith(": File too large; tracing stops, the program goes on"), lines
+    assert lines[-1] == ("gputrace: 1 trace stops at its last checkpoint: a write failed (File "
+                         "too large); what its process recorded after it is not in the trace, "
+                         "nor counted as lost"), lines
+    g = valid_trace(tmp_path / "t.json")["gputrace"]
+    assert g["complete"] is False and g["events_recorded"] >= 102
 
 
 def test_slow_output_never_blocks_the_program(tmp_path):
