@@ -675,7 +675,7 @@ static void write_meta(struct merge *m, int64_t base)
 
 		lossless |= mt->lossless;
 		/* a file not closed (killed, still running) or cut short */
-		incomplete += mt->incomplete ? mt->incomplete : m->in[i].scan == TRACE_TRUNCATED;
+		incomplete += meta__incomplete(mt, m->in[i].scan == TRACE_TRUNCATED);
 		if (!mt->hostname || (host && strcmp(host, mt->hostname)))
 			one_host = false;
 		else

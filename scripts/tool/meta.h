@@ -42,6 +42,12 @@ struct trace_meta {
 /* Parse [v, e) into m (zeroed first). False if it is not an object. */
 bool meta__parse(struct trace_meta *m, const char *v, const char *e);
 void meta__free(struct trace_meta *m);
+/* The traces not closed that a file counts for: its trailer's count, or, where
+ * the file was cut short (truncated) and its trailer said none, the file itself. */
+static inline uint64_t meta__incomplete(const struct trace_meta *m, bool truncated)
+{
+	return m->incomplete ? m->incomplete : truncated;
+}
 /* Call fn for each member of "lost_by_reason" (key decoded). */
 void meta__each_lost(const struct trace_meta *m, void (*fn)(void *ctx, const char *reason,
 							    uint64_t n),

@@ -441,11 +441,8 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
 	/* a file cut short is not closed either, whatever its trailer said before
 	 * the cut: counted once, as merge counts it */
-	if (scan == TRACE_TRUNCATED)
-		summary__incomplete(c->s, c->out->meta.incomplete ? c->out->meta.incomplete : 1,
-				    c->out->meta.cut + 1);
-	else
-		summary__incomplete(c->s, c->out->meta.incomplete, c->out->meta.cut);
+	summary__incomplete(c->s, meta__incomplete(&c->out->meta, scan == TRACE_TRUNCATED),
+			    c->out->meta.cut + (scan == TRACE_TRUNCATED));
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	return 0;
 }
