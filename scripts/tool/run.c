@@ -93,6 +93,9 @@ static void summarize(struct run *r)
 	size_t n = parts ? r->ntraces : !!r->trace[0];
 	struct buf label = { 0 };
 	uint64_t bytes = 0;
+	/* what the run's own settings leave out may be why nothing was recorded */
+	const char *backends = run__setting(r, "GPUTRACE_BACKENDS");
+	const char *activities = run__setting(r, "GPUTRACE_ACTIVITIES");
 	int err;
 
 	r->sum = n ? summarize_files(files, n, &bytes) : summary__new();
@@ -133,11 +136,9 @@ static void summarize(struct run *r)
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows%s%s%s%s): no trace written\n",
-			/* what the run's own settings leave out may be why */
-			run__setting(r, "GPUTRACE_BACKENDS") ? ", or none through --backends " : "",
-			run__setting(r, "GPUTRACE_BACKENDS") ?: "",
-			run__setting(r, "GPUTRACE_ACTIVITIES") ? ", or none of the kinds in --activities " : "",
-			run__setting(r, "GPUTRACE_ACTIVITIES") ?: "");
+			backends ? ", or none through --backends " : "", backends ?: "",
+			activities ? ", or none of the kinds in --activities " : "",
+			activities ?: "");
 	else if (!r->no_summary)
 		summary__print(r->sum, stderr, label.p, bytes);
 	else
