@@ -313,11 +313,8 @@ void run__make_folders(struct run *r)
 		return;
 	if (r->out_special) /* a device or a pipe has no folder of its own */
 		snprintf(r->parts, sizeof(r->parts), "%s/parts", r->state);
-	if (!r->keep_dir && own_parts_folder(r)) {
-		run__remove_state(r);
-		exit(2);
-	}
-	if (r->keep_dir && make_folder(r->parts, &r->parts_made)) {
+	/* the user's folder may be there already; ours is the run's alone */
+	if (r->keep_dir ? make_folder(r->parts, &r->parts_made) : own_parts_folder(r)) {
 		run__remove_state(r);
 		exit(2);
 	}
