@@ -757,6 +757,15 @@ static int64_t ze__ticks_ns_signed(const struct ze_dev *d, int64_t ticks)
 			 : (int64_t)ze__ticks_ns(d, (uint64_t)ticks);
 }
 
+/* The ticks from raw timestamp `from` to `to` in *gap: true where `to` is not before
+ * `from` (within half a wrap of the counter after it). */
+static inline bool ze__ticks_from(const struct ze_dev *d, uint64_t from, uint64_t to,
+				  uint64_t *gap)
+{
+	*gap = (to - from) & d->mask;
+	return *gap <= d->mask / 2;
+}
+
 /* Is a gap drawn (host ns, maybe negative) the gap in ticks, within a quarter wrap? */
 static bool ze__near(const struct ze_dev *d, uint64_t drawn_ns, uint64_t ticks)
 {
@@ -771,8 +780,9 @@ static void ze_anchor__drawn(struct ze_anchor *a, const struct ze_dev *d, uint64
 			     uint64_t s, uint64_t e, uint64_t start, uint64_t end)
 {
 	struct ze_drawn *w = &a->drawn[a->drawn_last];
+	uint64_t gap;
 
-	if (w->end_host && w->corr == corr && ((s - w->end_raw) & d->mask) <= d->mask / 2 &&
+	if (w->end_host && w->corr == corr && ze__ticks_from(d, w->end_raw, s, &gap) &&
 	    start >= w->end_host) {
 		w->end_raw = e;
 		w->end_host = end;
@@ -826,12 +836,11 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 		 * quarter wrap of them (else the two ran a wrap further apart). */
 		if (!w->end_host)
 			continue;
-		if ((dist = (s - w->end_raw) & d->mask) <= d->mask / 2 &&
+		if (ze__ticks_from(d, w->end_raw, s, &dist) &&
 		    ze__near(d, fresh_start - w->end_host, dist)) {
 			if (w->end_host > before_end)
 				before_end = w->end_host;
-		} else if ((dist = (w->start_raw - e) & d->mask) <= d->mask / 2 &&
-			   dist < after_ticks &&
+		} else if (ze__ticks_from(d, e, w->start_raw, &dist) && dist < after_ticks &&
 			   ze__near(d, w->start_host - fresh_start - ze__ticks_ns(d, ticks), dist)) {
 			after = w;
 			after_ticks = dist;
@@ -848,7 +857,7 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 	if (*start + d->same_wrap_ns < fresh_start || *start > fresh_start + d->same_wrap_ns)
 		return false;
 	floor = p->at > before_end ? p->at : before_end;
-	if (a->back_end_host && ((s - a->back_end_raw) & d->mask) <= d->mask / 2 &&
+	if (a->back_end_host && ze__ticks_from(d, a->back_end_raw, s, &dist) &&
 	    a->back_end_host > floor)
 		floor = a->back_end_host; /* after the last one placed back */
 	if (gt_unlikely(*start < floor)) {
@@ -858,7 +867,7 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 		/* The next command drawn: the chain's first, if p ended before it began. It
 		 * ends a nanosecond short of it: viewers bind an arrow end to either of two
 		 * slices that touch, and this one is written after it (writer/place.c). */
-		later = ((a->first_start_raw - e) & d->mask) <= d->mask / 2
+		later = ze__ticks_from(d, e, a->first_start_raw, &dist)
 				? a->first_start_host
 				: a->base_host + ze__ticks_ns(d, a->start_off);
 		if (later < ceiling)
