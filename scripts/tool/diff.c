@@ -69,13 +69,6 @@ struct rule {
 	char why[160];     /* why it cannot be evaluated ("": it can) */
 };
 
-/* A rule whose glob takes no row of either side is a typo: it never passes (as a
- * check's name that matches nothing), else a gate on it would never fire. */
-static bool rule_unmatched(const struct rule *r)
-{
-	return r->glob && !r->nmatched;
-}
-
 static void skip(const char **p)
 {
 	while (**p == ' ' || **p == '\t')
@@ -743,7 +736,7 @@ static int write_json(FILE *f, const struct diff *df, const struct rule *rules, 
 		fputs(i ? ",\n {\"rule\":" : "\n {\"rule\":", f);
 		json_string(f, rules[i].text);
 		fprintf(f, ",\"failed\":%s,\"rows\":%zu,\"detail\":",
-			rules[i].nbroken || rule_unmatched(&rules[i]) ? "true" : "false",
+			rules[i].nbroken || rules[i].why[0] ? "true" : "false",
 			rules[i].nbroken);
 		json_string(f, rules[i].broken.len ? rules[i].broken.p : "");
 		if (rules[i].why[0]) {
@@ -823,8 +816,8 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 	if (nrules) {
 		fputs("\n", f);
 		for (size_t i = 0; i < nrules; i++) {
-			fprintf(f, "- %s ", rules[i].nbroken || rule_unmatched(&rules[i])
-						    ? "\xe2\x9d\x8c" : "\xe2\x9c\x85");
+			fprintf(f, "- %s ", rules[i].nbroken || rules[i].why[0] ? "\xe2\x9d\x8c"
+										: "\xe2\x9c\x85");
 			md__code(f, rules[i].text);
 			if (rules[i].nbroken) {
 				fputs(": ", f);
@@ -1020,7 +1013,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	for (size_t k = 0; k < nrules; k++) {
 		nbroken += rules[k].nbroken > 0;
-		if (!rule_unmatched(&rules[k]))
+		/* a glob that takes no row of either side is a typo: it never passes (as a
+		 * check's name that matches nothing), else a gate on it would never fire */
+		if (!rules[k].glob || rules[k].nmatched)
 			continue;
 		nunmatched++;
 		snprintf(rules[k].why, sizeof(rules[k].why),
