@@ -89,10 +89,17 @@ static void output_failed(int err)
 	pr_err("cannot write the trace to '%.*s%s%s': %s; tracing stops, the program goes on",
 	       n > 400 ? 300 : (int)n, name, n > 400 ? "..." : "", n > 400 ? name + n - 80 : "",
 	       strerror(-err));
-	/* a trace that holds checkpoints stops at the last: gputrace run says why
-	 * (read alone, it is a trace not closed, as a killed process's) */
-	if (W.opened && W.out.size && gt_under_run())
-		gt_run_note('x', strerror(-err));
+	/* a trace that holds checkpoints stops at the last, and its footer says
+	 * why where the file takes that (else it reads as a trace not closed, as
+	 * a killed process's); gputrace run says it too */
+	if (W.opened && W.out.size) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
+		(void)out__stopped(&W.out, why);
+		if (gt_under_run())
+			gt_run_note('x', strerror(-err));
+	}
 }
 
 static void build_trailer(bool final);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -552,6 +553,69 @@ static int paged_finish(struct out *o, const char *ev, size_t n, const char *foo
 	int err = paged_commit(o, ev, n, footer, fn);
 
 	return err ? err : paged_compact(o);
+}
+
+/* Where the value of the footer's "end" lies in f (our own JSON: null or a
+ * string), or false. */
+static bool footer_end_value(const char *f, size_t n, size_t *from, size_t *to)
+{
+	static const char key[] = ",\"end\":";
+	const char *k = memmem(f, n, key, sizeof(key) - 1);
+	size_t i;
+
+	if (!k)
+		return false;
+	i = (size_t)(k - f) + sizeof(key) - 1;
+	*from = i;
+	if (n - i >= 4 && !memcmp(f + i, "null", 4)) {
+		*to = i + 4;
+		return true;
+	}
+	if (i >= n || f[i] != '"')
+		return false;
+	for (i++; i < n && f[i] != '"'; i++)
+		if (f[i] == '\\')
+			i++;
+	if (i >= n)
+		return false;
+	*to = i + 1;
+	return true;
+}
+
+int out__stopped(struct out *o, const char *why)
+{
+	size_t from, to, wn = strlen(why);
+	struct jbuf b = { 0 };
+	struct rlimit rl;
+	struct stat st;
+	int err = -ENOSPC;
+
+	if (!o->paged || !o->last_footer_len || o->footer_pos < o->events_end ||
+	    !footer_end_value(o->last_footer, o->last_footer_len, &from, &to))
+		return -EINVAL;
+	/* never into a file of the program's on our descriptor (check_fd) */
+	if (fstat(o->fd, &st) || st.st_dev != o->dev || st.st_ino != o->ino)
+		return -ESTALE;
+	jbuf__put(&b, o->last_footer, from);
+	json__str(&b, why, wn);
+	jbuf__put(&b, o->last_footer + to, o->last_footer_len - to);
+	uint64_t end = o->footer_pos + b.len;
+	/* over bytes the file has (what the failed write left, or the footer's
+	 * own), or into the rest of its last page: no new block, which a full
+	 * disk has none of; never past a size limit (a partial write there) */
+	bool has = b.len <= o->footer_len || end <= (uint64_t)st.st_size;
+	bool in_page = page_up(end) <= page_up(o->footer_pos + o->footer_len) &&
+		       (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+			end <= rl.rlim_cur);
+	/* one page, so a kill leaves the old footer or the new one */
+	if (!b.oom && b.len <= OUT_PAGE - o->footer_pos % OUT_PAGE && (has || in_page))
+		err = footer_rewrite(o, b.p, b.len);
+	if (!err) {
+		err = remember_footer(o, b.p, b.len);
+		o->size = o->footer_pos + o->footer_len;
+	}
+	jbuf__free(&b);
+	return err;
 }
 
 /* ---- gzip: one member, its end rewritten at each checkpoint ---- */

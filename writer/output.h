@@ -63,6 +63,11 @@ GT_HIDDEN int out__finish(struct out *o, const char *ev, size_t n, const char *t
  * whitespace ahead of the footer cut off (an exec ends the image; if it
  * fails, the next commit makes room again). 0 or -errno. */
 GT_HIDDEN int out__compact(struct out *o);
+/* A paged file whose writing failed: its footer on disk (the last checkpoint's
+ * counts) says why it ends there, in its "end" ("write failed: ..."), where
+ * that needs no new block (a full disk has none) nor a byte past a size
+ * limit. 0 or -errno; the file is as before where it fails. */
+GT_HIDDEN int out__stopped(struct out *o, const char *why);
 GT_HIDDEN void out__close(struct out *o);
 /* The mapping kept for the footer's moves dropped: the next move maps the
  * file again, or writes where it cannot be mapped. */

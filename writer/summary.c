@@ -91,6 +91,8 @@ struct summary {
 	uint64_t waits, wait_ns;    /* ... and waited this often, this long */
 	uint64_t incomplete;        /* traces not closed (summary__incomplete) */
 	uint64_t cut;               /* ... of which files cut short */
+	uint64_t failed;            /* ... and of the others, stopped by a failed write */
+	char failed_why[96];        /* the first of those: its trailer's "end" */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -595,12 +597,18 @@ void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64
 		r->max_ns = max_ns;
 }
 
-void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut)
+void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t failed,
+			 const char *failed_why)
 {
 	if (!s)
 		return;
+	cut = cut < n ? cut : n;
+	failed = failed < n - cut ? failed : n - cut;
 	s->incomplete += n;
-	s->cut += cut < n ? cut : n;
+	s->cut += cut;
+	if (failed && !s->failed && failed_why && *failed_why)
+		snprintf(s->failed_why, sizeof(s->failed_why), "%s", failed_why);
+	s->failed += failed;
 }
 
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
@@ -1303,16 +1311,29 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 	print_adjusted(f, s);
 	if (s->incomplete) {
 		/* the reason known: a file cut short may have been closed by its process */
-		char why[96];
+		char why[256];
+		uint64_t unknown = s->incomplete - s->cut - s->failed;
+		const char *detail = s->failed_why;
+		int at = 0;
 
-		if (!s->cut)
+		if (!strncmp(detail, "write failed", 12))
+			detail += 12;
+		detail += strspn(detail, ": ");
+		why[0] = '\0';
+		if (s->cut)
+			at += snprintf(why + at, sizeof(why) - (size_t)at, "%" PRIu64 " %s cut short",
+				       s->cut, plural(s->cut, "file", "files"));
+		if (s->failed)
+			at += snprintf(why + at, sizeof(why) - (size_t)at,
+				       "%s%" PRIu64 " stopped at a failed write%s%s", at ? "; " : "",
+				       s->failed, *detail ? ": " : "", detail);
+		if (unknown == s->incomplete)
 			snprintf(why, sizeof(why), "killed, or still running");
 		else if (s->cut == s->incomplete)
 			snprintf(why, sizeof(why), "%s cut short", plural(s->cut, "file", "files"));
-		else
-			snprintf(why, sizeof(why), "%" PRIu64 " %s cut short; %" PRIu64
-				 " killed, or still running", s->cut, plural(s->cut, "file", "files"),
-				 s->incomplete - s->cut);
+		else if (unknown)
+			snprintf(why + at, sizeof(why) - (size_t)at, "; %" PRIu64 " killed, or still running",
+				 unknown);
 		fprintf(f, "  incomplete: %" PRIu64 " %s not closed (%s): the last interval may be "
 			"missing\n", s->incomplete, plural(s->incomplete, "trace", "traces"), why);
 	}

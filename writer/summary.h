@@ -86,9 +86,11 @@ void summary__lost(struct summary *s, const char *reason, uint64_t n);
  * reason, the largest correction max_ns (added up over processes; max kept). */
 void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64_t max_ns);
 /* n more traces that were not closed ("complete": false: the process was
- * killed, or still runs; or the file was cut short, as cut of them were):
- * their last interval may be missing. */
-void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut);
+ * killed, or still runs; or the file was cut short, as cut of them were; or
+ * a write failed, as failed of the others did, the first saying why): their
+ * last interval may be missing. */
+void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t failed,
+			 const char *failed_why);
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);

@@ -28,24 +28,40 @@ static void add_host_pid(struct trace_meta *m, int64_t pid)
 	m->host_pids[m->nhost_pids++] = pid;
 }
 
-/* A merge's inputs (of "gputrace" object [v, e)) whose files were cut short,
- * those of merges merged included: a merged trace's "incomplete" counts them
- * with the traces not closed, and only its inputs tell them apart. */
-static uint64_t count_cut(const char *v, const char *e, int depth)
+/* Does the trailer (a "gputrace" object [v, e)) say its process stopped
+ * writing because a write failed (a full disk)? Its "end" then says so. */
+static bool write_failed(const char *v, const char *e)
 {
-	const char *mv, *me, *p, *ev, *ee, *tv, *te;
-	uint64_t n = 0;
+	static const char lead[] = "\"write failed";
+	const char *cv, *ce, *ev, *ee;
+
+	return jv_get(v, e, "complete", &cv, &ce) && ce - cv == 5 && !memcmp(cv, "false", 5) &&
+	       jv_get(v, e, "end", &ev, &ee) && (size_t)(ee - ev) > sizeof(lead) - 1 &&
+	       !memcmp(ev, lead, sizeof(lead) - 1);
+}
+
+/* A merge's inputs (of "gputrace" object [v, e)) whose files were cut short,
+ * and those whose writing failed (the first one's "end" in why), those of
+ * merges merged included: a merged trace's "incomplete" counts them with the
+ * traces not closed, and only its inputs tell them apart. */
+static void count_ends(const char *v, const char *e, int depth, uint64_t *cut, uint64_t *failed,
+		       struct buf *why)
+{
+	const char *mv, *me, *p, *ev, *ee, *tv, *te, *gv, *ge;
 
 	if (depth >= META_MERGE_DEPTH || !jv_get(v, e, "inputs", &mv, &me))
-		return 0;
+		return;
 	p = mv;
 	while (jv_array_next(&p, me, &ev, &ee)) {
+		bool has = jv_get(ev, ee, "gputrace", &gv, &ge);
+
 		if (jv_get(ev, ee, "truncated", &tv, &te) && te - tv == 4 && !memcmp(tv, "true", 4))
-			n++;
-		if (jv_get(ev, ee, "gputrace", &tv, &te))
-			n += count_cut(tv, te, depth + 1);
+			++*cut;
+		else if (has && write_failed(gv, ge) && !(*failed)++ && jv_get(gv, ge, "end", &tv, &te))
+			jv_str(tv, te, why); /* the first one's reason */
+		if (has)
+			count_ends(gv, ge, depth + 1, cut, failed, why);
 	}
-	return n;
 }
 
 bool meta__parse(struct trace_meta *m, const char *v, const char *e)
@@ -86,7 +102,7 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 		} else if (jv_key_is(&mb, "incomplete")) {
 			jv_u64(mb.v, mb.e, &m->incomplete);
 		} else if (jv_key_is(&mb, "inputs")) {
-			m->cut = count_cut(v, e, 0);
+			count_ends(v, e, 0, &m->cut, &m->failed, &m->failed_why);
 		} else if (jv_key_is(&mb, "events_lost")) {
 			jv_u64(mb.v, mb.e, &m->events_lost);
 		} else if (jv_key_is(&mb, "events_recorded")) {
@@ -107,6 +123,13 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 					add_host_pid(m, x);
 		}
 	}
+	if (!m->merged && write_failed(v, e)) {
+		const char *ev, *ee;
+
+		m->failed = 1;
+		if (jv_get(v, e, "end", &ev, &ee))
+			jv_str(ev, ee, &m->failed_why);
+	}
 	/* A merged trace lists its processes in host_pids; a plain one is one. */
 	if (!m->nhost_pids && m->has_pid)
 		add_host_pid(m, m->pid);
@@ -117,6 +140,7 @@ void meta__free(struct trace_meta *m)
 {
 	buf__free(&m->raw);
 	buf__free(&m->rank);
+	buf__free(&m->failed_why);
 	free(m->hostname);
 	free(m->exe);
 	free(m->host_pids);

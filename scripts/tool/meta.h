@@ -35,6 +35,9 @@ struct trace_meta {
 	uint64_t incomplete;   /* traces not closed: 1 for "complete": false, a
 				* merge's "incomplete" */
 	uint64_t cut;          /* a merge's inputs cut short ("truncated") */
+	uint64_t failed;       /* not closed because a write failed (a full disk): 1 for
+				* a trace whose "end" says so, a merge's inputs that did */
+	struct buf failed_why; /* that "end" of a trace of one process ("write failed: ...") */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
 	size_t nhost_pids;
 };

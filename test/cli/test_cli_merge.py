@@ -403,6 +403,39 @@ def test_a_cut_file_and_a_killed_one_are_told_apart(tmp_path):
     assert line in q.stdout.decode().splitlines()
 
 
+def test_a_trace_stopped_by_a_failed_write_is_told_apart(tmp_path):
+    """A trace whose footer says a write failed (a full disk) is not closed for that
+    reason, alone, merged beside a cut file and a killed one, and in a merge of that
+    merge; the first failure's reason is named."""
+    t = json.loads((FIXTURES / "proc_b.json").read_text())
+    t["gputrace"]["complete"] = False
+    (tmp_path / "killed.json").write_text(json.dumps(t))
+    t["gputrace"]["end"] = "write failed: No space left on device"
+    (tmp_path / "full.json").write_text(json.dumps(t))
+    t["gputrace"]["complete"] = True  # closed after all: whatever its end says
+    (tmp_path / "closed.json").write_text(json.dumps(t))
+    q = gputrace(["summary", "full.json"], tmp_path)
+    assert q.returncode == 0, q.stderr
+    assert ("  incomplete: 1 trace not closed (1 stopped at a failed write: No space left on "
+            "device): the last interval may be missing") in q.stdout.decode().splitlines()
+    q = gputrace(["summary", "closed.json"], tmp_path)
+    assert q.returncode == 0 and "incomplete:" not in q.stdout.decode()
+    cut, _ = cut_in_trailer(tmp_path, '"threads":[')
+    m = gputrace(["merge", "-o", "m.json", cut, "killed.json", "full.json"], tmp_path)
+    assert m.returncode == 0, m.stderr
+    assert load_exact(tmp_path / "m.json")["gputrace"]["incomplete"] == 3
+    m = gputrace(["merge", "-o", "m2.json", "m.json", "full.json"], tmp_path)
+    assert m.returncode == 0, m.stderr
+    q = gputrace(["summary", "m.json"], tmp_path)
+    assert ("  incomplete: 3 traces not closed (1 file cut short; 1 stopped at a failed write: "
+            "No space left on device; 1 killed, or still running): the last interval may be "
+            "missing") in q.stdout.decode().splitlines()
+    q = gputrace(["summary", "m2.json"], tmp_path)  # a merge of that merge, and one more
+    assert ("  incomplete: 4 traces not closed (1 file cut short; 2 stopped at a failed write: "
+            "No space left on device; 1 killed, or still running): the last interval may be "
+            "missing") in q.stdout.decode().splitlines()
+
+
 @pytest.mark.parametrize("text, why", [("hello", "'{' or '[' expected"),
                                        ('{"traceEvents": 5}', "traceEvents is not an array"),
                                        ('{"foo": 1}', "no traceEvents array")])

@@ -58,6 +58,14 @@ def test_nearly_full_filesystem(tmp_path, small_fs):
     t = valid_trace(trace)
     # the first checkpoint (the calls before the pause) made it
     assert 102 <= t["gputrace"]["events_recorded"] < printed(r.traced.stdout)
+    # and its footer says why the trace ends there, which a reader repeats
+    assert t["gputrace"]["complete"] is False
+    assert t["gputrace"]["end"] == "write failed: No space left on device"
+    s = subprocess.run([str(ROOT / "scripts" / "gputrace"), "summary", str(trace)],
+                       capture_output=True, text=True, timeout=60)
+    assert s.returncode == 0, s.stderr
+    assert ("  incomplete: 1 trace not closed (1 stopped at a failed write: No space left on "
+            "device): the last interval may be missing") in s.stdout.splitlines(), s.stdout
 
 
 def test_file_size_limit(tmp_path):
@@ -84,9 +92,9 @@ def test_file_size_limit(tmp_path):
 
 
 def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
-    """ulimit -f under gputrace run: the process's trace stops at its last checkpoint
-    (read alone, a trace not closed, as a killed process's); the run says why, and that
-    what came after is neither in the trace nor counted as lost."""
+    """ulimit -f under gputrace run: the process's trace stops at its last checkpoint,
+    whose footer says why (a trace not closed: a write failed); the run says why too, and
+    that what came after is neither in the trace nor counted as lost."""
     if SANITIZE == "thread":
         pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f (above)")
     cmd = f"ulimit -f 128; exec {prog('fault_threads')} hammer 2 20000 100"
@@ -102,6 +110,10 @@ def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
                          "nor counted as lost"), lines
     g = valid_trace(tmp_path / "t.json")["gputrace"]
     assert g["complete"] is False and g["events_recorded"] >= 102
+    # the footer's own page takes the reason, within the limit
+    assert g["end"] == "write failed: File too large"
+    assert ("  incomplete: 1 trace not closed (1 stopped at a failed write: File too large): "
+            "the last interval may be missing") in r.stderr.decode().splitlines(), r.stderr
 
 
 def test_slow_output_never_blocks_the_program(tmp_path):
