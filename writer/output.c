@@ -590,7 +590,9 @@ int out__stopped(struct out *o, const char *why)
 	struct stat st;
 	int err = -ENOSPC;
 
+	/* a finished trace keeps its end (a compaction's truncate failed after it) */
 	if (!o->paged || !o->last_footer_len || o->footer_pos < o->events_end ||
+	    !memmem(o->last_footer, o->last_footer_len, "\"complete\":false", 16) ||
 	    !footer_end_value(o->last_footer, o->last_footer_len, &from, &to))
 		return -EINVAL;
 	/* never into a file of the program's on our descriptor (check_fd) */

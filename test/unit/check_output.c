@@ -470,6 +470,68 @@ START_TEST(test_paged_full_disk_keeps_last_checkpoint)
 END_TEST
 
 /*
+ * A trace whose writing failed says why in its footer's "end", in place, the
+ * events as they were: never past a size limit (the file as before), and never
+ * in a finished trace (it keeps its own end).
+ */
+START_TEST(test_paged_stopped_says_why_in_its_footer)
+{
+	static char want[1 << 20], ev[4096];
+	const char *open_trailer = "],\"gputrace\":{\"complete\":false,\"end\":null,\"n\":2}}";
+	const char *why = "write failed: No space left on device";
+	const char *said = "],\"gputrace\":{\"complete\":false,\"end\":\"write failed: No space "
+			   "left on device\",\"n\":2}}";
+	const char *closed = "],\"gputrace\":{\"complete\":true,\"end\":\"exit\",\"n\":3}}";
+	struct rlimit lim, was;
+	struct out o;
+	struct stat st;
+	size_t have;
+	int i;
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (i = 0; i < 30; i++) {
+		size_t n = event_of_3k(ev, sizeof(ev), i);
+
+		ck_assert_int_eq(out__commit(&o, ev, n, open_trailer, strlen(open_trailer)), 0);
+		memcpy(want + have, ev, n);
+		have += n;
+	}
+	/* no byte past a size limit at the file's end: refused, the file as it was */
+	ck_assert_int_eq(fstat(o.fd, &st), 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = (struct rlimit){ .rlim_cur = (rlim_t)st.st_size, .rlim_max = was.rlim_max };
+	if ((uint64_t)st.st_size < o.footer_pos + strlen(said) && !setrlimit(RLIMIT_FSIZE, &lim)) {
+		ck_assert_int_eq(out__stopped(&o, why), -ENOSPC);
+		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+		check_paged("t.json", want, have, open_trailer);
+	}
+	ck_assert_int_eq(out__stopped(&o, why), 0);
+	check_paged("t.json", want, have, said);
+	/* said once: the footer on disk is now the one that says it */
+	ck_assert_int_eq(out__stopped(&o, why), 0);
+	check_paged("t.json", want, have, said);
+	out__close(&o);
+	remove_dir();
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	size_t n = event_of_3k(ev, sizeof(ev), 0);
+	ck_assert_int_eq(out__finish(&o, ev, n, closed, strlen(closed)), 0);
+	memcpy(want + have, ev, n);
+	have += n;
+	ck_assert_int_eq(out__stopped(&o, why), -EINVAL);
+	check_paged("t.json", want, have, closed);
+	out__close(&o);
+	remove_dir();
+}
+END_TEST
+
+/*
  * No shared mappings, and the disk fails halfway through a footer's move: the
  * commit fails, the old footer stands, and what was written of the new one is
  * blanked, so the file is the last checkpoint.
@@ -573,6 +635,7 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_paged_window_small_when_64_mib_cannot_be_mapped);
 	tcase_add_test(tc, test_paged_is_valid_after_every_system_call);
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
+	tcase_add_test(tc, test_paged_stopped_says_why_in_its_footer);
 	tcase_add_test(tc, test_unmappable_failing_move_keeps_last_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
