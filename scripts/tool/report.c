@@ -718,8 +718,8 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	fputs("</dl>", f);
 	if (sumdoc__num(d, "incomplete") > 0)
 		fprintf(f, "<p class=\"lostbad\">%.0f of the traces summarized %s not closed (the "
-			   "process was killed, or still ran, or the file was cut short): the last "
-			   "interval may be missing.</p>",
+			   "process was killed, or still ran, or the file was cut short, or a write "
+			   "failed): the last interval may be missing.</p>",
 			sumdoc__num(d, "incomplete"), sumdoc__num(d, "incomplete") == 1 ? "was" : "were");
 	if (sumdoc__num(d, "partial"))
 		fputs("<p class=\"lostbad\">gputrace ran out of memory while summarizing: the "
