@@ -95,7 +95,7 @@ static void output_failed(int err)
 	if (W.opened && W.out.size) {
 		char why[160];
 
-		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
+		snprintf(why, sizeof(why), SUMMARY_END_WRITE_FAILED ": %s", strerror(-err));
 		(void)out__stopped(&W.out, why);
 		if (gt_under_run())
 			gt_run_note('x', strerror(-err));

@@ -1314,26 +1314,31 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 		char why[256];
 		uint64_t unknown = s->incomplete - s->cut - s->failed;
 		const char *detail = s->failed_why;
-		int at = 0;
 
-		if (!strncmp(detail, "write failed", 12))
-			detail += 12;
+		if (!strncmp(detail, SUMMARY_END_WRITE_FAILED, sizeof(SUMMARY_END_WRITE_FAILED) - 1))
+			detail += sizeof(SUMMARY_END_WRITE_FAILED) - 1;
 		detail += strspn(detail, ": ");
-		why[0] = '\0';
-		if (s->cut)
-			at += snprintf(why + at, sizeof(why) - (size_t)at, "%" PRIu64 " %s cut short",
-				       s->cut, plural(s->cut, "file", "files"));
-		if (s->failed)
-			at += snprintf(why + at, sizeof(why) - (size_t)at,
-				       "%s%" PRIu64 " stopped at a failed write%s%s", at ? "; " : "",
-				       s->failed, *detail ? ": " : "", detail);
-		if (unknown == s->incomplete)
+		if (unknown == s->incomplete) {
 			snprintf(why, sizeof(why), "killed, or still running");
-		else if (s->cut == s->incomplete)
+		} else if (s->cut == s->incomplete) {
 			snprintf(why, sizeof(why), "%s cut short", plural(s->cut, "file", "files"));
-		else if (unknown)
-			snprintf(why + at, sizeof(why) - (size_t)at, "; %" PRIu64 " killed, or still running",
-				 unknown);
+		} else {
+			/* the known reasons, then the rest: "1 file cut short; 1 stopped ..." */
+			int at = 0;
+
+			why[0] = '\0';
+			if (s->cut)
+				at += snprintf(why + at, sizeof(why) - (size_t)at,
+					       "%" PRIu64 " %s cut short", s->cut,
+					       plural(s->cut, "file", "files"));
+			if (s->failed)
+				at += snprintf(why + at, sizeof(why) - (size_t)at,
+					       "%s%" PRIu64 " stopped at a failed write%s%s",
+					       at ? "; " : "", s->failed, *detail ? ": " : "", detail);
+			if (unknown)
+				snprintf(why + at, sizeof(why) - (size_t)at,
+					 "; %" PRIu64 " killed, or still running", unknown);
+		}
 		fprintf(f, "  incomplete: %" PRIu64 " %s not closed (%s): the last interval may be "
 			"missing\n", s->incomplete, plural(s->incomplete, "trace", "traces"), why);
 	}

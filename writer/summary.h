@@ -91,6 +91,9 @@ void summary__adjusted(struct summary *s, const char *reason, uint64_t n, uint64
  * last interval may be missing. */
 void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t failed,
 			 const char *failed_why);
+/* How the trailer's "end" of a trace stopped by a failed write begins (the
+ * writer's "write failed: No space left on device"; readers count it apart). */
+#define SUMMARY_END_WRITE_FAILED "write failed"
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);

@@ -4,6 +4,7 @@
 
 #include "json.h"
 #include "meta.h"
+#include "writer/summary.h"
 
 static char *dup_str(const char *v, const char *e)
 {
@@ -29,15 +30,20 @@ static void add_host_pid(struct trace_meta *m, int64_t pid)
 }
 
 /* Does the trailer (a "gputrace" object [v, e)) say its process stopped
- * writing because a write failed (a full disk)? Its "end" then says so. */
-static bool write_failed(const char *v, const char *e)
+ * writing because a write failed (a full disk)? Its "end" then says so, and
+ * goes into why where why is given. */
+static bool write_failed(const char *v, const char *e, struct buf *why)
 {
-	static const char lead[] = "\"write failed";
+	static const char lead[] = "\"" SUMMARY_END_WRITE_FAILED;
 	const char *cv, *ce, *ev, *ee;
 
-	return jv_get(v, e, "complete", &cv, &ce) && ce - cv == 5 && !memcmp(cv, "false", 5) &&
-	       jv_get(v, e, "end", &ev, &ee) && (size_t)(ee - ev) > sizeof(lead) - 1 &&
-	       !memcmp(ev, lead, sizeof(lead) - 1);
+	if (!jv_get(v, e, "complete", &cv, &ce) || ce - cv != 5 || memcmp(cv, "false", 5) ||
+	    !jv_get(v, e, "end", &ev, &ee) || (size_t)(ee - ev) <= sizeof(lead) - 1 ||
+	    memcmp(ev, lead, sizeof(lead) - 1))
+		return false;
+	if (why)
+		jv_str(ev, ee, why);
+	return true;
 }
 
 /* A merge's inputs (of "gputrace" object [v, e)) whose files were cut short,
@@ -57,8 +63,8 @@ static void count_ends(const char *v, const char *e, int depth, uint64_t *cut, u
 
 		if (jv_get(ev, ee, "truncated", &tv, &te) && te - tv == 4 && !memcmp(tv, "true", 4))
 			++*cut;
-		else if (has && write_failed(gv, ge) && !(*failed)++ && jv_get(gv, ge, "end", &tv, &te))
-			jv_str(tv, te, why); /* the first one's reason */
+		else if (has && write_failed(gv, ge, *failed ? NULL : why)) /* the first one's reason */
+			++*failed;
 		if (has)
 			count_ends(gv, ge, depth + 1, cut, failed, why);
 	}
@@ -123,13 +129,8 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 					add_host_pid(m, x);
 		}
 	}
-	if (!m->merged && write_failed(v, e)) {
-		const char *ev, *ee;
-
+	if (!m->merged && write_failed(v, e, &m->failed_why))
 		m->failed = 1;
-		if (jv_get(v, e, "end", &ev, &ee))
-			jv_str(ev, ee, &m->failed_why);
-	}
 	/* A merged trace lists its processes in host_pids; a plain one is one. */
 	if (!m->nhost_pids && m->has_pid)
 		add_host_pid(m, m->pid);

@@ -443,8 +443,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	 * the cut: counted once, as merge counts it */
 	summary__incomplete(c->s, meta__incomplete(&c->out->meta, scan == TRACE_TRUNCATED),
 			    c->out->meta.cut + (scan == TRACE_TRUNCATED),
-			    scan == TRACE_TRUNCATED && !c->out->meta.merged ? 0 : c->out->meta.failed,
-			    c->out->meta.failed_why.p);
+			    c->out->meta.failed, c->out->meta.failed_why.p);
 	c->out->bytes += stat(path, &st) ? 0 : (uint64_t)st.st_size;
 	return 0;
 }
