@@ -84,7 +84,6 @@ static void output_failed(int err)
 	if (W.opened && W.out.seekable && !W.out.size && W.out.path[0])
 		unlink(W.out.path);
 	W.failed = true;
-	gt_phase_set(GT_PHASE_OFF);
 	/* a very long name is shortened in the middle: the reason stays on the line */
 	pr_err("cannot write the trace to '%.*s%s%s': %s; tracing stops, the program goes on",
 	       n > 400 ? 300 : (int)n, name, n > 400 ? "..." : "", n > 400 ? name + n - 80 : "",
@@ -100,6 +99,13 @@ static void output_failed(int err)
 		if (gt_under_run())
 			gt_run_note('x', strerror(-err));
 	}
+	/* its recording is over here, not at an exit cycle that tracing off may
+	 * never run: gputrace run counts a process that listed no trace as one
+	 * that could not write it (it said why above), not as one killed */
+	checkpoint__list('=', NULL);
+	/* last: an exit stops waiting for the drain once tracing is off, and
+	 * would end the process in the middle of the lines above */
+	gt_phase_set(GT_PHASE_OFF);
 }
 
 static void build_trailer(bool final);

@@ -68,6 +68,25 @@ def test_nearly_full_filesystem(tmp_path, small_fs):
             "device): the last interval may be missing") in s.stdout.splitlines(), s.stdout
 
 
+def test_a_full_disk_before_the_first_checkpoint_is_said_under_gputrace_run(tmp_path, small_fs):
+    """The disk is full before the process's first checkpoint, taken while it still runs
+    (GPUTRACE_FLUSH_MS=20): its one line says why, and the run counts it as a process that
+    could not write its trace, not as one killed before writing it."""
+    with open(small_fs / "filler", "wb") as f:
+        f.write(b"x" * (252 * 1024))
+    r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--no-summary", "-o",
+                        str(small_fs / "t.json"), "--", prog("fault_threads"), "hammer", "2",
+                        "20000", "100"], cwd=tmp_path, capture_output=True, timeout=120,
+                       env=clean_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
+    assert r.returncode == 0, r.stderr
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gputrace: cannot write the trace to ") and \
+        lines[0].endswith(": No space left on device; tracing stops, the program goes on"), lines
+    assert lines[1] == ("gputrace: 1 process of the run recorded GPU calls but could not write "
+                        "its trace (the reason is above): no trace written"), lines
+
+
 def test_file_size_limit(tmp_path):
     """ulimit -f: a write past it would raise SIGXFSZ, killing the program;
     ours must fail quietly instead."""
