@@ -114,7 +114,8 @@ GT_HIDDEN void ring__free(struct ring *r);
 GT_HIDDEN int ring__populate(struct ring *r);
 /* Consumer, in a process's last cycle, before handing read slots [from, to) back: the
  * whole pages they fill are given back to the kernel (the exit then has that much less
- * to free). Returns where to hand back up to: the end of the last page given back, or
+ * to free): past the ring's first RING_POPULATE_AFTER slots, whole 2 MiB pages only
+ * (ring.c). Returns where to hand back up to: the end of the last page given back, or
  * to when no whole page was. The drain does it RING_RELEASE_SLOTS (4 MiB) at a time,
  * for rings of at least RING_RELEASE_MIN slots (32 MiB; the default ring is 4 MiB):
  * each call stops the other CPUs running the program for a TLB flush (64 pages a call

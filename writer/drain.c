@@ -267,6 +267,8 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 	W.draining = r;
 	for (;;) {
 		if (tail >= end) {
+			if (release) /* what is left, up to its last 2 MiB page's start */
+				ring__release(r, published, tail);
 			ring__consume(r, tail);
 			published = tail;
 			/* the ring read to its end: its overflow, if it has one, comes next
@@ -290,7 +292,7 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 				break;
 		}
 		if (tail - published >= chunk) {
-			/* released: up to a page's end; the rest of the page next time */
+			/* released: up to a (2 MiB) page's start; the rest of it next time */
 			published = release ? ring__release(r, published, tail) : tail;
 			ring__consume(r, published);
 			atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
@@ -301,6 +303,8 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 			break;
 		checkpoint__write_behind_when_full();
 	}
+	if (release)
+		ring__release(r, published, tail);
 	ring__consume(r, tail);
 	W.draining = NULL;
 }

@@ -394,6 +394,40 @@ START_TEST(test_release_gives_read_pages_back)
 }
 END_TEST
 
+/* A big ring's slots past its first RING_POPULATE_AFTER lie in 2 MiB pages (pages.c):
+ * they go back whole, a part of one stays for the next call (given back in part, one is
+ * split, and khugepaged may collapse it whole again), and the ring's last one goes back
+ * with the mapping's unused rest. */
+START_TEST(test_release_gives_whole_2mib_pages_back)
+{
+	struct ring *r = ring__new(8 << 20, 1, 1); /* 131072 slots, 2048 pages */
+	const uint64_t per_huge = GT_HUGE_PAGE / sizeof(struct gt_event);
+	const uint64_t huge1 = RING_POPULATE_AFTER + per_huge, huge2 = huge1 + per_huge;
+	uint64_t cap, tail, per_page = (uint64_t)sysconf(_SC_PAGESIZE) / sizeof(struct gt_event);
+
+	ck_assert_ptr_nonnull(r);
+	cap = r->mask + 1;
+	for (uint64_t i = 0; i < cap; i++)
+		ck_assert_int_eq(produce(r, i, 1), 0);
+	ck_assert_uint_eq(ring__readable(r, &tail), cap);
+	ck_assert_uint_eq(tail, 0);
+	ck_assert_uint_eq(resident_pages(r), cap / per_page);
+	/* the 4 KiB pages and the first 2 MiB one, not the start of the second */
+	ck_assert_uint_eq(ring__release(r, 0, huge1 + 1000), huge1);
+	ck_assert_uint_eq(resident_pages(r), (cap - huge1) / per_page);
+	/* less than a 2 MiB page: nothing, the slots keep their contents */
+	ck_assert_uint_eq(ring__release(r, huge1, huge2 - 1), huge2 - 1);
+	ck_assert_uint_eq(resident_pages(r), (cap - huge1) / per_page);
+	/* from inside one: from the next on, to the ring's end */
+	ck_assert_uint_eq(ring__release(r, huge1 + 10, cap), cap);
+	ck_assert_uint_eq(resident_pages(r), per_huge / per_page);
+	ck_assert_uint_eq(ring__slot(r, huge1 + 10)->start_ns, huge1 + 10);
+	ck_assert_uint_eq(ring__slot(r, huge2 - 1)->start_ns, huge2 - 1);
+	ck_assert_uint_eq(ring__slot(r, huge2)->start_ns, 0);
+	ring__free(r);
+}
+END_TEST
+
 START_TEST(test_conservation_16_threads)
 {
 	static struct producer prod[PRODUCERS];
@@ -686,6 +720,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_big_ring_populated_ahead_only);
 	tcase_add_test(tc, test_busy_part_of_a_ring_in_huge_pages);
 	tcase_add_test(tc, test_release_gives_read_pages_back);
+	tcase_add_test(tc, test_release_gives_whole_2mib_pages_back);
 	tcase_add_test(tc, test_conservation_16_threads);
 	tcase_add_test(tc, test_overflow_keeps_order_and_loses_nothing);
 	tcase_add_test(tc, test_overflow_budget_then_drops);
