@@ -142,6 +142,10 @@ GT_HIDDEN void utc__sample(void);
  * time before the clock's zero. rate (may be NULL): trace ns per UTC ns
  * there, 1 where the pairs around differ by no more than their reads' error. */
 GT_HIDDEN int utc__to_clock(int64_t utc_ns, uint64_t *clock_ns, double *rate);
+/* The widest read of the pairs kept: two times converted through different pairs
+ * may be that much further apart or closer than on the wall clock (each pair is
+ * good to half its read). */
+GT_HIDDEN uint64_t utc__widest(void);
 GT_HIDDEN void utc__forget(void);
 
 /* ---- JSON values (jsoncheck.c) ---- */

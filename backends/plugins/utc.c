@@ -121,6 +121,18 @@ int utc__to_clock(int64_t utc, uint64_t *clock_ns, double *rate)
 	return 0;
 }
 
+uint64_t utc__widest(void)
+{
+	uint64_t widest = 0;
+
+	pthread_mutex_lock(&utc_lock);
+	for (unsigned i = 0; i < npairs; i++)
+		if (pairs[i].width_ns > widest)
+			widest = pairs[i].width_ns;
+	pthread_mutex_unlock(&utc_lock);
+	return widest;
+}
+
 void utc__forget(void)
 {
 	pthread_mutex_init(&utc_lock, NULL);

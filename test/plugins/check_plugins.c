@@ -1185,13 +1185,16 @@ END_TEST
 /* The wall clock against ours over a test: NTP may slew it (1.3% seen on a
  * CI machine), and a plug-in's UTC interval is then that much off in trace
  * ns. Checks an interval of the trace against the plug-in's UTC one at the
- * rate measured from `since`, within the reads' error and a ns of rounding. */
+ * rate measured from `since`, within the reads' error (the test's own pairs, and
+ * the widest of the pairs the plug-in's times went through: an interval's two
+ * ends may take different ones) and a ns of rounding. */
 static void ck_wall_interval(struct gt_clock_pair since, uint64_t trace_ns, int64_t utc_ns)
 {
 	struct gt_clock_pair now = gt_clock_pair_now();
 	double span = (double)(now.clock_ns - since.clock_ns);
 	double utc_per_ns = (double)(now.realtime_ns - since.realtime_ns) / span;
-	double err = (double)(since.width_ns + now.width_ns) / span * (double)utc_ns + 2;
+	double err = (double)(since.width_ns + now.width_ns) / span * (double)utc_ns + 2 +
+		     (double)utc__widest();
 
 	ck_assert_msg(fabs((double)trace_ns - (double)utc_ns / utc_per_ns) <= err,
 		      "%" PRIu64 " trace ns for %" PRId64 " UTC ns, the wall clock at %.6f", trace_ns,
