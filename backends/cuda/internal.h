@@ -289,7 +289,7 @@ GT_HIDDEN void cupti__pending_forget(void);
 /* records.c: a kernel's name as its spans show it (demangled); any thread */
 GT_HIDDEN uint32_t cupti__kernel_name_id(const char *name);
 /* records.c: a device's and a stream's labels as their rows show them,
- * "GPU 0 (name)", "stream 7"; any thread */
+ * "GPU 0: name" (as Level Zero's and plug-ins' rows), "stream 7"; any thread */
 GT_HIDDEN uint32_t cupti__device_label(uint32_t device);
 GT_HIDDEN uint32_t cupti__stream_label(uint32_t stream_id);
 /* records.c: retire the launches whose records a buffer holds (any thread) */

@@ -140,7 +140,7 @@ static bool nv_open(void)
 			continue;
 		if (nv.nvmlDeviceGetName(d->h, name, sizeof(name)) == NVML_SUCCESS) {
 			name[sizeof(name) - 1] = 0;
-			snprintf(row, sizeof(row), "GPU %u (%s)", i, name);
+			snprintf(row, sizeof(row), "GPU %u: %s", i, name);
 		} else {
 			snprintf(row, sizeof(row), "GPU %u", i);
 		}

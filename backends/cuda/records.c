@@ -395,7 +395,7 @@ static uint64_t row_key(enum row_kind kind, uint32_t device, uint32_t stream)
 static void device_label(uint32_t device, char *name, size_t len)
 {
 	if (device < DEV_NAMED_MAX && atomic_load(&dev_named[device]))
-		snprintf(name, len, "GPU %u (%s)", device, dev_names[device]);
+		snprintf(name, len, "GPU %u: %s", device, dev_names[device]);
 	else
 		snprintf(name, len, "GPU %u", device);
 }

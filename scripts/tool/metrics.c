@@ -242,7 +242,7 @@ static void list_nvidia(void)
 			continue;
 		}
 		name(d, buf, sizeof(buf));
-		printf("  GPU %u (%s)\n", i, buf);
+		printf("  GPU %u: %s\n", i, buf);
 		list_nvidia_series(lib, d);
 	}
 	printf("  PM sampling, the basic set (--metrics NAME,... takes any CUPTI metric, "

@@ -271,7 +271,7 @@ def test_program_traced_exactly(tmp_path, how):
     # rows: the device by its name, one row per stream
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
              if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
-    assert names[(axpy["pid"], 0)] == "GPU 0 (gputrace simulated GPU)"
+    assert names[(axpy["pid"], 0)] == "GPU 0: gputrace simulated GPU"
     assert names[(axpy["pid"], axpy["tid"])] == "stream 14"
 
 
@@ -297,7 +297,7 @@ def test_two_gpus_and_the_copies_between_them(tmp_path):
     assert [d["id"] for d in trace["deviceProperties"]] == [0, 1]
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace["traceEvents"]
              if e.get("ph") == "M" and e["name"] in ("process_name", "thread_name")}
-    gpu = {0: "GPU 0 (gputrace simulated GPU)", 1: "GPU 1 (gputrace simulated GPU)"}
+    gpu = {0: "GPU 0: gputrace simulated GPU", 1: "GPU 1: gputrace simulated GPU"}
     host = host_by_corr(trace)
 
     def on(e):  # the device row and the stream row an event is drawn on

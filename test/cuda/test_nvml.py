@@ -62,7 +62,7 @@ def test_every_sample_is_the_devices_reading(tmp_path):
     """A program that never touches CUDA (no host event: the drain thread starts for the
     sampling alone): both GPUs, every series, in order."""
     rows, _ = telemetry(tmp_path, [IDLE, 300], nvml_env())
-    assert set(rows) == {"GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"}
+    assert set(rows) == {"GPU 0: Fake GPU A", "GPU 1: Fake GPU B"}
     for d, row in enumerate(sorted(rows)):
         counters = rows[row]
         want_names = {"utilization", "frequency", "power", "temperature", "memory"}
@@ -85,7 +85,7 @@ def test_a_program_shorter_than_a_period(tmp_path):
     """A program that ends before the drain thread's first sample still gets the reading
     taken at its exit, on every GPU."""
     rows, _ = telemetry(tmp_path, [IDLE, 0], nvml_env({"GPUTRACE_TELEMETRY_HZ": "1"}))
-    assert set(rows) == {"GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"}
+    assert set(rows) == {"GPU 0: Fake GPU A", "GPU 1: Fake GPU B"}
     for d, row in enumerate(sorted(rows)):
         power = rows[row]["power"]
         assert 1 <= len(power) <= 2, power  # at exit, and maybe one at the start
@@ -96,7 +96,7 @@ def test_a_program_shorter_than_a_period(tmp_path):
 def test_with_a_cuda_program(tmp_path):
     """NVML's rows beside a (fake) CUDA program's own activity."""
     rows, r = telemetry(tmp_path, [FAKE_APP], nvml_env({"GPUTRACE_DISABLE_CUPTI": "1"}))
-    assert rows["GPU 0 (Fake GPU A)"]["power"]
+    assert rows["GPU 0: Fake GPU A"]["power"]
     assert events(r.trace, ph="X", cat="cuda_runtime")
 
 
@@ -193,8 +193,8 @@ def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
     lines = r.stdout.decode().splitlines()
     everything = ("utilization (gpu %, memory %), frequency (sm MHz, memory MHz), "
                   "temperature (gpu °C), memory (used bytes)")
-    gpu0 = lines.index("  GPU 0 (Fake GPU A)")
-    gpu1 = lines.index("  GPU 1 (Fake GPU B)")
+    gpu0 = lines.index("  GPU 0: Fake GPU A")
+    gpu1 = lines.index("  GPU 1: Fake GPU B")
     # power refused (no permission) on both, PCIe not supported on GPU 1
     assert lines[gpu0 + 1] == ("    telemetry (--telemetry): " + everything +
                                ", pcie (tx KB/s, rx KB/s)")
@@ -222,10 +222,10 @@ def test_one_set_of_rows_per_gpu_in_a_run(tmp_path):
     rows = {e["pid"]: e["args"]["name"] for e in events(t, ph="M", name="process_name")}
     by_gpu = collections.defaultdict(list)
     for e in events(t, ph="C", name="power"):
-        # "GPU 0 (...)", or "sh [pid N] GPU 0 (...)" where two processes have rows
+        # "GPU 0: ...", or "sh [pid N] GPU 0: ..." where two processes have rows
         gpu = rows[e["pid"]][rows[e["pid"]].index("GPU "):]
         by_gpu[gpu].append((e["ts"], e["pid"]))
-    assert sorted(by_gpu) == ["GPU 0 (Fake GPU A)", "GPU 1 (Fake GPU B)"], rows
+    assert sorted(by_gpu) == ["GPU 0: Fake GPU A", "GPU 1: Fake GPU B"], rows
     for gpu, samples in by_gpu.items():
         # each process's samples one stretch of the series: none between another's
         order = [pid for _, pid in sorted(samples)]

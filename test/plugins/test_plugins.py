@@ -649,7 +649,7 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
         sim = BUILD / "cuda-sim"
         need(sim / "libcudart.so.13")
         cmd, env, api = [cuda / "sim_app"], {"LD_LIBRARY_PATH": str(sim)}, "cuda_runtime"
-        gpu = 'cuda: device "GPU 0 (gputrace simulated GPU)"'
+        gpu = 'cuda: device "GPU 0: gputrace simulated GPU"'
         if vendor == "cuda-events":  # timed by CUDA events, not CUPTI's records
             env["GPUTRACE_DISABLE_CUPTI"] = "1"
             gpu = 'cuda: device "GPU 0"'  # its name comes from CUPTI
@@ -658,7 +658,7 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
         cmd, api = [cuda / "idle_app", "100"], "nvml"
         env = {"LD_LIBRARY_PATH": str(cuda / "nvml"), "GPUTRACE_TELEMETRY": "1",
                "GPUTRACE_TELEMETRY_HZ": "50"}
-        gpu = 'NVML: device "GPU 0 (Fake GPU A)"'
+        gpu = 'NVML: device "GPU 0: Fake GPU A"'
     need(cmd[0])
     device_work = 0
     if vendor.startswith("cuda"):  # what it draws on its GPU's rows with room for them
