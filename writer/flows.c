@@ -30,36 +30,83 @@ static struct corr_entry *corr_slot(uint64_t corr)
 {
 	uint64_t offset = ((corr >> 32) * 0x9e3779b97f4a7c15ull) >> 32;
 
-	return &W.corr[(corr + offset) & ((1u << CORR_TABLE_BITS) - 1)];
+	return &W.corr[(corr + offset) & W.corr_mask];
 }
 
 /*
- * The whole table is made, its pages written, at the first launch of a file:
+ * The table's slots in use are written before their first launch:
  * - a slot read first (its old ranges) mapped the shared zero page, and the
  *   write after it copied that page and flushed the other CPU's TLB by an
- *   interrupt, 17% of the drain's time on 100k launches back to back on this VM;
- * - made as launches filled it, the table grew the process by 5 MiB over its
- *   first 131072 launches: a flight recorder's memory was not flat (512 KiB a
- *   second at 16k launches a second).
+ *   interrupt, 17% of the drain's time on 100k launches back to back on this VM.
+ * It starts at CORR_FIRST_BITS and doubles whenever a launch would take a slot another
+ * launch holds: no launch is pushed out before the table has its full 2^17, so arrows
+ * are those a table made whole would draw, and a process of a few launches writes 40
+ * KiB of it, not 5 MiB (three 2 MiB pages the kernel clears: 1 to 4 ms of a process of
+ * 64 launches on this VM, more than all else the library added to it). A flight
+ * recorder's is made whole at once: made as launches filled it, the table grew the
+ * process by 5 MiB over its first 131072 launches, and a flight recorder's memory is to
+ * stay flat (512 KiB a second at 16k launches a second).
  * Until it is made, it holds no launch, and a lookup does not read it.
  */
-static void corr_make(void)
+static void corr_write(uint32_t from, uint32_t to)
 {
-	if (!W.corr) {
-		size_t map_bytes; /* kept for the process's life: never unmapped */
-		void *t = gt_pages_map(0, CORR_TABLE_BYTES, 0, &map_bytes);
-
-		if (!t)
-			return;
-		W.corr = t;
-	}
 	/* Written, a fault a page (a 2 MiB one where the kernel can), not
 	 * MADV_POPULATE_WRITE: its one call held the address space's lock for the whole
 	 * table (8 ms on the CI VM), and a program's thread whose malloc moved the heap
 	 * (brk) waited as long, in the middle of a launch. A fault takes the lock of its
 	 * own mapping only (Linux 6.4 on). */
-	memset(W.corr, 0, CORR_TABLE_BYTES);
+	memset(W.corr + from, 0, (to - from) * sizeof(*W.corr));
+}
+
+static void corr_make(void)
+{
+	uint32_t first = gt_cfg.flight_bytes ? 1u << CORR_TABLE_BITS : 1u << CORR_FIRST_BITS;
+
+	if (!W.corr) {
+		size_t map_bytes; /* kept for the process's life: never unmapped */
+		void *t = gt_pages_map(0, CORR_TABLE_BYTES,
+				       sizeof(struct corr_entry) << CORR_SMALL_BITS, &map_bytes);
+
+		if (!t)
+			return;
+		W.corr = t;
+	}
+	corr_write(0, first);
+	W.corr_mask = first - 1;
 	W.corr_made = true;
+}
+
+/* Twice the slots, in place: a launch in slot i stays there or moves to i + n, which
+ * no other one can take (the slot is the id's low bits). */
+static void corr_grow(void)
+{
+	uint32_t n = W.corr_mask + 1;
+
+	corr_write(n, 2 * n);
+	W.corr_mask = 2 * n - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct corr_entry *e = &W.corr[i], *to;
+
+		if (!e->corr)
+			continue;
+		to = corr_slot(e->corr);
+		if (to != e) {
+			*to = *e;
+			*e = (struct corr_entry){ 0 };
+		}
+	}
+}
+
+/* The slot for a launch: another launch's only once the table is whole. */
+static struct corr_entry *corr_room(uint64_t corr)
+{
+	struct corr_entry *e = corr_slot(corr);
+
+	while (e->corr && e->corr != corr && W.corr_mask + 1 < 1u << CORR_TABLE_BITS) {
+		corr_grow();
+		e = corr_slot(corr);
+	}
+	return e;
 }
 
 void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
@@ -67,7 +114,7 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, b
 	if (gt_unlikely(!W.corr_made))
 		corr_make();
 	if (W.corr_made) {
-		struct corr_entry *e = corr_slot(ev->corr);
+		struct corr_entry *e = corr_room(ev->corr);
 
 		ranges__ctx_put(e->ctx);
 		*e = (struct corr_entry){ .corr = ev->corr, .point_ns = point_ns, .tid = tid,
@@ -81,7 +128,7 @@ void flows__launch_after_end(const struct gt_event *ev)
 	if (gt_unlikely(!W.corr_made))
 		corr_make();
 	if (W.corr_made) {
-		struct corr_entry *e = corr_slot(ev->corr);
+		struct corr_entry *e = corr_room(ev->corr);
 
 		ranges__ctx_put(e->ctx);
 		*e = (struct corr_entry){ .corr = ev->corr, .after_end = true };
@@ -94,7 +141,7 @@ void flows__forget(void)
 	if (W.corr && !madvise(W.corr, CORR_TABLE_BYTES, MADV_DONTNEED))
 		W.corr_made = false;
 	else if (W.corr)
-		memset(W.corr, 0, CORR_TABLE_BYTES);
+		corr_write(0, W.corr_mask + 1);
 }
 
 static struct corr_entry *corr_find(uint64_t corr)
@@ -143,8 +190,10 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 		row = (struct device_row){ (uint32_t)gt_st.pid, ev->track, 0 };
 		row.point = events__host(ev, args, nargs, ev->track);
 		/* a plug-in's span, recorded off its thread's ring */
-		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
+		if ((ev->flags & GT_EVF_LAUNCH) && ev->corr) {
 			flows__launch(ev, ev->track, row.point, true);
+			h2 = corr_find(ev->corr2); /* (the table may have grown: moved) */
+		}
 		if (ev->flags & GT_EVF_TIMED)
 			ranges__timed(ev, ev->track);
 	} else {
@@ -228,7 +277,9 @@ static void pending_ready(void)
 void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
 {
 	if (W.npend == W.pend_cap) {
-		size_t bytes = (W.pend_cap ? W.pend_cap * 2 : 1024) * sizeof(struct pending);
+		/* from 64: 1024 were 2 MiB at once, a page the kernel clears (~1 ms here) in
+		 * a process that launches a few kernels */
+		size_t bytes = (W.pend_cap ? W.pend_cap * 2 : 64) * sizeof(struct pending);
 		/* in 2 MiB pages once big (inject/pages.c): 100k launches back to back kept
 		 * ~1 MiB of them waiting */
 		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), &bytes, &W.pend_map,

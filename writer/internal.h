@@ -55,8 +55,12 @@ struct corr_entry {
 	struct rctx *ctx; /* the ranges open at it, or NULL */
 };
 
-/* flows.c's table of launches, by correlation id, made whole at a file's first launch */
+/* flows.c's table of launches, by correlation id: made at a file's first launch,
+ * CORR_FIRST_BITS of it (a flight recorder's whole), doubled in place as launches need,
+ * up to CORR_TABLE_BITS; its first CORR_SMALL_BITS in 4 KiB pages */
 #define CORR_TABLE_BITS  17
+#define CORR_FIRST_BITS  10
+#define CORR_SMALL_BITS  12
 #define CORR_TABLE_BYTES (sizeof(struct corr_entry) << CORR_TABLE_BITS)
 
 /* ranges.c's state: ranges by id, threads' stacks, the process's ranges. */
@@ -121,7 +125,8 @@ struct writer {
 	uint64_t recorded;
 
 	struct corr_entry *corr;
-	bool corr_made; /* flows.c: the table's pages are written (none read the zero page) */
+	uint32_t corr_mask; /* flows.c: the table's slots in use, less one */
+	bool corr_made; /* flows.c: those slots' pages are written (none read the zero page) */
 	uint64_t next_flow_id;
 	struct pending *pend;
 	size_t npend, pend_cap, pend_map; /* pend_map: gt_grow's */

@@ -484,6 +484,63 @@ START_TEST(test_arrow_from_a_launch_131071_launches_back)
 }
 END_TEST
 
+/* The launch table starts small and doubles, in place, when a launch would take another's
+ * slot: a few launches keep 1024 slots (40 KiB, not 5 MiB), 3000 in a row take 4096, and
+ * a launch moved by the doubling still gets its arrow. */
+START_TEST(test_launch_table_grows_with_its_launches)
+{
+	start("65536");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q = gt_queue_row(dev, "queue 0", 0);
+	uint32_t name = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns(), first = 0, last = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		struct gt_event host = { .start_ns = t + i * 100ull, .end_ns = t + i * 100ull + 50,
+					 .corr = gt_corr_next(), .name = name,
+					 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
+					 .flags = GT_EVF_LAUNCH };
+
+		if (i == 0)
+			first = host.corr;
+		last = host.corr;
+		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+		if (i == 9) {
+			gt_flush_sync(5000);
+			ck_assert(W.corr_made);
+			ck_assert_uint_eq(W.corr_mask + 1, 1u << CORR_FIRST_BITS);
+		}
+	}
+	gt_flush_sync(5000);
+	ck_assert_uint_eq(last - first, 2999);
+	ck_assert_uint_eq(W.corr_mask + 1, 4096);
+	for (int i = 0; i < 2; i++) {
+		struct gt_event work = { .start_ns = t + 300000ull + i * 100, .end_ns = t + 300000ull + i * 100 + 10,
+					 .corr = i ? last : first, .name = kern, .cat = GT_S_CAT_KERNEL,
+					 .track = q, .type = GT_EV_DEVICE_SPAN };
+
+		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+	}
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+	int kernels = 0, finishes = 0, starts = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+		const char *ph = str(e, "ph");
+
+		if (!strcmp(ph, "X") && !strcmp(str(e, "cat"), "kernel"))
+			kernels++;
+		finishes += !strcmp(ph, "f");
+		starts += !strcmp(ph, "s");
+	}
+	ck_assert_int_eq(kernels, 2);
+	ck_assert_int_eq(finishes, 2);
+	ck_assert_int_eq(starts, 2);
+	json_object_put(root);
+}
+END_TEST
+
 /* Device times of one run of kernels, relative to t0: fifteen that take no time on one
  * tick, one from that tick to the next, three on the next (a device tick of 52 ns). */
 #define RUN_KERNELS 19
@@ -891,6 +948,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_overflow_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
 	tcase_add_test(tc, test_arrow_from_a_launch_131071_launches_back);
+	tcase_add_test(tc, test_launch_table_grows_with_its_launches);
 	tcase_add_test(tc, test_a_run_written_late_is_drawn_as_in_order);
 	tcase_add_test(tc, test_a_ring_of_kernels_written_in_bounded_memory);
 	tcase_add_test(tc, test_args_alike_but_one_each_written_with_its_own);
