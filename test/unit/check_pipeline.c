@@ -412,27 +412,37 @@ END_TEST
 /* A regular list replayed after 131071 other launches: its append's arrow is still drawn
  * (the table of launches holds the last 2^17 correlation ids; a hash of them lost one
  * entry in three by then). */
-START_TEST(test_arrow_from_a_launch_131071_launches_back)
+/* Launches [from, to) of a run 100 ns apart from t, ids in a row (synced every
+ * sync_every when not 0): the first and last ids. */
+static void emit_launches(uint64_t t, int from, int to, int sync_every, uint64_t *first,
+			  uint64_t *last)
 {
-	start("65536");
-	uint32_t dev = gt_device_row("GPU 0: unit device");
-	uint32_t q = gt_queue_row(dev, "queue 0", 0);
-	uint32_t name = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
-	uint64_t t = gt_clock_ns(), append = 0, run = 0;
+	uint32_t name = gt_str_intern("launch");
 
-	for (int i = 0; i < 131072; i++) {
+	for (int i = from; i < to; i++) {
 		struct gt_event host = { .start_ns = t + i * 100ull, .end_ns = t + i * 100ull + 50,
 					 .corr = gt_corr_next(), .name = name,
 					 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
 					 .flags = GT_EVF_LAUNCH };
 
-		if (i == 0)
-			append = host.corr;
-		run = host.corr;
+		if (i == from)
+			*first = host.corr;
+		*last = host.corr;
 		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
-		if (i % 16384 == 0)
+		if (sync_every && i % sync_every == 0)
 			gt_flush_sync(5000);
 	}
+}
+
+START_TEST(test_arrow_from_a_launch_131071_launches_back)
+{
+	start("65536");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q = gt_queue_row(dev, "queue 0", 0);
+	uint32_t kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns(), append, run;
+
+	emit_launches(t, 0, 131072, 16384, &append, &run);
 	ck_assert_uint_eq(run - append, 131071);
 	struct gt_event work = { .start_ns = t + 131072 * 100ull + 10,
 				 .end_ns = t + 131072 * 100ull + 20, .corr = run, .corr2 = append,
@@ -492,25 +502,14 @@ START_TEST(test_launch_table_grows_with_its_launches)
 	start("65536");
 	uint32_t dev = gt_device_row("GPU 0: unit device");
 	uint32_t q = gt_queue_row(dev, "queue 0", 0);
-	uint32_t name = gt_str_intern("launch"), kern = gt_str_intern("my_kernel");
-	uint64_t t = gt_clock_ns(), first = 0, last = 0;
+	uint32_t kern = gt_str_intern("my_kernel");
+	uint64_t t = gt_clock_ns(), first, last, ten;
 
-	for (int i = 0; i < 3000; i++) {
-		struct gt_event host = { .start_ns = t + i * 100ull, .end_ns = t + i * 100ull + 50,
-					 .corr = gt_corr_next(), .name = name,
-					 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
-					 .flags = GT_EVF_LAUNCH };
-
-		if (i == 0)
-			first = host.corr;
-		last = host.corr;
-		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
-		if (i == 9) {
-			gt_flush_sync(5000);
-			ck_assert(W.corr_made);
-			ck_assert_uint_eq(W.corr_mask + 1, 1u << CORR_FIRST_BITS);
-		}
-	}
+	emit_launches(t, 0, 10, 0, &first, &last);
+	gt_flush_sync(5000);
+	ck_assert(W.corr_made);
+	ck_assert_uint_eq(W.corr_mask + 1, 1u << CORR_FIRST_BITS);
+	emit_launches(t, 10, 3000, 0, &ten, &last);
 	gt_flush_sync(5000);
 	ck_assert_uint_eq(last - first, 2999);
 	ck_assert_uint_eq(W.corr_mask + 1, 4096);
