@@ -45,7 +45,7 @@ void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes)
 
 	/* the cut below is in whole pages: a head and small part in whole pages only (a
 	 * kernel with 16 or 64 KiB pages, whose huge pages are not 2 MiB anyway) */
-	if (body < small + GT_HUGE_PAGE || lead % (size_t)sysconf(_SC_PAGESIZE)) {
+	if (!gt_pages_has_huge(body, small) || lead % (size_t)sysconf(_SC_PAGESIZE)) {
 		m = mmap(NULL, head + body, prot, flags, -1, 0);
 		if (m == MAP_FAILED)
 			return NULL;

@@ -40,6 +40,11 @@ static inline int gt_pages_make(void *p, size_t n)
  * mapped as it is. Returns the mapping (the head's first byte) and its length
  * in *map_bytes, for munmap; NULL when mmap failed. */
 void *gt_pages_map(size_t head, size_t body, size_t small, size_t *map_bytes);
+/* Does gt_pages_map give such a body a 2 MiB part (on 4 KiB pages)? */
+static inline int gt_pages_has_huge(size_t body, size_t small)
+{
+	return body >= small + GT_HUGE_PAGE;
+}
 
 /* Growable memory: malloc's while under big_from bytes, from there on a mapping in
  * 2 MiB pages (*map its length, 0 while it is malloc's; always malloc's under

@@ -102,36 +102,40 @@ int ring__populate(struct ring *r)
  * 549 resident once). Whole ones leave it nothing to collapse, and cost the kernel one
  * entry each to drop instead of a split and 512. By slot, so where the slots are in 4
  * KiB pages (no transparent huge pages) it gives back 2 MiB at a time all the same.
+ *
+ * release_page: the page slot `at` of the ring lies in: its first slot; *len its slots.
  */
-/* gt_pages_map's test: a ring this big has its 2 MiB part */
-static bool ring_has_huge(const struct ring *r)
+static uint64_t release_page(const struct ring *r, uint64_t at, uint64_t *len)
 {
-	return (r->mask + 1) * sizeof(struct gt_event) >=
-	       RING_POPULATE_AFTER * sizeof(struct gt_event) + GT_HUGE_PAGE;
+	const uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
+	const uint64_t per_huge = GT_HUGE_PAGE / sizeof(struct gt_event);
+	size_t body = (r->mask + 1) * sizeof(struct gt_event);
+
+	if (at < RING_POPULATE_AFTER ||
+	    !gt_pages_has_huge(body, RING_POPULATE_AFTER * sizeof(struct gt_event))) {
+		*len = per_page;
+		return at & ~(per_page - 1);
+	}
+	*len = per_huge;
+	return at - (at - RING_POPULATE_AFTER) % per_huge;
 }
 
 static uint64_t release_floor(const struct ring *r, uint64_t s)
 {
-	const uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
-	const uint64_t per_huge = GT_HUGE_PAGE / sizeof(struct gt_event);
-	uint64_t at = s & r->mask;
+	uint64_t len, at = s & r->mask;
 
-	if (at < RING_POPULATE_AFTER || !ring_has_huge(r))
-		return s & ~(per_page - 1);
-	return s - (at - RING_POPULATE_AFTER) % per_huge;
+	return s - (at - release_page(r, at, &len));
 }
 
 static uint64_t release_ceil(const struct ring *r, uint64_t s)
 {
-	const uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
-	const uint64_t per_huge = GT_HUGE_PAGE / sizeof(struct gt_event);
-	uint64_t f = release_floor(r, s), next, lap_end;
+	uint64_t len, f = release_floor(r, s), lap_end;
 
 	if (f == s)
 		return s;
-	next = f + ((f & r->mask) < RING_POPULATE_AFTER || !ring_has_huge(r) ? per_page : per_huge);
+	release_page(r, f & r->mask, &len);
 	lap_end = (f | r->mask) + 1; /* the ring's end is a boundary: its first page follows */
-	return next < lap_end ? next : lap_end;
+	return f + len < lap_end ? f + len : lap_end;
 }
 
 /*

@@ -409,9 +409,6 @@ START_TEST(test_device_rows_flows_counters)
 }
 END_TEST
 
-/* A regular list replayed after 131071 other launches: its append's arrow is still drawn
- * (the table of launches holds the last 2^17 correlation ids; a hash of them lost one
- * entry in three by then). */
 /* Launches [from, to) of a run 100 ns apart from t, ids in a row (synced every
  * sync_every when not 0): the first and last ids. */
 static void emit_launches(uint64_t t, int from, int to, int sync_every, uint64_t *first,
@@ -434,6 +431,9 @@ static void emit_launches(uint64_t t, int from, int to, int sync_every, uint64_t
 	}
 }
 
+/* A regular list replayed after 131071 other launches: its append's arrow is still drawn
+ * (the table of launches holds the last 2^17 correlation ids; a hash of them lost one
+ * entry in three by then). */
 START_TEST(test_arrow_from_a_launch_131071_launches_back)
 {
 	start("65536");
