@@ -16,7 +16,8 @@
  *   counts are read from memory when it starts, and several kernels run one after another).
  *   A copy or fill of B bytes (a region copy: width·height·depth) runs max(1000, B/10) ns.
  *   Barriers, signal, wait and event-reset commands take 0 ns but stay ordered; zeCommandListAppendWriteGlobalTimestamp takes 0 ns and writes
- *   device_ticks(its simulated start).
+ *   device_ticks(its simulated start). Copies and fills move real bytes within their span:
+ *   allocations are backed and zeroed when made, as a driver maps and pins them.
  * - Three engines (compute 0.0 and 0.1, copy 1.0), one worker thread each. Every queue and
  *   immediate list runs its commands in order on the engine of its (ordinal, index); an
  *   engine runs one command at a time (its earliest runnable head, then the first

@@ -10,6 +10,7 @@
  *   counter            counter-based events: first state, the rules, the latest signal
  *   events             wait-event semantics and kernel-timestamp query result codes
  *   fork               use a queue in the parent, then in a forked child
+ *   bigcopy MIB        one copy of MIB MiB between two fresh device allocations, timed
  * Timestamps are raw device ticks; every "cmd" line is: cmd <what> expect_ns=<n>
  * start=<ticks> end=<ticks>. */
 #include <sys/wait.h>
@@ -323,6 +324,29 @@ static int mode_fork(void)
 	return 0;
 }
 
+/* A copy of fresh memory: the host's wait ends when the copy's end timestamp says. */
+static int mode_bigcopy(size_t mib)
+{
+	ze_command_queue_handle_t q = app_queue(&z, 1, 0);
+	ze_command_list_handle_t l = app_list(&z, 1);
+	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP, 1);
+	size_t n = mib << 20;
+	uint8_t *a = app_device_alloc(&z, n), *b = app_device_alloc(&z, n);
+	struct probe_cmd c = { "copy", n / 10, app_event(pool, 0) };
+	uint64_t t0, t1;
+
+	ZE_CHECK(zeCommandListAppendMemoryCopy(l, b, a, n, c.ev, 0, NULL));
+	ZE_CHECK(zeCommandListClose(l));
+	print_sync_point("sync");
+	t0 = raw_ns();
+	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
+	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
+	t1 = raw_ns();
+	printf("submit_ns=%" PRIu64 " done_ns=%" PRIu64 "\n", t0, t1);
+	print_cmd(&c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "props";
@@ -349,6 +373,8 @@ int main(int argc, char **argv)
 		return mode_events();
 	if (!strcmp(mode, "fork"))
 		return mode_fork();
+	if (!strcmp(mode, "bigcopy"))
+		return mode_bigcopy(test_arg(argc, argv, 2, 32));
 	fprintf(stderr, "sim_probe: unknown mode '%s'\n", mode);
 	return 2;
 }
