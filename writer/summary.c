@@ -360,9 +360,11 @@ void summary__set_hints(struct summary *s, const struct summary_hints *h)
 	s->hint_overflow_mb = h->overflow_mb;
 }
 
-static bool is_cat(const char *cat, const char *want)
+/* (Called several times a span: the first byte tells most categories apart without a
+ * call; a launch's kernel span asked strcmp seven times.) */
+static inline bool is_cat(const char *cat, const char *want)
 {
-	return cat && !strcmp(cat, want);
+	return cat && cat[0] == want[0] && !strcmp(cat, want);
 }
 
 bool summary__is_wait(const struct summary_span *sp)
@@ -428,7 +430,7 @@ void summary__counter(struct summary *s, const char *device, const char *counter
 /* The work of a device span, to each distinct range it was launched in. */
 static void add_to_ranges(struct summary *s, const struct summary_span *sp)
 {
-	bool kernel = is_cat(sp->cat, "kernel");
+	bool kernel = sp->nranges && is_cat(sp->cat, "kernel");
 
 	for (unsigned i = 0; i < sp->nranges && i < SUMMARY_RANGES_MAX; i++) {
 		struct row *r;
