@@ -333,17 +333,9 @@ static int mode_bigcopy(size_t mib)
 	size_t n = mib << 20;
 	uint8_t *a = app_device_alloc(&z, n), *b = app_device_alloc(&z, n);
 	struct probe_cmd c = { "copy", n / 10, app_event(pool, 0) };
-	uint64_t t0, t1;
 
 	ZE_CHECK(zeCommandListAppendMemoryCopy(l, b, a, n, c.ev, 0, NULL));
-	ZE_CHECK(zeCommandListClose(l));
-	print_sync_point("sync");
-	t0 = raw_ns();
-	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
-	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
-	t1 = raw_ns();
-	printf("submit_ns=%" PRIu64 " done_ns=%" PRIu64 "\n", t0, t1);
-	print_cmd(&c);
+	run_and_print(q, l, &c, 1);
 	return 0;
 }
 
