@@ -829,6 +829,56 @@ static inline bool summarize_call(const struct gt_event *ev, struct placed at)
 	return true;
 }
 
+/*
+ * A launch's kernel span, the other span every launch makes: its rows found once per
+ * kernel, device and process (summary.h, summary__kernel_rows) and kept here by the
+ * name's and device's ids. Not one with ranges or metrics (their rows are by name).
+ */
+#define KERNEL_SUMS_BITS 6
+struct kernel_sum {
+	uint32_t name, device_name; /* ids: a device renamed is another row */
+	int process;
+	struct summary_kernel_rows rows;
+};
+GT_TABLE(struct kernel_sum, kernel_sums, 1 << KERNEL_SUMS_BITS);
+
+static struct kernel_sum *kernel_sum_slot(uint32_t name, uint32_t device_name)
+{
+	return &kernel_sums[((name * 0x9e3779b9u) ^ (device_name * 0x85ebca6bu)) >>
+			    (32 - KERNEL_SUMS_BITS)];
+}
+
+/* Added without a lookup, or false: the slow way then (summarize_span). */
+static inline bool summarize_kernel(const struct gt_event *ev, const struct gt_arg *args,
+				    unsigned nargs, uint32_t device, struct placed at,
+				    const struct rctx *ctx)
+{
+	const struct kernel_sum *k;
+	uint32_t device_name;
+	uint64_t bytes = 0;
+	bool has_bytes = false;
+
+	if (ev->cat != GT_S_CAT_KERNEL || (ctx && ctx->n))
+		return false;
+	device_name = registry__device_name(device);
+	k = kernel_sum_slot(ev->name, device_name);
+	if (k->name != ev->name || k->device_name != device_name || k->process != W.sum_process ||
+	    !summary__kernel_rows_fresh(W.sum, &k->rows))
+		return false;
+	for (unsigned i = 0; i < nargs; i++) {
+		if (args[i].type == GT_ARG_METRIC)
+			return false;
+		/* the first such arg, as arg_u64 takes it */
+		if (!has_bytes && args[i].key == GT_S_ARG_BYTES &&
+		    (args[i].type == GT_ARG_U64 || args[i].type == GT_ARG_I64)) {
+			bytes = args[i].v.u;
+			has_bytes = true;
+		}
+	}
+	summary__add_kernel(W.sum, &k->rows, at.ts, at.dur, bytes);
+	return true;
+}
+
 /* A span the batches do not take, to the summary itself (out of line: its
  * frame is big, and most spans are host calls, batched). */
 static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
@@ -839,6 +889,7 @@ static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
 	struct summary_metric metrics[GT_ARGS_MAX];
 	const char *names[SUMMARY_RANGES_MAX];
 	unsigned nnames = 0;
+	uint32_t device_name = device ? registry__device_name(device) : 0;
 
 	for (unsigned i = 0; ctx && i < ctx->n && nnames < SUMMARY_RANGES_MAX; i++)
 		names[nnames++] = gt_str_get(ranges__name(ctx->r[i]), NULL);
@@ -851,7 +902,7 @@ static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
 		.dur_ns = at.dur,
 		.bytes = arg_u64(args, nargs, GT_S_ARG_BYTES),
 		.copy_kind = arg_str(args, nargs, GT_S_ARG_KIND),
-		.device = device ? gt_str_get(registry__device_name(device), NULL) : NULL,
+		.device = device ? gt_str_get(device_name, NULL) : NULL,
 		.process = W.sum_process,
 		.metrics = metrics,
 		.nmetrics = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_USER_ANNOTATION
@@ -861,6 +912,16 @@ static __attribute__((noinline)) void summarize_span(const struct gt_event *ev,
 	};
 
 	summary__add(W.sum, &s);
+	/* a kernel's rows, for its next spans (summarize_kernel) */
+	if (ev->cat == GT_S_CAT_KERNEL && device && !nnames && !s.nmetrics) {
+		struct kernel_sum *k = kernel_sum_slot(ev->name, device_name);
+
+		if (summary__kernel_rows(W.sum, &s, &k->rows)) {
+			k->name = ev->name;
+			k->device_name = device_name;
+			k->process = W.sum_process;
+		}
+	}
 }
 
 /* A failed call's error, counted apart from its time (which its batch takes). */
@@ -886,7 +947,8 @@ static inline void summarize(const struct gt_event *ev, const struct gt_arg *arg
 	if (gt_unlikely(ev->flags & GT_EVF_FAILED) && W.sum && !device)
 		summarize_error(ev, args, nargs);
 	/* nobody reads the summary (see writer__init): skip its lookups */
-	if (!W.sum || (!device && !ctx && summarize_call(ev, at)))
+	if (!W.sum || (!device && !ctx && summarize_call(ev, at)) ||
+	    (device && summarize_kernel(ev, args, nargs, device, at, ctx)))
 		return;
 	summarize_span(ev, args, nargs, device, at, ctx);
 }

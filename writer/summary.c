@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ struct summary {
 	size_t nprocs, procs_cap;
 	char *hint_more, *hint_buffer, *hint_overflow;
 	unsigned long hint_buffer_kb, hint_overflow_mb;
+	/* this summary's id in the high half, the times rows or processes moved in the
+	 * low one: what a summary_kernel_rows was stamped with while it holds */
+	uint64_t moves;
 };
 
 static uint64_t hash_name(const char *s)
@@ -135,6 +139,16 @@ static int table__grow(struct table *t)
 	return 0;
 }
 
+/* The table's rows moved (s->moves: summary_kernel_rows made before are stale). */
+static int table__grow_in(struct summary *s, struct table *t)
+{
+	int err = table__grow(t);
+
+	if (!err)
+		s->moves++;
+	return err;
+}
+
 /* The row for name, created empty on first use; NULL only without memory. */
 static struct row *table__get(struct summary *s, struct table *t, const char *name)
 {
@@ -151,7 +165,7 @@ static struct row *table__get(struct summary *s, struct table *t, const char *na
 		t->full = true;
 		return table__get(s, t, OTHER_ROW);
 	}
-	if ((t->used + 1) * 4 > t->cap * 3 && table__grow(t)) {
+	if ((t->used + 1) * 4 > t->cap * 3 && table__grow_in(s, t)) {
 		s->oom = true;
 		return NULL;
 	}
@@ -258,7 +272,13 @@ static uint64_t row__busy_ns(const struct row *r)
 
 struct summary *summary__new(void)
 {
-	return calloc(1, sizeof(struct summary));
+	static _Atomic uint32_t made;
+	struct summary *s = calloc(1, sizeof(struct summary));
+
+	/* a stamp no other summary's rows had, whatever address this one got */
+	if (s)
+		s->moves = (uint64_t)(atomic_fetch_add(&made, 1) + 1) << 32;
+	return s;
 }
 
 static void table__free(struct table *t)
@@ -327,13 +347,14 @@ int summary__process(struct summary *s, const struct summary_process *p)
 		size_t cap = s->procs_cap ? s->procs_cap * 2 : 8;
 
 		n = realloc(s->procs, cap * sizeof(*n));
+		if (n) {
+			s->procs = n;
+			s->moves++;
+		}
 		if (!n || s->nprocs >= SUMMARY_MAX_ROWS) {
-			if (n)
-				s->procs = n;
 			s->oom = true;
 			return 0;
 		}
-		s->procs = n;
 		s->procs_cap = cap;
 	}
 	n = &s->procs[s->nprocs];
@@ -518,6 +539,61 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 	}
 	if (r)
 		row__account(r, sp->dur_ns, 0);
+}
+
+bool summary__kernel_rows(struct summary *s, const struct summary_span *sp,
+			  struct summary_kernel_rows *k)
+{
+	uint64_t before;
+
+	k->moves = 0;
+	if (!s || !sp->device)
+		return false;
+	/* a lookup that made a row may have moved the rows found before it: again, then */
+	do {
+		before = s->moves;
+		k->proc = sp->process > 0 && (size_t)sp->process <= s->nprocs
+				  ? &s->procs[sp->process - 1]
+				  : NULL;
+		k->proc_device = k->proc ? table__get_for(s, &k->proc->devices, sp, sp->device)
+					 : NULL;
+		k->device = table__get_for(s, &s->t[T_DEVICES], sp, sp->device);
+		k->kernel = table__get_for(s, &s->t[T_KERNELS], sp, sp->name);
+	} while (s->moves != before);
+	if ((k->proc && !k->proc_device) || !k->device || !k->kernel)
+		return false;
+	k->moves = s->moves;
+	return true;
+}
+
+bool summary__kernel_rows_fresh(const struct summary *s, const struct summary_kernel_rows *k)
+{
+	return s && k->moves == s->moves;
+}
+
+/* summary__add of a kernel span without ranges or metrics, step by step (keep the two
+ * alike: `gputrace summary FILE` takes the slow way and must say the same). */
+void summary__add_kernel(struct summary *s, const struct summary_kernel_rows *k,
+			 uint64_t start_ns, uint64_t dur_ns, uint64_t bytes)
+{
+	uint64_t end = start_ns + dur_ns;
+
+	if (k->proc) {
+		k->proc->spans++;
+		k->proc_device->count++;
+		k->proc_device->total_ns += dur_ns;
+		row__busy(s, k->proc_device, start_ns, end);
+		row__account(&k->proc->kernels, dur_ns, 0);
+	}
+	if (!s->spans || start_ns < s->first_ns)
+		s->first_ns = start_ns;
+	if (end > s->last_ns)
+		s->last_ns = end;
+	s->spans++;
+	k->device->count++;
+	k->device->total_ns += dur_ns;
+	row__busy(s, k->device, start_ns, end);
+	row__account(k->kernel, dur_ns, bytes);
 }
 
 /* A failed call of the CUDA or Level Zero API (the backends' rule, GT_EVF_FAILED):

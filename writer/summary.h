@@ -77,6 +77,23 @@ struct summary_calls {
 };
 void summary__add_calls(struct summary *s, const struct summary_span *sp,
 			const struct summary_calls *c);
+/* A kernel's rows (its device's, the process's device's, its own), found once by
+ * summary__kernel_rows for a span of it without ranges or metrics, so that later spans
+ * of that kernel on that device in that process add up without finding them again
+ * (summary__add_kernel: what summary__add does with such a span): the lookups were most
+ * of a launch's ~700 summary instructions on the drain. Stale once any table of s grows
+ * (its rows move): summary__kernel_rows_fresh says so. */
+struct summary_kernel_rows {
+	uint64_t moves; /* s's summary__kernel_rows_fresh stamp; 0: none */
+	struct proc *proc;
+	struct row *proc_device, *device, *kernel;
+};
+/* false when a row could not be made (out of memory): k stays unusable */
+bool summary__kernel_rows(struct summary *s, const struct summary_span *sp,
+			  struct summary_kernel_rows *k);
+bool summary__kernel_rows_fresh(const struct summary *s, const struct summary_kernel_rows *k);
+void summary__add_kernel(struct summary *s, const struct summary_kernel_rows *k,
+			 uint64_t start_ns, uint64_t dur_ns, uint64_t bytes);
 /* A host call that failed (span->error set; its time is added apart): counted per
  * call and error name, if it is a CUDA or Level Zero call and the error neither says
  * "not ready" (a poll's answer) nor is a warning. */

@@ -417,6 +417,98 @@ START_TEST(test_devices_by_process)
 }
 END_TEST
 
+static char *json_text(struct summary *s)
+{
+	char path[] = "/tmp/gputrace-summary-XXXXXX";
+	int fd = mkstemp(path);
+	char *text;
+	FILE *f;
+	long n;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(summary__write_json(s, path, "t.json", 1234), 0);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	unlink(path);
+	return text;
+}
+
+/*
+ * The drain's way with kernel spans (writer/events.c summarize_kernel): rows found once,
+ * then summary__add_kernel, found again when a table grew. The same spans through
+ * summary__add give the same summary, to the byte: 200 kernel names (the kernels' table
+ * grows past 48, 96 and 192 rows, so kept rows go stale in between), two processes, two
+ * devices, overlapping spans and more disjoint ones than a device keeps open.
+ */
+START_TEST(test_kernel_rows_add_as_spans_do)
+{
+	static char names[200][16];
+	struct summary *slow = summary__new(), *fast = summary__new();
+	struct summary_kernel_rows kept[200][2][2];
+	struct summary_process procs[2] = { { .pid = 1, .exe = "a" }, { .pid = 2, .exe = "b" } };
+	const char *devices[2] = { "GPU 0: x", "GPU 1: y" };
+	unsigned stale = 0, quick = 0;
+	json_object *o, *rows;
+	int64_t count = 0;
+	char *a, *b;
+
+	memset(kept, 0, sizeof(kept));
+	for (int p = 0; p < 2; p++) {
+		ck_assert_int_eq(summary__process(slow, &procs[p]), p + 1);
+		ck_assert_int_eq(summary__process(fast, &procs[p]), p + 1);
+	}
+	for (unsigned i = 0; i < 200; i++)
+		snprintf(names[i], sizeof(names[i]), "k%u", i);
+	for (unsigned i = 0; i < 20000; i++) {
+		unsigned k = (i * 7 + i / 100) % (i < 10000 ? 40 + i / 100 : 200);
+		unsigned d = (i / 3) % 2, p = (i / 5) % 2;
+		/* runs that overlap and touch each other, then gaps */
+		uint64_t start = (uint64_t)i * 100 - (i % 4 == 1 ? 150 : 0);
+		struct summary_span sp = { .cat = "kernel", .name = names[k], .start_ns = start,
+					   .dur_ns = i % 9 == 0 ? 0 : 30 + i % 200,
+					   .bytes = i % 11 == 0 ? 64 : 0, .device = devices[d],
+					   .process = (int)p + 1, .interned = true };
+		struct summary_kernel_rows *r = &kept[k][d][p];
+
+		summary__add(slow, &sp);
+		if (summary__kernel_rows_fresh(fast, r)) {
+			summary__add_kernel(fast, r, sp.start_ns, sp.dur_ns, sp.bytes);
+			quick++;
+			continue;
+		}
+		stale += r->moves != 0;
+		summary__add(fast, &sp);
+		ck_assert(summary__kernel_rows(fast, &sp, r));
+		ck_assert(summary__kernel_rows_fresh(fast, r));
+	}
+	ck_assert_uint_gt(stale, 0);      /* rows moved under kept ones, and it was seen */
+	ck_assert_uint_gt(quick, 17000); /* and most spans took the quick way */
+	a = json_text(slow);
+	b = json_text(fast);
+	/* (whole texts of ~60 KiB: too long for ck_assert_str_eq's message) */
+	ck_assert_msg(!strcmp(a, b), "the quick way's summary differs from summary__add's");
+	o = to_json(fast);
+	rows = get(o, "kernels");
+	for (size_t i = 0; i < json_object_array_length(rows); i++)
+		count += geti(json_object_array_get_idx(rows, i), "count");
+	ck_assert_int_eq(count, 20000);
+	ck_assert_int_eq(geti(o, "spans"), 20000);
+	ck_assert_int_eq(geti(get(get(o, "totals"), "kernels"), "distinct"), 200);
+	json_object_put(o);
+	free(a);
+	free(b);
+	summary__free(slow);
+	summary__free(fast);
+}
+END_TEST
+
 /* Lost events: the line says what to do, with the caller's option. */
 START_TEST(test_lost_events_advice)
 {
@@ -624,6 +716,7 @@ int main(void)
 	tcase_add_test(tc, test_one_call_two_calls);
 	tcase_add_test(tc, test_long_names_never_look_alike);
 	tcase_add_test(tc, test_devices_by_process);
+	tcase_add_test(tc, test_kernel_rows_add_as_spans_do);
 	tcase_add_test(tc, test_lost_events_advice);
 	tcase_add_test(tc, test_exact_microseconds);
 	tcase_add_test(tc, test_value_boundaries);
