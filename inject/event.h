@@ -102,6 +102,8 @@ struct gt_arg {
 		double f;
 	} v;
 };
+/* key and type fill the first word, no padding (writer/events.c compares args as words) */
+_Static_assert(sizeof(struct gt_arg) == 16 && offsetof(struct gt_arg, v) == 8, "gt_arg layout");
 
 /* A grid or block size as one arg; false when y or z does not fit 16 bits. */
 static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint32_t y, uint32_t z)

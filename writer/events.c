@@ -563,13 +563,20 @@ static struct args_memo *args_memo_slot(const struct gt_arg *args, unsigned narg
 static bool args_memo_hit(const struct args_memo *m, const struct gt_arg *args,
 			  unsigned nargs, const struct args_extra *x)
 {
+	uint64_t diff = 0;
+
 	if (m->nargs != nargs || !m->len || m->device != x->device || m->stream != x->stream)
 		return false;
-	for (unsigned i = 0; i < nargs; i++)
-		if (m->args[i].key != args[i].key || m->args[i].type != args[i].type ||
-		    m->args[i].v.u != args[i].v.u)
-			return false;
-	return true;
+	/* key and type as one word, the value as another, every arg without a branch: a
+	 * hit (the common case) reads them all anyway (callgrind: ~145 -> ~50 a kernel) */
+	for (unsigned i = 0; i < nargs; i++) {
+		uint64_t a, b;
+
+		memcpy(&a, &m->args[i], sizeof(a));
+		memcpy(&b, &args[i], sizeof(b));
+		diff |= (a ^ b) | (m->args[i].v.u ^ args[i].v.u);
+	}
+	return !diff;
 }
 
 static bool args_memo_fits(const struct gt_arg *args, unsigned nargs)
