@@ -90,18 +90,10 @@ static inline void put_sid(struct jbuf *b, uint32_t id)
  * file (see writer/output.h): the one just formatted is moved to the next
  * page, spaces before it, if it would. Events longer than a page stay.
  */
-void events__fit(void)
+static __attribute__((noinline)) void fit_move(size_t s, size_t e, uint64_t fs)
 {
-	size_t s = W.ev_start, e = W.buf.len, pad;
-	uint64_t fs, fe;
+	size_t pad = OUT_PAGE - fs % OUT_PAGE;
 
-	if (!W.paged || e <= s || e - s > OUT_PAGE)
-		return;
-	fs = W.buf_at + s;
-	fe = W.buf_at + e - 1;
-	if (fs / OUT_PAGE == fe / OUT_PAGE)
-		return;
-	pad = OUT_PAGE - fs % OUT_PAGE;
 	if (jbuf__reserve(&W.buf, pad))
 		return;
 	memmove(W.buf.p + s + pad, W.buf.p + s, e - s);
@@ -109,10 +101,29 @@ void events__fit(void)
 	W.buf.len += pad;
 }
 
-static void begin_event(struct jbuf *b)
+/* (Inline in begin_event: a call for each event was ~35 of a flow end's ~200
+ * instructions; the move, about one event in twenty, is out of line.) */
+static inline __attribute__((always_inline)) void fit(void)
+{
+	size_t s = W.ev_start, e = W.buf.len;
+	uint64_t fs = W.buf_at + s;
+
+	_Static_assert((OUT_PAGE & (OUT_PAGE - 1)) == 0, "pages: a power of two");
+	/* first and last byte on different pages: their bits above the page's differ */
+	if (gt_unlikely(W.paged && e > s && e - s <= OUT_PAGE &&
+			(fs ^ (W.buf_at + e - 1)) >= OUT_PAGE))
+		fit_move(s, e, fs);
+}
+
+void events__fit(void)
+{
+	fit();
+}
+
+static inline __attribute__((always_inline)) void begin_event(struct jbuf *b)
 {
 	if (b == &W.buf) {
-		events__fit();
+		fit();
 		W.ev_start = W.buf.len;
 	}
 	if (W.any_event)
@@ -325,6 +336,7 @@ struct args_extra {
 	uint64_t corr, corr2;  /* the causing calls (0: none) */
 	int64_t device, stream; /* Kineto's ints for device work (-1: none) */
 	const struct span_ranges *ranges; /* device work: its launches' user ranges */
+	bool device_row; /* on a device's row: its ids kept apart from the host calls' */
 };
 
 #define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1, NULL })
@@ -353,16 +365,19 @@ static inline __attribute__((always_inline)) void put_extra(struct jbuf *b, bool
 	(put_extra((b), (first), "\"" key "\":", sizeof(key) + 2), json__i64((b), (v)))
 
 /* Ids that count up by one (a thread's correlation ids, call after call; the
- * arrows' ids): the digits of the last one written are kept, and the next is
- * made from them by adding one to the last digit (a carry, one time in ten,
- * formats it anew). */
+ * arrows' ids) or repeat (the run that a list's kernels all link to): the digits
+ * of the last one written are kept, and the next is a copy of them, or made from
+ * them by adding one to the last digit (a carry, one time in ten, formats it
+ * anew). */
 struct counter_text {
 	uint64_t v;
 	size_t len; /* 0: none kept */
 	char text[32];
 };
 
-static struct counter_text corr_text;
+/* the host calls' ids; device work's "correlation" (its run's or its append's) and
+ * "correlation2" (a run's kernel's append), each as a row of their own */
+static struct counter_text corr_text, device_corr_text, device_corr2_text;
 
 #define CORR_ROOM 32 /* what cur_counter writes at most, its block's slack included */
 
@@ -381,6 +396,8 @@ static inline char *cur_counter(struct counter_text *t, char *p, uint64_t v)
 		t->v = v;
 		return p;
 	}
+	if (v == t->v && t->len)
+		return cur_cached(p, t->text, t->len);
 	p = json__put_u64(p, v);
 	t->v = v;
 	t->len = (size_t)(p - start);
@@ -393,10 +410,10 @@ static inline char *cur_corr(char *p, uint64_t v)
 	return cur_counter(&corr_text, p, v);
 }
 
-static inline void put_corr(struct jbuf *b, uint64_t v)
+static inline void put_counter(struct jbuf *b, struct counter_text *t, uint64_t v)
 {
 	if (gt_likely(b->len + CORR_ROOM <= b->cap) || !jbuf__reserve(b, CORR_ROOM))
-		b->len = (size_t)(cur_corr(b->p + b->len, v) - b->p);
+		b->len = (size_t)(cur_counter(t, b->p + b->len, v) - b->p);
 }
 
 /* args as JSON members, "key":value,...; true if hardware metrics were left
@@ -628,9 +645,11 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	jbuf__lit(b, ",\"args\":{");
 	put_fixed_args(b, args, nargs, &first, &x);
 	if (x.corr)
-		put_extra(b, &first, "\"correlation\":", 14), put_corr(b, x.corr);
+		put_extra(b, &first, "\"correlation\":", 14),
+			put_counter(b, x.device_row ? &device_corr_text : &corr_text, x.corr);
 	if (x.corr2 && x.corr2 != x.corr)
-		PUT_EXTRA(b, &first, "correlation2", (int64_t)x.corr2);
+		put_extra(b, &first, "\"correlation2\":", 15),
+			put_counter(b, &device_corr2_text, x.corr2);
 	if (x.ranges) {
 		put_ranges(b, &first, x.ranges->ctx, false);
 		put_ranges(b, &first, x.ranges->exec, true);
@@ -667,7 +686,7 @@ static int64_t device_ordinal(uint32_t device)
 static struct args_extra device_extra(const struct gt_event *ev, const struct gt_arg *args,
 				      unsigned nargs, const struct gt_row *row)
 {
-	struct args_extra x = { ev->corr, ev->corr2, -1, -1, NULL };
+	struct args_extra x = { ev->corr, ev->corr2, -1, -1, NULL, true };
 	bool work = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_GPU_MEMCPY ||
 		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC ||
 		    ev->cat == GT_S_CAT_ZE_SYNC;
@@ -1076,7 +1095,8 @@ struct flow_row {
 	char text[64];
 };
 
-static void put_flow_row(struct jbuf *b, struct flow_row *r, uint32_t pid, uint32_t tid)
+/* The row's `,"pid":P,"tid":T,"ts":`, kept formatted while the row stays. */
+static const struct flow_row *flow_row_for(struct flow_row *r, uint32_t pid, uint32_t tid)
 {
 	if (gt_unlikely(!r->len || r->pid != pid || r->tid != tid)) {
 		char *p = r->text;
@@ -1090,8 +1110,36 @@ static void put_flow_row(struct jbuf *b, struct flow_row *r, uint32_t pid, uint3
 		r->pid = pid;
 		r->tid = tid;
 	}
-	jbuf__put(b, r->text, r->len);
+	return r;
 }
+
+/* An arrow's end: its head, id (idt: CORR_ROOM bytes), row and time, through a cursor
+ * into room taken once (a check and a length update per piece were a third of it). */
+#define FLOW_END_ROOM 192 /* head 64, id CORR_ROOM, row 64 (its blocks), time, brace */
+static inline __attribute__((always_inline)) void
+put_flow_end(const char *head, size_t head_len, const char *idt, size_t idn,
+	     const struct flow_row *r, uint64_t ts)
+{
+	char *p;
+
+	begin_event(&W.buf);
+	if (gt_unlikely(W.buf.len + FLOW_END_ROOM > W.buf.cap) &&
+	    jbuf__reserve(&W.buf, FLOW_END_ROOM))
+		return;
+	p = W.buf.p + W.buf.len;
+	memcpy(p, head, head_len);
+	p = cur_cached(p + head_len, idt, idn);
+	p = cur_cached(p, r->text, r->len);
+	p = json__put_ts(p, ts, &ts_prefix);
+	*p++ = '}';
+	W.buf.len = (size_t)(p - W.buf.p);
+}
+
+#define PUT_FLOW_END(head, ...) put_flow_end(head, sizeof(head) - 1, __VA_ARGS__)
+_Static_assert(sizeof("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"id\":") <=
+		       64 && sizeof(((struct flow_row *)0)->text) == 64 && CORR_ROOM == 32 &&
+		       JSON_NUM_ROOM + 1 + 64 + 64 + CORR_ROOM <= FLOW_END_ROOM,
+	       "an arrow's end fits its room");
 
 void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint32_t tid,
 		  uint64_t ts, bool fwdbwd)
@@ -1100,26 +1148,23 @@ void events__flow(uint64_t id, const struct corr_entry *host, uint32_t pid, uint
 	static struct counter_text ids; /* arrows are numbered one after another */
 	char idt[CORR_ROOM];
 	size_t idn = (size_t)(cur_counter(&ids, idt, id) - idt); /* once for both ends */
+	const struct flow_row *out = flow_row_for(&from, (uint32_t)gt_st.pid, host->tid),
+			      *in = flow_row_for(&to, pid, tid);
 
-	begin_event(&W.buf);
-	if (fwdbwd)
-		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"id\":");
-	else
-		jbuf__lit(&W.buf, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
-	jbuf__put(&W.buf, idt, idn);
-	put_flow_row(&W.buf, &from, (uint32_t)gt_st.pid, host->tid);
-	json__ts(&W.buf, host->point_ns, &ts_prefix);
-	jbuf__lit(&W.buf, "}");
-	begin_event(&W.buf);
-	if (fwdbwd)
-		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\","
-				  "\"id\":");
-	else
-		jbuf__lit(&W.buf, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
-	jbuf__put(&W.buf, idt, idn);
-	put_flow_row(&W.buf, &to, pid, tid);
-	json__ts(&W.buf, ts, &ts_prefix); /* the leading digits as the start's */
-	jbuf__lit(&W.buf, "}");
+	/* the end's time: the leading digits as the start's */
+	if (fwdbwd) {
+		PUT_FLOW_END("{\"ph\":\"s\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"id\":", idt,
+			     idn, out, host->point_ns);
+		PUT_FLOW_END("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\","
+			     "\"id\":",
+			     idt, idn, in, ts);
+	} else {
+		PUT_FLOW_END("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":", idt, idn,
+			     out, host->point_ns);
+		PUT_FLOW_END("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\","
+			     "\"id\":",
+			     idt, idn, in, ts);
+	}
 }
 
 struct device_row events__device(const struct gt_event *ev, const struct gt_arg *args,
