@@ -8,7 +8,8 @@
  * into CPU timestamps". Here: through the last two (device, host) pairs,
  * taken at start, 10 ms later, then at most every 100 ms (worker thread),
  * onto the host's time, then onto CUPTI's CPU clock at that host time (so
- * a step of CLOCK_REALTIME shows in GPU times exactly when it happens). A
+ * a step of CLOCK_REALTIME shows in GPU times exactly when it happens; a
+ * timestamp callback's clock is read between two host reads). A
  * device clock that drifts is followed; one that steps between two pairs
  * gives converted times that are off until the pairs are past the step,
  * as on hardware.
@@ -27,6 +28,8 @@ static int64_t callback_offset; /* the client's clock minus the host's, at the l
 
 #define CALIBRATE_NS   (100ull * 1000000) /* at most this often */
 #define FIRST_SLOPE_NS (10ull * 1000000)  /* the second pair, for a slope soon */
+#define CALIBRATE_READS    16   /* client clock reads tried per pair, at most */
+#define CALIBRATE_TIGHT_NS 2000 /* a read this narrow ends the tries */
 
 uint64_t cs_now(void)
 {
@@ -57,11 +60,22 @@ void cs_calibrate(void)
 	if (npairs && h1 - last_host < (npairs == 1 ? FIRST_SLOPE_NS : CALIBRATE_NS))
 		return;
 	if (__atomic_load_n(&C.timestamp, __ATOMIC_ACQUIRE)) {
-		/* the client's clock, read between two of ours */
-		uint64_t cpu = cs_now();
-		h2 = C.tools->host_ns();
-		h1 += (h2 - h1) / 2;
-		callback_offset = (int64_t)(cpu - h1);
+		/* the client's clock, read between two of ours: the narrowest of a few such
+		 * reads (a thread preempted between them would put the pair off by half the
+		 * time it waited, and every GPU time converted through it with it) */
+		uint64_t best = UINT64_MAX, mid = h1;
+
+		for (int i = 0; i < CALIBRATE_READS && best > CALIBRATE_TIGHT_NS; i++) {
+			uint64_t a = i ? C.tools->host_ns() : h1, cpu = cs_now();
+
+			h2 = C.tools->host_ns();
+			if (h2 - a < best) {
+				best = h2 - a;
+				mid = a + (h2 - a) / 2;
+				callback_offset = (int64_t)(cpu - mid);
+			}
+		}
+		h1 = mid;
 	}
 	if (npairs == 2)
 		pairs[0] = pairs[1];

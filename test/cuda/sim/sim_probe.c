@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -992,6 +993,17 @@ static uint64_t CUPTIAPI host_clock(void)
 	return raw_ns();
 }
 
+/* The host's clock, read after a 1 ms wait three calls in four: a client whose
+ * thread is preempted inside its callback, often. */
+static uint64_t CUPTIAPI stalling_clock(void)
+{
+	static _Atomic unsigned calls;
+
+	if (atomic_fetch_add(&calls, 1) % 4 != 3)
+		sleep_ms(1);
+	return raw_ns();
+}
+
 /* A (host, CUPTI) pair: the host time at the middle of the CUPTI read, the
  * tightest of a few; returns the read's width (the pair's uncertainty). */
 static uint64_t pair(uint64_t *h, uint64_t *c)
@@ -1019,6 +1031,8 @@ static int clocks(const char *with_callback)
 	register_kernel();
 	if (!strcmp(with_callback, "callback"))
 		cuptiActivityRegisterTimestampCallback(host_clock);
+	else if (!strcmp(with_callback, "stalling"))
+		cuptiActivityRegisterTimestampCallback(stalling_clock);
 	cuptiActivityRegisterCallbacks(req, done);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	width = pair(&h1, &c1);
@@ -1027,6 +1041,7 @@ static int clocks(const char *with_callback)
 	cuptiGetTimestamp(&launch_at);
 	launch(1000, 1000, NULL); /* 1 ms */
 	cudaDeviceSynchronize();
+	uint64_t synced = raw_ns();
 	cuptiActivityFlushAll(0);
 	printf("host_elapsed=%llu cupti_elapsed=%llu reads_width=%llu\n",
 	       (unsigned long long)(h2 - h1), (unsigned long long)(c2 - c1),
@@ -1037,6 +1052,9 @@ static int clocks(const char *with_callback)
 		CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
 		printf("kernel_after_launch=%lld kernel_dur=%llu\n",
 		       (long long)(k->start - launch_at), (unsigned long long)(k->end - k->start));
+		/* (in the host's clock when the callback is one that reads it) */
+		if (strcmp(with_callback, ""))
+			printf("kernel_end_before_synced=%lld\n", (long long)(synced - k->end));
 	}
 	return 0;
 }

@@ -273,6 +273,14 @@ def test_clocks():
     f = fields(probe("clock", "callback"))
     assert off(f) <= 2
     assert abs(int(f["kernel_dur"]) - 1000000) <= 50
+    assert int(f["kernel_end_before_synced"]) >= 0
+    # a callback that often waits before it reads (its thread preempted): the pairs
+    # still come from reads that did not wait, so a kernel still ends, in the client's
+    # clock, before the synchronize that waited for it returned (one read per pair put
+    # the end ~0.5 ms after it)
+    f = fields(probe("clock", "stalling"))
+    assert int(f["kernel_end_before_synced"]) >= 0
+    assert abs(int(f["kernel_dur"]) - 1000000) <= 1000
 
 
 def test_bad_settings_and_injection():
