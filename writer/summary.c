@@ -470,12 +470,20 @@ static void add_to_ranges(struct summary *s, const struct summary_span *sp)
 void summary__add(struct summary *s, const struct summary_span *sp)
 {
 	uint64_t end = sp->start_ns + sp->dur_ns;
+	struct summary_kernel_rows k;
 	struct row *r;
 
 	/* gputrace's own marks (a capture window's or a dump's slice) are not the
 	 * program's: no API call, no span, and they do not stretch the window */
 	if (!s || (!sp->device && is_cat(sp->cat, "gputrace")))
 		return;
+	/* a kernel without ranges or metrics: the way the drain adds the ones it kept rows
+	 * for, so that there is one (the rest below, where a row could not be made) */
+	if (sp->device && !sp->nranges && !sp->nmetrics && is_cat(sp->cat, "kernel") &&
+	    summary__kernel_rows(s, sp, &k)) {
+		summary__add_kernel(s, &k, sp->start_ns, sp->dur_ns, sp->bytes);
+		return;
+	}
 	if (sp->process > 0 && (size_t)sp->process <= s->nprocs)
 		proc__add(s, &s->procs[sp->process - 1], sp);
 	if (!s->spans || sp->start_ns < s->first_ns)
@@ -571,8 +579,8 @@ bool summary__kernel_rows_fresh(const struct summary *s, const struct summary_ke
 	return s && k->moves == s->moves;
 }
 
-/* summary__add of a kernel span without ranges or metrics, step by step (keep the two
- * alike: `gputrace summary FILE` takes the slow way and must say the same). */
+/* A kernel span without ranges or metrics (summary__add's way with one too, so the
+ * drain's summary and `gputrace summary FILE` add it up alike). */
 void summary__add_kernel(struct summary *s, const struct summary_kernel_rows *k,
 			 uint64_t start_ns, uint64_t dur_ns, uint64_t bytes)
 {

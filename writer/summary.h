@@ -80,7 +80,7 @@ void summary__add_calls(struct summary *s, const struct summary_span *sp,
 /* A kernel's rows (its device's, the process's device's, its own), found once by
  * summary__kernel_rows for a span of it without ranges or metrics, so that later spans
  * of that kernel on that device in that process add up without finding them again
- * (summary__add_kernel: what summary__add does with such a span): the lookups were most
+ * (summary__add_kernel, which summary__add calls for such a span): the lookups were most
  * of a launch's ~700 summary instructions on the drain. Stale once any table of s grows
  * (its rows move): summary__kernel_rows_fresh says so. */
 struct summary_kernel_rows {

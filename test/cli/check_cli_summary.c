@@ -25,15 +25,22 @@ static void add(struct summary *s, const char *cat, const char *name, uint64_t s
 	summary__add(s, &sp);
 }
 
-static json_object *to_json(struct summary *s)
+/* s's JSON into a new temporary file at path (a mkstemp template) */
+static void write_json_tmp(struct summary *s, char *path)
 {
-	char path[] = "/tmp/gputrace-summary-XXXXXX";
 	int fd = mkstemp(path);
-	json_object *o;
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	ck_assert_int_eq(summary__write_json(s, path, "t.json", 1234), 0);
+}
+
+static json_object *to_json(struct summary *s)
+{
+	char path[] = "/tmp/gputrace-summary-XXXXXX";
+	json_object *o;
+
+	write_json_tmp(s, path);
 	o = json_object_from_file(path);
 	unlink(path);
 	ck_assert_ptr_nonnull(o);
@@ -420,14 +427,11 @@ END_TEST
 static char *json_text(struct summary *s)
 {
 	char path[] = "/tmp/gputrace-summary-XXXXXX";
-	int fd = mkstemp(path);
 	char *text;
 	FILE *f;
 	long n;
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(summary__write_json(s, path, "t.json", 1234), 0);
+	write_json_tmp(s, path);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	fseek(f, 0, SEEK_END);
@@ -443,7 +447,7 @@ static char *json_text(struct summary *s)
 /*
  * The drain's way with kernel spans (writer/events.c summarize_kernel): rows found once,
  * then summary__add_kernel, found again when a table grew. The same spans through
- * summary__add give the same summary, to the byte: 200 kernel names (the kernels' table
+ * summary__add (which finds them for each span) give the same summary, to the byte: 200 kernel names (the kernels' table
  * grows past 48, 96 and 192 rows, so kept rows go stale in between), two processes, two
  * devices, overlapping spans and more disjoint ones than a device keeps open.
  */
@@ -455,6 +459,8 @@ START_TEST(test_kernel_rows_add_as_spans_do)
 	struct summary_process procs[2] = { { .pid = 1, .exe = "a" }, { .pid = 2, .exe = "b" } };
 	const char *devices[2] = { "GPU 0: x", "GPU 1: y" };
 	unsigned stale = 0, quick = 0;
+	/* what each process and device must add up to, counted here apart */
+	int64_t proc_spans[2] = { 0 }, proc_ns[2] = { 0 }, dev_spans[2] = { 0 }, dev_ns[2] = { 0 };
 	json_object *o, *rows;
 	int64_t count = 0;
 	char *a, *b;
@@ -477,6 +483,10 @@ START_TEST(test_kernel_rows_add_as_spans_do)
 					   .process = (int)p + 1, .interned = true };
 		struct summary_kernel_rows *r = &kept[k][d][p];
 
+		proc_spans[p]++;
+		proc_ns[p] += (int64_t)sp.dur_ns;
+		dev_spans[d]++;
+		dev_ns[d] += (int64_t)sp.dur_ns;
 		summary__add(slow, &sp);
 		if (summary__kernel_rows_fresh(fast, r)) {
 			summary__add_kernel(fast, r, sp.start_ns, sp.dur_ns, sp.bytes);
@@ -501,6 +511,19 @@ START_TEST(test_kernel_rows_add_as_spans_do)
 	ck_assert_int_eq(count, 20000);
 	ck_assert_int_eq(geti(o, "spans"), 20000);
 	ck_assert_int_eq(geti(get(get(o, "totals"), "kernels"), "distinct"), 200);
+	for (size_t i = 0; i < 2; i++) {
+		json_object *proc = json_object_array_get_idx(get(o, "processes"), i);
+		json_object *dev = json_object_array_get_idx(get(o, "devices"), i);
+		int64_t pid = geti(proc, "pid");
+		const char *name = json_object_get_string(get(dev, "name"));
+		size_t di = strcmp(name, devices[0]) ? 1 : 0;
+
+		ck_assert_int_eq(geti(proc, "spans"), proc_spans[pid - 1]);
+		ck_assert_int_eq(geti(get(proc, "kernels"), "count"), proc_spans[pid - 1]);
+		ck_assert_int_eq(geti(get(proc, "kernels"), "total_ns"), proc_ns[pid - 1]);
+		ck_assert_int_eq(geti(dev, "spans"), dev_spans[di]);
+		ck_assert_int_eq(geti(dev, "span_total_ns"), dev_ns[di]);
+	}
 	json_object_put(o);
 	free(a);
 	free(b);
