@@ -142,7 +142,9 @@ GT_HIDDEN void utc__sample(void);
  * time before the clock's zero. rate (may be NULL): trace ns per UTC ns
  * there, 1 where the pairs around differ by no more than their reads' error. */
 GT_HIDDEN int utc__to_clock(int64_t utc_ns, uint64_t *clock_ns, double *rate);
-/* The widest read of the pairs kept: two times converted through different pairs
+/* The widest read of every pair taken since utc__forget, those the newest pair
+ * stood in for and gave way to included (a time converted before such a change
+ * went through the pair it replaced): two times converted through different pairs
  * may be that much further apart or closer than on the wall clock (each pair is
  * good to half its read). */
 GT_HIDDEN uint64_t utc__widest(void);

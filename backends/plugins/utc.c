@@ -37,11 +37,14 @@
 static pthread_mutex_t utc_lock = PTHREAD_MUTEX_INITIALIZER;
 GT_TABLE(struct gt_clock_pair, pairs, PAIRS_MAX);
 static unsigned npairs;
+static uint64_t widest_taken; /* of every pair, the newest's stand-ins included */
 
 static void sample_locked(void)
 {
 	struct gt_clock_pair now = gt_clock_pair_now();
 
+	if (now.width_ns > widest_taken)
+		widest_taken = now.width_ns;
 	/* the newest stands in while it is closer than the gap to the one before */
 	if (npairs >= 2 && pairs[npairs - 1].clock_ns - pairs[npairs - 2].clock_ns < PAIR_GAP_NS) {
 		pairs[npairs - 1] = now;
@@ -123,12 +126,10 @@ int utc__to_clock(int64_t utc, uint64_t *clock_ns, double *rate)
 
 uint64_t utc__widest(void)
 {
-	uint64_t widest = 0;
+	uint64_t widest;
 
 	pthread_mutex_lock(&utc_lock);
-	for (unsigned i = 0; i < npairs; i++)
-		if (pairs[i].width_ns > widest)
-			widest = pairs[i].width_ns;
+	widest = widest_taken;
 	pthread_mutex_unlock(&utc_lock);
 	return widest;
 }
@@ -137,4 +138,5 @@ void utc__forget(void)
 {
 	pthread_mutex_init(&utc_lock, NULL);
 	npairs = 0;
+	widest_taken = 0;
 }
