@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, load_trace,
-                      gputrace_capture, need, run, sim_env, wait_trace, window_ended)
+                      gputrace_capture, need, run, scan_trace, sim_env, wait_trace, window_ended)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -431,8 +431,10 @@ def test_lost_counts_of_a_thread_gone_in_window_1_stay_in_window_2(tmp_path, los
     assert r.returncode == 0, r.stderr
     assert r.stdout == (b"ze_itt: 6 steps, ITT protocol 2\n"
                         b"ze_itt: a thread made %d calls in step 3\n" % calls)
-    w1 = load_trace(tmp_path / "trace.json")["gputrace"]
-    w2 = load_trace(tmp_path / "trace-w2.json")["gputrace"]
+    # streamed: how many of the calls the drain kept up with (the first window's size, up to
+    # ~30 MiB) depends on the machine
+    w1 = scan_trace(tmp_path / "trace.json")["gputrace"]
+    w2 = scan_trace(tmp_path / "trace-w2.json")["gputrace"]
     assert (w1["capture"]["window"], w2["capture"]["window"]) == (1, 2)
     # the thread: listed in the first window only, every call it made recorded or lost
     tids = [{t["tid"] for t in w["threads"]} for w in (w1, w2)]
