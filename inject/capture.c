@@ -140,7 +140,7 @@ static bool close_window(uint64_t now_ns)
 	 * both without the lock, and a window it sees closed (close_ns) but not
 	 * unended is no longer written: a cycle run between the two stores in the
 	 * other order dropped what the rings still held of the window as outside
-	 * every window, counted nowhere (test_capture's lossless run, 1 in ~50). */
+	 * every window, counted nowhere (test_capture's lossless run, 1 in ~100). */
 	atomic_fetch_add(&closes, 1);
 	GT_CAPTURE_CLOSE_STEP();
 	/* a call whose end was read before the flip is still inside (gt_emit) */

@@ -447,9 +447,10 @@ static char *json_text(struct summary *s)
 /*
  * The drain's way with kernel spans (writer/events.c summarize_kernel): rows found once,
  * then summary__add_kernel, found again when a table grew. The same spans through
- * summary__add (which finds them for each span) give the same summary, to the byte: 200 kernel names (the kernels' table
- * grows past 48, 96 and 192 rows, so kept rows go stale in between), two processes, two
- * devices, overlapping spans and more disjoint ones than a device keeps open.
+ * summary__add (which finds them for each span) give the same summary, to the byte: 200
+ * kernel names (the kernels' table grows past 48, 96 and 192 rows, so kept rows go stale
+ * in between), two processes, two devices, overlapping spans and more disjoint ones than a
+ * device keeps open.
  */
 START_TEST(test_kernel_rows_add_as_spans_do)
 {

@@ -52,7 +52,7 @@ uint64_t cs_now(void)
 
 void cs_calibrate(void)
 {
-	uint64_t h1, h2;
+	uint64_t h1;
 
 	if (!C.tools)
 		return;
@@ -67,8 +67,8 @@ void cs_calibrate(void)
 
 		for (int i = 0; i < CALIBRATE_READS && best > CALIBRATE_TIGHT_NS; i++) {
 			uint64_t a = i ? C.tools->host_ns() : h1, cpu = cs_now();
+			uint64_t h2 = C.tools->host_ns();
 
-			h2 = C.tools->host_ns();
 			if (h2 - a < best) {
 				best = h2 - a;
 				mid = a + (h2 - a) / 2;
