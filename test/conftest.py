@@ -23,6 +23,17 @@ PRELOAD = os.environ.get("GT_PRELOAD") or str(LIB)
 SANITIZE = os.environ.get("SANITIZE", "")
 ZE_SIM = BUILD / "libze_sim.so"
 APPS = BUILD / "test" / "apps"
+# What runs before our library in a process: the sanitizer runtime of a sanitized build
+# (it must come first), and under ThreadSanitizer a library that starts that runtime in a
+# program with nothing instrumented, as scripts/gputrace's sh (test/cli/tsan_start.c).
+SAN_PRELOAD = PRELOAD.split()[:-1]
+if SANITIZE == "thread":
+    SAN_PRELOAD.append(str(BUILD / "test" / "cli" / "libtsan-start.so"))
+# Why a fork child that samples telemetry cannot run under ThreadSanitizer (gdb on the
+# hung child): its fork() holds the runtime's thread registry while libc runs the fork
+# handlers, and ours start the child's drain thread there when telemetry is sampled.
+TSAN_FORK_THREAD = ("ThreadSanitizer's fork() holds its thread registry while the fork "
+                    "handlers run, where a sampling child starts its drain thread: it hangs")
 
 # Sanitizer runtimes must not turn the program's own crashes into reports:
 # the fault tests compare signals and exit codes with an untraced run.
@@ -44,6 +55,20 @@ def clean_env(extra=None):
     env.update(SAN_ENV)
     if extra:
         env.update(extra)
+    return env
+
+
+GPUTRACE = ROOT / "scripts" / "gputrace"
+
+
+def gputrace_env(extra=None):
+    """The environment of scripts/gputrace: clean, with this build's library (behind the
+    sanitizer runtime of a sanitized build) and tool, not those of build/."""
+    env = clean_env({"GPUTRACE_LIB": PRELOAD.split()[-1],
+                     "GPUTRACE_TOOL": str(BUILD / "gputrace-tool")})
+    if SAN_PRELOAD:
+        env["LD_PRELOAD"] = " ".join(SAN_PRELOAD)
+    env.update(extra or {})
     return env
 
 

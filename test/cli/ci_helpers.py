@@ -5,18 +5,13 @@ import json
 import pathlib
 
 from cli_helpers import CLI, gputrace, gt_env
-from conftest import SANITIZE, need, sim_env
+from conftest import need, sim_env
 
 CI_APP = CLI / "ci_app"
 
 
 def ci_env(extra=None):
     e = gt_env(sim_env())
-    if SANITIZE == "thread":
-        # Shells (dash, bash) crash at start with TSan's runtime preloaded, so the
-        # script runs without it: the programs it starts here (ci_app, the tool) are
-        # TSan builds and load the runtime themselves.
-        e.pop("LD_PRELOAD", None)
     if extra:
         e.update(extra)
     return e

@@ -9,7 +9,7 @@ import pathlib
 import subprocess
 from collections import defaultdict
 
-from conftest import BUILD, PRELOAD, ROOT, clean_env
+from conftest import BUILD, PRELOAD, ROOT, gputrace_env
 
 SCRIPT = ROOT / "scripts" / "gputrace"
 TOOL = BUILD / "gputrace-tool"
@@ -18,19 +18,11 @@ PLUGIN_DIR = CLI / "plugin"
 SPAWN = CLI / "spawn"
 STACK_APP = CLI / "stack_app"
 LIB = pathlib.Path(PRELOAD.split()[-1])
-SAN_PRELOAD = PRELOAD.split()[:-1]  # a sanitizer runtime must stay first
 
 
 def gt_env(extra=None):
     """Environment for scripts/gputrace: this build's library and tool."""
-    e = clean_env()
-    e["GPUTRACE_LIB"] = str(LIB)
-    e["GPUTRACE_TOOL"] = str(TOOL)
-    if SAN_PRELOAD:
-        e["LD_PRELOAD"] = " ".join(SAN_PRELOAD)
-    if extra:
-        e.update(extra)
-    return e
+    return gputrace_env(extra)
 
 
 def gputrace(args, cwd, env=None, input=None, timeout=90, script=SCRIPT):

@@ -38,6 +38,14 @@ $(CLI_OUT)/spawn: test/cli/spawn.c
 TEST_BUILD += $(BUILD)/test/check_cli_summary $(BUILD)/test/check_cli_stacks \
 	      $(CLI_OUT)/plugin/libclitest.so $(CLI_OUT)/spawn
 
+ifeq ($(SANITIZE),thread)
+$(CLI_OUT)/libtsan-start.so: test/cli/tsan_start.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -o $@ $<
+
+TEST_BUILD += $(CLI_OUT)/libtsan-start.so
+endif
+
 # Reports reads of libgputrace.so's read-only data (test_cli_quiet.py): x86-64's
 # trap flag and registers.
 ifeq ($(shell uname -m),x86_64)

@@ -5,8 +5,8 @@ import json
 import os
 import subprocess
 
-from cli_helpers import LIB, PLUGIN_DIR, SAN_PRELOAD, gputrace, load_exact
-from conftest import BUILD, ROOT, SANITIZE, clean_env, need
+from cli_helpers import LIB, PLUGIN_DIR, gputrace, load_exact
+from conftest import BUILD, ROOT, SAN_PRELOAD, SANITIZE, clean_env, need
 
 
 def test_installed_command_works(tmp_path):

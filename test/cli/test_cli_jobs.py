@@ -15,11 +15,7 @@ import pytest
 
 from cli_helpers import (PLUGIN_DIR, SPAWN, check_summary_json, expected_summary, gputrace,
                          gt_env, load_exact, plugin_env, trace_files)
-from conftest import SANITIZE, APPS, ZE_SIM, clean_env, gputrace_lines, need, sim_env, strip_gputrace
-
-# These jobs trace shells (sh, bash), which crash at start with ThreadSanitizer's
-# runtime preloaded (the library of a TSan build needs it).
-pytestmark = pytest.mark.skipif(SANITIZE == "thread", reason="traced shells crash under TSan")
+from conftest import APPS, ZE_SIM, clean_env, gputrace_lines, need, sim_env, strip_gputrace
 
 HAVE_ZE = pathlib.Path("/usr/include/level_zero/ze_api.h").exists()
 needs_ze = pytest.mark.skipif(not HAVE_ZE, reason="built without Level Zero headers")

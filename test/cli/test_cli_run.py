@@ -17,7 +17,7 @@ import pytest
 
 from cli_helpers import (PLUGIN_DIR, SCRIPT, check_summary_json, expected_summary, gputrace,
                          gt_env, load_exact, plugin_env, trace_files)
-from conftest import clean_env, gputrace_lines, need, strip_gputrace
+from conftest import SANITIZE, TSAN_FORK_THREAD, clean_env, gputrace_lines, need, strip_gputrace
 
 # shell builtins only: one process, one trace file
 PROGRAM = ["sh", "-c", 'while read -r l; do echo "$l"; done; echo "to stderr" >&2; exit 7']
@@ -95,6 +95,8 @@ def test_a_per_process_folder_that_takes_no_files_is_refused_before_the_run(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer's own start-up does not "
+                    "survive ulimit -f (test/fault/test_pressure.py)")
 def test_processes_that_could_not_write_their_traces_are_counted(tmp_path):
     """A process that recorded but whose file could not be written (here: ulimit -f) says
     why; the run then counts it, not "no process recorded anything"."""
@@ -365,6 +367,7 @@ def test_incomplete_traces_are_said(tmp_path):
 
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
+@pytest.mark.skipif(SANITIZE == "thread", reason=TSAN_FORK_THREAD)
 def test_lines_of_a_process_whose_stderr_is_closed(tmp_path):
     """A program that closes its stderr (coreutils' do at exit) still gets
     its one line: gputrace run prints it (it was lost)."""

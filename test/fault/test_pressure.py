@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SANITIZE, clean_env, gputrace_lines, sim_env
+from conftest import ROOT, SANITIZE, gputrace_env, gputrace_lines, sim_env
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -62,7 +62,7 @@ def test_nearly_full_filesystem(tmp_path, small_fs):
     assert t["gputrace"]["complete"] is False
     assert t["gputrace"]["end"] == "write failed: No space left on device"
     s = subprocess.run([str(ROOT / "scripts" / "gputrace"), "summary", str(trace)],
-                       capture_output=True, text=True, timeout=60)
+                       env=gputrace_env(), capture_output=True, text=True, timeout=60)
     assert s.returncode == 0, s.stderr
     assert ("  incomplete: 1 trace not closed (1 stopped at a failed write: No space left on "
             "device): the last interval may be missing") in s.stdout.splitlines(), s.stdout
@@ -77,7 +77,7 @@ def test_a_full_disk_before_the_first_checkpoint_is_said_under_gputrace_run(tmp_
     r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--no-summary", "-o",
                         str(small_fs / "t.json"), "--", prog("fault_threads"), "hammer", "2",
                         "20000", "100"], cwd=tmp_path, capture_output=True, timeout=120,
-                       env=clean_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
+                       env=gputrace_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
     assert r.returncode == 0, r.stderr
     lines = gputrace_lines(r.stderr)
     assert len(lines) == 2, lines
@@ -119,7 +119,7 @@ def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
     cmd = f"ulimit -f 128; exec {prog('fault_threads')} hammer 2 20000 100"
     r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "-o", "t.json", "--",
                         "sh", "-c", cmd], cwd=tmp_path, capture_output=True, timeout=120,
-                       env=clean_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
+                       env=gputrace_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
     assert r.returncode == 0, r.stderr
     lines = gputrace_lines(r.stderr)
     assert lines[0].startswith("gputrace: cannot write the trace to ") and \

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import (APPS, BUILD, PRELOAD, ROOT, SANITIZE, clean_env, default_signals, load_trace, need, run,
-                      gputrace_capture, sim_env, wait_trace)
+from conftest import (APPS, PRELOAD, ROOT, SANITIZE, clean_env, default_signals,
+                      gputrace_capture, gputrace_env, load_trace, need, run, sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
 from viewer_rules import check_flows  # noqa: E402
@@ -175,7 +175,7 @@ def test_flight_recorder_mb_bound(tmp_path):
     assert mark["ts"] == min(e["ts"] for e in kept)
     assert mark["ts"] + mark["dur"] >= max(e["ts"] + e.get("dur", 0) for e in kept) - 0.001
     s = json.loads(subprocess.run([str(GPUTRACE), "summary", "--json", "-", r.trace_path],
-                                  env=clean_env({"GPUTRACE_TOOL": str(BUILD / "gputrace-tool")}),
+                                  env=gputrace_env(),
                                   capture_output=True, timeout=60, check=True).stdout)
     assert s["spans"] == sum(e["ph"] == "X" for e in kept)
     assert s["window"]["duration_ns"] <= round(mark["dur"] * 1000) + 1
@@ -196,7 +196,7 @@ def test_flight_recorder_bad_value_one_line(tmp_path, value):
 
 def test_gputrace_run_flight_recorder(tmp_path):
     need(APP)
-    env = clean_env(sim_env())
+    env = gputrace_env(sim_env())
     bad = subprocess.run([str(GPUTRACE), "run", "--flight-recorder", "30x", "--", "true"],
                          env=env, capture_output=True)
     assert bad.returncode == 2

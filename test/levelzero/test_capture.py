@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, load_trace,
-                      gputrace_capture, need, run, scan_trace, sim_env, wait_trace, window_ended)
+from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, gputrace_capture,
+                      gputrace_env, load_trace, need, run, scan_trace, sim_env, wait_trace,
+                      window_ended)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -379,7 +380,7 @@ def test_itt_pause_resume_ranges(tmp_path, how, protocol, activities):
     extra = {"GPUTRACE_SUMMARY": "0", "ITT_TEST_PROTOCOL": protocol}
     if activities:
         extra["GPUTRACE_ACTIVITIES"] = activities
-    env = clean_env(sim_env(extra))
+    env = gputrace_env(sim_env(extra))
     out = str(tmp_path / "trace-%p.json")
     if how == "run":
         # -o with %p: each process's own files (one per window) are the result
@@ -468,7 +469,8 @@ def test_capture_all_inside_one_gputrace_run(tmp_path):
     marked by its input's capture member, and nothing else."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    env = clean_env(sim_env({"GPUTRACE_SUMMARY": "0", "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    env = gputrace_env(sim_env({"GPUTRACE_SUMMARY": "0",
+                                "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
     job = f"{WINDOW_APP} 2500 {BATCH} & {WINDOW_APP} 2500 {BATCH}; wait"
     out = tmp_path / "trace.json"
     p = subprocess.Popen([str(GPUTRACE), "run", "--start", "paused", "-o", str(out), "--",
@@ -517,7 +519,7 @@ def test_many_nodes_recipe(tmp_path):
     rundir.mkdir()
     r = subprocess.run(["/bin/sh", str(pathlib.Path(__file__).parent / "recipe_nodes.sh"),
                         str(GPUTRACE), str(trace), str(rundir), str(WINDOW_APP), "1500",
-                        str(BATCH)], env=clean_env(sim_env()), capture_output=True, timeout=120,
+                        str(BATCH)], env=gputrace_env(sim_env()), capture_output=True, timeout=120,
                        preexec_fn=default_signals)
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode().splitlines()
@@ -559,7 +561,7 @@ def test_run_says_no_window_opened(tmp_path, setting, why):
     writes nothing."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    env = clean_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
     r = subprocess.run([str(GPUTRACE), "run"] + setting + ["-o", str(tmp_path / "t.json"), "--",
                                                             str(WINDOW_APP), "50", str(BATCH)],
                        env=env, capture_output=True, timeout=60)

@@ -905,6 +905,8 @@ def test_contexts_destroyed_while_their_pools_grow(tmp_path, rounds):
     assert len([h for h in host_spans(trace) if h["name"] == "zeContextDestroy"]) == rounds + 1
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="under ThreadSanitizer the appends are too "
+                    "slow for the drift to put a kernel before its own: nothing to move")
 def test_device_clock_drift_never_draws_work_before_its_call(tmp_path):
     """The device's clock runs 1000 ppm slow (a real one: a few ppm): a clock pair reused
     for 1 ms then converts a kernel up to 1 us early, before the append that launched it,
@@ -1268,6 +1270,8 @@ def test_exec_writes_each_images_device_work(tmp_path):
         assert_durations(kernels)
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
+                    "after fork(): the child's drain thread stops it ('dup thread with used id')")
 def test_fork_child_traces_its_own_work(tmp_path):
     need(LZ / "ze_fork")
     plain = run([LZ / "ze_fork"], traced=False, env=sim_env())

@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import (BUILD, PRELOAD, ZE_SIM, clean_env, events, gputrace_lines, load_trace, need,
-                      run, sim_env, strip_gputrace)
+from conftest import (BUILD, GPUTRACE, SANITIZE, TSAN_FORK_THREAD, ZE_SIM, events, gputrace_env,
+                      gputrace_lines, load_trace, need, run, sim_env, strip_gputrace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -254,10 +254,10 @@ def test_telemetry_of_a_program_shorter_than_its_period(tmp_path):
     ends within a 5 Hz period, and got one reading, at its exit, so no rate (power,
     engine utilization, bandwidth)."""
     out = tmp_path / "t.json"
-    r = subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary",
                         "--telemetry", "--telemetry-hz", "5", "-o", str(out), "--",
                         str(BUILD / "test" / "apps" / "ze_pingpong"), "150"],
-                       env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1]})),
+                       env=gputrace_env(sim_env()),
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     t = load_trace(out)
@@ -268,16 +268,16 @@ def test_telemetry_of_a_program_shorter_than_its_period(tmp_path):
 
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="an NVIDIA driver is installed")
+@pytest.mark.skipif(SANITIZE == "thread", reason=TSAN_FORK_THREAD)
 def test_telemetry_of_a_wrapped_program_is_not_said_missing(tmp_path):
     """gputrace run --telemetry -- sh -c 'ze_pingpong; true': the shell has no telemetry of
     its own (no NVML here, no Level Zero device), the GPU program has. The run said
     "--telemetry: nothing recorded" (the shell's line) over a trace full of telemetry; it
     says it only when no process of the run recorded any, and then once."""
     def gputrace_run(out, script):
-        return subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+        return subprocess.run([str(GPUTRACE), "run", "--no-summary",
                                "--telemetry", "-o", str(out), "--", "sh", "-c", script],
-                              env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1],
-                                                     "LD_LIBRARY_PATH": ""})),
+                              env=gputrace_env(sim_env({"LD_LIBRARY_PATH": ""})),
                               capture_output=True, timeout=60)
     pingpong = BUILD / "test" / "apps" / "ze_pingpong"
     r = gputrace_run(tmp_path / "t.json", f"{pingpong} 20; true")
@@ -294,6 +294,7 @@ def test_telemetry_of_a_wrapped_program_is_not_said_missing(tmp_path):
                     "needs one of them"], r.stderr
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason=TSAN_FORK_THREAD)
 def test_one_series_per_gpu_in_a_run_of_two_gpu_programs(tmp_path):
     """A GPU's telemetry is the machine's: under gputrace run one process samples each GPU
     at a time, as with NVML. Two Level Zero programs side by side in one run drew the same
@@ -302,10 +303,10 @@ def test_one_series_per_gpu_in_a_run_of_two_gpu_programs(tmp_path):
     the first ends, never back and forth."""
     out = tmp_path / "t.json"
     pingpong = BUILD / "test" / "apps" / "ze_pingpong"
-    r = subprocess.run([str(BUILD.parent / "scripts" / "gputrace"), "run", "--no-summary",
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary",
                         "--telemetry", "--telemetry-hz", "50", "-o", str(out), "--", "sh", "-c",
                         f"{pingpong} 300 & {pingpong} 300; wait"],
-                       env=clean_env(sim_env({"GPUTRACE_LIB": PRELOAD.split()[-1]})),
+                       env=gputrace_env(sim_env()),
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     t = load_trace(out)
@@ -486,7 +487,7 @@ def test_refusals_are_one_line(tmp_path, env, needle):
 
 def test_gputrace_metrics_lists_groups_and_metrics(tmp_path):
     need(TOOL)
-    r = run([BUILD.parent / "scripts" / "gputrace", "metrics"], traced=False,
+    r = run([GPUTRACE, "metrics"], traced=False,
             env=sim_env({"GPUTRACE_TOOL": str(TOOL), "LD_LIBRARY_PATH": ""}))
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
@@ -497,6 +498,6 @@ def test_gputrace_metrics_lists_groups_and_metrics(tmp_path):
         assert f"      {key} " in out
     assert "telemetry (--telemetry): frequency (2 domains, MHz)" in out
     # nothing on this machine is not an error
-    r = run([BUILD.parent / "scripts" / "gputrace", "metrics"], traced=False,
+    r = run([GPUTRACE, "metrics"], traced=False,
             env={"GPUTRACE_TOOL": str(TOOL), "ZE_ENABLE_ALT_DRIVERS": "/nonexistent.so"})
     assert r.returncode == 0 and b"Level Zero: no devices" in r.stdout

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import BUILD, PRELOAD, need, run
+from conftest import BUILD, SAN_PRELOAD, need, run
 
 SIM = BUILD / "cuda-sim"
 PROBE = BUILD / "test" / "cuda" / "sim" / "sim_probe"
@@ -25,9 +25,9 @@ def sim_run(cmd, env=None, check=True):
     need(SIM / "libcuda.so.1")
     need(cmd[0])
     e = {"LD_LIBRARY_PATH": str(SIM)}
-    if len(PRELOAD.split()) > 1:
+    if SAN_PRELOAD:
         # a sanitized build's simulator needs its sanitizer runtime loaded first
-        e["LD_PRELOAD"] = " ".join(PRELOAD.split()[:-1])
+        e["LD_PRELOAD"] = " ".join(SAN_PRELOAD)
     e.update(env or {})
     r = run(cmd, traced=False, env=e)
     if check:
