@@ -23,6 +23,7 @@ PRELOAD = os.environ.get("GT_PRELOAD") or str(LIB)
 SANITIZE = os.environ.get("SANITIZE", "")
 ZE_SIM = BUILD / "libze_sim.so"
 APPS = BUILD / "test" / "apps"
+GPUTRACE = ROOT / "scripts" / "gputrace"
 # What runs before our library in a process: the sanitizer runtime of a sanitized build
 # (it must come first), and under ThreadSanitizer a library that starts that runtime in a
 # program with nothing instrumented, as scripts/gputrace's sh (test/cli/tsan_start.c).
@@ -56,9 +57,6 @@ def clean_env(extra=None):
     if extra:
         env.update(extra)
     return env
-
-
-GPUTRACE = ROOT / "scripts" / "gputrace"
 
 
 def gputrace_env(extra=None):
@@ -424,7 +422,7 @@ def gputrace_capture(tmp_path, *args, shell=False):
     """`gputrace capture ARGS` from another process (or, shell: another shell), whose
     environment names only the run directory (tmp_path/run)."""
     env = clean_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
-    cmd = [str(ROOT / "scripts" / "gputrace"), "capture"] + [str(a) for a in args]
+    cmd = [str(GPUTRACE), "capture"] + [str(a) for a in args]
     if shell:
         cmd = ["/bin/sh", "-c", " ".join(cmd)]
     return subprocess.run(cmd, env=env, capture_output=True, timeout=30)

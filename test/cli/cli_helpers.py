@@ -9,9 +9,9 @@ import pathlib
 import subprocess
 from collections import defaultdict
 
-from conftest import BUILD, PRELOAD, ROOT, gputrace_env
+from conftest import BUILD, GPUTRACE, PRELOAD, gputrace_env
 
-SCRIPT = ROOT / "scripts" / "gputrace"
+SCRIPT = GPUTRACE
 TOOL = BUILD / "gputrace-tool"
 CLI = BUILD / "test" / "cli"
 PLUGIN_DIR = CLI / "plugin"

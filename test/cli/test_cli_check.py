@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ci_helpers import gt, rows, traced
-from cli_helpers import ROOT
+from conftest import ROOT
 
 FIXTURE = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"  # 3 events lost (ring_full)
 

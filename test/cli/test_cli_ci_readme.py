@@ -11,7 +11,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 from ci_helpers import CI_APP, ci_env, traced
-from cli_helpers import ROOT
+from conftest import ROOT
 
 
 def github_steps():

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from ci_helpers import gt, traced
-from cli_helpers import ROOT
+from conftest import ROOT
 
 SCHEMA = json.loads((ROOT / "scripts" / "summary.schema.json").read_text())
 FIXTURES = ROOT / "test" / "cli" / "fixtures"

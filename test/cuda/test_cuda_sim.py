@@ -143,7 +143,7 @@ def gputrace_run(args, tmp_path, env=None):
 def gputrace_tool(args):
     """scripts/gputrace ARGS (summary, check: no program run) with this build's tool."""
     return subprocess.run([str(GPUTRACE)] + [str(a) for a in args],
-                          env=clean_env({"GPUTRACE_TOOL": str(BUILD / "gputrace-tool")}),
+                          env=gputrace_env(),
                           capture_output=True, timeout=60)
 
 

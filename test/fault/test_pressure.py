@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SANITIZE, gputrace_env, gputrace_lines, sim_env
+from conftest import GPUTRACE, SANITIZE, gputrace_env, gputrace_lines, sim_env
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -61,7 +61,7 @@ def test_nearly_full_filesystem(tmp_path, small_fs):
     # and its footer says why the trace ends there, which a reader repeats
     assert t["gputrace"]["complete"] is False
     assert t["gputrace"]["end"] == "write failed: No space left on device"
-    s = subprocess.run([str(ROOT / "scripts" / "gputrace"), "summary", str(trace)],
+    s = subprocess.run([str(GPUTRACE), "summary", str(trace)],
                        env=gputrace_env(), capture_output=True, text=True, timeout=60)
     assert s.returncode == 0, s.stderr
     assert ("  incomplete: 1 trace not closed (1 stopped at a failed write: No space left on "
@@ -74,7 +74,7 @@ def test_a_full_disk_before_the_first_checkpoint_is_said_under_gputrace_run(tmp_
     could not write its trace, not as one killed before writing it."""
     with open(small_fs / "filler", "wb") as f:
         f.write(b"x" * (252 * 1024))
-    r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--no-summary", "-o",
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o",
                         str(small_fs / "t.json"), "--", prog("fault_threads"), "hammer", "2",
                         "20000", "100"], cwd=tmp_path, capture_output=True, timeout=120,
                        env=gputrace_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
@@ -117,7 +117,7 @@ def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
     if SANITIZE == "thread":
         pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f (above)")
     cmd = f"ulimit -f 128; exec {prog('fault_threads')} hammer 2 20000 100"
-    r = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "-o", "t.json", "--",
+    r = subprocess.run([str(GPUTRACE), "run", "-o", "t.json", "--",
                         "sh", "-c", cmd], cwd=tmp_path, capture_output=True, timeout=120,
                        env=gputrace_env(sim_env({"GPUTRACE_FLUSH_MS": "20"})))
     assert r.returncode == 0, r.stderr

@@ -15,14 +15,13 @@ import time
 
 import pytest
 
-from conftest import (APPS, PRELOAD, ROOT, SANITIZE, clean_env, default_signals,
+from conftest import (APPS, GPUTRACE, PRELOAD, SANITIZE, clean_env, default_signals,
                       gputrace_capture, gputrace_env, load_trace, need, run, sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
 from viewer_rules import check_flows  # noqa: E402
 
 APP = APPS / "ze_flight"
-GPUTRACE = ROOT / "scripts" / "gputrace"
 
 
 def flight(tmp_path, seconds, end, window, pause_us=100, extra=None):

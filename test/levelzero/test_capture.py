@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from conftest import (APPS, PRELOAD, ZE_SIM, clean_env, default_signals, events, gputrace_capture,
-                      gputrace_env, load_trace, need, run, scan_trace, sim_env, wait_trace,
-                      window_ended)
+from conftest import (APPS, GPUTRACE, PRELOAD, ZE_SIM, clean_env, default_signals, events,
+                      gputrace_capture, gputrace_env, load_trace, need, run, scan_trace, sim_env,
+                      wait_trace, window_ended)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -160,7 +160,6 @@ def test_bad_window_values_one_line_each(tmp_path):
 
 # ---- triggers from outside: gputrace capture ----
 
-GPUTRACE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gputrace"
 
 
 def start_paused(tmp_path, ms, extra=None, app=WINDOW_APP):

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from conftest import (APPS, PRELOAD, ROOT, ZE_SIM, clean_env, gputrace_capture, gputrace_env,
-                      gputrace_lines, load_trace, need, run, sim_env, wait_trace, window_ended)
+from conftest import (APPS, GPUTRACE, PRELOAD, ZE_SIM, clean_env, gputrace_capture,
+                      gputrace_env, gputrace_lines, load_trace, need, run, sim_env, wait_trace,
+                      window_ended)
 
 HANG = APPS / "ze_hang"
 
@@ -126,7 +127,7 @@ def test_watchdog_bad_value_is_one_line(tmp_path, value):
     (line,) = gputrace_lines(r.stderr)
     assert f"GPUTRACE_WATCHDOG='{value}' is not valid" in line
     assert "seconds from 0.1 to 86400" in line
-    tool = subprocess.run([str(ROOT / "scripts" / "gputrace"), "run", "--watchdog", value, "--",
+    tool = subprocess.run([str(GPUTRACE), "run", "--watchdog", value, "--",
                            "true"], env=gputrace_env(), capture_output=True)
     assert tool.returncode == 2
     assert tool.stderr.decode().splitlines()[0] == (
