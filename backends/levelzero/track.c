@@ -794,6 +794,28 @@ static void ze_anchor__drawn(struct ze_anchor *a, const struct ze_dev *d, uint64
 }
 
 /*
+ * Did p start after the row's last command started (which began at a_start, host ns),
+ * by the ticks and, within a quarter wrap, by its own pair (fresh_start)? Then it did
+ * not run before it, and ze_pend__place_earlier would find so after its loop (its
+ * `after` needs drawn work that started after p ended, and none started after the row's
+ * last command; its own placement then lands a wrap early). Asked first: the common
+ * case of launches back to back on an immediate list, each ended by its pair within the
+ * clocks' slack of the one before and read after it. Callgrind, bench_ze immediate
+ * launches: the library's instructions 1648 -> 1324 a launch. Checked: in the Level
+ * Zero tests' 86,529 reads that got this far, never true where the loop placed p.
+ */
+static inline bool ze_pend__after_row_start(const struct ze_dev *d, const struct ze_anchor *a,
+					    uint64_t s, uint64_t e, uint64_t fresh_start,
+					    uint64_t a_start)
+{
+	uint64_t from_start, to_end;
+
+	return ze__ticks_from(d, a->start_raw, s, &from_start) && from_start &&
+	       ze__ticks_from(d, a->start_raw, e, &to_end) &&
+	       ze__near(d, fresh_start - a_start, from_start);
+}
+
+/*
  * p ran before the row's last command but is read after it: two threads' runs on one
  * queue, read in the order their calls returned, not the order the queue took them (or
  * a list's end read one ahead of the other). Converted on that command's chain, back from
@@ -977,14 +999,16 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		}
 	}
 	if (!chained) {
-		uint64_t base = p->ref_host;
+		uint64_t base = p->ref_host, a_start;
 
 		off = ze_pend__own_off(p, s);
 		/* Ended before the row's last command started, by its own pair (within
 		 * the clocks' error): an earlier run read late. */
 		if (a->valid &&
 		    base + ze__ticks_ns(d, off + ticks) <=
-			    a->base_host + ze__ticks_ns(d, a->start_off) + d->early_slack_ns &&
+			    (a_start = a->base_host + ze__ticks_ns(d, a->start_off)) +
+				    d->early_slack_ns &&
+		    !ze_pend__after_row_start(d, a, s, e, base + ze__ticks_ns(d, off), a_start) &&
 		    ze_pend__place_earlier(p, a, s, e, ticks, base + ze__ticks_ns(d, off), &start,
 					   &end)) {
 			idle = submitted; /* the row's last command came after it */
