@@ -691,7 +691,9 @@ class Bench:
         threads' interleaving. The library's own code varies too where it waits on the
         device (collecting finished work, placing a timestamp that came late:
         ze__collect_locked, ze_pend__place_earlier): 4 runs of 4096 launches on
-        immediate lists read 1294 to 1342 a launch with one library. A run's extra
+        immediate lists read 1294 to 1342 a launch with one library, until most
+        immediate reads stopped going through ze_pend__place_earlier's loop
+        (2026-12-06: two runs then read 1324.8 and 1323.7). A run's extra
         shows in 2n minus n either way (in the n run it lowers the difference), so the
         median of 5, not of 3 (one read 1216 against 1293) nor the fewest (one read
         1379 against 1287, another 1207 against 1287), and in turns, so that a busy
