@@ -42,8 +42,13 @@ SAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_abort=0:"
     "handle_sigfpe=0:handle_sigill=0:allow_user_segv_handler=1:verify_asan_link_order=0:exitcode=97",
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98",
+    # atexit_sleep_ms=0: by default ThreadSanitizer sleeps 1 s at exit in a process with
+    # more than one thread, which every traced process is (the drain thread): each
+    # `sleep 0.01` of a job's polling loop took 1 s (strace), longer than the processes
+    # the job waits for live.
     "TSAN_OPTIONS": "halt_on_error=1:exitcode=96:report_signal_unsafe=0:die_after_fork=0:"
-    "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0",
+    "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0:"
+    "atexit_sleep_ms=0",
 }
 
 

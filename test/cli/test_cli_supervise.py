@@ -272,8 +272,6 @@ def test_gputrace_killed_leaves_valid_parts_for_merge(tmp_path):
     assert kernels(tmp_path / "t.json") == 6
 
 
-@pytest.mark.skipif(SANITIZE == "thread", reason="under ThreadSanitizer the run does not find "
-                    "spawn linger still recording when sh ends (seen, not yet explained)")
 def test_traced_process_outliving_the_command_is_waited_for(tmp_path):
     # spawn linger records at start, creates the file, then lives on after
     # the shell that started it has exited
