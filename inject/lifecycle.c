@@ -479,7 +479,11 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 								    : act->sa_sigaction == NULL;
 		if (wants_default && gt_tracing()) {
 			app_action[sig] = *act;
-			if (!was_ours)
+			/* Through a sanitizer's sigaction, ours goes in again: its interceptor
+			 * took the program's SIG_DFL as the handler it hands the signal to
+			 * before it called us, and would swallow the signal (a shell's `kill
+			 * -TERM $$` under TSan went on: the signal reached no handler). */
+			if (!was_ours || sanitizer_sigaction)
 				install_ours(sig);
 		} else {
 			ret = real_sigaction(sig, act, NULL);

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from cli_helpers import PLUGIN_DIR, SCRIPT, SPAWN, gputrace, load_exact, plugin_env, trace_files
-from conftest import APPS, SANITIZE, default_signals, gputrace_lines, need, sim_env
+from conftest import APPS, default_signals, gputrace_lines, need, sim_env
 
 PLUGIN_CONFIG = "3,exe=spawn"
 
@@ -173,10 +173,7 @@ def test_ctrl_z_stops_and_fg_continues(tmp_path):
 
 
 @pytest.mark.parametrize("end,status", [("exit 0", 0), ("exit 7", 7), ("exit 255", 255),
-                                        pytest.param("kill -TERM $$", -signal.SIGTERM, marks=(
-                                            pytest.mark.skipif(SANITIZE == "thread", reason=(
-                                                "under ThreadSanitizer the SIGTERM our handler "
-                                                "raises again is not delivered: sh goes on")))),
+                                        ("kill -TERM $$", -signal.SIGTERM),
                                         ("kill -SEGV $$", -signal.SIGSEGV),
                                         ("kill -ABRT $$", -signal.SIGABRT),
                                         ("kill -KILL $$", -signal.SIGKILL),
