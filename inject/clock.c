@@ -167,9 +167,8 @@ static bool tsc_usable(void)
 	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
 		return false;
 	/* reads ordered after earlier loads (gt_rdtsc): LFENCE, or RDTSCP */
-	gt_tsc.lfence_orders = gt_lfence_orders_rdtsc();
-	if (!gt_tsc.lfence_orders &&
-	    (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & (1u << 27))))
+	gt_tsc.use_lfence = gt_tsc_use_lfence();
+	if (!gt_tsc.use_lfence && !gt_has_rdtscp())
 		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
