@@ -162,14 +162,15 @@ static bool tsc_usable(void)
 	unsigned a, b, c, d;
 	char buf[16] = "";
 	ssize_t n;
-	int fd;
+	int fd, order;
 
 	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
 		return false;
 	/* reads ordered after earlier loads (gt_rdtsc): LFENCE, or RDTSCP */
-	gt_tsc.use_lfence = gt_tsc_use_lfence();
-	if (!gt_tsc.use_lfence && !gt_has_rdtscp())
+	order = gt_tsc_use_lfence();
+	if (order < 0)
 		return false;
+	gt_tsc.use_lfence = (uint32_t)order;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;

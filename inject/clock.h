@@ -69,9 +69,9 @@ static inline bool gt_has_rdtscp(void)
 }
 
 /* How gt_rdtsc orders its read: 1 for LFENCE + RDTSC, 0 for RDTSCP, whichever is
- * the cheaper of the two that order it. LFENCE waits for every earlier instruction
- * on Intel, and on AMD where CPUID says it always does (Fn8000_0021 EAX bit 2: the
- * kernel's own test). On AMD it is the cheaper (6 ns a read less than RDTSCP, an
+ * the cheaper of the two that order it; -1 where neither does (no TSC line). LFENCE
+ * waits for every earlier instruction on Intel, and on AMD where CPUID says it always
+ * does (Fn8000_0021 EAX bit 2: the kernel's own test). On AMD it is the cheaper (6 ns a read less than RDTSCP, an
  * EPYC host); on Intel RDTSCP is (a traced call 2 to 3 ns less, a Xeon host,
  * 2026-12-06, best of 5 and of 7 in turns; the kernel's rdtsc_ordered() takes it
  * wherever there is one), and LFENCE only where there is none. */
@@ -80,15 +80,17 @@ static inline int gt_tsc_use_lfence(void)
 	unsigned int a, b, c, d;
 	char vendor[12];
 
-	if (!__get_cpuid(0, &a, &b, &c, &d))
-		return 0;
-	memcpy(vendor, &b, 4);
-	memcpy(vendor + 4, &d, 4);
-	memcpy(vendor + 8, &c, 4);
-	if (!memcmp(vendor, "GenuineIntel", 12))
-		return !gt_has_rdtscp();
-	return !memcmp(vendor, "AuthenticAMD", 12) && __get_cpuid(0x80000021, &a, &b, &c, &d) &&
-	       (a & (1u << 2));
+	if (__get_cpuid(0, &a, &b, &c, &d)) {
+		memcpy(vendor, &b, 4);
+		memcpy(vendor + 4, &d, 4);
+		memcpy(vendor + 8, &c, 4);
+		if (!memcmp(vendor, "GenuineIntel", 12))
+			return !gt_has_rdtscp();
+		if (!memcmp(vendor, "AuthenticAMD", 12) &&
+		    __get_cpuid(0x80000021, &a, &b, &c, &d) && (a & (1u << 2)))
+			return 1;
+	}
+	return gt_has_rdtscp() ? 0 : -1;
 }
 
 /* Ordered as the kernel's own clock_gettime() reads it (rdtsc_ordered()): it

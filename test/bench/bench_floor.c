@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	uint64_t sum = 0, span = bench_wall();
 
 #ifdef GT_CLOCK_TSC
-	gt_tsc.use_lfence = gt_tsc_use_lfence();
+	gt_tsc.use_lfence = gt_tsc_use_lfence() > 0;
 #endif
 	if (!use_tsc && strcmp(clock, "raw"))
 		BENCH_DIE("bench_floor: clock '%s': use raw or tsc", clock);
