@@ -999,16 +999,18 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		}
 	}
 	if (!chained) {
-		uint64_t base = p->ref_host, off_ns, a_start;
+		uint64_t base = p->ref_host, a_start;
 
 		off = ze_pend__own_off(p, s);
-		off_ns = ze__ticks_ns(d, off);
-		a_start = a->base_host + ze__ticks_ns(d, a->start_off);
 		/* Ended before the row's last command started, by its own pair (within
 		 * the clocks' error): an earlier run read late. */
-		if (a->valid && base + ze__ticks_ns(d, off + ticks) <= a_start + d->early_slack_ns &&
-		    !ze_pend__after_row_start(d, a, s, e, base + off_ns, a_start) &&
-		    ze_pend__place_earlier(p, a, s, e, ticks, base + off_ns, &start, &end)) {
+		if (a->valid &&
+		    base + ze__ticks_ns(d, off + ticks) <=
+			    (a_start = a->base_host + ze__ticks_ns(d, a->start_off)) +
+				    d->early_slack_ns &&
+		    !ze_pend__after_row_start(d, a, s, e, base + ze__ticks_ns(d, off), a_start) &&
+		    ze_pend__place_earlier(p, a, s, e, ticks, base + ze__ticks_ns(d, off), &start,
+					   &end)) {
 			idle = submitted; /* the row's last command came after it */
 			goto emit;
 		}
@@ -1017,6 +1019,8 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		 * say this command started after the row's last one ended, it starts
 		 * no earlier in host time either (else the two overlap on the row). */
 		if (a->valid && ((s - a->end_raw) & d->mask) < half) {
+			uint64_t off_ns = ze__ticks_ns(d, off);
+
 			/* (Not by more than a quarter wrap for one submitted before that
 			 * command: a clock pair errs by microseconds, and the masked ticks
 			 * cannot tell which of the two ran first.) */
