@@ -1256,12 +1256,48 @@ static void print_adjusted(FILE *f, const struct summary *s)
 	free(v);
 }
 
-void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path)
+/*
+ * The block goes out in one write (stderr is unbuffered: a write per fputc
+ * and fprintf otherwise, ~40 for a short summary, the trace's path one per
+ * character), so the program's other processes and threads, writing to the
+ * same terminal or log as they end, cannot land in the middle of it. Where
+ * no memory is left, it goes straight to f, piece by piece.
+ */
+static void in_one_write(FILE *f, void (*print)(FILE *m, void *arg), void *arg)
 {
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m) {
+		print(f, arg);
+		fflush(f);
+		return;
+	}
+	print(m, arg);
+	if (fclose(m)) {
+		free(text);
+		print(f, arg);
+	} else {
+		fwrite(text, 1, len, f);
+		free(text);
+	}
+	fflush(f);
+}
+
+struct print_args {
+	struct summary *s;
+	const char *trace_path;
+	uint64_t trace_bytes;
+};
+
+static void print_lost_line(FILE *f, void *arg)
+{
+	struct print_args *a = arg;
+	struct summary *s = a->s;
+	const char *trace_path = a->trace_path;
 	char advice[256];
 
-	if (!s || !f || !s->lost_total)
-		return;
 	fprintf(f, "gputrace: %" PRIu64 " %s lost ", s->lost_total,
 		plural(s->lost_total, "event", "events"));
 	put_reasons(f, s);
@@ -1271,7 +1307,14 @@ void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path
 	}
 	lost_advice(s, advice, sizeof(advice));
 	fprintf(f, "%s%s\n", advice[0] ? "; " : "", advice);
-	fflush(f);
+}
+
+void summary__print_lost_line(struct summary *s, FILE *f, const char *trace_path)
+{
+	struct print_args a = { s, trace_path, 0 };
+
+	if (s && f && s->lost_total)
+		in_one_write(f, print_lost_line, &a);
 }
 
 /* The parts of a metrics key. */
@@ -1366,12 +1409,11 @@ static void print_metrics(FILE *f, const struct summary *s)
 			    "ranges");
 }
 
-void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
+static void print_block(struct summary *s, FILE *f, const char *trace_path,
+			uint64_t trace_bytes)
 {
 	char a[32], b[32];
 
-	if (!s || !f)
-		return;
 	/* The first line is the marker tests and users split stderr on; every
 	 * other line of the block is indented. */
 	fputs("gputrace summary: ", f);
@@ -1433,7 +1475,21 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 			fmt_ns(a, sizeof(a), s->wait_ns));
 	if (s->oom)
 		fprintf(f, "  (out of memory while summarizing: numbers are partial)\n");
-	fflush(f);
+}
+
+static void print_block_to(FILE *m, void *arg)
+{
+	struct print_args *a = arg;
+
+	print_block(a->s, m, a->trace_path, a->trace_bytes);
+}
+
+void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes)
+{
+	struct print_args a = { s, trace_path, trace_bytes };
+
+	if (s && f)
+		in_one_write(f, print_block_to, &a);
 }
 
 /* ---- JSON ---- */

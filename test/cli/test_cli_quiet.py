@@ -9,13 +9,16 @@ import json
 import os
 import pathlib
 import platform
+import re
+import shutil
 import struct
 import subprocess
 import time
 
 import pytest
 
-from cli_helpers import CLI, LIB, PLUGIN_DIR, SPAWN, TOOL, gputrace, gt_env, load_exact, trace_files
+from cli_helpers import (CLI, LIB, PLUGIN_DIR, SCRIPT, SPAWN, TOOL, gputrace, gt_env, load_exact,
+                         trace_files)
 from conftest import BUILD, PRELOAD, SANITIZE, clean_env, gputrace_lines, need
 
 PAGE = 4096
@@ -341,3 +344,60 @@ def test_lost_events_said_under_summary_0(tmp_path):
                        timeout=60)
     assert p.returncode == 0 and load_exact(trace)["gputrace"]["events_lost"] == 0
     assert gputrace_lines(p.stderr) == []
+
+
+def stderr_writes(log):
+    """(bytes written, the start of the string as strace shows it) of each write to
+    fd 2 in an `strace -f -e trace=write` log."""
+    out = []
+    for line in pathlib.Path(log).read_text().splitlines():
+        m = re.search(r'write\(2, "(.*?)"(?:\.\.\.)?, \d+\) = (\d+)$', line)
+        if m:
+            out.append((int(m.group(2)), m.group(1)))
+    return out
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace not installed (make deps)")
+def test_summary_and_lost_line_are_one_write_each(tmp_path):
+    """stderr is unbuffered: the summary block (a process's and gputrace run's) and the
+    lost events' line each go out in one write, so what the program's other processes
+    and threads write as they end cannot land inside them (before: a write per fprintf,
+    and one per character of the trace's path)."""
+    need(SPAWN)
+    log = tmp_path / "strace.log"
+
+    def traced(cmd, env):
+        # strace itself is not preloaded: the program gets LD_PRELOAD through -E
+        preload = env.pop("LD_PRELOAD", None)
+        return subprocess.run(["strace", "-f", "-qq", "-s", "64", "-e", "trace=write",
+                               "-e", "signal=none", "-o", str(log)] +
+                              (["-E", f"LD_PRELOAD={preload}"] if preload else []) +
+                              ["--"] + [str(c) for c in cmd],
+                              cwd=tmp_path, env=env, capture_output=True, timeout=120)
+
+    def one_write(p, marker):
+        assert p.returncode == 0, p.stderr
+        text = p.stderr.decode()
+        start = text.index(marker)
+        end = text.index("\n", start) + 1
+        while text.startswith("  ", end):  # the block's indented lines
+            end = text.index("\n", end) + 1
+        writes = [n for n, s in stderr_writes(log) if s.startswith(marker[:32])]
+        assert writes == [len(text[start:end].encode())], (writes, text[start:end])
+        return text[start:end]
+
+    trace = tmp_path / "t.json"
+    p = traced([SPAWN, "leaf", "0"], traced_env({"GPUTRACE_OUTPUT": str(trace),
+                                                 "GPUTRACE_SUMMARY": "1"}, plugin="4000"))
+    block = one_write(p, f"gputrace summary: {trace}\n")
+    assert "\n  lost events: 0\n" in block and block.count("\n") > 5, block
+    p = traced([SPAWN, "leaf", "0"],
+               traced_env({"GPUTRACE_OUTPUT": str(tmp_path / "l.json"), "GPUTRACE_SUMMARY": "0",
+                           "GPUTRACE_BUFFER_KB": "4", "GPUTRACE_OVERFLOW_MB": "0"},
+                          plugin="4000"))
+    line = one_write(p, "gputrace: ")
+    assert " events lost (ring_full " in line and line.count("\n") == 1, line
+    p = traced([SCRIPT, "run", "-o", "r.json", "--plugin-path", PLUGIN_DIR, "--", SPAWN, "leaf",
+                "0"], gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000"}))
+    block = one_write(p, f"gputrace summary: {tmp_path}/r.json\n")
+    assert "\n  lost events: 0\n" in block, block
