@@ -308,9 +308,11 @@ struct ze_append {
 	ze_context_handle_t ctx; /* the list's context */
 	ze_event_handle_t event; /* the signal event to pass to the real call */
 	ze_event_handle_t chain; /* the program's untimed event, signaled after ours */
-	ze_event_handle_t query; /* the program's counter-based event, queried into slot */
+	ze_event_handle_t query; /* the program's event that times the command itself,
+				  * queried into slot (counter-based, or not host-visible) */
 	uint32_t waits;          /* the command's wait events (ze_work), and with them: */
 	bool own;                /* event is ours */
+	bool query_waits;        /* the query waits for query (a list that may reorder) */
 	/* Set when they count (slot and host_domain with query, ref_* with an event on
 	 * an immediate list). */
 	ze_kernel_timestamp_result_t *slot;

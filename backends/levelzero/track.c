@@ -1393,6 +1393,27 @@ static inline int ze_list__pair(struct ze_list *L, struct ze_append *a)
 	return 0;
 }
 
+/*
+ * The program reads its command's times from its own event: it keeps that event, and a
+ * query of ours after the command copies them into our slot; ours (a->event, taken by
+ * the caller) signals after the query. No slot: untimed, ours goes back.
+ */
+static void ze__query_after(struct ze_append *a, struct ze_list *L,
+			    ze_event_handle_t program_event, const struct ze_event_info *info,
+			    bool wait)
+{
+	a->slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, a->event);
+	if (!a->slot) {
+		ze_ctx__unused(L->ctx, a->event);
+		a->event = NULL;
+		a->own = false;
+		return;
+	}
+	a->query = program_event;
+	a->query_waits = wait;
+	a->host_domain = info->flags & ZE_EV_HOST_DOMAIN;
+}
+
 ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 					 ze_command_list_handle_t l, ze_event_handle_t program_event,
 					 uint32_t nwait, const ze_event_handle_t *waits)
@@ -1440,22 +1461,21 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 		a->own = a->event != NULL;
 		if (!a->own)
 			goto out;
-		if (info->flags & ZE_EV_KERNEL_TS) {
-			/* The program reads its times: it keeps its event, a query copies them. */
-			a->slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, a->event);
-			a->query = program_event;
-			a->host_domain = info->flags & ZE_EV_HOST_DOMAIN;
-			if (!a->slot) {
-				ze_ctx__unused(L->ctx, a->event);
-				a->event = NULL;
-				a->own = false;
-				a->query = NULL;
-			}
-		} else {
+		if (info->flags & ZE_EV_KERNEL_TS)
+			ze__query_after(a, L, program_event, info, false);
+		else
 			a->chain = program_event;
-		}
 	} else if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
 		a->event = program_event;
+	} else if (info && (info->flags & ZE_EV_KERNEL_TS)) {
+		/* Timestamps only the device may read (no HOST_VISIBLE): the program may
+		 * query them there (zeCommandListAppendQueryKernelTimestamps), so its event
+		 * stays on its command, where a barrier's signal would hand it the
+		 * barrier's times. The query waits for it: a list may run out of order. */
+		a->event = ze_ctx__event(L->ctx);
+		a->own = a->event != NULL;
+		if (a->own)
+			ze__query_after(a, L, program_event, info, true);
 	} else if (!(info && (info->flags & ZE_EV_MADE)) && !ze__event_valid(program_event)) {
 		/* Passed on untouched: the driver rejects it as before. One it made
 		 * is not asked about (a call per signaled append; the simulated
@@ -1537,13 +1557,14 @@ static void ze__work_waits(struct ze_work *to, const struct ze_append *a)
 	}
 }
 
-/* After the program's command: the query that copies its counter-based event's times, or
+/* After the program's command: the query that copies its own event's times, or
  * the barrier that signals its event after ours. When that fails, the command is untimed. */
 static void ze__after_command(struct ze_append *a, struct ze_list *L)
 {
 	if (a->query &&
 	    ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(L->handle, 1, &a->query, a->slot,
-							       NULL, a->event, 0, NULL) !=
+							       NULL, a->event, a->query_waits,
+							       a->query_waits ? &a->query : NULL) !=
 		    ZE_RESULT_SUCCESS) {
 		/* Never signaled: ours goes back. */
 		ze_list__unevent(L, a->event);

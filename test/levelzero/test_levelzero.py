@@ -1006,15 +1006,29 @@ def test_activities_and_backend_selection(tmp_path):
     assert list((tmp_path / "off").iterdir()) == []
 
 
-@pytest.mark.parametrize("mode", [1, 2, 3], ids=["synchronous-list", "never-waited",
-                                                 "own-timestamp-events"])
+@pytest.mark.parametrize("mode", [1, 2, 3, 4], ids=["synchronous-list", "never-waited",
+                                                    "own-timestamp-events",
+                                                    "own-device-only-timestamp-events"])
 def test_immediate_list_modes(tmp_path, mode):
     """A synchronous immediate list (no wait call at all); work nobody waits for before
     exit (read at exit); the program's own timestamped events, which it reads and resets
-    itself (it checks their durations: we leave them alone)."""
+    itself (it checks their durations: we leave them alone); events with timestamps that
+    only the device may read (not host-visible), which the program queries on the device
+    into its memory and checks (they stay on its kernels)."""
     need(LZ / "ze_chain")
     trace = traced_like_untraced([LZ / "ze_chain", 3, 10000, 1, mode], tmp_path)
     dev = device_spans(trace)
+    if mode == 4:
+        # the first list's 3, then 3 on a regular list and 3 on the immediate list,
+        # timed by our queries of the program's own events
+        assert [d["name"] for d in dev] == ["chain_kernel"] * 9
+        appends = [h for h in host_spans(trace) if h["name"] == "zeCommandListAppendLaunchKernel"]
+        assert [d["args"].get("correlation2", d["args"]["correlation"]) for d in dev] == \
+            [a["args"]["correlation"] for a in appends]
+        assert_durations(dev)
+        assert_no_overlap(dev)
+        assert trace["gputrace"]["events_lost"] == 0
+        return
     assert len(dev) == 6
     assert_durations(dev)
     assert_no_overlap(dev)

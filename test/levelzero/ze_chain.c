@@ -7,10 +7,95 @@
  * 2: asynchronous and never waited for: the program sleeps past the kernels' end and
  * exits, leaving its objects alive; 3: each kernel signals one event of a pool WITH
  * timestamps, which the program waits for, reads (zeEventQueryKernelTimestamp: the
- * duration must be `ns` within a tick) and resets for the next kernel. */
+ * duration must be `ns` within a tick) and resets for the next kernel; 4: each kernel
+ * signals its own event of a pool with timestamps that is NOT host-visible, and the
+ * program reads their times on the device (zeCommandListAppendQueryKernelTimestamps into
+ * host memory, checked as in 3): first in a regular list that queries them all after its
+ * kernels and resets them, executed `executions` times, then on the immediate list, a
+ * query after each kernel. */
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../apps/ze_app.h"
+
+/* Each of n kernels' duration, from timestamps read on the device into ts. */
+static void check_durations(struct app_ze *z, const ze_kernel_timestamp_result_t *ts,
+			    unsigned long n, unsigned long ns, const char *where)
+{
+	ze_device_properties_t props = { ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 };
+	uint64_t mask;
+	double tick;
+
+	ZE_CHECK(zeDeviceGetProperties(z->device, &props));
+	tick = 1e9 / (double)props.timerResolution;
+	mask = props.kernelTimestampValidBits >= 64 ? ~0ull
+						    : (1ull << props.kernelTimestampValidBits) - 1;
+	for (unsigned long i = 0; i < n; i++) {
+		double g = (double)((ts[i].global.kernelEnd - ts[i].global.kernelStart) & mask) * tick;
+		double c = (double)((ts[i].context.kernelEnd - ts[i].context.kernelStart) & mask) *
+			   tick;
+
+		APP_EXPECT(g > (double)ns - tick - 1 && g < (double)ns + tick + 1 &&
+				   c > (double)ns - tick - 1 && c < (double)ns + tick + 1,
+			   "%s kernel %lu: %.0f ns (global), %.0f ns (context) by timestamps read "
+			   "on the device", where, i, g, c);
+	}
+}
+
+/* Mode 4: the kernels' own timestamps, from events only the device may read. */
+static void device_read_timestamps(struct app_ze *z, ze_command_list_handle_t imm,
+				   ze_event_handle_t done, ze_kernel_handle_t k,
+				   const ze_group_count_t *groups, unsigned long kernels,
+				   unsigned long executions)
+{
+	ze_event_pool_handle_t dpool = app_event_pool(z, ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
+						      (uint32_t)kernels);
+	ze_command_queue_handle_t queue = app_queue(z, 0, 0);
+	ze_command_list_handle_t list = app_list(z, 0);
+	ze_host_mem_alloc_desc_t hd = { ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0 };
+	ze_event_handle_t *ev = calloc(kernels, sizeof(*ev));
+	ze_kernel_timestamp_result_t *ts;
+
+	APP_EXPECT(ev != NULL, "calloc");
+	ZE_CHECK(zeMemAllocHost(z->context, &hd, kernels * sizeof(*ts), 64, (void **)&ts));
+	for (unsigned long i = 0; i < kernels; i++) {
+		ze_event_desc_t d = { ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, (uint32_t)i, 0, 0 };
+
+		ZE_CHECK(zeEventCreate(dpool, &d, &ev[i]));
+		ZE_CHECK(zeCommandListAppendLaunchKernel(list, k, groups, ev[i], 0, NULL));
+	}
+	ZE_CHECK(zeCommandListAppendQueryKernelTimestamps(list, (uint32_t)kernels, ev, ts, NULL,
+							  NULL, (uint32_t)kernels, ev));
+	for (unsigned long i = 0; i < kernels; i++)
+		ZE_CHECK(zeCommandListAppendEventReset(list, ev[i]));
+	ZE_CHECK(zeCommandListClose(list));
+	for (unsigned long it = 0; it < executions; it++) {
+		memset(ts, 0, kernels * sizeof(*ts));
+		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
+		ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+		check_durations(z, ts, kernels, groups->groupCountX, "regular list");
+	}
+	memset(ts, 0, kernels * sizeof(*ts));
+	for (unsigned long i = 0; i < kernels; i++) {
+		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, groups, ev[i], 0, NULL));
+		ZE_CHECK(zeCommandListAppendQueryKernelTimestamps(imm, 1, &ev[i], &ts[i], NULL,
+								  i + 1 == kernels ? done : NULL,
+								  1, &ev[i]));
+	}
+	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
+	ZE_CHECK(zeEventHostReset(done));
+	check_durations(z, ts, kernels, groups->groupCountX, "immediate list");
+	printf("timestamps read on the device: %lu kernels of %u ns\n", kernels,
+	       groups->groupCountX);
+	for (unsigned long i = 0; i < kernels; i++)
+		ZE_CHECK(zeEventDestroy(ev[i]));
+	free(ev);
+	ZE_CHECK(zeMemFree(z->context, ts));
+	ZE_CHECK(zeEventPoolDestroy(dpool));
+	ZE_CHECK(zeCommandListDestroy(list));
+	ZE_CHECK(zeCommandQueueDestroy(queue));
+}
 
 int main(int argc, char **argv)
 {
@@ -19,8 +104,8 @@ int main(int argc, char **argv)
 	ze_group_count_t groups = { (uint32_t)ns, 1, 1 };
 	struct app_ze z;
 
-	if (!kernels || !ns || ns > UINT32_MAX || mode > 3) {
-		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0 to 3\n");
+	if (!kernels || !ns || ns > UINT32_MAX || mode > 4) {
+		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0 to 4\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -75,7 +160,9 @@ int main(int argc, char **argv)
 		ZE_CHECK(zeEventDestroy(stamped));
 		ZE_CHECK(zeEventPoolDestroy(tpool));
 	}
-	for (unsigned long i = 0; mode != 3 && i < kernels; i++)
+	if (mode == 4)
+		device_read_timestamps(&z, imm, done, k, &groups, kernels, executions);
+	for (unsigned long i = 0; mode < 3 && i < kernels; i++)
 		ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &groups,
 							 mode == 0 && i + 1 == kernels ? done : NULL,
 							 0, NULL));
