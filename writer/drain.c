@@ -347,12 +347,15 @@ static void remember_dead(struct ring *r)
 		W.dead = d;
 		W.dead_cap = cap;
 	}
-	W.dead[W.ndead++] = (struct thread_stat){
+	W.dead[W.ndead] = (struct thread_stat){
 		.tid = (uint32_t)r->tid,
 		.serial = r->serial,
 		.events = r->recorded,
 		.lost = lost,
 	};
+	/* for its row, should its first event come later, off its ring (CUPTI's records) */
+	memcpy(W.dead[W.ndead++].name, r->name_exit[0] ? r->name_exit : r->name_start,
+	       sizeof(W.dead[0].name));
 }
 
 /* populate: busy threads' rings are faulted in ahead of them (not in a last cycle);

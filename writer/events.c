@@ -260,6 +260,25 @@ static ssize_t proc_comm(uint32_t tid, char *name, size_t len)
 	return n;
 }
 
+/* Threads looked at for a name, the latest to exit first: the work of a thread
+ * read after its ring comes soon after (a bound: the cost stays flat however many
+ * threads have exited). */
+#define DEAD_NAMES 256
+
+/* The name a recently exited thread had, as its ring kept it (0: none). */
+static ssize_t dead_thread_name(uint32_t tid, char *name)
+{
+	for (size_t i = W.ndead, k = 0; i-- > 0 && k < DEAD_NAMES; k++) {
+		if (W.dead[i].tid != tid)
+			continue;
+		size_t n = strnlen(W.dead[i].name, sizeof(W.dead[i].name));
+
+		memcpy(name, W.dead[i].name, n);
+		return (ssize_t)n;
+	}
+	return 0;
+}
+
 /* A thread's row is named at its first event: from /proc while it lives,
  * else from what its ring kept (as it exited, or at its first event). */
 static __attribute__((noinline)) void name_new_thread(uint32_t tid)
@@ -277,6 +296,19 @@ static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 		memcpy(name, r->name_exit, (size_t)n);
 	else
 		n = proc_comm(tid, name, sizeof(name));
+	if (n <= 0 && !r) {
+		/* gone, its first event in another ring (a CUPTI buffer request's): its
+		 * own ring, still listed, or kept of it once freed */
+		for (r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r; r = r->next)
+			if ((uint32_t)r->tid == tid)
+				break;
+		if (r && atomic_load_explicit(&r->dead, memory_order_acquire) && r->name_exit[0]) {
+			n = (ssize_t)strnlen(r->name_exit, sizeof(r->name_exit));
+			memcpy(name, r->name_exit, (size_t)n);
+		} else if (!r) {
+			n = dead_thread_name(tid, name);
+		}
+	}
 	if (n <= 0 && r && r->name_start[0]) {
 		n = (ssize_t)strnlen(r->name_start, sizeof(r->name_start));
 		memcpy(name, r->name_start, (size_t)n);

@@ -97,6 +97,7 @@ struct thread_stat {
 	uint32_t serial;
 	uint64_t events;
 	uint64_t lost;
+	char name[16]; /* its ring's, as it exited (or at its first event); may be empty */
 };
 
 /* The thread that writes the file (outq.c). */
