@@ -18,7 +18,11 @@
  * the row has no room (an end there) the span starts 1 ns after it (place.c,
  * place__parent): every viewer then finds the kernel, not the annotation,
  * innermost at the kernel's arrow end. Work that arrives out of order on a
- * row (it starts before the row's latest) is not annotated. A zero-length
+ * row (it starts before the row's latest: CUPTI hands over a thread's records
+ * as the thread ends, before those of threads that launched earlier) is
+ * annotated among itself, a stack of its own while it comes in order, the
+ * open ones left as they are; each such annotation is written only where it
+ * nests with the row's others (late_nests), else left out. A zero-length
  * span's arrow end is its end: an annotation ending there ends 1 ns later,
  * so the arrow end is strictly inside it. What is still open when the
  * process ends is written then.
@@ -33,16 +37,31 @@ struct open_ann {
 	struct urange *r;
 	uint64_t ts, end; /* as written: ts from place__parent, end of its last span */
 	uint32_t spans;
+	/* a late run's: its first span's start and its last one's end, as placed,
+	 * whether one of them had no length (its end not told from its start), and
+	 * the end of what its sequence wrote before it opened */
+	uint64_t first_ts, last_end, after;
+	bool zero;
 };
 
 struct arow {
 	uint32_t pid, tid, device;
 	uint64_t last_start; /* recorded start of the row's latest span */
-	bool skip;           /* the span between before() and after() is not annotated */
+	bool skip;           /* the span between before() and after() is late */
 	unsigned n;
 	/* every thread range a launch's context holds: 2 KiB a row that has
 	 * annotated work */
 	struct open_ann a[RCTX_MAX];
+	/* Late work, annotated among itself while it comes in order (a sequence,
+	 * as place.c's late lane places it): its open annotations, its latest
+	 * recorded start, the earliest ts and latest end it wrote */
+	bool in_late;
+	unsigned ln;
+	uint64_t late_last, late_min, late_end;
+	/* the earliest ts of the row's other annotations: in order, open or
+	 * written, and those of the late sequences before */
+	uint64_t floor;
+	struct open_ann la[RCTX_MAX];
 };
 
 static struct arow *arow(uint32_t track, bool create)
@@ -62,8 +81,8 @@ static struct arow *arow(uint32_t track, bool create)
 		W.arows = a;
 		W.narows = n;
 	}
-	if (!W.arows[track] && create)
-		W.arows[track] = calloc(1, sizeof(struct arow));
+	if (!W.arows[track] && create && (W.arows[track] = calloc(1, sizeof(struct arow))))
+		W.arows[track]->floor = W.arows[track]->late_min = UINT64_MAX;
 	return W.arows[track];
 }
 
@@ -81,6 +100,110 @@ static void close_from(struct arow *row, unsigned level)
 		close_one(row, &row->a[--row->n]);
 }
 
+/* Beyond this, no other slice's annotations reach: each opens at most 1 ns a level
+ * before its first slice (RCTX_MAX levels), and ends at most 1 ns after its last. */
+#define LATE_MARGIN (RCTX_MAX + 2)
+
+/*
+ * A late run's annotation nests with every other of its row (viewers drop or misdraw
+ * slices that cross) where it ends before all those not of its sequence, opens after
+ * those of its sequence written before it, and no slice ends where it opens; or, around
+ * one span alone, where no other slice of the row comes within LATE_MARGIN ns of it
+ * (inside the run of an annotation, or between two).
+ */
+static bool late_nests(const struct arow *row, const struct open_ann *a)
+{
+	if (!a->spans || a->zero || a->ts >= a->first_ts)
+		return false;
+	if (a->end <= row->floor && a->ts >= a->after &&
+	    place__clear(row->pid, row->tid, a->ts, a->first_ts, 1, 0))
+		return true;
+	return a->spans == 1 && a->first_ts >= LATE_MARGIN &&
+	       place__clear(row->pid, row->tid, a->first_ts - LATE_MARGIN, a->first_ts,
+			    a->last_end, a->last_end + LATE_MARGIN);
+}
+
+static void close_late(struct arow *row, unsigned level)
+{
+	while (row->ln > level) {
+		struct open_ann *a = &row->la[--row->ln];
+
+		if (late_nests(row, a)) {
+			events__annotation(row->pid, row->tid, row->device, a->ts, a->end,
+					   ranges__name(a->r), a->spans, ranges__tid(a->r));
+			if (a->ts < row->late_min)
+				row->late_min = a->ts;
+			if (a->end > row->late_end)
+				row->late_end = a->end;
+		}
+		ranges__urange_put(a->r);
+		a->r = NULL;
+	}
+}
+
+/* The late sequence is over (work earlier than its latest, or in order again): what
+ * it wrote counts among the others. */
+static void end_late(struct arow *row)
+{
+	if (!row->in_late)
+		return;
+	close_late(row, 0);
+	if (row->late_min < row->floor)
+		row->floor = row->late_min;
+	row->late_min = UINT64_MAX;
+	row->late_end = 0;
+	row->in_late = false;
+}
+
+static unsigned common_levels(const struct open_ann *a, unsigned n, struct urange *const *th,
+			      unsigned nt)
+{
+	unsigned common = 0;
+
+	while (common < n && common < nt && a[common].r == th[common])
+		common++;
+	return common;
+}
+
+/* Work that starts before the row's latest: annotated among the late work, a run
+ * while it comes in order (as place.c's late lane places it), each annotation
+ * written once it is over if it nests (late_nests), else left out. */
+static void late_before(struct arow *row, uint64_t start, struct urange *const *th,
+			unsigned nt)
+{
+	unsigned common;
+
+	if (row->in_late && start < row->late_last)
+		end_late(row);
+	row->in_late = true;
+	row->late_last = start;
+	common = common_levels(row->la, row->ln, th, nt);
+	close_late(row, common);
+	for (unsigned k = common; k < nt; k++) {
+		ranges__urange_get(th[k]);
+		row->la[k] = (struct open_ann){ .r = th[k], .after = row->late_end };
+	}
+	row->ln = nt > common ? nt : common;
+}
+
+static void late_after(struct arow *row, struct placed p, uint64_t end)
+{
+	for (unsigned k = 0; k < row->ln; k++) {
+		struct open_ann *a = &row->la[k];
+
+		if (!a->spans) {
+			/* opened 1 ns a level before its first span */
+			a->ts = p.ts >= row->ln - k ? p.ts - (row->ln - k) : 0;
+			a->first_ts = p.ts;
+			a->zero = !p.dur;
+		}
+		a->zero |= !p.dur;
+		a->end = end > a->end ? end : a->end;
+		a->last_end = p.ts + p.dur;
+		a->spans++;
+	}
+}
+
 void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start,
 		      const struct rctx *ctx)
 {
@@ -91,11 +214,13 @@ void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start
 	if (!row)
 		return;
 	row->skip = row->n && start < row->last_start;
-	if (row->skip)
+	if (row->skip) {
+		late_before(row, start, th, nt);
 		return;
+	}
+	end_late(row); /* work in order again */
 	row->last_start = start;
-	while (common < row->n && common < nt && row->a[common].r == th[common])
-		common++;
+	common = common_levels(row->a, row->n, th, nt);
 	close_from(row, common);
 	if (nt > common) {
 		const struct gt_row *r = registry__track(track);
@@ -109,6 +234,8 @@ void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start
 
 		ranges__urange_get(th[k]);
 		row->a[k] = (struct open_ann){ .r = th[k], .ts = ts, .end = ts, .spans = 0 };
+		if (ts < row->floor)
+			row->floor = ts;
 	}
 	row->n = nt > common ? nt : common;
 }
@@ -120,8 +247,12 @@ void annotate__after(uint32_t track, struct placed p, bool arrow)
 	 * span's point is its end (place.c keeps the next slice 1 ns away) */
 	uint64_t end = p.ts + p.dur > p.point || !arrow ? p.ts + p.dur : p.point + 1;
 
-	if (!row || row->skip)
+	if (!row)
 		return;
+	if (row->skip) {
+		late_after(row, p, end);
+		return;
+	}
 	for (unsigned k = 0; k < row->n; k++) {
 		if (end > row->a[k].end)
 			row->a[k].end = end;
@@ -131,7 +262,10 @@ void annotate__after(uint32_t track, struct placed p, bool arrow)
 
 void annotate__close_all(void)
 {
-	for (size_t t = 0; t < W.narows; t++)
-		if (W.arows[t])
+	for (size_t t = 0; t < W.narows; t++) {
+		if (W.arows[t]) {
+			end_late(W.arows[t]);
 			close_from(W.arows[t], 0);
+		}
+	}
 }

@@ -236,6 +236,11 @@ GT_HIDDEN uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, uns
 GT_HIDDEN void place__as_is(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur);
 /* The latest end written on a row so far (0: nothing). */
 GT_HIDDEN uint64_t place__row_end(uint32_t pid, uint32_t tid);
+/* On a device's row, no slice written there ends in [ends_from, ends_to] nor starts in
+ * [starts_from, starts_to] (an empty interval: not looked at), as far as the row's kept
+ * starts and ends tell. */
+GT_HIDDEN bool place__clear(uint32_t pid, uint32_t tid, uint64_t ends_from, uint64_t ends_to,
+			    uint64_t starts_from, uint64_t starts_to);
 
 /* ---- flows.c ---- */
 

@@ -347,3 +347,19 @@ uint64_t place__row_end(uint32_t pid, uint32_t tid)
 
 	return c && c->now.any ? c->now.end_ts + c->now.end_dur : 0;
 }
+
+bool place__clear(uint32_t pid, uint32_t tid, uint64_t ends_from, uint64_t ends_to,
+		  uint64_t starts_from, uint64_t starts_to)
+{
+	struct row_cursor *c = cursor(pid, tid);
+
+	if (!c || !c->device || !seen)
+		return false;
+	for (uint64_t t = ends_from; t <= ends_to; t++)
+		if (ends_at(c, t))
+			return false;
+	for (uint64_t t = starts_from; t <= starts_to; t++)
+		if (starts_at(c, t))
+			return false;
+	return true;
+}

@@ -21,6 +21,10 @@
 //                  2048 ns)
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
 //   nvtx exit N    nvtx, then exit status N (a flight recorder's dump)
+//   shared SEQ     one created stream shared by threads: per letter of SEQ, an NVTX range
+//                  named letter + index ("M0", "W1") around one scale of 1024 ns,
+//                  launched by the main thread (M) or by a new thread of that name that
+//                  then ends (W), one after the other; synchronized once at the end
 //   wait MS        a kernel of MS ms on a stream of its own, waited for by
 //                  wait_for_stream() (cudaStreamSynchronize)
 //   hang           kernels that finish (2 axpy on stream A and a scale on B,
@@ -423,6 +427,53 @@ static int nvtx_mode(bool overlap)
 	}
 	CHECK(cudaDeviceSynchronize());
 	printf("nvtx: 3 steps\n");
+	return 0;
+}
+
+struct shared_step {
+	cudaStream_t s;
+	float *d;
+	char name[16];
+};
+
+static void *shared_launch(void *arg);
+
+static void *shared_worker(void *arg)
+{
+	struct shared_step *st = (struct shared_step *)arg;
+
+	pthread_setname_np(pthread_self(), st->name); /* its row's name */
+	return shared_launch(arg);
+}
+
+static void *shared_launch(void *arg)
+{
+	struct shared_step *st = (struct shared_step *)arg;
+
+	nvtxRangePushA(st->name);
+	sim::scale<float><<<8, 128, 0, st->s>>>(st->d, 1.0f, 1000); // 1024 ns
+	nvtxRangePop();
+	return NULL;
+}
+
+static int shared_mode(const char *seq)
+{
+	struct shared_step st;
+	pthread_t th;
+
+	CHECK(cudaMalloc(&st.d, MiB));
+	CHECK(cudaStreamCreate(&st.s));
+	for (int i = 0; seq[i]; i++) {
+		snprintf(st.name, sizeof(st.name), "%c%d", seq[i], i);
+		if (seq[i] == 'W') {
+			pthread_create(&th, NULL, shared_worker, &st);
+			pthread_join(th, NULL);
+		} else {
+			shared_launch(&st);
+		}
+	}
+	CHECK(cudaStreamSynchronize(st.s));
+	printf("shared: %s\n", seq);
 	return 0;
 }
 
@@ -831,6 +882,8 @@ int main(int argc, char **argv)
 		return nvtx_capture_mode();
 	if (!strcmp(mode, "nvtx"))
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
+	if (!strcmp(mode, "shared") && argc > 2)
+		return shared_mode(argv[2]);
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))

@@ -964,11 +964,50 @@ def test_crash_keeps_the_gpu_work_it_synchronized(tmp_path, how, sig):
     assert [ns(c["dur"]) for c in xs(trace, "gpu_memcpy")] == [409] * 20
 
 
+@pytest.mark.parametrize("seq", ["MWM", "MMW", "WM", "WW", "MWMWWM"])
+def test_threads_sharing_a_stream_each_get_their_annotation(tmp_path, seq):
+    """Threads take turns on one stream, each launch in an NVTX range of its thread (M:
+    the main thread, W: a thread that ends after its launch). CUPTI hands over each
+    thread's records apart, a thread's that ended first, so the row's work is written
+    out of order (before, that written late got no annotation); every range gets its
+    gpu_user_annotation around its kernel."""
+    r = sim_run([APP, "shared", seq], tmp_path)
+    assert r.returncode == 0 and r.stdout == f"shared: {seq}\n".encode(), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    names = [f"{c}{i}" for i, c in enumerate(seq)]
+    ks = sorted(xs(trace, "kernel"), key=start)
+    assert [k["args"]["range"] for k in ks] == names
+    anns = xs(trace, "gpu_user_annotation")
+    assert [a["name"] for a in sorted(anns, key=start)] == names
+    for k, a in zip(ks, sorted(anns, key=start)):
+        assert (a["pid"], a["tid"]) == (k["pid"], k["tid"])
+        assert start(a) < start(k) and end(a) >= end(k), (a, k)
+        assert a["args"]["spans"] == 1
+    # each worker's row has its name, though it ended before its work was read
+    names_of = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+                if e.get("ph") == "M" and e["name"] == "thread_name"}
+    launches = {e["args"]["correlation"]: e for e in xs(trace, "cuda_runtime", "cudaLaunchKernel")}
+    for k in ks:
+        launch = launches[k["args"]["correlation"]]
+        want = k["args"]["range"] if k["args"]["range"][0] == "W" else APP.name
+        assert names_of[launch["tid"]] == want, (names_of, launch)
+    # the row's slices nest or stand apart, as viewers need
+    row = ks + anns
+    for x in row:
+        for y in row:
+            assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
+                (start(x) <= start(y) and end(y) <= end(x)) or \
+                (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+
+
 def test_flight_recorder_counts_recorded_events_not_annotations(tmp_path):
     """A flight recorder's dump of a CUDA program with NVTX ranges: the device's
     gpu_user_annotation slices are drawn from the ranges (the writer's, no event
     recorded), so the dump's events_kept counts the file's other events, and
-    events_kept + events_aged_out is events_recorded, exactly."""
+    events_kept + events_aged_out is events_recorded, exactly. The workers' records
+    come first (CUPTI hands over a thread's as it ends): the steps' work, written
+    behind them, is annotated all the same (it was not, until 2026-12-06)."""
     r = sim_run([APP, "nvtx", "exit", "3"], tmp_path, env={"GPUTRACE_FLIGHT_RECORDER": "10s"})
     assert r.returncode == 3 and r.stdout == b"nvtx: 3 steps\n"
     trace = load_trace(r.trace_path)
@@ -976,9 +1015,23 @@ def test_flight_recorder_counts_recorded_events_not_annotations(tmp_path):
     fr = g["flight_recorder"]
     assert fr["reason"] == "exit status not 0"
     ev = [e for e in trace["traceEvents"] if e["ph"] not in "Msf" and e.get("cat") != "gputrace"]
-    annotations = [e["name"] for e in ev if e.get("cat") == "gpu_user_annotation"]
-    assert annotations == ["worker", "worker"]
-    assert fr["events_kept"] == len(ev) - 2
+    annotations = [e for e in ev if e.get("cat") == "gpu_user_annotation"]
+    # per row: 3 steps (3 kernels each: fwd's 2, bwd's 1), a worker's kernel each, and
+    # on the sync row the workers' stream syncs
+    assert collections.Counter((e["tid"], e["name"], e["args"]["spans"]) for e in annotations) \
+        == {(2, "step", 3): 3, (2, "fwd", 2): 3, (2, "bwd", 1): 3, (2, "worker", 1): 2,
+            (3, "worker", 1): 2}
+    rows = collections.defaultdict(list)
+    for e in ev:
+        if e.get("ph") == "X" and e["pid"] != trace["gputrace"]["pid"]:
+            rows[e["tid"]].append(e)
+    for row in rows.values():  # slices nest or stand apart, as viewers need
+        for x in row:
+            for y in row:
+                assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
+                    (start(x) <= start(y) and end(y) <= end(x)) or \
+                    (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+    assert fr["events_kept"] == len(ev) - len(annotations)
     assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
     assert sum(t["events"] for t in g["threads"]) == g["events_recorded"]
 
