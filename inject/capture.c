@@ -65,6 +65,10 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 			"ignored with it");
 		gt_cap.controlled = false;
 	}
+	if (gt_cap.controlled && gt_cfg.delay_ns && (gt_cfg.start_paused || gt_cfg.capture_range))
+		/* the windows are the trigger's or the marks' then */
+		pr_warn("--delay opens a window by itself: it is ignored with %s",
+			gt_cfg.start_paused ? "--start paused" : "--capture-range");
 	/* a fork child's, fresh (an assignment: no call into libc to bind at
 	 * start, in every process) */
 	cap_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;

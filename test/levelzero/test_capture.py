@@ -146,6 +146,19 @@ def test_start_paused_never_triggered_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("setting,name", [({"GPUTRACE_START": "paused"}, "--start paused"),
+                                          ({"GPUTRACE_CAPTURE_RANGE": "nvtx:step"},
+                                           "--capture-range")])
+def test_delay_with_other_windows_said_ignored(tmp_path, setting, name):
+    """--delay opens a window by itself; with --start paused (windows by the trigger) or
+    --capture-range (by the program's marks) it is ignored, and one line says so (it was
+    dropped without a word): the process stays paused, nothing is written."""
+    r = window_run(tmp_path, [50, BATCH], dict(setting, GPUTRACE_DELAY="0.001"))
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == [f"gputrace: --delay opens a window by itself: it is ignored with {name}"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_window_values_one_line_each(tmp_path):
     r = window_run(tmp_path, [50, BATCH], {"GPUTRACE_START": "later", "GPUTRACE_DELAY": "-1",
                                             "GPUTRACE_DURATION": "soon"})
