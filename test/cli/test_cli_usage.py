@@ -1,6 +1,7 @@
 """`gputrace` as a command: help, version, errors (exit 2 with one clear
 line), options mapped onto GPUTRACE_* variables, the preload set up."""
 import os
+import pathlib
 import re
 import subprocess
 
@@ -96,6 +97,30 @@ def test_missing_library_is_reported(tmp_path):
     p = gputrace(["run", "--", "true"], tmp_path, env=gt_env({"GPUTRACE_LIB": "/nonexistent.so"}))
     assert p.returncode == 1
     assert p.stderr.decode() == "gputrace: GPUTRACE_LIB=/nonexistent.so: no such file\n"
+
+
+@pytest.mark.parametrize("what", ["text", "other-library"])
+def test_library_that_is_not_gputrace_is_reported(tmp_path, what):
+    """A GPUTRACE_LIB that is not gputrace's library: one line, nothing run (ld.so would
+    refuse it in every process, and the run would end saying that none made a GPU
+    call)."""
+    lib = tmp_path / "lib.so"
+    if what == "text":
+        lib.write_text("not a library\n")
+    else:
+        lib.write_bytes((PLUGIN_DIR / "libclitest.so").read_bytes())  # a library, not ours
+    p = gputrace(["run", "--", "sh", "-c", "echo ran"], tmp_path,
+                 env=gt_env({"GPUTRACE_LIB": str(lib)}))
+    assert (p.returncode, p.stdout) == (1, b"")
+    assert p.stderr.decode() == \
+        f"gputrace: GPUTRACE_LIB={lib}: not a gputrace library (libgputrace.so)\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["lib.so"]
+
+
+def test_tool_that_is_not_there_is_named_as_set(tmp_path):
+    p = gputrace(["summary", "x.json"], tmp_path, env=gt_env({"GPUTRACE_TOOL": "/nonexistent"}))
+    assert p.returncode == 1
+    assert p.stderr.decode() == "gputrace: GPUTRACE_TOOL=/nonexistent: not a program\n"
 
 
 def test_library_found_next_to_the_script(tmp_path):
