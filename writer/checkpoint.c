@@ -871,9 +871,12 @@ void checkpoint__summary(void)
 			err = summary__write_json(W.sum, json,
 						  written && W.out.path[0] ? W.out.path : NULL,
 						  W.out.size);
+		/* -EEXIST: json holds a trace (this one's, GPUTRACE_OUTPUT naming
+		 * the same file): kept */
 		if (err)
-			pr_err("cannot write the summary to '%s': %s", err == -ENAMETOOLONG ?
-			       gt_cfg.summary_json : json, strerror(-err));
+			pr_err("GPUTRACE_SUMMARY_JSON: cannot write the summary to '%s': %s",
+			       err == -ENAMETOOLONG ? gt_cfg.summary_json : json,
+			       summary__strerror(err));
 	}
 	if (gt_cfg.summary && written)
 		summary__print(W.sum, stderr, W.out.path[0] ? W.out.path : NULL, W.out.size);

@@ -9,6 +9,7 @@
  * Compiled into libgputrace.so and linked into gputrace-tool: libc only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -16,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "inject/config.h"
 #include "writer/summary.h"
@@ -1661,6 +1664,46 @@ static void json_adjusted(FILE *f, const struct summary *s)
 	free(v);
 }
 
+bool summary__holds_trace(const char *path)
+{
+	/* the first members of traces: gputrace's head, Chrome's and Kineto's */
+	static const char *const keys[] = { "\"traceEvents\"", "\"distributedInfo\"",
+					    "\"deviceProperties\"", "\"displayTimeUnit\"",
+					    "\"otherData\"", "\"schemaVersion\"" };
+	char head[64] = { 0 };
+	const char *p = head;
+	struct stat st;
+	int fd;
+
+	/* not a pipe or a device: only a file's bytes are read, and lost */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	if (read(fd, head, sizeof(head) - 1) < 0)
+		head[0] = 0;
+	close(fd);
+	if ((unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b)
+		return true; /* gzip: a summary is never compressed */
+	p += strspn(p, " \t\r\n");
+	if (*p == '[')
+		return true;
+	if (*p++ != '{')
+		return false;
+	p += strspn(p, " \t\r\n");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strncmp(p, keys[i], strlen(keys[i])))
+			return true;
+	return false;
+}
+
+const char *summary__strerror(int err)
+{
+	return err == -EEXIST ? "it holds a trace, which is never written over"
+			      : strerror(-err);
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -1672,6 +1715,8 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 
 	if (!s || !path || !*path)
 		return -EINVAL;
+	if (summary__holds_trace(path))
+		return -EEXIST;
 	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	if (!f)
 		return -errno;

@@ -137,8 +137,14 @@ void summary__put_text(FILE *f, const char *s);
 const char *summary__text(char *buf, size_t len, const char *s);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
-/* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno. */
+/* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno;
+ * -EEXIST: path holds a trace, which is never written over (summary__strerror). */
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes);
+/* Whether path is a regular file holding a trace (gzip, a JSON array, or an
+ * object that starts as traces do): a summary written there would lose it. */
+bool summary__holds_trace(const char *path);
+/* summary__write_json's error in words. */
+const char *summary__strerror(int err);
 
 #endif

@@ -173,7 +173,7 @@ static void summarize(struct run *r)
 	free(abs);
 	if (err) {
 		fprintf(stderr, WHO ": cannot write the summary to %s: %s\n", r->summary_path,
-			strerror(-err));
+			summary__strerror(err));
 		r->summary_path[0] = 0;
 	}
 }

@@ -401,3 +401,21 @@ def test_summary_and_lost_line_are_one_write_each(tmp_path):
                 "0"], gt_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:4000"}))
     block = one_write(p, f"gputrace summary: {tmp_path}/r.json\n")
     assert "\n  lost events: 0\n" in block, block
+
+
+def test_summary_json_never_replaces_a_trace(tmp_path):
+    """GPUTRACE_SUMMARY_JSON naming GPUTRACE_OUTPUT's file wrote the summary
+    over the process's own trace at exit (and, the next process's trace going
+    to t.1.json, over the one before): one line, each trace kept."""
+    env = traced_env({"GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": "t.json",
+                      "GPUTRACE_SUMMARY_JSON": "t.json"}, plugin=3)
+    for name in ("t.json", "t.1.json"):
+        p = subprocess.run(["sh", "-c", "true"], cwd=tmp_path, env=env, capture_output=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert gputrace_lines(p.stderr) == [
+            f"gputrace: GPUTRACE_SUMMARY_JSON: cannot write the summary to '{tmp_path}/t.json': "
+            "it holds a trace, which is never written over"]
+        assert len([e for e in load_exact(tmp_path / name)["traceEvents"]
+                    if e.get("name") == "cli_kernel"]) == 3
+    assert sorted(os.listdir(tmp_path)) == ["t.1.json", "t.json"]
