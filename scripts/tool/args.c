@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 
@@ -21,6 +22,25 @@ const char *arg__value(int argc, char **argv, int *i, const char *opt, const cha
 		return "";
 	}
 	return argv[++*i];
+}
+
+bool out__is_input(const char *who, const char *opt, const char *out, char *const *in,
+		   size_t n)
+{
+	struct stat so, si;
+
+	/* a file not there yet is no input; a device or a pipe loses nothing */
+	if (!out || !strcmp(out, "-") || stat(out, &so) || !S_ISREG(so.st_mode))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(in[i], "-") && !stat(in[i], &si) && si.st_dev == so.st_dev &&
+		    si.st_ino == so.st_ino) {
+			fprintf(stderr, "%s: %s %s would overwrite its input %s: give another "
+				"file\n", who, opt, out, in[i]);
+			return true;
+		}
+	}
+	return false;
 }
 
 int out__close(FILE *f)

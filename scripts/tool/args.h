@@ -5,6 +5,7 @@
 #define GPUTRACE_TOOL_ARGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* The value when argv[*i] is opt (taking the next word, *i moved on);
@@ -12,6 +13,12 @@
  * a value", sets *bad and returns "". */
 const char *arg__value(int argc, char **argv, int *i, const char *opt, const char *who,
 		       bool *bad);
+
+/* An output that is one of the n inputs (the same file, device and inode)
+ * would be read and overwritten: "who: opt out would overwrite its input
+ * IN: give another file", and true. "-" (stdout) is none. */
+bool out__is_input(const char *who, const char *opt, const char *out, char *const *in,
+		   size_t n);
 
 /* Flush and close an output file (stdout is only flushed): 0 or -errno. */
 int out__close(FILE *f);

@@ -963,6 +963,12 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, WHO ": give the base runs, then '--', then the new runs\n");
 		goto usage;
 	}
+	/* an output over a run it reads would lose it: one line, 2 */
+	for (int s = 0; s < 2; s++)
+		if (out__is_input(WHO, "--json", json, df.paths[s], df.nruns[s]) ||
+		    out__is_input(WHO, "--markdown", markdown, df.paths[s], df.nruns[s]) ||
+		    out__is_input(WHO, "--junit", junit, df.paths[s], df.nruns[s]))
+			goto out;
 
 	for (int s = 0; s < 2; s++) {
 		for (size_t r = 0; r < df.nruns[s]; r++) {

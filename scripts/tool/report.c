@@ -796,6 +796,12 @@ int cmd_report(int argc, char **argv)
 		out = def.p;
 	}
 
+	/* -o naming the trace would overwrite it before it is read whole */
+	if (out__is_input(WHO, "-o", out, (char *const[]){ (char *)path }, 1)) {
+		ret = 2;
+		goto out;
+	}
+
 	struct summarize_hooks hooks = {
 		.ctx = &rp, .event1 = meta_event, .span = span, .want_window = true,
 	};

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "json.h"
 #include "meta.h"
 #include "summarize.h"
@@ -544,6 +545,15 @@ int cmd_summary(int argc, char **argv)
 		goto usage;
 	}
 
+	/* the JSON over the trace (or another's) would lose it: said before
+	 * the trace is read */
+	if (json && out__is_input(WHO, "--json", json, (char *const[]){ (char *)path }, 1))
+		return 2;
+	if (json && strcmp(json, "-") && summary__holds_trace(json)) {
+		fprintf(stderr, WHO ": --json %s: %s; give another file\n", json,
+			summary__strerror(-EEXIST));
+		return 2;
+	}
 	/* an input that is not a readable trace: 2, as check and diff say it */
 	if (summarize__trace(WHO, path, NULL, &r))
 		return 2;
@@ -557,7 +567,7 @@ int cmd_summary(int argc, char **argv)
 		free(abs);
 
 		if (err) {
-			fprintf(stderr, WHO ": cannot write %s: %s\n", json, strerror(-err));
+			fprintf(stderr, WHO ": cannot write %s: %s\n", json, summary__strerror(err));
 			goto out;
 		}
 	}

@@ -242,3 +242,39 @@ def test_preload_is_prepended(tmp_path):
 def test_script_is_posix_sh():
     assert SCRIPT.read_text().startswith("#!/bin/sh\n")
     assert os.access(SCRIPT, os.X_OK)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["summary", "--json", "T.json", "T.json"],
+     "gputrace summary: --json T.json would overwrite its input T.json: give another file"),
+    (["summary", "--json=./T.json", "T.json"],
+     "gputrace summary: --json ./T.json would overwrite its input T.json: give another file"),
+    (["summary", "--json", "U.json", "T.json"],
+     "gputrace summary: --json U.json: it holds a trace, which is never written over; give "
+     "another file"),
+    (["report", "-o", "T.json", "T.json"],
+     "gputrace report: -o T.json would overwrite its input T.json: give another file"),
+    (["check", "--junit", "S.json", "S.json", "lost == 0"],
+     "gputrace check: --junit S.json would overwrite its input S.json: give another file"),
+    (["check", "--markdown", "S.json", "S.json", "lost == 0"],
+     "gputrace check: --markdown S.json would overwrite its input S.json: give another file"),
+    (["diff", "S.json", "--", "S.json", "--json=S.json"],
+     "gputrace diff: --json S.json would overwrite its input S.json: give another file"),
+    (["diff", "T.json", "--", "U.json", "--markdown", "U.json"],
+     "gputrace diff: --markdown U.json would overwrite its input U.json: give another file"),
+    (["diff", "T.json", "--", "U.json", "--junit", "T.json"],
+     "gputrace diff: --junit T.json would overwrite its input T.json: give another file"),
+])
+def test_output_that_is_an_input_is_refused(tmp_path, args, line):
+    """An output naming the command's own input overwrote it (the summary JSON
+    over its trace, a report over its summary): one line, exit 2, the inputs
+    untouched."""
+    fixture = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"
+    for name in ("T.json", "U.json"):
+        (tmp_path / name).write_bytes(fixture.read_bytes())
+    p = gputrace(["summary", "--json", "S.json", "T.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    before = {f: (tmp_path / f).read_bytes() for f in os.listdir(tmp_path)}
+    p = gputrace(args, tmp_path)
+    assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line + "\n", b"")
+    assert {f: (tmp_path / f).read_bytes() for f in os.listdir(tmp_path)} == before
