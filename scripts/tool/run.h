@@ -61,6 +61,7 @@ struct run {
 	bool tmpl_from_env;          /* ... given as GPUTRACE_OUTPUT, not -o */
 	const char *keep_dir;        /* --per-process */
 	const char *summary_json;    /* --summary-json */
+	bool summary_json_from_env;  /* ... given as GPUTRACE_SUMMARY_JSON */
 	const char *stacks;          /* --stacks depth, "on" or "off" */
 	bool no_summary;
 	const char *var_value[NVAR_OPTIONS];

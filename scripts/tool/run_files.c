@@ -26,6 +26,7 @@
 
 #include "run.h"
 #include "tool.h"
+#include "writer/summary.h"
 
 /* ---- 2. where traces go ---- */
 
@@ -78,12 +79,19 @@ static bool has_pid_code(const char *tmpl)
 	return false;
 }
 
+/* "-o " or "GPUTRACE_OUTPUT=": an option is followed by a blank, a variable
+ * by its value */
+static const char *sep(const char *opt)
+{
+	return opt[strlen(opt) - 1] == '=' ? "" : " ";
+}
+
 /* The folder of path must exist and take new files; opt names what gave
  * path: an option ("-o"), or a variable ("GPUTRACE_OUTPUT=") */
 static void check_folder(const char *opt, const char *path)
 {
-	const char *sep = opt[strlen(opt) - 1] == '=' ? "" : " ";
 	char dir[PATH_MAX];
+	struct stat st;
 	char *slash;
 
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -92,8 +100,26 @@ static void check_folder(const char *opt, const char *path)
 		slash[1] = 0;
 	else if (slash)
 		*slash = 0;
+	/* access() says EACCES of a file, as if a folder refused us */
+	if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
+		run__usage_error("%s%s%s: cannot write in %s: it is a file, not a folder", opt,
+				 sep(opt), path, dir);
 	if (access(dir, W_OK | X_OK))
-		run__usage_error("%s%s%s: cannot write in %s: %s", opt, sep, path, dir,
+		run__usage_error("%s%s%s: cannot write in %s: %s", opt, sep(opt), path, dir,
+				 strerror(errno));
+}
+
+/* A file to write: not a folder, in a folder that takes new files, and, where
+ * it is there and is replaced (not the trace: it goes beside), writable. */
+static void check_file(const char *opt, const char *path, bool replaced)
+{
+	struct stat st;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		run__usage_error("%s%s%s: is a folder; give a file name", opt, sep(opt), path);
+	check_folder(opt, path);
+	if (replaced && !stat(path, &st) && access(path, W_OK))
+		run__usage_error("%s%s%s: cannot write it: %s", opt, sep(opt), path,
 				 strerror(errno));
 }
 
@@ -203,13 +229,101 @@ static int beside_out(const struct run *r, const char *suffix, const char *short
 	return n >= (int)len ? -ENAMETOOLONG : 0;
 }
 
+/* path's name with its folder's links and dots resolved (the folder is there:
+ * checked): two names of one file, the file not there yet, read the same */
+static void resolve(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	size_t n = strlen(path);
+	char *slash;
+
+	if (realpath(path, real)) {
+		snprintf(out, len, "%s", real);
+		return;
+	}
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	snprintf(dir, sizeof(dir), "%.*s", (int)n, path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir) {
+		snprintf(out, len, "%s", dir);
+		return;
+	}
+	*slash = 0;
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	if (snprintf(out, len, "%s/%s", real, slash + 1) >= (int)len)
+		snprintf(out, len, "%s", path); /* as given: compared as such */
+}
+
+/* One of the files the run writes: what names it, and its name. */
+struct named_output {
+	const char *what;    /* "-o", "GPUTRACE_SUMMARY_JSON", ... */
+	const char *path;    /* absolute; NULL: none asked */
+	const char *tmpl;    /* a %p template (-o), compared as text; else NULL */
+};
+
+static bool same_output(const struct named_output *a, const struct named_output *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+	struct stat sa, sb;
+	bool there_a = !stat(a->path, &sa), there_b = !stat(b->path, &sb);
+
+	/* a device or a pipe loses nothing written twice (-o /dev/null) */
+	if ((there_a && !S_ISREG(sa.st_mode) && !S_ISDIR(sa.st_mode)) ||
+	    (there_b && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)))
+		return false;
+	if (a->tmpl || b->tmpl) /* each process expands its own: the text is what is known */
+		return !strcmp(a->tmpl ?: a->path, b->tmpl ?: b->path);
+	if (there_a && there_b && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
+		return true;
+	resolve(a->path, ra, sizeof(ra));
+	resolve(b->path, rb, sizeof(rb));
+	return !strcmp(ra, rb);
+}
+
+/* Two outputs naming one file: the one written last replaced the other (a
+ * summary over the trace), so no two may, said before CMD runs. */
+static void check_distinct(const struct named_output *o, size_t n)
+{
+	char name[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; o[i].path && j < n; j++) {
+			if (!o[j].path || !same_output(&o[i], &o[j]))
+				continue;
+			resolve(o[i].path, name, sizeof(name));
+			run__usage_error("%s and %s name the same file, %s: give each its own",
+					 o[i].what, o[j].what, o[i].tmpl ?: name);
+		}
+}
+
+/* --summary-json, --markdown, --junit: replaced after CMD ran, so checked
+ * before; never one that holds a trace (what was recorded is not lost). */
+static void check_replaced(const char *opt, const char *path)
+{
+	check_file(opt, path, true);
+	if (summary__holds_trace(path))
+		run__usage_error("%s%s%s: %s; give another file name", opt, sep(opt), path,
+				 summary__strerror(-EEXIST));
+}
+
 void run__plan_outputs(struct run *r)
 {
 	/* a GPUTRACE_OUTPUT of the environment is named as such, not as an -o never given */
 	const char *opt = r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o ";
+	const char *json_opt = r->summary_json_from_env ? "GPUTRACE_SUMMARY_JSON=" :
+				"--summary-json";
 	const char *accepted = NULL;
-	char expanded[PATH_MAX], json[PATH_MAX];
+	char expanded[PATH_MAX], json[PATH_MAX], reports[2][PATH_MAX], json_tmpl[PATH_MAX];
 	uint64_t start = (uint64_t)time(NULL) * 1000000000ull;
+	struct named_output outs[] = {
+		{ r->tmpl_from_env ? "GPUTRACE_OUTPUT" : "-o" },
+		{ r->summary_json_from_env ? "GPUTRACE_SUMMARY_JSON" : "--summary-json" },
+		{ "--junit" },
+		{ "--markdown" },
+		{ "--per-process" },
+	};
 	struct stat st;
 	int err;
 
@@ -228,19 +342,22 @@ void run__plan_outputs(struct run *r)
 		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
 					    base_name(r->cmd[0]), start);
 		if (err)
-			run__usage_error("--summary-json '%s': %s", r->summary_json, strerror(-err));
+			run__usage_error("%s%s'%s': %s", json_opt, r->summary_json_from_env ? "" : " ",
+					 r->summary_json, strerror(-err));
 		absolute(r->summary_path, sizeof(r->summary_path), json);
-		check_folder("--summary-json", r->summary_path);
+		check_replaced(json_opt, r->summary_path);
+		outs[1].path = r->summary_path;
+		absolute_template(json_tmpl, sizeof(json_tmpl), r->summary_json);
 	}
-	/* the checks' reports are written after CMD: a folder that cannot take them
-	 * is said before it runs, not after */
+	/* the checks' reports are written after CMD: a file that cannot be
+	 * written is said before it runs, not after */
 	for (int i = 0; i < 2; i++) {
 		const char *report = i ? r->markdown : r->junit;
-		char report_path[PATH_MAX];
 
 		if (report) {
-			absolute(report_path, sizeof(report_path), report);
-			check_folder(i ? "--markdown" : "--junit", report_path);
+			absolute(reports[i], sizeof(reports[i]), report);
+			check_replaced(i ? "--markdown" : "--junit", reports[i]);
+			outs[2 + i].path = reports[i];
 		}
 	}
 	if (r->per_process) {
@@ -248,6 +365,13 @@ void run__plan_outputs(struct run *r)
 		absolute_template(r->child_output, sizeof(r->child_output), r->tmpl);
 		absolute(r->out, sizeof(r->out), expanded);
 		check_folder(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out);
+		/* s-%p.json for both: the run's summary is s-PID.json, a process's trace
+		 * too, one day; the same text is a slip either way */
+		outs[0].path = r->out;
+		outs[0].tmpl = r->child_output;
+		if (r->summary_json && has_pid_code(r->summary_json))
+			outs[1].tmpl = json_tmpl;
+		check_distinct(outs, sizeof(outs) / sizeof(outs[0]));
 		r->out[0] = 0;
 		return;
 	}
@@ -256,17 +380,16 @@ void run__plan_outputs(struct run *r)
 	if (strlen(base_name(r->out)) > NAME_MAX)
 		run__usage_error("%s%s: the file name is %zu bytes long; a name may have %d at most",
 				 opt, r->tmpl, strlen(base_name(r->out)), NAME_MAX);
-	if (!stat(r->out, &st) && S_ISDIR(st.st_mode)) {
-		if (!r->tmpl_from_env)
-			run__usage_error("-o %s: is a folder; give a file name", r->out);
+	if (r->tmpl_from_env && !stat(r->out, &st) && S_ISDIR(st.st_mode))
 		in_folder(r, start);
-	}
-	r->out_special = !stat(r->out, &st) && !S_ISREG(st.st_mode);
+	r->out_special = !stat(r->out, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 	if (!r->out_special)
-		check_folder(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out);
+		check_file(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out, false);
+	outs[0].path = r->out;
 	if (r->keep_dir) {
 		absolute(r->parts, sizeof(r->parts), r->keep_dir);
 		check_dir("--per-process", r->keep_dir, r->parts);
+		outs[4].path = r->parts;
 	} else if (!r->out_special) {
 		char short_name[64];
 
@@ -274,6 +397,7 @@ void run__plan_outputs(struct run *r)
 		if (beside_out(r, ".parts", short_name, r->parts, sizeof(r->parts)))
 			run__usage_error("%s%s: the path is too long", opt, r->out);
 	}
+	check_distinct(outs, sizeof(outs) / sizeof(outs[0]));
 }
 
 /*

@@ -250,11 +250,14 @@ void run__env_defaults(struct run *r, const struct gt_config *env)
 		r->tmpl = DEFAULT_OUTPUT;
 	if (!env->summary)
 		r->no_summary = true;
-	if (!r->summary_json && env->summary_json[0])
+	if (!r->summary_json && env->summary_json[0]) {
 		r->summary_json = getenv("GPUTRACE_SUMMARY_JSON");
+		r->summary_json_from_env = true;
+	}
 	if (r->summary_json && config__check("GPUTRACE_SUMMARY_JSON", r->summary_json, NULL))
-		run__usage_error("--summary-json '%s' is not valid: %%-codes as in -o only",
-			    r->summary_json);
+		run__usage_error("%s'%s' is not valid: %%-codes as in -o only",
+				 r->summary_json_from_env ? "GPUTRACE_SUMMARY_JSON=" :
+				 "--summary-json ", r->summary_json);
 	if (!r->stacks && getenv("GPUTRACE_STACKS") && !config__check("GPUTRACE_STACKS",
 								       getenv("GPUTRACE_STACKS"), NULL))
 		r->stacks = getenv("GPUTRACE_STACKS");

@@ -499,3 +499,114 @@ def test_an_output_name_too_long_for_a_file_is_refused_before_the_run(tmp_path):
     assert gputrace_lines(p.stderr)[0] == (
         f"gputrace: -o {name}: the file name is 256 bytes long; a name may have 255 at most")
     assert os.listdir(tmp_path) == []
+
+
+def refused_before_running(tmp_path, args, env=None):
+    """gputrace run ARGS -- touch ran: exit 2, and CMD never started. Its
+    stderr lines, "Try 'gputrace --help'." aside."""
+    p = gputrace(["run", *args, "--", "touch", tmp_path / "ran"], tmp_path,
+                 env=env if env is not None else plugin_env(3))
+    assert p.returncode == 2, p.stderr
+    assert not (tmp_path / "ran").exists(), "CMD ran"
+    lines = p.stderr.decode().splitlines()
+    assert lines[1:] == ["Try 'gputrace --help'."], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("opts,names", [
+    (["-o", "v.json", "--summary-json", "v.json"], "-o and --summary-json"),
+    (["-o", "v.json", "--summary-json", "./sub/../v.json"], "-o and --summary-json"),
+    (["-o", "v.json", "--check", "lost == 0", "--markdown", "v.json"], "-o and --markdown"),
+    (["-o", "v.json", "--check", "lost == 0", "--junit", "v.json"], "-o and --junit"),
+    (["--summary-json", "v.json", "--check", "lost == 0", "--junit", "v.json"],
+     "--summary-json and --junit"),
+    (["-o", "v.json", "--per-process", "v.json"], "-o and --per-process"),
+])
+def test_outputs_naming_one_file_are_refused(tmp_path, opts, names):
+    """Two outputs of one run naming one file: the one written last replaced
+    the other (the summary JSON over the trace, the trace lost, exit 0).
+    Refused before CMD runs, the names compared resolved."""
+    (tmp_path / "sub").mkdir()
+    assert refused_before_running(tmp_path, opts) == (
+        f"gputrace: {names} name the same file, {tmp_path}/v.json: give each its own")
+    assert os.listdir(tmp_path) == ["sub"]
+
+
+def test_outputs_naming_one_existing_file_are_refused(tmp_path):
+    """A file there already, named by two links: the same device and inode."""
+    (tmp_path / "a.json").write_text("{}")
+    os.link(tmp_path / "a.json", tmp_path / "b.json")
+    line = refused_before_running(tmp_path, ["-o", "a.json", "--summary-json", "b.json"])
+    assert line == f"gputrace: -o and --summary-json name the same file, {tmp_path}/a.json: " \
+        "give each its own"
+    assert (tmp_path / "a.json").read_text() == "{}"
+
+
+def test_per_process_templates_naming_one_file_are_refused(tmp_path):
+    """-o with %p is expanded by each process: its text is what is known."""
+    line = refused_before_running(tmp_path, ["-o", "r-%p.json", "--summary-json", "r-%p.json"])
+    assert line == f"gputrace: -o and --summary-json name the same file, {tmp_path}/r-%p.json: " \
+        "give each its own"
+    assert os.listdir(tmp_path) == []
+
+
+def test_summary_json_never_replaces_a_trace(tmp_path):
+    """--summary-json naming a trace there already (a run's before) was written
+    over after CMD ran: the trace lost. Refused before, the trace kept; so are
+    --markdown and --junit. A summary there already is replaced, as before."""
+    p, out = run_plugin(tmp_path, "--no-summary")
+    assert p.returncode == 0, p.stderr
+    trace = out.read_bytes()
+    for opt in (["--summary-json", "t.json"], ["--check", "lost == 0", "--markdown", "t.json"],
+                ["--check", "lost == 0", "--junit", "t.json"]):
+        assert refused_before_running(tmp_path, ["-o", "new.json", *opt]) == (
+            f"gputrace: {opt[-2]} {out}: it holds a trace, which is never written over; give "
+            "another file name")
+        assert out.read_bytes() == trace
+    assert os.listdir(tmp_path) == ["t.json"]
+    (tmp_path / "s.json").write_text("stale")
+    p, _ = run_plugin(tmp_path, "--no-summary", "--summary-json", "s.json", name="u.json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "s.json").read_text())["totals"]["kernels"]["count"] == 3
+
+
+@pytest.mark.parametrize("opt", ["--summary-json", "--markdown", "--junit"])
+def test_report_files_are_checked_before_cmd_runs(tmp_path, opt):
+    """--summary-json (--markdown, --junit) naming a folder, or a file in a
+    "folder" that is a file, was found after CMD ran ("Is a directory", exit 0,
+    or 4 with checks): said before it runs, as for -o."""
+    checks = [] if opt == "--summary-json" else ["--check", "lost == 0"]
+    (tmp_path / "somedir").mkdir()
+    (tmp_path / "afile").write_text("")
+    assert refused_before_running(tmp_path, [*checks, opt, "somedir"]) == (
+        f"gputrace: {opt} {tmp_path}/somedir: is a folder; give a file name")
+    assert refused_before_running(tmp_path, [*checks, opt, "afile/s.json"]) == (
+        f"gputrace: {opt} {tmp_path}/afile/s.json: cannot write in {tmp_path}/afile: it is a "
+        "file, not a folder")
+    assert sorted(os.listdir(tmp_path)) == ["afile", "somedir"]
+    assert os.listdir(tmp_path / "somedir") == []
+
+
+def test_output_in_a_file_is_said_so(tmp_path):
+    """-o afile/x.json, afile a file: "Permission denied" said a folder refused us."""
+    (tmp_path / "afile").write_text("")
+    assert refused_before_running(tmp_path, ["-o", "afile/x.json"]) == (
+        f"gputrace: -o {tmp_path}/afile/x.json: cannot write in {tmp_path}/afile: it is a "
+        "file, not a folder")
+
+
+def test_summary_json_variable_is_named_as_such(tmp_path):
+    """GPUTRACE_SUMMARY_JSON's value refused was named as --summary-json, an
+    option never given (GPUTRACE_OUTPUT's is named as the variable)."""
+    (tmp_path / "somedir").mkdir()
+    for value, reason in (
+            ("/nonexistent-dir/s.json", "/nonexistent-dir/s.json: cannot write in "
+             "/nonexistent-dir: No such file or directory"),
+            ("somedir", f"{tmp_path}/somedir: is a folder; give a file name")):
+        line = refused_before_running(tmp_path, [], env=plugin_env(
+            3, {"GPUTRACE_SUMMARY_JSON": value}))
+        assert line == f"gputrace: GPUTRACE_SUMMARY_JSON={reason}", line
+    line = refused_before_running(tmp_path, [], env=plugin_env(
+        3, {"GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_OUTPUT": "s.json"}))
+    assert line == f"gputrace: GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON name the same file, " \
+        f"{tmp_path}/s.json: give each its own"
