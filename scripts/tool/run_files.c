@@ -114,11 +114,14 @@ static void check_folder(const char *opt, const char *path)
 static void check_file(const char *opt, const char *path, bool replaced)
 {
 	struct stat st;
+	bool there = !stat(path, &st);
 
-	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+	if (there && S_ISDIR(st.st_mode))
 		run__usage_error("%s%s%s: is a folder; give a file name", opt, sep(opt), path);
-	check_folder(opt, path);
-	if (replaced && !stat(path, &st) && access(path, W_OK))
+	/* a device or a pipe (/dev/stdout) is written into, not made in /dev */
+	if (!there || S_ISREG(st.st_mode))
+		check_folder(opt, path);
+	if (there && (replaced || !S_ISREG(st.st_mode)) && access(path, W_OK))
 		run__usage_error("%s%s%s: cannot write it: %s", opt, sep(opt), path,
 				 strerror(errno));
 }

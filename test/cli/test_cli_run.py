@@ -610,3 +610,26 @@ def test_summary_json_variable_is_named_as_such(tmp_path):
         3, {"GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_OUTPUT": "s.json"}))
     assert line == f"gputrace: GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON name the same file, " \
         f"{tmp_path}/s.json: give each its own"
+
+
+def test_a_device_for_a_report_is_written_into(tmp_path):
+    """--summary-json /dev/null: a device takes the writes, whoever may make
+    files in /dev; the folder was asked, and a user other than root was
+    refused."""
+    need(PLUGIN_DIR / "libclitest.so")
+    as_user = []
+    if os.geteuid() == 0:  # root writes in /dev: run as nobody
+        need("/usr/bin/setpriv")
+        as_user = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        tmp_path = Path(tempfile.mkdtemp(prefix="gt-dev-", dir="/tmp"))
+        tmp_path.chmod(0o777)
+    try:
+        p = subprocess.run(as_user + [str(SCRIPT), "run", "--no-summary", "-o", "x.json",
+                                      "--summary-json", "/dev/null", "--plugin-path", str(PLUGIN_DIR),
+                                      "--", "true"],
+                           cwd=str(tmp_path), env=plugin_env(3), capture_output=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert cli_kernels(tmp_path / "x.json") == 3
+    finally:
+        if as_user:
+            shutil.rmtree(tmp_path)
