@@ -1704,6 +1704,49 @@ const char *summary__strerror(int err)
 			      : strerror(-err);
 }
 
+int summary__own_fd(const char *path)
+{
+	const char *n = NULL;
+	char *end;
+	long fd;
+
+	if (!strcmp(path, "/dev/stdout"))
+		return 1;
+	if (!strcmp(path, "/dev/stderr"))
+		return 2;
+	if (!strncmp(path, "/dev/fd/", 8))
+		n = path + 8;
+	else if (!strncmp(path, "/proc/self/fd/", 14))
+		n = path + 14;
+	if (!n || *n < '0' || *n > '9')
+		return -1;
+	fd = strtol(n, &end, 10);
+	return *end || fd > INT32_MAX ? -1 : (int)fd;
+}
+
+FILE *summary__fopen_out(const char *path)
+{
+	int fd = summary__own_fd(path);
+	FILE *f;
+
+	if (!strcmp(path, "-"))
+		return stdout;
+	if (fd < 0)
+		return fopen(path, "w");
+	if (fd == 1)
+		fflush(stdout); /* what went before, first */
+	/* through a copy of the descriptor, at its offset: reopened by its name, a file
+	 * behind it would be truncated (or written from its start), over what the
+	 * program wrote there */
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -1717,7 +1760,7 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		return -EINVAL;
 	if (summary__holds_trace(path))
 		return -EEXIST;
-	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	f = summary__fopen_out(path);
 	if (!f)
 		return -errno;
 	fputs("{\"schema\":\"gputrace-summary\",\"version\":1,\n\"trace\":{\"path\":", f);

@@ -144,6 +144,13 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 /* Whether path is a regular file holding a trace (gzip, a JSON array, or an
  * object that starts as traces do): a summary written there would lose it. */
 bool summary__holds_trace(const char *path);
+/* The descriptor that /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N names, else
+ * -1. */
+int summary__own_fd(const char *path);
+/* An output to write, as fopen(path, "w") opens it, but "-" is stdout and a path naming
+ * one of our descriptors is written through a copy of it (summary__own_fd). NULL and
+ * errno on failure; close with fclose unless stdout. */
+FILE *summary__fopen_out(const char *path);
 /* summary__write_json's error in words. */
 const char *summary__strerror(int err);
 

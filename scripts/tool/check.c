@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "writer/summary.h"
 #include "expr.h"
 #include "junit.h"
 #include "markdown.h"
@@ -164,7 +165,7 @@ static int parse_all(struct checks *cs)
 static int write_markdown(const char *path, const struct checks *cs, const struct sumdoc *d,
 			  size_t passed, size_t failed, size_t errors)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = summary__fopen_out(path);
 
 	if (!f)
 		return -errno;

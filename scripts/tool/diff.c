@@ -798,7 +798,7 @@ static void md_table(FILE *f, const struct diff *df, int ti, size_t top)
 static int write_markdown(const char *path, const struct diff *df, const struct rule *rules,
 			  size_t nrules, size_t nbroken, size_t top)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = summary__fopen_out(path);
 
 	if (!f)
 		return -errno;
@@ -1030,7 +1030,7 @@ int cmd_diff(int argc, char **argv)
 	}
 
 	if (json) {
-		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+		FILE *f = summary__fopen_out(json);
 		int err = f ? write_json(f, &df, rules, nrules, nbroken + nunmatched > 0) : -errno;
 
 		if (f && f != stdout && fclose(f) && !err)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "writer/summary.h"
 #include "junit.h"
 
 void xml__text(FILE *f, const char *s)
@@ -32,7 +33,7 @@ int junit__write(const char *path, const char *suite, const char *classname,
 	char stamp[32], host[256] = "localhost";
 	time_t now = time(NULL);
 	struct tm tm;
-	FILE *f = fopen(path, "w");
+	FILE *f = summary__fopen_out(path);
 
 	if (!f)
 		return -errno;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "args.h"
+#include "writer/summary.h"
 #include "json.h"
 #include "junit.h"
 #include "summarize.h"
@@ -657,7 +658,7 @@ static void embed_json(FILE *f, const struct buf *j)
 
 static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, const char *trace)
 {
-	FILE *f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	FILE *f = summary__fopen_out(out);
 	const struct proc *host = first_host(rp);
 	const struct trace_meta *mt = &rp->r.meta;
 	char a[64], b[64], when[64] = "";

@@ -385,7 +385,8 @@ void run__plan_outputs(struct run *r)
 				 opt, r->tmpl, strlen(base_name(r->out)), NAME_MAX);
 	if (r->tmpl_from_env && !stat(r->out, &st) && S_ISDIR(st.st_mode))
 		in_folder(r, start);
-	r->out_special = !stat(r->out, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	r->out_special = summary__own_fd(r->out) >= 0 ||
+			 (!stat(r->out, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 	if (!r->out_special)
 		check_file(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out, false);
 	outs[0].path = r->out;
@@ -758,7 +759,10 @@ static int pump(int in, int out, gzFile z)
  * removed on failure, as a file would be). */
 static int deliver(struct run *r, const char *tmp)
 {
-	int in = open(tmp, O_RDONLY | O_CLOEXEC), out = open(r->out, O_WRONLY | O_CLOEXEC);
+	/* /dev/stdout: through our own descriptor, CMD's too, after what CMD wrote
+	 * there (reopened by its name, a file behind it is written from its start) */
+	int own = summary__own_fd(r->out), in = open(tmp, O_RDONLY | O_CLOEXEC);
+	int out = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open(r->out, O_WRONLY | O_CLOEXEC);
 	int err = in < 0 || out < 0 ? -errno : pump(in, out, NULL);
 
 	if (in >= 0)

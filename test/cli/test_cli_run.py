@@ -633,3 +633,31 @@ def test_a_device_for_a_report_is_written_into(tmp_path):
     finally:
         if as_user:
             shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize("opt", ["-o", "--summary-json"])
+def test_dev_stdout_redirected_to_a_file_is_written_after_the_program(tmp_path, opt):
+    """-o /dev/stdout (or --summary-json) with stdout redirected to a file (`> log`): the
+    trace goes into that file after what the program printed, through the run's own
+    descriptor. Before, the file counted as existing, and the trace went to a new file
+    /dev/stdout.1 (a summary JSON reopened it, over the program's output)."""
+    need(PLUGIN_DIR / "libclitest.so")
+    log = tmp_path / "log"
+    args = ["run", "--no-summary", "--plugin-path", str(PLUGIN_DIR)] + \
+        ([opt, "/dev/stdout"] if opt == "-o" else ["-o", str(tmp_path / "t.json"), opt,
+                                                   "/dev/stdout"]) + \
+        ["--", "sh", "-c", "echo program output"]
+    before = set(os.listdir("/dev"))
+    with open(log, "wb") as out:
+        p = subprocess.run([str(SCRIPT)] + args, cwd=str(tmp_path), env=plugin_env(3),
+                           stdout=out, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == b""
+    assert set(os.listdir("/dev")) == before
+    text = log.read_text()
+    assert text.startswith("program output\n{")
+    doc = json.loads(text[len("program output\n"):])
+    if opt == "-o":
+        assert sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel") == 3
+    else:
+        assert doc["schema"] == "gputrace-summary" and doc["totals"]["kernels"]["count"] == 3
