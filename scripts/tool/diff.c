@@ -27,6 +27,7 @@
 #include "json.h"
 #include "junit.h"
 #include "markdown.h"
+#include "nameidx.h"
 #include "sumdoc.h"
 #include "tool.h"
 #include "units.h"
@@ -253,6 +254,7 @@ struct item {
 struct dtable {
 	struct item *items;
 	size_t n, cap;
+	struct nameidx index; /* items by name */
 };
 
 struct diff {
@@ -283,11 +285,17 @@ static double median(const double *v, size_t n)
 	return k % 2 ? tmp[k / 2] : (tmp[k / 2 - 1] + tmp[k / 2]) / 2;
 }
 
+static const char *item_name(const void *ctx, size_t i)
+{
+	return ((const struct dtable *)ctx)->items[i].name;
+}
+
 static struct item *find_item(struct dtable *t, const char *name, const struct diff *df)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (!strcmp(t->items[i].name, name))
-			return &t->items[i];
+	long found = nameidx__find(&t->index, name, item_name, t);
+
+	if (found >= 0)
+		return &t->items[found];
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 32;
 		struct item *ni = realloc(t->items, cap * sizeof(*ni));
@@ -309,7 +317,7 @@ static struct item *find_item(struct dtable *t, const char *name, const struct d
 		for (size_t r = 0; r < df->nruns[s]; r++)
 			it->s[s].mean[r] = NAN;
 	}
-	if (!it->name)
+	if (!it->name || nameidx__add(&t->index, t->n, item_name, t))
 		return NULL;
 	t->n++;
 	return it;
@@ -875,6 +883,7 @@ static void free_diff(struct diff *df)
 			buf__free(&it->broken);
 		}
 		free(df->t[ti].items);
+		nameidx__free(&df->t[ti].index);
 	}
 	free(df->paths[0]);
 	free(df->paths[1]);
@@ -1000,6 +1009,7 @@ int cmd_diff(int argc, char **argv)
 		/* a table the summaries lack (ranges) has no items at all */
 		if (t->n)
 			qsort(t->items, t->n, sizeof(*t->items), cmp_item);
+		nameidx__free(&t->index); /* stale now: nothing is looked up after this */
 		for (size_t i = 0; i < t->n; i++) {
 			struct item *it = &t->items[i];
 

@@ -350,10 +350,7 @@ static void put_prefixed_args(struct merge *m, const struct buf *prefix,
 
 static bool is_host_pid(const struct trace_meta *mt, int64_t pid)
 {
-	for (size_t k = 0; k < mt->nhost_pids; k++)
-		if (mt->host_pids[k] == pid)
-			return true;
-	return false;
+	return pidmap__has(&mt->host_set, pid);
 }
 
 static struct row_state *row_of(struct input *in, int64_t pid, int64_t tid)

@@ -19,13 +19,18 @@ static char *dup_str(const char *v, const char *e)
 
 static void add_host_pid(struct trace_meta *m, int64_t pid)
 {
-	for (size_t i = 0; i < m->nhost_pids; i++)
-		if (m->host_pids[i] == pid)
-			return;
-	int64_t *np = realloc(m->host_pids, (m->nhost_pids + 1) * sizeof(*np));
-	if (!np)
+	if (pidmap__has(&m->host_set, pid))
 		return;
-	m->host_pids = np;
+	if (m->nhost_pids == m->host_cap) {
+		size_t cap = m->host_cap ? m->host_cap * 2 : 16;
+		int64_t *np = realloc(m->host_pids, cap * sizeof(*np));
+
+		if (!np)
+			return;
+		m->host_pids = np;
+		m->host_cap = cap;
+	}
+	pidmap__find(&m->host_set, pid, true);
 	m->host_pids[m->nhost_pids++] = pid;
 }
 
@@ -145,6 +150,7 @@ void meta__free(struct trace_meta *m)
 	free(m->hostname);
 	free(m->exe);
 	free(m->host_pids);
+	pidmap__free(&m->host_set);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -262,9 +268,10 @@ long pidmap__find(struct pidmap *m, int64_t key, bool create)
 	return (long)j;
 }
 
-bool pidmap__has(struct pidmap *m, int64_t key)
+bool pidmap__has(const struct pidmap *m, int64_t key)
 {
-	return pidmap__find(m, key, false) >= 0;
+	/* (a lookup that creates nothing writes nothing) */
+	return pidmap__find((struct pidmap *)m, key, false) >= 0;
 }
 
 void pidmap__free(struct pidmap *m)

@@ -14,6 +14,15 @@
 
 #define META_MERGE_DEPTH 16 /* merges of merges followed this deep */
 
+/* pid -> (pid, name) map, open addressing. */
+struct pidmap {
+	int64_t *keys;
+	int64_t *vals;
+	char **names;
+	bool *used;
+	size_t cap, n;
+};
+
 struct trace_meta {
 	bool present;
 	struct buf raw;        /* the whole object, as written */
@@ -39,7 +48,8 @@ struct trace_meta {
 				* a trace whose "end" says so, a merge's inputs that did */
 	struct buf failed_why; /* that "end" of a trace of one process ("write failed: ...") */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
-	size_t nhost_pids;
+	size_t nhost_pids, host_cap;
+	struct pidmap host_set; /* the same, looked up (a merged trace lists thousands) */
 };
 
 /* Parse [v, e) into m (zeroed first). False if it is not an object. */
@@ -61,18 +71,10 @@ void meta__each_adjusted(const struct trace_meta *m,
 			 void (*fn)(void *ctx, const char *reason, uint64_t n, uint64_t max_ns),
 			 void *ctx);
 
-/* pid -> (pid, name) map, open addressing. */
-struct pidmap {
-	int64_t *keys;
-	int64_t *vals;
-	char **names;
-	bool *used;
-	size_t cap, n;
-};
 
 /* The slot index for key, created when create is true; -1 if absent. */
 long pidmap__find(struct pidmap *m, int64_t key, bool create);
-bool pidmap__has(struct pidmap *m, int64_t key);
+bool pidmap__has(const struct pidmap *m, int64_t key);
 void pidmap__free(struct pidmap *m);
 /* Keys in ascending order (caller frees). */
 int64_t *pidmap__sorted_keys(const struct pidmap *m);

@@ -21,6 +21,8 @@
 #include "writer/summary.h"
 #include "json.h"
 #include "junit.h"
+#include "meta.h"
+#include "nameidx.h"
 #include "summarize.h"
 #include "sumdoc.h"
 #include "tool.h"
@@ -50,8 +52,12 @@ struct rep {
 	struct summarized r;
 	struct tl_dev *devs;
 	size_t ndevs;
+	struct nameidx dev_index; /* devs by name */
 	struct proc *procs;
 	size_t nprocs;
+	/* pid -> its index in procs (vals): looked up, not searched (a search per
+	 * event was quadratic: 32k processes took 17 s) */
+	struct pidmap by_pid;
 	double bucket_ns;
 	struct buf tmp, tmp2;
 	bool oom;
@@ -70,9 +76,10 @@ static void *grow(void *p, size_t n, size_t size, bool *oom)
 
 static struct proc *proc_of(struct rep *rp, int64_t pid)
 {
-	for (size_t i = 0; i < rp->nprocs; i++)
-		if (rp->procs[i].pid == pid)
-			return &rp->procs[i];
+	long j = pidmap__find(&rp->by_pid, pid, false);
+
+	if (j >= 0)
+		return &rp->procs[rp->by_pid.vals[j]];
 	struct proc *np = grow(rp->procs, rp->nprocs, sizeof(*np), &rp->oom);
 	if (!np)
 		return NULL;
@@ -80,6 +87,8 @@ static struct proc *proc_of(struct rep *rp, int64_t pid)
 	np = &rp->procs[rp->nprocs++];
 	memset(np, 0, sizeof(*np));
 	np->pid = pid;
+	j = pidmap__find(&rp->by_pid, pid, true); /* (before vals is read: it may move) */
+	rp->by_pid.vals[j] = (int64_t)(rp->nprocs - 1);
 	return np;
 }
 
@@ -162,18 +171,28 @@ static void add_busy(struct rep *rp, struct tl_dev *d, uint64_t a, uint64_t b)
 	}
 }
 
+static const char *dev_name(const void *ctx, size_t i)
+{
+	return ((const struct rep *)ctx)->devs[i].name;
+}
+
+static struct tl_dev *dev_of(const struct rep *rp, const char *name)
+{
+	long i = nameidx__find(&rp->dev_index, name, dev_name, rp);
+
+	return i >= 0 ? &rp->devs[i] : NULL;
+}
+
 static void span(void *ctx, const struct summary_span *sp)
 {
 	struct rep *rp = ctx;
-	struct tl_dev *d = NULL;
+	struct tl_dev *d;
 
 	if (!sp->device || !sp->dur_ns || summary__is_wait(sp))
 		return;
 	if (!rp->bucket_ns) /* pass 1 has found the window by now */
 		rp->bucket_ns = (double)(rp->r.window_end_ns - rp->r.window_start_ns) / BUCKETS;
-	for (size_t i = 0; i < rp->ndevs; i++)
-		if (!strcmp(rp->devs[i].name, sp->device))
-			d = &rp->devs[i];
+	d = dev_of(rp, sp->device);
 	if (!d) {
 		struct tl_dev *nd = grow(rp->devs, rp->ndevs, sizeof(*nd), &rp->oom);
 
@@ -183,7 +202,8 @@ static void span(void *ctx, const struct summary_span *sp)
 		d = &rp->devs[rp->ndevs++];
 		memset(d, 0, sizeof(*d));
 		d->name = strdup(sp->device);
-		if (!d->name) {
+		if (!d->name || nameidx__add(&rp->dev_index, rp->ndevs - 1, dev_name, rp)) {
+			free(d->name);
 			rp->ndevs--;
 			rp->oom = true;
 			return;
@@ -284,13 +304,10 @@ static void timeline(FILE *f, struct rep *rp, const struct sumdoc *d)
 	}
 	for (size_t i = 0; i < t.n; i++) {
 		const struct srow *r = &t.rows[i];
-		struct tl_dev *dv = NULL;
+		const struct tl_dev *dv = dev_of(rp, r->name);
 		double util = 0, total = 0;
 
 		jv_num(r->v, r->e, "utilization", &util);
-		for (size_t k = 0; k < rp->ndevs; k++)
-			if (!strcmp(rp->devs[k].name, r->name))
-				dv = &rp->devs[k];
 		fputs("<figure class=\"device\" data-device=\"", f);
 		xml__text(f, r->name);
 		fprintf(f, "\" data-busy-ns=\"%.0f\" data-utilization=\"%.6f\" data-spans=\"%.0f\">"
@@ -600,18 +617,17 @@ static void section_errors(FILE *f, const struct sumdoc *d, double total)
 
 static bool is_host(const struct rep *rp, int64_t pid)
 {
-	for (size_t i = 0; i < rp->r.meta.nhost_pids; i++)
-		if (rp->r.meta.host_pids[i] == pid)
-			return true;
-	return false;
+	return pidmap__has(&rp->r.meta.host_set, pid);
 }
 
-static const struct proc *first_host(const struct rep *rp)
+static const struct proc *first_host(struct rep *rp)
 {
-	for (size_t i = 0; i < rp->r.meta.nhost_pids; i++)
-		for (size_t k = 0; k < rp->nprocs; k++)
-			if (rp->procs[k].pid == rp->r.meta.host_pids[i])
-				return &rp->procs[k];
+	for (size_t i = 0; i < rp->r.meta.nhost_pids; i++) {
+		long j = pidmap__find(&rp->by_pid, rp->r.meta.host_pids[i], false);
+
+		if (j >= 0)
+			return &rp->procs[rp->by_pid.vals[j]];
+	}
 	return NULL;
 }
 
@@ -842,11 +858,13 @@ out:
 	for (size_t k = 0; k < rp.ndevs; k++)
 		free(rp.devs[k].name);
 	free(rp.devs);
+	nameidx__free(&rp.dev_index);
 	for (size_t k = 0; k < rp.nprocs; k++) {
 		free(rp.procs[k].name);
 		free(rp.procs[k].labels);
 	}
 	free(rp.procs);
+	pidmap__free(&rp.by_pid);
 	buf__free(&rp.tmp);
 	buf__free(&rp.tmp2);
 	buf__free(&def);
