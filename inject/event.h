@@ -133,6 +133,9 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 #define GT_EVF_PROCESS  0x40 /* that range (and its begin) belongs to the process, not the thread */
 #define GT_EVF_TIMED    0x80 /* a range handed over whole (a plug-in's annotation): no begin record */
 #define GT_EVF_FAILED   0x100 /* host span of a call that failed: an arg GT_S_ARG_ERROR names it */
+/* Handed over whole by a plug-in, its own times on a row it names: its last records,
+ * handed over as it stops at exit, are the trace's as the ending thread's are */
+#define GT_EVF_HANDED   0x200
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */

@@ -75,13 +75,15 @@ static bool outside_window(const struct gt_event *ev)
  * followed any more (the backend closed): its device work is left out too.
  * What the ending thread, a thread making a plug-in's call for it, and the
  * drain thread record at the end (the backends' last events, folded counts)
- * is the trace's own. */
+ * is the trace's own, as is what a plug-in hands over (its threads' last
+ * records, whole, at its stop: accepted, they were dropped uncounted). */
 static bool after_the_end(const struct gt_event *ev, const struct ring *r)
 {
 	/* acquire: the ending thread's tid, stored before, is seen with it */
 	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
 
-	if (gt_likely(!end) || (int)r->tid == atomic_load(&gt_st.host_end_tid) ||
+	if (gt_likely(!end) || (ev->flags & GT_EVF_HANDED) ||
+	    (int)r->tid == atomic_load(&gt_st.host_end_tid) ||
 	    (int)r->tid == atomic_load(&gt_st.host_end_helper_tid) ||
 	    (int)r->tid == atomic_load(&W.drain_tid))
 		return false;

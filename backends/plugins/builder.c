@@ -372,9 +372,10 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 			return -EINVAL;
 		ev.type = span ? GT_EV_HOST_SPAN : GT_EV_INSTANT;
 		ev.track = (uint32_t)e.tid;
+		ev.flags = GT_EVF_HANDED;
 		/* Device spans may point at it: the writer keeps launches for flows. */
 		if (span && e.correlation)
-			ev.flags = GT_EVF_LAUNCH;
+			ev.flags |= GT_EVF_LAUNCH;
 		/* an annotation is a user range of its thread, given whole */
 		if (span && e.kind == GPUTRACE_KIND_ANNOTATION)
 			ev.flags |= GT_EVF_RANGE | GT_EVF_TIMED;

@@ -284,6 +284,7 @@ static void emit_last(struct kineto_prof *k)
 	case K_HOST_INSTANT:
 		ev.type = place == K_HOST ? GT_EV_HOST_SPAN : GT_EV_INSTANT;
 		ev.track = l->resource > 0 ? (uint32_t)l->resource : (uint32_t)getpid();
+		ev.flags |= GT_EVF_HANDED;
 		/* a user annotation (record_function) is a range of its thread,
 		 * handed over whole; operators (cpu_op) are not */
 		if (place == K_HOST && !strcmp(t->cat, "user_annotation"))

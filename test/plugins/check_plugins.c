@@ -1076,18 +1076,18 @@ START_TEST(builder_host_and_categories)
 	ev = event(GPUTRACE_KIND_ANNOTATION, GPUTRACE_ROW_HOST, "phase");
 	ck_assert_int_eq(api->span(b, &ev), 0);
 	ck_assert_uint_eq(nrecs, 4);
-	ck_assert_uint_eq(recs[3].ev.flags, GT_EVF_RANGE | GT_EVF_TIMED);
+	ck_assert_uint_eq(recs[3].ev.flags, GT_EVF_RANGE | GT_EVF_TIMED | GT_EVF_HANDED);
 	ck_assert_str_eq(str(recs[3].ev.cat), "user_annotation");
 	ck_assert_uint_eq(recs[0].ev.type, GT_EV_HOST_SPAN);
 	ck_assert_uint_eq(recs[0].ev.track, 0);
-	ck_assert_uint_eq(recs[0].ev.flags, GT_EVF_LAUNCH);
+	ck_assert_uint_eq(recs[0].ev.flags, GT_EVF_LAUNCH | GT_EVF_HANDED);
 	ck_assert_uint_eq(recs[0].ev.corr, plugin_corr(0, 7));
 	ck_assert_str_eq(str(recs[0].ev.cat), "capture_runtime");
 	ck_assert_uint_eq(recs[1].ev.type, GT_EV_INSTANT);
 	ck_assert_uint_eq(recs[1].ev.track, 4242);
-	ck_assert_uint_eq(recs[1].ev.flags, 0);
+	ck_assert_uint_eq(recs[1].ev.flags, GT_EVF_HANDED);
 	ck_assert_str_eq(str(recs[1].ev.cat), "my_marks");
-	ck_assert_uint_eq(recs[2].ev.flags, 0);
+	ck_assert_uint_eq(recs[2].ev.flags, GT_EVF_HANDED);
 	ck_assert_uint_eq(recs[2].ev.corr, 0);
 	ck_assert_uint_eq(api->now_ns() > 0, 1);
 }
@@ -1241,7 +1241,7 @@ START_TEST(kineto_reference)
 		ck_assert_ptr_nonnull(dev);
 		ck_assert_str_eq(str(host->ev.cat), "privateuse1_runtime");
 		ck_assert_uint_eq(host->ev.track, (uint32_t)getpid());
-		ck_assert_uint_eq(host->ev.flags, GT_EVF_LAUNCH);
+		ck_assert_uint_eq(host->ev.flags, GT_EVF_LAUNCH | GT_EVF_HANDED);
 		ck_assert_uint_ne(host->ev.corr, 0);
 		ck_wall_interval(since, host->ev.end_ns - host->ev.start_ns, 20000);
 		ck_assert_str_eq(str(dev->ev.cat), "kernel");
@@ -1282,8 +1282,8 @@ START_TEST(kineto_reference)
 	}
 	fwd = find(GT_EV_HOST_SPAN, "aten::mm", 0);
 	bwd = find(GT_EV_HOST_SPAN, "MmBackward0", 0);
-	ck_assert_uint_eq(fwd->ev.flags, GT_EVF_LAUNCH);
-	ck_assert_uint_eq(bwd->ev.flags, GT_EVF_FLOW_END | GT_EVF_FWDBWD);
+	ck_assert_uint_eq(fwd->ev.flags, GT_EVF_LAUNCH | GT_EVF_HANDED);
+	ck_assert_uint_eq(bwd->ev.flags, GT_EVF_FLOW_END | GT_EVF_FWDBWD | GT_EVF_HANDED);
 	ck_assert_uint_eq(bwd->ev.corr2, fwd->ev.corr);
 	ck_assert_uint_eq(bwd->ev.corr, 0);
 	/* each flow in the plug-in's namespace, apart from the other type's */

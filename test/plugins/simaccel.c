@@ -21,6 +21,9 @@
  *   kernels=N       spans per queue (default 3)
  *   kinds_file=P    write the enabled kinds received by create to P
  *   all_kinds=1     emit every kind, enabled or not (the builder filters)
+ *   at_stop=N       stop() hands over N more host spans "simLastRecord" (now, on the
+ *                   host thread's row) from a thread of its own, then joins it: a
+ *                   plug-in's last records, at exit after the program's end
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +43,7 @@ struct simaccel {
 	uint32_t kinds;
 	int all_kinds;
 	int kernels;
+	int at_stop;
 	int32_t host_tid;
 	int32_t device, compute, copy;
 	uint64_t base;
@@ -101,6 +105,8 @@ static int parse_config(struct simaccel *s, const char *config)
 			s->kernels = atoi(eq);
 		else if (!strcmp(item, "all_kinds"))
 			s->all_kinds = atoi(eq);
+		else if (!strcmp(item, "at_stop"))
+			s->at_stop = atoi(eq);
 		else if (!strcmp(item, "kinds_file")) {
 			int rc = write_kinds(eq, s->kinds);
 
@@ -109,7 +115,7 @@ static int parse_config(struct simaccel *s, const char *config)
 		} else
 			return -EINVAL;
 	}
-	return s->kernels >= 0 && s->kernels <= 1000 ? 0 : -EINVAL;
+	return s->kernels >= 0 && s->kernels <= 1000 && s->at_stop >= 0 ? 0 : -EINVAL;
 }
 
 static int simaccel_create(const struct gputrace_plugin_setup *setup, void **state)
@@ -211,13 +217,36 @@ static int simaccel_start(void *state)
 	return 0;
 }
 
+static void *last_records(void *arg)
+{
+	struct simaccel *s = arg;
+	struct gputrace_event ev;
+	int i;
+
+	for (i = 0; i < s->at_stop; i++) {
+		GPUTRACE_INIT(ev);
+		ev.kind = GPUTRACE_KIND_RUNTIME;
+		ev.row = GPUTRACE_ROW_HOST;
+		ev.tid = s->host_tid;
+		ev.name = "simLastRecord";
+		ev.start_ns = s->api->now_ns();
+		ev.end_ns = s->api->now_ns();
+		if (s->api->span(s->b, &ev))
+			fprintf(stderr, "simaccel: simLastRecord %d refused\n", i);
+	}
+	return NULL;
+}
+
 static int simaccel_stop(void *state)
 {
 	struct simaccel *s = state;
+	pthread_t t;
 
 	if (s->collector_running)
 		pthread_join(s->collector, NULL);
 	s->collector_running = 0;
+	if (s->at_stop > 0 && !pthread_create(&t, NULL, last_records, s))
+		pthread_join(t, NULL);
 	return 0;
 }
 

@@ -149,6 +149,23 @@ def test_simaccel_trace(tmp_path):
     assert len([e for e in t["traceEvents"] if e.get("pid") == pid and e["ph"] not in "Mf"]) == 13
 
 
+def test_last_records_handed_over_at_stop_are_kept(tmp_path):
+    """stop() at exit hands over the plug-in's last records, host spans timed now (after
+    the program began to end), from a thread of its own: each one the builder accepted
+    is in the trace, and none is counted lost (they were accepted, then dropped
+    uncounted as the program's calls after the end are)."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=1,at_stop=2000")
+    assert b"refused" not in r.stderr, r.stderr
+    t = r.trace
+    last = events(t, ph="X", name="simLastRecord")
+    assert len(last) == 2000
+    assert all((e["pid"], e["tid"]) == (e["pid"], e["pid"]) for e in last)
+    assert len(events(t, ph="X", name="simLaunchKernel")) == 1
+    assert t["gputrace"]["events_lost"] == 0
+    assert t["gputrace"]["complete"] is True
+
+
 @pytest.mark.parametrize("activities,expect", [
     # vendor aliases name the generic kinds
     ("xpu_runtime,concurrent_kernel", "runtime,kernel"),
