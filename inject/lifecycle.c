@@ -40,6 +40,11 @@
 extern char **environ;
 
 static _Atomic int finish_claimed GT_STARTUP_STATE;
+/* Our handler, standing in for SIG_DFL, is ending the process by a fatal signal: a
+ * thread's exit() then waits for it (else, while the handler waited for the last
+ * drain, the program's own exit status could win over the crash) */
+static _Atomic bool dying_by_signal GT_STARTUP_STATE;
+#define DYING_WAIT_MS 10000 /* the handler waits 3000 ms at most; then exit() goes on */
 /* this thread is finishing, while it stops the backends (thread-local: no
  * gettid at every exit) */
 static GT_TLS bool finishing_here;
@@ -158,6 +163,12 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 			/* another thread's exit() is finishing the trace: wait
 			 * for it (a futex wake when it is done, not a sleep loop) */
 			gt_phase_wait_done(timeout_ms);
+			/* ... or a fatal signal's handler, which then ends the process
+			 * by it: this exit() is not to end it first, with the status
+			 * a crash would have denied it (a rare path: a plain wait) */
+			for (unsigned ms = 0; !from_signal && ms < DYING_WAIT_MS &&
+					      atomic_load(&dying_by_signal); ms += 10)
+				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 			return;
 		}
 	} else if (!gt_live()) {
@@ -347,6 +358,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t set;
 
+	atomic_store(&dying_by_signal, true);
 	finish(signal_reason(sig), 3000, true,
 	       sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT);
 	/* Now do what the default would have done: die by this signal. */

@@ -2,16 +2,36 @@
 /* The traced program of the plug-in tests: does nothing of its own but
  * print one line and exit with a known status, so the tests can tell that
  * plug-ins (working or broken) leave its output and exit status alone.
- * argv[1]: milliseconds to sleep first (plug-ins record meanwhile). */
+ * argv[1]: milliseconds to sleep first (plug-ins record meanwhile).
+ * argv[2] "crash": a thread of its own raises SIGSEGV 100 ms in, while the
+ * main thread sleeps on to its exit (which the crash must win). */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+static void *crash(void *arg)
+{
+	struct timespec ts = { 0, 100000000L };
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	raise(SIGSEGV);
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
 	long ms = argc > 1 ? atol(argv[1]) : 0;
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	pthread_t t;
+
+	if (argc > 2 && !strcmp(argv[2], "crash") && pthread_create(&t, NULL, crash, NULL))
+		return 2;
 
 	/* the whole time, through signals (gputrace capture's among them) */
 	while (nanosleep(&ts, &ts) && errno == EINTR)

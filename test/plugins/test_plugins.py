@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -272,6 +273,21 @@ def test_final_flush_that_never_returns(tmp_path):
     t = r.trace
     assert t["gputrace"]["complete"] is False
     assert len(events(t, ph="X", cat="kernel")) > 0
+
+
+def test_crash_wins_over_an_exit_while_the_last_drain_is_stuck(tmp_path):
+    """A thread crashes (SIGSEGV) while a plug-in holds the last drain (its final flush
+    never returns): the handler waits up to 3 s for it; meanwhile the main thread
+    returns from main. The process still dies by the signal, as it would untraced
+    (before, the program's exit status 3 could win: the exit and the handler raced as
+    the wait ended, and the exit won about 3 runs in 16)."""
+    need(HOST_APP)
+    d = broken_dir(tmp_path, ["final_hangs"], with_good=True)
+    plain = run([HOST_APP, "600", "crash"], traced=False)
+    r = run([HOST_APP, "600", "crash"], env={"GPUTRACE_PLUGIN_PATH": str(d)},
+            tmp_path=tmp_path, timeout=60)
+    assert plain.returncode == r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
+    assert plain.stdout == r.stdout == b""  # dead before main printed, untraced as traced
 
 
 def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
