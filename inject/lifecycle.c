@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pty.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -913,7 +915,6 @@ GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
 /* The calls whose fork runs the fork handlers, one table: ours in, then the real one. */
 #define GT_FORKING(X)                                                                      \
 	X(pid_t, fork, (void), ())                                                         \
-	X(int, daemon, (int nochdir, int noclose), (nochdir, noclose))                     \
 	X(pid_t, forkpty,                                                                  \
 	  (int *amaster, char *name, const struct termios *termp,                          \
 	   const struct winsize *winp),                                                    \
@@ -937,6 +938,50 @@ GT_EXPORT int __cxa_at_quick_exit(void (*fn)(void *), void *dso)
 	}
 GT_FORKING(GT_FORKING_WRAPPER)
 #undef GT_FORKING_WRAPPER
+
+/*
+ * daemon() as glibc's: its parent ends by an _exit(0) of glibc's own, which no
+ * preload sees, so its trace was never closed (the last checkpoint, or no file
+ * at all). Here the fork is ours (the handlers run, the child traces on) and
+ * so is the parent's _exit, which closes its trace.
+ */
+GT_EXPORT int daemon(int nochdir, int noclose)
+{
+	struct stat st;
+	int fd;
+
+	switch (fork()) {
+	case -1:
+		return -1;
+	case 0:
+		break;
+	default:
+		_exit(0);
+	}
+	if (setsid() == -1)
+		return -1;
+	if (!nochdir)
+		(void)!chdir("/");
+	if (noclose)
+		return 0;
+	fd = open("/dev/null", O_RDWR); /* (no O_CLOEXEC: it may be 0, 1 or 2 itself) */
+	if (fd == -1 || fstat(fd, &st)) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISCHR(st.st_mode)) {
+		close(fd);
+		errno = ENODEV;
+		return -1;
+	}
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+	return 0;
+}
 
 GT_EXPORT __attribute__((noreturn)) void quick_exit(int status)
 {

@@ -219,6 +219,30 @@ def test_fork_child_has_its_own_file(tmp_path):
             {t["gputrace"]["pid"]}
 
 
+def test_daemon_parent_closes_its_trace(tmp_path):
+    """daemon(): the parent ends inside it (glibc's own _exit, which a preload cannot
+    see: its trace was left unclosed, or never written), the child goes on detached.
+    Each closes its own trace, complete, with its own calls."""
+    need(APP)
+    r = run([APP, "daemon", "1000"], env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+            trace="unused")
+    assert r.returncode == 0, r.stderr
+    # the child shares the parent's stdout: run() returned once it closed it, at its exit
+    assert printed_calls(r.stdout) == 1500
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        files = sorted(glob.glob(str(tmp_path / "t-*.json")))
+        traces = [load_trace(f) for f in files] if len(files) == 2 else []
+        if traces and all(t["gputrace"]["complete"] for t in traces):
+            break
+        time.sleep(0.05)
+    assert len(files) == 2, files
+    by_calls = sorted(len(spans(t, "zeDriverGetApiVersion")) for t in traces)
+    assert by_calls == [500, 1000]
+    parent = [t for t in traces if len(spans(t, "zeDriverGetApiVersion")) == 1000][0]
+    assert parent["gputrace"]["end"] == "_exit" and parent["gputrace"]["complete"] is True
+
+
 @pytest.mark.sanitize
 def test_exec_closes_then_new_file(tmp_path):
     need(APP)
