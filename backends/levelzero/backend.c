@@ -514,6 +514,22 @@ static void ze_flush(bool final)
 		gt_guard_leave();
 }
 
+/*
+ * A capture window's file is ended next: its finished work is read now, whatever the
+ * program read meanwhile. A cycle's collect_behind leaves the reads to a later cycle
+ * when the program read since the last one (to keep its rows in order), and a program
+ * that waits all the time read in every cycle: a short window's kernels were all read
+ * after its file ended, counted window_late in the next one (or nowhere).
+ */
+static void ze_window_end(void)
+{
+	bool g = gt_guard_enter();
+
+	ze_track__collect_drain(false);
+	if (g)
+		gt_guard_leave();
+}
+
 GT_STARTUP_CODE static void ze_stop(void)
 {
 	bool g = gt_guard_enter();
@@ -552,6 +568,7 @@ static const struct gt_backend ze_backend = {
 	.wrapper_for = ze__wrapper_for,
 	.sample = ze_telemetry__sample,
 	.window = ze_telemetry__window,
+	.window_end = ze_window_end,
 	.pending = ze_track__pending,
 };
 GT_BACKEND_REGISTER(ze_backend);

@@ -279,6 +279,36 @@ def test_capture_paused_processes_from_another_shell(tmp_path):
     assert list((tmp_path / "run").iterdir()) == []
 
 
+def test_short_windows_back_to_back_keep_their_device_work(tmp_path):
+    """Windows of 50 ms opened and closed from another shell, one right after the other,
+    while the program waits on its device all the time: each file holds the kernels of
+    its window, none counted late. (The drain left the reads of a cycle after the
+    program's own reads to a later cycle: a short window's kernels were read after its
+    file ended, all counted window_late in the next window's trailer, or nowhere.)"""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 3000)
+    try:
+        for n in range(1, 5):
+            assert capture(tmp_path, proc.pid).returncode == 0
+            time.sleep(0.05)
+            assert capture(tmp_path, "--stop", proc.pid).returncode == 0
+            name = f"trace-{proc.pid}.json" if n == 1 else f"trace-{proc.pid}-w{n}.json"
+            t = wait_window_file(tmp_path / name)
+            info = t["gputrace"]
+            assert info["capture"]["window"] == n
+            launches = [e for e in events(t, ph="X", name="zeCommandListAppendLaunchKernel")]
+            kernels = [e for e in events(t, ph="X", cat="kernel")]
+            assert launches and kernels, (n, len(launches), info["lost_by_reason"])
+            # every launch's kernel but those run after the window closed: the regular
+            # list's batch appended in it, executed then, and an immediate one
+            assert len(kernels) >= len(launches) - BATCH - 1, (n, len(launches), len(kernels))
+            assert not info["lost_by_reason"].get("window_late"), (n, info["lost_by_reason"])
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 def test_each_window_counts_its_own_events(tmp_path):
     """Two windows of one process, two files: each trailer counts that file's events,
     in all (events_recorded) and per thread (threads[].events), not the process's since
