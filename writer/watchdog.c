@@ -301,6 +301,17 @@ static void put_row(struct jbuf *b, const struct gt_pending_work *w)
 
 _Atomic uint64_t gt_pending_untracked;
 
+/* The run's trace that path, a file in a gputrace run's OUT.parts/, is merged into
+ * (OUT); false for any other path. */
+static bool run_trace_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || slash - path <= 6 || strncmp(slash - 6, ".parts", 6))
+		return false;
+	return snprintf(out, len, "%.*s", (int)(slash - 6 - path), path) < (int)len;
+}
+
 /* <trace without .json[.gz]>.watchdog[.N].json; beside the run's trace
  * when this process writes into a gputrace run's OUT.parts/ (merged and
  * removed at the end of the run). */
@@ -375,7 +386,7 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 		   const struct pending_list *pend, uint64_t now)
 {
 	struct jbuf b = { 0 };
-	char path[PATH_MAX], flight[PATH_MAX] = "";
+	char path[PATH_MAX], flight[PATH_MAX] = "", merged[PATH_MAX];
 	bool have_flight = false;
 	int err;
 
@@ -398,6 +409,9 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	jbuf__lit(&b, ",\"time_us\":");
 	json__us(&b, now);
 	jbuf__lit(&b, ",\"flight_recorder\":");
+	/* under gputrace run its part is merged into the run's trace, and removed */
+	if (have_flight && run_trace_of(flight, merged, sizeof(merged)))
+		snprintf(flight, sizeof(flight), "%s", merged);
 	if (have_flight)
 		put_str(&b, flight);
 	else

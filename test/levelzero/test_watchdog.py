@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from conftest import (APPS, GPUTRACE, PRELOAD, ZE_SIM, clean_env, gputrace_capture,
-                      gputrace_env, gputrace_lines, load_trace, need, run, sim_env, wait_trace,
-                      window_ended)
+from conftest import (APPS, GPUTRACE, PRELOAD, ZE_SIM, clean_env, default_signals,
+                      gputrace_capture, gputrace_env, gputrace_lines, load_trace, need, run,
+                      sim_env, wait_trace, window_ended)
 
 HANG = APPS / "ze_hang"
 
@@ -168,6 +168,39 @@ def test_watchdog_report_names_the_flight_recorder_window(tmp_path):
     # with the recorder off the report says so (the other tests): null
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "stderr", "trace.json", "trace.watchdog.json"]
+
+
+def test_watchdog_report_under_run_names_the_runs_trace(tmp_path):
+    """Under gputrace run the flight recorder's window is written into the process's
+    part (OUT.parts/), which the run merges into OUT and removes: the report and its line
+    name OUT, where the window is then (they named the part, gone by the run's end)."""
+    need(HANG)
+    need(ZE_SIM)
+    out = tmp_path / "hang.json"
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(GPUTRACE), "run", "--watchdog", "1", "--flight-recorder", "30s",
+                             "--no-summary", "-o", str(out), "--", str(HANG), "forever"],
+                            env=gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})),
+                            stdout=subprocess.PIPE, stderr=err, preexec_fn=default_signals)
+    err.close()
+    report_file = None
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not report_file:
+            found = sorted(tmp_path.glob("hang.*.watchdog.json"))
+            report_file = found[0] if found else None
+            time.sleep(0.05)
+        assert report_file, sorted(p.name for p in tmp_path.iterdir())
+        time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    report = json.loads(report_file.read_text())
+    assert report["flight_recorder"] == str(out)
+    assert out.exists() and not (tmp_path / "hang.json.parts").exists()
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
+    assert any(l.endswith(f"report in {report_file}, flight recorder window in {out}")
+               for l in lines), lines
 
 
 def wait_complete(path):
