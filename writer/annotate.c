@@ -47,6 +47,7 @@ struct open_ann {
 struct arow {
 	uint32_t pid, tid, device;
 	uint64_t last_start; /* recorded start of the row's latest span */
+	bool any;            /* a span was written in order: last_start is its */
 	bool skip;           /* the span between before() and after() is late */
 	unsigned n;
 	/* every thread range a launch's context holds: 2 KiB a row that has
@@ -209,26 +210,30 @@ void annotate__before(uint32_t track, uint32_t pid, uint32_t tid, uint64_t start
 {
 	unsigned nt = ctx ? ctx->nthread : 0, common = 0;
 	struct urange *const *th = ctx ? ctx->r + (ctx->n - ctx->nthread) : NULL;
-	struct arow *row = arow(track, nt > 0);
+	/* every device row's order is followed, its work without ranges too: ranged
+	 * work written behind it is late (annotated in the main stack, it opened its
+	 * annotations at its own start, inside it, and a run of it could cross others) */
+	struct arow *row = arow(track, true);
 
 	if (!row)
 		return;
-	row->skip = row->n && start < row->last_start;
-	if (row->skip) {
-		late_before(row, start, th, nt);
-		return;
-	}
-	end_late(row); /* work in order again */
-	row->last_start = start;
-	common = common_levels(row->a, row->n, th, nt);
-	close_from(row, common);
-	if (nt > common) {
+	if (!row->pid) {
 		const struct gt_row *r = registry__track(track);
 
 		row->pid = pid;
 		row->tid = tid;
 		row->device = r ? r->device : 0;
 	}
+	row->skip = row->any && start < row->last_start;
+	if (row->skip) {
+		late_before(row, start, th, nt);
+		return;
+	}
+	end_late(row); /* work in order again */
+	row->any = true;
+	row->last_start = start;
+	common = common_levels(row->a, row->n, th, nt);
+	close_from(row, common);
 	for (unsigned k = common; k < nt; k++) {
 		uint64_t ts = place__parent(pid, tid, start, nt - k);
 

@@ -21,10 +21,11 @@
 //                  2048 ns)
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
 //   nvtx exit N    nvtx, then exit status N (a flight recorder's dump)
-//   shared SEQ     one created stream shared by threads: per letter of SEQ, an NVTX range
-//                  named letter + index ("M0", "W1") around one scale of 1024 ns,
-//                  launched by the main thread (M) or by a new thread of that name that
-//                  then ends (W), one after the other; synchronized once at the end
+//   shared SEQ     one created stream shared by threads: per letter of SEQ, one scale of
+//                  1024 ns, one after the other, launched by the main thread inside the
+//                  NVTX ranges "main" and, nested, letter + index ("M0"), or by a new
+//                  thread of that name that then ends, inside that range (W) or none (w);
+//                  synchronized once at the end
 //   wait MS        a kernel of MS ms on a stream of its own, waited for by
 //                  wait_for_stream() (cudaStreamSynchronize)
 //   hang           kernels that finish (2 axpy on stream A and a scale on B,
@@ -450,9 +451,17 @@ static void *shared_launch(void *arg)
 {
 	struct shared_step *st = (struct shared_step *)arg;
 
-	nvtxRangePushA(st->name);
+	char kind = st->name[0];
+
+	if (kind == 'M')
+		nvtxRangePushA("main");
+	if (kind != 'w')
+		nvtxRangePushA(st->name);
 	sim::scale<float><<<8, 128, 0, st->s>>>(st->d, 1.0f, 1000); // 1024 ns
-	nvtxRangePop();
+	if (kind != 'w')
+		nvtxRangePop();
+	if (kind == 'M')
+		nvtxRangePop();
 	return NULL;
 }
 
@@ -465,7 +474,7 @@ static int shared_mode(const char *seq)
 	CHECK(cudaStreamCreate(&st.s));
 	for (int i = 0; seq[i]; i++) {
 		snprintf(st.name, sizeof(st.name), "%c%d", seq[i], i);
-		if (seq[i] == 'W') {
+		if (seq[i] == 'W' || seq[i] == 'w') {
 			pthread_create(&th, NULL, shared_worker, &st);
 			pthread_join(th, NULL);
 		} else {

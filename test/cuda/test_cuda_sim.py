@@ -964,34 +964,41 @@ def test_crash_keeps_the_gpu_work_it_synchronized(tmp_path, how, sig):
     assert [ns(c["dur"]) for c in xs(trace, "gpu_memcpy")] == [409] * 20
 
 
-@pytest.mark.parametrize("seq", ["MWM", "MMW", "WM", "WW", "MWMWWM"])
+@pytest.mark.parametrize("seq", ["MWM", "MMW", "WM", "WW", "MWMWWM", "Mw", "MwMw"])
 def test_threads_sharing_a_stream_each_get_their_annotation(tmp_path, seq):
-    """Threads take turns on one stream, each launch in an NVTX range of its thread (M:
-    the main thread, W: a thread that ends after its launch). CUPTI hands over each
-    thread's records apart, a thread's that ended first, so the row's work is written
-    out of order (before, that written late got no annotation); every range gets its
-    gpu_user_annotation around its kernel."""
+    """Threads take turns on one stream (M: the main thread, its launch inside the ranges
+    "main" and, nested, its own; W: a thread that ends after its launch, inside a range
+    of its own; w: the same without one). CUPTI hands over each thread's records apart,
+    a thread's that ended first, so the row's work is written out of order: before, that
+    written late got no annotation, or (behind work without ranges) annotations opened
+    inside it. Every range gets its gpu_user_annotation around its kernel, nested 1 ns
+    apart before it."""
     r = sim_run([APP, "shared", seq], tmp_path)
     assert r.returncode == 0 and r.stdout == f"shared: {seq}\n".encode(), r.stderr
     trace = load_exact(r.trace_path)
     assert trace["gputrace"]["events_lost"] == 0
     names = [f"{c}{i}" for i, c in enumerate(seq)]
     ks = sorted(xs(trace, "kernel"), key=start)
-    assert [k["args"]["range"] for k in ks] == names
+    assert [k["args"].get("range", "w" + str(i)) for i, k in enumerate(ks)] == \
+        [n if n[0] != "w" else n for n in names]
     anns = xs(trace, "gpu_user_annotation")
-    assert [a["name"] for a in sorted(anns, key=start)] == names
-    for k, a in zip(ks, sorted(anns, key=start)):
-        assert (a["pid"], a["tid"]) == (k["pid"], k["tid"])
-        assert start(a) < start(k) and end(a) >= end(k), (a, k)
-        assert a["args"]["spans"] == 1
+    for k, name in zip(ks, names):
+        around = sorted((a for a in anns if (a["pid"], a["tid"]) == (k["pid"], k["tid"]) and
+                         start(a) < start(k) and end(a) >= end(k)), key=start)
+        want = {"M": ["main", name], "W": [name], "w": []}[name[0]]
+        assert [a["name"] for a in around] == want, (name, around)
+        # outermost first, 1 ns apart, the kernel 1 ns inside the innermost
+        assert [start(a) for a in around] == \
+            [start(k) - len(around) + i for i in range(len(around))], (name, around, k)
+        assert all(a["args"]["spans"] == 1 for a in around)
+    assert len(anns) == sum({"M": 2, "W": 1, "w": 0}[c] for c in seq)
     # each worker's row has its name, though it ended before its work was read
     names_of = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
                 if e.get("ph") == "M" and e["name"] == "thread_name"}
     launches = {e["args"]["correlation"]: e for e in xs(trace, "cuda_runtime", "cudaLaunchKernel")}
-    for k in ks:
-        launch = launches[k["args"]["correlation"]]
-        want = k["args"]["range"] if k["args"]["range"][0] == "W" else APP.name
-        assert names_of[launch["tid"]] == want, (names_of, launch)
+    for k, name in zip(ks, names):
+        want = name if name[0] in "Ww" else APP.name
+        assert names_of[launches[k["args"]["correlation"]]["tid"]] == want, (names_of, name)
     # the row's slices nest or stand apart, as viewers need
     row = ks + anns
     for x in row:
