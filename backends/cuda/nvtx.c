@@ -410,7 +410,17 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 
 /* ---- start/end: ranges that may end on another thread ---- */
 
-#define OPEN_MAX 4096
+/*
+ * Start/end ranges open at once, each in a slot of its own. A range's id holds its
+ * slot in its low bits (the end finds it from the id alone) and a count above them
+ * (an id never repeats). A range that finds every slot taken is the one refused,
+ * counted, and its end ignored: one taking the slot of the oldest made that one look
+ * never ended in the trace, the loss counted against it, and drew the new one.
+ */
+#define OPEN_MAX       4096
+#define OPEN_BITS      12
+#define OPEN_CLAIMED   UINT64_MAX /* a slot being filled */
+_Static_assert(OPEN_MAX == 1u << OPEN_BITS, "the slot is the id's low bits");
 struct open_range {
 	_Atomic uint64_t id; /* 0: free */
 	uint64_t range_id; /* its begin record's (inject/ranges.h) */
@@ -422,23 +432,47 @@ struct open_range {
 };
 GT_TABLE(struct open_range, open_ranges, OPEN_MAX);
 static _Atomic uint64_t next_range_id;
+static _Atomic unsigned ranges_open; /* slots taken */
 /* A range was ever started here: else a fork child has none to forget, and
  * leaves the table's pages untouched (a shell forks for every command). */
 static _Atomic bool ranges_used GT_STARTUP_STATE;
 
+/* A free slot for range n, claimed (OPEN_CLAIMED), from n's own on; NULL when all
+ * are taken. */
+static struct open_range *claim_slot(uint64_t n, unsigned *slot)
+{
+	if (atomic_fetch_add(&ranges_open, 1) >= OPEN_MAX) {
+		atomic_fetch_sub(&ranges_open, 1);
+		return NULL;
+	}
+	/* one is free (counted above): a few taken ones passed at most */
+	for (unsigned i = 0; i < OPEN_MAX; i++) {
+		uint64_t free_id = 0;
+
+		*slot = (unsigned)((n + i) % OPEN_MAX);
+		if (atomic_compare_exchange_strong(&open_ranges[*slot].id, &free_id, OPEN_CLAIMED))
+			return &open_ranges[*slot];
+	}
+	atomic_fetch_sub(&ranges_open, 1);
+	return NULL;
+}
+
 static nvtxRangeId_t start_range(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a,
 				 uint32_t name)
 {
-	uint64_t id = atomic_fetch_add(&next_range_id, 1) + 1;
-	struct open_range *r = &open_ranges[id % OPEN_MAX];
-	uint64_t old;
+	uint64_t n = atomic_fetch_add(&next_range_id, 1) + 1, id;
+	unsigned slot;
+	struct open_range *r;
 
 	if (!atomic_load_explicit(&ranges_used, memory_order_relaxed))
 		atomic_store(&ranges_used, true);
-	old = atomic_exchange(&r->id, 0);
-
-	if (old)
-		gt_lost_add(cupti__key("nvtx_open_ranges"), 1); /* 4096 ranges were open */
+	r = claim_slot(n, &slot);
+	if (!r) {
+		/* refused: an id that names no open range, so its end is ignored */
+		gt_lost_add(cupti__key("nvtx_open_ranges"), 1); /* 4096 ranges are open */
+		return n << OPEN_BITS | (n % OPEN_MAX);
+	}
+	id = n << OPEN_BITS | slot;
 	r->start = gt_clock_ns();
 	r->name = name;
 	r->tid = (uint32_t)gt_gettid();
@@ -464,6 +498,7 @@ static void end_range(nvtxRangeId_t id)
 				    .attrs = r->attrs };
 	if (!atomic_compare_exchange_strong(&r->id, &expect, 0))
 		return; /* ended twice, concurrently */
+	atomic_fetch_sub(&ranges_open, 1);
 	gt_range_end(copy.range_id, copy.start, gt_clock_ns(), copy.name, copy.tid,
 		     GT_EVF_PROCESS, args,
 		     attr_args(args, copy.has_attrs ? &copy.attrs : NULL, copy.domain));
@@ -568,4 +603,5 @@ GT_FORK_CODE void cupti__nvtx_forget(void)
 		return;
 	for (unsigned i = 0; i < OPEN_MAX; i++)
 		atomic_store(&open_ranges[i].id, 0);
+	atomic_store(&ranges_open, 0);
 }

@@ -4,10 +4,15 @@
  * started on one thread and ended on another, marks, a domain with a
  * registered string, attributes with payloads. NVTX's injection works
  * without a GPU, so CI checks every range lands in the trace.
+ * `nvtx_app open N`: N start/end ranges "s0", "s1", ... open at once, then
+ * all ended in order (past the 4096 gputrace keeps open).
+ * `nvtx_app long N`: a range "long" open while N ranges "s0", ... each start
+ * and end, then "long" ended.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -28,8 +33,45 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+static int open_ranges(int n)
 {
+	nvtxRangeId_t *ids = calloc((size_t)n, sizeof(*ids));
+	char name[16];
+
+	if (!ids)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		ids[i] = nvtxRangeStartA(name);
+	}
+	for (int i = 0; i < n; i++)
+		nvtxRangeEnd(ids[i]);
+	free(ids);
+	printf("nvtx_app: %d open\n", n);
+	return 0;
+}
+
+static int long_range(int n)
+{
+	nvtxRangeId_t id = nvtxRangeStartA("long");
+	char name[16];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		nvtxRangeEnd(nvtxRangeStartA(name));
+	}
+	nvtxRangeEnd(id);
+	printf("nvtx_app: long\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "open"))
+		return open_ranges(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "long"))
+		return long_range(atoi(argv[2]));
+
 	nvtxDomainHandle_t dom = nvtxDomainCreateA("trainer");
 	nvtxStringHandle_t step_name = nvtxDomainRegisterStringA(dom, "optimizer step");
 	nvtxEventAttributes_t a;

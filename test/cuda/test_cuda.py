@@ -109,6 +109,32 @@ def test_nvcc_program_runs_as_untraced(tmp_path, cudart):
 
 # ---- NVTX through its injection, no GPU needed ----
 
+@pytest.mark.skipif(not HAVE_CUPTI, reason="no CUDA toolkit headers (nvtx3)")
+def test_nvtx_start_end_ranges_past_the_open_limit(tmp_path):
+    """4100 start/end ranges open at once, then all ended: the 4096 first are drawn as
+    they ended, and the 4 past the limit are the ones left out and counted
+    (nvtx_open_ranges). Each new one used to take the slot of the oldest: the 4 first,
+    ended like the rest, were drawn as never ended, and the 4 counted lost were drawn."""
+    exe = CUDA / "nvtx_app"
+    need(exe)
+    r = run([exe, "open", "4100"], tmp_path=tmp_path)
+    assert r.returncode == 0 and r.stdout == b"nvtx_app: 4100 open\n", r.stderr
+    g = r.trace["gputrace"]
+    assert g["lost_by_reason"]["nvtx_open_ranges"] == 4 and g["events_lost"] == 4
+    spans = events(r.trace, ph="X", cat="user_annotation")
+    assert sorted(e["name"] for e in spans) == sorted(f"s{i}" for i in range(4096))
+    assert not [e for e in spans if (e.get("args") or {}).get("unended")]
+    # one range open while 5000 others start and end: two open at most, none lost (it
+    # was pushed out by the 4096th after it)
+    r = run([exe, "long", "5000"], tmp_path=tmp_path, trace=str(tmp_path / "long.json"))
+    assert r.returncode == 0, r.stderr
+    assert r.trace["gputrace"]["events_lost"] == 0
+    spans = events(r.trace, ph="X", cat="user_annotation")
+    assert len(spans) == 5001
+    (long_range,) = [e for e in spans if e["name"] == "long"]
+    assert not (long_range.get("args") or {}).get("unended")
+
+
 @pytest.mark.sanitize
 @pytest.mark.skipif(not HAVE_CUPTI, reason="no CUDA toolkit headers (nvtx3)")
 @pytest.mark.parametrize("how", ["preload", "injection_only"])
