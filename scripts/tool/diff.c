@@ -743,9 +743,9 @@ static int write_json(FILE *f, const struct diff *df, const struct rule *rules, 
 	for (size_t i = 0; i < nrules; i++) {
 		fputs(i ? ",\n {\"rule\":" : "\n {\"rule\":", f);
 		json_string(f, rules[i].text);
+		/* a rule matching nothing is an error (its "error"), not a failure */
 		fprintf(f, ",\"failed\":%s,\"rows\":%zu,\"detail\":",
-			rules[i].nbroken || rules[i].why[0] ? "true" : "false",
-			rules[i].nbroken);
+			rules[i].nbroken ? "true" : "false", rules[i].nbroken);
 		json_string(f, rules[i].broken.len ? rules[i].broken.p : "");
 		if (rules[i].why[0]) {
 			fputs(",\"error\":", f);
@@ -803,17 +803,24 @@ static void md_table(FILE *f, const struct diff *df, int ti, size_t top)
 	}
 }
 
+#define MD_ERROR "\xe2\x9a\xa0\xef\xb8\x8f" /* a rule that could not be judged */
+
 static int write_markdown(const char *path, const struct diff *df, const struct rule *rules,
-			  size_t nrules, size_t nbroken, size_t top)
+			  size_t nrules, size_t nbroken, size_t nunmatched, size_t top)
 {
 	FILE *f = summary__fopen_out(path);
 
 	if (!f)
 		return -errno;
+	/* as the lines on stdout say it: a rule matching nothing is an error, not broken */
 	if (!nrules)
 		fputs("### gputrace diff\n", f);
 	else if (nbroken)
-		fprintf(f, "### gputrace diff: \xe2\x9d\x8c %zu of %zu rules broken\n", nbroken, nrules);
+		fprintf(f, "### gputrace diff: \xe2\x9d\x8c %zu of %zu rules broken%s\n", nbroken,
+			nrules, nunmatched ? ", and a rule matches nothing" : "");
+	else if (nunmatched)
+		fprintf(f, "### gputrace diff: " MD_ERROR " %zu of %zu rules match nothing\n",
+			nunmatched, nrules);
 	else
 		fprintf(f, "### gputrace diff: \xe2\x9c\x85 %zu rules hold\n", nrules);
 	fprintf(f, "\nBase: %zu run%s, new: %zu run%s; times are medians over the runs%s.\n",
@@ -824,15 +831,15 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 	if (nrules) {
 		fputs("\n", f);
 		for (size_t i = 0; i < nrules; i++) {
-			fprintf(f, "- %s ", rules[i].nbroken || rules[i].why[0] ? "\xe2\x9d\x8c"
-										: "\xe2\x9c\x85");
+			fprintf(f, "- %s ", rules[i].why[0] ? MD_ERROR " ERROR"
+					    : rules[i].nbroken ? "\xe2\x9d\x8c" : "\xe2\x9c\x85");
 			md__code(f, rules[i].text);
-			if (rules[i].nbroken) {
-				fputs(": ", f);
-				md__text(f, rules[i].broken.p);
-			} else if (rules[i].why[0]) {
+			if (rules[i].why[0]) {
 				fputs(": ", f);
 				md__text(f, rules[i].why);
+			} else if (rules[i].nbroken) {
+				fputs(": ", f);
+				md__text(f, rules[i].broken.p);
 			}
 			fputc('\n', f);
 		}
@@ -1100,7 +1107,8 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (markdown) {
-		int err = write_markdown(markdown, &df, rules, nrules, nbroken + nunmatched, all ? SIZE_MAX : top);
+		int err = write_markdown(markdown, &df, rules, nrules, nbroken, nunmatched,
+					 all ? SIZE_MAX : top);
 
 		if (err) {
 			fprintf(stderr, WHO ": cannot write %s: %s\n", markdown, strerror(-err));

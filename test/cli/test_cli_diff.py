@@ -285,13 +285,24 @@ def test_a_rule_whose_glob_matches_nothing_never_passes(tmp_path):
     assert lines[-1] == "gputrace diff: 0 of 2 rules broken, and a rule matches nothing"
     d = json.loads((tmp_path / "d.json").read_text())
     assert d["failed"] is True
-    assert [(r["failed"], "error" in r) for r in d["rules"]] == [(True, True), (False, False)]
-    assert md.read_text().startswith("### gputrace diff: ❌")
+    # an error, not a broken rule, in every output as on stdout (the JSON and the
+    # Markdown called it broken, a regression in a job's summary)
+    assert [(r["failed"], "error" in r) for r in d["rules"]] == [(False, True), (False, False)]
+    text = md.read_text()
+    assert text.startswith("### gputrace diff: ⚠️ 1 of 2 rules match nothing\n"), text
+    assert '\n- ⚠️ ERROR `kernel["sclae"] count != 0%`: "sclae" matches no kernel' in text, text
+    assert '\n- ✅ `api["zeInit"] time > +10%`\n' in text, text
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert "matches no kernel" in cases['kernel["sclae"] count != 0%'].find("error").get("message")
     # the right name breaks the rule: scale's count doubled
     p = gt(["diff", base, "--", new, "--fail-on", 'kernel["scale"] count != 0%'], tmp_path)
     assert p.returncode == 1 and 'FAIL kernel["scale"] count != 0%' in out_lines(p)[-2]
+    # both at once: one broken, and one matching nothing
+    p = gt(["diff", base, "--", new, "--fail-on", 'kernel["scale"] count != 0%', "--fail-on",
+            'kernel["sclae"] count != 0%', "--markdown", md], tmp_path)
+    assert p.returncode == 2
+    assert md.read_text().startswith(
+        "### gputrace diff: ❌ 1 of 2 rules broken, and a rule matches nothing\n")
 
 
 @pytest.mark.parametrize("rule, column, message", [
