@@ -145,10 +145,11 @@ static const char *fmt(char *out, size_t len, double v, struct dim d, bool perce
 	}
 	snprintf(num, sizeof(num), "%.3f", scaled);
 	trim(num);
-	/* sizes and times are whole numbers: say so when the short form rounds */
-	if (exact && i > 0 && !dim__eq(d, DIM_RATE) && v == floor(v) &&
-	    fabs(strtod(num, NULL) * pow(step, i) - v) >= 0.5)
-		snprintf(out, len, "%s %s (%.0f %s)", num, names[i], v, names[0]);
+	/* say so when the short form rounds (33.449 KiB is not 34252 B, though 33.449 *
+	 * 1024 rounds to it; a mean of 8702.75 ns is not 8.703 us): in the base unit */
+	if (exact && i > 0 && !dim__eq(d, DIM_RATE) && strtod(num, NULL) != scaled)
+		snprintf(out, len, v == floor(v) ? "%s %s (%.0f %s)" : "%s %s (%.10g %s)", num,
+			 names[i], v, names[0]);
 	else
 		snprintf(out, len, "%s %s", num, names[i]);
 	return out;

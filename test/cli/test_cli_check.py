@@ -26,8 +26,8 @@ def fmt_time(ns):
         v /= 1000
         i += 1
     num = f"{v:.3f}".rstrip("0").rstrip(".")
-    if i and ns == int(ns) and abs(float(num) * 1000 ** i - ns) >= 0.5:
-        return f"{num} {units[i]} ({int(ns)} ns)"
+    if i and float(num) != v:
+        return f"{num} {units[i]} ({int(ns) if ns == int(ns) else format(ns, '.10g')} ns)"
     return f"{num} {units[i]}"
 
 
@@ -389,3 +389,16 @@ def test_usage_errors(tmp_path):
     assert p.returncode == 0 and not p.stdout
     assert re.search(rb"Exit status: 0 all pass, 1 a check failed, 2",
                      gt(["check", "--help"], tmp_path).stdout)
+
+
+def test_a_value_that_rounds_is_given_exactly_too(tmp_path):
+    """README: printed values keep three decimals, with the exact figure after them when
+    that rounds. 34252 B is 33.44921875 KiB: 33.449 KiB rounds (33.449 * 1024 rounds back
+    to 34252, which left it out); a mean of 8702.75 ns is not 8.703 us; 1024 B is 1 KiB."""
+    p = gt(["check", FIXTURE, "trace.bytes * 0 + 34252 B < 1 B",
+            "kernel.total * 0 + 8702.75 ns < 1 ns", "trace.bytes * 0 + 1024 B < 1 B"], tmp_path)
+    assert p.returncode == 1
+    assert result_lines(p) == [
+        "FAIL trace.bytes * 0 + 34252 B < 1 B: 33.449 KiB (34252 B)",
+        "FAIL kernel.total * 0 + 8702.75 ns < 1 ns: 8.703 us (8702.75 ns)",
+        "FAIL trace.bytes * 0 + 1024 B < 1 B: 1 KiB"]
