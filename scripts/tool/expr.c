@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "expr.h"
+#include "writer/summary.h"
 #include "json.h"
 #include "units.h"
 
@@ -1203,23 +1204,34 @@ static size_t edit_distance(const char *a, const char *b)
 	return best;
 }
 
-/* ", did you mean "x"?" for the closest row name, if close. */
+/* ", did you mean "x"?" for the closest row name, if close: the shortest that the
+ * name begins (a name cut short: "gemm" for "gemm_f32", "zeCommandQueueSync" for
+ * "zeCommandQueueSynchronize", which edits count far), else the one fewest edits
+ * away. Its control characters escaped, as everywhere a name is printed. */
 static void suggest(const struct stable *t, const char *name, char *out, size_t len)
 {
-	size_t best = SIZE_MAX, limit = strlen(name) / 3 + 2;
-	const char *bn = NULL;
+	size_t best = SIZE_MAX, limit = strlen(name) / 3 + 2, n = strlen(name);
+	const char *bn = NULL, *prefixed = NULL;
+	char shown[256];
 
 	out[0] = 0;
 	for (size_t i = 0; i < t->n; i++) {
-		size_t dd = edit_distance(name, t->rows[i].name);
+		const char *rn = t->rows[i].name;
+		size_t dd;
 
+		if (n && !strncmp(rn, name, n) &&
+		    (!prefixed || strlen(rn) < strlen(prefixed)))
+			prefixed = rn;
+		dd = edit_distance(name, rn);
 		if (dd < best) {
 			best = dd;
-			bn = t->rows[i].name;
+			bn = rn;
 		}
 	}
+	if (prefixed && (!bn || best > 1))
+		bn = prefixed, best = 0;
 	if (bn && best <= limit)
-		snprintf(out, len, "; did you mean \"%s\"?", bn);
+		snprintf(out, len, "; did you mean \"%s\"?", summary__text(shown, sizeof(shown), bn));
 	else if (!t->n)
 		snprintf(out, len, ", which has none");
 }

@@ -117,6 +117,13 @@ def test_a_typo_in_a_name_never_passes(tmp_path):
                       "(0 is the first)")
     assert res[4] == "PASS lost.ring_full == 0: 0"  # a reason gputrace knows, not seen: 0
     assert lines(p)[-1].startswith("gputrace check: 1 passed, 0 failed, 4 could not be evaluated")
+    # a name cut short: the name it begins, though many edits away (none was named, or a
+    # shorter other: "zeCommandQueueCreate" for "zeCommandQueueSync")
+    p = gt(["check", sj, 'kernel["gemm"].count >= 0', 'api["zeCommandQueueSync"].count > 0'],
+           tmp_path)
+    res = result_lines(p)
+    assert 'did you mean "gemm_f32"?' in res[0], res
+    assert 'did you mean "zeCommandQueueSynchronize"?' in res[1], res
 
 
 def test_a_trace_reads_as_its_summary(tmp_path):
