@@ -105,6 +105,13 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		fprintf(stderr, WHO ": %d (%s): no window is open: nothing to end\n", pid, a.exe);
 		return 1;
 	}
+	if (ms >= 0 && !access(path, F_OK)) {
+		/* an open request while one is open (or asked for) changes nothing there:
+		 * said, as --stop with none open is (it printed "window opens") */
+		fprintf(stderr, WHO ": %d (%s): a window is open already: nothing to open "
+				"(--stop ends it)\n", pid, a.exe);
+		return 1;
+	}
 	if (sigqueue(pid, a.sig, v)) {
 		fprintf(stderr, WHO ": cannot signal %d: %s\n", pid, strerror(errno));
 		return 1;

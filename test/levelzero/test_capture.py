@@ -370,6 +370,13 @@ def test_capture_stop_with_no_window_open(tmp_path):
         assert (r.returncode, r.stdout, r.stderr.decode().splitlines()) == (1, b"", [no_window])
         assert capture(tmp_path, proc.pid).returncode == 0
         time.sleep(0.2)
+        # another open request, plain or with a length, changes nothing: said so (it
+        # printed "window opens" and exited 0), nothing sent
+        for extra in ([], ["--duration", "0.1"]):
+            r = capture(tmp_path, *extra, proc.pid)
+            assert (r.returncode, r.stdout, r.stderr.decode().splitlines()) == (1, b"", [
+                f"gputrace capture: {proc.pid} (ze_window): a window is open already: nothing "
+                "to open (--stop ends it)"])
         r = capture(tmp_path, "--stop", proc.pid)
         assert r.returncode == 0, r.stderr
         assert r.stdout.decode().splitlines() == [
