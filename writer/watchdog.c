@@ -318,18 +318,16 @@ static bool run_trace_of(const char *path, char *out, size_t len)
 static int report_path(char *out, size_t len, unsigned nth)
 {
 	char trace[PATH_MAX], base[PATH_MAX];
-	char *slash, *dot;
+	char *dot;
 
 	if (writer__trace_name(trace, sizeof(trace)))
 		snprintf(trace, sizeof(trace), "gputrace-%s-%d.json", gt_exe(), (int)gt_st.pid);
 	snprintf(base, sizeof(base), "%s", trace);
-	slash = strrchr(base, '/');
-	if (slash && slash - base > 6 && !strncmp(slash - 6, ".parts", 6)) {
+	if (run_trace_of(trace, base, sizeof(base))) {
 		/* run.json.parts/app-123.json -> run.app-123 */
 		char part[PATH_MAX];
 
-		snprintf(part, sizeof(part), "%s", slash + 1);
-		slash[-6] = 0;
+		snprintf(part, sizeof(part), "%s", strrchr(trace, '/') + 1);
 		if ((dot = strstr(base, ".json")) && (!dot[5] || !strcmp(dot + 5, ".gz")))
 			*dot = 0;
 		if ((dot = strstr(part, ".json")))
