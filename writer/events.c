@@ -260,6 +260,22 @@ static ssize_t proc_comm(uint32_t tid, char *name, size_t len)
 	return n;
 }
 
+/* A name a ring kept (TASK_COMM_LEN bytes, not terminated when full) into name. */
+static ssize_t kept_name(const char kept[16], char *name)
+{
+	size_t n = strnlen(kept, 16);
+
+	memcpy(name, kept, n);
+	return (ssize_t)n;
+}
+
+/* The name a dead ring kept as its thread exited (0: none, or alive). */
+static ssize_t exit_name(const struct ring *r, char *name)
+{
+	return atomic_load_explicit(&r->dead, memory_order_acquire) ? kept_name(r->name_exit, name)
+								     : 0;
+}
+
 /* Threads looked at for a name, the latest to exit first: the work of a thread
  * read after its ring comes soon after (a bound: the cost stays flat however many
  * threads have exited). */
@@ -268,14 +284,9 @@ static ssize_t proc_comm(uint32_t tid, char *name, size_t len)
 /* The name a recently exited thread had, as its ring kept it (0: none). */
 static ssize_t dead_thread_name(uint32_t tid, char *name)
 {
-	for (size_t i = W.ndead, k = 0; i-- > 0 && k < DEAD_NAMES; k++) {
-		if (W.dead[i].tid != tid)
-			continue;
-		size_t n = strnlen(W.dead[i].name, sizeof(W.dead[i].name));
-
-		memcpy(name, W.dead[i].name, n);
-		return (ssize_t)n;
-	}
+	for (size_t i = W.ndead, k = 0; i-- > 0 && k < DEAD_NAMES; k++)
+		if (W.dead[i].tid == tid)
+			return kept_name(W.dead[i].name, name);
 	return 0;
 }
 
@@ -285,16 +296,13 @@ static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 {
 	const struct ring *r = W.draining && (uint32_t)W.draining->tid == tid ? W.draining : NULL;
 	char name[64];
-	ssize_t n = -1;
+	ssize_t n;
 
 	W.tid_named_last = tid;
 	if (tid_seen(tid))
 		return;
-	if (r && atomic_load_explicit(&r->dead, memory_order_acquire) && r->name_exit[0])
-		n = (ssize_t)strnlen(r->name_exit, sizeof(r->name_exit));
-	if (n > 0)
-		memcpy(name, r->name_exit, (size_t)n);
-	else
+	n = r ? exit_name(r, name) : 0;
+	if (n <= 0)
 		n = proc_comm(tid, name, sizeof(name));
 	if (n <= 0 && !r) {
 		/* gone, its first event in another ring (a CUPTI buffer request's): its
@@ -302,17 +310,10 @@ static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 		for (r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r; r = r->next)
 			if ((uint32_t)r->tid == tid)
 				break;
-		if (r && atomic_load_explicit(&r->dead, memory_order_acquire) && r->name_exit[0]) {
-			n = (ssize_t)strnlen(r->name_exit, sizeof(r->name_exit));
-			memcpy(name, r->name_exit, (size_t)n);
-		} else if (!r) {
-			n = dead_thread_name(tid, name);
-		}
+		n = r ? exit_name(r, name) : dead_thread_name(tid, name);
 	}
-	if (n <= 0 && r && r->name_start[0]) {
-		n = (ssize_t)strnlen(r->name_start, sizeof(r->name_start));
-		memcpy(name, r->name_start, (size_t)n);
-	}
+	if (n <= 0 && r)
+		n = kept_name(r->name_start, name);
 	if (n <= 0)
 		n = snprintf(name, sizeof(name), "thread %u", tid);
 	events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name, (size_t)n, 0);
