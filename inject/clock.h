@@ -71,10 +71,11 @@ static inline bool gt_has_rdtscp(void)
 /* How gt_rdtsc orders its read: 1 for LFENCE + RDTSC, 0 for RDTSCP, whichever is
  * the cheaper of the two that order it; -1 where neither does (no TSC line). LFENCE
  * waits for every earlier instruction on Intel, and on AMD where CPUID says it always
- * does (Fn8000_0021 EAX bit 2: the kernel's own test). On AMD it is the cheaper (6 ns a read less than RDTSCP, an
- * EPYC host); on Intel RDTSCP is (a traced call 2 to 3 ns less, a Xeon host,
- * 2026-12-06, best of 5 and of 7 in turns; the kernel's rdtsc_ordered() takes it
- * wherever there is one), and LFENCE only where there is none. */
+ * does (Fn8000_0021 EAX bit 2: the kernel's own test). On AMD it is the cheaper (6 ns
+ * a read less than RDTSCP, an EPYC host); on Intel RDTSCP is (a traced call 2 to 3 ns
+ * less, a Xeon host, 2026-12-06, best of 5 and of 7 in turns; the kernel's
+ * rdtsc_ordered() takes it wherever there is one), and LFENCE only where there is
+ * none. */
 static inline int gt_tsc_use_lfence(void)
 {
 	unsigned int a, b, c, d;

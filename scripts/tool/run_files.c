@@ -345,8 +345,8 @@ void run__plan_outputs(struct run *r)
 		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
 					    base_name(r->cmd[0]), start);
 		if (err)
-			run__usage_error("%s%s'%s': %s", json_opt, r->summary_json_from_env ? "" : " ",
-					 r->summary_json, strerror(-err));
+			run__usage_error("%s%s'%s': %s", json_opt, sep(json_opt), r->summary_json,
+					 strerror(-err));
 		absolute(r->summary_path, sizeof(r->summary_path), json);
 		check_replaced(json_opt, r->summary_path);
 		outs[1].path = r->summary_path;
