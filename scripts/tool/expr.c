@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "expr.h"
 #include "writer/summary.h"
@@ -319,6 +320,18 @@ static void describe_next(struct parser *ps, char *out, size_t len)
 	}
 	snprintf(out, len, "'%.*s'", n, s);
 }
+
+/* The length of a logical word at s ("and", "or", "not", any case), else 0: a check
+ * has none, and "unknown unit 'and'" would send the user looking for a unit. */
+static int logic_word(const char *s, const char *word)
+{
+	size_t n = strlen(word);
+
+	return !strncasecmp(s, word, n) && !name_char(s[n]) ? (int)n : 0;
+}
+
+#define ONE_COMPARISON "one comparison per check (give several checks instead: all must pass)"
+#define NO_NOT "a check has no 'not': write the opposite comparison ('lost != 0', not 'not lost == 0')"
 
 static struct node *parse_sum(struct parser *ps);
 static size_t edit_distance(const char *a, const char *b);
@@ -773,8 +786,12 @@ static struct node *parse_number(struct parser *ps)
 		upos++;
 	ul = unit__parse(ps->s + upos, &scale, &d, &pct);
 	if (ul < 0) {
-		int l = 0;
+		int l = logic_word(ps->s + upos, "and");
 
+		if (l || (l = logic_word(ps->s + upos, "or"))) {
+			fail_at(ps, upos, (int)strlen(ps->s + upos), ONE_COMPARISON);
+			return NULL;
+		}
 		while (isalpha((unsigned char)ps->s[upos + l]) || ps->s[upos + l] == '/')
 			l++;
 		fail_at(ps, upos, l, "unknown unit '%.*s' (units: %s)", l, ps->s + upos,
@@ -826,6 +843,10 @@ static struct node *parse_atom(struct parser *ps)
 
 		while (name_char(ps->s[ps->p + l]))
 			l++;
+		if (logic_word(ps->s + ps->p, "not")) {
+			fail_at(ps, ps->p, l, NO_NOT);
+			return NULL;
+		}
 		if ((l == 4 && !strncmp(ps->s + ps->p, "true", 4)) ||
 		    (l == 5 && !strncmp(ps->s + ps->p, "false", 5))) {
 			struct node *n = new_node(ps, N_NUM, ps->p);
@@ -841,6 +862,10 @@ static struct node *parse_atom(struct parser *ps)
 		return parse_path(ps);
 	}
 	char what[64];
+	if (c == '!') {
+		fail_at(ps, ps->p, 1, NO_NOT);
+		return NULL;
+	}
 	describe_next(ps, what, sizeof(what));
 	fail_at(ps, ps->p, 1, "a value is expected (a number or a name), found %s", what);
 	return NULL;
@@ -1094,11 +1119,13 @@ struct expr *expr__parse(const char *text, struct expr_err *err)
 	if (ps.s[ps.p]) {
 		char what[64];
 
+		const char *rest = ps.s + ps.p;
+
 		describe_next(&ps, what, sizeof(what));
-		fail_at(&ps, ps.p, (int)strlen(ps.s + ps.p),
-			ps.s[ps.p] == '<' || ps.s[ps.p] == '>' || ps.s[ps.p] == '=' ||
-					ps.s[ps.p] == '!'
-				? "one comparison per check (give several checks instead)"
+		/* a chained comparison, or one joined to the next as a program would */
+		fail_at(&ps, ps.p, (int)strlen(rest),
+			strchr("<>=!&|,;", *rest) || logic_word(rest, "and") || logic_word(rest, "or")
+				? ONE_COMPARISON
 				: "unexpected %s after the check",
 			what);
 		goto fail;

@@ -90,6 +90,14 @@ def test_a_check_that_must_fail(tmp_path):
     ('copy["HtoD"].bytes <= 1ms', 1, "cannot compare a size"),
     ('kernel["gemm_f32"].count >= 1 2', 31, "unexpected '2' after the check"),
     ('kernel["gemm_f32.count >= 1', 8, "unterminated string"),
+    # a check is one comparison: what would join two, as a program would, is named so
+    ("lost == 0 and errors == 0", 11, "one comparison per check (give several checks"),
+    ("lost == 0 OR errors == 0", 11, "one comparison per check (give several checks"),
+    ("lost == 0 && errors == 0", 11, "one comparison per check (give several checks"),
+    ("lost == 0, errors == 0", 10, "one comparison per check (give several checks"),
+    ("not lost == 0", 1, "a check has no 'not': write the opposite comparison"),
+    ("!(lost == 0)", 1, "a check has no 'not': write the opposite comparison"),
+    ("lost == 0 andes", 11, "unknown unit 'andes'"),
 ])
 def test_a_malformed_check_is_rejected_with_its_column(tmp_path, check, column, message):
     p = gt(["check", FIXTURE, "lost >= 0", check], tmp_path)
