@@ -114,7 +114,14 @@ static const char *fmt(char *out, size_t len, double v, struct dim d, bool perce
 	if (percent) {
 		snprintf(num, sizeof(num), "%.2f", v * 100.0);
 		trim(num);
-		snprintf(out, len, "%s%%", num);
+		/* 2.457% is not 2.46%: a bound of 2.46% must not read as what failed it */
+		char full[64];
+
+		snprintf(full, sizeof(full), "%.10g", v * 100.0);
+		if (exact && strtod(num, NULL) != strtod(full, NULL))
+			snprintf(out, len, "%s%% (%s%%)", num, full);
+		else
+			snprintf(out, len, "%s%%", num);
 		return out;
 	}
 	if (dim__eq(d, DIM_TIME)) {
@@ -147,7 +154,11 @@ static const char *fmt(char *out, size_t len, double v, struct dim d, bool perce
 	trim(num);
 	/* say so when the short form rounds (33.449 KiB is not 34252 B, though 33.449 *
 	 * 1024 rounds to it; a mean of 8702.75 ns is not 8.703 us): in the base unit */
-	if (exact && i > 0 && !dim__eq(d, DIM_RATE) && strtod(num, NULL) != scaled)
+	if (exact && i > 0 && dim__eq(d, DIM_RATE) && strtod(num, NULL) != scaled &&
+	    round(v) != round(strtod(num, NULL) * pow(step, i)))
+		/* bytes per second, to the byte: the short form of 9999900000 B/s is 10 GB/s */
+		snprintf(out, len, "%s %s (%.0f %s)", num, names[i], v, names[0]);
+	else if (exact && i > 0 && strtod(num, NULL) != scaled)
 		snprintf(out, len, v == floor(v) ? "%s %s (%.0f %s)" : "%s %s (%.10g %s)", num,
 			 names[i], v, names[0]);
 	else

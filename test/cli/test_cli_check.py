@@ -417,3 +417,13 @@ def test_a_value_that_rounds_is_given_exactly_too(tmp_path):
         "FAIL trace.bytes * 0 + 34252 B < 1 B: 33.449 KiB (34252 B)",
         "FAIL kernel.total * 0 + 8702.75 ns < 1 ns: 8.703 us (8702.75 ns)",
         "FAIL trace.bytes * 0 + 1024 B < 1 B: 1 KiB"]
+    # rates and percentages too: 9999900000 B/s is "10 GB/s", 2.4569% is "2.46%"; a
+    # figure that does not round stays short
+    rate, pct = "trace.bytes * 0 / 1 s + ", "device.busy * 0 + "
+    p = gt(["check", FIXTURE, rate + "9999900000 B/s <= 10 GB/s", pct + "2.4569% > 2.46%",
+            pct + "12.5% > 12.5%", rate + "1GB/s * 10 < 10 GB/s"], tmp_path)
+    assert result_lines(p) == [
+        f"PASS {rate}9999900000 B/s <= 10 GB/s: 10 GB/s (9999900000 B/s)",
+        f"FAIL {pct}2.4569% > 2.46%: 2.46% (2.4569%)",
+        f"FAIL {pct}12.5% > 12.5%: 12.5%",
+        f"FAIL {rate}1GB/s * 10 < 10 GB/s: 10 GB/s"]
