@@ -118,7 +118,7 @@ test-build: $(TEST_BUILD)
 # --- packages -----------------------------------------------------------
 DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev libisal-dev python3 python3-pytest \
 	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev \
-	    chromium python3-jsonschema libdnnl-dev strace
+	    chromium python3-jsonschema libdnnl-dev strace cmark-gfm
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \

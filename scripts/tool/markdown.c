@@ -35,19 +35,32 @@ void md__text(FILE *f, const char *s)
 	}
 }
 
+/* A code span's fence is one backtick longer than the longest run of them inside
+ * (CommonMark: a run of the fence's length would end the span), with a space inside
+ * each end when the text holds any (stripped by the reader: `` `x` ``). */
 void md__code(FILE *f, const char *s)
 {
-	/* a span holding backticks needs a longer fence and spaces */
-	const char *fence = strchr(s ? s : "", '`') ? "`` " : "`";
+	size_t longest = 0, run = 0;
 
-	fputs(fence, f);
-	for (const char *p = s ? s : ""; *p; p++) {
+	s = s ? s : "";
+	for (const char *p = s; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		longest = run > longest ? run : longest;
+	}
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', f);
+	if (longest)
+		fputc(' ', f);
+	for (const char *p = s; *p; p++) {
 		if (*p == '|')
 			fputs("\\|", f);
 		else if (!put_ctl(f, *p))
 			fputc(*p, f);
 	}
-	fputs(fence[1] ? " ``" : "`", f);
+	if (longest)
+		fputc(' ', f);
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', f);
 }
 
 static void timed_table(FILE *f, const struct sumdoc *d, enum stab which, const char *title,

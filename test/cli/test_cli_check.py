@@ -6,6 +6,9 @@ never passes)."""
 import json
 import math
 import re
+import shutil
+import subprocess
+from html import unescape
 from fractions import Fraction
 import xml.etree.ElementTree as ET
 
@@ -327,6 +330,25 @@ def test_junit_and_markdown_reports(tmp_path):
     assert f'| ❌ FAIL | `kernel["gemm_f32"].total <= 100us` | {fmt_time(total)} (bound 100 us) |' \
         in text.splitlines()
     assert "| `gemm_f32` | 10 |" in text
+
+
+CMARK_GFM = shutil.which("cmark-gfm")
+
+
+@pytest.mark.skipif(not CMARK_GFM, reason="no cmark-gfm (make deps installs Debian's)")
+def test_markdown_code_spans_read_back_as_the_checks(tmp_path):
+    """GitHub's own Markdown parser (cmark-gfm, with its table extension) reads each
+    check back exactly from the table, whatever backticks and pipes it holds: a check
+    with a double backtick used to end its code span early."""
+    md = tmp_path / "checks.md"
+    checks = ['kernel["a``b*"].count == 0', 'kernel["a`b*"].count == 0',
+              'kernel["a|b*"].count == 0', 'kernel["```*"].count == 0', "lost >= 0"]
+    p = gt(["check", f"--markdown={md}", FIXTURE, *checks], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    html = subprocess.run([CMARK_GFM, "-e", "table", str(md)], capture_output=True,
+                          check=True).stdout.decode()
+    cells = [m for m in re.findall(r"<td><code>(.*?)</code></td>", html)]
+    assert [unescape(c) for c in cells[:len(checks)]] == checks, html
 
 
 def test_reports_on_a_full_disk_say_so(tmp_path):
