@@ -806,6 +806,9 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 		cfg->metrics_mode = GT_METRICS_TIME;
 	if (!cfg->telemetry && cfg->telemetry_hz_set && !gt_cstr_env(envp, "GPUTRACE_TELEMETRY"))
 		cfg->telemetry = true;
+	/* stacks of every call are stacks: of the default depth, unless one is set */
+	if (cfg->stacks_all && !cfg->stacks && !gt_cstr_env(envp, "GPUTRACE_STACKS"))
+		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
 #ifdef GT_NO_METRICS
 	/* METRICS=0: what would start them is compiled out; say so rather than trace without. */
 	if (cfg->metrics_mode || cfg->telemetry) {

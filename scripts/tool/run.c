@@ -136,8 +136,12 @@ static void summarize(struct run *r)
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows%s%s%s%s): no trace written\n",
-			backends ? ", or none through --backends " : "", backends ?: "",
-			activities ? ", or none of the kinds in --activities " : "",
+			!backends ? "" : run__setting_is_option(r, "GPUTRACE_BACKENDS")
+				? ", or none through --backends " : ", or none through GPUTRACE_BACKENDS=",
+			backends ?: "",
+			!activities ? "" : run__setting_is_option(r, "GPUTRACE_ACTIVITIES")
+				? ", or none of the kinds in --activities "
+				: ", or none of the kinds in GPUTRACE_ACTIVITIES=",
 			activities ?: "");
 	else if (!r->no_summary)
 		summary__print(r->sum, stderr, label.p, bytes);

@@ -115,6 +115,8 @@ unsigned long run__overflow_mb(const struct run *r);
 bool run__flight_recorder(const struct run *r);
 /* A GPUTRACE_* setting of the run (an option, or our environment's), or NULL. */
 const char *run__setting(const struct run *r, const char *var);
+/* Whether run__setting's value is the run's option (else the environment's). */
+bool run__setting_is_option(const struct run *r, const char *var);
 
 /* run_files.c */
 /* -o (and --per-process, --summary-json): checked, planned; exit 2 if bad. */

@@ -236,6 +236,32 @@ void run__read_env(struct run *r, struct gt_config *env)
 	free(mine);
 }
 
+/* What the processes get for var: the run's option (checked before CMD ran), else
+ * the environment's where the library takes it; NULL where it refuses it and uses
+ * its default (a hint must never name a setting that was not in effect). */
+static const char *setting(const struct run *r, const char *var)
+{
+	const char *v = option_value(r, var);
+
+	if (v)
+		return v;
+	v = getenv(var);
+	return v && !config__check(var, v, NULL) ? v : NULL;
+}
+
+/* The setting of var as the library reads it (its defaults where there is none). */
+static const struct gt_config *setting_config(const struct run *r, const char *var)
+{
+	static struct gt_config one; /* 16 KiB of path pool: not on the stack */
+	static char kv[4200];
+	char *e[] = { kv, NULL };
+	const char *v = setting(r, var);
+
+	snprintf(kv, sizeof(kv), "%s=%s", var, v ? v : "");
+	config__parse(&one, v ? e : NULL);
+	return &one;
+}
+
 /* The run's defaults from the environment, as the library reads them:
  * GPUTRACE_OUTPUT as -o, GPUTRACE_SUMMARY=0 as --no-summary,
  * GPUTRACE_SUMMARY_JSON as --summary-json, GPUTRACE_STACKS as --stacks. */
@@ -261,8 +287,9 @@ void run__env_defaults(struct run *r, const struct gt_config *env)
 	if (!r->stacks && getenv("GPUTRACE_STACKS") && !config__check("GPUTRACE_STACKS",
 								       getenv("GPUTRACE_STACKS"), NULL))
 		r->stacks = getenv("GPUTRACE_STACKS");
-	if (!r->stacks && option_value(r, "GPUTRACE_STACKS_ALL"))
-		r->stacks = "on"; /* --stacks-all implies --stacks */
+	if (!r->stacks && setting(r, "GPUTRACE_STACKS_ALL") &&
+	    setting_config(r, "GPUTRACE_STACKS_ALL")->stacks_all && !getenv("GPUTRACE_STACKS"))
+		r->stacks = "on"; /* --stacks-all (or GPUTRACE_STACKS_ALL=1) implies --stacks */
 	if (r->stacks && !strcmp(r->stacks, "on"))
 		r->stacks = "16"; /* the default depth, spelled out for the processes */
 	run__log_level = env->log_level;
@@ -362,22 +389,6 @@ char **run__command_env(struct run *r, const char *lib)
 	return env;
 }
 
-/* What the processes get for var: the run's option, else the environment's. */
-static const char *setting(const struct run *r, const char *var)
-{
-	const char *v = option_value(r, var);
-
-	return v ? v : getenv(var);
-}
-
-/* ... as a number, or dflt where it is none. */
-static unsigned long number_setting(const struct run *r, const char *var, unsigned long dflt)
-{
-	const char *v = setting(r, var);
-
-	return v && is_number(v) ? strtoul(v, NULL, 10) : dflt;
-}
-
 bool run__flight_recorder(const struct run *r)
 {
 	const char *v = setting(r, "GPUTRACE_FLIGHT_RECORDER");
@@ -387,15 +398,20 @@ bool run__flight_recorder(const struct run *r)
 
 unsigned long run__overflow_mb(const struct run *r)
 {
-	return number_setting(r, "GPUTRACE_OVERFLOW_MB", GT_OVERFLOW_MB_DEFAULT);
+	return setting_config(r, "GPUTRACE_OVERFLOW_MB")->overflow_mb;
 }
 
 unsigned long run__buffer_kb(const struct run *r)
 {
-	return number_setting(r, "GPUTRACE_BUFFER_KB", GT_BUFFER_KB_DEFAULT);
+	return setting_config(r, "GPUTRACE_BUFFER_KB")->buffer_kb;
 }
 
 const char *run__setting(const struct run *r, const char *var)
 {
 	return setting(r, var);
+}
+
+bool run__setting_is_option(const struct run *r, const char *var)
+{
+	return option_value(r, var) != NULL;
 }

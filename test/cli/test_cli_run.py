@@ -122,6 +122,34 @@ def test_nothing_recorded_names_the_settings_that_may_be_why(tmp_path, opts, why
         f"{why}): no trace written"]
 
 
+def test_settings_refused_are_not_named_as_in_effect(tmp_path):
+    """A GPUTRACE_* value the library refused (one line: the default is used) is not
+    what the run's later lines name: the advice after ring_full losses names the ring
+    the processes had (4096 KiB, not the refused 3), and the line for a run that
+    recorded nothing names no --backends or --activities that were not in effect; a
+    valid one from the environment is named as the variable, not as an option."""
+    p = gputrace(["run", "-o", "t.json", "--overflow-mb", "0", "--plugin-path", PLUGIN_DIR, "--",
+                  "sh", "-c", "true"], tmp_path,
+                 env=plugin_env(70000, {"GPUTRACE_BUFFER_KB": "3"}))
+    assert p.returncode == 0, p.stderr
+    lines = gputrace_lines(p.stderr)
+    assert lines[0].startswith("gputrace: GPUTRACE_BUFFER_KB='3' is not valid"), lines
+    err = p.stderr.decode()
+    assert "rerun with --buffer-kb 16384 (now 4096 KiB per thread)" in err, err
+    for var, value in (("GPUTRACE_BACKENDS", "foo"), ("GPUTRACE_ACTIVITIES", "bogus")):
+        p = gputrace(["run", "-o", "n.json", "--", "true"], tmp_path, env=gt_env({var: value}))
+        assert p.returncode == 0, p.stderr
+        lines = gputrace_lines(p.stderr)
+        assert len(lines) == 2 and lines[0].startswith(f"gputrace: {var}='{value}' is not valid")
+        assert lines[1] == ("gputrace: no process of the run recorded anything (no GPU API call "
+                            "gputrace knows): no trace written"), lines
+    p = gputrace(["run", "-o", "n.json", "--plugin-path", PLUGIN_DIR, "--", "true"], tmp_path,
+                 env=plugin_env(3, {"GPUTRACE_BACKENDS": "ze"}))
+    assert gputrace_lines(p.stderr) == [
+        "gputrace: no process of the run recorded anything (no GPU API call gputrace knows"
+        ", or none through GPUTRACE_BACKENDS=ze): no trace written"]
+
+
 def test_signal_passes_through(tmp_path):
     p = gputrace(["run", "--no-summary", "--", "sh", "-c", "kill -TERM $$"], tmp_path)
     assert p.returncode == -15

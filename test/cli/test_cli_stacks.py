@@ -3,11 +3,12 @@
 calling functions of a test program (test/cli/stack_app.c) that runs
 Level Zero calls on the simulated device."""
 import pathlib
+import subprocess
 
 import pytest
 
 from cli_helpers import STACK_APP, gputrace, gt_env, load_exact
-from conftest import ZE_SIM, events, need, sim_env
+from conftest import PRELOAD, ZE_SIM, clean_env, events, need, sim_env
 
 pytestmark = pytest.mark.skipif(not pathlib.Path("/usr/include/level_zero/ze_api.h").exists(),
                                 reason="built without Level Zero headers (libze-dev)")
@@ -52,6 +53,31 @@ def test_stacks_all_calls(tmp_path):
     stack = api_spans(trace, VERSION)[0]["args"]["stack"]
     # query_version is static: named from the ELF symbol table, not dladdr
     assert stack.endswith(f";main;query_version;{VERSION}"), stack
+
+
+def test_stacks_all_from_the_environment(tmp_path):
+    """GPUTRACE_STACKS_ALL=1 alone is --stacks-all: under gputrace run and under plain
+    LD_PRELOAD, every call gets its stack (of the default depth). It recorded none."""
+    need(STACK_APP)
+    out = tmp_path / "t.json"
+    p = gputrace(["run", "--no-summary", "-o", out, "--", STACK_APP, 2], tmp_path,
+                 env=gt_env(sim_env({"GPUTRACE_STACKS_ALL": "1"})))
+    assert p.returncode == 0, p.stderr
+    preload = tmp_path / "p.json"
+    env = clean_env(sim_env({"GPUTRACE_STACKS_ALL": "1", "LD_PRELOAD": PRELOAD,
+                             "GPUTRACE_OUTPUT": str(preload), "GPUTRACE_SUMMARY": "0"}))
+    subprocess.run([str(STACK_APP), "2"], env=env, check=True, capture_output=True, timeout=60)
+    for trace in (load_exact(out), load_exact(preload)):
+        stack = api_spans(trace, VERSION)[0]["args"]["stack"]
+        assert stack.endswith(f";main;query_version;{VERSION}"), stack
+        launches = api_spans(trace, LAUNCH)
+        assert all(e["args"]["stack"].endswith(f";run_step;{LAUNCH}") for e in launches)
+    # a depth of its own stays: GPUTRACE_STACKS=2 with it
+    p = gputrace(["run", "--no-summary", "-o", tmp_path / "d.json", "--", STACK_APP, 2], tmp_path,
+                 env=gt_env(sim_env({"GPUTRACE_STACKS_ALL": "1", "GPUTRACE_STACKS": "2"})))
+    assert p.returncode == 0, p.stderr
+    stack = api_spans(load_exact(tmp_path / "d.json"), VERSION)[0]["args"]["stack"]
+    assert stack == f"query_version;{VERSION}", stack
 
 
 def test_stack_depth_limit(tmp_path):
