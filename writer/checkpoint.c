@@ -247,6 +247,21 @@ void checkpoint__forget_file(void)
 	W.sum = NULL;
 }
 
+/* The default trace name in the start folder (a .gz one for a .gz template),
+ * where the configured one could not be created: 0, or -EEXIST when that is
+ * the name that failed. */
+static int fallback_path(char *path, size_t len, const char *failed)
+{
+	size_t n = strlen(gt_cfg.output);
+	bool gz = n >= 3 && !strcmp(gt_cfg.output + n - 3, ".gz");
+
+	if (expand_path(gz ? "gputrace-%e-%p.json.gz" : "gputrace-%e-%p.json", path, len))
+		return -ENAMETOOLONG;
+	if (W.files)
+		window_path(path, len, W.files + 1);
+	return strcmp(path, failed) ? 0 : -EEXIST;
+}
+
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -280,6 +295,21 @@ bool checkpoint__open(void)
 		window_path(path, sizeof(W.path), W.files + 1);
 	/* a flight recorder keeps its events in memory: files come with dumps */
 	err = flight_mode() ? 0 : out__open(&W.out, path);
+	if (err) {
+		/* a path the file cannot have (its folder missing or closed to us):
+		 * what was recorded goes to the default name instead, said once */
+		char failed[sizeof(W.path)];
+		int first = err;
+
+		memcpy(failed, path, sizeof(failed));
+		if (!fallback_path(path, sizeof(W.path), failed)) {
+			err = out__open(&W.out, path);
+			pr_err("cannot write the trace to '%.300s': %s; %s %s", failed,
+			       strerror(-first), err ? "nor to" : "writing it to", path);
+		} else {
+			memcpy(path, failed, sizeof(failed));
+		}
+	}
 	if (err) {
 		output_failed(err);
 		return false;

@@ -86,9 +86,8 @@ static const char *sep(const char *opt)
 	return opt[strlen(opt) - 1] == '=' ? "" : " ";
 }
 
-/* The folder of path must exist and take new files; opt names what gave
- * path: an option ("-o"), or a variable ("GPUTRACE_OUTPUT=") */
-static void check_folder(const char *opt, const char *path)
+/* Why the folder of path cannot take new files (into why), or NULL where it can. */
+static const char *folder_refusal(const char *path, char *why, size_t len)
 {
 	char dir[PATH_MAX];
 	struct stat st;
@@ -102,28 +101,48 @@ static void check_folder(const char *opt, const char *path)
 		*slash = 0;
 	/* access() says EACCES of a file, as if a folder refused us */
 	if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
-		run__usage_error("%s%s%s: cannot write in %s: it is a file, not a folder", opt,
-				 sep(opt), path, dir);
-	if (access(dir, W_OK | X_OK))
-		run__usage_error("%s%s%s: cannot write in %s: %s", opt, sep(opt), path, dir,
-				 strerror(errno));
+		snprintf(why, len, "cannot write in %s: it is a file, not a folder", dir);
+	else if (access(dir, W_OK | X_OK))
+		snprintf(why, len, "cannot write in %s: %s", dir, strerror(errno));
+	else
+		return NULL;
+	return why;
+}
+
+/* The folder of path must exist and take new files; opt names what gave
+ * path: an option ("-o"), or a variable ("GPUTRACE_OUTPUT=") */
+static void check_folder(const char *opt, const char *path)
+{
+	char why[PATH_MAX + 100];
+
+	if (folder_refusal(path, why, sizeof(why)))
+		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
 }
 
 /* A file to write: not a folder, in a folder that takes new files, and, where
- * it is there and is replaced (not the trace: it goes beside), writable. */
-static void check_file(const char *opt, const char *path, bool replaced)
+ * it is there and is replaced (not the trace: it goes beside), writable. Why
+ * not (into why), or NULL. */
+static const char *file_refusal(const char *path, bool replaced, char *why, size_t len)
 {
 	struct stat st;
 	bool there = !stat(path, &st);
 
 	if (there && S_ISDIR(st.st_mode))
-		run__usage_error("%s%s%s: is a folder; give a file name", opt, sep(opt), path);
+		return snprintf(why, len, "is a folder; give a file name"), why;
 	/* a device or a pipe (/dev/stdout) is written into, not made in /dev */
-	if (!there || S_ISREG(st.st_mode))
-		check_folder(opt, path);
+	if ((!there || S_ISREG(st.st_mode)) && folder_refusal(path, why, len))
+		return why;
 	if (there && (replaced || !S_ISREG(st.st_mode)) && access(path, W_OK))
-		run__usage_error("%s%s%s: cannot write it: %s", opt, sep(opt), path,
-				 strerror(errno));
+		return snprintf(why, len, "cannot write it: %s", strerror(errno)), why;
+	return NULL;
+}
+
+static void check_file(const char *opt, const char *path, bool replaced)
+{
+	char why[PATH_MAX + 100];
+
+	if (file_refusal(path, replaced, why, sizeof(why)))
+		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
 }
 
 /* A folder to write in: itself where it is there, else the one it is made in.
@@ -303,12 +322,52 @@ static void check_distinct(const struct named_output *o, size_t n)
 
 /* --summary-json, --markdown, --junit: replaced after CMD ran, so checked
  * before; never one that holds a trace (what was recorded is not lost). */
+static const char *replaced_refusal(const char *path, char *why, size_t len)
+{
+	if (file_refusal(path, true, why, len))
+		return why;
+	if (summary__holds_trace(path))
+		return snprintf(why, len, "%s; give another file name",
+				summary__strerror(-EEXIST)), why;
+	return NULL;
+}
+
 static void check_replaced(const char *opt, const char *path)
 {
-	check_file(opt, path, true);
-	if (summary__holds_trace(path))
-		run__usage_error("%s%s%s: %s; give another file name", opt, sep(opt), path,
-				 summary__strerror(-EEXIST));
+	char why[PATH_MAX + 100];
+
+	if (replaced_refusal(path, why, sizeof(why)))
+		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
+}
+
+/*
+ * A GPUTRACE_OUTPUT or GPUTRACE_SUMMARY_JSON of the environment whose folder cannot
+ * take the file is bad input as any refused value is: one line, the default (none
+ * for the summary JSON), and CMD runs, as it would under LD_PRELOAD. The options
+ * themselves are refused before CMD runs: they are this command's own arguments.
+ */
+static void env_fallbacks(struct run *r, uint64_t start)
+{
+	char rel[PATH_MAX], path[PATH_MAX], why[PATH_MAX + 100];
+	const char *refused;
+
+	if (r->tmpl_from_env && !config__expand_output(r->tmpl, rel, sizeof(rel), (int)getpid(),
+						      base_name(r->cmd[0]), start) &&
+	    (absolute(path, sizeof(path), rel), refused = folder_refusal(path, why, sizeof(why)))) {
+		fprintf(stderr, WHO ": GPUTRACE_OUTPUT='%s': %s (using the default, %s)\n",
+			r->tmpl, refused, DEFAULT_OUTPUT);
+		r->tmpl = DEFAULT_OUTPUT;
+		r->tmpl_from_env = false;
+	}
+	if (r->summary_json_from_env &&
+	    !config__expand_output(r->summary_json, rel, sizeof(rel), (int)getpid(),
+				   base_name(r->cmd[0]), start) &&
+	    (absolute(path, sizeof(path), rel), refused = replaced_refusal(path, why, sizeof(why)))) {
+		fprintf(stderr, WHO ": GPUTRACE_SUMMARY_JSON='%s': %s (no summary JSON is "
+			"written)\n", r->summary_json, refused);
+		r->summary_json = NULL;
+		r->summary_json_from_env = false;
+	}
 }
 
 void run__plan_outputs(struct run *r)
@@ -332,6 +391,9 @@ void run__plan_outputs(struct run *r)
 
 	if (config__check("GPUTRACE_OUTPUT", r->tmpl, &accepted))
 		run__usage_error("%s'%s' is not valid: expected %s", opt, r->tmpl, accepted);
+	env_fallbacks(r, start);
+	opt = r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o ";
+	outs[0].what = r->tmpl_from_env ? "GPUTRACE_OUTPUT" : "-o";
 	r->per_process = has_pid_code(r->tmpl);
 	if (r->per_process && r->keep_dir)
 		run__usage_error("give either --per-process DIR or an -o template with %%p, not both");

@@ -478,7 +478,8 @@ def test_output_variable_naming_a_folder(tmp_path):
     """GPUTRACE_OUTPUT in run's environment is taken as the library takes it:
     a folder gets the trace in it under the default name, with one line (it
     was refused as "-o DIR: is a folder", an -o never given, and CMD not run);
-    a folder that is not there is refused naming the variable."""
+    a folder that is not there is bad input as a refused value is: one line naming
+    the variable, the default used, and CMD runs (it was refused, and CMD not run)."""
     need(PLUGIN_DIR / "libclitest.so")
     for value in ("outdir", "slash/"):
         (tmp_path / value).mkdir()
@@ -494,13 +495,17 @@ def test_output_variable_naming_a_folder(tmp_path):
         assert os.listdir(tmp_path / value) == [os.path.basename(written)]
         assert cli_kernels(written) == 3
     assert sorted(os.listdir(tmp_path)) == ["outdir", "slash"]
-    p = gputrace(["run", "--no-summary", "--plugin-path", PLUGIN_DIR, "--", "touch", "ran"],
+    p = gputrace(["run", "--no-summary", "--plugin-path", PLUGIN_DIR, "--", "sh", "-c",
+                  "touch ran; exit 3"],
                  tmp_path, env=plugin_env(3, {"GPUTRACE_OUTPUT": "missing/t.json"}))
-    assert p.returncode == 2
-    assert p.stderr.decode().splitlines()[0] == (
-        f"gputrace: GPUTRACE_OUTPUT={tmp_path}/missing/t.json: cannot write in "
-        f"{tmp_path}/missing: No such file or directory")
-    assert sorted(os.listdir(tmp_path)) == ["outdir", "slash"]
+    assert p.returncode == 3, p.stderr
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: GPUTRACE_OUTPUT='missing/t.json': cannot write in {tmp_path}/missing: No such "
+        "file or directory (using the default, gputrace-%e-%t.json)"]
+    made = sorted(os.listdir(tmp_path))
+    assert len(made) == 4 and made[1:] == ["outdir", "ran", "slash"], made
+    assert re.fullmatch(r"gputrace-sh-\d{8}T\d{6}Z\.json", made[0]), made
+    assert cli_kernels(tmp_path / made[0]) == 6  # sh's and touch's
 
 
 def test_a_long_output_name_is_not_refused_for_its_parts_folder(tmp_path):
@@ -625,15 +630,28 @@ def test_output_in_a_file_is_said_so(tmp_path):
 
 def test_summary_json_variable_is_named_as_such(tmp_path):
     """GPUTRACE_SUMMARY_JSON's value refused was named as --summary-json, an
-    option never given (GPUTRACE_OUTPUT's is named as the variable)."""
+    option never given (GPUTRACE_OUTPUT's is named as the variable). A file it
+    cannot be is bad input as a refused value is: one line, no summary JSON, and
+    CMD runs with its own status (it was refused, and CMD not run); the option is
+    still refused before CMD runs."""
     (tmp_path / "somedir").mkdir()
     for value, reason in (
-            ("/nonexistent-dir/s.json", "/nonexistent-dir/s.json: cannot write in "
-             "/nonexistent-dir: No such file or directory"),
-            ("somedir", f"{tmp_path}/somedir: is a folder; give a file name")):
-        line = refused_before_running(tmp_path, [], env=plugin_env(
-            3, {"GPUTRACE_SUMMARY_JSON": value}))
-        assert line == f"gputrace: GPUTRACE_SUMMARY_JSON={reason}", line
+            ("/nonexistent-dir/s.json", "cannot write in /nonexistent-dir: No such file or "
+             "directory"),
+            ("somedir", "is a folder; give a file name")):
+        p = gputrace(["run", "--no-summary", "-o", "t.json", "--plugin-path", PLUGIN_DIR, "--",
+                      "sh", "-c", "touch ran; exit 4"], tmp_path,
+                     env=plugin_env(3, {"GPUTRACE_SUMMARY_JSON": value}))
+        assert p.returncode == 4, p.stderr
+        assert gputrace_lines(p.stderr) == [
+            f"gputrace: GPUTRACE_SUMMARY_JSON='{value}': {reason} (no summary JSON is written)"]
+        assert sorted(os.listdir(tmp_path)) == ["ran", "somedir", "t.json"]
+        assert cli_kernels(tmp_path / "t.json") == 6  # sh's and touch's
+        assert not os.listdir(tmp_path / "somedir")
+        os.unlink(tmp_path / "ran")
+        os.unlink(tmp_path / "t.json")
+    line = refused_before_running(tmp_path, ["--summary-json", "somedir"])
+    assert line == f"gputrace: --summary-json {tmp_path}/somedir: is a folder; give a file name"
     line = refused_before_running(tmp_path, [], env=plugin_env(
         3, {"GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_OUTPUT": "s.json"}))
     assert line == f"gputrace: GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON name the same file, " \

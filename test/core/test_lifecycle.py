@@ -264,7 +264,33 @@ def test_failed_exec_goes_on(tmp_path):
     check_complete(r.trace, 1010, "exit")
 
 
-@pytest.mark.parametrize("path", ["/nonexistent-dir/t.json", "/dev/full"])
+@pytest.mark.parametrize("gz", ["", ".gz"])
+def test_an_output_folder_that_is_not_there_gets_the_default_name(tmp_path, gz):
+    """Bad input loses nothing recorded: a GPUTRACE_OUTPUT whose folder is not there
+    gets one line, and the trace goes to the default name in the folder the process
+    started in (a .gz one for a .gz template), whole; the program's output and status
+    are its own. It used to stop tracing, and the run's events were lost."""
+    need(APP)
+    plain = run([APP, "exit", "1000"], traced=False, env=sim_env())
+    e = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0",
+                           "GPUTRACE_OUTPUT": f"missing/t-%p.json{gz}"}))
+    p = subprocess.run([APP, "exit", "1000"], env=e, cwd=tmp_path, capture_output=True,
+                       timeout=60, preexec_fn=default_signals)
+    assert (p.returncode, p.stdout) == (plain.returncode, plain.stdout)
+    made = os.listdir(tmp_path)
+    assert len(made) == 1, made
+    written = tmp_path / made[0]
+    pid = int(made[0].split("-")[-1].split(".")[0])
+    assert made[0] == f"gputrace-lifecycle_app-{pid}.json{gz}"
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: cannot write the trace to '{tmp_path}/missing/t-{pid}.json{gz}': No such "
+        f"file or directory; writing it to {written}"]
+    trace = load_trace(written)
+    assert trace["gputrace"]["complete"] is True and trace["gputrace"]["events_lost"] == 0
+    assert len(spans(trace, "zeInit")) == 1
+
+
+@pytest.mark.parametrize("path", ["/dev/full"])
 def test_unwritable_output_one_line(tmp_path, path):
     need(APP)
     plain = run([APP, "exit", "1000"], traced=False, env=sim_env())
