@@ -208,9 +208,10 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	} else if ((err = lifecycle__hooks()->sync(true, timeout_ms)) < 0) {
 		/* ... and so when it is stuck, which the user is told */
 		if (err == -EINPROGRESS)
-			pr_warn("the device's last records (%s) were not read: the driver did not "
+			pr_warn("the device's last records (%s) were not read: %s did not "
 				"answer for %u ms; the trace holds every host call up to then, its "
-				"trailer says \"device_flush\":\"unfinished\"", why, timeout_ms);
+				"trailer says \"device_flush\":\"unfinished\"", why,
+				shim__flushing_backend(), timeout_ms);
 		else
 			pr_warn("the last drain (%s) made no progress for %u ms: the trace keeps its "
 				"last checkpoint, without the events recorded after it", why, timeout_ms);

@@ -826,6 +826,25 @@ GT_FORK_CODE void shim__backends_fork_child(void)
 			b->atfork_child();
 }
 
+/* The backend whose flush the drain thread is in, for the line of an exit that
+ * gave up waiting for it: "the driver" blamed a plug-in's own wait. */
+static const struct gt_backend *_Atomic flushing;
+
+GT_HIDDEN const char *shim__flushing_backend(void)
+{
+	const struct gt_backend *b = atomic_load(&flushing);
+
+	if (!b)
+		return "the driver";
+	if (!strcmp(b->name, "ze"))
+		return "the Level Zero driver";
+	if (!strcmp(b->name, "cupti"))
+		return "CUPTI";
+	if (!strcmp(b->name, "plugins"))
+		return "a plug-in";
+	return b->name;
+}
+
 GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
 {
 	const struct gt_backend *b;
@@ -847,8 +866,11 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 			break;
 		case GT_HOOK_FLUSH:
 		case GT_HOOK_FLUSH_FINAL:
-			if (b->flush)
+			if (b->flush) {
+				atomic_store(&flushing, b);
 				b->flush(hook == GT_HOOK_FLUSH_FINAL);
+				atomic_store(&flushing, NULL);
+			}
 			break;
 		case GT_HOOK_WINDOW_OPEN:
 		case GT_HOOK_WINDOW_CLOSE:

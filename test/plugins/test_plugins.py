@@ -288,6 +288,11 @@ def test_crash_wins_over_an_exit_while_the_last_drain_is_stuck(tmp_path):
             tmp_path=tmp_path, timeout=60)
     assert plain.returncode == r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
     assert plain.stdout == r.stdout == b""  # dead before main printed, untraced as traced
+    # the line names what it waited for: a plug-in, not "the driver"
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith(
+        "gputrace: the device's last records (signal SIGSEGV) were not read: a plug-in did "
+        "not answer for 3000 ms"), lines
 
 
 def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
