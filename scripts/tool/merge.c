@@ -133,9 +133,9 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 
 	if (!jv_get(v, e, "pid", &pv, &pe) || !jv_i64(pv, pe, &pid))
 		return 0;
-	pidmap__find(&in->pids, pid, true);
+	pidmap__add(&in->pids, pid);
 	if (jv_get(v, e, "name", &pv, &pe) && pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14))
-		pidmap__find(&in->named, pid, true);
+		pidmap__add(&in->named, pid);
 	return 0;
 }
 
@@ -174,7 +174,7 @@ static void assign_pids(struct merge *m)
 		int64_t *keys = pidmap__sorted_keys(&in->pids);
 
 		for (size_t k = 0; k < in->pids.n; k++) {
-			long s = pidmap__find(&in->pids, keys[k], false);
+			long s = pidmap__slot(&in->pids, keys[k]);
 			int kind = keys[k] >= DEVICE_PIDS;
 
 			if (pidmap__has(&taken, keys[k])) {
@@ -182,7 +182,7 @@ static void assign_pids(struct merge *m)
 					next[kind]++;
 				in->pids.vals[s] = next[kind];
 			}
-			pidmap__find(&taken, in->pids.vals[s], true);
+			pidmap__add(&taken, in->pids.vals[s]);
 		}
 		free(keys);
 	}
@@ -191,7 +191,7 @@ static void assign_pids(struct merge *m)
 
 static int64_t map_pid(struct input *in, int64_t pid)
 {
-	long s = pidmap__find(&in->pids, pid, false);
+	long s = pidmap__slot(&in->pids, pid);
 
 	return s < 0 ? pid : in->pids.vals[s];
 }
@@ -356,7 +356,7 @@ static bool is_host_pid(const struct trace_meta *mt, int64_t pid)
 static struct row_state *row_of(struct input *in, int64_t pid, int64_t tid)
 {
 	size_t known = in->rows.n;
-	long slot = pidmap__find(&in->rows, (int64_t)((uint64_t)pid << 32 | (uint32_t)tid), true);
+	long slot = pidmap__add(&in->rows, (int64_t)((uint64_t)pid << 32 | (uint32_t)tid));
 
 	if (slot < 0)
 		return NULL;

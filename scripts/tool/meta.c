@@ -30,7 +30,7 @@ static void add_host_pid(struct trace_meta *m, int64_t pid)
 		m->host_pids = np;
 		m->host_cap = cap;
 	}
-	pidmap__find(&m->host_set, pid, true);
+	pidmap__add(&m->host_set, pid);
 	m->host_pids[m->nhost_pids++] = pid;
 }
 
@@ -245,17 +245,22 @@ static void pidmap__grow(struct pidmap *m)
 	*m = n;
 }
 
-long pidmap__find(struct pidmap *m, int64_t key, bool create)
+long pidmap__slot(const struct pidmap *m, int64_t key)
 {
-	size_t j;
-
-	if (m->cap) {
-		for (j = slot_of(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
+	if (m->cap)
+		for (size_t j = slot_of(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
 			if (m->keys[j] == key)
 				return (long)j;
-	}
-	if (!create)
-		return -1;
+	return -1;
+}
+
+long pidmap__add(struct pidmap *m, int64_t key)
+{
+	long found = pidmap__slot(m, key);
+	size_t j;
+
+	if (found >= 0)
+		return found;
 	if ((m->n + 1) * 2 > m->cap)
 		pidmap__grow(m);
 	for (j = slot_of(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
@@ -270,8 +275,7 @@ long pidmap__find(struct pidmap *m, int64_t key, bool create)
 
 bool pidmap__has(const struct pidmap *m, int64_t key)
 {
-	/* (a lookup that creates nothing writes nothing) */
-	return pidmap__find((struct pidmap *)m, key, false) >= 0;
+	return pidmap__slot(m, key) >= 0;
 }
 
 void pidmap__free(struct pidmap *m)

@@ -72,8 +72,10 @@ void meta__each_adjusted(const struct trace_meta *m,
 			 void *ctx);
 
 
-/* The slot index for key, created when create is true; -1 if absent. */
-long pidmap__find(struct pidmap *m, int64_t key, bool create);
+/* key's slot, or -1: a lookup, which writes nothing */
+long pidmap__slot(const struct pidmap *m, int64_t key);
+/* key's slot, made (its value key, no name) where it has none */
+long pidmap__add(struct pidmap *m, int64_t key);
 bool pidmap__has(const struct pidmap *m, int64_t key);
 void pidmap__free(struct pidmap *m);
 /* Keys in ascending order (caller frees). */

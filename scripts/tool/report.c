@@ -76,7 +76,7 @@ static void *grow(void *p, size_t n, size_t size, bool *oom)
 
 static struct proc *proc_of(struct rep *rp, int64_t pid)
 {
-	long j = pidmap__find(&rp->by_pid, pid, false);
+	long j = pidmap__slot(&rp->by_pid, pid);
 
 	if (j >= 0)
 		return &rp->procs[rp->by_pid.vals[j]];
@@ -87,7 +87,7 @@ static struct proc *proc_of(struct rep *rp, int64_t pid)
 	np = &rp->procs[rp->nprocs++];
 	memset(np, 0, sizeof(*np));
 	np->pid = pid;
-	j = pidmap__find(&rp->by_pid, pid, true); /* (before vals is read: it may move) */
+	j = pidmap__add(&rp->by_pid, pid); /* (before vals is read: it may move) */
 	rp->by_pid.vals[j] = (int64_t)(rp->nprocs - 1);
 	return np;
 }
@@ -620,10 +620,10 @@ static bool is_host(const struct rep *rp, int64_t pid)
 	return pidmap__has(&rp->r.meta.host_set, pid);
 }
 
-static const struct proc *first_host(struct rep *rp)
+static const struct proc *first_host(const struct rep *rp)
 {
 	for (size_t i = 0; i < rp->r.meta.nhost_pids; i++) {
-		long j = pidmap__find(&rp->by_pid, rp->r.meta.host_pids[i], false);
+		long j = pidmap__slot(&rp->by_pid, rp->r.meta.host_pids[i]);
 
 		if (j >= 0)
 			return &rp->procs[rp->by_pid.vals[j]];

@@ -107,7 +107,7 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 	if (!jv_get(v, e, "args", &av, &ae) || !jv_get(av, ae, "name", &pv, &pe) ||
 	    !jv_str(pv, pe, &c->tmp))
 		return 0;
-	slot = pidmap__find(&c->names, pid, true);
+	slot = pidmap__add(&c->names, pid);
 	free(c->names.names[slot]);
 	c->names.names[slot] = strdup(c->tmp.p);
 	return 0;
@@ -256,7 +256,7 @@ static void attribute_pids(struct sum_ctx *c)
 
 		if (o.v[i].proc <= 0)
 			continue;
-		slot = pidmap__find(&c->procs, o.v[i].pid, true); /* may grow the map */
+		slot = pidmap__add(&c->procs, o.v[i].pid); /* may grow the map */
 		c->procs.vals[slot] = o.v[i].proc;
 	}
 	free(o.v);
@@ -273,7 +273,7 @@ static bool is_device_cat(const char *cat)
 static const char *device_name(struct sum_ctx *c, bool has_pid, int64_t pid, char *buf,
 			       size_t len)
 {
-	long slot = has_pid ? pidmap__find(&c->names, pid, false) : -1;
+	long slot = has_pid ? pidmap__slot(&c->names, pid) : -1;
 
 	if (slot >= 0 && c->names.names[slot])
 		return c->names.names[slot];
@@ -388,7 +388,7 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	if (device)
 		sp.device = device_name(c, has_pid, pid, devname, sizeof(devname));
 	if (has_pid) {
-		long slot = pidmap__find(&c->procs, pid, false);
+		long slot = pidmap__slot(&c->procs, pid);
 
 		sp.process = slot >= 0 ? (int)c->procs.vals[slot] : 0;
 	}
@@ -430,7 +430,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	if (scan == TRACE_ERROR)
 		return -1;
 	for (size_t i = 0; i < c->out->meta.nhost_pids; i++)
-		pidmap__find(&c->hosts, c->out->meta.host_pids[i], true);
+		pidmap__add(&c->hosts, c->out->meta.host_pids[i]);
 	attribute_pids(c);
 	if (trace__scan(who, path, &ops2) == TRACE_ERROR)
 		return -1;
