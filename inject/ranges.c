@@ -14,6 +14,7 @@
 #include "ring.h"
 #include "shim.h"
 #include "tables.h"
+#include "hash.h"
 
 bool gt_range_recording(void)
 {
@@ -31,14 +32,12 @@ GT_TABLE(struct name_entry, names, NAME_CACHE);
 
 uint32_t gt_range_str_n(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h;
 	size_t got;
 
 	if (!s)
 		return GT_S_EMPTY;
-	for (size_t n = 0; n < len; n++)
-		h = (h ^ (unsigned char)s[n]) * 0x100000001b3ull;
-	h |= 1; /* never 0 */
+	h = gt_fnv1a64(s, len) | 1; /* never 0 */
 	if (h == ~0ull)
 		h--;
 	for (unsigned i = 0; i < 8; i++) {

@@ -11,6 +11,7 @@
 
 #include "registry.h"
 #include "tables.h"
+#include "hash.h"
 
 #define STR_CHUNK_BITS 12
 #define STR_CHUNK      (1u << STR_CHUNK_BITS)
@@ -42,11 +43,7 @@ static const char static_strings[][16] = {
 
 static uint32_t hash_bytes(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
+	return gt_fnv1a32(s, n);
 }
 
 static struct str_entry *str_entry(uint32_t id)

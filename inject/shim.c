@@ -45,6 +45,7 @@
 #include "state.h"
 #include "tables.h"
 #include "trigger.h"
+#include "hash.h"
 
 extern char **environ;
 
@@ -90,14 +91,13 @@ static bool run_path(char *path, const char *name)
 static bool said_in_run(const char *line, size_t n)
 {
 	char path[PATH_MAX], name[32];
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint64_t h;
 	int fd;
 
 	/* not under it also before the configuration is read (a process not traced) */
 	if (!gt_under_run())
 		return false;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
+	h = gt_fnv1a64(line, n);
 	snprintf(name, sizeof(name), "said-%016llx", (unsigned long long)h);
 	if (!run_path(path, name))
 		return false;

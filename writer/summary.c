@@ -23,6 +23,7 @@
 
 #include "inject/config.h"
 #include "writer/summary.h"
+#include "inject/hash.h"
 
 #define SUMMARY_MAX_ROWS 65536  /* distinct names per table */
 #define SUMMARY_TOP      10     /* rows printed per table */
@@ -109,11 +110,7 @@ struct summary {
 
 static uint64_t hash_name(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+	return gt_fnv1a64_str(s);
 }
 
 static struct row *table__probe(struct row *rows, size_t cap, const char *name)

@@ -18,6 +18,7 @@
 #include "backends/plugins/internal.h"
 #include "inject/clock.h"
 #include "inject/tables.h"
+#include "inject/hash.h"
 
 /* The ABI mirrors the internal values, so kinds and arg types pass as they are. */
 #define PLUGIN_KIND_SAME(id, str)                                                  \
@@ -49,11 +50,7 @@ GT_TABLE(_Atomic uint64_t, str_cache, STR_CACHE_SLOTS);
 
 static uint32_t str_hash(const char *s, size_t len)
 {
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	return gt_fnv1a32(s, len);
 }
 
 uint32_t builder__str_n(const char *s, size_t len)

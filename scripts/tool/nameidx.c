@@ -4,14 +4,11 @@
 #include <string.h>
 
 #include "nameidx.h"
+#include "inject/hash.h"
 
 static size_t hash(const char *s)
 {
-	size_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return (size_t)gt_fnv1a64_str(s);
 }
 
 /* The slot of name: its row's, or the free one where it goes. */
