@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1215,7 +1216,19 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 	at.tid = row ? row->tid : 0;
 	at.point = ev->start_ns;
 	if (ev->type == GT_EV_COUNTER) {
-		summarize_counter(ev, args, nargs, row ? row->device : 0);
+		/* a NaN or an infinity is no sample: a viewer's counter track takes
+		 * numbers only (JSON's null for it was a broken sample there), and the
+		 * summary leaves them out too */
+		struct gt_arg kept[GT_ARGS_MAX];
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < nargs && n < GT_ARGS_MAX; i++)
+			if (!((args[i].type == GT_ARG_F64 || args[i].type == GT_ARG_METRIC) &&
+			      !isfinite(args[i].v.f)))
+				kept[n++] = args[i];
+		summarize_counter(ev, kept, n, row ? row->device : 0);
+		if (!n)
+			return at;
 		begin_event(&W.buf);
 		jbuf__lit(&W.buf, "{\"ph\":\"C\",\"name\":");
 		put_sid(&W.buf, ev->name);
@@ -1223,7 +1236,7 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 		json__u64(&W.buf, at.pid);
 		jbuf__lit(&W.buf, ",\"ts\":");
 		json__us(&W.buf, ev->start_ns);
-		put_args(&W.buf, args, nargs, NO_EXTRA(0));
+		put_args(&W.buf, kept, n, NO_EXTRA(0));
 		jbuf__ch(&W.buf, '}');
 		return at;
 	}

@@ -8,6 +8,7 @@
  * `itt_host unended`: a task, an overlapped task and a frame begun and
  * never ended, around a task that ends, until main returns.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,6 +89,13 @@ int main(int argc, char **argv)
 	itt_counter_inc_delta(items, 2);
 	itt_counter load = itt_counter_create_typed("load", "host", ITT_META_DOUBLE);
 	double v = 0.75;
+	itt_counter_set_value(load, &v);
+	/* no number: no sample (a viewer's counter track takes numbers only) */
+	v = NAN;
+	itt_counter_set_value(load, &v);
+	v = -INFINITY;
+	itt_counter_set_value(load, &v);
+	v = 1.25;
 	itt_counter_set_value(load, &v);
 
 	pthread_create(&t, NULL, second, NULL);
