@@ -51,23 +51,40 @@ static bool checking;
 
 static void bad(struct gt_config *cfg, const char *var, const char *val, const char *accepted)
 {
+	char shown[4 * 200 + 1];
+	size_t n = 0;
+
 	cfg->errors++;
 	if (checking) {
 		checked_accepted = accepted;
 		return;
 	}
-	gt_log(GT_LOG_ERROR, "%s='%.200s' is not valid: expected %s; using the default", var, val,
+	/* its first 200 bytes, a control character escaped: a newline in the
+	 * value would break the one line, a tab would not show */
+	for (const char *p = val; *p && p - val < 200; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c >= ' ' && c != 0x7f)
+			shown[n++] = (char)c;
+		else if (c == '\t' || c == '\n')
+			n += (size_t)snprintf(shown + n, 3, "\\%c", c == '\t' ? 't' : 'n');
+		else
+			n += (size_t)snprintf(shown + n, 5, "\\x%02x", c);
+	}
+	shown[n] = 0;
+	gt_log(GT_LOG_ERROR, "%s='%s' is not valid: expected %s; using the default", var, shown,
 	       accepted);
 }
 
-/* Unsigned decimal in [min, max]; 0 on success. */
+/* Unsigned decimal in [min, max]; 0 on success. Digits only: strtoull
+ * would also skip any leading white space and take a sign. */
 static int parse_uint(const char *s, unsigned long long min, unsigned long long max,
 		      unsigned long long *out)
 {
 	char *end;
 	unsigned long long v;
 
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -583,14 +600,17 @@ static void set_start(struct gt_config *cfg, const char *var, const char *val)
 		bad(cfg, var, val, "paused or running");
 }
 
-/* Seconds, a decimal number (0.5, 30, 1e3) up to 30 days, to ns; a time
+/* Seconds, a decimal number (0.5, .5, 30, 1e3) up to 30 days, to ns; a time
  * that is not 0 is 1 ns at least (1e-12 read as 0 meant "to the end"). */
 static int parse_seconds(const char *s, uint64_t *ns)
 {
 	char *end;
 	double v;
 
-	if (!*s || *s == ' ' || *s == '-' || *s == '+')
+	/* strtod would also skip leading white space and read hex, inf and nan:
+	 * a digit or a point first, then only what a decimal number has */
+	if (!((*s >= '0' && *s <= '9') || (*s == '.' && s[1] >= '0' && s[1] <= '9')) ||
+	    s[strspn(s, "0123456789.eE+-")])
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

@@ -60,6 +60,8 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--backends", "opencl", "--", "true"],
      "--backends 'opencl' is not valid: expected a comma list of cupti, ze, plugins, all, or"),
     (["run", "--flush-ms=5", "--", "true"], "--flush-ms '5' is not valid"),
+    (["run", "--flush-ms", "\t50", "--", "true"], "--flush-ms '\t50' is not valid"),
+    (["run", "--delay", "0x10", "--", "true"], "--delay '0x10' is not valid"),
     (["run", "--stacks=-1", "--", "true"],
      "--stacks DEPTH must be a number of frames from 1 to 64, on, or off (or 0), not '-1'"),
     (["run", "--stacks=100", "--", "true"],

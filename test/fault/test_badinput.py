@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import gputrace_lines, need, APPS
+from conftest import APPS, gputrace_lines, load_trace, need, run, sim_env
 from faultkit import check_exact, compare, printed, prog, valid_trace
 
 VALUES = {"empty": "", "huge": "9" * 40, "long": "x" * 100000, "negative": "-1",
@@ -115,6 +115,34 @@ def test_output_name_component_too_long(tmp_path):
     """A file name over NAME_MAX after expansion: one line, program untouched."""
     r, cwd = run_with(tmp_path, {"GPUTRACE_OUTPUT": "t" + "%p" * 300 + ".json"}, 1)
     assert "too long" in gputrace_lines(r.traced.stderr)[0]
+
+
+def shown(value):
+    """A value as gputrace's line shows it: a tab or newline escaped (the line stays one)."""
+    return value.replace("\t", "\\t").replace("\n", "\\n")
+
+
+@pytest.mark.parametrize("var,value", [
+    ("GPUTRACE_BUFFER_KB", " 8"), ("GPUTRACE_BUFFER_KB", "\t8"), ("GPUTRACE_BUFFER_KB", "\n8"),
+    ("GPUTRACE_BUFFER_KB", "0x10"), ("GPUTRACE_FLUSH_MS", "\t50"),
+    ("GPUTRACE_CAPTURE_COUNT", "\n2"), ("GPUTRACE_METRICS_HZ", "\t10"),
+    ("GPUTRACE_DELAY", " 1"), ("GPUTRACE_DELAY", "\t1"), ("GPUTRACE_DELAY", "\n1"),
+    ("GPUTRACE_DELAY", "0x10"), ("GPUTRACE_DELAY", "inf"), ("GPUTRACE_DELAY", "nan"),
+    ("GPUTRACE_DURATION", "0x1p3"), ("GPUTRACE_DURATION", "infinity"),
+])
+def test_numbers_are_decimal_and_nothing_else(tmp_path, var, value):
+    """README: a number is decimal digits. White space before it (a tab or newline as much
+    as a blank), hex, inf and nan each get the one line, and the default is used: here the
+    whole run traced (GPUTRACE_DELAY=0x10 was 16 s, and nothing was recorded)."""
+    app = APPS / "ze_hello"
+    need(app)
+    r = run([app], env=sim_env({var: value}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (line,) = gputrace_lines(r.stderr)
+    assert line.startswith(f"gputrace: {var}='{shown(value)}' is not valid: expected "), line
+    assert line.endswith("; using the default"), line
+    trailer = load_trace(r.trace_path)["gputrace"]
+    assert "capture" not in trailer and trailer["events_recorded"] > 0
 
 
 def test_broken_plugin_directory(tmp_path):
