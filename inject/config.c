@@ -442,7 +442,8 @@ static void set_kineto_cycle_ms(struct gt_config *cfg, const char *var, const ch
 {
 	unsigned long long v;
 
-	if (!strcmp(val, "0") || !strcasecmp(val, "off"))
+	/* 0 however written ("00" as "0") is off */
+	if (!strcasecmp(val, "off") || !parse_uint(val, 0, 0, &v))
 		cfg->kineto_cycle_ms = 0;
 	else if (parse_uint(val, 100, 3600000, &v))
 		bad(cfg, var, val, "0/off, or milliseconds from 100 to 3600000");
@@ -460,8 +461,9 @@ static void set_flush_ms(struct gt_config *cfg, const char *var, const char *val
 		cfg->flush_ms = v;
 }
 
-/* Seconds, with up to three decimals (0.5, 30, 1.25): parsed by hand, not
- * strtod, whose decimal point follows the program's locale. */
+/* Seconds to the millisecond (0.5, 30, 1.25; 1.2500 too: a decimal past the
+ * third may be a zero): parsed by hand, not strtod, whose decimal point
+ * follows the program's locale. */
 static int parse_seconds_ms(const char *s, unsigned long long *ms)
 {
 	unsigned long long v = 0;
@@ -480,7 +482,7 @@ static int parse_seconds_ms(const char *s, unsigned long long *ms)
 		if (p[1] < '0' || p[1] > '9')
 			return -EINVAL;
 		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10) {
-			if (!scale)
+			if (!scale && *p != '0')
 				return -EINVAL; /* finer than a millisecond */
 			frac += (unsigned)(*p - '0') * scale;
 		}
@@ -498,15 +500,16 @@ static void set_watchdog(struct gt_config *cfg, const char *var, const char *val
 	if (!strcasecmp(val, "off")) {
 		cfg->watchdog_ms = 0;
 	} else if (parse_seconds_ms(val, &ms) || (ms && ms < 100)) {
-		bad(cfg, var, val, "off or 0, or seconds from 0.1 to 86400 (up to 3 decimals, e.g. 30 "
-			      "or 2.5)");
+		bad(cfg, var, val, "off or 0, or seconds from 0.1 to 86400 (to the millisecond, e.g. "
+			      "30 or 2.5)");
 	} else {
 		cfg->watchdog_ms = (unsigned)ms;
 	}
 }
 
 /* A full ring makes the producer wait for the drain (ring_wait.c), at most
- * this long per stall: on/1 (GT_LOSSLESS_MS_DEFAULT), off/0, or seconds. */
+ * this long per stall: on/1 (GT_LOSSLESS_MS_DEFAULT), off/0 (also 0.0: 0 however
+ * written), or seconds. */
 static void set_lossless(struct gt_config *cfg, const char *var, const char *val)
 {
 	unsigned long long ms;
@@ -514,9 +517,9 @@ static void set_lossless(struct gt_config *cfg, const char *var, const char *val
 
 	if (b >= 0)
 		cfg->lossless_ms = b ? GT_LOSSLESS_MS_DEFAULT : 0;
-	else if (parse_seconds_ms(val, &ms) || ms < 1 || ms > GT_LOSSLESS_MS_MAX)
-		bad(cfg, var, val, "1/on, 0/off, or the longest wait in seconds, 0.001 to 60 (e.g. "
-			      "2.5)");
+	else if (parse_seconds_ms(val, &ms) || ms > GT_LOSSLESS_MS_MAX)
+		bad(cfg, var, val, "1/on, 0/off, or the longest wait in seconds, 0.001 to 60 (to the "
+			      "millisecond, e.g. 2.5)");
 	else
 		cfg->lossless_ms = (unsigned)ms;
 }
@@ -641,8 +644,8 @@ static void set_capture_signal(struct gt_config *cfg, const char *var, const cha
 	unsigned long long n;
 	int sig = -1;
 
-	if (!strcasecmp(val, "off") || !strcmp(val, "0"))
-		sig = 0;
+	if (!strcasecmp(val, "off") || !parse_uint(val, 0, 0, &n))
+		sig = 0; /* 0 however written */
 	else if (!strcasecmp(v, "USR1"))
 		sig = SIGUSR1;
 	else if (!strcasecmp(v, "USR2"))
@@ -708,8 +711,9 @@ static void set_capture_count(struct gt_config *cfg, const char *var, const char
 
 /* "30", "30s", "0.5s", "500ms": the last 30 seconds (at most
  * GT_FLIGHT_MB_DEFAULT MiB of them); "64MB" (or "64M", "64MiB"): the last
- * 64 MiB of formatted events. Read by hand: the program's locale may have
- * another decimal point by the time a child reads it. */
+ * 64 MiB of formatted events. Units in any case, as people write them
+ * ("64m", "30S"). Read by hand: the program's locale may have another
+ * decimal point by the time a child reads it. */
 static void set_flight_recorder(struct gt_config *cfg, const char *var, const char *val)
 {
 	unsigned long long whole = 0, frac = 0, scale = 1;
@@ -723,8 +727,8 @@ static void set_flight_recorder(struct gt_config *cfg, const char *var, const ch
 			frac = frac * 10 + (unsigned long long)(*p - '0');
 			scale *= 10;
 		}
-	mb = !strcasecmp(p, "MB") || !strcmp(p, "M") || !strcasecmp(p, "MiB");
-	ms = !strcmp(p, "ms");
+	mb = !strcasecmp(p, "MB") || !strcasecmp(p, "M") || !strcasecmp(p, "MiB");
+	ms = !strcasecmp(p, "ms");
 	if (ms) {
 		whole *= 1000000ull; /* as ns, below */
 		frac = frac * 1000000ull / scale;
@@ -732,8 +736,9 @@ static void set_flight_recorder(struct gt_config *cfg, const char *var, const ch
 		whole *= 1000000000ull;
 		frac = frac * 1000000000ull / scale;
 	}
-	if (!digits || (*p && strcmp(p, "s") && !ms && !mb) ||
-	    (mb ? scale != 1 || whole / 1000000000ull < 1 ||
+	/* megabytes are whole: 64.0MB is 64MB, 1.5MB is refused */
+	if (!digits || (*p && strcasecmp(p, "s") && !ms && !mb) ||
+	    (mb ? frac || whole / 1000000000ull < 1 ||
 		      whole / 1000000000ull > GT_FLIGHT_MB_MAX
 		: whole + frac < 10000000ull || whole + frac > GT_FLIGHT_SEC_MAX * 1000000000ull)) {
 		bad(cfg, var, val, "seconds (30, 30s, 0.5s or 500ms; 10ms to 86400s) "

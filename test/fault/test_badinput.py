@@ -145,6 +145,29 @@ def test_numbers_are_decimal_and_nothing_else(tmp_path, var, value):
     assert "capture" not in trailer and trailer["events_recorded"] > 0
 
 
+@pytest.mark.parametrize("var,value,ok", [
+    ("GPUTRACE_LOSSLESS", "0.0", True), ("GPUTRACE_LOSSLESS", "0.000", True),
+    ("GPUTRACE_LOSSLESS", "1.0000", True), ("GPUTRACE_LOSSLESS", "1.0001", False),
+    ("GPUTRACE_LOSSLESS", "0.0004", False),
+    ("GPUTRACE_WATCHDOG", "30.0000", True), ("GPUTRACE_WATCHDOG", "2.5001", False),
+    ("GPUTRACE_KINETO_CYCLE_MS", "00", True), ("GPUTRACE_KINETO_CYCLE_MS", "0100", True),
+    ("GPUTRACE_KINETO_CYCLE_MS", "OFF", True), ("GPUTRACE_KINETO_CYCLE_MS", "050", False),
+    ("GPUTRACE_CAPTURE_SIGNAL", "00", True),
+    ("GPUTRACE_FLIGHT_RECORDER", "64m", True), ("GPUTRACE_FLIGHT_RECORDER", "30S", True),
+    ("GPUTRACE_FLIGHT_RECORDER", "500MS", True), ("GPUTRACE_FLIGHT_RECORDER", "1.5mb", False),
+])
+def test_a_number_is_a_number_and_a_unit_any_case(tmp_path, var, value, ok):
+    """README: 0 is 0 however many zeros it has (00, 0.0), a decimal past what is kept may
+    be a 0 (1.0000 is 1.000), and a unit is taken in any case (64m as 64MB, 30S as 30s)."""
+    app = APPS / "ze_hello"
+    need(app)
+    r = run([app], env=sim_env({var: value}), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    refused = [l for l in gputrace_lines(r.stderr) if " is not valid: " in l]
+    assert len(refused) == (0 if ok else 1), refused
+    assert all(l.startswith(f"gputrace: {var}='{value}' is not valid") for l in refused)
+
+
 def test_broken_plugin_directory(tmp_path):
     """Each broken file gets its one line (a directory named *.so is not a
     file: passed over); the program and its trace are fine. The truncated

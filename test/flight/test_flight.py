@@ -16,7 +16,8 @@ import time
 import pytest
 
 from conftest import (APPS, GPUTRACE, PRELOAD, SANITIZE, clean_env, default_signals,
-                      gputrace_capture, gputrace_env, load_trace, need, run, sim_env, wait_trace)
+                      gputrace_capture, gputrace_env, gputrace_lines, load_trace, need, run,
+                      sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
 from viewer_rules import check_flows  # noqa: E402
@@ -191,6 +192,19 @@ def test_flight_recorder_bad_value_one_line(tmp_path, value):
                      "(64MB; 1 to 65536); using the default"]
     # the default: no flight recorder, the whole run in the trace
     assert "flight_recorder" not in load_trace(r.trace_path)["gputrace"]
+
+
+@pytest.mark.parametrize("value,window_s,max_mb", [
+    ("30S", 30, 64), ("500MS", 0.5, 64), ("0.5S", 0.5, 64), ("2m", None, 2), ("2mb", None, 2),
+    ("2MIB", None, 2), ("2.0MB", None, 2)])
+def test_flight_recorder_units_in_any_case(tmp_path, value, window_s, max_mb):
+    """README: a unit in any case, as 64MB's always was ("64m" was refused, "64mb" taken;
+    "30s" taken, "30S" refused); a whole number of megabytes written with a .0 is one."""
+    r, _ = flight(tmp_path, 0.1, "exit3", value)
+    assert r.returncode == 3, r.stderr
+    assert not [l for l in gputrace_lines(r.stderr) if "is not valid" in l], r.stderr
+    fr = load_trace(r.trace_path)["gputrace"]["flight_recorder"]
+    assert (fr["window_s"], fr["max_bytes"]) == (window_s, max_mb << 20)
 
 
 def test_gputrace_run_flight_recorder(tmp_path):

@@ -132,7 +132,7 @@ def test_watchdog_bad_value_is_one_line(tmp_path, value):
     assert tool.returncode == 2
     assert tool.stderr.decode().splitlines()[0] == (
         f"gputrace: --watchdog '{value}' is not valid: expected off or 0, or seconds from 0.1 "
-        "to 86400 (up to 3 decimals, e.g. 30 or 2.5)")
+        "to 86400 (to the millisecond, e.g. 30 or 2.5)")
 
 
 def check_stuck_launch_dump(path, reason, report):
