@@ -305,8 +305,17 @@ GT_STARTUP_SELDOM static void set_path(struct gt_config *cfg, const char *var, c
 				     const char **dst, int (*valid)(const char *),
 				     const char *accepted)
 {
+	static char too_long[64]; /* what is accepted, as config__check hands it on */
 	const char *kept = NULL;
+	size_t len = gt_cstr_len(val);
 
+	if (len > PATH_MAX - 1) {
+		/* the reason, not what it should look like: it may look right */
+		snprintf(too_long, sizeof(too_long), "at most %d characters (this one has %zu)",
+			 PATH_MAX - 1, len);
+		bad(cfg, var, val, too_long);
+		return;
+	}
 	if (*val && (!valid || !valid(val)))
 		kept = keep_path(cfg, val);
 	if (kept)

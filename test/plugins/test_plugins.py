@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (APPS, BUILD, ROOT, SANITIZE, ZE_SIM, count_events, events, gputrace_lines,
-                      need, run, scan_trace, sim_env)
+from conftest import (APPS, BUILD, GPUTRACE, ROOT, SANITIZE, ZE_SIM, count_events, events,
+                      gputrace_env, gputrace_lines, need, run, scan_trace, sim_env)
 
 PLUG = BUILD / "test" / "plugins"
 HOST_APP = PLUG / "host_app"
@@ -418,6 +418,25 @@ def test_bad_path_entries(tmp_path):
         "gputrace: GPUTRACE_PLUGIN_CONFIG: no plug-in named 'nosuch' was loaded",
     ]
     assert len(events(r.trace, ph="X", cat="kernel")) == 1
+
+
+def test_path_too_long_says_so(tmp_path):
+    """A list of real folders past PATH_MAX is refused for its length, and the line says
+    so: it used to say a colon-separated list of directories was expected, which it was."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    path = ":".join([str(d)] * (4096 // len(str(d)) + 1))
+    assert len(path) > 4095
+    r = run_host(tmp_path, path)
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: GPUTRACE_PLUGIN_PATH='{path[:200]}' is not valid: expected at most 4095 "
+        f"characters (this one has {len(path)}); using the default"]
+    assert not os.path.exists(r.trace_path)  # the default, no plug-ins: nothing recorded
+    opt = subprocess.run([str(GPUTRACE), "run", "--plugin-path", path, "--", "true"],
+                         env=gputrace_env(), capture_output=True, timeout=60)
+    assert opt.returncode == 2
+    assert opt.stderr.decode().splitlines()[0] == (
+        f"gputrace: --plugin-path '{path}' is not valid: expected at most 4095 characters "
+        f"(this one has {len(path)})")
 
 
 def test_untraced_same_output(tmp_path):
