@@ -53,6 +53,13 @@ GT_STARTUP_CODE bool capture__wanted(void)
 	       gt_cfg.capture_range;
 }
 
+/* A setting as the user gave it: gputrace run's options reach its processes
+ * as the variables, so there the option; else the variable, set by hand. */
+GT_STARTUP_SELDOM static const char *setting(const char *option, const char *var)
+{
+	return gt_under_run() ? option : var;
+}
+
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
 	gt_cap.controlled = capture__wanted();
@@ -60,15 +67,20 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 		/* a recorder that records only inside windows would keep less than
 		 * its window just when it is asked for it: it records all along and
 		 * the trigger writes its window */
-		pr_warn("--flight-recorder records the whole run and writes its window on the "
-			"trigger: --start paused, --delay, --duration and --capture-range are "
-			"ignored with it");
+		pr_warn("%s records the whole run and writes its window on the trigger: %s, %s, %s "
+			"and %s are ignored with it",
+			setting("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER"),
+			setting("--start paused", "GPUTRACE_START=paused"),
+			setting("--delay", "GPUTRACE_DELAY"), setting("--duration", "GPUTRACE_DURATION"),
+			setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 		gt_cap.controlled = false;
 	}
 	if (gt_cap.controlled && gt_cfg.delay_ns && (gt_cfg.start_paused || gt_cfg.capture_range))
 		/* the windows are the trigger's or the marks' then */
-		pr_warn("--delay opens a window by itself: it is ignored with %s",
-			gt_cfg.start_paused ? "--start paused" : "--capture-range");
+		pr_warn("%s opens a window by itself: it is ignored with %s",
+			setting("--delay", "GPUTRACE_DELAY"),
+			gt_cfg.start_paused ? setting("--start paused", "GPUTRACE_START=paused")
+					    : setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 	/* a fork child's, fresh (an assignment: no call into libc to bind at
 	 * start, in every process) */
 	cap_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;

@@ -359,9 +359,11 @@ def test_capture_dump_refused_without_a_flight_recorder(tmp_path):
 def test_flight_recorder_ignores_windows_options_with_one_line(tmp_path):
     r, end_ns = flight(tmp_path, 0.6, "exit3", "0.2s", extra={"GPUTRACE_START": "paused"})
     assert r.returncode == 3
+    # the variables set, not gputrace run's options (never given here)
     assert r.stderr.decode().splitlines()[0] == (
-        "gputrace: --flight-recorder records the whole run and writes its window on the "
-        "trigger: --start paused, --delay, --duration and --capture-range are ignored with it")
+        "gputrace: GPUTRACE_FLIGHT_RECORDER records the whole run and writes its window on the "
+        "trigger: GPUTRACE_START=paused, GPUTRACE_DELAY, GPUTRACE_DURATION and "
+        "GPUTRACE_CAPTURE_RANGE are ignored with it")
     check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
 
 

@@ -146,17 +146,34 @@ def test_start_paused_never_triggered_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("setting,name", [({"GPUTRACE_START": "paused"}, "--start paused"),
-                                          ({"GPUTRACE_CAPTURE_RANGE": "nvtx:step"},
-                                           "--capture-range")])
+@pytest.mark.parametrize("setting,name", [
+    ({"GPUTRACE_START": "paused"}, "GPUTRACE_START=paused"),
+    ({"GPUTRACE_CAPTURE_RANGE": "nvtx:step"}, "GPUTRACE_CAPTURE_RANGE")])
 def test_delay_with_other_windows_said_ignored(tmp_path, setting, name):
-    """--delay opens a window by itself; with --start paused (windows by the trigger) or
-    --capture-range (by the program's marks) it is ignored, and one line says so (it was
-    dropped without a word): the process stays paused, nothing is written."""
+    """GPUTRACE_DELAY opens a window by itself; with GPUTRACE_START=paused (windows by the
+    trigger) or GPUTRACE_CAPTURE_RANGE (by the program's marks) it is ignored, and one line
+    says so (it was dropped without a word), naming the variables the user set, not the
+    gputrace run options never given: the process stays paused, nothing is written."""
     r = window_run(tmp_path, [50, BATCH], dict(setting, GPUTRACE_DELAY="0.001"))
     lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
-    assert lines == [f"gputrace: --delay opens a window by itself: it is ignored with {name}"]
+    assert lines == [
+        f"gputrace: GPUTRACE_DELAY opens a window by itself: it is ignored with {name}"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option,name", [(["--start", "paused"], "--start paused"),
+                                         (["--capture-range", "nvtx:step"], "--capture-range")])
+def test_delay_with_other_windows_said_ignored_under_gputrace_run(tmp_path, option, name):
+    """Under gputrace run the options arrive as the variables: the line names the options,
+    once for the run."""
+    need(WINDOW_APP)
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                        *option, "--delay", "0.001", "--", "sh", "-c",
+                        f"{WINDOW_APP} 50 {BATCH}; {WINDOW_APP} 50 {BATCH}"],
+                       env=gputrace_env(sim_env()), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if "opens a window" in l]
+    assert lines == [f"gputrace: --delay opens a window by itself: it is ignored with {name}"]
 
 
 def test_bad_window_values_one_line_each(tmp_path):
