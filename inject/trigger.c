@@ -94,6 +94,19 @@ int trigger__signal(void)
 }
 
 /*
+ * Who a line is about: this process, by pid; under gputrace run, which says
+ * each distinct line once for the run (shim.c compares the text), the run's
+ * processes (run_whom), as every one of them would print the same.
+ */
+static const char *whom(char *buf, size_t len, const char *run_whom)
+{
+	if (gt_under_run())
+		return run_whom;
+	snprintf(buf, len, "pid %d", (int)getpid());
+	return buf;
+}
+
+/*
  * The handler goes in when the process announces itself: at start for a
  * paused or recorder process, at the first recording for one that records
  * its whole run. A process that never records (a shell, a compiler) is
@@ -108,6 +121,7 @@ static void trigger__install(void)
 	struct sigaction cur = { 0 }, sa = { .sa_sigaction = on_trigger,
 					     .sa_flags = SA_SIGINFO | SA_RESTART };
 	int sig = trig_signal();
+	char who[32];
 	bool refused;
 
 	if (!sig || atomic_load(&trig_ours))
@@ -127,14 +141,15 @@ static void trigger__install(void)
 		trig_sig = 0;
 	atomic_flag_clear(&trig_lock);
 	if (refused)
-		pr_warn("signal %d already has a handler in this program: gputrace capture "
-			"cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL picks another)",
-			sig, (int)getpid());
+		pr_warn("signal %d already has a handler in %s: gputrace capture cannot reach %s "
+			"(GPUTRACE_CAPTURE_SIGNAL picks another)", sig,
+			gt_under_run() ? "a program of this run" : "this program",
+			whom(who, sizeof(who), "it"));
 }
 
 void trigger__announce(void)
 {
-	char dir[PATH_MAX - 32], text[512], tmp[PATH_MAX];
+	char dir[PATH_MAX - 32], text[512], tmp[PATH_MAX], who[32];
 	int fd, n, err;
 	bool ok;
 
@@ -147,8 +162,8 @@ void trigger__announce(void)
 		err = rundir__check(dir, true);
 	if (err) {
 		pr_warn("run directory '%.200s' is not usable (%s; it must be the user's own, "
-			"mode 0700): gputrace capture --all will not list pid %d",
-			dir, strerror(-err), (int)getpid());
+			"mode 0700): gputrace capture --all will not list %s", dir, strerror(-err),
+			whom(who, sizeof(who), "this run's processes"));
 		return;
 	}
 	/* written whole under another name, then renamed: `gputrace capture`
@@ -203,6 +218,7 @@ GT_STARTUP_CODE void trigger__withdraw(void)
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)
 {
 	int want = trig_signal();
+	char who[32];
 
 	if (!want || sig != want)
 		return false;
@@ -235,9 +251,11 @@ bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *
 				atomic_store(&trig_ours, false);
 				trig_sig = 0;
 				trigger__withdraw();
-				pr_warn("the program handles signal %d itself: gputrace steps aside, "
-					"gputrace capture cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL "
-					"picks another)", sig, (int)getpid());
+				pr_warn("%s handles signal %d itself: gputrace steps aside, "
+					"gputrace capture cannot reach %s (GPUTRACE_CAPTURE_SIGNAL "
+					"picks another)",
+					gt_under_run() ? "a program of this run" : "the program",
+					sig, whom(who, sizeof(who), "it"));
 			}
 		}
 	}

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from conftest import (BUILD, PRELOAD, clean_env, default_signals, gputrace_lines, need, reaped,
-                      sim_env)
+from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, gputrace_env,
+                      gputrace_lines, need, reaped, sim_env)
 
 APP = BUILD / "test" / "core" / "sig_own"
 LOOP = BUILD / "test" / "core" / "lifecycle_app"
@@ -95,6 +95,43 @@ def test_bad_capture_signal_one_line(tmp_path):
     lines = gputrace_lines(err)
     assert len(lines) == 1 and "GPUTRACE_CAPTURE_SIGNAL='SIGSEGV'" in lines[0]
     assert out == b"handled 0\n"
+
+
+def ignoring_usr1():
+    default_signals()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # inherited by every process of the run
+
+
+@pytest.mark.parametrize("case", ["open run dir", "signal ignored"])
+def test_a_line_every_process_would_print_is_said_once_for_the_run(tmp_path, case):
+    """README: under gputrace run a warning every process would print is said once for the
+    run. These named each process's pid, so each process said its own; under plain
+    LD_PRELOAD each process still says its own, by pid."""
+    app = APPS / "ze_hello"
+    need(app)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o755)
+    run_dir.chmod(0o755)  # open to others: refused
+    if case == "open run dir":
+        extra, what, pre = {"GPUTRACE_RUN_DIR": str(run_dir)}, "is not usable", default_signals
+    else:
+        extra, what, pre = ({"GPUTRACE_RUN_DIR": str(tmp_path / "ok"),
+                             "GPUTRACE_CAPTURE_SIGNAL": "USR1"}, "already has a handler",
+                            ignoring_usr1)
+    three = f"{app} >/dev/null; {app} >/dev/null; {app} >/dev/null"
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                        "--", "sh", "-c", three], env=gputrace_env(sim_env(extra)),
+                       capture_output=True, timeout=60, preexec_fn=pre)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in gputrace_lines(r.stderr) if what in l]
+    assert len(lines) == 1 and "pid" not in lines[0], r.stderr
+    env = clean_env(sim_env(dict(extra, LD_PRELOAD=PRELOAD, GPUTRACE_SUMMARY="0",
+                                 GPUTRACE_OUTPUT=str(tmp_path / "p-%p.json"))))
+    plain = subprocess.run(["sh", "-c", three], env=env, capture_output=True, timeout=60,
+                           preexec_fn=pre)
+    assert plain.returncode == 0, plain.stderr
+    lines = [l for l in gputrace_lines(plain.stderr) if what in l]
+    assert len(lines) == 3 and len({l.rsplit("pid ", 1)[1] for l in lines}) == 3, lines
 
 
 def catches(pid, sig):
