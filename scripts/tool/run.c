@@ -55,16 +55,31 @@ void gt_log(int level, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+static __attribute__((noreturn)) void refuse(bool usage, const char *fmt, va_list ap)
+{
+	fputs(WHO ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (usage)
+		fprintf(stderr, "Try '" WHO " --help'.\n");
+	exit(2);
+}
+
 void run__usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs(WHO ": ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" WHO " --help'.\n");
-	exit(2);
+	refuse(true, fmt, ap);
+}
+
+void run__value_error(const char *from, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	/* --help is about the options: of no use for a variable's value */
+	refuse(strncmp(from, "GPUTRACE_", 9) != 0, fmt, ap);
 }
 
 /* ---- 6. the summary ---- */

@@ -98,6 +98,10 @@ struct run {
 extern int run__log_level;
 /* One line, "Try 'gputrace --help'.", exit 2. */
 __attribute__((format(printf, 1, 2), noreturn)) void run__usage_error(const char *fmt, ...);
+/* The same for a value from an option ("-o"), or without the second line for
+ * one from a variable of the environment ("GPUTRACE_OUTPUT", "GPUTRACE_OUTPUT="). */
+__attribute__((format(printf, 2, 3), noreturn)) void run__value_error(const char *from,
+									const char *fmt, ...);
 
 /* run_options.c */
 void run__parse_options(struct run *r, int argc, char **argv);

@@ -116,7 +116,7 @@ static void check_folder(const char *opt, const char *path)
 	char why[PATH_MAX + 100];
 
 	if (folder_refusal(path, why, sizeof(why)))
-		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
+		run__value_error(opt, "%s%s%s: %s", opt, sep(opt), path, why);
 }
 
 /* A file to write: not a folder, in a folder that takes new files, and, where
@@ -142,7 +142,7 @@ static void check_file(const char *opt, const char *path, bool replaced)
 	char why[PATH_MAX + 100];
 
 	if (file_refusal(path, replaced, why, sizeof(why)))
-		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
+		run__value_error(opt, "%s%s%s: %s", opt, sep(opt), path, why);
 }
 
 /* A folder to write in: itself where it is there, else the one it is made in.
@@ -231,7 +231,8 @@ static void in_folder(struct run *r, uint64_t start)
 				  base_name(r->cmd[0]), start) ||
 	    snprintf(r->out + n, sizeof(r->out) - n, "%s%s", n > 1 ? "/" : "", name) >=
 		    (int)(sizeof(r->out) - n))
-		run__usage_error("GPUTRACE_OUTPUT=%s: the path is too long", r->tmpl);
+		run__value_error("GPUTRACE_OUTPUT", "GPUTRACE_OUTPUT=%s: the path is too long",
+				 r->tmpl);
 	fprintf(stderr, WHO ": GPUTRACE_OUTPUT='%s' is a folder, not a file name or template "
 		"(such as trace-%%t.json): writing %s\n", r->tmpl, r->out);
 }
@@ -315,7 +316,9 @@ static void check_distinct(const struct named_output *o, size_t n)
 			if (!o[j].path || !same_output(&o[i], &o[j]))
 				continue;
 			resolve(o[i].path, name, sizeof(name));
-			run__usage_error("%s and %s name the same file, %s: give each its own",
+			/* without the hint only where both are variables */
+			run__value_error(strncmp(o[i].what, "GPUTRACE_", 9) ? o[i].what : o[j].what,
+					 "%s and %s name the same file, %s: give each its own",
 					 o[i].what, o[j].what, o[i].tmpl ?: name);
 		}
 }
@@ -337,7 +340,7 @@ static void check_replaced(const char *opt, const char *path)
 	char why[PATH_MAX + 100];
 
 	if (replaced_refusal(path, why, sizeof(why)))
-		run__usage_error("%s%s%s: %s", opt, sep(opt), path, why);
+		run__value_error(opt, "%s%s%s: %s", opt, sep(opt), path, why);
 }
 
 /*
@@ -390,7 +393,7 @@ void run__plan_outputs(struct run *r)
 	int err;
 
 	if (config__check("GPUTRACE_OUTPUT", r->tmpl, &accepted))
-		run__usage_error("%s'%s' is not valid: expected %s", opt, r->tmpl, accepted);
+		run__value_error(opt, "%s'%s' is not valid: expected %s", opt, r->tmpl, accepted);
 	env_fallbacks(r, start);
 	opt = r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o ";
 	outs[0].what = r->tmpl_from_env ? "GPUTRACE_OUTPUT" : "-o";
@@ -401,14 +404,14 @@ void run__plan_outputs(struct run *r)
 	err = config__expand_output(r->tmpl, expanded, sizeof(expanded), (int)getpid(),
 				    base_name(r->cmd[0]), start);
 	if (err)
-		run__usage_error("%s'%s': %s", opt, r->tmpl, strerror(-err));
+		run__value_error(opt, "%s'%s': %s", opt, r->tmpl, strerror(-err));
 	if (r->summary_json) {
 		/* a template too, expanded as OUT is */
 		err = config__expand_output(r->summary_json, json, sizeof(json), (int)getpid(),
 					    base_name(r->cmd[0]), start);
 		if (err)
-			run__usage_error("%s%s'%s': %s", json_opt, sep(json_opt), r->summary_json,
-					 strerror(-err));
+			run__value_error(json_opt, "%s%s'%s': %s", json_opt, sep(json_opt),
+					 r->summary_json, strerror(-err));
 		absolute(r->summary_path, sizeof(r->summary_path), json);
 		check_replaced(json_opt, r->summary_path);
 		outs[1].path = r->summary_path;
@@ -443,8 +446,8 @@ void run__plan_outputs(struct run *r)
 	absolute(r->out, sizeof(r->out), expanded);
 	/* said now, not after CMD ran (the merge could not name its trace) */
 	if (strlen(base_name(r->out)) > NAME_MAX)
-		run__usage_error("%s%s: the file name is %zu bytes long; a name may have %d at most",
-				 opt, r->tmpl, strlen(base_name(r->out)), NAME_MAX);
+		run__value_error(opt, "%s%s: the file name is %zu bytes long; a name may have %d at "
+				 "most", opt, r->tmpl, strlen(base_name(r->out)), NAME_MAX);
 	if (r->tmpl_from_env && !stat(r->out, &st) && S_ISDIR(st.st_mode))
 		in_folder(r, start);
 	r->out_special = summary__own_fd(r->out) >= 0 ||
@@ -461,7 +464,7 @@ void run__plan_outputs(struct run *r)
 
 		snprintf(short_name, sizeof(short_name), "gputrace-%d.parts", (int)getpid());
 		if (beside_out(r, ".parts", short_name, r->parts, sizeof(r->parts)))
-			run__usage_error("%s%s: the path is too long", opt, r->out);
+			run__value_error(opt, "%s%s: the path is too long", opt, r->out);
 	}
 	check_distinct(outs, sizeof(outs) / sizeof(outs[0]));
 }

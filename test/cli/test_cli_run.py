@@ -534,15 +534,16 @@ def test_an_output_name_too_long_for_a_file_is_refused_before_the_run(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def refused_before_running(tmp_path, args, env=None):
+def refused_before_running(tmp_path, args, env=None, hint=True):
     """gputrace run ARGS -- touch ran: exit 2, and CMD never started. Its
-    stderr lines, "Try 'gputrace --help'." aside."""
+    stderr lines, "Try 'gputrace --help'." aside (none where hint is false: a
+    variable's value at fault, which the help does not cover)."""
     p = gputrace(["run", *args, "--", "touch", tmp_path / "ran"], tmp_path,
                  env=env if env is not None else plugin_env(3))
     assert p.returncode == 2, p.stderr
     assert not (tmp_path / "ran").exists(), "CMD ran"
     lines = p.stderr.decode().splitlines()
-    assert lines[1:] == ["Try 'gputrace --help'."], lines
+    assert lines[1:] == (["Try 'gputrace --help'."] if hint else []), lines
     return lines[0]
 
 
@@ -653,8 +654,13 @@ def test_summary_json_variable_is_named_as_such(tmp_path):
     line = refused_before_running(tmp_path, ["--summary-json", "somedir"])
     assert line == f"gputrace: --summary-json {tmp_path}/somedir: is a folder; give a file name"
     line = refused_before_running(tmp_path, [], env=plugin_env(
-        3, {"GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_OUTPUT": "s.json"}))
+        3, {"GPUTRACE_SUMMARY_JSON": "s.json", "GPUTRACE_OUTPUT": "s.json"}), hint=False)
     assert line == f"gputrace: GPUTRACE_OUTPUT and GPUTRACE_SUMMARY_JSON name the same file, " \
+        f"{tmp_path}/s.json: give each its own"
+    # an option in it: the help is about that one
+    line = refused_before_running(tmp_path, ["--summary-json", "s.json"], env=plugin_env(
+        3, {"GPUTRACE_OUTPUT": "s.json"}))
+    assert line == f"gputrace: GPUTRACE_OUTPUT and --summary-json name the same file, " \
         f"{tmp_path}/s.json: give each its own"
 
 
