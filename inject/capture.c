@@ -60,6 +60,25 @@ GT_STARTUP_SELDOM static const char *setting(const char *option, const char *var
 	return gt_under_run() ? option : var;
 }
 
+/* out of line, with the rare lines: not in the start-up stretch every process runs */
+GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_recorder_ignores(void)
+{
+	pr_warn("%s records the whole run and writes its window on the trigger: %s, %s, %s "
+		"and %s are ignored with it",
+		setting("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER"),
+		setting("--start paused", "GPUTRACE_START=paused"),
+		setting("--delay", "GPUTRACE_DELAY"), setting("--duration", "GPUTRACE_DURATION"),
+		setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+}
+
+GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_delay_ignored(void)
+{
+	pr_warn("%s opens a window by itself: it is ignored with %s",
+		setting("--delay", "GPUTRACE_DELAY"),
+		gt_cfg.start_paused ? setting("--start paused", "GPUTRACE_START=paused")
+				    : setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+}
+
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
 	gt_cap.controlled = capture__wanted();
@@ -67,20 +86,12 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 		/* a recorder that records only inside windows would keep less than
 		 * its window just when it is asked for it: it records all along and
 		 * the trigger writes its window */
-		pr_warn("%s records the whole run and writes its window on the trigger: %s, %s, %s "
-			"and %s are ignored with it",
-			setting("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER"),
-			setting("--start paused", "GPUTRACE_START=paused"),
-			setting("--delay", "GPUTRACE_DELAY"), setting("--duration", "GPUTRACE_DURATION"),
-			setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+		warn_recorder_ignores();
 		gt_cap.controlled = false;
 	}
 	if (gt_cap.controlled && gt_cfg.delay_ns && (gt_cfg.start_paused || gt_cfg.capture_range))
 		/* the windows are the trigger's or the marks' then */
-		pr_warn("%s opens a window by itself: it is ignored with %s",
-			setting("--delay", "GPUTRACE_DELAY"),
-			gt_cfg.start_paused ? setting("--start paused", "GPUTRACE_START=paused")
-					    : setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+		warn_delay_ignored();
 	/* a fork child's, fresh (an assignment: no call into libc to bind at
 	 * start, in every process) */
 	cap_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;

@@ -832,6 +832,13 @@ GT_STARTUP_CODE static const char *env_entry_eq(const char *kv)
 /* Asking for a part of a feature asks for the feature: metric names or a
  * rate without a mode mean the time mode; a telemetry rate means telemetry
  * (unless it was turned off by name). A bad value asks for nothing. */
+/* stacks of every call are stacks: of the default depth, unless one is set */
+GT_STARTUP_SELDOM static __attribute__((noinline)) void imply_stacks(struct gt_config *cfg, char *const *envp)
+{
+	if (!gt_cstr_env(envp, "GPUTRACE_STACKS"))
+		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
+}
+
 static void config__imply(struct gt_config *cfg, char *const *envp)
 {
 	/* the settings first: the environment is scanned only when they ask */
@@ -840,9 +847,8 @@ static void config__imply(struct gt_config *cfg, char *const *envp)
 		cfg->metrics_mode = GT_METRICS_TIME;
 	if (!cfg->telemetry && cfg->telemetry_hz_set && !gt_cstr_env(envp, "GPUTRACE_TELEMETRY"))
 		cfg->telemetry = true;
-	/* stacks of every call are stacks: of the default depth, unless one is set */
-	if (cfg->stacks_all && !cfg->stacks && !gt_cstr_env(envp, "GPUTRACE_STACKS"))
-		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
+	if (cfg->stacks_all && !cfg->stacks)
+		imply_stacks(cfg, envp);
 #ifdef GT_NO_METRICS
 	/* METRICS=0: what would start them is compiled out; say so rather than trace without. */
 	if (cfg->metrics_mode || cfg->telemetry) {

@@ -845,6 +845,14 @@ GT_HIDDEN const char *shim__flushing_backend(void)
 	return b->name;
 }
 
+/* out of the start-up stretch: no process that records nothing flushes */
+static __attribute__((noinline)) void backend_flush(const struct gt_backend *b, bool final)
+{
+	atomic_store(&flushing, b);
+	b->flush(final);
+	atomic_store(&flushing, NULL);
+}
+
 GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle)
 {
 	const struct gt_backend *b;
@@ -866,11 +874,8 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 			break;
 		case GT_HOOK_FLUSH:
 		case GT_HOOK_FLUSH_FINAL:
-			if (b->flush) {
-				atomic_store(&flushing, b);
-				b->flush(hook == GT_HOOK_FLUSH_FINAL);
-				atomic_store(&flushing, NULL);
-			}
+			if (b->flush)
+				backend_flush(b, hook == GT_HOOK_FLUSH_FINAL);
 			break;
 		case GT_HOOK_WINDOW_OPEN:
 		case GT_HOOK_WINDOW_CLOSE:
