@@ -578,19 +578,81 @@ static void exec_resolve(void)
 #define THREAD_START_WAIT_MS 200
 static _Atomic uint32_t threads_starting GT_STARTUP_STATE;
 
+/*
+ * glibc ends a process when its last thread exits (main's pthread_exit, then the
+ * others return): it counts threads in __nptl_nthreads, ours among them, so with
+ * ours alive that exit never came and the process lived on, waiting for nothing.
+ * Ours are counted here; when glibc counts no other, the drain thread ends the
+ * process as glibc would have: exit(0), from a thread of the program's kind.
+ */
+static _Atomic int own_threads_live;
+static const unsigned int *nptl_nthreads; /* NULL: not glibc's, never asked */
+
+struct own_thread {
+	void *(*main_fn)(void *);
+};
+
+static void *own_thread_main(void *arg)
+{
+	struct own_thread t = *(struct own_thread *)arg;
+	void *ret;
+
+	free(arg);
+	ret = t.main_fn(NULL);
+	atomic_fetch_sub(&own_threads_live, 1);
+	return ret;
+}
+
 int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 {
+	struct own_thread *t = malloc(sizeof(*t));
 	pthread_attr_t attr;
 	int err;
 
+	if (!t)
+		return -ENOMEM;
+	t->main_fn = main_fn;
+	if (!nptl_nthreads)
+		nptl_nthreads = dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_fetch_add(&threads_starting, 1);
-	err = pthread_create(thread, &attr, main_fn, NULL);
+	atomic_fetch_add(&own_threads_live, 1);
+	err = pthread_create(thread, &attr, own_thread_main, t);
 	pthread_attr_destroy(&attr);
-	if (err)
+	if (err) {
+		free(t);
+		atomic_fetch_sub(&own_threads_live, 1);
 		lifecycle__thread_up();
+	}
 	return -err;
+}
+
+static void *last_thread_exit(void *arg)
+{
+	(void)arg;
+	exit(0);
+}
+
+void lifecycle__check_last_thread(void)
+{
+	static _Atomic bool ended;
+	pthread_attr_t attr;
+	pthread_t t;
+
+	/* glibc's own count, read as its exiting threads write it */
+	if (gt_likely(!nptl_nthreads ||
+		      __atomic_load_n(nptl_nthreads, __ATOMIC_ACQUIRE) >
+			      (unsigned int)atomic_load(&own_threads_live)) ||
+	    atomic_exchange(&ended, true))
+		return;
+	/* a thread of no count of ours: exit() there waits for the drain as any
+	 * program thread's would (this thread's own exit could not) */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, last_thread_exit, NULL))
+		atomic_store(&ended, false);
+	pthread_attr_destroy(&attr);
 }
 
 void lifecycle__thread_up(void)
@@ -634,6 +696,7 @@ GT_FORK_CODE static void atfork_child(void)
 {
 	gt_clock_fork_child();
 	atomic_store(&threads_starting, 0); /* those were the parent's */
+	atomic_store(&own_threads_live, 0);
 	shim__run_locks_fork_done();
 	registry__unlock_all();
 	/* the child's cycle lock is made anew by forget() below, or

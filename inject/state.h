@@ -106,6 +106,9 @@ GT_HIDDEN void lifecycle__init(void);
  * -errno. Each calls lifecycle__thread_up first thing: a fork() waits for
  * threads still in their start-up (lifecycle.c). */
 GT_HIDDEN int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *));
+/* When only our threads are left (the program's last one exited: main's
+ * pthread_exit, then the others), end the process as glibc would have. */
+GT_HIDDEN void lifecycle__check_last_thread(void);
 GT_HIDDEN void lifecycle__thread_up(void);
 /* This thread is finishing the trace (stopping the backends at exit). */
 GT_HIDDEN bool lifecycle__finishing_here(void);

@@ -47,6 +47,14 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* Our descriptors by path: /proc/self/fd is the thread-group leader's, gone
+ * (ENOENT) once main has called pthread_exit while other threads run on;
+ * /proc/thread-self (Linux 3.17) is always the caller's. */
+static const char *proc_fd_dir(void)
+{
+	return access("/proc/thread-self/fd", X_OK) ? "/proc/self/fd" : "/proc/thread-self/fd";
+}
+
 static int open_exclusive(struct out *o, const char *path)
 {
 	struct stat st;
@@ -73,8 +81,8 @@ static int open_exclusive(struct out *o, const char *path)
 	if (snprintf(o->path, sizeof(o->path), "%.*s", slash == path ? 1 : dirlen,
 		     slash ? path : ".") >= (int)sizeof(o->path))
 		return -ENAMETOOLONG;
-	/* linking it later goes through /proc/self/fd */
-	if (!access("/proc/self/fd", X_OK))
+	/* linking it later goes through /proc/thread-self/fd */
+	if (!access(proc_fd_dir(), X_OK))
 		fd = open(o->path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		o->path[0] = '\0';
@@ -120,7 +128,7 @@ int out__publish(struct out *o)
 	/* link() never replaces: an earlier trace of this run (the image an
 	 * exec replaced has our pid) keeps its name, we take the next */
 	if (o->tmpfile)
-		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", o->fd);
+		snprintf(fdpath, sizeof(fdpath), "%s/%d", proc_fd_dir(), o->fd);
 	for (int i = 0; i < 10000; i++) {
 		if ((err = candidate(o->want, i, name, sizeof(name))))
 			return err;

@@ -158,6 +158,7 @@ static void *drain_main(void *arg)
 			gt_futex(&W.kick, FUTEX_WAIT_PRIVATE, 0, &ts);
 		atomic_store(&W.sleeping, false);
 		atomic_store(&W.kick, 0);
+		lifecycle__check_last_thread();
 		bool woke = atomic_exchange(&W.ring_woke, false);
 		if (gt_unlikely(due != UINT64_MAX))
 			due = sample_due(due);

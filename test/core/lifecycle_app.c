@@ -95,6 +95,16 @@ __attribute__((no_sanitize_undefined, noinline)) static void fault(const char *a
 	}
 }
 
+static void *worker_late_calls(void *arg)
+{
+	struct timespec pause = { 0, 300 * 1000000 }; /* main is gone by then */
+
+	(void)arg;
+	nanosleep(&pause, NULL);
+	calls(100);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *action = argc > 1 ? argv[1] : "exit";
@@ -142,6 +152,12 @@ int main(int argc, char **argv)
 		pthread_create(&s, NULL, worker_spin, NULL);
 		pthread_create(&t, NULL, worker_exit, NULL);
 		pthread_join(t, NULL);
+	}
+	if (!strcmp(action, "pthread-exit")) {
+		/* main leaves first; the process ends with its last thread, status 0 */
+		pthread_t t;
+		pthread_create(&t, NULL, worker_late_calls, NULL);
+		pthread_exit(NULL);
 	}
 	if (!strcmp(action, "fork")) {
 		pid_t pid = fork();

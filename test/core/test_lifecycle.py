@@ -264,6 +264,22 @@ def test_failed_exec_goes_on(tmp_path):
     check_complete(r.trace, 1010, "exit")
 
 
+def test_pthread_exit_from_main_ends_with_the_last_thread(tmp_path):
+    """main calls pthread_exit and a worker makes its calls afterwards: the process ends
+    when that worker returns, status 0, as untraced, and its trace is whole, with every
+    call. glibc ends a process with its last thread, and counted our threads among its
+    own: the process never ended (SIGTERM pending, the drain thread blocking it), and its
+    trace was never linked under its name (/proc/self/fd of a gone main thread)."""
+    need(APP)
+    plain = run([APP, "pthread-exit", "200"], traced=False, env=sim_env(), timeout=30)
+    r = run([APP, "pthread-exit", "200"], env=sim_env(), tmp_path=tmp_path, timeout=30)
+    assert plain.returncode == r.returncode == 0, r.stderr
+    assert plain.stdout == r.stdout == b"calls 200\ncalls 100\n"
+    info = r.trace["gputrace"]
+    assert (info["complete"], info["end"], info["events_lost"]) == (True, "exit", 0)
+    assert len(spans(r.trace, "zeDriverGetApiVersion")) == 300
+
+
 @pytest.mark.parametrize("gz", ["", ".gz"])
 def test_an_output_folder_that_is_not_there_gets_the_default_name(tmp_path, gz):
     """Bad input loses nothing recorded: a GPUTRACE_OUTPUT whose folder is not there
