@@ -63,6 +63,11 @@ struct gt_backend {
 	 * (ask the device, not only what was collected), oldest first. Bounded
 	 * in time: a backend lock held too long means none listed. */
 	void (*pending)(void (*fn)(void *arg, const struct gt_pending_work *w), void *arg);
+	/* The program's thread, as it calls exec (failed: after an exec that
+	 * returned): a recorder with a start and stop of its own hands over
+	 * what it recorded before the replaced image's last drain cycles, and
+	 * starts again if the program goes on. Never from a signal handler. */
+	void (*exec)(bool failed);
 };
 
 #define GT_BACKEND_REGISTER(b)                                                     \

@@ -717,11 +717,19 @@ GT_FORK_CODE static void atfork_child(void)
 
 /* ---- exec: close the file valid first; if exec fails, go on ---- */
 
+/* before_exec told the backends (their recorders stopped): a failed exec
+ * starts them again */
+static _Atomic bool exec_told;
+
 static void before_exec(void)
 {
 	if (!own_process() || !gt_tracing() || !shim__recorded_anything())
 		return;
 	gt_in_tracer++;
+	/* recorders that hand over only when stopped (Kineto's profilers) do so
+	 * now, before the end: what they hand over is this image's */
+	atomic_store(&exec_told, true);
+	shim__backends_exec(false);
 	atomic_store(&gt_end_reason, "exec");
 	/* two cycles: device work a backend reads only in a cycle after the program's
 	 * last read of it (Level Zero's, deferred to the drain thread) is in the file too */
@@ -733,6 +741,11 @@ static void before_exec(void)
 static void after_failed_exec(void)
 {
 	atomic_store(&gt_end_reason, NULL);
+	if (atomic_exchange(&exec_told, false) && own_process()) {
+		gt_in_tracer++;
+		shim__backends_exec(true);
+		gt_in_tracer--;
+	}
 }
 
 #define REAL(name)                                                                         \

@@ -817,6 +817,17 @@ GT_STARTUP_CODE static __attribute__((noinline)) void backends_start_or_stop(boo
 	}
 }
 
+/* exec: not a hook of shim__backends_call, whose code every process runs at
+ * start (its pages are counted) */
+void shim__backends_exec(bool failed)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b)
+		if (b->exec && gt_backend_enabled(b->enabled_by))
+			b->exec(failed);
+}
+
 GT_FORK_CODE void shim__backends_fork_child(void)
 {
 	const struct gt_backend *b;

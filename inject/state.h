@@ -69,6 +69,8 @@ enum gt_backend_hook {
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);
 /* What the drain thread waits on in a backend's flush, for a message. */
 GT_HIDDEN const char *shim__flushing_backend(void);
+/* Each enabled backend's exec (backend.h): before an exec, or after it failed. */
+GT_HIDDEN void shim__backends_exec(bool failed);
 /* Each enabled backend's atfork_child, in a fork child. */
 GT_HIDDEN void shim__backends_fork_child(void);
 /* Every backend's sample() that is due by now_ns; the earliest next due

@@ -737,13 +737,46 @@ static void plugins__stop_locked(bool for_drain)
 	}
 }
 
+/* Under calls_lock: p, running, starts recording again; false: it failed (said). */
+static bool plugin_resume(struct plugin *p, bool for_drain)
+{
+	int rc;
+
+	p->stopped = false;
+	if (p->ops.start &&
+	    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS,
+				       for_drain)) < 0) {
+		plugin__fail(p, "start", rc);
+		return false;
+	}
+	return true;
+}
+
+/* Under calls_lock: p stops and hands over what it recorded (ours: stop,
+ * then flush(0); Kineto's: profilerStop, then profilerProcessEvents). */
+static void plugin_pause(struct plugin *p, bool for_drain)
+{
+	int rc;
+
+	p->stopped = true;
+	if (p->ops.stop &&
+	    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS,
+				       for_drain)) < 0) {
+		plugin__fail(p, "stop", rc);
+		return;
+	}
+	if (p->ops.flush &&
+	    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_WINDOW_QUIET_MS,
+				       for_drain)) < 0)
+		plugin__fail(p, "flush", rc);
+}
+
 /*
  * Capture windows (backend.h, window): plug-ins record inside windows only.
  * A window closing: each running plug-in is stopped and hands over what it
- * recorded (ours: stop, then flush(0); Kineto's: profilerStop, then
- * profilerProcessEvents), into the file of that window. A window opened
- * (and still open): each is started again. Idempotent. Each call bounded as
- * a drain cycle's flush is: one stuck there held the drain thread (or the
+ * recorded, into the file of that window. A window opened (and still
+ * open): each is started again. Idempotent. Each call bounded as a drain
+ * cycle's flush is: one stuck there held the drain thread (or the
  * program's thread that closed the window) for good, and the trace lost its
  * end.
  */
@@ -757,27 +790,38 @@ static void plugins_window(bool open)
 	for_drain = lifecycle__on_drain_thread();
 	for (unsigned i = 0; i < nplugins; i++) {
 		struct plugin *p = &plugins[i];
-		int rc = 0;
 
 		if (!p->live || p->stopped == !recording)
 			continue;
-		p->stopped = !recording;
-		if (recording && p->ops.start &&
-		    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS,
-					       for_drain)) < 0) {
-			plugin__fail(p, "start", rc);
-			continue;
+		if (recording)
+			plugin_resume(p, for_drain);
+		else
+			plugin_pause(p, for_drain);
+	}
+	pthread_mutex_unlock(&calls_lock);
+}
+
+/*
+ * exec (backend.h): the image's file is ended before the new image runs, and
+ * a Kineto profiler hands nothing over until stopped: each running plug-in
+ * is stopped and hands over now, as at a window's close, so its events are in
+ * the replaced image's file. An exec that failed starts those again.
+ */
+static void plugins_exec(bool failed)
+{
+	if (!nplugins || !calls_lock_bounded())
+		return;
+	for (unsigned i = 0; i < nplugins; i++) {
+		struct plugin *p = &plugins[i];
+
+		if (!failed && p->live && !p->stopped) {
+			p->exec_stopped = true;
+			plugin_pause(p, false);
+		} else if (failed && p->exec_stopped) {
+			p->exec_stopped = false;
+			if (p->live && p->stopped && gt_tracing())
+				plugin_resume(p, false);
 		}
-		if (!recording && p->ops.stop &&
-		    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS,
-					       for_drain)) < 0) {
-			plugin__fail(p, "stop", rc);
-			continue;
-		}
-		if (!recording && p->ops.flush &&
-		    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_WINDOW_QUIET_MS,
-					       for_drain)) < 0)
-			plugin__fail(p, "flush", rc);
 	}
 	pthread_mutex_unlock(&calls_lock);
 }
@@ -860,5 +904,6 @@ static const struct gt_backend plugins_backend = {
 	.stop = plugins_stop,
 	.atfork_child = plugins_atfork_child,
 	.window = plugins_window,
+	.exec = plugins_exec,
 };
 GT_BACKEND_REGISTER(plugins_backend);

@@ -4,7 +4,9 @@
  * plug-ins (working or broken) leave its output and exit status alone.
  * argv[1]: milliseconds to sleep first (plug-ins record meanwhile).
  * argv[2] "crash": a thread of its own raises SIGSEGV 100 ms in, while the
- * main thread sleeps on to its exit (which the crash must win). */
+ * main thread sleeps on to its exit (which the crash must win).
+ * argv[2] "exec": after the sleep, execs itself (host_app MS), which sleeps
+ * and exits; "exec-fail": an exec that fails, then sleeps again. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void *crash(void *arg)
 {
@@ -36,6 +39,17 @@ int main(int argc, char **argv)
 	/* the whole time, through signals (gputrace capture's among them) */
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+	if (argc > 2 && !strcmp(argv[2], "exec")) {
+		execl("/proc/self/exe", argv[0], argv[1], (char *)NULL);
+		return 4;
+	}
+	if (argc > 2 && !strcmp(argv[2], "exec-fail")) {
+		ts = (struct timespec){ ms / 1000, (ms % 1000) * 1000000L };
+		if (!execl("/nonexistent/program", "x", (char *)NULL))
+			return 4;
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	printf("host_app done\n");
 	return 3;
 }

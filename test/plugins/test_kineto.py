@@ -442,6 +442,39 @@ def test_cycle_setting(tmp_path):
     assert len(flows(t, "fwdbwd")) == batches + 1
 
 
+def test_exec_hands_over_first(tmp_path):
+    """At exec the profiler is stopped and hands its events over before the
+    replaced image's file is ended: they are in that file (end "exec"); the
+    new image's profiler records into the next file."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[HOST_APP, "50", "exec"])
+    assert r.stdout == HOST_STDOUT and plugin_lines(r.stderr) == []
+    image = ["register main", "registerProfiler main", "query main", "create main",
+             "query main", "start main", "stop other", "process other"]
+    assert lifecycle(tmp_path) == image + image + ["destroy other"]
+    for path, end in ((r.trace_path, "exec"), (tmp_path / "trace.1.json", "exit")):
+        t = load_trace(path)
+        g = t["gputrace"]
+        assert (g["complete"], g["end"], g["events_lost"]) == (True, end, 0)
+        assert [k["name"] for k in sorted(events(t, ph="X", cat="kernel"),
+                                          key=lambda e: e["ts"])] == \
+            ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
+        assert len(flows(t, "ac2g")) == 3 and g["events_recorded"] == 18
+
+
+def test_failed_exec_starts_again(tmp_path):
+    """An exec that fails: the profiler stopped for it is started again, and
+    hands over at exit too; both batches in the one file."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[HOST_APP, "50", "exec-fail"])
+    assert r.stdout == HOST_STDOUT and plugin_lines(r.stderr) == []
+    assert lifecycle(tmp_path) == [
+        "register main", "registerProfiler main", "query main", "create main", "query main",
+        "start main", "stop other", "process other", "start other", "stop other",
+        "process other", "destroy other"]
+    t = r.trace
+    assert t["gputrace"]["end"] == "exit" and t["gputrace"]["events_lost"] == 0
+    assert len(events(t, ph="X", cat="kernel")) == 6 and len(flows(t, "ac2g")) == 6
+
+
 def test_cycle_setting_checked(tmp_path):
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"GPUTRACE_KINETO_CYCLE_MS": "50"})
     assert gputrace_lines(r.stderr) == [
