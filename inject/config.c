@@ -158,6 +158,15 @@ static int kind_of_word(const char *w)
 		{ "gpu_user_annotation", GT_KIND_BIT_ANNOTATION }, { "counters", GT_KIND_BIT_COUNTER },
 		{ "pm_counter", GT_KIND_BIT_COUNTER },      { "gpu_pm_counter", GT_KIND_BIT_COUNTER },
 		{ "ze_api", GT_KIND_BIT_RUNTIME },
+		/* the rest of Kineto's ActivityType names, each the kind its
+		 * events are recorded as (kineto_types, backends/plugins/kineto.c) */
+		{ "cpu_op", GT_KIND_BIT_ANNOTATION }, { "python_function", GT_KIND_BIT_ANNOTATION },
+		{ "cpu_instant_event", GT_KIND_BIT_ANNOTATION },
+		{ "cuda_profiler_range", GT_KIND_BIT_ANNOTATION },
+		{ "external_correlation", GT_KIND_BIT_RUNTIME }, { "hpu_op", GT_KIND_BIT_RUNTIME },
+		{ "collective_comm", GT_KIND_BIT_KERNEL },
+		{ "mtia_ccp_events", GT_KIND_BIT_KERNEL },
+		{ "mtia_insight", GT_KIND_BIT_OVERHEAD },
 	};
 #define GT_KIND_FITS(id, str) _Static_assert(sizeof(str) <= 16, "kind " #id " too long");
 	GT_KINDS(GT_KIND_FITS)

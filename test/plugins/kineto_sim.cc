@@ -31,6 +31,8 @@
  *   processEvents after 5 kernels), process_hangs (processEvents never
  *   returns after 3 kernels)
  *
+ * $KSIM_ALL_TYPES: query names every type of the latest revision.
+ *
  * Every profiler call appends "<call> <details>" to $KSIM_LOG; "main" or
  * "other": whether the program's main thread made it.
  */
@@ -376,6 +378,13 @@ int query(KinetoPlugin_ProfilerQuery_Params *p)
 				   i < p->supportedActivityTypesMaxLen;
 		     i++)
 			p->pSupportedActivityTypes[i] = mine[i];
+	/* KSIM_ALL_TYPES: every type of the latest revision, as a profiler of
+	 * everything would say */
+	if (getenv("KSIM_ALL_TYPES") && p->pSupportedActivityTypes)
+		for (size_t i = 1; i < KINETO_PLUGIN_PROFILE_EVENT_NUM_TYPES &&
+				   i <= p->supportedActivityTypesMaxLen;
+		     i++)
+			p->pSupportedActivityTypes[i - 1] = (KinetoPlugin_ProfileEventType)i;
 	/* KSIM_RANGES: user annotations around the launches too */
 	size_t nmine = sizeof(mine) / sizeof(mine[0]);
 	if (getenv("KSIM_RANGES") && p->pSupportedActivityTypes &&

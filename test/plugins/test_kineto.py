@@ -256,6 +256,38 @@ def test_enabled_types_reach_create(tmp_path, activities, types, kept):
     assert len(events(t, ph="s", cat="ac2g")) == (3 if {"kernel", "runtime"} <= kept else 0)
 
 
+# Kineto's ActivityType names (libkineto ActivityType.cpp), by the latest
+# revision's type number, and the gputrace kind each is recorded as.
+KINETO_NAMES = {
+    "cpu_op": (1, "annotation"), "user_annotation": (2, "annotation"),
+    "gpu_user_annotation": (3, "annotation"), "gpu_memcpy": (4, "memcpy"),
+    "gpu_memset": (5, "memset"), "kernel": (6, "kernel"), "external_correlation": (7, "runtime"),
+    "cuda_runtime": (8, "runtime"), "cuda_driver": (9, "driver"),
+    "cpu_instant_event": (10, "annotation"), "python_function": (11, "annotation"),
+    "overhead": (12, "overhead"), "mtia_runtime": (13, "runtime"),
+    "mtia_ccp_events": (14, "kernel"), "mtia_insight": (15, "overhead"),
+    "cuda_sync": (16, "sync"), "glow_runtime": (17, "runtime"),
+    "cuda_profiler_range": (18, "annotation"), "hpu_op": (19, "runtime"),
+    "xpu_runtime": (20, "runtime"), "collective_comm": (21, "kernel"),
+    "gpu_pm_counter": (22, "counter"), "privateuse1_runtime": (23, "runtime"),
+    "privateuse1_driver": (24, "driver"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_NAMES))
+def test_every_kineto_name_enables_its_type(tmp_path, name):
+    """Each of Kineto's names is a GPUTRACE_ACTIVITIES word (not refused, no
+    fall-back to everything): a profiler supporting every type is created
+    with that type and the others of its kind, nothing else."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"),
+                   env={"GPUTRACE_ACTIVITIES": name, "KSIM_ALL_TYPES": "1"})
+    assert gputrace_lines(r.stderr) == []
+    kind = KINETO_NAMES[name][1]
+    want = sorted(n for n, k in KINETO_NAMES.values() if k == kind)
+    assert KINETO_NAMES[name][0] in want
+    assert calls(tmp_path)[3] == f"create size=32 types= {' '.join(map(str, want))} main"
+
+
 def test_no_enabled_type_not_created(tmp_path):
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"GPUTRACE_ACTIVITIES": "sync"})
     assert lifecycle(tmp_path) == ["register main", "registerProfiler main", "query main"]
