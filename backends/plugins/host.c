@@ -826,13 +826,19 @@ static void plugins_exec(bool failed)
 	pthread_mutex_unlock(&calls_lock);
 }
 
+/* The exit's wait for a call under way ran out: the final flush does not
+ * wait for that call again (the exit took twice the time it says). */
+static atomic_bool exit_gave_up;
+
 GT_STARTUP_CODE static void plugins_stop(void)
 {
 	if (!nplugins)
 		return;
 	kineto__stopping();
-	if (!calls_lock_bounded())
+	if (!calls_lock_bounded()) {
+		atomic_store(&exit_gave_up, true);
 		return;
+	}
 	plugins__stop_locked(false);
 	pthread_mutex_unlock(&calls_lock);
 }
@@ -842,7 +848,8 @@ static void plugins_flush(bool final)
 	if (!nplugins)
 		return;
 	if (final) {
-		if (!calls_lock_bounded())
+		if (atomic_load(&exit_gave_up) ? pthread_mutex_trylock(&calls_lock) != 0
+					       : !calls_lock_bounded())
 			return;
 		/* Stop first if the exit path did not: the final flush must be last. */
 		plugins__stop_locked(true);

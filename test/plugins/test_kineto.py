@@ -824,6 +824,23 @@ def test_cycle_that_never_returns_costs_its_plugin(tmp_path):
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
 
 
+def test_exit_during_a_stuck_cycle_waits_2s(tmp_path):
+    """The program ends while processEvents is stuck in a cycle: the exit waits
+    2 s for the call, once, and says so in one line (the final drain waited 2 s
+    more, 4 s in all)."""
+    d = kdir(tmp_path, "process_hangs")
+    start = time.monotonic()
+    r = run_kineto(tmp_path, d, sleep_ms=300, env={"GPUTRACE_KINETO_CYCLE_MS": "100"})
+    took = time.monotonic() - start
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-ins: plug-in {d}/process_hangs.so (KinetoSim): profilerProcessEvents() "
+        "is still running after 2000 ms; the others are not stopped"]
+    assert 2.3 <= took < 3.5, took
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
+
+
 # ---- the header ----
 
 KINETO_USE = r"""
