@@ -184,8 +184,10 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	trigger__withdraw();
 	if (!from_signal)
 		capture__report_at_exit();
-	if (fault)
+	if (fault) {
+		atomic_store(&gt_st.crash_tid, gt_gettid());
 		atomic_store(&gt_st.crashing, true);
+	}
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
 	 * Not from a signal handler: vendor libraries are not signal-safe. */
@@ -237,6 +239,11 @@ void lifecycle__finish_for(bool on)
 	atomic_store(&gt_st.host_end_helper_tid, gt_gettid());
 	finishing_here = on;
 	atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
+}
+
+bool lifecycle__crashed(int tid)
+{
+	return atomic_load(&gt_st.crashing) && atomic_load(&gt_st.crash_tid) == tid;
 }
 
 GT_STARTUP_CODE void gt_finish(const char *why, unsigned timeout_ms)

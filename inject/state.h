@@ -21,6 +21,7 @@ struct ring;
 struct gt_state {
 	_Atomic int init_state; /* 0 none, 1 running, 2 done */
 	_Atomic bool crashing;  /* finishing after a crash (SIGSEGV, ...): no thread waits for room */
+	_Atomic int crash_tid;  /* the thread that crashed, while crashing */
 	struct ring *_Atomic rings;
 	_Atomic uint32_t thread_serial;
 	_Atomic uint64_t corr_blocks;
@@ -119,6 +120,8 @@ GT_HIDDEN bool lifecycle__on_drain_thread(void);
 /* This thread makes a call for the one finishing (a plug-in's, bounded):
  * a fault in it closes the trace as one in the exit path does. */
 GT_HIDDEN void lifecycle__finish_for(bool on);
+/* The process is dying by a crash (SIGSEGV, ...) of thread tid. */
+GT_HIDDEN bool lifecycle__crashed(int tid);
 /* Put our fatal-signal handlers in (once; with the first recording). */
 GT_HIDDEN void lifecycle__arm_signals(void);
 /* Tell the backends of libraries loaded since the last call (the writer's

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -448,6 +449,9 @@ struct plugin_caller {
 };
 
 static struct plugin_caller *caller; /* under calls_lock: the one that serves */
+/* the caller thread inside a plug-in call now (0: none): if it crashes there,
+ * the call it holds the calls lock for never returns */
+static _Atomic int call_tid;
 /* to the thread being started (lifecycle__spawn passes no argument) */
 static struct plugin_caller *_Atomic caller_handoff;
 
@@ -460,6 +464,7 @@ void plugin__progress(struct plugin *p)
 static void *caller_main(void *arg)
 {
 	struct plugin_caller *c = atomic_exchange(&caller_handoff, NULL);
+	int me = (int)syscall(SYS_gettid);
 	sigset_t all;
 
 	(void)arg;
@@ -494,7 +499,9 @@ static void *caller_main(void *arg)
 		/* the drain waits for this call: no wait for room in a ring
 		 * (ring_wait.c), which only the drain makes */
 		gt_in_tracer = c->for_drain ? 2 : 1;
+		atomic_store(&call_tid, me);
 		rc = c->fn(c->p, c->arg);
+		atomic_store(&call_tid, 0);
 		gt_in_tracer = 1;
 		lifecycle__finish_for(false);
 		pthread_mutex_lock(&c->lock);
@@ -703,7 +710,12 @@ static bool calls_lock_bounded(void)
 	/* the exit and the final flush (the drain thread) wait for the same call */
 	static atomic_bool said;
 	struct plugin *p;
+	int tid = atomic_load(&call_tid);
 
+	/* the process dies by a crash inside the call under way: it will never
+	 * return, so no waiting for it (and no line: the crash says it all) */
+	if (tid && lifecycle__crashed(tid))
+		return !pthread_mutex_trylock(&calls_lock);
 	if (plugins__lock_calls(PLUGIN_LOCK_MS))
 		return true;
 	p = atomic_load(&plugin_in_call);

@@ -240,6 +240,12 @@ bool lifecycle__finishing_here(void)
 	return false;
 }
 
+bool lifecycle__crashed(int tid)
+{
+	(void)tid;
+	return false;
+}
+
 bool lifecycle__on_drain_thread(void)
 {
 	return false;

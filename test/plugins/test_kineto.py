@@ -784,6 +784,23 @@ def test_crash_in_process_events(tmp_path):
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_crash"] * 4
 
 
+def test_crash_in_a_cycle_dies_at_once(tmp_path):
+    """A fault in a GPUTRACE_KINETO_CYCLE_MS cycle's processEvents: the process
+    dies by it at once, with no line about a call "still running" (the call
+    that crashed held the calls lock: the final drain waited 2 s for it)."""
+    start = time.monotonic()
+    r = run_kineto(tmp_path, kdir(tmp_path, "crash"), sleep_ms=3000, expect_rc=-11,
+                   env={"GPUTRACE_KINETO_CYCLE_MS": "100"})
+    took = time.monotonic() - start
+    assert plugin_lines(r.stderr) == []
+    assert took < 1.5, took
+    assert [l.split()[0] for l in lifecycle(tmp_path)] == [
+        "register", "registerProfiler", "query", "create", "query", "start", "stop", "process"]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "signal SIGSEGV"
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_crash"] * 4
+
+
 def test_process_events_that_never_returns(tmp_path):
     """processEvents stuck at exit is given up on as the last drain is: after
     5 s without an event handed over, one line naming the profiler and the
