@@ -353,8 +353,8 @@ static void adapter_destroy(void *state)
 	pthread_mutex_lock(&k->lock);
 	if (k->refused > 1 || k->metadata_dropped || k->flows_dropped || k->rows_full)
 		pr_info("plug-in %s (%s): %llu events refused, %llu metadata entries beyond %d "
-			"per event, %llu flows that do not start at a host event, %llu events "
-			"past %d devices or %d rows: not recorded",
+			"per event, %llu flows that do not start at a host span or touch an "
+			"instant, %llu events past %d devices or %d rows: not recorded",
 			k->p->path, k->name, (unsigned long long)k->refused,
 			(unsigned long long)k->metadata_dropped, GT_ARGS_MAX,
 			(unsigned long long)k->flows_dropped, (unsigned long long)k->rows_full,

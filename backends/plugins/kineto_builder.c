@@ -25,7 +25,8 @@
  *
  * Flows: the event with isStartPoint and the events with the same flow id
  * and type are joined by the writer's arrows (cat "ac2g" or "fwdbwd"),
- * bound as every arrow of the trace is. An arrow starts at a host event.
+ * bound as every arrow of the trace is. An arrow starts at a host span; a
+ * flow of a device event's start or of an instant is counted, not drawn.
  *
  * Every call copies what it is given before it returns, takes the profiler's
  * lock (calls from any thread are safe), and returns 0 or -1 as Kineto's
@@ -291,6 +292,10 @@ static void emit_last(struct kineto_prof *k)
 			ev.flags |= GT_EVF_RANGE | GT_EVF_TIMED;
 		if (place == K_HOST_INSTANT) {
 			ev.end_ns = ev.start_ns;
+			/* an arrow binds to a slice: an instant has none (Perfetto
+			 * drops it), so its flow is counted, not drawn */
+			if (l->flow_type)
+				k->flows_dropped++;
 		} else if (l->flow_type && l->flow_start) {
 			ev.corr = flow_key(k, l);
 			ev.flags |= GT_EVF_LAUNCH;

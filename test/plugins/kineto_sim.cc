@@ -32,6 +32,8 @@
  *   returns after 3 kernels)
  *
  * $KSIM_ALL_TYPES: query names every type of the latest revision.
+ * $KSIM_INSTANT_FLOW: the reference batch adds a cpu_instant_event f_instant
+ * starting flow ASYNC_CPU_GPU 100, which ends at kernel f_kernel.
  *
  * Every profiler call appends "<call> <details>" to $KSIM_LOG; "main" or
  * "other": whether the program's main thread made it.
@@ -307,6 +309,15 @@ const int32_t NPU = 0, COMPUTE = 1, COPY = 2;
 	o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CPU_OP, b + 700 * US, b + 900 * US, getpid(),
 		s->main_tid, "MmBackward0");
 	o.flow(KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_FWD_BWD, 77, false);
+	if (getenv("KSIM_INSTANT_FLOW")) {
+		/* a flow from an instant on the main thread to a kernel */
+		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CPU_INSTANT_EVENT, b + 800 * US,
+			b + 800 * US, getpid(), s->main_tid, "f_instant");
+		o.flow(KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_ASYNC_CPU_GPU, 100, true);
+		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, b + 850 * US,
+			b + 870 * US, NPU, COMPUTE, "f_kernel");
+		o.flow(KINETO_PLUGIN_PROFILE_EVENT_FLOW_TYPE_ASYNC_CPU_GPU, 100, false);
+	}
 #ifdef KSIM_rev1
 	o.event(CUDA_SYNC_REV1, b + 950 * US, b + 960 * US, NPU, COMPUTE, "npuSynchronize");
 #endif

@@ -449,6 +449,25 @@ def test_builder_from_many_threads(tmp_path):
         assert {k["tid"] for k in mine} == {tids["copy" if n % 2 else "compute"]}
 
 
+def test_flow_from_an_instant_is_counted(tmp_path):
+    """An ASYNC_CPU_GPU flow starting at a cpu_instant_event: an arrow binds to
+    a slice, and an instant is none (Perfetto drops such an arrow), so no arrow
+    is drawn and the flow is counted (GPUTRACE_LOG=info); the others are drawn."""
+    d = kdir(tmp_path, "npu")
+    r = run_kineto(tmp_path, d, env={"KSIM_ALL_TYPES": "1", "KSIM_INSTANT_FLOW": "1",
+                                     "GPUTRACE_LOG": "info"})
+    t = r.trace
+    inst, = events(t, ph="i", name="f_instant")
+    assert inst["cat"] == "cpu_instant_event"
+    k, = events(t, ph="X", name="f_kernel")
+    ac2g = flows(t, "ac2g")
+    assert len(ac2g) == 3 and not any(inside(e, k) for _, e in ac2g)
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/npu.so (KinetoSim): 0 events refused, 0 metadata entries "
+        "beyond 17 per event, 1 flows that do not start at a host span or touch an instant, "
+        "0 events past 64 devices or 256 rows: not recorded"]
+
+
 def test_cycle_setting(tmp_path):
     """GPUTRACE_KINETO_CYCLE_MS: stop, processEvents, start on gputrace's
     thread every period; at exit the last stop and processEvents; each
@@ -749,7 +768,7 @@ def test_metadata_not_json(tmp_path):
     assert plugin_lines(r.stderr) == [
         f"gputrace: plug-in {d}/bad_json.so (KinetoSim): 0 "
         "events refused, 3 metadata entries beyond 17 per event, 0 flows that do not start at a "
-        "host event, 0 events past 64 devices or 256 rows: not recorded"]
+        "host span or touch an instant, 0 events past 64 devices or 256 rows: not recorded"]
 
 
 def test_builder_misused(tmp_path):
