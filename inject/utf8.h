@@ -35,4 +35,18 @@ static inline size_t gt_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* s[0..n) less a character cut short at its end (a copy cut at a byte count):
+ * the length up to the last whole character. */
+static inline size_t gt_utf8_trim_end(const char *s, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned c = (unsigned char)s[n - back];
+
+		if ((c & 0xc0) != 0x80) /* the last character's first byte */
+			return (c >= 0xf0 ? 4u : c >= 0xe0 ? 3u : c >= 0xc0 ? 2u : 1u) > back ?
+				       n - back : n;
+	}
+	return n;
+}
+
 #endif

@@ -19,6 +19,7 @@
 #include "inject/clock.h"
 #include "inject/tables.h"
 #include "inject/hash.h"
+#include "inject/utf8.h"
 
 /* The ABI mirrors the internal values, so kinds and arg types pass as they are. */
 #define PLUGIN_KIND_SAME(id, str)                                                  \
@@ -57,8 +58,8 @@ uint32_t builder__str_n(const char *s, size_t len)
 {
 	uint32_t h;
 
-	if (len > PLUGIN_STR_MAX)
-		len = PLUGIN_STR_MAX;
+	if (len > PLUGIN_STR_MAX) /* a character whole or not at all */
+		len = gt_utf8_trim_end(s, PLUGIN_STR_MAX);
 	h = str_hash(s, len);
 	uint64_t entry;
 	uint32_t id;
@@ -92,7 +93,7 @@ uint32_t builder__str_n(const char *s, size_t len)
 
 uint32_t builder__str(const char *s)
 {
-	return builder__str_n(s, strnlen(s, PLUGIN_STR_MAX));
+	return builder__str_n(s, strnlen(s, PLUGIN_STR_MAX + 1)); /* longer: cut there */
 }
 
 

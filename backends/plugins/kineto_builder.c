@@ -47,6 +47,7 @@
 #include "backends/plugins/kineto_internal.h"
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/utf8.h"
 
 #define METADATA_MAX 4096 /* longer values are cut, and kept as strings */
 
@@ -126,6 +127,20 @@ static bool take(struct kineto_prof *k, const char *call, const char *type, void
 
 /* ---- rows ---- */
 
+/* A row's name, cut at a character's end (a byte count could split one, and
+ * the trace then showed its first byte as another character). */
+__attribute__((format(printf, 2, 3))) static void row_name(char *out, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, KINETO_ROW_NAME_MAX, fmt, ap);
+	va_end(ap);
+	if (n >= KINETO_ROW_NAME_MAX)
+		out[gt_utf8_trim_end(out, KINETO_ROW_NAME_MAX - 1)] = '\0';
+}
+
 static struct kineto_device *device_of(struct kineto_prof *k, int64_t id)
 {
 	for (unsigned i = 0; i < k->ndevices; i++)
@@ -136,7 +151,7 @@ static struct kineto_device *device_of(struct kineto_prof *k, int64_t id)
 	struct kineto_device *d = &k->devices[k->ndevices++];
 
 	*d = (struct kineto_device){ .id = id };
-	snprintf(d->name, sizeof(d->name), "%s device %" PRId64, k->name, id);
+	row_name(d->name, "%s device %" PRId64, k->name, id);
 	return d;
 }
 
@@ -160,7 +175,7 @@ static struct kineto_resource *resource_of(struct kineto_prof *k, int32_t device
 	struct kineto_resource *r = &k->resources[k->nresources++];
 
 	*r = (struct kineto_resource){ .device = device, .id = id, .order = id };
-	snprintf(r->name, sizeof(r->name), "stream %" PRId32, id);
+	row_name(r->name, "stream %" PRId32, id);
 	return r;
 }
 
@@ -202,11 +217,11 @@ static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 		return leave(k, 0);
 	}
 	if (info.pName && info.pName[0] && info.pLabel && info.pLabel[0])
-		snprintf(d->name, sizeof(d->name), "%s: %s", info.pName, info.pLabel);
+		row_name(d->name, "%s: %s", info.pName, info.pLabel);
 	else if (info.pName && info.pName[0])
-		snprintf(d->name, sizeof(d->name), "%s", info.pName);
+		row_name(d->name, "%s", info.pName);
 	else
-		snprintf(d->name, sizeof(d->name), "%s device %" PRId64, k->name, info.deviceId);
+		row_name(d->name, "%s device %" PRId64, k->name, info.deviceId);
 	d->named = true;
 	if (d->row)
 		gt_device_rename(d->row, d->name);
@@ -234,7 +249,7 @@ static int add_resource_info(KinetoPlugin_TraceBuilderHandle *handle,
 		return leave(k, 0);
 	}
 	if (info.pName && info.pName[0])
-		snprintf(r->name, sizeof(r->name), "%s", info.pName);
+		row_name(r->name, "%s", info.pName);
 	r->order = info.displayOrder;
 	r->named = true;
 	if (r->track)
@@ -470,7 +485,7 @@ static void metadata_arg(struct gt_arg *a, const char *value)
 	char num[64];
 
 	if (n > METADATA_MAX)
-		n = METADATA_MAX;
+		n = gt_utf8_trim_end(value, METADATA_MAX); /* a character whole or not at all */
 	switch (kind) {
 	case JSON_INTEGER:
 	case JSON_NUMBER:

@@ -32,6 +32,9 @@
  *   returns after 3 kernels)
  *
  * $KSIM_ALL_TYPES: query names every type of the latest revision.
+ * $KSIM_LONG_NAMES: device and compute row names longer than a row's name
+ * holds, and a kernel metadata value (not JSON) longer than 4096 bytes, all
+ * of 2-byte and 3-byte characters.
  * $KSIM_INSTANT_FLOW: the reference batch adds a cpu_instant_event f_instant
  * starting flow ASYNC_CPU_GPU 100, which ends at kernel f_kernel.
  *
@@ -236,8 +239,18 @@ const int32_t NPU = 0, COMPUTE = 1, COPY = 2;
 
 [[maybe_unused]] void rows(Out &o)
 {
-	o.device(NPU, "NPU 0", "KinetoSim");
-	o.resource(NPU, COMPUTE, 0, "compute");
+	if (getenv("KSIM_LONG_NAMES")) {
+		/* longer than a row's name holds: cut inside a character */
+		std::string dev = "NP", queue = "q";
+
+		for (int i = 0; i < 60; i++)
+			dev += "\u00e9", queue += "\u20ac";
+		o.device(NPU, dev.c_str(), "KinetoSim");
+		o.resource(NPU, COMPUTE, 0, queue.c_str());
+	} else {
+		o.device(NPU, "NPU 0", "KinetoSim");
+		o.resource(NPU, COMPUTE, 0, "compute");
+	}
 	o.resource(NPU, COPY, 1, "copy");
 }
 
@@ -282,6 +295,14 @@ const int32_t NPU = 0, COMPUTE = 1, COPY = 2;
 		o.meta("context", "null");
 		o.meta("shape", "{\"x\": [1, 2], \"y\": \"z\"}");
 		o.meta("escaped", "\"tab\\there \\u00e9\"");
+		if (getenv("KSIM_LONG_NAMES")) {
+			/* not JSON, longer than a value is kept: cut inside a character */
+			std::string v = "x";
+
+			for (int j = 0; j < 2100; j++)
+				v += "\u00e9";
+			o.meta("cut_utf8", v.c_str());
+		}
 
 		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_GPU_MEMCPY, at + 300 * US, at + 340 * US, NPU,
 			COPY, "Memcpy HtoD");

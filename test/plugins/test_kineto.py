@@ -771,6 +771,20 @@ def test_metadata_not_json(tmp_path):
         "host span or touch an instant, 0 events past 64 devices or 256 rows: not recorded"]
 
 
+def test_names_and_values_cut_at_a_character(tmp_path):
+    """Row names longer than 95 bytes and metadata values longer than 4096
+    bytes are cut at the end of a character, never inside one (the first
+    byte alone showed as another character: 'Ã', 'â')."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "npu"), env={"KSIM_LONG_NAMES": "1"})
+    t = r.trace
+    dev = "NP" + "\u00e9" * 46  # 94 bytes: the 47th character did not fit whole
+    pid = device_pid(t, dev)
+    assert set(queue_tids(t, pid)) == {"q" + "\u20ac" * 31, "copy"}
+    kernels = events(t, ph="X", cat="kernel")
+    assert len(kernels) == 3
+    assert {k["args"]["cut_utf8"] for k in kernels} == {"x" + "\u00e9" * 2047}
+
+
 def test_builder_misused(tmp_path):
     """Refused calls return -1 as Kineto's builder does, the first one has a
     line; what Kineto accepts is accepted."""
