@@ -64,29 +64,36 @@ struct row_cursor {
 	uint64_t parent_next; /* the next slice starts here at the earliest: inside a
 				 parent opened before it (place__parent; 0: none) */
 	bool device; /* a device's row: its starts and ends are kept (seen_add) */
+	unsigned seen_bits; /* seen: SEEN_WAYS << seen_bits entries */
+	uint64_t *seen;     /* ... or NULL: none kept (a thread's row, or no memory) */
 };
 
 /*
  * The starts and ends written on the devices' rows: a queue's earlier work
  * may be read late, behind another thread's later work, so the slice a new
  * one touches need not be the last or the latest of its row, and may have
- * been written after it. One table for all rows (128 KiB, made with the
- * first device slice; the drain thread's alone), keyed by row and time, so
- * an end and the start that touches it share a set: a slice looks at two
- * sets, its start's and its end's. Sets of four, the oldest forgotten first,
- * which only ever misses a move. An entry is the key's hash with, in its
- * low bits, whether it is a start and whether that end adds up past itself.
+ * been written after it, thousands of slices of other rows before (device
+ * work waits up to three cycles for its launch: flows.c). So each device
+ * row has a table of its own, which no other row's work can push an entry
+ * out of (a table shared by every row lost the end of an execute's first
+ * kernels before the rest came). Sets of eight (a cache line), keyed by
+ * time, so an end and the start that touches it share a set: a slice looks
+ * at two sets, its start's and its end's. A full set doubles the table,
+ * from 256 bytes up to 256 KiB a row: below that nothing is forgotten;
+ * there a full set forgets first an end and a start at one time (slices
+ * that touch, both written), which only ever misses a move. An entry is
+ * the time's hash with, in its low bits, whether it is a start and whether
+ * that end adds up past itself.
  */
-#define SEEN_WAYS 4
-#define SEEN_SETS 4096
+#define SEEN_WAYS 8
+#define SEEN_MIN_BITS 2  /* 4 sets */
+#define SEEN_MAX_BITS 12 /* 4096 sets */
 #define SEEN_START 2ull
 #define SEEN_PAST 1ull
 
-static uint64_t *seen;
-
-static uint64_t seen_hash(const struct row_cursor *c, uint64_t t)
+static uint64_t seen_hash(uint64_t t)
 {
-	uint64_t h = t ^ c->key * 0xff51afd7ed558ccdull;
+	uint64_t h = t * 0xff51afd7ed558ccdull;
 
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ull;
@@ -94,9 +101,10 @@ static uint64_t seen_hash(const struct row_cursor *c, uint64_t t)
 	return (h & ~3ull) | 4; /* never 0 (empty) */
 }
 
-static uint64_t *seen_set(uint64_t h)
+/* By the hash's top bits: doubling splits set i into 2i and 2i + 1. */
+static uint64_t *seen_set(const struct row_cursor *c, uint64_t h)
 {
-	return &seen[(h >> 52 & (SEEN_SETS - 1)) * SEEN_WAYS];
+	return &c->seen[(h >> (64 - c->seen_bits)) * SEEN_WAYS];
 }
 
 /* The entry for (h, start), or NULL. */
@@ -108,27 +116,89 @@ static uint64_t *seen_find(uint64_t *set, uint64_t h, bool start)
 	return NULL;
 }
 
-static void seen_put(uint64_t h, bool start, bool past)
+/* The row's table made, or doubled; false at its largest or without memory. */
+static bool seen_grow(struct row_cursor *c)
 {
-	uint64_t *set = seen_set(h), *at = seen_find(set, h, start);
+	unsigned bits = c->seen ? c->seen_bits + 1 : SEEN_MIN_BITS;
+	size_t n = (size_t)SEEN_WAYS << bits;
+	uint64_t *t;
+
+	if (bits > SEEN_MAX_BITS)
+		return false;
+	t = aligned_alloc(SEEN_WAYS * sizeof(*t), n * sizeof(*t));
+	if (!t)
+		return false;
+	memset(t, 0, n * sizeof(*t));
+	/* each set's entries, newest first, stay so in the set they move to */
+	for (size_t i = 0; c->seen && i < (size_t)SEEN_WAYS << c->seen_bits; i++) {
+		uint64_t v = c->seen[i], *set;
+		unsigned w = 0;
+
+		if (!v)
+			continue;
+		set = &t[(v >> (64 - bits)) * SEEN_WAYS];
+		while (set[w])
+			w++;
+		set[w] = v;
+	}
+	free(c->seen);
+	c->seen = t;
+	c->seen_bits = bits;
+	return true;
+}
+
+/*
+ * Room in a full set at the table's largest: the oldest end and start at one
+ * time go (touching slices, both written: nothing later touches them without
+ * overlapping one), else the oldest entry. An end or a start no slice has met
+ * yet is what late work touches: it stays longest.
+ */
+static void seen_evict(uint64_t *set)
+{
+	unsigned a = SEEN_WAYS - 1, b = SEEN_WAYS, n = 0;
+	uint64_t kept[SEEN_WAYS];
+
+	for (unsigned i = SEEN_WAYS; i-- > 0 && b == SEEN_WAYS;)
+		for (unsigned j = 0; j < i; j++)
+			if (((set[i] ^ set[j]) & ~SEEN_PAST) == SEEN_START) {
+				a = i;
+				b = j;
+				break;
+			}
+	for (unsigned i = 0; i < SEEN_WAYS; i++)
+		if (i != a && i != b)
+			kept[n++] = set[i];
+	while (n < SEEN_WAYS)
+		kept[n++] = 0;
+	memcpy(set, kept, sizeof(kept));
+}
+
+static void seen_put(struct row_cursor *c, uint64_t h, bool start, bool past)
+{
+	uint64_t *set = seen_set(c, h), *at = seen_find(set, h, start);
 	uint64_t v = h | (start ? SEEN_START : 0) | (past ? SEEN_PAST : 0);
 
 	if (at) {
 		*at = v;
 		return;
 	}
-	/* (a shift by hand: memmove was a libc call for 24 bytes) */
+	/* a set fills from its first way: full, the table doubles while it can */
+	while (set[SEEN_WAYS - 1] && seen_grow(c))
+		set = seen_set(c, h);
+	if (set[SEEN_WAYS - 1])
+		seen_evict(set);
+	/* (a shift by hand: memmove was a libc call for 56 bytes) */
 	for (unsigned i = SEEN_WAYS - 1; i > 0; i--)
 		set[i] = set[i - 1];
 	set[0] = v;
 }
 
-static void seen_add(const struct row_cursor *c, uint64_t ts, uint64_t dur)
+static void seen_add(struct row_cursor *c, uint64_t ts, uint64_t dur)
 {
-	if (!c->device || !seen)
+	if (!c->seen)
 		return;
-	seen_put(seen_hash(c, ts + dur), false, gt_ends_after(ts, dur, ts + dur));
-	seen_put(seen_hash(c, ts), true, false);
+	seen_put(c, seen_hash(ts + dur), false, gt_ends_after(ts, dur, ts + dur));
+	seen_put(c, seen_hash(ts), true, false);
 }
 
 /* 0: no slice written on c's row ends at t; 1: one does; 2: and adds up past t */
@@ -136,10 +206,10 @@ static int ends_at(const struct row_cursor *c, uint64_t t)
 {
 	uint64_t h, *at;
 
-	if (!c->device || !seen)
+	if (!c->seen)
 		return 0;
-	h = seen_hash(c, t);
-	at = seen_find(seen_set(h), h, false);
+	h = seen_hash(t);
+	at = seen_find(seen_set(c, h), h, false);
 	return at ? 1 + (int)(*at & SEEN_PAST) : 0;
 }
 
@@ -147,10 +217,10 @@ static bool starts_at(const struct row_cursor *c, uint64_t t)
 {
 	uint64_t h;
 
-	if (!c->device || !seen)
+	if (!c->seen)
 		return false;
-	h = seen_hash(c, t);
-	return seen_find(seen_set(h), h, true);
+	h = seen_hash(t);
+	return seen_find(seen_set(c, h), h, true);
 }
 
 static struct row_cursor *cursor_find(uint64_t key)
@@ -222,8 +292,7 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		/* a device's row (a thread's are written in order, but for the
 		 * ranges written at their end, around their calls) */
 		c->device = true;
-		if (!seen)
-			seen = calloc(SEEN_SETS * SEEN_WAYS, sizeof(*seen));
+		seen_grow(c);
 	}
 	if (c) {
 		if (!c->now.any || s >= c->now.last_start) {
@@ -353,7 +422,7 @@ bool place__clear(uint32_t pid, uint32_t tid, uint64_t ends_from, uint64_t ends_
 {
 	struct row_cursor *c = cursor(pid, tid);
 
-	if (!c || !c->device || !seen)
+	if (!c || !c->seen)
 		return false;
 	for (uint64_t t = ends_from; t <= ends_to; t++)
 		if (ends_at(c, t))

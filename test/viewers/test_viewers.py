@@ -184,6 +184,23 @@ def test_level_zero_rounding_with_queue_work_read_out_of_order(tmp_path):
         check_flows(t)
 
 
+def test_level_zero_rounding_with_queue_work_read_thousands_of_slices_late(tmp_path):
+    """An execute's kernels written in two batches, the second after its
+    launch waited three long cycles (GPUTRACE_FLUSH_MS=50) behind thousands
+    of other rows' slices: the pair that straddles the batches still adds up
+    without overlap. While a table shared by every device row kept the ends,
+    those other slices pushed the first batch's last end out and the pair
+    was left overlapping: every one of 6 runs failed, 1 in 5 at the default
+    flush with ze_lists 3 200 16."""
+    need(APPS / "ze_lists")
+    for i in range(5):
+        out = tmp_path / f"late{i}.json"
+        r = run([APPS / "ze_lists", 4, 400, 16], env=sim_env({"GPUTRACE_FLUSH_MS": "50"}),
+                trace=str(out))
+        assert r.returncode == 0, r.stderr
+        assert check_rounding(load_exact(out)) > 4000
+
+
 # ---- 3. thread names ----
 
 @pytest.mark.sanitize
