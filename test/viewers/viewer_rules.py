@@ -8,6 +8,7 @@ dependency: see README "What the trace shows" for the versions checked).
   with tracing/base/math/sorted_array_utils.html
   findIndexInSortedClosedIntervals: times in ms (ts / 1000), closed
   intervals, the earlier of two touching slices first.
+- check_nesting(): every row's slices nest, exactly and in that tree.
 - holding(): the issue's stricter reading of the same: every slice whose
   [ts, ts + dur] holds the time, as a reader adds floats (us or ms).
 - HTA (Holistic Trace Analysis 0.6, hta/common/trace_file.py and
@@ -189,6 +190,32 @@ def check_flows(trace):
         assert legacy_slice_at(trees[frow], f["ts"]) is dev, (
             f"arrow {fid}: the legacy viewer binds it to "
             f"{legacy_slice_at(trees[frow], f['ts']).ev['name']}, not {dev.ev['name']}")
+        n += 1
+    return n
+
+
+def check_nesting(trace):
+    """Every row's slices nest (two are apart, or one holds the other), in exact
+    ns and as the legacy viewer reads them (legacy_tree: none of a row's
+    top-level slices overlaps the next, so none is drawn over another); Perfetto
+    nests a track's slices alike. Returns the number of rows checked."""
+    n = 0
+    for row, slices in rows(trace).items():
+        spans = [s for s in slices if s.ev["ph"] == "X"]
+        order = sorted(spans, key=lambda s: (s.start_ns, -s.end_ns, s.order))
+        open_ = []
+        for s in order:
+            while open_ and open_[-1].end_ns <= s.start_ns:
+                open_.pop()
+            assert not open_ or s.end_ns <= open_[-1].end_ns, (
+                f"row {row}: {s.ev['name']} [{s.ts}, +{s.dur}] crosses "
+                f"{open_[-1].ev['name']} [{open_[-1].ts}, +{open_[-1].dur}]")
+            open_.append(s)
+        top = legacy_tree(spans)
+        for a, b in zip(top, top[1:]):
+            assert not _rounded_less(b.m_start, a.m_end), (
+                f"row {row}: the legacy viewer draws {b.ev['name']} [{b.ts}, +{b.dur}] over "
+                f"{a.ev['name']} [{a.ts}, +{a.dur}]")
         n += 1
     return n
 
