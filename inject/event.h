@@ -136,6 +136,9 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 /* Handed over whole by a plug-in, its own times on a row it names: its last records,
  * handed over as it stops at exit, are the trace's as the ending thread's are */
 #define GT_EVF_HANDED   0x200
+/* That range (and its begin) ends by id, in any order (ITT overlapped tasks, regions): it
+ * need not nest with its thread's ranges and calls, as process ranges need not */
+#define GT_EVF_BY_ID    0x400
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */

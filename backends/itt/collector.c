@@ -291,7 +291,7 @@ static void open_end(int kind, const struct itt_domain *d, const struct itt_id *
 static void task_begin_overlapped(const struct itt_domain *d, struct itt_id id,
 				  struct itt_id parent, struct itt_string_handle *name)
 {
-	open_begin(KIND_TASK, d, &id, string_name(name), 0);
+	open_begin(KIND_TASK, d, &id, string_name(name), GT_EVF_BY_ID);
 }
 
 static void task_begin_overlapped_ex(const struct itt_domain *d, void *clock,
@@ -315,7 +315,7 @@ static void task_end_overlapped_ex(const struct itt_domain *d, void *clock, unsi
 static void region_begin(const struct itt_domain *d, struct itt_id id, struct itt_id parent,
 			 struct itt_string_handle *name)
 {
-	open_begin(KIND_REGION, d, &id, string_name(name), 0);
+	open_begin(KIND_REGION, d, &id, string_name(name), GT_EVF_BY_ID);
 }
 
 static void region_end(const struct itt_domain *d, struct itt_id id)
