@@ -233,6 +233,7 @@ void checkpoint__forget_file(void)
 		memset(W.tids, 0, (W.tids_mask + 1) * sizeof(*W.tids));
 	W.ntids = 0;
 	W.tid_named_last = 0;
+	ranges__lanes_forget();
 	/* threads[] lists the file's threads: those gone in an earlier one are
 	 * not; their losses and waits stay, counted since the process started */
 	W.ndead = 0;

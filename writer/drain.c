@@ -40,7 +40,12 @@ static void write_host(const struct gt_event *ev, const struct gt_arg *args, uns
 		flows__defer(&end, args, nargs); /* after the flow's start */
 		return;
 	}
-	point = events__host(ev, args, nargs, tid);
+	/* a range that need not nest with its thread's slices: on a lane */
+	if ((ev->flags & (GT_EVF_RANGE | GT_EVF_TIMED)) == GT_EVF_RANGE &&
+	    (ev->flags & (GT_EVF_PROCESS | GT_EVF_BY_ID)))
+		point = ranges__draw_lane(ev, args, nargs, tid);
+	else
+		point = events__host(ev, args, nargs, tid);
 	if ((ev->flags & GT_EVF_LAUNCH) && ev->corr)
 		flows__launch(ev, tid, point, ev->track && ev->track != ring_tid);
 	if (ev->flags & GT_EVF_TIMED)

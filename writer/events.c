@@ -297,11 +297,19 @@ static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 {
 	const struct ring *r = W.draining && (uint32_t)W.draining->tid == tid ? W.draining : NULL;
 	char name[64];
+	long long sort;
 	ssize_t n;
 
 	W.tid_named_last = tid;
 	if (tid_seen(tid))
 		return;
+	if (ranges__lane_row(tid, name, sizeof(name), &sort)) {
+		events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name,
+			     strlen(name), 0);
+		events__meta(&W.buf, "thread_sort_index", (uint32_t)gt_st.pid, tid, "sort_index",
+			     NULL, 0, sort);
+		return;
+	}
 	n = r ? exit_name(r, name) : 0;
 	if (n <= 0)
 		n = proc_comm(tid, name, sizeof(name));

@@ -63,8 +63,14 @@ struct corr_entry {
 #define CORR_SMALL_BITS  12
 #define CORR_TABLE_BYTES (sizeof(struct corr_entry) << CORR_TABLE_BITS)
 
+/* Rows of the ranges that need not nest with their thread's (ranges.c, lanes):
+ * tids above any Linux tid (4194304 at most), lane k (from 1) RANGE_LANE_TID + k */
+#define RANGE_LANES    32
+#define RANGE_LANE_TID 0x7fff0000u
+
 /* ranges.c's state: ranges by id, threads' stacks, the process's ranges. */
 struct tstack;
+struct range_lane;
 struct user_ranges {
 	struct urange **map;
 	size_t map_mask, nmap;
@@ -76,6 +82,10 @@ struct user_ranges {
 	/* device work waits a cycle (its launches' contexts are completed then):
 	 * a range was handed over whole, or a process range was seen */
 	bool any_timed, any_process;
+	struct range_lane *lanes[RANGE_LANES];
+	/* ranges ended by id whose end was read before their begin, kept a few cycles */
+	struct urange **early;
+	size_t nearly, early_cap;
 };
 
 struct arow;
@@ -294,6 +304,15 @@ GT_HIDDEN void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns);
 GT_HIDDEN void ranges__draw_thread_unended(uint32_t tid, uint64_t from_ns, uint64_t end_ns);
 /* End of a drain cycle: ended process ranges age. */
 GT_HIDDEN void ranges__cycle_end(void);
+/* The span that ends a range which need not nest (a process range, one ended
+ * by id), begun on thread tid: on the first lane where it nests, args.tid
+ * added. Returns events__host's point. */
+GT_HIDDEN uint64_t ranges__draw_lane(const struct gt_event *ev, const struct gt_arg *args,
+				     unsigned nargs, uint32_t tid);
+/* Whether tid is a lane's row, and its name and sort index. */
+GT_HIDDEN bool ranges__lane_row(uint32_t tid, char *name, size_t len, long long *sort);
+/* A new file: its lanes start empty. */
+GT_HIDDEN void ranges__lanes_forget(void);
 
 /* ---- annotate.c: gpu_user_annotation spans on device rows ---- */
 

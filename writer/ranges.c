@@ -14,7 +14,13 @@
  * as a context, a stack or a device row's annotation (annotate.c) needs
  * it. Process ranges stay known a few cycles after their end: a launch on
  * another thread may be read after it (rings are read one after another).
+ *
+ * Ranges that need not nest with their thread's calls and ranges (process
+ * ranges, ITT ranges ended by id) are drawn on lanes, rows of their own
+ * under the process: on their thread's row they crossed its slices, and
+ * viewers misdraw a row whose slices do not nest.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +41,7 @@ struct urange {
 	bool process;
 	bool begun; /* its begin record was read (an end may come first) */
 	bool drawn_unended; /* drawn where the trace ended, still open (ranges__draw_unended) */
+	bool lane; /* drawn on a lane: a process range, or one ended by id */
 	uint64_t ended_cycle;
 	struct urange *hnext;
 };
@@ -283,6 +290,23 @@ static void process_add(struct urange *u)
 	R.pversion++;
 }
 
+/* A range ended by id, its end read first: in the map a few cycles, as an
+ * ended process range is (ranges__cycle_end). */
+static void early_add(struct urange *u)
+{
+	if (R.nearly == R.early_cap) {
+		size_t cap = R.early_cap ? R.early_cap * 2 : 16;
+		struct urange **e = realloc(R.early, cap * sizeof(*e));
+
+		if (!e)
+			return; /* left in the map: its begin, read later, is still ignored */
+		R.early = e;
+		R.early_cap = cap;
+	}
+	u->refs++;
+	R.early[R.nearly++] = u;
+}
+
 /* ---- records ---- */
 
 void ranges__begin(const struct gt_event *ev, uint32_t ring_tid)
@@ -306,6 +330,7 @@ void ranges__begin(const struct gt_event *ev, uint32_t ring_tid)
 	u->name = ev->name;
 	u->tid = ev->track ? ev->track : ring_tid;
 	u->process = ev->flags & GT_EVF_PROCESS;
+	u->lane = ev->flags & (GT_EVF_PROCESS | GT_EVF_BY_ID);
 	if (u->process) {
 		R.any_process = true;
 		process_add(u);
@@ -324,16 +349,21 @@ void ranges__end(const struct gt_event *ev, uint32_t ring_tid)
 		return;
 	u = map_find(ev->corr2);
 	if (!u) {
-		/* a process range ended on a thread read before the one that
-		 * began it: remembered, so its late begin is not taken as open */
-		if (!(ev->flags & GT_EVF_PROCESS) || !(u = map_add(ev->corr2)))
+		/* a range ended on a thread read before the one that began it:
+		 * remembered, so its late begin is not taken as open */
+		if (!(ev->flags & (GT_EVF_PROCESS | GT_EVF_BY_ID)) || !(u = map_add(ev->corr2)))
 			return;
-		u->process = true;
-		R.any_process = true;
+		u->lane = true;
 		u->start_ns = ev->start_ns;
 		u->name = ev->name;
 		u->tid = ev->track ? ev->track : ring_tid;
-		process_add(u);
+		if (ev->flags & GT_EVF_PROCESS) {
+			u->process = true;
+			R.any_process = true;
+			process_add(u);
+		} else {
+			early_add(u);
+		}
 	}
 	u->end_ns = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns + 1;
 	u->ended_cycle = R.cycle;
@@ -341,6 +371,8 @@ void ranges__end(const struct gt_event *ev, uint32_t ring_tid)
 		R.pversion++; /* stays in the list and the map a few cycles */
 		return;
 	}
+	if (!u->begun)
+		return; /* in the map while early_add keeps it */
 	struct tstack *t = thread(u->tid, false);
 	if (t)
 		stack_remove(t, u);
@@ -539,8 +571,10 @@ static void timed_prune(void)
 		}
 }
 
-/* One range still open where the file ends, on its thread's row: it holds
- * the calls made inside it, so it ends no sooner than the row's last. */
+static uint32_t lane_for(uint64_t start, uint64_t end);
+
+/* One range still open where the file ends, on its thread's row (or a lane):
+ * it holds the calls made inside it, so it ends no sooner than the row's last. */
 static void draw_unended(struct urange *u, uint64_t from_ns, uint64_t end_ns)
 {
 	static uint32_t key, yes;
@@ -560,7 +594,7 @@ static void draw_unended(struct urange *u, uint64_t from_ns, uint64_t end_ns)
 			       .end_ns = end_ns > u->start_ns ? end_ns : u->start_ns,
 			       .name = u->name, .cat = GT_S_CAT_USER_ANNOTATION,
 			       .type = GT_EV_HOST_SPAN };
-	events__host(&ev, &arg, 1, u->tid);
+	events__host(&ev, &arg, 1, u->lane ? lane_for(ev.start_ns, ev.end_ns) : u->tid);
 	u->drawn_unended = true;
 }
 
@@ -609,4 +643,148 @@ void ranges__cycle_end(void)
 		}
 	}
 	R.nprocess = keep;
+	keep = 0;
+	for (size_t i = 0; i < R.nearly; i++) {
+		struct urange *u = R.early[i];
+
+		if (R.cycle - u->ended_cycle > PROCESS_KEEP_CYCLES) {
+			if (map_find(u->id) == u)
+				map_remove(u);
+			ranges__urange_put(u);
+		} else {
+			R.early[keep++] = u;
+		}
+	}
+	R.nearly = keep;
+}
+
+/* ---- lanes ---- */
+
+/*
+ * A lane is written as ranges end, in no order of start or end, so it keeps
+ * its top-level slices (disjoint, by start; LANE_ROOTS at most: the oldest
+ * two are then taken as one) and whether each has slices inside it, not
+ * which. A range nests on it where it is apart from, around or inside each
+ * of them; inside one only where that one holds nothing yet. Taking two as
+ * one, or one's inside as full, only ever sends a range on to a later lane:
+ * memory stays bounded, and what a lane holds always nests.
+ */
+#define LANE_ROOTS 64
+
+struct lane_root {
+	uint64_t start, end;
+	bool parent; /* slices were drawn inside it */
+};
+
+struct range_lane {
+	unsigned n;
+	struct lane_root r[LANE_ROOTS];
+};
+
+/* Where [s, e] nests on l: -1 around or apart from every top-level slice,
+ * the index of the one it is inside, -2 nowhere. */
+static int lane_fit(const struct range_lane *l, uint64_t s, uint64_t e)
+{
+	int in = -1;
+
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct lane_root *r = &l->r[i];
+
+		if (r->end <= s || e <= r->start || (s <= r->start && r->end <= e))
+			continue;
+		if (r->start <= s && e <= r->end && !r->parent)
+			in = (int)i;
+		else
+			return -2;
+	}
+	return in;
+}
+
+static void lane_add(struct range_lane *l, int in, uint64_t s, uint64_t e)
+{
+	unsigned k = 0, at;
+	bool parent = false;
+
+	if (in >= 0) {
+		l->r[in].parent = true;
+		return;
+	}
+	/* those it is around are inside it now (lane_fit: the others are apart) */
+	for (unsigned i = 0; i < l->n; i++) {
+		if (l->r[i].end <= s || e <= l->r[i].start)
+			l->r[k++] = l->r[i];
+		else
+			parent = true;
+	}
+	l->n = k;
+	if (l->n == LANE_ROOTS) {
+		l->r[0].end = l->r[1].end;
+		l->r[0].parent = true;
+		memmove(&l->r[1], &l->r[2], (l->n - 2) * sizeof(l->r[0]));
+		l->n--;
+	}
+	for (at = l->n; at > 0 && l->r[at - 1].start > s; at--)
+		l->r[at] = l->r[at - 1];
+	l->r[at] = (struct lane_root){ .start = s, .end = e, .parent = parent };
+	l->n++;
+}
+
+/* The row of the first lane where [start, end] nests (past RANGE_LANES
+ * crossing ones: the last). */
+static uint32_t lane_for(uint64_t start, uint64_t end)
+{
+	unsigned k;
+
+	for (k = 0; k < RANGE_LANES; k++) {
+		struct range_lane *l = R.lanes[k];
+		int in;
+
+		if (!l && !(l = R.lanes[k] = calloc(1, sizeof(*l))))
+			break;
+		in = lane_fit(l, start, end);
+		if (in == -2)
+			continue;
+		lane_add(l, in, start, end);
+		break;
+	}
+	return RANGE_LANE_TID + (k < RANGE_LANES ? k + 1 : RANGE_LANES);
+}
+
+uint64_t ranges__draw_lane(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
+			   uint32_t tid)
+{
+	static uint32_t key;
+	struct gt_arg a[GT_ARGS_MAX + 1];
+	uint64_t end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns;
+
+	if (!key)
+		key = gt_str_intern("tid");
+	if (nargs > GT_ARGS_MAX)
+		nargs = GT_ARGS_MAX;
+	memcpy(a, args, nargs * sizeof(*a));
+	/* off its thread's row: which thread began it */
+	a[nargs] = (struct gt_arg){ .key = key, .type = GT_ARG_U64, .v.u = tid };
+	return events__host(ev, a, nargs + 1, lane_for(ev->start_ns, end));
+}
+
+bool ranges__lane_row(uint32_t tid, char *name, size_t len, long long *sort)
+{
+	uint32_t k = tid - RANGE_LANE_TID;
+
+	if (tid <= RANGE_LANE_TID || k > RANGE_LANES)
+		return false;
+	if (k == 1)
+		snprintf(name, len, "ranges");
+	else
+		snprintf(name, len, "ranges %u", k);
+	/* right below the main thread (0), above the others (their tids) */
+	*sort = k;
+	return true;
+}
+
+void ranges__lanes_forget(void)
+{
+	for (unsigned k = 0; k < RANGE_LANES; k++)
+		if (R.lanes[k])
+			R.lanes[k]->n = 0;
 }
