@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * itt_host: every ITT call gputrace records, no GPU: nested tasks, two
- * overlapped tasks ended out of order, a frame begun and ended and one
- * submitted whole, a marker, a u64 counter stepped up and a double one
- * set, tasks on a second thread. Handles made before the collector loads
- * are the static part's own. Prints the protocol the collector spoke.
+ * overlapped tasks ended out of order, one crossing a task ("around"), a
+ * frame begun and ended and one submitted whole, a marker, a u64 counter
+ * stepped up and a double one set, tasks on a second thread. Handles made
+ * before the collector loads are the static part's own. Prints the protocol
+ * the collector spoke.
  * `itt_host unended`: a task, an overlapped task and a frame begun and
  * never ended, around a task that ends, until main returns.
  */
@@ -76,6 +77,15 @@ int main(int argc, char **argv)
 	itt_task_end_overlapped(dom, a);
 	work(100);
 	itt_task_end_overlapped(dom, b);
+	/* one begun inside a task and ended after it */
+	itt_id c = { 4, 0, 0 };
+	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("around"));
+	work(100);
+	itt_task_begin_overlapped(dom, c, itt_null, itt_string_handle_create("overlap c"));
+	work(100);
+	itt_task_end(dom);
+	work(100);
+	itt_task_end_overlapped(dom, c);
 
 	itt_frame_begin_v3(frames, NULL);
 	work(100);

@@ -1,6 +1,7 @@
 # User ranges (test/annotations/test_annotations.py): a Level Zero program
 # annotated with NVTX and with ITT (the ITT one through the static part in
-# itt_static.c, version 2 or 1), a host-only ITT program, and one using
+# itt_static.c, version 2 or 1), one whose ranges cross (ze_cross, both APIs),
+# a host-only ITT program, and one using
 # oneDNN, whose Intel-built static ITT part is the real thing.
 ANNOT_OUT := $(BUILD)/test/annotations
 HAVE_NVTX := $(shell test -f $(CUDA_HOME)/include/nvtx3/nvToolsExt.h && echo 1)
@@ -21,7 +22,20 @@ $(ANNOT_OUT)/ze_ranges_itt: test/annotations/ze_ranges.c test/annotations/itt_st
 	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
 TEST_BUILD += $(ANNOT_OUT)/ze_ranges_itt
 
+$(ANNOT_OUT)/ze_cross_itt: test/annotations/ze_cross.c test/annotations/itt_static.c \
+			   test/annotations/itt_static.h test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_ITT -o $@ test/annotations/ze_cross.c \
+	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/ze_cross_itt
+
 ifeq ($(HAVE_NVTX),1)
+$(ANNOT_OUT)/ze_cross_nvtx: test/annotations/ze_cross.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ \
+	  test/annotations/ze_cross.c -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/ze_cross_nvtx
+
 $(ANNOT_OUT)/ze_ranges_nvtx: test/annotations/ze_ranges.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ \

@@ -37,6 +37,28 @@ def span_ns(e):
     return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
 
 
+def lanes(trace, pid):
+    """The process's lane rows (ranges that need not nest with their thread's):
+    tid -> (name, sort index)."""
+    meta = {}
+    for e in events(trace, ph="M", pid=pid):
+        meta.setdefault(e["tid"], {})[e["name"]] = e["args"].get("name",
+                                                                 e["args"].get("sort_index"))
+    return {tid: (m["thread_name"], m["thread_sort_index"]) for tid, m in meta.items()
+            if str(m.get("thread_name", "")).startswith("ranges")}
+
+
+def by_lane(trace, pid):
+    """Lane name -> the names of the user ranges drawn on it, in time order."""
+    names = lanes(trace, pid)
+    out = collections.defaultdict(list)
+    for e in sorted(events(trace, ph="X", cat="user_annotation", pid=pid),
+                    key=lambda e: ns(e["ts"])):
+        if e["tid"] in names:
+            out[names[e["tid"]][0]].append(e["name"])
+    return dict(out)
+
+
 # ---- ITT on the host ----
 
 @pytest.mark.sanitize
@@ -49,34 +71,50 @@ def test_itt_host_every_call(tmp_path, protocol):
     assert r.stdout.decode().strip() == f"itt protocol: {protocol}"
     t = r.trace
     spans = collections.Counter(e["name"] for e in events(t, ph="X", cat="user_annotation"))
-    assert spans == {"outer": 1, "inner": 1, "overlap a": 1, "overlap b": 1, "frames": 2,
-                     "second thread": 1}
+    assert spans == {"outer": 1, "inner": 1, "overlap a": 1, "overlap b": 1, "overlap c": 1,
+                     "around": 1, "frames": 2, "second thread": 1}
     by = {e["name"]: e for e in events(t, ph="X", cat="user_annotation")}
     assert all(e["args"]["domain"] == ("frames" if e["name"] == "frames" else "host")
                for e in events(t, ph="X", cat="user_annotation"))
-    # nested tasks nest; overlapped ones overlap, ended out of order
+    # nested tasks nest; overlapped ones overlap, ended out of order, or cross a task
     o, i = span_ns(by["outer"]), span_ns(by["inner"])
     assert o[0] < i[0] and i[1] < o[1]
     a, b = span_ns(by["overlap a"]), span_ns(by["overlap b"])
     assert a[0] < b[0] < a[1] < b[1]
+    c, around = span_ns(by["overlap c"]), span_ns(by["around"])
+    assert around[0] < c[0] < around[1] < c[1]
     assert by["second thread"]["tid"] != by["outer"]["tid"]
+    # tasks on their thread's row; overlapped tasks and frames, which need not nest
+    # with it, on the process's lanes: each on the first where it nests, with the
+    # thread that began it
+    pid = by["outer"]["pid"]
+    assert all(by[n]["tid"] == pid for n in ("outer", "inner", "around"))
+    assert sorted(lanes(t, pid).values()) == [("ranges", 1), ("ranges 2", 2)]
+    assert by_lane(t, pid) == {"ranges": ["overlap a", "overlap c", "frames", "frames"],
+                               "ranges 2": ["overlap b"]}
+    assert all(e["args"]["tid"] == pid for e in events(t, ph="X", cat="user_annotation")
+               if e["tid"] in lanes(t, pid))
+    assert viewer_rules.check_nesting(viewer_rules.load_exact(r.trace_path)) >= 4
     marks = events(t, ph="i", cat="user_annotation")
     assert [(m["name"], m["args"]) for m in marks] == [
         ("checkpoint", {"domain": "host", "scope": "global"})]
     assert o[0] < ns(marks[0]["ts"]) < o[1]
     counters = [(e["name"], e["args"]["value"], e["pid"]) for e in events(t, ph="C")]
-    pid = by["outer"]["pid"]
     # a NaN and an infinity set between them are no samples (they were JSON nulls)
     assert counters == [("items", 5, pid), ("items", 7, pid), ("load", 0.75, pid),
                         ("load", 1.25, pid)]
 
 
-def unended_checks(t, pid, unended):
-    """The ranges still open when main returned, on the main thread's row:
-    each from its call to where the process began to end, no sooner than
-    the row's last call, around every call made inside it, args.unended."""
+def unended_checks(t, pid, unended, on_lanes=()):
+    """The ranges still open when main returned, on the main thread's row
+    (those that need not nest with it on the process's first lane): each
+    from its call to where the process began to end, no sooner than the
+    row's last call, around every call made inside it, args.unended."""
     row = [e for e in events(t, pid=pid) if e["tid"] == pid and e["ph"] in ("X", "i")]
-    drawn = {e["name"]: e for e in row if e["cat"] == "user_annotation" and
+    lane = [e for e in events(t, pid=pid) if e["tid"] in lanes(t, pid) and e["ph"] == "X"]
+    assert sorted(e["name"] for e in lane) == sorted(on_lanes)
+    assert {lanes(t, pid)[e["tid"]][0] for e in lane} <= {"ranges"}
+    drawn = {e["name"]: e for e in row + lane if e["cat"] == "user_annotation" and
              e["args"].get("unended")}
     assert sorted(drawn) == sorted(unended)
     assert all(e["args"] == {"unended": True} for e in drawn.values())
@@ -92,6 +130,7 @@ def unended_checks(t, pid, unended):
         # before, calls after it are inside it
         assert all(span_ns(o)[1] <= start or span_ns(o)[0] >= start
                    for o in others if o["ph"] == "X" and o["cat"] != "user_annotation")
+    assert viewer_rules.check_nesting(t)
     return {n: span_ns(e) for n, e in drawn.items()}
 
 
@@ -99,8 +138,9 @@ def unended_checks(t, pid, unended):
 @pytest.mark.parametrize("protocol", ["2", "1"])
 def test_itt_tasks_never_ended(tmp_path, protocol):
     """A task, an overlapped task and a frame begun and never ended (the
-    program returns from main): each is drawn up to the trace's end on the
-    thread that began it, around the task that did end, marked unended,
+    program returns from main): each is drawn up to the trace's end, the
+    task on the thread that began it, the others on the process's lane,
+    around the task that did end, marked unended,
     and counted in the summary's ranges with the time drawn."""
     app = OUT / "itt_host"
     need(app)
@@ -113,7 +153,8 @@ def test_itt_tasks_never_ended(tmp_path, protocol):
     pid = t["gputrace"]["pid"]
     spans = events(t, ph="X", cat="user_annotation")
     assert sorted(e["name"] for e in spans) == ["frames", "pending", "step", "whole_program"]
-    drawn = unended_checks(t, pid, ["whole_program", "pending", "frames"])
+    drawn = unended_checks(t, pid, ["whole_program", "pending", "frames"],
+                           on_lanes=["pending", "frames"])
     [step] = [e for e in spans if e["name"] == "step"]
     assert step["args"] == {"domain": "host"} and step["tid"] == pid
     st = span_ns(step)
@@ -314,6 +355,71 @@ def test_ranges_summary(tmp_path, api):
     assert out.returncode == 1 and b"FAIL" in out.stdout, out.stdout + out.stderr
 
 
+# ze_cross: the ranges each kernel carries, outermost first (NVTX's start/end
+# ranges are the process's, before its push/pop ones; ITT's overlapped tasks
+# are the thread's, by start)
+CROSS_RANGES = {
+    "nvtx": {"k1": ["a"], "k2": ["a", "b"], "k3": ["b"], "k4": ["s", "p"], "k5": ["s"]},
+    "itt": {"k1": ["a"], "k2": ["a", "b"], "k3": ["b"], "k4": ["p", "s"], "k5": ["s"]},
+}
+# gpu_user_annotation (name, spans): thread ranges only, split where they cross
+CROSS_ANNOTATIONS = {
+    "nvtx": {("p", 1): 1},
+    "itt": {("a", 2): 1, ("b", 1): 2, ("p", 1): 1, ("s", 1): 2},
+}
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("api", ["nvtx", "itt"])
+def test_crossing_ranges_on_lanes(tmp_path, api):
+    """Ranges that do not nest with their thread's (NVTX start/end, ITT
+    overlapped tasks): one ended by another thread while the main thread is in
+    a 10 ms zeCommandQueueSynchronize, two crossing each other, one crossing a
+    push/pop range. Each is drawn whole on the first of the process's lanes
+    where it nests, with args.tid; every row of the trace nests (the thread's
+    row kept its calls and its push/pop range); the kernels carry the ranges,
+    the device rows' annotations nest; the summary counts each range as drawn."""
+    app = OUT / f"ze_cross_{api}"
+    need(app)
+    env = sim_env({"GPUTRACE_SUMMARY": "1",
+                   "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    r = run([app], tmp_path=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"ze_cross: done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    pid = t["gputrace"]["pid"]
+    spans = events(t, ph="X", cat="user_annotation")
+    assert collections.Counter(e["name"] for e in spans) == {
+        "handed over": 1, "a": 1, "b": 1, "s": 1, "p": 1}
+    by = {e["name"]: e for e in spans}
+    assert sorted(lanes(t, pid).values()) == [("ranges", 1), ("ranges 2", 2)]
+    assert by_lane(t, pid) == {"ranges": ["handed over", "a", "s"], "ranges 2": ["b"]}
+    assert by["p"]["tid"] == pid
+    assert all(by[n]["args"]["tid"] == pid for n in ("handed over", "a", "b", "s"))
+    # the times as recorded: ended 3 ms on, inside the sync; a and b cross; s
+    # crosses p
+    [sync] = [e for e in events(t, ph="X", name="zeCommandQueueSynchronize")
+              if e["tid"] == pid and ns(e["dur"]) > 9000000]
+    h, sy = span_ns(by["handed over"]), span_ns(sync)
+    assert h[0] < sy[0] < h[1] < sy[1] and h[1] - h[0] >= 3000000
+    a, b = span_ns(by["a"]), span_ns(by["b"])
+    assert a[0] < b[0] < a[1] < b[1]
+    p, x = span_ns(by["p"]), span_ns(by["s"])
+    assert p[0] < x[0] < p[1] < x[1]
+    assert viewer_rules.check_nesting(t) >= 4
+    kernels = {e["name"]: e["args"] for e in device_spans(t) if e["name"] != "k_long"}
+    assert {k: a["ranges"] for k, a in kernels.items()} == CROSS_RANGES[api]
+    assert {k: a["range"] for k, a in kernels.items()} == \
+        {k: v[-1] for k, v in CROSS_RANGES[api].items()}
+    got = collections.Counter((e["name"], e["args"]["spans"]) for e in annotations(t))
+    assert got == CROSS_ANNOTATIONS[api]
+    assert viewer_rules.check_flows(t) == 7  # k_long: its append and its execution
+    viewer_rules.check_rounding(t)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert {x["name"]: (x["count"], x["host_ns"]) for x in s["ranges"]} == \
+        {e["name"]: (1, ns(e["dur"])) for e in spans}
+
+
 @pytest.mark.sanitize
 def test_nvtx_ranges_on_cuda_device(tmp_path):
     """CUDA: NVTX ranges around asynchronous launches (the fake libcudart,
@@ -383,7 +489,8 @@ def test_nvtx_ranges_on_cuda_device(tmp_path):
 def test_nvtx_ranges_never_ended(tmp_path):
     """A range pushed and one started, never popped or ended, around three
     kernels and their sync until main returns (a common pattern): each is
-    drawn on the main thread's row from its call to the trace's end,
+    drawn from its call to the trace's end (the pushed one on the main
+    thread's row, the started one on the process's lane),
     around the calls made inside it, args.unended; a thread that ends with
     a range pushed has it drawn up to its end. All are counted in the
     summary's ranges (count and time as drawn), as on the device side."""
@@ -400,7 +507,8 @@ def test_nvtx_ranges_never_ended(tmp_path):
     host = events(t, ph="X", cat="user_annotation")
     assert sorted(e["name"] for e in host) == ["started_not_ended", "whole_program",
                                                "worker_not_popped"]
-    drawn = unended_checks(t, pid, ["whole_program", "started_not_ended"])
+    drawn = unended_checks(t, pid, ["whole_program", "started_not_ended"],
+                           on_lanes=["started_not_ended"])
     calls = sorted((e for e in events(t, ph="X", cat="cuda_runtime") if e["tid"] == pid),
                    key=lambda e: ns(e["ts"]))
     assert [e["name"] for e in calls] == ["cudaSetDevice", "cudaStreamCreate"] + \
