@@ -8,6 +8,8 @@
  * all ended in order (past the 4096 gputrace keeps open).
  * `nvtx_app long N`: a range "long" open while N ranges "s0", ... each start
  * and end, then "long" ended.
+ * `nvtx_app cross`: start a, start b, end a, end b; then push p, start s,
+ * pop, end s (100 us apart).
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -65,8 +67,32 @@ static int long_range(int n)
 	return 0;
 }
 
+/* start/end ranges crossing each other, and one crossing a push/pop range */
+static int cross(void)
+{
+	nvtxRangeId_t a = nvtxRangeStartA("a");
+
+	work(100);
+	nvtxRangeId_t b = nvtxRangeStartA("b");
+	work(100);
+	nvtxRangeEnd(a);
+	work(100);
+	nvtxRangeEnd(b);
+	nvtxRangePushA("p");
+	work(100);
+	nvtxRangeId_t s = nvtxRangeStartA("s");
+	work(100);
+	nvtxRangePop();
+	work(100);
+	nvtxRangeEnd(s);
+	printf("nvtx_app: cross\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "cross"))
+		return cross();
 	if (argc == 3 && !strcmp(argv[1], "open"))
 		return open_ranges(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "long"))

@@ -8,10 +8,14 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
 from conftest import BUILD, LIB, ROOT, clean_env, events, gputrace_lines, need, run, strip_gputrace
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
+from viewer_rules import check_nesting, load_exact  # noqa: E402
 
 CUDA = BUILD / "test" / "cuda"
 CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
@@ -168,20 +172,56 @@ def test_nvtx_ranges(tmp_path, how):
     worker = next(e for e in spans if e["name"] == "worker")
     handed = next(e for e in spans if e["name"] == "handed over")
     assert worker["tid"] != pid
-    assert handed["tid"] == pid  # the thread that started it
+    # on the process's lane (it need not nest with either thread's row), with
+    # the thread that started it
+    assert handed["tid"] not in (pid, worker["tid"]) and handed["pid"] == pid
+    assert handed["args"] == {"tid": pid}
+    lane = [e for e in events(trace, ph="M", pid=pid) if e["tid"] == handed["tid"]]
+    assert sorted((e["name"], e["args"]) for e in lane) == [
+        ("thread_name", {"name": "ranges"}), ("thread_sort_index", {"sort_index": 1})]
     assert handed["ts"] < worker["ts"] + worker["dur"]
     assert handed["ts"] + handed["dur"] > worker["ts"]  # ended by the worker, inside it
     # a pushed range and a started one keep their attributes to their end
     step = next(e for e in spans if e["name"] == "optimizer step")
     assert step["args"] == {"domain": "trainer", "color": "0xff00ff00", "payload": 42}
     load = next(e for e in spans if e["name"] == "data load")
-    assert load["args"] == {"category": 3, "payload": 7}
+    assert load["args"] == {"category": 3, "payload": 7, "tid": pid}
     assert not any("args" in e for e in spans if e["name"] in ("inner", "outer", "worker"))
     marks = {e["name"]: e for e in events(trace, ph="i", cat="user_annotation")}
     assert set(marks) == {"checkpoint", "loss"}
     assert outer["ts"] <= marks["checkpoint"]["ts"] <= outer["ts"] + outer["dur"]
     assert marks["loss"]["args"] == {"domain": "trainer", "color": "0xff00ff00",
                                      "payload": 0.25}
+
+
+@pytest.mark.sanitize
+@pytest.mark.skipif(not HAVE_CUPTI, reason="no CUDA toolkit headers (nvtx3)")
+def test_nvtx_crossing_ranges_on_lanes(tmp_path):
+    """Start/end ranges crossing each other (start a, start b, end a, end b) and
+    one crossing a push/pop range: the push/pop range stays on the thread's row,
+    each start/end range goes whole, with args.tid, on the first of the
+    process's lanes where it nests, and every row nests as the viewers read it."""
+    exe = CUDA / "nvtx_app"
+    need(exe)
+    r = run([exe, "cross"], tmp_path=tmp_path)
+    assert r.returncode == 0 and r.stdout == b"nvtx_app: cross\n", r.stderr
+    t = load_exact(r.trace_path)
+    pid = t["gputrace"]["pid"]
+    spans = events(t, ph="X", cat="user_annotation")
+    assert sorted(e["name"] for e in spans) == ["a", "b", "p", "s"]
+    by = {e["name"]: e for e in spans}
+    span = lambda e: (int(e["ts"] * 1000), int((e["ts"] + e["dur"]) * 1000))
+    (a0, a1), (b0, b1), (p0, p1), (s0, s1) = (span(by[n]) for n in "abps")
+    assert a0 < b0 < a1 < b1 and p0 < s0 < p1 < s1
+    for x, y in ((a0, b0), (b0, a1), (a1, b1), (p0, s0), (s0, p1), (p1, s1)):
+        assert y - x >= 100000  # 100 us of work between the calls
+    names = {e["tid"]: e["args"]["name"] for e in events(t, ph="M", pid=pid)
+             if e["name"] == "thread_name"}
+    assert by["p"]["tid"] == pid and "args" not in by["p"]
+    assert {n: names[by[n]["tid"]] for n in "abs"} == {"a": "ranges", "b": "ranges 2",
+                                                      "s": "ranges"}
+    assert all(by[n]["args"] == {"tid": pid} for n in "abs")
+    assert check_nesting(t) == 3
 
 
 # ---- libcudart interposition (fake libcudart, no CUDA needed) ----
