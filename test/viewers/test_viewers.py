@@ -10,7 +10,9 @@ consumer's own rule (viewer_rules.py) to gputrace's output.
 - ts + dur as readers add them never passes the next slice's ts;
 - short-lived threads keep their names;
 - HTA's rules: integer rank on an early line, args.stream >= 0 on GPU work;
-- merge keeps device rows per process."""
+- merge keeps device rows per process;
+- every row nests where user ranges cross (ITT overlapped tasks, NVTX
+  start/end ranges: on lane rows of their own)."""
 import base64
 import json
 import os
@@ -24,7 +26,8 @@ import pytest
 
 from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, need, run, scan_trace,
                       sim_env)
-from viewer_rules import (check_flows, check_rounding, hta_gpu_work, hta_rank, hta_stream,
+from viewer_rules import (check_flows, check_nesting, check_rounding, hta_gpu_work, hta_rank,
+                          hta_stream,
                           load_exact, rows)
 
 VIEWERS = BUILD / "test" / "viewers"
@@ -321,3 +324,41 @@ def test_device_annotations_never_open_on_an_end(tmp_path):
         for ph in phases:
             assert any(a.start_ns <= ph.start_ns and ph.end_ns <= a.end_ns for a in steps), ph.ts
     assert checked == 30
+
+
+# ---- 6. rows nest ----
+
+@pytest.mark.parametrize("app", ["annotations/itt_host", "annotations/ze_cross_itt",
+                                 "annotations/ze_cross_nvtx", "cuda/nvtx_app cross"])
+def test_crossing_user_ranges_leave_every_row_nested(tmp_path, app):
+    """User ranges that need not nest with their thread's slices (ITT overlapped
+    tasks crossing each other or a task; NVTX start/end ranges crossing each
+    other, a push/pop range, or, ended by another thread, a call on the row of
+    the thread that began them) are drawn on the process's lane rows ("ranges",
+    "ranges 2": the second where they cross the first's): every row nests, exactly
+    and as the legacy viewer builds its tree (a crossing slice was drawn as a
+    top-level slice over the other), in each trace and in the two merged."""
+    exe, *args = app.split()
+    need(BUILD / "test" / exe)
+    paths = []
+    for name in ("a.json", "b.json"):
+        out = tmp_path / name
+        r = run([BUILD / "test" / exe, *args], env=sim_env(), trace=str(out))
+        assert r.returncode == 0, r.stderr
+        t = load_exact(out)
+        assert check_nesting(t) >= 3
+        pid = t["gputrace"]["pid"]
+        lanes = sorted(e["args"]["name"] for e in t["traceEvents"]
+                       if e.get("ph") == "M" and e["name"] == "thread_name" and
+                       e["pid"] == pid and e["tid"] != pid and
+                       e["args"]["name"].startswith("ranges"))
+        assert lanes == ["ranges", "ranges 2"]
+        check_flows(t)
+        check_rounding(t)
+        paths.append(str(out))
+    tool = BUILD / "gputrace-tool"
+    need(tool)
+    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), *paths],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert check_nesting(load_exact(tmp_path / "m.json")) >= 6
