@@ -519,13 +519,66 @@ GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 	return ret;
 }
 
-GT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
+/*
+ * glibc's other calls that install a handler go to its internal __sigaction,
+ * past ours: each is done again here on our sigaction, as glibc 2.36 does it
+ * (signal/, sysdeps/posix/), so what sigaction promises holds for them too.
+ */
 
-	/* glibc's signal() has BSD semantics: restart, no reset, mask self */
+/* siginterrupt()'s signals, glibc's _sigintr: signal() leaves out SA_RESTART.
+ * Beside the start-up state: a shell's every signal() reads it. */
+static _Atomic unsigned long long sig_interrupts GT_STARTUP_BSS;
+
+static bool bad_disposition(int sig, sighandler_t handler)
+{
+	if (handler != SIG_ERR && sig >= 1 && sig < NSIG)
+		return false;
+	errno = EINVAL;
+	return true;
+}
+
+/* signal(), bsd_signal(), ssignal(): BSD semantics, restart (unless
+ * siginterrupt said otherwise), no reset, the signal masked in its handler */
+static sighandler_t bsd_signal_as_glibc(int sig, sighandler_t handler)
+{
+	struct sigaction sa = { .sa_handler = handler }, old;
+
+	if (bad_disposition(sig, handler))
+		return SIG_ERR;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);
+	if (!((atomic_load(&sig_interrupts) >> (sig - 1)) & 1))
+		sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+GT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	return bsd_signal_as_glibc(sig, handler);
+}
+
+extern sighandler_t bsd_signal(int sig, sighandler_t handler);
+GT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return bsd_signal_as_glibc(sig, handler);
+}
+
+GT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return bsd_signal_as_glibc(sig, handler);
+}
+
+/* System V semantics: reset to SIG_DFL on delivery, not masked, no restart */
+static sighandler_t sysv_signal_as_glibc(int sig, sighandler_t handler)
+{
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER },
+			 old;
+
+	if (bad_disposition(sig, handler))
+		return SIG_ERR;
+	sigemptyset(&sa.sa_mask);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
@@ -533,13 +586,108 @@ GT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 
 GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
-	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER },
-			 old;
+	return sysv_signal_as_glibc(sig, handler);
+}
 
+/* what signal() is in a program built with strict ISO C (-std=c11) */
+extern sighandler_t __sysv_signal(int sig, sighandler_t handler);
+GT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return sysv_signal_as_glibc(sig, handler);
+}
+
+/* System V's sigset(): SIG_HOLD only blocks; another disposition goes in
+ * and unblocks; SIG_HOLD is returned where the signal was blocked. As
+ * glibc's, it takes SIG_ERR as a handler. */
+GT_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	struct sigaction sa = { .sa_handler = disp }, old;
+	sigset_t set, oset;
+
+	sigemptyset(&set);
+	if (sigaddset(&set, sig) < 0) /* EINVAL: out of range, or glibc's own */
+		return SIG_ERR;
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &set, &oset) < 0)
+			return SIG_ERR;
+		if (sigismember(&oset, sig) == 1)
+			return SIG_HOLD;
+		if (sigaction(sig, NULL, &old) < 0)
+			return SIG_ERR;
+		return old.sa_handler;
+	}
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
-	return old.sa_handler;
+	if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0)
+		return SIG_ERR;
+	return sigismember(&oset, sig) == 1 ? SIG_HOLD : old.sa_handler;
+}
+
+GT_EXPORT int sigignore(int sig)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL);
+}
+
+/* Installs the disposition again with SA_RESTART changed (our sigaction
+ * shows the program's own), and tells signal() for later. */
+GT_EXPORT int siginterrupt(int sig, int interrupt)
+{
+	struct sigaction sa;
+
+	if (sigaction(sig, NULL, &sa) < 0)
+		return -1;
+	if (interrupt) {
+		atomic_fetch_or(&sig_interrupts, 1ull << (sig - 1));
+		sa.sa_flags &= ~SA_RESTART;
+	} else {
+		atomic_fetch_and(&sig_interrupts, ~(1ull << (sig - 1)));
+		sa.sa_flags |= SA_RESTART;
+	}
+	return sigaction(sig, &sa, NULL) < 0 ? -1 : 0;
+}
+
+/* 4.2BSD's sigvec(), in glibc for old binaries only (sigvec@GLIBC_2.2.5):
+ * its struct and flags are in no header now. */
+struct gt_sigvec {
+	sighandler_t sv_handler;
+	int sv_mask; /* bit sig - 1 for each signal from 1 to 32 */
+	int sv_flags;
+};
+#define GT_SV_ONSTACK 1
+#define GT_SV_INTERRUPT 2
+#define GT_SV_RESETHAND 4
+
+extern int sigvec(int sig, const struct gt_sigvec *vec, struct gt_sigvec *ovec);
+GT_EXPORT int sigvec(int sig, const struct gt_sigvec *vec, struct gt_sigvec *ovec)
+{
+	struct sigaction sa = { 0 }, old;
+
+	if (vec) {
+		sa.sa_handler = vec->sv_handler;
+		sigemptyset(&sa.sa_mask);
+		/* glibc sets the bits as they are, its internal signals included */
+		sa.sa_mask.__val[0] = (unsigned int)vec->sv_mask;
+		if (vec->sv_flags & GT_SV_ONSTACK)
+			sa.sa_flags |= SA_ONSTACK;
+		if (!(vec->sv_flags & GT_SV_INTERRUPT))
+			sa.sa_flags |= SA_RESTART;
+		if (vec->sv_flags & GT_SV_RESETHAND)
+			sa.sa_flags |= SA_RESETHAND;
+	}
+	if (sigaction(sig, vec ? &sa : NULL, &old) < 0)
+		return -1;
+	if (ovec) {
+		ovec->sv_handler = old.sa_handler;
+		ovec->sv_mask = (int)(unsigned int)old.sa_mask.__val[0];
+		ovec->sv_flags = ((old.sa_flags & SA_ONSTACK) ? GT_SV_ONSTACK : 0) |
+				 ((old.sa_flags & SA_RESTART) ? 0 : GT_SV_INTERRUPT) |
+				 ((old.sa_flags & SA_RESETHAND) ? GT_SV_RESETHAND : 0);
+	}
+	return 0;
 }
 
 /* ---- fork ---- */

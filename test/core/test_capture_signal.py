@@ -3,6 +3,7 @@
 says so in one stderr line, and `gputrace capture` then refuses that process."""
 import os
 import pathlib
+import platform
 import signal
 import subprocess
 
@@ -44,8 +45,13 @@ def finish(p):
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("mode", ["sigaction", "signal"])
+@pytest.mark.parametrize("mode", ["sigaction", "signal", "sigset", "bsd_signal", "sysv_signal",
+                                  "__sysv_signal", "ssignal", "sigvec"])
 def test_program_using_the_capture_signal_keeps_it(tmp_path, mode):
+    """Each of glibc's calls that install a handler (sigset, bsd_signal, ...: glibc does them
+    past its sigaction) keeps the signal for the program as sigaction does."""
+    if mode == "sigvec" and platform.machine() != "x86_64":
+        pytest.skip("sig_own binds sigvec@GLIBC_2.2.5 (x86_64's) only")
     p = start(tmp_path, mode)
     try:
         # gputrace stepped aside: no announcement, and capture says why it cannot reach it
@@ -61,6 +67,20 @@ def test_program_using_the_capture_signal_keeps_it(tmp_path, mode):
     assert len(lines) == 1, err
     assert f"handles signal {SIG} itself: gputrace steps aside" in lines[0]
     assert not (tmp_path / "trace.json").exists()
+
+
+def test_other_calls_behave_as_glibc_does(tmp_path):
+    """gputrace does glibc's sigset (SIG_HOLD, unblocking, SIG_HOLD returned), signal after
+    siginterrupt, bsd_signal, sysv_signal, sigignore, sigvec again on its sigaction: each
+    returns and installs what it does untraced."""
+    p = start(tmp_path, "semantics", traced=False)
+    plain, _ = finish(p)
+    p = start(tmp_path, "semantics")
+    traced, err = finish(p)
+    assert traced == plain
+    assert b"sigset HOLD again -> SIG_HOLD" in plain and b"sigset DFL -> SIG_HOLD" in plain
+    lines = gputrace_lines(err)
+    assert len(lines) == 1 and f"handles signal {SIG} itself" in lines[0], err
 
 
 def test_program_that_only_asks_sees_the_default(tmp_path):

@@ -84,8 +84,9 @@ def test_sig_ign_holds(tmp_path):
     check_complete(r.trace, 1010, "exit")
 
 
-def test_reset_to_default_still_dies(tmp_path):
-    r = compare(tmp_path, "default-again")
+@pytest.mark.parametrize("action", ["default-again", "default-again-sigset"])
+def test_reset_to_default_still_dies(tmp_path, action):
+    r = compare(tmp_path, action)
     assert r.returncode == -signal.SIGINT
     assert b"sees SIG_DFL" in r.stdout
     check_complete(r.trace, 1000, "signal SIGINT")
