@@ -548,6 +548,8 @@ struct run_list {
 	char write_error[256]; /* the first one's reason */
 	bool window_opened;
 	char no_window[1024]; /* the first process's reason for none */
+	pid_t *windowless;  /* processes that opened no window ("! PID WHY") */
+	size_t nwindowless;
 	bool telemetry;
 	char no_telemetry[1024]; /* the first process's reason for none */
 };
@@ -560,6 +562,7 @@ static void list__free(struct run_list *l)
 	free(l->recording);
 	free(l->named);
 	free(l->ended);
+	free(l->windowless);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -607,8 +610,11 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->ended[l->nended++] = pid;
 		} else if (line[0] == 'w') {
 			l->window_opened = true;
-		} else if (line[0] == '!' && file && !l->no_window[0]) {
-			snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
+		} else if (line[0] == '!' && file) {
+			if (!l->no_window[0])
+				snprintf(l->no_window, sizeof(l->no_window), "%s", file + 1);
+			l->windowless = grow(l->windowless, l->nwindowless, sizeof(pid_t));
+			l->windowless[l->nwindowless++] = pid;
 		} else if (line[0] == 'x' && file) {
 			if (!l->write_failed++)
 				snprintf(l->write_error, sizeof(l->write_error), "%s", file + 1);
@@ -713,18 +719,24 @@ static void take_unlisted(const struct run *r, struct run_list *l)
 		free(names);
 }
 
-/* How many of pids have no trace named. */
+static bool has_pid(const pid_t *pids, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* How many of pids have no trace named. One that said it opened no window
+ * had none to write (what it made while paused, an NVTX range's stack, is
+ * no trace): the run says why in the no-window line, not as a failure. */
 static size_t unnamed(const struct run_list *l, const pid_t *pids, size_t n)
 {
 	size_t count = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t k = 0;
-
-		while (k < l->nnamed && l->named[k] != pids[i])
-			k++;
-		count += k == l->nnamed;
-	}
+	for (size_t i = 0; i < n; i++)
+		count += !has_pid(l->named, l->nnamed, pids[i]) &&
+			 !has_pid(l->windowless, l->nwindowless, pids[i]);
 	return count;
 }
 

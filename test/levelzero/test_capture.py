@@ -621,15 +621,18 @@ def test_many_nodes_recipe(tmp_path):
     (["--delay", "100"], r"--delay 100 s is longer than the run \(it ended after \d+\.\d{3} s\)"),
     (["--start", "paused"], r"started with --start paused, and no gputrace capture opened one"),
 ])
-def test_run_says_no_window_opened(tmp_path, setting, why):
+@pytest.mark.parametrize("app", ["ze_window", "ze_window_nvtx"])
+def test_run_says_no_window_opened(tmp_path, setting, why, app):
     """ze_window makes Level Zero calls all along, but no capture window ever opened: the
     run says so in one line, naming the setting (not that nothing made a GPU call), and
-    writes nothing."""
-    for p in (ZE_SIM, WINDOW_APP):
+    writes nothing. So does ze_window_nvtx, whose NVTX range while paused made its thread's
+    ring (not that it could not write a trace it never had)."""
+    app = APPS / app
+    for p in (ZE_SIM, app):
         need(p)
     env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
     r = subprocess.run([str(GPUTRACE), "run"] + setting + ["-o", str(tmp_path / "t.json"), "--",
-                                                            str(WINDOW_APP), "50", str(BATCH)],
+                                                            str(app), "50", str(BATCH)],
                        env=env, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert b"iterations=" in r.stdout
