@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -688,6 +689,57 @@ GT_EXPORT int sigvec(int sig, const struct gt_sigvec *vec, struct gt_sigvec *ove
 				 ((old.sa_flags & SA_RESETHAND) ? GT_SV_RESETHAND : 0);
 	}
 	return 0;
+}
+
+/*
+ * A program that waits for the capture signal itself (a signal thread's
+ * sigwaitinfo, a signalfd) uses it as one with a handler does: gputrace
+ * steps aside (trigger.c). Not hot: the real call is looked up at the first.
+ */
+static void *_Atomic real_sigwait, *_Atomic real_sigwaitinfo, *_Atomic real_sigtimedwait,
+	*_Atomic real_signalfd;
+
+static void *real_of(void *_Atomic *slot, const char *name)
+{
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+
+	if (!f) {
+		f = gt_real(name);
+		atomic_store_explicit(slot, f, memory_order_release);
+	}
+	return f;
+}
+
+GT_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	__typeof__(sigwait) *real = real_of(&real_sigwait, "sigwait");
+
+	trigger__program_waits(set);
+	return real(set, sig);
+}
+
+GT_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	__typeof__(sigwaitinfo) *real = real_of(&real_sigwaitinfo, "sigwaitinfo");
+
+	trigger__program_waits(set);
+	return real(set, info);
+}
+
+GT_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	__typeof__(sigtimedwait) *real = real_of(&real_sigtimedwait, "sigtimedwait");
+
+	trigger__program_waits(set);
+	return real(set, info, timeout);
+}
+
+GT_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	__typeof__(signalfd) *real = real_of(&real_signalfd, "signalfd");
+
+	trigger__program_waits(mask);
+	return real(fd, mask, flags);
 }
 
 /* ---- fork ---- */

@@ -264,3 +264,28 @@ bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *
 		*oldact = old;
 	return true;
 }
+
+void trigger__program_waits(const sigset_t *set)
+{
+	int sig = trig_signal();
+	bool was_ours;
+
+	/* NULL: the real call says EFAULT */
+	if (!sig || !set || sigismember(set, sig) != 1)
+		return;
+	while (atomic_flag_test_and_set(&trig_lock))
+		;
+	/* what the program believes is installed goes in for real: a thread of
+	 * its own that does not block the signal takes it as it would untraced */
+	was_ours = atomic_load(&trig_ours) && !__sigaction(sig, &trig_app, NULL);
+	if (was_ours)
+		atomic_store(&trig_ours, false);
+	if (!atomic_load(&trig_ours))
+		trig_sig = 0;
+	atomic_flag_clear(&trig_lock);
+	if (!was_ours)
+		return; /* not installed yet: it never will be, as for a handler */
+	trigger__withdraw();
+	pr_warn("the program waits for signal %d itself: gputrace steps aside, gputrace capture "
+		"cannot reach pid %d (GPUTRACE_CAPTURE_SIGNAL picks another)", sig, (int)getpid());
+}

@@ -33,5 +33,9 @@ GT_HIDDEN int trigger__signal(void);
  * (handled here, result in *ret). */
 GT_HIDDEN bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact,
 				  int *ret);
+/* The program waits for the signals of set (sigwait, sigwaitinfo, signalfd):
+ * where the capture signal is one, gputrace steps aside as for a handler
+ * (set may be NULL). */
+GT_HIDDEN void trigger__program_waits(const sigset_t *set);
 
 #endif

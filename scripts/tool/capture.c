@@ -58,6 +58,50 @@ static int read_announce(const char *dir, int pid, struct announce *a)
 	return a->pid == pid && a->sig > 0 ? 0 : -EINVAL;
 }
 
+/*
+ * Whether every thread of the program blocks sig: then nothing takes it
+ * but the program's own sigwait(), sigwaitinfo() or signalfd (a server's
+ * signal thread), or nothing at all, and its use of the signal wins.
+ * gputrace's own threads (named gputrace-*) block every signal: left out.
+ * A thread gone meanwhile is left out; no thread read: not known (false).
+ */
+static bool program_blocks(int pid, int sig)
+{
+	char path[PATH_MAX], line[256];
+	bool any = false, all = true;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && all && (e = readdir(d))) {
+		bool ours = false, blocked = false, seen = false;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.32s/status", pid, e->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "Name:\tgputrace-", 15)) {
+				ours = true;
+			} else if (!strncmp(line, "SigBlk:", 7)) {
+				seen = true;
+				blocked = strtoull(line + 7, NULL, 16) >> (sig - 1) & 1;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (ours || !seen)
+			continue;
+		any = true;
+		all = blocked;
+	}
+	if (d)
+		closedir(d);
+	return any && all;
+}
+
 /* One process: 0 triggered, 1 refused or failed (one line said why). */
 static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 {
@@ -110,6 +154,13 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		 * said, as --stop with none open is (it printed "window opens") */
 		fprintf(stderr, WHO ": %d (%s): a window is open already: nothing to open "
 				"(--stop ends it)\n", pid, a.exe);
+		return 1;
+	}
+	if (program_blocks(pid, a.sig)) {
+		/* the signal would wait, or go to the program's own sigwait */
+		fprintf(stderr, WHO ": %d (%s): every thread of the program blocks signal %d (it "
+				"waits for the signal itself, or keeps it out): cannot be triggered "
+				"(GPUTRACE_CAPTURE_SIGNAL picks another)\n", pid, a.exe, a.sig);
 		return 1;
 	}
 	if (sigqueue(pid, a.sig, v)) {

@@ -2,6 +2,8 @@
  * MODE sigaction: installs a handler with sigaction(); signal, sigset, bsd_signal,
  * sysv_signal, __sysv_signal, ssignal, sigvec: with that call (glibc does each past its
  * sigaction); query: only asks what is installed (must be SIG_DFL) and leaves it;
+ * sigwait: blocks it, as every thread it starts then, and one of them takes it with
+ * sigwaitinfo() (a server's signal thread); block: blocks every signal, takes none;
  * semantics: after the line, prints what each of those calls returns and leaves installed.
  * Then prints "ready PID", reads one line from stdin (the test signals it meanwhile),
  * prints how many SIGNO it handled and exits 0. Untraced and traced it prints the same. */
@@ -36,6 +38,17 @@ static atomic_int got;
 static void on_sig(int sig)
 {
 	atomic_fetch_add(&got, 1);
+}
+
+static void *signal_thread(void *arg)
+{
+	const sigset_t *set = arg;
+	siginfo_t si;
+
+	for (;;)
+		if (sigwaitinfo(set, &si) > 0)
+			atomic_fetch_add(&got, 1);
+	return NULL;
 }
 
 static const char *name(__sighandler_t h)
@@ -96,7 +109,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sig_own: signal %d is not at SIG_DFL\n", sig);
 		return 1;
 	}
-	if (!strcmp(mode, "sigaction")) {
+	if (!strcmp(mode, "sigwait")) {
+		static sigset_t set;
+		pthread_t t;
+
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		if (pthread_sigmask(SIG_BLOCK, &set, NULL) ||
+		    pthread_create(&t, NULL, signal_thread, &set))
+			return 1;
+	} else if (!strcmp(mode, "block")) {
+		sigset_t all;
+
+		sigfillset(&all);
+		if (pthread_sigmask(SIG_BLOCK, &all, NULL))
+			return 1;
+	} else if (!strcmp(mode, "sigaction")) {
 		if (sigaction(sig, &sa, NULL))
 			return 1;
 	} else if (!strcmp(mode, "signal")) {

@@ -6,6 +6,7 @@ import pathlib
 import platform
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -81,6 +82,58 @@ def test_other_calls_behave_as_glibc_does(tmp_path):
     assert b"sigset HOLD again -> SIG_HOLD" in plain and b"sigset DFL -> SIG_HOLD" in plain
     lines = gputrace_lines(err)
     assert len(lines) == 1 and f"handles signal {SIG} itself" in lines[0], err
+
+
+def test_program_that_waits_for_the_capture_signal_keeps_it(tmp_path):
+    """A program whose signal thread takes the signal with sigwaitinfo (every thread blocks
+    it, a server's way) uses it as one with a handler does: gputrace steps aside with one
+    line, capture refuses the process, and the program's own signal reaches its thread."""
+    p = start(tmp_path, "sigwait")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (tmp_path / "run" / str(p.pid)).exists():
+            time.sleep(0.01)  # the thread is on its way to its sigwaitinfo
+        r = capture(tmp_path, "--duration", "0.1", p.pid)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r
+        assert b"cannot be triggered" in r.stderr
+        os.kill(p.pid, SIG)  # the program's own use of it
+        while time.monotonic() < deadline and pending(p.pid, SIG):
+            time.sleep(0.01)
+        time.sleep(0.1)  # taken: counted just after
+    finally:
+        out, err = finish(p)
+    assert out == b"handled 1\n"
+    lines = gputrace_lines(err)
+    assert len(lines) == 1, err
+    assert f"waits for signal {SIG} itself: gputrace steps aside" in lines[0]
+    assert not (tmp_path / "trace.json").exists()
+
+
+def test_program_that_blocks_the_capture_signal_is_refused(tmp_path):
+    """A program whose every thread blocks the signal (gputrace's own left out) would never
+    take it: gputrace capture looks at the threads' masks and refuses the process with one
+    line, sending nothing (no window said to open while none can)."""
+    p = start(tmp_path, "block")
+    try:
+        r = capture(tmp_path, "--duration", "0.1", p.pid)
+        assert r.returncode == 1 and r.stdout == b"", r
+        lines = r.stderr.decode().splitlines()
+        assert len(lines) == 1 and f"every thread of the program blocks signal {SIG}" in \
+            lines[0] and "cannot be triggered" in lines[0], lines
+        assert not pending(p.pid, SIG)
+    finally:
+        out, err = finish(p)
+    assert out == b"handled 0\n"
+    assert gputrace_lines(err) == []
+
+
+def pending(pid, sig):
+    """Whether sig waits for the process (the kernel's ShdPnd mask)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("ShdPnd:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
 
 
 def test_program_that_only_asks_sees_the_default(tmp_path):
