@@ -11,7 +11,8 @@
  * arrow only where both its ends are in the file, on the slices they bind
  * to. What is dropped is counted, not lost:
  * events_kept + events_aged_out is every event recorded (the annotation
- * slices the writer derives from ranges are drawn, not counted).
+ * slices the writer derives from ranges are drawn, not counted); under
+ * gputrace run, with events_in_earlier_dumps: what earlier dumps kept.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -41,12 +42,14 @@ static struct {
 	size_t bytes; /* segments' allocated bytes (live and pooled) + the names' */
 	size_t pooled;
 	struct jbuf names;
-	uint64_t aged_events, aged_flows; /* in dropped segments */
+	uint64_t events, flows; /* every one added, kept in a segment or not */
 	uint64_t dumps;
 	uint64_t seq;       /* events and arrow ends added so far */
-	uint64_t dumped;    /* under gputrace run: the events before it are in a dump */
+	uint64_t dumped;    /* under gputrace run: the events before it were up to a dump */
 	uint64_t dumped_ns; /* ... and when that dump was taken */
-	uint64_t earlier_events, earlier_flows; /* in dropped segments, and dumped */
+	/* under gputrace run, what earlier dumps kept: counted as they wrote it,
+	 * as what one aged out stays before F.dumped too (and is in no dump) */
+	uint64_t earlier_events, earlier_flows;
 } F;
 
 /* Under gputrace run a dump holds what no earlier dump of the process
@@ -151,24 +154,6 @@ static void drop_oldest(void)
 	F.head = s->next;
 	if (!F.head)
 		F.tail = NULL;
-	if (s->seq0 < F.dumped) {
-		const char *q = s->data, *ev;
-		uint64_t i = 0;
-		size_t n;
-
-		for (; (ev = events__next(&q, s->data + s->len, &n)); i++) {
-			bool flow = is_flow(ev, n), dumped = dumped_before(s, i);
-			bool event = !flow && !is_derived(ev, n);
-
-			F.earlier_flows += flow && dumped;
-			F.earlier_events += event && dumped;
-			F.aged_flows += flow && !dumped;
-			F.aged_events += event && !dumped;
-		}
-	} else {
-		F.aged_events += s->events;
-		F.aged_flows += s->flows;
-	}
 	if (s->cap == seg_cap()) {
 		s->next = F.pool;
 		F.pool = s;
@@ -235,9 +220,9 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 		age(now, cap);
 		s = new_seg(cap);
 		if (!s) {
-			/* counted all the same */
-			F.aged_events += !is_flow(ev, n) && !is_derived(ev, n);
-			F.aged_flows += is_flow(ev, n);
+			/* counted all the same (aged out) */
+			F.events += !is_flow(ev, n) && !is_derived(ev, n);
+			F.flows += is_flow(ev, n);
 			return;
 		}
 		if (F.tail)
@@ -251,12 +236,15 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	s->len += n + 1;
 	s->last_ns = now;
 	F.seq++;
-	if (is_flow(ev, n))
+	if (is_flow(ev, n)) {
 		s->flows++;
-	else if (is_derived(ev, n))
+		F.flows++;
+	} else if (is_derived(ev, n)) {
 		s->derived++;
-	else
+	} else {
 		s->events++;
+		F.events++;
+	}
 }
 
 void flight__add(const char *p, size_t len, uint64_t now)
@@ -352,8 +340,7 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	size_t n;
 	bool first = true;
 
-	*c = (struct flight_counts){ .aged_events = F.aged_events, .aged_flows = F.aged_flows,
-				     .earlier_events = F.earlier_events,
+	*c = (struct flight_counts){ .earlier_events = F.earlier_events,
 				     .earlier_flows = F.earlier_flows };
 	for (struct seg *s = F.head; s; s = s->next) {
 		nflows += s->flows;
@@ -411,20 +398,13 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n), event = !flow && !is_derived(ev, n);
 
-			if (dumped_before(s, i)) {
-				c->earlier_flows += flow;
-				c->earlier_events += event;
-				continue;
-			}
-			if (!in_window(ev, n, cutoff) ||
+			/* what is not kept is counted below */
+			if (dumped_before(s, i) || !in_window(ev, n, cutoff) ||
 			    (flow && (!arrows ||
 				      !arrow_kept(arrow_slot(arrows, mask,
 							     field_u64(ev, n, "\"id\":", false)),
-						  memmem(ev, n, "\"cat\":\"ac2g\"", 12) != NULL)))) {
-				c->aged_flows += flow;
-				c->aged_events += event;
+						  memmem(ev, n, "\"cat\":\"ac2g\"", 12) != NULL))))
 				continue;
-			}
 			if (flow) {
 				c->kept_flows++;
 			} else {
@@ -441,6 +421,10 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 		}
 	free(arrows);
 	free(sl);
+	/* aged out: dropped, out of the window, an arrow with an end gone, or
+	 * before an earlier dump and not in it */
+	c->aged_events = F.events - c->kept_events - c->earlier_events;
+	c->aged_flows = F.flows - c->kept_flows - c->earlier_flows;
 	F.dumps++;
 	/* a time window opens at its cutoff; a byte budget's at what it kept */
 	uint64_t from = cutoff ? cutoff : first_kept;
@@ -449,6 +433,8 @@ void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
 	if (gt_under_run()) {
 		F.dumped = F.seq;
 		F.dumped_ns = now;
+		F.earlier_events += c->kept_events;
+		F.earlier_flows += c->kept_flows;
 	}
 }
 

@@ -397,6 +397,10 @@ def test_gputrace_run_dump_then_failure_each_event_once(tmp_path):
     # dump 1 held all it had; dump 2 the rest of its window (1 s over a dump 0.8 s before)
     assert first["flight_recorder"]["events_in_earlier_dumps"] == 0
     assert second["flight_recorder"]["events_in_earlier_dumps"] > 0
+    # exactly what the first held: what it aged out is in neither dump, counted aged out
+    for kind in ("events", "flows"):
+        assert second["flight_recorder"][f"{kind}_in_earlier_dumps"] == \
+            first["flight_recorder"][f"{kind}_kept"], kind
     for g in (first, second):
         fr = g["flight_recorder"]
         assert fr["events_kept"] + fr["events_aged_out"] + fr["events_in_earlier_dumps"] == \
