@@ -47,6 +47,22 @@ static struct {
 } closed_windows[CLOSED_KEPT];
 static _Atomic uint32_t nclosed GT_STARTUP_BSS;
 
+/* Requests from the trigger's handler, carried out by the drain thread in
+ * the order they were made: a pending open then close is a window that
+ * opens and closes, never one left open. A bounded queue that the handler
+ * of any thread may push to without a lock (D. Vyukov's): slot pos % REQS
+ * is free for pos when its seq is pos, and holds pos's request at pos + 1.
+ * Set up at start in a process with windows, the only one that posts. */
+#define REQS 16
+#define REQ_CLOSE 0
+#define REQ_TOGGLE 1
+#define REQ_OPEN_ENDED UINT64_MAX /* else an open, of that many ns */
+static struct {
+	_Atomic uint32_t seq;
+	_Atomic uint64_t what;
+} reqs[REQS];
+static _Atomic uint32_t reqs_in, reqs_out;
+
 GT_STARTUP_CODE bool capture__wanted(void)
 {
 	return gt_cfg.start_paused || gt_cfg.delay_ns || gt_cfg.duration_ns ||
@@ -101,8 +117,6 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 	ranges = ranges_missed = range_gave_up = 0;
 	atomic_store(&gt_cap.windows, 0);
 	atomic_store(&gt_cap.plugins_window, 0);
-	atomic_store(&gt_cap.req_open, 0);
-	atomic_store(&gt_cap.req_close, false);
 	atomic_store(&gt_cap.start_at_ns, 0);
 	atomic_store(&gt_cap.stop_at_ns, 0);
 	if (!gt_cap.controlled) {
@@ -111,6 +125,11 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 		atomic_store(&gt_cap.close_ns, UINT64_MAX);
 		return GT_PHASE_RUNNING;
 	}
+	/* (a fork child's may be half pushed by a handler of the parent's) */
+	for (uint32_t i = 0; i < REQS; i++)
+		atomic_store(&reqs[i].seq, i);
+	atomic_store(&reqs_in, 0);
+	atomic_store(&reqs_out, 0);
 	/* no window yet: nothing is inside */
 	atomic_store(&gt_cap.open_ns, UINT64_MAX);
 	atomic_store(&gt_cap.close_ns, 0);
@@ -130,14 +149,60 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 	return GT_PHASE_PAUSED;
 }
 
+static void post(uint64_t what)
+{
+	uint32_t pos = atomic_load(&reqs_in);
+
+	if (!gt_cap.controlled)
+		return; /* the whole run is one window */
+	for (;;) {
+		int32_t ahead = (int32_t)(atomic_load(&reqs[pos % REQS].seq) - pos);
+
+		if (ahead < 0)
+			return; /* REQS requests within one look of the drain: a burst of kills */
+		if (ahead > 0)
+			pos = atomic_load(&reqs_in); /* another handler took pos */
+		else if (atomic_compare_exchange_weak(&reqs_in, &pos, pos + 1))
+			break;
+	}
+	atomic_store_explicit(&reqs[pos % REQS].what, what, memory_order_relaxed);
+	atomic_store_explicit(&reqs[pos % REQS].seq, pos + 1, memory_order_release);
+}
+
 void capture__post_open(uint64_t duration_ns)
 {
-	atomic_store(&gt_cap.req_open, duration_ns ? duration_ns : UINT64_MAX);
+	post(duration_ns ? duration_ns : REQ_OPEN_ENDED);
 }
 
 void capture__post_close(void)
 {
-	atomic_store(&gt_cap.req_close, true);
+	post(REQ_CLOSE);
+}
+
+void capture__post_toggle(void)
+{
+	post(REQ_TOGGLE);
+}
+
+/* The oldest request not carried out yet (false: none): the drain's, under
+ * cap_lock, or a look with none posted (a handler, while no drain runs). */
+static bool req_next(uint64_t *what)
+{
+	uint32_t pos = atomic_load_explicit(&reqs_out, memory_order_relaxed);
+
+	if (atomic_load_explicit(&reqs[pos % REQS].seq, memory_order_acquire) != pos + 1)
+		return false;
+	*what = atomic_load_explicit(&reqs[pos % REQS].what, memory_order_relaxed);
+	return true;
+}
+
+/* Under cap_lock: req_next's request is carried out; its slot is free. */
+static void req_done(void)
+{
+	uint32_t pos = atomic_load_explicit(&reqs_out, memory_order_relaxed);
+
+	atomic_store_explicit(&reqs[pos % REQS].seq, pos + REQS, memory_order_release);
+	atomic_store_explicit(&reqs_out, pos + 1, memory_order_relaxed);
 }
 
 static void open_window(uint64_t now_ns, uint64_t duration_ns)
@@ -333,8 +398,7 @@ static enum gt_capture_event tick_locked(uint64_t now_ns, uint64_t *wait_ns)
 	at = atomic_load(&gt_cap.stop_at_ns);
 	/* a planned end is the window's end even when this thread is late: what
 	 * was recorded after it is outside, and the writer leaves it out */
-	if ((at && now_ns >= at && close_window(at)) ||
-	    (atomic_exchange(&gt_cap.req_close, false) && close_window(now_ns)))
+	if (at && now_ns >= at && close_window(at))
 		return GT_CAPTURE_CLOSED; /* the writer ends its file before anything opens */
 	at = atomic_load(&gt_cap.start_at_ns);
 	if (at && now_ns >= at) {
@@ -342,17 +406,32 @@ static enum gt_capture_event tick_locked(uint64_t now_ns, uint64_t *wait_ns)
 		open_window(now_ns, gt_cfg.duration_ns);
 		what = GT_CAPTURE_OPENED;
 	}
-	req = atomic_exchange(&gt_cap.req_open, 0);
-	if (req && atomic_load(&gt_phase) == GT_PHASE_PAUSED) {
-		open_window(now_ns, req == UINT64_MAX ? 0 : req);
-		what = GT_CAPTURE_OPENED;
-	} else if (req && req != UINT64_MAX) {
-		/* already recording: the window now ends req from here */
-		atomic_store(&gt_cap.stop_at_ns, now_ns + req);
+	/* requests in their order, up to one open or close a look: a closed
+	 * window's file is ended before the next opens, and one opened records
+	 * until the next look */
+	while (what == GT_CAPTURE_NONE && req_next(&req)) {
+		bool running = atomic_load(&gt_phase) == GT_PHASE_RUNNING;
+
+		req_done();
+		if (req == REQ_TOGGLE)
+			req = running ? REQ_CLOSE : REQ_OPEN_ENDED;
+		if (req == REQ_CLOSE) {
+			if (close_window(now_ns))
+				return GT_CAPTURE_CLOSED;
+		} else if (!running) {
+			open_window(now_ns, req == REQ_OPEN_ENDED ? 0 : req);
+			what = GT_CAPTURE_OPENED;
+		} else if (req != REQ_OPEN_ENDED) {
+			/* already recording: the window now ends req from here */
+			atomic_store(&gt_cap.stop_at_ns, now_ns + req);
+		}
 	}
 	a = until(atomic_load(&gt_cap.start_at_ns), now_ns);
 	b = until(atomic_load(&gt_cap.stop_at_ns), now_ns);
 	*wait_ns = a < b ? a : b;
+	/* the rest at the next look, soon (the drain's shortest wait) */
+	if (req_next(&req))
+		*wait_ns = 0;
 	return what;
 }
 

@@ -25,8 +25,6 @@ struct gt_capture {
 	_Atomic uint64_t stop_at_ns; /* the open window ends then (--duration); 0: none */
 	_Atomic uint32_t windows;    /* windows opened so far */
 	_Atomic uint32_t plugins_window; /* the window plug-ins were started for */
-	_Atomic uint64_t req_open;   /* posted: open one lasting this many ns (UINT64_MAX: open-ended) */
-	_Atomic bool req_close;      /* posted: end the open window */
 };
 
 extern GT_HIDDEN struct gt_capture gt_cap;
@@ -50,9 +48,12 @@ GT_HIDDEN int capture__start(uint64_t now_ns);
 GT_HIDDEN enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns);
 
 /* Async-signal-safe: ask the drain thread to open a window of duration_ns
- * (0: until asked to close or the process ends), or to close it. */
+ * (0: until asked to close or the process ends), to close it, or (a plain
+ * kill) to toggle: close the window the requests before it leave open, else
+ * open one. Carried out in the order they were asked for. */
 GT_HIDDEN void capture__post_open(uint64_t duration_ns);
 GT_HIDDEN void capture__post_close(void);
+GT_HIDDEN void capture__post_toggle(void);
 
 /* Async-signal-safe, for the trigger's handler: while no drain thread runs
  * (it starts with the first event; a paused process has none), there is no

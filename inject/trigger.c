@@ -32,7 +32,7 @@ static _Atomic bool trig_announced GT_STARTUP_STATE; /* read at every exit */
 
 static void on_trigger(int sig, siginfo_t *si, void *uc)
 {
-	bool open = atomic_load(&gt_phase) != GT_PHASE_RUNNING;
+	bool open = atomic_load(&gt_phase) != GT_PHASE_RUNNING, toggle = true;
 	uint64_t duration_ns = 0;
 
 	(void)sig;
@@ -52,6 +52,7 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 		int ms = si->si_value.sival_int;
 
 		open = ms >= 0;
+		toggle = false;
 		duration_ns = open ? (uint64_t)ms * 1000000ull : 0;
 	}
 	/* atomic stores (and the window's mark): the drain thread does the
@@ -59,7 +60,11 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 	 * (capture__unwritten_request) */
 	if (capture__unwritten_request(open, duration_ns))
 		return;
-	if (open) {
+	if (toggle) {
+		/* the phase may not show the requests still pending: the drain
+		 * tells open from close after them */
+		capture__post_toggle();
+	} else if (open) {
 		/* asked for: a --stop right after finds it open */
 		trigger__window_mark(true);
 		capture__post_open(duration_ns);

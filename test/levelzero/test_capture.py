@@ -429,6 +429,58 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     assert r.returncode == 1 and b"refused" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
+# ---- requests carried out in their order; the run directory's PID.window ----
+
+SIG = signal.SIGRTMIN + 7  # the default capture signal
+
+
+def wait_gone(path, timeout=1.0):
+    """path is gone within timeout (a window mark the drain removes at its next look)."""
+    deadline = time.monotonic() + timeout
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return not path.exists()
+
+
+def test_open_then_stop_back_to_back_leaves_no_window_open(tmp_path):
+    """`capture PID; capture --stop PID` one right after the other, and two plain kills
+    (each toggles) as quick: the requests are carried out in their order, so each pair
+    is a window that opens and closes (its file complete while the process runs on),
+    never one left open. (The --stop was taken before the open it followed and dropped,
+    1 in 3; the second kill, seeing the phase still paused, asked for an open again:
+    the window recorded until the exit, PID.window stayed.)"""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 4000)
+    mark = tmp_path / "run" / f"{proc.pid}.window"
+    try:
+        # a first window starts the drain thread, which carries out the requests after it
+        assert capture(tmp_path, "--duration", "0.1", proc.pid).returncode == 0
+        wait_window_file(tmp_path / f"trace-{proc.pid}.json")
+        for i in range(12):
+            if i % 2:
+                os.kill(proc.pid, SIG)
+                os.kill(proc.pid, SIG)
+                time.sleep(0.05)  # a toggle marks its window as the drain opens it
+            else:
+                r = gputrace_capture(tmp_path, proc.pid)
+                s = gputrace_capture(tmp_path, "--stop", proc.pid)
+                assert (r.returncode, s.returncode) == (0, 0), (r.stderr, s.stderr)
+                assert s.stdout.decode().splitlines() == [
+                    f"gputrace capture: {proc.pid} (ze_window): window ends"]
+            assert wait_gone(mark), f"pair {i}: window left open"
+        # every window's file is complete (a window with nothing in it has none)
+        files = list(tmp_path.glob(f"trace-{proc.pid}*.json"))
+        assert len(files) >= 7, files
+        for f in files:
+            wait_trace(f, window_ended, "complete window", 3)
+        r = capture(tmp_path, "--stop", proc.pid)
+        assert r.returncode == 1 and b"no window is open" in r.stderr
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 # ---- ITT's __itt_resume / __itt_pause (--capture-range cudaProfilerApi) ----
 
 @pytest.mark.parametrize("how,protocol,activities", [
