@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "clock.h"
 #include "config.h"
 #include "hooks.h"
+#include "rawsys.h"
 #include "state.h"
 #include "trigger.h"
 
@@ -62,6 +64,13 @@ static struct {
 	_Atomic uint64_t what;
 } reqs[REQS];
 static _Atomic uint32_t reqs_in, reqs_out;
+
+/* A window the handler opened while no drain thread runs (a paused process
+ * that has recorded nothing: a job's shell may never) ends at its --duration
+ * by a timer, whose signal is the trigger's (SI_TIMER). Made by the first
+ * such window, disarmed by the drain thread once one runs (it keeps the
+ * deadline then). The kernel's timer id, plus one: 0 none. */
+static _Atomic int idle_timer, idle_timer_armed;
 
 GT_STARTUP_CODE bool capture__wanted(void)
 {
@@ -130,6 +139,8 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 		atomic_store(&reqs[i].seq, i);
 	atomic_store(&reqs_in, 0);
 	atomic_store(&reqs_out, 0);
+	atomic_store(&idle_timer, 0); /* not a fork child's: timers stay with the parent */
+	atomic_store(&idle_timer_armed, 0);
 	/* no window yet: nothing is inside */
 	atomic_store(&gt_cap.open_ns, UINT64_MAX);
 	atomic_store(&gt_cap.close_ns, 0);
@@ -205,12 +216,12 @@ static void req_done(void)
 	atomic_store_explicit(&reqs_out, pos + 1, memory_order_relaxed);
 }
 
-static void open_window(uint64_t now_ns, uint64_t duration_ns)
+static bool open_window(uint64_t now_ns, uint64_t duration_ns)
 {
 	int expect = GT_PHASE_PAUSED;
 
 	if (atomic_load(&gt_phase) != GT_PHASE_PAUSED)
-		return;
+		return false;
 	/* the bounds first: an event emitted as soon as the phase flips is inside */
 	atomic_store(&gt_cap.close_ns, UINT64_MAX);
 	atomic_store(&gt_cap.open_ns, now_ns);
@@ -218,6 +229,7 @@ static void open_window(uint64_t now_ns, uint64_t duration_ns)
 	atomic_fetch_add(&gt_cap.windows, 1);
 	atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_RUNNING);
 	trigger__window_mark(true);
+	return true;
 }
 
 static bool close_window(uint64_t now_ns)
@@ -360,26 +372,66 @@ void capture__range_end(uint64_t now_ns, uint32_t window)
 	pthread_mutex_unlock(&cap_lock);
 }
 
+/* Async-signal-safe (system calls of our own: libc's timer_create is not). */
+static void idle_timer_arm(uint64_t in_ns)
+{
+	struct itimerspec its = { .it_value = { (time_t)(in_ns / 1000000000ull),
+						(long)(in_ns % 1000000000ull) ?: 1 } };
+	int id = atomic_load(&idle_timer) - 1, none = 0;
+
+	if (id < 0) {
+		struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL,
+					.sigev_signo = trigger__signal() };
+
+		if (gt_rawsys6(SYS_timer_create, CLOCK_MONOTONIC, (long)&sev, (long)&id, 0, 0, 0))
+			return;
+		/* another thread's handler made one meanwhile: that one */
+		if (!atomic_compare_exchange_strong(&idle_timer, &none, id + 1)) {
+			gt_rawsys(SYS_timer_delete, id, 0);
+			id = none - 1;
+		}
+	}
+	if (!gt_rawsys6(SYS_timer_settime, id, 0, (long)&its, 0, 0, 0))
+		atomic_store(&idle_timer_armed, 1);
+}
+
+/* A window with nothing recorded in it (no event starts the drain thread
+ * without starting it) ends: no file to end, so no close to count. */
+static void close_unwritten(uint64_t close_ns)
+{
+	int expect = GT_PHASE_RUNNING;
+
+	atomic_store(&gt_cap.stop_at_ns, 0);
+	if (atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED)) {
+		atomic_store(&gt_cap.close_ns, close_ns);
+		trigger__window_mark(false);
+	}
+}
+
 bool capture__unwritten_request(bool open, uint64_t duration_ns)
 {
 	uint64_t now = gt_clock_ns();
 
 	if (shim__writer_started() || !gt_cap.controlled)
 		return false;
-	if (open) {
-		open_window(now, duration_ns);
-	} else {
-		int expect = GT_PHASE_RUNNING;
-
-		/* nothing was recorded in it (no event starts the drain thread
-		 * without starting it): no file to end, so no close to count */
-		atomic_store(&gt_cap.stop_at_ns, 0);
-		if (atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_PAUSED)) {
-			atomic_store(&gt_cap.close_ns, now);
-			trigger__window_mark(false);
-		}
-	}
+	if (!open)
+		close_unwritten(now);
+	else if (open_window(now, duration_ns) && duration_ns)
+		idle_timer_arm(duration_ns);
 	return true;
+}
+
+void capture__idle_deadline(void)
+{
+	uint64_t at = atomic_load(&gt_cap.stop_at_ns), now = gt_clock_ns();
+
+	/* a drain thread keeps the deadline, or the window ended otherwise */
+	if (shim__writer_started() || !gt_cap.controlled || !at)
+		return;
+	if (now < at)
+		idle_timer_arm(at - now); /* early, by the two clocks' drift */
+	else
+		close_unwritten(at);
 }
 
 static uint64_t until(uint64_t at_ns, uint64_t now_ns)
@@ -442,6 +494,12 @@ enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
 	*wait_ns = UINT64_MAX;
 	if (!gt_cap.controlled)
 		return GT_CAPTURE_NONE;
+	if (atomic_load(&idle_timer_armed) && atomic_exchange(&idle_timer_armed, 0)) {
+		struct itimerspec off = { 0 };
+
+		/* a signal the program would see for nothing (an EINTR) */
+		gt_rawsys6(SYS_timer_settime, atomic_load(&idle_timer) - 1, 0, (long)&off, 0, 0, 0);
+	}
 	pthread_mutex_lock(&cap_lock);
 	what = tick_locked(now_ns, wait_ns);
 	pthread_mutex_unlock(&cap_lock);

@@ -62,6 +62,10 @@ GT_HIDDEN void capture__post_toggle(void);
  * drain thread, once started by the window's first event, keeps its
  * deadline. False: a drain thread runs, post the request to it. */
 GT_HIDDEN bool capture__unwritten_request(bool open, uint64_t duration_ns);
+/* Async-signal-safe, for the trigger's handler: the timer of a --duration
+ * window that capture__unwritten_request opened went off (SI_TIMER). With
+ * still no drain thread, the window ends at its deadline. */
+GT_HIDDEN void capture__idle_deadline(void);
 
 /* Writer: a window closed whose file is not ended yet (its events are
  * still written). */

@@ -46,6 +46,10 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 				       : "trigger");
 		return;
 	}
+	if (si && si->si_code == SI_TIMER) {
+		capture__idle_deadline(); /* ours: no sender signals with it */
+		return;
+	}
 	if (si && si->si_code == SI_QUEUE) {
 		if (si->si_value.sival_int == RUNDIR_REQ_DUMP)
 			return; /* no flight recorder here: capture said so */

@@ -238,3 +238,43 @@ def test_whole_run_handler_comes_with_the_first_recording(tmp_path):
         assert sorted(os.listdir(tmp_path / "run")) == [str(busy.pid)]
         r = capture(tmp_path, busy.pid)
         assert r.returncode == 0 and b"records its whole run already" in r.stdout, r
+
+
+def wait_gone(path, timeout, gone=True):
+    """path is gone (or there, not gone) within timeout: a window's mark, which the
+    process's handler makes or removes (capture returns once the signal is sent)."""
+    deadline = time.monotonic() + timeout
+    while path.exists() == gone and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return path.exists() != gone
+
+
+def test_duration_window_of_a_process_that_records_nothing_ends(tmp_path):
+    """A paused process that makes no traced call (a job's shell: no drain thread) ends
+    a --duration window on time all the same (README: it ends exactly SEC after it
+    opened): its PID.window goes, and the next window opens. The signal that ends it
+    does not disturb the program (its read goes on). (The window stayed open for good:
+    every later capture said "a window is open already", rc 1.)"""
+    env = clean_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    p = subprocess.Popen(["sh", "-c", "echo ready; read x; read y; echo got $x $y"], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        mark = tmp_path / "run" / f"{p.pid}.window"
+        for n in range(3):
+            t = time.monotonic()
+            r = capture(tmp_path, "--duration", "0.2", p.pid)
+            assert (r.returncode, r.stderr) == (0, b""), r.stderr
+            assert r.stdout.decode().endswith(": window of 0.200 s\n")
+            assert wait_gone(mark, 0.15, gone=False) or time.monotonic() - t > 0.2, n
+            assert wait_gone(mark, 2.0), f"window {n + 1} still open"
+            assert time.monotonic() - t < 1.0  # 0.2 s, and the capture's own start
+        r = capture(tmp_path, "--stop", p.pid)
+        assert r.returncode == 1 and b"no window is open" in r.stderr
+        out, err = p.communicate(b"a\nb\n", timeout=30)
+    assert (p.returncode, out, gputrace_lines(err)) == (0, b"got a b\n", [])
+    assert not (tmp_path / "trace.json").exists()
+    assert list((tmp_path / "run").iterdir()) == []
