@@ -190,6 +190,8 @@ void trigger__announce(void)
 	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());
 	snprintf(trig_window_file, sizeof(trig_window_file), "%s%s", trig_file,
 		 RUNDIR_WINDOW_SUFFIX);
+	/* an exec'd image's pid had the image before's mark: its window ended with it */
+	unlink(trig_window_file);
 	if (!ok || rename(tmp, trig_file)) {
 		pr_dbg("could not write %s", trig_file);
 		unlink(tmp);

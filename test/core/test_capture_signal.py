@@ -278,3 +278,36 @@ def test_duration_window_of_a_process_that_records_nothing_ends(tmp_path):
     assert (p.returncode, out, gputrace_lines(err)) == (0, b"got a b\n", [])
     assert not (tmp_path / "trace.json").exists()
     assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_exec_with_a_window_open_leaves_the_new_image_paused(tmp_path):
+    """A paused process that execs while a window is open: the new image starts paused
+    with no window, and says so to `gputrace capture` (--stop: none open; an open:
+    accepted). (PID.window of the image before stayed: the new image could never get
+    a window, refused "a window is open already", and --stop ended nothing.)"""
+    env = clean_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    p = subprocess.Popen(["sh", "-c", "echo ready; read x; exec sh -c 'echo again; read y'"],
+                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        mark = tmp_path / "run" / f"{p.pid}.window"
+        assert capture(tmp_path, p.pid).returncode == 0
+        assert wait_gone(mark, 2.0, gone=False)
+        p.stdin.write(b"x\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == b"again\n"
+        assert not mark.exists()
+        r = capture(tmp_path, "--stop", p.pid)
+        assert r.returncode == 1 and b"no window is open: nothing to end" in r.stderr, r
+        r = capture(tmp_path, p.pid)
+        assert (r.returncode, r.stderr) == (0, b""), r.stderr
+        assert wait_gone(mark, 2.0, gone=False)
+        r = capture(tmp_path, "--stop", p.pid)
+        assert r.returncode == 0 and r.stdout.decode().endswith(": window ends\n")
+        assert wait_gone(mark, 2.0)
+        out, err = p.communicate(b"y\n", timeout=30)
+    assert (p.returncode, gputrace_lines(err)) == (0, [])
+    assert list((tmp_path / "run").iterdir()) == []
