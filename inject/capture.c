@@ -216,6 +216,33 @@ static void req_done(void)
 	atomic_store_explicit(&reqs_out, pos + 1, memory_order_relaxed);
 }
 
+/* The request posted last, once its handler has posted it (false: none). */
+static bool req_last(uint64_t *what)
+{
+	uint32_t pos = atomic_load(&reqs_in) - 1;
+
+	if (pos + 1 == atomic_load_explicit(&reqs_out, memory_order_relaxed) ||
+	    atomic_load_explicit(&reqs[pos % REQS].seq, memory_order_acquire) != pos + 1)
+		return false;
+	*what = atomic_load_explicit(&reqs[pos % REQS].what, memory_order_relaxed);
+	return true;
+}
+
+/* The window's mark (PID.window) as it is now, unless a request is still to
+ * be carried out: the handler of an open or a close marks what it leaves,
+ * once it posted it (a toggle is marked as it is carried out). */
+static void mark(bool open)
+{
+	uint64_t req;
+
+	if (req_next(&req))
+		return;
+	trigger__window_mark(open);
+	/* one posted meanwhile may have marked before this did: what it leaves */
+	if (req_last(&req) && req != REQ_TOGGLE)
+		trigger__window_mark(req != REQ_CLOSE);
+}
+
 static bool open_window(uint64_t now_ns, uint64_t duration_ns)
 {
 	int expect = GT_PHASE_PAUSED;
@@ -228,7 +255,7 @@ static bool open_window(uint64_t now_ns, uint64_t duration_ns)
 	atomic_store(&gt_cap.stop_at_ns, duration_ns ? now_ns + duration_ns : 0);
 	atomic_fetch_add(&gt_cap.windows, 1);
 	atomic_compare_exchange_strong(&gt_phase, &expect, GT_PHASE_RUNNING);
-	trigger__window_mark(true);
+	mark(true);
 	return true;
 }
 
@@ -250,7 +277,7 @@ static bool close_window(uint64_t now_ns)
 	/* a call whose end was read before the flip is still inside (gt_emit) */
 	atomic_store(&gt_cap.close_ns, now_ns);
 	GT_CAPTURE_CLOSE_STEP();
-	trigger__window_mark(false);
+	mark(false);
 	uint32_t n = atomic_load_explicit(&nclosed, memory_order_relaxed);
 	atomic_store_explicit(&closed_windows[n % CLOSED_KEPT].open_ns,
 			      atomic_load(&gt_cap.open_ns), memory_order_relaxed);

@@ -69,11 +69,14 @@ static void on_trigger(int sig, siginfo_t *si, void *uc)
 		 * tells open from close after them */
 		capture__post_toggle();
 	} else if (open) {
-		/* asked for: a --stop right after finds it open */
-		trigger__window_mark(true);
+		/* asked for: a --stop right after finds it open (marked once
+		 * posted: the drain thread's marks follow what it finds posted) */
 		capture__post_open(duration_ns);
+		trigger__window_mark(true);
 	} else {
+		/* asked for: an open right after is taken, behind it */
 		capture__post_close();
+		trigger__window_mark(false);
 	}
 }
 

@@ -481,6 +481,43 @@ def test_open_then_stop_back_to_back_leaves_no_window_open(tmp_path):
     assert proc.returncode == 0, err
 
 
+def test_open_right_after_stop_is_taken(tmp_path):
+    """`capture --stop PID` answered "window ends", then at once `capture --duration 0.1
+    PID`: the open is taken (the window ends, its file is ended, then the next opens),
+    not refused as if the window were still open; each window's file is complete.
+    (Refused "a window is open already", rc 1, 1 in 2: the close was only taken at the
+    drain's next look.)"""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 5000)
+    mark = tmp_path / "run" / f"{proc.pid}.window"
+    try:
+        assert capture(tmp_path, proc.pid).returncode == 0
+        for i in range(8):
+            time.sleep(0.05)
+            s = gputrace_capture(tmp_path, "--stop", proc.pid)
+            r = gputrace_capture(tmp_path, "--duration", "0.1", proc.pid)
+            assert s.stdout.decode().splitlines() == [
+                f"gputrace capture: {proc.pid} (ze_window): window ends"], s.stderr
+            assert (r.returncode, r.stderr) == (0, b""), f"open {i} after --stop: {r.stderr}"
+            assert r.stdout.decode().splitlines() == [
+                f"gputrace capture: {proc.pid} (ze_window): window of 0.100 s"]
+            # the window --stop ended, then the one of 0.1 s, each in a complete file
+            for n in (2 * i + 1, 2 * i + 2):
+                name = f"trace-{proc.pid}-w{n}.json" if n > 1 else f"trace-{proc.pid}.json"
+                info = wait_window_file(tmp_path / name)["gputrace"]
+                assert info["capture"]["window"] == n
+            cap = info["capture"]
+            assert 0.1e9 <= cap["end_ns"] - cap["start_ns"] <= 0.15e9, cap
+            assert not mark.exists()
+            if i < 7:
+                assert capture(tmp_path, proc.pid).returncode == 0
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert not (tmp_path / f"trace-{proc.pid}-w17.json").exists()
+
+
 # ---- ITT's __itt_resume / __itt_pause (--capture-range cudaProfilerApi) ----
 
 @pytest.mark.parametrize("how,protocol,activities", [
