@@ -109,6 +109,7 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 	struct announce a;
 	struct stat st;
 	union sigval v = { .sival_int = ms };
+	int err;
 
 	snprintf(proc, sizeof(proc), "/proc/%d", pid);
 	if (stat(proc, &st)) {
@@ -116,22 +117,25 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 			fprintf(stderr, WHO ": no process %d\n", pid);
 		goto stale;
 	}
+	err = read_announce(dir, pid, &a);
+	/* before the owner: a file left by a process that is gone, whose pid another
+	 * user's process has now, is stale, not that user's */
+	if (!err && a.start && a.start != rundir__start_time(pid)) {
+		if (!quiet_stale)
+			fprintf(stderr, WHO ": process %d is not traced by gputrace (its pid was "
+					"reused)\n", pid);
+		goto stale;
+	}
 	if (st.st_uid != geteuid()) {
 		fprintf(stderr, WHO ": refused: process %d belongs to another user (uid %u); "
 				"only your own processes can be triggered\n", pid, (unsigned)st.st_uid);
 		return 1;
 	}
-	if (read_announce(dir, pid, &a)) {
+	if (err) {
 		fprintf(stderr, WHO ": process %d is not traced by gputrace, or cannot be triggered "
 				"(no %s/%d: it handles the capture signal itself, or capture is off)\n",
 			pid, dir, pid);
 		return 1;
-	}
-	if (a.start && a.start != rundir__start_time(pid)) {
-		if (!quiet_stale)
-			fprintf(stderr, WHO ": process %d is not traced by gputrace (its pid was "
-					"reused)\n", pid);
-		goto stale;
 	}
 	if (ms == RUNDIR_REQ_DUMP && strcmp(a.mode, "flight")) {
 		fprintf(stderr, WHO ": %d (%s) has no flight recorder (--flight-recorder): "

@@ -4,6 +4,7 @@ says so in one stderr line, and `gputrace capture` then refuses that process."""
 import os
 import pathlib
 import platform
+import shutil
 import signal
 import subprocess
 import time
@@ -311,3 +312,48 @@ def test_exec_with_a_window_open_leaves_the_new_image_paused(tmp_path):
         out, err = p.communicate(b"y\n", timeout=30)
     assert (p.returncode, gputrace_lines(err)) == (0, [])
     assert list((tmp_path / "run").iterdir()) == []
+
+
+def other_users_process():
+    """A live process of another user, as (Popen or None, pid): one started as nobody
+    when we may (root), else any found in /proc; (None, 0) when there is none."""
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "sleep", "30"])
+        for _ in range(200):  # until it runs as nobody
+            if os.stat(f"/proc/{p.pid}").st_uid == 65534:
+                break
+            time.sleep(0.01)
+        return p, p.pid
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and os.stat(f"/proc/{d}").st_uid != os.geteuid():
+                return None, int(d)
+        except OSError:
+            pass
+    return None, 0
+
+
+def test_stale_file_whose_pid_another_user_has_now_is_removed(tmp_path):
+    """A traced process killed by SIGKILL leaves its run-directory file; its pid, reused
+    by another user's process, has another start time: `capture --all` recognizes the
+    file as stale and removes it (README), and triggers the live process of the user's
+    own. (It refused the stale one as another user's, rc 1, at every --all.)"""
+    other, pid = other_users_process()
+    if not pid:
+        pytest.skip("no process of another user to reuse a pid")
+    p = start(tmp_path, "query")
+    try:
+        stale = tmp_path / "run" / str(pid)
+        stale.write_text(f"pid {pid}\nsignal {SIG}\nstart 1\nmode windows\nexe gone\n")
+        (tmp_path / "run" / f"{pid}.window").write_text("")
+        r = capture(tmp_path, "--duration", "0.1", "--all")
+        assert (r.returncode, r.stderr) == (0, b"")
+        assert r.stdout.decode().splitlines() == [
+            f"gputrace capture: {p.pid} (sig_own): window of 0.100 s"]
+        assert not {str(pid), f"{pid}.window"} & set(os.listdir(tmp_path / "run"))
+    finally:
+        finish(p)
+        if other:
+            other.kill()
+            other.wait()
