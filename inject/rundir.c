@@ -37,6 +37,15 @@ int rundir__check(const char *dir, bool create)
 		if (lstat(dir, &st))
 			return -errno;
 	}
+	/* A link the user made (another user cannot make one of theirs), to a
+	 * folder that passes the checks below: another user can neither plant
+	 * it nor pick where it leads */
+	if (S_ISLNK(st.st_mode)) {
+		if (st.st_uid != geteuid())
+			return -EPERM;
+		if (stat(dir, &st))
+			return -errno;
+	}
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	/* /tmp is shared: a directory another user made there is not ours to trust */

@@ -25,9 +25,10 @@
 /* The directory's path. 0 or -ENAMETOOLONG. */
 int rundir__path(char *out, size_t len);
 
-/* Make it (mode 0700) if create and it is missing; 0 when it is a real
- * directory owned by the caller that nobody else may enter, else -errno
- * (-EPERM: someone else's, or open to others; -ENOTDIR: not a directory). */
+/* Make it (mode 0700) if create and it is missing; 0 when it is a directory
+ * owned by the caller that nobody else may enter (or the caller's own
+ * symbolic link to one), else -errno (-EPERM: someone else's, or open to
+ * others, or a link someone else made; -ENOTDIR: not a directory). */
 int rundir__check(const char *dir, bool create);
 
 /* /proc/PID/stat read into buf: what follows the program's name (field 3

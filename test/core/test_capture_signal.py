@@ -241,6 +241,87 @@ def test_whole_run_handler_comes_with_the_first_recording(tmp_path):
         assert r.returncode == 0 and b"records its whole run already" in r.stdout, r
 
 
+def other_users_process():
+    """A live process of another user, as (Popen or None, pid): one started as nobody
+    when we may (root), else any found in /proc; (None, 0) when there is none."""
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "sleep", "30"])
+        for _ in range(200):  # until it runs as nobody
+            if os.stat(f"/proc/{p.pid}").st_uid == 65534:
+                break
+            time.sleep(0.01)
+        return p, p.pid
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and os.stat(f"/proc/{d}").st_uid != os.geteuid():
+                return None, int(d)
+        except OSError:
+            pass
+    return None, 0
+
+
+def test_stale_file_whose_pid_another_user_has_now_is_removed(tmp_path):
+    """A traced process killed by SIGKILL leaves its run-directory file; its pid, reused
+    by another user's process, has another start time: `capture --all` recognizes the
+    file as stale and removes it (README), and triggers the live process of the user's
+    own. (It refused the stale one as another user's, rc 1, at every --all.)"""
+    other, pid = other_users_process()
+    if not pid:
+        pytest.skip("no process of another user to reuse a pid")
+    p = start(tmp_path, "query")
+    try:
+        stale = tmp_path / "run" / str(pid)
+        stale.write_text(f"pid {pid}\nsignal {SIG}\nstart 1\nmode windows\nexe gone\n")
+        (tmp_path / "run" / f"{pid}.window").write_text("")
+        r = capture(tmp_path, "--duration", "0.1", "--all")
+        assert (r.returncode, r.stderr) == (0, b"")
+        assert r.stdout.decode().splitlines() == [
+            f"gputrace capture: {p.pid} (sig_own): window of 0.100 s"]
+        assert not {str(pid), f"{pid}.window"} & set(os.listdir(tmp_path / "run"))
+    finally:
+        finish(p)
+        if other:
+            other.kill()
+            other.wait()
+
+
+def test_run_directory_may_be_a_link_of_ones_own(tmp_path):
+    """GPUTRACE_RUN_DIR a symbolic link of the user's to a folder of theirs (mode 0700):
+    used as that folder. A link to a folder open to others is refused, as the folder
+    itself is, in one line from the traced process and one from capture; so is a link
+    another user made. (Any link was refused as "Not a directory".)"""
+    (tmp_path / "own").mkdir(mode=0o700)
+    (tmp_path / "run").symlink_to("own")
+    p = start(tmp_path, "query")
+    try:
+        assert (tmp_path / "own" / str(p.pid)).exists()
+        r = capture(tmp_path, "--duration", "0.1", "--all")
+        assert (r.returncode, r.stderr) == (0, b""), r.stderr
+        assert r.stdout.decode().splitlines() == [
+            f"gputrace capture: {p.pid} (sig_own): window of 0.100 s"]
+    finally:
+        out, err = finish(p)
+    assert gputrace_lines(err) == []
+    assert os.listdir(tmp_path / "own") == []
+    # a folder others may enter: refused behind a link too
+    os.chmod(tmp_path / "own", 0o755)
+    p = start(tmp_path, "query")
+    out, err = finish(p)
+    lines = gputrace_lines(err)
+    assert len(lines) == 1 and "is not usable (Operation not permitted" in lines[0], lines
+    r = capture(tmp_path, "--all")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and b"refused" in r.stderr
+    # a link another user made, to a folder of ours: refused (that user picked it)
+    if os.geteuid() == 0:
+        os.chmod(tmp_path / "own", 0o700)
+        os.lchown(tmp_path / "run", 65534, 65534)
+        r = capture(tmp_path, "--all")
+        assert r.returncode == 1 and r.stderr.decode().splitlines() == [
+            f"gputrace capture: refused: run directory {tmp_path / 'run'} is not yours alone "
+            "(Operation not permitted); it must be your own, mode 0700"]
+
+
 def wait_gone(path, timeout, gone=True):
     """path is gone (or there, not gone) within timeout: a window's mark, which the
     process's handler makes or removes (capture returns once the signal is sent)."""
@@ -312,48 +393,3 @@ def test_exec_with_a_window_open_leaves_the_new_image_paused(tmp_path):
         out, err = p.communicate(b"y\n", timeout=30)
     assert (p.returncode, gputrace_lines(err)) == (0, [])
     assert list((tmp_path / "run").iterdir()) == []
-
-
-def other_users_process():
-    """A live process of another user, as (Popen or None, pid): one started as nobody
-    when we may (root), else any found in /proc; (None, 0) when there is none."""
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                              "sleep", "30"])
-        for _ in range(200):  # until it runs as nobody
-            if os.stat(f"/proc/{p.pid}").st_uid == 65534:
-                break
-            time.sleep(0.01)
-        return p, p.pid
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and os.stat(f"/proc/{d}").st_uid != os.geteuid():
-                return None, int(d)
-        except OSError:
-            pass
-    return None, 0
-
-
-def test_stale_file_whose_pid_another_user_has_now_is_removed(tmp_path):
-    """A traced process killed by SIGKILL leaves its run-directory file; its pid, reused
-    by another user's process, has another start time: `capture --all` recognizes the
-    file as stale and removes it (README), and triggers the live process of the user's
-    own. (It refused the stale one as another user's, rc 1, at every --all.)"""
-    other, pid = other_users_process()
-    if not pid:
-        pytest.skip("no process of another user to reuse a pid")
-    p = start(tmp_path, "query")
-    try:
-        stale = tmp_path / "run" / str(pid)
-        stale.write_text(f"pid {pid}\nsignal {SIG}\nstart 1\nmode windows\nexe gone\n")
-        (tmp_path / "run" / f"{pid}.window").write_text("")
-        r = capture(tmp_path, "--duration", "0.1", "--all")
-        assert (r.returncode, r.stderr) == (0, b"")
-        assert r.stdout.decode().splitlines() == [
-            f"gputrace capture: {p.pid} (sig_own): window of 0.100 s"]
-        assert not {str(pid), f"{pid}.window"} & set(os.listdir(tmp_path / "run"))
-    finally:
-        finish(p)
-        if other:
-            other.kill()
-            other.wait()
