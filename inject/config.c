@@ -934,8 +934,10 @@ int config__check(const char *var, const char *val, const char **accepted)
 	return tmp.errors ? -EINVAL : 0;
 }
 
+/* names in arrays, not pointers: a table of pointers is relocated at every
+ * start and sits in the one page of such data (README "Overhead") */
 static const struct {
-	const char *rank, *size, *source;
+	char rank[24], size[24], source[8];
 } rank_vars[] = {
 	{ "RANK", "WORLD_SIZE", "env" },
 	{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpi" },
