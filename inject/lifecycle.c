@@ -560,17 +560,6 @@ GT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	return bsd_signal_as_glibc(sig, handler);
 }
 
-extern sighandler_t bsd_signal(int sig, sighandler_t handler);
-GT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
-{
-	return bsd_signal_as_glibc(sig, handler);
-}
-
-GT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler)
-{
-	return bsd_signal_as_glibc(sig, handler);
-}
-
 /* System V semantics: reset to SIG_DFL on delivery, not masked, no restart */
 static sighandler_t sysv_signal_as_glibc(int sig, sighandler_t handler)
 {
@@ -590,12 +579,18 @@ GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 	return sysv_signal_as_glibc(sig, handler);
 }
 
-/* what signal() is in a program built with strict ISO C (-std=c11) */
-extern sighandler_t __sysv_signal(int sig, sighandler_t handler);
-GT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
-{
-	return sysv_signal_as_glibc(sig, handler);
-}
+/* glibc's other names of the two: bsd_signal and ssignal are signal(), and
+ * __sysv_signal is what signal() is in a program built with strict ISO C
+ * (-std=c11) */
+#define GT_SIGNAL_ALIASES(X)                                                               \
+	X(bsd_signal, bsd_signal_as_glibc)                                                 \
+	X(ssignal, bsd_signal_as_glibc)                                                    \
+	X(__sysv_signal, sysv_signal_as_glibc)
+#define GT_SIGNAL_ALIAS(name, of)                                                          \
+	extern sighandler_t name(int sig, sighandler_t handler);                           \
+	GT_EXPORT sighandler_t name(int sig, sighandler_t handler) __attribute__((alias(#of)));
+GT_SIGNAL_ALIASES(GT_SIGNAL_ALIAS)
+#undef GT_SIGNAL_ALIAS
 
 /* System V's sigset(): SIG_HOLD only blocks; another disposition goes in
  * and unblocks; SIG_HOLD is returned where the signal was blocked. As
