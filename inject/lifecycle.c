@@ -923,9 +923,17 @@ GT_FORK_CODE static void atfork_child(void)
  * starts them again */
 static _Atomic bool exec_told;
 
+/* Whether this thread's exec took back the process's announcement: the new
+ * image announces itself if it is traced; one the preload does not reach would
+ * be sent `gputrace capture`'s real-time signal, which ends a process untraced. */
+static GT_TLS bool exec_withdrew;
+
 static void before_exec(void)
 {
-	if (!own_process() || !gt_tracing() || !shim__recorded_anything())
+	if (!own_process())
+		return;
+	exec_withdrew = trigger__withdraw();
+	if (!gt_tracing() || !shim__recorded_anything())
 		return;
 	gt_in_tracer++;
 	/* recorders that hand over only when stopped (Kineto's profilers) do so
@@ -943,6 +951,10 @@ static void before_exec(void)
 static void after_failed_exec(void)
 {
 	atomic_store(&gt_end_reason, NULL);
+	if (exec_withdrew) {
+		exec_withdrew = false;
+		trigger__announce();
+	}
 	if (atomic_exchange(&exec_told, false) && own_process()) {
 		gt_in_tracer++;
 		shim__backends_exec(true);

@@ -221,12 +221,13 @@ void trigger__window_mark(bool opened)
 	errno = saved;
 }
 
-GT_STARTUP_CODE void trigger__withdraw(void)
+GT_STARTUP_CODE bool trigger__withdraw(void)
 {
-	if (atomic_exchange_explicit(&trig_announced, false, memory_order_acquire)) {
-		unlink(trig_window_file);
-		unlink(trig_file);
-	}
+	if (!atomic_exchange_explicit(&trig_announced, false, memory_order_acquire))
+		return false;
+	unlink(trig_window_file);
+	unlink(trig_file);
+	return true;
 }
 
 bool trigger__sigaction(int sig, const struct sigaction *act, struct sigaction *oldact, int *ret)

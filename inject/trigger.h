@@ -25,7 +25,7 @@ GT_HIDDEN void trigger__announce(void);
  * announcement's PID.window mark says so (rundir.h). */
 GT_HIDDEN void trigger__window_mark(bool open);
 /* The process is ending: its announcement goes. */
-GT_HIDDEN void trigger__withdraw(void);
+GT_HIDDEN bool trigger__withdraw(void);
 /* The capture signal while gputrace may still take it (0: none, or the
  * program's own): the fatal-signal handlers leave it alone (lifecycle.c). */
 GT_HIDDEN int trigger__signal(void);

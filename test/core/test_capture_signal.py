@@ -362,6 +362,40 @@ def test_duration_window_of_a_process_that_records_nothing_ends(tmp_path):
     assert list((tmp_path / "run").iterdir()) == []
 
 
+def test_exec_into_an_untraced_image_takes_its_announcement_back(tmp_path):
+    """A listed process that execs an image the preload does not reach (its environment
+    drops LD_PRELOAD) is no longer listed: `gputrace capture --all` finds nothing to
+    signal, and the untraced image lives on. (Its announcement stayed, and --all sent
+    it the capture signal, a real-time signal that ends a process untraced.) An exec
+    that fails announces the process again."""
+    env = clean_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
+                     "GPUTRACE_SUMMARY": "0", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                     "GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    script = ("shopt -s execfail; echo ready; read x; exec /nonexistent/program 2>/dev/null; "
+              "echo failed; read y; "
+              "exec env -u LD_PRELOAD sh -c 'echo untraced; read z; echo done'")
+    p = subprocess.Popen(["bash", "-c", script], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        listed = tmp_path / "run" / str(p.pid)
+        assert listed.exists()
+        p.stdin.write(b"x\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == b"failed\n"
+        assert listed.exists(), "an exec that failed leaves the process listed"
+        p.stdin.write(b"y\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == b"untraced\n"
+        assert not listed.exists()
+        r = capture(tmp_path, "--all")
+        assert str(p.pid).encode() not in r.stdout + r.stderr, r
+        out, err = p.communicate(b"z\n", timeout=30)
+    assert (p.returncode, out) == (0, b"done\n"), err
+    assert list((tmp_path / "run").iterdir()) == []
+
+
 def test_exec_with_a_window_open_leaves_the_new_image_paused(tmp_path):
     """A paused process that execs while a window is open: the new image starts paused
     with no window, and says so to `gputrace capture` (--stop: none open; an open:
