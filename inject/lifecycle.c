@@ -819,15 +819,20 @@ int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_fetch_add(&threads_starting, 1);
-	atomic_fetch_add(&own_threads_live, 1);
 	err = pthread_create(thread, &attr, own_thread_main, t);
 	pthread_attr_destroy(&attr);
 	if (err) {
 		free(t);
-		atomic_fetch_sub(&own_threads_live, 1);
 		lifecycle__thread_up();
+		return -err;
 	}
-	return -err;
+	/* counted after glibc has (inside pthread_create), and uncounted before
+	 * glibc does (after own_thread_main returns): ours never reach glibc's
+	 * count, not even for a moment, while a program thread lives (counted
+	 * first, a spawn while main alone ran looked like no program thread left,
+	 * and the process ended with status 0) */
+	atomic_fetch_add(&own_threads_live, 1);
+	return 0;
 }
 
 static void *last_thread_exit(void *arg)
