@@ -411,8 +411,11 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 	c->refs = 1;
 	c->n = (uint16_t)(np + nt);
 	c->nthread = (uint16_t)nt;
-	memcpy(c->r, p, np * sizeof(*p));
-	memcpy(c->r + np, th, nt * sizeof(*th));
+	/* no memcpy of nothing from a null thread stack (memcpy's arguments are nonnull) */
+	if (np)
+		memcpy(c->r, p, np * sizeof(*p));
+	if (nt)
+		memcpy(c->r + np, th, nt * sizeof(*th));
 	for (unsigned i = 0; i < c->n; i++)
 		c->r[i]->refs++;
 	return c;
