@@ -65,6 +65,7 @@ struct run {
 	const char *stacks;          /* --stacks depth, "on" or "off" */
 	bool no_summary;
 	const char *var_value[NVAR_OPTIONS];
+	const struct gt_config *settings; /* the processes' settings (run__read_env) */
 	char **checks;               /* --check, each one check */
 	size_t nchecks;
 	const char *checks_file;     /* --checks */
@@ -105,7 +106,8 @@ __attribute__((format(printf, 2, 3), noreturn)) void run__value_error(const char
 
 /* run_options.c */
 void run__parse_options(struct run *r, int argc, char **argv);
-/* Our environment's GPUTRACE_* settings into env, a bad one said once. */
+/* The processes' settings into env, as the library will read them: our
+ * environment's GPUTRACE_* under the run's options; a bad one said once. */
 void run__read_env(struct run *r, struct gt_config *env);
 /* The run's defaults from the environment (-o, --no-summary, ...). */
 void run__env_defaults(struct run *r, const struct gt_config *env);

@@ -212,16 +212,19 @@ static bool overridden(const struct run *r, const char *name)
 	       (r->stacks && !strcmp(name, "GPUTRACE_STACKS"));
 }
 
-/* Our environment's GPUTRACE_* settings, as the library would read them:
- * a bad value or an unknown name is said here, once for the run. */
+/* The processes' GPUTRACE_* settings, as the library will read them: the
+ * environment's, where no option of the run replaces them, and the options'
+ * (checked already). One parse, so every setting and what it implies (a
+ * --stacks-all's depth) is decided where the library decides it. A bad value
+ * or an unknown name in the environment is said here, once for the run. */
 void run__read_env(struct run *r, struct gt_config *env)
 {
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, first_own;
 	char **mine;
 
 	while (environ[n])
 		n++;
-	mine = calloc(n + 1, sizeof(*mine));
+	mine = calloc(n + NVAR_OPTIONS + 2, sizeof(*mine));
 	for (size_t i = 0; mine && i < n; i++) {
 		const char *eq = strchr(environ[i], '=');
 		char name[128];
@@ -232,8 +235,20 @@ void run__read_env(struct run *r, struct gt_config *env)
 		if (!overridden(r, name))
 			mine[k++] = environ[i];
 	}
+	first_own = k;
+	for (size_t i = 0; mine && i < NVAR_OPTIONS; i++)
+		if (r->var_value[i] && asprintf(&mine[k], "%s=%s", var_options[i].var,
+						r->var_value[i]) >= 0)
+			k++;
+	if (mine && r->stacks && asprintf(&mine[k], "GPUTRACE_STACKS=%s", r->stacks) >= 0)
+		k++;
+	if (mine)
+		mine[k] = NULL;
 	config__parse(env, mine);
+	for (size_t i = first_own; mine && i < k; i++)
+		free(mine[i]);
 	free(mine);
+	r->settings = env;
 }
 
 /* What the processes get for var: the run's option (checked before CMD ran), else
@@ -247,19 +262,6 @@ static const char *setting(const struct run *r, const char *var)
 		return v;
 	v = getenv(var);
 	return v && !config__check(var, v, NULL) ? v : NULL;
-}
-
-/* The setting of var as the library reads it (its defaults where there is none). */
-static const struct gt_config *setting_config(const struct run *r, const char *var)
-{
-	static struct gt_config one; /* 16 KiB of path pool: not on the stack */
-	static char kv[4200];
-	char *e[] = { kv, NULL };
-	const char *v = setting(r, var);
-
-	snprintf(kv, sizeof(kv), "%s=%s", var, v ? v : "");
-	config__parse(&one, v ? e : NULL);
-	return &one;
 }
 
 /* The run's defaults from the environment, as the library reads them:
@@ -287,20 +289,9 @@ void run__env_defaults(struct run *r, const struct gt_config *env)
 	if (!r->stacks && getenv("GPUTRACE_STACKS") && !config__check("GPUTRACE_STACKS",
 								       getenv("GPUTRACE_STACKS"), NULL))
 		r->stacks = getenv("GPUTRACE_STACKS");
-	if (!r->stacks && setting(r, "GPUTRACE_STACKS_ALL") &&
-	    setting_config(r, "GPUTRACE_STACKS_ALL")->stacks_all && !getenv("GPUTRACE_STACKS"))
-		r->stacks = "on"; /* --stacks-all (or GPUTRACE_STACKS_ALL=1) implies --stacks */
 	if (r->stacks && !strcmp(r->stacks, "on"))
 		r->stacks = "16"; /* the default depth, spelled out for the processes */
-	run__log_level = env->log_level;
-	if (option_value(r, "GPUTRACE_LOG")) {
-		struct gt_config one;
-		char var[64], *e[] = { var, NULL };
-
-		snprintf(var, sizeof(var), "GPUTRACE_LOG=%s", option_value(r, "GPUTRACE_LOG"));
-		config__parse(&one, e);
-		run__log_level = one.log_level;
-	}
+	run__log_level = env->log_level; /* --log's, else the environment's */
 }
 
 /* ---- the command's environment ---- */
@@ -398,12 +389,12 @@ bool run__flight_recorder(const struct run *r)
 
 unsigned long run__overflow_mb(const struct run *r)
 {
-	return setting_config(r, "GPUTRACE_OVERFLOW_MB")->overflow_mb;
+	return r->settings->overflow_mb;
 }
 
 unsigned long run__buffer_kb(const struct run *r)
 {
-	return setting_config(r, "GPUTRACE_BUFFER_KB")->buffer_kb;
+	return r->settings->buffer_kb;
 }
 
 const char *run__setting(const struct run *r, const char *var)
