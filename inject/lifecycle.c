@@ -790,39 +790,31 @@ static _Atomic uint32_t threads_starting GT_STARTUP_STATE;
 static _Atomic int own_threads_live;
 static const unsigned int *nptl_nthreads; /* NULL: not glibc's, never asked */
 
-struct own_thread {
-	void *(*main_fn)(void *);
-};
-
+/* arg: the thread's main function itself (POSIX lets a function pointer
+ * travel as a void *, as dlsym() returns them): nothing to allocate or free */
 static void *own_thread_main(void *arg)
 {
-	struct own_thread t = *(struct own_thread *)arg;
+	void *(*main_fn)(void *) = (void *(*)(void *))(uintptr_t)arg;
 	void *ret;
 
-	free(arg);
-	ret = t.main_fn(NULL);
+	ret = main_fn(NULL);
 	atomic_fetch_sub(&own_threads_live, 1);
 	return ret;
 }
 
 int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 {
-	struct own_thread *t = malloc(sizeof(*t));
 	pthread_attr_t attr;
 	int err;
 
-	if (!t)
-		return -ENOMEM;
-	t->main_fn = main_fn;
 	if (!nptl_nthreads)
 		nptl_nthreads = dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_fetch_add(&threads_starting, 1);
-	err = pthread_create(thread, &attr, own_thread_main, t);
+	err = pthread_create(thread, &attr, own_thread_main, (void *)(uintptr_t)main_fn);
 	pthread_attr_destroy(&attr);
 	if (err) {
-		free(t);
 		lifecycle__thread_up();
 		return -err;
 	}
