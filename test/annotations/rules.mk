@@ -15,32 +15,22 @@ $(ANNOT_OUT)/itt_host: test/annotations/itt_host.c test/annotations/itt_static.c
 TEST_BUILD += $(ANNOT_OUT)/itt_host
 
 ifeq ($(HAVE_ZE),1)
-$(ANNOT_OUT)/ze_ranges_itt: test/annotations/ze_ranges.c test/annotations/itt_static.c \
-			    test/annotations/itt_static.h test/apps/ze_app.h
+# ze_ranges and ze_cross, each built once per range API: _itt with the static
+# ITT part, _nvtx with NVTX's headers (where the CUDA toolkit has them)
+ANNOT_ZE := ze_ranges ze_cross
+$(ANNOT_OUT)/%_itt: test/annotations/%.c test/annotations/itt_static.c \
+		    test/annotations/itt_static.h test/apps/ze_app.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_ITT -o $@ test/annotations/ze_ranges.c \
-	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
-TEST_BUILD += $(ANNOT_OUT)/ze_ranges_itt
-
-$(ANNOT_OUT)/ze_cross_itt: test/annotations/ze_cross.c test/annotations/itt_static.c \
-			   test/annotations/itt_static.h test/apps/ze_app.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_ITT -o $@ test/annotations/ze_cross.c \
-	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
-TEST_BUILD += $(ANNOT_OUT)/ze_cross_itt
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_ITT -o $@ $< test/annotations/itt_static.c \
+	  -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_ZE:%=$(ANNOT_OUT)/%_itt)
 
 ifeq ($(HAVE_NVTX),1)
-$(ANNOT_OUT)/ze_cross_nvtx: test/annotations/ze_cross.c test/apps/ze_app.h
+$(ANNOT_OUT)/%_nvtx: test/annotations/%.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ \
-	  test/annotations/ze_cross.c -lze_loader -ldl -lpthread
-TEST_BUILD += $(ANNOT_OUT)/ze_cross_nvtx
-
-$(ANNOT_OUT)/ze_ranges_nvtx: test/annotations/ze_ranges.c test/apps/ze_app.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ \
-	  test/annotations/ze_ranges.c -lze_loader -ldl -lpthread
-TEST_BUILD += $(ANNOT_OUT)/ze_ranges_nvtx
+	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ $< \
+	  -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_ZE:%=$(ANNOT_OUT)/%_nvtx)
 endif
 endif
 
