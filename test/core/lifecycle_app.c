@@ -133,21 +133,15 @@ int main(int argc, char **argv)
 		calls(10);
 		return 0;
 	}
-	if (!strcmp(action, "default-again")) {
-		/* a program resetting SIG_DFL still dies by the signal */
-		signal(SIGINT, SIG_IGN);
-		signal(SIGINT, SIG_DFL);
+	if (!strcmp(action, "default-again") || !strcmp(action, "default-again-sigset")) {
+		/* a program resetting SIG_DFL still dies by the signal; the same
+		 * through System V's sigset(), which glibc does past sigaction() */
+		__sighandler_t (*install)(int, __sighandler_t) =
+			strcmp(action, "default-again") ? sigset : signal;
 		struct sigaction sa;
-		sigaction(SIGINT, NULL, &sa);
-		printf("sees %s\n", sa.sa_handler == SIG_DFL ? "SIG_DFL" : "other");
-		fflush(stdout);
-		raise(SIGINT);
-	}
-	if (!strcmp(action, "default-again-sigset")) {
-		/* the same through System V's sigset(), which glibc does past sigaction() */
-		sigset(SIGINT, SIG_IGN);
-		sigset(SIGINT, SIG_DFL);
-		struct sigaction sa;
+
+		install(SIGINT, SIG_IGN);
+		install(SIGINT, SIG_DFL);
 		sigaction(SIGINT, NULL, &sa);
 		printf("sees %s\n", sa.sa_handler == SIG_DFL ? "SIG_DFL" : "other");
 		fflush(stdout);
