@@ -78,30 +78,23 @@ GT_STARTUP_CODE bool capture__wanted(void)
 	       gt_cfg.capture_range;
 }
 
-/* A setting as the user gave it: gputrace run's options reach its processes
- * as the variables, so there the option; else the variable, set by hand. */
-GT_STARTUP_SELDOM static const char *setting(const char *option, const char *var)
-{
-	return gt_under_run() ? option : var;
-}
-
 /* out of line, with the rare lines: not in the start-up stretch every process runs */
 GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_recorder_ignores(void)
 {
 	pr_warn("%s records the whole run and writes its window on the trigger: %s, %s, %s "
 		"and %s are ignored with it",
-		setting("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER"),
-		setting("--start paused", "GPUTRACE_START=paused"),
-		setting("--delay", "GPUTRACE_DELAY"), setting("--duration", "GPUTRACE_DURATION"),
-		setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+		gt_setting("--flight-recorder", "GPUTRACE_FLIGHT_RECORDER"),
+		gt_setting("--start paused", "GPUTRACE_START=paused"),
+		gt_setting("--delay", "GPUTRACE_DELAY"), gt_setting("--duration", "GPUTRACE_DURATION"),
+		gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 }
 
 GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_delay_ignored(void)
 {
 	pr_warn("%s opens a window by itself: it is ignored with %s",
-		setting("--delay", "GPUTRACE_DELAY"),
-		gt_cfg.start_paused ? setting("--start paused", "GPUTRACE_START=paused")
-				    : setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+		gt_setting("--delay", "GPUTRACE_DELAY"),
+		gt_cfg.start_paused ? gt_setting("--start paused", "GPUTRACE_START=paused")
+				    : gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 }
 
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)

@@ -134,6 +134,14 @@ static inline bool gt_under_run(void)
 	return gt_cfg.run_state && gt_cfg.run_state[0];
 }
 
+/* A setting named as the user gave it: gputrace run's options reach its
+ * processes as the variables, so there the option; else the variable, set
+ * by hand (under plain LD_PRELOAD there is no option to name). */
+static inline const char *gt_setting(const char *option, const char *var)
+{
+	return gt_under_run() ? option : var;
+}
+
 /* Sampled device counters (telemetry, time-based metrics): the drain thread
  * reads them, so it runs from the start when they are asked for. */
 static inline bool gt_sampling_wanted(const struct gt_config *cfg)

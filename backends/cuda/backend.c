@@ -156,8 +156,9 @@ static bool enable_kinds(void)
 		/* never KIND_KERNEL: it serializes kernels */
 		bool kernels = enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels");
 		if (!kernels && graphs) {
-			pr_warn("--graph-trace does not combine with kernel tracing in this CUPTI: "
-				"tracing graph nodes one by one");
+			pr_warn("%s does not combine with kernel tracing in this CUPTI: "
+				"tracing graph nodes one by one",
+				gt_setting("--graph-trace", "GPUTRACE_GRAPH_TRACE"));
 			cupti_fn.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
 			nour_kinds--;
 			kernels = enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels");

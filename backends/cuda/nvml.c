@@ -297,7 +297,7 @@ static void nv_said_absent(void)
 		pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry (the Level Zero "
 			"devices' is recorded)");
 	else if (!gt_under_run())
-		pr_warn("--telemetry: nothing recorded: " NO_TELEMETRY_WHY);
+		pr_warn("GPUTRACE_TELEMETRY: nothing recorded: " NO_TELEMETRY_WHY);
 }
 
 GT_STARTUP_CODE static void nv_stop(void)

@@ -714,8 +714,9 @@ GT_STARTUP_CODE static int range_init(void)
 	cupti_drv_hooks = cupti_range_launches || gt_watchdog_on;
 #endif
 	if (gt_cfg.metrics_mode == GT_METRICS_NVTX && !cupti_range_nvtx)
-		pr_warn("CUDA metrics: --metrics-mode nvtx needs the annotation kind (NVTX is "
-			"not traced): no per-range metrics");
+		pr_warn("CUDA metrics: %s needs the annotation kind (NVTX is "
+			"not traced): no per-range metrics",
+			gt_setting("--metrics-mode nvtx", "GPUTRACE_METRICS_MODE=nvtx"));
 	return 0;
 }
 

@@ -275,9 +275,10 @@ static void zm_select(struct zm_dev *md, const struct zm_catalog *cat, uint32_t 
 	const zet_metric_group_properties_t *p = &cat->p[k];
 
 	if (!(p->samplingType & zm_sampling())) {
-		pr_warn("ze: metric group %s of %s cannot be measured in --metrics-mode %s "
+		pr_warn("ze: metric group %s of %s cannot be measured in %s%s "
 			"(it is %s only); left out",
-			p->name, md->label, zm_mode_name(),
+			p->name, md->label,
+			gt_setting("--metrics-mode ", "GPUTRACE_METRICS_MODE="), zm_mode_name(),
 			p->samplingType & ZET_METRIC_GROUP_SAMPLING_TYPE_FLAG_TIME_BASED
 				? "time-based" : "per-query");
 		return;
@@ -366,9 +367,9 @@ static void zm_select_word(struct zm_dev *md, const struct zm_catalog *cat, cons
 		for (uint32_t k = 0; k < cat->n && len < sizeof(list) - 64; k++)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", k ? ", " : "",
 						cat->p[k].name);
-		pr_warn("ze: GPUTRACE_METRICS (--metrics): no metric group or metric '%s' on %s "
+		pr_warn("ze: %s: no metric group or metric '%s' on %s "
 			"(its groups: %s; `gputrace metrics` lists their metrics)",
-			word, md->label, list);
+			gt_setting("--metrics", "GPUTRACE_METRICS"), word, md->label, list);
 	}
 }
 
@@ -388,8 +389,8 @@ static void zm_select_default(struct zm_dev *md, const struct zm_catalog *cat)
 			pick = (int)k;
 	}
 	if (pick < 0)
-		pr_warn("ze: %s has no metric group for --metrics-mode %s", md->label,
-			zm_mode_name());
+		pr_warn("ze: %s has no metric group for %s%s", md->label,
+			gt_setting("--metrics-mode ", "GPUTRACE_METRICS_MODE="), zm_mode_name());
 	else
 		zm_select(md, cat, (uint32_t)pick, NULL);
 }

@@ -287,7 +287,7 @@ def test_nvtx_ranges_of_two_threads_at_once_on_one_context(tmp_path):
      "gputrace: CUDA metrics: per-range metrics on GPU 0: no permission to profile the GPU "
      "(load the driver with NVreg_RestrictProfilingToAdminUsers=0, or run as root)"),
     ({"GPUTRACE_ACTIVITIES": "kernel,runtime"},
-     "gputrace: CUDA metrics: --metrics-mode nvtx needs the annotation kind (NVTX is not "
+     "gputrace: CUDA metrics: GPUTRACE_METRICS_MODE=nvtx needs the annotation kind (NVTX is not "
      "traced): no per-range metrics"),
 ], ids=["no-permission", "no-annotations"])
 def test_nvtx_refusal_is_one_line_and_the_program_runs(tmp_path, env, line):

@@ -122,7 +122,7 @@ def test_nvml_that_does_not_start_is_one_line(tmp_path):
     assert not os.path.exists(r.trace_path)
 
 
-NO_TELEMETRY = ("gputrace: --telemetry: nothing recorded: libnvidia-ml.so.1 (NVML, which the "
+NO_TELEMETRY = ("gputrace: GPUTRACE_TELEMETRY: nothing recorded: libnvidia-ml.so.1 (NVML, which the "
                 "NVIDIA driver installs) could not be opened, and no Level Zero device gave "
                 "Sysman telemetry (read from the program's zeInit on); telemetry needs one of "
                 "them")

@@ -446,11 +446,11 @@ def test_a_build_without_metrics_support_says_so(tmp_path):
 
 @pytest.mark.parametrize("env,needle", [
     ({"GPUTRACE_METRICS": "NoSuchGroup"},
-     "GPUTRACE_METRICS (--metrics): no metric group or metric 'NoSuchGroup' on GPU 0: "
+     "GPUTRACE_METRICS: no metric group or metric 'NoSuchGroup' on GPU 0: "
      "gputrace simulated GPU (its groups: ComputeBasic, MemoryProfile;"),
     ({"GPUTRACE_METRICS": "MemoryProfile", "GPUTRACE_METRICS_MODE": "kernel"},
      "metric group MemoryProfile of GPU 0: gputrace simulated GPU cannot be measured in "
-     "--metrics-mode kernel (it is time-based only)"),
+     "GPUTRACE_METRICS_MODE=kernel (it is time-based only)"),
     ({"GPUTRACE_METRICS_MODE": "time", "ZE_SIM_METRICS_PARANOID": "1"},
      "no permission to read performance counters"),
     ({"GPUTRACE_METRICS_MODE": "kernel", "ZE_SIM_METRICS_PARANOID": "1"},
@@ -481,6 +481,25 @@ def test_refusals_are_one_line(tmp_path, env, needle):
     assert not telemetry_series(t)
     assert all("metrics" not in k["args"] for k in device_spans(t, ("kernel",)))
     assert len(device_spans(t, ("kernel",))) == 5  # the trace is whole otherwise
+
+
+@pytest.mark.skipif(SANITIZE == "thread", reason=TSAN_FORK_THREAD)
+@pytest.mark.parametrize("options, env, said, not_said", [
+    (["--metrics", "NoSuchGroup"], {}, "gputrace: ze: --metrics: no metric group or metric "
+     "'NoSuchGroup' on GPU 0", "GPUTRACE_METRICS"),
+    (["--metrics", "MemoryProfile", "--metrics-mode", "kernel"], {},
+     "cannot be measured in --metrics-mode kernel (it is time-based only)",
+     "GPUTRACE_METRICS_MODE"),
+], ids=["no-such-group", "mode"])
+def test_refusals_under_run_name_its_options(tmp_path, options, env, said, not_said):
+    """Under gputrace run the settings came as its options, so its lines name those
+    (under plain LD_PRELOAD, the variables: test_refusals_are_one_line)."""
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                        *options, "--", str(BASIC), "2"],
+                       env=gputrace_env(sim_env(env)), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and said in lines[0] and not_said not in lines[0], lines
 
 
 # ---- gputrace metrics ----------------------------------------------------------------------
