@@ -30,14 +30,22 @@
 
 /* ---- 2. where traces go ---- */
 
-static void absolute(char *out, size_t len, const char *path)
+/* The space between an option and its value, none after a variable's '=' */
+static const char *sep(const char *opt)
+{
+	return opt[strlen(opt) - 1] == '=' ? "" : " ";
+}
+
+/* path made absolute; opt names where it came from (an option, or a
+ * variable with its '=') in the line that refuses one too long */
+static void absolute(char *out, size_t len, const char *path, const char *opt)
 {
 	char cwd[PATH_MAX];
 
 	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
 		snprintf(out, len, "%s", path);
 	else if (snprintf(out, len, "%s/%s", cwd, path) >= (int)len)
-		run__usage_error("'%s': the path is too long", path);
+		run__value_error(opt, "%s%s'%s': the path is too long", opt, sep(opt), path);
 }
 
 /* path with each '%' doubled: a literal part of a template the library
@@ -60,7 +68,7 @@ static int escape_percent(char *out, size_t len, const char *path)
 }
 
 /* A template made absolute: the current folder's path, escaped, before it. */
-static void absolute_template(char *out, size_t len, const char *tmpl)
+static void absolute_template(char *out, size_t len, const char *tmpl, const char *opt)
 {
 	char cwd[PATH_MAX], escaped[2 * PATH_MAX];
 
@@ -68,7 +76,7 @@ static void absolute_template(char *out, size_t len, const char *tmpl)
 		snprintf(out, len, "%s", tmpl);
 	else if (escape_percent(escaped, sizeof(escaped), cwd) ||
 		 snprintf(out, len, "%s/%s", escaped, tmpl) >= (int)len)
-		run__usage_error("'%s': the path is too long", tmpl);
+		run__value_error(opt, "%s%s'%s': the path is too long", opt, sep(opt), tmpl);
 }
 
 static bool has_pid_code(const char *tmpl)
@@ -81,11 +89,6 @@ static bool has_pid_code(const char *tmpl)
 
 /* "-o " or "GPUTRACE_OUTPUT=": an option is followed by a blank, a variable
  * by its value */
-static const char *sep(const char *opt)
-{
-	return opt[strlen(opt) - 1] == '=' ? "" : " ";
-}
-
 /* Why the folder of path cannot take new files (into why), or NULL where it can. */
 static const char *folder_refusal(const char *path, char *why, size_t len)
 {
@@ -356,7 +359,8 @@ static void env_fallbacks(struct run *r, uint64_t start)
 
 	if (r->tmpl_from_env && !config__expand_output(r->tmpl, rel, sizeof(rel), (int)getpid(),
 						      base_name(r->cmd[0]), start) &&
-	    (absolute(path, sizeof(path), rel), refused = folder_refusal(path, why, sizeof(why)))) {
+	    (absolute(path, sizeof(path), rel, "GPUTRACE_OUTPUT="),
+	     refused = folder_refusal(path, why, sizeof(why)))) {
 		fprintf(stderr, WHO ": GPUTRACE_OUTPUT='%s': %s (using the default, %s)\n",
 			r->tmpl, refused, DEFAULT_OUTPUT);
 		r->tmpl = DEFAULT_OUTPUT;
@@ -365,7 +369,8 @@ static void env_fallbacks(struct run *r, uint64_t start)
 	if (r->summary_json_from_env &&
 	    !config__expand_output(r->summary_json, rel, sizeof(rel), (int)getpid(),
 				   base_name(r->cmd[0]), start) &&
-	    (absolute(path, sizeof(path), rel), refused = replaced_refusal(path, why, sizeof(why)))) {
+	    (absolute(path, sizeof(path), rel, "GPUTRACE_SUMMARY_JSON="),
+	     refused = replaced_refusal(path, why, sizeof(why)))) {
 		fprintf(stderr, WHO ": GPUTRACE_SUMMARY_JSON='%s': %s (no summary JSON is "
 			"written)\n", r->summary_json, refused);
 		r->summary_json = NULL;
@@ -399,7 +404,8 @@ void run__plan_outputs(struct run *r)
 	outs[0].what = r->tmpl_from_env ? "GPUTRACE_OUTPUT" : "-o";
 	r->per_process = has_pid_code(r->tmpl);
 	if (r->per_process && r->keep_dir)
-		run__usage_error("give either --per-process DIR or an -o template with %%p, not both");
+		run__value_error(opt, "give either --per-process DIR or %s template with %%p, not both",
+				 r->tmpl_from_env ? "a GPUTRACE_OUTPUT" : "an -o");
 	/* %e is the command's name, %t the run's start, %h and %r this host's */
 	err = config__expand_output(r->tmpl, expanded, sizeof(expanded), (int)getpid(),
 				    base_name(r->cmd[0]), start);
@@ -412,10 +418,10 @@ void run__plan_outputs(struct run *r)
 		if (err)
 			run__value_error(json_opt, "%s%s'%s': %s", json_opt, sep(json_opt),
 					 r->summary_json, strerror(-err));
-		absolute(r->summary_path, sizeof(r->summary_path), json);
+		absolute(r->summary_path, sizeof(r->summary_path), json, json_opt);
 		check_replaced(json_opt, r->summary_path);
 		outs[1].path = r->summary_path;
-		absolute_template(json_tmpl, sizeof(json_tmpl), r->summary_json);
+		absolute_template(json_tmpl, sizeof(json_tmpl), r->summary_json, json_opt);
 	}
 	/* the checks' reports are written after CMD: a file that cannot be
 	 * written is said before it runs, not after */
@@ -423,15 +429,15 @@ void run__plan_outputs(struct run *r)
 		const char *report = i ? r->markdown : r->junit;
 
 		if (report) {
-			absolute(reports[i], sizeof(reports[i]), report);
+			absolute(reports[i], sizeof(reports[i]), report, i ? "--markdown" : "--junit");
 			check_replaced(i ? "--markdown" : "--junit", reports[i]);
 			outs[2 + i].path = reports[i];
 		}
 	}
 	if (r->per_process) {
 		/* each process names its own file: the template, absolute */
-		absolute_template(r->child_output, sizeof(r->child_output), r->tmpl);
-		absolute(r->out, sizeof(r->out), expanded);
+		absolute_template(r->child_output, sizeof(r->child_output), r->tmpl, opt);
+		absolute(r->out, sizeof(r->out), expanded, opt);
 		check_folder(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out);
 		/* s-%p.json for both: the run's summary is s-PID.json, a process's trace
 		 * too, one day; the same text is a slip either way */
@@ -443,7 +449,7 @@ void run__plan_outputs(struct run *r)
 		r->out[0] = 0;
 		return;
 	}
-	absolute(r->out, sizeof(r->out), expanded);
+	absolute(r->out, sizeof(r->out), expanded, opt);
 	/* said now, not after CMD ran (the merge could not name its trace) */
 	if (strlen(base_name(r->out)) > NAME_MAX)
 		run__value_error(opt, "%s%s: the file name is %zu bytes long; a name may have %d at "
@@ -456,7 +462,7 @@ void run__plan_outputs(struct run *r)
 		check_file(r->tmpl_from_env ? "GPUTRACE_OUTPUT=" : "-o", r->out, false);
 	outs[0].path = r->out;
 	if (r->keep_dir) {
-		absolute(r->parts, sizeof(r->parts), r->keep_dir);
+		absolute(r->parts, sizeof(r->parts), r->keep_dir, "--per-process");
 		check_dir("--per-process", r->keep_dir, r->parts);
 		outs[4].path = r->parts;
 	} else if (!r->out_special) {

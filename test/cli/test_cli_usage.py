@@ -95,6 +95,17 @@ def test_usage_errors_exit_2(tmp_path, args, message):
     assert list(tmp_path.iterdir()) == [], "a usage error must not run or leave anything"
 
 
+def test_conflicts_with_an_environment_template_name_the_variable(tmp_path):
+    """A GPUTRACE_OUTPUT template of the environment is named as such, never as an -o
+    that was not given, and without the --help hint (no option was wrong)."""
+    p = gputrace(["run", "--per-process", "d", "--", "touch", tmp_path / "ran"], tmp_path,
+                 env=gt_env({"TMPDIR": str(tmp_path), "GPUTRACE_OUTPUT": "t-%p.json"}))
+    assert p.returncode == 2
+    assert p.stderr.decode() == ("gputrace: give either --per-process DIR or a GPUTRACE_OUTPUT "
+                                 "template with %p, not both\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_missing_library_is_reported(tmp_path):
     p = gputrace(["run", "--", "true"], tmp_path, env=gt_env({"GPUTRACE_LIB": "/nonexistent.so"}))
     assert p.returncode == 1
