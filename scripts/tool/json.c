@@ -67,7 +67,14 @@ static bool jr_fill(struct jr *r)
 		return false;
 	}
 	if (n == 0) {
+		int errnum;
+
 		r->eof = true;
+		/* a .gz cut short ends early without a read error: zlib says so
+		 * here (Z_BUF_ERROR), where the byte count alone read as an empty file */
+		gzerror(r->gz, &errnum);
+		if (errnum == Z_BUF_ERROR)
+			jr_fail(r, "unexpected end of input (the gzip stream is cut short)");
 		return false;
 	}
 	r->len = (size_t)n;

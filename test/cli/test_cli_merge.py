@@ -326,6 +326,25 @@ def test_a_file_cut_in_its_trailer_is_read(tmp_path, gz):
     assert names[0] == names[1] and "node1 [rank 0] GPU 0" in names[0], names
 
 
+def test_a_gzip_stream_cut_short_is_said_so(tmp_path):
+    """A .json.gz whose compressed stream was cut (a copy cut short): within its
+    first bytes it is refused as a cut gzip stream, not as "empty file"; cut among
+    its events, they are read up to the cut, as a cut .json's are."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    packed = gzip.compress(text.encode() * 1, compresslevel=1)
+    head = tmp_path / "head.json.gz"
+    head.write_bytes(packed[:5])
+    for cmd in (["summary", head], ["check", head, "lost == 0"]):
+        p = gputrace(cmd, tmp_path)
+        assert p.returncode == 2, p.stderr
+        assert b"the gzip stream is cut short" in p.stderr and b"empty file" not in p.stderr
+    middle = tmp_path / "middle.json.gz"
+    middle.write_bytes(packed[:len(packed) * 2 // 3])
+    p = gputrace(["summary", middle], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert b"truncated after" in p.stderr and b"the gzip stream is cut short" in p.stderr
+
+
 def test_a_file_cut_between_its_last_members_is_read(tmp_path):
     """Cut anywhere after its events (between top-level members, or before the
     trailer's first member is whole): all its events, no trailer, incomplete."""
