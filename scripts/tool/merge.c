@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -760,6 +761,13 @@ static int cmp_start(const void *a, const void *b)
 	return (p > q) - (p < q);
 }
 
+static bool is_folder(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 		const struct merge_opts *opts)
 {
@@ -890,6 +898,14 @@ int cmd_merge(int argc, char **argv)
 	if (!nfiles) {
 		fprintf(stderr, WHO ": no input traces given\n");
 		goto usage;
+	}
+	/* said before the inputs are read, not as a failed rename after the
+	 * whole merge ("-o .": "Device or resource busy") */
+	if (is_folder(outpath)) {
+		fprintf(stderr, WHO ": -o %s is a folder: give the merged trace's file name "
+			"(as %s/merged.json)\n", outpath, outpath);
+		free(files);
+		return 2;
 	}
 	ret = tool__merge(outpath, files, nfiles, NULL);
 	free(files);

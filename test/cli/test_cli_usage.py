@@ -78,6 +78,7 @@ def test_version_is_the_builds(tmp_path):
     (["merge"], "no output file"),
     (["merge", "-o", "out.json"], "no input traces"),
     (["merge", "--bogus", "-o", "x.json", "a.json"], "unknown option '--bogus'"),
+    (["merge", "-o", ".", "a.json"], "-o . is a folder: give the merged trace's file name"),
     (["summary"], "no trace file given"),
     (["summary", "--json"], "--json needs a file name"),
     (["summary", "a.json", "b.json"], "one trace at a time"),
