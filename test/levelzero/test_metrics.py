@@ -442,6 +442,28 @@ def test_a_build_without_metrics_support_says_so(tmp_path):
     assert r.stdout.decode().strip() == "[][]"
 
 
+# ---- several contexts, and a fork child: the simulator's activation table ---------------------
+
+def test_kernel_metrics_of_two_contexts_and_of_a_fork_child(tmp_path):
+    """A second context's activation (zetContextActivateMetricGroups) took the simulated
+    driver's lock twice, and the program hung: ze_contexts, and ze_fork's child (a
+    context of its own). Each kernel has its metrics, nothing lost."""
+    t, _ = traced(tmp_path / "contexts", [BUILD / "test" / "apps" / "ze_contexts", 2, 1],
+                  {"GPUTRACE_METRICS_MODE": "kernel"})
+    kernels = device_spans(t, ("kernel",))
+    assert len(kernels) == 2 and all("metrics" in k["args"] for k in kernels), kernels
+    assert t["gputrace"]["events_lost"] == 0
+    need(LZ / "ze_fork")
+    r = run([LZ / "ze_fork"], env=sim_env({"GPUTRACE_METRICS_MODE": "kernel",
+                                           "GPUTRACE_OUTPUT": str(tmp_path / "f-%p.json")}),
+            tmp_path=tmp_path, timeout=30, check_trace=False)
+    assert r.returncode == 0, r.stderr
+    files = sorted(tmp_path.glob("f-*.json"))
+    assert len(files) == 2, files
+    kernels = [k for f in files for k in device_spans(load_trace(f), ("kernel",))]
+    assert len(kernels) == 3 and all("metrics" in k["args"] for k in kernels), kernels
+
+
 # ---- what cannot be measured: one line each, the program unharmed ------------------------------
 
 @pytest.mark.parametrize("env,needle", [

@@ -499,7 +499,9 @@ static uint32_t *active_of_locked(const void *ctx, bool create)
 		if (active[i].context == ctx)
 			return &active[i].groups;
 	for (int i = 0; create && i < ACTIVATIONS; i++) {
-		if (!active[i].context || sim_obj_check(active[i].context, SIM_K_CONTEXT)) {
+		/* a slot of a destroyed context is free (sim_lock is held: the
+		 * _locked check, where sim_obj_check would take it again) */
+		if (!active[i].context || !sim_obj_alive_locked(active[i].context, SIM_K_CONTEXT)) {
 			active[i].context = ctx;
 			active[i].groups = 0;
 			return &active[i].groups;
