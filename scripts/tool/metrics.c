@@ -205,6 +205,8 @@ static void list_nvidia(void)
 	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	nvmlReturn_t (*init)(void), (*count)(unsigned *), (*handle)(unsigned, nvmlDevice_t *),
 		(*name)(nvmlDevice_t, char *, unsigned), (*shutdown)(void);
+	const char *(*error_string)(nvmlReturn_t);
+	nvmlReturn_t err;
 	unsigned n = 0;
 	size_t nbasic = 0;
 	const struct cupti_pm_metric basic[] = {
@@ -226,9 +228,25 @@ static void list_nvidia(void)
 								   "nvmlDeviceGetHandleByIndex_v2");
 	name = (nvmlReturn_t(*)(nvmlDevice_t, char *, unsigned))dlsym(lib, "nvmlDeviceGetName");
 	shutdown = (nvmlReturn_t(*)(void))dlsym(lib, "nvmlShutdown");
-	if (!init || !count || !handle || !name || !shutdown || init() != NVML_SUCCESS ||
-	    count(&n) != NVML_SUCCESS || !n) {
-		printf("NVIDIA: NVML sees no GPU\n");
+	error_string = (const char *(*)(nvmlReturn_t))dlsym(lib, "nvmlErrorString");
+	if (!init || !count || !handle || !name || !shutdown) {
+		printf("NVIDIA: libnvidia-ml.so.1 lacks NVML's functions: no NVIDIA GPU listed\n");
+		return;
+	}
+	/* a driver not loaded, or a library not of the driver's version: said as
+	 * such, not as a machine without GPUs */
+	if ((err = init()) != NVML_SUCCESS) {
+		printf("NVIDIA: NVML did not start (%s): no NVIDIA GPU listed\n",
+		       error_string ? error_string(err) : "its error code has no name");
+		return;
+	}
+	if ((err = count(&n)) != NVML_SUCCESS || !n) {
+		if (err != NVML_SUCCESS)
+			printf("NVIDIA: NVML cannot count its GPUs (%s)\n",
+			       error_string ? error_string(err) : "its error code has no name");
+		else
+			printf("NVIDIA: NVML sees no GPU\n");
+		shutdown();
 		return;
 	}
 	printf("NVIDIA (NVML %s; CUPTI metrics with --metrics-mode time|kernel|nvtx):\n",

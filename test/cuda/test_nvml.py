@@ -201,6 +201,21 @@ def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
     assert lines[gpu1 + 1] == "    telemetry (--telemetry): " + everything
 
 
+def test_gputrace_metrics_says_why_nvml_lists_no_gpu(tmp_path):
+    """An NVML that does not start (the driver not loaded: a library and driver of
+    different versions shows so) is said as such, with NVML's reason; it read "NVML
+    sees no GPU", as for a machine without one."""
+    tool = BUILD / "gputrace-tool"
+    need(tool)
+    need(FAKE / "libnvidia-ml.so.1")
+    r = run([GPUTRACE, "metrics"], traced=False,
+            env={"GPUTRACE_TOOL": str(tool), "LD_LIBRARY_PATH": str(FAKE),
+                 "FAKE_NVML_INIT": "error"})
+    assert r.returncode == 0, r.stderr
+    nvidia = [l for l in r.stdout.decode().splitlines() if l.startswith("NVIDIA")]
+    assert nvidia == ["NVIDIA: NVML did not start (Driver Not Loaded): no NVIDIA GPU listed"]
+
+
 @pytest.mark.skipif(SANITIZE == "thread", reason=TSAN_FORK_THREAD)
 def test_one_set_of_rows_per_gpu_in_a_run(tmp_path):
     """NVML's telemetry is the machine's: under gputrace run one process samples it at a
