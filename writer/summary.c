@@ -399,7 +399,7 @@ static void proc__add(struct summary *s, struct proc *p, const struct summary_sp
 	struct row *r;
 
 	p->spans++;
-	if (summary__is_wait(sp))
+	if (summary__is_wait(sp) || (sp->device && is_cat(sp->cat, "overhead")))
 		return;
 	if (sp->device) {
 		r = table__get_for(s, &p->devices, sp, sp->device);
@@ -496,6 +496,13 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 	if (summary__is_wait(sp))
 		return;
 	if (sp->device) {
+		if (is_cat(sp->cat, "overhead")) {
+			/* CUPTI's, the range profiler's kernels: the tool's cost, not
+			 * the device's work (its busy time, its spans) */
+			s->overhead_count++;
+			s->overhead_ns += sp->dur_ns;
+			return;
+		}
 		add_to_ranges(s, sp);
 		r = table__get_for(s, &s->t[T_DEVICES], sp, sp->device);
 		if (r) {
@@ -511,10 +518,6 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 		} else if (is_cat(sp->cat, "gpu_memset")) {
 			r = table__get(s, &s->t[T_COPIES], "memset");
 		} else {
-			if (is_cat(sp->cat, "overhead")) { /* CUPTI's, the range profiler's kernels */
-				s->overhead_count++;
-				s->overhead_ns += sp->dur_ns;
-			}
 			return;
 		}
 		if (r)

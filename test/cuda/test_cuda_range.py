@@ -88,6 +88,13 @@ def test_every_launched_kernel_carries_its_metrics(tmp_path):
     assert sj["lost"]["total"] == 0
     assert "WaitNs" not in {k["name"] for k in sj["kernels"]}
     assert sj["totals"]["overhead"]["count"] >= 4
+    # nor the device's work: its busy time and spans are the program's kernels' (they
+    # counted the profiler's kernels too, ~5x the busy time)
+    device_work = [e for e in t["traceEvents"] if e.get("ph") == "X" and e["pid"] == own[0]["pid"]
+                   and e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+    [gpu] = sj["devices"]
+    assert gpu["spans"] == len(device_work)
+    assert gpu["span_total_ns"] == round(sum(e["dur"] for e in device_work) * 1000)
     # the summary's per-kernel means: the launches that carry them
     rows = {(k["kernel"], k["metric"]): k
             for k in sj["metrics"]["kernels"]}
