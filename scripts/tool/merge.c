@@ -43,7 +43,11 @@ struct input {
 	unsigned idx;
 	struct trace_meta meta;
 	struct pidmap pids; /* pid in this file -> pid in the merged trace */
-	struct pidmap named; /* pids with a process_name event */
+	struct pidmap named; /* pids with a process_name event (its name) */
+	struct pidmap device_pids; /* pids with device work (kernels, copies, fills) */
+	struct pidmap span_pids;   /* pids with other spans */
+	bool pids_from_events; /* its trailer named no process: host_pids found from its spans */
+	struct buf tmp;
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
 	struct buf dev_prefix; /* device rows: "host [rank 0] ", "host [pid 42] " */
@@ -126,6 +130,36 @@ static int out__close(struct out *o)
 
 /* ---- pass 1 ---- */
 
+/* The writer's device rows have pids from 2^30 up (writer/internal.h device_pid),
+ * processes theirs below. */
+#define DEVICE_PIDS (1ll << 30)
+
+static void note_name(struct input *in, int64_t pid, const char *v, const char *e)
+{
+	const char *av, *ae, *nv, *ne;
+	long slot = pidmap__add(&in->named, pid);
+
+	if (!jv_get(v, e, "args", &av, &ae) || !jv_get(av, ae, "name", &nv, &ne) ||
+	    !jv_str(nv, ne, &in->tmp))
+		return;
+	free(in->named.names[slot]);
+	in->named.names[slot] = strdup(in->tmp.p);
+}
+
+/* Which pids have device work, which other spans: what tells its processes
+ * where its trailer does not (as the summary of the file alone tells them). */
+static void note_span(struct input *in, int64_t pid, const char *v, const char *e)
+{
+	const char *cv, *ce;
+
+	if (!jv_get(v, e, "cat", &cv, &ce) || !jv_str(cv, ce, &in->tmp))
+		buf__reset(&in->tmp);
+	if (in->tmp.p && meta__is_device_cat(in->tmp.p))
+		pidmap__add(&in->device_pids, pid);
+	else if (!in->tmp.p || strcmp(in->tmp.p, "gpu_user_annotation")) /* drawn on device rows */
+		pidmap__add(&in->span_pids, pid);
+}
+
 static int pass1_event(void *ctx, const char *v, const char *e)
 {
 	struct input *in = ctx;
@@ -136,8 +170,28 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 		return 0;
 	pidmap__add(&in->pids, pid);
 	if (jv_get(v, e, "name", &pv, &pe) && pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14))
-		pidmap__add(&in->named, pid);
+		note_name(in, pid, v, e);
+	if (jv_get(v, e, "ph", &pv, &pe) && pe - pv == 3 && pv[1] == 'X')
+		note_span(in, pid, v, e);
 	return 0;
+}
+
+/* A trace without its trailer (cut before it, or a foreign one) names no
+ * process: they are its pids with spans, none of them device work, and not
+ * the writer's device rows. Else the merged host_pids would lack them, and
+ * every reader of the merge take their rows for devices. */
+static void find_host_pids(struct input *in)
+{
+	int64_t *keys;
+
+	if (in->meta.nhost_pids)
+		return;
+	keys = pidmap__sorted_keys(&in->span_pids);
+	for (size_t k = 0; k < in->span_pids.n; k++)
+		if (keys[k] < DEVICE_PIDS && !pidmap__has(&in->device_pids, keys[k]))
+			meta__add_host_pid(&in->meta, keys[k]);
+	free(keys);
+	in->pids_from_events = in->meta.nhost_pids > 0;
 }
 
 static int pass1_meta(void *ctx, const char *v, const char *e)
@@ -149,10 +203,6 @@ static int pass1_meta(void *ctx, const char *v, const char *e)
 		fprintf(stderr, WHO ": %s: \"gputrace\" is not an object; ignored\n", in->path);
 	return 0;
 }
-
-/* The writer's device rows have pids from 2^30 up (writer/internal.h device_pid),
- * processes theirs below. */
-#define DEVICE_PIDS (1ll << 30)
 
 /* Inputs keep their pids; a pid already taken by an earlier input gets a
  * fresh number above every pid seen of its kind (a process's stays a small
@@ -229,6 +279,22 @@ static int64_t assign_shifts(struct merge *m)
 	return base;
 }
 
+/* Are its device rows named after their process already (by a merge whose
+ * output was cut before the trailer that said so)? */
+static bool rows_named_after(const struct input *in, int64_t pid)
+{
+	char tag[40];
+
+	snprintf(tag, sizeof(tag), "[pid %" PRId64 "] ", pid);
+	for (size_t s = 0; s < in->named.cap; s++) {
+		const char *name = in->named.used[s] ? in->named.names[s] : NULL;
+
+		if (name && in->named.keys[s] != pid && (strstr(name, tag) || strstr(name, "[rank ")))
+			return true;
+	}
+	return false;
+}
+
 static void build_prefix(struct input *in)
 {
 	struct buf rank = { 0 };
@@ -258,6 +324,9 @@ static void build_prefix(struct input *in)
 		buf__printf(&in->dev_prefix, "[rank %s] ", rank.p);
 	else if (mt->pid > 0)
 		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, (int64_t)mt->pid));
+	else if (in->pids_from_events && mt->nhost_pids == 1 && /* its rows are its one process's */
+		 !rows_named_after(in, mt->host_pids[0]))
+		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, mt->host_pids[0]));
 	buf__free(&rank);
 }
 
@@ -657,6 +726,33 @@ static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 	}
 }
 
+/* An input whose trailer named no process, and one was found in its events:
+ * "from_events", shaped as a trailer, tells the summary whose its device rows
+ * are (its own pids, as "gputrace"'s). With several, whose is not known. */
+static void put_process_from_events(struct buf *o, struct input *in)
+{
+	int64_t host, *keys;
+	long named;
+	bool first = true;
+
+	if (!in->pids_from_events || in->meta.nhost_pids != 1)
+		return;
+	host = in->meta.host_pids[0];
+	named = pidmap__slot(&in->named, host);
+	buf__printf(o, ",\"from_events\":{\"pid\":%" PRId64 ",\"exe\":", host);
+	put_opt_str(o, named >= 0 ? in->named.names[named] : NULL);
+	buf__adds(o, ",\"devices\":[");
+	keys = pidmap__sorted_keys(&in->pids);
+	for (size_t k = 0; k < in->pids.n; k++) {
+		if (keys[k] == host)
+			continue;
+		buf__printf(o, "%s{\"pid\":%" PRId64 "}", first ? "" : ",", keys[k]);
+		first = false;
+	}
+	free(keys);
+	buf__adds(o, "]}");
+}
+
 static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
@@ -739,6 +835,7 @@ static void write_meta(struct merge *m, int64_t base)
 			buf__add(o, in->meta.raw.p, in->meta.raw.len);
 		else
 			buf__adds(o, "null");
+		put_process_from_events(o, in);
 		buf__addc(o, '}');
 	}
 	buf__adds(o, "]}}\n");
@@ -788,6 +885,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 		in->scan = trace__scan(WHO, in->path, &ops);
 		if (in->scan == TRACE_ERROR)
 			goto out;
+		find_host_pids(in);
 	}
 	if (opts && opts->by_start)
 		qsort(m.in, nfiles, sizeof(*m.in), cmp_start);
@@ -846,6 +944,9 @@ out:
 		meta__free(&m.in[i].meta);
 		pidmap__free(&m.in[i].pids);
 		pidmap__free(&m.in[i].named);
+		pidmap__free(&m.in[i].device_pids);
+		pidmap__free(&m.in[i].span_pids);
+		buf__free(&m.in[i].tmp);
 		pidmap__free(&m.in[i].rows);
 		free(m.in[i].row_states);
 		buf__free(&m.in[i].prefix);

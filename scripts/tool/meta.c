@@ -17,7 +17,7 @@ static char *dup_str(const char *v, const char *e)
 	return b.p;
 }
 
-static void add_host_pid(struct trace_meta *m, int64_t pid)
+void meta__add_host_pid(struct trace_meta *m, int64_t pid)
 {
 	if (pidmap__has(&m->host_set, pid))
 		return;
@@ -32,6 +32,11 @@ static void add_host_pid(struct trace_meta *m, int64_t pid)
 	}
 	pidmap__add(&m->host_set, pid);
 	m->host_pids[m->nhost_pids++] = pid;
+}
+
+bool meta__is_device_cat(const char *cat)
+{
+	return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
 }
 
 /* Does the trailer (a "gputrace" object [v, e)) say its process stopped
@@ -131,14 +136,14 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 
 			while (jv_array_next(&p, mb.e, &ev, &ee))
 				if (jv_i64(ev, ee, &x))
-					add_host_pid(m, x);
+					meta__add_host_pid(m, x);
 		}
 	}
 	if (!m->merged && write_failed(v, e, &m->failed_why))
 		m->failed = 1;
 	/* A merged trace lists its processes in host_pids; a plain one is one. */
 	if (!m->nhost_pids && m->has_pid)
-		add_host_pid(m, m->pid);
+		meta__add_host_pid(m, m->pid);
 	return true;
 }
 

@@ -54,6 +54,11 @@ struct trace_meta {
 
 /* Parse [v, e) into m (zeroed first). False if it is not an object. */
 bool meta__parse(struct trace_meta *m, const char *v, const char *e);
+/* A traced process's pid into host_pids (once). */
+void meta__add_host_pid(struct trace_meta *m, int64_t pid);
+/* Is a span of category cat device work (kernels, copies, fills)? What tells
+ * a device row from a process's where no "gputrace" object names them. */
+bool meta__is_device_cat(const char *cat);
 void meta__free(struct trace_meta *m);
 /* The traces not closed that a file counts for: its trailer's count, or, where
  * the file was cut short (truncated) and its trailer said none, the file itself. */

@@ -197,7 +197,9 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 			const char *gv, *ge, *map_v = NULL, *map_e = NULL;
 			struct owners in = { 0 };
 
-			if (!jv_get(ev, ee, "gputrace", &gv, &ge) || jv_is_null(gv, ge))
+			/* no trailer: its process as the merge found it in its events */
+			if ((!jv_get(ev, ee, "gputrace", &gv, &ge) || jv_is_null(gv, ge)) &&
+			    !jv_get(ev, ee, "from_events", &gv, &ge))
 				continue;
 			if (!jv_get(ev, ee, "pid_map", &map_v, &map_e))
 				map_v = map_e = NULL;
@@ -243,6 +245,26 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 	}
 }
 
+/* Traced processes no trailer told of (merged from several that had none):
+ * each one of its own, named as its row is. */
+static void attribute_unowned_hosts(struct sum_ctx *c)
+{
+	const struct trace_meta *m = &c->out->meta;
+
+	for (size_t i = 0; i < m->nhost_pids; i++) {
+		int64_t pid = m->host_pids[i];
+		long named = pidmap__slot(&c->names, pid), slot;
+		struct summary_process sp = { .pid = pid,
+					      .exe = named >= 0 ? c->names.names[named] : NULL };
+		int proc;
+
+		if (pidmap__has(&c->procs, pid) || (proc = summary__process(c->s, &sp)) <= 0)
+			continue;
+		slot = pidmap__add(&c->procs, pid);
+		c->procs.vals[slot] = proc;
+	}
+}
+
 static void attribute_pids(struct sum_ctx *c)
 {
 	struct owners o = { 0 };
@@ -260,14 +282,10 @@ static void attribute_pids(struct sum_ctx *c)
 		c->procs.vals[slot] = o.v[i].proc;
 	}
 	free(o.v);
+	attribute_unowned_hosts(c);
 }
 
 /* ---- pass 2 ---- */
-
-static bool is_device_cat(const char *cat)
-{
-	return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
-}
 
 /* The device row's name of a pid ("pid N" when it has none). */
 static const char *device_name(struct sum_ctx *c, bool has_pid, int64_t pid, char *buf,
@@ -384,7 +402,7 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	if (c->hosts.n)
 		device = has_pid && !pidmap__has(&c->hosts, pid);
 	else
-		device = is_device_cat(sp.cat);
+		device = meta__is_device_cat(sp.cat);
 	if (device)
 		sp.device = device_name(c, has_pid, pid, devname, sizeof(devname));
 	if (has_pid) {
