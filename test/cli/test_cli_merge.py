@@ -279,6 +279,75 @@ def test_merge_keeps_a_truncated_input(tmp_path):
     assert merged["gputrace"]["inputs"][0]["events"] == 10
 
 
+@pytest.mark.parametrize("how", ["cut", "foreign"])
+def test_an_input_without_its_trailer_keeps_its_process(tmp_path, how):
+    """An input cut before its trailer (or a foreign trace, which has none) names no
+    process: merge finds it in its events (its pid with spans, none of them device work,
+    as the summary of the file alone tells them), so the merged host_pids, summary, check
+    and report count it as a process with one GPU, not its API calls as a device."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    if how == "cut":
+        text = text[:text.index('"gputrace":')]
+    else:
+        t = json.loads(text)
+        del t["gputrace"]
+        text = json.dumps(t)
+    (tmp_path / "a.json").write_text(text)
+    p = gputrace(["merge", "-o", "m.json", FIXTURES / "proc_b.json", "a.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    merged = load_exact(tmp_path / "m.json")
+    inp = merged["gputrace"]["inputs"][1]
+    assert inp["gputrace"] is None and inp["truncated"] is (how == "cut")
+    # proc_b has pid 4242 and GPU row 1000001 too: proc_a's are renumbered
+    pid, gpu = int(inp["pid_map"]["4242"]), int(inp["pid_map"]["1000001"])
+    assert host_pids(merged) == {4242, pid}
+    names = {int(e["pid"]): e["args"]["name"] for e in merged["traceEvents"]
+             if e.get("name") == "process_name"}
+    assert (names[pid], names[gpu]) == ("app (4242)", f"[pid {pid}] GPU 0")
+
+    s = gputrace(["summary", "--json", "-", "m.json"], tmp_path)
+    assert s.returncode == 0, s.stderr
+    s = json.loads(s.stdout)
+    assert sorted(d["name"] for d in s["devices"]) == [f"[pid {pid}] GPU 0", "node2 [rank 1] GPU 0"]
+    assert s["totals"]["api_calls"]["count"] == 3 + 1
+    procs = {q["pid"]: q for q in s["processes"]}
+    assert sorted(procs) == [4242, pid]
+    assert (procs[pid]["exe"], procs[pid]["kernels"]["count"], procs[pid]["api_calls"]["count"]) == \
+        ("app (4242)", 3, 3)
+    assert [d["name"] for d in procs[pid]["devices"]] == [f"[pid {pid}] GPU 0"]
+    text = gputrace(["summary", "m.json"], tmp_path).stdout.decode()
+    assert "  processes: 2\n" in text and f"    app (4242) (pid {pid}): 3 kernels" in text, text
+    c = gputrace(["check", "m.json", "device.count == 2"], tmp_path)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert gputrace(["report", "-o", "r.html", "m.json"], tmp_path).returncode == 0
+    html = (tmp_path / "r.html").read_text()
+    procs = html[html.index('<section id="processes">'):]
+    procs = procs[:procs.index("</section>")]
+    assert f"<td>app (4242)</td><td>{pid}</td>" in procs and "<td>4242</td>" in procs, procs
+
+
+def test_a_foreign_trace_of_several_processes_keeps_them(tmp_path):
+    """A foreign trace of two processes and a GPU row: both are processes of the merge
+    (named by their rows), the GPU row a device, whose process is not known."""
+    ev = [{"ph": "M", "name": "process_name", "pid": 300, "tid": 0, "args": {"name": "python"}},
+          {"ph": "M", "name": "process_name", "pid": 301, "tid": 0, "args": {"name": "worker"}},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 300, "tid": 1, "ts": 10, "dur": 5},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 301, "tid": 1, "ts": 11, "dur": 2},
+          {"ph": "X", "cat": "gpu_user_annotation", "name": "step", "pid": 0, "tid": 7, "ts": 12,
+           "dur": 20},
+          {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 14, "dur": 10}]
+    (tmp_path / "k.json").write_text(json.dumps({"traceEvents": ev}))
+    p = gputrace(["merge", "-o", "m.json", FIXTURES / "proc_b.json", "k.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    merged = load_exact(tmp_path / "m.json")
+    assert host_pids(merged) == {4242, 300, 301}
+    assert "from_events" not in merged["gputrace"]["inputs"][1]
+    s = json.loads(gputrace(["summary", "--json", "-", "m.json"], tmp_path).stdout)
+    assert sorted(d["name"] for d in s["devices"]) == ["node2 [rank 1] GPU 0", "pid 0"]
+    assert sorted((q["pid"], q["exe"], q["api_calls"]["count"]) for q in s["processes"]) == \
+        [(300, "python", 1), (301, "worker", 1), (4242, "app", 1)]
+
+
 def cut_in_trailer(tmp_path, after, gz=False):
     """proc_a.json cut just after the text `after` of its trailer: every event whole."""
     text = (FIXTURES / "proc_a.json").read_text()
