@@ -815,17 +815,26 @@ ze_result_t ze_body_zeMemAllocShared(struct ze_call *c, __typeof__(&zeMemAllocSh
 ze_result_t ze_body_zeMemFree(struct ze_call *c, __typeof__(&zeMemFree) real,
 			      ze_context_handle_t hContext, void *ptr)
 {
-	/* Forget it first: once freed, another thread may get the same address. */
-	ze_mem__free(ptr);
-	return real(hContext, ptr);
+	/* Marked first: once freed, another thread may get the same address. */
+	uint64_t mark = ze_mem__free_mark();
+	ze_result_t r = real(hContext, ptr);
+
+	/* A refused free (another context's memory) leaves the memory in use. */
+	if (r == ZE_RESULT_SUCCESS)
+		ze_mem__freed(ptr, mark);
+	return r;
 }
 
 ze_result_t ze_body_zeMemFreeExt(struct ze_call *c, __typeof__(&zeMemFreeExt) real,
 				 ze_context_handle_t hContext,
 				 const ze_memory_free_ext_desc_t *pMemFreeDesc, void *ptr)
 {
-	ze_mem__free(ptr);
-	return real(hContext, pMemFreeDesc, ptr);
+	uint64_t mark = ze_mem__free_mark();
+	ze_result_t r = real(hContext, pMemFreeDesc, ptr);
+
+	if (r == ZE_RESULT_SUCCESS)
+		ze_mem__freed(ptr, mark);
+	return r;
 }
 
 /* ---- Intel's driver extension functions (ze_intel_ext.h) ---- */

@@ -442,7 +442,13 @@ GT_HIDDEN void ze_kernel__forget(void);
 
 GT_HIDDEN void ze_mem__alloc(ze_context_handle_t ctx, void *ptr, size_t size,
 			     ze_device_handle_t dev, bool host);
-GT_HIDDEN void ze_mem__free(void *ptr);
+/*
+ * zeMemFree: take the (lock-free) mark before the driver's call; call
+ * ze_mem__freed only when the driver freed ptr, as a refused free leaves the
+ * memory in use. It forgets ptr's allocation if recorded by the mark's time.
+ */
+GT_HIDDEN uint64_t ze_mem__free_mark(void);
+GT_HIDDEN void ze_mem__freed(void *ptr, uint64_t mark);
 /* The kind of memory ptr points into (a driver query; unknown is pageable host). */
 GT_HIDDEN enum ze_mem_kind ze_mem__kind(ze_context_handle_t ctx, const void *ptr);
 GT_HIDDEN void ze_mem__forget(void);

@@ -3,7 +3,9 @@
  * Memory in use, a counter track per device ("device memory", series
  * bytes_in_use: device and shared allocations of that device) and one for
  * host USM (on the first device's row, series bytes_in_use of "host USM").
- * Allocations are remembered by pointer so zeMemFree knows what it frees.
+ * Allocations are remembered by pointer so zeMemFree knows what it frees;
+ * only a free the driver accepted leaves the count (it refuses one made with
+ * another context, and the memory stays in use).
  */
 #include <stdlib.h>
 #include "backends/levelzero/internal.h"
@@ -13,9 +15,11 @@
 struct ze_alloc {
 	uint64_t size;
 	struct ze_dev *dev; /* NULL: host USM */
+	uint64_t serial;    /* order recorded: tells it from a later one at its address */
 };
 
 static struct ze_map ze_allocs; /* pointer -> struct ze_alloc * */
+static _Atomic uint64_t ze_alloc_serial; /* the last one recorded (read without the lock) */
 static uint64_t ze_host_in_use;
 
 static void ze_mem__emit(struct ze_dev *dev, uint32_t name, uint64_t in_use)
@@ -83,22 +87,36 @@ void ze_mem__alloc(ze_context_handle_t ctx, void *ptr, size_t size, ze_device_ha
 			    (n = 1, ZE_REAL(zeDeviceGet)(drv, &n, &d)) == ZE_RESULT_SUCCESS && n)
 				ze_dev__get(d);
 		}
+		a->serial = atomic_fetch_add(&ze_alloc_serial, 1) + 1;
 		ze_mem__update(a, true);
 	}
 	pthread_mutex_unlock(&ze_lock);
 	(void)ctx;
 }
 
-void ze_mem__free(void *ptr)
+uint64_t ze_mem__free_mark(void)
+{
+	return atomic_load(&ze_alloc_serial);
+}
+
+void ze_mem__freed(void *ptr, uint64_t mark)
 {
 	struct ze_alloc *a;
 
 	if (!ptr)
 		return;
 	pthread_mutex_lock(&ze_lock);
-	a = (struct ze_alloc *)ze_map__del(&ze_allocs, ptr);
-	if (a)
+	a = (struct ze_alloc *)ze_map__get(&ze_allocs, ptr);
+	/*
+	 * Recorded after the mark: another thread got the address once the driver
+	 * freed it, and ze_mem__alloc counted ours out when it recorded its own.
+	 */
+	if (a && a->serial > mark)
+		a = NULL;
+	if (a) {
+		ze_map__del(&ze_allocs, ptr);
 		ze_mem__update(a, false);
+	}
 	pthread_mutex_unlock(&ze_lock);
 	free(a);
 }
