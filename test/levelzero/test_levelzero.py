@@ -300,6 +300,22 @@ def test_basic_counts_results_and_memory(tmp_path):
     assert hm == [65536, 131072, 196608, 131072, 65536, 0]
 
 
+def test_memory_leaves_the_counter_when_the_driver_frees_it(tmp_path):
+    """A zeMemFree the driver refuses (another context's memory: it stays allocated)
+    leaves the memory counters as they are; the free with the memory's own context
+    takes it off, inside that call."""
+    need(LZ / "ze_memfree")
+    trace = traced_like_untraced([LZ / "ze_memfree"], tmp_path)
+    frees = [h for h in host_spans(trace) if h["name"] == "zeMemFree"]
+    assert [h["args"]["result"] for h in frees] == [0x78000004, 0, 0x78000004, 0]
+    counters = sorted(events(trace, ph="C"), key=lambda c: c["ts"])
+    for name, size, own_free in (("device memory", 1 << 20, frees[1]),
+                                 ("host USM", 1 << 16, frees[3])):
+        series = [c for c in counters if c["name"] == name]
+        assert [c["args"]["bytes_in_use"] for c in series] == [size, 0], name
+        assert start(own_free) <= start(series[1]) <= end(own_free), name
+
+
 def test_summary_json_api_calls_are_the_traces_sums(tmp_path):
     """The exit-time summary's row of each call (gathered in batches found by
     the name's id: ze_basic's 33 names share some of the 64 batches) holds
