@@ -96,6 +96,20 @@ uint32_t builder__str(const char *s)
 	return builder__str_n(s, strnlen(s, PLUGIN_STR_MAX + 1)); /* longer: cut there */
 }
 
+/* A row's name, cut as events' are (the registry copies it whole: a 1 MiB
+ * device name filled the trace's row names, deviceProperties and trailer). */
+static const char *builder__row_name(const char *name, char cut[PLUGIN_STR_MAX + 1])
+{
+	size_t len = strnlen(name, PLUGIN_STR_MAX + 1);
+
+	if (len <= PLUGIN_STR_MAX)
+		return name;
+	len = gt_utf8_trim_end(name, PLUGIN_STR_MAX);
+	memcpy(cut, name, len);
+	cut[len] = '\0';
+	return cut;
+}
+
 
 /* ---- the builder ---- */
 
@@ -267,6 +281,7 @@ static int32_t builder__add_row(struct gputrace_builder *b, uint32_t device, uin
 static int32_t builder_device(gputrace_builder *handle, const char *name)
 {
 	struct gputrace_builder *b = builder__get(handle);
+	char cut[PLUGIN_STR_MAX + 1];
 	uint32_t device, id;
 	int32_t row;
 
@@ -274,6 +289,7 @@ static int32_t builder_device(gputrace_builder *handle, const char *name)
 		return -ECANCELED;
 	if (!name || !name[0])
 		return -EINVAL;
+	name = builder__row_name(name, cut);
 	id = builder__str(name);
 	pthread_mutex_lock(&b->rows_lock);
 	row = builder__find_row(b, 0, id, false);
@@ -296,6 +312,7 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 {
 	struct gputrace_builder *b = builder__get(handle);
 	const struct plugin_row *dev;
+	char cut[PLUGIN_STR_MAX + 1];
 	uint32_t track, id;
 	int32_t row;
 
@@ -304,6 +321,7 @@ static int32_t builder_queue(gputrace_builder *handle, int32_t device_row, const
 	dev = builder__row(b, device_row);
 	if (!dev || dev->queue || !name || !name[0])
 		return -EINVAL;
+	name = builder__row_name(name, cut);
 	id = builder__str(name);
 	pthread_mutex_lock(&b->rows_lock);
 	row = builder__find_row(b, dev->device, id, true);

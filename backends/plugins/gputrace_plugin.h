@@ -168,6 +168,9 @@ enum gputrace_log_level {
  * Rows: a plug-in has at most 256 (devices and queues together); a process
  * at most 64 devices and 4096 rows, whoever declares them. A device or
  * queue past them gets -ENOSPC (and an event given that as its row, -EINVAL).
+ *
+ * Strings (names of rows, events and counters, categories, arg keys and
+ * values) longer than 4096 bytes are cut there, at the end of a character.
  */
 struct gputrace_builder_api {
 	uint32_t size;        /* sizeof(struct gputrace_builder_api) in gputrace */

@@ -797,6 +797,44 @@ START_TEST(builder_rows)
 }
 END_TEST
 
+/* Row names are cut as event names are, at 4096 bytes and a character whole:
+ * a 1 MiB device name went whole into the trace's process_name, thread_name,
+ * deviceProperties and trailer (4 MB for one event). */
+START_TEST(builder_long_row_names)
+{
+	size_t n = 1 << 20;
+	char *big = malloc(n + 1);
+	int32_t d, q;
+
+	ck_assert_ptr_nonnull(big);
+	start_capture(GT_KIND_ALL);
+	memset(big, 'D', n);
+	big[n] = '\0';
+	d = api->device(b, big);
+	ck_assert_int_eq(d, 1);
+	ck_assert_uint_eq(ndevices, 1);
+	ck_assert_uint_eq(strlen(devices[0]), 4096);
+	ck_assert_int_eq(api->device(b, big), d); /* found again by its cut name */
+	memset(big, 'Q', n);
+	q = api->queue(b, d, big, 0);
+	ck_assert_int_eq(q, 2);
+	ck_assert_uint_eq(nqueues, 1);
+	ck_assert_uint_eq(strlen(queues[0].name), 4096);
+	ck_assert_int_eq(api->queue(b, d, big, 0), q);
+	/* "x", then 2-byte characters: the one across byte 4096 is left out whole */
+	big[0] = 'x';
+	for (size_t i = 1; i + 2 <= n; i += 2)
+		memcpy(big + i, "\xc3\xa9", 2);
+	ck_assert_int_eq(api->device(b, big), 3);
+	ck_assert_uint_eq(strlen(devices[1]), 4095);
+	ck_assert_int_eq(memcmp(devices[1], big, 4095), 0);
+	ck_assert_int_eq(api->queue(b, d, big, 1), 4);
+	ck_assert_uint_eq(strlen(queues[1].name), 4095);
+	ck_assert_uint_eq(errors_logged(), 0);
+	free(big);
+}
+END_TEST
+
 /* Past the process's 64 devices, its rows, or the plug-in's 256 rows:
  * -ENOSPC and one line per limit, nothing filed on another row. */
 START_TEST(builder_rows_full)
@@ -1419,6 +1457,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(broken, missing_directory);
 	tcase_add_test(load, path_file_entries);
 	tcase_add_test(builder, builder_rows);
+	tcase_add_test(builder, builder_long_row_names);
 	tcase_add_test(builder, builder_rows_full);
 	tcase_add_test(builder, builder_plugin_rows_full);
 	tcase_add_test(builder, builder_refusals);
