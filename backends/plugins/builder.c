@@ -376,7 +376,7 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	rc = sized_copy(&e, sizeof(e), in, ABI1_EVENT_SIZE);
 	if (rc)
 		return rc;
-	if (!one_kind(e.kind) || !e.name || (span && e.end_ns < e.start_ns))
+	if (!one_kind(e.kind) || !e.name || !e.name[0] || (span && e.end_ns < e.start_ns))
 		return -EINVAL;
 	if (!(e.kind & b->kinds))
 		return 1;
@@ -441,7 +441,7 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 	if (rc)
 		return rc;
 	row = builder__row(b, c.row);
-	if (!row || row->queue || !c.name || !c.nvalues)
+	if (!row || row->queue || !c.name || !c.name[0] || !c.nvalues)
 		return -EINVAL;
 	if (!(b->kinds & GPUTRACE_KIND_COUNTER))
 		return 1;

@@ -120,7 +120,7 @@ struct gputrace_event {
 	const char *category; /* NULL: the kind's category (kernel, gpu_memcpy,
 			       * gpu_memset, cuda_sync, user_annotation, overhead,
 			       * <plug-in>_runtime, <plug-in>_driver) */
-	const char *name;     /* required */
+	const char *name;     /* required, not "" */
 	uint64_t start_ns;    /* CLOCK_MONOTONIC_RAW ns */
 	uint64_t end_ns;      /* spans: >= start_ns */
 	/* Host span: its own id, != 0 when device work follows from it.
@@ -138,7 +138,7 @@ struct gputrace_event {
 struct gputrace_counter {
 	uint32_t size;        /* sizeof(struct gputrace_counter) */
 	int32_t row;          /* a device row from api->device */
-	const char *name;     /* the counter group, e.g. "memory" */
+	const char *name;     /* the counter group, e.g. "memory"; not "" */
 	uint64_t time_ns;     /* CLOCK_MONOTONIC_RAW ns */
 	const struct gputrace_arg *values; /* numbers: I64, U64 or F64 */
 	uint32_t nvalues;                  /* 1 to GPUTRACE_ARGS_MAX */
@@ -158,7 +158,7 @@ enum gputrace_log_level {
 
 /*
  * Functions return 0 (or a row id >= 1) on success and a negative errno
- * when the call is refused: -EINVAL (bad row, missing name, end < start,
+ * when the call is refused: -EINVAL (bad row, missing or "" name, end < start,
  * a size smaller than ABI 1's), -E2BIG (too many args), -ECANCELED (the
  * plug-in failed or was destroyed, or tracing has ended), -ENOSPC (no room:
  * the event was dropped and counted as lost; a device or queue past the

@@ -945,6 +945,10 @@ START_TEST(builder_refusals)
 	ck_assert_int_eq(api->span(b, &ev), 1);
 	ev = event(GPUTRACE_KIND_KERNEL, q, NULL);
 	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	/* an empty name is a missing one, as for device("") and queue("") */
+	ev = event(GPUTRACE_KIND_KERNEL, q, "");
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	ck_assert_int_eq(api->instant(b, &ev), -EINVAL);
 	ev = event(GPUTRACE_KIND_KERNEL, q, "backwards");
 	ev.end_ns = 10;
 	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
@@ -993,6 +997,8 @@ START_TEST(builder_refusals)
 	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
 	c.nvalues = 1;
 	c.name = NULL;
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	c.name = "";
 	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
 
 	/* what got through: the one span, two instants, 8-arg span, one counter */
