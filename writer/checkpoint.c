@@ -615,6 +615,12 @@ static void build_trailer(bool final)
 	}
 	trailer_adjusted(b);
 	trailer_gaps(b);
+	uint64_t unmatched = flows__unmatched();
+	if (unmatched) {
+		/* plug-ins' device spans whose launch is not in the file (yet) */
+		jbuf__lit(b, ",\"flows_unmatched\":");
+		json__u64(b, unmatched);
+	}
 	jbuf__lit(b, ",\"devices\":[");
 	for (uint32_t d = 1; d <= W.devices_named; d++) {
 		if (d > 1)

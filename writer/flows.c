@@ -8,7 +8,9 @@
  * launch (ranges.c). A host span that ends a plug-in's flow
  * (GT_EVF_FLOW_END) waits the same way for the launch in its corr2. The
  * table keeps launches of the last 2^17 correlation ids: older device work
- * keeps its args.correlation, without arrow or ranges.
+ * keeps its args.correlation, without arrow or ranges. A plug-in's device
+ * span written before its launch is remembered (late_wait): the launch,
+ * written later, draws the arrow to it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,19 @@
 #include "internal.h"
 
 #define PENDING_MAX_AGE  3    /* cycles a device event waits for its host span */
+
+/* Plug-ins' device spans written before their launch: 4096 of them (128 KiB,
+ * made at the first), 4 slots tried for each. */
+#define LATE_BITS   12
+#define LATE_SLOTS  (1u << LATE_BITS)
+#define LATE_PROBES 4
+
+struct late_end {
+	uint64_t corr; /* 0: a free slot */
+	uint64_t point;
+	uint32_t pid, tid;
+	bool fwdbwd;
+};
 
 /* By the id's low bits: ids come from per-thread blocks of consecutive ones, so a
  * thread's launches fill neighbouring slots, written and read back in the order they
@@ -109,6 +124,67 @@ static struct corr_entry *corr_room(uint64_t corr)
 	return e;
 }
 
+/*
+ * A plug-in hands records over as they complete, from any thread: its device
+ * span may come many cycles before the host span that launched it (a collector
+ * reads the device's buffer first). Its row waits for no launch past
+ * PENDING_MAX_AGE cycles: the span is written, placed as an arrow's end, and
+ * its end kept here until its launch is written, which draws the arrow to it.
+ * One pushed out by another, or still here, has no arrow: counted in the trailer.
+ */
+static bool plugin_corr(uint64_t corr)
+{
+	return corr >> GT_CORR_NS_SHIFT >= GT_CORR_NS_PLUGIN(0);
+}
+
+static struct late_end *late_slot(uint64_t corr, unsigned probe)
+{
+	uint32_t h = (uint32_t)((corr * 0x9e3779b97f4a7c15ull) >> (64 - LATE_BITS));
+
+	return &W.late[(h + probe) & (LATE_SLOTS - 1)];
+}
+
+static void late_wait(const struct gt_event *ev, struct device_row row)
+{
+	struct late_end *e = NULL;
+
+	if (!W.late && !(W.late = calloc(LATE_SLOTS, sizeof(*W.late)))) {
+		W.late_lost++;
+		return;
+	}
+	for (unsigned i = 0; i < LATE_PROBES && !e; i++)
+		if (!late_slot(ev->corr, i)->corr)
+			e = late_slot(ev->corr, i);
+	if (e) {
+		W.nlate++;
+	} else {
+		/* full around it: the one in its first slot gives its arrow up */
+		e = late_slot(ev->corr, 0);
+		W.late_lost++;
+	}
+	*e = (struct late_end){ .corr = ev->corr, .point = row.point, .pid = row.pid,
+				.tid = row.tid, .fwdbwd = ev->flags & GT_EVF_FWDBWD };
+}
+
+/* A launch written: the arrows to its device spans written before it. */
+static void late_draw(const struct corr_entry *launch)
+{
+	for (unsigned i = 0; i < LATE_PROBES; i++) {
+		struct late_end *e = late_slot(launch->corr, i);
+
+		if (e->corr != launch->corr)
+			continue;
+		events__flow(++W.next_flow_id, launch, e->pid, e->tid, e->point, e->fwdbwd);
+		e->corr = 0;
+		W.nlate--;
+	}
+}
+
+uint64_t flows__unmatched(void)
+{
+	return W.late_lost + W.nlate;
+}
+
 void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, bool foreign)
 {
 	if (gt_unlikely(!W.corr_made))
@@ -120,6 +196,8 @@ void flows__launch(const struct gt_event *ev, uint32_t tid, uint64_t point_ns, b
 		*e = (struct corr_entry){ .corr = ev->corr, .point_ns = point_ns, .tid = tid,
 					  .foreign = foreign, .start_ns = ev->start_ns,
 					  .ctx = ranges__at_launch(ev, tid, foreign) };
+		if (gt_unlikely(W.nlate))
+			late_draw(e);
 	}
 }
 
@@ -137,6 +215,11 @@ void flows__launch_after_end(const struct gt_event *ev)
 
 void flows__forget(void)
 {
+	/* the next file holds none of their spans */
+	if (W.late)
+		memset(W.late, 0, LATE_SLOTS * sizeof(*W.late));
+	W.nlate = 0;
+	W.late_lost = 0;
 	/* given back: the next file's first launch makes it again */
 	if (W.corr && !madvise(W.corr, CORR_TABLE_BYTES, MADV_DONTNEED))
 		W.corr_made = false;
@@ -201,9 +284,14 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 		 * list's append), and those of the one that ran it beside them */
 		struct span_ranges r = { h2 && h2->ctx ? h2->ctx : h1 ? h1->ctx : NULL, NULL };
 
+		/* a plug-in's launch may yet come: its arrow will end here */
+		bool late = arrows && !h1 && plugin_corr(ev->corr);
+
 		if (h1 && h2 && h2->ctx && h1->ctx != h2->ctx)
 			r.exec = h1->ctx;
-		row = events__device(ev, args, nargs, arrows && (h1 || h2), &r);
+		row = events__device(ev, args, nargs, arrows && (h1 || h2 || late), &r);
+		if (late)
+			late_wait(ev, row);
 	}
 	if (!arrows)
 		return;

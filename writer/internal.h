@@ -142,6 +142,11 @@ struct writer {
 	struct pending *pend;
 	size_t npend, pend_cap, pend_map; /* pend_map: gt_grow's */
 	size_t pend_kept; /* what waited on after the last pass over them */
+	/* flows.c: plug-ins' device spans written before their launch, waiting
+	 * for it (NULL until one is); those given up, for the trailer */
+	struct late_end *late;
+	uint32_t nlate;
+	uint64_t late_lost;
 
 	struct row_cursor *cursors; /* place.c: one per row, open addressing */
 	size_t cursors_mask, ncursors;
@@ -268,6 +273,9 @@ GT_HIDDEN void flows__defer(const struct gt_event *ev, const struct gt_arg *args
 GT_HIDDEN void flows__forget(void);
 /* Write the device spans that are ready; final: all of them. */
 GT_HIDDEN void flows__pending(bool final);
+/* Plug-ins' device spans of this file with no arrow: their launch (a host span
+ * of the same correlation) is not written (yet), or came too late to be drawn. */
+GT_HIDDEN uint64_t flows__unmatched(void);
 /* flows__defer writes the ready ones, too, once this many more wait than after the
  * last pass: in the middle of a cycle, with the rest waiting on. */
 #define PENDING_FLUSH 4096

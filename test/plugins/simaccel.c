@@ -24,12 +24,16 @@
  *   at_stop=N       stop() hands over N more host spans "simLastRecord" (now, on the
  *                   host thread's row) from a thread of its own, then joins it: a
  *                   plug-in's last records, at exit after the program's end
+ *   launch_after_ms=N  the device spans first, all of them, then N ms later the
+ *                   host spans that launched them (a collector that reads the
+ *                   device's buffer before the host's)
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gputrace/gputrace_plugin.h>
@@ -44,6 +48,7 @@ struct simaccel {
 	int all_kinds;
 	int kernels;
 	int at_stop;
+	int launch_after_ms;
 	int32_t host_tid;
 	int32_t device, compute, copy;
 	uint64_t base;
@@ -107,6 +112,8 @@ static int parse_config(struct simaccel *s, const char *config)
 			s->all_kinds = atoi(eq);
 		else if (!strcmp(item, "at_stop"))
 			s->at_stop = atoi(eq);
+		else if (!strcmp(item, "launch_after_ms"))
+			s->launch_after_ms = atoi(eq);
 		else if (!strcmp(item, "kinds_file")) {
 			int rc = write_kinds(eq, s->kinds);
 
@@ -115,7 +122,10 @@ static int parse_config(struct simaccel *s, const char *config)
 		} else
 			return -EINVAL;
 	}
-	return s->kernels >= 0 && s->kernels <= 1000 && s->at_stop >= 0 ? 0 : -EINVAL;
+	return s->kernels >= 0 && s->kernels <= 5000 && s->at_stop >= 0 &&
+			       s->launch_after_ms >= 0
+		       ? 0
+		       : -EINVAL;
 }
 
 static int simaccel_create(const struct gputrace_plugin_setup *setup, void **state)
@@ -167,33 +177,57 @@ static void span(struct simaccel *s, uint32_t kind, int32_t row, const char *nam
 	s->api->span(s->b, &ev);
 }
 
+#define HOST_SPANS   1
+#define DEVICE_SPANS 2
+
+/* Kernel i's launch and copy: their host spans, their device spans, or both. */
+static void kernel_spans(struct simaccel *s, int i, int which)
+{
+	char name[32];
+	uint64_t at = (uint64_t)i * MS;
+	struct gputrace_arg kargs[3], cargs[2];
+
+	snprintf(name, sizeof(name), "sim_kernel_%d", i);
+	kargs[0] = gputrace_arg_str("kernel", name);
+	if (which & HOST_SPANS)
+		span(s, GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "simLaunchKernel", at, 20 * US,
+		     1 + (uint64_t)i, kargs, 1);
+	kargs[0] = gputrace_arg_u64("grid", 64 * (uint64_t)(i + 1));
+	kargs[1] = gputrace_arg_u64("block", 256);
+	kargs[2] = gputrace_arg_hex("stream", 0xc0ffee);
+	if (which & DEVICE_SPANS)
+		span(s, GPUTRACE_KIND_KERNEL, s->compute, name, at + 50 * US,
+		     (100 + 10 * (uint64_t)i) * US, 1 + (uint64_t)i, kargs, 3);
+
+	if (which & HOST_SPANS)
+		span(s, GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "simMemcpyAsync", at + 200 * US,
+		     10 * US, 101 + (uint64_t)i, NULL, 0);
+	cargs[0] = gputrace_arg_str("kind", "HtoD");
+	cargs[1] = gputrace_arg_u64("bytes", 4096 * (uint64_t)(i + 1));
+	if (which & DEVICE_SPANS)
+		span(s, GPUTRACE_KIND_MEMCPY, s->copy, "Memcpy HtoD", at + 300 * US, 40 * US,
+		     101 + (uint64_t)i, cargs, 2);
+}
+
 static void *collector(void *arg)
 {
 	struct simaccel *s = arg;
 	struct gputrace_event mark;
 	int i;
 
-	for (i = 0; i < s->kernels; i++) {
-		char name[32];
-		uint64_t at = (uint64_t)i * MS;
-		struct gputrace_arg kargs[3], cargs[2];
+	if (s->launch_after_ms) {
+		struct timespec ts = { s->launch_after_ms / 1000,
+				       (long)(s->launch_after_ms % 1000) * 1000000L };
 
-		snprintf(name, sizeof(name), "sim_kernel_%d", i);
-		kargs[0] = gputrace_arg_str("kernel", name);
-		span(s, GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "simLaunchKernel", at, 20 * US,
-		     1 + (uint64_t)i, kargs, 1);
-		kargs[0] = gputrace_arg_u64("grid", 64 * (uint64_t)(i + 1));
-		kargs[1] = gputrace_arg_u64("block", 256);
-		kargs[2] = gputrace_arg_hex("stream", 0xc0ffee);
-		span(s, GPUTRACE_KIND_KERNEL, s->compute, name, at + 50 * US,
-		     (100 + 10 * (uint64_t)i) * US, 1 + (uint64_t)i, kargs, 3);
-
-		span(s, GPUTRACE_KIND_RUNTIME, GPUTRACE_ROW_HOST, "simMemcpyAsync", at + 200 * US,
-		     10 * US, 101 + (uint64_t)i, NULL, 0);
-		cargs[0] = gputrace_arg_str("kind", "HtoD");
-		cargs[1] = gputrace_arg_u64("bytes", 4096 * (uint64_t)(i + 1));
-		span(s, GPUTRACE_KIND_MEMCPY, s->copy, "Memcpy HtoD", at + 300 * US, 40 * US,
-		     101 + (uint64_t)i, cargs, 2);
+		for (i = 0; i < s->kernels; i++)
+			kernel_spans(s, i, DEVICE_SPANS);
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		for (i = 0; i < s->kernels; i++)
+			kernel_spans(s, i, HOST_SPANS);
+	} else {
+		for (i = 0; i < s->kernels; i++)
+			kernel_spans(s, i, HOST_SPANS | DEVICE_SPANS);
 	}
 	if (enabled(s, GPUTRACE_KIND_ANNOTATION)) {
 		GPUTRACE_INIT(mark);

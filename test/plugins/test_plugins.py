@@ -167,6 +167,71 @@ def test_last_records_handed_over_at_stop_are_kept(tmp_path):
     assert t["gputrace"]["complete"] is True
 
 
+def arrows_to(trace, devs):
+    """{device span's correlation: the host span its ac2g arrow starts in}."""
+    starts = {e["id"]: e for e in events(trace, ph="s", cat="ac2g")}
+    ends = {e["id"]: e for e in events(trace, ph="f", cat="ac2g")}
+    assert set(starts) == set(ends)
+    hosts = events(trace, ph="X", cat="simaccel_runtime")
+    found = {}
+    for i, f in ends.items():
+        dev = [d for d in devs if (f["pid"], f["tid"]) == (d["pid"], d["tid"])
+               and d["ts"] <= f["ts"] <= d["ts"] + d["dur"]]
+        host = [h for h in hosts if (starts[i]["pid"], starts[i]["tid"]) == (h["pid"], h["tid"])
+                and h["ts"] <= starts[i]["ts"] <= h["ts"] + h["dur"]]
+        assert len(dev) == 1 and len(host) == 1
+        found[dev[0]["args"]["correlation"]] = host[0]
+    assert len(found) == len(ends)  # one arrow per device span
+    return found
+
+
+def test_device_spans_handed_over_before_their_launch_get_their_arrow(tmp_path):
+    """A collector that hands a device span over 300 ms (some 15 drain cycles of 20 ms)
+    before the host span of the same correlation: the arrow is drawn all the same (it
+    was lost, with nothing said or counted, past 3 cycles)."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=3,launch_after_ms=300", sleep_ms=800,
+                 env={"GPUTRACE_FLUSH_MS": "20"})
+    assert gputrace_lines(r.stderr) == []
+    t = r.trace
+    devs = events(t, ph="X", cat="kernel") + events(t, ph="X", cat="gpu_memcpy")
+    assert len(devs) == 6
+    arrows = arrows_to(t, devs)
+    assert sorted(arrows) == [CORR_BASE + c for c in (1, 2, 3, 101, 102, 103)]
+    for corr, host in arrows.items():
+        assert host["args"]["correlation"] == corr
+        assert host["name"] == ("simLaunchKernel" if corr < CORR_BASE + 100 else "simMemcpyAsync")
+    assert "flows_unmatched" not in t["gputrace"]
+
+
+def test_device_spans_whose_launch_never_comes_are_counted(tmp_path):
+    """Host spans not recorded (runtime not enabled): no arrow, each device span counted
+    in the trailer's flows_unmatched."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=3", activities="kernel,memcpy")
+    t = r.trace
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    assert events(t, ph="s") == [] and events(t, ph="f") == []
+    assert t["gputrace"]["flows_unmatched"] == 6
+
+
+def test_device_spans_waiting_for_their_launch_are_bounded(tmp_path):
+    """More device spans waiting for their launch than are kept (4096): those pushed out
+    have no arrow and are counted, the others get theirs; every span is in the trace."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=5000,launch_after_ms=300", sleep_ms=800,
+                 env={"GPUTRACE_FLUSH_MS": "20"})
+    t = r.trace
+    devs = events(t, ph="X", cat="kernel") + events(t, ph="X", cat="gpu_memcpy")
+    assert len(devs) == 10000
+    unmatched = t["gputrace"]["flows_unmatched"]
+    assert 10000 - 4096 <= unmatched < 10000
+    starts = {e["id"] for e in events(t, ph="s", cat="ac2g")}
+    ends = {e["id"] for e in events(t, ph="f", cat="ac2g")}
+    assert starts == ends and len(ends) + unmatched == 10000
+    assert t["gputrace"]["events_lost"] == 0
+
+
 @pytest.mark.parametrize("activities,expect", [
     # vendor aliases name the generic kinds
     ("xpu_runtime,concurrent_kernel", "runtime,kernel"),
