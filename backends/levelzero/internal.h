@@ -486,7 +486,8 @@ GT_HIDDEN void ze_metrics__kernel_end(struct ze_work *w, ze_command_list_handle_
 #endif
 /* The kernel's metrics can be read (they come a moment after its end). */
 GT_HIDDEN bool ze_metrics__kernel_ready(struct ze_mq *mq);
-/* Its metrics as GT_ARG_METRIC args (at most max); how many. */
+/* Its metrics as GT_ARG_METRIC args (at most max; not in yet, waited for up to a drain
+ * cycle); how many. */
 GT_HIDDEN unsigned ze_metrics__kernel_args(struct ze_mq *mq, struct gt_arg *args, unsigned max);
 /* A regular list runs again: the queries start over. */
 GT_HIDDEN void ze_metrics__kernel_rearm(struct ze_mq *mq);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "backends/levelzero/clockfit.h"
 #include "backends/levelzero/internal.h"
 #include "backends/levelzero/units.h"
@@ -41,6 +42,10 @@
 #define ZM_POOL_QUERIES  256 /* queries per pool; a context grows pools as kernels need */
 #define ZM_POOLS_MAX     64
 #define ZM_WORD_MAX      128
+/* A read that cannot wait for a later collect (the kernel's event is reset or reused, its
+ * list runs again) waits this long for its metrics: they come a moment after its end. */
+#define ZM_AWAIT_NS      (GT_DRAIN_POLL_MS * 1000000ull)
+#define ZM_AWAIT_POLL_NS 20000
 
 bool ze_metrics_kernel_mode;
 
@@ -956,10 +961,37 @@ bool ze_metrics__kernel_ready(struct ze_mq *mq)
 	return ready;
 }
 
+/*
+ * A finished kernel's metrics, not in yet, that must be read now: wait for them, a drain
+ * cycle at most. A driver that misses that wait is not waited for again until a kernel's
+ * metrics come in without one (one wait, not one per kernel, where none ever come).
+ */
+static void zm_kernel_await(struct ze_mq *mq)
+{
+	static atomic_bool stalled;
+	uint64_t until;
+
+	if (ze_metrics__kernel_ready(mq)) {
+		atomic_store_explicit(&stalled, false, memory_order_relaxed);
+		return;
+	}
+	if (atomic_load_explicit(&stalled, memory_order_relaxed))
+		return;
+	until = gt_clock_ns() + ZM_AWAIT_NS;
+	do {
+		nanosleep(&(struct timespec){ .tv_nsec = ZM_AWAIT_POLL_NS }, NULL);
+		if (ze_metrics__kernel_ready(mq))
+			return;
+	} while (gt_clock_ns() < until);
+	atomic_store_explicit(&stalled, true, memory_order_relaxed);
+}
+
 unsigned ze_metrics__kernel_args(struct ze_mq *mq, struct gt_arg *args, unsigned max)
 {
 	unsigned n = 0;
 
+	if (!atomic_load(&ze_closed))
+		zm_kernel_await(mq);
 	pthread_mutex_lock(&zm_lock);
 	for (unsigned gi = 0; mq->mc && gi < mq->mc->md->ng; gi++) {
 		struct zm_group *g = &mq->mc->md->g[gi];

@@ -1107,7 +1107,8 @@ static void ze_pend__settle(struct ze_pending *p, uint32_t reason)
 }
 
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
- * everything after it) until a later collect; otherwise it goes without.
+ * everything after it) until a later collect; otherwise it is read now, its metrics
+ * waited for a moment (ze_metrics__kernel_args).
  * row_order: a row's commands are read in order. The device may finish one between
  * the queries of two (those after it seen done, it not yet): read first, a later
  * command would set the row's chain ahead of the earlier one's times (an overlap on
