@@ -4,6 +4,8 @@ ZE_APPS := ze_basic ze_hammer ze_threads ze_lists ze_shared_engine ze_behind_lea
 # Equivalents of third-party programs (the loader's, PTI-GPU's, level-zero-tests'), written
 # here; some use declarations of later specs (backends/levelzero/ze_newer.h).
 ZE_APPS += ze_info ze_sysman ze_event_reset ze_counterbased ze_bandwidth ze_peak ze_pingpong ze_flight
+# Kernels each signaling an event of the program's own (fresh, or one reset), waited from the host.
+ZE_APPS += ze_own_events
 # SYCL graphs (mutable lists) and Intel's zex functions, from zeDriverGetExtensionFunctionAddress.
 ZE_APPS += ze_graph
 # Contexts destroyed right after their launches (while gputrace may grow its pools in them).
