@@ -77,6 +77,10 @@ struct gt_backend {
 /* Devices whose telemetry a backend samples (--telemetry), counted as each starts: a
  * missing source (no NVML) is worth a warning only when no backend samples any. */
 extern GT_HIDDEN _Atomic unsigned gt_telemetry_devices;
+/* Level Zero devices whose metrics were chosen (--metrics), counted as each starts: a
+ * name without CUPTI's "__" is theirs to judge (each says the names it lacks); with none,
+ * the CUDA backend says it. */
+extern GT_HIDDEN _Atomic unsigned gt_ze_metric_devices;
 
 /*
  * A backend's lock, taken on the drain thread. A signal that ends the process

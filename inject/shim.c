@@ -778,6 +778,7 @@ void gt_start_writer(void)
 /* ---- backends ---- */
 
 _Atomic unsigned gt_telemetry_devices;
+_Atomic unsigned gt_ze_metric_devices;
 
 GT_STARTUP_CODE bool gt_backend_enabled(unsigned enabled_by)
 {

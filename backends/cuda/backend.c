@@ -196,6 +196,11 @@ static void enable_callbacks(void)
 	/* contexts: which device a synchronization record's context is on */
 	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				     CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+	/* contexts' ends: their range profilers go with them (a context made anew
+	 * gets one of its own) */
+	if (gt_metrics_on(cupti_range_launches))
+		cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+					     CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* modules: their kernels' names go with them */
 	cupti_fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				     CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);

@@ -482,6 +482,12 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			cupti__module_unloading();
 			return;
 		}
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+			if (gt_metrics_on(cupti_range_launches) && data)
+				cupti__range_context_destroyed(
+					((const CUpti_ResourceData *)data)->context);
+			return;
+		}
 		cupti_self++;
 		on_context(cbid, data);
 		cupti_self--;

@@ -358,6 +358,9 @@ GT_HIDDEN uint32_t cupti__launch_stream_id(CUpti_CallbackId cbid, const CUpti_Ca
  * launches are measured by a range profiler session around them (kernel), or start
  * their NVTX range's session (nvtx) */
 GT_HIDDEN void cupti__range_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+/* range_profiler.c: CUPTI's resource callback, before ctx is destroyed: its range
+ * profiler goes with it */
+GT_HIDDEN void cupti__range_context_destroyed(CUcontext ctx);
 
 /* buffers.c: CUPTI's buffer callbacks */
 GT_HIDDEN void CUPTIAPI cupti__buffer_requested(uint8_t **buffer, size_t *size,

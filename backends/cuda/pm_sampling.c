@@ -191,6 +191,18 @@ static void pm_label(char *out, size_t len, const char *name)
 		snprintf(out, len, "%s", name);
 }
 
+/* A --metrics word without CUPTI's "__": Level Zero's devices judge it where there are
+ * any (each says what it lacks); where there are none, nothing would: one line. (A
+ * program that starts CUDA's metrics before its first zeInit gets it as well.) */
+static void pm_not_cupti(const char *word)
+{
+	if (!*word || atomic_load(&gt_ze_metric_devices))
+		return;
+	pr_warn("CUDA metrics: '%s' is not a metric: CUPTI's names have '__' (those of `ncu "
+		"--query-metrics`), and no Level Zero device here takes metrics: ignored",
+		word);
+}
+
 size_t cupti__pm_choose(const char *list, bool kernel, struct cupti_pm_metric *out,
 			char (*labels)[128], size_t max)
 {
@@ -210,8 +222,10 @@ size_t cupti__pm_choose(const char *list, bool kernel, struct cupti_pm_metric *o
 		for (char *e = w + strlen(w); e > w && e[-1] == ' '; *--e = 0)
 			;
 		s += len + (s[len] == ',');
-		if (!strstr(w, "__"))
-			continue; /* a Level Zero group or metric */
+		if (!strstr(w, "__")) {
+			pm_not_cupti(w); /* a Level Zero group or metric, or a mistake */
+			continue;
+		}
 		pm_label(labels[n], sizeof(labels[n]), w);
 		out[n].name = w;
 		out[n].label = labels[n];

@@ -29,6 +29,14 @@
  *
  * Refusals, one line each: no range profiler in this libcupti, a metric the
  * chip lacks, more than one pass, no permission, CUPTI held by another tool.
+ * A refusal holds for the device (its contexts made anew after a reset stay
+ * unmeasured, without another line); a session that measured nothing although
+ * its launch ran is said once and counted as lost cupti_range_unmeasured.
+ *
+ * A context's profiler goes with the context (cudaDeviceReset, cuCtxDestroy):
+ * CUPTI's resource callback, before the destruction, disables it, and a context
+ * made later, even at the same handle, enables one of its own at its first launch
+ * (a stale one measured nothing there, silently).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -87,9 +95,10 @@ GT_HIDDEN bool cupti_range_launches GT_STARTUP_STATE; /* either: the launch call
 GT_HIDDEN bool cupti_drv_hooks GT_STARTUP_STATE;
 #endif
 
-/* One context's range profiler. */
+/* One context's range profiler; ctx NULL: a free entry (its context destroyed). */
 struct range_ctx {
 	CUcontext ctx;
+	uint32_t device; /* CUPTI's device id; UINT32_MAX: not known */
 	bool refused; /* said why once: its launches run unmeasured */
 	const void *owner; /* nvtx: the thread whose range holds the session */
 	CUpti_RangeProfiler_Object *obj;
@@ -110,6 +119,7 @@ static struct cupti_pm_metric range_chosen[RANGE_METRICS_MAX];
 static char range_labels[RANGE_METRICS_MAX][128];
 static size_t range_nchosen;
 static bool range_default;
+static uint64_t range_refused_devices; /* bit d: device d's contexts run unmeasured */
 static GT_TLS struct range_ctx *range_open; /* this thread's launch in a session */
 static GT_TLS uint32_t range_corr;
 static GT_TLS uint32_t range_stream; /* CUPTI's id of that launch's stream */
@@ -307,6 +317,9 @@ static int range_ctx_start(struct range_ctx *c)
 				  r);
 		return -EIO;
 	}
+	c->device = device;
+	if (device < 64 && (range_refused_devices & (1ull << device)))
+		return -EPERM; /* said for an earlier context of the device */
 	snprintf(what, sizeof(what), "%s metrics on GPU %u", range_unit(), device);
 	if ((e = cupti__chip_name(device, &chip))) {
 		cupti__pm_refused(what, -e);
@@ -354,6 +367,48 @@ static int range_ctx_start(struct range_ctx *c)
 	return 0;
 }
 
+/* range_lock held: a launch whose kernel ran (an NVTX range whose kernels did) carries
+ * no metrics, for a reason no refusal said: counted, and said once. */
+static void range_unmeasured(const char *why)
+{
+	static bool said;
+
+	gt_lost_add(cupti__key("cupti_range_unmeasured"), 1);
+	if (said)
+		return;
+	said = true;
+	pr_warn("CUDA metrics: %s: its %s carries no metrics (counted as lost "
+		"cupti_range_unmeasured)",
+		why, cupti_range_nvtx ? "range" : "kernel");
+}
+
+/* range_lock held: a refusal (said already) holds for c's device from now on. */
+static void range_refuse(struct range_ctx *c)
+{
+	range_ctx_free(c);
+	c->refused = true;
+	if (c->device < 64)
+		range_refused_devices |= 1ull << c->device;
+}
+
+/* range_lock held: an entry for a new context, a destroyed one's if any is free. */
+static struct range_ctx *range_ctx_new(CUcontext ctx)
+{
+	struct range_ctx *c = NULL;
+
+	for (unsigned i = 0; i < range_nctx && !c; i++)
+		if (!range_ctxs[i].ctx)
+			c = &range_ctxs[i];
+	if (!c && range_nctx < RANGE_CTX_MAX)
+		c = &range_ctxs[range_nctx++];
+	if (c) {
+		memset(c, 0, sizeof(*c));
+		c->ctx = ctx;
+		c->device = UINT32_MAX;
+	}
+	return c;
+}
+
 /* range_lock held: the context's profiler, started on first use; NULL if refused. */
 static struct range_ctx *range_ctx_of(CUcontext ctx)
 {
@@ -386,14 +441,12 @@ static struct range_ctx *range_ctx_of(CUcontext ctx)
 	for (unsigned i = 0; i < range_nctx; i++)
 		if (range_ctxs[i].ctx == ctx)
 			return range_ctxs[i].refused ? NULL : &range_ctxs[i];
-	if (range_nctx == RANGE_CTX_MAX)
+	if (!(c = range_ctx_new(ctx))) {
+		range_unmeasured("more contexts at once than the range profiler's table holds");
 		return NULL;
-	c = &range_ctxs[range_nctx++];
-	memset(c, 0, sizeof(*c));
-	c->ctx = ctx;
+	}
 	if (range_ctx_start(c)) {
-		range_ctx_free(c);
-		c->refused = true;
+		range_refuse(c);
 		return NULL;
 	}
 	return c;
@@ -410,8 +463,7 @@ static bool is_kernel_launch(const char *name)
 static void range_give_up(struct range_ctx *c, const char *what, CUptiResult r)
 {
 	cupti__pm_refused(what, r);
-	range_ctx_free(c);
-	c->refused = true;
+	range_refuse(c);
 }
 
 static void range_begin(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
@@ -439,8 +491,9 @@ static void range_begin(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		pthread_mutex_unlock(&range_lock);
 }
 
-/* range_lock held: the values of the one range of c's decoded session, re-armed. */
-static bool range_collect(struct range_ctx *c, double *v)
+/* range_lock held: the values of the one range of c's decoded session, re-armed. ran:
+ * the measured code ran (the launch succeeded), so a range is owed. */
+static bool range_collect(struct range_ctx *c, double *v, bool ran)
 {
 	CUpti_RangeProfiler_Stop_Params st = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
 	CUpti_RangeProfiler_DecodeData_Params dec = {
@@ -465,9 +518,13 @@ static bool range_collect(struct range_ctx *c, double *v)
 	}
 	if (dec.numOfRangeDropped)
 		gt_lost_add(cupti__key("cupti_range_dropped"), dec.numOfRangeDropped);
-	/* no range: the launch failed, or ran no kernel */
+	/* no range from a failed launch is no loss; from one that ran, it is */
 	measured = info.numTotalRanges == 1 &&
 		   !cupti__host_evaluate(c->host, c->data, c->data_size, 0, c->names, c->n, v);
+	if (!measured && ran)
+		range_unmeasured(info.numTotalRanges == 1
+					 ? "the host profiler could not evaluate a range"
+					 : "the range profiler measured no range of a launch that ran");
 	if ((r = range_arm(c)) != CUPTI_SUCCESS)
 		range_give_up(c,
 			      cupti_range_nvtx
@@ -477,14 +534,15 @@ static bool range_collect(struct range_ctx *c, double *v)
 	return measured;
 }
 
-static void range_end(void)
+static void range_end(const CUpti_CallbackData *cb)
 {
 	struct range_ctx *c = range_open;
 	double v[RANGE_METRICS_MAX];
+	bool ran = !cb->functionReturnValue || !*(const int *)cb->functionReturnValue;
 	bool measured;
 
 	cupti_self++;
-	measured = range_collect(c, v);
+	measured = range_collect(c, v, ran);
 	if (measured)
 		slot_set(range_corr, range_stream, SLOT_READY, c->keys, v, c->n);
 	else
@@ -552,7 +610,7 @@ void cupti__range_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		    atomic_load(&cupti_state) == CUPTI_ON && !atomic_load(&range_captures))
 			range_begin(cbid, cb);
 	} else if (range_open && cb->correlationId == range_corr) {
-		range_end();
+		range_end(cb);
 	}
 }
 
@@ -649,7 +707,7 @@ static bool nvtx_session_end(struct range_ctx *c, double *v)
 		return false;
 	}
 	/* waits for the range's kernels: decoding needs them done */
-	measured = range_collect(c, v);
+	measured = range_collect(c, v, true);
 	c->owner = NULL;
 	return measured;
 }
@@ -699,6 +757,51 @@ unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsig
 	cupti_self--;
 	pthread_mutex_unlock(&range_lock);
 	return n;
+}
+
+/* ---- a context's end ---- */
+
+/* range_lock held: the NVTX range session open on c (another thread's, maybe) ends
+ * unevaluated. */
+static void range_session_drop(struct range_ctx *c)
+{
+	CUpti_RangeProfiler_PopRange_Params po = {
+		CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+	CUpti_RangeProfiler_Stop_Params st = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
+
+	po.pRangeProfilerObject = c->obj;
+	st.pRangeProfilerObject = c->obj;
+	rf.cuptiRangeProfilerPopRange(&po);
+	rf.cuptiRangeProfilerStop(&st);
+	c->owner = NULL; /* its thread's pop finds the session not its own */
+	range_unmeasured("a context was destroyed (cudaDeviceReset, cuCtxDestroy) inside "
+			 "the NVTX range measuring it");
+}
+
+/*
+ * CUPTI's resource callback, before a context's destruction (cudaDeviceReset,
+ * cuCtxDestroy): its profiler is disabled while the context still exists and its entry
+ * freed. A context made later, also one at the same handle (the primary context after a
+ * reset), enables a profiler of its own at its first launch.
+ */
+void cupti__range_context_destroyed(CUcontext ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&range_lock); /* after any launch's session */
+	cupti_self++;
+	for (unsigned i = 0; i < range_nctx; i++) {
+		struct range_ctx *c = &range_ctxs[i];
+
+		if (c->ctx != ctx)
+			continue;
+		if (c->obj && c->owner)
+			range_session_drop(c);
+		range_ctx_free(c);
+		c->ctx = NULL;
+	}
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
 }
 
 /* ---- the backend's hooks ---- */

@@ -707,6 +707,7 @@ void ze_metrics__init(void)
 	/* ze_lock is taken inside (devices): never under zm_lock */
 	zm_add_devices();
 	pthread_mutex_lock(&zm_lock);
+	atomic_fetch_add(&gt_ze_metric_devices, zm_ndevs);
 	for (unsigned d = 0; d < zm_ndevs; d++) {
 		zm_choose(&zm_devs[d]);
 		if (gt_cfg.metrics_mode == GT_METRICS_TIME)
