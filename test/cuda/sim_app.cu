@@ -51,6 +51,9 @@
 //                  stream, an event recorded after them, then cudaDeviceReset with no
 //                  synchronize before it; the event then fails with
 //                  cudaErrorContextIsDestroyed
+//   reset nvtx     twice: an NVTX range "round" (a scale of 1024 ns and an axpy of 512 ns,
+//                  synchronized), then a range "reset" (a scale of 1024 ns, then
+//                  cudaDeviceReset inside the range)
 //   copy2d         2D copies on a non-blocking stream's device: cudaMemcpy2D of 50 rows of
 //                  1000 bytes from pinned memory into device rows of pitch 1024
 //                  (cudaMallocPitch's; 50000 bytes: 5000 ns), cudaMemset2DAsync of 50 rows
@@ -682,6 +685,26 @@ static int peer_mode(void)
 	return ok ? 0 : 1;
 }
 
+static int reset_nvtx_mode(void)
+{
+	for (int round = 0; round < 2; round++) {
+		float *d;
+
+		nvtxRangePushA("round");
+		CHECK(cudaMalloc(&d, MiB));
+		sim::scale<float><<<4, 256>>>(d, 2.0f, 1024); // 1024 ns
+		axpy<<<2, 256>>>(d, d, 512);                  // 512 ns
+		CHECK(cudaDeviceSynchronize());
+		nvtxRangePop();
+		nvtxRangePushA("reset");
+		sim::scale<float><<<4, 256>>>(d, 2.0f, 1024);
+		CHECK(cudaDeviceReset());
+		nvtxRangePop();
+	}
+	printf("reset nvtx: ok\n");
+	return 0;
+}
+
 static int reset_mode(void)
 {
 	for (int round = 0; round < 2; round++) {
@@ -903,6 +926,8 @@ int main(int argc, char **argv)
 		return copies_mode(argc > 2 ? atoi(argv[2]) : 3);
 	if (!strcmp(mode, "peer"))
 		return peer_mode();
+	if (!strcmp(mode, "reset") && argc > 2 && !strcmp(argv[2], "nvtx"))
+		return reset_nvtx_mode();
 	if (!strcmp(mode, "reset"))
 		return reset_mode();
 	if (!strcmp(mode, "copy2d"))

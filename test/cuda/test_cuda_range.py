@@ -180,6 +180,72 @@ def test_refusal_is_one_line_and_the_program_runs(tmp_path, env, line):
     assert len(ks) == 3 and all("metrics" not in k["args"] for k in ks)
 
 
+@pytest.mark.parametrize("metrics, line, measured", [
+    ("gpu_time_duration.sum",
+     "gputrace: CUDA metrics: 'gpu_time_duration.sum' is not a metric: CUPTI's names have "
+     "'__' (those of `ncu --query-metrics`), and no Level Zero device here takes metrics: "
+     "ignored", KEYS),
+    ("gpu__time_duration.sum, ComputeBasic",
+     "gputrace: CUDA metrics: 'ComputeBasic' is not a metric: CUPTI's names have '__' "
+     "(those of `ncu --query-metrics`), and no Level Zero device here takes metrics: "
+     "ignored", {"gpu__time_duration.sum"}),
+], ids=["misspelt", "level-zero-group"])
+def test_a_name_no_backend_takes_is_one_line(tmp_path, metrics, line, measured):
+    # a name without CUPTI's "__" is a Level Zero group's or metric's; with no Level Zero
+    # device to judge it, the CUDA backend says it (it went unsaid: the kernels carried
+    # the basic set as if no metric had been named)
+    t, r = traced(tmp_path, ["clock", "3", "0"], {"GPUTRACE_METRICS": metrics})
+    assert r.stdout == b"clock: 3 kernels\n"
+    assert metric_lines(r.stderr) == [line]
+    ks = kernels(t)
+    assert len(ks) == 3 and all(set(k["args"]["metrics"]) == measured for k in ks)
+
+
+def test_kernels_after_a_device_reset_carry_their_metrics(tmp_path):
+    # cudaDeviceReset destroys the primary context, and the next call makes it anew at
+    # the same handle: its kernels get a range profiler of their own (the destroyed
+    # context's, reused, measured nothing and said nothing)
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["reset"], {"GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.stdout == b"reset: ok\n"
+    assert metric_lines(r.stderr) == []
+    ks = kernels(t)
+    assert [k["name"] for k in ks] == [SCALE, AXPY] * 2
+    assert [k["args"]["metrics"]["gpu time ns"] for k in ks] == [1024, 512] * 2
+    assert all(set(k["args"]["metrics"]) == KEYS for k in ks)
+    assert json.loads(summary.read_text())["lost"]["total"] == 0
+
+
+def test_a_refusal_outlives_a_device_reset_in_one_line(tmp_path):
+    # the context made anew is refused for the same reason: no second line
+    t, r = traced(tmp_path, ["reset"], {"CUDA_SIM_PROFILING_RESTRICTED": "1"})
+    assert r.stdout == b"reset: ok\n"
+    assert metric_lines(r.stderr) == [
+        "gputrace: CUDA metrics: per-kernel metrics on GPU 0: no permission to profile the GPU "
+        "(load the driver with NVreg_RestrictProfilingToAdminUsers=0, or run as root)"]
+    ks = kernels(t)
+    assert len(ks) == 4 and all("metrics" not in k["args"] for k in ks)
+
+
+def test_nvtx_ranges_around_a_device_reset(tmp_path):
+    # the range after a reset is measured on the new context; a range inside which the
+    # context is destroyed loses its session with it: one line, counted
+    summary = tmp_path / "s.json"
+    t, r = traced(tmp_path, ["reset", "nvtx"], {"GPUTRACE_METRICS_MODE": "nvtx",
+                                               "GPUTRACE_SUMMARY_JSON": str(summary)})
+    assert r.stdout == b"reset nvtx: ok\n"
+    assert metric_lines(r.stderr) == [
+        "gputrace: CUDA metrics: a context was destroyed (cudaDeviceReset, cuCtxDestroy) "
+        "inside the NVTX range measuring it: its range carries no metrics (counted as lost "
+        "cupti_range_unmeasured)"]
+    rounds = host_ranges(t, "round")
+    assert [e["args"]["metrics"]["gpu time ns"] for e in rounds] == [1536, 1536]
+    resets = host_ranges(t, "reset")
+    assert len(resets) == 2 and all("metrics" not in (e.get("args") or {}) for e in resets)
+    lost = json.loads(summary.read_text())["lost"]
+    assert lost["total"] == 2 and lost["by_reason"] == {"cupti_range_unmeasured": 2}
+
+
 def test_chosen_metrics_by_name(tmp_path):
     t, r = traced(tmp_path, ["clock", "4", "0"],
                   {"GPUTRACE_METRICS": "sm__threads_launched.sum, gpu__time_duration.sum"})
