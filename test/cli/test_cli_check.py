@@ -128,6 +128,19 @@ def test_a_typo_in_a_name_never_passes(tmp_path):
                       "(0 is the first)")
     assert res[4] == "PASS lost.ring_full == 0: 0"  # a reason gputrace knows, not seen: 0
     assert lines(p)[-1].startswith("gputrace check: 1 passed, 0 failed, 4 could not be evaluated")
+
+
+@pytest.mark.parametrize("reason", ["window_late", "cupti_pm_overflow", "cupti_range_late",
+                                    "cupti_range_dropped", "cupti_range_unclaimed",
+                                    "cupti_range_unmeasured", "ze_metrics_unread"])
+def test_every_reason_the_library_counts_is_known(tmp_path, reason):
+    """Each reason the library counts under (gt_lost_add) reads 0 where it did not
+    happen: they were "no loss reason" errors, so a CI gate on one could not be written
+    before it first happened."""
+    _, sj, _ = traced(tmp_path, "run", 2, 64)
+    p = gt(["check", sj, f"lost.{reason} == 0"], tmp_path)
+    assert p.returncode == 0, p.stdout.decode()
+    assert result_lines(p) == [f"PASS lost.{reason} == 0: 0"]
     # a name cut short: the name it begins, though many edits away (none was named, or a
     # shorter other: "zeCommandQueueCreate" for "zeCommandQueueSync")
     p = gt(["check", sj, 'kernel["gemm"].count >= 0', 'api["zeCommandQueueSync"].count > 0'],
