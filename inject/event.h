@@ -139,6 +139,10 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
 /* That range (and its begin) ends by id, in any order (ITT overlapped tasks, regions): it
  * need not nest with its thread's ranges and calls, as process ranges need not */
 #define GT_EVF_BY_ID    0x400
+/* Device work of a recorded list run later (a Level Zero regular list): corr is the call
+ * that ran it, corr2 the append that recorded it. Its ranges are the append's (none if
+ * it had none), the run's are its exec ranges: never taken for its own */
+#define GT_EVF_EXECUTED 0x800
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */

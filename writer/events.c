@@ -682,7 +682,7 @@ static void put_args(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
 	bool first = true;
 
 	if (!nargs && !x.corr && !x.corr2 && x.device < 0 && x.stream < 0 &&
-	    (!x.ranges || !x.ranges->ctx))
+	    (!x.ranges || (!x.ranges->ctx && !x.ranges->exec)))
 		return;
 	jbuf__lit(b, ",\"args\":{");
 	put_fixed_args(b, args, nargs, &first, &x);

@@ -251,6 +251,28 @@ static bool arrows_in(const struct gt_event *ev)
 	return host_end(ev) || (ev->type == GT_EV_DEVICE_SPAN && !(ev->flags & GT_EVF_NOFLOW));
 }
 
+/* The ranges device work carries: those of the call that recorded it, and those of
+ * the one that ran it beside them where they differ. A regular list's work
+ * (GT_EVF_EXECUTED) takes its append's, also where there were none: taken for its
+ * own, its execute's counted work appended outside them as launched inside them. Other
+ * work with two causing calls (CUDA's runtime and driver call, a plug-in's external id
+ * and flow) takes corr2's, else corr's. */
+static struct span_ranges device_ranges(const struct gt_event *ev, const struct corr_entry *h1,
+					const struct corr_entry *h2)
+{
+	struct span_ranges r = { NULL, NULL };
+
+	if (ev->flags & GT_EVF_EXECUTED)
+		r.ctx = h2 ? h2->ctx : NULL;
+	else if (h2 && h2->ctx)
+		r.ctx = h2->ctx;
+	else
+		return (struct span_ranges){ h1 ? h1->ctx : NULL, NULL };
+	if (h1 && h1->ctx != r.ctx)
+		r.exec = h1->ctx;
+	return r;
+}
+
 /* The span, then its arrows: after both slices exist, so viewers bind them;
  * each end strictly inside its own slice (place.c). */
 static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
@@ -280,15 +302,11 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 		if (ev->flags & GT_EVF_TIMED)
 			ranges__timed(ev, ev->track);
 	} else {
-		/* the ranges of the call that recorded the work (a regular
-		 * list's append), and those of the one that ran it beside them */
-		struct span_ranges r = { h2 && h2->ctx ? h2->ctx : h1 ? h1->ctx : NULL, NULL };
+		struct span_ranges r = device_ranges(ev, h1, h2);
 
 		/* a plug-in's launch may yet come: its arrow will end here */
 		bool late = arrows && !h1 && plugin_corr(ev->corr);
 
-		if (h1 && h2 && h2->ctx && h1->ctx != h2->ctx)
-			r.exec = h1->ctx;
 		row = events__device(ev, args, nargs, arrows && (h1 || h2 || late), &r);
 		if (late)
 			late_wait(ev, row);

@@ -291,7 +291,8 @@ static void process_add(struct urange *u)
 }
 
 /* A range ended by id, its end read first: in the map a few cycles, as an
- * ended process range is (ranges__cycle_end). */
+ * ended process range is (ranges__cycle_end), and so in its thread's launches
+ * made inside it (early_at). */
 static void early_add(struct urange *u)
 {
 	if (R.nearly == R.early_cap) {
@@ -323,7 +324,11 @@ void ranges__begin(const struct gt_event *ev, uint32_t ring_tid)
 		if (!u)
 			return;
 	} else if (u->end_ns) {
-		return; /* its end was read first: over already */
+		/* its end was read first: over already; one ended by id is kept a few
+		 * cycles more, for the launches read after this begin that it holds */
+		if (!u->process)
+			u->ended_cycle = R.cycle;
+		return;
 	}
 	u->begun = true;
 	u->start_ns = ev->start_ns;
@@ -421,9 +426,68 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 	return c;
 }
 
+/* Outer first: the earlier start, then the later end. */
+static bool outer_of(const struct urange *a, const struct urange *b)
+{
+	return a->start_ns < b->start_ns || (a->start_ns == b->start_ns && a->end_ns > b->end_ns);
+}
+
+/* Into th (n of them, outermost first), u where it nests among them. */
+static unsigned insert_nested(struct urange **th, unsigned n, struct urange *u)
+{
+	unsigned k = n;
+
+	if (n == RCTX_MAX)
+		return n;
+	for (; k > 0 && outer_of(u, th[k - 1]); k--)
+		th[k] = th[k - 1];
+	th[k] = u;
+	return n + 1;
+}
+
+/* Of tid's ranges ended by id on a thread read before their begin (early_add): on no
+ * stack, but their whole times are known. */
+static bool early_holds(const struct urange *u, uint32_t tid, uint64_t t)
+{
+	return u->tid == tid && u->start_ns <= t && t < u->end_ns;
+}
+
+static bool early_any(uint32_t tid, uint64_t t)
+{
+	for (size_t i = 0; i < R.nearly; i++)
+		if (early_holds(R.early[i], tid, t))
+			return true;
+	return false;
+}
+
+/* Into th (n of them), those open at t. */
+static unsigned early_at(uint32_t tid, uint64_t t, struct urange **th, unsigned n)
+{
+	for (size_t i = 0; i < R.nearly; i++)
+		if (early_holds(R.early[i], tid, t))
+			n = insert_nested(th, n, R.early[i]);
+	return n;
+}
+
+/* Crossing ranges: a launch read off its thread's ring (foreign) sees its stack now,
+ * as far as it was open at the launch (ranges that ended since are not known); with
+ * it, the thread's ranges ended early that held it. */
+static struct rctx *ctx_crossing(const struct gt_event *ev, uint32_t tid, bool foreign,
+				 const struct tstack *t, struct urange *const *p, unsigned np)
+{
+	struct urange *th[RCTX_MAX];
+	unsigned nt = 0;
+
+	for (uint32_t i = 0; t && i < t->n && nt < RCTX_MAX; i++)
+		if (!foreign || t->r[i]->start_ns <= ev->start_ns)
+			th[nt++] = t->r[i];
+	nt = early_at(tid, ev->start_ns, th, nt);
+	return np || nt ? ctx_new(p, np, th, nt) : NULL;
+}
+
 struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool foreign)
 {
-	struct urange *p[RCTX_MAX], *th[RCTX_MAX];
+	struct urange *p[RCTX_MAX];
 	struct tstack *t = R.threads ? thread(tid, false) : NULL;
 	bool all_open = true;
 	unsigned np = R.nprocess ? process_at(ev->start_ns, p, RCTX_MAX, &all_open) : 0;
@@ -431,17 +495,11 @@ struct rctx *ranges__at_launch(const struct gt_event *ev, uint32_t tid, bool for
 	/* the thread's context is shared while it holds every open range */
 	bool shared = t && all_open && !foreign;
 
+	/* (a context of its own: shared ones hold the stack alone) */
+	if ((foreign && t) || (R.nearly && early_any(tid, ev->start_ns)))
+		return ctx_crossing(ev, tid, foreign, t, p, np);
 	if (!np && !nt)
 		return NULL;
-	if (foreign && t) {
-		/* read off the thread's ring: its stack now, as far as it was
-		 * open at the launch (ranges that ended since are not known) */
-		nt = 0;
-		for (uint32_t i = 0; i < t->n && nt < RCTX_MAX; i++)
-			if (t->r[i]->start_ns <= ev->start_ns)
-				th[nt++] = t->r[i];
-		return np || nt ? ctx_new(p, np, th, nt) : NULL;
-	}
 	if (shared && t->cached && t->cached_version == t->version &&
 	    t->cached_pversion == R.pversion)
 		return ranges__ctx_get(t->cached);
@@ -475,12 +533,6 @@ void ranges__timed(const struct gt_event *ev, uint32_t tid)
 			      .tid = tid, .refs = 1, .begun = true, .ended_cycle = R.cycle };
 	t->timed[t->ntimed++] = u;
 	R.any_timed = true;
-}
-
-/* Outer first: the earlier start, then the later end. */
-static bool outer_of(const struct urange *a, const struct urange *b)
-{
-	return a->start_ns < b->start_ns || (a->start_ns == b->start_ns && a->end_ns > b->end_ns);
 }
 
 /* The process's ranges at t as far as read by now, with those of the

@@ -191,6 +191,7 @@ struct ze_pending {
 	bool chain_gone;     /* the program destroyed its chained event (counter-based may) */
 	bool host_domain;    /* the slot has host ns, not ticks */
 	bool run_copy;       /* the slot is its run's copy (gate->times): a rerun keeps it */
+	bool executed;       /* a regular list's command: corr runs it, corr2 appended it */
 	uint32_t track;      /* (beside the flags: no padding) */
 	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
@@ -676,6 +677,7 @@ ze_pend__emit_as(struct ze_pending *p, uint64_t idle, uint64_t start, uint64_t e
 		.cat = cat,
 		.track = p->track,
 		.type = GT_EV_DEVICE_SPAN,
+		.flags = p->executed ? GT_EVF_EXECUTED : 0,
 	};
 	gt_emit(&ev, args, n);
 }
@@ -1914,6 +1916,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.cmd = j,
 				.corr = corr,
 				.corr2 = cmd->append_corr,
+				.executed = true,
 				.dev = x->dev,
 				.track = x->track,
 				.anchor = x->anchor,

@@ -378,7 +378,9 @@ def test_crossing_ranges_on_lanes(tmp_path, api):
     push/pop range. Each is drawn whole on the first of the process's lanes
     where it nests, with args.tid; every row of the trace nests (the thread's
     row kept its calls and its push/pop range); the kernels carry the ranges,
-    the device rows' annotations nest; the summary counts each range as drawn."""
+    the device rows' annotations nest; the summary counts each range as drawn.
+    The regular list appended before "handed over" and executed inside it
+    carries it as exec_range only, and the summary counts no kernel in it."""
     app = OUT / f"ze_cross_{api}"
     need(app)
     env = sim_env({"GPUTRACE_SUMMARY": "1",
@@ -416,10 +418,18 @@ def test_crossing_ranges_on_lanes(tmp_path, api):
     got = collections.Counter((e["name"], e["args"]["spans"]) for e in annotations(t))
     assert got == CROSS_ANNOTATIONS[api]
     assert viewer_rules.check_flows(t) == 7  # k_long: its append and its execution
+    # k_long, appended before "handed over" and executed inside it: the range is its
+    # execute's, beside its own (none) as exec_range(s), for both APIs alike
+    k_long = [e["args"] for e in device_spans(t) if e["name"] == "k_long"]
+    assert [{k: v for k, v in a.items() if "range" in k} for a in k_long] == [
+        {"exec_range": "handed over", "exec_ranges": ["handed over"]}]
     viewer_rules.check_rounding(t)
     s = json.loads((tmp_path / "summary.json").read_text())
     assert {x["name"]: (x["count"], x["host_ns"]) for x in s["ranges"]} == \
         {e["name"]: (1, ns(e["dur"])) for e in spans}
+    # kernels launched inside each range (args.ranges): none in "handed over"
+    assert {x["name"]: x["kernels"] for x in s["ranges"]} == {
+        "handed over": 0, "a": 2, "b": 2, "s": 2, "p": 1}
 
 
 @pytest.mark.sanitize
