@@ -64,7 +64,9 @@ static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- GPUTRACE_PLUGIN_CONFIG: "name:text;name:text" ---- */
 
-/* The text after "<name>:" in the entry for name, or "". */
+/* The text after "<name>:" in the entry for name, or "": also for a text
+ * too long for out, said in one line (a text cut short would configure the
+ * plug-in as nobody asked). */
 static void plugin_config_for(const char *name, char *out, size_t outlen)
 {
 	const char *all = getenv("GPUTRACE_PLUGIN_CONFIG");
@@ -73,11 +75,18 @@ static void plugin_config_for(const char *name, char *out, size_t outlen)
 	out[0] = '\0';
 	while (all && *all) {
 		const char *end = strchrnul(all, ';');
+		size_t len = (size_t)(end - all);
 
-		if ((size_t)(end - all) > name_len && !strncmp(all, name, name_len) &&
-		    all[name_len] == ':') {
-			snprintf(out, outlen, "%.*s", (int)(end - all - name_len - 1),
-				 all + name_len + 1);
+		if (len > name_len && !strncmp(all, name, name_len) && all[name_len] == ':') {
+			len -= name_len + 1;
+			if (len >= outlen) {
+				pr_err("GPUTRACE_PLUGIN_CONFIG: the entry for '%s' is longer than %zu "
+				       "bytes (%zu); the plug-in gets no configuration (\"\")", name,
+				       outlen - 1, len);
+				return;
+			}
+			memcpy(out, all + name_len + 1, len);
+			out[len] = '\0';
 			return;
 		}
 		all = *end ? end + 1 : end;

@@ -457,6 +457,19 @@ def test_stop_that_never_returns_as_a_window_closes(tmp_path):
     assert info["events_lost"] == 0
 
 
+def test_config_entry_too_long_says_so(tmp_path):
+    """A GPUTRACE_PLUGIN_CONFIG entry past 4095 bytes is said in one line, and the plug-in
+    gets no configuration rather than one cut short (it got the first 4095 bytes,
+    silently: here, a text its parser refused, and the plug-in was lost)."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    text = "kernels=1," + "x" * 5000
+    r = run_host(tmp_path, d, config=f"simaccel:{text}")
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: GPUTRACE_PLUGIN_CONFIG: the entry for 'simaccel' is longer than 4095 "
+        f'bytes ({len(text)}); the plug-in gets no configuration ("")']
+    assert len(events(r.trace, ph="X", cat="kernel")) == 3  # its default, not kernels=1
+
+
 def test_broken_next_to_good(tmp_path):
     """All broken kinds at once, next to the example: one line each, the
     example's trace as complete as alone, the program's output untouched."""
