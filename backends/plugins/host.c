@@ -56,6 +56,21 @@
  * long kernels) and hands nothing over meanwhile. */
 #define PLUGIN_WINDOW_QUIET_MS 5000
 
+/* How long a bounded call may take: quiet_ms without anything handed over,
+ * and most_ms in all, however much its threads hand over meanwhile (a
+ * thread of the plug-in's may stream for good while the call is stuck). */
+struct call_bound {
+	unsigned quiet_ms, most_ms;
+};
+/* A drain cycle's flush: one stuck as the program ends is given up on
+ * before the last drain is (the exit waits 2 s for the calls lock, then 5 s
+ * for a drain that makes no progress), and the others still end well. */
+static const struct call_bound drain_bound = { PLUGIN_DRAIN_QUIET_MS, 5000 };
+/* the exit's (an exec's) stop: a profiler's last batch may be big, and the
+ * drain goes on writing it */
+static const struct call_bound exit_bound = { PLUGIN_EXIT_QUIET_MS, 30000 };
+static const struct call_bound window_bound = { PLUGIN_WINDOW_QUIET_MS, 10000 };
+
 GT_TABLE_SHARED(struct plugin, plugins, PLUGINS_MAX);
 static unsigned nplugins GT_STARTUP_STATE;
 /* One plug-in call at a time (drain thread vs. exit); never held while a
@@ -569,8 +584,10 @@ static struct plugin_caller *caller_get(void)
 /* A call given up on: one line naming it, and the plug-in is never called
  * again. One that began and never returned: what the plug-in hands over
  * later is counted lost (builder.c). One never made (our caller thread did
- * not start): not the plug-in's fault, but no call is possible. */
-static void plugin__hung(struct plugin *p, bool began, unsigned quiet_ms)
+ * not start): not the plug-in's fault, but no call is possible. streaming:
+ * it ran past bound->most_ms, its threads handing records over all along. */
+static void plugin__hung(struct plugin *p, bool began, const struct call_bound *bound,
+			 bool streaming)
 {
 	const char *call = atomic_load(&p->calling);
 
@@ -578,9 +595,14 @@ static void plugin__hung(struct plugin *p, bool began, unsigned quiet_ms)
 		atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
 	if (atomic_exchange(&p->reported, true))
 		; /* the call failed on its thread meanwhile, and said so */
+	else if (began && streaming)
+		pr_err("plug-in %s (%s): %s() did not return in %u ms, though its threads kept "
+		       "handing records over; plug-in disabled, tracing goes on", p->path,
+		       p->label, call, bound->most_ms);
 	else if (began)
 		pr_err("plug-in %s (%s): %s() did not return: nothing handed over for %u ms; "
-		       "plug-in disabled, tracing goes on", p->path, p->label, call, quiet_ms);
+		       "plug-in disabled, tracing goes on", p->path, p->label, call,
+		       bound->quiet_ms);
 	else
 		pr_err("plug-in %s (%s): %s() not made: gputrace's thread for plug-in calls "
 		       "did not start in %d ms; plug-in disabled, tracing goes on",
@@ -591,16 +613,18 @@ static void plugin__hung(struct plugin *p, bool began, unsigned quiet_ms)
 /*
  * fn(p, arg) on the caller thread, under calls_lock; call names it for the
  * line. Its rc, or -ETIMEDOUT (p disabled, its line said) once it handed
- * nothing over for quiet_ms from when the caller took it. for_drain: the
- * drain thread is the waiter.
+ * nothing over for bound->quiet_ms, or ran bound->most_ms, from when the
+ * caller took it. for_drain: the drain thread is the waiter.
  */
 static int plugin__call_bounded(struct plugin *p, const char *call,
-				int (*fn)(struct plugin *p, int arg), int arg, unsigned quiet_ms,
-				bool for_drain)
+				int (*fn)(struct plugin *p, int arg), int arg,
+				const struct call_bound *bound, bool for_drain)
 {
 	struct plugin_caller *c = caller_get();
+	unsigned quiet_ms = bound->quiet_ms;
 	struct timespec until;
-	uint64_t seen, quiet_since;
+	uint64_t seen, quiet_since, taken_at;
+	bool streaming = false;
 	int rc;
 
 	plugin__calling(p, call);
@@ -625,18 +649,25 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	/* looked at five times a quiet time: given up on within 1.2 of it
 	 * after the last record handed over (a big batch streaming in is not
 	 * stuck) */
-	quiet_since = gt_clock_gettime_ns();
+	quiet_since = taken_at = gt_clock_gettime_ns();
 	while (c->taken && !c->done) {
-		uint64_t now;
+		uint64_t now, at;
 
 		until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms / 5 ? quiet_ms / 5 : 1);
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)
 			continue;
 		now = atomic_load(&p->progress);
+		at = gt_clock_gettime_ns();
 		if (now != seen) {
 			seen = now;
-			quiet_since = gt_clock_gettime_ns();
-		} else if (gt_clock_gettime_ns() - quiet_since >= quiet_ms * 1000000ull) {
+			quiet_since = at;
+		} else if (at - quiet_since >= quiet_ms * 1000000ull) {
+			break;
+		}
+		/* progress counts from any of its threads: one that streams for
+		 * good must not keep a stuck call (and the drain) waiting */
+		if (at - taken_at >= bound->most_ms * 1000000ull) {
+			streaming = true;
 			break;
 		}
 	}
@@ -650,7 +681,7 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	c->abandoned = true; /* its thread frees it, if the call ever returns */
 	pthread_mutex_unlock(&c->lock);
 	caller = NULL;
-	plugin__hung(p, began, quiet_ms);
+	plugin__hung(p, began, bound, streaming);
 	return -ETIMEDOUT;
 }
 
@@ -676,10 +707,10 @@ static int call_flush(struct plugin *p, int final)
  * (kineto.c). 0, or the first call's error (said, p disabled). */
 int plugins__restart_locked(struct plugin *p)
 {
-	int rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS, false);
+	int rc = plugin__call_bounded(p, "stop", call_stop, 0, &window_bound, false);
 
 	if (!rc)
-		rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS, false);
+		rc = plugin__call_bounded(p, "start", call_start, 0, &window_bound, false);
 	return rc;
 }
 
@@ -732,11 +763,11 @@ static bool calls_lock_bounded(void)
 		;
 	else if (p)
 		pr_err("plug-ins: plug-in %s (%s): %s() is still running after %d ms; "
-		       "the others are not stopped", p->path, p->label, atomic_load(&p->calling),
-		       PLUGIN_LOCK_MS);
+		       "not waited for longer", p->path, p->label,
+		       atomic_load(&p->calling), PLUGIN_LOCK_MS);
 	else
 		pr_err("plug-ins: a plug-in call is still running after %d ms; "
-		       "the others are not stopped", PLUGIN_LOCK_MS);
+		       "not waited for longer", PLUGIN_LOCK_MS);
 	return false;
 }
 
@@ -752,7 +783,7 @@ static void plugins__stop_locked(bool for_drain)
 		p->stopped = true;
 		if (!p->ops.stop)
 			continue;
-		rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_EXIT_QUIET_MS, for_drain);
+		rc = plugin__call_bounded(p, "stop", call_stop, 0, &exit_bound, for_drain);
 		if (rc < 0)
 			plugin__fail(p, "stop", rc);
 	}
@@ -765,7 +796,7 @@ static bool plugin_resume(struct plugin *p, bool for_drain)
 
 	p->stopped = false;
 	if (p->ops.start &&
-	    (rc = plugin__call_bounded(p, "start", call_start, 0, PLUGIN_WINDOW_QUIET_MS,
+	    (rc = plugin__call_bounded(p, "start", call_start, 0, &window_bound,
 				       for_drain)) < 0) {
 		plugin__fail(p, "start", rc);
 		return false;
@@ -774,21 +805,20 @@ static bool plugin_resume(struct plugin *p, bool for_drain)
 }
 
 /* Under calls_lock: p stops and hands over what it recorded (ours: stop,
- * then flush(0); Kineto's: profilerStop, then profilerProcessEvents). */
-static void plugin_pause(struct plugin *p, bool for_drain)
+ * then flush(0); Kineto's: profilerStop, then profilerProcessEvents), each
+ * call within bound. */
+static void plugin_pause(struct plugin *p, const struct call_bound *bound, bool for_drain)
 {
 	int rc;
 
 	p->stopped = true;
 	if (p->ops.stop &&
-	    (rc = plugin__call_bounded(p, "stop", call_stop, 0, PLUGIN_WINDOW_QUIET_MS,
-				       for_drain)) < 0) {
+	    (rc = plugin__call_bounded(p, "stop", call_stop, 0, bound, for_drain)) < 0) {
 		plugin__fail(p, "stop", rc);
 		return;
 	}
 	if (p->ops.flush &&
-	    (rc = plugin__call_bounded(p, "flush", call_flush, 0, PLUGIN_WINDOW_QUIET_MS,
-				       for_drain)) < 0)
+	    (rc = plugin__call_bounded(p, "flush", call_flush, 0, bound, for_drain)) < 0)
 		plugin__fail(p, "flush", rc);
 }
 
@@ -817,7 +847,7 @@ static void plugins_window(bool open)
 		if (recording)
 			plugin_resume(p, for_drain);
 		else
-			plugin_pause(p, for_drain);
+			plugin_pause(p, &window_bound, for_drain);
 	}
 	pthread_mutex_unlock(&calls_lock);
 }
@@ -837,7 +867,7 @@ static void plugins_exec(bool failed)
 
 		if (!failed && p->live && !p->stopped) {
 			p->exec_stopped = true;
-			plugin_pause(p, false);
+			plugin_pause(p, &exit_bound, false); /* the image ends */
 		} else if (failed && p->exec_stopped) {
 			p->exec_stopped = false;
 			if (p->live && p->stopped && gt_tracing())
@@ -888,8 +918,8 @@ static void plugins_flush(bool final)
 		if (final && plugin__calling(p, "flush"))
 			rc = PLUGIN_CALL(p->ops.flush(p->state, final));
 		else
-			rc = plugin__call_bounded(p, "flush", call_flush, 0,
-						  PLUGIN_DRAIN_QUIET_MS, true);
+			rc = plugin__call_bounded(p, "flush", call_flush, 0, &drain_bound,
+						  true);
 		if (rc < 0)
 			plugin__fail(p, "flush", rc);
 	}

@@ -17,6 +17,8 @@
  *   flush_waits      its second flush(0) waits for a thread of its own, which
  *                 hands over 30 instants "from_worker", one every 70 ms
  *                 (2.1 s: no call is stuck that hands records over)
+ *   flush_streams    its second flush(0) never returns, while a thread of its
+ *                 own hands over an instant "streamed" every 10 ms, for good
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
@@ -65,7 +67,8 @@ static int broken_query(struct gputrace_plugin_info *info)
 	return 0;
 }
 
-#if defined(BROKEN_flush_hangs) || defined(BROKEN_flush_waits)
+#if defined(BROKEN_flush_hangs) || defined(BROKEN_flush_waits) || \
+	defined(BROKEN_flush_streams)
 static const struct gputrace_builder_api *api;
 static gputrace_builder *builder;
 
@@ -124,6 +127,20 @@ static void call_ze(void)
 }
 #endif
 
+#ifdef BROKEN_flush_streams
+static void *streamer(void *arg)
+{
+	struct timespec step = { 0, 10000000L };
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&step, NULL);
+		hand_over("streamed");
+	}
+	return NULL;
+}
+#endif
+
 #ifdef BROKEN_flush_waits
 static void *worker(void *arg)
 {
@@ -145,6 +162,16 @@ static int broken_create(const struct gputrace_plugin_setup *setup, void **state
 #ifdef BROKEN_flush_waits
 	api = setup->api;
 	builder = setup->builder;
+#endif
+#ifdef BROKEN_flush_streams
+	{
+		pthread_t thread;
+
+		api = setup->api;
+		builder = setup->builder;
+		pthread_create(&thread, NULL, streamer, NULL);
+		pthread_detach(thread);
+	}
 #endif
 #ifdef BROKEN_flush_hangs
 	{
@@ -211,6 +238,13 @@ static int broken_flush(void *state, int final)
 		pthread_create(&thread, NULL, worker, NULL);
 		pthread_join(thread, NULL);
 	}
+	return 0;
+#elif defined(BROKEN_flush_streams)
+	static int flushes;
+
+	if (!final && ++flushes == 2)
+		for (;;)
+			pause();
 	return 0;
 #elif defined(BROKEN_flush_hangs)
 	static int flushes;

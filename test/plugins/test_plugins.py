@@ -457,6 +457,41 @@ def test_stop_that_never_returns_as_a_window_closes(tmp_path):
     assert info["events_lost"] == 0
 
 
+def test_flush_stuck_while_its_thread_streams(tmp_path):
+    """A drain cycle's flush stuck for good while a thread of the same plug-in hands
+    records over all along (which counts as its progress) is given up on all the same,
+    5 s after it began: one line saying so, never called again, and the trace goes on
+    to its end. The program ended meanwhile: the exit waited 2 s for the call (one line),
+    and the plug-in beside it is still stopped and flushed by the last drain. (Before,
+    the flush was never given up on: the trace ended where it began, incomplete, and
+    the other plug-in was never stopped.)"""
+    d = broken_dir(tmp_path, ["flush_streams"], with_good=True)
+    log = tmp_path / "calls"
+    start = time.monotonic()
+    r = run_host(tmp_path, d, config="simaccel:at_stop=2",
+                 env={"BROKEN_PLUGIN_LOG": str(log), "GPUTRACE_FLUSH_MS": "10"}, sleep_ms=300)
+    took = time.monotonic() - start
+    so = f"plug-in {d}/flush_streams.so (flush_streams)"
+    lines = gputrace_lines(r.stderr)
+    assert lines[:2] == [
+        f"gputrace: plug-ins: {so}: flush() is still running after 2000 ms; not waited "
+        "for longer",
+        f"gputrace: {so}: flush() did not return in 5000 ms, though its threads kept handing "
+        "records over; plug-in disabled, tracing goes on"], lines
+    # what its thread streams once given up on, before the trace's end, is counted lost
+    assert len(lines) <= 3 and all(re.fullmatch(
+        r"gputrace: (\d+) events? lost \(plugin_dropped \1\) in .*", l) for l in lines[2:]), lines
+    assert log.read_text().split("\n")[:-1] == [
+        f"flush_streams {c}" for c in ["register", "query", "create", "start", "flush", "flush"]]
+    assert took < 8, took
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit", t["gputrace"]
+    # the other plug-in whole: its spans, and what its stop at exit handed over
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    assert len(events(t, ph="X", name="simLastRecord")) == 2
+    assert len(events(t, name="streamed")) > 0
+
+
 def test_config_entry_too_long_says_so(tmp_path):
     """A GPUTRACE_PLUGIN_CONFIG entry past 4095 bytes is said in one line, and the plug-in
     gets no configuration rather than one cut short (it got the first 4095 bytes,
