@@ -68,6 +68,10 @@ struct gt_backend {
 	 * what it recorded before the replaced image's last drain cycles, and
 	 * starts again if the program goes on. Never from a signal handler. */
 	void (*exec)(bool failed);
+	/* Drain thread, once, after the final cycle has ended the file: let
+	 * go of the vendor's code (the plug-ins' destroy). The exit waits for
+	 * it, but the trace is written: a call stuck here costs no event. */
+	void (*release)(void);
 };
 
 #define GT_BACKEND_REGISTER(b)                                                     \

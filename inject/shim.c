@@ -898,6 +898,10 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 			if (b->window_end)
 				b->window_end();
 			break;
+		case GT_HOOK_RELEASE:
+			if (b->release)
+				b->release();
+			break;
 		}
 	}
 }

@@ -65,6 +65,7 @@ enum gt_backend_hook {
 	GT_HOOK_WINDOW_OPEN,
 	GT_HOOK_WINDOW_CLOSE,
 	GT_HOOK_WINDOW_END,
+	GT_HOOK_RELEASE,
 };
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);

@@ -561,8 +561,11 @@ static void cycle(bool final, bool closing)
 		checkpoint__summary();
 		out__close(&W.out);
 	}
-	if (final)
+	if (final) {
+		/* the file ended: a plug-in stuck in its destroy costs it nothing */
+		drain__backends_call(GT_HOOK_RELEASE);
 		gt_phase_set(GT_PHASE_DONE);
+	}
 	in_cycle = false;
 	gt_in_tracer--;
 }

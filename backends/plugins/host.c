@@ -55,6 +55,9 @@
  * rightly take seconds (a profiler flushing its device buffers, waiting for
  * long kernels) and hands nothing over meanwhile. */
 #define PLUGIN_WINDOW_QUIET_MS 5000
+/* destroy, after the trace is written: it hands nothing over, and the exit
+ * waits for it */
+#define PLUGIN_DESTROY_MS 1000
 
 /* How long a bounded call may take: quiet_ms without anything handed over,
  * and most_ms in all, however much its threads hand over meanwhile (a
@@ -70,6 +73,7 @@ static const struct call_bound drain_bound = { PLUGIN_DRAIN_QUIET_MS, 5000 };
  * drain goes on writing it */
 static const struct call_bound exit_bound = { PLUGIN_EXIT_QUIET_MS, 30000 };
 static const struct call_bound window_bound = { PLUGIN_WINDOW_QUIET_MS, 10000 };
+static const struct call_bound destroy_bound = { PLUGIN_DESTROY_MS, PLUGIN_DESTROY_MS };
 
 GT_TABLE_SHARED(struct plugin, plugins, PLUGINS_MAX);
 static unsigned nplugins GT_STARTUP_STATE;
@@ -595,6 +599,9 @@ static void plugin__hung(struct plugin *p, bool began, const struct call_bound *
 		atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
 	if (atomic_exchange(&p->reported, true))
 		; /* the call failed on its thread meanwhile, and said so */
+	else if (began && !strcmp(call, "destroy"))
+		pr_err("plug-in %s (%s): destroy() did not return in %u ms; not waited for "
+		       "(the trace was written before it)", p->path, p->label, bound->most_ms);
 	else if (began && streaming)
 		pr_err("plug-in %s (%s): %s() did not return in %u ms, though its threads kept "
 		       "handing records over; plug-in disabled, tracing goes on", p->path,
@@ -931,9 +938,38 @@ static void plugins_flush(bool final)
 				continue;
 			p->live = false;
 			atomic_store_explicit(&p->builder.open, false, memory_order_release);
-			if (p->ops.destroy && plugin__calling(p, "destroy"))
-				PLUGIN_CALL((p->ops.destroy(p->state), 0));
+			p->destroy_due = p->ops.destroy != NULL;
 		}
+	}
+	pthread_mutex_unlock(&calls_lock);
+}
+
+static int call_destroy(struct plugin *p, int arg)
+{
+	(void)arg;
+	return PLUGIN_CALL((p->ops.destroy(p->state), 0));
+}
+
+/* After the final flush, once the trace is written (backend.h, release): a
+ * destroy that never returns used to hold the last drain, and the trace
+ * lost its end. Bounded all the same: the exit waits for it. */
+static void plugins_release(void)
+{
+	bool due = false;
+
+	/* none due: the final flush did not get the calls lock (a call stuck
+	 * or crashed holds it), nor will we */
+	for (unsigned i = 0; i < nplugins; i++)
+		due |= plugins[i].destroy_due;
+	if (!due || !plugins__lock_calls(PLUGIN_LOCK_MS))
+		return;
+	for (unsigned i = 0; i < nplugins; i++) {
+		struct plugin *p = &plugins[i];
+
+		if (!p->destroy_due)
+			continue;
+		p->destroy_due = false;
+		plugin__call_bounded(p, "destroy", call_destroy, 0, &destroy_bound, true);
 	}
 	pthread_mutex_unlock(&calls_lock);
 }
@@ -951,6 +987,7 @@ GT_FORK_CODE static void plugins_atfork_child(void)
 		atomic_store_explicit(&plugins[i].builder.open, false, memory_order_release);
 		pthread_mutex_init(&plugins[i].builder.rows_lock, NULL);
 		plugins[i].live = false;
+		plugins[i].destroy_due = false;
 	}
 }
 
@@ -963,5 +1000,6 @@ static const struct gt_backend plugins_backend = {
 	.atfork_child = plugins_atfork_child,
 	.window = plugins_window,
 	.exec = plugins_exec,
+	.release = plugins_release,
 };
 GT_BACKEND_REGISTER(plugins_backend);

@@ -65,6 +65,7 @@ struct plugin {
 	_Atomic bool live; /* may be called: created, not failed, not destroyed */
 	bool stopped;  /* not recording: between capture windows, or for good at exit */
 	bool exec_stopped; /* stopped by an exec, started again if it fails */
+	bool destroy_due; /* flushed for good: destroy comes once the trace is written */
 	/* its failure has had its line already: a call given up on may fail on
 	 * its caller thread later, beside the waiter's own line (atomic_exchange
 	 * decides who says it) */

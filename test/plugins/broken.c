@@ -19,6 +19,8 @@
  *                 (2.1 s: no call is stuck that hands records over)
  *   flush_streams    its second flush(0) never returns, while a thread of its
  *                 own hands over an instant "streamed" every 10 ms, for good
+ *   destroy_hangs    flush(final) hands over one instant "final_record", then
+ *                 destroy() never returns
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
@@ -68,7 +70,7 @@ static int broken_query(struct gputrace_plugin_info *info)
 }
 
 #if defined(BROKEN_flush_hangs) || defined(BROKEN_flush_waits) || \
-	defined(BROKEN_flush_streams)
+	defined(BROKEN_flush_streams) || defined(BROKEN_destroy_hangs)
 static const struct gputrace_builder_api *api;
 static gputrace_builder *builder;
 
@@ -159,7 +161,7 @@ static int broken_create(const struct gputrace_plugin_setup *setup, void **state
 {
 	note("create");
 	*state = setup->builder;
-#ifdef BROKEN_flush_waits
+#if defined(BROKEN_flush_waits) || defined(BROKEN_destroy_hangs)
 	api = setup->api;
 	builder = setup->builder;
 #endif
@@ -246,6 +248,10 @@ static int broken_flush(void *state, int final)
 		for (;;)
 			pause();
 	return 0;
+#elif defined(BROKEN_destroy_hangs)
+	if (final)
+		hand_over("final_record");
+	return 0;
 #elif defined(BROKEN_flush_hangs)
 	static int flushes;
 
@@ -267,6 +273,10 @@ static void broken_destroy(void *state)
 {
 	note("destroy");
 	(void)state;
+#ifdef BROKEN_destroy_hangs
+	for (;;)
+		pause();
+#endif
 }
 
 #ifdef BROKEN_bad_abi

@@ -330,10 +330,13 @@ static void start_plugins(const char *path, unsigned kinds)
 	ck_assert_int_eq(backend()->init(), 0);
 }
 
+/* as the exit has it: stop, the last drain's flush, and once the file is
+ * written, release (destroy) */
 static void finish_plugins(void)
 {
 	backend()->stop();
 	backend()->flush(true);
+	backend()->release();
 }
 
 static unsigned log_count(const char *a, const char *b)

@@ -492,6 +492,30 @@ def test_flush_stuck_while_its_thread_streams(tmp_path):
     assert len(events(t, name="streamed")) > 0
 
 
+def test_destroy_that_never_returns_costs_no_event(tmp_path):
+    """A plug-in stuck in destroy() at exit: destroy comes once the trace is written, so
+    the file is whole, with what the plug-in handed over in its last flush; one line
+    names the plug-in and destroy(), and the exit waits 1 s for it, no longer. (Before,
+    destroy ran inside the last drain: after 5 s the trace kept its last checkpoint,
+    without the final records, and the one line named neither.)"""
+    d = broken_dir(tmp_path, ["destroy_hangs"], with_good=True)
+    log = tmp_path / "calls"
+    start = time.monotonic()
+    r = run_host(tmp_path, d, env={"BROKEN_PLUGIN_LOG": str(log)}, sleep_ms=300)
+    took = time.monotonic() - start
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/destroy_hangs.so (destroy_hangs): destroy() did not return "
+        "in 1000 ms; not waited for (the trace was written before it)"]
+    assert took < 4.5, took
+    calls = log.read_text().split("\n")[:-1]
+    assert calls[-3:] == [f"destroy_hangs {c}" for c in ["stop", "flush final", "destroy"]]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit", t["gputrace"]
+    assert len(events(t, name="final_record")) == 1
+    assert len(events(t, ph="X", cat="kernel")) == 3  # the other plug-in's, whole
+    assert t["gputrace"]["events_lost"] == 0
+
+
 def test_config_entry_too_long_says_so(tmp_path):
     """A GPUTRACE_PLUGIN_CONFIG entry past 4095 bytes is said in one line, and the plug-in
     gets no configuration rather than one cut short (it got the first 4095 bytes,
