@@ -271,6 +271,11 @@ struct plugin *plugin__add(const char *path, void *dl, const struct gputrace_plu
 	return p;
 }
 
+static int call_start(struct plugin *p, int arg);
+static int plugin__call_bounded(struct plugin *p, const char *call,
+				int (*fn)(struct plugin *p, int arg), int arg,
+				const struct call_bound *bound, bool for_drain);
+
 /* A gputrace plug-in: register, query, create, start. */
 static void plugin__start(const char *path, void *dl, gputrace_plugin_register_fn reg)
 {
@@ -324,8 +329,10 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 		       info.name);
 		return;
 	}
+	/* bounded as a window's start is: the program waits for it (create,
+	 * on the program's own thread as documented, cannot be) */
 	if (ops.start) {
-		rc = PLUGIN_CALL(ops.start(p->state));
+		rc = plugin__call_bounded(p, "start", call_start, 0, &window_bound, false);
 		if (rc < 0) {
 			plugin__fail(p, "start", rc);
 			return;

@@ -21,6 +21,7 @@
  *                 own hands over an instant "streamed" every 10 ms, for good
  *   destroy_hangs    flush(final) hands over one instant "final_record", then
  *                 destroy() never returns
+ *   start_hangs      start() never returns (at process start: in the constructor)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
@@ -196,6 +197,10 @@ static int broken_start(void *state)
 {
 	note("start");
 	(void)state;
+#ifdef BROKEN_start_hangs
+	for (;;)
+		pause();
+#endif
 #ifdef BROKEN_start_fails
 	return -EIO;
 #else

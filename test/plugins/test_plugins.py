@@ -516,6 +516,25 @@ def test_destroy_that_never_returns_costs_no_event(tmp_path):
     assert t["gputrace"]["events_lost"] == 0
 
 
+def test_start_that_never_returns_at_process_start(tmp_path):
+    """A plug-in stuck in start() as the process starts (gputrace's constructor) is given
+    up on as a window's start is: one line once it handed nothing over for 5 s, and the
+    program runs on, traced, with the plug-in beside it. (It hung the program for good.)"""
+    need(HOST_APP)
+    d = broken_dir(tmp_path, ["start_hangs"], with_good=True)
+    log = tmp_path / "calls"
+    r = run([HOST_APP, "20"], env={"GPUTRACE_PLUGIN_PATH": str(d), "BROKEN_PLUGIN_LOG": str(log)},
+            tmp_path=tmp_path, timeout=20)
+    assert (r.returncode, r.stdout) == (HOST_EXIT, HOST_STDOUT), r.stderr
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/start_hangs.so (start_hangs): start() did not return: nothing "
+        "handed over for 5000 ms; plug-in disabled, tracing goes on"]
+    assert log.read_text().split("\n")[:-1] == [
+        f"start_hangs {c}" for c in ["register", "query", "create", "start"]]
+    assert r.trace["gputrace"]["complete"] is True
+    assert len(events(r.trace, ph="X", cat="kernel")) == 3
+
+
 def test_config_entry_too_long_says_so(tmp_path):
     """A GPUTRACE_PLUGIN_CONFIG entry past 4095 bytes is said in one line, and the plug-in
     gets no configuration rather than one cut short (it got the first 4095 bytes,
