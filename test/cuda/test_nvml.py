@@ -179,18 +179,22 @@ def test_off_means_no_nvml_call(tmp_path):
     assert calls[0] == "nvmlInit_v2" and calls[-1] == "nvmlShutdown"
 
 
-def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
-    """`gputrace metrics` lists, per GPU, the telemetry series its NVML gives:
-    the fake's GPU 1 has no PCIe throughput and is listed without it (it was
-    listed with every series), as its trace has no pcie track."""
+def gputrace_metrics(fake_env):
+    """`gputrace metrics`'s lines with the fake NVML, set up as fake_env says."""
     tool = BUILD / "gputrace-tool"
     need(tool)
     need(FAKE / "libnvidia-ml.so.1")
     r = run([GPUTRACE, "metrics"], traced=False,
-            env={"GPUTRACE_TOOL": str(tool), "LD_LIBRARY_PATH": str(FAKE),
-                 "FAKE_NVML_DENY": "power"})
+            env={"GPUTRACE_TOOL": str(tool), "LD_LIBRARY_PATH": str(FAKE), **fake_env})
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.decode().splitlines()
+    return r.stdout.decode().splitlines()
+
+
+def test_gputrace_metrics_lists_what_each_gpu_gives(tmp_path):
+    """`gputrace metrics` lists, per GPU, the telemetry series its NVML gives:
+    the fake's GPU 1 has no PCIe throughput and is listed without it (it was
+    listed with every series), as its trace has no pcie track."""
+    lines = gputrace_metrics({"FAKE_NVML_DENY": "power"})
     everything = ("utilization (gpu %, memory %), frequency (sm MHz, memory MHz), "
                   "temperature (gpu °C), memory (used bytes)")
     gpu0 = lines.index("  GPU 0: Fake GPU A")
@@ -205,14 +209,7 @@ def test_gputrace_metrics_says_why_nvml_lists_no_gpu(tmp_path):
     """An NVML that does not start (the driver not loaded: a library and driver of
     different versions shows so) is said as such, with NVML's reason; it read "NVML
     sees no GPU", as for a machine without one."""
-    tool = BUILD / "gputrace-tool"
-    need(tool)
-    need(FAKE / "libnvidia-ml.so.1")
-    r = run([GPUTRACE, "metrics"], traced=False,
-            env={"GPUTRACE_TOOL": str(tool), "LD_LIBRARY_PATH": str(FAKE),
-                 "FAKE_NVML_INIT": "error"})
-    assert r.returncode == 0, r.stderr
-    nvidia = [l for l in r.stdout.decode().splitlines() if l.startswith("NVIDIA")]
+    nvidia = [l for l in gputrace_metrics({"FAKE_NVML_INIT": "error"}) if l.startswith("NVIDIA")]
     assert nvidia == ["NVIDIA: NVML did not start (Driver Not Loaded): no NVIDIA GPU listed"]
 
 

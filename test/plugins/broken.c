@@ -166,23 +166,17 @@ static int broken_create(const struct gputrace_plugin_setup *setup, void **state
 	api = setup->api;
 	builder = setup->builder;
 #endif
+#if defined(BROKEN_flush_streams) || defined(BROKEN_flush_hangs)
+	{
+		pthread_t thread;
+
+		api = setup->api;
+		builder = setup->builder;
 #ifdef BROKEN_flush_streams
-	{
-		pthread_t thread;
-
-		api = setup->api;
-		builder = setup->builder;
 		pthread_create(&thread, NULL, streamer, NULL);
-		pthread_detach(thread);
-	}
-#endif
-#ifdef BROKEN_flush_hangs
-	{
-		pthread_t thread;
-
-		api = setup->api;
-		builder = setup->builder;
+#else
 		pthread_create(&thread, NULL, after_hang, NULL);
+#endif
 		pthread_detach(thread);
 	}
 #endif
