@@ -192,6 +192,8 @@ struct ze_pending {
 	bool host_domain;    /* the slot has host ns, not ticks */
 	bool run_copy;       /* the slot is its run's copy (gate->times): a rerun keeps it */
 	bool executed;       /* a regular list's command: corr runs it, corr2 appended it */
+	bool held;           /* its list ran before in the same call, on a queue: its event
+			      * shows that run's times until this one's end (ze_pend__held) */
 	uint32_t track;      /* (beside the flags: no padding) */
 	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
@@ -1108,6 +1110,16 @@ static void ze_pend__settle(struct ze_pending *p, uint32_t reason)
 		ze_pend__drop(p, reason);
 }
 
+/* A run whose event an earlier run of its list in the same call signaled already: read
+ * only once a synchronize of its queue began after its call returned (or the program
+ * reran, reset or destroyed its list, or destroyed the queue: the run is over). Read
+ * before, it could show the earlier run's times, or a mix of both runs' on a device
+ * that writes the start and the end apart. */
+static inline bool ze_pend__held(const struct ze_pending *p)
+{
+	return p->held && p->queue && p->returned > p->queue->sync_begin;
+}
+
 /* patient: a kernel whose metrics are not in yet waits for them (in order, with
  * everything after it) until a later collect; otherwise it is read now, its metrics
  * waited for a moment (ze_metrics__kernel_args).
@@ -1134,6 +1146,12 @@ static inline __attribute__((always_inline)) void ze__collect_mode_locked(bool p
 		next = p->next;
 		if (row_order && p->anchor && p->anchor->blocked_pass == pass)
 			continue;
+		/* (the last collect reads whatever is done) */
+		if (gt_unlikely(p->held) && row_order && ze_pend__held(p)) {
+			if (p->anchor)
+				p->anchor->blocked_pass = pass;
+			continue;
+		}
 		st = ze_pend__query(p, &ts);
 		if (st == ZE_RESULT_SUCCESS) {
 			if (patient && ze_work_mq(&p->w) != NULL &&
@@ -1727,6 +1745,36 @@ static bool ze__runs_again_locked(uint32_t n, ze_command_list_handle_t *lists)
 	return false;
 }
 
+/*
+ * Is lists[i] named again later in the same call ({a, b, a})? Both runs signal the same
+ * events of its commands, so the later run overwrites this one's times before anything
+ * can read them: only the last occurrence is timed (held: ze_pend__held), each earlier
+ * one counted lost (ze__lose_run). Scans of the call's handles: none for one list.
+ */
+static inline bool ze__runs_later(ze_command_list_handle_t *lists, uint32_t n, uint32_t i)
+{
+	for (uint32_t j = i + 1; j < n; j++)
+		if (lists[j] == lists[i])
+			return true;
+	return false;
+}
+
+static inline bool ze__ran_earlier(ze_command_list_handle_t *lists, uint32_t i)
+{
+	for (uint32_t j = 0; j < i; j++)
+		if (lists[j] == lists[i])
+			return true;
+	return false;
+}
+
+/* A run of L overwritten within its own call: each of its commands counted lost, as for a
+ * run rerun before it was read (one without an event as for any run of it). */
+static void ze__lose_run(const struct ze_list *L)
+{
+	for (size_t j = 0; j < L->ncmds; j++)
+		gt_lost_add(L->cmds[j].event ? ze_str.lost_overwritten : ze_str.lost_no_event, 1);
+}
+
 void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			     ze_command_list_handle_t imm, uint32_t n,
 			     ze_command_list_handle_t *lists)
@@ -1748,7 +1796,8 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 	for (uint32_t i = 0; i < n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, lists[i]);
 
-		if (!L || L->immediate)
+		/* A list named twice is made ready once, for its last occurrence. */
+		if (!L || L->immediate || ze__runs_later(lists, n, i))
 			continue;
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
@@ -1808,6 +1857,8 @@ static void ze__gate_copy(struct ze_gate *g, struct ze_list *I, const struct ze_
 	for (uint32_t i = 0; i < x->n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
 
+		if (ze__runs_later(x->lists, x->n, i))
+			continue; /* (its copy would be the later run's times) */
 		for (size_t j = 0; L && !L->immediate && j < L->ncmds; j++) {
 			if (!ze__run_copies(&L->cmds[j]))
 				continue;
@@ -1887,10 +1938,17 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 	pthread_mutex_lock(&ze_lock);
 	for (uint32_t i = 0; i < x->n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+		bool held;
 
 		if (!L || L->immediate)
 			continue;
 		L->executed = true;
+		if (ze__runs_later(x->lists, x->n, i)) {
+			ze__lose_run(L);
+			continue;
+		}
+		/* (on an immediate list, the gate after the run holds its reads already) */
+		held = x->queue && ze__ran_earlier(x->lists, i);
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 			ze_kernel_timestamp_result_t *copy =
@@ -1926,6 +1984,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.queue = x->queue,
 				.returned = submitted,
 				.gate = gate,
+				.held = held,
 			};
 			if (gate)
 				gate->refs++;

@@ -28,14 +28,14 @@ endif
 
 ifeq ($(HAVE_ZE),1)
 $(LZ_TEST)/ze_chain $(LZ_TEST)/ze_devices $(LZ_TEST)/ze_end $(LZ_TEST)/ze_exec $(LZ_TEST)/ze_fork \
-		$(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree: \
+		$(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree $(LZ_TEST)/ze_dup: \
 		$(LZ_TEST)/%: test/levelzero/%.c \
 		test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
 
 TEST_BUILD += $(LZ_TEST)/ze_chain $(LZ_TEST)/ze_devices $(LZ_TEST)/ze_end $(LZ_TEST)/ze_exec \
-	$(LZ_TEST)/ze_fork $(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree
+	$(LZ_TEST)/ze_fork $(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree $(LZ_TEST)/ze_dup
 endif
 
 ifeq ($(HAVE_ZE),1)

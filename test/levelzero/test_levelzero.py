@@ -1301,6 +1301,33 @@ def test_exec_writes_each_images_device_work(tmp_path):
         assert_durations(kernels)
 
 
+@pytest.mark.parametrize("sleep_us, flush_ms", [(0, 200), (60000, 10)],
+                         ids=["synchronized_at_once", "read_while_running"])
+def test_list_named_twice_in_one_execute(tmp_path, sleep_us, flush_ms):
+    """{a, b, a} in one zeCommandQueueExecuteCommandLists: both runs of a signal the same
+    events, so the first run's times are overwritten before anything can read them. It is
+    counted lost (ze_overwritten, one per command), as for a list rerun before its run was
+    read, and the second run is drawn once, after kb, with its own times. It drew kb, then
+    each of a's kernels twice at the second run's times, overlapping, with nothing lost;
+    and a read while the second run was going (the drain every 10 ms; 20 ms kernel) took
+    the first run's times, drawn before kb."""
+    need(LZ / "ze_dup")
+    r = run([LZ / "ze_dup", sleep_us, "aba", "a"], tmp_path=tmp_path,
+            env=sim_env({"GPUTRACE_FLUSH_MS": str(flush_ms)}))
+    assert (r.returncode, r.stdout) == (0, b"2 calls\n"), r.stderr
+    info = r.trace["gputrace"]
+    assert info["events_lost"] == 2 and info["lost_by_reason"]["ze_overwritten"] == 2, info
+    dev = device_spans(r.trace)
+    assert [d["name"] for d in dev] == ["kb", "ka_long", "ka_short", "ka_long", "ka_short"]
+    assert_durations(dev)
+    assert_no_overlap(dev)
+    executes = [h for h in host_spans(r.trace) if h["name"] == "zeCommandQueueExecuteCommandLists"]
+    assert [d["args"]["correlation"] for d in dev] == \
+        [executes[0]["args"]["correlation"]] * 3 + [executes[1]["args"]["correlation"]] * 2
+    # the simulated queue runs a, b, a back to back: a's second run starts as kb ends
+    assert abs(start(dev[1]) - end(dev[0])) <= TICK_NS + 1, dev
+
+
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
                     "after fork(): the child's drain thread stops it ('dup thread with used id')")
 def test_fork_child_traces_its_own_work(tmp_path):
