@@ -27,15 +27,15 @@ TEST_BUILD += $(BUILD)/test/check_levelzero
 endif
 
 ifeq ($(HAVE_ZE),1)
-$(LZ_TEST)/ze_chain $(LZ_TEST)/ze_devices $(LZ_TEST)/ze_end $(LZ_TEST)/ze_exec $(LZ_TEST)/ze_fork \
-		$(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree $(LZ_TEST)/ze_dup: \
+# the Level Zero programs built from one .c file each
+LZ_APPS := ze_chain ze_ctxgone ze_devices ze_dup ze_end ze_exec ze_fork ze_load ze_memfree
+$(LZ_APPS:%=$(LZ_TEST)/%): \
 		$(LZ_TEST)/%: test/levelzero/%.c \
 		test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
 
-TEST_BUILD += $(LZ_TEST)/ze_chain $(LZ_TEST)/ze_devices $(LZ_TEST)/ze_end $(LZ_TEST)/ze_exec \
-	$(LZ_TEST)/ze_fork $(LZ_TEST)/ze_load $(LZ_TEST)/ze_memfree $(LZ_TEST)/ze_dup
+TEST_BUILD += $(LZ_APPS:%=$(LZ_TEST)/%)
 endif
 
 ifeq ($(HAVE_ZE),1)

@@ -68,6 +68,7 @@ struct sim_obj {
 	uint32_t magic;		/* SIM_MAGIC while alive */
 	uint32_t kind;
 	struct sim_obj *hash_next;
+	uint64_t serial;	/* unique per object made: a later one at the same address differs */
 };
 #define SIM_MAGIC 0x5a455349u	/* "ZESI" */
 
@@ -98,6 +99,12 @@ ze_result_t sim_check_context_device(ze_context_handle_t ctx, ze_device_handle_t
 void sim_clear_out(void *out, size_t size);
 /* sim_lock held: is handle a live object of that kind? (never dereferenced otherwise) */
 bool sim_obj_alive_locked(const void *handle, enum sim_kind kind);
+/* A command holds the objects it names by handle and serial (sim_obj_serial of a handle
+ * checked alive): sim_lock held, is it still that object? One destroyed while the command
+ * was pending is gone for it, even when a later object took its freed address (a driver
+ * writes the event memory it was given, never a later event's). */
+uint64_t sim_obj_serial(const void *handle);
+bool sim_obj_same_locked(const void *handle, enum sim_kind kind, uint64_t serial);
 
 /* Validates handle `h` of kind K (NULL → INVALID_NULL_HANDLE, unknown or other kind →
  * INVALID_ARGUMENT) and declares `struct sim_<type> *var`. */
@@ -195,6 +202,7 @@ uintptr_t sim_region_row(const void *ptr, const struct sim_region *g, uint64_t i
 /* A wait on an event; for a counter-based one, on its state when the command was submitted. */
 struct sim_wait {
 	struct sim_event *ev;
+	uint64_t serial;		/* ev's (sim_obj_same_locked) */
 	bool counter_based;		/* set at submission: then cb is what it waits for */
 	bool host_timestamps;		/* set at submission (the event may go before) */
 	struct sim_cb_state *cb;	/* NULL: the event had never been signalled (complete) */
@@ -212,6 +220,7 @@ struct sim_cmd {
 	struct sim_cb_state *signal_cb;	/* submitted: the counter-based state it completes */
 	struct sim_event *reset;	/* zeCommandListAppendEventReset */
 	struct sim_fence *fence;	/* fence of an ExecuteCommandLists batch */
+	uint64_t signal_serial, reset_serial, fence_serial; /* theirs (sim_obj_same_locked) */
 	uint32_t nwait;
 	struct sim_wait *wait;
 	uint32_t nquery;		/* zeCommandListAppendQueryKernelTimestamps */

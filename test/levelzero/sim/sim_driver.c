@@ -53,6 +53,9 @@
  *   NULL → ZE_RESULT_ERROR_INVALID_NULL_HANDLE; destroyed, garbage or wrong-kind handle →
  *   ZE_RESULT_ERROR_INVALID_ARGUMENT; NULL output/descriptor pointers →
  *   ZE_RESULT_ERROR_INVALID_NULL_POINTER. Destroying an event pool retires its events.
+ *   An event or fence destroyed before a command that names it runs or completes is gone
+ *   for that command (nothing signalled or reset, a wait on it never passes), even if a
+ *   later object got its freed address: a driver writes the memory it was given.
  * - Synchronize calls take a timeout in ns (UINT64_MAX = forever, 0 = poll) and return
  *   ZE_RESULT_NOT_READY when it expires.
  * - Counter-based events: complete until signalled; each signalling command gives the

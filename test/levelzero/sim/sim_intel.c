@@ -247,6 +247,7 @@ static ze_result_t update_signal_event(ze_command_list_handle_t h, uint64_t id,
 		   (r = sim_check_cb_signal(l, (struct sim_event *)ev, call))))
 		return r;
 	c->signal = (struct sim_event *)ev;
+	c->signal_serial = sim_obj_serial(ev);
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -270,8 +271,10 @@ static ze_result_t update_wait_events(ze_command_list_handle_t h, uint64_t id, u
 			return r;
 	if (n && !(w = calloc(n, sizeof(*w))))
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		w[i].ev = (struct sim_event *)waits[i];
+		w[i].serial = sim_obj_serial(waits[i]);
+	}
 	/* A recorded command holds no counter-based state yet (taken at submission). */
 	free(c->wait);
 	c->wait = w;

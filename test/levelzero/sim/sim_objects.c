@@ -139,11 +139,13 @@ static struct sim_obj **bucket_of(const void *p)
 
 void sim_obj_register(struct sim_obj *o, enum sim_kind kind)
 {
+	static uint64_t serials;	/* sim_lock */
 	struct sim_obj **b = bucket_of(o);
 
 	o->magic = SIM_MAGIC;
 	o->kind = kind;
 	pthread_mutex_lock(&sim_lock);
+	o->serial = ++serials;
 	o->hash_next = *b;
 	*b = o;
 	pthread_mutex_unlock(&sim_lock);
@@ -175,6 +177,17 @@ bool sim_obj_alive_locked(const void *handle, enum sim_kind kind)
 			return o->magic == SIM_MAGIC && o->kind == (uint32_t)kind;
 	}
 	return false;
+}
+
+uint64_t sim_obj_serial(const void *handle)
+{
+	return handle ? ((const struct sim_obj *)handle)->serial : 0;
+}
+
+bool sim_obj_same_locked(const void *handle, enum sim_kind kind, uint64_t serial)
+{
+	return sim_obj_alive_locked(handle, kind) &&
+	       ((const struct sim_obj *)handle)->serial == serial;
 }
 
 void sim_clear_out(void *out, size_t size)

@@ -11,6 +11,9 @@
  *   events             wait-event semantics and kernel-timestamp query result codes
  *   fork               use a queue in the parent, then in a forked child
  *   bigcopy MIB        one copy of MIB MiB between two fresh device allocations, timed
+ *   reuse              a 2 ms kernel's event destroyed (with its pool) while it runs; new
+ *                      events made until one takes the destroyed one's address, then the
+ *                      kernel and one after it waited for: that new event's status
  * Timestamps are raw device ticks; every "cmd" line is: cmd <what> expect_ns=<n>
  * start=<ticks> end=<ticks>. */
 #include <sys/wait.h>
@@ -339,6 +342,35 @@ static int mode_bigcopy(size_t mib)
 	return 0;
 }
 
+/* The program's mistake (the spec: no event destroyed while the device references it),
+ * but a tracer's own events go so with a context destroyed under running work. */
+static int mode_reuse(void)
+{
+	ze_command_list_handle_t imm = app_immediate_list(&z, 0, 0);
+	ze_event_pool_handle_t first = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 16);
+	ze_event_pool_handle_t later = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 64);
+	ze_kernel_handle_t k = kernel("long", 1, 1, 1);
+	ze_group_count_t longg = { 2000000, 1, 1 }, shortg = { 64, 1, 1 };
+	ze_event_handle_t ev[16], gone, fresh = NULL, done;
+
+	for (uint32_t i = 0; i < 16; i++)
+		ev[i] = app_event(first, i);
+	gone = ev[15];
+	ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &longg, gone, 0, NULL));
+	/* (all of them: freed last, the running one's memory is the next taken) */
+	for (uint32_t i = 0; i < 16; i++)
+		ZE_CHECK(zeEventDestroy(ev[i]));
+	ZE_CHECK(zeEventPoolDestroy(first));
+	for (uint32_t i = 0; i < 63 && fresh != gone; i++)
+		fresh = app_event(later, i);
+	printf("address_reused=%s\n", fresh == gone ? "yes" : "no");
+	done = app_event(later, 63);
+	ZE_CHECK(zeCommandListAppendLaunchKernel(imm, k, &shortg, done, 0, NULL));
+	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
+	printf("new_event_status=0x%x\n", (unsigned)zeEventQueryStatus(fresh));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "props";
@@ -365,6 +397,8 @@ int main(int argc, char **argv)
 		return mode_events();
 	if (!strcmp(mode, "fork"))
 		return mode_fork();
+	if (!strcmp(mode, "reuse"))
+		return mode_reuse();
 	if (!strcmp(mode, "bigcopy"))
 		return mode_bigcopy(test_arg(argc, argv, 2, 32));
 	fprintf(stderr, "sim_probe: unknown mode '%s'\n", mode);

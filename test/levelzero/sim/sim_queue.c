@@ -41,8 +41,10 @@ static struct sim_wait *waits_new(uint32_t n, struct sim_event *const *events,
 {
 	struct sim_wait *w = n ? calloc(n, sizeof(*w)) : NULL;
 
-	for (uint32_t i = 0; w && i < n; i++)
+	for (uint32_t i = 0; w && i < n; i++) {
 		w[i].ev = events ? events[i] : from[i].ev;
+		w[i].serial = events ? sim_obj_serial(events[i]) : from[i].serial;
+	}
 	return w;
 }
 
@@ -97,7 +99,7 @@ static struct sim_cmd *cmd_clone(const struct sim_cmd *proto)
 static void waits_take_locked(struct sim_wait *w, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (!sim_obj_alive_locked(w[i].ev, SIM_K_EVENT))
+		if (!sim_obj_same_locked(w[i].ev, SIM_K_EVENT, w[i].serial))
 			continue;
 		w[i].host_timestamps = w[i].ev->host_timestamps;
 		if (w[i].ev->counter_based) {
@@ -111,7 +113,7 @@ static void cmd_submit_locked(struct sim_cmd *c)
 {
 	waits_take_locked(c->wait, c->nwait);
 	waits_take_locked(c->query, c->nquery);
-	if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT) &&
+	if (c->signal && sim_obj_same_locked(c->signal, SIM_K_EVENT, c->signal_serial) &&
 	    c->signal->counter_based) {
 		struct sim_cb_state *st = sim_cb_new_locked();
 
@@ -158,7 +160,8 @@ static bool cmd_waits_done_locked(const struct sim_cmd *c, uint64_t *ready_ns)
 				return false;
 			at = w->cb ? w->cb->end_ns : 0;
 		} else {
-			if (!sim_obj_alive_locked(w->ev, SIM_K_EVENT) || !w->ev->signaled)
+			if (!sim_obj_same_locked(w->ev, SIM_K_EVENT, w->serial) ||
+			    !w->ev->signaled)
 				return false;
 			at = w->ev->signal_ns;
 		}
@@ -180,7 +183,7 @@ static void query_one_locked(const struct sim_wait *w, ze_kernel_timestamp_resul
 		done = w->cb && w->cb->done;
 		start = done ? w->cb->start_ns : 0;
 		end = done ? w->cb->end_ns : 0;
-	} else if (sim_obj_alive_locked(ev, SIM_K_EVENT)) {
+	} else if (sim_obj_same_locked(ev, SIM_K_EVENT, w->serial)) {
 		done = ev->signaled;
 		start = ev->start_ns;
 		end = ev->end_ns;
@@ -357,16 +360,16 @@ static void engine_run_locked(struct sim_engine *e, struct sim_stream *s, uint64
 	if (!s->head)
 		s->tail = NULL;
 	s->completed++;
-	if (c->reset && sim_obj_alive_locked(c->reset, SIM_K_EVENT))
+	if (c->reset && sim_obj_same_locked(c->reset, SIM_K_EVENT, c->reset_serial))
 		c->reset->signaled = false;
 	if (c->signal_cb) {
 		c->signal_cb->done = true;
 		c->signal_cb->start_ns = start;
 		c->signal_cb->end_ns = end;
-	} else if (c->signal && sim_obj_alive_locked(c->signal, SIM_K_EVENT)) {
+	} else if (c->signal && sim_obj_same_locked(c->signal, SIM_K_EVENT, c->signal_serial)) {
 		sim_event_signal_locked(c->signal, start, end);
 	}
-	if (c->fence && sim_obj_alive_locked(c->fence, SIM_K_FENCE))
+	if (c->fence && sim_obj_same_locked(c->fence, SIM_K_FENCE, c->fence_serial))
 		c->fence->signaled = true;
 	cmd_free_locked(c);
 }
@@ -702,6 +705,7 @@ static ze_result_t queue_execute(ze_command_queue_handle_t h, uint32_t nlists,
 		if (((struct sim_fence *)fh)->queue != q)
 			return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 		fence_cmd.fence = (struct sim_fence *)fh;
+		fence_cmd.fence_serial = sim_obj_serial(fh);
 	}
 	r = clone_lists(nlists, lists, &tail, &n);
 	if (r == ZE_RESULT_SUCCESS && fence_cmd.fence) {
@@ -886,6 +890,7 @@ static struct sim_cmd *cmd_make(const struct sim_cmd *proto, ze_event_handle_t s
 	if (!c)
 		return NULL;
 	c->signal = (struct sim_event *)signal;
+	c->signal_serial = sim_obj_serial(signal);
 	c->nwait = nwait;
 	free(c->wait);
 	c->wait = waits_new(nwait, (struct sim_event *const *)waits, NULL);
@@ -1334,6 +1339,7 @@ static ze_result_t list_append_event_reset(ze_command_list_handle_t h, ze_event_
 		return sim_cb_misuse("zeCommandListAppendEventReset",
 				     "a counter-based event is never reset");
 	proto.reset = (struct sim_event *)ev;
+	proto.reset_serial = sim_obj_serial(ev);
 	return list_append(h, &proto, NULL, 0, NULL, "zeCommandListAppendEventReset");
 }
 

@@ -266,6 +266,15 @@ def test_events_wait_not_ready_and_timestamp_errors():
     assert abs((end - start) * TICK - 1000) < TICK
 
 
+def test_event_destroyed_under_its_command_is_not_a_later_one_at_its_address():
+    """A 2 ms kernel's event is destroyed while it runs, and a later event takes its freed
+    address: the kernel's end signals nothing (a driver writes the memory it was given),
+    so the later event is still unsignaled once the kernel and one after it are done."""
+    f = fields(probe("reuse"))
+    assert f["address_reused"] == "yes"  # (else the check below proves nothing)
+    assert f["new_event_status"] == "0x1"  # ZE_RESULT_NOT_READY
+
+
 def test_forked_child_gets_fresh_workers():
     assert probe("fork").splitlines() == ["parent ok", "child ok", "parent again ok"]
 
