@@ -829,6 +829,17 @@ void shim__backends_exec(bool failed)
 			b->exec(failed);
 }
 
+/* release: not a hook of shim__backends_call either (a case there more than
+ * doubled that start-up function's code) */
+void shim__backends_release(void)
+{
+	const struct gt_backend *b;
+
+	for_each_backend(b)
+		if (b->release && gt_backend_enabled(b->enabled_by))
+			b->release();
+}
+
 GT_FORK_CODE void shim__backends_fork_child(void)
 {
 	const struct gt_backend *b;
@@ -897,10 +908,6 @@ GT_STARTUP_CODE GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, co
 		case GT_HOOK_WINDOW_END:
 			if (b->window_end)
 				b->window_end();
-			break;
-		case GT_HOOK_RELEASE:
-			if (b->release)
-				b->release();
 			break;
 		}
 	}

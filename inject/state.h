@@ -65,7 +65,6 @@ enum gt_backend_hook {
 	GT_HOOK_WINDOW_OPEN,
 	GT_HOOK_WINDOW_CLOSE,
 	GT_HOOK_WINDOW_END,
-	GT_HOOK_RELEASE,
 };
 
 GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, void *handle);
@@ -73,6 +72,8 @@ GT_HIDDEN void shim__backends_call(enum gt_backend_hook hook, const char *path, 
 GT_HIDDEN const char *shim__flushing_backend(void);
 /* Each enabled backend's exec (backend.h): before an exec, or after it failed. */
 GT_HIDDEN void shim__backends_exec(bool failed);
+/* Each enabled backend's release (backend.h), once the last drain wrote the file. */
+GT_HIDDEN void shim__backends_release(void);
 /* Each enabled backend's atfork_child, in a fork child. */
 GT_HIDDEN void shim__backends_fork_child(void);
 /* Every backend's sample() that is due by now_ns; the earliest next due

@@ -563,7 +563,9 @@ static void cycle(bool final, bool closing)
 	}
 	if (final) {
 		/* the file ended: a plug-in stuck in its destroy costs it nothing */
-		drain__backends_call(GT_HOOK_RELEASE);
+		atomic_store(&W.in_backend, true);
+		shim__backends_release();
+		atomic_store(&W.in_backend, false);
 		gt_phase_set(GT_PHASE_DONE);
 	}
 	in_cycle = false;
