@@ -194,6 +194,10 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 		if (!a.key)
 			return -EINVAL;
 		out[i].key = builder__str(a.key);
+		/* one key twice would be one JSON object's key twice: readers keep one */
+		for (uint32_t j = 0; j < i; j++)
+			if (out[j].key == out[i].key)
+				return -EINVAL;
 		out[i].type = a.type;
 		switch (a.type) {
 		case GPUTRACE_ARG_I64:

@@ -128,7 +128,7 @@ struct gputrace_event {
 	 * a flow arrow from that host span to this one. Ids are the plug-in's
 	 * own (any value but 0); they never clash with other backends'. */
 	uint64_t correlation;
-	const struct gputrace_arg *args; /* nargs entries, may be NULL if 0 */
+	const struct gputrace_arg *args; /* nargs entries, keys distinct; NULL if 0 */
 	uint32_t nargs;                  /* at most GPUTRACE_ARGS_MAX */
 	uint32_t reserved;               /* 0 */
 };
@@ -140,7 +140,7 @@ struct gputrace_counter {
 	int32_t row;          /* a device row from api->device */
 	const char *name;     /* the counter group, e.g. "memory"; not "" */
 	uint64_t time_ns;     /* CLOCK_MONOTONIC_RAW ns */
-	const struct gputrace_arg *values; /* numbers: I64, U64 or F64 */
+	const struct gputrace_arg *values; /* numbers: I64, U64 or F64; keys distinct */
 	uint32_t nvalues;                  /* 1 to GPUTRACE_ARGS_MAX */
 	uint32_t reserved;                 /* 0 */
 };

@@ -928,8 +928,11 @@ START_TEST(builder_refusals)
 	start_capture(GT_KIND_ALL);
 	dev = api->device(b, "NPU 0");
 	q = api->queue(b, dev, "q", 0);
+	static const char *const keys[GPUTRACE_ARGS_MAX + 1] = { "k0", "k1", "k2", "k3", "k4",
+								 "k5", "k6", "k7", "k8" };
+
 	for (int i = 0; i < GPUTRACE_ARGS_MAX + 1; i++)
-		args[i] = gputrace_arg_i64("k", i);
+		args[i] = gputrace_arg_i64(keys[i], i);
 
 	ev = event(GPUTRACE_KIND_KERNEL, q, "ok");
 	ck_assert_int_eq(api->span(b, &ev), 0);
@@ -966,6 +969,10 @@ START_TEST(builder_refusals)
 	ck_assert_int_eq(api->span(b, &ev), -E2BIG);
 	ev.nargs = GPUTRACE_ARGS_MAX;
 	ck_assert_int_eq(api->span(b, &ev), 0);
+	/* a key twice: one JSON object's key twice (readers keep one of them) */
+	args[3] = gputrace_arg_i64("k1", 3);
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	args[3] = gputrace_arg_i64("k3", 3);
 	ev.args = NULL;
 	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
 	args[0] = gputrace_arg_str("s", NULL);
@@ -1002,6 +1009,11 @@ START_TEST(builder_refusals)
 	c.name = NULL;
 	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
 	c.name = "";
+	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
+	c.name = "c";
+	args[0] = gputrace_arg_u64("v", 1);
+	args[1] = gputrace_arg_u64("v", 2); /* {"v":1,"v":2}: one of them read */
+	c.nvalues = 2;
 	ck_assert_int_eq(api->counter(b, &c), -EINVAL);
 
 	/* what got through: the one span, two instants, 8-arg span, one counter */
