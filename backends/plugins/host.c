@@ -300,6 +300,12 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 		       "skipped", path, PLUGIN_NAME_MAX - 1);
 		return;
 	}
+	if (!(info.kinds & GPUTRACE_KIND_ALL)) {
+		/* a vendor's slip, not a choice of the user's: said at any log level */
+		pr_err("plug-in %s (%s): query() declared no activity kind (kinds = %#x: "
+		       "GPUTRACE_KIND_* bits); skipped", path, info.name, info.kinds);
+		return;
+	}
 	kinds = info.kinds & gt_cfg.kinds;
 	if (!kinds) {
 		pr_info("plug-in %s (%s): none of its activity kinds is enabled; not loaded", path,

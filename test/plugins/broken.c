@@ -66,7 +66,11 @@ static int broken_query(struct gputrace_plugin_info *info)
 {
 	note("query");
 	info->name = BROKEN_VARIANT;
+#ifdef BROKEN_no_kinds
+	info->kinds = 0; /* a vendor's slip */
+#else
 	info->kinds = GPUTRACE_KIND_KERNEL;
+#endif
 	return 0;
 }
 
