@@ -471,9 +471,13 @@ static void builder_log(gputrace_builder *handle, int level, const char *msg)
 
 	if (!b || !msg)
 		return;
-	/* One line, whatever the plug-in sends. */
-	for (i = 0; msg[i] && i < sizeof(line) - 1; i++)
-		line[i] = (msg[i] == '\n' || msg[i] == '\r') ? ' ' : msg[i];
+	/* One line, whatever the plug-in sends: a newline is a space, another
+	 * control byte (a terminal's escape sequence) a '?' */
+	for (i = 0; msg[i] && i < sizeof(line) - 1; i++) {
+		unsigned char c = (unsigned char)msg[i];
+
+		line[i] = c == '\n' || c == '\r' ? ' ' : c < ' ' || c == 0x7f ? '?' : msg[i];
+	}
 	line[i] = '\0';
 	if (level < GT_LOG_ERROR)
 		level = GT_LOG_ERROR;

@@ -1221,10 +1221,13 @@ START_TEST(builder_log_one_line)
 	api->log(b, GPUTRACE_LOG_WARN, "two\nlines");
 	api->log(b, 99, "clamped");
 	api->log(b, GPUTRACE_LOG_ERROR, NULL);
-	ck_assert_uint_eq(nlog, 2);
+	/* a terminal's escape sequences reach no terminal: '?' for each control byte */
+	api->log(b, GPUTRACE_LOG_WARN, "red \033[31mtext\033[0m\a\x7f.");
+	ck_assert_uint_eq(nlog, 3);
 	ck_assert_str_eq(log_lines[0], "plug-in capture: two lines");
 	ck_assert_int_eq(log_levels[0], GT_LOG_WARN);
 	ck_assert_int_eq(log_levels[1], GT_LOG_DEBUG);
+	ck_assert_str_eq(log_lines[2], "plug-in capture: red ?[31mtext?[0m??.");
 }
 END_TEST
 
