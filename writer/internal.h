@@ -28,6 +28,7 @@
 #include "inject/event.h"
 #include "inject/state.h"
 #include "json.h"
+#include "summary.h"
 #include "output.h"
 
 /* The user ranges open at a launch (ranges.c), outermost first: the
@@ -219,7 +220,7 @@ extern GT_HIDDEN struct writer W;
 static inline uint32_t device_pid(uint32_t device)
 {
 	/* unique per process and device, clear of real pids (< 2^22) */
-	return 0x40000000u | ((uint32_t)gt_st.pid << 6) | (device & 63);
+	return GT_DEVICE_PID_BASE | ((uint32_t)gt_st.pid << 6) | (device & 63);
 }
 
 /* ---- drain.c ---- */

@@ -14,6 +14,11 @@
 
 struct summary;
 
+/* The pids of the writer's device rows start here (writer/internal.h device_pid),
+ * clear of real pids (< 2^22): a reader of a trace without its trailer tells a
+ * process's rows from a device's by them. */
+#define GT_DEVICE_PID_BASE 0x40000000u
+
 /* A hardware metric measured for one span (a kernel's args.metrics). */
 struct summary_metric {
 	const char *name; /* with its unit: "GpuBusy %" */

@@ -24,6 +24,7 @@
 #include "meta.h"
 #include "tool.h"
 #include "trace.h"
+#include "writer/summary.h"
 #include "writer/times.h"
 
 #define WHO "gputrace merge"
@@ -130,9 +131,9 @@ static int out__close(struct out *o)
 
 /* ---- pass 1 ---- */
 
-/* The writer's device rows have pids from 2^30 up (writer/internal.h device_pid),
- * processes theirs below. */
-#define DEVICE_PIDS (1ll << 30)
+
+/* The writer's device rows' pids start here; processes' are below. */
+#define DEVICE_PIDS ((int64_t)GT_DEVICE_PID_BASE)
 
 static void note_name(struct input *in, int64_t pid, const char *v, const char *e)
 {
