@@ -891,6 +891,8 @@ void checkpoint__summary(void)
 		summary__adjusted(W.sum, gt_str_get(atomic_load(&gt_st.adjust_reason[i]), NULL),
 				  atomic_load(&gt_st.adjust_count[i]),
 				  atomic_load(&gt_st.adjust_max_ns[i]));
+	/* the file's, as its trailer says them (written before this) */
+	summary__flows_unmatched(W.sum, flows__unmatched());
 	if (gt_cfg.lossless_ms) {
 		uint64_t wait_ns, waits = ring_waits(&wait_ns);
 

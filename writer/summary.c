@@ -98,6 +98,7 @@ struct summary {
 	uint64_t cut;               /* ... of which files cut short */
 	uint64_t failed;            /* ... and of the others, stopped by a failed write */
 	char failed_why[96];        /* the first of those: its trailer's "end" */
+	uint64_t flows_unmatched;   /* device spans without their arrow */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -698,6 +699,12 @@ void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t f
 	if (failed && !s->failed && failed_why && *failed_why)
 		snprintf(s->failed_why, sizeof(s->failed_why), "%s", failed_why);
 	s->failed += failed;
+}
+
+void summary__flows_unmatched(struct summary *s, uint64_t n)
+{
+	if (s)
+		s->flows_unmatched += n;
 }
 
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
@@ -1440,6 +1447,10 @@ static void print_block(struct summary *s, FILE *f, const char *trace_path,
 			fmt_ns(a, sizeof(a), s->overhead_ns));
 	print_lost(f, s);
 	print_adjusted(f, s);
+	if (s->flows_unmatched)
+		fprintf(f, "  arrows missing: %" PRIu64 " device %s without an arrow, their launch "
+			"not in the trace (the trailer's flows_unmatched)\n", s->flows_unmatched,
+			plural(s->flows_unmatched, "span", "spans"));
 	if (s->incomplete) {
 		/* the reason known: a file cut short may have been closed by its process */
 		char why[256];
@@ -1837,6 +1848,8 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	else
 		fputs("null", f);
 	fprintf(f, ",\n\"incomplete\":%" PRIu64, s->incomplete);
+	/* always there: a gate reads 0, not a missing member, when every arrow was drawn */
+	fprintf(f, ",\n\"flows\":{\"unmatched\":%" PRIu64 "}", s->flows_unmatched);
 	fputs(",\n\"processes\":[", f);
 	json_processes(f, s, window);
 	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");

@@ -116,6 +116,9 @@ void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t f
 /* How the trailer's "end" of a trace stopped by a failed write begins (the
  * writer's "write failed: No space left on device"; readers count it apart). */
 #define SUMMARY_END_WRITE_FAILED "write failed"
+/* n more device spans that name a launch not in their file, so have no arrow
+ * from it (the trailer's "flows_unmatched"; added up over files). */
+void summary__flows_unmatched(struct summary *s, uint64_t n);
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);

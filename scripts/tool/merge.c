@@ -687,16 +687,16 @@ static void fold_reasons(struct reason_sum *into, struct reason_sum *from)
 
 /* The counts of the inputs: summed over processes, once per process. A
  * trailer's lost, adjusted and lossless counts are its process's since it
- * started, and so is a dump's events_recorded: of a process's files the
- * largest (the latest) is taken; each window's events_recorded is its own,
- * and they add up. */
+ * started, and so are a dump's events_recorded and flows_unmatched: of a
+ * process's files the largest (the latest) is taken; each window's
+ * events_recorded and flows_unmatched are its own, and they add up. */
 static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
-			 uint64_t *waits, uint64_t *wait_ns, struct reason_sum *rs,
-			 struct reason_sum *adj)
+			 uint64_t *waits, uint64_t *wait_ns, uint64_t *unmatched,
+			 struct reason_sum *rs, struct reason_sum *adj)
 {
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct reason_sum grs = { .keep_max = true }, gadj = { .keep_max = true };
-		uint64_t glost = 0, grec = 0, gwaits = 0, gwait_ns = 0;
+		uint64_t glost = 0, grec = 0, gwaits = 0, gwait_ns = 0, gflows = 0;
 		unsigned j;
 
 		for (j = 0; j < i && !same_process(&m->in[j].meta, &m->in[i].meta); j++)
@@ -713,6 +713,10 @@ static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 				grec += mt->events_recorded;
 			else if (mt->events_recorded > grec)
 				grec = mt->events_recorded;
+			if (!mt->flight)
+				gflows += mt->flows_unmatched;
+			else if (mt->flows_unmatched > gflows)
+				gflows = mt->flows_unmatched;
 			gwaits = mt->waits > gwaits ? mt->waits : gwaits;
 			gwait_ns = mt->wait_ns > gwait_ns ? mt->wait_ns : gwait_ns;
 			meta__each_lost(mt, add_reason, &grs);
@@ -722,6 +726,7 @@ static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 		*recorded += grec;
 		*waits += gwaits;
 		*wait_ns += gwait_ns;
+		*unmatched += gflows;
 		fold_reasons(rs, &grs);
 		fold_reasons(adj, &gadj);
 	}
@@ -758,13 +763,13 @@ static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
 	struct reason_sum rs = { 0 }, adj = { 0 };
-	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0;
+	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0, unmatched = 0;
 	bool lossless = false;
 	const char *host = NULL;
 	bool one_host = true;
 	uint64_t incomplete = 0;
 
-	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &rs, &adj);
+	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &unmatched, &rs, &adj);
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct trace_meta *mt = &m->in[i].meta;
 
@@ -814,6 +819,8 @@ static void write_meta(struct merge *m, int64_t base)
 		buf__printf(o, ",\"lossless\":{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}", waits,
 			    wait_ns);
 	buf__printf(o, ",\"incomplete\":%" PRIu64, incomplete);
+	if (unmatched) /* as a trace's trailer has it: when not 0 */
+		buf__printf(o, ",\"flows_unmatched\":%" PRIu64, unmatched);
 	buf__adds(o, ",\"inputs\":[");
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];

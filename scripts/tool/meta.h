@@ -47,6 +47,8 @@ struct trace_meta {
 	uint64_t failed;       /* not closed because a write failed (a full disk): 1 for
 				* a trace whose "end" says so, a merge's inputs that did */
 	struct buf failed_why; /* that "end" of a trace of one process ("write failed: ...") */
+	uint64_t flows_unmatched; /* device spans of the file without their arrow (a
+				   * dump's: its process's so far) */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
 	size_t nhost_pids, host_cap;
 	struct pidmap host_set; /* the same, looked up (a merged trace lists thousands) */

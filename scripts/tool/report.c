@@ -679,6 +679,7 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 	const struct trace_meta *mt = &rp->r.meta;
 	char a[64], b[64], when[64] = "";
 	double lost = sumdoc__num(d, "lost.total"), errors = sumdoc__num(d, "errors.total");
+	double unmatched = sumdoc__num(d, "flows.unmatched");
 
 	if (!f)
 		return -errno;
@@ -738,6 +739,12 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 			   "process was killed, or still ran, or the file was cut short, or a write "
 			   "failed): the last interval may be missing.</p>",
 			sumdoc__num(d, "incomplete"), sumdoc__num(d, "incomplete") == 1 ? "was" : "were");
+	if (unmatched > 0)
+		fprintf(f, "<p id=\"flows-unmatched\" data-value=\"%.0f\" class=\"lostbad\">%.0f "
+			   "device %s no arrow from the call that launched %s: that call is not in "
+			   "the trace (the trailer's flows_unmatched).</p>",
+			unmatched, unmatched, unmatched == 1 ? "span has" : "spans have",
+			unmatched == 1 ? "it" : "them");
 	if (sumdoc__num(d, "partial"))
 		fputs("<p class=\"lostbad\">gputrace ran out of memory while summarizing: the "
 		      "numbers are partial.</p>",

@@ -456,6 +456,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	if (c->out->meta.events_lost > c->lost_by_reason)
 		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
 	meta__each_adjusted(&c->out->meta, add_adjusted, c);
+	summary__flows_unmatched(c->s, c->out->meta.flows_unmatched);
 	if (c->out->meta.lossless)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
 	/* a file cut short is not closed either, whatever its trailer said before
