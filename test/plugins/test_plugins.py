@@ -2,6 +2,7 @@
 built against the installed header only) and broken ones, loaded through
 GPUTRACE_PLUGIN_PATH into a traced program; the trace is read back and
 checked exactly."""
+import json
 import os
 import pathlib
 import re
@@ -204,15 +205,85 @@ def test_device_spans_handed_over_before_their_launch_get_their_arrow(tmp_path):
     assert "flows_unmatched" not in t["gputrace"]
 
 
+UNMATCHED_LINE = re.compile(r"  arrows missing: (\d+) device spans? without an arrow, their "
+                            r"launch not in the trace \(the trailer's flows_unmatched\)")
+
+
+def unmatched_lines(text):
+    """The summary's counts of arrows missing (its one line, when there are any)."""
+    return [int(m.group(1)) for m in map(UNMATCHED_LINE.fullmatch, text.splitlines()) if m]
+
+
+def summed_up(tmp_path, d, config, activities=None):
+    """A host_app run with the summary on stderr and in JSON: (run, summary JSON)."""
+    js = tmp_path / "summary.json"
+    r = run_host(tmp_path, d, config, activities=activities,
+                 env={"GPUTRACE_SUMMARY": "1", "GPUTRACE_SUMMARY_JSON": str(js)})
+    return r, json.loads(js.read_text())
+
+
+def tool(*args, tmp_path):
+    return subprocess.run([str(GPUTRACE), *map(str, args)], env=gputrace_env(), cwd=tmp_path,
+                          capture_output=True, timeout=60, text=True)
+
+
 def test_device_spans_whose_launch_never_comes_are_counted(tmp_path):
     """Host spans not recorded (runtime not enabled): no arrow, each device span counted
-    in the trailer's flows_unmatched."""
+    in the trailer's flows_unmatched, and in every summary of it: the one at exit (its
+    line and JSON), gputrace summary of the file and of a merge, check and report (a
+    reader of the summary alone never learnt arrows were missing)."""
     d = plugin_dir(tmp_path, SIMACCEL)
-    r = run_host(tmp_path, d, "simaccel:kernels=3", activities="kernel,memcpy")
+    r, js = summed_up(tmp_path, d, "simaccel:kernels=3", activities="kernel,memcpy")
     t = r.trace
     assert len(events(t, ph="X", cat="kernel")) == 3
     assert events(t, ph="s") == [] and events(t, ph="f") == []
     assert t["gputrace"]["flows_unmatched"] == 6
+    assert unmatched_lines(r.stderr.decode()) == [6]
+    assert js["flows"] == {"unmatched": 6}
+
+    s = tool("summary", "--json", "-", r.trace_path, tmp_path=tmp_path)
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["flows"] == {"unmatched": 6}
+    s = tool("summary", r.trace_path, tmp_path=tmp_path)
+    assert unmatched_lines(s.stdout) == [6]
+    # the merge of two such files keeps both files' count
+    merged = tmp_path / "merged.json"
+    assert tool("merge", "-o", merged, r.trace_path, r.trace_path,
+                tmp_path=tmp_path).returncode == 0
+    assert json.loads(merged.read_text())["gputrace"]["flows_unmatched"] == 12
+    s = tool("summary", "--json", "-", merged, tmp_path=tmp_path)
+    assert json.loads(s.stdout)["flows"] == {"unmatched": 12}
+
+    for src in (r.trace_path, tmp_path / "summary.json"):
+        c = tool("check", src, "flows.unmatched == 0", tmp_path=tmp_path)
+        assert c.returncode == 1, c.stderr
+        assert "FAIL flows.unmatched == 0: 6" in c.stdout.splitlines()
+        c = tool("check", src, "flows.unmatched <= 6", tmp_path=tmp_path)
+        assert c.returncode == 0, c.stderr
+        assert "PASS flows.unmatched <= 6: 6" in c.stdout.splitlines()
+
+    html = tmp_path / "report.html"
+    assert tool("report", "-o", html, r.trace_path, tmp_path=tmp_path).returncode == 0
+    assert ('<p id="flows-unmatched" data-value="6" class="lostbad">6 device spans have no '
+            'arrow from the call that launched them') in html.read_text()
+
+
+def test_every_arrow_drawn_is_no_arrow_missing(tmp_path):
+    """A run whose device spans all have their arrow: 0 in the summary JSON, no line, and
+    a check on it passes."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r, js = summed_up(tmp_path, d, "simaccel:kernels=3")
+    assert len(events(r.trace, ph="f", cat="ac2g")) == 6
+    assert "flows_unmatched" not in r.trace["gputrace"]
+    assert js["flows"] == {"unmatched": 0}
+    assert "gputrace summary: " in r.stderr.decode()
+    assert unmatched_lines(r.stderr.decode()) == []
+    assert "arrows missing" not in r.stderr.decode()
+    c = tool("check", r.trace_path, "flows.unmatched == 0", tmp_path=tmp_path)
+    assert c.returncode == 0, c.stdout + c.stderr
+    html = tmp_path / "report.html"
+    assert tool("report", "-o", html, r.trace_path, tmp_path=tmp_path).returncode == 0
+    assert "flows-unmatched" not in html.read_text()
 
 
 def test_device_spans_waiting_for_their_launch_are_bounded(tmp_path):
