@@ -7,10 +7,16 @@
  * device, recorded on a private stream at a known host time and renewed
  * every few seconds (cudaEventElapsedTime is a float of milliseconds).
  *
- * Hot path (the launch): one slot from a fixed array, two cudaEventRecord
- * calls on events created once per slot; no allocation, no lock. Streams
- * being captured into a graph are left alone: an event there would become
- * a graph node. Our calls run in relaxed capture mode (our_calls_begin).
+ * Hot path (the launch): one slot from a table, two cudaEventRecord calls
+ * on events created once per slot; no allocation, no lock. Streams being
+ * captured into a graph are left alone: an event there would become a graph
+ * node. Our calls run in relaxed capture mode (our_calls_begin).
+ *
+ * A slot is free again once its events are read, at the drain's cycles
+ * (every GPUTRACE_FLUSH_MS), while a busy program may launch tens of
+ * thousands of times in between: the drain is woken early as the table
+ * fills, a launch that finds it full reads the oldest finished itself, and
+ * a table full of work still running doubles, up to SLOTS_MAX (see grab).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -24,10 +30,14 @@
 #include "inject/watchdog.h"
 #include "inject/tables.h"
 
-#define SLOTS       4096
-#define DEVICES_MAX 16
-#define REFIT_NS    (2000ull * 1000000)
-#define NOT_READY   600 /* cudaErrorNotReady */
+#define SLOTS_MIN      4096  /* the table's first size; doubled when full of running work */
+#define SLOTS_MAX      16384 /* launches timed at once, at most: past them, counted lost */
+#define WAKE_EVERY     512   /* launches between two looks at how full the table is */
+#define RECLAIM_BATCH  128   /* slots a launch that found the table full frees */
+#define RECLAIM_GAP_NS 1000000ull /* after a reclaim that freed nothing (work running) */
+#define DEVICES_MAX    16
+#define REFIT_NS       (2000ull * 1000000)
+#define NOT_READY      600 /* cudaErrorNotReady */
 
 /* SLOT_TIMED: read before a cudaDeviceReset destroyed its events, for the drain to draw */
 enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING, SLOT_TIMED };
@@ -41,13 +51,18 @@ struct ev_slot {
 	uint64_t start, dur, slack; /* once complete: from the events */
 };
 
-GT_TABLE(struct ev_slot, slots, SLOTS);
+/* Untouched pages of the table cost nothing (tables.h): only the first
+ * nslots are used, a power of two */
+GT_TABLE(struct ev_slot, slots, SLOTS_MAX);
+static _Atomic unsigned nslots = SLOTS_MIN;
 static _Atomic unsigned cursor;
+static _Atomic uint64_t reclaim_after; /* host ns: no reclaim before it */
 static _Atomic uint64_t dropped;
 
 enum { DEV_NEW, DEV_INIT, DEV_READY, DEV_FAILED, DEV_RESET /* in cudaDeviceReset */ };
 static struct ev_dev {
 	_Atomic int state;
+	_Atomic bool init_stuck; /* a launch waited INIT_WAIT_NS for DEV_INIT to end */
 	void *stream, *ref, *ref_spare;
 	uint64_t ref_host, refit_at;
 } devs[DEVICES_MAX];
@@ -176,6 +191,32 @@ static void events_atexit(void)
 	cupti__events_poll(true);
 }
 
+/*
+ * Another thread makes the device's stream and reference (its first launch,
+ * or the first after a cudaDeviceReset): a few event round trips, which the
+ * program's other threads launching at once wait for rather than go untimed.
+ * Bounded: one that never ends (its thread cancelled in CUDA) is waited for
+ * once, the launches after it go untimed, counted.
+ */
+#define INIT_WAIT_NS (1000ull * 1000000)
+
+static bool wait_init(struct ev_dev *d)
+{
+	uint64_t until = gt_clock_ns() + INIT_WAIT_NS;
+	int state;
+
+	while ((state = atomic_load_explicit(&d->state, memory_order_acquire)) == DEV_INIT) {
+		if (atomic_load_explicit(&d->init_stuck, memory_order_relaxed))
+			return false;
+		if (gt_clock_ns() > until) {
+			atomic_store_explicit(&d->init_stuck, true, memory_order_relaxed);
+			return false;
+		}
+		nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+	}
+	return state == DEV_READY;
+}
+
 static bool device_ready(int device)
 {
 	static _Atomic bool atexit_done;
@@ -184,8 +225,9 @@ static bool device_ready(int device)
 
 	if (gt_likely(atomic_load_explicit(&d->state, memory_order_acquire) == DEV_READY))
 		return true;
+	/* made since the load above, being made, failed, or in a reset */
 	if (!atomic_compare_exchange_strong(&d->state, &expect, DEV_INIT))
-		return false; /* failed, or another thread is at it */
+		return expect == DEV_READY || (expect == DEV_INIT && wait_init(d));
 	/* cold: the first timed launch on this device (1 = cudaStreamNonBlocking) */
 	if (rt.stream_create(&d->stream, 1) || rt.event_create(&d->ref, 0) ||
 	    rt.event_create(&d->ref_spare, 0) || refit(device)) {
@@ -199,52 +241,141 @@ static bool device_ready(int device)
 	return true;
 }
 
-static struct ev_slot *grab(void)
+static unsigned poll_slots(int only, bool final, bool on_launch);
+
+/* A free slot of the n, from the cursor on; the cursor moves past it, so
+ * that the next launches start where slots are free. */
+static struct ev_slot *find_free(unsigned n)
 {
-	for (unsigned i = 0; i < 16; i++) {
-		struct ev_slot *s = &slots[atomic_fetch_add_explicit(&cursor, 1,
-								     memory_order_relaxed) % SLOTS];
+	unsigned from = atomic_load_explicit(&cursor, memory_order_relaxed);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct ev_slot *s = &slots[(from + i) & (n - 1)];
 		int expect = SLOT_FREE;
-		if (atomic_compare_exchange_strong(&s->state, &expect, SLOT_ARMED))
+
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREE &&
+		    atomic_compare_exchange_strong(&s->state, &expect, SLOT_ARMED)) {
+			atomic_store_explicit(&cursor, from + i + 1, memory_order_relaxed);
 			return s;
+		}
 	}
 	return NULL;
 }
 
-void *cupti__events_before(void *stream, bool per_thread)
+/*
+ * The table full, on the launching thread: what finished is read and drawn
+ * here (onto rows the drain made), not at the drain's next cycle. Never
+ * waited for: not while another thread reads them (the drain: that frees
+ * slots too), and not again for RECLAIM_GAP_NS after a read that freed
+ * nothing (all still running). True: slots were freed.
+ */
+static bool reclaim(void)
 {
-	struct ev_slot *s = NULL;
-	unsigned long long sid = 0;
-	int dev = -1, capturing = 0;
+	uint64_t now = gt_clock_ns();
+	unsigned freed;
 
-	if (!load_rt())
-		return NULL;
-	int mode = our_calls_begin();
-	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX || !device_ready(dev))
-		goto out;
-	if ((per_thread && rt.is_capturing_ptsz ? rt.is_capturing_ptsz(stream, &capturing)
-						: rt.is_capturing(stream, &capturing)) ||
-	    capturing)
-		goto out;
-	s = grab();
-	if (!s) {
-		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		goto out;
+	if (now < atomic_load_explicit(&reclaim_after, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&poll_lock))
+		return false;
+	/* nested in our own code: a full ring drops rather than waits for the
+	 * drain, which may be waiting for poll_lock (ring_wait.c), and a signal
+	 * handler's call stays out of the ring being written */
+	gt_in_tracer += 2;
+	freed = poll_slots(-1, false, true);
+	gt_in_tracer -= 2;
+	pthread_mutex_unlock(&poll_lock);
+	if (!freed)
+		atomic_store_explicit(&reclaim_after, now + RECLAIM_GAP_NS, memory_order_relaxed);
+	return freed;
+}
+
+/* Twice the slots, up to SLOTS_MAX: the table's size now. */
+static unsigned grow(unsigned n)
+{
+	if (n < SLOTS_MAX && atomic_compare_exchange_strong(&nslots, &n, n * 2))
+		return n * 2;
+	return n; /* the largest, or another thread's (the CAS read it) */
+}
+
+/*
+ * No free slot among the next few. Free ones elsewhere are taken; else
+ * finished work is read here; else the table grows (its pages are touched
+ * as they are used). Full at SLOTS_MAX (that many launches unfinished, or
+ * the drain far behind): the launch goes untimed. No allocation, no wait.
+ */
+static __attribute__((noinline)) struct ev_slot *grab_slow(unsigned n)
+{
+	struct ev_slot *s;
+
+	if (n == SLOTS_MAX &&
+	    gt_clock_ns() < atomic_load_explicit(&reclaim_after, memory_order_relaxed))
+		return NULL; /* all still running a moment ago: not looked at again */
+	if ((s = find_free(n)))
+		return s;
+	if (reclaim() && (s = find_free(n)))
+		return s;
+	unsigned more = grow(n);
+	return more > n ? find_free(more) : NULL;
+}
+
+/* Every WAKE_EVERY launches: the slot half a table ahead, taken half a lap
+ * ago, still unread wakes the drain (as a ring past its high-water mark
+ * does), not GPUTRACE_FLUSH_MS later. */
+static struct ev_slot *grab(void)
+{
+	unsigned n = atomic_load_explicit(&nslots, memory_order_relaxed);
+
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned c = atomic_fetch_add_explicit(&cursor, 1, memory_order_relaxed);
+		struct ev_slot *s = &slots[c & (n - 1)];
+		int expect = SLOT_FREE;
+
+		if (gt_unlikely(!(c % WAKE_EVERY)) &&
+		    atomic_load_explicit(&slots[(c + n / 2) & (n - 1)].state,
+					 memory_order_relaxed) != SLOT_FREE)
+			gt_wake_writer();
+		if (atomic_compare_exchange_strong(&s->state, &expect, SLOT_ARMED))
+			return s;
 	}
+	return grab_slow(n);
+}
+
+/*
+ * The token of a launch that is not timed (no slot, no device ready, an
+ * event call failed): counted lost at its end, once the launch is known to
+ * have queued work (a failed one has none). Every launch is then drawn or
+ * counted: issued == drawn + lost.
+ */
+static char untimed;
+#define UNTIMED ((void *)&untimed)
+
+static void count_untimed(void)
+{
+	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+}
+
+/* A slot with the launch's before-event recorded, or NULL. */
+static struct ev_slot *arm(void *stream, bool per_thread)
+{
+	struct ev_slot *s;
+	unsigned long long sid = 0;
+	int dev = -1;
+
+	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX || !device_ready(dev) ||
+	    !(s = grab()))
+		return NULL;
 	if (!s->ev0 || s->device != dev) {
 		/* events belong to a device; a slot moves rarely */
 		if (rt.event_create(&s->ev0, 0) || rt.event_create(&s->ev1, 0)) {
 			s->ev0 = s->ev1 = NULL;
 			atomic_store(&s->state, SLOT_FREE);
-			s = NULL;
-			goto out;
+			return NULL;
 		}
 		s->device = dev;
 	}
 	if (record(s->ev0, stream, per_thread)) {
 		atomic_store(&s->state, SLOT_FREE);
-		s = NULL;
-		goto out;
+		return NULL;
 	}
 	/* here, in the calls already made capture-safe, not after the launch */
 	if (per_thread && rt.stream_id_ptsz)
@@ -252,19 +383,42 @@ void *cupti__events_before(void *stream, bool per_thread)
 	else if (rt.stream_id)
 		rt.stream_id(stream, &sid);
 	s->stream_id = sid;
-out:
-	our_calls_end(mode);
 	return s;
+}
+
+void *cupti__events_before(void *stream, bool per_thread)
+{
+	void *token;
+	int capturing = 0;
+
+	if (!load_rt())
+		return NULL;
+	int mode = our_calls_begin();
+	/* a stream being captured makes a graph node, not work: nothing to time
+	 * (nor an event to record there); one that cannot be asked is not touched */
+	if (per_thread && rt.is_capturing_ptsz ? rt.is_capturing_ptsz(stream, &capturing)
+					       : rt.is_capturing(stream, &capturing))
+		token = UNTIMED;
+	else if (capturing)
+		token = NULL;
+	else
+		token = arm(stream, per_thread) ?: UNTIMED;
+	our_calls_end(mode);
+	return token;
 }
 
 void *cupti__events_end(void *token, void *stream, bool per_thread, int result)
 {
 	struct ev_slot *s = token;
 
-	if (!s)
+	if (s == UNTIMED && !result)
+		count_untimed();
+	if (!s || s == UNTIMED)
 		return NULL;
 	int mode = our_calls_begin();
 	if (result || record(s->ev1, stream, per_thread)) {
+		if (!result)
+			count_untimed();
 		atomic_store(&s->state, SLOT_FREE);
 		s = NULL;
 	}
@@ -320,14 +474,17 @@ static bool time_slot(struct ev_slot *s)
 	return true;
 }
 
-/* The end of the last span on each stream (the drain thread's, under poll_lock). */
+/* Each stream's row and the end of its last span (under poll_lock). The row
+ * is asked of records.c, whose tables are the drain thread's, once: a
+ * launching thread that draws (reclaim) finds it here. */
 #define STREAM_ENDS 512
 struct stream_end_entry {
 	uint64_t key, end; /* key: device and stream + 1; 0: empty */
+	uint32_t track;    /* 0: not asked yet (or its device has no row) */
 };
 GT_TABLE(struct stream_end_entry, stream_ends, STREAM_ENDS);
 
-static uint64_t *stream_end(int device, uint64_t stream_id)
+static struct stream_end_entry *stream_end(int device, uint64_t stream_id)
 {
 	uint64_t key = (stream_id * DEVICES_MAX + (uint64_t)device) + 1;
 	unsigned h = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 32) % STREAM_ENDS;
@@ -336,20 +493,27 @@ static uint64_t *stream_end(int device, uint64_t stream_id)
 		unsigned j = (h + i) % STREAM_ENDS;
 		if (stream_ends[j].key == key || !stream_ends[j].key) {
 			stream_ends[j].key = key;
-			return &stream_ends[j].end;
+			return &stream_ends[j];
 		}
 	}
-	stream_ends[h].key = key; /* full: a stream's end forgotten */
-	stream_ends[h].end = 0;
-	return &stream_ends[h].end;
+	/* full: a stream's end forgotten */
+	stream_ends[h] = (struct stream_end_entry){ .key = key };
+	return &stream_ends[h];
 }
 
-static void emit_slot(struct ev_slot *s)
+/* The span of a finished slot; on a launching thread, only onto a row
+ * already known: false, left to the drain. */
+static bool emit_slot(struct ev_slot *s, bool on_launch)
 {
-	uint64_t start = s->start, *last_end = stream_end(s->device, s->stream_id);
+	struct stream_end_entry *se = stream_end(s->device, s->stream_id);
+	uint64_t start = s->start, *last_end = &se->end;
 	struct gt_arg a[8];
 	unsigned n = 0;
 
+	if (!se->track && on_launch)
+		return false;
+	if (!se->track)
+		se->track = cupti__stream_row((uint32_t)s->device, (uint32_t)s->stream_id);
 	if (start < *last_end && *last_end - start <= s->slack)
 		start = *last_end;
 	uint64_t end = start + s->dur, late = 0;
@@ -402,13 +566,14 @@ static void emit_slot(struct ev_slot *s)
 		.corr = s->corr,
 		.name = s->li.name,
 		.cat = s->li.cat,
-		.track = cupti__stream_row((uint32_t)s->device, (uint32_t)s->stream_id),
+		.track = se->track,
 		.type = GT_EV_DEVICE_SPAN,
 	};
 	if (ev.track)
 		gt_emit(&ev, a, n);
 	else /* its device has no row (records.c, no_device_row) */
 		gt_lost_add(cupti__key("no_device_row"), 1);
+	return true;
 }
 
 /* Completed spans in stream order, so each meets the one before it. */
@@ -423,15 +588,58 @@ static int by_stream_then_start(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* The finished slots (of one device, or of every device not being reset),
- * timed and drawn; final: unfinished ones are dropped. poll_lock held. */
-static void poll_slots(int only, bool final)
-{
-	GT_TABLE(struct ev_slot *, done, SLOTS);
-	unsigned ndone = 0;
+/*
+ * A stream runs its work in order: behind a launch still running, a later
+ * one on its stream is not asked (thousands may be queued, each query a
+ * driver call). A few streams are remembered, by hash; one forgotten is
+ * asked. Only with stream ids (CUDA 12+; else every stream's is 0). A launch
+ * that began later on another thread but was queued first is read a poll
+ * later.
+ */
+#define RUNNING_STREAMS 64
+struct running_stream {
+	uint64_t key, since; /* key as stream_end's, 0: none; since: its oldest running */
+};
 
-	for (unsigned i = 0; i < SLOTS; i++) {
-		struct ev_slot *s = &slots[i];
+static struct running_stream *running_entry(struct running_stream *r, const struct ev_slot *s,
+					    uint64_t *key)
+{
+	*key = (s->stream_id * DEVICES_MAX + (uint64_t)s->device) + 1;
+	return &r[(unsigned)((*key * 0x9E3779B97F4A7C15ull) >> 32) % RUNNING_STREAMS];
+}
+
+static bool behind_running(struct running_stream *r, const struct ev_slot *s)
+{
+	uint64_t key;
+	const struct running_stream *e = running_entry(r, s, &key);
+
+	return rt.stream_id && e->key == key && s->host_start > e->since;
+}
+
+static void note_running(struct running_stream *r, const struct ev_slot *s)
+{
+	uint64_t key;
+	struct running_stream *e = running_entry(r, s, &key);
+
+	if (e->key != key || s->host_start < e->since)
+		*e = (struct running_stream){ .key = key, .since = s->host_start };
+}
+
+/* The finished slots (of one device, or of every device not being reset),
+ * timed and drawn; final: unfinished ones are dropped. poll_lock held.
+ * Oldest first (from the cursor on). on_launch: on a launching thread,
+ * which waits for it: RECLAIM_BATCH slots (the next ones it takes), drawn
+ * only onto rows the drain made. Returns how many slots it freed. */
+static unsigned poll_slots(int only, bool final, bool on_launch)
+{
+	GT_TABLE(struct ev_slot *, done, SLOTS_MAX);
+	struct running_stream running[RUNNING_STREAMS] = { 0 };
+	unsigned ndone = 0, freed = 0, n = atomic_load_explicit(&nslots, memory_order_acquire);
+	unsigned from = atomic_load_explicit(&cursor, memory_order_relaxed);
+	unsigned most = on_launch ? RECLAIM_BATCH : n;
+
+	for (unsigned i = 0; i < n && ndone + freed < most; i++) {
+		struct ev_slot *s = &slots[(from + i) & (n - 1)];
 		int q, state = atomic_load_explicit(&s->state, memory_order_acquire);
 
 		if (state == SLOT_TIMED && only < 0) {
@@ -443,9 +651,13 @@ static void poll_slots(int only, bool final)
 			       : atomic_load_explicit(&devs[s->device].state,
 						      memory_order_acquire) == DEV_RESET))
 			continue;
-		q = rt.event_query(s->ev1);
-		if (q == NOT_READY && !final)
+		if (!final && behind_running(running, s))
 			continue;
+		q = rt.event_query(s->ev1);
+		if (q == NOT_READY && !final) {
+			note_running(running, s);
+			continue;
+		}
 		if (!q && time_slot(s)) {
 			if (only >= 0) /* timed for the reset: the drain draws it */
 				atomic_store_explicit(&s->state, SLOT_TIMED, memory_order_release);
@@ -455,12 +667,18 @@ static void poll_slots(int only, bool final)
 		}
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+		freed++;
 	}
 	qsort(done, ndone, sizeof(done[0]), by_stream_then_start);
 	for (unsigned i = 0; i < ndone; i++) {
-		emit_slot(done[i]);
-		atomic_store_explicit(&done[i]->state, SLOT_FREE, memory_order_release);
+		bool drawn = emit_slot(done[i], on_launch);
+
+		/* not drawn: timed, for the drain to draw */
+		atomic_store_explicit(&done[i]->state, drawn ? SLOT_FREE : SLOT_TIMED,
+				      memory_order_release);
+		freed += drawn;
 	}
+	return freed;
 }
 
 static void count_dropped(void)
@@ -484,7 +702,7 @@ void cupti__events_poll(bool final)
 		    now - devs[d].refit_at > REFIT_NS && !rt.set_device(d))
 			refit(d);
 	}
-	poll_slots(-1, final);
+	poll_slots(-1, final, false);
 	our_calls_end(mode);
 	pthread_mutex_unlock(&poll_lock);
 	count_dropped();
@@ -516,7 +734,7 @@ int cupti__events_reset_begin(void)
 		return -1;
 	}
 	until = gt_clock_ns() + RESET_WAIT_NS;
-	for (unsigned i = 0; i < SLOTS; i++) {
+	for (unsigned i = 0; i < atomic_load(&nslots); i++) {
 		if (atomic_load_explicit(&slots[i].state, memory_order_acquire) != SLOT_PENDING ||
 		    slots[i].device != dev)
 			continue;
@@ -524,7 +742,7 @@ int cupti__events_reset_begin(void)
 			nanosleep(&(struct timespec){ 0, 20000 }, NULL);
 	}
 	pthread_mutex_lock(&poll_lock);
-	poll_slots(dev, true);
+	poll_slots(dev, true, false);
 	pthread_mutex_unlock(&poll_lock);
 	our_calls_end(mode);
 	count_dropped();
@@ -536,10 +754,11 @@ void cupti__events_reset_end(int dev)
 	if (dev < 0)
 		return;
 	pthread_mutex_lock(&poll_lock);
-	for (unsigned i = 0; i < SLOTS; i++)
+	for (unsigned i = 0; i < atomic_load(&nslots); i++)
 		if (slots[i].device == dev)
 			slots[i].ev0 = slots[i].ev1 = NULL;
 	devs[dev].stream = devs[dev].ref = devs[dev].ref_spare = NULL;
+	atomic_store_explicit(&devs[dev].init_stuck, false, memory_order_relaxed);
 	atomic_store_explicit(&devs[dev].state, DEV_NEW, memory_order_release);
 	pthread_mutex_unlock(&poll_lock);
 }
@@ -558,7 +777,7 @@ unsigned cupti__events_pending(struct gt_pending_work *out, unsigned max)
 	if (pthread_mutex_timedlock(&poll_lock, &until))
 		return 0;
 	int mode = our_calls_begin();
-	for (unsigned i = 0; i < SLOTS && n < max; i++) {
+	for (unsigned i = 0; i < atomic_load(&nslots) && n < max; i++) {
 		struct ev_slot *s = &slots[i];
 
 		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_PENDING ||
@@ -584,10 +803,12 @@ GT_FORK_CODE void cupti__events_forget(void)
 		return;
 	pthread_mutex_init(&poll_lock, NULL);
 	memset(stream_ends, 0, STREAM_ENDS * sizeof(stream_ends[0]));
-	for (unsigned i = 0; i < SLOTS; i++) {
+	for (unsigned i = 0; i < atomic_load(&nslots); i++) {
 		atomic_store(&slots[i].state, SLOT_FREE);
 		slots[i].ev0 = slots[i].ev1 = NULL;
 	}
-	for (int d = 0; d < DEVICES_MAX; d++)
+	for (int d = 0; d < DEVICES_MAX; d++) {
+		atomic_store(&devs[d].init_stuck, false);
 		atomic_store(&devs[d].state, DEV_NEW);
+	}
 }

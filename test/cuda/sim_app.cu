@@ -35,6 +35,9 @@
 //                  wait_for_stream() (the watchdog's CUDA hang)
 //   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
 //                  kernel on pinned memory, synchronized
+//   queue N [T]    T (1) threads, each N kernels of 64 ns queued on a non-blocking stream
+//                  of its own, synchronized once at the end (launches far apart from the
+//                  drain's cycles)
 //   streams N      N times: a stream created, a 64 ns kernel on it, synchronized,
 //                  destroyed (a server's stream per request)
 //   copies N       N rounds of synchronous calls: cudaMemcpy HtoD from pinned memory
@@ -598,6 +601,42 @@ static int cold_mode(void)
 	return 0;
 }
 
+struct queue_job {
+	int n;
+	float *d;
+};
+
+static void *queue_launcher(void *arg)
+{
+	struct queue_job *job = (struct queue_job *)arg;
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int i = 0; i < job->n; i++)
+		sim::scale<float><<<1, 64, 0, s>>>(job->d, 1.0f, 64);
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaStreamDestroy(s));
+	return NULL;
+}
+
+static int queue_mode(int n, int threads)
+{
+	pthread_t th[64];
+	struct queue_job job = { n, NULL };
+
+	if (threads < 1 || threads > 64)
+		return 2;
+	CHECK(cudaMalloc(&job.d, 64 * sizeof(float)));
+	for (int t = 0; t < threads; t++)
+		if (pthread_create(&th[t], NULL, queue_launcher, &job))
+			return 1;
+	for (int t = 0; t < threads; t++)
+		pthread_join(th[t], NULL);
+	CHECK(cudaFree(job.d));
+	printf("queue: %d kernels\n", n * threads);
+	return 0;
+}
+
 static int streams_mode(int n)
 {
 	float *d;
@@ -920,6 +959,8 @@ int main(int argc, char **argv)
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))
 		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
+	if (!strcmp(mode, "queue"))
+		return queue_mode(argc > 2 ? atoi(argv[2]) : 6000, argc > 3 ? atoi(argv[3]) : 1);
 	if (!strcmp(mode, "streams"))
 		return streams_mode(argc > 2 ? atoi(argv[2]) : 10);
 	if (!strcmp(mode, "copies"))
