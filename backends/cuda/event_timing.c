@@ -625,6 +625,37 @@ static void note_running(struct running_stream *r, const struct ev_slot *s)
 		*e = (struct running_stream){ .key = key, .since = s->host_start };
 }
 
+/* The spans a poll read, copied out of their slots (under poll_lock). */
+GT_TABLE(struct ev_slot, read_spans, SLOTS_MAX);
+
+/*
+ * A timed slot's span copied out, and the slot free at once: a launch that
+ * found the table full takes it while this poll still sorts and draws (the
+ * drain's poll of a full table holds poll_lock for milliseconds). On a
+ * launching thread, only a span onto a row the drain made: else the slot
+ * stays, SLOT_TIMED, for the drain to draw. NULL: left.
+ */
+static struct ev_slot *take(struct ev_slot *s, unsigned ndone, bool on_launch)
+{
+	if (on_launch && !stream_end(s->device, s->stream_id)->track) {
+		atomic_store_explicit(&s->state, SLOT_TIMED, memory_order_release);
+		return NULL;
+	}
+	struct ev_slot *span = &read_spans[ndone];
+
+	/* not the whole slot: its state is every launch's to try (grab) */
+	span->device = s->device;
+	span->stream_id = s->stream_id;
+	span->corr = s->corr;
+	span->host_start = s->host_start;
+	span->li = s->li;
+	span->start = s->start;
+	span->dur = s->dur;
+	span->slack = s->slack;
+	atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+	return span;
+}
+
 /* The finished slots (of one device, or of every device not being reset),
  * timed and drawn; final: unfinished ones are dropped. poll_lock held.
  * Oldest first (from the cursor on). on_launch: on a launching thread,
@@ -638,12 +669,15 @@ static unsigned poll_slots(int only, bool final, bool on_launch)
 	unsigned from = atomic_load_explicit(&cursor, memory_order_relaxed);
 	unsigned most = on_launch ? RECLAIM_BATCH : n;
 
-	for (unsigned i = 0; i < n && ndone + freed < most; i++) {
-		struct ev_slot *s = &slots[(from + i) & (n - 1)];
+	for (unsigned i = 0; i < n && freed < most; i++) {
+		struct ev_slot *s = &slots[(from + i) & (n - 1)], *span;
 		int q, state = atomic_load_explicit(&s->state, memory_order_acquire);
 
 		if (state == SLOT_TIMED && only < 0) {
-			done[ndone++] = s;
+			if ((span = take(s, ndone, on_launch))) {
+				done[ndone++] = span;
+				freed++;
+			}
 			continue;
 		}
 		if (state != SLOT_PENDING ||
@@ -659,10 +693,12 @@ static unsigned poll_slots(int only, bool final, bool on_launch)
 			continue;
 		}
 		if (!q && time_slot(s)) {
-			if (only >= 0) /* timed for the reset: the drain draws it */
+			if (only >= 0) { /* timed for the reset: the drain draws it */
 				atomic_store_explicit(&s->state, SLOT_TIMED, memory_order_release);
-			else
-				done[ndone++] = s;
+			} else if ((span = take(s, ndone, on_launch))) {
+				done[ndone++] = span;
+				freed++;
+			}
 			continue;
 		}
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -671,12 +707,10 @@ static unsigned poll_slots(int only, bool final, bool on_launch)
 	}
 	qsort(done, ndone, sizeof(done[0]), by_stream_then_start);
 	for (unsigned i = 0; i < ndone; i++) {
-		bool drawn = emit_slot(done[i], on_launch);
-
-		/* not drawn: timed, for the drain to draw */
-		atomic_store_explicit(&done[i]->state, drawn ? SLOT_FREE : SLOT_TIMED,
-				      memory_order_release);
-		freed += drawn;
+		/* its row forgotten since take() (more than STREAM_ENDS streams
+		 * in one read): its slot is gone, so it is counted */
+		if (!emit_slot(done[i], on_launch))
+			count_untimed();
 	}
 	return freed;
 }
