@@ -83,16 +83,33 @@ static struct {
 	int (*stream_id_ptsz)(void *, unsigned long long *);
 	int (*exchange_mode)(int *); /* cudaThreadExchangeStreamCaptureMode */
 } rt;
-/* 0 unknown, 1 loaded, -1 missing; read by every fork child */
+/* 0 unknown, 1 loaded, -1 missing, RT_LOADING; read by every fork child */
+#define RT_LOADING (-2)
 static _Atomic int rt_state GT_STARTUP_STATE;
 static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Another thread looks the functions up (the first launches of several
+ * threads at once): a few dlsym calls, waited for, bounded. */
+static bool wait_rt(void)
+{
+	uint64_t until = gt_clock_ns() + 1000000000ull;
+	int st;
+
+	while ((st = atomic_load_explicit(&rt_state, memory_order_acquire)) == RT_LOADING &&
+	       gt_clock_ns() < until)
+		nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+	return st > 0;
+}
 
 static bool load_rt(void)
 {
 	int st = atomic_load_explicit(&rt_state, memory_order_acquire);
 
-	if (gt_likely(st))
+	if (gt_likely(st == 1 || st == -1))
 		return st > 0;
+	/* one thread writes rt, the others wait for it */
+	if (st == RT_LOADING || !atomic_compare_exchange_strong(&rt_state, &st, RT_LOADING))
+		return wait_rt();
 #define LOAD(field, sym) rt.field = (__typeof__(rt.field))cupti__rt_real(sym)
 	LOAD(event_create, "cudaEventCreateWithFlags");
 	LOAD(event_record, "cudaEventRecord");
@@ -833,7 +850,11 @@ GT_FORK_CODE void cupti__events_forget(void)
 	/* fork child: CUDA objects of the parent are gone. None without the
 	 * runtime loaded for events: nothing to forget, no page to touch (a
 	 * shell forks for every command). */
-	if (atomic_load(&rt_state) <= 0)
+	int st = atomic_load(&rt_state);
+
+	if (st == RT_LOADING) /* by a thread of the parent's, gone here */
+		atomic_store(&rt_state, 0);
+	if (st <= 0)
 		return;
 	pthread_mutex_init(&poll_lock, NULL);
 	memset(stream_ends, 0, STREAM_ENDS * sizeof(stream_ends[0]));

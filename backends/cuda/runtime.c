@@ -439,8 +439,11 @@ GT_TABLE(struct kfunc_entry, kfuncs, KFUNC_MAX);
 
 static uint32_t kernel_name_of(const void *func)
 {
-	static int (*get_name)(const char **, const void *);
-	static bool looked;
+	/* threads' first launches of a kernel ask at once: (void *)1 is looked
+	 * for and missing */
+	static _Atomic(void *) get_name_sym;
+	int (*get_name)(const char **, const void *);
+	void *sym;
 	uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull;
 	const char *name = NULL;
 	char buf[64], *pretty;
@@ -453,10 +456,12 @@ static uint32_t kernel_name_of(const void *func)
 			return id;
 	}
 	/* cold: the first launch of this kernel */
-	if (!looked) {
-		get_name = (int (*)(const char **, const void *))cupti__rt_real("cudaFuncGetName");
-		looked = true;
+	sym = atomic_load_explicit(&get_name_sym, memory_order_relaxed);
+	if (!sym) {
+		sym = cupti__rt_real("cudaFuncGetName") ?: (void *)1;
+		atomic_store_explicit(&get_name_sym, sym, memory_order_relaxed);
 	}
+	get_name = sym == (void *)1 ? NULL : (int (*)(const char **, const void *))sym;
 	cupti_self++;
 	if (!get_name || get_name(&name, func) || !name || !*name) {
 		snprintf(buf, sizeof(buf), "kernel %p", func);
