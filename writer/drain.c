@@ -403,6 +403,9 @@ static void drain_rings(bool populate, bool release, bool whole)
 					p = p->next;
 				if (p)
 					p->next = next;
+				/* the next dead ring unlinks after p without a new walk:
+				 * walking from the head for each one was quadratic */
+				prev = p;
 			}
 			ring__free(r);
 		} else {

@@ -555,6 +555,24 @@ def test_many_short_lived_threads(tmp_path):
     assert trace["gputrace"]["events_lost"] == 0
 
 
+def test_thread_churn_keeps_the_drain_linear(tmp_path):
+    """40000 threads, one after another, each two calls: the drain unlinks each dead
+    ring from where it stands. It used to walk the list from its head again for every
+    dead ring behind one that new rings had been pushed in front of: quadratic, so the
+    dead rings' 4 MiB mappings piled up (260-540 MB) and the exit's last drain gave up
+    after 5 s without progress, the trace cut at its last checkpoint."""
+    n = 40000
+    trace = traced_like_untraced([APPS / "ze_threads", n, 1], tmp_path,
+                                 read=lambda path: scan_trace(path))
+    g = trace["gputrace"]
+    assert g["complete"] is True and g["end"] == "exit"
+    assert g["events_lost"] == 0
+    counts = collections.Counter({name: c for (ph, cat, name), c in trace["counts"].items()
+                                  if ph == "X" and cat == "ze_api"})
+    assert counts["zeDeviceGetProperties"] == n
+    assert counts["zeDriverGet"] == n + 1
+
+
 # A pair read split by 15 us is kept (its call is under 20 us): what it converts may be off
 # by up to its call's length, 20 us, and the clocks' error (the TSC line, 2 us).
 SPLIT_CLAMP_NS = 25000
