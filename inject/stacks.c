@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -56,6 +57,7 @@ struct stack_slot {
 	_Atomic uint32_t state;
 	uint32_t off;          /* first PC in the pool */
 	uint32_t depth;
+	uint32_t epoch;        /* S.epoch when taken: which libraries its PCs are in */
 };
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
@@ -75,6 +77,10 @@ static struct {
 	_Atomic int writing;         /* slots claimed, not yet stored */
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t count;
+	/* Bumped when a dlclose begins (stacks__dlclose_begin): a library
+	 * loaded later at a closed one's address gives its PCs a new meaning,
+	 * so a stack is the same only within one epoch. */
+	_Atomic uint32_t epoch;
 	/* vendor libraries' text, skipped by gt_stack_capture_api */
 	struct {
 		_Atomic uintptr_t lo, hi;
@@ -174,9 +180,9 @@ static struct table *table(void)
 	return atomic_load_explicit(&S.table, memory_order_acquire);
 }
 
-static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n)
+static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n, uint32_t epoch)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	uint64_t h = (0xcbf29ce484222325ull ^ n) + ((uint64_t)epoch << 32);
 
 	for (unsigned i = 0; i < n; i++) {
 		h ^= pcs[i];
@@ -187,7 +193,8 @@ static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n)
 }
 
 /* Store a claimed slot's stack; false when the PC pool is full. */
-static bool fill(struct table *t, struct stack_slot *s, const uintptr_t *pcs, unsigned n)
+static bool fill(struct table *t, struct stack_slot *s, const uintptr_t *pcs, unsigned n,
+		 uint32_t epoch)
 {
 	uint32_t off = atomic_fetch_add_explicit(&S.pool_used, n, memory_order_relaxed);
 
@@ -199,6 +206,7 @@ static bool fill(struct table *t, struct stack_slot *s, const uintptr_t *pcs, un
 	memcpy(&t->pool[off], pcs, n * sizeof(*pcs));
 	s->off = off;
 	s->depth = n;
+	s->epoch = epoch;
 	atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
 	atomic_fetch_add_explicit(&S.count, 1, memory_order_relaxed);
 	return true;
@@ -206,7 +214,10 @@ static bool fill(struct table *t, struct stack_slot *s, const uintptr_t *pcs, un
 
 static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 {
-	uint64_t h = hash_pcs(pcs, n);
+	/* relaxed: a library loaded after a dlclose began was loaded under
+	 * ld.so's lock, which orders that begin's bump before this read */
+	uint32_t epoch = atomic_load_explicit(&S.epoch, memory_order_relaxed);
+	uint64_t h = hash_pcs(pcs, n, epoch);
 	uint32_t i = (uint32_t)h & (GT_STACK_SLOTS - 1);
 
 	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (GT_STACK_SLOTS - 1)) {
@@ -222,7 +233,7 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 			if (atomic_compare_exchange_strong_explicit(&s->hash, &zero, h,
 								    memory_order_acq_rel,
 								    memory_order_acquire))
-				id = fill(t, s, pcs, n) ? (int)i + 1 : -1;
+				id = fill(t, s, pcs, n, epoch) ? (int)i + 1 : -1;
 			atomic_fetch_sub(&S.writing, 1);
 			if (id > 0)
 				return (uint64_t)id;
@@ -248,7 +259,7 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 			else
 				sched_yield();
 		}
-		if (st == SLOT_READY && s->depth == n &&
+		if (st == SLOT_READY && s->depth == n && s->epoch == epoch &&
 		    !memcmp(&t->pool[s->off], pcs, n * sizeof(*pcs)))
 			return i + 1;
 	}
@@ -435,8 +446,9 @@ struct sym {
 	const char *name;
 };
 
-/* One loaded object and its ELF symbol table (.symtab when not stripped:
- * static and hidden functions too; else .dynsym). */
+/* One object loaded at one address, and its ELF symbol table (.symtab when
+ * not stripped: static and hidden functions too; else .dynsym), read from
+ * its file at the first lookup (still there after a dlclose). */
 struct module {
 	struct module *next;
 	uintptr_t bias;
@@ -444,10 +456,14 @@ struct module {
 	const char *base;
 	struct sym *syms;
 	size_t nsyms;
+	bool read;
 };
 
+/* A frame's name in one epoch (see S.epoch): the same PC may be another
+ * library's after a dlclose. */
 struct pc_name {
 	uintptr_t pc;
+	uint32_t epoch;
 	char *name;
 };
 
@@ -457,6 +473,31 @@ static struct {
 	struct pc_name *names; /* open addressing; pc 0 = free */
 	size_t cap, used;
 } Y = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A loaded object's addresses when an epoch ended. */
+struct span {
+	uintptr_t lo, hi, bias;
+	char *path; /* dlpi_name: "" for the main program */
+};
+
+/* What was loaded when an epoch ended (a dlclose began): the stacks of that
+ * epoch are named from it. An epoch whose dlclose unloaded nothing goes on
+ * as the one before it (same_as). */
+struct epoch_rec {
+	struct epoch_rec *next;
+	uint32_t tag, same_as;
+	size_t n;
+	struct span *spans;
+};
+
+/* Taken inside dlclose, where ld.so may hold its lock (a destructor closing
+ * a library): never held while calling into ld.so (dladdr), nor while
+ * waiting for Y.lock; taken after Y.lock. */
+static struct {
+	pthread_mutex_t lock;
+	struct epoch_rec *recs;
+	uint32_t last_tag;
+} E = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The drain thread may have been symbolizing when another thread forked:
  * the child starts with a fresh lock and empty caches (the old ones are
@@ -477,6 +518,7 @@ static void stacks__atfork_child(void)
 				atomic_store(&t->slots[i].state, SLOT_INVALID);
 
 	Y.lock = fresh;
+	E.lock = fresh; /* its records stay: the addresses they name are the same */
 	Y.modules = NULL;
 	Y.names = NULL;
 	Y.cap = Y.used = 0;
@@ -547,11 +589,39 @@ static void module__load_syms(struct module *m)
 	qsort(m->syms, k, sizeof(*m->syms), cmp_sym);
 }
 
+static struct module *module_get(uintptr_t bias, const char *name)
+{
+	/* The main program has no name here: read it through /proc. */
+	const char *path = name && *name ? name : "/proc/self/exe";
+	struct module *m;
+
+	for (m = Y.modules; m; m = m->next)
+		if (m->bias == bias && !strcmp(m->path, path))
+			return m;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = strdup(path);
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	m->bias = bias;
+	if (name && *name) {
+		const char *slash = strrchr(m->path, '/');
+
+		m->base = slash ? slash + 1 : m->path;
+	} else {
+		m->base = program_invocation_short_name;
+	}
+	m->next = Y.modules;
+	Y.modules = m;
+	return m;
+}
+
 struct find_ctx {
 	uintptr_t addr;
-	uintptr_t bias;
-	const char *name;
-	bool found;
+	struct module *m;
 };
 
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
@@ -563,53 +633,32 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 
 		if (ph->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + ph->p_memsz) {
-			c->bias = info->dlpi_addr;
-			c->name = info->dlpi_name;
-			c->found = true;
+			c->m = module_get(info->dlpi_addr, info->dlpi_name);
 			return 1;
 		}
 	}
 	return 0;
 }
 
+/* The object that holds addr now. */
 static struct module *module_of(uintptr_t addr)
 {
 	struct find_ctx c = { .addr = addr };
-	struct module *m;
 
 	dl_iterate_phdr(find_object, &c);
-	if (!c.found)
-		return NULL;
-	for (m = Y.modules; m; m = m->next)
-		if (m->bias == c.bias)
-			return m;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return NULL;
-	/* The main program has no name here: read it through /proc. */
-	m->path = strdup(c.name && *c.name ? c.name : "/proc/self/exe");
-	if (!m->path) {
-		free(m);
-		return NULL;
-	}
-	m->bias = c.bias;
-	if (c.name && *c.name) {
-		const char *slash = strrchr(m->path, '/');
-
-		m->base = slash ? slash + 1 : m->path;
-	} else {
-		m->base = program_invocation_short_name;
-	}
-	module__load_syms(m);
-	m->next = Y.modules;
-	Y.modules = m;
-	return m;
+	return c.m;
 }
 
-static const char *module__lookup(const struct module *m, uintptr_t addr)
+static const char *module__lookup(struct module *m, uintptr_t addr)
 {
 	uintptr_t rel = addr - m->bias;
-	size_t lo = 0, hi = m->nsyms;
+	size_t lo = 0, hi;
+
+	if (!m->read) {
+		m->read = true;
+		module__load_syms(m);
+	}
+	hi = m->nsyms;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -629,19 +678,12 @@ static const char *module__lookup(const struct module *m, uintptr_t addr)
 
 typedef char *(*demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
 
-static char *name_of(uintptr_t pc)
+/* addr's name: sym (exported, from dladdr) or m's symbol table, demangled;
+ * else module+0xoffset; else the bare address. */
+static char *name_in(struct module *m, uintptr_t addr, const char *sym)
 {
-	/* A return address: the call is the instruction before it. */
-	uintptr_t addr = pc - 1;
-	struct module *m = module_of(addr);
-	const char *sym = NULL;
-	Dl_info info;
 	char *out;
 
-	/* Exported names first (our API wrappers are known by them), then the
-	 * full symbol table for static and hidden functions. */
-	if (dladdr((void *)addr, &info) && info.dli_sname && info.dli_saddr)
-		sym = info.dli_sname;
 	if (!sym && m)
 		sym = module__lookup(m, addr);
 	if (sym) {
@@ -675,20 +717,41 @@ static char *name_of(uintptr_t pc)
 	return NULL;
 }
 
-static const char *cached_name(uintptr_t pc)
+/* A return address: the call is the instruction before it. */
+static char *name_now(uintptr_t addr)
 {
-	size_t i;
+	Dl_info info;
+	const char *sym = NULL;
+
+	/* Exported names first (our API wrappers are known by them), then the
+	 * full symbol table for static and hidden functions. */
+	if (dladdr((void *)addr, &info) && info.dli_sname && info.dli_saddr)
+		sym = info.dli_sname;
+	return name_in(module_of(addr), addr, sym);
+}
+
+/* The name addr had in an ended epoch, from what was loaded then (the
+ * span copied out of E, under E.lock). */
+static char *name_then(const struct span *sp, uintptr_t addr)
+{
+	return name_in(sp ? module_get(sp->bias, sp->path) : NULL, addr, NULL);
+}
+
+static struct pc_name *name_slot(uint32_t epoch, uintptr_t pc)
+{
+	size_t i, mask;
 
 	if (Y.used * 2 >= Y.cap) {
 		size_t ncap = Y.cap ? Y.cap * 2 : 1024;
 		struct pc_name *n = calloc(ncap, sizeof(*n));
 
 		if (!n)
-			return "?";
+			return NULL;
 		for (size_t k = 0; k < Y.cap; k++) {
 			if (!Y.names[k].pc)
 				continue;
-			for (i = (Y.names[k].pc >> 4) & (ncap - 1); n[i].pc; i = (i + 1) & (ncap - 1))
+			for (i = ((Y.names[k].pc >> 4) ^ Y.names[k].epoch * 0x9e3779b9u) & (ncap - 1);
+			     n[i].pc; i = (i + 1) & (ncap - 1))
 				;
 			n[i] = Y.names[k];
 		}
@@ -696,13 +759,209 @@ static const char *cached_name(uintptr_t pc)
 		Y.names = n;
 		Y.cap = ncap;
 	}
-	for (i = (pc >> 4) & (Y.cap - 1); Y.names[i].pc; i = (i + 1) & (Y.cap - 1))
-		if (Y.names[i].pc == pc)
-			return Y.names[i].name ? Y.names[i].name : "?";
-	Y.names[i].pc = pc;
-	Y.names[i].name = name_of(pc);
+	mask = Y.cap - 1;
+	for (i = ((pc >> 4) ^ epoch * 0x9e3779b9u) & mask; Y.names[i].pc; i = (i + 1) & mask)
+		if (Y.names[i].pc == pc && Y.names[i].epoch == epoch)
+			break;
+	return &Y.names[i];
+}
+
+static const char *remember(struct pc_name *slot, uint32_t epoch, uintptr_t pc, char *name)
+{
+	slot->pc = pc;
+	slot->epoch = epoch;
+	slot->name = name;
 	Y.used++;
-	return Y.names[i].name ? Y.names[i].name : "?";
+	return name ? name : "?";
+}
+
+/* The epoch tag stands for (past the ones whose dlclose unloaded nothing),
+ * and its record when that epoch has ended. Under E.lock. */
+static uint32_t epoch_of(uint32_t tag, const struct epoch_rec **rec)
+{
+	for (;;) {
+		const struct epoch_rec *r = E.recs;
+
+		while (r && r->tag != tag)
+			r = r->next;
+		if (!r || r->same_as == tag) {
+			*rec = r;
+			return tag;
+		}
+		tag = r->same_as; /* always an earlier tag: this ends */
+	}
+}
+
+/* The span of rec that holds addr, copied into sp (its path into buf). */
+static bool span_of(const struct epoch_rec *rec, uintptr_t addr, struct span *sp, char *buf,
+		    size_t len)
+{
+	for (size_t i = 0; rec && i < rec->n; i++) {
+		if (addr < rec->spans[i].lo || addr >= rec->spans[i].hi)
+			continue;
+		*sp = rec->spans[i];
+		snprintf(buf, len, "%s", sp->path);
+		sp->path = buf;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The name of a frame of a stack taken in epoch tag, cached per epoch. The
+ * current epoch's are read from the address space as it is; one that
+ * changed while we read (a dlclose began) is read again from the record of
+ * what was loaded when it ended. An address in no object then stays bare.
+ */
+static const char *frame_name(uint32_t tag, uintptr_t pc)
+{
+	uintptr_t addr = pc - 1;
+	char path[PATH_MAX];
+
+	for (;;) {
+		const struct epoch_rec *rec;
+		struct pc_name *slot;
+		struct span sp;
+		bool ended, found = false;
+		uint32_t epoch;
+		char *name;
+
+		pthread_mutex_lock(&E.lock);
+		epoch = epoch_of(tag, &rec);
+		ended = epoch != atomic_load(&S.epoch);
+		if (ended)
+			found = span_of(rec, addr, &sp, path, sizeof(path));
+		pthread_mutex_unlock(&E.lock);
+		slot = name_slot(epoch, pc);
+		if (!slot)
+			return "?";
+		if (slot->pc)
+			return slot->name ? slot->name : "?";
+		if (ended)
+			return remember(slot, epoch, pc, name_then(found ? &sp : NULL, addr));
+		name = name_now(addr);
+		if (atomic_load(&S.epoch) == epoch)
+			return remember(slot, epoch, pc, name);
+		free(name); /* it ended while we read: its record has it */
+	}
+}
+
+/* ---- dlclose (cold): end the epoch, keep what was loaded ---- */
+
+struct snapshot {
+	struct span *v;
+	size_t n, cap;
+};
+
+static int snapshot_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct snapshot *sn = data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t seg = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (seg < lo)
+			lo = seg;
+		if (seg + ph->p_memsz > hi)
+			hi = seg + ph->p_memsz;
+	}
+	if (!hi)
+		return 0;
+	if (sn->n == sn->cap) {
+		size_t ncap = sn->cap ? sn->cap * 2 : 64;
+		struct span *v = realloc(sn->v, ncap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		sn->v = v;
+		sn->cap = ncap;
+	}
+	sn->v[sn->n].path = strdup(info->dlpi_name ? info->dlpi_name : "");
+	if (!sn->v[sn->n].path)
+		return 1;
+	sn->v[sn->n].lo = lo;
+	sn->v[sn->n].hi = hi;
+	sn->v[sn->n].bias = info->dlpi_addr;
+	sn->n++;
+	return 0;
+}
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(unsigned long long *)data = info->dlpi_subs;
+	return 1;
+}
+
+static unsigned long long unloads(void)
+{
+	unsigned long long subs = 0;
+
+	dl_iterate_phdr(read_subs, &subs);
+	return subs;
+}
+
+static void spans_free(struct epoch_rec *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->spans[i].path);
+	free(r->spans);
+	r->spans = NULL;
+	r->n = 0;
+}
+
+void stacks__dlclose_begin(struct stacks_dlclose *c)
+{
+	struct epoch_rec *r;
+	struct snapshot sn = { 0 };
+
+	c->bumped = false;
+	if (!atomic_load_explicit(&S.table, memory_order_acquire))
+		return; /* no stack yet, none to name */
+	r = calloc(1, sizeof(*r));
+	pthread_mutex_lock(&E.lock);
+	c->subs = unloads();
+	c->before = atomic_load(&S.epoch);
+	c->after = ++E.last_tag;
+	/* before the library goes: no stack taken from now on is the old
+	 * epoch's, so what is loaded now names all of those */
+	atomic_store(&S.epoch, c->after);
+	c->bumped = true;
+	if (r) {
+		dl_iterate_phdr(snapshot_object, &sn);
+		r->tag = r->same_as = c->before;
+		r->spans = sn.v;
+		r->n = sn.n;
+		r->next = E.recs;
+		E.recs = r;
+	}
+	pthread_mutex_unlock(&E.lock);
+}
+
+void stacks__dlclose_end(const struct stacks_dlclose *c)
+{
+	uint32_t after = c->after;
+
+	if (!c->bumped)
+		return;
+	pthread_mutex_lock(&E.lock);
+	/* Nothing was unloaded (the library is still open elsewhere) and no
+	 * other dlclose began: the old epoch goes on, and stacks taken
+	 * meanwhile are its (their call sites keep one stack each). */
+	if (unloads() == c->subs &&
+	    atomic_compare_exchange_strong(&S.epoch, &after, c->before)) {
+		for (struct epoch_rec *r = E.recs; r; r = r->next) {
+			if (r->tag != c->before || r->same_as != c->before)
+				continue;
+			spans_free(r);
+			r->tag = c->after;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&E.lock);
 }
 
 int stacks__format(uint64_t id, char *buf, size_t len)
@@ -726,7 +985,7 @@ int stacks__format(uint64_t id, char *buf, size_t len)
 		uintptr_t pc = t->pool[s->off + i];
 		const char *api = pc & NAME_TAG ? gt_str_get((uint32_t)pc, NULL) : NULL;
 
-		names[n - 1 - i] = pc & NAME_TAG ? (api ? api : "?") : cached_name(pc);
+		names[n - 1 - i] = pc & NAME_TAG ? (api ? api : "?") : frame_name(s->epoch, pc);
 		total += strlen(names[n - 1 - i]) + 1;
 	}
 	/* Too long: drop outer frames, keep the ones nearest the call. */

@@ -17,6 +17,7 @@
 #ifndef GPUTRACE_STACKS_H
 #define GPUTRACE_STACKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "event.h"
@@ -56,6 +57,18 @@ GT_HIDDEN int stacks__init(void);
  * from the outer end, marked "..."). Returns the length written, or -1 for
  * an unknown id. Cold path (takes a lock, reads ELF files). */
 GT_HIDDEN int stacks__format(uint64_t id, char *buf, size_t len);
+
+/* Around the real dlclose (cold; the caller's own state in c): a stack
+ * taken before is named from the libraries loaded then, even when a
+ * library loaded later at the closed one's address has other functions
+ * there; a dlclose that unloads nothing changes nothing. */
+struct stacks_dlclose {
+	unsigned long long subs; /* ld.so's unload count before */
+	uint32_t before, after;  /* epochs */
+	bool bumped;
+};
+GT_HIDDEN void stacks__dlclose_begin(struct stacks_dlclose *c);
+GT_HIDDEN void stacks__dlclose_end(const struct stacks_dlclose *c);
 
 /* Stacks not recorded because the table (or its PC pool) was full, or the
  * unwinder was unavailable. */

@@ -67,7 +67,22 @@ $(CLI_OUT)/ci_app: test/cli/ci_app.c test/apps/ze_app.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread
 
-TEST_BUILD += $(CLI_OUT)/stack_app $(CLI_OUT)/ci_app
+# Two libraries of the same code, one launch each, loaded in turn at the same
+# address (test_cli_stacks.py: a closed library's stacks keep their names).
+$(CLI_OUT)/stack_dl: test/cli/stack_dl.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -ldl -lpthread
+
+$(CLI_OUT)/libstackdlA.so: test/cli/stack_dl_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -DLAUNCH_FN=alpha_launch -o $@ $< -lze_loader
+
+$(CLI_OUT)/libstackdlB.so: test/cli/stack_dl_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -DLAUNCH_FN=beta_launch -o $@ $< -lze_loader
+
+TEST_BUILD += $(CLI_OUT)/stack_app $(CLI_OUT)/ci_app $(CLI_OUT)/stack_dl \
+	      $(CLI_OUT)/libstackdlA.so $(CLI_OUT)/libstackdlB.so
 endif
 
 # `make bench`: what a captured stack costs (see test/cli/stack_cost.c).

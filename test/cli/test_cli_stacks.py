@@ -90,3 +90,41 @@ def test_no_stacks_unless_asked(tmp_path):
     trace = run_app(tmp_path)
     for ev in events(trace, ph="X"):
         assert "stack" not in (ev.get("args") or {})
+
+
+STACK_DL = STACK_APP.parent / "stack_dl"
+DL_LIBS = [(STACK_APP.parent / "libstackdlA.so", "alpha_launch"),
+           (STACK_APP.parent / "libstackdlB.so", "beta_launch")]
+
+
+def run_dl(tmp_path, wait_ms, libs):
+    """stack_dl: each library dlopen'ed, one launch through it, dlclose'd;
+    checkpoints every 10 ms. The launches' stacks, in order."""
+    need(STACK_DL)
+    out = tmp_path / f"dl{wait_ms}-{len(libs)}.json"
+    p = gputrace(["run", "--no-summary", "--stacks", "--flush-ms", "10", "-o", out, "--",
+                  STACK_DL, wait_ms, *[f"{lib}:{fn}" for lib, fn in libs]], tmp_path,
+                 env=gt_env(sim_env()))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.decode().splitlines()
+    assert lines[-1] == "stack_dl: ok", p.stdout
+    where = [line.split(" at ")[1] for line in lines[:-1]]
+    return [ev["args"]["stack"] for ev in api_spans(load_exact(out), LAUNCH)], where
+
+
+@pytest.mark.parametrize("wait_ms", [0, 100])
+def test_stacks_of_a_closed_library_keep_their_names(tmp_path, wait_ms):
+    """A library closed before its launch's stack is written (wait 0: before
+    the next checkpoint) keeps its names: they were bare addresses. The second
+    library is loaded where the first was closed, at the same addresses: its
+    launch was named after the first's functions (100 ms: the first already
+    named at a checkpoint), or both shared the one stack."""
+    stacks, _ = run_dl(tmp_path, wait_ms, DL_LIBS[:1])
+    assert len(stacks) == 1
+    assert stacks[0].endswith(f";main;alpha_launch;inner_static;{LAUNCH}"), stacks[0]
+    stacks, where = run_dl(tmp_path, wait_ms, DL_LIBS)
+    # the case under test: the second library's function where the first's was
+    assert where[0] == where[1], where
+    assert len(stacks) == 2
+    assert stacks[0].endswith(f";main;alpha_launch;inner_static;{LAUNCH}"), stacks
+    assert stacks[1].endswith(f";main;beta_launch;inner_static;{LAUNCH}"), stacks
