@@ -33,7 +33,6 @@
 #ifndef GT_STACK_POOL
 #define GT_STACK_POOL (1u << 19)
 #endif
-#define MAX_PROBES   64
 #define OWN_FRAMES   16 /* room for our own frames above the caller's */
 #define VENDOR_FRAMES 48 /* and for a vendor library's, inside its callbacks */
 #define SKIP_MAX     16 /* vendor libraries' code ranges */
@@ -220,7 +219,12 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 	uint64_t h = hash_pcs(pcs, n, epoch);
 	uint32_t i = (uint32_t)h & (GT_STACK_SLOTS - 1);
 
-	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (GT_STACK_SLOTS - 1)) {
+	/* Triangular steps (1, 2, 3, ...) visit every slot of a power-of-two
+	 * table once: a new stack is dropped only when all are taken (then
+	 * after a look at each: a full table costs that much per new stack),
+	 * and stacks that share a home slot do not pile up in one run. */
+	for (uint32_t probe = 1; probe <= GT_STACK_SLOTS;
+	     i = (i + probe++) & (GT_STACK_SLOTS - 1)) {
 		struct stack_slot *s = &t->slots[i];
 		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 

@@ -893,6 +893,7 @@ void checkpoint__summary(void)
 				  atomic_load(&gt_st.adjust_max_ns[i]));
 	/* the file's, as its trailer says them (written before this) */
 	summary__flows_unmatched(W.sum, flows__unmatched());
+	summary__stacks_dropped(W.sum, stacks__dropped());
 	if (gt_cfg.lossless_ms) {
 		uint64_t wait_ns, waits = ring_waits(&wait_ns);
 

@@ -99,6 +99,7 @@ struct summary {
 	uint64_t failed;            /* ... and of the others, stopped by a failed write */
 	char failed_why[96];        /* the first of those: its trailer's "end" */
 	uint64_t flows_unmatched;   /* device spans without their arrow */
+	uint64_t stacks_dropped;    /* calls without their call stack */
 	bool oom;                   /* an allocation failed: numbers are partial */
 	struct proc *procs;
 	size_t nprocs, procs_cap;
@@ -705,6 +706,12 @@ void summary__flows_unmatched(struct summary *s, uint64_t n)
 {
 	if (s)
 		s->flows_unmatched += n;
+}
+
+void summary__stacks_dropped(struct summary *s, uint64_t n)
+{
+	if (s)
+		s->stacks_dropped += n;
 }
 
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns)
@@ -1451,6 +1458,10 @@ static void print_block(struct summary *s, FILE *f, const char *trace_path,
 		fprintf(f, "  arrows missing: %" PRIu64 " device %s without an arrow, their launch "
 			"not in the trace (the trailer's flows_unmatched)\n", s->flows_unmatched,
 			plural(s->flows_unmatched, "span", "spans"));
+	if (s->stacks_dropped)
+		fprintf(f, "  stacks dropped: %" PRIu64 " %s without a call stack, the stack table "
+			"full or the unwinder failing (the trailer's stacks.dropped)\n",
+			s->stacks_dropped, plural(s->stacks_dropped, "call", "calls"));
 	if (s->incomplete) {
 		/* the reason known: a file cut short may have been closed by its process */
 		char why[256];
@@ -1850,6 +1861,8 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	fprintf(f, ",\n\"incomplete\":%" PRIu64, s->incomplete);
 	/* always there: a gate reads 0, not a missing member, when every arrow was drawn */
 	fprintf(f, ",\n\"flows\":{\"unmatched\":%" PRIu64 "}", s->flows_unmatched);
+	/* always there too: 0 says every stack asked for was recorded */
+	fprintf(f, ",\n\"stacks\":{\"dropped\":%" PRIu64 "}", s->stacks_dropped);
 	fputs(",\n\"processes\":[", f);
 	json_processes(f, s, window);
 	fprintf(f, "],\n\"partial\":%s}\n", s->oom ? "true" : "false");

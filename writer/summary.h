@@ -119,6 +119,9 @@ void summary__incomplete(struct summary *s, uint64_t n, uint64_t cut, uint64_t f
 /* n more device spans that name a launch not in their file, so have no arrow
  * from it (the trailer's "flows_unmatched"; added up over files). */
 void summary__flows_unmatched(struct summary *s, uint64_t n);
+/* n more calls whose call stack was not recorded (the trailer's
+ * "stacks": {"dropped"}: the stack table full; added up over files). */
+void summary__stacks_dropped(struct summary *s, uint64_t n);
 /* --lossless: stalls a full ring made a thread wait, and their total time
  * (added up; the summary says them once any process recorded losslessly). */
 void summary__waits(struct summary *s, uint64_t waits, uint64_t wait_ns);

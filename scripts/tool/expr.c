@@ -134,6 +134,7 @@ static const struct {
 	{ "partial", DIM_COUNT },
 	{ "incomplete", DIM_COUNT },
 	{ "flows.unmatched", DIM_COUNT },
+	{ "stacks.dropped", DIM_COUNT },
 	{ "version", DIM_COUNT },
 };
 
@@ -721,7 +722,7 @@ static struct node *parse_path(struct parser *ps)
 		fail_at(ps, start, ps->p - start,
 			"unknown name '%s'%s (rows: kernel[...], api[...], annotation[...], range[...], "
 			"copy[...], device[...]; values: device.kernels, device.copies, lost, lost.REASON, "
-			"adjusted, adjusted.REASON, flows.unmatched, "
+			"adjusted, adjusted.REASON, flows.unmatched, stacks.dropped, "
 			"spans, window, trace.bytes, totals.*: see README \"Checks\")",
 			path, hint);
 		goto out;
@@ -1466,7 +1467,7 @@ static double eval_node(struct eval *ev, const struct node *n)
 		l = scalar_value(ev, n->name, &found);
 		/* added within version 1: an older summary reads 0, as adjusted */
 		if (!found && strcmp(n->name, "incomplete") && strcmp(n->name, "errors.total") &&
-		    strcmp(n->name, "flows.unmatched"))
+		    strcmp(n->name, "flows.unmatched") && strcmp(n->name, "stacks.dropped"))
 			eval_fail(ev, n->pos, n->len, "the summary %s has no %s", ev->d->path,
 				  n->name);
 		return l;

@@ -125,6 +125,11 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			jv_u64(mb.v, mb.e, &m->events_recorded);
 		} else if (jv_key_is(&mb, "flows_unmatched")) {
 			jv_u64(mb.v, mb.e, &m->flows_unmatched);
+		} else if (jv_key_is(&mb, "stacks")) {
+			const char *dv, *de;
+
+			if (jv_get(mb.v, mb.e, "dropped", &dv, &de))
+				jv_u64(dv, de, &m->stacks_dropped);
 		} else if (jv_key_is(&mb, "lossless") && !jv_is_null(mb.v, mb.e)) {
 			const char *wv, *we;
 

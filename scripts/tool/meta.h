@@ -49,6 +49,8 @@ struct trace_meta {
 	struct buf failed_why; /* that "end" of a trace of one process ("write failed: ...") */
 	uint64_t flows_unmatched; /* device spans of the file without their arrow (a
 				   * dump's: its process's so far) */
+	uint64_t stacks_dropped; /* calls whose stack was not recorded (its process's
+				  * so far: the trailer's stacks.dropped) */
 	int64_t *host_pids;    /* pids of traced processes (not device rows) */
 	size_t nhost_pids, host_cap;
 	struct pidmap host_set; /* the same, looked up (a merged trace lists thousands) */

@@ -457,6 +457,7 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
 	meta__each_adjusted(&c->out->meta, add_adjusted, c);
 	summary__flows_unmatched(c->s, c->out->meta.flows_unmatched);
+	summary__stacks_dropped(c->s, c->out->meta.stacks_dropped);
 	if (c->out->meta.lossless)
 		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
 	/* a file cut short is not closed either, whatever its trailer said before

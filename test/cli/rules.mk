@@ -11,10 +11,11 @@ $(BUILD)/test/check_cli_summary: test/cli/check_cli_summary.c writer/summary.c \
 	  scripts/tool/json.c -lz -ljson-c $(CLI_LIBS)
 
 # stacks.c in a shared object of its own (as in libgputrace.so), with a small
-# table so the test can fill it.
+# table so the test can fill it (large enough that stacks sharing a home slot
+# could crowd one out before it is full).
 $(CLI_OUT)/libstackapi.so: inject/stacks.c inject/stacks.h test/cli/stack_api.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_SLOTS=64 -shared -o $@ inject/stacks.c \
+	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_SLOTS=1024 -shared -o $@ inject/stacks.c \
 	  test/cli/stack_api.c -ldl -lpthread
 
 $(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstackapi.so
@@ -81,7 +82,12 @@ $(CLI_OUT)/libstackdlB.so: test/cli/stack_dl_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -DLAUNCH_FN=beta_launch -o $@ $< -lze_loader
 
-TEST_BUILD += $(CLI_OUT)/stack_app $(CLI_OUT)/ci_app $(CLI_OUT)/stack_dl \
+# More distinct launch stacks than the table holds (test_cli_stacks.py).
+$(CLI_OUT)/stack_many: test/cli/stack_many.c test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread
+
+TEST_BUILD += $(CLI_OUT)/stack_app $(CLI_OUT)/ci_app $(CLI_OUT)/stack_dl $(CLI_OUT)/stack_many \
 	      $(CLI_OUT)/libstackdlA.so $(CLI_OUT)/libstackdlB.so
 endif
 

@@ -63,3 +63,14 @@ GT_EXPORT uint64_t fake_dropped(void)
 {
 	return stacks__dropped();
 }
+
+/* Stacks of made-up PCs, and how many the table holds (GT_STACK_SLOTS). */
+GT_EXPORT uint64_t fake_intern(const uintptr_t *pcs, unsigned n)
+{
+	return stacks__intern_pcs(pcs, n);
+}
+
+GT_EXPORT unsigned fake_slots(void)
+{
+	return GT_STACK_SLOTS;
+}

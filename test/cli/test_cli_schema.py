@@ -49,6 +49,7 @@ def test_every_summary_validates(summaries):
         "clamped": {"count": 3, "max_ns": 4000}, "clock_step": {"count": 1, "max_ns": 250000}}}
     assert summaries["at exit"]["adjusted"] == {"total": 0, "by_reason": {}}
     assert summaries["at exit"]["flows"] == {"unmatched": 0}
+    assert summaries["at exit"]["stacks"] == {"dropped": 0}
     assert merged["kernels"] and merged["copies"] and merged["api_calls"]
     # devices by process: the two hand-written processes and the traced one
     assert len(merged["processes"]) == 3 and summaries["at exit"]["processes"]
@@ -68,6 +69,8 @@ def test_every_summary_validates(summaries):
     (("adjusted", "by_reason"), {"clamped": {"count": 3}}),
     (("flows", "unmatched"), -1),
     (("flows",), {}),
+    (("stacks", "dropped"), -1),
+    (("stacks",), {}),
     (("partial",), 0),
     (("processes", 0, "spans"), -1),
     (("processes", 0, "rank"), 0),

@@ -2,7 +2,9 @@
 --stacks-all) in the span's args as "outer;...;inner;API", naming the
 calling functions of a test program (test/cli/stack_app.c) that runs
 Level Zero calls on the simulated device."""
+import json
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -128,3 +130,62 @@ def test_stacks_of_a_closed_library_keep_their_names(tmp_path, wait_ms):
     assert len(stacks) == 2
     assert stacks[0].endswith(f";main;alpha_launch;inner_static;{LAUNCH}"), stacks
     assert stacks[1].endswith(f";main;beta_launch;inner_static;{LAUNCH}"), stacks
+
+
+STACK_MANY = STACK_APP.parent / "stack_many"
+DROPPED_LINE = re.compile(r"  stacks dropped: (\d+) calls? without a call stack, the stack table "
+                          r"full or the unwinder failing \(the trailer's stacks.dropped\)")
+
+
+def dropped_lines(text):
+    """The summary's counts of stacks dropped (its one line, when there are any)."""
+    return [int(m.group(1)) for m in map(DROPPED_LINE.fullmatch, text.splitlines()) if m]
+
+
+def run_many(tmp_path, launches):
+    """stack_many: each launch from a stack of its own; the summary on stderr and in
+    JSON. (run, trace, summary JSON)."""
+    need(STACK_MANY)
+    out, js = tmp_path / f"many{launches}.json", tmp_path / f"many{launches}-sum.json"
+    p = gputrace(["run", "--stacks", "-o", out, "--summary-json", js, "--", STACK_MANY,
+                  launches], tmp_path, env=gt_env(sim_env()), timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"stack_many: {launches} launches ok\n".encode()
+    return p, out, json.loads(js.read_text())
+
+
+def test_stack_table_fills_up_and_says_what_it_dropped(tmp_path):
+    """17000 launches from as many stacks: the table (16384) fills to its last slot
+    before a stack is dropped (a new stack could take only the 64 slots after its own:
+    hundreds went missing from 14000), and the calls without a stack are counted in
+    the trailer, the summary's line and its JSON, gputrace summary and check of the
+    file (only the trailer said it; the summary said "lost events: 0")."""
+    p, out, js = run_many(tmp_path, 17000)
+    trace = load_exact(out)
+    launches = api_spans(trace, LAUNCH)
+    assert len(launches) == 17000
+    with_stack = [e for e in events(trace, ph="X") if "stack" in (e.get("args") or {})]
+    assert len({e["args"]["stack"] for e in with_stack}) == 16384
+    dropped = sum("stack" not in e["args"] for e in launches)
+    assert trace["gputrace"]["stacks"] == {"unique": 16384, "dropped": dropped}
+    assert dropped == 17000 - sum("stack" in e["args"] for e in launches) > 0
+    assert dropped_lines(p.stderr.decode()) == [dropped]
+    assert js["stacks"] == {"dropped": dropped}
+    s = gputrace(["summary", "--json", "-", out], tmp_path)
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["stacks"] == {"dropped": dropped}
+    s = gputrace(["summary", out], tmp_path)
+    assert dropped_lines(s.stdout.decode()) == [dropped]
+    c = gputrace(["check", out, "stacks.dropped == 0"], tmp_path)
+    assert c.returncode == 1, c.stderr
+    assert f"FAIL stacks.dropped == 0: {dropped}" in c.stdout.decode().splitlines()
+
+
+def test_no_stack_dropped_no_line(tmp_path):
+    """Every stack recorded: 0 in the summary JSON, no line, a check on it passes."""
+    p, out, js = run_many(tmp_path, 100)
+    assert load_exact(out)["gputrace"]["stacks"] == {"unique": 101, "dropped": 0}
+    assert js["stacks"] == {"dropped": 0}
+    assert "stacks dropped" not in p.stderr.decode()
+    c = gputrace(["check", out, "stacks.dropped == 0"], tmp_path)
+    assert c.returncode == 0, c.stdout + c.stderr
