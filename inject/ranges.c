@@ -100,19 +100,50 @@ void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name
 		gt_emit_paused_too(&ev, args, n);
 }
 
-/* ---- the thread's stack ---- */
+/* ---- the thread's stack ----
+ *
+ * One array per thread, in push order, holds the ranges of every domain (NVTX
+ * domains, ITT domains: key tells them apart), so the writer sees their
+ * nesting in time; each domain is a stack of its own within it (nvToolsExt.h:
+ * "Each domain maintains its own nvtxRangePush and nvtxRangePop stack"): a pop
+ * ends its domain's newest range, at any depth, and a level is counted among
+ * its domain's ranges only.
+ */
 
-int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux)
+/* How many of the first n kept frames are key's. */
+static int frames_of(const struct gt_range_stack *st, int n, uintptr_t key)
+{
+	int count = 0;
+
+	for (int i = 0; i < n; i++)
+		count += st->f[i].key == key;
+	return count;
+}
+
+/* Frames past GT_RANGE_DEPTH are counted, not kept: their domain is not known,
+ * so they are taken as key's (exact when one domain nests that deep). */
+static int level_in_domain(const struct gt_range_stack *st, int below, uintptr_t key)
+{
+	int kept = below < GT_RANGE_DEPTH ? below : GT_RANGE_DEPTH;
+
+	return frames_of(st, kept, key) + (below - kept);
+}
+
+int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting)
 {
 	struct ring *r = shim__thread_ring();
+	struct gt_range_stack *st;
 	uint64_t now = gt_clock_ns();
 	int level;
 
+	*nesting = 0;
 	if (!r)
 		return 0;
-	level = r->ranges.depth++;
-	if (level < GT_RANGE_DEPTH)
-		r->ranges.f[level] = (struct gt_range_frame){
+	st = &r->ranges;
+	level = level_in_domain(st, st->depth, key);
+	*nesting = st->depth++;
+	if (*nesting < GT_RANGE_DEPTH)
+		st->f[*nesting] = (struct gt_range_frame){
 			.start_ns = now, .id = gt_range_begin(name, now, 0), .key = key,
 			.name = name, .aux = aux,
 		};
@@ -121,25 +152,43 @@ int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux)
 	return level;
 }
 
-int gt_range_pop(uintptr_t key, struct gt_range_frame *out)
+/* The newest kept frame of key, -1 when none is. */
+static int newest_of(const struct gt_range_stack *st, uintptr_t key)
+{
+	int i = (st->depth < GT_RANGE_DEPTH ? st->depth : GT_RANGE_DEPTH) - 1;
+
+	while (i >= 0 && st->f[i].key != key)
+		i--;
+	return i;
+}
+
+int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting, uint16_t *end_flags)
 {
 	struct ring *r = shim__thread_ring();
 	struct gt_range_stack *st = r ? &r->ranges : NULL;
-	int level, i;
+	int i;
 
 	*out = (struct gt_range_frame){ 0 };
+	*nesting = -1;
+	*end_flags = 0;
 	if (!st || st->depth <= 0)
 		return -1;
-	level = --st->depth;
-	if (level >= GT_RANGE_DEPTH)
-		return level;
-	for (i = level; i > 0 && level - i < 4 && st->f[i].key != key; i--)
-		;
-	if (st->f[i].key != key)
-		i = level;
+	if (st->depth > GT_RANGE_DEPTH) { /* the newest is one counted, not kept */
+		*nesting = --st->depth;
+		return level_in_domain(st, st->depth, key);
+	}
+	i = newest_of(st, key);
+	if (i < 0)
+		return -1; /* none of its domain is open: it ends nothing */
 	*out = st->f[i];
-	memmove(&st->f[i], &st->f[i + 1], (size_t)(level - i) * sizeof(st->f[0]));
-	return level;
+	*nesting = i;
+	/* newer ranges of other domains are still open: it crosses them, and
+	 * is drawn where ranges need not nest (a lane) */
+	if (i < st->depth - 1)
+		*end_flags = GT_EVF_BY_ID;
+	st->depth--;
+	memmove(&st->f[i], &st->f[i + 1], (size_t)(st->depth - i) * sizeof(st->f[0]));
+	return frames_of(st, i, key);
 }
 
 /* The fork child's thread: its ranges go on in the child's first ring,

@@ -25,7 +25,7 @@
 #include "event.h"
 
 /* One open range of a thread's stack. key tells apart the APIs' domains
- * (a pop ends the innermost range of its domain); aux is the API's own
+ * (each a stack of its own: a pop ends the newest range of its domain); aux is the API's own
  * (NVTX: its attribute slot). */
 struct gt_range_frame {
 	uint64_t start_ns;
@@ -62,13 +62,18 @@ GT_HIDDEN void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uin
 			    uint32_t track, uint16_t flags, const struct gt_arg *args, unsigned n);
 
 /* Push a range on the calling thread's stack (begin record included).
- * Returns the nesting level it opened at. */
-GT_HIDDEN int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux);
-/* Pop the innermost range of key (looking a few levels down, as domains
- * interleave rarely; else the innermost) into *out. Returns the level it
- * was at, -1 with nothing open. A level past GT_RANGE_DEPTH returns with
- * out->name 0: it was counted, not kept. */
-GT_HIDDEN int gt_range_pop(uintptr_t key, struct gt_range_frame *out);
+ * Returns its level in its key's domain (what NVTX's push returns);
+ * *nesting: its level among all the thread's ranges (GT_RANGE_DEPTH and
+ * past: counted, not kept). */
+GT_HIDDEN int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting);
+/* Pop the newest range of key's domain, at any depth, into *out. Returns its
+ * level in that domain, -1 with none of the domain open (nothing ended).
+ * *nesting: as at its push; *end_flags: gt_range_end's flags (GT_EVF_BY_ID
+ * when it crosses newer ranges of other domains). While ranges past
+ * GT_RANGE_DEPTH are open, a pop ends the newest of them, with out->name 0:
+ * it was counted, not kept. */
+GT_HIDDEN int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting,
+			   uint16_t *end_flags);
 /* Around fork: the forking thread's stack is carried from its ring (freed
  * in the child) into the child's first ring, begin records written again. */
 struct ring;

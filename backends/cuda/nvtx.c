@@ -327,7 +327,7 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 {
 	struct nvtx_attrs at;
 	uint32_t opens = 0;
-	int level;
+	int level, nesting;
 
 	if (gt_unlikely(capture_match(name, domain_index(d))) && capture_level < 0 &&
 	    !gt_in_tracer) {
@@ -337,17 +337,18 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 		opens = capture__range_begin(gt_clock_ns());
 	}
 	level = gt_range_push((uintptr_t)domain_index(d) + 1, name,
-			      attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0);
+			      attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0, &nesting);
 	if (gt_unlikely(opens)) {
-		if (level < GT_RANGE_DEPTH) {
+		if (nesting < GT_RANGE_DEPTH) {
 			capture_level = level;
 			capture_window = opens;
 		} else { /* a range too deep to be kept has no end to wait for */
 			capture__range_end(gt_clock_ns(), opens);
 		}
 	}
+	/* the thread's outermost range, of any domain, is the one measured */
 	if (gt_metrics_on(cupti_range_nvtx))
-		cupti__range_nvtx_push(level, name);
+		cupti__range_nvtx_push(nesting, name);
 	return level;
 }
 
@@ -357,7 +358,9 @@ static int pop(nvtxDomainHandle_t d)
 	struct gt_arg args[GT_ARGS_MAX];
 	struct nvtx_attrs at;
 	uint64_t end = gt_clock_ns(); /* before its metrics, which wait for its kernels */
-	int level = gt_range_pop((uintptr_t)domain_index(d) + 1, &f);
+	int nesting;
+	uint16_t end_flags;
+	int level = gt_range_pop((uintptr_t)domain_index(d) + 1, &f, &nesting, &end_flags);
 	bool has_attrs;
 	unsigned n;
 
@@ -366,8 +369,8 @@ static int pop(nvtxDomainHandle_t d)
 	has_attrs = attrs_take((uint16_t)f.aux, &at);
 	n = attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1));
 	if (gt_metrics_on(cupti_range_nvtx))
-		n = cupti__range_nvtx_pop(level, args, n, GT_ARGS_MAX);
-	gt_range_end(f.id, f.start_ns, end, f.name, 0, 0, args, n);
+		n = cupti__range_nvtx_pop(nesting, args, n, GT_ARGS_MAX);
+	gt_range_end(f.id, f.start_ns, end, f.name, 0, end_flags, args, n);
 	/* after the range's own span: it is in the window it ends (an inner
 	 * range of the same name pops at a deeper level) */
 	if (gt_unlikely(capture_level >= 0) && level <= capture_level &&

@@ -165,7 +165,9 @@ static struct gt_arg domain_arg(const struct itt_domain *d)
 static void task_begin(const struct itt_domain *d, struct itt_id id, struct itt_id parent,
 		       struct itt_string_handle *name)
 {
-	gt_range_push((uintptr_t)d, string_name(name), 0);
+	int nesting;
+
+	gt_range_push((uintptr_t)d, string_name(name), 0, &nesting);
 }
 
 /* A function's task: named by its symbol (dladdr), else its address. */
@@ -183,16 +185,20 @@ static uint32_t fn_name(void *fn)
 static void task_begin_fn(const struct itt_domain *d, struct itt_id id, struct itt_id parent,
 			  void *fn)
 {
-	gt_range_push((uintptr_t)d, fn_name(fn), 0);
+	int nesting;
+
+	gt_range_push((uintptr_t)d, fn_name(fn), 0, &nesting);
 }
 
 static void task_end(const struct itt_domain *d)
 {
 	struct gt_range_frame f;
 	struct gt_arg arg = domain_arg(d);
+	uint16_t end_flags;
+	int nesting;
 
-	if (gt_range_pop((uintptr_t)d, &f) >= 0 && f.name)
-		gt_range_end(f.id, f.start_ns, gt_clock_ns(), f.name, 0, 0, &arg, 1);
+	if (gt_range_pop((uintptr_t)d, &f, &nesting, &end_flags) >= 0 && f.name)
+		gt_range_end(f.id, f.start_ns, gt_clock_ns(), f.name, 0, end_flags, &arg, 1);
 }
 
 /* The _ex calls name a clock domain of the program's: their timestamps are

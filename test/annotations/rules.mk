@@ -1,6 +1,7 @@
 # User ranges (test/annotations/test_annotations.py): a Level Zero program
 # annotated with NVTX and with ITT (the ITT one through the static part in
 # itt_static.c, version 2 or 1), one whose ranges cross (ze_cross, both APIs),
+# one with NVTX and ITT domains, each a stack of its own (ze_domains),
 # a host-only ITT program, and one using
 # oneDNN, whose Intel-built static ITT part is the real thing.
 ANNOT_OUT := $(BUILD)/test/annotations
@@ -31,6 +32,14 @@ $(ANNOT_OUT)/%_nvtx: test/annotations/%.c test/apps/ze_app.h
 	$(CC) $(CFLAGS) $(BASEFLAGS) -DUSE_NVTX -I$(CUDA_HOME)/include -o $@ $< \
 	  -lze_loader -ldl -lpthread
 TEST_BUILD += $(ANNOT_ZE:%=$(ANNOT_OUT)/%_nvtx)
+
+# ze_domains: NVTX domains and ITT domains in one program
+$(ANNOT_OUT)/ze_domains: test/annotations/ze_domains.c test/annotations/itt_static.c \
+			 test/annotations/itt_static.h test/apps/ze_app.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< \
+	  test/annotations/itt_static.c -lze_loader -ldl -lpthread
+TEST_BUILD += $(ANNOT_OUT)/ze_domains
 endif
 endif
 

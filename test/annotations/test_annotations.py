@@ -562,6 +562,67 @@ def test_nvtx_ranges_never_ended(tmp_path):
     assert json.loads(out.stdout)["ranges"] == s["ranges"]
 
 
+ZE_DOMAINS_OUT = """push epoch 0
+push l1 0
+push l2 1
+push l3 2
+push l4 3
+push l5 4
+pop trainer 0
+pop l5 4
+pop l4 3
+pop l3 2
+pop l2 1
+pop l1 0
+pop trainer -1
+pop default-open 0
+pop nothing -1
+ze_domains: done
+"""
+
+
+@pytest.mark.sanitize
+def test_each_domain_is_a_stack_of_its_own(tmp_path):
+    """NVTX domains and ITT domains each keep a push/pop stack of their own
+    (nvToolsExt.h): a pop ends its domain's newest range however deep, and
+    returns its level in that domain; a pop with none of its domain open ends
+    nothing (-1), and the program's own pops return what they would untraced.
+    A range that ended before newer ranges of other domains crosses them: it
+    is drawn on a lane. Once "epoch" was popped 5 ranges down, "l5" was ended
+    instead and the kernel ran in [epoch, l1..l4]; an ITT task end with no
+    task of its domain ended the NVTX range, whose own pop then returned -1."""
+    app = OUT / "ze_domains"
+    need(app)
+    env = sim_env({"GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    r = run([app], tmp_path=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == ZE_DOMAINS_OUT
+    t = viewer_rules.load_exact(r.trace_path)
+    pid = t["gputrace"]["pid"]
+    spans = events(t, ph="X", cat="user_annotation")
+    assert collections.Counter(e["name"] for e in spans) == {
+        n: 1 for n in ("epoch", "l1", "l2", "l3", "l4", "l5", "default-open", "ta", "tb")}
+    assert not any(e.get("args", {}).get("unended") for e in spans)
+    by = {e["name"]: e for e in spans}
+    # each ended where its own domain's pop came: epoch before the kernel
+    kernels = {e["name"]: e for e in device_spans(t)}
+    assert span_ns(by["epoch"])[1] < ns(kernels["k_nest"]["ts"])
+    assert span_ns(by["ta"])[1] < ns(kernels["k_itt"]["ts"]) < span_ns(by["tb"])[1]
+    assert {k: (e["args"]["range"], e["args"]["ranges"]) for k, e in kernels.items()} == {
+        "k_nest": ("l5", ["l1", "l2", "l3", "l4", "l5"]),
+        "k_odd": ("default-open", ["default-open"]),
+        "k_itt": ("tb", ["tb"])}
+    assert by["epoch"]["args"]["domain"] == "trainer" and by["ta"]["args"]["domain"] == "lib"
+    # the two that crossed newer ranges on lanes, the rest on the thread's row
+    assert by_lane(t, pid) == {"ranges": ["epoch", "ta"]}
+    assert all(by[n]["tid"] == pid for n in by if n not in ("epoch", "ta"))
+    assert viewer_rules.check_nesting(t) >= 1
+    assert sorted((a["name"], a["args"]["spans"]) for a in annotations(t)) == sorted(
+        [(n, 1) for n in ("l1", "l2", "l3", "l4", "l5", "default-open", "tb")])
+    lost = json.loads((tmp_path / "summary.json").read_text())["lost"]
+    assert lost == {"total": 0, "by_reason": {}}
+
+
 @pytest.mark.parametrize("depth", [17, 32])
 def test_nvtx_deep_nesting_every_level_drawn(tmp_path, depth):
     """Every level the range tracker keeps (32 on a thread) gets its
