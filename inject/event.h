@@ -368,20 +368,16 @@ static inline bool gt_tracing(void)
 extern GT_HIDDEN GT_TLS int gt_in_tracer;
 extern GT_HIDDEN GT_TLS uintptr_t gt_guard_sp;
 GT_HIDDEN bool gt_guard_stale(uintptr_t sp);
-static inline __attribute__((always_inline)) bool gt_guard_enter(void)
+/* The guard without the count: for callers that count what they lose
+ * themselves (user ranges: once per range, not per call). */
+static inline __attribute__((always_inline)) bool gt_guard_try(void)
 {
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 
 	/* gt_guard_sp alone marks a wrapper between its two stores below: a
 	 * signal handler's call there is nested too */
-	if ((gt_in_tracer || gt_guard_sp) && !gt_guard_stale(sp)) {
-		/* a call of the program nested in a wrapper (its signal
-		 * handler): the ring may be mid-write, and the backend may hold
-		 * its lock; it is not recorded, but counted (signal-safe) */
-		if (gt_guard_sp && gt_tracing())
-			gt_lost_add(GT_S_LOST_REENTRANT, 1);
+	if ((gt_in_tracer || gt_guard_sp) && !gt_guard_stale(sp))
 		return false;
-	}
 	/* the order of these stores is what a signal handler sees: fences,
 	 * not just program order, keep the compiler from swapping them */
 	gt_guard_sp = sp;
@@ -389,6 +385,17 @@ static inline __attribute__((always_inline)) bool gt_guard_enter(void)
 	gt_in_tracer = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	return true;
+}
+static inline __attribute__((always_inline)) bool gt_guard_enter(void)
+{
+	if (gt_guard_try())
+		return true;
+	/* a call of the program nested in a wrapper (its signal handler): the
+	 * ring may be mid-write, and the backend may hold its lock; it is not
+	 * recorded, but counted (signal-safe) */
+	if (gt_guard_sp && gt_tracing())
+		gt_lost_add(GT_S_LOST_REENTRANT, 1);
+	return false;
 }
 static inline __attribute__((always_inline)) void gt_guard_leave(void)
 {

@@ -16,9 +16,15 @@
 #include "tables.h"
 #include "hash.h"
 
+/* Recording annotations, inside gputrace's own code or not. */
+static bool annotating(void)
+{
+	return gt_tracing() && (gt_cfg.kinds & GT_KIND(ANNOTATION));
+}
+
 bool gt_range_recording(void)
 {
-	return gt_tracing() && (gt_cfg.kinds & GT_KIND(ANNOTATION)) && !gt_in_tracer;
+	return annotating() && !gt_in_tracer;
 }
 
 /* ---- names ---- */
@@ -68,19 +74,45 @@ uint32_t gt_range_str(const char *s)
 	return s ? gt_range_str_n(s, strlen(s)) : GT_S_EMPTY;
 }
 
-/* ---- records ---- */
+/* ---- records ----
+ *
+ * A range call writes the thread's ring under the thread's guard (event.h): a
+ * signal handler's range call that interrupts a call of gputrace's on the
+ * thread (a range's, a wrapper's) would write into the ring mid-write. Its
+ * range is not recorded, and counted once as lost `reentrant`.
+ */
+
+/* A range refused the guard: in a handler that interrupted gputrace (counted)
+ * or in gputrace's own code (not recorded, as ever). */
+static void lost_reentrant(void)
+{
+	if (gt_guard_sp && annotating())
+		gt_lost_add(GT_S_LOST_REENTRANT, 1);
+}
+
+static uint64_t emit_begin(uint32_t name, uint64_t start_ns, uint16_t flags)
+{
+	uint64_t id = gt_corr_next_fast();
+	struct gt_event ev = { .start_ns = start_ns, .end_ns = start_ns, .corr2 = id, .name = name,
+			       .cat = GT_S_CAT_USER_ANNOTATION, .type = GT_EV_RANGE_BEGIN,
+			       .flags = flags };
+
+	return gt_emit(&ev, NULL, 0) ? 0 : id;
+}
 
 uint64_t gt_range_begin(uint32_t name, uint64_t start_ns, uint16_t flags)
 {
 	uint64_t id;
 
-	if (!gt_range_recording())
+	if (!annotating())
 		return 0;
-	id = gt_corr_next_fast();
-	struct gt_event ev = { .start_ns = start_ns, .end_ns = start_ns, .corr2 = id, .name = name,
-			       .cat = GT_S_CAT_USER_ANNOTATION, .type = GT_EV_RANGE_BEGIN,
-			       .flags = flags };
-	return gt_emit(&ev, NULL, 0) ? 0 : id;
+	if (!gt_guard_try()) {
+		lost_reentrant();
+		return 0;
+	}
+	id = emit_begin(name, start_ns, flags);
+	gt_guard_leave();
+	return id;
 }
 
 void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name, uint32_t track,
@@ -89,15 +121,24 @@ void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name
 	struct gt_event ev = { .start_ns = start_ns, .end_ns = end_ns, .corr2 = id, .name = name,
 			       .cat = GT_S_CAT_USER_ANNOTATION, .track = track,
 			       .type = GT_EV_HOST_SPAN, .flags = flags | GT_EVF_RANGE };
+	bool on = annotating();
 
-	if (gt_range_recording())
+	if (!on && !id)
+		return;
+	if (!gt_guard_try()) {
+		if (id) /* its begin was written: lost, or it is drawn never ended */
+			lost_reentrant();
+		return;
+	}
+	if (on)
 		gt_emit(&ev, args, n);
-	else if (id && !gt_in_tracer)
+	else
 		/* its begin was recorded (in a window that ended since): the
 		 * writer still hears of its end, or it would stay open on the
 		 * thread's stack in every later window (the writer writes it
 		 * only where it lies inside a window) */
 		gt_emit_paused_too(&ev, args, n);
+	gt_guard_leave();
 }
 
 /* ---- the thread's stack ----
@@ -129,26 +170,57 @@ static int level_in_domain(const struct gt_range_stack *st, int below, uintptr_t
 	return frames_of(st, kept, key) + (below - kept);
 }
 
+/*
+ * A handler's range call that interrupts a change of the stack leaves the
+ * stack alone (busy: its push and its pop, in that handler, both find it
+ * so). One that interrupts anything else keeps the stack balanced: a range
+ * not recorded is pushed all the same, naming nothing, so its pop ends it,
+ * not the range the interrupted code pushed.
+ */
+static void set_busy(struct gt_range_stack *st, int busy)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	st->busy = busy;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static int stack_push(struct gt_range_stack *st, struct gt_range_frame f, int *nesting)
+{
+	int level;
+
+	*nesting = -1;
+	if (st->busy)
+		return -1;
+	level = level_in_domain(st, st->depth, f.key);
+	set_busy(st, 1);
+	if (st->depth < GT_RANGE_DEPTH)
+		st->f[st->depth] = f;
+	*nesting = st->depth++;
+	set_busy(st, 0);
+	if (*nesting >= GT_RANGE_DEPTH)
+		gt_lost_add(gt_str_intern("ranges_too_deep"), 1);
+	return level;
+}
+
 int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting)
 {
 	struct ring *r = shim__thread_ring();
-	struct gt_range_stack *st;
 	uint64_t now = gt_clock_ns();
 	int level;
 
 	*nesting = 0;
 	if (!r)
 		return 0;
-	st = &r->ranges;
-	level = level_in_domain(st, st->depth, key);
-	*nesting = st->depth++;
-	if (*nesting < GT_RANGE_DEPTH)
-		st->f[*nesting] = (struct gt_range_frame){
-			.start_ns = now, .id = gt_range_begin(name, now, 0), .key = key,
-			.name = name, .aux = aux,
-		};
-	else
-		gt_lost_add(gt_str_intern("ranges_too_deep"), 1);
+	if (!gt_guard_try()) {
+		lost_reentrant();
+		return stack_push(&r->ranges, (struct gt_range_frame){ .key = key, .aux = aux },
+				  nesting);
+	}
+	level = stack_push(&r->ranges, (struct gt_range_frame){
+				   .start_ns = now, .key = key, .name = name, .aux = aux,
+				   .id = annotating() ? emit_begin(name, now, 0) : 0,
+			   }, nesting);
+	gt_guard_leave();
 	return level;
 }
 
@@ -162,19 +234,18 @@ static int newest_of(const struct gt_range_stack *st, uintptr_t key)
 	return i;
 }
 
-int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting, uint16_t *end_flags)
+static int stack_pop(struct gt_range_stack *st, uintptr_t key, struct gt_range_frame *out,
+		     int *nesting, uint16_t *end_flags)
 {
-	struct ring *r = shim__thread_ring();
-	struct gt_range_stack *st = r ? &r->ranges : NULL;
 	int i;
 
-	*out = (struct gt_range_frame){ 0 };
-	*nesting = -1;
-	*end_flags = 0;
-	if (!st || st->depth <= 0)
+	if (st->depth <= 0 || st->busy)
 		return -1;
 	if (st->depth > GT_RANGE_DEPTH) { /* the newest is one counted, not kept */
-		*nesting = --st->depth;
+		*nesting = st->depth - 1;
+		set_busy(st, 1);
+		st->depth--;
+		set_busy(st, 0);
 		return level_in_domain(st, st->depth, key);
 	}
 	i = newest_of(st, key);
@@ -186,9 +257,31 @@ int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting, uint16
 	 * is drawn where ranges need not nest (a lane) */
 	if (i < st->depth - 1)
 		*end_flags = GT_EVF_BY_ID;
+	set_busy(st, 1);
 	st->depth--;
 	memmove(&st->f[i], &st->f[i + 1], (size_t)(st->depth - i) * sizeof(st->f[0]));
+	set_busy(st, 0);
 	return frames_of(st, i, key);
+}
+
+int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting, uint16_t *end_flags)
+{
+	struct ring *r = shim__thread_ring();
+	bool guarded;
+	int level;
+
+	*out = (struct gt_range_frame){ 0 };
+	*nesting = -1;
+	*end_flags = 0;
+	if (!r)
+		return -1;
+	/* held while the stack changes: a handler's push then is refused
+	 * before it writes a begin, not after */
+	guarded = gt_guard_try();
+	level = stack_pop(&r->ranges, key, out, nesting, end_flags);
+	if (guarded)
+		gt_guard_leave();
+	return level;
 }
 
 /* The fork child's thread: its ranges go on in the child's first ring,

@@ -13,6 +13,9 @@
  * the writer reads the open stack at each launch from the ring alone:
  * launches pay nothing for it.
  *
+ * Both are written under the thread's guard (event.h): a signal handler's
+ * range that interrupts gputrace on its thread is counted lost, not written.
+ *
  * Thread ranges (push/pop, ITT tasks) end on the thread that opened them;
  * process ranges (NVTX start/end, ITT frames and overlapped tasks) may end
  * anywhere and carry GT_EVF_PROCESS.
@@ -40,6 +43,7 @@ struct gt_range_frame {
 /* Kept in the thread's ring header (inject/ring.h): no TLS, no allocation. */
 struct gt_range_stack {
 	int depth; /* may pass GT_RANGE_DEPTH: deeper frames are counted, not kept */
+	int busy;  /* being changed: a signal handler's range call leaves it alone */
 	struct gt_range_frame f[GT_RANGE_DEPTH];
 };
 
@@ -64,14 +68,17 @@ GT_HIDDEN void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uin
 /* Push a range on the calling thread's stack (begin record included).
  * Returns its level in its key's domain (what NVTX's push returns);
  * *nesting: its level among all the thread's ranges (GT_RANGE_DEPTH and
- * past: counted, not kept). */
+ * past: counted, not kept). A signal handler's range that interrupted
+ * gputrace is not recorded (counted lost): pushed naming nothing, so its pop
+ * gives out->name 0; or, where it interrupted a change of the stack, not
+ * pushed (-1, and its pop in that handler ends nothing either). */
 GT_HIDDEN int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting);
 /* Pop the newest range of key's domain, at any depth, into *out. Returns its
  * level in that domain, -1 with none of the domain open (nothing ended).
  * *nesting: as at its push; *end_flags: gt_range_end's flags (GT_EVF_BY_ID
  * when it crosses newer ranges of other domains). While ranges past
  * GT_RANGE_DEPTH are open, a pop ends the newest of them, with out->name 0:
- * it was counted, not kept. */
+ * it was counted, not kept. Nothing recorded ends with out->name 0 either. */
 GT_HIDDEN int gt_range_pop(uintptr_t key, struct gt_range_frame *out, int *nesting,
 			   uint16_t *end_flags);
 /* Around fork: the forking thread's stack is carried from its ring (freed

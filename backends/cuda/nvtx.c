@@ -364,9 +364,11 @@ static int pop(nvtxDomainHandle_t d)
 	bool has_attrs;
 	unsigned n;
 
-	if (level < 0 || !f.name)
+	if (level < 0)
 		return level;
-	has_attrs = attrs_take((uint16_t)f.aux, &at);
+	has_attrs = attrs_take((uint16_t)f.aux, &at); /* freed also where nothing is drawn */
+	if (!f.name)
+		return level;
 	n = attr_args(args, has_attrs ? &at : NULL, (uint8_t)(f.key - 1));
 	if (gt_metrics_on(cupti_range_nvtx))
 		n = cupti__range_nvtx_pop(nesting, args, n, GT_ARGS_MAX);

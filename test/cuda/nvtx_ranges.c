@@ -10,13 +10,19 @@
  * `nvtx_ranges unended`: a pushed range and a started one never ended, around
  * three kernels, a thread that pushes a range of its own, launches k_worker
  * and ends without popping it, and the stream's sync, until main returns.
+ * `nvtx_ranges signal N`: main pushes and pops "main" N times while a 50 us
+ * timer's SIGALRM handler pushes and pops "sig" (no CUDA call); prints how
+ * many times the handler ran and how many of main's pops returned other
+ * than 0 (its level, had the handler's range not been there).
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 struct dim3 {
 	unsigned x, y, z;
@@ -96,6 +102,34 @@ static int unended(void)
 	return 0;
 }
 
+static volatile sig_atomic_t handled;
+
+static void on_alarm(int sig)
+{
+	nvtxRangePushA("sig");
+	nvtxRangePop();
+	handled++;
+}
+
+static int in_signals(long n)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval every = { { 0, 50 }, { 0, 50 } }, off = { 0 };
+	long bad = 0;
+
+	nvtxRangePushA("init"); /* NVTX is set up before the first signal */
+	nvtxRangePop();
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &every, NULL);
+	for (long i = 0; i < n; i++) {
+		nvtxRangePushA("main");
+		bad += nvtxRangePop() != 0;
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	printf("nvtx_ranges: signal main %ld sig %d badpops %ld\n", n, (int)handled, bad);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *s = NULL, *s2 = NULL;
@@ -103,6 +137,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "deep"))
 		return deep(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "signal"))
+		return in_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
 	cudaSetDevice(0);
