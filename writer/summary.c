@@ -27,7 +27,8 @@
 
 #define SUMMARY_MAX_ROWS 65536  /* distinct names per table */
 #define SUMMARY_TOP      10     /* rows printed per table */
-#define BUSY_PENDING     64     /* open busy intervals kept per device */
+#define BUSY_PENDING_MIN 64     /* busy intervals kept per device, at first */
+#define BUSY_PENDING_MAX 4096   /* ... at most: then the older half retires */
 #define NAME_COLUMNS     44     /* printed name width */
 #define OTHER_ROW        "(other)"
 
@@ -41,11 +42,15 @@ struct row {
 	uint64_t max_ns;
 	uint64_t bytes;
 	/* devices: busy time as a union of spans. Disjoint intervals sorted
-	 * by start; the oldest one retires into busy_done when the list is
-	 * full (spans arrive nearly in time order, so it is not hit again). */
-	uint64_t busy_done;
+	 * by start, up to BUSY_PENDING_MAX; then the older half retires into
+	 * busy_done, and busy_until is where the retired ones end. Spans come
+	 * in the order they were read, not in time order (a Level Zero queue's
+	 * work when its list is read, after other queues' later work), so a
+	 * span may come thousands of intervals late: what it covers before
+	 * busy_until is not added again (only a gap there it fills is missed). */
+	uint64_t busy_done, busy_until;
 	uint64_t first_ns, last_ns;
-	unsigned npending;
+	unsigned npending, pending_cap;
 	uint64_t (*pending)[2];
 	/* metrics: samples of one counter series, or one kernel's metric */
 	double fsum, fmin, fmax;
@@ -220,30 +225,65 @@ static void row__account(struct row *r, uint64_t dur_ns, uint64_t bytes)
 						       .min_ns = dur_ns, .max_ns = dur_ns });
 }
 
+/* Room for one more busy interval: the list grows to BUSY_PENDING_MAX, then
+ * its older half retires at once (one move for BUSY_PENDING_MAX / 2 spans). */
+static bool row__busy_room(struct summary *s, struct row *r)
+{
+	uint64_t (*p)[2] = r->pending;
+	unsigned half;
+
+	if (r->npending < r->pending_cap)
+		return true;
+	if (r->pending_cap < BUSY_PENDING_MAX) {
+		unsigned cap = r->pending_cap ? 2 * r->pending_cap : BUSY_PENDING_MIN;
+
+		p = realloc(p, (cap + 1) * sizeof(*p));
+		if (!p) {
+			s->oom = true;
+			return false;
+		}
+		r->pending = p;
+		r->pending_cap = cap;
+		return true;
+	}
+	half = r->npending / 2;
+	for (unsigned i = 0; i < half; i++)
+		r->busy_done += p[i][1] - p[i][0];
+	r->busy_until = p[half - 1][1];
+	memmove(&p[0], &p[half], (r->npending - half) * sizeof(*p));
+	r->npending -= half;
+	return true;
+}
+
 /* Add [start, end) to the device's union of busy intervals. */
 static void row__busy(struct summary *s, struct row *r, uint64_t start, uint64_t end)
 {
 	uint64_t (*p)[2];
-	unsigned i, j, n;
+	unsigned i, j, n, lo, hi;
 
-	if (!r->pending) {
-		r->pending = calloc(BUSY_PENDING + 1, sizeof(*r->pending));
-		if (!r->pending) {
-			s->oom = true;
-			return;
-		}
-	}
 	if (r->count == 1 || start < r->first_ns)
 		r->first_ns = start;
 	if (end > r->last_ns)
 		r->last_ns = end;
-	if (end <= start)
+	/* what lies before the retired intervals' end was counted, or is a gap
+	 * among them that no longer shows: never count it twice */
+	if (start < r->busy_until)
+		start = r->busy_until;
+	if (end <= start || !row__busy_room(s, r))
 		return;
 	p = r->pending;
 	n = r->npending;
-	/* first interval ending at or after start: the ones before stay */
-	for (i = 0; i < n && p[i][1] < start; i++)
-		;
+	/* first interval ending at or after start: the ones before stay
+	 * (disjoint and sorted, so their ends are sorted too) */
+	for (lo = 0, hi = n; lo < hi;) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (p[mid][1] < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	i = lo;
 	/* intervals [i, j) touch the new one: merge them into it */
 	for (j = i; j < n && p[j][0] <= end; j++) {
 		if (p[j][0] < start)
@@ -254,13 +294,7 @@ static void row__busy(struct summary *s, struct row *r, uint64_t start, uint64_t
 	memmove(&p[i + 1], &p[j], (n - j) * sizeof(*p));
 	p[i][0] = start;
 	p[i][1] = end;
-	n = n - (j - i) + 1;
-	if (n > BUSY_PENDING) {
-		r->busy_done += p[0][1] - p[0][0];
-		memmove(&p[0], &p[1], (n - 1) * sizeof(*p));
-		n--;
-	}
-	r->npending = n;
+	r->npending = n - (j - i) + 1;
 }
 
 static uint64_t row__busy_ns(const struct row *r)

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import (APPS, BUILD, PRELOAD, SANITIZE, ZE_SIM, assert_clamps, clean_env,
-                      count_events, events, need, run, scan_trace, sim_env, strip_gputrace)
+                      count_events, events, load_trace, need, run, scan_trace, sim_env, strip_gputrace)
 
 if not pathlib.Path("/usr/include/level_zero/ze_api.h").exists():
     pytest.skip("Level Zero headers (libze-dev) not installed: no Level Zero backend",
@@ -494,6 +494,41 @@ def test_multiqueue_rows(tmp_path):
     last_wait = max(end(f) for f in fences)
     assert all(end(d) <= last_wait for d in dev)
     assert trace["gputrace"]["events_lost"] == 0
+
+
+def union_ns(spans):
+    total, cur = 0, None
+    for a, b in sorted((start(e), end(e)) for e in spans):
+        if cur is None or a > cur[1]:
+            total += cur[1] - cur[0] if cur else 0
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    return total + (cur[1] - cur[0] if cur else 0)
+
+
+def test_busy_time_is_the_union_whatever_order_spans_are_read(tmp_path):
+    """100 short kernels on one engine run inside a 50 ms kernel on another, which is
+    read after them: the device's busy time is the union of its spans, to the ns, in the
+    summary at exit and in `gputrace summary` of the file. The union kept 64 intervals
+    and retired the oldest, so the long kernel read after the others counted the 36
+    short ones before them again (+36 us)."""
+    need(LZ / "ze_busy_overlap")
+    summary = tmp_path / "summary.json"
+    trace, path = traced_like_untraced([LZ / "ze_busy_overlap"], tmp_path,
+                                       env={"GPUTRACE_SUMMARY_JSON": str(summary)},
+                                       read=lambda p: (load_trace(p), p))
+    dev = device_spans(trace)
+    assert collections.Counter(e["name"] for e in dev) == {"k_short": 100, "k_long": 1}
+    long_k = next(e for e in dev if e["name"] == "k_long")
+    assert all(start(long_k) <= start(e) and end(e) <= end(long_k) for e in dev)
+    expect = union_ns(dev)
+    assert expect == end(long_k) - start(long_k)
+    devices = json.loads(summary.read_text())["devices"]
+    assert [d["busy_ns"] for d in devices] == [expect]
+    again = subprocess.run([BUILD / "gputrace-tool", "summary", "--json", "-", path],
+                           capture_output=True, check=True)
+    assert [d["busy_ns"] for d in json.loads(again.stdout)["devices"]] == [expect]
 
 
 def test_errors_reach_the_program_untouched(tmp_path):
