@@ -276,6 +276,7 @@ uint32_t cupti__error_name(bool runtime, int code)
 struct api_thread {
 	uint64_t rt_start, drv_start;
 	uint32_t rt_corr, drv_corr;
+	uint32_t rt_name; /* the open runtime call's, for cupti__api_unwound */
 	uint32_t rt_depth;
 	uint32_t rt_pushed, drv_pushed; /* external correlation pushed at entry */
 };
@@ -527,6 +528,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		if (rt) {
 			t->rt_start = now;
 			t->rt_corr = cb->correlationId;
+			t->rt_name = (uint32_t)(info & INFO_NAME_MASK);
 		} else {
 			t->drv_start = now;
 			t->drv_corr = cb->correlationId;
@@ -590,6 +592,21 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		.flags = flags,
 	};
 	gt_emit(&ev, args, nargs);
+}
+
+void cupti__api_unwound(void)
+{
+	struct api_thread *t = &api_t;
+
+	if (t->rt_depth)
+		t->rt_depth--;
+	if (!t->rt_start)
+		return; /* its exit came (a cancel after it), or its entry was not seen */
+	gt_ext_corr_pop(t->rt_pushed);
+	t->rt_pushed = 0;
+	gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
+			  GT_S_CAT_CUDA_RUNTIME);
+	t->rt_start = 0;
 }
 
 GT_FORK_CODE void cupti__api_reset(void)

@@ -180,6 +180,10 @@ GT_HIDDEN uint32_t cupti__rt_error_name(int code);
  * driver); 0 for a not-ready answer with no name to give. */
 GT_HIDDEN uint32_t cupti__error_name(bool runtime, int code);
 GT_HIDDEN void cupti__api_reset(void);
+/* A runtime call whose span CUPTI's callbacks make was ended by a forced unwind
+ * (pthread_cancel): its exit callback never comes, so its span is drawn here,
+ * cancelled. */
+GT_HIDDEN void cupti__api_unwound(void);
 /* Drain thread: name the devices of contexts created since the last call. */
 GT_HIDDEN void cupti__name_devices(void);
 

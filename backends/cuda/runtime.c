@@ -255,6 +255,7 @@ struct rt_call {
 	uint32_t name;
 	bool launch, events;
 	bool armed; /* inside the real call: see rt_unwound */
+	bool cupti_armed; /* ... whose span CUPTI's callbacks make */
 	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
 	bool waiting; /* inside a device wait, marked for the watchdog */
 };
@@ -360,6 +361,10 @@ static void rt_unwound(struct rt_call *c)
 {
 	if (gt_unlikely(c->waiting))
 		gt_wait_unwound(); /* cancelled inside a device wait: in it no more */
+	if (gt_unlikely(c->cupti_armed)) {
+		gt_unwound_stack();
+		cupti__api_unwound();
+	}
 	if (gt_likely(!c->armed))
 		return;
 	gt_unwound_stack();
@@ -367,7 +372,9 @@ static void rt_unwound(struct rt_call *c)
 	gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME);
 }
 
-#define RT_CALL struct rt_call gt_c __attribute__((cleanup(rt_unwound))) = { .armed = false }
+#define RT_CALL                                                                             \
+	struct rt_call gt_c __attribute__((cleanup(rt_unwound))) = { .armed = false,        \
+								      .cupti_armed = false }
 
 /* ---- device work described for the event fallback ---- */
 
@@ -552,7 +559,10 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
 		} else {                                                                    \
+			gt_c.cupti_armed = atomic_load_explicit(&cupti_rt_callbacks_on,     \
+								memory_order_relaxed);      \
 			gt_r = gt_fn args;                                                  \
+			gt_c.cupti_armed = false;                                           \
 		}                                                                           \
 		if ((flags) & RT_WAIT) {                                                    \
 			gt_c.waiting = false;                                               \

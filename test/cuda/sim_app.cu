@@ -560,6 +560,35 @@ static int wait_mode(int ms)
 	return 0;
 }
 
+// A thread blocked in cudaDeviceSynchronize behind a 300 ms kernel is cancelled
+// 100 ms in; main then launches 10 kernels and synchronizes.
+static void *cancel_waiter(void *arg)
+{
+	(void)arg;
+	spin<<<300000, 1000>>>(NULL); // 300 ms
+	cudaDeviceSynchronize();
+	return NULL;
+}
+
+static int cancel_mode(void)
+{
+	pthread_t t;
+	void *ret;
+
+	CHECK(cudaFree(0));
+	if (pthread_create(&t, NULL, cancel_waiter, NULL))
+		return 1;
+	sleep_ms(100);
+	pthread_cancel(t);
+	pthread_join(t, &ret);
+	printf("waiter %s\n", ret == PTHREAD_CANCELED ? "cancelled" : "returned");
+	CHECK(cudaDeviceSynchronize());
+	for (int i = 0; i < 10; i++)
+		spin<<<1, 64>>>(NULL);
+	CHECK(cudaDeviceSynchronize());
+	return 0;
+}
+
 // Kernels of 2^30 blocks of 1024 threads: 18 minutes on the simulator,
 // longer than any test runs (it is killed): work that never finishes.
 static int hang_mode(bool busy)
@@ -985,6 +1014,8 @@ int main(int argc, char **argv)
 		printf("ended\n");
 		return 0;
 	}
+	if (!strcmp(mode, "cancel"))
+		return cancel_mode();
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);

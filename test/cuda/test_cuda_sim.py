@@ -1404,3 +1404,25 @@ def test_time_metrics_without_pm_sampling_say_so_once(tmp_path, app):
     assert r.returncode == 0, r.stderr
     assert [l for l in notices(r.stderr) if "PM sampling" in l] == [
         "gputrace: CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)"]
+
+
+@pytest.mark.parametrize("cupti", [True, False])
+def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti):
+    """A thread blocked in cudaDeviceSynchronize is cancelled 100 ms in: its call is drawn
+    marked cancelled, with CUPTI's callbacks making the spans or without CUPTI, and main's
+    calls and kernels afterwards are all there. With CUPTI the call went missing, neither
+    drawn nor counted: its exit callback never comes on a forced unwind."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "cancel"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"waiter cancelled\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    pid = trace["gputrace"]["pid"]
+    syncs = sorted((e for e in xs(trace) if e["cat"] == "cuda_runtime"
+                    and e["name"] == "cudaDeviceSynchronize"), key=start)
+    (cancelled,) = [e for e in syncs if e["tid"] != pid]
+    assert cancelled["args"]["cancelled"] == 1 and "result" not in cancelled["args"]
+    assert 80 * 10**6 <= end(cancelled) - start(cancelled) < 300 * 10**6
+    assert [e["tid"] for e in syncs].count(pid) == 2
+    kernels = [d for d in device_work(trace) if d["cat"] == "kernel"]
+    assert len(kernels) == 1 + 10
