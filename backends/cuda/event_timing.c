@@ -773,15 +773,20 @@ void cupti__events_poll(bool final)
 
 int cupti__events_reset_begin(void)
 {
-	int dev = -1, expect = DEV_READY;
+	int dev = -1, expect = DEV_READY, cancel_state;
 	uint64_t until;
 
 	if (atomic_load_explicit(&rt_state, memory_order_acquire) <= 0)
 		return -1;
+	/* A cancel lands in the program's reset, as untraced, not in our wait
+	 * (nanosleep) with the device marked DEV_RESET or poll_lock held:
+	 * the wrapper's cleanup ends a reset begun (rt_unwound). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	int mode = our_calls_begin();
 	if (rt.get_device(&dev) || dev < 0 || dev >= DEVICES_MAX ||
 	    !atomic_compare_exchange_strong(&devs[dev].state, &expect, DEV_RESET)) {
 		our_calls_end(mode);
+		pthread_setcancelstate(cancel_state, NULL);
 		return -1;
 	}
 	until = gt_clock_ns() + RESET_WAIT_NS;
@@ -797,6 +802,7 @@ int cupti__events_reset_begin(void)
 	pthread_mutex_unlock(&poll_lock);
 	our_calls_end(mode);
 	count_dropped();
+	pthread_setcancelstate(cancel_state, NULL);
 	return dev;
 }
 

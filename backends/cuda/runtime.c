@@ -256,6 +256,7 @@ struct rt_call {
 	bool launch, events;
 	bool armed; /* inside the real call: see rt_unwound */
 	bool cupti_armed; /* ... whose span CUPTI's callbacks make */
+	int reset; /* the device of a cudaDeviceReset begun, else -1 (event timing) */
 	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
 	bool waiting; /* inside a device wait, marked for the watchdog */
 };
@@ -361,6 +362,8 @@ static void rt_unwound(struct rt_call *c)
 {
 	if (gt_unlikely(c->waiting))
 		gt_wait_unwound(); /* cancelled inside a device wait: in it no more */
+	if (gt_unlikely(c->reset >= 0))
+		cupti__events_reset_end(c->reset); /* cancelled in the reset */
 	if (gt_unlikely(c->cupti_armed)) {
 		gt_unwound_stack();
 		cupti__api_unwound();
@@ -374,7 +377,8 @@ static void rt_unwound(struct rt_call *c)
 
 #define RT_CALL                                                                             \
 	struct rt_call gt_c __attribute__((cleanup(rt_unwound))) = { .armed = false,        \
-								      .cupti_armed = false }
+								      .cupti_armed = false, \
+								      .reset = -1 }
 
 /* ---- device work described for the event fallback ---- */
 
@@ -554,8 +558,16 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_wait_enter(api_name(&name##_name, #name), RT_WAITED args);       \
 			gt_c.waiting = true;                                                \
 		}                                                                           \
-		int gt_reset = (flags) & RT_RESET ? cupti__events_reset_begin() : -1;      \
+		uint64_t gt_t0 = (flags) & RT_RESET ? gt_clock_ns() : 0;                   \
+		int gt_reset = gt_c.reset = (flags) & RT_RESET ? cupti__events_reset_begin() \
+							       : -1;                        \
 		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
+			if ((flags) & RT_RESET) {                                           \
+				/* our wait for its launches is the reset's own; a       \
+				 * cancel held off there lands here, in the call */      \
+				gt_c.start = gt_t0;                                         \
+				pthread_testcancel();                                       \
+			}                                                                   \
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
 		} else {                                                                    \
@@ -568,8 +580,10 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_c.waiting = false;                                               \
 			gt_wait_leave();                                                    \
 		}                                                                           \
-		if ((flags) & RT_RESET)                                                     \
+		if ((flags) & RT_RESET) {                                                   \
+			gt_c.reset = -1;                                                    \
 			cupti__events_reset_end(gt_reset);                                  \
+		}                                                                           \
 		rt_after(&gt_c);                                                            \
 		if ((flags) & (RT_RANGE_BEGIN | RT_RANGE_END))                              \
 			rt_range(flags, true);                                              \

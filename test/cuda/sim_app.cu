@@ -560,23 +560,25 @@ static int wait_mode(int ms)
 	return 0;
 }
 
-// A thread blocked in cudaDeviceSynchronize behind a 300 ms kernel is cancelled
-// 100 ms in; main then launches 10 kernels and synchronizes.
-static void *cancel_waiter(void *arg)
+// A thread blocked in cudaDeviceSynchronize (or cudaDeviceReset) behind a 300 ms
+// kernel is cancelled 100 ms in; main then launches 10 kernels and synchronizes.
+static void *cancel_waiter(void *reset)
 {
-	(void)arg;
 	spin<<<300000, 1000>>>(NULL); // 300 ms
-	cudaDeviceSynchronize();
+	if (reset)
+		cudaDeviceReset();
+	else
+		cudaDeviceSynchronize();
 	return NULL;
 }
 
-static int cancel_mode(void)
+static int cancel_mode(bool reset)
 {
 	pthread_t t;
 	void *ret;
 
 	CHECK(cudaFree(0));
-	if (pthread_create(&t, NULL, cancel_waiter, NULL))
+	if (pthread_create(&t, NULL, cancel_waiter, reset ? &t : NULL))
 		return 1;
 	sleep_ms(100);
 	pthread_cancel(t);
@@ -1015,7 +1017,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "cancel"))
-		return cancel_mode();
+		return cancel_mode(argc > 2 && !strcmp(argv[2], "reset"));
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);
