@@ -63,7 +63,9 @@ int writer__trace_name(char *buf, size_t len)
 
 	if (writer__lock_rings(500))
 		return -ETIMEDOUT;
-	if (W.opened && snprintf(buf, len, "%s", out_name()) < (int)len)
+	/* the name it was given: trace.1.json when trace.json was taken */
+	if (W.opened && snprintf(buf, len, "%s", !W.out.unpublished && W.out.path[0]
+						    ? W.out.path : out_name()) < (int)len)
 		ret = 0;
 	/* between capture windows there is no file: the last window's name
 	 * (before the first, the name it will have) */

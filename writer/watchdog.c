@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,27 +302,57 @@ static void put_row(struct jbuf *b, const struct gt_pending_work *w)
 
 _Atomic uint64_t gt_pending_untracked;
 
-/* The run's trace that path, a file in a gputrace run's OUT.parts/, is merged into
- * (OUT); false for any other path. */
+/* The run's trace that path, a file in a gputrace run's OUT.parts/ (OUT.parts.N/
+ * when another run had OUT.parts/), is merged into (OUT); false for any other path. */
 static bool run_trace_of(const char *path, char *out, size_t len)
 {
-	const char *slash = strrchr(path, '/');
+	const char *slash = strrchr(path, '/'), *end = slash;
 
-	if (!slash || slash - path <= 6 || strncmp(slash - 6, ".parts", 6))
+	if (!slash)
 		return false;
-	return snprintf(out, len, "%.*s", (int)(slash - 6 - path), path) < (int)len;
+	while (end > path && end[-1] >= '0' && end[-1] <= '9')
+		end--;
+	if (end < slash) { /* .parts.N */
+		if (end == path || end[-1] != '.')
+			return false;
+		end--;
+	}
+	if (end - path <= 6 || strncmp(end - 6, ".parts", 6))
+		return false;
+	return snprintf(out, len, "%.*s", (int)(end - 6 - path), path) < (int)len;
+}
+
+/* A trace with no folder of its own to put a report beside: a device or a pipe
+ * (-o /dev/stdout), or under gputrace run the run's private parts folder, which
+ * holds that trace until the run hands it on (and is removed). */
+static bool trace_without_folder(const char *trace)
+{
+	const char *state = gt_cfg.run_state;
+	size_t n = state ? strlen(state) : 0;
+	struct stat st;
+
+	if (n && !strncmp(trace, state, n) && !strncmp(trace + n, "/parts/", 7))
+		return true;
+	return !strncmp(trace, "/dev/", 5) || !strncmp(trace, "/proc/", 6) ||
+	       (!stat(trace, &st) && !S_ISREG(st.st_mode));
 }
 
 /* <trace without .json[.gz]>.watchdog[.N].json; beside the run's trace
  * when this process writes into a gputrace run's OUT.parts/ (merged and
- * removed at the end of the run). */
+ * removed at the end of the run); gputrace-<program>-<pid>.watchdog[.N].json
+ * in the folder the process started in when the trace has no folder. */
 static int report_path(char *out, size_t len, unsigned nth)
 {
 	char trace[PATH_MAX], base[PATH_MAX];
 	char *dot;
 
-	if (writer__trace_name(trace, sizeof(trace)))
-		snprintf(trace, sizeof(trace), "gputrace-%s-%d.json", gt_exe(), (int)gt_st.pid);
+	if (writer__trace_name(trace, sizeof(trace)) || trace_without_folder(trace)) {
+		const char *cwd = gt_start_cwd();
+		size_t n = strlen(cwd);
+
+		snprintf(trace, sizeof(trace), "%s%sgputrace-%s-%d.json", cwd,
+			 n && cwd[n - 1] == '/' ? "" : "/", gt_exe(), (int)gt_st.pid);
+	}
 	snprintf(base, sizeof(base), "%s", trace);
 	if (run_trace_of(trace, base, sizeof(base))) {
 		/* run.json.parts/app-123.json -> run.app-123 */
@@ -371,14 +402,28 @@ static int write_file(const char *path, const struct jbuf *b)
 	}
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, path))
+	/* link() never replaces: another process's report of the same name
+	 * (two ranks writing one trace name, each trace then its own) stays */
+	if (!err && link(tmp, path))
 		err = -errno;
-	if (err)
-		unlink(tmp);
+	unlink(tmp);
 	return err;
 }
 
 static unsigned reports_written;
+
+/* The next free report name, taken: reports_written counts this process's, a
+ * name taken by another process moves on to the next number. */
+static int write_report(char *path, size_t len, const struct jbuf *b)
+{
+	int err = -EEXIST;
+
+	for (unsigned tries = 0; err == -EEXIST && tries < 1000; tries++)
+		if (!(err = report_path(path, len, reports_written)) &&
+		    (err = write_file(path, b)) == -EEXIST)
+			reports_written++;
+	return err;
+}
 
 static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 		   const struct pending_list *pend, uint64_t now)
@@ -466,8 +511,7 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	jbuf__lit(&b, "}\n");
 	if (b.oom) {
 		pr_err("watchdog: %s, but no memory for the report", reason);
-	} else if ((err = report_path(path, sizeof(path), reports_written)) ||
-		   (err = write_file(path, &b))) {
+	} else if ((err = write_report(path, sizeof(path), &b))) {
 		pr_err("watchdog: %s; could not write the report: %s", reason, strerror(-err));
 	} else {
 		reports_written++;

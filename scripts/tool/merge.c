@@ -885,16 +885,29 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	m.in = calloc(nfiles, sizeof(*m.in));
 	if (!m.in)
 		goto out;
+	m.nin = 0; /* the traces among the files */
 	for (unsigned i = 0; i < nfiles; i++) {
-		struct input *in = &m.in[i];
-		struct trace_ops ops = { .ctx = in, .event = pass1_event, .meta = pass1_meta };
+		struct input *in = &m.in[m.nin];
+		struct trace_ops ops = { .ctx = in, .event = pass1_event, .meta = pass1_meta,
+					 .skip_reports = true };
 
 		in->path = files[i];
 		in->scan = trace__scan(WHO, in->path, &ops);
 		if (in->scan == TRACE_ERROR)
 			goto out;
+		if (in->scan == TRACE_SKIPPED) { /* a glob's *.json took a report too */
+			meta__free(&in->meta);
+			memset(in, 0, sizeof(*in));
+			continue;
+		}
 		find_host_pids(in);
+		m.nin++;
 	}
+	if (!m.nin) {
+		fprintf(stderr, WHO ": no trace among the inputs\n");
+		goto out;
+	}
+	nfiles = m.nin;
 	if (opts && opts->by_start)
 		qsort(m.in, nfiles, sizeof(*m.in), cmp_start);
 	for (unsigned i = 0; i < nfiles; i++)

@@ -67,6 +67,7 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 	struct buf key = { 0 }, val = { 0 };
 	uint64_t nev = 0;
 	bool in_events = false, seen_events = false, summary_json = false, in_meta = false;
+	bool report = false;
 	int c, ret = TRACE_OK, err;
 
 	err = jr_open(&r, path);
@@ -127,6 +128,9 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 				jr_fail(&r, "stopped");
 				goto fail;
 			}
+		} else if (!strcmp(key.p, "\"gputrace_watchdog\"") && !seen_events) {
+			report = true;
+			break;
 		} else if (!strcmp(key.p, "\"schema\"")) {
 			/* a summary JSON given for its trace: say so, not just "no events" */
 			buf__reset(&val);
@@ -148,7 +152,11 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 	}
 done:
 	/* an empty trace has "traceEvents":[]; a JSON without it is something else */
-	if (!seen_events) {
+	if (report) {
+		fprintf(stderr, "%s: %s: a gputrace watchdog report, not a trace%s\n", who, path,
+			ops->skip_reports ? ": skipped" : " (its trace is beside it)");
+		ret = ops->skip_reports ? TRACE_SKIPPED : TRACE_ERROR;
+	} else if (!seen_events) {
 		if (summary_json)
 			fprintf(stderr, "%s: %s: a gputrace summary JSON, not a trace (give the trace "
 					"it summarizes; check and diff read summary JSONs)\n", who, path);

@@ -19,12 +19,16 @@ struct trace_ops {
 	int (*meta)(void *ctx, const char *v, const char *e);
 	/* a second pass over the file: its warnings (cut short, no events) said once */
 	bool quiet;
+	/* a watchdog report (TRACE.watchdog.json, beside traces a glob takes) is
+	 * TRACE_SKIPPED with a note, not an error */
+	bool skip_reports;
 };
 
 enum trace_scan_result {
 	TRACE_OK = 0,
 	TRACE_TRUNCATED = 1, /* cut short: everything before the cut was delivered */
 	TRACE_ERROR = -1,    /* not readable as a trace; message printed */
+	TRACE_SKIPPED = 2,   /* a watchdog report, with skip_reports; note printed */
 };
 
 /* Message lines are prefixed with `who` ("gputrace merge"). */

@@ -336,3 +336,83 @@ def test_watchdog_in_a_second_capture_window(tmp_path, closed):
     assert w2["gputrace"]["capture"]["window"] == 2
     lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes()) if "watchdog" in l]
     assert len(lines) == 1 and lines[0].endswith(str(tmp_path / "trace-w2.watchdog.json")), lines
+
+
+def hang_runs(tmp_path, argv_list, env=None):
+    """Start each argv at once in tmp_path (a 1 s wait, watched at 0.3 s); their results."""
+    need(HANG)
+    need(ZE_SIM)
+    procs = [subprocess.Popen([str(a) for a in argv], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=default_signals) for argv in argv_list]
+    return [(p, *p.communicate(timeout=60)) for p in procs]
+
+
+def test_watchdog_report_of_a_run_into_a_pipe(tmp_path):
+    """-o /dev/stdout: the report goes into the folder the run started in, under the
+    program's name; the trace reaches the pipe whole. The report went into the run's
+    private parts folder, was taken for a trace, and the trace never came out."""
+    ((p, out, err),) = hang_runs(tmp_path, [[GPUTRACE, "run", "--no-summary", "--watchdog",
+                                             "0.3", "-o", "/dev/stdout", "--", HANG, "1000"]],
+                                 env=gputrace_env(sim_env({"GPUTRACE_RUN_DIR":
+                                                           str(tmp_path / "run")})))
+    assert p.returncode == 0, err
+    trace = json.loads(out[out.index(b"{"):])
+    assert any(e.get("name") == "zeCommandQueueSynchronize" for e in trace["traceEvents"])
+    (report,) = tmp_path.glob("gputrace-ze_hang-*.watchdog.json")
+    assert json.loads(report.read_text())["blocked_threads"][0]["call"] == \
+        "zeCommandQueueSynchronize"
+    lines = gputrace_lines(err)
+    assert [l for l in lines if "watchdog" in l] == [
+        f"gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over 0.3 s; "
+        f"report in {report}"], lines
+
+
+def test_watchdog_reports_of_two_runs_into_one_name(tmp_path):
+    """Two runs at once with one -o (two ranks): each gets its trace (the second
+    job.1.json, its parts in job.json.parts.2/) and its report; the report in
+    job.json.parts.2/ was taken for a trace and that run's trace never made."""
+    env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    runs = hang_runs(tmp_path, [[GPUTRACE, "run", "--no-summary", "--watchdog", "0.3", "-o",
+                                 "job.json", "--", HANG, "1000"]] * 2, env=env)
+    assert [p.returncode for p, _, _ in runs] == [0, 0], [e for _, _, e in runs]
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name != "run")
+    traces = [n for n in names if not n.endswith(".watchdog.json")]
+    assert traces == ["job.1.json", "job.json"], names
+    assert len([n for n in names if n.endswith(".watchdog.json")]) == 2, names
+    for t in traces:
+        load_trace(tmp_path / t)
+
+
+def test_watchdog_reports_of_processes_sharing_a_trace_name(tmp_path):
+    """Two processes given one trace name: trace.json and trace.1.json, each with its
+    report named after it, never one report over the other."""
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    runs = hang_runs(tmp_path, [[HANG, "1000"]] * 2, env=env)
+    assert [p.returncode for p, _, _ in runs] == [0, 0]
+    for name in ("trace", "trace.1"):
+        pid = load_trace(tmp_path / f"{name}.json")["gputrace"]["pid"]
+        assert json.loads((tmp_path / f"{name}.watchdog.json").read_text())["pid"] == pid
+    assert len(reports(tmp_path)) == 2
+
+
+def test_merge_skips_a_watchdog_report_a_glob_took(tmp_path):
+    """`gputrace merge -o all.json dir/*.json` with a report among the traces (the
+    README's recipe for ranks): the report is skipped with a note, the traces merged.
+    The merge stopped: "not a readable trace"."""
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "rank0.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    ((p, _, _),) = hang_runs(tmp_path, [[HANG, "1000"]], env=env)
+    assert p.returncode == 0
+    inputs = sorted(tmp_path.glob("*.json"))
+    assert [i.name for i in inputs] == ["rank0.json", "rank0.watchdog.json"]
+    m = subprocess.run([str(GPUTRACE), "merge", "-o", str(tmp_path / "all.json")] +
+                       [str(i) for i in inputs], env=gputrace_env(), capture_output=True)
+    assert m.returncode == 0, m.stderr
+    assert gputrace_lines(m.stderr)[0] == \
+        f"gputrace merge: {inputs[1]}: a gputrace watchdog report, not a trace: skipped"
+    merged = load_trace(tmp_path / "all.json")
+    assert len(merged["gputrace"]["inputs"]) == 1
