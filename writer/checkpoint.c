@@ -682,6 +682,13 @@ void checkpoint__list(char what, const char *path)
 			"the trace is %s", gt_cfg.run_state, strerror(-err), path);
 }
 
+void checkpoint__list_end(void)
+{
+	/* a flight recorder whose process ended well writes nothing: the run
+	 * must not count it among those that could not write their trace */
+	checkpoint__list(flight_mode() && !W.listed && !W.failed ? '-' : '=', NULL);
+}
+
 /* After a checkpoint that worked: the file has its name now. */
 static void checkpoint_done(void)
 {

@@ -559,7 +559,7 @@ static void cycle(bool final, bool closing)
 		checkpoint__compact();
 	W.last_checkpoint_ns = now;
 	if (final || is_exec())
-		checkpoint__list('=', NULL); /* a run need not wait for us now */
+		checkpoint__list_end(); /* a run need not wait for us now */
 	if (closing && W.opened) {
 		checkpoint__summary();
 		out__close(&W.out);

@@ -451,8 +451,11 @@ GT_HIDDEN void checkpoint__settle(void);
  * open (an exec ends the image without one). */
 GT_HIDDEN void checkpoint__compact(void);
 /* A line of the list of a gputrace run (GPUTRACE_RUN_STATE): '*' recording,
- * '+' with the trace's path, '=' recording over. Nothing outside a run. */
+ * '+' with the trace's path, '=' recording over, '-' over with nothing to
+ * write by design. Nothing outside a run. */
 GT_HIDDEN void checkpoint__list(char what, const char *path);
+/* Recording over: '=', or '-' for a flight recorder that ended well. */
+GT_HIDDEN void checkpoint__list_end(void);
 /* The summary at the end: on stderr and/or as JSON. */
 GT_HIDDEN void checkpoint__summary(void);
 /* After a capture window's file was ended: the next one starts afresh

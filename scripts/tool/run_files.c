@@ -600,7 +600,7 @@ static void read_list(const struct run *r, struct run_list *l)
 		pid_t pid;
 		size_t i;
 
-		if (!nl || !strchr("*+=w!T?x", line[0]) || line[1] != '\t')
+		if (!nl || !strchr("*+=-w!T?x", line[0]) || line[1] != '\t')
 			continue;
 		*nl = 0;
 		pid = (pid_t)atol(line + 2);
@@ -614,6 +614,10 @@ static void read_list(const struct run *r, struct run_list *l)
 			l->recording[i] = l->recording[--l->nrecording];
 			l->ended = grow(l->ended, l->nended, sizeof(pid_t));
 			l->ended[l->nended++] = pid;
+		} else if (line[0] == '-' && i < l->nrecording) {
+			/* over, with nothing to write by design (a flight recorder
+			 * whose process ended well) */
+			l->recording[i] = l->recording[--l->nrecording];
 		} else if (line[0] == 'w') {
 			l->window_opened = true;
 		} else if (line[0] == '!' && file) {

@@ -237,6 +237,18 @@ def test_gputrace_run_flight_recorder(tmp_path):
     assert ok.stderr.decode().splitlines() == [
         "gputrace: flight recorder: no process crashed, failed or was asked for its window: "
         "no trace written"]
+    # one process of the run ends well (nothing to write), the next fails: the run says
+    # the one dump, and not that the first "could not write its trace"
+    both = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o",
+                           str(tmp_path / "both.json"), "--flight-recorder", "300ms", "--",
+                           "sh", "-c", f"{APP} 0.2 ok 100 >/dev/null; "
+                                       f"exec {APP} 0.2 exit3 100 >/dev/null"],
+                          env=env, capture_output=True, preexec_fn=default_signals)
+    assert both.returncode == 3, both.stderr
+    said = [ln for ln in both.stderr.decode().splitlines() if ln.startswith("gputrace")]
+    assert len(said) == 1 and said[0].startswith("gputrace: flight recorder (exit status not 0)"), \
+        said
+    assert (tmp_path / "both.json").exists()
 
 
 def wait_dump(path):
