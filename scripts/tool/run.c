@@ -99,6 +99,21 @@ static struct summary *summarize_files(char *const *files, size_t n, uint64_t *b
 	return s;
 }
 
+/* What held every window of the run closed, as its processes' settings say;
+ * NULL when nothing did. */
+static const char *capture_held(const struct run *r)
+{
+	const struct gt_config *c = r->settings;
+
+	if (c->capture_range)
+		return "--capture-range: its mark never came";
+	if (c->start_paused)
+		return "--start paused, and no gputrace capture opened one";
+	if (c->delay_ns)
+		return "--delay: the run ended before it";
+	return NULL;
+}
+
 static void summarize(struct run *r)
 {
 	/* the run's trace, or its processes' (-o %p, or when they could not
@@ -130,6 +145,10 @@ static void summarize(struct run *r)
 	}
 	if (!n && r->unreachable)
 		; /* said before CMD ran: nothing more */
+	else if (!n && !r->window_opened && !r->no_window[0] && capture_held(r))
+		/* ended on a signal before any window: its process never said why */
+		fprintf(stderr, WHO ": no capture window opened before the run ended (%s): no "
+			"trace written\n", capture_held(r));
 	else if (!n && run__flight_recorder(r))
 		fprintf(stderr, WHO ": flight recorder: no process crashed, failed or was asked "
 			"for its window: no trace written\n");

@@ -730,3 +730,28 @@ def test_run_says_no_window_opened(tmp_path, setting, why, app):
     assert re.fullmatch(f"gputrace: no capture window opened: {why}; no trace written",
                         lines[0]), lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+@pytest.mark.parametrize("setting,why", [
+    (["--delay", "100"], "--delay: the run ended before it"),
+    (["--start", "paused"], "--start paused, and no gputrace capture opened one"),
+])
+def test_run_ended_by_a_signal_before_any_window(tmp_path, setting, why):
+    """The run is sent SIGTERM (a job's time limit) before its one window opened: its
+    line says no window opened, naming the setting, not that no process made a GPU call;
+    the program's end by the signal is the run's status."""
+    app = APPS / "ze_hang"
+    for p in (ZE_SIM, app):
+        need(p)
+    env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    p = subprocess.Popen([str(GPUTRACE), "run"] + setting + ["-o", str(tmp_path / "t.json"),
+                                                             "--", str(app), "forever"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
+    assert p.stdout.readline() == b"waiting\n"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM, err
+    lines = [l for l in err.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == [f"gputrace: no capture window opened before the run ended ({why}): "
+                     "no trace written"], lines
