@@ -185,9 +185,16 @@ void run__remove_state(struct run *r)
 static void make_state(struct run *r)
 {
 	const char *tmp = getenv("TMPDIR");
+	char dir[PATH_MAX];
 
-	snprintf(r->state, sizeof(r->state), "%s/gputrace-run-XXXXXX",
-		 tmp && *tmp && strlen(tmp) < sizeof(r->state) - 32 ? tmp : "/tmp");
+	/* absolute: a process names files in it from whatever folder it is in,
+	 * and its watchdog knows its trace in our parts folder by this prefix */
+	absolute(dir, sizeof(dir), tmp && *tmp ? tmp : "/tmp", "TMPDIR=");
+	/* one too long for our names in it: /tmp */
+	if (strlen(dir) >= sizeof(r->state) - 32 ||
+	    snprintf(r->state, sizeof(r->state), "%s/gputrace-run-XXXXXX", dir) >=
+		    (int)sizeof(r->state))
+		snprintf(r->state, sizeof(r->state), "/tmp/gputrace-run-XXXXXX");
 	if (!mkdtemp(r->state)) {
 		fprintf(stderr, WHO ": cannot make a folder in %s: %s\n",
 			tmp && *tmp ? tmp : "/tmp", strerror(errno));

@@ -416,3 +416,27 @@ def test_merge_skips_a_watchdog_report_a_glob_took(tmp_path):
         f"gputrace merge: {inputs[1]}: a gputrace watchdog report, not a trace: skipped"
     merged = load_trace(tmp_path / "all.json")
     assert len(merged["gputrace"]["inputs"]) == 1
+
+
+def test_watchdog_report_of_a_run_into_a_pipe_with_a_relative_tmpdir(tmp_path):
+    """TMPDIR=tmp (relative), -o /dev/stdout: the run's private parts folder is still
+    known as the run's, so the report goes to the start folder and outlives the run.
+    The report went into tmp/gputrace-run-XXX/parts/, the run skipped it as no trace
+    and removed it with the folder: the line named a file that was gone."""
+    (tmp_path / "tmp").mkdir()
+    ((p, out, err),) = hang_runs(tmp_path, [[GPUTRACE, "run", "--no-summary", "--watchdog",
+                                             "0.3", "-o", "/dev/stdout", "--", HANG, "1000"]],
+                                 env=gputrace_env(sim_env({"TMPDIR": "tmp",
+                                                           "GPUTRACE_RUN_DIR":
+                                                           str(tmp_path / "run")})))
+    assert p.returncode == 0, err
+    trace = json.loads(out[out.index(b"{"):])
+    assert any(e.get("name") == "zeCommandQueueSynchronize" for e in trace["traceEvents"])
+    (report,) = tmp_path.glob("gputrace-ze_hang-*.watchdog.json")
+    assert json.loads(report.read_text())["blocked_threads"][0]["call"] == \
+        "zeCommandQueueSynchronize"
+    lines = gputrace_lines(err)
+    assert lines == [f"gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize "
+                     f"for over 0.3 s; report in {report}"], lines
+    assert list((tmp_path / "tmp").iterdir()) == []
+
