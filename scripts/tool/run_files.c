@@ -686,10 +686,27 @@ void run__wait_for_stragglers(struct run *r)
 			"end at their last checkpoint\n");
 }
 
+/* NAME.watchdog.json or NAME.watchdog.N.json: a hang report, the library's name */
+static bool report_name(const char *name)
+{
+	const char *w = strstr(name, ".watchdog.");
+
+	for (; w; w = strstr(w + 1, ".watchdog.")) {
+		const char *nth = w + strlen(".watchdog."), *p = nth;
+
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (!strcmp(p, p == nth ? "json" : ".json"))
+			return true;
+	}
+	return false;
+}
+
 static int trace_name(const struct dirent *d)
 {
-	/* a hidden .gputrace-PID-XXXXXX is a trace not yet named: no input */
-	return d->d_name[0] != '.' &&
+	/* a hidden .gputrace-PID-XXXXXX is a trace not yet named: no input; nor
+	 * is a watchdog report (a library that put one beside its part) */
+	return d->d_name[0] != '.' && !report_name(d->d_name) &&
 	       (ends_with(d->d_name, ".json") || ends_with(d->d_name, ".json.gz"));
 }
 

@@ -440,3 +440,22 @@ def test_watchdog_report_of_a_run_into_a_pipe_with_a_relative_tmpdir(tmp_path):
                      f"for over 0.3 s; report in {report}"], lines
     assert list((tmp_path / "tmp").iterdir()) == []
 
+
+def test_run_never_takes_a_watchdog_report_in_its_parts_for_a_trace(tmp_path):
+    """A report in the run's parts folder (a library that put it beside its part) is
+    no trace of the run: the run's trace is the process's, with no note about it.
+    It was taken: merged away with a note, or, alone, handed on as the trace."""
+    need(HANG)
+    need(ZE_SIM)
+    report = json.dumps({"gputrace_watchdog": 1, "pid": 1, "blocked_threads": []})
+    # a part of the run (its processes' folder): beside the part of this shell
+    script = ('d=$(dirname "$GPUTRACE_OUTPUT"); printf %s "$R" > "$d/x-1.watchdog.json"; '
+              'printf %s "$R" > "$d/x-2.watchdog.3.json"; exec "$@"')
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                        "--", "sh", "-c", script, "sh", str(HANG), "1"],
+                       cwd=tmp_path, env=gputrace_env(sim_env({"R": report})),
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert gputrace_lines(r.stderr) == [], r.stderr
+    trace = load_trace(tmp_path / "t.json")
+    assert any(e.get("name") == "zeCommandQueueSynchronize" for e in trace["traceEvents"])
