@@ -296,8 +296,13 @@ static void on_context(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	    cupti_fn.cuptiGetDeviceId(rd->context, &did) != CUPTI_SUCCESS)
 		return;
 	cupti__context_device(cid, did);
-	if (did < 64)
-		atomic_fetch_or(&devices_unnamed, 1ull << did);
+	cupti__device_seen(did);
+}
+
+void cupti__device_seen(uint32_t device_id)
+{
+	if (device_id < 64)
+		atomic_fetch_or(&devices_unnamed, 1ull << device_id);
 }
 
 /* Kineto's deviceProperties keys and the driver attributes behind them. */
@@ -318,6 +323,8 @@ static const struct {
 	{ "sharedMemPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR },
 };
 
+/* Serialized: CUPTI's drain under cupti_share_lock, or, never in the same
+ * process, the CUDA-event timing's poll under its poll_lock. */
 void cupti__name_devices(void)
 {
 	static int (*get_dev)(int *, int);

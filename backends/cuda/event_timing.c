@@ -254,6 +254,8 @@ static bool device_ready(int device)
 	}
 	if (!atomic_exchange(&atexit_done, true))
 		atexit(events_atexit);
+	/* no CUPTI context callback names it: the poll does, before its row */
+	cupti__device_seen((uint32_t)device);
 	atomic_store_explicit(&d->state, DEV_READY, memory_order_release);
 	return true;
 }
@@ -518,13 +520,27 @@ static struct stream_end_entry *stream_end(int device, uint64_t stream_id)
 	return &stream_ends[h];
 }
 
+/* A kernel's launch arguments, as CUPTI's records give them (records.c):
+ * registers only when cudaFuncGetAttributes told them. */
+static unsigned kernel_args(const struct cupti_launch_info *li, struct gt_arg *a, unsigned n)
+{
+	a[n++] = cupti__dim_arg(cupti__key("grid"), li->grid[0], li->grid[1], li->grid[2]);
+	a[n++] = cupti__dim_arg(cupti__key("block"), li->block[0], li->block[1], li->block[2]);
+	if (li->registers)
+		a[n++] = (struct gt_arg){ .key = cupti__key("registers_per_thread"),
+					  .type = GT_ARG_U64, .v.u = li->registers };
+	a[n++] = (struct gt_arg){ .key = cupti__key("shared_memory"), .type = GT_ARG_U64,
+				  .v.u = li->shared_memory };
+	return n;
+}
+
 /* The span of a finished slot; on a launching thread, only onto a row
  * already known: false, left to the drain. */
 static bool emit_slot(struct ev_slot *s, bool on_launch)
 {
 	struct stream_end_entry *se = stream_end(s->device, s->stream_id);
 	uint64_t start = s->start, *last_end = &se->end;
-	struct gt_arg a[8];
+	struct gt_arg a[12];
 	unsigned n = 0;
 
 	if (!se->track && on_launch)
@@ -563,6 +579,8 @@ static bool emit_slot(struct ev_slot *s, bool on_launch)
 		*last_end = end;
 	a[n++] = (struct gt_arg){ .key = GT_S_ARG_DEVICE, .type = GT_ARG_U64, .v.u = s->device };
 	a[n++] = (struct gt_arg){ .key = GT_S_ARG_STREAM, .type = GT_ARG_U64, .v.u = s->stream_id };
+	if (s->li.cat == GT_S_CAT_KERNEL)
+		n = kernel_args(&s->li, a, n);
 	if (s->li.cat == GT_S_CAT_GPU_MEMCPY || s->li.cat == GT_S_CAT_GPU_MEMSET)
 		a[n++] = (struct gt_arg){ .key = GT_S_ARG_BYTES, .type = GT_ARG_U64,
 					  .v.u = s->li.bytes };
@@ -723,6 +741,10 @@ static unsigned poll_slots(int only, bool final, bool on_launch)
 		freed++;
 	}
 	qsort(done, ndone, sizeof(done[0]), by_stream_then_start);
+	/* devices named before a row of theirs is made (only here), and for
+	 * the watchdog's report of work still running */
+	if (!on_launch)
+		cupti__name_devices();
 	for (unsigned i = 0; i < ndone; i++) {
 		/* its row forgotten since take() (more than STREAM_ENDS streams
 		 * in one read): its slot is gone, so it is counted */

@@ -184,8 +184,11 @@ GT_HIDDEN void cupti__api_reset(void);
  * (pthread_cancel): its exit callback never comes, so its span is drawn here,
  * cancelled. */
 GT_HIDDEN void cupti__api_unwound(void);
-/* Drain thread: name the devices of contexts created since the last call. */
+/* Drain thread: name the devices of contexts created since the last call
+ * (CUPTI's), or of the first timed launches (CUDA-event timing). */
 GT_HIDDEN void cupti__name_devices(void);
+/* A device used: named, with its properties, at the next cupti__name_devices. */
+GT_HIDDEN void cupti__device_seen(uint32_t device_id);
 
 /* ---- activity buffers (buffers.c) ---- */
 
@@ -222,6 +225,8 @@ GT_HIDDEN void cupti__device_prop(uint32_t device_id, const char *key, uint64_t 
 GT_HIDDEN uint32_t cupti__stream_row(uint32_t device_id, uint32_t stream_id);
 /* The device's own row, for its counters. */
 GT_HIDDEN uint32_t cupti__device_track(uint32_t device_id);
+/* A kernel's grid or block as [x, y, z] (a string where no device allows it). */
+GT_HIDDEN struct gt_arg cupti__dim_arg(uint32_t key, uint32_t x, uint32_t y, uint32_t z);
 GT_HIDDEN void cupti__records_reset(void);
 /* Launch start times by CUPTI correlation id, for "never before its launch"
  * (noted by the callbacks, read by the records). */
@@ -250,6 +255,10 @@ struct cupti_launch_info {
 	uint64_t done_by; /* host time the work had ended by (its synchronous call's end), or 0 */
 	bool peer;        /* a copy between two devices: */
 	int src_device, dst_device;
+	/* kernels: the launch's configuration, and cudaFuncGetAttributes' */
+	uint32_t grid[3], block[3];
+	uint64_t shared_memory;  /* dynamic, plus static when known */
+	uint32_t registers;      /* per thread; 0: not known */
 };
 /* Around a launch on `stream` (per_thread: the _ptsz flavour): before it,
  * and at once after it, inside the host call's span, so that the end event is

@@ -974,7 +974,7 @@ static bool no_time(uint64_t start, uint64_t end)
 
 /* Grid and block sizes as [x, y, z]; sizes no CUDA device allows (y or z
  * over 65535) as the same text in a string. */
-static struct gt_arg dim_arg(uint32_t key, uint32_t x, uint32_t y, uint32_t z)
+struct gt_arg cupti__dim_arg(uint32_t key, uint32_t x, uint32_t y, uint32_t z)
 {
 	struct gt_arg a;
 	char s[48];
@@ -1006,8 +1006,8 @@ static void on_kernel(const rec_kernel *k)
 	cupti__context_device(k->contextId, k->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, k->deviceId);
 	a[n++] = ARG_U(GT_S_ARG_STREAM, k->streamId);
-	a[n++] = dim_arg(cupti__key("grid"), k->gridX, k->gridY, k->gridZ);
-	a[n++] = dim_arg(cupti__key("block"), k->blockX, k->blockY, k->blockZ);
+	a[n++] = cupti__dim_arg(cupti__key("grid"), k->gridX, k->gridY, k->gridZ);
+	a[n++] = cupti__dim_arg(cupti__key("block"), k->blockX, k->blockY, k->blockZ);
 	a[n++] = ARG_U(cupti__key("registers_per_thread"), k->registersPerThread);
 	a[n++] = ARG_U(cupti__key("shared_memory"),
 		       (uint64_t)k->staticSharedMemory + k->dynamicSharedMemory);

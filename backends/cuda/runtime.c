@@ -124,17 +124,20 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
  * L(name, params, args, work, per_thread, stream, bytes, copy kind, kernel) */
 #define KPARAMS (const void *f, struct gt_dim3 g, struct gt_dim3 b, void **a, size_t sm, void *s)
 #define RT_LAUNCHES(L)                                                                      \
-	L(cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, f)          \
-	L(cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f)     \
-	L(cudaLaunchCooperativeKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, f) \
-	L(cudaLaunchCooperativeKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, f) \
-	L(__cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, kernel_host(f)) \
+	L(cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0, KLAUNCH(f))  \
+	L(cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, KLAUNCH(f)) \
+	L(cudaLaunchCooperativeKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0,  \
+	  KLAUNCH(f))                                                                       \
+	L(cudaLaunchCooperativeKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0, \
+	  KLAUNCH(f))                                                                       \
+	L(__cudaLaunchKernel, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 0, s, 0, 0,           \
+	  KLAUNCH(kernel_host(f)))                                                          \
 	L(__cudaLaunchKernel_ptsz, KPARAMS, (f, g, b, a, sm, s), W_KERNEL, 1, s, 0, 0,      \
-	  kernel_host(f))                                                                   \
+	  KLAUNCH(kernel_host(f)))                                                          \
 	L(cudaLaunchKernelExC, (const void *cfg, const void *f, void **a), (cfg, f, a),     \
-	  W_KERNEL, 0, launch_config_stream(cfg), 0, 0, f)                                  \
+	  W_KERNEL, 0, launch_config_stream(cfg), 0, 0, KLAUNCH_CFG(cfg, f))                \
 	L(cudaLaunchKernelExC_ptsz, (const void *cfg, const void *f, void **a), (cfg, f, a), \
-	  W_KERNEL, 1, launch_config_stream(cfg), 0, 0, f)                                  \
+	  W_KERNEL, 1, launch_config_stream(cfg), 0, 0, KLAUNCH_CFG(cfg, f))                \
 	L(cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), W_COPY_SYNC, 0, \
 	  NULL, n, k, NULL)                                                                 \
 	L(cudaMemcpy_ptds, (void *d, const void *s, size_t n, int k), (d, s, n, k),         \
@@ -206,6 +209,37 @@ static void *launch_config_stream(const void *cfg)
 	if (cfg)
 		memcpy(&s, (const char *)cfg + 32, sizeof(s));
 	return s;
+}
+
+/* A kernel launch as the event fallback draws it (work_info): on the
+ * wrapper's stack, read only when the launch is timed. */
+struct kernel_launch {
+	const void *func;
+	struct gt_dim3 grid, block;
+	size_t shared; /* dynamic shared memory */
+};
+/* the wrappers' own grid (g), block (b) and dynamic shared memory (sm) */
+#define KLAUNCH(fn) (&(struct kernel_launch){ .func = (fn), .grid = g, .block = b, .shared = sm })
+#define KLAUNCH_CFG(cfg, fn) (&(struct kernel_launch){ .func = (fn), .grid = config_dim(cfg, 0), \
+							.block = config_dim(cfg, 12),            \
+							.shared = config_shared(cfg) })
+
+static struct gt_dim3 config_dim(const void *cfg, size_t at)
+{
+	struct gt_dim3 d = { 0, 0, 0 };
+
+	if (cfg)
+		memcpy(&d, (const char *)cfg + at, sizeof(d));
+	return d;
+}
+
+static size_t config_shared(const void *cfg)
+{
+	size_t sm = 0;
+
+	if (cfg)
+		memcpy(&sm, (const char *)cfg + 24, sizeof(sm));
+	return sm;
 }
 
 /* ---- CUDA 13 kernel handles (cudaKernel_t) and their host stubs ---- */
@@ -382,10 +416,21 @@ static void rt_unwound(struct rt_call *c)
 
 /* ---- device work described for the event fallback ---- */
 
-static uint32_t kernel_name_of(const void *func);
+static uint32_t kernel_of(const void *func, uint32_t *registers, uint32_t *shared_static);
+
+static void kernel_info(struct cupti_launch_info *li, const struct kernel_launch *k)
+{
+	uint32_t shared_static;
+
+	li->cat = GT_S_CAT_KERNEL;
+	li->name = kernel_of(k->func, &li->registers, &shared_static);
+	memcpy(li->grid, &k->grid, sizeof(li->grid));
+	memcpy(li->block, &k->block, sizeof(li->block));
+	li->shared_memory = (uint64_t)k->shared + shared_static;
+}
 
 static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t bytes, int kind,
-		      const void *func, uint64_t call_end)
+		      const struct kernel_launch *k, uint64_t call_end)
 {
 	static const char *const kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
 	static _Atomic uint32_t kind_ids[5], copy_ids[5];
@@ -394,8 +439,7 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 	*li = (struct cupti_launch_info){ .bytes = bytes };
 	switch (work) {
 	case W_KERNEL:
-		li->cat = GT_S_CAT_KERNEL;
-		li->name = kernel_name_of(func);
+		kernel_info(li, k);
 		break;
 	case W_COPY_PEER:
 		/* named as CUPTI's records of them are, with both devices; within one
@@ -440,21 +484,66 @@ static void work_info(struct cupti_launch_info *li, enum rt_work work, uint64_t 
 	}
 }
 
-/* Kernel names by host stub address: cudaFuncGetName (CUDA 12.3+), cached. */
+/* Kernel names by host stub address: cudaFuncGetName (CUDA 12.3+), and
+ * what cudaFuncGetAttributes says of them, cached. */
 #define KFUNC_MAX 2048
 struct kfunc_entry {
 	_Atomic(const void *) func;
-	_Atomic uint32_t id;
+	_Atomic uint32_t id; /* set last: the others are then read */
+	_Atomic uint32_t registers, shared_static;
 };
 GT_TABLE(struct kfunc_entry, kfuncs, KFUNC_MAX);
 
-static uint32_t kernel_name_of(const void *func)
+/* The leading members of cudaFuncAttributes, which grows with CUDA: room
+ * for its later members. */
+struct func_attributes {
+	size_t shared_static, constant, local;
+	int max_threads_per_block, registers;
+	char later[512];
+};
+
+static void *rt_sym_once(_Atomic(void *) *cache, const char *symbol)
 {
-	/* threads' first launches of a kernel ask at once: (void *)1 is looked
-	 * for and missing */
+	void *sym = atomic_load_explicit(cache, memory_order_relaxed);
+
+	if (!sym) {
+		/* threads' first launches ask at once: (void *)1 is looked for and missing */
+		sym = cupti__rt_real(symbol) ?: (void *)1;
+		atomic_store_explicit(cache, sym, memory_order_relaxed);
+	}
+	return sym == (void *)1 ? NULL : sym;
+}
+
+/* Registers per thread (0: not told) and static shared memory of a kernel,
+ * once per kernel (cold). A failed ask leaves no error for the program's
+ * next cudaGetLastError, unless one was there before it. */
+static void func_attributes(const void *func, uint32_t *registers, uint32_t *shared_static)
+{
+	static _Atomic(void *) get_sym, peek_sym, last_sym;
+	int (*get)(struct func_attributes *, const void *) = rt_sym_once(&get_sym,
+									 "cudaFuncGetAttributes");
+	int (*peek)(void) = rt_sym_once(&peek_sym, "cudaPeekAtLastError");
+	int (*last)(void) = rt_sym_once(&last_sym, "cudaGetLastError");
+	struct func_attributes attr = { 0 };
+
+	*registers = *shared_static = 0;
+	if (!get || !peek || !last)
+		return;
+	cupti_self++;
+	bool clean = !peek();
+	if (!get(&attr, func) && attr.registers > 0) {
+		*registers = (uint32_t)attr.registers;
+		*shared_static = (uint32_t)attr.shared_static;
+	} else if (clean) {
+		last();
+	}
+	cupti_self--;
+}
+
+static uint32_t kernel_of(const void *func, uint32_t *registers, uint32_t *shared_static)
+{
 	static _Atomic(void *) get_name_sym;
 	int (*get_name)(const char **, const void *);
-	void *sym;
 	uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull;
 	const char *name = NULL;
 	char buf[64], *pretty;
@@ -463,16 +552,15 @@ static uint32_t kernel_name_of(const void *func)
 	for (unsigned i = 0; i < 8; i++) {
 		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
 		if (atomic_load_explicit(&kfuncs[s].func, memory_order_acquire) == func &&
-		    (id = atomic_load_explicit(&kfuncs[s].id, memory_order_relaxed)))
+		    (id = atomic_load_explicit(&kfuncs[s].id, memory_order_acquire))) {
+			*registers = atomic_load_explicit(&kfuncs[s].registers, memory_order_relaxed);
+			*shared_static = atomic_load_explicit(&kfuncs[s].shared_static,
+							      memory_order_relaxed);
 			return id;
+		}
 	}
 	/* cold: the first launch of this kernel */
-	sym = atomic_load_explicit(&get_name_sym, memory_order_relaxed);
-	if (!sym) {
-		sym = cupti__rt_real("cudaFuncGetName") ?: (void *)1;
-		atomic_store_explicit(&get_name_sym, sym, memory_order_relaxed);
-	}
-	get_name = sym == (void *)1 ? NULL : (int (*)(const char **, const void *))sym;
+	get_name = rt_sym_once(&get_name_sym, "cudaFuncGetName");
 	cupti_self++;
 	if (!get_name || get_name(&name, func) || !name || !*name) {
 		snprintf(buf, sizeof(buf), "kernel %p", func);
@@ -482,12 +570,16 @@ static uint32_t kernel_name_of(const void *func)
 	pretty = cupti__demangle(name);
 	id = gt_str_intern(pretty ? pretty : name);
 	free(pretty);
+	func_attributes(func, registers, shared_static);
 	for (unsigned i = 0; i < 8; i++) {
 		unsigned s = (unsigned)((h + i) % KFUNC_MAX);
 		const void *expect = NULL;
 		if (atomic_compare_exchange_strong(&kfuncs[s].func, &expect, func) ||
 		    expect == func) {
-			atomic_store_explicit(&kfuncs[s].id, id, memory_order_relaxed);
+			atomic_store_explicit(&kfuncs[s].registers, *registers, memory_order_relaxed);
+			atomic_store_explicit(&kfuncs[s].shared_static, *shared_static,
+					      memory_order_relaxed);
+			atomic_store_explicit(&kfuncs[s].id, id, memory_order_release);
 			break;
 		}
 	}
