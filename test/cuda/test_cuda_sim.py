@@ -487,8 +487,8 @@ def test_without_cupti_peer_copies_name_both_devices(tmp_path):
     assert [(e["name"], names[e["pid"]], int(e["args"]["device"]),
              int(e["args"]["src_device"]), int(e["args"]["dst_device"]),
              int(e["args"]["bytes"]), host[e["args"]["correlation"]]["name"]) for e in peer] == [
-        ("Memcpy PtoP", "GPU 0", 0, 1, 0, 524288, "cudaMemcpyPeerAsync"),
-        ("Memcpy PtoP", "GPU 1", 1, 0, 1, 524288, "cudaMemcpyPeer")]
+        ("Memcpy PtoP", "GPU 0: gputrace simulated GPU", 0, 1, 0, 524288, "cudaMemcpyPeerAsync"),
+        ("Memcpy PtoP", "GPU 1: gputrace simulated GPU", 1, 0, 1, 524288, "cudaMemcpyPeer")]
     for e in peer:
         launch = host[e["args"]["correlation"]]
         assert e["args"]["timing"] == "cuda_events" and ns(e["dur"]) >= 52428 - 1
@@ -497,6 +497,61 @@ def test_without_cupti_peer_copies_name_both_devices(tmp_path):
     (within,) = [e for e in xs(trace, "gpu_memcpy") if e["args"]["kind"] == "DtoD"]
     assert (within["name"], host[within["args"]["correlation"]]["name"],
             "src_device" in within["args"]) == ("Memcpy DtoD", "cudaMemcpyPeer", False)
+
+
+def launched_kernels(trace):
+    """Each kernel <<<>>> launched (not a graph's), as the user compares them: name,
+    device, grid, block, registers per thread, shared memory."""
+    host = host_by_corr(trace)
+    return sorted((k["name"], int(k["args"]["device"]), k["args"]["grid"], k["args"]["block"],
+                   k["args"].get("registers_per_thread"), k["args"]["shared_memory"])
+                  for k in xs(trace, "kernel")
+                  if host[k["args"]["correlation"]]["name"] == "cudaLaunchKernel")
+
+
+def devices_seen(trace):
+    """What a trace says of its GPUs: device rows, deviceProperties, trailer."""
+    rows = sorted(e["args"]["name"] for e in trace["traceEvents"]
+                  if e.get("ph") == "M" and e["name"] == "process_name" and
+                  e["args"]["name"].startswith("GPU"))
+    return rows, trace["deviceProperties"], [d["name"] for d in trace["gputrace"]["devices"]]
+
+
+@pytest.mark.parametrize("without", ["disabled", "other-tool"])
+@pytest.mark.parametrize("mode,devices", [("basic", "1"), ("peer", "2")])
+def test_without_cupti_devices_and_kernels_described_as_with_it(tmp_path, without, mode,
+                                                                 devices):
+    """CUDA-event timing (CUPTI disabled, or another tool's) names each device and gives
+    its deviceProperties, and each kernel its grid, block, registers and shared memory,
+    as the same program traced with CUPTI: they were "GPU 0", {"id": 0} and none."""
+    env = {"CUDA_SIM_DEVICES": devices}
+    traces = {}
+    for how in ("cupti", without):
+        out = tmp_path / how
+        out.mkdir()
+        e = dict(env)
+        if how == "disabled":
+            e["GPUTRACE_DISABLE_CUPTI"] = "1"
+        elif how == "other-tool":
+            e.update({"CUDA_INJECTION64_PATH": str(CUDA / "libother_tool.so"),
+                      "OTHER_TOOL_OUT": str(out / "tool.txt")})
+        r = sim_run([APP, mode], out, env=e)
+        assert r.returncode == 0, r.stderr
+        traces[how] = load_exact(r.trace_path)
+    events, cupti = traces[without], traces["cupti"]
+    assert all(k["args"]["timing"] == "cuda_events" for k in xs(events, "kernel"))
+    gpus = [f"GPU {d}: gputrace simulated GPU" for d in range(int(devices))]
+    rows, props, trailer = devices_seen(events)
+    assert (rows, trailer) == (gpus, gpus)
+    assert [(p["id"], p["name"], p["computeMajor"], p["numSms"], p["totalGlobalMem"])
+            for p in props] == [(d, "gputrace simulated GPU", 9, 132, 80 << 30)
+                                for d in range(int(devices))]
+    assert devices_seen(events) == devices_seen(cupti)
+    want = {"basic": [(SCALE, 0, [100, 1, 1], [256, 1, 1], 32, 0)] * 3 +
+                     [(AXPY, 0, [8, 4, 2], [16, 8, 1], 32, 0)],
+            "peer": [(AXPY, d, [8, 1, 1], [256, 1, 1], 32, 0) for d in (0, 1)]}[mode]
+    assert launched_kernels(events) == sorted(want)
+    assert launched_kernels(events) == launched_kernels(cupti)
 
 
 @pytest.mark.sanitize

@@ -942,7 +942,6 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
         gpu = 'cuda: device "GPU 0: gputrace simulated GPU"'
         if vendor == "cuda-events":  # timed by CUDA events, not CUPTI's records
             env["GPUTRACE_DISABLE_CUPTI"] = "1"
-            gpu = 'cuda: device "GPU 0"'  # its name comes from CUPTI
     else:  # the fake NVML's two GPUs, sampled by a program that never touches CUDA
         need(cuda / "nvml" / "libnvidia-ml.so.1")
         cmd, api = [cuda / "idle_app", "100"], "nvml"

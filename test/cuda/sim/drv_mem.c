@@ -317,7 +317,7 @@ void drv_queue_node(struct drv_stream *s, const struct drv_node *n, uint32_t gra
 		memcpy(w->grid, n->grid, sizeof(w->grid));
 		memcpy(w->block, n->block, sizeof(w->block));
 		w->shared_dynamic = n->shared;
-		w->registers = 32;
+		w->registers = SIM_KERNEL_REGISTERS;
 		break;
 	case NODE_MEMCPY:
 		w->kind = SIM_WORK_MEMCPY;

@@ -45,6 +45,7 @@ void rt_unregister_fatbin(void **handle);
 unsigned rt_push_config(dim3 grid, dim3 block, size_t shared, void *stream);
 cudaError_t rt_pop_config(dim3 *grid, dim3 *block, size_t *shared, void *stream);
 cudaError_t rt_func_get_name(const char **name, const void *func);
+cudaError_t rt_func_get_attributes(struct cudaFuncAttributes *attr, const void *func);
 cudaError_t rt_malloc(void **p, size_t n);
 cudaError_t rt_malloc_pitch(void **p, size_t *pitch, size_t width, size_t height);
 cudaError_t rt_malloc_async(void **p, size_t n, cudaStream_t s, bool per_thread);
@@ -331,7 +332,10 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  (cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes), (graph, nodes, numNodes), \
 	  rt_graph_get_nodes(graph, nodes, numNodes))                                       \
 	R(cudaFuncGetName, cudaFuncGetName_v12030, (const char **name, const void *func),   \
-	  (name, func), rt_func_get_name(name, func))
+	  (name, func), rt_func_get_name(name, func))                                      \
+	R(cudaFuncGetAttributes, cudaFuncGetAttributes_v3020,                               \
+	  (struct cudaFuncAttributes *attr, const void *func), (attr, func),                \
+	  rt_func_get_attributes(attr, func))
 
 /* Entry points without a parameter struct. */
 #define RT_CALLS_NOPARAMS(N)                                                                \

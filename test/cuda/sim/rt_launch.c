@@ -305,6 +305,23 @@ cudaError_t rt_func_get_name(const char **name, const void *func)
 	return cudaSuccess;
 }
 
+/* No static shared memory or locals: the simulated kernels' code is not read */
+cudaError_t rt_func_get_attributes(struct cudaFuncAttributes *attr, const void *func)
+{
+	if (!attr || !func)
+		return rt_error(cudaErrorInvalidValue);
+	if (!rt_function_of(func))
+		return rt_error(cudaErrorInvalidDeviceFunction);
+	*attr = (struct cudaFuncAttributes){
+		.maxThreadsPerBlock = 1024,
+		.numRegs = SIM_KERNEL_REGISTERS,
+		.ptxVersion = 90,
+		.binaryVersion = 90,
+		.maxDynamicSharedSizeBytes = 48 * 1024,
+	};
+	return cudaSuccess;
+}
+
 #if SIM_RT_MAJOR >= 13
 cudaError_t rt_get_kernel(cudaKernel_t *k, const void *host_fun)
 {

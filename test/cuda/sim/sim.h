@@ -29,6 +29,8 @@
 #define SIM_NOINLINE __attribute__((noinline))
 /* CU_DEVICE_ATTRIBUTE_MAX_PITCH: the widest pitch a 2D copy, fill or allocation takes */
 #define SIM_PITCH_MAX 2147483647u
+/* Every kernel's registers per thread (CUPTI's records, cudaFuncGetAttributes) */
+#define SIM_KERNEL_REGISTERS 32
 
 /* One line on stderr, "<who>: [FATAL: ]<what>"; a fatal one aborts (the
  * simulator's loud refusal of a wrong order or a forbidden call). */
