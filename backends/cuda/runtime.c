@@ -414,6 +414,17 @@ static void rt_unwound(struct rt_call *c)
 								      .cupti_armed = false, \
 								      .reset = -1 }
 
+/* A call this wrapper draws no span of, passed on: armed for rt_unwound when
+ * CUPTI's callbacks draw it, as their exit never comes on a forced unwind
+ * (a cancelled blocking cudaMemcpy, cudaDeviceSynchronize ...). */
+#define RT_PASS_ON(args)                                                                    \
+	do {                                                                                \
+		gt_c.cupti_armed = atomic_load_explicit(&cupti_rt_callbacks_on,             \
+							memory_order_relaxed);              \
+		gt_r = gt_fn args;                                                          \
+		gt_c.cupti_armed = false;                                                   \
+	} while (0)
+
 /* ---- device work described for the event fallback ---- */
 
 static uint32_t kernel_of(const void *func, uint32_t *registers, uint32_t *shared_static);
@@ -663,10 +674,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 			gt_r = gt_fn args;                                                  \
 			rt_end(&gt_c, gt_r);                                                \
 		} else {                                                                    \
-			gt_c.cupti_armed = atomic_load_explicit(&cupti_rt_callbacks_on,     \
-								memory_order_relaxed);      \
-			gt_r = gt_fn args;                                                  \
-			gt_c.cupti_armed = false;                                           \
+			RT_PASS_ON(args);                                                   \
 		}                                                                           \
 		if ((flags) & RT_WAIT) {                                                    \
 			gt_c.waiting = false;                                               \
@@ -709,7 +717,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
 		if (!rt_begin(&gt_c, &name##_name, #name, 0, true)) {                       \
-			gt_r = gt_fn args;                                                  \
+			RT_PASS_ON(args);                                                   \
 			rt_after(&gt_c);                                                    \
 			return gt_r;                                                        \
 		}                                                                           \
