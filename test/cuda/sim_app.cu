@@ -569,25 +569,32 @@ static int wait_mode(int ms)
 	return 0;
 }
 
-// A thread blocked in cudaDeviceSynchronize (or cudaDeviceReset) behind a 300 ms
-// kernel is cancelled 100 ms in; main then launches 10 kernels and synchronizes.
-static void *cancel_waiter(void *reset)
+// A thread blocked in cudaDeviceSynchronize (cudaDeviceReset, or a cudaMemcpy to
+// the host) behind a 300 ms kernel is cancelled 100 ms in; main then launches 10
+// kernels and synchronizes.
+static void *cancel_waiter(void *call)
 {
+	int *d = NULL, h;
+
+	if (!strcmp((const char *)call, "memcpy"))
+		cudaMalloc(&d, sizeof(h));
 	spin<<<300000, 1000>>>(NULL); // 300 ms
-	if (reset)
+	if (!strcmp((const char *)call, "reset"))
 		cudaDeviceReset();
+	else if (d)
+		cudaMemcpy(&h, d, sizeof(h), cudaMemcpyDeviceToHost);
 	else
 		cudaDeviceSynchronize();
 	return NULL;
 }
 
-static int cancel_mode(bool reset)
+static int cancel_mode(const char *call)
 {
 	pthread_t t;
 	void *ret;
 
 	CHECK(cudaFree(0));
-	if (pthread_create(&t, NULL, cancel_waiter, reset ? &t : NULL))
+	if (pthread_create(&t, NULL, cancel_waiter, (void *)call))
 		return 1;
 	sleep_ms(100);
 	pthread_cancel(t);
@@ -1107,7 +1114,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "cancel"))
-		return cancel_mode(argc > 2 && !strcmp(argv[2], "reset"));
+		return cancel_mode(argc > 2 ? argv[2] : "sync");
 	if (!strcmp(mode, "wait"))
 		return wait_mode(argc > 2 ? atoi(argv[2]) : 1000);
 	printf("unknown mode %s\n", mode);

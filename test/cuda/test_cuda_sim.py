@@ -1521,25 +1521,30 @@ def test_time_metrics_without_pm_sampling_say_so_once(tmp_path, app):
         "gputrace: CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)"]
 
 
-@pytest.mark.parametrize("cupti,call", [(True, "cudaDeviceSynchronize"),
-                                        (False, "cudaDeviceSynchronize"),
-                                        (True, "cudaDeviceReset"), (False, "cudaDeviceReset")])
+@pytest.mark.parametrize("cupti", [True, False])
+@pytest.mark.parametrize("call", ["cudaDeviceSynchronize", "cudaDeviceReset", "cudaMemcpy"])
 def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti, call):
-    """A thread blocked in cudaDeviceSynchronize (cudaDeviceReset) is cancelled 100 ms in:
-    its call is drawn marked cancelled, with CUPTI's callbacks making the spans or without
-    CUPTI, and main's calls and kernels afterwards are all there. With CUPTI the call went
-    missing, neither drawn nor counted: its exit callback never comes on a forced unwind.
-    Without CUPTI a reset's cancel landed in gputrace's own wait before it, which left the
-    device marked resetting: no reset span, and no later kernel timed or counted."""
+    """A thread blocked in cudaDeviceSynchronize (cudaDeviceReset, a cudaMemcpy to the
+    host) is cancelled 100 ms in: its call is drawn marked cancelled, once, with CUPTI's
+    callbacks making the spans or without CUPTI, and main's calls and kernels afterwards
+    are all there. With CUPTI the call went missing, neither drawn nor counted: its exit
+    callback never comes on a forced unwind (a copy's too: the launch wrappers did not
+    arm for it). Without CUPTI a reset's cancel landed in gputrace's own wait before it,
+    which left the device marked resetting: no reset span, and no later kernel timed or
+    counted."""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
     reset = call == "cudaDeviceReset"
-    r = sim_run([APP, "cancel"] + (["reset"] if reset else []), tmp_path, env=env)
+    mode = {"cudaDeviceSynchronize": "sync", "cudaDeviceReset": "reset", "cudaMemcpy": "memcpy"}
+    r = sim_run([APP, "cancel", mode[call]], tmp_path, env=env)
     assert (r.returncode, r.stdout) == (0, b"waiter cancelled\n"), r.stderr
     trace = load_exact(r.trace_path)
     assert trace["gputrace"]["events_lost"] == 0
     pid = trace["gputrace"]["pid"]
     calls = [e for e in xs(trace) if e["cat"] == "cuda_runtime"]
-    (cancelled,) = [e for e in calls if e["tid"] != pid and e["name"] == call]
+    waiter = [e for e in calls if e["tid"] != pid]
+    assert sorted(e["name"] for e in waiter) == sorted(
+        ["cudaLaunchKernel", call] + (["cudaMalloc"] if call == "cudaMemcpy" else []))
+    (cancelled,) = [e for e in waiter if e["name"] == call]
     assert cancelled["args"]["cancelled"] == 1 and "result" not in cancelled["args"]
     # without CUPTI a reset first waits for its launches (gputrace times them), the cancel
     # held off until then
