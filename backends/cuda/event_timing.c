@@ -445,6 +445,17 @@ void *cupti__events_end(void *token, void *stream, bool per_thread, int result)
 	return s;
 }
 
+void cupti__events_unwound(void *token)
+{
+	struct ev_slot *s = token;
+
+	/* its end event was never recorded: untimed, as a launch whose record
+	 * failed (a blocking copy is cancelled in its wait, the work queued) */
+	count_untimed();
+	if (s != UNTIMED)
+		atomic_store(&s->state, SLOT_FREE);
+}
+
 void cupti__events_after(void *token, uint64_t corr, uint64_t host_start,
 			 const struct cupti_launch_info *info)
 {

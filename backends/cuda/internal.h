@@ -266,6 +266,9 @@ struct cupti_launch_info {
  * are dropped when it failed). NULL: nothing to time. */
 GT_HIDDEN void *cupti__events_before(void *stream, bool per_thread);
 GT_HIDDEN void *cupti__events_end(void *token, void *stream, bool per_thread, int result);
+/* The launch was cancelled inside (pthread_cancel): its work, if any, counted
+ * lost, and its slot given back. */
+GT_HIDDEN void cupti__events_unwound(void *token);
 /* Once the call is recorded: hand the pair to the drain thread. */
 GT_HIDDEN void cupti__events_after(void *token, uint64_t corr, uint64_t host_start,
 				   const struct cupti_launch_info *info);

@@ -293,6 +293,7 @@ struct rt_call {
 	int reset; /* the device of a cudaDeviceReset begun, else -1 (event timing) */
 	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
 	bool waiting; /* inside a device wait, marked for the watchdog */
+	void *token; /* a launch's event slot while inside it (event timing) */
 };
 
 static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
@@ -398,6 +399,8 @@ static void rt_unwound(struct rt_call *c)
 		gt_wait_unwound(); /* cancelled inside a device wait: in it no more */
 	if (gt_unlikely(c->reset >= 0))
 		cupti__events_reset_end(c->reset); /* cancelled in the reset */
+	if (gt_unlikely(c->token))
+		cupti__events_unwound(c->token); /* cancelled in a timed launch */
 	if (gt_unlikely(c->cupti_armed)) {
 		gt_unwound_stack();
 		cupti__api_unwound();
@@ -724,7 +727,9 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 		if (gt_c.events)                                                            \
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
 		gt_pushed = gt_ext_corr_push(gt_c.corr);                                    \
+		gt_c.token = gt_token;                                                      \
 		gt_r = gt_fn args;                                                          \
+		gt_c.token = NULL;                                                          \
 		gt_token = cupti__events_end(gt_token, (void *)(stream), per_thread, gt_r); \
 		gt_ext_corr_pop(gt_pushed);                                                 \
 		rt_end(&gt_c, gt_r);                                                        \
