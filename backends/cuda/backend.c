@@ -575,13 +575,14 @@ GT_FORK_CODE static void cupti_atfork_child(void)
 	cupti__api_reset();
 }
 
-/* dlsym() of libcudart's or libcupti's functions by the program */
+/* dlsym() of libcudart's, libcupti's or libcuda's cuInit by the program */
 static void *cupti_wrapper_for(const char *symbol)
 {
 	if (!symbol)
 		return NULL;
-	return strncmp(symbol, "cupti", 5) ? cupti__rt_wrapper_for(symbol)
-					   : cupti__share_wrapper_for(symbol);
+	if (!strncmp(symbol, "cupti", 5))
+		return cupti__share_wrapper_for(symbol);
+	return cupti__rt_wrapper_for(symbol) ?: cupti__drv_wrapper_for(symbol);
 }
 
 static const struct gt_backend cupti_backend = {

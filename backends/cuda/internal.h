@@ -7,6 +7,7 @@
  *   buffers.c        activity buffers: hand-out, completion queue, drop counts
  *   records.c        activity records -> device spans (and the clock)
  *   runtime.c        libcudart interposition: host spans when CUPTI is not active
+ *   driver.c         cuInit interposed: its span, which CUPTI (started inside it) misses
  *   event_timing.c   CUDA-event device times when CUPTI belongs to another tool
  *   share.c          the program's own CUPTI session: gputrace steps aside, then back
  *   pending.c        work in flight, for the hang watchdog's report
@@ -287,6 +288,8 @@ GT_HIDDEN unsigned cupti__events_pending(struct gt_pending_work *out, unsigned m
 /* ---- libcudart interposition (runtime.c) ---- */
 
 GT_HIDDEN void *cupti__rt_wrapper_for(const char *symbol);
+/* dlsym(libcuda handle, "cuInit"): the cuInit wrapper (driver.c), else NULL. */
+GT_HIDDEN void *cupti__drv_wrapper_for(const char *symbol);
 
 /* ---- the program's own CUPTI session (share.c) ---- */
 
