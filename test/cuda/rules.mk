@@ -133,6 +133,13 @@ $(CUDA_OUT)/profiler_rt: test/cuda/profiler_ranges.c $(CUDA_SIM)/libcudart.so.13
 	  -l:libcudart.so.13 -ldl
 
 TEST_BUILD += $(CUDA_OUT)/profiler_drv $(CUDA_OUT)/profiler_rt
+
+# cuInit's span in a program of the driver API alone
+$(CUDA_OUT)/drv_init: test/cuda/drv_init.c $(CUDA_SIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_SIM) -l:libcuda.so.1 -ldl
+
+TEST_BUILD += $(CUDA_OUT)/drv_init
 endif
 
 ifeq ($(HAVE_NVCC),1)

@@ -164,6 +164,59 @@ def test_driver_calls_of_the_first_runtime_call_are_its_own(tmp_path):
     assert linked(trace, launch, kernel) and start(kernel) >= start(launch)
 
 
+DRV_INIT = CUDA / "drv_init"
+# (cuDeviceGet and cuCtxSetCurrent are folded: counted, not drawn)
+DRV_CALLS = ["cuDevicePrimaryCtxRetain", "cuMemAlloc", "cuStreamCreate", "cuMemsetD8Async",
+             "cuStreamSynchronize", "cuStreamDestroy", "cuMemFree", "cuDevicePrimaryCtxRelease"]
+
+
+def cuda_home_env(tmp_path, cupti):
+    """A program without libcudart finds CUPTI through CUDA_HOME (lib64 at the
+    simulator); cupti False: --no-cupti."""
+    home = tmp_path / "cuda"
+    home.mkdir()
+    (home / "lib64").symlink_to(SIM)
+    return {"CUDA_HOME": str(home), **({} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"})}
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("how", ["", "dlsym", "bad-first"])
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "no-cupti"])
+def test_cuinit_of_a_driver_api_program_has_its_span(tmp_path, cupti, how):
+    """CUPTI starts inside the first cuInit (the driver's injection call), after its
+    entry: a program of the driver API alone (or with cudart linked statically) had no
+    cuInit span, its first driver span was cuDevicePrimaryCtxRetain. Each cuInit the
+    program calls, linked or found with dlsym in a libcuda it loaded itself, is one
+    span, first on the thread, with its result (and the error's name when it fails),
+    with CUPTI (the driver calls after it are CUPTI's) and without."""
+    r = sim_run([DRV_INIT, how] if how else [DRV_INIT], tmp_path,
+                env=cuda_home_env(tmp_path, cupti))
+    assert (r.returncode, r.stdout) == (0, b"drv_init: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    spans = sorted(xs(trace, "cuda_driver"), key=start)
+    inits = [e for e in spans if e["name"] == "cuInit"]
+    want = [{"result": 1, "error": "CUDA_ERROR_INVALID_VALUE"}] if how == "bad-first" else []
+    assert [{k: v for k, v in e["args"].items() if k != "correlation"} for e in inits] == \
+        want + [{"result": 0}]
+    assert spans[:len(inits)] == inits
+    assert {(e["pid"], e["tid"]) for e in spans} == {(inits[0]["pid"], inits[0]["tid"])}
+    assert [e["name"] for e in spans[len(inits):]] == (DRV_CALLS if cupti else [])
+    assert [e["name"] for e in xs(trace, "gpu_memset")] == (["Memset (Device)"] if cupti
+                                                             else [])
+
+
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "no-cupti"])
+def test_cuinit_inside_a_runtime_call_is_that_calls(tmp_path, cupti):
+    """The shared libcudart calls cuInit inside the thread's first runtime call (through
+    cuGetProcAddress): that call's span holds it, no cuInit span of its own."""
+    r = sim_run([APP, "cold"], tmp_path, env=None if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"})
+    assert (r.returncode, r.stdout) == (0, b"cold: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert xs(trace, "cuda_driver") == []
+    assert [e["name"] for e in sorted(xs(trace, "cuda_runtime"), key=start)][:1] == \
+        ["cudaHostAlloc"]
+
+
 # ---- the basic program, exactly ----
 
 # `gputrace run` is a shell script: a sanitizer runtime cannot be preloaded into sh
