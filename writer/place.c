@@ -50,6 +50,7 @@ struct lane {
 	uint64_t last_dur;
 	uint64_t end_ts, end_dur; /* the slice with the latest end written */
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
+	bool last_short_arrow; /* the last slice has its arrow end at its start */
 	bool any;
 };
 
@@ -306,8 +307,11 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 	if (l && l->any) {
 		/* in order on its lane */
 		frontier = l->end_ts + l->end_dur;
-		if (s == l->last_start && l->last_ts != s) {
-			/* a child after its parent, from the same start: moved alike */
+		if (s == l->last_start && l->last_ts != s && !l->last_short_arrow) {
+			/* a child after its parent, from the same start: moved alike
+			 * (a short arrow target holds no child: its start is its
+			 * arrow's, and a kernel of the same tick after a run of
+			 * zero-length ones would start on the last of them) */
 			s = l->last_ts;
 		} else if (s < l->min_next) {
 			s = l->min_next;
@@ -345,7 +349,8 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		l->last_ts = s;
 		l->last_dur = p.dur;
 		/* keep a short arrow target's point, and a moved slice's end, free */
-		if (arrow && p.dur < 3)
+		l->last_short_arrow = arrow && p.dur < 3;
+		if (l->last_short_arrow)
 			l->min_next = s + (p.dur ? p.dur : 1);
 		else if (s != start)
 			l->min_next = s + p.dur;

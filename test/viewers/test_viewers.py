@@ -171,6 +171,25 @@ def test_level_zero_arrows_and_rounding(tmp_path):
     assert check_rounding(t) > 50
 
 
+def test_level_zero_kernels_shorter_than_a_tick_leave_their_arrow_ends_free(tmp_path):
+    """300 kernels of 8 ns in a list run twice: each 52 ns tick of the device holds a
+    run of zero-length kernels (moved 1 ns apart) and one that lasts to the next tick,
+    all recorded from the tick's start. That one starts 1 ns after the last zero-length
+    one, not on its arrow end (it started there: ~90 pairs a trace)."""
+    app = VIEWERS / "ze_tiny_kernels"
+    need(app)
+    out = tmp_path / "tiny.json"
+    r = run([app], env=sim_env(), trace=str(out))
+    assert r.returncode == 0, r.stderr
+    t = load_exact(out)
+    kernels = [s for sl in rows(t).values() for s in sl if s.ev.get("cat") == "kernel"]
+    assert len(kernels) == 2 * 300
+    assert sum(s.dur == 0 for s in kernels) >= 300
+    assert check_flows(t) == 2 * 2 * 300  # each kernel: from its append and its execute
+    check_nesting(t)
+    check_rounding(t)
+
+
 def test_level_zero_rounding_with_queue_work_read_out_of_order(tmp_path):
     """Four threads' lists on two shared queues: a queue's earlier work is
     often read after later work of another thread's list, so a slice's

@@ -14,6 +14,7 @@ dependency: see README "What the trace shows" for the versions checked).
 - HTA (Holistic Trace Analysis 0.6, hta/common/trace_file.py and
   trace_filter.py): a trace's rank is the first match of "rank":\\s+(\\d+)
   on a line; events with an integer args.stream >= 0 are GPU work."""
+import bisect
 import collections
 import decimal
 import gzip
@@ -163,12 +164,30 @@ def holding(slices, t):
     return held
 
 
+def check_short_targets(starts, target):
+    """README: a slice shorter than 3 ns holds its arrow end at its start, and
+    the next slice of its row starts 1 ns after it at the earliest: no other
+    slice starts on that end, nor inside the slice (a kernel of the same tick
+    after a run of zero-length ones started on the last of them, and both
+    rules read the pair as nested, so neither saw it). starts: the row's
+    slices' starts in ns, sorted."""
+    if target.end_ns - target.start_ns >= 3:
+        return
+    free_until = max(target.start_ns + 1, target.end_ns)
+    there = bisect.bisect_left(starts, free_until) - bisect.bisect_left(starts, target.start_ns)
+    assert there == 1, (
+        f"{there - 1} other slice(s) start on the arrow end of {target.ev['name']} "
+        f"[{target.ts}, +{target.dur}] (shorter than 3 ns) or inside it")
+
+
 def check_flows(trace):
     """Every ac2g arrow binds, under both rules, to a device slice carrying
-    the correlation of the innermost host slice holding its start. Returns
-    the number of arrows checked."""
+    the correlation of the innermost host slice holding its start, and each
+    end's slice shorter than 3 ns has no slice starting on it
+    (check_short_targets). Returns the number of arrows checked."""
     by_row = rows(trace)
     trees = {k: legacy_tree(v) for k, v in by_row.items()}
+    starts = {k: sorted(s.start_ns for s in v) for k, v in by_row.items()}
     ends = collections.defaultdict(dict)
     for ev in trace["traceEvents"]:
         if ev.get("cat") == "ac2g" and ev.get("ph") in ("s", "f"):
@@ -186,6 +205,8 @@ def check_flows(trace):
         assert corr is not None and corr in dev.correlations(), (
             f"arrow {fid}: from {host.ev['name']} (correlation {corr}) lands on "
             f"{dev.ev['name']} {dev.args()}")
+        check_short_targets(starts[srow], host)
+        check_short_targets(starts[frow], dev)
         assert legacy_slice_at(trees[srow], s["ts"]) is host, (fid, "legacy s")
         assert legacy_slice_at(trees[frow], f["ts"]) is dev, (
             f"arrow {fid}: the legacy viewer binds it to "
