@@ -29,8 +29,14 @@
 #define SUMMARY_TOP      10     /* rows printed per table */
 #define BUSY_PENDING_MIN 64     /* busy intervals kept per device, at first */
 #define BUSY_PENDING_MAX 4096   /* ... at most: then the older half retires */
+#define BUSY_BLOCKS_MAX  4096   /* retired blocks kept per device: then two merge */
 #define NAME_COLUMNS     44     /* printed name width */
 #define OTHER_ROW        "(other)"
+
+/* Retired busy intervals of a device: [start, end), of which covered ns are busy. */
+struct busy_block {
+	uint64_t start, end, covered;
+};
 
 /* One aggregated row: a kernel, an API call, a copy direction, a device. */
 struct row {
@@ -43,15 +49,19 @@ struct row {
 	uint64_t bytes;
 	/* devices: busy time as a union of spans. Disjoint intervals sorted
 	 * by start, up to BUSY_PENDING_MAX; then the older half retires into
-	 * busy_done, and busy_until is where the retired ones end. Spans come
-	 * in the order they were read, not in time order (a Level Zero queue's
-	 * work when its list is read, after other queues' later work), so a
-	 * span may come thousands of intervals late: what it covers before
-	 * busy_until is not added again (only a gap there it fills is missed). */
+	 * a block (its bounds and the time its intervals cover), busy_done
+	 * adds up the blocks, and busy_until is where the last one ends. Spans
+	 * come in the order they were read, not in time order (a Level Zero
+	 * queue's work when its list is read, after other queues' later work),
+	 * so a span may come thousands of intervals late: it fills the gaps
+	 * between and inside the blocks it covers whole; within a block it
+	 * covers in part only what lies outside the block's bounds counts. */
 	uint64_t busy_done, busy_until;
 	uint64_t first_ns, last_ns;
 	unsigned npending, pending_cap;
 	uint64_t (*pending)[2];
+	unsigned nblocks, blocks_cap;
+	struct busy_block *blocks;
 	/* metrics: samples of one counter series, or one kernel's metric */
 	double fsum, fmin, fmax;
 	/* ranges: the device work launched inside them (count, total: host) */
@@ -225,11 +235,108 @@ static void row__account(struct row *r, uint64_t dur_ns, uint64_t bytes)
 						       .min_ns = dur_ns, .max_ns = dur_ns });
 }
 
+/* Room for one more retired block: the list grows to BUSY_BLOCKS_MAX, then
+ * the two oldest blocks become one (a span late enough to cover it in part
+ * then misses what it fills inside: memory stays 96 KiB a device). */
+static bool row__block_room(struct summary *s, struct row *r)
+{
+	struct busy_block *b = r->blocks;
+
+	if (r->nblocks < r->blocks_cap)
+		return true;
+	if (r->blocks_cap < BUSY_BLOCKS_MAX) {
+		unsigned cap = r->blocks_cap ? 2 * r->blocks_cap : 16;
+
+		b = realloc(b, cap * sizeof(*b));
+		if (b) {
+			r->blocks = b;
+			r->blocks_cap = cap;
+			return true;
+		}
+		s->oom = true;
+		b = r->blocks;
+	}
+	if (r->nblocks < 2)
+		return false;
+	b[0].end = b[1].end;
+	b[0].covered += b[1].covered;
+	memmove(&b[1], &b[2], (r->nblocks - 2) * sizeof(*b));
+	r->nblocks--;
+	return true;
+}
+
+/* Replace blocks [i, j) by blk, which holds them, joined with a block it touches. */
+static void row__block_put(struct row *r, unsigned i, unsigned j, struct busy_block blk)
+{
+	struct busy_block *b = r->blocks;
+
+	if (i > 0 && b[i - 1].end == blk.start) {
+		blk.start = b[--i].start;
+		blk.covered += b[i].covered;
+	}
+	if (j < r->nblocks && b[j].start == blk.end) {
+		blk.end = b[j].end;
+		blk.covered += b[j++].covered;
+	}
+	/* j == i: a gap filled alone, touching no block; the caller made room */
+	memmove(&b[i + 1], &b[j], (r->nblocks - j) * sizeof(*b));
+	b[i] = blk;
+	r->nblocks = r->nblocks - (j - i) + 1;
+}
+
+/* First block ending after t (their ends are sorted: they are disjoint). */
+static unsigned row__block_after(const struct row *r, uint64_t t)
+{
+	unsigned lo = 0, hi = r->nblocks;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (r->blocks[mid].end <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A span read late, [start, end) before busy_until: it adds the gaps it fills
+ * between the retired blocks, and inside those it covers whole; a block it
+ * covers in part is left as it is (what was busy inside is not known). */
+static void row__busy_late(struct summary *s, struct row *r, uint64_t start, uint64_t end)
+{
+	uint64_t covered = 0;
+	unsigned i, j;
+
+	for (;;) {
+		i = row__block_after(r, start);
+		j = row__block_after(r, end);
+		if (i < r->nblocks && r->blocks[i].start < start)
+			start = r->blocks[i++].end;
+		if (j < r->nblocks && r->blocks[j].start < end)
+			end = r->blocks[j].start;
+		if (end <= start)
+			return;
+		if (i < j || r->nblocks < r->blocks_cap)
+			break;
+		/* a block of its own: room made may join the two oldest, so
+		 * look again */
+		if (!row__block_room(s, r))
+			return;
+	}
+	for (unsigned k = i; k < j; k++)
+		covered += r->blocks[k].covered;
+	r->busy_done += end - start - covered;
+	row__block_put(r, i, j, (struct busy_block){ start, end, end - start });
+}
+
 /* Room for one more busy interval: the list grows to BUSY_PENDING_MAX, then
- * its older half retires at once (one move for BUSY_PENDING_MAX / 2 spans). */
+ * its older half retires at once into a block (one move for BUSY_PENDING_MAX
+ * / 2 spans). */
 static bool row__busy_room(struct summary *s, struct row *r)
 {
 	uint64_t (*p)[2] = r->pending;
+	uint64_t covered = 0;
 	unsigned half;
 
 	if (r->npending < r->pending_cap)
@@ -246,9 +353,13 @@ static bool row__busy_room(struct summary *s, struct row *r)
 		r->pending_cap = cap;
 		return true;
 	}
+	if (!row__block_room(s, r))
+		return false;
 	half = r->npending / 2;
 	for (unsigned i = 0; i < half; i++)
-		r->busy_done += p[i][1] - p[i][0];
+		covered += p[i][1] - p[i][0];
+	r->busy_done += covered;
+	r->blocks[r->nblocks++] = (struct busy_block){ p[0][0], p[half - 1][1], covered };
 	r->busy_until = p[half - 1][1];
 	memmove(&p[0], &p[half], (r->npending - half) * sizeof(*p));
 	r->npending -= half;
@@ -265,10 +376,10 @@ static void row__busy(struct summary *s, struct row *r, uint64_t start, uint64_t
 		r->first_ns = start;
 	if (end > r->last_ns)
 		r->last_ns = end;
-	/* what lies before the retired intervals' end was counted, or is a gap
-	 * among them that no longer shows: never count it twice */
-	if (start < r->busy_until)
+	if (start < r->busy_until) {
+		row__busy_late(s, r, start, end < r->busy_until ? end : r->busy_until);
 		start = r->busy_until;
+	}
 	if (end <= start || !row__busy_room(s, r))
 		return;
 	p = r->pending;
@@ -323,6 +434,7 @@ static void table__free(struct table *t)
 		free(t->rows[i].name);
 		free(t->rows[i].cat);
 		free(t->rows[i].pending);
+		free(t->rows[i].blocks);
 	}
 	free(t->rows);
 }

@@ -543,19 +543,22 @@ def union_ns(spans):
     return total + (cur[1] - cur[0] if cur else 0)
 
 
-def test_busy_time_is_the_union_whatever_order_spans_are_read(tmp_path):
-    """100 short kernels on one engine run inside a 50 ms kernel on another, which is
+@pytest.mark.parametrize("shorts,long_ms", [(100, 50), (5000, 1500)])
+def test_busy_time_is_the_union_whatever_order_spans_are_read(tmp_path, shorts, long_ms):
+    """Short kernels on one engine run inside a long kernel on another, which is
     read after them: the device's busy time is the union of its spans, to the ns, in the
     summary at exit and in `gputrace summary` of the file. The union kept 64 intervals
-    and retired the oldest, so the long kernel read after the others counted the 36
-    short ones before them again (+36 us)."""
+    and retired the oldest, so the long kernel read after 100 others counted the 36
+    short ones before them again (+36 us); then 4096 kept, and the older half retired
+    without its gaps: after 5000, the long kernel added only what lay after the first
+    2048 (1.35 s of 2 s with 9000)."""
     need(LZ / "ze_busy_overlap")
     summary = tmp_path / "summary.json"
-    trace, path = traced_like_untraced([LZ / "ze_busy_overlap"], tmp_path,
-                                       env={"GPUTRACE_SUMMARY_JSON": str(summary)},
+    trace, path = traced_like_untraced([LZ / "ze_busy_overlap", str(shorts), str(long_ms)],
+                                       tmp_path, env={"GPUTRACE_SUMMARY_JSON": str(summary)},
                                        read=lambda p: (load_trace(p), p))
     dev = device_spans(trace)
-    assert collections.Counter(e["name"] for e in dev) == {"k_short": 100, "k_long": 1}
+    assert collections.Counter(e["name"] for e in dev) == {"k_short": shorts, "k_long": 1}
     long_k = next(e for e in dev if e["name"] == "k_long")
     assert all(start(long_k) <= start(e) and end(e) <= end(long_k) for e in dev)
     expect = union_ns(dev)
