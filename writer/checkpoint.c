@@ -684,9 +684,14 @@ void checkpoint__list(char what, const char *path)
 
 void checkpoint__list_end(void)
 {
-	/* a flight recorder whose process ended well writes nothing: the run
-	 * must not count it among those that could not write their trace */
-	checkpoint__list(flight_mode() && !W.listed && !W.failed ? '-' : '=', NULL);
+	/* a flight recorder whose process ended well writes nothing, nor does a
+	 * process whose capture window held no complete call (its one wait ran
+	 * across it) and so opened no file: the run must not count it among
+	 * those that could not write their trace */
+	bool nothing_by_design = !W.listed && !W.failed &&
+				 (flight_mode() || (gt_cap.controlled && !W.opened));
+
+	checkpoint__list(nothing_by_design ? '-' : '=', NULL);
 }
 
 /* After a checkpoint that worked: the file has its name now. */

@@ -590,6 +590,10 @@ void writer__window_end(void)
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;
+	/* no file is no failure: said, for a user who expected one */
+	if (!W.opened && !W.failed)
+		pr_info("capture window %u held no complete GPU call (one running across its "
+			"edge, as a long wait, is not recorded): no file written", W.files + 1);
 	checkpoint__forget_file();
 	capture__ended();
 }

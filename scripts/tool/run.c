@@ -167,6 +167,11 @@ static void summarize(struct run *r)
 		/* its processes made calls, maybe, but only windows record them */
 		fprintf(stderr, WHO ": no capture window opened: %s; no trace written\n",
 			r->no_window);
+	else if (!n && r->window_opened)
+		/* its processes' files are their windows': none held anything */
+		fprintf(stderr, WHO ": a capture window opened, but no GPU call began and ended "
+			"inside one (a call running across a window's edge, as one long wait, is "
+			"not recorded): no trace written\n");
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows%s%s%s%s): no trace written\n",

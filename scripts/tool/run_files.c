@@ -542,7 +542,9 @@ void run__make_folders(struct run *r)
 /*
  * The list its processes keep in the state folder (writer/checkpoint.c):
  * "* PID" a process records, "+ PID PATH" its trace has a name, "= PID"
- * its recording is over; at its exit, a process with capture windows adds
+ * its recording is over, "- PID" over with nothing to write by design (a
+ * flight recorder that ended well, windows that held no complete call); at
+ * its exit, a process with capture windows adds
  * "w PID" when one opened, or "! PID WHY" (inject/capture.c); with
  * --telemetry, "T PID" when it recorded telemetry, or "? PID WHY" when it
  * would have said it had none (backends/cuda/nvml.c). Read whole each time:

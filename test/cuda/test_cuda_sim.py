@@ -1435,6 +1435,26 @@ def test_another_tool_holds_cupti(tmp_path):
     assert "gaps" not in trace["gputrace"]
 
 
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_run_window_inside_one_long_synchronize(tmp_path, cupti):
+    """gputrace run --delay 0.5 --duration 0.3 over sim_app wait 2000: the window opens and
+    closes inside its one cudaStreamSynchronize (and its 2 s kernel), which run across both
+    its edges and so are not recorded: no trace, and the run says that, not that no process
+    made a GPU call."""
+    need(SIM / "libcudart.so.13")
+    need(APP)
+    env = {"GPUTRACE_DISABLE_CUPTI": "1"} if cupti == "events" else {}
+    r = subprocess.run([str(GPUTRACE), "run", "--delay", "0.5", "--duration", "0.3", "-o",
+                        str(tmp_path / "t.json"), "--", str(APP), "wait", "2000"],
+                       env=gputrace_env(sim_env(env)), capture_output=True, timeout=60,
+                       cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, b"waiting\ndone\n"), r.stderr
+    assert gputrace_lines(r.stderr) == [
+        "gputrace: a capture window opened, but no GPU call began and ended inside one (a call "
+        "running across a window's edge, as one long wait, is not recorded): no trace written"]
+    assert not list(tmp_path.glob("t*.json"))
+
+
 # ---- the hang watchdog ----
 
 @pytest.mark.parametrize("cupti", ["cupti", "events"])

@@ -617,6 +617,35 @@ def test_lost_counts_of_a_thread_gone_in_window_1_stay_in_window_2(tmp_path, los
 
 # ---- gputrace run: capture --all in a multi-process run ----
 
+HANG_APP = APPS / "ze_hang"
+
+
+def run_lines(r):
+    return [l for l in r.stderr.decode(errors="replace").splitlines()
+            if l.startswith("gputrace") and "watchdog:" not in l]
+
+
+@pytest.mark.parametrize("watchdog", [[], ["--watchdog", "1"]])
+def test_run_window_inside_one_long_wait(tmp_path, watchdog):
+    """ze_hang waits 1.5 s in zeCommandQueueSynchronize; the window (0.3 to 0.6 s) opens and
+    closes inside that one call, which runs across both its edges and so is not recorded
+    (README "The cut is exact"): no file, and the run says that, not that no process made a
+    GPU call, nor (--watchdog, whose marks of the wait make the thread's ring) that a
+    process could not write its trace."""
+    for p in (ZE_SIM, HANG_APP):
+        need(p)
+    env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    r = subprocess.run([str(GPUTRACE), "run", "--delay", "0.3", "--duration", "0.3"] + watchdog
+                       + ["-o", str(tmp_path / "t.json"), "--", str(HANG_APP), "1500"],
+                       env=env, capture_output=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run_lines(r) == [
+        "gputrace: a capture window opened, but no GPU call began and ended inside one (a call "
+        "running across a window's edge, as one long wait, is not recorded): no trace written"]
+    # no trace (a --watchdog report of the wait is no trace)
+    assert not [f for f in tmp_path.glob("t*.json") if not f.name.endswith(".watchdog.json")]
+
+
 @pytest.mark.sanitize
 def test_capture_all_inside_one_gputrace_run(tmp_path):
     """gputrace run --start paused over a job of two processes; gputrace capture --all from
