@@ -80,10 +80,6 @@
 //                  destructor do the same, then a destructor function fills the 256 bytes
 //                  (25 ns), synchronizes and frees them: all run after gputrace's exit
 //                  handler
-//   keydtor        after a cudaMalloc, a pthread key made with a destructor; two threads,
-//                  one after the other, each launch a scale of 64 ns, synchronize and set
-//                  the key; its destructor launches 2 more and synchronizes as the thread
-//                  ends
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -982,40 +978,6 @@ static int late_mode(void)
 	return 0;
 }
 
-static pthread_key_t cache_key;
-
-static void cache_free(void *p)
-{
-	for (int i = 0; i < 2; i++)
-		sim::scale<float><<<1, 64>>>((float *)p, 1.0f, 64);
-	CHECK(cudaDeviceSynchronize());
-}
-
-static void *cache_user(void *p)
-{
-	sim::scale<float><<<1, 64>>>((float *)p, 1.0f, 64);
-	CHECK(cudaDeviceSynchronize());
-	pthread_setspecific(cache_key, p);
-	return NULL;
-}
-
-static int keydtor_mode(void)
-{
-	float *d;
-
-	CHECK(cudaMalloc(&d, 64 * sizeof(float)));
-	// made after the first CUDA call, so after gputrace's own key
-	pthread_key_create(&cache_key, cache_free);
-	for (int i = 0; i < 2; i++) {
-		pthread_t t;
-
-		pthread_create(&t, NULL, cache_user, d);
-		pthread_join(t, NULL);
-	}
-	printf("keydtor: ok\n");
-	return 0;
-}
-
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -1105,8 +1067,6 @@ int main(int argc, char **argv)
 		return hostfn_mode();
 	if (!strcmp(mode, "mallocasync"))
 		return mallocasync_mode();
-	if (!strcmp(mode, "keydtor"))
-		return keydtor_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -678,33 +678,6 @@ def test_calls_in_late_exit_handlers_and_destructors_are_recorded(tmp_path, cupt
         assert linked(trace, host[e["args"]["correlation"]], e)
 
 
-@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
-def test_calls_in_a_key_destructor_are_recorded(tmp_path, cupti):
-    """sim_app keydtor: a pthread key made after the first CUDA call (after gputrace's
-    own), whose destructor launches 2 kernels and synchronizes as each of 2 threads
-    ends. Each thread's 3 launches and 2 synchronizes are on its own row and its 3
-    kernels drawn from them; the destructor's calls were lost unsaid and their kernels
-    drawn without a launch or arrow."""
-    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
-    r = sim_run([APP, "keydtor"], tmp_path, env=env)
-    assert (r.returncode, r.stdout) == (0, b"keydtor: ok\n"), r.stderr
-    trace = load_exact(r.trace_path)
-    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
-    main_tid = trace["gputrace"]["pid"]
-    rows = {}
-    for e in xs(trace, "cuda_runtime"):
-        if e["tid"] != main_tid:
-            rows.setdefault(e["tid"], []).append(e["name"])
-    assert [sorted(names) for names in rows.values()] == \
-        [["cudaDeviceSynchronize"] * 2 + ["cudaLaunchKernel"] * 3] * 2
-    host = host_by_corr(trace)
-    kernels = xs(trace, "kernel")
-    assert len(kernels) == 6
-    for k in kernels:
-        launch = host[k["args"]["correlation"]]
-        assert launch["tid"] in rows and linked(trace, launch, k)
-
-
 def three_copies_traced(mode, tmp_path, cupti, expect):
     """sim_app MODE's three copies (synchronous, asynchronous on a stream of its own,
     synchronous into host memory), each expect's (call, kind, bytes, simulated ns):
