@@ -234,6 +234,7 @@ static const struct sim_tool_ops ops = {
 	.sync = cs_activity_sync,
 	.context = on_context,
 	.module = on_module,
+	.busy_until = cs_range_busy_until,
 };
 
 CUptiResult cs_init_locked(void)

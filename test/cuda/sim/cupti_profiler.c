@@ -662,6 +662,45 @@ EXPORT CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
 
 /* A kernel queued: a range of its context's started profiler (auto), or part of the
  * ranges pushed on it (user). */
+/* When the profiler's own kernels end, per context (P_lock): contexts are
+ * few; a full table keeps the latest end in its last slot, for all others. */
+#define OWN_CONTEXTS 16
+static struct {
+	uint32_t context_id;
+	uint64_t until;
+} own_work[OWN_CONTEXTS];
+static unsigned n_own_work;
+
+static void own_work_ends(uint32_t context_id, uint64_t until)
+{
+	unsigned i;
+
+	for (i = 0; i < n_own_work && own_work[i].context_id != context_id; i++)
+		;
+	if (i == n_own_work) {
+		if (n_own_work == OWN_CONTEXTS)
+			i = OWN_CONTEXTS - 1;
+		else
+			own_work[n_own_work++].context_id = context_id;
+	}
+	if (until > own_work[i].until)
+		own_work[i].until = until;
+}
+
+uint64_t cs_range_busy_until(uint32_t context_id)
+{
+	uint64_t until = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&P_lock);
+	for (i = 0; i < n_own_work && own_work[i].context_id != context_id; i++)
+		;
+	if (i < n_own_work || n_own_work == OWN_CONTEXTS)
+		until = own_work[i < n_own_work ? i : OWN_CONTEXTS - 1].until;
+	pthread_mutex_unlock(&P_lock);
+	return until;
+}
+
 bool cs_range_work(const struct sim_work *w, bool *no_times, struct sim_work *own)
 {
 	bool owns = false;
@@ -695,6 +734,7 @@ bool cs_range_work(const struct sim_work *w, bool *no_times, struct sim_work *ow
 				.start = w->end + 1000, .end = w->end + 1000 + PROFILER_KERNEL_NS,
 				.grid = { 1, 1, 1 }, .block = { 32, 1, 1 }, .registers = 16,
 			};
+			own_work_ends(w->context, own->end);
 		}
 	}
 	pthread_mutex_unlock(&P_lock);

@@ -87,6 +87,8 @@ CS_HIDDEN bool cs_kind_on(CUpti_ActivityKind k);
  * auto range in kernel replay holds it, and its record has no timestamps; true when
  * the profiler runs a kernel of its own after it (*own, for its record). */
 CS_HIDDEN bool cs_range_work(const struct sim_work *w, bool *no_times, struct sim_work *own);
+/* when the profiler's own kernels on a context end (host ns; 0: none) */
+CS_HIDDEN uint64_t cs_range_busy_until(uint32_t context_id);
 
 /* ---- cupti_clock.c ---- */
 /* CUPTI's CPU timestamp now: the client's timestamp callback if registered,

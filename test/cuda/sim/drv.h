@@ -169,6 +169,8 @@ DRV_HIDDEN void drv_tool_graph(const struct sim_graph_run *g);
 DRV_HIDDEN void drv_tool_sync(struct sim_sync *s, int site);
 DRV_HIDDEN void drv_tool_context(struct drv_ctx *ctx, int created);
 DRV_HIDDEN void drv_tool_module(struct drv_ctx *ctx, uint32_t module_id, int loaded);
+/* when the tool's own work on the context ends (host ns; 0: none) */
+DRV_HIDDEN uint64_t drv_tool_busy_until(const struct drv_ctx *ctx);
 DRV_HIDDEN const struct sim_tools *drv_tools(void);
 
 /* ---- drv_stream.c ---- */

@@ -354,7 +354,7 @@ CUresult drv_primary_release(CUdevice d)
 /*
  * cuDevicePrimaryCtxReset: "destroys all allocations and resets all state on
  * the primary context". Its work is waited for (a context's destruction lets
- * it end), tools hear of each module's unload and then of the context's
+ * it end: its streams' and the profiler's own kernels'), tools hear of each module's unload and then of the context's
  * destruction; its modules, streams and memory are freed, and its events
  * fail with CUDA_ERROR_CONTEXT_IS_DESTROYED, as does every call made in it
  * until cuDevicePrimaryCtxRetain makes it anew. A reset while one of its
@@ -379,6 +379,10 @@ CUresult drv_primary_reset(CUdevice d)
 		drv_die("cuDevicePrimaryCtxReset(%d) while a stream of its context captures", d);
 	until = drv_streams_busy_until(ctx);
 	pthread_mutex_unlock(&drv_lock);
+	/* the profiler's kernels run in the context too: the tool's records of
+	 * them are complete before it hears of the unloads */
+	if (drv_tool_busy_until(ctx) > until)
+		until = drv_tool_busy_until(ctx);
 	drv_sleep_until(until);
 	drv_modules_unload_context(ctx);
 	drv_tool_context(ctx, 0);

@@ -151,6 +151,13 @@ void drv_tool_context(struct drv_ctx *ctx, int created)
 	}
 }
 
+uint64_t drv_tool_busy_until(const struct drv_ctx *ctx)
+{
+	const struct sim_tool_ops *ops = atomic_load_explicit(&tool, memory_order_acquire);
+
+	return ops && ops->busy_until ? ops->busy_until(ctx->id) : 0;
+}
+
 void drv_tool_module(struct drv_ctx *ctx, uint32_t module_id, int loaded)
 {
 	const struct sim_tool_ops *ops = atomic_load_explicit(&tool, memory_order_acquire);

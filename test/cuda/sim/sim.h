@@ -117,6 +117,10 @@ struct sim_tool_ops {
 	void (*context)(CUcontext ctx, int created);
 	/* a module was loaded (loaded 1), or is about to be unloaded (0) */
 	void (*module)(CUcontext ctx, uint32_t module_id, int loaded);
+	/* the host time by which the tool's own work on a context ends (the range
+	 * profiler's kernels, on a stream of its own): a context's destruction
+	 * waits for it as for the context's streams; 0 if none */
+	uint64_t (*busy_until)(uint32_t context_id);
 };
 
 /* What libcuda hands out (cuGetExportTable with sim_tools_uuid). */
