@@ -134,15 +134,20 @@ def test_flight_recorder_memory_flat_over_a_long_run(tmp_path):
         env["ASAN_OPTIONS"] += ":quarantine_size_mb=0"
     p = subprocess.Popen([str(APP), "4", "exit3", "50"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=default_signals)
-    time.sleep(1.0)  # 5 windows in: the recorder is full
-    early = rss_kib(p.pid)
-    time.sleep(2.5)
+    # unloaded, RSS stops growing about 1 s in (the recorder full, 5 windows in); a
+    # loaded machine (the suite's own CI) gets there later: early is taken at 1.8 s
+    early = late = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3.6:
+        time.sleep(0.1)
+        if not early and time.monotonic() - t0 >= 1.8:
+            early = rss_kib(p.pid)
     late = rss_kib(p.pid)
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 3, stderr
     if SANITIZE != "thread":  # TSan's shadow and history grow with the run, not ours
         # the launch table made as launches filled it grew 512 KiB a second here
-        assert early and late - early < 1024, (early, late)
+        assert early and late - early < 768, (early, late)
     end_ns = int(dict(ln.split() for ln in stdout.decode().splitlines())["end_ns"])
     r = type("R", (), {"trace_path": str(out)})
     t = check_window(tmp_path, r, end_ns, 0.2, "exit status not 0")
