@@ -423,15 +423,26 @@ GT_STARTUP_CODE static int cupti_init(void)
 	return 0;
 }
 
+/* An unload waits this long for a drain inside a flush; a drain that took
+ * longer once is taken to be stuck in CUPTI, and later unloads only try. */
+#define UNLOAD_FLUSH_WAIT_MS 500
+static _Atomic bool unload_wait_timed_out;
+
 void cupti__module_unloading(void)
 {
 	uint64_t now = gt_clock_ns();
+	unsigned wait_ms;
 
 	if (cupti_self || atomic_load(&cupti_state) != CUPTI_ON ||
 	    (flush_every_ns > FLUSH_MIN_NS && now - atomic_load(&last_flush_ns) < flush_every_ns))
 		return;
-	/* complete buffers come back now, their names copied (records.c) */
-	cupti__flush_complete(0);
+	/* complete buffers come back now, their names copied (records.c). Not
+	 * tried once only: the drain holds the lock through its flush, and the
+	 * records it is not handed are read after their names have gone. */
+	wait_ms = atomic_load(&unload_wait_timed_out) ? 0 : UNLOAD_FLUSH_WAIT_MS;
+	if (!cupti__flush_complete(wait_ms) && wait_ms &&
+	    gt_clock_ns() - now >= (uint64_t)wait_ms * 1000000)
+		atomic_store(&unload_wait_timed_out, true);
 }
 
 bool cupti__flush_complete(unsigned wait_ms)

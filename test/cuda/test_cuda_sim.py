@@ -1269,6 +1269,19 @@ def test_kernel_names_outlive_their_module(tmp_path):
     assert kernels == {"reloaded_kernel(int*)": 25000}
 
 
+def test_kernel_names_outlive_their_module_while_the_drain_flushes(tmp_path):
+    """The module goes while the drain thread is inside a flush (each takes 150 ms here,
+    as one handing over many buffers may): the unload waits for it, then fetches what
+    CUPTI still holds, its kernels' names with it (the unload only tried, and went on
+    without: the names read later were the freed module's)."""
+    r = sim_run([APP, "reload", "60000"], tmp_path, env={"GPUTRACE_FLUSH_MS": "10",
+                                                         "CUDA_SIM_FLUSH_US": "150000"})
+    assert (r.returncode, r.stdout) == (0, b"reload: 60000 kernels, cudaSuccess\n"), r.stderr
+    counts = scan_trace(r.trace_path)["counts"]
+    kernels = {name: n for (ph, cat, name), n in counts.items() if cat == "kernel"}
+    assert kernels == {"reloaded_kernel(int*)": 60000}
+
+
 def test_cupti_13_0_ga_flushes_rarely(tmp_path):
     """CUPTI 13.0 GA's cuptiActivityFlushAll may crash (fixed in 13.0 Update 1):
     there gputrace says so once and flushes on demand at most every 10 s (CUPTI's

@@ -697,6 +697,9 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 
 	cs_entry(__func__, true);
 	cs_log(__func__, "%u", flag);
+	if (cs_flush_us)
+		nanosleep(&(struct timespec){ .tv_sec = cs_flush_us / 1000000,
+					      .tv_nsec = cs_flush_us % 1000000 * 1000l }, NULL);
 	pthread_mutex_lock(&C.lock);
 	if (cs_init_locked())
 		r = CUPTI_ERROR_UNKNOWN;

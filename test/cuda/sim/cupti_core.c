@@ -20,7 +20,9 @@
  *
  * CUDA_SIM_CUPTI_VERSION sets what cuptiGetVersion reports (default
  * 130001, CUDA 13.0 Update 1); CUDA_SIM_CUPTI_LOG=path appends one line
- * per CUPTI call ("<tid> <function> <details>") for tests to count.
+ * per CUPTI call ("<tid> <function> <details>") for tests to count;
+ * CUDA_SIM_FLUSH_US makes each cuptiActivityFlushAll take that long (a real
+ * one with many buffers to hand over takes milliseconds), outside its lock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -47,6 +49,7 @@ struct CUpti_Subscriber_st {
 
 static uint32_t version = 130001;
 static int log_fd = -1;
+CS_HIDDEN unsigned cs_flush_us;
 
 void cs_die(const char *fmt, ...)
 {
@@ -90,6 +93,7 @@ void cs_entry(const char *fn, bool takes_lock)
 __attribute__((constructor)) static void cs_load(void)
 {
 	const char *v = getenv("CUDA_SIM_CUPTI_VERSION"), *log = getenv("CUDA_SIM_CUPTI_LOG");
+	const char *flush_us = getenv("CUDA_SIM_FLUSH_US");
 	char *end;
 
 	if (v && *v) {
@@ -102,6 +106,14 @@ __attribute__((constructor)) static void cs_load(void)
 	}
 	if (log && *log)
 		log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (flush_us && *flush_us) {
+		unsigned long n = strtoul(flush_us, &end, 10);
+		if (*end || n > 10000000)
+			fprintf(stderr, "cupti_sim: CUDA_SIM_FLUSH_US='%s' is not 0 to 10000000 "
+				"(microseconds); using 0\n", flush_us);
+		else
+			cs_flush_us = (unsigned)n;
+	}
 }
 
 /* ---- threads ---- */

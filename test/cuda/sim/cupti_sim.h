@@ -56,6 +56,7 @@ struct cs_state {
 };
 
 extern CS_HIDDEN struct cs_state C;
+extern CS_HIDDEN unsigned cs_flush_us; /* CUDA_SIM_FLUSH_US */
 /* the thread is inside a buffer callback / the timestamp callback */
 extern CS_HIDDEN __thread int cs_in_buffer_callback, cs_in_timestamp;
 
