@@ -55,6 +55,7 @@ GT_HIDDEN struct gt_state gt_st GT_STARTUP_BSS;
 
 GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inline readers: inject/emit.h */
 static GT_TLS int tls_tid;
+static GT_TLS unsigned char tls_release_rounds; /* ring_release's calls on this thread */
 GT_HIDDEN GT_TLS uint64_t gt_tls_corr_next, gt_tls_corr_end;
 
 /* A ring pointer that means "this thread has exited: record nothing more". */
@@ -273,6 +274,13 @@ static void ring_release(void *arg)
 {
 	struct ring *r = arg;
 
+	/* Destructors of keys made after ours (the program's, once it had traced)
+	 * run after this one, and may still call the GPU (a per-thread cache
+	 * freed): the ring stays, set again for glibc's next round, until its
+	 * last (PTHREAD_DESTRUCTOR_ITERATIONS). */
+	if (r && r != RING_GONE && ++tls_release_rounds < PTHREAD_DESTRUCTOR_ITERATIONS &&
+	    !pthread_setspecific(ring_key, r))
+		return;
 	/* The drain thread frees it once everything in it is written; the name
 	 * goes with it (/proc/self/task/TID is gone by the time it is drained). */
 	if (r && r != RING_GONE) {

@@ -42,11 +42,16 @@ static range begin(const char *name, unsigned long long n)
 static struct app_ze z;
 static ze_module_handle_t module;
 static range handed;
+static _Atomic int main_syncs; /* main is about to enter the 10 ms sync */
 
 static void *ender(void *arg)
 {
-	struct timespec t = { 0, 3 * 1000000 };
+	struct timespec t = { 0, 3 * 1000000 }, poll = { 0, 20000 };
 
+	/* 3 ms counted from the sync, not from this thread's start: a loaded
+	 * machine (a sanitizer, CI) took longer than that to reach the sync */
+	while (!main_syncs)
+		nanosleep(&poll, NULL);
 	nanosleep(&t, NULL);
 	END(handed);
 	return NULL;
@@ -82,6 +87,7 @@ int main(void)
 	handed = BEGIN("handed over", 1);
 	pthread_create(&t, NULL, ender, NULL);
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
+	main_syncs = 1;
 	ZE_CHECK(zeCommandQueueSynchronize(q, UINT64_MAX));
 	pthread_join(t, NULL);
 

@@ -496,6 +496,22 @@ def test_multiqueue_rows(tmp_path):
     assert trace["gputrace"]["events_lost"] == 0
 
 
+@pytest.mark.parametrize("key_first", [False, True])
+def test_calls_in_a_key_destructor_are_recorded(tmp_path, key_first):
+    """A thread's key destructor calls the GPU as the thread exits, in two of glibc's
+    rounds: all 13 calls are on the thread's row, whether its key was made before
+    gputrace's own or after it. After it, the destructor found the thread's ring
+    already released: its 12 calls were neither written nor counted."""
+    need(LZ / "ze_key_dtor")
+    trace = traced_like_untraced([LZ / "ze_key_dtor"], tmp_path,
+                                 env={"KEY_FIRST": "1"} if key_first else None)
+    calls = [h for h in host_spans(trace) if h["name"] == "zeDriverGetApiVersion"]
+    assert len(calls) == 1 + 2 * 6
+    assert len({h["tid"] for h in calls}) == 1
+    assert calls[0]["tid"] != trace["gputrace"]["pid"]
+    assert trace["gputrace"]["events_lost"] == 0
+
+
 def union_ns(spans):
     total, cur = 0, None
     for a, b in sorted((start(e), end(e)) for e in spans):
