@@ -261,6 +261,7 @@ GT_HIDDEN const char *gt_str_get(uint32_t id, size_t *len);
 	X(LOST_PLUGIN, "plugin_dropped")                                        \
 	X(LOST_REENTRANT, "reentrant")                                          \
 	X(LOST_WINDOW_LATE, "window_late")                                      \
+	X(LOST_NO_THREAD_RING, "no_thread_ring")                                \
 	X(CAT_ZE_SYNC, "gpu_sync")
 
 enum gt_static_string {

@@ -276,9 +276,11 @@ static void ring_release(void *arg)
 
 	/* Destructors of keys made after ours (the program's, once it had traced)
 	 * run after this one, and may still call the GPU (a per-thread cache
-	 * freed): the ring stays, set again for glibc's next round, until its
-	 * last (PTHREAD_DESTRUCTOR_ITERATIONS). */
-	if (r && r != RING_GONE && ++tls_release_rounds < PTHREAD_DESTRUCTOR_ITERATIONS &&
+	 * freed): the ring stays, set again for glibc's next round, until the
+	 * one before its last (PTHREAD_DESTRUCTOR_ITERATIONS). The last is a
+	 * sanitizer's: ThreadSanitizer's key, made before ours, destroys the
+	 * thread's state there, and our release after it crashed the thread. */
+	if (r && r != RING_GONE && ++tls_release_rounds < PTHREAD_DESTRUCTOR_ITERATIONS - 1 &&
 	    !pthread_setspecific(ring_key, r))
 		return;
 	/* The drain thread frees it once everything in it is written; the name
@@ -514,8 +516,12 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	unsigned nslots;
 	int64_t seq;
 
-	if (gt_unlikely(!r))
+	if (gt_unlikely(!r)) {
+		/* its ring went at its exit (a key destructor of glibc's last
+		 * round called the GPU), or could not be made: not silently */
+		gt_lost_add(GT_S_LOST_NO_THREAD_RING, 1);
 		return -ECANCELED;
+	}
 	/* a ring made while paused: this is the window's first event here */
 	gt_start_writer();
 	if (nargs > GT_ARGS_MAX)

@@ -157,6 +157,7 @@ static const char *const lost_reasons[] = {
 	"ranges_too_deep",   "itt_open_ranges",	 "no_device_row",
 	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",
 	"ze_metrics_unread", "window_late",	 "cupti_pm_overflow",  "cupti_range_late",
+	"no_thread_ring",
 	"cupti_range_dropped", "cupti_range_unclaimed", "cupti_range_unmeasured", "unknown",
 };
 
