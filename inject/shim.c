@@ -10,6 +10,7 @@
 #include <link.h>
 #include <limits.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -310,18 +311,71 @@ static void ring_register(struct ring *r)
 						      memory_order_relaxed));
 }
 
+/* This library's first byte (the linker's symbol): its link map entry is
+ * the one loaded there. */
+extern const char __ehdr_start[] GT_HIDDEN;
+
+struct load_order {
+	uintptr_t libc_fn; /* an address inside libc */
+	int n, self, libc; /* positions in the loader's list, -1 not seen */
+};
+
+static bool object_holds(const struct dl_phdr_info *info, uintptr_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && addr >= lo && addr - lo < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static int note_load_order(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct load_order *o = arg;
+
+	(void)size;
+	if ((const char *)info->dlpi_addr == __ehdr_start)
+		o->self = o->n;
+	else if (o->libc < 0 && object_holds(info, o->libc_fn))
+		o->libc = o->n;
+	o->n++;
+	return o->self >= 0 && o->libc >= 0;
+}
+
+/*
+ * Whether our destructor runs while the vendor libraries still work. The
+ * loader finalizes objects in its list's order, dependents first: a
+ * preloaded library sits before libc and every library the program loads,
+ * so its destructor runs right after the program's own and before theirs.
+ * Loaded later (CUDA's injection, a dlopen), those before it end first.
+ */
+static bool loaded_before_libc(void)
+{
+	struct load_order o = { .libc_fn = (uintptr_t)gnu_get_libc_version, .self = -1,
+				.libc = -1 };
+
+	dl_iterate_phdr(note_load_order, &o);
+	return o.self >= 0 && o.libc > o.self;
+}
+
 /*
  * exit() runs atexit handlers in reverse order of registration, and the
  * loader's _dl_fini (every library destructor, the vendor runtimes' among
- * them) was registered when main() was entered. Registering from the first
- * event, after that, makes our exit handler run while vendor libraries still
- * work. The destructor stays as the fallback.
+ * them) was registered when main() was entered. Ours, registered at the
+ * first event, runs before those registered earlier (an early atexit, the
+ * program's C++ static objects) and before every destructor: their GPU
+ * calls were lost, uncounted. Preloaded, the trace is finished later, by
+ * our destructor (vendor libraries still work then); else here.
  */
 static void at_exit_finish(int status, void *unused)
 {
 	/* on_exit, not atexit: the flight recorder writes on a non-zero status */
 	atomic_store(&gt_exit_status, status & 0xff);
-	gt_finish("exit", 5000);
+	if (!loaded_before_libc())
+		gt_finish("exit", 5000);
 }
 
 static void register_exit_handler(void)
@@ -1077,10 +1131,6 @@ GT_STARTUP_CODE bool shim__recorded_anything(void)
 {
 	return atomic_load(&writer_started) || shim__has_events();
 }
-
-/* This library's first byte (the linker's symbol): its link map entry is
- * the one loaded there. */
-extern const char __ehdr_start[] GT_HIDDEN;
 
 GT_STARTUP_CODE static int find_self(struct dl_phdr_info *info, size_t size, void *name)
 {

@@ -589,6 +589,11 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		if (result != CUDA_NOT_READY)
 			flags |= GT_EVF_FAILED;
 	}
+	/* queued after CUPTI's exit flush (backend.c, cupti_atexit), by an exit
+	 * handler or destructor that runs after it: its record never comes */
+	if (gt_unlikely((info & INFO_LAUNCH) && !result &&
+			atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_STOPPED))
+		gt_lost_add(cupti__key("cupti_after_exit"), 1);
 	struct gt_event ev = {
 		.start_ns = start,
 		.end_ns = now,

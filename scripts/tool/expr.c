@@ -158,7 +158,8 @@ static const char *const lost_reasons[] = {
 	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",
 	"ze_metrics_unread", "window_late",	 "cupti_pm_overflow",  "cupti_range_late",
 	"no_thread_ring",
-	"cupti_range_dropped", "cupti_range_unclaimed", "cupti_range_unmeasured", "unknown",
+	"cupti_range_dropped", "cupti_range_unclaimed", "cupti_range_unmeasured", "cupti_after_exit",
+	"unknown",
 };
 
 /* ... and device times corrected (the trailer's "adjusted"), the same way. */

@@ -132,7 +132,8 @@ def test_a_typo_in_a_name_never_passes(tmp_path):
 
 @pytest.mark.parametrize("reason", ["window_late", "cupti_pm_overflow", "cupti_range_late",
                                     "cupti_range_dropped", "cupti_range_unclaimed",
-                                    "cupti_range_unmeasured", "ze_metrics_unread"])
+                                    "cupti_range_unmeasured", "ze_metrics_unread",
+                                    "cupti_after_exit"])
 def test_every_reason_the_library_counts_is_known(tmp_path, reason):
     """Each reason the library counts under (gt_lost_add) reads 0 where it did not
     happen: they were "no loss reason" errors, so a CI gate on one could not be written

@@ -75,6 +75,15 @@
 //   mallocasync    on a non-blocking stream: cudaMallocAsync of 1 MiB, a fill of it
 //                  (104857 ns), an axpy (2048 ns), cudaMemcpyAsync of 4096 bytes into
 //                  pinned memory (409 ns), cudaFreeAsync, synchronized; the bytes read back
+//   late           after main's 2 scales of 64 ns and a device synchronize: an atexit
+//                  handler registered before the first CUDA call and a global object's
+//                  destructor do the same, then a destructor function fills the 256 bytes
+//                  (25 ns), synchronizes and frees them: all run after gputrace's exit
+//                  handler
+//   keydtor        after a cudaMalloc, a pthread key made with a destructor; two threads,
+//                  one after the other, each launch a scale of 64 ns, synchronize and set
+//                  the key; its destructor launches 2 more and synchronizes as the thread
+//                  ends
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -930,6 +939,83 @@ static int mallocasync_mode(void)
 	return ok ? 0 : 1;
 }
 
+static float *late_buf; // set by late mode: its exit handlers and destructors launch
+
+static void late_work(void)
+{
+	for (int i = 0; i < 2; i++)
+		sim::scale<float><<<1, 64>>>(late_buf, 1.0f, 64);
+	CHECK(cudaDeviceSynchronize());
+}
+
+static void late_handler(void)
+{
+	if (late_buf)
+		late_work();
+}
+
+static struct late_global {
+	~late_global()
+	{
+		if (late_buf)
+			late_work();
+	}
+} late_object;
+
+// the last of them (the loader's, after the exit handlers): a fill, as nvcc's exit
+// handler has unregistered the program's kernels by then
+__attribute__((destructor)) static void late_destructor(void)
+{
+	if (!late_buf)
+		return;
+	CHECK(cudaMemset(late_buf, 0, 64 * sizeof(float)));
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaFree(late_buf));
+}
+
+static int late_mode(void)
+{
+	atexit(late_handler); // before the first CUDA call, as a library's init would
+	CHECK(cudaMalloc(&late_buf, 64 * sizeof(float)));
+	late_work();
+	printf("late: ok\n");
+	return 0;
+}
+
+static pthread_key_t cache_key;
+
+static void cache_free(void *p)
+{
+	for (int i = 0; i < 2; i++)
+		sim::scale<float><<<1, 64>>>((float *)p, 1.0f, 64);
+	CHECK(cudaDeviceSynchronize());
+}
+
+static void *cache_user(void *p)
+{
+	sim::scale<float><<<1, 64>>>((float *)p, 1.0f, 64);
+	CHECK(cudaDeviceSynchronize());
+	pthread_setspecific(cache_key, p);
+	return NULL;
+}
+
+static int keydtor_mode(void)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, 64 * sizeof(float)));
+	// made after the first CUDA call, so after gputrace's own key
+	pthread_key_create(&cache_key, cache_free);
+	for (int i = 0; i < 2; i++) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, cache_user, d);
+		pthread_join(t, NULL);
+	}
+	printf("keydtor: ok\n");
+	return 0;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -958,6 +1044,8 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "basic";
 	if (!strcmp(mode, "cold"))
 		return cold_mode(); // before any other CUDA call
+	if (!strcmp(mode, "late"))
+		return late_mode(); // its handler goes in before any CUDA call
 	cudaError_t e = cudaGetDeviceCount(&count);
 
 	if (e != cudaSuccess || count == 0) {
@@ -1017,6 +1105,8 @@ int main(int argc, char **argv)
 		return hostfn_mode();
 	if (!strcmp(mode, "mallocasync"))
 		return mallocasync_mode();
+	if (!strcmp(mode, "keydtor"))
+		return keydtor_mode();
 	if (!strcmp(mode, "end") && argc > 3)
 		return end_mode(argv[0], argv[2], atoi(argv[3]));
 	if (!strcmp(mode, "ended")) {

@@ -645,6 +645,66 @@ def test_device_reset_keeps_the_work_before_and_after_it(tmp_path, cupti):
          ("cudaEventDestroy", "cudaErrorContextIsDestroyed")] * 2
 
 
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_calls_in_late_exit_handlers_and_destructors_are_recorded(tmp_path, cupti):
+    """sim_app late: an atexit handler registered before the first CUDA call, a global
+    object's destructor and a destructor function run after gputrace's exit handler
+    (registered at the first call). Their 9 calls are all in the trace (none was, nor
+    counted). With CUDA events their 4 kernels and fill are drawn, each from its launch;
+    CUPTI has handed over its records by then (its own exit flush), so their work (4
+    kernels, 1 fill, 3 synchronizes) is counted lost, cupti_after_exit, not dropped
+    unsaid."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "late"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"late: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    calls = [e["name"] for e in sorted(xs(trace, "cuda_runtime"), key=start)]
+    assert calls == ["cudaMalloc"] + ["cudaLaunchKernel"] * 2 + ["cudaDeviceSynchronize"] + \
+        (["cudaLaunchKernel"] * 2 + ["cudaDeviceSynchronize"]) * 2 + \
+        ["cudaMemset", "cudaDeviceSynchronize", "cudaFree"]
+    assert all(int(e["args"]["result"]) == 0 for e in xs(trace, "cuda_runtime"))
+    meta = trace["gputrace"]
+    assert meta["complete"] is True and meta["end"] == "exit"
+    work = sorted(device_work(trace), key=start)
+    if cupti:
+        assert [e["name"] for e in work] == [SCALE] * 2
+        assert meta["events_lost"] == 8
+        assert meta["lost_by_reason"]["cupti_after_exit"] == 8
+    else:
+        assert [e["name"] for e in work] == [SCALE] * 6 + ["Memset"]
+        assert meta["events_lost"] == 0
+    host = host_by_corr(trace)
+    for e in work:
+        assert linked(trace, host[e["args"]["correlation"]], e)
+
+
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_calls_in_a_key_destructor_are_recorded(tmp_path, cupti):
+    """sim_app keydtor: a pthread key made after the first CUDA call (after gputrace's
+    own), whose destructor launches 2 kernels and synchronizes as each of 2 threads
+    ends. Each thread's 3 launches and 2 synchronizes are on its own row and its 3
+    kernels drawn from them; the destructor's calls were lost unsaid and their kernels
+    drawn without a launch or arrow."""
+    env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
+    r = sim_run([APP, "keydtor"], tmp_path, env=env)
+    assert (r.returncode, r.stdout) == (0, b"keydtor: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    main_tid = trace["gputrace"]["pid"]
+    rows = {}
+    for e in xs(trace, "cuda_runtime"):
+        if e["tid"] != main_tid:
+            rows.setdefault(e["tid"], []).append(e["name"])
+    assert [sorted(names) for names in rows.values()] == \
+        [["cudaDeviceSynchronize"] * 2 + ["cudaLaunchKernel"] * 3] * 2
+    host = host_by_corr(trace)
+    kernels = xs(trace, "kernel")
+    assert len(kernels) == 6
+    for k in kernels:
+        launch = host[k["args"]["correlation"]]
+        assert launch["tid"] in rows and linked(trace, launch, k)
+
+
 def three_copies_traced(mode, tmp_path, cupti, expect):
     """sim_app MODE's three copies (synchronous, asynchronous on a stream of its own,
     synchronous into host memory), each expect's (call, kind, bytes, simulated ns):

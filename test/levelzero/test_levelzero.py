@@ -524,6 +524,26 @@ def test_calls_in_a_key_destructor_are_recorded(tmp_path, key_first, rounds):
     assert {k: n for k, n in trace["gputrace"]["lost_by_reason"].items() if n} == lost
 
 
+def test_gpu_work_in_late_exit_handlers_and_destructors_is_recorded(tmp_path):
+    """An atexit handler registered before the first GPU call and a destructor run
+    after gputrace's exit handler (registered at the first call): each does 2 rounds
+    of a copy and a kernel, as main does. All 6 copies and 6 kernels are drawn, each
+    with its call and arrow; those of the handler and the destructor were neither
+    written nor counted (the trace was finished before them)."""
+    need(LZ / "ze_exit_late")
+    trace = traced_like_untraced([LZ / "ze_exit_late"], tmp_path)
+    calls = by_corr(h for h in host_spans(trace)
+                    if h["name"] in ("zeCommandListAppendLaunchKernel",
+                                     "zeCommandListAppendMemoryCopy"))
+    work = device_spans(trace)
+    assert sorted(d["name"] for d in work) == ["Memcpy HtoD"] * 6 + ["late_kernel"] * 6
+    assert len(calls) == 12
+    assert sorted(by_corr(work)) == sorted(calls)
+    assert [h["name"] for h in host_spans(trace)].count("zeEventHostSynchronize") == 6
+    assert trace["gputrace"]["complete"] is True and trace["gputrace"]["end"] == "exit"
+    assert trace["gputrace"]["events_lost"] == 0
+
+
 def union_ns(spans):
     total, cur = 0, None
     for a, b in sorted((start(e), end(e)) for e in spans):
