@@ -570,40 +570,17 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	info = info_of(rt, cbid, cb->functionName);
 	result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
 
-	struct gt_arg args[3] = {
-		{ .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result },
-	};
-	unsigned nargs = 1;
-	uint16_t flags = (info & INFO_LAUNCH) ? GT_EVF_LAUNCH : 0;
-	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all)) {
-		uint64_t stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
-		if (stack)
-			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
-							 .v.u = stack };
-	}
-	if (result) {
-		uint32_t err = cupti__error_name(rt, result);
-		if (err)
-			args[nargs++] = (struct gt_arg){ .key = GT_S_ARG_ERROR,
-							 .type = GT_ARG_STR, .v.u = err };
-		if (result != CUDA_NOT_READY)
-			flags |= GT_EVF_FAILED;
-	}
+	uint64_t stack = 0;
+	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all))
+		stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
 	/* queued after CUPTI's exit flush (backend.c, cupti_atexit), by an exit
 	 * handler or destructor that runs after it: its record never comes */
 	if (gt_unlikely((info & INFO_LAUNCH) && !result &&
 			atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_STOPPED))
 		gt_lost_add(cupti__key("cupti_after_exit"), 1);
-	struct gt_event ev = {
-		.start_ns = start,
-		.end_ns = now,
-		.corr = gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
-		.name = (uint32_t)(info & INFO_NAME_MASK),
-		.cat = rt ? GT_S_CAT_CUDA_RUNTIME : GT_S_CAT_CUDA_DRIVER,
-		.type = GT_EV_HOST_SPAN,
-		.flags = flags,
-	};
-	gt_emit(&ev, args, nargs);
+	cupti__emit_api_span(start, now, gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
+			     (uint32_t)(info & INFO_NAME_MASK), rt, info & INFO_LAUNCH, result,
+			     stack);
 }
 
 void cupti__api_unwound(void)

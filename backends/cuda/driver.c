@@ -62,36 +62,13 @@ static bool cu_init_traced(void)
 static void cu_init_emit(uint64_t start, uint64_t corr, int r)
 {
 	static _Atomic uint32_t name;
-	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
 	uint64_t end = gt_clock_ns();
-	uint16_t flags = 0;
-	unsigned n = 1;
 
 	if (!atomic_load_explicit(&name, memory_order_relaxed))
 		atomic_store_explicit(&name, gt_str_intern("cuInit"), memory_order_relaxed);
-	if (gt_cfg.stacks && gt_cfg.stacks_all) {
-		uint64_t stack = gt_stack_capture();
-		if (stack)
-			args[n++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
-						     .v.u = stack };
-	}
-	if (r) {
-		uint32_t err = cupti__error_name(false, r);
-		if (err)
-			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
-						     .v.u = err };
-		flags |= GT_EVF_FAILED;
-	}
-	struct gt_event ev = {
-		.start_ns = start,
-		.end_ns = end,
-		.corr = corr,
-		.name = atomic_load_explicit(&name, memory_order_relaxed),
-		.cat = GT_S_CAT_CUDA_DRIVER,
-		.type = GT_EV_HOST_SPAN,
-		.flags = flags,
-	};
-	gt_emit(&ev, args, n);
+	cupti__emit_api_span(start, end, corr, atomic_load_explicit(&name, memory_order_relaxed),
+			     false, false, r,
+			     gt_cfg.stacks && gt_cfg.stacks_all ? gt_stack_capture() : 0);
 }
 
 static int cu_init_wrap(unsigned flags)

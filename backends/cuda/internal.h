@@ -180,6 +180,40 @@ GT_HIDDEN uint32_t cupti__rt_error_name(int code);
 /* A call's error for args.error: its name, else "cudaError N" ("CUresult N" for the
  * driver); 0 for a not-ready answer with no name to give. */
 GT_HIDDEN uint32_t cupti__error_name(bool runtime, int code);
+
+/* A CUDA API call's span, whoever saw it (our runtime wrapper, CUPTI's exit
+ * callback, the cuInit wrapper): its result, its stack (0: none) and its
+ * error's name; failed unless the answer is a poll's "not ready". */
+static inline void cupti__emit_api_span(uint64_t start, uint64_t end, uint64_t corr,
+					uint32_t name, bool runtime, bool launch, int result,
+					uint64_t stack)
+{
+	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = result } };
+	uint16_t flags = launch ? GT_EVF_LAUNCH : 0;
+	unsigned n = 1;
+
+	if (stack)
+		args[n++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64, .v.u = stack };
+	if (result) {
+		uint32_t err = cupti__error_name(runtime, result);
+
+		if (err)
+			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
+						     .v.u = err };
+		if (result != CUDA_NOT_READY)
+			flags |= GT_EVF_FAILED;
+	}
+	struct gt_event ev = {
+		.start_ns = start,
+		.end_ns = end,
+		.corr = corr,
+		.name = name,
+		.cat = runtime ? GT_S_CAT_CUDA_RUNTIME : GT_S_CAT_CUDA_DRIVER,
+		.type = GT_EV_HOST_SPAN,
+		.flags = flags,
+	};
+	gt_emit(&ev, args, n);
+}
 GT_HIDDEN void cupti__api_reset(void);
 /* A runtime call whose span CUPTI's callbacks make was ended by a forced unwind
  * (pthread_cancel): its exit callback never comes, so its span is drawn here,

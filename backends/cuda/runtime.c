@@ -354,36 +354,13 @@ static void rt_after(struct rt_call *c)
 static void rt_end(struct rt_call *c, cuda_err r)
 {
 	uint64_t end = c->end = gt_clock_ns();
-	struct gt_arg args[3] = { { .key = GT_S_ARG_RESULT, .type = GT_ARG_I64, .v.i = r } };
-	unsigned n = 1;
+	uint64_t stack = 0;
 
 	c->armed = false;
 	cupti_rt_wrapper_owns--;
-	if (gt_cfg.stacks && (c->launch || gt_cfg.stacks_all)) {
-		uint64_t stack = gt_stack_capture();
-		if (stack)
-			args[n++] = (struct gt_arg){ .key = GT_S_ARG_STACK, .type = GT_ARG_U64,
-						     .v.u = stack };
-	}
-	uint16_t flags = c->launch ? GT_EVF_LAUNCH : 0;
-	if (r) {
-		uint32_t err = cupti__error_name(true, r);
-		if (err)
-			args[n++] = (struct gt_arg){ .key = GT_S_ARG_ERROR, .type = GT_ARG_STR,
-						     .v.u = err };
-		if (r != CUDA_NOT_READY)
-			flags |= GT_EVF_FAILED;
-	}
-	struct gt_event ev = {
-		.start_ns = c->start,
-		.end_ns = end,
-		.corr = c->corr,
-		.name = c->name,
-		.cat = GT_S_CAT_CUDA_RUNTIME,
-		.type = GT_EV_HOST_SPAN,
-		.flags = flags,
-	};
-	gt_emit(&ev, args, n);
+	if (gt_cfg.stacks && (c->launch || gt_cfg.stacks_all))
+		stack = gt_stack_capture();
+	cupti__emit_api_span(c->start, end, c->corr, c->name, true, c->launch, r, stack);
 }
 
 /*
