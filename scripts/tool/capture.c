@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -102,6 +103,25 @@ static bool program_blocks(int pid, int sig)
 	return any && all;
 }
 
+/*
+ * The process's handler takes a --stop's mark away (inject/trigger.c) when
+ * the signal is delivered, a moment after sigqueue() returns: waited for, so
+ * that a capture right after this one finds the window ended (an open at
+ * once was refused "a window is open already", 1 run in 8 on a loaded
+ * machine). Bounded: a stopped process (SIGSTOP, a debugger) takes the
+ * request later; one that is gone takes none.
+ */
+static void wait_unmarked(const char *path, int pid)
+{
+	struct timespec step = { 0, 200000 };
+
+	for (int i = 0; i < 5000 && !access(path, F_OK); i++) {
+		if (kill(pid, 0) && errno == ESRCH)
+			return;
+		nanosleep(&step, NULL);
+	}
+}
+
 /* One process: 0 triggered, 1 refused or failed (one line said why). */
 static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 {
@@ -171,6 +191,8 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		fprintf(stderr, WHO ": cannot signal %d: %s\n", pid, strerror(errno));
 		return 1;
 	}
+	if (ms == RUNDIR_REQ_STOP)
+		wait_unmarked(path, pid);
 	if (!strcmp(a.mode, "flight"))
 		printf(WHO ": %d (%s): flight recorder writes its window\n", pid, a.exe);
 	else if (ms < 0)
