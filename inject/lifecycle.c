@@ -1089,6 +1089,30 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 	_exit(status);
 }
 
+static const char exit_fn_name[] GT_STARTUP_CONST = "exit";
+
+/*
+ * exit() called again from an exit handler or a destructor (glibc runs the
+ * handlers still to run, with the new status): that status is the
+ * process's, which on_exit told ours with the first; the flight recorder
+ * writes its window on it. Nothing else here: the trace ends where it would.
+ */
+GT_EXPORT __attribute__((noreturn)) void exit(int status)
+{
+	static __typeof__(exit) *_Atomic real_exit_fn GT_STARTUP_BSS;
+	__typeof__(exit) *real = atomic_load_explicit(&real_exit_fn, memory_order_relaxed);
+
+	if (!real) {
+		real = gt_real(exit_fn_name);
+		atomic_store_explicit(&real_exit_fn, real, memory_order_relaxed);
+	}
+	atomic_store(&gt_exit_status, status & 0xff);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
 static void on_quick_exit(void *unused)
 {
 	gt_finish("quick_exit", 3000);

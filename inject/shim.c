@@ -1262,10 +1262,31 @@ __asm__(".pushsection .text.sorted.gt_0page,\"ax\",@progbits\n\t.balign 4096\n"
 __asm__(".pushsection .text.sorted.gt_2end,\"ax\",@progbits\n"
 	"gt_startup_end:\n\t.popsection");
 
+/*
+ * Preloaded, the trace ends in our destructor, inside the loader's
+ * _dl_fini. A destructor run before ours (the program's own) that calls
+ * exit() again ends the process from inside _dl_fini: glibc runs the exit
+ * handlers still to run, and ours never comes (nor in a child forked
+ * there). This handler, registered before the loader's (a preloaded
+ * library's constructor runs before __libc_start_main registers _dl_fini),
+ * runs after it: there it finishes the trace; after a whole _dl_fini,
+ * whose destructors ran ours, it has nothing to do.
+ */
+static _Atomic bool destructor_ran GT_STARTUP_STATE;
+
+GT_STARTUP_CODE static void exit_inside_destructors(int status, void *unused)
+{
+	if (atomic_load(&destructor_ran))
+		return;
+	atomic_store(&gt_exit_status, status & 0xff);
+	gt_finish("exit", 5000);
+}
+
 GT_STARTUP_CODE __attribute__((constructor(101))) static void gt_constructor(void)
 {
 	if (&gt_unit_test && gt_unit_test)
 		return;
+	on_exit(exit_inside_destructors, NULL);
 	gt_ensure_init();
 }
 
@@ -1288,5 +1309,6 @@ GT_STARTUP_CODE GT_HIDDEN void gt_fini(void)
 
 GT_STARTUP_CODE __attribute__((destructor(101))) static void gt_destructor(void)
 {
+	atomic_store(&destructor_ran, true);
 	gt_finish("exit", 5000);
 }

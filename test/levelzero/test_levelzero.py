@@ -544,6 +544,37 @@ def test_gpu_work_in_late_exit_handlers_and_destructors_is_recorded(tmp_path):
     assert trace["gputrace"]["events_lost"] == 0
 
 
+@pytest.mark.parametrize("where,status", [("handler", 3), ("destructor", 5)])
+def test_exit_called_again_at_exit(tmp_path, where, status):
+    """The handler or the destructor of ze_exit_late calls exit() again after its work:
+    the process ends with that status, and its trace is complete, every copy and kernel
+    in it. From the destructor (inside the loader's finalization, before gputrace's own
+    destructor) there was no trace at all: the nested exit found no handler left to run."""
+    need(LZ / "ze_exit_late")
+    r = run([LZ / "ze_exit_late"], env=sim_env({"EXIT_IN": where}), tmp_path=tmp_path)
+    assert (r.returncode, r.stdout) == (status, b"main did 2\n"), r.stderr
+    trace = r.trace
+    work = device_spans(trace)
+    assert sorted(d["name"] for d in work) == ["Memcpy HtoD"] * 6 + ["late_kernel"] * 6
+    assert trace["gputrace"]["complete"] is True and trace["gputrace"]["end"] == "exit"
+    assert trace["gputrace"]["events_lost"] == 0
+
+
+def test_flight_recorder_sees_the_status_of_an_exit_called_again(tmp_path):
+    """An exit handler registered before the first GPU call calls exit(3) after main
+    returned 0: the process's status is 3, so the flight recorder writes its window (it
+    kept 0, on_exit's, and wrote nothing)."""
+    need(LZ / "ze_exit_late")
+    r = run([LZ / "ze_exit_late"], env=sim_env({"EXIT_IN": "handler",
+                                                "GPUTRACE_FLIGHT_RECORDER": "30s"}),
+            tmp_path=tmp_path)
+    assert (r.returncode, r.stdout) == (3, b"main did 2\n"), r.stderr
+    trace = r.trace
+    assert sorted(d["name"] for d in device_spans(trace)) == (["Memcpy HtoD"] * 6 +
+                                                              ["late_kernel"] * 6)
+    assert trace["gputrace"]["flight_recorder"]["events_kept"] > 0
+
+
 def union_ns(spans):
     total, cur = 0, None
     for a, b in sorted((start(e), end(e)) for e in spans):

@@ -2,7 +2,12 @@
  * exit handler: an atexit handler registered before the first GPU call (as a
  * library's init would) and a destructor, each ROUNDS rounds of {copy 4096 B,
  * kernel `late_kernel`, event synchronize, reset}, as main does before them.
- * Prints "main did N" when main returns. */
+ * Prints "main did N" when main returns. EXIT_IN=handler: the handler then
+ * calls exit(3); EXIT_IN=destructor: the destructor then calls exit(5). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "../apps/ze_app.h"
 
 #define ROUNDS 2
@@ -26,16 +31,27 @@ static void work(void)
 	}
 }
 
+static bool exit_in(const char *where)
+{
+	const char *v = getenv("EXIT_IN");
+
+	return v && !strcmp(v, where);
+}
+
 static void early_handler(void)
 {
 	if (list)
 		work();
+	if (exit_in("handler"))
+		exit(3);
 }
 
 __attribute__((destructor)) static void late_destructor(void)
 {
 	if (list)
 		work();
+	if (list && exit_in("destructor"))
+		exit(5);
 }
 
 int main(void)
