@@ -72,22 +72,51 @@ static int ze_map__grow(struct ze_map *m)
 	return 0;
 }
 
+/* The key's slot, or the empty one its probe ends at; *deleted: the first
+ * deleted slot on the way (NULL if none). */
+static struct ze_map_slot *ze_map__find_room(struct ze_map_tab *t, uintptr_t key,
+					     struct ze_map_slot **deleted)
+{
+	*deleted = NULL;
+	for (size_t i = ze_map__hash(key) & t->mask;; i = (i + 1) & t->mask) {
+		uintptr_t k = atomic_load_explicit(&t->slots[i].key, memory_order_relaxed);
+
+		if (k == key || k == 0)
+			return &t->slots[i];
+		if (!*deleted && !atomic_load_explicit(&t->slots[i].val, memory_order_relaxed))
+			*deleted = &t->slots[i];
+	}
+}
+
 int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
 {
 	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
-	struct ze_map_slot *s;
+	struct ze_map_slot *s, *deleted;
 
 	if (!key)
 		return -EINVAL;
-	if (!t || 2 * (t->used + 1) > t->mask + 1) {
-		/* A re-put of a present key needs no room: check before growing. */
-		if (t) {
-			s = ze_map__find(t, (uintptr_t)key);
-			if (atomic_load_explicit(&s->key, memory_order_relaxed) == (uintptr_t)key) {
-				atomic_store_explicit(&s->val, val, memory_order_release);
-				return 0;
-			}
+	if (t) {
+		s = ze_map__find_room(t, (uintptr_t)key, &deleted);
+		/* A re-put of a present key needs no room. */
+		if (atomic_load_explicit(&s->key, memory_order_relaxed) == (uintptr_t)key) {
+			atomic_store_explicit(&s->val, val, memory_order_release);
+			return 0;
 		}
+		/*
+		 * A deleted slot on the key's path is taken again, the key first:
+		 * a lock-free reader of the deleted key probes on past it, and one
+		 * of the new key (no one holds it before this returns) reads it
+		 * absent until the value is in. Without it, handles made and
+		 * destroyed over and over (kernels) filled the table again and
+		 * again, and a map with lock-free readers kept every table.
+		 */
+		if (deleted) {
+			atomic_store_explicit(&deleted->key, (uintptr_t)key, memory_order_release);
+			atomic_store_explicit(&deleted->val, val, memory_order_release);
+			return 0;
+		}
+	}
+	if (!t || 2 * (t->used + 1) > t->mask + 1) {
 		if (ze_map__grow(m))
 			return -ENOMEM;
 		t = atomic_load_explicit(&m->tab, memory_order_relaxed);
@@ -102,6 +131,24 @@ int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
 	return 0;
 }
 
+/* Whether a live key's probe passes slot i: one in the run of slots after it
+ * (up to an empty one) whose probe began at i or before. */
+static bool ze_map__probe_passes(struct ze_map_tab *t, size_t i)
+{
+	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
+		uintptr_t k = atomic_load_explicit(&t->slots[j].key, memory_order_relaxed);
+		size_t home;
+
+		if (!k)
+			return false;
+		if (!atomic_load_explicit(&t->slots[j].val, memory_order_relaxed))
+			continue;
+		home = ze_map__hash(k) & t->mask;
+		if (((home - i) & t->mask) == 0 || ((home - i) & t->mask) > ((j - i) & t->mask))
+			return true;
+	}
+}
+
 uintptr_t ze_map__del(struct ze_map *m, const void *key)
 {
 	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
@@ -112,7 +159,21 @@ uintptr_t ze_map__del(struct ze_map *m, const void *key)
 	s = ze_map__find(t, (uintptr_t)key);
 	if (atomic_load_explicit(&s->key, memory_order_relaxed) != (uintptr_t)key)
 		return 0;
-	return atomic_exchange_explicit(&s->val, 0, memory_order_acq_rel);
+	uintptr_t old = atomic_exchange_explicit(&s->val, 0, memory_order_acq_rel);
+	/*
+	 * A deleted slot no live key's probe passes is empty again, and then the
+	 * deleted one before it is looked at: a reader misses nothing (one of a
+	 * deleted key may stop early, finding it absent, as it is).
+	 */
+	for (size_t i = (size_t)(s - t->slots);
+	     atomic_load_explicit(&t->slots[i].key, memory_order_relaxed) &&
+	     !atomic_load_explicit(&t->slots[i].val, memory_order_relaxed) &&
+	     !ze_map__probe_passes(t, i);
+	     i = (i - 1) & t->mask) {
+		atomic_store_explicit(&t->slots[i].key, 0, memory_order_release);
+		t->used--;
+	}
+	return old;
 }
 
 void ze_map__each(struct ze_map *m, void (*fn)(const void *key, uintptr_t val, void *arg),

@@ -3,8 +3,8 @@
  * Handle -> value map for the Level Zero backend: open addressing, changes
  * under the caller's lock. A map made with lockfree_reads (launch paths read
  * kernel names without a lock) keeps every table it outgrew, so a reader
- * still probing one stays safe: it suits entries that are never deleted
- * (deleted slots are only reclaimed by a rebuild). Others free them.
+ * still probing one stays safe; a deleted slot is taken again by a key whose
+ * probe passes it, so churn does not outgrow a table. Others free them.
  */
 #ifndef GPUTRACE_LEVELZERO_MAP_H
 #define GPUTRACE_LEVELZERO_MAP_H
@@ -16,7 +16,7 @@
 #include "inject/event.h"
 
 struct ze_map_slot {
-	_Atomic uintptr_t key; /* 0: never used; a key stays once set (deleted: val 0) */
+	_Atomic uintptr_t key; /* 0: never used; deleted: val 0, until a key takes it again */
 	_Atomic uintptr_t val;
 };
 

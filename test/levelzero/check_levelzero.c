@@ -132,6 +132,36 @@ START_TEST(map_put_get_delete_grow)
 }
 END_TEST
 
+START_TEST(map_churn_keeps_its_table)
+{
+	/* kernels made and destroyed over and over: a map with lock-free readers
+	 * kept a new table each time deleted slots filled it (100 000 handles: 3846
+	 * tables, ~4 MB never freed) */
+	struct ze_map m = { .lockfree_reads = true };
+	struct ze_map_tab *first;
+	unsigned tables = 0;
+
+	for (uintptr_t i = 1; i <= 10; i++)
+		ck_assert_int_eq(ze_map__put(&m, (void *)(i * 64), i), 0);
+	first = atomic_load(&m.tab);
+	for (uintptr_t i = 0; i < 100000; i++) {
+		void *key = (void *)((i + 1) << 16);
+		struct ze_map_tab *before = atomic_load(&m.tab);
+
+		ck_assert_int_eq(ze_map__put(&m, key, i + 1), 0);
+		ck_assert_uint_eq(ze_map__get(&m, key), i + 1);
+		ck_assert_uint_eq(ze_map__del(&m, key), i + 1);
+		tables += atomic_load(&m.tab) != before;
+	}
+	ck_assert_uint_le(tables, 1);
+	for (uintptr_t i = 1; i <= 10; i++)
+		ck_assert_uint_eq(ze_map__get(&m, (void *)(i * 64)), i);
+	if (atomic_load(&m.tab) != first)
+		free(first);
+	free(atomic_load(&m.tab));
+}
+END_TEST
+
 static void count_live(const void *key, uintptr_t val, void *arg)
 {
 	(*(size_t *)arg)++;
@@ -240,6 +270,7 @@ int main(void)
 	tcase_add_test(t, handles_get_wrappers);
 	tcase_add_test(t, map_put_get_delete_grow);
 	tcase_add_test(t, map_each_visits_live_entries);
+	tcase_add_test(t, map_churn_keeps_its_table);
 	tcase_add_loop_test(t, fit_reports_keep_their_spacing_across_reads, 0, 20);
 	suite_add_tcase(s, t);
 	return check_run(s);
