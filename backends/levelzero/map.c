@@ -15,14 +15,27 @@ static size_t ze_map__hash(uintptr_t key)
 	return (size_t)(h ^ (h >> 29));
 }
 
-static struct ze_map_slot *ze_map__find(struct ze_map_tab *t, uintptr_t key)
+/* The key's slot, or the empty one its probe ends at; with deleted (a
+ * writer's), also the first deleted slot on the way (NULL if none). */
+static inline struct ze_map_slot *ze_map__probe(struct ze_map_tab *t, uintptr_t key,
+						struct ze_map_slot **deleted)
 {
+	if (deleted)
+		*deleted = NULL;
 	for (size_t i = ze_map__hash(key) & t->mask;; i = (i + 1) & t->mask) {
 		uintptr_t k = atomic_load_explicit(&t->slots[i].key, memory_order_acquire);
 
 		if (k == key || k == 0)
 			return &t->slots[i];
+		if (deleted && !*deleted &&
+		    !atomic_load_explicit(&t->slots[i].val, memory_order_relaxed))
+			*deleted = &t->slots[i];
 	}
+}
+
+static struct ze_map_slot *ze_map__find(struct ze_map_tab *t, uintptr_t key)
+{
+	return ze_map__probe(t, key, NULL);
 }
 
 uintptr_t ze_map__get(struct ze_map *m, const void *key)
@@ -72,22 +85,6 @@ static int ze_map__grow(struct ze_map *m)
 	return 0;
 }
 
-/* The key's slot, or the empty one its probe ends at; *deleted: the first
- * deleted slot on the way (NULL if none). */
-static struct ze_map_slot *ze_map__find_room(struct ze_map_tab *t, uintptr_t key,
-					     struct ze_map_slot **deleted)
-{
-	*deleted = NULL;
-	for (size_t i = ze_map__hash(key) & t->mask;; i = (i + 1) & t->mask) {
-		uintptr_t k = atomic_load_explicit(&t->slots[i].key, memory_order_relaxed);
-
-		if (k == key || k == 0)
-			return &t->slots[i];
-		if (!*deleted && !atomic_load_explicit(&t->slots[i].val, memory_order_relaxed))
-			*deleted = &t->slots[i];
-	}
-}
-
 int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
 {
 	struct ze_map_tab *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
@@ -96,7 +93,7 @@ int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
 	if (!key)
 		return -EINVAL;
 	if (t) {
-		s = ze_map__find_room(t, (uintptr_t)key, &deleted);
+		s = ze_map__probe(t, (uintptr_t)key, &deleted);
 		/* A re-put of a present key needs no room. */
 		if (atomic_load_explicit(&s->key, memory_order_relaxed) == (uintptr_t)key) {
 			atomic_store_explicit(&s->val, val, memory_order_release);
@@ -120,14 +117,13 @@ int ze_map__put(struct ze_map *m, const void *key, uintptr_t val)
 		if (ze_map__grow(m))
 			return -ENOMEM;
 		t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+		s = ze_map__find(t, (uintptr_t)key);
 	}
-	s = ze_map__find(t, (uintptr_t)key);
-	/* Value first, then the key: a reader that sees the key sees its value. */
+	/* An empty slot. Value first, then the key: a reader that sees the key
+	 * sees its value. */
 	atomic_store_explicit(&s->val, val, memory_order_release);
-	if (atomic_load_explicit(&s->key, memory_order_relaxed) != (uintptr_t)key) {
-		atomic_store_explicit(&s->key, (uintptr_t)key, memory_order_release);
-		t->used++;
-	}
+	atomic_store_explicit(&s->key, (uintptr_t)key, memory_order_release);
+	t->used++;
 	return 0;
 }
 
