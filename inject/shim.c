@@ -571,8 +571,8 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	int64_t seq;
 
 	if (gt_unlikely(!r)) {
-		/* its ring went at its exit (a key destructor of glibc's last
-		 * round called the GPU), or could not be made: not silently */
+		/* its ring went at its exit (a key destructor of glibc's third
+		 * or fourth round called the GPU), or could not be made: not silently */
 		gt_lost_add(GT_S_LOST_NO_THREAD_RING, 1);
 		return -ECANCELED;
 	}

@@ -107,7 +107,7 @@ static bool program_blocks(int pid, int sig)
  * The process's handler takes a --stop's mark away (inject/trigger.c) when
  * the signal is delivered, a moment after sigqueue() returns: waited for, so
  * that a capture right after this one finds the window ended (an open at
- * once was refused "a window is open already", 1 run in 8 on a loaded
+ * once was refused "a window is open already", 1 run in 6 on a loaded
  * machine). Bounded: a stopped process (SIGSTOP, a debugger) takes the
  * request later; one that is gone takes none.
  */
