@@ -403,34 +403,37 @@ static uint64_t ring_waits(uint64_t *wait_ns)
 	return n + W.dead_waits;
 }
 
-static uint64_t lost_total(bool per_reason_json, struct jbuf *b)
-{
-	uint64_t full = ring_lost(), total = full;
-	bool first = true;
+/* The losses at one moment, total and by reason, for the trailer: taken on the stack,
+ * so that writing them needs no buffer of its own (the last trailer is made at an exit
+ * that may find no memory left). */
+struct lost_now {
+	uint64_t full, total;
+	unsigned n;
+	uint32_t reason[GT_LOST_REASONS];
+	uint64_t count[GT_LOST_REASONS];
+};
 
-	if (per_reason_json) {
-		jbuf__lit(b, "{\"ring_full\":");
-		json__u64(b, full);
-		first = false;
-	}
+static void lost_now(struct lost_now *l)
+{
+	l->full = l->total = ring_lost();
+	l->n = 0;
 	for (int i = 0; i < GT_LOST_REASONS; i++) {
 		uint32_t reason = atomic_load(&gt_st.lost_reason[i]);
-		uint64_t n = atomic_load(&gt_st.lost_count[i]);
 
 		if (!reason)
 			break;
-		total += n;
-		if (per_reason_json) {
-			jbuf__ch(b, first ? '{' : ',');
-			first = false;
-			events__put_sid(b, reason);
-			jbuf__ch(b, ':');
-			json__u64(b, n);
-		}
+		l->reason[l->n] = reason;
+		l->count[l->n] = atomic_load(&gt_st.lost_count[i]);
+		l->total += l->count[l->n++];
 	}
-	if (per_reason_json)
-		jbuf__ch(b, '}');
-	return total;
+}
+
+static uint64_t lost_total(void)
+{
+	struct lost_now l;
+
+	lost_now(&l);
+	return l.total;
 }
 
 /* Kineto's "deviceProperties": what the backends could read of each device
@@ -516,7 +519,8 @@ static void trailer_gaps(struct jbuf *b)
 		jbuf__ch(b, ']');
 }
 
-static void build_trailer(bool final)
+/* The trailer, listing at most `limit` threads. */
+static void build_trailer_listing(bool final, size_t limit)
 {
 	struct jbuf *b = &W.trailer;
 	const char *reason = atomic_load(&gt_end_reason);
@@ -587,11 +591,18 @@ static void build_trailer(bool final)
 	jbuf__lit(b, ",\"events_recorded\":");
 	json__u64(b, W.recorded);
 	jbuf__lit(b, ",\"events_lost\":");
-	struct jbuf reasons = { 0 };
-	json__u64(b, lost_total(true, &reasons));
-	jbuf__lit(b, ",\"lost_by_reason\":");
-	jbuf__put(b, reasons.p, reasons.len);
-	jbuf__free(&reasons);
+	struct lost_now lost;
+	lost_now(&lost);
+	json__u64(b, lost.total);
+	jbuf__lit(b, ",\"lost_by_reason\":{\"ring_full\":");
+	json__u64(b, lost.full);
+	for (unsigned i = 0; i < lost.n; i++) {
+		jbuf__ch(b, ',');
+		events__put_sid(b, lost.reason[i]);
+		jbuf__ch(b, ':');
+		json__u64(b, lost.count[i]);
+	}
+	jbuf__ch(b, '}');
 	if (gt_cfg.lossless_ms) {
 		uint64_t wait_ns, waits = ring_waits(&wait_ns);
 
@@ -639,7 +650,7 @@ static void build_trailer(bool final)
 	json__u64(b, stacks__dropped());
 	/* checkpoints list the first threads only: their footer must fit in
 	 * one page to be rewritten in one uncut write; the last lists all */
-	size_t listed = 0, limit = final ? SIZE_MAX : TRAILER_THREADS;
+	size_t listed = 0;
 	uint64_t total = W.dead_threads;
 	jbuf__lit(b, "},\"threads\":[");
 	for (struct ring *r = atomic_load(&gt_st.rings); r; r = r->next, total++)
@@ -651,15 +662,41 @@ static void build_trailer(bool final)
 		trailer_thread(b, &first, W.dead[i].tid, W.dead[i].events, W.dead[i].lost);
 	jbuf__lit(b, "],\"threads_total\":");
 	json__u64(b, total);
+	if (final && limit != SIZE_MAX) {
+		/* the list every thread's was cut (build_trailer) */
+		jbuf__lit(b, ",\"threads_listed\":");
+		json__u64(b, listed < limit ? listed : limit);
+	}
 	if (W.flight)
 		flight__trailer(b, W.flight);
 	jbuf__lit(b, "}}\n");
 }
 
+/*
+ * The last trailer lists every thread: 20000 threads take ~700 KB, asked for at the exit
+ * of a process that may have used up its address space (`ulimit -v`, threads' stacks and
+ * rings). Where that memory is not there, the numbers that found no room were left out
+ * and the file was not JSON; now the list is cut to a checkpoint's (room the footer
+ * already had), then to none, and `threads_listed` says how many it holds.
+ */
+static void build_trailer(bool final)
+{
+	W.trailer.oom = 0;
+	build_trailer_listing(final, final ? SIZE_MAX : TRAILER_THREADS);
+	if (W.trailer.oom && final) {
+		W.trailer.oom = 0;
+		build_trailer_listing(final, TRAILER_THREADS);
+	}
+	if (W.trailer.oom) {
+		W.trailer.oom = 0;
+		build_trailer_listing(final, 0);
+	}
+}
+
 bool checkpoint__anything(bool final)
 {
 	/* lost events count too: a process that lost all it recorded says so */
-	return W.recorded || W.npend || (final && lost_total(false, NULL));
+	return W.recorded || W.npend || (final && lost_total());
 }
 
 /*
@@ -871,7 +908,7 @@ static void print_lost_line_only(bool written)
 {
 	struct summary *s;
 
-	if (!lost_total(false, NULL) || !(s = summary__new()))
+	if (!lost_total() || !(s = summary__new()))
 		return;
 	summary_losses(s);
 	summary_hints(s);
@@ -915,7 +952,7 @@ void checkpoint__summary(void)
 	}
 	/* the process's row gets its losses too (the same process: added) */
 	me = this_process(host, sizeof(host), rank, sizeof(rank));
-	me.lost = lost_total(false, NULL);
+	me.lost = lost_total();
 	summary__process(W.sum, &me);
 	summary_hints(W.sum);
 	if (gt_cfg.summary_json[0]) {

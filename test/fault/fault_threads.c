@@ -13,6 +13,8 @@
  *                  queue's kernel waits on an event nobody signals
  *   cancel         a thread blocked in zeEventHostSynchronize is cancelled; its
  *                  cleanup handler makes a call; main goes on calling
+ *   exhaust T      T short-lived threads (2 calls each), then the address space
+ *                  left under RLIMIT_AS is mapped (the test sets it), and main returns
  *   slow K         K calls; prints nothing variable; notes the longest single
  *                  call and the whole loop, in ns (for the slow-output test)
  */
@@ -234,6 +236,20 @@ static int hammer(int threads, int k)
 	return 0;
 }
 
+/* Every byte of address space RLIMIT_AS leaves mapped, none given back: the exit
+ * finds no memory (a program that used it all up, under `ulimit -v`). */
+static int exhaust(int threads)
+{
+	waves(threads, 100, 2);
+	/* the exited threads' rings given back first (the drain's 10 ms poll) */
+	sleep_ms(200);
+	for (size_t sz = (size_t)1 << 30; sz >= 4096; sz >>= 1)
+		while (mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			    0) != MAP_FAILED)
+			;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *action = argc > 1 ? argv[1] : "";
@@ -249,6 +265,8 @@ int main(int argc, char **argv)
 		sleep_ms((unsigned)arg_int(argc, argv, 4, 0));
 		return hammer(arg_int(argc, argv, 2, 4), arg_int(argc, argv, 3, 50000));
 	}
+	if (!strcmp(action, "exhaust"))
+		return exhaust(arg_int(argc, argv, 2, 8000));
 	if (!strcmp(action, "slow"))
 		return slow(arg_int(argc, argv, 2, 200000));
 	dev_setup(&dev);

@@ -1,7 +1,10 @@
 """Threads: many short ones, ones that die while the drain thread writes
 their rings, ones blocked in the device or cancelled inside a traced call."""
+import resource
+
 import pytest
 
+from conftest import SANITIZE, default_signals, load_trace
 from faultkit import check_exact, compare, notes, printed, prog, spans, valid_trace
 
 
@@ -16,6 +19,29 @@ def test_ten_thousand_short_threads(tmp_path):
     assert len(t["gputrace"]["threads"]) >= 10001
     # counted apart from the list (a checkpoint never walks the exited threads)
     assert t["gputrace"]["threads_total"] == len(t["gputrace"]["threads"])
+
+
+def address_space_4g():
+    default_signals()
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+@pytest.mark.skipif(bool(SANITIZE), reason="sanitizer runtimes reserve terabytes of address space")
+def test_last_trailer_is_json_when_the_exit_finds_no_memory(tmp_path):
+    # 8000 threads' list (~280 KB) is asked for at an exit that finds the address space
+    # used up: it was written with the numbers that found no room left out (not JSON)
+    # (small rings: 4 MiB ones of threads exited faster than the drain frees them take
+    # the address space first, and their threads' events are lost, no_thread_ring)
+    r = compare(tmp_path, [prog("fault_threads"), "exhaust", "8000"],
+                env={"GPUTRACE_BUFFER_KB": "64"}, preexec_fn=address_space_4g, timeout=120)
+    assert r.traced.returncode == 0
+    t = load_trace(r.trace_path)
+    meta = t["gputrace"]
+    assert meta["complete"] is True and meta["end"] == "exit"
+    # the list cut, and said so; the counts whole
+    assert meta["threads_listed"] == len(meta["threads"]) < meta["threads_total"] == 8001
+    assert sum(meta["lost_by_reason"].values()) == meta["events_lost"]
+    check_exact(t, printed(r.traced.stdout))
 
 
 def test_threads_exit_while_drain_runs(tmp_path):
