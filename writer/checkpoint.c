@@ -337,7 +337,12 @@ bool checkpoint__open(void)
 	W.ev_start = 0;
 	build_head(&head);
 	build_trailer(false);
-	err = flight_mode() ? 0 : out__begin(&W.out, head.p, head.len, W.trailer.p, W.trailer.len);
+	/* a head, a trailer or events that found no memory have holes: not JSON */
+	if (head.oom || W.trailer.oom || pending.oom)
+		err = -ENOMEM;
+	else
+		err = flight_mode() ? 0 : out__begin(&W.out, head.p, head.len, W.trailer.p,
+						     W.trailer.len);
 	jbuf__free(&head);
 	if (err) {
 		jbuf__free(&pending);
@@ -825,6 +830,24 @@ static void flight_checkpoint(bool final, bool behind)
 		flight__free();
 }
 
+/*
+ * Events or a trailer formatted without the memory they needed (a process that used up
+ * its address space: `ulimit -v`) have holes where a number or a name found no room, and
+ * the file was not JSON (or, where no buffer could be had at all, empty), without a word:
+ * they are not written, and the trace ends at its last checkpoint, said as a failed write
+ * is. True: so.
+ */
+static bool out_of_memory(void)
+{
+	if (gt_likely(!W.buf.oom && !W.trailer.oom))
+		return false;
+	W.buf.len = 0;
+	W.ev_start = 0;
+	W.buf.oom = 0;
+	output_failed(-ENOMEM);
+	return true;
+}
+
 static void checkpoint_write(bool final, bool behind)
 {
 	int err;
@@ -836,12 +859,15 @@ static void checkpoint_write(bool final, bool behind)
 	if (!checkpoint__open())
 		return;
 	if (flight_mode()) {
-		flight_checkpoint(final, behind);
+		if (!out_of_memory())
+			flight_checkpoint(final, behind);
 		return;
 	}
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
 	events__fit();
 	build_trailer(final);
+	if (out_of_memory())
+		return;
 	W.buf_at += W.buf.len; /* a paged file takes the events as they are */
 	err = outq__submit(&W.buf, &W.trailer, final, behind);
 	W.buf.len = 0;

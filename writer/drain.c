@@ -309,8 +309,12 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 			atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 		}
 		tail += drain_record(r, r->slots, r->mask, tail);
-		/* a fork() is waiting for this cycle: the rest is for the next one */
-		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
+		/* a fork() is waiting for this cycle: the rest is for the next one; or the
+		 * events found no memory (the checkpoint ends the trace: checkpoint.c,
+		 * out_of_memory), where each failed growth costs glibc's malloc a try at
+		 * a new arena: 40000 events held an exit 10 s */
+		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed) ||
+				W.buf.oom))
 			break;
 		checkpoint__write_behind_when_full();
 	}

@@ -13,8 +13,8 @@
  *                  queue's kernel waits on an event nobody signals
  *   cancel         a thread blocked in zeEventHostSynchronize is cancelled; its
  *                  cleanup handler makes a call; main goes on calling
- *   exhaust T      T short-lived threads (2 calls each), then the address space
- *                  left under RLIMIT_AS is mapped (the test sets it), and main returns
+ *   exhaust T [K]  T short-lived threads (2 calls each), then the address space
+ *                  left under RLIMIT_AS is mapped (the test sets it), then K calls
  *   slow K         K calls; prints nothing variable; notes the longest single
  *                  call and the whole loop, in ns (for the slow-output test)
  */
@@ -238,7 +238,7 @@ static int hammer(int threads, int k)
 
 /* Every byte of address space RLIMIT_AS leaves mapped, none given back: the exit
  * finds no memory (a program that used it all up, under `ulimit -v`). */
-static int exhaust(int threads)
+static int exhaust(int threads, int k)
 {
 	waves(threads, 100, 2);
 	/* the exited threads' rings given back first (the drain's 10 ms poll) */
@@ -247,6 +247,8 @@ static int exhaust(int threads)
 		while (mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			    0) != MAP_FAILED)
 			;
+	calls(k);
+	report();
 	return 0;
 }
 
@@ -266,7 +268,7 @@ int main(int argc, char **argv)
 		return hammer(arg_int(argc, argv, 2, 4), arg_int(argc, argv, 3, 50000));
 	}
 	if (!strcmp(action, "exhaust"))
-		return exhaust(arg_int(argc, argv, 2, 8000));
+		return exhaust(arg_int(argc, argv, 2, 8000), arg_int(argc, argv, 3, 0));
 	if (!strcmp(action, "slow"))
 		return slow(arg_int(argc, argv, 2, 200000));
 	dev_setup(&dev);

@@ -1,13 +1,15 @@
 """Pressure: full rings, full disks, slow readers. The program is never
 harmed or slowed on its hot path; what cannot be kept is counted, exactly."""
 import os
+import resource
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import GPUTRACE, SANITIZE, gputrace_env, gputrace_lines, sim_env
+from conftest import (GPUTRACE, SANITIZE, default_signals, gputrace_env, gputrace_lines,
+                      load_trace, sim_env)
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -21,6 +23,36 @@ def test_tiny_rings_count_every_loss(tmp_path):
     assert meta["events_lost"] > 0
     assert meta["lost_by_reason"]["ring_full"] == meta["events_lost"]
     check_exact(t, printed(r.traced.stdout), lost=None)
+
+
+def address_space_2g():
+    default_signals()
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.skipif(bool(SANITIZE), reason="sanitizer runtimes reserve terabytes of address space")
+@pytest.mark.parametrize("checkpointed", [True, False])
+def test_no_memory_for_the_events_ends_the_trace_in_one_line(tmp_path, checkpointed):
+    # 40000 calls after the program mapped all the address space RLIMIT_AS leaves: the
+    # events found no buffer, and the file was not JSON (numbers and names left out) or
+    # empty, without a word, the exit held 10 s by allocations retried for each event
+    env = {"GPUTRACE_FLUSH_MS": "10" if checkpointed else "60000"}
+    t0 = time.monotonic()
+    r = compare(tmp_path, [prog("fault_threads"), "exhaust", "0", "40000"], env=env,
+                preexec_fn=address_space_2g, timeout=60)
+    assert time.monotonic() - t0 < 8
+    assert r.traced.returncode == 0
+    lines = gputrace_lines(r.traced.stderr)
+    assert len(lines) == 1 and "Cannot allocate memory" in lines[0], lines
+    if not checkpointed:
+        assert not r.trace_path.exists()
+        return
+    # the trace ends at its last checkpoint (the calls before the address space ran
+    # out), said as a failed write is
+    meta = load_trace(r.trace_path)["gputrace"]
+    assert meta["complete"] is False
+    assert meta["end"] == "write failed: Cannot allocate memory"
+    assert 0 < meta["events_recorded"] <= 102
 
 
 def test_full_device_one_message(tmp_path):
