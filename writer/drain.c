@@ -183,6 +183,13 @@ static unsigned drain_record(struct ring *r, const struct gt_event *slots, uint6
 	}
 	if (after_the_end(ev, r))
 		return nslots;
+	/* a capture window's file opens with its first event inside the window,
+	 * not with whatever its rings hold: calls the program made after the
+	 * window's end, before the drain closed it (a --duration window from the
+	 * start whose first call came after its end), are no reason for a file
+	 * that holds none of them */
+	if (gt_unlikely(!W.opened) && !W.failed)
+		checkpoint__open();
 	switch (ev->type) {
 	case GT_EV_HOST_SPAN:
 		write_host(ev, args, nargs, (uint32_t)r->tid);
@@ -460,8 +467,9 @@ static bool is_exec(void)
  * recorded nothing gets none. */
 static void open_when_due(bool final)
 {
+	/* (a capture window's: with its first event inside it, drain_record) */
 	if (!W.opened && !W.failed && writing_window() &&
-	    (rings_have_data() || checkpoint__anything(final)))
+	    ((!gt_cap.controlled && rings_have_data()) || checkpoint__anything(final)))
 		checkpoint__open();
 }
 

@@ -646,6 +646,30 @@ def test_run_window_inside_one_long_wait(tmp_path, watchdog):
     assert not [f for f in tmp_path.glob("t*.json") if not f.name.endswith(".watchdog.json")]
 
 
+def test_window_over_before_the_first_call_writes_no_file(tmp_path):
+    """A --duration window from the start (1 us) is over before the program's first GPU
+    call; with no drain thread yet, the calls made before it closes the window reach the
+    rings, and are left out (after the window's end). A file was opened for them all the
+    same: an empty trace ("0 spans over 0 ns"), where README "Long runs" says such a
+    window writes no file. Now: none, GPUTRACE_LOG=info says why, and under gputrace run
+    the run says no call was inside a window."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    r = window_run(tmp_path, [20, BATCH], {"GPUTRACE_DURATION": "0.000001",
+                                           "GPUTRACE_LOG": "info"})
+    assert list(tmp_path.iterdir()) == [], r.stderr
+    assert b"capture window 1 held no complete GPU call" in r.stderr
+    env = gputrace_env(sim_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    r = subprocess.run([str(GPUTRACE), "run", "--duration", "0.000001", "-o",
+                        str(tmp_path / "t.json"), "--", str(WINDOW_APP), "20", str(BATCH)],
+                       env=env, capture_output=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run_lines(r) == [
+        "gputrace: a capture window opened, but no GPU call began and ended inside one (a call "
+        "running across a window's edge, as one long wait, is not recorded): no trace written"]
+    assert not list(tmp_path.glob("t*.json"))
+
+
 @pytest.mark.sanitize
 def test_capture_all_inside_one_gputrace_run(tmp_path):
     """gputrace run --start paused over a job of two processes; gputrace capture --all from
