@@ -97,8 +97,19 @@ GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_delay_ignored(void)
 				    : gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 }
 
+/* --capture-count counts the ranges --capture-range names: alone it would
+ * be dropped without a word, and the whole run recorded */
+GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_count_ignored(void)
+{
+	pr_warn("%s counts the ranges of %s: it is ignored without it",
+		gt_setting("--capture-count", "GPUTRACE_CAPTURE_COUNT"),
+		gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+}
+
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
+	if (gt_unlikely(gt_cfg.capture_count_set) && !gt_cfg.capture_range)
+		warn_count_ignored();
 	gt_cap.controlled = capture__wanted();
 	if (gt_cap.controlled && gt_cfg.flight_bytes) {
 		/* a recorder that records only inside windows would keep less than

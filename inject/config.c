@@ -723,8 +723,10 @@ static void set_capture_count(struct gt_config *cfg, const char *var, const char
 
 	if (parse_uint(val, 0, 1000000, &v))
 		bad(cfg, var, val, "how many ranges to record, 1 to 1000000, or 0 for every one");
-	else
+	else {
 		cfg->capture_count = (unsigned)v;
+		cfg->capture_count_set = true;
+	}
 }
 
 /* "30", "30s", "0.5s", "500ms": the last 30 seconds (at most

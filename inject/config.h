@@ -108,6 +108,7 @@ struct gt_config {
 	const char *capture_nvtx;    /* nvtx:NAME[@DOMAIN]: NAME */
 	const char *capture_nvtx_domain; /* and DOMAIN ("": the default domain) */
 	unsigned capture_count;      /* GPUTRACE_CAPTURE_COUNT: ranges recorded, 0 every one */
+	bool capture_count_set;      /* given, and valid: it means nothing without a range */
 	int capture_signal;          /* GPUTRACE_CAPTURE_SIGNAL: gputrace capture's signal; 0 off;
 	                                GT_CAPTURE_SIGNAL_RTMIN_DEFAULT: the default */
 	uint64_t flight_ns;          /* GPUTRACE_FLIGHT_RECORDER SEC: the window kept (0: no limit) */

@@ -176,6 +176,32 @@ def test_delay_with_other_windows_said_ignored_under_gputrace_run(tmp_path, opti
     assert lines == [f"gputrace: --delay opens a window by itself: it is ignored with {name}"]
 
 
+def test_capture_count_without_a_range_said_ignored(tmp_path):
+    """GPUTRACE_CAPTURE_COUNT counts GPUTRACE_CAPTURE_RANGE's ranges; alone it was dropped
+    without a word (the whole run recorded, as the user did not ask): one line says so,
+    and the run is traced as without it."""
+    r = window_run(tmp_path, [20, BATCH], {"GPUTRACE_CAPTURE_COUNT": "2"})
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == ["gputrace: GPUTRACE_CAPTURE_COUNT counts the ranges of "
+                     "GPUTRACE_CAPTURE_RANGE: it is ignored without it"]
+    trailer = r.trace["gputrace"]
+    assert "capture" not in trailer and trailer["events_recorded"] > 0
+    # with a range, nothing is said
+    r = window_run(tmp_path, [20, BATCH], {"GPUTRACE_CAPTURE_COUNT": "2",
+                                           "GPUTRACE_CAPTURE_RANGE": "nvtx:step"})
+    assert b"gputrace" not in r.stderr
+    # under gputrace run: once for the run, naming the options
+    need(WINDOW_APP)
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                        "--capture-count", "3", "--", "sh", "-c",
+                        f"{WINDOW_APP} 20 {BATCH}; {WINDOW_APP} 20 {BATCH}"],
+                       env=gputrace_env(sim_env()), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == ["gputrace: --capture-count counts the ranges of --capture-range: it is "
+                     "ignored without it"], lines
+
+
 def test_bad_window_values_one_line_each(tmp_path):
     r = window_run(tmp_path, [50, BATCH], {"GPUTRACE_START": "later", "GPUTRACE_DELAY": "-1",
                                             "GPUTRACE_DURATION": "soon"})
