@@ -333,8 +333,12 @@ static bool trace_without_folder(const char *trace)
 
 	if (n && !strncmp(trace, state, n) && !strncmp(trace + n, "/parts/", 7))
 		return true;
-	return !strncmp(trace, "/dev/", 5) || !strncmp(trace, "/proc/", 6) ||
-	       (!stat(trace, &st) && !S_ISREG(st.st_mode));
+	/* a descriptor's name is no folder's, even for a file redirected there
+	 * (> log); a regular file elsewhere under /dev is in a folder (/dev/shm:
+	 * a tmpfs, whose reports went to the start folder) */
+	return !strcmp(trace, "/dev/stdout") || !strcmp(trace, "/dev/stderr") ||
+	       !strcmp(trace, "/dev/stdin") || !strncmp(trace, "/dev/fd/", 8) ||
+	       !strncmp(trace, "/proc/", 6) || (!stat(trace, &st) && !S_ISREG(st.st_mode));
 }
 
 /* <trace without .json[.gz]>.watchdog[.N].json; beside the run's trace

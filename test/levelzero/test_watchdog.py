@@ -6,9 +6,12 @@ kernel still pending on its queue; the program is not stopped; nothing is said a
 a wait that ends in time; a bad value is one line."""
 import json
 import os
+import pathlib
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -371,6 +374,31 @@ def test_watchdog_report_of_a_run_into_a_pipe(tmp_path, tmpdir):
     assert gputrace_lines(err) == [
         f"gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over 0.3 s; "
         f"report in {report}"], err
+
+
+def test_watchdog_report_beside_a_trace_under_dev_shm(tmp_path):
+    """A trace in a folder under /dev (/dev/shm, a tmpfs: where a job puts node-local
+    files) is a file in a folder, not a device: its report goes beside it. Every path
+    under /dev/ was taken for a device or a pipe, and the report went to the folder the
+    process started in, under the program's name."""
+    shm = pathlib.Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK | os.X_OK)):
+        pytest.skip("no writable /dev/shm")
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="gputrace-test-", dir=shm))
+    try:
+        env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                                 "GPUTRACE_OUTPUT": str(folder / "trace.json"),
+                                 "GPUTRACE_SUMMARY": "0"}))
+        ((p, _, err),) = hang_runs(tmp_path, [[HANG, "1000"]], env=env)
+        assert p.returncode == 0, err
+        assert sorted(f.name for f in folder.iterdir()) == ["trace.json",
+                                                           "trace.watchdog.json"], err
+        assert not list(tmp_path.glob("*.watchdog.json"))
+        assert gputrace_lines(err) == [
+            "gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over 0.3 s; "
+            f"report in {folder / 'trace.watchdog.json'}"], err
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_watchdog_reports_of_two_runs_into_one_name(tmp_path):
