@@ -104,18 +104,19 @@ static bool program_blocks(int pid, int sig)
 }
 
 /*
- * The process's handler takes a --stop's mark away (inject/trigger.c) when
- * the signal is delivered, a moment after sigqueue() returns: waited for, so
- * that a capture right after this one finds the window ended (an open at
- * once was refused "a window is open already", 1 run in 6 on a loaded
- * machine). Bounded: a stopped process (SIGSTOP, a debugger) takes the
- * request later; one that is gone takes none.
+ * The process's handler takes a --stop's mark away, and makes an open's
+ * (inject/trigger.c), when the signal is delivered, a moment after sigqueue()
+ * returns: waited for (marked: until it is there), so that a capture right
+ * after this one finds the window ended (an open at once was refused "a window
+ * is open already", 1 run in 6 on a loaded machine), or open. Bounded: a
+ * stopped process (SIGSTOP, a debugger) takes the request later; one that is
+ * gone takes none.
  */
-static void wait_unmarked(const char *path, int pid)
+static void wait_mark(const char *path, int pid, bool marked)
 {
 	struct timespec step = { 0, 200000 };
 
-	for (int i = 0; i < 5000 && !access(path, F_OK); i++) {
+	for (int i = 0; i < 5000 && !access(path, F_OK) != marked; i++) {
 		if (kill(pid, 0) && errno == ESRCH)
 			return;
 		nanosleep(&step, NULL);
@@ -192,7 +193,13 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		return 1;
 	}
 	if (ms == RUNDIR_REQ_STOP)
-		wait_unmarked(path, pid);
+		wait_mark(path, pid, false);
+	else if (ms >= 0)
+		/* the handler marks an open as it takes it: an open right after this one
+		 * (capture PID PID, or two captures at once) was sent too, and said
+		 * "window opens" for nothing, or moved the window's end; a window shorter
+		 * than a look may end unseen: waited for, 1 s at most */
+		wait_mark(path, pid, true);
 	if (!strcmp(a.mode, "flight"))
 		printf(WHO ": %d (%s): flight recorder writes its window\n", pid, a.exe);
 	else if (ms < 0)

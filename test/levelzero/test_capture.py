@@ -544,6 +544,31 @@ def test_open_right_after_stop_is_taken(tmp_path):
     assert not (tmp_path / f"trace-{proc.pid}-w17.json").exists()
 
 
+def test_open_right_after_open_is_refused(tmp_path):
+    """`capture PID PID` (or two captures at once): the first opens the window, the
+    second finds it open and says so, rc 1, as README says of an open while one is
+    open. The second was sent before the process had marked the first and printed
+    "window opens" for a request that changed nothing (12 rounds in 20 here; with
+    --duration it moved the window's end)."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 5000)
+    opened = f"gputrace capture: {proc.pid} (ze_window): window opens (until --stop or exit)"
+    refused = (f"gputrace capture: {proc.pid} (ze_window): a window is open already: "
+               "nothing to open (--stop ends it)")
+    try:
+        for i in range(8):
+            r = capture(tmp_path, proc.pid, proc.pid)
+            assert (r.returncode, r.stdout.decode().splitlines(),
+                    r.stderr.decode().splitlines()) == (1, [opened], [refused]), i
+            assert capture(tmp_path, "--stop", proc.pid).returncode == 0
+            name = f"trace-{proc.pid}-w{i + 1}.json" if i else f"trace-{proc.pid}.json"
+            assert wait_window_file(tmp_path / name)["gputrace"]["capture"]["window"] == i + 1
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 # ---- ITT's __itt_resume / __itt_pause (--capture-range cudaProfilerApi) ----
 
 @pytest.mark.parametrize("how,protocol,activities", [
