@@ -554,8 +554,14 @@ static void no_window_reason(char *out, size_t len, uint64_t now_ns)
 	else if (gt_cfg.start_paused)
 		snprintf(out, len, "started with --start paused, and no gputrace capture opened "
 			 "one");
-	else
+	else if (now_ns - gt_st.anchor_clock_ns < gt_cfg.delay_ns)
 		snprintf(out, len, "--delay %g s is longer than the run (it ended after %.3f s)",
+			 gt_cfg.delay_ns / 1e9, (now_ns - gt_st.anchor_clock_ns) / 1e9);
+	else
+		/* due, but the drain thread's look (within about a millisecond) came
+		 * after the end: "longer than the run" said 0.0005 s > 0.001 s */
+		snprintf(out, len, "--delay %g s: the run ended %.4f s after its start, before "
+			 "the drain thread opened the window (within about a millisecond)",
 			 gt_cfg.delay_ns / 1e9, (now_ns - gt_st.anchor_clock_ns) / 1e9);
 	/* one line of the list: no tab, no newline */
 	for (char *c = out; *c; c++)

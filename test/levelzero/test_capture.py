@@ -836,6 +836,26 @@ def test_run_says_no_window_opened(tmp_path, setting, why, app):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+def test_run_past_its_delay_not_said_shorter_than_it(tmp_path):
+    """--delay 1e-9 on a program that ends in a millisecond (true: the drain thread's
+    look, within about a millisecond of the window's time, comes after the end): the
+    line said "--delay 1e-09 s is longer than the run (it ended after 0.000 s)". Now it
+    says the run ended before the window was opened, or (the drain thread in time) that
+    no GPU call was inside it."""
+    env = gputrace_env({"GPUTRACE_RUN_DIR": str(tmp_path / "run")})
+    for _ in range(3):
+        r = subprocess.run([str(GPUTRACE), "run", "--delay", "1e-9", "-o",
+                            str(tmp_path / "t.json"), "--", "true"],
+                           env=env, capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        (line,) = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+        assert re.fullmatch(
+            r"gputrace: no capture window opened: --delay 1e-09 s: the run ended \d\.\d{4} s "
+            r"after its start, before the drain thread opened the window \(within about a "
+            r"millisecond\); no trace written|gputrace: a capture window opened, but no GPU "
+            r"call began and ended inside one .*: no trace written", line), line
+
+
 @pytest.mark.parametrize("setting,why", [
     (["--delay", "100"], "--delay: the run ended before it"),
     (["--start", "paused"], "--start paused, and no gputrace capture opened one"),
