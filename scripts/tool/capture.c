@@ -277,7 +277,7 @@ int cmd_capture(int argc, char **argv)
 			return 0;
 		} else if (!parse_pid(argv[i], &pid)) {
 			fprintf(stderr, WHO ": '%s' is not a pid (1 to %d); use PID..., --all, "
-					"--duration SEC or --stop\n", argv[i], INT_MAX);
+					"--duration SEC, --stop or --dump\n", argv[i], INT_MAX);
 			return 2;
 		}
 	}

@@ -443,6 +443,11 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     assert b"not traced by gputrace" in r.stderr
     r = capture(tmp_path, "--duration", "soon", "1")
     assert r.returncode == 2 and b"--duration wants seconds" in r.stderr
+    # an unknown option: what is accepted, --dump too (it was left out)
+    r = capture(tmp_path, "--dumb", "1")
+    assert (r.returncode, r.stderr.decode().splitlines()) == (2, [
+        "gputrace capture: '--dumb' is not a pid (1 to 2147483647); use PID..., --all, "
+        "--duration SEC, --stop or --dump"])
     # a pid that would wrap to another process's (2^32 + ours), or 0 (kill(0): our group)
     for bad in (os.getpid() + (1 << 32), 0, "99999999999"):
         r = capture(tmp_path, bad)
