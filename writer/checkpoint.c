@@ -769,7 +769,7 @@ static void flight_dump(const char *reason, bool final)
 	int err;
 
 	uint64_t now = gt_clock_ns();
-	bool any = W.any_event;
+	bool any = W.any_event, said = false;
 
 	flight__dump(&events, now, &c);
 	c.reason = reason;
@@ -782,6 +782,23 @@ static void flight_dump(const char *reason, bool final)
 	 * reader never sees a complete dump without its events */
 	build_trailer(false);
 	err = out__open(&o, W.path);
+	if (err) {
+		/* a path the file cannot have (its folder missing or closed to us):
+		 * the default name, as a plain trace's (checkpoint__open), not the
+		 * window lost; kept for the next dumps, said once */
+		char failed[sizeof(W.path)];
+		int first = err;
+
+		memcpy(failed, W.path, sizeof(failed));
+		if (!fallback_path(W.path, sizeof(W.path), failed)) {
+			err = out__open(&o, W.path);
+			pr_err("cannot write the flight recorder's window to '%.300s': %s; %s %s",
+			       failed, strerror(-first), err ? "nor to" : "writing it to", W.path);
+			said = true;
+		}
+		if (err)
+			memcpy(W.path, failed, sizeof(failed));
+	}
 	if (!err)
 		err = out__begin(&o, head.p, head.len, W.trailer.p, W.trailer.len);
 	W.flight = &c;
@@ -790,8 +807,9 @@ static void flight_dump(const char *reason, bool final)
 	if (!err)
 		err = out__finish(&o, events.p, events.len, W.trailer.p, W.trailer.len);
 	if (err) {
-		pr_err("cannot write the flight recorder's window to '%s': %s", W.path,
-		       strerror(-err));
+		if (!said)
+			pr_err("cannot write the flight recorder's window to '%s': %s", W.path,
+			       strerror(-err));
 	} else {
 		/* under gputrace run the file is a part, merged into the run's trace
 		 * and removed: that trace is named by the run */

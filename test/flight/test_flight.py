@@ -105,6 +105,27 @@ def test_flight_recorder_after_nonzero_exit(tmp_path):
                     f"events of the last window in {r.trace_path}"]
 
 
+def test_flight_recorder_output_folder_missing_falls_back(tmp_path):
+    """GPUTRACE_OUTPUT in a folder that is not there: the dump goes to the default name in
+    the folder the process started in, with one line, as a plain trace does (README
+    "Configuration"). The window was lost: "cannot write the flight recorder's window"."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "0.3",
+                             "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "gone" / "trace.json")}))
+    p = subprocess.run([str(APP), "0.5", "exit3", "100"], env=env, cwd=tmp_path,
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
+    assert p.returncode == 3, p.stderr
+    (dump,) = tmp_path.glob("gputrace-ze_flight-*.json")
+    fr = load_trace(dump)["gputrace"]["flight_recorder"]
+    assert fr["reason"] == "exit status not 0" and fr["events_kept"] > 0
+    assert gputrace_lines(p.stderr) == [
+        f"gputrace: cannot write the flight recorder's window to '{tmp_path}/gone/trace.json': "
+        f"No such file or directory; writing it to {dump}",
+        f"gputrace: flight recorder (exit status not 0): {fr['events_kept']} events of the "
+        f"last window in {dump}"]
+
+
 def test_flight_recorder_writes_nothing_on_success(tmp_path):
     r, _ = flight(tmp_path, 0.3, "ok", "0.1s")
     assert r.returncode == 0, r.stderr
