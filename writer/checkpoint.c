@@ -955,6 +955,12 @@ static void print_lost_line_only(bool written)
 	if (!lost_total() || !(s = summary__new()))
 		return;
 	summary_losses(s);
+	if (gt_cfg.lossless_ms) {
+		/* its advice offers --lossless only where it was off (it did, on) */
+		uint64_t wait_ns, waits = ring_waits(&wait_ns);
+
+		summary__waits(s, waits, wait_ns);
+	}
 	summary_hints(s);
 	summary__print_lost_line(s, stderr, written && W.out.path[0] ? W.out.path : NULL);
 	summary__free(s);

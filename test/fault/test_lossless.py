@@ -107,6 +107,10 @@ def test_lossless_wait_is_bounded_when_the_drain_is_stuck(tmp_path):
     assert meta["events_lost"] > 0
     assert meta["lossless"]["waits"] >= 1
     assert meta["lossless"]["wait_ns"] >= 200_000_000
+    # GPUTRACE_SUMMARY=0: the losses' one line, whose advice does not offer
+    # GPUTRACE_LOSSLESS=1 to a process that had it on (it did)
+    (line,) = [l for l in err.decode().splitlines() if "events lost" in l]
+    assert line.endswith("(now 64 KiB per thread)"), line
 
 
 def test_lossless_paused_capture_records_nothing_and_never_waits(tmp_path):
