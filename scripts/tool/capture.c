@@ -238,9 +238,14 @@ static int parse_ms(const char *s, int *ms)
 	char *end;
 	double v;
 
+	/* a decimal number, as GPUTRACE_DURATION's (30, 0.5, 1e-3): strtod also
+	 * took a blank before it, hex (0x0.4p0: 0.25 s) and inf */
+	if (!*s || strspn(s, "0123456789.eE+-") != strlen(s) || *s == '+' || *s == '-')
+		return -1;
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno || !(v > 0) || v > 2e6)
+	/* at most 2e6 s: the request's value is the length in ms, an int */
+	if (*end || errno || !(v >= 0.001) || v > 2e6)
 		return -1;
 	*ms = (int)(v * 1000 + 0.5);
 	return *ms > 0 ? 0 : -1;
@@ -258,8 +263,8 @@ int cmd_capture(int argc, char **argv)
 			if (bad)
 				return 2;
 			if (parse_ms(v, &ms)) {
-				fprintf(stderr, WHO ": --duration wants seconds (such as 30 or 0.5), "
-						"not '%s'\n", v);
+				fprintf(stderr, WHO ": --duration wants seconds, a decimal number "
+						"from 0.001 to 2000000 (such as 30 or 0.5), not '%s'\n", v);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--stop")) {

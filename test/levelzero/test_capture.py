@@ -443,6 +443,13 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     assert b"not traced by gputrace" in r.stderr
     r = capture(tmp_path, "--duration", "soon", "1")
     assert r.returncode == 2 and b"--duration wants seconds" in r.stderr
+    # decimal only, in range, and the line says what is accepted (hex, a blank before
+    # it were taken: 0x0.4p0 was a window of 0.25 s; 2100000 was refused unexplained)
+    for bad in ("0x0.4p0", "' 1'", "2100000", "0.0005", "+1", "inf"):
+        r = capture(tmp_path, "--duration", bad, "1")
+        assert (r.returncode, r.stderr.decode().splitlines()) == (2, [
+            "gputrace capture: --duration wants seconds, a decimal number from 0.001 to "
+            f"2000000 (such as 30 or 0.5), not '{bad.strip(chr(39))}'"]), bad
     # an unknown option: what is accepted, --dump too (it was left out)
     r = capture(tmp_path, "--dumb", "1")
     assert (r.returncode, r.stderr.decode().splitlines()) == (2, [
