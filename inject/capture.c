@@ -98,9 +98,13 @@ GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_delay_ignored(void)
 }
 
 /* --capture-count counts the ranges --capture-range names: alone it would
- * be dropped without a word, and the whole run recorded */
-GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_count_ignored(void)
+ * be dropped without a word, and the whole run recorded. Cold text, not the
+ * start-up stretch: that stretch is full (three pages, test_lifecycle), and
+ * only a process given the count alone runs this. */
+static __attribute__((noinline, cold)) void warn_count_ignored(void)
 {
+	if (gt_cfg.capture_range)
+		return;
 	pr_warn("%s counts the ranges of %s: it is ignored without it",
 		gt_setting("--capture-count", "GPUTRACE_CAPTURE_COUNT"),
 		gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
@@ -108,7 +112,7 @@ GT_STARTUP_SELDOM static __attribute__((noinline)) void warn_count_ignored(void)
 
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
-	if (gt_unlikely(gt_cfg.capture_count_set) && !gt_cfg.capture_range)
+	if (gt_unlikely(gt_cfg.capture_count_set))
 		warn_count_ignored();
 	gt_cap.controlled = capture__wanted();
 	if (gt_cap.controlled && gt_cfg.flight_bytes) {
@@ -538,8 +542,10 @@ enum gt_capture_event capture__tick(uint64_t now_ns, uint64_t *wait_ns)
 }
 
 /* Why no window opened, as the user set it (capture__start's order: a
- * range, else paused, else the delay). */
-static void no_window_reason(char *out, size_t len, uint64_t now_ns)
+ * range, else paused, else the delay). Cold text, out of the start-up
+ * stretch capture__report_at_exit is in (full: test_lifecycle). */
+static __attribute__((noinline, cold)) void no_window_reason(char *out, size_t len,
+								uint64_t now_ns)
 {
 	if (gt_cfg.capture_range == GT_RANGE_NVTX && gt_cfg.capture_nvtx_domain[0])
 		snprintf(out, len, "no NVTX range \"%.180s\" of domain \"%.180s\" was pushed "
