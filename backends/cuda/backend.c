@@ -584,6 +584,7 @@ GT_FORK_CODE static void cupti_atfork_child(void)
 	cupti__share_forget();
 	cupti__nvtx_forget();
 	cupti__api_reset();
+	cupti__fold_forget();
 }
 
 /* dlsym() of libcudart's, libcupti's or libcuda's cuInit by the program */

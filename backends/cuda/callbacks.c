@@ -135,6 +135,7 @@ static struct {
 	_Atomic uint64_t count;
 } folds[FOLD_SLOTS];
 static _Atomic bool folded_any GT_STARTUP_STATE; /* else the exit reads no slot */
+static _Atomic bool folded_emitted GT_STARTUP_STATE;
 
 void cupti__fold_count(uint32_t name_id)
 {
@@ -159,13 +160,12 @@ void cupti__fold_count(uint32_t name_id)
 
 GT_STARTUP_CODE void cupti__emit_folded(void)
 {
-	static _Atomic bool done GT_STARTUP_STATE;
 	struct gt_arg args[GT_ARGS_MAX];
 	unsigned n = 0;
 	uint32_t title = 0;
 	uint64_t now = 0;
 
-	if (!atomic_load(&folded_any) || atomic_exchange(&done, true))
+	if (!atomic_load(&folded_any) || atomic_exchange(&folded_emitted, true))
 		return;
 	for (unsigned s = 0; s <= FOLD_SLOTS; s++) {
 		uint64_t c = 0;
@@ -193,6 +193,21 @@ GT_STARTUP_CODE void cupti__emit_folded(void)
 			n = 0;
 		}
 	}
+}
+
+/* A fork child's counts start at 0: the parent's are not its calls (each
+ * worker a CUDA program forked wrote a trace of them at its exit, counted
+ * again in the run's summary). Nothing is touched where nothing was folded. */
+GT_FORK_CODE void cupti__fold_forget(void)
+{
+	if (!atomic_load_explicit(&folded_any, memory_order_relaxed))
+		return;
+	for (unsigned s = 0; s < FOLD_SLOTS; s++) {
+		atomic_store_explicit(&folds[s].name, 0, memory_order_relaxed);
+		atomic_store_explicit(&folds[s].count, 0, memory_order_relaxed);
+	}
+	atomic_store(&folded_any, false);
+	atomic_store(&folded_emitted, false);
 }
 
 /* ---- error names ---- */

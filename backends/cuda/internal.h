@@ -172,6 +172,8 @@ GT_HIDDEN bool cupti__is_folded(const char *api_name);
 GT_HIDDEN void cupti__fold_count(uint32_t name_id);
 /* Emit the folded counts as one instant per batch (process end). */
 GT_HIDDEN void cupti__emit_folded(void);
+/* Forget the parent's counts (fork child). */
+GT_HIDDEN void cupti__fold_forget(void);
 /* Whether an API name puts work on a device (flows are kept for these). */
 GT_HIDDEN bool cupti__is_launch_name(const char *api_name);
 /* The string id of "cudaErrorXxx"/"CUDA_ERROR_XXX" for a result, or 0. */

@@ -7,6 +7,8 @@
 //                  a graph captured and launched twice, event and device syncs
 //   signal SIG     kernels, a sync, a long kernel, then raise(SIGTERM|SIGINT)
 //   fork           kernels, a fork() whose child tries CUDA, more kernels
+//   fork idle      the same, but the child makes no CUDA call and calls exit(0) (a
+//                  DataLoader's worker)
 //   exec           kernels, then a child exec'd without LD_PRELOAD ("child")
 //   capture        a global-mode capture while earlier work is still running
 //   stacks         launches from nested functions
@@ -207,7 +209,7 @@ static int signal_mode(const char *which)
 	return 1;
 }
 
-static int fork_mode(void)
+static int fork_mode(bool idle)
 {
 	void *p = NULL;
 	int status;
@@ -215,6 +217,10 @@ static int fork_mode(void)
 	three_kernels();
 	fflush(stdout);
 	pid_t pid = fork();
+	if (pid == 0 && idle) {
+		printf("child: no CUDA\n");
+		exit(0);
+	}
 	if (pid == 0) {
 		// CUDA does not survive fork(): the child's calls fail
 		printf("child: cudaMalloc -> %s\n", cudaGetErrorName(cudaMalloc(&p, 64)));
@@ -1057,7 +1063,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "signal"))
 		return signal_mode(argc > 2 ? argv[2] : "TERM");
 	if (!strcmp(mode, "fork"))
-		return fork_mode();
+		return fork_mode(argc > 2 && !strcmp(argv[2], "idle"));
 	if (!strcmp(mode, "exec"))
 		return exec_mode(argv[0]);
 	if (!strcmp(mode, "child"))

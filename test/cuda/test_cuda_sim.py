@@ -422,6 +422,27 @@ def test_fork_child_has_its_own_file(tmp_path):
     calls = [(e["name"], int(e["args"]["result"]), e["args"].get("error"))
              for e in xs(child, "cuda_runtime")]
     assert calls == [("cudaMalloc", 3, "cudaErrorInitializationError")]
+    # nor the parent's folded counts (its three launches' __cudaPushCallConfiguration)
+    assert [e["args"] for e in child["traceEvents"] if e.get("ph") == "i"] == []
+
+
+def test_fork_child_without_cuda_writes_no_trace(tmp_path):
+    """A worker forked by a CUDA program that makes no CUDA call (a DataLoader's) records
+    nothing: no file. Before, it inherited the parent's folded counts and wrote them at its
+    exit, in a file of its own whose clock anchor was 0 (merge then moved every other
+    process's times by the whole wall clock)."""
+    r = sim_run([APP, "fork", "idle"], tmp_path,
+                env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"child: no CUDA\nparent: child exited 0\n"
+    files = sorted(tmp_path.glob("t-*.json"))
+    assert len(files) == 1, files
+    parent = load_exact(files[0])
+    assert parent["gputrace"]["end"] == "exit"
+    folded = [e["args"] for e in parent["traceEvents"] if e.get("ph") == "i"
+              and e["name"] == "folded CUDA API calls"]
+    assert sum(a.get("__cudaPushCallConfiguration", 0) for a in folded) == 6
+
 
 
 # ---- without CUPTI: CUDA events time what goes through libcudart ----
