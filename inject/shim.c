@@ -806,7 +806,7 @@ bool shim__writer_started(void)
 
 /* The wall clock and ours, read together: the raw clock itself (the TSC line
  * is measured at the first event). Once a process (and a fork child). */
-GT_STARTUP_SELDOM static void take_anchor(void)
+GT_STARTUP_SELDOM void shim__take_anchor(void)
 {
 	struct gt_clock_pair anchor;
 
@@ -820,7 +820,7 @@ GT_STARTUP_SELDOM static void take_anchor(void)
 /* The drain thread, started once: the anchor is read before its first cycle. */
 static int start_drain(void)
 {
-	take_anchor();
+	shim__take_anchor();
 	return lifecycle__hooks()->start();
 }
 
@@ -1083,7 +1083,7 @@ GT_STARTUP_CODE GT_HIDDEN void shim__start_process(void)
 	 * it would fault in for it */
 	gt_st.anchor_realtime_ns = gt_st.anchor_clock_ns = 0;
 	if (capture__wanted())
-		take_anchor();
+		shim__take_anchor();
 	/* the file is opened later, maybe after the program changed directory */
 	long cwd_len = gt_rawsys(SYS_getcwd, (long)gt_st.cwd, sizeof(gt_st.cwd));
 

@@ -104,6 +104,9 @@ GT_HIDDEN bool shim__has_events(void);
  * writer runs): false for a process that made no traced call (its exit
  * has nothing to wait for). */
 GT_HIDDEN bool shim__recorded_anything(void);
+/* Read the clock anchor (gt_st.anchor_*), unless it was: at the drain's start,
+ * and before a cycle run without one (a process whose first event came at its end). */
+GT_HIDDEN void shim__take_anchor(void);
 /* The drain thread was started (gt_start_writer), or is not to be. */
 GT_HIDDEN bool shim__writer_started(void);
 GT_HIDDEN void lifecycle__init(void);

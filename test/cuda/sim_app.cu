@@ -9,6 +9,8 @@
 //   fork           kernels, a fork() whose child tries CUDA, more kernels
 //   fork idle      the same, but the child makes no CUDA call and calls exit(0) (a
 //                  DataLoader's worker)
+//   getters        cudaGetDevice three times and nothing else: only folded calls, so the
+//                  trace's one event comes at the end
 //   exec           kernels, then a child exec'd without LD_PRELOAD ("child")
 //   capture        a global-mode capture while earlier work is still running
 //   stacks         launches from nested functions
@@ -1052,6 +1054,13 @@ int main(int argc, char **argv)
 		return cold_mode(); // before any other CUDA call
 	if (!strcmp(mode, "late"))
 		return late_mode(); // its handler goes in before any CUDA call
+	if (!strcmp(mode, "getters")) {
+		int dev = -1;
+		for (int i = 0; i < 3; i++)
+			CHECK(cudaGetDevice(&dev));
+		printf("device %d\n", dev);
+		return 0;
+	}
 	cudaError_t e = cudaGetDeviceCount(&count);
 
 	if (e != cudaSuccess || count == 0) {

@@ -444,6 +444,22 @@ def test_fork_child_without_cuda_writes_no_trace(tmp_path):
     assert sum(a.get("__cudaPushCallConfiguration", 0) for a in folded) == 6
 
 
+def test_trace_of_folded_calls_only_has_a_clock_anchor(tmp_path):
+    """A process whose only CUDA calls are folded getters has its one event written at its
+    end, by the exiting thread (no drain thread was started): its trailer's anchor is read
+    then. It was {0, 0}, which merge took as the earliest clock."""
+    before = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    r = sim_run([APP, "getters"], tmp_path)
+    after = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    assert (r.returncode, r.stdout) == (0, b"device 0\n"), r.stderr
+    trace = load_trace(r.trace_path)
+    folded = [e["args"] for e in trace["traceEvents"] if e.get("ph") == "i"]
+    assert folded == [{"cudaGetDevice": 3}]
+    anchor = trace["gputrace"]["anchor"]
+    assert anchor["clock_ns"] > 0
+    offset = anchor["realtime_ns"] - anchor["clock_ns"]
+    assert min(before, after) - 10**9 < offset < max(before, after) + 10**9, anchor
+
 
 # ---- without CUPTI: CUDA events time what goes through libcudart ----
 
