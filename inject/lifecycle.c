@@ -142,12 +142,22 @@ GT_STARTUP_CODE static bool own_process(void)
  * in the file before (writer/drain.c, host_pass), since the signalled
  * thread may hold a lock of the vendor library's that the read waits for.
  */
+static GT_TLS unsigned char fork_holds;
+/* a fatal signal that landed in this thread's fork(), delivered again after it */
+static GT_TLS int fork_deferred;
+static void fork_release(void);
+
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
 	int err;
 
 	if (!own_process())
 		return;
+	/* a fatal signal (or a handler's exit()) in this thread's fork(): the
+	 * last cycle needs what the fork holds (tested here: the code of every
+	 * process's exit stays on its pages) */
+	if (gt_unlikely(fork_holds))
+		fork_release();
 	if (fault && atomic_load(&finish_claimed) && gt_ending_on_signal() &&
 	    lifecycle__hooks()->is_own_thread()) {
 		/* The drain thread faulted in the last read that another thread's
@@ -369,6 +379,16 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t set;
 
+	if (gt_unlikely(fork_holds) && !(si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS ||
+								 sig == SIGILL || sig == SIGFPE))) {
+		/* In this thread's fork(), between our prepare and parent handlers:
+		 * glibc holds malloc's and stdio's locks there (and we ours), which
+		 * the last drain needs: it waited 3 s and the trace kept its last
+		 * checkpoint. Delivered again once the fork is over (atfork_parent). */
+		fork_deferred = sig;
+		errno = saved;
+		return;
+	}
 	atomic_store(&dying_by_signal, true);
 	finish(signal_reason(sig), 3000, true,
 	       sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT);
@@ -874,25 +894,67 @@ static void wait_threads_started(void)
 	}
 }
 
+/*
+ * What this thread's fork() holds, from our prepare handler to our parent
+ * handler: 1 the drain's cycle, 2 and the registry, 3 and the run lock. A
+ * signal sent during the clone is delivered as it returns, before the parent
+ * handler, with these and glibc's malloc and stdio locks held: the last cycle
+ * of a fatal one's handler waited 3 s for them, and the trace kept its last
+ * checkpoint (a SIGTERM to a program that forks often: half the runs). Our
+ * handler now takes it again after the fork (fork_deferred); a program's
+ * handler that calls exit() there has ours let go (finish). Each is marked
+ * let go before it is: a signal in between keeps one held (the old wait),
+ * never unlocks one twice. (fork_holds is declared above finish().)
+ */
+
 /* Lock order as in the drain cycle: the cycle first, then the registry. */
 static void atfork_prepare(void)
 {
 	exec_resolve();
 	wait_threads_started();
 	lifecycle__hooks()->fork_prepare();
+	fork_holds = 1;
 	registry__lock_all();
+	fork_holds = 2;
 	shim__run_locks_fork_prepare();
+	fork_holds = 3;
+}
+
+static void fork_release(void)
+{
+	if (fork_holds == 3) {
+		fork_holds = 2;
+		shim__run_locks_fork_done();
+	}
+	if (fork_holds == 2) {
+		fork_holds = 1;
+		registry__unlock_all();
+	}
+	fork_holds = 0;
+	lifecycle__hooks()->fork_parent();
 }
 
 static void atfork_parent(void)
 {
-	shim__run_locks_fork_done();
-	registry__unlock_all();
-	lifecycle__hooks()->fork_parent();
+	if (fork_holds)
+		fork_release();
+	if (gt_unlikely(fork_deferred)) {
+		int sig = fork_deferred;
+
+		fork_deferred = 0;
+		syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+	}
 }
 
 GT_FORK_CODE static void atfork_child(void)
 {
+	/* a signal deferred before the clone (the kernel restarts a clone a
+	 * signal interrupted, after the handler): untraced, the process had
+	 * died with no child; the child dies by it (below, as it starts) */
+	int deferred = fork_deferred;
+
+	fork_deferred = 0;
+	fork_holds = 0; /* released below, each anew */
 	gt_clock_fork_child();
 	atomic_store(&threads_starting, 0); /* those were the parent's */
 	atomic_store(&own_threads_live, 0);
@@ -901,17 +963,19 @@ GT_FORK_CODE static void atfork_child(void)
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */
 	lifecycle__hooks()->fork_parent();
-	if (!gt_live())
-		return;
-	/* None of the parent's events, none of its file: a trace of our own. */
-	atomic_store(&gt_phase, GT_PHASE_OFF);
-	lifecycle__hooks()->forget();
-	shim__forget_rings();
-	atomic_store(&gt_st.host_end_ns, 0);
-	atomic_store(&finish_claimed, 0);
-	atomic_store(&gt_end_reason, NULL);
-	shim__backends_fork_child();
-	shim__start_process();
+	if (gt_live()) {
+		/* None of the parent's events, none of its file: a trace of our own. */
+		atomic_store(&gt_phase, GT_PHASE_OFF);
+		lifecycle__hooks()->forget();
+		shim__forget_rings();
+		atomic_store(&gt_st.host_end_ns, 0);
+		atomic_store(&finish_claimed, 0);
+		atomic_store(&gt_end_reason, NULL);
+		shim__backends_fork_child();
+		shim__start_process();
+	}
+	if (gt_unlikely(deferred))
+		syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), deferred);
 }
 
 /* ---- exec: close the file valid first; if exec fails, go on ---- */

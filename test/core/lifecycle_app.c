@@ -153,6 +153,25 @@ int main(int argc, char **argv)
 		for (;;)
 			calls(1000);
 	}
+	if (!strcmp(action, "fork-loop")) {
+		/* forks whose children _exit at once, a traced call after each: 128 MiB
+		 * written make each fork long enough for a signal to land in one */
+		size_t big = (size_t)128 << 20;
+		char *mem = malloc(big);
+		ze_api_version_t v;
+
+		memset(mem, 1, big);
+		printf("ready\n");
+		fflush(stdout);
+		for (;;) {
+			pid_t pid = fork();
+
+			if (pid == 0)
+				_exit(0);
+			waitpid(pid, NULL, 0);
+			zeDriverGetApiVersion(driver, &v);
+		}
+	}
 	if (!strcmp(action, "_exit"))
 		_exit(5);
 	if (!strcmp(action, "worker-exit")) {

@@ -190,6 +190,34 @@ def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
     assert count_events(trace, "X", name="zeDriverGetApiVersion") >= 1000
 
 
+def test_sigterm_inside_fork_ends_the_trace_at_once(tmp_path):
+    """A SIGTERM that lands in a fork() (one sent during the clone is delivered as it
+    returns) found our locks, and glibc's malloc and stdio locks, held until the fork's
+    parent handlers: the last drain waited 3 s for them and the trace kept its last
+    checkpoint (about one run in two here). The signal is delivered again once the fork
+    is over."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0"}))
+    for i in range(6):
+        out = tmp_path / f"t{i}.json"
+        p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=default_signals)
+        with reaped(p):
+            assert p.stdout.readline().startswith(b"calls")
+            assert p.stdout.readline() == b"ready\n"
+            time.sleep(0.1 + 0.05 * i)
+            p.send_signal(signal.SIGTERM)
+            start = time.monotonic()
+            _, err = p.communicate(timeout=30)
+            took = time.monotonic() - start
+        assert p.returncode == -signal.SIGTERM, err.decode(errors="replace")
+        assert b"made no progress" not in err, err.decode(errors="replace")
+        assert took < 2.5, (i, took)
+        meta = load_trace(out)["gputrace"]
+        assert (meta["complete"], meta["end"]) == (True, "signal SIGTERM"), (i, meta)
+
+
 def test_sigkill_leaves_last_checkpoint(tmp_path):
     with looping(tmp_path) as p:
         p.kill()
