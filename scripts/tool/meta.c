@@ -108,7 +108,11 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			if (jv_get(mb.v, mb.e, "realtime_ns", &av, &ae) &&
 			    jv_get(mb.v, mb.e, "clock_ns", &cv, &ce) &&
 			    jv_i64(av, ae, &m->realtime_ns) && jv_i64(cv, ce, &m->clock_ns))
-				m->has_anchor = true;
+				/* a wall clock at 0 is none: a file written before its
+				 * anchor was read (gputrace before 2026-12-06) says
+				 * {0, 0}, and taken as one it moved every other input
+				 * by the whole wall clock */
+				m->has_anchor = m->realtime_ns != 0;
 		} else if (jv_key_is(&mb, "merged")) {
 			m->merged = mb.e - mb.v == 4 && !memcmp(mb.v, "true", 4);
 		} else if (jv_key_is(&mb, "flight_recorder")) {

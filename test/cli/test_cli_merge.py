@@ -202,6 +202,23 @@ def test_merge_hand_written_traces(tmp_path):
                                                       "node2 [rank 1] GPU 0"]
 
 
+
+def test_an_anchor_at_zero_is_no_anchor(tmp_path):
+    """A file whose anchor is {0, 0} (written before its clock was read) has no wall
+    clock: taken as one, it moved the other input by the whole wall clock (~57 years)."""
+    b = json.loads((FIXTURES / "proc_b.json").read_text())
+    b["gputrace"]["anchor"] = {"realtime_ns": 0, "clock_ns": 0}
+    zero = tmp_path / "zero.json"
+    zero.write_text(json.dumps(b))
+    out = tmp_path / "m.json"
+    p = gputrace(["merge", "-o", out, FIXTURES / "proc_a.json", zero], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.decode().count("no clock anchor") == 1 and "zero.json" in p.stderr.decode()
+    g = load_exact(out)["gputrace"]
+    assert [i["ts_shift_ns"] for i in g["inputs"]] == [0, 0]
+    a = load_exact(FIXTURES / "proc_a.json")["gputrace"]["anchor"]
+    assert int(g["anchor"]["realtime_ns"]) == int(a["realtime_ns"]) - int(a["clock_ns"])
+
 def test_two_processes_of_one_pid_stay_two(tmp_path):
     """Two traces of one host with the same pid (pid reuse; a trace merged with itself):
     the second's process gets the next free pid, its device row the next free device
