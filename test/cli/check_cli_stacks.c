@@ -27,6 +27,7 @@ int fake_format(uint64_t id, char *buf, size_t len);
 uint64_t fake_dropped(void);
 uint64_t fake_intern(const uintptr_t *pcs, unsigned n);
 unsigned fake_slots(void);
+unsigned fake_pool(void);
 
 __attribute__((noinline)) uint64_t middle_fn(void)
 {
@@ -264,6 +265,36 @@ START_TEST(test_full_table_drops)
 }
 END_TEST
 
+START_TEST(test_full_pool_takes_no_slot)
+{
+	/* Stacks of 63 PCs fill the pool to a few PCs short of full. A stack
+	 * of 64 then finds no room, at every call from its site: it is dropped
+	 * each time and counted, taking neither a slot nor frames (each call
+	 * took a slot, left claimed and never matching, until the table was
+	 * full and every call from such a site probed all of it; the frames it
+	 * reserved stayed taken, so a stack that still fitted was dropped). */
+	uintptr_t pcs[64];
+	unsigned pool = fake_pool(), slots = fake_slots(), stored = 0, i;
+
+	ck_assert_uint_lt(pool / 63, slots);
+	for (i = 0; i < 64; i++)
+		pcs[i] = 0x500000 + i * 16u;
+	for (; (stored + 1) * 63 <= pool; stored++) {
+		pcs[0] = 0x100000 + stored * 16u;
+		ck_assert_msg(fake_intern(pcs, 63) != 0, "stack %u dropped", stored);
+	}
+	ck_assert_uint_eq(fake_dropped(), 0);
+	pcs[0] = 0x900000;
+	for (i = 0; i < 2 * slots; i++)
+		ck_assert_uint_eq(fake_intern(pcs, 64), 0);
+	ck_assert_uint_eq(fake_dropped(), 2 * slots);
+	/* what is left of the pool still takes a stack that fits it */
+	pcs[0] = 0xa00000;
+	ck_assert_uint_ne(fake_intern(pcs, pool - stored * 63), 0);
+	ck_assert_uint_eq(fake_dropped(), 2 * slots);
+}
+END_TEST
+
 START_TEST(test_format_truncates_outer_end)
 {
 	char buf[40];
@@ -299,6 +330,7 @@ int main(void)
 #endif
 	tcase_add_test(tc, test_table_full_only_when_every_slot_is_taken);
 	tcase_add_test(tc, test_full_table_drops);
+	tcase_add_test(tc, test_full_pool_takes_no_slot);
 	tcase_add_test(tc, test_format_truncates_outer_end);
 	suite_add_tcase(s, tc);
 	return check_run(s);

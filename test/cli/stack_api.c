@@ -74,3 +74,9 @@ GT_EXPORT unsigned fake_slots(void)
 {
 	return GT_STACK_SLOTS;
 }
+
+/* How many PCs the pool holds (GT_STACK_POOL). */
+GT_EXPORT unsigned fake_pool(void)
+{
+	return GT_STACK_POOL;
+}
