@@ -216,9 +216,14 @@ int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting)
 		return stack_push(&r->ranges, (struct gt_range_frame){ .key = key, .aux = aux },
 				  nesting);
 	}
+	/* a range past GT_RANGE_DEPTH is counted, not kept: its pop cannot
+	 * end it, so no begin record either (one would leave it open in the
+	 * trace, drawn never ended and carried by every later launch) */
 	level = stack_push(&r->ranges, (struct gt_range_frame){
 				   .start_ns = now, .key = key, .name = name, .aux = aux,
-				   .id = annotating() ? emit_begin(name, now, 0) : 0,
+				   .id = annotating() && r->ranges.depth < GT_RANGE_DEPTH &&
+						 !r->ranges.busy
+					 ? emit_begin(name, now, 0) : 0,
 			   }, nesting);
 	gt_guard_leave();
 	return level;

@@ -327,6 +327,7 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 {
 	struct nvtx_attrs at;
 	uint32_t opens = 0;
+	uint16_t slot;
 	int level, nesting;
 
 	if (gt_unlikely(capture_match(name, domain_index(d))) && capture_level < 0 &&
@@ -336,8 +337,12 @@ static int push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a, uint32_t n
 		 * another thread, inside the window, is just recorded */
 		opens = capture__range_begin(gt_clock_ns());
 	}
-	level = gt_range_push((uintptr_t)domain_index(d) + 1, name,
-			      attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0, &nesting);
+	slot = attrs_read(&at, a) && recording() ? attrs_keep(&at) : 0;
+	level = gt_range_push((uintptr_t)domain_index(d) + 1, name, slot, &nesting);
+	/* not kept on the stack (past GT_RANGE_DEPTH, or a handler's range that
+	 * interrupted a change of it): its pop hands back no slot, free it now */
+	if (slot && (nesting < 0 || nesting >= GT_RANGE_DEPTH))
+		attrs_take(slot, &at);
 	if (gt_unlikely(opens)) {
 		if (nesting < GT_RANGE_DEPTH) {
 			capture_level = level;

@@ -652,6 +652,35 @@ def test_nvtx_deep_nesting_every_level_drawn(tmp_path, depth):
     assert viewer_rules.check_flows(t) == 1
 
 
+def test_nvtx_ranges_too_deep_are_counted_not_drawn(tmp_path):
+    """A push past the 32 levels kept is counted (ranges_too_deep), and nothing
+    else: its pop cannot end it, so it is not drawn either. Once its begin was
+    recorded all the same: drawn never ended (args.unended), carried by every
+    later launch (k_after, outside every range), and its attributes' slot
+    never freed, so after 4096 of them every range lost its colour."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    n = 4200
+    r = run([app, "toodeep", str(n)], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: toodeep done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    got = {e["name"]: (e["args"].get("range"), e["args"].get("ranges"))
+           for e in device_spans(t)}
+    assert got == {"k_fwd1": ("last", ["last"]), "k_after": (None, None)}
+    host = events(t, ph="X", cat="user_annotation")
+    assert not [e for e in host if e.get("args", {}).get("unended")]
+    names = collections.Counter(e["name"] for e in host)
+    assert names == dict({f"r{i}": n for i in range(32)}, last=1)
+    assert all(e.get("args", {}).get("color") == ("0xffabcdef" if e["name"] == "last" else "0xff112233")
+               for e in host)
+    assert [a["name"] for a in annotations(t)] == ["last"]
+    lost = json.loads((tmp_path / "summary.json").read_text())["lost"]
+    assert lost == {"total": n, "by_reason": {"ranges_too_deep": n}}
+
+
 def test_nvtx_ranges_in_a_signal_handler(tmp_path):
     """A 50 us timer's handler pushes and pops a range while main pushes and
     pops 100000: a handler's range that interrupts one of main's range calls

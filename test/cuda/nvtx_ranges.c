@@ -7,6 +7,9 @@
  * second thread's launch on its own stream.
  *
  * `nvtx_ranges deep N`: one kernel (k_fwd1) inside N nested ranges r0..rN-1.
+ * `nvtx_ranges toodeep N`: N times 33 nested ranges with a colour (the last one
+ * past the 32 levels kept), popped; then "last" (a colour) around k_fwd1, and
+ * k_after outside every range.
  * `nvtx_ranges unended`: a pushed range and a started one never ended, around
  * three kernels, a thread that pushes a range of its own, launches k_worker
  * and ends without popping it, and the stream's sync, until main returns.
@@ -76,6 +79,37 @@ static int deep(int depth)
 	return 0;
 }
 
+static int toodeep(long n)
+{
+	void *s = NULL;
+	nvtxEventAttributes_t a = { .version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+				    .colorType = NVTX_COLOR_ARGB, .color = 0xff112233,
+				    .messageType = NVTX_MESSAGE_TYPE_ASCII };
+	char name[16];
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	for (long it = 0; it < n; it++) {
+		for (int i = 0; i < 33; i++) {
+			snprintf(name, sizeof(name), "r%d", i);
+			a.message.ascii = name;
+			nvtxRangePushEx(&a);
+		}
+		for (int i = 0; i < 33; i++)
+			nvtxRangePop();
+	}
+	a.message.ascii = "last";
+	a.color = 0xffabcdef;
+	nvtxRangePushEx(&a);
+	launch(k_fwd1, s);
+	nvtxRangePop();
+	launch(k_after, s);
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: toodeep done\n");
+	return 0;
+}
+
 static void *worker_unended(void *s)
 {
 	nvtxRangePushA("worker_not_popped");
@@ -137,6 +171,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "deep"))
 		return deep(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "toodeep"))
+		return toodeep(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "signal"))
 		return in_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "unended"))
