@@ -397,8 +397,13 @@ static unsigned process_at(uint64_t t, struct urange **out, unsigned max, bool *
 
 		if (open_at != !u->end_ns)
 			*all_open = false;
-		if (open_at && n < max)
-			out[n++] = u;
+		if (!open_at)
+			continue;
+		if (n == max) { /* the newest are kept: the innermost */
+			memmove(out, out + 1, (max - 1) * sizeof(*out));
+			n--;
+		}
+		out[n++] = u;
 	}
 	return n;
 }
@@ -408,8 +413,15 @@ static struct rctx *ctx_new(struct urange *const *p, unsigned np, struct urange 
 {
 	struct rctx *c;
 
-	if (np + nt > RCTX_MAX)
-		nt = RCTX_MAX - np;
+	/* Too many: the thread's levels are kept (annotate.c draws them, and the
+	 * innermost is args.range), the process's outermost left out. Once the
+	 * thread's were, and 64 start/end ranges open left launches none. */
+	if (nt > RCTX_MAX)
+		nt = RCTX_MAX;
+	if (np + nt > RCTX_MAX) {
+		p += np - (RCTX_MAX - nt);
+		np = RCTX_MAX - nt;
+	}
 	c = malloc(sizeof(*c) + (np + nt) * sizeof(c->r[0]));
 	if (!c)
 		return NULL;
@@ -590,7 +602,7 @@ void ranges__complete(struct corr_entry *e)
 			timed[b] = timed[b - 1];
 			timed[b - 1] = x;
 		}
-	while ((i < nstack || j < nt) && nb < RCTX_MAX - np) {
+	while ((i < nstack || j < nt) && nb < RCTX_MAX) {
 		if (j >= nt || (i < nstack && outer_of(c->r[old_np + i], timed[j])))
 			th[nb++] = c->r[old_np + i++];
 		else

@@ -681,6 +681,27 @@ def test_nvtx_ranges_too_deep_are_counted_not_drawn(tmp_path):
     assert lost == {"total": n, "by_reason": {"ranges_too_deep": n}}
 
 
+@pytest.mark.parametrize("nprocess", [10, 70])
+def test_thread_ranges_kept_past_64_process_ranges(tmp_path, nprocess):
+    """A launch carries 64 ranges at most: with more open, the process's
+    outermost are left out, never the thread's. Once 62 start/end ranges open
+    took the launch's innermost range, and 64 all of the thread's: args.range
+    named a start/end range and the device row had no annotation."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    r = run([app, "manyopen", str(nprocess)], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: manyopen done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    [kernel] = device_spans(t)
+    kept = [f"p{i}" for i in range(max(0, nprocess - 62), nprocess)]
+    assert (kernel["args"]["range"], kernel["args"]["ranges"]) == \
+        ("inner", kept + ["outer", "inner"])
+    assert sorted((a["name"], a["args"]["spans"]) for a in annotations(t)) == [
+        ("inner", 1), ("outer", 1)]
+
+
 def test_nvtx_ranges_in_a_signal_handler(tmp_path):
     """A 50 us timer's handler pushes and pops a range while main pushes and
     pops 100000: a handler's range that interrupts one of main's range calls

@@ -10,6 +10,8 @@
  * `nvtx_ranges toodeep N`: N times 33 nested ranges with a colour (the last one
  * past the 32 levels kept), popped; then "last" (a colour) around k_fwd1, and
  * k_after outside every range.
+ * `nvtx_ranges manyopen N`: N start/end ranges p0..pN-1 open around "outer" >
+ * "inner" (pushed) around k_fwd1; then all ended.
  * `nvtx_ranges unended`: a pushed range and a started one never ended, around
  * three kernels, a thread that pushes a range of its own, launches k_worker
  * and ends without popping it, and the stream's sync, until main returns.
@@ -110,6 +112,33 @@ static int toodeep(long n)
 	return 0;
 }
 
+static int manyopen(int n)
+{
+	void *s = NULL;
+	nvtxRangeId_t ids[256];
+	char name[16];
+
+	if (n < 0 || n > 256)
+		return 2;
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		ids[i] = nvtxRangeStartA(name);
+	}
+	nvtxRangePushA("outer");
+	nvtxRangePushA("inner");
+	launch(k_fwd1, s);
+	nvtxRangePop();
+	nvtxRangePop();
+	for (int i = 0; i < n; i++)
+		nvtxRangeEnd(ids[i]);
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: manyopen done\n");
+	return 0;
+}
+
 static void *worker_unended(void *s)
 {
 	nvtxRangePushA("worker_not_popped");
@@ -173,6 +202,8 @@ int main(int argc, char **argv)
 		return deep(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "toodeep"))
 		return toodeep(atol(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "manyopen"))
+		return manyopen(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "signal"))
 		return in_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "unended"))
