@@ -222,16 +222,27 @@ static void task_end_ex(const struct itt_domain *d, void *clock, unsigned long l
 
 /* ---- ranges ended by id: overlapped tasks, regions, frames ---- */
 
-#define OPEN_MAX 4096
-#define OPEN_PROBE 16
+/*
+ * Open addressing from the key's home slot, linear probing over the whole
+ * table: up to OPEN_MAX ranges are open at once, whatever their ids (a probe
+ * of 16 slots once refused some at 3000 open). An ended range leaves a
+ * tombstone (SLOT_ENDED), never an empty slot again, so an end may stop at
+ * the first empty one: every slot between a key's home and its own was
+ * taken when it was placed.
+ */
+#define OPEN_MAX   4096
+#define SLOT_EMPTY 0
+#define SLOT_ENDED 1
+#define SLOT_BUSY  (~0ull) /* being written */
 struct open_range {
-	_Atomic uint64_t key; /* 0: free, ~0: being written */
+	_Atomic uint64_t key;
 	uint64_t id, start;
 	uint32_t name, tid;
 	const struct itt_domain *domain;
 	uint16_t flags;
 };
 GT_TABLE(struct open_range, open_ranges, OPEN_MAX);
+static _Atomic unsigned ranges_open; /* slots taken */
 /* A range was ever opened here: else a fork child has none to forget, and
  * leaves the table's pages untouched (a shell forks for every command). */
 static _Atomic bool ranges_used GT_STARTUP_STATE;
@@ -245,7 +256,17 @@ static uint64_t open_key(int kind, const struct itt_domain *d, const struct itt_
 	if (id)
 		h = ((h ^ id->d1) * 0xff51afd7ed558ccdull ^ id->d2) * 0xc4ceb9fe1a85ec53ull ^ id->d3;
 	h *= 0x9e3779b97f4a7c15ull;
-	return h > 1 && h != ~0ull ? h : 2;
+	return h > SLOT_ENDED && h != SLOT_BUSY ? h : 2;
+}
+
+static bool slot_claim(struct open_range *r)
+{
+	uint64_t expect = SLOT_EMPTY;
+
+	if (atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY))
+		return true;
+	expect = SLOT_ENDED;
+	return atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY);
 }
 
 static void open_begin(int kind, const struct itt_domain *d, const struct itt_id *id,
@@ -255,11 +276,13 @@ static void open_begin(int kind, const struct itt_domain *d, const struct itt_id
 
 	if (!atomic_load_explicit(&ranges_used, memory_order_relaxed))
 		atomic_store(&ranges_used, true);
-	for (unsigned i = 0; i < OPEN_PROBE; i++) {
+	if (atomic_fetch_add(&ranges_open, 1) >= OPEN_MAX)
+		goto full;
+	/* one is free (counted above): taken ones passed at most */
+	for (unsigned i = 0; i < OPEN_MAX; i++) {
 		struct open_range *r = &open_ranges[(key + i) % OPEN_MAX];
-		uint64_t expect = 0;
 
-		if (!atomic_compare_exchange_strong(&r->key, &expect, ~0ull))
+		if (!slot_claim(r))
 			continue;
 		r->start = now;
 		r->name = name;
@@ -270,6 +293,8 @@ static void open_begin(int kind, const struct itt_domain *d, const struct itt_id
 		atomic_store_explicit(&r->key, key, memory_order_release);
 		return;
 	}
+full:
+	atomic_fetch_sub(&ranges_open, 1);
 	gt_lost_add(gt_str_intern("itt_open_ranges"), 1);
 }
 
@@ -277,16 +302,19 @@ static void open_end(int kind, const struct itt_domain *d, const struct itt_id *
 {
 	uint64_t key = open_key(kind, d, id);
 
-	for (unsigned i = 0; i < OPEN_PROBE; i++) {
+	for (unsigned i = 0; i < OPEN_MAX; i++) {
 		struct open_range *r = &open_ranges[(key + i) % OPEN_MAX];
-		uint64_t expect = key;
+		uint64_t expect = key, k = atomic_load_explicit(&r->key, memory_order_acquire);
 
-		if (atomic_load_explicit(&r->key, memory_order_acquire) != key)
+		if (k == SLOT_EMPTY)
+			return; /* never begun (or refused): it ends nothing */
+		if (k != key)
 			continue;
 		struct open_range copy = { .id = r->id, .start = r->start, .name = r->name,
 					   .tid = r->tid, .domain = r->domain, .flags = r->flags };
-		if (!atomic_compare_exchange_strong(&r->key, &expect, 0))
+		if (!atomic_compare_exchange_strong(&r->key, &expect, SLOT_ENDED))
 			return; /* ended twice, concurrently */
+		atomic_fetch_sub(&ranges_open, 1);
 		struct gt_arg arg = domain_arg(copy.domain);
 		gt_range_end(copy.id, copy.start, gt_clock_ns(), copy.name, copy.tid, copy.flags,
 			     &arg, 1);
@@ -745,7 +773,8 @@ GT_FORK_CODE static void itt_atfork_child(void)
 	if (!atomic_load(&ranges_used))
 		return;
 	for (unsigned i = 0; i < OPEN_MAX; i++)
-		atomic_store(&open_ranges[i].key, 0);
+		atomic_store(&open_ranges[i].key, SLOT_EMPTY);
+	atomic_store(&ranges_open, 0);
 }
 
 static const struct gt_backend itt_backend = {

@@ -6,12 +6,16 @@
  * stepped up and a double one set, tasks on a second thread. Handles made
  * before the collector loads are the static part's own. Prints the protocol
  * the collector spoke.
+ * `itt_host overlapped N`: N overlapped tasks open at once, their ids scattered as
+ * addresses are, ended newest first.
  * `itt_host unended`: a task, an overlapped task and a frame begun and
  * never ended, around a task that ends, until main returns.
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -52,6 +56,30 @@ static int unended(void)
 	return 0;
 }
 
+static int overlapped(int n)
+{
+	itt_domain *d = itt_domain_create("many");
+	itt_string_handle *name = itt_string_handle_create("ov");
+	uint64_t x = 0x243f6a8885a308d3ull;
+	itt_id *ids = calloc((size_t)n, sizeof(*ids));
+
+	if (!ids)
+		return 1;
+	for (int i = 0; i < n; i++) { /* splitmix64 */
+		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		ids[i] = (itt_id){ z ^ (z >> 31), 0, 0 };
+		itt_task_begin_overlapped(d, ids[i], itt_null, name);
+	}
+	for (int i = n; i-- > 0;)
+		itt_task_end_overlapped(d, ids[i]);
+	free(ids);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -61,6 +89,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 3 && !strcmp(argv[1], "overlapped"))
+		return overlapped(atoi(argv[2]));
 	dom = itt_domain_create("host");
 	itt_task_begin(dom, itt_null, itt_null, outer);
 	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("inner"));

@@ -169,6 +169,27 @@ def test_itt_tasks_never_ended(tmp_path, protocol):
     assert "  ranges: 4 distinct, 4 ranges, " in r.stderr.decode()
 
 
+@pytest.mark.parametrize("n", [4096, 4100])
+def test_itt_overlapped_tasks_4096_open_at_once(tmp_path, n):
+    """4096 overlapped tasks open at once, with ids scattered as addresses
+    are, are all drawn; each past them is counted as itt_open_ranges. Once a
+    task was refused where the 16 slots from its id's home were taken: 349 of
+    4096, and some at 3000 open."""
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app, "overlapped", str(n)], tmp_path=tmp_path,
+            env={"GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == "itt protocol: 2"
+    t = json.loads(open(r.trace_path).read())
+    spans = events(t, ph="X", cat="user_annotation")
+    assert len(spans) == 4096 and {e["name"] for e in spans} == {"ov"}
+    assert not [e for e in spans if "unended" in e["args"]]
+    lost = json.loads((tmp_path / "summary.json").read_text())["lost"]
+    assert lost == ({"total": 0, "by_reason": {}} if n == 4096 else
+                    {"total": n - 4096, "by_reason": {"itt_open_ranges": n - 4096}})
+
+
 def test_itt_annotations_off_fills_nothing(tmp_path):
     """With annotations off the collector leaves the program's pointers
     null: no span, and the program runs as untraced."""
