@@ -211,6 +211,10 @@ int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting)
 	*nesting = 0;
 	if (!r)
 		return 0;
+	/* a frame named 0 is one not recorded (its pop draws nothing): a range
+	 * with no name (NVTX's registered string NULL) is named "" */
+	if (!name)
+		name = GT_S_EMPTY;
 	if (!gt_guard_try()) {
 		lost_reentrant();
 		return stack_push(&r->ranges, (struct gt_range_frame){ .key = key, .aux = aux },

@@ -723,6 +723,26 @@ def test_thread_ranges_kept_past_64_process_ranges(tmp_path, nprocess):
         ("inner", 1), ("outer", 1)]
 
 
+def test_nvtx_range_without_a_name_ends_at_its_pop(tmp_path):
+    """A range pushed with a NULL registered string is named "" and ends at
+    its pop. Once it was taken for one not recorded: its pop drew nothing,
+    so it was drawn never ended and carried by every later launch."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    r = run([app, "nullname"], tmp_path=tmp_path,
+            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"nvtx_ranges: nullname done\n"
+    t = viewer_rules.load_exact(r.trace_path)
+    got = {e["name"]: (e["args"].get("range"), e["args"].get("ranges"))
+           for e in device_spans(t)}
+    assert got == {"k_fwd1": ("", [""]), "k_after": (None, None)}
+    [host] = events(t, ph="X", cat="user_annotation")
+    assert host["name"] == "" and "unended" not in host.get("args", {})
+    [ann] = annotations(t)
+    assert (ann["name"], ann["args"]["spans"]) == ("", 1)
+
+
 def test_nvtx_ranges_in_a_signal_handler(tmp_path):
     """A 50 us timer's handler pushes and pops a range while main pushes and
     pops 100000: a handler's range that interrupts one of main's range calls

@@ -12,6 +12,8 @@
  * k_after outside every range.
  * `nvtx_ranges manyopen N`: N start/end ranges p0..pN-1 open around "outer" >
  * "inner" (pushed) around k_fwd1; then all ended.
+ * `nvtx_ranges nullname`: a range pushed with a NULL registered string around
+ * k_fwd1, popped; k_after outside every range.
  * `nvtx_ranges unended`: a pushed range and a started one never ended, around
  * three kernels, a thread that pushes a range of its own, launches k_worker
  * and ends without popping it, and the stream's sync, until main returns.
@@ -139,6 +141,24 @@ static int manyopen(int n)
 	return 0;
 }
 
+static int nullname(void)
+{
+	void *s = NULL;
+	nvtxEventAttributes_t a = { .version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+				    .messageType = NVTX_MESSAGE_TYPE_REGISTERED };
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	nvtxRangePushEx(&a);
+	launch(k_fwd1, s);
+	nvtxRangePop();
+	launch(k_after, s);
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: nullname done\n");
+	return 0;
+}
+
 static void *worker_unended(void *s)
 {
 	nvtxRangePushA("worker_not_popped");
@@ -204,6 +224,8 @@ int main(int argc, char **argv)
 		return toodeep(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "manyopen"))
 		return manyopen(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "nullname"))
+		return nullname();
 	if (argc == 3 && !strcmp(argv[1], "signal"))
 		return in_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "unended"))
