@@ -389,6 +389,7 @@ void ranges__end(const struct gt_event *ev, uint32_t ring_tid)
 static unsigned process_at(uint64_t t, struct urange **out, unsigned max, bool *all_open)
 {
 	unsigned n = 0;
+	size_t open = 0, skip;
 
 	*all_open = true;
 	for (size_t i = 0; i < R.nprocess; i++) {
@@ -397,13 +398,15 @@ static unsigned process_at(uint64_t t, struct urange **out, unsigned max, bool *
 
 		if (open_at != !u->end_ns)
 			*all_open = false;
-		if (!open_at)
-			continue;
-		if (n == max) { /* the newest are kept: the innermost */
-			memmove(out, out + 1, (max - 1) * sizeof(*out));
-			n--;
-		}
-		out[n++] = u;
+		open += open_at;
+	}
+	/* more than max: the newest are kept, the innermost */
+	skip = open > max ? open - max : 0;
+	for (size_t i = 0; i < R.nprocess && n < max; i++) {
+		struct urange *u = R.process[i];
+
+		if (u->start_ns <= t && (!u->end_ns || u->end_ns > t) && !(skip && skip--))
+			out[n++] = u;
 	}
 	return n;
 }
