@@ -413,7 +413,10 @@ GT_STARTUP_CODE static int cupti_init(void)
 		pr_dbg("cupti: cannot find this library's path; CUDA starts at the first call");
 		return 0;
 	}
-	injection__claim(GT_INJ_NVTX, &other_nvtx);
+	/* as for ITT (backends/itt): NVTX loads one tool, the one named first */
+	if (!injection__claim(GT_INJ_NVTX, &other_nvtx))
+		pr_warn("NVTX_INJECTION64_PATH names another NVTX tool (%s): NVTX ranges go to "
+			"it, not to this trace", other_nvtx);
 	/* release: a thread that sees it (a dlopen, a runtime call, the drain
 	 * thread) sees the environment set above */
 	atomic_store_explicit(&cupti_injection_ours, ours, memory_order_release);

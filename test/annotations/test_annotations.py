@@ -215,6 +215,22 @@ def test_itt_keeps_another_collector(tmp_path):
     assert not os.path.exists(r.trace_path)  # nothing recorded, no trace file
 
 
+def test_nvtx_keeps_another_tool(tmp_path):
+    """An NVTX tool the user named stays, as an ITT collector does: one line
+    says so (once there was none: the ranges went missing without a word);
+    the program runs with it (here: none that loads), and the trace has no
+    NVTX."""
+    app = BUILD / "test" / "cuda" / "nvtx_app"
+    need(app)
+    other = tmp_path / "libother_nvtx_tool.so"
+    r = run([app], tmp_path=tmp_path, env={"NVTX_INJECTION64_PATH": str(other)})
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if "NVTX_INJECTION64_PATH" in l]
+    assert lines == [f"gputrace: NVTX_INJECTION64_PATH names another NVTX tool ({other}): "
+                     "NVTX ranges go to it, not to this trace"], r.stderr
+    assert not os.path.exists(r.trace_path)  # nothing recorded, no trace file
+
+
 def test_child_without_preload_not_collected(tmp_path):
     """A child whose environment drops LD_PRELOAD does not get our
     injection variables: its ITT part finds no collector and it writes no
