@@ -259,14 +259,13 @@ static uint64_t open_key(int kind, const struct itt_domain *d, const struct itt_
 	return h > SLOT_ENDED && h != SLOT_BUSY ? h : 2;
 }
 
+/* a taken slot is passed with a load, not a failed exchange */
 static bool slot_claim(struct open_range *r)
 {
-	uint64_t expect = SLOT_EMPTY;
+	uint64_t expect = atomic_load_explicit(&r->key, memory_order_relaxed);
 
-	if (atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY))
-		return true;
-	expect = SLOT_ENDED;
-	return atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY);
+	return (expect == SLOT_EMPTY || expect == SLOT_ENDED) &&
+	       atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY);
 }
 
 static void open_begin(int kind, const struct itt_domain *d, const struct itt_id *id,
