@@ -825,12 +825,17 @@ static void *own_thread_main(void *arg)
 int lifecycle__spawn(pthread_t *thread, void *(*main_fn)(void *))
 {
 	pthread_attr_t attr;
+	sigset_t all;
 	int err;
 
 	if (!nptl_nthreads)
 		nptl_nthreads = dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* born with every signal blocked, not only once its function blocks them:
+	 * a signal meant for the program could land on it as it starts */
+	sigfillset(&all);
+	pthread_attr_setsigmask_np(&attr, &all);
 	atomic_fetch_add(&threads_starting, 1);
 	err = pthread_create(thread, &attr, own_thread_main, (void *)(uintptr_t)main_fn);
 	pthread_attr_destroy(&attr);
