@@ -660,19 +660,26 @@ def test_each_domain_is_a_stack_of_its_own(tmp_path):
     assert lost == {"total": 0, "by_reason": {}}
 
 
+def nvtx_ranges(tmp_path, mode, *args, summary=False):
+    """test/cuda/nvtx_ranges MODE ARGS on the fake runtime (1 ms kernels, no CUPTI):
+    its trace, once it ran through (summary: with its summary JSON beside it)."""
+    app = BUILD / "test" / "cuda" / "nvtx_ranges"
+    need(app)
+    env = {"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000"}
+    if summary:
+        env["GPUTRACE_SUMMARY_JSON"] = str(tmp_path / "summary.json")
+    r = run([app, mode] + [str(a) for a in args], tmp_path=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"nvtx_ranges: {mode} done\n".encode()
+    return viewer_rules.load_exact(r.trace_path)
+
+
 @pytest.mark.parametrize("depth", [17, 32])
 def test_nvtx_deep_nesting_every_level_drawn(tmp_path, depth):
     """Every level the range tracker keeps (32 on a thread) gets its
     gpu_user_annotation on the device row, the kernel's own range (the
     innermost) included: deeper than 16 once went undrawn, silently."""
-    app = BUILD / "test" / "cuda" / "nvtx_ranges"
-    need(app)
-    r = run([app, "deep", str(depth)], tmp_path=tmp_path,
-            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000",
-                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == b"nvtx_ranges: deep done\n"
-    t = viewer_rules.load_exact(r.trace_path)
+    t = nvtx_ranges(tmp_path, "deep", depth, summary=True)
     levels = [f"r{i}" for i in range(depth)]
     [kernel] = device_spans(t)
     assert (kernel["args"]["range"], kernel["args"]["ranges"]) == (levels[-1], levels)
@@ -695,15 +702,8 @@ def test_nvtx_ranges_too_deep_are_counted_not_drawn(tmp_path):
     recorded all the same: drawn never ended (args.unended), carried by every
     later launch (k_after, outside every range), and its attributes' slot
     never freed, so after 4096 of them every range lost its colour."""
-    app = BUILD / "test" / "cuda" / "nvtx_ranges"
-    need(app)
     n = 4200
-    r = run([app, "toodeep", str(n)], tmp_path=tmp_path,
-            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000",
-                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == b"nvtx_ranges: toodeep done\n"
-    t = viewer_rules.load_exact(r.trace_path)
+    t = nvtx_ranges(tmp_path, "toodeep", n, summary=True)
     got = {e["name"]: (e["args"].get("range"), e["args"].get("ranges"))
            for e in device_spans(t)}
     assert got == {"k_fwd1": ("last", ["last"]), "k_after": (None, None)}
@@ -724,13 +724,7 @@ def test_thread_ranges_kept_past_64_process_ranges(tmp_path, nprocess):
     outermost are left out, never the thread's. Once 62 start/end ranges open
     took the launch's innermost range, and 64 all of the thread's: args.range
     named a start/end range and the device row had no annotation."""
-    app = BUILD / "test" / "cuda" / "nvtx_ranges"
-    need(app)
-    r = run([app, "manyopen", str(nprocess)], tmp_path=tmp_path,
-            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == b"nvtx_ranges: manyopen done\n"
-    t = viewer_rules.load_exact(r.trace_path)
+    t = nvtx_ranges(tmp_path, "manyopen", nprocess)
     [kernel] = device_spans(t)
     kept = [f"p{i}" for i in range(max(0, nprocess - 62), nprocess)]
     assert (kernel["args"]["range"], kernel["args"]["ranges"]) == \
@@ -743,13 +737,7 @@ def test_nvtx_range_without_a_name_ends_at_its_pop(tmp_path):
     """A range pushed with a NULL registered string is named "" and ends at
     its pop. Once it was taken for one not recorded: its pop drew nothing,
     so it was drawn never ended and carried by every later launch."""
-    app = BUILD / "test" / "cuda" / "nvtx_ranges"
-    need(app)
-    r = run([app, "nullname"], tmp_path=tmp_path,
-            env={"GPUTRACE_DISABLE_CUPTI": "1", "FAKE_CUDART_KERNEL_US": "1000"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == b"nvtx_ranges: nullname done\n"
-    t = viewer_rules.load_exact(r.trace_path)
+    t = nvtx_ranges(tmp_path, "nullname")
     got = {e["name"]: (e["args"].get("range"), e["args"].get("ranges"))
            for e in device_spans(t)}
     assert got == {"k_fwd1": ("", [""]), "k_after": (None, None)}
