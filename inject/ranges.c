@@ -184,16 +184,23 @@ static void set_busy(struct gt_range_stack *st, int busy)
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
+/* Whether a push now is kept, so that its pop can end it. */
+static bool stack_keeps(const struct gt_range_stack *st)
+{
+	return !st->busy && st->depth < GT_RANGE_DEPTH;
+}
+
 static int stack_push(struct gt_range_stack *st, struct gt_range_frame f, int *nesting)
 {
 	int level;
+	bool keep = stack_keeps(st);
 
 	*nesting = -1;
 	if (st->busy)
 		return -1;
 	level = level_in_domain(st, st->depth, f.key);
 	set_busy(st, 1);
-	if (st->depth < GT_RANGE_DEPTH)
+	if (keep)
 		st->f[st->depth] = f;
 	*nesting = st->depth++;
 	set_busy(st, 0);
@@ -225,8 +232,7 @@ int gt_range_push(uintptr_t key, uint32_t name, uint32_t aux, int *nesting)
 	 * trace, drawn never ended and carried by every later launch) */
 	level = stack_push(&r->ranges, (struct gt_range_frame){
 				   .start_ns = now, .key = key, .name = name, .aux = aux,
-				   .id = annotating() && r->ranges.depth < GT_RANGE_DEPTH &&
-						 !r->ranges.busy
+				   .id = annotating() && stack_keeps(&r->ranges)
 					 ? emit_begin(name, now, 0) : 0,
 			   }, nesting);
 	gt_guard_leave();
