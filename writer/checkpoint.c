@@ -265,6 +265,30 @@ static int fallback_path(char *path, size_t len, const char *failed)
 	return strcmp(path, failed) ? 0 : -EEXIST;
 }
 
+/* Opens W.path into @o; where the file cannot have that path (its folder
+ * missing or closed to us), what was recorded goes to the default name
+ * instead, said once (*said set, where asked): 0 or the last try's negative
+ * errno. W.path names the file opened, or is left as asked. */
+static int open_or_fallback(struct out *o, const char *what, bool *said)
+{
+	char failed[sizeof(W.path)];
+	int err = out__open(o, W.path), first = err;
+
+	if (!err)
+		return 0;
+	memcpy(failed, W.path, sizeof(failed));
+	if (fallback_path(W.path, sizeof(W.path), failed))
+		return first;
+	err = out__open(o, W.path);
+	pr_err("cannot write %s to '%.300s': %s; %s %s", what, failed, strerror(-first),
+	       err ? "nor to" : "writing it to", W.path);
+	if (said)
+		*said = true;
+	if (err)
+		memcpy(W.path, failed, sizeof(failed));
+	return err;
+}
+
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -297,22 +321,7 @@ bool checkpoint__open(void)
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
 	/* a flight recorder keeps its events in memory: files come with dumps */
-	err = flight_mode() ? 0 : out__open(&W.out, path);
-	if (err) {
-		/* a path the file cannot have (its folder missing or closed to us):
-		 * what was recorded goes to the default name instead, said once */
-		char failed[sizeof(W.path)];
-		int first = err;
-
-		memcpy(failed, path, sizeof(failed));
-		if (!fallback_path(path, sizeof(W.path), failed)) {
-			err = out__open(&W.out, path);
-			pr_err("cannot write the trace to '%.300s': %s; %s %s", failed,
-			       strerror(-first), err ? "nor to" : "writing it to", path);
-		} else {
-			memcpy(path, failed, sizeof(failed));
-		}
-	}
+	err = flight_mode() ? 0 : open_or_fallback(&W.out, "the trace", NULL);
 	if (err) {
 		output_failed(err);
 		return false;
@@ -781,24 +790,8 @@ static void flight_dump(const char *reason, bool final)
 	/* named once it holds a skeleton (complete: false), then finished: a
 	 * reader never sees a complete dump without its events */
 	build_trailer(false);
-	err = out__open(&o, W.path);
-	if (err) {
-		/* a path the file cannot have (its folder missing or closed to us):
-		 * the default name, as a plain trace's (checkpoint__open), not the
-		 * window lost; kept for the next dumps, said once */
-		char failed[sizeof(W.path)];
-		int first = err;
-
-		memcpy(failed, W.path, sizeof(failed));
-		if (!fallback_path(W.path, sizeof(W.path), failed)) {
-			err = out__open(&o, W.path);
-			pr_err("cannot write the flight recorder's window to '%.300s': %s; %s %s",
-			       failed, strerror(-first), err ? "nor to" : "writing it to", W.path);
-			said = true;
-		}
-		if (err)
-			memcpy(W.path, failed, sizeof(failed));
-	}
+	/* the default name kept for the next dumps once it served, not the window lost */
+	err = open_or_fallback(&o, "the flight recorder's window", &said);
 	if (!err)
 		err = out__begin(&o, head.p, head.len, W.trailer.p, W.trailer.len);
 	W.flight = &c;
