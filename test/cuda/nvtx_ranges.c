@@ -54,6 +54,25 @@ static void launch(void (*k)(void), void *s)
 	cudaLaunchKernel((const void *)k, grid, block, NULL, 0, s);
 }
 
+/* The stream each mode launches into, on device 0 */
+static void *stream_open(void)
+{
+	void *s = NULL;
+
+	cudaSetDevice(0);
+	cudaStreamCreate(&s);
+	return s;
+}
+
+/* Waits for the mode's kernels, then says it is done (the tests look for the line) */
+static int stream_done(void *s, const char *mode)
+{
+	cudaStreamSynchronize(s);
+	cudaStreamDestroy(s);
+	printf("nvtx_ranges: %s done\n", mode);
+	return 0;
+}
+
 static void *worker(void *s)
 {
 	nvtxRangePushA("worker");
@@ -65,11 +84,9 @@ static void *worker(void *s)
 
 static int deep(int depth)
 {
-	void *s = NULL;
+	void *s = stream_open();
 	char name[16];
 
-	cudaSetDevice(0);
-	cudaStreamCreate(&s);
 	for (int i = 0; i < depth; i++) {
 		snprintf(name, sizeof(name), "r%d", i);
 		nvtxRangePushA(name);
@@ -77,22 +94,17 @@ static int deep(int depth)
 	launch(k_fwd1, s);
 	for (int i = 0; i < depth; i++)
 		nvtxRangePop();
-	cudaStreamSynchronize(s);
-	cudaStreamDestroy(s);
-	printf("nvtx_ranges: deep done\n");
-	return 0;
+	return stream_done(s, "deep");
 }
 
 static int toodeep(long n)
 {
-	void *s = NULL;
+	void *s = stream_open();
 	nvtxEventAttributes_t a = { .version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
 				    .colorType = NVTX_COLOR_ARGB, .color = 0xff112233,
 				    .messageType = NVTX_MESSAGE_TYPE_ASCII };
 	char name[16];
 
-	cudaSetDevice(0);
-	cudaStreamCreate(&s);
 	for (long it = 0; it < n; it++) {
 		for (int i = 0; i < 33; i++) {
 			snprintf(name, sizeof(name), "r%d", i);
@@ -108,22 +120,18 @@ static int toodeep(long n)
 	launch(k_fwd1, s);
 	nvtxRangePop();
 	launch(k_after, s);
-	cudaStreamSynchronize(s);
-	cudaStreamDestroy(s);
-	printf("nvtx_ranges: toodeep done\n");
-	return 0;
+	return stream_done(s, "toodeep");
 }
 
 static int manyopen(int n)
 {
-	void *s = NULL;
+	void *s;
 	nvtxRangeId_t ids[256];
 	char name[16];
 
 	if (n < 0 || n > 256)
 		return 2;
-	cudaSetDevice(0);
-	cudaStreamCreate(&s);
+	s = stream_open();
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
 		ids[i] = nvtxRangeStartA(name);
@@ -135,28 +143,20 @@ static int manyopen(int n)
 	nvtxRangePop();
 	for (int i = 0; i < n; i++)
 		nvtxRangeEnd(ids[i]);
-	cudaStreamSynchronize(s);
-	cudaStreamDestroy(s);
-	printf("nvtx_ranges: manyopen done\n");
-	return 0;
+	return stream_done(s, "manyopen");
 }
 
 static int nullname(void)
 {
-	void *s = NULL;
+	void *s = stream_open();
 	nvtxEventAttributes_t a = { .version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
 				    .messageType = NVTX_MESSAGE_TYPE_REGISTERED };
 
-	cudaSetDevice(0);
-	cudaStreamCreate(&s);
 	nvtxRangePushEx(&a);
 	launch(k_fwd1, s);
 	nvtxRangePop();
 	launch(k_after, s);
-	cudaStreamSynchronize(s);
-	cudaStreamDestroy(s);
-	printf("nvtx_ranges: nullname done\n");
-	return 0;
+	return stream_done(s, "nullname");
 }
 
 static void *worker_unended(void *s)
@@ -168,11 +168,9 @@ static void *worker_unended(void *s)
 
 static int unended(void)
 {
-	void *s = NULL;
+	void *s = stream_open();
 	pthread_t t;
 
-	cudaSetDevice(0);
-	cudaStreamCreate(&s);
 	nvtxRangePushA("whole_program");
 	nvtxRangeStartA("started_not_ended");
 	launch(k_fwd1, s);
