@@ -26,10 +26,14 @@
 #include "inject/stacks.h"
 
 /* Distinct stacks kept, and PCs stored for them (a slot's PCs live in the
- * pool). Sized for real programs: launch sites number in the hundreds. */
-#ifndef GT_STACK_SLOTS
-#define GT_STACK_SLOTS (1u << 14)
+ * pool). Sized for real programs: launch sites number in the hundreds. The
+ * table has twice the slots: never more than half full, a stack not in it
+ * is known absent after a few probes (in a full table, every call from a
+ * new site looked at each slot: 16384 of them). */
+#ifndef GT_STACK_KEPT
+#define GT_STACK_KEPT (1u << 14)
 #endif
+#define GT_STACK_SLOTS (2 * GT_STACK_KEPT)
 #ifndef GT_STACK_POOL
 #define GT_STACK_POOL (1u << 19)
 #endif
@@ -47,7 +51,15 @@
 #define cpu_relax() do { } while (0)
 #endif
 
-_Static_assert((GT_STACK_SLOTS & (GT_STACK_SLOTS - 1)) == 0, "power of two");
+_Static_assert((GT_STACK_KEPT & (GT_STACK_KEPT - 1)) == 0, "power of two");
+
+/* The unit tests count the slots looked at (a build of their own) */
+#ifdef GT_STACK_COUNT_PROBES
+uint64_t stacks_probes;
+#define PROBED() (stacks_probes++)
+#else
+#define PROBED() ((void)0)
+#endif
 
 enum { SLOT_WRITING = 0, SLOT_READY, SLOT_INVALID };
 
@@ -73,6 +85,7 @@ static struct {
 	struct table *_Atomic table; /* NULL until set up */
 	_Atomic int failed;          /* -errno once set-up failed (said once) */
 	_Atomic uint32_t pool_used;
+	_Atomic uint32_t slots_taken; /* at most GT_STACK_KEPT */
 	_Atomic int writing;         /* slots claimed, not yet stored */
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t count;
@@ -223,14 +236,14 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 	uint32_t i = (uint32_t)h & (GT_STACK_SLOTS - 1);
 
 	/* Triangular steps (1, 2, 3, ...) visit every slot of a power-of-two
-	 * table once: a new stack is dropped only when all are taken (then
-	 * after a look at each: a full table costs that much per new stack),
-	 * and stacks that share a home slot do not pile up in one run. */
+	 * table once, so a stack finds a free slot while any is left, and
+	 * stacks that share a home slot do not pile up in one run. */
 	for (uint32_t probe = 1; probe <= GT_STACK_SLOTS;
 	     i = (i + probe++) & (GT_STACK_SLOTS - 1)) {
 		struct stack_slot *s = &t->slots[i];
 		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 
+		PROBED();
 		if (cur == 0) {
 			uint64_t zero = 0;
 			int id = 0;
@@ -244,6 +257,13 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 			if (atomic_load_explicit(&S.pool_used, memory_order_relaxed) >
 			    GT_STACK_POOL - n)
 				break;
+			/* GT_STACK_KEPT stacks stored: the rest are dropped at their
+			 * first free slot, which the half-empty table keeps near */
+			if (atomic_fetch_add_explicit(&S.slots_taken, 1, memory_order_relaxed) >=
+			    GT_STACK_KEPT) {
+				atomic_fetch_sub_explicit(&S.slots_taken, 1, memory_order_relaxed);
+				break;
+			}
 
 			/* counted while claimed and not yet ready: see atfork_child */
 			atomic_fetch_add(&S.writing, 1);
@@ -251,6 +271,8 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 								    memory_order_acq_rel,
 								    memory_order_acquire))
 				id = fill(t, s, pcs, n, epoch) ? (int)i + 1 : -1;
+			else
+				atomic_fetch_sub_explicit(&S.slots_taken, 1, memory_order_relaxed);
 			atomic_fetch_sub(&S.writing, 1);
 			if (id > 0)
 				return (uint64_t)id;

@@ -27,6 +27,7 @@ int fake_format(uint64_t id, char *buf, size_t len);
 uint64_t fake_dropped(void);
 uint64_t fake_intern(const uintptr_t *pcs, unsigned n);
 unsigned fake_slots(void);
+uint64_t fake_probes(void);
 unsigned fake_pool(void);
 
 __attribute__((noinline)) uint64_t middle_fn(void)
@@ -243,6 +244,29 @@ START_TEST(test_table_full_only_when_every_slot_is_taken)
 }
 END_TEST
 
+START_TEST(test_full_table_finds_a_new_stack_absent_at_once)
+{
+	/* With every stack it keeps stored, a stack not among them is dropped
+	 * after a look at a few slots: the table looked at each of its slots,
+	 * at every call from a new site (16384 slots in the library) */
+	unsigned slots = fake_slots(), n = 1000;
+	uint64_t before;
+
+	for (unsigned i = 0; i < slots; i++)
+		ck_assert_uint_ne(intern_made_up(i), 0);
+	before = fake_probes();
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_uint_eq(intern_made_up(slots + i), 0);
+	ck_assert_uint_eq(fake_dropped(), n);
+	ck_assert_msg(fake_probes() - before <= 8ull * n, "%llu slots looked at for %u new stacks",
+		      (unsigned long long)(fake_probes() - before), n);
+	/* and each stored one is still found */
+	for (unsigned i = 0; i < slots; i++)
+		ck_assert_uint_ne(intern_made_up(i), 0);
+	ck_assert_uint_eq(fake_dropped(), n);
+}
+END_TEST
+
 START_TEST(test_full_table_drops)
 {
 	/* the table filled with made-up stacks after the first real one */
@@ -329,6 +353,7 @@ int main(void)
 	tcase_add_test(tc, test_slow_setup_drops_nothing);
 #endif
 	tcase_add_test(tc, test_table_full_only_when_every_slot_is_taken);
+	tcase_add_test(tc, test_full_table_finds_a_new_stack_absent_at_once);
 	tcase_add_test(tc, test_full_table_drops);
 	tcase_add_test(tc, test_full_pool_takes_no_slot);
 	tcase_add_test(tc, test_format_truncates_outer_end);

@@ -15,7 +15,7 @@ $(BUILD)/test/check_cli_summary: test/cli/check_cli_summary.c writer/summary.c \
 # could crowd one out before it is full).
 $(CLI_OUT)/libstackapi.so: inject/stacks.c inject/stacks.h test/cli/stack_api.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_SLOTS=1024 -DGT_STACK_POOL=32768 -shared -o $@ inject/stacks.c \
+	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_KEPT=1024 -DGT_STACK_COUNT_PROBES -DGT_STACK_POOL=32768 -shared -o $@ inject/stacks.c \
 	  test/cli/stack_api.c -ldl -lpthread
 
 $(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstackapi.so

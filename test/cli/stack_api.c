@@ -64,7 +64,8 @@ GT_EXPORT uint64_t fake_dropped(void)
 	return stacks__dropped();
 }
 
-/* Stacks of made-up PCs, and how many the table holds (GT_STACK_SLOTS). */
+/* Stacks of made-up PCs, how many the table holds (GT_STACK_KEPT), and how
+ * many slots their look-ups have looked at. */
 GT_EXPORT uint64_t fake_intern(const uintptr_t *pcs, unsigned n)
 {
 	return stacks__intern_pcs(pcs, n);
@@ -72,7 +73,14 @@ GT_EXPORT uint64_t fake_intern(const uintptr_t *pcs, unsigned n)
 
 GT_EXPORT unsigned fake_slots(void)
 {
-	return GT_STACK_SLOTS;
+	return GT_STACK_KEPT;
+}
+
+extern uint64_t stacks_probes;
+
+GT_EXPORT uint64_t fake_probes(void)
+{
+	return stacks_probes;
 }
 
 /* How many PCs the pool holds (GT_STACK_POOL). */
