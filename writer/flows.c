@@ -12,6 +12,7 @@
  * span written before its launch is remembered (late_wait): the launch,
  * written later, draws the arrow to it.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -342,25 +343,88 @@ static bool launched_after_the_end(const struct pending *p)
 	return (h1 && h1->after_end) || (h2 && h2->after_end);
 }
 
+struct pend_order {
+	uint64_t key; /* host spans (plug-ins' flow ends, launches) first, then by start */
+	size_t i;     /* its place in W.pend: ties keep the order read */
+};
+
+static int pend_order_cmp(const void *a, const void *b)
+{
+	const struct pend_order *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * The order a pass writes the waiting work in: by start. CUDA 13's CUPTI hands
+ * each thread's records over in a buffer of its own, so threads that take turns on
+ * one stream come in thread by thread: written so, a row's work went out of order
+ * (a gpu_user_annotation stayed open over the other thread's kernels in between,
+ * and those read late got none). Host spans go first: a plug-in's launch before
+ * the device spans that wait for it. NULL: the order read (already in it, or no
+ * memory).
+ */
+static const struct pend_order *pending_order(void)
+{
+	uint64_t last = 0;
+	bool sorted = true;
+
+	if (W.npend < 2)
+		return NULL;
+	if (W.npend > W.pend_order_cap) {
+		size_t cap = W.pend_order_cap ? W.pend_order_cap : 64;
+		struct pend_order *o;
+
+		while (cap < W.npend)
+			cap *= 2;
+		o = realloc(W.pend_order, cap * sizeof(*o));
+		if (!o)
+			return NULL;
+		W.pend_order = o;
+		W.pend_order_cap = cap;
+	}
+	for (size_t i = 0; i < W.npend; i++) {
+		const struct gt_event *ev = &W.pend[i].ev;
+		uint64_t key = host_end(ev) ? 0 : (ev->start_ns | 1ull << 63);
+
+		W.pend_order[i] = (struct pend_order){ key, i };
+		sorted &= key >= last;
+		last = key;
+	}
+	if (sorted)
+		return NULL;
+	qsort(W.pend_order, W.npend, sizeof(*W.pend_order), pend_order_cmp);
+	return W.pend_order;
+}
+
 /* age: a cycle's end, the waiting grow older. The file is written as the JSON
  * grows (a ring's worth of kernels, written at once, grew the buffer to 16 MiB). */
 static void pending_pass(bool final, bool age)
 {
+	const struct pend_order *order = pending_order();
 	size_t keep = 0;
 
-	for (size_t i = 0; i < W.npend; i++) {
-		struct pending *p = &W.pend[i];
+	for (size_t n = 0; n < W.npend; n++) {
+		struct pending *p = &W.pend[order ? order[n].i : n];
 
 		if (device_ready(p, final)) {
 			if (!launched_after_the_end(p))
 				write_linked(&p->ev, p->args, p->ev.nargs);
 			checkpoint__write_behind_when_full();
+			p->age = UINT_MAX; /* written */
 		} else {
 			p->age += age;
-			if (keep != i)
-				W.pend[keep] = *p;
-			keep++;
 		}
+	}
+	/* those that wait on, in the order read (the next pass sorts them again) */
+	for (size_t i = 0; i < W.npend; i++) {
+		if (W.pend[i].age == UINT_MAX)
+			continue;
+		if (keep != i)
+			W.pend[keep] = W.pend[i];
+		keep++;
 	}
 	W.npend = W.pend_kept = keep;
 }

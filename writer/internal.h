@@ -143,6 +143,9 @@ struct writer {
 	struct pending *pend;
 	size_t npend, pend_cap, pend_map; /* pend_map: gt_grow's */
 	size_t pend_kept; /* what waited on after the last pass over them */
+	/* flows.c: the order a pass writes them in (time order), and its room */
+	struct pend_order *pend_order;
+	size_t pend_order_cap;
 	/* flows.c: plug-ins' device spans written before their launch, waiting
 	 * for it (NULL until one is); those given up, for the trailer */
 	struct late_end *late;

@@ -30,6 +30,10 @@
 //                  NVTX ranges "main" and, nested, letter + index ("M0"), or by a new
 //                  thread of that name that then ends, inside that range (W) or none (w);
 //                  synchronized once at the end
+//   turns SEQ      one created stream, two threads A and B each inside an NVTX range of
+//                  its name ("A", and nested in it "B" for B's: "B" > "b") the whole time,
+//                  taking turns: per letter of SEQ, that thread launches one scale of 1024
+//                  ns; synchronized once at the end
 //   wait MS        a kernel of MS ms on a stream of its own, waited for by
 //                  wait_for_stream() (cudaStreamSynchronize)
 //   hang           kernels that finish (2 axpy on stream A and a scale on B,
@@ -506,6 +510,68 @@ static int shared_mode(const char *seq)
 	}
 	CHECK(cudaStreamSynchronize(st.s));
 	printf("shared: %s\n", seq);
+	return 0;
+}
+
+struct turns {
+	cudaStream_t s;
+	float *d;
+	const char *seq;
+	int next; /* the letter of SEQ whose turn it is */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+struct turns_thread {
+	struct turns *t;
+	char me;
+};
+
+static void *turns_thread(void *arg)
+{
+	struct turns_thread *th = (struct turns_thread *)arg;
+	struct turns *t = th->t;
+
+	nvtxRangePushA(th->me == 'A' ? "A" : "B");
+	if (th->me == 'B')
+		nvtxRangePushA("b");
+	for (int i = 0; t->seq[i]; i++) {
+		if (t->seq[i] != th->me)
+			continue;
+		pthread_mutex_lock(&t->mu);
+		while (t->next != i)
+			pthread_cond_wait(&t->cv, &t->mu);
+		pthread_mutex_unlock(&t->mu);
+		sim::scale<float><<<8, 128, 0, t->s>>>(t->d, 1.0f, 1000); // 1024 ns
+		pthread_mutex_lock(&t->mu);
+		t->next++;
+		pthread_cond_broadcast(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+	}
+	if (th->me == 'B')
+		nvtxRangePop();
+	nvtxRangePop();
+	return NULL;
+}
+
+static int turns_mode(const char *seq)
+{
+	struct turns t;
+	struct turns_thread a = { &t, 'A' }, b = { &t, 'B' };
+	pthread_t ta, tb;
+
+	t.seq = seq;
+	t.next = 0;
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	CHECK(cudaMalloc(&t.d, MiB));
+	CHECK(cudaStreamCreate(&t.s));
+	pthread_create(&ta, NULL, turns_thread, &a);
+	pthread_create(&tb, NULL, turns_thread, &b);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	CHECK(cudaStreamSynchronize(t.s));
+	printf("turns: %s\n", seq);
 	return 0;
 }
 
@@ -1096,6 +1162,8 @@ int main(int argc, char **argv)
 		return nvtx_mode(argc > 2 && !strcmp(argv[2], "overlap"));
 	if (!strcmp(mode, "shared") && argc > 2)
 		return shared_mode(argv[2]);
+	if (!strcmp(mode, "turns") && argc > 2)
+		return turns_mode(argv[2]);
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
 	if (!strcmp(mode, "hang"))

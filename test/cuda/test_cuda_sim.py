@@ -5,6 +5,7 @@ names, durations, bytes and kinds, alignment of device work inside the host call
 caused and waited for it, arrows, NVTX, graphs, processes, signals, other CUPTI users."""
 import collections
 import decimal
+import itertools
 import json
 import os
 import pathlib
@@ -1240,6 +1241,40 @@ def test_threads_sharing_a_stream_each_get_their_annotation(tmp_path, seq):
         want = name if name[0] in "Ww" else APP.name
         assert names_of[launches[k["args"]["correlation"]]["tid"]] == want, (names_of, name)
     # the row's slices nest or stand apart, as viewers need
+    row = ks + anns
+    for x in row:
+        for y in row:
+            assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
+                (start(x) <= start(y) and end(y) <= end(x)) or \
+                (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+
+
+@pytest.mark.parametrize("seq", ["ABAB", "BABA", "ABBAAB", "AABBBA"])
+def test_threads_taking_turns_on_a_stream_annotate_their_runs(tmp_path, seq):
+    """Two threads inside ranges of their own the whole time ("A"; "B" > "b") take turns
+    launching on one stream. CUPTI hands over each thread's records in a buffer of its
+    own, one thread's after the other's: written in that order, an annotation of B's
+    stayed open over A's kernels between B's, and A's (read late) got none. Each run of
+    a thread's kernels on the row gets its own annotation, around those kernels only."""
+    r = sim_run([APP, "turns", seq], tmp_path)
+    assert r.returncode == 0 and r.stdout == f"turns: {seq}\n".encode(), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    ks = sorted(xs(trace, "kernel"), key=start)
+    assert [k["args"]["ranges"] for k in ks] == [["A"] if c == "A" else ["B", "b"] for c in seq]
+    runs = [(c, len(list(g))) for c, g in itertools.groupby(seq)]
+    anns = sorted(xs(trace, "gpu_user_annotation"), key=lambda a: (start(a), -end(a)))
+    want, i = [], 0
+    for c, n in runs:
+        run = ks[i:i + n]
+        names = ["A"] if c == "A" else ["B", "b"]
+        want += [(name, start(run[0]) - len(names) + d, end(run[-1]), n)
+                 for d, name in enumerate(names)]
+        i += n
+    assert [(a["name"], start(a), end(a), a["args"]["spans"]) for a in anns] == want
+    for a in anns:  # around its own thread's kernels only
+        inside = [k for k in ks if start(a) < start(k) and end(k) <= end(a)]
+        assert {k["args"]["range"] for k in inside} == {"A" if a["name"] == "A" else "b"}, a
     row = ks + anns
     for x in row:
         for y in row:
