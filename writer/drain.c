@@ -104,13 +104,13 @@ static bool after_the_end(const struct gt_event *ev, const struct ring *r)
 /* The file ends: the user ranges still open are drawn up to where it ends,
  * the window's close or where the process began to end (later calls of
  * other threads are not in it), and only those begun in the window. */
-static void draw_unended_ranges(uint64_t now)
+static bool unended_bounds(uint64_t now, uint64_t *from_ns, uint64_t *end_ns)
 {
 	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
 	uint64_t from = 0;
 
 	if (!writing_window())
-		return;
+		return false;
 	if (!end || end > now)
 		end = now;
 	if (gt_cap.controlled) {
@@ -123,7 +123,17 @@ static void draw_unended_ranges(uint64_t now)
 		if (stop && stop < end)
 			end = stop;
 	}
-	ranges__draw_unended(from, end);
+	*from_ns = from;
+	*end_ns = end;
+	return true;
+}
+
+static void draw_unended_ranges(uint64_t now)
+{
+	uint64_t from, end;
+
+	if (unended_bounds(now, &from, &end))
+		ranges__draw_unended(from, end);
 }
 
 /* A thread ended with ranges of its stack open: drawn up to its end, where
@@ -177,8 +187,16 @@ static unsigned drain_record(struct ring *r, const struct gt_event *slots, uint6
 		/* not in this file, but a range that began in a window ends here:
 		 * off the thread's stack, or later windows' launches carry it */
 		if (ev->type == GT_EV_HOST_SPAN &&
-		    (ev->flags & (GT_EVF_RANGE | GT_EVF_TIMED)) == GT_EVF_RANGE)
+		    (ev->flags & (GT_EVF_RANGE | GT_EVF_TIMED)) == GT_EVF_RANGE) {
+			uint64_t from, end;
+
+			/* one that began in the window being ended, ended after its close:
+			 * drawn never ended (as it would be, had its end come a cycle later;
+			 * until 2026-12-06 it was not drawn at all) */
+			if (unended_bounds(gt_clock_ns(), &from, &end))
+				ranges__draw_ended_after(ev, from, end);
 			ranges__end(ev, (uint32_t)r->tid);
+		}
 		return nslots;
 	}
 	if (after_the_end(ev, r))

@@ -314,6 +314,10 @@ GT_HIDDEN void ranges__thread_gone(uint32_t tid);
 GT_HIDDEN void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns);
 /* ... and those of thread tid's stack, the thread having ended at end_ns. */
 GT_HIDDEN void ranges__draw_thread_unended(uint32_t tid, uint64_t from_ns, uint64_t end_ns);
+/* ... and the one the end ev (read after the window's close, outside it) ends, before
+ * ranges__end takes it off its stack. */
+GT_HIDDEN void ranges__draw_ended_after(const struct gt_event *ev, uint64_t from_ns,
+					uint64_t end_ns);
 /* End of a drain cycle: ended process ranges age. */
 GT_HIDDEN void ranges__cycle_end(void);
 /* The span that ends a range which need not nest (a process range, one ended

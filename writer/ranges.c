@@ -683,6 +683,14 @@ void ranges__draw_thread_unended(uint32_t tid, uint64_t from_ns, uint64_t end_ns
 		draw_stack_unended(t, from_ns, end_ns);
 }
 
+void ranges__draw_ended_after(const struct gt_event *ev, uint64_t from_ns, uint64_t end_ns)
+{
+	struct urange *u = ev->corr2 ? map_find(ev->corr2) : NULL;
+
+	if (u && !u->end_ns && u->start_ns <= end_ns)
+		draw_unended(u, from_ns, end_ns);
+}
+
 void ranges__draw_unended(uint64_t from_ns, uint64_t end_ns)
 {
 	for (size_t h = 0; R.threads && h <= R.threads_mask; h++)

@@ -16,6 +16,11 @@
  * thread pushes its own "step" (300 ms, holding "worker"), and at 350 ms the
  * main thread marks "main-late" and pops its "step" while the thread's is
  * still open.
+ *
+ * nvtx_steps straddle [us]: the main thread's "step" holds a thread's "across",
+ * a range "inner" of domain "other" and a start/end range "started", all three
+ * begun inside it and ended us (0) microseconds after its pop (the thread's when
+ * the main thread has popped "step").
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -89,8 +94,71 @@ static int handover(void)
 	return 0;
 }
 
+static pthread_mutex_t straddle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t straddle_cv = PTHREAD_COND_INITIALIZER;
+static int straddle_state; /* 1: "across" pushed, 2: "step" popped */
+static long straddle_us;
+
+static void straddle_set(int state)
+{
+	pthread_mutex_lock(&straddle_mu);
+	straddle_state = state;
+	pthread_cond_broadcast(&straddle_cv);
+	pthread_mutex_unlock(&straddle_mu);
+}
+
+static void straddle_wait(int state)
+{
+	pthread_mutex_lock(&straddle_mu);
+	while (straddle_state < state)
+		pthread_cond_wait(&straddle_cv, &straddle_mu);
+	pthread_mutex_unlock(&straddle_mu);
+}
+
+static void *straddle_worker(void *arg)
+{
+	nvtxRangePushA("across");
+	straddle_set(1);
+	straddle_wait(2);
+	work(straddle_us);
+	nvtxRangePop();
+	return arg;
+}
+
+static int straddle(long us)
+{
+	nvtxDomainHandle_t dom = nvtxDomainCreateA("other");
+	nvtxEventAttributes_t a = { 0 };
+	nvtxRangeId_t id;
+	pthread_t t;
+
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "inner";
+	straddle_us = us;
+	nvtxRangePushA("step");
+	if (pthread_create(&t, NULL, straddle_worker, NULL))
+		return 1;
+	straddle_wait(1);
+	nvtxDomainRangePushEx(dom, &a);
+	id = nvtxRangeStartA("started");
+	work(200);
+	nvtxRangePop();
+	straddle_set(2);
+	work(us);
+	nvtxDomainRangePop(dom);
+	nvtxRangeEnd(id);
+	if (pthread_join(t, NULL))
+		return 1;
+	printf("nvtx_steps: straddle\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "straddle"))
+		return straddle(argc > 2 ? atol(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "handover"))
 		return handover();
 	if (argc > 1 && !strcmp(argv[1], "threads"))

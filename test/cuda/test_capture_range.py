@@ -134,6 +134,31 @@ def test_nvtx_range_pop_ends_only_its_own_window(tmp_path):
     assert names(t) == ["step", "worker", "main-late"]
 
 
+@pytest.mark.parametrize("after_us", [0, 300000])
+def test_nvtx_ranges_ended_after_the_window_drawn_unended(tmp_path, after_us):
+    """Ranges begun inside the main thread's "step" and ended after its pop: a thread's
+    "across", a range of another domain and a start/end range. Each is drawn in the
+    window's file up to its end, unended, whether its end comes at once (read in the
+    cycle that ends the window: until 2026-12-06 it was not drawn at all) or 0.3 s later
+    (read after the file was ended)."""
+    need(APP)
+    r = run([APP, "straddle", after_us], tmp_path=tmp_path,
+            env={"GPUTRACE_CAPTURE_RANGE": "nvtx:step"})
+    assert r.returncode == 0 and r.stdout == b"nvtx_steps: straddle\n", r.stderr
+    (f,) = window_files(tmp_path)
+    t = load_trace(f)
+    check_window(t, 1)
+    end = t["gputrace"]["capture"]["end_ns"]
+    spans = {e["name"]: e for e in events(t, ph="X", cat="user_annotation")}
+    assert sorted(spans) == ["across", "inner", "started", "step"]
+    assert "unended" not in spans["step"].get("args", {})
+    for name in ("across", "inner", "started"):
+        e = spans[name]
+        assert e["args"] == {"unended": True}, e
+        assert round((e["ts"] + e["dur"]) * 1000) == end, e
+    assert spans["across"]["tid"] != t["gputrace"]["pid"]  # the thread's row
+
+
 def test_bad_capture_range_one_line(tmp_path):
     need(APP)
     r = run([APP, 1], tmp_path=tmp_path, env={"GPUTRACE_CAPTURE_RANGE": "nvtx:",
