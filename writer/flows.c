@@ -368,10 +368,31 @@ static int pend_order_cmp(const void *a, const void *b)
  */
 static const struct pend_order *pending_order(void)
 {
-	uint64_t last = 0;
+	/* each row's work in order already (one stream a thread, the usual case): as read,
+	 * unsorted. Rows by their track's low bits; two tracks on one slot: sorted. */
+	struct {
+		uint32_t track;
+		bool used;
+		uint64_t last;
+	} rows[64];
 	bool sorted = true;
 
 	if (W.npend < 2)
+		return NULL;
+	memset(rows, 0, sizeof(rows));
+	for (size_t i = 0; i < W.npend && sorted; i++) {
+		const struct gt_event *ev = &W.pend[i].ev;
+		unsigned slot = ev->track & 63;
+
+		if (host_end(ev))
+			continue;
+		if (rows[slot].used && (rows[slot].track != ev->track || ev->start_ns < rows[slot].last))
+			sorted = false;
+		rows[slot].used = true;
+		rows[slot].track = ev->track;
+		rows[slot].last = ev->start_ns;
+	}
+	if (sorted)
 		return NULL;
 	if (W.npend > W.pend_order_cap) {
 		size_t cap = W.pend_order_cap ? W.pend_order_cap : 64;
@@ -387,14 +408,9 @@ static const struct pend_order *pending_order(void)
 	}
 	for (size_t i = 0; i < W.npend; i++) {
 		const struct gt_event *ev = &W.pend[i].ev;
-		uint64_t key = host_end(ev) ? 0 : (ev->start_ns | 1ull << 63);
 
-		W.pend_order[i] = (struct pend_order){ key, i };
-		sorted &= key >= last;
-		last = key;
+		W.pend_order[i] = (struct pend_order){ host_end(ev) ? 0 : ev->start_ns | 1ull << 63, i };
 	}
-	if (sorted)
-		return NULL;
 	qsort(W.pend_order, W.npend, sizeof(*W.pend_order), pend_order_cmp);
 	return W.pend_order;
 }
