@@ -61,6 +61,12 @@ struct gt_lifecycle_hooks {
 	 * ring), GT_WAKE_BUSY while it is inside a backend's hook (which may
 	 * be waiting for the caller), else GT_WAKE_OK. */
 	int (*wake)(void);
+	/* The writer's progress (slots handed back, checkpoints and system
+	 * calls on the file done), and in *writing whether a call on the file
+	 * has not returned (a write the kernel holds): for a thread that waits
+	 * for another's last drain, as sync's own wait does. Lock-free,
+	 * async-signal-safe. */
+	uint64_t (*progress)(bool *writing);
 };
 
 /* One writer registers; the shim takes the first it finds. */

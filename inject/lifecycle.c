@@ -99,6 +99,12 @@ static bool no_writer_ring_full(struct ring *r)
 	return false;
 }
 
+static uint64_t no_writer_progress(bool *writing)
+{
+	*writing = false;
+	return 0;
+}
+
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -111,6 +117,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.flight_dump = no_writer_dump,
 	.own_ring_full = no_writer_ring_full,
 	.wake = no_writer_wake,
+	.progress = no_writer_progress,
 };
 
 GT_STARTUP_CODE const struct gt_lifecycle_hooks *lifecycle__hooks(void)
@@ -147,6 +154,46 @@ static GT_TLS unsigned char fork_holds;
 static GT_TLS int fork_deferred;
 static void fork_release(void);
 
+/* As many timeouts in all as the finisher's own wait (writer/thread.c,
+ * SYNC_PROGRESS_CAP) */
+#define FINISHER_WAIT_ROUNDS 10
+
+/*
+ * Another thread is ending the trace (an exit's last drain, or a signal's):
+ * waited for as that thread waits for the drain, timeout_ms at a time while
+ * the drain progresses (a write the kernel holds, a FIFO's slow reader,
+ * counts). A flat timeout_ms cut a long last drain short: a SIGTERM during an
+ * exit's drain into a FIFO whose reader was slow ended the process after 3 s,
+ * the stream cut mid-event, without a word. Rare: out of the start-up text.
+ */
+static __attribute__((noinline, cold)) void wait_finisher(const char *why, unsigned timeout_ms)
+{
+	const struct gt_lifecycle_hooks *h = lifecycle__hooks();
+	bool writing, stuck = false;
+	uint64_t progress = h->progress(&writing);
+
+	for (unsigned round = 0; round < FINISHER_WAIT_ROUNDS && !stuck; round++) {
+		if (gt_phase_wait_done(timeout_ms))
+			return;
+		uint64_t moved = h->progress(&writing);
+
+		stuck = moved == progress && !writing;
+		progress = moved;
+	}
+	const char *ending = atomic_load(&gt_end_reason);
+
+	/* this thread ends the process now (a signal, _exit): the file is
+	 * the last checkpoint's, which the user is told, as by the finisher */
+	if (stuck)
+		pr_warn("the last drain (%s; then %s) made no progress for %u ms: the trace "
+			"keeps its last checkpoint, without the events recorded after it",
+			ending ? ending : "?", why, timeout_ms);
+	else
+		pr_warn("the last drain (%s; then %s) was not over after %u ms: the trace keeps "
+			"its last checkpoint, without the events recorded after it",
+			ending ? ending : "?", why, timeout_ms * FINISHER_WAIT_ROUNDS);
+}
+
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
 	int err;
@@ -175,7 +222,7 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 		if (!from_signal || !finishing_here || !gt_live()) {
 			/* another thread's exit() is finishing the trace: wait
 			 * for it (a futex wake when it is done, not a sleep loop) */
-			gt_phase_wait_done(timeout_ms);
+			wait_finisher(why, timeout_ms);
 			/* ... or a fatal signal's handler, which then ends the process
 			 * by it: this exit() is not to end it first, with the status
 			 * a crash would have denied it (a rare path: a plain wait) */

@@ -468,6 +468,7 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.fork_parent = writer__fork_parent,
 	.forget = writer__forget,
 	.is_own_thread = writer__is_drain_thread,
+	.progress = drain_progress,
 	.recording = writer__recording,
 	.flight_dump = writer__flight_dump,
 	.own_ring_full = drain__own_ring_full,

@@ -99,6 +99,15 @@ __attribute__((no_sanitize_undefined, noinline)) static void fault(const char *a
 	}
 }
 
+static void *worker_late_exit(void *arg)
+{
+	struct timespec pause = { 0, 700 * 1000000 }; /* main's exit is draining by then */
+
+	(void)arg;
+	nanosleep(&pause, NULL);
+	_exit(3);
+}
+
 static void *worker_late_calls(void *arg)
 {
 	struct timespec pause = { 0, 300 * 1000000 }; /* main is gone by then */
@@ -118,6 +127,13 @@ int main(int argc, char **argv)
 	calls(n);
 	if (!strcmp(action, "exit"))
 		return 0;
+	if (!strcmp(action, "exit-then-_exit")) {
+		/* another thread's _exit while main's exit ends the trace */
+		pthread_t t;
+
+		pthread_create(&t, NULL, worker_late_exit, NULL);
+		return 0;
+	}
 	if (!strcmp(action, "status"))
 		return 7;
 	fault(action);

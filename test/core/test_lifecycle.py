@@ -190,6 +190,62 @@ def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
     assert count_events(trace, "X", name="zeDriverGetApiVersion") >= 1000
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, "_exit"])
+def test_signal_during_the_exits_last_drain_waits_for_it(tmp_path, sig):
+    """A signal that lands once the exit has begun the last drain (main returned, the
+    drain writing into a FIFO whose reader has stopped) waits for that drain while it
+    progresses, as the exit itself does, then ends the process by the signal. Its handler
+    waited 3 s flat: the process died with the stream cut mid-event, without a word. The
+    trace ended at the exit, and its trailer says so. So for another thread's _exit(3)
+    meanwhile (then either status ends the process, whichever thread is first)."""
+    need(APP)
+    fifo, copy = tmp_path / "t.json", tmp_path / "copy.json"
+    os.mkfifo(fifo)
+    reading = threading.Event()
+    reading.set()
+
+    def reader():
+        with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
+            while True:
+                reading.wait()
+                chunk = src.read(1 << 16)
+                if not chunk:
+                    return
+                dst.write(chunk)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    # every call still in the ring at the exit (no cycle before it): its drain
+    # writes megabytes, far more than the FIFO holds
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(fifo),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "60000",
+                             "GPUTRACE_BUFFER_KB": "65536"}))
+    action = "exit-then-_exit" if sig == "_exit" else "exit"
+    p = subprocess.Popen([str(APP), action, "200000"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"calls 200000\n"
+        reading.clear()  # main returns: the exit's last drain fills the FIFO
+        time.sleep(0.5)
+        if sig != "_exit":
+            p.send_signal(sig)
+        time.sleep(4.5)
+        still_waiting = p.poll() is None
+        reading.set()
+        p.wait(timeout=60)
+        err = p.stderr.read()
+    t.join(60)
+    assert still_waiting, err.decode(errors="replace")
+    # both end once the drain is over: the exit's status or the _exit's
+    assert p.returncode in ((0, 3) if sig == "_exit" else (-sig,))
+    assert b"made no progress" not in err, err.decode(errors="replace")
+    trace = scan_trace(copy)
+    assert trace["gputrace"]["complete"] is True
+    assert trace["gputrace"]["end"] == "exit"
+    assert trace["gputrace"]["events_lost"] == 0
+    assert count_events(trace, "X", name="zeDriverGetApiVersion") == 200000
+
+
 def test_sigterm_inside_fork_ends_the_trace_at_once(tmp_path):
     """A SIGTERM that lands in a fork() (one sent during the clone is delivered as it
     returns) found our locks, and glibc's malloc and stdio locks, held until the fork's
