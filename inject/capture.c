@@ -110,6 +110,19 @@ static __attribute__((noinline, cold)) void warn_count_ignored(void)
 		gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
 }
 
+/* Paused, with windows that only gputrace capture opens, and no signal for it
+ * to send: the process would record nothing, said only at its end (as "no
+ * gputrace capture opened one"). Cold text, as warn_count_ignored. */
+static __attribute__((noinline, cold)) void warn_paused_unreachable(void)
+{
+	pr_warn("%s waits for gputrace capture to open a window, and %s leaves it no "
+		"signal to send: nothing will be recorded (give a capture signal, or open "
+		"windows with %s)",
+		gt_setting("--start paused", "GPUTRACE_START=paused"),
+		gt_setting("--capture-signal off", "GPUTRACE_CAPTURE_SIGNAL=off"),
+		gt_setting("--capture-range", "GPUTRACE_CAPTURE_RANGE"));
+}
+
 GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 {
 	if (gt_unlikely(gt_cfg.capture_count_set))
@@ -125,6 +138,9 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 	if (gt_cap.controlled && gt_cfg.delay_ns && (gt_cfg.start_paused || gt_cfg.capture_range))
 		/* the windows are the trigger's or the marks' then */
 		warn_delay_ignored();
+	if (gt_cap.controlled && gt_cfg.start_paused && !gt_cfg.capture_range &&
+	    !config__capture_signal(&gt_cfg))
+		warn_paused_unreachable();
 	/* a fork child's, fresh (an assignment: no call into libc to bind at
 	 * start, in every process) */
 	cap_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
@@ -557,6 +573,9 @@ static __attribute__((noinline, cold)) void no_window_reason(char *out, size_t l
 	else if (gt_cfg.capture_range)
 		snprintf(out, len, "cudaProfilerStart (or __itt_resume) was never called "
 			 "(--capture-range cudaProfilerApi)");
+	else if (gt_cfg.start_paused && !config__capture_signal(&gt_cfg))
+		snprintf(out, len, "started with --start paused and --capture-signal off: no "
+			 "gputrace capture could open one");
 	else if (gt_cfg.start_paused)
 		snprintf(out, len, "started with --start paused, and no gputrace capture opened "
 			 "one");

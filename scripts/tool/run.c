@@ -107,6 +107,8 @@ static const char *capture_held(const struct run *r)
 
 	if (c->capture_range)
 		return "--capture-range: its mark never came";
+	if (c->start_paused && !c->capture_signal)
+		return "--start paused and --capture-signal off: no gputrace capture could open one";
 	if (c->start_paused)
 		return "--start paused, and no gputrace capture opened one";
 	if (c->delay_ns)

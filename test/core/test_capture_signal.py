@@ -427,3 +427,41 @@ def test_exec_with_a_window_open_leaves_the_new_image_paused(tmp_path):
         out, err = p.communicate(b"y\n", timeout=30)
     assert (p.returncode, gputrace_lines(err)) == (0, [])
     assert list((tmp_path / "run").iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["run", "preload"])
+def test_paused_with_the_capture_signal_off_is_said_at_start(tmp_path, how):
+    """--start paused waits for gputrace capture; with --capture-signal off nothing can
+    reach it, and the process records nothing. That was said only at the end of a
+    gputrace run ("no gputrace capture opened one"), and not at all under LD_PRELOAD.
+    One line at start now, naming both settings as the user gave them."""
+    app = APPS / "ze_hello"
+    need(app)
+    run_dir = {"GPUTRACE_RUN_DIR": str(tmp_path / "run")}
+    if how == "run":
+        r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "--start", "paused",
+                            "--capture-signal", "off", "-o", str(tmp_path / "t.json"), "--",
+                            "sh", "-c", f"{app} >/dev/null; {app} >/dev/null"],
+                           env=gputrace_env(sim_env(run_dir)), capture_output=True,
+                           timeout=60, preexec_fn=default_signals)
+        names = ("--start paused", "--capture-signal off")
+    else:
+        r = subprocess.run([str(app)], env=clean_env(sim_env(dict(
+            run_dir, LD_PRELOAD=PRELOAD, GPUTRACE_START="paused", GPUTRACE_SUMMARY="0",
+            GPUTRACE_CAPTURE_SIGNAL="off", GPUTRACE_OUTPUT=str(tmp_path / "t.json")))),
+            capture_output=True, timeout=60, preexec_fn=default_signals)
+        names = ("GPUTRACE_START=paused", "GPUTRACE_CAPTURE_SIGNAL=off")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in gputrace_lines(r.stderr) if "nothing will be recorded" in l]
+    assert len(lines) == 1, r.stderr  # once for the run: every process would say it
+    assert all(n in lines[0] for n in names), lines[0]
+    assert not list(tmp_path.glob("t*.json"))
+    if how == "run":
+        assert "--capture-signal off" in gputrace_lines(r.stderr)[-1], r.stderr
+    # with a capture range, windows open without the signal: nothing said
+    r = subprocess.run([str(app)], env=clean_env(sim_env(dict(
+        run_dir, LD_PRELOAD=PRELOAD, GPUTRACE_START="paused", GPUTRACE_SUMMARY="0",
+        GPUTRACE_CAPTURE_SIGNAL="off", GPUTRACE_CAPTURE_RANGE="nvtx:x",
+        GPUTRACE_OUTPUT=str(tmp_path / "t.json")))),
+        capture_output=True, timeout=60, preexec_fn=default_signals)
+    assert not [l for l in gputrace_lines(r.stderr) if "nothing will be recorded" in l]
