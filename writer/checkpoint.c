@@ -217,8 +217,24 @@ static void window_path(char *path, size_t cap, uint32_t n)
 	snprintf(path + at, cap - at, "-w%u%s", n, tail);
 }
 
+/* Where "-w<n>" begins in a window's file name (window_path's), or -1. */
+static ssize_t window_split(const char *path, uint32_t n)
+{
+	char tag[16];
+	const char *slash = strrchr(path, '/');
+	const char *dot = strstr(slash ? slash : path, ".json");
+	size_t at = dot ? (size_t)(dot - path) : strlen(path);
+	size_t tl = (size_t)snprintf(tag, sizeof(tag), "-w%u", n);
+
+	return at >= tl && !memcmp(path + at - tl, tag, tl) ? (ssize_t)(at - tl) : -1;
+}
+
 void checkpoint__forget_file(void)
 {
+	/* the ".N" the process's first file took (an earlier trace had its
+	 * name): its windows' files take it too */
+	if (!W.name_suffix)
+		W.name_suffix = W.out.suffix;
 	W.opened = false;
 	W.listed = false; /* a gputrace run is told of each window's file */
 	W.any_event = false;
@@ -325,6 +341,19 @@ bool checkpoint__open(void)
 	if (err) {
 		output_failed(err);
 		return false;
+	}
+	if (W.files && W.out.want[0]) {
+		/* named after the process's first file, as trace.1-w2.json after
+		 * trace.1.json: not trace-w2.json, which read as a window of the
+		 * trace.json an exec'd image before us (our pid) or an earlier
+		 * run wrote */
+		ssize_t split = window_split(W.out.want, W.files + 1);
+
+		if (split >= 0) {
+			W.out.capture_window = W.files + 1;
+			W.out.split = (size_t)split;
+			W.out.suffix = W.name_suffix;
+		}
 	}
 	if (flight_mode())
 		W.out.fd = -1;

@@ -128,6 +128,7 @@ struct writer {
 	bool paged;        /* W.out.paged, for the drain */
 	uint64_t buf_at;   /* where W.buf will start in a paged file */
 	char path[PATH_MAX]; /* the output template, expanded */
+	int name_suffix;     /* the first file's ".N" plus one (out.suffix), for its windows' */
 	bool listed;         /* named in the run's list of traces (GPUTRACE_RUN_STATE) */
 	bool opened, failed;
 	bool any_event; /* the JSON array has an element */

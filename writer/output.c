@@ -118,19 +118,39 @@ static int candidate(const char *path, int i, char *out, size_t len)
 	return snprintf(out, len, "%s.%d", path, i) >= (int)len ? -ENAMETOOLONG : 0;
 }
 
+/* Candidate i for a capture window's file: the ".N" its process's first file
+ * took goes before the "-wN" (trace.1.json -> trace.1-w2.json), then ".i" as
+ * for any name (trace.1-w2.1.json); with no first file yet, ".i" goes there
+ * (trace-w2.json, trace.1-w2.json, ...) and becomes the process's. */
+static int window_candidate(const struct out *o, int i, char *out, size_t len)
+{
+	char fam[PATH_MAX];
+	int n = o->suffix ? o->suffix - 1 : i;
+
+	if (!n)
+		snprintf(fam, sizeof(fam), "%s", o->want);
+	else if (snprintf(fam, sizeof(fam), "%.*s.%d%s", (int)o->split, o->want, n,
+			  o->want + o->split) >= (int)sizeof(fam))
+		return -ENAMETOOLONG;
+	return candidate(fam, o->suffix ? i : 0, out, len);
+}
+
 int out__publish(struct out *o)
 {
 	char name[PATH_MAX], fdpath[48];
-	int err;
+	int err, i;
 
 	if (!o->unpublished)
 		return 0;
 	/* link() never replaces: an earlier trace of this run (the image an
-	 * exec replaced has our pid) keeps its name, we take the next */
+	 * exec replaced has our pid) keeps its name, we take the next; a
+	 * window's file is named after its process's first (a window of the
+	 * image an exec started is not taken for one of the image before) */
 	if (o->tmpfile)
 		snprintf(fdpath, sizeof(fdpath), "%s/%d", proc_fd_dir(), o->fd);
-	for (int i = 0; i < 10000; i++) {
-		if ((err = candidate(o->want, i, name, sizeof(name))))
+	for (i = 0; i < 10000; i++) {
+		if ((err = o->capture_window > 1 ? window_candidate(o, i, name, sizeof(name))
+					 : candidate(o->want, i, name, sizeof(name))))
 			return err;
 		if (o->tmpfile) {
 			if (!linkat(AT_FDCWD, fdpath, AT_FDCWD, name, AT_SYMLINK_FOLLOW))
@@ -155,6 +175,8 @@ int out__publish(struct out *o)
 named:
 	snprintf(o->path, sizeof(o->path), "%s", name);
 	o->unpublished = false;
+	if (!o->suffix)
+		o->suffix = i + 1;
 	return 0;
 }
 

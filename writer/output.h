@@ -29,6 +29,12 @@ struct out {
 	dev_t dev;
 	ino_t ino;
 	char want[PATH_MAX]; /* the name asked for; path is a hidden one until published */
+	/* A capture window's file (capture_window > 1: want has "-w<N>" at split):
+	 * named as its process's first file was. suffix: that file's ".N" plus
+	 * one (0: none yet; this file picks it). After publishing: its own. */
+	uint32_t capture_window;
+	size_t split;
+	int suffix;
 	bool unpublished;
 	bool tmpfile; /* born with O_TMPFILE: no path at all until published */
 	/* the paged layout (plain regular files), see out__paged_commit */

@@ -386,6 +386,30 @@ def test_each_window_counts_its_own_events(tmp_path):
     assert proc.returncode == 0, err
 
 
+def test_window_files_are_named_after_the_first_one(tmp_path):
+    """A process whose trace name was taken (an earlier run's file, or the image an
+    exec replaced: same pid) writes trace-PID.1.json; its second window goes to
+    trace-PID.1-w2.json, beside it. It went to trace-PID-w2.json, which reads as the
+    second window of the other trace-PID.json. The earlier file is left as it was."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 1500)
+    stale = tmp_path / f"trace-{proc.pid}.json"
+    stale.write_text('{"traceEvents": []}')
+    try:
+        for n, path in ((1, f"trace-{proc.pid}.1.json"), (2, f"trace-{proc.pid}.1-w2.json")):
+            r = capture(tmp_path, "--duration", "0.2", proc.pid)
+            assert r.returncode == 0, r.stderr
+            info = check_window(wait_window_file(tmp_path / path), 0.2)
+            assert info["capture"]["window"] == n
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert stale.read_text() == '{"traceEvents": []}'
+    assert sorted(f.name for f in tmp_path.glob("trace-*.json")) == [
+        f"trace-{proc.pid}.1-w2.json", f"trace-{proc.pid}.1.json", f"trace-{proc.pid}.json"]
+
+
 def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
     """ze_window_nvtx pushes and pops one NVTX range while paused (its thread's ring is
     made then, with no drain thread). A window from outside (--duration) still starts the
