@@ -76,6 +76,8 @@ static void *thread_b(void *arg)
 {
 	(void)arg;
 	pin_to(1);
+	/* ZE_SIM_PAIR_SPLIT_THREAD=pair-split splits B's clock pairs only */
+	pthread_setname_np(pthread_self(), "pair-split");
 	for (unsigned long r = 1; r <= rounds; r++) {
 		pthread_barrier_wait(&round_start);
 		while (atomic_load(&a_calling) != r)
