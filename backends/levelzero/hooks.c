@@ -452,10 +452,10 @@ ze_result_t ze_body_zeCommandListAppendEventReset(
 	struct ze_mark m;
 	ze_result_t r;
 
-	/* On an immediate list the reset runs now: read the event before it does.
-	 * A regular list resets it when executed, which reads it first. */
-	if (ze_track__list_is_immediate(hCommandList))
-		ze_track__event_retire(hEvent, false);
+	/* On an immediate list the reset runs now: read the event before it does. A
+	 * regular list resets it when executed, after the commands before it that it
+	 * timed: their times are copied first. */
+	ze_track__event_reset_appended(hCommandList, hEvent);
 	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_RESET, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
 	ze_track__mark_end(&m, r, c->corr);

@@ -392,6 +392,9 @@ GT_HIDDEN void ze_track__cb_event_created(ze_event_handle_t e,
 					  const ze_event_counter_based_desc_t *desc);
 /* Before the program resets or destroys one of its events: read it first. */
 GT_HIDDEN void ze_track__event_retire(ze_event_handle_t e, bool destroy);
+/* Before zeCommandListAppendEventReset: the event read (immediate list), or the times of
+ * the list's own commands it timed copied before the reset clears them (regular list). */
+GT_HIDDEN void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_t ev);
 /* Is the program's event counter-based (never reset, never signaled by the host)? */
 GT_HIDDEN bool ze_track__event_counter_based(ze_event_handle_t e);
 GT_HIDDEN void ze_track__context_destroy(ze_context_handle_t ctx);

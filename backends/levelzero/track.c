@@ -2400,6 +2400,96 @@ void ze_track__event_retire(ze_event_handle_t e, bool destroy)
 	pthread_mutex_unlock(&ze_lock);
 }
 
+/*
+ * An immediate list about to reset the program's timestamped event ev (lock held): the
+ * list's commands timed by it that are done are read now; one not done yet (the reset
+ * is queued behind it) would find its times cleared: a query of ours, before the reset,
+ * copies them into our slot, waiting for the event, and the command is read from there.
+ */
+static void ze__reset_immediate_locked(struct ze_list *L, ze_event_handle_t ev, bool host_domain)
+{
+	ze__collect_locked();
+	for (struct ze_pending *p = ze_pend_head; p; p = p->next) {
+		ze_kernel_timestamp_result_t ts, *slot;
+		ze_event_handle_t ours;
+
+		if (p->event != ev || p->imm != L || p->recycle || p->slot || p->gate ||
+		    ze_pend__query(p, &ts) == ZE_RESULT_SUCCESS)
+			continue;
+		if (!(ours = ze_ctx__event(L->ctx)))
+			break;
+		slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, ours);
+		if (!slot || ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(
+				     L->handle, 1, &ev, slot, NULL, ours, 1, &ev) != ZE_RESULT_SUCCESS) {
+			ze_ctx__unused(L->ctx, ours);
+			continue;
+		}
+		p->event = ours;
+		p->recycle = true;
+		p->slot = slot;
+		p->host_domain = host_domain;
+	}
+	/* What still holds the event's times (another list's, done) is read now. */
+	ze__retire_event_locked(ev, ze_str.lost_unread, true);
+}
+
+/*
+ * Before the program's zeCommandListAppendEventReset. On an immediate list the reset
+ * runs now: the event is read first (or copied, above). On a regular list it runs in
+ * the same run as the commands of the list that signaled it before (the list signals,
+ * waits, resets): a command timed by the program's own timestamped event would find its
+ * times cleared before any read. A query of ours right before the reset copies them into our slot
+ * (waiting for the event: a list may run out of order), and the command is read from
+ * there, as one with device-only timestamps is. Only this list's commands: another
+ * list's may run after the reset, where a query waiting for the event would hang.
+ */
+void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_t ev)
+{
+	struct ze_event_info *info;
+	struct ze_list *L;
+	bool timed, host_domain;
+
+	if (atomic_load(&ze_closed) || !ev || !(L = ze_list__find(l)))
+		return;
+	if (!L->ctx)
+		return;
+	pthread_mutex_lock(&ze_lock);
+	info = ze_event__get(ev);
+	timed = info && (info->flags & ZE_EV_TIMESTAMPED) && !(info->flags & ZE_EV_COUNTER_BASED);
+	host_domain = info && (info->flags & ZE_EV_HOST_DOMAIN);
+	if (L->immediate) {
+		if (timed)
+			ze__reset_immediate_locked(L, ev, host_domain);
+		pthread_mutex_unlock(&ze_lock);
+		return;
+	}
+	pthread_mutex_unlock(&ze_lock);
+	/* (the list is the appending thread's alone: its commands need no lock) */
+	for (size_t j = 0; timed && j < L->ncmds; j++) {
+		struct ze_cmd *cmd = &L->cmds[j];
+		ze_kernel_timestamp_result_t *slot;
+		ze_event_handle_t ours;
+
+		/* (a mutable command's signal event may be swapped: left as it is) */
+		if (cmd->event != ev || cmd->own || cmd->slot || cmd->mutable)
+			continue;
+		if (!(ours = ze_list__event(L)))
+			return;
+		pthread_mutex_lock(&ze_lock);
+		slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, ours);
+		pthread_mutex_unlock(&ze_lock);
+		if (!slot || ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(
+				     l, 1, &ev, slot, NULL, ours, 1, &ev) != ZE_RESULT_SUCCESS) {
+			ze_list__unevent(L, ours);
+			continue;
+		}
+		cmd->event = ours;
+		cmd->own = true;
+		cmd->slot = slot;
+		cmd->host_domain = host_domain;
+	}
+}
+
 bool ze_track__event_counter_based(ze_event_handle_t e)
 {
 	struct ze_event_info *info;
