@@ -2464,16 +2464,18 @@ void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_
 		return;
 	}
 	pthread_mutex_unlock(&ze_lock);
-	/* (the list is the appending thread's alone: its commands need no lock) */
-	for (size_t j = 0; timed && j < L->ncmds; j++) {
+	/* (the list is the appending thread's alone: its commands need no lock) The latest
+	 * command that signaled it: an event is reset before it is signaled again, and an
+	 * earlier one's reset took it off that command already. */
+	for (size_t j = L->ncmds; timed && j-- > 0;) {
 		struct ze_cmd *cmd = &L->cmds[j];
 		ze_kernel_timestamp_result_t *slot;
 		ze_event_handle_t ours;
 
-		/* (a mutable command's signal event may be swapped: left as it is) */
-		if (cmd->event != ev || cmd->own || cmd->slot || cmd->mutable)
+		if (cmd->event != ev)
 			continue;
-		if (!(ours = ze_list__event(L)))
+		/* (a mutable command's signal event may be swapped: left as it is) */
+		if (cmd->own || cmd->slot || cmd->mutable || !(ours = ze_list__event(L)))
 			return;
 		pthread_mutex_lock(&ze_lock);
 		slot = (ze_kernel_timestamp_result_t *)ze_map__get(&ze_slots, ours);
@@ -2481,12 +2483,13 @@ void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_
 		if (!slot || ZE_REAL(zeCommandListAppendQueryKernelTimestamps)(
 				     l, 1, &ev, slot, NULL, ours, 1, &ev) != ZE_RESULT_SUCCESS) {
 			ze_list__unevent(L, ours);
-			continue;
+			return;
 		}
 		cmd->event = ours;
 		cmd->own = true;
 		cmd->slot = slot;
 		cmd->host_domain = host_domain;
+		return;
 	}
 }
 
