@@ -5,7 +5,10 @@
  * (zeEventHostReset). Events come from a pool without timestamps, or with kernel
  * timestamps (timestamps=1: each round then checks A's times were the kernel's before
  * the reset). immediate=1: each round appends the same commands to an immediate list
- * instead, its kernel long enough (640 us) for the reset to be queued while it runs. */
+ * instead, its kernel long enough (640 us) for the reset to be queued while it runs.
+ * immediate=2: the regular list runs on an in-order immediate list each round
+ * (zeCommandListImmediateAppendCommandListsExp, from zeDriverGetExtensionFunctionAddress). */
+#include "backends/levelzero/ze_newer.h"
 #include "ze_app.h"
 
 int main(int argc, char **argv)
@@ -14,11 +17,17 @@ int main(int argc, char **argv)
 	unsigned long timestamps = test_arg(argc, argv, 2, 0), immediate = test_arg(argc, argv, 3, 0);
 	const size_t bytes = 20000;
 	struct app_ze z;
-	const ze_group_count_t groups = { immediate ? 20000 : 4, 1, 1 };
+	const ze_group_count_t groups = { immediate == 1 ? 20000 : 4, 1, 1 };
 
 	app_ze_setup(&z);
 	ze_command_queue_handle_t queue = app_queue(&z, 0, 0);
-	ze_command_list_handle_t list = immediate ? app_immediate_list(&z, 0, 0) : app_list(&z, 0);
+	ze_command_list_handle_t list = immediate == 1 ? app_immediate_list(&z, 0, 0) : app_list(&z, 0);
+	ze_command_list_handle_t runner = immediate == 2 ? app_in_order_list(&z, 0) : NULL;
+	__typeof__(&zeCommandListImmediateAppendCommandListsExp) append_lists = NULL;
+
+	if (runner)
+		ZE_CHECK(zeDriverGetExtensionFunctionAddress(
+			z.driver, "zeCommandListImmediateAppendCommandListsExp", (void **)&append_lists));
 	ze_module_handle_t module = app_module(&z);
 	ze_kernel_handle_t kernel = app_kernel(module, "reset_kernel", 32, 1, 1);
 	ze_event_pool_handle_t pool = app_event_pool(
@@ -29,25 +38,28 @@ int main(int argc, char **argv)
 	ze_kernel_timestamp_result_t *times = app_host_alloc(&z, sizeof(*times));
 
 	for (unsigned long r = 0; r < rounds; r++) {
-		if (r == 0 || immediate) {
+		if (r == 0 || immediate == 1) {
 			ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, a, 0, NULL));
 			ZE_CHECK(zeCommandListAppendWaitOnEvents(list, 1, &a));
 			if (timestamps)
 				ZE_CHECK(zeCommandListAppendQueryKernelTimestamps(list, 1, &a, times,
 										  NULL, NULL, 0,
 										  NULL));
-			if (immediate)
+			if (immediate == 1)
 				memset(src, (int)(r + 1), bytes);
 			ZE_CHECK(zeCommandListAppendMemoryCopy(list, dst, src, bytes, NULL, 0,
 							       NULL));
 			ZE_CHECK(zeCommandListAppendEventReset(list, a));
 			ZE_CHECK(zeCommandListAppendSignalEvent(list, b));
 		}
-		if (!immediate) {
+		if (immediate != 1) {
 			if (r == 0)
 				ZE_CHECK(zeCommandListClose(list));
 			memset(src, (int)(r + 1), bytes);
-			ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
+			if (runner)
+				ZE_CHECK(append_lists(runner, 1, &list, NULL, 0, NULL));
+			else
+				ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
 		}
 		ZE_CHECK(zeEventHostSynchronize(b, UINT64_MAX));
 		/* the kernel's own times (ticks of ~52 ns), as the program read them */
@@ -61,6 +73,8 @@ int main(int argc, char **argv)
 		printf("round %lu: done, A reset on the device, B reset on the host\n", r);
 	}
 	ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+	if (runner)
+		ZE_CHECK(zeCommandListDestroy(runner));
 	ZE_CHECK(zeMemFree(z.context, src));
 	ZE_CHECK(zeMemFree(z.context, dst));
 	ZE_CHECK(zeEventDestroy(a));

@@ -241,17 +241,20 @@ def test_event_signals_resets_and_waits_on_device_rows(tmp_path):
         assert reset["args"]["correlation"] == executes[r]["args"]["correlation"]
 
 
-@pytest.mark.parametrize("immediate", [0, 1])
+@pytest.mark.parametrize("immediate", [0, 1, 2])
 def test_device_reset_of_a_timestamped_event_keeps_its_commands_times(tmp_path, immediate):
     """ze_event_reset with a pool of kernel timestamps: the kernel that signals A is timed by
     A itself, which the list resets on the device right after (a regular list in the same
-    run; an immediate list while the 640 us kernel still runs). Every round's kernel is on
-    the row with its own duration, before its reset, nothing lost; the program still reads
-    the kernel's times from A before the reset (the app checks)."""
+    run, on a queue or on an in-order immediate list; an immediate list while the 640 us
+    kernel still runs). Every round's kernel is on the row with its own duration, before
+    its reset, nothing lost; the program still reads the kernel's times from A before the
+    reset (the app checks). Before, the kernels were lost, or (run on an immediate list,
+    whose run's times were copied after it) drawn 0 ns long."""
     rounds = 3
     trace = traced_and_plain([APPS / "ze_event_reset", rounds, 1, immediate], tmp_path).trace
     assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
     row_name = "immediate list 0" if immediate else "queue 0.0"
+    assert {rows(trace)[(d["pid"], d["tid"])] for d in device_spans(trace)} == {row_name}
     row = on_row(device_spans(trace) + sync_marks(trace), trace, row_name)
     kernels = sorted((e for e in row if e["name"] == "reset_kernel"), key=start)
     resets = sorted((e for e in row if e["name"] == "Reset event 1.0"), key=start)
