@@ -119,6 +119,8 @@ struct ze_cmd {
 	bool own;
 	bool host_domain; /* the slot has host ns, not ticks */
 	ze_kernel_timestamp_result_t *slot; /* a query of the program's event writes here */
+	ze_event_handle_t src; /* that event, when a run's copy may query it at the run's end
+				* (device-only timestamps, not reset by the list) */
 	uint64_t append_corr;
 	struct ze_pending *pend; /* the read of its latest execution, until taken */
 	uint64_t mut_id;  /* a mutable command's id (mutable) */
@@ -1715,6 +1717,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 	cmd->event = a->event;
 	cmd->own = a->own;
 	cmd->slot = a->query ? a->slot : NULL;
+	/* (not a counter-based event: a later command of the run may signal it again) */
+	cmd->src = a->query_waits ? a->query : NULL;
 	cmd->host_domain = a->query && a->host_domain;
 	cmd->append_corr = corr;
 	cmd->pend = NULL;
@@ -1878,7 +1882,7 @@ out:
  * a counter-based one has its own slot already). */
 static inline bool ze__run_copies(const struct ze_cmd *cmd)
 {
-	return cmd->event && !cmd->slot;
+	return cmd->event && (!cmd->slot || cmd->src);
 }
 
 /* On an in-order immediate list: a query copying the run's times into memory of the
@@ -1911,7 +1915,9 @@ static void ze__gate_copy(struct ze_gate *g, struct ze_list *I, const struct ze_
 				}
 				events = more;
 			}
-			events[n++] = L->cmds[j].event;
+			/* (a slot is the next run's too: the program's event holds this run's
+			 * times until then) */
+			events[n++] = L->cmds[j].src ? L->cmds[j].src : L->cmds[j].event;
 		}
 	}
 out:
@@ -2317,6 +2323,7 @@ void ze_track__mutable_signal(ze_command_list_handle_t l, uint64_t id, ze_event_
 	info = ev ? ze_event__get(ev) : NULL;
 	cmd->own = false;
 	cmd->slot = NULL;
+	cmd->src = NULL;
 	cmd->event = info && (info->flags & ZE_EV_TIMESTAMPED) &&
 			     !(info->flags & ZE_EV_COUNTER_BASED) ? ev : NULL;
 out:
@@ -2457,6 +2464,12 @@ void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_
 	info = ze_event__get(ev);
 	timed = info && (info->flags & ZE_EV_TIMESTAMPED) && !(info->flags & ZE_EV_COUNTER_BASED);
 	host_domain = info && (info->flags & ZE_EV_HOST_DOMAIN);
+	if (!L->immediate && info && !timed && (info->flags & ZE_EV_KERNEL_TS))
+		/* Device-only timestamps: reset by the run itself, the event no longer holds
+		 * them at the run's end, where a run's copy would query it (its slot has them) */
+		for (size_t j = L->ncmds; j-- > 0;)
+			if (L->cmds[j].src == ev)
+				L->cmds[j].src = NULL;
 	if (L->immediate) {
 		if (timed)
 			ze__reset_immediate_locked(L, ev, host_domain);

@@ -16,6 +16,8 @@ ZE_APPS += ze_hang
 ZE_APPS += ze_shapes
 # Indirect launches (group counts written after the append), a copy from another context.
 ZE_APPS += ze_indirect
+# A regular list replayed back to back on an in-order immediate list, timed by the program's event.
+ZE_APPS += ze_replay
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \
