@@ -121,6 +121,8 @@ struct ze_cmd {
 	ze_kernel_timestamp_result_t *slot; /* a query of the program's event writes here */
 	ze_event_handle_t src; /* that event, when a run's copy may query it at the run's end
 				* (device-only timestamps, not reset by the list) */
+	bool run_copy;    /* its run on an in-order immediate list gets a copy (decided once
+			   * per run, by ze__gate_copy: the events' flags may change meanwhile) */
 	uint64_t append_corr;
 	struct ze_pending *pend; /* the read of its latest execution, until taken */
 	uint64_t mut_id;  /* a mutable command's id (mutable) */
@@ -142,6 +144,12 @@ struct ze_list {
 	struct ze_anchor *anchor;
 	struct ze_cmd *cmds; /* regular lists */
 	size_t ncmds, cap;
+	/* The program's timestamped events a regular list resets on the device (a run's copy
+	 * of an earlier list's command timed by one would be zeros); resets_all: some not
+	 * kept (no memory) */
+	ze_event_handle_t *resets;
+	uint32_t nresets, cap_resets;
+	bool resets_all;
 	unsigned npend;           /* regular lists: reads of its commands still pending */
 	uint64_t next_seq;        /* immediate lists: appends so far */
 	uint64_t pair_host, pair_ticks; /* immediate lists: their appends' last clock pair */
@@ -1877,12 +1885,28 @@ out:
 	pthread_mutex_unlock(&ze_lock);
 }
 
-/* Does this command of a run get a copy of its times (gate->times)? Its event is one
- * whose times the next run overwrites: ours, or the program's with timestamps (a query of
- * a counter-based one has its own slot already). */
-static inline bool ze__run_copies(const struct ze_cmd *cmd)
+/* Does this command (of the call's list i) of a run get a copy of its times
+ * (gate->times)? Its event is one whose times the next run overwrites: ours, or the
+ * program's with timestamps (a query of a counter-based one has its own slot already).
+ * Not from a program's event that a later list of the call resets on the device: at the
+ * run's end it holds nothing, and the copy, zeros, drew a 0 ns span (read from the event
+ * itself, it is lost, counted). Its own list's reset after it took it off the event. */
+static bool ze__run_copies(const struct ze_cmd *cmd, const struct ze_exec *x, uint32_t i)
 {
-	return cmd->event && (!cmd->slot || cmd->src);
+	ze_event_handle_t from = cmd->src ? cmd->src : cmd->own ? NULL : cmd->event;
+
+	if (!cmd->event || (cmd->slot && !cmd->src))
+		return false;
+	for (uint32_t k = i + 1; from && k < x->n; k++) {
+		struct ze_list *K = (struct ze_list *)ze_map__get(&ze_lists, x->lists[k]);
+
+		if (K && K->resets_all)
+			return false;
+		for (uint32_t r = 0; K && r < K->nresets; r++)
+			if (K->resets[r] == from)
+				return false;
+	}
+	return true;
 }
 
 /* On an in-order immediate list: a query copying the run's times into memory of the
@@ -1902,7 +1926,8 @@ static void ze__gate_copy(struct ze_gate *g, struct ze_list *I, const struct ze_
 		if (ze__runs_later(x->lists, x->n, i))
 			continue; /* (its copy would be the later run's times) */
 		for (size_t j = 0; L && !L->immediate && j < L->ncmds; j++) {
-			if (!ze__run_copies(&L->cmds[j]))
+			L->cmds[j].run_copy = ze__run_copies(&L->cmds[j], x, i);
+			if (!L->cmds[j].run_copy)
 				continue;
 			if (n == cap) {
 				ze_event_handle_t *more;
@@ -1996,7 +2021,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 			ze_kernel_timestamp_result_t *copy =
-				gate && gate->times && ze__run_copies(cmd) ?
+				gate && gate->times && cmd->run_copy ?
 					&gate->times[copied++] : NULL;
 			struct ze_pending *p;
 
@@ -2218,12 +2243,15 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 			if (ze_work_mq(&L->cmds[j].w))
 				ze_metrics__kernel_release(ze_work_mq(&L->cmds[j].w));
 	L->ncmds = 0;
+	L->nresets = 0;
+	L->resets_all = false;
 	L->executed = false;
 	if (destroy) {
 		ze_list__unstash_locked(L);
 		ze_list__epoch_locked();
 		ze_map__del(&ze_lists, l);
 		free(L->cmds);
+		free(L->resets);
 		free(L->parked);
 		free(L);
 	}
@@ -2477,6 +2505,22 @@ void ze_track__event_reset_appended(ze_command_list_handle_t l, ze_event_handle_
 		return;
 	}
 	pthread_mutex_unlock(&ze_lock);
+	if (info && (info->flags & ZE_EV_KERNEL_TS) && !(info->flags & ZE_EV_COUNTER_BASED)) {
+		/* (read by a run's execute, under the lock; the list is closed then) */
+		if (L->nresets == L->cap_resets) {
+			uint32_t cap = L->cap_resets ? 2 * L->cap_resets : 4;
+			ze_event_handle_t *more = realloc(L->resets, cap * sizeof(*more));
+
+			if (more) {
+				L->resets = more;
+				L->cap_resets = cap;
+			}
+		}
+		if (L->nresets < L->cap_resets)
+			L->resets[L->nresets++] = ev;
+		else
+			L->resets_all = true;
+	}
 	/* (the list is the appending thread's alone: its commands need no lock) The latest
 	 * command that signaled it: an event is reset before it is signaled again, and an
 	 * earlier one's reset took it off that command already. */

@@ -5,7 +5,8 @@
  * (zeCommandListImmediateAppendCommandListsExp, from zeDriverGetExtensionFunctionAddress),
  * as SYCL replays a graph; one host wait at the end. A comes from a pool with kernel
  * timestamps only the device reads, or (host_visible=1) the host too. reset_last=1: the
- * list resets A after the kernel instead (and waits for it first). */
+ * list resets A after the kernel instead (and waits for it first); reset_last=2: a second
+ * list, run right after it in the same call, does. */
 #include "backends/levelzero/ze_newer.h"
 #include "ze_app.h"
 
@@ -20,7 +21,9 @@ int main(int argc, char **argv)
 	app_ze_setup(&z);
 	ZE_CHECK(zeDriverGetExtensionFunctionAddress(
 		z.driver, "zeCommandListImmediateAppendCommandListsExp", (void **)&append_lists));
-	ze_command_list_handle_t runner = app_in_order_list(&z, 0), list = app_list(&z, 0);
+	ze_command_list_handle_t runner = app_in_order_list(&z, 0), lists[2] = { app_list(&z, 0),
+									    app_list(&z, 0) };
+	ze_command_list_handle_t list = lists[0], resetter = lists[reset_last == 2];
 	ze_kernel_handle_t kernel = app_kernel(app_module(&z), "replay_kernel", 64, 1, 1);
 	ze_event_pool_handle_t pool = app_event_pool(
 		&z, ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP |
@@ -35,18 +38,23 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeCommandListAppendLaunchKernel(list, kernel, &groups, a, 0, NULL));
 	ZE_CHECK(zeCommandListAppendQueryKernelTimestamps(list, 1, &a, dev, NULL, NULL, 1, &a));
 	ZE_CHECK(zeCommandListAppendMemoryCopy(list, host, dev, sizeof(*dev), NULL, 0, NULL));
+	if (reset_last == 2)
+		ZE_CHECK(zeCommandListAppendWaitOnEvents(resetter, 1, &a));
 	if (reset_last)
-		ZE_CHECK(zeCommandListAppendEventReset(list, a));
-	ZE_CHECK(zeCommandListClose(list));
+		ZE_CHECK(zeCommandListAppendEventReset(resetter, a));
+	ZE_CHECK(zeCommandListClose(lists[0]));
+	ZE_CHECK(zeCommandListClose(lists[1]));
 	for (unsigned long r = 0; r < runs; r++)
-		ZE_CHECK(append_lists(runner, 1, &list, r + 1 == runs ? done : NULL, 0, NULL));
+		ZE_CHECK(append_lists(runner, reset_last == 2 ? 2 : 1, lists,
+				      r + 1 == runs ? done : NULL, 0, NULL));
 	ZE_CHECK(zeEventHostSynchronize(done, UINT64_MAX));
 	/* the last run's kernel, as the program read it (ticks of ~52 ns: 6400 ns) */
 	uint64_t ns = (host->global.kernelEnd - host->global.kernelStart) * 52083 / 1000;
 	APP_EXPECT(ns + 110 >= 6400 && ns <= 6400 + 110, "the kernel took %" PRIu64 " ns", ns);
 	printf("%lu runs\n", runs);
 	ZE_CHECK(zeCommandListDestroy(runner));
-	ZE_CHECK(zeCommandListDestroy(list));
+	ZE_CHECK(zeCommandListDestroy(lists[0]));
+	ZE_CHECK(zeCommandListDestroy(lists[1]));
 	ZE_CHECK(zeEventDestroy(a));
 	ZE_CHECK(zeEventDestroy(done));
 	ZE_CHECK(zeEventPoolDestroy(pool));
