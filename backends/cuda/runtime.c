@@ -294,6 +294,7 @@ struct rt_call {
 	bool start_cupti; /* start CUPTI once this call returns (rt_after) */
 	bool waiting; /* inside a device wait, marked for the watchdog */
 	void *token; /* a launch's event slot while inside it (event timing) */
+	uint32_t pushed; /* external correlation pushed around the real call */
 };
 
 static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
@@ -378,6 +379,8 @@ static void rt_unwound(struct rt_call *c)
 		cupti__events_reset_end(c->reset); /* cancelled in the reset */
 	if (gt_unlikely(c->token))
 		cupti__events_unwound(c->token); /* cancelled in a timed launch */
+	/* a plug-in's pushed id is popped: its pop after the call never comes */
+	gt_ext_corr_pop(c->pushed);
 	if (gt_unlikely(c->cupti_armed)) {
 		gt_unwound_stack();
 		cupti__api_unwound();
@@ -703,10 +706,11 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 		}                                                                           \
 		if (gt_c.events)                                                            \
 			gt_token = cupti__events_before((void *)(stream), per_thread);      \
-		gt_pushed = gt_ext_corr_push(gt_c.corr);                                    \
+		gt_pushed = gt_c.pushed = gt_ext_corr_push(gt_c.corr);                      \
 		gt_c.token = gt_token;                                                      \
 		gt_r = gt_fn args;                                                          \
 		gt_c.token = NULL;                                                          \
+		gt_c.pushed = 0;                                                            \
 		gt_token = cupti__events_end(gt_token, (void *)(stream), per_thread, gt_r); \
 		gt_ext_corr_pop(gt_pushed);                                                 \
 		rt_end(&gt_c, gt_r);                                                        \

@@ -21,6 +21,7 @@ int cudaFree(void *p);
 int cudaStreamCreate(void **s);
 int cudaStreamDestroy(void *s);
 int cudaStreamSynchronize(void *s);
+int cudaDeviceSynchronize(void);
 int cudaMemcpy(void *d, const void *s, size_t n, int kind);
 int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st);
 int cudaMemsetAsync(void *p, int v, size_t n, void *st);
@@ -99,10 +100,62 @@ static int cancel_in_sync(void)
 	return 0;
 }
 
+/* "cancel-launch": a thread's second launch is cancelled inside the call (the
+ * fake runtime's hook reaches a cancellation point there); its cleanup handler
+ * launches once more */
+extern void (*fake_cudart_hook)(const char *fn);
+static _Thread_local int cancel_in_launch;
+
+static void launch_hook(const char *fn)
+{
+	if (cancel_in_launch && !strcmp(fn, "cudaLaunchKernel")) {
+		cancel_in_launch = 0;
+		pthread_testcancel();
+	}
+}
+
+static void cleanup_launch(void *arg)
+{
+	struct dim3 grid = { 2, 1, 1 }, block = { 1, 1, 1 };
+
+	(void)arg;
+	cudaLaunchKernel((const void *)scale_kernel, grid, block, NULL, 0, NULL);
+}
+
+static void *launch_cancelled(void *arg)
+{
+	struct dim3 grid = { 1, 1, 1 }, block = { 1, 1, 1 };
+
+	(void)arg;
+	cudaLaunchKernel((const void *)scale_kernel, grid, block, NULL, 0, NULL);
+	pthread_cleanup_push(cleanup_launch, NULL);
+	pthread_cancel(pthread_self()); /* deferred: pending until the hook's test */
+	cancel_in_launch = 1;
+	cudaLaunchKernel((const void *)scale_kernel, grid, block, NULL, 0, NULL);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+static int cancel_in_launch_mode(void)
+{
+	pthread_t t;
+	void *ret;
+
+	cudaSetDevice(0);
+	fake_cudart_hook = launch_hook;
+	pthread_create(&t, NULL, launch_cancelled, NULL);
+	pthread_join(t, &ret);
+	printf("launcher %s\n", ret == PTHREAD_CANCELED ? "cancelled" : "returned");
+	cudaDeviceSynchronize();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "cancel"))
 		return cancel_in_sync();
+	if (argc > 1 && !strcmp(argv[1], "cancel-launch"))
+		return cancel_in_launch_mode();
 	if (argc > 1 && !strcmp(argv[1], "profiler"))
 		return profiler_ranges();
 

@@ -484,7 +484,9 @@ void corr_batch(Out &o, Sim *s)
 			COMPUTE, "npu_work");
 		snprintf(id, sizeof(id), "%llu", (unsigned long long)p.id);
 		o.meta("External id", id);
-		note("pushed %llu tid %d", (unsigned long long)p.id, p.tid);
+		/* a push its pop never followed is named: the span above ends at 0 */
+		note("pushed %llu tid %d%s", (unsigned long long)p.id, p.tid,
+		     p.pop_utc ? "" : " unpopped");
 	}
 	s->pushed.clear();
 }

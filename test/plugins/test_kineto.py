@@ -423,6 +423,29 @@ def test_correlation_cuda_runtime(tmp_path, wall_slew_ppm):
     check_pushed(tmp_path, r.trace, "cuda_runtime", CUDA_LAUNCHES, 7)
 
 
+def test_correlation_popped_when_a_launch_is_cancelled_inside(tmp_path):
+    """A thread cancelled inside cudaLaunchKernel (fake_app cancel-launch): the id pushed
+    around the call is popped as the call unwinds, before the thread's cleanup handler
+    launches again. It stayed pushed: the profiler never saw its pop (its span ended at 0)
+    and the stack it keeps per thread held a stale id under every later launch's."""
+    r = run_kineto(tmp_path, kdir(tmp_path, "corr"), app=[FAKE_APP, "cancel-launch"],
+                   expect_rc=0)
+    assert r.stdout == b"launcher cancelled\n"
+    assert plugin_lines(r.stderr) == []
+    spans = [e for e in events(r.trace, ph="X", cat="cuda_runtime")
+             if e["name"] == "cudaLaunchKernel"]
+    assert [s["args"].get("cancelled", 0) for s in spans] == [0, 1, 0]
+    work = {w["args"]["External id"]: w for w in events(r.trace, ph="X", name="npu_work")}
+    assert set(work) == {s["args"]["correlation"] for s in spans}
+    for s in spans:
+        w = work[s["args"]["correlation"]]
+        # popped inside the call it was pushed for, the cancelled one as it unwound
+        assert s["ts"] <= w["ts"] < w["ts"] + w["dur"] <= s["ts"] + s["dur"] + 0.001, (s, w)
+    pushed = [l.split() for l in calls(tmp_path) if l.startswith("pushed")]
+    assert len(pushed) == 3 and not [p for p in pushed if "unpopped" in p], pushed
+    assert "pop without push" not in calls(tmp_path)
+
+
 def test_no_push_without_listener(tmp_path):
     """A profiler without push/pop gets none; the launches trace as always."""
     app = APPS / "ze_basic"
