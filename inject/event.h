@@ -183,8 +183,10 @@ GT_HIDDEN int gt_emit_paused_too(const struct gt_event *ev, const struct gt_arg 
  * thread empty it, waiting at most timeout_ms. Not on the drain thread. */
 GT_HIDDEN void gt_emit_wait_room(unsigned timeout_ms);
 /* The host span of a call a forced unwind (pthread_cancel) ended: from
- * start_ns to now, with args.cancelled = 1 and no result. */
-GT_HIDDEN int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat);
+ * start_ns to now, with args.cancelled = 1 and no result. launch: it may have
+ * queued device work before the cancel (a blocking copy): its arrows start here. */
+GT_HIDDEN int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat,
+				bool launch);
 
 /* A fresh correlation id for a host call: unique in the process, never 0,
  * increasing per thread, below 2^48 (JSON-safe). Lock-free. */

@@ -611,11 +611,12 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	return 0;
 }
 
-int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat)
+int gt_emit_cancelled(uint64_t start_ns, uint64_t corr, uint32_t name, uint32_t cat, bool launch)
 {
 	struct gt_arg cancelled = { .key = GT_S_ARG_CANCELLED, .type = GT_ARG_I64, .v.i = 1 };
 	struct gt_event ev = { .start_ns = start_ns, .end_ns = gt_clock_ns(), .corr = corr,
-			       .name = name, .cat = cat, .type = GT_EV_HOST_SPAN };
+			       .name = name, .cat = cat, .type = GT_EV_HOST_SPAN,
+			       .flags = launch ? GT_EVF_LAUNCH : 0 };
 
 	return gt_emit(&ev, &cancelled, 1);
 }

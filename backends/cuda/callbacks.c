@@ -292,6 +292,7 @@ struct api_thread {
 	uint64_t rt_start, drv_start;
 	uint32_t rt_corr, drv_corr;
 	uint32_t rt_name; /* the open runtime call's, for cupti__api_unwound */
+	bool rt_launch; /* ... and whether it queues device work (its arrows) */
 	uint32_t rt_depth;
 	uint32_t rt_pushed, drv_pushed; /* external correlation pushed at entry */
 };
@@ -551,6 +552,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			t->rt_start = now;
 			t->rt_corr = cb->correlationId;
 			t->rt_name = (uint32_t)(info & INFO_NAME_MASK);
+			t->rt_launch = info & INFO_LAUNCH;
 		} else {
 			t->drv_start = now;
 			t->drv_corr = cb->correlationId;
@@ -609,7 +611,7 @@ void cupti__api_unwound(void)
 	gt_ext_corr_pop(t->rt_pushed);
 	t->rt_pushed = 0;
 	gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
-			  GT_S_CAT_CUDA_RUNTIME);
+			  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
 	t->rt_start = 0;
 }
 

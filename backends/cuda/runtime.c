@@ -389,7 +389,7 @@ static void rt_unwound(struct rt_call *c)
 		return;
 	gt_unwound_stack();
 	cupti_rt_wrapper_owns--;
-	gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME);
+	gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME, c->launch);
 }
 
 #define RT_CALL                                                                             \

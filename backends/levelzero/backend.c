@@ -278,7 +278,7 @@ static void ze__unwound(struct ze_unwind *u)
 	gt_unwound_stack();
 	gt_wait_unwound(); /* cancelled inside a device wait: in it no more */
 	if (ze__want(GT_KIND(RUNTIME)))
-		gt_emit_cancelled(u->t0, u->corr, ze__name(u->id), GT_S_CAT_ZE_API);
+		gt_emit_cancelled(u->t0, u->corr, ze__name(u->id), GT_S_CAT_ZE_API, false);
 	gt_guard_leave();
 }
 

@@ -1689,7 +1689,7 @@ def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti, call)
     callback never comes on a forced unwind (a copy's too: the launch wrappers did not
     arm for it). Without CUPTI a reset's cancel landed in gputrace's own wait before it,
     which left the device marked resetting: no reset span, and no later kernel timed or
-    counted."""
+    counted. The copy a cancelled cudaMemcpy queued is joined to it by an arrow."""
     env = {} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"}
     reset = call == "cudaDeviceReset"
     mode = {"cudaDeviceSynchronize": "sync", "cudaDeviceReset": "reset", "cudaMemcpy": "memcpy"}
@@ -1713,3 +1713,13 @@ def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti, call)
     assert [e["name"] for e in calls if e["tid"] == pid].count("cudaDeviceSynchronize") == 2
     kernels = [d for d in device_work(trace) if d["cat"] == "kernel"]
     assert len(kernels) == 1 + 10
+    if call == "cudaMemcpy" and cupti:
+        # the copy it queued before its wait ran: an arrow joins the two (its 4 bytes take
+        # 0 ns: the arrow ends at its start); the cancelled span was no arrow's start
+        (copy,) = [d for d in device_work(trace) if d["cat"] == "gpu_memcpy"]
+        assert copy["args"]["correlation"] == cancelled["args"]["correlation"]
+        assert [f for f in arrows(trace).values()
+                if (f["s"]["pid"], f["s"]["tid"]) == (cancelled["pid"], cancelled["tid"]) and
+                start(cancelled) <= start(f["s"]) <= end(cancelled) and
+                (f["f"]["pid"], f["f"]["tid"]) == (copy["pid"], copy["tid"]) and
+                start(copy) <= start(f["f"]) <= end(copy)]

@@ -443,7 +443,11 @@ def test_correlation_popped_when_a_launch_is_cancelled_inside(tmp_path):
         assert s["ts"] <= w["ts"] < w["ts"] + w["dur"] <= s["ts"] + s["dur"] + 0.001, (s, w)
     pushed = [l.split() for l in calls(tmp_path) if l.startswith("pushed")]
     assert len(pushed) == 3 and not [p for p in pushed if "unpopped" in p], pushed
-    assert "pop without push" not in calls(tmp_path)
+    # each span, the cancelled one too, joined to its profiler span by one arrow
+    ac2g = flows(r.trace, "ac2g")
+    for s in spans:
+        w = work[s["args"]["correlation"]]
+        assert len([1 for a, b in ac2g if binds(r.trace, a, b, s, w)]) == 1, s
 
 
 def test_no_push_without_listener(tmp_path):
