@@ -271,9 +271,15 @@ int gt_gettid(void)
 	return tls_tid;
 }
 
+GT_HIDDEN void (*_Atomic gt_thread_exit_hook)(void);
+
 static void ring_release(void *arg)
 {
 	struct ring *r = arg;
+	void (*hook)(void) = atomic_load_explicit(&gt_thread_exit_hook, memory_order_relaxed);
+
+	if (hook && r && r != RING_GONE)
+		hook();
 
 	/* Destructors of keys made after ours (the program's, once it had traced)
 	 * run after this one, and may still call the GPU (a per-thread cache

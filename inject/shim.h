@@ -51,6 +51,10 @@ GT_HIDDEN struct ring *shim__thread_ring(void);
 /* The same if the thread has made one already (NULL: none, or it is gone). */
 GT_HIDDEN struct ring *shim__thread_ring_made(void);
 
+/* Run on a traced thread as it exits (its ring still there, in each round of its
+ * key destructors): a backend's calls a forced unwind left open are drawn. */
+extern GT_HIDDEN void (*_Atomic gt_thread_exit_hook)(void);
+
 /* The OS tid of the calling thread, cached. */
 GT_HIDDEN int gt_gettid(void);
 

@@ -87,6 +87,7 @@ static int cupti_failed(const char *why)
 
 static CUptiResult subscribe_as_gputrace(char *holder, size_t len)
 {
+	cupti__api_watch_exits();
 	if (cupti_fn.cuptiSubscribe_v2) {
 		CUpti_SubscriberParams p = {
 			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,

@@ -291,12 +291,13 @@ uint32_t cupti__error_name(bool runtime, int code)
 struct api_thread {
 	uint64_t rt_start, drv_start;
 	uint32_t rt_corr, drv_corr;
-	uint32_t rt_name; /* the open runtime call's, for cupti__api_unwound */
-	bool rt_launch; /* ... and whether it queues device work (its arrows) */
+	uint32_t rt_name, drv_name; /* the open calls', for their cancellation */
+	bool rt_launch, drv_launch; /* ... and whether they queue device work (arrows) */
 	uint32_t rt_depth;
 	uint32_t rt_pushed, drv_pushed; /* external correlation pushed at entry */
 };
 static GT_TLS struct api_thread api_t;
+extern GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inject/shim.c: NULL until made */
 
 /* Device ids seen in new contexts; the drain thread names them (calling the
  * driver from inside its context creation is asking for trouble). */
@@ -488,6 +489,47 @@ static bool in_wrapped_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	       !(info_of(false, cbid, cb->functionName) & INFO_LAUNCH);
 }
 
+/*
+ * A call whose exit callback never came: a forced unwind (pthread_cancel) ended it
+ * inside CUDA, where no wrapper of ours has a frame to see it go (a driver API call, a
+ * runtime call of a libcudart linked statically). Seen at the thread's next call of
+ * that API (a cleanup handler's) or as the thread exits: drawn cancelled up to then,
+ * its pushed id popped. rt: the runtime's (whose depth goes back to 0), else the driver's.
+ */
+static void api_unwound_open(struct api_thread *t, bool rt)
+{
+	if (rt) {
+		t->rt_depth = 0;
+		gt_ext_corr_pop(t->rt_pushed);
+		t->rt_pushed = 0;
+		gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr),
+				  t->rt_name, GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
+		t->rt_start = 0;
+		return;
+	}
+	gt_ext_corr_pop(t->drv_pushed);
+	t->drv_pushed = 0;
+	gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr), t->drv_name,
+			  GT_S_CAT_CUDA_DRIVER, t->drv_launch);
+	t->drv_start = 0;
+}
+
+/* gt_thread_exit_hook: the calls its thread's exit leaves open */
+static void api_thread_exit(void)
+{
+	struct api_thread *t = &api_t;
+
+	if (gt_unlikely(t->drv_start))
+		api_unwound_open(t, false);
+	if (gt_unlikely(t->rt_start))
+		api_unwound_open(t, true);
+}
+
+void cupti__api_watch_exits(void)
+{
+	atomic_store(&gt_thread_exit_hook, api_thread_exit);
+}
+
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			 const CUpti_CallbackData *cb)
 {
@@ -536,8 +578,13 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		}
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER) {
+		/* calls of one API do not nest on a thread: one still open never ended */
+		if (gt_unlikely(rt && t->rt_start))
+			api_unwound_open(t, true);
 		if (!rt && (t->rt_depth || in_wrapped_call(cbid, cb)))
 			return; /* the runtime call around it has the span */
+		if (gt_unlikely(!rt && t->drv_start))
+			api_unwound_open(t, false);
 		if (rt)
 			t->rt_depth++;
 		if (gt_in_tracer || !gt_tracing())
@@ -556,7 +603,12 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		} else {
 			t->drv_start = now;
 			t->drv_corr = cb->correlationId;
+			t->drv_name = (uint32_t)(info & INFO_NAME_MASK);
+			t->drv_launch = info & INFO_LAUNCH;
 		}
+		/* its ring made now: a cancel inside ends the thread with a ring to draw in */
+		if (gt_unlikely(!gt_tls_ring))
+			shim__thread_ring();
 		if (info & INFO_LAUNCH) {
 			cupti__launch_note(cb->correlationId, now);
 			/* the id its span gets, pushed for the call's duration */

@@ -221,6 +221,9 @@ GT_HIDDEN void cupti__api_reset(void);
  * (pthread_cancel): its exit callback never comes, so its span is drawn here,
  * cancelled. */
 GT_HIDDEN void cupti__api_unwound(void);
+/* Calls of CUPTI's callbacks a forced unwind left open are drawn as their thread
+ * exits (gt_thread_exit_hook): set before subscribing. */
+GT_HIDDEN void cupti__api_watch_exits(void);
 /* Drain thread: name the devices of contexts created since the last call
  * (CUPTI's), or of the first timed launches (CUDA-event timing). */
 GT_HIDDEN void cupti__name_devices(void);

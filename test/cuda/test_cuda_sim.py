@@ -1679,6 +1679,35 @@ def test_time_metrics_without_pm_sampling_say_so_once(tmp_path, app):
         "gputrace: CUDA metrics: this libcupti has no PM sampling (CUDA 12.6 or later has it)"]
 
 
+@pytest.mark.parametrize("call", ["cuCtxSynchronize", "cuMemcpyDtoH"])
+def test_driver_call_cancelled_inside_is_drawn_cancelled(tmp_path, call):
+    """A thread blocked in the driver's cuCtxSynchronize (cuMemcpyDtoH), called directly,
+    is cancelled 100 ms in: CUPTI's exit callback never comes, and no wrapper of gputrace's
+    has a frame there. The call is drawn cancelled as its thread exits (it was neither
+    drawn nor counted), the copy it queued joined to it by an arrow; main's calls and
+    kernels afterwards are all there."""
+    mode = {"cuCtxSynchronize": "drv-sync", "cuMemcpyDtoH": "drv-memcpy"}
+    r = sim_run([APP, "cancel", mode[call]], tmp_path)
+    assert (r.returncode, r.stdout) == (0, b"waiter cancelled\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    assert trace["gputrace"]["events_lost"] == 0
+    pid = trace["gputrace"]["pid"]
+    (cancelled,) = [e for e in xs(trace, "cuda_driver") if e["name"] == call]
+    assert cancelled["tid"] != pid
+    assert cancelled["args"]["cancelled"] == 1 and "result" not in cancelled["args"]
+    assert 80 * 10**6 <= end(cancelled) - start(cancelled) < 300 * 10**6
+    assert len([d for d in device_work(trace) if d["cat"] == "kernel"]) == 1 + 10
+    assert [e["name"] for e in xs(trace, "cuda_runtime") if e["tid"] == pid].count(
+        "cudaDeviceSynchronize") == 2
+    if call == "cuMemcpyDtoH":
+        (copy,) = [d for d in device_work(trace) if d["cat"] == "gpu_memcpy"]
+        assert copy["args"]["correlation"] == cancelled["args"]["correlation"]
+        assert [f for f in arrows(trace).values()
+                if (f["s"]["pid"], f["s"]["tid"]) == (cancelled["pid"], cancelled["tid"]) and
+                start(cancelled) <= start(f["s"]) <= end(cancelled) and
+                start(copy) <= start(f["f"]) <= end(copy)]
+
+
 @pytest.mark.parametrize("cupti", [True, False])
 @pytest.mark.parametrize("call", ["cudaDeviceSynchronize", "cudaDeviceReset", "cudaMemcpy"])
 def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti, call):
