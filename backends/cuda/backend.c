@@ -336,6 +336,7 @@ static void session_end(void)
 	cupti_self++;
 	cupti_fn.cuptiUnsubscribe(subscriber);
 	subscriber = NULL;
+	cupti__api_session_ended();
 	if (clock_is_ours && cupti_fn.cuptiFinalize)
 		cupti_fn.cuptiFinalize();
 	cupti_self--;

@@ -295,6 +295,7 @@ struct api_thread {
 	bool rt_launch, drv_launch; /* ... and whether they queue device work (arrows) */
 	uint32_t rt_depth;
 	uint32_t rt_pushed, drv_pushed; /* external correlation pushed at entry */
+	uint32_t rt_session, drv_session; /* session_gen at their entry */
 };
 static GT_TLS struct api_thread api_t;
 extern GT_HIDDEN GT_TLS struct ring *gt_tls_ring; /* inject/shim.c: NULL until made */
@@ -489,6 +490,9 @@ static bool in_wrapped_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	       !(info_of(false, cbid, cb->functionName) & INFO_LAUNCH);
 }
 
+/* CUPTI sessions of ours ended (session_end): a call open across one lost its exit. */
+static _Atomic uint32_t session_gen;
+
 /*
  * A call whose exit callback never came: a forced unwind (pthread_cancel) ended it
  * inside CUDA, where no wrapper of ours has a frame to see it go (a driver API call, a
@@ -498,20 +502,33 @@ static bool in_wrapped_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
  */
 static void api_unwound_open(struct api_thread *t, bool rt)
 {
+	/* the session it began in ended (gputrace stepped aside for the program's own CUPTI
+	 * user, unsubscribed): its exit went unheard, it was not cancelled */
+	bool ended = atomic_load_explicit(&session_gen, memory_order_relaxed) !=
+		     (rt ? t->rt_session : t->drv_session);
+
 	if (rt) {
 		t->rt_depth = 0;
 		gt_ext_corr_pop(t->rt_pushed);
 		t->rt_pushed = 0;
-		gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr),
-				  t->rt_name, GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
+		if (!ended)
+			gt_emit_cancelled(t->rt_start,
+					  gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
+					  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
 		t->rt_start = 0;
 		return;
 	}
 	gt_ext_corr_pop(t->drv_pushed);
 	t->drv_pushed = 0;
-	gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr), t->drv_name,
-			  GT_S_CAT_CUDA_DRIVER, t->drv_launch);
+	if (!ended)
+		gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr),
+				  t->drv_name, GT_S_CAT_CUDA_DRIVER, t->drv_launch);
 	t->drv_start = 0;
+}
+
+void cupti__api_session_ended(void)
+{
+	atomic_fetch_add(&session_gen, 1);
 }
 
 /* gt_thread_exit_hook: the calls its thread's exit leaves open */
@@ -600,11 +617,13 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			t->rt_corr = cb->correlationId;
 			t->rt_name = (uint32_t)(info & INFO_NAME_MASK);
 			t->rt_launch = info & INFO_LAUNCH;
+			t->rt_session = atomic_load_explicit(&session_gen, memory_order_relaxed);
 		} else {
 			t->drv_start = now;
 			t->drv_corr = cb->correlationId;
 			t->drv_name = (uint32_t)(info & INFO_NAME_MASK);
 			t->drv_launch = info & INFO_LAUNCH;
+			t->drv_session = atomic_load_explicit(&session_gen, memory_order_relaxed);
 		}
 		/* its ring made now: a cancel inside ends the thread with a ring to draw in */
 		if (gt_unlikely(!gt_tls_ring))

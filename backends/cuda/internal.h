@@ -224,6 +224,8 @@ GT_HIDDEN void cupti__api_unwound(void);
 /* Calls of CUPTI's callbacks a forced unwind left open are drawn as their thread
  * exits (gt_thread_exit_hook): set before subscribing. */
 GT_HIDDEN void cupti__api_watch_exits(void);
+/* Our CUPTI session ended: calls open across it are not cancelled ones. */
+GT_HIDDEN void cupti__api_session_ended(void);
 /* Drain thread: name the devices of contexts created since the last call
  * (CUPTI's), or of the first timed launches (CUDA-event timing). */
 GT_HIDDEN void cupti__name_devices(void);
