@@ -708,6 +708,44 @@ START_TEST(test_folded_nested_and_driver_calls)
 }
 END_TEST
 
+/* A call CUPTI saw enter whose exit never came (a pthread_cancel inside it, where no
+ * wrapper of gputrace's has a frame: a driver call, a static libcudart's runtime call):
+ * drawn cancelled at the thread's next call of that API, which is drawn as usual, as is
+ * a driver call of the program's own after the runtime's (its depth not left at 1). */
+START_TEST(test_call_whose_exit_never_came_is_drawn_cancelled)
+{
+	struct json_object *h[8], *d[8];
+	int result = 0;
+	CUpti_CallbackData sync = { .callbackSite = CUPTI_API_ENTER,
+				    .functionName = "cuCtxSynchronize",
+				    .functionReturnValue = &result, .correlationId = 110 };
+	CUpti_CallbackData rt_sync = { .callbackSite = CUPTI_API_ENTER,
+				       .functionName = "cudaStreamSynchronize",
+				       .functionReturnValue = &result, .correlationId = 120 };
+
+	start();
+	cupti__callback(NULL, DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &sync);
+	usleep(20);
+	api(DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", 111, 0, NULL);
+	cupti__callback(NULL, RT, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &rt_sync);
+	usleep(20);
+	api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", 121, 0, NULL);
+	api(DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", 122, 0, NULL);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "cuda_driver", d, 8), 3);
+	ck_assert_int_eq(find(root, "X", "cuda_runtime", h, 8), 2);
+	ck_assert_int_eq(i64(get(d[0], "args"), "cancelled"), 1);
+	ck_assert(!has(get(d[1], "args"), "cancelled") && !has(get(d[2], "args"), "cancelled"));
+	ck_assert(!has(get(d[0], "args"), "result"));
+	ck_assert_str_eq(str(h[0], "name"), "cudaStreamSynchronize");
+	ck_assert_int_eq(i64(get(h[0], "args"), "cancelled"), 1);
+	ck_assert_str_eq(str(h[1], "name"), "cudaMalloc");
+	ck_assert(!has(get(h[1], "args"), "cancelled"));
+	json_object_put(root);
+}
+END_TEST
+
 /* What CUPTI's runtime callbacks would report for the call in progress. */
 static void callbacks_inside(const char *fn)
 {
@@ -885,6 +923,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_never_before_its_launch);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
+	tcase_add_test(tc, test_call_whose_exit_never_came_is_drawn_cancelled);
 	tcase_add_test(tc, test_watchdog_launch_table);
 	suite_add_tcase(s, tc);
 	return s;
