@@ -499,8 +499,10 @@ static _Atomic uint32_t session_gen;
  * runtime call of a libcudart linked statically). Seen at the thread's next call of
  * that API (a cleanup handler's) or as the thread exits: drawn cancelled up to then,
  * its pushed id popped. rt: the runtime's (whose depth goes back to 0), else the driver's.
+ * exiting: from the thread's key destructors, where a plug-in's pop is not made: its
+ * per-thread state may be gone (C++ thread_local destructors ran before them).
  */
-static void api_unwound_open(struct api_thread *t, bool rt)
+static void api_unwound_open(struct api_thread *t, bool rt, bool exiting)
 {
 	/* the session it began in ended (gputrace stepped aside for the program's own CUPTI
 	 * user, unsubscribed): its exit went unheard, it was not cancelled */
@@ -509,7 +511,8 @@ static void api_unwound_open(struct api_thread *t, bool rt)
 
 	if (rt) {
 		t->rt_depth = 0;
-		gt_ext_corr_pop(t->rt_pushed);
+		if (!exiting)
+			gt_ext_corr_pop(t->rt_pushed);
 		t->rt_pushed = 0;
 		if (!ended)
 			gt_emit_cancelled(t->rt_start,
@@ -518,7 +521,8 @@ static void api_unwound_open(struct api_thread *t, bool rt)
 		t->rt_start = 0;
 		return;
 	}
-	gt_ext_corr_pop(t->drv_pushed);
+	if (!exiting)
+		gt_ext_corr_pop(t->drv_pushed);
 	t->drv_pushed = 0;
 	if (!ended)
 		gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr),
@@ -537,9 +541,9 @@ static void api_thread_exit(void)
 	struct api_thread *t = &api_t;
 
 	if (gt_unlikely(t->drv_start))
-		api_unwound_open(t, false);
+		api_unwound_open(t, false, true);
 	if (gt_unlikely(t->rt_start))
-		api_unwound_open(t, true);
+		api_unwound_open(t, true, true);
 }
 
 void cupti__api_watch_exits(void)
@@ -597,11 +601,11 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		/* calls of one API do not nest on a thread: one still open never ended */
 		if (gt_unlikely(rt && t->rt_start))
-			api_unwound_open(t, true);
+			api_unwound_open(t, true, false);
 		if (!rt && (t->rt_depth || in_wrapped_call(cbid, cb)))
 			return; /* the runtime call around it has the span */
 		if (gt_unlikely(!rt && t->drv_start))
-			api_unwound_open(t, false);
+			api_unwound_open(t, false, false);
 		if (rt)
 			t->rt_depth++;
 		if (gt_in_tracer || !gt_tracing())

@@ -450,6 +450,23 @@ def test_correlation_popped_when_a_launch_is_cancelled_inside(tmp_path):
         assert len([1 for a, b in ac2g if binds(r.trace, a, b, s, w)]) == 1, s
 
 
+def test_correlation_of_a_driver_call_cancelled_inside(tmp_path):
+    """A thread cancelled inside the driver's cuMemcpyDtoH (sim_app cancel drv-memcpy, on
+    the simulated CUDA stack): its call, drawn cancelled as the thread exits, has no pop
+    made for it there, where the profiler's per-thread state is gone (C++ thread_local
+    destructors run before the thread's keys'): a pop there crashed the process."""
+    app = BUILD / "test" / "cuda" / "sim_app"
+    r = run_kineto(tmp_path, kdir(tmp_path, "corr"), app=[app, "cancel", "drv-memcpy"],
+                   env={"LD_LIBRARY_PATH": str(BUILD / "cuda-sim")}, expect_rc=0)
+    assert r.stdout == b"waiter cancelled\n"
+    assert plugin_lines(r.stderr) == []
+    (cancelled,) = [e for e in events(r.trace, ph="X", cat="cuda_driver")
+                    if e["name"] == "cuMemcpyDtoH"]
+    assert cancelled["args"]["cancelled"] == 1
+    work = {w["args"]["External id"] for w in events(r.trace, ph="X", name="npu_work")}
+    assert cancelled["args"]["correlation"] in work
+
+
 def test_no_push_without_listener(tmp_path):
     """A profiler without push/pop gets none; the launches trace as always."""
     app = APPS / "ze_basic"
