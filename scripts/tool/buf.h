@@ -31,6 +31,9 @@ static inline void buf__reserve(struct buf *b, size_t extra)
 		fprintf(stderr, "gputrace: out of memory (%zu bytes)\n", ncap);
 		exit(1);
 	}
+	/* terminated from the first allocation: a reader of a buffer nothing was
+	 * added to (jv_str of "") would read uninitialised bytes */
+	np[b->len] = 0;
 	b->p = np;
 	b->cap = ncap;
 }

@@ -210,6 +210,26 @@ def test_control_characters_in_names_are_escaped(tmp_path):
     assert "\x1b" not in md.read_text()
 
 
+def test_an_empty_name_is_read_as_empty(tmp_path):
+    """A row named "" (an NVTX range or a plug-in's kernel may have no name) is
+    the same row on both sides. The name's buffer was fresh, and the tool read
+    it before anything was written into it: uninitialised bytes stood for the
+    name in the table, the Markdown and the JSON (not even UTF-8), and the two
+    sides' "" did not meet (vanished and new)."""
+    b = write(tmp_path, "b.json", summary([("", 1, 1000), ("k", 1, 1000)]))
+    n = write(tmp_path, "n.json", summary([("", 2, 1000), ("k", 1, 1000)]))
+    md = tmp_path / "d.md"
+    p = gt(["diff", b, "--", n, "--json", "--markdown", md], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    k = rows(json.loads(p.stdout), "kernels")
+    assert sorted(k) == ["", "k"], list(k)
+    assert (k[""]["status"], k[""]["change"]["count"]) == ("changed", 1), k[""]
+    assert "| `` | 1 → 2 |" in md.read_text(), md.read_text()
+    table = gt(["diff", b, "--", n], tmp_path).stdout.decode()
+    assert [l.split()[:4] for l in table.splitlines() if l.startswith("  ") and "->" in l
+            and not l.split()[0] == "k"] == [["1", "->", "2", "+1"]], table
+
+
 def test_ranges_are_compared_by_their_device_time(tmp_path):
     """A user range's time is the device time of the work launched inside
     it: "forward" slower on the device is flagged by a range rule, a range
