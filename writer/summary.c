@@ -965,13 +965,42 @@ size_t summary__ctl_escape(unsigned char c, char out[5])
 	return 4;
 }
 
-/* Columns byte c takes once printed: escaped control characters take more. */
-static size_t text_width(unsigned char c)
+/* Bytes byte c takes once printed: escaped control characters take more. */
+static size_t text_bytes(unsigned char c)
 {
 	char e[5];
 	size_t n = summary__ctl_escape(c, e);
 
 	return n ? n : 1;
+}
+
+/* A UTF-8 continuation byte: part of the character its lead byte began. */
+static bool utf8_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+/* Columns byte c takes once printed: one per character (its lead byte), an
+ * escaped control character its escape. */
+static size_t text_width(unsigned char c)
+{
+	return utf8_cont(c) ? 0 : text_bytes(c);
+}
+
+size_t summary__columns(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += text_width((unsigned char)*s);
+	return w;
+}
+
+/* A field width for printf's "%-*s" (which counts bytes) that pads s, as
+ * printed, to cols columns: a name in UTF-8 lines up with the others. */
+static int pad_cols(const char *s, int cols)
+{
+	return cols + (int)(strlen(s) - summary__columns(s));
 }
 
 /* Bytes [p, e) into o, control characters escaped; the end of o returned. */
@@ -997,8 +1026,10 @@ const char *summary__text(char *buf, size_t len, const char *s)
 		p++;
 	if (!*p || !len)
 		return s;
-	for (end = s; *end && w + text_width((unsigned char)*end) < len; end++)
-		w += text_width((unsigned char)*end);
+	for (end = s; *end && w + text_bytes((unsigned char)*end) < len; end++)
+		w += text_bytes((unsigned char)*end);
+	while (end > s && utf8_cont((unsigned char)*end)) /* never half a character */
+		end--;
 	put_escaped(buf, s, end);
 	return buf;
 }
@@ -1024,6 +1055,8 @@ void summary__put_text(FILE *f, const char *s)
  * count in the width).
  */
 #define NAME_HEAD 18
+/* a shortened name's bytes: NAME_COLUMNS characters of up to 4 bytes */
+#define NAME_BUF (4 * NAME_COLUMNS + 8)
 
 static const char *fmt_name(char *buf, size_t len, const char *name)
 {
@@ -1031,16 +1064,19 @@ static const char *fmt_name(char *buf, size_t len, const char *name)
 	const char *head, *from;
 	char *o;
 
-	if (len < NAME_COLUMNS + 1)
+	if (len < NAME_BUF)
 		return name;
-	for (const char *p = name; *p; p++)
-		w += text_width((unsigned char)*p);
+	w = summary__columns(name);
 	if (w <= NAME_COLUMNS)
-		return w == n ? name : summary__text(buf, len, name);
+		return summary__text(buf, len, name);
+	/* counted in characters: the head ends before a lead byte, the tail
+	 * starts at one (a character cut in two would not be UTF-8) */
 	for (head = name; hw + text_width((unsigned char)*head) <= NAME_HEAD; head++)
 		hw += text_width((unsigned char)*head);
 	for (from = name + n; tw + text_width((unsigned char)from[-1]) <= tail; from--)
 		tw += text_width((unsigned char)from[-1]);
+	while (utf8_cont((unsigned char)*from))
+		from++;
 	o = put_escaped(buf, name, head);
 	memcpy(o, "...", 3);
 	put_escaped(o + 3, from, name + n);
@@ -1055,7 +1091,7 @@ static double share(uint64_t part, uint64_t whole)
 /* Would row i's shortened name read like another printed row's? */
 static bool name_collides(const struct row **v, size_t shown, size_t i)
 {
-	char a[NAME_COLUMNS + 8], b[NAME_COLUMNS + 8];
+	char a[NAME_BUF], b[NAME_BUF];
 	const char *mine = fmt_name(a, sizeof(a), v[i]->name);
 
 	if (mine == v[i]->name)
@@ -1072,7 +1108,7 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 	uint64_t count, total;
 	const struct row **v = table__sorted(t, false, &count, &total, NULL);
 	size_t shown = t->used < SUMMARY_TOP ? t->used : SUMMARY_TOP;
-	char a[32], b[32], c[32], d[32], nb[NAME_COLUMNS + 8];
+	char a[32], b[32], c[32], d[32], nb[NAME_BUF];
 
 	if (!v || !t->used) {
 		free(v);
@@ -1098,8 +1134,8 @@ static void print_timed_table(FILE *f, const struct summary *s, const struct tab
 			fputc('\n', f);
 			name = "";
 		}
-		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s %12s %5.1f%%\n", NAME_COLUMNS,
-			name, r->count, fmt_ns(a, sizeof(a), r->total_ns),
+		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s %12s %5.1f%%\n",
+			pad_cols(name, NAME_COLUMNS), name, r->count, fmt_ns(a, sizeof(a), r->total_ns),
 			fmt_ns(b, sizeof(b), r->total_ns / r->count), fmt_ns(c, sizeof(c), r->min_ns),
 			fmt_ns(d, sizeof(d), r->max_ns), 100.0 * share(r->total_ns, total));
 	}
@@ -1116,7 +1152,7 @@ static void print_errors(FILE *f, const struct summary *s)
 	const struct table *t = &s->t[T_ERRORS];
 	uint64_t count, total;
 	const struct row **v;
-	char call[256], error[256], shown[NAME_COLUMNS + 8];
+	char call[256], error[256], shown[NAME_BUF];
 
 	/* (no time in these rows: by count, then name) */
 	if (!s->errors || !(v = table__sorted(t, false, &count, &total, NULL)))
@@ -1125,9 +1161,11 @@ static void print_errors(FILE *f, const struct summary *s)
 		plural(s->errors, "call", "calls"));
 	fprintf(f, "    %-*s %9s  %s\n", NAME_COLUMNS, "name", "count", "error");
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
-		key_part(v[i]->name, 0, call, sizeof(call));
-		fprintf(f, "    %-*s %9" PRIu64 "  ", NAME_COLUMNS,
-			fmt_name(shown, sizeof(shown), call), v[i]->count);
+		const char *name = fmt_name(shown, sizeof(shown), key_part(v[i]->name, 0, call,
+									  sizeof(call)));
+
+		fprintf(f, "    %-*s %9" PRIu64 "  ", pad_cols(name, NAME_COLUMNS), name,
+			v[i]->count);
 		summary__put_text(f, key_part(v[i]->name, 1, error, sizeof(error)));
 		fputc('\n', f);
 	}
@@ -1142,7 +1180,7 @@ static void print_ranges(FILE *f, const struct summary *s, const struct table *t
 {
 	uint64_t count, total;
 	const struct row **v = table__sorted(t, false, &count, &total, NULL);
-	char a[32], b[32], nb[NAME_COLUMNS + 8];
+	char a[32], b[32], nb[NAME_BUF];
 
 	if (!v || !t->used) {
 		free(v);
@@ -1154,9 +1192,10 @@ static void print_ranges(FILE *f, const struct summary *s, const struct table *t
 		"device", "kernels");
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
 		const struct row *r = v[i];
+		const char *name = fmt_name(nb, sizeof(nb), r->name);
 
-		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %9" PRIu64 "\n", NAME_COLUMNS,
-			fmt_name(nb, sizeof(nb), r->name), r->count,
+		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %9" PRIu64 "\n",
+			pad_cols(name, NAME_COLUMNS), name, r->count,
 			fmt_ns(a, sizeof(a), r->total_ns), fmt_ns(b, sizeof(b), r->device_ns),
 			r->kernels);
 	}
@@ -1208,9 +1247,10 @@ static void print_copies(FILE *f, const struct table *t)
 	fprintf(f, "    %-10s %9s %12s %12s %12s\n", "kind", "count", "bytes", "total", "bandwidth");
 	for (size_t i = 0; i < t->used && i < SUMMARY_TOP; i++) {
 		const struct row *r = v[i];
+		const char *kind = summary__text(name, sizeof(name), r->name);
 
-		fprintf(f, "    %-10s %9" PRIu64 " %12s %12s %12s\n",
-			summary__text(name, sizeof(name), r->name), r->count,
+		fprintf(f, "    %-*s %9" PRIu64 " %12s %12s %12s\n", pad_cols(kind, 10), kind,
+			r->count,
 			fmt_bytes(a, sizeof(a), r->bytes), fmt_ns(b, sizeof(b), r->total_ns),
 			fmt_rate(c, sizeof(c), bandwidth(r->bytes, r->total_ns)));
 	}
@@ -1227,9 +1267,10 @@ static void print_device_rows(FILE *f, const struct summary *s, const struct tab
 	for (size_t i = 0; v && i < t->used; i++) {
 		const struct row *r = v[i];
 		uint64_t busy = row__busy_ns(r);
+		const char *shown = summary__text(name, sizeof(name), r->name);
 
 		fprintf(f, "%s%-*s busy %s of %s (%.1f%%), %" PRIu64 " %s\n", indent,
-			NAME_COLUMNS - 14, summary__text(name, sizeof(name), r->name),
+			pad_cols(shown, NAME_COLUMNS - 14), shown,
 			fmt_ns(a, sizeof(a), busy),
 			fmt_ns(b, sizeof(b), window), 100.0 * share(busy, window), r->count,
 			plural(r->count, "span", "spans"));
@@ -1508,7 +1549,7 @@ static void print_named_metrics(FILE *f, const struct table *k, const char *titl
 {
 	uint64_t count, total;
 	const struct row **v;
-	char name[256], prev[256] = "", a[256], shown[NAME_COLUMNS + 8];
+	char name[256], prev[256] = "", a[256], shown[NAME_BUF];
 	size_t names = 0;
 
 	if (!k->used || (v = table__sorted(k, true, &count, &total, NULL)) == NULL)
@@ -1561,8 +1602,10 @@ static void print_metrics(FILE *f, const struct summary *s)
 			}
 			snprintf(series, sizeof(series), "%s %s", key_part(r->name, 1, a, sizeof(a)),
 				 key_part(r->name, 2, b, sizeof(b)));
-			fprintf(f, "      %-*s %9" PRIu64 " %12.6g %12.6g %12.6g\n", NAME_COLUMNS - 2,
-				summary__text(shown, sizeof(shown), series), r->count, row__mean(r),
+			const char *text = summary__text(shown, sizeof(shown), series);
+
+			fprintf(f, "      %-*s %9" PRIu64 " %12.6g %12.6g %12.6g\n",
+				pad_cols(text, NAME_COLUMNS - 2), text, r->count, row__mean(r),
 				r->fmin, r->fmax);
 		}
 		free(v);

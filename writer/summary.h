@@ -144,8 +144,11 @@ size_t summary__ctl_escape(unsigned char c, char out[5]);
 /* s printed with its control characters escaped. */
 void summary__put_text(FILE *f, const char *s);
 /* s as printed: itself, or escaped into buf (cut short, never inside an
- * escape, when buf is too small). */
+ * escape or a UTF-8 character, when buf is too small). */
 const char *summary__text(char *buf, size_t len, const char *s);
+/* Columns s takes once printed: one per UTF-8 character, an escaped control
+ * character its escape's (tables pad names by it, not by bytes). */
+size_t summary__columns(const char *s);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
 /* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno;

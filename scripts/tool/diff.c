@@ -508,21 +508,24 @@ static void tbl_print(FILE *f, struct tbl *t)
 {
 	size_t w[MAXCOLS] = { 0 };
 
+	/* widths in columns (UTF-8 characters), not bytes: a name such as
+	 * "softmax_κ" lines up with the others */
 	for (size_t r = 0; r < t->n; r++)
 		for (int i = 0; i < t->ncols; i++)
-			if (t->cells[r][i] && strlen(t->cells[r][i]) > w[i])
-				w[i] = strlen(t->cells[r][i]);
+			if (t->cells[r][i] && summary__columns(t->cells[r][i]) > w[i])
+				w[i] = summary__columns(t->cells[r][i]);
 	for (size_t r = 0; r < t->n; r++) {
 		struct buf line = { 0 };
 
 		buf__adds(&line, "  ");
 		for (int i = 0; i < t->ncols; i++) {
 			const char *s = t->cells[r][i] ? t->cells[r][i] : "";
+			int pad = (int)(w[i] + strlen(s) - summary__columns(s));
 
 			if (t->right[i])
-				buf__printf(&line, "%*s  ", (int)w[i], s);
+				buf__printf(&line, "%*s  ", pad, s);
 			else
-				buf__printf(&line, "%-*s  ", (int)w[i], s);
+				buf__printf(&line, "%-*s  ", pad, s);
 		}
 		while (line.len && line.p[line.len - 1] == ' ')
 			line.p[--line.len] = 0;
@@ -603,9 +606,15 @@ static void note_of(const struct item *it, const struct diff *df, char *out, siz
 static void cell_text(char *cell, size_t len, const char *s)
 {
 	const char *shown = summary__text(cell, len, s);
+	size_t n = strlen(shown);
 
-	if (shown != cell)
-		snprintf(cell, len, "%s", shown);
+	if (shown == cell)
+		return;
+	if (n >= len) /* cut between UTF-8 characters, never inside one */
+		for (n = len - 1; n && ((unsigned char)shown[n] & 0xc0) == 0x80; n--)
+			;
+	memcpy(cell, shown, n);
+	cell[n] = 0;
 }
 
 static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool all)

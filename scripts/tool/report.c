@@ -377,13 +377,19 @@ static void bars(FILE *f, const struct stable *t, const char *color, const char 
 		xml__text(f, r->name);
 		fprintf(f, "</title><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", LABEL - 8, y + 15);
 		if (len > 46) {
-			/* keep both ends: kernels differ at the end as often as at the start */
+			/* keep both ends: kernels differ at the end as often as at the start
+			 * (cut between UTF-8 characters: half of one is not text) */
 			char cut[64];
+			size_t head = 20, tail = len - 24;
 
-			snprintf(cut, sizeof(cut), "%.20s", r->name);
+			while (head && ((unsigned char)r->name[head] & 0xc0) == 0x80)
+				head--;
+			while (((unsigned char)r->name[tail] & 0xc0) == 0x80)
+				tail++;
+			snprintf(cut, sizeof(cut), "%.*s", (int)head, r->name);
 			xml__text(f, cut);
 			fputs("\xe2\x80\xa6", f);
-			xml__text(f, r->name + len - 24);
+			xml__text(f, r->name + tail);
 		} else {
 			xml__text(f, r->name);
 		}

@@ -327,6 +327,40 @@ def test_summary_escapes_control_characters(tmp_path):
     assert {k["name"] for k in s["kernels"]} == {evil, color}
 
 
+def test_long_utf8_names_are_shortened_between_characters(tmp_path):
+    """A long name in UTF-8 (an NVTX range or a SYCL kernel named in Greek,
+    Japanese, emoji) is shortened in the middle between characters, and its
+    row lines up with the others: bytes were counted, so the summary, the
+    report's bars and the diff's table cut characters in two (output that is
+    not UTF-8) and padded such names short."""
+    names = ["\u03ba" * 60, "\u65e5\u672c" * 40, "x" + "\U0001F600" * 50, "k_\u00fcber", "plain"]
+    trace = tmp_path / "utf8.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": n, "pid": 1, "tid": 2, "ts": 10 * i, "dur": 1}
+        for i, n in enumerate(names)]}))
+    p = gputrace(["summary", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = p.stdout.decode("utf-8")  # raised on half a character
+    rows = [l for l in text.splitlines() if l.endswith("%") and " ns " in l]
+    assert len(rows) == 5, text
+    # every row's count starts at the same column (characters, not bytes)
+    assert len({len(l) for l in rows}) == 1, rows
+    shown = {l[4:48].rstrip() for l in rows}
+    assert shown == {"\u03ba" * 18 + "..." + "\u03ba" * 23,
+                     "\u65e5\u672c" * 9 + "..." + "\u672c" + "\u65e5\u672c" * 11,
+                     "x" + "\U0001F600" * 17 + "..." + "\U0001F600" * 23, "k_\u00fcber",
+                     "plain"}, shown
+    html = tmp_path / "utf8.html"
+    assert gputrace(["report", trace, "-o", html], tmp_path).returncode == 0
+    html.read_bytes().decode("utf-8")
+    s = json.loads(gputrace(["summary", "--json", "-", trace], tmp_path).stdout)
+    summ = tmp_path / "s.json"
+    summ.write_text(json.dumps(s))
+    p = gputrace(["diff", summ, "--", summ, "--all"], tmp_path)
+    rows = [l for l in p.stdout.decode("utf-8").splitlines() if "1 -> 1" in l]
+    assert len(rows) == 5 and len({l.index("1 -> 1") for l in rows}) == 1, rows
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
