@@ -1058,20 +1058,20 @@ void summary__put_text(FILE *f, const char *s)
 /* a shortened name's bytes: NAME_COLUMNS characters of up to 4 bytes */
 #define NAME_BUF (4 * NAME_COLUMNS + 8)
 
-static const char *fmt_name(char *buf, size_t len, const char *name)
+const char *summary__short(char *buf, size_t len, const char *name, size_t cols, size_t head_cols)
 {
-	size_t n = strlen(name), tail = NAME_COLUMNS - NAME_HEAD - 3, w = 0, hw = 0, tw = 0;
+	size_t n = strlen(name), tail = cols - head_cols - 3, w, hw = 0, tw = 0;
 	const char *head, *from;
 	char *o;
 
-	if (len < NAME_BUF)
+	if (len < 4 * cols + 8 || head_cols + 3 >= cols)
 		return name;
 	w = summary__columns(name);
-	if (w <= NAME_COLUMNS)
+	if (w <= cols)
 		return summary__text(buf, len, name);
 	/* counted in characters: the head ends before a lead byte, the tail
 	 * starts at one (a character cut in two would not be UTF-8) */
-	for (head = name; hw + text_width((unsigned char)*head) <= NAME_HEAD; head++)
+	for (head = name; hw + text_width((unsigned char)*head) <= head_cols; head++)
 		hw += text_width((unsigned char)*head);
 	for (from = name + n; tw + text_width((unsigned char)from[-1]) <= tail; from--)
 		tw += text_width((unsigned char)from[-1]);
@@ -1081,6 +1081,11 @@ static const char *fmt_name(char *buf, size_t len, const char *name)
 	memcpy(o, "...", 3);
 	put_escaped(o + 3, from, name + n);
 	return buf;
+}
+
+static const char *fmt_name(char *buf, size_t len, const char *name)
+{
+	return summary__short(buf, len, name, NAME_COLUMNS, NAME_HEAD);
 }
 
 static double share(uint64_t part, uint64_t whole)

@@ -149,6 +149,11 @@ const char *summary__text(char *buf, size_t len, const char *s);
 /* Columns s takes once printed: one per UTF-8 character, an escaped control
  * character its escape's (tables pad names by it, not by bytes). */
 size_t summary__columns(const char *s);
+/* name as a table prints it in cols columns: whole (escaped) when it fits, else
+ * its first head_cols and its last columns around "...", cut between UTF-8
+ * characters (buf: 4 * cols + 8 bytes at least, else name is returned). */
+const char *summary__short(char *buf, size_t len, const char *name, size_t cols,
+			   size_t head_cols);
 /* The table for people (stderr at exit). */
 void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t trace_bytes);
 /* The same as JSON, schema documented in README ("Summary JSON"). 0 or -errno;

@@ -617,13 +617,34 @@ static void cell_text(char *cell, size_t len, const char *s)
 	cell[n] = 0;
 }
 
+/* A name in the table: shortened in the middle (C++ kernels of one template
+ * differ at their end as often as at their start), whole where that would read
+ * as another row's shortened name: two rows never look the same. */
+#define NAME_COLS 100
+#define NAME_HEAD_COLS 40
+
+static const char *row_name(const struct dtable *t, size_t i, char *buf, size_t len)
+{
+	const char *mine = summary__short(buf, len, t->items[i].name, NAME_COLS, NAME_HEAD_COLS);
+	char other[4 * NAME_COLS + 8];
+
+	if (mine == t->items[i].name || summary__columns(t->items[i].name) <= NAME_COLS)
+		return mine;
+	for (size_t j = 0; j < t->n; j++)
+		if (j != i && summary__columns(t->items[j].name) > NAME_COLS &&
+		    !strcmp(mine, summary__short(other, sizeof(other), t->items[j].name, NAME_COLS,
+						 NAME_HEAD_COLS)))
+			return summary__text(buf, len, t->items[i].name);
+	return mine;
+}
+
 static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool all)
 {
 	const struct dtable *t = &df->t[ti];
 	struct tbl tb = { .ncols = df->nruns[0] > 1 || df->nruns[1] > 1 ? 9 : 8 };
 	bool spread = tb.ncols == 9;
 	size_t shown = 0, hidden = 0;
-	char c[9][160], note[160];
+	char c[9][160], note[160], name[4 * NAME_COLS + 8];
 
 	if (!t->n)
 		return;
@@ -644,7 +665,7 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 			continue;
 		}
 		shown++;
-		cell_text(c[0], sizeof(c[0]), it->name);
+		cells[0] = row_name(t, i, name, sizeof(name));
 		snprintf(c[1], sizeof(c[1]), "%s -> %s", fmt_count(x, sizeof(x), b->med_count, false),
 			 fmt_count(y, sizeof(y), nw->med_count, false));
 		if (b->med_count == nw->med_count)
@@ -667,7 +688,7 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 			 fmt_spread(sn, sizeof(sn), nw, df->nruns[1]));
 		note_of(it, df, note, sizeof(note));
 		cell_text(c[spread ? 8 : 7], sizeof(c[8]), note);
-		for (int k = 0; k < 9; k++)
+		for (int k = 1; k < 9; k++)
 			cells[k] = c[k];
 		tbl_row(&tb, cells);
 	}

@@ -230,6 +230,33 @@ def test_an_empty_name_is_read_as_empty(tmp_path):
             and not l.split()[0] == "k"] == [["1", "->", "2", "+1"]], table
 
 
+def test_long_names_that_differ_at_their_end_are_told_apart(tmp_path):
+    """Two C++ kernels of one template (a CUTLASS GEMM's names run to 300
+    characters) differ at their end: the table keeps both ends of a long
+    name, as the summary does, and prints whole two names that would still
+    read the same. Names were cut at their 159th byte: both rows read alike,
+    and which one got slower only the FAIL line below said."""
+    pre = ("void cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::"
+           "threadblock::MmaMultistage<cutlass::gemm::GemmShape<128, 128, 32>, cutlass::"
+           "transform::threadblock::PredicatedTileAccessIterator<cutlass::MatrixShape<128, "
+           "32>, float, cutlass::layout::RowMajor, 1>")
+    slow, same = pre + ", 4>>(Params)", pre + ", 3>>(Params)"
+    mid = ["H" * 60 + f"<{i}>" + "T" * 80 for i in (1, 2)]  # the same both ends
+    b = write(tmp_path, "b.json", summary([(slow, 1, 10000), (same, 1, 10000),
+                                           (mid[0], 1, 1000), (mid[1], 1, 1000)]))
+    n = write(tmp_path, "n.json", summary([(slow, 1, 20000), (same, 1, 10000),
+                                           (mid[0], 1, 1000), (mid[1], 1, 1000)]))
+    p = gt(["diff", b, "--", n, "--fail-on", "time > +10%"], tmp_path)
+    assert p.returncode == 1, p.stderr.decode()
+    rows = [l.strip() for l in out_lines(p) if "1 -> 1" in l]
+    assert len(rows) == 4, out_lines(p)
+    assert rows[0].startswith("void cutlass::Kernel<cutlass::gemm::kern...") and \
+        rows[0].split("  ")[0].endswith("RowMajor, 1>, 4>>(Params)") and "FAIL" in rows[0], rows
+    assert rows[1].split("  ")[0].endswith(", 3>>(Params)") and "FAIL" not in rows[1], rows
+    assert len(rows[0].split("  ")[0]) == 100, rows[0]
+    assert {r.split("  ")[0] for r in rows[2:]} == set(mid), rows
+
+
 def test_ranges_are_compared_by_their_device_time(tmp_path):
     """A user range's time is the device time of the work launched inside
     it: "forward" slower on the device is flagged by a range rule, a range
