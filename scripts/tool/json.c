@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json.h"
 
@@ -10,8 +11,19 @@
 
 int jr_open(struct jr *r, const char *path)
 {
+	struct stat st;
+
 	memset(r, 0, sizeof(*r));
 	r->path = path;
+	/* every command reads its input more than once (a peek, then the
+	 * document; a trace in two passes): a pipe would be empty the second
+	 * time, and read as an empty file; a folder is no file to read */
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -ESPIPE;
 	/* gzopen reads plain files as they are, so .json and .json.gz alike. */
 	r->gz = gzopen(path, "rb");
 	if (!r->gz)
@@ -23,6 +35,14 @@ int jr_open(struct jr *r, const char *path)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+const char *jr_strerror(int err)
+{
+	if (err == -ESPIPE)
+		return "not a regular file (a pipe?): it is read more than once; save it to a "
+		       "file first";
+	return strerror(-err);
 }
 
 void jr_close(struct jr *r)

@@ -28,7 +28,10 @@ struct jr {
 	char err[256]; /* set on the first error */
 };
 
+/* 0, or -errno: -EISDIR a folder, -ESPIPE not a regular file (a pipe), which
+ * could not be read twice; jr_strerror says which. */
 int jr_open(struct jr *r, const char *path);
+const char *jr_strerror(int err);
 void jr_close(struct jr *r);
 /* Next non-blank byte without taking it; -1 at end of input (or error). */
 int jr_peek(struct jr *r);

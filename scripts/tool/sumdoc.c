@@ -53,7 +53,7 @@ static int read_root(const char *who, const char *path, struct buf *out, bool *i
 
 	*is_trace = false;
 	if (err) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, strerror(-err));
+		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, jr_strerror(err));
 		return -1;
 	}
 	c = jr_peek(&r);
@@ -72,7 +72,7 @@ static int read_root(const char *who, const char *path, struct buf *out, bool *i
 	jr_close(&r);
 	if ((err = jr_open(&r, path)) || jr_value(&r, out)) {
 		fprintf(stderr, "%s: %s: not JSON: %s\n", who, path,
-			err ? strerror(-err) : r.err);
+			err ? jr_strerror(err) : r.err);
 		jr_close(&r);
 		buf__free(&key);
 		return -1;

@@ -72,7 +72,7 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 
 	err = jr_open(&r, path);
 	if (err) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, strerror(-err));
+		fprintf(stderr, "%s: cannot open %s: %s\n", who, path, jr_strerror(err));
 		return TRACE_ERROR;
 	}
 	c = jr_peek(&r);

@@ -361,6 +361,32 @@ def test_long_utf8_names_are_shortened_between_characters(tmp_path):
     assert len(rows) == 5 and len({l.index("1 -> 1") for l in rows}) == 1, rows
 
 
+def test_a_pipe_or_a_folder_is_refused_as_such(tmp_path):
+    """Every command reads its input twice (a peek, then the document; a
+    trace in two passes): a pipe (zcat t.json.gz | gputrace summary
+    /dev/stdin) was empty the second time and said to be "empty file" (check:
+    "not JSON: unexpected end of input"), and a folder "Is a directory at
+    byte 0". Each is one line that says what it is, with status 2."""
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": 1, "dur": 2}]}))
+    pipe = ("not a regular file (a pipe?): it is read more than once; save it to a file "
+            "first")
+    for cmd in (["summary"], ["check"], ["report"], ["diff", trace, "--"]):
+        args = [*cmd, "/dev/stdin"] + (["lost == 0"] if cmd == ["check"] else [])
+        p = gputrace(args, tmp_path, input=trace.read_bytes())
+        assert (p.returncode, p.stdout, p.stderr.decode()) == (
+            2, b"", f"gputrace {cmd[0]}: cannot open /dev/stdin: {pipe}\n"), p
+        args = [*cmd, tmp_path] + (["lost == 0"] if cmd == ["check"] else [])
+        p = gputrace(args, tmp_path)
+        assert (p.returncode, p.stdout, p.stderr.decode()) == (
+            2, b"", f"gputrace {cmd[0]}: cannot open {tmp_path}: Is a directory\n"), p
+    p = gputrace(["merge", "-o", tmp_path / "m.json", "/dev/stdin"], tmp_path,
+                 input=trace.read_bytes())
+    assert (p.returncode, p.stderr.decode()) == (
+        1, f"gputrace merge: cannot open /dev/stdin: {pipe}\n"), p
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
