@@ -215,12 +215,18 @@ static void summarize(struct run *r)
 						   : summarize__json_path(files[0]);
 
 	err = summary__write_json(r->sum, r->summary_path, abs, bytes);
-	free(abs);
 	if (err) {
 		fprintf(stderr, WHO ": cannot write the summary to %s: %s\n", r->summary_path,
 			summary__strerror(err));
 		r->summary_path[0] = 0;
+	} else if (r->summary_json && (r->nchecks || r->checks_file)) {
+		/* the checks read a copy in the state folder: --summary-json
+		 * /dev/stdout, /dev/null or a pipe cannot be read back */
+		snprintf(r->check_path, sizeof(r->check_path), "%s/summary.json", r->state);
+		if (summary__write_json(r->sum, r->check_path, abs, bytes))
+			r->check_path[0] = 0;
 	}
+	free(abs);
 }
 
 /* ---- 7. checks (check.c) ---- */
@@ -248,7 +254,11 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = "--checks";
 		argv[argc++] = (char *)r->checks_file;
 	}
-	if (!syntax_only && !r->summary_json) {
+	if (!syntax_only && r->summary_json && r->check_path[0]) {
+		/* the copy is removed with the state folder: name the user's file */
+		argv[argc++] = "--label";
+		argv[argc++] = r->summary_path;
+	} else if (!syntax_only && !r->summary_json) {
 		/* the summary in the state folder is removed: name what it summarizes */
 		static char label[PATH_MAX + 16];
 
@@ -258,7 +268,7 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = label;
 	}
 	if (!syntax_only)
-		argv[argc++] = r->summary_path;
+		argv[argc++] = r->check_path[0] ? r->check_path : r->summary_path;
 	argv[argc++] = "--";
 	for (size_t i = 0; i < r->nchecks; i++)
 		argv[argc++] = r->checks[i];

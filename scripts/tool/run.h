@@ -92,6 +92,7 @@ struct run {
 	char no_telemetry[1024];     /* --telemetry: why none was recorded ("" some was) */
 	char trace[PATH_MAX];        /* the run's one trace, once made ("" if none) */
 	char summary_path[PATH_MAX]; /* the run's summary JSON, once written */
+	char check_path[PATH_MAX];   /* the one the checks read ("" summary_path) */
 	struct summary *sum;
 };
 

@@ -128,3 +128,22 @@ def test_checks_cover_every_process_of_the_run(tmp_path, out):
             f"{CI_APP} 2 && {CI_APP} 3"], tmp_path)
     assert p.returncode == 3, p.stderr.decode()
     assert check_lines(p) == ['FAIL kernel["gemm_f32"].count == 3: 5']
+
+
+@pytest.mark.parametrize("json_to", ["/dev/null", "/dev/stdout"])
+def test_checks_of_a_summary_json_that_cannot_be_read_back(tmp_path, json_to):
+    """--summary-json /dev/stdout (the JSON in the job's log) or /dev/null with
+    --check: the checks read the run's summary, not what that file gives back.
+    They read the file: nothing (/dev/null) or CMD's own output before the
+    JSON (/dev/stdout into a file), and every run ended 4, the checks "not
+    JSON" or "neither a trace nor a gputrace summary JSON"."""
+    p = run_checked(tmp_path, ["device.kernels >= 1", 'kernel["gemm*"].count == 2'],
+                    [CI_APP, 2], opts=["--summary-json", json_to])
+    assert p.returncode == 0, p.stderr.decode()
+    assert check_lines(p) == ["PASS device.kernels >= 1: 4", 'PASS kernel["gemm*"].count == 2: 2']
+    assert p.stderr.decode().splitlines()[-1] == f"gputrace check: 2 passed, 0 failed ({json_to})"
+    if json_to == "/dev/stdout":
+        out = p.stdout.decode()
+        assert out.startswith("ci_app: 2 steps, gemm_f32 64 groups: ok\n"), out
+        s = json.loads(out[out.index("{"):])
+        assert s["totals"]["kernels"]["count"] == 4
