@@ -87,8 +87,9 @@ static void cut_comment(char *s)
 
 /* One check per line; blank lines and '#' comments are skipped.
  * as_args: the lines are checks given on a command line (`gputrace run
- * --check` hands them over so), and messages count them as such. */
-static int read_checks_file(const char *path, struct checks *cs, bool as_args)
+ * --check` hands them over so), and messages count them as such. name: the
+ * file as messages call it (gputrace run reads a copy of the user's). */
+static int read_checks_file(const char *path, const char *name, struct checks *cs, bool as_args)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
 	char *line = NULL, where[4200];
@@ -97,7 +98,7 @@ static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 	unsigned lineno = 0;
 
 	if (!f) {
-		fprintf(stderr, WHO ": cannot open %s: %s\n", path, strerror(errno));
+		fprintf(stderr, WHO ": cannot open %s: %s\n", name, strerror(errno));
 		return -1;
 	}
 	while ((len = getline(&line, &cap, f)) >= 0) {
@@ -111,7 +112,7 @@ static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 		cut_comment(s);
 		if (!*s)
 			continue;
-		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		snprintf(where, sizeof(where), "%s:%u", name, lineno);
 		if (add_check(cs, s, as_args ? NULL : where)) {
 			fprintf(stderr, WHO ": out of memory\n");
 			break;
@@ -123,7 +124,7 @@ static int read_checks_file(const char *path, struct checks *cs, bool as_args)
 	if (f != stdin)
 		fclose(f);
 	if (err) {
-		fprintf(stderr, WHO ": cannot read %s: %s\n", path, strerror(err));
+		fprintf(stderr, WHO ": cannot read %s: %s\n", name, strerror(err));
 		return -1;
 	}
 	return 0;
@@ -231,6 +232,7 @@ int cmd_check(int argc, char **argv)
 	struct sumdoc d = { 0 };
 	const char *input = NULL, *junit = NULL, *markdown = NULL, *v;
 	const char *label = NULL; /* gputrace run's: its summary is a file it removes */
+	const char *checks_name = NULL; /* gputrace run's: the next --checks is a copy of it */
 	bool syntax_only = false, dashdash = false, loaded = false, bad = false;
 	size_t passed = 0, failed = 0, errors = 0;
 	int ret = ST_ERROR;
@@ -261,8 +263,13 @@ int cmd_check(int argc, char **argv)
 			   (v = arg__value(argc, argv, &i, "-f", WHO, &bad))) {
 			if (bad)
 				goto usage;
-			if (read_checks_file(v, &cs, false))
+			if (read_checks_file(v, checks_name ? checks_name : v, &cs, false))
 				goto out; /* its line says what is wrong */
+			checks_name = NULL;
+		} else if ((v = arg__value(argc, argv, &i, "--checks-named", WHO, &bad))) {
+			if (bad)
+				goto usage;
+			checks_name = v;
 		} else if ((v = arg__value(argc, argv, &i, "--label", WHO, &bad))) {
 			if (bad)
 				goto usage;
@@ -270,7 +277,7 @@ int cmd_check(int argc, char **argv)
 		} else if ((v = arg__value(argc, argv, &i, "--check-lines", WHO, &bad))) {
 			if (bad)
 				goto usage;
-			if (read_checks_file(v, &cs, true))
+			if (read_checks_file(v, v, &cs, true))
 				goto out;
 		} else if (!strcmp(a, "--syntax-only")) {
 			syntax_only = true;

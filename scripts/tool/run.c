@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -231,6 +232,35 @@ static void summarize(struct run *r)
 
 /* ---- 7. checks (check.c) ---- */
 
+/* The --checks file, read once, before CMD runs, into a file of ours that
+ * both passes of the checks read (syntax before CMD, values after): a pipe
+ * (--checks <(...), /dev/stdin) would be empty the second time, and a file
+ * changed while CMD ran would not be the checks that were parsed. */
+static void copy_checks(struct run *r)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(r->checks_file, O_RDONLY | O_CLOEXEC), out = -1;
+
+	if (in >= 0)
+		out = memfd_create("gputrace-checks", MFD_CLOEXEC);
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, (size_t)n) != n) {
+			close(out);
+			out = -1;
+		}
+	}
+	if (out < 0) {
+		fprintf(stderr, WHO ": --checks: cannot read '%s': %s\n", r->checks_file,
+			strerror(errno));
+		exit(2);
+	}
+	close(in);
+	snprintf(r->checks_copy, sizeof(r->checks_copy), "/proc/self/fd/%d", out);
+}
+
 /* gputrace check with our options: its lines on stderr (stdout is CMD's). */
 static int check(struct run *r, bool syntax_only)
 {
@@ -251,8 +281,10 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = (char *)r->markdown;
 	}
 	if (r->checks_file) {
-		argv[argc++] = "--checks";
+		argv[argc++] = "--checks-named";
 		argv[argc++] = (char *)r->checks_file;
+		argv[argc++] = "--checks";
+		argv[argc++] = r->checks_copy;
 	}
 	if (!syntax_only && r->summary_json && r->check_path[0]) {
 		/* the copy is removed with the state folder: name the user's file */
@@ -302,6 +334,8 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	/* a malformed check stops here, before CMD runs */
+	if (r.checks_file)
+		copy_checks(&r);
 	if ((r.nchecks || r.checks_file) && check(&r, true))
 		return 2;
 	run__read_env(&r, &env);

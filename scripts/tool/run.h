@@ -69,6 +69,7 @@ struct run {
 	char **checks;               /* --check, each one check */
 	size_t nchecks;
 	const char *checks_file;     /* --checks */
+	char checks_copy[32];        /* ... read once: /proc/self/fd/N, N a memfd */
 	const char *junit, *markdown;
 	char **cmd;
 	/* where things go */

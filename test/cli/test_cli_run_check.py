@@ -147,3 +147,21 @@ def test_checks_of_a_summary_json_that_cannot_be_read_back(tmp_path, json_to):
         assert out.startswith("ci_app: 2 steps, gemm_f32 64 groups: ok\n"), out
         s = json.loads(out[out.index("{"):])
         assert s["totals"]["kernels"]["count"] == 4
+
+
+def test_checks_from_a_pipe(tmp_path):
+    """--checks <(make_checks) or --checks /dev/stdin: the checks are parsed
+    before CMD runs and evaluated after it, from what was read once. The file
+    was read at each of the two, and the pipe was empty the second time: "no
+    checks given", the usage of gputrace check, and status 4 for every run."""
+    need(CI_APP)
+    p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--checks", "/dev/stdin", "--",
+            CI_APP, 2], tmp_path, input=b"# gates\nlost == 0\ndevice.kernels >= 100\n")
+    assert p.returncode == 3, p.stderr.decode()
+    assert check_lines(p) == ["PASS lost == 0: 0", "FAIL device.kernels >= 100: 4"]
+    # a malformed one is still said with the file's own name, before CMD runs
+    p = gt(["run", "--no-summary", "-o", tmp_path / "u.json", "--checks", "/dev/stdin", "--",
+            "echo", "RAN"], tmp_path, input=b"lost == 0\nkernel.totl > 1\n")
+    assert (p.returncode, p.stdout) == (2, b""), p.stderr.decode()
+    assert p.stderr.decode().startswith(
+        "gputrace check: /dev/stdin:2: column 8: unknown field 'totl'"), p.stderr.decode()
