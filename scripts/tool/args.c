@@ -43,6 +43,21 @@ bool out__is_input(const char *who, const char *opt, const char *out, char *cons
 	return false;
 }
 
+bool out__same(const char *who, const char *opt_a, const char *a, const char *opt_b,
+		const char *b)
+{
+	struct stat sa, sb;
+
+	if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-"))
+		return false;
+	if (strcmp(a, b) && (stat(a, &sa) || stat(b, &sb) || !S_ISREG(sa.st_mode) ||
+			     sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino))
+		return false;
+	fprintf(stderr, "%s: %s %s and %s %s name one file (the last written would be all it "
+		"held): give two\n", who, opt_a, a, opt_b, b);
+	return true;
+}
+
 int out__close(FILE *f)
 {
 	int err = 0;

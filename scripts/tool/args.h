@@ -20,6 +20,12 @@ const char *arg__value(int argc, char **argv, int *i, const char *opt, const cha
 bool out__is_input(const char *who, const char *opt, const char *out, char *const *in,
 		   size_t n);
 
+/* Two outputs naming one file (the same path, or the same file, device and
+ * inode): "who: opt_a a and opt_b b name one file ...", and true. NULL or
+ * "-" (stdout) is none. */
+bool out__same(const char *who, const char *opt_a, const char *a, const char *opt_b,
+	       const char *b);
+
 /* Flush and close an output file (stdout is only flushed): 0 or -errno. */
 int out__close(FILE *f);
 

@@ -307,7 +307,8 @@ int cmd_check(int argc, char **argv)
 	}
 	/* a report over the summary it reads would lose it: one line, 2 */
 	if (out__is_input(WHO, "--junit", junit, (char *const[]){ (char *)input }, 1) ||
-	    out__is_input(WHO, "--markdown", markdown, (char *const[]){ (char *)input }, 1))
+	    out__is_input(WHO, "--markdown", markdown, (char *const[]){ (char *)input }, 1) ||
+	    out__same(WHO, "--junit", junit, "--markdown", markdown))
 		goto out;
 	if (sumdoc__load(WHO, input, &d))
 		goto out;

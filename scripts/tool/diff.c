@@ -1015,6 +1015,11 @@ int cmd_diff(int argc, char **argv)
 		    out__is_input(WHO, "--markdown", markdown, df.paths[s], df.nruns[s]) ||
 		    out__is_input(WHO, "--junit", junit, df.paths[s], df.nruns[s]))
 			goto out;
+	/* nor may two outputs be one file: one report would be lost, unsaid */
+	if (out__same(WHO, "--json", json, "--markdown", markdown) ||
+	    out__same(WHO, "--json", json, "--junit", junit) ||
+	    out__same(WHO, "--markdown", markdown, "--junit", junit))
+		goto out;
 
 	for (int s = 0; s < 2; s++) {
 		for (size_t r = 0; r < df.nruns[s]; r++) {

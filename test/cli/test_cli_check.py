@@ -463,3 +463,20 @@ def test_a_value_that_rounds_is_given_exactly_too(tmp_path):
         f"FAIL {pct}2.4569% > 2.46%: 2.46% (2.4569%)",
         f"FAIL {pct}12.5% > 12.5%: 12.5%",
         f"FAIL {rate}1GB/s * 10 < 10 GB/s: 10 GB/s"]
+
+
+def test_two_reports_naming_one_file_are_refused(tmp_path):
+    """--junit and --markdown naming one file (a typo in a CI job): the
+    Markdown was written over the JUnit XML, which the job's test report then
+    did not find, and nothing said so. One line, status 2, nothing written."""
+    out = tmp_path / "report.out"
+    p = gt(["check", "--junit", out, "--markdown", out, FIXTURE, "lost == 0"], tmp_path)
+    assert (p.returncode, p.stdout, p.stderr.decode()) == (
+        2, b"", f"gputrace check: --junit {out} and --markdown {out} name one file (the last "
+        "written would be all it held): give two\n"), p
+    assert not out.exists()
+    p = gt(["diff", FIXTURE, "--", FIXTURE, "--json=" + str(out), "--junit", out], tmp_path)
+    assert (p.returncode, p.stdout, p.stderr.decode()) == (
+        2, b"", f"gputrace diff: --json {out} and --junit {out} name one file (the last "
+        "written would be all it held): give two\n"), p
+    assert not out.exists()
