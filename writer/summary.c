@@ -1549,8 +1549,8 @@ static double row__mean(const struct row *r)
 }
 
 /* Per-name metric means (kernels', NVTX ranges'): one line per name. */
-static void print_named_metrics(FILE *f, const struct table *k, const char *title,
-				const char *what)
+static void print_named_metrics(FILE *f, const struct summary *s, const struct table *k,
+				const char *title, const char *what)
 {
 	uint64_t count, total;
 	const struct row **v;
@@ -1566,7 +1566,7 @@ static void print_named_metrics(FILE *f, const struct table *k, const char *titl
 		key_part(r->name, 0, name, sizeof(name));
 		if (i == 0 || strcmp(name, prev)) {
 			if (++names > SUMMARY_TOP) {
-				fprintf(f, "\n    ... more %s (see --summary-json)", what);
+				fprintf(f, "\n    ... more %s (see %s)", what, hint_more(s));
 				break;
 			}
 			fprintf(f, "%s    %s (%" PRIu64 "):", i ? "\n" : "",
@@ -1615,8 +1615,8 @@ static void print_metrics(FILE *f, const struct summary *s)
 		}
 		free(v);
 	}
-	print_named_metrics(f, k, "kernel metrics (mean per launch)", "kernels");
-	print_named_metrics(f, &s->t[T_RANGE_METRICS], "range metrics (mean per range)",
+	print_named_metrics(f, s, k, "kernel metrics (mean per launch)", "kernels");
+	print_named_metrics(f, s, &s->t[T_RANGE_METRICS], "range metrics (mean per range)",
 			    "ranges");
 }
 

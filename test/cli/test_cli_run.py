@@ -387,6 +387,20 @@ def test_a_pipe_or_a_folder_is_refused_as_such(tmp_path):
         1, f"gputrace merge: cannot open /dev/stdin: {pipe}\n"), p
 
 
+def test_more_kernel_metrics_name_the_option_of_the_command(tmp_path):
+    """Past 10 kernel names the metrics' lines end with where the rest are:
+    `gputrace summary` has --json (the kernels' and API calls' tables said so),
+    but the metrics named --summary-json, an option of `gputrace run` only."""
+    trace = tmp_path / "km.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": f"k{i:02}", "pid": 1, "tid": 1, "ts": 10 * i,
+         "dur": 1, "args": {"metrics": {"GpuBusy %": 50.0 + i}}} for i in range(12)]}))
+    p = gputrace(["summary", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.decode().splitlines()
+    assert "    ... more kernels (see --json)" in lines, lines
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
