@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "tool.h"
 
 void tool__usage(FILE *f)
@@ -118,6 +119,18 @@ void tool__usage(FILE *f)
 	      f);
 }
 
+/* A command whose output is stdout: output lost (a full disk, a closed pipe
+ * past SIGPIPE) is said, and is the command's error status, never success. */
+static int written(const char *cmd, int st, int error_status)
+{
+	int err = out__close(stdout);
+
+	if (!err || st == error_status)
+		return st;
+	fprintf(stderr, "gputrace %s: cannot write to stdout: %s\n", cmd, strerror(-err));
+	return error_status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -129,17 +142,17 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "merge"))
 		return cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "summary"))
-		return cmd_summary(argc - 1, argv + 1);
+		return written("summary", cmd_summary(argc - 1, argv + 1), 1);
 	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc - 1, argv + 1);
+		return written("check", cmd_check(argc - 1, argv + 1), 2);
 	if (!strcmp(argv[1], "diff"))
-		return cmd_diff(argc - 1, argv + 1);
+		return written("diff", cmd_diff(argc - 1, argv + 1), 2);
 	if (!strcmp(argv[1], "report"))
-		return cmd_report(argc - 1, argv + 1);
+		return written("report", cmd_report(argc - 1, argv + 1), 1);
 	if (!strcmp(argv[1], "reach"))
 		return cmd_reach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "metrics"))
-		return cmd_metrics(argc - 1, argv + 1);
+		return written("metrics", cmd_metrics(argc - 1, argv + 1), 1);
 	if (!strcmp(argv[1], "capture"))
 		return cmd_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version")) {

@@ -401,6 +401,31 @@ def test_more_kernel_metrics_name_the_option_of_the_command(tmp_path):
     assert "    ... more kernels (see --json)" in lines, lines
 
 
+def test_output_lost_on_stdout_is_an_error(tmp_path):
+    """`gputrace summary t.json > summary.txt` on a full disk: the table was
+    lost and the command exited 0 (so did check's and diff's lines and
+    metrics' list), while --json - said so. Now one line and the command's
+    error status: 1 (summary, metrics), 2 (check, diff: not a pass, not a
+    fail)."""
+    import subprocess
+    from cli_helpers import SCRIPT, gt_env
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": 1, "dur": 2}]}))
+    summ = tmp_path / "s.json"
+    assert gputrace(["summary", "--json", summ, trace], tmp_path).returncode == 0
+    for args, status in ((["summary", trace], 1), (["check", summ, "lost == 0"], 2),
+                         (["check", summ, "lost == 1"], 2), (["diff", summ, "--", summ], 2),
+                         (["metrics"], 1)):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([str(SCRIPT), *[str(a) for a in args]], cwd=tmp_path,
+                               env=gt_env(), stdout=full, stderr=subprocess.PIPE, timeout=60)
+        lines = p.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"gputrace {args[0]}: cannot write to stdout: "), (args, p.stderr)
+        assert p.returncode == status, (args, p.returncode)
+
+
 def test_summary_of_a_foreign_or_broken_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json")
