@@ -87,6 +87,8 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaStreamDestroy, (void *s), (s), 0)                                             \
 	X(cudaStreamSynchronize, (void *s), (s), RT_WAIT)                                   \
 	X(cudaStreamSynchronize_ptsz, (void *s), (s), RT_WAIT)                              \
+	X(cudaStreamGetId, (void *s, unsigned long long *id), (s, id), 0)                   \
+	X(cudaStreamGetId_ptsz, (void *s, unsigned long long *id), (s, id), 0)              \
 	X(cudaStreamQuery, (void *s), (s), 0)                                               \
 	X(cudaStreamQuery_ptsz, (void *s), (s), 0)                                          \
 	X(cudaStreamWaitEvent, (void *s, void *e, unsigned f), (s, e, f), 0)                \
@@ -109,6 +111,11 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaEventSynchronize, (void *e), (e), RT_WAIT)                                    \
 	X(cudaEventElapsedTime, (float *ms, void *a, void *b), (ms, a, b), 0)               \
 	X(cudaEventDestroy, (void *e), (e), 0)                                              \
+	X(cudaGraphInstantiate, (void **x, void *g, unsigned long long f), (x, g, f), 0)   \
+	X(cudaGraphInstantiateWithFlags, (void **x, void *g, unsigned long long f), (x, g, f), 0) \
+	X(cudaGraphInstantiateWithParams, (void **x, void *g, void *p), (x, g, p), 0)       \
+	X(cudaGraphInstantiateWithParams_ptsz, (void **x, void *g, void *p), (x, g, p), 0)  \
+	X(cudaGraphGetNodes, (void *g, void **n, size_t *c), (g, n, c), 0)                  \
 	X(cudaGraphDestroy, (void *g), (g), 0)                                              \
 	X(cudaGraphExecDestroy, (void *g), (g), 0)                                          \
 	X(cudaGraphUpload, (void *g, void *s), (g, s), 0)                                   \
@@ -117,6 +124,7 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	X(cudaFuncSetAttribute, (const void *f, int attr, int v), (f, attr, v), 0)          \
 	X(cudaDeviceCanAccessPeer, (int *c, int d, int p), (c, d, p), 0)                    \
 	X(cudaDeviceEnablePeerAccess, (int p, unsigned f), (p, f), 0)                       \
+	X(cudaDeviceDisablePeerAccess, (int p), (p), 0)                                     \
 	X(cudaPointerGetAttributes, (void *attr, const void *p), (attr, p), RT_FOLD)
 
 /* Calls that put work on a device (CUDA 13's <<<>>> is __cudaLaunchKernel, with

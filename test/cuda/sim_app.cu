@@ -41,6 +41,8 @@
 //                  minutes on B with an axpy queued behind it, and a scale of
 //                  18 minutes on a third stream C; waits for B in
 //                  wait_for_stream() (the watchdog's CUDA hang)
+//   graphcalls     cudaStreamGetId, a capture of one 64 ns kernel, cudaGraphGetNodes, the
+//                  graph instantiated twice (cudaGraphInstantiate[WithFlags]), launched once
 //   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
 //                  kernel on pinned memory, synchronized
 //   queue N [T]    T (1) threads, each N kernels of 64 ns queued on a non-blocking stream
@@ -1021,6 +1023,38 @@ static int mallocasync_mode(void)
 	return ok ? 0 : 1;
 }
 
+// The runtime calls around a graph and a stream that launch nothing: each traced
+// once, with CUPTI or without it
+static int graphcalls_mode(void)
+{
+	cudaStream_t s;
+	cudaGraph_t graph;
+	cudaGraphExec_t exec[2];
+	cudaGraphNode_t nodes[4];
+	size_t count = 4;
+	unsigned long long id = 0;
+	float *d;
+
+	CHECK(cudaMalloc(&d, 4096));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaStreamGetId(s, &id));
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+	sim::scale<float><<<1, 64, 0, s>>>(d, 2.0f, 1024); // 64 ns
+	CHECK(cudaStreamEndCapture(s, &graph));
+	CHECK(cudaGraphGetNodes(graph, nodes, &count));
+	CHECK(cudaGraphInstantiate(&exec[0], graph, 0));
+	CHECK(cudaGraphInstantiateWithFlags(&exec[1], graph, 0));
+	CHECK(cudaGraphLaunch(exec[1], s));
+	CHECK(cudaStreamSynchronize(s));
+	for (int i = 0; i < 2; i++)
+		CHECK(cudaGraphExecDestroy(exec[i]));
+	CHECK(cudaGraphDestroy(graph));
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFree(d));
+	printf("graphcalls: %zu node, stream id %s\n", count, id ? "set" : "0");
+	return 0;
+}
+
 static float *late_buf; // set by late mode: its exit handlers and destructors launch
 
 static void late_work(void)
@@ -1194,6 +1228,8 @@ int main(int argc, char **argv)
 		return symbols_mode();
 	if (!strcmp(mode, "hostfn"))
 		return hostfn_mode();
+	if (!strcmp(mode, "graphcalls"))
+		return graphcalls_mode();
 	if (!strcmp(mode, "mallocasync"))
 		return mallocasync_mode();
 	if (!strcmp(mode, "keydtor"))

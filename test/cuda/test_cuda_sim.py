@@ -1752,3 +1752,23 @@ def test_runtime_call_cancelled_inside_is_drawn_cancelled(tmp_path, cupti, call)
                 start(cancelled) <= start(f["s"]) <= end(cancelled) and
                 (f["f"]["pid"], f["f"]["tid"]) == (copy["pid"], copy["tid"]) and
                 start(copy) <= start(f["f"]) <= end(copy)]
+
+
+@pytest.mark.parametrize("mode", ["basic", "graphcalls"])
+def test_without_cupti_the_same_runtime_calls_are_traced(tmp_path, mode):
+    """The libcudart wrappers that stand in for CUPTI's callbacks trace the runtime calls
+    CUPTI reports (cudaGraphInstantiate, cudaStreamGetId, cudaGraphGetNodes and
+    cudaDeviceDisablePeerAccess were missing from them: gone from a trace without CUPTI)."""
+    got = {}
+    for cupti in (True, False):
+        d = tmp_path / ("cupti" if cupti else "events")
+        d.mkdir()
+        r = sim_run([APP, mode], d, env=None if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"})
+        assert r.returncode == 0, r.stderr
+        got[cupti] = sorted(e["name"] for e in xs(load_exact(r.trace_path), "cuda_runtime"))
+    assert got[False] == got[True]
+    if mode == "graphcalls":
+        assert [n for n in got[True] if "Graph" in n or "GetId" in n] == [
+            "cudaGraphDestroy", "cudaGraphExecDestroy", "cudaGraphExecDestroy",
+            "cudaGraphGetNodes", "cudaGraphInstantiate", "cudaGraphInstantiateWithFlags",
+            "cudaGraphLaunch", "cudaStreamGetId"]
