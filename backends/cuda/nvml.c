@@ -45,6 +45,7 @@ static const char *const nv_query_names[Q__COUNT] = {
 
 struct nv_dev {
 	nvmlDevice_t h;
+	unsigned index; /* NVML's, as its row names it (a GPU without a handle is skipped) */
 	uint32_t track;
 	bool off[Q__COUNT]; /* not supported or not permitted: asked once */
 };
@@ -98,8 +99,8 @@ static void nv_intern(void)
 /* dlopen, nvmlInit, the devices and their rows. */
 static bool nv_open(void)
 {
-	unsigned int n = 0;
-	nvmlReturn_t r;
+	unsigned int n = 0, no_handle = 0, first = 0;
+	nvmlReturn_t r, first_err = NVML_SUCCESS;
 
 	nv_lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!nv_lib) {
@@ -136,8 +137,13 @@ static bool nv_open(void)
 		struct nv_dev *d = &nv_devs[nv_ndevs];
 
 		memset(d, 0, sizeof(*d));
-		if (nv.nvmlDeviceGetHandleByIndex_v2(i, &d->h) != NVML_SUCCESS)
+		d->index = i;
+		if ((r = nv.nvmlDeviceGetHandleByIndex_v2(i, &d->h)) != NVML_SUCCESS) {
+			/* one line for all of them (a node's GPUs of other jobs may all refuse) */
+			if (!no_handle++)
+				first_err = r, first = i;
 			continue;
+		}
 		if (nv.nvmlDeviceGetName(d->h, name, sizeof(name)) == NVML_SUCCESS) {
 			name[sizeof(name) - 1] = 0;
 			snprintf(row, sizeof(row), "GPU %u: %s", i, name);
@@ -155,6 +161,9 @@ static bool nv_open(void)
 		}
 		nv_ndevs++;
 	}
+	if (no_handle)
+		pr_warn("NVML: %u of %u GPU(s) gave no handle (GPU %u: %s): no telemetry of %s",
+			no_handle, n, first, nv_error(first_err), no_handle > 1 ? "them" : "it");
 	if (!nv_ndevs) {
 		nv.nvmlShutdown(); /* none to sample (none has a row) */
 		return false;
@@ -165,15 +174,23 @@ static bool nv_open(void)
 }
 
 /* A query's result: true if it gave a value. Unsupported: never asked again;
- * not permitted: one line, then never again. */
+ * not permitted: one line, then never again. A GPU that fell off the bus: one line
+ * for the GPU and none of its readings asked again (each said so in a line of its
+ * own, six for one GPU). */
 static bool nv_ok(struct nv_dev *d, enum nv_query q, nvmlReturn_t r)
 {
 	if (r == NVML_SUCCESS)
 		return true;
+	if (r == NVML_ERROR_GPU_IS_LOST) {
+		for (unsigned i = 0; i < Q__COUNT; i++)
+			d->off[i] = true;
+		pr_warn("NVML: GPU %u: %s; its telemetry ends here", d->index, nv_error(r));
+		return false;
+	}
 	d->off[q] = true;
 	if (r != NVML_ERROR_NOT_SUPPORTED)
-		pr_warn("NVML: %s of GPU %u: %s; not sampled", nv_query_names[q],
-			(unsigned)(d - nv_devs), nv_error(r));
+		pr_warn("NVML: %s of GPU %u: %s; not sampled", nv_query_names[q], d->index,
+			nv_error(r));
 	return false;
 }
 

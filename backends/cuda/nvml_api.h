@@ -20,6 +20,7 @@ typedef struct {
 #define NVML_SUCCESS                0
 #define NVML_ERROR_NOT_SUPPORTED    3
 #define NVML_ERROR_NO_PERMISSION    4
+#define NVML_ERROR_GPU_IS_LOST      15
 #define NVML_CLOCK_GRAPHICS         0
 #define NVML_CLOCK_SM               1
 #define NVML_CLOCK_MEM              2

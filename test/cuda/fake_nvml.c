@@ -16,6 +16,9 @@
  *   FAKE_NVML_DEVICES=n          how many GPUs (default 2, at most 8)
  *   FAKE_NVML_INIT=error         nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
  *   FAKE_NVML_DENY=power         power readings fail with NVML_ERROR_NO_PERMISSION
+ *   FAKE_NVML_LOST=d:k           device d falls off the bus: from its k-th call of each
+ *                                query on, NVML_ERROR_GPU_IS_LOST
+ *   FAKE_NVML_NO_HANDLE=d        nvmlDeviceGetHandleByIndex_v2(d) fails (GPU_IS_LOST)
  *   FAKE_NVML_LOG=path           appends one line per call ("nvmlDeviceGetPowerUsage 0")
  * Calls before nvmlInit_v2 or after nvmlShutdown return NVML_ERROR_UNINITIALIZED, as
  * NVML does; a bad device handle NVML_ERROR_INVALID_ARGUMENT.
@@ -44,6 +47,7 @@ enum {
 	NVML_ERROR_NOT_SUPPORTED = 3,
 	NVML_ERROR_NO_PERMISSION = 4,
 	NVML_ERROR_DRIVER_NOT_LOADED = 9,
+	NVML_ERROR_GPU_IS_LOST = 15,
 };
 
 enum { Q_UTIL, Q_CLOCK_SM, Q_CLOCK_MEM, Q_POWER, Q_TEMP, Q_MEM, Q_PCIE_TX, Q_PCIE_RX, Q__N };
@@ -81,6 +85,16 @@ static bool env_is(const char *name, const char *value)
 	return v && !strcmp(v, value);
 }
 
+/* FAKE_NVML_LOST=d:k: device d is lost from its k-th call of a query on */
+static bool lost(unsigned dev, unsigned long long k)
+{
+	const char *v = getenv("FAKE_NVML_LOST");
+	unsigned d;
+	unsigned long long from;
+
+	return v && sscanf(v, "%u:%llu", &d, &from) == 2 && d == dev && k >= from;
+}
+
 EXPORT const char *nvmlErrorString(nvmlReturn_t r)
 {
 	switch (r) {
@@ -96,6 +110,8 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r)
 		return "Insufficient Permissions";
 	case NVML_ERROR_DRIVER_NOT_LOADED:
 		return "Driver Not Loaded";
+	case NVML_ERROR_GPU_IS_LOST:
+		return "GPU is lost";
 	default:
 		return "Unknown Error";
 	}
@@ -153,6 +169,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *
 		return NVML_ERROR_UNINITIALIZED;
 	if (i >= ndevices || !out)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (getenv("FAKE_NVML_NO_HANDLE") && (unsigned)atoi(getenv("FAKE_NVML_NO_HANDLE")) == i)
+		return NVML_ERROR_GPU_IS_LOST;
 	*out = &devices[i];
 	return NVML_SUCCESS;
 }
@@ -174,6 +192,10 @@ static struct nvmlDevice_st *dev_call(nvmlDevice_t h, int q, unsigned long long 
 	if (q >= 0)
 		*k = h->calls[q]++;
 	pthread_mutex_unlock(&lock);
+	if (q >= 0 && lost(h->index, *k)) {
+		*err = NVML_ERROR_GPU_IS_LOST;
+		return NULL;
+	}
 	return h;
 }
 

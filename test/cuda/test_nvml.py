@@ -110,6 +110,37 @@ def test_permission_refused_is_one_line(tmp_path):
         assert "power" not in row and row["temperature"]
 
 
+def test_a_gpu_lost_mid_run_is_one_line(tmp_path):
+    """A GPU that falls off the bus (NVML_ERROR_GPU_IS_LOST from its 4th reading on): one
+    line naming it, its series end with their last reading, the other GPU samples on.
+    Each of its readings said so in a line of its own (six lines for one GPU)."""
+    rows, r = telemetry(tmp_path, [IDLE, 300], nvml_env({"FAKE_NVML_LOST": "1:3"}))
+    assert gputrace_lines(r.stderr) == ["gputrace: NVML: GPU 1: GPU is lost; its telemetry "
+                                        "ends here"]
+    lost = rows["GPU 1: Fake GPU B"]
+    assert set(lost) == {"utilization", "frequency", "power", "temperature", "memory"}
+    for name, samples in lost.items():
+        assert [s["args"] for s in samples] == [expected(1, k)[name] for k in range(3)], name
+    power = rows["GPU 0: Fake GPU A"]["power"]
+    assert len(power) > 3
+    assert [s["args"] for s in power] == [expected(0, k)["power"] for k in range(len(power))]
+
+
+def test_a_gpu_without_a_handle_is_one_line_and_the_others_named_right(tmp_path):
+    """NVML's GPU 0 gives no handle: one line for it; GPU 1 is sampled on its own row, and
+    a reading it refuses names it GPU 1 (the line said GPU 0: its place among the GPUs
+    sampled, not NVML's index, which the row and nvidia-smi show)."""
+    rows, r = telemetry(tmp_path, [IDLE, 100],
+                        nvml_env({"FAKE_NVML_NO_HANDLE": "0", "FAKE_NVML_DENY": "power"}))
+    assert gputrace_lines(r.stderr) == [
+        "gputrace: NVML: 1 of 2 GPU(s) gave no handle (GPU 0: GPU is lost): no telemetry of it",
+        "gputrace: NVML: power of GPU 1: Insufficient Permissions; not sampled"]
+    assert set(rows) == {"GPU 1: Fake GPU B"}
+    temp = rows["GPU 1: Fake GPU B"]["temperature"]
+    assert temp and "power" not in rows["GPU 1: Fake GPU B"]
+    assert [s["args"] for s in temp] == [expected(1, k)["temperature"] for k in range(len(temp))]
+
+
 def test_nvml_that_does_not_start_is_one_line(tmp_path):
     """One line; the idle program then recorded nothing, so it leaves no trace file."""
     need(FAKE / "libnvidia-ml.so.1")
