@@ -128,6 +128,12 @@ static GT_TLS uint32_t range_stream; /* CUPTI's id of that launch's stream */
 static GT_TLS uint32_t nvtx_name;
 static GT_TLS struct range_ctx *nvtx_open;
 static GT_TLS bool nvtx_crowded; /* not measured: another thread's session, a capture */
+/* nvtx: a thread that ends inside its outermost range ends its session (nvtx_thread_end):
+ * left open, it held the context's profiler for good, and every later range of the
+ * context's other threads went unmeasured as "overlapped" */
+static pthread_key_t nvtx_key;
+static bool nvtx_key_made;
+static GT_TLS bool nvtx_key_set;
 /*
  * Stream captures in progress, from the driver's callbacks. On an H200 (driver 580.159,
  * CUPTI 13.0.1) a session started at a kernel launch into a capturing stream failed
@@ -684,6 +690,9 @@ static void nvtx_begin(const CUpti_CallbackData *cb)
 		} else {
 			c->owner = &nvtx_open; /* this thread's */
 			nvtx_open = c;
+			/* a value, so the key's destructor runs at this thread's end */
+			if (nvtx_key_made && !nvtx_key_set)
+				nvtx_key_set = !pthread_setspecific(nvtx_key, &nvtx_open);
 		}
 	}
 	cupti_self--;
@@ -735,6 +744,34 @@ static void nvtx_capture_begins(void)
 	nvtx_session_end(c, v); /* a part of the range: its values are dropped */
 	cupti_self--;
 	pthread_mutex_unlock(&range_lock);
+}
+
+/* pthread key destructor: this thread ends with its outermost NVTX range open. The range
+ * is drawn unended, without args of ours: its session ends here, its values dropped (one
+ * line, counted), and the context's profiler is free for other threads' ranges. */
+static void nvtx_thread_end(void *arg)
+{
+	struct range_ctx *c = nvtx_open;
+	double v[RANGE_METRICS_MAX];
+	static bool said;
+
+	(void)arg;
+	nvtx_key_set = false;
+	nvtx_open = NULL;
+	if (!c)
+		return;
+	pthread_mutex_lock(&range_lock);
+	cupti_self++;
+	if (c->owner == &nvtx_open) {
+		nvtx_session_end(c, v);
+		nvtx_unmeasured("cupti_range_unmeasured", &said,
+				"NVTX range '%s' was still open when its thread ended: drawn "
+				"unended, it carries no metrics",
+				gt_str_get(nvtx_name, NULL));
+	}
+	cupti_self--;
+	pthread_mutex_unlock(&range_lock);
+	nvtx_name = 0;
 }
 
 unsigned cupti__range_nvtx_pop(int level, struct gt_arg *args, unsigned n, unsigned max)
@@ -816,6 +853,8 @@ GT_STARTUP_CODE static int range_init(void)
 	/* the watchdog's flag is set before any backend starts (gt_init) */
 	cupti_drv_hooks = cupti_range_launches || gt_watchdog_on;
 #endif
+	if (cupti_range_nvtx && !nvtx_key_made)
+		nvtx_key_made = !pthread_key_create(&nvtx_key, nvtx_thread_end);
 	if (gt_cfg.metrics_mode == GT_METRICS_NVTX && !cupti_range_nvtx)
 		pr_warn("CUDA metrics: %s needs the annotation kind (NVTX is "
 			"not traced): no per-range metrics",

@@ -25,6 +25,9 @@
 //                  2048 ns)
 //   nvtx overlap   two threads' "overlap" ranges open at once, a 1024 ns kernel each
 //   nvtx exit N    nvtx, then exit status N (a flight recorder's dump)
+//   nvtx leave     a thread's "leaver" range (a scale of 1024 ns, synchronized) still
+//                  open when the thread ends; then main's 3 "after" ranges, an axpy of
+//                  512 ns each
 //   shared SEQ     one created stream shared by threads: per letter of SEQ, one scale of
 //                  1024 ns, one after the other, launched by the main thread inside the
 //                  NVTX ranges "main" and, nested, letter + index ("M0"), or by a new
@@ -420,6 +423,34 @@ static void *nvtx_worker(void *arg)
 	nvtxRangePop();
 	CHECK(cudaFree(d));
 	return NULL;
+}
+
+static void *nvtx_leaver(void *arg)
+{
+	float *d = (float *)arg;
+
+	nvtxRangePushA("leaver");
+	sim::scale<float><<<4, 256>>>(d, 1.0f, 1000); // 1024 ns
+	CHECK(cudaStreamSynchronize(0));
+	return NULL; // its range never popped
+}
+
+static int nvtx_leave_mode(void)
+{
+	pthread_t th;
+	float *d;
+
+	CHECK(cudaMalloc(&d, MiB));
+	pthread_create(&th, NULL, nvtx_leaver, d);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 3; i++) {
+		nvtxRangePushA("after");
+		axpy<<<2, 256>>>(d, d, 1000); // 512 ns
+		nvtxRangePop();
+	}
+	CHECK(cudaDeviceSynchronize());
+	printf("nvtx: leave\n");
+	return 0;
 }
 
 static int nvtx_mode(bool overlap)
@@ -1198,6 +1229,8 @@ int main(int argc, char **argv)
 		return threads_mode();
 	if (!strcmp(mode, "nvtx") && argc > 3 && !strcmp(argv[2], "exit"))
 		return nvtx_mode(false) ? 1 : atoi(argv[3]);
+	if (!strcmp(mode, "nvtx") && argc > 2 && !strcmp(argv[2], "leave"))
+		return nvtx_leave_mode();
 	if (!strcmp(mode, "nvtx") && argc > 2 && !strcmp(argv[2], "capture"))
 		return nvtx_capture_mode();
 	if (!strcmp(mode, "nvtx"))

@@ -355,6 +355,22 @@ def test_nvtx_ranges_of_two_threads_at_once_on_one_context(tmp_path):
     assert measured[0]["args"]["metrics"]["gpu time ns"] == 2048
 
 
+def test_a_thread_ending_inside_its_range_frees_the_context(tmp_path):
+    """A thread ends with its outermost range open (a worker that returns without its
+    pop): its session ends with it, and the main thread's later ranges are measured. The
+    session stayed the dead thread's: every later range of the context went unmeasured,
+    each counted as an overlap with a range the trace drew ended."""
+    t = nvtx_unmeasured(tmp_path, "leave", "cupti_range_unmeasured",
+                        "gputrace: CUDA metrics: NVTX range 'leaver' was still open when its "
+                        "thread ended: drawn unended, it carries no metrics (counted as lost "
+                        "cupti_range_unmeasured)")
+    leaver = host_ranges(t, "leaver")
+    assert len(leaver) == 1 and leaver[0]["args"] == {"unended": True}
+    after = host_ranges(t, "after")
+    assert len(after) == 3
+    assert [e["args"]["metrics"]["gpu time ns"] for e in after] == [512] * 3
+
+
 @pytest.mark.parametrize("env, line", [
     ({"CUDA_SIM_PROFILING_RESTRICTED": "1"},
      "gputrace: CUDA metrics: per-range metrics on GPU 0: no permission to profile the GPU "
