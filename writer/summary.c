@@ -1852,7 +1852,10 @@ static void json_metrics(FILE *f, const struct summary *s)
 				fprintf(f, "%s\"%s\":", k ? "," : "", parts[p].fields[k]);
 				json_str(f, key_part(r->name, k, part, sizeof(part)));
 			}
-			fprintf(f, ",\"%s\":%" PRIu64 ",\"mean\":%.9g,\"min\":%.9g,\"max\":%.9g}",
+			/* %.15g, as the trace writes the samples (json__f64): with %.9g a
+			 * min or max was no sample's value (1 GiB used: 1073741820) */
+			fprintf(f, ",\"%s\":%" PRIu64
+				",\"mean\":%.15g,\"min\":%.15g,\"max\":%.15g}",
 				parts[p].count, r->count, row__mean(r), r->fmin, r->fmax);
 		}
 		fputc(']', f);

@@ -3,6 +3,7 @@
 times it was asked, so each sample of the trace is checked exactly. Telemetry works in a
 process that never touches CUDA, and nothing asks NVML anything unless --telemetry asks."""
 import collections
+import json
 import os
 import pathlib
 import subprocess
@@ -79,6 +80,20 @@ def test_every_sample_is_the_devices_reading(tmp_path):
         # one reading held up by the machine's load may fall closer to the next
         ts = [s["ts"] for s in counters["power"]][:-1]
         assert (len(ts) - 1) * 1e6 / (ts[-1] - ts[0]) <= HZ * 1.05, ts
+
+
+def test_summary_json_gives_the_samples_exactly(tmp_path):
+    """The summary JSON's min, max and mean of a series are the trace's samples' (the
+    trace writes 15 digits): memory used from 1 GiB up, which read 1073741820 there, a
+    value no sample had."""
+    summary = tmp_path / "s.json"
+    rows, _ = telemetry(tmp_path, [IDLE, 100], nvml_env({"GPUTRACE_SUMMARY_JSON": str(summary)}))
+    used = [s["args"]["used bytes"] for s in rows["GPU 0: Fake GPU A"]["memory"]]
+    row = next(r for r in json.loads(summary.read_text())["metrics"]["counters"]
+               if r["device"] == "GPU 0: Fake GPU A" and r["series"] == "used bytes")
+    assert used[0] == 1 << 30
+    assert (row["samples"], row["min"], row["max"]) == (len(used), min(used), max(used))
+    assert row["mean"] == sum(used) / len(used)
 
 
 def test_a_program_shorter_than_a_period(tmp_path):
