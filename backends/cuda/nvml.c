@@ -54,9 +54,10 @@ static struct nv_dev nv_devs[NV_DEVS_MAX];
 static unsigned nv_ndevs;
 static void *nv_lib;
 static enum { NV_NEW, NV_ON, NV_OFF } nv_state;
-/* libnvidia-ml.so.1 not found, no NVIDIA driver either: said at exit, once it is known
- * whether another backend (Level Zero's Sysman) sampled telemetry instead. */
-static bool nv_absent;
+/* libnvidia-ml.so.1 not found, no NVIDIA driver either, or an NVML that sees no GPU:
+ * said at exit, once it is known whether another backend (Level Zero's Sysman) sampled
+ * telemetry instead. */
+static enum { NV_PRESENT, NV_NO_LIBRARY, NV_NO_GPU } nv_absent;
 /* the drain thread samples while an exiting thread may stop */
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -109,7 +110,7 @@ static bool nv_open(void)
 		if (access("/dev/nvidiactl", F_OK) == 0)
 			pr_warn("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry");
 		else
-			nv_absent = true;
+			nv_absent = NV_NO_LIBRARY;
 		return false;
 	}
 #define NVML_SYM(ret, name, params)                                                       \
@@ -127,7 +128,13 @@ static bool nv_open(void)
 	}
 	r = nv.nvmlDeviceGetCount_v2(&n);
 	if (r != NVML_SUCCESS || !n) {
-		pr_info("NVML sees no GPU: no NVIDIA GPU telemetry");
+		/* an error is news now; no GPU, at exit as no NVML is (it said nothing
+		 * at the default level: telemetry asked for, none recorded, not a word) */
+		if (r != NVML_SUCCESS)
+			pr_warn("NVML cannot count its GPUs (%s): no NVIDIA GPU telemetry",
+				nv_error(r));
+		else
+			nv_absent = NV_NO_GPU;
 		nv.nvmlShutdown();
 		return false;
 	}
@@ -295,6 +302,9 @@ static uint64_t nv_sample(uint64_t now_ns)
 	"libnvidia-ml.so.1 (NVML, which the NVIDIA driver installs) could not be opened, and " \
 	"no Level Zero device gave Sysman telemetry (read from the program's zeInit on); "     \
 	"telemetry needs one of them"
+#define NO_GPU_WHY                                                                         \
+	"NVML (libnvidia-ml.so.1) sees no GPU, and no Level Zero device gave Sysman "          \
+	"telemetry (read from the program's zeInit on); telemetry needs one of them"
 
 /* No NVML and no NVIDIA driver: one line. A warning when no backend sampled any
  * telemetry (the user asked for it and gets none); where Level Zero's Sysman gave it,
@@ -304,17 +314,19 @@ static uint64_t nv_sample(uint64_t now_ns)
 static void nv_said_absent(void)
 {
 	bool any = atomic_load(&gt_telemetry_devices);
+	bool no_gpu = nv_absent == NV_NO_GPU;
 
 	if (gt_under_run() && (any || nv_absent))
-		gt_run_note(any ? 'T' : '?', any ? NULL : NO_TELEMETRY_WHY);
+		gt_run_note(any ? 'T' : '?', any ? NULL : no_gpu ? NO_GPU_WHY : NO_TELEMETRY_WHY);
 	if (!nv_absent)
 		return;
-	nv_absent = false;
+	nv_absent = NV_PRESENT;
 	if (any)
-		pr_info("NVML (libnvidia-ml.so.1) not found: no NVIDIA GPU telemetry (the Level Zero "
-			"devices' is recorded)");
+		pr_info("%s: no NVIDIA GPU telemetry (the Level Zero devices' is recorded)",
+			no_gpu ? "NVML sees no GPU" : "NVML (libnvidia-ml.so.1) not found");
 	else if (!gt_under_run())
-		pr_warn("GPUTRACE_TELEMETRY: nothing recorded: " NO_TELEMETRY_WHY);
+		pr_warn("GPUTRACE_TELEMETRY: nothing recorded: %s",
+			no_gpu ? NO_GPU_WHY : NO_TELEMETRY_WHY);
 }
 
 GT_STARTUP_CODE static void nv_stop(void)
@@ -348,7 +360,7 @@ GT_FORK_CODE static void nv_atfork_child(void)
 	pthread_mutex_init(&nv_lock, NULL);
 	nv_state = NV_NEW;
 	nv_ndevs = 0;
-	nv_absent = false;
+	nv_absent = NV_PRESENT;
 	/* the parent's lock, shared with it: the parent samples on, the child
 	 * asks for the lock as any process does */
 	gt_run_lock_drop(&nv_run_lock);

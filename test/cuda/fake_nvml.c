@@ -15,6 +15,7 @@
  * Environment:
  *   FAKE_NVML_DEVICES=n          how many GPUs (default 2, at most 8)
  *   FAKE_NVML_INIT=error         nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
+ *   FAKE_NVML_COUNT=error        nvmlDeviceGetCount_v2 fails with NVML_ERROR_UNKNOWN
  *   FAKE_NVML_DENY=power         power readings fail with NVML_ERROR_NO_PERMISSION
  *   FAKE_NVML_LOST=d:k           device d falls off the bus: from its k-th call of each
  *                                query on, NVML_ERROR_GPU_IS_LOST
@@ -48,6 +49,7 @@ enum {
 	NVML_ERROR_NO_PERMISSION = 4,
 	NVML_ERROR_DRIVER_NOT_LOADED = 9,
 	NVML_ERROR_GPU_IS_LOST = 15,
+	NVML_ERROR_UNKNOWN = 999,
 };
 
 enum { Q_UTIL, Q_CLOCK_SM, Q_CLOCK_MEM, Q_POWER, Q_TEMP, Q_MEM, Q_PCIE_TX, Q_PCIE_RX, Q__N };
@@ -158,6 +160,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 		return NVML_ERROR_UNINITIALIZED;
 	if (!count)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (env_is("FAKE_NVML_COUNT", "error"))
+		return NVML_ERROR_UNKNOWN;
 	*count = ndevices;
 	return NVML_SUCCESS;
 }

@@ -168,6 +168,25 @@ def test_nvml_that_does_not_start_is_one_line(tmp_path):
     assert not os.path.exists(r.trace_path)
 
 
+@pytest.mark.parametrize("fake, line", [
+    ({"FAKE_NVML_DEVICES": "0"},
+     "gputrace: GPUTRACE_TELEMETRY: nothing recorded: NVML (libnvidia-ml.so.1) sees no GPU, "
+     "and no Level Zero device gave Sysman telemetry (read from the program's zeInit on); "
+     "telemetry needs one of them"),
+    ({"FAKE_NVML_COUNT": "error"},
+     "gputrace: NVML cannot count its GPUs (Unknown Error): no NVIDIA GPU telemetry"),
+], ids=["no-gpu", "count-error"])
+def test_nvml_that_gives_no_gpu_is_one_line(tmp_path, fake, line):
+    """NVML starts but gives no GPU to sample: telemetry asked for, none recorded, one line
+    (it was a line at info only: not a word at the default level)."""
+    need(FAKE / "libnvidia-ml.so.1")
+    need(IDLE)
+    r = run([IDLE, 50], env=nvml_env(fake), tmp_path=tmp_path)
+    assert r.returncode == 0 and r.stdout == b"idle: slept 50 ms\n"
+    assert gputrace_lines(r.stderr) == [line]
+    assert not os.path.exists(r.trace_path)
+
+
 NO_TELEMETRY = ("gputrace: GPUTRACE_TELEMETRY: nothing recorded: libnvidia-ml.so.1 (NVML, which the "
                 "NVIDIA driver installs) could not be opened, and no Level Zero device gave "
                 "Sysman telemetry (read from the program's zeInit on); telemetry needs one of "
