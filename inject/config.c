@@ -542,6 +542,9 @@ static void set_lossless(struct gt_config *cfg, const char *var, const char *val
 		cfg->lossless_ms = (unsigned)ms;
 }
 
+#define METRICS_MAX_STR_(max) #max
+#define METRICS_MAX_STR(max)  METRICS_MAX_STR_(max)
+
 /* Group or metric names: letters, digits and "_.-/:" (vendors' names), comma-separated. */
 static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 {
@@ -555,12 +558,16 @@ static void set_metrics(struct gt_config *cfg, const char *var, const char *val)
 	}
 	/* "," or " ": no name at all, which asked for nothing */
 	if (ok && named)
-		kept = keep_text(cfg, val, strlen(val), GT_CFG_NAME_MAX);
-	if (!kept)
+		kept = keep_text(cfg, val, strlen(val), GT_CFG_METRICS_MAX);
+	if (kept)
+		cfg->metrics = kept;
+	else if (ok && named) /* names, too many: say so, not that they are no names */
+		bad(cfg, var, val,
+		    "at most " METRICS_MAX_STR(GT_CFG_METRICS_MAX) " characters of metric group or "
+		    "metric names");
+	else
 		bad(cfg, var, val,
 		    "a comma list of metric group or metric names (`gputrace metrics` lists them)");
-	else
-		cfg->metrics = kept;
 }
 
 static void set_metrics_mode(struct gt_config *cfg, const char *var, const char *val)

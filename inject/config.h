@@ -73,8 +73,11 @@ enum gt_metrics_mode { GT_METRICS_OFF = 0, GT_METRICS_TIME, GT_METRICS_KERNEL, G
 #define GT_TELEMETRY_HZ_DEFAULT 10
 #define GT_TELEMETRY_HZ_MAX     1000
 
-/* The longest GPUTRACE_METRICS, and NVTX range or domain name, kept */
+/* The longest NVTX range or domain name kept */
 #define GT_CFG_NAME_MAX 255
+/* The longest GPUTRACE_METRICS kept: CUPTI's names are 20 to 80 characters, so 255
+ * refused six of them (the basic per-kernel set written out and one more) */
+#define GT_CFG_METRICS_MAX 1023
 
 /* Numbers first, the pool of paths and names (~17 KiB) last: a process that
  * sets none of them never touches its pages (config_defaults). */
@@ -123,7 +126,7 @@ struct gt_config {
 	 * given follow the fields it writes at start whether it records or not,
 	 * on the same page (GT_STARTUP_BSS_LAST) where they fit. */
 	size_t paths_used;
-	char paths[4 * PATH_MAX + 3 * (GT_CFG_NAME_MAX + 1)];
+	char paths[4 * PATH_MAX + (GT_CFG_METRICS_MAX + 1) + 2 * (GT_CFG_NAME_MAX + 1)];
 };
 
 extern GT_HIDDEN struct gt_config gt_cfg;

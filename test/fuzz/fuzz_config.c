@@ -53,7 +53,7 @@ static void check_config(const struct gt_config *cfg)
 	CHECK(memchr(cfg->plugin_path, 0, PATH_MAX));
 	CHECK(memchr(cfg->summary_json, 0, PATH_MAX));
 	CHECK(memchr(cfg->run_state, 0, PATH_MAX));
-	CHECK(memchr(cfg->metrics, 0, GT_CFG_NAME_MAX + 1));
+	CHECK(memchr(cfg->metrics, 0, GT_CFG_METRICS_MAX + 1));
 	CHECK(memchr(cfg->capture_nvtx, 0, GT_CFG_NAME_MAX + 1));
 	CHECK(memchr(cfg->capture_nvtx_domain, 0, GT_CFG_NAME_MAX + 1));
 	CHECK(cfg->paths_used <= sizeof(cfg->paths));

@@ -379,11 +379,11 @@ START_TEST(test_expand_output)
 END_TEST
 
 /* The metric names and the NVTX range's name and domain share the paths' pool:
- * all at their longest (255 bytes each) fit beside four paths at theirs; a byte
- * more of any is refused, and leaves the default. */
+ * all at their longest (1023 and 255 bytes each) fit beside four paths at theirs; a
+ * byte more of any is refused, and leaves the default. */
 START_TEST(test_longest_names)
 {
-	static char paths[4][PATH_MAX + 64], metrics[300], range[600];
+	static char paths[4][PATH_MAX + 64], metrics[1100], range[600];
 	static const char *const names[4] = { "GPUTRACE_OUTPUT=", "GPUTRACE_PLUGIN_PATH=",
 					       "GPUTRACE_SUMMARY_JSON=", "GPUTRACE_RUN_STATE=" };
 	char *env[7] = { NULL };
@@ -397,7 +397,7 @@ START_TEST(test_longest_names)
 		env[i] = paths[i];
 	}
 	n = (size_t)sprintf(metrics, "GPUTRACE_METRICS=");
-	memset(metrics + n, 'm', GT_CFG_NAME_MAX);
+	memset(metrics + n, 'm', GT_CFG_METRICS_MAX);
 	n = (size_t)sprintf(range, "GPUTRACE_CAPTURE_RANGE=nvtx:");
 	memset(range + n, 'n', GT_CFG_NAME_MAX);
 	range[n + GT_CFG_NAME_MAX] = '@';
@@ -406,7 +406,7 @@ START_TEST(test_longest_names)
 	env[5] = range;
 	ck_assert_int_eq(parse(&cfg, env), 0);
 	ck_assert_str_eq(cfg.run_state, paths[3] + strlen(names[3]));
-	ck_assert_uint_eq(strlen(cfg.metrics), GT_CFG_NAME_MAX);
+	ck_assert_uint_eq(strlen(cfg.metrics), GT_CFG_METRICS_MAX);
 	ck_assert_uint_eq(strlen(cfg.capture_nvtx), GT_CFG_NAME_MAX);
 	ck_assert_uint_eq(strlen(cfg.capture_nvtx_domain), GT_CFG_NAME_MAX);
 	ck_assert(cfg.capture_nvtx[0] == 'n' && cfg.capture_nvtx_domain[0] == 'd');
