@@ -630,6 +630,21 @@ static void plugin__hung(struct plugin *p, bool began, const struct call_bound *
 	plugin__fail(p, call, -ETIMEDOUT);
 }
 
+/* A call that crashed (its thread's fault ends the process): one line naming
+ * the plug-in and the call, which the signal alone does not; the drain goes on
+ * to the last cycle the fault's handler waits for. */
+static void plugin__crashed(struct plugin *p)
+{
+	const char *call = atomic_load(&p->calling), *why = atomic_load(&gt_end_reason);
+
+	atomic_store(&p->hung, true);
+	if (!atomic_exchange(&p->reported, true))
+		pr_err("plug-in %s (%s): %s() crashed (%s); the trace is written without it, "
+		       "the process dies by the signal", p->path, p->label, call,
+		       why ? why : "a fault");
+	plugin__fail(p, call, -ECANCELED);
+}
+
 /*
  * fn(p, arg) on the caller thread, under calls_lock; call names it for the
  * line. Its rc, or -ETIMEDOUT (p disabled, its line said) once it handed
@@ -644,7 +659,7 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	unsigned quiet_ms = bound->quiet_ms;
 	struct timespec until;
 	uint64_t seen, quiet_since, taken_at;
-	bool streaming = false;
+	bool streaming = false, crashed = false;
 	int rc;
 
 	plugin__calling(p, call);
@@ -676,6 +691,15 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 		until = gt_timespec_after_ms(CLOCK_MONOTONIC, quiet_ms / 5 ? quiet_ms / 5 : 1);
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != ETIMEDOUT || c->done)
 			continue;
+		/* the call crashed: it never returns, and its fault's handler
+		 * waits for this drain (a quiet time's wait, and a line saying
+		 * it hung, were all it got) */
+		int tid = atomic_load(&call_tid);
+
+		if (tid && lifecycle__crashed(tid)) {
+			crashed = true;
+			break;
+		}
 		now = atomic_load(&p->progress);
 		at = gt_clock_gettime_ns();
 		if (now != seen) {
@@ -701,7 +725,10 @@ static int plugin__call_bounded(struct plugin *p, const char *call,
 	c->abandoned = true; /* its thread frees it, if the call ever returns */
 	pthread_mutex_unlock(&c->lock);
 	caller = NULL;
-	plugin__hung(p, began, bound, streaming);
+	if (crashed)
+		plugin__crashed(p);
+	else
+		plugin__hung(p, began, bound, streaming);
 	return -ETIMEDOUT;
 }
 

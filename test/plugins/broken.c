@@ -22,6 +22,8 @@
  *   destroy_hangs    flush(final) hands over one instant "final_record", then
  *                 destroy() never returns
  *   start_hangs      start() never returns (at process start: in the constructor)
+ *   flush_crashes    its second flush(0) writes through a NULL pointer (a
+ *                 vendor library's fault in a drain cycle)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
@@ -254,6 +256,13 @@ static int broken_flush(void *state, int final)
 #elif defined(BROKEN_destroy_hangs)
 	if (final)
 		hand_over("final_record");
+	return 0;
+#elif defined(BROKEN_flush_crashes)
+	static int flushes;
+	static int *volatile nowhere;
+
+	if (!final && ++flushes == 2)
+		*nowhere = 1;
 	return 0;
 #elif defined(BROKEN_flush_hangs)
 	static int flushes;

@@ -246,6 +246,8 @@ bool lifecycle__crashed(int tid)
 	return false;
 }
 
+const char *_Atomic gt_end_reason; /* the line of a call that crashed names it */
+
 bool lifecycle__on_drain_thread(void)
 {
 	return false;

@@ -436,6 +436,28 @@ def test_crash_wins_over_an_exit_while_the_last_drain_is_stuck(tmp_path):
         "not answer for 3000 ms"), lines
 
 
+def test_flush_that_crashes_in_a_drain_cycle(tmp_path):
+    """A plug-in that faults in a drain cycle's flush takes the process with it, by
+    the signal: the drain does not wait a quiet second for a call that will never
+    return, nor says it hung (it said "did not return: nothing handed over for
+    1000 ms"); one line names the plug-in and the call that crashed, and the trace,
+    with the other plug-in's records, ends by the signal."""
+    need(HOST_APP)
+    d = broken_dir(tmp_path, ["flush_crashes"], with_good=True)
+    log = tmp_path / "calls"
+    r = run([HOST_APP, "3000"], env={"GPUTRACE_PLUGIN_PATH": str(d),
+                                     "BROKEN_PLUGIN_LOG": str(log)},
+            tmp_path=tmp_path, timeout=60)
+    assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/flush_crashes.so (flush_crashes): flush() crashed (signal "
+        "SIGSEGV); the trace is written without it, the process dies by the signal"]
+    assert log.read_text().splitlines()[-2:] == ["flush_crashes flush"] * 2
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "signal SIGSEGV"
+    assert len(events(t, ph="X", cat="kernel")) > 0  # simaccel's
+
+
 def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
     """A Level Zero plug-in's flush and stop call the API (zeDriverGet) through our
     wrapper, on the thread that makes its calls: our own work, neither traced as the
