@@ -167,6 +167,28 @@ static int sized_copy(void *dst, size_t dst_size, const void *src, size_t min_si
 	return 0;
 }
 
+/*
+ * Keys the writer puts in an event's args itself (writer/events.c): the id of
+ * the call that caused it, its user ranges, a device or stream that is no
+ * integer. A plug-in's own arg of that name is written "plugin_<key>": else the
+ * object held the key twice, readers kept one of the two (json.load the last),
+ * and a flight recorder's dump, which reads the first "correlation" of an
+ * event for its arrows, took the plug-in's value.
+ */
+uint32_t builder__arg_key(const char *key)
+{
+	static const char *const taken[] = { "correlation", "correlation2", "range",
+					     "ranges", "exec_range", "exec_ranges",
+					     "device_label", "stream_label" };
+	char renamed[32];
+
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		if (!strcmp(key, taken[i]))
+			return builder__str_n(renamed, (size_t)snprintf(renamed, sizeof(renamed),
+									 "plugin_%s", key));
+	return builder__str(key);
+}
+
 static bool one_kind(uint32_t kind)
 {
 	return kind && !(kind & (kind - 1)) && !(kind & ~(uint32_t)GPUTRACE_KIND_ALL);
@@ -193,7 +215,8 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 			return rc;
 		if (!a.key)
 			return -EINVAL;
-		out[i].key = builder__str(a.key);
+		/* a counter's values are series of its own, named as given */
+		out[i].key = numbers_only ? builder__str(a.key) : builder__arg_key(a.key);
 		/* one key twice would be one JSON object's key twice: readers keep one */
 		for (uint32_t j = 0; j < i; j++)
 			if (out[j].key == out[i].key)

@@ -140,5 +140,8 @@ GT_HIDDEN void builder__open(struct gputrace_builder *b, const char *name, uint3
  * lock-free when known: builder calls come from any thread. */
 GT_HIDDEN uint32_t builder__str_n(const char *s, size_t len);
 GT_HIDDEN uint32_t builder__str(const char *s);
+/* The string id an event's arg key is written with: a key the writer adds
+ * itself (correlation, range, ...) gets a "plugin_" prefix. */
+GT_HIDDEN uint32_t builder__arg_key(const char *key);
 
 #endif

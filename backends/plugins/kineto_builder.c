@@ -551,7 +551,7 @@ static int add_last_event_metadata(KinetoPlugin_TraceBuilderHandle *handle, cons
 		return leave(k, 0);
 	}
 	a = &l->args[l->nargs++];
-	a->key = builder__str(key);
+	a->key = builder__arg_key(key);
 	metadata_arg(a, value);
 	/* Kineto's name for the id of the host op that caused device work */
 	if (!strcmp(key, "External id") && (a->type == GT_ARG_I64 || a->type == GT_ARG_U64) &&

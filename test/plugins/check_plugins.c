@@ -1160,6 +1160,48 @@ START_TEST(builder_host_and_categories)
 }
 END_TEST
 
+/* An arg named as one the writer adds itself (the causing call's id, user
+ * ranges) is the plug-in's "plugin_<key>": the args object never holds a key
+ * twice. A counter's values are series named as given. */
+START_TEST(builder_arg_keys_the_writer_writes)
+{
+	struct gputrace_event ev;
+	struct gputrace_counter c;
+	struct gputrace_arg a[3];
+	int32_t dev, q;
+
+	start_capture(GT_KIND_ALL);
+	dev = api->device(b, "NPU 0");
+	q = api->queue(b, dev, "q", 0);
+	a[0] = gputrace_arg_u64("correlation", 5);
+	a[1] = gputrace_arg_str("range", "0x1000-0x2000");
+	a[2] = gputrace_arg_i64("tiles", 16);
+	ev = event(GPUTRACE_KIND_KERNEL, q, "k");
+	ev.correlation = 7;
+	ev.args = a;
+	ev.nargs = 3;
+	ck_assert_int_eq(api->span(b, &ev), 0);
+	ck_assert_uint_eq(nrecs, 1);
+	ck_assert_uint_eq(recs[0].nargs, 3);
+	ck_assert_str_eq(str(recs[0].args[0].key), "plugin_correlation");
+	ck_assert_uint_eq(recs[0].args[0].v.u, 5);
+	ck_assert_str_eq(str(recs[0].args[1].key), "plugin_range");
+	ck_assert_str_eq(str(recs[0].args[2].key), "tiles");
+	/* the same key twice, once by each name */
+	a[1] = gputrace_arg_u64("plugin_correlation", 6);
+	ck_assert_int_eq(api->span(b, &ev), -EINVAL);
+	GPUTRACE_INIT(c);
+	c.row = dev;
+	c.name = "ids";
+	c.time_ns = api->now_ns();
+	c.values = a;
+	c.nvalues = 1;
+	ck_assert_int_eq(api->counter(b, &c), 0);
+	ck_assert_uint_eq(nrecs, 2);
+	ck_assert_str_eq(str(recs[1].args[0].key), "correlation");
+}
+END_TEST
+
 /* More distinct strings than the lock-free cache holds: all still right. */
 START_TEST(builder_many_strings)
 {
@@ -1491,6 +1533,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(builder, builder_counter_kind_off);
 	tcase_add_test(builder, builder_sizes);
 	tcase_add_test(builder, builder_host_and_categories);
+	tcase_add_test(builder, builder_arg_keys_the_writer_writes);
 	tcase_add_test(builder, builder_many_strings);
 	tcase_add_test(builder, builder_after_end);
 	tcase_add_test(builder, builder_after_fork);
