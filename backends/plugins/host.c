@@ -300,6 +300,15 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 		       "skipped", path, PLUGIN_NAME_MAX - 1);
 		return;
 	}
+	/* two copies of one plug-in (in two directories of the path): each
+	 * event twice, on the same rows; and a name keys its configuration */
+	for (unsigned i = 0; i < nplugins; i++)
+		if (!strcmp(plugins[i].builder.name, info.name)) {
+			pr_err("plug-in %s: a plug-in named '%s' is loaded already, from %s; "
+			       "skipped (a name is one plug-in's, its key in "
+			       "GPUTRACE_PLUGIN_CONFIG)", path, info.name, plugins[i].path);
+			return;
+		}
 	if (!(info.kinds & GPUTRACE_KIND_ALL)) {
 		/* a vendor's slip, not a choice of the user's: said at any log level */
 		pr_err("plug-in %s (%s): query() declared no activity kind (kinds = %#x: "

@@ -646,6 +646,25 @@ def test_config_entry_too_long_says_so(tmp_path):
     assert len(events(r.trace, ph="X", cat="kernel")) == 3  # its default, not kernels=1
 
 
+def test_second_plugin_of_the_same_name_skipped(tmp_path):
+    """Two copies of one plug-in (installed in two directories of the path, or
+    twice in one) by one name: the first is loaded, the second skipped with one
+    line naming both files. Both were loaded: each kernel twice on the same rows,
+    both given the one configuration entry, without a word."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    d2 = tmp_path / "other"
+    d2.mkdir()
+    shutil.copy(SIMACCEL, d2 / "libsimaccel-copy.so")
+    r = run_host(tmp_path, f"{d}:{d2}", "simaccel:kernels=3")
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d2}/libsimaccel-copy.so: a plug-in named 'simaccel' is loaded "
+        f"already, from {d}/libsimaccel.so; skipped (a name is one plug-in's, its key in "
+        "GPUTRACE_PLUGIN_CONFIG)"]
+    t = r.trace
+    assert len(events(t, ph="X", cat="kernel")) == 3
+    assert len(events(t, ph="X", cat="gpu_memcpy")) == 3
+
+
 def test_broken_next_to_good(tmp_path):
     """All broken kinds at once, next to the example: one line each, the
     example's trace as complete as alone, the program's output untouched."""
