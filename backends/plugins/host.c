@@ -296,8 +296,23 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 		return;
 	}
 	if (!valid_name(info.name)) {
-		pr_err("plug-in %s: query() gave no valid name (1 to %d of A-Z a-z 0-9 _ -); "
-		       "skipped", path, PLUGIN_NAME_MAX - 1);
+		/* the name it gave, so the vendor sees what is wrong with it: cut, and
+		 * no control byte (an escape sequence) reaches the terminal */
+		char shown[48];
+		size_t n = 0;
+
+		for (; info.name && info.name[n] && n < sizeof(shown) - 4; n++)
+			shown[n] = (unsigned char)info.name[n] < ' ' || info.name[n] == 0x7f
+					   ? '?' : info.name[n];
+		if (info.name && info.name[n])
+			memcpy(shown + n, "...", 3), n += 3;
+		shown[n] = '\0';
+		if (info.name)
+			pr_err("plug-in %s: query() gave the name \"%s\": not 1 to %d of A-Z a-z "
+			       "0-9 _ -; skipped", path, shown, PLUGIN_NAME_MAX - 1);
+		else
+			pr_err("plug-in %s: query() gave no name (NULL): 1 to %d of A-Z a-z 0-9 _ - "
+			       "are needed; skipped", path, PLUGIN_NAME_MAX - 1);
 		return;
 	}
 	/* two copies of one plug-in (in two directories of the path): each

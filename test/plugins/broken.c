@@ -24,6 +24,7 @@
  *   start_hangs      start() never returns (at process start: in the constructor)
  *   flush_crashes    its second flush(0) writes through a NULL pointer (a
  *                 vendor library's fault in a drain cycle)
+ *   bad_name      query() names it "tiny npu\x1b[31m" (a space, an escape)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
  */
@@ -67,7 +68,11 @@ static void note(const char *call)
 static int broken_query(struct gputrace_plugin_info *info)
 {
 	note("query");
+#ifdef BROKEN_bad_name
+	info->name = "tiny npu\x1b[31m";
+#else
 	info->name = BROKEN_VARIANT;
+#endif
 #ifdef BROKEN_no_kinds
 	info->kinds = 0; /* a vendor's slip */
 #else

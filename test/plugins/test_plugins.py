@@ -344,6 +344,9 @@ BROKEN_LINES = {
     # info only, saying none of its kinds was enabled)
     "no_kinds": r"no_kinds\.so \(no_kinds\): query\(\) declared no activity kind "
                 r"\(kinds = 0: GPUTRACE_KIND_\* bits\); skipped",
+    # the name it gave, its control bytes as '?' (it said only "no valid name")
+    "bad_name": r"bad_name\.so: query\(\) gave the name \"tiny npu\?\[31m\": not 1 to 31 of "
+                r"A-Z a-z 0-9 _ -; skipped",
 }
 # What each was asked to do: never anything after the call that failed.
 # (flush fails in a drain cycle, or at exit if the program ends first.)
@@ -356,6 +359,7 @@ BROKEN_CALLS = {
     "flush_fails": [["register", "query", "create", "start", "flush"],
                     ["register", "query", "create", "start", "stop", "flush final"]],
     "no_kinds": [["register", "query"]],
+    "bad_name": [["register", "query"]],
 }
 
 
