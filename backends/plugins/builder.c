@@ -501,6 +501,10 @@ static void builder_log(gputrace_builder *handle, int level, const char *msg)
 
 		line[i] = c == '\n' || c == '\r' ? ' ' : c < ' ' || c == 0x7f ? '?' : msg[i];
 	}
+	/* cut short: at the end of a character, not in one (half a character
+	 * was a byte no UTF-8 reader of the log takes) */
+	if (msg[i])
+		i = gt_utf8_trim_end(line, i);
 	line[i] = '\0';
 	if (level < GT_LOG_ERROR)
 		level = GT_LOG_ERROR;

@@ -1272,6 +1272,22 @@ START_TEST(builder_log_one_line)
 	ck_assert_int_eq(log_levels[0], GT_LOG_WARN);
 	ck_assert_int_eq(log_levels[1], GT_LOG_DEBUG);
 	ck_assert_str_eq(log_lines[2], "plug-in capture: red ?[31mtext?[0m??.");
+	/* a long message is cut at 511 bytes, at the end of a character: "é"
+	 * (2 bytes) 300 times is 255 of them (it ended in half a character) */
+	{
+		char m[601], want[sizeof("plug-in capture: ") + 510];
+		size_t n = strlen("plug-in capture: ");
+
+		for (int i = 0; i < 600; i += 2)
+			memcpy(m + i, "\xc3\xa9", 2);
+		m[600] = '\0';
+		memcpy(want, "plug-in capture: ", n);
+		memcpy(want + n, m, 510);
+		want[n + 510] = '\0';
+		api->log(b, GPUTRACE_LOG_WARN, m);
+		ck_assert_uint_eq(nlog, 4);
+		ck_assert_str_eq(log_lines[3], want);
+	}
 }
 END_TEST
 
