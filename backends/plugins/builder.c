@@ -177,9 +177,10 @@ static int sized_copy(void *dst, size_t dst_size, const void *src, size_t min_si
  */
 uint32_t builder__arg_key(const char *key)
 {
-	static const char *const taken[] = { "correlation", "correlation2", "range",
-					     "ranges", "exec_range", "exec_ranges",
-					     "device_label", "stream_label" };
+	/* text, not pointers: nothing for the loader to relocate (README "Overhead") */
+	static const char taken[][16] = { "correlation", "correlation2", "range",
+					  "ranges", "exec_range", "exec_ranges",
+					  "device_label", "stream_label" };
 	char renamed[32];
 
 	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
