@@ -24,6 +24,7 @@
  *   start_hangs      start() never returns (at process start: in the constructor)
  *   flush_crashes    its second flush(0) raises SIGSEGV (a vendor library's
  *                 fault in a drain cycle)
+ *   stop_crashes  stop() raises SIGSEGV (as a capture window closes)
  *   bad_name      query() names it "tiny npu\x1b[31m" (a space, an escape)
  * Each call into it appends "<variant> <call>" to $BROKEN_PLUGIN_LOG, so the
  * tests see that gputrace never calls a plug-in again after it failed.
@@ -224,6 +225,9 @@ static int broken_stop(void *state)
 #ifdef BROKEN_stop_hangs
 	for (;;)
 		pause();
+#endif
+#ifdef BROKEN_stop_crashes
+	raise(SIGSEGV);
 #endif
 	return 0;
 }

@@ -8,7 +8,7 @@ PLUGIN_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -pedantic -Wall -Wextra -Wer
 		 -fPIC -fvisibility=hidden -O2 -g $(SANFLAGS) -I$(PLUGINS_INC)
 PLUGINS_BROKEN := bad_abi no_symbol create_fails start_fails flush_fails final_hangs flush_hangs \
 		  flush_calls_ze flush_waits stop_hangs flush_streams destroy_hangs start_hangs \
-		  no_kinds flush_crashes bad_name
+		  no_kinds flush_crashes bad_name stop_crashes
 
 # The same line as the install target's, into a private prefix.
 $(PLUGINS_HDR): backends/plugins/gputrace_plugin.h

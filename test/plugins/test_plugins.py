@@ -462,6 +462,25 @@ def test_flush_that_crashes_in_a_drain_cycle(tmp_path):
     assert len(events(t, ph="X", cat="kernel")) > 0  # simaccel's
 
 
+def test_stop_that_crashes_as_a_window_closes(tmp_path):
+    """A plug-in that faults in stop() as a --duration window closes (on the drain
+    thread's call): the drain does not wait 5 quiet seconds for it while the fault's
+    handler waits 3 s for the drain (it ran out first: the file kept its last
+    checkpoint, not complete, with "the last drain made no progress"); one line
+    names the plug-in and the call, and the window's file ends by the signal."""
+    need(HOST_APP)
+    d = broken_dir(tmp_path, ["stop_crashes"], with_good=True)
+    r = run([HOST_APP, "3000"], env={"GPUTRACE_PLUGIN_PATH": str(d), "GPUTRACE_DELAY": "0.2",
+                                     "GPUTRACE_DURATION": "0.3"},
+            tmp_path=tmp_path, timeout=60)
+    assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/stop_crashes.so (stop_crashes): stop() crashed (signal "
+        "SIGSEGV); the trace is written without it, the process dies by the signal"]
+    info = r.trace["gputrace"]
+    assert info["complete"] is True and info["end"] == "signal SIGSEGV", info
+
+
 def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
     """A Level Zero plug-in's flush and stop call the API (zeDriverGet) through our
     wrapper, on the thread that makes its calls: our own work, neither traced as the
