@@ -411,7 +411,7 @@ CROSS_ANNOTATIONS = {
 def test_crossing_ranges_on_lanes(tmp_path, api):
     """Ranges that do not nest with their thread's (NVTX start/end, ITT
     overlapped tasks): one ended by another thread while the main thread is in
-    a 10 ms zeCommandQueueSynchronize, two crossing each other, one crossing a
+    a zeCommandQueueSynchronize of a 30 ms kernel, two crossing each other, one crossing a
     push/pop range. Each is drawn whole on the first of the process's lanes
     where it nests, with args.tid; every row of the trace nests (the thread's
     row kept its calls and its push/pop range); the kernels carry the ranges,
@@ -437,8 +437,8 @@ def test_crossing_ranges_on_lanes(tmp_path, api):
     assert all(by[n]["args"]["tid"] == pid for n in ("handed over", "a", "b", "s"))
     # the times as recorded: ended 3 ms on, inside the sync; a and b cross; s
     # crosses p
-    # the long one: it waits for the 10 ms kernel submitted before it (under a
-    # sanitizer, whose calls are slower, less of those 10 ms is left for it)
+    # the long one: it waits for the 30 ms kernel submitted before it (under a
+    # sanitizer, whose calls are slower, less of those 30 ms is left for it)
     sync = max((e for e in events(t, ph="X", name="zeCommandQueueSynchronize")
                 if e["tid"] == pid), key=lambda e: ns(e["dur"]))
     h, sy = span_ns(by["handed over"]), span_ns(sync)

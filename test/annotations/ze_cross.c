@@ -4,7 +4,7 @@
  * Level Zero device, built with NVTX start/end ranges (-DUSE_NVTX) and with
  * ITT overlapped tasks (-DUSE_ITT):
  *  - "handed over", begun by main and ended by another thread 3 ms later,
- *    while main is inside a 10 ms zeCommandQueueSynchronize;
+ *    while main is inside a zeCommandQueueSynchronize of up to 30 ms;
  *  - "a" and "b" crossing: begin a, k1, begin b, k2, end a, k3, end b;
  *  - "s" begun inside the push/pop (ITT task) range "p" and ended after it:
  *    k4 in both, k5 in "s" only.
@@ -42,7 +42,7 @@ static range begin(const char *name, unsigned long long n)
 static struct app_ze z;
 static ze_module_handle_t module;
 static range handed;
-static _Atomic int main_syncs; /* main is about to enter the 10 ms sync */
+static _Atomic int main_syncs; /* main is about to enter the long sync */
 
 static void *ender(void *arg)
 {
@@ -79,7 +79,10 @@ int main(void)
 
 	ze_command_queue_handle_t q = app_queue(&z, 0, 0);
 	ze_command_list_handle_t l = app_list(&z, 0);
-	ze_group_count_t g = { 10000, 1, 1 }; /* 10 ms on the simulator */
+	/* 30 ms on the simulator: under ThreadSanitizer on a loaded machine the execute
+	 * before the sync took up to 10 ms of it, and 10 ms left the sync ending before
+	 * the range 3 ms into it */
+	ze_group_count_t g = { 30000, 1, 1 };
 
 	ZE_CHECK(zeCommandListAppendLaunchKernel(l, app_kernel(module, "k_long", 1000, 1, 1), &g,
 						 NULL, 0, NULL));
