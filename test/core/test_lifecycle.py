@@ -146,6 +146,22 @@ def test_terminated_mid_run(tmp_path, sig):
     assert trace["gputrace"]["complete"] is True
 
 
+def fifo_copier(fifo, copy, reading, chunk):
+    """A thread that copies what FIFO gives into COPY while READING is set, CHUNK
+    bytes a read, until the writer closes it (started; join it)."""
+    def copier():
+        with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
+            while True:
+                reading.wait()
+                data = src.read(chunk)
+                if not data:
+                    return
+                dst.write(data)
+
+    t = threading.Thread(target=copier, daemon=True)
+    t.start()
+    return t
+
 @pytest.mark.sanitize
 def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
     """A write the kernel holds is a slow output, not a stuck drain: here a
@@ -157,18 +173,7 @@ def test_last_drain_waits_for_a_write_the_kernel_holds(tmp_path):
     fifo, copy = tmp_path / "t.json", tmp_path / "copy.json"
     os.mkfifo(fifo)
     reading = threading.Event()  # not yet: the drain's first writes fill the FIFO
-
-    def reader():
-        with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
-            while True:
-                reading.wait()
-                chunk = src.read(1 << 20)
-                if not chunk:
-                    return
-                dst.write(chunk)
-
-    t = threading.Thread(target=reader, daemon=True)
-    t.start()
+    t = fifo_copier(fifo, copy, reading, 1 << 20)
     with looping(tmp_path, output=fifo) as p:
         # its progress lines read as they come: a full stdout would stop its
         # calls, and with them the drain's writes
@@ -203,18 +208,7 @@ def test_signal_during_the_exits_last_drain_waits_for_it(tmp_path, sig):
     os.mkfifo(fifo)
     reading = threading.Event()
     reading.set()
-
-    def reader():
-        with open(fifo, "rb", buffering=0) as src, open(copy, "wb") as dst:
-            while True:
-                reading.wait()
-                chunk = src.read(1 << 16)
-                if not chunk:
-                    return
-                dst.write(chunk)
-
-    t = threading.Thread(target=reader, daemon=True)
-    t.start()
+    t = fifo_copier(fifo, copy, reading, 1 << 16)
     # every call still in the ring at the exit (no cycle before it): its drain
     # writes megabytes, far more than the FIFO holds
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(fifo),

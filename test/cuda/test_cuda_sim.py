@@ -590,6 +590,15 @@ def test_without_cupti_peer_copies_name_both_devices(tmp_path):
             "src_device" in within["args"]) == ("Memcpy DtoD", "cudaMemcpyPeer", False)
 
 
+def assert_slices_nest(row):
+    """Slices of one row nest or stand apart, as viewers need."""
+    for x in row:
+        for y in row:
+            assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
+                (start(x) <= start(y) and end(y) <= end(x)) or \
+                (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+
+
 def launched_kernels(trace):
     """Each kernel <<<>>> launched (not a graph's), as the user compares them: name,
     device, grid, block, registers per thread, shared memory."""
@@ -1240,13 +1249,7 @@ def test_threads_sharing_a_stream_each_get_their_annotation(tmp_path, seq):
     for k, name in zip(ks, names):
         want = name if name[0] in "Ww" else APP.name
         assert names_of[launches[k["args"]["correlation"]]["tid"]] == want, (names_of, name)
-    # the row's slices nest or stand apart, as viewers need
-    row = ks + anns
-    for x in row:
-        for y in row:
-            assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
-                (start(x) <= start(y) and end(y) <= end(x)) or \
-                (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+    assert_slices_nest(ks + anns)
 
 
 @pytest.mark.parametrize("seq", ["ABAB", "BABA", "ABBAAB", "AABBBA"])
@@ -1275,12 +1278,7 @@ def test_threads_taking_turns_on_a_stream_annotate_their_runs(tmp_path, seq):
     for a in anns:  # around its own thread's kernels only
         inside = [k for k in ks if start(a) < start(k) and end(k) <= end(a)]
         assert {k["args"]["range"] for k in inside} == {"A" if a["name"] == "A" else "b"}, a
-    row = ks + anns
-    for x in row:
-        for y in row:
-            assert x is y or end(x) <= start(y) or end(y) <= start(x) or \
-                (start(x) <= start(y) and end(y) <= end(x)) or \
-                (start(y) <= start(x) and end(x) <= end(y)), (x, y)
+    assert_slices_nest(ks + anns)
 
 
 def test_flight_recorder_counts_recorded_events_not_annotations(tmp_path):
