@@ -903,6 +903,9 @@ static void checkpoint_write(bool final, bool behind)
 			flight_checkpoint(final, behind);
 		return;
 	}
+	/* Rows made since the cycle named them: a write in the middle of a cycle
+	 * (behind) may hold their events, and a SIGKILL may make it the file */
+	events__name_rows();
 	/* in a paged file, whatever the kernel cuts of these writes leaves it valid */
 	events__fit();
 	build_trailer(final);

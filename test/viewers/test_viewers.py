@@ -381,3 +381,44 @@ def test_crossing_user_ranges_leave_every_row_nested(tmp_path, app):
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert check_nesting(load_exact(tmp_path / "m.json")) >= 6
+
+
+# ---- 7. a killed process's rows keep their names ----
+
+def test_rows_named_in_a_file_cut_by_sigkill_between_cycles(tmp_path):
+    """A cycle that drains more than 1 MiB of JSON writes it as it grows, each
+    write a valid file (checkpoint__write_behind); rows a program made during
+    that cycle were named only at its end. ze_lists makes an immediate list
+    (a row of its own) every other round on 4 threads, faster than one drain
+    cycle keeps up with: a SIGKILL after such a write left hundreds of rows
+    with events and no thread_name (viewers show "Thread 1478"), in every run.
+    Now every row and process with an event in the file is named."""
+    need(APPS / "ze_lists")
+    for n in range(3):
+        out = tmp_path / f"k{n}.json"
+        env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(out),
+                                 "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLUSH_MS": "20"}))
+        p = subprocess.Popen([str(APPS / "ze_lists"), "4", "6000", "16"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=default_signals)
+        try:
+            deadline = time.monotonic() + 30
+            while (not out.exists() or out.stat().st_size < (4 + 3 * n) << 20) and \
+                    time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.001)
+        finally:
+            p.kill()
+            p.wait(timeout=30)
+        seen, threads, procs = set(), set(), set()
+
+        def each(ev):
+            if ev.get("ph") == "M" and ev.get("name") == "thread_name":
+                threads.add((ev["pid"], ev["tid"]))
+            elif ev.get("ph") == "M" and ev.get("name") == "process_name":
+                procs.add(ev["pid"])
+            elif ev.get("ph") in ("X", "i", "s", "f"):
+                seen.add((ev["pid"], ev["tid"]))
+        t = scan_trace(out, each=each)
+        assert t["gputrace"]["complete"] is False
+        assert len(seen) > 20
+        assert sorted(seen - threads)[:5] == [] and not {p for p, _ in seen} - procs
