@@ -445,6 +445,22 @@ static struct row_state *row_of(struct input *in, int64_t pid, int64_t tid)
 	return &in->row_states[in->nrows++];
 }
 
+/* An instant on its thread's row ("s" absent or "t"), as viewers draw a slice. */
+static bool thread_scoped(const char *v, const char *e)
+{
+	const char *pv, *pe;
+
+	return !jv_get(v, e, "s", &pv, &pe) || (pe - pv == 3 && !memcmp(pv, "\"t\"", 3));
+}
+
+/* A flow end bound to the slice holding it ("bp":"e"). */
+static bool bound_to_enclosing(const char *v, const char *e)
+{
+	const char *pv, *pe;
+
+	return jv_get(v, e, "bp", &pv, &pe) && pe - pv == 3 && !memcmp(pv, "\"e\"", 3);
+}
+
 /*
  * The shift keeps every nanosecond, but not how a reader's doubles add up at
  * the new magnitude: a slice touching one before it may seem to overlap it
@@ -452,15 +468,21 @@ static struct row_state *row_of(struct input *in, int64_t pid, int64_t tid)
  * that starts exactly where the row's last or latest-ending slice ends, when
  * that end adds up past its start, starts 1 ns later (its end stays), and a
  * slice starting where the last one started (a child) moves with it.
+ * Instants on a thread's row are slices of no length here (moved whole), and
+ * an arrow end at the start of the slice written last, or 1 ns after it, moves
+ * with that slice.
  */
-static bool place_slice(struct input *in, const char *v, const char *e, int64_t *ts, int64_t *dur)
+static bool place_slice(struct input *in, const char *v, const char *e, char ph, int64_t *ts,
+			int64_t *dur)
 {
 	const char *pv, *pe;
 	int64_t pid, tid, move = 0;
 	struct row_state *r;
 
+	*dur = 0; /* an instant on its thread's row is placed as a slice of no length */
 	if (!jv_get(v, e, "ts", &pv, &pe) || !jv_us_to_ns(pv, pe, ts) ||
-	    !jv_get(v, e, "dur", &pv, &pe) || !jv_us_to_ns(pv, pe, dur) || *dur < 0 ||
+	    (ph == 'X' && (!jv_get(v, e, "dur", &pv, &pe) || !jv_us_to_ns(pv, pe, dur) ||
+			   *dur < 0)) ||
 	    !jv_get(v, e, "pid", &pv, &pe) || !jv_i64(pv, pe, &pid) ||
 	    !jv_get(v, e, "tid", &pv, &pe) || !jv_i64(pv, pe, &tid))
 		return false;
@@ -468,6 +490,17 @@ static bool place_slice(struct input *in, const char *v, const char *e, int64_t 
 	r = row_of(in, pid, tid);
 	if (!r || *ts < 0)
 		return true;
+	if (ph == 's' || ph == 'f') {
+		/* an arrow end in the slice written last moves as its start did: it
+		 * stays 1 ns after it (or on a short slice's start), not on it */
+		if (r->last_ts > r->last_start && *ts >= r->last_start &&
+		    *ts <= r->last_start + 1) {
+			*ts += r->last_ts - r->last_start;
+			if (*ts > r->last_ts + r->last_dur)
+				*ts = r->last_ts + r->last_dur;
+		}
+		return true;
+	}
 	if (*ts == r->last_start)
 		move = r->last_move;
 	else if ((*ts == r->last_ts + r->last_dur &&
@@ -477,7 +510,8 @@ static bool place_slice(struct input *in, const char *v, const char *e, int64_t 
 		move = 1;
 	r->last_start = *ts;
 	r->last_move = move;
-	move = move < *dur ? move : *dur;
+	/* a slice of no length (an instant) moves whole, as the writer moves it */
+	move = !*dur || move < *dur ? move : *dur;
 	*ts += move;
 	*dur -= move;
 	r->last_ts = *ts;
@@ -533,8 +567,9 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	bool placed = false;
 	int64_t ts_ns = 0, dur_ns = 0;
 
-	if (ph == 'X')
-		placed = place_slice(in, v, e, &ts_ns, &dur_ns);
+	if (ph == 'X' || ph == 's' || (ph == 'f' && bound_to_enclosing(v, e)) ||
+	    ((ph == 'i' || ph == 'I') && thread_scoped(v, e)))
+		placed = place_slice(in, v, e, ph, &ts_ns, &dur_ns);
 
 	buf__adds(o, m->first_event ? "\n" : ",\n");
 	m->first_event = false;

@@ -28,7 +28,7 @@ from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, need, ru
                       sim_env)
 from viewer_rules import (check_flows, check_nesting, check_rounding, hta_gpu_work, hta_rank,
                           hta_stream,
-                          load_exact, rows)
+                          load_exact, ns, rows)
 
 VIEWERS = BUILD / "test" / "viewers"
 BUSY = VIEWERS / "plugin"
@@ -422,3 +422,61 @@ def test_rows_named_in_a_file_cut_by_sigkill_between_cycles(tmp_path):
         assert t["gputrace"]["complete"] is False
         assert len(seen) > 20
         assert sorted(seen - threads)[:5] == [] and not {p for p, _ in seen} - procs
+
+
+def test_merge_moves_instants_and_arrow_ends_with_their_slices(tmp_path):
+    """merge places touching slices again at the merged clock's magnitude (a
+    slice whose start a reader's sum of the previous one's ts + dur passes
+    starts 1 ns later), as the writer places them. It did so for "X" only: an
+    instant on a row at such an end (a queue's "Fence signaled") stayed there,
+    drawn inside the slice before it, and a moved slice's arrow end stayed
+    where its start now is, on its boundary. B's anchor is 25 ns later than
+    A's: its times move by 25 ns, where 15140473896.533 + 3.281 adds up past
+    15140473899.814 (per-process traces of ze_multiqueue and ze_lists merged:
+    each run, 279 arrow ends on a slice's start, and an instant overlapped)."""
+    t0, d, dev = 15140473896508, 3281, 1 << 30
+
+    def us(n):
+        return f"{n // 1000}.{n % 1000:03d}"
+
+    def trace(path, pid, realtime, events):
+        evs = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "p"}},
+               {"ph": "M", "name": "process_name", "pid": pid + dev, "tid": 0,
+                "args": {"name": "GPU 0: sim"}}] + events
+        path.write_text(json.dumps({"traceEvents": evs, "gputrace": {
+            "pid": pid, "hostname": "h", "rank": None, "events_lost": 0,
+            "anchor": {"realtime_ns": realtime, "clock_ns": 0}}}).replace('"@', "").replace(
+                '@"', ""))
+        return path
+
+    def x(pid, tid, name, ts, dur, **args):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": pid, "tid": tid,
+                "ts": f"@{us(ts)}@", "dur": f"@{us(dur)}@", "args": args}
+
+    host = 200
+    b_events = [
+        x(host, host, "zeCommandQueueExecuteCommandLists", t0 - 5000, 20000, correlation=7),
+        x(host + dev, 2, "k0", t0, d, correlation=7),
+        x(host + dev, 2, "k1", t0 + d, 1000, correlation=7),
+        {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": host, "tid": host,
+         "ts": f"@{us(t0 - 4999)}@"},
+        {"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": host + dev,
+         "tid": 2, "ts": f"@{us(t0 + d + 1)}@"},
+        x(host + dev, 3, "m", t0, d, correlation=7),
+        {"ph": "i", "cat": "gpu_sync", "name": "Fence signaled", "pid": host + dev, "tid": 3,
+         "ts": f"@{us(t0 + d)}@", "s": "t", "args": {}},
+    ]
+    a = trace(tmp_path / "a.json", 100, 1700000000000000000,
+              [x(100, 100, "zeInit", t0 - 100000, 10)])
+    b = trace(tmp_path / "b.json", host, 1700000000000000025, b_events)
+    tool = BUILD / "gputrace-tool"
+    need(tool)
+    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), str(a), str(b)],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    m = load_exact(tmp_path / "m.json")
+    check_rounding(m)  # the instant was drawn inside "m"
+    assert check_flows(m) == 1
+    (k1,) = [e for e in m["traceEvents"] if e.get("name") == "k1"]
+    (f,) = [e for e in m["traceEvents"] if e.get("ph") == "f"]
+    assert ns(f["ts"]) == ns(k1["ts"]) + 1  # 1 ns after its slice's start, not on it
