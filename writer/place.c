@@ -320,8 +320,13 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 			s = c->parent_next;
 		e = e > s ? e : s;
 		touch = ends_at(c, s);
+		/* Perfetto sorts a slice before a shorter one of the same start and
+		 * binds an arrow end to the slice begun last: a zero-length one (an
+		 * instant) written just before, from this start, would take the
+		 * arrow, so the slice starts 1 ns after it */
+		bool after_zero = arrow && e > s && l->last_dur == 0 && l->last_ts == s;
 		if ((s == frontier || s == l->last_ts + l->last_dur || touch) &&
-		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2 ||
+		    ((arrow && e - s < 3) || (how & PLACE_OFF_ENDS) || touch == 2 || after_zero ||
 		     (s == frontier && gt_ends_after(l->end_ts, l->end_dur, s)) ||
 		     (s == l->last_ts + l->last_dur && gt_ends_after(l->last_ts, l->last_dur, s)))) {
 			/* a short arrow target moves whole; a longer slice loses 1 ns */

@@ -26,8 +26,8 @@ import pytest
 
 from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, need, run, scan_trace,
                       sim_env)
-from viewer_rules import (check_flows, check_nesting, check_rounding, hta_gpu_work, hta_rank,
-                          hta_stream,
+from viewer_rules import (check_flows, check_nesting, check_perfetto_flows, check_rounding,
+                          hta_gpu_work, hta_rank, hta_stream,
                           load_exact, ns, rows)
 
 VIEWERS = BUILD / "test" / "viewers"
@@ -152,6 +152,7 @@ def test_gz_opens_in_chromium_decompression_stream(tmp_path):
 def test_busy_trace_arrows_bind_to_their_own_slices(tmp_path):
     t = load_exact(busy_trace(tmp_path))
     assert check_flows(t) == 200 * 8
+    assert check_perfetto_flows(t) == 200 * 8
     # zero-length device spans back to back are in it, and still bound
     dev = [s for (pid, tid), sl in rows(t).items() for s in sl
            if s.ev.get("cat") in DEVICE_WORK]
@@ -168,6 +169,7 @@ def test_level_zero_arrows_and_rounding(tmp_path):
     assert r.returncode == 0, r.stderr
     t = load_exact(out)
     assert check_flows(t) == 40 * 10 + 2
+    assert check_perfetto_flows(t) == 40 * 10 + 2
     assert check_rounding(t) > 50
 
 
@@ -186,6 +188,7 @@ def test_level_zero_kernels_shorter_than_a_tick_leave_their_arrow_ends_free(tmp_
     assert len(kernels) == 2 * 300
     assert sum(s.dur == 0 for s in kernels) >= 300
     assert check_flows(t) == 2 * 2 * 300  # each kernel: from its append and its execute
+    assert check_perfetto_flows(t) == 2 * 2 * 300
     check_nesting(t)
     check_rounding(t)
 
@@ -480,3 +483,24 @@ def test_merge_moves_instants_and_arrow_ends_with_their_slices(tmp_path):
     (k1,) = [e for e in m["traceEvents"] if e.get("name") == "k1"]
     (f,) = [e for e in m["traceEvents"] if e.get("ph") == "f"]
     assert ns(f["ts"]) == ns(k1["ts"]) + 1  # 1 ns after its slice's start, not on it
+
+
+@pytest.mark.parametrize("app, arrows", [("ze_basic", 32), ("ze_replay", 20), ("ze_bandwidth", 26),
+                                         ("ze_event_reset", 12), ("ze_indirect", 25)])
+def test_level_zero_arrows_bind_in_perfetto_past_an_instant_at_their_start(tmp_path, app, arrows):
+    """A queue's instant (a barrier, a fence, an event's wait or reset) on the
+    nanosecond its next command starts: Perfetto sorts the command before the
+    instant (a longer slice first), pushes the instant on top of it, and binds
+    the command's arrow ends, 1 ns later, to the instant (GetTopmostSliceOnTrack;
+    nothing closes it first). ze_basic's scale kernel had both its arrows on a
+    Barrier, 6 of 32; ze_replay 10 of 20 on event resets. The command now starts
+    1 ns after such an instant (the legacy viewer bound them right either way)."""
+    need(APPS / app)
+    out = tmp_path / "ze.json"
+    r = run([APPS / app], env=sim_env(), trace=str(out))
+    assert r.returncode == 0, r.stderr
+    t = load_exact(out)
+    assert check_perfetto_flows(t) == arrows
+    assert check_flows(t) == arrows
+    check_nesting(t)
+    check_rounding(t)

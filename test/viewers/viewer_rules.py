@@ -11,6 +11,14 @@ dependency: see README "What the trace shows" for the versions checked).
 - check_nesting(): every row's slices nest, exactly and in that tree.
 - holding(): the issue's stricter reading of the same: every slice whose
   [ts, ts + dur] holds the time, as a reader adds floats (us or ms).
+- perfetto_flow_ends(): Perfetto's JSON importer (trace_processor, read at
+  google/perfetto ec5d16b, 2026-08): a track's events sorted by ts, then
+  (TraceSorter SlowOperatorLess, on once a trace has an "X") an "X" before
+  a shorter one (key INT64_MAX - dur; an instant's and a flow's INT64_MAX),
+  then file order; "X" and thread instants pushed on the track's stack after
+  MaybeCloseStack (a slice popped when it ends before the new one, or at it
+  unless both have no length); "s", and "f" with "bp":"e", bound to the stack's
+  top (GetTopmostSliceOnTrack), which nothing closes first.
 - HTA (Holistic Trace Analysis 0.6, hta/common/trace_file.py and
   trace_filter.py): a trace's rank is the first match of "rank":\\s+(\\d+)
   on a line; events with an integer args.stream >= 0 are GPU work."""
@@ -289,3 +297,63 @@ def hta_gpu_work(trace):
     """trace_filter GPU kernels: stream >= 0 and correlation >= 0."""
     return [e for e in trace["traceEvents"] if e.get("ph") == "X" and hta_stream(e) >= 0
             and (e.get("args") or {}).get("correlation", -1) >= 0]
+
+
+# ---- Perfetto ----
+
+PERFETTO_MAX = (1 << 63) - 1
+
+
+def perfetto_flow_ends(trace):
+    """{(cat, id, ph): the event of the slice Perfetto binds that end to, or None}."""
+    per = collections.defaultdict(list)
+    for n, e in enumerate(trace["traceEvents"]):
+        ph = e.get("ph")
+        if ph == "X" or (ph in ("i", "I") and e.get("s", "t") == "t") or ph == "s" or \
+                (ph == "f" and e.get("bp") == "e"):
+            dur = ns(e.get("dur", 0)) if ph == "X" else 0
+            key = PERFETTO_MAX - dur if ph == "X" else PERFETTO_MAX
+            per[(e["pid"], e.get("tid"))].append((ns(e["ts"]), key, n, ph, dur, e))
+    bound = {}
+    for evs in per.values():
+        evs.sort(key=lambda x: x[:3])
+        stack = []
+        for ts, _, _, ph, dur, e in evs:
+            if ph in ("s", "f"):
+                bound[(e.get("cat"), e["id"], ph)] = stack[-1][2] if stack else None
+                continue
+            while stack:
+                top_ts, top_dur, _ = stack[-1]
+                end = top_ts + top_dur
+                if end < ts or (end == ts and not (top_dur == 0 and dur == 0)):
+                    stack.pop()
+                    continue
+                break
+            stack.append((ts, dur, e))
+    return bound
+
+
+def check_perfetto_flows(trace):
+    """Every ac2g arrow, as Perfetto binds it, goes from the host call to a
+    device event carrying that call's correlation, of the kind the writer drew
+    it to (an instant only where it drew it to one). Returns the arrows checked."""
+    bound = perfetto_flow_ends(trace)
+    drawn = {}
+    for ev in trace["traceEvents"]:
+        if ev.get("cat") == "ac2g" and ev.get("ph") == "f":
+            drawn[ev["id"]] = ev
+    by_row = rows(trace)
+    n = 0
+    for fid, f in drawn.items():
+        src, dst = bound.get(("ac2g", fid, "s")), bound.get(("ac2g", fid, "f"))
+        assert src is not None and dst is not None, (fid, src, dst)
+        corr = (src.get("args") or {}).get("correlation")
+        d = dst.get("args") or {}
+        # the slice the writer meant: the innermost holding the end (check_flows)
+        meant = holding(by_row[(f["pid"], f["tid"])], f["ts"])[-1].ev
+        assert corr is not None and corr in (d.get("correlation"), d.get("correlation2")) \
+            and dst is meant, (
+            f"arrow {fid}: Perfetto binds it from {src['name']} (correlation {corr}) to "
+            f"{dst['ph']} {dst['name']} {d}, not to {meant['name']} at {meant['ts']}")
+        n += 1
+    return n
