@@ -508,12 +508,17 @@ static bool place_slice(struct input *in, const char *v, const char *e, char ph,
 		 (*ts == r->front_ts + r->front_dur &&
 		  gt_ends_after((uint64_t)r->front_ts, (uint64_t)r->front_dur, (uint64_t)*ts)))
 		move = 1;
+	/* one that would start on an instant (a slice of no length) written just
+	 * before it starts 1 ns after it, as the writer places it: Perfetto puts
+	 * the instant on top of it and gives it its arrow ends */
+	if (*dur > move && r->last_dur == 0 && *ts + move == r->last_ts)
+		move++;
 	r->last_start = *ts;
 	r->last_move = move;
 	/* a slice of no length (an instant) moves whole, as the writer moves it */
 	move = !*dur || move < *dur ? move : *dur;
 	*ts += move;
-	*dur -= move;
+	*dur -= *dur ? move : 0;
 	r->last_ts = *ts;
 	r->last_dur = *dur;
 	/* of two that end together (a device row's annotation ends with its

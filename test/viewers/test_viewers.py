@@ -468,6 +468,17 @@ def test_merge_moves_instants_and_arrow_ends_with_their_slices(tmp_path):
         x(host + dev, 3, "m", t0, d, correlation=7),
         {"ph": "i", "cat": "gpu_sync", "name": "Fence signaled", "pid": host + dev, "tid": 3,
          "ts": f"@{us(t0 + d)}@", "s": "t", "args": {}},
+        # as the writer leaves it: the copy 1 ns after the fence, its arrow 1 ns in;
+        # merge moves the fence 1 ns, onto the copy's start: Perfetto would give
+        # the fence the copy's arrow, so the copy moves on too
+        x(host + dev, 4, "p", t0, d, correlation=7),
+        {"ph": "i", "cat": "gpu_sync", "name": "Fence signaled", "pid": host + dev, "tid": 4,
+         "ts": f"@{us(t0 + d)}@", "s": "t", "args": {}},
+        x(host + dev, 4, "copy", t0 + d + 1, 5000, correlation=7),
+        {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": host, "tid": host,
+         "ts": f"@{us(t0 - 4999)}@"},
+        {"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": host + dev,
+         "tid": 4, "ts": f"@{us(t0 + d + 2)}@"},
     ]
     a = trace(tmp_path / "a.json", 100, 1700000000000000000,
               [x(100, 100, "zeInit", t0 - 100000, 10)])
@@ -479,9 +490,10 @@ def test_merge_moves_instants_and_arrow_ends_with_their_slices(tmp_path):
     assert r.returncode == 0, r.stderr
     m = load_exact(tmp_path / "m.json")
     check_rounding(m)  # the instant was drawn inside "m"
-    assert check_flows(m) == 1
+    assert check_flows(m) == 2
+    assert check_perfetto_flows(m) == 2
     (k1,) = [e for e in m["traceEvents"] if e.get("name") == "k1"]
-    (f,) = [e for e in m["traceEvents"] if e.get("ph") == "f"]
+    f = [e for e in m["traceEvents"] if e.get("ph") == "f"][0]
     assert ns(f["ts"]) == ns(k1["ts"]) + 1  # 1 ns after its slice's start, not on it
 
 
