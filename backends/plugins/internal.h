@@ -65,6 +65,9 @@ struct plugin {
 	_Atomic bool live; /* may be called: created, not failed, not destroyed */
 	bool stopped;  /* not recording: between capture windows, or for good at exit */
 	bool exec_stopped; /* stopped by an exec, started again if it fails */
+	/* created while paused, not started yet (its start comes with the first
+	 * window): no flush before it, as the contract orders create, start, flush */
+	bool unstarted;
 	bool destroy_due; /* flushed for good: destroy comes once the trace is written */
 	/* its failure has had its line already: a call given up on may fail on
 	 * its caller thread later, beside the waiter's own line (atomic_exchange

@@ -560,6 +560,7 @@ static void profiler_start(const char *path, void *dl, const struct KinetoPlugin
 		set_name(k->name, given, path);
 	if (plugins__paused()) {
 		p->stopped = true; /* profilerStart with the first capture window */
+		p->unstarted = true;
 		pr_dbg("plug-in %s (%s): Kineto plug-in created; starts with the first capture "
 		       "window", path, k->name);
 		return;

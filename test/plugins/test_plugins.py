@@ -481,6 +481,24 @@ def test_stop_that_crashes_as_a_window_closes(tmp_path):
     assert info["complete"] is True and info["end"] == "signal SIGSEGV", info
 
 
+def test_no_flush_before_the_first_start(tmp_path):
+    """A plug-in created while paused (--delay) is flushed only once started: the
+    drain cycles before the window opened flushed it (with GPUTRACE_FLUSH_MS=200 the
+    first raced the window's open at 0.2 s, and won on a loaded machine), and
+    simaccel handed its counters at its base time 0 ("sim_memory" refused, -ERANGE).
+    One never started (a --delay longer than the run) gets no flush at all."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, sleep_ms=600, env={"GPUTRACE_DELAY": "0.3",
+                                                  "GPUTRACE_DURATION": "0.2",
+                                                  "GPUTRACE_FLUSH_MS": "50"})
+    assert plugin_lines(r.stderr) == []
+    assert len(events(r.trace, ph="C", name="sim_memory")) == 3
+    never = tmp_path / "never"
+    never.mkdir()
+    r = run_host(never, d, sleep_ms=50, env={"GPUTRACE_DELAY": "5"})
+    assert plugin_lines(r.stderr) == []
+
+
 def test_flush_calling_the_vendor_api_is_our_work(tmp_path):
     """A Level Zero plug-in's flush and stop call the API (zeDriverGet) through our
     wrapper, on the thread that makes its calls: our own work, neither traced as the
