@@ -432,6 +432,11 @@ GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(pri
 #define pr_warn(...) gt_log(GT_LOG_WARN, __VA_ARGS__)
 #define pr_info(...) gt_log(GT_LOG_INFO, __VA_ARGS__)
 #define pr_dbg(...)  gt_log(GT_LOG_DEBUG, __VA_ARGS__)
+/* Under gputrace run a warning is printed once per run (the first process to
+ * say it); a line that reports an event of this process (a flight recorder
+ * dump) is printed every time, even when its text repeats. */
+#define GT_LOG_EACH 0x100
+#define pr_warn_each(...) gt_log(GT_LOG_WARN | GT_LOG_EACH, __VA_ARGS__)
 
 /* Under gputrace run (GPUTRACE_RUN_STATE): a line of the run's list; 0
  * (also when not under it) or -errno. */

@@ -220,7 +220,9 @@ void gt_log(int level, const char *fmt, ...)
 	char buf[1024];
 	va_list ap;
 	int n, saved = errno;
+	bool each = level & GT_LOG_EACH;
 
+	level &= ~GT_LOG_EACH;
 	if (level > gt_cfg.log_level)
 		return;
 	memcpy(buf, "gputrace: ", 10);
@@ -234,7 +236,8 @@ void gt_log(int level, const char *fmt, ...)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
 	/* one write: the line stays whole among the program's own output */
-	if (!said_in_run(buf, (size_t)n) && write(STDERR_FILENO, buf, n) < 0 && errno == EBADF)
+	if ((each || !said_in_run(buf, (size_t)n)) && write(STDERR_FILENO, buf, n) < 0 &&
+	    errno == EBADF)
 		tell_the_run(buf, (size_t)n);
 	errno = saved;
 }

@@ -835,9 +835,17 @@ static void flight_dump(const char *reason, bool final)
 	} else {
 		/* under gputrace run the file is a part, merged into the run's trace
 		 * and removed: that trace is named by the run */
-		pr_warn("flight recorder (%s): %llu events of the last window %s%s", reason,
-			(unsigned long long)c.kept_events, gt_under_run() ? "" : "in ",
-			gt_under_run() ? "written for the run's trace" : o.path);
+		/* each dump its line, under gputrace run too, where the line names
+		 * no file: several processes (or dumps) with the same count said it
+		 * once in all; there it names the process */
+		if (gt_under_run())
+			pr_warn_each("flight recorder (%s): %llu events of the last window of %s "
+				     "(pid %d) written for the run's trace",
+				     reason, (unsigned long long)c.kept_events, gt_exe(),
+				     (int)gt_st.pid);
+		else
+			pr_warn_each("flight recorder (%s): %llu events of the last window in %s",
+				     reason, (unsigned long long)c.kept_events, o.path);
 		checkpoint__list('+', o.path);
 		snprintf(W.flight_path, sizeof(W.flight_path), "%s", o.path);
 		atomic_fetch_add(&W.flight_written, 1);

@@ -251,7 +251,7 @@ def test_gputrace_run_flight_recorder(tmp_path):
     said = [ln for ln in r.stderr.decode().splitlines() if ln.startswith("gputrace")]
     assert len(said) == 1 and re.fullmatch(
         r"gputrace: flight recorder \(exit status not 0\): \d+ events of the last window "
-        r"written for the run's trace", said[0]), said
+        r"of ze_flight \(pid \d+\) written for the run's trace", said[0]), said
     end_ns = int(dict(ln.split() for ln in r.stdout.decode().splitlines())["end_ns"])
     check_window(tmp_path, type("R", (), {"trace_path": str(out)}), end_ns, 0.3,
                  "exit status not 0")
@@ -305,6 +305,27 @@ def check_dump(t, window_s, reason, number):
     assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
     assert fr["flows_kept"] == by_ph["s"] + by_ph["f"]
     assert check_flows(t) == by_ph["s"]
+
+
+def test_gputrace_run_says_every_processs_dump(tmp_path):
+    """Under gputrace run each distinct warning is printed once per run; a dump's line
+    names no file there, so two processes that dumped the same number of events said it
+    once in all (one line for two dumps). Each dump has its line, naming its process."""
+    need(APP)
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "run.json"),
+                        "--flight-recorder", "5s", "--", "sh", "-c",
+                        f"{APP} 0 exit3 & {APP} 0 exit3; wait"],
+                       env=gputrace_env(sim_env()), capture_output=True,
+                       preexec_fn=default_signals)
+    assert r.returncode == 0, r.stderr
+    said = gputrace_lines(r.stderr)
+    pids = sorted(int(m.group(1)) for m in (re.fullmatch(
+        r"gputrace: flight recorder \(exit status not 0\): \d+ events of the last window "
+        r"of ze_flight \(pid (\d+)\) written for the run's trace", ln) for ln in said) if m)
+    assert len(said) == 2 and len(set(pids)) == 2, said
+    # the pids named are the processes' rows in the run's trace
+    assert set(pids) <= {e["pid"] for e in load_trace(tmp_path / "run.json")["traceEvents"]
+                         if e["ph"] == "M" and e["name"] == "process_name"}
 
 
 @pytest.mark.sanitize
