@@ -866,8 +866,13 @@ static void flight_dump(const char *reason, bool final)
  * its launch there, counted as recorded and not yet in the window. */
 static void flight_checkpoint(bool final, bool behind)
 {
-	const char *asked = behind ? NULL : atomic_exchange(&W.flight_request, NULL);
+	/* the request this cycle took as it began (drain.c, cycle): what was
+	 * recorded up to it has been read */
+	const char *asked = behind ? NULL : W.flight_asked;
 	const char *reason = final ? flight_end_reason() : NULL;
+
+	if (!behind)
+		W.flight_asked = NULL;
 
 	flight__add(W.buf.p, W.buf.len, gt_clock_ns());
 	W.buf.len = 0;

@@ -554,10 +554,19 @@ static void cycle(bool final, bool closing)
 		gt_in_tracer--;
 		return;
 	}
+	/* A flight recorder's dump holds what was recorded up to its request:
+	 * this cycle reads the rings whole. A cycle reads a thread's overflow
+	 * backlog two segments at a time, so a drain behind a program calling
+	 * flat out dumped at the end of a cycle that had not reached the
+	 * request (a 1 s window's dump held 0 events of a busy program; the
+	 * requests made meanwhile were lost to the final dump). A request made
+	 * during the cycle is the next one's. */
+	if (gt_cfg.flight_bytes && !W.flight_asked)
+		W.flight_asked = atomic_exchange(&W.flight_request, NULL);
 	open_when_due(final);
 	if (W.opened)
 		events__name_rows();
-	drain_rings(!closing, final, closing);
+	drain_rings(!closing, final, closing || W.flight_asked);
 	flows__pending(closing);
 	/* the process ends (exit, exec, a signal), or the window's file does:
 	 * open annotations are over (in this file) */

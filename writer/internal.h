@@ -212,6 +212,7 @@ struct writer {
 	_Atomic uint32_t fork_pending; /* fork()s waiting for the cycle to end */
 	_Atomic bool used;         /* anything ever done (thread.c, mark_used) */
 	const char *_Atomic flight_request; /* a dump asked for (its reason) */
+	const char *flight_asked;           /* ... taken by this cycle, which drains whole */
 	_Atomic uint32_t flight_written;    /* dumps written so far */
 	char flight_path[PATH_MAX];         /* ... the last one's file (the cycle lock) */
 	const struct flight_counts *flight; /* the dump being written, for its trailer */

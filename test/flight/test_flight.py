@@ -17,7 +17,7 @@ import pytest
 
 from conftest import (APPS, GPUTRACE, PRELOAD, SANITIZE, clean_env, default_signals,
                       gputrace_capture, gputrace_env, gputrace_lines, load_trace, need, run,
-                      sim_env, wait_trace)
+                      scan_trace, sim_env, wait_trace)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "viewers"))
 from viewer_rules import check_flows  # noqa: E402
@@ -305,6 +305,46 @@ def check_dump(t, window_s, reason, number):
     assert fr["events_kept"] + fr["events_aged_out"] == g["events_recorded"]
     assert fr["flows_kept"] == by_ph["s"] + by_ph["f"]
     assert check_flows(t) == by_ph["s"]
+
+
+def test_flight_recorder_dump_right_after_a_dump(tmp_path):
+    """Two dumps asked for 0.3 s apart of a program calling flat out (no pause). While
+    the first is written the program records on into its rings' overflow; a cycle reads
+    a thread's overflow two segments at a time, and the second dump was written at the
+    end of the next cycle, holding only the backlog's oldest part: a 1 s window's dump
+    of a busy program held 0 events, or none of the last half second. A dump's cycle
+    reads what was recorded up to its request."""
+    need(APP)
+    # a small ring: a cycle reads little of a backlog (2 segments of 256 KiB)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "1s",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_BUFFER_KB": "256",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    proc = subprocess.Popen([str(APP), "4", "ok", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=default_signals)
+    asked = []
+    try:
+        time.sleep(1.5)
+        for _ in range(2):
+            asked.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))
+            assert gputrace_capture(tmp_path, "--dump", proc.pid).returncode == 0
+            time.sleep(0.3)
+    finally:
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    dumps = [tmp_path / "trace.json", tmp_path / "trace.1.json"]
+    assert set(tmp_path.glob("trace*.json")) == set(dumps), err
+    for dump, at in zip(dumps, asked):
+        syncs = []
+
+        def each(e):
+            if e["ph"] == "X" and e["name"] == "zeCommandQueueSynchronize":
+                syncs.append(e["ts"] + e["dur"])
+        # a 1 s window of a program calling flat out: over load_trace's 16 MiB
+        fr = scan_trace(dump, each=each)["gputrace"]["flight_recorder"]
+        assert fr["reason"] == "capture --dump" and fr["events_kept"] > 0, (dump, fr)
+        # the program synchronizes every few µs: its last one before the request is there
+        assert syncs and max(syncs) > (at - 100e6) / 1e3, (dump, at / 1e3 - max(syncs or [0]))
 
 
 def test_gputrace_run_says_every_processs_dump(tmp_path):
