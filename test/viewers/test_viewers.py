@@ -300,17 +300,22 @@ def test_level_zero_device_properties_and_streams(tmp_path):
 
 # ---- 5. merge ----
 
+def merged(tmp_path, *inputs):
+    """`gputrace merge` of INPUTS into tmp_path/m.json, read back exactly."""
+    tool = BUILD / "gputrace-tool"
+    need(tool)
+    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), *map(str, inputs)],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return load_exact(tmp_path / "m.json")
+
+
 def test_merge_keeps_device_rows_per_process(tmp_path):
     """Two processes on one GPU: their queue rows never share a row, and the
     device processes are named with the owning process."""
     a = busy_trace(tmp_path, "a.json", steps=3)
     b = busy_trace(tmp_path, "b.json", steps=3)
-    tool = BUILD / "gputrace-tool"
-    need(tool)
-    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), str(a), str(b)],
-                       capture_output=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    m = load_exact(tmp_path / "m.json")
+    m = merged(tmp_path, a, b)
     names = {e["pid"]: e["args"]["name"] for e in m["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     metas = [load_exact(a)["gputrace"], load_exact(b)["gputrace"]]
@@ -378,12 +383,7 @@ def test_crossing_user_ranges_leave_every_row_nested(tmp_path, app):
         check_flows(t)
         check_rounding(t)
         paths.append(str(out))
-    tool = BUILD / "gputrace-tool"
-    need(tool)
-    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), *paths],
-                       capture_output=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    assert check_nesting(load_exact(tmp_path / "m.json")) >= 6
+    assert check_nesting(merged(tmp_path, *paths)) >= 6
 
 
 # ---- 7. a killed process's rows keep their names ----
@@ -483,12 +483,7 @@ def test_merge_moves_instants_and_arrow_ends_with_their_slices(tmp_path):
     a = trace(tmp_path / "a.json", 100, 1700000000000000000,
               [x(100, 100, "zeInit", t0 - 100000, 10)])
     b = trace(tmp_path / "b.json", host, 1700000000000000025, b_events)
-    tool = BUILD / "gputrace-tool"
-    need(tool)
-    r = subprocess.run([str(tool), "merge", "-o", str(tmp_path / "m.json"), str(a), str(b)],
-                       capture_output=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    m = load_exact(tmp_path / "m.json")
+    m = merged(tmp_path, a, b)
     check_rounding(m)  # the instant was drawn inside "m"
     assert check_flows(m) == 2
     assert check_perfetto_flows(m) == 2
