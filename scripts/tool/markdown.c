@@ -129,13 +129,19 @@ void md__summary(FILE *f, const struct sumdoc *d, int top)
 	struct jv_member m;
 	struct buf key = { 0 };
 
-	fprintf(f, "%.0f kernel launches (%.0f distinct, %s of device time), %.0f API calls, "
-		   "%.0f copies and fills (%s), %.0f lost events, over %s.\n",
-		sumdoc__num(d, "totals.kernels.count"), sumdoc__num(d, "totals.kernels.distinct"),
+	double kernels = sumdoc__num(d, "totals.kernels.count");
+	double calls = sumdoc__num(d, "totals.api_calls.count");
+	double copies = sumdoc__num(d, "totals.copies.count"), lost = sumdoc__num(d, "lost.total");
+
+	fprintf(f, "%.0f %s (%.0f distinct, %s of device time), %.0f %s, %.0f %s (%s), %.0f %s, "
+		   "over %s.\n",
+		kernels, kernels == 1 ? "kernel launch" : "kernel launches",
+		sumdoc__num(d, "totals.kernels.distinct"),
 		unit__fmt_short(a, sizeof(a), sumdoc__num(d, "totals.kernels.total_ns"), DIM_TIME, false),
-		sumdoc__num(d, "totals.api_calls.count"), sumdoc__num(d, "totals.copies.count"),
+		calls, calls == 1 ? "API call" : "API calls", copies,
+		copies == 1 ? "copy or fill" : "copies and fills",
 		unit__fmt_short(b, sizeof(b), sumdoc__num(d, "totals.copies.bytes"), DIM_BYTES, false),
-		sumdoc__num(d, "lost.total"),
+		lost, lost == 1 ? "lost event" : "lost events",
 		unit__fmt_short(c, sizeof(c), sumdoc__num(d, "window.duration_ns"), DIM_TIME, false));
 	timed_table(f, d, ST_KERNELS, "kernel", top);
 	timed_table(f, d, ST_API, "API call", top);

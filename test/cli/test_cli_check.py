@@ -346,6 +346,26 @@ def test_junit_and_markdown_reports(tmp_path):
     assert "| `gemm_f32` | 10 |" in text
 
 
+
+def test_markdown_summary_line_counts_in_the_singular(tmp_path):
+    """The Markdown summary's first line reads "1 kernel launch", "1 API call", "1 copy or
+    fill", "1 lost event" (it said "1 API calls"), and the plural from 2."""
+    _, sj, _ = traced(tmp_path, "run", 10, 64)
+    with open(sj) as f:
+        doc = json.load(f)
+    for n, words in ((1, ["1 kernel launch (", ", 1 API call, ", ", 1 copy or fill (",
+                          ", 1 lost event, over "]),
+                     (2, ["2 kernel launches (", ", 2 API calls, ", ", 2 copies and fills (",
+                          ", 2 lost events, over "])):
+        doc["totals"]["kernels"]["count"] = doc["totals"]["api_calls"]["count"] = n
+        doc["totals"]["copies"]["count"] = doc["lost"]["total"] = n
+        one, md = tmp_path / f"s{n}.json", tmp_path / f"s{n}.md"
+        one.write_text(json.dumps(doc))
+        p = gt(["check", f"--markdown={md}", one, "device.kernels >= 1"], tmp_path)
+        assert p.returncode == 0, p.stderr
+        line = next(l for l in md.read_text().splitlines() if "kernel launch" in l)
+        assert line.startswith(words[0]) and all(w in line for w in words[1:]), line
+
 CMARK_GFM = shutil.which("cmark-gfm")
 
 
