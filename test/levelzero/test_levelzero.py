@@ -738,7 +738,13 @@ def test_threads_appending_to_lists_that_come_and_go(tmp_path, bits, split):
             assert d["args"]["correlation"] == ap["args"]["correlation"]
         else:
             ex, = [h for h in src if h["name"] == "zeCommandQueueExecuteCommandLists"]
-            assert ex["tid"] == ap["tid"] and start(d) >= start(ex)
+            # the one limit of moving a run placed back to its call (README, "How device
+            # times are taken"): a call that began too late for its kernels' slices after
+            # it, before the command drawn first, has them as slices of a few ns just
+            # before that command, earlier than the call by less than a split pair's error
+            early = split and "clamped_ns" in d["args"] and ns(d["dur"]) <= 3 and \
+                start(ex) - start(d) <= SPLIT_CLAMP_NS
+            assert ex["tid"] == ap["tid"] and (start(d) >= start(ex) or early), (d, ex)
         after = [w for w in waits[ap["tid"]] if start(w) >= end(ap)]
         assert after and end(d) <= end(after[0]), (d, after[:1])
     assert_no_overlap(device_spans(trace))
