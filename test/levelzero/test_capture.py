@@ -363,6 +363,16 @@ def test_short_windows_back_to_back_keep_their_device_work(tmp_path):
     assert proc.returncode == 0, err
 
 
+def window_of_a_capture(tmp_path, pid, path, n):
+    """`gputrace capture --duration 0.2 PID`: the trailer of its window's file PATH, the
+    process's Nth window, checked as a 0.2 s window."""
+    r = capture(tmp_path, "--duration", "0.2", pid)
+    assert r.returncode == 0, r.stderr
+    info = check_window(wait_window_file(tmp_path / path), 0.2)
+    assert info["capture"]["window"] == n
+    return info
+
+
 def test_each_window_counts_its_own_events(tmp_path):
     """Two windows of one process, two files: each trailer counts that file's events,
     in all (events_recorded) and per thread (threads[].events), not the process's since
@@ -372,10 +382,7 @@ def test_each_window_counts_its_own_events(tmp_path):
     proc = start_paused(tmp_path, 1500)
     try:
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
-            r = capture(tmp_path, "--duration", "0.2", proc.pid)
-            assert r.returncode == 0, r.stderr
-            info = check_window(wait_window_file(tmp_path / path), 0.2)
-            assert info["capture"]["window"] == n
+            info = window_of_a_capture(tmp_path, proc.pid, path, n)
             t = load_trace(tmp_path / path)
             recorded = sum(1 for e in t["traceEvents"]
                            if e["ph"] not in "Msf" and e.get("cat") != "gputrace")
@@ -398,10 +405,7 @@ def test_window_files_are_named_after_the_first_one(tmp_path):
     stale.write_text('{"traceEvents": []}')
     try:
         for n, path in ((1, f"trace-{proc.pid}.1.json"), (2, f"trace-{proc.pid}.1-w2.json")):
-            r = capture(tmp_path, "--duration", "0.2", proc.pid)
-            assert r.returncode == 0, r.stderr
-            info = check_window(wait_window_file(tmp_path / path), 0.2)
-            assert info["capture"]["window"] == n
+            info = window_of_a_capture(tmp_path, proc.pid, path, n)
     finally:
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -422,10 +426,7 @@ def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
     try:
         assert drain_threads(proc.pid) == 0
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
-            r = capture(tmp_path, "--duration", "0.2", proc.pid)
-            assert r.returncode == 0, r.stderr
-            info = check_window(wait_window_file(tmp_path / path), 0.2)
-            assert info["capture"]["window"] == n
+            info = window_of_a_capture(tmp_path, proc.pid, path, n)
             assert drain_threads(proc.pid) == 1
     finally:
         out, err = proc.communicate(timeout=60)
