@@ -948,15 +948,16 @@ static void wait_threads_started(void)
 
 /*
  * What this thread's fork() holds, from our prepare handler to our parent
- * handler: 1 the drain's cycle, 2 and the registry, 3 and the run lock. A
+ * handler: 1 the drain's cycle (from the wait for it on), 2 and the registry,
+ * 3 and the run lock. A
  * signal sent during the clone is delivered as it returns, before the parent
  * handler, with these and glibc's malloc and stdio locks held: the last cycle
  * of a fatal one's handler waited 3 s for them, and the trace kept its last
  * checkpoint (a SIGTERM to a program that forks often: half the runs). Our
  * handler now takes it again after the fork (fork_deferred); a program's
  * handler that calls exit() there has ours let go (finish). Each is marked
- * let go before it is: a signal in between keeps one held (the old wait),
- * never unlocks one twice. (fork_holds is declared above finish().)
+ * let go before it is: a program's exit() in between keeps one held (the old
+ * wait), never unlocks one twice. (fork_holds is declared above finish().)
  */
 
 /* Lock order as in the drain cycle: the cycle first, then the registry. */
@@ -964,8 +965,12 @@ static void atfork_prepare(void)
 {
 	exec_resolve();
 	wait_threads_started();
-	lifecycle__hooks()->fork_prepare();
+	/* before the wait for the cycle: a fork waiting for it has the drain yield
+	 * (writer/thread.c, fork_pending), and a last drain asked for meanwhile by
+	 * this thread's fatal signal was starved 3 s on a busy machine */
 	fork_holds = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	lifecycle__hooks()->fork_prepare();
 	registry__lock_all();
 	fork_holds = 2;
 	shim__run_locks_fork_prepare();
@@ -982,8 +987,11 @@ static void fork_release(void)
 		fork_holds = 1;
 		registry__unlock_all();
 	}
-	fork_holds = 0;
+	/* still 1 while the writer lets go (each of its holds marked let go
+	 * before it is): a signal in between is deferred, not starved */
 	lifecycle__hooks()->fork_parent();
+	atomic_signal_fence(memory_order_seq_cst);
+	fork_holds = 0;
 }
 
 static void atfork_parent(void)

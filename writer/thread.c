@@ -364,17 +364,25 @@ void writer__fork_prepare(void)
 	 * the first fork done must not stop it yielding to the others */
 	atomic_fetch_add(&W.fork_pending, 1);
 	fork_counted = true;
+	atomic_signal_fence(memory_order_seq_cst);
 	until = gt_timespec_after_ms(CLOCK_REALTIME, FORK_WAIT_MS);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 
 GT_FORK_CODE void writer__fork_parent(void)
 {
-	if (fork_holds_cycle)
+	/* each marked let go before it is: a fatal signal's exit() in between
+	 * (lifecycle.c, fork_release) never lets one go twice */
+	if (fork_holds_cycle) {
+		fork_holds_cycle = false;
+		atomic_signal_fence(memory_order_seq_cst);
 		pthread_mutex_unlock(&W.cycle_lock);
-	if (fork_counted)
+	}
+	if (fork_counted) {
+		fork_counted = false;
+		atomic_signal_fence(memory_order_seq_cst);
 		atomic_fetch_sub(&W.fork_pending, 1);
-	fork_holds_cycle = fork_counted = false;
+	}
 }
 
 GT_FORK_CODE void writer__forget(void)

@@ -17,3 +17,9 @@ $(BUILD)/test/core/env_app: test/core/env_app.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 TEST_BUILD += $(BUILD)/test/core/env_app
+
+# Preloaded ahead of ours: a fork's wait for the drain's cycle made long (test_lifecycle.py).
+$(BUILD)/test/core/libslowcyclewait.so: test/core/slow_cycle_wait.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -fPIC -o $@ $< -ldl
+TEST_BUILD += $(BUILD)/test/core/libslowcyclewait.so

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import (APPS, BUILD, PRELOAD, clean_env, count_events, default_signals,
+from conftest import (APPS, BUILD, PRELOAD, SAN_PRELOAD, clean_env, count_events, default_signals,
                       gputrace_lines, load_trace, need, reaped, run, scan_trace, sim_env,
                       strip_gputrace)
 
@@ -267,6 +267,51 @@ def test_sigterm_inside_fork_ends_the_trace_at_once(tmp_path):
         meta = load_trace(out)["gputrace"]
         assert (meta["complete"], meta["end"]) == (True, "signal SIGTERM"), (i, meta)
 
+
+
+def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_path):
+    """A SIGTERM that lands while fork() waits for the drain's cycle (its prepare
+    handler) ran the last drain there: the fork's wait had the drain thread yield to it
+    (up to 1000 sched_yield a cycle), which on a busy CPU took the handler's whole 3 s
+    (CI, once in 27 runs of the test above). The signal is now deferred from the start of
+    that wait. Here the wait is made 30 ms long (a library preloaded ahead of ours) and
+    two busy loops share the program's CPU: 5 runs of 5 failed before."""
+    need(APP)
+    slow = BUILD / "test" / "core" / "libslowcyclewait.so"
+    need(slow)
+    preload = " ".join(SAN_PRELOAD + [str(slow), PRELOAD.split()[-1]])
+    env = clean_env(sim_env({"LD_PRELOAD": preload, "GPUTRACE_SUMMARY": "0"}))
+
+    def on_cpu0():
+        default_signals()
+        os.sched_setaffinity(0, {0})
+
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                             preexec_fn=lambda: os.sched_setaffinity(0, {0})) for _ in range(2)]
+    try:
+        for i in range(3):
+            out = tmp_path / f"t{i}.json"
+            p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=on_cpu0)
+            with reaped(p):
+                assert p.stdout.readline().startswith(b"calls")
+                assert p.stdout.readline() == b"ready\n"
+                time.sleep(0.2)
+                p.send_signal(signal.SIGTERM)
+                start = time.monotonic()
+                _, err = p.communicate(timeout=30)
+                took = time.monotonic() - start
+            assert p.returncode == -signal.SIGTERM, err.decode(errors="replace")
+            assert b"made no progress" not in err, err.decode(errors="replace")
+            assert took < 2.5, (i, took)
+            meta = load_trace(out)["gputrace"]
+            assert (meta["complete"], meta["end"], meta["events_lost"]) == \
+                (True, "signal SIGTERM", 0), (i, meta)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 def test_sigkill_leaves_last_checkpoint(tmp_path):
     with looping(tmp_path) as p:
