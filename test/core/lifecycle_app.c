@@ -118,6 +118,18 @@ static void *worker_late_calls(void *arg)
 	return NULL;
 }
 
+static void *worker_fork_loop(void *arg)
+{
+	for (;;) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		waitpid(pid, NULL, 0);
+	}
+	return arg;
+}
+
 int main(int argc, char **argv)
 {
 	const char *action = argc > 1 ? argv[1] : "exit";
@@ -187,6 +199,18 @@ int main(int argc, char **argv)
 			waitpid(pid, NULL, 0);
 			zeDriverGetApiVersion(driver, &v);
 		}
+	}
+	if (!strcmp(action, "fork-thread-exit")) {
+		/* a thread forks flat out (64 MiB to copy each time) while main makes
+		 * its calls and exits: the exit's last drain meets fork after fork */
+		size_t big = (size_t)64 << 20;
+		char *mem = malloc(big);
+		pthread_t t;
+
+		memset(mem, 1, big);
+		pthread_create(&t, NULL, worker_fork_loop, NULL);
+		calls(n);
+		exit(0);
 	}
 	if (!strcmp(action, "_exit"))
 		_exit(5);

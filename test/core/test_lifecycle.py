@@ -269,6 +269,25 @@ def test_sigterm_inside_fork_ends_the_trace_at_once(tmp_path):
 
 
 
+def on_cpu0():
+    default_signals()
+    os.sched_setaffinity(0, {0})
+
+
+@contextlib.contextmanager
+def busy_cpu0():
+    """Two busy loops on CPU 0, where the test runs its program: a drain thread's
+    sched_yield there gives the CPU away for their whole time slices."""
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                             preexec_fn=lambda: os.sched_setaffinity(0, {0})) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
 def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_path):
     """A SIGTERM that lands while fork() waits for the drain's cycle (its prepare
     handler) ran the last drain there: the fork's wait had the drain thread yield to it
@@ -282,13 +301,7 @@ def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_pat
     preload = " ".join(SAN_PRELOAD + [str(slow), PRELOAD.split()[-1]])
     env = clean_env(sim_env({"LD_PRELOAD": preload, "GPUTRACE_SUMMARY": "0"}))
 
-    def on_cpu0():
-        default_signals()
-        os.sched_setaffinity(0, {0})
-
-    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
-                             preexec_fn=lambda: os.sched_setaffinity(0, {0})) for _ in range(2)]
-    try:
+    with busy_cpu0():
         for i in range(3):
             out = tmp_path / f"t{i}.json"
             p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
@@ -308,10 +321,35 @@ def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_pat
             meta = load_trace(out)["gputrace"]
             assert (meta["complete"], meta["end"], meta["events_lost"]) == \
                 (True, "signal SIGTERM", 0), (i, meta)
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
+
+
+def test_exit_while_a_thread_forks_flat_out_ends_the_trace_whole(tmp_path):
+    """A thread forking flat out while main makes 100000 calls and exits. Each fork had
+    the drain thread yield to it (up to 1000 sched_yield before a cycle) and cut the
+    cycle's reading short (one record a ring), the exit's last drain too, and took the
+    cycle lock back between its release and the drain thread's turn: on a busy CPU the
+    exit waited its whole 5 s and the trace kept its last checkpoint (2 runs of 3, a
+    third of the calls). A cycle someone waits for now goes before a fork, whole."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0"}))
+    with busy_cpu0():
+        for i in range(3):
+            out = tmp_path / f"t{i}.json"
+            start = time.monotonic()
+            r = subprocess.run([str(APP), "fork-thread-exit", "100000"],
+                               env=dict(env, GPUTRACE_OUTPUT=str(out)), capture_output=True,
+                               preexec_fn=on_cpu0, timeout=60)
+            took = time.monotonic() - start
+            err = r.stderr.decode(errors="replace")
+            assert r.returncode == 0, err
+            assert "made no progress" not in err, err
+            assert took < 4, (i, took)
+            trace = scan_trace(out)
+            meta = trace["gputrace"]
+            assert (meta["complete"], meta["end"], meta["events_lost"]) == (True, "exit", 0), \
+                (i, meta)
+            # the app's first batch, then the one during the forks
+            assert count_events(trace, "X", name="zeDriverGetApiVersion") == 2 * 100000
 
 def test_sigkill_leaves_last_checkpoint(tmp_path):
     with looping(tmp_path) as p:
