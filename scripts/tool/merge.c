@@ -210,7 +210,7 @@ static int pass1_meta(void *ctx, const char *v, const char *e)
  * number, a device row's stays among device rows'). */
 static void assign_pids(struct merge *m)
 {
-	struct pidmap taken = { 0 };
+	struct pidmap taken = { 0 }, seen = { 0 };
 	int64_t next[2] = { 1, DEVICE_PIDS }; /* a process's, a device row's */
 
 	for (unsigned i = 0; i < m->nin; i++)
@@ -218,8 +218,14 @@ static void assign_pids(struct merge *m)
 			int64_t pid = m->in[i].pids.keys[s];
 			int kind = pid >= DEVICE_PIDS;
 
-			if (m->in[i].pids.used[s] && pid >= next[kind])
-				next[kind] = pid + 1;
+			if (!m->in[i].pids.used[s])
+				continue;
+			pidmap__add(&seen, pid);
+			/* INT64_MAX (a foreign trace's) has none above: next stays
+			 * on it, and the search below goes round from the kind's
+			 * first pid (pid + 1 overflowed to a negative pid) */
+			if (pid >= next[kind])
+				next[kind] = pid < INT64_MAX ? pid + 1 : pid;
 		}
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];
@@ -230,8 +236,10 @@ static void assign_pids(struct merge *m)
 			int kind = keys[k] >= DEVICE_PIDS;
 
 			if (pidmap__has(&taken, keys[k])) {
-				while (pidmap__has(&taken, next[kind]))
-					next[kind]++;
+				while (pidmap__has(&taken, next[kind]) ||
+				       pidmap__has(&seen, next[kind]))
+					next[kind] = next[kind] < INT64_MAX ? next[kind] + 1
+						     : kind ? DEVICE_PIDS : 1;
 				in->pids.vals[s] = next[kind];
 			}
 			pidmap__add(&taken, in->pids.vals[s]);
@@ -239,6 +247,7 @@ static void assign_pids(struct merge *m)
 		free(keys);
 	}
 	pidmap__free(&taken);
+	pidmap__free(&seen);
 }
 
 static int64_t map_pid(struct input *in, int64_t pid)

@@ -243,6 +243,26 @@ def test_two_processes_of_one_pid_stay_two(tmp_path):
     assert sorted(p["pid"] for p in s["processes"]) == [4242, 4243]
 
 
+def test_a_pid_at_the_top_of_the_range_is_renumbered_below_it(tmp_path):
+    """A foreign trace's pid may be any 64-bit number: of two inputs with pid 2^63 - 1
+    (none free above it) the second gets a free one counted from the first device
+    row's pid, 2^30, not 2^63 - 1 + 1 overflowed to -2^63."""
+    top = (1 << 63) - 1
+    paths = []
+    for n in range(2):
+        paths.append(tmp_path / f"top{n}.json")
+        paths[-1].write_text(json.dumps({"traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": f"step{n}", "pid": top, "tid": 1,
+             "ts": 10.0, "dur": 2.0}]}))
+    p = gputrace(["merge", "-o", "m.json"] + paths, tmp_path)
+    assert p.returncode == 0, p.stderr
+    merged = load_exact(tmp_path / "m.json")
+    g = merged["gputrace"]
+    assert [i["pid_map"] for i in g["inputs"]] == [{}, {str(top): 1 << 30}]
+    assert sorted((e["name"], int(e["pid"])) for e in merged["traceEvents"]
+                  if e.get("ph") == "X") == [("step0", top), ("step1", 1 << 30)]
+
+
 def one_process_files(tmp_path, kind, counts):
     """proc_a.json as files of one process (same pid and anchor): its capture windows
     (kind "capture") or its flight recorder's dumps ("flight_recorder"), each trailer
