@@ -48,6 +48,7 @@ struct input {
 	struct pidmap device_pids; /* pids with device work (kernels, copies, fills) */
 	struct pidmap span_pids;   /* pids with other spans */
 	bool pids_from_events; /* its trailer named no process: host_pids found from its spans */
+	bool rank_shared; /* another process of the inputs has its host and rank */
 	struct buf tmp;
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
@@ -305,6 +306,59 @@ static bool rows_named_after(const struct input *in, int64_t pid)
 	return false;
 }
 
+/* Two files of one process: its capture windows, its flight recorder's
+ * dumps (one host, pid and clock anchor; a merge's output is none). */
+static bool same_process(const struct trace_meta *a, const struct trace_meta *b)
+{
+	return a->has_pid && b->has_pid && a->has_anchor && b->has_anchor && !a->merged &&
+	       !b->merged && a->pid == b->pid && a->realtime_ns == b->realtime_ns &&
+	       a->clock_ns == b->clock_ns && !a->hostname == !b->hostname &&
+	       (!a->hostname || !strcmp(a->hostname, b->hostname));
+}
+
+/* By host, then rank (as written), the inputs with a rank only. */
+static int cmp_host_rank(const void *a, const void *b)
+{
+	const struct trace_meta *x = &(*(struct input *const *)a)->meta;
+	const struct trace_meta *y = &(*(struct input *const *)b)->meta;
+	int c = strcmp(x->hostname ? x->hostname : "", y->hostname ? y->hostname : "");
+
+	if (c)
+		return c;
+	if (x->rank.len != y->rank.len)
+		return x->rank.len < y->rank.len ? -1 : 1;
+	return memcmp(x->rank.p, y->rank.p, x->rank.len);
+}
+
+/* Several processes with one host and rank (a rank's program that starts
+ * others, which inherit its RANK; files of two jobs): "[rank 0]" alone would
+ * name their rows of a GPU alike, and the summary, which knows a device by
+ * its name, would take them for one. Sorted, not compared pairwise: a job's
+ * files may be thousands. */
+static void mark_shared_ranks(struct merge *m)
+{
+	struct input **by = calloc(m->nin, sizeof(*by));
+	size_t n = 0;
+
+	if (!by)
+		return;
+	for (unsigned i = 0; i < m->nin; i++)
+		if (m->in[i].meta.rank.len && !m->in[i].meta.merged)
+			by[n++] = &m->in[i];
+	qsort(by, n, sizeof(*by), cmp_host_rank);
+	for (size_t i = 0, j; i < n; i = j) {
+		bool shared = false;
+
+		/* the run of one host and rank: shared if it holds another process
+		 * than its first's (windows and dumps of one process are one) */
+		for (j = i + 1; j < n && !cmp_host_rank(&by[i], &by[j]); j++)
+			shared |= !same_process(&by[i]->meta, &by[j]->meta);
+		for (size_t k = i; shared && k < j; k++)
+			by[k]->rank_shared = true;
+	}
+	free(by);
+}
+
 static void build_prefix(struct input *in)
 {
 	struct buf rank = { 0 };
@@ -330,7 +384,10 @@ static void build_prefix(struct input *in)
 	 * rows, named apart */
 	if (mt->hostname && *mt->hostname)
 		buf__printf(&in->dev_prefix, "%s ", mt->hostname);
-	if (rank.len)
+	if (rank.len && in->rank_shared && mt->has_pid && mt->pid > 0)
+		buf__printf(&in->dev_prefix, "[rank %s, pid %" PRId64 "] ", rank.p,
+			    map_pid(in, (int64_t)mt->pid));
+	else if (rank.len)
 		buf__printf(&in->dev_prefix, "[rank %s] ", rank.p);
 	else if (mt->pid > 0)
 		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, (int64_t)mt->pid));
@@ -717,16 +774,6 @@ static void put_opt_str(struct buf *o, const char *s)
 		buf__adds(o, "null");
 }
 
-/* Two files of one process: its capture windows, its flight recorder's
- * dumps (one host, pid and clock anchor; a merge's output is none). */
-static bool same_process(const struct trace_meta *a, const struct trace_meta *b)
-{
-	return a->has_pid && b->has_pid && a->has_anchor && b->has_anchor && !a->merged &&
-	       !b->merged && a->pid == b->pid && a->realtime_ns == b->realtime_ns &&
-	       a->clock_ns == b->clock_ns && !a->hostname == !b->hostname &&
-	       (!a->hostname || !strcmp(a->hostname, b->hostname));
-}
-
 static void fold_reasons(struct reason_sum *into, struct reason_sum *from)
 {
 	for (size_t i = 0; i < from->n; i++)
@@ -962,6 +1009,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	for (unsigned i = 0; i < nfiles; i++)
 		m.in[i].idx = i;
 	assign_pids(&m);
+	mark_shared_ranks(&m);
 	/* after the pids: a device row is named after its process's pid as merged */
 	for (unsigned i = 0; i < nfiles; i++)
 		build_prefix(&m.in[i]);

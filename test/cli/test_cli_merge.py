@@ -243,6 +243,37 @@ def test_two_processes_of_one_pid_stay_two(tmp_path):
     assert sorted(p["pid"] for p in s["processes"]) == [4242, 4243]
 
 
+def test_two_processes_of_one_rank_have_rows_of_their_own(tmp_path):
+    """Two processes of one host and rank (a rank's program starting another, which
+    inherits its RANK): their rows of a GPU are named with their pids too ("[rank 0]"
+    alone named them alike, and the summary, knowing a device by its name, made them
+    one), so the summary has a device row per process; a rank held by one process
+    keeps "[rank 1]"."""
+    text = (FIXTURES / "proc_a.json").read_text()
+    other = json.loads(text)
+    for e in other["traceEvents"]:
+        e["pid"] = {4242: 4300, 1000001: 1000005}[int(e["pid"])]
+        if e.get("name") == "process_name" and e["pid"] == 4300:
+            e["args"]["name"] = "app (4300)"
+    g = other["gputrace"]
+    g["pid"], g["devices"][0]["pid"] = 4300, 1000005
+    g["anchor"]["realtime_ns"] += 2000000000  # started 2 s later
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(text)
+    b.write_text(json.dumps(other))
+    merged = check_merge(tmp_path, [a, b, FIXTURES / "proc_b.json"])
+    names = sorted(e["args"]["name"] for e in merged["traceEvents"]
+                   if e.get("name") == "process_name")
+    assert names == ["node1 [rank 0, pid 4242] GPU 0", "node1 [rank 0, pid 4300] GPU 0",
+                     "node1 rank 0: app (4242)", "node1 rank 0: app (4300)",
+                     "node2 [rank 1] GPU 0", "node2 rank 1: app (4242)"], names
+    s = json.loads(gputrace(["summary", "--json", "-", tmp_path / "merged.json"],
+                            tmp_path).stdout)
+    assert sorted(d["name"] for d in s["devices"]) == names[:2] + [names[4]]
+    assert sorted((p["pid"], [d["name"] for d in p["devices"]]) for p in s["processes"]
+                  if p["host"] == "node1") == [(4242, [names[0]]), (4300, [names[1]])]
+
+
 def test_a_pid_at_the_top_of_the_range_is_renumbered_below_it(tmp_path):
     """A foreign trace's pid may be any 64-bit number: of two inputs with pid 2^63 - 1
     (none free above it) the second gets a free one counted from the first device
