@@ -24,6 +24,7 @@
 #include "inject/config.h"
 #include "writer/summary.h"
 #include "inject/hash.h"
+#include "inject/utf8.h"
 
 #define SUMMARY_MAX_ROWS 65536  /* distinct names per table */
 #define SUMMARY_TOP      10     /* rows printed per table */
@@ -1715,18 +1716,24 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 
 static void json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t n = strlen((const char *)p);
+
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
+	for (size_t i = 0, l; i < n; i += l) {
+		l = p[i] < 0x80 ? 1 : gt_utf8_len(p + i, n - i);
+		if (p[i] == '"' || p[i] == '\\')
+			fprintf(f, "\\%c", p[i]);
+		else if (p[i] == '\n')
 			fputs("\\n", f);
-		else if (*p == '\t')
+		else if (p[i] == '\t')
 			fputs("\\t", f);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
+		else if (p[i] < 0x20 || !l) /* a byte that is not UTF-8 (a path's) as U+00XX,
+					     * as the trace writes it: JSON is UTF-8 */
+			fprintf(f, "\\u%04x", p[i]);
 		else
-			fputc(*p, f);
+			fwrite(p + i, 1, l, f);
+		l += !l;
 	}
 	fputc('"', f);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "inject/utf8.h"
 #include "json.h"
 
 #define JR_CHUNK (256u << 10)
@@ -523,16 +524,21 @@ void json_escape(struct buf *out, const char *s, size_t n)
 	buf__addc(out, '"');
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t l = c < 0x80 ? 1 : gt_utf8_len((const unsigned char *)s + i, n - i);
 
 		if (c == '"' || c == '\\') {
 			buf__addc(out, '\\');
 			buf__addc(out, (char)c);
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || !l) {
+			/* a byte that is not UTF-8 (a file name's, a program's)
+			 * as the writer writes it, U+00XX: JSON is UTF-8, and
+			 * readers refuse the whole file over one such byte */
 			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
 			buf__add(out, u, sizeof(u));
 		} else {
-			buf__addc(out, (char)c);
+			buf__add(out, s + i, l);
+			i += l - 1;
 		}
 	}
 	buf__addc(out, '"');

@@ -294,6 +294,27 @@ def test_a_pid_at_the_top_of_the_range_is_renumbered_below_it(tmp_path):
                   if e.get("ph") == "X") == [("step0", top), ("step1", 1 << 30)]
 
 
+def test_a_file_name_that_is_not_utf8_is_written_as_json(tmp_path):
+    """An input's path is written into the merged trace's "inputs": a byte that is not
+    UTF-8 (a file named after a program with such a name, as `gputrace run`'s parts
+    are) is written as U+00XX, as the writer writes one, and UTF-8 as it is; the
+    merged trace stays JSON (a raw byte 0xff made every reader refuse it), and so
+    does `gputrace summary --json` of such a file."""
+    names = [os.fsdecode(b"proc\xff.json"), "proc\u00e9\u4e2d.json"]
+    for name, fixture in zip(names, ("proc_a.json", "proc_b.json")):
+        shutil.copy(FIXTURES / fixture, tmp_path / name)
+    p = gputrace(["merge", "-o", "m.json"] + [tmp_path / n for n in names], tmp_path)
+    assert p.returncode == 0, p.stderr
+    g = json.loads((tmp_path / "m.json").read_bytes())["gputrace"]
+    assert [i["path"] for i in g["inputs"]] == [f"{tmp_path}/proc\u00ff.json",
+                                                f"{tmp_path}/proc\u00e9\u4e2d.json"]
+    # and so is the summary's JSON, which names its trace too
+    for name, want in zip(names, ("proc\u00ff.json", "proc\u00e9\u4e2d.json")):
+        p = gputrace(["summary", "--json", "-", tmp_path / name], tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["trace"]["path"] == f"{tmp_path}/{want}"
+
+
 def one_process_files(tmp_path, kind, counts):
     """proc_a.json as files of one process (same pid and anchor): its capture windows
     (kind "capture") or its flight recorder's dumps ("flight_recorder"), each trailer
