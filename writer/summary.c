@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -1973,6 +1974,49 @@ FILE *summary__fopen_out(const char *path)
 	return f;
 }
 
+/*
+ * A summary JSON that is (or will be) a regular file is written beside it,
+ * under a name of its own, and renamed over it once whole: processes that
+ * share one name (GPUTRACE_SUMMARY_JSON without %p in every rank of a job)
+ * each replace it with a whole summary, the last one's. Opened with "w" by
+ * each, a shorter summary written over a longer one left that one's tail
+ * behind it: not JSON. A device, a pipe, the program's own descriptor, or a
+ * file in a folder that takes no new file is written in place, as before.
+ * Returns the descriptor (tmp and final filled), or -1.
+ */
+static int open_beside(const char *path, char *tmp, size_t tmplen, char *final, size_t finallen)
+{
+	struct stat st;
+	const char *base;
+	int fd = -1;
+
+	if (!strcmp(path, "-") || summary__own_fd(path) >= 0)
+		return -1;
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		char real[PATH_MAX];
+
+		/* replace what the link names, not the link */
+		if (!realpath(path, real) || snprintf(final, finallen, "%s", real) >= (int)finallen)
+			return -1;
+	} else if (snprintf(final, finallen, "%s", path) >= (int)finallen) {
+		return -1;
+	}
+	if (!stat(final, &st) && !S_ISREG(st.st_mode))
+		return -1;
+	base = strrchr(final, '/');
+	base = base ? base + 1 : final;
+	for (unsigned n = 0; n < 64 && fd < 0; n++) {
+		/* hidden, and no .json: a glob of the folder's traces does not take it */
+		if (snprintf(tmp, tmplen, "%.*s.%s.%d-%u.tmp", (int)(base - final), final, base,
+			     (int)getpid(), n) >= (int)tmplen)
+			return -1;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			return -1;
+	}
+	return fd;
+}
+
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
@@ -1980,15 +2024,23 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	uint64_t window = s && s->spans ? s->last_ns - s->first_ns : 0;
 	const struct row **v;
 	FILE *f;
-	int err = 0;
+	int err = 0, fd;
+	char tmp[PATH_MAX], final[PATH_MAX];
 
 	if (!s || !path || !*path)
 		return -EINVAL;
 	if (summary__holds_trace(path))
 		return -EEXIST;
-	f = summary__fopen_out(path);
-	if (!f)
-		return -errno;
+	fd = open_beside(path, tmp, sizeof(tmp), final, sizeof(final));
+	f = fd >= 0 ? fdopen(fd, "w") : summary__fopen_out(path);
+	if (!f) {
+		err = -errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return err;
+	}
 	fputs("{\"schema\":\"gputrace-summary\",\"version\":1,\n\"trace\":{\"path\":", f);
 	if (trace_path)
 		json_str(f, trace_path);
@@ -2079,5 +2131,9 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;
+	if (fd >= 0 && !err && rename(tmp, final))
+		err = -errno;
+	if (fd >= 0 && err)
+		unlink(tmp);
 	return err;
 }

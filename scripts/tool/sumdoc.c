@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,18 @@ static int summary_json(const char *who, const char *path, const struct summariz
 
 	err = abs ? summary__write_json(r->s, tmp.p, abs, r->bytes) : -ENOMEM;
 	free(abs);
+	if (!err) {
+		/* read by its name: the summary is a file of its own, renamed
+		 * over the one mkstemp made (summary__write_json) */
+		int rd = open(tmp.p, O_RDONLY | O_CLOEXEC);
+
+		if (rd < 0) {
+			err = -errno;
+		} else {
+			close(fd);
+			fd = rd;
+		}
+	}
 	unlink(tmp.p);
 	if (err) {
 		fprintf(stderr, "%s: cannot write the summary of %s: %s\n", who, path, strerror(-err));

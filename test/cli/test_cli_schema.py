@@ -110,3 +110,25 @@ def test_a_new_field_is_accepted(summaries, tmp_path):
     path.write_text(json.dumps(s))
     p = gt(["check", path, "device.kernels >= 1", 'kernel["gemm_f32"].count == 3'], tmp_path)
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+
+
+def test_a_summary_json_is_replaced_whole(tmp_path):
+    """A summary JSON is written beside its name and renamed over it once whole: the
+    processes that share one name (GPUTRACE_SUMMARY_JSON without %p in every rank of a
+    job) each replace it with a whole summary, the last one's. Opened with "w" by each,
+    a shorter summary written over a longer one left its tail: not JSON (1 run of 6 of
+    8 ranks at once). So a reader of the earlier one keeps it whole, a link keeps
+    naming the file it names, and nothing is left beside it."""
+    out, real = tmp_path / "s.json", tmp_path / "real.json"
+    assert gt(["summary", "--json", out, FIXTURES / "proc_a.json"], tmp_path).returncode == 0
+    with open(out) as first:
+        assert gt(["summary", "--json", out, FIXTURES / "proc_b.json"],
+                  tmp_path).returncode == 0
+        assert json.load(first)["trace"]["path"] == str(FIXTURES / "proc_a.json")
+    assert json.loads(out.read_text())["trace"]["path"] == str(FIXTURES / "proc_b.json")
+    out.unlink()
+    out.symlink_to(real.name)
+    assert gt(["summary", "--json", out, FIXTURES / "proc_a.json"], tmp_path).returncode == 0
+    assert out.is_symlink() and json.loads(real.read_text())["trace"]["path"] == \
+        str(FIXTURES / "proc_a.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "s.json"]
