@@ -49,6 +49,7 @@ struct input {
 	struct pidmap span_pids;   /* pids with other spans */
 	bool pids_from_events; /* its trailer named no process: host_pids found from its spans */
 	bool rank_shared; /* another process of the inputs has its host and rank */
+	struct buf rank;  /* its rank as named ("3" of 3 or "3"), empty if none */
 	struct buf tmp;
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
@@ -316,18 +317,28 @@ static bool same_process(const struct trace_meta *a, const struct trace_meta *b)
 	       (!a->hostname || !strcmp(a->hostname, b->hostname));
 }
 
-/* By host, then rank (as written), the inputs with a rank only. */
+/* Its rank as its rows are named: a number, or a string's text. */
+static void read_rank(struct input *in)
+{
+	const struct trace_meta *mt = &in->meta;
+
+	/* an earlier merge named its rows with their host and rank already */
+	if (mt->merged || !mt->rank.len)
+		return;
+	if (!jv_str(mt->rank.p, mt->rank.p + mt->rank.len, &in->rank)) {
+		buf__reset(&in->rank);
+		buf__add(&in->rank, mt->rank.p, mt->rank.len);
+	}
+}
+
+/* By host, then rank as named, the inputs with a rank only. */
 static int cmp_host_rank(const void *a, const void *b)
 {
-	const struct trace_meta *x = &(*(struct input *const *)a)->meta;
-	const struct trace_meta *y = &(*(struct input *const *)b)->meta;
-	int c = strcmp(x->hostname ? x->hostname : "", y->hostname ? y->hostname : "");
+	const struct input *x = *(struct input *const *)a, *y = *(struct input *const *)b;
+	const char *hx = x->meta.hostname, *hy = y->meta.hostname;
+	int c = strcmp(hx ? hx : "", hy ? hy : "");
 
-	if (c)
-		return c;
-	if (x->rank.len != y->rank.len)
-		return x->rank.len < y->rank.len ? -1 : 1;
-	return memcmp(x->rank.p, y->rank.p, x->rank.len);
+	return c ? c : strcmp(x->rank.p, y->rank.p);
 }
 
 /* Several processes with one host and rank (a rank's program that starts
@@ -343,7 +354,7 @@ static void mark_shared_ranks(struct merge *m)
 	if (!by)
 		return;
 	for (unsigned i = 0; i < m->nin; i++)
-		if (m->in[i].meta.rank.len && !m->in[i].meta.merged)
+		if (m->in[i].rank.len)
 			by[n++] = &m->in[i];
 	qsort(by, n, sizeof(*by), cmp_host_rank);
 	for (size_t i = 0, j; i < n; i = j) {
@@ -361,40 +372,32 @@ static void mark_shared_ranks(struct merge *m)
 
 static void build_prefix(struct input *in)
 {
-	struct buf rank = { 0 };
+	const struct buf *rank = &in->rank;
 	const struct trace_meta *mt = &in->meta;
 
 	/* an earlier merge named its rows with their host and rank already */
 	if (mt->merged)
 		return;
-	if (mt->rank.len) {
-		/* a rank may be a number or a string */
-		if (!jv_str(mt->rank.p, mt->rank.p + mt->rank.len, &rank)) {
-			buf__reset(&rank);
-			buf__add(&rank, mt->rank.p, mt->rank.len);
-		}
-	}
 	if (mt->hostname && *mt->hostname)
 		buf__adds(&in->prefix, mt->hostname);
-	if (rank.len)
-		buf__printf(&in->prefix, "%srank %s", in->prefix.len ? " " : "", rank.p);
+	if (rank->len)
+		buf__printf(&in->prefix, "%srank %s", in->prefix.len ? " " : "", rank->p);
 	if (in->prefix.len)
 		buf__adds(&in->prefix, ": ");
 	/* a device row belongs to one process: two processes on one GPU get two
 	 * rows, named apart */
 	if (mt->hostname && *mt->hostname)
 		buf__printf(&in->dev_prefix, "%s ", mt->hostname);
-	if (rank.len && in->rank_shared && mt->has_pid && mt->pid > 0)
-		buf__printf(&in->dev_prefix, "[rank %s, pid %" PRId64 "] ", rank.p,
+	if (rank->len && in->rank_shared && mt->has_pid && mt->pid > 0)
+		buf__printf(&in->dev_prefix, "[rank %s, pid %" PRId64 "] ", rank->p,
 			    map_pid(in, (int64_t)mt->pid));
-	else if (rank.len)
-		buf__printf(&in->dev_prefix, "[rank %s] ", rank.p);
+	else if (rank->len)
+		buf__printf(&in->dev_prefix, "[rank %s] ", rank->p);
 	else if (mt->pid > 0)
 		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, (int64_t)mt->pid));
 	else if (in->pids_from_events && mt->nhost_pids == 1 && /* its rows are its one process's */
 		 !rows_named_after(in, mt->host_pids[0]))
 		buf__printf(&in->dev_prefix, "[pid %" PRId64 "] ", map_pid(in, mt->host_pids[0]));
-	buf__free(&rank);
 }
 
 /* ---- pass 2 ---- */
@@ -1009,6 +1012,8 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	for (unsigned i = 0; i < nfiles; i++)
 		m.in[i].idx = i;
 	assign_pids(&m);
+	for (unsigned i = 0; i < nfiles; i++)
+		read_rank(&m.in[i]);
 	mark_shared_ranks(&m);
 	/* after the pids: a device row is named after its process's pid as merged */
 	for (unsigned i = 0; i < nfiles; i++)
@@ -1069,6 +1074,7 @@ out:
 		free(m.in[i].row_states);
 		buf__free(&m.in[i].prefix);
 		buf__free(&m.in[i].dev_prefix);
+		buf__free(&m.in[i].rank);
 	}
 	free(m.in);
 	buf__free(&m.tmp);

@@ -257,6 +257,7 @@ def test_two_processes_of_one_rank_have_rows_of_their_own(tmp_path):
             e["args"]["name"] = "app (4300)"
     g = other["gputrace"]
     g["pid"], g["devices"][0]["pid"] = 4300, 1000005
+    g["rank"] = "0"  # a string, as a foreign writer may have it: named alike all the same
     g["anchor"]["realtime_ns"] += 2000000000  # started 2 s later
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(text)
