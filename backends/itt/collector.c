@@ -414,6 +414,7 @@ static void marker_ex(const struct itt_domain *d, void *clock, unsigned long lon
 
 struct itt_counter {
 	uint32_t name, domain;
+	uint32_t track; /* the counter track's name */
 	int type;
 	_Atomic uint64_t bits; /* the value, as its type's 64-bit form */
 };
@@ -422,21 +423,39 @@ struct itt_counter {
 GT_TABLE(struct itt_counter, counters, COUNTERS_MAX);
 static _Atomic unsigned ncounters;
 
+/* A counter is its name and domain (ITT's identity): one whose name a counter of
+ * another domain drew first gets a track of its own, "name (domain)", not the
+ * other's (their values were one series, zigzagging between the two). */
+static uint32_t counter_track(uint32_t name, uint32_t domain, bool taken)
+{
+	char buf[512];
+	const char *d = domain != GT_S_EMPTY ? gt_str_get(domain, NULL) : NULL;
+
+	if (!taken)
+		return name;
+	snprintf(buf, sizeof(buf), "%s (%s)", gt_str_get(name, NULL), d && *d ? d : "no domain");
+	return gt_range_str(buf);
+}
+
 static struct itt_counter *counter_new(uint32_t name, uint32_t domain, int type)
 {
 	struct itt_counter *c;
+	bool taken = false;
 
 	pthread_mutex_lock(&create_lock);
 	unsigned n = atomic_load(&ncounters);
-	for (unsigned i = 0; i < n && i < COUNTERS_MAX; i++)
+	for (unsigned i = 0; i < n && i < COUNTERS_MAX; i++) {
 		if (counters[i].name == name && counters[i].domain == domain) {
 			c = &counters[i];
 			goto out;
 		}
+		taken |= counters[i].track == name;
+	}
 	c = n < COUNTERS_MAX ? &counters[n] : calloc(1, sizeof(*c));
 	if (c) {
 		c->name = name;
 		c->domain = domain;
+		c->track = counter_track(name, domain, taken);
 		c->type = type ? type : ITT_META_U64;
 		if (n < COUNTERS_MAX)
 			atomic_store(&ncounters, n + 1);
@@ -460,7 +479,7 @@ static void counter_emit(const struct itt_counter *c, uint64_t bits)
 {
 	struct gt_arg arg = { .key = GT_S_ARG_VALUE };
 	uint64_t now = gt_clock_ns();
-	struct gt_event ev = { .start_ns = now, .end_ns = now, .name = c->name,
+	struct gt_event ev = { .start_ns = now, .end_ns = now, .name = c->track,
 			       .cat = GT_S_CAT_COUNTER, .type = GT_EV_COUNTER };
 
 	if (counter_float(c)) {

@@ -80,6 +80,24 @@ static int overlapped(int n)
 	return 0;
 }
 
+/* One name in three domains (none the third's): three counters, as ITT keys
+ * them by name and domain; the second handle of (mem, dnnl) is the first. */
+static int counters(void)
+{
+	itt_counter dnnl = itt_counter_create_typed("mem", "dnnl", ITT_META_U64);
+	itt_counter ccl = itt_counter_create_typed("mem", "ccl", ITT_META_U64);
+	itt_counter again = itt_counter_create_typed("mem", "dnnl", ITT_META_U64);
+	itt_counter none = itt_counter_create_typed("mem", NULL, ITT_META_U64);
+
+	itt_counter_inc_delta(dnnl, 100);
+	itt_counter_inc_delta(ccl, 5);
+	itt_counter_inc_delta(again, 100);
+	itt_counter_inc_delta(ccl, 1);
+	itt_counter_inc_delta(none, 7);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -89,6 +107,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 2 && !strcmp(argv[1], "counters"))
+		return counters();
 	if (argc == 3 && !strcmp(argv[1], "overlapped"))
 		return overlapped(atoi(argv[2]));
 	dom = itt_domain_create("host");

@@ -169,6 +169,36 @@ def test_itt_tasks_never_ended(tmp_path, protocol):
     assert "  ranges: 4 distinct, 4 ranges, " in r.stderr.decode()
 
 
+def itt_host_mode(tmp_path, mode, protocol):
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app, mode], tmp_path=tmp_path,
+            env={"ITT_TEST_PROTOCOL": protocol, "GPUTRACE_SUMMARY": "1",
+                 "GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == f"itt protocol: {protocol}"
+    return r, json.loads((tmp_path / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_counters_of_one_name_in_two_domains(tmp_path, protocol):
+    """ITT's counters are a name and a domain: "mem" of oneDNN and "mem" of
+    oneCCL are two counters, so two tracks (the later one named with its
+    domain), not one series zigzagging between their values, in the trace
+    and in the summary."""
+    r, s = itt_host_mode(tmp_path, "counters", protocol)
+    t = r.trace
+    pid = t["gputrace"]["pid"]
+    counters = [(e["name"], e["args"], e["pid"]) for e in events(t, ph="C")]
+    assert counters == [("mem", {"value": 100}, pid), ("mem (ccl)", {"value": 5}, pid),
+                        ("mem", {"value": 200}, pid), ("mem (ccl)", {"value": 6}, pid),
+                        ("mem (no domain)", {"value": 7}, pid)]
+    rows = {c["counter"]: (c["samples"], c["mean"], c["min"], c["max"])
+            for c in s["metrics"]["counters"]}
+    assert rows == {"mem": (2, 150, 100, 200), "mem (ccl)": (2, 5.5, 5, 6),
+                    "mem (no domain)": (1, 7, 7, 7)}
+
+
 @pytest.mark.parametrize("n", [4096, 4100])
 def test_itt_overlapped_tasks_4096_open_at_once(tmp_path, n):
     """4096 overlapped tasks open at once, with ids scattered as addresses
