@@ -368,12 +368,19 @@ static void frame_end_v3(const struct itt_domain *d, struct itt_id *id)
 	open_end(KIND_FRAME, d, id);
 }
 
-/* A frame given whole: begin and end from __itt_get_timestamp (ours). */
+/* ITT's "no timestamp" (__itt_timestamp_none) */
+#define ITT_TIMESTAMP_NONE (~0ull)
+
+/* A frame given whole: begin and end from __itt_get_timestamp (ours); an end of
+ * __itt_timestamp_none is now, as ITT's header says (it was drawn as the
+ * timestamp it is, 584 years on). */
 static void frame_submit_v3(const struct itt_domain *d, struct itt_id *id,
 			    unsigned long long begin, unsigned long long end)
 {
 	struct gt_arg arg = domain_arg(d);
 
+	if (end == ITT_TIMESTAMP_NONE)
+		end = gt_clock_ns();
 	if (end >= begin)
 		gt_range_end(0, begin, end, domain_name(d), 0, GT_EVF_PROCESS, &arg, 1);
 }

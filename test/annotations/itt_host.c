@@ -98,6 +98,19 @@ static int counters(void)
 	return 0;
 }
 
+/* A frame submitted with no end (__itt_timestamp_none: now). */
+static int submit_to_now(void)
+{
+	itt_domain *f = itt_domain_create("loop");
+	unsigned long long t0 = itt_get_timestamp();
+
+	work(200);
+	itt_frame_submit_v3(f, NULL, t0, ITT_TIMESTAMP_NONE);
+	work(100);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -107,6 +120,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 2 && !strcmp(argv[1], "submit"))
+		return submit_to_now();
 	if (argc == 2 && !strcmp(argv[1], "counters"))
 		return counters();
 	if (argc == 3 && !strcmp(argv[1], "overlapped"))

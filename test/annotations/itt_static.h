@@ -111,6 +111,7 @@ itt_counter itt_counter_create_typed(const char *name, const char *domain, int t
 void itt_counter_set_value(itt_counter c, void *value);
 void itt_counter_inc_delta(itt_counter c, unsigned long long delta);
 
+#define ITT_TIMESTAMP_NONE ((unsigned long long)-1LL) /* __itt_timestamp_none */
 #define ITT_SCOPE_GLOBAL 1
 #define ITT_SCOPE_TRACK  3
 #define ITT_META_U64     1

@@ -181,6 +181,21 @@ def itt_host_mode(tmp_path, mode, protocol):
 
 
 @pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_frame_submitted_to_now(tmp_path, protocol):
+    """A frame submitted with the end __itt_timestamp_none ends at the call,
+    as ittnotify.h says (it was drawn 584 years long, and the summary's
+    ranges with it)."""
+    r, s = itt_host_mode(tmp_path, "submit", protocol)
+    t = viewer_rules.load_exact(r.trace_path)
+    [frame] = events(t, ph="X", cat="user_annotation")
+    assert frame["name"] == "loop" and frame["args"]["domain"] == "loop"
+    # the program worked 200 us inside it, and ran for well under 10 s
+    assert 200000 <= ns(frame["dur"]) < 10 * 10 ** 9
+    assert [(x["name"], x["count"], x["host_ns"]) for x in s["ranges"]] == [
+        ("loop", 1, ns(frame["dur"]))]
+
+
+@pytest.mark.parametrize("protocol", ["2", "1"])
 def test_itt_counters_of_one_name_in_two_domains(tmp_path, protocol):
     """ITT's counters are a name and a domain: "mem" of oneDNN and "mem" of
     oneCCL are two counters, so two tracks (the later one named with its
