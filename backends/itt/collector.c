@@ -268,6 +268,28 @@ static bool slot_claim(struct open_range *r)
 	       atomic_compare_exchange_strong(&r->key, &expect, SLOT_BUSY);
 }
 
+/* The farthest from its home slot a range was placed: an open one of a key lies no
+ * farther from the key's home (a bound, not the probe to the first empty slot: once
+ * every slot was used, the ended ones' tombstones would make that all 4096). */
+static _Atomic unsigned probe_max;
+
+/* A range of this key is open (the probe open_end makes, as far as any lies). */
+static bool open_now(uint64_t key)
+{
+	unsigned n = atomic_load_explicit(&probe_max, memory_order_relaxed);
+
+	for (unsigned i = 0; i <= n && i < OPEN_MAX; i++) {
+		uint64_t k = atomic_load_explicit(&open_ranges[(key + i) % OPEN_MAX].key,
+						  memory_order_acquire);
+
+		if (k == SLOT_EMPTY)
+			return false;
+		if (k == key)
+			return true;
+	}
+	return false;
+}
+
 static void open_begin(int kind, const struct itt_domain *d, const struct itt_id *id,
 		       uint32_t name, uint16_t flags)
 {
@@ -275,6 +297,12 @@ static void open_begin(int kind, const struct itt_domain *d, const struct itt_id
 
 	if (!atomic_load_explicit(&ranges_used, memory_order_relaxed))
 		atomic_store(&ranges_used, true);
+	/* "Successive calls to __itt_frame_begin [__itt_region_begin] with the same ID
+	 * are ignored until a call to __itt_frame_end [_region_end] with the same ID"
+	 * (ittnotify.h): a frame begun each iteration and never ended is one frame, not
+	 * one more open range an iteration (they were drawn overlapping, never ended) */
+	if (kind != KIND_TASK && open_now(key))
+		return;
 	if (atomic_fetch_add(&ranges_open, 1) >= OPEN_MAX)
 		goto full;
 	/* one is free (counted above): taken ones passed at most */
@@ -289,6 +317,10 @@ static void open_begin(int kind, const struct itt_domain *d, const struct itt_id
 		r->domain = d;
 		r->flags = flags;
 		r->id = gt_range_begin(name, now, flags);
+		for (unsigned m = atomic_load_explicit(&probe_max, memory_order_relaxed);
+		     i > m && !atomic_compare_exchange_weak_explicit(
+				      &probe_max, &m, i, memory_order_relaxed, memory_order_relaxed);)
+			;
 		atomic_store_explicit(&r->key, key, memory_order_release);
 		return;
 	}

@@ -98,6 +98,49 @@ static int counters(void)
 	return 0;
 }
 
+/* A frame and a region begun again while open (ignored, ittnotify.h says,
+ * until their end). */
+static int frames_again(void)
+{
+	itt_domain *f = itt_domain_create("loop");
+	itt_id one = { 5, 0, 0 };
+
+	dom = itt_domain_create("host");
+	for (int i = 0; i < 3; i++) { /* begun each iteration, ended once */
+		itt_frame_begin_v3(f, NULL);
+		work(100);
+	}
+	itt_frame_end_v3(f, NULL);
+	itt_frame_end_v3(f, NULL); /* ends nothing */
+	itt_frame_begin_v3(f, &one);
+	work(100);
+	itt_frame_begin_v3(f, &one);
+	work(100);
+	itt_frame_end_v3(f, &one);
+	itt_region_begin(dom, one, itt_null, itt_string_handle_create("region"));
+	work(100);
+	itt_region_begin(dom, one, itt_null, itt_string_handle_create("region again"));
+	work(100);
+	itt_region_end(dom, one);
+	itt_region_end(dom, one);
+	/* 3000 open at once (their ids' home slots taken by others): each begun
+	 * again, then ended once */
+	itt_domain *many = itt_domain_create("many");
+	for (int round = 0; round < 2; round++)
+		for (unsigned long long i = 0; i < 3000; i++) {
+			itt_id id = { i * 0x9e3779b97f4a7c15ull, 0, 0 };
+
+			itt_frame_begin_v3(many, &id);
+		}
+	for (unsigned long long i = 0; i < 3000; i++) {
+		itt_id id = { i * 0x9e3779b97f4a7c15ull, 0, 0 };
+
+		itt_frame_end_v3(many, &id);
+	}
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 /* A frame submitted with no end (__itt_timestamp_none: now). */
 static int submit_to_now(void)
 {
@@ -120,6 +163,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 2 && !strcmp(argv[1], "frames"))
+		return frames_again();
 	if (argc == 2 && !strcmp(argv[1], "submit"))
 		return submit_to_now();
 	if (argc == 2 && !strcmp(argv[1], "counters"))

@@ -52,6 +52,9 @@ static const itt_id itt_null = { 0, 0, 0 };
 	X(task_begin_overlapped, void, (const itt_domain *d, itt_id id, itt_id parent,     \
 					itt_string_handle *name))                          \
 	X(task_end_overlapped, void, (const itt_domain *d, itt_id id))                     \
+	X(region_begin, void, (const itt_domain *d, itt_id id, itt_id parent,              \
+			       itt_string_handle *name))                                   \
+	X(region_end, void, (const itt_domain *d, itt_id id))                              \
 	X(frame_begin_v3, void, (const itt_domain *d, itt_id *id))                         \
 	X(frame_end_v3, void, (const itt_domain *d, itt_id *id))                           \
 	X(frame_submit_v3, void, (const itt_domain *d, itt_id *id, unsigned long long b,   \
@@ -93,6 +96,8 @@ itt_string_handle *itt_string_handle_create(const char *name);
 #define itt_task_begin_overlapped(d, id, parent, n)                                        \
 	ITT_CALL_D(task_begin_overlapped, d, id, parent, n)
 #define itt_task_end_overlapped(d, id) ITT_CALL_D(task_end_overlapped, d, id)
+#define itt_region_begin(d, id, parent, n) ITT_CALL_D(region_begin, d, id, parent, n)
+#define itt_region_end(d, id) ITT_CALL_D(region_end, d, id)
 #define itt_frame_begin_v3(d, id) ITT_CALL_D(frame_begin_v3, d, id)
 #define itt_frame_end_v3(d, id) ITT_CALL_D(frame_end_v3, d, id)
 #define itt_frame_submit_v3(d, id, b, e) ITT_CALL_D(frame_submit_v3, d, id, b, e)

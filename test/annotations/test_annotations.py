@@ -181,6 +181,32 @@ def itt_host_mode(tmp_path, mode, protocol):
 
 
 @pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_frames_and_regions_begun_again_are_one(tmp_path, protocol):
+    """A frame or region begun again (same domain and id) while open is one
+    frame: the later begins are ignored until its end, as ittnotify.h says
+    (they were drawn as more frames, overlapping, the last never ended)."""
+    r, s = itt_host_mode(tmp_path, "frames", protocol)
+    t = viewer_rules.load_exact(r.trace_path)
+    spans = sorted(events(t, ph="X", cat="user_annotation"), key=lambda e: ns(e["ts"]))
+    # 3000 frames open at once, each begun twice, ended once: 3000, all ended
+    many = [e for e in spans if e["name"] == "many"]
+    assert len(many) == 3000 and not [e for e in many if "unended" in e["args"]]
+    spans = [e for e in spans if e["name"] != "many"]
+    assert [(e["name"], e["args"]) for e in spans] == [
+        ("loop", {"domain": "loop", "tid": t["gputrace"]["pid"]}),
+        ("loop", {"domain": "loop", "tid": t["gputrace"]["pid"]}),
+        ("region", {"domain": "host", "tid": t["gputrace"]["pid"]})]
+    first, by_id, region = map(span_ns, spans)
+    assert first[1] - first[0] >= 300000  # three iterations of 100 us
+    assert by_id[1] - by_id[0] >= 200000 and region[1] - region[0] >= 200000
+    rows = {x["name"]: (x["count"], x["host_ns"]) for x in s["ranges"]}
+    assert rows == {"loop": (2, first[1] - first[0] + by_id[1] - by_id[0]),
+                    "region": (1, region[1] - region[0]),
+                    "many": (3000, sum(ns(e["dur"]) for e in many))}
+    assert t["gputrace"]["events_lost"] == 0
+
+
+@pytest.mark.parametrize("protocol", ["2", "1"])
 def test_itt_frame_submitted_to_now(tmp_path, protocol):
     """A frame submitted with the end __itt_timestamp_none ends at the call,
     as ittnotify.h says (it was drawn 584 years long, and the summary's
