@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/single_threaded.h>
+#include <sys/stat.h>
 
 #include "cstr.h"
 #include "injection.h"
@@ -118,6 +119,18 @@ libc:
 	setenv(name, value, 1);
 }
 
+/* The variable names this library by another path (a symlink, "..", a link of
+ * the installed one): the same file, which the runtime's dlopen finds already
+ * loaded. Asked only of a value that is not our path, never in a child that
+ * inherited ours. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return strchr(a, '/') && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other)
 {
 	const char *path = injection__self_path(), *cur;
@@ -132,7 +145,7 @@ GT_STARTUP_CODE int injection__claim(enum gt_injection which, const char **other
 		env_put(var_names[which], path);
 		cur = gt_cstr_env(environ, var_names[which]);
 	}
-	if (cur && gt_cstr_eq(cur, path)) {
+	if (cur && (gt_cstr_eq(cur, path) || same_file(cur, path))) {
 		/* children that lose LD_PRELOAD but keep this variable know
 		 * from the mark that it was ours, and stay untraced (shim.c) */
 		const char *mark = gt_cstr_env(environ, gt_injected_var);

@@ -7,6 +7,7 @@ import collections
 import json
 from html.parser import HTMLParser
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -300,6 +301,30 @@ def test_nvtx_keeps_another_tool(tmp_path):
     assert lines == [f"gputrace: NVTX_INJECTION64_PATH names another NVTX tool ({other}): "
                      "NVTX ranges go to it, not to this trace"], r.stderr
     assert not os.path.exists(r.trace_path)  # nothing recorded, no trace file
+
+
+@pytest.mark.parametrize("var", ["INTEL_LIBITTNOTIFY64", "NVTX_INJECTION64_PATH"])
+@pytest.mark.parametrize("how", ["symlink", "dotdot"])
+def test_variable_naming_this_library_by_another_path_is_ours(tmp_path, var, how):
+    """INTEL_LIBITTNOTIFY64 (or NVTX_INJECTION64_PATH) set by the user to this
+    library by another path (a symlink, a path through ".."), as VTune's and
+    unitrace's users set it: the runtime's dlopen finds the library already
+    loaded, and the ranges are in the trace. No line says they go to another
+    tool (one did, over a trace that had them all)."""
+    itt = var == "INTEL_LIBITTNOTIFY64"
+    app = OUT / "itt_host" if itt else BUILD / "test" / "cuda" / "nvtx_app"
+    need(app)
+    lib = pathlib.Path(PRELOAD.split()[-1]).resolve()
+    if how == "symlink":
+        other = tmp_path / "libgputrace-link.so"
+        other.symlink_to(lib)
+    else:
+        other = lib.parent / ".." / lib.parent.name / lib.name
+    r = run([app], tmp_path=tmp_path, env={var: str(other)})
+    assert r.returncode == 0, r.stderr
+    assert var not in r.stderr.decode(), r.stderr
+    assert r.stdout.decode().strip() == ("itt protocol: 2" if itt else "nvtx_app: done")
+    assert events(r.trace, ph="X", cat="user_annotation")
 
 
 def test_child_without_preload_not_collected(tmp_path):
