@@ -154,6 +154,32 @@ static int submit_to_now(void)
 	return 0;
 }
 
+/* A name first seen past 16384 others: one handle however often it is made
+ * (PyTorch makes one at every range), and ranges named by it. */
+static int handles(void)
+{
+	char name[32];
+	itt_string_handle *late, *again = NULL;
+
+	itt_get_timestamp(); /* loads the collector: the handles below are its own */
+	dom = itt_domain_create("host");
+	for (int i = 0; i < 16400; i++) {
+		snprintf(name, sizeof(name), "step %d", i);
+		itt_string_handle_create(name);
+	}
+	late = itt_string_handle_create("late");
+	for (int i = 0; i < 1000; i++) {
+		again = itt_string_handle_create("late");
+		if (again != late)
+			break;
+		itt_task_begin(dom, itt_null, itt_null, again);
+		itt_task_end(dom);
+	}
+	printf("same handle: %d\n", again == late);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -163,6 +189,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 2 && !strcmp(argv[1], "handles"))
+		return handles();
 	if (argc == 2 && !strcmp(argv[1], "frames"))
 		return frames_again();
 	if (argc == 2 && !strcmp(argv[1], "submit"))

@@ -223,6 +223,20 @@ def test_itt_frame_submitted_to_now(tmp_path, protocol):
 
 
 @pytest.mark.parametrize("protocol", ["2", "1"])
+def test_itt_string_handle_of_a_name_past_16384_is_one(tmp_path, protocol):
+    """A string handle made again for a name first seen after 16384 others is
+    the same handle, as for every name (PyTorch makes one at every range: each
+    was a new one, 40 bytes and a scan of 16384 under a lock a range)."""
+    app = OUT / "itt_host"
+    need(app)
+    r = run([app, "handles"], tmp_path=tmp_path, env={"ITT_TEST_PROTOCOL": protocol})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split("\n")[:2] == ["same handle: 1", f"itt protocol: {protocol}"]
+    spans = events(r.trace, ph="X", cat="user_annotation")
+    assert len(spans) == 1000 and {e["name"] for e in spans} == {"late"}
+
+
+@pytest.mark.parametrize("protocol", ["2", "1"])
 def test_itt_counters_of_one_name_in_two_domains(tmp_path, protocol):
     """ITT's counters are a name and a domain: "mem" of oneDNN and "mem" of
     oneCCL are two counters, so two tracks (the later one named with its
