@@ -26,6 +26,9 @@
  *  - A parent written after its children (place__parent) opens 1 ns before
  *    the slice it starts with, where the row has room for it; otherwise
  *    that slice starts 1 ns after it.
+ *  - Slices recorded from a moved slice's end on start where it ends, as
+ *    placed, at the earliest; one recorded inside it (a queue's kernels run
+ *    at once, as a plug-in's device reports them) keeps its start.
  *  - On a device's rows, where a queue's earlier work may be read late,
  *    behind another thread's later work, starts and ends are kept, and a
  *    slice in order or not is checked against any of them: one that ends
@@ -50,6 +53,9 @@ struct lane {
 	uint64_t last_dur;
 	uint64_t end_ts, end_dur; /* the slice with the latest end written */
 	uint64_t min_next; /* later slices start here at the earliest (0: anywhere) */
+	uint64_t min_next_from; /* ... those recorded from here on: one recorded
+				   before (work that overlapped the moved slice, as
+				   concurrent kernels of one queue do) keeps its time */
 	bool last_short_arrow; /* the last slice has its arrow end at its start */
 	bool any;
 };
@@ -280,6 +286,22 @@ static void follow_frontier(struct lane *l, uint64_t s, uint64_t dur)
 	l->any = true;
 }
 
+/*
+ * Where a slice recorded at start may begin on its lane, after a moved one:
+ * one recorded from the moved slice's end on starts at its end as placed
+ * (a moved slice may end later than recorded: it is not overlapped); one
+ * recorded before that end overlapped it as the device reported it (kernels
+ * run concurrently on one queue): it keeps its start, only never before the
+ * moved slice's (the row stays in order). Pushed to the moved slice's end it
+ * was drawn microseconds late and shortened, to no length at all.
+ */
+static uint64_t lane_floor(const struct lane *l, uint64_t start)
+{
+	if (start >= l->min_next_from)
+		return start < l->min_next ? l->min_next : start;
+	return start < l->last_ts ? l->last_ts : start;
+}
+
 struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t end, unsigned how)
 {
 	struct row_cursor *c = cursor(pid, tid);
@@ -313,8 +335,8 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 			 * arrow's, and a kernel of the same tick after a run of
 			 * zero-length ones would start on the last of them) */
 			s = l->last_ts;
-		} else if (s < l->min_next) {
-			s = l->min_next;
+		} else {
+			s = lane_floor(l, s);
 		}
 		if (s < c->parent_next)
 			s = c->parent_next;
@@ -355,10 +377,13 @@ struct placed place__slice(uint32_t pid, uint32_t tid, uint64_t start, uint64_t 
 		l->last_dur = p.dur;
 		/* keep a short arrow target's point, and a moved slice's end, free */
 		l->last_short_arrow = arrow && p.dur < 3;
-		if (l->last_short_arrow)
+		if (l->last_short_arrow) {
 			l->min_next = s + (p.dur ? p.dur : 1);
-		else if (s != start)
+			l->min_next_from = 0;
+		} else if (s != start) {
 			l->min_next = s + p.dur;
+			l->min_next_from = end > start ? end : start;
+		}
 		follow_frontier(l, s, p.dur);
 	}
 	if (l != &c->now)
@@ -391,8 +416,7 @@ uint64_t place__parent(uint32_t pid, uint32_t tid, uint64_t start, unsigned dept
 		} else {
 			uint64_t lo = frontier > last_end ? frontier : last_end;
 
-			if (s < c->now.min_next)
-				s = c->now.min_next;
+			s = lane_floor(&c->now, s);
 			/* room before the slice, strictly after every end: it
 			 * keeps its start */
 			if (s >= depth && s - depth > lo && s - depth >= c->now.min_next)

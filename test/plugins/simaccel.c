@@ -27,6 +27,11 @@
  *   launch_after_ms=N  the device spans first, all of them, then N ms later the
  *                   host spans that launched them (a collector that reads the
  *                   device's buffer before the host's)
+ *   concurrent=1    also a queue "concurrent" whose kernels overlap, as a device
+ *                   running kernels of one queue at once reports them, at
+ *                   base + kernels ms: sim_first +0..+100 us, sim_after +100..+200
+ *                   us (touching it), sim_inside +150..+180 us, sim_zero +170 us
+ *                   (no length), sim_across +190..+300 us (no correlations)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -49,8 +54,9 @@ struct simaccel {
 	int kernels;
 	int at_stop;
 	int launch_after_ms;
+	int concurrent;
 	int32_t host_tid;
-	int32_t device, compute, copy;
+	int32_t device, compute, copy, conc;
 	uint64_t base;
 	int counters_done;
 	pthread_t collector;
@@ -114,6 +120,8 @@ static int parse_config(struct simaccel *s, const char *config)
 			s->at_stop = atoi(eq);
 		else if (!strcmp(item, "launch_after_ms"))
 			s->launch_after_ms = atoi(eq);
+		else if (!strcmp(item, "concurrent"))
+			s->concurrent = atoi(eq);
 		else if (!strcmp(item, "kinds_file")) {
 			int rc = write_kinds(eq, s->kinds);
 
@@ -148,7 +156,9 @@ static int simaccel_create(const struct gputrace_plugin_setup *setup, void **sta
 	s->device = s->api->device(s->b, "SimAccel 0");
 	s->compute = s->api->queue(s->b, s->device, "compute", 0);
 	s->copy = s->api->queue(s->b, s->device, "copy", 1);
-	if (s->device < 0 || s->compute < 0 || s->copy < 0) {
+	if (s->concurrent)
+		s->conc = s->api->queue(s->b, s->device, "concurrent", 2);
+	if (s->device < 0 || s->compute < 0 || s->copy < 0 || s->conc < 0) {
 		free(s);
 		return -EIO;
 	}
@@ -209,6 +219,22 @@ static void kernel_spans(struct simaccel *s, int i, int which)
 		     101 + (uint64_t)i, cargs, 2);
 }
 
+/* Overlapping kernels on one queue (concurrent=1): their times as reported. */
+static void concurrent_spans(struct simaccel *s)
+{
+	static const struct {
+		const char *name;
+		uint64_t start, dur;
+	} k[] = { { "sim_first", 0, 100 * US },	  { "sim_after", 100 * US, 100 * US },
+		  { "sim_inside", 150 * US, 30 * US }, { "sim_zero", 170 * US, 0 },
+		  { "sim_across", 190 * US, 110 * US } };
+	unsigned i;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		span(s, GPUTRACE_KIND_KERNEL, s->conc, k[i].name,
+		     (uint64_t)s->kernels * MS + k[i].start, k[i].dur, 0, NULL, 0);
+}
+
 static void *collector(void *arg)
 {
 	struct simaccel *s = arg;
@@ -229,6 +255,8 @@ static void *collector(void *arg)
 		for (i = 0; i < s->kernels; i++)
 			kernel_spans(s, i, HOST_SPANS | DEVICE_SPANS);
 	}
+	if (s->concurrent)
+		concurrent_spans(s);
 	if (enabled(s, GPUTRACE_KIND_ANNOTATION)) {
 		GPUTRACE_INIT(mark);
 		mark.kind = GPUTRACE_KIND_ANNOTATION;

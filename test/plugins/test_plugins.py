@@ -151,6 +151,38 @@ def test_simaccel_trace(tmp_path):
     assert len([e for e in t["traceEvents"] if e.get("pid") == pid and e["ph"] not in "Mf"]) == 13
 
 
+def test_overlapping_kernels_of_one_queue_keep_their_times(tmp_path):
+    """A device that runs kernels of one queue at once reports them overlapping:
+    they are drawn at the times it reported, also after a kernel moved 1 ns off
+    the end it touches (which once pushed every kernel recorded inside it to its
+    end: sim_inside drawn 20 us late with no length, sim_across 110 us late)."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=1,concurrent=1",
+                 env={"GPUTRACE_SUMMARY_JSON": str(tmp_path / "summary.json")})
+    assert gputrace_lines(r.stderr) == []
+    t = r.trace
+    pid = device_pid(t, "SimAccel 0")
+    tid = queue_tids(t, pid)["concurrent"]
+    k = {e["name"]: e for e in events(t, ph="X", pid=pid) if e["tid"] == tid}
+    assert sorted(k) == ["sim_across", "sim_after", "sim_first", "sim_inside", "sim_zero"]
+    base = k["sim_first"]["ts"]
+    at = {n: (round((e["ts"] - base) * 1000), round(e["dur"] * 1000)) for n, e in k.items()}
+    assert at == {
+        "sim_first": (0, 100000),
+        # starts where sim_first ends: 1 ns later, its end kept (a device slice no
+        # call caused never starts on an end, "Arrows" in the README)
+        "sim_after": (100001, 99999),
+        "sim_inside": (150000, 30000),
+        "sim_zero": (170000, 0),
+        "sim_across": (190000, 110000),
+    }
+    # the summary counts them as drawn: the device's own durations
+    js = json.loads((tmp_path / "summary.json").read_text())
+    kernels = {x["name"]: x for x in js["kernels"]}
+    assert kernels["sim_inside"]["total_ns"] == 30000
+    assert kernels["sim_across"]["total_ns"] == 110000
+
+
 def test_last_records_handed_over_at_stop_are_kept(tmp_path):
     """stop() at exit hands over the plug-in's last records, host spans timed now (after
     the program began to end), from a thread of its own: each one the builder accepted
