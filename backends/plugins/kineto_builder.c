@@ -212,10 +212,8 @@ static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 	if (is_this_process(info.deviceId))
 		return leave(k, 0);
 	d = device_of(k, info.deviceId);
-	if (!d) {
-		k->rows_full++;
-		return leave(k, 0);
-	}
+	if (!d)
+		return leave(k, 0); /* no row: its events are counted, a name is no event */
 	if (info.pName && info.pName[0] && info.pLabel && info.pLabel[0])
 		row_name(d->name, "%s: %s", info.pName, info.pLabel);
 	else if (info.pName && info.pName[0])
@@ -244,10 +242,8 @@ static int add_resource_info(KinetoPlugin_TraceBuilderHandle *handle,
 	if (is_this_process(info.deviceId))
 		return leave(k, 0);
 	r = resource_of(k, info.deviceId, info.resourceId);
-	if (!r) {
-		k->rows_full++;
-		return leave(k, 0);
-	}
+	if (!r)
+		return leave(k, 0); /* as a device's name past the rows */
 	if (info.pName && info.pName[0])
 		row_name(r->name, "%s", info.pName);
 	r->order = info.displayOrder;

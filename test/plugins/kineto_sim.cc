@@ -37,6 +37,9 @@
  * of 2-byte and 3-byte characters.
  * $KSIM_INSTANT_FLOW: the reference batch adds a cpu_instant_event f_instant
  * starting flow ASYNC_CPU_GPU 100, which ends at kernel f_kernel.
+ * $KSIM_ROWS=N: the reference batch adds a kernel row_kernel_<r> on each of N
+ * more resources of NPU 0 (ids 1000 + r, each named "row <r>" first), at
+ * start + r us, 500 ns long.
  *
  * Every profiler call appends "<call> <details>" to $KSIM_LOG; "main" or
  * "other": whether the program's main thread made it.
@@ -270,6 +273,15 @@ const int32_t NPU = 0, COMPUTE = 1, COPY = 2;
 #ifndef KSIM_late_info
 	rows(o);
 #endif
+	for (int r = 0; getenv("KSIM_ROWS") && r < atoi(getenv("KSIM_ROWS")); r++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "row %d", r);
+		o.resource(NPU, 1000 + r, 10 + r, name);
+		snprintf(name, sizeof(name), "row_kernel_%d", r);
+		o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, b + r * US,
+			b + r * US + 500, NPU, 1000 + r, name);
+	}
 	for (int i = 0; i < n; i++) {
 		int64_t at = b + i * MS;
 		char name[32], value[64];

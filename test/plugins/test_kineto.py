@@ -512,6 +512,32 @@ def test_flow_from_an_instant_is_counted(tmp_path):
         "0 events past 64 devices or 256 rows: not recorded"]
 
 
+def test_rows_past_a_profilers_limit_are_counted(tmp_path):
+    """A profiler has 256 (deviceId, resourceId) rows: events on more are not
+    recorded, counted lost (plugin_dropped) and named at exit (GPUTRACE_LOG=info),
+    never filed on another row; the rows it has keep theirs. The line counts the
+    events, as the trailer does (it once counted each row's addResourceInfo too:
+    92 "events" for 46 lost)."""
+    d = kdir(tmp_path, "npu")
+    r = run_kineto(tmp_path, d, env={"KSIM_ROWS": "300", "GPUTRACE_LOG": "info"})
+    t = r.trace
+    pid = device_pid(t, "NPU 0: KinetoSim")
+    tids = queue_tids(t, pid)
+    rk = events(t, ph="X", name=None, pid=pid)
+    rows = [e for e in rk if e["name"].startswith("row_kernel_")]
+    # compute and copy are two of the 256: the first 254 more get a row each
+    assert sorted(int(e["name"].rsplit("_", 1)[1]) for e in rows) == list(range(254))
+    assert len({e["tid"] for e in rows}) == 254
+    assert {tids[f"row {int(e['name'].rsplit('_', 1)[1])}"] for e in rows} == {e["tid"] for e in rows}
+    assert not {e["tid"] for e in rows} & {tids["compute"], tids["copy"]}
+    assert len([e for e in rk if e["name"].startswith("npu_kernel_")]) == 3
+    assert t["gputrace"]["lost_by_reason"]["plugin_dropped"] == 46
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/npu.so (KinetoSim): 0 events refused, 0 metadata entries "
+        "beyond 17 per event, 0 flows that do not start at a host span or touch an instant, "
+        "46 events past 64 devices or 256 rows: not recorded"]
+
+
 def test_cycle_setting(tmp_path):
     """GPUTRACE_KINETO_CYCLE_MS: stop, processEvents, start on gputrace's
     thread every period; at exit the last stop and processEvents; each
