@@ -170,7 +170,7 @@ def test_overlapping_kernels_of_one_queue_keep_their_times(tmp_path):
     assert at == {
         "sim_first": (0, 100000),
         # starts where sim_first ends: 1 ns later, its end kept (a device slice no
-        # call caused never starts on an end, "Arrows" in the README)
+        # call caused never starts on an end, README "What the trace shows")
         "sim_after": (100001, 99999),
         "sim_inside": (150000, 30000),
         "sim_zero": (170000, 0),
