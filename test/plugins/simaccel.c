@@ -225,9 +225,11 @@ static void concurrent_spans(struct simaccel *s)
 	static const struct {
 		const char *name;
 		uint64_t start, dur;
-	} k[] = { { "sim_first", 0, 100 * US },	  { "sim_after", 100 * US, 100 * US },
-		  { "sim_inside", 150 * US, 30 * US }, { "sim_zero", 170 * US, 0 },
-		  { "sim_across", 190 * US, 110 * US } };
+	} k[] = {
+		{ "sim_first", 0, 100 * US },        { "sim_after", 100 * US, 100 * US },
+		{ "sim_inside", 150 * US, 30 * US }, { "sim_zero", 170 * US, 0 },
+		{ "sim_across", 190 * US, 110 * US },
+	};
 	unsigned i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)
