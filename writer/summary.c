@@ -2001,7 +2001,9 @@ static int open_beside(const char *path, char *tmp, size_t tmplen, char *final, 
 	} else if (snprintf(final, finallen, "%s", path) >= (int)finallen) {
 		return -1;
 	}
-	if (!stat(final, &st) && !S_ISREG(st.st_mode))
+	bool existed = !stat(final, &st);
+
+	if (existed && !S_ISREG(st.st_mode))
 		return -1;
 	base = strrchr(final, '/');
 	base = base ? base + 1 : final;
@@ -2014,6 +2016,9 @@ static int open_beside(const char *path, char *tmp, size_t tmplen, char *final, 
 		if (fd < 0 && errno != EEXIST)
 			return -1;
 	}
+	/* the file replaced keeps its mode (a 0600 summary stays private) */
+	if (fd >= 0 && existed)
+		(void)fchmod(fd, st.st_mode & 07777);
 	return fd;
 }
 

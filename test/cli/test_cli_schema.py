@@ -132,3 +132,7 @@ def test_a_summary_json_is_replaced_whole(tmp_path):
     assert out.is_symlink() and json.loads(real.read_text())["trace"]["path"] == \
         str(FIXTURES / "proc_a.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "s.json"]
+    # the file replaced keeps its mode: a private summary stays private
+    real.chmod(0o600)
+    assert gt(["summary", "--json", out, FIXTURES / "proc_b.json"], tmp_path).returncode == 0
+    assert real.stat().st_mode & 0o777 == 0o600
