@@ -1294,9 +1294,15 @@ GT_FORK_CODE static void *real_once(void *_Atomic *slot, const char *name)
 	return f;
 }
 
+/* Under no object's handle: glibc unregisters an object's fork handlers in its
+ * __cxa_finalize, which the exit runs for this library before its destructor
+ * (the last drain). A thread forking meanwhile ran our prepare handler but not
+ * our parent one, and kept the drain's cycle and the registry locked for good:
+ * the exit waited 5 s, the trace kept its last checkpoint. The library is never
+ * unloaded (-z nodelete). */
 GT_FORK_CODE static void register_fork_handlers(void *real)
 {
-	((register_atfork_fn *)real)(atfork_prepare, atfork_parent, atfork_child, &__dso_handle);
+	((register_atfork_fn *)real)(atfork_prepare, atfork_parent, atfork_child, NULL);
 }
 
 GT_FORK_CODE static void register_quick_exit_handler(void *real)

@@ -173,11 +173,8 @@ static void *drain_main(void *arg)
 		 * no event whose ring would order it before our reads */
 		if (!final && atomic_load_explicit(&gt_st.init_state, memory_order_acquire) != 2)
 			continue;
-		/* a fork() waits for the cycle lock: let it have it, unless this
-		 * cycle is waited for (a sync, the exit's last drain): 1000 yields
-		 * to a thread forking flat out took seconds on a busy CPU */
-		for (unsigned spins = 0; atomic_load(&W.fork_pending) && req == atomic_load(&W.done_seq) &&
-					 spins < 1000; spins++)
+		/* a fork() waits for the cycle lock: let it have it */
+		for (unsigned spins = 0; atomic_load(&W.fork_pending) && spins < 1000; spins++)
 			sched_yield();
 		pthread_mutex_lock(&W.cycle_lock);
 		gt_in_tracer = 0;
@@ -355,30 +352,6 @@ int writer__sync(bool final, unsigned timeout_ms)
  * run on the thread that called it */
 static GT_TLS bool fork_holds_cycle, fork_counted;
 
-/*
- * A cycle someone waits for (an exit's last drain, a sync) goes before a fork,
- * until `until` (trace clock): a thread forking flat out took the cycle lock back
- * between its release and the drain thread's turn, and the drain yielded to
- * each fork: on a busy machine an exit's last drain waited its whole 5 s and the
- * trace kept its last checkpoint.
- */
-static void wait_asked_cycle(uint64_t until)
-{
-	uint64_t now;
-
-	atomic_fetch_add(&W.waiters, 1);
-	for (;;) {
-		uint32_t seen = atomic_load(&W.done_word);
-
-		if (!atomic_load(&W.thread_running) ||
-		    atomic_load(&W.done_seq) == atomic_load(&W.req_seq) ||
-		    (now = gt_clock_ns()) >= until)
-			break;
-		gt_futex_wait_ns(&W.done_word, seen, until - now);
-	}
-	atomic_fetch_sub(&W.waiters, 1);
-}
-
 void writer__fork_prepare(void)
 {
 	struct timespec until;
@@ -387,13 +360,12 @@ void writer__fork_prepare(void)
 	/* a writer that starts meanwhile is forgotten whole in the child */
 	if (!atomic_load(&W.used))
 		return;
-	until = gt_timespec_after_ms(CLOCK_REALTIME, FORK_WAIT_MS);
-	wait_asked_cycle(gt_clock_ns() + FORK_WAIT_MS * 1000000ull);
 	/* the drain thread, busy, would take the lock back at once; counted:
 	 * the first fork done must not stop it yielding to the others */
 	atomic_fetch_add(&W.fork_pending, 1);
 	fork_counted = true;
 	atomic_signal_fence(memory_order_seq_cst);
+	until = gt_timespec_after_ms(CLOCK_REALTIME, FORK_WAIT_MS);
 	fork_holds_cycle = !pthread_mutex_timedlock(&W.cycle_lock, &until);
 }
 

@@ -324,12 +324,12 @@ def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_pat
 
 
 def test_exit_while_a_thread_forks_flat_out_ends_the_trace_whole(tmp_path):
-    """A thread forking flat out while main makes 100000 calls and exits. Each fork had
-    the drain thread yield to it (up to 1000 sched_yield before a cycle) and cut the
-    cycle's reading short (one record a ring), the exit's last drain too, and took the
-    cycle lock back between its release and the drain thread's turn: on a busy CPU the
-    exit waited its whole 5 s and the trace kept its last checkpoint (2 runs of 3, a
-    third of the calls). A cycle someone waits for now goes before a fork, whole."""
+    """A thread forking flat out while main makes 100000 calls and exits. The exit runs
+    glibc's __cxa_finalize for our library before its destructor (the last drain), which
+    unregistered our fork handlers: a fork under way had run our prepare handler, not our
+    parent one, and kept the drain's cycle and the registry locked for good. The exit
+    waited its whole 5 s and the trace kept its last checkpoint (2 runs of 3 on a busy
+    CPU, a third of the calls). The handlers are now under no object's handle."""
     need(APP)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0"}))
     with busy_cpu0():
