@@ -249,9 +249,18 @@ static bool cycle_wanted_elsewhere(void)
 		       atomic_load_explicit(&W.done_seq, memory_order_relaxed);
 }
 
+/* A fork waits for the cycle lock: the rest is for the next cycle. Not in a
+ * cycle that reads the rings whole (the file ends, a dump): a thread forking
+ * flat out had each such cycle read one record a ring, and an exit's last
+ * drain gave up after 5 s, the trace at its last checkpoint. */
+static bool yield_to_fork(bool whole)
+{
+	return !whole && gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed));
+}
+
 /* The ring's overflow, once the ring's older slots are read (ring_overflow.c), up to
  * budget slots: the slots read. */
-static uint64_t drain_overflow(struct ring *r, uint64_t ring_tail, uint64_t budget)
+static uint64_t drain_overflow(struct ring *r, uint64_t ring_tail, uint64_t budget, bool whole)
 {
 	struct ring_seg *seg;
 	uint64_t at, done = 0, n;
@@ -266,7 +275,7 @@ static uint64_t drain_overflow(struct ring *r, uint64_t ring_tail, uint64_t budg
 				atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
 			}
 			at += drain_record(r, seg->slots, ~0ull, at);
-			if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed)))
+			if (yield_to_fork(whole))
 				break;
 			checkpoint__write_behind_when_full();
 		}
@@ -310,12 +319,11 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 			/* the ring read to its end: its overflow, if it has one, comes next
 			 * (what was there when the cycle began, as for the ring) */
 			if (gt_unlikely(atomic_load_explicit(&r->seg_read, memory_order_relaxed) != NULL)) {
-				uint64_t got = drain_overflow(r, tail, budget > read_over ? budget - read_over : 0);
+				uint64_t got = drain_overflow(r, tail, budget > read_over ? budget - read_over : 0,
+							      whole);
 
 				read_over += got;
-				if (got && !gt_unlikely(atomic_load_explicit(&W.fork_pending,
-									  memory_order_relaxed)) &&
-				    read_over < budget) {
+				if (got && !yield_to_fork(whole) && read_over < budget) {
 					/* back on the ring: the producer may be too */
 					end = tail + ring__readable(r, &tail);
 					continue;
@@ -338,8 +346,7 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 		 * events found no memory (the checkpoint ends the trace: checkpoint.c,
 		 * out_of_memory), where each failed growth costs glibc's malloc a try at
 		 * a new arena: 40000 events held an exit 10 s */
-		if (gt_unlikely(atomic_load_explicit(&W.fork_pending, memory_order_relaxed) ||
-				W.buf.oom))
+		if (yield_to_fork(whole) || gt_unlikely(W.buf.oom))
 			break;
 		checkpoint__write_behind_when_full();
 	}

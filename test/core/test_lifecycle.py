@@ -329,7 +329,9 @@ def test_exit_while_a_thread_forks_flat_out_ends_the_trace_whole(tmp_path):
     unregistered our fork handlers: a fork under way had run our prepare handler, not our
     parent one, and kept the drain's cycle and the registry locked for good. The exit
     waited its whole 5 s and the trace kept its last checkpoint (2 runs of 3 on a busy
-    CPU, a third of the calls). The handlers are now under no object's handle."""
+    CPU, a third of the calls). The handlers are now under no object's handle. Then the
+    last drain, which reads the rings whole, still stopped at each record while a fork
+    waited for its cycle: the trace ended complete, 0 lost, 180611 calls of 200000."""
     need(APP)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0"}))
     with busy_cpu0():
