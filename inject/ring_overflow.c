@@ -77,6 +77,19 @@ static void seg_free(struct ring_seg *s)
 	atomic_fetch_sub_explicit(&ovf_bytes, bytes, memory_order_relaxed);
 }
 
+/* The slots of r's segments: its ring's (ring__seg_slots), halved while the
+ * budget would not hold two of them. A budget below one ring-sized segment
+ * (the default 4 MiB ring's is 4 MiB + its header page: --overflow-mb 1 to 4)
+ * would otherwise hold none, and the overflow asked for would be off. */
+static uint64_t seg_slots(const struct ring *r)
+{
+	uint64_t slots = ring__seg_slots(r), budget = (uint64_t)gt_cfg.overflow_mb << 20;
+
+	while (slots > RING_SEG_MIN_SLOTS && 2 * seg_budget_bytes(slots) > budget)
+		slots >>= 1;
+	return slots;
+}
+
 /* A segment for the producer: the spare the drain kept (its pages faulted in: a
  * thread that overflows for long writes into warm pages, not fresh ones), else a new
  * one within the budget. */
@@ -85,7 +98,7 @@ static struct ring_seg *seg_take(struct ring *r)
 	struct ring_seg *s = atomic_exchange_explicit(&r->seg_spare, NULL, memory_order_acquire);
 
 	if (!s)
-		return seg_new(ring__seg_slots(r));
+		return seg_new(seg_slots(r));
 	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->next, NULL, memory_order_relaxed);

@@ -82,3 +82,27 @@ def test_overflow_off_has_no_overflow_in_the_trailer(tmp_path):
         meta = valid_trace(r.trace_path, keep_events=False)["gputrace"]
         assert "overflow" not in meta
         assert (meta["events_lost"] > 0) == (budget == "0"), meta["events_lost"]
+
+
+def test_a_budget_below_a_segment_of_the_ring_still_overflows(tmp_path):
+    """1 MiB rings and a 1 MiB budget: a segment as big as the ring (and its
+    header page) does not fit the budget, so the segments are smaller (three
+    of 256 KiB). Until 2026-12-07 the budget held none: --overflow-mb 1 to 4
+    with the default 4 MiB rings was off, and the advice after a 1 MiB run
+    (4) changed nothing."""
+    r = compare(tmp_path, [prog("fault_threads"), "hammer", "2", "200000"],
+                traced_env={"GPUTRACE_BUFFER_KB": "1024", "GPUTRACE_OVERFLOW_MB": "1"},
+                timeout=300)
+    assert r.traced.returncode == 0
+    made = printed(r.traced.stdout)
+    t = valid_trace(r.trace_path, keep_events=False)
+    meta = t["gputrace"]
+    check_exact(t, made, lost=None)
+    assert meta["lost_by_reason"].get("ring_full", 0) == meta["events_lost"]
+    if meta["events_lost"] == 0 and "overflow" not in meta:
+        pytest.skip("the drain kept up: no ring filled")
+    # a full ring went on into the overflow before anything was dropped
+    assert "overflow" in meta, meta["lost_by_reason"]
+    ovf = meta["overflow"]
+    assert ovf["segments"] >= 1 and ovf["limit_bytes"] == 1 << 20
+    assert 0 < ovf["peak_bytes"] <= ovf["limit_bytes"]

@@ -665,6 +665,48 @@ START_TEST(test_overflow_budget_then_drops)
 }
 END_TEST
 
+/* A budget below one segment of the ring's size (a 4 MiB ring's is 4 MiB and
+ * its header page) still overflows: into smaller segments, two or more of which
+ * it holds. It held none: --overflow-mb 1 to 4 with the default rings was off. */
+START_TEST(test_a_budget_below_the_ring_still_overflows)
+{
+	struct ring *r = ring__new(4u << 20, 1, 1);
+	struct ovf_state st = { 0 };
+	uint64_t cap, stored = 0, dropped = 0, now, peak, segs;
+
+	ck_assert_ptr_nonnull(r);
+	cap = r->mask + 1;
+	gt_cfg.overflow_mb = 1; /* 3 segments of 4096 slots (and their header pages) */
+	for (uint64_t v = 0; v < cap + 20000; v++) {
+		if (produce_any(r, stored, 1))
+			dropped++;
+		else
+			stored++;
+	}
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(segs, 3);
+	ck_assert_uint_le(peak, 1u << 20);
+	ck_assert_uint_eq(stored, cap + 3 * 4096);
+	ck_assert_uint_eq(dropped, cap + 20000 - stored);
+	consume_any(r, &st);
+	ck_assert_uint_eq(st.received, stored);
+	ck_assert_uint_eq(st.bad, 0);
+	ring__free(r);
+	ring__overflow_forget();
+	/* 4 MiB: three segments of 1 MiB (two of 2 MiB and their pages would not fit) */
+	r = ring__new(4u << 20, 1, 1);
+	gt_cfg.overflow_mb = 4;
+	for (uint64_t v = 0; v < cap + 65536; v++)
+		produce_any(r, v, 1);
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(segs, 3);
+	ck_assert_uint_eq(peak, 3 * (4096 + (1u << 20)));
+	ring__free(r);
+	ring__overflow_forget();
+	gt_cfg.overflow_mb = GT_OVERFLOW_MB_DEFAULT;
+}
+END_TEST
+
 #define OVF_RECORDS 2000000
 
 static void *overflow_producer(void *arg)
@@ -724,6 +766,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_conservation_16_threads);
 	tcase_add_test(tc, test_overflow_keeps_order_and_loses_nothing);
 	tcase_add_test(tc, test_overflow_budget_then_drops);
+	tcase_add_test(tc, test_a_budget_below_the_ring_still_overflows);
 	tcase_add_test(tc, test_an_overflow_that_is_over_keeps_no_memory);
 	tcase_add_test(tc, test_overflow_concurrent_order);
 	suite_add_tcase(s, tc);
