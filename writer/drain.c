@@ -573,7 +573,10 @@ static void cycle(bool final, bool closing)
 	open_when_due(final);
 	if (W.opened)
 		events__name_rows();
-	drain_rings(!closing, final, closing || W.flight_asked);
+	/* an exec's cycles read the rings whole too: what a thread's overflow
+	 * still holds goes with the image, uncounted (its cycles read two
+	 * segments of a backlog each, as a running process's do) */
+	drain_rings(!closing, final, closing || W.flight_asked || is_exec());
 	flows__pending(closing);
 	/* the process ends (exit, exec, a signal), or the window's file does:
 	 * open annotations are over (in this file) */

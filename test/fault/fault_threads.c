@@ -7,6 +7,8 @@
  *                  GPUTRACE_FLUSH_MS)
  *   hammer T K [MS]  T threads make K calls each at full speed (ring pressure),
  *                  after a pause of MS ms
+ *   hammer-exec T K  hammer T K, the threads joined, then exec itself as
+ *                  "hammer 0 0" (the drain still behind: their overflow unread)
  *   device-wait    a thread blocks in zeEventHostSynchronize(forever) on an
  *                  event nobody signals while main returns
  *   queue-wait     a thread blocks in zeCommandQueueSynchronize(forever): the
@@ -266,6 +268,14 @@ int main(int argc, char **argv)
 		/* an optional pause first: a first checkpoint with a few calls */
 		sleep_ms((unsigned)arg_int(argc, argv, 4, 0));
 		return hammer(arg_int(argc, argv, 2, 4), arg_int(argc, argv, 3, 50000));
+	}
+	if (!strcmp(action, "hammer-exec")) {
+		char *args[] = { argv[0], "hammer", "0", "0", NULL };
+
+		hammer(arg_int(argc, argv, 2, 4), arg_int(argc, argv, 3, 50000));
+		execv("/proc/self/exe", args);
+		fault_write(2, "exec failed: %s\n", strerror(errno));
+		return 127;
 	}
 	if (!strcmp(action, "exhaust"))
 		return exhaust(arg_int(argc, argv, 2, 8000), arg_int(argc, argv, 3, 0));
