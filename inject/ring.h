@@ -48,6 +48,8 @@ struct ring_seg {
 	size_t map_bytes;
 	struct gt_event *slots;
 	uint64_t released;  /* consumer: slots before this given back to the kernel */
+	uint64_t idle_head; /* consumer: head + 1 when first found read to its end (0: none) */
+	uint64_t idle_ns;   /* consumer: then */
 };
 
 struct ring {

@@ -18,12 +18,14 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 
+#include "clock.h"
 #include "config.h"
 #include "pages.h"
 #include "ring.h"
 
 #define SEG_WAKE_DIV  4      /* the drain is woken each quarter of a segment */
 #define SEG_RELEASE_SLOTS 1024 /* read pages of the newest segment given back 64 KiB or more at a time */
+#define SEG_IDLE_NS 20000000 /* a producer that wrote nothing into its overflow for this long is idle */
 
 /* with the start-up state: a fork child zeroes them (ring__overflow_forget) */
 static _Atomic uint64_t ovf_bytes GT_STARTUP_STATE, ovf_peak GT_STARTUP_STATE,
@@ -103,6 +105,8 @@ static struct ring_seg *seg_take(struct ring *r)
 	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
 	s->released = 0;
+	s->idle_head = 0;
+	s->idle_ns = 0;
 	return s;
 }
 
@@ -189,17 +193,33 @@ uint64_t ring__overflow_readable(struct ring *r, uint64_t ring_tail, struct ring
 			 * keeps no memory (one call for all of them, not one per visit) */
 			uint64_t per_page = RING_PAGE / sizeof(struct gt_event);
 			uint64_t end = tail / per_page * per_page;
+			/* read to its end, and the producer wrote nothing since for a while (it
+			 * went idle after a burst): only its next call ends its overflow
+			 * (ring__overflow_reserve), and a thread that makes none kept the
+			 * spare, a ring's worth written, and the read pages of this one for
+			 * good. The overflow is over for them as it is. */
+			uint64_t now = gt_clock_ns();
+			bool idle;
 
+			if (s->idle_head != tail + 1) {
+				s->idle_head = tail + 1;
+				s->idle_ns = now;
+			}
+			idle = now - s->idle_ns >= SEG_IDLE_NS;
 			/* a part of a 2 MiB page given back splits it: its other 4 KiB pages stay
 			 * (the producer writes on into them), the read ones go */
 			if (end > s->released &&
-			    (end - s->released >= SEG_RELEASE_SLOTS ||
+			    (end - s->released >= SEG_RELEASE_SLOTS || idle ||
 			     /* the overflow is over: the rest too */
 			     !atomic_load_explicit(&r->overflowing, memory_order_relaxed))) {
 				madvise(&s->slots[s->released], (end - s->released) * sizeof(struct gt_event),
 					MADV_DONTNEED);
 				s->released = end;
 			}
+			/* (the producer takes the spare by exchange too: one of us has it) */
+			if (idle && (next = atomic_exchange_explicit(&r->seg_spare, NULL,
+								      memory_order_acquire)))
+				seg_free(next);
 			return 0;
 		}
 		/* written to its end before next was linked */

@@ -632,6 +632,44 @@ START_TEST(test_an_overflow_that_is_over_keeps_no_memory)
 }
 END_TEST
 
+/* A producer that goes idle after a burst, its overflow read: the drain gives the
+ * spare segment back (a ring's worth, written) once the producer wrote nothing for a
+ * while, without its next call. Only that call gave it back: a thread that made none
+ * kept it for good. */
+START_TEST(test_an_idle_overflow_keeps_no_spare)
+{
+	struct ring *r = small_ring();
+	struct ovf_state st = { 0 };
+	uint64_t now, peak, segs, seg = 4096 + 4096 * sizeof(struct gt_event);
+	struct timespec pause = { 0, 30000000 };
+
+	gt_cfg.overflow_mb = 64;
+	for (uint64_t v = 0; v < 20000; v++)
+		ck_assert_int_eq(produce_any(r, v, 1), 0);
+	consume_any(r, &st);
+	ck_assert_uint_eq(st.received, 20000);
+	/* just read: the newest and the spare */
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(now, 2 * seg);
+	ck_assert_ptr_nonnull(atomic_load(&r->seg_spare));
+	nanosleep(&pause, NULL);
+	consume_any(r, &st);
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(now, seg);
+	ck_assert_ptr_null(atomic_load(&r->seg_spare));
+	/* the producer's next record ends its overflow, and order holds */
+	ck_assert_int_eq(produce_any(r, 20000, 1), 0);
+	ck_assert(!atomic_load(&r->overflowing));
+	consume_any(r, &st);
+	ck_assert_uint_eq(st.received, 20001);
+	ck_assert_uint_eq(st.bad, 0);
+	ring__free(r);
+	ring__overflow_stats(&now, &peak, &segs);
+	ck_assert_uint_eq(now, 0);
+	ring__overflow_forget();
+}
+END_TEST
+
 START_TEST(test_overflow_budget_then_drops)
 {
 	struct ring *r = small_ring();
@@ -766,6 +804,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_conservation_16_threads);
 	tcase_add_test(tc, test_overflow_keeps_order_and_loses_nothing);
 	tcase_add_test(tc, test_overflow_budget_then_drops);
+	tcase_add_test(tc, test_an_idle_overflow_keeps_no_spare);
 	tcase_add_test(tc, test_a_budget_below_the_ring_still_overflows);
 	tcase_add_test(tc, test_an_overflow_that_is_over_keeps_no_memory);
 	tcase_add_test(tc, test_overflow_concurrent_order);
