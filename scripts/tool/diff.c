@@ -221,7 +221,7 @@ static int parse_rule(const char *text, struct rule *r)
 		r->relative = true;
 		r->bound = v;
 	} else if (dim__eq(d, DIM_TIME) && r->metric != M_COUNT) {
-		r->bound = v * scale;
+		r->bound = unit__times(start, (size_t)(end - start), scale);
 	} else {
 		return rule_error(text, start, (int)(p + ul - start),
 				  r->metric == M_COUNT ? "a count change is a number or a percentage"
@@ -383,7 +383,10 @@ static double pct_change(double base, double now)
 {
 	if (base == 0)
 		return now == 0 ? 0 : now > 0 ? INFINITY : -INFINITY;
-	return (now - base) / base * 100.0;
+	/* times 100 first (exact for any count or ns total): 100 us -> 107 us is
+	 * 700000 / 100000, rounded once to 7, not 0.07 * 100 = 7.000000000000001,
+	 * which broke "time > +7%" */
+	return (now - base) * 100.0 / base;
 }
 
 static bool compare(double v, enum op op, double bound)
@@ -993,7 +996,7 @@ int cmd_diff(int argc, char **argv)
 						"not '%s'\n", v);
 				goto usage;
 			}
-			min_change_ns = x * scale;
+			min_change_ns = unit__times(v, (size_t)(end - v), scale);
 		} else if (!strcmp(a, "--json")) {
 			json = "-";
 		} else if (!strncmp(a, "--json=", 7)) {

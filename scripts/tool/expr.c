@@ -760,11 +760,10 @@ static struct node *parse_number(struct parser *ps)
 {
 	const char *s = ps->s;
 	int start = ps->p, q = ps->p, ul;
-	double v, scale = 1;
+	double scale = 1;
 	struct dim d = DIM_COUNT;
 	bool pct = false;
 	struct node *n;
-	char tmp[64];
 
 	/* plain decimals: 12, 1.5, .5, 2e6 (no hex, no inf) */
 	while (isdigit((unsigned char)s[q]))
@@ -779,12 +778,10 @@ static struct node *parse_number(struct parser *ps)
 		while (isdigit((unsigned char)s[q]))
 			q++;
 	}
-	if (q - start >= (int)sizeof(tmp)) {
+	if (q - start >= 64) {
 		fail_at(ps, start, q - start, "number too long");
 		return NULL;
 	}
-	snprintf(tmp, sizeof(tmp), "%.*s", q - start, s + start);
-	v = strtod(tmp, NULL);
 	ps->p = q;
 	int upos = ps->p;
 	while (ps->s[upos] == ' ')
@@ -808,7 +805,7 @@ static struct node *parse_number(struct parser *ps)
 	n = new_node(ps, N_NUM, start);
 	if (!n)
 		return NULL;
-	n->num = v * scale;
+	n->num = unit__times(s + start, (size_t)(q - start), scale);
 	n->bare = ul == 0;
 	n->d = d;
 	n->pct = pct;

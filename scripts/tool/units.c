@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,37 +12,41 @@ struct unit {
 	double scale;
 	struct dim d;
 	bool percent;
+	/* scale as p2 * 10^e10 (p2 a power of two): a number times it is read as
+	 * its decimal shifted by e10, rounded once (unit__times) */
+	int e10;
+	double p2;
 };
 
 /* Binary prefixes for sizes (what the summary prints); decimal KB/MB/GB
  * as SI means them (du --si, disk makers), and for rates, which the
  * summary prints in GB/s. Longest names first where one prefixes another. */
 static const struct unit units[] = {
-	{ "ns", 1, DIM_TIME, false },
-	{ "us", 1e3, DIM_TIME, false },
-	{ "ms", 1e6, DIM_TIME, false },
-	{ "s", 1e9, DIM_TIME, false },
+	{ "ns", 1, DIM_TIME, false, 0, 1 },
+	{ "us", 1e3, DIM_TIME, false, 3, 1 },
+	{ "ms", 1e6, DIM_TIME, false, 6, 1 },
+	{ "s", 1e9, DIM_TIME, false, 9, 1 },
 	/* rates in bytes per ns, so that bytes / time needs no factor */
-	{ "B/s", 1e-9, DIM_RATE, false },
-	{ "KB/s", 1e-6, DIM_RATE, false },
-	{ "kB/s", 1e-6, DIM_RATE, false },
-	{ "MB/s", 1e-3, DIM_RATE, false },
-	{ "GB/s", 1, DIM_RATE, false },
-	{ "TB/s", 1e3, DIM_RATE, false },
-	{ "KiB/s", 1024e-9, DIM_RATE, false },
-	{ "MiB/s", 1048576e-9, DIM_RATE, false },
-	{ "GiB/s", 1073741824e-9, DIM_RATE, false },
-	{ "B", 1, DIM_BYTES, false },
-	{ "KiB", 1024.0, DIM_BYTES, false },
-	{ "MiB", 1048576.0, DIM_BYTES, false },
-	{ "GiB", 1073741824.0, DIM_BYTES, false },
-	{ "TiB", 1099511627776.0, DIM_BYTES, false },
-	{ "KB", 1e3, DIM_BYTES, false },
-	{ "kB", 1e3, DIM_BYTES, false },
-	{ "MB", 1e6, DIM_BYTES, false },
-	{ "GB", 1e9, DIM_BYTES, false },
-	{ "TB", 1e12, DIM_BYTES, false },
-	{ "%", 0.01, DIM_COUNT, true },
+	{ "B/s", 1e-9, DIM_RATE, false, -9, 1 },
+	{ "KB/s", 1e-6, DIM_RATE, false, -6, 1 },
+	{ "kB/s", 1e-6, DIM_RATE, false, -6, 1 },
+	{ "MB/s", 1e-3, DIM_RATE, false, -3, 1 },
+	{ "GB/s", 1, DIM_RATE, false, 0, 1 },
+	{ "TB/s", 1e3, DIM_RATE, false, 3, 1 },
+	{ "KiB/s", 1024e-9, DIM_RATE, false, -9, 1024.0 },
+	{ "MiB/s", 1048576e-9, DIM_RATE, false, -9, 1048576.0 },
+	{ "GiB/s", 1073741824e-9, DIM_RATE, false, -9, 1073741824.0 },
+	{ "B", 1, DIM_BYTES, false, 0, 1 },
+	{ "KiB", 1024.0, DIM_BYTES, false, 0, 1024.0 },
+	{ "MiB", 1048576.0, DIM_BYTES, false, 0, 1048576.0 },
+	{ "GiB", 1073741824.0, DIM_BYTES, false, 0, 1073741824.0 },
+	{ "TiB", 1099511627776.0, DIM_BYTES, false, 0, 1099511627776.0 },
+	{ "KB", 1e3, DIM_BYTES, false, 3, 1 },
+	{ "kB", 1e3, DIM_BYTES, false, 3, 1 },
+	{ "MB", 1e6, DIM_BYTES, false, 6, 1 },
+	{ "GB", 1e9, DIM_BYTES, false, 9, 1 },
+	{ "TB", 1e12, DIM_BYTES, false, 12, 1 },
+	{ "%", 0.01, DIM_COUNT, true, -2, 1 },
 };
 
 const char unit__list[] = "ns us ms s; B KiB MiB GiB TiB, KB MB GB TB (x1000); "
@@ -70,6 +75,42 @@ int unit__parse(const char *s, double *scale, struct dim *d, bool *percent)
 		}
 	}
 	return -1;
+}
+
+double unit__times(const char *num, size_t len, double scale)
+{
+	char tmp[96], *end;
+	size_t m = len;
+	long x = 0;
+
+	/* "16.374" us is 16374 ns, not 16.374 * 1e3 = 16373.999999999998: shift the
+	 * decimal (strtod rounds once) and scale by the power of two, which is exact.
+	 * Only plain decimals: [+-]digits[.digits][e[+-]digits]. */
+	for (size_t i = 0; i < len; i++) {
+		char c = num[i];
+
+		if (c == 'e' || c == 'E') {
+			m = i;
+			break;
+		}
+		if (!((c >= '0' && c <= '9') || c == '.' || ((c == '+' || c == '-') && !i)))
+			m = SIZE_MAX;
+	}
+	if (m != SIZE_MAX && m < len) {
+		x = strtol(num + m + 1, &end, 10);
+		if (end != num + len)
+			m = SIZE_MAX;
+	}
+	for (size_t i = 0; m != SIZE_MAX && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (units[i].scale != scale || m + 24 > sizeof(tmp))
+			continue;
+		/* past +-10^6 the number is 0 or infinite whatever it is shifted by */
+		x = x > 1000000 ? 1000000 : x < -1000000 ? -1000000 : x;
+		snprintf(tmp, sizeof(tmp), "%.*se%ld", (int)m, num, x + units[i].e10);
+		return strtod(tmp, NULL) * units[i].p2;
+	}
+	snprintf(tmp, sizeof(tmp), "%.*s", (int)(len < sizeof(tmp) ? len : sizeof(tmp) - 1), num);
+	return strtod(tmp, NULL) * scale;
 }
 
 const char *dim__what(struct dim d, bool percent)

@@ -32,6 +32,10 @@ const char *dim__what(struct dim d, bool percent);
 /* The unit at s (no spaces): its length (0 if none), scale (to ns, bytes,
  * bytes/s or a fraction for %) and dimension. -1: letters that are no unit. */
 int unit__parse(const char *s, double *scale, struct dim *d, bool *percent);
+/* The number written as num (len chars: [+-]digits[.digits][e[+-]N]) times a
+ * scale unit__parse gave, rounded once: 16.374 us is 16374 ns and 35% is 0.35,
+ * as a time or a fraction measured exactly at the bound compares equal to it. */
+double unit__times(const char *num, size_t len, double scale);
 /* The units a literal may carry, for messages. */
 extern const char unit__list[];
 

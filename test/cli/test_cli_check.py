@@ -500,3 +500,28 @@ def test_two_reports_naming_one_file_are_refused(tmp_path):
         2, b"", f"gputrace diff: --json {out} and --junit {out} name one file (the last "
         "written would be all it held): give two\n"), p
     assert not out.exists()
+
+
+def test_a_bound_in_a_bigger_unit_is_read_exactly(tmp_path):
+    """A bound is the decimal the user wrote, in base units, rounded once: 16.374us
+    read as 16.374 * 1e3 = 16373.999999999998 ns, so a kernel's mean of exactly
+    16374 ns failed `mean <= 16.374us` (printed "FAIL ...: 16.374 us", its own bound),
+    and a share of exactly 35% failed `>= 35%` (35 * 0.01 = 0.35000000000000003)."""
+    t = "kernel.total * 0 + "
+    b = "trace.bytes * 0 + "
+    checks = [t + "16374 ns <= 16.374us", t + "16374 ns == 16.374 us", t + "1001 ns <= 1.001us",
+              t + "1001 ns == 0.001001ms", t + "1001 ns == 1.001e-6 s", t + "1001 ns == 1.001e3ns",
+              f"({b}7 B) / 20 B >= 35%", f"({b}7 B) / 20 B == 35%", f"({b}41 B) / 100 B <= 41%",
+              b + "1001 B == 1.001 KB", b + "1001 B <= 1.001 kB",
+              "trace.bytes * 0 / 1 s + 1001 B/s == 1.001 KB/s",
+              "trace.bytes * 0 / 1 s + 123 MB/s == 0.123 GB/s",
+              b + "3 KiB == 3072 B", b + "1536 B == 1.5 KiB"]
+    p = gt(["check", FIXTURE, *checks], tmp_path)
+    assert p.returncode == 0, p.stdout.decode()
+    assert result_lines(p)[:2] == [f"PASS {t}16374 ns <= 16.374us: 16.374 us",
+                                   f"PASS {t}16374 ns == 16.374 us: 16.374 us"]
+    # and just past the bound still fails
+    p = gt(["check", FIXTURE, t + "16375 ns <= 16.374us", f"({b}7 B) / 20 B > 35%"], tmp_path)
+    assert p.returncode == 1
+    assert [l.split(" ", 1)[0] for l in result_lines(p)] == ["FAIL", "FAIL"]
+

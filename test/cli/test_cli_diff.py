@@ -167,6 +167,32 @@ def test_medians_and_spread_decide_noise(tmp_path):
     assert p.returncode == 2 and out_lines(p)[-2].startswith('ERROR kernel["x*"] time > +50us')
 
 
+def test_a_change_exactly_at_a_rule_breaks_only_its_inclusive_side(tmp_path):
+    """1 ms -> 1.07 ms is +7% exactly: (70000 / 1000000) * 100 was 7.000000000000001,
+    which broke "time > +7%" and "mean > +7%" (and 200 us -> 186 us broke "time < -7%");
+    a time bound 1.001us read as 1000.9999999999999 ns, so a change of 1001 ns broke
+    "time > +1.001us" and passed "time <= +1.001us"."""
+    us = 1000
+    base = write(tmp_path, "b.json", summary([("k", 10, 1000 * us), ("j", 10, 100 * us)]))
+    new = write(tmp_path, "n.json", summary([("k", 10, 1070 * us), ("j", 10, 100 * us + 1001)]))
+    for rule, broken in (('kernel["k"] time > +7%', False), ('kernel["k"] mean > +7%', False),
+                         ('kernel["k"] time >= +7%', True), ('kernel["k"] mean >= +7%', True),
+                         ('kernel["k"] time == +7%', True), ('kernel["k"] time < -7%', False),
+                         ('kernel["k"] time > +70us', False), ('kernel["k"] time >= +70us', True),
+                         ('kernel["k"] mean > +7us', False), ('kernel["k"] mean >= +7us', True),
+                         ('kernel["j"] time > +1.001us', False),
+                         ('kernel["j"] time >= +1.001us', True),
+                         ('kernel["j"] time <= +1.001us', True)):
+        p = gt(["diff", base, "--", new, "--fail-on", rule], tmp_path)
+        assert p.returncode == (1 if broken else 0), (rule, out_lines(p)[-3:])
+    # the other way: 200 us -> 186 us is -7% exactly
+    back = write(tmp_path, "back.json", summary([("k", 10, 200 * us)]))
+    down = write(tmp_path, "down.json", summary([("k", 10, 186 * us)]))
+    for rule, broken in (("time < -7%", False), ("time <= -7%", True)):
+        p = gt(["diff", back, "--", down, "--fail-on", rule], tmp_path)
+        assert p.returncode == (1 if broken else 0), (rule, out_lines(p)[-3:])
+
+
 def test_median_counts_are_exact(tmp_path):
     """The median of an even number of runs may end in .5: it is printed as
     is (README: count (exact)), not rounded to a count no run had."""
