@@ -28,7 +28,7 @@ struct check {
 	char *where;    /* "checks.txt:3" for checks from a file, else NULL */
 	struct expr *x;
 	struct expr_result res;
-	char line[768]; /* the message for reports */
+	char line[1024]; /* the message for reports (an error message whole) */
 };
 
 struct checks {

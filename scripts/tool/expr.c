@@ -1435,7 +1435,7 @@ static double eval_reason(struct eval *ev, const struct node *n)
 	}
 	buf__free(&key);
 	if (!seen && !n->glob && !known_reason(rt, n->name)) {
-		char list[400];
+		char list[768]; /* every reason named: 25 are about 440 characters */
 		size_t l = 0;
 
 		for (size_t i = 0; i < rt->nknown; i++)

@@ -20,7 +20,7 @@ struct expr;
 /* Where in the text a problem is: [pos, pos + len). */
 struct expr_err {
 	int pos, len;
-	char msg[512];
+	char msg[1024];
 };
 
 enum expr_status { EXPR_PASS, EXPR_FAIL, EXPR_ERROR };

@@ -525,3 +525,13 @@ def test_a_bound_in_a_bigger_unit_is_read_exactly(tmp_path):
     assert p.returncode == 1
     assert [l.split(" ", 1)[0] for l in result_lines(p)] == ["FAIL", "FAIL"]
 
+
+def test_an_unknown_loss_reason_lists_every_known_one(tmp_path):
+    """The error for a loss reason gputrace does not record names every one it does:
+    the list was cut at 400 characters ("..., cupti_after_exi)"), leaving out
+    "cupti_after_exit" and "unknown"."""
+    p = gt(["check", FIXTURE, "lost.ringfull == 0"], tmp_path)
+    assert p.returncode == 2
+    res = result_lines(p)
+    assert res[0].startswith('ERROR lost.ringfull == 0: no loss reason "ringfull"'), res
+    assert res[0].endswith(", cupti_after_exit, unknown)"), res
