@@ -134,6 +134,10 @@ static void summarize(struct run *r)
 	r->sum = n ? summarize_files(files, n, &bytes) : summary__new();
 	if (!r->sum)
 		return;
+	/* a process that recorded and left no trace (killed before its first file, or
+	 * its file unwritable) was not closed either: the run's `incomplete` counts it,
+	 * or "incomplete == 0" passed on a run that lost a process whole */
+	summary__incomplete(r->sum, r->unwritten + r->unwritable, 0, r->unwritable, NULL);
 	summary__set_hints(r->sum, &(struct summary_hints){ .more = "--summary-json",
 							    .buffer = "--buffer-kb ",
 							    .buffer_kb = run__buffer_kb(r),

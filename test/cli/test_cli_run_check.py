@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ci_helpers import CI_APP, gt
+from ci_helpers import CI_APP, ci_env, gt
+from cli_helpers import PLUGIN_DIR, gputrace
 from conftest import need
 
 
@@ -72,6 +73,23 @@ def test_cmd_failure_keeps_its_status_and_signal(tmp_path):
     assert p.returncode == 5
     p = run_checked(tmp_path, ["device.kernels >= 1"], ["sh", "-c", "kill -TERM $$"])
     assert p.returncode == -15
+
+
+def test_a_process_killed_before_its_first_file_fails_incomplete(tmp_path):
+    """A process of the run that recorded and was killed before its first file left
+    no trace: `incomplete == 0` passed (0, and status 0 as CMD succeeded) though the
+    README says it fails when a process was killed before its trace was finished,
+    as it did when the process was killed a drain cycle later."""
+    need(PLUGIN_DIR / "libclitest.so")
+    sj = tmp_path / "s.json"
+    cmd = ["sh", "-c", f'sh -c "kill -9 \\$\\$"; {CI_APP} 2']
+    p = gputrace(["run", "--no-summary", "-o", tmp_path / "t.json", "--summary-json", sj,
+                  "--plugin-path", PLUGIN_DIR, "--check", "incomplete == 0", "--check",
+                  'kernel["gemm_f32"].count == 2', "--", *cmd], tmp_path,
+                 env=ci_env({"GPUTRACE_PLUGIN_CONFIG": "clitest:3"}))
+    assert p.returncode == 3, p.stderr.decode()
+    assert check_lines(p) == ["FAIL incomplete == 0: 1", 'PASS kernel["gemm_f32"].count == 2: 2']
+    assert json.loads(sj.read_text())["incomplete"] == 1
 
 
 def test_summary_json_is_the_runs(tmp_path):
