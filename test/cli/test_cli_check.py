@@ -347,6 +347,27 @@ def test_junit_and_markdown_reports(tmp_path):
 
 
 
+def test_markdown_means_are_rounded_down_as_the_summarys(tmp_path):
+    """The Markdown's kernel and API tables give each row's mean as the summary does,
+    total over count rounded down: 163747 ns over 10 read 16.375 us there, beside the
+    check's (and the summary's) 16.374 us in the same report."""
+    sj, md = tmp_path / "s.json", tmp_path / "c.md"
+    assert gt(["summary", "--json", sj, FIXTURE], tmp_path).returncode == 0
+    s = json.loads(sj.read_text())
+    s["kernels"] = [{"name": "gemm_f32", "count": 10, "total_ns": 163747, "mean_ns": 16374,
+                     "min_ns": 16353, "max_ns": 16407, "share": 1.0}]
+    s["api_calls"] = [{"name": "zeCommandQueueSynchronize", "cat": "ze_api", "count": 3,
+                       "total_ns": 5002, "mean_ns": 1667, "min_ns": 1000, "max_ns": 2000,
+                       "share": 1.0}]
+    sj.write_text(json.dumps(s))
+    p = gt(["check", "--markdown", md, sj, 'kernel["gemm_f32"].mean == 16374ns'], tmp_path)
+    assert p.returncode == 0, p.stdout.decode()
+    text = md.read_text().splitlines()
+    assert '| ✅ PASS | `kernel["gemm_f32"].mean == 16374ns` | 16.374 us |' in text
+    assert "| `gemm_f32` | 10 | 163.747 us | 16.374 us | 100% |" in text, text
+    assert "| `zeCommandQueueSynchronize` | 3 | 5.002 us | 1.667 us | 100% |" in text, text
+
+
 def test_markdown_summary_line_counts_in_the_singular(tmp_path):
     """The Markdown summary's first line reads "1 kernel launch", "1 API call", "1 copy or
     fill", "1 lost event" (it said "1 API calls"), and the plural from 2."""
