@@ -201,6 +201,17 @@ static int parse_rule(const char *text, struct rule *r)
 	double v = strtod(p, &end);
 	if (end == p || !(isdigit((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.'))
 		return rule_error(text, p, 1, "a change is expected: +10%, -5%, 0%, +2ms or +3");
+	/* a plain decimal, as a check's: strtod's "nan" made a rule that never broke
+	 * ("time > +nan%"), and its hex and infinities are no change either */
+	bool plain = isfinite(v);
+
+	for (const char *c = p + (*p == '+' || *p == '-'); c < end; c++)
+		if (!isdigit((unsigned char)*c) && *c != '.' && *c != 'e' && *c != 'E' &&
+		    *c != '+' && *c != '-')
+			plain = false;
+	if (!plain)
+		return rule_error(text, p, (int)strcspn(p, " %"),
+				  "a change is a decimal number: +10%, -5%, 0%, +2ms or +3");
 	p = end;
 	skip(&p);
 	double scale;
@@ -987,6 +998,9 @@ int cmd_diff(int argc, char **argv)
 			bool pct;
 			int ul = bad ? -1 : unit__parse(end, &scale, &d, &pct);
 
+			/* a plain decimal: strtod's "nan" (nanus) disabled the bound */
+			if (!bad && (!isfinite(x) || strspn(v, "0123456789.eE+-") < (size_t)(end - v)))
+				bad = true;
 			/* 0 needs no unit, as a bound of check's */
 			bool zero = !bad && end != v && x == 0 && !*end;
 

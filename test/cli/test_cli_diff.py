@@ -390,6 +390,12 @@ def test_a_rule_whose_glob_matches_nothing_never_passes(tmp_path):
     ('kernel["gemm" time > 1%', 15, "']' expected"),
     ("time > +10% and more", 13, "unexpected text after the rule"),
     ("time > +10 parsecs", 12, "unknown unit"),
+    # strtod's words and hex: "+nan%" made a rule that could never break
+    ("time > +nan%", 8, "a change is a decimal number"),
+    ("time < +inf%", 8, "a change is a decimal number"),
+    ("mean > +nanus", 8, "a change is a decimal number"),
+    ("time > +0x10%", 8, "a change is a decimal number"),
+    ("time > +1e400%", 8, "a change is a decimal number"),
 ])
 def test_bad_rules_are_usage_errors(tmp_path, rule, column, message):
     b = write(tmp_path, "b.json", summary([("k", 1, 1000)]))
@@ -404,7 +410,9 @@ def test_bad_rules_are_usage_errors(tmp_path, rule, column, message):
 def test_usage(tmp_path):
     b = write(tmp_path, "b.json", summary([("k", 1, 1000)]))
     for args in (["diff", b], ["diff", b, "--"], ["diff", "--", b], ["diff", b, "--", b, "--", b],
-                 ["diff", b, "--", tmp_path / "missing.json"], ["diff", "--top", "x", b, "--", b]):
+                 ["diff", b, "--", tmp_path / "missing.json"], ["diff", "--top", "x", b, "--", b],
+                 # not a time, though strtod reads one: nan disabled --min-change
+                 *(["diff", "--min-change", m, b, "--", b] for m in ("nanus", "0x0", "1e400us"))):
         p = gt(args, tmp_path)
         assert p.returncode == 2, args
         assert p.stderr.decode().startswith("gputrace diff: "), p.stderr
