@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "inject/utf8.h"
 #include "writer/summary.h"
 #include "junit.h"
 
 void xml__text(FILE *f, const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	const unsigned char *end = p + strlen((const char *)p);
+
+	for (; *p; p++) {
 		switch (*p) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;
@@ -21,7 +25,19 @@ void xml__text(FILE *f, const char *s)
 		case '\n': fputs("&#10;", f); break;
 		case '\t': fputs("&#9;", f); break;
 		case '\r': fputs("&#13;", f); break;
-		default: fputc(*p < 0x20 ? '?' : *p, f); break;
+		default: {
+			/* the file says UTF-8: a byte that is no part of a character (a check
+			 * or a path in Latin-1) made it unreadable to every test reporter */
+			size_t l = *p < 0x80 ? 1 : gt_utf8_len(p, (size_t)(end - p));
+
+			if (*p < 0x20)
+				fputc('?', f);
+			else if (!l)
+				fputs("\xef\xbf\xbd", f); /* U+FFFD */
+			else
+				fwrite(p, 1, l, f), p += l - 1;
+			break;
+		}
 		}
 	}
 }

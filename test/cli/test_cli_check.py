@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ci_helpers import gt, rows, traced
+from cli_helpers import gt_env
 from conftest import ROOT
 
 FIXTURE = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"  # 3 events lost (ring_full)
@@ -366,6 +367,20 @@ def test_markdown_means_are_rounded_down_as_the_summarys(tmp_path):
     assert '| ✅ PASS | `kernel["gemm_f32"].mean == 16374ns` | 16.374 us |' in text
     assert "| `gemm_f32` | 10 | 163.747 us | 16.374 us | 100% |" in text, text
     assert "| `zeCommandQueueSynchronize` | 3 | 5.002 us | 1.667 us | 100% |" in text, text
+
+
+def test_junit_of_a_check_in_latin1_is_well_formed(tmp_path):
+    """The JUnit file says UTF-8: a check whose bytes are not (a glob typed in Latin-1)
+    went into it as they were, and no test reporter could read the file. Such a byte
+    reads as U+FFFD; UTF-8 names stay as they are."""
+    junit = tmp_path / "c.xml"
+    latin1, utf8 = b'kernel["\xe9*"].count == 0', 'kernel["é*"].count == 0'.encode()
+    p = subprocess.run([str(ROOT / "scripts" / "gputrace"), "check", "--junit", str(junit),
+                        str(FIXTURE), latin1, utf8], cwd=tmp_path, env=gt_env(),
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stdout
+    names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert names == ['kernel["\ufffd*"].count == 0', 'kernel["é*"].count == 0']
 
 
 def test_markdown_summary_line_counts_in_the_singular(tmp_path):
