@@ -1045,6 +1045,14 @@ int cmd_diff(int argc, char **argv)
 
 			if (sumdoc__load(WHO, df.paths[s][r], &d))
 				goto out;
+			/* a killed run's counts fall short: a rule it breaks (or passes) may be
+			 * that, not the change; the table alone did not say so */
+			double inc = sumdoc__num(&d, "incomplete");
+
+			if (inc > 0)
+				fprintf(stderr, WHO ": %s run %s: %.0f %s not closed (killed, or "
+					"cut short): its counts may fall short\n", s ? "new" : "base",
+					df.paths[s][r], inc, inc == 1 ? "trace" : "traces");
 			err = add_run(&df, s, r, &d);
 			sumdoc__free(&d);
 			if (err)

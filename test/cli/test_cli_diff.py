@@ -193,6 +193,23 @@ def test_a_change_exactly_at_a_rule_breaks_only_its_inclusive_side(tmp_path):
         assert p.returncode == (1 if broken else 0), (rule, out_lines(p)[-3:])
 
 
+def test_a_run_not_closed_is_said(tmp_path):
+    """A summary whose trace was not closed (a killed run: `incomplete`) has counts that
+    may fall short: a rule it breaks may be that, not a change. The diff said nothing of
+    it; now one line on stderr per such run, and the status is the rules' as before."""
+    base = write(tmp_path, "b.json", summary([("k", 10, 100000)]))
+    killed = summary([("k", 4, 40000)])
+    killed["incomplete"] = 1
+    new = write(tmp_path, "n.json", killed)
+    p = gt(["diff", base, "--", new, "--fail-on", "count != 0%"], tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.decode().splitlines() == [
+        f"gputrace diff: new run {new}: 1 trace not closed (killed, or cut short): its counts "
+        "may fall short"], p.stderr
+    p = gt(["diff", base, "--", base], tmp_path)
+    assert (p.returncode, p.stderr) == (0, b"")
+
+
 def test_median_counts_are_exact(tmp_path):
     """The median of an even number of runs may end in .5: it is printed as
     is (README: count (exact)), not rounded to a count no run had."""
