@@ -93,8 +93,10 @@ double unit__times(const char *num, size_t len, double scale)
 			m = i;
 			break;
 		}
-		if (!((c >= '0' && c <= '9') || c == '.' || ((c == '+' || c == '-') && !i)))
+		if (!((c >= '0' && c <= '9') || c == '.' || ((c == '+' || c == '-') && !i))) {
 			m = SIZE_MAX;
+			break;
+		}
 	}
 	if (m != SIZE_MAX && m < len) {
 		x = strtol(num + m + 1, &end, 10);
@@ -109,7 +111,9 @@ double unit__times(const char *num, size_t len, double scale)
 		snprintf(tmp, sizeof(tmp), "%.*se%ld", (int)m, num, x + units[i].e10);
 		return strtod(tmp, NULL) * units[i].p2;
 	}
-	snprintf(tmp, sizeof(tmp), "%.*s", (int)(len < sizeof(tmp) ? len : sizeof(tmp) - 1), num);
+	if (len >= sizeof(tmp)) /* the callers' numbers end where strtod's do */
+		return strtod(num, NULL) * scale;
+	snprintf(tmp, sizeof(tmp), "%.*s", (int)len, num);
 	return strtod(tmp, NULL) * scale;
 }
 
