@@ -709,8 +709,8 @@ static void print_table(FILE *f, const struct diff *df, int ti, size_t top, bool
 	fputc('\n', f);
 	tbl_print(f, &tb);
 	if (hidden)
-		fprintf(f, "  (%zu more %s rows unflagged: --all shows them)\n", hidden,
-			table_title[ti]);
+		fprintf(f, "  (%zu more %s %s unflagged: --all shows %s)\n", hidden,
+			table_title[ti], hidden == 1 ? "row" : "rows", hidden == 1 ? "it" : "them");
 }
 
 static void json_side(FILE *f, const struct side *s, size_t nruns)

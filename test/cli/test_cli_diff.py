@@ -210,6 +210,18 @@ def test_a_run_not_closed_is_said(tmp_path):
     assert (p.returncode, p.stderr) == (0, b"")
 
 
+def test_rows_left_out_are_counted_in_the_singular(tmp_path):
+    """--top 0 leaves out every unflagged row, said per table: "1 more kernel rows"."""
+    b = write(tmp_path, "b.json", summary([("k", 10, 100000), ("j", 10, 1000)],
+                                          api=[("zeInit", 1, 1000), ("zeDriverGet", 1, 10)]))
+    p = gt(["diff", b, "--", b, "--top", "1"], tmp_path)
+    assert p.returncode == 0
+    assert "  (1 more kernel row unflagged: --all shows it)" in out_lines(p), out_lines(p)
+    assert "  (1 more API call row unflagged: --all shows it)" in out_lines(p), out_lines(p)
+    p = gt(["diff", b, "--", b, "--top", "0"], tmp_path)
+    assert "  (2 more kernel rows unflagged: --all shows them)" in out_lines(p), out_lines(p)
+
+
 def test_median_counts_are_exact(tmp_path):
     """The median of an even number of runs may end in .5: it is printed as
     is (README: count (exact)), not rounded to a count no run had."""
