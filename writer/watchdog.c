@@ -426,6 +426,9 @@ static int write_report(char *path, size_t len, const struct jbuf *b)
 		if (!(err = report_path(path, len, reports_written)) &&
 		    (err = write_file(path, b)) == -EEXIST)
 			reports_written++;
+	/* a name too long to make names none (the error line says "beside the trace") */
+	if (err == -ENAMETOOLONG)
+		path[0] = 0;
 	return err;
 }
 
@@ -516,7 +519,17 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	if (b.oom) {
 		pr_err("watchdog: %s, but no memory for the report", reason);
 	} else if ((err = write_report(path, sizeof(path), &b))) {
-		pr_err("watchdog: %s; could not write the report: %s", reason, strerror(-err));
+		size_t n = strlen(path);
+
+		/* the file it tried, so the user knows which folder to fix; a very
+		 * long name is shortened in the middle, the reason stays on the line */
+		if (n)
+			pr_err("watchdog: %s; could not write the report '%.*s%s%s': %s", reason,
+			       n > 400 ? 300 : (int)n, path, n > 400 ? "..." : "",
+			       n > 400 ? path + n - 80 : "", strerror(-err));
+		else
+			pr_err("watchdog: %s; could not write the report beside the trace: %s",
+			       reason, strerror(-err));
 	} else {
 		reports_written++;
 		gt_log(GT_LOG_ERROR, "watchdog: %s; report in %s%s%s", reason, path,

@@ -469,3 +469,35 @@ def test_run_never_takes_a_watchdog_report_in_its_parts_for_a_trace(tmp_path):
     assert gputrace_lines(r.stderr) == [], r.stderr
     trace = load_trace(tmp_path / "t.json")
     assert any(e.get("name") == "zeCommandQueueSynchronize" for e in trace["traceEvents"])
+
+
+def test_watchdog_report_it_could_not_write_names_the_file(tmp_path):
+    """A report that cannot be written (here: the folder the process started in, where
+    the report of a trace into a device goes, was removed meanwhile) is said in one
+    line that names the file tried and why, so the user knows which folder to fix. The
+    line said only the reason ("could not write the report: No such file or
+    directory")."""
+    need(HANG)
+    need(ZE_SIM)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": "/dev/null", "GPUTRACE_SUMMARY": "0"}))
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([str(HANG), "1000"], env=env, cwd=gone, stdout=subprocess.PIPE,
+                            stderr=err)
+    err.close()
+    try:
+        assert select.select([proc.stdout], [], [], 60)[0], "ze_hang never reached its wait"
+        assert proc.stdout.readline() == b"waiting\n"
+        gone.rmdir()  # within the 0.3 s before the report
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and out == b"done\n"
+    assert gputrace_lines((tmp_path / "stderr").read_bytes()) == [
+        "gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over 0.3 s; "
+        f"could not write the report '{gone}/gputrace-ze_hang-{proc.pid}.watchdog.json': "
+        "No such file or directory"]
