@@ -578,8 +578,8 @@ int cmd_summary(int argc, char **argv)
 	if (summarize__trace(WHO, path, NULL, &r))
 		return 2;
 	summary__set_hints(r.s, &(struct summary_hints){ .more = "--json" });
-	if (!json || strcmp(json, "-"))
-		summary__print(r.s, stdout, path, r.bytes);
+	/* the JSON first: one it cannot write fails the command with one line and
+	 * nothing on stdout (a table printed first read as a success, as diff's) */
 	if (json) {
 		char *abs = summarize__json_path(path);
 		int err = abs ? summary__write_json(r.s, json, abs, r.bytes) : -ENOMEM;
@@ -591,6 +591,8 @@ int cmd_summary(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!json || strcmp(json, "-"))
+		summary__print(r.s, stdout, path, r.bytes);
 	ret = 0;
 out:
 	summarized__free(&r);

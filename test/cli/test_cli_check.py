@@ -435,6 +435,20 @@ def test_reports_on_a_full_disk_say_so(tmp_path):
         p.stderr.decode().splitlines(), p.stderr
 
 
+@pytest.mark.parametrize("where", ["/dev/full", "missing/s.json"])
+def test_summary_json_it_cannot_write_prints_no_table(tmp_path, where):
+    """summary --json OUT where OUT cannot be written: one line naming it, exit 1, and
+    nothing on stdout. The table was printed first, then the line: a caller reading
+    stdout (or a log) took the table for the command's success."""
+    trace, _, _ = traced(tmp_path, "run", 2, 64)
+    out = where if where.startswith("/") else str(tmp_path / where)
+    reason = "No space left on device" if out == "/dev/full" else "No such file or directory"
+    p = gt(["summary", "--json", out, trace], tmp_path)
+    assert p.returncode == 1
+    assert p.stdout == b"", p.stdout
+    assert p.stderr.decode().splitlines() == [f"gputrace summary: cannot write {out}: {reason}"]
+
+
 def test_checks_from_a_file(tmp_path):
     f = tmp_path / "checks.txt"
     f.write_text("# smoke checks\n\nlost == 0\n  kernel.count >= 1\nkernel.totl > 0ns\n")
