@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -162,6 +163,7 @@ static void trigger__install(void)
 void trigger__announce(void)
 {
 	char dir[PATH_MAX - 32], text[512], tmp[PATH_MAX], who[32];
+	struct rlimit rl;
 	int fd, n, err;
 	bool ok;
 
@@ -181,13 +183,22 @@ void trigger__announce(void)
 	/* written whole under another name, then renamed: `gputrace capture`
 	 * never reads a half-written announcement */
 	snprintf(tmp, sizeof(tmp), "%s/.%d", dir, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
 	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
 		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
 		     gt_cfg.flight_bytes ? "flight" : gt_cap.controlled ? "windows" : "whole",
 		     gt_exe());
+	/* Not under a file size limit it passes (ulimit -f 0: a sandbox's "no
+	 * files"): this runs on the program's thread, where a write at the limit
+	 * raises SIGXFSZ, which ended the program (untraced, it runs on). */
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)n) {
+		pr_dbg("not announced to gputrace capture: the file size limit (ulimit -f) is %llu bytes",
+		       (unsigned long long)rl.rlim_cur);
+		return;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
 	ok = write(fd, text, (size_t)n) == n;
 	close(fd);
 	snprintf(trig_file, sizeof(trig_file), "%s/%d", dir, (int)getpid());

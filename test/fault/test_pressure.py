@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from conftest import (GPUTRACE, SANITIZE, default_signals, gputrace_env, gputrace_lines,
-                      load_trace, sim_env)
+from conftest import (APPS, GPUTRACE, PRELOAD, SANITIZE, clean_env, default_signals,
+                      gputrace_env, gputrace_lines, load_trace, sim_env)
 from faultkit import (check_exact, compare, printed, prog, run_with_slow_reader, valid_trace)
 
 
@@ -140,6 +140,33 @@ def test_file_size_limit(tmp_path):
     lines = gputrace_lines(r.traced.stderr)
     assert len(lines) == 1 and "trace.json" in lines[0], lines
     assert valid_trace(r.trace_path)["gputrace"]["events_recorded"] >= 102
+
+
+def test_file_size_limit_zero(tmp_path):
+    """ulimit -f 0 (a sandbox's "this program writes no files"): the program runs as
+    untraced, the trace cannot be written, one line says so. gputrace's announcement to
+    `gputrace capture`, written on the program's thread at start, raised SIGXFSZ there:
+    the program died by it before main (untraced it exits 0)."""
+    if SANITIZE == "thread":
+        pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f (above)")
+
+    def limit():
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    # a program that writes no files of its own (fault_threads writes its notes)
+    trace = tmp_path / "trace.json"
+    plain, traced = (subprocess.run([str(APPS / "ze_basic")], env=clean_env(sim_env(extra)),
+                                    capture_output=True, timeout=60, cwd=tmp_path,
+                                    preexec_fn=limit)
+                     for extra in ({}, {"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(trace),
+                                        "GPUTRACE_SUMMARY": "0"}))
+    assert plain.returncode == 0, plain
+    assert traced.returncode == 0, traced
+    assert traced.stdout == plain.stdout
+    assert gputrace_lines(traced.stderr) == [
+        f"gputrace: cannot write the trace to '{trace}': File too large; tracing stops, the "
+        "program goes on"]
+    assert not trace.exists()
 
 
 def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
