@@ -38,6 +38,7 @@
 #include "registry.h"
 #include "shim.h"
 #include "state.h"
+#include "watchdog.h"
 #include "trigger.h"
 
 extern char **environ;
@@ -200,6 +201,9 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 
 	if (!own_process())
 		return;
+	/* a watchdog left watching after a failed trace stops with the process's
+	 * end, as it does when the trace ends (gt_end_reason) */
+	atomic_store(&gt_watchdog_alone, false);
 	/* a fatal signal (or a handler's exit()) in this thread's fork(): the
 	 * last cycle needs what the fork holds (tested here: the code of every
 	 * process's exit stays on its pages) */
@@ -1023,6 +1027,8 @@ GT_FORK_CODE static void atfork_child(void)
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */
 	lifecycle__hooks()->fork_parent();
+	/* the parent's watchdog thread is not here */
+	atomic_store(&gt_watchdog_alone, false);
 	if (gt_live()) {
 		/* None of the parent's events, none of its file: a trace of our own. */
 		atomic_store(&gt_phase, GT_PHASE_OFF);

@@ -22,6 +22,11 @@
 
 /* Set once from the configuration, before any wrapper runs; read-only after. */
 extern GT_HIDDEN bool gt_watchdog_on;
+/* The trace could not be written (tracing is off for good) and the watchdog
+ * watches on: a user out of disk still wants the hang report. Level Zero's
+ * calls keep their books as between capture windows, so that the marks and
+ * the pending work stay true. Cleared by an exit (and in a fork child). */
+extern GT_HIDDEN _Atomic bool gt_watchdog_alone;
 
 GT_HIDDEN void watchdog__enter_slow(uint32_t call, uintptr_t handle);
 GT_HIDDEN void watchdog__leave_slow(bool all);

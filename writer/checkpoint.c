@@ -24,6 +24,7 @@
 #include "inject/ring.h"
 #include "inject/shim.h"
 #include "inject/stacks.h"
+#include "inject/watchdog.h"
 #include "internal.h"
 #include "writer.h"
 #include "summary.h"
@@ -105,6 +106,10 @@ static void output_failed(int err)
 	 * never run: gputrace run counts a process that listed no trace as one
 	 * that could not write it (it said why above), not as one killed */
 	checkpoint__list('=', NULL);
+	/* the hang watchdog watches on (a full disk is no reason to miss a hang;
+	 * its report goes to its own file, its line to stderr) */
+	if (gt_watchdog_on && watchdog__started())
+		atomic_store(&gt_watchdog_alone, true);
 	/* last: an exit stops waiting for the drain once tracing is off, and
 	 * would end the process in the middle of the lines above */
 	gt_phase_set(GT_PHASE_OFF);

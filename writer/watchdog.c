@@ -581,6 +581,11 @@ static void check(uint64_t limit)
 		P.reported_corr = oldest->corr;
 }
 
+static bool watching(void)
+{
+	return (gt_live() || atomic_load(&gt_watchdog_alone)) && !atomic_load(&gt_end_reason);
+}
+
 static void *watchdog_main(void *arg)
 {
 	uint64_t limit = gt_cfg.watchdog_ms * 1000000ull;
@@ -606,12 +611,14 @@ static void *watchdog_main(void *arg)
 	/* Between capture windows too (gt_live: recording or paused): the wait
 	 * marks are kept while paused, and a hang does not wait for a window
 	 * (nor does a wait that began in one end when it closes). Paused, this
-	 * is one wake every `period`, nothing on the program's calls. */
-	while (gt_live() && !atomic_load(&gt_end_reason)) {
+	 * is one wake every `period`, nothing on the program's calls. And after
+	 * a trace that could not be written (gt_watchdog_alone): the reports are
+	 * files of their own. */
+	while (watching()) {
 		struct timespec ts = { (time_t)(period / 1000000000ull), (long)(period % 1000000000ull) };
 
 		nanosleep(&ts, NULL);
-		if (!gt_live() || atomic_load(&gt_end_reason))
+		if (!watching())
 			break;
 		check(limit);
 	}

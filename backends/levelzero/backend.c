@@ -49,10 +49,16 @@ static inline bool ze__active(void)
 /* Between capture windows, calls with a body (kind HOOK) still keep the
  * books a later window needs: lists, queues, kernels, events and the
  * timestamp events of work appended to regular lists (it may run inside
- * a window). Nothing is recorded; plain calls pay only gt_tracing(). */
+ * a window). Nothing is recorded; plain calls pay only gt_tracing(). So
+ * after a trace that could not be written, while the hang watchdog watches
+ * on: its wait marks and the pending work it lists are these books. */
 static inline bool ze__keeping(void)
 {
-	return ze_enabled && atomic_load_explicit(&gt_phase, memory_order_relaxed) == GT_PHASE_PAUSED;
+	int p = atomic_load_explicit(&gt_phase, memory_order_relaxed);
+
+	return ze_enabled &&
+	       (p == GT_PHASE_PAUSED ||
+		(p == GT_PHASE_OFF && atomic_load_explicit(&gt_watchdog_alone, memory_order_relaxed)));
 }
 
 /* ---- strings ---- */

@@ -1610,6 +1610,30 @@ def row_names(trace):
             for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "thread_name"}
 
 
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_watchdog_watches_on_after_a_failed_trace(tmp_path, cupti):
+    """A trace that could not be written (/dev/full) stops tracing, not the watchdog: the
+    2 s kernel's cudaStreamSynchronize is reported (in the folder the process started in,
+    the trace having none), and the program exits as untraced. The watchdog stopped with
+    the trace: no report."""
+    need(SIM / "libcudart.so.13")
+    need(APP)
+    env = sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "1",
+                   "GPUTRACE_OUTPUT": "/dev/full", "GPUTRACE_SUMMARY": "0"})
+    if cupti == "events":
+        env["GPUTRACE_DISABLE_CUPTI"] = "1"
+    r = subprocess.run([str(APP), "wait", "2000"], env=clean_env(env), cwd=tmp_path,
+                       capture_output=True, timeout=120)
+    assert (r.returncode, r.stdout) == (0, b"waiting\ndone\n"), r.stderr
+    (report,) = tmp_path.glob("gputrace-sim_app-*.watchdog.json")
+    (blocked,) = json.loads(report.read_text())["blocked_threads"]
+    assert blocked["call"] == "cudaStreamSynchronize"
+    lines = gputrace_lines(r.stderr)
+    assert lines[0].startswith("gputrace: cannot write the trace to '/dev/full'"), lines
+    assert lines[1:] == ["gputrace: watchdog: 1 thread blocked in cudaStreamSynchronize for "
+                         f"over 1 s; report in {report}"], lines
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("cupti", ["cupti", "events"])
 def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):

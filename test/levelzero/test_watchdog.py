@@ -501,3 +501,63 @@ def test_watchdog_report_it_could_not_write_names_the_file(tmp_path):
         "gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over 0.3 s; "
         f"could not write the report '{gone}/gputrace-ze_hang-{proc.pid}.watchdog.json': "
         "No such file or directory"]
+
+
+def test_watchdog_watches_on_after_the_trace_could_not_be_written(tmp_path):
+    """A trace that could not be written (a full disk: /dev/full) stops tracing; the
+    hang watchdog watches on, until the process ends: a wait that began after the
+    failure, on work submitted after it, is reported (in the folder the process started
+    in, the trace having no folder), with its pending kernel. The watchdog's thread
+    stopped with the trace, and the hang went unreported."""
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": "/dev/full", "GPUTRACE_SUMMARY": "0"}))
+    err = tmp_path / "stderr"
+    with open(err, "wb") as f:
+        proc = subprocess.Popen([str(HANG), "stdin"], env=env, cwd=tmp_path,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=f)
+    failed = "gputrace: cannot write the trace to '/dev/full': No space left on device; " \
+             "tracing stops, the program goes on"
+    report = tmp_path / f"gputrace-ze_hang-{proc.pid}.watchdog.json"
+    try:
+        assert select.select([proc.stdout], [], [], 60)[0], "ze_hang never started"
+        assert proc.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 20
+        while failed not in gputrace_lines(err.read_bytes()) and time.monotonic() < deadline:
+            proc.stdin.write(b"ok\n")  # calls after which the drain writes
+            proc.stdin.flush()
+            assert proc.stdout.readline() == b"ok\n"
+            time.sleep(0.05)
+        assert gputrace_lines(err.read_bytes()) == [failed]
+        proc.stdin.write(b"hang\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b"waiting\n"
+        deadline = time.monotonic() + 20
+        while not report.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the watchdog must not stop the program"
+    finally:
+        proc.kill()
+        proc.wait()
+    r = json.loads(report.read_text())
+    (blocked,) = r["blocked_threads"]
+    assert blocked["call"] == "zeCommandQueueSynchronize" and "wait_for_device" in blocked["stack"]
+    (pending,) = r["pending"]
+    assert pending["name"] == "stuck_kernel" and pending["row"] == "queue 0.0"
+    assert gputrace_lines(err.read_bytes()) == [
+        failed, "gputrace: watchdog: 1 thread blocked in zeCommandQueueSynchronize for over "
+                f"0.3 s; report in {report}"]
+
+
+def test_watchdog_after_a_failed_trace_lets_the_program_exit(tmp_path):
+    """After the trace failed, the watchdog watching on does not hold the exit: the wait
+    ends, the program exits 0 as untraced, its report written."""
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": "/dev/full", "GPUTRACE_SUMMARY": "0"}))
+    ((p, out, err),) = hang_runs(tmp_path, [[HANG, "1000"]], env=env)
+    assert p.returncode == 0 and out == b"waiting\ndone\n", err
+    lines = gputrace_lines(err)
+    assert lines[0].startswith("gputrace: cannot write the trace to '/dev/full'"), lines
+    assert len(lines) == 2 and lines[1].startswith("gputrace: watchdog: "), lines
+    assert len(list(tmp_path.glob("gputrace-ze_hang-*.watchdog.json"))) == 1
