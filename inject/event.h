@@ -442,6 +442,12 @@ GT_HIDDEN void gt_log(int level, const char *fmt, ...) __attribute__((format(pri
  * (also when not under it) or -errno. */
 GT_HIDDEN int gt_run_note(char what, const char *text);
 
+/* Does a file of `size` bytes pass the file size limit (ulimit -f)? A write
+ * that would start at or past it raises SIGXFSZ, sent to the process: on a
+ * program's thread (announcements, the run's list) that ended the program,
+ * which untraced runs on. Asked before such writes: they are left out. */
+GT_HIDDEN bool gt_fsize_allows(uint64_t size);
+
 /*
  * A lock of the run's (a flock on <run state>/NAME), held by one process of
  * it at a time: telemetry is the machine's, so one process samples each GPU

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -119,6 +120,8 @@ static bool said_in_run(const char *line, size_t n)
 static int run_append(const char *name, const struct iovec *iov, int iovcnt)
 {
 	char path[PATH_MAX];
+	struct stat st;
+	size_t n = 0;
 	int fd, err = 0;
 
 	if (!gt_under_run())
@@ -128,10 +131,25 @@ static int run_append(const char *name, const struct iovec *iov, int iovcnt)
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (writev(fd, iov, iovcnt) < 0)
+	for (int i = 0; i < iovcnt; i++)
+		n += iov[i].iov_len;
+	/* the whole line within ulimit -f, or none (SIGXFSZ: gt_fsize_allows) */
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (!gt_fsize_allows((uint64_t)st.st_size + n))
+		err = -EFBIG;
+	else if (writev(fd, iov, iovcnt) < 0)
 		err = -errno;
 	close(fd);
 	return err;
+}
+
+bool gt_fsize_allows(uint64_t size)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	       size <= (uint64_t)rl.rlim_cur;
 }
 
 /*

@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -163,7 +162,6 @@ static void trigger__install(void)
 void trigger__announce(void)
 {
 	char dir[PATH_MAX - 32], text[512], tmp[PATH_MAX], who[32];
-	struct rlimit rl;
 	int fd, n, err;
 	bool ok;
 
@@ -190,10 +188,8 @@ void trigger__announce(void)
 	/* Not under a file size limit it passes (ulimit -f 0: a sandbox's "no
 	 * files"): this runs on the program's thread, where a write at the limit
 	 * raises SIGXFSZ, which ended the program (untraced, it runs on). */
-	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (rlim_t)n) {
-		pr_dbg("not announced to gputrace capture: the file size limit (ulimit -f) is %llu bytes",
-		       (unsigned long long)rl.rlim_cur);
+	if (!gt_fsize_allows((uint64_t)n)) {
+		pr_dbg("not announced to gputrace capture: past the file size limit (ulimit -f)");
 		return;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

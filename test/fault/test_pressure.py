@@ -169,6 +169,29 @@ def test_file_size_limit_zero(tmp_path):
     assert not trace.exists()
 
 
+def test_file_size_limit_zero_under_gputrace_run(tmp_path):
+    """ulimit -f 0 under gputrace run: the process's lines of the run's list (its state
+    folder's `traces`, appended on the program's thread) raised SIGXFSZ: the program died
+    by it, and gputrace run with it (exit 153), where untraced it exits 0."""
+    if SANITIZE == "thread":
+        pytest.skip("ThreadSanitizer's own start-up does not survive ulimit -f (above)")
+
+    def limit():
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    app = str(APPS / "ze_basic")
+    plain = subprocess.run([app], env=clean_env(sim_env()), capture_output=True, timeout=60,
+                           cwd=tmp_path, preexec_fn=limit)
+    r = subprocess.run([str(GPUTRACE), "run", "-o", "t.json", "--", app], cwd=tmp_path,
+                       capture_output=True, timeout=120, env=gputrace_env(sim_env()),
+                       preexec_fn=limit)
+    assert (plain.returncode, r.returncode) == (0, 0), r.stderr
+    assert r.stdout == plain.stdout
+    lines = gputrace_lines(r.stderr)
+    assert lines[0].startswith("gputrace: cannot write the trace to ") and \
+        lines[0].endswith(": File too large; tracing stops, the program goes on"), lines
+
+
 def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
     """ulimit -f under gputrace run: the process's trace stops at its last checkpoint,
     whose footer says why (a trace not closed: a write failed); the run says why too, and
