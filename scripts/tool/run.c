@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,6 +118,18 @@ static const char *capture_held(const struct run *r)
 	return NULL;
 }
 
+/* A file size limit under which the processes cannot list themselves (a line
+ * of the run's list is left out where it would pass the limit: SIGXFSZ). */
+static bool list_unwritable(unsigned long long *limit)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 4096)
+		return false;
+	*limit = (unsigned long long)rl.rlim_cur;
+	return true;
+}
+
 static void summarize(struct run *r)
 {
 	/* the run's trace, or its processes' (-o %p, or when they could not
@@ -129,6 +142,7 @@ static void summarize(struct run *r)
 	/* what the run's own settings leave out may be why nothing was recorded */
 	const char *backends = run__setting(r, "GPUTRACE_BACKENDS");
 	const char *activities = run__setting(r, "GPUTRACE_ACTIVITIES");
+	unsigned long long fsize = 0;
 	int err;
 
 	r->sum = n ? summarize_files(files, n, &bytes) : summary__new();
@@ -179,6 +193,12 @@ static void summarize(struct run *r)
 		fprintf(stderr, WHO ": a capture window opened, but no GPU call began and ended "
 			"inside one (a call running across a window's edge, as one long wait, is "
 			"not recorded): no trace written\n");
+	else if (!n && list_unwritable(&fsize))
+		/* the run's list (and any trace) past the limit: nothing was heard of
+		 * its processes, which is not "they recorded nothing" */
+		fprintf(stderr, WHO ": no trace written: under the file size limit (ulimit -f: %llu "
+			"bytes) no process of the run can write its trace, nor list it for the run\n",
+			fsize);
 	else if (!n)
 		fprintf(stderr, WHO ": no process of the run recorded anything (no GPU API call "
 			"gputrace knows%s%s%s%s): no trace written\n",

@@ -190,6 +190,10 @@ def test_file_size_limit_zero_under_gputrace_run(tmp_path):
     lines = gputrace_lines(r.stderr)
     assert lines[0].startswith("gputrace: cannot write the trace to ") and \
         lines[0].endswith(": File too large; tracing stops, the program goes on"), lines
+    # the run heard nothing of its process: not "no process recorded anything"
+    assert lines[1:] == ["gputrace: no trace written: under the file size limit (ulimit -f: 0 "
+                         "bytes) no process of the run can write its trace, nor list it for "
+                         "the run"], lines
 
 
 def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
