@@ -118,13 +118,14 @@ static const char *capture_held(const struct run *r)
 	return NULL;
 }
 
-/* A file size limit under which the processes cannot list themselves (a line
- * of the run's list is left out where it would pass the limit: SIGXFSZ). */
+/* A file size limit under which no process can list itself: a line of the
+ * run's list ("* PID", its first) is left out where it would pass the limit
+ * (SIGXFSZ), and under 32 bytes none fits. */
 static bool list_unwritable(unsigned long long *limit)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 4096)
+	if (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 32)
 		return false;
 	*limit = (unsigned long long)rl.rlim_cur;
 	return true;
