@@ -1059,8 +1059,8 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	for (unsigned i = 0; i < nfiles; i++)
 		total += m.in[i].events;
 	if (!opts || !opts->quiet)
-		fprintf(stderr, WHO ": %s: %" PRIu64 " events from %u traces\n", outpath, total,
-			nfiles);
+		fprintf(stderr, WHO ": %s: %" PRIu64 " event%s from %u trace%s\n", outpath, total,
+			total == 1 ? "" : "s", nfiles, nfiles == 1 ? "" : "s");
 	ret = 0;
 out:
 	for (unsigned i = 0; m.in && i < nfiles; i++) {

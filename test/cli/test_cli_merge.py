@@ -203,6 +203,15 @@ def test_merge_hand_written_traces(tmp_path):
 
 
 
+def test_merge_of_one_trace_counts_in_the_singular(tmp_path):
+    """The line after a merge counts as it reads: "from 1 trace", not "from 1 traces"."""
+    out = tmp_path / "one.json"
+    p = gputrace(["merge", "-o", out, FIXTURES / "proc_a.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (line,) = p.stderr.decode().splitlines()
+    assert line.startswith(f"gputrace merge: {out}: ") and line.endswith(" events from 1 trace")
+
+
 def test_an_anchor_at_zero_is_no_anchor(tmp_path):
     """A file whose anchor is {0, 0} (written before its clock was read) has no wall
     clock: taken as one, it moved the other input by the whole wall clock (~57 years)."""
