@@ -859,7 +859,9 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, WHO ": out of memory: the timeline or process list is partial\n");
 	int err = write_html(out, &rp, &d, path);
 	if (err) {
-		fprintf(stderr, WHO ": cannot write %s: %s\n", out, strerror(-err));
+		/* -o -: stdout, as the other commands name it */
+		fprintf(stderr, WHO ": cannot write %s: %s\n", strcmp(out, "-") ? out : "to stdout",
+			strerror(-err));
 		goto out;
 	}
 	if (strcmp(out, "-"))

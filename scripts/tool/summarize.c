@@ -587,7 +587,9 @@ int cmd_summary(int argc, char **argv)
 		free(abs);
 
 		if (err) {
-			fprintf(stderr, WHO ": cannot write %s: %s\n", json, summary__strerror(err));
+			/* --json -: stdout, as the other commands name it */
+			fprintf(stderr, WHO ": cannot write %s: %s\n",
+				strcmp(json, "-") ? json : "to stdout", summary__strerror(err));
 			goto out;
 		}
 	}

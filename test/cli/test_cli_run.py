@@ -406,7 +406,8 @@ def test_output_lost_on_stdout_is_an_error(tmp_path):
     lost and the command exited 0 (so did check's and diff's lines and
     metrics' list), while --json - said so. Now one line and the command's
     error status: 1 (summary, metrics), 2 (check, diff: not a pass, not a
-    fail)."""
+    fail). `report -o -` and `summary --json -` name stdout so too (they said
+    "cannot write -")."""
     import subprocess
     from cli_helpers import SCRIPT, gt_env
     trace = tmp_path / "t.json"
@@ -416,7 +417,8 @@ def test_output_lost_on_stdout_is_an_error(tmp_path):
     assert gputrace(["summary", "--json", summ, trace], tmp_path).returncode == 0
     for args, status in ((["summary", trace], 1), (["check", summ, "lost == 0"], 2),
                          (["check", summ, "lost == 1"], 2), (["diff", summ, "--", summ], 2),
-                         (["metrics"], 1)):
+                         (["metrics"], 1), (["report", "-o", "-", trace], 1),
+                         (["summary", "--json", "-", trace], 1)):
         with open("/dev/full", "w") as full:
             p = subprocess.run([str(SCRIPT), *[str(a) for a in args]], cwd=tmp_path,
                                env=gt_env(), stdout=full, stderr=subprocess.PIPE, timeout=60)
