@@ -202,8 +202,11 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	if (!own_process())
 		return;
 	/* a watchdog left watching after a failed trace stops with the process's
-	 * end, as it does when the trace ends (gt_end_reason) */
-	atomic_store(&gt_watchdog_alone, false);
+	 * end, as it does when the trace ends (gt_end_reason); a look under way
+	 * ends first (it may be asking the driver that the exit tears down) */
+	if (atomic_exchange(&gt_watchdog_alone, false))
+		for (unsigned ms = 0; ms < 300 && atomic_load(&gt_watchdog_looking); ms++)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	/* a fatal signal (or a handler's exit()) in this thread's fork(): the
 	 * last cycle needs what the fork holds (tested here: the code of every
 	 * process's exit stays on its pages) */
@@ -1029,6 +1032,7 @@ GT_FORK_CODE static void atfork_child(void)
 	lifecycle__hooks()->fork_parent();
 	/* the parent's watchdog thread is not here */
 	atomic_store(&gt_watchdog_alone, false);
+	atomic_store(&gt_watchdog_looking, false);
 	if (gt_live()) {
 		/* None of the parent's events, none of its file: a trace of our own. */
 		atomic_store(&gt_phase, GT_PHASE_OFF);

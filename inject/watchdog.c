@@ -10,6 +10,7 @@
 
 GT_HIDDEN bool gt_watchdog_on GT_STARTUP_STATE; /* set at every start */
 GT_HIDDEN _Atomic bool gt_watchdog_alone GT_STARTUP_STATE;
+GT_HIDDEN _Atomic bool gt_watchdog_looking GT_STARTUP_STATE;
 
 extern GT_HIDDEN GT_TLS struct ring *gt_tls_ring;
 

@@ -27,6 +27,10 @@ extern GT_HIDDEN bool gt_watchdog_on;
  * calls keep their books as between capture windows, so that the marks and
  * the pending work stay true. Cleared by an exit (and in a fork child). */
 extern GT_HIDDEN _Atomic bool gt_watchdog_alone;
+/* Its thread is looking (at the marks, the device's pending work): an exit
+ * that ends a watchdog left alone waits for that look to end (at most
+ * 300 ms), not to pull the drivers from under it. */
+extern GT_HIDDEN _Atomic bool gt_watchdog_looking;
 
 GT_HIDDEN void watchdog__enter_slow(uint32_t call, uintptr_t handle);
 GT_HIDDEN void watchdog__leave_slow(bool all);

@@ -618,9 +618,15 @@ static void *watchdog_main(void *arg)
 		struct timespec ts = { (time_t)(period / 1000000000ull), (long)(period % 1000000000ull) };
 
 		nanosleep(&ts, NULL);
-		if (!watching())
+		/* looking said before watching() is asked again: an exit that ends
+		 * a watchdog left alone (lifecycle.c) sees one or the other */
+		atomic_store(&gt_watchdog_looking, true);
+		if (!watching()) {
+			atomic_store(&gt_watchdog_looking, false);
 			break;
+		}
 		check(limit);
+		atomic_store(&gt_watchdog_looking, false);
 	}
 	return NULL;
 }
