@@ -106,6 +106,11 @@ static uint64_t no_writer_progress(bool *writing)
 	return 0;
 }
 
+static const char *no_writer_opening(void)
+{
+	return NULL;
+}
+
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -119,6 +124,7 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.own_ring_full = no_writer_ring_full,
 	.wake = no_writer_wake,
 	.progress = no_writer_progress,
+	.opening = no_writer_opening,
 };
 
 GT_STARTUP_CODE const struct gt_lifecycle_hooks *lifecycle__hooks(void)
@@ -197,6 +203,7 @@ static __attribute__((noinline, cold)) void wait_finisher(const char *why, unsig
 
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
+	const char *opening;
 	int err;
 
 	if (!own_process())
@@ -279,6 +286,11 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 				"answer for %u ms; the trace holds every host call up to then, its "
 				"trailer says \"device_flush\":\"unfinished\"", why,
 				shim__flushing_backend(), timeout_ms);
+		else if ((opening = lifecycle__hooks()->opening()))
+			/* no checkpoint to keep: the file never opened */
+			pr_warn("the last drain (%s) waited %u ms for the trace's file to open (%s: "
+				"a FIFO nobody reads blocks its open): no trace written", why,
+				timeout_ms, opening);
 		else
 			pr_warn("the last drain (%s) made no progress for %u ms: the trace keeps its "
 				"last checkpoint, without the events recorded after it", why, timeout_ms);

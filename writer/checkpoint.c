@@ -342,7 +342,9 @@ bool checkpoint__open(void)
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
 	/* a flight recorder keeps its events in memory: files come with dumps */
+	atomic_store(&W.opening, true);
 	err = flight_mode() ? 0 : open_or_fallback(&W.out, "the trace", NULL);
+	atomic_store(&W.opening, false);
 	if (err) {
 		output_failed(err);
 		return false;

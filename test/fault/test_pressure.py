@@ -221,6 +221,23 @@ def test_a_write_that_fails_under_gputrace_run_is_said(tmp_path):
             "the last interval may be missing") in r.stderr.decode().splitlines(), r.stderr
 
 
+def test_a_fifo_nobody_reads_is_no_trace_written(tmp_path):
+    """GPUTRACE_OUTPUT a FIFO no reader ever opens: the writer's open blocks; the exit
+    waits for its last drain as for a stuck one, then says that no trace was written.
+    It said that "the trace keeps its last checkpoint" (there was none, nor any file)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    env = sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(fifo),
+                   "GPUTRACE_SUMMARY": "0"})
+    r = subprocess.run([str(APPS / "ze_basic")], env=clean_env(env), capture_output=True,
+                       timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("gputrace: the last drain (exit) waited ") \
+        and lines[0].endswith(f" ms for the trace's file to open ({fifo}: a FIFO nobody reads "
+                              "blocks its open): no trace written"), lines
+
+
 def test_slow_output_never_blocks_the_program(tmp_path):
     """The trace goes to a pipe that nobody reads while the program runs:
     its calls are never slowed by it (the rings fill and count their
