@@ -67,10 +67,6 @@ struct gt_lifecycle_hooks {
 	 * for another's last drain, as sync's own wait does. Lock-free,
 	 * async-signal-safe. */
 	uint64_t (*progress)(bool *writing);
-	/* The trace file the writer is inside the open of (a FIFO nobody reads
-	 * blocks there for good), else NULL: a last drain stuck there wrote no
-	 * trace at all. Lock-free, async-signal-safe. */
-	const char *(*opening)(void);
 };
 
 /* One writer registers; the shim takes the first it finds. */

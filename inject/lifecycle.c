@@ -53,6 +53,7 @@ static _Atomic bool dying_by_signal GT_STARTUP_STATE;
  * gettid at every exit) */
 static GT_TLS bool finishing_here;
 GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
+GT_HIDDEN const char *_Atomic gt_opening_file; /* state.h */
 GT_HIDDEN _Atomic int gt_exit_status GT_STARTUP_STATE;
 
 /* ---- the writer's hooks ---- */
@@ -106,11 +107,6 @@ static uint64_t no_writer_progress(bool *writing)
 	return 0;
 }
 
-static const char *no_writer_opening(void)
-{
-	return NULL;
-}
-
 static const struct gt_lifecycle_hooks no_hooks = {
 	.init = no_writer,
 	.start = no_writer_start,
@@ -124,7 +120,6 @@ static const struct gt_lifecycle_hooks no_hooks = {
 	.own_ring_full = no_writer_ring_full,
 	.wake = no_writer_wake,
 	.progress = no_writer_progress,
-	.opening = no_writer_opening,
 };
 
 GT_STARTUP_CODE const struct gt_lifecycle_hooks *lifecycle__hooks(void)
@@ -286,7 +281,7 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 				"answer for %u ms; the trace holds every host call up to then, its "
 				"trailer says \"device_flush\":\"unfinished\"", why,
 				shim__flushing_backend(), timeout_ms);
-		else if ((opening = lifecycle__hooks()->opening()))
+		else if ((opening = atomic_load(&gt_opening_file)))
 			/* no checkpoint to keep: the file never opened */
 			pr_warn("the last drain (%s) waited %u ms for the trace's file to open (%s: "
 				"a FIFO nobody reads blocks its open): no trace written", why,

@@ -135,6 +135,11 @@ GT_HIDDEN void lifecycle__poll_dlopen(void);
 /* Why the process is ending ("exit", "signal SIGTERM", "exec", ...), for
  * the trailer; NULL while it runs. */
 extern GT_HIDDEN const char *_Atomic gt_end_reason;
+/* The trace file the writer is inside the open of (a FIFO nobody reads blocks
+ * there for good), else NULL: a last drain stuck there wrote no trace at all.
+ * Not a hook: a pointer more in the hooks' tables took their read-only data
+ * past one page (test_cli_quiet.py). */
+extern GT_HIDDEN const char *_Atomic gt_opening_file;
 
 /* A reason of gt_end_reason's that is a signal: a request (SIGTERM, ...) or a
  * crash ("signal SIGTERM"; "signal" alone for one without a name, lifecycle.c). */

@@ -342,9 +342,9 @@ bool checkpoint__open(void)
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
 	/* a flight recorder keeps its events in memory: files come with dumps */
-	atomic_store(&W.opening, true);
+	atomic_store(&gt_opening_file, W.path);
 	err = flight_mode() ? 0 : open_or_fallback(&W.out, "the trace", NULL);
-	atomic_store(&W.opening, false);
+	atomic_store(&gt_opening_file, NULL);
 	if (err) {
 		output_failed(err);
 		return false;

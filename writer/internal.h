@@ -131,7 +131,6 @@ struct writer {
 	int name_suffix;     /* the first file's ".N" plus one (out.suffix), for its windows' */
 	bool listed;         /* named in the run's list of traces (GPUTRACE_RUN_STATE) */
 	bool opened, failed;
-	_Atomic bool opening; /* inside the file's open (a FIFO nobody reads blocks it) */
 	bool any_event; /* the JSON array has an element */
 	size_t ev_start; /* where the event being formatted starts in buf */
 	struct ring *draining; /* the ring drain.c reads now, for its thread's name */

@@ -467,12 +467,6 @@ static void writer__recording(void)
 	checkpoint__list('*', NULL);
 }
 
-/* The file the drain is opening now, else NULL (hooks.h). */
-static const char *drain_opening(void)
-{
-	return atomic_load(&W.opening) ? W.path : NULL;
-}
-
 /* What the shim's life cycle calls (inject/hooks.h). */
 static const struct gt_lifecycle_hooks writer_hooks = {
 	.init = writer__init,
@@ -483,7 +477,6 @@ static const struct gt_lifecycle_hooks writer_hooks = {
 	.forget = writer__forget,
 	.is_own_thread = writer__is_drain_thread,
 	.progress = drain_progress,
-	.opening = drain_opening,
 	.recording = writer__recording,
 	.flight_dump = writer__flight_dump,
 	.own_ring_full = drain__own_ring_full,
