@@ -806,7 +806,7 @@ static const char *flight_end_reason(void)
 
 /* The flight recorder's window as a trace file of its own: the head, row
  * names, the window's events, a trailer with what was kept and aged out. */
-static void flight_dump(const char *reason, bool final)
+static void flight_dump(const char *reason, bool final, uint64_t as_of)
 {
 	struct flight_counts c;
 	struct jbuf head = { 0 }, events = { 0 };
@@ -816,7 +816,7 @@ static void flight_dump(const char *reason, bool final)
 	uint64_t now = gt_clock_ns();
 	bool any = W.any_event, said = false;
 
-	flight__dump(&events, now, &c);
+	flight__dump(&events, now, as_of && as_of < now ? as_of : now, &c);
 	c.reason = reason;
 	/* marked as a capture window is: a run's trace tells its dumps apart */
 	W.any_event = events.len > 0;
@@ -877,15 +877,26 @@ static void flight_checkpoint(bool final, bool behind)
 	 * recorded up to it has been read */
 	const char *asked = behind ? NULL : W.flight_asked;
 	const char *reason = final ? flight_end_reason() : NULL;
+	/* when the dump was asked for, taken or still waiting for a cycle, or
+	 * the process began to end: nothing of its window ages out while the
+	 * drain catches up (until its dump, this cycle's or the next's) */
+	uint64_t now = gt_clock_ns(), hold = now, at;
 
+	if (W.flight_asked && W.flight_asked_ns && W.flight_asked_ns < hold)
+		hold = W.flight_asked_ns;
+	if (atomic_load(&W.flight_request) && (at = atomic_load(&W.flight_request_ns)) && at < hold)
+		hold = at;
+	if (atomic_load(&gt_end_reason) && (at = atomic_load(&gt_st.host_end_ns)) && at < hold)
+		hold = at;
+	at = reason ? atomic_load(&gt_st.host_end_ns) : W.flight_asked_ns;
 	if (!behind)
 		W.flight_asked = NULL;
 
-	flight__add(W.buf.p, W.buf.len, gt_clock_ns());
+	flight__add(W.buf.p, W.buf.len, now, hold);
 	W.buf.len = 0;
 	W.ev_start = 0;
 	if (reason || asked)
-		flight_dump(reason ? reason : asked, final);
+		flight_dump(reason ? reason : asked, final, at);
 	if (final)
 		flight__free();
 }

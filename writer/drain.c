@@ -568,8 +568,11 @@ static void cycle(bool final, bool closing)
 	 * request (a 1 s window's dump held 0 events of a busy program; the
 	 * requests made meanwhile were lost to the final dump). A request made
 	 * during the cycle is the next one's. */
-	if (gt_cfg.flight_bytes && !W.flight_asked)
+	if (gt_cfg.flight_bytes && !W.flight_asked) {
 		W.flight_asked = atomic_exchange(&W.flight_request, NULL);
+		if (W.flight_asked)
+			W.flight_asked_ns = atomic_exchange(&W.flight_request_ns, 0);
+	}
 	open_when_due(final);
 	if (W.opened)
 		events__name_rows();

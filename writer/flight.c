@@ -200,7 +200,7 @@ static void age(uint64_t now, size_t need)
 		drop_oldest();
 }
 
-static void add_event(const char *ev, size_t n, uint64_t now)
+static void add_event(const char *ev, size_t n, uint64_t now, uint64_t hold)
 {
 	struct seg *s = F.tail;
 	size_t cap = seg_cap();
@@ -217,7 +217,7 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	if (!s || s->len + n + 1 > s->cap) {
 		if (n + 1 > cap)
 			cap = n + 1; /* an event longer than a segment gets its own */
-		age(now, cap);
+		age(hold, cap);
 		s = new_seg(cap);
 		if (!s) {
 			/* counted all the same (aged out) */
@@ -247,15 +247,14 @@ static void add_event(const char *ev, size_t n, uint64_t now)
 	}
 }
 
-void flight__add(const char *p, size_t len, uint64_t now)
+void flight__add(const char *p, size_t len, uint64_t now, uint64_t hold)
 {
 	const char *ev, *end = p + len;
 	size_t n;
 
-
 	while ((ev = events__next(&p, end, &n)))
-		add_event(ev, n, now);
-	age(now, 0);
+		add_event(ev, n, now, hold);
+	age(hold, 0);
 }
 
 /* A slice of the dump (X or i), for the arrows that end on it. */
@@ -329,9 +328,14 @@ static bool arrow_kept(const struct farrow *a, bool ac2g)
 	return !ac2g || (a->s->corr && (a->s->corr == a->f->corr || a->s->corr == a->f->corr2));
 }
 
-void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c)
+/* The window is the SEC before as_of, when the dump was asked for (the
+ * request, the signal, the exit), with what was recorded since, up to now:
+ * counted back from now, a dump that a drain behind a program calling flat
+ * out wrote seconds after its request held none of the SEC before it (0
+ * events, or a SIGINT's the last 0.3 s of its 1 s). */
+void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_counts *c)
 {
-	uint64_t cutoff = gt_cfg.flight_ns && now > gt_cfg.flight_ns ? now - gt_cfg.flight_ns : 0;
+	uint64_t cutoff = gt_cfg.flight_ns && as_of > gt_cfg.flight_ns ? as_of - gt_cfg.flight_ns : 0;
 	size_t nflows = 0, nslices = 0, ns = 0, mask = 0;
 	uint64_t first_kept = now; /* the earliest event kept: a byte budget's window opens there */
 	struct fslice *sl = NULL;

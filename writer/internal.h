@@ -212,7 +212,9 @@ struct writer {
 	_Atomic uint32_t fork_pending; /* fork()s waiting for the cycle to end */
 	_Atomic bool used;         /* anything ever done (thread.c, mark_used) */
 	const char *_Atomic flight_request; /* a dump asked for (its reason) */
+	_Atomic uint64_t flight_request_ns; /* ... when (the first one a cycle takes) */
 	const char *flight_asked;           /* ... taken by this cycle, which drains whole */
+	uint64_t flight_asked_ns;           /* ... its window ends there */
 	_Atomic uint32_t flight_written;    /* dumps written so far */
 	char flight_path[PATH_MAX];         /* ... the last one's file (the cycle lock) */
 	const struct flight_counts *flight; /* the dump being written, for its trailer */
@@ -414,10 +416,13 @@ struct flight_counts {
 };
 
 /* Formatted events (as W.buf holds them) into the recorder at time now;
- * what the window or the memory bound has passed is dropped. */
-GT_HIDDEN void flight__add(const char *p, size_t len, uint64_t now);
-/* The window at time now, as a trace's events (row names first) into out. */
-GT_HIDDEN void flight__dump(struct jbuf *out, uint64_t now, struct flight_counts *c);
+ * what the window before hold (now, or a dump's request still to be written)
+ * or the memory bound has passed is dropped. */
+GT_HIDDEN void flight__add(const char *p, size_t len, uint64_t now, uint64_t hold);
+/* The window at time as_of (when the dump was asked for; <= now, when it is
+ * written), as a trace's events (row names first) into out. */
+GT_HIDDEN void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of,
+			    struct flight_counts *c);
 /* ,"flight_recorder":{...} for the trailer of a dump. */
 GT_HIDDEN void flight__trailer(struct jbuf *b, const struct flight_counts *c);
 GT_HIDDEN void flight__free(void);

@@ -413,6 +413,10 @@ static int writer__flight_dump(const char *reason)
 		return -ENOTSUP;
 	/* async-signal-safe: stores and a wake; the drain thread writes it */
 	mark_used();
+	/* the window ends here, not where a drain behind a busy program writes it
+	 * (seconds later); of requests taken as one, the first */
+	uint64_t none = 0;
+	atomic_compare_exchange_strong(&W.flight_request_ns, &none, gt_clock_ns());
 	atomic_store(&W.flight_request, reason ? reason : "request");
 	if (!atomic_load(&W.thread_running))
 		return -EAGAIN; /* nothing recorded yet, nothing to write */

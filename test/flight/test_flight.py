@@ -292,7 +292,8 @@ def check_dump(t, window_s, reason, number):
     assert [(m["name"], m["args"]) for m in marks] == [
         (f"flight recorder dump {number}", {"dump": number})]
     start, taken = marks[0]["ts"], marks[0]["ts"] + marks[0]["dur"]
-    assert abs(marks[0]["dur"] - window_s * 1e6) < 2  # the whole window, in µs
+    # the whole window before the request, in µs, and what came until the dump was written
+    assert window_s * 1e6 - 2 < marks[0]["dur"] < window_s * 1e6 + 5e6
     recorded = [e for e in ev if e not in marks and e["ph"] not in "M"]
     slices = [e for e in recorded if e["ph"] == "X"]
     assert all(start < e["ts"] + e["dur"] <= taken for e in slices)
@@ -345,6 +346,61 @@ def test_flight_recorder_dump_right_after_a_dump(tmp_path):
         assert fr["reason"] == "capture --dump" and fr["events_kept"] > 0, (dump, fr)
         # the program synchronizes every few µs: its last one before the request is there
         assert syncs and max(syncs) > (at - 100e6) / 1e3, (dump, at / 1e3 - max(syncs or [0]))
+
+
+def test_flight_recorder_window_ends_where_it_was_asked_for(tmp_path):
+    """A dump's window is the SEC before it was asked for, however late the drain writes
+    it. A program calling flat out with a small ring keeps the drain behind: two trigger
+    signals 50 ms apart (the second while the first is written), then a SIGINT (while
+    the second is). The window was counted back from the write, up to seconds after the
+    request: the second dump held none of the second before its request (only what came
+    after it), the SIGINT's only its last 0.3 s; and what a cycle wrote while a dump
+    waited aged the window's start out."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "1s",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_BUFFER_KB": "256",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    proc = subprocess.Popen([str(APP), "20", "ok", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=default_signals)
+    asked = []
+    try:
+        time.sleep(2.5)  # a window and more: from its first call on (a slow start here)
+        for _ in range(2):
+            asked.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))
+            os.kill(proc.pid, signal.SIGRTMIN + 7)  # the bare trigger: no command's delay
+            time.sleep(0.05)  # the second while the first is written
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "trace.1.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        asked.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))
+        proc.send_signal(signal.SIGINT)
+    finally:
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGINT, err
+    dumps = [tmp_path / "trace.json", tmp_path / "trace.1.json", tmp_path / "trace.2.json"]
+    assert set(tmp_path.glob("trace*.json")) == set(dumps), err
+    for dump, at, reason in zip(dumps, asked, ["trigger", "trigger", "signal SIGINT"]):
+        ends, marks = [], []
+
+        def each(e):
+            if e["ph"] == "X" and e.get("cat") == "gputrace" and e["tid"] == 0:
+                marks.append(e)
+            elif e["ph"] == "X" and e["name"] == "zeCommandQueueSynchronize":
+                ends.append(e["ts"] + e["dur"])
+        g = scan_trace(dump, each=each)["gputrace"]
+        fr = g["flight_recorder"]
+        assert fr["reason"] == reason, (dump, fr)
+        # the window opens a second before the request (its handler ran within 50 ms)
+        start = marks[0]["ts"]
+        assert at / 1e3 - 1e6 <= start < at / 1e3 - 1e6 + 50e3, (dump, start - at / 1e3)
+        # ... and holds it whole (the program synchronizes every few µs), unless the
+        # drain fell so far behind (a starved machine) that full rings lost its end or
+        # the memory bound (64 MiB) its start: both are said
+        if g["events_lost"] == 0:
+            assert ends and max(ends) > at / 1e3 - 100e3, (dump, max(ends or [0]) - at / 1e3)
+            if fr["bytes"] < fr["max_bytes"] - (1 << 20):
+                assert min(ends) < start + 100e3, (dump, min(ends) - start)
 
 
 def test_gputrace_run_says_every_processs_dump(tmp_path):
