@@ -818,6 +818,10 @@ static void flight_dump(const char *reason, bool final, uint64_t as_of)
 
 	flight__dump(&events, now, as_of && as_of < now ? as_of : now, &c);
 	c.reason = reason;
+	/* counted in events_recorded as read; kept + aged out + these is every one
+	 * (they were missing from the sum: a dump of a program with ranges came out
+	 * short by a cycle's device work) */
+	c.waiting = W.npend;
 	/* marked as a capture window is: a run's trace tells its dumps apart */
 	W.any_event = events.len > 0;
 	events__capture_mark(&events, "dump", c.dump, c.from_ns, now);

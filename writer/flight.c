@@ -465,6 +465,7 @@ void flight__trailer(struct jbuf *b, const struct flight_counts *c)
 		{ ",\"flows_aged_out\":", c->aged_flows },
 		{ ",\"events_in_earlier_dumps\":", c->earlier_events },
 		{ ",\"flows_in_earlier_dumps\":", c->earlier_flows },
+		{ ",\"events_waiting\":", c->waiting },
 	};
 
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {

@@ -411,6 +411,8 @@ struct flight_counts {
 	const char *reason;
 	uint64_t kept_events, aged_events, kept_flows, aged_flows;
 	uint64_t earlier_events, earlier_flows; /* in an earlier dump (gputrace run) */
+	uint64_t waiting; /* read, not yet in the recorder: device work waiting for its
+			   * launch or ranges (flows.c), in the next dump */
 	uint64_t from_ns; /* the span it holds starts here (a byte budget's: its first event) */
 	uint32_t dump;    /* its number, from 1 */
 };

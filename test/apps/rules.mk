@@ -62,5 +62,15 @@ $(BUILD)/test/apps/ze_window_nvtx: test/apps/ze_window.c test/apps/ze_app.h \
 	  -lze_loader -lpthread -ldl
 
 TEST_BUILD += $(BUILD)/test/apps/ze_window_nvtx
+
+# ze_flight with each iteration in NVTX ranges (a flight recorder's dump while device work
+# waits for them)
+$(BUILD)/test/apps/ze_flight_nvtx: test/apps/ze_flight.c test/apps/ze_app.h \
+		backends/levelzero/ze_newer.h backends/levelzero/ze_intel_ext.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -I$(CUDA_HOME)/include -DZE_FLIGHT_NVTX -o $@ $< \
+	  -lze_loader -lpthread -ldl
+
+TEST_BUILD += $(BUILD)/test/apps/ze_flight_nvtx
 endif
 endif

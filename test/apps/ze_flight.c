@@ -2,12 +2,17 @@
  * over and over for SECONDS (PAUSE_US apart), then END: "ok" (exit 0), "exit3" (exit(3)), "segv" (a
  * null write), "abort". Prints the iterations run and, just before END, the
  * CLOCK_MONOTONIC_RAW time in ns ("end_ns N"), so a test can tell which of the
- * iterations a flight recorder kept. */
+ * iterations a flight recorder kept. Built again as ze_flight_nvtx: each iteration in an
+ * NVTX process range "iter" and a pushed "step" (with ranges, device work waits a cycle
+ * for them before it is written). */
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ze_app.h"
+#ifdef ZE_FLIGHT_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 /* The fault is the point: UBSan must not report it first. */
 __attribute__((no_sanitize_undefined, noinline)) static void segv(uintptr_t zero)
@@ -39,8 +44,16 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeCommandListClose(list));
 	until = app_now_ns() + (uint64_t)(seconds * 1e9);
 	do {
+#ifdef ZE_FLIGHT_NVTX
+		nvtxRangeId_t range = nvtxRangeStartA("iter");
+		nvtxRangePushA("step");
+#endif
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &list, NULL));
 		ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+#ifdef ZE_FLIGHT_NVTX
+		nvtxRangePop();
+		nvtxRangeEnd(range);
+#endif
 		it++;
 		if (pause_us)
 			usleep((useconds_t)pause_us);

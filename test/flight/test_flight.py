@@ -403,6 +403,49 @@ def test_flight_recorder_window_ends_where_it_was_asked_for(tmp_path):
                 assert min(ends) < start + 100e3, (dump, min(ends) - start)
 
 
+def test_flight_recorder_dump_counts_device_work_still_waiting(tmp_path):
+    """A program whose iterations are in NVTX ranges: its device work, read in a cycle,
+    waits for the next one (its ranges complete) before it is written. A dump asked for
+    meanwhile counted it as recorded, neither kept nor aged out: events_kept +
+    events_aged_out came out short of events_recorded by up to a cycle's device work
+    (1466 of 7968 here). The trailer counts it apart (events_waiting), and the last
+    dump, at the end, holds it."""
+    app = APPS / "ze_flight_nvtx"
+    need(app)
+    out = tmp_path / "trace.json"
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(out),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLIGHT_RECORDER": "1s",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    p = subprocess.Popen([str(app), "3", "exit3", "50"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    try:
+        time.sleep(1.0)
+        for _ in range(3):
+            os.kill(p.pid, signal.SIGRTMIN + 7)
+            time.sleep(0.3)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 3, stderr
+    dumps = [out, tmp_path / "trace.1.json", tmp_path / "trace.2.json", tmp_path / "trace.3.json"]
+    assert set(tmp_path.glob("trace*.json")) == set(dumps), stderr
+    waiting = []
+    for dump in dumps:
+        t = load_trace(dump)
+        g, ev = t["gputrace"], t["traceEvents"]
+        fr = g["flight_recorder"]
+        kept = [e for e in ev if e["ph"] not in "Msf" and e.get("cat") != "gputrace" and
+                e.get("cat") != "gpu_user_annotation" and not e.get("args", {}).get("unended")]
+        assert fr["events_kept"] == len(kept), dump
+        assert fr["events_kept"] + fr["events_aged_out"] + fr.get("events_waiting", 0) \
+            == g["events_recorded"], (dump, fr, g["events_recorded"])
+        waiting.append(fr["events_waiting"])
+    # the case at hand: some waited at each request; none at the end (all written)
+    assert all(waiting[:3]) and waiting[3] == 0, waiting
+
+
 def test_gputrace_run_says_every_processs_dump(tmp_path):
     """Under gputrace run each distinct warning is printed once per run; a dump's line
     names no file there, so two processes that dumped the same number of events said it
