@@ -257,6 +257,15 @@ void flight__add(const char *p, size_t len, uint64_t now, uint64_t hold)
 	age(hold, 0);
 }
 
+/* A segment parsed: the drain's progress (thread.c, wait_cycle). A dump parses
+ * every event of its window, up to 64 MiB, seconds on a busy machine: said as
+ * no progress, a fatal signal's wait for the last cycle gave up and the
+ * process died with no dump. */
+static void progress(void)
+{
+	atomic_fetch_add_explicit(&W.progress, 1, memory_order_relaxed);
+}
+
 /* A slice of the dump (X or i), for the arrows that end on it. */
 struct fslice {
 	uint64_t row; /* pid << 32 | tid */
@@ -365,7 +374,7 @@ void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_
 		}
 	}
 	/* the slices of the window, sorted by row and start */
-	for (struct seg *s = F.head; s && arrows; s = s->next)
+	for (struct seg *s = F.head; s && arrows; s = s->next, progress())
 		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++)
 			if ((ev[7] == 'X' || ev[7] == 'i') && in_window(ev, n, cutoff) &&
 			    !dumped_before(s, i) && ns < nslices)
@@ -379,7 +388,7 @@ void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_
 	if (arrows)
 		qsort(sl, ns, sizeof(*sl), slice_cmp);
 	/* what holds each arrow end */
-	for (struct seg *s = F.head; s && arrows; s = s->next)
+	for (struct seg *s = F.head; s && arrows; s = s->next, progress())
 		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++)
 			if (is_flow(ev, n) && in_window(ev, n, cutoff) && !dumped_before(s, i)) {
 				struct farrow *a = arrow_slot(arrows, mask,
@@ -398,7 +407,7 @@ void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_
 		first = false;
 		jbuf__put(out, ev, n);
 	}
-	for (struct seg *s = F.head; s; s = s->next)
+	for (struct seg *s = F.head; s; s = s->next, progress())
 		for (uint64_t i = (q = s->data, 0); (ev = events__next(&q, s->data + s->len, &n)); i++) {
 			bool flow = is_flow(ev, n), event = !flow && !is_derived(ev, n);
 

@@ -23,6 +23,7 @@
 #include "inject/shim.h"
 #include "unit.h"
 #include "writer/internal.h"
+#include "writer/writer.h"
 
 void gt_test_start(char *const *envp);
 int gt_flight_dump(const char *reason);
@@ -157,6 +158,37 @@ static void emit_spans(int n)
 		ck_assert_int_eq(gt_emit(&ev, NULL, 0), 0);
 	}
 }
+
+/* A big dump is slow, not stuck: a sync made while the drain writes one (a fatal
+ * signal's, waiting for its last cycle) is not given up on. flight__dump, parsing
+ * every event of the window, said no progress: a SIGINT while a drain behind a
+ * program calling flat out wrote a 200k-event dump waited 3 s, gave up, and the
+ * process died with no dump of its own ("the last drain made no progress"). */
+START_TEST(test_flight_dump_is_progress)
+{
+	static char out[300];
+	char *env[] = { out, "GPUTRACE_SUMMARY=0", "GPUTRACE_FLIGHT_RECORDER=64MB", NULL };
+
+	snprintf(trace_path, sizeof(trace_path), "/tmp/gputrace-unit-frp-%d.json", getpid());
+	unlink(trace_path);
+	snprintf(out, sizeof(out), "GPUTRACE_OUTPUT=%s", trace_path);
+	gt_test_start(env);
+	names[0] = gt_str_intern("flightSpan");
+	cat = gt_str_intern("test");
+	for (int i = 0; i < 300; i++) {
+		emit_spans(1000);
+		ck_assert_int_eq(writer__sync(false, 10000), 0);
+	}
+	ck_assert_int_eq(gt_flight_dump("request"), 0);
+	/* 40 ms without progress gives up here (400 ms in all: 10 timeouts); parsing
+	 * the dump's 300k events takes 70-120 ms here, writing it 30-80 */
+	int err = writer__sync(false, 40);
+	ck_assert_msg(err == 0, "a sync during the dump gave up: %d", err);
+	json_object_put(load_dump(trace_path));
+	unlink(trace_path);
+	gt_finish("exit", 10000);
+}
+END_TEST
 
 /* A dump on request (what the capture trigger calls): the drain thread writes the
  * window to a file of its own, the recorder goes on; a second dump takes the next
@@ -943,6 +975,7 @@ static Suite *pipeline_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_exact_counts);
 	tcase_add_test(tc, test_flight_dump_on_request);
+	tcase_add_test(tc, test_flight_dump_is_progress);
 	tcase_add_test(tc, test_lost_events_exact);
 	tcase_add_test(tc, test_overflow_events_exact);
 	tcase_add_test(tc, test_device_rows_flows_counters);
