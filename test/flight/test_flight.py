@@ -612,7 +612,8 @@ def test_gputrace_run_dump_then_failure_each_event_once(tmp_path):
     marks = sorted((e for e in ev if e["ph"] == "X" and e.get("cat") == "gputrace"),
                    key=lambda e: e["ts"])
     assert [m["name"] for m in marks] == ["flight recorder dump 1", "flight recorder dump 2"]
-    assert marks[0]["dur"] == pytest.approx(1e6, abs=2)
+    # the window before the request, and what came until the dump was written
+    assert 1e6 - 2 < marks[0]["dur"] < 1e6 + 5e6
     # the second starts where the first ended: they tile the run, no overlap
     assert marks[1]["ts"] == pytest.approx(marks[0]["ts"] + marks[0]["dur"], abs=1)
     # every event once: no host call or kernel appears twice
