@@ -429,8 +429,9 @@ def test_flight_recorder_dump_counts_device_work_still_waiting(tmp_path):
             p.kill()
             p.wait()
     assert p.returncode == 3, stderr
-    dumps = [out, tmp_path / "trace.1.json", tmp_path / "trace.2.json", tmp_path / "trace.3.json"]
-    assert set(tmp_path.glob("trace*.json")) == set(dumps), stderr
+    # a request made while a dump's cycle runs may be taken with the next (a busy machine)
+    dumps = sorted(tmp_path.glob("trace*.json"), key=lambda f: (f != out, f.name))
+    assert dumps[0] == out and len(dumps) >= 2, stderr
     waiting = []
     for dump in dumps:
         t = load_trace(dump)
@@ -441,9 +442,11 @@ def test_flight_recorder_dump_counts_device_work_still_waiting(tmp_path):
         assert fr["events_kept"] == len(kept), dump
         assert fr["events_kept"] + fr["events_aged_out"] + fr.get("events_waiting", 0) \
             == g["events_recorded"], (dump, fr, g["events_recorded"])
-        waiting.append(fr["events_waiting"])
+        waiting.append((fr["dump"], fr["reason"], fr["events_waiting"]))
     # the case at hand: some waited at each request; none at the end (all written)
-    assert all(waiting[:3]) and waiting[3] == 0, waiting
+    waiting.sort()
+    assert waiting[-1][1:] == ("exit status not 0", 0), waiting
+    assert all(reason == "trigger" and n > 0 for _, reason, n in waiting[:-1]), waiting
 
 
 def test_gputrace_run_says_every_processs_dump(tmp_path):
