@@ -391,9 +391,10 @@ def test_flight_recorder_window_ends_where_it_was_asked_for(tmp_path):
         g = scan_trace(dump, each=each)["gputrace"]
         fr = g["flight_recorder"]
         assert fr["reason"] == reason, (dump, fr)
-        # the window opens a second before the request (its handler ran within 50 ms)
+        # the window opens a second before the request (its handler ran within 0.1 s;
+        # the drain wrote the second dump 0.3 to 2.5 s after it here)
         start = marks[0]["ts"]
-        assert at / 1e3 - 1e6 <= start < at / 1e3 - 1e6 + 50e3, (dump, start - at / 1e3)
+        assert at / 1e3 - 1e6 <= start < at / 1e3 - 1e6 + 100e3, (dump, start - at / 1e3)
         # ... and holds it whole (the program synchronizes every few µs), unless the
         # drain fell so far behind (a starved machine) that full rings lost its end or
         # the memory bound (64 MiB) its start: both are said
