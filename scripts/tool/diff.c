@@ -860,13 +860,14 @@ static int write_markdown(const char *path, const struct diff *df, const struct 
 	if (!nrules)
 		fputs("### gputrace diff\n", f);
 	else if (nbroken)
-		fprintf(f, "### gputrace diff: \xe2\x9d\x8c %zu of %zu rules broken%s\n", nbroken,
-			nrules, nunmatched ? ", and a rule matches nothing" : "");
+		fprintf(f, "### gputrace diff: \xe2\x9d\x8c %zu of %zu rule%s broken%s\n", nbroken,
+			nrules, nrules == 1 ? "" : "s", nunmatched ? ", and a rule matches nothing" : "");
 	else if (nunmatched)
-		fprintf(f, "### gputrace diff: " MD_ERROR " %zu of %zu rules match nothing\n",
-			nunmatched, nrules);
+		fprintf(f, "### gputrace diff: " MD_ERROR " %zu of %zu rule%s match%s nothing\n",
+			nunmatched, nrules, nrules == 1 ? "" : "s", nunmatched == 1 ? "es" : "");
 	else
-		fprintf(f, "### gputrace diff: \xe2\x9c\x85 %zu rules hold\n", nrules);
+		fprintf(f, "### gputrace diff: \xe2\x9c\x85 %zu %s\n", nrules,
+			nrules == 1 ? "rule holds" : "rules hold");
 	fprintf(f, "\nBase: %zu run%s, new: %zu run%s; times are medians over the runs%s.\n",
 		df->nruns[0], df->nruns[0] == 1 ? "" : "s", df->nruns[1], df->nruns[1] == 1 ? "" : "s",
 		df->nruns[0] > 1 || df->nruns[1] > 1
@@ -1137,8 +1138,8 @@ int cmd_diff(int argc, char **argv)
 				printf("PASS %s\n", rules[k].text);
 		}
 		if (nrules)
-			printf("gputrace diff: %zu of %zu rules broken%s\n", nbroken, nrules,
-			       nunmatched ? ", and a rule matches nothing" : "");
+			printf("gputrace diff: %zu of %zu rule%s broken%s\n", nbroken, nrules,
+			       nrules == 1 ? "" : "s", nunmatched ? ", and a rule matches nothing" : "");
 		else
 			printf("gputrace diff: no --fail-on rules given\n");
 	}

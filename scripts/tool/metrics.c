@@ -82,10 +82,12 @@ static void list_sysman(ze_device_handle_t d)
 	ZE_FN(zesDeviceEnumTemperatureSensors)(h, &t, NULL);
 	ZE_FN(zesDeviceEnumMemoryModules)(h, &m, NULL);
 	ZE_FN(zesDeviceEnumEngineGroups)(h, &e, NULL);
-	printf("    telemetry (--telemetry): frequency (%u domains, MHz), power (%u, W), "
-	       "temperature (%u sensors, °C), memory and memory bandwidth (%u modules, bytes, "
-	       "GB/s), engine utilization (%u groups, %%)\n",
-	       f, p, t, m, e);
+	/* one of a kind in the singular: "(1 module, ...)" */
+	printf("    telemetry (--telemetry): frequency (%u domain%s, MHz), power (%u, W), "
+	       "temperature (%u sensor%s, °C), memory and memory bandwidth (%u module%s, bytes, "
+	       "GB/s), engine utilization (%u group%s, %%)\n",
+	       f, f == 1 ? "" : "s", p, t, t == 1 ? "" : "s", m, m == 1 ? "" : "s", e,
+	       e == 1 ? "" : "s");
 }
 
 static void list_levelzero(void)

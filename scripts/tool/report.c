@@ -437,9 +437,9 @@ static void timed_table(FILE *f, const struct stable *t, const char *first, cons
 	}
 	fputs("</tbody></table>", f);
 	if (t->n > n)
-		fprintf(f, "<p class=\"none\">%zu more rows in the summary JSON (gputrace summary "
+		fprintf(f, "<p class=\"none\">%zu more %s in the summary JSON (gputrace summary "
 			   "--json).</p>",
-			t->n - n);
+			t->n - n, t->n - n == 1 ? "row" : "rows");
 }
 
 static void section_timed(FILE *f, const struct sumdoc *d, enum stab which, const char *id,

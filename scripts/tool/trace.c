@@ -177,8 +177,8 @@ fail:
 			ops->meta(ops->ctx, whole.p, whole.p + whole.len);
 		buf__free(&whole);
 		if (!ops->quiet)
-			fprintf(stderr, "%s: %s: truncated after %" PRIu64 " events (%s); using those\n",
-				who, path, nev, r.err);
+			fprintf(stderr, "%s: %s: truncated after %" PRIu64 " event%s (%s); using %s\n",
+				who, path, nev, nev == 1 ? "" : "s", r.err, nev == 1 ? "it" : "those");
 		ret = TRACE_TRUNCATED;
 	} else {
 		fprintf(stderr, "%s: %s: not a readable trace: %s\n", who, path, r.err);

@@ -222,6 +222,16 @@ def test_rows_left_out_are_counted_in_the_singular(tmp_path):
     assert "  (2 more kernel rows unflagged: --all shows them)" in out_lines(p), out_lines(p)
 
 
+def test_one_rule_is_counted_in_the_singular(tmp_path):
+    """One --fail-on rule: "0 of 1 rule broken", "1 rule holds" (were "rules")."""
+    b = write(tmp_path, "b.json", summary([("k", 10, 100000)]))
+    md = tmp_path / "d.md"
+    p = gt(["diff", b, "--", b, "--fail-on", "time > +10%", "--markdown", md], tmp_path)
+    assert p.returncode == 0
+    assert out_lines(p)[-1] == "gputrace diff: 0 of 1 rule broken", out_lines(p)
+    assert md.read_text().startswith("### gputrace diff: ✅ 1 rule holds\n"), md.read_text()
+
+
 def test_median_counts_are_exact(tmp_path):
     """The median of an even number of runs may end in .5: it is printed as
     is (README: count (exact)), not rounded to a count no run had."""
@@ -391,7 +401,7 @@ def test_a_rule_whose_glob_matches_nothing_never_passes(tmp_path):
     # Markdown called it broken, a regression in a job's summary)
     assert [(r["failed"], "error" in r) for r in d["rules"]] == [(False, True), (False, False)]
     text = md.read_text()
-    assert text.startswith("### gputrace diff: ⚠️ 1 of 2 rules match nothing\n"), text
+    assert text.startswith("### gputrace diff: ⚠️ 1 of 2 rules matches nothing\n"), text
     assert '\n- ⚠️ ERROR `kernel["sclae"] count != 0%`: "sclae" matches no kernel' in text, text
     assert '\n- ✅ `api["zeInit"] time > +10%`\n' in text, text
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}

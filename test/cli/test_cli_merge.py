@@ -362,6 +362,18 @@ def test_merge_counts_each_process_once(tmp_path, kind):
                              "clock_step": {"count": 1, "max_ns": 250000}}
 
 
+def test_one_event_and_one_trace_are_said_in_the_singular(tmp_path):
+    """A trace cut after its one event, merged alone: "truncated after 1 event
+    (...); using it", "1 event from 1 trace" (were "1 events", "1 traces")."""
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"traceEvents":[\n{"ph":"X","name":"a","pid":7,"tid":7,"ts":1,"dur":2},\n')
+    p = gputrace(["merge", "-o", "m.json", cut], tmp_path)
+    assert p.returncode == 0, p.stderr
+    err = p.stderr.decode()
+    assert f"gputrace merge: {cut}: truncated after 1 event (" in err and "; using it\n" in err, err
+    assert "gputrace merge: m.json: 1 event from 1 trace\n" in err, err
+
+
 def test_merge_keeps_a_truncated_input(tmp_path):
     text = (FIXTURES / "proc_a.json").read_text()
     cut = tmp_path / "cut.json"

@@ -560,6 +560,10 @@ def test_gputrace_metrics_lists_groups_and_metrics(tmp_path):
     for key in ("GpuTime ns", "GpuBusy %", "EuActive %", "CopyEngineBusy %", "QueryBeginTime ns"):
         assert f"      {key} " in out
     assert "telemetry (--telemetry): frequency (2 domains, MHz)" in out
+    # the simulated GPU's one memory module, in the singular (was "1 modules")
+    assert ("    telemetry (--telemetry): frequency (2 domains, MHz), power (1, W), temperature "
+            "(2 sensors, °C), memory and memory bandwidth (1 module, bytes, GB/s), engine "
+            "utilization (3 groups, %)\n") in out, out
     # nothing on this machine is not an error
     r = run([GPUTRACE, "metrics"], traced=False,
             env={"GPUTRACE_TOOL": str(TOOL), "ZE_ENABLE_ALT_DRIVERS": "/nonexistent.so"})
