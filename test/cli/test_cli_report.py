@@ -267,3 +267,48 @@ def test_report_of_a_merged_trace_and_errors(tmp_path):
     r = gt(["report", notrace, "-o", tmp_path / "x.html"], tmp_path)
     assert r.returncode == 2 and "not a readable trace" in r.stderr.decode()
     assert not (tmp_path / "x.html").exists()
+
+
+def latin1_trace(tmp_path, kernels=("k\u00e9rnel",)):
+    """A trace whose file name, process name, host and exe hold Latin-1 bytes
+    (no part of a UTF-8 character), and a name with markup in it."""
+    dev = 1 << 30
+    ev = [{"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "APPNAME"}},
+          {"ph": "X", "cat": "ze_api", "name": "<b>&call", "pid": 5, "tid": 5, "ts": 1,
+           "dur": 500}]
+    ev += [{"ph": "X", "cat": "kernel", "name": k, "pid": dev + 1, "tid": 1, "ts": 2 + i,
+            "dur": 1, "args": {}} for i, k in enumerate(kernels)]
+    raw = json.dumps({"traceEvents": ev}).encode()[:-1]
+    raw = raw.replace(b"APPNAME", b"app\xe9</title>")
+    raw += (b', "gputrace": {"pid": 5, "hostname": "h\xe9st", "exe": "/bin/\xe9xe", '
+            b'"host_pids": [5]}}')
+    path = tmp_path / os.fsdecode(b"caf\xe9.json")
+    path.write_bytes(raw)
+    return path
+
+
+def test_report_of_names_not_utf8_is_utf8(tmp_path):
+    """The page says UTF-8: a byte of a path, host or name that is no part of a
+    UTF-8 character is written as U+FFFD (the header wrote it raw), and markup
+    in a name is text."""
+    t = latin1_trace(tmp_path)
+    p = gt(["report", t, "-o", tmp_path / "r.html"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    page = (tmp_path / "r.html").read_bytes().decode("utf-8")  # raises if not UTF-8
+    assert "<title>gputrace report: app\ufffd&lt;/title&gt;</title>" in page
+    assert '<span id="host">h\ufffdst</span>' in page
+    assert '<span id="trace">' + str(t).replace(os.fsdecode(b"\xe9"), "\ufffd") + "</span>" in page
+    assert "<h1>gputrace report: app\ufffd&lt;/title&gt;</h1>" in page
+    assert "&lt;b&gt;&amp;call" in page and "<b>&" not in page
+    assert "k\u00e9rnel" in page
+    Dom(page)  # parses
+
+
+def test_report_one_row_left_out_is_said_in_the_singular(tmp_path):
+    """51 kernels, 50 listed: "1 more row in the summary JSON" (was "1 more rows")."""
+    t = latin1_trace(tmp_path, [f"k{i:02d}" for i in range(51)])
+    p = gt(["report", t, "-o", tmp_path / "r.html"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    page = (tmp_path / "r.html").read_text()
+    assert "<p class=\"none\">1 more row in the summary JSON (gputrace summary --json).</p>" \
+        in page, re.findall(r"<p class=\"none\">[^<]*</p>", page)
