@@ -47,9 +47,12 @@ struct input {
 	struct pidmap named; /* pids with a process_name event (its name) */
 	struct pidmap device_pids; /* pids with device work (kernels, copies, fills) */
 	struct pidmap span_pids;   /* pids with other spans */
+	struct pidmap sorts; /* pid -> its process_sort_index in the file */
+	struct pidmap order; /* pid -> its process_sort_index in the merge */
 	bool pids_from_events; /* its trailer named no process: host_pids found from its spans */
 	bool rank_shared; /* another process of the inputs has its host and rank */
 	struct buf rank;  /* its rank as named ("3" of 3 or "3"), empty if none */
+	struct buf dist_rank; /* "rank" of its "distributedInfo", as written */
 	struct buf tmp;
 	int64_t shift_ns;
 	struct buf prefix;  /* "host rank 0: " or "" */
@@ -163,6 +166,28 @@ static void note_span(struct input *in, int64_t pid, const char *v, const char *
 		pidmap__add(&in->span_pids, pid);
 }
 
+static bool is_sort_index(const char *v, const char *e)
+{
+	const char *pv, *pe;
+
+	return jv_get(v, e, "name", &pv, &pe) && pe - pv == 20 &&
+	       !memcmp(pv, "\"process_sort_index\"", 20);
+}
+
+static void note_sort(struct input *in, int64_t pid, const char *v, const char *e)
+{
+	const char *av, *ae, *sv, *se;
+	int64_t x;
+	long slot;
+
+	if (!jv_get(v, e, "args", &av, &ae) || !jv_get(av, ae, "sort_index", &sv, &se) ||
+	    !jv_i64(sv, se, &x))
+		return;
+	slot = pidmap__add(&in->sorts, pid);
+	if (slot >= 0)
+		in->sorts.vals[slot] = x;
+}
+
 static int pass1_event(void *ctx, const char *v, const char *e)
 {
 	struct input *in = ctx;
@@ -174,6 +199,8 @@ static int pass1_event(void *ctx, const char *v, const char *e)
 	pidmap__add(&in->pids, pid);
 	if (jv_get(v, e, "name", &pv, &pe) && pe - pv == 14 && !memcmp(pv, "\"process_name\"", 14))
 		note_name(in, pid, v, e);
+	else if (is_sort_index(v, e))
+		note_sort(in, pid, v, e);
 	if (jv_get(v, e, "ph", &pv, &pe) && pe - pv == 3 && pv[1] == 'X')
 		note_span(in, pid, v, e);
 	return 0;
@@ -195,6 +222,19 @@ static void find_host_pids(struct input *in)
 			meta__add_host_pid(&in->meta, keys[k]);
 	free(keys);
 	in->pids_from_events = in->meta.nhost_pids > 0;
+}
+
+/* Kineto's "distributedInfo" heads a file of a rank: its rank where no
+ * trailer tells it (a file cut before it). */
+static int pass1_dist(void *ctx, const char *v, const char *e)
+{
+	struct input *in = ctx;
+	const char *rv, *re;
+
+	buf__reset(&in->dist_rank);
+	if (jv_get(v, e, "rank", &rv, &re))
+		buf__add(&in->dist_rank, rv, (size_t)(re - rv));
+	return 0;
 }
 
 static int pass1_meta(void *ctx, const char *v, const char *e)
@@ -321,13 +361,15 @@ static bool same_process(const struct trace_meta *a, const struct trace_meta *b)
 static void read_rank(struct input *in)
 {
 	const struct trace_meta *mt = &in->meta;
+	/* the trailer's, else its head's (a file cut before its trailer) */
+	const struct buf *rank = mt->rank.len ? &mt->rank : &in->dist_rank;
 
 	/* an earlier merge named its rows with their host and rank already */
-	if (mt->merged || !mt->rank.len)
+	if (mt->merged || !rank->len)
 		return;
-	if (!jv_str(mt->rank.p, mt->rank.p + mt->rank.len, &in->rank)) {
+	if (!jv_str(rank->p, rank->p + rank->len, &in->rank)) {
 		buf__reset(&in->rank);
-		buf__add(&in->rank, mt->rank.p, mt->rank.len);
+		buf__add(&in->rank, rank->p, rank->len);
 	}
 }
 
@@ -368,6 +410,120 @@ static void mark_shared_ranks(struct merge *m)
 			by[k]->rank_shared = true;
 	}
 	free(by);
+}
+
+/* Ranks as numbers where both are ("2" before "10"), else as text; a
+ * number before a text. */
+static int cmp_rank(const char *x, const char *y)
+{
+	bool nx = *x && strspn(x, "0123456789") == strlen(x);
+	bool ny = *y && strspn(y, "0123456789") == strlen(y);
+	size_t lx, ly;
+
+	if (nx != ny)
+		return nx ? -1 : 1;
+	if (!nx)
+		return strcmp(x, y);
+	while (*x == '0' && x[1])
+		x++;
+	while (*y == '0' && y[1])
+		y++;
+	lx = strlen(x), ly = strlen(y);
+	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+}
+
+static int64_t first_pid(const struct input *in)
+{
+	const struct trace_meta *mt = &in->meta;
+
+	return mt->has_pid ? (int64_t)mt->pid : mt->nhost_pids ? mt->host_pids[0] : 0;
+}
+
+/* The processes' order in the merge: by rank (those with one first), host,
+ * pid, then as given. */
+static int cmp_merge_order(const void *a, const void *b)
+{
+	const struct input *x = *(struct input *const *)a, *y = *(struct input *const *)b;
+	const char *hx = x->meta.hostname, *hy = y->meta.hostname;
+	int64_t px = first_pid(x), py = first_pid(y);
+	int c;
+
+	if (!x->rank.len != !y->rank.len)
+		return x->rank.len ? -1 : 1;
+	if (x->rank.len && (c = cmp_rank(x->rank.p, y->rank.p)))
+		return c;
+	if ((c = strcmp(hx ? hx : "", hy ? hy : "")))
+		return c;
+	if (px != py)
+		return px < py ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+struct sort_key {
+	int64_t sort, pid;
+};
+
+static int cmp_sort_key(const void *a, const void *b)
+{
+	const struct sort_key *x = a, *y = b;
+
+	if (x->sort != y->sort)
+		return x->sort < y->sort ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/*
+ * Every row of the merge gets a process_sort_index of its own, in the order
+ * of cmp_merge_order, each file's rows in their own order (its process at 0,
+ * its devices at 1000 + d, or an earlier merge's): a process's device rows
+ * come right after it. As written, every process had 0 and every GPU 0 row
+ * 1001: the legacy viewer (sortIndex, then name) put rank 10 before rank 2
+ * and all processes above all devices.
+ */
+static void assign_order(struct merge *m)
+{
+	struct input **by = calloc(m->nin, sizeof(*by));
+	int64_t next = 0;
+
+	if (!by)
+		return;
+	for (unsigned i = 0; i < m->nin; i++)
+		by[i] = &m->in[i];
+	qsort(by, m->nin, sizeof(*by), cmp_merge_order);
+	for (unsigned i = 0; i < m->nin; i++) {
+		struct input *in = by[i];
+		int64_t *keys = pidmap__sorted_keys(&in->pids);
+		struct sort_key *k = calloc(in->pids.n + 1, sizeof(*k));
+
+		for (size_t j = 0; keys && k && j < in->pids.n; j++) {
+			long s = pidmap__slot(&in->sorts, keys[j]);
+
+			k[j].pid = keys[j];
+			/* without one, as the writer has them: the process, then devices */
+			k[j].sort = s >= 0 ? in->sorts.vals[s] : keys[j] >= DEVICE_PIDS ? 1000 : 0;
+		}
+		if (keys && k)
+			qsort(k, in->pids.n, sizeof(*k), cmp_sort_key);
+		for (size_t j = 0; keys && k && j < in->pids.n; j++) {
+			long s = pidmap__add(&in->order, k[j].pid);
+
+			if (s >= 0)
+				in->order.vals[s] = next;
+			next++;
+		}
+		free(keys);
+		free(k);
+	}
+	free(by);
+}
+
+static bool order_of(const struct input *in, int64_t pid, int64_t *sort)
+{
+	long s = pidmap__slot(&in->order, pid);
+
+	if (s >= 0)
+		*sort = in->order.vals[s];
+	return s >= 0;
 }
 
 static void build_prefix(struct input *in)
@@ -638,6 +794,9 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 	    !is_host_pid(&in->meta, x))
 		prefix = &in->dev_prefix;
 	process_name = process_name && prefix->len;
+	int64_t sort = 0;
+	bool sort_index = ph == 'M' && is_sort_index(v, e) && jv_get(v, e, "pid", &pv, &pe) &&
+			  jv_i64(pv, pe, &x) && order_of(in, x, &sort);
 	bool placed = false;
 	int64_t ts_ns = 0, dur_ns = 0;
 
@@ -670,6 +829,9 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 			buf__printf(o, "\"%" PRIx64 "\"", scoped_id(in, id, m->nin));
 		} else if (process_name && jv_key_is(&mb, "args")) {
 			put_prefixed_args(m, prefix, &mb);
+		} else if (sort_index && jv_key_is(&mb, "args")) {
+			put_key(o, &mb);
+			buf__printf(o, "{\"sort_index\":%" PRId64 "}", sort);
 		} else {
 			put_member(o, &mb);
 		}
@@ -709,6 +871,25 @@ static void name_processes(struct merge *m, struct input *in)
 		buf__adds(o, "}}");
 	}
 	buf__free(&name);
+}
+
+/* The rows of a file without a process_sort_index of their own get theirs
+ * (see assign_order). */
+static void sort_processes(struct merge *m, struct input *in)
+{
+	struct buf *o = &m->out.b;
+	int64_t *keys = pidmap__sorted_keys(&in->pids), sort;
+
+	for (size_t k = 0; keys && k < in->pids.n; k++) {
+		if (pidmap__has(&in->sorts, keys[k]) || !order_of(in, keys[k], &sort))
+			continue;
+		buf__adds(o, m->first_event ? "\n" : ",\n");
+		m->first_event = false;
+		buf__printf(o, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRId64
+			       ",\"tid\":0,\"args\":{\"sort_index\":%" PRId64 "}}",
+			    map_pid(in, keys[k]), sort);
+	}
+	free(keys);
 }
 
 /* ---- the merged "gputrace" object ---- */
@@ -988,6 +1169,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	for (unsigned i = 0; i < nfiles; i++) {
 		struct input *in = &m.in[m.nin];
 		struct trace_ops ops = { .ctx = in, .event = pass1_event, .meta = pass1_meta,
+					 .dist = pass1_dist,
 					 .skip_reports = true };
 
 		in->path = files[i];
@@ -996,6 +1178,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 			goto out;
 		if (in->scan == TRACE_SKIPPED) { /* a glob's *.json took a report too */
 			meta__free(&in->meta);
+			buf__free(&in->dist_rank);
 			memset(in, 0, sizeof(*in));
 			continue;
 		}
@@ -1015,6 +1198,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	for (unsigned i = 0; i < nfiles; i++)
 		read_rank(&m.in[i]);
 	mark_shared_ranks(&m);
+	assign_order(&m);
 	/* after the pids: a device row is named after its process's pid as merged */
 	for (unsigned i = 0; i < nfiles; i++)
 		build_prefix(&m.in[i]);
@@ -1036,6 +1220,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 		int r;
 
 		name_processes(&m, &m.in[i]);
+		sort_processes(&m, &m.in[i]);
 		r = trace__scan(WHO, m.in[i].path, &ops);
 
 		if (r == TRACE_ERROR || m.out.failed) {
@@ -1075,6 +1260,9 @@ out:
 		buf__free(&m.in[i].prefix);
 		buf__free(&m.in[i].dev_prefix);
 		buf__free(&m.in[i].rank);
+		buf__free(&m.in[i].dist_rank);
+		pidmap__free(&m.in[i].sorts);
+		pidmap__free(&m.in[i].order);
 	}
 	free(m.in);
 	buf__free(&m.tmp);

@@ -128,6 +128,11 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops)
 				jr_fail(&r, "stopped");
 				goto fail;
 			}
+		} else if (!strcmp(key.p, "\"distributedInfo\"") && ops->dist) {
+			buf__reset(&val);
+			if (jr_value(&r, &val))
+				goto fail;
+			ops->dist(ops->ctx, val.p, val.p + val.len);
 		} else if (!strcmp(key.p, "\"gputrace_watchdog\"") && !seen_events) {
 			report = true;
 			break;

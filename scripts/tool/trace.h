@@ -17,6 +17,9 @@ struct trace_ops {
 	int (*event)(void *ctx, const char *v, const char *e);
 	/* The top-level "gputrace" object. */
 	int (*meta)(void *ctx, const char *v, const char *e);
+	/* The top-level "distributedInfo" object (Kineto's, before the events:
+	 * the rank of a file cut before its "gputrace" trailer). */
+	int (*dist)(void *ctx, const char *v, const char *e);
 	/* a second pass over the file: its warnings (cut short, no events) said once */
 	bool quiet;
 	/* a watchdog report (TRACE.watchdog.json, beside traces a glob takes) is

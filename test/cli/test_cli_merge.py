@@ -47,6 +47,10 @@ def fingerprint(e, pid_map, shift):
     return json.dumps(d, sort_keys=True, default=str)
 
 
+# metadata merge rewrites: names prefixed, sort indexes in the merged order
+RENAMED = ("process_name", "process_sort_index")
+
+
 def check_merge(tmp_path, inputs, out_name="merged.json"):
     """Merge inputs; check every input event is in the output exactly once."""
     out = tmp_path / out_name
@@ -65,11 +69,19 @@ def check_merge(tmp_path, inputs, out_name="merged.json"):
         assert info["ts_shift_ns"] == shift and info["path"] == str(path)
         pid_map = {int(k): int(v) for k, v in info["pid_map"].items()}
         for e in t["traceEvents"]:
-            if e.get("ph") != "M" or e.get("name") != "process_name":
+            if e.get("ph") != "M" or e.get("name") not in RENAMED:
                 want[fingerprint(e, pid_map, shift)] += 1
     got = collections.Counter(fingerprint(e, {}, 0) for e in merged["traceEvents"]
-                              if e.get("ph") != "M" or e.get("name") != "process_name")
+                              if e.get("ph") != "M" or e.get("name") not in RENAMED)
     assert got == want
+    # every row has a place of its own in the viewer's order (test_viewers checks which)
+    sort = collections.defaultdict(set)
+    for e in merged["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "process_sort_index":
+            sort[int(e["pid"])].add(int(e["args"]["sort_index"]))
+    assert {int(e["pid"]) for e in merged["traceEvents"] if "pid" in e} == set(sort)
+    assert all(len(v) == 1 for v in sort.values()) and \
+        len({min(v) for v in sort.values()}) == len(sort), sort
     return merged
 
 

@@ -27,7 +27,7 @@ import pytest
 from conftest import (APPS, BUILD, PRELOAD, clean_env, default_signals, need, run, scan_trace,
                       sim_env)
 from viewer_rules import (check_flows, check_nesting, check_perfetto_flows, check_rounding,
-                          hta_gpu_work, hta_rank, hta_stream,
+                          hta_gpu_work, hta_rank, hta_stream, legacy_process_order,
                           load_exact, ns, rows)
 
 VIEWERS = BUILD / "test" / "viewers"
@@ -326,6 +326,71 @@ def test_merge_keeps_device_rows_per_process(tmp_path):
     assert got == want
     assert check_flows(m) == 2 * 3 * 8
     assert check_rounding(m) > 0  # shifted times still add up on every row
+
+
+def rank_trace(path, pid, rank=None, host="node0", devices=2, trailer=True):
+    """A process's trace as the writer has it: its process at sort index 0, its
+    GPU d at 1000 + d; its rank in distributedInfo and in its trailer, or with
+    no trailer (a file cut before it)."""
+    dev = [(1 << 30) | pid << 6 | d for d in range(devices)]
+    head = (f'{{"distributedInfo": {{"backend": "env", "rank": {rank}}},\n'
+            if rank is not None else "{")
+    ev = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "app"}},
+          {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+           "args": {"sort_index": 0}},
+          {"ph": "X", "cat": "ze_api", "name": "zeInit", "pid": pid, "tid": pid, "ts": 1,
+           "dur": 50}]
+    for d, p in enumerate(dev):
+        ev += [{"ph": "M", "name": "process_name", "pid": p, "tid": 0,
+                "args": {"name": f"GPU {d}: sim"}},
+               {"ph": "M", "name": "process_sort_index", "pid": p, "tid": 0,
+                "args": {"sort_index": 1000 + d}},
+               {"ph": "X", "cat": "kernel", "name": "k", "pid": p, "tid": 1, "ts": 2, "dur": 1}]
+    text = head + '"traceEvents":[\n' + ",\n".join(json.dumps(e) for e in ev) + ",\n"
+    if trailer:
+        meta = {"pid": pid, "hostname": host, "exe": "/bin/app", "host_pids": [pid],
+                "anchor": {"realtime_ns": 10**18, "clock_ns": 0},
+                "devices": [{"pid": p} for p in dev]}
+        if rank is not None:
+            meta["rank"] = rank
+        text = text[:-2] + '\n],\n"gputrace":' + json.dumps(meta) + "}\n"
+    path.write_text(text)
+    return path, [pid] + dev
+
+
+def test_merge_orders_processes_by_rank(tmp_path):
+    """A job of 12 ranks given in any order: the legacy viewer lists the
+    processes by rank (rank 10 after rank 9, not after rank 1), each with its
+    GPUs right below it, then a process without a rank. Every process had
+    process_sort_index 0 and every GPU 0 row 1000: they were listed by name
+    (rank 10 before rank 2) and all the GPUs below all the processes. A file cut
+    before its trailer is placed by its distributedInfo's rank."""
+    want, inputs = {}, []
+    for r in [7, 11, 0, 3, 10, 1, 5, 9, 2, 8, 4, 6]:
+        path, pids = rank_trace(tmp_path / f"r{r}.json", pid=400 - 13 * r, rank=r,
+                                host=f"node{r % 3}", trailer=r != 5)
+        want[r] = pids
+        inputs.append(path)
+    none, none_pids = rank_trace(tmp_path / "norank.json", pid=7)
+    m = merged(tmp_path, none, *inputs)
+    assert legacy_process_order(m) == [p for r in range(12) for p in want[r]] + none_pids
+    names = {e["pid"]: e["args"]["name"] for e in m["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert names[want[10][0]] == "node1 rank 10: app"
+
+
+def test_merge_names_a_file_cut_before_its_trailer_by_its_rank(tmp_path):
+    """A file cut before its trailer (killed before its first checkpoint) still
+    begins with distributedInfo: its rows are named with that rank, as its
+    trailer would have named them (they were "[pid 42] GPU 0")."""
+    cut, pids = rank_trace(tmp_path / "cut.json", pid=42, rank=5, trailer=False)
+    other, other_pids = rank_trace(tmp_path / "r4.json", pid=43, rank=4)
+    m = merged(tmp_path, cut, other)
+    names = {e["pid"]: e["args"]["name"] for e in m["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert [names[p] for p in pids] == ["rank 5: app", "[rank 5] GPU 0: sim",
+                                        "[rank 5] GPU 1: sim"]
+    assert names[other_pids[1]] == "node0 [rank 4] GPU 0: sim"
 
 
 def test_device_annotations_never_open_on_an_end(tmp_path):

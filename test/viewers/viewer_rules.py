@@ -21,7 +21,10 @@ dependency: see README "What the trace shows" for the versions checked).
   top (GetTopmostSliceOnTrack), which nothing closes first.
 - HTA (Holistic Trace Analysis 0.6, hta/common/trace_file.py and
   trace_filter.py): a trace's rank is the first match of "rank":\\s+(\\d+)
-  on a line; events with an integer args.stream >= 0 are GPU work."""
+  on a line; events with an integer args.stream >= 0 are GPU work.
+- legacy_process_order(): the legacy viewer's order of processes
+  (tracing/model/process.html Process.compare, process_base.html): sortIndex
+  (process_sort_index, 0 without one), then name, then labels, then pid."""
 import bisect
 import collections
 import decimal
@@ -357,3 +360,26 @@ def check_perfetto_flows(trace):
             f"{dst['ph']} {dst['name']} {d}, not to {meant['name']} at {meant['ts']}")
         n += 1
     return n
+
+
+def legacy_process_order(trace):
+    """The pids of a trace's processes, top to bottom as the legacy viewer lists
+    them (names compared as Python compares them: ours are plain ASCII)."""
+    sort, name, labels, pids = {}, {}, {}, set()
+    for e in trace["traceEvents"]:
+        if "pid" not in e:
+            continue
+        pid = int(e["pid"])
+        pids.add(pid)
+        if e.get("ph") != "M":
+            continue
+        args = e.get("args") or {}
+        if e.get("name") == "process_sort_index":
+            sort[pid] = int(args["sort_index"])
+        elif e.get("name") == "process_name":
+            name[pid] = args.get("name")
+        elif e.get("name") == "process_labels":
+            labels[pid] = [args.get("labels")]
+    # comparePossiblyUndefinedValues: a name before none
+    return sorted(pids, key=lambda p: (sort.get(p, 0), name.get(p) is None, name.get(p) or "",
+                                       labels.get(p, []), p))
