@@ -314,10 +314,10 @@ static void timeline(FILE *f, struct rep *rp, const struct sumdoc *d)
 			   "<figcaption>",
 			r->busy_ns, util, r->count);
 		xml__text(f, r->name);
-		fprintf(f, " <span>busy %s of %s (%s), %.0f spans</span></figcaption>",
+		fprintf(f, " <span>busy %s of %s (%s), %.0f span%s</span></figcaption>",
 			fmt(a, sizeof(a), r->busy_ns, DIM_TIME, false),
 			fmt(b, sizeof(b), window, DIM_TIME, false),
-			fmt(c, sizeof(c), util, DIM_COUNT, true), r->count);
+			fmt(c, sizeof(c), util, DIM_COUNT, true), r->count, r->count == 1 ? "" : "s");
 		fprintf(f, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">"
 			   "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#eef1f6\"/>",
 			W, H + 16, W, H + 16, W, H);
@@ -567,9 +567,9 @@ static void section_lost(FILE *f, const struct sumdoc *d)
 	if (!total)
 		fputs("No event was lost: the trace holds everything gputrace recorded.</p>", f);
 	else
-		fprintf(f, "%.0f events were lost (counted, not in the trace). A bigger overflow "
+		fprintf(f, "%.0f %s lost (counted, not in the trace). A bigger overflow "
 			   "(--overflow-mb) or buffer (--buffer-kb) keeps ring_full losses away.</p>",
-			total);
+			total, total == 1 ? "event was" : "events were");
 	if (total && sumdoc__get(d, "lost.by_reason", &v, &e) && jv_iter_init(&it, v, e)) {
 		fputs("<table class=\"lost\"><thead><tr><th>reason</th><th>events</th></tr></thead>"
 		      "<tbody>",

@@ -312,3 +312,19 @@ def test_report_one_row_left_out_is_said_in_the_singular(tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert "<p class=\"none\">1 more row in the summary JSON (gputrace summary --json).</p>" \
         in page, re.findall(r"<p class=\"none\">[^<]*</p>", page)
+
+
+def test_report_counts_of_one_are_said_in_the_singular(tmp_path):
+    """A device of one span, one event lost: "1 span", "1 event was lost" (were
+    "1 spans", "1 events were lost")."""
+    ev = [{"ph": "X", "cat": "ze_api", "name": "zeInit", "pid": 5, "tid": 5, "ts": 1, "dur": 9},
+          {"ph": "X", "cat": "kernel", "name": "k", "pid": (1 << 30) + 1, "tid": 1, "ts": 2,
+           "dur": 1, "args": {}}]
+    t = tmp_path / "one.json"
+    t.write_text(json.dumps({"traceEvents": ev, "gputrace": {
+        "pid": 5, "host_pids": [5], "events_lost": 1, "lost_by_reason": {"ring_full": 1}}}))
+    p = gt(["report", t, "-o", tmp_path / "r.html"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    page = (tmp_path / "r.html").read_text()
+    assert re.search(r"<span>busy [^<]*, 1 span</span>", page), page
+    assert ">1 event was lost (counted, not in the trace)." in page
