@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include "backends/backend.h"
 #include "inject/event.h"
+#include "inject/shim.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
@@ -113,6 +114,40 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_default(const char *symbol)
 	void *w = dlsym__wrap(found, symbol);
 
 	return w != found ? w : NULL;
+}
+
+/*
+ * The soname (DT_SONAME) in an object's dynamic section, at base: NULL when it has
+ * none. A library opened by another file name (libcudart.so, a symlink to
+ * libcudart.so.13; a symlink named otherwise) is known by it: dladdr and the link
+ * map name the path it was opened by. ld.so relocates the section's addresses on
+ * most targets, not on all: one below the load address is not yet.
+ */
+GT_HIDDEN const char *gt_soname(const void *dynamic, uintptr_t base)
+{
+	const ElfW(Dyn) *dyn = dynamic;
+	const char *strtab = NULL;
+	size_t off = (size_t)-1;
+
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)(d->d_un.d_ptr < base ? base + d->d_un.d_ptr
+								  : d->d_un.d_ptr);
+		else if (d->d_tag == DT_SONAME)
+			off = d->d_un.d_val;
+	}
+	return strtab && off != (size_t)-1 ? strtab + off : NULL;
+}
+
+/* The same for the object that dl_iterate_phdr describes. */
+GT_HIDDEN const char *gt_phdr_soname(const struct dl_phdr_info *info)
+{
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			return gt_soname((const void *)(info->dlpi_addr +
+							    info->dlpi_phdr[i].p_vaddr),
+					 info->dlpi_addr);
+	return NULL;
 }
 
 /*

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include "event.h"
 #include "state.h"
 
@@ -23,6 +24,11 @@ static inline void gt_ensure_init(void)
 GT_HIDDEN void *gt_real(const char *symbol);
 /* The real dlsym's answer, not through our wrapper of it. */
 GT_HIDDEN void *gt_dlsym_real(void *handle, const char *symbol);
+/* An object's soname from its dynamic section (a link map's l_ld and l_addr),
+ * or from dl_iterate_phdr's description of it; NULL: none. */
+struct dl_phdr_info;
+GT_HIDDEN const char *gt_soname(const void *dyn, uintptr_t base);
+GT_HIDDEN const char *gt_phdr_soname(const struct dl_phdr_info *info);
 
 /* Drain everything recorded so far and checkpoint the trace file now (the
  * file is valid and complete up to here). Used before exec and at exit.
