@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -126,23 +127,71 @@ void ze__lacks(enum ze_fn_id id, void *caller)
 	_exit(127);
 }
 
-/* Is p a function of the Level Zero loader (not of a driver, nor ours)? */
+/* Does the name (a path or a soname) say the Level Zero loader? */
+static bool ze__loader_name(const char *name)
+{
+	const char *base = name ? strrchr(name, '/') : NULL;
+
+	base = base ? base + 1 : name;
+	return base && strncmp(base, "libze_loader", 12) == 0;
+}
+
+/*
+ * A second loader, in another namespace than the one traced (dlmopen): its functions
+ * are handed back untraced (ours would call the first loader's with its handles).
+ */
+static bool ze__other_namespace(const char *path)
+{
+	static atomic_bool said;
+
+	if (!atomic_exchange(&said, true))
+		pr_warn("ze: %s is a second Level Zero loader, in another link-map namespace "
+			"(dlmopen): its calls are not traced", path);
+	return false;
+}
+
+/*
+ * Is p a function of the Level Zero loader (not of a driver, nor ours)? Known by its
+ * file's name or, for a file of another name (a symlink, a copy: dladdr gives the
+ * name it was opened by), by its soname. The loader is kept open from its own
+ * namespace (one dlmopen gave it): a NOLOAD dlopen looks in ours alone, and without
+ * a handle the functions the program did not look up itself could not be found.
+ */
 static bool ze__from_loader(void *p)
 {
 	Dl_info info;
-	const char *base;
+	struct link_map *l = NULL;
+	Lmid_t lmid = LM_ID_BASE;
 	void *expected = NULL, *h;
 
-	if (!dladdr(p, &info) || !info.dli_fname)
+	if (!dladdr1(p, &info, (void **)&l, RTLD_DL_LINKMAP) || !info.dli_fname || !l)
 		return false;
-	base = strrchr(info.dli_fname, '/');
-	base = base ? base + 1 : info.dli_fname;
-	if (strncmp(base, "libze_loader", 12) != 0)
+	if (!ze__loader_name(info.dli_fname) && !ze__loader_name(gt_soname(l->l_ld, l->l_addr)))
 		return false;
-	if (!atomic_load_explicit(&ze_loader_handle, memory_order_acquire)) {
-		h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-		if (h && !atomic_compare_exchange_strong(&ze_loader_handle, &expected, h))
-			dlclose(h);
+	/* (a link map is the handle glibc's dlopen returns) */
+	if (dlinfo(l, RTLD_DI_LMID, &lmid) != 0)
+		lmid = LM_ID_BASE;
+	h = atomic_load_explicit(&ze_loader_handle, memory_order_acquire);
+	if (h) {
+		Lmid_t had = LM_ID_BASE;
+
+		return dlinfo(h, RTLD_DI_LMID, &had) == 0 && had != lmid
+			       ? ze__other_namespace(info.dli_fname)
+			       : true;
+	}
+	/* the functions found so far are the global scope's loader's */
+	if (lmid != LM_ID_BASE && gt_real("zeInit"))
+		return ze__other_namespace(info.dli_fname);
+	h = dlmopen(lmid, info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return false;
+	if (!atomic_compare_exchange_strong(&ze_loader_handle, &expected, h)) {
+		Lmid_t had = LM_ID_BASE;
+
+		dlclose(h);
+		/* another thread's loader, just kept: is it this one's? */
+		if (dlinfo(expected, RTLD_DI_LMID, &had) == 0 && had != lmid)
+			return ze__other_namespace(info.dli_fname);
 	}
 	return true;
 }

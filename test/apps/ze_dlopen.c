@@ -1,6 +1,9 @@
-/* ze_dlopen [bytes]: loads libze_loader.so.1 with dlopen and resolves every Level Zero
- * function it calls with dlsym (no link-time dependency on the loader, as plug-in hosts
- * do), then runs a kernel and a copy on an immediate list and synchronizes on an event. */
+/* ze_dlopen [bytes [library [dlmopen]]]: loads libze_loader.so.1 (or the library named,
+ * as a path to it by another name) with dlopen (dlmopen into a new namespace with
+ * "dlmopen") and resolves every Level Zero function it calls with dlsym (no link-time
+ * dependency on the loader, as plug-in hosts do), then runs a kernel and a copy on an
+ * immediate list and synchronizes on an event. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 
 #include "ze_app.h"
@@ -32,7 +35,10 @@ static void resolve(void *lib)
 int main(int argc, char **argv)
 {
 	size_t n = test_arg(argc, argv, 1, 16384);
-	void *lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+	const char *name = argc > 2 ? argv[2] : "libze_loader.so.1";
+	void *lib = argc > 3 && !strcmp(argv[3], "dlmopen")
+			    ? dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL)
+			    : dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	ze_driver_handle_t driver;
 	ze_device_handle_t device;
 	ze_context_handle_t ctx;
@@ -60,7 +66,7 @@ int main(int argc, char **argv)
 	ze_group_count_t groups = { 8, 1, 1 };
 	uint8_t *src, *dst;
 
-	APP_EXPECT(lib, "dlopen(libze_loader.so.1): %s", dlerror());
+	APP_EXPECT(lib, "dlopen(%s): %s", name, dlerror());
 	resolve(lib);
 	CALL(zeInit, ZE_INIT_FLAG_GPU_ONLY);
 	CALL(zeDriverGet, &count, &driver);

@@ -455,7 +455,34 @@ def test_64_bit_timestamps_and_other_tick(tmp_path):
 
 def test_dlopen_program_traced_like_linked(tmp_path):
     """ze_dlopen resolves every call with dlsym on a privately loaded loader."""
-    trace = traced_like_untraced([APPS / "ze_dlopen"], tmp_path)
+    assert_dlopen_program_traced(traced_like_untraced([APPS / "ze_dlopen"], tmp_path))
+
+
+@pytest.mark.parametrize("how", ["symlink", "dlmopen"])
+def test_dlopen_loader_by_other_name_or_namespace(tmp_path, how):
+    """The loader opened by a path of another name (a symlink: dladdr names it by that
+    path, its soname says the loader) or with dlmopen into a new namespace (a NOLOAD
+    dlopen of ours cannot see it there) is traced as ze_dlopen's usual one. Before
+    2026-12-07 the first was not traced at all, without a word, and the second crashed
+    at the first call gputrace makes itself (zeDeviceGetProperties: not found)."""
+    loader = "libze_loader.so.1"
+    if how == "symlink":
+        real = subprocess.run(["/bin/sh", "-c", "ldconfig -p | grep -m1 'libze_loader.so.1 '"],
+                              capture_output=True, text=True).stdout.rsplit("=> ", 1)[-1].strip()
+        if not real:
+            pytest.skip("no libze_loader.so.1 known to ldconfig")
+        loader = tmp_path / "libgpu.so"
+        loader.symlink_to(real)
+    cmd = [APPS / "ze_dlopen", 16384, loader] + (["dlmopen"] if how == "dlmopen" else [])
+    r = run(cmd, env=sim_env(), tmp_path=tmp_path)
+    plain = run(cmd, traced=False, env=sim_env())
+    assert plain.returncode == 0, plain.stderr
+    assert (r.returncode, r.stdout) == (0, plain.stdout), r.stderr
+    assert strip_gputrace(r.stderr) == strip_gputrace(plain.stderr)
+    assert_dlopen_program_traced(r.trace)
+
+
+def assert_dlopen_program_traced(trace):
     host = host_spans(trace)
     once = ["zeInit", "zeDriverGet", "zeDeviceGet", "zeDeviceGetProperties", "zeContextCreate",
             "zeContextDestroy", "zeCommandListCreateImmediate", "zeCommandListDestroy",
