@@ -132,6 +132,13 @@ struct soname_find {
 	bool prefix; /* soname is a prefix of the file's name */
 };
 
+static bool soname_is(const struct dl_phdr_info *info, const char *name)
+{
+	const char *soname = gt_phdr_soname(info);
+
+	return soname && !strcmp(soname, name);
+}
+
 static int find_soname(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct soname_find *f = data;
@@ -141,7 +148,9 @@ static int find_soname(struct dl_phdr_info *info, size_t size, void *data)
 		return 0;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	if (f->prefix ? strncmp(base, f->soname, strlen(f->soname)) : strcmp(base, f->soname))
+	/* (a file of another name, libcudart.so: its soname) */
+	if (f->prefix ? strncmp(base, f->soname, strlen(f->soname))
+		      : strcmp(base, f->soname) && !soname_is(info, f->soname))
 		return 0;
 	snprintf(f->path, f->len, "%s", path);
 	return 1;

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -766,18 +767,22 @@ RT_WRAP_GET_KERNEL(2, "libcudart.so.13", __cudaGetKernel, (void **k, const void 
 		   RT_FOLD)
 RT_SELF(2, __cudaGetKernel)
 
-/* Which runtime a function of the program's dlsym() belongs to. */
+/* Which runtime a function of the program's dlsym() belongs to: by its file's
+ * name, else by its soname (a libcudart opened as libcudart.so, the toolkit's
+ * link to it, as ctypes users do: dladdr names the path it was opened by). */
 static int major_of(const void *fn)
 {
 	Dl_info info;
-	const char *base;
+	struct link_map *l = NULL;
+	const char *base, *soname;
 
-	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+	if (!fn || !dladdr1(fn, &info, (void **)&l, RTLD_DL_LINKMAP) || !info.dli_fname)
 		return -1;
 	base = strrchr(info.dli_fname, '/');
 	base = base ? base + 1 : info.dli_fname;
+	soname = l ? gt_soname(l->l_ld, l->l_addr) : NULL;
 	for (int m = 0; m < RT_NMAJORS; m++)
-		if (!strcmp(base, rt_versions[m]))
+		if (!strcmp(base, rt_versions[m]) || (soname && !strcmp(soname, rt_versions[m])))
 			return m;
 	return -1;
 }

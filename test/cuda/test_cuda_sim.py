@@ -561,6 +561,45 @@ def test_kernel_names_demangled_where_the_cxx_runtime_is_not_global(tmp_path, cu
     assert [e["name"] for e in xs(trace, "kernel")] == ["reloaded_kernel(int*)"] * 2
 
 
+@pytest.mark.parametrize("name", ["libcudart.so.13", "libcudart.so", "libother.so"])
+def test_runtime_loaded_by_another_name_with_ctypes(tmp_path, name):
+    """ctypes.CDLL('libcudart.so') (the toolkit's link to libcudart.so.13, which
+    scripts load to call cudaProfilerStart) or a link of another name: dladdr names
+    the path opened, and the runtime is known by its soname. Before 2026-12-07 the
+    program's dlsym got libcudart's own functions: the first call (cudaMalloc, inside
+    which CUPTI starts) was missing, drawn as its driver calls (cuInit, cuMemAlloc)."""
+    need(SIM / "libcudart.so.13")
+    lib = tmp_path / "lib" / name
+    lib.parent.mkdir()
+    lib.symlink_to(SIM / "libcudart.so.13")
+    code = ("import ctypes, threading\n"
+            "def go():\n"
+            f"    rt = ctypes.CDLL('{lib}')\n"
+            "    p = ctypes.c_void_p()\n"
+            "    assert rt.cudaMalloc(ctypes.byref(p), 1 << 16) == 0\n"
+            "    for i in range(3):\n"
+            "        assert rt.cudaMemset(p, i, 1 << 16) == 0\n"
+            "    assert rt.cudaDeviceSynchronize() == 0\n"
+            "    assert rt.cudaFree(p) == 0\n"
+            "t = threading.Thread(target=go)\n"
+            "t.start()\n"
+            "t.join()\n"
+            "print('ok')")
+    # (CUPTI is looked for next to a file named libcudart*, then in CUDA_HOME)
+    r = sim_run([sys.executable, "-c", code], tmp_path, env=cuda_home_env(tmp_path, True))
+    assert (r.returncode, r.stdout) == (0, b"ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    host = xs(trace, "cuda_runtime") + xs(trace, "cuda_driver")
+    assert collections.Counter(e["name"] for e in host) == {
+        "cudaMalloc": 1, "cudaMemset": 3, "cudaDeviceSynchronize": 1, "cudaFree": 1}
+    sets = xs(trace, "gpu_memset")
+    assert len(sets) == 3
+    by_corr = host_by_corr(trace)
+    for d in sets:
+        h = by_corr[d["args"]["correlation"]]
+        assert h["name"] == "cudaMemset" and linked(trace, h, d)
+
+
 def test_without_cupti_peer_copies_name_both_devices(tmp_path):
     """CUDA-event timing names a cudaMemcpyPeer[Async] copy as CUPTI's records do: kind
     PtoP, with its source and destination devices, on the row of the stream it ran on
