@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -92,16 +93,21 @@ static int cu_init_wrap(unsigned flags)
 GT_EXPORT int gt_cu_link_only_cuInit(unsigned flags) __attribute__((alias("cu_init_wrap")));
 __asm__(".symver gt_cu_link_only_cuInit, cuInit@GPUTRACE_LINK_ONLY");
 
-/* Whether fn is in a libcuda (another library's cuInit is not the driver's). */
+/* Whether fn is in a libcuda (another library's cuInit is not the driver's): by its
+ * file's name, else by its soname (one opened by a link of another name). */
 static bool in_libcuda(void *fn)
 {
 	Dl_info info;
-	const char *base;
+	struct link_map *l = NULL;
+	const char *base, *soname;
 
-	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+	if (!fn || !dladdr1(fn, &info, (void **)&l, RTLD_DL_LINKMAP) || !info.dli_fname)
 		return false;
 	base = strrchr(info.dli_fname, '/');
-	return !strncmp(base ? base + 1 : info.dli_fname, "libcuda.so", 10);
+	if (!strncmp(base ? base + 1 : info.dli_fname, "libcuda.so", 10))
+		return true;
+	soname = l ? gt_soname(l->l_ld, l->l_addr) : NULL;
+	return soname && !strncmp(soname, "libcuda.so", 10);
 }
 
 /* dlsym(libcuda handle, "cuInit") by the program: the same wrapper. */

@@ -206,6 +206,25 @@ def test_cuinit_of_a_driver_api_program_has_its_span(tmp_path, cupti, how):
                                                              else [])
 
 
+@pytest.mark.parametrize("name", ["libcuda.so.1", "libgpudriver.so"])
+def test_cuinit_of_libcuda_opened_by_another_name(tmp_path, name):
+    """A libcuda the program opens through a link of another name (ctypes) is known by
+    its soname: its cuInit, got with dlsym, has its span (until 2026-12-07 it had none)."""
+    need(SIM / "libcuda.so.1")
+    lib = tmp_path / "lib" / name
+    lib.parent.mkdir()
+    lib.symlink_to(SIM / "libcuda.so.1")
+    code = ("import ctypes\n"
+            f"cu = ctypes.CDLL('{lib}')\n"
+            "assert cu.cuInit(0) == 0\n"
+            "print('ok')")
+    r = sim_run([sys.executable, "-c", code], tmp_path, env=cuda_home_env(tmp_path, True))
+    assert (r.returncode, r.stdout) == (0, b"ok\n"), r.stderr
+    inits = xs(load_exact(r.trace_path), "cuda_driver", "cuInit")
+    assert [{k: v for k, v in e["args"].items() if k != "correlation"} for e in inits] == \
+        [{"result": 0}]
+
+
 @pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "no-cupti"])
 def test_cuinit_inside_a_runtime_call_is_that_calls(tmp_path, cupti):
     """The shared libcudart calls cuInit inside the thread's first runtime call (through
