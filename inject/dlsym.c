@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include "backends/backend.h"
 #include "inject/event.h"
@@ -106,14 +107,56 @@ GT_HIDDEN __attribute__((used)) void *gt_dlsym_handle(void *handle, const char *
  * dlsym(RTLD_DEFAULT, "ze..."): a backend's wrapper for the function the global scope
  * has (the loader's), else NULL and the real dlsym answers in the caller's name (it
  * finds our exported wrappers of the functions every loader has, or fails as it
- * would without us).
+ * would without us), or GT_DLSYM_NONE: fail, as without us (no loader is there).
  */
-GT_HIDDEN __attribute__((used)) void *gt_dlsym_default(const char *symbol)
+#define GT_DLSYM_NONE ((void *)-1)
+/* Is p one of our own functions (an exported wrapper)? */
+static bool dlsym__ours(void *p)
+{
+	Dl_info def, ours;
+
+	return p && dladdr(p, &def) && dladdr((void *)dlsym__ours, &ours) &&
+	       def.dli_fbase == ours.dli_fbase;
+}
+
+/* Has the caller's own object, or one it depends on, the function (a library loaded
+ * RTLD_LOCAL with the loader as its dependency: RTLD_DEFAULT searches that too)? */
+static bool dlsym__caller_has(const void *caller, const char *symbol)
+{
+	struct link_map *l = NULL;
+	Dl_info info;
+	void *h, *p;
+
+	if (!caller || !dladdr1(caller, &info, (void **)&l, RTLD_DL_LINKMAP) || !l ||
+	    !l->l_name || !*l->l_name)
+		return false; /* the program: its scope is the global one */
+	h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return false;
+	p = gt_dlsym_real(h, symbol);
+	dlclose(h);
+	return p && !dlsym__ours(p);
+}
+
+GT_HIDDEN __attribute__((used)) void *gt_dlsym_default(const char *symbol, const void *caller)
 {
 	void *found = gt_dlsym_real(RTLD_DEFAULT, symbol);
 	void *w = dlsym__wrap(found, symbol);
 
-	return w != found ? w : NULL;
+	if (w != found)
+		return w;
+	/*
+	 * What the global scope has is our own export, and no object after us has the
+	 * function, nor does the caller's own scope: no loader is there (none loaded, or
+	 * one loaded RTLD_LOCAL by another). Without us the lookup fails, and a program
+	 * that probes so before it loads the loader itself must not be handed a function
+	 * with no loader behind it (every call ZE_RESULT_ERROR_UNINITIALIZED). The failed
+	 * lookups left their dlerror().
+	 */
+	if (dlsym__ours(found) && !gt_dlsym_real(RTLD_NEXT, symbol) &&
+	    !dlsym__caller_has(caller, symbol))
+		return GT_DLSYM_NONE;
+	return NULL;
 }
 
 /*
@@ -228,6 +271,7 @@ __asm__(".text\n"
 	"	subq $8, %rsp\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	movq %rsi, %rdi\n"
+	"	movq 24(%rsp), %rsi\n" /* the caller's return address */
 	"	call gt_dlsym_default\n"
 	"	addq $8, %rsp\n"
 	"	.cfi_adjust_cfa_offset -8\n"
@@ -237,7 +281,10 @@ __asm__(".text\n"
 	"	.cfi_adjust_cfa_offset -8\n"
 	"	testq %rax, %rax\n"
 	"	je 1f\n"
-	"	ret\n"
+	"	cmpq $-1, %rax\n" /* GT_DLSYM_NONE */
+	"	jne 4f\n"
+	"	xorl %eax, %eax\n"
+	"4:	ret\n"
 	"1:	movq gt_dlsym_next(%rip), %rax\n"
 	"	testq %rax, %rax\n"
 	"	je 2f\n"
@@ -268,9 +315,12 @@ GT_EXPORT __attribute__((noinline)) void *dlsym(void *handle, const char *symbol
 	if (handle == RTLD_NEXT || !atomic_load_explicit(&gt_dlsym_next, memory_order_acquire))
 		return gt_dlsym_slow(handle, symbol, __builtin_return_address(0));
 	if (handle == RTLD_DEFAULT) {
-		void *w = symbol && symbol[0] == 'z' && symbol[1] == 'e' ? gt_dlsym_default(symbol)
+		void *w = symbol && symbol[0] == 'z' && symbol[1] == 'e' ? gt_dlsym_default(symbol,
+								      __builtin_return_address(0))
 									 : NULL;
 
+		if (w == GT_DLSYM_NONE)
+			return NULL;
 		return w ? w : gt_dlsym_real(handle, symbol);
 	}
 	return gt_dlsym_handle(handle, symbol);

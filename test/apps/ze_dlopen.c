@@ -1,10 +1,12 @@
-/* ze_dlopen [bytes [library [dlmopen]]]: loads libze_loader.so.1 (or the library named,
- * as a path to it by another name) with dlopen (dlmopen into a new namespace with
- * "dlmopen") and resolves every Level Zero function it calls with dlsym (no link-time
+/* ze_dlopen [bytes [library [dlmopen|probe]]]: loads libze_loader.so.1 (or the library
+ * named, as a path to it by another name) with dlopen (dlmopen into a new namespace with
+ * "dlmopen"; with "probe" only if dlsym(RTLD_DEFAULT, "zeInit") finds none, as a plug-in
+ * host that uses the process's own Level Zero if it has one) and resolves every Level Zero function it calls with dlsym (no link-time
  * dependency on the loader, as plug-in hosts do), then runs a kernel and a copy on an
  * immediate list and synchronizes on an event. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdbool.h>
 
 #include "ze_app.h"
 
@@ -36,9 +38,12 @@ int main(int argc, char **argv)
 {
 	size_t n = test_arg(argc, argv, 1, 16384);
 	const char *name = argc > 2 ? argv[2] : "libze_loader.so.1";
-	void *lib = argc > 3 && !strcmp(argv[3], "dlmopen")
-			    ? dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL)
-			    : dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	const char *how = argc > 3 ? argv[3] : "";
+	/* (RTLD_DEFAULT is NULL: the process's own, found by the probe) */
+	bool own = !strcmp(how, "probe") && dlsym(RTLD_DEFAULT, "zeInit");
+	void *lib = own ? RTLD_DEFAULT
+		    : !strcmp(how, "dlmopen") ? dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL)
+					      : dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	ze_driver_handle_t driver;
 	ze_device_handle_t device;
 	ze_context_handle_t ctx;
@@ -66,7 +71,7 @@ int main(int argc, char **argv)
 	ze_group_count_t groups = { 8, 1, 1 };
 	uint8_t *src, *dst;
 
-	APP_EXPECT(lib, "dlopen(%s): %s", name, dlerror());
+	APP_EXPECT(lib || own, "dlopen(%s): %s", name, dlerror());
 	resolve(lib);
 	CALL(zeInit, ZE_INIT_FLAG_GPU_ONLY);
 	CALL(zeDriverGet, &count, &driver);

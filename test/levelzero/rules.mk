@@ -36,6 +36,13 @@ $(LZ_APPS:%=$(LZ_TEST)/%): \
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $< -lze_loader -lpthread
 
 TEST_BUILD += $(LZ_APPS:%=$(LZ_TEST)/%)
+
+# a library linked to the loader that finds its functions with dlsym(RTLD_DEFAULT)
+$(LZ_TEST)/libze_adapter.so: test/levelzero/ze_adapter_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -shared -fPIC -o $@ $< -lze_loader -ldl
+
+TEST_BUILD += $(LZ_TEST)/libze_adapter.so
 endif
 
 ifeq ($(HAVE_ZE),1)

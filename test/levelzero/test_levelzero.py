@@ -11,6 +11,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -458,13 +459,16 @@ def test_dlopen_program_traced_like_linked(tmp_path):
     assert_dlopen_program_traced(traced_like_untraced([APPS / "ze_dlopen"], tmp_path))
 
 
-@pytest.mark.parametrize("how", ["symlink", "dlmopen"])
+@pytest.mark.parametrize("how", ["symlink", "dlmopen", "probe"])
 def test_dlopen_loader_by_other_name_or_namespace(tmp_path, how):
     """The loader opened by a path of another name (a symlink: dladdr names it by that
     path, its soname says the loader) or with dlmopen into a new namespace (a NOLOAD
     dlopen of ours cannot see it there) is traced as ze_dlopen's usual one. Before
     2026-12-07 the first was not traced at all, without a word, and the second crashed
-    at the first call gputrace makes itself (zeDeviceGetProperties: not found)."""
+    at the first call gputrace makes itself (zeDeviceGetProperties: not found). "probe":
+    the program looks for a Level Zero of the process (dlsym(RTLD_DEFAULT, "zeInit")) and
+    loads the loader itself when there is none; it found gputrace's own zeInit, with no
+    loader behind it, and every call failed (ZE_RESULT_ERROR_UNINITIALIZED)."""
     loader = "libze_loader.so.1"
     if how == "symlink":
         real = subprocess.run(["/bin/sh", "-c", "ldconfig -p | grep -m1 'libze_loader.so.1 '"],
@@ -473,13 +477,27 @@ def test_dlopen_loader_by_other_name_or_namespace(tmp_path, how):
             pytest.skip("no libze_loader.so.1 known to ldconfig")
         loader = tmp_path / "libgpu.so"
         loader.symlink_to(real)
-    cmd = [APPS / "ze_dlopen", 16384, loader] + (["dlmopen"] if how == "dlmopen" else [])
+    cmd = [APPS / "ze_dlopen", 16384, loader] + ([how] if how != "symlink" else [])
     r = run(cmd, env=sim_env(), tmp_path=tmp_path)
     plain = run(cmd, traced=False, env=sim_env())
     assert plain.returncode == 0, plain.stderr
     assert (r.returncode, r.stdout) == (0, plain.stdout), r.stderr
     assert strip_gputrace(r.stderr) == strip_gputrace(plain.stderr)
     assert_dlopen_program_traced(r.trace)
+
+
+def test_rtld_default_from_a_library_with_the_loader_in_its_own_scope(tmp_path):
+    """A library linked to the loader, loaded RTLD_LOCAL (ctypes), looks the functions up
+    with dlsym(RTLD_DEFAULT): that searches its own dependencies too, where the loader
+    is, so it gets gputrace's wrappers and its calls are traced (a program's probe with
+    no loader anywhere finds nothing: test_dlopen_loader_by_other_name_or_namespace)."""
+    lib = LZ / "libze_adapter.so"
+    need(lib)
+    code = f"import ctypes, sys\nsys.exit(ctypes.CDLL('{lib}').adapter_run())"
+    r = run([sys.executable, "-c", code], env=sim_env(), tmp_path=tmp_path)
+    assert (r.returncode, r.stdout) == (0, b"adapter: 1 driver(s)\n"), r.stderr
+    assert collections.Counter(h["name"] for h in host_spans(r.trace)) == \
+        {"zeInit": 1, "zeDriverGet": 1}
 
 
 def assert_dlopen_program_traced(trace):
