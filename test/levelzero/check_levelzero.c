@@ -6,6 +6,8 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -96,6 +98,36 @@ START_TEST(handles_get_wrappers)
 	/* RTLD_DEFAULT and RTLD_NEXT are never replaced. */
 	ck_assert_int_eq(call(dlsym(RTLD_DEFAULT, "which")), 'a');
 	dlclose(b);
+}
+END_TEST
+
+const char *gt_soname(const void *dyn, uintptr_t base);
+const char *gt_phdr_soname(const struct dl_phdr_info *info);
+
+static int libc_soname(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	if (!base || strncmp(base + 1, "libc.so", 7))
+		return 0;
+	*(const char **)data = gt_phdr_soname(info);
+	return 1;
+}
+
+/* A library is known by its soname whatever file name it was opened by. */
+START_TEST(sonames_read_from_the_dynamic_section)
+{
+	struct link_map *l = NULL;
+	const char *from_phdr = NULL;
+	Dl_info info;
+
+	ck_assert(dladdr1((void *)printf, &info, (void **)&l, RTLD_DL_LINKMAP) && l);
+	ck_assert_str_eq(gt_soname(l->l_ld, l->l_addr), "libc.so.6");
+	ck_assert_int_eq(dl_iterate_phdr(libc_soname, &from_phdr), 1);
+	ck_assert_str_eq(from_phdr, "libc.so.6");
+	/* the program has none */
+	ck_assert(dladdr1((void *)main_marker, &info, (void **)&l, RTLD_DL_LINKMAP) && l);
+	ck_assert_ptr_null(gt_soname(l->l_ld, l->l_addr));
 }
 END_TEST
 
@@ -268,6 +300,7 @@ int main(void)
 
 	tcase_add_test(t, next_from_each_object);
 	tcase_add_test(t, handles_get_wrappers);
+	tcase_add_test(t, sonames_read_from_the_dynamic_section);
 	tcase_add_test(t, map_put_get_delete_grow);
 	tcase_add_test(t, map_each_visits_live_entries);
 	tcase_add_test(t, map_churn_keeps_its_table);
