@@ -1220,7 +1220,7 @@ static double bandwidth(uint64_t bytes, uint64_t ns)
  * bandwidth is quoted): a slow copy reads 512 KB/s or 12.0 B/s, never 0.00 GB/s. */
 static const char *fmt_rate(char *buf, size_t len, double bps)
 {
-	static const char *const units[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
+	static const char units[][5] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
 	unsigned u = 0;
 
 	/* the thresholds are where the printed value rounds up: 9.996 is "10.0",
@@ -1833,15 +1833,17 @@ static void json_processes(FILE *f, const struct summary *s, uint64_t window)
 /* "metrics": counter series per device, kernels' and NVTX ranges' metrics per name. */
 static void json_metrics(FILE *f, const struct summary *s)
 {
+	/* arrays, not pointers: the library's relocated read-only data is to stay
+	 * on one page (test_cli_quiet.py) */
 	static const struct {
 		int table;
-		const char *key;
-		const char *fields[3];
-		const char *count;
+		char key[9];
+		char fields[3][8];
+		char count[8];
 	} parts[] = {
 		{ T_COUNTERS, "counters", { "device", "counter", "series" }, "samples" },
-		{ T_KERNEL_METRICS, "kernels", { "kernel", "metric", NULL }, "count" },
-		{ T_RANGE_METRICS, "ranges", { "range", "metric", NULL }, "count" },
+		{ T_KERNEL_METRICS, "kernels", { "kernel", "metric", "" }, "count" },
+		{ T_RANGE_METRICS, "ranges", { "range", "metric", "" }, "count" },
 	};
 	char part[1024];
 
@@ -1856,7 +1858,7 @@ static void json_metrics(FILE *f, const struct summary *s)
 			const struct row *r = v[i];
 
 			fputs(i ? ",\n  {" : "\n  {", f);
-			for (int k = 0; k < 3 && parts[p].fields[k]; k++) {
+			for (int k = 0; k < 3 && parts[p].fields[k][0]; k++) {
 				fprintf(f, "%s\"%s\":", k ? "," : "", parts[p].fields[k]);
 				json_str(f, key_part(r->name, k, part, sizeof(part)));
 			}
@@ -1894,7 +1896,7 @@ static void json_adjusted(FILE *f, const struct summary *s)
 bool summary__holds_trace(const char *path)
 {
 	/* the first members of traces: gputrace's head, Chrome's and Kineto's */
-	static const char *const keys[] = { "\"traceEvents\"", "\"distributedInfo\"",
+	static const char keys[][20] = { "\"traceEvents\"", "\"distributedInfo\"",
 					    "\"deviceProperties\"", "\"displayTimeUnit\"",
 					    "\"otherData\"", "\"schemaVersion\"" };
 	char head[64] = { 0 };
