@@ -224,31 +224,36 @@ struct ze_dev *ze_dev__first(void)
  * zeDeviceGetGlobalTimestamps is a driver call (on a GPU an ioctl, microseconds) that
  * an immediate append would otherwise make every time: appends a moment apart share one.
  */
-int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks)
+int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks,
+		 uint64_t *err)
 {
-	uint64_t seq = atomic_load_explicit(&d->pair_seq, memory_order_acquire), host, dev;
+	uint64_t seq = atomic_load_explicit(&d->pair_seq, memory_order_acquire), host, dev, width;
 
 	if (!(seq & 1) && seq) {
 		host = atomic_load_explicit(&d->pair_host, memory_order_relaxed);
 		dev = atomic_load_explicit(&d->pair_ticks, memory_order_relaxed);
+		width = atomic_load_explicit(&d->pair_err, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&d->pair_seq, memory_order_relaxed) == seq &&
 		    (int64_t)(now - host) < (int64_t)d->pair_reuse_ns) {
 			*host_ns = host;
 			*ticks = dev;
+			*err = width;
 			return 0;
 		}
 	}
-	if (ze_dev__sync(d, &host, &dev))
+	if (ze_dev__sync(d, &host, &dev, &width))
 		return -EIO;
 	/* Published by one writer at a time; a writer that loses the race keeps its own. */
 	if (!(seq & 1) && atomic_compare_exchange_strong(&d->pair_seq, &seq, seq + 1)) {
 		atomic_store_explicit(&d->pair_host, host, memory_order_relaxed);
 		atomic_store_explicit(&d->pair_ticks, dev, memory_order_relaxed);
+		atomic_store_explicit(&d->pair_err, width, memory_order_relaxed);
 		atomic_store_explicit(&d->pair_seq, seq + 2, memory_order_release);
 	}
 	*host_ns = host;
 	*ticks = dev;
+	*err = width;
 	return 0;
 }
 
@@ -261,7 +266,7 @@ int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ti
  * ZE_PAIR_TIGHT_NS is made again, up to ZE_PAIR_TRIES times, and the shortest kept; on a
  * driver whose every call is that slow, one longer than twice its shortest.
  */
-int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
+int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks, uint64_t *width)
 {
 	static atomic_bool warned, warned_slow;
 	uint64_t best_width = UINT64_MAX, min = atomic_load_explicit(&d->pair_call_min_ns,
@@ -303,6 +308,8 @@ int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks)
 	if (!min || best_width < min) /* (a race loses a minimum: another call finds it) */
 		atomic_store_explicit(&d->pair_call_min_ns, best_width ? best_width : 1,
 				      memory_order_relaxed);
+	if (width)
+		*width = best_width;
 	return 0;
 }
 

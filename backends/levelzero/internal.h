@@ -214,8 +214,9 @@ struct ze_dev {
 	uint64_t mem_in_use; /* device and shared allocations on it */
 	unsigned immediate_lists; /* rows "immediate list <n>" made so far */
 	/* The last (host ns, ticks) pair, reused by immediate appends while younger than
-	 * pair_reuse_ns (a seqlock: odd while written). */
-	_Atomic uint64_t pair_seq, pair_host, pair_ticks;
+	 * pair_reuse_ns (a seqlock: odd while written), and its error bound: the length
+	 * of the call that read it. */
+	_Atomic uint64_t pair_seq, pair_host, pair_ticks, pair_err;
 	uint64_t pair_reuse_ns;
 	/* The shortest zeDeviceGetGlobalTimestamps seen (ze_dev__sync; 0: none yet). */
 	_Atomic uint64_t pair_call_min_ns;
@@ -231,11 +232,14 @@ struct ze_dev {
 GT_HIDDEN struct ze_dev *ze_dev__get(ze_device_handle_t h);
 /* Any known device, for host-side counters (lock held). */
 GT_HIDDEN struct ze_dev *ze_dev__first(void);
-/* A (host ns, device ticks) pair taken now. 0 or -EIO. */
-GT_HIDDEN int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks);
+/* A (host ns, device ticks) pair taken now, and (width, unless NULL) the length of the
+ * call that read it, which bounds its error. 0 or -EIO. */
+GT_HIDDEN int ze_dev__sync(struct ze_dev *d, uint64_t *host_ns, uint64_t *ticks,
+			   uint64_t *width);
 /* A pair for converting work submitted at now: the last one while it is recent, else a
- * new one (lock-free). 0 or -EIO. */
-GT_HIDDEN int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks);
+ * new one (lock-free), with its error bound (err). 0 or -EIO. */
+GT_HIDDEN int ze_dev__pair(struct ze_dev *d, uint64_t now, uint64_t *host_ns, uint64_t *ticks,
+			   uint64_t *err);
 GT_HIDDEN void ze_dev__forget(void);
 
 /* ---- the program's events (event.c) ---- */
@@ -318,7 +322,7 @@ struct ze_append {
 	ze_kernel_timestamp_result_t *slot;
 	bool host_domain;        /* its timestamps are host ns */
 	uint32_t wait_name, wait_event;
-	uint64_t ref_host, ref_ticks;
+	uint64_t ref_host, ref_ticks, ref_err;
 	uint64_t at; /* host time before the call */
 };
 

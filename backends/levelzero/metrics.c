@@ -551,7 +551,7 @@ static bool zm_fit_burst(struct zm_dev *md)
 	uint64_t host[ZM_FIT_FIRST_BURST], ticks[ZM_FIT_FIRST_BURST];
 	unsigned want = md->fit.pairs ? ZM_FIT_BURST : ZM_FIT_FIRST_BURST, n = 0;
 
-	while (n < want && !ze_dev__sync(md->dev, &host[n], &ticks[n]))
+	while (n < want && !ze_dev__sync(md->dev, &host[n], &ticks[n], NULL))
 		n++;
 	ze_fit__add(&md->fit, host, ticks, n);
 	return md->fit.pairs > 0;

@@ -152,7 +152,8 @@ struct ze_list {
 	bool resets_all;
 	unsigned npend;           /* regular lists: reads of its commands still pending */
 	uint64_t next_seq;        /* immediate lists: appends so far */
-	uint64_t pair_host, pair_ticks; /* immediate lists: their appends' last clock pair */
+	uint64_t pair_host, pair_ticks, pair_err; /* immediate lists: their appends' last
+						   * clock pair, and its error bound */
 	struct ze_parked *parked; /* immediate lists */
 	size_t nparked, cap_parked;
 	/* A mutable list: the id GetNextCommandIdExp gave for the next kernel launch. */
@@ -216,6 +217,7 @@ struct ze_pending {
 	struct ze_dev *dev;
 	struct ze_anchor *anchor;
 	uint64_t ref_host, ref_ticks; /* the pair converting its ticks */
+	uint64_t ref_err; /* ... its error bound: the length of the call that read it */
 	struct ze_queue *queue; /* run on this queue (NULL once it is destroyed) */
 	uint64_t returned;  /* a queue's run: host time after its call returned */
 	uint64_t at;        /* host time before the submitting call */
@@ -971,15 +973,20 @@ static bool ze__ended_by_now(const struct ze_dev *d, uint64_t end)
  * that seems to, by more than the clocks' error, started a wrap later in ticks: the call
  * stalled inside the driver (a preempted thread) between the pair and the submission, and
  * the pair, up to pair_reuse_ns older than the call, is now more than a wrap behind. (A
- * stall of a whole wrap stays ambiguous.)
+ * stall of a whole wrap stays ambiguous.) The clocks' error includes the pair's own (the
+ * call that read it, reused for later appends): a driver whose every call took 200 us
+ * read pairs that draw work up to 200 us early, and its kernels were taken a wrap late.
  */
 static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
 {
 	const struct ze_dev *d = p->dev;
 	uint64_t off = (s - p->ref_ticks) & d->mask;
+	uint64_t slack = d->early_slack_ns + p->ref_err;
 
+	if (slack > d->same_wrap_ns) /* past a quarter wrap no wrap can be told */
+		slack = d->same_wrap_ns;
 	for (int wraps = 0; wraps < 4 && d->mask != ~0ull &&
-			    p->ref_host + ze__ticks_ns(d, off) + d->early_slack_ns < p->at;
+			    p->ref_host + ze__ticks_ns(d, off) + slack < p->at;
 	     wraps++)
 		off += d->mask + 1;
 	return off;
@@ -1453,12 +1460,14 @@ static inline int ze_list__pair(struct ze_list *L, struct ze_append *a)
 		      (int64_t)(a->at - L->pair_host) < (int64_t)L->dev->pair_reuse_ns)) {
 		a->ref_host = L->pair_host;
 		a->ref_ticks = L->pair_ticks;
+		a->ref_err = L->pair_err;
 		return 0;
 	}
-	if (ze_dev__pair(L->dev, a->at, &a->ref_host, &a->ref_ticks))
+	if (ze_dev__pair(L->dev, a->at, &a->ref_host, &a->ref_ticks, &a->ref_err))
 		return -EIO;
 	L->pair_host = a->ref_host;
 	L->pair_ticks = a->ref_ticks;
+	L->pair_err = a->ref_err;
 	return 0;
 }
 
@@ -1695,6 +1704,7 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->anchor = L->anchor;
 		p->ref_host = a->ref_host;
 		p->ref_ticks = a->ref_ticks;
+		p->ref_err = a->ref_err;
 		p->at = a->at;
 		if (gt_unlikely((uintptr_t)a->query | a->waits)) {
 			ze__work_waits(&p->w, a);
@@ -1876,7 +1886,7 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 	x->dev = Q ? Q->dev : I->dev;
 	x->track = Q ? Q->track : I->track;
 	x->anchor = Q ? Q->anchor : I->anchor;
-	if (ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks))
+	if (ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, NULL))
 		goto out;
 	x->valid = true;
 	x->n = n;

@@ -927,6 +927,35 @@ def test_clock_pairs_read_again_only_when_slower_than_the_drivers_usual(tmp_path
     assert all(200000 <= d < 2 * 200000 for d in durations[:-1]), durations
 
 
+def test_immediate_appends_on_a_slow_drivers_pair_are_not_taken_a_wrap_late(tmp_path):
+    """The same slow driver (each pair's device half read 200 us after its host half): an
+    immediate append reuses the device's last pair for 1 ms, and its kernel, converted on
+    that pair, lands up to 200 us (the pair's call) before the append. That is the pair's
+    own error, not a wrap: the kernel is moved to its call and counted, inside the run.
+    (Taken for a stalled append's, whose ticks wrapped, 15 of the 21 kernels were drawn a
+    whole wrap late: 3.7 minutes after the program ended.)"""
+    bench = BUILD / "test" / "bench" / "bench_ze"
+    need(bench)
+    r = run([bench, "launch", "immediate", 20, 1, 1, 100], tmp_path=tmp_path,
+            env=sim_env({"ZE_SIM_PAIR_SPLIT_US": "200"}))
+    assert r.returncode == 0, r.stderr
+    trace = r.trace
+    assert trace["gputrace"]["events_lost"] == 0
+    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
+               if h["name"] == "zeCommandListAppendLaunchKernel"}
+    kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(kernels) == len(appends) == 21  # a first round warms up
+    last = max(end(h) for h in host_spans(trace))
+    for d in kernels:
+        ap = appends[d["args"]["correlation"]]
+        # it starts inside its append (~60 ns in, or at its start where moved) and runs
+        # 1 us at most: never past the program's last call
+        assert start(ap) <= start(d) <= end(ap) and end(d) <= last, (d, ap)
+    # moved by the pair's error: up to its call's length (a call up to twice the shortest
+    # is kept: 400 us)
+    assert_clamps(trace, 2 * 200000 + 1000)
+
+
 @pytest.mark.sanitize
 def test_run_moved_past_the_next_run_keeps_each_kernel_a_slice_of_its_own(tmp_path):
     """As in the shared-engine test's 15 us case, but every clock pair of B's is split
