@@ -525,6 +525,12 @@ static void cupti_flush(bool final)
 
 		if (last || now - last_flush_ns >= flush_every_ns)
 			flush_locked(now, last ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+		else if (!clock_is_ours && flush_every_ns > FLUSH_MIN_NS)
+			/* Flushed rarely (CUPTI 13.0 GA): CUPTI's clock is still fitted as
+			 * often as at flushes elsewhere (it refits at most every 10 ms): a
+			 * fit is a few clock reads. Fitted every 10 s, a step of NTP's
+			 * inside a segment was taken for a rate, and drawn as a ramp. */
+			cupti__clock_refit();
 	}
 	/* also after the exit flush (STOPPED): a short program's rows get their
 	 * device's name, and the clock a fit after its last records */

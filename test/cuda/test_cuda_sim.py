@@ -1103,6 +1103,25 @@ def test_clock_step_detected(tmp_path, step):
     assert "clamped" not in adjusted
 
 
+@pytest.mark.parametrize("step", [300000, -300000])
+def test_clock_step_detected_between_rare_flushes(tmp_path, step):
+    """CUPTI 13.0 GA, flushed at most every 10 s: CUPTI's clock is still fitted to ours
+    every 100 ms (a fit is two clock reads, not a flush), so a step of 3 ms mid-run is
+    found as one, its size measured, and nothing is moved. (Fitted only at the flushes,
+    the whole run was one segment: the step taken for a rate of 2500 ppm at first, then a
+    step of ~0.5 ms; kernels drawn up to 2.5 ms off, hundreds before their launch.)"""
+    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_CUPTI_VERSION": "130000",
+                                               "CUDA_SIM_REALTIME_STEP_NS": str(step),
+                                               "CUDA_SIM_REALTIME_STEP_AT_MS": "500"})
+    assert r.returncode == 0, r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace)
+    adjusted = trace["gputrace"]["adjusted"]
+    assert adjusted["clock_step"]["count"] == 1
+    assert abs(int(adjusted["clock_step"]["max_ns"]) - abs(step)) < 100000
+    assert "clamped" not in adjusted
+
+
 def test_device_busy_is_work_not_sync_waits(tmp_path):
     """10 kernels of 20 us, each waited for by cudaStreamSynchronize, 2 ms apart: the
     device was busy 200 us in 10 spans. The host's waits (cuda_sync spans on the
