@@ -800,9 +800,15 @@ static uint64_t ext_find(uint32_t corr)
  * One 64-bit word per slot, so a reader never sees half of two writers:
  * the correlation id's bits above the slot index, and the low 46 bits of
  * the start time (19.5 hours of nanoseconds; the rest comes from the
- * device time it is compared with).
+ * device time it is compared with). A slot is taken again LT_BITS of
+ * correlation ids later (every CUDA call takes one), so a record read later
+ * than that has no launch: its times are neither clamped nor placed by it
+ * across a step of CUPTI's clock. 2^14 ids were 40 ms of a program launching
+ * flat out (400k calls a second on the simulator), under a drain cycle:
+ * with a step, thousands of kernels drawn 3 ms before their launch. 2^17:
+ * 1 MiB, faulted in as ids reach it.
  */
-#define LT_BITS  14
+#define LT_BITS  17
 #define LT_TBITS 46
 #define LT_TMASK ((1ull << LT_TBITS) - 1)
 GT_TABLE(_Atomic uint64_t, launch_table, 1u << LT_BITS);

@@ -1122,6 +1122,24 @@ def test_clock_step_detected_between_rare_flushes(tmp_path, step):
     assert "clamped" not in adjusted
 
 
+def test_step_placed_by_launches_read_long_after(tmp_path):
+    """CUPTI's clock steps back 3 ms while 10,000 kernels are launched flat out, read
+    only at a drain cycle 2 s away: each kernel's CUPTI times after the step fit either
+    side of it, and its launch says which. Every launch start is still known when its
+    record is read, tens of thousands of CUDA calls later: each kernel after its launch,
+    before its sync returned, nothing moved. (A table of 16,384 launches forgot all but
+    the last: ~5,900 kernels were drawn 3 ms before their launch, and not clamped.)"""
+    r = sim_run([APP, "clock", "10000", "0"], tmp_path,
+                env={"GPUTRACE_FLUSH_MS": "2000", "CUDA_SIM_REALTIME_STEP_NS": "-3000000",
+                     "CUDA_SIM_REALTIME_STEP_AT_MS": "200"})
+    assert (r.returncode, r.stdout) == (0, b"clock: 10000 kernels\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace, 10000)
+    adjusted = trace["gputrace"]["adjusted"]
+    assert adjusted["clock_step"]["count"] == 1
+    assert "clamped" not in adjusted
+
+
 def test_device_busy_is_work_not_sync_waits(tmp_path):
     """10 kernels of 20 us, each waited for by cudaStreamSynchronize, 2 ms apart: the
     device was busy 200 us in 10 spans. The host's waits (cuda_sync spans on the
