@@ -1241,6 +1241,21 @@ GT_EXPORT __attribute__((noreturn)) void _Exit(int status)
  */
 static const char exit_fn_name[] GT_STARTUP_CONST = "exit";
 
+/*
+ * exit() while another thread ends the trace (main returned: its last drain
+ * runs in our destructor, inside the loader's _dl_fini). That exit has taken
+ * every exit handler already, ours too, so glibc's exit here goes straight to
+ * _exit: the process ended mid-drain, the trace not closed. It waits for the
+ * drain first, as _exit does (then either status ends the process). Not on
+ * the thread ending it (a backend's stop, our drain thread), which would wait
+ * for itself.
+ */
+static __attribute__((noinline, cold)) void exit_while_finishing(void)
+{
+	if (!finishing_here && !lifecycle__hooks()->is_own_thread())
+		gt_finish("exit", 5000);
+}
+
 GT_EXPORT __attribute__((noreturn)) void exit(int status)
 {
 	static __typeof__(exit) *_Atomic real_exit_fn GT_STARTUP_BSS;
@@ -1251,6 +1266,8 @@ GT_EXPORT __attribute__((noreturn)) void exit(int status)
 		atomic_store_explicit(&real_exit_fn, real, memory_order_relaxed);
 	}
 	atomic_store(&gt_exit_status, status & 0xff);
+	if (gt_unlikely(atomic_load(&finish_claimed)))
+		exit_while_finishing();
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status);
@@ -1295,8 +1312,6 @@ static const char cxa_at_quick_exit_name[] GT_STARTUP_CONST = "__cxa_at_quick_ex
 static register_atfork_fn *_Atomic real_register_atfork GT_STARTUP_STATE;
 static cxa_at_quick_exit_fn *_Atomic real_cxa_at_quick_exit GT_STARTUP_STATE;
 
-extern void *__dso_handle __attribute__((visibility("hidden")));
-
 /* Looked up through dlsym itself, not gt_real: a sanitizer runtime registers its own
  * fork handlers while it starts, before instrumented code (shim.c's) may run, and this
  * file is built without the sanitizers' flags. */
@@ -1322,9 +1337,12 @@ GT_FORK_CODE static void register_fork_handlers(void *real)
 	((register_atfork_fn *)real)(atfork_prepare, atfork_parent, atfork_child, NULL);
 }
 
+/* Under no object's handle either: __cxa_finalize takes an object's quick_exit
+ * handlers out too, and a quick_exit() from another thread during the exit's last
+ * drain then found none of ours, and ended the process mid-drain. */
 GT_FORK_CODE static void register_quick_exit_handler(void *real)
 {
-	quick_exit_hooked = !((cxa_at_quick_exit_fn *)real)(on_quick_exit, &__dso_handle);
+	quick_exit_hooked = !((cxa_at_quick_exit_fn *)real)(on_quick_exit, NULL);
 }
 
 /* Ours in, once, before whatever comes next, through libc's registration

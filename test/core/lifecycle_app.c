@@ -99,12 +99,23 @@ __attribute__((no_sanitize_undefined, noinline)) static void fault(const char *a
 	}
 }
 
+/* how worker_late_exit ends the process: _exit, exit or quick_exit */
+static const char *late_exit_how = "_exit";
+
+static void on_quick_exit(void)
+{
+}
+
 static void *worker_late_exit(void *arg)
 {
 	struct timespec pause = { 0, 700 * 1000000 }; /* main's exit is draining by then */
 
 	(void)arg;
 	nanosleep(&pause, NULL);
+	if (!strcmp(late_exit_how, "exit"))
+		exit(3);
+	if (!strcmp(late_exit_how, "quick_exit"))
+		quick_exit(3);
 	_exit(3);
 }
 
@@ -139,10 +150,13 @@ int main(int argc, char **argv)
 	calls(n);
 	if (!strcmp(action, "exit"))
 		return 0;
-	if (!strcmp(action, "exit-then-_exit")) {
-		/* another thread's _exit while main's exit ends the trace */
+	if (!strncmp(action, "exit-then-", 10)) {
+		/* another thread's _exit (exit, quick_exit) while main's exit ends
+		 * the trace; a program with a quick_exit handler of its own */
 		pthread_t t;
 
+		late_exit_how = action + 10;
+		at_quick_exit(on_quick_exit);
 		pthread_create(&t, NULL, worker_late_exit, NULL);
 		return 0;
 	}
