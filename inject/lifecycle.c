@@ -54,6 +54,7 @@ static _Atomic bool dying_by_signal GT_STARTUP_STATE;
 static GT_TLS bool finishing_here;
 GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
 GT_HIDDEN const char *_Atomic gt_opening_file; /* state.h */
+GT_HIDDEN _Atomic bool gt_signal_in_call;      /* state.h */
 GT_HIDDEN _Atomic int gt_exit_status GT_STARTUP_STATE;
 
 /* ---- the writer's hooks ---- */
@@ -451,6 +452,8 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	atomic_store(&dying_by_signal, true);
+	if (gt_in_tracer || gt_guard_sp)
+		atomic_store(&gt_signal_in_call, true);
 	finish(signal_reason(sig), 3000, true,
 	       sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT);
 	/* Now do what the default would have done: die by this signal. */

@@ -140,6 +140,10 @@ extern GT_HIDDEN const char *_Atomic gt_end_reason;
  * Not a hook: a pointer more in the hooks' tables took their read-only data
  * past one page (test_cli_quiet.py). */
 extern GT_HIDDEN const char *_Atomic gt_opening_file;
+/* A fatal signal landed in a traced call of the thread it ended (where a
+ * vendor library may hold the lock its device read takes): a flight
+ * recorder's last dump leaves that read out (writer/drain.c). */
+extern GT_HIDDEN _Atomic bool gt_signal_in_call;
 
 /* A reason of gt_end_reason's that is a signal: a request (SIGTERM, ...) or a
  * crash ("signal SIGTERM"; "signal" alone for one without a name, lifecycle.c). */

@@ -550,9 +550,14 @@ static void cycle(bool final, bool closing)
 	if (final && gt_ending_on_signal())
 		host_pass();
 	/* a flight recorder writes its dump in this cycle only, after the read:
-	 * after a crash the read is left out, or a read that waits for a lock
-	 * the crashed thread holds would leave no dump at all */
-	if (!(final && gt_cfg.flight_bytes && atomic_load(&gt_st.crashing)))
+	 * after a crash, or a fatal signal that landed in a traced call, the
+	 * read is left out (its trailer says so), or a read that waits for a
+	 * lock the signalled thread holds would leave no dump at all (a SIGINT
+	 * inside a synchronize: 3 s, then none) */
+	if (final && gt_cfg.flight_bytes &&
+	    (atomic_load(&gt_st.crashing) || atomic_load(&gt_signal_in_call)))
+		W.device_flush_pending = true;
+	else
 		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);
 	if (final)
 		atomic_store(&gt_phase, GT_PHASE_FINISHING);

@@ -404,6 +404,39 @@ def test_flight_recorder_window_ends_where_it_was_asked_for(tmp_path):
                 assert min(ends) < start + 100e3, (dump, min(ends) - start)
 
 
+@pytest.mark.sanitize
+def test_flight_recorder_dumps_on_a_signal_inside_the_driver(tmp_path):
+    """A SIGINT that lands while the program's thread holds the driver's lock (the
+    simulator sends it from inside the first synchronize): the device's last read,
+    through that driver, waits for a thread that waits for us. A flight recorder writes
+    its dump after that read: after 3 s the handler gave up, with no dump at all and a
+    line saying the trace kept its last checkpoint (a flight recorder has none). The
+    read is now left out, the dump's trailer says so, and it holds every call made."""
+    need(APP)
+    out = tmp_path / "trace.json"
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(out),
+                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_FLIGHT_RECORDER": "1s",
+                             "ZE_SIM_SIGNAL_IN_WAIT": str(int(signal.SIGINT))}))
+    start = time.monotonic()
+    r = subprocess.run([str(APP), "2", "ok", "0"], env=env, capture_output=True, timeout=60,
+                       preexec_fn=default_signals)
+    took = time.monotonic() - start
+    assert r.returncode == -signal.SIGINT, r.stderr
+    lines = gputrace_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith(
+        "gputrace: flight recorder (signal SIGINT): "), lines
+    assert took < 2.5, took
+    t = load_trace(out)
+    g = t["gputrace"]
+    assert (g["complete"], g["end"], g["device_flush"], g["events_lost"]) == \
+        (True, "signal SIGINT", "unfinished", 0), g
+    assert g["flight_recorder"]["reason"] == "signal SIGINT"
+    # every call up to the synchronize the signal landed in
+    names = collections.Counter(e["name"] for e in t["traceEvents"]
+                                if e.get("cat") == "ze_api")
+    assert names["zeInit"] == names["zeCommandQueueExecuteCommandLists"] == 1, names
+
+
 def test_flight_recorder_dump_counts_device_work_still_waiting(tmp_path):
     """A program whose iterations are in NVTX ranges: its device work, read in a cycle,
     waits for the next one (its ranges complete) before it is written. A dump asked for
