@@ -326,8 +326,11 @@ static __attribute__((noinline)) void name_new_thread(uint32_t tid)
 	if (n <= 0)
 		n = snprintf(name, sizeof(name), "thread %u", tid);
 	events__meta(&W.buf, "thread_name", (uint32_t)gt_st.pid, tid, "name", name, (size_t)n, 0);
+	/* main thread first, then the lanes (1..RANGE_LANES), then the others by
+	 * tid: past the lanes, as a PID namespace's tids are small (pid 1's
+	 * threads 2, 3, ...: thread 3 sat with, and above, lane 3) */
 	events__meta(&W.buf, "thread_sort_index", (uint32_t)gt_st.pid, tid, "sort_index", NULL, 0,
-	     tid == (uint32_t)gt_st.pid ? 0 : (long long)tid);
+		     tid == (uint32_t)gt_st.pid ? 0 : (long long)tid + RANGE_LANES);
 }
 
 static inline void name_thread(uint32_t tid)

@@ -180,6 +180,29 @@ static int handles(void)
 	return 0;
 }
 
+/* Four tasks that cross (each begun before the one before it ends): four
+ * lanes, then a second thread with a task of its own. Run as pid 1 of a PID
+ * namespace (a container's program), that thread's tid is small: 3. */
+static int crossed(void)
+{
+	itt_id ids[4];
+	pthread_t t;
+
+	dom = itt_domain_create("host");
+	for (int i = 0; i < 4; i++) {
+		ids[i] = (itt_id){ (unsigned long long)i + 1, 0, 0 };
+		itt_task_begin_overlapped(dom, ids[i], itt_null, itt_string_handle_create("cross"));
+		work(50);
+	}
+	for (int i = 0; i < 4; i++)
+		itt_task_end_overlapped(dom, ids[i]);
+	if (pthread_create(&t, NULL, second, NULL))
+		return 1;
+	pthread_join(t, NULL);
+	printf("itt protocol: %d\n", itt_test_protocol());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -197,6 +220,8 @@ int main(int argc, char **argv)
 		return submit_to_now();
 	if (argc == 2 && !strcmp(argv[1], "counters"))
 		return counters();
+	if (argc == 2 && !strcmp(argv[1], "crossed"))
+		return crossed();
 	if (argc == 3 && !strcmp(argv[1], "overlapped"))
 		return overlapped(atoi(argv[2]));
 	dom = itt_domain_create("host");

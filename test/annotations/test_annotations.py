@@ -106,6 +106,31 @@ def test_itt_host_every_call(tmp_path, protocol):
                         ("load", 1.25, pid)]
 
 
+
+def test_itt_lanes_sorted_above_small_tids(tmp_path):
+    """In a PID namespace (a container) the program is pid 1 and its threads
+    have small tids (3, 4, ...): the process's lanes still sort right below
+    the main thread and above every other thread (lane k's sort index k was
+    a thread's with tid k: "ranges 3" sat with, and below, thread 3)."""
+    app = OUT / "itt_host"
+    need(app)
+    if subprocess.run(["unshare", "-Urpf", "true"], capture_output=True).returncode:
+        pytest.skip("no unprivileged PID namespace (unshare -Urpf)")
+    r = run(["unshare", "-Urpf", "--mount-proc", app, "crossed"], tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    t = r.trace
+    [pid] = {e["pid"] for e in events(t, ph="X", cat="user_annotation")}
+    assert pid == 1
+    lane = lanes(t, pid)
+    assert sorted(lane.values()) == [("ranges", 1), ("ranges 2", 2), ("ranges 3", 3),
+                                     ("ranges 4", 4)]
+    sort = {e["tid"]: e["args"]["sort_index"]
+            for e in events(t, ph="M", name="thread_sort_index", pid=pid)}
+    [second] = {e["tid"] for e in events(t, ph="X", name="second thread")}
+    assert second not in lane and second <= 4  # a tid among the lanes' sort indexes
+    assert sort[second] > max(s for _, s in lane.values())
+    assert len(set(sort.values())) == len(sort)  # no two rows tie
+
 def unended_checks(t, pid, unended, on_lanes=()):
     """The ranges still open when main returned, on the main thread's row
     (those that need not nest with it on the process's first lane): each
