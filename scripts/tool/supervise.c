@@ -150,11 +150,21 @@ static void reap(struct supervisor *s)
 	int st;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (pid == s->child) {
-			s->status = st;
-			s->child_done = true;
+	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		if (pid != s->child)
+			continue;
+		/* the command stopped (Ctrl-Z, a SIGTSTP or SIGSTOP sent to
+		 * it or forwarded by us): stop with it, for the shell to see
+		 * its job stopped; a SIGCONT (fg) goes on. Not on our own
+		 * SIGTSTP: in an orphaned process group (a session of its own:
+		 * ssh -t, setsid, a pty) the kernel leaves the command running,
+		 * and we would stay stopped after it ended. */
+		if (WIFSTOPPED(st)) {
+			kill(getpid(), SIGSTOP);
+			continue;
 		}
+		s->status = st;
+		s->child_done = true;
 	}
 }
 
@@ -184,9 +194,9 @@ static int take_signal(struct supervisor *s, const pid_t *targets, size_t n)
 			}
 		}
 	}
-	/* Ctrl-Z or a SIGTSTP to us: stop with the command, as a shell
-	 * expects of its job; a SIGCONT (fg) goes on */
-	if (sig == SIGTSTP)
+	/* Ctrl-Z or a SIGTSTP to us while the command runs: we stop when it
+	 * does (reap); after it ended (waiting for stragglers) at once */
+	if (sig == SIGTSTP && s->child_done)
 		kill(getpid(), SIGSTOP);
 	return sig;
 }

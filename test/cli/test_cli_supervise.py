@@ -172,6 +172,29 @@ def test_ctrl_z_stops_and_fg_continues(tmp_path):
     assert kernels(tmp_path / "t.json") == 3
 
 
+def test_sigtstp_in_a_session_of_its_own_does_not_stop_gputrace_for_good(tmp_path):
+    # gputrace as session leader (ssh -t host gputrace run, setsid, a pty):
+    # its process group is orphaned, so the kernel drops a SIGTSTP's stop for
+    # the command, which runs on as it would untraced. gputrace stopped itself
+    # all the same and stayed stopped after the command ended: a hung run.
+    job = "SPAWN leaf 0 >/dev/null; echo $$ > ready; while [ ! -e stop ]; do sleep 0.02; done"
+    p = subprocess.Popen(command("-o", "t.json", "--no-summary", script=job), cwd=tmp_path,
+                         env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals, start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists(), what="the job")
+        os.kill(p.pid, signal.SIGTSTP)
+        time.sleep(0.3)
+        (tmp_path / "stop").touch()
+        out, err = p.communicate(timeout=15)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert kernels(tmp_path / "t.json") == 3
+
+
 @pytest.mark.parametrize("end,status", [("exit 0", 0), ("exit 7", 7), ("exit 255", 255),
                                         ("kill -TERM $$", -signal.SIGTERM),
                                         ("kill -SEGV $$", -signal.SIGSEGV),
