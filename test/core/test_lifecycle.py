@@ -253,23 +253,28 @@ def test_sigterm_inside_fork_ends_the_trace_at_once(tmp_path):
     need(APP)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0"}))
     for i in range(6):
-        out = tmp_path / f"t{i}.json"
-        p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             preexec_fn=default_signals)
-        with reaped(p):
-            assert p.stdout.readline().startswith(b"calls")
-            assert p.stdout.readline() == b"ready\n"
-            time.sleep(0.1 + 0.05 * i)
-            p.send_signal(signal.SIGTERM)
-            start = time.monotonic()
-            _, err = p.communicate(timeout=30)
-            took = time.monotonic() - start
-        assert p.returncode == -signal.SIGTERM, err.decode(errors="replace")
-        assert b"made no progress" not in err, err.decode(errors="replace")
-        assert took < 2.5, (i, took)
-        meta = load_trace(out)["gputrace"]
-        assert (meta["complete"], meta["end"]) == (True, "signal SIGTERM"), (i, meta)
+        sigterm_a_fork_loop(env, tmp_path / f"t{i}.json", 0.1 + 0.05 * i, default_signals)
+
+
+def sigterm_a_fork_loop(env, out, after_s, preexec_fn):
+    """SIGTERM to lifecycle_app fork-loop after_s into its loop: it ends at once, by the
+    signal, its trace complete, none of it lost."""
+    p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
+    with reaped(p):
+        assert p.stdout.readline().startswith(b"calls")
+        assert p.stdout.readline() == b"ready\n"
+        time.sleep(after_s)
+        p.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        _, err = p.communicate(timeout=30)
+        took = time.monotonic() - start
+    assert p.returncode == -signal.SIGTERM, err.decode(errors="replace")
+    assert b"made no progress" not in err, err.decode(errors="replace")
+    assert took < 2.5, (out, took)
+    meta = load_trace(out)["gputrace"]
+    assert (meta["complete"], meta["end"], meta["events_lost"]) == \
+        (True, "signal SIGTERM", 0), (out, meta)
 
 
 
@@ -307,24 +312,7 @@ def test_sigterm_while_a_fork_waits_for_the_cycle_ends_the_trace_at_once(tmp_pat
 
     with busy_cpu0():
         for i in range(3):
-            out = tmp_path / f"t{i}.json"
-            p = subprocess.Popen([str(APP), "fork-loop"], env=dict(env, GPUTRACE_OUTPUT=str(out)),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 preexec_fn=on_cpu0)
-            with reaped(p):
-                assert p.stdout.readline().startswith(b"calls")
-                assert p.stdout.readline() == b"ready\n"
-                time.sleep(0.2)
-                p.send_signal(signal.SIGTERM)
-                start = time.monotonic()
-                _, err = p.communicate(timeout=30)
-                took = time.monotonic() - start
-            assert p.returncode == -signal.SIGTERM, err.decode(errors="replace")
-            assert b"made no progress" not in err, err.decode(errors="replace")
-            assert took < 2.5, (i, took)
-            meta = load_trace(out)["gputrace"]
-            assert (meta["complete"], meta["end"], meta["events_lost"]) == \
-                (True, "signal SIGTERM", 0), (i, meta)
+            sigterm_a_fork_loop(env, tmp_path / f"t{i}.json", 0.2, on_cpu0)
 
 
 def test_exit_while_a_thread_forks_flat_out_ends_the_trace_whole(tmp_path):

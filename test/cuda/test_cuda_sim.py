@@ -1089,17 +1089,24 @@ def test_clock_step_detected(tmp_path, step):
     """CLOCK_REALTIME steps by 3 ms or 1 s mid-run (NTP step, settimeofday): the step is
     detected, no kernel lands after the sync that waited for it, no sync's wait outside
     its call."""
-    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_REALTIME_STEP_NS": str(step),
-                                               "CUDA_SIM_REALTIME_STEP_AT_MS": "500"})
+    # a time read on either side of the step is put on the side after its launch: none
+    # is moved (with a step back of 1 s, the waits read before it were drawn 1 s late,
+    # past the calls that waited; with 3 ms, kernels were drawn early and clamped)
+    run_one_clock_step(tmp_path, step)
+
+
+def run_one_clock_step(tmp_path, step, env=None):
+    """sim_app clock with CLOCK_REALTIME stepped by step ns 0.5 s in: one step found, its
+    size measured, nothing moved (clamped)."""
+    r = sim_run([APP, "clock"], tmp_path, env=dict(env or {},
+                                                   CUDA_SIM_REALTIME_STEP_NS=str(step),
+                                                   CUDA_SIM_REALTIME_STEP_AT_MS="500"))
     assert r.returncode == 0, r.stderr
     trace = load_exact(r.trace_path)
     check_clock_run(trace)
     adjusted = trace["gputrace"]["adjusted"]
     assert adjusted["clock_step"]["count"] == 1
     assert abs(int(adjusted["clock_step"]["max_ns"]) - abs(step)) < 100000
-    # a time read on either side of the step is put on the side after its launch: none
-    # is moved (with a step back of 1 s, the waits read before it were drawn 1 s late,
-    # past the calls that waited; with 3 ms, kernels were drawn early and clamped)
     assert "clamped" not in adjusted
 
 
@@ -1110,16 +1117,7 @@ def test_clock_step_detected_between_rare_flushes(tmp_path, step):
     found as one, its size measured, and nothing is moved. (Fitted only at the flushes,
     the whole run was one segment: the step taken for a rate of 2500 ppm at first, then a
     step of ~0.5 ms; kernels drawn up to 2.5 ms off, hundreds before their launch.)"""
-    r = sim_run([APP, "clock"], tmp_path, env={"CUDA_SIM_CUPTI_VERSION": "130000",
-                                               "CUDA_SIM_REALTIME_STEP_NS": str(step),
-                                               "CUDA_SIM_REALTIME_STEP_AT_MS": "500"})
-    assert r.returncode == 0, r.stderr
-    trace = load_exact(r.trace_path)
-    check_clock_run(trace)
-    adjusted = trace["gputrace"]["adjusted"]
-    assert adjusted["clock_step"]["count"] == 1
-    assert abs(int(adjusted["clock_step"]["max_ns"]) - abs(step)) < 100000
-    assert "clamped" not in adjusted
+    run_one_clock_step(tmp_path, step, {"CUDA_SIM_CUPTI_VERSION": "130000"})
 
 
 def test_step_placed_by_launches_read_long_after(tmp_path):
