@@ -37,6 +37,7 @@
 #include "injection.h"
 #include "registry.h"
 #include "shim.h"
+#include "stacks.h"
 #include "state.h"
 #include "watchdog.h"
 #include "trigger.h"
@@ -1037,6 +1038,7 @@ GT_FORK_CODE static void atfork_child(void)
 	atomic_store(&own_threads_live, 0);
 	shim__run_locks_fork_done();
 	registry__unlock_all();
+	stacks__fork_child();
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */
 	lifecycle__hooks()->fork_parent();

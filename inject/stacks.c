@@ -122,8 +122,6 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-static void stacks__atfork_child(void);
-
 static int setup_failed(int err)
 {
 	int none = 0;
@@ -176,7 +174,6 @@ int stacks__init(void)
 		munmap(t, sizeof(*t));
 		return 0;
 	}
-	pthread_atfork(NULL, NULL, stacks__atfork_child);
 	return 0;
 }
 
@@ -265,7 +262,7 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 				break;
 			}
 
-			/* counted while claimed and not yet ready: see atfork_child */
+			/* counted while claimed and not yet ready: see stacks__fork_child */
 			atomic_fetch_add(&S.writing, 1);
 			if (atomic_compare_exchange_strong_explicit(&s->hash, &zero, h,
 								    memory_order_acq_rel,
@@ -290,7 +287,7 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 		 * keeps that thread off the CPU (giving up would store the stack
 		 * again under a second id). The store takes no lock and makes
 		 * no call; a fork child's copies of unfinished slots are
-		 * invalidated by atfork_child. */
+		 * invalidated by stacks__fork_child. */
 		while ((st = atomic_load_explicit(&s->state, memory_order_acquire)) ==
 		       SLOT_WRITING) {
 			if (++spins < READY_SPINS)
@@ -542,15 +539,21 @@ static struct {
  * the child starts with a fresh lock and empty caches (the old ones are
  * left as they are, possibly half-updated; a little memory). The captured
  * stacks themselves stay valid: addresses do not change across fork. */
-static void stacks__atfork_child(void)
+/* From lifecycle.c's child handler, not a pthread_atfork of our own: glibc
+ * unregisters an object's handlers in its __cxa_finalize, before the exit's last
+ * drain, and a child forked then kept the locks a parent's thread held. */
+void stacks__fork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 	struct table *t = atomic_load(&S.table);
 
+	if (!t)
+		return; /* nothing taken yet: the child's pages stay shared */
+
 	/* A slot another thread was storing when this one forked is never
 	 * finished here: the one thread of the child must not wait on it
 	 * (rare: a scan only when a store was under way). */
-	if (t && atomic_exchange(&S.writing, 0))
+	if (atomic_exchange(&S.writing, 0))
 		for (uint32_t i = 0; i < GT_STACK_SLOTS; i++)
 			if (atomic_load(&t->slots[i].hash) &&
 			    atomic_load(&t->slots[i].state) == SLOT_WRITING)

@@ -52,6 +52,8 @@ GT_HIDDEN void stacks__skip_libraries(const char *const *prefixes);
 /* Cold path: load libunwind and set up the table now rather than at the
  * first capture. 0, or -errno (-ENOENT: no libunwind; reported once). */
 GT_HIDDEN int stacks__init(void);
+/* In a forked child: the parent's locks and half-stored slots let go. */
+GT_HIDDEN void stacks__fork_child(void);
 
 /* Render a stack: "outer;...;inner" (frames that do not fit are dropped
  * from the outer end, marked "..."). Returns the length written, or -1 for

@@ -6,7 +6,13 @@
  * Built with -rdynamic so dladdr knows the exported names; query_version is
  * found through the ELF symbol table. noinline + a use after each call keep
  * every frame (no inlining, no tail calls).
+ * stack_app STEPS fork: then a child names its own callers (its trace, stacks
+ * and all, is its own).
  */
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "test/apps/ze_app.h"
 
 #define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
@@ -61,6 +67,16 @@ int main(int argc, char **argv)
 	ZE_CHECK(zeCommandListClose(w.list));
 	ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &w.list, NULL));
 	ZE_CHECK(zeCommandQueueSynchronize(queue, UINT64_MAX));
+	if (argc > 2 && !strcmp(argv[2], "fork")) {
+		int status;
+		pid_t child = fork();
+
+		if (child == 0)
+			return query_version(&w) ? 0 : 3;
+		APP_EXPECT(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+				   WEXITSTATUS(status) == 0,
+			   "the forked child");
+	}
 	printf("stack_app: %d steps ok\n", steps);
 	KEEP_FRAME();
 	return 0;

@@ -82,6 +82,29 @@ def test_stacks_all_from_the_environment(tmp_path):
     assert stack == f"query_version;{VERSION}", stack
 
 
+def test_a_forked_child_names_its_own_callers(tmp_path):
+    """A child forked after the parent's stacks were taken and named traces with stacks
+    of its own: the stack table's locks are let go by the tracer's one child handler
+    (a pthread_atfork of the stack table's own was taken out by glibc's __cxa_finalize
+    before the exit's last drain, which is when the parent names its stacks)."""
+    need(STACK_APP)
+    env = clean_env(sim_env({"GPUTRACE_STACKS_ALL": "1", "LD_PRELOAD": PRELOAD,
+                             "GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(STACK_APP), "2", "fork"], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"stack_app: 2 steps ok\n"
+    traces = sorted((load_exact(f) for f in tmp_path.glob("t-*.json")),
+                    key=lambda t: len(api_spans(t, VERSION)) + len(events(t, ph="X", name=LAUNCH)))
+    assert len(traces) == 2
+    child, parent = traces
+    assert len(events(child, ph="X", name=LAUNCH)) == 0  # none of the parent's
+    assert len(events(parent, ph="X", name=LAUNCH)) == 2
+    for trace in (child, parent):
+        stacks = [e["args"]["stack"] for e in api_spans(trace, VERSION)]
+        assert len(stacks) == 1 and stacks[0].endswith(f";main;query_version;{VERSION}"), stacks
+
+
 def test_stack_depth_limit(tmp_path):
     trace = run_app(tmp_path, "--stacks=2")
     for ev in api_spans(trace, LAUNCH):
