@@ -308,6 +308,15 @@ def check_dump(t, window_s, reason, number):
     assert check_flows(t) == by_ph["s"]
 
 
+def small_ring_flight_env(tmp_path):
+    """A 1 s flight recorder with a small ring (a cycle reads little of a backlog: 2
+    segments of 256 KiB), writing trace.json in tmp_path."""
+    return clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "1s",
+                              "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                              "GPUTRACE_SUMMARY": "0", "GPUTRACE_BUFFER_KB": "256",
+                              "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+
+
 def test_flight_recorder_dump_right_after_a_dump(tmp_path):
     """Two dumps asked for 0.3 s apart of a program calling flat out (no pause). While
     the first is written the program records on into its rings' overflow; a cycle reads
@@ -316,11 +325,7 @@ def test_flight_recorder_dump_right_after_a_dump(tmp_path):
     of a busy program held 0 events, or none of the last half second. A dump's cycle
     reads what was recorded up to its request."""
     need(APP)
-    # a small ring: a cycle reads little of a backlog (2 segments of 256 KiB)
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "1s",
-                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_BUFFER_KB": "256",
-                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    env = small_ring_flight_env(tmp_path)
     proc = subprocess.Popen([str(APP), "4", "ok", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=default_signals)
     asked = []
@@ -357,10 +362,7 @@ def test_flight_recorder_window_ends_where_it_was_asked_for(tmp_path):
     after it), the SIGINT's only its last 0.3 s; and what a cycle wrote while a dump
     waited aged the window's start out."""
     need(APP)
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_FLIGHT_RECORDER": "1s",
-                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                             "GPUTRACE_SUMMARY": "0", "GPUTRACE_BUFFER_KB": "256",
-                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    env = small_ring_flight_env(tmp_path)
     proc = subprocess.Popen([str(APP), "20", "ok", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=default_signals)
     asked = []

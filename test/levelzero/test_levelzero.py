@@ -64,6 +64,16 @@ def device_spans(trace):
     return sorted((e for e in events(trace, ph="X") if e.get("cat") in DEVICE_CATS), key=start)
 
 
+def appends_and_kernels(trace, n):
+    """Each append's span by correlation id and every kernel, exactly n of each, none lost."""
+    assert trace["gputrace"]["events_lost"] == 0
+    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
+               if h["name"] == "zeCommandListAppendLaunchKernel"}
+    kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(kernels) == len(appends) == n, (len(kernels), len(appends), n)
+    return appends, kernels
+
+
 def by_corr(spans):
     out = {}
     for e in spans:
@@ -940,11 +950,7 @@ def test_immediate_appends_on_a_slow_drivers_pair_are_not_taken_a_wrap_late(tmp_
             env=sim_env({"ZE_SIM_PAIR_SPLIT_US": "200"}))
     assert r.returncode == 0, r.stderr
     trace = r.trace
-    assert trace["gputrace"]["events_lost"] == 0
-    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
-               if h["name"] == "zeCommandListAppendLaunchKernel"}
-    kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
-    assert len(kernels) == len(appends) == 21  # a first round warms up
+    appends, kernels = appends_and_kernels(trace, 21)  # a first round warms up
     last = max(end(h) for h in host_spans(trace))
     for d in kernels:
         ap = appends[d["args"]["correlation"]]
@@ -1079,11 +1085,7 @@ def test_kernel_of_a_stalled_append_is_placed_a_wrap_on(tmp_path):
                 env=sim_env({"ZE_SIM_VALID_BITS": "20", "ZE_SIM_SUBMIT_STALL_US": "54113/2"}))
         assert r.returncode == 0, r.stderr
         trace = r.trace
-        assert trace["gputrace"]["events_lost"] == 0
-        appends = {h["args"]["correlation"]: h for h in host_spans(trace)
-                   if h["name"] == "zeCommandListAppendLaunchKernel"}
-        kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
-        assert len(kernels) == len(appends) == 11  # a first round warms up
+        appends, kernels = appends_and_kernels(trace, 11)  # a first round warms up
         stalled = decided = 0
         for d in kernels:
             ap = appends[d["args"]["correlation"]]
@@ -1158,11 +1160,7 @@ def test_contexts_destroyed_while_their_pools_grow(tmp_path, rounds):
     own (and, under the sanitizers, no race or leak)."""
     kernels = 200
     trace = traced_like_untraced([APPS / "ze_contexts", rounds, kernels], tmp_path)
-    assert trace["gputrace"]["events_lost"] == 0
-    appends = {h["args"]["correlation"]: h for h in host_spans(trace)
-               if h["name"] == "zeCommandListAppendLaunchKernel"}
-    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
-    assert len(appends) == len(dev) == rounds * kernels
+    appends, dev = appends_and_kernels(trace, rounds * kernels)
     assert collections.Counter(d["name"] for d in dev) == {f"r{r}": kernels for r in range(rounds)}
     for d in dev:
         assert start(d) >= start(appends[d["args"]["correlation"]]), d

@@ -670,19 +670,29 @@ START_TEST(test_an_idle_overflow_keeps_no_spare)
 }
 END_TEST
 
+/* n records offered, each the count stored so far: those stored, *dropped the rest. */
+static uint64_t produce_counting(struct ring *r, uint64_t n, uint64_t *dropped)
+{
+	uint64_t stored = 0;
+
+	*dropped = 0;
+	for (uint64_t v = 0; v < n; v++) {
+		if (produce_any(r, stored, 1))
+			(*dropped)++;
+		else
+			stored++;
+	}
+	return stored;
+}
+
 START_TEST(test_overflow_budget_then_drops)
 {
 	struct ring *r = small_ring();
 	struct ovf_state st = { 0 };
-	uint64_t stored = 0, dropped = 0, now, peak, segs;
+	uint64_t stored, dropped, now, peak, segs;
 
 	gt_cfg.overflow_mb = 1; /* 3 segments of 4096 slots (and their header pages) */
-	for (uint64_t v = 0; v < 20000; v++) {
-		if (produce_any(r, stored, 1))
-			dropped++;
-		else
-			stored++;
-	}
+	stored = produce_counting(r, 20000, &dropped);
 	ring__overflow_stats(&now, &peak, &segs);
 	ck_assert_uint_eq(segs, 3);
 	ck_assert_uint_le(peak, 1u << 20);
@@ -710,17 +720,12 @@ START_TEST(test_a_budget_below_the_ring_still_overflows)
 {
 	struct ring *r = ring__new(4u << 20, 1, 1);
 	struct ovf_state st = { 0 };
-	uint64_t cap, stored = 0, dropped = 0, now, peak, segs;
+	uint64_t cap, stored, dropped, now, peak, segs;
 
 	ck_assert_ptr_nonnull(r);
 	cap = r->mask + 1;
 	gt_cfg.overflow_mb = 1; /* 3 segments of 4096 slots (and their header pages) */
-	for (uint64_t v = 0; v < cap + 20000; v++) {
-		if (produce_any(r, stored, 1))
-			dropped++;
-		else
-			stored++;
-	}
+	stored = produce_counting(r, cap + 20000, &dropped);
 	ring__overflow_stats(&now, &peak, &segs);
 	ck_assert_uint_eq(segs, 3);
 	ck_assert_uint_le(peak, 1u << 20);
