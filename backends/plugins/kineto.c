@@ -296,10 +296,12 @@ static int call_process(struct kineto_prof *k)
 	int rc;
 
 	utc__sample();
+	utc__hold(true);
 	params.pTraceBuilder = kbuilder__open(k);
 	plugin__calling(k->p, "profilerProcessEvents");
 	rc = PLUGIN_CALL(k->ops.profilerProcessEvents(&params));
 	kbuilder__close(k);
+	utc__hold(false);
 	if (rc)
 		kineto__fail(k, "profilerProcessEvents", rc, NULL);
 	return rc;

@@ -138,6 +138,10 @@ GT_HIDDEN void kbuilder__close(struct kineto_prof *k);
 
 /* Take a (trace clock, CLOCK_REALTIME) pair now. */
 GT_HIDDEN void utc__sample(void);
+/* on: a batch is converted from now on, through the pairs as they are (other
+ * threads' samples are left out until off; a time past the newest still takes
+ * a new pair); calls nest. */
+GT_HIDDEN void utc__hold(bool on);
 /* A UTC time on the trace clock, through the pairs around it; -ERANGE for a
  * time before the clock's zero. rate (may be NULL): trace ns per UTC ns
  * there, 1 where the pairs around differ by no more than their reads' error. */

@@ -1488,6 +1488,34 @@ START_TEST(kineto_utc)
 }
 END_TEST
 
+/* A batch's times go through one table: the drain's samples, taken every cycle
+ * while the plug-ins' thread converts a batch, replaced the newest pair under it,
+ * and a time converted again came out moved by the pairs' read error (a kernel
+ * 50 us after its launch drawn 50.024 us after it, on a loaded CI machine). */
+START_TEST(kineto_utc_held_for_a_batch)
+{
+	uint64_t first, again;
+	int64_t t;
+
+	utc__forget();
+	utc__sample();
+	usleep(2000);
+	utc__sample();
+	t = (int64_t)gt_realtime_ns() - 500000;
+	utc__sample();
+	utc__hold(true);
+	ck_assert_int_eq(utc__to_clock(t, &first, NULL), 0);
+	for (int i = 0; i < 200; i++) {
+		utc__sample(); /* the drain's, each cycle */
+		ck_assert_int_eq(utc__to_clock(t, &again, NULL), 0);
+		ck_assert_msg(again == first, "converted again after a sample: %+lld ns (sample %d)",
+			      (long long)(again - first), i);
+	}
+	utc__hold(false);
+	utc__forget();
+}
+END_TEST
+
 START_TEST(kineto_type_table)
 {
 	/* the first revision: 13 was cuda_sync, 14 gpu_pm_counter */
@@ -1557,6 +1585,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(kineto, kineto_reference);
 	tcase_add_test(kineto, kineto_json);
 	tcase_add_test(kineto, kineto_utc);
+	tcase_add_test(kineto, kineto_utc_held_for_a_batch);
 	tcase_add_test(kineto, kineto_type_table);
 	tcase_add_checked_fixture(kineto, NULL, remove_tmpdir);
 	tcase_add_checked_fixture(load, NULL, remove_tmpdir);
