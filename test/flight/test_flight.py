@@ -541,7 +541,12 @@ def test_flight_recorder_dumps_on_the_trigger_from_another_process(tmp_path):
         os.kill(p.pid, signal.SIGRTMIN + 7)  # the bare trigger signal: kill -s RTMIN+7
         third = wait_dump(tmp_path / "trace.2.json")
         time.sleep(1.0)
+        # the least of a few: a drain a loaded machine held back lets a ring overflow
+        # into a segment for a moment (given back once read)
         late = rss_kib(p.pid)
+        for _ in range(4):
+            time.sleep(0.1)
+            late = min(late, rss_kib(p.pid))
         stdout, stderr = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
