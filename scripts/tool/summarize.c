@@ -33,7 +33,7 @@ struct sum_ctx {
 	struct pidmap hosts;  /* pids of traced processes */
 	struct pidmap procs;  /* pid (host or device row) -> summary__process number */
 	struct summary *s;
-	struct buf cat, name, kind, error, tmp, ranges;
+	struct buf cat, name, kind, error, tmp, ranges, key;
 	const char *range_names[SUMMARY_RANGES_MAX];
 	uint64_t lost_by_reason;
 };
@@ -299,6 +299,17 @@ static const char *device_name(struct sum_ctx *c, bool has_pid, int64_t pid, cha
 	return buf;
 }
 
+/* The name of member m, decoded as every other string of the trace is: the
+ * iterator hands the key as it is written, escapes and all (a series "gpu \u00b0C"
+ * from a trace that Python's json rewrote, a plug-in's "bytes \"in use\""). */
+static void member_name(const struct jv_member *m, struct buf *key, char *out, size_t len)
+{
+	if (jv_str(m->key - 1, m->key + m->klen + 1, key) && key->p)
+		snprintf(out, len, "%s", key->p);
+	else
+		snprintf(out, len, "%.*s", (int)m->klen, m->key);
+}
+
 /* A counter sample ("C"): each numeric arg is one series. */
 static void counter_event(struct sum_ctx *c, const char *v, const char *e)
 {
@@ -319,7 +330,7 @@ static void counter_event(struct sum_ctx *c, const char *v, const char *e)
 	while (jv_iter_next(&it, &m)) {
 		if (!jv_f64(m.v, m.e, &x))
 			continue;
-		snprintf(series, sizeof(series), "%.*s", (int)m.klen, m.key);
+		member_name(&m, &c->key, series, sizeof(series));
 		summary__counter(c->s, dev, c->name.p, series, x);
 	}
 }
@@ -328,7 +339,7 @@ static void counter_event(struct sum_ctx *c, const char *v, const char *e)
 
 /* A kernel's hardware metrics: the numbers of its args.metrics object. */
 static unsigned kernel_metrics(const char *av, const char *ae, struct summary_metric *out,
-			       char (*names)[256])
+			       char (*names)[256], struct buf *key)
 {
 	const char *mv, *me;
 	struct jv_iter it;
@@ -340,7 +351,7 @@ static unsigned kernel_metrics(const char *av, const char *ae, struct summary_me
 	while (n < KERNEL_METRICS_MAX && jv_iter_next(&it, &m)) {
 		if (!jv_f64(m.v, m.e, &out[n].value))
 			continue;
-		snprintf(names[n], sizeof(names[n]), "%.*s", (int)m.klen, m.key);
+		member_name(&m, key, names[n], sizeof(names[n]));
 		out[n].name = names[n];
 		n++;
 	}
@@ -391,7 +402,7 @@ static int pass2_event(void *ctx, const char *v, const char *e)
 		if (jv_get(av, ae, "error", &pv, &pe) && jv_str(pv, pe, &c->error))
 			sp.error = c->error.p;
 		sp.metrics = metrics;
-		sp.nmetrics = kernel_metrics(av, ae, metrics, metric_names);
+		sp.nmetrics = kernel_metrics(av, ae, metrics, metric_names, &c->key);
 		if (jv_get(av, ae, "ranges", &pv, &pe) && pv < pe && *pv == '[') {
 			sp.nranges = read_ranges(c, pv, pe);
 			sp.ranges = c->range_names;
@@ -498,6 +509,7 @@ out:
 	buf__free(&c.error);
 	buf__free(&c.tmp);
 	buf__free(&c.ranges);
+	buf__free(&c.key);
 	return ret;
 }
 

@@ -327,6 +327,31 @@ def test_summary_escapes_control_characters(tmp_path):
     assert {k["name"] for k in s["kernels"]} == {evil, color}
 
 
+def test_summary_decodes_counter_series_and_metric_names(tmp_path):
+    """A counter's series and a kernel's metric are named by their JSON keys, which were
+    taken as written, escapes and all: a trace that Python's json rewrote (every non-ASCII
+    character as \\uXXXX) summed "temperature gpu \\u00b0C", and a plug-in's series
+    "bytes \\"in use\\"" kept its backslashes; names the trace decodes to another
+    string than the exit-time summary's, so a gate on one missed the other."""
+    series = ["gpu \u00b0C", 'bytes "in use"', "C:\\dir", "tab\there"]
+    metric = 'L2 "hit" \u00b5s'
+    trace = tmp_path / "keys.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "GPU 0"}},
+        {"ph": "C", "name": "plug", "pid": 9, "ts": 1,
+         "args": {n: i for i, n in enumerate(series)}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": 2, "dur": 1,
+         "args": {"metrics": {metric: 5}}}]}))  # ensure_ascii, as json.dump writes
+    assert "\\u00b0" in trace.read_text()
+    s = json.loads(gputrace(["summary", "--json", "-", trace], tmp_path).stdout)
+    assert {r["series"]: r["mean"] for r in s["metrics"]["counters"]} == \
+        {n: i for i, n in enumerate(series)}
+    assert [(r["kernel"], r["metric"]) for r in s["metrics"]["kernels"]] == [("k", metric)]
+    text = gputrace(["summary", trace], tmp_path).stdout.decode("utf-8")
+    assert "plug gpu \u00b0C " in text and 'plug bytes "in use" ' in text, text
+    assert "plug tab\\there " in text and 'L2 "hit" \u00b5s 5' in text, text
+
+
 def test_long_utf8_names_are_shortened_between_characters(tmp_path):
     """A long name in UTF-8 (an NVTX range or a SYCL kernel named in Greek,
     Japanese, emoji) is shortened in the middle between characters, and its
