@@ -428,10 +428,15 @@ static void zt_sample_dev(struct zt_dev *t)
 		    (prev && s.timestamp < t->stats[i].timestamp + ZT_RATE_MIN_US))
 			continue;
 		fresh[2] = true;
-		if (prev)
-			zt_arg(a, &n, t->eng_key[i],
-			       100.0 * (double)(s.activeTime - t->stats[i].activeTime) /
-				       (double)(s.timestamp - t->stats[i].timestamp));
+		if (prev) {
+			/* activeTime and timestamp are each rounded down to the us: a
+			 * busy engine read 100.1 % over 1 ms (1000 Hz), 100.005 % over
+			 * 20 ms; a share of time is at most all of it */
+			double pct = 100.0 * (double)(s.activeTime - t->stats[i].activeTime) /
+				     (double)(s.timestamp - t->stats[i].timestamp);
+
+			zt_arg(a, &n, t->eng_key[i], pct < 100.0 ? pct : 100.0);
+		}
 		t->stats[i] = s;
 	}
 	at = zt_mid(t0);

@@ -413,6 +413,18 @@ def test_telemetry_follows_the_work(tmp_path):
             assert v["read GB/s"] == 0
 
 
+def test_telemetry_engine_utilization_is_at_most_100(tmp_path):
+    """Sysman's engine counters (active time and timestamp) are each in whole
+    microseconds: a busy engine read over 1 ms (1000 Hz) came out at up to 100.1 %,
+    in one reading of ten. A share of the time is at most all of it."""
+    t, _ = traced(tmp_path, [LOAD, 150, 20, 1],
+                  {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "1000"})
+    engines = [e["args"] for e in samples(t, "engine utilization")]
+    values = [v for a in engines for v in a.values()]
+    assert len(engines) >= 50 and all(0 <= v <= 100 for v in values), max(values)
+    assert sum(a["compute %"] == 100 for a in engines) >= 10  # busy readings still read 100
+
+
 # ---- off, and what is set when ---------------------------------------------------------------
 
 def test_off_means_no_metric_or_sysman_call(tmp_path):
