@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "inject/utf8.h"
 #include "args.h"
 #include "json.h"
 #include "meta.h"
@@ -304,10 +305,17 @@ static const char *device_name(struct sum_ctx *c, bool has_pid, int64_t pid, cha
  * from a trace that Python's json rewrote, a plug-in's "bytes \"in use\""). */
 static void member_name(const struct jv_member *m, struct buf *key, char *out, size_t len)
 {
-	if (jv_str(m->key - 1, m->key + m->klen + 1, key) && key->p)
-		snprintf(out, len, "%s", key->p);
-	else
-		snprintf(out, len, "%.*s", (int)m->klen, m->key);
+	const char *p = m->key;
+	size_t n = m->klen;
+
+	if (jv_str(m->key - 1, m->key + m->klen + 1, key) && key->p) {
+		p = key->p;
+		n = strlen(key->p);
+	}
+	/* a name longer than out is cut at a character, not inside one */
+	if (n >= len)
+		n = gt_utf8_trim_end(p, len - 1);
+	snprintf(out, len, "%.*s", (int)n, p);
 }
 
 /* A counter sample ("C"): each numeric arg is one series. */

@@ -352,6 +352,23 @@ def test_summary_decodes_counter_series_and_metric_names(tmp_path):
     assert "plug tab\\there " in text and 'L2 "hit" \u00b5s 5' in text, text
 
 
+def test_summary_cuts_long_series_and_metric_names_between_characters(tmp_path):
+    """A series or metric name longer than the summary keeps (255 bytes) is cut at a
+    character: 200 of U+00E9 (2 bytes each) were cut inside the 128th, which the
+    table printed as half a character (output that is not UTF-8) and the JSON as
+    U+00C3."""
+    long = "\u00e9" * 200
+    trace = tmp_path / "long.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "C", "name": "plug", "pid": 9, "ts": 1, "args": {long: 1}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": 2, "dur": 1,
+         "args": {"metrics": {long: 5}}}]}))
+    s = json.loads(gputrace(["summary", "--json", "-", trace], tmp_path).stdout)
+    names = [s["metrics"]["counters"][0]["series"], s["metrics"]["kernels"][0]["metric"]]
+    assert names == ["\u00e9" * 127] * 2, names
+    gputrace(["summary", trace], tmp_path).stdout.decode("utf-8")  # raised on half of one
+
+
 def test_long_utf8_names_are_shortened_between_characters(tmp_path):
     """A long name in UTF-8 (an NVTX range or a SYCL kernel named in Greek,
     Japanese, emoji) is shortened in the middle between characters, and its
