@@ -64,8 +64,9 @@ struct row {
 	uint64_t (*pending)[2];
 	unsigned nblocks, blocks_cap;
 	struct busy_block *blocks;
-	/* metrics: samples of one counter series, or one kernel's metric */
-	double fsum, fmin, fmax;
+	/* metrics: samples of one counter series, or one kernel's metric; fmean, the
+	 * running mean, for when their sum overflows (samples near DBL_MAX) */
+	double fsum, fmin, fmax, fmean;
 	/* ranges: the device work launched inside them (count, total: host) */
 	uint64_t device_ns, device_spans, kernels;
 };
@@ -589,6 +590,7 @@ static void summary__sample(struct summary *s, int table, const char *a, const c
 		r->fmax = v;
 	r->fsum += v;
 	r->count++;
+	r->fmean += v / (double)r->count - r->fmean / (double)r->count;
 }
 
 void summary__counter(struct summary *s, const char *device, const char *counter,
@@ -1547,7 +1549,10 @@ static const char *key_part(const char *key, int n, char *buf, size_t len)
 
 static double row__mean(const struct row *r)
 {
-	return r->count ? r->fsum / (double)r->count : 0.0;
+	double mean = r->count ? r->fsum / (double)r->count : 0.0;
+
+	/* a sum past DBL_MAX printed "inf", which is not JSON */
+	return isfinite(mean) ? mean : r->fmean;
 }
 
 /* Per-name metric means (kernels', NVTX ranges'): one line per name. */

@@ -369,6 +369,23 @@ def test_summary_cuts_long_series_and_metric_names_between_characters(tmp_path):
     gputrace(["summary", trace], tmp_path).stdout.decode("utf-8")  # raised on half of one
 
 
+def test_summary_of_huge_samples_is_json(tmp_path):
+    """Samples whose sum overflows a double (1e308 twice: a tool's "no value" of
+    DBL_MAX) gave the mean "inf", which is not JSON: the summary, and the report
+    that embeds it, could not be read back."""
+    trace = tmp_path / "huge.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "C", "name": "plug", "pid": 9, "ts": t, "args": {"v": 1e308}} for t in (1, 2)] + [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 1, "ts": t, "dur": 1,
+         "args": {"metrics": {"m": 1e308}}} for t in (3, 5)]}))
+    p = gputrace(["summary", "--json", "-", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert [r["mean"] for r in s["metrics"]["counters"] + s["metrics"]["kernels"]] == \
+        [1e308, 1e308], s["metrics"]
+    assert "inf" not in gputrace(["summary", trace], tmp_path).stdout.decode()
+
+
 def test_long_utf8_names_are_shortened_between_characters(tmp_path):
     """A long name in UTF-8 (an NVTX range or a SYCL kernel named in Greek,
     Japanese, emoji) is shortened in the middle between characters, and its
