@@ -628,10 +628,15 @@ static __attribute__((noinline)) int emit_slow(const struct gt_event *ev,
 	    place(r, nslots, ev, args, nargs, &seq))
 		return 0;
 	if (gt_unlikely(seq < 0)) {
-		/* single writer: plain load/store, no locked instruction */
-		atomic_store_explicit(&r->lost,
-				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		/* a range's begin record is no event of the trace (its end record
+		 * draws the range whole, and counts as lost where it is dropped):
+		 * counted, a range lost whole counted twice, and one drawn from its
+		 * end alone counted lost all the same */
+		if (ev->type != GT_EV_RANGE_BEGIN)
+			/* single writer: plain load/store, no locked instruction */
+			atomic_store_explicit(&r->lost,
+					      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
 		return -ENOSPC;
 	}
 	record_write(r, (uint64_t)seq, nslots, ev, args, nargs);

@@ -10,6 +10,9 @@
  * addresses are, ended newest first.
  * `itt_host unended`: a task, an overlapped task and a frame begun and
  * never ended, around a task that ends, until main returns.
+ * `itt_host hammer N`: N tasks "outer", each around a task "inner", as fast
+ * as the thread can make them (into a small ring: most are lost); every one
+ * ended. Prints "tasks 2N".
  */
 #include <math.h>
 #include <pthread.h>
@@ -203,6 +206,22 @@ static int crossed(void)
 	return 0;
 }
 
+static int hammer(int n)
+{
+	itt_string_handle *outer = itt_string_handle_create("outer");
+	itt_string_handle *inner = itt_string_handle_create("inner");
+
+	dom = itt_domain_create("host");
+	for (int i = 0; i < n; i++) {
+		itt_task_begin(dom, itt_null, itt_null, outer);
+		itt_task_begin(dom, itt_null, itt_null, inner);
+		itt_task_end(dom);
+		itt_task_end(dom);
+	}
+	printf("tasks %d\n", 2 * n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* before any call that loads the collector: the static part's handles */
@@ -224,6 +243,8 @@ int main(int argc, char **argv)
 		return crossed();
 	if (argc == 3 && !strcmp(argv[1], "overlapped"))
 		return overlapped(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "hammer"))
+		return hammer(atoi(argv[2]));
 	dom = itt_domain_create("host");
 	itt_task_begin(dom, itt_null, itt_null, outer);
 	itt_task_begin(dom, itt_null, itt_null, itt_string_handle_create("inner"));
