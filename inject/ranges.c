@@ -4,6 +4,7 @@
  * begin record and the end span, and the per-thread stack of push/pop
  * ranges, which lives in the thread's ring header.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -115,6 +116,25 @@ uint64_t gt_range_begin(uint32_t name, uint64_t start_ns, uint16_t flags)
 	return id;
 }
 
+/* A range whose end record a full ring dropped (counted lost there), its
+ * begin record written: the drain is told, so that it ends the range undrawn
+ * (ring.h, lost_end). Under the thread's guard: a signal handler's range here
+ * is refused it. */
+static void note_lost_end(const struct gt_event *ev)
+{
+	struct ring *r = shim__thread_ring_made();
+	uint32_t head, tail;
+
+	if (!r)
+		return;
+	head = atomic_load_explicit(&r->lost_end_head, memory_order_relaxed);
+	tail = atomic_load_explicit(&r->lost_end_tail, memory_order_acquire);
+	if (head - tail >= RING_LOST_ENDS)
+		return; /* drawn never ended, as before */
+	r->lost_end[head % RING_LOST_ENDS] = *ev;
+	atomic_store_explicit(&r->lost_end_head, head + 1, memory_order_release);
+}
+
 void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name, uint32_t track,
 		  uint16_t flags, const struct gt_arg *args, unsigned n)
 {
@@ -130,9 +150,10 @@ void gt_range_end(uint64_t id, uint64_t start_ns, uint64_t end_ns, uint32_t name
 			lost_reentrant();
 		return;
 	}
-	if (on)
-		gt_emit(&ev, args, n);
-	else
+	if (on) {
+		if (gt_emit(&ev, args, n) == -ENOSPC && id)
+			note_lost_end(&ev);
+	} else
 		/* its begin was recorded (in a window that ended since): the
 		 * writer still hears of its end, or it would stay open on the
 		 * thread's stack in every later window (the writer writes it

@@ -102,6 +102,15 @@ struct ring {
 	uint64_t wait_reported;       /* the watchdog's: the wait_since it reported */
 	/* producer-owned: the thread's open push/pop ranges (ranges.c) */
 	struct gt_range_stack ranges;
+	/* range ends the full ring dropped (counted lost) whose begin records were
+	 * written (ranges.c): the drain ends those ranges undrawn, or each would be
+	 * drawn never ended, to the trace's end. Written by the producer, head
+	 * published with release; read by the consumer, tail published with release.
+	 * Past RING_LOST_ENDS unread, a range is drawn never ended as before. */
+#define RING_LOST_ENDS 16
+	_Atomic uint32_t lost_end_head;
+	_Atomic uint32_t lost_end_tail;
+	struct gt_event lost_end[RING_LOST_ENDS];
 };
 
 GT_HIDDEN struct ring *ring__new(size_t bytes, pid_t tid, uint32_t serial);

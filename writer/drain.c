@@ -287,10 +287,41 @@ static uint64_t drain_overflow(struct ring *r, uint64_t ring_tail, uint64_t budg
 	return done;
 }
 
+/* Range ends the full ring dropped, their begins written (ring.h, lost_end), up
+ * to upto: each ends its range here as its record would have (counted lost, not
+ * drawn), or the range was drawn never ended, to the trace's end, though ended. */
+static void drain_lost_ends(struct ring *r, uint32_t upto)
+{
+	uint32_t t = atomic_load_explicit(&r->lost_end_tail, memory_order_relaxed);
+
+	for (; t != upto; t++) {
+		const struct gt_event *ev = &r->lost_end[t % RING_LOST_ENDS];
+
+		/* as drain_record takes a range's end (outside the window, but not
+		 * counted late: it is counted lost) */
+		if (gt_unlikely(gt_cap.controlled) &&
+		    !(writing_window() && capture__inside(ev->start_ns, ev->end_ns))) {
+			uint64_t from, end;
+
+			if ((ev->flags & (GT_EVF_RANGE | GT_EVF_TIMED)) != GT_EVF_RANGE)
+				continue;
+			if (unended_bounds(gt_clock_ns(), &from, &end))
+				ranges__draw_ended_after(ev, from, end);
+		} else if (after_the_end(ev, r)) {
+			continue;
+		}
+		ranges__end(ev, (uint32_t)r->tid);
+	}
+	atomic_store_explicit(&r->lost_end_tail, t, memory_order_release);
+}
+
 /* whole: everything the ring and its overflow hold now is read (the file ends) */
 static void drain_ring(struct ring *r, bool release, bool whole)
 {
+	/* read before the ring: the begins of the ends it notes are in what follows */
+	uint32_t lost_ends = atomic_load_explicit(&r->lost_end_head, memory_order_acquire);
 	uint64_t tail, n = ring__readable(r, &tail), end = tail + n, published = tail;
+	const uint64_t end0 = end;
 	/* what a thread adds while it is drained is read in the same visit, up
 	 * to two rings' worth: one fast thread does not hold the cycle (other
 	 * rings, the backends' records, the checkpoint) for long; its overflow's
@@ -353,6 +384,10 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 	if (release)
 		ring__release(r, published, tail);
 	ring__consume(r, tail);
+	/* once all that the thread recorded before them is read, their begins too */
+	if (gt_unlikely(lost_ends != atomic_load_explicit(&r->lost_end_tail, memory_order_relaxed)) &&
+	    tail >= end0 && !ring__overflow_used(r))
+		drain_lost_ends(r, lost_ends);
 	W.draining = NULL;
 }
 

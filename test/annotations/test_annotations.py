@@ -134,6 +134,16 @@ def test_itt_tasks_lost_to_a_full_ring_count_once_each(tmp_path):
     assert g["events_recorded"] + g["events_lost"] == made
 
 
+def test_an_itt_task_whose_end_is_lost_is_not_drawn_never_ended(tmp_path):
+    """A task whose begin record was written and whose end a full ring dropped
+    ended all the same: counted lost, not drawn. It was drawn never ended,
+    from its begin to the trace's end (a few in each run)."""
+    made, t, g = itt_hammer(tmp_path)
+    unended = [e for e in events(t, ph="X", cat="user_annotation")
+               if e.get("args", {}).get("unended")]
+    assert unended == []
+
+
 def test_itt_lanes_sorted_above_small_tids(tmp_path):
     """In a PID namespace (a container) the program is pid 1 and its threads
     have small tids (3, 4, ...): the process's lanes still sort right below
