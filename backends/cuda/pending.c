@@ -181,7 +181,10 @@ enum pend_call {
 /*
  * X(function, the stream it names, _ptsz flavour, what). A runtime call
  * reaches the driver through these (static cudart too), under the runtime
- * call's correlation id, the one its device records carry.
+ * call's correlation id, the one its device records carry. Every async copy
+ * and fill: cudaMemcpy2DAsync, cudaMemset2DAsync and cudaMemcpyPeerAsync
+ * queued behind a stuck kernel went unlisted while only the 1D ones were here.
+ * (The batch copies of CUDA 12.8 are not: their signatures changed in 13.)
  */
 #define CFG_STREAM(p) ((p)->config ? (p)->config->hStream : NULL)
 #define PEND_CALLS(X)                                                               \
@@ -203,6 +206,26 @@ enum pend_call {
 	X(cuMemsetD8Async_ptsz, p->hStream, 1, PEND_WORK)                           \
 	X(cuMemsetD32Async, p->hStream, 0, PEND_WORK)                               \
 	X(cuMemsetD32Async_ptsz, p->hStream, 1, PEND_WORK)                          \
+	X(cuMemsetD16Async, p->hStream, 0, PEND_WORK)                               \
+	X(cuMemsetD16Async_ptsz, p->hStream, 1, PEND_WORK)                          \
+	X(cuMemsetD2D8Async, p->hStream, 0, PEND_WORK)                              \
+	X(cuMemsetD2D8Async_ptsz, p->hStream, 1, PEND_WORK)                         \
+	X(cuMemsetD2D16Async, p->hStream, 0, PEND_WORK)                             \
+	X(cuMemsetD2D16Async_ptsz, p->hStream, 1, PEND_WORK)                        \
+	X(cuMemsetD2D32Async, p->hStream, 0, PEND_WORK)                             \
+	X(cuMemsetD2D32Async_ptsz, p->hStream, 1, PEND_WORK)                        \
+	X(cuMemcpy2DAsync_v2, p->hStream, 0, PEND_WORK)                             \
+	X(cuMemcpy2DAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                        \
+	X(cuMemcpy3DAsync_v2, p->hStream, 0, PEND_WORK)                             \
+	X(cuMemcpy3DAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                        \
+	X(cuMemcpyPeerAsync, p->hStream, 0, PEND_WORK)                              \
+	X(cuMemcpyPeerAsync_ptsz, p->hStream, 1, PEND_WORK)                         \
+	X(cuMemcpy3DPeerAsync, p->hStream, 0, PEND_WORK)                            \
+	X(cuMemcpy3DPeerAsync_ptsz, p->hStream, 1, PEND_WORK)                       \
+	X(cuMemcpyHtoAAsync_v2, p->hStream, 0, PEND_WORK)                           \
+	X(cuMemcpyHtoAAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                      \
+	X(cuMemcpyAtoHAsync_v2, p->hStream, 0, PEND_WORK)                           \
+	X(cuMemcpyAtoHAsync_v2_ptsz, p->hStream, 1, PEND_WORK)                      \
 	X(cuGraphLaunch, p->hStream, 0, PEND_WORK)                                  \
 	X(cuGraphLaunch_ptsz, p->hStream, 1, PEND_WORK)                             \
 	X(cuStreamSynchronize, p->hStream, 0, PEND_MARK)                            \

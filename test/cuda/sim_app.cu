@@ -44,6 +44,9 @@
 //                  minutes on B with an axpy queued behind it, and a scale of
 //                  18 minutes on a third stream C; waits for B in
 //                  wait_for_stream() (the watchdog's CUDA hang)
+//   hang copies    two GPUs (CUDA_SIM_DEVICES=2): a spin of 18 minutes on a stream, and
+//                  queued behind it a cudaMemcpy2DAsync HtoD, a cudaMemset2DAsync and a
+//                  cudaMemcpyPeerAsync to GPU 1; waits for the stream in wait_for_stream()
 //   graphcalls     cudaStreamGetId, a capture of one 64 ns kernel, cudaGraphGetNodes, the
 //                  graph instantiated twice (cudaGraphInstantiate[WithFlags]), launched once
 //   cold           the process's first CUDA call is cudaMallocHost, then a 64 ns
@@ -749,6 +752,29 @@ static int hang_mode(bool busy)
 	return 1; // not reached
 }
 
+// The async copies and fills that are not the 1D ones, stuck behind a spin.
+static int hang_copies_mode(void)
+{
+	cudaStream_t b;
+	char *d, *d1, *h;
+	size_t pitch;
+
+	CHECK(cudaSetDevice(1));
+	CHECK(cudaMalloc(&d1, 4096));
+	CHECK(cudaSetDevice(0));
+	CHECK(cudaStreamCreate(&b));
+	CHECK(cudaMallocPitch(&d, &pitch, 100, 10));
+	CHECK(cudaMallocHost(&h, 1000));
+	spin<<<1u << 30, 1024, 0, b>>>(NULL);
+	CHECK(cudaMemcpy2DAsync(d, pitch, h, 100, 100, 10, cudaMemcpyHostToDevice, b));
+	CHECK(cudaMemset2DAsync(d, pitch, 0, 100, 10, b));
+	CHECK(cudaMemcpyPeerAsync(d1, 1, d, 0, 1000, b));
+	printf("waiting\n");
+	fflush(stdout);
+	wait_for_stream(b);
+	return 1; // not reached
+}
+
 // The process's first CUDA call allocates pinned memory: CUPTI starts inside it (at
 // cuInit), and the driver calls the runtime makes after that are its own.
 static int cold_mode(void)
@@ -1241,6 +1267,8 @@ int main(int argc, char **argv)
 		return turns_mode(argv[2]);
 	if (!strcmp(mode, "reload"))
 		return reload_mode(argv[0], argc > 2 ? atoi(argv[2]) : 25000);
+	if (!strcmp(mode, "hang") && argc > 2 && !strcmp(argv[2], "copies"))
+		return hang_copies_mode();
 	if (!strcmp(mode, "hang"))
 		return hang_mode(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "queue"))

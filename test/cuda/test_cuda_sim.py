@@ -1668,12 +1668,12 @@ def test_watchdog_names_a_long_stream_synchronize(tmp_path, cupti):
     assert (kernel["device"], kernel["row"]) == row_names(trace)[span["pid"], span["tid"]]
 
 
-def hang_report(tmp_path, cupti, seconds, *args):
+def hang_report(tmp_path, cupti, seconds, *args, env=None):
     """sim_app hang under --watchdog SEC: its report once written, then the program is
     ended by SIGTERM (its trace then holds the records of the kernels that finished)."""
     need(SIM / "libcudart.so.13")
     need(APP)
-    env = clean_env({**sim_env(), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": seconds,
+    env = clean_env({**sim_env(env), "LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": seconds,
                      "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"), "GPUTRACE_SUMMARY": "0"})
     if cupti == "events":
         env["GPUTRACE_DISABLE_CUPTI"] = "1"
@@ -1769,6 +1769,26 @@ def test_watchdog_lists_the_cuda_work_still_pending_per_stream(tmp_path, cupti):
     lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes())
              if l.startswith("gputrace: watchdog:")]
     assert len(lines) == 1 and lines[0].endswith(f"report in {tmp_path / 'trace.watchdog.json'}")
+
+
+@pytest.mark.parametrize("cupti", ["cupti", "events"])
+def test_watchdog_lists_every_async_copy_and_fill(tmp_path, cupti):
+    """sim_app hang copies: a 2D copy, a 2D fill and a peer copy queued behind a spin that
+    never ends are listed with it, on its stream's row. With CUPTI the launch table took
+    only the 1D async copies and fills (cuMemcpyHtoDAsync, cuMemsetD8Async, ...): these
+    three were missing from the report, which says "every kernel launch, async copy or
+    fill and graph launch not finished"."""
+    report = hang_report(tmp_path, cupti, "1", "copies", env={"CUDA_SIM_DEVICES": "2"})
+    pending = report["pending"]
+    names = [p["name"] for p in pending]
+    if cupti == "cupti":  # the driver call that queued it
+        assert names == ["spin(int*)", "cuMemcpy2DAsync", "cuMemsetD2D8Async",
+                         "cuMemcpyPeerAsync"], pending
+    else:  # the span it would have been drawn as
+        assert names == ["spin(int*)", "Memcpy HtoD", "Memset", "Memcpy PtoP"], pending
+    assert len({(p["device"], p["row"]) for p in pending}) == 1, pending
+    assert report["pending_not_listed"] == report["pending_not_tracked"] == 0
+    assert [p["submitted_us"] for p in pending] == sorted(p["submitted_us"] for p in pending)
 
 
 def test_watchdog_reports_cuda_work_that_never_finishes(tmp_path):
