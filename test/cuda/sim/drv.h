@@ -108,6 +108,8 @@ struct drv_node {
 	size_t bytes;
 	/* 2D copies: `height` rows of bytes/height, each `pitch` apart (0: one row) */
 	size_t height, src_pitch, dst_pitch;
+	/* 3D copies: `depth` slices of those rows, each side's `slice` bytes apart (0: one) */
+	size_t depth, src_slice, dst_slice;
 	uint8_t copy_kind, src_kind, dst_kind;
 	/* peer copies: the devices and contexts whose memory it moves */
 	uint32_t src_device, dst_device, src_context, dst_context;
@@ -248,6 +250,7 @@ DRV_HIDDEN CUresult drv_export_table(const void **table, const CUuuid *id);
 DRV_HIDDEN CUresult drv_mem_alloc(CUdeviceptr *p, size_t size);
 DRV_HIDDEN CUresult drv_mem_alloc_managed(CUdeviceptr *p, size_t size, unsigned flags);
 DRV_HIDDEN CUresult drv_mem_free(CUdeviceptr p);
+DRV_HIDDEN CUresult drv_copy_3d(const CUDA_MEMCPY3D *c, CUstream h, bool sync);
 DRV_HIDDEN CUresult drv_fill_2d(void *dst, size_t pitch, unsigned char value, size_t width,
 				size_t height, CUstream h, bool sync, bool per_thread);
 DRV_HIDDEN CUresult drv_mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t width,

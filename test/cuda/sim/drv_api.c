@@ -120,6 +120,9 @@ static CUresult drv_get_proc_address(const char *symbol, void **pfn, int version
 	D(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy), (pCopy), drv_copy_2d(pCopy, NULL, true)) \
 	D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCopy, hStream), \
 	  drv_copy_2d(pCopy, hStream, false))                                               \
+	D(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy), (pCopy), drv_copy_3d(pCopy, NULL, true)) \
+	D(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream), (pCopy, hStream), \
+	  drv_copy_3d(pCopy, hStream, false))                                               \
 	D(cuMemcpyPeer,                                                                     \
 	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,              \
 	   CUcontext srcContext, size_t ByteCount),                                         \

@@ -10,7 +10,8 @@
  * copy between two devices' memory is a peer copy (PTOP), whichever call
  * made it (cuMemcpyPeer, or cuMemcpy through unified addressing), and
  * needs no peer access (the driver stages it, as NVIDIA's does). A 2D copy
- * (cuMemcpy2D) moves Height rows of WidthInBytes: one copy of their sum.
+ * (cuMemcpy2D) moves Height rows of WidthInBytes: one copy of their sum; a
+ * 3D copy (cuMemcpy3D, linear memory only) Depth slices of such rows.
  *
  * Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync) is ordinary
  * device memory, queued on a stream rather than "potentially unsafe" while
@@ -283,14 +284,17 @@ static uint8_t copy_kind(uint8_t src, uint8_t dst)
 	return on_device(dst) ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
-/* A copy's bytes: one row, or a 2D copy's rows from pitch to pitch. */
+/* A copy's bytes: one row, or a 2D copy's rows from pitch to pitch, in each
+ * slice of a 3D copy. */
 static void move_rows(const struct drv_node *n)
 {
-	size_t rows = n->height ? n->height : 1, width = n->bytes / rows;
+	size_t rows = n->height ? n->height : 1, slices = n->depth ? n->depth : 1;
+	size_t width = n->bytes / rows / slices;
 
-	for (size_t i = 0; i < rows; i++)
-		memmove((char *)n->dst + i * n->dst_pitch, (const char *)n->src + i * n->src_pitch,
-			width);
+	for (size_t z = 0; z < slices; z++)
+		for (size_t i = 0; i < rows; i++)
+			memmove((char *)n->dst + z * n->dst_slice + i * n->dst_pitch,
+				(const char *)n->src + z * n->src_slice + i * n->src_pitch, width);
 }
 
 /* The work of a copy or fill node, queued now on `s` (drv_lock held); the
@@ -423,15 +427,16 @@ CUresult drv_copy(void *dst, const void *src, size_t bytes, CUstream h, bool syn
 	return drv_submit(&n, h, sync, per_thread);
 }
 
-/* One side of a 2D copy: its first byte, or NULL if the side is not one the
- * simulator has (arrays) or its rows do not fit in the memory the driver
- * knows it to be (drv_lock held). */
-static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr device,
-				size_t x, size_t y, size_t pitch, size_t width, size_t height)
+/* One side of a 3D copy: its first byte, or NULL if the side is not one the
+ * simulator has (arrays) or its slices' rows do not fit in the memory the
+ * driver knows it to be (drv_lock held). Slices are `rows` rows of `pitch`. */
+static const char *copy_3d_side(CUmemorytype type, const void *host, CUdeviceptr device,
+				size_t x, size_t y, size_t z, size_t pitch, size_t rows,
+				size_t width, size_t height, size_t depth)
 {
 	const char *base;
 	const struct alloc *a;
-	size_t end;
+	size_t end, first;
 
 	switch (type) {
 	case CU_MEMORYTYPE_HOST:
@@ -444,17 +449,28 @@ static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr
 	default: /* arrays are not simulated: no CUarray is valid */
 		return NULL;
 	}
-	/* the end of the last row, from base: in 64 bits, never wrapped */
+	/* the end of the last row of the last slice, from base: in 64 bits, never
+	 * wrapped; a slice's rows within the slice */
 	if (!base || pitch > SIM_PITCH_MAX || width > pitch || x > pitch - width ||
-	    __builtin_add_overflow(y, height - 1, &end) || __builtin_mul_overflow(end, pitch, &end) ||
-	    __builtin_add_overflow(end, x + width, &end))
+	    (depth > 1 && (y > rows || height > rows - y)) ||
+	    __builtin_add_overflow(z, depth - 1, &end) || __builtin_mul_overflow(end, rows, &end) ||
+	    __builtin_add_overflow(end, y + height - 1, &end) ||
+	    __builtin_mul_overflow(end, pitch, &end) || __builtin_add_overflow(end, x + width, &end) ||
+	    __builtin_mul_overflow(z, rows, &first) || __builtin_add_overflow(first, y, &first) ||
+	    __builtin_mul_overflow(first, pitch, &first))
 		return NULL;
 	a = find((uintptr_t)base);
 	if (type == CU_MEMORYTYPE_DEVICE && (!a || !on_device(a->kind)))
 		return NULL;
 	if (a && end > a->base + a->size - (uintptr_t)base)
 		return NULL;
-	return base + y * pitch + x;
+	return base + first + x;
+}
+
+static const char *copy_2d_side(CUmemorytype type, const void *host, CUdeviceptr device,
+				size_t x, size_t y, size_t pitch, size_t width, size_t height)
+{
+	return copy_3d_side(type, host, device, x, y, 0, pitch, height, width, height, 1);
 }
 
 /* cuMemsetD2D8(Async): height rows of width bytes, pitch apart, in device memory;
@@ -496,6 +512,40 @@ CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
 		n.dst = (void *)copy_2d_side(c->dstMemoryType, c->dstHost, c->dstDevice,
 					     c->dstXInBytes, c->dstY, c->dstPitch, c->WidthInBytes,
 					     c->Height);
+		if (n.src && n.dst)
+			copy_kinds(&n);
+		pthread_mutex_unlock(&drv_lock);
+		if (!n.src || !n.dst)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return drv_submit(&n, h, sync, false);
+}
+
+/* cuMemcpy3D(Async): Depth slices of Height rows of WidthInBytes, each side's rows
+ * its pitch apart and its slices its Height rows of pitch apart; linear memory only
+ * (arrays, levels of detail and the reserved fields: CUDA_ERROR_INVALID_VALUE). */
+CUresult drv_copy_3d(const CUDA_MEMCPY3D *c, CUstream h, bool sync)
+{
+	struct drv_node n = { .kind = NODE_MEMCPY };
+
+	if (!c || c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1 ||
+	    __builtin_mul_overflow(c->WidthInBytes, c->Height, &n.bytes) ||
+	    __builtin_mul_overflow(n.bytes, c->Depth, &n.bytes) ||
+	    __builtin_mul_overflow(c->srcPitch, c->srcHeight, &n.src_slice) ||
+	    __builtin_mul_overflow(c->dstPitch, c->dstHeight, &n.dst_slice))
+		return CUDA_ERROR_INVALID_VALUE;
+	n.height = c->Height;
+	n.depth = c->Depth;
+	n.src_pitch = c->srcPitch;
+	n.dst_pitch = c->dstPitch;
+	if (n.bytes) {
+		pthread_mutex_lock(&drv_lock);
+		n.src = copy_3d_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes,
+				     c->srcY, c->srcZ, c->srcPitch, c->srcHeight, c->WidthInBytes,
+				     c->Height, c->Depth);
+		n.dst = (void *)copy_3d_side(c->dstMemoryType, c->dstHost, c->dstDevice,
+					     c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
+					     c->dstHeight, c->WidthInBytes, c->Height, c->Depth);
 		if (n.src && n.dst)
 			copy_kinds(&n);
 		pthread_mutex_unlock(&drv_lock);

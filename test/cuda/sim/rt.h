@@ -43,7 +43,7 @@
 	X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGetErrorName)         \
 	X(cuProfilerStart) X(cuProfilerStop) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)              \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)          \
-	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) \
+	X(cuDevicePrimaryCtxReset) X(cuMemcpy2D) X(cuMemcpy2DAsync) X(cuMemcpy3D) X(cuMemcpy3DAsync) \
 	X(cuModuleGetGlobal) X(cuLaunchHostFunc) X(cuStreamAddCallback) \
 	X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocPitch) \
 	X(cuMemsetD2D8) X(cuMemsetD2D8Async)

@@ -68,6 +68,10 @@ cudaError_t rt_symbol_size(size_t *size, const void *symbol);
 void rt_register_var(void **handle, char *host_var, char *device_address, const char *device_name,
 		     size_t size);
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread);
+cudaError_t rt_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t s, bool async,
+			 bool per_thread);
+cudaError_t rt_memset_3d(struct cudaPitchedPtr p, int v, struct cudaExtent e, cudaStream_t s,
+			 bool async, bool per_thread);
 cudaError_t rt_memset_2d(void *p, size_t pitch, int v, size_t width, size_t height,
 			 cudaStream_t s, bool async, bool per_thread);
 cudaError_t rt_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t n,
@@ -180,6 +184,16 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  (MEMCPY_2D_ARGS_, stream), rt_memcpy_2d(MEMCPY_2D_ARGS_, stream, true, true))     \
 	R(cudaMemcpyToSymbol, cudaMemcpyToSymbol_v3020, (TO_SYMBOL_PARAMS_), (TO_SYMBOL_ARGS_), \
 	  TO_SYMBOL(NULL, false, false))                                                    \
+	R(cudaMemcpy3D, cudaMemcpy3D_v3020, (const struct cudaMemcpy3DParms *p), (p),      \
+	  rt_memcpy_3d(p, NULL, false, false))                                              \
+	R(cudaMemcpy3D_ptds, cudaMemcpy3D_ptds_v7000, (const struct cudaMemcpy3DParms *p), (p), \
+	  rt_memcpy_3d(p, NULL, false, true))                                               \
+	R(cudaMemcpy3DAsync, cudaMemcpy3DAsync_v3020,                                       \
+	  (const struct cudaMemcpy3DParms *p, S stream), (p, stream),                       \
+	  rt_memcpy_3d(p, stream, true, false))                                             \
+	R(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync_ptsz_v7000,                             \
+	  (const struct cudaMemcpy3DParms *p, S stream), (p, stream),                       \
+	  rt_memcpy_3d(p, stream, true, true))                                              \
 	R(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol_ptds_v7000, (TO_SYMBOL_PARAMS_),      \
 	  (TO_SYMBOL_ARGS_), TO_SYMBOL(NULL, false, true))                                  \
 	R(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_v3020, (TO_SYMBOL_PARAMS_, S stream), \
@@ -238,6 +252,20 @@ cudaError_t rt_graph_get_nodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 	  (void *devPtr, size_t pitch, int value, size_t width, size_t height, S stream),   \
 	  (devPtr, pitch, value, width, height, stream),                                    \
 	  rt_memset_2d(devPtr, pitch, value, width, height, stream, true, false))           \
+	R(cudaMemset3D, cudaMemset3D_v3020,                                                 \
+	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent),       \
+	  (pitchedDevPtr, value, extent), rt_memset_3d(pitchedDevPtr, value, extent, NULL, false, false)) \
+	R(cudaMemset3D_ptds, cudaMemset3D_ptds_v7000,                                       \
+	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent),       \
+	  (pitchedDevPtr, value, extent), rt_memset_3d(pitchedDevPtr, value, extent, NULL, false, true)) \
+	R(cudaMemset3DAsync, cudaMemset3DAsync_v3020,                                       \
+	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, S stream), \
+	  (pitchedDevPtr, value, extent, stream),                                           \
+	  rt_memset_3d(pitchedDevPtr, value, extent, stream, true, false))                  \
+	R(cudaMemset3DAsync_ptsz, cudaMemset3DAsync_ptsz_v7000,                             \
+	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, S stream), \
+	  (pitchedDevPtr, value, extent, stream),                                           \
+	  rt_memset_3d(pitchedDevPtr, value, extent, stream, true, true))                   \
 	R(cudaMemset2DAsync_ptsz, cudaMemset2DAsync_ptsz_v7000,                             \
 	  (void *devPtr, size_t pitch, int value, size_t width, size_t height, S stream),   \
 	  (devPtr, pitch, value, width, height, stream),                                    \

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The runtime calls that map one-to-one onto the driver: memory (stream-
- * ordered too), copies (2D, to and from __device__ symbols), fills, streams,
+ * ordered too), copies (2D, 3D, to and from __device__ symbols), fills, streams,
  * host functions, events, capture and graphs. Handles are the driver's
  * (cudaStream_t is a CUstream). The per-thread-default-stream flavours
  * (_ptsz/_ptds) differ only in what the NULL stream means.
@@ -182,6 +182,34 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 				rt_drv.cuMemcpy2D(&c)));
 }
 
+/* cudaMemcpy3D(Async): linear memory only (arrays are not simulated), positions and
+ * widths in bytes; each side's slices are its ysize rows of its pitch. */
+cudaError_t rt_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t s, bool async,
+			 bool per_thread)
+{
+	CUDA_MEMCPY3D c;
+
+	CTX_OR_FAIL();
+	if (!p || p->srcArray || p->dstArray)
+		return rt_error(cudaErrorInvalidValue);
+	c = (CUDA_MEMCPY3D){
+		.srcXInBytes = p->srcPos.x, .srcY = p->srcPos.y, .srcZ = p->srcPos.z,
+		.srcHost = p->srcPtr.ptr, .srcDevice = (CUdeviceptr)p->srcPtr.ptr,
+		.srcPitch = p->srcPtr.pitch, .srcHeight = p->srcPtr.ysize,
+		.dstXInBytes = p->dstPos.x, .dstY = p->dstPos.y, .dstZ = p->dstPos.z,
+		.dstHost = p->dstPtr.ptr, .dstDevice = (CUdeviceptr)p->dstPtr.ptr,
+		.dstPitch = p->dstPtr.pitch, .dstHeight = p->dstPtr.ysize,
+		.WidthInBytes = p->extent.width, .Height = p->extent.height, .Depth = p->extent.depth,
+	};
+	if (p->extent.width > p->srcPtr.pitch || p->extent.width > p->dstPtr.pitch)
+		return rt_error(cudaErrorInvalidPitchValue);
+	if (!copy_sides(p->kind, &c.srcMemoryType, &c.dstMemoryType))
+		return rt_error(cudaErrorInvalidMemcpyDirection);
+	return rt_result(QUEUED(async, per_thread,
+				rt_drv.cuMemcpy3DAsync(&c, stream_of(s, per_thread)),
+				rt_drv.cuMemcpy3D(&c)));
+}
+
 cudaError_t rt_memset(void *p, int v, size_t n, cudaStream_t s, bool async, bool per_thread)
 {
 	CTX_OR_FAIL();
@@ -201,6 +229,35 @@ cudaError_t rt_memset_2d(void *p, size_t pitch, int v, size_t width, size_t heig
 							 width, height, stream_of(s, per_thread)),
 				rt_drv.cuMemsetD2D8((CUdeviceptr)p, pitch, (unsigned char)v, width,
 						    height)));
+}
+
+/* cudaMemset3D(Async): extent.depth slices of extent.height rows of extent.width
+ * bytes, rows pitch apart, slices ysize rows apart: one 2D fill of all the rows
+ * where they are evenly spaced (one slice, or slices as high as ysize), else one
+ * per slice. */
+cudaError_t rt_memset_3d(struct cudaPitchedPtr p, int v, struct cudaExtent e, cudaStream_t s,
+			 bool async, bool per_thread)
+{
+	size_t rows;
+	CUresult r = CUDA_SUCCESS;
+
+	CTX_OR_FAIL();
+	if (!e.width || !e.height || !e.depth)
+		return cudaSuccess;
+	if (e.depth > 1 && e.height > p.ysize)
+		return rt_error(cudaErrorInvalidValue);
+	if ((e.depth == 1 || e.height == p.ysize) &&
+	    !__builtin_mul_overflow(e.height, e.depth, &rows))
+		return rt_memset_2d(p.ptr, p.pitch, v, e.width, rows, s, async, per_thread);
+	for (size_t z = 0; z < e.depth && !r; z++) {
+		CUdeviceptr at = (CUdeviceptr)p.ptr + z * p.ysize * p.pitch;
+
+		r = QUEUED(async, per_thread,
+			   rt_drv.cuMemsetD2D8Async(at, p.pitch, (unsigned char)v, e.width, e.height,
+						    stream_of(s, per_thread)),
+			   rt_drv.cuMemsetD2D8(at, p.pitch, (unsigned char)v, e.width, e.height));
+	}
+	return rt_result(r);
 }
 
 /* ---- symbols: a __device__ variable's storage, copied through the driver ---- */

@@ -687,6 +687,104 @@ static int copy2d(void)
 	return 0;
 }
 
+/* ---- 3D copies and fills (cudaMemcpy3D, cuMemcpy3D, cudaMemset3D) ---- */
+
+/* driver_functions.h's, which C gets with CUDA's internal headers only */
+static struct cudaPitchedPtr make_cudaPitchedPtr(void *p, size_t pitch, size_t x, size_t y)
+{
+	return (struct cudaPitchedPtr){ .ptr = p, .pitch = pitch, .xsize = x, .ysize = y };
+}
+
+static struct cudaExtent make_cudaExtent(size_t w, size_t h, size_t d)
+{
+	return (struct cudaExtent){ .width = w, .height = h, .depth = d };
+}
+
+/* 2 slices of 3 rows of 50 bytes: from host memory of pitch 64 and slices of 4 rows
+ * into device memory of pitch 128 and slices of 3 rows (its gaps keep their 0xee), and
+ * back into a tight host array on a stream; then the refusals, and 3D fills. */
+static int copy3d(void)
+{
+	unsigned char src[2 * 4 * 64], back[2 * 3 * 50], whole[768];
+	void *d = NULL;
+	cudaStream_t s;
+	bool rows = true, gaps = true, filled = true;
+	struct cudaMemcpy3DParms up = { 0 }, down = { 0 }, bad;
+	CUDA_MEMCPY3D array = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .dstMemoryType =
+					CU_MEMORYTYPE_HOST, .dstHost = back, .dstPitch = 50,
+				.dstHeight = 3, .WidthInBytes = 50, .Height = 3, .Depth = 2 };
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)(i * 7 + 1);
+	cuptiActivityRegisterCallbacks(req, done);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cudaMalloc(&d, 768);
+	cudaStreamCreate(&s);
+	cudaMemset(d, 0xee, 768);
+	up.srcPtr = make_cudaPitchedPtr(src, 64, 50, 4);
+	up.dstPtr = make_cudaPitchedPtr(d, 128, 50, 3);
+	up.extent = make_cudaExtent(50, 3, 2);
+	up.kind = cudaMemcpyHostToDevice;
+	down.srcPtr = make_cudaPitchedPtr(d, 128, 50, 3);
+	down.dstPtr = make_cudaPitchedPtr(back, 50, 50, 3);
+	down.extent = make_cudaExtent(50, 3, 2);
+	down.kind = cudaMemcpyDeviceToHost;
+	printf("htod=%d\n", cudaMemcpy3D(&up));
+	printf("dtoh=%d\n", cudaMemcpy3DAsync(&down, s));
+	cudaStreamSynchronize(s);
+	cudaMemcpy(whole, d, sizeof(whole), cudaMemcpyDeviceToHost);
+	for (int z = 0; z < 2; z++)
+		for (int y = 0; y < 3; y++)
+			for (int x = 0; x < 128; x++) {
+				unsigned char want = src[(z * 4 + y) * 64 + x % 64];
+
+				if (x < 50)
+					rows = rows && back[(z * 3 + y) * 50 + x] == want &&
+					       whole[(z * 3 + y) * 128 + x] == want;
+				else
+					gaps = gaps && whole[(z * 3 + y) * 128 + x] == 0xee;
+			}
+	printf("rows=%d gaps=%d\n", rows, gaps);
+	bad = up;
+	bad.dstArray = (cudaArray_t)d;
+	printf("rt_array=%d", cudaMemcpy3D(&bad));
+	printf(" array=%d", cuMemcpy3D(&array));
+	bad = up;
+	bad.extent.height = 4; /* past the destination's slice of 3 rows */
+	printf(" slice=%d", cudaMemcpy3D(&bad));
+	bad = up;
+	bad.extent.depth = 3; /* past the allocation */
+	printf(" past_end=%d", cudaMemcpy3D(&bad));
+	bad = up;
+	bad.kind = (enum cudaMemcpyKind)7;
+	printf(" direction=%d", cudaMemcpy3D(&bad));
+	bad = up;
+	bad.dstPtr.pitch = 32;
+	printf(" wide=%d\n", cudaMemcpy3D(&bad));
+	/* fills: slices as high as ysize (one 2D fill), and 2 of each slice's 3 rows (one
+	 * per slice); each row's width, not its gap */
+	cudaMemset(d, 0, 768);
+	printf("fill3d=%d", cudaMemset3D(make_cudaPitchedPtr(d, 128, 50, 3), 7,
+					   make_cudaExtent(40, 3, 2)));
+	printf(",%d", cudaMemset3DAsync(make_cudaPitchedPtr(d, 128, 50, 3), 9,
+					 make_cudaExtent(20, 2, 2), s));
+	printf(",%d", cudaStreamSynchronize(s));
+	printf(" fill_tall=%d", cudaMemset3D(make_cudaPitchedPtr(d, 128, 50, 3), 7,
+					      make_cudaExtent(40, 4, 2)));
+	printf(" fill_empty=%d\n", cudaMemset3D(make_cudaPitchedPtr(d, 128, 50, 3), 7,
+						  make_cudaExtent(40, 3, 0)));
+	cudaMemcpy(whole, d, sizeof(whole), cudaMemcpyDeviceToHost);
+	for (int z = 0; z < 2; z++)
+		for (int y = 0; y < 3; y++)
+			for (int x = 0; x < 128; x++)
+				filled = filled && whole[(z * 3 + y) * 128 + x] ==
+							   (x < 20 && y < 2 ? 9 : x < 40 ? 7 : 0);
+	printf("fill_rows=%d\n", filled);
+	cudaDeviceSynchronize();
+	print_copy_records();
+	return 0;
+}
+
 /* ---- __device__ variables (__cudaRegisterVar, cudaMemcpyToSymbol, ...) ---- */
 
 static int get_global_calls;
@@ -1240,6 +1338,8 @@ int main(int argc, char **argv)
 		return peer(argc > 2 ? argv[2] : "");
 	if (!strcmp(what, "copy2d"))
 		return copy2d();
+	if (!strcmp(what, "copy3d"))
+		return copy3d();
 	if (!strcmp(what, "symbols"))
 		return symbols();
 	if (!strcmp(what, "hostfn"))

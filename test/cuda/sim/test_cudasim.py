@@ -142,6 +142,23 @@ def test_2d_copies():
     assert f["records"] == "1:400:40,2:400:40,8:400:40,2:1024:102,2:3072:307,"
 
 
+def test_3d_copies():
+    """cudaMemcpy3D(Async) through the driver's cuMemcpy3D_v2 / cuMemcpy3DAsync_v2: each
+    slice's rows really move, pitch to pitch and slice to slice (slices of the pitched
+    pointers' ysize rows), leaving the gaps; an array side (not simulated), a slice's rows
+    past its height and rows past the allocation are invalid values, no direction 21, a
+    width past a pitch 12; cudaMemset3D(Async) fills each slice's rows, in one 2D fill or
+    one per slice; slices higher than ysize are invalid, an empty extent does nothing. One
+    MEMCPY record per copy, of width x height x depth bytes (HtoD 1, DtoH 2)."""
+    f = fields(probe("copy3d"))
+    assert (f["htod"], f["dtoh"], f["rows"], f["gaps"]) == ("0", "0", "1", "1")
+    assert (f["rt_array"], f["array"], f["slice"], f["past_end"], f["direction"],
+            f["wide"]) == ("1", "1", "1", "1", "21", "12")
+    assert (f["fill3d"], f["fill_tall"], f["fill_empty"], f["fill_rows"]) == \
+        ("0,0,0", "1", "0", "1")
+    assert f["records"] == "1:300:30,2:300:30,2:768:76,2:768:76,", f["records"]
+
+
 def test_symbols():
     """A __device__ variable registered as nvcc's code does (__cudaRegisterVar): the
     runtime finds it through the driver's cuModuleGetGlobal in its module (loaded at
