@@ -37,6 +37,23 @@ struct gt_dim3 {             /* dim3: passed by value */
 	unsigned x, y, z;
 };
 #define RT_NO_RUNTIME 35     /* cudaErrorInsufficientDriver: no libcudart behind us */
+struct gt_pitched_ptr {      /* cudaPitchedPtr: passed by value */
+	void *ptr;
+	size_t pitch, xsize, ysize;
+};
+struct gt_extent {           /* cudaExtent: passed by value */
+	size_t width, height, depth;
+};
+struct gt_memcpy3d {         /* cudaMemcpy3DParms */
+	void *src_array;
+	size_t src_pos[3];
+	struct gt_pitched_ptr src_ptr;
+	void *dst_array;
+	size_t dst_pos[3];
+	struct gt_pitched_ptr dst_ptr;
+	struct gt_extent extent;
+	int kind;
+};
 
 enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER, W_COPY_SYNC };
 #define RT_FOLD 0x1
@@ -204,8 +221,33 @@ extern GT_HIDDEN GT_TLS void *gt_dlsym_found;
 	  (p, pitch, v, w, h, s), W_SET, 0, s, w * h, 0, NULL)                              \
 	L(cudaMemset2DAsync_ptsz, (void *p, size_t pitch, int v, size_t w, size_t h, void *s), \
 	  (p, pitch, v, w, h, s), W_SET, 1, s, w * h, 0, NULL)                              \
+	L(cudaMemcpy3D, (const struct gt_memcpy3d *p), (p), W_COPY_SYNC, 0, NULL,           \
+	  copy3d_bytes(p), p ? p->kind : 4, NULL)                                           \
+	L(cudaMemcpy3D_ptds, (const struct gt_memcpy3d *p), (p), W_COPY_SYNC, 1, NULL,      \
+	  copy3d_bytes(p), p ? p->kind : 4, NULL)                                           \
+	L(cudaMemcpy3DAsync, (const struct gt_memcpy3d *p, void *st), (p, st), W_COPY, 0, st, \
+	  copy3d_bytes(p), p ? p->kind : 4, NULL)                                           \
+	L(cudaMemcpy3DAsync_ptsz, (const struct gt_memcpy3d *p, void *st), (p, st), W_COPY, 1, \
+	  st, copy3d_bytes(p), p ? p->kind : 4, NULL)                                       \
+	L(cudaMemset3D, (struct gt_pitched_ptr p, int v, struct gt_extent e), (p, v, e), W_SET, \
+	  0, NULL, e.width * e.height * e.depth, 0, NULL)                                   \
+	L(cudaMemset3D_ptds, (struct gt_pitched_ptr p, int v, struct gt_extent e), (p, v, e), \
+	  W_SET, 1, NULL, e.width * e.height * e.depth, 0, NULL)                            \
+	L(cudaMemset3DAsync, (struct gt_pitched_ptr p, int v, struct gt_extent e, void *s), \
+	  (p, v, e, s), W_SET, 0, s, e.width * e.height * e.depth, 0, NULL)                 \
+	L(cudaMemset3DAsync_ptsz, (struct gt_pitched_ptr p, int v, struct gt_extent e, void *s), \
+	  (p, v, e, s), W_SET, 1, s, e.width * e.height * e.depth, 0, NULL)                 \
 	L(cudaGraphLaunch, (void *g, void *s), (g, s), W_GRAPH, 0, s, 0, 0, NULL)           \
 	L(cudaGraphLaunch_ptsz, (void *g, void *s), (g, s), W_GRAPH, 1, s, 0, 0, NULL)
+
+/* A 3D copy's bytes: its extent, in bytes between linear memory; where a side is a
+ * CUDA array its width counts elements of a size the call does not say: 0, unknown */
+static uint64_t copy3d_bytes(const struct gt_memcpy3d *p)
+{
+	if (!p || p->src_array || p->dst_array)
+		return 0;
+	return (uint64_t)p->extent.width * p->extent.height * p->extent.depth;
+}
 
 /* A peer copy's kind column: its source and destination devices */
 #define PEER_KIND(src, dst) ((int)(((unsigned)(src) & 0xffff) << 16 | ((unsigned)(dst) & 0xffff)))

@@ -80,6 +80,10 @@
 //                  bytes device to device there (4000 ns), synchronized, then cudaMemcpy2D of 25
 //                  of those rows back into pinned memory (20000 bytes: 2000 ns); the
 //                  bytes read back
+//   copy3d         copy2d's calls in 3D, 5 slices of 20 rows: cudaMemcpy3D HtoD of 1000-byte
+//                  rows into pitch 1024 (100000 bytes: 10000 ns), cudaMemset3DAsync and
+//                  cudaMemcpy3DAsync DtoD of 800-byte rows (80000 bytes: 8000 ns each),
+//                  then cudaMemcpy3D DtoH of each slice's first 10 rows (40000 bytes: 4000 ns)
 //   symbols        a __device__ float[1024] and a __constant__ int[256]: cudaMemcpyToSymbol
 //                  of all 4096 bytes (409 ns), cudaMemcpyToSymbolAsync of 1000 bytes at
 //                  offset 24 on a non-blocking stream (100 ns), synchronized,
@@ -993,6 +997,57 @@ static int copy2d_mode(void)
 	return ok ? 0 : 1;
 }
 
+// copy2d's calls in 3D: volumes of 5 slices of 20 rows, each slice its rows apart
+static int copy3d_mode(void)
+{
+	const size_t rows = 20, slices = 5;
+	size_t pitch = 0;
+	unsigned char *host, *back, *d, *d2;
+	cudaStream_t s;
+	bool ok = true;
+
+	CHECK(cudaMallocHost(&host, 1000 * rows * slices));
+	CHECK(cudaMallocHost(&back, 800 * rows / 2 * slices));
+	CHECK(cudaMallocPitch(&d, &pitch, 1000, rows * slices));
+	CHECK(cudaMalloc(&d2, 800 * rows * slices));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (size_t i = 0; i < 1000 * rows * slices; i++)
+		host[i] = (unsigned char)(i % 251);
+	cudaMemcpy3DParms up = {};
+	up.srcPtr = make_cudaPitchedPtr(host, 1000, 1000, rows);
+	up.dstPtr = make_cudaPitchedPtr(d, pitch, 1000, rows);
+	up.extent = make_cudaExtent(1000, rows, slices);
+	up.kind = cudaMemcpyHostToDevice;
+	CHECK(cudaMemcpy3D(&up)); // 10000 ns
+	CHECK(cudaMemset3DAsync(make_cudaPitchedPtr(d2, 800, 800, rows), 0xff,
+				make_cudaExtent(800, rows, slices), s)); // 8000 ns, overwritten next
+	cudaMemcpy3DParms across = {};
+	across.srcPtr = make_cudaPitchedPtr(d, pitch, 1000, rows);
+	across.dstPtr = make_cudaPitchedPtr(d2, 800, 800, rows);
+	across.extent = make_cudaExtent(800, rows, slices);
+	across.kind = cudaMemcpyDeviceToDevice;
+	CHECK(cudaMemcpy3DAsync(&across, s)); // 8000 ns
+	CHECK(cudaStreamSynchronize(s));
+	cudaMemcpy3DParms down = {}; // the first half of each slice's rows
+	down.srcPtr = make_cudaPitchedPtr(d2, 800, 800, rows);
+	down.dstPtr = make_cudaPitchedPtr(back, 800, 800, rows / 2);
+	down.extent = make_cudaExtent(800, rows / 2, slices);
+	down.kind = cudaMemcpyDeviceToHost;
+	CHECK(cudaMemcpy3D(&down)); // 4000 ns
+	for (size_t z = 0; z < slices; z++)
+		for (size_t y = 0; y < rows / 2; y++)
+			for (size_t x = 0; x < 800; x++)
+				ok = ok && back[(z * rows / 2 + y) * 800 + x] ==
+						   host[(z * rows + y) * 1000 + x];
+	CHECK(cudaStreamDestroy(s));
+	CHECK(cudaFree(d));
+	CHECK(cudaFree(d2));
+	CHECK(cudaFreeHost(host));
+	CHECK(cudaFreeHost(back));
+	printf("copy3d: %s\n", ok ? "ok" : "wrong bytes");
+	return ok ? 0 : 1;
+}
+
 __device__ float coeffs[1024];
 __constant__ int lut[256];
 
@@ -1285,6 +1340,8 @@ int main(int argc, char **argv)
 		return reset_mode();
 	if (!strcmp(mode, "copy2d"))
 		return copy2d_mode();
+	if (!strcmp(mode, "copy3d"))
+		return copy3d_mode();
 	if (!strcmp(mode, "symbols"))
 		return symbols_mode();
 	if (!strcmp(mode, "hostfn"))

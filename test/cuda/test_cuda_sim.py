@@ -867,6 +867,26 @@ def test_2d_copies_drawn_with_their_bytes(tmp_path, cupti):
     assert end(alloc) <= start(calls[0])
 
 
+@pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
+def test_3d_copies_drawn_with_their_bytes(tmp_path, cupti):
+    """cudaMemset3DAsync, cudaMemcpy3D and cudaMemcpy3DAsync between linear memory (5
+    slices of rows, pitched): as test_2d_copies_drawn_with_their_bytes, each drawn with
+    the bytes it moved (width x height x depth). Without CUPTI the runtime's wrappers
+    had none of them: neither the calls nor their work were in the trace, nor counted."""
+    trace, host, copies, calls = three_copies_traced(
+        "copy3d", tmp_path, cupti, [("cudaMemcpy3D", "HtoD", 100000, 10000),
+                                    ("cudaMemcpy3DAsync", "DtoD", 80000, 8000),
+                                    ("cudaMemcpy3D", "DtoH", 40000, 4000)])
+    rows = [(e["pid"], e["tid"]) for e in copies]
+    fill, = xs(trace, "gpu_memset")
+    fill_call = host[fill["args"]["correlation"]]
+    assert (fill_call["name"], int(fill["args"]["bytes"])) == ("cudaMemset3DAsync", 80000)
+    assert ns(fill["dur"]) == 8000 if cupti else ns(fill["dur"]) >= 7999, fill
+    assert (fill["pid"], fill["tid"]) == rows[1] and end(fill) <= start(copies[1])
+    assert linked(trace, fill_call, fill)
+    assert trace["gputrace"]["lost_by_reason"].get("cuda_event_timing", 0) == 0
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("cupti", [True, False], ids=["cupti", "cuda-events"])
 def test_symbol_copies_drawn_with_their_bytes(tmp_path, cupti):
