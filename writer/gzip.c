@@ -45,7 +45,7 @@ static int isal_open(struct gzm *g)
 		return -ENOMEM;
 	isal__init(&x->s);
 	x->s.level = GZM_ISAL_LEVEL;
-	x->s.gzip_flag = IGZIP_GZIP;
+	x->s.gzip_flag = g->raw ? IGZIP_DEFLATE : IGZIP_GZIP;
 	isal_fix(x);
 	g->isal = x;
 	return 0;
@@ -149,8 +149,10 @@ static int gzm_open(struct gzm *g)
 		return err;
 	}
 	memset(&g->z, 0, sizeof(g->z));
-	/* 15 + 16: a gzip header and trailer around the deflate data */
-	int zr = deflateInit2(&g->z, GZM_ZLIB_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	/* 15 + 16: a gzip header and trailer around the deflate data; -15:
+	 * neither */
+	int zr = deflateInit2(&g->z, GZM_ZLIB_LEVEL, Z_DEFLATED, g->raw ? -15 : 15 + 16, 8,
+			      Z_DEFAULT_STRATEGY);
 
 	if (zr != Z_OK) /* no zlib to load (writer/zlib.c), or no memory */
 		return zr == Z_VERSION_ERROR ? -ELIBACC : -ENOMEM;
@@ -209,4 +211,65 @@ void gzm__free(struct gzm *g)
 	free(g->isal_copy);
 	g->isal = g->isal_copy = NULL;
 	g->open = false;
+}
+
+void gzm__sums(const struct gzm *g, uint32_t *crc, uint32_t *len)
+{
+	*crc = 0;
+	*len = 0;
+	if (!g->open)
+		return;
+#ifndef GT_NO_ISAL
+	if (g->isal) {
+		/* ISA-L keeps the plain CRC32 of its input (crc32_gzip_refl) */
+		*crc = g->isal->s.internal_state.crc;
+		*len = g->isal->s.total_in;
+		return;
+	}
+#endif
+	*crc = (uint32_t)g->z.adler; /* a gzip stream's is the CRC32 */
+	*len = (uint32_t)g->z.total_in;
+}
+
+/* CRC32 (gzip's, reflected 0xEDB88320) of p continued from crc: bit by bit,
+ * for the few KB of a trailer written once. */
+static uint32_t crc32_more(uint32_t crc, const char *p, size_t n)
+{
+	crc = ~crc;
+	for (size_t i = 0; i < n; i++) {
+		crc ^= (uint8_t)p[i];
+		for (int k = 0; k < 8; k++)
+			crc = crc >> 1 ^ (0xEDB88320u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+static void put_le32(struct jbuf *out, uint32_t v)
+{
+	char b[4] = { (char)v, (char)(v >> 8), (char)(v >> 16), (char)(v >> 24) };
+
+	jbuf__put(out, b, 4);
+}
+
+int gzm__end_at(uint32_t crc, uint32_t len, bool zlib_only, const char *p, size_t n,
+		struct jbuf *out)
+{
+	/* a bare deflate stream of its own: after a flush point the member's
+	 * next block starts on a byte boundary, and refers to nothing before
+	 * it; the sums continue the member's */
+	struct gzm g = { .zlib_only = zlib_only, .raw = true };
+	size_t at = out->len;
+	int err = gzm__finish(&g, p, n, out);
+
+	if (err) {
+		out->len = at;
+		return err;
+	}
+	put_le32(out, crc32_more(crc, p, n));
+	put_le32(out, len + (uint32_t)n);
+	if (out->oom) {
+		out->len = at;
+		return -ENOMEM;
+	}
+	return 0;
 }

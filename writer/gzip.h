@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <zlib.h>
 
 #include "json.h"
@@ -30,6 +31,7 @@ struct gzm {
 	struct gzm_isal *isal_copy;   /* scratch for gzm__end_copy */
 	bool open;
 	bool zlib_only; /* zlib even where ISA-L is there (tests) */
+	bool raw;       /* a bare deflate stream: no gzip header nor trailer */
 };
 
 /* Compress p (n bytes) into out, flushed to a byte boundary. 0 or -errno. */
@@ -40,5 +42,13 @@ GT_HIDDEN int gzm__end_copy(struct gzm *g, const char *p, size_t n, struct jbuf 
 /* Finish the member for good with p (a stream written once, front to back). */
 GT_HIDDEN int gzm__finish(struct gzm *g, const char *p, size_t n, struct jbuf *out);
 GT_HIDDEN void gzm__free(struct gzm *g);
+/* The CRC32 and length (mod 2^32) of everything given to g so far, once
+ * gzm__add has flushed it: what the member's trailer would say there. */
+GT_HIDDEN void gzm__sums(const struct gzm *g, uint32_t *crc, uint32_t *len);
+/* Another end for a member whose bytes up to a gzm__add's flush point are
+ * kept, its sums there crc and len, without that point's stream: p
+ * compressed on its own (a final block), the trailer behind it. 0 or -errno. */
+GT_HIDDEN int gzm__end_at(uint32_t crc, uint32_t len, bool zlib_only, const char *p,
+			  size_t n, struct jbuf *out);
 
 #endif

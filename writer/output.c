@@ -348,20 +348,26 @@ static uint64_t page_up(uint64_t x)
 	return (x + OUT_PAGE - 1) / OUT_PAGE * OUT_PAGE;
 }
 
+/* A copy of n bytes in *buf (*len of them, room for *cap). */
+static int keep_copy(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	if (n > *cap) {
+		char *b = realloc(*buf, n);
+
+		if (!b)
+			return -ENOMEM;
+		*buf = b;
+		*cap = n;
+	}
+	memcpy(*buf, p, n);
+	*len = n;
+	return 0;
+}
+
 /* A copy of the footer on disk, for the next move. */
 static int remember_footer(struct out *o, const char *footer, size_t fn)
 {
-	if (fn > o->last_footer_cap) {
-		char *p = realloc(o->last_footer, fn);
-
-		if (!p)
-			return -ENOMEM;
-		o->last_footer = p;
-		o->last_footer_cap = fn;
-	}
-	memcpy(o->last_footer, footer, fn);
-	o->last_footer_len = fn;
-	return 0;
+	return keep_copy(&o->last_footer, &o->last_footer_len, &o->last_footer_cap, footer, fn);
 }
 
 /* The footer in place, padded over a longer predecessor: trailing
@@ -612,16 +618,32 @@ static bool footer_end_value(const char *f, size_t n, size_t *from, size_t *to)
 	return true;
 }
 
+/* end bytes from offset at lie inside the file's blocks (st: its state now)
+ * or inside the last page of its size after the last checkpoint, and within
+ * a size limit: no new block, which a full disk has none of */
+static bool fits_in_place(const struct out *o, const struct stat *st, uint64_t end)
+{
+	struct rlimit rl;
+	bool has = end <= o->size || end <= (uint64_t)st->st_size;
+	bool in_page = page_up(end) <= page_up(o->size) &&
+		       (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+			end <= rl.rlim_cur);
+
+	return has || in_page;
+}
+
+static int gz_stopped(struct out *o, const struct stat *st, const struct jbuf *trailer);
+
 int out__stopped(struct out *o, const char *why)
 {
 	size_t from, to, wn = strlen(why);
 	struct jbuf b = { 0 };
-	struct rlimit rl;
 	struct stat st;
 	int err = -ENOSPC;
 
 	/* a finished trace keeps its end (a compaction's truncate failed after it) */
-	if (!o->paged || !o->last_footer_len || o->footer_pos < o->events_end ||
+	if (!(o->paged || (o->gz && o->seekable)) || !o->last_footer_len ||
+	    (o->paged && o->footer_pos < o->events_end) ||
 	    !memmem(o->last_footer, o->last_footer_len, "\"complete\":false", 16) ||
 	    !footer_end_value(o->last_footer, o->last_footer_len, &from, &to))
 		return -EINVAL;
@@ -631,16 +653,18 @@ int out__stopped(struct out *o, const char *why)
 	jbuf__put(&b, o->last_footer, from);
 	json__str(&b, why, wn);
 	jbuf__put(&b, o->last_footer + to, o->last_footer_len - to);
+	if (o->gz) {
+		err = b.oom ? -ENOMEM : gz_stopped(o, &st, &b);
+		jbuf__free(&b);
+		return err;
+	}
 	uint64_t end = o->footer_pos + b.len;
 	/* over bytes the file has (what the failed write left, or the footer's
 	 * own), or into the rest of its last page: no new block, which a full
-	 * disk has none of; never past a size limit (a partial write there) */
-	bool has = b.len <= o->footer_len || end <= (uint64_t)st.st_size;
-	bool in_page = page_up(end) <= page_up(o->footer_pos + o->footer_len) &&
-		       (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
-			end <= rl.rlim_cur);
-	/* one page, so a kill leaves the old footer or the new one */
-	if (!b.oom && b.len <= OUT_PAGE - o->footer_pos % OUT_PAGE && (has || in_page))
+	 * disk has none of; never past a size limit (a partial write there);
+	 * one page, so a kill leaves the old footer or the new one */
+	if (!b.oom && b.len <= OUT_PAGE - o->footer_pos % OUT_PAGE &&
+	    fits_in_place(o, &st, end))
 		err = footer_rewrite(o, b.p, b.len);
 	if (!err) {
 		err = remember_footer(o, b.p, b.len);
@@ -659,6 +683,20 @@ int out__stopped(struct out *o, const char *why)
  * inside that one call can leave a cut member (its length and cost are
  * in README "Limits"); outside it the file is one complete member.
  */
+/*
+ * A write over the end that failed (a full disk, a size limit: it may have
+ * written part of its bytes first) put the last checkpoint's end back, over
+ * bytes the file had, and its size: the file is that checkpoint's member
+ * again, not one cut short (it was, until 2026-12-07). A failing disk is no
+ * reason to try less: the caller says why the trace stops.
+ */
+static void gz_restore(struct out *o)
+{
+	if (o->size > o->events_end && o->gz_end_len &&
+	    !pwrite_all(o->fd, o->gz_end, o->gz_end_len, o->events_end))
+		(void)truncate_to(o->fd, o->size);
+}
+
 static int gz_commit(struct out *o, const char *ev, size_t n, const char *trailer, size_t tn)
 {
 	uint64_t end;
@@ -669,15 +707,51 @@ static int gz_commit(struct out *o, const char *ev, size_t n, const char *traile
 	if ((err = gzm__add(&o->gz_member, ev, n, &o->zout)))
 		return err;
 	kept = o->zout.len;
-	if ((err = gzm__end_copy(&o->gz_member, trailer, tn, &o->zout)) ||
-	    (err = pwrite_all(o->fd, o->zout.p, o->zout.len, o->events_end)))
+	if ((err = gzm__end_copy(&o->gz_member, trailer, tn, &o->zout)))
 		return err;
+	if ((err = pwrite_all(o->fd, o->zout.p, o->zout.len, o->events_end))) {
+		gz_restore(o);
+		return err;
+	}
 	end = o->events_end + o->zout.len;
 	if (end < o->size && (err = truncate_to(o->fd, end)))
 		return err;
 	o->events_end += kept;
 	o->size = end;
+	gzm__sums(&o->gz_member, &o->gz_crc, &o->gz_len);
+	if ((err = keep_copy(&o->gz_end, &o->gz_end_len, &o->gz_end_cap, o->zout.p + kept,
+			     o->zout.len - kept)) ||
+	    (err = remember_footer(o, trailer, tn))) {
+		o->gz_end_len = o->last_footer_len = 0; /* neither put back nor rewritten */
+		return err;
+	}
 	return out__publish(o);
+}
+
+/* The member's end after the last checkpoint's events, for trailer: where it
+ * fits as out__stopped says, in one write (a kill inside it can cut the
+ * member, as a checkpoint's can: README "Limits"). */
+static int gz_stopped(struct out *o, const struct stat *st, const struct jbuf *trailer)
+{
+	struct jbuf z = { 0 };
+	uint64_t end;
+	int err = gzm__end_at(o->gz_crc, o->gz_len, o->gz_member.zlib_only, trailer->p,
+			      trailer->len, &z);
+
+	end = o->events_end + z.len;
+	if (!err && !fits_in_place(o, st, end))
+		err = -ENOSPC;
+	if (!err && ((err = pwrite_all(o->fd, z.p, z.len, o->events_end)) ||
+		     (end < o->size && (err = truncate_to(o->fd, end)))))
+		gz_restore(o);
+	if (!err) {
+		o->size = end;
+		if ((err = keep_copy(&o->gz_end, &o->gz_end_len, &o->gz_end_cap, z.p, z.len)) ||
+		    (err = remember_footer(o, trailer->p, trailer->len)))
+			o->gz_end_len = o->last_footer_len = 0;
+	}
+	jbuf__free(&z);
+	return err;
 }
 
 /* ---- streams: front to back, the trailer once at the end ---- */
@@ -747,6 +821,9 @@ void out__close(struct out *o)
 	free(o->last_footer);
 	o->last_footer = NULL;
 	o->last_footer_len = o->last_footer_cap = 0;
+	free(o->gz_end);
+	o->gz_end = NULL;
+	o->gz_end_len = o->gz_end_cap = 0;
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;

@@ -24,6 +24,12 @@ struct out {
 	bool gz;
 	struct gzm gz_member; /* .gz: the one member the file holds */
 	struct jbuf zout;     /* .gz: compressed bytes of one checkpoint */
+	/* .gz: the member's end on disk, [events_end, size), put back where a
+	 * commit's write fails over it; the CRC32 and length of the JSON before
+	 * events_end, for another end there (out__stopped) */
+	char *gz_end;
+	size_t gz_end_len, gz_end_cap;
+	uint32_t gz_crc, gz_len;
 	uint64_t events_end; /* where the current trailer starts */
 	uint64_t size;       /* bytes on disk after the last checkpoint */
 	dev_t dev;
@@ -42,7 +48,7 @@ struct out {
 	uint64_t footer_pos; /* page-aligned offset of the footer */
 	size_t footer_len;   /* footer bytes on disk (padding included) */
 	size_t grow;         /* whitespace reserved at the last footer move */
-	char *last_footer;   /* the footer on disk (unpadded), for a move */
+	char *last_footer;   /* the footer on disk (unpadded), for a move; a .gz's trailer */
 	size_t last_footer_len, last_footer_cap;
 	char *window;        /* a shared mapping of the file from window_at, for footer_swap */
 	uint64_t window_at;
@@ -72,7 +78,8 @@ GT_HIDDEN int out__compact(struct out *o);
 /* A paged file whose writing failed: its footer on disk (the last checkpoint's
  * counts) says why it ends there, in its "end" ("write failed: ..."), where
  * that needs no new block (a full disk has none) nor a byte past a size
- * limit. 0 or -errno; the file is as before where it fails. */
+ * limit. A .gz file: its member's end after the last checkpoint's events,
+ * the same way. 0 or -errno; the file is as before where it fails. */
 GT_HIDDEN int out__stopped(struct out *o, const char *why);
 GT_HIDDEN void out__close(struct out *o);
 /* The mapping kept for the footer's moves dropped: the next move maps the

@@ -531,6 +531,158 @@ START_TEST(test_paged_stopped_says_why_in_its_footer)
 }
 END_TEST
 
+/* An event of ~3000 characters that compress little (hex of a random walk):
+ * a few of them fill a small file limit. */
+static size_t event_of_noise(char *ev, size_t cap, int i, uint32_t *seed)
+{
+	size_t n = (size_t)snprintf(ev, cap, "%s{\"ts\":%d,\"pad\":\"", i ? "," : "", i);
+
+	for (int k = 0; k < 3000; k++) {
+		*seed = *seed * 1103515245u + 12345u;
+		ev[n++] = "0123456789abcdef"[*seed >> 27 & 15];
+	}
+	return n + (size_t)snprintf(ev + n, cap - n, "\"}");
+}
+
+/*
+ * A .gz file under a size limit (RLIMIT_FSIZE, SIGXFSZ ignored): the commit
+ * whose write does not fit fails, and the file is the last checkpoint's
+ * member, whole (the failed write cut it there until 2026-12-07: no reader
+ * took it); then its end says why the trace stops, where that fits.
+ * _i: 0 ISA-L (where libisal.so.2 is), 1 zlib.
+ */
+START_TEST(test_gzip_full_disk_keeps_last_checkpoint)
+{
+	static char text[1 << 20], want[1 << 20], ev[4096];
+	const char *open_trailer = "],\"gputrace\":{\"complete\":false,\"end\":null,\"n\":2}}";
+	const char *said = "],\"gputrace\":{\"complete\":false,\"end\":\"write failed: File too "
+			   "large\",\"n\":2}}";
+	struct rlimit lim = { .rlim_cur = 64 << 10, .rlim_max = RLIM_INFINITY };
+	uint32_t seed = 1;
+	struct out o;
+	size_t have;
+	int err = 0, i;
+
+	make_dir();
+	pid_t child = fork();
+
+	ck_assert_int_ge(child, 0);
+	if (child) {
+		int status;
+
+		ck_assert_int_eq(waitpid(child, &status, 0), child);
+		ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "the limited child failed");
+		remove_dir();
+		return;
+	}
+	/* a child of its own: Check's messages go through a file the limit
+	 * would cut too */
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	open_in_dir(&o, "t.json.gz");
+	o.gz_member.zlib_only = _i == 1;
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, open_trailer,
+				    strlen(open_trailer)), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (i = 0; i < 200 && !err; i++) {
+		size_t n = event_of_noise(ev, sizeof(ev), i, &seed);
+
+		err = out__commit(&o, ev, n, open_trailer, strlen(open_trailer));
+		if (!err) {
+			memcpy(want + have, ev, n);
+			have += n;
+		}
+		if (!inflate_one_member("t.json.gz", text, sizeof(text)) ||
+		    strncmp(text, want, have) || strcmp(text + have, open_trailer))
+			_exit((fprintf(stderr, "commit %d (%d): not the last checkpoint\n", i, err), 1));
+	}
+	if (err != -EFBIG || i < 10)
+		_exit((fprintf(stderr, "err %d after %d\n", err, i), 1));
+	/* the reason in the end, or (no room for it) the end as it was */
+	err = out__stopped(&o, "write failed: File too large");
+	if (err && err != -ENOSPC)
+		_exit((fprintf(stderr, "stopped: %d\n", err), 1));
+	if (!inflate_one_member("t.json.gz", text, sizeof(text)) || strncmp(text, want, have) ||
+	    strcmp(text + have, err ? open_trailer : said))
+		_exit((fprintf(stderr, "stopped (%d): not the last checkpoint\n", err), 1));
+	out__close(&o);
+	_exit(0);
+}
+END_TEST
+
+/* A .gz trace whose writing failed says why in its end, after the events as
+ * they were; never past a size limit, never in a finished trace. */
+START_TEST(test_gzip_stopped_says_why_in_its_end)
+{
+	static char text[1 << 20], want[1 << 20], ev[4096];
+	const char *open_trailer = "],\"gputrace\":{\"complete\":false,\"end\":null,\"n\":2}}";
+	const char *why = "write failed: No space left on device";
+	const char *said = "],\"gputrace\":{\"complete\":false,\"end\":\"write failed: No space "
+			   "left on device\",\"n\":2}}";
+	const char *closed = "],\"gputrace\":{\"complete\":true,\"end\":\"exit\",\"n\":3}}";
+	uint32_t seed = 7;
+	struct rlimit lim, was;
+	struct out o;
+	struct stat st;
+	size_t have;
+
+	make_dir();
+	open_in_dir(&o, "t.json.gz");
+	o.gz_member.zlib_only = _i == 1;
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, open_trailer,
+				    strlen(open_trailer)), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	for (int i = 0; i < 30; i++) {
+		size_t n = i % 2 ? event_of_noise(ev, sizeof(ev), i, &seed)
+				 : event_of_3k(ev, sizeof(ev), i);
+
+		ck_assert_int_eq(out__commit(&o, ev, n, open_trailer, strlen(open_trailer)), 0);
+		memcpy(want + have, ev, n);
+		have += n;
+	}
+	/* no byte past a size limit at the file's end: refused, the file as it was */
+	ck_assert_int_eq(fstat(o.fd, &st), 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = (struct rlimit){ .rlim_cur = (rlim_t)st.st_size, .rlim_max = was.rlim_max };
+	signal(SIGXFSZ, SIG_IGN);
+	if (!setrlimit(RLIMIT_FSIZE, &lim)) {
+		ck_assert_int_eq(out__stopped(&o, why), -ENOSPC);
+		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+		ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+		ck_assert_int_eq(strncmp(text, want, have), 0);
+		ck_assert_str_eq(text + have, open_trailer);
+	}
+	signal(SIGXFSZ, SIG_DFL);
+	ck_assert_int_eq(out__stopped(&o, why), 0);
+	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+	ck_assert_int_eq(strncmp(text, want, have), 0);
+	ck_assert_str_eq(text + have, said);
+	/* said once: the end on disk is now the one that says it */
+	ck_assert_int_eq(out__stopped(&o, why), 0);
+	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+	ck_assert_str_eq(text + have, said);
+	out__close(&o);
+	remove_dir();
+
+	make_dir();
+	open_in_dir(&o, "t.json.gz");
+	o.gz_member.zlib_only = _i == 1;
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, open_trailer,
+				    strlen(open_trailer)), 0);
+	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
+	size_t n = event_of_3k(ev, sizeof(ev), 0);
+	ck_assert_int_eq(out__finish(&o, ev, n, closed, strlen(closed)), 0);
+	memcpy(want + have, ev, n);
+	have += n;
+	ck_assert_int_eq(out__stopped(&o, why), -EINVAL);
+	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
+	ck_assert_int_eq(strncmp(text, want, have), 0);
+	ck_assert_str_eq(text + have, closed);
+	out__close(&o);
+	remove_dir();
+}
+END_TEST
+
 /*
  * No shared mappings, and the disk fails halfway through a footer's move: the
  * commit fails, the old footer stands, and what was written of the new one is
@@ -637,6 +789,11 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
 	tcase_add_test(tc, test_paged_stopped_says_why_in_its_footer);
 	tcase_add_test(tc, test_unmappable_failing_move_keeps_last_checkpoint);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("gzip");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_gzip_full_disk_keeps_last_checkpoint, 0, 2);
+	tcase_add_loop_test(tc, test_gzip_stopped_says_why_in_its_end, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
