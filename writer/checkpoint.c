@@ -207,17 +207,28 @@ static struct summary_process this_process(char *host, size_t len, char *rank, s
 	return p;
 }
 
+/* Where a file name's extension begins: its ".json", else a ".gz" it ends
+ * with (trace.gz: the window's file must end in .gz too, or it is written
+ * plain; it was, as trace.gz-w2, until 2026-12-07), else its end. */
+static size_t extension_at(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strstr(slash ? slash : path, ".json");
+	size_t len = strlen(path);
+
+	if (dot)
+		return (size_t)(dot - path);
+	return len >= 3 && !strcmp(path + len - 3, ".gz") ? len - 3 : len;
+}
+
 /* The file of capture window n > 1: "-w<n>" before the extension
- * (trace.json -> trace-w2.json, trace.json.gz -> trace-w2.json.gz). */
+ * (trace.json -> trace-w2.json, trace.json.gz -> trace-w2.json.gz,
+ * trace.gz -> trace-w2.gz). */
 static void window_path(char *path, size_t cap, uint32_t n)
 {
 	char tail[PATH_MAX];
-	size_t len = strlen(path), at = len;
-	const char *slash = strrchr(path, '/');
-	const char *dot = strstr(slash ? slash : path, ".json");
+	size_t at = extension_at(path);
 
-	if (dot)
-		at = (size_t)(dot - path);
 	snprintf(tail, sizeof(tail), "%s", path + at);
 	snprintf(path + at, cap - at, "-w%u%s", n, tail);
 }
@@ -226,9 +237,7 @@ static void window_path(char *path, size_t cap, uint32_t n)
 static ssize_t window_split(const char *path, uint32_t n)
 {
 	char tag[16];
-	const char *slash = strrchr(path, '/');
-	const char *dot = strstr(slash ? slash : path, ".json");
-	size_t at = dot ? (size_t)(dot - path) : strlen(path);
+	size_t at = extension_at(path);
 	size_t tl = (size_t)snprintf(tag, sizeof(tag), "-w%u", n);
 
 	return at >= tl && !memcmp(path + at - tl, tag, tl) ? (ssize_t)(at - tl) : -1;

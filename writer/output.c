@@ -108,9 +108,12 @@ static int candidate(const char *path, int i, char *out, size_t len)
 {
 	if (!i)
 		return snprintf(out, len, "%s", path) >= (int)len ? -ENAMETOOLONG : 0;
-	if (ends_with(path, ".json.gz") || ends_with(path, ".json")) {
-		/* keep the extension: trace.json -> trace.1.json */
-		size_t base = strlen(path) - (ends_with(path, ".gz") ? 8 : 5);
+	if (ends_with(path, ".json.gz") || ends_with(path, ".json") || ends_with(path, ".gz")) {
+		/* keep the extension: trace.json -> trace.1.json, trace.gz ->
+		 * trace.1.gz (trace.gz.1 was no .gz name: gunzip refused it) */
+		size_t base = strlen(path) - (ends_with(path, ".json.gz") ? 8
+					      : ends_with(path, ".json")  ? 5
+									  : 3);
 		return snprintf(out, len, "%.*s.%d%s", (int)base, path, i, path + base) >= (int)len
 			       ? -ENAMETOOLONG
 			       : 0;

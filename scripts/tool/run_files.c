@@ -818,6 +818,8 @@ static int candidate(const char *path, int i, char *out, size_t len)
 		base -= 8;
 	else if (ends_with(path, ".json"))
 		base -= 5;
+	else if (ends_with(path, ".gz"))
+		base -= 3; /* trace.1.gz: trace.gz.1 was no .gz name (gunzip refused it) */
 	return snprintf(out, len, "%.*s.%d%s", (int)base, path, i, path + base) >= (int)len
 		       ? -ENAMETOOLONG
 		       : 0;

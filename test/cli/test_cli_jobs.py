@@ -250,14 +250,16 @@ def test_template_with_pid_gives_per_process_files_and_one_summary(tmp_path):
     check_clean(tmp_path, [f.name for f in files] + ["s-sh.json"])
 
 
-def test_existing_output_is_never_overwritten(tmp_path):
-    (tmp_path / "t.json").write_text("mine\n")
-    p = run_plugin_job(tmp_path, "-o", "t.json", "--no-summary", n=1)
+# t.gz: t.1.gz, a .gz name still (it was t.gz.1 until 2026-12-07)
+@pytest.mark.parametrize("name, taken", [("t.json", "t.1.json"), ("t.gz", "t.1.gz")])
+def test_existing_output_is_never_overwritten(tmp_path, name, taken):
+    (tmp_path / name).write_text("mine\n")
+    p = run_plugin_job(tmp_path, "-o", name, "--no-summary", n=1)
     assert p.returncode == 0, p.stderr
-    assert (tmp_path / "t.json").read_text() == "mine\n"
+    assert (tmp_path / name).read_text() == "mine\n"
     assert gputrace_lines(p.stderr) == [
-        f"gputrace: {tmp_path}/t.json exists: the trace is {tmp_path}/t.1.json"]
-    assert len([e for e in load_exact(tmp_path / "t.1.json")["traceEvents"]
+        f"gputrace: {tmp_path}/{name} exists: the trace is {tmp_path}/{taken}"]
+    assert len([e for e in load_exact(tmp_path / taken)["traceEvents"]
                 if e.get("name") == "cli_kernel"]) == 3
 
 

@@ -414,6 +414,28 @@ def test_window_files_are_named_after_the_first_one(tmp_path):
         f"trace-{proc.pid}.1-w2.json", f"trace-{proc.pid}.1.json", f"trace-{proc.pid}.json"]
 
 
+def test_window_files_of_a_gz_name_are_gz(tmp_path):
+    """GPUTRACE_OUTPUT trace-%p.gz (a .gz name without .json): a name taken gives
+    trace-PID.1.gz, and its second window trace-PID.1-w2.gz, compressed as the first.
+    They were trace-PID.gz.1 (no .gz name) and trace-PID.gz.1-w2, written plain: a .gz
+    name decides the compression, and "-w2" went after its .gz."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 1500, {"GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.gz")})
+    stale = tmp_path / f"trace-{proc.pid}.gz"
+    stale.write_text('{"traceEvents": []}')
+    try:
+        for n, path in ((1, f"trace-{proc.pid}.1.gz"), (2, f"trace-{proc.pid}.1-w2.gz")):
+            window_of_a_capture(tmp_path, proc.pid, path, n)
+            assert (tmp_path / path).read_bytes()[:2] == b"\x1f\x8b", path
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert stale.read_text() == '{"traceEvents": []}'
+    assert sorted(f.name for f in tmp_path.glob("trace-*")) == [
+        f"trace-{proc.pid}.1-w2.gz", f"trace-{proc.pid}.1.gz", f"trace-{proc.pid}.gz"]
+
+
 def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
     """ze_window_nvtx pushes and pops one NVTX range while paused (its thread's ring is
     made then, with no drain thread). A window from outside (--duration) still starts the
