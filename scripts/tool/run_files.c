@@ -848,6 +848,18 @@ static int publish(struct run *r, const char *tmp, bool keep)
 	return -EEXIST;
 }
 
+/* What a gzip stream's failed call failed on: the system's reason where a
+ * read or write failed (a full disk: said, not a bare "could not make"), or
+ * -EIO. */
+static int gz_failure(gzFile z, int ret)
+{
+	int e = errno, zerr = ret;
+
+	if (z)
+		(void)gzerror(z, &zerr);
+	return zerr == Z_ERRNO && e ? -e : -EIO;
+}
+
 /* All of in into out, or into z (its gzip stream) where given. */
 static int pump(int in, int out, gzFile z)
 {
@@ -858,7 +870,7 @@ static int pump(int in, int out, gzFile z)
 	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
 		if (z) {
 			if (gzwrite(z, buf, (unsigned)n) != (int)n)
-				err = -EIO;
+				err = gz_failure(z, Z_OK);
 			continue;
 		}
 		for (ssize_t done = 0, w; done < n && !err; done += w)
@@ -906,8 +918,14 @@ static int copy_trace(const char *src, const char *dst)
 		return err;
 	}
 	err = pump(in, out, z);
-	if (z ? gzclose(z) != Z_OK : close(out))
-		err = err ? err : -EIO;
+	if (z) {
+		int ret = gzclose(z); /* its last write: a full disk may fail it */
+
+		if (ret != Z_OK && !err)
+			err = gz_failure(NULL, ret);
+	} else if (close(out) && !err) {
+		err = -EIO;
+	}
 	close(in);
 	if (err)
 		unlink(dst);

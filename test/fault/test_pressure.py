@@ -114,6 +114,27 @@ def test_nearly_full_filesystem(tmp_path, small_fs, name):
             "device): the last interval may be missing") in s.stdout.splitlines(), s.stdout
 
 
+def test_a_full_disk_at_the_run_s_compressed_trace_is_said_with_its_reason(tmp_path, small_fs):
+    """gputrace run -o OUT.json.gz: the process's part was written plain, and then the
+    disk filled up (CMD filled it) before the run compressed the part into OUT. The run
+    keeps the part and says why OUT is not there: its line said no reason until
+    2026-12-07 ("could not make OUT; the traces of the run are in ...")."""
+    out = small_fs / "t.json.gz"
+    fill = f"dd if=/dev/zero of={small_fs}/filler bs=4k 2>/dev/null; true"
+    r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(out), "--", "sh",
+                        "-c", f"{prog('fault_threads')} hammer 1 100 && {fill}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=gputrace_env(sim_env()))
+    assert r.returncode == 0, r.stderr
+    parts = small_fs / "t.json.gz.parts"
+    assert gputrace_lines(r.stderr) == [
+        f"gputrace: could not make {out}: No space left on device; the traces of the run are "
+        f"in {parts} (gputrace merge -o {out} {parts}/*.json)"], r.stderr
+    assert not out.exists()
+    [part] = parts.iterdir()
+    assert valid_trace(part)["gputrace"]["complete"] is True
+
+
 def test_a_full_disk_before_the_first_checkpoint_is_said_under_gputrace_run(tmp_path, small_fs):
     """The disk is full before the process's first checkpoint, taken while it still runs
     (GPUTRACE_FLUSH_MS=20): its one line says why, and the run counts it as a process that
