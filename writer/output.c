@@ -621,9 +621,10 @@ static bool footer_end_value(const char *f, size_t n, size_t *from, size_t *to)
 	return true;
 }
 
-/* end bytes from offset at lie inside the file's blocks (st: its state now)
- * or inside the last page of its size after the last checkpoint, and within
- * a size limit: no new block, which a full disk has none of */
+/* A write that ends at end needs no new block, which a full disk has none
+ * of: it ends inside the file as it is (st) or as the last checkpoint left
+ * it, or inside that size's last page; and no byte of it is past a size
+ * limit (a partial write there). */
 static bool fits_in_place(const struct out *o, const struct stat *st, uint64_t end)
 {
 	struct rlimit rl;
@@ -680,18 +681,11 @@ int out__stopped(struct out *o, const char *why)
 /* ---- gzip: one member, its end rewritten at each checkpoint ---- */
 
 /*
- * The events, compressed and flushed, and a finished copy of the stream
- * with the trailer behind them go out in one pwrite at the end of the
- * events written so far, over the previous end: a SIGKILL that lands
- * inside that one call can leave a cut member (its length and cost are
- * in README "Limits"); outside it the file is one complete member.
- */
-/*
  * A write over the end that failed (a full disk, a size limit: it may have
  * written part of its bytes first) put the last checkpoint's end back, over
  * bytes the file had, and its size: the file is that checkpoint's member
- * again, not one cut short (it was, until 2026-12-07). A failing disk is no
- * reason to try less: the caller says why the trace stops.
+ * again, not one cut short (it was, until 2026-12-07). Best effort: the
+ * caller says why the trace stops.
  */
 static void gz_restore(struct out *o)
 {
@@ -700,6 +694,13 @@ static void gz_restore(struct out *o)
 		(void)truncate_to(o->fd, o->size);
 }
 
+/*
+ * The events, compressed and flushed, and a finished copy of the stream
+ * with the trailer behind them go out in one pwrite at the end of the
+ * events written so far, over the previous end: a SIGKILL that lands
+ * inside that one call can leave a cut member (its length and cost are
+ * in README "Limits"); outside it the file is one complete member.
+ */
 static int gz_commit(struct out *o, const char *ev, size_t n, const char *trailer, size_t tn)
 {
 	uint64_t end;
