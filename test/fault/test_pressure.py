@@ -97,7 +97,7 @@ def test_nearly_full_filesystem(tmp_path, small_fs, name):
     # and its footer says why the trace ends there, which a reader repeats
     assert t["gputrace"]["complete"] is False
     if name.endswith(".gz") and t["gputrace"]["end"] is None:
-        # a .gz's end that says why is some 40 bytes longer than the one it replaces:
+        # a .gz's end that says why is some 20 bytes longer than the one it replaces:
         # where the file's last page has no room for them, the end stays
         assert trace.stat().st_size % 4096 == 0 or trace.stat().st_size % 4096 > 4096 - 256
         return
