@@ -29,7 +29,10 @@
  *   profilerStop), null_handle, bad_json (metadata that is not JSON, and
  *   JSON's edge cases), bad_calls (the builder misused), crash (a fault in
  *   processEvents after 5 kernels), process_hangs (processEvents never
- *   returns after 3 kernels)
+ *   returns after 3 kernels), start_hangs (profilerStart never returns),
+ *   late_call (the reference batch, then a kernel added through its builder
+ *   in profilerDestroy, after processEvents returned), destroy_hangs
+ *   (profilerDestroy never returns)
  *
  * $KSIM_ALL_TYPES: query names every type of the latest revision.
  * $KSIM_LONG_NAMES: device and compute row names longer than a row's name
@@ -391,12 +394,25 @@ int create(KinetoPlugin_ProfilerCreate_Params *p)
 }
 
 const Builder *kept; /* a builder used after processEvents returned */
+#ifdef KSIM_late_call
+const Builder *kept_late; /* the reference batch's builder, used after it */
+#endif
 
 int destroy(KinetoPlugin_ProfilerDestroy_Params *p)
 {
 	note("destroy");
 	if (kept)
 		note("rc stale-builder %d", kept->addEvent(kept->pTraceBuilderHandle, nullptr));
+#ifdef KSIM_destroy_hangs
+	for (;;)
+		pause(); /* a vendor library stuck as it ends */
+#endif
+#ifdef KSIM_late_call
+	/* a collector of the profiler's handing a kernel over late */
+	note("rc late-event %d",
+	     Out{ kept_late }.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL,
+				    utc_now() - MS, utc_now() - MS + 10 * US, NPU, COMPUTE, "late"));
+#endif
 	delete sim_of(p->pProfilerHandle);
 	return 0;
 }
@@ -445,6 +461,11 @@ int start(KinetoPlugin_ProfilerStart_Params *p)
 #ifdef KSIM_start_fails
 	note("start");
 	return 3;
+#endif
+#ifdef KSIM_start_hangs
+	note("start");
+	for (;;)
+		pause(); /* a vendor library stuck as it starts */
 #endif
 	s->base = utc_now();
 	note("start utc=%lld", (long long)s->base);
@@ -655,6 +676,9 @@ int process(KinetoPlugin_ProfilerProcessEvents_Params *p)
 	fault(); /* the plug-in's bug */
 #else
 	npu_batch(o, s);
+#endif
+#ifdef KSIM_late_call
+	kept_late = o.b;
 #endif
 	return 0;
 }

@@ -61,7 +61,8 @@ KINETO_INC      := $(PLUGINS_OUT)/kineto_inc
 KINETO_HDR      := $(KINETO_INC)/KinetoDynamicPluginInterface.h
 KINETO_SIMS     := npu late_info corr threads rev1 newer register_fails create_fails \
 		   start_fails process_fails push_fails wrong_size no_stop null_handle bad_json \
-		   bad_calls crash process_hangs
+		   bad_calls crash process_hangs start_hangs late_call \
+		   destroy_hangs
 KINETO_CXXFLAGS := -std=c++17 -pedantic -Wall -Wextra -Werror -fPIC -fvisibility=hidden -O2 -g \
 		   $(SANFLAGS) -I$(KINETO_INC)
 
