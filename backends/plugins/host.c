@@ -786,6 +786,15 @@ int plugins__restart_locked(struct plugin *p)
 	return rc;
 }
 
+/* Under calls_lock: p's first start (a Kineto profiler's, at process start),
+ * bounded as a gputrace plug-in's is: a profilerStart that never returned
+ * hung the program before main, with no line. 0, or its error (said, p
+ * disabled). */
+int plugins__start_locked(struct plugin *p)
+{
+	return plugin__call_bounded(p, "start", call_start, 0, &window_bound, false);
+}
+
 /* ---- the backend ---- */
 
 GT_STARTUP_CODE static int plugins_init(void)

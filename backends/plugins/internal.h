@@ -120,6 +120,9 @@ GT_HIDDEN bool plugins__paused(void);
 GT_HIDDEN bool plugins__lock_calls(unsigned timeout_ms);
 GT_HIDDEN void plugins__unlock_calls(void);
 GT_HIDDEN int plugins__restart_locked(struct plugin *p);
+/* Under the calls lock: p's first start, bounded (host.c). 0, or <0 with
+ * p disabled and its line said. */
+GT_HIDDEN int plugins__start_locked(struct plugin *p);
 
 /* ---- Kineto's plug-ins (kineto.c) ---- */
 

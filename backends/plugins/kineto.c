@@ -12,7 +12,8 @@
  *     profilerCreate                      the supported types that
  *                                         GPUTRACE_ACTIVITIES enables;
  *     profilerQuery (the created profiler, as the ABI documents the call);
- *     profilerStart (while paused between capture windows: not yet);
+ *     profilerStart, on host.c's caller thread, bounded (while paused
+ *                                         between capture windows: not yet);
  *   with capture windows: as each closes, profilerStop, profilerProcessEvents
  *     (its events land in that window's file), and as the next opens,
  *     profilerStart; for the thread that marks a range window, else for
@@ -216,8 +217,9 @@ static void corr_update(void)
 
 static void corr_on(struct kineto_prof *k)
 {
+	/* not live: a start given up on (host.c) that returned at last */
 	if (!k->ops.profilerPushCorrelationId || !k->ops.profilerPopCorrelationId ||
-	    atomic_load(&k->failed))
+	    atomic_load(&k->failed) || !atomic_load(&k->p->live))
 		return;
 	atomic_store(&k->corr_on, true);
 	corr_update();
@@ -567,8 +569,12 @@ static void profiler_start(const char *path, void *dl, const struct KinetoPlugin
 		       "window", path, k->name);
 		return;
 	}
-	if (call_start(k))
+	/* on the caller thread, bounded (adapter_start): one stuck there cost
+	 * the program, not the profiler */
+	if (plugins__start_locked(p)) {
+		plugin__fail(p, "profilerStart", -EIO); /* said already */
 		return;
+	}
 	pr_dbg("plug-in %s (%s): Kineto plug-in%s started, kinds 0x%x%s", path, k->name,
 	       rev1 ? " (PR 1148 first revision)" : "", kinds,
 	       atomic_load(&k->corr_on) ? ", correlation ids pushed" : "");

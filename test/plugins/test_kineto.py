@@ -41,7 +41,7 @@ def kdir(tmp_path, *variants, name="kineto"):
 
 
 def run_kineto(tmp_path, d, app=None, sleep_ms=20, env=None, expect_rc=HOST_EXIT, log="log",
-               wall_slew_ppm=None):
+               wall_slew_ppm=None, timeout=120):
     """wall_slew_ppm: the wall clock (the plug-ins' UTC) runs that much faster
     than the trace clock, as chrony slews it (up to 83333 ppm); None: the machine's own."""
     e = {"KINETO_PLUGIN_LIB_DIR_PATH": str(d), "KSIM_LOG": str(tmp_path / log)}
@@ -53,7 +53,7 @@ def run_kineto(tmp_path, d, app=None, sleep_ms=20, env=None, expect_rc=HOST_EXIT
         need(WALL_SLEW)
         also.append(WALL_SLEW)
         e["GT_TEST_WALL_SLEW_PPM"] = str(wall_slew_ppm)
-    r = run(cmd, env=e, tmp_path=tmp_path, also_preload=also)
+    r = run(cmd, env=e, tmp_path=tmp_path, also_preload=also, timeout=timeout)
     assert r.returncode == expect_rc, r.stderr.decode(errors="replace")
     if app is None and expect_rc == HOST_EXIT:
         assert r.stdout == HOST_STDOUT
@@ -158,7 +158,7 @@ def test_reference_profiler(tmp_path, wall_slew_ppm):
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), wall_slew_ppm=wall_slew_ppm)
     assert plugin_lines(r.stderr) == []
     assert lifecycle(tmp_path) == ["register main", "registerProfiler main", "query main",
-                                   "create main", "query main", "start main", "stop other",
+                                   "create main", "query main", "start other", "stop other",
                                    "process other", "destroy other"]
     log = calls(tmp_path)
     assert log[2].startswith("query handle=null size=48")
@@ -547,7 +547,7 @@ def test_cycle_setting(tmp_path):
     assert plugin_lines(r.stderr) == []
     seq = lifecycle(tmp_path)
     assert seq[:6] == ["register main", "registerProfiler main", "query main", "create main",
-                       "query main", "start main"]
+                       "query main", "start other"]
     assert seq[-3:] == ["stop other", "process other", "destroy other"]
     middle = seq[6:-3]
     batches = len(middle) // 3
@@ -570,7 +570,7 @@ def test_exec_hands_over_first(tmp_path):
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), app=[HOST_APP, "50", "exec"])
     assert r.stdout == HOST_STDOUT and plugin_lines(r.stderr) == []
     image = ["register main", "registerProfiler main", "query main", "create main",
-             "query main", "start main", "stop other", "process other"]
+             "query main", "start other", "stop other", "process other"]
     assert lifecycle(tmp_path) == image + image + ["destroy other"]
     for path, end in ((r.trace_path, "exec"), (tmp_path / "trace.1.json", "exit")):
         t = load_trace(path)
@@ -589,7 +589,7 @@ def test_failed_exec_starts_again(tmp_path):
     assert r.stdout == HOST_STDOUT and plugin_lines(r.stderr) == []
     assert lifecycle(tmp_path) == [
         "register main", "registerProfiler main", "query main", "create main", "query main",
-        "start main", "stop other", "process other", "start other", "stop other",
+        "start other", "stop other", "process other", "start other", "stop other",
         "process other", "destroy other"]
     t = r.trace
     assert t["gputrace"]["end"] == "exit" and t["gputrace"]["events_lost"] == 0
@@ -925,6 +925,35 @@ def test_process_events_that_never_returns(tmp_path):
     assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
     # the third was still being described when it hung
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
+
+
+def test_start_that_never_returns(tmp_path):
+    """profilerStart stuck at process start is given up on as a gputrace plug-in's
+    start is: after 5 s, one line naming the profiler and the call; the profilers
+    loaded after it start and record, and the program runs and exits with its own
+    status. (It was made on the program's thread before main, unbounded: the
+    program hung there for good, with no line.)"""
+    d = tmp_path / "kineto"
+    d.mkdir()
+    for so, name in (("start_hangs", "a_start_hangs"), ("npu", "b_npu")):
+        need(KSIM / f"{so}.so")
+        shutil.copy(KSIM / f"{so}.so", d / f"{name}.so")
+    start = time.monotonic()
+    r = run_kineto(tmp_path, d, timeout=40)
+    took = time.monotonic() - start
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/a_start_hangs.so (KinetoSim): profilerStart() did not "
+        "return: nothing handed over for 5000 ms; plug-in disabled, tracing goes on"]
+    assert 5 <= took < 20, took
+    # the stuck one is never called again; the next one's whole life
+    assert [l.split()[0] for l in lifecycle(tmp_path)] == [
+        "register", "registerProfiler", "query", "create", "query", "start",
+        "register", "registerProfiler", "query", "create", "query", "start", "stop", "process",
+        "destroy"]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
+    assert [k["name"] for k in events(t, ph="X", cat="kernel")] == [
+        "npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
 
 
 def test_cycle_that_never_returns_costs_its_plugin(tmp_path):
