@@ -633,8 +633,10 @@ static void plugin__hung(struct plugin *p, bool began, const struct call_bound *
 {
 	const char *call = atomic_load(&p->calling);
 
-	if (began)
+	if (began) {
 		atomic_store(&p->hung, true); /* before the builder closes: its readers see both */
+		kineto__given_up(p);
+	}
 	if (atomic_exchange(&p->reported, true))
 		; /* the call failed on its thread meanwhile, and said so */
 	else if (began && !strcmp(call, "destroy"))

@@ -134,6 +134,9 @@ GT_HIDDEN void kineto__started(void);
 /* Exit is under way: no more cycles. */
 GT_HIDDEN void kineto__stopping(void);
 GT_HIDDEN void kineto__atfork_child(void);
+/* A call of p was given up on (host.c): the event a Kineto profiler of p
+ * was describing is counted lost. Nothing for gputrace's own plug-ins. */
+GT_HIDDEN void kineto__given_up(struct plugin *p);
 
 /* ---- the builder (builder.c) ---- */
 

@@ -558,6 +558,25 @@ static int add_last_event_metadata(KinetoPlugin_TraceBuilderHandle *handle, cons
 
 /* ---- open, close ---- */
 
+void kineto__given_up(struct plugin *p)
+{
+	for (unsigned i = 0; i < PLUGINS_MAX; i++) {
+		struct kineto_prof *k = &kineto_profs[i];
+
+		if (k->p != p)
+			continue;
+		/* the event it was describing when it hung is never written (its
+		 * description may be half done): counted, as what it hands over
+		 * later is; busy: its thread is writing it out now */
+		if (!pthread_mutex_trylock(&k->lock)) {
+			if (k->open && k->last.have && !k->last.skip)
+				gt_lost_add(GT_S_LOST_PLUGIN, 1);
+			k->last.have = false;
+			pthread_mutex_unlock(&k->lock);
+		}
+	}
+}
+
 void kbuilder__init(struct kineto_prof *k)
 {
 	KinetoPlugin_TraceBuilderHandle *handle = (KinetoPlugin_TraceBuilderHandle *)k;

@@ -923,8 +923,10 @@ def test_process_events_that_never_returns(tmp_path):
         "register", "registerProfiler", "query", "create", "query", "start", "stop", "process"]
     t = r.trace
     assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
-    # the third was still being described when it hung
+    # the third was still being described when it hung: counted lost (it was
+    # neither written nor counted)
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
+    assert t["gputrace"]["lost_by_reason"].get("plugin_dropped") == 1
 
 
 def test_start_that_never_returns(tmp_path):
@@ -972,8 +974,10 @@ def test_cycle_that_never_returns_costs_its_plugin(tmp_path):
         "register", "registerProfiler", "query", "create", "query", "start", "stop", "process"]
     t = r.trace
     assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
-    # the third was still being described when it hung
+    # the third was still being described when it hung: counted lost (it was
+    # neither written nor counted)
     assert [k["name"] for k in events(t, ph="X", cat="kernel")] == ["before_hang"] * 2
+    assert t["gputrace"]["lost_by_reason"].get("plugin_dropped") == 1
 
 
 def test_exit_during_a_stuck_cycle_waits_2s(tmp_path):
