@@ -62,16 +62,27 @@ static struct kineto_prof *prof_of(KinetoPlugin_TraceBuilderHandle *handle)
 	return &kineto_profs[i];
 }
 
-/* Locked and open for calls, or NULL (and unlocked). */
-static struct kineto_prof *enter(KinetoPlugin_TraceBuilderHandle *handle)
+__attribute__((format(printf, 3, 4))) static int refuse(struct kineto_prof *k, const char *call,
+							const char *fmt, ...);
+
+/* Locked and open for calls, or NULL (and unlocked). call names the call
+ * for the line of a refusal: a call after processEvents returned (a
+ * collector thread of the profiler's still handing events over) is one, and
+ * had no line, its events gone without a word. */
+static struct kineto_prof *enter(KinetoPlugin_TraceBuilderHandle *handle, const char *call)
 {
 	struct kineto_prof *k = prof_of(handle);
 
-	if (!k)
+	if (!k || !k->p)
 		return NULL;
 	pthread_mutex_lock(&k->lock);
 	if (k->open && !atomic_load(&k->failed) && !atomic_load(&k->p->hung))
 		return k;
+	/* a profiler that failed or was given up on had its line */
+	if (!k->open && !atomic_load(&k->failed) && !atomic_load(&k->p->hung) &&
+	    !atomic_load(&k->p->reported))
+		refuse(k, call, "called after profilerProcessEvents() returned (the builder is "
+				"valid during that call only)");
 	pthread_mutex_unlock(&k->lock);
 	return NULL;
 }
@@ -200,7 +211,7 @@ static bool is_this_process(int64_t id)
 static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 			   const struct KinetoPlugin_ProfileDeviceInfo *in)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "addDeviceInfo");
 	struct KinetoPlugin_ProfileDeviceInfo info;
 	struct kineto_device *d;
 
@@ -229,7 +240,7 @@ static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 static int add_resource_info(KinetoPlugin_TraceBuilderHandle *handle,
 			     const struct KinetoPlugin_ProfileResourceInfo *in)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "addResourceInfo");
 	struct KinetoPlugin_ProfileResourceInfo info;
 	struct kineto_resource *r;
 
@@ -377,7 +388,7 @@ static bool utc_far_ahead(const struct kineto_last *l)
 static int add_event(KinetoPlugin_TraceBuilderHandle *handle,
 		     const struct KinetoPlugin_ProfileEvent *in)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "addEvent");
 	struct KinetoPlugin_ProfileEvent e;
 	struct kineto_last *l;
 
@@ -429,7 +440,7 @@ static struct kineto_last *last_of(struct kineto_prof *k)
 
 static int set_last_event_name(KinetoPlugin_TraceBuilderHandle *handle, const char *name)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "setLastEventName");
 	struct kineto_last *l;
 
 	if (!k)
@@ -446,7 +457,7 @@ static int set_last_event_name(KinetoPlugin_TraceBuilderHandle *handle, const ch
 static int set_last_event_flow(KinetoPlugin_TraceBuilderHandle *handle,
 			       const struct KinetoPlugin_ProfileEventFlow *in)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "setLastEventFlow");
 	struct KinetoPlugin_ProfileEventFlow f;
 	struct kineto_last *l;
 
@@ -529,7 +540,7 @@ static void metadata_arg(struct gt_arg *a, const char *value)
 static int add_last_event_metadata(KinetoPlugin_TraceBuilderHandle *handle, const char *key,
 				   const char *value)
 {
-	struct kineto_prof *k = enter(handle);
+	struct kineto_prof *k = enter(handle, "addLastEventMetadata");
 	struct kineto_last *l;
 	struct gt_arg *a;
 

@@ -879,6 +879,23 @@ def test_builder_misused(tmp_path):
     assert ks["backwards"]["dur"] == 0
 
 
+def test_builder_call_after_process_events(tmp_path):
+    """A call through the builder after processEvents returned (a collector
+    thread of the profiler's, late) is refused with -1, as Kineto's builder
+    does, and, the profiler's first refusal, has its line: the kernel it
+    handed over was dropped without a word."""
+    d = kdir(tmp_path, "late_call")
+    r = run_kineto(tmp_path, d)
+    assert [l.split()[1:3] for l in calls(tmp_path) if l.startswith("rc ")] == [
+        ["late-event", "-1"]]
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/late_call.so (KinetoSim): addEvent() refused: called after "
+        "profilerProcessEvents() returned (the builder is valid during that call only) (the "
+        "first refusal; the others are counted)"]
+    ks = sorted(events(r.trace, ph="X", cat="kernel"), key=lambda e: e["ts"])
+    assert [k["name"] for k in ks] == ["npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
+
+
 @pytest.mark.sanitize
 def test_crash_in_process_events(tmp_path):
     """A fault in processEvents at exit: the process dies by it, and the trace
