@@ -639,9 +639,9 @@ static void plugin__hung(struct plugin *p, bool began, const struct call_bound *
 	}
 	if (atomic_exchange(&p->reported, true))
 		; /* the call failed on its thread meanwhile, and said so */
-	else if (began && !strcmp(call, "destroy"))
-		pr_err("plug-in %s (%s): destroy() did not return in %u ms; not waited for "
-		       "(the trace was written before it)", p->path, p->label, bound->most_ms);
+	else if (began && (!strcmp(call, "destroy") || !strcmp(call, "profilerDestroy")))
+		pr_err("plug-in %s (%s): %s() did not return in %u ms; not waited for "
+		       "(the trace was written before it)", p->path, p->label, call, bound->most_ms);
 	else if (began && streaming)
 		pr_err("plug-in %s (%s): %s() did not return in %u ms, though its threads kept "
 		       "handing records over; plug-in disabled, tracing goes on", p->path,

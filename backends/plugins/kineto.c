@@ -351,6 +351,7 @@ static void adapter_destroy(void *state)
 	int rc;
 
 	corr_off(k);
+	plugin__calling(k->p, "profilerDestroy"); /* its line names Kineto's call */
 	rc = PLUGIN_CALL(k->ops.profilerDestroy(&params));
 	if (rc)
 		pr_err("plug-in %s (%s): profilerDestroy() returned %d", k->p->path, k->name, rc);

@@ -975,6 +975,20 @@ def test_start_that_never_returns(tmp_path):
         "npu_kernel_0", "npu_kernel_1", "npu_kernel_2"]
 
 
+def test_destroy_that_never_returns(tmp_path):
+    """profilerDestroy stuck is not waited for after 1 s: the trace was written
+    whole before it, and the line names Kineto's call (it said "destroy()", a call
+    of gputrace's own ABI, not the profiler's)."""
+    d = kdir(tmp_path, "destroy_hangs")
+    r = run_kineto(tmp_path, d, timeout=40)
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/destroy_hangs.so (KinetoSim): profilerDestroy() did not return "
+        "in 1000 ms; not waited for (the trace was written before it)"]
+    t = r.trace
+    assert t["gputrace"]["complete"] is True and t["gputrace"]["end"] == "exit"
+    assert len(events(t, ph="X", cat="kernel")) == 3
+
+
 def test_cycle_that_never_returns_costs_its_plugin(tmp_path):
     """processEvents stuck in a GPUTRACE_KINETO_CYCLE_MS cycle costs that plug-in,
     as a stuck drain-cycle flush does: one line naming the profiler and the call
