@@ -152,6 +152,11 @@ __attribute__((format(printf, 2, 3))) static void row_name(char *out, const char
 		out[gt_utf8_trim_end(out, KINETO_ROW_NAME_MAX - 1)] = '\0';
 }
 
+/* What is read of a plug-in's row name: more is cut anyway, and a name with no
+ * NUL (a buffer's bytes) was read past its end, to a fault (events' strings
+ * are read to 4097 bytes at most, builder.c) */
+#define ROW_READ KINETO_ROW_NAME_MAX
+
 static struct kineto_device *device_of(struct kineto_prof *k, int64_t id)
 {
 	for (unsigned i = 0; i < k->ndevices; i++)
@@ -226,9 +231,9 @@ static int add_device_info(KinetoPlugin_TraceBuilderHandle *handle,
 	if (!d)
 		return leave(k, 0); /* no row: its events are counted, a name is no event */
 	if (info.pName && info.pName[0] && info.pLabel && info.pLabel[0])
-		row_name(d->name, "%s: %s", info.pName, info.pLabel);
+		row_name(d->name, "%.*s: %.*s", ROW_READ, info.pName, ROW_READ, info.pLabel);
 	else if (info.pName && info.pName[0])
-		row_name(d->name, "%s", info.pName);
+		row_name(d->name, "%.*s", ROW_READ, info.pName);
 	else
 		row_name(d->name, "%s device %" PRId64, k->name, info.deviceId);
 	d->named = true;
@@ -256,7 +261,7 @@ static int add_resource_info(KinetoPlugin_TraceBuilderHandle *handle,
 	if (!r)
 		return leave(k, 0); /* as a device's name past the rows */
 	if (info.pName && info.pName[0])
-		row_name(r->name, "%s", info.pName);
+		row_name(r->name, "%.*s", ROW_READ, info.pName);
 	r->order = info.displayOrder;
 	r->named = true;
 	if (r->track)

@@ -58,6 +58,7 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -626,6 +627,16 @@ void bad_calls_batch(Out &o, Sim *s)
 				       INT64_MAX - 10, INT64_MAX, NPU, COMPUTE, "far_start"));
 	note("rc far-end %d", o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL,
 				     s->base + 80 * US, INT64_MAX, NPU, COMPUTE, "far_end"));
+	/* a row name with no NUL, right before an unmapped page: a name is kept
+	 * to 95 bytes, so no more is read (4096: the bytes and the guard page) */
+	char *page = static_cast<char *>(mmap(nullptr, 2 * 4096, PROT_READ | PROT_WRITE,
+					      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	mprotect(page + 4096, 4096, PROT_NONE);
+	memset(page, 'u', 4096);
+	note("rc unterminated-row %d", o.resource(NPU, 9, 9, page));
+	note("rc on-unterminated-row %d",
+	     o.event(KINETO_PLUGIN_PROFILE_EVENT_TYPE_CONCURRENT_KERNEL, s->base + 90 * US,
+		     s->base + 95 * US, NPU, 9, "on_unterminated_row"));
 }
 #endif
 

@@ -868,6 +868,7 @@ def test_builder_misused(tmp_path):
                    "small-event": "-1", "ok-event": "0", "null-name": "-1", "null-meta": "-1",
                    "small-flow": "-1", "null-device": "-1", "zero-time": "-1", "backwards": "0",
                    "unknown-type": "0", "far-start": "-1", "far-end": "-1",
+                   "unterminated-row": "0", "on-unterminated-row": "0",
                    "stale-builder": "-1"}
     assert plugin_lines(r.stderr) == [
         f"gputrace: plug-in {d}/bad_calls.so (KinetoSim): setLastEventName() refused: no event "
@@ -875,8 +876,12 @@ def test_builder_misused(tmp_path):
     ks = {k["name"]: k for k in events(r.trace, ph="X", cat="kernel")}
     # at_zero: before the clock's zero; far_start, far_end: INT64_MAX (the trace stretched
     # over 7427248875 s)
-    assert set(ks) == {"good", "backwards", "unknown_type"}
+    assert set(ks) == {"good", "backwards", "unknown_type", "on_unterminated_row"}
     assert ks["backwards"]["dur"] == 0
+    # a row name with no NUL before an unmapped page: 95 bytes of it read and
+    # kept (all of it was read, past its end: the process died by SIGSEGV)
+    row = ks["on_unterminated_row"]
+    assert meta(r.trace, "thread_name")[(row["pid"], row["tid"])] == "u" * 95
 
 
 def test_builder_call_after_process_events(tmp_path):
