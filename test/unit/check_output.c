@@ -169,6 +169,39 @@ static bool inflate_one_member(const char *name, char *text, size_t len)
 	return ret == Z_STREAM_END && z.avail_in == 0;
 }
 
+/* In a child of its own with files limited to lim (SIGXFSZ ignored: a write past
+ * it fails), the test dir made: true there; false in the parent, once the child
+ * exited 0 (Check's messages go through a file the limit would cut too: the child
+ * says what failed on stderr and exits 1). */
+static bool in_limited_child(const struct rlimit *lim)
+{
+	int status;
+
+	make_dir();
+	pid_t child = fork();
+
+	ck_assert_int_ge(child, 0);
+	if (!child) {
+		signal(SIGXFSZ, SIG_IGN);
+		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, lim), 0);
+		return true;
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "the limited child failed");
+	remove_dir();
+	return false;
+}
+
+/* The .gz file name in the test dir is one member: want's have bytes, then trailer. */
+static void check_gz(const char *name, const char *want, size_t have, const char *trailer)
+{
+	static char text[1 << 20];
+
+	ck_assert(inflate_one_member(name, text, sizeof(text)));
+	ck_assert_int_eq(strncmp(text, want, have), 0);
+	ck_assert_str_eq(text + have, trailer);
+}
+
 /* _i: 0 ISA-L (where libisal.so.2 is), 1 zlib */
 START_TEST(test_gzip_is_one_member_at_every_checkpoint)
 {
@@ -191,15 +224,11 @@ START_TEST(test_gzip_is_one_member_at_every_checkpoint)
 
 		ck_assert_int_eq(out__commit(&o, ev, (size_t)n, trailer, strlen(trailer)), 0);
 		have += (size_t)snprintf(want + have, sizeof(want) - have, "%s", ev);
-		ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-		ck_assert_int_eq(strncmp(text, want, have), 0);
-		ck_assert_str_eq(text + have, trailer);
+		check_gz("t.json.gz", want, have, trailer);
 	}
 	ck_assert_int_eq(out__finish(&o, "", 0, "]}", 2), 0);
 	out__close(&o);
-	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-	ck_assert_int_eq(strncmp(text, want, have), 0);
-	ck_assert_str_eq(text + have, "]}");
+	check_gz("t.json.gz", want, have, "]}");
 	remove_dir();
 }
 END_TEST
@@ -434,22 +463,8 @@ START_TEST(test_paged_full_disk_keeps_last_checkpoint)
 	size_t have;
 	int err = 0, i;
 
-	make_dir();
-	pid_t child = fork();
-
-	ck_assert_int_ge(child, 0);
-	if (child) {
-		int status;
-
-		ck_assert_int_eq(waitpid(child, &status, 0), child);
-		ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "the limited child failed");
-		remove_dir();
+	if (!in_limited_child(&lim))
 		return;
-	}
-	/* a child of its own: Check's messages go through a file the limit
-	 * would cut too */
-	signal(SIGXFSZ, SIG_IGN);
-	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	open_in_dir(&o, "t.json");
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
 	have = (size_t)snprintf(want, sizeof(want), "{\"traceEvents\":[");
@@ -563,22 +578,8 @@ START_TEST(test_gzip_full_disk_keeps_last_checkpoint)
 	size_t have;
 	int err = 0, i;
 
-	make_dir();
-	pid_t child = fork();
-
-	ck_assert_int_ge(child, 0);
-	if (child) {
-		int status;
-
-		ck_assert_int_eq(waitpid(child, &status, 0), child);
-		ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "the limited child failed");
-		remove_dir();
+	if (!in_limited_child(&lim))
 		return;
-	}
-	/* a child of its own: Check's messages go through a file the limit
-	 * would cut too */
-	signal(SIGXFSZ, SIG_IGN);
-	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	open_in_dir(&o, "t.json.gz");
 	o.gz_member.zlib_only = _i == 1;
 	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, open_trailer,
@@ -614,7 +615,7 @@ END_TEST
  * they were; never past a size limit, never in a finished trace. */
 START_TEST(test_gzip_stopped_says_why_in_its_end)
 {
-	static char text[1 << 20], want[1 << 20], ev[4096];
+	static char want[1 << 20], ev[4096];
 	const char *open_trailer = "],\"gputrace\":{\"complete\":false,\"end\":null,\"n\":2}}";
 	const char *why = "write failed: No space left on device";
 	const char *said = "],\"gputrace\":{\"complete\":false,\"end\":\"write failed: No space "
@@ -648,19 +649,14 @@ START_TEST(test_gzip_stopped_says_why_in_its_end)
 	if (!setrlimit(RLIMIT_FSIZE, &lim)) {
 		ck_assert_int_eq(out__stopped(&o, why), -ENOSPC);
 		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
-		ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-		ck_assert_int_eq(strncmp(text, want, have), 0);
-		ck_assert_str_eq(text + have, open_trailer);
+		check_gz("t.json.gz", want, have, open_trailer);
 	}
 	signal(SIGXFSZ, SIG_DFL);
 	ck_assert_int_eq(out__stopped(&o, why), 0);
-	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-	ck_assert_int_eq(strncmp(text, want, have), 0);
-	ck_assert_str_eq(text + have, said);
+	check_gz("t.json.gz", want, have, said);
 	/* said once: the end on disk is now the one that says it */
 	ck_assert_int_eq(out__stopped(&o, why), 0);
-	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-	ck_assert_str_eq(text + have, said);
+	check_gz("t.json.gz", want, have, said);
 	out__close(&o);
 	remove_dir();
 
@@ -675,9 +671,7 @@ START_TEST(test_gzip_stopped_says_why_in_its_end)
 	memcpy(want + have, ev, n);
 	have += n;
 	ck_assert_int_eq(out__stopped(&o, why), -EINVAL);
-	ck_assert(inflate_one_member("t.json.gz", text, sizeof(text)));
-	ck_assert_int_eq(strncmp(text, want, have), 0);
-	ck_assert_str_eq(text + have, closed);
+	check_gz("t.json.gz", want, have, closed);
 	out__close(&o);
 	remove_dir();
 }
