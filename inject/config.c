@@ -429,8 +429,11 @@ static void set_stacks(struct gt_config *cfg, const char *var, const char *val)
 		cfg->stacks = v;
 	else if (b >= 0 && !(*val >= '0' && *val <= '9'))
 		cfg->stacks = b ? GT_STACKS_DEFAULT_DEPTH : 0;
-	else
+	else {
 		bad(cfg, var, val, "off or 0, on (depth 16), or a depth from 1 to 64 frames");
+		return;
+	}
+	cfg->stacks_set = true;
 }
 
 static void set_log(struct gt_config *cfg, const char *var, const char *val)
@@ -580,8 +583,11 @@ static void set_metrics_mode(struct gt_config *cfg, const char *var, const char 
 		cfg->metrics_mode = GT_METRICS_NVTX;
 	else if (!strcasecmp(val, "off") || !strcmp(val, "0"))
 		cfg->metrics_mode = GT_METRICS_OFF;
-	else
+	else {
 		bad(cfg, var, val, "time (sampled over time), kernel (per kernel), nvtx (per NVTX range, CUDA) or off");
+		return;
+	}
+	cfg->metrics_mode_set = true;
 }
 
 /* accepted: a literal (config__check hands it back to its caller) */
@@ -609,7 +615,10 @@ static void set_metrics_hz(struct gt_config *cfg, const char *var, const char *v
 
 static void set_telemetry(struct gt_config *cfg, const char *var, const char *val)
 {
+	unsigned errors = cfg->errors;
+
 	set_bool(cfg, var, val, &cfg->telemetry);
+	cfg->telemetry_set = cfg->errors == errors;
 }
 
 static void set_telemetry_hz(struct gt_config *cfg, const char *var, const char *val)
@@ -849,24 +858,21 @@ GT_STARTUP_CODE static const char *env_entry_eq(const char *kv)
 
 /* Asking for a part of a feature asks for the feature: metric names or a
  * rate without a mode mean the time mode; a telemetry rate means telemetry
- * (unless it was turned off by name). A bad value asks for nothing. */
-/* stacks of every call are stacks: of the default depth, unless one is set */
-GT_STARTUP_SELDOM static __attribute__((noinline)) void imply_stacks(struct gt_config *cfg, char *const *envp)
+ * (unless it was turned off by name); stacks of every call are stacks, of
+ * the default depth unless one is set. A bad value asks for nothing, and
+ * turns nothing off: the feature's own variable refused is as if not set
+ * (it was looked up in the environment, where a refused value stopped the
+ * part's implication under plain LD_PRELOAD but not under gputrace run,
+ * which leaves it out of the processes' environment). */
+static void config__imply(struct gt_config *cfg)
 {
-	if (!gt_cstr_env(envp, "GPUTRACE_STACKS"))
-		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
-}
-
-static void config__imply(struct gt_config *cfg, char *const *envp)
-{
-	/* the settings first: the environment is scanned only when they ask */
 	if (!cfg->metrics_mode && (cfg->metrics[0] || cfg->metrics_hz_set) &&
-	    !gt_cstr_env(envp, "GPUTRACE_METRICS_MODE"))
+	    !cfg->metrics_mode_set)
 		cfg->metrics_mode = GT_METRICS_TIME;
-	if (!cfg->telemetry && cfg->telemetry_hz_set && !gt_cstr_env(envp, "GPUTRACE_TELEMETRY"))
+	if (!cfg->telemetry && cfg->telemetry_hz_set && !cfg->telemetry_set)
 		cfg->telemetry = true;
-	if (cfg->stacks_all && !cfg->stacks)
-		imply_stacks(cfg, envp);
+	if (cfg->stacks_all && !cfg->stacks && !cfg->stacks_set)
+		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
 #ifdef GT_NO_METRICS
 	/* METRICS=0: what would start them is compiled out; say so rather than trace without. */
 	if (cfg->metrics_mode || cfg->telemetry) {
@@ -922,7 +928,7 @@ GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)
 		}
 	/* The CUPTI backend is off when disabled outright (its fallback path
 	 * lives in the same backend, which reads disable_cupti). */
-	config__imply(cfg, envp);
+	config__imply(cfg);
 }
 
 int config__check(const char *var, const char *val, const char **accepted)

@@ -104,6 +104,10 @@ struct gt_config {
 	bool telemetry;              /* GPUTRACE_TELEMETRY: sampled device telemetry */
 	unsigned telemetry_hz;       /* GPUTRACE_TELEMETRY_HZ */
 	bool metrics_hz_set, telemetry_hz_set; /* given, and valid: they imply the feature */
+	/* given, and valid: what a part implies (above, GPUTRACE_STACKS_ALL's
+	 * depth) is not. A refused value is as if not given: its default, and
+	 * the part's implication, as under gputrace run (which leaves it out) */
+	bool stacks_set, metrics_mode_set, telemetry_set;
 	bool start_paused;           /* GPUTRACE_START=paused: record nothing until a window opens */
 	uint64_t delay_ns;           /* GPUTRACE_DELAY: the first window opens this long after start */
 	uint64_t duration_ns;        /* GPUTRACE_DURATION: windows last this long (0: to the end) */

@@ -82,6 +82,36 @@ def test_stacks_all_from_the_environment(tmp_path):
     assert stack == f"query_version;{VERSION}", stack
 
 
+def test_a_refused_variable_leaves_what_a_part_implies(tmp_path):
+    """A refused GPUTRACE_STACKS (or GPUTRACE_TELEMETRY) is as if not set: one line, and
+    GPUTRACE_STACKS_ALL=1 still means stacks of the default depth (GPUTRACE_TELEMETRY_HZ
+    still telemetry), under plain LD_PRELOAD as under gputrace run, which leaves the
+    refused variable out. Under LD_PRELOAD the library looked the variable up by name:
+    there, not there, and recorded no stacks and no telemetry at all."""
+    need(STACK_APP)
+    bad = {"GPUTRACE_STACKS_ALL": "1", "GPUTRACE_STACKS": "deep",
+           "GPUTRACE_TELEMETRY": "maybe", "GPUTRACE_TELEMETRY_HZ": "100"}
+    out = tmp_path / "t.json"
+    p = gputrace(["run", "--no-summary", "-o", out, "--", STACK_APP, 2], tmp_path,
+                 env=gt_env(sim_env(bad)))
+    assert p.returncode == 0, p.stderr
+    preload = tmp_path / "p.json"
+    env = clean_env(sim_env(dict(bad, LD_PRELOAD=PRELOAD, GPUTRACE_OUTPUT=str(preload),
+                                 GPUTRACE_SUMMARY="0")))
+    r = subprocess.run([str(STACK_APP), "2"], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = ["gputrace: GPUTRACE_STACKS='deep' is not valid: expected off or 0, on (depth 16), "
+             "or a depth from 1 to 64 frames; using the default",
+             "gputrace: GPUTRACE_TELEMETRY='maybe' is not valid: expected 1/0, yes/no, "
+             "true/false or on/off; using the default"]
+    for err in (p.stderr, r.stderr):
+        assert sorted(err.decode().splitlines()) == lines
+    for trace in (load_exact(out), load_exact(preload)):
+        stack = api_spans(trace, VERSION)[0]["args"]["stack"]
+        assert stack.endswith(f";main;query_version;{VERSION}"), stack
+        assert events(trace, ph="C"), "no telemetry sample"
+
+
 def test_a_forked_child_names_its_own_callers(tmp_path):
     """A child forked after the parent's stacks were taken and named traces with stacks
     of its own: the stack table's locks are let go by the tracer's one child handler

@@ -338,6 +338,35 @@ START_TEST(test_metrics_and_telemetry)
 }
 END_TEST
 
+/* A refused value of a feature's own variable is as if not set: its part still
+ * asks for the feature (as under gputrace run, which leaves the refused variable
+ * out of the processes' environment). It was looked up by name, and a bad
+ * GPUTRACE_STACKS with GPUTRACE_STACKS_ALL=1 recorded no stacks at all. */
+START_TEST(test_refused_variable_does_not_turn_off_what_a_part_implies)
+{
+	struct gt_config cfg;
+	char *bad[] = { "GPUTRACE_STACKS=deep", "GPUTRACE_STACKS_ALL=1",
+			"GPUTRACE_METRICS_MODE=sometimes", "GPUTRACE_METRICS=X",
+			"GPUTRACE_TELEMETRY=maybe", "GPUTRACE_TELEMETRY_HZ=5", NULL };
+	char *off[] = { "GPUTRACE_STACKS=off", "GPUTRACE_STACKS_ALL=1",
+			"GPUTRACE_METRICS_MODE=off", "GPUTRACE_METRICS=X",
+			"GPUTRACE_TELEMETRY=0", "GPUTRACE_TELEMETRY_HZ=5", NULL };
+
+	ck_assert_int_eq(parse(&cfg, bad), 3);
+	ck_assert_ptr_nonnull(strstr(stderr_text, "GPUTRACE_STACKS='deep'"));
+	ck_assert_ptr_nonnull(strstr(stderr_text, "GPUTRACE_METRICS_MODE='sometimes'"));
+	ck_assert_ptr_nonnull(strstr(stderr_text, "GPUTRACE_TELEMETRY='maybe'"));
+	ck_assert_uint_eq(cfg.stacks, GT_STACKS_DEFAULT_DEPTH);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_TIME);
+	ck_assert(cfg.telemetry);
+	/* turned off by name, they stay off */
+	ck_assert_int_eq(parse(&cfg, off), 0);
+	ck_assert_uint_eq(cfg.stacks, 0);
+	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
+	ck_assert(!cfg.telemetry);
+}
+END_TEST
+
 START_TEST(test_kind_aliases)
 {
 	char badw[64];
@@ -489,6 +518,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_huge_value);
 	tcase_add_test(tc, test_longest_paths);
 	tcase_add_test(tc, test_metrics_and_telemetry);
+	tcase_add_test(tc, test_refused_variable_does_not_turn_off_what_a_part_implies);
 	tcase_add_test(tc, test_kind_aliases);
 	tcase_add_test(tc, test_expand_output);
 	tcase_add_test(tc, test_longest_names);
