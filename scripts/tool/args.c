@@ -24,6 +24,18 @@ const char *arg__value(int argc, char **argv, int *i, const char *opt, const cha
 	return argv[++*i];
 }
 
+const char *arg__file(int argc, char **argv, int *i, const char *opt, const char *who,
+		      bool *bad)
+{
+	const char *v = arg__value(argc, argv, i, opt, who, bad);
+
+	if (v && !*bad && !*v) {
+		fprintf(stderr, "%s: %s needs a file name\n", who, opt);
+		*bad = true;
+	}
+	return v;
+}
+
 bool out__is_input(const char *who, const char *opt, const char *out, char *const *in,
 		   size_t n)
 {

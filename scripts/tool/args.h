@@ -14,6 +14,13 @@
 const char *arg__value(int argc, char **argv, int *i, const char *opt, const char *who,
 		       bool *bad);
 
+/* arg__value for a file name: an empty one ("--junit=", "-o ''") is refused as
+ * a missing one is, "who: opt needs a file name" and *bad, not taken for a
+ * file that fails only when written, after the work ("cannot write : No such
+ * file or directory"). */
+const char *arg__file(int argc, char **argv, int *i, const char *opt, const char *who,
+		      bool *bad);
+
 /* An output that is one of the n inputs (the same file, device and inode)
  * would be read and overwritten: "who: opt out would overwrite its input
  * IN: give another file", and true. "-" (stdout) is none. */

@@ -251,16 +251,16 @@ int cmd_check(int argc, char **argv)
 			usage_check(stdout);
 			ret = ST_OK;
 			goto out;
-		} else if ((v = arg__value(argc, argv, &i, "--junit", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--junit", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			junit = v;
-		} else if ((v = arg__value(argc, argv, &i, "--markdown", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--markdown", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			markdown = v;
-		} else if ((v = arg__value(argc, argv, &i, "--checks", WHO, &bad)) ||
-			   (v = arg__value(argc, argv, &i, "-f", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--checks", WHO, &bad)) ||
+			   (v = arg__file(argc, argv, &i, "-f", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			if (read_checks_file(v, checks_name ? checks_name : v, &cs, false))
@@ -274,7 +274,7 @@ int cmd_check(int argc, char **argv)
 			if (bad)
 				goto usage;
 			label = v;
-		} else if ((v = arg__value(argc, argv, &i, "--check-lines", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--check-lines", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			if (read_checks_file(v, v, &cs, true))

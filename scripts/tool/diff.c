@@ -975,11 +975,11 @@ int cmd_diff(int argc, char **argv)
 			if (bad || parse_rule(v, &rules[nrules]))
 				goto usage_quiet;
 			nrules++;
-		} else if ((v = arg__value(argc, argv, &i, "--junit", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--junit", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			junit = v;
-		} else if ((v = arg__value(argc, argv, &i, "--markdown", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "--markdown", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			markdown = v;
@@ -1016,6 +1016,10 @@ int cmd_diff(int argc, char **argv)
 			json = "-";
 		} else if (!strncmp(a, "--json=", 7)) {
 			json = a + 7;
+			if (!*json) { /* no file: '-' (or --json alone) is stdout */
+				fprintf(stderr, WHO ": --json= needs a file name ('-' for stdout)\n");
+				goto usage;
+			}
 		} else if (!strcmp(a, "--all")) {
 			all = true;
 		} else {

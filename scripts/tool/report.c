@@ -795,8 +795,8 @@ int cmd_report(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage_report(stdout);
 			return 0;
-		} else if ((v = arg__value(argc, argv, &i, "-o", WHO, &bad)) ||
-			   (v = arg__value(argc, argv, &i, "--output", WHO, &bad))) {
+		} else if ((v = arg__file(argc, argv, &i, "-o", WHO, &bad)) ||
+			   (v = arg__file(argc, argv, &i, "--output", WHO, &bad))) {
 			if (bad)
 				goto usage;
 			out = v;

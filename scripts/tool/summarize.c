@@ -580,6 +580,10 @@ int cmd_summary(int argc, char **argv)
 			path = a;
 		}
 	}
+	if (json && !*json) { /* no file ("--json=", "--json ''"): it failed only when written */
+		fprintf(stderr, WHO ": --json needs a file name ('-' for stdout)\n");
+		goto usage;
+	}
 	if (!path) {
 		fprintf(stderr, WHO ": no trace file given\n");
 		goto usage;

@@ -82,6 +82,19 @@ def test_version_is_the_builds(tmp_path):
     (["summary"], "no trace file given"),
     (["summary", "--json"], "--json needs a file name"),
     (["summary", "a.json", "b.json"], "one trace at a time"),
+    # an empty file name is no file: refused as a missing one, not "cannot write :"
+    # after the work (exit 1, or 2 after check's verdicts)
+    (["summary", "--json=", "a.json"], "--json needs a file name ('-' for stdout)"),
+    (["summary", "--json", "", "a.json"], "--json needs a file name ('-' for stdout)"),
+    (["report", "-o", "", "a.json"], "gputrace report: -o needs a file name"),
+    (["report", "--output=", "a.json"], "gputrace report: --output needs a file name"),
+    (["check", "--junit=", "s.json", "lost == 0"], "gputrace check: --junit needs a file name"),
+    (["check", "--markdown", "", "s.json", "lost == 0"],
+     "gputrace check: --markdown needs a file name"),
+    (["diff", "--json=", "a.json", "--", "b.json"], "gputrace diff: --json= needs a file name"),
+    (["diff", "--junit=", "a.json", "--", "b.json"], "gputrace diff: --junit needs a file name"),
+    (["diff", "--markdown=", "a.json", "--", "b.json"],
+     "gputrace diff: --markdown needs a file name"),
 ])
 def test_usage_errors_exit_2(tmp_path, args, message):
     # the command, if it ran, would leave a file
@@ -292,3 +305,4 @@ def test_output_that_is_an_input_is_refused(tmp_path, args, line):
     p = gputrace(args, tmp_path)
     assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line + "\n", b"")
     assert {f: (tmp_path / f).read_bytes() for f in os.listdir(tmp_path)} == before
+
