@@ -92,7 +92,10 @@ void run__parse_options(struct run *r, int argc, char **argv)
 		/* --opt=value and --opt value alike */
 		snprintf(name, sizeof(name), "%s", a);
 		if (!strncmp(a, "--", 2) && strchr(a, '=')) {
-			name[strchr(a, '=') - a < (long)sizeof(name) ? strchr(a, '=') - a : 0] = 0;
+			/* a name too long for name is no option's: kept cut, as the
+			 * refusal's words ("unknown option ''" named nothing) */
+			if (strchr(a, '=') - a < (long)sizeof(name))
+				name[strchr(a, '=') - a] = 0;
 			val = strchr(a, '=') + 1;
 		}
 #define NEXT_VALUE()                                                                       \

@@ -82,6 +82,8 @@ def test_version_is_the_builds(tmp_path):
     (["summary"], "no trace file given"),
     (["summary", "--json"], "--json needs a file name"),
     (["summary", "a.json", "b.json"], "one trace at a time"),
+    # a name too long for the option buffer was refused as "unknown option ''"
+    (["run", "--" + "x" * 70 + "=1", "--", "true"], "unknown option '--" + "x" * 61 + "'"),
     # an empty file name is no file: refused as a missing one, not "cannot write :"
     # after the work (exit 1, or 2 after check's verdicts)
     (["summary", "--json=", "a.json"], "--json needs a file name ('-' for stdout)"),
