@@ -233,6 +233,7 @@ int cmd_check(int argc, char **argv)
 	const char *input = NULL, *junit = NULL, *markdown = NULL, *v;
 	const char *label = NULL; /* gputrace run's: its summary is a file it removes */
 	const char *checks_name = NULL; /* gputrace run's: the next --checks is a copy of it */
+	const char *files_read = NULL; /* the last --checks FILE, as named */
 	bool syntax_only = false, dashdash = false, loaded = false, bad = false;
 	size_t passed = 0, failed = 0, errors = 0;
 	int ret = ST_ERROR;
@@ -265,6 +266,7 @@ int cmd_check(int argc, char **argv)
 				goto usage;
 			if (read_checks_file(v, checks_name ? checks_name : v, &cs, false))
 				goto out; /* its line says what is wrong */
+			files_read = checks_name ? checks_name : v;
 			checks_name = NULL;
 		} else if ((v = arg__value(argc, argv, &i, "--checks-named", WHO, &bad))) {
 			if (bad)
@@ -294,6 +296,13 @@ int cmd_check(int argc, char **argv)
 	if (!input && !syntax_only) {
 		fprintf(stderr, WHO ": no summary or trace given\n");
 		goto usage;
+	}
+	if (!cs.n && files_read) {
+		/* one line, not the usage (under gputrace run --checks, another
+		 * command's): the file was given, and is what is wrong */
+		fprintf(stderr, WHO ": no checks given: --checks %s holds none (only blank "
+			"lines and comments)\n", files_read);
+		goto out;
 	}
 	if (!cs.n) {
 		fprintf(stderr, WHO ": no checks given (e.g. 'device.kernels >= 1')\n");

@@ -308,3 +308,18 @@ def test_output_that_is_an_input_is_refused(tmp_path, args, line):
     assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line + "\n", b"")
     assert {f: (tmp_path / f).read_bytes() for f in os.listdir(tmp_path)} == before
 
+
+def test_a_checks_file_with_no_check_is_one_line(tmp_path):
+    """A --checks FILE of only comments and blank lines (every gate commented out): one
+    line naming it, exit 2, CMD not run; it was gputrace check's "no checks given" and
+    the whole usage of gputrace check, under gputrace run too."""
+    (tmp_path / "gates.txt").write_text("# kernel[\"gemm*\"].count == 40\n\n   \n")
+    p = gputrace(["run", "--checks", "gates.txt", "--", "touch", tmp_path / "ran"], tmp_path,
+                 env=gt_env({"TMPDIR": str(tmp_path)}))
+    line = ("gputrace check: no checks given: --checks gates.txt holds none (only blank lines "
+            "and comments)\n")
+    assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line, b"")
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["gates.txt"]
+    fixture = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"
+    p = gputrace(["check", fixture, "-f", "gates.txt"], tmp_path)
+    assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line, b"")
