@@ -68,10 +68,18 @@ static void set_stacks(struct run *r, const char *val)
 	r->stacks = val;
 }
 
-/* The word after --stacks is its value when it can be nothing else. */
+/* The word after --stacks is its value when it is one GPUTRACE_STACKS takes:
+ * a number, on/off and their other spellings. "--stacks true -- ./app" ran
+ * true (exit 0, a CI step passed with ./app never run) and "--stacks yes"
+ * ran yes; a program named so is run after "--" ("--stacks -- true"). */
 static bool stacks_word(const char *w)
 {
-	return is_number(w) || !strcasecmp(w, "on") || !strcasecmp(w, "off");
+	static const char *const words[] = { "on", "off", "yes", "no", "true", "false" };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcasecmp(w, words[i]))
+			return true;
+	return is_number(w);
 }
 
 void run__parse_options(struct run *r, int argc, char **argv)

@@ -248,10 +248,14 @@ def test_defaults(tmp_path):
 
 @pytest.mark.parametrize("args, depth", [(["--stacks", "on"], "16"), (["--stacks", "off"], "off"),
                                          (["--stacks=0"], "0"), (["--stacks", "8"], "8"),
-                                         (["--stacks=OFF"], "OFF")])
+                                         (["--stacks=OFF"], "OFF"),
+                                         (["--stacks", "true"], "true"),
+                                         (["--stacks", "No"], "No"),
+                                         (["--stacks", "FALSE"], "FALSE")])
 def test_stacks_takes_what_its_variable_takes(tmp_path, args, depth):
     """--stacks on / off / 0, as GPUTRACE_STACKS takes them (the next word 'on' was run
-    as the command; --stacks=0 refused where GPUTRACE_STACKS=0 is off)."""
+    as the command; --stacks=0 refused where GPUTRACE_STACKS=0 is off; the next word
+    'true' was run as the command too, exit 0 without the program)."""
     p = gputrace(["run", *args, "--", "env"], tmp_path)
     assert p.returncode == 0, p.stderr
     assert parse_env(p.stdout)["GPUTRACE_STACKS"] == depth
