@@ -787,12 +787,21 @@ int cmd_report(int argc, char **argv)
 	const char *path = NULL, *out = NULL, *v;
 	struct buf def = { 0 };
 	bool have_doc = false, bad = false;
+	bool dashdash = false; /* after "--": a trace named -x.json */
 	int ret = 1;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (!dashdash && !strcmp(a, "--")) {
+			dashdash = true; /* the end of the options, as merge's and check's */
+		} else if (dashdash) {
+			if (path) {
+				fprintf(stderr, WHO ": one trace at a time (merge them first): '%s'\n", a);
+				goto usage;
+			}
+			path = a;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage_report(stdout);
 			return 0;
 		} else if ((v = arg__file(argc, argv, &i, "-o", WHO, &bad)) ||

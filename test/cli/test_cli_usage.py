@@ -327,3 +327,20 @@ def test_a_checks_file_with_no_check_is_one_line(tmp_path):
     fixture = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"
     p = gputrace(["check", fixture, "-f", "gates.txt"], tmp_path)
     assert (p.returncode, p.stderr.decode(), p.stdout) == (2, line, b"")
+
+
+def test_summary_and_report_take_a_trace_after_dashdash(tmp_path):
+    """`--` ends the options of summary and report, as of merge and check: a trace named
+    -x.json was refused as "unknown option '--'"."""
+    fixture = ROOT / "test" / "cli" / "fixtures" / "proc_a.json"
+    (tmp_path / "-x.json").write_bytes(fixture.read_bytes())
+    p = gputrace(["summary", "--json", "s.json", "--", "-x.json"], tmp_path)
+    assert (p.returncode, p.stderr) == (0, b""), p.stderr
+    assert p.stdout.startswith(b"gputrace summary: -x.json\n")
+    assert (tmp_path / "s.json").exists()
+    p = gputrace(["report", "-o", "r.html", "--", "-x.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    p = gputrace(["summary", "--", "-x.json", "--json"], tmp_path)
+    assert p.returncode == 2
+    assert "one trace at a time (merge them first): '--json'" in p.stderr.decode()
