@@ -233,7 +233,7 @@ static void summarize(struct run *r)
 	buf__free(&label);
 	/* the run's summary JSON: asked for (planned), or for the checks in the
 	 * state folder */
-	if (!r->summary_json && (r->nchecks || r->checks_file))
+	if (!r->summary_json && (r->nchecks || r->nchecks_files))
 		snprintf(r->summary_path, sizeof(r->summary_path), "%s/summary.json", r->state);
 	if (!r->summary_path[0])
 		return;
@@ -245,7 +245,7 @@ static void summarize(struct run *r)
 		fprintf(stderr, WHO ": cannot write the summary to %s: %s\n", r->summary_path,
 			summary__strerror(err));
 		r->summary_path[0] = 0;
-	} else if (r->summary_json && (r->nchecks || r->checks_file)) {
+	} else if (r->summary_json && (r->nchecks || r->nchecks_files)) {
 		/* the checks read a copy in the state folder: --summary-json
 		 * /dev/stdout, /dev/null or a pipe cannot be read back */
 		snprintf(r->check_path, sizeof(r->check_path), "%s/summary.json", r->state);
@@ -257,15 +257,15 @@ static void summarize(struct run *r)
 
 /* ---- 7. checks (check.c) ---- */
 
-/* The --checks file, read once, before CMD runs, into a file of ours that
+/* A --checks file, read once, before CMD runs, into a file of ours that
  * both passes of the checks read (syntax before CMD, values after): a pipe
  * (--checks <(...), /dev/stdin) would be empty the second time, and a file
  * changed while CMD ran would not be the checks that were parsed. */
-static void copy_checks(struct run *r)
+static void copy_checks_file(const char *file, char *copy, size_t len)
 {
 	char buf[65536];
 	ssize_t n;
-	int in = open(r->checks_file, O_RDONLY | O_CLOEXEC), out = -1;
+	int in = open(file, O_RDONLY | O_CLOEXEC), out = -1;
 
 	if (in >= 0)
 		out = memfd_create("gputrace-checks", MFD_CLOEXEC);
@@ -278,18 +278,29 @@ static void copy_checks(struct run *r)
 		}
 	}
 	if (out < 0) {
-		fprintf(stderr, WHO ": --checks: cannot read '%s': %s\n", r->checks_file,
-			strerror(errno));
+		fprintf(stderr, WHO ": --checks: cannot read '%s': %s\n", file, strerror(errno));
 		exit(2);
 	}
 	close(in);
-	snprintf(r->checks_copy, sizeof(r->checks_copy), "/proc/self/fd/%d", out);
+	snprintf(copy, len, "/proc/self/fd/%d", out);
+}
+
+static void copy_checks(struct run *r)
+{
+	if (!r->nchecks_files)
+		return;
+	r->checks_copies = calloc(r->nchecks_files, sizeof(*r->checks_copies));
+	if (!r->checks_copies)
+		exit(1);
+	for (size_t i = 0; i < r->nchecks_files; i++)
+		copy_checks_file(r->checks_files[i], r->checks_copies[i],
+				 sizeof(r->checks_copies[i]));
 }
 
 /* gputrace check with our options: its lines on stderr (stdout is CMD's). */
 static int check(struct run *r, bool syntax_only)
 {
-	char **argv = calloc(r->nchecks + 16, sizeof(*argv));
+	char **argv = calloc(r->nchecks + 4 * r->nchecks_files + 16, sizeof(*argv));
 	int argc = 0, st, out;
 
 	if (!argv)
@@ -305,11 +316,11 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = "--markdown";
 		argv[argc++] = (char *)r->markdown;
 	}
-	if (r->checks_file) {
+	for (size_t i = 0; i < r->nchecks_files; i++) {
 		argv[argc++] = "--checks-named";
-		argv[argc++] = (char *)r->checks_file;
+		argv[argc++] = (char *)r->checks_files[i];
 		argv[argc++] = "--checks";
-		argv[argc++] = r->checks_copy;
+		argv[argc++] = r->checks_copies[i];
 	}
 	if (!syntax_only && r->summary_json && r->check_path[0]) {
 		/* the copy is removed with the state folder: name the user's file */
@@ -359,9 +370,8 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	/* a malformed check stops here, before CMD runs */
-	if (r.checks_file)
-		copy_checks(&r);
-	if ((r.nchecks || r.checks_file) && check(&r, true))
+	copy_checks(&r);
+	if ((r.nchecks || r.nchecks_files) && check(&r, true))
 		return 2;
 	run__read_env(&r, &env);
 	run__env_defaults(&r, &env);
@@ -418,7 +428,7 @@ int cmd_run(int argc, char **argv)
 	 * r.summary_path its summary JSON (--summary-json, or in the state
 	 * folder for the checks: summarize() writes it where a use needs it).
 	 */
-	if (r.nchecks || r.checks_file) {
+	if (r.nchecks || r.nchecks_files) {
 		if (!r.summary_path[0])
 			fprintf(stderr, WHO ": run --check: no summary was written; the checks "
 				"cannot be evaluated\n");

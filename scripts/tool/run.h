@@ -68,8 +68,11 @@ struct run {
 	const struct gt_config *settings; /* the processes' settings (run__read_env) */
 	char **checks;               /* --check, each one check */
 	size_t nchecks;
-	const char *checks_file;     /* --checks */
-	char checks_copy[32];        /* ... read once: /proc/self/fd/N, N a memfd */
+	const char **checks_files;   /* --checks, each file (repeatable, as check's -f:
+				      * a second one replaced the first, whose checks were
+				      * then never evaluated) */
+	size_t nchecks_files;
+	char (*checks_copies)[32];   /* ... each read once: /proc/self/fd/N, N a memfd */
 	const char *junit, *markdown;
 	char **cmd;
 	/* where things go */

@@ -157,7 +157,11 @@ void run__parse_options(struct run *r, int argc, char **argv)
 			NEXT_VALUE();
 			if (access(val, R_OK))
 				run__usage_error("--checks: cannot read '%s': %s", val, strerror(errno));
-			r->checks_file = val;
+			r->checks_files = realloc(r->checks_files, (r->nchecks_files + 1) *
+								       sizeof(*r->checks_files));
+			if (!r->checks_files)
+				exit(1);
+			r->checks_files[r->nchecks_files++] = val;
 		} else if (!strcmp(name, "--junit") || !strcmp(name, "--markdown")) {
 			NEXT_VALUE();
 			if (!*val)
@@ -187,7 +191,7 @@ void run__parse_options(struct run *r, int argc, char **argv)
 	}
 	if (i >= argc)
 		run__usage_error("run: no command given (" WHO " run [options] -- CMD ARGS...)");
-	if ((r->junit || r->markdown) && !r->nchecks && !r->checks_file)
+	if ((r->junit || r->markdown) && !r->nchecks && !r->nchecks_files)
 		run__usage_error("--junit and --markdown report checks: give --check or --checks");
 	r->cmd = argv + i;
 }

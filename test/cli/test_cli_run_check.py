@@ -125,6 +125,20 @@ def test_usage(tmp_path):
     assert sorted(f.name for f in tmp_path.iterdir()) == ["checks.txt", "t.json"]
 
 
+def test_every_checks_file_is_evaluated(tmp_path):
+    """--checks twice (a team's gates and a job's own): both files' checks, in order, as
+    gputrace check -f A -f B. The second replaced the first, whose failing gate was then
+    never evaluated: exit 0."""
+    need(CI_APP)
+    (tmp_path / "a.txt").write_text("device.kernels == 999\n")
+    (tmp_path / "b.txt").write_text("lost == 0\n")
+    p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--checks", "a.txt",
+            "--checks", "b.txt", "--junit", "j.xml", "--", CI_APP, 1], tmp_path)
+    assert p.returncode == 3, p.stderr.decode()
+    assert check_lines(p) == ["FAIL device.kernels == 999: 2", "PASS lost == 0: 0"]
+    assert len(ET.parse(tmp_path / "j.xml").getroot().findall(".//testcase")) == 2
+
+
 @pytest.mark.parametrize("out", ["t.json", "t-%p.json"])
 def test_checks_cover_every_process_of_the_run(tmp_path, out):
     # Two traced processes under a shell that records nothing and exits
