@@ -206,7 +206,8 @@ static void ze__span_at(enum ze_fn_id id, uint64_t t0, uint64_t t1, uint64_t cor
 	/* Where the program made the call: launches, or every call when asked. */
 	if (gt_unlikely(gt_cfg.stacks) &&
 	    (gt_cfg.stacks_all || (c && (c->flags & GT_EVF_LAUNCH)))) {
-		uint64_t stack = gt_stack_capture();
+		/* (taken before the body's lock: ze_call__span_ready) */
+		uint64_t stack = c && c->stack_taken ? c->stack : gt_stack_capture();
 
 		if (stack) {
 			args[n].key = GT_S_ARG_STACK;
@@ -259,6 +260,41 @@ static __attribute__((noinline)) void ze__span_bare(enum ze_fn_id id, uint64_t t
 						     int64_t result)
 {
 	ze__span_plain(id, t0, corr, result);
+}
+
+void ze_call__span_ready(struct ze_call *c)
+{
+	/* the unwinder may take the dynamic loader's lock: not under ours */
+	if (gt_unlikely(gt_cfg.stacks) && c->rec && !c->stack_taken &&
+	    (gt_cfg.stacks_all || (c->flags & GT_EVF_LAUNCH))) {
+		c->stack = gt_stack_capture();
+		c->stack_taken = true;
+	}
+}
+
+void ze_call__span_now(struct ze_call *c, int64_t result)
+{
+	if (c->written)
+		return;
+	c->written = true;
+	if (!c->t1)
+		c->t1 = gt_clock_ns();
+	if (!c->rec)
+		return;
+	/* ze_lock held, which the drain's reads need: a full ring does not wait for
+	 * the drain (--lossless), it overflows or drops, as a nested call's (ring_wait.c) */
+	gt_in_tracer++;
+	ze__span_at(c->id, c->t0, c->t1, c->corr, result, c);
+	gt_in_tracer--;
+}
+
+bool ze_call__in_trace(uint64_t t1, int tid)
+{
+	/* acquire: the ending threads' tids, stored before, are seen with it */
+	uint64_t end = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
+
+	return !end || t1 <= end || tid == atomic_load(&gt_st.host_end_tid) ||
+	       tid == atomic_load(&gt_st.host_end_helper_tid);
 }
 
 /* ---- a call that never returns ---- */
@@ -397,6 +433,11 @@ static void ze__unwound(struct ze_unwind *u)
 			c.corr = gt_corr_next_fast();                                      \
 			c.flags = 0;                                                       \
 			c.nargs = 0;                                                       \
+			c.rec = rec;                                                       \
+			c.written = false;                                                 \
+			c.stack_taken = false;                                             \
+			c.t1 = 0;                                                          \
+			c.id = ZE_ID_##name;                                               \
 			u.id = ZE_ID_##name;                                               \
 			u.corr = c.corr;                                                   \
 			u.t0 = gt_clock_ns();                                              \
@@ -404,9 +445,10 @@ static void ze__unwound(struct ze_unwind *u)
 			u.armed = true;                                                    \
 			r = ze_body_##name(&c, real, ZE_UNPAREN args);                     \
 			u.armed = false;                                                   \
-			if (rec && gt_likely(c.nargs || c.flags))                          \
+			/* (written: by the body, before its work was readable) */         \
+			if (rec && !c.written && gt_likely(c.nargs || c.flags))            \
 				ze__span(ZE_ID_##name, u.t0, c.corr, r, &c);               \
-			else if (rec)                                                      \
+			else if (rec && !c.written)                                        \
 				ze__span_bare(ZE_ID_##name, u.t0, c.corr, r);              \
 			gt_guard_leave();                                                  \
 			return r;                                                          \

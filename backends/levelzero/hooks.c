@@ -226,7 +226,7 @@ static void ze__work_image(struct ze_call *c, struct ze_work *w, const ze_image_
 			r = real args;                                                     \
 			gt_ext_corr_pop(pushed);                                           \
 		}                                                                          \
-		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		ze_track__append_end(&a, r, &w, c);                                        \
 		return r;                                                                  \
 	}
 
@@ -402,7 +402,7 @@ ZE_APPEND(zeCommandListAppendImageCopyFromMemoryExt,
 		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      numWaitEvents, phWaitEvents);        \
 		r = real args;                                                             \
-		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		ze_track__append_end(&a, r, &w, c);                                        \
 		return r;                                                                  \
 	}
 
@@ -427,7 +427,7 @@ ze_result_t ze_body_zeCommandListAppendSignalEvent(struct ze_call *c,
 
 	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_SIGNAL, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
-	ze_track__mark_end(&m, r, c->corr);
+	ze_track__mark_end(&m, r, c);
 	return r;
 }
 
@@ -441,7 +441,7 @@ ze_result_t ze_body_zeCommandListAppendWaitOnEvents(struct ze_call *c,
 
 	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_WAIT, NULL, numEvents, phEvents);
 	r = real(hCommandList, numEvents, phEvents);
-	ze_track__mark_end(&m, r, c->corr);
+	ze_track__mark_end(&m, r, c);
 	return r;
 }
 
@@ -458,7 +458,7 @@ ze_result_t ze_body_zeCommandListAppendEventReset(
 	ze_track__event_reset_appended(hCommandList, hEvent);
 	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_RESET, hEvent, 0, NULL);
 	r = real(hCommandList, hEvent);
-	ze_track__mark_end(&m, r, c->corr);
+	ze_track__mark_end(&m, r, c);
 	return r;
 }
 
@@ -499,7 +499,7 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 	pushed = gt_ext_corr_push(c->corr);
 	r = real(hCommandQueue, numCommandLists, phCommandLists, hFence);
 	gt_ext_corr_pop(pushed);
-	ze_track__execute_end(&x, r, c->corr, hFence != NULL);
+	ze_track__execute_end(&x, r, c, hFence != NULL);
 	return r;
 }
 
@@ -519,7 +519,7 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 		pushed = gt_ext_corr_push(c->corr);                                        \
 		r = real args;                                                             \
 		gt_ext_corr_pop(pushed);                                                   \
-		ze_track__execute_end(&x, r, c->corr, false);                              \
+		ze_track__execute_end(&x, r, c, false);                                    \
 		return r;                                                                  \
 	}
 
@@ -863,7 +863,7 @@ ZE_CB_EVENT_CREATE(zexCounterBasedEventCreate2, zex_counter_based_event_desc_t)
 		hSignalEvent = ze_track__append_begin(&a, c->t0, hCommandList, hSignalEvent, \
 						      0, NULL);                            \
 		r = real args;                                                             \
-		ze_track__append_end(&a, r, &w, c->corr);                                  \
+		ze_track__append_end(&a, r, &w, c);                                        \
 		return r;                                                                  \
 	}
 
@@ -889,7 +889,7 @@ ze_result_t ze_body_zexCommandListAppendWriteToMemory(
 	ze_track__mark_begin(&m, c->t0, hCommandList, ZE_CMD_SIGNAL, NULL, 0, NULL);
 	m.w.name = ze_str.write_memory;
 	r = real(hCommandList, desc, ptr, data);
-	ze_track__mark_end(&m, r, c->corr);
+	ze_track__mark_end(&m, r, c);
 	return r;
 }
 

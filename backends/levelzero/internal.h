@@ -88,10 +88,36 @@ GT_HIDDEN uint32_t ze__name(enum ze_fn_id id);
 struct ze_call {
 	uint64_t corr;
 	uint64_t t0; /* host time before the call (its span's start) */
+	uint64_t t1; /* its span's end, once known (0: not yet; ze_call__span_now) */
 	uint16_t flags;
 	uint8_t nargs;
+	bool rec;     /* recording: the call gets a span */
+	bool written; /* its span was written by the body (ze_call__span_now) */
+	bool stack_taken; /* stack: its call stack, taken (ze_call__span_ready) */
+	enum ze_fn_id id;
+	uint64_t stack;
 	struct gt_arg args[GT_ARGS_MAX];
 };
+
+/*
+ * The call's span, written now (its end), under ze_lock, with the pending reads of its
+ * work pushed in the same hold: the exit's last read (ze_track__final, under the lock,
+ * before the drain reads the rings) finds both or neither, and a read of the work, by
+ * any thread, comes after its launch in the rings. Written by the wrapper as the call
+ * returned, a launch could reach its ring after the last drain had read that ring: its
+ * kernels drawn without it, without an arrow, uncounted. Written before the lock (and
+ * the push), a thread stopped in between had its launch in the trace and its work
+ * nowhere, uncounted. ze_call__span_ready first, before the lock (the call stack). The
+ * wrapper writes it no more.
+ */
+GT_HIDDEN void ze_call__span_ready(struct ze_call *c);
+GT_HIDDEN void ze_call__span_now(struct ze_call *c, int64_t result);
+/* Is the span of a call that thread tid made, written at t1, in the trace? Not when
+ * it ended after the process began to end, on another thread than the ending ones
+ * (writer/drain.c, after_the_end): its device work is left out with it, uncounted. Asked
+ * once the span is written, the answer is final (an end still to come is later). t1 0:
+ * not known, in it. */
+GT_HIDDEN bool ze_call__in_trace(uint64_t t1, int tid);
 
 static inline void ze_call__arg(struct ze_call *c, uint32_t key, uint32_t type, uint64_t v)
 {
@@ -338,7 +364,7 @@ GT_HIDDEN struct ze_dev *ze_track__list_kind(const struct ze_list *L, bool *imme
 /* After it: chain the program's event, record the command (regular list) or its pending
  * read (immediate list). */
 GT_HIDDEN void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
-				    uint64_t corr);
+				    struct ze_call *c);
 /* A command without a signal event of its own (event signal, event reset, wait on
  * events): a barrier with one of our events, and the same wait events, appended right
  * before it marks on the device when it takes effect. ev: the event signaled or reset. */
@@ -351,7 +377,7 @@ GT_HIDDEN void ze_track__mark_begin(struct ze_mark *m, uint64_t at, ze_command_l
 				    enum ze_cmd_kind kind, ze_event_handle_t ev, uint32_t nwait,
 				    const ze_event_handle_t *waits);
 /* After the command: r, its result (a failed one marks nothing). */
-GT_HIDDEN void ze_track__mark_end(struct ze_mark *m, ze_result_t r, uint64_t corr);
+GT_HIDDEN void ze_track__mark_end(struct ze_mark *m, ze_result_t r, struct ze_call *c);
 
 /* State carried from the start to the end of a call that runs regular lists on a queue
  * (ExecuteCommandLists) or on an immediate list (ImmediateAppendCommandLists). */
@@ -370,7 +396,8 @@ GT_HIDDEN void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handl
 				       ze_command_list_handle_t imm, uint32_t n,
 				       ze_command_list_handle_t *lists);
 /* fence: the batch signals a fence when done (an instant after its last command). */
-GT_HIDDEN void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence);
+GT_HIDDEN void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
+				     bool fence);
 GT_HIDDEN bool ze_track__list_is_immediate(ze_command_list_handle_t l);
 /* Between capture windows (bodies keep books, record nothing: backend.c), or not
  * tracing (yet, or any more). Inline: every append asks. */

@@ -223,6 +223,10 @@ struct ze_pending {
 	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 	uint64_t clamped_ns; /* set by the read: moved this much later, to its call */
+	/* its call's span: written at span_end (0: not known) by thread span_tid, before
+	 * the pending was pushed (ze_call__span_now) */
+	uint64_t span_end;
+	int span_tid;
 };
 
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
@@ -576,7 +580,9 @@ static void ze_pend__free(struct ze_pending *p)
 
 static void ze_pend__drop(struct ze_pending *p, uint32_t reason)
 {
-	gt_lost_add(reason, 1);
+	/* (of a call left out of the trace: not in it either, as its read would not be) */
+	if (ze_call__in_trace(p->span_end, p->span_tid))
+		gt_lost_add(reason, 1);
 	/* An event of ours that may still be signaled is not reused. */
 	ze_pend__free(p);
 }
@@ -1656,12 +1662,14 @@ static void ze__after_command(struct ze_append *a, struct ze_list *L)
 	}
 }
 
-void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
-			  uint64_t corr)
+/* r: the command's result; call_r: the call's (a mark's barrier is ours) */
+static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_r,
+			   const struct ze_work *w, struct ze_call *c)
 {
 	struct ze_list *L = a->list;
 	struct ze_pending *p;
 	struct ze_cmd *cmd;
+	uint64_t corr = c->corr;
 
 	if (!L)
 		return;
@@ -1679,7 +1687,16 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		return;
 	}
 	if (L->immediate) {
+		ze_call__span_ready(c);
 		pthread_mutex_lock(&ze_lock);
+		if (gt_unlikely(atomic_load(&ze_closed))) {
+			/* the exit's last read is over: the call ends after the trace's (its
+			 * span, the wrapper's, comes later still), its work is left out with it */
+			pthread_mutex_unlock(&ze_lock);
+			return;
+		}
+		/* its span's end: as its work is recorded */
+		c->t1 = gt_clock_ns();
 		if (!a->own) {
 			ze__collect_locked();
 			/* (appended again already: its times may be the new command's) */
@@ -1706,6 +1723,8 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		p->ref_ticks = a->ref_ticks;
 		p->ref_err = a->ref_err;
 		p->at = a->at;
+		p->span_end = c->rec ? c->t1 : 0;
+		p->span_tid = gt_gettid();
 		if (gt_unlikely((uintptr_t)a->query | a->waits)) {
 			ze__work_waits(&p->w, a);
 			p->slot = a->query ? a->slot : NULL;
@@ -1716,6 +1735,9 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		ze_pend__push(p);
 		if (L->synchronous)
 			ze__collect_locked();
+		/* its span, in the same hold of the lock as its read (internal.h): after the
+		 * reads above (a call that never returns from them has none) */
+		ze_call__span_now(c, call_r);
 		pthread_mutex_unlock(&ze_lock);
 		return;
 	}
@@ -1747,9 +1769,28 @@ void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_wo
 		L->mut_pending = false;
 	return;
 untimed:
-	gt_lost_add(ze_str.lost_no_event, 1);
+	if (L->immediate && !c->written) {
+		/* counted with its span, as it would be read (not once the backend closed:
+		 * the call ends after the trace's end) */
+		ze_call__span_ready(c);
+		pthread_mutex_lock(&ze_lock);
+		if (!atomic_load(&ze_closed)) {
+			ze_call__span_now(c, call_r);
+			if (ze_call__in_trace(c->rec ? c->t1 : 0, gt_gettid()))
+				gt_lost_add(ze_str.lost_no_event, 1);
+		}
+		pthread_mutex_unlock(&ze_lock);
+	} else if (ze_call__in_trace(c->written && c->rec ? c->t1 : 0, gt_gettid())) {
+		gt_lost_add(ze_str.lost_no_event, 1);
+	}
 	if (!L->immediate && w->kind == ZE_CMD_KERNEL && r == ZE_RESULT_SUCCESS)
 		L->mut_pending = false;
+}
+
+void ze_track__append_end(struct ze_append *a, ze_result_t r, const struct ze_work *w,
+			  struct ze_call *c)
+{
+	ze__append_end(a, r, r, w, c);
 }
 
 /*
@@ -1781,14 +1822,14 @@ void ze_track__mark_begin(struct ze_mark *m, uint64_t at, ze_command_list_handle
 							 (ze_event_handle_t *)waits);
 }
 
-void ze_track__mark_end(struct ze_mark *m, ze_result_t r, uint64_t corr)
+void ze_track__mark_end(struct ze_mark *m, ze_result_t r, struct ze_call *c)
 {
 	if (!m->a.list)
 		return;
 	/* The command itself failed: our barrier is in the list, but marks nothing. */
 	if (r != ZE_RESULT_SUCCESS)
 		m->w.kind = 0;
-	ze_track__append_end(&m->a, m->barrier, &m->w, corr);
+	ze__append_end(&m->a, m->barrier, r, &m->w, c);
 }
 
 /* ---- regular lists run on a queue or an immediate list ---- */
@@ -1998,23 +2039,38 @@ static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 	return NULL;
 }
 
-void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool fence)
+void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, bool fence)
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
-	uint64_t submitted;
+	uint64_t submitted, corr = c->corr;
 	uint32_t copied = 0; /* the gate's copies taken, in the query's order */
+	int tid;
+	bool counted;
 
 	if (!x->valid || r != ZE_RESULT_SUCCESS)
 		return;
-	/* The call returned: read once for a queue's run (its synchronizes' bound), else
-	 * only if a command has wait events */
-	submitted = x->queue ? gt_clock_ns() : 0;
+	ze_call__span_ready(c);
 	if (x->imm && !(gate = ze__gate(x->imm, x))) {
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
 	}
 	pthread_mutex_lock(&ze_lock);
+	if (gt_unlikely(atomic_load(&ze_closed))) {
+		/* the exit's last read is over: the call ends after the trace's (its span,
+		 * the wrapper's, comes later still), its work is left out with it */
+		pthread_mutex_unlock(&ze_lock);
+		free(gate); /* (the device's still: its event and memory are not reused) */
+		return;
+	}
+	/* its span with its reads, in one step for the exit's last read (internal.h) */
+	ze_call__span_now(c, r);
+	tid = gt_gettid();
+	/* (one left out of the trace, after its end: its work too, uncounted) */
+	counted = ze_call__in_trace(c->rec ? c->t1 : 0, tid);
+	/* The call returned (its span's end): read once for a queue's run (its
+	 * synchronizes' bound), else only if a command has wait events */
+	submitted = x->queue ? c->t1 : 0;
 	for (uint32_t i = 0; i < x->n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
 		bool held;
@@ -2023,7 +2079,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 			continue;
 		L->executed = true;
 		if (ze__runs_later(x->lists, x->n, i)) {
-			ze__lose_run(L);
+			if (counted)
+				ze__lose_run(L);
 			continue;
 		}
 		/* (on an immediate list, the gate after the run holds its reads already) */
@@ -2037,12 +2094,14 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 
 			/* A mutable command whose signal event became one we cannot read. */
 			if (gt_unlikely(!cmd->event)) {
-				gt_lost_add(ze_str.lost_no_event, 1);
+				if (counted)
+					gt_lost_add(ze_str.lost_no_event, 1);
 				continue;
 			}
 			p = ze_pend__new();
 			if (!p) {
-				gt_lost_add(ze_str.lost_no_event, 1);
+				if (counted)
+					gt_lost_add(ze_str.lost_no_event, 1);
 				continue;
 			}
 			*p = (struct ze_pending){
@@ -2064,6 +2123,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, uint64_t corr, bool
 				.returned = submitted,
 				.gate = gate,
 				.held = held,
+				.span_end = c->rec ? c->t1 : 0,
+				.span_tid = tid,
 			};
 			if (gate)
 				gate->refs++;
