@@ -389,6 +389,9 @@ static void drain_ring(struct ring *r, bool release, bool whole)
 	    tail >= end0 && !ring__overflow_used(r))
 		drain_lost_ends(r, lost_ends);
 	W.draining = NULL;
+	/* what it held when the visit began, or an overflow backlog, left for later */
+	if (tail < end0 || ring__overflow_used(r))
+		W.behind_now = true;
 }
 
 /* Set while this thread runs a cycle (the drain thread, or a thread
@@ -447,6 +450,7 @@ static void drain_rings(bool populate, bool release, bool whole)
 	 * spans are written in the order read: a tie at one time keeps that order). */
 	struct ring *own = shim__thread_ring_made();
 
+	W.behind_now = false;
 	if (own)
 		drain_ring(own, release, whole);
 	while (r) {
@@ -484,6 +488,9 @@ static void drain_rings(bool populate, bool release, bool whole)
 		}
 		r = next;
 	}
+	/* (so far, the last pass's: work read mid-pass is not given up on before it is
+	 * known) */
+	W.rings_behind = W.behind_now;
 }
 
 static bool rings_have_data(void)

@@ -134,6 +134,10 @@ struct writer {
 	bool any_event; /* the JSON array has an element */
 	size_t ev_start; /* where the event being formatted starts in buf */
 	struct ring *draining; /* the ring drain.c reads now, for its thread's name */
+	/* the last drain_rings left a ring's older records unread (a visit's bound, a
+	 * fork): the device work waiting for its launch is not given up on (flows.c);
+	 * behind_now: the one under way did so far */
+	bool rings_behind, behind_now;
 	struct jbuf buf, trailer;
 	uint64_t recorded;
 
