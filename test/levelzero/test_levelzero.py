@@ -7,6 +7,7 @@ queue row with the simulated duration, inside the window between the host call
 that submitted it and the one that waited for it; flows join them."""
 import collections
 import json
+import os
 import pathlib
 import re
 import signal
@@ -1475,9 +1476,9 @@ def test_exit_while_threads_launch_shows_only_work_it_follows(tmp_path, how, sta
     """exit() on one thread (or a return from main) while three others loop {copy, kernel,
     synchronize}: the trace ends when the exit begins. Every launch and copy in it has its
     device work, linked to it, or is counted (ze_unread: still running then; ze_no_event:
-    appended as the backend closed; at most a copy and a kernel a thread, and these counts
-    may include the command of a call left out); a call another thread had not returned
-    from by then is not in it, nor is its work. There were hundreds of launches without device work (the
+    appended as the backend closed; at most a copy and a kernel a thread, exactly those of
+    the calls in it); a call another thread had not returned from by then is not in it,
+    nor is its work. There were hundreds of launches without device work (the
     exit's last drain recorded them after the device's last read), uncounted."""
     need(LZ / "ze_end")
     r = run([LZ / "ze_end", how, 20], tmp_path=tmp_path, timeout=60, env=sim_env())
@@ -1498,7 +1499,43 @@ def test_exit_while_threads_launch_shows_only_work_it_follows(tmp_path, how, sta
     # no device work without its call in the trace; none of the calls without it, uncounted
     assert not corrs["end_kernel"] - launches and not corrs["Memcpy HtoD"] - copies
     missing = (launches - corrs["end_kernel"]) + (copies - corrs["Memcpy HtoD"])
-    assert sum(missing.values()) <= counted
+    assert sum(missing.values()) == counted, (missing, info)
+
+
+def test_exit_while_threads_launch_flat_out_draws_no_kernel_without_its_launch(tmp_path):
+    """main returns 30 ms after 12 threads began to launch flat out (a kernel on an
+    immediate list, a list of 4 kernels run on a queue, never waiting), 10 times: every
+    kernel drawn has its
+    launch (and a run's kernel its append) in the trace, and the kernels drawn and those
+    counted lost are exactly the launches' (1 an append to the immediate list, 4 a run).
+    A launch call still returning as the exit's last drain read its thread (its span went
+    into the ring after the backend had made its work readable) had its kernels drawn
+    without it, uncounted (1 run in 4), and the commands of calls left out of the trace
+    (returned after the end) were counted lost (hundreds, in 1 run in 2)."""
+    need(LZ / "ze_end")
+    for i in range(10):
+        r = run([LZ / "ze_end", "flat", 30], trace=str(tmp_path / f"t{i}.json"),
+                timeout=60, env=sim_env())
+        assert (r.returncode, r.stdout) == (9, b"did 30\n"), r.stderr
+        info = r.trace["gputrace"]
+        assert (info["complete"], info["end"]) == (True, "exit")
+        host = host_spans(r.trace)
+        calls = {h["args"]["correlation"] for h in host}
+        kernels = [d for d in device_spans(r.trace) if d["cat"] == "kernel"]
+        without = [k for k in kernels if any(k["args"][c] not in calls
+                                             for c in ("correlation", "correlation2")
+                                             if c in k["args"])]
+        assert not without, (i, len(without), without[:2])
+        # each thread's first 4 appends are its regular list's (counted in its runs)
+        appends = collections.Counter(h["tid"] for h in host
+                                      if h["name"] == "zeCommandListAppendLaunchKernel")
+        launched = sum(max(n - 4, 0) for n in appends.values()) + \
+            4 * sum(h["name"] == "zeCommandQueueExecuteCommandLists" for h in host)
+        lost = info["lost_by_reason"]
+        assert info["events_lost"] == sum(lost.get(k, 0) for k in
+                                          ("ze_unread", "ze_no_event", "ze_overwritten"))
+        assert len(kernels) + info["events_lost"] == launched, (i, len(kernels), lost)
+        os.remove(r.trace_path)
 
 
 @pytest.mark.sanitize
