@@ -90,7 +90,7 @@ struct table {
  * rows "kernel\x1fmetric", T_RANGE_METRICS "range\x1fmetric", T_ERRORS "call\x1ferror":
  * sorted by name, they come out grouped. */
 enum { T_KERNELS, T_API, T_ANNOTATIONS, T_RANGES, T_COPIES, T_DEVICES, T_LOST, T_ADJUSTED,
-       T_COUNTERS, T_KERNEL_METRICS, T_RANGE_METRICS, T_ERRORS, T__COUNT };
+       T_COUNTERS, T_KERNEL_METRICS, T_RANGE_METRICS, T_ERRORS, T_GRAPHS, T__COUNT };
 #define KEY_SEP '\x1f'
 
 
@@ -669,6 +669,10 @@ void summary__add(struct summary *s, const struct summary_span *sp)
 							      sp->copy_kind : "copy");
 		} else if (is_cat(sp->cat, "gpu_memset")) {
 			r = table__get(s, &s->t[T_COPIES], "memset");
+		} else if (is_cat(sp->cat, "cuda_graph")) {
+			/* a whole graph launch (--graph-trace, or CUDA events without
+			 * CUPTI): not a kernel (it may run many), a row of its own */
+			r = table__get_for(s, &s->t[T_GRAPHS], sp, sp->name);
 		} else {
 			return;
 		}
@@ -1641,6 +1645,7 @@ static void print_block(struct summary *s, FILE *f, const char *trace_path,
 		s->spans, plural(s->spans, "span", "spans"),
 		fmt_ns(b, sizeof(b), s->spans ? s->last_ns - s->first_ns : 0));
 	print_timed_table(f, s, &s->t[T_KERNELS], "kernels", "launch", "launches");
+	print_timed_table(f, s, &s->t[T_GRAPHS], "CUDA graphs", "launch", "launches");
 	print_timed_table(f, s, &s->t[T_API], "API calls", "call", "calls");
 	print_errors(f, s);
 	/* the annotations' table, with the device work of each range */
@@ -2032,7 +2037,7 @@ static int open_beside(const char *path, char *tmp, size_t tmplen, char *final, 
 int summary__write_json(struct summary *s, const char *path, const char *trace_path,
 			uint64_t trace_bytes)
 {
-	uint64_t kc, kt, ac, at, nc, nt, cc, ct, cb, dc, dt, rc, rt;
+	uint64_t kc, kt, gc, gt, ac, at, nc, nt, cc, ct, cb, dc, dt, rc, rt;
 	uint64_t window = s && s->spans ? s->last_ns - s->first_ns : 0;
 	const struct row **v;
 	FILE *f;
@@ -2063,6 +2068,7 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 		trace_bytes, s->spans ? s->first_ns : 0, s->spans ? s->last_ns : 0, window, s->spans);
 
 	json_timed_rows(f, "kernels", &s->t[T_KERNELS], false, false, &kc, &kt, NULL);
+	json_timed_rows(f, "graphs", &s->t[T_GRAPHS], false, false, &gc, &gt, NULL);
 	json_timed_rows(f, "api_calls", &s->t[T_API], true, false, &ac, &at, NULL);
 	json_timed_rows(f, "annotations", &s->t[T_ANNOTATIONS], false, false, &nc, &nt, NULL);
 	json_timed_rows(f, "copies", &s->t[T_COPIES], false, true, &cc, &ct, &cb);
@@ -2085,12 +2091,13 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 	json_device_rows(f, &s->t[T_DEVICES], window, "\n ");
 	fprintf(f, ",\n\"totals\":{"
 		   "\"kernels\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
+		   "\"graphs\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"api_calls\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"annotations\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"ranges\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"host_ns\":%" PRIu64 "},"
 		   "\"copies\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"overhead\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}},\n",
-		s->t[T_KERNELS].used, kc, kt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
+		s->t[T_KERNELS].used, kc, kt, s->t[T_GRAPHS].used, gc, gt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
 		nt, s->t[T_RANGES].used, rc, rt, cc, cb, ct, s->overhead_count, s->overhead_ns);
 
 	json_metrics(f, s);

@@ -424,6 +424,57 @@ def test_graph_trace_mode(tmp_path):
         assert start(g) >= start(host[g["args"]["correlation"]])
 
 
+@pytest.mark.parametrize("cupti", [True, False], ids=["graph_trace", "no_cupti"])
+def test_graph_launches_in_summary(tmp_path, cupti):
+    """Graph launches traced whole (--graph-trace with CUPTI: "CUDA graph 1"; without
+    CUPTI, CUDA events: "CUDA graph") are listed in the summary, a table of their own,
+    with their exact count and total: at exit (stderr and --summary-json) and of the
+    trace (gputrace summary, --json). They had counted only in the device's busy time."""
+    summary = tmp_path / "summary.json"
+    env = {"GPUTRACE_SUMMARY": "1", "GPUTRACE_SUMMARY_JSON": str(summary)}
+    env.update({"GPUTRACE_GRAPH_TRACE": "1"} if cupti else {"GPUTRACE_DISABLE_CUPTI": "1"})
+    r = sim_run([APP, "basic"], tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    with open(r.trace_path, "rb") as f:
+        trace = json.loads(f.read(), parse_float=decimal.Decimal)
+    graphs = xs(trace, "cuda_graph")
+    name = "CUDA graph 1" if cupti else "CUDA graph"
+    assert [e["name"] for e in graphs] == [name] * 2
+    durs = [ns(e["dur"]) for e in graphs]
+    if cupti:
+        assert durs == [1409] * 2
+    total = sum(durs)
+    # not kernels: the kernels table holds the kernels launched one by one only
+    kernels = {e["name"] for e in xs(trace, "kernel")}
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = jsonschema.Draft202012Validator(json.loads(
+        (pathlib.Path(__file__).parents[2] / "scripts" / "summary.schema.json").read_text()))
+    tool = gputrace_tool(["summary", "--json", "-", r.trace_path])
+    assert tool.returncode == 0, tool.stderr
+    for s in (json.loads(summary.read_text()), json.loads(tool.stdout)):
+        (row,) = s["graphs"]
+        assert (row["name"], row["count"], row["total_ns"], row["min_ns"], row["max_ns"],
+                row["mean_ns"]) == (name, 2, total, min(durs), max(durs), total // 2), row
+        assert s["totals"]["graphs"] == {"distinct": 1, "count": 2, "total_ns": total}
+        assert list(schema.iter_errors(s)) == []
+        assert {k["name"] for k in s["kernels"]} == kernels
+        assert s["totals"]["kernels"]["count"] == len(xs(trace, "kernel"))
+    def fmt(n):  # the summary's times (writer/summary.c, fmt_ns)
+        return (f"{n} ns" if n < 10000 else f"{n / 1e3:.3f} us" if n < 10**7 else
+                f"{n / 1e6:.3f} ms")
+
+    head = f"  CUDA graphs: 1 distinct, 2 launches, {fmt(total)} total"
+    row = re.compile(r"    " + re.escape(name) + r" +2 +" + r" +".join(
+        re.escape(fmt(n)) for n in (total, total // 2, min(durs), max(durs))) + r" +100\.0%$")
+    tool = gputrace_tool(["summary", r.trace_path])
+    assert tool.returncode == 0, tool.stderr
+    for text in (r.stderr.decode(), tool.stdout.decode()):
+        lines = text.splitlines()
+        assert head in lines, text
+        at = lines.index(head)
+        assert row.match(lines[at + 2]), lines[at:at + 3]
+
+
 @pytest.mark.sanitize
 def test_fork_child_has_its_own_file(tmp_path):
     r = sim_run([APP, "fork"], tmp_path, env={"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")})
