@@ -40,7 +40,7 @@ enum agg {
 };
 
 #define TB(t) (1u << (t))
-#define TIMED (TB(ST_KERNELS) | TB(ST_API) | TB(ST_ANNOTATIONS) | TB(ST_COPIES))
+#define TIMED (TB(ST_KERNELS) | TB(ST_API) | TB(ST_ANNOTATIONS) | TB(ST_COPIES) | TB(ST_GRAPHS))
 #define ALL   (TIMED | TB(ST_DEVICES) | TB(ST_RANGES))
 
 struct field {
@@ -97,10 +97,11 @@ static const struct {
 	{ "copies", ST_COPIES }, { "copy", ST_COPIES },
 	{ "devices", ST_DEVICES }, { "device", ST_DEVICES },
 	{ "ranges", ST_RANGES }, { "range", ST_RANGES },
+	{ "graphs", ST_GRAPHS }, { "graph", ST_GRAPHS },
 };
 
 static const char *const row_noun[ST__COUNT] = { "kernel", "API call", "annotation",
-						 "copy kind", "device", "range" };
+						 "copy kind", "device", "range", "graph" };
 
 /* Single values of the summary, by their JSON path. */
 static const struct {
@@ -115,6 +116,9 @@ static const struct {
 	{ "totals.kernels.distinct", DIM_COUNT },
 	{ "totals.kernels.count", DIM_COUNT },
 	{ "totals.kernels.total_ns", DIM_TIME },
+	{ "totals.graphs.distinct", DIM_COUNT },
+	{ "totals.graphs.count", DIM_COUNT },
+	{ "totals.graphs.total_ns", DIM_TIME },
 	{ "totals.api_calls.distinct", DIM_COUNT },
 	{ "totals.api_calls.count", DIM_COUNT },
 	{ "totals.api_calls.total_ns", DIM_TIME },
@@ -696,8 +700,9 @@ static struct node *parse_path(struct parser *ps)
 	if (segs[0].has_sel) {
 		near_name(segs[0].name, hint, sizeof(hint));
 		fail_at(ps, segs[0].pos, segs[0].len,
-			"unknown name '%s': rows are kernel[...], api[...], annotation[...], "
-			"range[...], copy[...], device[...], lost[...], adjusted[...]%s",
+			"unknown name '%s': rows are kernel[...], graph[...], api[...], "
+			"annotation[...], range[...], copy[...], device[...], lost[...], "
+			"adjusted[...]%s",
 			segs[0].name, hint);
 		goto out;
 	}

@@ -11,7 +11,7 @@
 #include "sumdoc.h"
 
 const char *const stab__key[ST__COUNT] = { "kernels", "api_calls", "annotations", "copies",
-					   "devices", "ranges" };
+					   "devices", "ranges", "graphs" };
 
 /* Members a summary has at its top level: a summary reformatted (jq -S)
  * may start with any of them. A trace starts with '[' or with members of

@@ -37,7 +37,8 @@ bool sumdoc__get(const struct sumdoc *d, const char *path, const char **v, const
 double sumdoc__num(const struct sumdoc *d, const char *path);
 
 /* The tables with rows, in the JSON's order. */
-enum stab { ST_KERNELS, ST_API, ST_ANNOTATIONS, ST_COPIES, ST_DEVICES, ST_RANGES, ST__COUNT };
+enum stab { ST_KERNELS, ST_API, ST_ANNOTATIONS, ST_COPIES, ST_DEVICES, ST_RANGES, ST_GRAPHS,
+	    ST__COUNT };
 extern const char *const stab__key[ST__COUNT];  /* "kernels", "api_calls", ... */
 
 struct srow {

@@ -473,6 +473,11 @@ def test_graph_launches_in_summary(tmp_path, cupti):
         assert head in lines, text
         at = lines.index(head)
         assert row.match(lines[at + 2]), lines[at:at + 3]
+    # and a CI gate reads them: graph[...] rows, totals.graphs
+    for src in (r.trace_path, summary):
+        tool = gputrace_tool(["check", src, f'graph["{name}"].count == 2',
+                              f'graph["*"].total == {total}ns', "totals.graphs.count == 2"])
+        assert tool.returncode == 0, (tool.stdout, tool.stderr)
 
 
 @pytest.mark.sanitize
