@@ -378,9 +378,12 @@ static void plugin__start(const char *path, void *dl, gputrace_plugin_register_f
 static void plugin__load(const char *path, bool kineto_dir)
 {
 	const char *broken;
-	void *dl, *reg;
+	void *dl, *reg, *kreg;
 
-	if (nplugins == PLUGINS_MAX) {
+	/* In Kineto's directory only a library that exports its register
+	 * symbol counts: the rest are passed over silently even past the limit,
+	 * so that one is looked for first (Kineto dlopen()s them all too). */
+	if (nplugins == PLUGINS_MAX && !kineto_dir) {
 		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
 		return;
 	}
@@ -401,16 +404,20 @@ static void plugin__load(const char *path, bool kineto_dir)
 			return;
 		}
 	}
-	if ((reg = dlsym(dl, GPUTRACE_PLUGIN_REGISTER_SYMBOL))) {
+	reg = dlsym(dl, GPUTRACE_PLUGIN_REGISTER_SYMBOL);
+	kreg = reg ? NULL : dlsym(dl, KINETO_PLUGIN_REGISTER_SYMBOL);
+	if (!reg && !kreg && kineto_dir) {
+		pr_dbg("plug-in %s: no %s: not a Kineto plug-in; passed over", path,
+		       KINETO_PLUGIN_REGISTER_SYMBOL);
+	} else if (nplugins == PLUGINS_MAX) {
+		pr_err("plug-in %s: more than %d plug-ins; skipped", path, PLUGINS_MAX);
+	} else if (reg) {
 		gputrace_plugin_register_fn fn;
 
 		*(void **)&fn = reg;
 		plugin__start(path, dl, fn);
-	} else if ((reg = dlsym(dl, KINETO_PLUGIN_REGISTER_SYMBOL))) {
-		kineto__load(path, dl, reg);
-	} else if (kineto_dir) {
-		pr_dbg("plug-in %s: no %s: not a Kineto plug-in; passed over", path,
-		       KINETO_PLUGIN_REGISTER_SYMBOL);
+	} else if (kreg) {
+		kineto__load(path, dl, kreg);
 	} else {
 		pr_err("plug-in %s: not a gputrace plug-in: it lacks the symbol %s (or Kineto's "
 		       "%s); skipped", path, GPUTRACE_PLUGIN_REGISTER_SYMBOL,

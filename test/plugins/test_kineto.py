@@ -341,6 +341,25 @@ def test_other_libraries_in_kineto_dir_are_passed_over(tmp_path):
     assert len(events(t, ph="X", name="npu_kernel_0")) == 1
 
 
+def test_other_libraries_past_the_limit_are_passed_over(tmp_path):
+    """With 16 plug-ins loaded, a library of Kineto's directory that is no
+    plug-in is still passed over without a word; a 17th plug-in gets its line."""
+    d = kdir(tmp_path, "npu")
+    for i in range(1, 16):
+        shutil.copy(d / "npu.so", d / f"npu{i:02d}.so")
+    noreg = BUILD / "test" / "fault" / "plugin_noregister.so"
+    need(noreg)
+    shutil.copy(noreg, d / "zz_noregister.so")
+    r = run_kineto(tmp_path, d)
+    assert plugin_lines(r.stderr) == []
+    assert len(events(r.trace, ph="X", name="npu_kernel_0")) == 16
+    shutil.copy(d / "npu.so", d / "zzz_npu.so")
+    r = run_kineto(tmp_path, d)
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d / 'zzz_npu.so'}: more than 16 plug-ins; skipped"]
+    assert len(events(r.trace, ph="X", name="npu_kernel_0")) == 16
+
+
 # ---- revisions ----
 
 def test_first_revision(tmp_path):
