@@ -830,6 +830,8 @@ int cmd_report(int argc, char **argv)
 			n -= 8;
 		else if (n > 5 && !strcmp(path + n - 5, ".json"))
 			n -= 5;
+		else if (n > 3 && !strcmp(path + n - 3, ".gz"))
+			n -= 3; /* a trace named t.gz (run -o t.gz writes one) */
 		buf__add(&def, path, n);
 		buf__adds(&def, ".html");
 		out = def.p;

@@ -249,6 +249,12 @@ def test_report_of_a_merged_trace_and_errors(tmp_path):
     p = gt(["report", m], tmp_path)  # default name beside the trace: m.html
     assert p.returncode == 0, p.stderr.decode()
     page = (tmp_path / "m.html").read_text()
+    # a compressed trace named without .json: its .gz is dropped too
+    shutil.copy(m, tmp_path / "n.gz")
+    p = gt(["report", tmp_path / "n.gz"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert re.search(r'<span id="trace">[^<]*n\.gz</span>', (tmp_path / "n.html").read_text())
+    assert not (tmp_path / "n.gz.html").exists()
     s = json.loads(gt(["summary", "--json", "-", m], tmp_path).stdout)
     embedded = re.search(r'<script type="application/json" id="gputrace-summary">(.*?)</script>',
                          page, re.S).group(1)
