@@ -105,7 +105,9 @@ void json__f64(struct jbuf *b, double v)
 		jbuf__lit(b, "null");
 		return;
 	}
-	n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+	/* %.15g rounds the largest doubles up past DBL_MAX (1.79769313486232e+308),
+	 * which a strict parser refuses as out of range: those take 17 digits */
+	n = snprintf(tmp, sizeof(tmp), fabs(v) > JSON_F64_15G_MAX ? "%.17g" : "%.15g", v);
 	jbuf__put(b, tmp, (size_t)n);
 }
 

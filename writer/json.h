@@ -45,6 +45,10 @@ static inline void jbuf__ch(struct jbuf *b, char c)
  */
 #define JSON_NUM_ROOM 24
 
+/* The largest magnitude %.15g writes as a finite JSON number: above it, it
+ * rounds up past DBL_MAX (writer/summary.c keeps its own copy). */
+#define JSON_F64_15G_MAX 1.79769313486231e308
+
 GT_HIDDEN char *json__put_u64_digits(char *p, uint64_t v);
 GT_HIDDEN char *json__put_us_digits(char *p, uint64_t ns);
 

@@ -1725,6 +1725,25 @@ void summary__print(struct summary *s, FILE *f, const char *trace_path, uint64_t
 
 /* ---- JSON ---- */
 
+/* A finite double as JSON that parses back finite: %.15g (as the trace writes
+ * samples, json__f64) rounds the largest up past DBL_MAX, 17 digits do not. */
+#define F64_15G_MAX 1.79769313486231e308 /* writer/json.h's JSON_F64_15G_MAX */
+
+static void json_f64(FILE *f, double v)
+{
+	fprintf(f, fabs(v) > F64_15G_MAX ? "%.17g" : "%.15g", v);
+}
+
+/* A table's totals. Past SUMMARY_MAX_ROWS names the rest are one "(other)"
+ * row and their number is not kept: distinct (the rows, "(other)" among
+ * them) is then only a lower bound, and says so. */
+static void json_total(FILE *f, const struct table *t, uint64_t count, const char *time,
+		       uint64_t ns)
+{
+	fprintf(f, "{\"distinct\":%zu,%s\"count\":%" PRIu64 ",\"%s\":%" PRIu64 "}", t->used,
+		t->full ? "\"distinct_lower_bound\":true," : "", count, time, ns);
+}
+
 static void json_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -1874,9 +1893,13 @@ static void json_metrics(FILE *f, const struct summary *s)
 			}
 			/* %.15g, as the trace writes the samples (json__f64): with %.9g a
 			 * min or max was no sample's value (1 GiB used: 1073741820) */
-			fprintf(f, ",\"%s\":%" PRIu64
-				",\"mean\":%.15g,\"min\":%.15g,\"max\":%.15g}",
-				parts[p].count, r->count, row__mean(r), r->fmin, r->fmax);
+			fprintf(f, ",\"%s\":%" PRIu64 ",\"mean\":", parts[p].count, r->count);
+			json_f64(f, row__mean(r));
+			fputs(",\"min\":", f);
+			json_f64(f, r->fmin);
+			fputs(",\"max\":", f);
+			json_f64(f, r->fmax);
+			fputc('}', f);
 		}
 		fputc(']', f);
 		free(v);
@@ -2089,16 +2112,20 @@ int summary__write_json(struct summary *s, const char *path, const char *trace_p
 
 	fputs(",\n\"devices\":", f);
 	json_device_rows(f, &s->t[T_DEVICES], window, "\n ");
-	fprintf(f, ",\n\"totals\":{"
-		   "\"kernels\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
-		   "\"graphs\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
-		   "\"api_calls\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
-		   "\"annotations\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
-		   "\"ranges\":{\"distinct\":%zu,\"count\":%" PRIu64 ",\"host_ns\":%" PRIu64 "},"
+	fprintf(f, ",\n\"totals\":{\"kernels\":");
+	json_total(f, &s->t[T_KERNELS], kc, "total_ns", kt);
+	fputs(",\"graphs\":", f);
+	json_total(f, &s->t[T_GRAPHS], gc, "total_ns", gt);
+	fputs(",\"api_calls\":", f);
+	json_total(f, &s->t[T_API], ac, "total_ns", at);
+	fputs(",\"annotations\":", f);
+	json_total(f, &s->t[T_ANNOTATIONS], nc, "total_ns", nt);
+	fputs(",\"ranges\":", f);
+	json_total(f, &s->t[T_RANGES], rc, "host_ns", rt);
+	fprintf(f, ","
 		   "\"copies\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "},"
 		   "\"overhead\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}},\n",
-		s->t[T_KERNELS].used, kc, kt, s->t[T_GRAPHS].used, gc, gt, s->t[T_API].used, ac, at, s->t[T_ANNOTATIONS].used, nc,
-		nt, s->t[T_RANGES].used, rc, rt, cc, cb, ct, s->overhead_count, s->overhead_ns);
+		cc, cb, ct, s->overhead_count, s->overhead_ns);
 
 	json_metrics(f, s);
 

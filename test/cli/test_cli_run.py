@@ -386,6 +386,57 @@ def test_summary_of_huge_samples_is_json(tmp_path):
     assert "inf" not in gputrace(["summary", trace], tmp_path).stdout.decode()
 
 
+def strict_json(text):
+    """json.loads that refuses what a strict parser refuses: NaN, Infinity and
+    numbers out of a double's range (Python reads 1.8e308 as inf)."""
+    def num(t):
+        v = float(t)
+        assert v not in (float("inf"), float("-inf")), f"{t} is out of a double's range"
+        return v
+    return json.loads(text, parse_float=num,
+                      parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+
+
+def test_summary_of_samples_near_dbl_max_parses_back(tmp_path):
+    """%.15g rounded DBL_MAX up to 1.79769313486232e+308, past DBL_MAX: a strict
+    JSON parser refused the summary. 17 digits parse back to the same double."""
+    big = 1.7976931348623157e308  # DBL_MAX
+    trace = tmp_path / "max.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "C", "name": "plug", "pid": 9, "ts": t, "args": {"v": v}}
+        for t, v in ((1, big), (2, big), (3, -big))]}))
+    p = gputrace(["summary", "--json", "-", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (row,) = strict_json(p.stdout)["metrics"]["counters"]
+    assert (row["min"], row["max"]) == (-big, big)
+    small = tmp_path / "small.json"  # other values keep their 15 digits
+    small.write_text(json.dumps({"traceEvents": [
+        {"ph": "C", "name": "plug", "pid": 9, "ts": t, "args": {"v": 0.1 * t}} for t in (1, 2)]}))
+    p = gputrace(["summary", "--json", "-", small], tmp_path)
+    assert b'"mean":0.15,"min":0.1,"max":0.2}' in p.stdout
+
+
+@pytest.mark.parametrize("names, distinct", [(100, 100), (70000, 65537)])
+def test_distinct_past_the_row_limit_is_a_lower_bound(tmp_path, names, distinct):
+    """Past 65536 distinct names the rest are one "(other)" row: the summary's
+    distinct (the rows) is then no count of names, and says it is a lower bound."""
+    trace = tmp_path / "many.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 9, "tid": 1, "ts": i, "dur": 1}
+        for i in range(names)]}))
+    p = gputrace(["summary", "--json", "-", trace], tmp_path)
+    assert p.returncode == 0, p.stderr
+    totals = json.loads(p.stdout)["totals"]
+    want = {"distinct": distinct, "count": names, "total_ns": names * 1000}
+    if names > 65536:
+        want["distinct_lower_bound"] = True
+    assert totals["kernels"] == want
+    assert "distinct_lower_bound" not in totals["api_calls"]
+    text = gputrace(["summary", trace], tmp_path).stdout.decode()
+    assert (f"kernels: over 65536 distinct" if names > 65536 else
+            f"kernels: {names} distinct") in text
+
+
 def test_long_utf8_names_are_shortened_between_characters(tmp_path):
     """A long name in UTF-8 (an NVTX range or a SYCL kernel named in Greek,
     Japanese, emoji) is shortened in the middle between characters, and its

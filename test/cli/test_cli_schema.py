@@ -40,6 +40,20 @@ def summaries(tmp_path_factory):
     return out
 
 
+def test_lower_bound_distinct_validates(tmp_path):
+    """Past 65536 distinct names the totals say distinct is a lower bound:
+    the schema knows the flag, which is only ever true."""
+    trace = tmp_path / "many.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 9, "tid": 1, "ts": i, "dur": 1}
+        for i in range(65540)]}))
+    s = json.loads(gt(["summary", "--json", "-", trace], tmp_path).stdout)
+    assert s["totals"]["kernels"]["distinct_lower_bound"] is True
+    assert errors(s) == []
+    s["totals"]["kernels"]["distinct_lower_bound"] = False
+    assert errors(s)
+
+
 def test_every_summary_validates(summaries):
     for name, s in summaries.items():
         assert errors(s) == [], name

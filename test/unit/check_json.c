@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The JSON pieces, read back by a real parser (json-c). */
+#include <float.h>
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,8 +111,16 @@ START_TEST(test_numbers)
 	json__f64(&b, 0.0 / 0.0);
 	jbuf__ch(&b, ' ');
 	json__f64(&b, 2.5);
+	jbuf__ch(&b, ' ');
+	/* %.15g rounded these past DBL_MAX (1.79769313486232e+308: no double) */
+	json__f64(&b, DBL_MAX);
+	jbuf__ch(&b, ' ');
+	json__f64(&b, -DBL_MAX);
+	jbuf__ch(&b, ' ');
+	json__f64(&b, 1.79769313486231e308);
 	jbuf__ch(&b, 0);
-	ck_assert_str_eq(b.p, "-9223372036854775808 -42 null 2.5");
+	ck_assert_str_eq(b.p, "-9223372036854775808 -42 null 2.5 1.7976931348623157e+308 "
+			      "-1.7976931348623157e+308 1.79769313486231e+308");
 	jbuf__free(&b);
 }
 END_TEST
