@@ -59,8 +59,14 @@ void gt_log(int level, const char *fmt, ...)
 
 static __attribute__((noreturn)) void refuse(bool usage, const char *fmt, va_list ap)
 {
+	char *line = NULL;
+
 	fputs(WHO ": ", stderr);
-	vfprintf(stderr, fmt, ap);
+	/* control characters escaped, as the library's refusal of a variable
+	 * does: a value holding a newline split the one line in two */
+	if (vasprintf(&line, fmt, ap) >= 0)
+		summary__put_text(stderr, line);
+	free(line);
 	fputc('\n', stderr);
 	if (usage)
 		fprintf(stderr, "Try '" WHO " --help'.\n");

@@ -60,7 +60,7 @@ def test_version_is_the_builds(tmp_path):
     (["run", "--backends", "opencl", "--", "true"],
      "--backends 'opencl' is not valid: expected a comma list of cupti, ze, plugins, all, or"),
     (["run", "--flush-ms=5", "--", "true"], "--flush-ms '5' is not valid"),
-    (["run", "--flush-ms", "\t50", "--", "true"], "--flush-ms '\t50' is not valid"),
+    (["run", "--flush-ms", "\t50", "--", "true"], "--flush-ms '\\t50' is not valid"),
     (["run", "--delay", "0x10", "--", "true"], "--delay '0x10' is not valid"),
     (["run", "--stacks=-1", "--", "true"],
      "--stacks DEPTH must be a number of frames from 1 to 64, on, or off (or 0), not '-1'"),
@@ -109,6 +109,26 @@ def test_usage_errors_exit_2(tmp_path, args, message):
     assert p.stdout == b""
     # nothing was run, and nothing left: no trace, no folder, no state
     assert list(tmp_path.iterdir()) == [], "a usage error must not run or leave anything"
+
+
+@pytest.mark.parametrize("args,shown", [
+    (["--metrics-hz", "12\nx"], "--metrics-hz '12\\nx' is not valid"),
+    (["--log", "bad\x1bz"], "--log 'bad\\x1bz' is not valid"),
+    (["--stacks=a\rb"], "not 'a\\rb'"),
+    (["-o", "a%q\nb.json"], "-o 'a%q\\nb.json' is not valid"),
+    (["--checks", "no\nfile"], "--checks: cannot read 'no\\nfile'"),
+])
+def test_a_refused_value_is_one_line(tmp_path, args, shown):
+    # a value's newline (or other control character) was printed raw: the
+    # "one clear line" came out as two, an escape sequence reached the terminal
+    p = gputrace(["run"] + args + ["--", "touch", tmp_path / "ran"], tmp_path)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[1] == "Try 'gputrace --help'.", err
+    assert lines[0].startswith("gputrace: ") and shown in lines[0], err
+    assert not any(c < " " or c == "\x7f" for c in lines[0]), err
+    assert not (tmp_path / "ran").exists()
 
 
 def test_conflicts_with_an_environment_template_name_the_variable(tmp_path):
