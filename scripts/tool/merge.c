@@ -126,7 +126,7 @@ static int out__close(struct out *o)
 	out__flush(o);
 	if (o->gz && gzclose(o->gz) != Z_OK)
 		o->failed = true;
-	if (o->f && fclose(o->f))
+	if (o->f == stdout ? fflush(o->f) : o->f && fclose(o->f))
 		o->failed = true;
 	if (o->failed)
 		err = -(errno ? errno : EIO);
@@ -1133,7 +1133,7 @@ static void usage_merge(FILE *f)
 {
 	fprintf(f, "usage: gputrace merge -o OUT FILE...\n"
 		   "Joins per-process traces (.json or .json.gz) into one timeline;\n"
-		   "OUT ending in .gz is written compressed.\n");
+		   "OUT ending in .gz is written compressed; OUT - is stdout.\n");
 }
 
 /* Earliest process start first (the clock anchor is taken then). */
@@ -1160,6 +1160,9 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	struct buf tmppath = { 0 };
 	int64_t base;
 	int ret = 1, err;
+	/* "-o -": stdout, as report -o - (no temporary file to rename) */
+	bool to_stdout = !strcmp(outpath, "-");
+	const char *shown = to_stdout ? "stdout" : outpath;
 
 	m.nin = nfiles;
 	m.in = calloc(nfiles, sizeof(*m.in));
@@ -1207,7 +1210,10 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 	/* Write next to the output and rename at the end: a failed merge leaves
 	 * no half file, and an input may be the output. */
 	buf__printf(&tmppath, "%s.tmp.%d", outpath, (int)getpid());
-	err = out__open(&m.out, tmppath.p, outpath);
+	if (to_stdout)
+		m.out.path = "-", m.out.f = stdout, err = 0;
+	else
+		err = out__open(&m.out, tmppath.p, outpath);
 	if (err) {
 		fprintf(stderr, WHO ": cannot write %s: %s\n", outpath, strerror(-err));
 		goto out;
@@ -1225,26 +1231,28 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 
 		if (r == TRACE_ERROR || m.out.failed) {
 			out__close(&m.out);
-			unlink(tmppath.p);
+			if (!to_stdout)
+				unlink(tmppath.p);
 			if (m.out.failed)
-				fprintf(stderr, WHO ": writing %s failed\n", outpath);
+				fprintf(stderr, WHO ": writing %s failed\n", shown);
 			goto out;
 		}
 	}
 	write_meta(&m, base);
 	err = out__close(&m.out);
-	if (!err && rename(tmppath.p, outpath))
+	if (!err && !to_stdout && rename(tmppath.p, outpath))
 		err = -errno;
 	if (err) {
-		fprintf(stderr, WHO ": writing %s failed: %s\n", outpath, strerror(-err));
-		unlink(tmppath.p);
+		fprintf(stderr, WHO ": writing %s failed: %s\n", shown, strerror(-err));
+		if (!to_stdout)
+			unlink(tmppath.p);
 		goto out;
 	}
 	uint64_t total = 0;
 	for (unsigned i = 0; i < nfiles; i++)
 		total += m.in[i].events;
 	if (!opts || !opts->quiet)
-		fprintf(stderr, WHO ": %s: %" PRIu64 " event%s from %u trace%s\n", outpath, total,
+		fprintf(stderr, WHO ": %s: %" PRIu64 " event%s from %u trace%s\n", shown, total,
 			total == 1 ? "" : "s", nfiles, nfiles == 1 ? "" : "s");
 	ret = 0;
 out:
@@ -1314,7 +1322,7 @@ int cmd_merge(int argc, char **argv)
 	}
 	/* said before the inputs are read, not as a failed rename after the
 	 * whole merge ("-o .": "Device or resource busy") */
-	if (is_folder(outpath)) {
+	if (strcmp(outpath, "-") && is_folder(outpath)) {
 		fprintf(stderr, WHO ": -o %s is a folder: give the merged trace's file name "
 			"(as %s/merged.json)\n", outpath, outpath);
 		free(files);

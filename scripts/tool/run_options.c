@@ -131,6 +131,12 @@ void run__parse_options(struct run *r, int argc, char **argv)
 			NEXT_VALUE();
 			if (!*val)
 				run__usage_error("%s needs a file name template", name);
+			/* stdout is CMD's: "-" made a file named "-" (as report -o -
+			 * and summary --json - write to stdout, a surprise) */
+			if (!strcmp(val, "-"))
+				run__usage_error("%s - is not taken: CMD's stdout is its own; give a file "
+						 "name template, or /dev/stdout for the trace once the "
+						 "run is over", name);
 			r->tmpl = val;
 		} else if (!strcmp(name, "--per-process")) {
 			NEXT_VALUE();

@@ -705,3 +705,16 @@ def test_merge_streams_traces_larger_than_its_memory(tmp_path):
     # b's clock is 5 us later on the wall: its first kernel too
     assert s["window"]["start_ns"] == 1000250
     assert s["window"]["end_ns"] == (1000 + n - 1) * 1000 + 250 + 500 + 5000
+
+
+def test_merge_to_stdout(tmp_path):
+    # "-o -" wrote a file named "-", where report -o - and summary --json -
+    # write to stdout
+    inputs = [FIXTURES / "proc_a.json", FIXTURES / "proc_b.json"]
+    p = gputrace(["merge", "-o", "-"] + inputs, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert list(tmp_path.iterdir()) == [], "nothing written beside: no '-', no temporary"
+    assert p.stderr.decode().startswith("gputrace merge: stdout: ")
+    f = gputrace(["merge", "-o", "m.json"] + inputs, tmp_path)
+    assert f.returncode == 0, f.stderr
+    assert json.loads(p.stdout) == json.loads((tmp_path / "m.json").read_bytes())

@@ -74,6 +74,10 @@ def test_version_is_the_builds(tmp_path):
     (["run", "-o", "t-%p.json", "--per-process", "d", "--", "true"],
      "give either --per-process DIR or an -o template with %p"),
     (["run", "--summary-json", "s-%q.json", "--", "true"], "--summary-json 's-%q.json'"),
+    # stdout is CMD's: "-o -" made a file named "-"
+    (["run", "-o", "-", "--", "true"],
+     "-o - is not taken: CMD's stdout is its own; give a file name template, or /dev/stdout"),
+    (["run", "--output=-", "--", "true"], "--output - is not taken"),
     (["run", "--no-summary=yes", "--", "true"], "'--no-summary' takes no value"),
     (["merge"], "no output file"),
     (["merge", "-o", "out.json"], "no input traces"),
