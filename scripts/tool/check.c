@@ -276,6 +276,13 @@ int cmd_check(int argc, char **argv)
 			if (bad)
 				goto usage;
 			label = v;
+		} else if ((v = arg__value(argc, argv, &i, "--check-arg", WHO, &bad))) {
+			/* gputrace run's --check: one check, as an argument, in its
+			 * place among the --checks files */
+			if (bad)
+				goto usage;
+			if (add_check(&cs, v, NULL))
+				goto out;
 		} else if ((v = arg__file(argc, argv, &i, "--check-lines", WHO, &bad))) {
 			if (bad)
 				goto usage;

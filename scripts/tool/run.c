@@ -306,8 +306,9 @@ static void copy_checks(struct run *r)
 /* gputrace check with our options: its lines on stderr (stdout is CMD's). */
 static int check(struct run *r, bool syntax_only)
 {
-	char **argv = calloc(r->nchecks + 4 * r->nchecks_files + 16, sizeof(*argv));
+	char **argv = calloc(2 * r->nchecks + 4 * r->nchecks_files + 16, sizeof(*argv));
 	int argc = 0, st, out;
+	size_t e = 0; /* the --check given so far */
 
 	if (!argv)
 		exit(1);
@@ -322,7 +323,12 @@ static int check(struct run *r, bool syntax_only)
 		argv[argc++] = "--markdown";
 		argv[argc++] = (char *)r->markdown;
 	}
+	/* in the order given: each file after the --check before it */
 	for (size_t i = 0; i < r->nchecks_files; i++) {
+		for (; e < r->checks_before[i]; e++) {
+			argv[argc++] = "--check-arg";
+			argv[argc++] = r->checks[e];
+		}
 		argv[argc++] = "--checks-named";
 		argv[argc++] = (char *)r->checks_files[i];
 		argv[argc++] = "--checks";
@@ -343,9 +349,10 @@ static int check(struct run *r, bool syntax_only)
 	}
 	if (!syntax_only)
 		argv[argc++] = r->check_path[0] ? r->check_path : r->summary_path;
-	argv[argc++] = "--";
-	for (size_t i = 0; i < r->nchecks; i++)
-		argv[argc++] = r->checks[i];
+	for (; e < r->nchecks; e++) {
+		argv[argc++] = "--check-arg";
+		argv[argc++] = r->checks[e];
+	}
 	fflush(stdout);
 	out = dup(STDOUT_FILENO);
 	dup2(STDERR_FILENO, STDOUT_FILENO);

@@ -72,6 +72,9 @@ struct run {
 				      * a second one replaced the first, whose checks were
 				      * then never evaluated) */
 	size_t nchecks_files;
+	size_t *checks_before;       /* ... each: how many --check came before it: the
+				      * checks run in the order given (every file's ran
+				      * before every --check) */
 	char (*checks_copies)[32];   /* ... each read once: /proc/self/fd/N, N a memfd */
 	const char *junit, *markdown;
 	char **cmd;

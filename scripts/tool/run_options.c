@@ -165,8 +165,11 @@ void run__parse_options(struct run *r, int argc, char **argv)
 				run__usage_error("--checks: cannot read '%s': %s", val, strerror(errno));
 			r->checks_files = realloc(r->checks_files, (r->nchecks_files + 1) *
 								       sizeof(*r->checks_files));
-			if (!r->checks_files)
+			r->checks_before = realloc(r->checks_before, (r->nchecks_files + 1) *
+									 sizeof(*r->checks_before));
+			if (!r->checks_files || !r->checks_before)
 				exit(1);
+			r->checks_before[r->nchecks_files] = r->nchecks;
 			r->checks_files[r->nchecks_files++] = val;
 		} else if (!strcmp(name, "--junit") || !strcmp(name, "--markdown")) {
 			NEXT_VALUE();

@@ -139,6 +139,24 @@ def test_every_checks_file_is_evaluated(tmp_path):
     assert len(ET.parse(tmp_path / "j.xml").getroot().findall(".//testcase")) == 2
 
 
+def test_checks_run_in_the_order_given(tmp_path):
+    """--check and --checks interleaved run in the command line's order (as
+    gputrace check's arguments and -f files do); every file's checks ran before
+    every --check, whatever the order given."""
+    need(CI_APP)
+    (tmp_path / "a.txt").write_text("lost == 0\n")
+    (tmp_path / "b.txt").write_text("device.kernels >= 2\n")
+    p = gt(["run", "--no-summary", "-o", tmp_path / "t.json", "--check", "device.kernels >= 1",
+            "--checks", "a.txt", "--check", "lost <= 1", "--checks", "b.txt",
+            "--check", "device.kernels <= 9", "--junit", "j.xml", "--", CI_APP, 1], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    order = ["device.kernels >= 1", "lost == 0", "lost <= 1", "device.kernels >= 2",
+             "device.kernels <= 9"]
+    assert [l.split(": ")[0][5:] for l in check_lines(p)] == order
+    cases = ET.parse(tmp_path / "j.xml").getroot().findall(".//testcase")
+    assert [c.get("name") for c in cases] == order
+
+
 @pytest.mark.parametrize("out", ["t.json", "t-%p.json"])
 def test_checks_cover_every_process_of_the_run(tmp_path, out):
     # Two traced processes under a shell that records nothing and exits
