@@ -202,6 +202,25 @@ int out__open(struct out *o, const char *path)
 	return 0;
 }
 
+/* Flags a program that sets them on every descriptor (reaching ours) may have
+ * set: O_APPEND sends each pwrite to the file's end, behind the footer, where
+ * the last cycle's compaction cut the events off (none counted lost);
+ * O_NONBLOCK fails a write into a full pipe with EAGAIN (tracing stopped).
+ * The open file is ours alone (a dup of the program's for a stream is a
+ * reopen, a new open file), so we take them off, and close-on-exec back. */
+static bool fix_flags(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	bool fixed = false;
+
+	if (fl >= 0 && (fl & (O_APPEND | O_NONBLOCK)))
+		fixed = !fcntl(fd, F_SETFL, fl & ~(O_APPEND | O_NONBLOCK));
+	fl = fcntl(fd, F_GETFD);
+	if (fl >= 0 && !(fl & FD_CLOEXEC))
+		(void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+	return fixed; /* true: a flag was taken off */
+}
+
 /* The program may have closed our fd or dup2()ed another file onto it:
  * never write into its file; reopen ours by path. */
 static int check_fd(struct out *o)
@@ -209,8 +228,10 @@ static int check_fd(struct out *o)
 	struct stat st;
 	int fd;
 
-	if (!fstat(o->fd, &st) && st.st_dev == o->dev && st.st_ino == o->ino)
+	if (!fstat(o->fd, &st) && st.st_dev == o->dev && st.st_ino == o->ino) {
+		(void)fix_flags(o->fd);
 		return 0;
+	}
 	fd = open(o->path, (o->seekable ? O_RDWR : O_WRONLY) | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
@@ -271,6 +292,10 @@ static int write_all(struct out *o, const char *p, size_t n)
 		call_end();
 		if (w < 0) {
 			if (errno == EINTR)
+				continue;
+			/* O_NONBLOCK the program set in the middle of our writes:
+			 * taken off, the write blocks as ours do */
+			if (errno == EAGAIN && fix_flags(o->fd))
 				continue;
 			return -errno;
 		}

@@ -11,6 +11,8 @@
  *   close-mid           ... after the trace file is open
  *   dup2                dup2s its own file over every descriptor from 3 up
  *                       (ours included), writes through them, checks its file
+ *   fdflags             sets O_APPEND and O_NONBLOCK on every descriptor from 3 up
+ *                       (ours included) and clears their close-on-exec flags
  */
 #include "fault.h"
 
@@ -106,6 +108,29 @@ static int do_dup2(void)
 	return intact ? 0 : 1;
 }
 
+/* A program that sets its descriptors' flags wholesale reaches ours too. */
+static int do_fdflags(void)
+{
+	struct rlimit rl;
+
+	let_tracer_checkpoint();
+	getrlimit(RLIMIT_NOFILE, &rl);
+	for (int t = 3; t < (int)rl.rlim_cur && t < 600; t++) {
+		int fl = fcntl(t, F_GETFL);
+
+		if (fl >= 0) {
+			fcntl(t, F_SETFL, fl | O_APPEND | O_NONBLOCK);
+			fcntl(t, F_SETFD, 0);
+		}
+	}
+	calls(1000);
+	report();
+	let_tracer_checkpoint();
+	calls(1000);
+	report();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *action = argc > 1 ? argv[1] : "";
@@ -160,6 +185,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(action, "dup2"))
 		return do_dup2();
+	if (!strcmp(action, "fdflags"))
+		return do_fdflags();
 	fault_write(2, "unknown action %s\n", action);
 	return 2;
 }

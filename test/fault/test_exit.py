@@ -1,9 +1,15 @@
 """Ways out of a process: each leaves a complete trace with every call, and
 the program's exit status is its own."""
+import json
+import os
+import subprocess
+import threading
+import time
+
 import pytest
 
 from conftest import SANITIZE
-from faultkit import check_bounded, check_exact, compare, printed, prog
+from faultkit import check_bounded, check_exact, compare, printed, prog, run_env
 
 # A program that closes or dup2s over our descriptor while the drain writes to it: the
 # drain finds it gone (writer/output.c, check_fd), but ThreadSanitizer reports the race.
@@ -89,3 +95,45 @@ def test_program_dup2s_over_our_descriptor(tmp_path):
     assert b"own file intact" in r.traced.stdout
     assert r.counted["gputrace"]["complete"] is True
     check_exact(r.counted, printed(r.traced.stdout))
+
+
+@TSAN_OUR_FD
+def test_program_sets_o_append_on_our_descriptor(tmp_path):
+    """O_APPEND (and O_NONBLOCK) set on every descriptor, ours too: an O_APPEND pwrite
+    goes to the file's end, behind the footer, and the last cycle's compaction cut it
+    off: every event after it was missing, the trailer counting none lost."""
+    r = compare(tmp_path, [prog("fault_exit"), "fdflags"], env={"GPUTRACE_FLUSH_MS": "50"})
+    assert r.traced.returncode == 0
+    assert r.counted["gputrace"]["complete"] is True
+    check_exact(r.counted, printed(r.traced.stdout))
+
+
+@TSAN_OUR_FD
+def test_program_sets_o_nonblock_on_our_pipe(tmp_path):
+    """The trace into a FIFO read slowly, O_NONBLOCK set on our end of it: a write into
+    the full pipe failed with EAGAIN, tracing stopped and the trace was cut in the
+    middle of an event."""
+    fifo = tmp_path / "slow.fifo"
+    os.mkfifo(fifo)
+    got = bytearray()
+
+    def reader():
+        fd = os.open(fifo, os.O_RDONLY)
+        while True:
+            chunk = os.read(fd, 8192)
+            if not chunk:
+                break
+            got.extend(chunk)
+            time.sleep(0.005)
+        os.close(fd)
+    th = threading.Thread(target=reader)
+    th.start()
+    e = run_env(tmp_path, "traced", {"GPUTRACE_FLUSH_MS": "50"}, True, fifo)
+    p = subprocess.run([str(prog("fault_exit")), "fdflags"], env=e, capture_output=True,
+                       cwd=tmp_path, timeout=60)
+    th.join(30)
+    assert p.returncode == 0, p.stderr
+    assert b"gputrace" not in p.stderr, p.stderr
+    t = json.loads(bytes(got))
+    assert t["gputrace"]["complete"] is True
+    check_exact(t, printed(p.stdout))
