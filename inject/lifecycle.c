@@ -56,6 +56,7 @@ static GT_TLS bool finishing_here;
 GT_HIDDEN const char *_Atomic gt_end_reason GT_STARTUP_STATE;
 GT_HIDDEN const char *_Atomic gt_opening_file; /* state.h */
 GT_HIDDEN _Atomic bool gt_signal_in_call;      /* state.h */
+GT_HIDDEN _Atomic bool gt_exit_in_call;        /* state.h */
 GT_HIDDEN _Atomic int gt_exit_status GT_STARTUP_STATE;
 
 /* ---- the writer's hooks ---- */
@@ -245,6 +246,15 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	} else if (!gt_live()) {
 		return;
 	}
+	/* An exit inside a traced call of this thread (a signal handler's exit()
+	 * where the handler interrupted one): the thread may hold the driver's
+	 * lock or a backend's, and the backends' stop here waited for itself,
+	 * for good (exit(9) from a SIGALRM handler: 3 runs in 6 hung). As for a
+	 * signal: no stop here, and the last drain writes the host's part first
+	 * and waits for a backend's lock for a bounded time. */
+	if (!from_signal && (gt_in_tracer || (gt_guard_sp && !gt_guard_stale(
+					       (uintptr_t)__builtin_frame_address(0)))))
+		atomic_store(&gt_exit_in_call, true);
 	atomic_store(&gt_end_reason, why);
 	/* Other threads may go on calling while the trace is finished: what
 	 * they start from now on is after the trace's end, as the device's
@@ -260,7 +270,7 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
 	 * Not from a signal handler: vendor libraries are not signal-safe. */
-	if (!from_signal) {
+	if (!from_signal && !atomic_load(&gt_exit_in_call)) {
 		finishing_here = true;
 		atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
@@ -350,7 +360,7 @@ bool gt_drain_lock(pthread_mutex_t *lock)
 
 		if (!pthread_mutex_trylock(lock))
 			return true;
-		if (gt_ending_on_signal()) {
+		if (gt_ending_on_signal() || atomic_load(&gt_exit_in_call)) {
 			/* (not gt_clock_ns: this file is built without the sanitizers,
 			 * whose builds have no TSC line) */
 			uint64_t now = gt_clock_gettime_ns();

@@ -144,6 +144,11 @@ extern GT_HIDDEN const char *_Atomic gt_opening_file;
  * vendor library may hold the lock its device read takes): a flight
  * recorder's last dump leaves that read out (writer/drain.c). */
 extern GT_HIDDEN _Atomic bool gt_signal_in_call;
+/* exit(), _exit() or quick_exit() called inside a traced call of the thread
+ * (from a signal handler that interrupted it: a SIGALRM timeout's exit(1)):
+ * the thread may hold the vendor library's lock or a backend's, as a signal's
+ * would, so the end takes the signal's way around them (lifecycle.c). */
+extern GT_HIDDEN _Atomic bool gt_exit_in_call;
 
 /* A reason of gt_end_reason's that is a signal: a request (SIGTERM, ...) or a
  * crash ("signal SIGTERM"; "signal" alone for one without a name, lifecycle.c). */

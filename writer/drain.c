@@ -589,7 +589,7 @@ static void cycle(bool final, bool closing)
 	 * a crashed thread may hold a lock the read needs. A window's end is
 	 * no final flush (that ends plug-ins for good): they were stopped by
 	 * the window hook (writer__window_end). */
-	if (final && gt_ending_on_signal())
+	if (final && (gt_ending_on_signal() || atomic_load(&gt_exit_in_call)))
 		host_pass();
 	/* a flight recorder writes its dump in this cycle only, after the read:
 	 * after a crash, or a fatal signal that landed in a traced call, the
@@ -597,7 +597,8 @@ static void cycle(bool final, bool closing)
 	 * lock the signalled thread holds would leave no dump at all (a SIGINT
 	 * inside a synchronize: 3 s, then none) */
 	if (final && gt_cfg.flight_bytes &&
-	    (atomic_load(&gt_st.crashing) || atomic_load(&gt_signal_in_call)))
+	    (atomic_load(&gt_st.crashing) || atomic_load(&gt_signal_in_call) ||
+	     atomic_load(&gt_exit_in_call)))
 		W.device_flush_pending = true;
 	else
 		drain__backends_call(final ? GT_HOOK_FLUSH_FINAL : GT_HOOK_FLUSH);

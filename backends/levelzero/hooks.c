@@ -700,11 +700,14 @@ ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 
  */
 static void ze__atexit(void)
 {
-	bool g = gt_guard_enter();
-
+	/* Not where exit() came from a signal handler that interrupted a traced
+	 * call (a SIGALRM timeout's): the thread may hold the driver's lock, or
+	 * ours, and a read here waited for itself, for good; the last drain's
+	 * read, bounded, does it. */
+	if (!gt_guard_try())
+		return;
 	ze_track__collect();
-	if (g)
-		gt_guard_leave();
+	gt_guard_leave();
 }
 
 static void ze__exit_hook(void)

@@ -1413,6 +1413,36 @@ def test_sigterm_while_the_tracer_reads_the_device_ends_the_trace(tmp_path):
         "zeCommandListCreateImmediate": 1}
 
 
+@pytest.mark.parametrize("how", ["exit", "_exit"])
+@pytest.mark.parametrize("where", ["QUERY", "WAIT"])
+def test_exit_from_a_handler_inside_a_traced_call_ends_the_trace(tmp_path, how, where):
+    """A program whose signal handler calls exit(9) (or _exit(9)), as a timeout's SIGALRM
+    handler does, the signal landing inside a traced call: inside gputrace's own read of
+    the device, holding the backend's lock (QUERY), or inside the driver, holding its lock
+    (WAIT). The exit's read of the device, on that thread, waited for the lock the thread
+    held: the process hung for good (untraced, it exits 9). Now the exit goes the way a
+    fatal signal's does: the host's calls first, the device's read bounded, one line."""
+    need(LZ / "ze_chain")
+    r = run([LZ / "ze_chain", 6, 20000, 1, 1], tmp_path=tmp_path, timeout=30,
+            env=sim_env({f"ZE_SIM_SIGNAL_IN_{where}": str(int(signal.SIGUSR1)),
+                         "ZE_CHAIN_EXIT_ON": str(int(signal.SIGUSR1)),
+                         "ZE_CHAIN_EXIT_HOW": how}))
+    assert r.returncode == 9, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    info = r.trace["gputrace"]
+    assert info["complete"] is True and info["end"] == how
+    if where == "QUERY":
+        assert lines[0] == ("gputrace: the device's last records were not read: a thread "
+                            "stopped by the signal holds the Level Zero backend's lock; 7 "
+                            "commands counted lost (ze_unread)"), lines
+        assert info["lost_by_reason"] == {"ring_full": 0, "ze_unread": 7}, info
+        assert "device_flush" not in info
+    else:
+        assert len(lines) == 1 and (f"the device's last records ({how}) were not read: the "
+                                    "Level Zero driver did not answer") in lines[0], lines
+        assert info["device_flush"] == "unfinished" and info["events_lost"] == 0
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)])
 def test_crash_keeps_the_device_work_it_synchronized(tmp_path, how, sig):

@@ -12,8 +12,12 @@
  * program reads their times on the device (zeCommandListAppendQueryKernelTimestamps into
  * host memory, checked as in 3): first in a regular list that queries them all after its
  * kernels and resets them, executed `executions` times, then on the immediate list, a
- * query after each kernel. */
+ * query after each kernel.
+ * ZE_CHAIN_EXIT_ON=SIGNUM: a handler of that signal calls exit(9) (ZE_CHAIN_EXIT_HOW=_exit:
+ * _exit(9)), as a program's timeout handler does, wherever the signal lands. */
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -97,6 +101,16 @@ static void device_read_timestamps(struct app_ze *z, ze_command_list_handle_t im
 	ZE_CHECK(zeCommandQueueDestroy(queue));
 }
 
+static void exit_handler(int sig)
+{
+	const char *how = getenv("ZE_CHAIN_EXIT_HOW");
+
+	(void)sig;
+	if (how && !strcmp(how, "_exit"))
+		_exit(9);
+	exit(9);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long kernels = test_arg(argc, argv, 1, 6), ns = test_arg(argc, argv, 2, 2000000);
@@ -108,6 +122,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ze_chain: kernels >= 1, 1 <= ns < 2^32, mode 0 to 4\n");
 		return 2;
 	}
+	if (getenv("ZE_CHAIN_EXIT_ON"))
+		signal(atoi(getenv("ZE_CHAIN_EXIT_ON")), exit_handler);
 	app_ze_setup(&z);
 	ze_command_queue_handle_t queue = app_queue(&z, 0, 0);
 	ze_command_list_handle_t list = app_list(&z, 0);
