@@ -1035,6 +1035,22 @@ static void print_lost_line_only(bool written)
 	summary__free(s);
 }
 
+void checkpoint__check_removed(void)
+{
+	struct stat st;
+
+	/* a file the program (or its harness, cleaning a folder) unlinked: the
+	 * writes went on into an inode no name reaches, and the summary named a
+	 * file that was not there, without a word */
+	if (!W.opened || W.failed || !W.out.seekable || W.out.unpublished || !W.out.path[0] ||
+	    fstat(W.out.fd, &st) || st.st_dev != W.out.dev || st.st_ino != W.out.ino ||
+	    st.st_nlink)
+		return;
+	pr_err("the trace file '%.400s' was removed while the process ran: its events are in "
+	       "no file", W.out.path);
+	W.out.path[0] = '\0';
+}
+
 void checkpoint__summary(void)
 {
 	char json[PATH_MAX], host[256], rank[32];

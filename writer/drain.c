@@ -661,6 +661,7 @@ static void cycle(bool final, bool closing)
 	if (final || is_exec())
 		checkpoint__list_end(); /* a run need not wait for us now */
 	if (closing && W.opened) {
+		checkpoint__check_removed();
 		checkpoint__summary();
 		out__close(&W.out);
 	}

@@ -477,6 +477,9 @@ GT_HIDDEN void checkpoint__list(char what, const char *path);
 /* Recording over: '=', or '-' for a flight recorder that ended well. */
 GT_HIDDEN void checkpoint__list_end(void);
 /* The summary at the end: on stderr and/or as JSON. */
+/* The closed trace's file removed while the process ran (its name unlinked,
+ * the folder deleted): one line, and no summary names it. */
+GT_HIDDEN void checkpoint__check_removed(void);
 GT_HIDDEN void checkpoint__summary(void);
 /* After a capture window's file was ended: the next one starts afresh
  * (its own name, rows named again, its own summary). */

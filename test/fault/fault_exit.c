@@ -13,6 +13,7 @@
  *                       (ours included), writes through them, checks its file
  *   fdflags             sets O_APPEND and O_NONBLOCK on every descriptor from 3 up
  *                       (ours included) and clears their close-on-exec flags
+ *   unlink              removes the file $GPUTRACE_OUTPUT names once it is there
  */
 #include "fault.h"
 
@@ -187,6 +188,14 @@ int main(int argc, char **argv)
 		return do_dup2();
 	if (!strcmp(action, "fdflags"))
 		return do_fdflags();
+	if (!strcmp(action, "unlink")) {
+		let_tracer_checkpoint();
+		if (getenv("GPUTRACE_OUTPUT"))
+			unlink(getenv("GPUTRACE_OUTPUT"));
+		calls(500);
+		report();
+		return 0;
+	}
 	fault_write(2, "unknown action %s\n", action);
 	return 2;
 }

@@ -137,3 +137,17 @@ def test_program_sets_o_nonblock_on_our_pipe(tmp_path):
     t = json.loads(bytes(got))
     assert t["gputrace"]["complete"] is True
     check_exact(t, printed(p.stdout))
+
+
+def test_program_removes_its_trace_file(tmp_path):
+    """The trace file unlinked while the process runs (a harness cleaning its folder):
+    the writes went on into a file no name reaches, and the summary named a file that
+    was not there, without a word. Now one line says so, and no summary names it."""
+    r = compare(tmp_path, [prog("fault_exit"), "unlink"],
+                env={"GPUTRACE_FLUSH_MS": "50"}, traced_env={"GPUTRACE_SUMMARY": "1"})
+    assert r.traced.returncode == 0
+    assert not r.trace_path.exists()
+    lines = [l for l in r.traced.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert lines == [f"gputrace: the trace file '{r.trace_path}' was removed while the "
+                     "process ran: its events are in no file",
+                     "gputrace summary: (no trace file)"], lines
