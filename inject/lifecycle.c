@@ -199,6 +199,19 @@ static __attribute__((noinline, cold)) void wait_finisher(const char *why, unsig
 			ending ? ending : "?", why, timeout_ms * FINISHER_WAIT_ROUNDS);
 }
 
+/* Is this thread, which has a wrapper's guard, inside that traced call (its
+ * frame still there)? Off the start-up pages: only a thread that made a
+ * traced call gets here. */
+static __attribute__((noinline, cold)) bool exit_in_call(void)
+{
+	/* a wrapper's frame below ours (the guard it took: inject/event.h) */
+	bool in = !gt_guard_stale((uintptr_t)__builtin_frame_address(0));
+
+	if (in)
+		atomic_store(&gt_exit_in_call, true);
+	return in;
+}
+
 GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool from_signal, bool fault)
 {
 	const char *opening;
@@ -246,15 +259,6 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	} else if (!gt_live()) {
 		return;
 	}
-	/* An exit inside a traced call of this thread (a signal handler's exit()
-	 * where the handler interrupted one): the thread may hold the driver's
-	 * lock or a backend's, and the backends' stop here waited for itself,
-	 * for good (exit(9) from a SIGALRM handler: 3 runs in 6 hung). As for a
-	 * signal: no stop here, and the last drain writes the host's part first
-	 * and waits for a backend's lock for a bounded time. */
-	if (!from_signal && (gt_in_tracer || (gt_guard_sp && !gt_guard_stale(
-					       (uintptr_t)__builtin_frame_address(0)))))
-		atomic_store(&gt_exit_in_call, true);
 	atomic_store(&gt_end_reason, why);
 	/* Other threads may go on calling while the trace is finished: what
 	 * they start from now on is after the trace's end, as the device's
@@ -269,8 +273,14 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	}
 	gt_in_tracer++;
 	/* Backends read what the device finished while recording still runs.
-	 * Not from a signal handler: vendor libraries are not signal-safe. */
-	if (!from_signal && !atomic_load(&gt_exit_in_call)) {
+	 * Not from a signal handler: vendor libraries are not signal-safe. Nor
+	 * in an exit inside a traced call of this thread (a signal handler's
+	 * exit() where the handler interrupted one): the thread may hold the
+	 * driver's lock or a backend's, and the stop waited for itself, for good
+	 * (exit(9) from a SIGALRM handler: 3 runs in 6 hung); as for a signal,
+	 * the last drain writes the host's part first and waits for a backend's
+	 * lock for a bounded time (gt_exit_in_call). */
+	if (!from_signal && !(gt_unlikely(gt_guard_sp) && exit_in_call())) {
 		finishing_here = true;
 		atomic_signal_fence(memory_order_seq_cst); /* seen by this thread's handler */
 		shim__backends_call(GT_HOOK_STOP, NULL, NULL);
