@@ -36,6 +36,16 @@ const char *arg__file(int argc, char **argv, int *i, const char *opt, const char
 	return v;
 }
 
+bool arg__one_trace(const char *who, const char *a, const char **path)
+{
+	if (*path) {
+		fprintf(stderr, "%s: one trace at a time (merge them first): '%s'\n", who, a);
+		return false;
+	}
+	*path = a;
+	return true;
+}
+
 bool out__is_input(const char *who, const char *opt, const char *out, char *const *in,
 		   size_t n)
 {

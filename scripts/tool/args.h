@@ -21,6 +21,10 @@ const char *arg__value(int argc, char **argv, int *i, const char *opt, const cha
 const char *arg__file(int argc, char **argv, int *i, const char *opt, const char *who,
 		      bool *bad);
 
+/* The one trace a command reads (summary, report): a into *path, true; a second
+ * one is refused, "who: one trace at a time (merge them first): 'a'", false. */
+bool arg__one_trace(const char *who, const char *a, const char **path);
+
 /* An output that is one of the n inputs (the same file, device and inode)
  * would be read and overwritten: "who: opt out would overwrite its input
  * IN: give another file", and true. "-" (stdout) is none. */

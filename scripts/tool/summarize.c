@@ -563,11 +563,8 @@ int cmd_summary(int argc, char **argv)
 		if (!dashdash && !strcmp(a, "--")) {
 			dashdash = true; /* the end of the options, as merge's and check's */
 		} else if (dashdash) {
-			if (path) {
-				fprintf(stderr, WHO ": one trace at a time (merge them first): '%s'\n", a);
+			if (!arg__one_trace(WHO, a, &path))
 				goto usage;
-			}
-			path = a;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage_summary(stdout);
 			return 0;
@@ -582,11 +579,8 @@ int cmd_summary(int argc, char **argv)
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, WHO ": unknown option '%s'\n", a);
 			goto usage;
-		} else if (path) {
-			fprintf(stderr, WHO ": one trace at a time (merge them first): '%s'\n", a);
+		} else if (!arg__one_trace(WHO, a, &path)) {
 			goto usage;
-		} else {
-			path = a;
 		}
 	}
 	if (json && !*json) { /* no file ("--json=", "--json ''"): it failed only when written */
