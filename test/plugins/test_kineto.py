@@ -560,9 +560,12 @@ def test_rows_past_a_profilers_limit_are_counted(tmp_path):
 def test_cycle_setting(tmp_path):
     """GPUTRACE_KINETO_CYCLE_MS: stop, processEvents, start on gputrace's
     thread every period; at exit the last stop and processEvents; each
-    batch's flows stay within it."""
+    batch's flows stay within it. On the steady wall clock: on the machine's own, CI
+    twice read a kernel 50 us after its launch as 50.024 and 50.028 us on the run's
+    average line (500 ppm: adjtime's fixed slew rate, most likely, started or ended
+    mid-run, which no line through the run's ends follows)."""
     r = run_kineto(tmp_path, kdir(tmp_path, "npu"), sleep_ms=450,
-                   env={"GPUTRACE_KINETO_CYCLE_MS": "100"})
+                   env={"GPUTRACE_KINETO_CYCLE_MS": "100"}, wall_slew_ppm=0)
     assert plugin_lines(r.stderr) == []
     seq = lifecycle(tmp_path)
     assert seq[:6] == ["register main", "registerProfiler main", "query main", "create main",
@@ -1101,7 +1104,8 @@ def subprocess_run(cmd):
 
 def test_readme_kineto_example_works(tmp_path):
     """The README's Kineto profiler builds as a vendor builds it, against
-    Kineto's header name, and shows up in the trace as the README says."""
+    Kineto's header name, and shows up in the trace as the README says (on the
+    steady wall clock, as test_cycle_setting says why)."""
     text = (ROOT / "README.md").read_text()
     m = re.search(r"^## Writing a plug-in\n(.*?)(?=^## )", text, re.M | re.S)
     assert m, "no 'Writing a plug-in' section"
@@ -1115,7 +1119,7 @@ def test_readme_kineto_example_works(tmp_path):
     subprocess_run(["c++", "-std=c++17", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC",
                     "-shared", f"-I{KINETO_INC}", *san, str(src), "-o",
                     str(d / "libtinynpu.so")])
-    r = run_kineto(tmp_path, d)
+    r = run_kineto(tmp_path, d, wall_slew_ppm=0)
     assert plugin_lines(r.stderr) == []
     t = r.trace
     pid = device_pid(t, "TinyNPU 0")
