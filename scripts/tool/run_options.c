@@ -82,6 +82,17 @@ static bool stacks_word(const char *w)
 	return is_number(w);
 }
 
+/* stdout is CMD's: "-" made a file named "-" (as report -o - and summary
+ * --json - write to stdout, a surprise); /dev/stdout is written once the run
+ * is over, after CMD's own output. */
+static void refuse_stdout_dash(const char *opt, const char *val, const char *expected,
+			       const char *what)
+{
+	if (!strcmp(val, "-"))
+		run__usage_error("%s - is not taken: CMD's stdout is its own; give a %s, or "
+				 "/dev/stdout for %s once the run is over", opt, expected, what);
+}
+
 void run__parse_options(struct run *r, int argc, char **argv)
 {
 	int i;
@@ -131,12 +142,7 @@ void run__parse_options(struct run *r, int argc, char **argv)
 			NEXT_VALUE();
 			if (!*val)
 				run__usage_error("%s needs a file name template", name);
-			/* stdout is CMD's: "-" made a file named "-" (as report -o -
-			 * and summary --json - write to stdout, a surprise) */
-			if (!strcmp(val, "-"))
-				run__usage_error("%s - is not taken: CMD's stdout is its own; give a file "
-						 "name template, or /dev/stdout for the trace once the "
-						 "run is over", name);
+			refuse_stdout_dash(name, val, "file name template", "the trace");
 			r->tmpl = val;
 		} else if (!strcmp(name, "--per-process")) {
 			NEXT_VALUE();
@@ -147,6 +153,7 @@ void run__parse_options(struct run *r, int argc, char **argv)
 			NEXT_VALUE();
 			if (!*val)
 				run__usage_error("--summary-json needs a file name");
+			refuse_stdout_dash(name, val, "file name", "the summary");
 			r->summary_json = val;
 		} else if (!strcmp(name, "--no-summary")) {
 			NO_VALUE();
@@ -175,6 +182,7 @@ void run__parse_options(struct run *r, int argc, char **argv)
 			NEXT_VALUE();
 			if (!*val)
 				run__usage_error("%s needs a file name", name);
+			refuse_stdout_dash(name, val, "file name", "the checks' report");
 			*(name[2] == 'j' ? &r->junit : &r->markdown) = val;
 		} else if (!strcmp(name, "--stacks")) {
 			if (!val && i + 1 < argc && stacks_word(argv[i + 1]))

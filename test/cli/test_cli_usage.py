@@ -78,6 +78,13 @@ def test_version_is_the_builds(tmp_path):
     (["run", "-o", "-", "--", "true"],
      "-o - is not taken: CMD's stdout is its own; give a file name template, or /dev/stdout"),
     (["run", "--output=-", "--", "true"], "--output - is not taken"),
+    (["run", "--summary-json", "-", "--", "true"],
+     "--summary-json - is not taken: CMD's stdout is its own; give a file name, or "
+     "/dev/stdout for the summary once the run is over"),
+    (["run", "--junit=-", "--check", "lost == 0", "--", "true"],
+     "--junit - is not taken: CMD's stdout is its own; give a file name, or /dev/stdout for "
+     "the checks' report once the run is over"),
+    (["run", "--markdown", "-", "--", "true"], "--markdown - is not taken"),
     (["run", "--no-summary=yes", "--", "true"], "'--no-summary' takes no value"),
     (["merge"], "no output file"),
     (["merge", "-o", "out.json"], "no input traces"),
