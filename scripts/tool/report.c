@@ -442,16 +442,30 @@ static void timed_table(FILE *f, const struct stable *t, const char *first, cons
 			t->n - n, t->n - n == 1 ? "row" : "rows");
 }
 
+/* optional: no section at all when the table is empty (graphs: most traces have none) */
 static void section_timed(FILE *f, const struct sumdoc *d, enum stab which, const char *id,
-			  const char *title, const char *what, const char *color)
+			  const char *title, const char *what, const char *color, bool optional)
 {
+	static const char *const first[] = { [ST_KERNELS] = "kernel", [ST_API] = "API call",
+					     [ST_GRAPHS] = "graph" };
 	struct stable t;
+	const char *v, *e;
 
-	fprintf(f, "<section id=\"%s\"><h2>%s</h2>", id, title);
-	if (!sumdoc__table(WHO, d, which, &t)) {
-		bars(f, &t, color, what);
-		timed_table(f, &t, which == ST_KERNELS ? "kernel" : "API call", id);
+	if (optional && !sumdoc__get(d, stab__key[which], &v, &e))
+		return;
+	if (sumdoc__table(WHO, d, which, &t)) {
+		if (!optional)
+			fprintf(f, "<section id=\"%s\"><h2>%s</h2></section>", id, title);
+		stable__free(&t);
+		return;
 	}
+	if (optional && !t.n) {
+		stable__free(&t);
+		return;
+	}
+	fprintf(f, "<section id=\"%s\"><h2>%s</h2>", id, title);
+	bars(f, &t, color, what);
+	timed_table(f, &t, first[which], id);
 	stable__free(&t);
 	fputs("</section>", f);
 }
@@ -759,8 +773,12 @@ static int write_html(const char *out, struct rep *rp, const struct sumdoc *d, c
 
 	timeline(f, rp, d);
 	section_timed(f, d, ST_KERNELS, "kernels", "Top kernels by device time", "kernels",
-		      "#3567d6");
-	section_timed(f, d, ST_API, "apis", "Top API calls by host time", "API calls", "#c2620c");
+		      "#3567d6", false);
+	/* a graph launch traced whole (--graph-trace, or no CUPTI) is one span, no kernel */
+	section_timed(f, d, ST_GRAPHS, "graphs", "CUDA graph launches by device time",
+		      "graph launches", "#2e9a6b", true);
+	section_timed(f, d, ST_API, "apis", "Top API calls by host time", "API calls", "#c2620c",
+		      false);
 	section_copies(f, d);
 	section_ranges(f, d);
 	section_errors(f, d, errors);

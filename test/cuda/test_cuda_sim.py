@@ -478,6 +478,16 @@ def test_graph_launches_in_summary(tmp_path, cupti):
         tool = gputrace_tool(["check", src, f'graph["{name}"].count == 2',
                               f'graph["*"].total == {total}ns', "totals.graphs.count == 2"])
         assert tool.returncode == 0, (tool.stdout, tool.stderr)
+    # and the HTML report has their table (it had kernels and API calls only)
+    html = tmp_path / "report.html"
+    tool = gputrace_tool(["report", r.trace_path, "-o", html])
+    assert tool.returncode == 0, tool.stderr
+    text = html.read_text()
+    assert '<section id="graphs"><h2>CUDA graph launches by device time</h2>' in text
+    rows = re.findall(r'<table class="sortable graphs">.*?</table>', text, re.S)
+    assert len(rows) == 1 and re.findall(
+        r'<tr class="row" data-name="([^"]*)" data-count="(\d+)" data-total-ns="(\d+)"',
+        rows[0]) == [(name, "2", str(total))]
 
 
 @pytest.mark.sanitize
