@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * gputrace diff BASE... -- NEW...: per kernel, API call, copy kind and user
- * range, how count, total and mean time moved from the base runs to the new
+ * gputrace diff BASE... -- NEW...: per kernel, API call, copy kind, user
+ * range and CUDA graph launched whole, how count, total and mean time moved from the base runs to the new
  * ones (a range's time: the device time of the work launched inside it).
  * Several files per side are several runs of one job: each side is read
  * as the median over its runs, and a time change that stays inside the
@@ -9,7 +9,8 @@
  * never breaks a --fail-on rule. Counts are exact and always compared.
  *
  * Rules (--fail-on):  [SCOPE] METRIC OP CHANGE   or   new-kernels, ...
- *   SCOPE  kernel | api | copy | range, optionally with ["glob"]; none: kernels and copies
+ *   SCOPE  kernel | api | copy | range | graph, optionally with ["glob"]; none: kernels,
+ *          copies and graphs (device work)
  *   METRIC time (total time) | mean | count
  *   OP     > >= < <= == !=
  *   CHANGE +10% | -5% | 0% | +2ms (a time) | +3 (a count)
@@ -45,10 +46,13 @@ static double min_change_ns = DEFAULT_MIN_CHANGE_NS;
 enum { ST_OK = 0, ST_FAILED = 1, ST_ERROR = 2 };
 
 /* The tables a diff covers, in print order. */
-static const enum stab diff_tables[] = { ST_KERNELS, ST_API, ST_COPIES, ST_RANGES };
-#define NTABLES 4
-#define RANGES_BIT 8u /* rule tables bit of ST_RANGES */
-static const char *const table_title[NTABLES] = { "kernel", "API call", "copy", "range" };
+static const enum stab diff_tables[] = { ST_KERNELS, ST_API, ST_COPIES, ST_RANGES, ST_GRAPHS };
+#define NTABLES 5
+#define RANGES_BIT 8u  /* rule tables bit of ST_RANGES */
+#define GRAPHS_BIT 16u /* of ST_GRAPHS: graph launches traced whole, device work as kernels */
+#define DEVICE_WORK (1u | 4u | GRAPHS_BIT)
+static const char *const table_title[NTABLES] = { "kernel", "API call", "copy", "range",
+						  "graph" };
 
 /* ---- rules ---- */
 
@@ -97,7 +101,8 @@ static int parse_rule(const char *text, struct rule *r)
 		{ "new-apis", M_NEW, 2 },	 { "vanished-apis", M_VANISHED, 2 },
 		{ "new-copies", M_NEW, 4 },	 { "vanished-copies", M_VANISHED, 4 },
 		{ "new-ranges", M_NEW, RANGES_BIT }, { "vanished-ranges", M_VANISHED, RANGES_BIT },
-		{ "new", M_NEW, 7 },		 { "vanished", M_VANISHED, 7 },
+		{ "new-graphs", M_NEW, GRAPHS_BIT }, { "vanished-graphs", M_VANISHED, GRAPHS_BIT },
+		{ "new", M_NEW, 7 | GRAPHS_BIT },	 { "vanished", M_VANISHED, 7 | GRAPHS_BIT },
 	};
 	char word[64];
 	size_t n;
@@ -119,14 +124,14 @@ static int parse_rule(const char *text, struct rule *r)
 		}
 	}
 	/* optional scope */
-	r->tables = 1 | 4; /* kernels and copies: device work */
+	r->tables = DEVICE_WORK;
 	start = p;
 	n = 0;
 	while ((p[n] >= 'a' && p[n] <= 'z') || p[n] == '_' || p[n] == '-')
 		n++;
 	if (!n || n >= sizeof(word))
 		return rule_error(text, p, 1,
-				  "a rule starts with time, mean, count (or kernel/api/copy/range "
+				  "a rule starts with time, mean, count (or kernel/api/copy/range/graph "
 				  "before them), or is new-kernels, vanished-kernels, new-apis, ...");
 	memcpy(word, p, n);
 	word[n] = 0;
@@ -135,6 +140,7 @@ static int parse_rule(const char *text, struct rule *r)
 			? 2
 		    : !strcmp(word, "copy") || !strcmp(word, "copies") ? 4
 		    : !strcmp(word, "range") || !strcmp(word, "ranges") ? (int)RANGES_BIT
+		    : !strcmp(word, "graph") || !strcmp(word, "graphs") ? (int)GRAPHS_BIT
 									 : 0;
 	if (scope) {
 		r->tables = (unsigned)scope;
@@ -177,7 +183,7 @@ static int parse_rule(const char *text, struct rule *r)
 		return rule_error(text, start, n ? (int)n : 1,
 				  "unknown metric (time, mean or count; or new-kernels, "
 				  "vanished-kernels, new-apis, vanished-apis, new-copies, vanished-copies, "
-				  "new-ranges, vanished-ranges)");
+				  "new-ranges, vanished-ranges, new-graphs, vanished-graphs)");
 	p = start + n;
 	skip(&p);
 	start = p;
@@ -341,8 +347,9 @@ static int add_run(struct diff *df, int side, size_t run, const struct sumdoc *d
 		const char *v, *e;
 		struct stable st;
 
-		/* summaries written before user ranges have no such table */
-		if (ranges && !sumdoc__get(d, stab__key[ST_RANGES], &v, &e))
+		/* summaries written before user ranges (or graph launches) have no such table */
+		if ((ranges || diff_tables[ti] == ST_GRAPHS) &&
+		    !sumdoc__get(d, stab__key[diff_tables[ti]], &v, &e))
 			continue;
 		if (sumdoc__table(WHO, d, diff_tables[ti], &st))
 			return -1;
@@ -488,7 +495,7 @@ static const char *scope_noun(unsigned tables)
 	for (int ti = 0; ti < NTABLES; ti++)
 		if (tables == 1u << ti)
 			return table_title[ti];
-	return "kernel or copy";
+	return "kernel, copy or graph";
 }
 
 /* ---- output ---- */
@@ -898,15 +905,16 @@ static void usage_diff(FILE *f)
 {
 	fprintf(f,
 		"usage: gputrace diff [options] BASE... -- NEW...\n"
-		"Compares summaries (summary JSONs or traces) per kernel, API call, copy kind\n"
-		"and user range (its time: the device time of the work launched inside it):\n"
-		"count, total and mean time. Several files per side are several runs:\n"
+		"Compares summaries (summary JSONs or traces) per kernel, API call, copy kind,\n"
+		"user range (its time: the device time of the work launched inside it) and\n"
+		"CUDA graph launched whole: count, total and mean time. Several files per side are several runs:\n"
 		"medians are compared, and a time change inside the runs' spread is noise.\n"
 		"  --fail-on RULE     exit 1 when RULE breaks: 'time > +10%%', 'mean > +5%%',\n"
 		"                     'count != 0%%', 'kernel[\"gemm*\"] time > +2ms',\n"
 		"                     'api time > +50%%', 'range[\"forward\"] mean > +5%%',\n"
 		"                     new-kernels, vanished-kernels, new-apis, vanished-apis,\n"
-		"                     new-copies, vanished-copies, new-ranges, vanished-ranges\n"
+		"                     new-copies, vanished-copies, new-ranges, vanished-ranges,\n"
+		"                     new-graphs, vanished-graphs\n"
 		"                     (repeatable)\n"
 		"  --json             JSON on stdout instead of the table (--json=FILE: to FILE)\n"
 		"  --markdown FILE    write the diff as Markdown\n"
@@ -1078,7 +1086,7 @@ int cmd_diff(int argc, char **argv)
 				    it->s[0].min_total <= it->s[1].max_total &&
 				    it->s[1].min_total <= it->s[0].max_total;
 		}
-		/* a table the summaries lack (ranges) has no items at all */
+		/* a table the summaries lack (ranges, graphs) has no items at all */
 		if (t->n)
 			qsort(t->items, t->n, sizeof(*t->items), cmp_item);
 		nameidx__free(&t->index); /* stale now: nothing is looked up after this */

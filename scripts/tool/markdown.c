@@ -147,6 +147,9 @@ void md__summary(FILE *f, const struct sumdoc *d, int top)
 		lost, lost == 1 ? "lost event" : "lost events",
 		unit__fmt_short(c, sizeof(c), sumdoc__num(d, "window.duration_ns"), DIM_TIME, false));
 	timed_table(f, d, ST_KERNELS, "kernel", top);
+	/* graph launches traced whole (a summary from before 2026-12-07 has no table) */
+	if (sumdoc__get(d, stab__key[ST_GRAPHS], &v, &e))
+		timed_table(f, d, ST_GRAPHS, "CUDA graph", top);
 	timed_table(f, d, ST_API, "API call", top);
 	errors_table(f, d, top);
 	if (!sumdoc__table("gputrace", d, ST_COPIES, &t) && t.n) {

@@ -95,10 +95,11 @@ def test_new_and_vanished_kernels(tmp_path):
     assert "FAIL count != 0%: kernel softmax -100.0%" in lines
 
 
-def summary(kernels, api=(), copies=(), ranges=None):
+def summary(kernels, api=(), copies=(), ranges=None, graphs=None):
     """A summary JSON (schema version 1) with the given rows; ranges
     (name, count, device_ns, kernels): none, a summary written before
-    ranges were recorded."""
+    ranges were recorded; graphs (name, count, total_ns) as kernels: none, one
+    written before graph launches had a table."""
     def timed(name, count, total, key="name"):
         return {key: name, "count": count, "total_ns": total, "mean_ns": total // max(count, 1),
                 "min_ns": 0, "max_ns": total, "share": 0.0}
@@ -118,6 +119,8 @@ def summary(kernels, api=(), copies=(), ranges=None):
     if ranges is not None:
         s["ranges"] = [{"name": n, "count": c, "host_ns": 1000 * c, "device_ns": d,
                         "device_spans": k, "kernels": k} for n, c, d, k in ranges]
+    if graphs is not None:
+        s["graphs"] = [timed(*g) for g in graphs]
     return s
 
 
@@ -459,3 +462,43 @@ def test_usage(tmp_path):
     v2["version"] = 2
     p = gt(["diff", b, "--", write(tmp_path, "v2.json", v2)], tmp_path)
     assert p.returncode == 2 and "newer than this gputrace reads" in p.stderr.decode()
+
+
+def test_graph_launches_are_compared_as_device_work(tmp_path):
+    """CUDA graphs launched whole (a span each, no kernel: --graph-trace, or no CUPTI)
+    are rows of their own: a graph twice as slow breaks an unscoped time rule (device
+    work, as kernels), a graph rule sees graphs only, new-graphs and new name them,
+    and a summary written before graphs had a table compares (diff had left graph
+    launches out: a slower graph broke no rule)."""
+    us = 1000
+    base = write(tmp_path, "b.json", summary([("k", 10, 100 * us)],
+                                             graphs=[("CUDA graph 1", 4, 80 * us)]))
+    new = write(tmp_path, "n.json", summary([("k", 10, 100 * us)], graphs=[
+        ("CUDA graph 1", 4, 160 * us), ("CUDA graph 2", 1, 5 * us)]))
+    rules = ["--fail-on", "time > +10%", "--fail-on", 'graph["CUDA graph 1"] mean > +50%',
+             "--fail-on", "kernel time > +10%", "--fail-on", "new-graphs", "--fail-on",
+             "vanished-graphs", "--fail-on", "new"]
+    p = gt(["diff", base, "--", new, *rules, "--json=d.json"], tmp_path)
+    assert p.returncode == 1, p.stdout.decode() + p.stderr.decode()
+    d = json.loads((tmp_path / "d.json").read_text())
+    g = rows(d, "graphs")
+    assert (g["CUDA graph 1"]["base"]["total_ns"], g["CUDA graph 1"]["new"]["total_ns"]) == (
+        80 * us, 160 * us)
+    assert g["CUDA graph 1"]["failed"] == 'time > +10%; graph["CUDA graph 1"] mean > +50%'
+    assert g["CUDA graph 2"]["status"] == "new"
+    assert {x["rule"]: x["failed"] for x in d["rules"]} == {
+        "time > +10%": True, 'graph["CUDA graph 1"] mean > +50%': True,
+        "kernel time > +10%": False, "new-graphs": True, "vanished-graphs": False,
+        "new": True}
+    lines = out_lines(gt(["diff", base, "--", new, *rules], tmp_path))
+    assert "FAIL time > +10%: graph CUDA graph 1 +100.0%" in lines
+    assert "FAIL new-graphs: graph CUDA graph 2 new" in lines
+    row = next(l for l in lines if l.strip().startswith("CUDA graph 1"))
+    assert "4 -> 4" in row and "80 us -> 160 us" in row, row
+    assert any(l.strip().startswith("graph ") and "count" in l for l in lines), lines
+    # a summary written before graph launches had a table: no graph rows there
+    plain = write(tmp_path, "p.json", summary([("k", 10, 100 * us)]))
+    p = gt(["diff", plain, "--", new, "--fail-on", "vanished-graphs", "--json"], tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert {x["name"]: x["status"] for x in json.loads(p.stdout)["graphs"]} == {
+        "CUDA graph 1": "new", "CUDA graph 2": "new"}

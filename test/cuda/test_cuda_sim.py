@@ -478,6 +478,14 @@ def test_graph_launches_in_summary(tmp_path, cupti):
         tool = gputrace_tool(["check", src, f'graph["{name}"].count == 2',
                               f'graph["*"].total == {total}ns', "totals.graphs.count == 2"])
         assert tool.returncode == 0, (tool.stdout, tool.stderr)
+    # the Markdown report (a CI job's page) has their table, after the kernels'
+    md = tmp_path / "checks.md"
+    tool = gputrace_tool(["check", "--markdown", md, r.trace_path, "totals.graphs.count == 2"])
+    assert tool.returncode == 0, tool.stderr
+    lines = md.read_text().splitlines()
+    at = lines.index("| CUDA graph | count | total | mean | share |")
+    assert lines[at + 2].startswith(f"| `{name}` | 2 | ") and lines[at + 3] == ""
+    assert at > lines.index("| kernel | count | total | mean | share |")
     # and the HTML report has their table (it had kernels and API calls only)
     html = tmp_path / "report.html"
     tool = gputrace_tool(["report", r.trace_path, "-o", html])
