@@ -1328,8 +1328,21 @@ int cmd_merge(int argc, char **argv)
 		free(files);
 		return 2;
 	}
+	trace__catch_stop();
 	ret = tool__merge(outpath, files, nfiles, NULL);
 	free(files);
+	/* (a signal after the last event: the merge is whole, and ends by it all the same) */
+	if (trace__stop_signal) {
+		if (!ret)
+			trace__die();
+		if (strcmp(outpath, "-"))
+			fprintf(stderr, WHO ": stopped by %s: %s not written\n", trace__stop_name(),
+				outpath);
+		else
+			fprintf(stderr, WHO ": stopped by %s: the trace on stdout is cut short\n",
+				trace__stop_name());
+		trace__die();
+	}
 	return ret;
 usage:
 	usage_merge(stderr);

@@ -37,6 +37,7 @@
 #include "run.h"
 #include "summarize.h"
 #include "tool.h"
+#include "trace.h"
 #include "writer/summary.h"
 
 /* ---- messages ---- */
@@ -418,6 +419,10 @@ int cmd_run(int argc, char **argv)
 	sup__wait_command(&r.sup);
 	run__wait_for_stragglers(&r);
 	run__print_unsaid(&r);
+	/* CMD is over: Ctrl-C now stops the merge and the summary, which take
+	 * minutes on big traces (it waited for them, and then ended the run all
+	 * the same), keeping the processes' traces */
+	trace__catch_stop();
 
 	run__collect_traces(&r);
 	/* a process that had no telemetry leaves the line to the run (nvml.c):
@@ -425,6 +430,13 @@ int cmd_run(int argc, char **argv)
 	if (r.no_telemetry[0])
 		fprintf(stderr, WHO ": --telemetry: nothing recorded: %s\n", r.no_telemetry);
 	if (!r.per_process && (err = run__make_trace(&r))) {
+		if (trace__stop_signal) {
+			fprintf(stderr, WHO ": stopped by %s while writing %s; the traces of the run "
+				"are in %s (gputrace merge -o %s %s/*.json)\n", trace__stop_name(),
+				r.out, r.parts, r.out, r.parts);
+			run__remove_state(&r);
+			trace__die();
+		}
 		fprintf(stderr, WHO ": could not make %s%s%s; the traces of the run are in %s "
 			"(gputrace merge -o %s %s/*.json)\n", r.out, err == -EIO ? "" : ": ",
 			err == -EIO ? "" : strerror(-err), r.parts, r.out, r.parts);
@@ -432,9 +444,25 @@ int cmd_run(int argc, char **argv)
 		run__remove_parts(&r);
 	}
 	summarize(&r);
-	if ((err = run__deliver_trace(&r)))
+	if (trace__stop_signal && r.ntraces && !r.sum) {
+		fprintf(stderr, WHO ": stopped by %s while summarizing: %s is written; no summary "
+			"nor checks\n", trace__stop_name(), r.per_process ? "each process's trace"
+			: r.out_special ? "the trace" : r.out);
+		run__deliver_trace(&r);
+		run__remove_state(&r);
+		trace__die();
+	}
+	if ((err = run__deliver_trace(&r)) && trace__stop_signal) {
+		/* a FIFO no one reads: its open waited for good, and Ctrl-C was held */
+		fprintf(stderr, WHO ": stopped by %s while writing the trace to %s\n",
+			trace__stop_name(), r.out);
+		summary__free(r.sum);
+		run__remove_state(&r);
+		trace__die();
+	} else if (err) {
 		fprintf(stderr, WHO ": could not write the trace to %s: %s\n", r.out,
 			strerror(-err));
+	}
 	/*
 	 * Here the run is over and all of it is on disk: r.trace is its trace
 	 * ("" if nothing was recorded; r.traces with -o %p), r.sum its summary,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 
 #include "run.h"
 #include "tool.h"
+#include "trace.h"
 #include "writer/summary.h"
 
 /* ---- 2. where traces go ---- */
@@ -882,6 +884,61 @@ static int pump(int in, int out, gzFile z)
 	return err;
 }
 
+/*
+ * A FIFO or a pipe may take nothing for good (no reader, or one that stopped
+ * reading): Ctrl-C must still end the run. A signal caught just before a
+ * blocking open or write would not interrupt it, so nothing here blocks for
+ * longer than a poll of 100 ms between looks at trace__stop_signal.
+ */
+#define STOP_POLL_MS 100
+
+static int open_out(const char *path)
+{
+	for (;;) {
+		/* a FIFO without a reader: ENXIO at once, not a wait */
+		int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd >= 0) {
+			/* our own open file: blocking again, the writes poll first */
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+			return fd;
+		}
+		if (errno != ENXIO && errno != EINTR)
+			return -errno;
+		if (trace__stop_signal)
+			return -EINTR;
+		poll(NULL, 0, STOP_POLL_MS);
+	}
+}
+
+static int pump_stoppable(int in, int out)
+{
+	char buf[1 << 16];
+	ssize_t n;
+
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		for (ssize_t done = 0, w; done < n;) {
+			struct pollfd p = { .fd = out, .events = POLLOUT };
+			int ready = poll(&p, 1, STOP_POLL_MS);
+
+			if (trace__stop_signal)
+				return -EINTR;
+			if (ready < 0 && errno != EINTR)
+				return -errno;
+			if (ready <= 0)
+				continue;
+			/* a pipe that polls writable has a page free: a page's write
+			 * does not block (a bigger one waits for the reader) */
+			w = write(out, buf + done, (size_t)(n - done) < 4096 ? (size_t)(n - done) : 4096);
+			if (w < 0 && errno != EINTR && errno != EAGAIN)
+				return -errno;
+			if (w > 0)
+				done += w;
+		}
+	}
+	return n < 0 ? -errno : 0;
+}
+
 /* OUT is a device or a pipe: the bytes go into it (not created, truncated or
  * removed on failure, as a file would be). */
 static int deliver(struct run *r, const char *tmp)
@@ -889,8 +946,11 @@ static int deliver(struct run *r, const char *tmp)
 	/* /dev/stdout: through our own descriptor, CMD's too, after what CMD wrote
 	 * there (reopened by its name, a file behind it is written from its start) */
 	int own = summary__own_fd(r->out), in = open(tmp, O_RDONLY | O_CLOEXEC);
-	int out = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open(r->out, O_WRONLY | O_CLOEXEC);
-	int err = in < 0 || out < 0 ? -errno : pump(in, out, NULL);
+	int err = in < 0 ? -errno : 0;
+	int out = err ? -1 : own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open_out(r->out);
+
+	if (!err)
+		err = out >= 0 ? pump_stoppable(in, out) : own >= 0 ? -errno : out;
 
 	if (in >= 0)
 		close(in);

@@ -1,11 +1,64 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "json.h"
 #include "trace.h"
+
+volatile sig_atomic_t trace__stop_signal;
+
+static void take_stop(int sig)
+{
+	trace__stop_signal = sig;
+}
+
+void trace__catch_stop(void)
+{
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa = { .sa_handler = take_stop };
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		struct sigaction cur;
+
+		/* ignored as we were started (nohup): it stays so */
+		if (sigaction(stops[i], NULL, &cur) || (!(cur.sa_flags & SA_SIGINFO) &&
+							cur.sa_handler == SIG_IGN))
+			continue;
+		sigaction(stops[i], &sa, NULL);
+		sigaddset(&set, stops[i]);
+	}
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+const char *trace__stop_name(void)
+{
+	switch (trace__stop_signal) {
+	case SIGINT: return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP: return "SIGHUP";
+	case SIGQUIT: return "SIGQUIT";
+	}
+	return "a signal";
+}
+
+void trace__die(void)
+{
+	int sig = trace__stop_signal;
+	struct rlimit no_core = { 0, 0 };
+
+	fflush(NULL);
+	setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT's core would be ours, not a crash */
+	signal(sig, SIG_DFL);
+	raise(sig);
+	exit(128 + sig);
+}
 
 /* The elements of an array whose '[' is next; events counted into *n. */
 static int scan_events(struct jr *r, const struct trace_ops *ops, struct buf *ev, uint64_t *n)
@@ -18,6 +71,8 @@ static int scan_events(struct jr *r, const struct trace_ops *ops, struct buf *ev
 		return 0;
 	}
 	for (;;) {
+		if (trace__stop_signal)
+			return jr_fail(r, "interrupted");
 		buf__reset(ev);
 		if (jr_value(r, ev))
 			return -1;
@@ -172,6 +227,10 @@ done:
 	}
 	goto out;
 fail:
+	if (trace__stop_signal) { /* the caller says it, once */
+		ret = TRACE_ERROR;
+		goto out;
+	}
 	/* A process that died mid-write: keep what is complete, wherever the cut
 	 * came once the events began (in the trailer too: then they all are). */
 	if (seen_events && (!in_events || nev > 0) && strstr(r.err, "end of input")) {

@@ -37,4 +37,15 @@ enum trace_scan_result {
 /* Message lines are prefixed with `who` ("gputrace merge"). */
 int trace__scan(const char *who, const char *path, const struct trace_ops *ops);
 
+/* A merge of big traces takes minutes: Ctrl-C (or TERM, HUP, QUIT) must stop
+ * it, and leave no half-written file. trace__catch_stop: from now on these
+ * signals set trace__stop_signal (and are unblocked) instead of ending the
+ * process; a scan then stops at its next event, TRACE_ERROR with no message,
+ * and its caller cleans up, says so, and ends by the signal (trace__die). */
+#include <signal.h>
+extern volatile sig_atomic_t trace__stop_signal;
+void trace__catch_stop(void);
+_Noreturn void trace__die(void);
+const char *trace__stop_name(void); /* "SIGINT", ... */
+
 #endif

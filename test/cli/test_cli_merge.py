@@ -9,11 +9,14 @@ import json
 import os
 import resource
 import shutil
+import signal
+import subprocess
+import time
 
 import pytest
 
-from cli_helpers import (PLUGIN_DIR, SPAWN, check_summary_json, expected_summary, gputrace,
-                         host_pids, load_exact, ns, plugin_env, trace_files)
+from cli_helpers import (PLUGIN_DIR, SCRIPT, SPAWN, check_summary_json, expected_summary,
+                         gputrace, gt_env, host_pids, load_exact, ns, plugin_env, trace_files)
 from conftest import ROOT, SANITIZE, need
 
 FIXTURES = ROOT / "test" / "cli" / "fixtures"
@@ -718,3 +721,33 @@ def test_merge_to_stdout(tmp_path):
     f = gputrace(["merge", "-o", "m.json"] + inputs, tmp_path)
     assert f.returncode == 0, f.stderr
     assert json.loads(p.stdout) == json.loads((tmp_path / "m.json").read_bytes())
+
+
+def test_ctrl_c_stops_a_merge_and_leaves_no_half_file(tmp_path):
+    """A SIGINT while merge writes (its second pass, OUT's temporary file open beside
+    it) stops it at once: no OUT and no temporary file, one line, and merge ends by the
+    signal. It died where it stood, leaving OUT.tmp.PID behind."""
+    b = json.loads((FIXTURES / "proc_b.json").read_text())
+    big = tmp_path / "b.json"
+    with open(big, "w") as f:  # ~40 MB: its second pass takes a good part of a second
+        f.write('{"traceEvents":[' + ",".join(json.dumps(e) for e in b["traceEvents"]))
+        for i in range(400000):
+            f.write(',{"ph":"X","cat":"kernel","name":"k","pid":4242,"tid":4242,'
+                    f'"ts":{2000 + i},"dur":0.5}}')
+        f.write('],"gputrace":' + json.dumps(b["gputrace"]) + "}")
+    out = tmp_path / "m.json"
+    p = subprocess.Popen([str(SCRIPT), "merge", "-o", str(out), str(FIXTURES / "proc_a.json"),
+                          str(big)], cwd=tmp_path, env=gt_env(), stderr=subprocess.PIPE)
+    try:
+        while not list(tmp_path.glob("m.json.tmp.*")):
+            assert p.poll() is None, p.stderr.read().decode()
+            time.sleep(0.001)
+        p.send_signal(signal.SIGINT)
+        err = p.communicate(timeout=60)[1].decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGINT, err
+    assert err.splitlines() == [f"gputrace merge: stopped by SIGINT: {out} not written"]
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["b.json"]

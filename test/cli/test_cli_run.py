@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -924,3 +925,33 @@ def test_dev_stdout_redirected_to_a_file_is_written_after_the_program(tmp_path, 
         assert sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel") == 3
     else:
         assert doc["schema"] == "gputrace-summary" and doc["totals"]["kernels"]["count"] == 3
+
+
+def test_ctrl_c_stops_a_run_whose_trace_goes_to_a_fifo_no_one_reads(tmp_path):
+    """-o FIFO with no reader: once CMD is over, the trace's open waits for one. A
+    Ctrl-C (a SIGINT to gputrace) there stops the run with one line, and it ends by the
+    signal; the run's state folder goes. It waited for good: the signals gputrace
+    forwards to CMD stayed blocked after CMD ended (kill -9 was the only way out)."""
+    need(PLUGIN_DIR / "libclitest.so")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([str(SCRIPT), "run", "-o", str(fifo), "--plugin-path", str(PLUGIN_DIR),
+                          "--", "true"], cwd=tmp_path, env=plugin_env(3),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = b""
+    try:
+        # the summary is printed before the trace is written out (lost events: its end)
+        while b"lost events:" not in err:
+            line = p.stderr.readline()
+            assert line, err.decode()
+            err += line
+        p.send_signal(signal.SIGINT)
+        rest = p.communicate(timeout=30)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = (err + rest).decode().splitlines()
+    assert p.returncode == -signal.SIGINT, lines
+    assert lines[-1] == f"gputrace: stopped by SIGINT while writing the trace to {fifo}"
+    assert not list((tmp_path).glob("*.parts*")) and not list(tmp_path.glob(".gputrace*"))
