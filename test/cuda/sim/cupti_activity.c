@@ -257,7 +257,8 @@ static void complete_ready(uint64_t now)
 		if (e->no_times)
 			set_times(e, 0, 0);
 		else
-			set_times(e, cs_gpu_time(e->start), cs_gpu_time(e->end));
+			set_times(e, cs_gpu_time(e->start, e->start),
+				  cs_gpu_time(e->end, e->start));
 		e->buf->pending--;
 		*p = e->next;
 		free(e);
@@ -287,7 +288,7 @@ static void deliver_buffers(int how)
 				struct cs_pending *e = *p;
 				if (e->buf == b) {
 					if (e->start <= now && !e->no_times)
-						set_times(e, cs_gpu_time(e->start), 0);
+						set_times(e, cs_gpu_time(e->start, e->start), 0);
 					*p = e->next;
 					free(e);
 				} else {

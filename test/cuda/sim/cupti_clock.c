@@ -9,7 +9,10 @@
  * taken at start, 10 ms later, then at most every 100 ms (worker thread),
  * onto the host's time, then onto CUPTI's CPU clock at that host time (so
  * a step of CLOCK_REALTIME shows in GPU times exactly when it happens; a
- * timestamp callback's clock is read between two host reads). A
+ * timestamp callback's clock is read between two host reads), as that
+ * clock stood when the work started: a record's end is its start plus
+ * what the device measured, as CUPTI converts a record's timestamps
+ * together, never across a step inside the work. A
  * device clock that drifts is followed; one that steps between two pairs
  * gives converted times that are off until the pairs are past the step,
  * as on hardware.
@@ -44,8 +47,11 @@ uint64_t cs_now(void)
 		cs_in_timestamp--;
 		return v;
 	}
-	if (tools)
-		return tools->realtime_ns(tools->host_ns());
+	if (tools) {
+		uint64_t now = tools->host_ns();
+
+		return tools->realtime_ns(now, now);
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -85,7 +91,7 @@ void cs_calibrate(void)
 	last_host = h1;
 }
 
-uint64_t cs_gpu_time(uint64_t host_ns)
+uint64_t cs_gpu_time(uint64_t host_ns, uint64_t started)
 {
 	uint64_t gpu, host;
 	long double slope = 1.0L;
@@ -103,7 +109,10 @@ uint64_t cs_gpu_time(uint64_t host_ns)
 	host = last->host + (uint64_t)(int64_t)((long double)(int64_t)(gpu - last->gpu) * slope);
 	if (__atomic_load_n(&C.timestamp, __ATOMIC_ACQUIRE))
 		return host + (uint64_t)callback_offset;
-	return C.tools->realtime_ns(host);
+	/* on the CPU clock as it stood when the work started: the device measured
+	 * its length, and CUPTI converts a record's timestamps together (a step of
+	 * CLOCK_REALTIME inside a kernel does not end it before it started) */
+	return C.tools->realtime_ns(host, started);
 }
 
 void cs_clock_forget(void)

@@ -98,7 +98,7 @@ CS_HIDDEN uint64_t cs_now(void);
 /* A GPU event at a host time (CLOCK_MONOTONIC_RAW), on CUPTI's clock:
  * the device's timestamp, converted by linear interpolation between
  * calibration pairs (lock held). */
-CS_HIDDEN uint64_t cs_gpu_time(uint64_t host_ns);
+CS_HIDDEN uint64_t cs_gpu_time(uint64_t host_ns, uint64_t started);
 /* Take a (device, CPU) calibration pair, unless one is under 100 ms old
  * (lock held). */
 CS_HIDDEN void cs_calibrate(void);

@@ -155,7 +155,7 @@ DRV_HIDDEN int drv_context_ids(CUcontext ctx, uint32_t *context_id, uint32_t *de
 DRV_HIDDEN void drv_clock_setup(void);
 DRV_HIDDEN uint64_t drv_host_ns(void);
 DRV_HIDDEN uint64_t drv_device_ns(uint64_t host_ns);
-DRV_HIDDEN uint64_t drv_realtime_ns(uint64_t host_ns);
+DRV_HIDDEN uint64_t drv_realtime_ns(uint64_t host_ns, uint64_t as_of);
 DRV_HIDDEN void drv_sleep_until(uint64_t host_ns);
 
 /* ---- drv_tools.c ---- */

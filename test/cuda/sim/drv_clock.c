@@ -115,10 +115,13 @@ uint64_t drv_device_ns(uint64_t host_ns)
 	       (uint64_t)(C.dev_step && host_ns >= C.dev_step_at ? C.dev_step : 0);
 }
 
-uint64_t drv_realtime_ns(uint64_t host_ns)
+/* CLOCK_REALTIME at host_ns, with its step only if it had happened at as_of
+ * (a GPU record's times, converted together, are on the clock as it stood
+ * when the work started) */
+uint64_t drv_realtime_ns(uint64_t host_ns, uint64_t as_of)
 {
 	return C.rt0 + (uint64_t)drifted(host_ns, C.rt_drift_ppm) +
-	       (uint64_t)(C.rt_step && host_ns >= C.rt_step_at ? C.rt_step : 0);
+	       (uint64_t)(C.rt_step && as_of >= C.rt_step_at ? C.rt_step : 0);
 }
 
 void drv_sleep_until(uint64_t host_ns)

@@ -135,7 +135,8 @@ struct sim_tools {
 	/* clocks (sim_clock.c) */
 	uint64_t (*host_ns)(void);               /* CLOCK_MONOTONIC_RAW */
 	uint64_t (*device_ns)(uint64_t host_ns); /* the device's clock at a host time */
-	uint64_t (*realtime_ns)(uint64_t host_ns); /* the host's CLOCK_REALTIME at a host time */
+	/* the host's CLOCK_REALTIME at a host time, stepped as it stood at `as_of` */
+	uint64_t (*realtime_ns)(uint64_t host_ns, uint64_t as_of);
 	/* objects */
 	int (*context_ids)(CUcontext ctx, uint32_t *context_id, uint32_t *device_id);
 	/* a stream's id (cuptiGetStreamIdEx): ctx NULL for the current one */

@@ -1121,10 +1121,13 @@ static uint64_t pair(uint64_t *h, uint64_t *c)
 	return best;
 }
 
+/* "long": the kernel lasts 400 ms (for a clock step inside it), else 1 ms;
+ * "callback" and "stalling": the client's clock, through a timestamp callback. */
 static int clocks(const char *with_callback)
 {
 	uint64_t c1, c2, h1, h2, launch_at, width;
 	CUpti_Activity *r = NULL;
+	bool long_kernel = !strcmp(with_callback, "long");
 
 	register_kernel();
 	if (!strcmp(with_callback, "callback"))
@@ -1137,7 +1140,7 @@ static int clocks(const char *with_callback)
 	sleep_ms(300);
 	width += pair(&h2, &c2);
 	cuptiGetTimestamp(&launch_at);
-	launch(1000, 1000, NULL); /* 1 ms */
+	launch(long_kernel ? 400000 : 1000, 1000, NULL); /* 400 ms or 1 ms */
 	cudaDeviceSynchronize();
 	uint64_t synced = raw_ns();
 	cuptiActivityFlushAll(0);
@@ -1151,7 +1154,7 @@ static int clocks(const char *with_callback)
 		printf("kernel_after_launch=%lld kernel_dur=%llu\n",
 		       (long long)(k->start - launch_at), (unsigned long long)(k->end - k->start));
 		/* (in the host's clock when the callback is one that reads it) */
-		if (strcmp(with_callback, ""))
+		if (strcmp(with_callback, "") && !long_kernel)
 			printf("kernel_end_before_synced=%lld\n", (long long)(synced - k->end));
 	}
 	return 0;
@@ -1358,6 +1361,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: sim_probe subscribe|callbacks|buffers|forbidden WHAT|capture|fork|"
-			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|mallocasync|per_thread|clock [callback]|init|streams\n");
+			"walk LIBCUPTI|peer LIBCUPTI|reset|copy2d|symbols|hostfn|mallocasync|per_thread|clock [callback|stalling|long]|init|streams\n");
 	return 2;
 }

@@ -298,6 +298,16 @@ def test_clocks():
     f = fields(probe("clock", "stalling"))
     assert int(f["kernel_end_before_synced"]) >= 0
     assert abs(int(f["kernel_dur"]) - 1000000) <= 1000
+    # CLOCK_REALTIME stepped back 3 ms inside a kernel of 400 ms (it runs ~300 to
+    # ~700 ms after start): the record's times are converted together, on the
+    # clock as it stood when the kernel started, so it still lasts what the device
+    # measured (its end was on the stepped clock: 397 ms, and a kernel of 20 us
+    # hit by the step ended 2.98 ms before it started, which no tracer can undo
+    # to the ns: test_step_placed_by_launches_read_long_after, 1 run in ~7)
+    f = fields(probe("clock", "long", env={"CUDA_SIM_REALTIME_STEP_NS": "-3000000",
+                                           "CUDA_SIM_REALTIME_STEP_AT_MS": "500"}))
+    assert f["kernel_dur"] == "400000000"
+    assert int(f["kernel_after_launch"]) > 0
 
 
 def test_bad_settings_and_injection():
