@@ -442,8 +442,11 @@ def test_graph_launches_in_summary(tmp_path, cupti):
     assert [e["name"] for e in graphs] == [name] * 2
     durs = [ns(e["dur"]) for e in graphs]
     if cupti:
-        assert durs == [1409] * 2
-    total = sum(durs)
+        # as recorded: the second, launched right behind the first, may start where
+        # it ends, and is then written 1 ns later (writer/place.c; load_exact undoes
+        # that): 1409 and 1408 ns in the trace, 1 run in ~5
+        assert [ns(e["dur"]) for e in xs(load_exact(r.trace_path), "cuda_graph")] == [1409] * 2
+    total = sum(durs)  # as written: what both summaries add up
     # not kernels: the kernels table holds the kernels launched one by one only
     kernels = {e["name"] for e in xs(trace, "kernel")}
     jsonschema = pytest.importorskip("jsonschema")
