@@ -220,13 +220,20 @@ static const char *elf_not_whole(const char *path)
 	Elf64_Phdr ph;
 	struct stat st;
 	const char *why = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: the open of a FIFO named *.so (and dlopen's) waited for a
+	 * writer, and the program hung before main without a word */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return NULL; /* dlopen says why */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st)) {
 		close(fd);
 		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		/* a directory: dlopen says so, safely */
+		return S_ISDIR(st.st_mode) ? NULL : "not a regular file (a FIFO, a device, a socket)";
 	}
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {

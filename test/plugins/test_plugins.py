@@ -1092,3 +1092,20 @@ def test_gpu_past_the_limit_is_not_drawn_on_another_devices_row(tmp_path, vendor
     program = {pid for (pid, _), n in names.items() if not n.startswith("Dev")}
     assert [e for e in t["traceEvents"] if e.get("ph") != "M" and e["pid"] not in program] \
         == []
+
+
+def test_fifo_named_like_a_plugin_is_skipped(tmp_path):
+    """A FIFO named *.so in a plug-in directory: opening it (ours, then dlopen's)
+    waited for a writer, and the program hung before main without a word. Now
+    one line, and the plug-in beside it loads."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    os.mkfifo(d / "a_fifo.so")
+    need(HOST_APP)
+    r = run([HOST_APP, "20"], env={"GPUTRACE_PLUGIN_PATH": str(d)}, tmp_path=tmp_path,
+            timeout=30)
+    assert r.returncode == HOST_EXIT, r.stderr
+    assert r.stdout == HOST_STDOUT
+    assert plugin_lines(r.stderr) == [
+        f"gputrace: plug-in {d}/a_fifo.so: cannot load it: {d}/a_fifo.so: not a regular "
+        "file (a FIFO, a device, a socket); skipped"]
+    assert len(events(r.trace, ph="X", cat="kernel")) > 0
