@@ -112,11 +112,26 @@ static void plugin_config_for(const char *name, char *out, size_t outlen)
 	}
 }
 
+/* Does an entry before `before` in all name the plug-in name (len bytes)? */
+static bool plugin_config_named_before(const char *all, const char *before, const char *name,
+				       size_t len)
+{
+	while (all < before) {
+		const char *end = strchrnul(all, ';');
+
+		if ((size_t)(end - all) > len && !strncmp(all, name, len) && all[len] == ':')
+			return true;
+		all = *end ? end + 1 : end;
+	}
+	return false;
+}
+
 /* Entries that name no loaded plug-in are reported (a typo would otherwise
- * silently leave a plug-in unconfigured). */
+ * silently leave a plug-in unconfigured), and so are a plug-in's entries
+ * after its first, which it never gets ("npu:a=1;npu:b=2" gave it "a=1"). */
 static void plugin_config_check(void)
 {
-	const char *all = getenv("GPUTRACE_PLUGIN_CONFIG");
+	const char *start = getenv("GPUTRACE_PLUGIN_CONFIG"), *all = start;
 
 	while (all && *all) {
 		const char *end = strchrnul(all, ';');
@@ -138,6 +153,10 @@ static void plugin_config_check(void)
 					!strncmp(plugins[i].builder.name, all, (size_t)(colon - all));
 			if (!found)
 				pr_err("GPUTRACE_PLUGIN_CONFIG: no plug-in named '%.*s' was loaded",
+				       (int)(colon - all), all);
+			else if (plugin_config_named_before(start, all, all, (size_t)(colon - all)))
+				pr_err("GPUTRACE_PLUGIN_CONFIG: entry '%.*s' is not used: the plug-in "
+				       "'%.*s' gets its first entry's text only", (int)(end - all), all,
 				       (int)(colon - all), all);
 		}
 		all = *end ? end + 1 : end;

@@ -1109,3 +1109,15 @@ def test_fifo_named_like_a_plugin_is_skipped(tmp_path):
         f"gputrace: plug-in {d}/a_fifo.so: cannot load it: {d}/a_fifo.so: not a regular "
         "file (a FIFO, a device, a socket); skipped"]
     assert len(events(r.trace, ph="X", cat="kernel")) > 0
+
+
+def test_second_config_entry_for_a_plugin_says_so(tmp_path):
+    """A plug-in gets the text of its first GPUTRACE_PLUGIN_CONFIG entry: a second one
+    for it was passed over without a word (kernels=3 asked for, 1 run)."""
+    d = plugin_dir(tmp_path, SIMACCEL)
+    r = run_host(tmp_path, d, "simaccel:kernels=1;simacce:x;simaccel:kernels=3")
+    assert plugin_lines(r.stderr) == [
+        "gputrace: GPUTRACE_PLUGIN_CONFIG: no plug-in named 'simacce' was loaded",
+        "gputrace: GPUTRACE_PLUGIN_CONFIG: entry 'simaccel:kernels=3' is not used: the "
+        "plug-in 'simaccel' gets its first entry's text only"]
+    assert len(events(r.trace, ph="X", cat="kernel")) == 1
