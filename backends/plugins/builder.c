@@ -111,6 +111,26 @@ static const char *builder__row_name(const char *name, char cut[PLUGIN_STR_MAX +
 }
 
 
+/* A plug-in's string as a line of ours quotes it: a control byte as '?' (an
+ * escape sequence reached the terminal, a newline split the line in two, as
+ * log() and query()'s name never do), cut past LINE_NAME_MAX bytes at the
+ * end of a character, with "...". */
+#define LINE_NAME_MAX 128
+
+static const char *builder__shown(const char *s, char out[LINE_NAME_MAX + 4])
+{
+	size_t n = strnlen(s, LINE_NAME_MAX + 1), cut = n;
+
+	if (n > LINE_NAME_MAX)
+		cut = gt_utf8_trim_end(s, LINE_NAME_MAX);
+	for (size_t i = 0; i < cut; i++)
+		out[i] = (unsigned char)s[i] < ' ' || s[i] == 0x7f ? '?' : s[i];
+	if (cut < n)
+		memcpy(out + cut, "...", 3), cut += 3;
+	out[cut] = '\0';
+	return out;
+}
+
 /* ---- the builder ---- */
 
 /* The plug-in whose builder the handle is, if it is one of ours. */
@@ -256,8 +276,11 @@ static uint64_t builder_now_ns(void)
 static int32_t builder__no_room(struct gputrace_builder *b, enum plugin_limit limit,
 				const char *what, const char *name)
 {
+	char shown[LINE_NAME_MAX + 4];
+
 	if (!(b->limits_said & 1u << limit)) {
 		b->limits_said |= 1u << limit;
+		name = builder__shown(name, shown);
 		if (limit == PLUGIN_LIMIT_ROWS)
 			pr_err("plug-in %s: %s \"%s\" refused (-ENOSPC): at most %d rows "
 			       "(devices and queues) per plug-in; said once",
@@ -379,6 +402,7 @@ static int builder__times(struct gputrace_builder *b, const char *name, uint64_t
 {
 	uint64_t lo = b->opened_ns > TIMES_SLACK_NS ? b->opened_ns - TIMES_SLACK_NS : 1;
 	uint64_t hi = builder_now_ns() + TIMES_SLACK_NS;
+	char shown[LINE_NAME_MAX + 4];
 
 	if (start >= lo && end <= hi)
 		return 0;
@@ -386,7 +410,7 @@ static int builder__times(struct gputrace_builder *b, const char *name, uint64_t
 		pr_err("plug-in %s: \"%s\" refused (-ERANGE): its time %" PRIu64 " ns (to %"
 		       PRIu64 ") is not CLOCK_MONOTONIC_RAW ns of this run (accepted: %" PRIu64
 		       " to %" PRIu64 ", api->now_ns() is the clock); said once",
-		       b->name, name, start, end, lo, hi);
+		       b->name, builder__shown(name, shown), start, end, lo, hi);
 	return -ERANGE;
 }
 

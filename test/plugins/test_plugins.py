@@ -1121,3 +1121,72 @@ def test_second_config_entry_for_a_plugin_says_so(tmp_path):
         "gputrace: GPUTRACE_PLUGIN_CONFIG: entry 'simaccel:kernels=3' is not used: the "
         "plug-in 'simaccel' gets its first entry's text only"]
     assert len(events(r.trace, ph="X", cat="kernel")) == 1
+
+
+# One span at time 5 ns (refused, -ERANGE), named with an escape sequence, a
+# newline and 60 two-byte characters.
+PLUGIN_ODD_NAME = r"""
+#include <errno.h>
+#include <string.h>
+#include <gputrace/gputrace_plugin.h>
+static const struct gputrace_builder_api *api;
+static gputrace_builder *b;
+static int32_t queue;
+static char name[256];
+static int q(struct gputrace_plugin_info *info)
+{
+	info->name = "oddname";
+	info->kinds = GPUTRACE_KIND_KERNEL;
+	return 0;
+}
+static int c(const struct gputrace_plugin_setup *setup, void **state)
+{
+	int i;
+
+	api = setup->api;
+	b = setup->builder;
+	queue = api->queue(b, api->device(b, "Odd 0"), "q", 0);
+	strcpy(name, "\x1b[31mRED\x1b[0m\nfake: line");
+	for (i = 0; i < 60; i++)
+		strcat(name, "\xc3\xa9");
+	*state = 0;
+	return queue < 0 ? -EIO : 0;
+}
+static int f(void *state, int final)
+{
+	struct gputrace_event ev;
+
+	(void)state;
+	if (!final)
+		return 0;
+	GPUTRACE_INIT(ev);
+	ev.kind = GPUTRACE_KIND_KERNEL;
+	ev.row = queue;
+	ev.name = name;
+	ev.start_ns = 5;
+	ev.end_ns = 10;
+	return api->span(b, &ev) == -ERANGE ? 0 : -EIO;
+}
+static const struct gputrace_plugin table = { GPUTRACE_PLUGIN_TABLE_HEAD, q, c, 0, 0, f, 0 };
+GPUTRACE_PLUGIN_EXPORT(table)
+"""
+
+
+def test_refused_name_is_quoted_on_one_line(tmp_path):
+    """The line for a refused event quoted its name as given: an escape sequence
+    reached the terminal and a newline made it two lines ("fake: line ..." the
+    second). Now control bytes read '?', and the name is cut past 128 bytes, at the
+    end of a character."""
+    need(INCLUDE / "gputrace" / "gputrace_plugin.h")
+    d = build_plugin(tmp_path, "oddname", PLUGIN_ODD_NAME)
+    r = run_host(tmp_path, d)
+    err = r.stderr.decode()
+    assert "\x1b" not in err
+    name = ("\x1b[31mRED\x1b[0m\nfake: line" + "\u00e9" * 60).encode()
+    shown = name[:128].decode(errors="ignore")  # whole characters only
+    assert len(shown.encode()) == 127
+    shown = "".join("?" if ord(ch) < 32 else ch for ch in shown) + "..."
+    lines = [l for l in err.splitlines() if l.startswith("gputrace:") or "fake" in l]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f'gputrace: plug-in oddname: "{shown}" refused (-ERANGE): '
+                               'its time 5 ns (to 10) is not CLOCK_MONOTONIC_RAW'), lines
