@@ -32,6 +32,8 @@ PLUGIN_ARG_SAME(I64) PLUGIN_ARG_SAME(U64) PLUGIN_ARG_SAME(HEX) PLUGIN_ARG_SAME(F
 PLUGIN_ARG_SAME(STR)
 #undef PLUGIN_ARG_SAME
 _Static_assert(GPUTRACE_ARGS_MAX <= GT_ARGS_MAX, "plug-in args fit an event");
+_Static_assert(GPUTRACE_CORRELATION_MAX == (1ull << GT_CORR_NS_SHIFT) - 1,
+	       "a plug-in's ids are what its namespace holds");
 
 /* The least a plug-in may pass: ABI 1's sizes (later versions only append). */
 #define ABI1_EVENT_SIZE   sizeof(struct gputrace_event)
@@ -414,6 +416,25 @@ static int builder__times(struct gputrace_builder *b, const char *name, uint64_t
 	return -ERANGE;
 }
 
+/*
+ * A correlation id the trace can keep apart from the plug-in's others: its
+ * namespace holds 48 bits (gt_corr_foreign). Cut to them, 2^48 + 5 was 5:
+ * every kernel of either id drew its arrow from the last launch of the two.
+ * -ERANGE, and one line per plug-in naming the first.
+ */
+static int builder__corr(struct gputrace_builder *b, const char *name, uint64_t corr)
+{
+	char shown[LINE_NAME_MAX + 4];
+
+	if (corr <= GPUTRACE_CORRELATION_MAX)
+		return 0;
+	if (!atomic_exchange(&b->corr_said, true))
+		pr_err("plug-in %s: \"%s\" refused (-ERANGE): its correlation id %" PRIu64
+		       " (%#" PRIx64 ") is past GPUTRACE_CORRELATION_MAX (2^48 - 1); said once",
+		       b->name, builder__shown(name, shown), corr, corr);
+	return -ERANGE;
+}
+
 static int builder__event(gputrace_builder *handle, const struct gputrace_event *in, bool span)
 {
 	struct gputrace_builder *b = builder__get(handle);
@@ -433,6 +454,8 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	if (!(e.kind & b->kinds))
 		return 1;
 	rc = builder__times(b, e.name, e.start_ns, span ? e.end_ns : e.start_ns);
+	if (!rc)
+		rc = builder__corr(b, e.name, e.correlation);
 	if (rc)
 		return rc;
 	if (e.row == GPUTRACE_ROW_HOST) {
@@ -558,6 +581,7 @@ void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds,
 	atomic_store_explicit(&b->nrows, 0, memory_order_relaxed);
 	b->limits_said = 0;
 	atomic_store(&b->times_said, false);
+	atomic_store(&b->corr_said, false);
 	b->opened_ns = builder_now_ns();
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->kinds = kinds;

@@ -107,6 +107,11 @@ struct gputrace_arg {
 /* At most this many arguments per event (or values per counter sample). */
 #define GPUTRACE_ARGS_MAX 8
 
+/* The largest correlation id (struct gputrace_event): gputrace keeps 48 bits
+ * of an id, the rest of its own id names the plug-in; a larger one is
+ * refused (-ERANGE). */
+#define GPUTRACE_CORRELATION_MAX ((((uint64_t)1) << 48) - 1)
+
 /* Row of host events: the thread given by tid (0: the calling thread). */
 #define GPUTRACE_ROW_HOST 0
 
@@ -126,7 +131,8 @@ struct gputrace_event {
 	/* Host span: its own id, != 0 when device work follows from it.
 	 * Device span: the id of the host span that caused it; the trace gets
 	 * a flow arrow from that host span to this one. Ids are the plug-in's
-	 * own (any value but 0); they never clash with other backends'. */
+	 * own (1 to GPUTRACE_CORRELATION_MAX, 2^48 - 1); they never clash with
+	 * other backends'. */
 	uint64_t correlation;
 	const struct gputrace_arg *args; /* nargs entries, keys distinct; NULL if 0 */
 	uint32_t nargs;                  /* at most GPUTRACE_ARGS_MAX */
@@ -159,7 +165,9 @@ enum gputrace_log_level {
 /*
  * Functions return 0 (or a row id >= 1) on success and a negative errno
  * when the call is refused: -EINVAL (bad row, missing or "" name, end < start,
- * a size smaller than ABI 1's), -E2BIG (too many args), -ECANCELED (the
+ * a size smaller than ABI 1's), -E2BIG (too many args), -ERANGE (a time that
+ * is not this run's CLOCK_MONOTONIC_RAW, a correlation id past
+ * GPUTRACE_CORRELATION_MAX), -ECANCELED (the
  * plug-in failed or was destroyed, or tracing has ended), -ENOSPC (no room:
  * the event was dropped and counted as lost; a device or queue past the
  * limits below, said once per plug-in on stderr). An event whose kind is

@@ -1190,3 +1190,107 @@ def test_refused_name_is_quoted_on_one_line(tmp_path):
     assert len(lines) == 1, lines
     assert lines[0].startswith(f'gputrace: plug-in oddname: "{shown}" refused (-ERANGE): '
                                'its time 5 ns (to 10) is not CLOCK_MONOTONIC_RAW'), lines
+
+
+# ---- correlation ids ----
+
+# Launches and kernels of four ids: 5 and 2^48 - 1 are kept apart; 2^48 + 5
+# (5 cut to 48 bits) and 7 << 56 | 5 are refused. What each call returned goes
+# to the file the config names.
+PLUGIN_BIG_IDS = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <gputrace/gputrace_plugin.h>
+static const struct gputrace_builder_api *api;
+static gputrace_builder *b;
+static int32_t queue;
+static int main_tid;
+static char results[256];
+static int q(struct gputrace_plugin_info *info)
+{
+	info->name = "bigids";
+	info->kinds = GPUTRACE_KIND_RUNTIME | GPUTRACE_KIND_KERNEL;
+	return 0;
+}
+static int c(const struct gputrace_plugin_setup *setup, void **state)
+{
+	api = setup->api;
+	b = setup->builder;
+	snprintf(results, sizeof(results), "%s", setup->config);
+	main_tid = (int)getpid();
+	queue = api->queue(b, api->device(b, "Big 0"), "q", 0);
+	*state = 0;
+	return queue < 0 ? -EIO : 0;
+}
+static int f(void *state, int final)
+{
+	static const uint64_t ids[4] = { 5, ((uint64_t)1 << 48) - 1, ((uint64_t)1 << 48) + 5,
+					 (uint64_t)7 << 56 | 5 };
+	static const char *launch[4] = { "launch0", "launch1", "launch2", "launch3" };
+	static const char *kernel[4] = { "kern0", "kern1", "kern2", "kern3" };
+	uint64_t now = api->now_ns();
+	FILE *out;
+	int i;
+
+	(void)state;
+	if (!final)
+		return 0;
+	out = fopen(results, "w");
+	if (!out)
+		return -EIO;
+	for (i = 0; i < 4; i++) {
+		struct gputrace_event ev;
+
+		GPUTRACE_INIT(ev);
+		ev.kind = GPUTRACE_KIND_RUNTIME;
+		ev.row = GPUTRACE_ROW_HOST;
+		ev.tid = main_tid;
+		ev.name = launch[i];
+		ev.start_ns = now - 100000 + (uint64_t)i * 20000;
+		ev.end_ns = ev.start_ns + 1000;
+		ev.correlation = ids[i];
+		fprintf(out, "%d ", api->span(b, &ev));
+		ev.kind = GPUTRACE_KIND_KERNEL;
+		ev.row = queue;
+		ev.tid = 0;
+		ev.name = kernel[i];
+		ev.start_ns += 5000;
+		ev.end_ns = ev.start_ns + 1000;
+		fprintf(out, "%d ", api->span(b, &ev));
+	}
+	return fclose(out) ? -EIO : 0;
+}
+static const struct gputrace_plugin table = { GPUTRACE_PLUGIN_TABLE_HEAD, q, c, 0, 0, f, 0 };
+GPUTRACE_PLUGIN_EXPORT(table)
+"""
+
+
+def test_correlation_ids_past_48_bits_refused(tmp_path):
+    """Ids 5 and 2^48 + 5 were one id (cut to 48 bits): both kernels drew their
+    arrows from the later launch, one arrow going back in time. An id past
+    GPUTRACE_CORRELATION_MAX is refused (-ERANGE) with one line; those up to it
+    keep their own arrows."""
+    need(INCLUDE / "gputrace" / "gputrace_plugin.h")
+    d = build_plugin(tmp_path, "bigids", PLUGIN_BIG_IDS)
+    results = tmp_path / "results"
+    r = run_host(tmp_path, d, f"bigids:{results}")
+    assert gputrace_lines(r.stderr) == [
+        'gputrace: plug-in bigids: "launch2" refused (-ERANGE): its correlation id '
+        '281474976710661 (0x1000000000005) is past GPUTRACE_CORRELATION_MAX (2^48 - 1); '
+        'said once']
+    erange = -34
+    assert list(map(int, results.read_text().split())) == [0, 0, 0, 0] + [erange] * 4
+    t = r.trace
+    spans = {e["name"]: e for e in events(t, ph="X")}
+    assert sorted(spans) == ["kern0", "kern1", "launch0", "launch1"]
+    for i, corr in enumerate([5, (1 << 48) - 1]):
+        assert spans[f"launch{i}"]["args"]["correlation"] == CORR_BASE + corr
+        assert spans[f"kern{i}"]["args"]["correlation"] == CORR_BASE + corr
+    starts = {e["id"]: e for e in events(t, ph="s", cat="ac2g")}
+    ends = {e["id"]: e for e in events(t, ph="f", cat="ac2g")}
+    assert sorted(starts) == sorted(ends) and len(starts) == 2
+    arrows = sorted((starts[i]["ts"], ends[i]["ts"]) for i in starts)
+    for i, (s, f) in enumerate(arrows):
+        assert abs(s - spans[f"launch{i}"]["ts"]) < 0.01, (arrows, spans)
+        assert abs(f - spans[f"kern{i}"]["ts"]) < 0.01, (arrows, spans)
