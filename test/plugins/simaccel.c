@@ -26,7 +26,9 @@
  *                   plug-in's last records, at exit after the program's end
  *   launch_after_ms=N  the device spans first, all of them, then N ms later the
  *                   host spans that launched them (a collector that reads the
- *                   device's buffer before the host's)
+ *                   device's buffer before the host's), and not before gputrace's
+ *                   drain has read the device spans (three flushes have come since:
+ *                   on a loaded machine a drain cycle can take longer than N ms)
  *   concurrent=1    also a queue "concurrent" whose kernels overlap, as a device
  *                   running kernels of one queue at once reports them, at
  *                   base + kernels ms: sim_first +0..+100 us, sim_after +100..+200
@@ -35,6 +37,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +62,8 @@ struct simaccel {
 	int32_t device, compute, copy, conc;
 	uint64_t base;
 	int counters_done;
+	atomic_uint flushes;
+	atomic_int stopping; /* stop() waits for the collector: it waits no more */
 	pthread_t collector;
 	int collector_running;
 };
@@ -247,10 +252,18 @@ static void *collector(void *arg)
 		struct timespec ts = { s->launch_after_ms / 1000,
 				       (long)(s->launch_after_ms % 1000) * 1000000L };
 
+		unsigned seen;
+
 		for (i = 0; i < s->kernels; i++)
 			kernel_spans(s, i, DEVICE_SPANS);
+		seen = atomic_load(&s->flushes);
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
+		while (atomic_load(&s->flushes) - seen < 3 && !atomic_load(&s->stopping)) {
+			struct timespec ms = { 0, 1000000L };
+
+			nanosleep(&ms, NULL);
+		}
 		for (i = 0; i < s->kernels; i++)
 			kernel_spans(s, i, HOST_SPANS);
 	} else {
@@ -306,6 +319,7 @@ static int simaccel_stop(void *state)
 	struct simaccel *s = state;
 	pthread_t t;
 
+	atomic_store(&s->stopping, 1);
 	if (s->collector_running)
 		pthread_join(s->collector, NULL);
 	s->collector_running = 0;
@@ -349,6 +363,7 @@ static int simaccel_flush(void *state, int final)
 	if (!s->counters_done && enabled(s, GPUTRACE_KIND_COUNTER))
 		counters(s);
 	s->counters_done = 1;
+	atomic_fetch_add(&s->flushes, 1);
 	return 0;
 }
 

@@ -327,7 +327,7 @@ def test_device_spans_waiting_for_their_launch_are_bounded(tmp_path):
     t = r.trace
     devs = events(t, ph="X", cat="kernel") + events(t, ph="X", cat="gpu_memcpy")
     assert len(devs) == 10000
-    unmatched = t["gputrace"]["flows_unmatched"]
+    unmatched = t["gputrace"].get("flows_unmatched", 0)  # written when not 0
     assert 10000 - 4096 <= unmatched < 10000
     starts = {e["id"] for e in events(t, ph="s", cat="ac2g")}
     ends = {e["id"] for e in events(t, ph="f", cat="ac2g")}
