@@ -217,17 +217,18 @@ static bool one_kind(uint32_t kind)
 	return kind && !(kind & (kind - 1)) && !(kind & ~(uint32_t)GPUTRACE_KIND_ALL);
 }
 
+/* why: what a refusal's line says (the args, or a counter's values) */
 static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers_only,
-			 struct gt_arg *out)
+			 struct gt_arg *out, const char **why)
 {
 	uint32_t stride;
 
 	if (!n)
 		return 0;
 	if (!in)
-		return -EINVAL;
+		return *why = "nargs is not 0 and args is NULL", -EINVAL;
 	if (n > GPUTRACE_ARGS_MAX)
-		return -E2BIG;
+		return *why = "more than GPUTRACE_ARGS_MAX (16) args or values", -E2BIG;
 	memcpy(&stride, in, sizeof(stride));
 	for (uint32_t i = 0; i < n; i++) {
 		struct gputrace_arg a;
@@ -235,15 +236,15 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 				    ABI1_ARG_SIZE);
 
 		if (rc)
-			return rc;
+			return *why = "an arg's size field is below ABI 1's (GPUTRACE_INIT it)", rc;
 		if (!a.key)
-			return -EINVAL;
+			return *why = "an arg without a key", -EINVAL;
 		/* a counter's values are series of its own, named as given */
 		out[i].key = numbers_only ? builder__str(a.key) : builder__arg_key(a.key);
 		/* one key twice would be one JSON object's key twice: readers keep one */
 		for (uint32_t j = 0; j < i; j++)
 			if (out[j].key == out[i].key)
-				return -EINVAL;
+				return *why = "a key given twice", -EINVAL;
 		out[i].type = a.type;
 		switch (a.type) {
 		case GPUTRACE_ARG_I64:
@@ -253,19 +254,38 @@ static int builder__args(const struct gputrace_arg *in, uint32_t n, bool numbers
 			break;
 		case GPUTRACE_ARG_HEX:
 			if (numbers_only)
-				return -EINVAL;
+				return *why = "a counter value of type HEX (numbers only)", -EINVAL;
 			out[i].v.u = a.value.u;
 			break;
 		case GPUTRACE_ARG_STR:
-			if (numbers_only || !a.value.s)
-				return -EINVAL;
+			if (numbers_only)
+				return *why = "a counter value of type STR (numbers only)", -EINVAL;
+			if (!a.value.s)
+				return *why = "a STR arg whose string is NULL", -EINVAL;
 			out[i].v.u = builder__str(a.value.s);
 			break;
 		default:
-			return -EINVAL;
+			return *why = "an arg of an unknown type", -EINVAL;
 		}
 	}
 	return (int)n;
+}
+
+/*
+ * An event or counter refused as malformed (-EINVAL, -E2BIG): one line per
+ * plug-in names the first and why, as a broken plug-in's events went missing
+ * without a word (the README's own example ignores the return codes).
+ */
+static int builder__malformed(struct gputrace_builder *b, const char *what, const char *name,
+			      int rc, const char *why)
+{
+	char shown[LINE_NAME_MAX + 4];
+
+	if (!atomic_exchange(&b->bad_said, true))
+		pr_err("plug-in %s: %s \"%s\" refused (%s): %s; said once (later ones return "
+		       "the same, unsaid)", b->name, what, name ? builder__shown(name, shown) : "",
+		       rc == -E2BIG ? "-E2BIG" : "-EINVAL", why);
+	return rc;
 }
 
 static uint64_t builder_now_ns(void)
@@ -443,14 +463,22 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	struct gt_event ev = { 0 };
 	int nargs, rc;
 
+	const char *what = span ? "span" : "instant", *why = NULL;
+
 	if (!b)
 		return builder__closed(handle);
 	plugin__progress(builder__plugin(b));
 	rc = sized_copy(&e, sizeof(e), in, ABI1_EVENT_SIZE);
 	if (rc)
-		return rc;
-	if (!one_kind(e.kind) || !e.name || !e.name[0] || (span && e.end_ns < e.start_ns))
-		return -EINVAL;
+		return builder__malformed(b, what, NULL, rc, in ? "its size field is below ABI 1's "
+						 "(GPUTRACE_INIT it)" : "NULL");
+	if (!e.name || !e.name[0])
+		return builder__malformed(b, what, NULL, -EINVAL, "no name");
+	if (!one_kind(e.kind))
+		return builder__malformed(b, what, e.name, -EINVAL,
+					  "its kind is not one GPUTRACE_KIND_* bit");
+	if (span && e.end_ns < e.start_ns)
+		return builder__malformed(b, what, e.name, -EINVAL, "it ends before it starts");
 	if (!(e.kind & b->kinds))
 		return 1;
 	rc = builder__times(b, e.name, e.start_ns, span ? e.end_ns : e.start_ns);
@@ -460,7 +488,8 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 		return rc;
 	if (e.row == GPUTRACE_ROW_HOST) {
 		if (e.tid < 0)
-			return -EINVAL;
+			return builder__malformed(b, what, e.name, -EINVAL,
+						  "a host event with a negative tid");
 		ev.type = span ? GT_EV_HOST_SPAN : GT_EV_INSTANT;
 		ev.track = (uint32_t)e.tid;
 		ev.flags = GT_EVF_HANDED;
@@ -473,15 +502,20 @@ static int builder__event(gputrace_builder *handle, const struct gputrace_event 
 	} else {
 		const struct plugin_row *row = builder__row(b, e.row);
 
-		if (!row || (span && !row->queue))
+		/* a negative row: what device() or queue() returned, said there */
+		if (!row && e.row < 0)
 			return -EINVAL;
+		if (!row || (span && !row->queue))
+			return builder__malformed(b, what, e.name, -EINVAL,
+						  !row ? "its row is not one the plug-in made"
+						       : "a span on a device row (spans go on queues)");
 		ev.type = span ? GT_EV_DEVICE_SPAN : GT_EV_INSTANT;
 		ev.flags = span ? 0 : GT_EVF_DEVICE;
 		ev.track = row->track;
 	}
-	nargs = builder__args(e.args, e.nargs, false, args);
+	nargs = builder__args(e.args, e.nargs, false, args, &why);
 	if (nargs < 0)
-		return nargs;
+		return builder__malformed(b, what, e.name, nargs, why);
 	ev.start_ns = e.start_ns;
 	ev.end_ns = span ? e.end_ns : e.start_ns;
 	ev.corr = e.correlation ? gt_corr_foreign(b->corr_ns, e.correlation) : 0;
@@ -509,23 +543,33 @@ static int builder_counter(gputrace_builder *handle, const struct gputrace_count
 	const struct plugin_row *row;
 	int n, rc;
 
+	const char *why = NULL;
+
 	if (!b)
 		return builder__closed(handle);
 	plugin__progress(builder__plugin(b));
 	rc = sized_copy(&c, sizeof(c), in, ABI1_COUNTER_SIZE);
 	if (rc)
-		return rc;
+		return builder__malformed(b, "counter", NULL, rc, in ? "its size field is below "
+						 "ABI 1's (GPUTRACE_INIT it)" : "NULL");
+	if (!c.name || !c.name[0])
+		return builder__malformed(b, "counter", NULL, -EINVAL, "no name");
 	row = builder__row(b, c.row);
-	if (!row || row->queue || !c.name || !c.name[0] || !c.nvalues)
-		return -EINVAL;
+	if (!row && c.row < 0)
+		return -EINVAL; /* what device() returned, said there */
+	if (!row || row->queue || !c.nvalues)
+		return builder__malformed(b, "counter", c.name, -EINVAL,
+					  !row ? "its row is not one the plug-in made"
+					  : row->queue ? "a counter on a queue (counters go on devices)"
+						       : "no values");
 	if (!(b->kinds & GPUTRACE_KIND_COUNTER))
 		return 1;
 	rc = builder__times(b, c.name, c.time_ns, c.time_ns);
 	if (rc)
 		return rc;
-	n = builder__args(c.values, c.nvalues, true, values);
+	n = builder__args(c.values, c.nvalues, true, values, &why);
 	if (n < 0)
-		return n;
+		return builder__malformed(b, "counter", c.name, n, why);
 	ev.type = GT_EV_COUNTER;
 	ev.track = row->track;
 	ev.start_ns = ev.end_ns = c.time_ns;
@@ -582,6 +626,7 @@ void builder__open(struct gputrace_builder *b, const char *name, uint32_t kinds,
 	b->limits_said = 0;
 	atomic_store(&b->times_said, false);
 	atomic_store(&b->corr_said, false);
+	atomic_store(&b->bad_said, false);
 	b->opened_ns = builder_now_ns();
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->kinds = kinds;

@@ -54,6 +54,7 @@ struct gputrace_builder {
 	uint32_t limits_said; /* 1 << enum plugin_limit: its line was written */
 	_Atomic bool times_said; /* the line for times out of range was written */
 	_Atomic bool corr_said;  /* the line for a correlation id past 48 bits was */
+	_Atomic bool bad_said;   /* the line for the first -EINVAL/-E2BIG event was */
 	uint64_t opened_ns; /* times an hour before are not the plug-in's */
 	struct plugin_row rows[PLUGIN_ROWS_MAX];
 };
