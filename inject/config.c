@@ -856,10 +856,20 @@ GT_STARTUP_CODE static const char *env_entry_eq(const char *kv)
 	return *kv ? kv : NULL;
 }
 
+/* Stacks of every call with stacks turned off by name: off holds, as for
+ * telemetry, but not without a word (it recorded none and said nothing). */
+GT_STARTUP_SELDOM static __attribute__((noinline)) void stacks_all_off(struct gt_config *cfg)
+{
+	gt_log(GT_LOG_WARN, "GPUTRACE_STACKS_ALL (--stacks-all) records no stacks: "
+	       "GPUTRACE_STACKS (--stacks) is off; set it on or to a depth");
+	cfg->stacks_all = false;
+}
+
 /* Asking for a part of a feature asks for the feature: metric names or a
  * rate without a mode mean the time mode; a telemetry rate means telemetry
  * (unless it was turned off by name); stacks of every call are stacks, of
- * the default depth unless one is set. A bad value asks for nothing, and
+ * the default depth unless one is set (stacks turned off by name stay off,
+ * said in one line). A bad value asks for nothing, and
  * turns nothing off: the feature's own variable refused is as if not set
  * (it was looked up in the environment, where a refused value stopped the
  * part's implication under plain LD_PRELOAD but not under gputrace run,
@@ -873,6 +883,8 @@ static void config__imply(struct gt_config *cfg)
 		cfg->telemetry = true;
 	if (cfg->stacks_all && !cfg->stacks && !cfg->stacks_set)
 		cfg->stacks = GT_STACKS_DEFAULT_DEPTH;
+	if (cfg->stacks_all && !cfg->stacks)
+		stacks_all_off(cfg);
 #ifdef GT_NO_METRICS
 	/* METRICS=0: what would start them is compiled out; say so rather than trace without. */
 	if (cfg->metrics_mode || cfg->telemetry) {

@@ -244,6 +244,27 @@ static bool overridden(const struct run *r, const char *name)
 	       (r->stacks && !strcmp(name, "GPUTRACE_STACKS"));
 }
 
+/* The environment's GPUTRACE_STACKS turns stacks off (a valid value, read
+ * as the library reads it). */
+static bool env_stacks_off(void)
+{
+	const char *v = getenv("GPUTRACE_STACKS");
+	struct gt_config *c;
+	char *kv = NULL;
+	bool off;
+
+	if (!v || config__check("GPUTRACE_STACKS", v, NULL) ||
+	    asprintf(&kv, "GPUTRACE_STACKS=%s", v) < 0)
+		return false;
+	c = calloc(1, sizeof(*c));
+	if (c)
+		config__parse(c, (char *[]){ kv, NULL });
+	off = c && !c->stacks;
+	free(c);
+	free(kv);
+	return off;
+}
+
 /* The processes' GPUTRACE_* settings, as the library will read them: the
  * environment's, where no option of the run replaces them, and the options'
  * (checked already). One parse, so every setting and what it implies (a
@@ -254,6 +275,11 @@ void run__read_env(struct run *r, struct gt_config *env)
 	size_t n = 0, k = 0, first_own;
 	char **mine;
 
+	/* --stacks-all implies --stacks, which replaces the environment's
+	 * GPUTRACE_STACKS, as an option replaces its variable: a depth there
+	 * is kept, an off there is not (it recorded no stack, said nothing) */
+	if (!r->stacks && option_value(r, "GPUTRACE_STACKS_ALL") && env_stacks_off())
+		r->stacks = "on";
 	while (environ[n])
 		n++;
 	mine = calloc(n + NVAR_OPTIONS + 2, sizeof(*mine));
@@ -369,6 +395,14 @@ static bool refused(const char *kv)
 	return config__check(name, eq + 1, NULL) != 0;
 }
 
+/* A variable that asks for nothing in the settings the run read (stacks of
+ * every call with stacks off: said once, by cmd_run): left out, so that the
+ * processes do not say it again, each. */
+static bool idle(const struct run *r, const char *name)
+{
+	return r->settings && !r->settings->stacks && !strcmp(name, "GPUTRACE_STACKS_ALL");
+}
+
 static char *var(const char *name, const char *value)
 {
 	struct buf b = { 0 };
@@ -395,13 +429,13 @@ char **run__command_env(struct run *r, const char *lib)
 			continue;
 		if (!strncmp(*e, "GPUTRACE_", 9)) {
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-			if (set_by_run(r, name) || refused(*e))
+			if (set_by_run(r, name) || refused(*e) || idle(r, name))
 				continue;
 		}
 		env[k++] = *e;
 	}
 	for (size_t i = 0; i < NVAR_OPTIONS; i++)
-		if (r->var_value[i])
+		if (r->var_value[i] && !idle(r, var_options[i].var))
 			env[k++] = var(var_options[i].var, r->var_value[i]);
 	if (r->stacks)
 		env[k++] = var("GPUTRACE_STACKS", r->stacks);

@@ -112,6 +112,47 @@ def test_a_refused_variable_leaves_what_a_part_implies(tmp_path):
         assert events(trace, ph="C"), "no telemetry sample"
 
 
+STACKS_OFF_LINE = ("gputrace: GPUTRACE_STACKS_ALL (--stacks-all) records no stacks: "
+                   "GPUTRACE_STACKS (--stacks) is off; set it on or to a depth")
+
+
+def test_stacks_all_with_stacks_turned_off(tmp_path):
+    """Stacks of every call asked for with stacks turned off by name: off holds (as a
+    telemetry rate with telemetry off), and one line says so, once for a run; but
+    gputrace run --stacks-all replaces a GPUTRACE_STACKS=off of the environment, as
+    each option replaces its variable (a depth there is kept). Until 2026-12-07 none
+    of these recorded a stack, and nothing said why."""
+    need(STACK_APP)
+    both = {"GPUTRACE_STACKS": "off", "GPUTRACE_STACKS_ALL": "1"}
+    runs = {
+        "env": (["run", "--no-summary"], both),
+        "options": (["run", "--no-summary", "--stacks", "off", "--stacks-all"], {}),
+        "off0": (["run", "--no-summary", "--stacks-all"], {"GPUTRACE_STACKS": "0"}),
+        "depth": (["run", "--no-summary", "--stacks-all"], {"GPUTRACE_STACKS": "2"}),
+    }
+    traces, errs = {}, {}
+    for name, (args, env) in runs.items():
+        out = tmp_path / f"{name}.json"
+        p = gputrace([*args, "-o", out, "--", STACK_APP, 2], tmp_path, env=gt_env(sim_env(env)))
+        assert p.returncode == 0, p.stderr
+        traces[name], errs[name] = load_exact(out), p.stderr.decode()
+    preload = tmp_path / "p.json"
+    r = subprocess.run([str(STACK_APP), "2"], capture_output=True, timeout=60,
+                       env=clean_env(sim_env(dict(both, LD_PRELOAD=PRELOAD,
+                                                  GPUTRACE_OUTPUT=str(preload),
+                                                  GPUTRACE_SUMMARY="0"))))
+    assert r.returncode == 0, r.stderr
+    traces["preload"], errs["preload"] = load_exact(preload), r.stderr.decode()
+    for name in ("env", "options", "preload"):
+        assert errs[name].splitlines() == [STACKS_OFF_LINE], (name, errs[name])
+        assert not [e for e in events(traces[name], ph="X") if "stack" in (e.get("args") or {})]
+    for name in ("off0", "depth"):
+        assert errs[name] == "", (name, errs[name])
+    stack = api_spans(traces["off0"], VERSION)[0]["args"]["stack"]
+    assert stack.endswith(f";main;query_version;{VERSION}"), stack
+    assert api_spans(traces["depth"], VERSION)[0]["args"]["stack"] == f"query_version;{VERSION}"
+
+
 def test_a_forked_child_names_its_own_callers(tmp_path):
     """A child forked after the parent's stacks were taken and named traces with stacks
     of its own: the stack table's locks are let go by the tracer's one child handler

@@ -359,9 +359,14 @@ START_TEST(test_refused_variable_does_not_turn_off_what_a_part_implies)
 	ck_assert_uint_eq(cfg.stacks, GT_STACKS_DEFAULT_DEPTH);
 	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_TIME);
 	ck_assert(cfg.telemetry);
-	/* turned off by name, they stay off */
-	ck_assert_int_eq(parse(&cfg, off), 0);
+	/* turned off by name, they stay off; stacks of every call asked for all
+	 * the same are said to be none in one line (they were not said) */
+	ck_assert_int_eq(parse(&cfg, off), 1);
 	ck_assert_uint_eq(cfg.stacks, 0);
+	ck_assert(!cfg.stacks_all);
+	ck_assert_str_eq(stderr_text, "gputrace: GPUTRACE_STACKS_ALL (--stacks-all) records no "
+				      "stacks: GPUTRACE_STACKS (--stacks) is off; set it on or to "
+				      "a depth\n");
 	ck_assert_uint_eq(cfg.metrics_mode, GT_METRICS_OFF);
 	ck_assert(!cfg.telemetry);
 }
