@@ -93,6 +93,11 @@ static struct {
 	 * loaded later at a closed one's address gives its PCs a new meaning,
 	 * so a stack is the same only within one epoch. */
 	_Atomic uint32_t epoch;
+	/* New stacks claimed since the last dlclose began: none, and no stack
+	 * is of the epoch that dlclose ends, which needs no record then (a
+	 * record of what was loaded at every dlclose grew without bound: a
+	 * program that opened and closed a library 40000 times kept 110 MB) */
+	_Atomic uint64_t fresh;
 	/* vendor libraries' text, skipped by gt_stack_capture_api */
 	struct {
 		_Atomic uintptr_t lo, hi;
@@ -262,6 +267,16 @@ static uint64_t intern(struct table *t, const uintptr_t *pcs, unsigned n)
 				break;
 			}
 
+			/* A new stack of this epoch: counted before the epoch is read
+			 * again, as stacks__dlclose_begin bumps the epoch before it
+			 * reads the count (both seq_cst), so that either it sees the
+			 * count and keeps this epoch's record, or this sees the bump
+			 * and stores the stack in the new epoch. */
+			atomic_fetch_add(&S.fresh, 1);
+			if (atomic_load(&S.epoch) != epoch) {
+				atomic_fetch_sub_explicit(&S.slots_taken, 1, memory_order_relaxed);
+				return intern(t, pcs, n);
+			}
 			/* counted while claimed and not yet ready: see stacks__fork_child */
 			atomic_fetch_add(&S.writing, 1);
 			if (atomic_compare_exchange_strong_explicit(&s->hash, &zero, h,
@@ -972,6 +987,13 @@ void stacks__dlclose_begin(struct stacks_dlclose *c)
 	 * epoch's, so what is loaded now names all of those */
 	atomic_store(&S.epoch, c->after);
 	c->bumped = true;
+	/* no stack of the old epoch (none new since the last dlclose began,
+	 * see intern): nothing to name from a record of it */
+	c->recorded = atomic_exchange(&S.fresh, 0) != 0;
+	if (!c->recorded) {
+		free(r);
+		r = NULL;
+	}
 	if (r) {
 		dl_iterate_phdr(snapshot_object, &sn);
 		r->tag = r->same_as = c->before;
@@ -987,19 +1009,35 @@ void stacks__dlclose_end(const struct stacks_dlclose *c)
 {
 	uint32_t after = c->after;
 
-	if (!c->bumped)
+	/* Not recorded: the old epoch had no stack, and the new one goes on
+	 * (its stacks are named from what is loaded, as the old one's would). */
+	if (!c->bumped || !c->recorded)
 		return;
 	pthread_mutex_lock(&E.lock);
 	/* Nothing was unloaded (the library is still open elsewhere) and no
 	 * other dlclose began: the old epoch goes on, and stacks taken
-	 * meanwhile are its (their call sites keep one stack each). */
+	 * meanwhile are its (their call sites keep one stack each), through
+	 * the record, which stays for them only: where none was taken (none
+	 * counted after the epoch went back, see intern), it goes (a
+	 * program that opens and closes an open library at every call kept
+	 * one per call). The old epoch has stacks: the next dlclose keeps
+	 * a record of it again (fresh is 1). */
 	if (unloads() == c->subs &&
 	    atomic_compare_exchange_strong(&S.epoch, &after, c->before)) {
-		for (struct epoch_rec *r = E.recs; r; r = r->next) {
+		bool taken = atomic_exchange(&S.fresh, 1) != 0;
+
+		for (struct epoch_rec **p = &E.recs; *p; p = &(*p)->next) {
+			struct epoch_rec *r = *p;
+
 			if (r->tag != c->before || r->same_as != c->before)
 				continue;
 			spans_free(r);
-			r->tag = c->after;
+			if (taken) {
+				r->tag = c->after;
+			} else {
+				*p = r->next;
+				free(r);
+			}
 			break;
 		}
 	}

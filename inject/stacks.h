@@ -68,6 +68,7 @@ struct stacks_dlclose {
 	unsigned long long subs; /* ld.so's unload count before */
 	uint32_t before, after;  /* epochs */
 	bool bumped;
+	bool recorded; /* what was loaded was kept: the old epoch had stacks */
 };
 GT_HIDDEN void stacks__dlclose_begin(struct stacks_dlclose *c);
 GT_HIDDEN void stacks__dlclose_end(const struct stacks_dlclose *c);

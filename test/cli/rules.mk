@@ -18,10 +18,16 @@ $(CLI_OUT)/libstackapi.so: inject/stacks.c inject/stacks.h test/cli/stack_api.c
 	$(CC) $(CFLAGS) $(LIBFLAGS) -DGT_STACK_KEPT=1024 -DGT_STACK_COUNT_PROBES -DGT_STACK_POOL=32768 -shared -o $@ inject/stacks.c \
 	  test/cli/stack_api.c -ldl -lpthread
 
-$(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstackapi.so
+$(CLI_OUT)/libstackclosed.so: test/cli/stack_closed.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASEFLAGS) -rdynamic -o $@ $< -L$(CLI_OUT) -lstackapi \
-	  -Wl,-rpath,$(abspath $(CLI_OUT)) $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/test/check_cli_stacks: test/cli/check_cli_stacks.c $(CLI_OUT)/libstackapi.so \
+				 $(CLI_OUT)/libstackclosed.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASEFLAGS) -rdynamic \
+	  -DCLOSED_LIB='"$(abspath $(CLI_OUT))/libstackclosed.so"' -o $@ $< -L$(CLI_OUT) \
+	  -lstackapi -Wl,-rpath,$(abspath $(CLI_OUT)) $(CLI_LIBS) -ldl
 
 # The plug-in against the header as installed (<gputrace/gputrace_plugin.h>).
 $(CLI_OUT)/include/gputrace/gputrace_plugin.h: backends/plugins/gputrace_plugin.h

@@ -6,6 +6,7 @@
  * library's other frames must be skipped. Stands in for the config and
  * logging of the real library.
  */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -87,4 +88,16 @@ GT_EXPORT uint64_t fake_probes(void)
 GT_EXPORT unsigned fake_pool(void)
 {
 	return GT_STACK_POOL;
+}
+
+/* A dlclose as inject/dlclose.c's wrapper makes it. */
+GT_EXPORT int fake_dlclose(void *h)
+{
+	struct stacks_dlclose c;
+	int r;
+
+	stacks__dlclose_begin(&c);
+	r = dlclose(h);
+	stacks__dlclose_end(&c);
+	return r;
 }
