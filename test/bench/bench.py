@@ -758,19 +758,24 @@ class Bench:
 
     def launches_with_stacks(self):
         """What --stacks costs a launch (by default only launches are captured, at
-        the default depth): row 5's programs traced with GPUTRACE_STACKS=1 against the
-        same traced without stacks, interleaved; first, that their launches carry one."""
+        the default depth): row 5's programs traced with GPUTRACE_STACKS=on against the
+        same traced without stacks, interleaved; first, that their launches carry one,
+        and how many frames it has. (GPUTRACE_STACKS=1 until 2026-12-07: a depth of
+        one frame since 2026-11-24, the launch's own, so the row measured no walk.)"""
         probe = self.trace_path("stacklaunch.json")
+        stacks = {"GPUTRACE_STACKS": "on"}
         self.run(self.launch_cmd("immediate", 128, 0, 0),
-                 self.env(True, {"GPUTRACE_OUTPUT": str(probe), "GPUTRACE_STACKS": "1"}))
-        has = trace_has_arg(probe, "zeCommandListAppendLaunchKernel", "stack")
+                 self.env(True, dict(stacks, GPUTRACE_OUTPUT=str(probe))))
+        stack = trace_arg(probe, "zeCommandListAppendLaunchKernel", "stack")
         remove(probe)
-        if not has:
+        if stack is None:
             return {"status": "n/a (no stack arg on launches)"}
-        out = {kind: self.compare(self.launch_cmd(kind), {"GPUTRACE_STACKS": "1"})
+        out = {kind: self.compare(self.launch_cmd(kind), stacks)
                for kind in ("regular", "immediate")}
-        out["workload"] = ("bench_ze launch as row 5, traced with GPUTRACE_STACKS=1 (launches "
-                           "only, default depth) vs traced without stacks")
+        out["frames"] = len(stack.split(";"))
+        out["workload"] = ("bench_ze launch as row 5, traced with GPUTRACE_STACKS=on (launches "
+                           f"only, default depth: {out['frames']} frames) vs traced without "
+                           "stacks")
         return out
 
 
@@ -1129,17 +1134,22 @@ def read_trailer(path):
     return obj["gputrace"], size
 
 
-def trace_has_arg(path, name, arg):
-    """True if the first recorded `name` span of the trace carries args[arg]."""
+def trace_arg(path, name, arg):
+    """args[arg] of the first recorded `name` span of the trace (None: none)."""
     try:
         with open(path, "rb") as fh:
             for line in fh:
                 if b'"name":"' + name.encode() + b'"' in line:
                     ev = json.loads(line.rstrip(b",\n"))
-                    return arg in ev.get("args", {})
+                    return ev.get("args", {}).get(arg)
     except (OSError, ValueError):
         pass
-    return False
+    return None
+
+
+def trace_has_arg(path, name, arg):
+    """True if the first recorded `name` span of the trace carries args[arg]."""
+    return trace_arg(path, name, arg) is not None
 
 
 def machine():

@@ -239,6 +239,24 @@ def test_cuda_launches_on_the_simulated_stack(tmp_path):
         assert len(measured) == 300
 
 
+@pytest.mark.skipif(not HAVE_ZE, reason="built without Level Zero headers (libze-dev)")
+def test_stack_row_launches_walk_the_default_depth(tmp_path):
+    """Row 6's launch lines measure --stacks as it is used: the default depth, a
+    launch's whole stack. They traced with GPUTRACE_STACKS=1, which has been a depth
+    of one frame since 2026-11-24 (the launch's own: no walk at all)."""
+    for p in ("bench_ze", "bench_core", "bench_floor", "bench_spawn", "libempty.so"):
+        need(BIN / p)  # make bench builds them
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "test" / "bench" / "bench.py"), "--quick",
+                           "--only", "6", "--json", str(out)], capture_output=True, timeout=120,
+                          env=clean_env({"BUILD": str(BUILD)}))
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    launches = json.loads(out.read_text())["results"]["6_stacks"]["launches"]
+    # _start, __libc_start_main, ..., main, the launch: more than the launch's frame
+    assert launches.get("frames", 1) >= 3, launches
+    assert "GPUTRACE_STACKS=on" in launches["workload"], launches
+
+
 def test_harness_quick_run_prints_every_row(tmp_path):
     """bench.py end to end at tiny sizes: every row is in the table and the JSON."""
     out = tmp_path / "bench.json"
