@@ -104,23 +104,57 @@ static bool program_blocks(int pid, int sig)
 }
 
 /*
+ * Whether pid has ended and only waits for its parent to reap it (a
+ * zombie): /proc and kill() still find it, and sigqueue() to it succeeds
+ * for nothing (a rank the OOM killer ended, whose launcher has not waited
+ * for it yet, was told "window opens", after a second's wait). A leader
+ * that exited while other threads run is a zombie too, with more than one
+ * thread: alive. Not readable: not known (false).
+ */
+static bool exited(int pid)
+{
+	char path[64], line[128];
+	bool zombie = false;
+	int threads = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "State:", 6)) {
+			const char *c = line + 6 + strspn(line + 6, " \t");
+
+			zombie = *c == 'Z' || *c == 'X';
+		} else if (!strncmp(line, "Threads:", 8)) {
+			threads = atoi(line + 8);
+		}
+	}
+	fclose(f);
+	return zombie && threads <= 1;
+}
+
+/*
  * The process's handler takes a --stop's mark away, and makes an open's
  * (inject/trigger.c), when the signal is delivered, a moment after sigqueue()
  * returns: waited for (marked: until it is there), so that a capture right
  * after this one finds the window ended (an open at once was refused "a window
  * is open already", 1 run in 6 on a loaded machine), or open. Bounded: a
  * stopped process (SIGSTOP, a debugger) takes the request later; one that is
- * gone takes none.
+ * gone, or ends meanwhile, takes none (false).
  */
-static void wait_mark(const char *path, int pid, bool marked)
+static bool wait_mark(const char *path, int pid, bool marked)
 {
 	struct timespec step = { 0, 200000 };
 
 	for (int i = 0; i < 5000 && !access(path, F_OK) != marked; i++) {
-		if (kill(pid, 0) && errno == ESRCH)
-			return;
+		/* gone, or a zombie (looked at every 10 ms: /proc is read) */
+		if ((kill(pid, 0) && errno == ESRCH) || (i % 50 == 49 && exited(pid)))
+			return false;
 		nanosleep(&step, NULL);
 	}
+	return true;
 }
 
 /*
@@ -148,12 +182,20 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 	struct announce a;
 	struct stat st;
 	union sigval v = { .sival_int = ms };
+	bool taken = true;
 	int err;
 
 	snprintf(proc, sizeof(proc), "/proc/%d", pid);
 	if (stat(proc, &st)) {
 		if (!quiet_stale)
 			fprintf(stderr, WHO ": no process %d\n", pid);
+		goto stale;
+	}
+	if (exited(pid)) {
+		/* its announcement (a SIGKILL leaves it) is stale */
+		if (!quiet_stale)
+			fprintf(stderr, WHO ": process %d has ended (its parent has not reaped it "
+					"yet): nothing to trigger\n", pid);
 		goto stale;
 	}
 	err = read_announce(dir, pid, &a);
@@ -221,13 +263,17 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		return 1;
 	}
 	if (ms == RUNDIR_REQ_STOP)
-		wait_mark(path, pid, false);
+		taken = wait_mark(path, pid, false);
 	else if (ms >= 0)
 		/* the handler marks an open as it takes it: an open right after this one
 		 * (capture PID PID, or two captures at once) was sent too, and said
 		 * "window opens" for nothing, or moved the window's end; a window shorter
 		 * than a look may end unseen: waited for, 1 s at most */
-		wait_mark(path, pid, true);
+		taken = wait_mark(path, pid, true);
+	if (!taken) {
+		fprintf(stderr, WHO ": %d (%s) ended before it took the request\n", pid, a.exe);
+		return 1;
+	}
 	if (!strcmp(a.mode, "flight"))
 		printf(WHO ": %d (%s): flight recorder writes its window\n", pid, a.exe);
 	else if (ms < 0)

@@ -525,6 +525,35 @@ def test_capture_refuses_what_it_cannot_reach(tmp_path):
     assert r.returncode == 1 and b"refused" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
+def test_capture_refuses_a_process_that_ended_unreaped(tmp_path):
+    """A paused process killed (SIGKILL, as by the OOM killer) whose parent has not reaped it
+    yet left its announcement, and /proc and kill() still find the zombie, which takes a
+    signal for nothing: capture said "window opens" and exited 0 after a second, for a
+    process that writes nothing. Now it says the process ended, exit 1; --all leaves it
+    out without a word, and its stale announcement goes."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 5000)
+    try:
+        proc.kill()
+        deadline = time.monotonic() + 10
+        while (pathlib.Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+               != "Z" and time.monotonic() < deadline):
+            time.sleep(0.01)
+        assert (tmp_path / "run" / str(proc.pid)).exists()  # SIGKILL: left behind
+        r = capture(tmp_path, "--all")
+        assert (r.returncode, r.stdout, len(r.stderr.splitlines())) == (1, b"", 1), r.stderr
+        assert b"no traced process of yours" in r.stderr
+        assert list((tmp_path / "run").iterdir()) == []
+        for args in ([], ["--duration", "1"], ["--stop"]):
+            r = capture(tmp_path, *args, proc.pid)
+            assert (r.returncode, r.stdout, r.stderr.decode().splitlines()) == (1, b"", [
+                f"gputrace capture: process {proc.pid} has ended (its parent has not reaped "
+                "it yet): nothing to trigger"]), args
+    finally:
+        proc.communicate(timeout=60)
+
+
 # ---- requests carried out in their order; the run directory's PID.window ----
 
 SIG = signal.SIGRTMIN + 7  # the default capture signal
