@@ -569,6 +569,44 @@ def test_flight_recorder_dumps_on_the_trigger_from_another_process(tmp_path):
     assert os.listdir(tmp_path / "run") == []  # the announcement went with the process
 
 
+def test_capture_open_request_to_recorders_does_not_wait(tmp_path):
+    """`gputrace capture --all` (an open request, not --dump) on three processes with a flight
+    recorder: each writes its window, as the trigger does. capture waited 1 s for each
+    one's window mark, which a recorder never makes (over 3 s here; 12 s for a node of 8
+    ranks): now it returns at once."""
+    need(APP)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_SUMMARY": "0",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json"),
+                             "GPUTRACE_FLIGHT_RECORDER": "5s",
+                             "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    procs = [subprocess.Popen([str(APP), "4", "ok", "100"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, preexec_fn=default_signals)
+             for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 10
+        while (not all((tmp_path / "run" / str(p.pid)).exists() for p in procs)
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        c = gputrace_capture(tmp_path, "--all")
+        took = time.monotonic() - t0
+        assert c.returncode == 0, c.stderr
+        assert sorted(c.stdout.decode().splitlines()) == sorted(
+            f"gputrace capture: {p.pid} (ze_flight): flight recorder writes its window"
+            for p in procs)
+        assert took < 2.0, took
+        for p in procs:
+            wait_dump(tmp_path / f"t-{p.pid}.json")
+        for p in procs:
+            p.communicate(timeout=60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0, 0]
+
+
 def test_capture_dump_refused_without_a_flight_recorder(tmp_path):
     need(APP)
     env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_OUTPUT": str(tmp_path / "t.json"),
