@@ -319,6 +319,31 @@ static int open_or_fallback(struct out *o, const char *what, bool *said)
 	return err;
 }
 
+/*
+ * Windows the trigger's handler opened and ended while no drain thread ran
+ * (a paused process that made no GPU call in them: no file to end, nothing
+ * counted here) are numbered as every window is: this file is that of the
+ * window open now (gt_cap.windows; the next opens only once its file is
+ * ended). Their number was given to the next window's file (trace.json and
+ * "window": 1 for a process's second window), where a window that held no
+ * call under a drain thread leaves its number unused (trace-w3.json after
+ * trace.json); and, as for that one, GPUTRACE_LOG=info says so.
+ */
+static void number_unwritten_windows(void)
+{
+	uint32_t now = atomic_load(&gt_cap.windows);
+
+	if (!gt_cap.controlled || now <= W.files + 1)
+		return;
+	if (now - 1 == W.files + 1)
+		pr_info("capture window %u held no GPU call (it ended before this process "
+			"made one): no file written", now - 1);
+	else
+		pr_info("capture windows %u to %u held no GPU call (they ended before this "
+			"process made one): no file written", W.files + 1, now - 1);
+	W.files = now - 1;
+}
+
 bool checkpoint__open(void)
 {
 	char *path = W.path;
@@ -348,6 +373,7 @@ bool checkpoint__open(void)
 		pr_warn("GPUTRACE_OUTPUT='%.100s' is a folder, not a file name or template (such "
 			"as trace-%%p.json): writing %s", gt_cfg.output, path);
 	}
+	number_unwritten_windows();
 	if (W.files)
 		window_path(path, sizeof(W.path), W.files + 1);
 	/* a flight recorder keeps its events in memory: files come with dumps */

@@ -416,3 +416,43 @@ def test_cuda_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path, ho
     assert p.returncode == 0, err
     assert gputrace_lines(err) == []
     assert [f.name for f in window_files(tmp_path)] == ["trace.json", "trace-w2.json"]
+
+
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_window_before_any_call_keeps_its_number(tmp_path, how):
+    """--start paused, profiler_ranges waiting on stdin: window 1 opened and ended from
+    outside before any step holds no GPU call (a paused process has no drain thread yet:
+    the trigger's handler opened and ended it, with no file); window 2 holds step 1.
+    Window 2's file was trace.json, "window": 1 (and nothing said of window 1), where a
+    window with no call under a drain thread leaves its number unused (trace-w3.json
+    follows trace.json). Now it is trace-w2.json, window 2, and GPUTRACE_LOG=info says
+    window 1 held no call, as for the other."""
+    exe = profiler_exe(how)
+    env = clean_env(dict(sim_cuda_env(tmp_path, exe), **{
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused", "GPUTRACE_SUMMARY": "0",
+        "GPUTRACE_LOG": "info", "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+        "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        assert gputrace_capture(tmp_path, p.pid).returncode == 0
+        time.sleep(0.1)
+        assert gputrace_capture(tmp_path, "--stop", p.pid).returncode == 0
+        assert gputrace_capture(tmp_path, p.pid).returncode == 0
+        time.sleep(0.1)
+        p.stdin.write(b"\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == b"step 1\n"
+        assert gputrace_capture(tmp_path, "--stop", p.pid).returncode == 0
+        t = wait_trace(tmp_path / "trace-w2.json", window_ended, "window")
+        p.stdin.write(b"\n" * 5)
+        p.stdin.flush()
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    check_window(t, 2)
+    assert device_records(t) == [("Memset (Device)", 1000), ("Stream Sync", None)]
+    assert [f.name for f in window_files(tmp_path)] == ["trace-w2.json"]
+    assert [l for l in gputrace_lines(err) if "window" in l] == [
+        "gputrace: capture window 1 held no GPU call (it ended before this process made "
+        "one): no file written"]
