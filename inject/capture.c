@@ -271,6 +271,12 @@ static bool open_window(uint64_t now_ns, uint64_t duration_ns)
 {
 	int expect = GT_PHASE_PAUSED;
 
+	/* a window asked for with no length of its own (gputrace capture PID, a
+	 * plain kill) lasts --duration, as every window does (the options' table):
+	 * under --start paused it ran until --stop, the setting dropped unsaid */
+	if (!duration_ns)
+		duration_ns = gt_cfg.duration_ns;
+
 	if (atomic_load(&gt_phase) != GT_PHASE_PAUSED)
 		return false;
 	/* the bounds first: an event emitted as soon as the phase flips is inside */
@@ -465,6 +471,8 @@ bool capture__unwritten_request(bool open, uint64_t duration_ns)
 
 	if (shim__writer_started() || !gt_cap.controlled)
 		return false;
+	if (!duration_ns)
+		duration_ns = gt_cfg.duration_ns; /* as open_window takes it */
 	if (!open)
 		close_unwritten(now);
 	else if (open_window(now, duration_ns) && duration_ns)

@@ -181,10 +181,13 @@ void trigger__announce(void)
 	/* written whole under another name, then renamed: `gputrace capture`
 	 * never reads a half-written announcement */
 	snprintf(tmp, sizeof(tmp), "%s/.%d", dir, (int)getpid());
-	n = snprintf(text, sizeof(text), "pid %d\nsignal %d\nstart %llu\nmode %s\nexe %s\n",
+	/* duration: the length of a window asked for without one (--duration),
+	 * which gputrace capture tells */
+	n = snprintf(text, sizeof(text),
+		     "pid %d\nsignal %d\nstart %llu\nmode %s\nduration_ns %llu\nexe %s\n",
 		     (int)getpid(), trig_sig, rundir__start_time(getpid()),
 		     gt_cfg.flight_bytes ? "flight" : gt_cap.controlled ? "windows" : "whole",
-		     gt_exe());
+		     (unsigned long long)(gt_cap.controlled ? gt_cfg.duration_ns : 0), gt_exe());
 	/* Not under a file size limit it passes (ulimit -f 0: a sandbox's "no
 	 * files"): this runs on the program's thread, where a write at the limit
 	 * raises SIGXFSZ, which ended the program (untraced, it runs on). */

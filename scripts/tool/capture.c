@@ -28,7 +28,7 @@
 
 struct announce {
 	int pid, sig;
-	unsigned long long start;
+	unsigned long long start, duration_ns; /* its --duration: an open's length */
 	char mode[16], exe[256];
 };
 
@@ -50,6 +50,8 @@ static int read_announce(const char *dir, int pid, struct announce *a)
 			a->sig = atoi(line + 7);
 		else if (!strncmp(line, "start ", 6))
 			a->start = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "duration_ns ", 12))
+			a->duration_ns = strtoull(line + 12, NULL, 10);
 		else if (!strncmp(line, "mode ", 5))
 			snprintf(a->mode, sizeof(a->mode), "%.15s", line + 5);
 		else if (!strncmp(line, "exe ", 4))
@@ -282,6 +284,10 @@ static int trigger_one(const char *dir, int pid, int ms, bool quiet_stale)
 		printf(WHO ": %d (%s): window ends\n", pid, a.exe);
 	else if (ms)
 		printf(WHO ": %d (%s): window of %d.%03d s\n", pid, a.exe, ms / 1000, ms % 1000);
+	else if (a.duration_ns)
+		/* its own --duration bounds the window */
+		printf(WHO ": %d (%s): window of %g s (its --duration)\n", pid, a.exe,
+		       a.duration_ns / 1e9);
 	else
 		printf(WHO ": %d (%s): window opens (until --stop or exit)\n", pid, a.exe);
 	return 0;

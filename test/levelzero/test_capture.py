@@ -554,6 +554,32 @@ def test_capture_refuses_a_process_that_ended_unreaped(tmp_path):
         proc.communicate(timeout=60)
 
 
+def test_paused_windows_last_the_duration_given(tmp_path):
+    """--start paused --duration 0.2 (GPUTRACE_DURATION): a window asked for with no length
+    (gputrace capture PID) lasts 0.2 s, as the options' table says of every window; it ran
+    until --stop, the setting dropped without a word. The first is opened by the trigger's
+    handler (no drain thread yet), the second by the drain thread; capture --duration
+    still sets a window's own length."""
+    for p in (ZE_SIM, WINDOW_APP):
+        need(p)
+    proc = start_paused(tmp_path, 2500, {"GPUTRACE_DURATION": "0.2"})
+    mark = tmp_path / "run" / f"{proc.pid}.window"
+    try:
+        for n, args, seconds in ((1, [], 0.2), (2, [], 0.2), (3, ["--duration", "0.1"], 0.1)):
+            r = capture(tmp_path, *args, proc.pid)
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.decode().splitlines() == [
+                f"gputrace capture: {proc.pid} (ze_window): " +
+                ("window of 0.2 s (its --duration)" if not args else "window of 0.100 s")]
+            name = f"trace-{proc.pid}.json" if n == 1 else f"trace-{proc.pid}-w{n}.json"
+            info = check_window(wait_window_file(tmp_path / name), seconds)
+            assert info["capture"]["window"] == n
+            assert wait_gone(mark)  # ended by itself: no --stop
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 # ---- requests carried out in their order; the run directory's PID.window ----
 
 SIG = signal.SIGRTMIN + 7  # the default capture signal
