@@ -100,6 +100,11 @@ struct ring {
 	uint32_t wait_depth;          /* the thread's: waits nested (cudaStreamSynchronize
 				       * inside, cuStreamSynchronize: the outer one counts) */
 	uint64_t wait_reported;       /* the watchdog's: the wait_since it reported */
+	/* ... and of the last wait it reported: handle, call and the oldest device
+	 * work pending then (0: none), which tell a poll on that hang (a timed wait
+	 * made again) from a new hang */
+	uint64_t wait_reported_handle, wait_reported_corr;
+	uint32_t wait_reported_call;
 	/* producer-owned: the thread's open push/pop ranges (ranges.c) */
 	struct gt_range_stack ranges;
 	/* range ends the full ring dropped (counted lost) whose begin records were

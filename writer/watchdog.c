@@ -171,9 +171,38 @@ struct blocked {
 	char name[16];
 };
 
+struct pending_list {
+	struct gt_pending_work w[WD_PENDING_MAX];
+	unsigned n;
+	uint64_t more;
+};
+
+static bool pending_has(const struct pending_list *p, uint64_t corr)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->w[i].corr == corr)
+			return true;
+	return false;
+}
+
+/* A wait of the thread's last reported hang made again: the same call on the
+ * same handle, with the device work that was oldest at its report still
+ * pending. A program that polls a stuck kernel with timed waits
+ * (zeCommandQueueSynchronize(q, 1 s) in a loop) got a report, a checkpoint and
+ * a flight recorder dump for every wait longer than SEC, one a second for hours. */
+static bool same_hang(const struct ring *r, uint32_t call, uint64_t handle,
+		      const struct pending_list *pend)
+{
+	return r->wait_reported && r->wait_reported_corr && r->wait_reported_call == call &&
+	       r->wait_reported_handle == handle && pending_has(pend, r->wait_reported_corr);
+}
+
 /* The threads in a wait longer than the threshold; fresh: one of them
- * not reported yet. Under the ring lock (rings are freed by the drain). */
-static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bool *fresh)
+ * not reported yet (nor a wait of its last hang made again; oldest: the
+ * correlation of the oldest pending work, 0 if none). Under the ring lock
+ * (rings are freed by the drain). */
+static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bool *fresh,
+			     const struct pending_list *pend, uint64_t oldest)
 {
 	unsigned n = 0;
 
@@ -197,7 +226,12 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 		memcpy(b[n].name, r->name_start, sizeof(b[n].name));
 		b[n].name[sizeof(b[n].name) - 1] = 0;
 		if (r->wait_reported != since) {
-			*fresh = true;
+			if (!same_hang(r, b[n].call, b[n].handle, pend)) {
+				*fresh = true;
+				r->wait_reported_call = b[n].call;
+				r->wait_reported_handle = b[n].handle;
+				r->wait_reported_corr = oldest;
+			}
 			r->wait_reported = since;
 		}
 		n++;
@@ -205,12 +239,6 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 	writer__unlock_rings();
 	return n;
 }
-
-struct pending_list {
-	struct gt_pending_work w[WD_PENDING_MAX];
-	unsigned n;
-	uint64_t more;
-};
 
 static void pending_add(void *arg, const struct gt_pending_work *w)
 {
@@ -550,14 +578,17 @@ static void check(uint64_t limit)
 	static struct pending_list pend;
 	uint64_t now = gt_clock_ns();
 	bool fresh, stalled = false;
-	unsigned nbl = find_blocked(bl, now, limit, &fresh);
 	const struct gt_pending_work *oldest = NULL;
+	unsigned nbl;
 	char reason[160];
 
+	/* the pending work first: a blocked thread's wait is told from a poll on
+	 * the hang it was reported in by it */
 	find_pending(&pend);
 	for (unsigned i = 0; i < pend.n; i++)
 		if (!oldest || pend.w[i].submitted_ns < oldest->submitted_ns)
 			oldest = &pend.w[i];
+	nbl = find_blocked(bl, now, limit, &fresh, &pend, oldest ? oldest->corr : 0);
 	if (!oldest) {
 		P.oldest_corr = 0;
 	} else if (oldest->corr != P.oldest_corr) {

@@ -5,7 +5,10 @@
  * returns, exit 0. busy: the host never waits, it works on (sleeps) forever, the kernel
  * stays stuck. stdin: prints "ready", then per line read: "ok" runs a kernel that
  * finishes and waits for it (prints "ok"), "hang" submits the stuck one and waits
- * forever (prints "waiting"): a hang at a time the caller picks (a capture window). */
+ * forever (prints "waiting"): a hang at a time the caller picks (a capture window).
+ * poll MS: the stuck kernel waited for by timed waits (zeCommandQueueSynchronize, 0.8 s
+ * each, as a program that polls does) for MS, then the host signals it; twice, each
+ * time a new launch (two hangs, each polled on), then exit 0. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
@@ -39,19 +42,38 @@ int main(int argc, char **argv)
 	pthread_t t;
 	bool busy = argc > 1 && !strcmp(argv[1], "busy");
 	bool lines = argc > 1 && !strcmp(argv[1], "stdin");
+	bool poll = argc > 2 && !strcmp(argv[1], "poll");
 	bool forever = busy || lines || (argc > 1 && !strcmp(argv[1], "forever"));
 
-	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin\n");
+	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1 + poll], NULL, 10)))) {
+		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|poll MS\n");
 		return 2;
 	}
 	app_ze_setup(&z);
 	ze_command_queue_handle_t queue = app_queue(&z, 0, 0);
 	ze_command_list_handle_t list = app_list(&z, 0);
 	ze_kernel_handle_t kernel = app_kernel(app_module(&z), "stuck_kernel", 64, 1, 1);
-	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1);
+	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2);
 
 	gate = app_event(pool, 0);
+	for (unsigned hang = 0; poll && hang < 2; hang++) {
+		ze_command_list_handle_t stuck = app_list(&z, 0);
+		ze_event_handle_t ev = hang ? app_event(pool, 1) : gate;
+		uint64_t until = app_now_ns() + signal_after_ms * 1000000ull;
+
+		ZE_CHECK(zeCommandListAppendLaunchKernel(stuck, kernel, &groups, NULL, 1, &ev));
+		ZE_CHECK(zeCommandListClose(stuck));
+		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &stuck, NULL));
+		printf("waiting\n");
+		fflush(stdout);
+		while (app_now_ns() < until)
+			APP_EXPECT(zeCommandQueueSynchronize(queue, 800000000ull) == ZE_RESULT_NOT_READY,
+				   "the stuck kernel finished");
+		ZE_CHECK(zeEventHostSignal(ev));
+		wait_for_device(queue);
+		if (hang)
+			return printf("done\n") < 0;
+	}
 	if (lines) {
 		ze_command_list_handle_t ok = app_list(&z, 0);
 		ze_kernel_handle_t quick = app_kernel(app_module(&z), "quick_kernel", 64, 1, 1);

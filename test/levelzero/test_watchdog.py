@@ -111,6 +111,34 @@ def test_watchdog_reports_device_work_that_never_finishes(tmp_path):
     assert pending["pending_s"] >= 0.5
 
 
+def test_watchdog_reports_a_polled_hang_once(tmp_path):
+    """ze_hang poll: the stuck kernel waited for by timed waits of 0.8 s (a program that
+    polls), for 2.5 s, then released; then a second stuck launch, polled the same way. One
+    report per hang, each naming its own launch; the waits of a hang made again are that
+    hang. Every wait longer than SEC was a report of its own (7 for the two hangs), with
+    a checkpoint and, with a flight recorder, a dump each."""
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.5",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(HANG), "poll", "2500"], env=env, capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, b"waiting\nwaiting\ndone\n"), r.stderr
+    first, second = tmp_path / "trace.watchdog.json", tmp_path / "trace.watchdog.1.json"
+    assert reports(tmp_path, written=False) == [second, first]
+    corrs = []
+    for path in (first, second):
+        report = json.loads(path.read_text())
+        (blocked,) = report["blocked_threads"]
+        assert blocked["call"] == "zeCommandQueueSynchronize"
+        (pending,) = report["pending"]
+        assert pending["name"] == "stuck_kernel"
+        corrs.append(pending["correlation"])
+    assert corrs[0] != corrs[1]
+    lines = [l for l in gputrace_lines(r.stderr) if l.startswith("gputrace: watchdog:")]
+    assert [l.rsplit(" ", 1)[1] for l in lines] == [str(first), str(second)], lines
+
+
 def test_watchdog_quiet_when_the_wait_ends_in_time(tmp_path):
     proc = start_hang(tmp_path, "3", arg="1500")
     out, _ = proc.communicate(timeout=60)
