@@ -572,6 +572,20 @@ static struct {
 	uint64_t oldest_corr, oldest_seen, reported_corr;
 } P;
 
+/* SEC as it was given, to the millisecond (1800, 2.5, 1.234): "%.3g" said
+ * 1.8e+03, 8.64e+04 and 1.23 of them. */
+static void threshold_text(char *out, size_t len)
+{
+	unsigned ms = gt_cfg.watchdog_ms, frac = ms % 1000;
+	int n = snprintf(out, len, "%u", ms / 1000);
+
+	if (frac && n > 0 && (size_t)n < len) {
+		snprintf(out + n, len - (size_t)n, ".%03u", frac);
+		for (size_t end = strlen(out); out[end - 1] == '0'; end--)
+			out[end - 1] = 0;
+	}
+}
+
 static void check(uint64_t limit)
 {
 	static struct blocked bl[WD_THREADS_MAX];
@@ -580,7 +594,7 @@ static void check(uint64_t limit)
 	bool fresh, stalled = false;
 	const struct gt_pending_work *oldest = NULL;
 	unsigned nbl;
-	char reason[160];
+	char reason[160], sec[24];
 
 	/* the pending work first: a blocked thread's wait is told from a poll on
 	 * the hang it was reported in by it */
@@ -600,12 +614,13 @@ static void check(uint64_t limit)
 	}
 	if (!fresh && !stalled)
 		return;
+	threshold_text(sec, sizeof(sec));
 	if (fresh)
-		snprintf(reason, sizeof(reason), "%u thread%s blocked in %s for over %.3g s", nbl,
-			 nbl > 1 ? "s" : "", gt_str_get(bl[0].call, NULL), limit / 1e9);
+		snprintf(reason, sizeof(reason), "%u thread%s blocked in %s for over %s s", nbl,
+			 nbl > 1 ? "s" : "", gt_str_get(bl[0].call, NULL), sec);
 	else
-		snprintf(reason, sizeof(reason), "device work not finished for over %.3g s (%s)",
-			 limit / 1e9, gt_str_get(oldest->name, NULL));
+		snprintf(reason, sizeof(reason), "device work not finished for over %s s (%s)",
+			 sec, gt_str_get(oldest->name, NULL));
 	report(reason, bl, nbl, &pend, now);
 	/* the pending work is part of the hang just reported */
 	if (oldest)

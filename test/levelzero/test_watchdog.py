@@ -99,6 +99,18 @@ def test_watchdog_reports_a_wait_that_never_ends(tmp_path):
     assert "zeCommandQueueExecuteCommandLists" in names
 
 
+def test_watchdog_says_its_threshold_as_given(tmp_path):
+    """--watchdog 1.234: the line and the report's reason say 1.234 s, as given (they said
+    1.23; and 1800 as 1.8e+03, 86400 as 8.64e+04)."""
+    proc = start_hang(tmp_path, "1.234")
+    report = report_once(proc, tmp_path, then=0)
+    assert report["threshold_s"] == 1.234
+    assert report["reason"] == "1 thread blocked in zeCommandQueueSynchronize for over 1.234 s"
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes())
+             if l.startswith("gputrace: watchdog:")]
+    assert [l.split(";")[0] for l in lines] == ["gputrace: watchdog: " + report["reason"]]
+
+
 def test_watchdog_reports_device_work_that_never_finishes(tmp_path):
     """No thread waits (the program works on), but the kernel it submitted has not
     finished for SEC: that is a hang too, reported once, with no blocked thread."""
