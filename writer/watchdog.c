@@ -199,14 +199,15 @@ static bool same_hang(const struct ring *r, uint32_t call, uint64_t handle,
 
 /* The threads in a wait longer than the threshold; fresh: one of them
  * not reported yet (nor a wait of its last hang made again; oldest: the
- * correlation of the oldest pending work, 0 if none). Under the ring lock
- * (rings are freed by the drain). */
+ * correlation of the oldest pending work, 0 if none), the first such at
+ * b[*first]. Under the ring lock (rings are freed by the drain). */
 static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bool *fresh,
-			     const struct pending_list *pend, uint64_t oldest)
+			     unsigned *first, const struct pending_list *pend, uint64_t oldest)
 {
 	unsigned n = 0;
 
 	*fresh = false;
+	*first = 0;
 	if (writer__lock_rings(200))
 		return 0;
 	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
@@ -227,6 +228,8 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 		b[n].name[sizeof(b[n].name) - 1] = 0;
 		if (r->wait_reported != since) {
 			if (!same_hang(r, b[n].call, b[n].handle, pend)) {
+				if (!*fresh)
+					*first = n;
 				*fresh = true;
 				r->wait_reported_call = b[n].call;
 				r->wait_reported_handle = b[n].handle;
@@ -593,7 +596,7 @@ static void check(uint64_t limit)
 	uint64_t now = gt_clock_ns();
 	bool fresh, stalled = false;
 	const struct gt_pending_work *oldest = NULL;
-	unsigned nbl;
+	unsigned nbl, first;
 	char reason[160], sec[24];
 
 	/* the pending work first: a blocked thread's wait is told from a poll on
@@ -602,7 +605,7 @@ static void check(uint64_t limit)
 	for (unsigned i = 0; i < pend.n; i++)
 		if (!oldest || pend.w[i].submitted_ns < oldest->submitted_ns)
 			oldest = &pend.w[i];
-	nbl = find_blocked(bl, now, limit, &fresh, &pend, oldest ? oldest->corr : 0);
+	nbl = find_blocked(bl, now, limit, &fresh, &first, &pend, oldest ? oldest->corr : 0);
 	if (!oldest) {
 		P.oldest_corr = 0;
 	} else if (oldest->corr != P.oldest_corr) {
@@ -615,9 +618,11 @@ static void check(uint64_t limit)
 	if (!fresh && !stalled)
 		return;
 	threshold_text(sec, sizeof(sec));
+	/* the call of the thread newly blocked: a thread reported before, listed
+	 * first, named its own call again for another thread's new hang */
 	if (fresh)
 		snprintf(reason, sizeof(reason), "%u thread%s blocked in %s for over %s s", nbl,
-			 nbl > 1 ? "s" : "", gt_str_get(bl[0].call, NULL), sec);
+			 nbl > 1 ? "s" : "", gt_str_get(bl[first].call, NULL), sec);
 	else
 		snprintf(reason, sizeof(reason), "device work not finished for over %s s (%s)",
 			 sec, gt_str_get(oldest->name, NULL));

@@ -8,7 +8,9 @@
  * forever (prints "waiting"): a hang at a time the caller picks (a capture window).
  * poll MS: the stuck kernel waited for by timed waits (zeCommandQueueSynchronize, 0.8 s
  * each, as a program that polls does) for MS, then the host signals it; twice, each
- * time a new launch (two hangs, each polled on), then exit 0. */
+ * time a new launch (two hangs, each polled on), then exit 0.
+ * two: a second thread waits for the event from the start (zeEventHostSynchronize),
+ * and 1.5 s later the host waits for its queue too: both forever. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
@@ -28,6 +30,13 @@ static void *signal_later(void *arg)
 	return NULL;
 }
 
+static void *wait_for_gate(void *arg)
+{
+	(void)arg;
+	ZE_CHECK(zeEventHostSynchronize(gate, UINT64_MAX));
+	return NULL;
+}
+
 /* Named, not inlined: the watchdog's report must show who waits. */
 __attribute__((noinline)) static void wait_for_device(ze_command_queue_handle_t q)
 {
@@ -43,10 +52,11 @@ int main(int argc, char **argv)
 	bool busy = argc > 1 && !strcmp(argv[1], "busy");
 	bool lines = argc > 1 && !strcmp(argv[1], "stdin");
 	bool poll = argc > 2 && !strcmp(argv[1], "poll");
-	bool forever = busy || lines || (argc > 1 && !strcmp(argv[1], "forever"));
+	bool two = argc > 1 && !strcmp(argv[1], "two");
+	bool forever = busy || lines || two || (argc > 1 && !strcmp(argv[1], "forever"));
 
 	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1 + poll], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|poll MS\n");
+		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|two|poll MS\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -56,6 +66,9 @@ int main(int argc, char **argv)
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2);
 
 	gate = app_event(pool, 0);
+	/* blocked before the kernel is submitted: the wait is the first hang seen */
+	if (two)
+		APP_EXPECT(!pthread_create(&t, NULL, wait_for_gate, NULL), "pthread_create");
 	for (unsigned hang = 0; poll && hang < 2; hang++) {
 		ze_command_list_handle_t stuck = app_list(&z, 0);
 		ze_event_handle_t ev = hang ? app_event(pool, 1) : gate;
@@ -99,6 +112,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (busy)
 		sleep(1);
+	if (two)
+		usleep(1500000);
 	wait_for_device(queue);
 	if (!forever)
 		pthread_join(t, NULL);

@@ -151,6 +151,31 @@ def test_watchdog_reports_a_polled_hang_once(tmp_path):
     assert [l.rsplit(" ", 1)[1] for l in lines] == [str(first), str(second)], lines
 
 
+def test_watchdog_names_the_call_of_the_thread_newly_blocked(tmp_path):
+    """ze_hang two: a thread blocked in zeEventHostSynchronize is reported; 1.5 s later
+    the main thread blocks in zeCommandQueueSynchronize too: its report's line names that
+    call, the new hang (it named the first thread's, listed first, again)."""
+    proc = start_hang(tmp_path, "0.5", arg="two")
+    second = tmp_path / "trace.watchdog.1.json"
+    try:
+        deadline = time.monotonic() + 20
+        while not second.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    first = json.loads((tmp_path / "trace.watchdog.json").read_text())
+    assert first["reason"] == "1 thread blocked in zeEventHostSynchronize for over 0.5 s"
+    report = json.loads(second.read_text())
+    assert report["reason"] == "2 threads blocked in zeCommandQueueSynchronize for over 0.5 s"
+    assert sorted(b["call"] for b in report["blocked_threads"]) == [
+        "zeCommandQueueSynchronize", "zeEventHostSynchronize"]
+    lines = [l for l in gputrace_lines((tmp_path / "stderr").read_bytes())
+             if l.startswith("gputrace: watchdog:")]
+    assert [l.split(";")[0] for l in lines] == ["gputrace: watchdog: " + first["reason"],
+                                                "gputrace: watchdog: " + report["reason"]]
+
+
 def test_watchdog_quiet_when_the_wait_ends_in_time(tmp_path):
     proc = start_hang(tmp_path, "3", arg="1500")
     out, _ = proc.communicate(timeout=60)
