@@ -927,6 +927,9 @@ static void flight_checkpoint(bool final, bool behind)
 		hold = at;
 	if (atomic_load(&gt_end_reason) && (at = atomic_load(&gt_st.host_end_ns)) && at < hold)
 		hold = at;
+	/* a hang that may be under way: its window stays for the watchdog's dump */
+	if ((at = watchdog__hang_since()) < hold)
+		hold = at;
 	at = reason ? atomic_load(&gt_st.host_end_ns) : W.flight_asked_ns;
 	if (!behind)
 		W.flight_asked = NULL;

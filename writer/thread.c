@@ -407,7 +407,8 @@ GT_FORK_CODE void writer__forget(void)
 	watchdog__forget();
 }
 
-static int writer__flight_dump(const char *reason)
+/* as_of: where the window ends (0: here, now) */
+static int flight_request(const char *reason, uint64_t as_of)
 {
 	if (!gt_cfg.flight_bytes)
 		return -ENOTSUP;
@@ -415,8 +416,10 @@ static int writer__flight_dump(const char *reason)
 	mark_used();
 	/* the window ends here, not where a drain behind a busy program writes it
 	 * (seconds later); of requests taken as one, the first */
-	uint64_t none = 0;
-	atomic_compare_exchange_strong(&W.flight_request_ns, &none, gt_clock_ns());
+	uint64_t at = as_of ? as_of : gt_clock_ns(), cur = atomic_load(&W.flight_request_ns);
+
+	while ((!cur || at < cur) && !atomic_compare_exchange_weak(&W.flight_request_ns, &cur, at))
+		;
 	atomic_store(&W.flight_request, reason ? reason : "request");
 	if (!atomic_load(&W.thread_running))
 		return -EAGAIN; /* nothing recorded yet, nothing to write */
@@ -425,10 +428,15 @@ static int writer__flight_dump(const char *reason)
 	return 0;
 }
 
-int writer__flight_dump_now(const char *reason, char *path, size_t len)
+static int writer__flight_dump(const char *reason)
+{
+	return flight_request(reason, 0);
+}
+
+int writer__flight_dump_now(const char *reason, uint64_t as_of, char *path, size_t len)
 {
 	uint32_t before = atomic_load(&W.flight_written);
-	int err = writer__flight_dump(reason);
+	int err = flight_request(reason, as_of);
 
 	if (err)
 		return err;

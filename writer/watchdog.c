@@ -464,7 +464,7 @@ static int write_report(char *path, size_t len, const struct jbuf *b)
 }
 
 static void report(const char *reason, const struct blocked *bl, unsigned nbl,
-		   const struct pending_list *pend, uint64_t now)
+		   const struct pending_list *pend, uint64_t now, uint64_t began)
 {
 	struct jbuf b = { 0 };
 	char path[PATH_MAX], flight[PATH_MAX] = "", merged[PATH_MAX];
@@ -476,8 +476,10 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 	 * make none) */
 	if (gt_tracing())
 		gt_flush_sync(1000);
-	/* with the recorder on, its window as the hang began (--flight-recorder) */
-	have_flight = !writer__flight_dump_now("watchdog", flight, sizeof(flight));
+	/* with the recorder on, its window as the hang began (--flight-recorder),
+	 * and since: asked for now, a window shorter than SEC held none of the
+	 * calls that submitted the stuck work (0 events with 30 s and 300 s) */
+	have_flight = !writer__flight_dump_now("watchdog", began, flight, sizeof(flight));
 	jbuf__lit(&b, "{\"gputrace_watchdog\":1,");
 	put_key(&b, "reason");
 	put_str(&b, reason);
@@ -575,6 +577,28 @@ static struct {
 	uint64_t oldest_corr, oldest_seen, reported_corr;
 } P;
 
+/* The oldest unfinished work's submission as last looked (0: none), for the
+ * flight recorder (watchdog__hang_since). */
+static _Atomic uint64_t pending_since;
+
+uint64_t watchdog__hang_since(void)
+{
+	uint64_t at = atomic_load_explicit(&pending_since, memory_order_relaxed);
+
+	if (!gt_watchdog_on)
+		return UINT64_MAX;
+	if (!at)
+		at = UINT64_MAX;
+	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire); r;
+	     r = r->next) {
+		uint64_t since = atomic_load_explicit(&r->wait_since, memory_order_acquire);
+
+		if (since && since < at && !atomic_load(&r->dead))
+			at = since;
+	}
+	return at;
+}
+
 /* SEC as it was given, to the millisecond (1800, 2.5, 1.234): "%.3g" said
  * 1.8e+03, 8.64e+04 and 1.23 of them. */
 static void threshold_text(char *out, size_t len)
@@ -606,6 +630,8 @@ static void check(uint64_t limit)
 		if (!oldest || pend.w[i].submitted_ns < oldest->submitted_ns)
 			oldest = &pend.w[i];
 	nbl = find_blocked(bl, now, limit, &fresh, &first, &pend, oldest ? oldest->corr : 0);
+	atomic_store_explicit(&pending_since, oldest ? oldest->submitted_ns : 0,
+			      memory_order_relaxed);
 	if (!oldest) {
 		P.oldest_corr = 0;
 	} else if (oldest->corr != P.oldest_corr) {
@@ -626,7 +652,12 @@ static void check(uint64_t limit)
 	else
 		snprintf(reason, sizeof(reason), "device work not finished for over %s s (%s)",
 			 sec, gt_str_get(oldest->name, NULL));
-	report(reason, bl, nbl, &pend, now);
+	/* the hang began with the stuck work's submission, or the new wait */
+	uint64_t began = oldest ? oldest->submitted_ns : now;
+
+	if (fresh && (bl[first].since & ~1ull) < began)
+		began = bl[first].since & ~1ull;
+	report(reason, bl, nbl, &pend, now, began);
 	/* the pending work is part of the hang just reported */
 	if (oldest)
 		P.reported_corr = oldest->corr;
@@ -706,6 +737,7 @@ GT_FORK_CODE void watchdog__forget(void)
 {
 	atomic_store(&started, false);
 	memset(&P, 0, sizeof(P));
+	atomic_store(&pending_since, 0);
 	reports_written = 0;
 	atomic_store(&gt_pending_untracked, 0);
 }

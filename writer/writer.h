@@ -51,9 +51,18 @@ GT_HIDDEN int writer__trace_name(char *buf, size_t len);
 GT_HIDDEN void writer__window_end(void);
 
 /* The flight recorder's window now, for the hang watchdog's report: asks
- * the drain thread for a dump (reason: a literal, in its trailer) and waits
- * for it. 0 and its file's path in path, or -errno (-ENOTSUP: no recorder). */
-GT_HIDDEN int writer__flight_dump_now(const char *reason, char *path, size_t len);
+ * the drain thread for a dump (reason: a literal, in its trailer) of the
+ * window before as_of (when the hang began; 0: now) and what came after,
+ * and waits for it. 0 and its file's path in path, or -errno (-ENOTSUP: no
+ * recorder). */
+GT_HIDDEN int writer__flight_dump_now(const char *reason, uint64_t as_of, char *path, size_t len);
+
+/* For the flight recorder, with --watchdog: when the earliest hang that may
+ * be under way began (a device wait still inside, the oldest device work
+ * unfinished as last looked), UINT64_MAX if none. Its window does not age
+ * out while it lasts (within the recorder's bound), so that a report's dump
+ * holds the calls that led to it. In a cycle (the cycle lock held). */
+GT_HIDDEN uint64_t watchdog__hang_since(void);
 
 /* For unit tests: run one drain cycle in the calling thread. */
 GT_HIDDEN void writer__cycle(bool final);

@@ -238,6 +238,24 @@ def test_watchdog_report_names_the_flight_recorder_window(tmp_path):
         "stderr", "trace.json", "trace.watchdog.json"]
 
 
+def test_watchdog_dump_holds_the_stuck_launch_with_a_window_shorter_than_sec(tmp_path):
+    """--watchdog 1.5 with --flight-recorder 0.5s (as 300 with 30s): the report comes 1.5 s
+    into the hang, and its dump's window is the 0.5 s before the hang began, and all since:
+    it holds the launch and the submission of the stuck kernel. It was the 0.5 s before the
+    report, which held 0 events: the calls had aged out."""
+    proc = start_hang(tmp_path, "1.5", extra={"GPUTRACE_FLIGHT_RECORDER": "0.5s"})
+    report = report_once(proc, tmp_path, then=0)
+    path = tmp_path / "trace.json"
+    assert report["flight_recorder"] == str(path)
+    check_stuck_launch_dump(path, "watchdog", report)
+    t = load_trace(path)
+    (mark,) = [e for e in t["traceEvents"] if e.get("cat") == "gputrace"]
+    (pending,) = report["pending"]
+    # the window: the 0.5 s before the stuck kernel's submission, up to the dump
+    assert abs(mark["ts"] - (pending["submitted_us"] - 0.5e6)) < 1, (mark, pending)
+    assert mark["ts"] + mark["dur"] >= report["time_us"]
+
+
 def test_watchdog_report_under_run_names_the_runs_trace(tmp_path):
     """Under gputrace run the flight recorder's window is written into the process's
     part (OUT.parts/), which the run merges into OUT and removes: the report and its line
