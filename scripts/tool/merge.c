@@ -51,6 +51,8 @@ struct input {
 	struct pidmap order; /* pid -> its process_sort_index in the merge */
 	bool pids_from_events; /* its trailer named no process: host_pids found from its spans */
 	bool rank_shared; /* another process of the inputs has its host and rank */
+	int part_of;      /* an earlier input that is another part (capture window,
+			   * flight recorder dump) of its process, else -1 */
 	struct buf rank;  /* its rank as named ("3" of 3 or "3"), empty if none */
 	struct buf dist_rank; /* "rank" of its "distributedInfo", as written */
 	struct buf tmp;
@@ -247,9 +249,41 @@ static int pass1_meta(void *ctx, const char *v, const char *e)
 	return 0;
 }
 
+static bool same_process(const struct trace_meta *a, const struct trace_meta *b);
+
+static bool is_part(const struct trace_meta *mt)
+{
+	return mt->window || mt->flight;
+}
+
+/* Another part than a: its trailer differs (one file given twice is no two parts). */
+static bool other_part(const struct trace_meta *a, const struct trace_meta *b)
+{
+	return is_part(a) && is_part(b) && same_process(a, b) &&
+	       (a->raw.len != b->raw.len || memcmp(a->raw.p, b->raw.p, a->raw.len));
+}
+
+/* The windows' files of one process, or its flight recorder's dumps, are that
+ * one process: a later one keeps the pids the first was given (renumbered, it
+ * was a process of its own, whose pid never ran, with rows of its own). A
+ * trace given twice stays two processes, as two of one pid do. */
+static void find_parts(struct merge *m)
+{
+	for (unsigned i = 0; i < m->nin; i++) {
+		m->in[i].part_of = -1;
+		for (unsigned j = 0; j < i && is_part(&m->in[i].meta); j++) {
+			if (m->in[j].part_of < 0 && other_part(&m->in[j].meta, &m->in[i].meta)) {
+				m->in[i].part_of = (int)j;
+				break;
+			}
+		}
+	}
+}
+
 /* Inputs keep their pids; a pid already taken by an earlier input gets a
  * fresh number above every pid seen of its kind (a process's stays a small
- * number, a device row's stays among device rows'). */
+ * number, a device row's stays among device rows'), but in another part of
+ * the same process (find_parts), which maps it as its first part did. */
 static void assign_pids(struct merge *m)
 {
 	struct pidmap taken = { 0 }, seen = { 0 };
@@ -276,8 +310,13 @@ static void assign_pids(struct merge *m)
 		for (size_t k = 0; k < in->pids.n; k++) {
 			long s = pidmap__slot(&in->pids, keys[k]);
 			int kind = keys[k] >= DEVICE_PIDS;
+			const struct pidmap *first = in->part_of >= 0 ? &m->in[in->part_of].pids
+								       : NULL;
+			long f = first ? pidmap__slot(first, keys[k]) : -1;
 
-			if (pidmap__has(&taken, keys[k])) {
+			if (f >= 0) {
+				in->pids.vals[s] = first->vals[f];
+			} else if (pidmap__has(&taken, keys[k])) {
 				while (pidmap__has(&taken, next[kind]) ||
 				       pidmap__has(&seen, next[kind]))
 					next[kind] = next[kind] < INT64_MAX ? next[kind] + 1
@@ -472,6 +511,15 @@ static int cmp_sort_key(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+static bool order_of(const struct input *in, int64_t pid, int64_t *sort)
+{
+	long s = pidmap__slot(&in->order, pid);
+
+	if (s >= 0)
+		*sort = in->order.vals[s];
+	return s >= 0;
+}
+
 /*
  * Every row of the merge gets a process_sort_index of its own, in the order
  * of cmp_merge_order, each file's rows in their own order (its process at 0,
@@ -506,7 +554,14 @@ static void assign_order(struct merge *m)
 			qsort(k, in->pids.n, sizeof(*k), cmp_sort_key);
 		for (size_t j = 0; keys && k && j < in->pids.n; j++) {
 			long s = pidmap__add(&in->order, k[j].pid);
+			int64_t first;
 
+			/* a part of a process ordered already: its rows are that one's */
+			if (in->part_of >= 0 && order_of(&m->in[in->part_of], k[j].pid, &first)) {
+				if (s >= 0)
+					in->order.vals[s] = first;
+				continue;
+			}
 			if (s >= 0)
 				in->order.vals[s] = next;
 			next++;
@@ -515,15 +570,6 @@ static void assign_order(struct merge *m)
 		free(k);
 	}
 	free(by);
-}
-
-static bool order_of(const struct input *in, int64_t pid, int64_t *sort)
-{
-	long s = pidmap__slot(&in->order, pid);
-
-	if (s >= 0)
-		*sort = in->order.vals[s];
-	return s >= 0;
 }
 
 static void build_prefix(struct input *in)
@@ -851,6 +897,8 @@ static void name_processes(struct merge *m, struct input *in)
 	const char *exe = in->meta.exe, *base;
 	struct buf name = { 0 };
 
+	if (in->part_of >= 0) /* its first part names the process */
+		return;
 	for (size_t k = 0; k < in->meta.nhost_pids; k++) {
 		int64_t pid = in->meta.host_pids[k];
 
@@ -1069,15 +1117,21 @@ static void write_meta(struct merge *m, int64_t base)
 	put_opt_str(o, one_host ? host : NULL);
 	buf__adds(o, ",\"rank\":null,\"exe\":null,\"host_pids\":[");
 	bool first = true;
+	struct pidmap listed = { 0 }; /* a process's parts list it once */
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];
 
 		for (size_t k = 0; k < in->meta.nhost_pids; k++) {
-			buf__printf(o, "%s%" PRId64, first ? "" : ",",
-				    map_pid(in, in->meta.host_pids[k]));
+			int64_t pid = map_pid(in, in->meta.host_pids[k]);
+
+			if (pidmap__has(&listed, pid))
+				continue;
+			pidmap__add(&listed, pid);
+			buf__printf(o, "%s%" PRId64, first ? "" : ",", pid);
 			first = false;
 		}
 	}
+	pidmap__free(&listed);
 	buf__printf(o, "],\"events_lost\":%" PRIu64 ",\"events_recorded\":%" PRIu64
 		       ",\"lost_by_reason\":{", lost, recorded);
 	for (size_t i = 0; i < rs.n; i++) {
@@ -1197,6 +1251,7 @@ int tool__merge(const char *outpath, char *const *files, unsigned nfiles,
 		qsort(m.in, nfiles, sizeof(*m.in), cmp_start);
 	for (unsigned i = 0; i < nfiles; i++)
 		m.in[i].idx = i;
+	find_parts(&m);
 	assign_pids(&m);
 	for (unsigned i = 0; i < nfiles; i++)
 		read_rank(&m.in[i]);

@@ -117,6 +117,8 @@ bool meta__parse(struct trace_meta *m, const char *v, const char *e)
 			m->merged = mb.e - mb.v == 4 && !memcmp(mb.v, "true", 4);
 		} else if (jv_key_is(&mb, "flight_recorder")) {
 			m->flight = !jv_is_null(mb.v, mb.e);
+		} else if (jv_key_is(&mb, "capture")) {
+			m->window = !jv_is_null(mb.v, mb.e);
 		} else if (jv_key_is(&mb, "complete")) {
 			m->incomplete = mb.e - mb.v == 5 && !memcmp(mb.v, "false", 5);
 		} else if (jv_key_is(&mb, "incomplete")) {

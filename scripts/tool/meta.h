@@ -39,6 +39,8 @@ struct trace_meta {
 	bool merged;           /* "merged": true, a merge's output: its rows are named */
 	bool flight;           /* a flight recorder's dump: events_recorded is the
 				* process's running total, not the file's */
+	bool window;           /* a capture window's file ("capture" not null): its lost
+				* counts are its process's since it started */
 	bool lossless;         /* "lossless": recorded with --lossless ... */
 	uint64_t waits, wait_ns; /* ... its threads waited this often, this long */
 	uint64_t incomplete;   /* traces not closed: 1 for "complete": false, a

@@ -21,6 +21,7 @@
 #include "args.h"
 #include "json.h"
 #include "meta.h"
+#include "nameidx.h"
 #include "summarize.h"
 #include "tool.h"
 #include "trace.h"
@@ -37,7 +38,80 @@ struct sum_ctx {
 	struct buf cat, name, kind, error, tmp, ranges, key;
 	const char *range_names[SUMMARY_RANGES_MAX];
 	uint64_t lost_by_reason;
+	/* Counts of the parts of a process (its capture windows' files, its flight
+	 * recorder's dumps), each its process's since it started: the largest
+	 * so far per process and counter, so that each part adds only what is
+	 * new in it (added whole, a run's two windows said twice the events lost
+	 * that its process lost). */
+	struct part_count { char *key; uint64_t max; } *parts;
+	size_t nparts, parts_cap;
+	struct nameidx parts_idx;
+	struct buf part; /* the part's process ("host pid realtime clock"), empty: none */
 };
+
+static char *str_member(const char *v, const char *e, const char *key, struct buf *tmp);
+
+static const char *part_name(const void *ctx, size_t i)
+{
+	return ((const struct sum_ctx *)ctx)->parts[i].key;
+}
+
+/* Which process a trailer [v, e) is a part of, into c->part (as merged: pid;
+ * empty when it is no window's or dump's file, or when its process is not
+ * known by its host, pid and clock anchor). */
+static void part_of(struct sum_ctx *c, const char *v, const char *e, int64_t pid)
+{
+	const char *mv, *me, *rv, *re, *kv, *ke;
+	char *host;
+
+	buf__reset(&c->part);
+	if (!((jv_get(v, e, "capture", &mv, &me) && !jv_is_null(mv, me)) ||
+	      (jv_get(v, e, "flight_recorder", &mv, &me) && !jv_is_null(mv, me))) ||
+	    !jv_get(v, e, "anchor", &mv, &me) || !jv_get(mv, me, "realtime_ns", &rv, &re) ||
+	    !jv_get(mv, me, "clock_ns", &kv, &ke))
+		return;
+	host = str_member(v, e, "hostname", &c->tmp);
+	buf__printf(&c->part, "%s\x1f%" PRId64 "\x1f%.*s\x1f%.*s\x1f", host ? host : "", pid,
+		    (int)(re - rv), rv, (int)(ke - kv), kv);
+	free(host);
+}
+
+/* What counter n of the part named in c->part adds to the parts before it
+ * (n itself outside a part). */
+static uint64_t part_delta(struct sum_ctx *c, const char *counter, uint64_t n)
+{
+	size_t len = c->part.len;
+	uint64_t add;
+	long i;
+
+	if (!len)
+		return n;
+	buf__adds(&c->part, counter);
+	i = nameidx__find(&c->parts_idx, c->part.p, part_name, c);
+	if (i < 0 && c->nparts == c->parts_cap) {
+		size_t cap = c->parts_cap ? c->parts_cap * 2 : 16;
+		struct part_count *np = realloc(c->parts, cap * sizeof(*np));
+
+		if (np)
+			c->parts = np, c->parts_cap = cap;
+	}
+	if (i < 0 && c->nparts < c->parts_cap &&
+	    (c->parts[c->nparts].key = strdup(c->part.p))) {
+		c->parts[c->nparts].max = 0;
+		if (nameidx__add(&c->parts_idx, c->nparts, part_name, c))
+			free(c->parts[c->nparts].key);
+		else
+			i = (long)c->nparts++;
+	}
+	c->part.len = len;
+	c->part.p[len] = 0;
+	if (i < 0)
+		return n;
+	add = n > c->parts[i].max ? n - c->parts[i].max : 0;
+	if (n > c->parts[i].max)
+		c->parts[i].max = n;
+	return add;
+}
 
 /* args.ranges of a device span: the names, NUL-separated in c->ranges. */
 static unsigned read_ranges(struct sum_ctx *c, const char *v, const char *e)
@@ -228,6 +302,12 @@ static void collect_owners(struct sum_ctx *c, const char *v, const char *e, int 
 	struct summary_process sp = { .pid = map_through(maps, pid), .exe = base ? base + 1 : exe,
 				      .host = host,
 				      .rank = rank, .lost = lost };
+
+	/* a process's windows or dumps (one process as merged: one pid) each say
+	 * its losses since it started: summary__process adds them up */
+	part_of(c, v, e, sp.pid);
+	sp.lost = part_delta(c, "process lost", lost);
+	buf__reset(&c->part);
 	int proc = summary__process(c->s, &sp);
 
 	free(exe);
@@ -439,7 +519,9 @@ static void add_lost(void *ctx, const char *reason, uint64_t n)
 {
 	struct sum_ctx *c = ctx;
 
-	summary__lost(c->s, reason, n);
+	buf__reset(&c->key);
+	buf__printf(&c->key, "lost %s", reason);
+	summary__lost(c->s, reason, part_delta(c, c->key.p, n));
 	c->lost_by_reason += n;
 }
 
@@ -447,7 +529,9 @@ static void add_adjusted(void *ctx, const char *reason, uint64_t n, uint64_t max
 {
 	struct sum_ctx *c = ctx;
 
-	summary__adjusted(c->s, reason, n, max_ns);
+	buf__reset(&c->key);
+	buf__printf(&c->key, "adjusted %s", reason);
+	summary__adjusted(c->s, reason, part_delta(c, c->key.p, n), max_ns);
 }
 
 /* One trace into c->s (its "gputrace" object into c->out->meta). */
@@ -471,14 +555,26 @@ static int add_trace(struct sum_ctx *c, const char *who, const char *path)
 	attribute_pids(c);
 	if (trace__scan(who, path, &ops2) == TRACE_ERROR)
 		return -1;
-	meta__each_lost(&c->out->meta, add_lost, c);
-	if (c->out->meta.events_lost > c->lost_by_reason)
-		summary__lost(c->s, "unknown", c->out->meta.events_lost - c->lost_by_reason);
-	meta__each_adjusted(&c->out->meta, add_adjusted, c);
-	summary__flows_unmatched(c->s, c->out->meta.flows_unmatched);
-	summary__stacks_dropped(c->s, c->out->meta.stacks_dropped);
-	if (c->out->meta.lossless)
-		summary__waits(c->s, c->out->meta.waits, c->out->meta.wait_ns);
+	/* the counts of a process's window or dump are its process's since it
+	 * started (a window's flows_unmatched its own): its earlier parts' among
+	 * the files count once */
+	const struct trace_meta *mt = &c->out->meta;
+
+	if (!mt->merged && mt->has_pid && mt->present)
+		part_of(c, mt->raw.p, mt->raw.p + mt->raw.len, mt->pid);
+	meta__each_lost(mt, add_lost, c);
+	if (mt->events_lost > c->lost_by_reason)
+		summary__lost(c->s, "unknown", part_delta(c, "lost, no reason",
+							  mt->events_lost - c->lost_by_reason));
+	meta__each_adjusted(mt, add_adjusted, c);
+	summary__flows_unmatched(c->s, mt->flight ? part_delta(c, "flows unmatched",
+							       mt->flows_unmatched)
+						  : mt->flows_unmatched);
+	summary__stacks_dropped(c->s, part_delta(c, "stacks dropped", mt->stacks_dropped));
+	if (mt->lossless)
+		summary__waits(c->s, part_delta(c, "waits", mt->waits),
+			       part_delta(c, "wait_ns", mt->wait_ns));
+	buf__reset(&c->part);
 	/* a file cut short is not closed either, whatever its trailer said before
 	 * the cut: counted once, as merge counts it */
 	summary__incomplete(c->s, meta__incomplete(&c->out->meta, scan == TRACE_TRUNCATED),
@@ -518,6 +614,11 @@ out:
 	buf__free(&c.tmp);
 	buf__free(&c.ranges);
 	buf__free(&c.key);
+	for (size_t i = 0; i < c.nparts; i++)
+		free(c.parts[i].key);
+	free(c.parts);
+	nameidx__free(&c.parts_idx);
+	buf__free(&c.part);
 	return ret;
 }
 

@@ -377,6 +377,43 @@ def test_merge_counts_each_process_once(tmp_path, kind):
                              "clock_step": {"count": 1, "max_ns": 250000}}
 
 
+@pytest.mark.parametrize("kind", ["capture", "flight_recorder"])
+def test_the_parts_of_one_process_are_one_process(tmp_path, kind):
+    """Files of one process (its capture windows, its flight recorder's dumps: one host,
+    pid and anchor) keep its pids in the merge: one process with one row per GPU in the
+    merged host_pids and summary, its losses counted once there too. The second file's
+    pids were renumbered: a process of its own whose pid never ran, with a GPU row of its
+    own, and each said the process's losses (the run of a program with two ITT windows
+    said "processes: 2"). A trace given twice stays two processes (its pid reused)."""
+    files = one_process_files(tmp_path, kind, [(12, {"ring_full": 3}, 2),
+                                               (20, {"ring_full": 5}, 5)])
+    merged = check_merge(tmp_path, files + [FIXTURES / "proc_b.json"])
+    g = merged["gputrace"]
+    # proc_b's pids, taken by the first process (its device row's is below 2^30 here)
+    assert [i["pid_map"] for i in g["inputs"]] == [{}, {}, {"4242": 1000002,
+                                                            "1000001": 1000003}]
+    assert [int(p) for p in g["host_pids"]] == [4242, 1000002]
+    names = sorted({(int(e["pid"]), e["args"]["name"]) for e in merged["traceEvents"]
+                    if e.get("name") == "process_name"})
+    assert names == [(4242, "node1 rank 0: app (4242)"),
+                     (1000001, "node1 [rank 0] GPU 0"),
+                     (1000002, "node2 rank 1: app (4242)"),
+                     (1000003, "node2 [rank 1] GPU 0")], names
+    p = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert sorted((q["pid"], q["host"], q["lost"], [d["name"] for d in q["devices"]])
+                  for q in s["processes"]) == [
+        (4242, "node1", 5, ["node1 [rank 0] GPU 0"]),
+        (1000002, "node2", 2, [])], s["processes"]  # proc_b's trailer lists no device
+    assert s["lost"]["total"] == 5 + 2
+    assert sorted(d["name"] for d in s["devices"]) == ["node1 [rank 0] GPU 0",
+                                                       "node2 [rank 1] GPU 0"]
+    # the same file twice is no process's two parts: two processes, as before
+    merged = check_merge(tmp_path, [files[0], files[0]], "twice.json")
+    assert merged["gputrace"]["inputs"][1]["pid_map"] == {"1000001": 1000003, "4242": 1000002}
+
+
 def test_one_event_and_one_trace_are_said_in_the_singular(tmp_path):
     """A trace cut after its one event, merged alone: "truncated after 1 event
     (...); using it", "1 event from 1 trace" (were "1 events", "1 traces")."""

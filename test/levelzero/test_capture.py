@@ -791,6 +791,45 @@ def test_lost_counts_of_a_thread_gone_in_window_1_stay_in_window_2(tmp_path, los
         assert s["lossless"] == {k: w1["lossless"][k] for k in ("waits", "wait_ns")}
 
 
+@pytest.mark.parametrize("per_process", [False, True])
+def test_a_run_of_two_windows_is_one_process_losing_its_events_once(tmp_path, per_process):
+    """gputrace run over ze_itt (two ITT windows, one process) whose thread loses events in
+    the first: each window's trailer says the process's losses since it started. The run's
+    one trace (merged) is one process with one GPU row and those losses (its second window
+    was renumbered into a process of its own, whose pid never ran, each saying them all);
+    with -o %p the summary of the two files says them once (it said twice as many)."""
+    app = APPS / "ze_itt"
+    for p in (ZE_SIM, app):
+        need(p)
+    out = tmp_path / ("t-%p.json" if per_process else "t.json")
+    summary = tmp_path / "s.json"
+    r = subprocess.run([str(GPUTRACE), "run", "--buffer-kb", "4", "--overflow-mb", "0",
+                        "--capture-range", "cudaProfilerApi", "--capture-count", "0",
+                        "--summary-json", str(summary), "-o", str(out), "--", str(app), "6",
+                        "0", "200000"],
+                       env=gputrace_env(sim_env()), capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    files = sorted(tmp_path.glob("t*.json"), key=lambda p: len(p.name))
+    info = [scan_trace(f)["gputrace"] for f in files]
+    if per_process:
+        assert [i["capture"]["window"] for i in info] == [1, 2]
+        lost = info[0]["events_lost"]
+        assert info[1]["events_lost"] == lost
+    else:
+        assert len(files) == 1
+        g = info[0]
+        assert [i["gputrace"]["capture"]["window"] for i in g["inputs"]] == [1, 2]
+        assert all(i["pid_map"] == {} for i in g["inputs"]), g["inputs"]
+        assert g["host_pids"] == [g["inputs"][0]["gputrace"]["pid"]]
+        lost = g["events_lost"]
+    assert lost > 0
+    s = json.loads(summary.read_text())
+    assert s["lost"]["total"] == lost and s["lost"]["by_reason"] == {"ring_full": lost}
+    assert len(s["devices"]) == 1, s["devices"]
+    assert [(q["lost"], len(q["devices"])) for q in s["processes"]] == [(lost, 1)], \
+        s["processes"]
+
+
 # ---- gputrace run: capture --all in a multi-process run ----
 
 HANG_APP = APPS / "ze_hang"
