@@ -1020,11 +1020,11 @@ static void fold_reasons(struct reason_sum *into, struct reason_sum *from)
  * events_recorded and flows_unmatched are its own, and they add up. */
 static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 			 uint64_t *waits, uint64_t *wait_ns, uint64_t *unmatched,
-			 struct reason_sum *rs, struct reason_sum *adj)
+			 uint64_t *stacks, struct reason_sum *rs, struct reason_sum *adj)
 {
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct reason_sum grs = { .keep_max = true }, gadj = { .keep_max = true };
-		uint64_t glost = 0, grec = 0, gwaits = 0, gwait_ns = 0, gflows = 0;
+		uint64_t glost = 0, grec = 0, gwaits = 0, gwait_ns = 0, gflows = 0, gstacks = 0;
 		unsigned j;
 
 		for (j = 0; j < i && !same_process(&m->in[j].meta, &m->in[i].meta); j++)
@@ -1046,6 +1046,8 @@ static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 			else if (mt->flows_unmatched > gflows)
 				gflows = mt->flows_unmatched;
 			gwaits = mt->waits > gwaits ? mt->waits : gwaits;
+			/* the process's stack table's, as its lost counts */
+			gstacks = mt->stacks_dropped > gstacks ? mt->stacks_dropped : gstacks;
 			gwait_ns = mt->wait_ns > gwait_ns ? mt->wait_ns : gwait_ns;
 			meta__each_lost(mt, add_reason, &grs);
 			meta__each_adjusted(mt, add_adjusted, &gadj);
@@ -1055,6 +1057,7 @@ static void count_inputs(struct merge *m, uint64_t *lost, uint64_t *recorded,
 		*waits += gwaits;
 		*wait_ns += gwait_ns;
 		*unmatched += gflows;
+		*stacks += gstacks;
 		fold_reasons(rs, &grs);
 		fold_reasons(adj, &gadj);
 	}
@@ -1091,13 +1094,13 @@ static void write_meta(struct merge *m, int64_t base)
 {
 	struct buf *o = &m->out.b;
 	struct reason_sum rs = { 0 }, adj = { 0 };
-	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0, unmatched = 0;
+	uint64_t lost = 0, recorded = 0, waits = 0, wait_ns = 0, unmatched = 0, stacks = 0;
 	bool lossless = false;
 	const char *host = NULL;
 	bool one_host = true;
 	uint64_t incomplete = 0;
 
-	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &unmatched, &rs, &adj);
+	count_inputs(m, &lost, &recorded, &waits, &wait_ns, &unmatched, &stacks, &rs, &adj);
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct trace_meta *mt = &m->in[i].meta;
 
@@ -1155,6 +1158,10 @@ static void write_meta(struct merge *m, int64_t base)
 	buf__printf(o, ",\"incomplete\":%" PRIu64, incomplete);
 	if (unmatched) /* as a trace's trailer has it: when not 0 */
 		buf__printf(o, ",\"flows_unmatched\":%" PRIu64, unmatched);
+	/* the calls whose stack was not recorded: the merge's summary and check
+	 * read them here (without, a merged run's stacks.dropped was always 0) */
+	if (stacks)
+		buf__printf(o, ",\"stacks\":{\"dropped\":%" PRIu64 "}", stacks);
 	buf__adds(o, ",\"inputs\":[");
 	for (unsigned i = 0; i < m->nin; i++) {
 		struct input *in = &m->in[i];

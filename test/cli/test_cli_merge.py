@@ -414,6 +414,31 @@ def test_the_parts_of_one_process_are_one_process(tmp_path, kind):
     assert merged["gputrace"]["inputs"][1]["pid_map"] == {"1000001": 1000003, "4242": 1000002}
 
 
+def test_merge_keeps_the_stacks_dropped(tmp_path):
+    """The trailers' stacks.dropped (calls whose stack was not recorded) are the merged
+    trace's, once per process (its windows' files each say its count since it started)
+    and added up over processes, so its summary and `gputrace check` see them: the merge
+    left them out, and a merged run's stacks.dropped was always 0."""
+    files = one_process_files(tmp_path, "capture", [(12, {}, 0), (20, {}, 0)])
+    for path, dropped in zip(files, (3, 5)):
+        t = json.loads(path.read_text())
+        t["gputrace"]["stacks"] = {"unique": 10, "dropped": dropped}
+        path.write_text(json.dumps(t))
+    b = json.loads((FIXTURES / "proc_b.json").read_text())
+    b["gputrace"]["stacks"] = {"unique": 4, "dropped": 2}
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    merged = check_merge(tmp_path, files + [tmp_path / "b.json"])
+    assert merged["gputrace"]["stacks"] == {"dropped": 5 + 2}
+    p = gputrace(["summary", "--json", "-", tmp_path / "merged.json"], tmp_path)
+    assert json.loads(p.stdout)["stacks"] == {"dropped": 7}
+    p = gputrace(["check", tmp_path / "merged.json", "stacks.dropped == 0"], tmp_path)
+    assert p.returncode == 1 and "FAIL stacks.dropped == 0: 7" in p.stdout.decode(), p.stdout
+    # none dropped: no stacks member, as before
+    merged = check_merge(tmp_path, [FIXTURES / "proc_a.json", FIXTURES / "proc_b.json"],
+                         "none.json")
+    assert "stacks" not in merged["gputrace"]
+
+
 def test_one_event_and_one_trace_are_said_in_the_singular(tmp_path):
     """A trace cut after its one event, merged alone: "truncated after 1 event
     (...); using it", "1 event from 1 trace" (were "1 events", "1 traces")."""
