@@ -870,8 +870,47 @@ static void moved_note(struct moved_row *m, uint32_t track, uint64_t ended, uint
 	*m = (struct moved_row){ .track = track, .ended = ended, .end = end };
 }
 
+/*
+ * Where the latest work placed on each stream ended (host ns): a stream runs its work in
+ * order, each starting no earlier than the one before ended. Across a step of CUPTI's
+ * clock a time either side can hold is placed by its launch, but work queued deep (a
+ * program launching flat out, the device running far behind) was launched long before
+ * either: the earlier side, for work started after a step back of 3 ms, put each kernel
+ * of the 3 ms after it onto the one that ran 3 ms before (overlapping on the stream's
+ * row, and one kernel across the segment's end drawn 3 ms long). Keyed by device and
+ * stream, not by row: streams past STREAM_ROWS_MAX share one.
+ */
+#define STREAM_ENDS_MAX 4096
+struct stream_end {
+	uint64_t key; /* row_key(ROW_STREAM, ...), 0: empty */
+	uint64_t end;
+	bool follow; /* placed by the work ahead of it across a step (emit) */
+};
+GT_TABLE(struct stream_end, stream_ends, STREAM_ENDS_MAX);
+
+/* The stream's slot (a full neighbourhood gives another stream's: key tells). */
+static struct stream_end *stream_end_of(uint64_t key)
+{
+	unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 52) % STREAM_ENDS_MAX;
+
+	for (unsigned i = 0; i < 8; i++) {
+		struct stream_end *e = &stream_ends[(h + i) % STREAM_ENDS_MAX];
+		if (e->key == key || !e->key)
+			return e;
+	}
+	return &stream_ends[h];
+}
+
+/* The key of a record's stream, or 0 for a graph's node: a graph's branches run
+ * side by side, reported on the stream it was launched into. */
+static uint64_t in_order(uint32_t graph, uint32_t device, uint32_t stream)
+{
+	return graph && has_graph_ids() ? 0 : row_key(ROW_STREAM, device, stream);
+}
+
 struct span {
 	uint64_t start, end;
+	uint64_t stream; /* work run in its stream's order: row_key(ROW_STREAM, ...); 0: none */
 	uint32_t corr, corr2;
 	uint32_t name, cat, track;
 	uint16_t type;
@@ -910,10 +949,35 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 	}
 	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns()) : 0;
 	uint64_t start = cupti__to_host_near(s->start, launch);
+	struct stream_end *se = s->stream ? stream_end_of(s->stream) : NULL;
+	bool known = se && se->key == s->stream;
+	uint64_t prev = known ? se->end : 0;
+	bool follow = false;
+
+	if (start + NEAR_SLACK_NS < prev) {
+		/* before the work ahead of it on its stream ended, which it cannot
+		 * be: where a step's other side can hold it, that side */
+		uint64_t other = cupti__to_host_near(s->start, prev > launch ? prev : launch);
+
+		if (other > start) {
+			start = other;
+			follow = true;
+		}
+	} else if (start < prev && se->follow) {
+		follow = true;
+	}
 	uint64_t end = cupti__to_host_near(s->end, start);
 
 	if (end < start)
 		end = start;
+	if (follow && start < prev && start + NEAR_SLACK_NS >= prev) {
+		/* the step's size is measured to the reads' width: across it, and
+		 * after it while its stream runs back to back, work starts where
+		 * the work ahead of it ended (a few ns, not counted), keeping its
+		 * length, until one starts after that by itself */
+		end += prev - start;
+		start = prev;
+	}
 	if (s->clamp) {
 		uint64_t move = 0;
 		struct moved_row *m = NULL;
@@ -943,6 +1007,8 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 			end += move;
 		}
 	}
+	if (se)
+		*se = (struct stream_end){ .key = s->stream, .end = end, .follow = follow };
 	uint64_t ext = ext_find(s->corr);
 	if (ext && nargs < GT_ARGS_MAX)
 		args[nargs++] = (struct gt_arg){ .key = cupti__key("external_id"),
@@ -1032,6 +1098,7 @@ static void on_kernel(const rec_kernel *k)
 			     .cat = profilers ? GT_S_CAT_OVERHEAD : GT_S_CAT_KERNEL,
 			     .track = profilers ? row(ROW_OVERHEAD, k->deviceId, 0)
 						: row(ROW_STREAM, k->deviceId, k->streamId),
+			     .stream = in_order(k->graphId, k->deviceId, k->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
@@ -1055,6 +1122,7 @@ static void on_memcpy(const rec_memcpy *m)
 			     .name = memcpy_name(m->copyKind, m->srcKind, m->dstKind),
 			     .cat = GT_S_CAT_GPU_MEMCPY,
 			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .stream = in_order(m->graphId, m->deviceId, m->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
@@ -1077,6 +1145,7 @@ static void on_p2p(const rec_p2p *m)
 			     .name = memcpy_name(m->copyKind, m->srcKind, m->dstKind),
 			     .cat = GT_S_CAT_GPU_MEMCPY,
 			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .stream = in_order(m->graphId, m->deviceId, m->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
@@ -1097,6 +1166,7 @@ static void on_memset(const rec_memset *m)
 	emit(&(struct span){ .start = m->start, .end = m->end, .corr = m->correlationId,
 			     .name = memset_name(m->memoryKind), .cat = GT_S_CAT_GPU_MEMSET,
 			     .track = row(ROW_STREAM, m->deviceId, m->streamId),
+			     .stream = in_order(m->graphId, m->deviceId, m->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
@@ -1168,6 +1238,7 @@ static void on_graph(const rec_graph *g)
 	emit(&(struct span){ .start = g->start, .end = g->end, .corr = g->correlationId,
 			     .name = gt_str_intern(s), .cat = cupti__key("cuda_graph"),
 			     .track = row(ROW_STREAM, dev, g->streamId),
+			     .stream = row_key(ROW_STREAM, dev, g->streamId),
 			     .type = GT_EV_DEVICE_SPAN, .clamp = true },
 	     a, n);
 }
@@ -1252,5 +1323,6 @@ void cupti__records_reset(void)
 	memset(knames, 0, KNAME_MAX * sizeof(knames[0]));
 	memset(ext_map, 0, EXT_MAX * sizeof(ext_map[0]));
 	nmoved = 0;
+	memset(stream_ends, 0, STREAM_ENDS_MAX * sizeof(stream_ends[0]));
 	atomic_store(&nfits, 0);
 }

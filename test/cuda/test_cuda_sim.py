@@ -1126,19 +1126,20 @@ def test_launch_stacks_end_with_the_api_called(tmp_path, cupti):
 
 # ---- clocks below CUPTI 13.1: CUPTI's clock fitted to ours ----
 
-def check_clock_run(trace, n=30):
-    """Each kernel: 20 us, after its launch began, before its sync returned; each
-    sync's device span (its wait) begins inside the call."""
+def check_clock_run(trace, n=30, burst=1):
+    """Each kernel (n bursts of burst): 20 us, after its launch began, before its
+    burst's sync returned; each sync's device span (its wait) begins inside the call."""
     host = host_by_corr(trace)
     syncs = sorted(xs(trace, "cuda_runtime", "cudaStreamSynchronize"), key=start)
     kernels = sorted(xs(trace, "kernel"), key=start)
-    assert len(kernels) == len(syncs) == n
+    assert len(kernels) == n * burst and len(syncs) == n
     waits = xs(trace, "cuda_sync", "Stream Sync")
     assert len(waits) == n
     for w in waits:
         call = host[w["args"]["correlation"]]
         assert start(call) <= start(w) <= end(call), (w, call)
-    for k, sync in zip(kernels, syncs):
+    for i, k in enumerate(kernels):
+        sync = syncs[i // burst]
         launch = host[k["args"]["correlation"]]
         assert abs(ns(k["dur"]) - 20000) <= 1, k
         assert start(k) >= start(launch), (k, launch)
@@ -1230,6 +1231,27 @@ def test_step_placed_by_launches_read_long_after(tmp_path):
     assert (r.returncode, r.stdout) == (0, b"clock: 10000 kernels\n"), r.stderr
     trace = load_exact(r.trace_path)
     check_clock_run(trace, 10000)
+    adjusted = trace["gputrace"]["adjusted"]
+    assert adjusted["clock_step"]["count"] == 1
+    assert "clamped" not in adjusted
+
+
+@pytest.mark.parametrize("step", [-3000000, 3000000])
+def test_step_placed_by_stream_order_deep_queue(tmp_path, step):
+    """5,000 kernels of 20 us launched flat out into one stream, then one sync: the device
+    runs milliseconds behind the launches when CUPTI's clock steps 3 ms, read at a drain
+    cycle 2 s away. Both sides of the step are after every launch, so the stream's
+    order places them: each kernel starts where the one before it ended, none overlaps
+    another on the row (load_exact), each 20 us, after its launch, nothing moved. (Placed
+    by the launch alone, the earlier side: the kernels after a step back drawn onto
+    those 3 ms before them, one drawn 3 ms long; after a step forward, the kernels
+    before it 3 ms early, thousands clamped.)"""
+    r = sim_run([APP, "clock", "1", "0", "5000"], tmp_path,
+                env={"GPUTRACE_FLUSH_MS": "2000", "CUDA_SIM_REALTIME_STEP_NS": str(step),
+                     "CUDA_SIM_REALTIME_STEP_AT_MS": "50"})
+    assert (r.returncode, r.stdout) == (0, b"clock: 5000 kernels\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace, 1, 5000)
     adjusted = trace["gputrace"]["adjusted"]
     assert adjusted["clock_step"]["count"] == 1
     assert "clamped" not in adjusted
