@@ -99,7 +99,8 @@ static bool has_graph_ids(void)
  * "clock_step"): the segment across it has no line, and a time in it is
  * placed by the fit on the side that can hold it; where both can, on the
  * side not before its launch, and without a launch erring early (clamped to
- * its launch, and counted) rather than late.
+ * its launch, and counted) rather than late; work queued deep, launched
+ * before either side, by its stream's order (emit).
  */
 #define FIT_MAX        256
 #define FIT_MIN_GAP_NS (10ull * 1000000)
