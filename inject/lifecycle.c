@@ -219,12 +219,11 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 
 	if (!own_process())
 		return;
-	/* a watchdog left watching after a failed trace stops with the process's
-	 * end, as it does when the trace ends (gt_end_reason); a look under way
-	 * ends first (it may be asking the driver that the exit tears down) */
-	if (atomic_exchange(&gt_watchdog_alone, false))
-		for (unsigned ms = 0; ms < 300 && atomic_load(&gt_watchdog_looking); ms++)
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	/* the watchdog stops with the process's end; a look or report under way
+	 * ends first (it may be asking the driver that the exit tears down, or
+	 * waiting for the drain this exit's last cycle ends) */
+	if (gt_unlikely(gt_watchdog_on))
+		watchdog__end();
 	/* a fatal signal (or a handler's exit()) in this thread's fork(): the
 	 * last cycle needs what the fork holds (tested here: the code of every
 	 * process's exit stays on its pages) */

@@ -27,9 +27,9 @@ extern GT_HIDDEN bool gt_watchdog_on;
  * calls keep their books as between capture windows, so that the marks and
  * the pending work stay true. Cleared by an exit (and in a fork child). */
 extern GT_HIDDEN _Atomic bool gt_watchdog_alone;
-/* Its thread is looking (at the marks, the device's pending work): an exit
- * that ends a watchdog left alone waits for that look to end (at most
- * 300 ms), not to pull the drivers from under it. */
+/* Its thread is looking (at the marks, the device's pending work) or
+ * writing a report: an exit waits for that to end (watchdog__end), not to
+ * pull the drivers from under it nor cut a report short. */
 extern GT_HIDDEN _Atomic bool gt_watchdog_looking;
 
 GT_HIDDEN void watchdog__enter_slow(uint32_t call, uintptr_t handle);
@@ -63,6 +63,9 @@ static inline void gt_wait_unwound(void)
  * between them. Idempotent; cold. */
 GT_HIDDEN void watchdog__start(void);
 GT_HIDDEN bool watchdog__started(void);
+/* The process ends: the look or report under way ends first (bounded),
+ * none starts after. Cold: only with the watchdog on. */
+GT_HIDDEN void watchdog__end(void);
 /* In a fork child: the parent's thread is not there. */
 GT_HIDDEN void watchdog__forget(void);
 

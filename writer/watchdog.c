@@ -60,6 +60,10 @@
 #define WD_PENDING_MAX 256 /* pending items in one report */
 #define WD_STACK_MAX   GT_STACKS_MAX_DEPTH
 #define WD_UNWIND_WAIT_MS 200
+/* The longest an exit waits for a report under way (watchdog__end): its
+ * checkpoint, flight recorder dump, unwinds (WD_UNWIND_WAIT_MS each) and
+ * file, seconds when the drain is behind a busy program. */
+#define WD_EXIT_WAIT_MS 5000
 
 /* ---- unwinding another thread: it unwinds itself in our handler ---- */
 
@@ -573,6 +577,15 @@ static void report(const char *reason, const struct blocked *bl, unsigned nbl,
 
 /* ---- the thread ---- */
 
+/* The process is ending (watchdog__end): no look starts after this. */
+static _Atomic bool closing;
+/* the watchdog's thread, which an exit on it (a crash) does not wait for */
+static _Atomic pid_t wd_tid;
+/* The reason of the report under way ("" when none): what an exit that could
+ * not wait for it says, as its stderr may already have the dump's line. */
+static char reporting[160];
+static _Atomic bool report_under_way;
+
 static struct {
 	uint64_t oldest_corr, oldest_seen, reported_corr;
 } P;
@@ -657,7 +670,10 @@ static void check(uint64_t limit)
 
 	if (fresh && (bl[first].since & ~1ull) < began)
 		began = bl[first].since & ~1ull;
+	snprintf(reporting, sizeof(reporting), "%s", reason);
+	atomic_store(&report_under_way, true);
 	report(reason, bl, nbl, &pend, now, began);
+	atomic_store(&report_under_way, false);
 	/* the pending work is part of the hang just reported */
 	if (oldest)
 		P.reported_corr = oldest->corr;
@@ -665,7 +681,8 @@ static void check(uint64_t limit)
 
 static bool watching(void)
 {
-	return (gt_live() || atomic_load(&gt_watchdog_alone)) && !atomic_load(&gt_end_reason);
+	return (gt_live() || atomic_load(&gt_watchdog_alone)) && !atomic_load(&gt_end_reason) &&
+	       !atomic_load(&closing);
 }
 
 static void *watchdog_main(void *arg)
@@ -680,6 +697,7 @@ static void *watchdog_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "gputrace-wdog", 0, 0, 0);
 	gt_in_tracer = 1; /* our vendor queries are not the program's */
+	atomic_store(&wd_tid, gt_gettid());
 	/* here, not in watchdog__start: that may run inside the program's
 	 * first device wait (a paused process), which should not dlopen */
 	if (stacks__init())
@@ -736,8 +754,41 @@ void watchdog__start(void)
 GT_FORK_CODE void watchdog__forget(void)
 {
 	atomic_store(&started, false);
+	atomic_store(&closing, false);
+	atomic_store(&report_under_way, false);
+	atomic_store(&wd_tid, 0);
 	memset(&P, 0, sizeof(P));
 	atomic_store(&pending_since, 0);
 	reports_written = 0;
 	atomic_store(&gt_pending_untracked, 0);
+}
+
+/*
+ * The process ends (an exit, _exit, a fatal signal: lifecycle.c, finish()),
+ * before its last drain: no look starts after this, and one under way ends
+ * first, a report with its file and line. Until 2026-12-07 only a watchdog
+ * left alone after a failed trace was waited for (300 ms); otherwise an exit
+ * while a report was being written (the drain behind a busy program, its
+ * dump's line already said) ended the process mid-report: no file, no line.
+ * Bounded: a report stuck past WD_EXIT_WAIT_MS is said not to be, never
+ * left half-said. Not on the watchdog's thread (it would wait for itself)
+ * nor on the drain thread (the report waits for its cycles). Off the
+ * start-up pages: only a process with the watchdog on gets here.
+ */
+__attribute__((noinline, cold)) void watchdog__end(void)
+{
+	unsigned ms = 0;
+
+	/* closing said before looking is asked: the thread stores looking,
+	 * then asks watching(); one of the two sees the other */
+	atomic_store(&closing, true);
+	atomic_store(&gt_watchdog_alone, false);
+	if (!watchdog__started() || atomic_load(&wd_tid) == gt_gettid() ||
+	    lifecycle__on_drain_thread())
+		return;
+	for (; ms < WD_EXIT_WAIT_MS && atomic_load(&gt_watchdog_looking); ms++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	if (atomic_load(&gt_watchdog_looking) && atomic_load(&report_under_way))
+		pr_err("watchdog: %s; the process ended while its report was being written "
+		       "(waited %u ms): no report", reporting, WD_EXIT_WAIT_MS);
 }

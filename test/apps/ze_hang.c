@@ -10,9 +10,15 @@
  * each, as a program that polls does) for MS, then the host signals it; twice, each
  * time a new launch (two hangs, each polled on), then exit 0.
  * two: a second thread waits for the event from the start (zeEventHostSynchronize),
- * and 1.5 s later the host waits for its queue too: both forever. */
+ * and 1.5 s later the host waits for its queue too: both forever.
+ * exit: a second thread, every signal blocked, waits for the event from the start
+ * (zeEventHostSynchronize, forever); the program exits (0) the moment the watchdog's
+ * signal to unwind that thread is pending on it, that is while the report is being
+ * written (its thread waits 0.2 s for an answer that never comes). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "ze_app.h"
@@ -30,11 +36,55 @@ static void *signal_later(void *arg)
 	return NULL;
 }
 
+static _Atomic pid_t waiter_tid;
+
 static void *wait_for_gate(void *arg)
 {
-	(void)arg;
+	if (arg) {
+		sigset_t all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+		waiter_tid = (pid_t)syscall(SYS_gettid);
+	}
 	ZE_CHECK(zeEventHostSynchronize(gate, UINT64_MAX));
 	return NULL;
+}
+
+/* A signal sent to the thread tid and not delivered (blocked): its SigPnd. */
+static bool signal_pending_on(pid_t tid)
+{
+	char path[64], line[128];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask != 0;
+}
+
+/* exit: leaves while the watchdog writes its report on the waiter (60 s at most) */
+static int exit_during_report(void)
+{
+	APP_EXPECT(!pthread_create(&(pthread_t){ 0 }, NULL, wait_for_gate, &waiter_tid),
+		   "pthread_create");
+	printf("waiting\n");
+	fflush(stdout);
+	for (unsigned ms = 0; ms < 60000; ms++) {
+		if (waiter_tid && signal_pending_on(waiter_tid)) {
+			printf("exiting\n");
+			fflush(stdout);
+			return 0;
+		}
+		usleep(1000);
+	}
+	fprintf(stderr, "ze_hang: no unwind signal on the waiting thread in 60 s\n");
+	return 1;
 }
 
 /* Named, not inlined: the watchdog's report must show who waits. */
@@ -53,10 +103,11 @@ int main(int argc, char **argv)
 	bool lines = argc > 1 && !strcmp(argv[1], "stdin");
 	bool poll = argc > 2 && !strcmp(argv[1], "poll");
 	bool two = argc > 1 && !strcmp(argv[1], "two");
-	bool forever = busy || lines || two || (argc > 1 && !strcmp(argv[1], "forever"));
+	bool leave = argc > 1 && !strcmp(argv[1], "exit");
+	bool forever = busy || lines || two || leave || (argc > 1 && !strcmp(argv[1], "forever"));
 
 	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1 + poll], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|two|poll MS\n");
+		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|two|exit|poll MS\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -66,6 +117,8 @@ int main(int argc, char **argv)
 	ze_event_pool_handle_t pool = app_event_pool(&z, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2);
 
 	gate = app_event(pool, 0);
+	if (leave)
+		return exit_during_report();
 	/* blocked before the kernel is submitted: the wait is the first hang seen */
 	if (two)
 		APP_EXPECT(!pthread_create(&t, NULL, wait_for_gate, NULL), "pthread_create");

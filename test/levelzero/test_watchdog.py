@@ -644,3 +644,38 @@ def test_watchdog_after_a_failed_trace_lets_the_program_exit(tmp_path):
     assert lines[0].startswith("gputrace: cannot write the trace to '/dev/full'"), lines
     assert len(lines) == 2 and lines[1].startswith("gputrace: watchdog: "), lines
     assert len(list(tmp_path.glob("gputrace-ze_hang-*.watchdog.json"))) == 1
+
+
+@pytest.mark.parametrize("recorder", [None, "2s"])
+def test_watchdog_report_under_way_at_exit_is_finished(tmp_path, recorder):
+    """ze_hang exit: the program exits while the watchdog writes its report (the moment it
+    asks the blocked thread, whose signals are blocked, for its stack: 0.2 s go by before it
+    gives up). The exit waits for the report: its file and its line are there, the trace
+    whole, the status 0. The process ended mid-report: no file, no line, and with the flight
+    recorder on stderr said the dump "(watchdog)" and nothing of its report (a busy program
+    exiting about 2 s into a hang did so)."""
+    need(HANG)
+    need(ZE_SIM)
+    extra = {"GPUTRACE_FLIGHT_RECORDER": recorder} if recorder else {}
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.3",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0", **extra}))
+    p = subprocess.run([str(HANG), "exit"], env=env, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"waiting\nexiting\n", p.stderr
+    report = tmp_path / "trace.watchdog.json"
+    lines = gputrace_lines(p.stderr)
+    said = f"gputrace: watchdog: 1 thread blocked in zeEventHostSynchronize for over 0.3 s; " \
+           f"report in {report}"
+    if recorder:
+        trace = tmp_path / "trace.json"
+        assert len(lines) == 2 and lines[0].startswith("gputrace: flight recorder (watchdog): ")
+        assert lines[1] == said + f", flight recorder window in {trace}", lines
+    else:
+        assert lines == [said]
+    r = json.loads(report.read_text())
+    (blocked,) = r["blocked_threads"]
+    assert blocked["call"] == "zeEventHostSynchronize"
+    assert blocked["no_stack"] == "the thread did not answer (signal blocked?)"
+    assert r["flight_recorder"] == (str(tmp_path / "trace.json") if recorder else None)
+    load_trace(tmp_path / "trace.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.json", "trace.watchdog.json"]
