@@ -788,7 +788,8 @@ __attribute__((noinline, cold)) void watchdog__end(void)
 		return;
 	for (; ms < WD_EXIT_WAIT_MS && atomic_load(&gt_watchdog_looking); ms++)
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	if (atomic_load(&gt_watchdog_looking) && atomic_load(&report_under_way))
+	/* said once: an exit and a signal may both have waited */
+	if (atomic_load(&gt_watchdog_looking) && atomic_exchange(&report_under_way, false))
 		pr_err("watchdog: %s; the process ended while its report was being written "
 		       "(waited %u ms): no report", reporting, WD_EXIT_WAIT_MS);
 }
