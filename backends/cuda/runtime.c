@@ -56,6 +56,12 @@ struct gt_memcpy3d {         /* cudaMemcpy3DParms */
 };
 
 enum rt_work { W_KERNEL = 1, W_COPY, W_SET, W_GRAPH, W_COPY_PEER, W_COPY_SYNC };
+/* the --activities kind of a call's work, as CUPTI's kinds are enabled
+ * (backend.c: a graph launch's span comes with the kernels) */
+#define WORK_KIND(w)                                                                        \
+	((w) == W_KERNEL || (w) == W_GRAPH ? GT_KIND(KERNEL)                                \
+	 : (w) == W_SET			    ? GT_KIND(MEMSET)                                \
+					    : GT_KIND(MEMCPY))
 #define RT_FOLD 0x1
 #define RT_RANGE_BEGIN 0x2 /* --capture-range cudaProfilerApi: a window opens before it */
 #define RT_RANGE_END   0x4 /* and closes after it */
@@ -339,6 +345,7 @@ struct rt_call {
 	uint64_t start, end, corr;
 	uint32_t name;
 	bool launch, events;
+	bool api; /* its span is drawn (--activities runtime) */
 	bool armed; /* inside the real call: see rt_unwound */
 	bool cupti_armed; /* ... whose span CUPTI's callbacks make */
 	int reset; /* the device of a cudaDeviceReset begun, else -1 (event timing) */
@@ -362,9 +369,11 @@ static uint32_t api_name(_Atomic uint32_t *cache, const char *symbol)
 	return id;
 }
 
+/* work: the GT_KIND of what a launch, copy or fill queues (0: no work) */
 static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symbol,
-		     unsigned flags, bool launch)
+		     unsigned flags, unsigned work)
 {
+	bool launch = work != 0;
 	int st;
 
 	gt_ensure_init();
@@ -378,8 +387,14 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 			 !atomic_load_explicit(&cupti_injection_ours, memory_order_acquire) &&
 			 !cupti_self && !gt_in_tracer;
 	if (atomic_load_explicit(&cupti_rt_callbacks_on, memory_order_relaxed) || cupti_self ||
-	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing() ||
-	    !(gt_cfg.kinds & GT_KIND(RUNTIME)))
+	    gt_in_tracer || cupti_rt_wrapper_owns || !gt_tracing())
+		return false;
+	/* Without CUPTI the work is timed here too: as CUPTI's kinds, the device
+	 * work's kind decides it, not whether the call's span is drawn (it was
+	 * both ways: --activities kernel recorded nothing, runtime every kernel) */
+	c->api = gt_cfg.kinds & GT_KIND(RUNTIME);
+	c->events = launch && (gt_cfg.kinds & work) && cupti__event_timing();
+	if (!c->api && !c->events)
 		return false;
 	/* CUDA 13's <<<>>> calls __cudaLaunchKernel, which CUPTI reports as cudaLaunchKernel
 	 * (cbid 211 on an H200, CUDA 13.0): one name for the call, with CUPTI or without */
@@ -389,7 +404,6 @@ static bool rt_begin(struct rt_call *c, _Atomic uint32_t *name, const char *symb
 		return false;
 	}
 	c->launch = launch;
-	c->events = launch && cupti__event_timing();
 	c->corr = gt_corr_next();
 	cupti_rt_wrapper_owns++;
 	c->start = gt_clock_ns();
@@ -410,6 +424,8 @@ static void rt_end(struct rt_call *c, cuda_err r)
 
 	c->armed = false;
 	cupti_rt_wrapper_owns--;
+	if (!c->api)
+		return;
 	if (gt_cfg.stacks && (c->launch || gt_cfg.stacks_all))
 		stack = gt_stack_capture();
 	cupti__emit_api_span(c->start, end, c->corr, c->name, true, c->launch, r, stack);
@@ -440,7 +456,8 @@ static void rt_unwound(struct rt_call *c)
 		return;
 	gt_unwound_stack();
 	cupti_rt_wrapper_owns--;
-	gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME, c->launch);
+	if (c->api)
+		gt_emit_cancelled(c->start, c->corr, c->name, GT_S_CAT_CUDA_RUNTIME, c->launch);
 }
 
 #define RT_CALL                                                                             \
@@ -698,7 +715,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
 		uint64_t gt_t0 = (flags) & RT_RESET ? gt_clock_ns() : 0;                   \
 		int gt_reset = gt_c.reset = (flags) & RT_RESET ? cupti__events_reset_begin() \
 							       : -1;                        \
-		if (rt_begin(&gt_c, &name##_name, #name, flags, false)) {                   \
+		if (rt_begin(&gt_c, &name##_name, #name, flags, 0)) {                       \
 			if ((flags) & RT_RESET) {                                           \
 				/* our wait for its launches is the reset's own; a       \
 				 * cancel held off there lands here, in the call */      \
@@ -750,7 +767,7 @@ static void *resolve(_Atomic(void *) *cache, const char *symbol, unsigned major)
                                                                                             \
 		if (!gt_fn)                                                                 \
 			return RT_NO_RUNTIME;                                               \
-		if (!rt_begin(&gt_c, &name##_name, #name, 0, true)) {                       \
+		if (!rt_begin(&gt_c, &name##_name, #name, 0, WORK_KIND(work))) {            \
 			RT_PASS_ON(args);                                                   \
 			rt_after(&gt_c);                                                    \
 			return gt_r;                                                        \
@@ -797,7 +814,7 @@ RT_LAUNCHES(RT_WRAP_LAUNCH)
 		gt_r = gt_fn args;                                                          \
 		if (!gt_r && k)                                                             \
 			kernel_note(*k, f);                                                 \
-		if (rt_begin(&gt_c, &name##_name, #name, flags, false))                     \
+		if (rt_begin(&gt_c, &name##_name, #name, flags, 0))                         \
 			rt_end(&gt_c, gt_r);                                                \
 		rt_after(&gt_c);                                                            \
 		return gt_r;                                                                \

@@ -601,6 +601,30 @@ def test_without_cupti_events_time_the_launches(tmp_path):
     assert [e["name"] for e in xs(trace, "cuda_runtime")].count("cudaLaunchKernel") == 5
 
 
+@pytest.mark.parametrize("activities, want", [
+    ("kernel,memcpy,memset", {"kernel": 4, "cuda_graph": 2, "gpu_memcpy": 3, "gpu_memset": 1}),
+    ("kernel", {"kernel": 4, "cuda_graph": 2}),
+    ("runtime", {"cuda_runtime": 34}),
+    ("runtime,memcpy", {"cuda_runtime": 34, "gpu_memcpy": 3, "ac2g": 3})])
+def test_without_cupti_activities_choose_the_work_as_with_it(tmp_path, activities, want):
+    """GPUTRACE_DISABLE_CUPTI=1 with --activities: the device work's own kinds decide
+    what CUDA events time, as they decide which CUPTI kinds are enabled, not whether
+    the calls' spans are drawn (until 2026-12-07 `kernel,memcpy,memset` recorded
+    nothing at all, no trace and nothing counted, and `runtime` every kernel, copy
+    and fill)."""
+    r = sim_run([APP, "basic"], tmp_path, env={"GPUTRACE_DISABLE_CUPTI": "1",
+                                              "GPUTRACE_ACTIVITIES": activities})
+    assert (r.returncode, r.stdout) == (0, b"sim_app basic: ok\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    got = collections.Counter(e["cat"] for e in trace["traceEvents"]
+                              if e.get("ph") == "X" or (e.get("ph") == "s" and
+                                                        e.get("cat") == "ac2g"))
+    assert dict(got) == want
+    assert trace["gputrace"]["lost_by_reason"].get("cuda_event_timing", 0) == 0
+    assert all(d["args"]["timing"] == "cuda_events" and ns(d["dur"]) > 0
+               for d in device_work(trace))
+
+
 @pytest.mark.parametrize("launches, threads, runs", [(6000, 1, 1), (12000, 1, 1), (3000, 4, 3)])
 def test_without_cupti_every_queued_launch_is_timed(tmp_path, launches, threads, runs):
     """GPUTRACE_DISABLE_CUPTI=1: each launch's events hold a slot of a table until they
