@@ -21,6 +21,7 @@
 #include "inject/cstr.h"
 #include "inject/extcorr.h"
 #include "inject/shim.h"
+#include "inject/state.h"
 #include "inject/stacks.h"
 #include "inject/watchdog.h"
 #include "inject/tables.h"
@@ -125,6 +126,22 @@ static uint64_t info_of(bool runtime, CUpti_CallbackId cbid, const char *fname)
 	if (slot)
 		atomic_store_explicit(slot, v, memory_order_relaxed);
 	return v;
+}
+
+/* A call ending at `end` on this thread is in the trace: before the process
+ * began to end, or made by the ending thread (its exit handlers, destructors)
+ * or its helper (writer/drain.c, after_the_end) */
+static bool in_trace(uint64_t end)
+{
+	/* acquire: the ending threads' tids, stored before, are seen with it */
+	uint64_t e = atomic_load_explicit(&gt_st.host_end_ns, memory_order_acquire);
+	int tid;
+
+	if (gt_likely(!e) || end <= e)
+		return true;
+	tid = gt_gettid();
+	return tid == atomic_load(&gt_st.host_end_tid) ||
+	       tid == atomic_load(&gt_st.host_end_helper_tid);
 }
 
 /* ---- folded counts ---- */
@@ -666,9 +683,13 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all))
 		stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
 	/* queued after CUPTI's exit flush (backend.c, cupti_atexit), by an exit
-	 * handler or destructor that runs after it: its record never comes */
+	 * handler or destructor that runs after it: its record never comes. Only
+	 * where the call is in the trace: another thread's, returning after the
+	 * end, is left out with its work (writer/drain.c), not counted (threads
+	 * launching on through the exit had thousands counted lost) */
 	if (gt_unlikely((info & INFO_LAUNCH) && !result &&
-			atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_STOPPED))
+			atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_STOPPED) &&
+	    in_trace(now))
 		gt_lost_add(cupti__key("cupti_after_exit"), 1);
 	cupti__emit_api_span(start, now, gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
 			     (uint32_t)(info & INFO_NAME_MASK), rt, info & INFO_LAUNCH, result,

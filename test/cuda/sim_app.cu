@@ -104,6 +104,9 @@
 //                  one after the other, each launch a scale of 64 ns, synchronize and set
 //                  the key; its destructor launches 2 more and synchronizes as the thread
 //                  ends
+//   launchers N MS N threads, each with a non-blocking stream of its own, launch axpys of
+//                  1024 ns and cudaMemsetAsync 64 bytes flat out, never synchronized;
+//                  main returns after MS ms, while they launch on through the exit
 //   end HOW N      N rounds of {cudaMemcpy of 4096 bytes to the device, an axpy of
 //                  1024 ns, cudaDeviceSynchronize}, then the image ends by HOW: exec
 //                  (of itself, mode "ended": returns 0), segv or abort
@@ -1244,6 +1247,35 @@ static int keydtor_mode(void)
 	return 0;
 }
 
+static void *flat_out(void *p)
+{
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (;;) {
+		axpy<<<4, 256, 0, s>>>((float *)p, (float *)p, 1024);
+		cudaMemsetAsync(p, 0, 64, s);
+	}
+	return NULL;
+}
+
+static int launchers_mode(int n, int ms)
+{
+	float *d;
+
+	CHECK(cudaMalloc(&d, 1024 * sizeof(float)));
+	for (int i = 0; i < n; i++) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, flat_out, d);
+		pthread_detach(t);
+	}
+	usleep(ms * 1000);
+	printf("launchers: ok\n");
+	fflush(stdout);
+	return 0;
+}
+
 static int end_mode(const char *self, const char *how, int n)
 {
 	float *d, h[1024] = { 0 };
@@ -1350,6 +1382,8 @@ int main(int argc, char **argv)
 		return graphcalls_mode();
 	if (!strcmp(mode, "mallocasync"))
 		return mallocasync_mode();
+	if (!strcmp(mode, "launchers") && argc > 3)
+		return launchers_mode(atoi(argv[2]), atoi(argv[3]));
 	if (!strcmp(mode, "keydtor"))
 		return keydtor_mode();
 	if (!strcmp(mode, "end") && argc > 3)
