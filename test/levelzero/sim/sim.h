@@ -26,6 +26,8 @@
 
 /* ---- sim_driver.c: the spec version simulated (ZE_SIM_API_VERSION) ---- */
 extern ze_api_version_t sim_api_version;
+/* ZE_EVENT_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP (spec 1.6; Debian's 1.4 headers lack it) */
+#define SIM_POOL_MAPPED_TS 0x8u
 #define SIM_HAS(minor) (sim_api_version >= ZE_MAKE_VERSION(1, minor))
 /* Reads the environment once (the loader asks for tables before any init). */
 void sim_setup(void);

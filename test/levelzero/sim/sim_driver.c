@@ -7,8 +7,9 @@
  * - One driver playing spec 1.17, or ZE_SIM_API_VERSION (1.4 to 1.17), with one device
  *   named "gputrace simulated GPU". A table entry is filled only when the loader's requested
  *   version and the played one both have it (see README.md, "Versions": zeInitDrivers,
- *   zeCommandListHostSynchronize, in-order lists, counter-based events, launches with
- *   arguments, regular lists run on immediate lists, zeDeviceSynchronize...).
+ *   zeCommandListHostSynchronize, mapped-timestamp event pools, in-order lists,
+ *   counter-based events, launches with arguments, regular lists run on immediate lists,
+ *   zeDeviceSynchronize...).
  *   Command queue groups: ordinal 0 = compute (COMPUTE|COPY|COOPERATIVE_KERNELS, 2 queues),
  *   ordinal 1 = copy (COPY flag, 1 queue). Fill patterns up to 128 bytes (power of two).
  * - Durations: a kernel launch runs groupCountX·Y·Z × groupSizeX·Y·Z ns (group size is

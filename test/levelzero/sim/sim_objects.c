@@ -774,7 +774,11 @@ static ze_result_t event_pool_create(ze_context_handle_t ctx, const ze_event_poo
 		if (r)
 			return r;
 	}
-	if (desc->flags > 0x7)
+	/* 1.6: ZE_EVENT_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP (bit 3), kernel timestamps in host
+	 * ns, not to be combined with KERNEL_TIMESTAMP. */
+	if (desc->flags > (SIM_HAS(6) ? 0xfu : 0x7u))
+		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+	if ((desc->flags & SIM_POOL_MAPPED_TS) && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP))
 		return ZE_RESULT_ERROR_INVALID_ENUMERATION;
 	if (desc->count == 0)
 		return ZE_RESULT_ERROR_INVALID_SIZE;
@@ -840,7 +844,8 @@ static ze_result_t event_create(ze_event_pool_handle_t ph, const ze_event_desc_t
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	pthread_mutex_lock(&sim_lock);
 	ev->pool = p;
-	ev->timestamps = p->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+	ev->timestamps = p->flags & (ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP | SIM_POOL_MAPPED_TS);
+	ev->host_timestamps = p->flags & SIM_POOL_MAPPED_TS;
 	ev->counter_based = p->counter_based;
 	ev->cb_flags = p->cb_flags;
 	ev->pool_next = p->events;
