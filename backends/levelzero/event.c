@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include "backends/levelzero/internal.h"
 
+/* ZE_EVENT_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP (spec 1.6: an enum value Debian's 1.4
+ * headers lack) */
+#define ZE_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP ((ze_event_pool_flags_t)1u << 3)
+
 static struct ze_map ze_pools;  /* program's pool -> ZE_EV_* flags | its number << 8 */
 static struct ze_map ze_events; /* program's event -> struct ze_event_info * */
 static uint32_t ze_npools, ze_ncb;
@@ -37,6 +41,13 @@ void ze_event__pool_created(ze_event_pool_handle_t p, const ze_event_pool_desc_t
 		flags |= ZE_EV_TIMESTAMPED;
 	if (desc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP))
 		flags |= ZE_EV_KERNEL_TS;
+	/* Kernel timestamps in host ns (spec 1.6's KERNEL_MAPPED_TIMESTAMP; a driver may take
+	 * it with KERNEL_TIMESTAMP too): read as they are, host ns, not ticks. Until
+	 * 2026-12-07 such an event was taken for one without timestamps: a barrier of ours
+	 * signaled it, and the program read the barrier's times (kernels of 0 ns). */
+	if (desc && (desc->flags & ZE_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP))
+		flags |= ZE_EV_KERNEL_TS | ZE_EV_HOST_DOMAIN |
+			 (desc->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE ? ZE_EV_TIMESTAMPED : 0);
 	/* Counter-based: never read directly (each signal replaces its timestamps). */
 	if (desc && ze_event__cb_pool(desc))
 		flags = (flags & ~ZE_EV_TIMESTAMPED) | ZE_EV_COUNTER_BASED;

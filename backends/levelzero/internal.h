@@ -273,7 +273,7 @@ GT_HIDDEN void ze_dev__forget(void);
 #define ZE_EV_TIMESTAMPED   0x1 /* kernel timestamps, host visible: ours to read */
 #define ZE_EV_COUNTER_BASED 0x2
 #define ZE_EV_KERNEL_TS     0x4 /* kernel timestamps (queried into our memory if counter-based) */
-#define ZE_EV_HOST_DOMAIN   0x8 /* ... in host time (counter-based HOST_TIMESTAMP) */
+#define ZE_EV_HOST_DOMAIN   0x8 /* ... in host time (HOST_TIMESTAMP, KERNEL_MAPPED_TIMESTAMP) */
 #define ZE_EV_MADE          0x10 /* seen made by the driver: a valid handle until destroyed */
 
 struct ze_event_info {
@@ -343,10 +343,10 @@ struct ze_append {
 	uint32_t waits;          /* the command's wait events (ze_work), and with them: */
 	bool own;                /* event is ours */
 	bool query_waits;        /* the query waits for query (a list that may reorder) */
-	/* Set when they count (slot and host_domain with query, ref_* with an event on
-	 * an immediate list). */
+	bool host_domain;        /* the program's event (or query) gives host ns */
+	/* Set when they count (slot with query, ref_* with an event on an immediate
+	 * list). */
 	ze_kernel_timestamp_result_t *slot;
-	bool host_domain;        /* its timestamps are host ns */
 	uint32_t wait_name, wait_event;
 	uint64_t ref_host, ref_ticks, ref_err;
 	uint64_t at; /* host time before the call */

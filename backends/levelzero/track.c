@@ -1013,7 +1013,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	ticks = (e - s) & d->mask; /* its length (masked: a counter that wrapped during it) */
 	p->clamped_ns = 0;
 	if (p->host_domain) {
-		/* Host time already (a counter-based event with host timestamps); the row's
+		/* Host time already (host timestamps: counter-based, or a mapped pool's); the row's
 		 * chain of ticks is left as it was. */
 		ze_pend__emit(p, p->at < s ? p->at : s, s, e > s ? e : s,
 			      (uint64_t)d->ns_per_tick + 1);
@@ -1551,6 +1551,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 			a->chain = program_event;
 	} else if (info && (info->flags & ZE_EV_TIMESTAMPED)) {
 		a->event = program_event;
+		a->host_domain = info->flags & ZE_EV_HOST_DOMAIN; /* KERNEL_MAPPED_TIMESTAMP */
 	} else if (info && (info->flags & ZE_EV_KERNEL_TS)) {
 		/* Timestamps only the device may read (no HOST_VISIBLE): the program may
 		 * query them there (zeCommandListAppendQueryKernelTimestamps), so its event
@@ -1717,6 +1718,7 @@ static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_
 		p->seq = L->next_seq++;
 		p->corr = corr;
 		p->dev = L->dev;
+		p->host_domain = a->host_domain;
 		p->track = L->track;
 		p->anchor = L->anchor;
 		p->ref_host = a->ref_host;
@@ -1728,7 +1730,6 @@ static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_
 		if (gt_unlikely((uintptr_t)a->query | a->waits)) {
 			ze__work_waits(&p->w, a);
 			p->slot = a->query ? a->slot : NULL;
-			p->host_domain = a->query && a->host_domain;
 			if (a->waits)
 				p->submitted = gt_clock_ns();
 		}
@@ -1759,7 +1760,7 @@ static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_
 	cmd->slot = a->query ? a->slot : NULL;
 	/* (not a counter-based event: a later command of the run may signal it again) */
 	cmd->src = a->query_waits ? a->query : NULL;
-	cmd->host_domain = a->query && a->host_domain;
+	cmd->host_domain = a->host_domain;
 	cmd->append_corr = corr;
 	cmd->pend = NULL;
 	/* The id is the next kernel launch's (our barriers and marks take none). */
@@ -2128,9 +2129,9 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 			};
 			if (gate)
 				gate->refs++;
+			p->host_domain = cmd->host_domain;
 			if (gt_unlikely(cmd->w.waits | (uintptr_t)cmd->slot)) {
 				p->slot = cmd->slot;
-				p->host_domain = cmd->host_domain;
 				if (cmd->w.waits) {
 					/* The call returned: a command that started after this was
 					 * held (by its wait events, or its engine's other work). */

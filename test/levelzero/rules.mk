@@ -28,7 +28,7 @@ endif
 
 ifeq ($(HAVE_ZE),1)
 # the Level Zero programs built from one .c file each
-LZ_APPS := ze_busy_overlap ze_chain ze_key_dtor ze_ctxgone ze_devices ze_dup ze_end ze_exec ze_exit_late ze_fork ze_load ze_memfree
+LZ_APPS := ze_busy_overlap ze_chain ze_key_dtor ze_ctxgone ze_devices ze_dup ze_end ze_exec ze_exit_late ze_fork ze_load ze_mapped ze_memfree
 $(LZ_APPS:%=$(LZ_TEST)/%): \
 		$(LZ_TEST)/%: test/levelzero/%.c \
 		test/apps/ze_app.h

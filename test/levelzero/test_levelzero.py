@@ -1676,3 +1676,25 @@ def test_fork_child_traces_its_own_work(tmp_path):
     for t in traces:
         assert_durations(device_spans(t))
         assert t["gputrace"]["events_lost"] == 0
+
+
+def test_events_of_a_mapped_timestamp_pool_keep_their_kernels_times(tmp_path):
+    """ze_mapped: kernels timed by the program's events of a KERNEL_MAPPED_TIMESTAMP pool
+    (spec 1.6: kernel timestamps in host time), on a regular list and an immediate list.
+    The program reads the same durations traced as untraced, and every kernel is on its
+    row with its own duration, inside its submitting call and the wait that saw it end,
+    nothing lost. Before, such an event was taken for one without timestamps: a barrier of
+    gputrace's signaled it, and the program read that barrier's times (0 ns each)."""
+    rounds = 3
+    trace = traced_like_untraced([LZ / "ze_mapped", rounds], tmp_path)
+    assert trace["gputrace"]["events_lost"] == 0, trace["gputrace"]["lost_by_reason"]
+    kernels = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(kernels) == 2 * rounds and {k["name"] for k in kernels} == {"mapped_k"}
+    assert_durations(kernels)
+    calls = by_corr(h for h in host_spans(trace) if "correlation" in h.get("args", {}))
+    waits = [h for h in host_spans(trace)
+             if h["name"] in ("zeCommandQueueSynchronize", "zeEventHostSynchronize")]
+    for k in kernels:
+        call = calls[k["args"]["correlation"]]
+        assert start(call) <= start(k), (call, k)
+        assert any(end(w) >= end(k) and start(w) >= start(call) for w in waits), k
