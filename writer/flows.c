@@ -329,7 +329,13 @@ static bool device_ready(const struct pending *p, bool final)
 	 * such cycles, a drain behind a dozen threads launching flat out drew 2 kernels in
 	 * 3 without their arrow, and at the exit kernels of launches left out of the trace
 	 * (after its end) without them, uncounted. */
-	if (final || (p->age >= PENDING_MAX_AGE && !W.rings_behind))
+	if (final)
+		return true;
+	/* Once the process began to end, not before the last read: a launch made then
+	 * may be one left out of the trace (after its end), its span read only then,
+	 * and its work with it (given up on meanwhile, drawn without it, uncounted) */
+	if (p->age >= PENDING_MAX_AGE && !W.rings_behind &&
+	    !atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed))
 		return true;
 	/* a plug-in hands its annotations over after the work inside them, a
 	 * process range may begin on a ring read after the launch's: a cycle
