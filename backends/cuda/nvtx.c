@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <wchar.h>
@@ -71,22 +72,29 @@ struct nvtxDomainRegistration_st {
 	uint32_t name;
 };
 static struct nvtxDomainRegistration_st domains[DOMAINS_MAX];
-static _Atomic unsigned ndomains;
+static unsigned ndomains; /* under domains_lock */
+/* Creation is rare (once per domain), so a lock: without it two threads
+ * creating one name at once got two handles, and a slot was counted
+ * before its name was stored (a reader could see it half made). */
+static pthread_mutex_t domains_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static nvtxDomainHandle_t domain_create(uint32_t name)
 {
-	unsigned n = atomic_load(&ndomains);
+	nvtxDomainHandle_t d = NULL; /* none left: the default domain */
+	unsigned n;
 
-	for (unsigned i = 0; i < n; i++)
+	pthread_mutex_lock(&domains_lock);
+	n = ndomains;
+	for (unsigned i = 0; i < n && !d; i++)
 		if (domains[i].name == name)
-			return &domains[i];
-	n = atomic_fetch_add(&ndomains, 1);
-	if (n >= DOMAINS_MAX) {
-		atomic_store(&ndomains, DOMAINS_MAX);
-		return NULL; /* the default domain */
+			d = &domains[i];
+	if (!d && n < DOMAINS_MAX) {
+		domains[n].name = name;
+		ndomains = n + 1;
+		d = &domains[n];
 	}
-	domains[n].name = name;
-	return &domains[n];
+	pthread_mutex_unlock(&domains_lock);
+	return d;
 }
 
 static nvtxDomainHandle_t NVTX_API domain_create_a(const char *name)

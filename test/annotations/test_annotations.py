@@ -850,6 +850,23 @@ def nvtx_ranges(tmp_path, mode, *args, summary=False):
     return viewer_rules.load_exact(r.trace_path)
 
 
+@pytest.mark.sanitize
+def test_nvtx_domain_created_by_threads_at_once_is_one_domain(tmp_path):
+    """16 threads create domain "shared" at the same moment, push a range in
+    it around a kernel and pop it: each gets the one handle (creation raced,
+    two threads could get two, and a slot was counted before its name was
+    stored), every range is in "shared" and every kernel inside its range."""
+    t = nvtx_ranges(tmp_path, "domains", 16, summary=True)
+    spans = events(t, ph="X", cat="user_annotation")
+    assert sorted(e["name"] for e in spans) == sorted(f"t{i}" for i in range(16))
+    assert {e["args"]["domain"] for e in spans} == {"shared"}
+    kernels = device_spans(t)
+    assert len(kernels) == 16
+    assert sorted(k["args"]["range"] for k in kernels) == sorted(f"t{i}" for i in range(16))
+    lost = json.loads((tmp_path / "summary.json").read_text())["lost"]
+    assert lost == {"total": 0, "by_reason": {}}
+
+
 @pytest.mark.parametrize("depth", [17, 32])
 def test_nvtx_deep_nesting_every_level_drawn(tmp_path, depth):
     """Every level the range tracker keeps (32 on a thread) gets its

@@ -21,6 +21,9 @@
  * timer's SIGALRM handler pushes and pops "sig" (no CUDA call); prints how
  * many times the handler ran and how many of main's pops returned other
  * than 0 (its level, had the handler's range not been there).
+ * `nvtx_ranges domains N`: N threads, released at once, each create domain
+ * "shared" and push "t<i>" in it around k_worker on the default stream;
+ * prints "done" if all got the same handle.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -183,6 +186,49 @@ static int unended(void)
 	return 0;
 }
 
+#define DOMAIN_THREADS_MAX 64
+static pthread_barrier_t domains_start;
+static nvtxDomainHandle_t shared_of[DOMAIN_THREADS_MAX];
+
+static void *domain_worker(void *arg)
+{
+	long i = (long)arg;
+	char name[16];
+	nvtxEventAttributes_t a = { .version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+				    .messageType = NVTX_MESSAGE_TYPE_ASCII };
+
+	pthread_barrier_wait(&domains_start);
+	shared_of[i] = nvtxDomainCreateA("shared");
+	snprintf(name, sizeof(name), "t%ld", i);
+	a.message.ascii = name;
+	nvtxDomainRangePushEx(shared_of[i], &a);
+	launch(k_worker, NULL);
+	nvtxDomainRangePop(shared_of[i]);
+	return NULL;
+}
+
+static int domains_at_once(long n)
+{
+	pthread_t t[DOMAIN_THREADS_MAX];
+	int same = 1;
+
+	if (n < 1 || n > DOMAIN_THREADS_MAX)
+		return 2;
+	cudaSetDevice(0);
+	nvtxInitialize(NULL); /* NVTX's own first-call set-up is not what is tested */
+	pthread_barrier_init(&domains_start, NULL, (unsigned)n);
+	for (long i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, domain_worker, (void *)i))
+			return 1;
+	for (long i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	for (long i = 1; i < n; i++)
+		same &= shared_of[i] == shared_of[0];
+	cudaStreamSynchronize(NULL);
+	printf("nvtx_ranges: domains %s\n", same ? "done" : "got several handles for one name");
+	return 0;
+}
+
 static volatile sig_atomic_t handled;
 
 static void on_alarm(int sig)
@@ -228,6 +274,8 @@ int main(int argc, char **argv)
 		return in_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "unended"))
 		return unended();
+	if (argc == 3 && !strcmp(argv[1], "domains"))
+		return domains_at_once(atol(argv[2]));
 	cudaSetDevice(0);
 	cudaStreamCreate(&s);
 	cudaStreamCreate(&s2);
