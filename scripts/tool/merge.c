@@ -1396,14 +1396,14 @@ int cmd_merge(int argc, char **argv)
 	/* (a signal after the last event: the merge is whole, and ends by it all the same) */
 	if (trace__stop_signal) {
 		if (!ret)
-			trace__die();
+			trace__die_by(trace__stop_signal);
 		if (strcmp(outpath, "-"))
 			fprintf(stderr, WHO ": stopped by %s: %s not written\n", trace__stop_name(),
 				outpath);
 		else
 			fprintf(stderr, WHO ": stopped by %s: the trace on stdout is cut short\n",
 				trace__stop_name());
-		trace__die();
+		trace__die_by(trace__stop_signal);
 	}
 	return ret;
 usage:

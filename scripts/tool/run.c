@@ -435,7 +435,7 @@ int cmd_run(int argc, char **argv)
 				"are in %s (gputrace merge -o %s %s/*.json)\n", trace__stop_name(),
 				r.out, r.parts, r.out, r.parts);
 			run__remove_state(&r);
-			trace__die();
+			trace__die_by(trace__stop_signal);
 		}
 		fprintf(stderr, WHO ": could not make %s%s%s; the traces of the run are in %s "
 			"(gputrace merge -o %s %s/*.json)\n", r.out, err == -EIO ? "" : ": ",
@@ -450,7 +450,7 @@ int cmd_run(int argc, char **argv)
 			: r.out_special ? "the trace" : r.out);
 		run__deliver_trace(&r);
 		run__remove_state(&r);
-		trace__die();
+		trace__die_by(trace__stop_signal);
 	}
 	if ((err = run__deliver_trace(&r)) && trace__stop_signal) {
 		/* a FIFO no one reads: its open waited for good, and Ctrl-C was held */
@@ -458,7 +458,7 @@ int cmd_run(int argc, char **argv)
 			trace__stop_name(), r.out);
 		summary__free(r.sum);
 		run__remove_state(&r);
-		trace__die();
+		trace__die_by(trace__stop_signal);
 	} else if (err) {
 		fprintf(stderr, WHO ": could not write the trace to %s: %s\n", r.out,
 			strerror(-err));

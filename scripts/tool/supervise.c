@@ -25,13 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "inject/rundir.h"
 #include "supervise.h"
+#include "trace.h"
 
 /* Signals that are the process's own doing (faults) or that only stop it
  * for the terminal: left alone. */
@@ -240,20 +240,10 @@ bool sup__wait_others(struct supervisor *s, size_t (*alive)(void *ctx, pid_t *pi
 
 void sup__exit_as(int status)
 {
-	struct rlimit no_core = { 0, 0 };
-	sigset_t all;
-	int sig;
-
 	fflush(NULL);
 	if (WIFEXITED(status))
 		exit(WEXITSTATUS(status));
-	sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
 	/* die by the command's signal, for our parent to see; its core, if
 	 * any, is the command's: none of ours */
-	setrlimit(RLIMIT_CORE, &no_core);
-	signal(sig, SIG_DFL);
-	sigfillset(&all);
-	sigprocmask(SIG_UNBLOCK, &all, NULL);
-	kill(getpid(), sig);
-	exit(128 + sig);
+	trace__die_by(WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL);
 }

@@ -48,14 +48,20 @@ const char *trace__stop_name(void)
 	return "a signal";
 }
 
-void trace__die(void)
+void trace__die_by(int sig)
 {
-	int sig = trace__stop_signal;
 	struct rlimit no_core = { 0, 0 };
+	sigset_t set;
 
 	fflush(NULL);
-	setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT's core would be ours, not a crash */
+	/* a core (SIGQUIT's, or a command's crash gputrace run passes on) would
+	 * be ours: none */
+	setrlimit(RLIMIT_CORE, &no_core);
 	signal(sig, SIG_DFL);
+	/* blocked where gputrace run's supervisor reads it from its signalfd */
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	raise(sig);
 	exit(128 + sig);
 }

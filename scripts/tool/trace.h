@@ -41,11 +41,13 @@ int trace__scan(const char *who, const char *path, const struct trace_ops *ops);
  * it, and leave no half-written file. trace__catch_stop: from now on these
  * signals set trace__stop_signal (and are unblocked) instead of ending the
  * process; a scan then stops at its next event, TRACE_ERROR with no message,
- * and its caller cleans up, says so, and ends by the signal (trace__die). */
+ * and its caller cleans up, says so, and ends by the signal:
+ * trace__die_by(trace__stop_signal). trace__die_by: flushed, no core, dies
+ * by sig (its default action, unblocked), else exits 128 + sig. */
 #include <signal.h>
 extern volatile sig_atomic_t trace__stop_signal;
 void trace__catch_stop(void);
-_Noreturn void trace__die(void);
+_Noreturn void trace__die_by(int sig);
 const char *trace__stop_name(void); /* "SIGINT", ... */
 
 #endif
