@@ -862,28 +862,6 @@ static int gz_failure(gzFile z, int ret)
 	return zerr == Z_ERRNO && e ? -e : -EIO;
 }
 
-/* All of in into out, or into z (its gzip stream) where given. */
-static int pump(int in, int out, gzFile z)
-{
-	char buf[1 << 16];
-	ssize_t n;
-	int err = 0;
-
-	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
-		if (z) {
-			if (gzwrite(z, buf, (unsigned)n) != (int)n)
-				err = gz_failure(z, Z_OK);
-			continue;
-		}
-		for (ssize_t done = 0, w; done < n && !err; done += w)
-			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
-				err = -errno;
-	}
-	if (!err && n < 0)
-		err = -errno;
-	return err;
-}
-
 /*
  * A FIFO or a pipe may take nothing for good (no reader, or one that stopped
  * reading): Ctrl-C must still end the run. A signal caught just before a
@@ -911,32 +889,53 @@ static int open_out(const char *path)
 	}
 }
 
-static int pump_stoppable(int in, int out)
+/* Some of p into out: the bytes written, or -errno. stoppable (out a FIFO, a
+ * pipe or a device): after a poll of out of up to STOP_POLL_MS, none (not
+ * ready, or interrupted), and -EINTR once trace__stop_signal is set. */
+static ssize_t write_some(int out, const char *p, size_t len, bool stoppable)
+{
+	struct pollfd pfd = { .fd = out, .events = POLLOUT };
+	ssize_t w;
+	int ready;
+
+	if (!stoppable)
+		return (w = write(out, p, len)) < 0 ? -errno : w;
+	ready = poll(&pfd, 1, STOP_POLL_MS);
+	if (trace__stop_signal)
+		return -EINTR;
+	if (ready < 0 && errno != EINTR)
+		return -errno;
+	if (ready <= 0)
+		return 0;
+	/* a pipe that polls writable has a page free: a page's write does not
+	 * block (a bigger one waits for the reader) */
+	w = write(out, p, len < 4096 ? len : 4096);
+	if (w < 0 && errno != EINTR && errno != EAGAIN)
+		return -errno;
+	return w > 0 ? w : 0;
+}
+
+/* All of in into out, or into z (its gzip stream) where given; stoppable:
+ * as write_some. */
+static int pump(int in, int out, gzFile z, bool stoppable)
 {
 	char buf[1 << 16];
 	ssize_t n;
+	int err = 0;
 
-	while ((n = read(in, buf, sizeof(buf))) > 0) {
-		for (ssize_t done = 0, w; done < n;) {
-			struct pollfd p = { .fd = out, .events = POLLOUT };
-			int ready = poll(&p, 1, STOP_POLL_MS);
-
-			if (trace__stop_signal)
-				return -EINTR;
-			if (ready < 0 && errno != EINTR)
-				return -errno;
-			if (ready <= 0)
-				continue;
-			/* a pipe that polls writable has a page free: a page's write
-			 * does not block (a bigger one waits for the reader) */
-			w = write(out, buf + done, (size_t)(n - done) < 4096 ? (size_t)(n - done) : 4096);
-			if (w < 0 && errno != EINTR && errno != EAGAIN)
-				return -errno;
-			if (w > 0)
-				done += w;
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0) {
+		if (z) {
+			if (gzwrite(z, buf, (unsigned)n) != (int)n)
+				err = gz_failure(z, Z_OK);
+			continue;
 		}
+		for (ssize_t done = 0, w; done < n && !err; done += w)
+			if ((w = write_some(out, buf + done, (size_t)(n - done), stoppable)) < 0)
+				err = (int)w;
 	}
-	return n < 0 ? -errno : 0;
+	if (!err && n < 0)
+		err = -errno;
+	return err;
 }
 
 /* OUT is a device or a pipe: the bytes go into it (not created, truncated or
@@ -950,7 +949,7 @@ static int deliver(struct run *r, const char *tmp)
 	int out = err ? -1 : own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open_out(r->out);
 
 	if (!err)
-		err = out >= 0 ? pump_stoppable(in, out) : own >= 0 ? -errno : out;
+		err = out >= 0 ? pump(in, out, NULL, true) : own >= 0 ? -errno : out;
 
 	if (in >= 0)
 		close(in);
@@ -977,7 +976,7 @@ static int copy_trace(const char *src, const char *dst)
 		close(in);
 		return err;
 	}
-	err = pump(in, out, z);
+	err = pump(in, out, z, false);
 	if (z) {
 		int ret = gzclose(z); /* its last write: a full disk may fail it */
 
