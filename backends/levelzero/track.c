@@ -1663,6 +1663,19 @@ static void ze__after_command(struct ze_append *a, struct ze_list *L)
 	}
 }
 
+/* A call's end takes the lock to record its work: false (not held) once the exit's
+ * last read is over: the call ends after the trace's (its span, the wrapper's, comes
+ * later still), its work is left out with it. */
+static inline bool ze__lock_unless_closed(void)
+{
+	pthread_mutex_lock(&ze_lock);
+	if (gt_unlikely(atomic_load(&ze_closed))) {
+		pthread_mutex_unlock(&ze_lock);
+		return false;
+	}
+	return true;
+}
+
 /* r: the command's result; call_r: the call's (a mark's barrier is ours) */
 static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_r,
 			   const struct ze_work *w, struct ze_call *c)
@@ -1689,13 +1702,8 @@ static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_
 	}
 	if (L->immediate) {
 		ze_call__span_ready(c);
-		pthread_mutex_lock(&ze_lock);
-		if (gt_unlikely(atomic_load(&ze_closed))) {
-			/* the exit's last read is over: the call ends after the trace's (its
-			 * span, the wrapper's, comes later still), its work is left out with it */
-			pthread_mutex_unlock(&ze_lock);
+		if (!ze__lock_unless_closed())
 			return;
-		}
 		/* its span's end: as its work is recorded */
 		c->t1 = gt_clock_ns();
 		if (!a->own) {
@@ -2056,11 +2064,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
 	}
-	pthread_mutex_lock(&ze_lock);
-	if (gt_unlikely(atomic_load(&ze_closed))) {
-		/* the exit's last read is over: the call ends after the trace's (its span,
-		 * the wrapper's, comes later still), its work is left out with it */
-		pthread_mutex_unlock(&ze_lock);
+	if (!ze__lock_unless_closed()) {
 		free(gate); /* (the device's still: its event and memory are not reused) */
 		return;
 	}
