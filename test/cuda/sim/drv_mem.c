@@ -495,32 +495,6 @@ CUresult drv_fill_2d(void *dst, size_t pitch, unsigned char value, size_t width,
 	return drv_submit(&n, h, sync, per_thread);
 }
 
-/* cuMemcpy2D(Async): Height rows of WidthInBytes, each side's rows its pitch apart. */
-CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
-{
-	struct drv_node n = { .kind = NODE_MEMCPY };
-
-	if (!c || __builtin_mul_overflow(c->WidthInBytes, c->Height, &n.bytes))
-		return CUDA_ERROR_INVALID_VALUE;
-	n.height = c->Height;
-	n.src_pitch = c->srcPitch;
-	n.dst_pitch = c->dstPitch;
-	if (n.bytes) {
-		pthread_mutex_lock(&drv_lock);
-		n.src = copy_2d_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes,
-				     c->srcY, c->srcPitch, c->WidthInBytes, c->Height);
-		n.dst = (void *)copy_2d_side(c->dstMemoryType, c->dstHost, c->dstDevice,
-					     c->dstXInBytes, c->dstY, c->dstPitch, c->WidthInBytes,
-					     c->Height);
-		if (n.src && n.dst)
-			copy_kinds(&n);
-		pthread_mutex_unlock(&drv_lock);
-		if (!n.src || !n.dst)
-			return CUDA_ERROR_INVALID_VALUE;
-	}
-	return drv_submit(&n, h, sync, false);
-}
-
 /* cuMemcpy3D(Async): Depth slices of Height rows of WidthInBytes, each side's rows
  * its pitch apart and its slices its Height rows of pitch apart; linear memory only
  * (arrays, levels of detail and the reserved fields: CUDA_ERROR_INVALID_VALUE). */
@@ -553,6 +527,27 @@ CUresult drv_copy_3d(const CUDA_MEMCPY3D *c, CUstream h, bool sync)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
 	return drv_submit(&n, h, sync, false);
+}
+
+/* cuMemcpy2D(Async): Height rows of WidthInBytes, each side's rows its pitch apart:
+ * a 3D copy of one slice (whose sides' heights may be 0, the API says: no slice
+ * pitch to check or to step by). */
+CUresult drv_copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
+{
+	CUDA_MEMCPY3D d;
+
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	d = (CUDA_MEMCPY3D){
+		.srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcMemoryType = c->srcMemoryType,
+		.srcHost = c->srcHost, .srcDevice = c->srcDevice, .srcArray = c->srcArray,
+		.srcPitch = c->srcPitch,
+		.dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstMemoryType = c->dstMemoryType,
+		.dstHost = c->dstHost, .dstDevice = c->dstDevice, .dstArray = c->dstArray,
+		.dstPitch = c->dstPitch,
+		.WidthInBytes = c->WidthInBytes, .Height = c->Height, .Depth = 1,
+	};
+	return drv_copy_3d(&d, h, sync);
 }
 
 /* cuMemcpyPeer(Async): device memory of one context's device into another's
