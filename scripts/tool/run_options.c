@@ -82,6 +82,17 @@ static bool stacks_word(const char *w)
 	return is_number(w);
 }
 
+/* The word after --lossless is its value when it looks like one
+ * GPUTRACE_LOSSLESS takes (on/off and their other spellings, or the longest
+ * wait in seconds, 2.5): the README's table gives the option those values,
+ * and "--lossless=2.5" was refused ("takes no value") while "--lossless 2.5
+ * -- ./app" ran a program named 2.5 (exit 127). A program named so is run
+ * after "--", as for --stacks. */
+static bool lossless_word(const char *w)
+{
+	return stacks_word(w) || (w[0] >= '0' && w[0] <= '9') || (w[0] == '.' && w[1]);
+}
+
 /* stdout is CMD's: "-" made a file named "-" (as report -o - and summary
  * --json - write to stdout, a surprise); /dev/stdout is written once the run
  * is over, after CMD's own output. */
@@ -198,6 +209,13 @@ void run__parse_options(struct run *r, int argc, char **argv)
 				NEXT_VALUE();
 				check_value(name, var_options[k].var, val);
 				r->var_value[k] = val;
+			} else if (!strcmp(name, "--lossless")) {
+				/* --lossless, --lossless=SEC|on|off, --lossless SEC */
+				if (!val && i + 1 < argc && lossless_word(argv[i + 1]))
+					val = argv[++i];
+				if (val)
+					check_value(name, var_options[k].var, val);
+				r->var_value[k] = val ? val : "1";
 			} else {
 				NO_VALUE();
 				r->var_value[k] = "1";

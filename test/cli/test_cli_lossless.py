@@ -4,6 +4,8 @@ events while the process starts (before main: the drain runs no cycle yet)
 is never made to wait for a drain that cannot come."""
 import json
 
+import pytest
+
 from cli_helpers import PLUGIN_DIR, SPAWN, gputrace, gt_env, load_exact
 from conftest import need
 
@@ -39,3 +41,36 @@ def test_run_without_lossless_has_no_waits_in_its_summary(tmp_path):
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["lossless"] is None
     assert "--lossless" not in p.stderr.decode()
+
+
+def run_env(tmp_path, args):
+    """gputrace run ARGS -- env: the GPUTRACE_LOSSLESS CMD gets (None: unset)."""
+    p = gputrace(["run", *args, "--", "env"], tmp_path)
+    env = dict(line.split("=", 1) for line in p.stdout.decode().splitlines() if "=" in line)
+    return p, env.get("GPUTRACE_LOSSLESS")
+
+
+@pytest.mark.parametrize("args, value", [(["--lossless"], "1"), (["--lossless=2.5"], "2.5"),
+                                         (["--lossless", "2.5"], "2.5"),
+                                         (["--lossless", "0.001"], "0.001"),
+                                         (["--lossless=off"], "off"), (["--lossless", "on"], "on")])
+def test_lossless_takes_the_longest_wait_as_its_variable_does(tmp_path, args, value):
+    """The README's options table gives --lossless GPUTRACE_LOSSLESS's values (on, off, or
+    the longest wait in seconds, 2.5): --lossless=2.5 was refused ("takes no value") and
+    --lossless 2.5 -- ./app ran a program named 2.5 (exit 127)."""
+    p, got = run_env(tmp_path, args)
+    assert p.returncode == 0, p.stderr
+    assert got == value
+
+
+@pytest.mark.parametrize("args, shown", [(["--lossless=61"], "'61'"), (["--lossless", "61"], "'61'"),
+                                         (["--lossless=maybe"], "'maybe'"),
+                                         (["--lossless="], "''"),
+                                         # a value, not CMD, though the variable takes no ".5"
+                                         (["--lossless", ".5"], "'.5'")])
+def test_a_bad_longest_wait_is_refused_before_cmd_runs(tmp_path, args, shown):
+    p, got = run_env(tmp_path, args)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and got is None
+    assert err.startswith(f"gputrace: --lossless {shown} is not valid: expected 1/on, 0/off, "
+                          "or the longest wait in seconds, 0.001 to 60"), err
