@@ -5,6 +5,9 @@ set -eu
 BUILD=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${GPUTRACE_DEMO_OUT:-$top/$BUILD/demo}
+# the demo's own setting, no variable of the library's: the traced program said
+# "unknown variable GPUTRACE_DEMO_OUT" in the middle of the demo
+unset GPUTRACE_DEMO_OUT
 mkdir -p "$out"
 rm -f "$out"/*.json
 echo "== tracing ze_basic on the simulated Level Zero device"
