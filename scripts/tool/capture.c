@@ -357,7 +357,8 @@ int cmd_capture(int argc, char **argv)
 			all = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf("usage: gputrace capture [--duration SEC | --stop | --dump] PID... | --all\n"
-			       "  --duration SEC  the window lasts SEC seconds (default: until --stop)\n"
+			       "  --duration SEC  the window lasts SEC seconds (default: the process's own\n"
+			       "                  --duration, else until --stop or its exit)\n"
 			       "  --stop          end the open window\n"
 			       "  --dump          write the flight recorder's window (--flight-recorder)\n"
 			       "  --all           every traced process of yours (the run directory's)\n");

@@ -115,7 +115,8 @@ void tool__usage(FILE *f)
 	      "metrics: lists the metric groups, metrics and telemetry of this machine's GPUs.\n"
 	      "capture: opens a capture window in traced processes of yours (started with\n"
 	      "  --start paused or --delay): PID... or --all of them; --duration SEC closes\n"
-	      "  it after SEC seconds (its file is then complete), --stop ends it now.\n"
+	      "  it after SEC seconds (its file is then complete), --stop ends it now;\n"
+	      "  --dump has a flight recorder (--flight-recorder) write its window.\n"
 	      "\n"
 	      "The library is found through GPUTRACE_LIB, else next to this command\n"
 	      "(../build/libgputrace.so in a checkout, ../lib/libgputrace.so installed).\n",
