@@ -90,7 +90,10 @@ static bool stacks_word(const char *w)
  * after "--", as for --stacks. */
 static bool lossless_word(const char *w)
 {
-	return stacks_word(w) || (w[0] >= '0' && w[0] <= '9') || (w[0] == '.' && w[1]);
+	size_t digits = strspn(w, "0123456789.");
+
+	/* a decimal such as 2.5 or .5, not ./app (a program, as ever) */
+	return stacks_word(w) || (w[0] && !w[digits] && strpbrk(w, "0123456789"));
 }
 
 /* stdout is CMD's: "-" made a file named "-" (as report -o - and summary

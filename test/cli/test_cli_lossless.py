@@ -3,6 +3,7 @@
 events while the process starts (before main: the drain runs no cycle yet)
 is never made to wait for a drain that cannot come."""
 import json
+import shutil
 
 import pytest
 
@@ -61,6 +62,16 @@ def test_lossless_takes_the_longest_wait_as_its_variable_does(tmp_path, args, va
     p, got = run_env(tmp_path, args)
     assert p.returncode == 0, p.stderr
     assert got == value
+
+
+def test_lossless_before_a_program_by_its_path_runs_it(tmp_path):
+    """--lossless ./app (no "--") runs ./app losslessly: a word is its wait only
+    when it reads as a number or on/off, and ./app starts with a dot as .5 does."""
+    env = tmp_path / "env_app"
+    env.symlink_to(shutil.which("env"))
+    p = gputrace(["run", "--lossless", "./env_app"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "GPUTRACE_LOSSLESS=1" in p.stdout.decode().splitlines()
 
 
 @pytest.mark.parametrize("args, shown", [(["--lossless=61"], "'61'"), (["--lossless", "61"], "'61'"),
