@@ -250,17 +250,57 @@ static bool across_step(const struct fit *a, const struct fit *b, double rate, u
 	return false;
 }
 
-/* A time no later than the last fit: the segment that holds it. False when none does. */
+/* Segment i (fits i-1 to i) measured (not a step's) and holding t: its host time. */
+static bool measured_to_host(uint64_t t, unsigned i, uint64_t *host)
+{
+	const struct fit *a = &fits[i - 1], *b = &fits[i];
+
+	if (!(b->rate > 0 && t >= a->cupti && t <= b->cupti))
+		return false;
+	*host = along(a, t, b->rate);
+	return true;
+}
+
+/* Of a measured segment's time and a step's beside it, both holding one CUPTI time: the
+ * measured one unless that is before what it follows (its launch) and the step's is not. */
+static uint64_t measured_or_step(uint64_t measured, uint64_t step, uint64_t not_before)
+{
+	if (not_before && measured + NEAR_SLACK_NS < not_before &&
+	    step + NEAR_SLACK_NS >= not_before)
+		return step;
+	return measured;
+}
+
+/*
+ * A time no later than the last fit: the segment that holds it. False when none does.
+ * After a step back, the CUPTI times of a step's segment overlap those of the measured
+ * segments either side: a time up to |step| before the fit ahead of the step is also
+ * one the step's segment puts |step| later, on its new side (read that long after the
+ * fit, had the step come right after it), and one after the fit behind the step is also
+ * one of its old side. The measured segment holds it for sure (the step's side only had
+ * the step come within |step| of a fit): there, unless that is before its launch. Taken
+ * first by the step's segment (the newer), a sync read just before that fit was drawn
+ * |step| later, past its call, and its kernel after the sync returned.
+ */
 static bool segment_to_host(uint64_t t, unsigned n, uint64_t not_before, uint64_t *host)
 {
 	for (unsigned i = n - 1; i >= 1; i--) {
 		const struct fit *a = &fits[i - 1], *b = &fits[i];
-		if (b->rate > 0 && t >= a->cupti && t <= b->cupti) {
-			*host = along(a, t, b->rate);
+		uint64_t other;
+
+		if (measured_to_host(t, i, host)) {
+			/* the step's segment before it (checked after it) */
+			if (i >= 2 && !a->rate &&
+			    across_step(&fits[i - 2], a, last_rate(i - 1), t, not_before, &other))
+				*host = measured_or_step(*host, other, not_before);
 			return true;
 		}
-		if (!b->rate && across_step(a, b, last_rate(i), t, not_before, host))
+		if (!b->rate && across_step(a, b, last_rate(i), t, not_before, host)) {
+			/* the measured segment before it (the one after it did not hold t) */
+			if (i >= 2 && measured_to_host(t, i - 1, &other))
+				*host = measured_or_step(other, *host, not_before);
 			return true;
+		}
 	}
 	return false;
 }

@@ -10,6 +10,8 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <json-c/json.h>
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -674,6 +676,74 @@ START_TEST(test_never_before_its_launch)
 }
 END_TEST
 
+/* CUPTI's clock 5 s ahead of ours, stepped back by 3 ms once `stepped` is set */
+static _Atomic bool stepped;
+static uint64_t inside_ns;
+
+static CUptiResult stepping_timestamp(uint64_t *t)
+{
+	*t = gt_clock_ns() + 5000000000ull - (atomic_load(&stepped) ? 3000000 : 0);
+	return CUPTI_SUCCESS;
+}
+
+static void note_inside(void)
+{
+	inside_ns = gt_clock_ns();
+}
+
+START_TEST(test_work_just_before_the_fit_ahead_of_a_step_back)
+{
+	struct json_object *s[4], *k[4], *h[4];
+	struct buf b;
+
+	start();
+	cupti_fn.cuptiGetTimestamp = stepping_timestamp;
+	cupti__clock_refit();
+	usleep(12000); /* fits come 10 ms apart at the least */
+	/* a sync and a kernel just before the fit (A) that precedes the step: their CUPTI
+	 * times are also where the step's segment (A to B), on B's side, would put a time
+	 * read up to 3 ms after A. The segment before A holds them, measured: there, not
+	 * 3 ms later (past the sync's call, its kernel after the sync returned) */
+	api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize", 61,
+	    0, note_inside);
+	uint64_t sync_at = inside_ns;
+	api(RT, CB_LAUNCH, "cudaLaunchKernel", 62, 0, note_inside);
+	uint64_t kernel_at = inside_ns;
+	cupti__clock_refit();
+	usleep(12000);
+	atomic_store(&stepped, true);
+	usleep(12000);
+	cupti__clock_refit();
+
+	new_buf(&b);
+	CUpti_ActivitySynchronization2 y = {
+		.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+		.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+		.start = sync_at + 5000000000ull, .end = sync_at + 5000000000ull + 500,
+		.correlationId = 61, .contextId = 1, .streamId = 7,
+		.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+	};
+	CUpti_ActivityKernel10 k1 = kernel(62, kernel_at + 5000000000ull, 1000, "before", 7);
+	add(&b, &y, sizeof(y));
+	add(&b, &k1, sizeof(k1));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 2);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "cuda_sync", s, 4), 1);
+	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 1);
+	ck_assert_int_eq(find(root, "X", "cuda_runtime", h, 4), 2);
+	ck_assert_int_eq(i64(get(get(get(root, "gputrace"), "adjusted"), "clock_step"), "count"),
+			 1);
+	/* within the fits' reads of where they ran (3 ms off before) */
+	double sync_ts = num(s[0], "ts"), kernel_ts = num(k[0], "ts");
+	ck_assert_msg(fabs(sync_ts - (double)sync_at / 1000) < 20, "sync at %.3f, ran at %.3f",
+		      sync_ts, (double)sync_at / 1000);
+	ck_assert_msg(fabs(kernel_ts - (double)kernel_at / 1000) < 20,
+		      "kernel at %.3f, ran at %.3f", kernel_ts, (double)kernel_at / 1000);
+	json_object_put(root);
+}
+END_TEST
+
 static void driver_launch_inside(void)
 {
 	api(DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", 101, 0, NULL);
@@ -921,6 +991,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_calibrated_clock);
 	tcase_add_test(tc, test_read_noise_never_stretches_durations);
 	tcase_add_test(tc, test_never_before_its_launch);
+	tcase_add_test(tc, test_work_just_before_the_fit_ahead_of_a_step_back);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
 	tcase_add_test(tc, test_call_whose_exit_never_came_is_drawn_cancelled);

@@ -1242,6 +1242,24 @@ def test_clock_step_detected_between_rare_flushes(tmp_path, step):
     run_one_clock_step(tmp_path, step, {"CUDA_SIM_CUPTI_VERSION": "130000"})
 
 
+def test_step_back_leaves_work_read_just_before_the_fit_ahead_of_it(tmp_path):
+    """CUPTI 13.0 GA: records are read at the exit, after every fit. CUPTI's clock steps
+    back 3 ms while a sync runs every 2 ms: the syncs and kernels of the 3 ms before the
+    fit ahead of the step have CUPTI times that the step's segment would also hold on its
+    new side (read up to 3 ms after that fit). The segment before the fit, measured,
+    holds them: each where it ran. (The step's segment, newer, took them first: syncs
+    drawn 3 ms past their calls, 1 run in 5 of the 30-burst test, 5 in 6 here.)"""
+    r = sim_run([APP, "clock", "300", "2"], tmp_path,
+                env={"CUDA_SIM_CUPTI_VERSION": "130000", "CUDA_SIM_REALTIME_STEP_NS": "-3000000",
+                     "CUDA_SIM_REALTIME_STEP_AT_MS": "400"})
+    assert (r.returncode, r.stdout) == (0, b"clock: 300 kernels\n"), r.stderr
+    trace = load_exact(r.trace_path)
+    check_clock_run(trace, 300)
+    adjusted = trace["gputrace"]["adjusted"]
+    assert adjusted["clock_step"]["count"] == 1
+    assert "clamped" not in adjusted
+
+
 def test_step_placed_by_launches_read_long_after(tmp_path):
     """CUPTI's clock steps back 3 ms while 10,000 kernels are launched flat out, read
     only at a drain cycle 2 s away: each kernel's CUPTI times after the step fit either
