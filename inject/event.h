@@ -143,6 +143,10 @@ static inline bool gt_arg_dim3(struct gt_arg *a, uint32_t key, uint32_t x, uint3
  * that ran it, corr2 the append that recorded it. Its ranges are the append's (none if
  * it had none), the run's are its exec ranges: never taken for its own */
 #define GT_EVF_EXECUTED 0x800
+/* Device work read while the call that launched it had not returned (CUDA: CUPTI's record
+ * before the call's exit): should that call end after the trace's end, its span is never
+ * read, and the work is left out with it (at the last read, its launch not written) */
+#define GT_EVF_UNRETURNED 0x1000
 
 struct gt_event {
 	uint64_t start_ns; /* host clock (gt_clock_ns), see inject/clock.h */

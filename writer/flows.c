@@ -356,6 +356,19 @@ static bool launched_after_the_end(const struct pending *p)
 	return (h1 && h1->after_end) || (h2 && h2->after_end);
 }
 
+/* Device work read while its launch had not returned (GT_EVF_UNRETURNED), at the last
+ * read of a process that began to end, its launch not written: that call returned
+ * after the end (or not at all), left out of the trace, and its work goes with it. CUDA's
+ * CUPTI hands a launch's kernel over at the exit's flush while the call may still run on
+ * another thread: drawn without its launch, uncounted (1 or 2 kernels or fills in 4 or 5
+ * runs in 6 of 4 threads launching flat out as main returns). */
+static bool launch_never_returned(const struct pending *p, bool final)
+{
+	return final && (p->ev.flags & GT_EVF_UNRETURNED) &&
+	       atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed) &&
+	       !corr_find(p->ev.corr) && !corr_find(p->ev.corr2);
+}
+
 struct pend_order {
 	uint64_t key; /* host spans (plug-ins' flow ends, launches) first, then by start */
 	size_t i;     /* its place in W.pend: ties keep the order read */
@@ -439,7 +452,7 @@ static void pending_pass(bool final, bool age)
 		struct pending *p = &W.pend[order ? order[n].i : n];
 
 		if (device_ready(p, final)) {
-			if (!launched_after_the_end(p))
+			if (!launched_after_the_end(p) && !launch_never_returned(p, final))
 				write_linked(&p->ev, p->args, p->ev.nargs);
 			checkpoint__write_behind_when_full();
 			p->age = UINT_MAX; /* written */

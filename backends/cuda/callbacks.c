@@ -531,19 +531,25 @@ static void api_unwound_open(struct api_thread *t, bool rt, bool exiting)
 		if (!exiting)
 			gt_ext_corr_pop(t->rt_pushed);
 		t->rt_pushed = 0;
-		if (!ended)
+		if (!ended) {
 			gt_emit_cancelled(t->rt_start,
 					  gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
 					  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
+			if (t->rt_launch)
+				cupti__launch_returned(t->rt_corr, t->rt_start);
+		}
 		t->rt_start = 0;
 		return;
 	}
 	if (!exiting)
 		gt_ext_corr_pop(t->drv_pushed);
 	t->drv_pushed = 0;
-	if (!ended)
+	if (!ended) {
 		gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr),
 				  t->drv_name, GT_S_CAT_CUDA_DRIVER, t->drv_launch);
+		if (t->drv_launch)
+			cupti__launch_returned(t->drv_corr, t->drv_start);
+	}
 	t->drv_start = 0;
 }
 
@@ -694,6 +700,9 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	cupti__emit_api_span(start, now, gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
 			     (uint32_t)(info & INFO_NAME_MASK), rt, info & INFO_LAUNCH, result,
 			     stack);
+	/* after its span: work read before this is drawn only with it (records.c) */
+	if (info & INFO_LAUNCH)
+		cupti__launch_returned(cb->correlationId, start);
 }
 
 void cupti__api_unwound(void)
@@ -708,6 +717,8 @@ void cupti__api_unwound(void)
 	t->rt_pushed = 0;
 	gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
 			  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
+	if (t->rt_launch)
+		cupti__launch_returned(t->rt_corr, t->rt_start);
 	t->rt_start = 0;
 }
 

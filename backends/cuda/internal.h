@@ -273,6 +273,7 @@ GT_HIDDEN void cupti__records_reset(void);
 /* Launch start times by CUPTI correlation id, for "never before its launch"
  * (noted by the callbacks, read by the records). */
 GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
+GT_HIDDEN void cupti__launch_returned(uint32_t corr, uint64_t start_ns);
 GT_HIDDEN uint64_t cupti__launch_start(uint32_t corr);
 
 /* ---- clock (records.c) ---- */

@@ -852,25 +852,51 @@ static uint64_t ext_find(uint32_t corr)
 #define LT_BITS  17
 #define LT_TBITS 46
 #define LT_TMASK ((1ull << LT_TBITS) - 1)
+/* The top bit (the id's bits above LT_BITS take 15): the call returned, its span is in
+ * its thread's ring (cupti__launch_returned) */
+#define LT_RETURNED (1ull << 63)
 GT_TABLE(_Atomic uint64_t, launch_table, 1u << LT_BITS);
+
+static uint64_t lt_value(uint32_t corr, uint64_t start_ns)
+{
+	return ((uint64_t)(corr >> LT_BITS) << LT_TBITS) | (start_ns & LT_TMASK);
+}
+
+static _Atomic uint64_t *lt_slot(uint32_t corr)
+{
+	return &launch_table[corr & ((1u << LT_BITS) - 1)];
+}
 
 void cupti__launch_note(uint32_t corr, uint64_t start_ns)
 {
-	uint64_t v = ((uint64_t)(corr >> LT_BITS) << LT_TBITS) | (start_ns & LT_TMASK);
+	atomic_store_explicit(lt_slot(corr), lt_value(corr, start_ns), memory_order_relaxed);
+}
 
-	atomic_store_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)], v,
-			      memory_order_relaxed);
+/* After the call's span went into its thread's ring: the drain that sees the mark reads
+ * the span after it. The slot only if it is still this launch's (a call as long as 2^17
+ * others leaves the newer one's alone). */
+void cupti__launch_returned(uint32_t corr, uint64_t start_ns)
+{
+	uint64_t v = lt_value(corr, start_ns);
+
+	atomic_compare_exchange_strong_explicit(lt_slot(corr), &v, v | LT_RETURNED,
+						memory_order_release, memory_order_relaxed);
+}
+
+/* The slot's word if it is this launch's, else 0. */
+static uint64_t lt_find(uint32_t corr)
+{
+	uint64_t v = atomic_load_explicit(lt_slot(corr), memory_order_acquire);
+
+	if (!v || ((v & ~LT_RETURNED) >> LT_TBITS) != (corr >> LT_BITS))
+		return 0;
+	return v;
 }
 
 /* The launch's start closest to `near` (a host time), or 0 if unknown. */
 uint64_t cupti__launch_start(uint32_t corr)
 {
-	uint64_t v = atomic_load_explicit(&launch_table[corr & ((1u << LT_BITS) - 1)],
-					  memory_order_relaxed);
-
-	if (!v || (v >> LT_TBITS) != (corr >> LT_BITS))
-		return 0;
-	return v & LT_TMASK; /* caller rebuilds the high bits */
+	return lt_find(corr) & LT_TMASK; /* caller rebuilds the high bits */
 }
 
 /* ---- emitting ---- */
@@ -962,14 +988,17 @@ struct span {
 #define ARG_S(k, val) ((struct gt_arg){ .key = (k), .type = GT_ARG_STR, .v.u = (val) })
 
 /* The launch's start (host ns) of device work, by either id (copies carry the
- * runtime's too); 0 when unknown. near: a host time within hours of it. */
-static uint64_t launch_of(const struct span *s, uint64_t near)
+ * runtime's too); 0 when unknown. near: a host time within hours of it. *unreturned:
+ * its call had not returned yet (its span not in a ring). */
+static uint64_t launch_of(const struct span *s, uint64_t near, bool *unreturned)
 {
 	const uint64_t span = 1ull << 46;
-	uint64_t low = cupti__launch_start(s->corr), launch;
+	uint64_t v = lt_find(s->corr), low, launch;
 
-	if (!low && s->corr2)
-		low = cupti__launch_start(s->corr2);
+	if (!v && s->corr2)
+		v = lt_find(s->corr2);
+	*unreturned = v && !(v & LT_RETURNED);
+	low = v & LT_TMASK;
 	if (!low)
 		return 0;
 	/* rebuild the bits the launch table does not keep */
@@ -988,7 +1017,8 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 		gt_lost_add(cupti__key("no_device_row"), 1);
 		return;
 	}
-	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns()) : 0;
+	bool unreturned = false;
+	uint64_t launch = s->clamp ? launch_of(s, gt_clock_ns(), &unreturned) : 0;
 	uint64_t start = cupti__to_host_near(s->start, launch);
 	struct stream_end *se = s->stream ? stream_end_of(s->stream) : NULL;
 	bool known = se && se->key == s->stream;
@@ -1064,6 +1094,8 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 		.cat = s->cat,
 		.track = s->track,
 		.type = (uint8_t)s->type,
+		/* its call may yet end after the trace's: then left out with it (flows.c) */
+		.flags = unreturned ? GT_EVF_UNRETURNED : 0,
 	};
 	gt_emit(&ev, args, nargs);
 }

@@ -744,6 +744,38 @@ START_TEST(test_work_just_before_the_fit_ahead_of_a_step_back)
 }
 END_TEST
 
+START_TEST(test_work_of_a_launch_still_running_at_the_end_goes_with_it)
+{
+	struct json_object *k[4], *h[4];
+	struct buf b;
+
+	start();
+	/* 71 returned; 70's call is still running as the process ends (another thread,
+	 * descheduled inside it): CUPTI's exit flush hands over both kernels. 70's call,
+	 * returning after the end, is left out of the trace: its kernel too, not drawn
+	 * without it */
+	api(RT, CB_LAUNCH, "cudaLaunchKernel", 71, 0, NULL);
+	CUpti_CallbackData d = { .callbackSite = CUPTI_API_ENTER, .functionName = "cudaLaunchKernel",
+				 .correlationId = 70 };
+	cupti__callback(NULL, RT, CB_LAUNCH, &d);
+	uint64_t t0 = gt_clock_ns();
+	new_buf(&b);
+	CUpti_ActivityKernel10 k1 = kernel(71, t0, 1000, "returned", 7);
+	CUpti_ActivityKernel10 k2 = kernel(70, t0 + 2000, 1000, "running", 7);
+	add(&b, &k1, sizeof(k1));
+	add(&b, &k2, sizeof(k2));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 2);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "cuda_runtime", h, 4), 1);
+	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 1);
+	ck_assert_str_eq(str(k[0], "name"), "returned");
+	ck_assert(flow_between(root, h[0], k[0]));
+	ck_assert_int_eq(i64(get(root, "gputrace"), "events_lost"), 0);
+	json_object_put(root);
+}
+END_TEST
+
 static void driver_launch_inside(void)
 {
 	api(DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", 101, 0, NULL);
@@ -992,6 +1024,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_read_noise_never_stretches_durations);
 	tcase_add_test(tc, test_never_before_its_launch);
 	tcase_add_test(tc, test_work_just_before_the_fit_ahead_of_a_step_back);
+	tcase_add_test(tc, test_work_of_a_launch_still_running_at_the_end_goes_with_it);
 	tcase_add_test(tc, test_folded_nested_and_driver_calls);
 	tcase_add_test(tc, test_one_span_per_call);
 	tcase_add_test(tc, test_call_whose_exit_never_came_is_drawn_cancelled);
