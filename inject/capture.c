@@ -38,6 +38,10 @@ static _Atomic uint32_t closes GT_STARTUP_BSS, ended GT_STARTUP_BSS; /* windows 
 static uint32_t ranges GT_STARTUP_BSS;        /* range windows opened */
 static uint32_t ranges_missed GT_STARTUP_BSS; /* ranges that found the last file unended */
 static uint32_t range_gave_up GT_STARTUP_BSS; /* closes when one did: not waited for again */
+/* the window the last range opened (0: none): a range end that does not know its
+ * window (cudaProfilerStop, __itt_pause: process-wide, any thread) ends that one
+ * only, never one gputrace capture or --delay opened */
+static _Atomic uint32_t range_window GT_STARTUP_BSS;
 
 /* The bounds of the windows closed last: an event of one that comes after
  * its file was ended (a device record CUPTI hands over late) is counted
@@ -148,6 +152,7 @@ GT_STARTUP_CODE int capture__start(uint64_t now_ns)
 	atomic_store(&ended, 0);
 	atomic_store(&nclosed, 0);
 	ranges = ranges_missed = range_gave_up = 0;
+	atomic_store(&range_window, 0);
 	atomic_store(&gt_cap.windows, 0);
 	atomic_store(&gt_cap.plugins_window, 0);
 	atomic_store(&gt_cap.start_at_ns, 0);
@@ -388,6 +393,7 @@ uint32_t capture__range_begin(uint64_t now_ns)
 		atomic_store(&gt_cap.plugins_window, atomic_load(&gt_cap.windows) + 1);
 		open_window(now_ns, gt_cfg.duration_ns);
 		opened = atomic_load(&gt_cap.windows);
+		atomic_store(&range_window, opened);
 	}
 	pthread_mutex_unlock(&cap_lock);
 	/* the 1st, 2nd, 4th, 8th, ...: a program marking ranges in a loop does not
@@ -407,14 +413,22 @@ uint32_t capture__range_begin(uint64_t now_ns)
 	return opened;
 }
 
-/* The range's window is the one open now (window 0: whichever is). */
+/* The range's window is the one open now. */
 static bool range_window_open(uint32_t window)
 {
-	return ranges && gt_tracing() && (!window || atomic_load(&gt_cap.windows) == window);
+	return window && gt_tracing() && atomic_load(&gt_cap.windows) == window;
 }
 
 void capture__range_end(uint64_t now_ns, uint32_t window)
 {
+	/* window 0: the one the last range opened. A window opened from outside
+	 * (gputrace capture) is not the program's to end: a cudaProfilerStop
+	 * inside it is recorded and ends nothing, as a pop of an NVTX range
+	 * that opened no window (until 2026-12-07 it ended it, once a range
+	 * had opened a window before: the rest of it was lost, and capture
+	 * --stop said no window was open) */
+	if (!window)
+		window = atomic_load(&range_window);
 	/* plug-ins stop and hand over what they recorded while the window is
 	 * still open: all of it is inside (not under the lock: their calls may
 	 * wait for the drain thread) */
@@ -424,7 +438,7 @@ void capture__range_end(uint64_t now_ns, uint32_t window)
 	}
 	pthread_mutex_lock(&cap_lock);
 	/* a window that ended (--duration) is not followed by another range's */
-	if (ranges && (!window || atomic_load(&gt_cap.windows) == window))
+	if (window && atomic_load(&gt_cap.windows) == window)
 		close_window(now_ns);
 	pthread_mutex_unlock(&cap_lock);
 }

@@ -80,8 +80,8 @@ GT_HIDDEN void capture__ended(void);
  * handler): a range begins (a window opens now, if paused and the
  * --capture-count allows; waits, bounded, for the last window's file to be
  * ended; returns the number of the window it opened, 0 none) or ends (its
- * window closes now: window, as begin returned it, or 0 for the open one,
- * whichever opened it). */
+ * window closes now: window, as begin returned it, or 0 for the one the
+ * last range opened; a window opened otherwise, from outside, stays open). */
 GT_HIDDEN uint32_t capture__range_begin(uint64_t now_ns);
 GT_HIDDEN void capture__range_end(uint64_t now_ns, uint32_t window);
 

@@ -2,7 +2,8 @@
  * are inside profiler start/stop (--capture-range cudaProfilerApi), as fake_app's
  * "profiler". With the argument "stdin", no markers: it says "ready", then runs each step
  * when a line comes on stdin and says "step N" after it (a test opens and ends windows
- * from outside between steps: gputrace capture); "stdin-nvtx" does so after one NVTX
+ * from outside between steps: gputrace capture; a line "start" or "stop" calls the
+ * profiler start or stop instead, and says it back); "stdin-nvtx" does so after one NVTX
  * range "init" (pushed and popped while a paused process records nothing). With
  * "nvtx-steps": steps 1 to 3, each in an NVTX range "step" of ~30 ms. Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
  * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
@@ -104,6 +105,17 @@ int main(int argc, char **argv)
 		if (stdin_steps) {
 			if (!fgets(line, sizeof(line), stdin))
 				return 1;
+			/* "start" / "stop": the program's own marker, then the step's line */
+			if (!strcmp(line, "start\n") || !strcmp(line, "stop\n")) {
+				if (line[2] == 'a')
+					START();
+				else
+					STOP();
+				printf("%s", line);
+				fflush(stdout);
+				step--;
+				continue;
+			}
 			STEP(step);
 			printf("step %d\n", step);
 			fflush(stdout);

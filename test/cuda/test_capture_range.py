@@ -456,3 +456,56 @@ def test_window_before_any_call_keeps_its_number(tmp_path, how):
     assert [l for l in gputrace_lines(err) if "window" in l] == [
         "gputrace: capture window 1 held no GPU call (it ended before this process made "
         "one): no file written"]
+
+
+@pytest.mark.parametrize("how", ["driver", "runtime"])
+def test_profiler_stop_leaves_a_window_opened_from_outside_open(tmp_path, how):
+    """--capture-range cudaProfilerApi --capture-count 0, the program marks one range
+    (window 1: step 1), then a window is opened from outside (gputrace capture) and the
+    program starts and stops its profiler inside it: that stop ends only a window its own
+    start opened (as an NVTX range's pop does), not the one opened from outside, which
+    holds steps 2 and 3 and the markers until capture --stop ends it. Until 2026-12-07 the
+    stop ended it once a range had opened an earlier window: step 3 was lost and capture
+    --stop said no window was open (with no earlier range, it stayed open)."""
+    exe = profiler_exe(how)
+    env = clean_env(dict(sim_cuda_env(tmp_path, exe), **{
+        "LD_PRELOAD": PRELOAD, "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi",
+        "GPUTRACE_CAPTURE_COUNT": "0", "GPUTRACE_SUMMARY": "0",
+        "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+        "GPUTRACE_RUN_DIR": str(tmp_path / "run")}))
+    p = subprocess.Popen([str(exe), "stdin"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
+
+    def say(line, back):
+        p.stdin.write(line)
+        p.stdin.flush()
+        assert p.stdout.readline() == back
+
+    with reaped(p):
+        assert p.stdout.readline() == b"ready\n"
+        say(b"start\n", b"start\n")
+        say(b"\n", b"step 1\n")
+        say(b"stop\n", b"stop\n")
+        wait_trace(tmp_path / "trace.json", window_ended, "window")
+        r = gputrace_capture(tmp_path, p.pid)
+        assert r.returncode == 0, r.stderr
+        time.sleep(0.1)  # the drain thread opens it
+        say(b"\n", b"step 2\n")
+        say(b"start\n", b"start\n")
+        say(b"stop\n", b"stop\n")
+        say(b"\n", b"step 3\n")
+        r = gputrace_capture(tmp_path, "--stop", p.pid)
+        assert r.returncode == 0, r.stderr
+        t = wait_trace(tmp_path / "trace-w2.json", window_ended, "window")
+        p.stdin.write(b"\n" * 3)
+        p.stdin.flush()
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert gputrace_lines(err) == []
+    assert [f.name for f in window_files(tmp_path)] == ["trace.json", "trace-w2.json"]
+    check_window(t, 2)
+    start, stop = ("cuProfilerStart", "cuProfilerStop") if how == "driver" else \
+        ("cudaProfilerStart", "cudaProfilerStop")
+    assert [n for n in host_names(t) if "Profiler" in n] == [start, stop]
+    assert device_records(t) == [("Memset (Device)", 2000), ("Stream Sync", None),
+                                 ("Memset (Device)", 3000), ("Stream Sync", None)]
