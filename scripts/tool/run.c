@@ -43,13 +43,17 @@
 /* ---- messages ---- */
 
 int run__log_level = GT_LOG_WARN;
+const struct gt_config *run__log_from;
 
 /* config.c reports through this, as the library does (one line each). */
 void gt_log(int level, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (level > run__log_level)
+	/* a parse sets the level (GPUTRACE_LOG first) before its other lines:
+	 * --log error hid no warning of a setting, said at the default level
+	 * (until 2026-12-07: --stacks-all with --stacks off) */
+	if (level > (run__log_from ? run__log_from->log_level : run__log_level))
 		return;
 	fputs(WHO ": ", stderr);
 	va_start(ap, fmt);

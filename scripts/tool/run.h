@@ -103,8 +103,11 @@ struct run {
 	struct summary *sum;
 };
 
-/* gputrace's own messages: config.c's through gt_log, at this level. */
+/* gputrace's own messages: config.c's through gt_log, at this level; while
+ * the run's settings are parsed, at the level they set (run__log_from): the
+ * line a setting of theirs says is said at their GPUTRACE_LOG (--log) */
 extern int run__log_level;
+extern const struct gt_config *run__log_from;
 /* One line, "Try 'gputrace --help'.", exit 2. */
 __attribute__((format(printf, 1, 2), noreturn)) void run__usage_error(const char *fmt, ...);
 /* The same for a value from an option ("-o"), or without the second line for

@@ -323,7 +323,9 @@ void run__read_env(struct run *r, struct gt_config *env)
 		k++;
 	if (mine)
 		mine[k] = NULL;
+	run__log_from = env;
 	config__parse(env, mine);
+	run__log_from = NULL;
 	for (size_t i = first_own; mine && i < k; i++)
 		free(mine[i]);
 	free(mine);

@@ -153,6 +153,32 @@ def test_stacks_all_with_stacks_turned_off(tmp_path):
     assert api_spans(traces["depth"], VERSION)[0]["args"]["stack"] == f"query_version;{VERSION}"
 
 
+@pytest.mark.parametrize("how", ["option", "env", "preload"])
+def test_stacks_all_off_line_follows_the_log_level(tmp_path, how):
+    """The line of --stacks-all with stacks off is a warning: --log error (or
+    GPUTRACE_LOG=error) hides it, under gputrace run as under plain LD_PRELOAD, and the
+    run is otherwise the same (no stack, exit 0). Until 2026-12-07 gputrace run said it
+    whatever the level: the run's own reading of the settings said it at the default
+    level, before it took --log's."""
+    need(STACK_APP)
+    out = tmp_path / "t.json"
+    both = {"GPUTRACE_STACKS": "off", "GPUTRACE_STACKS_ALL": "1"}
+    if how == "preload":
+        p = subprocess.run([str(STACK_APP), "2"], capture_output=True, timeout=60,
+                           env=clean_env(sim_env(dict(both, LD_PRELOAD=PRELOAD,
+                                                      GPUTRACE_LOG="error",
+                                                      GPUTRACE_OUTPUT=str(out),
+                                                      GPUTRACE_SUMMARY="0"))))
+    else:
+        args = ["--log", "error", "--stacks", "off", "--stacks-all"] if how == "option" else []
+        env = both if how == "option" else dict(both, GPUTRACE_LOG="error")
+        p = gputrace(["run", "--no-summary", "-o", out, *args, "--", STACK_APP, 2], tmp_path,
+                     env=gt_env(sim_env({} if how == "option" else env)))
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == b""
+    assert not [e for e in events(load_exact(out), ph="X") if "stack" in (e.get("args") or {})]
+
+
 def test_a_forked_child_names_its_own_callers(tmp_path):
     """A child forked after the parent's stacks were taken and named traces with stacks
     of its own: the stack table's locks are let go by the tracer's one child handler
