@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "cstr.h"
+#include "utf8.h"
 
 GT_HIDDEN struct gt_config gt_cfg GT_STARTUP_BSS_LAST;
 
@@ -52,26 +53,19 @@ static bool checking;
 static void bad(struct gt_config *cfg, const char *var, const char *val, const char *accepted)
 {
 	char shown[4 * 200 + 1];
-	size_t n = 0;
 
 	cfg->errors++;
 	if (checking) {
 		checked_accepted = accepted;
 		return;
 	}
-	/* its first 200 bytes, a control character escaped: a newline in the
-	 * value would break the one line, a tab would not show */
-	for (const char *p = val; *p && p - val < 200; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c >= ' ' && c != 0x7f)
-			shown[n++] = (char)c;
-		else if (c == '\t' || c == '\n')
-			n += (size_t)snprintf(shown + n, 3, "\\%c", c == '\t' ? 't' : 'n');
-		else
-			n += (size_t)snprintf(shown + n, 5, "\\x%02x", c);
-	}
-	shown[n] = 0;
+	/* its first 200 bytes (never half a character), escaped as the
+	 * summary's text and the run's refusals are: a newline in the value
+	 * would break the one line, a tab would not show, bytes that are not
+	 * UTF-8 would make the line no text (until 2026-12-07 they were
+	 * printed raw, a cut could halve a character, and a CR was \x0d here,
+	 * \r in gputrace run's refusal of an option) */
+	gt_text_line(shown, val, 200);
 	gt_log(GT_LOG_ERROR, "%s='%s' is not valid: expected %s; using the default", var, shown,
 	       accepted);
 }

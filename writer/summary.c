@@ -961,16 +961,7 @@ static const char *hint_more(const struct summary *s)
 
 size_t summary__ctl_escape(unsigned char c, char out[5])
 {
-	if (c >= 0x20 && c != 0x7f)
-		return 0;
-	if (c == '\n' || c == '\t' || c == '\r') {
-		out[0] = '\\';
-		out[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-		out[2] = 0;
-		return 2;
-	}
-	snprintf(out, 5, "\\x%02x", c);
-	return 4;
+	return gt_ctl_escape(c, out); /* a bad setting's line escapes as this does */
 }
 
 /* Bytes byte c takes once printed: escaped control characters take more. */

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "inject/utf8.h"
 #include "buf.h"
 #include "run.h"
 #include "summarize.h"
@@ -68,9 +69,18 @@ static __attribute__((noreturn)) void refuse(bool usage, const char *fmt, va_lis
 
 	fputs(WHO ": ", stderr);
 	/* control characters escaped, as the library's refusal of a variable
-	 * does: a value holding a newline split the one line in two */
-	if (vasprintf(&line, fmt, ap) >= 0)
-		summary__put_text(stderr, line);
+	 * does: a value holding a newline split the one line in two; and bytes
+	 * that are not UTF-8 (printed raw until 2026-12-07) */
+	if (vasprintf(&line, fmt, ap) >= 0) {
+		size_t n = strlen(line);
+		char *shown = malloc(4 * n + 1);
+
+		if (shown)
+			fputs(gt_text_line(shown, line, n), stderr);
+		else
+			summary__put_text(stderr, line);
+		free(shown);
+	}
 	free(line);
 	fputc('\n', stderr);
 	if (usage)

@@ -7,10 +7,12 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
 
 import pytest
 
-from conftest import APPS, gputrace_lines, load_trace, need, run, sim_env
+from conftest import (APPS, GPUTRACE, gputrace_env, gputrace_lines, load_trace, need, run,
+                      sim_env)
 from faultkit import check_exact, compare, printed, prog, valid_trace
 
 VALUES = {"empty": "", "huge": "9" * 40, "long": "x" * 100000, "negative": "-1",
@@ -143,6 +145,40 @@ def test_numbers_are_decimal_and_nothing_else(tmp_path, var, value):
     assert line.endswith("; using the default"), line
     trailer = load_trace(r.trace_path)["gputrace"]
     assert "capture" not in trailer and trailer["events_recorded"] > 0
+
+
+# a value (bytes: some are not UTF-8) and how the line shows it: control characters
+# escaped (\r as \r, as gputrace run's refusal of an option shows it), bytes that are
+# not UTF-8 as \xNN, valid UTF-8 as it is, and the first 200 bytes, fewer rather than
+# half a character
+@pytest.mark.parametrize("value,want", [
+    (b"12\r3\x1b[31m", "12\\r3\\x1b[31m"),
+    (b"1\xff\xfe2\xc3\xa9\xe2\x82", "1\\xff\\xfe2\xe9\\xe2\\x82"),
+    (b"\xed\xa0\x80\xc0\xaf", "\\xed\\xa0\\x80\\xc0\\xaf"),  # a surrogate, an overlong
+    (b"a" * 199 + "\xe9".encode() + b"tail", "a" * 199),
+])
+@pytest.mark.parametrize("how", ["preload", "run"])
+def test_bad_value_shown_as_one_clean_line(tmp_path, value, want, how):
+    """A refused value's line is one line of valid UTF-8 whatever the value holds, the same
+    under plain LD_PRELOAD and gputrace run (which says it once for the run). Until
+    2026-12-07 bytes that are not UTF-8 were printed raw, the 200-byte cut could halve a
+    character, and a CR was \\x0d there but \\r in the run's refusal of an option."""
+    app = APPS / "ze_hello"
+    need(app)
+    env = {"GPUTRACE_BUFFER_KB": os.fsdecode(value)}
+    if how == "preload":
+        r = run([app], env=sim_env(env), tmp_path=tmp_path)
+        err = r.stderr
+    else:
+        r = subprocess.run([str(GPUTRACE), "run", "--no-summary", "-o", str(tmp_path / "t.json"),
+                            "--", str(app)], env=gputrace_env(sim_env(env)), capture_output=True,
+                           timeout=60)
+        err = r.stderr
+    assert r.returncode == 0, err
+    text = err.decode()  # strict: valid UTF-8
+    assert [l for l in text.splitlines() if l.startswith("gputrace")] == [
+        f"gputrace: GPUTRACE_BUFFER_KB='{want}' is not valid: expected kilobytes per thread, "
+        "an integer from 4 to 1048576; using the default"]
 
 
 @pytest.mark.parametrize("var,value,ok", [
