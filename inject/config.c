@@ -894,16 +894,24 @@ static void config__imply(struct gt_config *cfg)
 
 static void unknown_var(struct gt_config *cfg, const char *kv, const char *eq)
 {
+	char name[101], shown[4 * 100 + 1];
+	size_t n = (size_t)(eq - kv > 100 ? 100 : eq - kv);
+
 	cfg->errors++;
+	/* escaped as a bad value is: an environment's name may hold any byte but
+	 * '=' (a newline in it split the line, until 2026-12-07) */
+	memcpy(name, kv, n);
+	name[n] = 0;
+	gt_text_line(shown, name, n);
 	gt_log(GT_LOG_ERROR,
-	       "unknown variable %.*s: known are GPUTRACE_OUTPUT, _BUFFER_KB, _OVERFLOW_MB, "
+	       "unknown variable %s: known are GPUTRACE_OUTPUT, _BUFFER_KB, _OVERFLOW_MB, "
 	       "_BACKENDS, _DISABLE_CUPTI, _PLUGIN_PATH, _PLUGIN_CONFIG, _STACKS, "
 	       "_STACKS_ALL, _SUMMARY, _SUMMARY_JSON, _LOG, _ACTIVITIES, _GRAPH_TRACE, "
 	       "_FLUSH_MS, _KINETO_CYCLE_MS, _METRICS, _METRICS_MODE, _METRICS_HZ, "
 	       "_TELEMETRY, _TELEMETRY_HZ, _START, _DELAY, _DURATION, _CAPTURE_SIGNAL, "
 	       "_CAPTURE_RANGE, _CAPTURE_COUNT, _RUN_DIR, _FLIGHT_RECORDER, _WATCHDOG, "
 	       "_LOSSLESS, _LIB, _TOOL, _INJECTED (and _RUN_STATE, set by gputrace run)",
-	       (int)(eq - kv > 100 ? 100 : eq - kv), kv);
+	       shown);
 }
 
 GT_STARTUP_CODE void config__parse(struct gt_config *cfg, char *const *envp)

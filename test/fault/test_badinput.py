@@ -181,6 +181,20 @@ def test_bad_value_shown_as_one_clean_line(tmp_path, value, want, how):
         "an integer from 4 to 1048576; using the default"]
 
 
+def test_unknown_name_shown_as_one_clean_line(tmp_path):
+    """An environment's name may hold any byte but '=': an unknown GPUTRACE_* name with a
+    newline, an escape sequence and a byte that is not UTF-8 is one line, escaped as a bad
+    value is (until 2026-12-07 printed raw: the newline split the line)."""
+    app = APPS / "ze_hello"
+    need(app)
+    r = run([app], env=sim_env({os.fsdecode(b"GPUTRACE_X\x1b[31m\xff\nY"): "1"}),
+            tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.decode().splitlines() if l.startswith("gputrace")]
+    assert len(lines) == 1 and lines[0].startswith(
+        "gputrace: unknown variable GPUTRACE_X\\x1b[31m\\xff\\nY: known are "), lines
+
+
 @pytest.mark.parametrize("var,value,ok", [
     ("GPUTRACE_LOSSLESS", "0.0", True), ("GPUTRACE_LOSSLESS", "0.000", True),
     ("GPUTRACE_LOSSLESS", "1.0000", True), ("GPUTRACE_LOSSLESS", "1.0001", False),
