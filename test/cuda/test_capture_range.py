@@ -489,7 +489,7 @@ def test_profiler_stop_leaves_a_window_opened_from_outside_open(tmp_path, how):
         wait_trace(tmp_path / "trace.json", window_ended, "window")
         r = gputrace_capture(tmp_path, p.pid)
         assert r.returncode == 0, r.stderr
-        time.sleep(0.1)  # the drain thread opens it
+        time.sleep(0.3)  # the drain thread opens it (at its next look)
         say(b"\n", b"step 2\n")
         say(b"start\n", b"start\n")
         say(b"stop\n", b"stop\n")
