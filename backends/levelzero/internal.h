@@ -391,6 +391,10 @@ struct ze_exec {
 	uint32_t n;
 	ze_command_list_handle_t *lists;
 	uint64_t ref_host, ref_ticks;
+	/* Its place among all execute calls: a list's run whose call another run of the
+	 * list's began after (before it ended) is lost, as a run rerun before it was read;
+	 * one that began while an earlier run was unfinished is read warily (track.c). */
+	uint64_t seq;
 };
 GT_HIDDEN void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 				       ze_command_list_handle_t imm, uint32_t n,

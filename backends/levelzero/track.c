@@ -65,6 +65,9 @@
 #define ZE_DEFER_WAKE     512
 #define ZE_DEFER_MAX      1024
 #define ZE_BEHIND_ROUND   64 /* the drain's reads per hold of ze_lock */
+/* The lists of one execute call whose last runs' states execute_begin keeps on its stack;
+ * a list past them counts as overlapping an unfinished run. */
+#define ZE_EXEC_LISTS_SEEN 64
 
 /* A call's work drawn on a row lately, in order, as a stretch of ticks and of host time:
  * what a command placed back from a later chain (ze_pend__place_earlier) fits between. */
@@ -151,6 +154,13 @@ struct ze_list {
 	uint32_t nresets, cap_resets;
 	bool resets_all;
 	unsigned npend;           /* regular lists: reads of its commands still pending */
+	/* Regular lists: its runs inside their execute calls (between execute_begin and
+	 * execute_end), and the last such call's begin (its ze_exec's seq). */
+	unsigned in_calls;
+	uint64_t begin_seq;
+	/* A run of it began while an earlier one was unfinished: from then on, a run lost or
+	 * dropped may still signal the events any later run reads (ze_pend__other_run). */
+	bool wary;
 	uint64_t next_seq;        /* immediate lists: appends so far */
 	uint64_t pair_host, pair_ticks, pair_err; /* immediate lists: their appends' last
 						   * clock pair, and its error bound */
@@ -205,6 +215,8 @@ struct ze_pending {
 	bool executed;       /* a regular list's command: corr runs it, corr2 appended it */
 	bool held;           /* its list ran before in the same call, on a queue: its event
 			      * shows that run's times until this one's end (ze_pend__held) */
+	bool overlapped;     /* its list's runs overlapped (wary): its event may show
+			      * another run's times (ze_pend__other_run) */
 	uint32_t track;      /* (beside the flags: no padding) */
 	ze_kernel_timestamp_result_t *slot; /* read here, not from the event (a query's) */
 	ze_event_handle_t chain; /* the program's event a barrier signals after ours */
@@ -998,6 +1010,30 @@ static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
 	return off;
 }
 
+/*
+ * p's run overlapped an earlier run of its list (ze_exec): are the times read that run's?
+ * Our reset of the list's events, at p's call, came before that run signaled them (or
+ * the two calls' resets and submissions interleaved), so the event can show its times,
+ * which began before p's own pair: measured from that pair, they were drawn a whole wrap
+ * late, outside p's call and its synchronize (a 32-bit counter: 223 s late). They are
+ * the earlier run's if they start before p's call (by more than the clocks' error, less
+ * than a quarter wrap: one of p's own runs that waited in its queue for the rest of a
+ * wrap is taken for one), or if, read after p's pair, they end after now or after a
+ * synchronize of p's queue that began after p's call returned.
+ */
+static bool ze_pend__other_run(const struct ze_pending *p, uint64_t s, uint64_t ticks)
+{
+	const struct ze_dev *d = p->dev;
+	uint64_t back = ze__ticks_ns(d, (p->ref_ticks - s) & d->mask);
+	uint64_t end = p->ref_host + ze__ticks_ns(d, ((s - p->ref_ticks) & d->mask) + ticks);
+
+	if (back > d->early_slack_ns + p->ref_err && back <= d->same_wrap_ns)
+		return true;
+	return !ze__ended_by_now(d, end) ||
+	       (p->queue && p->returned && p->returned <= p->queue->sync_begin &&
+		end > p->queue->sync_end + d->early_slack_ns);
+}
+
 /* The event signaled, its timestamps in ts: emit the device span. Inlined into each
  * copy of the collect loop, as it was into the one loop before kernel mode had its own. */
 static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pending *p,
@@ -1012,6 +1048,12 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	e = ts.global.kernelEnd;
 	ticks = (e - s) & d->mask; /* its length (masked: a counter that wrapped during it) */
 	p->clamped_ns = 0;
+	/* (not from a run's own copy, nor host times: those are its run's) */
+	if (gt_unlikely(p->overlapped) && !p->run_copy && !p->host_domain &&
+	    ze_pend__other_run(p, s, ticks)) {
+		ze_pend__drop(p, ze_str.lost_overwritten);
+		return;
+	}
 	if (p->host_domain) {
 		/* Host time already (host timestamps: counter-based, or a mapped pool's); the row's
 		 * chain of ticks is left as it was. */
@@ -1161,14 +1203,16 @@ ze_pend__query(const struct ze_pending *p, ze_kernel_timestamp_result_t *ts)
  * event or context going): read it if it finished, whatever waits before it on its row
  * (row_order below), else count it lost for reason.
  */
-static void ze_pend__settle(struct ze_pending *p, uint32_t reason)
+static bool ze_pend__settle(struct ze_pending *p, uint32_t reason)
 {
 	ze_kernel_timestamp_result_t ts;
 
-	if (!atomic_load(&ze_closed) && ze_pend__query(p, &ts) == ZE_RESULT_SUCCESS)
+	if (!atomic_load(&ze_closed) && ze_pend__query(p, &ts) == ZE_RESULT_SUCCESS) {
 		ze_pend__read(p, ts);
-	else
-		ze_pend__drop(p, reason);
+		return true;
+	}
+	ze_pend__drop(p, reason);
+	return false;
 }
 
 /* A run whose event an earlier run of its list in the same call signaled already: read
@@ -1889,8 +1933,10 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			     ze_command_list_handle_t imm, uint32_t n,
 			     ze_command_list_handle_t *lists)
 {
+	static uint64_t seq; /* (lock held) */
 	struct ze_queue *Q = NULL;
 	struct ze_list *I = NULL;
+	bool unfinished[ZE_EXEC_LISTS_SEEN] = { false };
 
 	memset(x, 0, sizeof(*x));
 	pthread_mutex_lock(&ze_lock);
@@ -1914,8 +1960,11 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 
 			bool copying = cmd->pend && cmd->pend->run_copy;
 
-			if (cmd->pend && !copying)
-				ze_pend__settle(cmd->pend, ze_str.lost_overwritten);
+			/* (not done: that run may signal the events after our reset) */
+			if (cmd->pend && !copying &&
+			    !ze_pend__settle(cmd->pend, ze_str.lost_overwritten) &&
+			    i < ZE_EXEC_LISTS_SEEN)
+				unfinished[i] = true;
 			cmd->pend = NULL;
 			/* Ours must be unsignaled again to tell this run's end. Not while the
 			 * last run's copy is still to be made: the device may not have
@@ -1941,6 +1990,20 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 	x->valid = true;
 	x->n = n;
 	x->lists = lists;
+	x->seq = ++seq;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, lists[i]);
+
+		if (!L || L->immediate || ze__runs_later(lists, n, i))
+			continue;
+		/* Another run of it in its call, or one not done when this one reset its
+		 * events: both runs signal them (a list the device still references
+		 * is not to be run again, the spec says; threads may do it all the same). */
+		if (L->in_calls || i >= ZE_EXEC_LISTS_SEEN || unfinished[i])
+			L->wary = true;
+		L->in_calls++;
+		L->begin_seq = x->seq;
+	}
 out:
 	pthread_mutex_unlock(&ze_lock);
 }
@@ -2048,6 +2111,19 @@ static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 	return NULL;
 }
 
+/* A call that failed or timed nothing: its lists' runs are out of their calls. */
+static void ze__calls_done(const struct ze_exec *x)
+{
+	pthread_mutex_lock(&ze_lock);
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+
+		if (L && !L->immediate && !ze__runs_later(x->lists, x->n, i) && L->in_calls)
+			L->in_calls--;
+	}
+	pthread_mutex_unlock(&ze_lock);
+}
+
 void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, bool fence)
 {
 	struct ze_pending *last = NULL;
@@ -2057,10 +2133,15 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 	int tid;
 	bool counted;
 
-	if (!x->valid || r != ZE_RESULT_SUCCESS)
+	if (!x->valid)
 		return;
+	if (r != ZE_RESULT_SUCCESS) {
+		ze__calls_done(x);
+		return;
+	}
 	ze_call__span_ready(c);
 	if (x->imm && !(gate = ze__gate(x->imm, x))) {
+		ze__calls_done(x);
 		gt_lost_add(ze_str.lost_no_event, 1);
 		return;
 	}
@@ -2084,6 +2165,16 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 			continue;
 		L->executed = true;
 		if (ze__runs_later(x->lists, x->n, i)) {
+			if (counted)
+				ze__lose_run(L);
+			continue;
+		}
+		if (L->in_calls)
+			L->in_calls--;
+		/* Another run of it began since this call did (another thread's): its reset
+		 * and this run's signals of the same events interleave, nothing tells which
+		 * run's times they show. This run is lost, as one rerun before it was read. */
+		if (L->begin_seq != x->seq) {
 			if (counted)
 				ze__lose_run(L);
 			continue;
@@ -2128,6 +2219,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 				.returned = submitted,
 				.gate = gate,
 				.held = held,
+				.overlapped = L->wary,
 				.span_end = c->rec ? c->t1 : 0,
 				.span_tid = tid,
 			};

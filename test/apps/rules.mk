@@ -18,6 +18,8 @@ ZE_APPS += ze_shapes
 ZE_APPS += ze_indirect
 # A regular list replayed back to back on an in-order immediate list, timed by the program's event.
 ZE_APPS += ze_replay
+# One regular list executed by many threads at once (runs of it overlap on the device).
+ZE_APPS += ze_rerun
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

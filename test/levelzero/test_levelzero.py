@@ -1659,6 +1659,49 @@ def test_list_named_twice_in_one_execute(tmp_path, sleep_us, flush_ms):
     assert abs(start(dev[1]) - end(dev[0])) <= TICK_NS + 1, dev
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("bits,queues", [(16, 1), (16, 2), (32, 2)])
+def test_one_list_run_by_many_threads_at_once_is_never_drawn_a_wrap_late(tmp_path, bits, queues):
+    """ze_rerun: 12 threads execute one regular list of 4 kernels at once, 20 times each,
+    on one queue or two (compute 0.0 and 0.1, two engines), each run followed by a
+    synchronize. Threads may call zeCommandQueueExecuteCommandLists at once; that the
+    device is not referencing the list meanwhile is the program's to ensure (the spec),
+    and this one does not: runs of the list overlap, and all signal the same events. A
+    run's event could show an earlier run's times, which began before the run's own clock
+    pair: drawn from that pair, a whole wrap late, outside its call and its synchronize
+    (16 bits: 3.4 ms; 32 bits: 223 s late), ~100 to 150 kernels of 960 in every run.
+    Every kernel drawn now lies inside its execute call and the synchronize after it; the
+    runs another run overlapped are lost, counted (ze_overwritten): drawn + lost = 960."""
+    threads, rounds, kernels = 12, 20, 4
+    trace = traced_like_untraced([APPS / "ze_rerun", threads, rounds, queues, kernels],
+                                 tmp_path, env={"ZE_SIM_VALID_BITS": str(bits)})
+    info = trace["gputrace"]
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert info["events_lost"] == info["lost_by_reason"]["ze_overwritten"], info
+    assert len(dev) + info["events_lost"] == threads * rounds * kernels, info
+    assert dev and {d["name"] for d in dev} == {"rerun_k"}
+    host = host_spans(trace)
+    executes = by_corr(h for h in host if h["name"] == "zeCommandQueueExecuteCommandLists")
+    syncs = collections.defaultdict(list)
+    for h in host:
+        if h["name"] == "zeCommandQueueSynchronize":
+            syncs[h["tid"]].append(h)
+    outside = []
+    for d in dev:
+        ex = executes[d["args"]["correlation"]]
+        sync = min((w for w in syncs[ex["tid"]] if start(w) >= end(ex)), key=start)
+        # (a kernel converted to before its call by the clocks' error is moved to it)
+        if start(d) < start(ex) or end(d) > end(sync) + 5000:
+            outside.append((start(d) - start(ex), end(d) - end(sync), d))
+    assert not outside, (len(outside), outside[:3])
+    assert_durations(dev)
+    if queues == 1:
+        # one engine runs the runs one after another; on two, a run's kernels may show
+        # times of a run on the other engine (README, "Limits"), overlapping on the row
+        assert_no_overlap(dev)
+    assert_clamps(trace, 5000)
+
+
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
                     "after fork(): the child's drain thread stops it ('dup thread with used id')")
 def test_fork_child_traces_its_own_work(tmp_path):
