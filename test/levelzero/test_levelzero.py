@@ -1699,7 +1699,9 @@ def test_one_list_run_by_many_threads_at_once_is_never_drawn_a_wrap_late(tmp_pat
         # one engine runs the runs one after another; on two, a run's kernels may show
         # times of a run on the other engine (README, "Limits"), overlapping on the row
         assert_no_overlap(dev)
-    assert_clamps(trace, 5000)
+    # another run's times that start before a run's call by less than the clocks' slack
+    # (1/64 wrap, at most 20 us) are not told from its own: moved to its call, counted
+    assert_clamps(trace, 20000)
 
 
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
