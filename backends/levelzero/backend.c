@@ -95,6 +95,7 @@ static void ze__strings_intern(void)
 	ze_str.lost_unread = gt_str_intern("ze_unread");
 	ze_str.lost_no_event = gt_str_intern("ze_no_event");
 	ze_str.lost_overwritten = gt_str_intern("ze_overwritten");
+	ze_str.lost_untracked = gt_str_intern("ze_untracked_list");
 	ze_str.gpu_sync = GT_S_CAT_ZE_SYNC; /* the writer gives it args.device, .stream */
 	ze_str.barrier = gt_str_intern("Barrier");
 	ze_str.fence = gt_str_intern("Fence signaled");

@@ -153,7 +153,7 @@ struct ze_strings {
 	uint32_t memcpy[ZE_MK__COUNT][ZE_MK__COUNT];   /* span names "Memcpy HtoD" */
 	uint32_t copy_kind[ZE_MK__COUNT][ZE_MK__COUNT]; /* "kind" values "HtoD" */
 	uint32_t image;
-	uint32_t lost_unread, lost_no_event, lost_overwritten;
+	uint32_t lost_unread, lost_no_event, lost_overwritten, lost_untracked;
 	uint32_t gpu_sync, barrier, fence, waits, event; /* device-row sync marks, their args */
 	uint32_t wait_memory, write_memory; /* Intel's waits on and writes to memory */
 };
@@ -344,6 +344,8 @@ struct ze_append {
 	bool own;                /* event is ours */
 	bool query_waits;        /* the query waits for query (a list that may reorder) */
 	bool host_domain;        /* the program's event (or query) gives host ns */
+	bool untracked;          /* a list gputrace never saw made (a fork child's of its
+				  * parent's): its command is counted lost, not drawn */
 	/* Set when they count (slot with query, ref_* with an event on an immediate
 	 * list). */
 	ze_kernel_timestamp_result_t *slot;
@@ -383,6 +385,7 @@ GT_HIDDEN void ze_track__mark_end(struct ze_mark *m, ze_result_t r, struct ze_ca
  * (ExecuteCommandLists) or on an immediate list (ImmediateAppendCommandLists). */
 struct ze_exec {
 	bool valid;
+	bool untracked; /* on a queue or immediate list gputrace never saw made */
 	struct ze_list *imm; /* run on an immediate list (else a queue) */
 	struct ze_dev *dev;
 	uint32_t track;

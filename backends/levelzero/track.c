@@ -1567,9 +1567,14 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 	/* The hot path of every launch: only the fields read whatever happens. */
 	memset(a, 0, offsetof(struct ze_append, slot));
 	a->at = at; /* (the call's start: no clock read of our own) */
-	if (gt_unlikely(atomic_load_explicit(&ze_closed, memory_order_relaxed)) ||
-	    !(L = ze_list__find(l)))
+	if (gt_unlikely(atomic_load_explicit(&ze_closed, memory_order_relaxed)))
 		return program_event;
+	if (gt_unlikely(!(L = ze_list__find(l)))) {
+		/* Made before a fork (the child forgot its parent's lists: a driver makes the
+		 * child start over), or never known: counted at the end, if it succeeds. */
+		a->untracked = l != NULL;
+		return program_event;
+	}
 	a->list = L;
 	a->ctx = L->ctx ? L->ctx->handle : NULL;
 	if (!L->ctx)
@@ -1744,8 +1749,12 @@ static void ze__append_end(struct ze_append *a, ze_result_t r, ze_result_t call_
 	struct ze_cmd *cmd;
 	uint64_t corr = c->corr;
 
-	if (!L)
+	if (!L) {
+		if (gt_unlikely(a->untracked) && r == ZE_RESULT_SUCCESS && !ze__paused() &&
+		    !atomic_load(&ze_closed))
+			gt_lost_add(ze_str.lost_untracked, 1);
 		return;
+	}
 	/* A command of ours after the program's (rare on the hot path: one test for both). */
 	if (gt_unlikely((uintptr_t)a->query | (uintptr_t)a->chain) && r == ZE_RESULT_SUCCESS)
 		ze__after_command(a, L);
@@ -1959,8 +1968,13 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 		Q = (struct ze_queue *)ze_map__get(&ze_queues, q);
 	else
 		I = (struct ze_list *)ze_map__get(&ze_lists, imm);
-	if ((!Q && !(I && I->immediate)) || !lists || atomic_load(&ze_closed))
+	if ((!Q && !(I && I->immediate)) || !lists || atomic_load(&ze_closed)) {
+		/* (a queue or list a fork child's parent made: counted at the end) */
+		x->untracked = !Q && !I && (q || imm) && lists;
+		x->n = n;
+		x->lists = lists;
 		goto out;
+	}
 	/* Take what earlier runs left: this run overwrites their timestamps. */
 	if (!ze__defers() || ze__runs_again_locked(n, lists))
 		ze__collect_locked();
@@ -2126,6 +2140,26 @@ static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 	return NULL;
 }
 
+/* A run gputrace cannot time (on a queue or immediate list it never saw made, a fork
+ * child's of its parent's): each command it knows of counted lost, one for a list it
+ * does not know either. */
+static void ze__untracked_run(const struct ze_exec *x)
+{
+	uint64_t n = 0;
+
+	if (ze__paused() || atomic_load(&ze_closed))
+		return;
+	pthread_mutex_lock(&ze_lock);
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+
+		n += L ? L->ncmds : 1;
+	}
+	pthread_mutex_unlock(&ze_lock);
+	if (n)
+		gt_lost_add(ze_str.lost_untracked, n);
+}
+
 /* A call that failed or timed nothing: its lists' runs are out of their calls. */
 static void ze__calls_done(const struct ze_exec *x)
 {
@@ -2148,6 +2182,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 	int tid;
 	bool counted;
 
+	if (gt_unlikely(x->untracked) && r == ZE_RESULT_SUCCESS)
+		ze__untracked_run(x);
 	if (!x->valid)
 		return;
 	if (r != ZE_RESULT_SUCCESS) {
@@ -2176,8 +2212,12 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
 		bool held;
 
-		if (!L || L->immediate)
+		if (!L || L->immediate) {
+			/* a list a fork child's parent made: its commands unknown, one counted */
+			if (!L && counted && x->lists[i] && !ze__paused())
+				gt_lost_add(ze_str.lost_untracked, 1);
 			continue;
+		}
 		L->executed = true;
 		if (ze__runs_later(x->lists, x->n, i)) {
 			if (counted)

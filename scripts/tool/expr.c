@@ -159,7 +159,7 @@ static const char *const lost_reasons[] = {
 	"ring_full",	     "cupti_dropped",	 "cupti_no_timestamp", "cuda_event_timing",
 	"nvtx_too_deep",     "nvtx_open_ranges", "nvtx_attributes",    "plugin_dropped",
 	"ranges_too_deep",   "itt_open_ranges",	 "no_device_row",
-	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",
+	"reentrant",	     "ze_no_event",	 "ze_overwritten",     "ze_unread",	"ze_untracked_list",
 	"ze_metrics_unread", "window_late",	 "cupti_pm_overflow",  "cupti_range_late",
 	"no_thread_ring",
 	"cupti_range_dropped", "cupti_range_unclaimed", "cupti_range_unmeasured", "cupti_after_exit",

@@ -1709,10 +1709,17 @@ def test_one_list_run_by_many_threads_at_once_is_never_drawn_a_wrap_late(tmp_pat
 
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
                     "after fork(): the child's drain thread stops it ('dup thread with used id')")
-def test_fork_child_traces_its_own_work(tmp_path):
+@pytest.mark.parametrize("inherited", [False, True], ids=["own_handles", "parents_list"])
+def test_fork_child_traces_its_own_work(tmp_path, inherited):
+    """With `inherited`, the child also launches on the list its parent made before the
+    fork (the simulated driver runs it; a real one re-initialises in a fork child, where
+    the parent's handles are not the child's). The child forgot the parent's lists, so
+    that kernel is not drawn: it is counted lost (ze_untracked_list). It was left out
+    silently, the child's trace complete with 0 lost."""
     need(LZ / "ze_fork")
-    plain = run([LZ / "ze_fork"], traced=False, env=sim_env())
-    traced = run([LZ / "ze_fork"], env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+    args = [LZ / "ze_fork"] + (["inherited"] if inherited else [])
+    plain = run(args, traced=False, env=sim_env())
+    traced = run(args, env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
                  trace="unused")
     assert plain.returncode == traced.returncode == 0
     assert traced.stdout == plain.stdout
@@ -1723,7 +1730,11 @@ def test_fork_child_traces_its_own_work(tmp_path):
     assert kernels == [("child_kernel",), ("parent_kernel", "parent_kernel")]
     for t in traces:
         assert_durations(device_spans(t))
-        assert t["gputrace"]["events_lost"] == 0
+        child = [d["name"] for d in device_spans(t)] == ["child_kernel"]
+        lost = 1 if inherited and child else 0
+        assert t["gputrace"]["events_lost"] == lost, t["gputrace"]
+        if lost:
+            assert t["gputrace"]["lost_by_reason"]["ze_untracked_list"] == 1, t["gputrace"]
 
 
 def test_events_of_a_mapped_timestamp_pool_keep_their_kernels_times(tmp_path):

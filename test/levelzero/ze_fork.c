@@ -1,7 +1,10 @@
-/* ze_fork: a kernel `parent_kernel` on an immediate list, then fork(); the child calls zeInit
- * again, makes its own context and list and runs `child_kernel`; after the child exits the
- * parent runs `parent_kernel` again on its list. Every kernel is 3000 ns, waited with an
- * event (a pool without timestamps). */
+/* ze_fork [inherited]: a kernel `parent_kernel` on an immediate list, then fork(); the child
+ * calls zeInit again, makes its own context and list and runs `child_kernel`; after the
+ * child exits the parent runs `parent_kernel` again on its list. Every kernel is 3000 ns,
+ * waited with an event (a pool without timestamps). With `inherited` the child also runs
+ * `parent_kernel` on the parent's list (which the simulated driver allows, a real one
+ * re-initialising in a fork child does not). */
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +30,7 @@ static void session(const char *name, struct app_ze *z, ze_command_list_handle_t
 	*k = app_kernel(app_module(z), name, 1, 1, 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct app_ze z;
 	ze_command_list_handle_t imm;
@@ -47,6 +50,8 @@ int main(void)
 
 		session("child_kernel", &c, &cimm, &ck);
 		run_kernel(&c, cimm, ck);
+		if (argc > 1 && !strcmp(argv[1], "inherited"))
+			run_kernel(&z, imm, k);
 		printf("child: child_kernel done\n");
 		return 0;
 	}
