@@ -1057,6 +1057,7 @@ GT_FORK_CODE static void atfork_child(void)
 	atomic_store(&own_threads_live, 0);
 	shim__run_locks_fork_done();
 	registry__unlock_all();
+	registry__fork_child();
 	stacks__fork_child();
 	/* the child's cycle lock is made anew by forget() below, or
 	 * released here when the tracer is not running */

@@ -179,6 +179,54 @@ static uint32_t device_next_tid[GT_DEVICES_MAX + 1];
 static struct gt_arg device_props[GT_DEVICES_MAX + 1][GT_DEVICE_PROPS_MAX];
 static _Atomic uint32_t device_nprops[GT_DEVICES_MAX + 1];
 static _Atomic uint32_t ndevices, ntracks;
+/* A fork child's rows up to these are its parent's: shown once claimed, as the child
+ * registers them again (its backends forgot theirs; names find the same rows). */
+static uint32_t inherited_devices, inherited_tracks;
+static _Atomic bool device_claimed[GT_DEVICES_MAX + 1];
+static _Atomic bool track_claimed[GT_TRACKS_MAX + 1];
+
+/* row_lock held: the row (and its device) are this process's too; named again. */
+static void claim_locked(uint32_t device, uint32_t track)
+{
+	bool any = false;
+
+	if (device && device <= inherited_devices && !device_claimed[device]) {
+		atomic_store_explicit(&device_claimed[device], true, memory_order_relaxed);
+		if (device_tracks[device] <= inherited_tracks)
+			atomic_store_explicit(&track_claimed[device_tracks[device]], true,
+					      memory_order_relaxed);
+		any = true;
+	}
+	if (track && track <= inherited_tracks && !track_claimed[track]) {
+		atomic_store_explicit(&track_claimed[track], true, memory_order_relaxed);
+		any = true;
+	}
+	if (any)
+		atomic_fetch_add_explicit(&names_gen, 1, memory_order_release);
+}
+
+bool registry__device_shown(uint32_t device)
+{
+	return device > inherited_devices ||
+	       atomic_load_explicit(&device_claimed[device], memory_order_relaxed);
+}
+
+bool registry__track_shown(uint32_t track)
+{
+	return track > inherited_tracks ||
+	       atomic_load_explicit(&track_claimed[track], memory_order_relaxed);
+}
+
+GT_FORK_CODE void registry__fork_child(void)
+{
+	inherited_devices = atomic_load_explicit(&ndevices, memory_order_relaxed);
+	inherited_tracks = atomic_load_explicit(&ntracks, memory_order_relaxed);
+	/* (a grandchild: the claims were its parent's; none written when no rows) */
+	for (uint32_t d = 1; d <= inherited_devices; d++)
+		atomic_store_explicit(&device_claimed[d], false, memory_order_relaxed);
+	for (uint32_t t = 1; t <= inherited_tracks; t++)
+		atomic_store_explicit(&track_claimed[t], false, memory_order_relaxed);
+}
 
 static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint32_t tid)
 {
@@ -204,6 +252,8 @@ uint32_t gt_device_row(const char *name)
 	for (uint32_t d = 1; d <= n; d++)
 		if (device_names[d] == id)
 			dev = d;
+	if (dev)
+		claim_locked(dev, 0);
 	/* a device needs its own row too: none is made without it */
 	if (!dev && n < GT_DEVICES_MAX &&
 	    atomic_load_explicit(&ntracks, memory_order_relaxed) < GT_TRACKS_MAX) {
@@ -239,6 +289,7 @@ uint32_t gt_queue_row(uint32_t device, const char *name, int sort)
 				track = t;
 		if (!track)
 			track = add_track_locked(device, id, sort, device_next_tid[device]++);
+		claim_locked(device, track);
 	}
 	pthread_mutex_unlock(&row_lock);
 	return track;

@@ -5,6 +5,7 @@
 #define GPUTRACE_REGISTRY_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "event.h"
 
@@ -27,6 +28,14 @@ GT_HIDDEN const struct gt_row *registry__track(uint32_t track);
 /* Changes each time a device or queue row is renamed: rows named before
  * are named again. */
 GT_HIDDEN uint32_t registry__names_gen(void);
+
+/* In a fork child: is the parent's row (device, track) one this process registered
+ * again (gt_device_row, gt_queue_row)? Rows made in this process always are. Its file
+ * names only those: not every row of the parent's, unused here. */
+GT_HIDDEN bool registry__device_shown(uint32_t device);
+GT_HIDDEN bool registry__track_shown(uint32_t track);
+/* The child's rows so far are its parent's, none shown until registered again. */
+GT_HIDDEN void registry__fork_child(void);
 
 /* Locks for fork(): held across it so the child finds them free. */
 GT_HIDDEN void registry__lock_all(void);

@@ -526,17 +526,21 @@ static uint64_t lost_total(void)
 static void build_device_properties(struct jbuf *b)
 {
 	uint32_t nd = W.devices_named, id_key = gt_str_intern("id");
+	bool first = true;
 
-	if (!nd)
-		return;
-	jbuf__lit(b, "\"deviceProperties\":[");
 	for (uint32_t d = 1; d <= nd; d++) {
 		uint32_t n;
-		const struct gt_arg *p = registry__device_props(d, &n);
+		const struct gt_arg *p;
 		bool has_id = false;
 
-		if (d > 1)
+		if (!registry__device_shown(d))
+			continue; /* a fork child's of its parent's, unused here */
+		p = registry__device_props(d, &n);
+		if (first)
+			jbuf__lit(b, "\"deviceProperties\":[");
+		else
 			jbuf__ch(b, ',');
+		first = false;
 		jbuf__ch(b, '{');
 		for (uint32_t i = 0; i < n; i++)
 			has_id |= p[i].key == id_key;
@@ -549,7 +553,8 @@ static void build_device_properties(struct jbuf *b)
 		events__put_props(b, p, n, !has_id);
 		jbuf__ch(b, '}');
 	}
-	jbuf__lit(b, "],\n");
+	if (!first)
+		jbuf__lit(b, "],\n");
 }
 
 /* ,"adjusted":{"clamped":{"count":3,"max_ns":1200}} when a backend corrected times */

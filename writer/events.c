@@ -352,7 +352,11 @@ void events__name_rows(void)
 
 	for (uint32_t d = W.devices_named + 1; d <= nd; d++) {
 		size_t n;
-		const char *s = gt_str_get(registry__device_name(d), &n);
+		const char *s;
+
+		if (!registry__device_shown(d))
+			continue; /* a fork child's of its parent's, unused here */
+		s = gt_str_get(registry__device_name(d), &n);
 
 		events__meta(&W.buf, "process_name", device_pid(d), 0, "name", s, n, 0);
 		events__meta(&W.buf, "process_sort_index", device_pid(d), 0, "sort_index", NULL, 0,
@@ -364,8 +368,8 @@ void events__name_rows(void)
 		size_t n;
 		const char *s;
 
-		if (!row || row->tid == 1)
-			continue; /* the device's own row is the process */
+		if (!row || row->tid == 1 || !registry__track_shown(t))
+			continue; /* the device's own row is the process (or a parent's) */
 		s = gt_str_get(row->name, &n);
 		events__meta(&W.buf, "thread_name", device_pid(row->device), row->tid, "name", s, n, 0);
 		events__meta(&W.buf, "thread_sort_index", device_pid(row->device), row->tid, "sort_index",

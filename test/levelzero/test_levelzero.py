@@ -1737,6 +1737,34 @@ def test_fork_child_traces_its_own_work(tmp_path, inherited):
             assert t["gputrace"]["lost_by_reason"]["ze_untracked_list"] == 1, t["gputrace"]
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
+                    "after fork(): the child's drain thread stops it ('dup thread with used id')")
+def test_fork_child_names_only_its_own_device_rows(tmp_path):
+    """A fork child that uses no device of its own (it only asks for the drivers) has no
+    device row in its file. It named every row its parent had made (the GPU and its
+    immediate list, empty: an empty device of the child's in a merged trace), and its
+    deviceProperties listed the parent's GPU. A child that uses the device finds the
+    same rows again (test_fork_child_traces_its_own_work)."""
+    need(LZ / "ze_fork")
+    r = run([LZ / "ze_fork", "driver_only"],
+            env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}), trace="unused")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"child: 1 driver(s)\nparent: parent_kernel done twice\n"
+    from conftest import load_trace
+    traces = {t["gputrace"]["pid"]: t for t in map(load_trace, tmp_path.glob("t-*.json"))}
+    assert len(traces) == 2
+    for pid, t in traces.items():
+        gpus = {e["pid"] for e in t["traceEvents"] if e.get("ph") == "M" and
+                e["name"] == "process_name" and e["pid"] != pid}
+        kernels = [d["name"] for d in device_spans(t)]
+        if kernels:  # the parent
+            assert kernels == ["parent_kernel"] * 2 and len(gpus) == 1, t["traceEvents"]
+            assert len(t["deviceProperties"]) == 1
+        else:
+            assert gpus == set() and "deviceProperties" not in t, t["traceEvents"]
+            assert [h["name"] for h in host_spans(t)] == ["zeDriverGet"]
+
+
 def test_events_of_a_mapped_timestamp_pool_keep_their_kernels_times(tmp_path):
     """ze_mapped: kernels timed by the program's events of a KERNEL_MAPPED_TIMESTAMP pool
     (spec 1.6: kernel timestamps in host time), on a regular list and an immediate list.

@@ -1,9 +1,10 @@
-/* ze_fork [inherited]: a kernel `parent_kernel` on an immediate list, then fork(); the child
+/* ze_fork [inherited|driver_only]: a kernel `parent_kernel` on an immediate list, then fork(); the child
  * calls zeInit again, makes its own context and list and runs `child_kernel`; after the
  * child exits the parent runs `parent_kernel` again on its list. Every kernel is 3000 ns,
  * waited with an event (a pool without timestamps). With `inherited` the child also runs
  * `parent_kernel` on the parent's list (which the simulated driver allows, a real one
- * re-initialising in a fork child does not). */
+ * re-initialising in a fork child does not). With `driver_only` the child only calls
+ * zeDriverGet. */
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,13 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	pid = fork();
 	APP_EXPECT(pid >= 0, "fork");
+	if (pid == 0 && argc > 1 && !strcmp(argv[1], "driver_only")) {
+		uint32_t n = 0;
+
+		ZE_CHECK(zeDriverGet(&n, NULL));
+		printf("child: %u driver(s)\n", n);
+		return 0;
+	}
 	if (pid == 0) {
 		struct app_ze c;
 		ze_command_list_handle_t cimm;
