@@ -217,6 +217,14 @@ bool registry__track_shown(uint32_t track)
 	       atomic_load_explicit(&track_claimed[track], memory_order_relaxed);
 }
 
+void registry__claim_track(uint32_t track)
+{
+	pthread_mutex_lock(&row_lock);
+	if (track >= 1 && track <= atomic_load_explicit(&ntracks, memory_order_relaxed))
+		claim_locked(tracks[track].device, track);
+	pthread_mutex_unlock(&row_lock);
+}
+
 GT_FORK_CODE void registry__fork_child(void)
 {
 	inherited_devices = atomic_load_explicit(&ndevices, memory_order_relaxed);

@@ -34,6 +34,9 @@ GT_HIDDEN uint32_t registry__names_gen(void);
  * names only those: not every row of the parent's, unused here. */
 GT_HIDDEN bool registry__device_shown(uint32_t device);
 GT_HIDDEN bool registry__track_shown(uint32_t track);
+/* A parent's row the child drew on without registering it again (a backend that kept
+ * its row ids): shown from the next naming of rows on. */
+GT_HIDDEN void registry__claim_track(uint32_t track);
 /* The child's rows so far are its parent's, none shown until registered again. */
 GT_HIDDEN void registry__fork_child(void);
 

@@ -1220,12 +1220,17 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 				 unsigned nargs, bool arrow, const struct span_ranges *ranges)
 {
 	struct args_extra x;
-	const struct gt_row *row = registry__track(ev->track);
+	uint32_t track = ev->track;
+	const struct gt_row *row = registry__track(track);
 	struct device_row at;
 	struct placed p;
 
 	if (!row && !(ev->type == GT_EV_COUNTER && !ev->track))
-		row = registry__track(gt_device_track(1));
+		row = registry__track(track = gt_device_track(1));
+	if (gt_unlikely(row && !registry__track_shown(track)))
+		/* a fork child's of its parent's, used without registering it again (a
+		 * backend that kept its row ids): named by the cycle's next naming */
+		registry__claim_track(track);
 	/* a counter of no device row is the process's (ITT counters) */
 	at.pid = row ? device_pid(row->device) : ev->track ? device_pid(0) : (uint32_t)gt_st.pid;
 	at.tid = row ? row->tid : 0;
