@@ -181,7 +181,10 @@ static _Atomic uint32_t device_nprops[GT_DEVICES_MAX + 1];
 static _Atomic uint32_t ndevices, ntracks;
 /* A fork child's rows up to these are its parent's: shown once claimed, as the child
  * registers them again (its backends forgot theirs; names find the same rows). */
-static uint32_t inherited_devices, inherited_tracks;
+static uint32_t inherited_devices GT_STARTUP_STATE, inherited_tracks GT_STARTUP_STATE;
+/* any row made: read by every fork child (beside the start-up state: a shell's child
+ * touches no other page of ours for it) */
+static bool any_rows GT_STARTUP_STATE;
 static _Atomic bool device_claimed[GT_DEVICES_MAX + 1];
 static _Atomic bool track_claimed[GT_TRACKS_MAX + 1];
 
@@ -227,6 +230,8 @@ void registry__claim_track(uint32_t track)
 
 GT_FORK_CODE void registry__fork_child(void)
 {
+	if (!any_rows)
+		return;
 	inherited_devices = atomic_load_explicit(&ndevices, memory_order_relaxed);
 	inherited_tracks = atomic_load_explicit(&ntracks, memory_order_relaxed);
 	/* (a grandchild: the claims were its parent's; none written when no rows) */
@@ -243,6 +248,7 @@ static uint32_t add_track_locked(uint32_t device, uint32_t name, int sort, uint3
 	if (n >= GT_TRACKS_MAX)
 		return 0;
 	n++;
+	any_rows = true;
 	tracks[n].device = device;
 	tracks[n].tid = tid;
 	atomic_store_explicit(&tracks[n].name, name, memory_order_relaxed);
