@@ -84,9 +84,11 @@ void ze_event__created(ze_event_handle_t e, ze_event_pool_handle_t p, uint32_t i
 	uintptr_t pool = ze_map__get(&ze_pools, p);
 	char name[48];
 
-	/* A pool made before tracing began: its events are named, not timed. */
+	/* A pool not seen made (a fork child's of its parent's): its events are named,
+	 * not timed, and go to the driver untouched (it may have timestamps). */
 	snprintf(name, sizeof(name), "event %u.%u", (unsigned)(pool >> 8), index);
-	ze_event__new(e, p, (uint32_t)(pool & 0xff) | ZE_EV_MADE, name);
+	ze_event__new(e, p, (uint32_t)(pool & 0xff) | ZE_EV_MADE | (pool ? 0 : ZE_EV_POOL_UNKNOWN),
+		      name);
 }
 
 void ze_event__cb_created(ze_event_handle_t e, const ze_event_counter_based_desc_t *desc)

@@ -275,6 +275,7 @@ GT_HIDDEN void ze_dev__forget(void);
 #define ZE_EV_KERNEL_TS     0x4 /* kernel timestamps (queried into our memory if counter-based) */
 #define ZE_EV_HOST_DOMAIN   0x8 /* ... in host time (HOST_TIMESTAMP, KERNEL_MAPPED_TIMESTAMP) */
 #define ZE_EV_MADE          0x10 /* seen made by the driver: a valid handle until destroyed */
+#define ZE_EV_POOL_UNKNOWN  0x20 /* of a pool not seen made (a fork child's parent's): timed or not */
 
 struct ze_event_info {
 	ze_event_pool_handle_t pool; /* NULL: a counter-based event without a pool */

@@ -1490,15 +1490,6 @@ GT_STARTUP_CODE void ze_track__final(void)
 
 /* ---- appends ---- */
 
-/* Would the driver accept this event? Ours replaces it in the command, so the
- * driver checks it only in the barrier, after the command went in. */
-static bool ze__event_valid(ze_event_handle_t ev)
-{
-	ze_result_t st = ZE_REAL(zeEventQueryStatus)(ev);
-
-	return st == ZE_RESULT_SUCCESS || st == ZE_RESULT_NOT_READY;
-}
-
 /* The first of a command's wait events, named, and how many. */
 static void ze__waits_locked(struct ze_append *a, uint32_t nwait, const ze_event_handle_t *waits)
 {
@@ -1625,10 +1616,12 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 		a->own = a->event != NULL;
 		if (a->own)
 			ze__query_after(a, L, program_event, info, true);
-	} else if (!(info && (info->flags & ZE_EV_MADE)) && !ze__event_valid(program_event)) {
-		/* Passed on untouched: the driver rejects it as before. One it made
-		 * is not asked about (a call per signaled append; the simulated
-		 * device ran its due work on the program's thread for it). */
+	} else if (!info || (info->flags & ZE_EV_POOL_UNKNOWN)) {
+		/* Passed on untouched, the command untimed (counted): an event not seen made
+		 * (a fork child's of its parent's, or of its parent's pool) may have
+		 * timestamps, which a barrier of ours signaling it would overwrite with its
+		 * own (the program read kernels of 0 ticks). An invalid one the driver
+		 * rejects as before. */
 		goto out;
 	} else {
 		a->event = ze_ctx__event(L->ctx);

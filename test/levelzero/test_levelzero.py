@@ -1765,6 +1765,31 @@ def test_fork_child_names_only_its_own_device_rows(tmp_path):
             assert [h["name"] for h in host_spans(t)] == ["zeDriverGet"]
 
 
+@pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
+                    "after fork(): the child's drain thread stops it ('dup thread with used id')")
+def test_fork_child_reads_its_kernels_times_from_its_parents_events(tmp_path):
+    """A fork child times its kernels with its parent's timestamp event, and with one it
+    makes of its parent's pool: events gputrace forgot at the fork (or never saw the pool
+    of), so it cannot tell whether they have timestamps. They go to the driver untouched,
+    the kernels counted lost (ze_no_event), and the program reads its kernels' times.
+    Before, a barrier of gputrace's signaled them, and the program read its times: 0
+    ticks."""
+    need(LZ / "ze_fork")
+    args = [LZ / "ze_fork", "parents_events"]
+    plain = run(args, traced=False, env=sim_env())
+    traced = run(args, env=sim_env({"GPUTRACE_OUTPUT": str(tmp_path / "t-%p.json")}),
+                 trace="unused")
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    assert plain.stdout == b"child: the kernel took > 10 ticks\n" * 2 + \
+        b"parent: parent_kernel done twice\n"
+    assert traced.stdout == plain.stdout
+    from conftest import load_trace
+    traces = [load_trace(f) for f in tmp_path.glob("t-*.json")]
+    assert len(traces) == 2
+    lost = sorted(t["gputrace"]["lost_by_reason"].get("ze_no_event", 0) for t in traces)
+    assert lost == [0, 2], [t["gputrace"] for t in traces]
+
+
 def test_events_of_a_mapped_timestamp_pool_keep_their_kernels_times(tmp_path):
     """ze_mapped: kernels timed by the program's events of a KERNEL_MAPPED_TIMESTAMP pool
     (spec 1.6: kernel timestamps in host time), on a regular list and an immediate list.
