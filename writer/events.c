@@ -390,16 +390,6 @@ struct args_extra {
 
 #define NO_EXTRA(corr) ((struct args_extra){ (corr), 0, -1, -1, NULL })
 
-/* A backend's own integer for key: Kineto's tools read device and stream as
- * integers only (a CUDA context-wide sync's stream -1 included). */
-static bool has_int_arg(const struct gt_arg *args, unsigned nargs, uint32_t key)
-{
-	for (unsigned i = 0; i < nargs; i++)
-		if (args[i].key == key)
-			return args[i].type == GT_ARG_I64 || args[i].type == GT_ARG_U64;
-	return false;
-}
-
 /* Inlined: the key's length is a constant, its copy a move or two. */
 static inline __attribute__((always_inline)) void put_extra(struct jbuf *b, bool *first,
 							    const char *key, size_t klen)
@@ -714,19 +704,32 @@ void events__put_props(struct jbuf *b, const struct gt_arg *p, unsigned n, bool 
 }
 
 /* A device's ordinal: the "id" its backend gave it, else its place in the
- * trace's device list. */
-static int64_t device_ordinal(uint32_t device)
+ * trace's device list. Props are only ever appended (registry.c), so the
+ * answer for (device, their count) lasts: kept for the last device asked
+ * (every kernel asks: ~40 instructions a kernel on the drain, callgrind). */
+static inline int64_t device_ordinal(uint32_t device)
 {
-	static uint32_t id_key;
+	static uint32_t id_key, memo_device, memo_n = UINT32_MAX;
+	static int64_t memo;
 	uint32_t n;
 	const struct gt_arg *p = registry__device_props(device, &n);
+	int64_t v = device ? (int64_t)device - 1 : 0;
 
+	if (gt_likely(device == memo_device && n == memo_n))
+		return memo;
 	if (!id_key)
 		id_key = gt_str_intern("id");
 	for (uint32_t i = 0; i < n; i++)
-		if (p[i].key == id_key && p[i].type != GT_ARG_STR)
-			return p[i].v.i;
-	return device ? (int64_t)device - 1 : 0;
+		if (p[i].key == id_key && p[i].type != GT_ARG_STR) {
+			v = p[i].v.i;
+			break;
+		}
+	if (id_key) {
+		memo_device = device;
+		memo_n = n;
+		memo = v;
+	}
+	return v;
 }
 
 /* Kernels, copies, fills and syncs carry integer args.device and
@@ -739,12 +742,27 @@ static struct args_extra device_extra(const struct gt_event *ev, const struct gt
 	bool work = ev->cat == GT_S_CAT_KERNEL || ev->cat == GT_S_CAT_GPU_MEMCPY ||
 		    ev->cat == GT_S_CAT_GPU_MEMSET || ev->cat == GT_S_CAT_GPU_SYNC ||
 		    ev->cat == GT_S_CAT_ZE_SYNC;
+	/* A backend's own integer device and stream, else ours (Kineto's tools read
+	 * them as integers only: a CUDA context-wide sync's stream -1 included); both
+	 * keys in one pass, the first arg of a key deciding (1: its own integer) */
+	int dev = -1, stream = -1;
 
 	if (!work || !row)
 		return x;
-	if (!has_int_arg(args, nargs, GT_S_ARG_DEVICE))
+	for (unsigned i = 0; i < nargs; i++) {
+		uint32_t k = args[i].key;
+
+		/* (one test for both keys on the common path: neither is there) */
+		if (gt_likely(k != GT_S_ARG_DEVICE && k != GT_S_ARG_STREAM))
+			continue;
+		if (k == GT_S_ARG_DEVICE && dev < 0)
+			dev = args[i].type == GT_ARG_I64 || args[i].type == GT_ARG_U64;
+		else if (k == GT_S_ARG_STREAM && stream < 0)
+			stream = args[i].type == GT_ARG_I64 || args[i].type == GT_ARG_U64;
+	}
+	if (dev <= 0)
 		x.device = device_ordinal(row->device);
-	if (!has_int_arg(args, nargs, GT_S_ARG_STREAM))
+	if (stream <= 0)
 		x.stream = row->tid;
 	return x;
 }
