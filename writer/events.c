@@ -681,23 +681,24 @@ static void put_fixed_args(struct jbuf *b, const struct gt_arg *args, unsigned n
  * The common args, kept formatted (args_memo) and with no ranges around them, written
  * as put_args writes them through one cursor into room taken once (a launch's two
  * events: a check and a length update per piece were ~150 instructions of each
- * put_args, callgrind). false: nothing written, the general path's case.
+ * put_args, callgrind). args_fast: their memo, or NULL (the general path's case).
  */
-static inline bool put_args_fast(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
-				 const struct args_extra *x)
+static inline const struct args_memo *args_fast(const struct gt_arg *args, unsigned nargs,
+						const struct args_extra *x)
 {
 	const struct args_memo *m;
-	char *p;
 
 	if (!nargs || nargs > ARGS_MEMO_ARGS ||
 	    (x->ranges && ((x->ranges->ctx && x->ranges->ctx->n) ||
 			   (x->ranges->exec && x->ranges->exec->n))))
-		return false;
+		return NULL;
 	m = args_memo_slot(args, nargs, x);
-	if (!args_memo_hit(m, args, nargs, x) ||
-	    (gt_unlikely(b->len + ARGS_FAST_ROOM > b->cap) && jbuf__reserve(b, ARGS_FAST_ROOM)))
-		return false;
-	p = b->p + b->len;
+	return args_memo_hit(m, args, nargs, x) ? m : NULL;
+}
+
+/* ... through p, with ARGS_FAST_ROOM there */
+static inline char *cur_args_fast(char *p, const struct args_memo *m, const struct args_extra *x)
+{
 	memcpy(p, ",\"args\":{", 9);
 	p = cur_cached(p + 9, m->text, m->len); /* (a hit's text is never empty) */
 	if (x->corr) {
@@ -709,7 +710,18 @@ static inline bool put_args_fast(struct jbuf *b, const struct gt_arg *args, unsi
 		p = cur_counter(&device_corr2_text, p + 16, x->corr2);
 	}
 	*p++ = '}';
-	b->len = (size_t)(p - b->p);
+	return p;
+}
+
+static inline bool put_args_fast(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
+				 const struct args_extra *x)
+{
+	const struct args_memo *m = args_fast(args, nargs, x);
+
+	if (!m || (gt_unlikely(b->len + ARGS_FAST_ROOM > b->cap) &&
+		   jbuf__reserve(b, ARGS_FAST_ROOM)))
+		return false;
+	b->len = (size_t)(cur_args_fast(b->p + b->len, m, x) - b->p);
 	return true;
 }
 
@@ -872,6 +884,39 @@ static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, 
 	else
 		put_head_slow(b, ph, ev, pid, tid);
 	json__ts(b, ts, &ts_prefix);
+}
+
+/* What put_span_fast writes at most, the blocks' slack included. */
+#define SPAN_FAST_ROOM (HEAD_CACHE_MAX + JSON_NUM_ROOM + 7 + JSON_NUM_ROOM + ARGS_FAST_ROOM + 1)
+
+/*
+ * A span whose head and args are kept formatted (a launch's call and its kernel), as
+ * put_head, its dur, put_args and the closing brace write it, through one cursor into
+ * room taken once. false: nothing written (not begun either), the general path's case.
+ */
+static bool put_span_fast(const struct gt_event *ev, uint32_t pid, uint32_t tid,
+			  struct placed at, const struct gt_arg *args, unsigned nargs,
+			  const struct args_extra *x)
+{
+	const struct head_json *h = head_slot('X', ev, pid, tid);
+	const struct args_memo *m;
+	struct jbuf *b = &W.buf;
+	char *p;
+
+	if (!h->len || h->name != ev->name || h->tid != tid || h->cat != ev->cat ||
+	    h->pid != pid || h->ph != 'X' || !(m = args_fast(args, nargs, x)))
+		return false;
+	begin_event(b);
+	if (gt_unlikely(b->len + SPAN_FAST_ROOM > b->cap) && jbuf__reserve(b, SPAN_FAST_ROOM))
+		return true; /* out of memory: the file is cut here (b->oom), as put_host_call */
+	p = cur_cached(b->p + b->len, h->text, h->len);
+	p = json__put_ts(p, at.ts, &ts_prefix);
+	memcpy(p, ",\"dur\":", 7);
+	p = json__put_us(p + 7, at.dur);
+	p = cur_args_fast(p, m, x);
+	*p++ = '}';
+	b->len = (size_t)(p - b->p);
+	return true;
 }
 
 static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
@@ -1178,7 +1223,9 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 
 	name_thread(tid);
 	if (ev->type == GT_EV_HOST_SPAN &&
-	    put_host_call(ev, args, nargs, (uint32_t)gt_st.pid, tid, at)) {
+	    (put_host_call(ev, args, nargs, (uint32_t)gt_st.pid, tid, at) ||
+	     put_span_fast(ev, (uint32_t)gt_st.pid, tid, at, args, nargs,
+			   &NO_EXTRA(ev->corr)))) {
 		summarize(ev, args, nargs, 0, at, NULL);
 		return at.point;
 	}
@@ -1334,13 +1381,15 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 	 * have an annotation of ours open with it */
 	p = place__slice(at.pid, at.tid, ev->start_ns, ev->end_ns,
 			 arrow ? PLACE_ARROW : !ev->corr && !ev->corr2 ? PLACE_OFF_ENDS : 0);
-	put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
-	jbuf__lit(&W.buf, ",\"dur\":");
-	json__us(&W.buf, p.dur);
 	x = device_extra(ev, args, nargs, row);
 	x.ranges = ranges;
-	put_args(&W.buf, args, nargs, x);
-	jbuf__ch(&W.buf, '}');
+	if (!put_span_fast(ev, at.pid, at.tid, p, args, nargs, &x)) {
+		put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
+		jbuf__lit(&W.buf, ",\"dur\":");
+		json__us(&W.buf, p.dur);
+		put_args(&W.buf, args, nargs, x);
+		jbuf__ch(&W.buf, '}');
+	}
 	annotate__after(ev->track, p, arrow);
 	summarize(ev, args, nargs, row ? row->device : 0, p, ranges ? ranges->ctx : NULL);
 	at.point = p.point;
