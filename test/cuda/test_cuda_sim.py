@@ -1249,12 +1249,18 @@ def test_step_back_leaves_work_read_just_before_the_fit_ahead_of_it(tmp_path):
     new side (read up to 3 ms after that fit). The segment before the fit, measured,
     holds them: each where it ran. (The step's segment, newer, took them first: syncs
     drawn 3 ms past their calls, 1 run in 5 of the 30-burst test, 5 in 6 here.)"""
-    r = sim_run([APP, "clock", "300", "2"], tmp_path,
-                env={"CUDA_SIM_CUPTI_VERSION": "130000", "CUDA_SIM_REALTIME_STEP_NS": "-3000000",
-                     "CUDA_SIM_REALTIME_STEP_AT_MS": "400"})
-    assert (r.returncode, r.stdout) == (0, b"clock: 300 kernels\n"), r.stderr
+    one_step_back_unclamped(tmp_path, 300, 2, {"CUDA_SIM_CUPTI_VERSION": "130000",
+                                               "CUDA_SIM_REALTIME_STEP_AT_MS": "400"})
+
+
+def one_step_back_unclamped(tmp_path, kernels, sync_ms, env):
+    """sim_app clock KERNELS SYNC_MS with CUPTI's clock stepped back 3 ms: every kernel
+    and sync where it ran (check_clock_run), the step seen once, nothing clamped."""
+    r = sim_run([APP, "clock", str(kernels), str(sync_ms)], tmp_path,
+                env={"CUDA_SIM_REALTIME_STEP_NS": "-3000000", **env})
+    assert (r.returncode, r.stdout) == (0, f"clock: {kernels} kernels\n".encode()), r.stderr
     trace = load_exact(r.trace_path)
-    check_clock_run(trace, 300)
+    check_clock_run(trace, kernels)
     adjusted = trace["gputrace"]["adjusted"]
     assert adjusted["clock_step"]["count"] == 1
     assert "clamped" not in adjusted
@@ -1267,15 +1273,8 @@ def test_step_placed_by_launches_read_long_after(tmp_path):
     record is read, tens of thousands of CUDA calls later: each kernel after its launch,
     before its sync returned, nothing moved. (A table of 16,384 launches forgot all but
     the last: ~5,900 kernels were drawn 3 ms before their launch, and not clamped.)"""
-    r = sim_run([APP, "clock", "10000", "0"], tmp_path,
-                env={"GPUTRACE_FLUSH_MS": "2000", "CUDA_SIM_REALTIME_STEP_NS": "-3000000",
-                     "CUDA_SIM_REALTIME_STEP_AT_MS": "200"})
-    assert (r.returncode, r.stdout) == (0, b"clock: 10000 kernels\n"), r.stderr
-    trace = load_exact(r.trace_path)
-    check_clock_run(trace, 10000)
-    adjusted = trace["gputrace"]["adjusted"]
-    assert adjusted["clock_step"]["count"] == 1
-    assert "clamped" not in adjusted
+    one_step_back_unclamped(tmp_path, 10000, 0, {"GPUTRACE_FLUSH_MS": "2000",
+                                                 "CUDA_SIM_REALTIME_STEP_AT_MS": "200"})
 
 
 @pytest.mark.parametrize("step", [-3000000, 3000000])
