@@ -244,6 +244,19 @@ struct ze_pending {
 static struct ze_map ze_ctxs;    /* context -> struct ze_ctx * */
 static struct ze_map ze_lists;   /* list -> struct ze_list * */
 static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
+/* lists and queues made on a device with no row (device.c): their work is not drawn,
+ * as that device's one line says, and not counted lost as untracked either */
+static struct ze_map ze_rowless;
+
+static bool ze__rowless(const void *handle)
+{
+	bool rowless;
+
+	pthread_mutex_lock(&ze_lock);
+	rowless = ze_map__get(&ze_rowless, handle);
+	pthread_mutex_unlock(&ze_lock);
+	return rowless;
+}
 static struct ze_map ze_slots;   /* event of ours -> its timestamp slot */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
 static struct ze_pending *ze_pend_head GT_STARTUP_STATE, *ze_pend_tail, *ze_pend_spare;
@@ -1563,7 +1576,7 @@ ze_event_handle_t ze_track__append_begin(struct ze_append *a, uint64_t at,
 	if (gt_unlikely(!(L = ze_list__find(l)))) {
 		/* Made before a fork (the child forgot its parent's lists: a driver makes the
 		 * child start over), or never known: counted at the end, if it succeeds. */
-		a->untracked = l != NULL;
+		a->untracked = l != NULL && !ze__rowless(l);
 		return program_event;
 	}
 	a->list = L;
@@ -1963,7 +1976,8 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 		I = (struct ze_list *)ze_map__get(&ze_lists, imm);
 	if ((!Q && !(I && I->immediate)) || !lists || atomic_load(&ze_closed)) {
 		/* (a queue or list a fork child's parent made: counted at the end) */
-		x->untracked = !Q && !I && (q || imm) && lists;
+		x->untracked = !Q && !I && (q || imm) && lists &&
+			       !ze_map__get(&ze_rowless, q ? (const void *)q : (const void *)imm);
 		x->n = n;
 		x->lists = lists;
 		goto out;
@@ -2207,7 +2221,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 
 		if (!L || L->immediate) {
 			/* a list a fork child's parent made: its commands unknown, one counted */
-			if (!L && counted && x->lists[i] && !ze__paused())
+			if (!L && counted && x->lists[i] && !ze__paused() &&
+			    !ze_map__get(&ze_rowless, x->lists[i]))
 				gt_lost_add(ze_str.lost_untracked, 1);
 			continue;
 		}
@@ -2318,8 +2333,11 @@ void ze_track__queue_created(ze_command_queue_handle_t q, ze_device_handle_t dev
 	pthread_mutex_lock(&ze_lock);
 	Q->handle = q;
 	Q->dev = ze_dev__get(dev);
-	if (!Q->dev)
+	if (!Q->dev) {
+		if (dev)
+			ze_map__put(&ze_rowless, q, 1);
 		goto fail;
+	}
 	snprintf(name, sizeof(name), "queue %u.%u", ordinal, index);
 	Q->track = gt_queue_row(Q->dev->row, name, (int)(ordinal * 1000 + index));
 	Q->anchor = ze_anchor__get(Q->track);
@@ -2339,6 +2357,8 @@ void ze_track__queue_destroy(ze_command_queue_handle_t q)
 	pthread_mutex_lock(&ze_lock);
 	ze__collect_locked();
 	Q = (struct ze_queue *)ze_map__del(&ze_queues, q);
+	if (!Q)
+		ze_map__del(&ze_rowless, q);
 	/* Pending reads keep their row and anchor, not the queue. */
 	for (struct ze_pending *p = ze_pend_head; Q && p; p = p->next)
 		if (p->queue == Q)
@@ -2375,8 +2395,11 @@ void ze_track__list_created(ze_command_list_handle_t l, ze_context_handle_t ctx,
 	L->handle = l;
 	L->ctx = ze_ctx__get(ctx);
 	L->dev = ze_dev__get(dev);
-	if (!L->ctx || !L->dev)
+	if (!L->ctx || !L->dev) {
+		if (L->ctx && dev)
+			ze_map__put(&ze_rowless, l, 1);
 		goto fail;
+	}
 	if (imm) {
 		unsigned n = L->dev->immediate_lists++;
 
@@ -2423,8 +2446,11 @@ void ze_track__list_release(ze_command_list_handle_t l, bool destroy)
 
 	pthread_mutex_lock(&ze_lock);
 	L = (struct ze_list *)ze_map__get(&ze_lists, l);
-	if (!L)
+	if (!L) {
+		if (destroy)
+			ze_map__del(&ze_rowless, l);
 		goto out;
+	}
 	/* The device is done with the list (the program's promise): read it all, now or
 	 * (a regular list's reads, as they are) on the drain thread. */
 	if (!L->immediate && ze__defers())
@@ -2849,6 +2875,7 @@ GT_FORK_CODE void ze_track__forget(void)
 	ze_map__forget(&ze_lists);
 	atomic_fetch_add(&ze_list_epoch, 1);
 	ze_map__forget(&ze_queues);
+	ze_map__forget(&ze_rowless);
 	ze_map__forget(&ze_slots);
 	ze_event__forget();
 	ze_map__forget(&ze_anchors);
