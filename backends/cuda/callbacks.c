@@ -689,13 +689,14 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (gt_cfg.stacks && ((info & INFO_LAUNCH) || gt_cfg.stacks_all))
 		stack = gt_stack_capture_api((uint32_t)(info & INFO_NAME_MASK));
 	/* queued after CUPTI's exit flush (backend.c, cupti_atexit), by an exit
-	 * handler or destructor that runs after it: its record never comes. Only
+	 * handler or destructor that runs after it: its record never comes (one the
+	 * flush, begun meanwhile, did hand over takes the count back: records.c). Only
 	 * where the call is in the trace: another thread's, returning after the
 	 * end, is left out with its work (writer/drain.c), not counted (threads
 	 * launching on through the exit had thousands counted lost) */
 	if (gt_unlikely((info & INFO_LAUNCH) && !result &&
 			atomic_load_explicit(&cupti_state, memory_order_relaxed) == CUPTI_STOPPED) &&
-	    in_trace(now))
+	    in_trace(now) && cupti__launch_after_exit(cb->correlationId))
 		gt_lost_add(cupti__key("cupti_after_exit"), 1);
 	cupti__emit_api_span(start, now, gt_corr_foreign(GT_CORR_NS_CUPTI, cb->correlationId),
 			     (uint32_t)(info & INFO_NAME_MASK), rt, info & INFO_LAUNCH, result,

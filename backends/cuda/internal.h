@@ -274,6 +274,9 @@ GT_HIDDEN void cupti__records_reset(void);
  * (noted by the callbacks, read by the records). */
 GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
 GT_HIDDEN void cupti__launch_returned(uint32_t corr, uint64_t start_ns);
+/* A launch returning after CUPTI's exit flush began: true if it is to be counted lost
+ * (no record of its work came yet; one that comes later takes the count back). */
+GT_HIDDEN bool cupti__launch_after_exit(uint32_t corr);
 GT_HIDDEN uint64_t cupti__launch_start(uint32_t corr);
 
 /* ---- clock (records.c) ---- */

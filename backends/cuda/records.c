@@ -855,6 +855,12 @@ static uint64_t ext_find(uint32_t corr)
 /* The top bit (the id's bits above LT_BITS take 15): the call returned, its span is in
  * its thread's ring (cupti__launch_returned) */
 #define LT_RETURNED (1ull << 63)
+/* A record of its work came (launch_seen); it was counted lost as returning after
+ * CUPTI's exit flush (cupti__launch_after_exit): whichever of the two comes second sees
+ * the other's bit, so a launch whose record the flush did hand over is not counted. */
+#define LT_SEEN     (1ull << 62)
+#define LT_COUNTED  (1ull << 61)
+#define LT_FLAGS    (LT_RETURNED | LT_SEEN | LT_COUNTED)
 GT_TABLE(_Atomic uint64_t, launch_table, 1u << LT_BITS);
 
 static uint64_t lt_value(uint32_t corr, uint64_t start_ns)
@@ -877,10 +883,40 @@ void cupti__launch_note(uint32_t corr, uint64_t start_ns)
  * others leaves the newer one's alone). */
 void cupti__launch_returned(uint32_t corr, uint64_t start_ns)
 {
-	uint64_t v = lt_value(corr, start_ns);
+	_Atomic uint64_t *slot = lt_slot(corr);
+	uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
 
-	atomic_compare_exchange_strong_explicit(lt_slot(corr), &v, v | LT_RETURNED,
-						memory_order_release, memory_order_relaxed);
+	while ((v & ~LT_FLAGS) == lt_value(corr, start_ns) &&
+	       !atomic_compare_exchange_weak_explicit(slot, &v, v | LT_RETURNED,
+						      memory_order_release, memory_order_relaxed))
+		;
+}
+
+/* Sets bit on the slot if it is corr's launch: the word before, 0 if it is not. */
+static uint64_t lt_mark(uint32_t corr, uint64_t bit)
+{
+	_Atomic uint64_t *slot = lt_slot(corr);
+	uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+
+	while (v && ((v & ~LT_FLAGS) >> LT_TBITS) == (corr >> LT_BITS)) {
+		if (atomic_compare_exchange_weak_explicit(slot, &v, v | bit, memory_order_acq_rel,
+							  memory_order_relaxed))
+			return v;
+	}
+	return 0;
+}
+
+bool cupti__launch_after_exit(uint32_t corr)
+{
+	return !(lt_mark(corr, LT_COUNTED) & LT_SEEN);
+}
+
+/* A record of a launch's work: if the launch was counted lost meanwhile (it returned
+ * after CUPTI's exit flush began, yet the flush handed its work over), it is not. */
+static void launch_seen(uint32_t corr)
+{
+	if (gt_unlikely(lt_mark(corr, LT_SEEN) & LT_COUNTED))
+		gt_lost_add(cupti__key("cupti_after_exit"), (uint64_t)-1);
 }
 
 /* The slot's word if it is this launch's, else 0. */
@@ -888,7 +924,7 @@ static uint64_t lt_find(uint32_t corr)
 {
 	uint64_t v = atomic_load_explicit(lt_slot(corr), memory_order_acquire);
 
-	if (!v || ((v & ~LT_RETURNED) >> LT_TBITS) != (corr >> LT_BITS))
+	if (!v || ((v & ~LT_FLAGS) >> LT_TBITS) != (corr >> LT_BITS))
 		return 0;
 	return v;
 }
@@ -1146,6 +1182,7 @@ static void on_kernel(const rec_kernel *k)
 	unsigned n = 0;
 	bool profilers = false;
 
+	launch_seen(k->correlationId);
 	if (no_time(k->start, k->end))
 		return;
 	cupti__context_device(k->contextId, k->deviceId);
@@ -1181,6 +1218,7 @@ static void on_memcpy(const rec_memcpy *m)
 	struct gt_arg a[GT_ARGS_MAX];
 	unsigned n = 0;
 
+	launch_seen(m->correlationId);
 	if (no_time(m->start, m->end))
 		return;
 	cupti__context_device(m->contextId, m->deviceId);
@@ -1205,6 +1243,7 @@ static void on_p2p(const rec_p2p *m)
 	struct gt_arg a[GT_ARGS_MAX];
 	unsigned n = 0;
 
+	launch_seen(m->correlationId);
 	if (no_time(m->start, m->end))
 		return;
 	a[n++] = ARG_U(GT_S_ARG_DEVICE, m->deviceId);
@@ -1228,6 +1267,7 @@ static void on_memset(const rec_memset *m)
 	struct gt_arg a[GT_ARGS_MAX];
 	unsigned n = 0;
 
+	launch_seen(m->correlationId);
 	if (no_time(m->start, m->end))
 		return;
 	cupti__context_device(m->contextId, m->deviceId);
@@ -1302,6 +1342,7 @@ static void on_graph(const rec_graph *g)
 	char s[48];
 	uint32_t dev = g->deviceId == INT_MAX ? context_device(g->contextId) : g->deviceId;
 
+	launch_seen(g->correlationId);
 	if (no_time(g->start, g->end))
 		return;
 	snprintf(s, sizeof(s), "CUDA graph %u", g->graphId);

@@ -1473,20 +1473,23 @@ def test_launches_through_the_exit_counted_only_with_their_calls(tmp_path):
     that returned after the trace's end is left out with its work, not counted. Before,
     each launch returning after CUPTI's exit flush was counted (`cupti_after_exit`),
     its call in the trace or not: 2,000 to 6,000 more lost than calls without their
-    work (8 threads: 286,068 lost beside 80,032 calls). What is left: a launch that
-    returns just as the process begins to end may be counted and its call left out
-    (a few)."""
-    r = sim_run([APP, "launchers", 2, 25], tmp_path)
-    assert (r.returncode, r.stdout) == (0, b"launchers: ok\n"), r.stderr
-    trace = load_trace(r.trace_path)
-    calls = {e["args"]["correlation"] for e in xs(trace, "cuda_runtime")
-             if e["name"] in ("cudaLaunchKernel", "cudaMemsetAsync") and
-             e["args"]["result"] == 0}
-    drawn = {e["args"]["correlation"] for e in device_work(trace)}
-    lost = trace["gputrace"]["lost_by_reason"]
-    counted = lost.get("cupti_after_exit", 0) + lost.get("cupti_no_timestamp", 0)
-    assert len(calls) > 1000
-    assert counted <= len(calls - drawn) + 100, (counted, len(calls - drawn))
+    work (8 threads: 286,068 lost beside 80,032 calls). A launch returning after the exit
+    flush began, whose record that flush still handed over, was counted and drawn (up to
+    62 in 6 runs here, 109 in CI). What is left: a launch that returns just as the process
+    begins to end may be counted and its call left out (a few)."""
+    for i in range(3):
+        r = sim_run([APP, "launchers", 2, 25], tmp_path)
+        assert (r.returncode, r.stdout) == (0, b"launchers: ok\n"), r.stderr
+        trace = load_trace(r.trace_path)
+        calls = {e["args"]["correlation"] for e in xs(trace, "cuda_runtime")
+                 if e["name"] in ("cudaLaunchKernel", "cudaMemsetAsync") and
+                 e["args"]["result"] == 0}
+        drawn = {e["args"]["correlation"] for e in device_work(trace)}
+        lost = trace["gputrace"]["lost_by_reason"]
+        counted = lost.get("cupti_after_exit", 0) + lost.get("cupti_no_timestamp", 0)
+        assert len(calls) > 1000
+        assert counted <= len(calls - drawn) + 20, (i, counted, len(calls - drawn))
+        os.remove(r.trace_path)
 
 
 def test_launches_through_the_exit_draw_no_work_without_its_launch(tmp_path):
