@@ -536,7 +536,7 @@ static void api_unwound_open(struct api_thread *t, bool rt, bool exiting)
 					  gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
 					  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
 			if (t->rt_launch)
-				cupti__launch_returned(t->rt_corr, t->rt_start);
+				cupti__launch_returned(t->rt_corr);
 		}
 		t->rt_start = 0;
 		return;
@@ -548,7 +548,7 @@ static void api_unwound_open(struct api_thread *t, bool rt, bool exiting)
 		gt_emit_cancelled(t->drv_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->drv_corr),
 				  t->drv_name, GT_S_CAT_CUDA_DRIVER, t->drv_launch);
 		if (t->drv_launch)
-			cupti__launch_returned(t->drv_corr, t->drv_start);
+			cupti__launch_returned(t->drv_corr);
 	}
 	t->drv_start = 0;
 }
@@ -703,7 +703,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			     stack);
 	/* after its span: work read before this is drawn only with it (records.c) */
 	if (info & INFO_LAUNCH)
-		cupti__launch_returned(cb->correlationId, start);
+		cupti__launch_returned(cb->correlationId);
 }
 
 void cupti__api_unwound(void)
@@ -719,7 +719,7 @@ void cupti__api_unwound(void)
 	gt_emit_cancelled(t->rt_start, gt_corr_foreign(GT_CORR_NS_CUPTI, t->rt_corr), t->rt_name,
 			  GT_S_CAT_CUDA_RUNTIME, t->rt_launch);
 	if (t->rt_launch)
-		cupti__launch_returned(t->rt_corr, t->rt_start);
+		cupti__launch_returned(t->rt_corr);
 	t->rt_start = 0;
 }
 

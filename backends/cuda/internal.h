@@ -273,7 +273,7 @@ GT_HIDDEN void cupti__records_reset(void);
 /* Launch start times by CUPTI correlation id, for "never before its launch"
  * (noted by the callbacks, read by the records). */
 GT_HIDDEN void cupti__launch_note(uint32_t corr, uint64_t start_ns);
-GT_HIDDEN void cupti__launch_returned(uint32_t corr, uint64_t start_ns);
+GT_HIDDEN void cupti__launch_returned(uint32_t corr);
 /* A launch returning after CUPTI's exit flush began: true if it is to be counted lost
  * (no record of its work came yet; one that comes later takes the count back). */
 GT_HIDDEN bool cupti__launch_after_exit(uint32_t corr);

@@ -878,21 +878,8 @@ void cupti__launch_note(uint32_t corr, uint64_t start_ns)
 	atomic_store_explicit(lt_slot(corr), lt_value(corr, start_ns), memory_order_relaxed);
 }
 
-/* After the call's span went into its thread's ring: the drain that sees the mark reads
- * the span after it. The slot only if it is still this launch's (a call as long as 2^17
- * others leaves the newer one's alone). */
-void cupti__launch_returned(uint32_t corr, uint64_t start_ns)
-{
-	_Atomic uint64_t *slot = lt_slot(corr);
-	uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-
-	while ((v & ~LT_FLAGS) == lt_value(corr, start_ns) &&
-	       !atomic_compare_exchange_weak_explicit(slot, &v, v | LT_RETURNED,
-						      memory_order_release, memory_order_relaxed))
-		;
-}
-
-/* Sets bit on the slot if it is corr's launch: the word before, 0 if it is not. */
+/* Sets bit on the slot if it is corr's launch: the word before, 0 if it is not (a newer
+ * launch's, 2^17 ids on, is left alone). */
 static uint64_t lt_mark(uint32_t corr, uint64_t bit)
 {
 	_Atomic uint64_t *slot = lt_slot(corr);
@@ -904,6 +891,13 @@ static uint64_t lt_mark(uint32_t corr, uint64_t bit)
 			return v;
 	}
 	return 0;
+}
+
+/* After the call's span went into its thread's ring: the drain that sees the mark reads
+ * the span after it. */
+void cupti__launch_returned(uint32_t corr)
+{
+	lt_mark(corr, LT_RETURNED);
 }
 
 bool cupti__launch_after_exit(uint32_t corr)
