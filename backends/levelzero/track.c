@@ -247,16 +247,6 @@ static struct ze_map ze_queues;  /* queue -> struct ze_queue * */
 /* lists and queues made on a device with no row (device.c): their work is not drawn,
  * as that device's one line says, and not counted lost as untracked either */
 static struct ze_map ze_rowless;
-
-static bool ze__rowless(const void *handle)
-{
-	bool rowless;
-
-	pthread_mutex_lock(&ze_lock);
-	rowless = ze_map__get(&ze_rowless, handle);
-	pthread_mutex_unlock(&ze_lock);
-	return rowless;
-}
 static struct ze_map ze_slots;   /* event of ours -> its timestamp slot */
 static struct ze_map ze_anchors; /* row track -> struct ze_anchor * */
 static struct ze_pending *ze_pend_head GT_STARTUP_STATE, *ze_pend_tail, *ze_pend_spare;
@@ -272,6 +262,16 @@ static atomic_bool ze_pools_low;
 static struct ze_ctx *ze_growing;
 static pthread_cond_t ze_grown = PTHREAD_COND_INITIALIZER;
 static GT_TLS bool ze_tls_behind;
+
+static bool ze__rowless(const void *handle)
+{
+	bool rowless;
+
+	pthread_mutex_lock(&ze_lock);
+	rowless = ze_map__get(&ze_rowless, handle);
+	pthread_mutex_unlock(&ze_lock);
+	return rowless;
+}
 
 /*
  * The lists a thread appended to last, found without the lock. Any list destroyed (or
