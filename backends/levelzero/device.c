@@ -160,6 +160,8 @@ static uint64_t ze_dev__wrap_share(const struct ze_dev *d, unsigned div, uint64_
  * life, the TSC line's own: microseconds), well under a wrap: 1/64 of it, at most 20 us. */
 #define ZE_EARLY_SLACK_DIV 64
 #define ZE_EARLY_SLACK_NS 20000ull
+/* A tick's rounding and a pair's drift over a run: 2 us, or 4 ticks if longer. */
+#define ZE_OVERLAP_SLACK_NS 2000ull
 
 struct ze_dev *ze_dev__get(ze_device_handle_t h)
 {
@@ -204,6 +206,10 @@ struct ze_dev *ze_dev__get(ze_device_handle_t h)
 	d->pair_reuse_ns = ze_dev__wrap_share(d, ZE_PAIR_REUSE_DIV, ZE_PAIR_REUSE_NS);
 	d->early_slack_ns = ze_dev__wrap_share(d, ZE_EARLY_SLACK_DIV, ZE_EARLY_SLACK_NS);
 	d->same_wrap_ns = ze_dev__wrap_share(d, 4, 1000000000ull);
+	d->overlap_slack_ns = 4 * d->ns_per_tick > ZE_OVERLAP_SLACK_NS
+				      ? (uint64_t)(4 * d->ns_per_tick) : ZE_OVERLAP_SLACK_NS;
+	if (d->overlap_slack_ns > d->early_slack_ns)
+		d->overlap_slack_ns = d->early_slack_ns;
 	if (ze_map__put(&ze_devs, h, (uintptr_t)d)) {
 		free(d);
 		return NULL;

@@ -249,6 +249,10 @@ struct ze_dev {
 	/* How far before its call a start converted from a pair may land by the clocks'
 	 * error alone; further, it is a timestamp wrap too early (track.c). */
 	uint64_t early_slack_ns;
+	/* The same for a run of a list whose runs overlapped, whose event may show another
+	 * run's times: past it, they are taken for that run's (track.c ze_pend__other_run).
+	 * Tighter: such times miss the run's own bounds by as little as one command. */
+	uint64_t overlap_slack_ns;
 	/* How far two placements of one command, by its own pair and by the ticks from
 	 * another command, may differ and still be the same wrap: a quarter of one. */
 	uint64_t same_wrap_ns;

@@ -184,6 +184,9 @@ struct ze_queue {
 	/* Its last zeCommandQueueSynchronize that returned success: the runs whose calls
 	 * had returned when it began ended by its return (lock held). */
 	uint64_t sync_begin, sync_end;
+	/* A run on it overlapped another run of its list (ze_pending overlapped): each
+	 * synchronize gives such runs their own bound (ze_track__queue_synced). */
+	bool overlapped_runs;
 };
 
 /*
@@ -232,6 +235,10 @@ struct ze_pending {
 	uint64_t ref_err; /* ... its error bound: the length of the call that read it */
 	struct ze_queue *queue; /* run on this queue (NULL once it is destroyed) */
 	uint64_t returned;  /* a queue's run: host time after its call returned */
+	/* overlapped, on a queue: the earliest end of a synchronize of it that began after
+	 * its call returned (0: none seen yet), which its own run ended before. The queue's
+	 * last synchronize may end much later: another run's times fit under that. */
+	uint64_t sync_bound;
 	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 	uint64_t clamped_ns; /* set by the read: moved this much later, to its call */
@@ -1004,14 +1011,19 @@ static bool ze_pend__place_earlier(struct ze_pending *p, struct ze_anchor *a, ui
 
 /* A command read now ended by now: true if end is no later (within the clocks' slack).
  * The clock is read again only for an end later than the last reading (lock held). */
-static bool ze__ended_by_now(const struct ze_dev *d, uint64_t end)
+static bool ze__ended_by_now_within(uint64_t end, uint64_t slack)
 {
 	static uint64_t seen;
 
-	if (end <= seen + d->early_slack_ns)
+	if (end <= seen + slack)
 		return true;
 	seen = gt_clock_ns();
-	return end <= seen + d->early_slack_ns;
+	return end <= seen + slack;
+}
+
+static bool ze__ended_by_now(const struct ze_dev *d, uint64_t end)
+{
+	return ze__ended_by_now_within(end, d->early_slack_ns);
 }
 
 /*
@@ -1038,16 +1050,28 @@ static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
 	return off;
 }
 
+/* An overlapped run's command drawn to end at `end`: after its own run can have ended
+ * (its bound: the earliest synchronize known to end after it, else now)? */
+static bool ze_pend__past_bound(const struct ze_pending *p, uint64_t end)
+{
+	uint64_t slack = p->dev->overlap_slack_ns;
+
+	return !ze__ended_by_now_within(end, slack) ||
+	       (p->sync_bound && end > p->sync_bound + slack);
+}
+
 /*
  * p's run overlapped an earlier run of its list (ze_exec): are the times read that run's?
  * Our reset of the list's events, at p's call, came before that run signaled them (or
  * the two calls' resets and submissions interleaved), so the event can show its times,
  * which began before p's own pair: measured from that pair, they were drawn a whole wrap
- * late, outside p's call and its synchronize (a 32-bit counter: 223 s late). They are
- * the earlier run's if they start before p's call (by more than the clocks' error, less
- * than a quarter wrap: one of p's own runs that waited in its queue for the rest of a
- * wrap is taken for one), or if, read after p's pair, they end after now or after a
- * synchronize of p's queue that began after p's call returned.
+ * late, outside p's call and its synchronize (a 32-bit counter: 223 s late). Or a later
+ * run's, on another engine, that ended after p's own run. They are another run's if they
+ * start before p's call (by more than the clocks' error, less than a quarter wrap: one of
+ * p's own runs that waited in its queue for the rest of a wrap is taken for one), or if
+ * they end after now or after p's own bound (sync_bound). The error allowed is the tight
+ * one (overlap_slack_ns): a later run's command may end a few microseconds after p's
+ * synchronize, well inside the clocks' usual slack (a CI failure, two queues).
  */
 static bool ze_pend__other_run(const struct ze_pending *p, uint64_t s, uint64_t ticks)
 {
@@ -1055,11 +1079,9 @@ static bool ze_pend__other_run(const struct ze_pending *p, uint64_t s, uint64_t 
 	uint64_t back = ze__ticks_ns(d, (p->ref_ticks - s) & d->mask);
 	uint64_t end = p->ref_host + ze__ticks_ns(d, ((s - p->ref_ticks) & d->mask) + ticks);
 
-	if (back > d->early_slack_ns + p->ref_err && back <= d->same_wrap_ns)
+	if (back > d->overlap_slack_ns + p->ref_err && back <= d->same_wrap_ns)
 		return true;
-	return !ze__ended_by_now(d, end) ||
-	       (p->queue && p->returned && p->returned <= p->queue->sync_begin &&
-		end > p->queue->sync_end + d->early_slack_ns);
+	return ze_pend__past_bound(p, end);
 }
 
 /* The event signaled, its timestamps in ts: emit the device span. Inlined into each
@@ -1068,19 +1090,25 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 								ze_kernel_timestamp_result_t ts)
 {
 	const struct ze_dev *d = p->dev;
-	struct ze_anchor *a = p->anchor, fresh;
+	struct ze_anchor *a = p->anchor, fresh, row_before;
 	uint64_t s, e, ticks, off, dist, half = d->mask / 2, start, end, submitted, idle;
-	bool chained = false, chain_begins = false;
+	bool chained = false, chain_begins = false, wary;
 
 	s = ts.global.kernelStart;
 	e = ts.global.kernelEnd;
 	ticks = (e - s) & d->mask; /* its length (masked: a counter that wrapped during it) */
 	p->clamped_ns = 0;
 	/* (not from a run's own copy, nor host times: those are its run's) */
-	if (gt_unlikely(p->overlapped) && !p->run_copy && !p->host_domain &&
-	    ze_pend__other_run(p, s, ticks)) {
-		ze_pend__drop(p, ze_str.lost_overwritten);
-		return;
+	wary = gt_unlikely(p->overlapped) && !p->run_copy && !p->host_domain;
+	if (gt_unlikely(wary)) {
+		if (ze_pend__other_run(p, s, ticks)) {
+			ze_pend__drop(p, ze_str.lost_overwritten);
+			return;
+		}
+		/* The row's chain may yet move it past its bound (below): then it was not
+		 * drawn, and the row is as it was. */
+		if (a)
+			row_before = *a;
 	}
 	if (p->host_domain) {
 		/* Host time already (host timestamps: counter-based, or a mapped pool's); the row's
@@ -1189,6 +1217,12 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 	if (chain_begins)
 		a->first_start_host = start;
 emit:
+	if (gt_unlikely(wary) && ze_pend__past_bound(p, end)) {
+		if (p->anchor)
+			*p->anchor = row_before;
+		ze_pend__drop(p, ze_str.lost_overwritten);
+		return;
+	}
 	ze_anchor__drawn(a, d, p->corr, s, e, start, end);
 	ze_pend__emit(p, idle, start, end, (uint64_t)d->ns_per_tick + 1);
 	if (p->fence && ze__want(GT_KIND(SYNC)))
@@ -2244,6 +2278,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 		}
 		/* (on an immediate list, the gate after the run holds its reads already) */
 		held = x->queue && ze__ran_earlier(x->lists, i);
+		if (L->wary && x->queue)
+			x->queue->overlapped_runs = true;
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 			ze_kernel_timestamp_result_t *copy =
@@ -2283,6 +2319,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 				.gate = gate,
 				.held = held,
 				.overlapped = L->wary,
+				.sync_bound = L->wary && x->queue && submitted <= x->queue->sync_begin
+						      ? x->queue->sync_end : 0,
 				.span_end = c->rec ? c->t1 : 0,
 				.span_tid = tid,
 			};
@@ -2379,6 +2417,11 @@ void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
 		Q->sync_begin = t0;
 		Q->sync_end = now;
 	}
+	/* It began after their calls returned: their own runs ended by now. */
+	for (struct ze_pending *p = Q && Q->overlapped_runs ? ze_pend_head : NULL; p; p = p->next)
+		if (p->queue == Q && p->overlapped && p->returned <= t0 &&
+		    (!p->sync_bound || now < p->sync_bound))
+			p->sync_bound = now;
 	pthread_mutex_unlock(&ze_lock);
 }
 

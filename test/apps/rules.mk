@@ -20,6 +20,8 @@ ZE_APPS += ze_indirect
 ZE_APPS += ze_replay
 # One regular list executed by many threads at once (runs of it overlap on the device).
 ZE_APPS += ze_rerun
+# A run on a second queue, queued behind other work, overwriting the events of the same list's run on the first.
+ZE_APPS += ze_rerun_late
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \
