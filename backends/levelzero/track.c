@@ -1993,6 +1993,8 @@ static void ze__lose_run(const struct ze_list *L)
 		gt_lost_add(L->cmds[j].event ? ze_str.lost_overwritten : ze_str.lost_no_event, 1);
 }
 
+static void ze__calls_done(const struct ze_exec *x);
+
 void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 			     ze_command_list_handle_t imm, uint32_t n,
 			     ze_command_list_handle_t *lists)
@@ -2055,8 +2057,6 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 	x->dev = Q ? Q->dev : I->dev;
 	x->track = Q ? Q->track : I->track;
 	x->anchor = Q ? Q->anchor : I->anchor;
-	if (ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, NULL))
-		goto out;
 	x->valid = true;
 	x->n = n;
 	x->lists = lists;
@@ -2076,6 +2076,16 @@ void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 	}
 out:
 	pthread_mutex_unlock(&ze_lock);
+	/* The run's clock pair last, after the lock, right before the submission: the floor
+	 * its work is never drawn before (ze_pend__read). Read before the unlock, the hand-off
+	 * of the lock to a thread waiting on it (10 to 150 us on a loaded 2-core VM) came
+	 * between the pair and the submission: work drawn early by another chain's split pair
+	 * still fell after that floor, and was not moved. (Nor does the pair's call, up to
+	 * ZE_PAIR_TRIES of them, hold the lock now.) */
+	if (x->valid && ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, NULL)) {
+		x->valid = false;
+		ze__calls_done(x);
+	}
 }
 
 /* Does this command (of the call's list i) of a run get a copy of its times

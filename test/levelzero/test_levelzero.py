@@ -976,8 +976,11 @@ def test_run_moved_past_the_next_run_keeps_each_kernel_a_slice_of_its_own(tmp_pa
     test_threads_appending_to_lists_that_come_and_go[32-15/3], in 4 runs of 4 here.)"""
     env = {"ZE_SIM_EXECUTE_STALL_US": "10000/2", "ZE_SIM_PAIR_SPLIT_US": "15",
            "ZE_SIM_PAIR_SPLIT_THREAD": "pair-split"}
-    # The case (a run cut short of B's) needs A's call to reach the driver soon enough:
-    # a loaded machine (or a sanitizer) may miss it in every round; up to 3 runs make it.
+    # The case (a run cut short of B's) needs A's call to reach the driver soon enough
+    # after its clock pair: a loaded machine (or a sanitizer) may miss it in every round;
+    # up to 3 runs make it. (With the pair read before gputrace's lock was given up, its
+    # hand-off to B, waiting on it while A read the last round, came in between: 10 to
+    # 150 us here, and 3 tests in 8 missed it in all 3 runs at load 3.)
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
         _, _, cut = shared_engine_run(tmp_path / str(attempt), env, 32, 6, 32, 1, 0, 10,
