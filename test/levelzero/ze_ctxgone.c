@@ -3,8 +3,12 @@
  *   - a regular list runs kernel `q_inflight` (2 ms) on queue 0.0; the queue and the list
  *     are destroyed without a synchronize;
  *   - a second context's immediate list (0, 1) runs `ctx_inflight` (2 ms), signaling an
- *     event of that context; the context is destroyed while it runs (the program's mistake;
- *     its list, pool and event are left alive);
+ *     event of that context; the context is destroyed before it ends (the program's mistake;
+ *     its list, pool and events are left alive): the launch waits for a second event of
+ *     that pool, which the program signals right after the destroy, so the kernel cannot
+ *     have ended first however long the program is descheduled between its launch and the
+ *     destroy (a 2 ms kernel started at its append had, now and then under load: read at
+ *     the destroy and drawn, nothing lost);
  *   - a new immediate list (0, 1) of the first context runs `after`, signaling a
  *     host-visible event of a new pool; the program synchronizes it and exits at once.
  * Prints "after waited". */
@@ -28,14 +32,17 @@ static void destroyed_context(struct app_ze *z, const ze_group_count_t *g)
 	struct app_ze z2 = *z;
 	ze_command_list_handle_t im;
 	ze_event_pool_handle_t p;
+	ze_event_handle_t gate;
 	ze_kernel_handle_t k;
 
 	ZE_CHECK(zeContextCreate(z->driver, &cd, &z2.context));
 	k = app_kernel(app_module(&z2), "ctx_inflight", 256, 1, 1);
 	im = app_immediate_list(&z2, 0, 1);
 	p = app_event_pool(&z2, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2);
-	ZE_CHECK(zeCommandListAppendLaunchKernel(im, k, g, app_event(p, 0), 0, NULL));
+	gate = app_event(p, 1);
+	ZE_CHECK(zeCommandListAppendLaunchKernel(im, k, g, app_event(p, 0), 1, &gate));
 	ZE_CHECK(zeContextDestroy(z2.context));
+	ZE_CHECK(zeEventHostSignal(gate));
 }
 
 int main(void)
