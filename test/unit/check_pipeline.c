@@ -979,6 +979,77 @@ START_TEST(test_events_formatted_before_the_file_are_placed_in_it)
 }
 END_TEST
 
+/* The span in W.buf from `from` on (after its thread's name, the first time), without
+ * its ",\n", its page padding and its "ts" and "dur" numbers (which the slices' placing
+ * moves), into out. */
+static void event_text(size_t from, char *out, size_t cap)
+{
+	const char *x = memmem(W.buf.p + from, W.buf.len - from, "{\"ph\":\"X\"", 8);
+	size_t n = 0, i = x ? (size_t)(x - W.buf.p) : W.buf.len;
+
+	for (; i < W.buf.len && W.buf.p[i] != '\n' && n + 1 < cap; i++) {
+		out[n++] = W.buf.p[i];
+		if (n >= 5 && (!memcmp(out + n - 5, "\"ts\":", 5) ||
+			       (n >= 6 && !memcmp(out + n - 6, "\"dur\":", 6))))
+			while (i + 1 < W.buf.len && strchr("0123456789.", W.buf.p[i + 1]))
+				i++;
+	}
+	while (n && (out[n - 1] == ' ' || out[n - 1] == ','))
+		n--;
+	out[n] = 0;
+}
+
+/* A host span the writer knows again (its head and its arg's key kept formatted: the
+ * one cursor of put_span_fast) is written to the byte as the first, which the general
+ * path wrote: one integer arg, of either type, with and without a correlation id. */
+START_TEST(test_host_span_written_again_as_the_first)
+{
+	static const struct {
+		uint8_t type;
+		uint64_t v, corr;
+		const char *text;
+	} cases[] = {
+		{ GT_ARG_I64, (uint64_t)-5, 0, "\"args\":{\"result\":-5}}" },
+		{ GT_ARG_I64, 0, 4242, "\"args\":{\"result\":0,\"correlation\":4242}}" },
+		{ GT_ARG_U64, UINT64_MAX, 99,
+		  "\"args\":{\"bytes\":18446744073709551615,\"correlation\":99}}" },
+	};
+	uint32_t keys[] = { GT_S_ARG_RESULT, GT_S_ARG_RESULT, GT_S_ARG_BYTES };
+	char first[512], again[512];
+
+	start("1024");
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "again_%u", c);
+		for (int i = 0; i < 4; i++) {
+			struct gt_event ev = { .start_ns = 2000000 + 100000 * (uint64_t)(c * 4 + i),
+					       .end_ns = 2000500 + 100000 * (uint64_t)(c * 4 + i),
+					       .name = gt_str_intern(name), .corr = cases[c].corr,
+					       .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN };
+			struct gt_arg arg = { keys[c], cases[c].type, { .u = cases[c].v } };
+			size_t from = W.buf.len;
+
+			events__host(&ev, &arg, 1, 7);
+			event_text(from, i ? again : first, sizeof(first));
+			if (i)
+				ck_assert_str_eq(again, first);
+		}
+		ck_assert_msg(strstr(first, cases[c].text), "%s: no %s", first, cases[c].text);
+		ck_assert_ptr_nonnull(strstr(first, "\"name\":\"again_"));
+	}
+	/* the drain thread started (the writer's state its own from then on) and the file
+	 * written whole, as the exit writes it */
+	struct gt_event one = { .start_ns = gt_clock_ns(), .end_ns = gt_clock_ns() + 1,
+				.name = gt_str_intern("again_last"), .cat = GT_S_CAT_ZE_API,
+				.type = GT_EV_HOST_SPAN };
+	struct gt_arg arg = { GT_S_ARG_RESULT, GT_ARG_I64, { .i = 0 } };
+
+	ck_assert_int_eq(gt_emit(&one, &arg, 1), 0);
+	json_object_put(finish_and_load());
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -986,6 +1057,7 @@ static Suite *pipeline_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_exact_counts);
+	tcase_add_test(tc, test_host_span_written_again_as_the_first);
 	tcase_add_test(tc, test_flight_dump_on_request);
 	tcase_add_test(tc, test_flight_dump_is_progress);
 	tcase_add_test(tc, test_lost_events_exact);
