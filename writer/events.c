@@ -444,11 +444,6 @@ static inline char *cur_counter(struct counter_text *t, char *p, uint64_t v)
 	return p;
 }
 
-static inline char *cur_corr(char *p, uint64_t v)
-{
-	return cur_counter(&corr_text, p, v);
-}
-
 static inline void put_counter(struct jbuf *b, struct counter_text *t, uint64_t v)
 {
 	if (gt_likely(b->len + CORR_ROOM <= b->cap) || !jbuf__reserve(b, CORR_ROOM))
@@ -677,6 +672,13 @@ static void put_fixed_args(struct jbuf *b, const struct gt_arg *args, unsigned n
 #define ARGS_FAST_ROOM (sizeof(",\"args\":{") + ARGS_MEMO_TEXT + sizeof(",\"correlation\":") + \
 			CORR_ROOM + sizeof(",\"correlation2\":") + CORR_ROOM + 1)
 
+/* A range around the span, which its args name (put_ranges) */
+static inline bool ranges_open(const struct args_extra *x)
+{
+	return x->ranges && ((x->ranges->ctx && x->ranges->ctx->n) ||
+			     (x->ranges->exec && x->ranges->exec->n));
+}
+
 /*
  * The common args, kept formatted (args_memo) and with no ranges around them, written
  * as put_args writes them through one cursor into room taken once (a launch's two
@@ -688,19 +690,17 @@ static inline const struct args_memo *args_fast(const struct gt_arg *args, unsig
 {
 	const struct args_memo *m;
 
-	if (!nargs || nargs > ARGS_MEMO_ARGS ||
-	    (x->ranges && ((x->ranges->ctx && x->ranges->ctx->n) ||
-			   (x->ranges->exec && x->ranges->exec->n))))
+	if (!nargs || nargs > ARGS_MEMO_ARGS || ranges_open(x))
 		return NULL;
 	m = args_memo_slot(args, nargs, x);
 	return args_memo_hit(m, args, nargs, x) ? m : NULL;
 }
 
-/* ... through p, with ARGS_FAST_ROOM there */
-static inline char *cur_args_fast(char *p, const struct args_memo *m, const struct args_extra *x)
+/* A span's args from their correlation ids on, closing them, through p (after
+ * the args' own text, with room for them there) */
+static inline __attribute__((always_inline)) char *cur_args_end(char *p,
+								    const struct args_extra *x)
 {
-	memcpy(p, ",\"args\":{", 9);
-	p = cur_cached(p + 9, m->text, m->len); /* (a hit's text is never empty) */
 	if (x->corr) {
 		memcpy(p, ",\"correlation\":", 15);
 		p = cur_counter(x->device_row ? &device_corr_text : &corr_text, p + 15, x->corr);
@@ -711,6 +711,14 @@ static inline char *cur_args_fast(char *p, const struct args_memo *m, const stru
 	}
 	*p++ = '}';
 	return p;
+}
+
+/* ... through p, with ARGS_FAST_ROOM there */
+static inline char *cur_args_fast(char *p, const struct args_memo *m, const struct args_extra *x)
+{
+	memcpy(p, ",\"args\":{", 9);
+	p = cur_cached(p + 9, m->text, m->len); /* (a hit's text is never empty) */
+	return cur_args_end(p, x);
 }
 
 static inline bool put_args_fast(struct jbuf *b, const struct gt_arg *args, unsigned nargs,
@@ -886,37 +894,97 @@ static void put_head(struct jbuf *b, const char *ph, const struct gt_event *ev, 
 	json__ts(b, ts, &ts_prefix);
 }
 
-/* What put_span_fast writes at most, the blocks' slack included. */
+/*
+ * A span's args whose text put_span_fast writes without put_args: most host calls' one
+ * integer arg (the call's result), its key's text cached (sid_cache), where nothing
+ * else but the correlation ids follows it (no device or stream of ours, no range).
+ * NULL: none such (the args memo's case, args_fast).
+ */
+static inline const struct sid_json *one_int_arg(const struct gt_arg *a, unsigned nargs,
+						 const struct args_extra *x)
+{
+	const struct sid_json *k;
+
+	if (nargs != 1 || (a->type != GT_ARG_I64 && a->type != GT_ARG_U64) ||
+	    a->key == GT_S_ARG_STACK || x->device >= 0 || x->stream >= 0 || ranges_open(x))
+		return NULL;
+	k = &sid_cache[a->key & (SID_CACHE - 1)];
+	return k->id == a->key && k->len ? k : NULL;
+}
+
+/* What put_span_fast writes at most, the blocks' slack included: the args as the
+ * memo keeps them, or one integer arg (its key's blocks, ':' and the number). */
 #define SPAN_FAST_ROOM (HEAD_CACHE_MAX + JSON_NUM_ROOM + 7 + JSON_NUM_ROOM + ARGS_FAST_ROOM + 1)
+_Static_assert(SID_CACHE_MAX + 1 + JSON_NUM_ROOM <= ARGS_MEMO_TEXT,
+	       "one integer arg fits the room of a memo's args");
 
 /*
- * A span whose head and args are kept formatted (a launch's call and its kernel), as
- * put_head, its dur, put_args and the closing brace write it, through one cursor into
- * room taken once. false: nothing written (not begun either), the general path's case.
+ * A span whose head is cached, with args as text (up to their correlation ids; or one
+ * arg's key, `one` its integer value): written as put_head, its dur, put_args and the
+ * closing brace write it, through one cursor into room taken once (each jbuf helper
+ * checked for room and, as its stores may alias W.buf itself, reloaded the buffer's
+ * pointer and length). false: nothing written (not begun either).
  */
-static bool put_span_fast(const struct gt_event *ev, uint32_t pid, uint32_t tid,
-			  struct placed at, const struct gt_arg *args, unsigned nargs,
-			  const struct args_extra *x)
+static inline __attribute__((always_inline)) bool
+put_span_text(const struct gt_event *ev, uint32_t pid, uint32_t tid, struct placed at,
+	      const char *text, size_t len, const struct gt_arg *one, const struct args_extra *x)
 {
 	const struct head_json *h = head_slot('X', ev, pid, tid);
-	const struct args_memo *m;
 	struct jbuf *b = &W.buf;
 	char *p;
 
 	if (!h->len || h->name != ev->name || h->tid != tid || h->cat != ev->cat ||
-	    h->pid != pid || h->ph != 'X' || !(m = args_fast(args, nargs, x)))
+	    h->pid != pid || h->ph != 'X')
 		return false;
 	begin_event(b);
 	if (gt_unlikely(b->len + SPAN_FAST_ROOM > b->cap) && jbuf__reserve(b, SPAN_FAST_ROOM))
-		return true; /* out of memory: the file is cut here (b->oom), as put_host_call */
+		return true; /* out of memory: the file is cut here (b->oom) */
 	p = cur_cached(b->p + b->len, h->text, h->len);
 	p = json__put_ts(p, at.ts, &ts_prefix);
 	memcpy(p, ",\"dur\":", 7);
 	p = json__put_us(p + 7, at.dur);
-	p = cur_args_fast(p, m, x);
+	memcpy(p, ",\"args\":{", 9);
+	p = cur_cached(p + 9, text, len); /* (a memo hit's text is never empty) */
+	if (one) {
+		*p++ = ':';
+		p = one->type == GT_ARG_I64 ? json__put_i64(p, one->v.i) : json__put_u64(p, one->v.u);
+	}
+	p = cur_args_end(p, x);
 	*p++ = '}';
 	b->len = (size_t)(p - b->p);
 	return true;
+}
+
+/*
+ * Every span whose head is cached and whose args need no formatting but their
+ * numbers, the one way such a span is written: a launch's call and its kernel (their
+ * args kept formatted, args_memo), most host calls (one_int_arg). false: nothing
+ * written, the general path's case. Inline, the writer too: one function choosing
+ * between the two texts at run time was ~10 drain instructions a span slower than
+ * the twins it replaced, and a call from events__host ~55 a host call (callgrind);
+ * inlined, events__host's NO_EXTRA folds away (no correlation2, the host's ids).
+ */
+static inline __attribute__((always_inline)) bool
+put_span_fast(const struct gt_event *ev, uint32_t pid, uint32_t tid, struct placed at,
+	      const struct gt_arg *args, unsigned nargs, const struct args_extra *x)
+{
+	const struct sid_json *k = one_int_arg(args, nargs, x);
+	const struct args_memo *m;
+
+	if (k)
+		return put_span_text(ev, pid, tid, at, k->text, k->len, args, x);
+	return (m = args_fast(args, nargs, x)) &&
+	       put_span_text(ev, pid, tid, at, m->text, m->len, NULL, x);
+}
+
+/* Device work's, out of line: events__device's own code stays as small as it was
+ * (4 KiB larger with it inlined there, and ~10 drain instructions a launch slower). */
+static __attribute__((noinline)) bool put_device_span(const struct gt_event *ev, uint32_t pid,
+						      uint32_t tid, struct placed at,
+						      const struct gt_arg *args, unsigned nargs,
+						      const struct args_extra *x)
+{
+	return put_span_fast(ev, pid, tid, at, args, nargs, x);
 }
 
 static uint64_t arg_u64(const struct gt_arg *args, unsigned nargs, uint32_t key)
@@ -1166,52 +1234,6 @@ static void summarize_counter(const struct gt_event *ev, const struct gt_arg *ar
 	}
 }
 
-/* What put_host_call writes at most: a cached head and key (their blocks'
- * slack included), three numbers, a correlation id and the literals. */
-#define HOST_CALL_ROOM (HEAD_CACHE_MAX + SID_CACHE_MAX + 3 * JSON_NUM_ROOM + CORR_ROOM + 64)
-
-/*
- * Most host calls: a span whose head is cached, with one integer arg (the
- * call's result, its key cached) and a correlation id. Written as
- * put_head, put_args and events__host write it, through a cursor into room
- * reserved once: each jbuf helper checked for room and, as its stores may
- * alias W.buf itself, reloaded the buffer's pointer and length. False:
- * written by the general path.
- */
-static bool put_host_call(const struct gt_event *ev, const struct gt_arg *a, unsigned nargs,
-			  uint32_t pid, uint32_t tid, struct placed at)
-{
-	const struct head_json *h;
-	const struct sid_json *k;
-	struct jbuf *b = &W.buf;
-	char *p;
-
-	if (nargs != 1 || !ev->corr || (a->type != GT_ARG_I64 && a->type != GT_ARG_U64) ||
-	    a->key == GT_S_ARG_STACK)
-		return false;
-	h = head_slot('X', ev, pid, tid);
-	k = &sid_cache[a->key & (SID_CACHE - 1)];
-	if (k->id != a->key || !k->len || !h->len || h->name != ev->name || h->tid != tid ||
-	    h->cat != ev->cat || h->pid != pid || h->ph != 'X')
-		return false;
-	begin_event(b);
-	if (gt_unlikely(b->len + HOST_CALL_ROOM > b->cap) && jbuf__reserve(b, HOST_CALL_ROOM))
-		return true; /* out of memory: the file is cut here (b->oom) */
-	p = cur_cached(b->p + b->len, h->text, h->len);
-	p = json__put_ts(p, at.ts, &ts_prefix);
-	memcpy(p, ",\"dur\":", 7);
-	p = json__put_us(p + 7, at.dur);
-	memcpy(p, ",\"args\":{", 9);
-	p = cur_cached(p + 9, k->text, k->len);
-	*p++ = ':';
-	p = a->type == GT_ARG_I64 ? json__put_i64(p, a->v.i) : json__put_u64(p, a->v.u);
-	memcpy(p, ",\"correlation\":", 15);
-	p = cur_corr(p + 15, ev->corr);
-	memcpy(p, "}}", 2);
-	b->len = (size_t)(p + 2 - b->p);
-	return true;
-}
-
 uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
 		      uint32_t tid)
 {
@@ -1223,9 +1245,7 @@ uint64_t events__host(const struct gt_event *ev, const struct gt_arg *args, unsi
 
 	name_thread(tid);
 	if (ev->type == GT_EV_HOST_SPAN &&
-	    (put_host_call(ev, args, nargs, (uint32_t)gt_st.pid, tid, at) ||
-	     put_span_fast(ev, (uint32_t)gt_st.pid, tid, at, args, nargs,
-			   &NO_EXTRA(ev->corr)))) {
+	    put_span_fast(ev, (uint32_t)gt_st.pid, tid, at, args, nargs, &NO_EXTRA(ev->corr))) {
 		summarize(ev, args, nargs, 0, at, NULL);
 		return at.point;
 	}
@@ -1383,7 +1403,7 @@ struct device_row events__device(const struct gt_event *ev, const struct gt_arg 
 			 arrow ? PLACE_ARROW : !ev->corr && !ev->corr2 ? PLACE_OFF_ENDS : 0);
 	x = device_extra(ev, args, nargs, row);
 	x.ranges = ranges;
-	if (!put_span_fast(ev, at.pid, at.tid, p, args, nargs, &x)) {
+	if (!put_device_span(ev, at.pid, at.tid, p, args, nargs, &x)) {
 		put_head(&W.buf, "X", ev, at.pid, at.tid, p.ts);
 		jbuf__lit(&W.buf, ",\"dur\":");
 		json__us(&W.buf, p.dur);
