@@ -1050,11 +1050,16 @@ static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
 	return off;
 }
 
+/* A device clock's drift against the host's, allowed as a share of the time from a
+ * run's pair (1/4096: 244 ppm; a run queued behind 10 ms of work: 2.4 us more). */
+#define ZE_DRIFT_DIV 4096
+
 /* An overlapped run's command drawn to end at `end`: after its own run can have ended
  * (its bound: the earliest synchronize known to end after it, else now)? */
 static bool ze_pend__past_bound(const struct ze_pending *p, uint64_t end)
 {
-	uint64_t slack = p->dev->overlap_slack_ns;
+	uint64_t slack = p->dev->overlap_slack_ns +
+			 (end > p->ref_host ? (end - p->ref_host) / ZE_DRIFT_DIV : 0);
 
 	return !ze__ended_by_now_within(end, slack) ||
 	       (p->sync_bound && end > p->sync_bound + slack);
