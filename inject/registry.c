@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Interned strings and device rows. Ids index chunked arrays whose chunks
- * never move, so the drain thread reads them lock-free: an id reaches it
- * only through a ring record published after the entry was written.
+ * never move, so the drain thread reads them lock-free. A string's entry is
+ * published by its own release store (str_entry.s), not only by the ring record
+ * that carries its id: backends cache ids for all threads in relaxed atomics
+ * (ze__name, the CUDA name caches), so a thread may emit an id it never
+ * synchronized with the interning thread for (TSan, ze_lists: a data race
+ * between intern_locked's write and gt_str_get's read).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +22,7 @@
 #define STR_CHUNKS     4096 /* 16M strings */
 
 struct str_entry {
-	const char *s;
+	const char *_Atomic s; /* stored last (release): len and hash are valid once it is set */
 	uint32_t len;
 	uint32_t hash;
 };
@@ -87,7 +91,8 @@ static uint32_t intern_locked(const char *s, size_t len, bool force_new)
 		return GT_S_EMPTY;
 	for (slot = h & str_index_mask; str_index[slot]; slot = (slot + 1) & str_index_mask) {
 		e = str_entry(str_index[slot]);
-		if (e->hash == h && e->len == len && !memcmp(e->s, s, len)) {
+		if (e->hash == h && e->len == len &&
+		    !memcmp(atomic_load_explicit(&e->s, memory_order_relaxed), s, len)) {
 			if (!force_new)
 				return str_index[slot];
 			break;
@@ -112,9 +117,9 @@ static uint32_t intern_locked(const char *s, size_t len, bool force_new)
 		copy[len] = 0;
 	}
 	e = str_entry(str_count);
-	e->s = copy;
 	e->len = (uint32_t)len;
 	e->hash = h;
+	atomic_store_explicit(&e->s, copy, memory_order_release);
 	if (!str_index[slot])
 		str_index[slot] = str_count;
 	return str_count++;
@@ -149,6 +154,7 @@ uint32_t gt_str_intern(const char *s)
 const char *gt_str_get(uint32_t id, size_t *len)
 {
 	struct str_entry *e;
+	const char *s;
 
 	if (id && id < GT_S__COUNT) {
 		/* Static ids are valid before anything was interned. */
@@ -157,14 +163,15 @@ const char *gt_str_get(uint32_t id, size_t *len)
 		return static_strings[id];
 	}
 	e = id ? str_entry(id) : NULL;
-	if (!e || !e->s) {
+	s = e ? atomic_load_explicit(&e->s, memory_order_acquire) : NULL;
+	if (!s) {
 		if (len)
 			*len = 0;
 		return "";
 	}
 	if (len)
 		*len = e->len;
-	return e->s;
+	return s;
 }
 
 /* ---- device rows ---- */

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1050,6 +1051,41 @@ START_TEST(test_host_span_written_again_as_the_first)
 }
 END_TEST
 
+/* A backend caches a name's id for all threads with a relaxed atomic (ze__name, the
+ * CUDA backend's name caches): a thread that finds another's id there and emits it
+ * never synchronized with that thread's write of the string's entry, and the drain
+ * thread reads the entry lock-free (TSan: gt_str_get's read of the entry raced with
+ * intern_locked's write, ze_lists under load, 1 run in ~120). The entry must be
+ * published by the registry itself, not only by the ring that carries its id. */
+static _Atomic uint32_t cached_id;
+
+static void *intern_and_cache(void *arg)
+{
+	atomic_store_explicit(&cached_id, gt_str_intern((const char *)arg), memory_order_relaxed);
+	return NULL;
+}
+
+START_TEST(test_string_read_by_an_id_another_thread_cached)
+{
+	char name[64];
+	pthread_t t;
+	uint32_t id;
+	size_t len;
+	const char *s;
+
+	snprintf(name, sizeof(name), "zeCachedName%d", getpid());
+	atomic_store_explicit(&cached_id, 0, memory_order_relaxed);
+	ck_assert_int_eq(pthread_create(&t, NULL, intern_and_cache, name), 0);
+	/* no join, no lock between the two: the id arrives as a backend's cache hands it on */
+	while (!(id = atomic_load_explicit(&cached_id, memory_order_relaxed)))
+		sched_yield();
+	s = gt_str_get(id, &len);
+	ck_assert_str_eq(s, name);
+	ck_assert_uint_eq(len, strlen(name));
+	pthread_join(t, NULL);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -1072,6 +1108,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_gzip_big_cycle_on_the_output_thread);
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
 	tcase_add_test(tc, test_events_formatted_before_the_file_are_placed_in_it);
+	tcase_add_test(tc, test_string_read_by_an_id_another_thread_cached);
 	suite_add_tcase(s, tc);
 	return s;
 }
