@@ -499,7 +499,7 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 	pushed = gt_ext_corr_push(c->corr);
 	r = real(hCommandQueue, numCommandLists, phCommandLists, hFence);
 	gt_ext_corr_pop(pushed);
-	ze_track__execute_end(&x, r, c, hFence != NULL);
+	ze_track__execute_end(&x, r, c, hFence);
 	return r;
 }
 
@@ -519,7 +519,7 @@ ze_result_t ze_body_zeCommandQueueExecuteCommandLists(
 		pushed = gt_ext_corr_push(c->corr);                                        \
 		r = real args;                                                             \
 		gt_ext_corr_pop(pushed);                                                   \
-		ze_track__execute_end(&x, r, c, false);                                    \
+		ze_track__execute_end(&x, r, c, NULL);                                     \
 		return r;                                                                  \
 	}
 
@@ -541,9 +541,12 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
  * the device times of everything finished (one shape for every wait and
  * query). A wait that may block (waited: the handle) is marked for the hang
  * watchdog while inside the real call; a query (waited 0) never blocks. A queue's
- * synchronize (queue) also bounds when its earlier runs ended. */
+ * synchronize (queue) also bounds when its earlier runs ended, a fence's (fence) when the
+ * runs it was given to did. */
 #define ZE_NO_QUEUE ((ze_command_queue_handle_t)NULL)
 #define ZE_COLLECT_ON_SUCCESS(name, params, args, waited, queue)                           \
+	ZE_COLLECT_ON_SUCCESS_FENCE(name, params, args, waited, queue, NULL)
+#define ZE_COLLECT_ON_SUCCESS_FENCE(name, params, args, waited, queue, fence)              \
 	ze_result_t ze_body_##name(struct ze_call *c, __typeof__(&name) real, ZE_UNPAREN params) \
 	{                                                                                  \
 		ze_result_t r;                                                             \
@@ -556,6 +559,8 @@ ZE_IMMEDIATE_RUN(zeCommandListImmediateAppendCommandListsWithParameters,
 		if (r == ZE_RESULT_SUCCESS) {                                              \
 			if (queue)                                                         \
 				ze_track__queue_synced(queue, c->t0);                      \
+			if (fence)                                                         \
+				ze_track__fence_synced(fence, c->t0);                      \
 			ze_track__synced();                                                \
 		}                                                                          \
 		return r;                                                                  \
@@ -685,11 +690,12 @@ ZE_COLLECT_ON_SUCCESS(zeEventHostSynchronize,
 
 ZE_COLLECT_ON_SUCCESS(zeEventQueryStatus, (ze_event_handle_t hEvent), (hEvent), 0, ZE_NO_QUEUE)
 
-ZE_COLLECT_ON_SUCCESS(zeFenceHostSynchronize,
+ZE_COLLECT_ON_SUCCESS_FENCE(zeFenceHostSynchronize,
 	(ze_fence_handle_t hFence, uint64_t timeout),
-	(hFence, timeout), hFence, ZE_NO_QUEUE)
+	(hFence, timeout), hFence, ZE_NO_QUEUE, hFence)
 
-ZE_COLLECT_ON_SUCCESS(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 0, ZE_NO_QUEUE)
+ZE_COLLECT_ON_SUCCESS_FENCE(zeFenceQueryStatus, (ze_fence_handle_t hFence), (hFence), 0,
+			    ZE_NO_QUEUE, hFence)
 
 /* ---- init, contexts, memory ---- */
 

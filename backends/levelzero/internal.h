@@ -407,9 +407,9 @@ struct ze_exec {
 GT_HIDDEN void ze_track__execute_begin(struct ze_exec *x, ze_command_queue_handle_t q,
 				       ze_command_list_handle_t imm, uint32_t n,
 				       ze_command_list_handle_t *lists);
-/* fence: the batch signals a fence when done (an instant after its last command). */
+/* fence: the batch signals it when done (an instant after its last command; NULL: none). */
 GT_HIDDEN void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
-				     bool fence);
+				     ze_fence_handle_t fence);
 GT_HIDDEN bool ze_track__list_is_immediate(ze_command_list_handle_t l);
 /* Between capture windows (bodies keep books, record nothing: backend.c), or not
  * tracing (yet, or any more). Inline: every append asks. */
@@ -467,6 +467,9 @@ GT_HIDDEN void ze_track__synced(void);
 /* A zeCommandQueueSynchronize that began at t0 returned success: what the queue ran
  * before it began ended by now. */
 GT_HIDDEN void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0);
+/* A zeFenceHostSynchronize or zeFenceQueryStatus that began at t0 returned success: the
+ * runs the fence was given to ended by now. */
+GT_HIDDEN void ze_track__fence_synced(ze_fence_handle_t f, uint64_t t0);
 /* Exit: read what is complete, count the rest lost, make no more loader calls. */
 GT_HIDDEN void ze_track__final(void);
 struct gt_pending_work;

@@ -239,6 +239,9 @@ struct ze_pending {
 	 * its call returned (0: none seen yet), which its own run ended before. The queue's
 	 * last synchronize may end much later: another run's times fit under that. */
 	uint64_t sync_bound;
+	/* overlapped, on a queue: the fence its call was given (NULL: none), whose wait or
+	 * query returning success bounds its run as a synchronize does (sync_bound). */
+	ze_fence_handle_t fence_h;
 	uint64_t at;        /* host time before the submitting call */
 	uint64_t submitted; /* with wait events: host time after the submitting call returned */
 	uint64_t clamped_ns; /* set by the read: moved this much later, to its call */
@@ -2229,7 +2232,12 @@ static void ze__calls_done(const struct ze_exec *x)
 	pthread_mutex_unlock(&ze_lock);
 }
 
-void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, bool fence)
+/* A run with a fence overlapped another run of its list (lock held): a fence's success
+ * then walks the pendings (ze_track__fence_synced). */
+static bool ze_fenced_overlaps;
+
+void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
+			   ze_fence_handle_t fence)
 {
 	struct ze_pending *last = NULL;
 	struct ze_gate *gate = NULL;
@@ -2293,8 +2301,11 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 		}
 		/* (on an immediate list, the gate after the run holds its reads already) */
 		held = x->queue && ze__ran_earlier(x->lists, i);
-		if (L->wary && x->queue)
+		if (L->wary && x->queue) {
 			x->queue->overlapped_runs = true;
+			if (fence)
+				ze_fenced_overlaps = true;
+		}
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 			ze_kernel_timestamp_result_t *copy =
@@ -2336,6 +2347,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 				.overlapped = L->wary,
 				.sync_bound = L->wary && x->queue && submitted <= x->queue->sync_begin
 						      ? x->queue->sync_end : 0,
+				.fence_h = L->wary && x->queue ? fence : NULL,
 				.span_end = c->rec ? c->t1 : 0,
 				.span_tid = tid,
 			};
@@ -2363,7 +2375,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c, 
 		}
 	}
 	if (last)
-		last->fence = fence;
+		last->fence = fence != NULL;
 	if (gate && !gate->refs) {
 		/* Nothing to time: the gate waits in a pending of its own for nothing. */
 		gate->refs = 1;
@@ -2435,6 +2447,21 @@ void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
 	/* It began after their calls returned: their own runs ended by now. */
 	for (struct ze_pending *p = Q && Q->overlapped_runs ? ze_pend_head : NULL; p; p = p->next)
 		if (p->queue == Q && p->overlapped && p->returned <= t0 &&
+		    (!p->sync_bound || now < p->sync_bound))
+			p->sync_bound = now;
+	pthread_mutex_unlock(&ze_lock);
+}
+
+/* Its run ended when the fence was signaled: a program that waits for a fence, not its
+ * queue, bounds an overlapped run too (else read later, its events could show a run on
+ * another engine that ended milliseconds after, drawn as its own). */
+void ze_track__fence_synced(ze_fence_handle_t f, uint64_t t0)
+{
+	uint64_t now = gt_clock_ns();
+
+	pthread_mutex_lock(&ze_lock);
+	for (struct ze_pending *p = ze_fenced_overlaps ? ze_pend_head : NULL; p; p = p->next)
+		if (p->fence_h == f && p->overlapped && p->returned <= t0 &&
 		    (!p->sync_bound || now < p->sync_bound))
 			p->sync_bound = now;
 	pthread_mutex_unlock(&ze_lock);

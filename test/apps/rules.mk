@@ -22,6 +22,8 @@ ZE_APPS += ze_replay
 ZE_APPS += ze_rerun
 # A run on a second queue, queued behind other work, overwriting the events of the same list's run on the first.
 ZE_APPS += ze_rerun_late
+# The same, the first run waited for by its fence instead of its queue's synchronize.
+ZE_APPS += ze_rerun_fence
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

@@ -1749,6 +1749,40 @@ def test_a_rerun_on_another_queue_that_ends_later_is_not_drawn_as_the_first_queu
     assert not outside, (len(outside), outside[:3])
 
 
+@pytest.mark.sanitize
+@pytest.mark.parametrize("poll", [0, 1], ids=["host_synchronize", "query_status"])
+def test_a_rerun_on_another_queue_is_not_drawn_as_a_run_waited_for_by_its_fence(tmp_path, poll):
+    """ze_rerun_fence, 5 rounds of: execute(busy 2 ms, q1); execute(list, q1);
+    execute(list, q0, fence); zeFenceHostSynchronize(fence) (or zeFenceQueryStatus until
+    it succeeds); zeFenceReset; synchronize(q1), q0 and q1 on two engines. The q0 run ends
+    in 40 us and signals its fence; the q1 run ends 2 ms later and overwrites the events'
+    times. Only a queue's synchronize bounded such a run: read after the fence's wait, its
+    kernels showed the q1 run's times, drawn 2 ms after the fence's wait returned, all 20.
+    The fence's wait (or query) bounds the runs it was given as a synchronize does."""
+    rounds = 5
+    trace = traced_like_untraced([APPS / "ze_rerun_fence", rounds, poll], tmp_path)
+    info = trace["gputrace"]
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert info["events_lost"] == info["lost_by_reason"]["ze_overwritten"], info
+    assert len(dev) + info["events_lost"] == rounds * (4 + 4 + 1), info
+    assert collections.Counter(d["name"] for d in dev if d["name"] == "busy") == {"busy": rounds}
+    wait = "zeFenceQueryStatus" if poll else "zeFenceHostSynchronize"
+    calls = [h for h in host_spans(trace)
+             if h["name"] in ("zeCommandQueueExecuteCommandLists", "zeCommandQueueSynchronize")
+             or (h["name"] == wait and h["args"]["result"] == 0)]
+    # each round: busy(q1), list(q1), list(q0), the fence's wait, sync(q1)
+    assert len(calls) == 5 * rounds, [h["name"] for h in calls]
+    bound = {}
+    for r in range(rounds):
+        c = calls[5 * r:5 * r + 5]
+        bound[c[1]["args"]["correlation"]] = (c[1], c[4])
+        bound[c[2]["args"]["correlation"]] = (c[2], c[3])
+    outside = [(start(d) - start(ex), end(d) - end(sync), d) for d in dev if d["name"] == "rerun_k"
+               for ex, sync in [bound[d["args"]["correlation"]]]
+               if start(d) < start(ex) or end(d) > end(sync) + 5000]
+    assert not outside, (len(outside), outside[:3])
+
+
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
                     "after fork(): the child's drain thread stops it ('dup thread with used id')")
 @pytest.mark.parametrize("inherited", [False, True], ids=["own_handles", "parents_list"])
