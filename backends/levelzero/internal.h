@@ -391,6 +391,7 @@ GT_HIDDEN void ze_track__mark_end(struct ze_mark *m, ze_result_t r, struct ze_ca
 struct ze_exec {
 	bool valid;
 	bool untracked; /* on a queue or immediate list gputrace never saw made */
+	bool no_pair;   /* its clock pair failed: its work is untimed (counted at the end) */
 	struct ze_list *imm; /* run on an immediate list (else a queue) */
 	struct ze_dev *dev;
 	uint32_t track;

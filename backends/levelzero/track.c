@@ -2092,6 +2092,7 @@ out:
 	 * ZE_PAIR_TRIES of them, hold the lock now.) */
 	if (x->valid && ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, NULL)) {
 		x->valid = false;
+		x->no_pair = true;
 		ze__calls_done(x);
 	}
 }
@@ -2236,6 +2237,26 @@ static void ze__calls_done(const struct ze_exec *x)
  * then walks the pendings (ze_track__fence_synced). */
 static bool ze_fenced_overlaps;
 
+/* A run whose clock pair failed (ze_track__execute_begin): nothing places its times,
+ * each of its commands is counted untimed (it was left out silently). */
+static void ze__unpaired_run(const struct ze_exec *x)
+{
+	uint64_t n = 0;
+
+	if (ze__paused() || atomic_load(&ze_closed))
+		return;
+	pthread_mutex_lock(&ze_lock);
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
+
+		if (L && !L->immediate)
+			n += L->ncmds;
+	}
+	pthread_mutex_unlock(&ze_lock);
+	if (n)
+		gt_lost_add(ze_str.lost_no_event, n);
+}
+
 void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 			   ze_fence_handle_t fence)
 {
@@ -2248,6 +2269,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 
 	if (gt_unlikely(x->untracked) && r == ZE_RESULT_SUCCESS)
 		ze__untracked_run(x);
+	if (gt_unlikely(x->no_pair) && r == ZE_RESULT_SUCCESS)
+		ze__unpaired_run(x);
 	if (!x->valid)
 		return;
 	if (r != ZE_RESULT_SUCCESS) {

@@ -1783,6 +1783,21 @@ def test_a_rerun_on_another_queue_is_not_drawn_as_a_run_waited_for_by_its_fence(
     assert not outside, (len(outside), outside[:3])
 
 
+def test_a_run_whose_clock_pair_failed_is_counted_untimed(tmp_path):
+    """ze_rerun, one thread: 3 runs of a list of 4 kernels, each synchronized, on a device
+    whose zeDeviceGetGlobalTimestamps fails from its second call on (ZE_SIM_PAIR_FAIL_FROM):
+    the first run is drawn (its pair read before), the later runs' pairs fail, nothing
+    places their times. Their kernels were left out silently (drawn 4, lost 0); each is
+    counted now, ze_no_event: drawn + lost = 12."""
+    trace = traced_like_untraced([APPS / "ze_rerun", 1, 3, 1, 4], tmp_path,
+                                 env={"ZE_SIM_PAIR_FAIL_FROM": "2"})
+    info = trace["gputrace"]
+    dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
+    assert len(dev) + info["events_lost"] == 3 * 4, (len(dev), info)
+    assert info["events_lost"] == info["lost_by_reason"]["ze_no_event"], info
+    assert info["events_lost"] >= 2 * 4, info
+
+
 @pytest.mark.skipif(SANITIZE == "thread", reason="ThreadSanitizer keeps the parent's threads "
                     "after fork(): the child's drain thread stops it ('dup thread with used id')")
 @pytest.mark.parametrize("inherited", [False, True], ids=["own_handles", "parents_list"])

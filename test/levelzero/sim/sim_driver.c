@@ -43,6 +43,8 @@
  *   zeDeviceGetGlobalTimestamps gives host = CLOCK_MONOTONIC_RAW ns and
  *   device = device_ticks(that same host time), or of a time ZE_SIM_PAIR_SPLIT_US later
  *   (on threads named ZE_SIM_PAIR_SPLIT_THREAD only, when set).
+ *   With ZE_SIM_PAIR_FAIL_FROM=N (1-based), its Nth call and every later one fail
+ *   (ZE_RESULT_ERROR_DEVICE_LOST): a device whose clock pair cannot be read any more.
  *   zeDeviceGetProperties: timerResolution = round(tick_ns) ns with the legacy stype
  *   ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES, round(1e9 / tick_ns) Hz with
  *   ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2; timestampValidBits = kernelTimestampValidBits
@@ -456,6 +458,26 @@ static ze_result_t device_get_status(ze_device_handle_t h)
 	return sim_obj_check(h, SIM_K_DEVICE);
 }
 
+/* ZE_SIM_PAIR_FAIL_FROM=N: the clock pair's Nth call and every later one fail. */
+static unsigned long pair_fail_from = ~0ul;
+
+static void pair_fail_parse(void)
+{
+	const char *v = getenv("ZE_SIM_PAIR_FAIL_FROM");
+
+	if (v && *v)
+		pair_fail_from = strtoul(v, NULL, 10);
+}
+
+static bool sim_pair_fails(void)
+{
+	static unsigned long calls;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, pair_fail_parse);
+	return __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) >= pair_fail_from;
+}
+
 static ze_result_t device_get_global_timestamps(ze_device_handle_t h, uint64_t *host,
 						uint64_t *dev)
 {
@@ -465,6 +487,8 @@ static ze_result_t device_get_global_timestamps(ze_device_handle_t h, uint64_t *
 	(void)d;
 	SIM_NOT_NULL(host);
 	SIM_NOT_NULL(dev);
+	if (sim_pair_fails())
+		return ZE_RESULT_ERROR_DEVICE_LOST;
 	now = sim_host_ns();
 	*host = now;
 	if (sim_pair_split_maybe())
