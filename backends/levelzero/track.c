@@ -2233,9 +2233,9 @@ static void ze__calls_done(const struct ze_exec *x)
 	pthread_mutex_unlock(&ze_lock);
 }
 
-/* A run with a fence overlapped another run of its list (lock held): a fence's success
- * then walks the pendings (ze_track__fence_synced). */
-static bool ze_fenced_overlaps;
+/* A run with a fence overlapped another run of its list: a fence's success then walks
+ * the pendings (ze_track__fence_synced); until then it takes no lock. */
+static atomic_bool ze_fenced_overlaps;
 
 /* A run whose clock pair failed (ze_track__execute_begin): nothing places its times,
  * each of its commands is counted untimed (it was left out silently). */
@@ -2327,7 +2327,8 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 		if (L->wary && x->queue) {
 			x->queue->overlapped_runs = true;
 			if (fence)
-				ze_fenced_overlaps = true;
+				atomic_store_explicit(&ze_fenced_overlaps, true,
+						      memory_order_relaxed);
 		}
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
@@ -2480,10 +2481,14 @@ void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
  * another engine that ended milliseconds after, drawn as its own). */
 void ze_track__fence_synced(ze_fence_handle_t f, uint64_t t0)
 {
-	uint64_t now = gt_clock_ns();
+	uint64_t now;
 
+	/* (set under the lock before any such pending was pushed: a false here had none) */
+	if (!atomic_load_explicit(&ze_fenced_overlaps, memory_order_relaxed))
+		return;
+	now = gt_clock_ns();
 	pthread_mutex_lock(&ze_lock);
-	for (struct ze_pending *p = ze_fenced_overlaps ? ze_pend_head : NULL; p; p = p->next)
+	for (struct ze_pending *p = ze_pend_head; p; p = p->next)
 		if (p->fence_h == f && p->overlapped && p->returned <= t0 &&
 		    (!p->sync_bound || now < p->sync_bound))
 			p->sync_bound = now;
