@@ -184,9 +184,10 @@ struct ze_queue {
 	/* Its last zeCommandQueueSynchronize that returned success: the runs whose calls
 	 * had returned when it began ended by its return (lock held). */
 	uint64_t sync_begin, sync_end;
-	/* A run on it overlapped another run of its list (ze_pending overlapped): each
-	 * synchronize gives such runs their own bound (ze_track__queue_synced). */
-	bool overlapped_runs;
+	/* Pendings of its runs that overlapped another run of their list (ze_pending
+	 * overlapped), not yet read: while there are any, each synchronize walks the
+	 * pendings to give them their own bound (ze_track__queue_synced). */
+	unsigned overlapped_pend;
 };
 
 /*
@@ -591,6 +592,11 @@ static void ze_gate__put(struct ze_gate *g)
 	free(g);
 }
 
+/* Pendings of runs with a fence that overlapped another run of their list, not yet
+ * read: while there are any, a fence's success walks the pendings
+ * (ze_track__fence_synced); otherwise it takes no lock. */
+static _Atomic unsigned ze_fenced_pend;
+
 static void ze_pend__free(struct ze_pending *p)
 {
 	ze_gate__put(p->gate);
@@ -603,6 +609,12 @@ static void ze_pend__free(struct ze_pending *p)
 		p->next->prev = p->prev;
 	else
 		ze_pend_tail = p->prev;
+	if (gt_unlikely(p->overlapped)) {
+		if (p->queue)
+			p->queue->overlapped_pend--;
+		if (p->fence_h)
+			atomic_fetch_sub(&ze_fenced_pend, 1);
+	}
 	if (p->list) {
 		p->list->npend--;
 		if (p->cmd < p->list->ncmds && p->list->cmds[p->cmd].pend == p)
@@ -2233,9 +2245,6 @@ static void ze__calls_done(const struct ze_exec *x)
 	pthread_mutex_unlock(&ze_lock);
 }
 
-/* A run with a fence overlapped another run of its list: a fence's success then walks
- * the pendings (ze_track__fence_synced); until then it takes no lock. */
-static atomic_bool ze_fenced_overlaps;
 
 /* A run whose clock pair failed (ze_track__execute_begin): nothing places its times,
  * each of its commands is counted untimed (it was left out silently). */
@@ -2324,12 +2333,6 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 		}
 		/* (on an immediate list, the gate after the run holds its reads already) */
 		held = x->queue && ze__ran_earlier(x->lists, i);
-		if (L->wary && x->queue) {
-			x->queue->overlapped_runs = true;
-			if (fence)
-				atomic_store_explicit(&ze_fenced_overlaps, true,
-						      memory_order_relaxed);
-		}
 		for (size_t j = 0; j < L->ncmds; j++) {
 			struct ze_cmd *cmd = &L->cmds[j];
 			ze_kernel_timestamp_result_t *copy =
@@ -2395,6 +2398,11 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 			cmd->pend = p;
 			L->npend++;
 			ze_pend__push(p);
+			if (gt_unlikely(p->overlapped && p->queue)) {
+				p->queue->overlapped_pend++;
+				if (p->fence_h)
+					atomic_fetch_add(&ze_fenced_pend, 1);
+			}
 			last = p;
 		}
 	}
@@ -2469,7 +2477,7 @@ void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
 		Q->sync_end = now;
 	}
 	/* It began after their calls returned: their own runs ended by now. */
-	for (struct ze_pending *p = Q && Q->overlapped_runs ? ze_pend_head : NULL; p; p = p->next)
+	for (struct ze_pending *p = Q && Q->overlapped_pend ? ze_pend_head : NULL; p; p = p->next)
 		if (p->queue == Q && p->overlapped && p->returned <= t0 &&
 		    (!p->sync_bound || now < p->sync_bound))
 			p->sync_bound = now;
@@ -2483,8 +2491,8 @@ void ze_track__fence_synced(ze_fence_handle_t f, uint64_t t0)
 {
 	uint64_t now;
 
-	/* (set under the lock before any such pending was pushed: a false here had none) */
-	if (!atomic_load_explicit(&ze_fenced_overlaps, memory_order_relaxed))
+	/* (counted under the lock as such a pending was pushed: 0 here, none to bound) */
+	if (!atomic_load_explicit(&ze_fenced_pend, memory_order_relaxed))
 		return;
 	now = gt_clock_ns();
 	pthread_mutex_lock(&ze_lock);
