@@ -2212,10 +2212,11 @@ static struct ze_gate *ze__gate(struct ze_list *I, const struct ze_exec *x)
 	return NULL;
 }
 
-/* A run gputrace cannot time (on a queue or immediate list it never saw made, a fork
- * child's of its parent's): each command it knows of counted lost, one for a list it
- * does not know either. */
-static void ze__untracked_run(const struct ze_exec *x)
+/* A run gputrace cannot time, each command it knows of counted lost (reason), `unknown`
+ * for a list it does not know: on a queue or immediate list it never saw made (a fork
+ * child's of its parent's), ze_untracked_list, 1 a list; or one whose clock pair failed
+ * (ze_track__execute_begin), ze_no_event (it was left out silently). */
+static void ze__lose_untimed_run(const struct ze_exec *x, uint32_t reason, uint64_t unknown)
 {
 	uint64_t n = 0;
 
@@ -2225,11 +2226,11 @@ static void ze__untracked_run(const struct ze_exec *x)
 	for (uint32_t i = 0; i < x->n; i++) {
 		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
 
-		n += L ? L->ncmds : 1;
+		n += !L ? unknown : L->immediate ? 0 : L->ncmds;
 	}
 	pthread_mutex_unlock(&ze_lock);
 	if (n)
-		gt_lost_add(ze_str.lost_untracked, n);
+		gt_lost_add(reason, n);
 }
 
 /* A call that failed or timed nothing: its lists' runs are out of their calls. */
@@ -2245,27 +2246,6 @@ static void ze__calls_done(const struct ze_exec *x)
 	pthread_mutex_unlock(&ze_lock);
 }
 
-
-/* A run whose clock pair failed (ze_track__execute_begin): nothing places its times,
- * each of its commands is counted untimed (it was left out silently). */
-static void ze__unpaired_run(const struct ze_exec *x)
-{
-	uint64_t n = 0;
-
-	if (ze__paused() || atomic_load(&ze_closed))
-		return;
-	pthread_mutex_lock(&ze_lock);
-	for (uint32_t i = 0; i < x->n; i++) {
-		struct ze_list *L = (struct ze_list *)ze_map__get(&ze_lists, x->lists[i]);
-
-		if (L && !L->immediate)
-			n += L->ncmds;
-	}
-	pthread_mutex_unlock(&ze_lock);
-	if (n)
-		gt_lost_add(ze_str.lost_no_event, n);
-}
-
 void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 			   ze_fence_handle_t fence)
 {
@@ -2277,9 +2257,9 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 	bool counted;
 
 	if (gt_unlikely(x->untracked) && r == ZE_RESULT_SUCCESS)
-		ze__untracked_run(x);
+		ze__lose_untimed_run(x, ze_str.lost_untracked, 1);
 	if (gt_unlikely(x->no_pair) && r == ZE_RESULT_SUCCESS)
-		ze__unpaired_run(x);
+		ze__lose_untimed_run(x, ze_str.lost_no_event, 0);
 	if (!x->valid)
 		return;
 	if (r != ZE_RESULT_SUCCESS) {

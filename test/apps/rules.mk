@@ -20,10 +20,9 @@ ZE_APPS += ze_indirect
 ZE_APPS += ze_replay
 # One regular list executed by many threads at once (runs of it overlap on the device).
 ZE_APPS += ze_rerun
-# A run on a second queue, queued behind other work, overwriting the events of the same list's run on the first.
+# A run on a second queue, queued behind other work, overwriting the events of the same list's run on
+# the first (waited for by its queue's synchronize or by its fence).
 ZE_APPS += ze_rerun_late
-# The same, the first run waited for by its fence instead of its queue's synchronize.
-ZE_APPS += ze_rerun_fence
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
 $(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \

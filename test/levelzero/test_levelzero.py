@@ -1752,7 +1752,7 @@ def test_a_rerun_on_another_queue_that_ends_later_is_not_drawn_as_the_first_queu
 @pytest.mark.sanitize
 @pytest.mark.parametrize("poll", [0, 1], ids=["host_synchronize", "query_status"])
 def test_a_rerun_on_another_queue_is_not_drawn_as_a_run_waited_for_by_its_fence(tmp_path, poll):
-    """ze_rerun_fence, 5 rounds of: execute(busy 2 ms, q1); execute(list, q1);
+    """ze_rerun_late with a fence, 5 rounds of: execute(busy 2 ms, q1); execute(list, q1);
     execute(list, q0, fence); zeFenceHostSynchronize(fence) (or zeFenceQueryStatus until
     it succeeds); zeFenceReset; synchronize(q1), q0 and q1 on two engines. The q0 run ends
     in 40 us and signals its fence; the q1 run ends 2 ms later and overwrites the events'
@@ -1760,7 +1760,7 @@ def test_a_rerun_on_another_queue_is_not_drawn_as_a_run_waited_for_by_its_fence(
     kernels showed the q1 run's times, drawn 2 ms after the fence's wait returned, all 20.
     The fence's wait (or query) bounds the runs it was given as a synchronize does."""
     rounds = 5
-    trace = traced_like_untraced([APPS / "ze_rerun_fence", rounds, poll], tmp_path)
+    trace = traced_like_untraced([APPS / "ze_rerun_late", rounds, 1 + poll], tmp_path)
     info = trace["gputrace"]
     dev = [d for d in device_spans(trace) if d["cat"] == "kernel"]
     assert info["events_lost"] == info["lost_by_reason"]["ze_overwritten"], info
