@@ -45,6 +45,11 @@
 extern char **environ;
 
 static _Atomic int finish_claimed GT_STARTUP_STATE;
+/* The thread that claimed it and ends the trace (0: none, or nothing was live) */
+static _Atomic int finisher_tid GT_STARTUP_STATE;
+/* Another thread's exit() after the finisher's last drain waits this long for the
+ * finisher to end the process (exit_while_finishing) */
+#define EXIT_RACE_WAIT_MS 1000
 /* Our handler, standing in for SIG_DFL, is ending the process by a fatal signal: a
  * thread's exit() then waits for it (else, while the handler waited for the last
  * drain, the program's own exit status could win over the crash) */
@@ -258,6 +263,7 @@ GT_STARTUP_CODE static void finish(const char *why, unsigned timeout_ms, bool fr
 	} else if (!gt_live()) {
 		return;
 	}
+	atomic_store(&finisher_tid, gt_gettid());
 	atomic_store(&gt_end_reason, why);
 	/* Other threads may go on calling while the trace is finished: what
 	 * they start from now on is after the trace's end, as the device's
@@ -1072,6 +1078,7 @@ GT_FORK_CODE static void atfork_child(void)
 		shim__forget_rings();
 		atomic_store(&gt_st.host_end_ns, 0);
 		atomic_store(&finish_claimed, 0);
+		atomic_store(&finisher_tid, 0);
 		atomic_store(&gt_end_reason, NULL);
 		shim__backends_fork_child();
 		shim__start_process();
@@ -1277,8 +1284,25 @@ static const char exit_fn_name[] GT_STARTUP_CONST = "exit";
  */
 static __attribute__((noinline, cold)) void exit_while_finishing(void)
 {
-	if (!finishing_here && !lifecycle__hooks()->is_own_thread())
-		gt_finish("exit", 5000);
+	int finisher;
+
+	if (finishing_here || lifecycle__hooks()->is_own_thread())
+		return;
+	gt_finish("exit", 5000);
+	/*
+	 * The finisher goes on to end the process: an exit's stdio cleanup, then its
+	 * _exit. glibc before 2.41 runs two threads' exit() cleanups at once, unlocked
+	 * (_IO_cleanup flushes and frees stdout's buffer from both: SIGABRT, 1 CI run,
+	 * test_signal_during_the_exits_last_drain_waits_for_it[exit]). So this exit lets
+	 * the finisher end the process, with its status (two exits race untraced too, and
+	 * either status may win); only if it has not within EXIT_RACE_WAIT_MS does this
+	 * one go on. Not where this thread is the finisher (an exit() from a handler that
+	 * runs after ours).
+	 */
+	finisher = atomic_load(&finisher_tid);
+	if (finisher && finisher != gt_gettid())
+		for (unsigned ms = 0; ms < EXIT_RACE_WAIT_MS; ms += 10)
+			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 }
 
 GT_EXPORT __attribute__((noreturn)) void exit(int status)
