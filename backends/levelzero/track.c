@@ -2444,6 +2444,18 @@ void ze_track__queue_destroy(ze_command_queue_handle_t q)
 	free(Q);
 }
 
+/* A wait that began at t0 returned success at now, on queue Q (a synchronize) or fence f:
+ * the overlapped runs waited for whose calls had returned by t0 ended by now, their
+ * bound (sync_bound) unless an earlier wait's is tighter (lock held). */
+static void ze__bound_overlapped(const struct ze_queue *Q, ze_fence_handle_t f, uint64_t t0,
+				 uint64_t now)
+{
+	for (struct ze_pending *p = ze_pend_head; p; p = p->next)
+		if (p->overlapped && (Q ? p->queue == Q : p->fence_h == f) && p->returned <= t0 &&
+		    (!p->sync_bound || now < p->sync_bound))
+			p->sync_bound = now;
+}
+
 void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
 {
 	struct ze_queue *Q;
@@ -2456,11 +2468,8 @@ void ze_track__queue_synced(ze_command_queue_handle_t q, uint64_t t0)
 		Q->sync_begin = t0;
 		Q->sync_end = now;
 	}
-	/* It began after their calls returned: their own runs ended by now. */
-	for (struct ze_pending *p = Q && Q->overlapped_pend ? ze_pend_head : NULL; p; p = p->next)
-		if (p->queue == Q && p->overlapped && p->returned <= t0 &&
-		    (!p->sync_bound || now < p->sync_bound))
-			p->sync_bound = now;
+	if (Q && Q->overlapped_pend)
+		ze__bound_overlapped(Q, NULL, t0, now);
 	pthread_mutex_unlock(&ze_lock);
 }
 
@@ -2476,10 +2485,7 @@ void ze_track__fence_synced(ze_fence_handle_t f, uint64_t t0)
 		return;
 	now = gt_clock_ns();
 	pthread_mutex_lock(&ze_lock);
-	for (struct ze_pending *p = ze_pend_head; p; p = p->next)
-		if (p->fence_h == f && p->overlapped && p->returned <= t0 &&
-		    (!p->sync_bound || now < p->sync_bound))
-			p->sync_bound = now;
+	ze__bound_overlapped(NULL, f, t0, now);
 	pthread_mutex_unlock(&ze_lock);
 }
 
