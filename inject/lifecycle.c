@@ -1292,8 +1292,9 @@ static __attribute__((noinline, cold)) void exit_while_finishing(void)
 	/*
 	 * The finisher goes on to end the process: an exit's stdio cleanup, then its
 	 * _exit. glibc before 2.41 runs two threads' exit() cleanups at once, unlocked
-	 * (_IO_cleanup flushes and frees stdout's buffer from both: SIGABRT, 1 CI run,
-	 * test_signal_during_the_exits_last_drain_waits_for_it[exit]). So this exit lets
+	 * (the exit handlers' blocks freed by one while the other walks them, _IO_cleanup's
+	 * flush: SIGABRT in 1 CI run, test_signal_during_the_exits_last_drain_waits_for_it
+	 * [exit], not reproduced here). So this exit lets
 	 * the finisher end the process, with its status (two exits race untraced too, and
 	 * either status may win); only if it has not within EXIT_RACE_WAIT_MS does this
 	 * one go on. Not where this thread is the finisher (an exit() from a handler that

@@ -1715,6 +1715,16 @@ def test_one_list_run_by_many_threads_at_once_is_never_drawn_a_wrap_late(tmp_pat
     assert_clamps(trace, 20000)
 
 
+def assert_inside_their_bounds(dev, bound):
+    """Every rerun_k kernel inside its execute call and the wait that bounds its run:
+    bound maps the call's correlation id to (execute span, wait span); 5 us of clock
+    error allowed past the wait."""
+    outside = [(start(d) - start(ex), end(d) - end(wait), d) for d in dev if d["name"] == "rerun_k"
+               for ex, wait in [bound[d["args"]["correlation"]]]
+               if start(d) < start(ex) or end(d) > end(wait) + 5000]
+    assert not outside, (len(outside), outside[:3])
+
+
 @pytest.mark.sanitize
 def test_a_rerun_on_another_queue_that_ends_later_is_not_drawn_as_the_first_queues_run(tmp_path):
     """ze_rerun_late, 5 rounds of: execute(busy 2 ms, q1); execute(list, q1);
@@ -1743,10 +1753,7 @@ def test_a_rerun_on_another_queue_that_ends_later_is_not_drawn_as_the_first_queu
         c = calls[7 * r:7 * r + 7]
         bound[c[1]["args"]["correlation"]] = (c[1], c[6])
         bound[c[2]["args"]["correlation"]] = (c[2], c[3])
-    outside = [(start(d) - start(ex), end(d) - end(sync), d) for d in dev if d["name"] == "rerun_k"
-               for ex, sync in [bound[d["args"]["correlation"]]]
-               if start(d) < start(ex) or end(d) > end(sync) + 5000]
-    assert not outside, (len(outside), outside[:3])
+    assert_inside_their_bounds(dev, bound)
 
 
 @pytest.mark.sanitize
@@ -1777,10 +1784,7 @@ def test_a_rerun_on_another_queue_is_not_drawn_as_a_run_waited_for_by_its_fence(
         c = calls[5 * r:5 * r + 5]
         bound[c[1]["args"]["correlation"]] = (c[1], c[4])
         bound[c[2]["args"]["correlation"]] = (c[2], c[3])
-    outside = [(start(d) - start(ex), end(d) - end(sync), d) for d in dev if d["name"] == "rerun_k"
-               for ex, sync in [bound[d["args"]["correlation"]]]
-               if start(d) < start(ex) or end(d) > end(sync) + 5000]
-    assert not outside, (len(outside), outside[:3])
+    assert_inside_their_bounds(dev, bound)
 
 
 def test_a_run_whose_clock_pair_failed_is_counted_untimed(tmp_path):
