@@ -56,4 +56,10 @@ static inline int gt_pages_has_huge(size_t body, size_t small)
 void *gt_grow(void *p, size_t used, size_t *cap, size_t *map, size_t big_from);
 void gt_grow_free(void *p, size_t map);
 
+/* n zeroed bytes of scratch, given back whole by gt_scratch_free(p, n): a mapping of
+ * its own (malloc's under AddressSanitizer), never malloc's heap, which glibc keeps
+ * once a freed block has raised its mmap threshold. NULL when out of memory. */
+void *gt_scratch_alloc(size_t n);
+void gt_scratch_free(void *p, size_t n);
+
 #endif

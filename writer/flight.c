@@ -21,6 +21,7 @@
 
 #include "inject/clock.h"
 #include "inject/config.h"
+#include "inject/pages.h"
 #include "internal.h"
 
 #define SEG_MAX (256u << 10) /* a segment's bytes: the granularity of dropping */
@@ -345,7 +346,7 @@ static bool arrow_kept(const struct farrow *a, bool ac2g)
 void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_counts *c)
 {
 	uint64_t cutoff = gt_cfg.flight_ns && as_of > gt_cfg.flight_ns ? as_of - gt_cfg.flight_ns : 0;
-	size_t nflows = 0, nslices = 0, ns = 0, mask = 0;
+	size_t nflows = 0, nslices = 0, ns = 0, mask = 0, arrows_bytes = 0, sl_bytes = 0;
 	uint64_t first_kept = now; /* the earliest event kept: a byte budget's window opens there */
 	struct fslice *sl = NULL;
 	struct farrow *arrows = NULL;
@@ -364,13 +365,16 @@ void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_
 
 		while (cap < nflows * 2)
 			cap *= 2;
-		arrows = calloc(cap, sizeof(*arrows));
-		sl = malloc(nslices * sizeof(*sl) + 1);
+		arrows_bytes = cap * sizeof(*arrows);
+		sl_bytes = nslices * sizeof(*sl) + 1;
+		arrows = gt_scratch_alloc(arrows_bytes);
+		sl = gt_scratch_alloc(sl_bytes);
 		mask = cap - 1;
 		if (!arrows || !sl) { /* no arrows then, rather than unchecked ones */
-			free(arrows);
-			free(sl);
+			gt_scratch_free(arrows, arrows_bytes);
+			gt_scratch_free(sl, sl_bytes);
 			arrows = NULL;
+			sl = NULL;
 		}
 	}
 	/* the slices of the window, sorted by row and start */
@@ -432,8 +436,8 @@ void flight__dump(struct jbuf *out, uint64_t now, uint64_t as_of, struct flight_
 			first = false;
 			jbuf__put(out, ev, n);
 		}
-	free(arrows);
-	free(sl);
+	gt_scratch_free(arrows, arrows_bytes);
+	gt_scratch_free(sl, sl_bytes);
 	/* aged out: dropped, out of the window, an arrow with an end gone, or
 	 * before an earlier dump and not in it */
 	c->aged_events = F.events - c->kept_events - c->earlier_events;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "inject/pages.h"
 #include "internal.h"
@@ -441,12 +442,41 @@ static const struct pend_order *pending_order(void)
 	return W.pend_order;
 }
 
+/*
+ * A drain held back (a loaded machine) lets a thousand launches or more wait at once:
+ * W.pend grows into 2 MiB pages (gt_grow), and kept them for good, so a flight
+ * recorder's process grew by 2 MiB after a busy moment (a CI run of
+ * test_flight_recorder_dumps_on_the_trigger_from_another_process). Once a whole
+ * cycle needed under a quarter of what was touched, the pages past what it needed go
+ * back to the system; a steady backlog keeps its pages (no fault a cycle).
+ */
+static void pending_give_back(void)
+{
+	size_t need = W.pend_cycle_peak > W.npend ? W.pend_cycle_peak : W.npend;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t from = (need * sizeof(*W.pend) + page - 1) / page * page;
+	size_t to = W.pend_peak * sizeof(*W.pend);
+
+	W.pend_cycle_peak = W.npend;
+	if (!W.pend_map || need * 4 >= W.pend_peak)
+		return;
+	to = to < W.pend_map ? to : W.pend_map;
+	if (to > from)
+		madvise((char *)W.pend + from, to - from, MADV_DONTNEED);
+	W.pend_peak = need;
+}
+
 /* age: a cycle's end, the waiting grow older. The file is written as the JSON
  * grows (a ring's worth of kernels, written at once, grew the buffer to 16 MiB). */
 static void pending_pass(bool final, bool age)
 {
 	const struct pend_order *order = pending_order();
 	size_t keep = 0;
+
+	if (W.npend > W.pend_cycle_peak)
+		W.pend_cycle_peak = W.npend;
+	if (W.npend > W.pend_peak)
+		W.pend_peak = W.npend;
 
 	for (size_t n = 0; n < W.npend; n++) {
 		struct pending *p = &W.pend[order ? order[n].i : n];
@@ -469,6 +499,8 @@ static void pending_pass(bool final, bool age)
 		keep++;
 	}
 	W.npend = W.pend_kept = keep;
+	if (age)
+		pending_give_back();
 }
 
 void flows__pending(bool final)

@@ -148,6 +148,9 @@ struct writer {
 	struct pending *pend;
 	size_t npend, pend_cap, pend_map; /* pend_map: gt_grow's */
 	size_t pend_kept; /* what waited on after the last pass over them */
+	/* flows.c: the most that waited since W.pend's pages past them were given
+	 * back, and in this cycle */
+	size_t pend_peak, pend_cycle_peak;
 	/* flows.c: the order a pass writes them in (time order), and its room */
 	struct pend_order *pend_order;
 	size_t pend_order_cap;

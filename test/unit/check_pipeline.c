@@ -1086,6 +1086,62 @@ START_TEST(test_string_read_by_an_id_another_thread_cached)
 }
 END_TEST
 
+/* Resident 4 KiB pages of [p, p + n). */
+static size_t resident_pages(const void *p, size_t n)
+{
+	static unsigned char vec[1 << 12];
+	size_t pages = (n + 4095) / 4096, in = 0;
+
+	ck_assert_uint_le(pages, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)p, n, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	return in;
+}
+
+/* A backlog of device work waiting for its launches (a drain held back) grows the
+ * writer's waiting list into pages of their own; once a cycle needs few of them, they
+ * go back to the system: a flight recorder's process stays flat after a busy moment,
+ * and nothing waiting is lost meanwhile. */
+START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
+{
+	const int kernels = 4000; /* one cycle's: under PENDING_FLUSH, all wait at once */
+	uint32_t dev, q, kern;
+	uint64_t t;
+	size_t bytes;
+
+	ck_assert_uint_gt(kernels * sizeof(struct pending), GT_GROW_BIG);
+	start("4096");
+	dev = gt_device_row("GPU 0: unit device");
+	q = gt_queue_row(dev, "queue 0", 0);
+	kern = gt_str_intern("my_kernel");
+	t = gt_clock_ns();
+	for (int i = 0; i < kernels; i++) {
+		/* launches never read: each waits PENDING_MAX_AGE cycles, then is drawn alone */
+		struct gt_event work = { .start_ns = t + i * 1000ull, .end_ns = t + i * 1000ull + 500,
+					 .corr = gt_corr_next(), .name = kern,
+					 .cat = GT_S_CAT_KERNEL, .track = q,
+					 .type = GT_EV_DEVICE_SPAN };
+
+		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+	}
+	gt_flush_sync(5000);
+	ck_assert_uint_eq(W.npend, kernels);
+	ck_assert_uint_gt(W.pend_map, 0);
+	bytes = kernels * sizeof(struct pending);
+	ck_assert_uint_ge(resident_pages(W.pend, bytes), bytes / 4096);
+	for (int cycle = 0; cycle < 6 && (W.npend || resident_pages(W.pend, bytes)); cycle++)
+		gt_flush_sync(5000);
+	ck_assert_uint_eq(W.npend, 0);
+	ck_assert_uint_eq(resident_pages(W.pend, bytes), 0);
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+
+	ck_assert_int_eq(count_events(evs, "name", "my_kernel"), kernels);
+	json_object_put(root);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -1109,6 +1165,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_last_cycle_gives_big_ring_back);
 	tcase_add_test(tc, test_events_formatted_before_the_file_are_placed_in_it);
 	tcase_add_test(tc, test_string_read_by_an_id_another_thread_cached);
+	tcase_add_test(tc, test_a_backlog_gone_gives_its_waiting_lists_pages_back);
 	suite_add_tcase(s, tc);
 	return s;
 }
