@@ -744,6 +744,56 @@ START_TEST(test_work_just_before_the_fit_ahead_of_a_step_back)
 }
 END_TEST
 
+/* CUPTI's clock 5 s ahead of ours, and `ahead_ns` more from when it is set */
+static _Atomic uint64_t ahead_ns;
+
+static CUptiResult slewing_timestamp(uint64_t *t)
+{
+	*t = gt_clock_ns() + 5000000000ull + atomic_load(&ahead_ns);
+	return CUPTI_SUCCESS;
+}
+
+START_TEST(test_back_to_back_work_converted_a_fit_apart_never_overlaps)
+{
+	struct json_object *k[4];
+	struct buf b;
+
+	start();
+	cupti_fn.cuptiGetTimestamp = slewing_timestamp;
+	cupti__clock_refit();
+	usleep(12000); /* fits come 10 ms apart at the least */
+	cupti__clock_refit();
+	/* read past the last fit: placed at the line's rate */
+	uint64_t at = gt_clock_ns() + 5000000000ull + 1000000;
+	new_buf(&b);
+	CUpti_ActivityKernel10 k1 = kernel(63, at, 5000000, "first", 7);
+	add(&b, &k1, sizeof(k1));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 1);
+	/* CUPTI's clock gains 8 us (under a step: a rate the next fit measures), and the
+	 * kernel queued behind the first, read after that fit, is placed at that rate,
+	 * ~3 us earlier than the line put the first one's end: they overlapped */
+	usleep(12000);
+	atomic_store(&ahead_ns, 8000);
+	cupti__clock_refit();
+	new_buf(&b);
+	CUpti_ActivityKernel10 k2 = kernel(64, at + 5000000, 2000, "second", 7);
+	add(&b, &k2, sizeof(k2));
+	ck_assert_int_eq(cupti__process_buffer(b.p, b.len), 1);
+
+	struct json_object *root = finish_and_load();
+	ck_assert_int_eq(find(root, "X", "kernel", k, 4), 2);
+	struct json_object *first = by_name(k, 2, "first"), *second = by_name(k, 2, "second");
+	double first_end = num(first, "ts") + num(first, "dur");
+
+	ck_assert_msg(num(second, "ts") >= first_end, "second at %.3f, first ended at %.3f",
+		      num(second, "ts"), first_end);
+	ck_assert_double_eq_tol(num(second, "ts"), first_end, 0.002); /* (or 1 ns on) */
+	/* its length at the measured rate (8 us in ~12 ms: 2 ns shorter) */
+	ck_assert_double_eq_tol(num(second, "dur"), 2.0, 0.005);
+	json_object_put(root);
+}
+END_TEST
+
 START_TEST(test_work_of_a_launch_still_running_at_the_end_goes_with_it)
 {
 	struct json_object *k[4], *h[4];
@@ -1029,6 +1079,7 @@ static Suite *cupti_suite(void)
 	tcase_add_test(tc, test_one_span_per_call);
 	tcase_add_test(tc, test_call_whose_exit_never_came_is_drawn_cancelled);
 	tcase_add_test(tc, test_watchdog_launch_table);
+	tcase_add_test(tc, test_back_to_back_work_converted_a_fit_apart_never_overlaps);
 	suite_add_tcase(s, tc);
 	return s;
 }
