@@ -449,6 +449,11 @@ static const struct pend_order *pending_order(void)
  * test_flight_recorder_dumps_on_the_trigger_from_another_process). Once a whole
  * cycle needed under a quarter of what was touched, the pages past what it needed go
  * back to the system; a steady backlog keeps its pages (no fault a cycle).
+ * The mapping is advised out of 2 MiB pages first: khugepaged makes a whole 2 MiB page
+ * of any range with one 4 KiB page in it (max_ptes_none 511, the default), and filled
+ * the pages given back again within seconds. A backlog that fits the mapping again
+ * faults 4 KiB pages (512 a 2 MiB, once); a bigger one gets a new mapping (gt_grow),
+ * in 2 MiB pages.
  */
 static void pending_give_back(void)
 {
@@ -461,8 +466,11 @@ static void pending_give_back(void)
 	if (!W.pend_map || need * 4 >= W.pend_peak)
 		return;
 	to = to < W.pend_map ? to : W.pend_map;
-	if (to > from)
+	if (to > from) {
+		/* first: khugepaged cannot fill the range between the two calls */
+		madvise(W.pend, W.pend_map, MADV_NOHUGEPAGE);
 		madvise((char *)W.pend + from, to - from, MADV_DONTNEED);
+	}
 	W.pend_peak = need;
 }
 
