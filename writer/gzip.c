@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gzip.h"
+#include "inject/pages.h"
 #ifndef GT_NO_ISAL
 #include "isal.h"
 #endif
@@ -37,9 +38,15 @@ static void isal_fix(struct gzm_isal *x)
 	x->s.level_buf_size = GZM_ISAL_BUF;
 }
 
+/*
+ * The stream and its copy (~360 KiB each) are mappings of their own (gt_scratch_alloc),
+ * not malloc's: a flight recorder writes a file a dump, and from the second on glibc
+ * took them from the drain thread's heap (freeing the first file's raised its mmap
+ * threshold), which kept ~710 KiB of them for good under what it allocated meanwhile.
+ */
 static int isal_open(struct gzm *g)
 {
-	struct gzm_isal *x = malloc(sizeof(*x));
+	struct gzm_isal *x = gt_scratch_alloc(sizeof(*x));
 
 	if (!x)
 		return -ENOMEM;
@@ -95,7 +102,7 @@ static int isal_add(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 static int isal_end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 {
 	/* one scratch copy, kept: ~100 KB copied per checkpoint */
-	if (!g->isal_copy && !(g->isal_copy = malloc(sizeof(*g->isal_copy))))
+	if (!g->isal_copy && !(g->isal_copy = gt_scratch_alloc(sizeof(*g->isal_copy))))
 		return -ENOMEM;
 	memcpy(g->isal_copy, g->isal, sizeof(*g->isal));
 	isal_fix(g->isal_copy);
@@ -106,12 +113,19 @@ static int isal_finish(struct gzm *g, const char *p, size_t n, struct jbuf *out)
 {
 	return isal_run(&g->isal->s, p, n, true, out);
 }
+
+static void isal_free(struct gzm *g)
+{
+	gt_scratch_free(g->isal, sizeof(*g->isal));
+	gt_scratch_free(g->isal_copy, sizeof(*g->isal_copy));
+}
 #else /* built without ISA-L's header (libisal-dev): zlib only */
 static bool isal_usable(const struct gzm *g) { return false; }
 static int isal_open(struct gzm *g) { return -ENOSYS; }
 static int isal_add(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
 static int isal_end_copy(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
 static int isal_finish(struct gzm *g, const char *p, size_t n, struct jbuf *out) { return -ENOSYS; }
+static void isal_free(struct gzm *g) { }
 #endif
 
 /* ---- zlib ---- */
@@ -207,8 +221,7 @@ void gzm__free(struct gzm *g)
 {
 	if (g->open && !g->isal)
 		deflateEnd(&g->z);
-	free(g->isal);
-	free(g->isal_copy);
+	isal_free(g);
 	g->isal = g->isal_copy = NULL;
 	g->open = false;
 }
