@@ -460,12 +460,14 @@ static void pending_give_back(void)
 	size_t need = W.pend_cycle_peak > W.npend ? W.pend_cycle_peak : W.npend;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t from = (need * sizeof(*W.pend) + page - 1) / page * page;
-	size_t to = W.pend_peak * sizeof(*W.pend);
+	/* to the mapping's end: a 2 MiB page is resident whole from its first write, past
+	 * what ever waited (up to 2 MiB less what did stayed: 1584 KiB of a flight
+	 * recorder's, late in a run); pages never written cost nothing to give back */
+	size_t to = W.pend_map;
 
 	W.pend_cycle_peak = W.npend;
 	if (!W.pend_map || need * 4 >= W.pend_peak)
 		return;
-	to = to < W.pend_map ? to : W.pend_map;
 	if (to > from) {
 		/* first: khugepaged cannot fill the range between the two calls */
 		madvise(W.pend, W.pend_map, MADV_NOHUGEPAGE);
