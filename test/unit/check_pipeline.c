@@ -1129,6 +1129,11 @@ static bool collapse_works(void)
 START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 {
 	const int kernels = 4000; /* one cycle's: under PENDING_FLUSH, all wait at once */
+#if defined(__SANITIZE_ADDRESS__)
+	const bool mapped = false; /* gt_grow keeps to malloc, where ASan sees overruns */
+#else
+	const bool mapped = true;
+#endif
 	uint32_t dev, q, kern;
 	uint64_t t;
 	size_t bytes;
@@ -1150,15 +1155,18 @@ START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 	}
 	gt_flush_sync(5000);
 	ck_assert_uint_eq(W.npend, kernels);
-	ck_assert_uint_gt(W.pend_map, 0);
+	ck_assert_uint_eq(W.pend_map > 0, mapped);
 	bytes = kernels * sizeof(struct pending);
-	ck_assert_uint_ge(resident_pages(W.pend, bytes), bytes / 4096);
-	for (int cycle = 0; cycle < 6 && (W.npend || resident_pages(W.pend, W.pend_map)); cycle++)
+	if (mapped)
+		ck_assert_uint_ge(resident_pages(W.pend, bytes), bytes / 4096);
+	for (int cycle = 0; cycle < 6 && (W.npend || (mapped && resident_pages(W.pend, W.pend_map)));
+	     cycle++)
 		gt_flush_sync(5000);
 	ck_assert_uint_eq(W.npend, 0);
 	/* the whole mapping: a 2 MiB page is resident whole from its first write, past
 	 * what ever waited (its tail stayed: 1584 KiB of a flight recorder's 2 MiB) */
-	ck_assert_uint_eq(resident_pages(W.pend, W.pend_map), 0);
+	if (mapped)
+		ck_assert_uint_eq(resident_pages(W.pend, W.pend_map), 0);
 
 	/* A few wait again: their pages come back, and the kernel's khugepaged (which fills
 	 * a 2 MiB range with one page of 512 in it: max_ptes_none 511 by default) must
@@ -1176,9 +1184,11 @@ START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 	}
 	gt_flush_sync(5000);
 	ck_assert_uint_eq(W.npend, few);
-	if (collapse_works())
+	if (mapped && collapse_works())
 		madvise(W.pend, W.pend_map, MADV_COLLAPSE);
-	ck_assert_uint_le(resident_pages(W.pend, W.pend_map), few * sizeof(struct pending) / 4096 + 2);
+	if (mapped)
+		ck_assert_uint_le(resident_pages(W.pend, W.pend_map),
+				  few * sizeof(struct pending) / 4096 + 2);
 
 	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
 
