@@ -91,10 +91,35 @@ static inline char *json__put_us(char *p, uint64_t ns)
  * thread that writes), and a timestamp writes seven digits, not fifteen. */
 struct json_ts_prefix {
 	uint64_t hi; /* us / 10000 (0: none kept) */
+	uint64_t base; /* hi's first ns (hi * 10^7): a timestamp within 10 ms of it
+			  takes its seven digits from the difference, in 32 bits */
 	unsigned len;
 	char text[24];
 };
-GT_HIDDEN char *json__put_ts(char *p, uint64_t ns, struct json_ts_prefix *prefix);
+GT_HIDDEN char *json__put_ts_slow(char *p, uint64_t ns, struct json_ts_prefix *prefix);
+/* ".000" to ".999": a timestamp's fraction is one 4-byte copy */
+GT_HIDDEN extern const char json__frac_text[4001];
+GT_HIDDEN extern const char json__digit_pairs[201];
+
+/* Inline where the prefix holds (all but one timestamp in 10 ms): the two 64-bit
+ * divisions and the call were ~25 of the ~60 drain instructions a timestamp took
+ * (callgrind, six timestamps a launch). */
+static inline char *json__put_ts(char *p, uint64_t ns, struct json_ts_prefix *c)
+{
+	uint64_t r = ns - c->base;
+
+	if (gt_likely(r < 10000000 && c->hi)) {
+		unsigned lo = (unsigned)r / 1000, frac = (unsigned)r - lo * 1000;
+
+		memcpy(p, c->text, 16); /* a fixed-size copy; what is past len is overwritten */
+		p += c->len;
+		memcpy(p, &json__digit_pairs[lo / 100 * 2], 2);
+		memcpy(p + 2, &json__digit_pairs[lo % 100 * 2], 2);
+		memcpy(p + 4, &json__frac_text[frac * 4], 4);
+		return p + 8;
+	}
+	return json__put_ts_slow(p, ns, c);
+}
 
 /* Room for one number at the end of b, or false (b->oom). */
 static inline int json__room(struct jbuf *b)
