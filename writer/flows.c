@@ -276,14 +276,24 @@ static struct span_ranges device_ranges(const struct gt_event *ev, const struct 
 	return r;
 }
 
+/* The launches an event names: h[0] its corr's (not a host span's: its own), h[1] its
+ * corr2's (NULL: not in the table). */
+static void linked_calls(const struct gt_event *ev, struct corr_entry *h[2])
+{
+	h[0] = host_end(ev) ? NULL : corr_find(ev->corr);
+	h[1] = corr_find(ev->corr2);
+}
+
 /* The span, then its arrows: after both slices exist, so viewers bind them;
- * each end strictly inside its own slice (place.c). */
-static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs)
+ * each end strictly inside its own slice (place.c). h: linked_calls's (found once
+ * for this and launched_after_the_end: ~25 drain instructions a launch). */
+static void write_linked(const struct gt_event *ev, const struct gt_arg *args, unsigned nargs,
+			 struct corr_entry *const h[2])
 {
 	/* calls found whether or not arrows are drawn: work without arrows
 	 * (Level Zero's waits on events) still carries their ranges */
 	bool arrows = arrows_in(ev);
-	struct corr_entry *h1 = host_end(ev) ? NULL : corr_find(ev->corr), *h2 = corr_find(ev->corr2);
+	struct corr_entry *h1 = h[0], *h2 = h[1];
 	bool fwdbwd = ev->flags & GT_EVF_FWDBWD;
 	struct device_row row;
 
@@ -349,12 +359,9 @@ static bool device_ready(const struct pending *p, bool final)
 
 /* Device work of a launch left out of the trace (it returned after the
  * process began to end): left out with it. */
-static bool launched_after_the_end(const struct pending *p)
+static bool launched_after_the_end(struct corr_entry *const h[2])
 {
-	struct corr_entry *h1 = host_end(&p->ev) ? NULL : corr_find(p->ev.corr);
-	struct corr_entry *h2 = corr_find(p->ev.corr2);
-
-	return (h1 && h1->after_end) || (h2 && h2->after_end);
+	return (h[0] && h[0]->after_end) || (h[1] && h[1]->after_end);
 }
 
 /* Device work read while its launch had not returned (GT_EVF_UNRETURNED), at the last
@@ -492,8 +499,11 @@ static void pending_pass(bool final, bool age)
 		struct pending *p = &W.pend[order ? order[n].i : n];
 
 		if (device_ready(p, final)) {
-			if (!launched_after_the_end(p) && !launch_never_returned(p, final))
-				write_linked(&p->ev, p->args, p->ev.nargs);
+			struct corr_entry *h[2];
+
+			linked_calls(&p->ev, h);
+			if (!launched_after_the_end(h) && !launch_never_returned(p, final))
+				write_linked(&p->ev, p->args, p->ev.nargs, h);
 			checkpoint__write_behind_when_full();
 			p->age = UINT_MAX; /* written */
 		} else {
@@ -539,7 +549,10 @@ void flows__defer(const struct gt_event *ev, const struct gt_arg *args, unsigned
 		struct pending *p = gt_grow(W.pend, W.npend * sizeof(*p), &bytes, &W.pend_map,
 					    GT_GROW_BIG);
 		if (!p) {
-			write_linked(ev, args, nargs); /* no memory: no waiting, no loss */
+			struct corr_entry *h[2];
+
+			linked_calls(ev, h);
+			write_linked(ev, args, nargs, h); /* no memory: no waiting, no loss */
 			return;
 		}
 		W.pend = p;
