@@ -110,9 +110,11 @@ static inline __attribute__((always_inline)) void fit(void)
 	uint64_t fs = W.buf_at + s;
 
 	_Static_assert((OUT_PAGE & (OUT_PAGE - 1)) == 0, "pages: a power of two");
-	/* first and last byte on different pages: their bits above the page's differ */
-	if (gt_unlikely(W.paged && e > s && e - s <= OUT_PAGE &&
-			(fs ^ (W.buf_at + e - 1)) >= OUT_PAGE))
+	/* first and last byte on different pages: their bits above the page's differ;
+	 * tested first, as it is false for all but one event in ~20 (the other tests hold
+	 * for nearly every event: tested first, all four were made each time) */
+	if (gt_unlikely((fs ^ (W.buf_at + e - 1)) >= OUT_PAGE && W.paged && e > s &&
+			e - s <= OUT_PAGE))
 		fit_move(s, e, fs);
 }
 
