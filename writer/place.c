@@ -190,7 +190,10 @@ static void seen_evict(uint64_t *set, uint64_t v)
 	for (unsigned i = SEEN_WAYS; i-- > 1 && b == SEEN_WAYS;) {
 		uint64_t partner = set[i] ^ SEEN_START;
 
-		for (unsigned j = 0; j < i; j++)
+		/* from i's newer neighbour back: a zero-length kernel's end and start go in
+		 * one after the other, so its partner is mostly the next way (a set holds one
+		 * entry a time and kind, so which j is found first does not matter) */
+		for (unsigned j = i; j-- > 0;)
 			if ((set[j] ^ partner) <= SEEN_PAST) {
 				a = i;
 				b = j;
