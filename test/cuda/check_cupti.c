@@ -550,9 +550,12 @@ START_TEST(test_dropped_records_counted)
 }
 END_TEST
 
+/* CUPTI's clock runs 5 s ahead of ours, and `ahead_ns` more from when a test sets it */
+static _Atomic uint64_t ahead_ns;
+
 static CUptiResult fake_timestamp(uint64_t *t)
 {
-	*t = gt_clock_ns() + 5000000000ull; /* CUPTI's clock runs 5 s ahead of ours */
+	*t = gt_clock_ns() + 5000000000ull + atomic_load(&ahead_ns);
 	return CUPTI_SUCCESS;
 }
 
@@ -744,22 +747,14 @@ START_TEST(test_work_just_before_the_fit_ahead_of_a_step_back)
 }
 END_TEST
 
-/* CUPTI's clock 5 s ahead of ours, and `ahead_ns` more from when it is set */
-static _Atomic uint64_t ahead_ns;
-
-static CUptiResult slewing_timestamp(uint64_t *t)
-{
-	*t = gt_clock_ns() + 5000000000ull + atomic_load(&ahead_ns);
-	return CUPTI_SUCCESS;
-}
-
 START_TEST(test_back_to_back_work_converted_a_fit_apart_never_overlaps)
 {
 	struct json_object *k[4];
 	struct buf b;
 
 	start();
-	cupti_fn.cuptiGetTimestamp = slewing_timestamp;
+	atomic_store(&ahead_ns, 0);
+	cupti_fn.cuptiGetTimestamp = fake_timestamp;
 	cupti__clock_refit();
 	usleep(12000); /* fits come 10 ms apart at the least */
 	cupti__clock_refit();
@@ -791,6 +786,7 @@ START_TEST(test_back_to_back_work_converted_a_fit_apart_never_overlaps)
 	/* its length at the measured rate (8 us in ~12 ms: 2 ns shorter) */
 	ck_assert_double_eq_tol(num(second, "dur"), 2.0, 0.005);
 	json_object_put(root);
+	atomic_store(&ahead_ns, 0);
 }
 END_TEST
 

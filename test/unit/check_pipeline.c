@@ -1122,6 +1122,20 @@ static bool collapse_works(void)
 	return ok;
 }
 
+/* n kernels 1 us apart on row q from t, whose launches are never read: each waits
+ * PENDING_MAX_AGE cycles, then is drawn alone */
+static void emit_unlaunched_kernels(int n, uint64_t t, uint32_t q, uint32_t kern)
+{
+	for (int i = 0; i < n; i++) {
+		struct gt_event work = { .start_ns = t + i * 1000ull, .end_ns = t + i * 1000ull + 500,
+					 .corr = gt_corr_next(), .name = kern,
+					 .cat = GT_S_CAT_KERNEL, .track = q,
+					 .type = GT_EV_DEVICE_SPAN };
+
+		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
+	}
+}
+
 /* A backlog of device work waiting for its launches (a drain held back) grows the
  * writer's waiting list into pages of their own; once a cycle needs few of them, they
  * go back to the system: a flight recorder's process stays flat after a busy moment,
@@ -1144,15 +1158,7 @@ START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 	q = gt_queue_row(dev, "queue 0", 0);
 	kern = gt_str_intern("my_kernel");
 	t = gt_clock_ns();
-	for (int i = 0; i < kernels; i++) {
-		/* launches never read: each waits PENDING_MAX_AGE cycles, then is drawn alone */
-		struct gt_event work = { .start_ns = t + i * 1000ull, .end_ns = t + i * 1000ull + 500,
-					 .corr = gt_corr_next(), .name = kern,
-					 .cat = GT_S_CAT_KERNEL, .track = q,
-					 .type = GT_EV_DEVICE_SPAN };
-
-		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
-	}
+	emit_unlaunched_kernels(kernels, t, q, kern);
 	gt_flush_sync(5000);
 	ck_assert_uint_eq(W.npend, kernels);
 	ck_assert_uint_eq(W.pend_map > 0, mapped);
@@ -1174,14 +1180,7 @@ START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 	 * MADV_COLLAPSE is its stand-in: it collapses where khugepaged may. */
 	const int few = 100;
 
-	for (int i = 0; i < few; i++) {
-		struct gt_event work = { .start_ns = t + i * 1000ull, .end_ns = t + i * 1000ull + 500,
-					 .corr = gt_corr_next(), .name = kern,
-					 .cat = GT_S_CAT_KERNEL, .track = q,
-					 .type = GT_EV_DEVICE_SPAN };
-
-		ck_assert_int_eq(gt_emit(&work, NULL, 0), 0);
-	}
+	emit_unlaunched_kernels(few, t, q, kern);
 	gt_flush_sync(5000);
 	ck_assert_uint_eq(W.npend, few);
 	if (mapped && collapse_works())
