@@ -221,26 +221,56 @@ static bool fix_flags(int fd)
 	return fixed; /* true: a flag was taken off */
 }
 
+static bool is_ours(const struct out *o, const struct stat *st)
+{
+	return st->st_dev == o->dev && st->st_ino == o->ino;
+}
+
+/* Reopens that the program took from under us before giving up: each is its
+ * dup2() loop reaching the descriptor open() just gave us. */
+#define REOPEN_TRIES 8
+
 /* The program may have closed our fd or dup2()ed another file onto it:
- * never write into its file; reopen ours by path. */
+ * never write into its file; reopen ours by path. A program dup2()ing over
+ * every descriptor may take the reopened one too, between our open() and
+ * fstat(): it is the program's then, left open, and we open again (until
+ * 2026-12-07 that stopped the trace, "Stale file handle", and closed the
+ * program's descriptor: a CI run of test_program_dup2s_over_our_descriptor). */
 static int check_fd(struct out *o)
 {
-	struct stat st;
-	int fd;
+	struct stat st, at_path;
 
-	if (!fstat(o->fd, &st) && st.st_dev == o->dev && st.st_ino == o->ino) {
+	if (!fstat(o->fd, &st) && is_ours(o, &st)) {
 		(void)fix_flags(o->fd);
 		return 0;
 	}
-	fd = open(o->path, (o->seekable ? O_RDWR : O_WRONLY) | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_dev != o->dev || st.st_ino != o->ino) {
-		close(fd);
-		return -ESTALE;
+	for (int tries = 0; tries < REOPEN_TRIES; tries++) {
+		int fd = open(o->path, (o->seekable ? O_RDWR : O_WRONLY) | O_CLOEXEC | O_NOCTTY);
+		int high;
+
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st))
+			return -errno;
+		if (!is_ours(o, &st)) {
+			if (!stat(o->path, &at_path) && is_ours(o, &at_path))
+				continue; /* the program's descriptor now */
+			/* another file has our name: ours to close, unless the
+			 * program took the descriptor meanwhile */
+			if (!stat(o->path, &at_path) && at_path.st_dev == st.st_dev &&
+			    at_path.st_ino == st.st_ino)
+				close(fd);
+			return -ESTALE;
+		}
+		high = move_up(fd);
+		if (high != fd && (fstat(high, &st) || !is_ours(o, &st))) {
+			close(high); /* a copy of what the program put there */
+			continue;
+		}
+		o->fd = high;
+		return 0;
 	}
-	o->fd = move_up(fd);
-	return 0;
+	return -ESTALE;
 }
 
 /*

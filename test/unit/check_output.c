@@ -3,12 +3,14 @@
  * valid skeleton; then it takes the wanted name, or the next free one. Its
  * paged layout: valid JSON after every call and every system call it makes,
  * a full file system included. */
+#define _GNU_SOURCE /* O_TMPFILE, for the open() stand-in */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -812,6 +814,84 @@ START_TEST(test_paged_window_small_when_64_mib_cannot_be_mapped)
 }
 END_TEST
 
+/* Set by a test: the next open() of this path has the "program's" file dup2()ed over
+ * the descriptor it returns before the caller sees it, as a program dup2()ing over
+ * every descriptor does when its loop reaches the one just opened. */
+static const char *taken_on_open;
+static int program_fd = -1;
+
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	mode_t mode = 0;
+	int fd;
+
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	fd = real(path, flags, mode);
+	if (fd >= 0 && taken_on_open && !strcmp(path, taken_on_open)) {
+		taken_on_open = NULL;
+		ck_assert_int_eq(dup2(program_fd, fd), fd);
+	}
+	return fd;
+}
+
+/* The program dup2()s its own file over ours, then over the descriptor our reopen got,
+ * before we looked at it: the trace goes on in its own file, the program's file and
+ * descriptors are left alone. */
+START_TEST(test_reopened_descriptor_taken_by_the_program_is_reopened_again)
+{
+	static const char line[] = "the program's own line\n";
+	char path[128], text[256];
+	struct stat st;
+	struct out o;
+	int taken, ours;
+
+	make_dir();
+	open_in_dir(&o, "t.json");
+	ck_assert_int_eq(out__begin(&o, "{\"traceEvents\":[", 16, "]}", 2), 0);
+	ck_assert_int_eq(out__commit(&o, "{\"a\":1}", 7, "]}", 2), 0);
+	snprintf(path, sizeof(path), "%s/program", dir);
+	program_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(program_fd, 0);
+	ck_assert_int_eq(write(program_fd, line, sizeof(line) - 1), (ssize_t)sizeof(line) - 1);
+	ours = o.fd;
+	ck_assert_int_eq(dup2(program_fd, ours), ours);
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	taken_on_open = path;
+	ck_assert_int_eq(out__commit(&o, ",{\"b\":2}", 8, "]}", 2), 0);
+	ck_assert_ptr_null(taken_on_open); /* the race happened */
+	ck_assert_int_ne(o.fd, ours);
+	ck_assert_int_eq(out__finish(&o, "", 0, "],\"end\":1}", 10), 0);
+	out__close(&o);
+	slurp("t.json", text, sizeof(text));
+	ck_assert_str_eq(text, "{\"traceEvents\":[{\"a\":1},{\"b\":2}],\"end\":1}");
+	/* the program's file as it wrote it, through each of its descriptors */
+	for (taken = 0; taken < 1024; taken++)
+		if (taken != program_fd && taken != ours && !fstat(taken, &st)) {
+			struct stat p;
+
+			if (!fstat(program_fd, &p) && p.st_ino == st.st_ino && p.st_dev == st.st_dev)
+				break;
+		}
+	ck_assert_int_lt(taken, 1024); /* the descriptor the race took: still open */
+	ck_assert_int_eq(fstat(program_fd, &st), 0);
+	ck_assert_int_eq(st.st_size, sizeof(line) - 1);
+	close(taken);
+	close(ours);
+	close(program_fd);
+	program_fd = -1;
+	remove_dir();
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("output");
@@ -831,6 +911,7 @@ static Suite *output_suite(void)
 	tcase_add_test(tc, test_paged_full_disk_keeps_last_checkpoint);
 	tcase_add_test(tc, test_paged_stopped_says_why_in_its_footer);
 	tcase_add_test(tc, test_unmappable_failing_move_keeps_last_checkpoint);
+	tcase_add_test(tc, test_reopened_descriptor_taken_by_the_program_is_reopened_again);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("gzip");
 	tcase_set_timeout(tc, 60);
