@@ -465,6 +465,11 @@ static const struct pend_order *pending_order(void)
 static void pending_give_back(void)
 {
 	size_t need = W.pend_cycle_peak > W.npend ? W.pend_cycle_peak : W.npend;
+
+	W.pend_cycle_peak = W.npend;
+	if (!W.pend_map || need * 4 >= W.pend_peak)
+		return;
+
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t from = (need * sizeof(*W.pend) + page - 1) / page * page;
 	/* to the mapping's end: a 2 MiB page is resident whole from its first write, past
@@ -472,9 +477,6 @@ static void pending_give_back(void)
 	 * recorder's, late in a run); pages never written cost nothing to give back */
 	size_t to = W.pend_map;
 
-	W.pend_cycle_peak = W.npend;
-	if (!W.pend_map || need * 4 >= W.pend_peak)
-		return;
 	if (to > from) {
 		/* first: khugepaged cannot fill the range between the two calls */
 		madvise(W.pend, W.pend_map, MADV_NOHUGEPAGE);

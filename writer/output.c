@@ -253,12 +253,13 @@ static int check_fd(struct out *o)
 		if (fstat(fd, &st))
 			return -errno;
 		if (!is_ours(o, &st)) {
-			if (!stat(o->path, &at_path) && is_ours(o, &at_path))
+			bool named = !stat(o->path, &at_path);
+
+			if (named && is_ours(o, &at_path))
 				continue; /* the program's descriptor now */
 			/* another file has our name: ours to close, unless the
 			 * program took the descriptor meanwhile */
-			if (!stat(o->path, &at_path) && at_path.st_dev == st.st_dev &&
-			    at_path.st_ino == st.st_ino)
+			if (named && at_path.st_dev == st.st_dev && at_path.st_ino == st.st_ino)
 				close(fd);
 			return -ESTALE;
 		}
@@ -707,7 +708,7 @@ int out__stopped(struct out *o, const char *why)
 	    !footer_end_value(o->last_footer, o->last_footer_len, &from, &to))
 		return -EINVAL;
 	/* never into a file of the program's on our descriptor (check_fd) */
-	if (fstat(o->fd, &st) || st.st_dev != o->dev || st.st_ino != o->ino)
+	if (fstat(o->fd, &st) || !is_ours(o, &st))
 		return -ESTALE;
 	jbuf__put(&b, o->last_footer, from);
 	json__str(&b, why, wn);
