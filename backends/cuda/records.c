@@ -1072,20 +1072,18 @@ static void emit(const struct span *s, struct gt_arg *args, unsigned nargs)
 
 	if (end < start)
 		end = start;
-	if (follow && start < prev && start + NEAR_SLACK_NS >= prev) {
-		/* the step's size is measured to the reads' width: across it, and
-		 * after it while its stream runs back to back, work starts where
-		 * the work ahead of it ended (a few ns, not counted), keeping its
-		 * length, until one starts after that by itself */
-		end += prev - start;
-		start = prev;
-	} else if (!follow && start < prev && start + NEAR_SLACK_NS >= prev &&
-		   s->start >= se->cupti_end) {
-		/* after the work ahead of it on CUPTI's own clock, before it only as
-		 * converted: the two were converted a fit apart, the first past the
-		 * fits (at the line's rate), the second between them (at the rate
-		 * the new fit measured), which differ by the line's error (14 ns
-		 * on a loaded CI machine: overlapping kernels on one stream) */
+	if (start < prev && start + NEAR_SLACK_NS >= prev &&
+	    (follow || s->start >= se->cupti_end)) {
+		/* Work starts where the work ahead of it ended (a few ns, not
+		 * counted), keeping its length, in two cases. Across a step, and
+		 * after it while its stream runs back to back until one starts
+		 * after that by itself: the step's size is measured only to the
+		 * reads' width. And after the work ahead of it on CUPTI's own
+		 * clock, before it only as converted: the two were converted a fit
+		 * apart, the first past the fits (at the line's rate), the second
+		 * between them (at the rate the new fit measured), which differ by
+		 * the line's error (14 ns on a loaded CI machine: overlapping
+		 * kernels on one stream). */
 		end += prev - start;
 		start = prev;
 	}
