@@ -118,7 +118,7 @@ test-build: $(TEST_BUILD)
 # --- packages -----------------------------------------------------------
 DEB_PKGS := gcc g++ make libze1 libze-dev check libunwind-dev zlib1g-dev libisal-dev python3 python3-pytest \
 	    pkg-config jq uftrace ltrace libjson-c-dev binutils clang-14 libclang-rt-14-dev \
-	    chromium python3-jsonschema libdnnl-dev strace cmark-gfm
+	    chromium python3-jsonschema libdnnl-dev strace cmark-gfm valgrind
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -140,8 +140,6 @@ demo: deps
 	$(MAKE) all
 	sh test/demo.sh $(BUILD)
 
-# row 8n and row 5k count instructions with callgrind (wall time cannot resolve them here)
-bench: DEB_PKGS += valgrind
 bench: deps
 	$(MAKE) all $(BENCH_BUILD)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) $(PYTHON) test/bench/bench.py
