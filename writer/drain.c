@@ -572,6 +572,13 @@ static void host_pass(void)
 	writer__wake_waiters();
 }
 
+/* No file is no failure: said, for a user who expected one (GPUTRACE_LOG=info) */
+static void say_window_held_nothing(void)
+{
+	pr_info("capture window %u held no complete GPU call (one running across its "
+		"edge, as a long wait, is not recorded): no file written", W.files + 1);
+}
+
 /* One cycle; closing: the file is ended (final: for good, the process is
  * ending; else a capture window ended and the next one gets a new file). */
 static void cycle(bool final, bool closing)
@@ -665,6 +672,12 @@ static void cycle(bool final, bool closing)
 		checkpoint__summary();
 		out__close(&W.out);
 	}
+	/* a window the process outlived by less than its grace (a loaded machine: the drain's
+	 * first look came after the exit), or still open at the exit, ends here: without a
+	 * file, said as at its end on the drain thread */
+	if (final && gt_cap.controlled && !W.opened && !W.failed &&
+	    atomic_load(&gt_cap.windows) > W.files)
+		say_window_held_nothing();
 	if (final) {
 		/* the file ended: a plug-in stuck in its destroy costs it nothing */
 		atomic_store(&W.in_backend, true);
@@ -691,10 +704,8 @@ void writer__window_end(void)
 	W.window_ending = true;
 	cycle(false, true);
 	W.window_ending = false;
-	/* no file is no failure: said, for a user who expected one */
 	if (!W.opened && !W.failed)
-		pr_info("capture window %u held no complete GPU call (one running across its "
-			"edge, as a long wait, is not recorded): no file written", W.files + 1);
+		say_window_held_nothing();
 	checkpoint__forget_file();
 	capture__ended();
 }
