@@ -1196,6 +1196,85 @@ START_TEST(test_a_backlog_gone_gives_its_waiting_lists_pages_back)
 }
 END_TEST
 
+/* Where kernel name k is among the file's kernels (-1: not there). */
+static int kernel_index(struct json_object *evs, const char *k)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+
+		if (strcmp(str(e, "ph"), "X") || strcmp(str(e, "cat"), "kernel"))
+			continue;
+		if (!strcmp(str(e, "name"), k))
+			return n;
+		n++;
+	}
+	return -1;
+}
+
+/* One cycle reads device work whose launches are already written with work that has
+ * to wait for its launch, read later in the cycle: each row is written in time order.
+ * On queue 0 the later kernel is read first (two threads taking turns on a stream,
+ * handed over thread by thread); on queue 1 the one that waits started first. Work
+ * written as soon as its launch was known (not waiting its turn with the row's other
+ * work of the cycle) went out in the order read. */
+START_TEST(test_ready_device_work_goes_out_in_order_with_work_that_waited)
+{
+	start_env("4096", ".json", "GPUTRACE_FLUSH_MS=60000");
+	uint32_t dev = gt_device_row("GPU 0: unit device");
+	uint32_t q[2] = { gt_queue_row(dev, "queue 0", 0), gt_queue_row(dev, "queue 1", 1) };
+	uint32_t launch = gt_str_intern("launch");
+	uint64_t t = gt_clock_ns(), corr[4];
+
+	/* A, B, C written in a cycle of their own; D's launch comes after its kernel */
+	for (int i = 0; i < 4; i++) {
+		corr[i] = gt_corr_next();
+		if (i == 3)
+			break;
+		struct gt_event host = { .start_ns = t + i * 100ull, .end_ns = t + i * 100ull + 50,
+					 .corr = corr[i], .name = launch,
+					 .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
+					 .flags = GT_EVF_LAUNCH };
+
+		ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+	}
+	gt_flush_sync(5000);
+	/* read in this order, in one cycle: kB, kD (waits), kA, kC, then D's launch */
+	static const struct {
+		const char *name;
+		int launch, queue;
+		uint64_t start;
+	} work[] = {
+		{ "kB", 1, 0, 1300 }, { "kD", 3, 1, 1100 }, { "kA", 0, 0, 1200 }, { "kC", 2, 1, 1400 },
+	};
+	for (size_t i = 0; i < sizeof(work) / sizeof(work[0]); i++) {
+		struct gt_event ev = { .start_ns = t + work[i].start, .end_ns = t + work[i].start + 50,
+				       .corr = corr[work[i].launch],
+				       .name = gt_str_intern(work[i].name), .cat = GT_S_CAT_KERNEL,
+				       .track = q[work[i].queue], .type = GT_EV_DEVICE_SPAN };
+
+		ck_assert_int_eq(gt_emit(&ev, NULL, 0), 0);
+	}
+	struct gt_event host = { .start_ns = t + 300, .end_ns = t + 350, .corr = corr[3],
+				 .name = launch, .cat = GT_S_CAT_ZE_API, .type = GT_EV_HOST_SPAN,
+				 .flags = GT_EVF_LAUNCH };
+
+	ck_assert_int_eq(gt_emit(&host, NULL, 0), 0);
+	gt_flush_sync(5000);
+
+	struct json_object *root = finish_and_load(), *evs = get(root, "traceEvents");
+
+	ck_assert_int_ge(kernel_index(evs, "kA"), 0);
+	ck_assert_int_lt(kernel_index(evs, "kA"), kernel_index(evs, "kB"));
+	ck_assert_int_ge(kernel_index(evs, "kD"), 0);
+	ck_assert_int_lt(kernel_index(evs, "kD"), kernel_index(evs, "kC"));
+	/* each with its arrow */
+	ck_assert_int_eq(count_events(evs, "ph", "f"), 4);
+	json_object_put(root);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -1220,6 +1299,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, test_events_formatted_before_the_file_are_placed_in_it);
 	tcase_add_test(tc, test_string_read_by_an_id_another_thread_cached);
 	tcase_add_test(tc, test_a_backlog_gone_gives_its_waiting_lists_pages_back);
+	tcase_add_test(tc, test_ready_device_work_goes_out_in_order_with_work_that_waited);
 	suite_add_tcase(s, tc);
 	return s;
 }
