@@ -332,7 +332,9 @@ static void write_linked(const struct gt_event *ev, const struct gt_arg *args, u
 		events__flow(++W.next_flow_id, h2, row.pid, row.tid, row.point, fwdbwd);
 }
 
-static bool device_ready(const struct pending *p, bool final)
+/* h: linked_calls's for p, found once for this, launch_never_returned and the write
+ * (~6 to ~17 drain instructions a launch) */
+static bool device_ready(const struct pending *p, bool final, struct corr_entry *const h[2])
 {
 	/* Not given up on in a cycle that left records unread (a thread launching faster
 	 * than the drain reads, its launches in its overflow): the launch of work read
@@ -353,8 +355,7 @@ static bool device_ready(const struct pending *p, bool final)
 	 * later, they are read */
 	if ((W.ur.any_timed || W.ur.any_process) && !p->age && !host_end(&p->ev))
 		return false;
-	return (host_end(&p->ev) || !p->ev.corr || corr_find(p->ev.corr)) &&
-	       (!p->ev.corr2 || corr_find(p->ev.corr2));
+	return (host_end(&p->ev) || !p->ev.corr || h[0]) && (!p->ev.corr2 || h[1]);
 }
 
 /* Device work of a launch left out of the trace (it returned after the
@@ -370,11 +371,13 @@ static bool launched_after_the_end(struct corr_entry *const h[2])
  * CUPTI hands a launch's kernel over at the exit's flush while the call may still run on
  * another thread: drawn without its launch, uncounted (1 or 2 kernels or fills in 4 or 5
  * runs in 6 of 4 threads launching flat out as main returns). */
-static bool launch_never_returned(const struct pending *p, bool final)
+static bool launch_never_returned(const struct pending *p, bool final,
+				  struct corr_entry *const h[2])
 {
+	/* (a host span's h[0] is none: its corr is its own) */
 	return final && (p->ev.flags & GT_EVF_UNRETURNED) &&
 	       atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed) &&
-	       !corr_find(p->ev.corr) && !corr_find(p->ev.corr2);
+	       !(host_end(&p->ev) ? corr_find(p->ev.corr) : h[0]) && !h[1];
 }
 
 struct pend_order {
@@ -499,12 +502,13 @@ static void pending_pass(bool final, bool age)
 
 	for (size_t n = 0; n < W.npend; n++) {
 		struct pending *p = &W.pend[order ? order[n].i : n];
+		struct corr_entry *h[2];
 
-		if (device_ready(p, final)) {
-			struct corr_entry *h[2];
-
-			linked_calls(&p->ev, h);
-			if (!launched_after_the_end(h) && !launch_never_returned(p, final))
+		/* (after the writes before it: a plug-in's launch among them may have grown
+		 * the table, moving its entries) */
+		linked_calls(&p->ev, h);
+		if (device_ready(p, final, h)) {
+			if (!launched_after_the_end(h) && !launch_never_returned(p, final, h))
 				write_linked(&p->ev, p->args, p->ev.nargs, h);
 			checkpoint__write_behind_when_full();
 			p->age = UINT_MAX; /* written */
