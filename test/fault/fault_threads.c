@@ -240,11 +240,37 @@ static int hammer(int threads, int k)
 
 /* Every byte of address space RLIMIT_AS leaves mapped, none given back: the exit
  * finds no memory (a program that used it all up, under `ulimit -v`). */
+/* The process's mapped size in pages (/proc/self/statm), 0 if unread. */
+static unsigned long mapped_pages(void)
+{
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return pages;
+}
+
 static int exhaust(int threads, int k)
 {
+	unsigned long last, now;
+	int still = 0;
+
 	waves(threads, 100, 2);
-	/* the exited threads' rings given back first (the drain's 10 ms poll) */
-	sleep_ms(200);
+	/* the exited threads' rings given back first, or the exit's drain frees them and
+	 * its trailer finds room: 200 ms was too short for a drain held back by a loaded
+	 * machine (a CI run: the whole list written). Until the mapped size has not
+	 * shrunk for 300 ms (10 s at most). */
+	last = mapped_pages();
+	for (int polls = 0; polls < 1000 && still < 30; polls++) {
+		sleep_ms(10);
+		now = mapped_pages();
+		still = now < last ? 0 : still + 1;
+		last = now;
+	}
 	for (size_t sz = (size_t)1 << 30; sz >= 4096; sz >>= 1)
 		while (mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			    0) != MAP_FAILED)
