@@ -4,14 +4,8 @@
  * ran. Launch i is told apart by its group count: a capture window must hold a contiguous
  * run of them. With late = 1: appends one batch, sleeps `ms`, executes it and waits, sleeps
  * `ms` again (work appended in one window of time, run in another). Built also as
- * ze_window_nvtx, which first pushes and pops one NVTX range "init". With ZE_WINDOW_UNTIL_EOF=1
- * in its environment it also ends (at a batch's end) once its stdin is closed: a test gives it
- * a long run and ends it when its checks are done, however slowly a loaded machine ran them. */
-#include <poll.h>
-#include <stdbool.h>
-#include <stdlib.h>
+ * ze_window_nvtx, which first pushes and pops one NVTX range "init". */
 #include <time.h>
-#include <unistd.h>
 
 #include "ze_app.h"
 #ifdef ZE_WINDOW_NVTX
@@ -26,22 +20,10 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* stdin closed by the test (EOF or hang-up): polled, never blocking */
-static bool stdin_closed(void)
-{
-	struct pollfd p = { .fd = 0, .events = POLLIN };
-	char c;
-
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL) ||
-				       ((p.revents & POLLIN) && read(0, &c, 1) <= 0));
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long ms = test_arg(argc, argv, 1, 1000), batch = test_arg(argc, argv, 2, 8);
 	unsigned long late = test_arg(argc, argv, 3, 0);
-	const char *until_eof = getenv("ZE_WINDOW_UNTIL_EOF");
-	bool watch_stdin = until_eof && !strcmp(until_eof, "1");
 	struct app_ze z;
 	unsigned long i = 0;
 	double t0;
@@ -92,7 +74,7 @@ int main(int argc, char **argv)
 			ZE_CHECK(zeCommandListReset(list));
 		}
 		nanosleep(&pause, NULL);
-		if (i % batch == 0 && (now_ms() - t0 >= ms || (watch_stdin && stdin_closed())))
+		if (now_ms() - t0 >= ms && i % batch == 0)
 			break;
 	}
 	printf("ze_window: iterations=%lu\n", i);

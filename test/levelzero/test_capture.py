@@ -228,21 +228,14 @@ def let_threads_start():
         time.sleep(0.3)
 
 
-def start_paused(tmp_path, ms, extra=None, app=WINDOW_APP, until_done=False):
-    """ze_window started paused, as a job script would; returns (proc, pid) once it runs.
-    until_done: it runs until the test's communicate() closes its stdin (ms at most), for
-    a test whose steps must all find it running: ze_window runs 1500 ms, and a loaded CI
-    machine took longer than that for the steps of test_capture_stop_with_no_window_open
-    ("has ended ...: nothing to trigger")."""
+def start_paused(tmp_path, ms, extra=None, app=WINDOW_APP):
+    """ze_window started paused, as a job script would; returns (proc, pid) once it runs."""
     env = clean_env(sim_env(dict({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
                                   "GPUTRACE_SUMMARY": "0",
                                   "GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.json"),
                                   "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(extra or {}))))
-    if until_done:
-        env["ZE_WINDOW_UNTIL_EOF"] = "1"
     p = subprocess.Popen([str(app), str(ms), str(BATCH)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, preexec_fn=default_signals,
-                         stdin=subprocess.PIPE if until_done else None)
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
     assert p.stdout.readline() == b"ze_window: ready\n"
     assert (tmp_path / "run" / str(p.pid)).exists()
     let_threads_start()
@@ -386,7 +379,7 @@ def test_each_window_counts_its_own_events(tmp_path):
     it started (README "Long runs")."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 30000, until_done=True)
+    proc = start_paused(tmp_path, 1500)
     try:
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
             info = window_of_a_capture(tmp_path, proc.pid, path, n)
@@ -407,7 +400,7 @@ def test_window_files_are_named_after_the_first_one(tmp_path):
     second window of the other trace-PID.json. The earlier file is left as it was."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 30000, until_done=True)
+    proc = start_paused(tmp_path, 1500)
     stale = tmp_path / f"trace-{proc.pid}.json"
     stale.write_text('{"traceEvents": []}')
     try:
@@ -428,8 +421,7 @@ def test_window_files_of_a_gz_name_are_gz(tmp_path):
     name decides the compression, and "-w2" went after its .gz."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 30000, {"GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.gz")},
-                         until_done=True)
+    proc = start_paused(tmp_path, 1500, {"GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.gz")})
     stale = tmp_path / f"trace-{proc.pid}.gz"
     stale.write_text('{"traceEvents": []}')
     try:
@@ -452,7 +444,7 @@ def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
     app = APPS / "ze_window_nvtx"
     for p in (ZE_SIM, app):
         need(p)
-    proc = start_paused(tmp_path, 30000, app=app, until_done=True)
+    proc = start_paused(tmp_path, 1500, app=app)
     try:
         assert drain_threads(proc.pid) == 0
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
@@ -472,7 +464,7 @@ def test_capture_stop_with_no_window_open(tmp_path):
     file complete); a second --stop finds none open again."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 30000, until_done=True)
+    proc = start_paused(tmp_path, 1500)
     try:
         no_window = f"gputrace capture: {proc.pid} (ze_window): no window is open: nothing to end"
         r = capture(tmp_path, "--stop", proc.pid)
@@ -876,11 +868,11 @@ def test_window_over_before_the_first_call_writes_no_file(tmp_path):
     same: an empty trace ("0 spans over 0 ns"), where README "Long runs" says such a
     window writes no file. Now: none, GPUTRACE_LOG=info says why (once), and under
     gputrace run the run says no call was inside a window. A process that ends less than
-    the window's grace (10 ms) after it closed (one batch: ze_window 0; any under a load
+    the window's grace (10 ms) after it closed (ze_window 1: one batch; any under a load
     that held the drain back past it, a CI run) ended it at its exit, unsaid."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    for ms in (20, 0):
+    for ms in (20, 1):
         r = window_run(tmp_path, [ms, BATCH], {"GPUTRACE_DURATION": "0.000001",
                                                "GPUTRACE_LOG": "info"})
         assert list(tmp_path.iterdir()) == [], r.stderr
