@@ -228,14 +228,18 @@ def let_threads_start():
         time.sleep(0.3)
 
 
-def start_paused(tmp_path, ms, extra=None, app=WINDOW_APP):
-    """ze_window started paused, as a job script would; returns (proc, pid) once it runs."""
+def start_paused(tmp_path, extra=None, app=WINDOW_APP):
+    """ze_window started paused, as a job script would; returns the process once it runs.
+    It runs until its stdin is closed (communicate()): a fixed length, 1.5 to 5 s, raced
+    the test's steps, which a loaded machine stretched past it (CI-like load: the process
+    had ended before the --stop of test_capture_paused_processes_from_another_shell)."""
     env = clean_env(sim_env(dict({"LD_PRELOAD": PRELOAD, "GPUTRACE_START": "paused",
                                   "GPUTRACE_SUMMARY": "0",
                                   "GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.json"),
                                   "GPUTRACE_RUN_DIR": str(tmp_path / "run")}, **(extra or {}))))
-    p = subprocess.Popen([str(app), str(ms), str(BATCH)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    p = subprocess.Popen([str(app), "0", str(BATCH)], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
     assert p.stdout.readline() == b"ze_window: ready\n"
     assert (tmp_path / "run" / str(p.pid)).exists()
     let_threads_start()
@@ -301,7 +305,7 @@ def assert_only_late_losses(info):
 def test_capture_paused_processes_from_another_shell(tmp_path):
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    procs = [start_paused(tmp_path, 2500) for _ in range(2)]
+    procs = [start_paused(tmp_path) for _ in range(2)]
     try:
         # paused, a process has recorded nothing: no drain thread yet (it starts with
         # the first window), so the trigger is applied by the signal handler itself
@@ -341,7 +345,7 @@ def test_short_windows_back_to_back_keep_their_device_work(tmp_path):
     file ended, all counted window_late in the next window's trailer, or nowhere.)"""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 3000)
+    proc = start_paused(tmp_path)
     try:
         for n in range(1, 5):
             assert capture(tmp_path, proc.pid).returncode == 0
@@ -379,7 +383,7 @@ def test_each_window_counts_its_own_events(tmp_path):
     it started (README "Long runs")."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 1500)
+    proc = start_paused(tmp_path)
     try:
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
             info = window_of_a_capture(tmp_path, proc.pid, path, n)
@@ -400,7 +404,7 @@ def test_window_files_are_named_after_the_first_one(tmp_path):
     second window of the other trace-PID.json. The earlier file is left as it was."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 1500)
+    proc = start_paused(tmp_path)
     stale = tmp_path / f"trace-{proc.pid}.json"
     stale.write_text('{"traceEvents": []}')
     try:
@@ -421,7 +425,7 @@ def test_window_files_of_a_gz_name_are_gz(tmp_path):
     name decides the compression, and "-w2" went after its .gz."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 1500, {"GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.gz")})
+    proc = start_paused(tmp_path, {"GPUTRACE_OUTPUT": str(tmp_path / "trace-%p.gz")})
     stale = tmp_path / f"trace-{proc.pid}.gz"
     stale.write_text('{"traceEvents": []}')
     try:
@@ -444,7 +448,7 @@ def test_windows_from_outside_after_an_nvtx_range_while_paused(tmp_path):
     app = APPS / "ze_window_nvtx"
     for p in (ZE_SIM, app):
         need(p)
-    proc = start_paused(tmp_path, 1500, app=app)
+    proc = start_paused(tmp_path, app=app)
     try:
         assert drain_threads(proc.pid) == 0
         for n, path in ((1, f"trace-{proc.pid}.json"), (2, f"trace-{proc.pid}-w2.json")):
@@ -464,7 +468,7 @@ def test_capture_stop_with_no_window_open(tmp_path):
     file complete); a second --stop finds none open again."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 1500)
+    proc = start_paused(tmp_path)
     try:
         no_window = f"gputrace capture: {proc.pid} (ze_window): no window is open: nothing to end"
         r = capture(tmp_path, "--stop", proc.pid)
@@ -533,7 +537,7 @@ def test_capture_refuses_a_process_that_ended_unreaped(tmp_path):
     out without a word, and its stale announcement goes."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 5000)
+    proc = start_paused(tmp_path)
     try:
         proc.kill()
         deadline = time.monotonic() + 10
@@ -562,7 +566,7 @@ def test_paused_windows_last_the_duration_given(tmp_path):
     still sets a window's own length."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 2500, {"GPUTRACE_DURATION": "0.2"})
+    proc = start_paused(tmp_path, {"GPUTRACE_DURATION": "0.2"})
     mark = tmp_path / "run" / f"{proc.pid}.window"
     try:
         for n, args, seconds in ((1, [], 0.2), (2, [], 0.2), (3, ["--duration", "0.1"], 0.1)):
@@ -602,7 +606,7 @@ def test_open_then_stop_back_to_back_leaves_no_window_open(tmp_path):
     the window recorded until the exit, PID.window stayed.)"""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 4000)
+    proc = start_paused(tmp_path)
     mark = tmp_path / "run" / f"{proc.pid}.window"
     try:
         # a first window starts the drain thread, which carries out the requests after it
@@ -640,7 +644,7 @@ def test_open_right_after_stop_is_taken(tmp_path):
     drain's next look.)"""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 5000)
+    proc = start_paused(tmp_path)
     mark = tmp_path / "run" / f"{proc.pid}.window"
     try:
         assert capture(tmp_path, proc.pid).returncode == 0
@@ -677,7 +681,7 @@ def test_open_right_after_open_is_refused(tmp_path):
     --duration it moved the window's end)."""
     for p in (ZE_SIM, WINDOW_APP):
         need(p)
-    proc = start_paused(tmp_path, 5000)
+    proc = start_paused(tmp_path)
     opened = f"gputrace capture: {proc.pid} (ze_window): window opens (until --stop or exit)"
     refused = (f"gputrace capture: {proc.pid} (ze_window): a window is open already: "
                "nothing to open (--stop ends it)")
