@@ -798,18 +798,26 @@ def test_ctrl_c_stops_a_merge_and_leaves_no_half_file(tmp_path):
                     f'"ts":{2000 + i},"dur":0.5}}')
         f.write('],"gputrace":' + json.dumps(b["gputrace"]) + "}")
     out = tmp_path / "m.json"
-    p = subprocess.Popen([str(SCRIPT), "merge", "-o", str(out), str(FIXTURES / "proc_a.json"),
-                          str(big)], cwd=tmp_path, env=gt_env(), stderr=subprocess.PIPE)
-    try:
-        while not list(tmp_path.glob("m.json.tmp.*")):
-            assert p.poll() is None, p.stderr.read().decode()
-            time.sleep(0.001)
-        p.send_signal(signal.SIGINT)
-        err = p.communicate(timeout=60)[1].decode()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    # A loaded machine can leave this test without the CPU for the whole second pass:
+    # merge was done before the signal (rc 0, OUT written, 1 run under load). Such a
+    # run tests nothing here; the signal is sent again to a fresh merge (3 tries).
+    for attempt in range(3):
+        out.unlink(missing_ok=True)
+        p = subprocess.Popen([str(SCRIPT), "merge", "-o", str(out),
+                              str(FIXTURES / "proc_a.json"), str(big)], cwd=tmp_path,
+                             env=gt_env(), stderr=subprocess.PIPE)
+        try:
+            while not list(tmp_path.glob("m.json.tmp.*")):
+                assert p.poll() is None, p.stderr.read().decode()
+                time.sleep(0.001)
+            p.send_signal(signal.SIGINT)
+            err = p.communicate(timeout=60)[1].decode()
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if p.returncode != 0 or not out.exists():
+            break
     assert p.returncode == -signal.SIGINT, err
     assert err.splitlines() == [f"gputrace merge: stopped by SIGINT: {out} not written"]
     assert sorted(x.name for x in tmp_path.iterdir()) == ["b.json"]
