@@ -47,16 +47,24 @@ static int updater_below, updater_stalls;
 			usleep(us_);                                                   \
 		}                                                                      \
 	} while (0)
+/* Readers that stopped waiting for a stalled give-up and finished it. */
+static _Atomic int give_ups_finished_by_readers;
 /* A give-up stalled: before its thread makes the sequence odd (readers read
- * the line on), then after it, past the time readers wait for a rewrite. */
+ * the line on), then after it, until a reader stopped waiting for it (at most
+ * 3 s). A fixed 30 ms was 10 ms past the readers' wait; on a loaded machine
+ * their 16 yields before it took longer, the give-up ended by itself and none
+ * stopped waiting (3 runs in 4 with two busy loops beside the test). */
 static _Atomic int give_up_stalls;
 #define GT_CLOCK_GIVING_UP(made_odd)                                                   \
 	do {                                                                           \
-		if (atomic_load(&give_up_stalls))                                      \
-			usleep((made_odd) ? 30000 : 5000);                             \
+		if (atomic_load(&give_up_stalls) && !(made_odd))                       \
+			usleep(5000);                                                  \
+		else if (atomic_load(&give_up_stalls))                                 \
+			for (int ms_ = 0; ms_ < 3000 &&                                \
+					  !atomic_load(&give_ups_finished_by_readers); \
+			     ms_++)                                                    \
+				usleep(1000);                                          \
 	} while (0)
-/* Readers that stopped waiting for a stalled give-up and finished it. */
-static _Atomic int give_ups_finished_by_readers;
 #define GT_CLOCK_GIVE_UP_FINISHED_BY_READER() atomic_fetch_add(&give_ups_finished_by_readers, 1)
 /* A reader held where a hook stops it, until let go. */
 static void hold_until_let_go(_Atomic int *held, _Atomic int *go)
