@@ -17,7 +17,7 @@ import pytest
 
 from cli_helpers import (PLUGIN_DIR, SCRIPT, SPAWN, check_summary_json, expected_summary,
                          gputrace, gt_env, host_pids, load_exact, ns, plugin_env, trace_files)
-from conftest import ROOT, SANITIZE, need
+from conftest import ROOT, SANITIZE, default_signals, need
 
 FIXTURES = ROOT / "test" / "cli" / "fixtures"
 
@@ -805,7 +805,10 @@ def test_ctrl_c_stops_a_merge_and_leaves_no_half_file(tmp_path):
         out.unlink(missing_ok=True)
         p = subprocess.Popen([str(SCRIPT), "merge", "-o", str(out),
                               str(FIXTURES / "proc_a.json"), str(big)], cwd=tmp_path,
-                             env=gt_env(), stderr=subprocess.PIPE)
+                             env=gt_env(), stderr=subprocess.PIPE,
+                             # SIGINT at its default, as from a terminal: a suite run in
+                             # the background has it ignored, which merge keeps (as nohup's)
+                             preexec_fn=default_signals)
         try:
             while not list(tmp_path.glob("m.json.tmp.*")):
                 assert p.poll() is None, p.stderr.read().decode()

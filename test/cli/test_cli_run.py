@@ -18,7 +18,8 @@ import pytest
 
 from cli_helpers import (PLUGIN_DIR, SCRIPT, check_summary_json, expected_summary, gputrace,
                          gt_env, load_exact, plugin_env, trace_files)
-from conftest import SANITIZE, TSAN_FORK_THREAD, clean_env, gputrace_lines, need, strip_gputrace
+from conftest import (SANITIZE, TSAN_FORK_THREAD, clean_env, default_signals, gputrace_lines, need,
+                      strip_gputrace)
 
 # shell builtins only: one process, one trace file
 PROGRAM = ["sh", "-c", 'while read -r l; do echo "$l"; done; echo "to stderr" >&2; exit 7']
@@ -937,7 +938,10 @@ def test_ctrl_c_stops_a_run_whose_trace_goes_to_a_fifo_no_one_reads(tmp_path):
     os.mkfifo(fifo)
     p = subprocess.Popen([str(SCRIPT), "run", "-o", str(fifo), "--plugin-path", str(PLUGIN_DIR),
                           "--", "true"], cwd=tmp_path, env=plugin_env(3),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         # SIGINT at its default, as from a terminal: a suite run in the
+                         # background has it ignored, which gputrace keeps (as nohup's)
+                         preexec_fn=default_signals)
     err = b""
     try:
         # the summary is printed before the trace is written out (lost events: its end)
