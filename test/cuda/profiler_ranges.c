@@ -5,7 +5,7 @@
  * from outside between steps: gputrace capture; a line "start" or "stop" calls the
  * profiler start or stop instead, and says it back); "stdin-nvtx" does so after one NVTX
  * range "init" (pushed and popped while a paused process records nothing). With
- * "nvtx-steps": steps 1 to 3, each in an NVTX range "step" of ~30 ms. Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
+ * "nvtx-steps": steps 1 to 3, each in an NVTX range "step" of ~200 ms. Built twice (test/cuda/rules.mk) against the simulated CUDA stack:
  * - profiler_drv: the driver API only (cuProfilerStart/Stop, cuMemsetD8Async, ...), no
  *   libcudart.so at all: what gputrace sees of a program that links cudart statically
  *   (its cudaProfilerStart/Stop call the driver's), through CUPTI's callbacks alone;
@@ -81,13 +81,15 @@ int main(int argc, char **argv)
 	} while (0)
 #endif
 	if (argc > 1 && !strcmp(argv[1], "nvtx-steps")) {
-		/* three NVTX ranges "step" of ~30 ms, each a memset at its start */
-		struct timespec ms30 = { 0, 30000000 };
+		/* three NVTX ranges "step" of ~200 ms, each a memset at its start: the test's
+		 * window (50 ms) ends in the step, after its work, however long a loaded
+		 * machine held the thread (5 ms of 30 did not hold it: a sync left out) */
+		struct timespec ms200 = { 0, 200000000 };
 
 		for (int step = 1; step <= 3; step++) {
 			nvtxRangePushA("step");
 			STEP(step);
-			nanosleep(&ms30, NULL);
+			nanosleep(&ms200, NULL);
 			nvtxRangePop();
 		}
 		printf("profiler_ranges: done\n");
