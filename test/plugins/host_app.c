@@ -8,6 +8,7 @@
  * argv[2] "exec": after the sleep, execs itself (host_app MS), which sleeps
  * and exits; "exec-fail": an exec that fails, then sleeps again. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,9 +37,19 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[2], "crash") && pthread_create(&t, NULL, crash, NULL))
 		return 2;
 
-	/* the whole time, through signals (gputrace capture's among them) */
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	if (argc > 2 && !strcmp(argv[2], "until-eof")) {
+		struct pollfd in = { .fd = 0, .events = POLLIN };
+		char c;
+
+		/* a read of 0 is the end; signals (gputrace capture's) and stray bytes are not */
+		for (long left = ms; left > 0; left -= 10)
+			if (poll(&in, 1, 10) == 1 && read(0, &c, 1) == 0)
+				break;
+	} else {
+		/* the whole time, through signals (gputrace capture's among them) */
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	if (argc > 2 && !strcmp(argv[2], "exec")) {
 		execl("/proc/self/exe", argv[0], argv[1], (char *)NULL);
 		return 4;

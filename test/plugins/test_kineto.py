@@ -14,7 +14,8 @@ import time
 import pytest
 
 from conftest import (APPS, BUILD, PRELOAD, ROOT, SANITIZE, ZE_SIM, clean_env, default_signals,
-                      events, gputrace_lines, load_trace, need, run, sim_env)
+                      events, gputrace_lines, load_trace, need, run, sim_env, wait_trace,
+                      window_ended)
 from test_plugins import (HOST_APP, HOST_EXIT, HOST_STDOUT, SIMACCEL, device_pid, meta,
                           plugin_dir, queue_tids)
 
@@ -713,8 +714,11 @@ def test_triggered_window_in_a_range_process_starts_and_stops_profiler(tmp_path)
                      "GPUTRACE_CAPTURE_RANGE": "cudaProfilerApi",
                      "KINETO_PLUGIN_LIB_DIR_PATH": str(kdir(tmp_path, "npu")),
                      "KSIM_LOG": str(tmp_path / "log")})
-    p = subprocess.Popen([str(HOST_APP), "1500"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, preexec_fn=default_signals)
+    # it runs until the test closes its stdin, once the window has ended (a fixed 1500 ms
+    # raced the steps: a loaded machine found the process ended before the capture)
+    p = subprocess.Popen([str(HOST_APP), "60000", "until-eof"], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 10
         # the profiler made first: a window open as it is made starts it there, on the
@@ -726,6 +730,7 @@ def test_triggered_window_in_a_range_process_starts_and_stops_profiler(tmp_path)
                             str(p.pid)], env=clean_env({"GPUTRACE_RUN_DIR": str(run_dir)}),
                            capture_output=True, timeout=30)
         assert r.returncode == 0, r.stderr
+        wait_trace(tmp_path / "trace.json", window_ended, "window", timeout=30)
     finally:
         out, err = p.communicate(timeout=60)
     assert p.returncode == HOST_EXIT and out == HOST_STDOUT, err
