@@ -238,8 +238,6 @@ static int hammer(int threads, int k)
 	return 0;
 }
 
-/* Every byte of address space RLIMIT_AS leaves mapped, none given back: the exit
- * finds no memory (a program that used it all up, under `ulimit -v`). */
 /* The process's mapped size in pages (/proc/self/statm), 0 if unread. */
 static unsigned long mapped_pages(void)
 {
@@ -254,6 +252,8 @@ static unsigned long mapped_pages(void)
 	return pages;
 }
 
+/* Every byte of address space RLIMIT_AS leaves mapped, none given back: the exit
+ * finds no memory (a program that used it all up, under `ulimit -v`). */
 static int exhaust(int threads, int k)
 {
 	unsigned long last, now;
