@@ -374,23 +374,36 @@ static void zt_sample_dev(struct zt_dev *t)
 	}
 	zt_counter(t, zt_str.memory, zt_mid(t0), a, n);
 
-	/* rates: over [the previous reading, this one), drawn from the previous one */
+	/*
+	 * Rates: over [the previous reading, this one), drawn from the previous one.
+	 * A group's domains share one sample, so they share its interval: when one
+	 * domain's reading is too soon for a rate (jitter at a high rate, or the last
+	 * reading at exit), the whole group waits for the next round. Skipping only
+	 * that domain left a sample without it, and its next rate drawn from a start
+	 * its own reading was not taken at.
+	 */
 	n = 0;
 	t0 = gt_clock_ns();
-	for (unsigned i = 0; i < t->npwr; i++) {
-		zes_power_energy_counter_t e;
+	{
+		zes_power_energy_counter_t e[ZT_DOMAINS];
+		bool got[ZT_DOMAINS], soon = false;
 
-		if (ZE_REAL(zesPowerGetEnergyCounter)(t->pwr[i], &e) != ZE_RESULT_SUCCESS)
-			continue;
-		if (prev && e.timestamp < t->energy[i].timestamp + ZT_RATE_MIN_US)
-			continue; /* too soon for a rate (the last reading, at exit) */
-		/* uJ per us = W */
-		if (prev)
-			zt_arg(a, &n, t->pwr_key[i],
-			       (double)(e.energy - t->energy[i].energy) /
-				       (double)(e.timestamp - t->energy[i].timestamp));
-		t->energy[i] = e;
-		fresh[0] = true;
+		for (unsigned i = 0; i < t->npwr; i++) {
+			got[i] = ZE_REAL(zesPowerGetEnergyCounter)(t->pwr[i], &e[i]) ==
+				 ZE_RESULT_SUCCESS;
+			soon |= got[i] && prev &&
+				e[i].timestamp < t->energy[i].timestamp + ZT_RATE_MIN_US;
+		}
+		for (unsigned i = 0; i < t->npwr && !soon; i++) {
+			if (!got[i])
+				continue;
+			if (prev) /* uJ per us = W */
+				zt_arg(a, &n, t->pwr_key[i],
+				       (double)(e[i].energy - t->energy[i].energy) /
+					       (double)(e[i].timestamp - t->energy[i].timestamp));
+			t->energy[i] = e[i];
+			fresh[0] = true;
+		}
 	}
 	at = zt_mid(t0);
 	zt_counter(t, zt_str.power, t->prev_ns[0], a, n);
@@ -398,22 +411,24 @@ static void zt_sample_dev(struct zt_dev *t)
 		t->prev_ns[0] = at;
 	n = 0;
 	t0 = gt_clock_ns();
-	for (unsigned i = 0; i < t->nmem && i < 1; i++) {
+	{
 		zes_mem_bandwidth_t b;
+		unsigned i = 0; /* the first memory module's: one series pair per GPU */
 
-		if (ZE_REAL(zesMemoryGetBandwidth)(t->mem[i], &b) != ZE_RESULT_SUCCESS ||
-		    (prev && b.timestamp < t->bw[i].timestamp + ZT_RATE_MIN_US))
-			continue;
-		fresh[1] = true;
-		if (prev) {
-			zt_arg(a, &n, zt_str.read,
-			       zt_rate(b.readCounter, t->bw[i].readCounter, b.timestamp,
-				       t->bw[i].timestamp) / 1e9);
-			zt_arg(a, &n, zt_str.write,
-			       zt_rate(b.writeCounter, t->bw[i].writeCounter, b.timestamp,
-				       t->bw[i].timestamp) / 1e9);
+		if (i < t->nmem &&
+		    ZE_REAL(zesMemoryGetBandwidth)(t->mem[i], &b) == ZE_RESULT_SUCCESS &&
+		    !(prev && b.timestamp < t->bw[i].timestamp + ZT_RATE_MIN_US)) {
+			fresh[1] = true;
+			if (prev) {
+				zt_arg(a, &n, zt_str.read,
+				       zt_rate(b.readCounter, t->bw[i].readCounter, b.timestamp,
+					       t->bw[i].timestamp) / 1e9);
+				zt_arg(a, &n, zt_str.write,
+				       zt_rate(b.writeCounter, t->bw[i].writeCounter, b.timestamp,
+					       t->bw[i].timestamp) / 1e9);
+			}
+			t->bw[i] = b;
 		}
-		t->bw[i] = b;
 	}
 	at = zt_mid(t0);
 	zt_counter(t, zt_str.bandwidth, t->prev_ns[1], a, n);
@@ -421,23 +436,32 @@ static void zt_sample_dev(struct zt_dev *t)
 		t->prev_ns[1] = at;
 	n = 0;
 	t0 = gt_clock_ns();
-	for (unsigned i = 0; i < t->neng; i++) {
-		zes_engine_stats_t s;
+	{
+		zes_engine_stats_t s[ZT_ENGINES];
+		bool got[ZT_ENGINES], soon = false;
 
-		if (ZE_REAL(zesEngineGetActivity)(t->eng[i], &s) != ZE_RESULT_SUCCESS ||
-		    (prev && s.timestamp < t->stats[i].timestamp + ZT_RATE_MIN_US))
-			continue;
-		fresh[2] = true;
-		if (prev) {
-			/* activeTime and timestamp are each rounded down to the us: a
-			 * busy engine read 100.1 % over 1 ms (1000 Hz), 100.005 % over
-			 * 20 ms; a share of time is at most all of it */
-			double pct = 100.0 * (double)(s.activeTime - t->stats[i].activeTime) /
-				     (double)(s.timestamp - t->stats[i].timestamp);
-
-			zt_arg(a, &n, t->eng_key[i], pct < 100.0 ? pct : 100.0);
+		for (unsigned i = 0; i < t->neng; i++) {
+			got[i] = ZE_REAL(zesEngineGetActivity)(t->eng[i], &s[i]) ==
+				 ZE_RESULT_SUCCESS;
+			soon |= got[i] && prev &&
+				s[i].timestamp < t->stats[i].timestamp + ZT_RATE_MIN_US;
 		}
-		t->stats[i] = s;
+		for (unsigned i = 0; i < t->neng && !soon; i++) {
+			if (!got[i])
+				continue;
+			if (prev) {
+				/* activeTime and timestamp are each rounded down to the us:
+				 * a busy engine read 100.1 % over 1 ms (1000 Hz), 100.005 %
+				 * over 20 ms; a share of time is at most all of it */
+				double pct = 100.0 * (double)(s[i].activeTime -
+							      t->stats[i].activeTime) /
+					     (double)(s[i].timestamp - t->stats[i].timestamp);
+
+				zt_arg(a, &n, t->eng_key[i], pct < 100.0 ? pct : 100.0);
+			}
+			t->stats[i] = s[i];
+			fresh[2] = true;
+		}
 	}
 	at = zt_mid(t0);
 	zt_counter(t, zt_str.engines, t->prev_ns[2], a, n);

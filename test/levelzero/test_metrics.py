@@ -425,6 +425,25 @@ def test_telemetry_engine_utilization_is_at_most_100(tmp_path):
     assert sum(a["compute %"] == 100 for a in engines) >= 10  # busy readings still read 100
 
 
+
+def test_telemetry_engine_group_is_one_sample_when_its_readings_are_apart(tmp_path):
+    """An engine group's shares are one sample over one interval. When the driver's
+    read of one engine blocks (the simulator holds every 5th engine reading 0.8 ms),
+    the next round finds that engine too soon for a rate and the others not: the whole
+    round waits. Drawing the others alone left samples without 'compute %' (seen in CI
+    at 1000 Hz on a loaded machine) and that engine's next rate drawn from the wrong
+    start."""
+    t, _ = traced(tmp_path, [LOAD, 150, 20, 1],
+                  {"GPUTRACE_TELEMETRY": "1", "GPUTRACE_TELEMETRY_HZ": "1000",
+                   "ZE_SIM_ENGINE_READ_STALL_US": "800/5"})
+    engines = samples(t, "engine utilization")
+    partial = [e for e in engines if set(e["args"]) != {"all %", "compute %", "copy %"}]
+    assert len(engines) >= 30 and not partial, (len(engines), partial[:3])
+    assert all(0 <= v <= 100 for e in engines for v in e["args"].values())
+    assert sum(e["args"]["compute %"] == 100 for e in engines) >= 10
+    ts = [e["ts"] for e in engines]
+    assert ts == sorted(set(ts))  # one sample per interval start
+
 # ---- off, and what is set when ---------------------------------------------------------------
 
 def test_off_means_no_metric_or_sysman_call(tmp_path):

@@ -15,6 +15,10 @@
  *                   counters = bytes copies read and copies/fills wrote (prorated in time)
  *   engines         ALL (any), COMPUTE_ALL (kernels), COPY_ALL (copies and fills): active
  *                   time in us, cumulative
+ *
+ * ZE_SIM_ENGINE_READ_STALL_US=US[/N]: every Nth reading of an engine's activity (any
+ * engine, counted in call order) is taken US later than asked, as by a driver whose read
+ * of the engine's counters blocked: readings of one round are then apart.
  */
 #include <stdio.h>
 #include <string.h>
@@ -317,6 +321,13 @@ static ze_result_t mem_get_bandwidth(zes_mem_handle_t h, zes_mem_bandwidth_t *b)
 }
 
 /* ---- engines ---- */
+static struct sim_stall engine_read_stall = { "ZE_SIM_ENGINE_READ_STALL_US", 0, 1 };
+
+__attribute__((constructor)) static void sim_sysman_setup(void)
+{
+	sim_stall_parse(&engine_read_stall);
+}
+
 static ze_result_t engine_get_properties(zes_engine_handle_t h, zes_engine_properties_t *p)
 {
 	SIM_RES(e, h, engines);
@@ -335,6 +346,7 @@ static ze_result_t engine_get_activity(zes_engine_handle_t h, zes_engine_stats_t
 	uint64_t now, ns;
 
 	SIM_NOT_NULL(s);
+	sim_stall_maybe(&engine_read_stall);
 	pthread_mutex_lock(&sim_lock);
 	totals_locked(&t, &now);
 	pthread_mutex_unlock(&sim_lock);
