@@ -597,7 +597,7 @@ def test_flush_that_never_returns(tmp_path):
 
 
 def test_stop_that_never_returns_as_a_window_closes(tmp_path):
-    """A plug-in stuck in stop() as a capture window closes (--duration 0.5: the
+    """A plug-in stuck in stop() as a capture window closes (--duration 1.5: the
     drain thread closes it) costs that plug-in, not the trace: one line naming it
     and the call once it handed nothing over for 5 s (a stop may rightly take
     seconds), and the window's file is ended, with every launch of the window. It
@@ -608,8 +608,10 @@ def test_stop_that_never_returns_as_a_window_closes(tmp_path):
         need(p)
     d = broken_dir(tmp_path, ["stop_hangs"])
     log = tmp_path / "calls"
-    # the program runs on past the 5 s (and a fifth) the drain waits for the stop
-    r = run([app, "7000"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d), "GPUTRACE_DURATION": "0.5",
+    # the window counts from the process's start: 1.5 s leaves a loaded machine time to
+    # reach the first launch (0.5 s once held none: CI, load 7). The program runs on past
+    # the 5 s (and a fifth) the drain then waits for the stop.
+    r = run([app, "8000"], env=sim_env({"GPUTRACE_PLUGIN_PATH": str(d), "GPUTRACE_DURATION": "1.5",
                                         "BROKEN_PLUGIN_LOG": str(log)}), tmp_path=tmp_path)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     assert gputrace_lines(r.stderr) == [
