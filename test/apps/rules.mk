@@ -25,7 +25,7 @@ ZE_APPS += ze_rerun
 ZE_APPS += ze_rerun_late
 ZE_APP_BINS := $(patsubst %,$(BUILD)/test/apps/%,$(ZE_APPS))
 
-$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h backends/levelzero/ze_newer.h \
+$(ZE_APP_BINS): $(BUILD)/test/apps/%: test/apps/%.c test/apps/ze_app.h test/arg.h backends/levelzero/ze_newer.h \
 		backends/levelzero/ze_intel_ext.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -o $@ $< -lze_loader -lpthread -ldl
@@ -60,7 +60,7 @@ TEST_BUILD += $(ZE_APP_BINS) $(BUILD)/test/apps/ze_dlopen $(BUILD)/test/apps/ze_
 # ze_window that marks one NVTX range before it runs (NVTX is header-only: the toolkit's
 # headers, no CUDA library)
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
-$(BUILD)/test/apps/ze_window_nvtx: test/apps/ze_window.c test/apps/ze_app.h \
+$(BUILD)/test/apps/ze_window_nvtx: test/apps/ze_window.c test/apps/ze_app.h test/arg.h \
 		backends/levelzero/ze_newer.h backends/levelzero/ze_intel_ext.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -I. -I$(CUDA_HOME)/include -DZE_WINDOW_NVTX -o $@ $< \

@@ -7,7 +7,6 @@
  * ze_window_nvtx, which first pushes and pops one NVTX range "init". ms = 0: until its stdin
  * ends (the test closes it when done with the process: a fixed length raced the test's own
  * steps, which a loaded machine stretches past it). */
-#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,17 +21,6 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Whether stdin has reached its end (or failed): checked without waiting */
-static int stdin_ended(void)
-{
-	struct pollfd in = { .fd = 0, .events = POLLIN };
-	char c;
-
-	if (poll(&in, 1, 0) <= 0)
-		return 0;
-	return read(0, &c, 1) <= 0;
 }
 
 int main(int argc, char **argv)
@@ -89,7 +77,7 @@ int main(int argc, char **argv)
 			ZE_CHECK(zeCommandListReset(list));
 		}
 		nanosleep(&pause, NULL);
-		if (i % batch == 0 && (ms ? now_ms() - t0 >= ms : stdin_ended()))
+		if (i % batch == 0 && (ms ? now_ms() - t0 >= ms : test_stdin_ended(0)))
 			break;
 	}
 	printf("ze_window: iterations=%lu\n", i);

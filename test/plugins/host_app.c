@@ -8,7 +8,6 @@
  * argv[2] "exec": after the sleep, execs itself (host_app MS), which sleeps
  * and exits; "exec-fail": an exec that fails, then sleeps again. */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../arg.h"
 
 static void *crash(void *arg)
 {
@@ -38,12 +39,8 @@ int main(int argc, char **argv)
 		return 2;
 
 	if (argc > 2 && !strcmp(argv[2], "until-eof")) {
-		struct pollfd in = { .fd = 0, .events = POLLIN };
-		char c;
-
-		/* a read of 0 is the end; signals (gputrace capture's) and stray bytes are not */
 		for (long left = ms; left > 0; left -= 10)
-			if (poll(&in, 1, 10) == 1 && read(0, &c, 1) == 0)
+			if (test_stdin_ended(10))
 				break;
 	} else {
 		/* the whole time, through signals (gputrace capture's among them) */

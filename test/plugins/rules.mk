@@ -23,7 +23,7 @@ $(PLUGINS_OUT)/broken/%.so: test/plugins/broken.c $(PLUGINS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_CFLAGS) -DBROKEN_VARIANT=\"$*\" -DBROKEN_$* -shared -o $@ $< -pthread
 
-$(PLUGINS_OUT)/host_app: test/plugins/host_app.c
+$(PLUGINS_OUT)/host_app: test/plugins/host_app.c test/arg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASEFLAGS) -o $@ $<
 
