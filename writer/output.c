@@ -221,9 +221,14 @@ static bool fix_flags(int fd)
 	return fixed; /* true: a flag was taken off */
 }
 
+static bool same_file(const struct stat *a, dev_t dev, ino_t ino)
+{
+	return a->st_dev == dev && a->st_ino == ino;
+}
+
 static bool is_ours(const struct out *o, const struct stat *st)
 {
-	return st->st_dev == o->dev && st->st_ino == o->ino;
+	return same_file(st, o->dev, o->ino);
 }
 
 /* Reopens that the program took from under us before giving up: each is its
@@ -259,7 +264,7 @@ static int check_fd(struct out *o)
 				continue; /* the program's descriptor now */
 			/* another file has our name: ours to close, unless the
 			 * program took the descriptor meanwhile */
-			if (named && at_path.st_dev == st.st_dev && at_path.st_ino == st.st_ino)
+			if (named && same_file(&at_path, st.st_dev, st.st_ino))
 				close(fd);
 			return -ESTALE;
 		}
