@@ -399,7 +399,7 @@ struct ze_exec {
 	struct ze_queue *queue; /* run on a queue (else NULL) */
 	uint32_t n;
 	ze_command_list_handle_t *lists;
-	uint64_t ref_host, ref_ticks;
+	uint64_t ref_host, ref_ticks, ref_err; /* its pair, and the call's length that read it */
 	/* Its place among all execute calls: a list's run whose call another run of the
 	 * list's began after (before it ended) is lost, as a run rerun before it was read;
 	 * one that began while an earlier run was unfinished is read warily (track.c). */

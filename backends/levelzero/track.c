@@ -100,6 +100,9 @@ struct ze_anchor {
 	/* The command the chain began with, placed by its own pair: its start in ticks and
 	 * as drawn (the commands from it to the last are drawn on the chain). */
 	uint64_t first_start_raw, first_start_host;
+	/* The error bound of the pair the chain began with (the length of the call that read
+	 * it): everything on the chain may be drawn that much early. */
+	uint64_t base_err;
 	uint64_t blocked_pass; /* the collect that found one of its commands not done */
 	struct ze_drawn drawn[ZE_ROW_DRAWN]; /* a ring, drawn[drawn_last] the latest */
 	unsigned drawn_last;
@@ -877,6 +880,16 @@ static void ze_anchor__drawn(struct ze_anchor *a, const struct ze_dev *d, uint64
 						     .start_host = start, .end_host = end };
 }
 
+/* How far a command's own pair may draw it after the row's last command though it ran
+ * before it: the clocks' error, and that command's chain's pair's (within a quarter wrap,
+ * past which no wrap can be told). */
+static inline uint64_t ze_anchor__slack(const struct ze_dev *d, const struct ze_anchor *a)
+{
+	uint64_t slack = d->early_slack_ns + a->base_err;
+
+	return slack < d->same_wrap_ns ? slack : d->same_wrap_ns;
+}
+
 /*
  * Did p start after the row's last command started (which began at a_start, host ns),
  * by the ticks and, within a quarter wrap, by its own pair (fresh_start)? Then it did
@@ -1186,11 +1199,14 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 
 		off = ze_pend__own_off(p, s);
 		/* Ended before the row's last command started, by its own pair (within
-		 * the clocks' error): an earlier run read late. */
+		 * the clocks' error and the error of the pair that command was drawn by:
+		 * a kept pair whose call was slow, 53 us under TSan on a loaded machine,
+		 * drew it that much early, and this run's last kernel, not placed back,
+		 * overlapped it): an earlier run read late. */
 		if (a->valid &&
 		    base + ze__ticks_ns(d, off + ticks) <=
 			    (a_start = a->base_host + ze__ticks_ns(d, a->start_off)) +
-				    d->early_slack_ns &&
+				    ze_anchor__slack(d, a) &&
 		    !ze_pend__after_row_start(d, a, s, e, base + ze__ticks_ns(d, off), a_start) &&
 		    ze_pend__place_earlier(p, a, s, e, ticks, base + ze__ticks_ns(d, off), &start,
 					   &end)) {
@@ -1214,6 +1230,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		a->base_host = base;
 		a->base_ticks = p->ref_ticks;
 		a->first_start_raw = s;
+		a->base_err = p->ref_err;
 		chain_begins = true;
 	}
 	a->valid = true;
@@ -2102,7 +2119,7 @@ out:
 	 * between the pair and the submission: work drawn early by another chain's split pair
 	 * still fell after that floor, and was not moved. (Nor does the pair's call, up to
 	 * ZE_PAIR_TRIES of them, hold the lock now.) */
-	if (x->valid && ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, NULL)) {
+	if (x->valid && ze_dev__sync(x->dev, &x->ref_host, &x->ref_ticks, &x->ref_err)) {
 		x->valid = false;
 		x->no_pair = true;
 		ze__calls_done(x);
@@ -2346,6 +2363,7 @@ void ze_track__execute_end(struct ze_exec *x, ze_result_t r, struct ze_call *c,
 				.anchor = x->anchor,
 				.ref_host = x->ref_host,
 				.ref_ticks = x->ref_ticks,
+				.ref_err = x->ref_err,
 				.at = x->ref_host,
 				.queue = x->queue,
 				.returned = submitted,
