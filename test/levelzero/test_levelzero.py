@@ -1002,10 +1002,13 @@ def test_run_moved_past_the_next_run_keeps_each_kernel_a_slice_of_its_own(tmp_pa
     # hand-off to B, waiting on it while A read the last round, came in between: 10 to
     # 150 us here, and 3 tests in 8 missed it in all 3 runs at load 3. On 2 CPUs about one
     # run in 2 made it at load 5, one in 3 at load 8: 3 runs missed it in 13 tests of 40.)
+    # Each move is held to B's longest call, not 25 us: every pair of B's is split, and
+    # where all 4 reads of one took longer than 20 us (TSan at load) the shortest is kept,
+    # its error that long (moves of up to 66 us failed 5 tests in 8 at load 15).
     for attempt in range(10):
         (tmp_path / str(attempt)).mkdir()
         _, _, cut = shared_engine_run(tmp_path / str(attempt), env, 32, 6, 32, 1, 0, 10,
-                                      SPLIT_CLAMP_NS)
+                                      None)
         if cut >= 2:
             break
     assert SANITIZE or cut >= 2, cut
