@@ -204,20 +204,27 @@ static bool same_hang(const struct ring *r, uint32_t call, uint64_t handle,
 /* The threads in a wait longer than the threshold; fresh: one of them
  * not reported yet (nor a wait of its last hang made again; oldest: the
  * correlation of the oldest pending work, 0 if none), the first such at
- * b[*first]. Under the ring lock (rings are freed by the drain). */
+ * b[*first]; waiting: a thread is in a wait shorter than the threshold;
+ * alone: the correlation of work reported with no thread blocked (0: none),
+ * whose first waiter blocked past the threshold is that hang (then 0).
+ * Under the ring lock (rings are freed by the drain). */
 static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bool *fresh,
-			     unsigned *first, const struct pending_list *pend, uint64_t oldest)
+			     unsigned *first, const struct pending_list *pend, uint64_t oldest,
+			     bool *waiting, uint64_t *alone)
 {
 	unsigned n = 0;
 
 	*fresh = false;
 	*first = 0;
+	*waiting = false;
 	if (writer__lock_rings(200))
 		return 0;
 	for (struct ring *r = atomic_load_explicit(&gt_st.rings, memory_order_acquire);
 	     r && n < WD_THREADS_MAX; r = r->next) {
 		uint64_t since = atomic_load_explicit(&r->wait_since, memory_order_acquire);
 
+		if (since && since <= now && now - since < limit && !atomic_load(&r->dead))
+			*waiting = true;
 		/* since > now: a wait that began after we read the clock */
 		if (!since || since > now || now - since < limit || atomic_load(&r->dead))
 			continue;
@@ -231,10 +238,19 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 		memcpy(b[n].name, r->name_start, sizeof(b[n].name));
 		b[n].name[sizeof(b[n].name) - 1] = 0;
 		if (r->wait_reported != since) {
-			if (!same_hang(r, b[n].call, b[n].handle, pend)) {
+			bool again = same_hang(r, b[n].call, b[n].handle, pend);
+
+			/* a wait begun after the work it waits behind was reported alone
+			 * (a loaded machine held the program between its submission and
+			 * its wait): that hang, not a second report of it */
+			if (!again && *alone && *alone == oldest) {
+				*alone = 0;
+			} else if (!again) {
 				if (!*fresh)
 					*first = n;
 				*fresh = true;
+			}
+			if (!again) {
 				r->wait_reported_call = b[n].call;
 				r->wait_reported_handle = b[n].handle;
 				r->wait_reported_corr = oldest;
@@ -588,6 +604,7 @@ static _Atomic bool report_under_way;
 
 static struct {
 	uint64_t oldest_corr, oldest_seen, reported_corr;
+	uint64_t alone_corr; /* reported with no thread blocked (find_blocked) */
 } P;
 
 /* The oldest unfinished work's submission as last looked (0: none), for the
@@ -631,7 +648,7 @@ static void check(uint64_t limit)
 	static struct blocked bl[WD_THREADS_MAX];
 	static struct pending_list pend;
 	uint64_t now = gt_clock_ns();
-	bool fresh, stalled = false;
+	bool fresh, stalled = false, waiting;
 	const struct gt_pending_work *oldest = NULL;
 	unsigned nbl, first;
 	char reason[160], sec[24];
@@ -642,7 +659,8 @@ static void check(uint64_t limit)
 	for (unsigned i = 0; i < pend.n; i++)
 		if (!oldest || pend.w[i].submitted_ns < oldest->submitted_ns)
 			oldest = &pend.w[i];
-	nbl = find_blocked(bl, now, limit, &fresh, &first, &pend, oldest ? oldest->corr : 0);
+	nbl = find_blocked(bl, now, limit, &fresh, &first, &pend, oldest ? oldest->corr : 0,
+			   &waiting, &P.alone_corr);
 	atomic_store_explicit(&pending_since, oldest ? oldest->submitted_ns : 0,
 			      memory_order_relaxed);
 	if (!oldest) {
@@ -650,7 +668,14 @@ static void check(uint64_t limit)
 	} else if (oldest->corr != P.oldest_corr) {
 		P.oldest_corr = oldest->corr;
 		P.oldest_seen = now;
-	} else if (now - P.oldest_seen >= limit && P.reported_corr != oldest->corr) {
+	} else if (now - P.oldest_seen >= limit && P.reported_corr != oldest->corr &&
+		   (!waiting || now - P.oldest_seen >= 2 * limit)) {
+		/* Not while a thread is in a wait shorter than SEC: one that reaches SEC is
+		 * reported with this work, naming the thread (a program that polls with
+		 * waits shorter than SEC holds it back for one SEC more at most). A
+		 * program on a loaded machine that began its wait a little after the
+		 * submission got a report of the work and then one of its wait on it: the
+		 * one hang reported twice. */
 		stalled = true;
 		P.reported_corr = oldest->corr;
 	}
@@ -677,6 +702,7 @@ static void check(uint64_t limit)
 	/* the pending work is part of the hang just reported */
 	if (oldest)
 		P.reported_corr = oldest->corr;
+	P.alone_corr = oldest && !nbl ? oldest->corr : 0;
 }
 
 static bool watching(void)

@@ -6,9 +6,10 @@
  * stays stuck. stdin: prints "ready", then per line read: "ok" runs a kernel that
  * finishes and waits for it (prints "ok"), "hang" submits the stuck one and waits
  * forever (prints "waiting"): a hang at a time the caller picks (a capture window).
- * poll MS: the stuck kernel waited for by timed waits (zeCommandQueueSynchronize, 0.8 s
- * each, as a program that polls does) for MS, then the host signals it; twice, each
- * time a new launch (two hangs, each polled on), then exit 0.
+ * poll MS [LATE_MS]: the stuck kernel waited for by timed waits (zeCommandQueueSynchronize,
+ * 0.8 s each, as a program that polls does) for MS, then the host signals it; twice, each
+ * time a new launch (two hangs, each polled on), then exit 0. LATE_MS: each hang's first
+ * wait begins that long after its submission (as on a loaded machine).
  * two: a second thread waits for the event from the start (zeEventHostSynchronize),
  * and 1.5 s later the host waits for its queue too: both forever.
  * exit: a second thread, every signal blocked, waits for the event from the start
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
 	bool forever = busy || lines || two || leave || (argc > 1 && !strcmp(argv[1], "forever"));
 
 	if (argc < 2 || (!forever && !(signal_after_ms = strtoul(argv[1 + poll], NULL, 10)))) {
-		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|two|exit|poll MS\n");
+		fprintf(stderr, "usage: ze_hang forever|MS|busy|stdin|two|exit|poll MS [LATE_MS]\n");
 		return 2;
 	}
 	app_ze_setup(&z);
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
 		ZE_CHECK(zeCommandQueueExecuteCommandLists(queue, 1, &stuck, NULL));
 		printf("waiting\n");
 		fflush(stdout);
+		usleep((useconds_t)test_arg(argc, argv, 3, 0) * 1000);
 		while (app_now_ns() < until)
 			APP_EXPECT(zeCommandQueueSynchronize(queue, 800000000ull) == ZE_RESULT_NOT_READY,
 				   "the stuck kernel finished");

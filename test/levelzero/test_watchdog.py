@@ -151,6 +151,37 @@ def test_watchdog_reports_a_polled_hang_once(tmp_path):
     assert [l.rsplit(" ", 1)[1] for l in lines] == [str(first), str(second)], lines
 
 
+def test_watchdog_reports_a_hang_waited_for_late_once(tmp_path):
+    """ze_hang poll, each hang's first wait begun 0.25 s after its submission (a loaded
+    machine held the program that long): still one report per hang, naming its stuck
+    launch, and the blocked thread where its wait had begun when the work was SEC old (the
+    report then waits for the wait to reach SEC). The work was reported first, as device
+    work not finished with no thread blocked, and the thread's wait on it again: four
+    reports for the two hangs (test_watchdog_reports_a_polled_hang_once under load)."""
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.5",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(HANG), "poll", "2500", "250"], env=env, capture_output=True,
+                       timeout=60)
+    assert (r.returncode, r.stdout) == (0, b"waiting\nwaiting\ndone\n"), r.stderr
+    first, second = tmp_path / "trace.watchdog.json", tmp_path / "trace.watchdog.1.json"
+    assert reports(tmp_path, written=False) == [second, first]
+    corrs = []
+    for path in (first, second):
+        report = json.loads(path.read_text())
+        # which came first on a loaded machine: the wait's SEC, or the work's with no wait
+        assert report["reason"] in (
+            "1 thread blocked in zeCommandQueueSynchronize for over 0.5 s",
+            "device work not finished for over 0.5 s (stuck_kernel)"), report["reason"]
+        assert len(report["blocked_threads"]) == report["reason"].startswith("1 thread")
+        (pending,) = report["pending"]
+        assert pending["name"] == "stuck_kernel"
+        corrs.append(pending["correlation"])
+    assert corrs[0] != corrs[1]
+
+
 def test_watchdog_names_the_call_of_the_thread_newly_blocked(tmp_path):
     """ze_hang two: a thread blocked in zeEventHostSynchronize is reported; 1.5 s later
     the main thread blocks in zeCommandQueueSynchronize too: its report's line names that
