@@ -472,6 +472,9 @@ GT_STARTUP_CODE GT_HIDDEN void shim__end_host(void)
 	atomic_store(&gt_st.host_end_tid, gt_gettid());
 	/* a process that never read the clock does not start its line to end */
 	atomic_compare_exchange_strong(&gt_st.host_end_ns, &expect, gt_clock_ns_unstarted());
+	/* before the last reads of the rings: a launch returning now either sees the end or
+	 * has its span read (cupti__launch_returned) */
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* Called in a fork child: the parent's rings are not ours to drain. */

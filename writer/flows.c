@@ -365,9 +365,10 @@ static bool launched_after_the_end(struct corr_entry *const h[2])
 	return (h[0] && h[0]->after_end) || (h[1] && h[1]->after_end);
 }
 
-/* Device work read while its launch had not returned (GT_EVF_UNRETURNED), at the last
- * read of a process that began to end, its launch not written: that call returned
- * after the end (or not at all), left out of the trace, and its work goes with it. CUDA's
+/* Device work read while its launch had not returned (GT_EVF_UNRETURNED: nor has one
+ * that returned once the process began to end, records.c), at the last read of a process
+ * that began to end, its launch not written: that call returned after the end (or not at
+ * all), left out of the trace, and its work goes with it. CUDA's
  * CUPTI hands a launch's kernel over at the exit's flush while the call may still run on
  * another thread: drawn without its launch, uncounted (1 or 2 kernels or fills in 4 or 5
  * runs in 6 of 4 threads launching flat out as main returns). */

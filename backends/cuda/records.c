@@ -893,10 +893,22 @@ static uint64_t lt_mark(uint32_t corr, uint64_t bit)
 	return 0;
 }
 
-/* After the call's span went into its thread's ring: the drain that sees the mark reads
- * the span after it. */
+/*
+ * After the call's span went into its thread's ring: the drain that sees the mark reads
+ * the span after it. Not once the process began to end: the exit's last read of the
+ * rings may have come before this span went in (a thread launching on through the
+ * exit), and work of a launch marked returned is drawn whether its span was read or
+ * not: a kernel or fill drawn without its launch, the trace's last event (1 run in ~100
+ * of 4 threads launching through the exit, at load 12). Unmarked, its work is drawn only
+ * with its span (writer/flows.c, launch_never_returned). The fence puts the span's store
+ * before the look at the end, as the exit's puts the end before its read of the rings
+ * (shim__end_host): one of the two sees the other.
+ */
 void cupti__launch_returned(uint32_t corr)
 {
+	atomic_thread_fence(memory_order_seq_cst);
+	if (gt_unlikely(atomic_load_explicit(&gt_st.host_end_ns, memory_order_relaxed)))
+		return;
 	lt_mark(corr, LT_RETURNED);
 }
 
