@@ -123,21 +123,29 @@ def test_watchdog_reports_device_work_that_never_finishes(tmp_path):
     assert pending["pending_s"] >= 0.5
 
 
+def two_polled_hangs(tmp_path, extra):
+    """ze_hang poll (two hangs of 2.5 s, waited on in polls) under a 0.5 s watchdog: its
+    run, and the paths of its two reports, checked to be the only ones."""
+    need(HANG)
+    need(ZE_SIM)
+    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.5",
+                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
+                             "GPUTRACE_SUMMARY": "0"}))
+    r = subprocess.run([str(HANG), "poll", "2500"] + extra, env=env, capture_output=True,
+                       timeout=60)
+    assert (r.returncode, r.stdout) == (0, b"waiting\nwaiting\ndone\n"), r.stderr
+    first, second = tmp_path / "trace.watchdog.json", tmp_path / "trace.watchdog.1.json"
+    assert reports(tmp_path, written=False) == [second, first]
+    return r, first, second
+
+
 def test_watchdog_reports_a_polled_hang_once(tmp_path):
     """ze_hang poll: the stuck kernel waited for by timed waits of 0.8 s (a program that
     polls), for 2.5 s, then released; then a second stuck launch, polled the same way. One
     report per hang, each naming its own launch; the waits of a hang made again are that
     hang. Every wait longer than SEC was a report of its own (7 for the two hangs), with
     a checkpoint and, with a flight recorder, a dump each."""
-    need(HANG)
-    need(ZE_SIM)
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.5",
-                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                             "GPUTRACE_SUMMARY": "0"}))
-    r = subprocess.run([str(HANG), "poll", "2500"], env=env, capture_output=True, timeout=60)
-    assert (r.returncode, r.stdout) == (0, b"waiting\nwaiting\ndone\n"), r.stderr
-    first, second = tmp_path / "trace.watchdog.json", tmp_path / "trace.watchdog.1.json"
-    assert reports(tmp_path, written=False) == [second, first]
+    r, first, second = two_polled_hangs(tmp_path, [])
     corrs = []
     for path in (first, second):
         report = json.loads(path.read_text())
@@ -158,16 +166,7 @@ def test_watchdog_reports_a_hang_waited_for_late_once(tmp_path):
     report then waits for the wait to reach SEC). The work was reported first, as device
     work not finished with no thread blocked, and the thread's wait on it again: four
     reports for the two hangs (test_watchdog_reports_a_polled_hang_once under load)."""
-    need(HANG)
-    need(ZE_SIM)
-    env = clean_env(sim_env({"LD_PRELOAD": PRELOAD, "GPUTRACE_WATCHDOG": "0.5",
-                             "GPUTRACE_OUTPUT": str(tmp_path / "trace.json"),
-                             "GPUTRACE_SUMMARY": "0"}))
-    r = subprocess.run([str(HANG), "poll", "2500", "250"], env=env, capture_output=True,
-                       timeout=60)
-    assert (r.returncode, r.stdout) == (0, b"waiting\nwaiting\ndone\n"), r.stderr
-    first, second = tmp_path / "trace.watchdog.json", tmp_path / "trace.watchdog.1.json"
-    assert reports(tmp_path, written=False) == [second, first]
+    r, first, second = two_polled_hangs(tmp_path, ["250"])
     corrs = []
     for path in (first, second):
         report = json.loads(path.read_text())
