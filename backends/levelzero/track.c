@@ -880,12 +880,12 @@ static void ze_anchor__drawn(struct ze_anchor *a, const struct ze_dev *d, uint64
 						     .start_host = start, .end_host = end };
 }
 
-/* How far a command's own pair may draw it after the row's last command though it ran
- * before it: the clocks' error, and that command's chain's pair's (within a quarter wrap,
- * past which no wrap can be told). */
-static inline uint64_t ze_anchor__slack(const struct ze_dev *d, const struct ze_anchor *a)
+/* How early a pair of error pair_err (the length of the call that read it) may draw work:
+ * the clocks' error and the pair's, within a quarter wrap (past which no wrap can be
+ * told). */
+static inline uint64_t ze_dev__early_slack(const struct ze_dev *d, uint64_t pair_err)
 {
-	uint64_t slack = d->early_slack_ns + a->base_err;
+	uint64_t slack = d->early_slack_ns + pair_err;
 
 	return slack < d->same_wrap_ns ? slack : d->same_wrap_ns;
 }
@@ -1067,10 +1067,8 @@ static uint64_t ze_pend__own_off(const struct ze_pending *p, uint64_t s)
 {
 	const struct ze_dev *d = p->dev;
 	uint64_t off = (s - p->ref_ticks) & d->mask;
-	uint64_t slack = d->early_slack_ns + p->ref_err;
+	uint64_t slack = ze_dev__early_slack(d, p->ref_err);
 
-	if (slack > d->same_wrap_ns) /* past a quarter wrap no wrap can be told */
-		slack = d->same_wrap_ns;
 	for (int wraps = 0; wraps < 4 && d->mask != ~0ull &&
 			    p->ref_host + ze__ticks_ns(d, off) + slack < p->at;
 	     wraps++)
@@ -1206,7 +1204,7 @@ static inline __attribute__((always_inline)) void ze_pend__read(struct ze_pendin
 		if (a->valid &&
 		    base + ze__ticks_ns(d, off + ticks) <=
 			    (a_start = a->base_host + ze__ticks_ns(d, a->start_off)) +
-				    ze_anchor__slack(d, a) &&
+				    ze_dev__early_slack(d, a->base_err) &&
 		    !ze_pend__after_row_start(d, a, s, e, base + ze__ticks_ns(d, off), a_start) &&
 		    ze_pend__place_earlier(p, a, s, e, ticks, base + ze__ticks_ns(d, off), &start,
 					   &end)) {
