@@ -332,6 +332,13 @@ static double zt_rate(uint64_t now, uint64_t before, uint64_t now_us, uint64_t b
 				  : 0.0;
 }
 
+/* Is a reading at now_us (a counter's timestamp) too soon after the one at before_us for a
+ * rate (with no earlier reading there is none to be too soon after)? */
+static bool zt_too_soon(bool prev, uint64_t now_us, uint64_t before_us)
+{
+	return prev && now_us < before_us + ZT_RATE_MIN_US;
+}
+
 /* The host time of a reading: the middle of the calls that took it. */
 static uint64_t zt_mid(uint64_t before)
 {
@@ -391,8 +398,7 @@ static void zt_sample_dev(struct zt_dev *t)
 		for (unsigned i = 0; i < t->npwr; i++) {
 			got[i] = ZE_REAL(zesPowerGetEnergyCounter)(t->pwr[i], &e[i]) ==
 				 ZE_RESULT_SUCCESS;
-			soon |= got[i] && prev &&
-				e[i].timestamp < t->energy[i].timestamp + ZT_RATE_MIN_US;
+			soon |= got[i] && zt_too_soon(prev, e[i].timestamp, t->energy[i].timestamp);
 		}
 		for (unsigned i = 0; i < t->npwr && !soon; i++) {
 			if (!got[i])
@@ -411,24 +417,22 @@ static void zt_sample_dev(struct zt_dev *t)
 		t->prev_ns[0] = at;
 	n = 0;
 	t0 = gt_clock_ns();
-	{
+	for (unsigned i = 0; i < t->nmem && i < 1; i++) {
 		zes_mem_bandwidth_t b;
-		unsigned i = 0; /* the first memory module's: one series pair per GPU */
 
-		if (i < t->nmem &&
-		    ZE_REAL(zesMemoryGetBandwidth)(t->mem[i], &b) == ZE_RESULT_SUCCESS &&
-		    !(prev && b.timestamp < t->bw[i].timestamp + ZT_RATE_MIN_US)) {
-			fresh[1] = true;
-			if (prev) {
-				zt_arg(a, &n, zt_str.read,
-				       zt_rate(b.readCounter, t->bw[i].readCounter, b.timestamp,
-					       t->bw[i].timestamp) / 1e9);
-				zt_arg(a, &n, zt_str.write,
-				       zt_rate(b.writeCounter, t->bw[i].writeCounter, b.timestamp,
-					       t->bw[i].timestamp) / 1e9);
-			}
-			t->bw[i] = b;
+		if (ZE_REAL(zesMemoryGetBandwidth)(t->mem[i], &b) != ZE_RESULT_SUCCESS ||
+		    zt_too_soon(prev, b.timestamp, t->bw[i].timestamp))
+			continue;
+		fresh[1] = true;
+		if (prev) {
+			zt_arg(a, &n, zt_str.read,
+			       zt_rate(b.readCounter, t->bw[i].readCounter, b.timestamp,
+				       t->bw[i].timestamp) / 1e9);
+			zt_arg(a, &n, zt_str.write,
+			       zt_rate(b.writeCounter, t->bw[i].writeCounter, b.timestamp,
+				       t->bw[i].timestamp) / 1e9);
 		}
+		t->bw[i] = b;
 	}
 	at = zt_mid(t0);
 	zt_counter(t, zt_str.bandwidth, t->prev_ns[1], a, n);
@@ -443,8 +447,7 @@ static void zt_sample_dev(struct zt_dev *t)
 		for (unsigned i = 0; i < t->neng; i++) {
 			got[i] = ZE_REAL(zesEngineGetActivity)(t->eng[i], &s[i]) ==
 				 ZE_RESULT_SUCCESS;
-			soon |= got[i] && prev &&
-				s[i].timestamp < t->stats[i].timestamp + ZT_RATE_MIN_US;
+			soon |= got[i] && zt_too_soon(prev, s[i].timestamp, t->stats[i].timestamp);
 		}
 		for (unsigned i = 0; i < t->neng && !soon; i++) {
 			if (!got[i])
