@@ -237,26 +237,22 @@ static unsigned find_blocked(struct blocked *b, uint64_t now, uint64_t limit, bo
 		b[n].tid = r->tid;
 		memcpy(b[n].name, r->name_start, sizeof(b[n].name));
 		b[n].name[sizeof(b[n].name) - 1] = 0;
-		if (r->wait_reported != since) {
-			bool again = same_hang(r, b[n].call, b[n].handle, pend);
-
+		if (r->wait_reported != since && !same_hang(r, b[n].call, b[n].handle, pend)) {
 			/* a wait begun after the work it waits behind was reported alone
 			 * (a loaded machine held the program between its submission and
 			 * its wait): that hang, not a second report of it */
-			if (!again && *alone && *alone == oldest) {
+			if (*alone && *alone == oldest) {
 				*alone = 0;
-			} else if (!again) {
+			} else {
 				if (!*fresh)
 					*first = n;
 				*fresh = true;
 			}
-			if (!again) {
-				r->wait_reported_call = b[n].call;
-				r->wait_reported_handle = b[n].handle;
-				r->wait_reported_corr = oldest;
-			}
-			r->wait_reported = since;
+			r->wait_reported_call = b[n].call;
+			r->wait_reported_handle = b[n].handle;
+			r->wait_reported_corr = oldest;
 		}
+		r->wait_reported = since;
 		n++;
 	}
 	writer__unlock_rings();
